@@ -1,0 +1,261 @@
+//! Run events streamed while a run executes, with Agno's event names and JSON shapes.
+//!
+//! Every event of a run carries a strictly increasing `event_index` (assigned by the runtime's
+//! emitter), which AgentOS puts in the SSE payload and uses for resume.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::clock::now_epoch_secs;
+use crate::metrics::Metrics;
+use crate::requirement::RunRequirement;
+use crate::tool_execution::ToolExecution;
+
+/// One event of an agent run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEvent {
+    /// Epoch seconds.
+    #[serde(default = "now_epoch_secs")]
+    pub created_at: i64,
+    /// The event name and its specific fields.
+    #[serde(flatten)]
+    pub data: EventData,
+    /// Agent id.
+    #[serde(default)]
+    pub agent_id: String,
+    /// Agent name.
+    #[serde(default)]
+    pub agent_name: String,
+    /// Run id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Parent run id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// Session id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Nesting depth inside workflows; 0 at top level.
+    #[serde(default)]
+    pub nested_depth: u32,
+    /// Position of the event in its run: strictly increasing, not necessarily gapless.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_index: Option<u64>,
+}
+
+/// The event-specific part of a [`RunEvent`], tagged by Agno's event name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event")]
+#[non_exhaustive]
+pub enum EventData {
+    /// The run started.
+    RunStarted {
+        /// Model id.
+        model: String,
+        /// Model provider.
+        model_provider: String,
+    },
+    /// A piece of content (a token delta when streaming).
+    RunContent {
+        /// The delta.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Value>,
+        /// `"str"` or the output schema name.
+        #[serde(default = "str_type")]
+        content_type: String,
+        /// Reasoning delta.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
+    },
+    /// Content of an intermediate model turn (before tool calls).
+    RunIntermediateContent {
+        /// The content.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Value>,
+        /// `"str"` or the output schema name.
+        #[serde(default = "str_type")]
+        content_type: String,
+    },
+    /// All content of the run has been streamed.
+    RunContentCompleted {},
+    /// The run finished.
+    RunCompleted {
+        /// Final content.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Value>,
+        /// `"str"` or the output schema name.
+        #[serde(default = "str_type")]
+        content_type: String,
+        /// Reasoning text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
+        /// Usage of the run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metrics: Option<Metrics>,
+        /// Session state after the run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_state: Option<Map<String, Value>>,
+        /// Run metadata.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Map<String, Value>>,
+    },
+    /// The run paused for the user.
+    RunPaused {
+        /// The paused tool calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tools: Option<Vec<ToolExecution>>,
+        /// What the run waits for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requirements: Option<Vec<RunRequirement>>,
+    },
+    /// A paused run continued.
+    RunContinued {},
+    /// The run failed; this is always the last event of a failed run.
+    RunError {
+        /// Error message.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Value>,
+        /// Error class (`ModelProviderError`, ...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_type: Option<String>,
+        /// Stable error id (`model_provider_error`, ...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_id: Option<String>,
+        /// Extra details.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        additional_data: Option<Map<String, Value>>,
+    },
+    /// The run was cancelled.
+    RunCancelled {
+        /// Why.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A pre-hook started.
+    PreHookStarted {
+        /// Hook name.
+        pre_hook_name: String,
+    },
+    /// A pre-hook finished.
+    PreHookCompleted {
+        /// Hook name.
+        pre_hook_name: String,
+    },
+    /// A post-hook started.
+    PostHookStarted {
+        /// Hook name.
+        post_hook_name: String,
+    },
+    /// A post-hook finished.
+    PostHookCompleted {
+        /// Hook name.
+        post_hook_name: String,
+    },
+    /// A tool call started.
+    ToolCallStarted {
+        /// The call.
+        tool: ToolExecution,
+    },
+    /// A tool call finished (successfully or with a tool error the model will see).
+    ToolCallCompleted {
+        /// The call, with its result.
+        tool: ToolExecution,
+        /// The result text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Value>,
+    },
+    /// A tool call failed.
+    ToolCallError {
+        /// The call.
+        tool: ToolExecution,
+        /// Error text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A model request started.
+    ModelRequestStarted {
+        /// Model id.
+        model: String,
+        /// Model provider.
+        model_provider: String,
+    },
+    /// A model request finished.
+    ModelRequestCompleted {
+        /// Model id.
+        model: String,
+        /// Model provider.
+        model_provider: String,
+        /// Prompt tokens.
+        #[serde(default)]
+        input_tokens: u64,
+        /// Completion tokens.
+        #[serde(default)]
+        output_tokens: u64,
+        /// Total tokens.
+        #[serde(default)]
+        total_tokens: u64,
+    },
+    /// A user-defined event.
+    CustomEvent {
+        /// Arbitrary payload.
+        #[serde(flatten)]
+        data: Map<String, Value>,
+    },
+}
+
+fn str_type() -> String {
+    "str".to_owned()
+}
+
+impl EventData {
+    /// Agno's name for the event (`"RunContent"`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventData::RunStarted { .. } => "RunStarted",
+            EventData::RunContent { .. } => "RunContent",
+            EventData::RunIntermediateContent { .. } => "RunIntermediateContent",
+            EventData::RunContentCompleted {} => "RunContentCompleted",
+            EventData::RunCompleted { .. } => "RunCompleted",
+            EventData::RunPaused { .. } => "RunPaused",
+            EventData::RunContinued {} => "RunContinued",
+            EventData::RunError { .. } => "RunError",
+            EventData::RunCancelled { .. } => "RunCancelled",
+            EventData::PreHookStarted { .. } => "PreHookStarted",
+            EventData::PreHookCompleted { .. } => "PreHookCompleted",
+            EventData::PostHookStarted { .. } => "PostHookStarted",
+            EventData::PostHookCompleted { .. } => "PostHookCompleted",
+            EventData::ToolCallStarted { .. } => "ToolCallStarted",
+            EventData::ToolCallCompleted { .. } => "ToolCallCompleted",
+            EventData::ToolCallError { .. } => "ToolCallError",
+            EventData::ModelRequestStarted { .. } => "ModelRequestStarted",
+            EventData::ModelRequestCompleted { .. } => "ModelRequestCompleted",
+            EventData::CustomEvent { .. } => "CustomEvent",
+        }
+    }
+
+    /// True for the events that end a run's stream.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            EventData::RunCompleted { .. }
+                | EventData::RunError { .. }
+                | EventData::RunCancelled { .. }
+                | EventData::RunPaused { .. }
+        )
+    }
+}
+
+impl RunEvent {
+    /// Agno's name for the event.
+    pub fn name(&self) -> &'static str {
+        self.data.name()
+    }
+
+    /// The text delta of a `RunContent` event.
+    pub fn content_delta(&self) -> Option<&str> {
+        match &self.data {
+            EventData::RunContent { content: Some(Value::String(s)), .. } => Some(s),
+            _ => None,
+        }
+    }
+}

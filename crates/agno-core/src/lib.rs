@@ -1,0 +1,32 @@
+//! Shared types and traits of agno-rs: the run model, sessions, events, and the `Model`,
+//! `DynTool` and storage traits.
+//!
+//! This crate does no IO. An outside model provider, tool or storage adapter needs only this
+//! crate. JSON shapes match Python Agno 3.x `to_dict()` output so the same database and API
+//! payloads are shared with it; unknown fields are preserved on read-modify-write.
+
+mod clock;
+pub mod db;
+mod error;
+mod event;
+mod message;
+mod metrics;
+pub mod model;
+mod requirement;
+mod run;
+mod session;
+pub mod tool;
+mod tool_execution;
+
+pub use clock::{new_id, now_epoch_secs};
+pub use db::{Db, DbResult, RunQuery, RunStore, SessionQuery, SessionStore, SortOrder};
+pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
+pub use event::{EventData, RunEvent};
+pub use message::{FunctionCall, Message, Role, ToolCall, pair_tool_calls, tool_calls_paired};
+pub use metrics::{Metrics, Usage};
+pub use model::{Capabilities, Model, ModelChunk, ModelRequest, ModelResponse, ModelStream, ResponseAssembler, ResponseFormat};
+pub use requirement::{PauseType, RunRequirement};
+pub use run::{RunInput, RunOutput, RunStatus};
+pub use session::{AgentSession, SessionSummary, SessionType};
+pub use tool::{DynTool, ToolContext, ToolDefinition, ToolFlags, ToolOutput};
+pub use tool_execution::{ToolCallMetrics, ToolExecution, UserInputField};

@@ -1,0 +1,258 @@
+//! `RunOutput` and friends: the record of one agent run, shaped as Agno's `RunOutput.to_dict()`.
+//!
+//! This is the JSON stored in `agno_runs.run_data`. Fields Agno omits when `None` are omitted
+//! here too, and unknown fields survive in [`RunOutput::extra`].
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::clock::now_epoch_secs;
+use crate::event::RunEvent;
+use crate::message::Message;
+use crate::metrics::Metrics;
+use crate::requirement::RunRequirement;
+use crate::tool_execution::ToolExecution;
+
+/// Lifecycle state of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RunStatus {
+    /// Accepted, not started.
+    Pending,
+    /// Executing.
+    #[default]
+    Running,
+    /// Finished successfully.
+    Completed,
+    /// Waiting for the user (HITL).
+    Paused,
+    /// Cancelled by request.
+    Cancelled,
+    /// Failed.
+    Error,
+    /// Replaced by a regenerated run.
+    Regenerated,
+}
+
+impl RunStatus {
+    /// The stored string value (`"COMPLETED"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Pending => "PENDING",
+            RunStatus::Running => "RUNNING",
+            RunStatus::Completed => "COMPLETED",
+            RunStatus::Paused => "PAUSED",
+            RunStatus::Cancelled => "CANCELLED",
+            RunStatus::Error => "ERROR",
+            RunStatus::Regenerated => "REGENERATED",
+        }
+    }
+
+    /// True for states a run never leaves on its own.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::Cancelled | RunStatus::Error | RunStatus::Regenerated
+        )
+    }
+
+    /// Statuses whose messages are left out of history (Agno's `HISTORY_SKIP_STATUSES`).
+    pub fn skipped_in_history(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Paused | RunStatus::Cancelled | RunStatus::Error | RunStatus::Regenerated
+        )
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The input of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunInput {
+    /// What the user sent: a string, or structured JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_content: Option<Value>,
+    /// Fields this version does not know (media lists, ...), kept for round trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl RunInput {
+    /// Input from a text message.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { input_content: Some(Value::String(text.into())), extra: Map::new() }
+    }
+
+    /// The input as text: the string itself, or compact JSON for structured input.
+    pub fn as_text(&self) -> String {
+        match &self.input_content {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        }
+    }
+}
+
+/// The complete record of one agent run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutput {
+    /// Run id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Agent id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Agent name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<String>,
+    /// Session id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Parent run (team member runs, workflow steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<String>,
+    /// Workflow id, when run as a workflow step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    /// User id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    /// The run's input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<RunInput>,
+    /// Final content: text, or JSON for structured output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+    /// `"str"` for text, the schema name for structured output.
+    #[serde(default = "default_content_type")]
+    pub content_type: String,
+    /// Reasoning text from reasoning models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// Model id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Model provider name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_provider: Option<String>,
+    /// The messages of this run (system, user, assistant, tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Message>>,
+    /// Token usage and timings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Metrics>,
+    /// Tool executions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolExecution>>,
+    /// Caller-supplied metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// Session state after the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_state: Option<Map<String, Value>>,
+    /// Epoch seconds.
+    #[serde(default = "now_epoch_secs")]
+    pub created_at: i64,
+    /// Stored events (`store_events`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<RunEvent>>,
+    /// Lifecycle state.
+    #[serde(default)]
+    pub status: RunStatus,
+    /// Queue-attempt generation that wrote this run (durable background runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_attempt: Option<i64>,
+    /// What a paused run waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requirements: Option<Vec<RunRequirement>>,
+    /// Fields this version does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn default_content_type() -> String {
+    "str".to_owned()
+}
+
+impl RunOutput {
+    /// An empty run record with the given ids, status `RUNNING`.
+    pub fn new(run_id: impl Into<String>, session_id: impl Into<String>) -> Self {
+        Self {
+            run_id: Some(run_id.into()),
+            agent_id: None,
+            agent_name: None,
+            session_id: Some(session_id.into()),
+            parent_run_id: None,
+            workflow_id: None,
+            user_id: None,
+            input: None,
+            content: None,
+            content_type: default_content_type(),
+            reasoning_content: None,
+            model: None,
+            model_provider: None,
+            messages: None,
+            metrics: None,
+            tools: None,
+            metadata: None,
+            session_state: None,
+            created_at: now_epoch_secs(),
+            events: None,
+            status: RunStatus::Running,
+            queue_attempt: None,
+            requirements: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The run id, or `""`.
+    pub fn id(&self) -> &str {
+        self.run_id.as_deref().unwrap_or_default()
+    }
+
+    /// The content as text: the string, or compact JSON for structured content.
+    pub fn content_text(&self) -> String {
+        match &self.content {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        }
+    }
+
+    /// True when the run waits for the user.
+    pub fn is_paused(&self) -> bool {
+        self.status == RunStatus::Paused
+    }
+
+    /// Requirements not yet resolved.
+    pub fn active_requirements(&self) -> Vec<&RunRequirement> {
+        self.requirements.iter().flatten().filter(|r| !r.is_resolved()).collect()
+    }
+
+    /// Tool executions waiting for confirmation.
+    pub fn tools_requiring_confirmation(&self) -> Vec<&ToolExecution> {
+        self.tools.iter().flatten().filter(|t| t.requires_confirmation == Some(true)).collect()
+    }
+
+    /// Tool executions waiting for user input.
+    pub fn tools_requiring_user_input(&self) -> Vec<&ToolExecution> {
+        self.tools.iter().flatten().filter(|t| t.requires_user_input == Some(true)).collect()
+    }
+
+    /// Tool executions waiting for an external result.
+    pub fn tools_awaiting_external_execution(&self) -> Vec<&ToolExecution> {
+        self.tools.iter().flatten().filter(|t| t.external_execution_required == Some(true)).collect()
+    }
+
+    /// The messages, or an empty slice.
+    pub fn messages(&self) -> &[Message] {
+        self.messages.as_deref().unwrap_or_default()
+    }
+}

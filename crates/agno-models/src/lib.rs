@@ -1,0 +1,30 @@
+//! Model providers for agno-rs.
+//!
+//! - [`OpenAIChat`]: the OpenAI Chat Completions API, and through [`presets`] every
+//!   OpenAI-compatible server (Groq, Together, DeepSeek, OpenRouter, vLLM, LM Studio, llama.cpp,
+//!   xAI, Mistral, Ollama's OpenAI endpoint, ...).
+//! - [`model_from_str`] builds a model from `"provider:model_id"`, reading keys and base URLs from
+//!   the provider's usual environment variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, ...).
+//! - [`FallbackModel`] tries other models when one fails; [`RetryPolicy`] retries 429, 5xx and
+//!   connection errors with exponential backoff and jitter, honouring `retry-after`.
+//! - [`TestModel`] (`"test"`) and [`FunctionModel`] run offline, for examples and tests.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agno_core::ModelError> {
+//! let model = agno_models::model_from_str("groq:llama-3.3-70b-versatile")?;
+//! # Ok(()) }
+//! ```
+
+mod example_value;
+mod fallback;
+mod function_model;
+pub mod openai;
+pub mod presets;
+mod test_model;
+
+pub use example_value::example_value;
+pub use fallback::FallbackModel;
+pub use function_model::{FunctionModel, response_chunks};
+pub use openai::{ClientConfig, OpenAIChat, RetryPolicy};
+pub use presets::{ModelConfig, PRESETS, Preset, build_model, find_preset, model_from_str};
+pub use test_model::TestModel;

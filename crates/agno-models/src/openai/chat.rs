@@ -1,0 +1,217 @@
+//! `OpenAIChat`: the OpenAI Chat Completions API, and every OpenAI-compatible server through
+//! presets (see `presets.rs`).
+
+use std::sync::Arc;
+
+use agno_core::{
+    Capabilities, Message, Model, ModelChunk, ModelError, ModelErrorKind, ModelRequest, ModelResponse,
+    ModelStream, ResponseAssembler, ResponseFormat, Role,
+};
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::client::{ClientConfig, http_client, status_error, transport_error};
+use super::streaming::{chunks_of, sse_chunks};
+use super::wire::{ChatRequest, ChatResponse, StreamOptions, WireFunction, WireMessage, WireTool};
+
+/// A model served by an OpenAI Chat Completions compatible API.
+#[derive(Debug, Clone)]
+pub struct OpenAIChat {
+    id: String,
+    provider: String,
+    config: Arc<ClientConfig>,
+    client: reqwest::Client,
+    capabilities: Capabilities,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+}
+
+impl OpenAIChat {
+    /// A model `id` at the server described by `config`, reported as `provider`.
+    ///
+    /// # Errors
+    /// [`ModelErrorKind::Connection`] when the HTTP client cannot be built.
+    pub fn new(id: &str, provider: &str, config: ClientConfig) -> Result<Self, ModelError> {
+        let client = http_client(config.timeout)?;
+        Ok(Self {
+            id: id.to_owned(),
+            provider: provider.to_owned(),
+            config: Arc::new(config),
+            client,
+            capabilities: Capabilities {
+                tools: true,
+                native_structured_output: true,
+                json_mode: true,
+                parallel_tool_calls: true,
+            },
+            temperature: None,
+            max_tokens: None,
+        })
+    }
+
+    /// Overrides what the server supports.
+    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Sampling temperature.
+    pub fn with_temperature(mut self, temperature: f64) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Maximum completion tokens.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// The base URL requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.config.base_url
+    }
+
+    fn label(&self) -> String {
+        format!("{} model {}", self.provider, self.id)
+    }
+
+    fn body(&self, request: &ModelRequest, stream: bool) -> Value {
+        let response_format = request.response_format.as_ref().map(|f| match f {
+            ResponseFormat::JsonSchema { name, schema, strict } if self.capabilities.native_structured_output => {
+                json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}})
+            }
+            _ => json!({"type": "json_object"}),
+        });
+        let body = ChatRequest {
+            model: &self.id,
+            messages: request.messages.iter().map(wire_message).collect(),
+            tools: request
+                .tools
+                .iter()
+                .map(|t| WireTool {
+                    kind: "function",
+                    function: WireFunction {
+                        name: &t.name,
+                        description: t.description.as_deref(),
+                        parameters: &t.parameters,
+                        strict: t.strict,
+                    },
+                })
+                .collect(),
+            tool_choice: if request.tools.is_empty() { None } else { request.tool_choice.as_ref() },
+            response_format,
+            stream,
+            stream_options: stream.then_some(StreamOptions { include_usage: true }),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+        };
+        serde_json::to_value(&body).unwrap_or(Value::Null)
+    }
+
+    /// Sends the request, retrying what can be retried; returns the successful response.
+    async fn send(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
+        let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
+        let label = self.label();
+        let mut attempt = 0;
+        loop {
+            let mut req = self.client.post(&url).json(body);
+            if let Some(key) = &self.config.api_key {
+                req = req.bearer_auth(key);
+            }
+            for (name, value) in &self.config.headers {
+                req = req.header(name, value);
+            }
+            let result = match req.send().await {
+                Err(e) => Err(transport_error(&label, &self.config.base_url, e)),
+                Ok(resp) if resp.status().is_success() => return Ok(resp),
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    let headers = resp.headers().clone();
+                    let text = resp.text().await.unwrap_or_default();
+                    Err(status_error(&label, status, &headers, &text))
+                }
+            };
+            let err = match result {
+                Ok(resp) => return Ok(resp),
+                Err(err) => err,
+            };
+            if !err.is_retryable() || attempt >= self.config.retry.max_retries {
+                if attempt > 0 {
+                    return Err(ModelError {
+                        message: format!("{} (gave up after {} attempts)", err.message, attempt + 1),
+                        ..err
+                    });
+                }
+                return Err(err);
+            }
+            let delay = self.config.retry.delay(attempt, err.retry_after);
+            tracing::warn!(model = %self.id, attempt = attempt + 1, delay_ms = delay.as_millis() as u64, error = %err, "retrying model request");
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+}
+
+fn wire_message(m: &Message) -> WireMessage {
+    let content = match (&m.content, m.role) {
+        // Tool results must be strings.
+        (Some(Value::String(s)), _) => Some(Value::String(s.clone())),
+        (Some(other), Role::Tool) => Some(Value::String(other.to_string())),
+        (Some(other), _) => Some(other.clone()),
+        (None, Role::Assistant) if !m.tool_calls().is_empty() => None,
+        (None, _) => Some(Value::String(String::new())),
+    };
+    WireMessage {
+        role: m.role.as_str(),
+        content,
+        name: m.name.clone(),
+        tool_call_id: m.tool_call_id.clone(),
+        tool_calls: m.tool_calls.clone().filter(|c| !c.is_empty()),
+    }
+}
+
+#[async_trait]
+impl Model for OpenAIChat {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+        let body = self.body(&request, true);
+        let resp = self.send(&body).await?;
+        Ok(sse_chunks(self.label(), resp.bytes_stream()).boxed())
+    }
+
+    async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
+        let body = self.body(&request, false);
+        let resp = self.send(&body).await?;
+        let label = self.label();
+        let text = resp.text().await.map_err(|e| transport_error(&label, &self.config.base_url, e))?;
+        let doc: ChatResponse = serde_json::from_str(&text).map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                format!(
+                    "{label} answered with invalid JSON ({e}): {}",
+                    text.chars().take(200).collect::<String>()
+                ),
+            )
+        })?;
+        let mut chunks: Vec<ModelChunk> = Vec::new();
+        chunks_of(&label, doc, &mut chunks)?;
+        let mut assembler = ResponseAssembler::new();
+        for chunk in &chunks {
+            assembler.push(chunk);
+        }
+        Ok(assembler.finish())
+    }
+}

@@ -1,0 +1,191 @@
+//! OpenAI-compatible provider presets, and model construction from `"provider:model_id"`.
+//!
+//! Each preset names the provider as Agno reports it, its default base URL, and the environment
+//! variables its official SDK reads for the key and the base URL.
+
+use std::sync::Arc;
+
+use agno_core::{Capabilities, Model, ModelError, ModelErrorKind, model::split_model_string};
+
+use crate::fallback::FallbackModel;
+use crate::openai::{ClientConfig, OpenAIChat, RetryPolicy};
+use crate::test_model::TestModel;
+
+/// An OpenAI-compatible provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preset {
+    /// Name used in model strings (`groq`).
+    pub name: &'static str,
+    /// Name reported as `model_provider` (`Groq`).
+    pub provider: &'static str,
+    /// Default base URL.
+    pub base_url: &'static str,
+    /// Environment variable holding the API key.
+    pub api_key_env: &'static str,
+    /// Environment variable overriding the base URL.
+    pub base_url_env: &'static str,
+    /// The server refuses requests without a key.
+    pub key_required: bool,
+    /// Native JSON-schema structured output.
+    pub native_structured_output: bool,
+}
+
+const fn preset(
+    name: &'static str,
+    provider: &'static str,
+    base_url: &'static str,
+    api_key_env: &'static str,
+    base_url_env: &'static str,
+    key_required: bool,
+    native_structured_output: bool,
+) -> Preset {
+    Preset { name, provider, base_url, api_key_env, base_url_env, key_required, native_structured_output }
+}
+
+/// Every known OpenAI-compatible provider.
+pub const PRESETS: &[Preset] = &[
+    preset("openai", "OpenAI", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL", true, true),
+    preset("openai-chat", "OpenAI", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL", true, true),
+    preset("groq", "Groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", "GROQ_BASE_URL", true, true),
+    preset("together", "Together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", "TOGETHER_BASE_URL", true, true),
+    preset("deepseek", "DeepSeek", "https://api.deepseek.com", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", true, false),
+    preset("openrouter", "OpenRouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", true, true),
+    preset("vllm", "VLLM", "http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL", false, true),
+    preset("lmstudio", "LMStudio", "http://127.0.0.1:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL", false, true),
+    preset("llamacpp", "LlamaCpp", "http://127.0.0.1:8080/v1", "LLAMA_API_KEY", "LLAMA_CPP_BASE_URL", false, true),
+    preset("xai", "xAI", "https://api.x.ai/v1", "XAI_API_KEY", "XAI_BASE_URL", true, true),
+    preset("mistral", "Mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", "MISTRAL_BASE_URL", true, true),
+    preset("ollama", "Ollama", "http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_HOST", false, true),
+    preset("fireworks", "Fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY", "FIREWORKS_BASE_URL", true, true),
+    preset("deepinfra", "DeepInfra", "https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_KEY", "DEEPINFRA_BASE_URL", true, true),
+    preset("nebius", "Nebius", "https://api.studio.nebius.com/v1", "NEBIUS_API_KEY", "NEBIUS_BASE_URL", true, true),
+    preset("perplexity", "Perplexity", "https://api.perplexity.ai", "PERPLEXITY_API_KEY", "PERPLEXITY_BASE_URL", true, false),
+    preset("sambanova", "Sambanova", "https://api.sambanova.ai/v1", "SAMBANOVA_API_KEY", "SAMBANOVA_BASE_URL", true, false),
+    preset("cerebras", "Cerebras", "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY", "CEREBRAS_BASE_URL", true, true),
+];
+
+/// Looks up a preset by name (case-insensitive; `lm-studio`, `llama.cpp` and similar spellings
+/// are accepted).
+pub fn find_preset(name: &str) -> Option<&'static Preset> {
+    let norm: String = name.to_lowercase().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    PRESETS.iter().find(|p| {
+        let pn: String = p.name.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+        pn == norm
+    })
+}
+
+/// Explicit settings for a model, overriding environment variables.
+#[derive(Debug, Clone, Default)]
+pub struct ModelConfig {
+    /// Provider name (`openai`, `groq`, ... or `test`).
+    pub provider: String,
+    /// Model id.
+    pub id: Option<String>,
+    /// Base URL override.
+    pub base_url: Option<String>,
+    /// API key.
+    pub api_key: Option<String>,
+    /// Environment variable to read the API key from.
+    pub api_key_env: Option<String>,
+    /// Retry settings.
+    pub retry: Option<RetryPolicy>,
+    /// Models tried in order when this one fails.
+    pub fallbacks: Vec<ModelConfig>,
+}
+
+impl ModelConfig {
+    /// Settings parsed from a `"provider:model_id"` string.
+    ///
+    /// # Errors
+    /// [`ModelErrorKind::UnknownProvider`] for an empty provider.
+    pub fn parse(spec: &str) -> Result<Self, ModelError> {
+        let (provider, id) = split_model_string(spec)?;
+        Ok(Self { provider: provider.to_owned(), id: id.map(str::to_owned), ..Self::default() })
+    }
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Builds a model from a `"provider:model_id"` string, reading keys and base URLs from the
+/// provider's usual environment variables. `"test"` is the offline [`TestModel`].
+///
+/// # Errors
+/// [`ModelErrorKind::UnknownProvider`], or [`ModelErrorKind::MissingApiKey`] when the provider
+/// needs a key and none is set.
+pub fn model_from_str(spec: &str) -> Result<Arc<dyn Model>, ModelError> {
+    build_model(&ModelConfig::parse(spec)?)
+}
+
+/// Builds a model from explicit settings (with fallbacks when configured).
+///
+/// # Errors
+/// As [`model_from_str`].
+pub fn build_model(config: &ModelConfig) -> Result<Arc<dyn Model>, ModelError> {
+    let primary = build_single(config)?;
+    if config.fallbacks.is_empty() {
+        return Ok(primary);
+    }
+    let fallbacks = config.fallbacks.iter().map(build_single).collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(FallbackModel::new(primary, fallbacks)))
+}
+
+fn build_single(config: &ModelConfig) -> Result<Arc<dyn Model>, ModelError> {
+    if config.provider.eq_ignore_ascii_case("test") {
+        return Ok(Arc::new(TestModel::new()));
+    }
+    let Some(preset) = find_preset(&config.provider) else {
+        let known: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        return Err(ModelError::new(
+            ModelErrorKind::UnknownProvider,
+            format!(
+                "unknown model provider {:?}; known providers: test, {}",
+                config.provider,
+                known.join(", ")
+            ),
+        ));
+    };
+    let id = config.id.clone().ok_or_else(|| {
+        ModelError::new(
+            ModelErrorKind::UnknownProvider,
+            format!("model string for {} needs a model id, e.g. {}:<model>", preset.name, preset.name),
+        )
+    })?;
+    let key_env = config.api_key_env.as_deref().unwrap_or(preset.api_key_env);
+    let api_key = config.api_key.clone().or_else(|| env(key_env));
+    if api_key.is_none() && preset.key_required {
+        return Err(ModelError::new(
+            ModelErrorKind::MissingApiKey,
+            format!("no api key for {} model {id}: set {key_env}", preset.provider),
+        ));
+    }
+    let base_url = config
+        .base_url
+        .clone()
+        .or_else(|| env(preset.base_url_env).map(|u| normalize_base_url(preset, &u)))
+        .unwrap_or_else(|| preset.base_url.to_owned());
+    let mut client = ClientConfig::new(base_url);
+    client.api_key = api_key;
+    if let Some(retry) = config.retry {
+        client.retry = retry;
+    }
+    let model = OpenAIChat::new(&id, preset.provider, client)?.with_capabilities(Capabilities {
+        tools: true,
+        native_structured_output: preset.native_structured_output,
+        json_mode: true,
+        parallel_tool_calls: true,
+    });
+    Ok(Arc::new(model))
+}
+
+/// `OLLAMA_HOST` is a host (`127.0.0.1:11434`), not an OpenAI base URL.
+fn normalize_base_url(preset: &Preset, url: &str) -> String {
+    if preset.name == "ollama" {
+        let with_scheme = if url.contains("://") { url.to_owned() } else { format!("http://{url}") };
+        let trimmed = with_scheme.trim_end_matches('/');
+        if trimmed.ends_with("/v1") { trimmed.to_owned() } else { format!("{trimmed}/v1") }
+    } else {
+        url.to_owned()
+    }
+}

@@ -1,0 +1,464 @@
+//! `Agent` and its builder. An `Agent` is immutable once built and cheap to clone (an `Arc`);
+//! every run gets its own state, so one agent serves many concurrent runs.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use agno_core::{Db, DynTool, Model};
+use agno_models::model_from_str;
+use agno_tools::{Function, ToolHook, Toolkit};
+use serde_json::{Map, Value};
+
+use crate::config::{
+    HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, ToolConfig,
+};
+use crate::error::BuildError;
+use crate::hooks::{PostHook, PreHook};
+
+#[derive(Debug)]
+pub(crate) struct AgentInner {
+    pub(crate) id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) role: Option<String>,
+    pub(crate) instructions: Vec<String>,
+    pub(crate) system_message: Option<String>,
+    pub(crate) expected_output: Option<String>,
+    pub(crate) additional_context: Option<String>,
+    pub(crate) markdown: bool,
+    pub(crate) add_name_to_context: bool,
+    pub(crate) add_datetime_to_context: bool,
+    pub(crate) add_session_state_to_context: bool,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) tools: Vec<Arc<dyn DynTool>>,
+    pub(crate) tool_instructions: Vec<String>,
+    pub(crate) tool_config: ToolConfig,
+    pub(crate) history: HistoryConfig,
+    pub(crate) past_sessions: PastSessionsConfig,
+    pub(crate) reasoning: ReasoningConfig,
+    pub(crate) retry: RetryConfig,
+    pub(crate) output_schema: Option<OutputSchema>,
+    pub(crate) pre_hooks: Vec<Arc<dyn PreHook>>,
+    pub(crate) post_hooks: Vec<Arc<dyn PostHook>>,
+    pub(crate) db: Option<Arc<dyn Db>>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) user_id: Option<String>,
+    pub(crate) session_state: Map<String, Value>,
+    pub(crate) dependencies: BTreeMap<String, Value>,
+    pub(crate) store_events: bool,
+    pub(crate) metadata: Option<Map<String, Value>>,
+}
+
+/// An agent: a model with instructions, tools, history and storage.
+///
+/// ```
+/// use agno::prelude::*;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let agent = Agent::builder("test").name("Helper").instructions(["Be brief."]).build()?;
+/// let output = agent.run("What is 2+2?")?;
+/// assert_eq!(output.status, RunStatus::Completed);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub(crate) inner: Arc<AgentInner>,
+}
+
+impl Agent {
+    /// Starts building an agent on `model` (a `"provider:model_id"` string or an
+    /// `Arc<dyn Model>`).
+    pub fn builder(model: impl Into<ModelChoice>) -> AgentBuilder {
+        AgentBuilder::new(model.into())
+    }
+
+    /// The agent id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The agent name.
+    pub fn name(&self) -> Option<&str> {
+        self.inner.name.as_deref()
+    }
+
+    /// The description.
+    pub fn description(&self) -> Option<&str> {
+        self.inner.description.as_deref()
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Arc<dyn Model> {
+        &self.inner.model
+    }
+
+    /// The tools the model can call.
+    pub fn tools(&self) -> &[Arc<dyn DynTool>] {
+        &self.inner.tools
+    }
+
+    /// The storage backend, if any.
+    pub fn db(&self) -> Option<&Arc<dyn Db>> {
+        self.inner.db.as_ref()
+    }
+}
+
+/// A model given as a string or as an instance.
+#[derive(Debug, Clone)]
+pub enum ModelChoice {
+    /// `"provider:model_id"`, resolved at build time.
+    Spec(String),
+    /// A ready model.
+    Instance(Arc<dyn Model>),
+}
+
+impl From<&str> for ModelChoice {
+    fn from(s: &str) -> Self {
+        ModelChoice::Spec(s.to_owned())
+    }
+}
+
+impl From<String> for ModelChoice {
+    fn from(s: String) -> Self {
+        ModelChoice::Spec(s)
+    }
+}
+
+impl From<Arc<dyn Model>> for ModelChoice {
+    fn from(m: Arc<dyn Model>) -> Self {
+        ModelChoice::Instance(m)
+    }
+}
+
+impl<M: Model + 'static> From<Arc<M>> for ModelChoice {
+    fn from(m: Arc<M>) -> Self {
+        ModelChoice::Instance(m)
+    }
+}
+
+/// Builder of [`Agent`], with Agno's v3 parameter names.
+#[derive(Debug)]
+pub struct AgentBuilder {
+    model: ModelChoice,
+    inner: AgentInnerDraft,
+}
+
+#[derive(Debug, Default)]
+struct AgentInnerDraft {
+    id: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
+    role: Option<String>,
+    instructions: Vec<String>,
+    system_message: Option<String>,
+    expected_output: Option<String>,
+    additional_context: Option<String>,
+    markdown: bool,
+    add_name_to_context: bool,
+    add_datetime_to_context: bool,
+    add_session_state_to_context: bool,
+    tools: Vec<Arc<dyn DynTool>>,
+    tool_instructions: Vec<String>,
+    tool_config: ToolConfig,
+    history: HistoryConfig,
+    memory: MemoryConfig,
+    past_sessions: PastSessionsConfig,
+    reasoning: ReasoningConfig,
+    retry: RetryConfig,
+    output_schema: Option<OutputSchema>,
+    pre_hooks: Vec<Arc<dyn PreHook>>,
+    post_hooks: Vec<Arc<dyn PostHook>>,
+    db: Option<Arc<dyn Db>>,
+    session_id: Option<String>,
+    user_id: Option<String>,
+    session_state: Map<String, Value>,
+    dependencies: BTreeMap<String, Value>,
+    store_events: bool,
+    metadata: Option<Map<String, Value>>,
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: String) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: impl Into<String>) -> Self {
+            self.inner.$name = Some(value.into());
+            self
+        }
+    };
+    ($(#[$doc:meta])* $name:ident: bool) => {
+        $(#[$doc])*
+        pub fn $name(mut self, value: bool) -> Self {
+            self.inner.$name = value;
+            self
+        }
+    };
+}
+
+impl AgentBuilder {
+    fn new(model: ModelChoice) -> Self {
+        Self { model, inner: AgentInnerDraft::default() }
+    }
+
+    setter!(/// Agent id (default: derived from the name, else a random id).
+        id: String);
+    setter!(/// Agent name.
+        name: String);
+    setter!(/// Description, the first part of the system message.
+        description: String);
+    setter!(/// Role, added to the system message.
+        role: String);
+    setter!(/// A complete system message, replacing the assembled one.
+        system_message: String);
+    setter!(/// What the output should look like.
+        expected_output: String);
+    setter!(/// Extra context appended to the system message.
+        additional_context: String);
+    setter!(/// Ask for Markdown output.
+        markdown: bool);
+    setter!(/// Tell the model its name.
+        add_name_to_context: bool);
+    setter!(/// Tell the model the current date and time.
+        add_datetime_to_context: bool);
+    setter!(/// Add the session state to the system message.
+        add_session_state_to_context: bool);
+    setter!(/// Default session id of runs that name none.
+        session_id: String);
+    setter!(/// Default user id of runs that name none.
+        user_id: String);
+    setter!(/// Keep the run's events on the stored run (`store_events`).
+        store_events: bool);
+
+    /// Instructions, one per line of the system message.
+    pub fn instructions<I, S>(mut self, instructions: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.inner.instructions = instructions.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: impl DynTool + 'static) -> Self {
+        self.inner.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds a shared tool.
+    pub fn tool_arc(mut self, tool: Arc<dyn DynTool>) -> Self {
+        self.inner.tools.push(tool);
+        self
+    }
+
+    /// Adds a function tool.
+    pub fn function(self, function: Function) -> Self {
+        self.tool(function)
+    }
+
+    /// Adds the enabled tools of a toolkit, and its instructions.
+    pub fn toolkit(mut self, toolkit: &Toolkit) -> Self {
+        self.inner.tools.extend(toolkit.tools());
+        if let Some(instructions) = toolkit.instructions() {
+            self.inner.tool_instructions.push(instructions.to_owned());
+        }
+        self
+    }
+
+    /// Tool execution settings.
+    pub fn tool_config(mut self, config: ToolConfig) -> Self {
+        self.inner.tool_config = config;
+        self
+    }
+
+    /// At most `limit` tool calls per run.
+    pub fn tool_call_limit(mut self, limit: usize) -> Self {
+        self.inner.tool_config.tool_call_limit = Some(limit);
+        self
+    }
+
+    /// Adds a tool hook (middleware around every tool call).
+    pub fn tool_hook(mut self, hook: Arc<dyn ToolHook>) -> Self {
+        self.inner.tool_config.tool_hooks.push(hook);
+        self
+    }
+
+    /// History settings.
+    pub fn history(mut self, config: HistoryConfig) -> Self {
+        self.inner.history = config;
+        self
+    }
+
+    /// Adds earlier runs of the session to the context (`add_history_to_context`).
+    pub fn add_history_to_context(mut self, on: bool) -> Self {
+        self.inner.history.add_history_to_context = on;
+        self
+    }
+
+    /// How many earlier runs to add (`num_history_runs`).
+    pub fn num_history_runs(mut self, n: usize) -> Self {
+        self.inner.history.num_history_runs = Some(n);
+        self
+    }
+
+    /// Memory settings (`update_memory_on_run`, ...).
+    pub fn memory(mut self, config: MemoryConfig) -> Self {
+        self.inner.memory = config;
+        self
+    }
+
+    /// Extract user memories after each run (v3 name of `enable_user_memories`).
+    pub fn update_memory_on_run(mut self, on: bool) -> Self {
+        self.inner.memory.update_memory_on_run = on;
+        self
+    }
+
+    /// Past-session search settings.
+    pub fn past_sessions(mut self, config: PastSessionsConfig) -> Self {
+        self.inner.past_sessions = config;
+        self
+    }
+
+    /// Give the model a tool to search the user's past sessions (v3 name of
+    /// `search_session_history`).
+    pub fn search_past_sessions(mut self, on: bool) -> Self {
+        self.inner.past_sessions.search_past_sessions = on;
+        self
+    }
+
+    /// How many past sessions to search (v3 name of `num_history_sessions`).
+    pub fn num_past_sessions_to_search(mut self, n: usize) -> Self {
+        self.inner.past_sessions.num_past_sessions_to_search = Some(n);
+        self
+    }
+
+    /// How many runs per past session to read (v3 name of `num_past_session_runs`).
+    pub fn num_past_session_runs_in_search(mut self, n: usize) -> Self {
+        self.inner.past_sessions.num_past_session_runs_in_search = Some(n);
+        self
+    }
+
+    /// A native reasoning model called before the main model (v3: replaces `reasoning=True`).
+    pub fn reasoning_model(mut self, model: impl Into<ModelChoice>) -> Result<Self, BuildError> {
+        self.inner.reasoning.reasoning_model = Some(resolve(model.into())?);
+        Ok(self)
+    }
+
+    /// Whole-run retries.
+    pub fn retries(mut self, config: RetryConfig) -> Self {
+        self.inner.retry = config;
+        self
+    }
+
+    /// Structured output.
+    pub fn output_schema(mut self, schema: OutputSchema) -> Self {
+        self.inner.output_schema = Some(schema);
+        self
+    }
+
+    /// Adds a pre-hook.
+    pub fn pre_hook(mut self, hook: Arc<dyn PreHook>) -> Self {
+        self.inner.pre_hooks.push(hook);
+        self
+    }
+
+    /// Adds a post-hook.
+    pub fn post_hook(mut self, hook: Arc<dyn PostHook>) -> Self {
+        self.inner.post_hooks.push(hook);
+        self
+    }
+
+    /// Storage for sessions and runs.
+    pub fn db(mut self, db: Arc<dyn Db>) -> Self {
+        self.inner.db = Some(db);
+        self
+    }
+
+    /// Default session state.
+    pub fn session_state(mut self, state: Map<String, Value>) -> Self {
+        self.inner.session_state = state;
+        self
+    }
+
+    /// Dependencies available to tools.
+    pub fn dependency(mut self, key: &str, value: Value) -> Self {
+        self.inner.dependencies.insert(key.to_owned(), value);
+        self
+    }
+
+    /// Metadata stored on every run.
+    pub fn metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.inner.metadata = Some(metadata);
+        self
+    }
+
+    /// Builds the agent.
+    ///
+    /// # Errors
+    /// A [`BuildError`] for an invalid model, duplicate tool names or unsupported options.
+    pub fn build(self) -> Result<Agent, BuildError> {
+        let d = self.inner;
+        let model = resolve(self.model)?;
+        let mut seen = HashSet::new();
+        for tool in &d.tools {
+            if !seen.insert(tool.name().to_owned()) {
+                return Err(BuildError::DuplicateTool(tool.name().to_owned()));
+            }
+        }
+        if d.memory.update_memory_on_run || d.memory.enable_agentic_memory || d.memory.add_memories_to_context {
+            return Err(BuildError::Unsupported {
+                option: "update_memory_on_run / enable_agentic_memory / add_memories_to_context",
+                why: "agno-rs has no memory manager yet",
+            });
+        }
+        if d.past_sessions.search_past_sessions && d.db.is_none() {
+            return Err(BuildError::Invalid {
+                option: "search_past_sessions",
+                why: "searching past sessions needs a db".to_owned(),
+            });
+        }
+        let id = d.id.unwrap_or_else(|| match &d.name {
+            Some(name) => agno_tools::id_from_name(name),
+            None => agno_core::new_id(),
+        });
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                id,
+                name: d.name,
+                description: d.description,
+                role: d.role,
+                instructions: d.instructions,
+                system_message: d.system_message,
+                expected_output: d.expected_output,
+                additional_context: d.additional_context,
+                markdown: d.markdown,
+                add_name_to_context: d.add_name_to_context,
+                add_datetime_to_context: d.add_datetime_to_context,
+                add_session_state_to_context: d.add_session_state_to_context,
+                model,
+                tools: d.tools,
+                tool_instructions: d.tool_instructions,
+                tool_config: d.tool_config,
+                history: d.history,
+                past_sessions: d.past_sessions,
+                reasoning: d.reasoning,
+                retry: d.retry,
+                output_schema: d.output_schema,
+                pre_hooks: d.pre_hooks,
+                post_hooks: d.post_hooks,
+                db: d.db,
+                session_id: d.session_id,
+                user_id: d.user_id,
+                session_state: d.session_state,
+                dependencies: d.dependencies,
+                store_events: d.store_events,
+                metadata: d.metadata,
+            }),
+        })
+    }
+}
+
+fn resolve(model: ModelChoice) -> Result<Arc<dyn Model>, BuildError> {
+    match model {
+        ModelChoice::Instance(m) => Ok(m),
+        ModelChoice::Spec(spec) => Ok(model_from_str(&spec)?),
+    }
+}

@@ -1,0 +1,39 @@
+//! The agent engine of agno-rs: the run loop, history, tool execution, human-in-the-loop pauses
+//! and cancellation.
+//!
+//! Build an [`Agent`] with [`Agent::builder`], then:
+//! - [`Agent::arun`] (async) or [`Agent::run`] (blocking) for one run's [`agno_core::RunOutput`];
+//! - [`Agent::run_stream`] for its [`agno_core::RunEvent`]s as they happen;
+//! - [`Agent::continue_run`] / [`Agent::acontinue_run`] to resume a `PAUSED` run with the user's
+//!   decisions ([`agno_core::RunRequirement`]s);
+//! - [`cancel_run`] to stop a running run by id.
+//!
+//! There is one run loop (`run_loop.rs`): streaming is the primitive, `arun` is the same loop
+//! without listeners, and the blocking API is a thin wrapper at the edge.
+
+mod agent;
+mod blocking;
+mod cancel;
+mod config;
+mod emitter;
+mod error;
+mod hooks;
+mod messages;
+mod past_sessions;
+mod persist;
+mod request;
+mod run;
+mod run_loop;
+mod run_state;
+mod structured;
+mod tool_batch;
+
+pub use agent::{Agent, AgentBuilder, ModelChoice};
+pub use cancel::{cancel_run, is_running};
+pub use config::{
+    HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, ToolConfig,
+};
+pub use error::{BuildError, Result, RunError};
+pub use hooks::{HookError, PostHook, PreHook};
+pub use request::{ContinueFrom, ContinueRequest, RunRequest};
+pub use run::RunStream;

@@ -1,0 +1,87 @@
+//! Builds the messages of a run: the system message (as Agno assembles it), history, the user
+//! message.
+
+use agno_core::{Message, RunInput};
+use serde_json::{Map, Value};
+
+use crate::agent::AgentInner;
+use crate::config::OutputSchema;
+
+/// The system message, or `None` when there is nothing to say.
+pub(crate) fn system_message(
+    agent: &AgentInner,
+    state: &Map<String, Value>,
+    schema: Option<&OutputSchema>,
+    native_schema: bool,
+) -> Option<Message> {
+    if let Some(custom) = &agent.system_message {
+        return Some(Message::system(custom.clone()));
+    }
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(description) = &agent.description {
+        parts.push(description.clone());
+    }
+    if let Some(role) = &agent.role {
+        parts.push(format!("<your_role>\n{role}\n</your_role>"));
+    }
+    let mut instructions = agent.instructions.clone();
+    if agent.markdown && schema.is_none() {
+        instructions.push("Use markdown to format your answers.".to_owned());
+    }
+    if !instructions.is_empty() {
+        let body = if instructions.len() == 1 {
+            instructions[0].clone()
+        } else {
+            instructions.iter().map(|i| format!("- {i}")).collect::<Vec<_>>().join("\n")
+        };
+        parts.push(format!("<instructions>\n{body}\n</instructions>"));
+    }
+    let mut info: Vec<String> = Vec::new();
+    if agent.add_datetime_to_context {
+        info.push(format!("The current time is {}.", chrono::Local::now().format("%Y-%m-%d %H:%M:%S %Z")));
+    }
+    if agent.add_name_to_context {
+        if let Some(name) = &agent.name {
+            info.push(format!("Your name is: {name}."));
+        }
+    }
+    if !info.is_empty() {
+        parts.push(format!("<additional_information>\n{}\n</additional_information>", info.join("\n")));
+    }
+    for tool_instructions in &agent.tool_instructions {
+        parts.push(tool_instructions.clone());
+    }
+    if let Some(expected) = &agent.expected_output {
+        parts.push(format!("<expected_output>\n{expected}\n</expected_output>"));
+    }
+    if let Some(context) = &agent.additional_context {
+        parts.push(context.clone());
+    }
+    if let Some(schema) = schema.filter(|_| !native_schema) {
+        parts.push(format!(
+            "Provide your output as a JSON object containing the following fields:\n<json_fields>\n{}\n</json_fields>\n\
+             Start your response with `{{` and end it with `}}`.\n\
+             Your output will be passed to json.loads() to convert it to a Python object.\n\
+             Make sure it only contains valid JSON.",
+            schema.schema
+        ));
+    }
+    if agent.add_session_state_to_context && !state.is_empty() {
+        parts.push(format!("<session_state>\n{}\n</session_state>", Value::Object(state.clone())));
+    }
+    if parts.is_empty() {
+        None
+    } else {
+        Some(Message::system(parts.join("\n\n")))
+    }
+}
+
+/// The user message of a run.
+pub(crate) fn user_message(input: &RunInput) -> Message {
+    let mut msg = Message::user(input.as_text());
+    if let Some(content @ Value::Array(_)) = &input.input_content {
+        // Multimodal content parts pass through unchanged.
+        msg.content = Some(content.clone());
+    }
+    msg
+}

@@ -1,0 +1,142 @@
+//! What a caller asks for: a new run ([`RunRequest`]) or the continuation of a paused one
+//! ([`ContinueRequest`]).
+
+use std::collections::BTreeMap;
+
+use agno_core::{RunInput, RunOutput, RunRequirement};
+use serde_json::{Map, Value};
+
+use crate::config::OutputSchema;
+
+/// A request for one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// The input.
+    pub input: RunInput,
+    /// Run id (default: a new id).
+    pub run_id: Option<String>,
+    /// Session id (default: the agent's, else a new session).
+    pub session_id: Option<String>,
+    /// User id (default: the agent's).
+    pub user_id: Option<String>,
+    /// Session state merged over the stored state for this run.
+    pub session_state: Option<Map<String, Value>>,
+    /// Dependencies for this run, over the agent's.
+    pub dependencies: Option<BTreeMap<String, Value>>,
+    /// Metadata stored on the run.
+    pub metadata: Option<Map<String, Value>>,
+    /// Output schema for this run, over the agent's.
+    pub output_schema: Option<OutputSchema>,
+    /// Overrides the agent's `add_history_to_context`.
+    pub add_history_to_context: Option<bool>,
+}
+
+impl RunRequest {
+    /// A run on a text message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { input: RunInput::text(message), ..Self::default() }
+    }
+
+    /// A run on structured input.
+    pub fn json(input: Value) -> Self {
+        Self { input: RunInput { input_content: Some(input), extra: Map::new() }, ..Self::default() }
+    }
+
+    /// Sets the session id.
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// Sets the user id.
+    pub fn user_id(mut self, id: impl Into<String>) -> Self {
+        self.user_id = Some(id.into());
+        self
+    }
+
+    /// Sets the run id.
+    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+
+    /// Session state for this run.
+    pub fn session_state(mut self, state: Map<String, Value>) -> Self {
+        self.session_state = Some(state);
+        self
+    }
+
+    /// Adds a dependency.
+    pub fn dependency(mut self, key: &str, value: Value) -> Self {
+        self.dependencies.get_or_insert_with(BTreeMap::new).insert(key.to_owned(), value);
+        self
+    }
+
+    /// Metadata for this run.
+    pub fn metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = Some(metadata);
+        self
+    }
+
+    /// Output schema for this run.
+    pub fn output_schema(mut self, schema: OutputSchema) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+}
+
+impl From<&str> for RunRequest {
+    fn from(s: &str) -> Self {
+        RunRequest::new(s)
+    }
+}
+
+impl From<String> for RunRequest {
+    fn from(s: String) -> Self {
+        RunRequest::new(s)
+    }
+}
+
+/// Which paused run to continue.
+#[derive(Debug, Clone)]
+pub enum ContinueFrom {
+    /// Load the run from the agent's db.
+    RunId(String),
+    /// The paused run output itself (works without a db).
+    Output(Box<RunOutput>),
+}
+
+/// A request to continue a paused run with the user's decisions.
+#[derive(Debug, Clone)]
+pub struct ContinueRequest {
+    /// The paused run.
+    pub from: ContinueFrom,
+    /// The resolved requirements (confirmed, rejected, input supplied or external result set).
+    pub requirements: Vec<RunRequirement>,
+    /// The user continuing; must own the run.
+    pub user_id: Option<String>,
+}
+
+impl ContinueRequest {
+    /// Continue the stored run `run_id`.
+    pub fn run_id(run_id: impl Into<String>, requirements: Vec<RunRequirement>) -> Self {
+        Self { from: ContinueFrom::RunId(run_id.into()), requirements, user_id: None }
+    }
+
+    /// Continue from the paused output itself.
+    pub fn output(output: RunOutput, requirements: Vec<RunRequirement>) -> Self {
+        Self { from: ContinueFrom::Output(Box::new(output)), requirements, user_id: None }
+    }
+
+    /// Continue from the paused output, using its own requirements (resolved in place).
+    pub fn from_paused(output: RunOutput) -> Self {
+        let requirements = output.requirements.clone().unwrap_or_default();
+        Self::output(output, requirements)
+    }
+
+    /// Sets the user id.
+    pub fn user_id(mut self, id: impl Into<String>) -> Self {
+        self.user_id = Some(id.into());
+        self
+    }
+}

@@ -1,0 +1,255 @@
+//! The public run API of [`Agent`]: `run` / `arun`, `run_stream`, `continue_run` /
+//! `acontinue_run`, `continue_run_stream` and `cancel_run`.
+//!
+//! Which to use:
+//! - `arun` from async code, `run` from synchronous code (it blocks; async tools still work).
+//! - `run_stream` to receive [`RunEvent`]s (content deltas, tool calls, ...) as they happen; the
+//!   run goes on even if the stream is dropped, and is stored as usual.
+//! - `continue_run` after a run returned `PAUSED`: resolve its requirements (confirm, reject,
+//!   supply input or an external result) and pass them back.
+//! - `cancel_run` from anywhere in the process, by run id.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use agno_core::{EventData, Message, RunEvent, RunOutput, RunStatus};
+use futures::Stream;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::agent::{Agent, AgentInner};
+use crate::blocking::{block_on, spawn_handle};
+use crate::cancel;
+use crate::emitter::Emitter;
+use crate::error::RunError;
+use crate::persist::load_session;
+use crate::request::{ContinueFrom, ContinueRequest, RunRequest};
+use crate::run_loop::{drive_new, finish, model_loop, prepare};
+use crate::run_state::RunState;
+use crate::tool_batch::resolve_requirement;
+
+/// A stream of a run's events. Also yields the final output via [`RunStream::output`].
+#[derive(Debug)]
+pub struct RunStream {
+    events: mpsc::UnboundedReceiver<RunEvent>,
+    task: Option<JoinHandle<Result<RunOutput, RunError>>>,
+}
+
+impl Stream for RunStream {
+    type Item = RunEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<RunEvent>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl RunStream {
+    /// Waits for the run to end (draining any unread events) and returns its output.
+    ///
+    /// # Errors
+    /// The run's [`RunError`].
+    pub async fn output(mut self) -> Result<RunOutput, RunError> {
+        self.events.close();
+        while self.events.recv().await.is_some() {}
+        match self.task.take() {
+            Some(task) => task.await.map_err(|e| RunError::Internal(e.to_string()))?,
+            None => Err(RunError::Internal("run stream already consumed".to_owned())),
+        }
+    }
+}
+
+fn spawn_stream<F>(make: impl FnOnce(Emitter) -> F) -> RunStream
+where
+    F: std::future::Future<Output = Result<RunOutput, RunError>> + Send + 'static,
+{
+    let (tx, rx) = mpsc::unbounded_channel();
+    let fut = make(Emitter::new(Some(tx), false));
+    let task = match spawn_handle() {
+        Ok(handle) => Some(handle.spawn(fut)),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot spawn run");
+            None
+        }
+    };
+    RunStream { events: rx, task }
+}
+
+/// Emits a `RunError` for failures that happened before the run could emit one itself.
+fn close_with_error(em: &mut Emitter, result: &Result<RunOutput, RunError>) {
+    if let Err(err) = result {
+        if !em.ended() {
+            em.emit(EventData::RunError {
+                content: Some(Value::String(err.to_string())),
+                error_type: Some("AgentRunException".to_owned()),
+                error_id: Some(err.error_id().to_owned()),
+                additional_data: None,
+            });
+        }
+    }
+}
+
+impl Agent {
+    async fn execute(self, request: RunRequest, mut em: Emitter) -> Result<RunOutput, RunError> {
+        let result = match prepare(&self.inner, request).await {
+            Ok(st) => drive_new(&self.inner, st, &mut em).await,
+            Err(e) => Err(e),
+        };
+        close_with_error(&mut em, &result);
+        result
+    }
+
+    /// Runs the agent on `request` and returns the run's output (`COMPLETED`, `PAUSED` or
+    /// `CANCELLED`).
+    ///
+    /// # Errors
+    /// A [`RunError`] when the run fails; the failed run is stored with status `ERROR` and is
+    /// available through [`RunError::run`].
+    pub async fn arun(&self, request: impl Into<RunRequest>) -> Result<RunOutput, RunError> {
+        let em = Emitter::new(None, self.inner.store_events);
+        self.clone().execute(request.into(), em).await
+    }
+
+    /// Blocking version of [`Agent::arun`]. Sync and async tools both work.
+    ///
+    /// # Errors
+    /// As [`Agent::arun`].
+    pub fn run(&self, request: impl Into<RunRequest>) -> Result<RunOutput, RunError> {
+        let request = request.into();
+        block_on(self.arun(request)).map_err(RunError::Internal)?
+    }
+
+    /// Starts a run and streams its events; each carries a strictly increasing `event_index`.
+    pub fn run_stream(&self, request: impl Into<RunRequest>) -> RunStream {
+        let agent = self.clone();
+        let request = request.into();
+        spawn_stream(move |em| agent.execute(request, em))
+    }
+
+    /// Continues a paused run with resolved requirements.
+    ///
+    /// # Errors
+    /// [`RunError::RunNotFound`], [`RunError::NotPaused`] or
+    /// [`RunError::UnresolvedRequirement`] before anything runs; otherwise as [`Agent::arun`].
+    pub async fn acontinue_run(&self, request: ContinueRequest) -> Result<RunOutput, RunError> {
+        let em = Emitter::new(None, self.inner.store_events);
+        self.clone().execute_continue(request, em).await
+    }
+
+    /// Blocking version of [`Agent::acontinue_run`].
+    ///
+    /// # Errors
+    /// As [`Agent::acontinue_run`].
+    pub fn continue_run(&self, request: ContinueRequest) -> Result<RunOutput, RunError> {
+        block_on(self.acontinue_run(request)).map_err(RunError::Internal)?
+    }
+
+    /// Continues a paused run and streams its events.
+    pub fn continue_run_stream(&self, request: ContinueRequest) -> RunStream {
+        let agent = self.clone();
+        spawn_stream(move |em| agent.execute_continue(request, em))
+    }
+
+    /// Requests cancellation of a run by id (see [`crate::cancel_run`]).
+    pub fn cancel_run(run_id: &str) -> bool {
+        cancel::cancel_run(run_id)
+    }
+
+    async fn execute_continue(self, request: ContinueRequest, mut em: Emitter) -> Result<RunOutput, RunError> {
+        let result = continue_inner(&self.inner, request, &mut em).await;
+        close_with_error(&mut em, &result);
+        result
+    }
+}
+
+async fn continue_inner(agent: &AgentInner, request: ContinueRequest, em: &mut Emitter) -> Result<RunOutput, RunError> {
+    let output = match request.from {
+        ContinueFrom::Output(output) => *output,
+        ContinueFrom::RunId(run_id) => {
+            let Some(db) = &agent.db else {
+                return Err(RunError::RunNotFound(run_id));
+            };
+            db.get_run(&run_id, request.user_id.as_deref()).await?.ok_or(RunError::RunNotFound(run_id))?
+        }
+    };
+    if output.status != RunStatus::Paused {
+        return Err(RunError::NotPaused { run_id: output.id().to_owned(), status: output.status });
+    }
+    // Every pending requirement must be answered before anything runs.
+    let mut answers = Vec::new();
+    for pending in output.active_requirements() {
+        let answer = request
+            .requirements
+            .iter()
+            .find(|r| r.id == pending.id || (r.tool_call_id().is_some() && r.tool_call_id() == pending.tool_call_id()));
+        let call_id = pending.tool_call_id().unwrap_or_default().to_owned();
+        let Some(answer) = answer else {
+            return Err(RunError::UnresolvedRequirement { tool_call_id: call_id, what: "no answer was given" });
+        };
+        if answer.needs_confirmation() {
+            return Err(RunError::UnresolvedRequirement { tool_call_id: call_id, what: "confirm or reject it" });
+        }
+        if answer.needs_user_input() {
+            return Err(RunError::UnresolvedRequirement { tool_call_id: call_id, what: "provide the user input" });
+        }
+        if answer.needs_external_execution() {
+            return Err(RunError::UnresolvedRequirement { tool_call_id: call_id, what: "set the external result" });
+        }
+        answers.push(answer.clone());
+    }
+
+    let session_id = output.session_id.clone().unwrap_or_default();
+    let user_id = request.user_id.clone().or_else(|| output.user_id.clone());
+    let session = load_session(agent, &session_id, user_id.as_deref()).await?;
+    let state = output
+        .session_state
+        .clone()
+        .or_else(|| session.session_state().cloned())
+        .unwrap_or_default();
+    let mut messages: Vec<Message> = Vec::new();
+    let stored = output.messages().to_vec();
+    let split = stored.iter().take_while(|m| m.role == agno_core::Role::System).count();
+    messages.extend_from_slice(&stored[..split]);
+    if agent.history.add_history_to_context {
+        messages.extend(session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages));
+    }
+    messages.extend_from_slice(&stored[split..]);
+
+    let mut prepared = prepare(agent, RunRequest::new("").session_id(&session_id)).await?;
+    prepared.output = output;
+    prepared.output.status = RunStatus::Running;
+    prepared.messages = messages;
+    prepared.session = session;
+    prepared.user_id = user_id;
+    prepared.session_state = std::sync::Arc::new(std::sync::Mutex::new(state));
+    prepared.tool_calls_made = prepared.output.tools.iter().flatten().count();
+    let mut st: RunState = prepared;
+
+    em.bind(&agent.id, agent.name.as_deref().unwrap_or_default(), st.output.id(), &st.session.session_id);
+    em.resume_after(st.output.events.iter().flatten().filter_map(|e| e.event_index).max());
+    let token = cancel::register(st.output.id());
+    em.emit(EventData::RunContinued {});
+    for answer in &answers {
+        resolve_requirement(&mut st, answer, em, &token).await;
+    }
+    // Record the answers on the run.
+    if let Some(reqs) = st.output.requirements.as_mut() {
+        for req in reqs.iter_mut() {
+            if let Some(answer) = answers.iter().find(|a| a.id == req.id || a.tool_call_id() == req.tool_call_id()) {
+                *req = answer.clone();
+            }
+        }
+    }
+    let stop = answers
+        .iter()
+        .filter_map(|a| a.tool_execution.as_ref())
+        .any(|t| t.stop_after_tool_call);
+    let end = if stop {
+        crate::run_loop::LoopEnd::Completed
+    } else {
+        model_loop(agent, &mut st, em, &token).await
+    };
+    let result = finish(agent, &mut st, em, end).await;
+    cancel::unregister(st.output.id());
+    result
+}

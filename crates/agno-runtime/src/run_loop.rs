@@ -1,0 +1,447 @@
+//! The run driver: prepares a run, loops model turns and tool batches until the run completes,
+//! pauses, is cancelled or fails, then stores it.
+//!
+//! Every run that starts ends with exactly one terminal event (`RunCompleted`, `RunPaused`,
+//! `RunCancelled` or `RunError` carrying the cause) and, when the agent has a db, one stored run.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use agno_core::{
+    EventData, Message, Metrics, Model, ModelChunk, ModelError, ModelRequest, ModelResponse, ResponseAssembler,
+    ResponseFormat, Role, RunOutput, RunStatus, ToolDefinition,
+};
+use futures::StreamExt;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::AgentInner;
+use crate::cancel;
+use crate::emitter::Emitter;
+use crate::error::RunError;
+use crate::messages::{system_message, user_message};
+use crate::past_sessions::past_sessions_tool;
+use crate::persist::{load_session, save};
+use crate::request::RunRequest;
+use crate::run_state::RunState;
+use crate::structured::parse_structured;
+use crate::tool_batch::{BatchEnd, execute_batch};
+
+/// How the model loop ended.
+pub(crate) enum LoopEnd {
+    Completed,
+    Paused,
+    Cancelled,
+    Failed(RunError),
+}
+
+enum CallEnd {
+    Done(ModelResponse),
+    Cancelled(ModelResponse),
+    Failed(ModelError),
+}
+
+/// Prepares the state of a new run: session, state, tools, messages.
+pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunState, RunError> {
+    let run_id = req.run_id.unwrap_or_else(agno_core::new_id);
+    let session_id = req.session_id.or_else(|| agent.session_id.clone()).unwrap_or_else(agno_core::new_id);
+    let user_id = req.user_id.or_else(|| agent.user_id.clone());
+    let session = load_session(agent, &session_id, user_id.as_deref()).await?;
+
+    // Stored state, then the agent's defaults for missing keys, then the request's values.
+    let mut state = session.session_state().cloned().unwrap_or_default();
+    for (k, v) in &agent.session_state {
+        state.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    if let Some(overrides) = req.session_state {
+        state.extend(overrides);
+    }
+    let mut dependencies: BTreeMap<String, Value> = agent.dependencies.clone();
+    if let Some(extra) = req.dependencies {
+        dependencies.extend(extra);
+    }
+    let schema = req.output_schema.or_else(|| agent.output_schema.clone());
+
+    let mut output = RunOutput::new(&run_id, &session_id);
+    output.agent_id = Some(agent.id.clone());
+    output.agent_name.clone_from(&agent.name);
+    output.user_id.clone_from(&user_id);
+    output.model = Some(agent.model.id().to_owned());
+    output.model_provider = Some(agent.model.provider().to_owned());
+    output.input = Some(req.input.clone());
+    output.metadata = req.metadata.or_else(|| agent.metadata.clone());
+    if let Some(schema) = &schema {
+        output.content_type.clone_from(&schema.name);
+    }
+
+    let mut tools = agent.tools.clone();
+    if agent.past_sessions.search_past_sessions {
+        if let Some(db) = &agent.db {
+            tools.push(past_sessions_tool(Arc::clone(db), &agent.past_sessions, &session_id, user_id.clone()));
+        }
+    }
+
+    let mut st = RunState {
+        output,
+        messages: Vec::new(),
+        session,
+        user_id,
+        tools,
+        tool_hooks: agent.tool_config.tool_hooks.clone(),
+        tool_call_limit: agent.tool_config.tool_call_limit,
+        tool_calls_made: 0,
+        session_state: Arc::new(Mutex::new(state)),
+        dependencies: Arc::new(dependencies),
+        schema,
+    };
+    let add_history = req.add_history_to_context.unwrap_or(agent.history.add_history_to_context);
+    let native = st.schema.is_some() && agent.model.capabilities().native_structured_output;
+    if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native) {
+        st.messages.push(system);
+    }
+    if add_history {
+        st.messages.extend(
+            st.session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages),
+        );
+    }
+    st.messages.push(user_message(&req.input));
+    Ok(st)
+}
+
+/// Runs pre-hooks, reasoning and the model loop (with whole-run retries), then finishes and
+/// stores the run.
+pub(crate) async fn drive_new(agent: &AgentInner, mut st: RunState, em: &mut Emitter) -> Result<RunOutput, RunError> {
+    em.bind(&agent.id, agent.name.as_deref().unwrap_or_default(), st.output.id(), &st.session.session_id);
+    let token = cancel::register(st.output.id());
+    em.emit(EventData::RunStarted {
+        model: agent.model.id().to_owned(),
+        model_provider: agent.model.provider().to_owned(),
+    });
+    let end = 'run: {
+        for hook in &agent.pre_hooks {
+            em.emit(EventData::PreHookStarted { pre_hook_name: hook.name().to_owned() });
+            let mut input = st.output.input.clone().unwrap_or_default();
+            if let Err(e) = hook.run(&mut input).await {
+                let err = RunError::Hook { hook: hook.name().to_owned(), message: e.0, run: Box::new(RunOutput::new("", "")) };
+                break 'run LoopEnd::Failed(err);
+            }
+            if Some(&input) != st.output.input.as_ref() {
+                if let Some(user) = st.messages.iter_mut().rev().find(|m| m.role == Role::User) {
+                    *user = user_message(&input);
+                }
+                st.output.input = Some(input);
+            }
+            em.emit(EventData::PreHookCompleted { pre_hook_name: hook.name().to_owned() });
+        }
+        if let Some(reasoning) = &agent.reasoning.reasoning_model {
+            if let Err(e) = reason(reasoning.as_ref(), &mut st).await {
+                break 'run LoopEnd::Failed(model_failure(e));
+            }
+        }
+        let initial = st.messages.len();
+        let mut attempt = 0;
+        loop {
+            let end = model_loop(agent, &mut st, em, &token).await;
+            match end {
+                LoopEnd::Failed(RunError::Model { source, .. })
+                    if source.is_retryable() && attempt < agent.retry.retries && !token.is_cancelled() =>
+                {
+                    tracing::warn!(run_id = st.output.id(), attempt = attempt + 1, error = %source, "retrying run");
+                    tokio::time::sleep(agent.retry.delay(attempt)).await;
+                    attempt += 1;
+                    st.messages.truncate(initial);
+                    st.output.tools = None;
+                    st.output.requirements = None;
+                }
+                other => break 'run other,
+            }
+        }
+    };
+    let result = finish(agent, &mut st, em, end).await;
+    cancel::unregister(st.output.id());
+    result
+}
+
+fn model_failure(source: ModelError) -> RunError {
+    RunError::Model { source, run: Box::new(RunOutput::new("", "")) }
+}
+
+async fn reason(model: &dyn Model, st: &mut RunState) -> Result<(), ModelError> {
+    let request = ModelRequest { messages: st.messages.clone(), ..ModelRequest::default() };
+    let response = model.invoke(request).await?;
+    let text = response.reasoning.filter(|r| !r.is_empty()).unwrap_or(response.content);
+    if !text.is_empty() {
+        st.messages.push(Message::new(Role::Assistant, format!("<reasoning>\n{text}\n</reasoning>")));
+        st.output.reasoning_content = Some(text);
+    }
+    Ok(())
+}
+
+/// Model turns and tool batches until the run ends.
+pub(crate) async fn model_loop(
+    agent: &AgentInner,
+    st: &mut RunState,
+    em: &mut Emitter,
+    token: &CancellationToken,
+) -> LoopEnd {
+    let capabilities = agent.model.capabilities();
+    let response_format = st.schema.as_ref().map(|s| {
+        if capabilities.native_structured_output {
+            ResponseFormat::JsonSchema { name: sanitize_name(&s.name), schema: s.schema.clone(), strict: false }
+        } else {
+            ResponseFormat::JsonObject
+        }
+    });
+    let mut schema_retry_used = false;
+    loop {
+        if token.is_cancelled() {
+            return LoopEnd::Cancelled;
+        }
+        let tools: Vec<ToolDefinition> = st.tools.iter().map(|t| t.definition().clone()).collect();
+        let request = ModelRequest {
+            messages: st.messages.clone(),
+            tools,
+            tool_choice: agent.tool_config.tool_choice.clone(),
+            response_format: response_format.clone(),
+        };
+        em.emit(EventData::ModelRequestStarted {
+            model: agent.model.id().to_owned(),
+            model_provider: agent.model.provider().to_owned(),
+        });
+        let response = match call_model(agent.model.as_ref(), request, em, token).await {
+            CallEnd::Done(r) => r,
+            CallEnd::Cancelled(partial) => {
+                if !partial.content.is_empty() {
+                    st.output.content = Some(Value::String(partial.content.clone()));
+                    st.messages.push(Message::assistant(partial.content, Vec::new()));
+                }
+                return LoopEnd::Cancelled;
+            }
+            CallEnd::Failed(e) => return LoopEnd::Failed(model_failure(e)),
+        };
+        let usage = response.usage.unwrap_or_default();
+        em.emit(EventData::ModelRequestCompleted {
+            model: agent.model.id().to_owned(),
+            model_provider: agent.model.provider().to_owned(),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            total_tokens: usage.total_tokens,
+        });
+        let metrics = st.output.metrics.get_or_insert_with(Metrics::default);
+        metrics.add_usage(&usage);
+        metrics.add_detail("model", agent.model.id(), agent.model.provider(), &usage);
+        if metrics.time_to_first_token.is_none() {
+            metrics.time_to_first_token = response.time_to_first_token;
+        }
+        if let Some(reasoning) = &response.reasoning {
+            st.output.reasoning_content.get_or_insert_with(String::new).push_str(reasoning);
+        }
+        let mut assistant = Message::assistant(response.content.clone(), response.tool_calls.clone());
+        assistant.reasoning_content.clone_from(&response.reasoning);
+        let mut msg_metrics = Metrics::default();
+        msg_metrics.add_usage(&usage);
+        assistant.metrics = msg_metrics;
+        st.messages.push(assistant);
+
+        if response.tool_calls.is_empty() {
+            st.output.content = Some(Value::String(response.content));
+            if let Some(schema) = st.schema.clone() {
+                match parse_structured(&st.output.content_text(), &schema) {
+                    Ok(value) => st.output.content = Some(value),
+                    Err(message) if !schema_retry_used => {
+                        // One corrective turn: tell the model what was wrong.
+                        schema_retry_used = true;
+                        st.messages.push(Message::user(format!(
+                            "Your previous answer did not match the required JSON schema: {message}. \
+                             Answer again with only a JSON object that matches the schema."
+                        )));
+                        continue;
+                    }
+                    Err(message) => {
+                        return LoopEnd::Failed(RunError::OutputSchema { message, run: Box::new(RunOutput::new("", "")) });
+                    }
+                }
+            }
+            return LoopEnd::Completed;
+        }
+        if !response.content.is_empty() {
+            em.emit(EventData::RunIntermediateContent {
+                content: Some(Value::String(response.content.clone())),
+                content_type: "str".to_owned(),
+            });
+        }
+        match execute_batch(st, &response.tool_calls, em, token).await {
+            BatchEnd::Continue => {}
+            BatchEnd::Paused => return LoopEnd::Paused,
+            BatchEnd::Cancelled => return LoopEnd::Cancelled,
+            BatchEnd::Stop => {
+                let last = st.messages.last().and_then(Message::content_text).unwrap_or_default().to_owned();
+                let content = if response.content.is_empty() { last } else { response.content };
+                st.output.content = Some(Value::String(content));
+                return LoopEnd::Completed;
+            }
+        }
+    }
+}
+
+fn sanitize_name(name: &str) -> String {
+    let cleaned: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    if cleaned.is_empty() { "output".to_owned() } else { cleaned }
+}
+
+async fn call_model(model: &dyn Model, request: ModelRequest, em: &mut Emitter, token: &CancellationToken) -> CallEnd {
+    if !em.active() {
+        return tokio::select! {
+            r = model.invoke(request) => match r {
+                Ok(r) => CallEnd::Done(r),
+                Err(e) => CallEnd::Failed(e),
+            },
+            () = token.cancelled() => CallEnd::Cancelled(ModelResponse::default()),
+        };
+    }
+    let mut assembler = ResponseAssembler::new();
+    let mut stream = tokio::select! {
+        r = model.stream(request) => match r {
+            Ok(s) => s,
+            Err(e) => return CallEnd::Failed(e),
+        },
+        () = token.cancelled() => return CallEnd::Cancelled(ModelResponse::default()),
+    };
+    loop {
+        let next = tokio::select! {
+            item = stream.next() => item,
+            () = token.cancelled() => return CallEnd::Cancelled(assembler.finish()),
+        };
+        match next {
+            None => return CallEnd::Done(assembler.finish()),
+            Some(Err(e)) => return CallEnd::Failed(e),
+            Some(Ok(chunk)) => {
+                match &chunk {
+                    ModelChunk::Content(text) => em.emit(EventData::RunContent {
+                        content: Some(Value::String(text.clone())),
+                        content_type: "str".to_owned(),
+                        reasoning_content: None,
+                    }),
+                    ModelChunk::Reasoning(text) => em.emit(EventData::RunContent {
+                        content: None,
+                        content_type: "str".to_owned(),
+                        reasoning_content: Some(text.clone()),
+                    }),
+                    _ => {}
+                }
+                assembler.push(&chunk);
+            }
+        }
+    }
+}
+
+/// Sets the final status, runs post-hooks, emits the terminal event and stores the run.
+pub(crate) async fn finish(
+    agent: &AgentInner,
+    st: &mut RunState,
+    em: &mut Emitter,
+    end: LoopEnd,
+) -> Result<RunOutput, RunError> {
+    let mut failure = match end {
+        LoopEnd::Completed => None,
+        LoopEnd::Paused => {
+            st.output.status = RunStatus::Paused;
+            em.emit(EventData::RunPaused {
+                tools: Some(st.output.tools.iter().flatten().filter(|t| t.is_paused() && t.result.is_none()).cloned().collect()),
+                requirements: Some(st.output.active_requirements().into_iter().cloned().collect()),
+            });
+            return store(agent, st, em, None).await;
+        }
+        LoopEnd::Cancelled => {
+            st.output.status = RunStatus::Cancelled;
+            em.emit(EventData::RunCancelled { reason: Some("run cancelled by request".to_owned()) });
+            return store(agent, st, em, None).await;
+        }
+        LoopEnd::Failed(e) => Some(e),
+    };
+    if failure.is_none() {
+        for hook in &agent.post_hooks {
+            em.emit(EventData::PostHookStarted { post_hook_name: hook.name().to_owned() });
+            if let Err(e) = hook.run(&mut st.output).await {
+                failure = Some(RunError::Hook { hook: hook.name().to_owned(), message: e.0, run: Box::new(RunOutput::new("", "")) });
+                break;
+            }
+            em.emit(EventData::PostHookCompleted { post_hook_name: hook.name().to_owned() });
+        }
+    }
+    match failure {
+        None => {
+            st.output.status = RunStatus::Completed;
+            em.emit(EventData::RunContentCompleted {});
+            em.emit(EventData::RunCompleted {
+                content: st.output.content.clone(),
+                content_type: st.output.content_type.clone(),
+                reasoning_content: st.output.reasoning_content.clone(),
+                metrics: st.output.metrics.clone(),
+                session_state: Some(st.state_snapshot()),
+                metadata: st.output.metadata.clone(),
+            });
+            store(agent, st, em, None).await
+        }
+        Some(err) => {
+            st.output.status = RunStatus::Error;
+            let message = err.to_string();
+            if st.output.content.is_none() {
+                st.output.content = Some(Value::String(message.clone()));
+            }
+            let mut additional = Map::new();
+            if let RunError::Model { source, .. } = &err {
+                if let Some(status) = source.status {
+                    additional.insert("status_code".to_owned(), Value::from(status));
+                }
+            }
+            em.emit(EventData::RunError {
+                content: Some(Value::String(message)),
+                error_type: Some(error_type(&err).to_owned()),
+                error_id: Some(err.error_id().to_owned()),
+                additional_data: (!additional.is_empty()).then_some(additional),
+            });
+            store(agent, st, em, Some(err)).await
+        }
+    }
+}
+
+fn error_type(err: &RunError) -> &'static str {
+    match err {
+        RunError::Model { .. } => "ModelProviderError",
+        RunError::Hook { .. } => "CheckTrigger",
+        RunError::OutputSchema { .. } => "OutputSchemaError",
+        RunError::Storage(_) => "StorageError",
+        _ => "AgentRunException",
+    }
+}
+
+async fn store(agent: &AgentInner, st: &mut RunState, em: &mut Emitter, failure: Option<RunError>) -> Result<RunOutput, RunError> {
+    st.output.events = em.take_stored();
+    if let Err(db_err) = save(agent, st).await {
+        tracing::error!(run_id = st.output.id(), error = %db_err, "failed to store run");
+        if failure.is_none() {
+            em.emit(EventData::RunError {
+                content: Some(Value::String(format!("storing the run failed: {db_err}"))),
+                error_type: Some("StorageError".to_owned()),
+                error_id: Some("storage_error".to_owned()),
+                additional_data: None,
+            });
+        }
+        return Err(failure.unwrap_or(RunError::Storage(db_err)));
+    }
+    match failure {
+        None => Ok(st.output.clone()),
+        Some(err) => Err(attach_run(err, &st.output)),
+    }
+}
+
+fn attach_run(err: RunError, output: &RunOutput) -> RunError {
+    let boxed = Box::new(output.clone());
+    match err {
+        RunError::Model { source, .. } => RunError::Model { source, run: boxed },
+        RunError::Hook { hook, message, .. } => RunError::Hook { hook, message, run: boxed },
+        RunError::OutputSchema { message, .. } => RunError::OutputSchema { message, run: boxed },
+        other => other,
+    }
+}

@@ -1,0 +1,21 @@
+//! Test kit for agno-rs: a fake model-provider HTTP server speaking real wire formats (OpenAI Chat Completions).
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use agno_testkit::{FakeProvider, Reply};
+//!
+//! let provider = FakeProvider::start().await?;
+//! provider.push(Reply::text("Hello!"));
+//! provider.push(Reply::tool_call("get_weather", r#"{"city":"Paris"}"#));
+//! // Point an OpenAI client at `provider.base_url()` ...
+//! assert_eq!(provider.request_count(), 0);
+//! # Ok(())
+//! # }
+//! ```
+
+mod openai;
+mod script;
+mod server;
+
+pub use script::{RecordedRequest, Reply};
+pub use server::FakeProvider;

@@ -1,0 +1,187 @@
+//! The fake provider HTTP server: lifecycle ([`FakeProvider`]), routing and request recording.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use axum::routing::any;
+use serde_json::Value;
+use tokio::net::TcpListener;
+
+use crate::openai;
+use crate::script::{RecordedRequest, Reply, Shared};
+
+/// A fake model-provider HTTP server speaking real provider wire formats (currently the OpenAI
+/// Chat Completions API under `/v1`).
+///
+/// Cheap to clone: all clones share the same server and script. The server runs in a tokio
+/// task until [`FakeProvider::shutdown`] is called or the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct FakeProvider {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shared.shutdown();
+    }
+}
+
+impl FakeProvider {
+    /// Bind `127.0.0.1:0` and start serving in a background tokio task.
+    ///
+    /// Must be called from within a tokio runtime.
+    pub async fn start() -> std::io::Result<FakeProvider> {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let app = router(Arc::clone(&shared));
+        let task_shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let signal = async move { task_shared.shutdown_requested().await };
+            // Serving only ends with shutdown or a fatal listener error; nothing to report to.
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(signal)
+                .await;
+        });
+        Ok(FakeProvider {
+            inner: Arc::new(Inner { addr, shared }),
+        })
+    }
+
+    /// Base URL of the OpenAI-compatible API, e.g. `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.inner.addr)
+    }
+
+    /// Append a reply to the FIFO script; each chat-completion request consumes one.
+    pub fn push(&self, reply: Reply) {
+        self.inner.shared.push(reply);
+    }
+
+    /// Append several replies to the FIFO script, in order.
+    pub fn push_all(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.inner.shared.push_all(replies);
+    }
+
+    /// Reply used (cloned) whenever the script is empty. `None` (the default) answers HTTP 500
+    /// `{"error":{"message":"fake provider: no scripted reply left",...}}`.
+    pub fn set_fallback(&self, reply: Option<Reply>) {
+        self.inner.shared.set_fallback(reply);
+    }
+
+    /// Delay applied before answering each chat-completion request (so, when streaming, also
+    /// before the first chunk).
+    pub fn set_latency(&self, latency: Duration) {
+        self.inner.shared.set_latency(latency);
+    }
+
+    /// Every request received (including invalid ones), in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.inner.shared.requests()
+    }
+
+    /// Number of requests received so far (including invalid ones).
+    pub fn request_count(&self) -> usize {
+        self.inner.shared.request_count()
+    }
+
+    /// Stop serving: no new connections are accepted and pending delays are cut short.
+    pub fn shutdown(&self) {
+        self.inner.shared.shutdown();
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route(openai::CHAT_COMPLETIONS_PATH, any(chat_completions))
+        .route(openai::MODELS_PATH, any(models))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::disable())
+        .with_state(shared)
+}
+
+/// Record a request and return its parsed body.
+fn record(shared: &Shared, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Value {
+    let body = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let headers = headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    shared.record(RecordedRequest {
+        path: uri.path().to_owned(),
+        headers,
+        body: body.clone(),
+    });
+    body
+}
+
+fn method_not_allowed(method: &Method, uri: &Uri) -> Response {
+    openai::error_response(
+        405,
+        &format!(
+            "fake provider: method {method} not allowed on {}",
+            uri.path()
+        ),
+        None,
+    )
+}
+
+async fn chat_completions(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body = record(&shared, &uri, &headers, &body);
+    if method != Method::POST {
+        return method_not_allowed(&method, &uri);
+    }
+    openai::chat_completions(&shared, &body).await
+}
+
+async fn models(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    record(&shared, &uri, &headers, &body);
+    if method != Method::GET {
+        return method_not_allowed(&method, &uri);
+    }
+    openai::models_response()
+}
+
+async fn not_found(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    record(&shared, &uri, &headers, &body);
+    openai::error_response(
+        404,
+        &format!("fake provider: unknown route {method} {}", uri.path()),
+        None,
+    )
+}

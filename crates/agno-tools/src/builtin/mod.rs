@@ -1,0 +1,66 @@
+//! Built-in toolkits, and lookup by name for configuration files and the CLI.
+
+mod calculator;
+mod file;
+mod http;
+mod shell;
+
+pub use calculator::calculator;
+pub use file::file_tools;
+pub use http::http_tools;
+pub use shell::shell_tools;
+
+use serde_json::{Map, Value};
+
+use crate::toolkit::{Toolkit, ToolkitError};
+
+/// Error resolving a built-in toolkit by name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuiltinError {
+    /// No built-in toolkit has this name.
+    #[error("unknown toolkit {0:?}; built-in toolkits are: calculator, http, file, shell")]
+    Unknown(String),
+    /// An option is wrong.
+    #[error(transparent)]
+    Toolkit(#[from] ToolkitError),
+    /// A required option is missing or invalid.
+    #[error("toolkit {toolkit}: {message}")]
+    Option {
+        /// Toolkit name.
+        toolkit: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Builds a built-in toolkit by name, applying configuration options (see
+/// [`Toolkit::configure`]). The `file` toolkit takes `base_dir` (default: the current directory).
+///
+/// # Errors
+/// A [`BuiltinError`] naming the unknown toolkit or the bad option.
+pub fn by_name(name: &str, options: &Map<String, Value>) -> Result<Toolkit, BuiltinError> {
+    let toolkit = match name {
+        "calculator" => calculator(),
+        "http" => http_tools(),
+        "shell" => shell_tools(),
+        "file" => {
+            let base = match options.get("base_dir") {
+                None => std::env::current_dir().map_err(|e| BuiltinError::Option {
+                    toolkit: "file".to_owned(),
+                    message: format!("cannot read the current directory: {e}"),
+                })?,
+                Some(Value::String(dir)) => dir.into(),
+                Some(_) => {
+                    return Err(BuiltinError::Option {
+                        toolkit: "file".to_owned(),
+                        message: "base_dir must be a string path".to_owned(),
+                    });
+                }
+            };
+            file_tools(base)
+        }
+        other => return Err(BuiltinError::Unknown(other.to_owned())),
+    };
+    Ok(toolkit.configure(options, &["base_dir"])?)
+}
