@@ -39,10 +39,7 @@ impl ModelErrorKind {
     pub fn is_retryable(self) -> bool {
         matches!(
             self,
-            ModelErrorKind::RateLimited
-                | ModelErrorKind::Server
-                | ModelErrorKind::Connection
-                | ModelErrorKind::Timeout
+            ModelErrorKind::RateLimited | ModelErrorKind::Server | ModelErrorKind::Connection | ModelErrorKind::Timeout
         )
     }
 

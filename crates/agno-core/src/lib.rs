@@ -24,7 +24,9 @@ pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, Tool
 pub use event::{EventData, RunEvent};
 pub use message::{FunctionCall, Message, Role, ToolCall, pair_tool_calls, tool_calls_paired};
 pub use metrics::{Metrics, Usage};
-pub use model::{Capabilities, Model, ModelChunk, ModelRequest, ModelResponse, ModelStream, ResponseAssembler, ResponseFormat};
+pub use model::{
+    Capabilities, Model, ModelChunk, ModelRequest, ModelResponse, ModelStream, ResponseAssembler, ResponseFormat,
+};
 pub use requirement::{PauseType, RunRequirement};
 pub use run::{RunInput, RunOutput, RunStatus};
 pub use session::{AgentSession, SessionSummary, SessionType};

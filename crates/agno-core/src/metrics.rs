@@ -75,21 +75,15 @@ impl Metrics {
     pub fn add_usage(&mut self, usage: &Usage) {
         self.input_tokens += usage.input_tokens;
         self.output_tokens += usage.output_tokens;
-        self.total_tokens += if usage.total_tokens == 0 {
-            usage.input_tokens + usage.output_tokens
-        } else {
-            usage.total_tokens
-        };
+        self.total_tokens +=
+            if usage.total_tokens == 0 { usage.input_tokens + usage.output_tokens } else { usage.total_tokens };
         self.cache_read_tokens += usage.cache_read_tokens;
         self.reasoning_tokens += usage.reasoning_tokens;
     }
 
     /// Records usage under `details[model_type]` with the model's id and provider, as Agno does.
     pub fn add_detail(&mut self, model_type: &str, model_id: &str, provider: &str, usage: &Usage) {
-        let entry = self
-            .details
-            .entry(model_type.to_owned())
-            .or_insert_with(|| Value::Array(Vec::new()));
+        let entry = self.details.entry(model_type.to_owned()).or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(list) = entry {
             list.push(serde_json::json!({
                 "id": model_id,

@@ -52,18 +52,12 @@ impl RunStatus {
 
     /// True for states a run never leaves on its own.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            RunStatus::Completed | RunStatus::Cancelled | RunStatus::Error | RunStatus::Regenerated
-        )
+        matches!(self, RunStatus::Completed | RunStatus::Cancelled | RunStatus::Error | RunStatus::Regenerated)
     }
 
     /// Statuses whose messages are left out of history (Agno's `HISTORY_SKIP_STATUSES`).
     pub fn skipped_in_history(self) -> bool {
-        matches!(
-            self,
-            RunStatus::Paused | RunStatus::Cancelled | RunStatus::Error | RunStatus::Regenerated
-        )
+        matches!(self, RunStatus::Paused | RunStatus::Cancelled | RunStatus::Error | RunStatus::Regenerated)
     }
 }
 

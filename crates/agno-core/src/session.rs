@@ -114,9 +114,7 @@ impl AgentSession {
 
     /// Replaces the persisted `session_state`.
     pub fn set_session_state(&mut self, state: Map<String, Value>) {
-        self.session_data
-            .get_or_insert_with(Map::new)
-            .insert("session_state".to_owned(), Value::Object(state));
+        self.session_data.get_or_insert_with(Map::new).insert("session_state".to_owned(), Value::Object(state));
     }
 
     /// The session name, if set.
@@ -133,11 +131,8 @@ impl AgentSession {
     /// whose status is skipped in history, system messages and messages that were themselves
     /// history; keeps at most `limit` messages (the most recent).
     pub fn history_messages(&self, last_n_runs: Option<usize>, limit: Option<usize>) -> Vec<Message> {
-        let runs: Vec<&RunOutput> = self
-            .runs()
-            .iter()
-            .filter(|r| !r.status.skipped_in_history() && r.parent_run_id.is_none())
-            .collect();
+        let runs: Vec<&RunOutput> =
+            self.runs().iter().filter(|r| !r.status.skipped_in_history() && r.parent_run_id.is_none()).collect();
         let start = last_n_runs.map_or(0, |n| runs.len().saturating_sub(n));
         let mut out: Vec<Message> = runs[start..]
             .iter()

@@ -25,12 +25,7 @@ pub struct UserInputField {
 impl UserInputField {
     /// A field of type `field_type` (Python type name) with a description.
     pub fn new(name: impl Into<String>, field_type: impl Into<String>, description: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            field_type: field_type.into(),
-            description: Some(description.into()),
-            value: None,
-        }
+        Self { name: name.into(), field_type: field_type.into(), description: Some(description.into()), value: None }
     }
 }
 
@@ -102,7 +97,11 @@ pub struct ToolExecution {
 
 impl ToolExecution {
     /// A new execution record for a call of `tool_name`.
-    pub fn new(tool_call_id: impl Into<String>, tool_name: impl Into<String>, tool_args: Option<Map<String, Value>>) -> Self {
+    pub fn new(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        tool_args: Option<Map<String, Value>>,
+    ) -> Self {
         Self {
             tool_call_id: Some(tool_call_id.into()),
             tool_name: Some(tool_name.into()),

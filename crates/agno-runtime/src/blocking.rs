@@ -37,10 +37,7 @@ where
     let rt = runtime()?;
     if Handle::try_current().is_ok() {
         std::thread::scope(|scope| {
-            scope
-                .spawn(|| rt.block_on(fut))
-                .join()
-                .map_err(|_| "the run panicked on its helper thread".to_owned())
+            scope.spawn(|| rt.block_on(fut)).join().map_err(|_| "the run panicked on its helper thread".to_owned())
         })
     } else {
         Ok(rt.block_on(fut))

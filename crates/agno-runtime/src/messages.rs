@@ -40,11 +40,10 @@ pub(crate) fn system_message(
     if agent.add_datetime_to_context {
         info.push(format!("The current time is {}.", chrono::Local::now().format("%Y-%m-%d %H:%M:%S %Z")));
     }
-    if agent.add_name_to_context {
-        if let Some(name) = &agent.name {
+    if agent.add_name_to_context
+        && let Some(name) = &agent.name {
             info.push(format!("Your name is: {name}."));
         }
-    }
     if !info.is_empty() {
         parts.push(format!("<additional_information>\n{}\n</additional_information>", info.join("\n")));
     }
@@ -69,11 +68,7 @@ pub(crate) fn system_message(
     if agent.add_session_state_to_context && !state.is_empty() {
         parts.push(format!("<session_state>\n{}\n</session_state>", Value::Object(state.clone())));
     }
-    if parts.is_empty() {
-        None
-    } else {
-        Some(Message::system(parts.join("\n\n")))
-    }
+    if parts.is_empty() { None } else { Some(Message::system(parts.join("\n\n"))) }
 }
 
 /// The user message of a run.

@@ -43,10 +43,10 @@ pub(crate) fn past_sessions_tool(
                 let needle = args.query.unwrap_or_default().to_lowercase();
                 let mut found = Vec::new();
                 for summary in list.into_iter().filter(|s| s.session_id != current).take(sessions) {
-                    let Some(session) = db
-                        .get_session(&summary.session_id, user_id.as_deref(), Some(runs))
-                        .await
-                        .map_err(|e| ToolError::execution(format!("cannot read session {}: {e}", summary.session_id)))?
+                    let Some(session) =
+                        db.get_session(&summary.session_id, user_id.as_deref(), Some(runs)).await.map_err(|e| {
+                            ToolError::execution(format!("cannot read session {}: {e}", summary.session_id))
+                        })?
                     else {
                         continue;
                     };

@@ -17,11 +17,8 @@ pub(crate) async fn load_session(
 ) -> Result<AgentSession, DbError> {
     let existing = match &agent.db {
         Some(db) => {
-            let runs_limit = agent
-                .history
-                .add_history_to_context
-                .then(|| agent.history.runs_limit().map(|n| n + 8))
-                .flatten();
+            let runs_limit =
+                agent.history.add_history_to_context.then(|| agent.history.runs_limit().map(|n| n + 8)).flatten();
             db.get_session(session_id, user_id, runs_limit).await?
         }
         None => None,

@@ -77,8 +77,8 @@ where
 
 /// Emits a `RunError` for failures that happened before the run could emit one itself.
 fn close_with_error(em: &mut Emitter, result: &Result<RunOutput, RunError>) {
-    if let Err(err) = result {
-        if !em.ended() {
+    if let Err(err) = result
+        && !em.ended() {
             em.emit(EventData::RunError {
                 content: Some(Value::String(err.to_string())),
                 error_type: Some("AgentRunException".to_owned()),
@@ -86,7 +86,6 @@ fn close_with_error(em: &mut Emitter, result: &Result<RunOutput, RunError>) {
                 additional_data: None,
             });
         }
-    }
 }
 
 impl Agent {
@@ -201,11 +200,7 @@ async fn continue_inner(agent: &AgentInner, request: ContinueRequest, em: &mut E
     let session_id = output.session_id.clone().unwrap_or_default();
     let user_id = request.user_id.clone().or_else(|| output.user_id.clone());
     let session = load_session(agent, &session_id, user_id.as_deref()).await?;
-    let state = output
-        .session_state
-        .clone()
-        .or_else(|| session.session_state().cloned())
-        .unwrap_or_default();
+    let state = output.session_state.clone().or_else(|| session.session_state().cloned()).unwrap_or_default();
     let mut messages: Vec<Message> = Vec::new();
     let stored = output.messages().to_vec();
     let split = stored.iter().take_while(|m| m.role == agno_core::Role::System).count();
@@ -240,15 +235,8 @@ async fn continue_inner(agent: &AgentInner, request: ContinueRequest, em: &mut E
             }
         }
     }
-    let stop = answers
-        .iter()
-        .filter_map(|a| a.tool_execution.as_ref())
-        .any(|t| t.stop_after_tool_call);
-    let end = if stop {
-        crate::run_loop::LoopEnd::Completed
-    } else {
-        model_loop(agent, &mut st, em, &token).await
-    };
+    let stop = answers.iter().filter_map(|a| a.tool_execution.as_ref()).any(|t| t.stop_after_tool_call);
+    let end = if stop { crate::run_loop::LoopEnd::Completed } else { model_loop(agent, &mut st, em, &token).await };
     let result = finish(agent, &mut st, em, end).await;
     cancel::unregister(st.output.id());
     result

@@ -75,11 +75,10 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     }
 
     let mut tools = agent.tools.clone();
-    if agent.past_sessions.search_past_sessions {
-        if let Some(db) = &agent.db {
+    if agent.past_sessions.search_past_sessions
+        && let Some(db) = &agent.db {
             tools.push(past_sessions_tool(Arc::clone(db), &agent.past_sessions, &session_id, user_id.clone()));
         }
-    }
 
     let mut st = RunState {
         output,
@@ -100,9 +99,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         st.messages.push(system);
     }
     if add_history {
-        st.messages.extend(
-            st.session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages),
-        );
+        st.messages.extend(st.session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages));
     }
     st.messages.push(user_message(&req.input));
     Ok(st)
@@ -122,7 +119,11 @@ pub(crate) async fn drive_new(agent: &AgentInner, mut st: RunState, em: &mut Emi
             em.emit(EventData::PreHookStarted { pre_hook_name: hook.name().to_owned() });
             let mut input = st.output.input.clone().unwrap_or_default();
             if let Err(e) = hook.run(&mut input).await {
-                let err = RunError::Hook { hook: hook.name().to_owned(), message: e.0, run: Box::new(RunOutput::new("", "")) };
+                let err = RunError::Hook {
+                    hook: hook.name().to_owned(),
+                    message: e.0,
+                    run: Box::new(RunOutput::new("", "")),
+                };
                 break 'run LoopEnd::Failed(err);
             }
             if Some(&input) != st.output.input.as_ref() {
@@ -133,11 +134,10 @@ pub(crate) async fn drive_new(agent: &AgentInner, mut st: RunState, em: &mut Emi
             }
             em.emit(EventData::PreHookCompleted { pre_hook_name: hook.name().to_owned() });
         }
-        if let Some(reasoning) = &agent.reasoning.reasoning_model {
-            if let Err(e) = reason(reasoning.as_ref(), &mut st).await {
+        if let Some(reasoning) = &agent.reasoning.reasoning_model
+            && let Err(e) = reason(reasoning.as_ref(), &mut st).await {
                 break 'run LoopEnd::Failed(model_failure(e));
             }
-        }
         let initial = st.messages.len();
         let mut attempt = 0;
         loop {
@@ -258,7 +258,10 @@ pub(crate) async fn model_loop(
                         continue;
                     }
                     Err(message) => {
-                        return LoopEnd::Failed(RunError::OutputSchema { message, run: Box::new(RunOutput::new("", "")) });
+                        return LoopEnd::Failed(RunError::OutputSchema {
+                            message,
+                            run: Box::new(RunOutput::new("", "")),
+                        });
                     }
                 }
             }
@@ -285,7 +288,8 @@ pub(crate) async fn model_loop(
 }
 
 fn sanitize_name(name: &str) -> String {
-    let cleaned: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let cleaned: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
     if cleaned.is_empty() { "output".to_owned() } else { cleaned }
 }
 
@@ -347,7 +351,9 @@ pub(crate) async fn finish(
         LoopEnd::Paused => {
             st.output.status = RunStatus::Paused;
             em.emit(EventData::RunPaused {
-                tools: Some(st.output.tools.iter().flatten().filter(|t| t.is_paused() && t.result.is_none()).cloned().collect()),
+                tools: Some(
+                    st.output.tools.iter().flatten().filter(|t| t.is_paused() && t.result.is_none()).cloned().collect(),
+                ),
                 requirements: Some(st.output.active_requirements().into_iter().cloned().collect()),
             });
             return store(agent, st, em, None).await;
@@ -363,7 +369,11 @@ pub(crate) async fn finish(
         for hook in &agent.post_hooks {
             em.emit(EventData::PostHookStarted { post_hook_name: hook.name().to_owned() });
             if let Err(e) = hook.run(&mut st.output).await {
-                failure = Some(RunError::Hook { hook: hook.name().to_owned(), message: e.0, run: Box::new(RunOutput::new("", "")) });
+                failure = Some(RunError::Hook {
+                    hook: hook.name().to_owned(),
+                    message: e.0,
+                    run: Box::new(RunOutput::new("", "")),
+                });
                 break;
             }
             em.emit(EventData::PostHookCompleted { post_hook_name: hook.name().to_owned() });
@@ -390,11 +400,10 @@ pub(crate) async fn finish(
                 st.output.content = Some(Value::String(message.clone()));
             }
             let mut additional = Map::new();
-            if let RunError::Model { source, .. } = &err {
-                if let Some(status) = source.status {
+            if let RunError::Model { source, .. } = &err
+                && let Some(status) = source.status {
                     additional.insert("status_code".to_owned(), Value::from(status));
                 }
-            }
             em.emit(EventData::RunError {
                 content: Some(Value::String(message)),
                 error_type: Some(error_type(&err).to_owned()),
@@ -416,7 +425,12 @@ fn error_type(err: &RunError) -> &'static str {
     }
 }
 
-async fn store(agent: &AgentInner, st: &mut RunState, em: &mut Emitter, failure: Option<RunError>) -> Result<RunOutput, RunError> {
+async fn store(
+    agent: &AgentInner,
+    st: &mut RunState,
+    em: &mut Emitter,
+    failure: Option<RunError>,
+) -> Result<RunOutput, RunError> {
     st.output.events = em.take_stored();
     if let Err(db_err) = save(agent, st).await {
         tracing::error!(run_id = st.output.id(), error = %db_err, "failed to store run");

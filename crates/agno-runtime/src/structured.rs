@@ -7,12 +7,12 @@ use crate::config::OutputSchema;
 /// Parses `text` (tolerating Markdown code fences and prose around one JSON object) and validates
 /// it against the schema.
 pub(crate) fn parse_structured(text: &str, schema: &OutputSchema) -> Result<Value, String> {
-    let value = extract_json(text).ok_or_else(|| {
-        format!("the answer is not JSON: {}", text.chars().take(120).collect::<String>())
-    })?;
+    let value = extract_json(text)
+        .ok_or_else(|| format!("the answer is not JSON: {}", text.chars().take(120).collect::<String>()))?;
     let validator = jsonschema::validator_for(&schema.schema)
         .map_err(|e| format!("the output schema {} is not a valid JSON schema: {e}", schema.name))?;
-    let errors: Vec<String> = validator.iter_errors(&value).take(5).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    let errors: Vec<String> =
+        validator.iter_errors(&value).take(5).map(|e| format!("{} at {}", e, e.instance_path())).collect();
     if errors.is_empty() { Ok(value) } else { Err(errors.join("; ")) }
 }
 
@@ -26,11 +26,10 @@ fn extract_json(text: &str) -> Option<Value> {
         .or_else(|| trimmed.strip_prefix("```"))
         .and_then(|s| s.strip_suffix("```"))
         .map(str::trim);
-    if let Some(inner) = unfenced {
-        if let Ok(v) = serde_json::from_str::<Value>(inner) {
+    if let Some(inner) = unfenced
+        && let Ok(v) = serde_json::from_str::<Value>(inner) {
             return Some(v);
         }
-    }
     let start = trimmed.find('{')?;
     let end = trimmed.rfind('}')?;
     serde_json::from_str(trimmed.get(start..=end)?).ok()

@@ -9,8 +9,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use agno_core::{
-    DynTool, EventData, Message, RunRequirement, ToolCall, ToolCallMetrics, ToolError, ToolErrorKind,
-    ToolExecution,
+    DynTool, EventData, Message, RunRequirement, ToolCall, ToolCallMetrics, ToolError, ToolErrorKind, ToolExecution,
 };
 use agno_tools::{call_with_hooks, user_input_fields};
 use serde_json::{Map, Value};
@@ -178,7 +177,10 @@ pub(crate) async fn execute_batch(
                 if is_error {
                     em.emit(EventData::ToolCallError { tool: exec.clone(), error: Some(text.clone()) });
                 }
-                em.emit(EventData::ToolCallCompleted { tool: exec.clone(), content: Some(Value::String(text.clone())) });
+                em.emit(EventData::ToolCallCompleted {
+                    tool: exec.clone(),
+                    content: Some(Value::String(text.clone())),
+                });
                 stop |= exec.stop_after_tool_call && !is_error;
                 let mut msg = Message::tool_result(exec.call_id(), exec.name(), text, is_error);
                 msg.tool_args = exec.tool_args.clone().map(Value::Object);
@@ -218,9 +220,11 @@ pub(crate) async fn resolve_requirement(
         .find(|t| t.tool_call_id == paused.tool_call_id)
         .cloned()
         .unwrap_or_else(|| paused.clone());
-    let (text, is_error) = if let Some(result) = req.external_execution_result.clone().or_else(|| {
-        paused.external_execution_required.filter(|b| *b).and(paused.result.clone())
-    }) {
+    let (text, is_error) = if let Some(result) = req
+        .external_execution_result
+        .clone()
+        .or_else(|| paused.external_execution_required.filter(|b| *b).and(paused.result.clone()))
+    {
         (result, false)
     } else if req.confirmation == Some(false) || paused.confirmed == Some(false) {
         exec.confirmed = Some(false);
@@ -247,7 +251,9 @@ pub(crate) async fn resolve_requirement(
             exec.tool_args = Some(args.clone());
         }
         match st.tool(exec.name()) {
-            None => (ToolError::new(ToolErrorKind::NotFound, format!("no tool named {:?}", exec.name())).model_text(), true),
+            None => {
+                (ToolError::new(ToolErrorKind::NotFound, format!("no tool named {:?}", exec.name())).model_text(), true)
+            }
             Some(tool) => {
                 em.emit(EventData::ToolCallStarted { tool: exec.clone() });
                 let mut ctx = st.tool_context();

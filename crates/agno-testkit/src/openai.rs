@@ -48,11 +48,7 @@ pub(crate) async fn chat_completions(shared: &Shared, body: &Value) -> Response 
     }
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     match outcome {
-        Outcome::Error {
-            status,
-            message,
-            retry_after,
-        } => error_response(status, &message, retry_after),
+        Outcome::Error { status, message, retry_after } => error_response(status, &message, retry_after),
         Outcome::Garbage(raw) => {
             if stream {
                 sse_response(vec![format!("data: {raw}\n\n")])
@@ -65,23 +61,13 @@ pub(crate) async fn chat_completions(shared: &Shared, body: &Value) -> Response 
                 id: format!("chatcmpl-{n}"),
                 n,
                 created: now_secs(),
-                model: body
-                    .get("model")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                model: body.get("model").and_then(Value::as_str).unwrap_or_default().to_owned(),
             };
             let usage = usage(body, &completion);
             if stream {
-                let include_usage = body
-                    .pointer("/stream_options/include_usage")
-                    .and_then(Value::as_bool)
-                    == Some(true);
-                sse_response(stream_events(
-                    &meta,
-                    &completion,
-                    include_usage.then_some(usage),
-                ))
+                let include_usage =
+                    body.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true);
+                sse_response(stream_events(&meta, &completion, include_usage.then_some(usage)))
             } else {
                 axum::Json(completion_json(&meta, &completion, usage)).into_response()
             }
@@ -103,9 +89,7 @@ pub(crate) fn error_response(status: u16, message: &str, retry_after: Option<u64
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, axum::Json(error_body(status, message))).into_response();
     if let Some(secs) = retry_after {
-        response
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from(secs));
+        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
     }
     response
 }
@@ -127,10 +111,7 @@ fn shutting_down() -> Response {
 }
 
 fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 /// Identity of one response, shared by all its chunks.
@@ -149,24 +130,14 @@ impl Meta {
 }
 
 fn finish_reason(completion: &Completion) -> &'static str {
-    if completion.calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    }
+    if completion.calls.is_empty() { "stop" } else { "tool_calls" }
 }
 
 /// Non-streaming `chat.completion` object.
 fn completion_json(meta: &Meta, completion: &Completion, usage: Value) -> Value {
     let mut message = Map::new();
     message.insert("role".into(), "assistant".into());
-    message.insert(
-        "content".into(),
-        completion
-            .content
-            .as_ref()
-            .map_or(Value::Null, |c| Value::String(c.clone())),
-    );
+    message.insert("content".into(), completion.content.as_ref().map_or(Value::Null, |c| Value::String(c.clone())));
     if !completion.calls.is_empty() {
         let calls: Vec<Value> = completion
             .calls
@@ -186,12 +157,7 @@ fn completion_json(meta: &Meta, completion: &Completion, usage: Value) -> Value 
     choice.insert("index".into(), 0.into());
     choice.insert("message".into(), Value::Object(message));
     choice.insert("finish_reason".into(), finish_reason(completion).into());
-    envelope(
-        meta,
-        "chat.completion",
-        vec![Value::Object(choice)],
-        Some(usage),
-    )
+    envelope(meta, "chat.completion", vec![Value::Object(choice)], Some(usage))
 }
 
 /// The fields shared by completion objects and chunks.
@@ -222,11 +188,7 @@ fn event(value: &Value) -> String {
 
 /// All SSE events of a streamed completion, `[DONE]` included.
 fn stream_events(meta: &Meta, completion: &Completion, usage: Option<Value>) -> Vec<String> {
-    let mut events = vec![event(&chunk(
-        meta,
-        json!({"role": "assistant", "content": ""}),
-        Value::Null,
-    ))];
+    let mut events = vec![event(&chunk(meta, json!({"role": "assistant", "content": ""}), Value::Null))];
     if let Some(text) = &completion.content {
         for piece in split_chars(text, TEXT_PIECE_CHARS) {
             events.push(event(&chunk(meta, json!({"content": piece}), Value::Null)));
@@ -251,37 +213,17 @@ fn stream_events(meta: &Meta, completion: &Completion, usage: Option<Value>) -> 
             )));
         }
     }
-    events.push(event(&chunk(
-        meta,
-        json!({}),
-        Value::String(finish_reason(completion).into()),
-    )));
+    events.push(event(&chunk(meta, json!({}), Value::String(finish_reason(completion).into()))));
     if let Some(usage) = usage {
-        events.push(event(&envelope(
-            meta,
-            CHUNK_OBJECT,
-            Vec::new(),
-            Some(usage),
-        )));
+        events.push(event(&envelope(meta, CHUNK_OBJECT, Vec::new(), Some(usage))));
     }
     events.push("data: [DONE]\n\n".to_owned());
     events
 }
 
 fn sse_response(events: Vec<String>) -> Response {
-    let stream = futures::stream::iter(
-        events
-            .into_iter()
-            .map(|e| Ok::<Bytes, Infallible>(Bytes::from(e))),
-    );
-    (
-        [
-            (CONTENT_TYPE, "text/event-stream"),
-            (CACHE_CONTROL, "no-cache"),
-        ],
-        Body::from_stream(stream),
-    )
-        .into_response()
+    let stream = futures::stream::iter(events.into_iter().map(|e| Ok::<Bytes, Infallible>(Bytes::from(e))));
+    ([(CONTENT_TYPE, "text/event-stream"), (CACHE_CONTROL, "no-cache")], Body::from_stream(stream)).into_response()
 }
 
 /// Split `s` into pieces of at most `max` characters, on char boundaries.
@@ -308,10 +250,7 @@ fn split_chars(s: &str, max: usize) -> Vec<&str> {
 fn content_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
+        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
         _ => String::new(),
     }
 }
@@ -321,22 +260,10 @@ fn usage(body: &Value, completion: &Completion) -> Value {
     let prompt_chars: usize = body
         .get("messages")
         .and_then(Value::as_array)
-        .map(|messages| {
-            messages
-                .iter()
-                .map(|m| content_text(m.get("content")).chars().count())
-                .sum()
-        })
+        .map(|messages| messages.iter().map(|m| content_text(m.get("content")).chars().count()).sum())
         .unwrap_or(0);
-    let completion_chars = completion
-        .content
-        .as_deref()
-        .map_or(0, |c| c.chars().count())
-        + completion
-            .calls
-            .iter()
-            .map(|(_, args)| args.chars().count())
-            .sum::<usize>();
+    let completion_chars = completion.content.as_deref().map_or(0, |c| c.chars().count())
+        + completion.calls.iter().map(|(_, args)| args.chars().count()).sum::<usize>();
     let prompt = (prompt_chars / 4).max(1);
     let completion = (completion_chars / 4).max(1);
     json!({
@@ -348,11 +275,7 @@ fn usage(body: &Value, completion: &Completion) -> Value {
 
 /// What `Reply::Echo` needs from an OpenAI request.
 fn echo_context(body: &Value) -> EchoContext {
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let messages = body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let role = |m: &Value| m.get("role").and_then(Value::as_str).map(str::to_owned);
     let last_user_text = messages
         .iter()
@@ -371,10 +294,7 @@ fn echo_context(body: &Value) -> EchoContext {
     } else {
         None
     };
-    EchoContext {
-        last_user_text,
-        tool_to_call,
-    }
+    EchoContext { last_user_text, tool_to_call }
 }
 
 fn is_content(value: &Value) -> bool {
@@ -394,9 +314,7 @@ fn missing_responses(pending: &[String]) -> String {
 /// Returns the OpenAI-style error message on the first violation.
 pub(crate) fn validate(body: &Value) -> Result<(), String> {
     let Some(obj) = body.as_object() else {
-        return Err(
-            "We could not parse the JSON body of your request: expected a JSON object.".into(),
-        );
+        return Err("We could not parse the JSON body of your request: expected a JSON object.".into());
     };
     if !obj.get("model").is_some_and(Value::is_string) {
         return Err("You must provide a model parameter ('model' must be a string).".into());
@@ -405,18 +323,14 @@ pub(crate) fn validate(body: &Value) -> Result<(), String> {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(other) => {
-            return Err(format!(
-                "Invalid type for 'stream': expected a boolean, but got {other}."
-            ));
+            return Err(format!("Invalid type for 'stream': expected a boolean, but got {other}."));
         }
     };
     match obj.get("stream_options") {
         None | Some(Value::Null) => {}
         Some(Value::Object(_)) if stream => {}
         Some(Value::Object(_)) => {
-            return Err(
-                "The 'stream_options' parameter is only allowed when 'stream' is enabled.".into(),
-            );
+            return Err("The 'stream_options' parameter is only allowed when 'stream' is enabled.".into());
         }
         Some(_) => return Err("Invalid type for 'stream_options': expected an object.".into()),
     }
@@ -424,9 +338,7 @@ pub(crate) fn validate(body: &Value) -> Result<(), String> {
     let messages = match obj.get("messages") {
         Some(Value::Array(messages)) if !messages.is_empty() => messages,
         Some(Value::Array(_)) => {
-            return Err(
-                "Invalid 'messages': empty array. Expected an array with minimum length 1.".into(),
-            );
+            return Err("Invalid 'messages': empty array. Expected an array with minimum length 1.".into());
         }
         _ => return Err("Missing required parameter: 'messages' (must be an array).".into()),
     };
@@ -437,37 +349,25 @@ fn validate_tools(tools: Option<&Value>) -> Result<(), String> {
     let tools = match tools {
         None | Some(Value::Null) => return Ok(()),
         Some(Value::Array(tools)) if tools.is_empty() => {
-            return Err(
-                "Invalid 'tools': empty array. Expected an array with minimum length 1.".into(),
-            );
+            return Err("Invalid 'tools': empty array. Expected an array with minimum length 1.".into());
         }
         Some(Value::Array(tools)) => tools,
         Some(_) => return Err("Invalid type for 'tools': expected an array.".into()),
     };
     for (i, tool) in tools.iter().enumerate() {
         if tool.get("type").and_then(Value::as_str) != Some("function") {
-            return Err(format!(
-                "Invalid value for 'tools[{i}].type': expected 'function'."
-            ));
+            return Err(format!("Invalid value for 'tools[{i}].type': expected 'function'."));
         }
         let Some(function) = tool.get("function").and_then(Value::as_object) else {
-            return Err(format!(
-                "Missing required parameter: 'tools[{i}].function' (must be an object)."
-            ));
+            return Err(format!("Missing required parameter: 'tools[{i}].function' (must be an object)."));
         };
-        if function
-            .get("name")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
+        if function.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
             return Err(format!(
                 "Missing required parameter: 'tools[{i}].function.name' (must be a non-empty string)."
             ));
         }
         if !function.get("parameters").is_some_and(Value::is_object) {
-            return Err(format!(
-                "Invalid 'tools[{i}].function.parameters': expected a JSON Schema object."
-            ));
+            return Err(format!("Invalid 'tools[{i}].function.parameters': expected a JSON Schema object."));
         }
     }
     Ok(())
@@ -480,9 +380,7 @@ fn validate_messages(messages: &[Value]) -> Result<(), String> {
     let mut pending: Vec<String> = Vec::new();
     for (i, message) in messages.iter().enumerate() {
         let Some(message) = message.as_object() else {
-            return Err(format!(
-                "Invalid type for 'messages[{i}]': expected an object."
-            ));
+            return Err(format!("Invalid type for 'messages[{i}]': expected an object."));
         };
         let role = match message.get("role").and_then(Value::as_str) {
             Some(role) if ROLES.contains(&role) => role,
@@ -493,17 +391,13 @@ fn validate_messages(messages: &[Value]) -> Result<(), String> {
                 ));
             }
             None => {
-                return Err(format!(
-                    "Missing required parameter: 'messages[{i}].role' (must be a string)."
-                ));
+                return Err(format!("Missing required parameter: 'messages[{i}].role' (must be a string)."));
             }
         };
         match role {
             "tool" => {
                 let Some(id) = message.get("tool_call_id").and_then(Value::as_str) else {
-                    return Err(format!(
-                        "Missing required parameter: 'messages[{i}].tool_call_id'."
-                    ));
+                    return Err(format!("Missing required parameter: 'messages[{i}].tool_call_id'."));
                 };
                 if !known_ids.contains(id) {
                     return Err(format!(
@@ -544,9 +438,7 @@ fn validate_messages(messages: &[Value]) -> Result<(), String> {
                         ));
                     }
                     Some(_) => {
-                        return Err(format!(
-                            "Invalid type for 'messages[{i}].tool_calls': expected an array."
-                        ));
+                        return Err(format!("Invalid type for 'messages[{i}].tool_calls': expected an array."));
                     }
                 };
                 if !has_content && calls.is_empty() {
@@ -561,19 +453,12 @@ fn validate_messages(messages: &[Value]) -> Result<(), String> {
                         return Err(format!("Missing required parameter: '{path}.id'."));
                     };
                     if call.get("type").and_then(Value::as_str) != Some("function") {
-                        return Err(format!(
-                            "Invalid value for '{path}.type': expected 'function'."
-                        ));
+                        return Err(format!("Invalid value for '{path}.type': expected 'function'."));
                     }
                     if !call.pointer("/function/name").is_some_and(Value::is_string) {
-                        return Err(format!(
-                            "Missing required parameter: '{path}.function.name'."
-                        ));
+                        return Err(format!("Missing required parameter: '{path}.function.name'."));
                     }
-                    if !call
-                        .pointer("/function/arguments")
-                        .is_some_and(Value::is_string)
-                    {
+                    if !call.pointer("/function/arguments").is_some_and(Value::is_string) {
                         return Err(format!(
                             "Invalid '{path}.function.arguments': expected a string (JSON-encoded \
                              arguments)."
@@ -643,10 +528,7 @@ mod tests {
         let call = json!({"role": "assistant", "tool_calls": [
             {"id": "call_x", "type": "function", "function": {"name": "f", "arguments": "{}"}}
         ]});
-        let err = validate(&base(
-            json!([{"role": "user", "content": "q"}, call.clone()]),
-        ))
-        .unwrap_err();
+        let err = validate(&base(json!([{"role": "user", "content": "q"}, call.clone()]))).unwrap_err();
         assert!(err.contains("Missing: call_x"), "{err}");
         let err = validate(&base(json!([
             {"role": "user", "content": "q"},
@@ -679,14 +561,8 @@ mod tests {
             {"role": "user", "content": "12345678"},
             {"role": "assistant", "content": "1234"}
         ]});
-        let completion = Completion {
-            content: Some("ab".into()),
-            calls: vec![],
-        };
-        assert_eq!(
-            usage(&body, &completion),
-            json!({"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4})
-        );
+        let completion = Completion { content: Some("ab".into()), calls: vec![] };
+        assert_eq!(usage(&body, &completion), json!({"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}));
     }
 
     #[test]

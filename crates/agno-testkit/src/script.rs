@@ -53,10 +53,7 @@ impl Reply {
 
     /// A reply consisting of a single tool call with the given raw arguments string.
     pub fn tool_call(name: impl Into<String>, args: impl Into<String>) -> Self {
-        Self::ToolCalls {
-            content: None,
-            calls: vec![(name.into(), args.into())],
-        }
+        Self::ToolCalls { content: None, calls: vec![(name.into(), args.into())] }
     }
 }
 
@@ -74,10 +71,7 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The value of the first header called `name` (case-insensitive), if present.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// Whether the request asked for a streamed answer (`"stream": true` in the body).
@@ -92,11 +86,7 @@ pub(crate) enum Outcome {
     /// A successful assistant turn.
     Completion(Completion),
     /// An HTTP error answer.
-    Error {
-        status: u16,
-        message: String,
-        retry_after: Option<u64>,
-    },
+    Error { status: u16, message: String, retry_after: Option<u64> },
     /// A 200 answer with a raw, probably broken, body.
     Garbage(String),
 }
@@ -131,42 +121,19 @@ pub(crate) fn resolve(reply: Reply, echo: &EchoContext) -> (Duration, Outcome) {
                 reply = *inner;
             }
             Reply::Text(text) => {
-                return (
-                    delay,
-                    Outcome::Completion(Completion {
-                        content: Some(text),
-                        calls: Vec::new(),
-                    }),
-                );
+                return (delay, Outcome::Completion(Completion { content: Some(text), calls: Vec::new() }));
             }
             Reply::ToolCalls { content, calls } => {
                 return (delay, Outcome::Completion(Completion { content, calls }));
             }
-            Reply::Error {
-                status,
-                message,
-                retry_after,
-            } => {
-                return (
-                    delay,
-                    Outcome::Error {
-                        status,
-                        message,
-                        retry_after,
-                    },
-                );
+            Reply::Error { status, message, retry_after } => {
+                return (delay, Outcome::Error { status, message, retry_after });
             }
             Reply::Garbage(raw) => return (delay, Outcome::Garbage(raw)),
             Reply::Echo => {
                 let completion = match &echo.tool_to_call {
-                    Some(name) => Completion {
-                        content: None,
-                        calls: vec![(name.clone(), "{}".to_owned())],
-                    },
-                    None => Completion {
-                        content: Some(format!("echo: {}", echo.last_user_text)),
-                        calls: Vec::new(),
-                    },
+                    Some(name) => Completion { content: None, calls: vec![(name.clone(), "{}".to_owned())] },
+                    None => Completion { content: Some(format!("echo: {}", echo.last_user_text)), calls: Vec::new() },
                 };
                 return (delay, Outcome::Completion(completion));
             }
@@ -194,10 +161,7 @@ pub(crate) struct Shared {
 
 impl Default for Shared {
     fn default() -> Self {
-        Self {
-            state: Mutex::new(State::default()),
-            shutdown: watch::Sender::new(false),
-        }
+        Self { state: Mutex::new(State::default()), shutdown: watch::Sender::new(false) }
     }
 }
 
@@ -296,25 +260,16 @@ mod tests {
     fn resolve_sums_delays_and_echoes() {
         let reply = Reply::Delayed(
             Duration::from_millis(5),
-            Box::new(Reply::Delayed(
-                Duration::from_millis(7),
-                Box::new(Reply::Echo),
-            )),
+            Box::new(Reply::Delayed(Duration::from_millis(7), Box::new(Reply::Echo))),
         );
-        let echo = EchoContext {
-            last_user_text: "hi".into(),
-            tool_to_call: None,
-        };
+        let echo = EchoContext { last_user_text: "hi".into(), tool_to_call: None };
         let (delay, outcome) = resolve(reply, &echo);
         assert_eq!(delay, Duration::from_millis(12));
         match outcome {
             Outcome::Completion(c) => assert_eq!(c.content.as_deref(), Some("echo: hi")),
             other => panic!("unexpected {other:?}"),
         }
-        let echo = EchoContext {
-            last_user_text: "hi".into(),
-            tool_to_call: Some("search".into()),
-        };
+        let echo = EchoContext { last_user_text: "hi".into(), tool_to_call: Some("search".into()) };
         match resolve(Reply::Echo, &echo).1 {
             Outcome::Completion(c) => {
                 assert_eq!(c.content, None);

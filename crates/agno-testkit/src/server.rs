@@ -51,13 +51,9 @@ impl FakeProvider {
         tokio::spawn(async move {
             let signal = async move { task_shared.shutdown_requested().await };
             // Serving only ends with shutdown or a fatal listener error; nothing to report to.
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(signal)
-                .await;
+            let _ = axum::serve(listener, app).with_graceful_shutdown(signal).await;
         });
-        Ok(FakeProvider {
-            inner: Arc::new(Inner { addr, shared }),
-        })
+        Ok(FakeProvider { inner: Arc::new(Inner { addr, shared }) })
     }
 
     /// Base URL of the OpenAI-compatible API, e.g. `http://127.0.0.1:PORT/v1`.
@@ -117,30 +113,14 @@ fn record(shared: &Shared, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Valu
     let body = serde_json::from_slice(body).unwrap_or(Value::Null);
     let headers = headers
         .iter()
-        .map(|(name, value)| {
-            (
-                name.as_str().to_owned(),
-                String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            )
-        })
+        .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
         .collect();
-    shared.record(RecordedRequest {
-        path: uri.path().to_owned(),
-        headers,
-        body: body.clone(),
-    });
+    shared.record(RecordedRequest { path: uri.path().to_owned(), headers, body: body.clone() });
     body
 }
 
 fn method_not_allowed(method: &Method, uri: &Uri) -> Response {
-    openai::error_response(
-        405,
-        &format!(
-            "fake provider: method {method} not allowed on {}",
-            uri.path()
-        ),
-        None,
-    )
+    openai::error_response(405, &format!("fake provider: method {method} not allowed on {}", uri.path()), None)
 }
 
 async fn chat_completions(
@@ -179,9 +159,5 @@ async fn not_found(
     body: Bytes,
 ) -> Response {
     record(&shared, &uri, &headers, &body);
-    openai::error_response(
-        404,
-        &format!("fake provider: unknown route {method} {}", uri.path()),
-        None,
-    )
+    openai::error_response(404, &format!("fake provider: unknown route {method} {}", uri.path()), None)
 }

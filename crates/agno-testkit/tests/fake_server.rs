@@ -33,28 +33,16 @@ async fn post(provider: &FakeProvider, body: &Value) -> reqwest::Response {
 
 /// Read an SSE body and return the `data:` payloads in order.
 async fn sse_data(response: reqwest::Response) -> Vec<String> {
-    assert_eq!(
-        response.headers()["content-type"].to_str().unwrap(),
-        "text/event-stream"
-    );
+    assert_eq!(response.headers()["content-type"].to_str().unwrap(), "text/event-stream");
     let text = response.text().await.unwrap();
-    assert!(
-        text.ends_with("\n\n"),
-        "events end with a blank line: {text:?}"
-    );
-    text.split("\n\n")
-        .filter(|e| !e.is_empty())
-        .map(|e| e.strip_prefix("data: ").unwrap().to_owned())
-        .collect()
+    assert!(text.ends_with("\n\n"), "events end with a blank line: {text:?}");
+    text.split("\n\n").filter(|e| !e.is_empty()).map(|e| e.strip_prefix("data: ").unwrap().to_owned()).collect()
 }
 
 /// Parse every chunk except the final `[DONE]` (which must be present).
 fn chunks(data: &[String]) -> Vec<Value> {
     assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
-    data[..data.len() - 1]
-        .iter()
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
+    data[..data.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect()
 }
 
 #[tokio::test]
@@ -77,10 +65,7 @@ async fn non_streaming_text() {
     assert_eq!(choice["message"]["role"], "assistant");
     assert_eq!(choice["message"]["content"], "Hello there, world!");
     assert!(choice["message"].get("tool_calls").is_none());
-    assert_eq!(
-        body["usage"],
-        json!({"prompt_tokens": 2, "completion_tokens": 4, "total_tokens": 6})
-    );
+    assert_eq!(body["usage"], json!({"prompt_tokens": 2, "completion_tokens": 4, "total_tokens": 6}));
 
     let requests = provider.requests();
     assert_eq!(requests.len(), 1);
@@ -95,16 +80,9 @@ async fn non_streaming_tool_calls() {
     let provider = FakeProvider::start().await.unwrap();
     provider.push(Reply::ToolCalls {
         content: Some("Let me check.".into()),
-        calls: vec![
-            ("get_weather".into(), r#"{"city":"Paris"}"#.into()),
-            ("get_time".into(), "not json".into()),
-        ],
+        calls: vec![("get_weather".into(), r#"{"city":"Paris"}"#.into()), ("get_time".into(), "not json".into())],
     });
-    let body: Value = post(&provider, &user("weather?"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = post(&provider, &user("weather?")).await.json().await.unwrap();
     let choice = &body["choices"][0];
     assert_eq!(choice["finish_reason"], "tool_calls");
     assert_eq!(choice["message"]["content"], "Let me check.");
@@ -130,10 +108,7 @@ async fn streaming_text_reassembles_and_ends_with_done() {
 
     let data = sse_data(post(&provider, &streaming(user("hi"))).await).await;
     let chunks = chunks(&data);
-    assert_eq!(
-        chunks[0]["choices"][0]["delta"],
-        json!({"role": "assistant", "content": ""})
-    );
+    assert_eq!(chunks[0]["choices"][0]["delta"], json!({"role": "assistant", "content": ""}));
     let mut assembled = String::new();
     for chunk in &chunks {
         assert_eq!(chunk["object"], "chat.completion.chunk");
@@ -148,11 +123,7 @@ async fn streaming_text_reassembles_and_ends_with_done() {
     let last = chunks.last().unwrap();
     assert_eq!(last["choices"][0]["delta"], json!({}));
     assert_eq!(last["choices"][0]["finish_reason"], "stop");
-    assert!(
-        chunks[..chunks.len() - 1]
-            .iter()
-            .all(|c| c["choices"][0]["finish_reason"].is_null())
-    );
+    assert!(chunks[..chunks.len() - 1].iter().all(|c| c["choices"][0]["finish_reason"].is_null()));
     assert!(provider.requests()[0].is_stream());
 }
 
@@ -163,10 +134,7 @@ async fn streamed_tool_call_arguments_are_split_and_reassemble() {
     let args_b = r#"{"tz":"Europe/Paris"}"#;
     provider.push(Reply::ToolCalls {
         content: None,
-        calls: vec![
-            ("get_weather".into(), args_a.into()),
-            ("get_time".into(), args_b.into()),
-        ],
+        calls: vec![("get_weather".into(), args_a.into()), ("get_time".into(), args_b.into())],
     });
     let data = sse_data(post(&provider, &streaming(user("hi"))).await).await;
     let chunks = chunks(&data);
@@ -199,10 +167,7 @@ async fn streamed_tool_call_arguments_are_split_and_reassemble() {
     assert_ne!(ids[0], ids[1]);
     assert_eq!(args, [args_a, args_b]);
     assert!(arg_chunks[0] > 1 && arg_chunks[1] > 1, "{arg_chunks:?}");
-    assert_eq!(
-        chunks.last().unwrap()["choices"][0]["finish_reason"],
-        "tool_calls"
-    );
+    assert_eq!(chunks.last().unwrap()["choices"][0]["finish_reason"], "tool_calls");
 }
 
 #[tokio::test]
@@ -216,14 +181,8 @@ async fn include_usage_sends_a_usage_chunk_before_done() {
     let chunks = chunks(&data);
     let last = chunks.last().unwrap();
     assert_eq!(last["choices"], json!([]));
-    assert_eq!(
-        last["usage"],
-        json!({"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4})
-    );
-    assert_eq!(
-        chunks[chunks.len() - 2]["choices"][0]["finish_reason"],
-        "stop"
-    );
+    assert_eq!(last["usage"], json!({"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}));
+    assert_eq!(chunks[chunks.len() - 2]["choices"][0]["finish_reason"], "stop");
 
     // Without include_usage, no usage chunk.
     let data = sse_data(post(&provider, &streaming(user("abcdefgh"))).await).await;
@@ -237,25 +196,14 @@ fn chunks_without_usage(data: &[String]) -> bool {
 #[tokio::test]
 async fn rate_limit_error_with_retry_after() {
     let provider = FakeProvider::start().await.unwrap();
-    provider.push(Reply::Error {
-        status: 429,
-        message: "slow down".into(),
-        retry_after: Some(7),
-    });
-    provider.push(Reply::Error {
-        status: 503,
-        message: "overloaded".into(),
-        retry_after: None,
-    });
+    provider.push(Reply::Error { status: 429, message: "slow down".into(), retry_after: Some(7) });
+    provider.push(Reply::Error { status: 503, message: "overloaded".into(), retry_after: None });
 
     let response = post(&provider, &user("hi")).await;
     assert_eq!(response.status(), 429);
     assert_eq!(response.headers()["retry-after"], "7");
     let body: Value = response.json().await.unwrap();
-    assert_eq!(
-        body,
-        json!({"error": {"message": "slow down", "type": "rate_limit_exceeded", "code": null}})
-    );
+    assert_eq!(body, json!({"error": {"message": "slow down", "type": "rate_limit_exceeded", "code": null}}));
 
     // Errors are plain HTTP errors for streaming requests too.
     let response = post(&provider, &streaming(user("hi"))).await;
@@ -269,10 +217,7 @@ async fn rate_limit_error_with_retry_after() {
 #[tokio::test]
 async fn garbage_bodies() {
     let provider = FakeProvider::start().await.unwrap();
-    provider.push_all([
-        Reply::Garbage("not json{".into()),
-        Reply::Garbage("{\"broken\":".into()),
-    ]);
+    provider.push_all([Reply::Garbage("not json{".into()), Reply::Garbage("{\"broken\":".into())]);
 
     let response = post(&provider, &user("hi")).await;
     assert_eq!(response.status(), 200);
@@ -386,10 +331,7 @@ async fn replies_are_consumed_in_fifo_order() {
     let response = post(&provider, &user("hi")).await;
     assert_eq!(response.status(), 500);
     let body: Value = response.json().await.unwrap();
-    assert_eq!(
-        body["error"]["message"],
-        "fake provider: no scripted reply left"
-    );
+    assert_eq!(body["error"]["message"], "fake provider: no scripted reply left");
     assert_eq!(body["error"]["type"], "server_error");
 }
 
@@ -444,16 +386,8 @@ async fn echo_answers_text_or_calls_the_first_tool() {
 #[tokio::test]
 async fn models_endpoint() {
     let provider = FakeProvider::start().await.unwrap();
-    let body: Value = reqwest::get(format!("{}/models", provider.base_url()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        body,
-        json!({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
-    );
+    let body: Value = reqwest::get(format!("{}/models", provider.base_url())).await.unwrap().json().await.unwrap();
+    assert_eq!(body, json!({"object": "list", "data": [{"id": "fake-model", "object": "model"}]}));
     assert_eq!(provider.requests()[0].path, "/v1/models");
 }
 

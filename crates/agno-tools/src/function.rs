@@ -10,7 +10,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agno_core::{DynTool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolFlags, ToolOutput, UserInputField};
+use agno_core::{
+    DynTool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolFlags, ToolOutput, UserInputField,
+};
 use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -21,7 +23,8 @@ use serde_json::{Map, Value};
 
 use crate::schema::parameters_schema;
 
-type AsyncHandler = Arc<dyn Fn(Map<String, Value>, ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+type AsyncHandler =
+    Arc<dyn Fn(Map<String, Value>, ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
 type BlockingHandler = Arc<dyn Fn(Map<String, Value>, ToolContext) -> Result<ToolOutput, ToolError> + Send + Sync>;
 
 #[derive(Clone)]
@@ -202,13 +205,13 @@ impl Function {
         match &self.handler {
             Handler::Async(h) => match AssertUnwindSafe(h(args, ctx)).catch_unwind().await {
                 Ok(result) => result,
-                Err(panic) => Err(panicked(&self.definition.name, &panic)),
+                Err(panic) => Err(panicked(&self.definition.name, &*panic)),
             },
             Handler::Blocking(h) => {
                 let h = Arc::clone(h);
                 match tokio::task::spawn_blocking(move || h(args, ctx)).await {
                     Ok(result) => result,
-                    Err(join) if join.is_panic() => Err(panicked(&self.definition.name, &join.into_panic())),
+                    Err(join) if join.is_panic() => Err(panicked(&self.definition.name, &*join.into_panic())),
                     Err(join) => Err(ToolError::new(ToolErrorKind::Cancelled, join.to_string())),
                 }
             }
@@ -248,10 +251,7 @@ pub fn user_input_fields(definition: &ToolDefinition, flags: &ToolFlags) -> Vec<
                 "object" => "dict",
                 _ => "str",
             };
-            let description = prop
-                .and_then(|p| p.get("description"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            let description = prop.and_then(|p| p.get("description")).and_then(Value::as_str).map(str::to_owned);
             UserInputField { name, field_type: field_type.to_owned(), description, value: None }
         })
         .collect()
@@ -270,14 +270,12 @@ impl DynTool for Function {
     async fn call(&self, args: Map<String, Value>, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         match self.timeout {
             None => self.execute(args, ctx).await,
-            Some(limit) => tokio::time::timeout(limit, self.execute(args, ctx))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(ToolError::new(
-                        ToolErrorKind::Timeout,
-                        format!("tool {} did not finish within {:.1}s", self.definition.name, limit.as_secs_f64()),
-                    ))
-                }),
+            Some(limit) => tokio::time::timeout(limit, self.execute(args, ctx)).await.unwrap_or_else(|_| {
+                Err(ToolError::new(
+                    ToolErrorKind::Timeout,
+                    format!("tool {} did not finish within {:.1}s", self.definition.name, limit.as_secs_f64()),
+                ))
+            }),
         }
     }
 }

@@ -40,8 +40,8 @@ pub use agno_tools as tools;
 /// The common imports.
 pub mod prelude {
     pub use agno_core::{
-        AgentSession, Db, DynTool, EventData, Message, Model, RunEvent, RunInput, RunOutput, RunRequirement,
-        RunStatus, ToolContext, ToolError, ToolExecution,
+        AgentSession, Db, DynTool, EventData, Message, Model, RunEvent, RunInput, RunOutput, RunRequirement, RunStatus,
+        ToolContext, ToolError, ToolExecution,
     };
     pub use agno_db::InMemoryDb;
     pub use agno_models::{FunctionModel, TestModel, model_from_str};

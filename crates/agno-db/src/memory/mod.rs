@@ -36,9 +36,7 @@ impl InMemoryDb {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Tables>, DbError> {
-        self.tables
-            .lock()
-            .map_err(|_| DbError::new(DbErrorKind::Unavailable, "in-memory db lock poisoned by a panic"))
+        self.tables.lock().map_err(|_| DbError::new(DbErrorKind::Unavailable, "in-memory db lock poisoned by a panic"))
     }
 }
 

@@ -12,13 +12,9 @@ impl RunStore for InMemoryDb {
         let run_id = run.id().to_owned();
         let run_index = match tables.runs.get(&run_id) {
             Some(existing) => existing.run_index,
-            None => tables
-                .runs
-                .values()
-                .filter(|r| r.session_id == session_id)
-                .map(|r| r.run_index + 1)
-                .max()
-                .unwrap_or(0),
+            None => {
+                tables.runs.values().filter(|r| r.session_id == session_id).map(|r| r.run_index + 1).max().unwrap_or(0)
+            }
         };
         tables.runs.insert(
             run_id,
@@ -34,11 +30,7 @@ impl RunStore for InMemoryDb {
 
     async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
         let tables = self.lock()?;
-        Ok(tables
-            .runs
-            .get(run_id)
-            .filter(|r| visible(r.user_id.as_deref(), user_id))
-            .map(|r| r.run.clone()))
+        Ok(tables.runs.get(run_id).filter(|r| visible(r.user_id.as_deref(), user_id)).map(|r| r.run.clone()))
     }
 
     async fn get_runs(&self, query: &RunQuery) -> DbResult<Vec<RunOutput>> {

@@ -1,6 +1,6 @@
 //! Sessions of the in-memory store.
 
-use agno_core::{AgentSession, DbErrorKind, DbError, DbResult, SessionQuery, SessionStore, now_epoch_secs};
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, SessionQuery, SessionStore, now_epoch_secs};
 use async_trait::async_trait;
 
 use super::{InMemoryDb, visible};
@@ -64,10 +64,7 @@ impl SessionStore for InMemoryDb {
 
     async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool> {
         let mut tables = self.lock()?;
-        let owned = tables
-            .sessions
-            .get(session_id)
-            .is_some_and(|s| visible(s.user_id.as_deref(), user_id));
+        let owned = tables.sessions.get(session_id).is_some_and(|s| visible(s.user_id.as_deref(), user_id));
         if !owned {
             return Ok(false);
         }

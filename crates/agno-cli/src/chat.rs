@@ -1,0 +1,52 @@
+//! `agno chat`: an interactive session with streamed answers and visible tool calls.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+
+use agno::prelude::*;
+use anyhow::Result;
+use futures::StreamExt;
+
+use crate::cli::AgentArgs;
+use crate::run::{build_agent, print_event};
+
+pub(crate) async fn chat(args: AgentArgs) -> Result<()> {
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let agent = build_agent(&args, Some(db))?;
+    let session_id = agno::core::new_id();
+    eprintln!("Chatting with {} on model {}. Type /exit or press Ctrl-D to leave.", args.name, args.model);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(1);
+    // Read stdin on a blocking thread so the runtime stays free while we wait for the user.
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        for line in stdin.lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut out = std::io::stdout();
+    loop {
+        write!(out, "\n> ")?;
+        out.flush()?;
+        let Some(line) = rx.recv().await else { break };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line == "/exit" || line == "/quit" {
+            break;
+        }
+        let mut stream = agent.run_stream(RunRequest::new(line).session_id(&session_id));
+        while let Some(event) = stream.next().await {
+            print_event(&mut out, &event)?;
+        }
+        writeln!(out)?;
+        if let Err(e) = stream.output().await {
+            eprintln!("error: {e}");
+        }
+    }
+    writeln!(out)?;
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! Command-line arguments.
+
+use clap::{Args, Parser, Subcommand};
+
+/// agno: run Agno agents from the terminal.
+///
+/// Models are named `provider:model_id` (openai:gpt-4o-mini, groq:llama-3.3-70b-versatile,
+/// ollama:llama3.2, ...). Keys and base URLs come from the provider's usual environment variables
+/// (OPENAI_API_KEY, OPENAI_BASE_URL, GROQ_API_KEY, OLLAMA_HOST, ...). The model `test` answers
+/// offline and needs no key.
+#[derive(Debug, Parser)]
+#[command(name = "agno", version, propagate_version = true)]
+pub(crate) struct Cli {
+    /// Log more (also: AGNO_LOG=debug).
+    #[arg(long, short, global = true)]
+    pub(crate) verbose: bool,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run an agent once on a message and print the answer.
+    ///
+    /// Example: agno run --model test "What is 2+2?"
+    Run(RunArgs),
+    /// Chat with an agent interactively; answers stream as they are generated.
+    ///
+    /// Type /exit or press Ctrl-D to leave.
+    Chat(AgentArgs),
+}
+
+/// How the agent is built.
+#[derive(Debug, Args)]
+pub(crate) struct AgentArgs {
+    /// Model as provider:model_id, or `test` for the offline test model.
+    #[arg(long, short, env = "AGNO_MODEL", default_value = "test")]
+    pub(crate) model: String,
+    /// An instruction for the agent (repeatable).
+    #[arg(long, short)]
+    pub(crate) instructions: Vec<String>,
+    /// A built-in toolkit to give the agent: calculator, http, file, shell (repeatable).
+    #[arg(long = "tool", short = 't')]
+    pub(crate) tools: Vec<String>,
+    /// Root directory of the `file` toolkit.
+    #[arg(long, default_value = ".")]
+    pub(crate) base_dir: String,
+    /// Agent name.
+    #[arg(long, default_value = "Agno")]
+    pub(crate) name: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
+    /// Stream the answer as it is generated.
+    #[arg(long, short)]
+    pub(crate) stream: bool,
+    /// Print the whole run record as JSON (Agno's RunOutput shape) instead of the answer.
+    #[arg(long, conflicts_with = "stream")]
+    pub(crate) json: bool,
+    /// The message.
+    #[arg(required = true)]
+    pub(crate) message: Vec<String>,
+}

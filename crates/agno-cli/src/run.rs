@@ -1,0 +1,95 @@
+//! `agno run`: one run, printed.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use agno::prelude::*;
+use agno::tools::builtin;
+use anyhow::{Context, Result};
+use futures::StreamExt;
+use serde_json::{Map, Value};
+
+use crate::cli::{AgentArgs, RunArgs};
+
+/// Builds the agent the flags describe.
+pub(crate) fn build_agent(args: &AgentArgs, db: Option<Arc<dyn Db>>) -> Result<Agent> {
+    let mut builder =
+        Agent::builder(args.model.as_str()).name(args.name.clone()).instructions(args.instructions.clone());
+    for name in &args.tools {
+        let mut options = Map::new();
+        if name == "file" {
+            options.insert("base_dir".to_owned(), Value::String(args.base_dir.clone()));
+        }
+        if name == "shell" {
+            options.insert("run_shell_command".to_owned(), Value::Bool(true));
+        }
+        let toolkit = builtin::by_name(name, &options).with_context(|| format!("cannot use tool {name:?}"))?;
+        builder = builder.toolkit(&toolkit);
+    }
+    if let Some(db) = db {
+        builder = builder.db(db).add_history_to_context(true);
+    }
+    builder.build().with_context(|| {
+        format!("cannot build the agent for model {:?} (use --model test to try agno offline)", args.model)
+    })
+}
+
+pub(crate) async fn run(args: RunArgs) -> Result<()> {
+    let agent = build_agent(&args.agent, None)?;
+    let message = args.message.join(" ");
+    if args.stream {
+        let mut stream = agent.run_stream(message.as_str());
+        let mut out = std::io::stdout();
+        while let Some(event) = stream.next().await {
+            print_event(&mut out, &event)?;
+        }
+        writeln!(out)?;
+        let output = stream.output().await?;
+        check(&output)
+    } else {
+        let output = agent.arun(message.as_str()).await?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&output)?);
+        } else {
+            println!("{}", output.content_text());
+        }
+        check(&output)
+    }
+}
+
+fn check(output: &RunOutput) -> Result<()> {
+    match output.status {
+        RunStatus::Completed => Ok(()),
+        RunStatus::Paused => {
+            anyhow::bail!(
+                "the run paused for confirmation or input; `agno run` cannot answer that, use the library API"
+            )
+        }
+        other => anyhow::bail!("the run ended {other}"),
+    }
+}
+
+/// Prints one event of a streamed run: content as it arrives, tool calls on their own lines.
+pub(crate) fn print_event(out: &mut impl Write, event: &RunEvent) -> Result<()> {
+    match &event.data {
+        EventData::RunContent { content: Some(Value::String(text)), .. } => {
+            write!(out, "{text}")?;
+            out.flush()?;
+        }
+        EventData::ToolCallStarted { tool } => {
+            let args = tool.tool_args.as_ref().map(|a| Value::Object(a.clone()).to_string()).unwrap_or_default();
+            writeln!(out, "\n  → {}({args})", tool.name())?;
+        }
+        EventData::ToolCallCompleted { tool, .. } => {
+            let result: String = tool.result.as_deref().unwrap_or_default().chars().take(200).collect();
+            let mark = if tool.tool_call_error == Some(true) { "✗" } else { "✓" };
+            writeln!(out, "  {mark} {}: {result}", tool.name())?;
+        }
+        EventData::RunError { content, .. } => {
+            let text = content.as_ref().and_then(Value::as_str).unwrap_or("unknown error");
+            writeln!(out, "\n[error] {text}")?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
