@@ -47,11 +47,7 @@ fn example(schema: &Value, root: &Value, depth: usize) -> Value {
     }
     let ty = match obj.get("type") {
         Some(Value::String(t)) => t.as_str(),
-        Some(Value::Array(types)) => types
-            .iter()
-            .filter_map(Value::as_str)
-            .find(|t| *t != "null")
-            .unwrap_or("null"),
+        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("null"),
         _ if obj.contains_key("properties") => "object",
         _ => "string",
     };

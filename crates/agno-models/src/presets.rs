@@ -49,18 +49,58 @@ pub const PRESETS: &[Preset] = &[
     preset("groq", "Groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", "GROQ_BASE_URL", true, true),
     preset("together", "Together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", "TOGETHER_BASE_URL", true, true),
     preset("deepseek", "DeepSeek", "https://api.deepseek.com", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", true, false),
-    preset("openrouter", "OpenRouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", true, true),
+    preset(
+        "openrouter",
+        "OpenRouter",
+        "https://openrouter.ai/api/v1",
+        "OPENROUTER_API_KEY",
+        "OPENROUTER_BASE_URL",
+        true,
+        true,
+    ),
     preset("vllm", "VLLM", "http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL", false, true),
     preset("lmstudio", "LMStudio", "http://127.0.0.1:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL", false, true),
     preset("llamacpp", "LlamaCpp", "http://127.0.0.1:8080/v1", "LLAMA_API_KEY", "LLAMA_CPP_BASE_URL", false, true),
     preset("xai", "xAI", "https://api.x.ai/v1", "XAI_API_KEY", "XAI_BASE_URL", true, true),
     preset("mistral", "Mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", "MISTRAL_BASE_URL", true, true),
     preset("ollama", "Ollama", "http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_HOST", false, true),
-    preset("fireworks", "Fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY", "FIREWORKS_BASE_URL", true, true),
-    preset("deepinfra", "DeepInfra", "https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_KEY", "DEEPINFRA_BASE_URL", true, true),
+    preset(
+        "fireworks",
+        "Fireworks",
+        "https://api.fireworks.ai/inference/v1",
+        "FIREWORKS_API_KEY",
+        "FIREWORKS_BASE_URL",
+        true,
+        true,
+    ),
+    preset(
+        "deepinfra",
+        "DeepInfra",
+        "https://api.deepinfra.com/v1/openai",
+        "DEEPINFRA_API_KEY",
+        "DEEPINFRA_BASE_URL",
+        true,
+        true,
+    ),
     preset("nebius", "Nebius", "https://api.studio.nebius.com/v1", "NEBIUS_API_KEY", "NEBIUS_BASE_URL", true, true),
-    preset("perplexity", "Perplexity", "https://api.perplexity.ai", "PERPLEXITY_API_KEY", "PERPLEXITY_BASE_URL", true, false),
-    preset("sambanova", "Sambanova", "https://api.sambanova.ai/v1", "SAMBANOVA_API_KEY", "SAMBANOVA_BASE_URL", true, false),
+    preset(
+        "perplexity",
+        "Perplexity",
+        "https://api.perplexity.ai",
+        "PERPLEXITY_API_KEY",
+        "PERPLEXITY_BASE_URL",
+        true,
+        false,
+    ),
+    preset(
+        "sambanova",
+        "Sambanova",
+        "https://api.sambanova.ai/v1",
+        "SAMBANOVA_API_KEY",
+        "SAMBANOVA_BASE_URL",
+        true,
+        false,
+    ),
     preset("cerebras", "Cerebras", "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY", "CEREBRAS_BASE_URL", true, true),
 ];
 
@@ -139,11 +179,7 @@ fn build_single(config: &ModelConfig) -> Result<Arc<dyn Model>, ModelError> {
         let known: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
         return Err(ModelError::new(
             ModelErrorKind::UnknownProvider,
-            format!(
-                "unknown model provider {:?}; known providers: test, {}",
-                config.provider,
-                known.join(", ")
-            ),
+            format!("unknown model provider {:?}; known providers: test, {}", config.provider, known.join(", ")),
         ));
     };
     let id = config.id.clone().ok_or_else(|| {

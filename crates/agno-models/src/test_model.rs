@@ -51,11 +51,8 @@ impl TestModel {
     fn respond(&self, request: &ModelRequest) -> Vec<ModelChunk> {
         let last_user = request.messages.iter().rposition(|m| m.role == Role::User);
         let since_user = &request.messages[last_user.map_or(0, |i| i + 1)..];
-        let called: Vec<&str> = since_user
-            .iter()
-            .flat_map(Message::tool_calls)
-            .map(|c| c.function.name.as_str())
-            .collect();
+        let called: Vec<&str> =
+            since_user.iter().flat_map(Message::tool_calls).map(|c| c.function.name.as_str()).collect();
         let mut chunks = Vec::new();
         if self.call_tools {
             let pending: Vec<_> = request.tools.iter().filter(|t| !called.contains(&t.name.as_str())).collect();
@@ -107,13 +104,7 @@ fn answer(request: &ModelRequest, since_user: &[Message]) -> String {
     let results: Vec<String> = since_user
         .iter()
         .filter(|m| m.role == Role::Tool)
-        .map(|m| {
-            format!(
-                "{} -> {}",
-                m.tool_name.as_deref().unwrap_or("tool"),
-                m.content_text().unwrap_or_default()
-            )
-        })
+        .map(|m| format!("{} -> {}", m.tool_name.as_deref().unwrap_or("tool"), m.content_text().unwrap_or_default()))
         .collect();
     if results.is_empty() {
         format!("This is the test model answering: {input}")

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use agno_core::{
-    Capabilities, Message, Model, ModelChunk, ModelError, ModelErrorKind, ModelRequest, ModelResponse,
-    ModelStream, ResponseAssembler, ResponseFormat, Role,
+    Capabilities, Message, Model, ModelChunk, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ModelStream,
+    ResponseAssembler, ResponseFormat, Role,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -200,10 +200,7 @@ impl Model for OpenAIChat {
         let doc: ChatResponse = serde_json::from_str(&text).map_err(|e| {
             ModelError::new(
                 ModelErrorKind::InvalidResponse,
-                format!(
-                    "{label} answered with invalid JSON ({e}): {}",
-                    text.chars().take(200).collect::<String>()
-                ),
+                format!("{label} answered with invalid JSON ({e}): {}", text.chars().take(200).collect::<String>()),
             )
         })?;
         let mut chunks: Vec<ModelChunk> = Vec::new();

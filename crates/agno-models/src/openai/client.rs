@@ -76,11 +76,9 @@ impl ClientConfig {
 }
 
 pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, ModelError> {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| ModelError::new(ModelErrorKind::Connection, format!("cannot build http client: {e}")).with_source(e))
+    reqwest::Client::builder().timeout(timeout).connect_timeout(Duration::from_secs(10)).build().map_err(|e| {
+        ModelError::new(ModelErrorKind::Connection, format!("cannot build http client: {e}")).with_source(e)
+    })
 }
 
 /// Parses `retry-after` (seconds, possibly fractional) or `retry-after-ms`.
@@ -89,9 +87,7 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         return Some(Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 3600.0)));
     }
-    get("retry-after")
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|s| Duration::from_secs_f64(s.clamp(0.0, 3600.0)))
+    get("retry-after").and_then(|v| v.parse::<f64>().ok()).map(|s| Duration::from_secs_f64(s.clamp(0.0, 3600.0)))
 }
 
 /// Turns a non-success status and body into a [`ModelError`].

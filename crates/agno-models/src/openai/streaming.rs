@@ -40,10 +40,7 @@ fn delta_chunks(delta: Delta, out: &mut Vec<ModelChunk>) {
         Some(Value::String(s)) if !s.is_empty() => out.push(ModelChunk::Content(s)),
         // Some servers send content parts: [{"type":"text","text":"..."}].
         Some(Value::Array(parts)) => {
-            let text: String = parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect();
+            let text: String = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
             if !text.is_empty() {
                 out.push(ModelChunk::Content(text));
             }
@@ -73,9 +70,8 @@ fn delta_chunks(delta: Delta, out: &mut Vec<ModelChunk>) {
 fn usage_of(u: &WireUsage) -> Usage {
     let input = u.prompt_tokens.unwrap_or(0);
     let output = u.completion_tokens.unwrap_or(0);
-    let nested = |v: &Option<Value>, key: &str| {
-        v.as_ref().and_then(|d| d.get(key)).and_then(Value::as_u64).unwrap_or(0)
-    };
+    let nested =
+        |v: &Option<Value>, key: &str| v.as_ref().and_then(|d| d.get(key)).and_then(Value::as_u64).unwrap_or(0);
     Usage {
         input_tokens: input,
         output_tokens: output,
@@ -102,10 +98,7 @@ where
             match events.next().await {
                 None => return None,
                 Some(Err(e)) => {
-                    let err = ModelError::new(
-                        ModelErrorKind::Connection,
-                        format!("{label} stream broke: {e}"),
-                    );
+                    let err = ModelError::new(ModelErrorKind::Connection, format!("{label} stream broke: {e}"));
                     return Some((vec![Err(err)], (events, label, true)));
                 }
                 Some(Ok(event)) => {
