@@ -206,8 +206,8 @@ pub trait Model: Send + Sync + Debug {
     /// # Errors
     /// The first error of [`Model::stream`] or of the stream itself.
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
-        let mut stream = self.stream(request).await?;
         let mut assembler = ResponseAssembler::new();
+        let mut stream = self.stream(request).await?;
         while let Some(chunk) = stream.next().await {
             assembler.push(&chunk?);
         }

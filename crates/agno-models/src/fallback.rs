@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agno_core::{Capabilities, Model, ModelError, ModelRequest, ModelStream};
+use agno_core::{Capabilities, Model, ModelError, ModelRequest, ModelResponse, ModelStream};
 use async_trait::async_trait;
 
 /// A model with fallbacks.
@@ -43,6 +43,21 @@ impl Model for FallbackModel {
             tracing::warn!(from = self.primary.id(), to = model.id(), error = %last, "fallback model activated");
             match model.stream(request.clone()).await {
                 Ok(stream) => return Ok(stream),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
+        let mut last = match self.primary.invoke(request.clone()).await {
+            Ok(response) => return Ok(response),
+            Err(e) => e,
+        };
+        for model in &self.fallbacks {
+            tracing::warn!(from = self.primary.id(), to = model.id(), error = %last, "fallback model activated");
+            match model.invoke(request.clone()).await {
+                Ok(response) => return Ok(response),
                 Err(e) => last = e,
             }
         }

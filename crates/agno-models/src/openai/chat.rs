@@ -194,6 +194,7 @@ impl Model for OpenAIChat {
 
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         let body = self.body(&request, false);
+        let mut assembler = ResponseAssembler::new();
         let resp = self.send(&body).await?;
         let label = self.label();
         let text = resp.text().await.map_err(|e| transport_error(&label, &self.config.base_url, e))?;
@@ -204,8 +205,16 @@ impl Model for OpenAIChat {
             )
         })?;
         let mut chunks: Vec<ModelChunk> = Vec::new();
+        if doc.choices.is_empty() && doc.error.is_none() {
+            return Err(ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                format!(
+                    "{label} answered JSON that is not a chat completion (no choices): {}",
+                    text.chars().take(200).collect::<String>()
+                ),
+            ));
+        }
         chunks_of(&label, doc, &mut chunks)?;
-        let mut assembler = ResponseAssembler::new();
         for chunk in &chunks {
             assembler.push(chunk);
         }

@@ -76,7 +76,7 @@ impl ClientConfig {
 }
 
 pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, ModelError> {
-    reqwest::Client::builder().timeout(timeout).connect_timeout(Duration::from_secs(10)).build().map_err(|e| {
+    reqwest::Client::builder().read_timeout(timeout).connect_timeout(Duration::from_secs(10)).build().map_err(|e| {
         ModelError::new(ModelErrorKind::Connection, format!("cannot build http client: {e}")).with_source(e)
     })
 }

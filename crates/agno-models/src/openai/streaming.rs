@@ -90,16 +90,25 @@ where
 {
     use eventsource_stream::Eventsource;
     let events = Box::pin(bytes.eventsource());
-    futures::stream::unfold((events, label, false), |(mut events, label, done)| async move {
-        if done {
+    // State: (events, label, stopped, completed). `completed` is set by `[DONE]` or a finish
+    // reason; a byte stream that ends before that was cut off and is an error.
+    futures::stream::unfold((events, label, false, false), |(mut events, label, stopped, completed)| async move {
+        if stopped {
             return None;
         }
         loop {
             match events.next().await {
-                None => return None,
+                None if completed => return None,
+                None => {
+                    let err = ModelError::new(
+                        ModelErrorKind::Connection,
+                        format!("{label} stream ended before the response was complete"),
+                    );
+                    return Some((vec![Err(err)], (events, label, true, completed)));
+                }
                 Some(Err(e)) => {
                     let err = ModelError::new(ModelErrorKind::Connection, format!("{label} stream broke: {e}"));
-                    return Some((vec![Err(err)], (events, label, true)));
+                    return Some((vec![Err(err)], (events, label, true, completed)));
                 }
                 Some(Ok(event)) => {
                     let data = event.data.trim();
@@ -109,21 +118,31 @@ where
                     if data == "[DONE]" {
                         return None;
                     }
-                    let parsed: Result<ChatResponse, _> = serde_json::from_str(data);
+                    let parsed: Result<ChatResponse, String> = match serde_json::from_str::<Value>(data) {
+                        // A chunk names at least one of these keys; anything else is not this wire format.
+                        Ok(v) if ["choices", "error", "usage"].iter().any(|k| v.get(k).is_some()) => {
+                            serde_json::from_value(v).map_err(|e| e.to_string())
+                        }
+                        Ok(_) => Err("not a chat completion chunk".to_owned()),
+                        Err(e) => Err(e.to_string()),
+                    };
                     let mut out = Vec::new();
                     let item = match parsed {
                         Ok(doc) => chunks_of(&label, doc, &mut out).map(|()| out),
                         Err(e) => Err(ModelError::new(
                             ModelErrorKind::InvalidResponse,
                             format!(
-                                "{label} sent a stream chunk that is not valid JSON ({e}): {}",
+                                "{label} sent an invalid stream chunk ({e}): {}",
                                 data.chars().take(200).collect::<String>()
                             ),
                         )),
                     };
                     return match item {
-                        Ok(chunks) => Some((chunks.into_iter().map(Ok).collect(), (events, label, false))),
-                        Err(err) => Some((vec![Err(err)], (events, label, true))),
+                        Ok(chunks) => {
+                            let completed = completed || chunks.iter().any(|c| matches!(c, ModelChunk::Finish(_)));
+                            Some((chunks.into_iter().map(Ok).collect(), (events, label, false, completed)))
+                        }
+                        Err(err) => Some((vec![Err(err)], (events, label, true, completed))),
                     };
                 }
             }
