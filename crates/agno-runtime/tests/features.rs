@@ -1,0 +1,243 @@
+//! Agent features beyond the core loop: pre/post hooks, tool hooks, the reasoning model, past
+//! session search, whole-run retries, system message assembly and removed v2 options.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agno_core::{
+    Db, Model, ModelError, ModelErrorKind, ModelRequest, ModelResponse, Role, RunInput, RunOutput, RunStatus, ToolCall,
+    ToolContext, ToolError,
+};
+use agno_db::InMemoryDb;
+use agno_models::FunctionModel;
+use agno_runtime::{Agent, HookError, PostHook, PreHook, RetryConfig, RunError, RunRequest};
+use agno_tools::{Function, Next, ToolHook};
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+fn recording_model(seen: Arc<Mutex<Vec<ModelRequest>>>, answer: &'static str) -> Arc<dyn Model> {
+    Arc::new(FunctionModel::new(move |req| {
+        seen.lock().unwrap().push(req.clone());
+        Ok(ModelResponse { content: answer.to_owned(), ..Default::default() })
+    }))
+}
+
+#[derive(Debug)]
+struct Redact;
+
+#[async_trait]
+impl PreHook for Redact {
+    fn name(&self) -> &str {
+        "redact"
+    }
+    async fn run(&self, input: &mut RunInput) -> Result<(), HookError> {
+        let text = input.as_text();
+        if text.contains("forbidden") {
+            return Err(HookError("input mentions a forbidden topic".to_owned()));
+        }
+        *input = RunInput::text(text.replace("secret", "[redacted]"));
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct Shout;
+
+#[async_trait]
+impl PostHook for Shout {
+    fn name(&self) -> &str {
+        "shout"
+    }
+    async fn run(&self, output: &mut RunOutput) -> Result<(), HookError> {
+        output.content = Some(Value::String(output.content_text().to_uppercase()));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn pre_hooks_rewrite_or_refuse_input_and_post_hooks_rewrite_output() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let agent = Agent::builder(recording_model(Arc::clone(&seen), "fine"))
+        .pre_hook(Arc::new(Redact))
+        .post_hook(Arc::new(Shout))
+        .db(Arc::clone(&db))
+        .build()
+        .unwrap();
+    let out = agent.arun("my secret plan").await.unwrap();
+    assert_eq!(out.content_text(), "FINE");
+    assert_eq!(out.input.as_ref().unwrap().as_text(), "my [redacted] plan");
+    let sent = seen.lock().unwrap()[0].messages.last().unwrap().content_text().unwrap().to_owned();
+    assert_eq!(sent, "my [redacted] plan");
+
+    let err = agent.arun("a forbidden topic").await.unwrap_err();
+    assert!(matches!(&err, RunError::Hook { hook, .. } if hook == "redact"), "{err}");
+    assert_eq!(err.run().unwrap().status, RunStatus::Error);
+    assert_eq!(seen.lock().unwrap().len(), 1, "a refused run never reaches the model");
+    let stored = db.get_run(err.run().unwrap().id(), None).await.unwrap().unwrap();
+    assert_eq!(stored.status, RunStatus::Error);
+}
+
+#[derive(Debug)]
+struct DoubleArgs {
+    calls: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl ToolHook for DoubleArgs {
+    async fn around(
+        &self,
+        _tool: &str,
+        mut args: Map<String, Value>,
+        ctx: ToolContext,
+        next: Next<'_>,
+    ) -> Result<String, ToolError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(n) = args.get("n").and_then(Value::as_i64) {
+            args.insert("n".to_owned(), json!(n * 2));
+        }
+        let out = next.run(args, ctx).await?;
+        Ok(format!("<{out}>"))
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct N {
+    n: i64,
+}
+
+#[tokio::test]
+async fn tool_hooks_wrap_every_call_as_middleware() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let model: Arc<dyn Model> = Arc::new(FunctionModel::new(|req| {
+        Ok(if req.messages.last().unwrap().role == Role::User {
+            ModelResponse { tool_calls: vec![ToolCall::new("c1", "echo", r#"{"n": 21}"#)], ..Default::default() }
+        } else {
+            ModelResponse {
+                content: req.messages.last().unwrap().content_text().unwrap().to_owned(),
+                ..Default::default()
+            }
+        })
+    }));
+    let agent = Agent::builder(model)
+        .function(Function::new("echo", "Echo.", |a: N| async move { Ok(a.n) }))
+        .tool_hook(Arc::new(DoubleArgs { calls: Arc::clone(&calls) }))
+        .build()
+        .unwrap();
+    let out = agent.arun("go").await.unwrap();
+    assert_eq!(out.content_text(), "<42>");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn the_reasoning_model_runs_first_and_its_thoughts_reach_the_main_model() {
+    let reasoner: Arc<dyn Model> = Arc::new(FunctionModel::new(|_| {
+        Ok(ModelResponse { reasoning: Some("think step by step".to_owned()), ..Default::default() })
+    }));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let agent =
+        Agent::builder(recording_model(Arc::clone(&seen), "42")).reasoning_model(reasoner).unwrap().build().unwrap();
+    let out = agent.arun("hard question").await.unwrap();
+    assert_eq!(out.reasoning_content.as_deref(), Some("think step by step"));
+    let last = seen.lock().unwrap()[0].messages.last().unwrap().clone();
+    assert_eq!(last.role, Role::Assistant);
+    assert!(last.content_text().unwrap().contains("think step by step"));
+}
+
+#[tokio::test]
+async fn search_past_sessions_reads_only_the_users_other_sessions() {
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let plain = Agent::builder("test").db(Arc::clone(&db)).build().unwrap();
+    plain.arun(RunRequest::new("alpha topic").session_id("a1").user_id("ann")).await.unwrap();
+    plain.arun(RunRequest::new("bob private").session_id("b1").user_id("bob")).await.unwrap();
+
+    let model: Arc<dyn Model> = Arc::new(FunctionModel::new(|req| {
+        Ok(if req.messages.last().unwrap().role == Role::User {
+            ModelResponse { tool_calls: vec![ToolCall::new("c1", "search_past_sessions", "{}")], ..Default::default() }
+        } else {
+            ModelResponse {
+                content: req.messages.last().unwrap().content_text().unwrap().to_owned(),
+                ..Default::default()
+            }
+        })
+    }));
+    let agent = Agent::builder(model)
+        .db(Arc::clone(&db))
+        .search_past_sessions(true)
+        .num_past_sessions_to_search(5)
+        .build()
+        .unwrap();
+    let out = agent.arun(RunRequest::new("what did we discuss?").session_id("a2").user_id("ann")).await.unwrap();
+    let found: Value = serde_json::from_str(&out.content_text()).unwrap();
+    let sessions = found["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{found}");
+    assert_eq!(sessions[0]["session_id"], "a1");
+    assert!(!out.content_text().contains("bob private"));
+
+    let err = Agent::builder("test").search_past_sessions(true).build().unwrap_err();
+    assert!(err.to_string().contains("needs a db"), "{err}");
+}
+
+#[tokio::test]
+async fn retries_repeat_the_run_on_retryable_model_errors_only() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let a = Arc::clone(&attempts);
+    let flaky: Arc<dyn Model> = Arc::new(FunctionModel::new(move |_| {
+        if a.fetch_add(1, Ordering::SeqCst) < 2 {
+            Err(ModelError::new(ModelErrorKind::Server, "overloaded"))
+        } else {
+            Ok(ModelResponse { content: "finally".to_owned(), ..Default::default() })
+        }
+    }));
+    let retry = RetryConfig { retries: 2, delay_between_retries: Duration::from_millis(1), exponential_backoff: true };
+    let agent = Agent::builder(flaky).retries(retry).build().unwrap();
+    assert_eq!(agent.arun("go").await.unwrap().content_text(), "finally");
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
+
+    let refused = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&refused);
+    let bad: Arc<dyn Model> = Arc::new(FunctionModel::new(move |_| {
+        r.fetch_add(1, Ordering::SeqCst);
+        Err(ModelError::new(ModelErrorKind::BadRequest, "bad request"))
+    }));
+    let agent = Agent::builder(bad).retries(retry).build().unwrap();
+    assert!(matches!(agent.arun("go").await.unwrap_err(), RunError::Model { .. }));
+    assert_eq!(refused.load(Ordering::SeqCst), 1, "non-retryable errors are not retried");
+}
+
+#[tokio::test]
+async fn system_message_is_assembled_from_description_role_and_instructions() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent::builder(recording_model(Arc::clone(&seen), "ok"))
+        .name("Ada")
+        .description("You are a careful assistant.")
+        .role("Reviewer")
+        .instructions(["Be brief.", "Cite sources."])
+        .expected_output("A list.")
+        .add_name_to_context(true)
+        .markdown(true)
+        .build()
+        .unwrap();
+    agent.arun("hi").await.unwrap();
+    let system = seen.lock().unwrap()[0].messages[0].clone();
+    assert_eq!(system.role, Role::System);
+    let text = system.content_text().unwrap();
+    for needle in [
+        "You are a careful assistant.",
+        "<your_role>\nReviewer\n</your_role>",
+        "<instructions>\n- Be brief.\n- Cite sources.\n- Use markdown to format your answers.\n</instructions>",
+        "Your name is: Ada.",
+        "<expected_output>\nA list.\n</expected_output>",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    assert_eq!(agent.id(), "ada");
+}
+
+#[test]
+fn memory_options_without_a_memory_manager_are_refused_not_ignored() {
+    let err = Agent::builder("test").update_memory_on_run(true).build().unwrap_err();
+    assert!(err.to_string().contains("not supported yet"), "{err}");
+}
