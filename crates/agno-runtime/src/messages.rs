@@ -41,9 +41,10 @@ pub(crate) fn system_message(
         info.push(format!("The current time is {}.", chrono::Local::now().format("%Y-%m-%d %H:%M:%S %Z")));
     }
     if agent.add_name_to_context
-        && let Some(name) = &agent.name {
-            info.push(format!("Your name is: {name}."));
-        }
+        && let Some(name) = &agent.name
+    {
+        info.push(format!("Your name is: {name}."));
+    }
     if !info.is_empty() {
         parts.push(format!("<additional_information>\n{}\n</additional_information>", info.join("\n")));
     }

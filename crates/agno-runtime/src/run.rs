@@ -78,14 +78,15 @@ where
 /// Emits a `RunError` for failures that happened before the run could emit one itself.
 fn close_with_error(em: &mut Emitter, result: &Result<RunOutput, RunError>) {
     if let Err(err) = result
-        && !em.ended() {
-            em.emit(EventData::RunError {
-                content: Some(Value::String(err.to_string())),
-                error_type: Some("AgentRunException".to_owned()),
-                error_id: Some(err.error_id().to_owned()),
-                additional_data: None,
-            });
-        }
+        && !em.ended()
+    {
+        em.emit(EventData::RunError {
+            content: Some(Value::String(err.to_string())),
+            error_type: Some("AgentRunException".to_owned()),
+            error_id: Some(err.error_id().to_owned()),
+            additional_data: None,
+        });
+    }
 }
 
 impl Agent {

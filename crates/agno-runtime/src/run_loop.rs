@@ -76,9 +76,10 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
 
     let mut tools = agent.tools.clone();
     if agent.past_sessions.search_past_sessions
-        && let Some(db) = &agent.db {
-            tools.push(past_sessions_tool(Arc::clone(db), &agent.past_sessions, &session_id, user_id.clone()));
-        }
+        && let Some(db) = &agent.db
+    {
+        tools.push(past_sessions_tool(Arc::clone(db), &agent.past_sessions, &session_id, user_id.clone()));
+    }
 
     let mut st = RunState {
         output,
@@ -135,9 +136,10 @@ pub(crate) async fn drive_new(agent: &AgentInner, mut st: RunState, em: &mut Emi
             em.emit(EventData::PreHookCompleted { pre_hook_name: hook.name().to_owned() });
         }
         if let Some(reasoning) = &agent.reasoning.reasoning_model
-            && let Err(e) = reason(reasoning.as_ref(), &mut st).await {
-                break 'run LoopEnd::Failed(model_failure(e));
-            }
+            && let Err(e) = reason(reasoning.as_ref(), &mut st).await
+        {
+            break 'run LoopEnd::Failed(model_failure(e));
+        }
         let initial = st.messages.len();
         let mut attempt = 0;
         loop {
@@ -401,9 +403,10 @@ pub(crate) async fn finish(
             }
             let mut additional = Map::new();
             if let RunError::Model { source, .. } = &err
-                && let Some(status) = source.status {
-                    additional.insert("status_code".to_owned(), Value::from(status));
-                }
+                && let Some(status) = source.status
+            {
+                additional.insert("status_code".to_owned(), Value::from(status));
+            }
             em.emit(EventData::RunError {
                 content: Some(Value::String(message)),
                 error_type: Some(error_type(&err).to_owned()),

@@ -27,9 +27,10 @@ fn extract_json(text: &str) -> Option<Value> {
         .and_then(|s| s.strip_suffix("```"))
         .map(str::trim);
     if let Some(inner) = unfenced
-        && let Ok(v) = serde_json::from_str::<Value>(inner) {
-            return Some(v);
-        }
+        && let Ok(v) = serde_json::from_str::<Value>(inner)
+    {
+        return Some(v);
+    }
     let start = trimmed.find('{')?;
     let end = trimmed.rfind('}')?;
     serde_json::from_str(trimmed.get(start..=end)?).ok()
