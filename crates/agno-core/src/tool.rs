@@ -21,8 +21,9 @@ pub struct ToolDefinition {
     /// What the tool does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON schema of the arguments (an object schema).
-    pub parameters: Value,
+    /// JSON schema of the arguments (an object schema). Shared: tools built from the same
+    /// argument type share one schema.
+    pub parameters: Arc<Value>,
     /// Ask the provider for strict schema adherence.
     #[serde(default)]
     pub strict: bool,

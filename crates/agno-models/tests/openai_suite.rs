@@ -112,7 +112,7 @@ fn openai_wire(request: &RecordedRequest) -> WireRequest {
                     ToolDefinition {
                         name: f["name"].as_str().expect("function.name").to_owned(),
                         description: f.get("description").map(|d| d.as_str().expect("description").to_owned()),
-                        parameters: f["parameters"].clone(),
+                        parameters: f["parameters"].clone().into(),
                         strict: f.get("strict").is_some_and(|s| s.as_bool().expect("strict is a boolean")),
                     }
                 })

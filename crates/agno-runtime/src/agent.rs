@@ -52,7 +52,8 @@ pub(crate) struct AgentInner {
 /// An agent: a model with instructions, tools, history and storage.
 ///
 /// ```
-/// use agno::prelude::*;
+/// use agno_core::RunStatus;
+/// use agno_runtime::Agent;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let agent = Agent::builder("test").name("Helper").instructions(["Be brief."]).build()?;
 /// let output = agent.run("What is 2+2?")?;

@@ -75,7 +75,7 @@ fn render<O: Serialize>(output: &O) -> Result<ToolOutput, ToolError> {
 }
 
 impl Function {
-    fn from_handler(name: &str, description: &str, parameters: Value, handler: Handler) -> Self {
+    fn from_handler(name: &str, description: &str, parameters: Arc<Value>, handler: Handler) -> Self {
         Self {
             definition: ToolDefinition {
                 name: name.to_owned(),
@@ -149,7 +149,7 @@ impl Function {
 
     /// Replaces the generated parameter schema (for tools whose arguments are free-form JSON).
     pub fn with_parameters(mut self, parameters: Value) -> Self {
-        self.definition.parameters = parameters;
+        self.definition.parameters = Arc::new(parameters);
         self
     }
 

@@ -1,14 +1,30 @@
 //! JSON schemas for tool arguments, generated from Rust types with `schemars`.
 
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use schemars::JsonSchema;
 use serde_json::{Map, Value, json};
 
 /// The JSON schema of `T` as a tool `parameters` object: always `"type": "object"` with
 /// `properties` and `required`, without the `$schema` and `title` keys providers reject.
-pub fn parameters_schema<T: JsonSchema>() -> Value {
+///
+/// Schemas are generated once per type and cached: building many agents over the same tools
+/// does not regenerate them.
+pub fn parameters_schema<T: JsonSchema + 'static>() -> Arc<Value> {
+    static CACHE: OnceLock<Mutex<HashMap<TypeId, Arc<Value>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&TypeId::of::<T>()).cloned()) {
+        return hit;
+    }
     let schema = schemars::schema_for!(T);
     let mut value = schema.to_value();
     normalize(&mut value);
+    let value = Arc::new(value);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(TypeId::of::<T>(), Arc::clone(&value));
+    }
     value
 }
 

@@ -262,7 +262,12 @@ pub(crate) fn ask(text: &str) -> ModelRequest {
 
 /// A tool definition with an object schema.
 pub(crate) fn tool(name: &str, description: &str, parameters: Value) -> ToolDefinition {
-    ToolDefinition { name: name.to_owned(), description: Some(description.to_owned()), parameters, strict: false }
+    ToolDefinition {
+        name: name.to_owned(),
+        description: Some(description.to_owned()),
+        parameters: parameters.into(),
+        strict: false,
+    }
 }
 
 /// The `get_weather` tool used by several scenarios.
