@@ -1,6 +1,7 @@
 //! `FallbackModel`: tries the primary model, then each fallback in turn, when a call fails
 //! before its stream starts (after the primary's own retries).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use agno_core::{Capabilities, Model, ModelError, ModelRequest, ModelResponse, ModelStream};
@@ -17,6 +18,26 @@ impl FallbackModel {
     /// `primary`, then `fallbacks` in order.
     pub fn new(primary: Arc<dyn Model>, fallbacks: Vec<Arc<dyn Model>>) -> Self {
         Self { primary, fallbacks }
+    }
+
+    /// Calls `call` on each model in order until one succeeds; returns the last error otherwise.
+    async fn first_success<T, F, Fut>(&self, request: ModelRequest, call: F) -> Result<T, ModelError>
+    where
+        F: Fn(Arc<dyn Model>, ModelRequest) -> Fut,
+        Fut: Future<Output = Result<T, ModelError>>,
+    {
+        let mut last = match call(Arc::clone(&self.primary), request.clone()).await {
+            Ok(out) => return Ok(out),
+            Err(e) => e,
+        };
+        for model in &self.fallbacks {
+            tracing::warn!(from = self.primary.id(), to = model.id(), error = %last, "fallback model activated");
+            match call(Arc::clone(model), request.clone()).await {
+                Ok(out) => return Ok(out),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
     }
 }
 
@@ -35,32 +56,10 @@ impl Model for FallbackModel {
     }
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        let mut last = match self.primary.stream(request.clone()).await {
-            Ok(stream) => return Ok(stream),
-            Err(e) => e,
-        };
-        for model in &self.fallbacks {
-            tracing::warn!(from = self.primary.id(), to = model.id(), error = %last, "fallback model activated");
-            match model.stream(request.clone()).await {
-                Ok(stream) => return Ok(stream),
-                Err(e) => last = e,
-            }
-        }
-        Err(last)
+        self.first_success(request, |model, req| async move { model.stream(req).await }).await
     }
 
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
-        let mut last = match self.primary.invoke(request.clone()).await {
-            Ok(response) => return Ok(response),
-            Err(e) => e,
-        };
-        for model in &self.fallbacks {
-            tracing::warn!(from = self.primary.id(), to = model.id(), error = %last, "fallback model activated");
-            match model.invoke(request.clone()).await {
-                Ok(response) => return Ok(response),
-                Err(e) => last = e,
-            }
-        }
-        Err(last)
+        self.first_success(request, |model, req| async move { model.invoke(req).await }).await
     }
 }
