@@ -241,3 +241,82 @@ fn memory_options_without_a_memory_manager_are_refused_not_ignored() {
     let err = Agent::builder("test").update_memory_on_run(true).build().unwrap_err();
     assert!(err.to_string().contains("not supported yet"), "{err}");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn blocking_tools_run_on_the_blocking_pool_not_the_executor() {
+    // The blocking tool waits for a message that only the async tool can send. On a
+    // single-threaded runtime this finishes only if the blocking tool is off the executor thread.
+    let (tx, rx) = std::sync::mpsc::channel::<&'static str>();
+    let rx = Arc::new(Mutex::new(rx));
+    let blocking = Function::blocking("wait_blocking", "Blocks until signalled.", move |_: N| {
+        let got = rx.lock().unwrap().recv_timeout(Duration::from_secs(30));
+        got.map_err(|_| ToolError::execution("never signalled: the blocking tool ran on the executor"))
+    });
+    let tx = Arc::new(Mutex::new(tx));
+    let signal = Function::new("signal", "Signals.", move |_: N| {
+        let tx = Arc::clone(&tx);
+        async move {
+            tx.lock().unwrap().send("signalled").map_err(|_| ToolError::execution("receiver gone"))?;
+            Ok("sent")
+        }
+    });
+    let model: Arc<dyn Model> = Arc::new(FunctionModel::new(|req| {
+        Ok(if req.messages.last().unwrap().role == Role::User {
+            ModelResponse {
+                tool_calls: vec![
+                    ToolCall::new("c1", "wait_blocking", r#"{"n":1}"#),
+                    ToolCall::new("c2", "signal", r#"{"n":1}"#),
+                ],
+                ..Default::default()
+            }
+        } else {
+            ModelResponse { content: "done".to_owned(), ..Default::default() }
+        })
+    }));
+    let agent = Agent::builder(model).function(blocking).function(signal).build().unwrap();
+    let out = agent.arun("go").await.unwrap();
+    let tools = out.tools.unwrap();
+    assert_eq!(tools[0].result.as_deref(), Some("signalled"));
+    assert_eq!(tools[1].result.as_deref(), Some("sent"));
+}
+
+#[tokio::test]
+async fn toolkit_hitl_lists_and_dependencies_reach_the_tools() {
+    let read_dep = Function::with_context("read_dep", "Reads a dependency.", |_: N, ctx: ToolContext| async move {
+        Ok(ctx.dependencies.get("tenant").cloned().unwrap_or(Value::Null))
+    });
+    let guarded = Function::new("guarded", "Needs confirmation.", |a: N| async move { Ok(a.n) });
+    let toolkit =
+        agno_tools::Toolkit::new("Ops Tools").tool(read_dep).tool(guarded).requires_confirmation_tools(&["guarded"]);
+    assert_eq!(toolkit.id(), "ops-tools");
+    let model: Arc<dyn Model> = Arc::new(FunctionModel::new(|req| {
+        Ok(if req.messages.last().unwrap().role == Role::User {
+            ModelResponse {
+                tool_calls: vec![
+                    ToolCall::new("c1", "read_dep", "{\"n\":0}"),
+                    ToolCall::new("c2", "guarded", "{\"n\":7}"),
+                ],
+                ..Default::default()
+            }
+        } else {
+            ModelResponse { content: "done".to_owned(), ..Default::default() }
+        })
+    }));
+    let agent = Agent::builder(model).toolkit(&toolkit).dependency("tenant", json!("acme")).build().unwrap();
+    let paused = agent.arun("go").await.unwrap();
+    assert_eq!(paused.status, RunStatus::Paused);
+    let tools = paused.tools.as_ref().unwrap();
+    assert_eq!(tools[0].result.as_deref(), Some("acme"));
+    assert_eq!(tools[1].requires_confirmation, Some(true));
+    assert_eq!(paused.active_requirements().len(), 1);
+}
+
+#[tokio::test]
+async fn token_usage_is_accounted_in_run_metrics() {
+    let agent = Agent::builder("test").build().unwrap();
+    let out = agent.arun("count my tokens please").await.unwrap();
+    let metrics = out.metrics.unwrap();
+    assert!(metrics.input_tokens > 0 && metrics.output_tokens > 0);
+    assert_eq!(metrics.total_tokens, metrics.input_tokens + metrics.output_tokens);
+    assert_eq!(metrics.details["model"][0]["id"], "test");
+}
