@@ -1,13 +1,15 @@
 //! Storage traits, split by area. `Db` is their union; code asks for the narrowest trait it uses.
 //!
 //! Every user-facing read and write takes an optional `user_id`; when given, rows of other users
-//! are never returned or touched. Adapters live in `agno-db`.
+//! are never returned or touched, and the filter is part of the query itself. Adapters live in
+//! `agno-db`.
 
 use async_trait::async_trait;
+use serde_json::{Map, Value};
 
 use crate::error::DbError;
 use crate::run::{RunOutput, RunStatus};
-use crate::session::AgentSession;
+use crate::session::{AgentSession, SessionType};
 
 /// Result of a storage call.
 pub type DbResult<T> = Result<T, DbError>;
@@ -22,7 +24,17 @@ pub enum SortOrder {
     Desc,
 }
 
-/// Filters for [`RunStore::get_runs`].
+impl SortOrder {
+    /// `ASC` or `DESC`.
+    pub fn sql(self) -> &'static str {
+        match self {
+            SortOrder::Asc => "ASC",
+            SortOrder::Desc => "DESC",
+        }
+    }
+}
+
+/// Filters and paging for [`RunStore::get_runs`].
 #[derive(Debug, Clone, Default)]
 pub struct RunQuery {
     /// Only runs of this session.
@@ -31,29 +43,128 @@ pub struct RunQuery {
     pub user_id: Option<String>,
     /// Only runs of this agent.
     pub agent_id: Option<String>,
+    /// Only runs of this team.
+    pub team_id: Option<String>,
+    /// Only runs of this workflow.
+    pub workflow_id: Option<String>,
     /// Only runs with this status.
     pub status: Option<RunStatus>,
     /// At most this many runs.
     pub limit: Option<usize>,
-    /// Order by `run_index` / `created_at`.
+    /// Continue after this cursor (from [`RunPage::next_cursor`]).
+    pub cursor: Option<RunCursor>,
+    /// Order by `(created_at, run_id)`.
     pub sort: SortOrder,
 }
 
-/// Filters for [`SessionStore::get_sessions`].
+/// Position in a run listing: the last row of the previous page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCursor {
+    /// `created_at` of the last row.
+    pub created_at: i64,
+    /// `run_id` of the last row (tie-breaker).
+    pub run_id: String,
+}
+
+/// One page of runs.
+#[derive(Debug, Clone, Default)]
+pub struct RunPage {
+    /// The runs.
+    pub runs: Vec<RunOutput>,
+    /// Cursor for the next page; `None` at the end.
+    pub next_cursor: Option<RunCursor>,
+}
+
+/// Column a session listing is sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionSort {
+    /// `created_at`.
+    #[default]
+    CreatedAt,
+    /// `updated_at`.
+    UpdatedAt,
+}
+
+/// Filters and paging for [`SessionStore::get_sessions`].
 #[derive(Debug, Clone, Default)]
 pub struct SessionQuery {
+    /// Only sessions of this type.
+    pub session_type: Option<SessionType>,
     /// Only sessions of this user.
     pub user_id: Option<String>,
-    /// Only sessions of this agent.
-    pub agent_id: Option<String>,
-    /// At most this many sessions.
+    /// Only sessions of this agent, team or workflow id.
+    pub component_id: Option<String>,
+    /// Only sessions whose name contains this text.
+    pub session_name: Option<String>,
+    /// Only sessions created at or after (epoch seconds).
+    pub start_timestamp: Option<i64>,
+    /// Only sessions created at or before (epoch seconds).
+    pub end_timestamp: Option<i64>,
+    /// Page size.
     pub limit: Option<usize>,
+    /// 1-based page number.
+    pub page: Option<usize>,
+    /// Sort column.
+    pub sort_by: SessionSort,
+    /// Sort direction.
+    pub sort_order: SortOrder,
+}
+
+/// One page of sessions (without runs) and the total number of matching sessions.
+#[derive(Debug, Clone, Default)]
+pub struct SessionPage {
+    /// The sessions; `runs` is always `None`: listing never reads run bodies.
+    pub sessions: Vec<AgentSession>,
+    /// How many sessions match the filters.
+    pub total: u64,
+}
+
+/// How the stored `session_state` is updated by [`SessionStore::upsert_session`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum StateUpdate {
+    /// Replace the stored state with the session's.
+    #[default]
+    Replace,
+    /// Merge: set these keys and remove those, keeping every other stored key. Concurrent runs
+    /// on one session that change different keys never lose each other's updates.
+    Merge {
+        /// Keys set or changed.
+        set: Map<String, Value>,
+        /// Keys removed.
+        removed: Vec<String>,
+    },
+}
+
+impl StateUpdate {
+    /// The change from `before` to `after`.
+    pub fn diff(before: &Map<String, Value>, after: &Map<String, Value>) -> Self {
+        let set =
+            after.iter().filter(|(k, v)| before.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
+        StateUpdate::Merge { set, removed }
+    }
+
+    /// Applies the update to a stored state.
+    pub fn apply(&self, stored: &mut Map<String, Value>, replacement: &Map<String, Value>) {
+        match self {
+            StateUpdate::Replace => *stored = replacement.clone(),
+            StateUpdate::Merge { set, removed } => {
+                for k in removed {
+                    stored.remove(k);
+                }
+                for (k, v) in set {
+                    stored.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
 }
 
 /// Sessions: one row each, without their runs.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
-    /// Reads a session with its runs attached (the latest `runs_limit` when given).
+    /// Reads a session with its runs attached (the latest `runs_limit` when given), merging the
+    /// runs table with any legacy `runs` blob (the table wins per `run_id`).
     ///
     /// # Errors
     /// A [`DbError`]; a missing session is `Ok(None)`, never an error and never a fresh session.
@@ -64,33 +175,53 @@ pub trait SessionStore: Send + Sync {
         runs_limit: Option<usize>,
     ) -> DbResult<Option<AgentSession>>;
 
-    /// Inserts or updates the session row. Never writes runs.
+    /// Inserts or updates the session row; never writes runs. `state` says how the stored
+    /// `session_state` changes.
     ///
     /// # Errors
     /// [`DbErrorKind::Conflict`](crate::DbErrorKind::Conflict) when the session belongs to
     /// another user.
-    async fn upsert_session(&self, session: &AgentSession) -> DbResult<()>;
+    async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()>;
 
     /// Lists sessions without reading run bodies.
     ///
     /// # Errors
     /// A [`DbError`].
-    async fn get_sessions(&self, query: &SessionQuery) -> DbResult<Vec<AgentSession>>;
+    async fn get_sessions(&self, query: &SessionQuery) -> DbResult<SessionPage>;
+
+    /// Renames a session; returns it (without runs), or `None` when it does not exist.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn rename_session(
+        &self,
+        session_id: &str,
+        session_name: &str,
+        user_id: Option<&str>,
+    ) -> DbResult<Option<AgentSession>>;
 
     /// Deletes a session and its runs; false when nothing matched.
     ///
     /// # Errors
     /// A [`DbError`].
     async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool>;
+
+    /// Deletes sessions and their runs; returns how many sessions were deleted.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64>;
 }
 
 /// Runs: one row each, `run_index` assigned per session on first write.
 #[async_trait]
 pub trait RunStore: Send + Sync {
-    /// Inserts or updates one run; returns its `run_index` (kept on update).
+    /// Inserts or updates one run; returns its `run_index` (assigned atomically per session on
+    /// first write, kept on update). Costs the same whatever the session's run count.
     ///
     /// # Errors
-    /// A [`DbError`].
+    /// [`DbErrorKind::Conflict`](crate::DbErrorKind::Conflict) when the run belongs to another
+    /// user.
     async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64>;
 
     /// Reads one run.
@@ -99,20 +230,42 @@ pub trait RunStore: Send + Sync {
     /// A [`DbError`]; a missing run is `Ok(None)`.
     async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>>;
 
-    /// Lists runs.
+    /// Lists runs, paged by cursor.
     ///
     /// # Errors
     /// A [`DbError`].
-    async fn get_runs(&self, query: &RunQuery) -> DbResult<Vec<RunOutput>>;
+    async fn get_runs(&self, query: &RunQuery) -> DbResult<RunPage>;
 
     /// Deletes one run; false when nothing matched.
     ///
     /// # Errors
     /// A [`DbError`].
     async fn delete_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<bool>;
+
+    /// Deletes runs; returns how many were deleted.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64>;
+}
+
+/// Schema versions, tracked per table in `agno_schema_versions` (or the adapter's equivalent).
+#[async_trait]
+pub trait SchemaStore: Send + Sync {
+    /// The stamped version of a table, `None` when unstamped.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_latest_schema_version(&self, table_name: &str) -> DbResult<Option<String>>;
+
+    /// Stamps a table's version.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn upsert_schema_version(&self, table_name: &str, version: &str) -> DbResult<()>;
 }
 
 /// A complete storage backend.
-pub trait Db: SessionStore + RunStore + std::fmt::Debug {}
+pub trait Db: SessionStore + RunStore + SchemaStore + std::fmt::Debug {}
 
-impl<T: SessionStore + RunStore + std::fmt::Debug> Db for T {}
+impl<T: SessionStore + RunStore + SchemaStore + std::fmt::Debug> Db for T {}

@@ -19,7 +19,10 @@ pub mod tool;
 mod tool_execution;
 
 pub use clock::{new_id, now_epoch_secs};
-pub use db::{Db, DbResult, RunQuery, RunStore, SessionQuery, SessionStore, SortOrder};
+pub use db::{
+    Db, DbResult, RunCursor, RunPage, RunQuery, RunStore, SchemaStore, SessionPage, SessionQuery, SessionSort,
+    SessionStore, SortOrder, StateUpdate,
+};
 pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
 pub use event::{EventData, RunEvent};
 pub use message::{FunctionCall, Message, Role, ToolCall, pair_tool_calls, tool_calls_paired};

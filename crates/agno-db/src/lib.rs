@@ -1,11 +1,30 @@
 //! Storage adapters for agno-rs.
 //!
-//! The storage traits ([`agno_core::SessionStore`], [`agno_core::RunStore`], their union
-//! [`agno_core::Db`]) live in `agno-core`. This crate holds the adapters; for now the in-process
-//! [`InMemoryDb`]. Its semantics are the ones every adapter must follow: sessions and runs are
-//! stored apart (saving a run never rewrites the session), `run_index` is assigned per session on
-//! first write and kept on update, and `user_id` filters every read and write.
+//! The storage traits ([`agno_core::SessionStore`], [`agno_core::RunStore`],
+//! [`agno_core::SchemaStore`], their union [`agno_core::Db`]) live in `agno-core`; this crate
+//! holds the adapters and the migrations:
+//! - [`InMemoryDb`] (`memory://`), [`SqliteDb`] (`sqlite://`, the embedded default);
+//! - [`MigrationManager`] walks the schema versions 2.0.0 -> 3.0.0 on any adapter;
+//! - [`open`] / [`open_ready`] pick the adapter from a URL.
+//!
+//! Every adapter follows the same semantics, checked by one conformance suite: sessions and runs
+//! are stored apart (saving a run writes one row and never rewrites the session), `run_index` is
+//! assigned per session on first write and kept, and a given `user_id` filters every read and
+//! write inside the query itself. Tables are shaped as Python Agno 3.x creates them, so both
+//! can share a database.
 
+mod codec;
 mod memory;
+mod migration;
+mod open;
+mod sqlite;
+mod tables;
 
 pub use memory::InMemoryDb;
+pub use migration::{
+    CleanupReport, LATEST_VERSION, Migrate, MigrationManager, MigrationOptions, Progress, SchemaStatus, TableKind,
+    TableStatus, UNSTAMPED_VERSION, VERSIONS,
+};
+pub use open::{open, open_ready};
+pub use sqlite::SqliteDb;
+pub use tables::TableNames;

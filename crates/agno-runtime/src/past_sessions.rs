@@ -35,11 +35,13 @@ pub(crate) fn past_sessions_tool(
             let current = current.clone();
             let user_id = user_id.clone();
             async move {
-                let query = SessionQuery { user_id: user_id.clone(), agent_id: None, limit: Some(sessions + 1) };
+                let query =
+                    SessionQuery { user_id: user_id.clone(), limit: Some(sessions + 1), ..SessionQuery::default() };
                 let list = db
                     .get_sessions(&query)
                     .await
-                    .map_err(|e| ToolError::execution(format!("cannot read past sessions: {e}")))?;
+                    .map_err(|e| ToolError::execution(format!("cannot read past sessions: {e}")))?
+                    .sessions;
                 let needle = args.query.unwrap_or_default().to_lowercase();
                 let mut found = Vec::new();
                 for summary in list.into_iter().filter(|s| s.session_id != current).take(sessions) {

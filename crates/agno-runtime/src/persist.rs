@@ -3,7 +3,7 @@
 //! The session row is written without runs; the run is written as one row. A storage error is
 //! returned to the caller, never swallowed and never turned into a fresh session.
 
-use agno_core::{AgentSession, DbError, Message, RunStatus, now_epoch_secs, pair_tool_calls};
+use agno_core::{AgentSession, DbError, Message, RunStatus, StateUpdate, now_epoch_secs, pair_tool_calls};
 use serde_json::{Map, Value, json};
 
 use crate::agent::AgentInner;
@@ -64,7 +64,8 @@ pub(crate) async fn save(agent: &AgentInner, st: &mut RunState) -> Result<(), Db
     session.agent_data = Some(agent_data);
     session.updated_at = Some(now_epoch_secs());
     let runs = session.runs.take();
-    let result = db.upsert_session(session).await;
+    let update = StateUpdate::diff(&st.initial_state, session.session_state().unwrap_or(&Map::new()));
+    let result = db.upsert_session(session, &update).await;
     session.runs = runs;
     result?;
     db.upsert_run(&st.output, &st.session.session_id, st.user_id.as_deref()).await?;

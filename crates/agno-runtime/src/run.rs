@@ -217,6 +217,7 @@ async fn continue_inner(agent: &AgentInner, request: ContinueRequest, em: &mut E
     prepared.messages = messages;
     prepared.session = session;
     prepared.user_id = user_id;
+    prepared.initial_state = state.clone();
     prepared.session_state = std::sync::Arc::new(std::sync::Mutex::new(state));
     prepared.tool_calls_made = prepared.output.tools.iter().flatten().count();
     let mut st: RunState = prepared;

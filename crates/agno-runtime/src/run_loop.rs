@@ -90,6 +90,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         tool_hooks: agent.tool_config.tool_hooks.clone(),
         tool_call_limit: agent.tool_config.tool_call_limit,
         tool_calls_made: 0,
+        initial_state: state.clone(),
         session_state: Arc::new(Mutex::new(state)),
         dependencies: Arc::new(dependencies),
         schema,

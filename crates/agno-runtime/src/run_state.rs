@@ -22,6 +22,8 @@ pub(crate) struct RunState {
     pub(crate) tool_call_limit: Option<usize>,
     pub(crate) tool_calls_made: usize,
     pub(crate) session_state: Arc<Mutex<Map<String, Value>>>,
+    /// The state when the run started; saving writes only the difference.
+    pub(crate) initial_state: Map<String, Value>,
     pub(crate) dependencies: Arc<BTreeMap<String, Value>>,
     pub(crate) schema: Option<OutputSchema>,
 }

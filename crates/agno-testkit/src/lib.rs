@@ -1,4 +1,5 @@
-//! Test kit for agno-rs: a fake model-provider HTTP server speaking real wire formats (OpenAI Chat Completions).
+//! Test kit for agno-rs: a fake model-provider HTTP server speaking real wire formats (OpenAI Chat
+//! Completions), and the storage conformance suite ([`conformance`], [`db_conformance!`]).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -13,6 +14,7 @@
 //! # }
 //! ```
 
+pub mod conformance;
 mod openai;
 mod script;
 mod server;

@@ -7,7 +7,8 @@ mod sessions;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use agno_core::{AgentSession, DbError, DbErrorKind, RunOutput};
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, SchemaStore};
+use async_trait::async_trait;
 
 #[derive(Debug, Clone)]
 struct RunRow {
@@ -21,6 +22,7 @@ struct RunRow {
 struct Tables {
     sessions: HashMap<String, AgentSession>,
     runs: HashMap<String, RunRow>,
+    versions: HashMap<String, String>,
 }
 
 /// A storage backend kept in process memory. Cloning shares the same data.
@@ -43,4 +45,51 @@ impl InMemoryDb {
 /// True when a row owned by `owner` is visible to a caller filtering on `user_id`.
 fn visible(owner: Option<&str>, user_id: Option<&str>) -> bool {
     user_id.is_none_or(|u| owner == Some(u))
+}
+
+#[async_trait]
+impl SchemaStore for InMemoryDb {
+    async fn get_latest_schema_version(&self, table_name: &str) -> DbResult<Option<String>> {
+        Ok(self.lock()?.versions.get(table_name).cloned())
+    }
+
+    async fn upsert_schema_version(&self, table_name: &str, version: &str) -> DbResult<()> {
+        self.lock()?.versions.insert(table_name.to_owned(), version.to_owned());
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl crate::migration::Migrate for InMemoryDb {
+    async fn existing_tables(&self) -> DbResult<Vec<(crate::migration::TableKind, String)>> {
+        // Created at the latest version with the store; stamped so status reads current.
+        let mut tables = self.lock()?;
+        tables
+            .versions
+            .entry("agno_sessions".to_owned())
+            .or_insert_with(|| crate::migration::LATEST_VERSION.to_owned());
+        Ok(vec![(crate::migration::TableKind::Sessions, "agno_sessions".to_owned())])
+    }
+
+    async fn migrate_table(
+        &self,
+        _kind: crate::migration::TableKind,
+        _version: &str,
+        _options: &crate::migration::MigrationOptions,
+        _progress: crate::migration::Progress<'_>,
+    ) -> DbResult<bool> {
+        Ok(false)
+    }
+
+    async fn create_tables(&self) -> DbResult<()> {
+        Ok(())
+    }
+
+    async fn legacy_runs_pending(&self) -> DbResult<u64> {
+        Ok(0)
+    }
+
+    async fn cleanup_legacy_runs(&self, _force: bool) -> DbResult<crate::migration::CleanupReport> {
+        Ok(crate::migration::CleanupReport { removed: false, missing_runs: 0 })
+    }
 }

@@ -1,9 +1,18 @@
 //! Runs of the in-memory store: one entry per run, `run_index` assigned per session.
 
-use agno_core::{DbResult, RunOutput, RunQuery, RunStore, SortOrder};
+use agno_core::{DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, RunStore, SortOrder};
 use async_trait::async_trait;
 
 use super::{InMemoryDb, RunRow, visible};
+
+fn matches(r: &RunRow, q: &RunQuery) -> bool {
+    visible(r.user_id.as_deref(), q.user_id.as_deref())
+        && q.session_id.as_deref().is_none_or(|s| r.session_id == s)
+        && q.agent_id.as_deref().is_none_or(|a| r.run.agent_id.as_deref() == Some(a))
+        && q.team_id.as_deref().is_none_or(|t| r.run.extra.get("team_id").and_then(|v| v.as_str()) == Some(t))
+        && q.workflow_id.as_deref().is_none_or(|w| r.run.workflow_id.as_deref() == Some(w))
+        && q.status.is_none_or(|s| r.run.status == s)
+}
 
 #[async_trait]
 impl RunStore for InMemoryDb {
@@ -11,20 +20,21 @@ impl RunStore for InMemoryDb {
         let mut tables = self.lock()?;
         let run_id = run.id().to_owned();
         let run_index = match tables.runs.get(&run_id) {
+            Some(existing) if existing.user_id.is_some() && existing.user_id.as_deref() != user_id => {
+                return Err(DbError::new(DbErrorKind::Conflict, format!("run {run_id} belongs to another user")));
+            }
             Some(existing) => existing.run_index,
             None => {
                 tables.runs.values().filter(|r| r.session_id == session_id).map(|r| r.run_index + 1).max().unwrap_or(0)
             }
         };
-        tables.runs.insert(
-            run_id,
-            RunRow {
-                session_id: session_id.to_owned(),
-                user_id: user_id.map(str::to_owned),
-                run_index,
-                run: run.clone(),
-            },
-        );
+        let row = RunRow {
+            session_id: session_id.to_owned(),
+            user_id: user_id.map(str::to_owned),
+            run_index,
+            run: run.clone(),
+        };
+        tables.runs.insert(run_id, row);
         Ok(run_index)
     }
 
@@ -33,30 +43,45 @@ impl RunStore for InMemoryDb {
         Ok(tables.runs.get(run_id).filter(|r| visible(r.user_id.as_deref(), user_id)).map(|r| r.run.clone()))
     }
 
-    async fn get_runs(&self, query: &RunQuery) -> DbResult<Vec<RunOutput>> {
+    async fn get_runs(&self, query: &RunQuery) -> DbResult<RunPage> {
         let tables = self.lock()?;
-        let mut rows: Vec<&RunRow> = tables
-            .runs
-            .values()
-            .filter(|r| visible(r.user_id.as_deref(), query.user_id.as_deref()))
-            .filter(|r| query.session_id.as_deref().is_none_or(|s| r.session_id == s))
-            .filter(|r| query.agent_id.is_none() || r.run.agent_id == query.agent_id)
-            .filter(|r| query.status.is_none_or(|s| r.run.status == s))
-            .collect();
-        rows.sort_by_key(|r| (r.run.created_at, r.run_index));
+        let mut rows: Vec<&RunRow> = tables.runs.values().filter(|r| matches(r, query)).collect();
+        let key = |r: &RunRow| (r.run.created_at, r.run.id().to_owned());
+        rows.sort_by_key(|r| key(r));
         if query.sort == SortOrder::Desc {
             rows.reverse();
         }
+        if let Some(cursor) = &query.cursor {
+            let at = (cursor.created_at, cursor.run_id.clone());
+            rows.retain(|r| match query.sort {
+                SortOrder::Asc => key(r) > at,
+                SortOrder::Desc => key(r) < at,
+            });
+        }
         let limit = query.limit.unwrap_or(usize::MAX);
-        Ok(rows.into_iter().take(limit).map(|r| r.run.clone()).collect())
+        let more = rows.len() > limit;
+        let runs: Vec<RunOutput> = rows.into_iter().take(limit).map(|r| r.run.clone()).collect();
+        let next_cursor = if more {
+            runs.last().map(|r| RunCursor { created_at: r.created_at, run_id: r.id().to_owned() })
+        } else {
+            None
+        };
+        Ok(RunPage { runs, next_cursor })
     }
 
     async fn delete_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        Ok(self.delete_runs(&[run_id.to_owned()], user_id).await? == 1)
+    }
+
+    async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
         let mut tables = self.lock()?;
-        let owned = tables.runs.get(run_id).is_some_and(|r| visible(r.user_id.as_deref(), user_id));
-        if owned {
-            tables.runs.remove(run_id);
+        let mut deleted = 0;
+        for id in run_ids {
+            if tables.runs.get(id).is_some_and(|r| visible(r.user_id.as_deref(), user_id)) {
+                tables.runs.remove(id);
+                deleted += 1;
+            }
         }
-        Ok(owned)
+        Ok(deleted)
     }
 }

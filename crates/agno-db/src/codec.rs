@@ -1,0 +1,109 @@
+//! Conversions between stored rows and the run model, shared by every adapter: run type
+//! inference, JSON column decoding (SQLAlchemy writes `null` as text), and the merge of the runs
+//! table with a legacy v2 `runs` blob.
+
+use agno_core::{AgentSession, DbError, DbErrorKind, RunOutput};
+use serde_json::{Map, Value};
+
+/// `agent`, `team` or `workflow`, as Agno's `get_run_type` decides for a run dict.
+pub(crate) fn run_type(run: &Value) -> &'static str {
+    let has = |k: &str| run.get(k).is_some_and(|v| !v.is_null() && v.as_str() != Some(""));
+    if has("agent_id") || has("agent_name") {
+        "agent"
+    } else if has("team_id") || has("team_name") {
+        "team"
+    } else {
+        "workflow"
+    }
+}
+
+/// A nullable JSON column: SQL NULL, a JSON text `null`, or a value.
+pub(crate) fn json_column(text: Option<String>) -> Result<Option<Value>, DbError> {
+    match text {
+        None => Ok(None),
+        Some(t) => match serde_json::from_str::<Value>(&t) {
+            Ok(Value::Null) => Ok(None),
+            // Agno 2.x's SQLite adapter encoded JSON columns twice: a JSON string holding JSON.
+            Ok(Value::String(inner)) if inner.starts_with(['{', '[']) => match serde_json::from_str::<Value>(&inner) {
+                Ok(Value::Null) => Ok(None),
+                Ok(v) => Ok(Some(v)),
+                Err(_) => Ok(Some(Value::String(inner))),
+            },
+            Ok(v) => Ok(Some(v)),
+            Err(e) => Err(DbError::new(DbErrorKind::Other, format!("stored JSON is corrupt: {e}")).with_source(e)),
+        },
+    }
+}
+
+/// A JSON column holding an object.
+pub(crate) fn object_column(text: Option<String>) -> Result<Option<Map<String, Value>>, DbError> {
+    Ok(match json_column(text)? {
+        Some(Value::Object(m)) => Some(m),
+        _ => None,
+    })
+}
+
+/// Parses a stored run.
+pub(crate) fn decode_run(value: Value) -> Result<RunOutput, DbError> {
+    serde_json::from_value(value).map_err(|e| {
+        DbError::new(DbErrorKind::Other, format!("stored run is not a valid run record: {e}")).with_source(e)
+    })
+}
+
+/// Serialises a value for a JSON column.
+pub(crate) fn to_json_text<T: serde::Serialize>(value: &T) -> Result<String, DbError> {
+    serde_json::to_string(value)
+        .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode record as JSON: {e}")).with_source(e))
+}
+
+/// Merges runs from the runs table (in `run_index` order) with a legacy blob (in its stored
+/// order): blob order first with the table's version substituted per `run_id`, then table-only
+/// runs. The table wins on conflicts; blob-only runs are kept.
+pub(crate) fn merge_legacy_runs(table: Vec<RunOutput>, legacy: Option<Value>) -> Result<Vec<RunOutput>, DbError> {
+    let legacy = match legacy {
+        Some(Value::Array(list)) => list,
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(list)) => list,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    if legacy.is_empty() {
+        return Ok(table);
+    }
+    let mut table: Vec<Option<RunOutput>> = table.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(table.len() + legacy.len());
+    for item in legacy {
+        let Some(run_id) = item.get("run_id").and_then(Value::as_str).map(str::to_owned) else {
+            continue;
+        };
+        match table.iter_mut().find(|r| r.as_ref().is_some_and(|r| r.id() == run_id)) {
+            Some(slot) => out.extend(slot.take()),
+            None => out.push(decode_run(item)?),
+        }
+    }
+    out.extend(table.into_iter().flatten());
+    Ok(out)
+}
+
+/// Only the session's latest `limit` runs.
+pub(crate) fn keep_latest(mut runs: Vec<RunOutput>, limit: Option<usize>) -> Vec<RunOutput> {
+    if let Some(limit) = limit {
+        let skip = runs.len().saturating_sub(limit);
+        runs.drain(..skip);
+    }
+    runs
+}
+
+/// The session type stored in `session_type`.
+pub(crate) fn session_type_of(session: &AgentSession) -> &'static str {
+    if session.agent_id.is_some() {
+        "agent"
+    } else if session.team_id.is_some() {
+        "team"
+    } else if session.workflow_id.is_some() {
+        "workflow"
+    } else {
+        "agent"
+    }
+}

@@ -1,0 +1,50 @@
+//! Opening a database by URL: `memory://`, `sqlite://PATH` (or a bare `*.db` path).
+
+use std::sync::Arc;
+
+use agno_core::{Db, DbError, DbErrorKind, DbResult};
+
+use crate::memory::InMemoryDb;
+use crate::migration::{Migrate, MigrationManager};
+use crate::sqlite::SqliteDb;
+
+/// Opens the database named by `url`. Does not create or migrate tables: see [`open_ready`].
+///
+/// # Errors
+/// [`DbErrorKind::Other`] for a URL that cannot be parsed or names an unknown scheme;
+/// [`DbErrorKind::Unavailable`] when the database cannot be reached.
+pub async fn open(url: &str) -> DbResult<Arc<dyn Migrate>> {
+    let url = url.trim();
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("memory") => Ok(Arc::new(InMemoryDb::new())),
+        Some("sqlite") => Ok(Arc::new(SqliteDb::connect(url).await?)),
+        None if url.ends_with(".db") || url.ends_with(".sqlite") || url.ends_with(".sqlite3") => {
+            Ok(Arc::new(SqliteDb::connect(url).await?))
+        }
+        Some(other) => Err(DbError::new(
+            DbErrorKind::Other,
+            format!("unsupported database url scheme {other:?} in {url:?}; supported: memory://, sqlite://"),
+        )),
+        None => Err(DbError::new(
+            DbErrorKind::Other,
+            format!("cannot parse database url {url:?}; expected e.g. sqlite://agno.db or memory://"),
+        )),
+    }
+}
+
+/// Opens the database, creates missing tables, and refuses a database that needs migrating,
+/// naming the pending steps and the command that applies them.
+///
+/// # Errors
+/// As [`open`]; [`DbErrorKind::SchemaTooOld`] when migrations are pending.
+pub async fn open_ready(url: &str) -> DbResult<Arc<dyn Db>> {
+    let db = open(url).await?;
+    let status = MigrationManager::new(db.as_ref()).status(None).await?;
+    if !status.is_current() {
+        return Err(DbError::new(DbErrorKind::SchemaTooOld, status.pending_description(url)));
+    }
+    db.create_tables().await?;
+    let db: Arc<dyn Db> = db;
+    Ok(db)
+}

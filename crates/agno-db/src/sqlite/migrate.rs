@@ -1,0 +1,266 @@
+//! Schema migrations of a SQLite database: the v2 -> v3 copy of blob runs into the runs table,
+//! the `user_id` columns, and the cleanup of the legacy `runs` column.
+
+use sqlx::AssertSqlSafe;
+use std::collections::HashSet;
+
+use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::Row;
+
+use super::schema::runs_ddl;
+use super::{SqliteDb, db_error};
+use crate::codec::{json_column, run_type, to_json_text};
+use crate::migration::{CleanupReport, Migrate, MigrationOptions, Progress, TableKind};
+
+/// One legacy blob run, ready for the runs table.
+struct BlobRun {
+    run_id: String,
+    run_index: i64,
+    run: Value,
+}
+
+fn blob_runs(blob: Option<Value>) -> Vec<BlobRun> {
+    let list = match blob {
+        Some(Value::Array(list)) => list,
+        Some(Value::String(text)) => match serde_json::from_str(&text) {
+            Ok(Value::Array(list)) => list,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    list.into_iter()
+        .enumerate()
+        .filter_map(|(i, run)| {
+            let run_id = run.get("run_id")?.as_str()?.to_owned();
+            Some(BlobRun { run_id, run_index: i64::try_from(i).unwrap_or(i64::MAX), run })
+        })
+        .collect()
+}
+
+impl SqliteDb {
+    async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
+        if self.column_exists(table, column).await? {
+            return Ok(false);
+        }
+        let sql = format!("ALTER TABLE {table} ADD COLUMN {column} {decl}");
+        sqlx::query(AssertSqlSafe(sql.as_str()))
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot add {table}.{column}"), e))?;
+        Ok(true)
+    }
+
+    /// Copies every legacy blob run into the runs table, in batches, in one transaction; runs
+    /// already in the table are left as they are.
+    async fn copy_blob_runs(&self, options: &MigrationOptions, progress: Progress<'_>) -> DbResult<bool> {
+        let t = self.tables().clone();
+        self.exec_all(&runs_ddl(&t.runs, &t.sessions)).await?;
+        if !self.column_exists(&t.sessions, "runs").await? {
+            return Ok(false);
+        }
+        let total: i64 =
+            sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {} WHERE runs IS NOT NULL", t.sessions)))
+                .fetch_one(self.pool())
+                .await
+                .map_err(|e| db_error("cannot count legacy sessions", e))?;
+        let total = u64::try_from(total).unwrap_or(0);
+        let mut tx =
+            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot start migration", e))?;
+        let insert = format!(
+            "INSERT INTO {} (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, status, \
+             run_index, run_data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (run_id) DO NOTHING",
+            t.runs
+        );
+        let now = now_epoch_secs();
+        let batch = i64::try_from(options.batch_size.max(1)).unwrap_or(50);
+        let mut done = 0u64;
+        let mut batches = 0usize;
+        let mut last_id = String::new();
+        loop {
+            let sql = format!(
+                "SELECT session_id, user_id, runs FROM {} WHERE runs IS NOT NULL AND session_id > ? ORDER BY session_id LIMIT ?",
+                t.sessions
+            );
+            let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
+                .bind(&last_id)
+                .bind(batch)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| db_error("cannot read legacy sessions", e))?;
+            if rows.is_empty() {
+                break;
+            }
+            if options.fail_after_batches.is_some_and(|n| batches >= n) {
+                return Err(DbError::new(DbErrorKind::Other, "injected failure after copying some batches"));
+            }
+            for row in &rows {
+                let session_id: String = row.try_get("session_id").map_err(|e| db_error("session_id", e))?;
+                let user_id: Option<String> = row.try_get("user_id").map_err(|e| db_error("user_id", e))?;
+                let blob = json_column(row.try_get("runs").map_err(|e| db_error("runs", e))?)?;
+                for BlobRun { run_id, run_index, run } in blob_runs(blob) {
+                    let field = |k: &str| run.get(k).and_then(Value::as_str).map(str::to_owned);
+                    sqlx::query(AssertSqlSafe(insert.as_str()))
+                        .bind(&run_id)
+                        .bind(&session_id)
+                        .bind(run_type(&run))
+                        .bind(field("agent_id"))
+                        .bind(field("team_id"))
+                        .bind(field("workflow_id"))
+                        .bind(&user_id)
+                        .bind(field("parent_run_id"))
+                        .bind(field("status"))
+                        .bind(run_index)
+                        .bind(to_json_text(&run)?)
+                        .bind(run.get("created_at").and_then(Value::as_i64).unwrap_or(now))
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| db_error(&format!("cannot copy run {run_id}"), e))?;
+                }
+                last_id = session_id;
+            }
+            done += rows.len() as u64;
+            batches += 1;
+            progress(done, total);
+        }
+        tx.commit().await.map_err(|e| db_error("cannot commit the runs copy", e))?;
+        Ok(done > 0)
+    }
+
+    /// Legacy runs, per session, that are not in the runs table.
+    async fn missing_blob_runs(&self) -> DbResult<u64> {
+        let t = self.tables().clone();
+        if !self.column_exists(&t.sessions, "runs").await? {
+            return Ok(0);
+        }
+        let have: HashSet<String> = if self.table_exists(&t.runs).await? {
+            sqlx::query_scalar::<_, String>(AssertSqlSafe(format!("SELECT run_id FROM {}", t.runs)))
+                .fetch_all(self.pool())
+                .await
+                .map_err(|e| db_error("cannot list runs", e))?
+                .into_iter()
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        let blobs: Vec<Option<String>> =
+            sqlx::query_scalar(AssertSqlSafe(format!("SELECT runs FROM {} WHERE runs IS NOT NULL", t.sessions)))
+                .fetch_all(self.pool())
+                .await
+                .map_err(|e| db_error("cannot read legacy runs", e))?;
+        let mut missing = 0;
+        for blob in blobs {
+            missing += blob_runs(json_column(blob)?).iter().filter(|r| !have.contains(&r.run_id)).count() as u64;
+        }
+        Ok(missing)
+    }
+}
+
+#[async_trait]
+impl Migrate for SqliteDb {
+    async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
+        let t = self.tables().clone();
+        let mut out = Vec::new();
+        for (kind, name) in [
+            (TableKind::Sessions, t.sessions),
+            (TableKind::Memories, t.memories),
+            (TableKind::Metrics, t.metrics),
+            (TableKind::Evals, t.evals),
+            (TableKind::Knowledge, t.knowledge),
+            (TableKind::Schedules, t.schedules),
+            (TableKind::ScheduleRuns, t.schedule_runs),
+        ] {
+            if self.table_exists(&name).await? {
+                out.push((kind, name));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn migrate_table(
+        &self,
+        kind: TableKind,
+        version: &str,
+        options: &MigrationOptions,
+        progress: Progress<'_>,
+    ) -> DbResult<bool> {
+        let t = self.tables().clone();
+        let changed = match (kind, version) {
+            (TableKind::Memories, "2.3.0") => {
+                let a = self.add_column_if_missing(&t.memories, "created_at", "BIGINT").await?;
+                let b = self.add_column_if_missing(&t.memories, "feedback", "VARCHAR").await?;
+                a || b
+            }
+            (TableKind::Sessions, "3.0.0") => {
+                let copied = self.copy_blob_runs(options, progress).await?;
+                self.refresh_legacy_flag().await?;
+                copied
+            }
+            (TableKind::Evals | TableKind::Knowledge | TableKind::Schedules | TableKind::ScheduleRuns, "3.0.0") => {
+                let table = match kind {
+                    TableKind::Evals => &t.evals,
+                    TableKind::Knowledge => &t.knowledge,
+                    TableKind::Schedules => &t.schedules,
+                    _ => &t.schedule_runs,
+                };
+                let added = self.add_column_if_missing(table, "user_id", "VARCHAR").await?;
+                let sql = format!("CREATE INDEX IF NOT EXISTS idx_{table}_user_id ON {table} (user_id)");
+                sqlx::query(AssertSqlSafe(sql.as_str()))
+                    .execute(self.pool())
+                    .await
+                    .map_err(|e| db_error("cannot index user_id", e))?;
+                added
+            }
+            (TableKind::Metrics, "3.0.0") => {
+                let added = self.add_column_if_missing(&t.metrics, "user_id", "VARCHAR NOT NULL DEFAULT ''").await?;
+                let sql = format!(
+                    "CREATE UNIQUE INDEX IF NOT EXISTS {m}_uq_metrics_user_date_period ON {m} (user_id, date, aggregation_period)",
+                    m = t.metrics
+                );
+                sqlx::query(AssertSqlSafe(sql.as_str()))
+                    .execute(self.pool())
+                    .await
+                    .map_err(|e| db_error("cannot add metrics key", e))?;
+                added
+            }
+            // Steps with no SQLite work for this table (2.5.0 primary key, 2.5.6 approvals).
+            _ => false,
+        };
+        Ok(changed)
+    }
+
+    async fn create_tables(&self) -> DbResult<()> {
+        SqliteDb::create_tables(self).await
+    }
+
+    async fn legacy_runs_pending(&self) -> DbResult<u64> {
+        self.missing_blob_runs().await
+    }
+
+    async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
+        let t = self.tables().clone();
+        if !self.column_exists(&t.sessions, "runs").await? {
+            return Ok(CleanupReport { removed: false, missing_runs: 0 });
+        }
+        let missing = self.missing_blob_runs().await?;
+        if missing > 0 && !force {
+            return Err(DbError::new(
+                DbErrorKind::Conflict,
+                format!(
+                    "{missing} legacy runs are not in {}: run `agno db migrate` first, or force the cleanup to drop them",
+                    t.runs
+                ),
+            ));
+        }
+        let sql = format!("ALTER TABLE {} DROP COLUMN runs", t.sessions);
+        sqlx::query(AssertSqlSafe(sql.as_str()))
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error("cannot drop the legacy runs column", e))?;
+        self.refresh_legacy_flag().await?;
+        Ok(CleanupReport { removed: true, missing_runs: missing })
+    }
+}

@@ -1,0 +1,111 @@
+//! `SqliteDb`: the embedded default. One file, WAL journal, tables shaped exactly as Python
+//! Agno 3.x creates them, so either can open the other's database.
+
+mod migrate;
+mod runs;
+mod schema;
+mod sessions;
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agno_core::{DbError, DbErrorKind, DbResult};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::tables::TableNames;
+
+/// A SQLite database.
+#[derive(Debug)]
+pub struct SqliteDb {
+    pool: SqlitePool,
+    tables: TableNames,
+    /// The sessions table still has the v2 `runs` column (a legacy blob to merge on read).
+    legacy_runs_column: AtomicBool,
+}
+
+pub(crate) fn db_error(what: &str, e: sqlx::Error) -> DbError {
+    let kind = match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() || d.is_foreign_key_violation() => DbErrorKind::Conflict,
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => DbErrorKind::Unavailable,
+        sqlx::Error::Database(d) if d.message().contains("no such table") || d.message().contains("no such column") => {
+            DbErrorKind::SchemaTooOld
+        }
+        _ => DbErrorKind::Other,
+    };
+    DbError::new(kind, format!("{what}: {e}")).with_source(e)
+}
+
+impl SqliteDb {
+    /// Opens (creating if missing) the database at `url` (`sqlite://path/to/file.db`, or a bare
+    /// path) with default table names. Tables are created by [`SqliteDb::create_tables`] or the
+    /// migrations.
+    ///
+    /// # Errors
+    /// [`DbErrorKind::Unavailable`] when the file cannot be opened.
+    pub async fn connect(url: &str) -> DbResult<Self> {
+        Self::connect_with(url, TableNames::default()).await
+    }
+
+    /// Opens the database with custom table names.
+    ///
+    /// # Errors
+    /// As [`SqliteDb::connect`], or [`DbErrorKind::Other`] for invalid table names.
+    pub async fn connect_with(url: &str, tables: TableNames) -> DbResult<Self> {
+        tables.validate().map_err(|e| DbError::new(DbErrorKind::Other, e))?;
+        let url = if url.starts_with("sqlite:") { url.to_owned() } else { format!("sqlite://{url}") };
+        let options = SqliteConnectOptions::from_str(&url)
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("invalid sqlite url {url:?}: {e}")).with_source(e))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(|e| db_error(&format!("cannot open sqlite database {url}"), e))?;
+        let db = Self { pool, tables, legacy_runs_column: AtomicBool::new(false) };
+        db.refresh_legacy_flag().await?;
+        Ok(db)
+    }
+
+    /// The table names in use.
+    pub fn tables(&self) -> &TableNames {
+        &self.tables
+    }
+
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    pub(crate) fn has_legacy_runs(&self) -> bool {
+        self.legacy_runs_column.load(Ordering::Relaxed)
+    }
+
+    pub(crate) async fn refresh_legacy_flag(&self) -> DbResult<()> {
+        let has = self.column_exists(&self.tables.sessions, "runs").await?;
+        self.legacy_runs_column.store(has, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub(crate) async fn table_exists(&self, table: &str) -> DbResult<bool> {
+        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+            .bind(table)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| db_error("cannot read sqlite_master", e))?;
+        Ok(found.is_some())
+    }
+
+    pub(crate) async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
+        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
+            .bind(table)
+            .bind(column)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
+        Ok(found.is_some())
+    }
+}

@@ -1,0 +1,77 @@
+//! Table names, configurable as in Agno (`session_table=...`), with Agno's defaults.
+
+/// Names of the tables (or collections, or key prefixes) an adapter uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableNames {
+    /// Sessions (`agno_sessions`).
+    pub sessions: String,
+    /// Runs (`agno_runs`; `{sessions}_runs` when only the session table is renamed).
+    pub runs: String,
+    /// User memories (`agno_memories`).
+    pub memories: String,
+    /// Daily metrics (`agno_metrics`).
+    pub metrics: String,
+    /// Eval runs (`agno_eval_runs`).
+    pub evals: String,
+    /// Knowledge contents (`agno_knowledge`).
+    pub knowledge: String,
+    /// Schedules (`agno_schedules`).
+    pub schedules: String,
+    /// Schedule runs (`agno_schedule_runs`).
+    pub schedule_runs: String,
+    /// Schema versions (`agno_schema_versions`).
+    pub versions: String,
+}
+
+impl Default for TableNames {
+    fn default() -> Self {
+        Self {
+            sessions: "agno_sessions".to_owned(),
+            runs: "agno_runs".to_owned(),
+            memories: "agno_memories".to_owned(),
+            metrics: "agno_metrics".to_owned(),
+            evals: "agno_eval_runs".to_owned(),
+            knowledge: "agno_knowledge".to_owned(),
+            schedules: "agno_schedules".to_owned(),
+            schedule_runs: "agno_schedule_runs".to_owned(),
+            versions: "agno_schema_versions".to_owned(),
+        }
+    }
+}
+
+impl TableNames {
+    /// Renames the session table; the runs table follows (`{name}_runs`), as in Agno.
+    pub fn with_session_table(mut self, name: &str) -> Self {
+        name.clone_into(&mut self.sessions);
+        self.runs = format!("{name}_runs");
+        self
+    }
+
+    /// Checks every name is a plain SQL identifier (letters, digits, `_`), since table names are
+    /// interpolated into SQL text.
+    ///
+    /// # Errors
+    /// The first invalid name.
+    pub fn validate(&self) -> Result<(), String> {
+        for name in [
+            &self.sessions,
+            &self.runs,
+            &self.memories,
+            &self.metrics,
+            &self.evals,
+            &self.knowledge,
+            &self.schedules,
+            &self.schedule_runs,
+            &self.versions,
+        ] {
+            let ok = !name.is_empty()
+                && name.len() <= 63
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit());
+            if !ok {
+                return Err(format!("invalid table name {name:?}: use letters, digits and underscores"));
+            }
+        }
+        Ok(())
+    }
+}

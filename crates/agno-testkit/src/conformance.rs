@@ -1,0 +1,371 @@
+//! The storage conformance suite: the same cases run against every adapter.
+//!
+//! Each case is an `async fn(Arc<dyn Db>)`; [`db_conformance!`](crate::db_conformance) expands
+//! into one `#[tokio::test]` per case for an adapter, so failures are named by case and adapter.
+
+// This module is a test suite: failing loudly on an unexpected error is its job.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, clippy::needless_pass_by_value)]
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use agno_core::{AgentSession, Db, DbErrorKind, RunOutput, RunQuery, RunStatus, SessionQuery, SortOrder, StateUpdate};
+use serde_json::{Map, Value, json};
+
+fn session(id: &str, user: Option<&str>) -> AgentSession {
+    let mut s = AgentSession::new(id);
+    s.agent_id = Some("agent-1".to_owned());
+    s.user_id = user.map(str::to_owned);
+    s
+}
+
+fn run(id: &str, session_id: &str, created_at: i64) -> RunOutput {
+    let mut r = RunOutput::new(id, session_id);
+    r.agent_id = Some("agent-1".to_owned());
+    r.created_at = created_at;
+    r.status = RunStatus::Completed;
+    r.content = Some(Value::String(format!("content of {id}")));
+    r
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+async fn save_session(db: &Arc<dyn Db>, s: &AgentSession) {
+    db.upsert_session(s, &StateUpdate::Replace).await.expect("upsert session");
+}
+
+/// Sessions round-trip with every field, unknown ones included; a missing session is `None`.
+pub async fn session_round_trip(db: Arc<dyn Db>) {
+    assert!(db.get_session("nope", None, None).await.expect("get").is_none());
+    let mut s = session("s1", Some("u1"));
+    s.session_data = Some(obj(json!({"session_state": {"a": 1}, "session_name": "first"})));
+    s.metadata = Some(obj(json!({"tag": "x"})));
+    s.agent_data = Some(obj(json!({"name": "A", "agent_id": "agent-1"})));
+    s.extra.insert("team_data".to_owned(), json!({"k": "v"}));
+    save_session(&db, &s).await;
+    let got = db.get_session("s1", None, None).await.expect("get").expect("present");
+    assert_eq!(got.session_data, s.session_data);
+    assert_eq!(got.metadata, s.metadata);
+    assert_eq!(got.agent_data, s.agent_data);
+    assert_eq!(got.user_id.as_deref(), Some("u1"));
+    assert_eq!(got.extra.get("team_data"), Some(&json!({"k": "v"})));
+    assert_eq!(got.runs.as_deref().map(<[RunOutput]>::len), Some(0));
+    assert_eq!(got.session_name(), Some("first"));
+}
+
+/// Saving a session never writes runs; runs come back from the runs table in order.
+pub async fn runs_are_stored_apart_and_read_in_order(db: Arc<dyn Db>) {
+    save_session(&db, &session("s1", None)).await;
+    for (i, id) in ["r-c", "r-a", "r-b"].iter().enumerate() {
+        let idx = db.upsert_run(&run(id, "s1", 100 + i as i64), "s1", None).await.expect("upsert run");
+        assert_eq!(idx, i as i64, "run_index is assigned in insertion order");
+    }
+    let mut with_runs = db.get_session("s1", None, None).await.expect("get").expect("present");
+    let ids: Vec<&str> = with_runs.runs().iter().map(RunOutput::id).collect();
+    assert_eq!(ids, ["r-c", "r-a", "r-b"]);
+    // Saving the session (even carrying runs) does not touch the runs.
+    with_runs.runs = Some(Vec::new());
+    save_session(&db, &with_runs).await;
+    assert_eq!(db.get_session("s1", None, None).await.expect("get").expect("present").runs().len(), 3);
+}
+
+/// `run_index` is kept when a run is updated; the update is visible.
+pub async fn run_update_keeps_its_index(db: Arc<dyn Db>) {
+    save_session(&db, &session("s1", None)).await;
+    let mut r0 = run("r0", "s1", 1);
+    r0.status = RunStatus::Paused;
+    assert_eq!(db.upsert_run(&r0, "s1", None).await.expect("upsert"), 0);
+    assert_eq!(db.upsert_run(&run("r1", "s1", 2), "s1", None).await.expect("upsert"), 1);
+    r0.status = RunStatus::Completed;
+    r0.content = Some(json!("updated"));
+    assert_eq!(db.upsert_run(&r0, "s1", None).await.expect("upsert"), 0);
+    let got = db.get_run("r0", None).await.expect("get").expect("present");
+    assert_eq!(got.status, RunStatus::Completed);
+    assert_eq!(got.content, Some(json!("updated")));
+    let ids: Vec<String> = db
+        .get_session("s1", None, None)
+        .await
+        .expect("get")
+        .expect("s")
+        .runs()
+        .iter()
+        .map(|r| r.id().to_owned())
+        .collect();
+    assert_eq!(ids, ["r0", "r1"]);
+}
+
+/// `runs_limit` reads only the latest N runs, oldest first.
+pub async fn runs_limit_reads_the_latest_runs(db: Arc<dyn Db>) {
+    save_session(&db, &session("s1", None)).await;
+    for i in 0..10 {
+        db.upsert_run(&run(&format!("r{i}"), "s1", i), "s1", None).await.expect("upsert");
+    }
+    let s = db.get_session("s1", None, Some(3)).await.expect("get").expect("present");
+    let ids: Vec<&str> = s.runs().iter().map(RunOutput::id).collect();
+    assert_eq!(ids, ["r7", "r8", "r9"]);
+}
+
+/// `get_runs` filters and pages by cursor without gaps or duplicates.
+pub async fn get_runs_filters_and_pages_by_cursor(db: Arc<dyn Db>) {
+    save_session(&db, &session("s1", None)).await;
+    save_session(&db, &session("s2", None)).await;
+    for i in 0..7 {
+        let mut r = run(&format!("a{i}"), "s1", 1000 + i % 3);
+        if i == 3 {
+            r.status = RunStatus::Error;
+        }
+        db.upsert_run(&r, "s1", None).await.expect("upsert");
+    }
+    db.upsert_run(&run("b0", "s2", 5), "s2", None).await.expect("upsert");
+    for sort in [SortOrder::Asc, SortOrder::Desc] {
+        let mut seen = Vec::new();
+        let mut query = RunQuery { session_id: Some("s1".into()), limit: Some(3), sort, ..RunQuery::default() };
+        loop {
+            let page = db.get_runs(&query).await.expect("page");
+            assert!(page.runs.len() <= 3);
+            seen.extend(page.runs.iter().map(|r| (r.created_at, r.id().to_owned())));
+            match page.next_cursor {
+                Some(c) => query.cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(seen.len(), 7, "{sort:?}: {seen:?}");
+        let unique: HashSet<_> = seen.iter().collect();
+        assert_eq!(unique.len(), 7);
+        let mut sorted = seen.clone();
+        sorted.sort();
+        if sort == SortOrder::Desc {
+            sorted.reverse();
+        }
+        assert_eq!(seen, sorted);
+    }
+    let errors =
+        db.get_runs(&RunQuery { status: Some(RunStatus::Error), ..RunQuery::default() }).await.expect("filter");
+    assert_eq!(errors.runs.iter().map(RunOutput::id).collect::<Vec<_>>(), ["a3"]);
+    let by_agent =
+        db.get_runs(&RunQuery { agent_id: Some("agent-1".into()), ..RunQuery::default() }).await.expect("agent");
+    assert_eq!(by_agent.runs.len(), 8);
+}
+
+/// Deleting runs and sessions; deleting a session deletes its runs.
+pub async fn deletes_cascade_from_sessions_to_runs(db: Arc<dyn Db>) {
+    save_session(&db, &session("s1", None)).await;
+    save_session(&db, &session("s2", None)).await;
+    for i in 0..3 {
+        db.upsert_run(&run(&format!("r{i}"), "s1", i), "s1", None).await.expect("upsert");
+    }
+    db.upsert_run(&run("x", "s2", 1), "s2", None).await.expect("upsert");
+    assert!(db.delete_run("r0", None).await.expect("delete"));
+    assert!(!db.delete_run("r0", None).await.expect("delete again"));
+    assert_eq!(db.delete_runs(&["r1".into(), "zz".into()], None).await.expect("delete"), 1);
+    assert!(db.delete_session("s1", None).await.expect("delete"));
+    assert!(db.get_run("r2", None).await.expect("get").is_none(), "runs go with their session");
+    assert!(db.get_session("s1", None, None).await.expect("get").is_none());
+    assert_eq!(db.delete_sessions(&["s2".into(), "s1".into()], None).await.expect("delete"), 1);
+    assert!(db.get_run("x", None).await.expect("get").is_none());
+}
+
+/// Listing sessions filters, sorts and pages, counts the total, and never carries runs.
+pub async fn session_listing_pages_without_run_bodies(db: Arc<dyn Db>) {
+    for i in 0..5 {
+        let mut s = session(&format!("s{i}"), Some(if i % 2 == 0 { "even" } else { "odd" }));
+        s.created_at = Some(1000 + i);
+        save_session(&db, &s).await;
+        db.upsert_run(&run(&format!("r{i}"), &format!("s{i}"), i), &format!("s{i}"), s.user_id.as_deref())
+            .await
+            .expect("upsert");
+    }
+    let page = db
+        .get_sessions(&SessionQuery { limit: Some(2), page: Some(1), ..SessionQuery::default() })
+        .await
+        .expect("list");
+    assert_eq!(page.total, 5);
+    assert_eq!(page.sessions.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), ["s4", "s3"]);
+    assert!(page.sessions.iter().all(|s| s.runs.is_none()), "listing never reads runs");
+    let page3 = db
+        .get_sessions(&SessionQuery { limit: Some(2), page: Some(3), ..SessionQuery::default() })
+        .await
+        .expect("list");
+    assert_eq!(page3.sessions.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), ["s0"]);
+    let even = db
+        .get_sessions(&SessionQuery {
+            user_id: Some("even".into()),
+            sort_order: SortOrder::Asc,
+            ..SessionQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(even.total, 3);
+    assert_eq!(even.sessions.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), ["s0", "s2", "s4"]);
+    let ranged = db
+        .get_sessions(&SessionQuery {
+            start_timestamp: Some(1001),
+            end_timestamp: Some(1002),
+            ..SessionQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(ranged.total, 2);
+}
+
+/// Renaming sets `session_data.session_name`.
+pub async fn rename_session_sets_the_name(db: Arc<dyn Db>) {
+    save_session(&db, &session("s1", Some("u1"))).await;
+    let renamed = db.rename_session("s1", "new name", Some("u1")).await.expect("rename").expect("present");
+    assert_eq!(renamed.session_name(), Some("new name"));
+    assert_eq!(db.get_session("s1", None, None).await.expect("get").expect("s").session_name(), Some("new name"));
+    assert!(db.rename_session("missing", "x", None).await.expect("rename").is_none());
+    let named = db
+        .get_sessions(&SessionQuery { session_name: Some("new".into()), ..SessionQuery::default() })
+        .await
+        .expect("list");
+    assert_eq!(named.total, 1);
+}
+
+/// User B can neither read, change nor delete user A's session and runs.
+pub async fn users_are_isolated(db: Arc<dyn Db>) {
+    save_session(&db, &session("sa", Some("alice"))).await;
+    db.upsert_run(&run("ra", "sa", 1), "sa", Some("alice")).await.expect("upsert");
+    let bob = Some("bob");
+    assert!(db.get_session("sa", bob, None).await.expect("get").is_none());
+    assert!(db.get_run("ra", bob).await.expect("get").is_none());
+    assert!(
+        db.get_runs(&RunQuery { user_id: Some("bob".into()), ..RunQuery::default() })
+            .await
+            .expect("runs")
+            .runs
+            .is_empty()
+    );
+    assert!(
+        db.get_runs(&RunQuery { session_id: Some("sa".into()), user_id: Some("bob".into()), ..RunQuery::default() })
+            .await
+            .expect("runs")
+            .runs
+            .is_empty()
+    );
+    assert_eq!(
+        db.get_sessions(&SessionQuery { user_id: Some("bob".into()), ..SessionQuery::default() })
+            .await
+            .expect("list")
+            .total,
+        0
+    );
+    assert!(db.rename_session("sa", "hijack", bob).await.expect("rename").is_none());
+    assert!(!db.delete_session("sa", bob).await.expect("delete"));
+    assert_eq!(db.delete_sessions(&["sa".into()], bob).await.expect("delete"), 0);
+    assert!(!db.delete_run("ra", bob).await.expect("delete"));
+    assert_eq!(db.delete_runs(&["ra".into()], bob).await.expect("delete"), 0);
+    let err = db.upsert_session(&session("sa", bob), &StateUpdate::Replace).await.expect_err("overwrite refused");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    let err = db.upsert_run(&run("ra", "sa", 1), "sa", bob).await.expect_err("overwrite refused");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    // Alice still has everything, unchanged.
+    let s = db.get_session("sa", Some("alice"), None).await.expect("get").expect("present");
+    assert_eq!(s.user_id.as_deref(), Some("alice"));
+    assert_eq!(s.session_name(), None);
+    assert_eq!(s.runs().len(), 1);
+    assert_eq!(s.runs()[0].content, Some(json!("content of ra")));
+}
+
+/// Merged state updates from two writers keep both writers' keys.
+pub async fn session_state_updates_merge(db: Arc<dyn Db>) {
+    let mut s = session("s1", None);
+    s.set_session_state(obj(json!({"a": 1, "b": 1, "gone": true})));
+    save_session(&db, &s).await;
+    let base = obj(json!({"a": 1, "b": 1, "gone": true}));
+    let mut one = s.clone();
+    one.set_session_state(obj(json!({"a": 2, "b": 1, "gone": true})));
+    db.upsert_session(&one, &StateUpdate::diff(&base, &obj(json!({"a": 2, "b": 1, "gone": true})))).await.expect("w1");
+    let mut two = s.clone();
+    two.set_session_state(obj(json!({"a": 1, "b": 3})));
+    db.upsert_session(&two, &StateUpdate::diff(&base, &obj(json!({"a": 1, "b": 3})))).await.expect("w2");
+    let got = db.get_session("s1", None, None).await.expect("get").expect("present");
+    assert_eq!(got.session_state(), Some(&obj(json!({"a": 2, "b": 3}))));
+}
+
+/// 100 concurrent run writes on one session give 100 rows with distinct indexes.
+pub async fn concurrent_run_writes_lose_nothing(db: Arc<dyn Db>) {
+    save_session(&db, &session("s1", None)).await;
+    let tasks: Vec<_> = (0..100)
+        .map(|i| {
+            let db = Arc::clone(&db);
+            tokio::spawn(async move { db.upsert_run(&run(&format!("r{i}"), "s1", 1), "s1", None).await })
+        })
+        .collect();
+    let mut indexes = HashSet::new();
+    for t in tasks {
+        indexes.insert(t.await.expect("join").expect("upsert"));
+    }
+    assert_eq!(indexes.len(), 100);
+    assert_eq!(indexes.iter().copied().max(), Some(99));
+    assert_eq!(db.get_session("s1", None, None).await.expect("get").expect("s").runs().len(), 100);
+}
+
+/// 100 concurrent session writers, each setting its own state key, lose no key.
+pub async fn concurrent_state_merges_lose_nothing(db: Arc<dyn Db>) {
+    save_session(&db, &session("s1", None)).await;
+    let tasks: Vec<_> = (0..100)
+        .map(|i| {
+            let db = Arc::clone(&db);
+            tokio::spawn(async move {
+                let mut s = session("s1", None);
+                let key = format!("k{i}");
+                s.set_session_state(obj(json!({ key.clone(): i })));
+                db.upsert_session(&s, &StateUpdate::diff(&Map::new(), &obj(json!({ key: i })))).await
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("join").expect("upsert");
+    }
+    let got = db.get_session("s1", None, None).await.expect("get").expect("s");
+    assert_eq!(got.session_state().map(Map::len), Some(100));
+}
+
+/// Schema versions are stamped and read per table.
+pub async fn schema_versions_are_tracked(db: Arc<dyn Db>) {
+    db.upsert_schema_version("agno_test_table", "2.5.0").await.expect("stamp");
+    assert_eq!(db.get_latest_schema_version("agno_test_table").await.expect("read").as_deref(), Some("2.5.0"));
+    db.upsert_schema_version("agno_test_table", "3.0.0").await.expect("stamp");
+    assert_eq!(db.get_latest_schema_version("agno_test_table").await.expect("read").as_deref(), Some("3.0.0"));
+    assert_eq!(db.get_latest_schema_version("agno_unknown").await.expect("read"), None);
+}
+
+/// Expands into one `#[tokio::test]` per conformance case for an adapter.
+///
+/// `$make` is an async expression evaluating to `Arc<dyn Db>`, fresh for each test.
+#[macro_export]
+macro_rules! db_conformance {
+    ($adapter:ident, $make:expr) => {
+        mod $adapter {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::db_conformance!(@cases $make;
+                session_round_trip,
+                runs_are_stored_apart_and_read_in_order,
+                run_update_keeps_its_index,
+                runs_limit_reads_the_latest_runs,
+                get_runs_filters_and_pages_by_cursor,
+                deletes_cascade_from_sessions_to_runs,
+                session_listing_pages_without_run_bodies,
+                rename_session_sets_the_name,
+                users_are_isolated,
+                session_state_updates_merge,
+                concurrent_run_writes_lose_nothing,
+                concurrent_state_merges_lose_nothing,
+                schema_versions_are_tracked
+            );
+        }
+    };
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let db = $make;
+                $crate::conformance::$case(db).await;
+            }
+        )*
+    };
+}
