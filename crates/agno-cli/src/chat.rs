@@ -8,12 +8,15 @@ use anyhow::Result;
 use futures::StreamExt;
 
 use crate::cli::AgentArgs;
-use crate::run::{build_agent, print_event};
+use crate::run::{build_agent, open_db, print_event};
 
 pub(crate) async fn chat(args: AgentArgs) -> Result<()> {
-    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let db: Arc<dyn Db> = match open_db(&args).await? {
+        Some(db) => db,
+        None => Arc::new(InMemoryDb::new()),
+    };
     let agent = build_agent(&args, Some(db))?;
-    let session_id = agno::core::new_id();
+    let session_id = args.session_id.clone().unwrap_or_else(agno::core::new_id);
     eprintln!("Chatting with {} on model {}. Type /exit or press Ctrl-D to leave.", args.name, args.model);
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(1);
     // Read stdin on a blocking thread so the runtime stays free while we wait for the user.

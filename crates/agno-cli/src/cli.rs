@@ -28,6 +28,47 @@ pub(crate) enum Command {
     ///
     /// Type /exit or press Ctrl-D to leave.
     Chat(AgentArgs),
+    /// Inspect and migrate a database (schema versions, v2 -> v3 migration, legacy cleanup).
+    Db(DbArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DbArgs {
+    #[command(subcommand)]
+    pub(crate) command: DbCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DbCommand {
+    /// Per-table schema version, pending migrations and legacy runs not yet copied.
+    Status {
+        /// Database URL: sqlite://FILE, memory://, ...
+        #[arg(long, env = "AGNO_DB")]
+        db: String,
+    },
+    /// Apply pending migrations (2.0.0 -> 3.0.0), with progress.
+    ///
+    /// Non-destructive: the legacy `runs` column is kept as a backup.
+    Migrate {
+        /// Database URL.
+        #[arg(long, env = "AGNO_DB")]
+        db: String,
+        /// Stop at this schema version (default: the latest, 3.0.0).
+        #[arg(long)]
+        target: Option<String>,
+        /// Show what would be done and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Drop the legacy `runs` column once every legacy run is in the runs table.
+    CleanupLegacyRuns {
+        /// Database URL.
+        #[arg(long, env = "AGNO_DB")]
+        db: String,
+        /// Drop it even if some legacy runs were not copied (they are lost).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// How the agent is built.
@@ -48,6 +89,13 @@ pub(crate) struct AgentArgs {
     /// Agent name.
     #[arg(long, default_value = "Agno")]
     pub(crate) name: String,
+    /// Store sessions and runs in this database (sqlite://agno.db, ...); history is sent with
+    /// each run. Default: kept in memory for this process only.
+    #[arg(long, env = "AGNO_DB")]
+    pub(crate) db: Option<String>,
+    /// Session to continue (default: a new one).
+    #[arg(long)]
+    pub(crate) session_id: Option<String>,
 }
 
 #[derive(Debug, Args)]

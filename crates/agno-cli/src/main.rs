@@ -2,6 +2,7 @@
 
 mod chat;
 mod cli;
+mod db;
 mod run;
 
 use clap::Parser;
@@ -26,6 +27,7 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Chat(args) => chat::chat(args).await,
+            Command::Db(args) => db::db(args).await,
         }
     });
     match result {

@@ -34,11 +34,29 @@ pub(crate) fn build_agent(args: &AgentArgs, db: Option<Arc<dyn Db>>) -> Result<A
     })
 }
 
+/// Opens the `--db` database (refusing one that needs migrating, with the command to run).
+pub(crate) async fn open_db(args: &AgentArgs) -> Result<Option<Arc<dyn Db>>> {
+    match &args.db {
+        None => Ok(None),
+        Some(url) => Ok(Some(agno::db::open_ready(url).await.with_context(|| format!("cannot use database {url}"))?)),
+    }
+}
+
+/// The request for `message` with the `--session-id`, if any.
+pub(crate) fn request(args: &AgentArgs, message: &str) -> RunRequest {
+    let request = RunRequest::new(message);
+    match &args.session_id {
+        Some(id) => request.session_id(id),
+        None => request,
+    }
+}
+
 pub(crate) async fn run(args: RunArgs) -> Result<()> {
-    let agent = build_agent(&args.agent, None)?;
-    let message = args.message.join(" ");
+    let db = open_db(&args.agent).await?;
+    let agent = build_agent(&args.agent, db)?;
+    let message = request(&args.agent, &args.message.join(" "));
     if args.stream {
-        let mut stream = agent.run_stream(message.as_str());
+        let mut stream = agent.run_stream(message);
         let mut out = std::io::stdout();
         while let Some(event) = stream.next().await {
             print_event(&mut out, &event)?;
@@ -47,7 +65,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<()> {
         let output = stream.output().await?;
         check(&output)
     } else {
-        let output = agent.arun(message.as_str()).await?;
+        let output = agent.arun(message).await?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&output)?);
         } else {

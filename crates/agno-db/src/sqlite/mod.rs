@@ -22,6 +22,8 @@ pub struct SqliteDb {
     tables: TableNames,
     /// The sessions table still has the v2 `runs` column (a legacy blob to merge on read).
     legacy_runs_column: AtomicBool,
+    /// The runs table exists (absent in an unmigrated v2 database, whose runs are in the blob).
+    runs_table: AtomicBool,
 }
 
 pub(crate) fn db_error(what: &str, e: sqlx::Error) -> DbError {
@@ -66,7 +68,7 @@ impl SqliteDb {
             .connect_with(options)
             .await
             .map_err(|e| db_error(&format!("cannot open sqlite database {url}"), e))?;
-        let db = Self { pool, tables, legacy_runs_column: AtomicBool::new(false) };
+        let db = Self { pool, tables, legacy_runs_column: AtomicBool::new(false), runs_table: AtomicBool::new(false) };
         db.refresh_legacy_flag().await?;
         Ok(db)
     }
@@ -84,9 +86,16 @@ impl SqliteDb {
         self.legacy_runs_column.load(Ordering::Relaxed)
     }
 
+    pub(crate) fn has_runs_table(&self) -> bool {
+        self.runs_table.load(Ordering::Relaxed)
+    }
+
+    /// Re-reads which optional shapes the database has (legacy column, runs table).
     pub(crate) async fn refresh_legacy_flag(&self) -> DbResult<()> {
         let has = self.column_exists(&self.tables.sessions, "runs").await?;
         self.legacy_runs_column.store(has, Ordering::Relaxed);
+        let runs = self.table_exists(&self.tables.runs).await?;
+        self.runs_table.store(runs, Ordering::Relaxed);
         Ok(())
     }
 

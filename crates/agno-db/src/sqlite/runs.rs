@@ -66,6 +66,9 @@ impl RunStore for SqliteDb {
     }
 
     async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
+        if !self.has_runs_table() {
+            return Ok(None);
+        }
         let t = &self.tables().runs;
         let sql = format!("SELECT run_data FROM {t} WHERE run_id = ? AND (? IS NULL OR user_id = ?)");
         let text: Option<String> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
@@ -79,6 +82,9 @@ impl RunStore for SqliteDb {
     }
 
     async fn get_runs(&self, query: &RunQuery) -> DbResult<RunPage> {
+        if !self.has_runs_table() {
+            return Ok(RunPage::default());
+        }
         let t = &self.tables().runs;
         let (cmp, order) = match query.sort {
             SortOrder::Asc => (">", "ASC"),
@@ -134,7 +140,7 @@ impl RunStore for SqliteDb {
     }
 
     async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        if run_ids.is_empty() {
+        if run_ids.is_empty() || !self.has_runs_table() {
             return Ok(0);
         }
         let marks = vec!["?"; run_ids.len()].join(", ");

@@ -88,6 +88,10 @@ impl SqliteDb {
                 self.upsert_schema_version(name, LATEST_VERSION).await?;
             }
         }
+        // The runs table only ever exists in its v3 shape (the 3.0.0 step may have created it).
+        if self.get_latest_schema_version(&t.runs).await?.is_none() {
+            self.upsert_schema_version(&t.runs, LATEST_VERSION).await?;
+        }
         self.refresh_legacy_flag().await
     }
 }

@@ -56,6 +56,9 @@ fn opt_json<T: serde::Serialize>(v: Option<&T>) -> DbResult<Option<String>> {
 
 impl SqliteDb {
     async fn read_runs(&self, session_id: &str, limit: Option<usize>) -> DbResult<Vec<RunOutput>> {
+        if !self.has_runs_table() {
+            return Ok(Vec::new());
+        }
         let t = &self.tables().runs;
         let sql =
             format!("SELECT run_data FROM {t} WHERE session_id = ? ORDER BY run_index DESC, created_at DESC LIMIT ?");
