@@ -17,7 +17,7 @@ pub(crate) async fn db(args: DbArgs) -> Result<()> {
 }
 
 async fn status(url: &str) -> Result<()> {
-    let db = open(url).await.with_context(|| format!("cannot open {url}"))?;
+    let db = open(url).await.with_context(|| format!("cannot open {}", agno::db::redact_url(url)))?;
     let status = MigrationManager::new(db.as_ref()).status(None).await?;
     println!("{:<28} {:<12} pending", "table", "version");
     for t in &status.tables {
@@ -34,7 +34,7 @@ async fn status(url: &str) -> Result<()> {
 }
 
 async fn migrate(url: &str, target: Option<&str>, dry_run: bool) -> Result<()> {
-    let db = open(url).await.with_context(|| format!("cannot open {url}"))?;
+    let db = open(url).await.with_context(|| format!("cannot open {}", agno::db::redact_url(url)))?;
     let manager = MigrationManager::new(db.as_ref()).with_options(MigrationOptions::default());
     let plan = manager.status(target).await?;
     if plan.is_current() {
@@ -69,10 +69,10 @@ async fn migrate(url: &str, target: Option<&str>, dry_run: bool) -> Result<()> {
         .up(target, &progress)
         .await
         .context("migration failed; nothing of the failed step was kept, rerun to resume")?;
-    if let Ok(mut slot) = bar.lock() {
-        if let Some(pb) = slot.take() {
-            pb.finish();
-        }
+    if let Ok(mut slot) = bar.lock()
+        && let Some(pb) = slot.take()
+    {
+        pb.finish();
     }
     let after = manager.status(target).await?;
     if !after.is_current() {
@@ -85,7 +85,7 @@ async fn migrate(url: &str, target: Option<&str>, dry_run: bool) -> Result<()> {
 }
 
 async fn cleanup(url: &str, force: bool) -> Result<()> {
-    let db = open(url).await.with_context(|| format!("cannot open {url}"))?;
+    let db = open(url).await.with_context(|| format!("cannot open {}", agno::db::redact_url(url)))?;
     let report = db.cleanup_legacy_runs(force).await.context("cleanup refused")?;
     if report.removed {
         println!("legacy runs column removed ({} runs were not in the runs table)", report.missing_runs);

@@ -14,17 +14,25 @@
 //! can share a database.
 
 mod codec;
+mod json;
 mod memory;
 mod migration;
+mod mysql;
 mod open;
+mod postgres;
+mod redis;
 mod sqlite;
 mod tables;
 
+pub use self::redis::RedisDb;
+pub use json::JsonDb;
 pub use memory::InMemoryDb;
 pub use migration::{
     CleanupReport, LATEST_VERSION, Migrate, MigrationManager, MigrationOptions, Progress, SchemaStatus, TableKind,
     TableStatus, UNSTAMPED_VERSION, VERSIONS,
 };
-pub use open::{open, open_ready};
+pub use mysql::MySqlDb;
+pub use open::{open, open_ready, redact_url};
+pub use postgres::PostgresDb;
 pub use sqlite::SqliteDb;
 pub use tables::TableNames;

@@ -1,4 +1,5 @@
-//! Opening a database by URL: `memory://`, `sqlite://PATH` (or a bare `*.db` path).
+//! Opening a database by URL: `memory://`, `sqlite://PATH` (or a bare `*.db` path), `postgresql://`,
+//! `mysql://`, `redis://`, `json://DIR`.
 
 use std::sync::Arc;
 
@@ -15,20 +16,32 @@ use crate::sqlite::SqliteDb;
 /// [`DbErrorKind::Unavailable`] when the database cannot be reached.
 pub async fn open(url: &str) -> DbResult<Arc<dyn Migrate>> {
     let url = url.trim();
+    let shown = redact_url(url);
     let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     match scheme.as_deref() {
         Some("memory") => Ok(Arc::new(InMemoryDb::new())),
         Some("sqlite") => Ok(Arc::new(SqliteDb::connect(url).await?)),
+        Some("redis") => Ok(Arc::new(crate::redis::RedisDb::connect(url).await?)),
+        Some("json") => Ok(Arc::new(crate::json::JsonDb::connect(url).await?)),
+        Some(s) if s == "mysql" || s == "mariadb" || s.starts_with("mysql+") => {
+            Ok(Arc::new(crate::mysql::MySqlDb::connect(url).await?))
+        }
+        Some(s) if s.split('+').next().is_some_and(|base| base == "postgres" || base == "postgresql") => {
+            Ok(Arc::new(crate::postgres::PostgresDb::connect(url).await?))
+        }
         None if url.ends_with(".db") || url.ends_with(".sqlite") || url.ends_with(".sqlite3") => {
             Ok(Arc::new(SqliteDb::connect(url).await?))
         }
         Some(other) => Err(DbError::new(
             DbErrorKind::Other,
-            format!("unsupported database url scheme {other:?} in {url:?}; supported: memory://, sqlite://"),
+            format!(
+                "unsupported database url scheme {other:?} in {shown:?}; supported: memory://, sqlite://, \
+                 postgresql://, mysql://, redis://, json://"
+            ),
         )),
         None => Err(DbError::new(
             DbErrorKind::Other,
-            format!("cannot parse database url {url:?}; expected e.g. sqlite://agno.db or memory://"),
+            format!("cannot parse database url {shown:?}; expected e.g. sqlite://agno.db or memory://"),
         )),
     }
 }
@@ -42,9 +55,38 @@ pub async fn open_ready(url: &str) -> DbResult<Arc<dyn Db>> {
     let db = open(url).await?;
     let status = MigrationManager::new(db.as_ref()).status(None).await?;
     if !status.is_current() {
-        return Err(DbError::new(DbErrorKind::SchemaTooOld, status.pending_description(url)));
+        return Err(DbError::new(DbErrorKind::SchemaTooOld, status.pending_description(&redact_url(url))));
     }
     db.create_tables().await?;
     let db: Arc<dyn Db> = db;
     Ok(db)
+}
+
+/// The URL with any password replaced by `***`, for messages.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(redact_url("postgresql://app:s3cret@db:5432/agno"), "postgresql://app:***@db:5432/agno");
+        assert_eq!(redact_url("redis://:pw@127.0.0.1:6379/0"), "redis://:***@127.0.0.1:6379/0");
+        assert_eq!(redact_url("sqlite://agno.db"), "sqlite://agno.db");
+        assert_eq!(redact_url("mysql://root@127.0.0.1/test"), "mysql://root@127.0.0.1/test");
+    }
 }

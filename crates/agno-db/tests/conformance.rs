@@ -21,5 +21,131 @@ async fn sqlite_db() -> Arc<dyn Db> {
     Arc::new(db)
 }
 
+/// A fresh, uniquely named Postgres schema per test (`AGNO_TEST_POSTGRES_URL`, default the local
+/// `test` database). Schemas left by earlier test processes that have exited are dropped first.
+async fn postgres_db() -> Arc<dyn Db> {
+    static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    let url = std::env::var("AGNO_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+    let prefix = "agno_conf_";
+    SWEPT
+        .get_or_init(|| async {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+            let names: Vec<String> =
+                sqlx::query_scalar("SELECT nspname::text FROM pg_namespace WHERE starts_with(nspname, $1)")
+                    .bind(prefix)
+                    .fetch_all(&mut conn)
+                    .await
+                    .unwrap();
+            for name in names {
+                let pid = name[prefix.len()..].split('_').next().unwrap_or_default();
+                if !std::path::Path::new("/proc").join(pid).exists() {
+                    let sql = format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE");
+                    sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.unwrap();
+                }
+            }
+        })
+        .await;
+    let schema = format!("{prefix}{}_{}", std::process::id(), agno_core::new_id().replace('-', ""));
+    let db = agno_db::PostgresDb::connect_with(&url, agno_db::TableNames::default(), &schema[..schema.len().min(63)])
+        .await
+        .unwrap();
+    db.create_tables().await.unwrap();
+    Arc::new(db)
+}
+
+/// A fresh, uniquely named MariaDB/MySQL database per test (`AGNO_TEST_MYSQL_URL`, default root on
+/// the local server). Databases left by earlier test processes that have exited are dropped first.
+async fn mysql_db() -> Arc<dyn Db> {
+    use sqlx::Connection;
+    static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    let url = std::env::var("AGNO_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+    let prefix = "agno_t_conf_";
+    let mut admin = sqlx::MySqlConnection::connect(&url).await.unwrap();
+    SWEPT
+        .get_or_init(|| async {
+            let mut conn = sqlx::MySqlConnection::connect(&url).await.unwrap();
+            let names: Vec<String> = sqlx::query_scalar(
+                "SELECT CAST(SCHEMA_NAME AS CHAR) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'agno\\_t\\_conf\\_%'",
+            )
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+            for name in names {
+                let pid = name[prefix.len()..].split('_').next().unwrap_or_default();
+                if !std::path::Path::new("/proc").join(pid).exists() {
+                    let sql = format!("DROP DATABASE IF EXISTS `{name}`");
+                    sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.unwrap();
+                }
+            }
+        })
+        .await;
+    let name = format!("{prefix}{}_{}", std::process::id(), agno_core::new_id().replace('-', ""));
+    let name = &name[..name.len().min(64)];
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE `{name}`"))).execute(&mut admin).await.unwrap();
+    let base = url.rsplit_once('/').map_or(url.as_str(), |(base, _)| base);
+    let db = agno_db::MySqlDb::connect(&format!("{base}/{name}")).await.unwrap();
+    db.create_tables().await.unwrap();
+    Arc::new(db)
+}
+
+/// A unique key prefix per test in the local Redis (`AGNO_TEST_REDIS_URL`, default
+/// `redis://127.0.0.1:6379/0`). Prefixes left by earlier test processes that have exited are
+/// deleted first.
+async fn redis_db() -> Arc<dyn Db> {
+    static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    let url = std::env::var("AGNO_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned());
+    let family = "agno-rs-conf";
+    SWEPT
+        .get_or_init(|| async {
+            let client = ::redis::Client::open(url.as_str()).unwrap();
+            let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+            let mut cursor: u64 = 0;
+            let mut dead = Vec::new();
+            loop {
+                let (next, keys): (u64, Vec<String>) = ::redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(format!("{family}:*"))
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                for key in keys {
+                    let pid = key.split(':').nth(1).unwrap_or_default();
+                    if !std::path::Path::new("/proc").join(pid).exists() {
+                        dead.push(key);
+                    }
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+            for chunk in dead.chunks(500) {
+                ::redis::cmd("DEL").arg(chunk).query_async::<()>(&mut conn).await.unwrap();
+            }
+        })
+        .await;
+    let prefix = format!("{family}:{}:{}", std::process::id(), agno_core::new_id());
+    let db = agno_db::RedisDb::connect_with(&url, &prefix).await.unwrap();
+    db.create_tables().await.unwrap();
+    Arc::new(db)
+}
+
+/// A fresh directory per test under the temp dir.
+async fn json_db() -> Arc<dyn Db> {
+    let dir = std::env::temp_dir().join("agno-rs-tests").join(format!("json-{}", agno_core::new_id()));
+    let db = agno_db::JsonDb::connect(&format!("json://{}", dir.display())).await.unwrap();
+    db.create_tables().await.unwrap();
+    Arc::new(db)
+}
+
 db_conformance!(memory, memory_db().await);
 db_conformance!(sqlite, sqlite_db().await);
+db_conformance!(mysql, mysql_db().await);
+db_conformance!(postgres, postgres_db().await);
+db_conformance!(redis, redis_db().await);
+db_conformance!(json, json_db().await);

@@ -2,7 +2,7 @@
 //! make_fixtures.py) migrates to v3 on SQLite: every session and run reads back as Agno 2.x read
 //! it, the legacy column survives until cleanup, the version table says 3.0.0, a second
 //! migration does nothing, and a migration failing halfway loses nothing and can be rerun.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::path::PathBuf;
 

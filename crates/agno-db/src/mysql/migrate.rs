@@ -1,0 +1,470 @@
+//! Schema migrations of a MySQL database, as Python Agno's MySQL migrations do them: memories
+//! columns (2.3.0), the sessions primary key (2.5.0), the v2 -> v3 copy of blob runs into the runs
+//! table (3.0.0), the `user_id` columns, the metrics key swap, and the cleanup of the legacy
+//! `runs` column.
+//!
+//! MySQL commits every DDL statement on its own, so each schema change checks first and is
+//! safe to repeat; the runs copy is one transaction of plain inserts.
+
+use std::collections::HashSet;
+
+use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::{AssertSqlSafe, Connection, Row};
+
+use super::sessions::text_column;
+use super::{Arg, MySqlDb, bind_args, db_error, marks};
+use crate::codec::{json_column, run_type, to_json_text};
+use crate::migration::{CleanupReport, Migrate, MigrationOptions, Progress, TableKind};
+
+/// MySQL refuses longer identifiers (error 1059).
+const MAX_IDENTIFIER_LENGTH: usize = 64;
+
+/// Rows per multi-row insert of copied runs (13 parameters each, far below the 65 535 limit).
+const INSERT_CHUNK: usize = 500;
+
+/// Sessions read per round trip when counting legacy runs.
+const SCAN_BATCH: i64 = 200;
+
+/// One legacy blob run, ready for the runs table.
+struct BlobRun {
+    run_id: String,
+    run_index: i64,
+    run: Value,
+}
+
+fn blob_runs(blob: Option<Value>) -> Vec<BlobRun> {
+    let list = match blob {
+        Some(Value::Array(list)) => list,
+        Some(Value::String(text)) => match serde_json::from_str(&text) {
+            Ok(Value::Array(list)) => list,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    // The index counts every entry, as Agno's `enumerate`, even the ones skipped for lacking an id.
+    list.into_iter()
+        .enumerate()
+        .filter_map(|(i, run)| {
+            let run_id = run.get("run_id")?.as_str()?.to_owned();
+            Some(BlobRun { run_id, run_index: i64::try_from(i).unwrap_or(i64::MAX), run })
+        })
+        .collect()
+}
+
+/// One row of the runs table built from a blob run.
+fn run_row_args(session_id: &str, user_id: Option<&str>, blob: &BlobRun, now: i64) -> DbResult<Vec<Option<Arg>>> {
+    let run = &blob.run;
+    let field = |k: &str| run.get(k).and_then(Value::as_str).map(|s| Arg::Str(s.to_owned()));
+    Ok(vec![
+        Some(Arg::Str(blob.run_id.clone())),
+        Some(Arg::Str(session_id.to_owned())),
+        Some(Arg::Str(run_type(run).to_owned())),
+        field("agent_id"),
+        field("team_id"),
+        field("workflow_id"),
+        user_id.map(|u| Arg::Str(u.to_owned())),
+        field("parent_run_id"),
+        field("status"),
+        Some(Arg::Int(blob.run_index)),
+        Some(Arg::Str(to_json_text(run)?)),
+        Some(Arg::Int(run.get("created_at").and_then(Value::as_i64).unwrap_or(now))),
+        Some(Arg::Int(now)),
+    ])
+}
+
+impl MySqlDb {
+    async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
+        if self.column_exists(table, column).await? {
+            return Ok(false);
+        }
+        let sql = format!("ALTER TABLE `{table}` ADD COLUMN `{column}` {decl}");
+        match sqlx::raw_sql(AssertSqlSafe(sql.as_str())).execute(self.pool()).await {
+            Ok(_) => Ok(true),
+            // Another process may have added it first: it is there either way.
+            Err(_) if self.column_exists(table, column).await? => Ok(false),
+            Err(e) => Err(db_error(&format!("cannot add {table}.{column}"), e)),
+        }
+    }
+
+    /// Creates index `name` on `columns` unless an index of that name already covers them.
+    async fn add_index_if_missing(&self, table: &str, name: &str, columns: &[&str], unique: bool) -> DbResult<bool> {
+        let covers = |found: &[String]| {
+            let mut found: Vec<&str> = found.iter().map(String::as_str).collect();
+            let mut want = columns.to_vec();
+            found.sort_unstable();
+            want.sort_unstable();
+            found == want
+        };
+        if covers(&self.index_columns(table, name).await?) {
+            return Ok(false);
+        }
+        let cols = columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ");
+        let sql = if unique {
+            format!("ALTER TABLE `{table}` ADD CONSTRAINT `{name}` UNIQUE ({cols})")
+        } else {
+            format!("CREATE INDEX `{name}` ON `{table}` ({cols})")
+        };
+        match sqlx::raw_sql(AssertSqlSafe(sql.as_str())).execute(self.pool()).await {
+            Ok(_) => Ok(true),
+            Err(_) if covers(&self.index_columns(table, name).await?) => Ok(false),
+            Err(e) => Err(db_error(&format!("cannot create index {name} on {table}"), e)),
+        }
+    }
+
+    /// 2.3.0: memories get `created_at` (filled from `updated_at`) and `feedback`.
+    async fn migrate_memories_2_3_0(&self, table: &str) -> DbResult<bool> {
+        let mut changed = false;
+        if !self.column_exists(table, "created_at").await? {
+            self.exec(
+                &format!("ALTER TABLE `{table}` ADD COLUMN `created_at` BIGINT, ADD INDEX `idx_{table}_created_at` (`created_at`)"),
+                &format!("cannot add {table}.created_at"),
+            )
+            .await?;
+            sqlx::query(AssertSqlSafe(format!("UPDATE `{table}` SET `created_at` = COALESCE(`updated_at`, ?)")))
+                .bind(now_epoch_secs())
+                .execute(self.pool())
+                .await
+                .map_err(|e| db_error(&format!("cannot fill {table}.created_at"), e))?;
+            self.exec(
+                &format!("ALTER TABLE `{table}` MODIFY COLUMN `created_at` BIGINT NOT NULL"),
+                &format!("cannot make {table}.created_at required"),
+            )
+            .await?;
+            changed = true;
+        }
+        changed |= self.add_column_if_missing(table, "feedback", "TEXT").await?;
+        Ok(changed)
+    }
+
+    /// 2.5.0: `session_id` becomes the primary key; the old `{table}_uq_session_id` key goes.
+    async fn migrate_sessions_2_5_0(&self, table: &str) -> DbResult<bool> {
+        let mut changed = false;
+        let has_pk: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() \
+             AND TABLE_NAME = ? AND CONSTRAINT_TYPE = 'PRIMARY KEY'",
+        )
+        .bind(table)
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| db_error(&format!("cannot read the keys of {table}"), e))?;
+        if has_pk == 0 {
+            let bad: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT (SELECT COUNT(*) FROM `{table}` WHERE session_id IS NULL) + \
+                 (SELECT COUNT(*) FROM (SELECT session_id FROM `{table}` GROUP BY session_id HAVING COUNT(*) > 1) d)"
+            )))
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot check the session ids of {table}"), e))?;
+            if bad > 0 {
+                return Err(DbError::new(
+                    DbErrorKind::Conflict,
+                    format!(
+                        "cannot add a primary key to {table}: {bad} session ids are NULL or duplicated; fix them first"
+                    ),
+                ));
+            }
+            self.exec(
+                &format!("ALTER TABLE `{table}` ADD PRIMARY KEY (`session_id`)"),
+                &format!("cannot add the primary key of {table}"),
+            )
+            .await?;
+            changed = true;
+        }
+        let uq = format!("{table}_uq_session_id");
+        if !self.index_columns(table, &uq).await?.is_empty() {
+            self.exec(&format!("ALTER TABLE `{table}` DROP INDEX `{uq}`"), &format!("cannot drop {uq}")).await?;
+            changed = true;
+        }
+        Ok(changed)
+    }
+
+    /// 3.0.0 on evals, knowledge, schedules and schedule runs: a nullable `user_id` and its index.
+    async fn add_user_id(&self, table: &str) -> DbResult<bool> {
+        let added = self.add_column_if_missing(table, "user_id", "VARCHAR(128)").await?;
+        let indexed = self.add_index_if_missing(table, &format!("idx_{table}_user_id"), &["user_id"], false).await?;
+        Ok(added || indexed)
+    }
+
+    /// 3.0.0 on metrics: `user_id` (`''` = no owner) and the unique key
+    /// `(user_id, date, aggregation_period)` in place of `(date, aggregation_period)`.
+    async fn migrate_metrics_3_0_0(&self, table: &str) -> DbResult<bool> {
+        let key = format!("{table}_uq_metrics_user_date_period");
+        if key.len() > MAX_IDENTIFIER_LENGTH {
+            tracing::warn!(
+                table,
+                "skipping the metrics migration: its unique key {key} would exceed mysql's 64 character limit; \
+                 rename the table and migrate again"
+            );
+            return Ok(false);
+        }
+        let added = self.add_column_if_missing(table, "user_id", "VARCHAR(128) NOT NULL DEFAULT ''").await?;
+        let mut changed = added;
+        changed |= self.add_index_if_missing(table, &format!("idx_{table}_user_id"), &["user_id"], false).await?;
+        // The new key goes on before the old one comes off: every ALTER commits on its own.
+        let mut swapped =
+            self.add_index_if_missing(table, &key, &["user_id", "date", "aggregation_period"], true).await?;
+        let rows = sqlx::query(
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() \
+             AND TABLE_NAME = ? AND NON_UNIQUE = 0",
+        )
+        .bind(table)
+        .fetch_all(self.pool())
+        .await
+        .map_err(|e| db_error(&format!("cannot read the keys of {table}"), e))?;
+        let mut keys: Vec<(String, Vec<String>)> = Vec::new();
+        for row in &rows {
+            let name: String = row.try_get(0).map_err(|e| db_error("cannot read an index name", e))?;
+            let col: String = row.try_get(1).map_err(|e| db_error("cannot read an index column", e))?;
+            match keys.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, cols)) => cols.push(col),
+                None => keys.push((name, vec![col])),
+            }
+        }
+        for (name, mut cols) in keys {
+            cols.sort();
+            // Found by columns, not name: a renamed table keeps its old key name.
+            if cols == ["aggregation_period", "date"] {
+                self.exec(&format!("DROP INDEX `{name}` ON `{table}`"), &format!("cannot drop {name}")).await?;
+                swapped = true;
+            }
+        }
+        if added || swapped {
+            // The newest unfinished day, if past every completed one, is recalculated per user.
+            let row = sqlx::query(AssertSqlSafe(format!(
+                "SELECT CAST(MAX(CASE WHEN completed THEN date END) AS CHAR) AS done, CAST(MAX(date) AS CHAR) AS newest FROM `{table}`"
+            )))
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read the days of {table}"), e))?;
+            let done: Option<String> = row.try_get("done").map_err(|e| db_error("cannot read a metrics day", e))?;
+            let newest: Option<String> = row.try_get("newest").map_err(|e| db_error("cannot read a metrics day", e))?;
+            if let Some(newest) = newest
+                && done.as_ref().is_none_or(|d| *d < newest)
+            {
+                sqlx::query(AssertSqlSafe(format!(
+                    "DELETE FROM `{table}` WHERE completed = false AND (user_id = '' OR user_id IS NULL) AND date = ?"
+                )))
+                .bind(newest)
+                .execute(self.pool())
+                .await
+                .map_err(|e| db_error(&format!("cannot clear the unfinished day of {table}"), e))?;
+            }
+        }
+        changed |= swapped;
+        // Without a default, an old writer's insert fails instead of filing under "no owner".
+        let default: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() \
+             AND TABLE_NAME = ? AND COLUMN_NAME = 'user_id'",
+        )
+        .bind(table)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
+        if default.flatten().is_some() {
+            self.exec(
+                &format!("ALTER TABLE `{table}` MODIFY COLUMN `user_id` VARCHAR(128) NOT NULL"),
+                &format!("cannot drop the default of {table}.user_id"),
+            )
+            .await?;
+            changed = true;
+        }
+        Ok(changed)
+    }
+
+    /// Copies every legacy blob run into the runs table, in batches of sessions, in one
+    /// transaction; runs already in the table are left as they are.
+    async fn copy_blob_runs(&self, options: &MigrationOptions, progress: Progress<'_>) -> DbResult<bool> {
+        let t = self.tables().clone();
+        // DDL commits on its own in MySQL: the table exists before the copy transaction starts.
+        self.ensure_runs_table().await?;
+        if !self.column_exists(&t.sessions, "runs").await? {
+            return Ok(false);
+        }
+        let total: i64 =
+            sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM `{}` WHERE runs IS NOT NULL", t.sessions)))
+                .fetch_one(self.pool())
+                .await
+                .map_err(|e| db_error("cannot count legacy sessions", e))?;
+        let total = u64::try_from(total).unwrap_or(0);
+        let mut conn = self.read_committed_conn().await?;
+        let mut tx = conn.begin().await.map_err(|e| db_error("cannot start the runs copy", e))?;
+        let now = now_epoch_secs();
+        let batch = i64::try_from(options.batch_size.max(1)).unwrap_or(50);
+        let select = format!(
+            "SELECT session_id, user_id, runs FROM `{}` WHERE runs IS NOT NULL AND session_id > ? \
+             ORDER BY session_id LIMIT ?",
+            t.sessions
+        );
+        let mut done = 0u64;
+        let mut batches = 0usize;
+        let mut last_id = String::new();
+        loop {
+            let rows = sqlx::query(AssertSqlSafe(select.as_str()))
+                .bind(&last_id)
+                .bind(batch)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| db_error("cannot read legacy sessions", e))?;
+            if rows.is_empty() {
+                break;
+            }
+            if options.fail_after_batches.is_some_and(|n| batches >= n) {
+                return Err(DbError::new(DbErrorKind::Other, "injected failure after copying some batches"));
+            }
+            let mut values: Vec<Vec<Option<Arg>>> = Vec::new();
+            for row in &rows {
+                let session_id: String = row.try_get("session_id").map_err(|e| db_error("session_id", e))?;
+                let user_id = text_column(row, "user_id")?;
+                for blob in blob_runs(json_column(text_column(row, "runs")?)?) {
+                    values.push(run_row_args(&session_id, user_id.as_deref(), &blob, now)?);
+                }
+                last_id = session_id;
+            }
+            for chunk in values.chunks(INSERT_CHUNK) {
+                let tuple = format!("({})", marks(13));
+                // Only a duplicate run id is skipped (unlike INSERT IGNORE, which would also
+                // swallow truncation and other errors).
+                let sql = format!(
+                    "INSERT INTO `{}` (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, \
+                     parent_run_id, status, run_index, run_data, created_at, updated_at) VALUES {} \
+                     ON DUPLICATE KEY UPDATE run_id = run_id",
+                    t.runs,
+                    vec![tuple; chunk.len()].join(", ")
+                );
+                let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
+                for arg in chunk.iter().flatten() {
+                    q = match arg {
+                        Some(Arg::Str(s)) => q.bind(s.clone()),
+                        Some(Arg::Int(i)) => q.bind(*i),
+                        None => q.bind(None::<String>),
+                    };
+                }
+                q.execute(&mut *tx).await.map_err(|e| db_error("cannot copy legacy runs", e))?;
+            }
+            done += rows.len() as u64;
+            batches += 1;
+            progress(done, total);
+        }
+        tx.commit().await.map_err(|e| db_error("cannot commit the runs copy", e))?;
+        Ok(done > 0)
+    }
+
+    /// Legacy blob runs that are not in the runs table.
+    async fn missing_blob_runs(&self) -> DbResult<u64> {
+        let t = self.tables().clone();
+        if !self.column_exists(&t.sessions, "runs").await? {
+            return Ok(0);
+        }
+        let runs_table = self.table_exists(&t.runs).await?;
+        let select = format!(
+            "SELECT session_id, runs FROM `{}` WHERE runs IS NOT NULL AND session_id > ? ORDER BY session_id LIMIT ?",
+            t.sessions
+        );
+        let mut missing = 0u64;
+        let mut last_id = String::new();
+        loop {
+            let rows = sqlx::query(AssertSqlSafe(select.as_str()))
+                .bind(&last_id)
+                .bind(SCAN_BATCH)
+                .fetch_all(self.pool())
+                .await
+                .map_err(|e| db_error("cannot read legacy runs", e))?;
+            let Some(last) = rows.last() else { break };
+            last_id = last.try_get("session_id").map_err(|e| db_error("session_id", e))?;
+            let mut ids = Vec::new();
+            for row in &rows {
+                ids.extend(blob_runs(json_column(text_column(row, "runs")?)?).into_iter().map(|r| r.run_id));
+            }
+            let mut have = HashSet::new();
+            if runs_table {
+                for chunk in ids.chunks(INSERT_CHUNK) {
+                    let sql = format!("SELECT run_id FROM `{}` WHERE run_id IN ({})", t.runs, marks(chunk.len()));
+                    let args: Vec<Arg> = chunk.iter().map(|id| Arg::Str(id.clone())).collect();
+                    let found = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
+                        .fetch_all(self.pool())
+                        .await
+                        .map_err(|e| db_error("cannot list runs", e))?;
+                    for row in found {
+                        have.insert(row.try_get::<String, _>(0).map_err(|e| db_error("run_id", e))?);
+                    }
+                }
+            }
+            missing += ids.iter().filter(|id| !have.contains(*id)).count() as u64;
+        }
+        Ok(missing)
+    }
+}
+
+#[async_trait]
+impl Migrate for MySqlDb {
+    async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
+        let t = self.tables().clone();
+        let mut out = Vec::new();
+        for (kind, name) in [
+            (TableKind::Sessions, t.sessions),
+            (TableKind::Memories, t.memories),
+            (TableKind::Metrics, t.metrics),
+            (TableKind::Evals, t.evals),
+            (TableKind::Knowledge, t.knowledge),
+            (TableKind::Schedules, t.schedules),
+            (TableKind::ScheduleRuns, t.schedule_runs),
+        ] {
+            if self.table_exists(&name).await? {
+                out.push((kind, name));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn migrate_table(
+        &self,
+        kind: TableKind,
+        version: &str,
+        options: &MigrationOptions,
+        progress: Progress<'_>,
+    ) -> DbResult<bool> {
+        let t = self.tables().clone();
+        match (kind, version) {
+            (TableKind::Memories, "2.3.0") => self.migrate_memories_2_3_0(&t.memories).await,
+            (TableKind::Sessions, "2.5.0") => self.migrate_sessions_2_5_0(&t.sessions).await,
+            (TableKind::Sessions, "3.0.0") => self.copy_blob_runs(options, progress).await,
+            (TableKind::Evals, "3.0.0") => self.add_user_id(&t.evals).await,
+            (TableKind::Knowledge, "3.0.0") => self.add_user_id(&t.knowledge).await,
+            (TableKind::Schedules, "3.0.0") => self.add_user_id(&t.schedules).await,
+            (TableKind::ScheduleRuns, "3.0.0") => self.add_user_id(&t.schedule_runs).await,
+            (TableKind::Metrics, "3.0.0") => self.migrate_metrics_3_0_0(&t.metrics).await,
+            // Steps with no MySQL work for this table (2.5.6 touches approvals only).
+            _ => Ok(false),
+        }
+    }
+
+    async fn create_tables(&self) -> DbResult<()> {
+        MySqlDb::create_tables(self).await
+    }
+
+    async fn legacy_runs_pending(&self) -> DbResult<u64> {
+        self.missing_blob_runs().await
+    }
+
+    async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
+        let t = self.tables().clone();
+        if !self.column_exists(&t.sessions, "runs").await? {
+            return Ok(CleanupReport { removed: false, missing_runs: 0 });
+        }
+        let missing = self.missing_blob_runs().await?;
+        if missing > 0 && !force {
+            return Err(DbError::new(
+                DbErrorKind::Conflict,
+                format!(
+                    "{missing} legacy runs are not in {}: run `agno db migrate` first, or force the cleanup to drop them",
+                    t.runs
+                ),
+            ));
+        }
+        self.exec(&format!("ALTER TABLE `{}` DROP COLUMN `runs`", t.sessions), "cannot drop the legacy runs column")
+            .await?;
+        Ok(CleanupReport { removed: true, missing_runs: missing })
+    }
+}

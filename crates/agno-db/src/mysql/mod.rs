@@ -1,0 +1,295 @@
+//! `MySqlDb`: MySQL and MariaDB storage over a sqlx pool, with tables shaped exactly as Python
+//! Agno 3.x's `MySQLDb` creates them, so either can open the other's database.
+//!
+//! Writes that must be atomic (run index assignment, state merges) run in a `READ COMMITTED`
+//! transaction holding a row lock (`SELECT ... FOR UPDATE`), and are retried on a deadlock or a
+//! lost insert race. A given `user_id` is matched byte for byte, whatever the column collation.
+
+mod migrate;
+mod runs;
+mod schema;
+mod sessions;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use agno_core::{DbError, DbErrorKind, DbResult};
+use sqlx::mysql::{MySql, MySqlArguments, MySqlConnectOptions, MySqlDatabaseError, MySqlPool, MySqlPoolOptions};
+use sqlx::pool::PoolConnection;
+use sqlx::query::Query;
+use sqlx::{AssertSqlSafe, Row};
+
+use crate::tables::TableNames;
+
+/// The database Python Agno's `MySQLDb` uses when none is given (its `db_schema` default).
+const DEFAULT_DATABASE: &str = "ai";
+
+/// How often a transaction that lost a deadlock or an insert race is retried.
+const MAX_ATTEMPTS: usize = 8;
+
+/// A MySQL or MariaDB database.
+#[derive(Debug)]
+pub struct MySqlDb {
+    pool: MySqlPool,
+    tables: TableNames,
+}
+
+/// MySQL error numbers the adapter reacts to.
+mod code {
+    pub(crate) const DUPLICATE_KEY: u16 = 1062;
+    pub(crate) const DEADLOCK: u16 = 1213;
+    pub(crate) const NO_SUCH_TABLE: u16 = 1146;
+    pub(crate) const UNKNOWN_COLUMN: u16 = 1054;
+    pub(crate) const FK_PARENT_MISSING: u16 = 1452;
+    pub(crate) const FK_CHILD_EXISTS: u16 = 1451;
+    pub(crate) const ACCESS_DENIED: u16 = 1045;
+    pub(crate) const UNKNOWN_DATABASE: u16 = 1049;
+}
+
+/// The MySQL error number of a driver error, if it came from the server.
+pub(crate) fn error_number(e: &sqlx::Error) -> Option<u16> {
+    match e {
+        sqlx::Error::Database(d) => d.try_downcast_ref::<MySqlDatabaseError>().map(MySqlDatabaseError::number),
+        _ => None,
+    }
+}
+
+pub(crate) fn db_error(what: &str, e: sqlx::Error) -> DbError {
+    let kind = match (&e, error_number(&e)) {
+        (_, Some(code::DUPLICATE_KEY | code::FK_PARENT_MISSING | code::FK_CHILD_EXISTS)) => DbErrorKind::Conflict,
+        (_, Some(code::NO_SUCH_TABLE | code::UNKNOWN_COLUMN)) => DbErrorKind::SchemaTooOld,
+        (_, Some(code::ACCESS_DENIED | code::UNKNOWN_DATABASE)) => DbErrorKind::Unavailable,
+        (sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed, _) => {
+            DbErrorKind::Unavailable
+        }
+        _ => DbErrorKind::Other,
+    };
+    DbError::new(kind, format!("{what}: {e}")).with_source(e)
+}
+
+/// True when a failed transaction may succeed if run again: it lost a deadlock, or a concurrent
+/// writer inserted the row it was about to insert.
+pub(crate) fn is_transient(e: &DbError) -> bool {
+    let Some(source) = std::error::Error::source(e) else { return false };
+    source
+        .downcast_ref::<sqlx::Error>()
+        .and_then(error_number)
+        .is_some_and(|n| matches!(n, code::DEADLOCK | code::DUPLICATE_KEY))
+}
+
+/// A bind value for SQL assembled at run time.
+#[derive(Debug, Clone)]
+pub(crate) enum Arg {
+    /// A string.
+    Str(String),
+    /// An integer.
+    Int(i64),
+}
+
+pub(crate) fn bind_args<'q>(
+    mut query: Query<'q, MySql, MySqlArguments>,
+    args: &[Arg],
+) -> Query<'q, MySql, MySqlArguments> {
+    for arg in args {
+        query = match arg {
+            Arg::Str(s) => query.bind(s.clone()),
+            Arg::Int(i) => query.bind(*i),
+        };
+    }
+    query
+}
+
+/// `user_id` equal to a bound value, byte for byte (the column collation is case-insensitive);
+/// the first comparison keeps the index usable. Binds the user id twice.
+pub(crate) const USER_MATCH: &str = "(user_id = ? AND CAST(user_id AS BINARY) = CAST(? AS BINARY))";
+
+/// Appends the exact `user_id` predicate for `user_id` to `conditions`, when given.
+pub(crate) fn push_user(conditions: &mut Vec<String>, args: &mut Vec<Arg>, user_id: Option<&str>) {
+    if let Some(u) = user_id {
+        conditions.push(USER_MATCH.to_owned());
+        args.push(Arg::Str(u.to_owned()));
+        args.push(Arg::Str(u.to_owned()));
+    }
+}
+
+/// `WHERE a AND b ...`, or nothing.
+pub(crate) fn where_clause(conditions: &[String]) -> String {
+    if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) }
+}
+
+/// `?, ?, ?` for `n` values.
+pub(crate) fn marks(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// Rewrites Agno's SQLAlchemy-style URL (`mysql+pymysql://`, `mysql+asyncmy://`, ...) to the
+/// `mysql://` form sqlx reads.
+fn normalize_url(url: &str) -> String {
+    let url = url.trim();
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let scheme = scheme.to_ascii_lowercase();
+            let base = scheme.split_once('+').map_or(scheme.as_str(), |(base, _)| base);
+            let base = if base == "mariadb" { "mysql" } else { base };
+            format!("{base}://{rest}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// The URL with any password replaced, for error messages.
+fn redacted(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            if parsed.password().is_some() {
+                let _ = parsed.set_password(Some("***"));
+            }
+            parsed.to_string()
+        }
+        Err(_) => "<unparseable url>".to_owned(),
+    }
+}
+
+impl MySqlDb {
+    /// Connects to the database at `url` with default table names. Accepts `mysql://`,
+    /// `mariadb://` and Agno's SQLAlchemy style `mysql+pymysql://` / `mysql+asyncmy://`. The
+    /// tables live in the database the URL names (Agno's `db_schema`), `ai` when it names none.
+    /// Tables are created by [`MySqlDb::create_tables`] or the migrations.
+    ///
+    /// # Errors
+    /// [`DbErrorKind::Unavailable`] when the server cannot be reached or refuses the login;
+    /// [`DbErrorKind::Other`] for a URL that cannot be parsed.
+    pub async fn connect(url: &str) -> DbResult<Self> {
+        Self::connect_with(url, TableNames::default()).await
+    }
+
+    /// Connects with custom table names.
+    ///
+    /// # Errors
+    /// As [`MySqlDb::connect`], or [`DbErrorKind::Other`] for invalid table names.
+    pub async fn connect_with(url: &str, tables: TableNames) -> DbResult<Self> {
+        tables.validate().map_err(|e| DbError::new(DbErrorKind::Other, e))?;
+        let normalized = normalize_url(url);
+        let shown = redacted(&normalized);
+        let mut options = MySqlConnectOptions::from_str(&normalized)
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("invalid mysql url {shown}: {e}")).with_source(e))?;
+        if options.get_database().is_none() {
+            options = options.database(DEFAULT_DATABASE);
+        }
+        let pool = MySqlPoolOptions::new()
+            .max_connections(10)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(|e| {
+                let e = db_error(&format!("cannot connect to mysql database {shown}"), e);
+                if e.kind() == DbErrorKind::Other { DbError::new(DbErrorKind::Unavailable, e.to_string()) } else { e }
+            })?;
+        Ok(Self { pool, tables })
+    }
+
+    /// The table names in use.
+    pub fn tables(&self) -> &TableNames {
+        &self.tables
+    }
+
+    pub(crate) fn pool(&self) -> &MySqlPool {
+        &self.pool
+    }
+
+    /// A pooled connection whose next transaction runs at `READ COMMITTED`: plain reads inside
+    /// it see what committed before each statement, so a value read after taking a row lock is
+    /// current.
+    pub(crate) async fn read_committed_conn(&self) -> DbResult<PoolConnection<MySql>> {
+        let mut conn = self.pool.acquire().await.map_err(|e| db_error("cannot get a mysql connection", e))?;
+        sqlx::raw_sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| db_error("cannot set the transaction isolation level", e))?;
+        Ok(conn)
+    }
+
+    pub(crate) async fn table_exists(&self, table: &str) -> DbResult<bool> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+        )
+        .bind(table)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| db_error("cannot read information_schema.TABLES", e))?;
+        Ok(n > 0)
+    }
+
+    pub(crate) async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? \
+             AND COLUMN_NAME = ?",
+        )
+        .bind(table)
+        .bind(column)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
+        Ok(n > 0)
+    }
+
+    /// The columns of index `index` on `table`, in index order; empty when there is no such index.
+    pub(crate) async fn index_columns(&self, table: &str, index: &str) -> DbResult<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() \
+             AND TABLE_NAME = ? AND INDEX_NAME = ? ORDER BY SEQ_IN_INDEX",
+        )
+        .bind(table)
+        .bind(index)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| db_error(&format!("cannot read the indexes of {table}"), e))?;
+        rows.iter().map(|r| r.try_get::<String, _>(0).map_err(|e| db_error("cannot read an index column", e))).collect()
+    }
+
+    /// Runs one statement without parameters (DDL) over the text protocol: nothing to prepare or
+    /// cache.
+    pub(crate) async fn exec(&self, sql: &str, what: &str) -> DbResult<()> {
+        sqlx::raw_sql(AssertSqlSafe(sql)).execute(&self.pool).await.map_err(|e| db_error(what, e))?;
+        Ok(())
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails for a reason other than a lost race, or has been
+/// tried [`MAX_ATTEMPTS`] times.
+pub(crate) async fn with_retries<T, F, Fut>(mut attempt: F) -> DbResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = DbResult<T>>,
+{
+    let mut tries = 1;
+    loop {
+        match attempt().await {
+            Err(e) if tries < MAX_ATTEMPTS && is_transient(&e) => {
+                tries += 1;
+                tracing::debug!(error = %e, tries, "retrying a mysql transaction that lost a race");
+            }
+            other => return other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlalchemy_urls_become_sqlx_urls() {
+        assert_eq!(normalize_url("mysql+pymysql://u:p@h:3306/db"), "mysql://u:p@h:3306/db");
+        assert_eq!(normalize_url("MySQL+asyncmy://h/db"), "mysql://h/db");
+        assert_eq!(normalize_url("mariadb://h/db"), "mysql://h/db");
+        assert_eq!(normalize_url(" mysql://h/db "), "mysql://h/db");
+    }
+
+    #[test]
+    fn passwords_are_not_shown() {
+        let shown = redacted("mysql://user:secret@host:3306/db");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("user"), "{shown}");
+    }
+}

@@ -1,0 +1,341 @@
+//! Sessions in MySQL: one row each, never carrying runs (except a legacy v2 blob, read only).
+
+use agno_core::{
+    AgentSession, DbError, DbErrorKind, DbResult, RunOutput, SessionPage, SessionQuery, SessionSort, SessionStore,
+    StateUpdate, now_epoch_secs,
+};
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use sqlx::mysql::MySqlRow;
+use sqlx::{AssertSqlSafe, Column, Connection, Row};
+
+use super::{
+    Arg, MySqlDb, USER_MATCH, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries,
+};
+use crate::codec::{
+    decode_run, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of, to_json_text,
+};
+
+const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
+     agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
+
+/// A text or JSON column as text. JSON columns are read unchecked: MySQL reports them as `JSON`,
+/// MariaDB as `LONGTEXT`, and both send the JSON text.
+pub(crate) fn text_column(row: &MySqlRow, col: &str) -> DbResult<Option<String>> {
+    row.try_get_unchecked::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read column {col}"), e))
+}
+
+pub(crate) fn session_from_row(row: &MySqlRow) -> DbResult<AgentSession> {
+    let session_id: String = row.try_get("session_id").map_err(|e| db_error("cannot read sessions.session_id", e))?;
+    let mut session = AgentSession::new(session_id);
+    session.agent_id = text_column(row, "agent_id")?;
+    session.team_id = text_column(row, "team_id")?;
+    session.workflow_id = text_column(row, "workflow_id")?;
+    session.user_id = text_column(row, "user_id")?;
+    session.session_data = object_column(text_column(row, "session_data")?)?;
+    session.agent_data = object_column(text_column(row, "agent_data")?)?;
+    session.metadata = object_column(text_column(row, "metadata")?)?;
+    session.summary = match json_column(text_column(row, "summary")?)? {
+        Some(v) => serde_json::from_value(v).ok(),
+        None => None,
+    };
+    for col in ["team_data", "workflow_data"] {
+        if let Some(v) = json_column(text_column(row, col)?)? {
+            session.extra.insert(col.to_owned(), v);
+        }
+    }
+    session.created_at = row.try_get::<Option<i64>, _>("created_at").map_err(|e| db_error("created_at", e))?;
+    session.updated_at = row.try_get::<Option<i64>, _>("updated_at").map_err(|e| db_error("updated_at", e))?;
+    session.runs = None;
+    Ok(session)
+}
+
+fn extra_json(session: &AgentSession, key: &str) -> Option<String> {
+    session.extra.get(key).filter(|v| !v.is_null()).map(Value::to_string)
+}
+
+fn opt_json<T: serde::Serialize>(v: Option<&T>) -> DbResult<Option<String>> {
+    v.map(to_json_text).transpose()
+}
+
+/// Decodes `run_data` texts into runs.
+pub(crate) fn decode_runs(rows: &[MySqlRow]) -> DbResult<Vec<RunOutput>> {
+    let mut runs = Vec::with_capacity(rows.len());
+    for row in rows {
+        if let Some(v) = json_column(text_column(row, "run_data")?)? {
+            runs.push(decode_run(v)?);
+        }
+    }
+    Ok(runs)
+}
+
+impl MySqlDb {
+    async fn read_runs(&self, session_id: &str, limit: Option<usize>) -> DbResult<Vec<RunOutput>> {
+        let t = &self.tables().runs;
+        let mut sql = format!(
+            "SELECT run_data FROM `{t}` WHERE session_id = ? ORDER BY run_index DESC, created_at DESC, run_id DESC"
+        );
+        if limit.is_some() {
+            sql.push_str(" LIMIT ?");
+        }
+        let mut q = sqlx::query(AssertSqlSafe(sql.as_str())).bind(session_id);
+        if let Some(n) = limit {
+            q = q.bind(u64::try_from(n).unwrap_or(u64::MAX));
+        }
+        let rows = match q.fetch_all(self.pool()).await {
+            Ok(rows) => rows,
+            // A v2 database not migrated yet has no runs table: its runs are all in the blob.
+            Err(e) if error_number(&e) == Some(code::NO_SUCH_TABLE) => Vec::new(),
+            Err(e) => return Err(db_error(&format!("cannot read runs of session {session_id}"), e)),
+        };
+        let mut runs = decode_runs(&rows)?;
+        runs.reverse();
+        Ok(runs)
+    }
+
+    /// The session row and, with `with_blob`, its legacy `runs` blob when the column exists.
+    pub(crate) async fn session_row(
+        &self,
+        session_id: &str,
+        user_id: Option<&str>,
+        with_blob: bool,
+    ) -> DbResult<Option<(AgentSession, Option<Value>)>> {
+        let t = &self.tables().sessions;
+        // `*` picks up the legacy `runs` column exactly when it exists.
+        let columns = if with_blob { "*" } else { SESSION_COLUMNS };
+        let mut conditions = vec!["session_id = ?".to_owned()];
+        let mut args = vec![Arg::Str(session_id.to_owned())];
+        push_user(&mut conditions, &mut args, user_id);
+        let sql = format!("SELECT {columns} FROM `{t}`{}", where_clause(&conditions));
+        let row = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read session {session_id}"), e))?;
+        let Some(row) = row else { return Ok(None) };
+        let has_blob = with_blob && row.columns().iter().any(|c| c.name() == "runs");
+        let blob = if has_blob { json_column(text_column(&row, "runs")?)? } else { None };
+        Ok(Some((session_from_row(&row)?, blob)))
+    }
+
+    /// One attempt at [`SessionStore::upsert_session`]: a transaction that locks the row, checks
+    /// the owner, merges the state and writes.
+    async fn try_upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+        let t = &self.tables().sessions;
+        let id = &session.session_id;
+        let mut conn = self.read_committed_conn().await?;
+        let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
+        let sql = format!("SELECT user_id, session_data FROM `{t}` WHERE session_id = ? FOR UPDATE");
+        let existing = sqlx::query(AssertSqlSafe(sql.as_str()))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| db_error(&format!("cannot read session {id}"), e))?;
+        let mut session_data = session.session_data.clone().unwrap_or_default();
+        let now = now_epoch_secs();
+        let values = [
+            Some(session_type_of(session).to_owned()),
+            session.agent_id.clone(),
+            session.team_id.clone(),
+            session.workflow_id.clone(),
+            session.user_id.clone(),
+        ];
+        let json_values = |session_data: &Map<String, Value>| -> DbResult<[Option<String>; 6]> {
+            Ok([
+                Some(to_json_text(session_data)?),
+                opt_json(session.agent_data.as_ref())?,
+                extra_json(session, "team_data"),
+                extra_json(session, "workflow_data"),
+                opt_json(session.metadata.as_ref())?,
+                opt_json(session.summary.as_ref())?,
+            ])
+        };
+        match existing {
+            Some(row) => {
+                let owner = text_column(&row, "user_id")?;
+                if owner.is_some() && owner != session.user_id {
+                    return Err(DbError::new(DbErrorKind::Conflict, format!("session {id} belongs to another user")));
+                }
+                if let StateUpdate::Merge { .. } = state
+                    && let Some(stored) = object_column(text_column(&row, "session_data")?)?
+                {
+                    let mut merged =
+                        stored.get("session_state").and_then(Value::as_object).cloned().unwrap_or_default();
+                    state.apply(&mut merged, &Map::new());
+                    session_data.insert("session_state".to_owned(), Value::Object(merged));
+                }
+                // The owner predicate is part of the write itself, not only of the check above.
+                let owner_match = if session.user_id.is_some() {
+                    format!("(user_id IS NULL OR {USER_MATCH})")
+                } else {
+                    "user_id IS NULL".to_owned()
+                };
+                let sql = format!(
+                    "UPDATE `{t}` SET session_type = ?, agent_id = ?, team_id = ?, workflow_id = ?, user_id = ?, \
+                     session_data = ?, agent_data = ?, team_data = ?, workflow_data = ?, metadata = ?, summary = ?, \
+                     updated_at = ? WHERE session_id = ? AND {owner_match}"
+                );
+                let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
+                for v in values.iter().chain(json_values(&session_data)?.iter()) {
+                    q = q.bind(v.clone());
+                }
+                q = q.bind(now).bind(id);
+                if let Some(u) = &session.user_id {
+                    q = q.bind(u).bind(u);
+                }
+                let done = q.execute(&mut *tx).await.map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
+                if done.rows_affected() == 0 {
+                    return Err(DbError::new(DbErrorKind::Conflict, format!("session {id} belongs to another user")));
+                }
+            }
+            None => {
+                let sql = format!("INSERT INTO `{t}` ({SESSION_COLUMNS}) VALUES ({})", marks(14));
+                let mut q = sqlx::query(AssertSqlSafe(sql.as_str())).bind(id);
+                for v in values.iter().chain(json_values(&session_data)?.iter()) {
+                    q = q.bind(v.clone());
+                }
+                // A concurrent insert of the same id fails here with a duplicate key: retried.
+                q.bind(session.created_at.unwrap_or(now))
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
+            }
+        }
+        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of session {id}"), e))
+    }
+}
+
+#[async_trait]
+impl SessionStore for MySqlDb {
+    async fn get_session(
+        &self,
+        session_id: &str,
+        user_id: Option<&str>,
+        runs_limit: Option<usize>,
+    ) -> DbResult<Option<AgentSession>> {
+        let Some((mut session, blob)) = self.session_row(session_id, user_id, true).await? else {
+            return Ok(None);
+        };
+        let runs = if blob.is_some() {
+            // Merge first, then bound: blob-only runs count towards the latest N.
+            keep_latest(merge_legacy_runs(self.read_runs(session_id, None).await?, blob)?, runs_limit)
+        } else {
+            self.read_runs(session_id, runs_limit).await?
+        };
+        session.runs = Some(runs);
+        Ok(Some(session))
+    }
+
+    async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+        with_retries(|| self.try_upsert_session(session, state)).await
+    }
+
+    async fn get_sessions(&self, query: &SessionQuery) -> DbResult<SessionPage> {
+        let t = &self.tables().sessions;
+        let mut conditions = Vec::new();
+        let mut args = Vec::new();
+        if let Some(st) = query.session_type {
+            conditions.push("session_type = ?".to_owned());
+            args.push(Arg::Str(st.as_str().to_owned()));
+        }
+        push_user(&mut conditions, &mut args, query.user_id.as_deref());
+        if let Some(c) = &query.component_id {
+            conditions.push("(agent_id = ? OR team_id = ? OR workflow_id = ?)".to_owned());
+            args.extend([Arg::Str(c.clone()), Arg::Str(c.clone()), Arg::Str(c.clone())]);
+        }
+        if let Some(name) = &query.session_name {
+            conditions.push(
+                "LOWER(COALESCE(JSON_UNQUOTE(JSON_EXTRACT(session_data, '$.session_name')), '')) \
+                 LIKE CONCAT('%', LOWER(?), '%')"
+                    .to_owned(),
+            );
+            args.push(Arg::Str(name.clone()));
+        }
+        if let Some(ts) = query.start_timestamp {
+            conditions.push("created_at >= ?".to_owned());
+            args.push(Arg::Int(ts));
+        }
+        if let Some(ts) = query.end_timestamp {
+            conditions.push("created_at <= ?".to_owned());
+            args.push(Arg::Int(ts));
+        }
+        let filter = where_clause(&conditions);
+        let order = match query.sort_by {
+            SessionSort::CreatedAt => "created_at",
+            SessionSort::UpdatedAt => "updated_at",
+        };
+        let dir = query.sort_order.sql();
+        let mut sql = format!("SELECT {SESSION_COLUMNS} FROM `{t}`{filter} ORDER BY {order} {dir}, session_id {dir}");
+        let mut page_args = args.clone();
+        if let Some(limit) = query.limit {
+            let offset = limit.saturating_mul(query.page.unwrap_or(1).max(1) - 1);
+            sql.push_str(" LIMIT ? OFFSET ?");
+            page_args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
+            page_args.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
+        }
+        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &page_args)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot list sessions", e))?;
+        let sessions = rows.iter().map(session_from_row).collect::<DbResult<Vec<_>>>()?;
+        let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{filter}");
+        let row = bind_args(sqlx::query(AssertSqlSafe(count_sql.as_str())), &args)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error("cannot count sessions", e))?;
+        let total: i64 = row.try_get("n").map_err(|e| db_error("cannot count sessions", e))?;
+        Ok(SessionPage { sessions, total: u64::try_from(total).unwrap_or(0) })
+    }
+
+    async fn rename_session(
+        &self,
+        session_id: &str,
+        session_name: &str,
+        user_id: Option<&str>,
+    ) -> DbResult<Option<AgentSession>> {
+        let t = &self.tables().sessions;
+        let mut conditions = vec!["session_id = ?".to_owned()];
+        let mut args = vec![Arg::Str(session_id.to_owned())];
+        push_user(&mut conditions, &mut args, user_id);
+        let sql = format!(
+            "UPDATE `{t}` SET session_data = CASE \
+             WHEN session_data IS NULL OR JSON_TYPE(session_data) <> 'OBJECT' THEN JSON_OBJECT('session_name', ?) \
+             ELSE JSON_SET(session_data, '$.session_name', ?) END, updated_at = ?{}",
+            where_clause(&conditions)
+        );
+        let q = sqlx::query(AssertSqlSafe(sql.as_str())).bind(session_name).bind(session_name).bind(now_epoch_secs());
+        // The connection reports matched rows (CLIENT_FOUND_ROWS), so a same-name rename counts.
+        let done = bind_args(q, &args)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot rename session {session_id}"), e))?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        Ok(self.session_row(session_id, user_id, false).await?.map(|(s, _)| s))
+    }
+
+    async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        Ok(self.delete_sessions(&[session_id.to_owned()], user_id).await? == 1)
+    }
+
+    async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        if session_ids.is_empty() {
+            return Ok(0);
+        }
+        let t = &self.tables().sessions;
+        let mut conditions = vec![format!("session_id IN ({})", marks(session_ids.len()))];
+        let mut args: Vec<Arg> = session_ids.iter().map(|id| Arg::Str(id.clone())).collect();
+        push_user(&mut conditions, &mut args, user_id);
+        // The runs go with their session: the runs table's foreign key cascades.
+        let sql = format!("DELETE FROM `{t}`{}", where_clause(&conditions));
+        let done = with_retries(|| async {
+            bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
+                .execute(self.pool())
+                .await
+                .map_err(|e| db_error("cannot delete sessions", e))
+        })
+        .await?;
+        Ok(done.rows_affected())
+    }
+}

@@ -1,0 +1,569 @@
+//! Schema migrations of a PostgreSQL database, as Python Agno's `MigrationManager` applies them:
+//! 2.3.0 (memory columns, JSON -> JSONB), 2.5.0 (session primary key), 3.0.0 (the copy of
+//! legacy blob runs into the runs table, `user_id` columns, the per-user metrics key), and the
+//! cleanup of the legacy `runs` column.
+
+use std::collections::BTreeMap;
+
+use agno_core::{DbError, DbErrorKind, DbResult, SchemaStore, now_epoch_secs};
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::postgres::Postgres;
+use sqlx::{AssertSqlSafe, Row, Transaction};
+
+use super::schema::{index_ddl, runs_ddl};
+use super::{PostgresDb, db_error, value_column};
+use crate::codec::run_type;
+use crate::migration::{CleanupReport, LATEST_VERSION, Migrate, MigrationOptions, Progress, TableKind};
+
+/// Python Agno 3.x: nullable TEXT provenance columns on schedules, two of them indexed.
+const SCHEDULE_PROVENANCE_COLUMNS: &[&str] = &[
+    "managed_by",
+    "target_type",
+    "target_id",
+    "created_by_run_id",
+    "created_by_session_id",
+    "updated_by_run_id",
+    "updated_by_session_id",
+    "disabled_reason",
+];
+
+/// One legacy blob run, ready for the runs table.
+struct BlobRun {
+    run_id: String,
+    run_index: i64,
+    run: Value,
+}
+
+/// The runs of a legacy blob with their position in it (Python Agno's `run_index`), skipping
+/// entries without a `run_id`.
+fn blob_runs(blob: Option<Value>) -> Vec<BlobRun> {
+    let list = match value_column(blob) {
+        Some(Value::Array(list)) => list,
+        _ => Vec::new(),
+    };
+    list.into_iter()
+        .enumerate()
+        .filter_map(|(i, run)| {
+            let run_id = run.get("run_id")?.as_str()?.to_owned();
+            Some(BlobRun { run_id, run_index: i64::try_from(i).unwrap_or(i64::MAX), run })
+        })
+        .collect()
+}
+
+/// Column arrays of one batch insert (`INSERT ... SELECT * FROM UNNEST(...)`).
+#[derive(Default)]
+struct RunColumns {
+    run_id: Vec<String>,
+    session_id: Vec<String>,
+    run_type: Vec<String>,
+    agent_id: Vec<Option<String>>,
+    team_id: Vec<Option<String>>,
+    workflow_id: Vec<Option<String>>,
+    user_id: Vec<Option<String>>,
+    parent_run_id: Vec<Option<String>>,
+    status: Vec<Option<String>>,
+    run_index: Vec<i64>,
+    run_data: Vec<Value>,
+    created_at: Vec<i64>,
+}
+
+impl RunColumns {
+    fn push(&mut self, session_id: &str, user_id: Option<&str>, blob: BlobRun, now: i64) {
+        let BlobRun { run_id, run_index, run } = blob;
+        let field = |k: &str| run.get(k).and_then(Value::as_str).map(str::to_owned);
+        self.agent_id.push(field("agent_id"));
+        self.team_id.push(field("team_id"));
+        self.workflow_id.push(field("workflow_id"));
+        self.parent_run_id.push(field("parent_run_id"));
+        self.status.push(field("status"));
+        self.run_type.push(run_type(&run).to_owned());
+        // Epoch seconds; Python Agno takes `created_at or now`.
+        let created_at = run.get("created_at").and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)));
+        self.created_at.push(created_at.filter(|t| *t != 0).unwrap_or(now));
+        self.run_id.push(run_id);
+        self.session_id.push(session_id.to_owned());
+        self.user_id.push(user_id.map(str::to_owned));
+        self.run_index.push(run_index);
+        self.run_data.push(run);
+    }
+}
+
+impl PostgresDb {
+    async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
+        if self.column_exists(table, column).await? {
+            return Ok(false);
+        }
+        let sql = format!("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {column} {decl}", self.qualified(table));
+        sqlx::query(AssertSqlSafe(sql))
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot add column {table}.{column}"), e))?;
+        Ok(true)
+    }
+
+    async fn exec(&self, what: &str, sql: String) -> DbResult<()> {
+        sqlx::query(AssertSqlSafe(sql)).execute(self.pool()).await.map_err(|e| db_error(what, e))?;
+        Ok(())
+    }
+
+    async fn index_exists(&self, name: &str) -> DbResult<bool> {
+        let found: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = $2")
+                .bind(self.schema())
+                .bind(name)
+                .fetch_optional(self.pool())
+                .await
+                .map_err(|e| db_error(&format!("cannot look up index {name}"), e))?;
+        Ok(found.is_some())
+    }
+
+    /// 2.3.0: JSON columns become JSONB.
+    async fn json_to_jsonb(&self, table: &str, columns: &[&str]) -> DbResult<bool> {
+        let mut changed = false;
+        for column in columns {
+            let data_type: Option<String> = sqlx::query_scalar(
+                "SELECT data_type::text FROM information_schema.columns \
+                 WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
+            )
+            .bind(self.schema())
+            .bind(table)
+            .bind(column)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read the type of {table}.{column}"), e))?;
+            if data_type.as_deref() == Some("json") {
+                let sql = format!(
+                    "ALTER TABLE {} ALTER COLUMN {column} TYPE JSONB USING {column}::jsonb",
+                    self.qualified(table)
+                );
+                self.exec(&format!("cannot convert {table}.{column} to jsonb"), sql).await?;
+                changed = true;
+            }
+        }
+        Ok(changed)
+    }
+
+    /// 2.3.0 on memories: `created_at` (filled from `updated_at`), `feedback`.
+    async fn memories_2_3_0(&self, table: &str) -> DbResult<bool> {
+        let q = self.qualified(table);
+        let mut changed = false;
+        if !self.column_exists(table, "created_at").await? {
+            let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
+            let fail = |e| db_error(&format!("cannot add {table}.created_at"), e);
+            let add = format!("ALTER TABLE {q} ADD COLUMN created_at BIGINT");
+            sqlx::query(AssertSqlSafe(add)).execute(&mut *tx).await.map_err(fail)?;
+            let fill = format!("UPDATE {q} SET created_at = COALESCE(updated_at, $1)");
+            sqlx::query(AssertSqlSafe(fill)).bind(now_epoch_secs()).execute(&mut *tx).await.map_err(fail)?;
+            for sql in
+                [format!("ALTER TABLE {q} ALTER COLUMN created_at SET NOT NULL"), index_ddl(&q, table, &["created_at"])]
+            {
+                sqlx::query(AssertSqlSafe(sql)).execute(&mut *tx).await.map_err(fail)?;
+            }
+            tx.commit().await.map_err(|e| db_error(&format!("cannot add {table}.created_at"), e))?;
+            changed = true;
+        }
+        changed |= self.add_column_if_missing(table, "feedback", "TEXT").await?;
+        changed |= self.json_to_jsonb(table, &["memory", "topics"]).await?;
+        Ok(changed)
+    }
+
+    /// 2.5.0 on sessions: `session_id` becomes the primary key; the old unique key goes.
+    async fn sessions_2_5_0(&self, table: &str) -> DbResult<bool> {
+        let constraint = |kind: &'static str, name: Option<String>| async move {
+            let found: Option<i32> = sqlx::query_scalar(
+                "SELECT 1 FROM information_schema.table_constraints WHERE table_schema = $1 AND table_name = $2 \
+                 AND constraint_type = $3 AND ($4::text IS NULL OR constraint_name = $4)",
+            )
+            .bind(self.schema())
+            .bind(table)
+            .bind(kind)
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read the constraints of {table}"), e))?;
+            DbResult::Ok(found.is_some())
+        };
+        let q = self.qualified(table);
+        let mut changed = false;
+        if !constraint("PRIMARY KEY", None).await? {
+            self.exec(
+                &format!("cannot add the primary key of {table}"),
+                format!("ALTER TABLE {q} ADD PRIMARY KEY (session_id)"),
+            )
+            .await?;
+            changed = true;
+        }
+        let uq = format!("{table}_uq_session_id");
+        if constraint("UNIQUE", Some(uq.clone())).await? {
+            self.exec(&format!("cannot drop {uq}"), format!("ALTER TABLE {q} DROP CONSTRAINT \"{uq}\"")).await?;
+            changed = true;
+        }
+        Ok(changed)
+    }
+
+    /// Copies every legacy blob run into the runs table, in batches of sessions, in one
+    /// transaction; runs already in the table are left as they are.
+    async fn copy_blob_runs(&self, options: &MigrationOptions, progress: Progress<'_>) -> DbResult<bool> {
+        let t = self.tables().clone();
+        let sessions_q = self.qualified(&t.sessions);
+        let runs_q = self.qualified(&t.runs);
+        if self.create_table_if_missing(&t.runs, &runs_ddl(&runs_q, &t.runs, &sessions_q)).await? {
+            // As Python Agno, which creates it through its table factory: stamped at creation.
+            self.upsert_schema_version(&t.runs, LATEST_VERSION).await?;
+        }
+        if !self.column_exists(&t.sessions, "runs").await? {
+            return Ok(false);
+        }
+        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start the runs copy", e))?;
+        let total: i64 =
+            sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {sessions_q} WHERE runs IS NOT NULL")))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| db_error("cannot count legacy sessions", e))?;
+        let total = u64::try_from(total).unwrap_or(0);
+        let select = format!(
+            "SELECT session_id, user_id, runs FROM {sessions_q} WHERE runs IS NOT NULL AND session_id > $1 \
+             ORDER BY session_id LIMIT $2"
+        );
+        let batch = i64::try_from(options.batch_size.max(1)).unwrap_or(50);
+        let now = now_epoch_secs();
+        let mut done = 0u64;
+        let mut batches = 0usize;
+        let mut last_id = String::new();
+        loop {
+            let rows = sqlx::query(AssertSqlSafe(select.as_str()))
+                .bind(&last_id)
+                .bind(batch)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| db_error("cannot read legacy sessions", e))?;
+            if rows.is_empty() {
+                break;
+            }
+            if options.fail_after_batches.is_some_and(|n| batches >= n) {
+                return Err(DbError::new(DbErrorKind::Other, "injected failure after copying some batches"));
+            }
+            let mut cols = RunColumns::default();
+            for row in &rows {
+                let session_id: String =
+                    row.try_get("session_id").map_err(|e| db_error("cannot read a legacy session id", e))?;
+                let user_id: Option<String> = row
+                    .try_get("user_id")
+                    .map_err(|e| db_error(&format!("cannot read the user of session {session_id}"), e))?;
+                let blob: Option<Value> = row
+                    .try_get("runs")
+                    .map_err(|e| db_error(&format!("cannot read the legacy runs of session {session_id}"), e))?;
+                for run in blob_runs(blob) {
+                    cols.push(&session_id, user_id.as_deref(), run, now);
+                }
+                last_id = session_id;
+            }
+            insert_batch(&mut tx, &runs_q, cols, now).await?;
+            done += rows.len() as u64;
+            batches += 1;
+            progress(done, total);
+        }
+        tx.commit().await.map_err(|e| db_error("cannot commit the runs copy", e))?;
+        Ok(done > 0)
+    }
+
+    /// 3.0.0 on evals, knowledge, schedules and schedule runs: a `user_id` column and index
+    /// (and the composite indexes and schedule columns Python Agno adds with it).
+    async fn user_id_3_0_0(&self, kind: TableKind, table: &str) -> DbResult<bool> {
+        let q = self.qualified(table);
+        let mut changed = self.add_column_if_missing(table, "user_id", "VARCHAR").await?;
+        let mut indexes: Vec<Vec<&str>> = vec![vec!["user_id"]];
+        match kind {
+            TableKind::Knowledge => indexes.push(vec!["user_id", "linked_to"]),
+            TableKind::Schedules => {
+                indexes.push(vec!["user_id", "enabled", "next_run_at"]);
+                for column in SCHEDULE_PROVENANCE_COLUMNS {
+                    changed |= self.add_column_if_missing(table, column, "VARCHAR").await?;
+                }
+                indexes.push(vec!["managed_by"]);
+                indexes.push(vec!["target_id"]);
+            }
+            _ => {}
+        }
+        for columns in indexes {
+            let name = format!("idx_{table}_{}", columns.join("_"));
+            let mut present = true;
+            for c in &columns {
+                present &= self.column_exists(table, c).await?;
+            }
+            if present && !self.index_exists(&name).await? {
+                self.exec(&format!("cannot create index {name}"), index_ddl(&q, table, &columns)).await?;
+                changed = true;
+            }
+        }
+        Ok(changed)
+    }
+
+    /// 3.0.0 on metrics: `user_id` (empty for rows before it), the per-user unique key in place
+    /// of the `(date, aggregation_period)` one, all in one transaction.
+    async fn metrics_3_0_0(&self, table: &str) -> DbResult<bool> {
+        let q = self.qualified(table);
+        let key = format!("{table}_uq_metrics_user_date_period");
+        let fail = |what: &str| format!("cannot migrate {table}: {what}");
+        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
+        let mut changed = false;
+        let added = !self.column_exists(table, "user_id").await?;
+        if added {
+            let sql = format!("ALTER TABLE {q} ADD COLUMN IF NOT EXISTS user_id VARCHAR NOT NULL DEFAULT ''");
+            sqlx::query(AssertSqlSafe(sql)).execute(&mut *tx).await.map_err(|e| db_error(&fail("add user_id"), e))?;
+            changed = true;
+        }
+        let unique = unique_indexes(&mut tx, self.schema(), table).await?;
+        let has_key = unique.values().any(|cols| sorted(cols) == ["aggregation_period", "date", "user_id"]);
+        if !has_key {
+            let sql = format!("ALTER TABLE {q} ADD CONSTRAINT \"{key}\" UNIQUE (user_id, date, aggregation_period)");
+            sqlx::query(AssertSqlSafe(sql)).execute(&mut *tx).await.map_err(|e| db_error(&fail("add the key"), e))?;
+            changed = true;
+        }
+        let mut swapped = !has_key;
+        for (name, cols) in &unique {
+            if sorted(cols) == ["aggregation_period", "date"] {
+                for sql in [
+                    format!("ALTER TABLE {q} DROP CONSTRAINT IF EXISTS \"{name}\""),
+                    format!("DROP INDEX IF EXISTS \"{}\".\"{name}\"", self.schema()),
+                ] {
+                    sqlx::query(AssertSqlSafe(sql))
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| db_error(&fail(&format!("drop the legacy key {name}")), e))?;
+                }
+                changed = true;
+                swapped = true;
+            }
+        }
+        if added || swapped {
+            // As Python Agno: the newest unfinished day, stamped unowned, would never be
+            // recalculated per user; drop it so the recalculation rebuilds it.
+            let sql = format!(
+                "DELETE FROM {q} WHERE completed = false AND (user_id = '' OR user_id IS NULL) \
+                 AND date = (SELECT MAX(date) FROM {q}) \
+                 AND (SELECT MAX(date) FROM {q}) > COALESCE((SELECT MAX(date) FROM {q} WHERE completed = true), '-infinity'::date)"
+            );
+            sqlx::query(AssertSqlSafe(sql))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db_error(&fail("clear the unfinished day"), e))?;
+        }
+        // The default only helps the ALTER on a populated table; Python Agno's fresh table has
+        // none, so an insert without an owner fails instead of landing in the unowned bucket.
+        let default: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT column_default::text FROM information_schema.columns \
+             WHERE table_schema = $1 AND table_name = $2 AND column_name = 'user_id'",
+        )
+        .bind(self.schema())
+        .bind(table)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| db_error(&fail("read the user_id default"), e))?;
+        if default.flatten().is_some() {
+            let sql = format!("ALTER TABLE {q} ALTER COLUMN user_id DROP DEFAULT");
+            sqlx::query(AssertSqlSafe(sql))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db_error(&fail("drop the user_id default"), e))?;
+            changed = true;
+        }
+        let sql = index_ddl(&q, table, &["user_id"]);
+        sqlx::query(AssertSqlSafe(sql)).execute(&mut *tx).await.map_err(|e| db_error(&fail("index user_id"), e))?;
+        tx.commit().await.map_err(|e| db_error(&fail("commit"), e))?;
+        Ok(changed)
+    }
+
+    /// Legacy runs not in the runs table, counted by the server.
+    async fn missing_blob_runs(&self) -> DbResult<u64> {
+        let t = self.tables().clone();
+        if !self.column_exists(&t.sessions, "runs").await? {
+            return Ok(0);
+        }
+        let not_copied = if self.table_exists(&t.runs).await? {
+            format!("AND NOT EXISTS (SELECT 1 FROM {} x WHERE x.run_id = e.r ->> 'run_id')", self.qualified(&t.runs))
+        } else {
+            String::new()
+        };
+        let sql = format!(
+            "SELECT COUNT(*) FROM {} s CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(s.runs::jsonb) = 'array' \
+             THEN s.runs::jsonb ELSE '[]'::jsonb END) AS e(r) \
+             WHERE s.runs IS NOT NULL AND jsonb_typeof(e.r -> 'run_id') = 'string' {not_copied}",
+            self.qualified(&t.sessions)
+        );
+        let missing: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error("cannot count legacy runs", e))?;
+        Ok(u64::try_from(missing).unwrap_or(0))
+    }
+}
+
+fn sorted(cols: &[String]) -> Vec<&str> {
+    let mut v: Vec<&str> = cols.iter().map(String::as_str).collect();
+    v.sort_unstable();
+    v
+}
+
+/// Every unique index of a table with its columns.
+async fn unique_indexes(
+    tx: &mut Transaction<'static, Postgres>,
+    schema: &str,
+    table: &str,
+) -> DbResult<BTreeMap<String, Vec<String>>> {
+    let rows = sqlx::query(
+        "SELECT i.relname::text AS index_name, a.attname::text AS column_name FROM pg_class t \
+         JOIN pg_namespace n ON n.oid = t.relnamespace JOIN pg_index ix ON ix.indrelid = t.oid \
+         JOIN pg_class i ON i.oid = ix.indexrelid \
+         JOIN unnest(ix.indkey) WITH ORDINALITY AS k(attnum, ord) ON true \
+         JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum \
+         WHERE n.nspname = $1 AND t.relname = $2 AND ix.indisunique ORDER BY i.relname, k.ord",
+    )
+    .bind(schema)
+    .bind(table)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(|e| db_error(&format!("cannot read the unique keys of {table}"), e))?;
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for row in rows {
+        let name: String = row.try_get("index_name").map_err(|e| db_error("cannot read an index name", e))?;
+        let column: String = row.try_get("column_name").map_err(|e| db_error("cannot read an index column", e))?;
+        out.entry(name).or_default().push(column);
+    }
+    Ok(out)
+}
+
+/// Inserts one batch of blob runs; runs already in the table are kept as they are.
+async fn insert_batch(
+    tx: &mut Transaction<'static, Postgres>,
+    runs_q: &str,
+    cols: RunColumns,
+    now: i64,
+) -> DbResult<()> {
+    if cols.run_id.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO {runs_q} (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, \
+         status, run_index, run_data, created_at, updated_at) \
+         SELECT u.*, $13::bigint FROM UNNEST($1::varchar[], $2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], \
+         $6::varchar[], $7::varchar[], $8::varchar[], $9::varchar[], $10::bigint[], $11::jsonb[], $12::bigint[]) AS u \
+         ON CONFLICT (run_id) DO NOTHING"
+    );
+    let first = cols.run_id.first().cloned().unwrap_or_default();
+    sqlx::query(AssertSqlSafe(sql))
+        .bind(cols.run_id)
+        .bind(cols.session_id)
+        .bind(cols.run_type)
+        .bind(cols.agent_id)
+        .bind(cols.team_id)
+        .bind(cols.workflow_id)
+        .bind(cols.user_id)
+        .bind(cols.parent_run_id)
+        .bind(cols.status)
+        .bind(cols.run_index)
+        .bind(cols.run_data)
+        .bind(cols.created_at)
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map_err(|e| db_error(&format!("cannot copy legacy runs (batch starting at run {first})"), e))?;
+    Ok(())
+}
+
+#[async_trait]
+impl Migrate for PostgresDb {
+    async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
+        let t = self.tables().clone();
+        let mut out = Vec::new();
+        for (kind, name) in [
+            (TableKind::Sessions, t.sessions),
+            (TableKind::Memories, t.memories),
+            (TableKind::Metrics, t.metrics),
+            (TableKind::Evals, t.evals),
+            (TableKind::Knowledge, t.knowledge),
+            (TableKind::Schedules, t.schedules),
+            (TableKind::ScheduleRuns, t.schedule_runs),
+        ] {
+            if self.table_exists(&name).await? {
+                out.push((kind, name));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn migrate_table(
+        &self,
+        kind: TableKind,
+        version: &str,
+        options: &MigrationOptions,
+        progress: Progress<'_>,
+    ) -> DbResult<bool> {
+        let t = self.tables().clone();
+        let table = match kind {
+            TableKind::Sessions => &t.sessions,
+            TableKind::Memories => &t.memories,
+            TableKind::Metrics => &t.metrics,
+            TableKind::Evals => &t.evals,
+            TableKind::Knowledge => &t.knowledge,
+            TableKind::Schedules => &t.schedules,
+            TableKind::ScheduleRuns => &t.schedule_runs,
+        };
+        if !self.table_exists(table).await? {
+            return Ok(false);
+        }
+        match (kind, version) {
+            (TableKind::Memories, "2.3.0") => self.memories_2_3_0(table).await,
+            (TableKind::Sessions, "2.3.0") => {
+                let cols = ["session_data", "agent_data", "team_data", "workflow_data", "metadata", "runs", "summary"];
+                self.json_to_jsonb(table, &cols).await
+            }
+            (TableKind::Evals, "2.3.0") => self.json_to_jsonb(table, &["eval_data", "eval_input"]).await,
+            (TableKind::Metrics, "2.3.0") => self.json_to_jsonb(table, &["token_metrics", "model_metrics"]).await,
+            (TableKind::Knowledge, "2.3.0") => self.json_to_jsonb(table, &["metadata"]).await,
+            (TableKind::Sessions, "2.5.0") => self.sessions_2_5_0(table).await,
+            (TableKind::Sessions, "3.0.0") => {
+                let copied = self.copy_blob_runs(options, progress).await;
+                self.refresh_legacy_flag().await?;
+                copied
+            }
+            (TableKind::Evals | TableKind::Knowledge | TableKind::Schedules | TableKind::ScheduleRuns, "3.0.0") => {
+                self.user_id_3_0_0(kind, table).await
+            }
+            (TableKind::Metrics, "3.0.0") => self.metrics_3_0_0(table).await,
+            // Steps with no work for this table (2.5.6 only touches approvals).
+            _ => Ok(false),
+        }
+    }
+
+    async fn create_tables(&self) -> DbResult<()> {
+        PostgresDb::create_tables(self).await
+    }
+
+    async fn legacy_runs_pending(&self) -> DbResult<u64> {
+        self.missing_blob_runs().await
+    }
+
+    async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
+        let t = self.tables().clone();
+        if !self.column_exists(&t.sessions, "runs").await? {
+            return Ok(CleanupReport { removed: false, missing_runs: 0 });
+        }
+        let missing = self.missing_blob_runs().await?;
+        if missing > 0 && !force {
+            return Err(DbError::new(
+                DbErrorKind::Conflict,
+                format!(
+                    "{missing} legacy runs are not in {}.{}: run `agno db migrate` first, or force the cleanup to drop them",
+                    self.schema(),
+                    t.runs
+                ),
+            ));
+        }
+        let sql = format!("ALTER TABLE {} DROP COLUMN IF EXISTS runs", self.qualified(&t.sessions));
+        self.exec("cannot drop the legacy runs column", sql).await?;
+        self.refresh_legacy_flag().await?;
+        Ok(CleanupReport { removed: true, missing_runs: missing })
+    }
+}

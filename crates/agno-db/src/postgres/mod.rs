@@ -1,0 +1,261 @@
+//! `PostgresDb`: a PostgreSQL pool on one schema (default `ai`), tables shaped exactly as Python
+//! Agno 3.1's `PostgresDb` creates them (JSONB columns, same names, indexes and keys), so either
+//! can open the other's database.
+
+mod migrate;
+mod runs;
+mod schema;
+mod sessions;
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agno_core::{DbError, DbErrorKind, DbResult};
+use serde_json::Value;
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+
+use crate::tables::TableNames;
+
+/// The schema Python Agno's `PostgresDb` uses when none is given.
+pub(crate) const DEFAULT_SCHEMA: &str = "ai";
+
+/// A PostgreSQL database: a connection pool and the schema holding the tables.
+#[derive(Debug)]
+pub struct PostgresDb {
+    pool: PgPool,
+    tables: TableNames,
+    schema: String,
+    /// The sessions table still has the v2 `runs` column (a legacy blob to merge on read).
+    legacy_runs_column: AtomicBool,
+}
+
+/// Maps a driver error to a portable [`DbError`] whose message starts with `what`.
+pub(crate) fn db_error(what: &str, e: sqlx::Error) -> DbError {
+    let kind = match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() || d.is_foreign_key_violation() => DbErrorKind::Conflict,
+        sqlx::Error::Database(d) => match d.code().as_deref() {
+            // undefined_table, undefined_column, invalid_schema_name
+            Some("42P01" | "42703" | "3F000") => DbErrorKind::SchemaTooOld,
+            // connection_exception class, too_many_connections, admin_shutdown, crash_shutdown,
+            // cannot_connect_now
+            Some(code) if code.starts_with("08") || matches!(code, "53300" | "57P01" | "57P02" | "57P03") => {
+                DbErrorKind::Unavailable
+            }
+            _ => DbErrorKind::Other,
+        },
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => {
+            DbErrorKind::Unavailable
+        }
+        _ => DbErrorKind::Other,
+    };
+    DbError::new(kind, format!("{what}: {e}")).with_source(e)
+}
+
+/// A plain SQL identifier (letters, digits, `_`, not starting with a digit, at most 63 bytes).
+fn check_identifier(what: &str, name: &str) -> DbResult<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(DbError::new(DbErrorKind::Other, format!("invalid {what} {name:?}: use letters, digits and underscores")))
+    }
+}
+
+/// Normalises a connection URL: `postgresql+psycopg://` (SQLAlchemy style) becomes
+/// `postgresql://`; a `schema` query parameter is taken out and returned.
+fn normalise_url(url: &str) -> DbResult<(String, Option<String>)> {
+    let url = url.trim();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(DbError::new(
+            DbErrorKind::Other,
+            "invalid postgres url: expected postgresql://user@host:port/database".to_owned(),
+        ));
+    };
+    let base = scheme.split_once('+').map_or(scheme, |(base, _)| base).to_ascii_lowercase();
+    if base != "postgres" && base != "postgresql" {
+        return Err(DbError::new(
+            DbErrorKind::Other,
+            format!("invalid postgres url scheme {scheme:?}: expected postgres:// or postgresql://"),
+        ));
+    }
+    let mut parsed = url::Url::parse(&format!("postgresql://{rest}"))
+        .map_err(|e| DbError::new(DbErrorKind::Other, format!("invalid postgres url: {e}")).with_source(e))?;
+    let mut schema = None;
+    let kept: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter_map(|(k, v)| {
+            if k == "schema" {
+                schema = Some(v.into_owned());
+                None
+            } else {
+                Some((k.into_owned(), v.into_owned()))
+            }
+        })
+        .collect();
+    if kept.is_empty() {
+        parsed.set_query(None);
+    } else {
+        parsed.query_pairs_mut().clear().extend_pairs(kept);
+    }
+    Ok((parsed.to_string(), schema))
+}
+
+/// Where a connection goes, without credentials, for error messages.
+fn describe(options: &PgConnectOptions) -> String {
+    format!("{}:{}/{}", options.get_host(), options.get_port(), options.get_database().unwrap_or("postgres"))
+}
+
+/// A nullable JSON(B) column: SQL NULL and JSON `null` are both `None`. A JSON string holding a
+/// JSON object or list (written by clients that encode twice) is decoded.
+pub(crate) fn value_column(value: Option<Value>) -> Option<Value> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.starts_with(['{', '[']) => match serde_json::from_str::<Value>(&s) {
+            Ok(Value::Null) => None,
+            Ok(v) => Some(v),
+            Err(_) => Some(Value::String(s)),
+        },
+        Some(v) => Some(v),
+    }
+}
+
+/// Removes the characters Python Agno strips before writing to Postgres (NUL and other control
+/// characters PostgreSQL text cannot hold, and the non-characters U+FFFE/U+FFFF) from every
+/// string value.
+pub(crate) fn sanitize(value: &mut Value) {
+    fn bad(c: char) -> bool {
+        matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+    }
+    match value {
+        Value::String(s) if s.contains(bad) => s.retain(|c| !bad(c)),
+        Value::Array(items) => items.iter_mut().for_each(sanitize),
+        Value::Object(map) => map.values_mut().for_each(sanitize),
+        _ => {}
+    }
+}
+
+impl PostgresDb {
+    /// Connects to `url` (`postgresql://user@host:5432/db`, `postgres://...`, or SQLAlchemy's
+    /// `postgresql+psycopg://...`) with default table names, on schema `ai` (or the URL's
+    /// `?schema=` parameter). Tables are created by [`PostgresDb::create_tables`] or the
+    /// migrations.
+    ///
+    /// # Errors
+    /// [`DbErrorKind::Unavailable`] when the server cannot be reached (the message names the
+    /// host); [`DbErrorKind::Other`] for an invalid URL.
+    pub async fn connect(url: &str) -> DbResult<Self> {
+        let (_, schema) = normalise_url(url)?;
+        Self::connect_with(url, TableNames::default(), schema.as_deref().unwrap_or(DEFAULT_SCHEMA)).await
+    }
+
+    /// Connects with custom table names and schema. The schema is created if missing.
+    ///
+    /// # Errors
+    /// As [`PostgresDb::connect`], or [`DbErrorKind::Other`] for invalid table or schema names.
+    pub async fn connect_with(url: &str, tables: TableNames, schema: &str) -> DbResult<Self> {
+        tables.validate().map_err(|e| DbError::new(DbErrorKind::Other, e))?;
+        check_identifier("schema name", schema)?;
+        let (url, _) = normalise_url(url)?;
+        let options = PgConnectOptions::from_str(&url)
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("invalid postgres url: {e}")).with_source(e))?
+            .application_name("agno-rs");
+        let target = describe(&options);
+        // One direct attempt first: the pool retries a refused connection until its acquire
+        // timeout, while a caller wants to hear at once that the server is down.
+        let probe = PgConnection::connect_with(&options)
+            .await
+            .map_err(|e| db_error(&format!("cannot connect to postgres at {target}"), e))?;
+        probe.close().await.map_err(|e| db_error(&format!("cannot connect to postgres at {target}"), e))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(10)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(|e| db_error(&format!("cannot connect to postgres at {target}"), e))?;
+        let db = Self { pool, tables, schema: schema.to_owned(), legacy_runs_column: AtomicBool::new(false) };
+        db.ensure_schema().await?;
+        db.refresh_legacy_flag().await?;
+        Ok(db)
+    }
+
+    /// The table names in use.
+    pub fn tables(&self) -> &TableNames {
+        &self.tables
+    }
+
+    /// The schema holding the tables.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Closes every pooled connection.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// `"schema".table`, for SQL text. Both parts are validated identifiers.
+    pub(crate) fn qualified(&self, table: &str) -> String {
+        format!("\"{}\".\"{table}\"", self.schema)
+    }
+
+    pub(crate) fn has_legacy_runs(&self) -> bool {
+        self.legacy_runs_column.load(Ordering::Relaxed)
+    }
+
+    pub(crate) async fn refresh_legacy_flag(&self) -> DbResult<()> {
+        let has = self.column_exists(&self.tables.sessions, "runs").await?;
+        self.legacy_runs_column.store(has, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn ensure_schema(&self) -> DbResult<()> {
+        let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_namespace WHERE nspname = $1")
+            .bind(&self.schema)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| db_error(&format!("cannot look up schema {}", self.schema), e))?;
+        if exists.is_some() {
+            return Ok(());
+        }
+        let sql = format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", self.schema);
+        match sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&self.pool).await {
+            Ok(_) => Ok(()),
+            // Two processes creating the schema at once: the loser sees a unique violation.
+            Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Ok(()),
+            Err(e) => Err(db_error(&format!("cannot create schema {}", self.schema), e)),
+        }
+    }
+
+    pub(crate) async fn table_exists(&self, table: &str) -> DbResult<bool> {
+        let found: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2")
+                .bind(&self.schema)
+                .bind(table)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| db_error(&format!("cannot look up table {}.{table}", self.schema), e))?;
+        Ok(found.is_some())
+    }
+
+    pub(crate) async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
+        let found: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
+        )
+        .bind(&self.schema)
+        .bind(table)
+        .bind(column)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| db_error(&format!("cannot read the columns of {}.{table}", self.schema), e))?;
+        Ok(found.is_some())
+    }
+}

@@ -1,0 +1,153 @@
+//! Runs in PostgreSQL: one row per run; `run_index` assigned as `max + 1` per session under a
+//! transaction-scoped advisory lock on the session (as Python Agno does), so concurrent writers
+//! never collide and saving run N costs the same for any N.
+
+use agno_core::{
+    DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, RunStore, SortOrder, now_epoch_secs,
+};
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::AssertSqlSafe;
+
+use super::{PostgresDb, db_error, sanitize, value_column};
+use crate::codec::{decode_run, run_type};
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+#[async_trait]
+impl RunStore for PostgresDb {
+    async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
+        let t = self.qualified(&self.tables().runs);
+        let mut data = serde_json::to_value(run)
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {}: {e}", run.id())))?;
+        sanitize(&mut data);
+        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
+        // Same lock key as Python Agno: writers of one session queue here, so `max + 1` is
+        // read and written by one of them at a time; the lock goes with the transaction.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('agno_run_index'), hashtext($1))")
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error(&format!("cannot lock the run index of session {session_id}"), e))?;
+        let sql = format!(
+            "INSERT INTO {t} AS t (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, \
+             parent_run_id, status, run_index, run_data, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             (SELECT COALESCE(MAX(run_index) + 1, 0) FROM {t} WHERE session_id = $2), $10, $11, $12) \
+             ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, \
+             parent_run_id = excluded.parent_run_id, updated_at = excluded.updated_at, \
+             run_index = COALESCE(t.run_index, excluded.run_index) \
+             WHERE t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL \
+             RETURNING run_index"
+        );
+        let index: Option<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(run.id())
+            .bind(session_id)
+            .bind(run_type(&data))
+            .bind(str_field(&data, "agent_id"))
+            .bind(str_field(&data, "team_id"))
+            .bind(str_field(&data, "workflow_id"))
+            .bind(user_id)
+            .bind(str_field(&data, "parent_run_id"))
+            .bind(run.status.as_str())
+            .bind(&data)
+            .bind(run.created_at)
+            .bind(now_epoch_secs())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => DbError::new(
+                    DbErrorKind::Conflict,
+                    format!(
+                        "cannot write run {}: session {session_id} does not exist; save the session first",
+                        run.id()
+                    ),
+                )
+                .with_source(e),
+                _ => db_error(&format!("cannot write run {}", run.id()), e),
+            })?;
+        let Some(index) = index else {
+            return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
+        };
+        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {}", run.id()), e))?;
+        Ok(index.unwrap_or(0))
+    }
+
+    async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
+        let sql = format!(
+            "SELECT run_data FROM {} WHERE run_id = $1 AND ($2::text IS NULL OR user_id = $2)",
+            self.qualified(&self.tables().runs)
+        );
+        let data: Option<Option<Value>> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(run_id)
+            .bind(user_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read run {run_id}"), e))?;
+        data.and_then(value_column).map(decode_run).transpose()
+    }
+
+    async fn get_runs(&self, query: &RunQuery) -> DbResult<RunPage> {
+        let (cmp, order) = match query.sort {
+            SortOrder::Asc => (">", "ASC"),
+            SortOrder::Desc => ("<", "DESC"),
+        };
+        let sql = format!(
+            "SELECT run_data FROM {} WHERE ($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR user_id = $2) \
+             AND ($3::text IS NULL OR agent_id = $3) AND ($4::text IS NULL OR team_id = $4) \
+             AND ($5::text IS NULL OR workflow_id = $5) AND ($6::text IS NULL OR status = $6) \
+             AND ($7::bigint IS NULL OR (created_at, run_id) {cmp} ($7, $8::text)) \
+             ORDER BY created_at {order}, run_id {order} LIMIT $9",
+            self.qualified(&self.tables().runs)
+        );
+        let status = query.status.map(|s| s.as_str());
+        let cursor_at = query.cursor.as_ref().map(|c| c.created_at);
+        let cursor_id = query.cursor.as_ref().map(|c| c.run_id.as_str());
+        let limit = query.limit.map(|n| i64::try_from(n.saturating_add(1)).unwrap_or(i64::MAX));
+        let rows: Vec<Option<Value>> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(&query.session_id)
+            .bind(&query.user_id)
+            .bind(&query.agent_id)
+            .bind(&query.team_id)
+            .bind(&query.workflow_id)
+            .bind(status)
+            .bind(cursor_at)
+            .bind(cursor_id)
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot list runs", e))?;
+        let mut runs = rows.into_iter().filter_map(value_column).map(decode_run).collect::<DbResult<Vec<_>>>()?;
+        let next_cursor = match query.limit {
+            Some(n) if runs.len() > n => {
+                runs.truncate(n);
+                runs.last().map(|r| RunCursor { created_at: r.created_at, run_id: r.id().to_owned() })
+            }
+            _ => None,
+        };
+        Ok(RunPage { runs, next_cursor })
+    }
+
+    async fn delete_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        Ok(self.delete_runs(&[run_id.to_owned()], user_id).await? == 1)
+    }
+
+    async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        if run_ids.is_empty() {
+            return Ok(0);
+        }
+        let sql = format!(
+            "DELETE FROM {} WHERE run_id = ANY($1) AND ($2::text IS NULL OR user_id = $2)",
+            self.qualified(&self.tables().runs)
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(run_ids)
+            .bind(user_id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error("cannot delete runs", e))?;
+        Ok(done.rows_affected())
+    }
+}

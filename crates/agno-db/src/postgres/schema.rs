@@ -1,0 +1,130 @@
+//! DDL of the PostgreSQL tables, identical to what Python Agno 3.1's `PostgresDb` creates (as
+//! `pg_dump --schema-only` shows it), and the schema-version table.
+
+use agno_core::{DbResult, SchemaStore};
+use async_trait::async_trait;
+use sqlx::AssertSqlSafe;
+
+use super::{PostgresDb, db_error};
+use crate::migration::LATEST_VERSION;
+
+/// Python Agno stamps `datetime.now().isoformat()`: the same shape, in UTC, from the server clock.
+const NOW_ISO: &str = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')";
+
+/// `CREATE INDEX IF NOT EXISTS "idx_{table}_{cols joined by _}" ON {qualified} (cols)`.
+pub(crate) fn index_ddl(qualified: &str, table: &str, columns: &[&str]) -> String {
+    format!("CREATE INDEX IF NOT EXISTS \"idx_{table}_{}\" ON {qualified} ({})", columns.join("_"), columns.join(", "))
+}
+
+/// The sessions table (v3: no `runs` column).
+pub(crate) fn sessions_ddl(q: &str, t: &str) -> Vec<String> {
+    vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {q} (\n\tsession_id VARCHAR NOT NULL, \n\tsession_type VARCHAR NOT NULL, \n\tagent_id VARCHAR, \n\tteam_id VARCHAR, \n\tworkflow_id VARCHAR, \n\tuser_id VARCHAR, \n\tsession_data JSONB, \n\tagent_data JSONB, \n\tteam_data JSONB, \n\tworkflow_data JSONB, \n\tmetadata JSONB, \n\tsummary JSONB, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tPRIMARY KEY (session_id)\n)"
+        ),
+        index_ddl(q, t, &["session_type"]),
+        index_ddl(q, t, &["created_at"]),
+    ]
+}
+
+/// The runs table, its foreign key to the sessions table (`ON DELETE CASCADE`) and indexes.
+pub(crate) fn runs_ddl(q: &str, t: &str, sessions_q: &str) -> Vec<String> {
+    let mut ddl = vec![format!(
+        "CREATE TABLE IF NOT EXISTS {q} (\n\trun_id VARCHAR NOT NULL, \n\tsession_id VARCHAR NOT NULL, \n\trun_type VARCHAR NOT NULL, \n\tagent_id VARCHAR, \n\tteam_id VARCHAR, \n\tworkflow_id VARCHAR, \n\tuser_id VARCHAR, \n\tparent_run_id VARCHAR, \n\tstatus VARCHAR, \n\trun_index BIGINT, \n\trun_data JSONB NOT NULL, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tPRIMARY KEY (run_id), \n\tFOREIGN KEY(session_id) REFERENCES {sessions_q} (session_id) ON DELETE CASCADE\n)"
+    )];
+    for col in ["session_id", "run_type", "agent_id", "team_id", "workflow_id", "user_id", "status", "created_at"] {
+        ddl.push(index_ddl(q, t, &[col]));
+    }
+    ddl.push(index_ddl(q, t, &["session_id", "run_index"]));
+    ddl
+}
+
+/// The schema-versions table.
+pub(crate) fn versions_ddl(q: &str, t: &str) -> Vec<String> {
+    vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {q} (\n\ttable_name VARCHAR NOT NULL, \n\tversion VARCHAR NOT NULL, \n\tcreated_at VARCHAR NOT NULL, \n\tupdated_at VARCHAR, \n\tPRIMARY KEY (table_name)\n)"
+        ),
+        index_ddl(q, t, &["created_at"]),
+    ]
+}
+
+impl PostgresDb {
+    /// Runs DDL statements in order, in one transaction.
+    pub(crate) async fn exec_ddl(&self, what: &str, statements: &[String]) -> DbResult<()> {
+        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
+        for sql in statements {
+            sqlx::query(AssertSqlSafe(sql.as_str())).execute(&mut *tx).await.map_err(|e| db_error(what, e))?;
+        }
+        tx.commit().await.map_err(|e| db_error(what, e))
+    }
+
+    /// Creates a table with its indexes unless it exists. Returns true when this call created
+    /// it. A concurrent creator winning the race is not an error.
+    pub(crate) async fn create_table_if_missing(&self, table: &str, ddl: &[String]) -> DbResult<bool> {
+        if self.table_exists(table).await? {
+            return Ok(false);
+        }
+        match self.exec_ddl(&format!("cannot create table {}.{table}", self.schema()), ddl).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == agno_core::DbErrorKind::Conflict && self.table_exists(table).await? => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn ensure_versions_table(&self) -> DbResult<()> {
+        let t = &self.tables().versions;
+        self.create_table_if_missing(t, &versions_ddl(&self.qualified(t), t)).await.map(|_| ())
+    }
+
+    /// Creates any missing table (sessions, runs, schema versions) at the latest schema and stamps
+    /// it. Existing tables are left alone: use the migrations for those.
+    ///
+    /// # Errors
+    /// A storage error.
+    pub async fn create_tables(&self) -> DbResult<()> {
+        let t = self.tables().clone();
+        self.ensure_versions_table().await?;
+        let sessions_q = self.qualified(&t.sessions);
+        let runs_q = self.qualified(&t.runs);
+        for (name, ddl) in
+            [(&t.sessions, sessions_ddl(&sessions_q, &t.sessions)), (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q))]
+        {
+            if self.create_table_if_missing(name, &ddl).await? {
+                self.upsert_schema_version(name, LATEST_VERSION).await?;
+            }
+        }
+        self.refresh_legacy_flag().await
+    }
+}
+
+#[async_trait]
+impl SchemaStore for PostgresDb {
+    async fn get_latest_schema_version(&self, table_name: &str) -> DbResult<Option<String>> {
+        if !self.table_exists(&self.tables().versions).await? {
+            return Ok(None);
+        }
+        let sql = format!("SELECT version FROM {} WHERE table_name = $1", self.qualified(&self.tables().versions));
+        sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(table_name)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read the schema version of {table_name}"), e))
+    }
+
+    async fn upsert_schema_version(&self, table_name: &str, version: &str) -> DbResult<()> {
+        self.ensure_versions_table().await?;
+        let sql = format!(
+            "INSERT INTO {} (table_name, version, created_at, updated_at) VALUES ($1, $2, {NOW_ISO}, {NOW_ISO}) \
+             ON CONFLICT (table_name) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at",
+            self.qualified(&self.tables().versions)
+        );
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(table_name)
+            .bind(version)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot stamp the schema version of {table_name}"), e))?;
+        Ok(())
+    }
+}

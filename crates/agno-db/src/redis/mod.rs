@@ -1,0 +1,274 @@
+//! `RedisDb`: sessions and runs in Redis, with the key layout of Python Agno's `RedisDb`, so both
+//! can share a Redis:
+//! - `{prefix}:sessions:{session_id}`: the session document (JSON string);
+//! - `{prefix}:runs:{run_id}`: one run row (JSON string: indexed fields plus `run_data`);
+//! - `{prefix}:runs:by_session:{session_id}`: sorted set of the session's run ids, scored by
+//!   `run_index`;
+//! - `{prefix}:{sessions|runs}:index:{field}:{value}`: sets of ids per field value, kept as Agno
+//!   keeps them;
+//! - `{prefix}:agno_schema_versions:{table}`: the table's schema version (plain string).
+//!
+//! Every write that must be atomic runs as a Lua script (run index assignment, owner checks,
+//! cascades), or as a compare-and-set script retried on contention (session documents, whose
+//! JSON is rebuilt in Rust so numbers and key order survive untouched).
+
+mod migrate;
+mod runs;
+mod schema;
+mod sessions;
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::Duration;
+
+use agno_core::{DbError, DbErrorKind, DbResult};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, RedisError};
+use serde_json::{Map, Value};
+
+use crate::tables::TableNames;
+
+/// Keys per `MGET`.
+const MGET_CHUNK: usize = 500;
+
+/// A Redis database.
+#[derive(Clone)]
+pub struct RedisDb {
+    conn: ConnectionManager,
+    prefix: String,
+    /// The URL, password redacted, for messages.
+    url: String,
+    tables: TableNames,
+}
+
+impl fmt::Debug for RedisDb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisDb").field("url", &self.url).field("prefix", &self.prefix).finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn redis_error(what: &str, e: RedisError) -> DbError {
+    let kind = if e.is_io_error() || e.is_connection_refusal() || e.is_timeout() || e.is_connection_dropped() {
+        DbErrorKind::Unavailable
+    } else {
+        DbErrorKind::Other
+    };
+    DbError::new(kind, format!("{what}: {e}")).with_source(e)
+}
+
+/// Escapes the glob characters of a `SCAN MATCH` pattern.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Parses a stored JSON document; `None` when the text is not a JSON object.
+pub(crate) fn parse_doc(text: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(doc)) => Some(doc),
+        _ => None,
+    }
+}
+
+/// Splits `redis://...?prefix=x` into the URL for the driver, the prefix, and a redacted URL.
+fn parse_url(url: &str) -> DbResult<(String, Option<String>, String)> {
+    let mut parsed = url::Url::parse(url.trim())
+        .map_err(|e| DbError::new(DbErrorKind::Other, format!("invalid redis url: {e}")).with_source(e))?;
+    let mut prefix = None;
+    let rest: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter_map(|(k, v)| {
+            if k == "prefix" {
+                prefix = Some(v.into_owned());
+                None
+            } else {
+                Some((k.into_owned(), v.into_owned()))
+            }
+        })
+        .collect();
+    if rest.is_empty() {
+        parsed.set_query(None);
+    } else {
+        parsed.query_pairs_mut().clear().extend_pairs(rest);
+    }
+    let driver_url = parsed.to_string();
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    Ok((driver_url, prefix, parsed.to_string()))
+}
+
+impl RedisDb {
+    /// The key prefix Python Agno uses by default (`db_prefix="agno"`).
+    pub const DEFAULT_PREFIX: &str = "agno";
+
+    /// Connects to `url` (`redis://host:port/db`, optionally `?prefix=NAME` for the key prefix,
+    /// default `agno`).
+    ///
+    /// # Errors
+    /// [`DbErrorKind::Other`] for an invalid URL; [`DbErrorKind::Unavailable`], naming the URL,
+    /// when Redis cannot be reached.
+    pub async fn connect(url: &str) -> DbResult<Self> {
+        Self::open(url, None).await
+    }
+
+    /// Connects with an explicit key prefix (overrides `?prefix=`).
+    ///
+    /// # Errors
+    /// As [`RedisDb::connect`], or [`DbErrorKind::Other`] for an empty prefix.
+    pub async fn connect_with(url: &str, prefix: &str) -> DbResult<Self> {
+        Self::open(url, Some(prefix)).await
+    }
+
+    async fn open(url: &str, prefix: Option<&str>) -> DbResult<Self> {
+        let (driver_url, url_prefix, shown) = parse_url(url)?;
+        let prefix = prefix.map(str::to_owned).or(url_prefix).unwrap_or_else(|| Self::DEFAULT_PREFIX.to_owned());
+        if prefix.is_empty() {
+            return Err(DbError::new(DbErrorKind::Other, format!("empty redis key prefix for {shown}")));
+        }
+        let client = Client::open(driver_url.as_str())
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("invalid redis url {shown}: {e}")).with_source(e))?;
+        let config = ConnectionManagerConfig::new()
+            .set_number_of_retries(1)
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(Duration::from_secs(60)));
+        let conn = ConnectionManager::new_with_config(client, config).await.map_err(|e| {
+            DbError::new(DbErrorKind::Unavailable, format!("cannot connect to redis at {shown}: {e}")).with_source(e)
+        })?;
+        Ok(Self { conn, prefix, url: shown, tables: TableNames::default() })
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The table names used for schema-version stamps.
+    pub fn tables(&self) -> &TableNames {
+        &self.tables
+    }
+
+    /// Deletes every key under this database's prefix (sessions, runs, indexes, versions, and
+    /// anything else Agno stored there); returns how many keys were deleted.
+    ///
+    /// # Errors
+    /// A storage error.
+    pub async fn delete_all_keys(&self) -> DbResult<u64> {
+        let keys = self.scan(&format!("{}:*", glob_escape(&self.prefix))).await?;
+        let mut deleted = 0u64;
+        for chunk in keys.chunks(MGET_CHUNK) {
+            let n: u64 = redis::cmd("DEL")
+                .arg(chunk)
+                .query_async(&mut self.conn())
+                .await
+                .map_err(|e| redis_error("cannot delete keys", e))?;
+            deleted += n;
+        }
+        Ok(deleted)
+    }
+
+    pub(crate) fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    pub(crate) fn session_key(&self, session_id: &str) -> String {
+        format!("{}:sessions:{session_id}", self.prefix)
+    }
+
+    pub(crate) fn run_key(&self, run_id: &str) -> String {
+        format!("{}:runs:{run_id}", self.prefix)
+    }
+
+    pub(crate) fn by_session_key(&self, session_id: &str) -> String {
+        format!("{}:runs:by_session:{session_id}", self.prefix)
+    }
+
+    pub(crate) fn version_key(&self, table: &str) -> String {
+        format!("{}:{}:{table}", self.prefix, self.tables.versions)
+    }
+
+    /// Every key matching a `SCAN` pattern, sorted and without duplicates.
+    pub(crate) async fn scan(&self, pattern: &str) -> DbResult<Vec<String>> {
+        let mut conn = self.conn();
+        let mut cursor: u64 = 0;
+        let mut keys = BTreeSet::new();
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| redis_error(&format!("cannot scan keys of {}", self.url), e))?;
+            keys.extend(batch);
+            if next == 0 {
+                return Ok(keys.into_iter().collect());
+            }
+            cursor = next;
+        }
+    }
+
+    /// Keys of the session documents.
+    pub(crate) async fn session_keys(&self) -> DbResult<Vec<String>> {
+        let index = format!("{}:sessions:index:", self.prefix);
+        let keys = self.scan(&format!("{}:sessions:*", glob_escape(&self.prefix))).await?;
+        Ok(keys.into_iter().filter(|k| !k.starts_with(&index)).collect())
+    }
+
+    /// Keys of the run rows.
+    pub(crate) async fn run_keys(&self) -> DbResult<Vec<String>> {
+        let index = format!("{}:runs:index:", self.prefix);
+        let by_session = format!("{}:runs:by_session:", self.prefix);
+        let keys = self.scan(&format!("{}:runs:*", glob_escape(&self.prefix))).await?;
+        Ok(keys.into_iter().filter(|k| !k.starts_with(&index) && !k.starts_with(&by_session)).collect())
+    }
+
+    /// `MGET` in chunks; a missing (or non-string) key gives `None`.
+    pub(crate) async fn mget(&self, keys: &[String]) -> DbResult<Vec<Option<String>>> {
+        let mut conn = self.conn();
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(MGET_CHUNK) {
+            let values: Vec<Option<String>> = redis::cmd("MGET")
+                .arg(chunk)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| redis_error("cannot read keys", e))?;
+            out.extend(values);
+        }
+        Ok(out)
+    }
+
+    /// `GET` of one key.
+    pub(crate) async fn get(&self, key: &str) -> DbResult<Option<String>> {
+        redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut self.conn())
+            .await
+            .map_err(|e| redis_error(&format!("cannot read {key}"), e))
+    }
+
+    /// Every session document.
+    pub(crate) async fn session_docs(&self) -> DbResult<Vec<Map<String, Value>>> {
+        let keys = self.session_keys().await?;
+        Ok(self.mget(&keys).await?.into_iter().flatten().filter_map(|t| parse_doc(&t)).collect())
+    }
+
+    /// One session document.
+    pub(crate) async fn session_doc(&self, session_id: &str) -> DbResult<Option<(String, Map<String, Value>)>> {
+        let Some(text) = self.get(&self.session_key(session_id)).await? else { return Ok(None) };
+        match parse_doc(&text) {
+            Some(doc) => Ok(Some((text, doc))),
+            None => {
+                Err(DbError::new(DbErrorKind::Other, format!("stored session {session_id} is not a JSON document")))
+            }
+        }
+    }
+}

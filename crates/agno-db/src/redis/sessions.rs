@@ -1,0 +1,184 @@
+//! Sessions in Redis: one JSON document per session at `{prefix}:sessions:{id}`, never carrying
+//! runs (except a legacy v2 `runs` field, read only and carried forward). Writes are
+//! compare-and-set scripts retried on contention, so concurrent merges lose nothing.
+
+use agno_core::{
+    AgentSession, DbError, DbErrorKind, DbResult, SessionPage, SessionQuery, SessionStore, StateUpdate, now_epoch_secs,
+};
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::schema::{CAS_SESSION, DELETE_SESSION, SESSION_INDEX_FIELDS};
+use super::{RedisDb, redis_error};
+use crate::codec::{keep_latest, merge_legacy_runs, to_json_text};
+use crate::json::schema::{
+    legacy_blob, merged_session_data, page_sessions, session_doc, session_from_doc, str_field, visible,
+};
+
+/// Attempts of a compare-and-set before giving up (each round, one contender always wins).
+const CAS_ATTEMPTS: usize = 10_000;
+
+/// `('1', user)` when filtering on a user, `('0', "")` otherwise: the script arguments.
+pub(crate) fn user_args(user_id: Option<&str>) -> (&'static str, &str) {
+    match user_id {
+        Some(u) => ("1", u),
+        None => ("0", ""),
+    }
+}
+
+/// The indexed values of a session document, as a JSON list in `SESSION_INDEX_FIELDS` order.
+fn index_values(doc: Option<&Map<String, Value>>) -> String {
+    let values: Vec<Value> = SESSION_INDEX_FIELDS
+        .iter()
+        .map(|f| doc.and_then(|d| str_field(d, f)).map_or(Value::Null, |v| Value::String(v.to_owned())))
+        .collect();
+    Value::Array(values).to_string()
+}
+
+fn too_busy(session_id: &str) -> DbError {
+    DbError::new(DbErrorKind::Conflict, format!("session {session_id} changed too often concurrently; retry the write"))
+}
+
+impl RedisDb {
+    /// Writes `new` over the stored document `expected` (`None`: the session must not exist);
+    /// false when the stored document changed meanwhile.
+    pub(crate) async fn cas_session(
+        &self,
+        session_id: &str,
+        expected: Option<(&str, &Map<String, Value>)>,
+        new: &Map<String, Value>,
+    ) -> DbResult<bool> {
+        let written: i64 = CAS_SESSION
+            .key(self.session_key(session_id))
+            .arg(&self.prefix)
+            .arg(session_id)
+            .arg(if expected.is_some() { "1" } else { "0" })
+            .arg(expected.map_or("", |(text, _)| text))
+            .arg(to_json_text(new)?)
+            .arg(index_values(expected.map(|(_, doc)| doc)))
+            .arg(index_values(Some(new)))
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(|e| redis_error(&format!("cannot write session {session_id}"), e))?;
+        Ok(written == 1)
+    }
+
+    /// Applies `change` to a stored session document with compare-and-set, retrying on
+    /// contention. `change` returns `None` to leave the document alone.
+    pub(crate) async fn update_session_doc<T>(
+        &self,
+        session_id: &str,
+        mut change: impl FnMut(&mut Map<String, Value>) -> DbResult<Option<T>>,
+    ) -> DbResult<Option<T>> {
+        for _ in 0..CAS_ATTEMPTS {
+            let Some((text, doc)) = self.session_doc(session_id).await? else { return Ok(None) };
+            let mut new = doc.clone();
+            let Some(out) = change(&mut new)? else { return Ok(None) };
+            if self.cas_session(session_id, Some((&text, &doc)), &new).await? {
+                return Ok(Some(out));
+            }
+        }
+        Err(too_busy(session_id))
+    }
+}
+
+#[async_trait]
+impl SessionStore for RedisDb {
+    async fn get_session(
+        &self,
+        session_id: &str,
+        user_id: Option<&str>,
+        runs_limit: Option<usize>,
+    ) -> DbResult<Option<AgentSession>> {
+        let Some((_, doc)) = self.session_doc(session_id).await? else { return Ok(None) };
+        if !visible(str_field(&doc, "user_id"), user_id) {
+            return Ok(None);
+        }
+        let mut session = session_from_doc(&doc)?;
+        let runs = match legacy_blob(&doc) {
+            // Merge first, then bound: blob-only runs count towards the latest N.
+            Some(blob) => keep_latest(
+                merge_legacy_runs(self.session_runs(session_id, None).await?, Some(blob.clone()))?,
+                runs_limit,
+            ),
+            None => self.session_runs(session_id, runs_limit).await?,
+        };
+        session.runs = Some(runs);
+        Ok(Some(session))
+    }
+
+    async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+        let id = &session.session_id;
+        for _ in 0..CAS_ATTEMPTS {
+            let current = self.session_doc(id).await?;
+            let stored = current.as_ref().map(|(_, doc)| doc);
+            if let Some(stored) = stored {
+                let owner = str_field(stored, "user_id");
+                if owner.is_some() && owner != session.user_id.as_deref() {
+                    return Err(DbError::new(DbErrorKind::Conflict, format!("session {id} belongs to another user")));
+                }
+            }
+            let now = now_epoch_secs();
+            let created_at =
+                stored.and_then(|d| d.get("created_at").and_then(Value::as_i64)).or(session.created_at).unwrap_or(now);
+            let data = merged_session_data(session, state, stored);
+            let doc = session_doc(session, data, created_at, now, stored.and_then(legacy_blob))?;
+            let expected = current.as_ref().map(|(text, doc)| (text.as_str(), doc));
+            if self.cas_session(id, expected, &doc).await? {
+                return Ok(());
+            }
+        }
+        Err(too_busy(id))
+    }
+
+    async fn get_sessions(&self, query: &SessionQuery) -> DbResult<SessionPage> {
+        let docs = self.session_docs().await?;
+        page_sessions(docs.iter(), query)
+    }
+
+    async fn rename_session(
+        &self,
+        session_id: &str,
+        session_name: &str,
+        user_id: Option<&str>,
+    ) -> DbResult<Option<AgentSession>> {
+        self.update_session_doc(session_id, |doc| {
+            if !visible(str_field(doc, "user_id"), user_id) {
+                return Ok(None);
+            }
+            let data = doc.entry("session_data").or_insert(Value::Null);
+            if !data.is_object() {
+                *data = Value::Object(Map::new());
+            }
+            if let Value::Object(data) = data {
+                data.insert("session_name".to_owned(), Value::String(session_name.to_owned()));
+            }
+            doc.insert("updated_at".to_owned(), Value::from(now_epoch_secs()));
+            session_from_doc(doc).map(Some)
+        })
+        .await
+    }
+
+    async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        Ok(self.delete_sessions(&[session_id.to_owned()], user_id).await? == 1)
+    }
+
+    async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        let (has_user, user) = user_args(user_id);
+        let mut deleted = 0;
+        for id in session_ids {
+            let done: i64 = DELETE_SESSION
+                .key(self.session_key(id))
+                .key(self.by_session_key(id))
+                .arg(&self.prefix)
+                .arg(id)
+                .arg(has_user)
+                .arg(user)
+                .invoke_async(&mut self.conn())
+                .await
+                .map_err(|e| redis_error(&format!("cannot delete session {id}"), e))?;
+            deleted += u64::from(done == 1);
+        }
+        Ok(deleted)
+    }
+}

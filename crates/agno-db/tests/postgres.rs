@@ -1,0 +1,639 @@
+//! `PostgresDb` beyond the conformance suite: tables identical to Python Agno 3.1's, legacy data
+//! written by the real Python Agno 2.9.0 (fixtures/legacy_v2) migrating to v3 without loss, a
+//! migration failing halfway keeping nothing and resuming, the metrics key swap, URL forms, and
+//! an unreachable server reported as such. Needs the local server (`AGNO_TEST_POSTGRES_URL`,
+//! default `postgresql://postgres@127.0.0.1:5432/test`); each test works in its own schema.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use agno_core::{AgentSession, DbErrorKind, RunOutput, RunQuery, RunStore, SchemaStore, SessionStore, StateUpdate};
+use agno_db::{Migrate, MigrationManager, MigrationOptions, PostgresDb, TableNames};
+use serde_json::{Value, json};
+use sqlx::{Connection, PgConnection};
+
+fn url() -> String {
+    std::env::var("AGNO_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+fn fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/legacy_v2")
+}
+
+async fn conn() -> PgConnection {
+    PgConnection::connect(&url()).await.unwrap()
+}
+
+/// A schema of its own, dropped when the test ends (also when it fails).
+struct Scratch {
+    name: String,
+}
+
+impl Scratch {
+    fn new(tag: &str) -> Self {
+        Self { name: format!("agno_pgtest_{tag}_{}", &agno_core::new_id().replace('-', "")[..16]) }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Drop runs outside any test runtime: a thread with its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                if let Ok(mut c) = PgConnection::connect(&url()).await {
+                    let sql = format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE");
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut c).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+async fn exec(c: &mut PgConnection, sql: &str) {
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned())).execute(c).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Loads the Agno 2.9.0 `pg_dump --inserts` fixture into `schema`, one statement at a time.
+async fn load_fixture(schema: &str) {
+    let text = std::fs::read_to_string(fixture_dir().join("agno_v2_postgres_inserts.sql")).unwrap();
+    let text = text.replace("agno_v2_fixture", schema);
+    let mut c = conn().await;
+    let mut statement = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if statement.is_empty() && (trimmed.is_empty() || trimmed.starts_with("--") || trimmed.starts_with('\\')) {
+            continue;
+        }
+        statement.push_str(line);
+        statement.push('\n');
+        if trimmed.ends_with(';') {
+            exec(&mut c, &statement).await;
+            statement.clear();
+        }
+    }
+    assert!(statement.trim().is_empty(), "unterminated statement: {statement}");
+    c.close().await.unwrap();
+}
+
+async fn legacy_copy(tag: &str) -> (PostgresDb, Scratch) {
+    let scratch = Scratch::new(tag);
+    load_fixture(&scratch.name).await;
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    (db, scratch)
+}
+
+fn expected() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture_dir().join("expected_postgres.json")).unwrap()).unwrap()
+}
+
+/// Compares what we read with what Agno 2.x read from the same Postgres data.
+async fn assert_matches_agno(db: &PostgresDb) {
+    let expected = expected();
+    let sessions = expected["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 5);
+    for want in sessions {
+        let id = want["session_id"].as_str().unwrap();
+        let got = db.get_session(id, None, None).await.unwrap().unwrap_or_else(|| panic!("session {id} missing"));
+        assert_eq!(got.user_id.as_deref(), want["user_id"].as_str(), "{id} user");
+        assert_eq!(got.agent_id.as_deref(), want["agent_id"].as_str(), "{id} agent");
+        assert_eq!(got.created_at, want["created_at"].as_i64(), "{id} created_at");
+        assert_eq!(
+            got.session_state().map(|s| Value::Object(s.clone())),
+            Some(want["session_data"]["session_state"].clone()),
+            "{id} state"
+        );
+        let want_runs = want["runs"].as_array().unwrap();
+        let got_ids: Vec<&str> = got.runs().iter().map(RunOutput::id).collect();
+        let want_ids: Vec<&str> = want_runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+        assert_eq!(got_ids, want_ids, "{id} run order");
+        for (g, w) in got.runs().iter().zip(want_runs) {
+            let rid = w["run_id"].as_str().unwrap();
+            let g = serde_json::to_value(g).unwrap();
+            for key in ["status", "content", "input", "created_at", "session_state", "agent_id", "user_id", "model"] {
+                assert_eq!(g.get(key), w.get(key), "{id}/{rid}: {key}");
+            }
+            let messages = |v: &Value| -> Vec<(Value, Value)> {
+                v["messages"].as_array().unwrap().iter().map(|m| (m["role"].clone(), m["content"].clone())).collect()
+            };
+            assert_eq!(messages(&g).len(), w["messages"].as_array().unwrap().len(), "{id}/{rid}: message count");
+            assert_eq!(messages(&g), messages(w), "{id}/{rid}: messages");
+            let tools = |v: &Value| -> Vec<(Value, Value, Value, Value)> {
+                v.get("tools")
+                    .and_then(Value::as_array)
+                    .map(|t| {
+                        t.iter()
+                            .map(|x| {
+                                (
+                                    x["tool_call_id"].clone(),
+                                    x["tool_name"].clone(),
+                                    x["tool_args"].clone(),
+                                    x["result"].clone(),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            assert_eq!(tools(&g), tools(w), "{id}/{rid}: tools");
+        }
+    }
+}
+
+async fn column_exists(schema: &str, table: &str, column: &str) -> bool {
+    let mut c = conn().await;
+    let found: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
+    )
+    .bind(schema)
+    .bind(table)
+    .bind(column)
+    .fetch_optional(&mut c)
+    .await
+    .unwrap();
+    found.is_some()
+}
+
+/// The legacy blobs as stored, per session.
+async fn legacy_blobs(schema: &str) -> Vec<(String, Value)> {
+    let mut c = conn().await;
+    let sql = format!("SELECT session_id, runs FROM \"{schema}\".agno_sessions ORDER BY session_id");
+    sqlx::query_as::<_, (String, Value)>(sqlx::AssertSqlSafe(sql)).fetch_all(&mut c).await.unwrap()
+}
+
+async fn run_rows(schema: &str) -> Vec<(String, String, Option<i64>)> {
+    let mut c = conn().await;
+    let sql =
+        format!("SELECT session_id, run_id, run_index FROM \"{schema}\".agno_runs ORDER BY session_id, run_index");
+    sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(&mut c).await.unwrap()
+}
+
+/// Columns, indexes and constraints of `tables`, with the schema name replaced by `S`.
+async fn catalog(schema: &str, tables: &[&str]) -> Vec<String> {
+    let mut c = conn().await;
+    let tables: Vec<String> = tables.iter().map(|t| (*t).to_owned()).collect();
+    let mut out: Vec<String> = sqlx::query_scalar(
+        "SELECT 'col ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' \
+         || coalesce(column_default, '-') FROM information_schema.columns \
+         WHERE table_schema = $1 AND table_name = ANY($2) ORDER BY table_name, ordinal_position",
+    )
+    .bind(schema)
+    .bind(&tables)
+    .fetch_all(&mut c)
+    .await
+    .unwrap();
+    let indexes: Vec<String> = sqlx::query_scalar(
+        "SELECT 'idx ' || replace(indexdef, quote_ident($1) || '.', 'S.') FROM pg_indexes \
+         WHERE schemaname = $1 AND tablename = ANY($2) ORDER BY indexname",
+    )
+    .bind(schema)
+    .bind(&tables)
+    .fetch_all(&mut c)
+    .await
+    .unwrap();
+    let constraints: Vec<String> = sqlx::query_scalar(
+        "SELECT 'con ' || conname || ' ' || replace(pg_get_constraintdef(c.oid), quote_ident($1) || '.', 'S.') \
+         FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace \
+         WHERE n.nspname = $1 AND t.relname = ANY($2) ORDER BY conname",
+    )
+    .bind(schema)
+    .bind(&tables)
+    .fetch_all(&mut c)
+    .await
+    .unwrap();
+    out.extend(indexes);
+    out.extend(constraints);
+    out
+}
+
+/// As `pg_dump` shows the tables Python Agno 3.1.10's `PostgresDb` creates (columns, indexes,
+/// keys), read from a schema it created.
+const AGNO_TABLES: &str = "\
+col agno_runs.run_id character varying NO -
+col agno_runs.session_id character varying NO -
+col agno_runs.run_type character varying NO -
+col agno_runs.agent_id character varying YES -
+col agno_runs.team_id character varying YES -
+col agno_runs.workflow_id character varying YES -
+col agno_runs.user_id character varying YES -
+col agno_runs.parent_run_id character varying YES -
+col agno_runs.status character varying YES -
+col agno_runs.run_index bigint YES -
+col agno_runs.run_data jsonb NO -
+col agno_runs.created_at bigint NO -
+col agno_runs.updated_at bigint YES -
+col agno_schema_versions.table_name character varying NO -
+col agno_schema_versions.version character varying NO -
+col agno_schema_versions.created_at character varying NO -
+col agno_schema_versions.updated_at character varying YES -
+col agno_sessions.session_id character varying NO -
+col agno_sessions.session_type character varying NO -
+col agno_sessions.agent_id character varying YES -
+col agno_sessions.team_id character varying YES -
+col agno_sessions.workflow_id character varying YES -
+col agno_sessions.user_id character varying YES -
+col agno_sessions.session_data jsonb YES -
+col agno_sessions.agent_data jsonb YES -
+col agno_sessions.team_data jsonb YES -
+col agno_sessions.workflow_data jsonb YES -
+col agno_sessions.metadata jsonb YES -
+col agno_sessions.summary jsonb YES -
+col agno_sessions.created_at bigint NO -
+col agno_sessions.updated_at bigint YES -
+idx CREATE UNIQUE INDEX agno_runs_pkey ON S.agno_runs USING btree (run_id)
+idx CREATE UNIQUE INDEX agno_schema_versions_pkey ON S.agno_schema_versions USING btree (table_name)
+idx CREATE UNIQUE INDEX agno_sessions_pkey ON S.agno_sessions USING btree (session_id)
+idx CREATE INDEX idx_agno_runs_agent_id ON S.agno_runs USING btree (agent_id)
+idx CREATE INDEX idx_agno_runs_created_at ON S.agno_runs USING btree (created_at)
+idx CREATE INDEX idx_agno_runs_run_type ON S.agno_runs USING btree (run_type)
+idx CREATE INDEX idx_agno_runs_session_id ON S.agno_runs USING btree (session_id)
+idx CREATE INDEX idx_agno_runs_session_id_run_index ON S.agno_runs USING btree (session_id, run_index)
+idx CREATE INDEX idx_agno_runs_status ON S.agno_runs USING btree (status)
+idx CREATE INDEX idx_agno_runs_team_id ON S.agno_runs USING btree (team_id)
+idx CREATE INDEX idx_agno_runs_user_id ON S.agno_runs USING btree (user_id)
+idx CREATE INDEX idx_agno_runs_workflow_id ON S.agno_runs USING btree (workflow_id)
+idx CREATE INDEX idx_agno_schema_versions_created_at ON S.agno_schema_versions USING btree (created_at)
+idx CREATE INDEX idx_agno_sessions_created_at ON S.agno_sessions USING btree (created_at)
+idx CREATE INDEX idx_agno_sessions_session_type ON S.agno_sessions USING btree (session_type)
+con agno_runs_pkey PRIMARY KEY (run_id)
+con agno_runs_session_id_fkey FOREIGN KEY (session_id) REFERENCES S.agno_sessions(session_id) ON DELETE CASCADE
+con agno_schema_versions_pkey PRIMARY KEY (table_name)
+con agno_sessions_pkey PRIMARY KEY (session_id)";
+
+#[tokio::test]
+async fn tables_are_created_exactly_as_python_agno_creates_them() {
+    let scratch = Scratch::new("ddl");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    db.create_tables().await.unwrap(); // idempotent
+    let got = catalog(&scratch.name, &["agno_sessions", "agno_runs", "agno_schema_versions"]).await;
+    let want: Vec<&str> = AGNO_TABLES.lines().collect();
+    assert_eq!(got, want);
+    for table in ["agno_sessions", "agno_runs"] {
+        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
+    }
+    // The stamp has Agno's naive ISO shape.
+    let mut c = conn().await;
+    let sql = format!("SELECT created_at FROM \"{}\".agno_schema_versions LIMIT 1", scratch.name);
+    let stamp: String = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&mut c).await.unwrap();
+    assert_eq!(stamp.len(), "2026-01-01T00:00:00.000000".len(), "{stamp}");
+    assert_eq!(&stamp[10..11], "T");
+}
+
+#[tokio::test]
+async fn agno_2x_postgres_data_migrates_to_v3_without_loss() {
+    let (db, scratch) = legacy_copy("legacy").await;
+    // Before migrating, legacy sessions already read back in full (blob merge).
+    assert_matches_agno(&db).await;
+    let before_blobs = legacy_blobs(&scratch.name).await;
+    let manager = MigrationManager::new(&db);
+    let status = manager.status(None).await.unwrap();
+    assert!(!status.is_current());
+    assert_eq!(status.legacy_runs_pending, 16);
+    let sessions = status.tables.iter().find(|t| t.table == "agno_sessions").unwrap();
+    assert_eq!(sessions.version.as_deref(), Some("2.5.6"));
+    assert_eq!(sessions.pending, vec!["3.0.0"]);
+
+    let calls = AtomicU64::new(0);
+    let last = AtomicU64::new(0);
+    manager
+        .up(None, &|done, total| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            last.store(done, Ordering::Relaxed);
+            assert_eq!(total, 5);
+        })
+        .await
+        .unwrap();
+    assert!(calls.load(Ordering::Relaxed) >= 1);
+    assert_eq!(last.load(Ordering::Relaxed), 5, "progress reaches every session");
+    assert_eq!(db.get_latest_schema_version("agno_sessions").await.unwrap().as_deref(), Some("3.0.0"));
+    assert_eq!(db.get_latest_schema_version("agno_memories").await.unwrap().as_deref(), Some("3.0.0"));
+    assert_eq!(db.get_latest_schema_version("agno_runs").await.unwrap().as_deref(), Some("3.0.0"));
+    let after = manager.status(None).await.unwrap();
+    assert!(after.is_current());
+    assert_eq!(after.legacy_runs_pending, 0);
+
+    // Every run is now a row of its own, indexed by its position in the blob.
+    let rows = run_rows(&scratch.name).await;
+    assert_eq!(rows.len(), 16);
+    for want in expected()["sessions"].as_array().unwrap() {
+        let id = want["session_id"].as_str().unwrap();
+        let got: Vec<(&str, Option<i64>)> = rows.iter().filter(|r| r.0 == id).map(|r| (r.1.as_str(), r.2)).collect();
+        let want: Vec<(&str, Option<i64>)> = want["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r["run_id"].as_str().unwrap(), Some(i64::try_from(i).unwrap())))
+            .collect();
+        assert_eq!(got, want, "{id}");
+        for (run_id, _) in &want {
+            assert!(db.get_run(run_id, None).await.unwrap().is_some(), "{run_id} readable alone");
+        }
+    }
+    assert_eq!(db.get_runs(&RunQuery::default()).await.unwrap().runs.len(), 16);
+    assert_matches_agno(&db).await;
+    // The legacy column is still there, untouched, as a backup.
+    assert!(column_exists(&scratch.name, "agno_sessions", "runs").await, "legacy runs column kept");
+    assert_eq!(legacy_blobs(&scratch.name).await, before_blobs);
+
+    // A second migration does nothing.
+    let again = manager.up(None, &|_, _| {}).await.unwrap();
+    assert!(again.is_current(), "nothing was pending the second time");
+    assert_eq!(again.legacy_runs_pending, 0);
+    assert_eq!(run_rows(&scratch.name).await.len(), 16);
+
+    // A run written after the migration takes the next index of its session.
+    let mut next = RunOutput::new("after-migration", "sess-alice-1");
+    next.agent_id = Some("calc-agent".into());
+    assert_eq!(db.upsert_run(&next, "sess-alice-1", Some("alice")).await.unwrap(), 3);
+
+    // Cleanup drops the column once every legacy run is in the runs table; reads are unchanged
+    // apart from the new run.
+    let report = db.cleanup_legacy_runs(false).await.unwrap();
+    assert!(report.removed);
+    assert_eq!(report.missing_runs, 0);
+    assert!(!column_exists(&scratch.name, "agno_sessions", "runs").await);
+    db.delete_run("after-migration", Some("alice")).await.unwrap();
+    assert_matches_agno(&db).await;
+    let again = db.cleanup_legacy_runs(false).await.unwrap();
+    assert!(!again.removed, "nothing left to clean");
+}
+
+#[tokio::test]
+async fn a_migration_failing_halfway_keeps_no_stamp_and_loses_nothing() {
+    let (db, scratch) = legacy_copy("fault").await;
+    let before_blobs = legacy_blobs(&scratch.name).await;
+    let failing =
+        MigrationManager::new(&db).with_options(MigrationOptions { batch_size: 1, fail_after_batches: Some(1) });
+    let err = failing.up(None, &|_, _| {}).await.unwrap_err();
+    assert!(err.to_string().contains("migration of agno_sessions to 3.0.0 failed"), "{err}");
+    assert_eq!(db.get_latest_schema_version("agno_sessions").await.unwrap().as_deref(), Some("2.5.6"));
+    // The copy was rolled back as a whole: no half-copied runs, the blobs untouched.
+    assert!(run_rows(&scratch.name).await.is_empty());
+    assert_eq!(legacy_blobs(&scratch.name).await, before_blobs);
+    assert_eq!(db.legacy_runs_pending().await.unwrap(), 16);
+    // Nothing is lost: sessions still read back in full.
+    assert_matches_agno(&db).await;
+    // Cleanup refuses to drop runs that were not copied.
+    let refused = db.cleanup_legacy_runs(false).await.unwrap_err();
+    assert_eq!(refused.kind(), DbErrorKind::Conflict);
+    assert!(refused.to_string().contains("16 legacy runs"), "{refused}");
+    assert!(column_exists(&scratch.name, "agno_sessions", "runs").await);
+    // Rerunning completes.
+    MigrationManager::new(&db)
+        .with_options(MigrationOptions { batch_size: 2, fail_after_batches: None })
+        .up(None, &|_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(db.get_latest_schema_version("agno_sessions").await.unwrap().as_deref(), Some("3.0.0"));
+    assert_eq!(run_rows(&scratch.name).await.len(), 16);
+    assert_eq!(db.legacy_runs_pending().await.unwrap(), 0);
+    assert_matches_agno(&db).await;
+    let report = db.cleanup_legacy_runs(false).await.unwrap();
+    assert!(report.removed);
+    assert!(!column_exists(&scratch.name, "agno_sessions", "runs").await);
+    assert_matches_agno(&db).await;
+}
+
+#[tokio::test]
+async fn an_unmigrated_database_is_refused_at_startup() {
+    let (_db, scratch) = legacy_copy("ready").await;
+    let url = format!("postgresql+psycopg://postgres@127.0.0.1:5432/test?schema={}", scratch.name);
+    let url = match std::env::var("AGNO_TEST_POSTGRES_URL") {
+        Ok(base) => format!("{base}?schema={}", scratch.name),
+        Err(_) => url,
+    };
+    let err = agno_db::open_ready(&url).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::SchemaTooOld);
+    assert!(err.to_string().contains("agno_sessions (sessions): 2.5.6 -> 3.0.0"), "{err}");
+}
+
+#[tokio::test]
+async fn metrics_get_the_per_user_key_in_place_of_the_daily_one() {
+    let scratch = Scratch::new("metrics");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    let s = &scratch.name;
+    let mut c = conn().await;
+    // The v2 metrics table: no user_id, one row per (date, aggregation_period).
+    exec(
+        &mut c,
+        &format!(
+            "CREATE TABLE \"{s}\".agno_metrics (id VARCHAR NOT NULL, agent_runs_count BIGINT NOT NULL, \
+             team_runs_count BIGINT NOT NULL, workflow_runs_count BIGINT NOT NULL, agent_sessions_count BIGINT NOT NULL, \
+             team_sessions_count BIGINT NOT NULL, workflow_sessions_count BIGINT NOT NULL, users_count BIGINT NOT NULL, \
+             token_metrics JSONB NOT NULL, model_metrics JSONB NOT NULL, date DATE NOT NULL, \
+             aggregation_period VARCHAR NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT, completed BOOLEAN NOT NULL, \
+             PRIMARY KEY (id), CONSTRAINT agno_metrics_uq_metrics_date_period UNIQUE (date, aggregation_period)); \
+             CREATE INDEX idx_agno_metrics_date ON \"{s}\".agno_metrics (date); \
+             INSERT INTO \"{s}\".agno_metrics VALUES ('m1', 1, 0, 0, 1, 0, 0, 1, '{{}}', '[]', '2026-01-01', 'day', 1, 1, true);"
+        ),
+    )
+    .await;
+    MigrationManager::new(&db).up(None, &|_, _| {}).await.unwrap();
+    assert_eq!(db.get_latest_schema_version("agno_metrics").await.unwrap().as_deref(), Some("3.0.0"));
+    let got: Vec<String> = catalog(s, &["agno_metrics"])
+        .await
+        .into_iter()
+        .filter(|l| !l.starts_with("col ") || l.contains(".user_id "))
+        .collect();
+    // As Python Agno 3.1.10 creates the table.
+    assert_eq!(
+        got,
+        [
+            "col agno_metrics.user_id character varying NO -",
+            "idx CREATE UNIQUE INDEX agno_metrics_pkey ON S.agno_metrics USING btree (id)",
+            "idx CREATE UNIQUE INDEX agno_metrics_uq_metrics_user_date_period ON S.agno_metrics USING btree (user_id, date, aggregation_period)",
+            "idx CREATE INDEX idx_agno_metrics_date ON S.agno_metrics USING btree (date)",
+            "idx CREATE INDEX idx_agno_metrics_user_id ON S.agno_metrics USING btree (user_id)",
+            "con agno_metrics_pkey PRIMARY KEY (id)",
+            "con agno_metrics_uq_metrics_user_date_period UNIQUE (user_id, date, aggregation_period)",
+        ]
+    );
+    // The existing (completed) row is kept, unowned; a second user's row for the day fits.
+    let owners: Vec<String> =
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT user_id FROM \"{s}\".agno_metrics")))
+            .fetch_all(&mut c)
+            .await
+            .unwrap();
+    assert_eq!(owners, [""]);
+    exec(
+        &mut c,
+        &format!(
+            "INSERT INTO \"{s}\".agno_metrics VALUES ('m2', 1, 0, 0, 1, 0, 0, 1, '{{}}', '[]', '2026-01-01', 'day', 1, 1, \
+             true, 'alice')"
+        ),
+    )
+    .await;
+    // Rerunning the step changes nothing.
+    assert!(
+        !db.migrate_table(agno_db::TableKind::Metrics, "3.0.0", &MigrationOptions::default(), &|_, _| {})
+            .await
+            .unwrap()
+    );
+}
+
+#[tokio::test]
+async fn rust_writes_read_back_and_users_stay_apart() {
+    let scratch = Scratch::new("rw");
+    // SQLAlchemy-style URL, schema from the URL.
+    let base = url();
+    let url = format!("{}?schema={}", base.replacen("postgresql://", "postgresql+psycopg://", 1), scratch.name);
+    let db = PostgresDb::connect(&url).await.unwrap();
+    assert_eq!(db.schema(), scratch.name);
+    db.create_tables().await.unwrap();
+    let mut s = AgentSession::new("s1");
+    s.agent_id = Some("a".into());
+    s.user_id = Some("u1".into());
+    s.set_session_state(json!({"text": "nul\u{0}byte"}).as_object().unwrap().clone());
+    db.upsert_session(&s, &StateUpdate::Replace).await.unwrap();
+    let got = db.get_session("s1", Some("u1"), None).await.unwrap().unwrap();
+    // Postgres text cannot hold NUL: it is stripped, as Python Agno does.
+    assert_eq!(got.session_state().unwrap()["text"], json!("nulbyte"));
+    // A run for a session that does not exist is refused, typed.
+    let err = db.upsert_run(&RunOutput::new("r-x", "nope"), "nope", None).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert!(err.to_string().contains("session nope does not exist"), "{err}");
+    // Python Agno reads JSONB columns as stored: run_data is an object, not a string.
+    db.upsert_run(&RunOutput::new("r1", "s1"), "s1", Some("u1")).await.unwrap();
+    let mut c = conn().await;
+    let kind: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT jsonb_typeof(run_data) FROM \"{}\".agno_runs WHERE run_id = 'r1'",
+        scratch.name
+    )))
+    .fetch_one(&mut c)
+    .await
+    .unwrap();
+    assert_eq!(kind, "object");
+    db.close().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_reported_as_unavailable() {
+    // A port nothing listens on.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let err = PostgresDb::connect(&format!("postgresql://postgres@127.0.0.1:{port}/test")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Unavailable, "{err}");
+    assert!(err.to_string().contains(&format!("127.0.0.1:{port}")), "{err}");
+    let err = agno_db::open(&format!("postgres://postgres@127.0.0.1:{port}/test")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Unavailable, "{err}");
+    // A table dropped under a live adapter is a typed error too, never an empty result.
+    let scratch = Scratch::new("gone");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    let mut c = conn().await;
+    exec(&mut c, &format!("DROP TABLE \"{}\".agno_runs", scratch.name)).await;
+    let err = db.get_run("r1", None).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::SchemaTooOld, "{err}");
+    assert!(err.to_string().contains("cannot read run r1"), "{err}");
+}
+
+/// Python Agno 3.1 on Postgres, run by `AGNO_PYTHON` (needs `psycopg` next to `agno`).
+const PY_PROBE: &str = r#"
+import json, sys
+try:
+    import psycopg  # noqa: F401
+except ImportError:
+    print(json.dumps({"skip": "psycopg is not installed"}))
+    sys.exit(0)
+from agno.db.base import SessionType
+from agno.db.postgres import PostgresDb
+from agno.models.message import Message
+from agno.models.response import ToolExecution
+from agno.run.agent import RunInput, RunOutput
+from agno.run.base import RunStatus
+from agno.session.agent import AgentSession
+
+mode, url, schema, sid = sys.argv[1:5]
+db = PostgresDb(db_url=url, db_schema=schema)
+if mode == "read":
+    s = db.get_session(session_id=sid, session_type=SessionType.AGENT)
+    runs = db.get_runs(session_id=sid)
+    print(json.dumps({"session": s.to_dict() if s else None, "runs": [r.to_dict() for r in runs]}))
+else:
+    db.upsert_session(AgentSession(session_id=sid, agent_id="py-agent", user_id="py-user",
+        session_data={"session_state": {"written_by": "python"}, "session_name": "from python"},
+        agent_data={"name": "Py", "agent_id": "py-agent"}, created_at=1700000000))
+    out = []
+    for i in range(2):
+        tool = ToolExecution(tool_call_id=f"call_{i}", tool_name="add", tool_args={"a": i, "b": 1}, result=str(i + 1))
+        run = RunOutput(run_id=f"py-run-{i}", agent_id="py-agent", agent_name="Py", session_id=sid, user_id="py-user",
+            input=RunInput(input_content=f"question {i}"), content=f"answer {i}",
+            messages=[Message(role="user", content=f"question {i}"), Message(role="assistant", content=f"answer {i}")],
+            tools=[tool], status=RunStatus.completed, created_at=1700000000 + i)
+        db.upsert_run(run, session_id=sid, user_id="py-user")
+        out.append(run.to_dict())
+    print(json.dumps({"runs": out}))
+"#;
+
+fn py_probe(mode: &str, schema: &str, session_id: &str) -> Option<Value> {
+    let Some(py) = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty()) else {
+        eprintln!("AGNO_PYTHON is not set: skipping the Python Agno interop check on Postgres");
+        return None;
+    };
+    let sa_url = url().replacen("postgresql://", "postgresql+psycopg://", 1);
+    let out = std::process::Command::new(py)
+        .args(["-c", PY_PROBE, mode, &sa_url, schema, session_id])
+        .env("AGNO_TELEMETRY", "false")
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rev().find(|l| l.starts_with('{')).expect("json line");
+    let value: Value = serde_json::from_str(last).unwrap();
+    if let Some(why) = value.get("skip") {
+        eprintln!("skipping the Python Agno interop check on Postgres: {why}");
+        return None;
+    }
+    Some(value)
+}
+
+#[tokio::test]
+async fn python_agno_and_agno_rs_read_each_other() {
+    let scratch = Scratch::new("interop");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    // agno-rs writes, Python Agno reads.
+    let mut session = AgentSession::new("rs-session");
+    session.agent_id = Some("rs-agent".into());
+    session.user_id = Some("rs-user".into());
+    session.set_session_state(json!({"from": "rust"}).as_object().unwrap().clone());
+    db.upsert_session(&session, &StateUpdate::Replace).await.unwrap();
+    for i in 0..3 {
+        let mut run = RunOutput::new(format!("rs-run-{i}"), "rs-session");
+        run.agent_id = Some("rs-agent".into());
+        run.user_id = Some("rs-user".into());
+        run.content = Some(json!(format!("a{i}")));
+        run.status = agno_core::RunStatus::Completed;
+        run.created_at = 1_700_000_000 + i;
+        db.upsert_run(&run, "rs-session", Some("rs-user")).await.unwrap();
+    }
+    let Some(seen) = py_probe("read", &scratch.name, "rs-session") else { return };
+    let s = &seen["session"];
+    assert_eq!(s["user_id"], "rs-user");
+    assert_eq!(s["session_data"]["session_state"], json!({"from": "rust"}));
+    let ids: Vec<&str> = s["runs"].as_array().unwrap().iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["rs-run-0", "rs-run-1", "rs-run-2"]);
+    assert_eq!(seen["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(seen["runs"][0]["status"], "COMPLETED");
+
+    // Python Agno writes, agno-rs reads.
+    let written = py_probe("write", &scratch.name, "py-session").unwrap();
+    let session = db.get_session("py-session", Some("py-user"), None).await.unwrap().expect("session");
+    assert_eq!(session.session_name(), Some("from python"));
+    assert_eq!(session.session_state().unwrap()["written_by"], "python");
+    assert_eq!(session.runs().len(), 2);
+    for (ours, theirs) in session.runs().iter().zip(written["runs"].as_array().unwrap()) {
+        assert_eq!(&serde_json::to_value(ours).unwrap(), theirs);
+    }
+    // A run added by agno-rs continues Python's run_index.
+    let next = RunOutput::new("rs-after-py", "py-session");
+    assert_eq!(db.upsert_run(&next, "py-session", Some("py-user")).await.unwrap(), 2);
+    assert!(db.get_run("py-run-1", Some("someone-else")).await.unwrap().is_none());
+}

@@ -1,0 +1,455 @@
+//! `RedisDb` beyond the conformance suite: the key layout Python Agno 3.1 uses (both directions),
+//! the v2 -> v3 migration of legacy `runs` fields (content from fixtures/legacy_v2), URL handling
+//! and an unreachable server. Needs Redis on 127.0.0.1:6379 (`AGNO_TEST_REDIS_URL`); every test
+//! uses its own key prefix and deletes its keys.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use agno_core::{
+    AgentSession, DbErrorKind, RunOutput, RunQuery, RunStatus, RunStore, SchemaStore, SessionStore, StateUpdate,
+};
+use agno_db::{Migrate, MigrationManager, MigrationOptions, RedisDb};
+use serde_json::{Value, json};
+
+fn url() -> String {
+    std::env::var("AGNO_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned())
+}
+
+fn unique_prefix(test: &str) -> String {
+    format!("agno-rs-test-{test}-{}", agno_core::new_id())
+}
+
+async fn raw() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url().as_str()).unwrap().get_multiplexed_async_connection().await.unwrap()
+}
+
+async fn raw_get(key: &str) -> Option<String> {
+    redis::cmd("GET").arg(key).query_async(&mut raw().await).await.unwrap()
+}
+
+async fn raw_set(key: &str, value: &str) {
+    redis::cmd("SET").arg(key).arg(value).query_async::<()>(&mut raw().await).await.unwrap();
+}
+
+async fn raw_keys(prefix: &str) -> Vec<String> {
+    let mut keys: Vec<String> =
+        redis::cmd("KEYS").arg(format!("{prefix}:*")).query_async(&mut raw().await).await.unwrap();
+    keys.sort();
+    keys
+}
+
+async fn raw_json(key: &str) -> Value {
+    serde_json::from_str(&raw_get(key).await.unwrap_or_else(|| panic!("{key} missing"))).unwrap()
+}
+
+fn fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/legacy_v2")
+}
+
+fn expected() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture_dir().join("expected.json")).unwrap()).unwrap()
+}
+
+/// Writes the fixture's sessions and memories as Agno 2.x's `RedisDb` stored them: one document
+/// per session with the whole run list in its `runs` field, plus the index sets it kept.
+async fn write_v2(prefix: &str) {
+    let expected = expected();
+    let mut conn = raw().await;
+    for s in expected["sessions"].as_array().unwrap() {
+        let id = s["session_id"].as_str().unwrap();
+        let doc = json!({
+            "session_id": id, "session_type": "agent", "agent_id": s["agent_id"], "team_id": null,
+            "workflow_id": null, "user_id": s["user_id"], "agent_data": s["agent_data"], "team_data": null,
+            "workflow_data": null, "session_data": s["session_data"], "summary": s["summary"],
+            "metadata": s["metadata"], "runs": s["runs"], "created_at": s["created_at"], "updated_at": s["updated_at"],
+        });
+        redis::cmd("SET")
+            .arg(format!("{prefix}:sessions:{id}"))
+            .arg(doc.to_string())
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+        for field in ["user_id", "agent_id"] {
+            if let Some(v) = s[field].as_str() {
+                redis::cmd("SADD")
+                    .arg(format!("{prefix}:sessions:index:{field}:{v}"))
+                    .arg(id)
+                    .query_async::<()>(&mut conn)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+    for m in expected["memories"].as_array().unwrap() {
+        let id = m["memory_id"].as_str().unwrap();
+        redis::cmd("SET")
+            .arg(format!("{prefix}:memories:{id}"))
+            .arg(m.to_string())
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+    }
+}
+
+/// Compares what we read with what Agno 2.x read (fixtures/legacy_v2/expected.json).
+async fn assert_matches_agno(db: &RedisDb) {
+    let expected = expected();
+    let sessions = expected["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 5);
+    for want in sessions {
+        let id = want["session_id"].as_str().unwrap();
+        let got = db.get_session(id, None, None).await.unwrap().unwrap_or_else(|| panic!("session {id} missing"));
+        assert_eq!(got.user_id.as_deref(), want["user_id"].as_str(), "{id} user");
+        assert_eq!(got.agent_id.as_deref(), want["agent_id"].as_str(), "{id} agent");
+        assert_eq!(
+            got.session_state().map(|s| Value::Object(s.clone())),
+            Some(want["session_data"]["session_state"].clone()),
+            "{id} state"
+        );
+        let want_runs = want["runs"].as_array().unwrap();
+        let got_ids: Vec<&str> = got.runs().iter().map(RunOutput::id).collect();
+        let want_ids: Vec<&str> = want_runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+        assert_eq!(got_ids, want_ids, "{id} run order");
+        for (g, w) in got.runs().iter().zip(want_runs) {
+            let g = serde_json::to_value(g).unwrap();
+            for key in ["status", "content", "input", "created_at", "session_state", "agent_id", "user_id", "model"] {
+                assert_eq!(g.get(key), w.get(key), "{id}/{}: {key}", w["run_id"]);
+            }
+            let roles = |v: &Value| -> Vec<(Value, Value)> {
+                v["messages"].as_array().unwrap().iter().map(|m| (m["role"].clone(), m["content"].clone())).collect()
+            };
+            assert_eq!(roles(&g), roles(w), "{id}/{}: messages", w["run_id"]);
+            let tools = |v: &Value| -> Vec<(Value, Value)> {
+                v.get("tools")
+                    .and_then(Value::as_array)
+                    .map(|t| t.iter().map(|x| (x["tool_name"].clone(), x["result"].clone())).collect())
+                    .unwrap_or_default()
+            };
+            assert_eq!(tools(&g), tools(w), "{id}/{}: tools", w["run_id"]);
+        }
+    }
+}
+
+async fn has_legacy_field(prefix: &str, session_id: &str) -> bool {
+    raw_json(&format!("{prefix}:sessions:{session_id}")).await.get("runs").is_some()
+}
+
+#[tokio::test]
+async fn agno_2x_session_documents_migrate_to_run_keys_without_loss() {
+    let prefix = unique_prefix("legacy");
+    write_v2(&prefix).await;
+    let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
+    // Before migrating, legacy sessions already read back in full (blob merge).
+    assert_matches_agno(&db).await;
+    let manager = MigrationManager::new(&db);
+    let status = manager.status(None).await.unwrap();
+    assert!(!status.is_current());
+    assert_eq!(status.legacy_runs_pending, 16);
+    let tables: Vec<&str> = status.tables.iter().map(|t| t.table.as_str()).collect();
+    assert_eq!(tables, ["agno_sessions", "agno_memories"]);
+    let sessions = &status.tables[0];
+    assert_eq!(sessions.version, None, "Agno 2.x did not stamp redis");
+    assert_eq!(sessions.pending, vec!["2.3.0", "2.5.0", "2.5.6", "3.0.0"]);
+
+    let seen = std::sync::Mutex::new(Vec::new());
+    manager.up(None, &|done, total| seen.lock().unwrap().push((done, total))).await.unwrap();
+    assert_eq!(seen.into_inner().unwrap().last(), Some(&(5, 5)), "progress reported per batch");
+    for table in ["agno_sessions", "agno_memories", "agno_runs"] {
+        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
+    }
+    // Stamps are plain strings at Agno's key.
+    assert_eq!(raw_get(&format!("{prefix}:agno_schema_versions:agno_sessions")).await.as_deref(), Some("3.0.0"));
+    let after = manager.status(None).await.unwrap();
+    assert!(after.is_current());
+    assert_eq!(after.legacy_runs_pending, 0);
+    assert_eq!(db.get_runs(&RunQuery::default()).await.unwrap().runs.len(), 16);
+    assert_matches_agno(&db).await;
+
+    // Each run has its own key, shaped as Agno's migration writes it, and the session's sorted set.
+    let bob_runs: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(format!("{prefix}:runs:by_session:sess-bob-1"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut raw().await)
+        .await
+        .unwrap();
+    assert_eq!(bob_runs.iter().map(|(_, s)| *s).collect::<Vec<_>>(), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    let row = raw_json(&format!("{prefix}:runs:{}", bob_runs[2].0)).await;
+    assert_eq!(row["run_index"], json!(2));
+    assert_eq!(row["session_id"], json!("sess-bob-1"));
+    assert_eq!(row["user_id"], json!("bob"));
+    assert_eq!(row["run_type"], json!("agent"));
+    assert_eq!(row["status"], json!("COMPLETED"));
+    assert_eq!(row["run_data"]["session_state"], json!({"count": 3}));
+    // The legacy field is still there as a backup.
+    assert!(has_legacy_field(&prefix, "sess-bob-1").await);
+
+    // A second migration does nothing.
+    let again = manager.up(None, &|_, _| {}).await.unwrap();
+    assert!(again.is_current(), "nothing was pending the second time");
+    assert_eq!(db.get_runs(&RunQuery::default()).await.unwrap().runs.len(), 16);
+
+    // Cleanup removes the field once every legacy run has its key; reads are unchanged.
+    let report = db.cleanup_legacy_runs(false).await.unwrap();
+    assert!(report.removed);
+    assert_eq!(report.missing_runs, 0);
+    for s in expected()["sessions"].as_array().unwrap() {
+        assert!(!has_legacy_field(&prefix, s["session_id"].as_str().unwrap()).await);
+    }
+    assert_matches_agno(&db).await;
+    assert!(!db.cleanup_legacy_runs(false).await.unwrap().removed, "nothing left to clean");
+    db.delete_all_keys().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_migration_failing_halfway_keeps_no_stamp_and_loses_nothing() {
+    let prefix = unique_prefix("legacy-fail");
+    write_v2(&prefix).await;
+    let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
+    let failing =
+        MigrationManager::new(&db).with_options(MigrationOptions { batch_size: 2, fail_after_batches: Some(1) });
+    let err = failing.up(None, &|_, _| {}).await.unwrap_err();
+    assert!(err.to_string().contains("migration of agno_sessions to 3.0.0 failed"), "{err}");
+    assert_eq!(db.get_latest_schema_version("agno_sessions").await.unwrap().as_deref(), Some("2.5.6"));
+    // The first batch (sess-alice-1 and sess-alice-2) was copied; the rest is still pending.
+    assert_eq!(db.get_runs(&RunQuery::default()).await.unwrap().runs.len(), 4);
+    assert_eq!(db.legacy_runs_pending().await.unwrap(), 12);
+    assert_matches_agno(&db).await;
+    // Rerunning completes.
+    MigrationManager::new(&db).up(None, &|_, _| {}).await.unwrap();
+    assert_eq!(db.get_latest_schema_version("agno_sessions").await.unwrap().as_deref(), Some("3.0.0"));
+    assert_eq!(db.get_runs(&RunQuery::default()).await.unwrap().runs.len(), 16);
+    assert_eq!(db.legacy_runs_pending().await.unwrap(), 0);
+    assert_matches_agno(&db).await;
+    // Deleting a migrated run also drops it from the backup field, so it does not come back.
+    let first = db.get_session("sess-alice-1", None, None).await.unwrap().unwrap().runs()[0].id().to_owned();
+    assert!(!db.delete_run(&first, Some("bob")).await.unwrap(), "not bob's run");
+    assert!(db.delete_run(&first, Some("alice")).await.unwrap());
+    let ids: Vec<String> = db
+        .get_session("sess-alice-1", None, None)
+        .await
+        .unwrap()
+        .unwrap()
+        .runs()
+        .iter()
+        .map(|r| r.id().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(!ids.contains(&first));
+    let blob = raw_json(&format!("{prefix}:sessions:sess-alice-1")).await["runs"].clone();
+    assert_eq!(blob.as_array().unwrap().len(), 2);
+    db.delete_all_keys().await.unwrap();
+}
+
+#[tokio::test]
+async fn cleanup_refuses_to_lose_uncopied_runs_unless_forced() {
+    let prefix = unique_prefix("legacy-cleanup");
+    write_v2(&prefix).await;
+    let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
+    let err = db.cleanup_legacy_runs(false).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert!(err.to_string().contains("16 legacy runs"), "{err}");
+    assert!(has_legacy_field(&prefix, "sess-alice-1").await, "nothing removed");
+    assert_matches_agno(&db).await;
+    let forced = db.cleanup_legacy_runs(true).await.unwrap();
+    assert!(forced.removed);
+    assert_eq!(forced.missing_runs, 16);
+    assert!(db.get_session("sess-alice-1", None, None).await.unwrap().unwrap().runs().is_empty());
+    db.delete_all_keys().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unmigrated_redis_is_refused_at_startup() {
+    let prefix = unique_prefix("legacy-open");
+    write_v2(&prefix).await;
+    let url = format!("{}?prefix={prefix}", url());
+    let err = agno_db::open_ready(&url).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::SchemaTooOld);
+    assert!(err.to_string().contains("agno_sessions (sessions): unstamped -> 2.3.0"), "{err}");
+    RedisDb::connect_with(&self::url(), &prefix).await.unwrap().delete_all_keys().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_fresh_prefix_opens_ready_and_is_stamped() {
+    let prefix = unique_prefix("fresh");
+    let db = agno_db::open_ready(&format!("{}?prefix={prefix}", url())).await.unwrap();
+    assert_eq!(db.get_latest_schema_version("agno_sessions").await.unwrap().as_deref(), Some("3.0.0"));
+    assert_eq!(raw_keys(&prefix).await.len(), 2, "only the two stamps");
+    RedisDb::connect_with(&url(), &prefix).await.unwrap().delete_all_keys().await.unwrap();
+}
+
+fn run(id: &str, session_id: &str, status: RunStatus) -> RunOutput {
+    let mut r = RunOutput::new(id, session_id);
+    r.agent_id = Some("a1".to_owned());
+    r.status = status;
+    r.created_at = 5;
+    r.content = Some(json!("hi"));
+    r
+}
+
+#[tokio::test]
+async fn keys_are_laid_out_as_python_agno_lays_them_out() {
+    let prefix = unique_prefix("layout");
+    let db = RedisDb::connect(&format!("{}?prefix={prefix}", url())).await.unwrap();
+    assert_eq!(db.prefix(), prefix);
+    let mut s = AgentSession::new("s1");
+    s.agent_id = Some("a1".to_owned());
+    s.user_id = Some("u1".to_owned());
+    s.created_at = Some(100);
+    s.set_session_state(serde_json::from_value(json!({"x": 1})).unwrap());
+    db.upsert_session(&s, &StateUpdate::Replace).await.unwrap();
+    assert_eq!(db.upsert_run(&run("r1", "s1", RunStatus::Running), "s1", Some("u1")).await.unwrap(), 0);
+    assert_eq!(db.upsert_run(&run("r1", "s1", RunStatus::Completed), "s1", Some("u1")).await.unwrap(), 0);
+
+    let doc = raw_json(&format!("{prefix}:sessions:s1")).await;
+    let keys: Vec<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "session_id",
+            "session_type",
+            "agent_id",
+            "team_id",
+            "workflow_id",
+            "user_id",
+            "agent_data",
+            "team_data",
+            "workflow_data",
+            "session_data",
+            "summary",
+            "metadata",
+            "created_at",
+            "updated_at"
+        ]
+    );
+    assert_eq!(doc["session_type"], json!("agent"));
+    assert_eq!(doc["session_data"], json!({"session_state": {"x": 1}}));
+    assert_eq!(doc["created_at"], json!(100));
+
+    let row = raw_json(&format!("{prefix}:runs:r1")).await;
+    let keys: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "run_id",
+            "session_id",
+            "run_type",
+            "agent_id",
+            "team_id",
+            "workflow_id",
+            "user_id",
+            "parent_run_id",
+            "status",
+            "run_index",
+            "run_data",
+            "created_at",
+            "updated_at"
+        ]
+    );
+    assert_eq!(row["run_index"], json!(0));
+    assert_eq!(row["status"], json!("COMPLETED"));
+    assert_eq!(row["run_data"]["content"], json!("hi"));
+
+    let mut conn = raw().await;
+    let zset: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(format!("{prefix}:runs:by_session:s1"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(zset, [("r1".to_owned(), 0.0)]);
+    let mut sets = BTreeMap::new();
+    for key in raw_keys(&prefix).await.into_iter().filter(|k| k.contains(":index:")) {
+        let members: Vec<String> = redis::cmd("SMEMBERS").arg(&key).query_async(&mut conn).await.unwrap();
+        sets.insert(key[prefix.len() + 1..].to_owned(), members);
+    }
+    let want: BTreeMap<String, Vec<String>> = [
+        "runs:index:agent_id:a1",
+        "runs:index:run_type:agent",
+        "runs:index:session_id:s1",
+        "runs:index:status:COMPLETED",
+        "runs:index:user_id:u1",
+    ]
+    .iter()
+    .map(|k| ((*k).to_owned(), vec!["r1".to_owned()]))
+    .chain(
+        ["sessions:index:agent_id:a1", "sessions:index:session_type:agent", "sessions:index:user_id:u1"]
+            .iter()
+            .map(|k| ((*k).to_owned(), vec!["s1".to_owned()])),
+    )
+    .collect();
+    assert_eq!(sets, want, "the RUNNING index entry went with the update");
+
+    // Deleting the session removes its runs, the run set and every index entry.
+    assert!(db.delete_session("s1", Some("u1")).await.unwrap());
+    assert_eq!(raw_keys(&prefix).await, Vec::<String>::new());
+}
+
+/// Keys exactly as Python Agno 3.1.10's `RedisDb` wrote them (captured from `upsert_session`,
+/// `upsert_run(run_index=0)` and `upsert_schema_version`, Python's JSON separators included).
+#[tokio::test]
+async fn keys_written_by_python_agno_read_back() {
+    let prefix = unique_prefix("python");
+    raw_set(
+        &format!("{prefix}:sessions:s1"),
+        r#"{"session_id": "s1", "session_type": "agent", "agent_id": "a1", "team_id": null, "workflow_id": null, "user_id": "u1", "agent_data": null, "team_data": null, "workflow_data": null, "session_data": {"session_state": {"x": 1}}, "summary": null, "metadata": null, "created_at": 100, "updated_at": 1796006857}"#,
+    )
+    .await;
+    raw_set(
+        &format!("{prefix}:runs:r1"),
+        r#"{"run_id": "r1", "session_id": "s1", "run_type": "agent", "agent_id": "a1", "team_id": null, "workflow_id": null, "user_id": "u1", "parent_run_id": null, "status": "COMPLETED", "run_index": 0, "run_data": {"run_id": "r1", "agent_id": "a1", "session_id": "s1", "content": "hi", "content_type": "str", "created_at": 5, "status": "COMPLETED"}, "created_at": 5, "updated_at": 1796006857}"#,
+    )
+    .await;
+    redis::cmd("ZADD")
+        .arg(format!("{prefix}:runs:by_session:s1"))
+        .arg(0)
+        .arg("r1")
+        .query_async::<()>(&mut raw().await)
+        .await
+        .unwrap();
+    raw_set(&format!("{prefix}:agno_schema_versions:agno_sessions"), "3.0.0").await;
+    let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
+    assert_eq!(db.get_latest_schema_version("agno_sessions").await.unwrap().as_deref(), Some("3.0.0"));
+    let s = db.get_session("s1", Some("u1"), None).await.unwrap().unwrap();
+    assert_eq!(s.session_state(), Some(&serde_json::from_value(json!({"x": 1})).unwrap()));
+    assert_eq!(s.created_at, Some(100));
+    assert_eq!(s.runs().iter().map(|r| r.content.clone()).collect::<Vec<_>>(), [Some(json!("hi"))]);
+    // The next run of that session gets the next index; a Python row's owner is enforced.
+    assert_eq!(db.upsert_run(&run("r2", "s1", RunStatus::Completed), "s1", Some("u1")).await.unwrap(), 1);
+    let err = db.upsert_run(&run("r1", "s1", RunStatus::Completed), "s1", Some("u2")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    let page = db.get_runs(&RunQuery { session_id: Some("s1".into()), ..RunQuery::default() }).await.unwrap();
+    assert_eq!(page.runs.len(), 2);
+    db.delete_all_keys().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_run_of_a_missing_session_is_refused() {
+    let prefix = unique_prefix("orphan");
+    let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
+    let err = db.upsert_run(&run("r1", "nope", RunStatus::Completed), "nope", None).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert!(err.to_string().contains("session nope does not exist"), "{err}");
+    assert_eq!(raw_keys(&prefix).await, Vec::<String>::new(), "nothing written");
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_is_unavailable_and_named() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let err = RedisDb::connect(&url).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Unavailable);
+    assert!(err.to_string().contains(&format!("redis://127.0.0.1:{port}/0")), "{err}");
+    // Through `open` too, and a password is never shown.
+    let err = agno_db::open(&format!("redis://agno:s3cret@127.0.0.1:{port}/0")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Unavailable);
+    assert!(!err.to_string().contains("s3cret"), "{err}");
+}
