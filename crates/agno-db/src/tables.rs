@@ -1,5 +1,7 @@
 //! Table names, configurable as in Agno (`session_table=...`), with Agno's defaults.
 
+use crate::migration::TableKind;
+
 /// Names of the tables (or collections, or key prefixes) an adapter uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableNames {
@@ -45,6 +47,19 @@ impl TableNames {
         name.clone_into(&mut self.sessions);
         self.runs = format!("{name}_runs");
         self
+    }
+
+    /// The tables the migrations walk, with their kinds.
+    pub fn migratable(&self) -> [(TableKind, &str); 7] {
+        [
+            (TableKind::Sessions, &self.sessions),
+            (TableKind::Memories, &self.memories),
+            (TableKind::Metrics, &self.metrics),
+            (TableKind::Evals, &self.evals),
+            (TableKind::Knowledge, &self.knowledge),
+            (TableKind::Schedules, &self.schedules),
+            (TableKind::ScheduleRuns, &self.schedule_runs),
+        ]
     }
 
     /// Checks every name is a plain SQL identifier (letters, digits, `_`), since table names are

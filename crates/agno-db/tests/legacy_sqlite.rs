@@ -6,9 +6,8 @@
 
 use std::path::PathBuf;
 
-use agno_core::{RunOutput, RunQuery, RunStore, SchemaStore, SessionStore};
+use agno_core::{RunQuery, RunStore, SchemaStore};
 use agno_db::{Migrate, MigrationManager, MigrationOptions, SqliteDb};
-use serde_json::Value;
 
 fn fixture_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/legacy_v2")
@@ -23,47 +22,9 @@ async fn fresh_copy() -> (SqliteDb, PathBuf) {
     (db, path)
 }
 
-fn expected() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(fixture_dir().join("expected.json")).unwrap()).unwrap()
-}
-
-/// Compares what we read with what Agno 2.x read, field by field on what matters.
+/// Compares what we read with what Agno 2.x read from the same data.
 async fn assert_matches_agno(db: &SqliteDb) {
-    let expected = expected();
-    let sessions = expected["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 5);
-    for want in sessions {
-        let id = want["session_id"].as_str().unwrap();
-        let got = db.get_session(id, None, None).await.unwrap().unwrap_or_else(|| panic!("session {id} missing"));
-        assert_eq!(got.user_id.as_deref(), want["user_id"].as_str(), "{id} user");
-        assert_eq!(got.agent_id.as_deref(), want["agent_id"].as_str(), "{id} agent");
-        assert_eq!(
-            got.session_state().map(|s| Value::Object(s.clone())),
-            Some(want["session_data"]["session_state"].clone()),
-            "{id} state"
-        );
-        let want_runs = want["runs"].as_array().unwrap();
-        let got_ids: Vec<&str> = got.runs().iter().map(RunOutput::id).collect();
-        let want_ids: Vec<&str> = want_runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
-        assert_eq!(got_ids, want_ids, "{id} run order");
-        for (g, w) in got.runs().iter().zip(want_runs) {
-            let g = serde_json::to_value(g).unwrap();
-            for key in ["status", "content", "input", "created_at", "session_state", "agent_id", "user_id", "model"] {
-                assert_eq!(g.get(key), w.get(key), "{id}/{}: {key}", w["run_id"]);
-            }
-            let roles = |v: &Value| -> Vec<(Value, Value)> {
-                v["messages"].as_array().unwrap().iter().map(|m| (m["role"].clone(), m["content"].clone())).collect()
-            };
-            assert_eq!(roles(&g), roles(w), "{id}/{}: messages", w["run_id"]);
-            let tools = |v: &Value| -> Vec<(Value, Value)> {
-                v.get("tools")
-                    .and_then(Value::as_array)
-                    .map(|t| t.iter().map(|x| (x["tool_name"].clone(), x["result"].clone())).collect())
-                    .unwrap_or_default()
-            };
-            assert_eq!(tools(&g), tools(w), "{id}/{}: tools", w["run_id"]);
-        }
-    }
+    agno_testkit::legacy::assert_matches_agno(db, &agno_testkit::legacy::expected("expected.json")).await;
 }
 
 #[tokio::test]

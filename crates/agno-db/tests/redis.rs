@@ -93,43 +93,9 @@ async fn write_v2(prefix: &str) {
     }
 }
 
-/// Compares what we read with what Agno 2.x read (fixtures/legacy_v2/expected.json).
+/// Compares what we read with what Agno 2.x read from the same data.
 async fn assert_matches_agno(db: &RedisDb) {
-    let expected = expected();
-    let sessions = expected["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 5);
-    for want in sessions {
-        let id = want["session_id"].as_str().unwrap();
-        let got = db.get_session(id, None, None).await.unwrap().unwrap_or_else(|| panic!("session {id} missing"));
-        assert_eq!(got.user_id.as_deref(), want["user_id"].as_str(), "{id} user");
-        assert_eq!(got.agent_id.as_deref(), want["agent_id"].as_str(), "{id} agent");
-        assert_eq!(
-            got.session_state().map(|s| Value::Object(s.clone())),
-            Some(want["session_data"]["session_state"].clone()),
-            "{id} state"
-        );
-        let want_runs = want["runs"].as_array().unwrap();
-        let got_ids: Vec<&str> = got.runs().iter().map(RunOutput::id).collect();
-        let want_ids: Vec<&str> = want_runs.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
-        assert_eq!(got_ids, want_ids, "{id} run order");
-        for (g, w) in got.runs().iter().zip(want_runs) {
-            let g = serde_json::to_value(g).unwrap();
-            for key in ["status", "content", "input", "created_at", "session_state", "agent_id", "user_id", "model"] {
-                assert_eq!(g.get(key), w.get(key), "{id}/{}: {key}", w["run_id"]);
-            }
-            let roles = |v: &Value| -> Vec<(Value, Value)> {
-                v["messages"].as_array().unwrap().iter().map(|m| (m["role"].clone(), m["content"].clone())).collect()
-            };
-            assert_eq!(roles(&g), roles(w), "{id}/{}: messages", w["run_id"]);
-            let tools = |v: &Value| -> Vec<(Value, Value)> {
-                v.get("tools")
-                    .and_then(Value::as_array)
-                    .map(|t| t.iter().map(|x| (x["tool_name"].clone(), x["result"].clone())).collect())
-                    .unwrap_or_default()
-            };
-            assert_eq!(tools(&g), tools(w), "{id}/{}: tools", w["run_id"]);
-        }
-    }
+    agno_testkit::legacy::assert_matches_agno(db, &agno_testkit::legacy::expected("expected.json")).await;
 }
 
 async fn has_legacy_field(prefix: &str, session_id: &str) -> bool {

@@ -15,6 +15,7 @@
 //! ```
 
 pub mod conformance;
+pub mod legacy;
 mod openai;
 mod script;
 mod server;

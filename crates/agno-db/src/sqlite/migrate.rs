@@ -162,19 +162,10 @@ impl SqliteDb {
 #[async_trait]
 impl Migrate for SqliteDb {
     async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
-        let t = self.tables().clone();
         let mut out = Vec::new();
-        for (kind, name) in [
-            (TableKind::Sessions, t.sessions),
-            (TableKind::Memories, t.memories),
-            (TableKind::Metrics, t.metrics),
-            (TableKind::Evals, t.evals),
-            (TableKind::Knowledge, t.knowledge),
-            (TableKind::Schedules, t.schedules),
-            (TableKind::ScheduleRuns, t.schedule_runs),
-        ] {
-            if self.table_exists(&name).await? {
-                out.push((kind, name));
+        for (kind, name) in self.tables().migratable() {
+            if self.table_exists(name).await? {
+                out.push((kind, name.to_owned()));
             }
         }
         Ok(out)
