@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::error::DbError;
+use crate::memory::{UserMemory, UserMemoryStats};
 use crate::run::{RunOutput, RunStatus};
 use crate::session::{AgentSession, SessionType};
 
@@ -265,7 +266,112 @@ pub trait SchemaStore: Send + Sync {
     async fn upsert_schema_version(&self, table_name: &str, version: &str) -> DbResult<()>;
 }
 
-/// A complete storage backend.
+/// Column a memory listing is sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemorySort {
+    /// `updated_at`.
+    #[default]
+    UpdatedAt,
+    /// `created_at`.
+    CreatedAt,
+}
+
+/// Filters and paging for [`MemoryStore::get_user_memories`].
+#[derive(Debug, Clone, Default)]
+pub struct MemoryQuery {
+    /// Only memories of this user.
+    pub user_id: Option<String>,
+    /// Only memories made by this agent.
+    pub agent_id: Option<String>,
+    /// Only memories made by this team.
+    pub team_id: Option<String>,
+    /// Only memories with any of these topics.
+    pub topics: Option<Vec<String>>,
+    /// Only memories whose text contains this (case-insensitive).
+    pub search_content: Option<String>,
+    /// Page size.
+    pub limit: Option<usize>,
+    /// 1-based page number.
+    pub page: Option<usize>,
+    /// Sort column.
+    pub sort_by: MemorySort,
+    /// Sort direction.
+    pub sort_order: SortOrder,
+}
+
+/// One page of memories and the total number matching.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryPage {
+    /// The memories.
+    pub memories: Vec<UserMemory>,
+    /// How many match the filters.
+    pub total: u64,
+}
+
+/// User memories.
+#[async_trait]
+pub trait MemoryStore: Send + Sync {
+    /// Inserts or updates a memory (a missing id is generated, a missing `created_at` set);
+    /// returns it as stored.
+    ///
+    /// # Errors
+    /// [`DbErrorKind::Conflict`](crate::DbErrorKind::Conflict) when the memory belongs to another
+    /// user.
+    async fn upsert_user_memory(&self, memory: &UserMemory) -> DbResult<UserMemory>;
+
+    /// Reads one memory.
+    ///
+    /// # Errors
+    /// A [`DbError`]; a missing memory is `Ok(None)`.
+    async fn get_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>>;
+
+    /// Lists memories.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_user_memories(&self, query: &MemoryQuery) -> DbResult<MemoryPage>;
+
+    /// Deletes one memory; false when nothing matched.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<bool>;
+
+    /// Deletes memories; returns how many were deleted.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn delete_user_memories(&self, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64>;
+
+    /// Every topic used by the user's memories (all users' when `None`), sorted, without
+    /// duplicates.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_all_memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>>;
+
+    /// Memory counts per user, most recently updated first, paged; and the number of users.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_user_memory_stats(
+        &self,
+        limit: Option<usize>,
+        page: Option<usize>,
+        user_id: Option<&str>,
+    ) -> DbResult<(Vec<UserMemoryStats>, u64)>;
+
+    /// Deletes every memory of every user (an admin operation).
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn clear_memories(&self) -> DbResult<()>;
+}
+
+/// A complete storage backend for runs: sessions, runs and schema versions.
+///
+/// The other areas ([`MemoryStore`], ...) are separate traits while every adapter gains them;
+/// code that needs them asks for them by name.
 pub trait Db: SessionStore + RunStore + SchemaStore + std::fmt::Debug {}
 
 impl<T: SessionStore + RunStore + SchemaStore + std::fmt::Debug> Db for T {}

@@ -9,6 +9,7 @@ mod clock;
 pub mod db;
 mod error;
 mod event;
+mod memory;
 mod message;
 mod metrics;
 pub mod model;
@@ -20,11 +21,12 @@ mod tool_execution;
 
 pub use clock::{new_id, now_epoch_secs};
 pub use db::{
-    Db, DbResult, RunCursor, RunPage, RunQuery, RunStore, SchemaStore, SessionPage, SessionQuery, SessionSort,
-    SessionStore, SortOrder, StateUpdate,
+    Db, DbResult, MemoryPage, MemoryQuery, MemorySort, MemoryStore, RunCursor, RunPage, RunQuery, RunStore,
+    SchemaStore, SessionPage, SessionQuery, SessionSort, SessionStore, SortOrder, StateUpdate,
 };
 pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
 pub use event::{EventData, RunEvent};
+pub use memory::{UserMemory, UserMemoryStats};
 pub use message::{FunctionCall, Message, Role, ToolCall, pair_tool_calls, tool_calls_paired};
 pub use metrics::{Metrics, Usage};
 pub use model::{

@@ -15,6 +15,7 @@
 
 mod codec;
 mod json;
+mod memories;
 mod memory;
 mod migration;
 mod mysql;

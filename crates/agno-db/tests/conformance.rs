@@ -149,3 +149,28 @@ db_conformance!(mysql, mysql_db().await);
 db_conformance!(postgres, postgres_db().await);
 db_conformance!(redis, redis_db().await);
 db_conformance!(json, json_db().await);
+
+/// Memory store conformance, on the adapters that have a memory store.
+mod memories {
+    use std::sync::Arc;
+
+    use agno_core::MemoryStore;
+    use agno_db::{InMemoryDb, SqliteDb};
+    use agno_testkit::memory_conformance;
+
+    async fn memory_db() -> Arc<dyn MemoryStore> {
+        Arc::new(InMemoryDb::new())
+    }
+
+    async fn sqlite_db() -> Arc<dyn MemoryStore> {
+        let dir = std::env::temp_dir().join("agno-rs-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("memories-{}.db", agno_core::new_id()));
+        let db = SqliteDb::connect(path.to_str().unwrap()).await.unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
+    memory_conformance!(memory, memory_db().await);
+    memory_conformance!(sqlite, sqlite_db().await);
+}

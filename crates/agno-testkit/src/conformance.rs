@@ -369,3 +369,144 @@ macro_rules! db_conformance {
         )*
     };
 }
+
+// ----- Memories -------------------------------------------------------------------------------
+
+use agno_core::{MemoryQuery, MemorySort, MemoryStore, UserMemory};
+
+fn memory(id: &str, user: Option<&str>, text: &str, topics: &[&str]) -> UserMemory {
+    let mut m = UserMemory::new(text, user);
+    m.memory_id = Some(id.to_owned());
+    m.topics = Some(topics.iter().map(|t| (*t).to_owned()).collect());
+    m.agent_id = Some("agent-1".to_owned());
+    m
+}
+
+/// Memories round-trip; ids and `created_at` are filled in; updates keep `created_at`.
+pub async fn memory_round_trip(db: Arc<dyn MemoryStore>) {
+    let mut m = UserMemory::new("likes otters", Some("u1"));
+    m.topics = Some(vec!["animals".into()]);
+    m.input = Some("I like otters".into());
+    m.feedback = Some("good".into());
+    let stored = db.upsert_user_memory(&m).await.expect("upsert");
+    let id = stored.memory_id.clone().expect("id generated");
+    assert!(stored.created_at.is_some() && stored.updated_at.is_some());
+    let got = db.get_user_memory(&id, None).await.expect("get").expect("present");
+    assert_eq!(got.memory, "likes otters");
+    assert_eq!(got.topics, Some(vec!["animals".to_owned()]));
+    assert_eq!(got.input.as_deref(), Some("I like otters"));
+    assert_eq!(got.feedback.as_deref(), Some("good"));
+    assert_eq!(got.user_id.as_deref(), Some("u1"));
+    let mut changed = got.clone();
+    changed.memory = "loves otters".into();
+    changed.created_at = None;
+    db.upsert_user_memory(&changed).await.expect("update");
+    let again = db.get_user_memory(&id, Some("u1")).await.expect("get").expect("present");
+    assert_eq!(again.memory, "loves otters");
+    assert_eq!(again.created_at, got.created_at, "created_at is kept on update");
+    assert!(db.get_user_memory("missing", None).await.expect("get").is_none());
+}
+
+/// Listing filters by user, agent, topics and text, sorts, pages and counts.
+pub async fn memory_listing_filters_and_pages(db: Arc<dyn MemoryStore>) {
+    db.upsert_user_memory(&memory("m1", Some("ann"), "Ann likes Otters", &["animals", "rivers"])).await.expect("w");
+    db.upsert_user_memory(&memory("m2", Some("ann"), "Ann lives in Paris", &["places"])).await.expect("w");
+    db.upsert_user_memory(&memory("m3", Some("ann"), "Ann runs marathons", &["sport"])).await.expect("w");
+    let mut other = memory("m4", Some("bob"), "Bob likes otters too", &["animals"]);
+    other.agent_id = Some("agent-2".into());
+    db.upsert_user_memory(&other).await.expect("w");
+    let q = |f: &dyn Fn(&mut MemoryQuery)| {
+        let mut q = MemoryQuery::default();
+        f(&mut q);
+        q
+    };
+    let ann = db.get_user_memories(&q(&|q| q.user_id = Some("ann".into()))).await.expect("list");
+    assert_eq!(ann.total, 3);
+    let animals =
+        db.get_user_memories(&q(&|q| q.topics = Some(vec!["animals".into(), "sport".into()]))).await.expect("list");
+    let mut ids: Vec<String> = animals.memories.iter().filter_map(|m| m.memory_id.clone()).collect();
+    ids.sort();
+    assert_eq!(ids, ["m1", "m3", "m4"]);
+    let otters = db.get_user_memories(&q(&|q| q.search_content = Some("OTTERS".into()))).await.expect("list");
+    assert_eq!(otters.total, 2, "search is case-insensitive");
+    let agent2 = db.get_user_memories(&q(&|q| q.agent_id = Some("agent-2".into()))).await.expect("list");
+    assert_eq!(agent2.total, 1);
+    let page = db
+        .get_user_memories(&q(&|q| {
+            q.user_id = Some("ann".into());
+            q.limit = Some(2);
+            q.page = Some(2);
+            q.sort_by = MemorySort::CreatedAt;
+            q.sort_order = SortOrder::Asc;
+        }))
+        .await
+        .expect("list");
+    assert_eq!(page.total, 3);
+    assert_eq!(page.memories.len(), 1);
+}
+
+/// Topics and per-user stats.
+pub async fn memory_topics_and_stats(db: Arc<dyn MemoryStore>) {
+    db.upsert_user_memory(&memory("m1", Some("ann"), "a", &["b-topic", "a-topic"])).await.expect("w");
+    db.upsert_user_memory(&memory("m2", Some("ann"), "b", &["a-topic"])).await.expect("w");
+    db.upsert_user_memory(&memory("m3", Some("bob"), "c", &["c-topic"])).await.expect("w");
+    assert_eq!(db.get_all_memory_topics(Some("ann")).await.expect("topics"), ["a-topic", "b-topic"]);
+    assert_eq!(db.get_all_memory_topics(None).await.expect("topics"), ["a-topic", "b-topic", "c-topic"]);
+    let (stats, total) = db.get_user_memory_stats(None, None, None).await.expect("stats");
+    assert_eq!(total, 2);
+    let ann = stats.iter().find(|s| s.user_id.as_deref() == Some("ann")).expect("ann");
+    assert_eq!(ann.total_memories, 2);
+    assert!(ann.last_memory_updated_at.is_some());
+    let (only_bob, total) = db.get_user_memory_stats(Some(10), Some(1), Some("bob")).await.expect("stats");
+    assert_eq!(total, 1);
+    assert_eq!(only_bob[0].total_memories, 1);
+}
+
+/// User B cannot read, change or delete user A's memories.
+pub async fn memory_users_are_isolated(db: Arc<dyn MemoryStore>) {
+    db.upsert_user_memory(&memory("ma", Some("alice"), "alice secret", &["private"])).await.expect("w");
+    let bob = Some("bob");
+    assert!(db.get_user_memory("ma", bob).await.expect("get").is_none());
+    let listed = db.get_user_memories(&MemoryQuery { user_id: Some("bob".into()), ..MemoryQuery::default() }).await;
+    assert_eq!(listed.expect("list").total, 0);
+    assert!(db.get_all_memory_topics(bob).await.expect("topics").is_empty());
+    assert_eq!(db.get_user_memory_stats(None, None, bob).await.expect("stats").1, 0);
+    assert!(!db.delete_user_memory("ma", bob).await.expect("delete"));
+    assert_eq!(db.delete_user_memories(&["ma".into()], bob).await.expect("delete"), 0);
+    let err = db.upsert_user_memory(&memory("ma", bob, "hijacked", &[])).await.expect_err("refused");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    let kept = db.get_user_memory("ma", Some("alice")).await.expect("get").expect("present");
+    assert_eq!(kept.memory, "alice secret");
+}
+
+/// Deleting one, several, and clearing all.
+pub async fn memory_deletes_and_clear(db: Arc<dyn MemoryStore>) {
+    for i in 0..4 {
+        db.upsert_user_memory(&memory(&format!("m{i}"), Some("u"), "x", &[])).await.expect("w");
+    }
+    assert!(db.delete_user_memory("m0", Some("u")).await.expect("delete"));
+    assert_eq!(db.delete_user_memories(&["m1".into(), "m2".into(), "nope".into()], None).await.expect("delete"), 2);
+    assert_eq!(db.get_user_memories(&MemoryQuery::default()).await.expect("list").total, 1);
+    db.clear_memories().await.expect("clear");
+    assert_eq!(db.get_user_memories(&MemoryQuery::default()).await.expect("list").total, 0);
+}
+
+/// Expands into one `#[tokio::test]` per memory conformance case for an adapter.
+///
+/// `$make` is an async expression evaluating to `Arc<dyn MemoryStore>`, fresh for each test.
+#[macro_export]
+macro_rules! memory_conformance {
+    ($adapter:ident, $make:expr) => {
+        mod $adapter {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::db_conformance!(@cases $make;
+                memory_round_trip,
+                memory_listing_filters_and_pages,
+                memory_topics_and_stats,
+                memory_users_are_isolated,
+                memory_deletes_and_clear
+            );
+        }
+    };
+}

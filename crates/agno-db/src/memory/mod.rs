@@ -1,6 +1,7 @@
 //! `InMemoryDb`: a process-local store, for tests, examples and the CLI's one-shot runs.
 //! Nothing survives the process.
 
+mod memories;
 mod runs;
 mod sessions;
 
@@ -23,6 +24,7 @@ struct Tables {
     sessions: HashMap<String, AgentSession>,
     runs: HashMap<String, RunRow>,
     versions: HashMap<String, String>,
+    memories: HashMap<String, agno_core::UserMemory>,
 }
 
 /// A storage backend kept in process memory. Cloning shares the same data.

@@ -1,6 +1,7 @@
 //! `SqliteDb`: the embedded default. One file, WAL journal, tables shaped exactly as Python
 //! Agno 3.x creates them, so either can open the other's database.
 
+mod memories;
 mod migrate;
 mod runs;
 mod schema;

@@ -74,7 +74,7 @@ impl SqliteDb {
         Ok(())
     }
 
-    /// Creates any missing table (sessions, runs, schema versions) at the latest schema and stamps
+    /// Creates any missing table (sessions, runs, memories, schema versions) at the latest schema and stamps
     /// it. Existing tables are left alone: use the migrations for those.
     ///
     /// # Errors
@@ -82,7 +82,11 @@ impl SqliteDb {
     pub async fn create_tables(&self) -> DbResult<()> {
         let t = self.tables().clone();
         self.exec_all(&versions_ddl(&t.versions)).await?;
-        for (name, ddl) in [(&t.sessions, sessions_ddl(&t.sessions)), (&t.runs, runs_ddl(&t.runs, &t.sessions))] {
+        for (name, ddl) in [
+            (&t.sessions, sessions_ddl(&t.sessions)),
+            (&t.runs, runs_ddl(&t.runs, &t.sessions)),
+            (&t.memories, super::memories::memories_ddl(&t.memories)),
+        ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;
                 self.upsert_schema_version(name, LATEST_VERSION).await?;
