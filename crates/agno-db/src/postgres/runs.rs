@@ -42,7 +42,11 @@ impl RunStore for PostgresDb {
              WHERE t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL \
              RETURNING run_index"
         );
+        // Not a cached prepared statement: a generic plan made while the table was small keeps
+        // scanning it whole for `MAX(run_index)`, so saving run N would cost O(N). A fresh plan
+        // per call uses the (session_id, run_index) index once the table grows.
         let index: Option<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .persistent(false)
             .bind(run.id())
             .bind(session_id)
             .bind(run_type(&data))

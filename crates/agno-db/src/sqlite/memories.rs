@@ -75,6 +75,7 @@ fn filter(q: &MemoryQuery) -> (String, Vec<Option<String>>) {
 #[async_trait]
 impl MemoryStore for SqliteDb {
     async fn upsert_user_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
+        let _turn = self.write_turn().await;
         let t = &self.tables().memories;
         let mut row = memory.clone();
         let id = row.memory_id.get_or_insert_with(new_id).clone();
@@ -96,8 +97,9 @@ impl MemoryStore for SqliteDb {
             .bind(&row.feedback)
             .bind(row.created_at.unwrap_or(now))
             .bind(now)
-            .fetch_optional(self.pool())
+            .fetch_all(self.pool())
             .await
+            .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot write memory {id}"), e))?;
         let Some(created) = created else {
             return Err(DbError::new(DbErrorKind::Conflict, format!("memory {id} belongs to another user")));
@@ -116,8 +118,9 @@ impl MemoryStore for SqliteDb {
             .bind(memory_id)
             .bind(user_id)
             .bind(user_id)
-            .fetch_optional(self.pool())
+            .fetch_all(self.pool())
             .await
+            .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot read memory {memory_id}"), e))?;
         row.as_ref().map(memory_from_row).transpose()
     }
@@ -159,6 +162,7 @@ impl MemoryStore for SqliteDb {
     }
 
     async fn delete_user_memories(&self, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        let _turn = self.write_turn().await;
         if memory_ids.is_empty() {
             return Ok(0);
         }
@@ -237,6 +241,7 @@ impl MemoryStore for SqliteDb {
     }
 
     async fn clear_memories(&self) -> DbResult<()> {
+        let _turn = self.write_turn().await;
         let sql = format!("DELETE FROM {}", self.tables().memories);
         sqlx::query(AssertSqlSafe(sql.as_str()))
             .execute(self.pool())

@@ -41,6 +41,7 @@ fn blob_runs(blob: Option<Value>) -> Vec<BlobRun> {
 
 impl SqliteDb {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
+        let _turn = self.write_turn().await;
         if self.column_exists(table, column).await? {
             return Ok(false);
         }
@@ -57,6 +58,7 @@ impl SqliteDb {
     async fn copy_blob_runs(&self, options: &MigrationOptions, progress: Progress<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
         self.exec_all(&runs_ddl(&t.runs, &t.sessions)).await?;
+        let _turn = self.write_turn().await;
         if !self.column_exists(&t.sessions, "runs").await? {
             return Ok(false);
         }
@@ -232,6 +234,7 @@ impl Migrate for SqliteDb {
     }
 
     async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
+        let _turn = self.write_turn().await;
         let t = self.tables().clone();
         if !self.column_exists(&t.sessions, "runs").await? {
             return Ok(CleanupReport { removed: false, missing_runs: 0 });

@@ -1,5 +1,9 @@
 //! `SqliteDb`: the embedded default. One file, WAL journal, tables shaped exactly as Python
 //! Agno 3.x creates them, so either can open the other's database.
+//!
+//! Every statement is run to completion (`fetch_all`, never `fetch_optional`): a statement left
+//! unfinished keeps its snapshot (and, for `INSERT ... RETURNING`, its write) open, which stops
+//! WAL checkpoints; the WAL then grows without bound and reads slow down.
 
 mod memories;
 mod migrate;
@@ -25,6 +29,10 @@ pub struct SqliteDb {
     legacy_runs_column: AtomicBool,
     /// The runs table exists (absent in an unmigrated v2 database, whose runs are in the blob).
     runs_table: AtomicBool,
+    /// Writes of this process go one at a time. SQLite has one writer anyway; queueing here
+    /// instead of in SQLite keeps waiting writers from holding read snapshots, which would stop
+    /// WAL checkpoints and let the WAL (and read latency) grow without bound.
+    write_lock: tokio::sync::Mutex<()>,
 }
 
 pub(crate) fn db_error(what: &str, e: sqlx::Error) -> DbError {
@@ -63,13 +71,20 @@ impl SqliteDb {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            .pragma("journal_size_limit", "67108864");
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .connect_with(options)
             .await
             .map_err(|e| db_error(&format!("cannot open sqlite database {url}"), e))?;
-        let db = Self { pool, tables, legacy_runs_column: AtomicBool::new(false), runs_table: AtomicBool::new(false) };
+        let db = Self {
+            pool,
+            tables,
+            legacy_runs_column: AtomicBool::new(false),
+            runs_table: AtomicBool::new(false),
+            write_lock: tokio::sync::Mutex::new(()),
+        };
         db.refresh_legacy_flag().await?;
         Ok(db)
     }
@@ -85,6 +100,11 @@ impl SqliteDb {
 
     pub(crate) fn has_legacy_runs(&self) -> bool {
         self.legacy_runs_column.load(Ordering::Relaxed)
+    }
+
+    /// Waits for this process's turn to write.
+    pub(crate) async fn write_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.write_lock.lock().await
     }
 
     pub(crate) fn has_runs_table(&self) -> bool {
@@ -103,8 +123,9 @@ impl SqliteDb {
     pub(crate) async fn table_exists(&self, table: &str) -> DbResult<bool> {
         let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
             .bind(table)
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
+            .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error("cannot read sqlite_master", e))?;
         Ok(found.is_some())
     }
@@ -113,8 +134,9 @@ impl SqliteDb {
         let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
             .bind(table)
             .bind(column)
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
+            .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
         Ok(found.is_some())
     }

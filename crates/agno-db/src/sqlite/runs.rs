@@ -18,6 +18,7 @@ fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 #[async_trait]
 impl RunStore for SqliteDb {
     async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
+        let _turn = self.write_turn().await;
         let t = &self.tables().runs;
         let data = serde_json::to_value(run)
             .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {}: {e}", run.id())))?;
@@ -32,7 +33,7 @@ impl RunStore for SqliteDb {
              WHERE {t}.user_id IS excluded.user_id OR {t}.user_id IS NULL \
              RETURNING run_index"
         );
-        let index: Option<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
+        let index: Vec<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
             .bind(run.id())
             .bind(session_id)
             .bind(run_type(&data))
@@ -46,7 +47,7 @@ impl RunStore for SqliteDb {
             .bind(to_json_text(&data)?)
             .bind(run.created_at)
             .bind(now)
-            .fetch_optional(self.pool())
+            .fetch_all(self.pool())
             .await
             .map_err(|e| match &e {
                 sqlx::Error::Database(d) if d.is_foreign_key_violation() => DbError::new(
@@ -59,7 +60,7 @@ impl RunStore for SqliteDb {
                 .with_source(e),
                 _ => db_error(&format!("cannot write run {}", run.id()), e),
             })?;
-        match index {
+        match index.into_iter().next() {
             Some(index) => Ok(index.unwrap_or(0)),
             None => Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id()))),
         }
@@ -75,8 +76,9 @@ impl RunStore for SqliteDb {
             .bind(run_id)
             .bind(user_id)
             .bind(user_id)
-            .fetch_optional(self.pool())
+            .fetch_all(self.pool())
             .await
+            .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot read run {run_id}"), e))?;
         json_column(text)?.map(decode_run).transpose()
     }
@@ -140,6 +142,7 @@ impl RunStore for SqliteDb {
     }
 
     async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        let _turn = self.write_turn().await;
         if run_ids.is_empty() || !self.has_runs_table() {
             return Ok(0);
         }

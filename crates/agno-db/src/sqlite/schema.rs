@@ -65,6 +65,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 impl SqliteDb {
     pub(crate) async fn exec_all(&self, statements: &[String]) -> DbResult<()> {
+        let _turn = self.write_turn().await;
         for sql in statements {
             sqlx::query(AssertSqlSafe(sql.as_str()))
                 .execute(self.pool())
@@ -109,13 +110,15 @@ impl SchemaStore for SqliteDb {
         let sql = format!("SELECT version FROM {} WHERE table_name = ?", self.tables().versions);
         sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
             .bind(table_name)
-            .fetch_optional(self.pool())
+            .fetch_all(self.pool())
             .await
+            .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error("cannot read schema versions", e))
     }
 
     async fn upsert_schema_version(&self, table_name: &str, version: &str) -> DbResult<()> {
         self.exec_all(&versions_ddl(&self.tables().versions)).await?;
+        let _turn = self.write_turn().await;
         let sql = format!(
             "INSERT INTO {} (table_name, version, created_at, updated_at) VALUES (?, ?, ?, ?) \
              ON CONFLICT (table_name) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at",

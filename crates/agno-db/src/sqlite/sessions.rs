@@ -91,8 +91,9 @@ impl SqliteDb {
             .bind(session_id)
             .bind(user_id)
             .bind(user_id)
-            .fetch_optional(self.pool())
+            .fetch_all(self.pool())
             .await
+            .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot read session {session_id}"), e))?;
         let Some(row) = row else { return Ok(None) };
         let blob = if self.has_legacy_runs() {
@@ -128,6 +129,7 @@ impl SessionStore for SqliteDb {
     }
 
     async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+        let _turn = self.write_turn().await;
         let t = &self.tables().sessions;
         let mut tx =
             self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot start a transaction", e))?;
@@ -136,8 +138,9 @@ impl SessionStore for SqliteDb {
             let sql = format!("SELECT session_data FROM {t} WHERE session_id = ?");
             let stored: Option<Option<String>> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
                 .bind(&session.session_id)
-                .fetch_optional(&mut *tx)
+                .fetch_all(&mut *tx)
                 .await
+                .map(|rows| rows.into_iter().next())
                 .map_err(|e| db_error(&format!("cannot read session {}", session.session_id), e))?;
             if let Some(stored) = object_column(stored.flatten())? {
                 let mut merged = stored.get("session_state").and_then(Value::as_object).cloned().unwrap_or_default();
@@ -239,6 +242,7 @@ impl SessionStore for SqliteDb {
         session_name: &str,
         user_id: Option<&str>,
     ) -> DbResult<Option<AgentSession>> {
+        let _turn = self.write_turn().await;
         let t = &self.tables().sessions;
         let sql = format!(
             "UPDATE {t} SET session_data = json_set(COALESCE(NULLIF(session_data, 'null'), '{{}}'), '$.session_name', ?), \
@@ -264,6 +268,7 @@ impl SessionStore for SqliteDb {
     }
 
     async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        let _turn = self.write_turn().await;
         if session_ids.is_empty() {
             return Ok(0);
         }
