@@ -173,7 +173,8 @@ impl PostgresDb {
         probe.close().await.map_err(|e| db_error(&format!("cannot connect to postgres at {target}"), e))?;
         let pool = PgPoolOptions::new()
             .max_connections(10)
-            .acquire_timeout(Duration::from_secs(30))
+            // A caller (a run being saved) hears within 10 s that the server is gone.
+            .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await
             .map_err(|e| db_error(&format!("cannot connect to postgres at {target}"), e))?;
