@@ -368,10 +368,9 @@ pub trait MemoryStore: Send + Sync {
     async fn clear_memories(&self) -> DbResult<()>;
 }
 
-/// A complete storage backend for runs: sessions, runs and schema versions.
+/// A complete storage backend: sessions, runs, memories and schema versions.
 ///
-/// The other areas ([`MemoryStore`], ...) are separate traits while every adapter gains them;
-/// code that needs them asks for them by name.
-pub trait Db: SessionStore + RunStore + SchemaStore + std::fmt::Debug {}
+/// Metrics, evals, knowledge contents and schedules join as their stores land.
+pub trait Db: SessionStore + RunStore + MemoryStore + SchemaStore + std::fmt::Debug {}
 
-impl<T: SessionStore + RunStore + SchemaStore + std::fmt::Debug> Db for T {}
+impl<T: SessionStore + RunStore + MemoryStore + SchemaStore + std::fmt::Debug> Db for T {}

@@ -171,6 +171,59 @@ mod memories {
         Arc::new(db)
     }
 
+    /// A unique key prefix per test (swept with the other conformance prefixes).
+    async fn redis_db() -> Arc<dyn MemoryStore> {
+        let url = std::env::var("AGNO_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned());
+        let prefix = format!("agno-rs-conf:{}:{}", std::process::id(), agno_core::new_id());
+        let db = agno_db::RedisDb::connect_with(&url, &prefix).await.unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
+    /// A fresh directory per test under the temp dir.
+    async fn json_db() -> Arc<dyn MemoryStore> {
+        let dir = std::env::temp_dir().join("agno-rs-tests").join(format!("json-mem-{}", agno_core::new_id()));
+        let db = agno_db::JsonDb::connect(&format!("json://{}", dir.display())).await.unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
     memory_conformance!(memory, memory_db().await);
     memory_conformance!(sqlite, sqlite_db().await);
+    memory_conformance!(redis, redis_db().await);
+    memory_conformance!(json, json_db().await);
+
+    /// A fresh Postgres schema per test, named like the session suite's so its sweep of schemas
+    /// left by exited test processes covers these too.
+    async fn postgres_db() -> Arc<dyn MemoryStore> {
+        let url = std::env::var("AGNO_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+        let schema = format!("agno_conf_{}_{}", std::process::id(), agno_core::new_id().replace('-', ""));
+        let db =
+            agno_db::PostgresDb::connect_with(&url, agno_db::TableNames::default(), &schema[..schema.len().min(63)])
+                .await
+                .unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
+    /// A fresh MariaDB/MySQL database per test, named like the session suite's so its sweep
+    /// covers these too.
+    async fn mysql_db() -> Arc<dyn MemoryStore> {
+        use sqlx::Connection;
+        let url =
+            std::env::var("AGNO_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+        let name = format!("agno_t_conf_{}_{}", std::process::id(), agno_core::new_id().replace('-', ""));
+        let name = &name[..name.len().min(64)];
+        let mut admin = sqlx::MySqlConnection::connect(&url).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE `{name}`"))).execute(&mut admin).await.unwrap();
+        admin.close().await.unwrap();
+        let base = url.rsplit_once('/').map_or(url.as_str(), |(base, _)| base);
+        let db = agno_db::MySqlDb::connect(&format!("{base}/{name}")).await.unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
+    memory_conformance!(postgres, postgres_db().await);
+    memory_conformance!(mysql, mysql_db().await);
 }

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agno_core::{
-    AgentSession, DbErrorKind, RunOutput, RunQuery, RunStatus, RunStore, SchemaStore, SessionStore, StateUpdate,
+    AgentSession, DbErrorKind, MemoryQuery, MemorySort, MemoryStore, RunOutput, RunQuery, RunStatus, RunStore,
+    SchemaStore, SessionStore, StateUpdate, UserMemory,
 };
 use agno_db::{JsonDb, Migrate, MigrationManager, MigrationOptions};
 use serde_json::{Value, json};
@@ -392,5 +393,198 @@ async fn cleanup_refuses_to_lose_uncopied_runs_and_deletes_reach_the_legacy_fiel
         .collect();
     assert_eq!(ids.len(), 2);
     assert!(!ids.contains(&first));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ----- Memories -------------------------------------------------------------------------------
+
+fn memory(id: &str, user: Option<&str>, text: &str) -> UserMemory {
+    let mut m = UserMemory::new(text, user);
+    m.memory_id = Some(id.to_owned());
+    m.topics = Some(vec!["animals".to_owned()]);
+    m.agent_id = Some("a1".to_owned());
+    m
+}
+
+#[tokio::test]
+async fn the_memory_file_is_shaped_as_python_agno_writes_it() {
+    let dir = temp_dir("memory-shape");
+    let db = open(&dir).await;
+    let mut m = memory("m1", Some("u1"), "likes otters");
+    m.created_at = Some(100);
+    m.input = Some("I like otters".to_owned());
+    let stored = db.upsert_user_memory(&m).await.unwrap();
+    db.upsert_user_memory(&UserMemory::new("no owner", None)).await.unwrap();
+
+    let docs = read_json(&dir.join("agno_memories.json"));
+    let doc = &docs[0];
+    let keys: Vec<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["memory_id", "memory", "topics", "created_at", "updated_at", "input", "user_id", "agent_id"]);
+    assert_eq!(doc["created_at"], json!("1970-01-01T00:01:40"), "UserMemory.to_dict() shape");
+    assert_eq!(doc["updated_at"], json!(stored.updated_at.unwrap()));
+    assert_eq!(doc["topics"], json!(["animals"]));
+    let keys: Vec<&str> = docs[1].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["memory_id", "memory", "created_at", "updated_at"], "keys without a value are left out");
+
+    // An update replaces the document in place and keeps created_at; another user's is refused.
+    let mut changed = memory("m1", Some("u1"), "loves otters");
+    changed.created_at = Some(5);
+    assert_eq!(db.upsert_user_memory(&changed).await.unwrap().created_at, Some(100));
+    let docs = read_json(&dir.join("agno_memories.json"));
+    assert_eq!(
+        (docs[0]["memory"].clone(), docs[0]["created_at"].clone()),
+        (json!("loves otters"), json!("1970-01-01T00:01:40"))
+    );
+    let before = std::fs::read_to_string(dir.join("agno_memories.json")).unwrap();
+    let err = db.upsert_user_memory(&memory("m1", Some("u2"), "hijacked")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert_eq!(std::fs::read_to_string(dir.join("agno_memories.json")).unwrap(), before);
+
+    // Clearing empties only the memory file.
+    db.upsert_session(&session("s1"), &StateUpdate::Replace).await.unwrap();
+    db.clear_memories().await.unwrap();
+    assert_eq!(read_json(&dir.join("agno_memories.json")), json!([]));
+    assert!(db.get_session("s1", None, None).await.unwrap().is_some());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The memory file exactly as Python Agno 3.1.10's `JsonDb.upsert_user_memory` wrote it
+/// (captured), and an Agno 2.x document with an ISO `updated_at`.
+#[tokio::test]
+async fn a_memory_file_written_by_python_agno_reads_back() {
+    let dir = temp_dir("memory-python");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("agno_memories.json"),
+        r#"[
+  {
+    "memory_id": "m1",
+    "memory": "Ann likes otters \u00fc",
+    "topics": [
+      "animals"
+    ],
+    "created_at": "1970-01-01T00:01:40",
+    "updated_at": 1796009009,
+    "input": "hi",
+    "user_id": "ann",
+    "agent_id": "a1"
+  },
+  {
+    "memory_id": "m2",
+    "memory": "no owner",
+    "created_at": "2026-11-30T03:23:29",
+    "updated_at": 1796009009
+  },
+  {
+    "memory_id": "mem-bob-1",
+    "memory": "Bob prefers short answers.",
+    "topics": ["preferences"],
+    "created_at": "2025-01-01T00:00:00",
+    "updated_at": "2025-01-01T00:00:00",
+    "user_id": "bob"
+  }
+]"#,
+    )
+    .unwrap();
+    let db = open(&dir).await;
+    let m1 = db.get_user_memory("m1", Some("ann")).await.unwrap().unwrap();
+    assert_eq!(m1.memory, "Ann likes otters ü");
+    assert_eq!((m1.created_at, m1.updated_at), (Some(100), Some(1_796_009_009)));
+    assert_eq!((m1.input.as_deref(), m1.agent_id.as_deref()), (Some("hi"), Some("a1")));
+    let m2 = db.get_user_memory("m2", None).await.unwrap().unwrap();
+    assert_eq!((m2.user_id, m2.created_at), (None, Some(1_796_009_009)));
+    let bob = db.get_user_memory("mem-bob-1", Some("bob")).await.unwrap().unwrap();
+    assert_eq!(bob.updated_at, Some(1_735_689_600));
+    let oldest_first = db
+        .get_user_memories(&MemoryQuery {
+            sort_by: MemorySort::CreatedAt,
+            sort_order: agno_core::SortOrder::Asc,
+            ..MemoryQuery::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<_> = oldest_first.memories.iter().map(|m| m.memory_id.clone().unwrap()).collect();
+    assert_eq!(ids, ["m1", "mem-bob-1", "m2"]);
+    let (stats, users) = db.get_user_memory_stats(None, None, None).await.unwrap();
+    assert_eq!(users, 3);
+    assert_eq!(stats.last().unwrap().user_id.as_deref(), Some("bob"), "least recently updated last");
+    let err = db.upsert_user_memory(&memory("m1", Some("bob"), "hijacked")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert_eq!(db.upsert_user_memory(&memory("m1", Some("ann"), "edited")).await.unwrap().created_at, Some(100));
+    assert_eq!(db.delete_user_memories(&["m1".into(), "mem-bob-1".into()], Some("ann")).await.unwrap(), 1);
+    assert_eq!(db.get_user_memories(&MemoryQuery::default()).await.unwrap().total, 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs Python Agno's `JsonDb` on a directory: reads memory `rs-1` (as `bob`), rewrites its
+/// text, writes memory `py-1` (of `ann`), and prints what it read as one JSON line.
+const PYTHON_JSON_MEMORIES: &str = r#"
+import json, sys
+from agno.db.json import JsonDb
+from agno.db.schemas.memory import UserMemory
+
+db = JsonDb(db_path=sys.argv[1])
+seen = {
+    "raw": db.get_user_memory("rs-1", deserialize=False, user_id="bob"),
+    "other_user": db.get_user_memory("rs-1", user_id="ann") is None,
+    "listed": db.get_user_memories(user_id="bob", sort_by="created_at", sort_order="asc", deserialize=False),
+    "topics": sorted(db.get_all_memory_topics(user_id="bob")),
+    "stats": db.get_user_memory_stats(),
+}
+m = db.get_user_memory("rs-1", user_id="bob")
+seen["created_at"] = m.created_at
+m.memory = "rust memory, edited by python"
+db.upsert_user_memory(m)
+db.upsert_user_memory(UserMemory(memory="from python", memory_id="py-1", topics=["py"], user_id="ann",
+                                 input="hello", agent_id="py-agent", created_at=100))
+print(json.dumps(seen))
+"#;
+
+/// Python Agno 3.1's `JsonDb` reads memories agno-rs wrote, and agno-rs reads, updates and
+/// deletes what it wrote. Needs `AGNO_PYTHON` (a Python with `agno==3.1.*`).
+#[tokio::test]
+async fn python_agno_and_agno_rs_share_the_memory_file() {
+    let Some(py) = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty()) else {
+        eprintln!("AGNO_PYTHON is not set: skipping the live Python Agno check");
+        return;
+    };
+    let dir = temp_dir("memory-live");
+    let db = open(&dir).await;
+    let mut mine = memory("rs-1", Some("bob"), "rust memory");
+    mine.created_at = Some(200);
+    mine.feedback = Some("good".to_owned());
+    let written = db.upsert_user_memory(&mine).await.unwrap();
+
+    let out = std::process::Command::new(&py).arg("-c").arg(PYTHON_JSON_MEMORIES).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let seen: Value = serde_json::from_str(stdout.lines().rev().find(|l| l.starts_with('{')).unwrap()).unwrap();
+    assert_eq!(seen["raw"]["memory"], json!("rust memory"));
+    assert_eq!(seen["raw"]["topics"], json!(["animals"]));
+    assert_eq!(seen["raw"]["feedback"], json!("good"));
+    assert_eq!(seen["raw"]["updated_at"], json!(written.updated_at.unwrap()));
+    assert_eq!(seen["created_at"], json!(200), "Python reads the ISO created_at as the same instant");
+    assert_eq!(seen["other_user"], json!(true));
+    assert_eq!(seen["listed"][1], json!(1));
+    assert_eq!(seen["listed"][0][0]["memory_id"], json!("rs-1"));
+    assert_eq!(seen["topics"], json!(["animals"]));
+    assert_eq!(seen["stats"][1], json!(1));
+    assert_eq!(seen["stats"][0][0]["user_id"], json!("bob"));
+
+    let edited = db.get_user_memory("rs-1", Some("bob")).await.unwrap().unwrap();
+    assert_eq!(edited.memory, "rust memory, edited by python");
+    assert_eq!(edited.created_at, Some(200));
+    let theirs = db.get_user_memory("py-1", Some("ann")).await.unwrap().unwrap();
+    assert_eq!(theirs.memory, "from python");
+    assert_eq!(theirs.topics, Some(vec!["py".to_owned()]));
+    assert_eq!((theirs.input.as_deref(), theirs.agent_id.as_deref()), (Some("hello"), Some("py-agent")));
+    assert_eq!(theirs.created_at, Some(100));
+    assert!(theirs.updated_at.is_some());
+    assert!(db.get_user_memory("py-1", Some("bob")).await.unwrap().is_none());
+    let err = db.upsert_user_memory(&memory("py-1", Some("bob"), "hijacked")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert_eq!(db.get_all_memory_topics(None).await.unwrap(), ["animals", "py"]);
+    assert!(db.delete_user_memory("py-1", Some("ann")).await.unwrap());
+    assert_eq!(db.get_user_memories(&MemoryQuery::default()).await.unwrap().total, 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -8,7 +8,10 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agno_core::{AgentSession, DbErrorKind, RunOutput, RunQuery, RunStore, SchemaStore, SessionStore, StateUpdate};
+use agno_core::{
+    AgentSession, DbErrorKind, MemoryQuery, MemorySort, MemoryStore, RunOutput, RunQuery, RunStore, SchemaStore,
+    SessionStore, SortOrder, StateUpdate, UserMemory,
+};
 use agno_db::{Migrate, MigrationManager, MigrationOptions, PostgresDb, TableNames};
 use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
@@ -288,6 +291,7 @@ async fn agno_2x_postgres_data_migrates_to_v3_without_loss() {
     }
     assert_eq!(db.get_runs(&RunQuery::default()).await.unwrap().runs.len(), 16);
     assert_matches_agno(&db).await;
+    assert_legacy_memories(&db).await;
     // The legacy column is still there, untouched, as a backup.
     assert!(column_exists(&scratch.name, "agno_sessions", "runs").await, "legacy runs column kept");
     assert_eq!(legacy_blobs(&scratch.name).await, before_blobs);
@@ -313,6 +317,98 @@ async fn agno_2x_postgres_data_migrates_to_v3_without_loss() {
     assert_matches_agno(&db).await;
     let again = db.cleanup_legacy_runs(false).await.unwrap();
     assert!(!again.removed, "nothing left to clean");
+}
+
+/// The memories Agno 2.x wrote read back as Agno read them (`expected_postgres.json`), and the
+/// memory filters work on them.
+async fn assert_legacy_memories(db: &PostgresDb) {
+    let query = MemoryQuery { sort_by: MemorySort::CreatedAt, sort_order: SortOrder::Asc, ..MemoryQuery::default() };
+    let page = db.get_user_memories(&query).await.unwrap();
+    assert_eq!(page.total, 3);
+    let mut got = page.memories;
+    got.sort_by(|a, b| a.memory_id.cmp(&b.memory_id));
+    let want = expected()["memories"].as_array().unwrap().clone();
+    assert_eq!(got.len(), want.len());
+    for (m, w) in got.iter().zip(&want) {
+        let id = w["memory_id"].as_str().unwrap();
+        assert_eq!(m.memory_id.as_deref(), Some(id));
+        assert_eq!(m.memory, w["memory"].as_str().unwrap(), "{id}");
+        let topics: Vec<String> =
+            w["topics"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()).collect();
+        assert_eq!(m.topics.as_ref(), Some(&topics), "{id}");
+        for (field, value) in [
+            ("input", &m.input),
+            ("user_id", &m.user_id),
+            ("agent_id", &m.agent_id),
+            ("team_id", &m.team_id),
+            ("feedback", &m.feedback),
+        ] {
+            assert_eq!(value.as_deref(), w.get(field).and_then(Value::as_str), "{id}.{field}");
+        }
+        // "2025-01-01T00:00:00" in Agno's read-back is this epoch second.
+        assert_eq!(w["created_at"], json!("2025-01-01T00:00:00"));
+        assert_eq!((m.created_at, m.updated_at), (Some(1_735_689_600), Some(1_735_689_600)), "{id}");
+    }
+    let alice = MemoryQuery { user_id: Some("alice".into()), ..MemoryQuery::default() };
+    assert_eq!(db.get_user_memories(&alice).await.unwrap().total, 2);
+    let prefs = MemoryQuery { topics: Some(vec!["preferences".into()]), ..MemoryQuery::default() };
+    assert_eq!(db.get_user_memories(&prefs).await.unwrap().total, 2);
+    let lisbon = MemoryQuery { search_content: Some("LISBON".into()), ..MemoryQuery::default() };
+    assert_eq!(db.get_user_memories(&lisbon).await.unwrap().total, 1);
+    assert_eq!(db.get_all_memory_topics(None).await.unwrap(), ["animals", "location", "preferences"]);
+    assert_eq!(
+        db.get_user_memory("mem-bob-1", Some("bob")).await.unwrap().unwrap().agent_id.as_deref(),
+        Some("chat-agent")
+    );
+    assert!(db.get_user_memory("mem-bob-1", Some("alice")).await.unwrap().is_none());
+}
+
+/// As `pg_dump` shows the memories table Python Agno 3.1.10's `PostgresDb` creates.
+const AGNO_MEMORIES_TABLE: &str = "\
+col agno_memories.memory_id character varying NO -
+col agno_memories.memory jsonb NO -
+col agno_memories.feedback text YES -
+col agno_memories.input text YES -
+col agno_memories.agent_id character varying YES -
+col agno_memories.team_id character varying YES -
+col agno_memories.user_id character varying YES -
+col agno_memories.topics jsonb YES -
+col agno_memories.created_at bigint NO -
+col agno_memories.updated_at bigint YES -
+idx CREATE UNIQUE INDEX agno_memories_pkey ON S.agno_memories USING btree (memory_id)
+idx CREATE INDEX idx_agno_memories_created_at ON S.agno_memories USING btree (created_at)
+idx CREATE INDEX idx_agno_memories_updated_at ON S.agno_memories USING btree (updated_at)
+idx CREATE INDEX idx_agno_memories_user_id ON S.agno_memories USING btree (user_id)
+con agno_memories_pkey PRIMARY KEY (memory_id)";
+
+#[tokio::test]
+async fn memories_are_stored_as_python_agno_stores_them() {
+    let scratch = Scratch::new("mem");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    db.create_tables().await.unwrap(); // idempotent
+    let want: Vec<&str> = AGNO_MEMORIES_TABLE.lines().collect();
+    assert_eq!(catalog(&scratch.name, &["agno_memories"]).await, want);
+    assert_eq!(db.get_latest_schema_version("agno_memories").await.unwrap().as_deref(), Some("3.0.0"));
+    let mut m = UserMemory::new("likes \u{0}otters", Some("u1"));
+    m.memory_id = Some("m1".into());
+    m.topics = Some(vec!["animals".into()]);
+    m.input = Some("in\u{0}put".into());
+    let stored = db.upsert_user_memory(&m).await.unwrap();
+    // Postgres text cannot hold NUL: it is stripped, as Python Agno does; the row comes back as
+    // stored.
+    assert_eq!(stored.memory, "likes otters");
+    assert_eq!(stored.input.as_deref(), Some("input"));
+    let mut c = conn().await;
+    let (memory, topics): (String, String) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT jsonb_typeof(memory), jsonb_typeof(topics) FROM \"{}\".agno_memories WHERE memory_id = 'm1'",
+        scratch.name
+    )))
+    .fetch_one(&mut c)
+    .await
+    .unwrap();
+    assert_eq!((memory.as_str(), topics.as_str()), ("string", "array"));
+    db.close().await;
 }
 
 #[tokio::test]

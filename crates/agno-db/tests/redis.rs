@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use agno_core::{
-    AgentSession, DbErrorKind, RunOutput, RunQuery, RunStatus, RunStore, SchemaStore, SessionStore, StateUpdate,
+    AgentSession, DbErrorKind, MemoryQuery, MemoryStore, RunOutput, RunQuery, RunStatus, RunStore, SchemaStore,
+    SessionStore, StateUpdate, UserMemory,
 };
 use agno_db::{Migrate, MigrationManager, MigrationOptions, RedisDb};
 use serde_json::{Value, json};
@@ -418,4 +419,300 @@ async fn an_unreachable_redis_is_unavailable_and_named() {
     let err = agno_db::open(&format!("redis://agno:s3cret@127.0.0.1:{port}/0")).await.unwrap_err();
     assert_eq!(err.kind(), DbErrorKind::Unavailable);
     assert!(!err.to_string().contains("s3cret"), "{err}");
+}
+
+// ----- Memories -------------------------------------------------------------------------------
+
+fn memory(id: &str, user: Option<&str>, text: &str) -> UserMemory {
+    let mut m = UserMemory::new(text, user);
+    m.memory_id = Some(id.to_owned());
+    m.topics = Some(vec!["animals".to_owned()]);
+    m.agent_id = Some("a1".to_owned());
+    m
+}
+
+/// The members of every memory index set under `prefix`, by key (without the prefix).
+async fn memory_index_sets(prefix: &str) -> BTreeMap<String, Vec<String>> {
+    let mut conn = raw().await;
+    let mut sets = BTreeMap::new();
+    for key in raw_keys(prefix).await.into_iter().filter(|k| k.contains(":memories:index:")) {
+        let mut members: Vec<String> = redis::cmd("SMEMBERS").arg(&key).query_async(&mut conn).await.unwrap();
+        members.sort();
+        sets.insert(key[prefix.len() + 1..].to_owned(), members);
+    }
+    sets
+}
+
+fn sets(entries: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
+    entries.iter().map(|(k, v)| ((*k).to_owned(), v.iter().map(|m| (*m).to_owned()).collect())).collect()
+}
+
+#[tokio::test]
+async fn memory_keys_are_laid_out_as_python_agno_lays_them_out() {
+    let prefix = unique_prefix("memory-layout");
+    let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
+    let mut m = memory("m1", Some("u1"), "likes otters");
+    m.created_at = Some(100);
+    m.input = Some("I like otters".to_owned());
+    let stored = db.upsert_user_memory(&m).await.unwrap();
+    assert_eq!(stored.created_at, Some(100));
+
+    let doc = raw_json(&format!("{prefix}:memories:m1")).await;
+    let keys: Vec<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "user_id",
+            "agent_id",
+            "team_id",
+            "memory_id",
+            "memory",
+            "topics",
+            "input",
+            "feedback",
+            "created_at",
+            "updated_at"
+        ]
+    );
+    assert_eq!(doc["memory"], json!("likes otters"));
+    assert_eq!(doc["topics"], json!(["animals"]));
+    assert_eq!(doc["team_id"], Value::Null);
+    assert_eq!(doc["created_at"], json!(100));
+    assert_eq!(doc["updated_at"], json!(stored.updated_at.unwrap()));
+    assert_eq!(
+        memory_index_sets(&prefix).await,
+        sets(&[("memories:index:agent_id:a1", &["m1"]), ("memories:index:user_id:u1", &["m1"])])
+    );
+
+    // An update moves the index entries of a changed field and keeps created_at.
+    let mut changed = memory("m1", Some("u1"), "loves otters");
+    changed.agent_id = Some("a2".to_owned());
+    changed.team_id = Some("t1".to_owned());
+    assert_eq!(db.upsert_user_memory(&changed).await.unwrap().created_at, Some(100));
+    assert_eq!(raw_json(&format!("{prefix}:memories:m1")).await["created_at"], json!(100));
+    assert_eq!(
+        memory_index_sets(&prefix).await,
+        sets(&[
+            ("memories:index:agent_id:a2", &["m1"]),
+            ("memories:index:team_id:t1", &["m1"]),
+            ("memories:index:user_id:u1", &["m1"])
+        ])
+    );
+
+    // Another user's write is refused and changes nothing.
+    let before = raw_get(&format!("{prefix}:memories:m1")).await;
+    let err = db.upsert_user_memory(&memory("m1", Some("u2"), "hijacked")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert_eq!(raw_get(&format!("{prefix}:memories:m1")).await, before);
+
+    // Deleting removes the document and its index entries; clearing touches only memory keys.
+    db.upsert_user_memory(&memory("m2", Some("u1"), "x")).await.unwrap();
+    assert!(db.delete_user_memory("m1", Some("u1")).await.unwrap());
+    assert_eq!(
+        memory_index_sets(&prefix).await,
+        sets(&[("memories:index:agent_id:a1", &["m2"]), ("memories:index:user_id:u1", &["m2"])])
+    );
+    db.upsert_session(&AgentSession::new("s1"), &StateUpdate::Replace).await.unwrap();
+    db.clear_memories().await.unwrap();
+    assert_eq!(
+        raw_keys(&prefix).await,
+        [format!("{prefix}:sessions:index:session_type:agent"), format!("{prefix}:sessions:s1")]
+    );
+    db.delete_all_keys().await.unwrap();
+}
+
+/// Keys exactly as Python Agno 3.1.10's `RedisDb.upsert_user_memory` wrote them (captured,
+/// Python's JSON separators included), and an Agno 2.x `to_dict()`-shaped document with ISO
+/// timestamps.
+#[tokio::test]
+async fn memory_keys_written_by_python_agno_read_back() {
+    let prefix = unique_prefix("memory-python");
+    raw_set(
+        &format!("{prefix}:memories:m1"),
+        r#"{"user_id": "ann", "agent_id": "a1", "team_id": null, "memory_id": "m1", "memory": "Ann likes otters ü", "topics": ["animals"], "input": "hi", "feedback": null, "created_at": 100, "updated_at": 1796009009}"#,
+    )
+    .await;
+    raw_set(
+        &format!("{prefix}:memories:m2"),
+        r#"{"user_id": null, "agent_id": null, "team_id": null, "memory_id": "m2", "memory": "no owner", "topics": null, "input": null, "feedback": null, "created_at": 1796009009, "updated_at": 1796009009}"#,
+    )
+    .await;
+    raw_set(
+        &format!("{prefix}:memories:mem-bob-1"),
+        r#"{"memory_id": "mem-bob-1", "memory": "Bob prefers short answers.", "topics": ["preferences"], "created_at": "2025-01-01T00:00:00", "updated_at": "2025-01-01T00:00:00", "input": "Keep it short.", "user_id": "bob", "agent_id": "chat-agent"}"#,
+    )
+    .await;
+    let mut conn = raw().await;
+    for (key, member) in [("agent_id:a1", "m1"), ("user_id:ann", "m1")] {
+        redis::cmd("SADD")
+            .arg(format!("{prefix}:memories:index:{key}"))
+            .arg(member)
+            .query_async::<()>(&mut conn)
+            .await
+            .unwrap();
+    }
+    let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
+    let m1 = db.get_user_memory("m1", Some("ann")).await.unwrap().unwrap();
+    assert_eq!(m1.memory, "Ann likes otters ü");
+    assert_eq!(m1.topics, Some(vec!["animals".to_owned()]));
+    assert_eq!((m1.input.as_deref(), m1.agent_id.as_deref()), (Some("hi"), Some("a1")));
+    assert_eq!((m1.created_at, m1.updated_at), (Some(100), Some(1_796_009_009)));
+    let bob = db.get_user_memory("mem-bob-1", None).await.unwrap().unwrap();
+    assert_eq!((bob.created_at, bob.updated_at), (Some(1_735_689_600), Some(1_735_689_600)));
+    let page = db.get_user_memories(&MemoryQuery::default()).await.unwrap();
+    assert_eq!(page.total, 3);
+    assert_eq!(db.get_all_memory_topics(None).await.unwrap(), ["animals", "preferences"]);
+    let (stats, users) = db.get_user_memory_stats(None, None, None).await.unwrap();
+    assert_eq!(users, 3, "ann, bob and the ownerless group");
+    assert_eq!(stats[0].last_memory_updated_at, Some(1_796_009_009));
+    // A Python memory's owner is enforced; its owner's update keeps created_at.
+    let err = db.upsert_user_memory(&memory("m1", Some("bob"), "hijacked")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    let updated = db.upsert_user_memory(&memory("m1", Some("ann"), "Ann loves otters")).await.unwrap();
+    assert_eq!(updated.created_at, Some(100));
+    assert_eq!(raw_json(&format!("{prefix}:memories:m1")).await["memory"], json!("Ann loves otters"));
+    assert!(db.delete_user_memory("m1", Some("ann")).await.unwrap());
+    assert!(memory_index_sets(&prefix).await.is_empty(), "Python's index entries went with the memory");
+    db.delete_all_keys().await.unwrap();
+}
+
+/// `AGNO_PYTHON` (a Python with `agno==3.1.*`), or `None` after saying the check is skipped.
+fn agno_python() -> Option<String> {
+    let py = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty());
+    if py.is_none() {
+        eprintln!("AGNO_PYTHON is not set: skipping the live Python Agno check");
+    }
+    py
+}
+
+/// Runs Python Agno's `RedisDb` on `prefix`: reads memory `rs-1` (as `bob`), rewrites its text,
+/// writes memory `py-1` (of `ann`), and prints what it read as one JSON line. Uses the `redis`
+/// package when installed, else a minimal RESP client standing in for it (only the commands
+/// `RedisDb`'s memory methods send).
+const PYTHON_REDIS_MEMORIES: &str = r#"
+import json, socket, sys, types
+from urllib.parse import urlparse
+try:
+    import redis
+except ImportError:
+    class _Conn:
+        def __init__(self, url):
+            u = urlparse(url)
+            self.s = socket.create_connection((u.hostname or "127.0.0.1", u.port or 6379))
+            self.f = self.s.makefile("rb")
+            db = (u.path or "/0").strip("/") or "0"
+            if db != "0":
+                self.cmd("SELECT", db)
+        def cmd(self, *args):
+            out = b"*%d\r\n" % len(args)
+            for a in args:
+                b = a if isinstance(a, bytes) else str(a).encode()
+                out += b"$%d\r\n%s\r\n" % (len(b), b)
+            self.s.sendall(out)
+            return self.read()
+        def read(self):
+            line = self.f.readline()[:-2]
+            kind, rest = line[:1], line[1:]
+            if kind == b"+": return rest.decode()
+            if kind == b"-": raise RuntimeError(rest.decode())
+            if kind == b":": return int(rest)
+            if kind == b"$":
+                n = int(rest)
+                return None if n < 0 else self.f.read(n + 2)[:-2].decode()
+            if kind == b"*":
+                n = int(rest)
+                return None if n < 0 else [self.read() for _ in range(n)]
+            raise RuntimeError("unexpected reply %r" % line)
+    class Redis:
+        @classmethod
+        def from_url(cls, url, decode_responses=True):
+            r = cls()
+            r.c = _Conn(url)
+            return r
+        def set(self, k, v, ex=None): return self.c.cmd("SET", k, v, *(["EX", ex] if ex else []))
+        def get(self, k): return self.c.cmd("GET", k)
+        def delete(self, *ks): return self.c.cmd("DEL", *ks) if ks else 0
+        def sadd(self, k, *m): return self.c.cmd("SADD", k, *m)
+        def srem(self, k, *m): return self.c.cmd("SREM", k, *m)
+        def scan_iter(self, match=None):
+            cursor = "0"
+            while True:
+                cursor, keys = self.c.cmd("SCAN", cursor, "MATCH", match or "*", "COUNT", 1000)
+                yield from keys
+                if cursor == "0":
+                    break
+    shim = types.ModuleType("redis")
+    shim.Redis = shim.RedisCluster = Redis
+    sys.modules["redis"] = shim
+from agno.db.redis import RedisDb
+from agno.db.schemas.memory import UserMemory
+
+url, prefix = sys.argv[1], sys.argv[2]
+db = RedisDb(db_url=url, db_prefix=prefix)
+seen = {
+    "raw": db.get_user_memory("rs-1", deserialize=False, user_id="bob"),
+    "other_user": db.get_user_memory("rs-1", user_id="ann") is None,
+    "listed": db.get_user_memories(user_id="bob", sort_by="created_at", sort_order="asc", deserialize=False),
+    "topics": sorted(db.get_all_memory_topics(user_id="bob")),
+    "stats": db.get_user_memory_stats(),
+}
+m = db.get_user_memory("rs-1", user_id="bob")
+m.memory = "rust memory, edited by python"
+db.upsert_user_memory(m)
+db.upsert_user_memory(UserMemory(memory="from python", memory_id="py-1", topics=["py"], user_id="ann",
+                                 input="hello", agent_id="py-agent", created_at=100))
+print(json.dumps(seen))
+"#;
+
+/// Python Agno 3.1's `RedisDb` reads memories agno-rs wrote, and agno-rs reads, updates and
+/// deletes what it wrote.
+#[tokio::test]
+async fn python_agno_and_agno_rs_share_memories() {
+    let Some(py) = agno_python() else { return };
+    let prefix = unique_prefix("memory-live");
+    let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
+    let mut mine = memory("rs-1", Some("bob"), "rust memory");
+    mine.created_at = Some(200);
+    mine.feedback = Some("good".to_owned());
+    let written = db.upsert_user_memory(&mine).await.unwrap();
+
+    let out =
+        std::process::Command::new(&py).arg("-c").arg(PYTHON_REDIS_MEMORIES).arg(url()).arg(&prefix).output().unwrap();
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let seen: Value = serde_json::from_str(stdout.lines().rev().find(|l| l.starts_with('{')).unwrap()).unwrap();
+    assert_eq!(seen["raw"]["memory"], json!("rust memory"));
+    assert_eq!(seen["raw"]["topics"], json!(["animals"]));
+    assert_eq!(seen["raw"]["feedback"], json!("good"));
+    assert_eq!(seen["raw"]["created_at"], json!(200));
+    assert_eq!(seen["raw"]["updated_at"], json!(written.updated_at.unwrap()));
+    assert_eq!(seen["other_user"], json!(true));
+    assert_eq!(seen["listed"][1], json!(1));
+    assert_eq!(seen["listed"][0][0]["memory_id"], json!("rs-1"));
+    assert_eq!(seen["topics"], json!(["animals"]));
+    assert_eq!(seen["stats"][1], json!(1));
+    assert_eq!(seen["stats"][0][0]["user_id"], json!("bob"));
+
+    // What Python wrote and changed reads back.
+    let edited = db.get_user_memory("rs-1", Some("bob")).await.unwrap().unwrap();
+    assert_eq!(edited.memory, "rust memory, edited by python");
+    assert_eq!(edited.created_at, Some(200));
+    let theirs = db.get_user_memory("py-1", Some("ann")).await.unwrap().unwrap();
+    assert_eq!(theirs.memory, "from python");
+    assert_eq!(theirs.topics, Some(vec!["py".to_owned()]));
+    assert_eq!((theirs.input.as_deref(), theirs.agent_id.as_deref()), (Some("hello"), Some("py-agent")));
+    assert_eq!(theirs.created_at, Some(100));
+    assert!(theirs.updated_at.is_some());
+    assert!(db.get_user_memory("py-1", Some("bob")).await.unwrap().is_none());
+    let err = db.upsert_user_memory(&memory("py-1", Some("bob"), "hijacked")).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    let all = db.get_user_memories(&MemoryQuery::default()).await.unwrap();
+    assert_eq!(all.total, 2);
+    assert_eq!(db.get_all_memory_topics(None).await.unwrap(), ["animals", "py"]);
+    assert!(db.delete_user_memory("py-1", Some("ann")).await.unwrap());
+    assert_eq!(
+        memory_index_sets(&prefix).await,
+        sets(&[("memories:index:agent_id:a1", &["rs-1"]), ("memories:index:user_id:bob", &["rs-1"])])
+    );
+    db.delete_all_keys().await.unwrap();
 }

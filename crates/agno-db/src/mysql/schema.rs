@@ -113,7 +113,7 @@ impl MySqlDb {
         Ok(())
     }
 
-    /// Creates any missing table (sessions, runs, schema versions) at the latest schema and stamps
+    /// Creates any missing table (sessions, runs, memories, schema versions) at the latest schema and stamps
     /// it. Existing tables are left alone: use the migrations for those.
     ///
     /// # Errors
@@ -125,7 +125,13 @@ impl MySqlDb {
             self.exec(&sessions_ddl(&t.sessions), &format!("cannot create table {}", t.sessions)).await?;
             self.upsert_schema_version(&t.sessions, LATEST_VERSION).await?;
         }
-        self.ensure_runs_table().await
+        self.ensure_runs_table().await?;
+        if !self.table_exists(&t.memories).await? {
+            let ddl = super::memories::memories_ddl(&t.memories);
+            self.exec(&ddl, &format!("cannot create table {}", t.memories)).await?;
+            self.upsert_schema_version(&t.memories, LATEST_VERSION).await?;
+        }
+        Ok(())
     }
 }
 

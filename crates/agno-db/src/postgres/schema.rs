@@ -77,7 +77,7 @@ impl PostgresDb {
         self.create_table_if_missing(t, &versions_ddl(&self.qualified(t), t)).await.map(|_| ())
     }
 
-    /// Creates any missing table (sessions, runs, schema versions) at the latest schema and stamps
+    /// Creates any missing table (sessions, runs, memories, schema versions) at the latest schema and stamps
     /// it. Existing tables are left alone: use the migrations for those.
     ///
     /// # Errors
@@ -87,9 +87,12 @@ impl PostgresDb {
         self.ensure_versions_table().await?;
         let sessions_q = self.qualified(&t.sessions);
         let runs_q = self.qualified(&t.runs);
-        for (name, ddl) in
-            [(&t.sessions, sessions_ddl(&sessions_q, &t.sessions)), (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q))]
-        {
+        let memories_q = self.qualified(&t.memories);
+        for (name, ddl) in [
+            (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
+            (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
+            (&t.memories, super::memories::memories_ddl(&memories_q, &t.memories)),
+        ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 self.upsert_schema_version(name, LATEST_VERSION).await?;
             }

@@ -12,6 +12,7 @@
 //! cascades), or as a compare-and-set script retried on contention (session documents, whose
 //! JSON is rebuilt in Rust so numbers and key order survive untouched).
 
+mod memories;
 mod migrate;
 mod runs;
 mod schema;

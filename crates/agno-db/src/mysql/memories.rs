@@ -1,0 +1,297 @@
+//! User memories in MySQL and MariaDB (`agno_memories`, as Python Agno 3.x's `MySQLDb` shapes
+//! it): `memory` is a JSON string, `topics` a JSON array; filters, paging and counts run in SQL.
+//! A given `user_id` is matched byte for byte, and per-user stats group users byte for byte.
+
+use agno_core::{
+    DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemorySort, MemoryStore, UserMemory, UserMemoryStats,
+    new_id, now_epoch_secs,
+};
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::mysql::MySqlRow;
+use sqlx::{AssertSqlSafe, Connection, Row};
+
+use super::sessions::text_column;
+use super::{Arg, MySqlDb, bind_args, db_error, marks, push_user, where_clause, with_retries};
+use crate::codec::{json_column, to_json_text};
+use crate::memories::page_bounds;
+
+const COLUMNS: &str = "memory_id, memory, input, agent_id, team_id, user_id, topics, feedback, created_at, updated_at";
+
+/// The memories table as Python Agno 3.1 creates it (column types and lengths, index names), in
+/// one statement. `JSON` becomes `LONGTEXT ... CHECK (json_valid(...))` on MariaDB, as for Agno.
+pub(crate) fn memories_ddl(t: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS `{t}` (\n\
+         \tmemory_id VARCHAR(128) NOT NULL, \n\
+         \tmemory JSON NOT NULL, \n\
+         \tinput TEXT, \n\
+         \tagent_id VARCHAR(128), \n\
+         \tteam_id VARCHAR(128), \n\
+         \tuser_id VARCHAR(128), \n\
+         \ttopics JSON, \n\
+         \tfeedback TEXT, \n\
+         \tcreated_at BIGINT NOT NULL, \n\
+         \tupdated_at BIGINT, \n\
+         \tPRIMARY KEY (memory_id), \n\
+         \tINDEX `idx_{t}_updated_at` (updated_at), \n\
+         \tINDEX `idx_{t}_created_at` (created_at), \n\
+         \tINDEX `idx_{t}_user_id` (user_id)\n\
+         )"
+    )
+}
+
+fn memory_from_row(row: &MySqlRow) -> DbResult<UserMemory> {
+    let memory = match json_column(text_column(row, "memory")?)? {
+        Some(Value::String(s)) => s,
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    let topics = match json_column(text_column(row, "topics")?)? {
+        Some(Value::Array(list)) => Some(list.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()),
+        _ => None,
+    };
+    let number = |col: &str| -> DbResult<Option<i64>> {
+        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read memories.{col}"), e))
+    };
+    Ok(UserMemory {
+        memory_id: text_column(row, "memory_id")?,
+        memory,
+        topics,
+        user_id: text_column(row, "user_id")?,
+        input: text_column(row, "input")?,
+        agent_id: text_column(row, "agent_id")?,
+        team_id: text_column(row, "team_id")?,
+        feedback: text_column(row, "feedback")?,
+        created_at: number("created_at")?,
+        updated_at: number("updated_at")?,
+    })
+}
+
+/// The conditions of a memory listing and their binds, in order.
+fn filter(q: &MemoryQuery) -> (Vec<String>, Vec<Arg>) {
+    let mut conditions = Vec::new();
+    let mut args = Vec::new();
+    push_user(&mut conditions, &mut args, q.user_id.as_deref());
+    for (col, value) in [("agent_id", &q.agent_id), ("team_id", &q.team_id)] {
+        if let Some(v) = value {
+            conditions.push(format!("{col} = ?"));
+            args.push(Arg::Str(v.clone()));
+        }
+    }
+    if let Some(topics) = q.topics.as_ref().filter(|t| !t.is_empty()) {
+        let any = vec!["JSON_CONTAINS(topics, JSON_QUOTE(?))"; topics.len()].join(" OR ");
+        conditions.push(format!("(topics IS NOT NULL AND ({any}))"));
+        args.extend(topics.iter().map(|t| Arg::Str(t.clone())));
+    }
+    if let Some(needle) = &q.search_content {
+        // A plain substring (no LIKE wildcards) of the memory text, case-insensitive.
+        conditions.push("LOCATE(LOWER(?), LOWER(JSON_UNQUOTE(memory))) > 0".to_owned());
+        args.push(Arg::Str(needle.clone()));
+    }
+    (conditions, args)
+}
+
+impl MySqlDb {
+    /// One attempt at [`MemoryStore::upsert_user_memory`]: a single insert-or-update whose
+    /// assignments only apply when the stored owner is the writer (or nobody), then a read of
+    /// the row it locked, in one transaction.
+    async fn try_upsert_memory(&self, memory: &UserMemory, id: &str) -> DbResult<UserMemory> {
+        let t = &self.tables().memories;
+        let now = now_epoch_secs();
+        // Stored owner is nobody, or the writer byte for byte; NULL (refused) when the writer
+        // has no owner but the row has one.
+        let ok = "(user_id IS NULL OR CAST(user_id AS BINARY) = CAST(VALUES(user_id) AS BINARY))";
+        let sets = ["memory", "input", "agent_id", "team_id", "topics", "feedback", "updated_at"]
+            .iter()
+            .map(|c| format!("{c} = IF({ok}, VALUES({c}), {c})"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!("INSERT INTO `{t}` ({COLUMNS}) VALUES ({}) ON DUPLICATE KEY UPDATE {sets}", marks(10));
+        let mut conn = self.read_committed_conn().await?;
+        let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
+        sqlx::query(AssertSqlSafe(sql.as_str()))
+            .bind(id)
+            .bind(to_json_text(&memory.memory)?)
+            .bind(&memory.input)
+            .bind(&memory.agent_id)
+            .bind(&memory.team_id)
+            .bind(&memory.user_id)
+            .bind(memory.topics.as_ref().map(to_json_text).transpose()?)
+            .bind(&memory.feedback)
+            .bind(memory.created_at.unwrap_or(now))
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error(&format!("cannot write memory {id}"), e))?;
+        // The statement above holds the row lock: this reads what it left.
+        let read = format!("SELECT {COLUMNS} FROM `{t}` WHERE memory_id = ? FOR UPDATE");
+        let row = sqlx::query(AssertSqlSafe(read.as_str()))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| db_error(&format!("cannot read back memory {id}"), e))?
+            .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("memory {id} vanished while being written")))?;
+        let stored = memory_from_row(&row)?;
+        if stored.user_id.is_some() && stored.user_id != memory.user_id {
+            // Nothing was changed; end the transaction without a write.
+            tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of memory {id}"), e))?;
+            return Err(DbError::new(DbErrorKind::Conflict, format!("memory {id} belongs to another user")));
+        }
+        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of memory {id}"), e))?;
+        Ok(stored)
+    }
+}
+
+#[async_trait]
+impl MemoryStore for MySqlDb {
+    async fn upsert_user_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
+        let id = memory.memory_id.clone().unwrap_or_else(new_id);
+        with_retries(|| self.try_upsert_memory(memory, &id)).await
+    }
+
+    async fn get_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>> {
+        let t = &self.tables().memories;
+        let mut conditions = vec!["memory_id = ?".to_owned()];
+        let mut args = vec![Arg::Str(memory_id.to_owned())];
+        push_user(&mut conditions, &mut args, user_id);
+        let sql = format!("SELECT {COLUMNS} FROM `{t}`{}", where_clause(&conditions));
+        let row = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read memory {memory_id}"), e))?;
+        row.as_ref().map(memory_from_row).transpose()
+    }
+
+    async fn get_user_memories(&self, query: &MemoryQuery) -> DbResult<MemoryPage> {
+        let t = &self.tables().memories;
+        let (conditions, args) = filter(query);
+        let clause = where_clause(&conditions);
+        let order = match query.sort_by {
+            MemorySort::UpdatedAt => "updated_at",
+            MemorySort::CreatedAt => "created_at",
+        };
+        let dir = query.sort_order.sql();
+        let mut sql = format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY {order} {dir}, memory_id {dir}");
+        let mut page_args = args.clone();
+        if query.limit.is_some() {
+            let (offset, limit) = page_bounds(query.limit, query.page);
+            sql.push_str(" LIMIT ? OFFSET ?");
+            page_args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
+            page_args.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
+        }
+        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &page_args)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot list memories", e))?;
+        let memories = rows.iter().map(memory_from_row).collect::<DbResult<Vec<_>>>()?;
+        let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
+        let row = bind_args(sqlx::query(AssertSqlSafe(count_sql.as_str())), &args)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error("cannot count memories", e))?;
+        let total: i64 = row.try_get("n").map_err(|e| db_error("cannot count memories", e))?;
+        Ok(MemoryPage { memories, total: u64::try_from(total).unwrap_or(0) })
+    }
+
+    async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        Ok(self.delete_user_memories(&[memory_id.to_owned()], user_id).await? == 1)
+    }
+
+    async fn delete_user_memories(&self, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        if memory_ids.is_empty() {
+            return Ok(0);
+        }
+        let t = &self.tables().memories;
+        let mut conditions = vec![format!("memory_id IN ({})", marks(memory_ids.len()))];
+        let mut args: Vec<Arg> = memory_ids.iter().map(|id| Arg::Str(id.clone())).collect();
+        push_user(&mut conditions, &mut args, user_id);
+        let sql = format!("DELETE FROM `{t}`{}", where_clause(&conditions));
+        let done = with_retries(|| async {
+            bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
+                .execute(self.pool())
+                .await
+                .map_err(|e| db_error("cannot delete memories", e))
+        })
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn get_all_memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
+        let t = &self.tables().memories;
+        let mut conditions = vec!["m.topics IS NOT NULL".to_owned(), "j.topic IS NOT NULL".to_owned()];
+        let mut args = Vec::new();
+        if let Some(u) = user_id {
+            conditions.push("(m.user_id = ? AND CAST(m.user_id AS BINARY) = CAST(? AS BINARY))".to_owned());
+            args.extend([Arg::Str(u.to_owned()), Arg::Str(u.to_owned())]);
+        }
+        // A binary collation: topics differing only in case stay apart, sorted byte for byte.
+        let sql = format!(
+            "SELECT DISTINCT j.topic FROM `{t}` AS m, JSON_TABLE(m.topics, '$[*]' COLUMNS \
+             (topic TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS j{} ORDER BY j.topic",
+            where_clause(&conditions)
+        );
+        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read memory topics", e))?;
+        rows.iter().map(|r| text_column(r, "topic").map(Option::unwrap_or_default)).collect()
+    }
+
+    async fn get_user_memory_stats(
+        &self,
+        limit: Option<usize>,
+        page: Option<usize>,
+        user_id: Option<&str>,
+    ) -> DbResult<(Vec<UserMemoryStats>, u64)> {
+        let t = &self.tables().memories;
+        let mut conditions = Vec::new();
+        let mut args = Vec::new();
+        push_user(&mut conditions, &mut args, user_id);
+        let clause = where_clause(&conditions);
+        // Users are grouped byte for byte (the column collation ignores case); every name in a
+        // group is the same, so MIN gives it. Memories without an owner form one more group, as
+        // in SQLite.
+        let mut sql = format!(
+            "SELECT MIN(user_id) AS user_id, COUNT(*) AS total, MAX(updated_at) AS last FROM `{t}`{clause} \
+             GROUP BY CAST(user_id AS BINARY) ORDER BY MAX(updated_at) DESC, CAST(MIN(user_id) AS BINARY)"
+        );
+        let mut page_args = args.clone();
+        if limit.is_some() {
+            let (offset, limit) = page_bounds(limit, page);
+            sql.push_str(" LIMIT ? OFFSET ?");
+            page_args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
+            page_args.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
+        }
+        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &page_args)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read memory stats", e))?;
+        let stats = rows
+            .iter()
+            .map(|r| {
+                let total: i64 = r.try_get("total").map_err(|e| db_error("cannot read memory stats", e))?;
+                Ok(UserMemoryStats {
+                    user_id: text_column(r, "user_id")?,
+                    total_memories: u64::try_from(total).unwrap_or(0),
+                    last_memory_updated_at: r
+                        .try_get::<Option<i64>, _>("last")
+                        .map_err(|e| db_error("cannot read memory stats", e))?,
+                })
+            })
+            .collect::<DbResult<Vec<_>>>()?;
+        let count_sql =
+            format!("SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM `{t}`{clause} GROUP BY CAST(user_id AS BINARY)) g");
+        let row = bind_args(sqlx::query(AssertSqlSafe(count_sql.as_str())), &args)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error("cannot count memory users", e))?;
+        let total: i64 = row.try_get("n").map_err(|e| db_error("cannot count memory users", e))?;
+        Ok((stats, u64::try_from(total).unwrap_or(0)))
+    }
+
+    async fn clear_memories(&self) -> DbResult<()> {
+        let t = &self.tables().memories;
+        self.exec(&format!("DELETE FROM `{t}`"), "cannot clear memories").await
+    }
+}
