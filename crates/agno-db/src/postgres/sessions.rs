@@ -86,7 +86,7 @@ impl PostgresDb {
         let sql = format!(
             "SELECT r.run_data FROM {runs} r WHERE r.session_id = $1 AND EXISTS (SELECT 1 FROM {sessions} s \
              WHERE s.session_id = $1 AND ($2::text IS NULL OR s.user_id = $2)) \
-             ORDER BY r.run_index DESC NULLS LAST, r.created_at DESC LIMIT $3",
+             ORDER BY r.run_index DESC, r.created_at DESC LIMIT $3",
             runs = self.qualified(&t.runs),
             sessions = self.qualified(&t.sessions)
         );
@@ -256,8 +256,13 @@ impl SessionStore for PostgresDb {
                     .bind(query.end_timestamp)
             };
         }
-        // NULL timestamps sort as the oldest, as in SQLite.
-        let nulls = if dir == "ASC" { "NULLS FIRST" } else { "NULLS LAST" };
+        // NULL timestamps sort as the oldest, as in SQLite. `created_at` is NOT NULL: no clause,
+        // so the created_at index can serve the order.
+        let nulls = match (order, dir) {
+            ("created_at", _) => "",
+            (_, "ASC") => "NULLS FIRST",
+            _ => "NULLS LAST",
+        };
         let sql = format!(
             "SELECT {SESSION_COLUMNS} FROM {t} WHERE {filter} \
              ORDER BY {order} {dir} {nulls}, session_id {dir} LIMIT $7 OFFSET $8"
