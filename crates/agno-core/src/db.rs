@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::error::DbError;
 use crate::memory::{UserMemory, UserMemoryStats};
+use crate::records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 use crate::run::{RunOutput, RunStatus};
 use crate::session::{AgentSession, SessionType};
 
@@ -366,6 +367,125 @@ pub trait MemoryStore: Send + Sync {
     /// # Errors
     /// A [`DbError`].
     async fn clear_memories(&self) -> DbResult<()>;
+}
+
+/// Filters and paging for [`EvalStore::get_eval_runs`].
+#[derive(Debug, Clone, Default)]
+pub struct EvalQuery {
+    /// Only runs of this user.
+    pub user_id: Option<String>,
+    /// Only evals of this agent.
+    pub agent_id: Option<String>,
+    /// Only evals of this team.
+    pub team_id: Option<String>,
+    /// Only evals of this workflow.
+    pub workflow_id: Option<String>,
+    /// Only evals of this model.
+    pub model_id: Option<String>,
+    /// Only evals of this kind of component.
+    pub filter_type: Option<EvalFilterType>,
+    /// Only evals of these types.
+    pub eval_types: Option<Vec<EvalType>>,
+    /// Page size.
+    pub limit: Option<usize>,
+    /// 1-based page.
+    pub page: Option<usize>,
+    /// Sort by `created_at` in this direction.
+    pub sort_order: SortOrder,
+}
+
+/// Eval runs.
+#[async_trait]
+pub trait EvalStore: Send + Sync {
+    /// Stores a new eval run (sets `created_at`/`updated_at` when missing).
+    ///
+    /// # Errors
+    /// [`DbErrorKind::Conflict`](crate::DbErrorKind::Conflict) when the id exists.
+    async fn create_eval_run(&self, record: &EvalRunRecord) -> DbResult<EvalRunRecord>;
+
+    /// Reads one eval run (only the owner's when `user_id` is given).
+    ///
+    /// # Errors
+    /// A [`DbError`]; missing is `Ok(None)`.
+    async fn get_eval_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<EvalRunRecord>>;
+
+    /// Lists eval runs and counts the matches.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_eval_runs(&self, query: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)>;
+
+    /// Deletes eval runs (only the owner's when `user_id` is given); returns how many.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64>;
+
+    /// Renames an eval run; returns it, or `None` when not found (or not the user's).
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn rename_eval_run(&self, run_id: &str, name: &str, user_id: Option<&str>)
+    -> DbResult<Option<EvalRunRecord>>;
+}
+
+/// Column a knowledge listing is sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KnowledgeSort {
+    /// `created_at`.
+    #[default]
+    CreatedAt,
+    /// `updated_at`.
+    UpdatedAt,
+    /// `name`.
+    Name,
+}
+
+/// Filters and paging for [`KnowledgeStore::get_knowledge_contents`].
+#[derive(Debug, Clone, Default)]
+pub struct KnowledgeQuery {
+    /// The user's rows plus shared (unowned) rows; every row when `None`.
+    pub user_id: Option<String>,
+    /// Only rows of this knowledge instance.
+    pub linked_to: Option<String>,
+    /// Page size.
+    pub limit: Option<usize>,
+    /// 1-based page.
+    pub page: Option<usize>,
+    /// Sort column.
+    pub sort_by: KnowledgeSort,
+    /// Sort direction.
+    pub sort_order: SortOrder,
+}
+
+/// Knowledge contents. A row without `user_id` is shared: every user reads it, only an unscoped
+/// caller changes or deletes it.
+#[async_trait]
+pub trait KnowledgeStore: Send + Sync {
+    /// Inserts or updates a row (a missing id is generated); returns it as stored.
+    ///
+    /// # Errors
+    /// [`DbErrorKind::Conflict`](crate::DbErrorKind::Conflict) when the row belongs to another
+    /// user.
+    async fn upsert_knowledge_content(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow>;
+
+    /// Reads a row: the user's own or a shared one when `user_id` is given.
+    ///
+    /// # Errors
+    /// A [`DbError`]; missing is `Ok(None)`.
+    async fn get_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<KnowledgeRow>>;
+
+    /// Lists rows and counts the matches.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)>;
+
+    /// Deletes a row (only the user's own when `user_id` is given); false when nothing matched.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool>;
 }
 
 /// A complete storage backend: sessions, runs, memories and schema versions.

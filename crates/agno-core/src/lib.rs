@@ -13,6 +13,7 @@ mod memory;
 mod message;
 mod metrics;
 pub mod model;
+mod records;
 mod requirement;
 mod run;
 mod session;
@@ -21,8 +22,9 @@ mod tool_execution;
 
 pub use clock::{new_id, now_epoch_secs};
 pub use db::{
-    Db, DbResult, MemoryPage, MemoryQuery, MemorySort, MemoryStore, RunCursor, RunPage, RunQuery, RunStore,
-    SchemaStore, SessionPage, SessionQuery, SessionSort, SessionStore, SortOrder, StateUpdate,
+    Db, DbResult, EvalQuery, EvalStore, KnowledgeQuery, KnowledgeSort, KnowledgeStore, MemoryPage, MemoryQuery,
+    MemorySort, MemoryStore, RunCursor, RunPage, RunQuery, RunStore, SchemaStore, SessionPage, SessionQuery,
+    SessionSort, SessionStore, SortOrder, StateUpdate,
 };
 pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
 pub use event::{EventData, RunEvent};
@@ -32,6 +34,7 @@ pub use metrics::{Metrics, Usage};
 pub use model::{
     Capabilities, Model, ModelChunk, ModelRequest, ModelResponse, ModelStream, ResponseAssembler, ResponseFormat,
 };
+pub use records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 pub use requirement::{PauseType, RunRequirement};
 pub use run::{RunInput, RunOutput, RunStatus};
 pub use session::{AgentSession, SessionSummary, SessionType};

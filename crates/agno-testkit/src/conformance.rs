@@ -510,3 +510,197 @@ macro_rules! memory_conformance {
         }
     };
 }
+
+// ----- Evals and knowledge ----------------------------------------------------------------------
+
+use agno_core::{
+    EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, EvalType, KnowledgeQuery, KnowledgeRow, KnowledgeSort,
+    KnowledgeStore,
+};
+
+fn eval(id: &str, user: Option<&str>, kind: EvalType, agent: Option<&str>, team: Option<&str>) -> EvalRunRecord {
+    EvalRunRecord {
+        run_id: id.to_owned(),
+        eval_type: kind,
+        eval_data: obj(json!({"score": 0.9, "id": id})),
+        eval_input: Some(obj(json!({"input": "question"}))),
+        name: Some(format!("eval {id}")),
+        agent_id: agent.map(str::to_owned),
+        team_id: team.map(str::to_owned),
+        workflow_id: None,
+        model_id: Some("gpt-test".into()),
+        model_provider: Some("OpenAI".into()),
+        evaluated_component_name: None,
+        user_id: user.map(str::to_owned),
+        created_at: None,
+        updated_at: None,
+    }
+}
+
+/// Eval runs round-trip, filter, page and rename; a duplicate id is a conflict.
+pub async fn eval_runs_round_trip_and_filter(db: Arc<dyn EvalStore>) {
+    let stored = db.create_eval_run(&eval("e1", Some("ann"), EvalType::Accuracy, Some("a1"), None)).await.expect("w");
+    assert!(stored.created_at.is_some());
+    db.create_eval_run(&eval("e2", Some("ann"), EvalType::Performance, None, Some("t1"))).await.expect("w");
+    db.create_eval_run(&eval("e3", Some("bob"), EvalType::Reliability, Some("a1"), None)).await.expect("w");
+    let err = db.create_eval_run(&eval("e1", Some("ann"), EvalType::Accuracy, None, None)).await.expect_err("dup");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    let got = db.get_eval_run("e1", None).await.expect("get").expect("present");
+    assert_eq!(got.eval_data, obj(json!({"score": 0.9, "id": "e1"})));
+    assert_eq!(got.eval_type, EvalType::Accuracy);
+    assert_eq!(got.model_id.as_deref(), Some("gpt-test"));
+    let (all, total) = db.get_eval_runs(&EvalQuery::default()).await.expect("list");
+    assert_eq!((all.len(), total), (3, 3));
+    let (agents, n) = db
+        .get_eval_runs(&EvalQuery { filter_type: Some(EvalFilterType::Agent), ..EvalQuery::default() })
+        .await
+        .expect("list");
+    assert_eq!(n, 2);
+    assert!(agents.iter().all(|e| e.agent_id.is_some()));
+    let (_, n) = db
+        .get_eval_runs(&EvalQuery {
+            eval_types: Some(vec![EvalType::Performance, EvalType::Reliability]),
+            ..EvalQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(n, 2);
+    let (page, n) = db
+        .get_eval_runs(&EvalQuery { limit: Some(2), page: Some(2), ..EvalQuery::default() })
+        .await
+        .expect("list");
+    assert_eq!((page.len(), n), (1, 3));
+    let renamed = db.rename_eval_run("e2", "renamed", Some("ann")).await.expect("rename").expect("present");
+    assert_eq!(renamed.name.as_deref(), Some("renamed"));
+    assert_eq!(db.delete_eval_runs(&["e1".into(), "e2".into()], None).await.expect("delete"), 2);
+    assert!(db.get_eval_run("e1", None).await.expect("get").is_none());
+}
+
+/// User B cannot read, rename or delete user A's eval runs.
+pub async fn eval_runs_users_are_isolated(db: Arc<dyn EvalStore>) {
+    db.create_eval_run(&eval("ea", Some("alice"), EvalType::Accuracy, Some("a1"), None)).await.expect("w");
+    let bob = Some("bob");
+    assert!(db.get_eval_run("ea", bob).await.expect("get").is_none());
+    let (list, n) = db.get_eval_runs(&EvalQuery { user_id: Some("bob".into()), ..EvalQuery::default() }).await.expect("l");
+    assert!(list.is_empty() && n == 0);
+    assert!(db.rename_eval_run("ea", "hijack", bob).await.expect("rename").is_none());
+    assert_eq!(db.delete_eval_runs(&["ea".into()], bob).await.expect("delete"), 0);
+    let kept = db.get_eval_run("ea", Some("alice")).await.expect("get").expect("present");
+    assert_eq!(kept.name.as_deref(), Some("eval ea"));
+}
+
+fn knowledge(id: &str, user: Option<&str>, name: &str, linked_to: &str) -> KnowledgeRow {
+    KnowledgeRow {
+        id: Some(id.to_owned()),
+        name: name.to_owned(),
+        description: format!("about {name}"),
+        metadata: Some(obj(json!({"source": "test"}))),
+        kind: Some("text".into()),
+        size: Some(42),
+        linked_to: Some(linked_to.to_owned()),
+        access_count: Some(0),
+        status: Some("completed".into()),
+        status_message: None,
+        user_id: user.map(str::to_owned),
+        created_at: None,
+        updated_at: None,
+        external_id: None,
+    }
+}
+
+/// Knowledge rows round-trip, filter by instance, sort, page, and update in place.
+pub async fn knowledge_round_trip_and_filter(db: Arc<dyn KnowledgeStore>) {
+    let stored = db.upsert_knowledge_content(&knowledge("k1", None, "b-doc", "docs")).await.expect("w");
+    assert!(stored.created_at.is_some());
+    db.upsert_knowledge_content(&knowledge("k2", Some("ann"), "a-doc", "docs")).await.expect("w");
+    db.upsert_knowledge_content(&knowledge("k3", Some("ann"), "c-doc", "faq")).await.expect("w");
+    let mut generated = knowledge("x", None, "d-doc", "faq");
+    generated.id = None;
+    let generated = db.upsert_knowledge_content(&generated).await.expect("w");
+    assert!(generated.id.is_some(), "an id is generated");
+    let got = db.get_knowledge_content("k2", None).await.expect("get").expect("present");
+    assert_eq!(got.metadata, Some(obj(json!({"source": "test"}))));
+    assert_eq!((got.size, got.kind.as_deref()), (Some(42), Some("text")));
+    let (docs, n) = db
+        .get_knowledge_contents(&KnowledgeQuery {
+            linked_to: Some("docs".into()),
+            sort_by: KnowledgeSort::Name,
+            sort_order: SortOrder::Asc,
+            ..KnowledgeQuery::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(n, 2);
+    assert_eq!(docs.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(), ["a-doc", "b-doc"]);
+    let (page, n) = db
+        .get_knowledge_contents(&KnowledgeQuery { limit: Some(3), page: Some(2), ..KnowledgeQuery::default() })
+        .await
+        .expect("list");
+    assert_eq!((page.len(), n), (1, 4));
+    let mut changed = got.clone();
+    changed.status = Some("failed".into());
+    changed.status_message = Some("bad pdf".into());
+    db.upsert_knowledge_content(&changed).await.expect("update");
+    let again = db.get_knowledge_content("k2", Some("ann")).await.expect("get").expect("present");
+    assert_eq!(again.status_message.as_deref(), Some("bad pdf"));
+    assert_eq!(again.created_at, got.created_at, "created_at is kept");
+    assert!(db.delete_knowledge_content("k2", Some("ann")).await.expect("delete"));
+    assert!(db.get_knowledge_content("k2", None).await.expect("get").is_none());
+}
+
+/// Users see their own and shared rows; they never see, change or delete another user's rows,
+/// and cannot delete shared rows.
+pub async fn knowledge_users_are_isolated(db: Arc<dyn KnowledgeStore>) {
+    db.upsert_knowledge_content(&knowledge("shared", None, "handbook", "docs")).await.expect("w");
+    db.upsert_knowledge_content(&knowledge("ka", Some("alice"), "alice notes", "docs")).await.expect("w");
+    let bob = Some("bob");
+    assert!(db.get_knowledge_content("ka", bob).await.expect("get").is_none());
+    assert!(db.get_knowledge_content("shared", bob).await.expect("get").is_some(), "shared rows are visible");
+    let (list, n) = db
+        .get_knowledge_contents(&KnowledgeQuery { user_id: Some("bob".into()), ..KnowledgeQuery::default() })
+        .await
+        .expect("list");
+    assert_eq!(n, 1);
+    assert_eq!(list[0].id.as_deref(), Some("shared"));
+    assert!(!db.delete_knowledge_content("ka", bob).await.expect("delete"));
+    assert!(!db.delete_knowledge_content("shared", bob).await.expect("delete"), "a user cannot delete shared rows");
+    let err = db.upsert_knowledge_content(&knowledge("ka", bob, "hijack", "docs")).await.expect_err("refused");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    let kept = db.get_knowledge_content("ka", Some("alice")).await.expect("get").expect("present");
+    assert_eq!(kept.name, "alice notes");
+    let (alice, n) = db
+        .get_knowledge_contents(&KnowledgeQuery { user_id: Some("alice".into()), ..KnowledgeQuery::default() })
+        .await
+        .expect("list");
+    assert_eq!(n, 2, "alice sees hers and the shared one: {alice:?}");
+}
+
+/// Expands into one `#[tokio::test]` per eval and knowledge conformance case for an adapter.
+///
+/// `$make` is an async expression evaluating to an `Arc` of a type implementing both
+/// [`EvalStore`] and [`KnowledgeStore`]; it is coerced per case.
+#[macro_export]
+macro_rules! records_conformance {
+    ($adapter:ident, $make:expr) => {
+        mod $adapter {
+            #[allow(unused_imports)]
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn eval_runs_round_trip_and_filter() {
+                $crate::conformance::eval_runs_round_trip_and_filter($make).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn eval_runs_users_are_isolated() {
+                $crate::conformance::eval_runs_users_are_isolated($make).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn knowledge_round_trip_and_filter() {
+                $crate::conformance::knowledge_round_trip_and_filter($make).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn knowledge_users_are_isolated() {
+                $crate::conformance::knowledge_users_are_isolated($make).await;
+            }
+        }
+    };
+}

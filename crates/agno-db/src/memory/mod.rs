@@ -2,6 +2,7 @@
 //! Nothing survives the process.
 
 mod memories;
+mod records;
 mod runs;
 mod sessions;
 
@@ -25,6 +26,8 @@ struct Tables {
     runs: HashMap<String, RunRow>,
     versions: HashMap<String, String>,
     memories: HashMap<String, agno_core::UserMemory>,
+    evals: HashMap<String, agno_core::EvalRunRecord>,
+    knowledge: HashMap<String, agno_core::KnowledgeRow>,
 }
 
 /// A storage backend kept in process memory. Cloning shares the same data.
