@@ -3,7 +3,7 @@
 //! nothing about time.
 //!
 //! `cargo bench -p agno-db --bench storage` runs SQLite; set `AGNO_BENCH_PG=postgres://...` to add
-//! PostgreSQL (`.ci/run` does not run benchmarks).
+//! PostgreSQL (`AGNO_BENCH_SKIP_SQLITE=1` leaves SQLite out; `.ci/run` does not run benchmarks).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::sync::Arc;
@@ -219,7 +219,9 @@ fn main() {
         let dir = std::env::temp_dir().join("agno-rs-bench");
         std::fs::create_dir_all(&dir).unwrap();
         let sqlite = || format!("sqlite://{}", dir.join(format!("storage-{}.db", agno_core::new_id())).display());
-        bench("SQLite (a fresh file per phase)", &sqlite).await;
+        if std::env::var_os("AGNO_BENCH_SKIP_SQLITE").is_none() {
+            bench("SQLite (a fresh file per phase)", &sqlite).await;
+        }
         let _ = std::fs::remove_dir_all(&dir);
         if let Ok(url) = std::env::var("AGNO_BENCH_PG") {
             bench("PostgreSQL", &|| url.clone()).await;
