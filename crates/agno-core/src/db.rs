@@ -488,9 +488,16 @@ pub trait KnowledgeStore: Send + Sync {
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool>;
 }
 
-/// A complete storage backend: sessions, runs, memories and schema versions.
+/// A complete storage backend: sessions, runs, memories, eval runs, knowledge contents and schema
+/// versions.
 ///
-/// Metrics, evals, knowledge contents and schedules join as their stores land.
-pub trait Db: SessionStore + RunStore + MemoryStore + SchemaStore + std::fmt::Debug {}
+/// Metrics and schedules join as their stores land.
+pub trait Db:
+    SessionStore + RunStore + MemoryStore + EvalStore + KnowledgeStore + SchemaStore + std::fmt::Debug
+{
+}
 
-impl<T: SessionStore + RunStore + MemoryStore + SchemaStore + std::fmt::Debug> Db for T {}
+impl<T> Db for T where
+    T: SessionStore + RunStore + MemoryStore + EvalStore + KnowledgeStore + SchemaStore + std::fmt::Debug
+{
+}

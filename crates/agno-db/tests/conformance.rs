@@ -227,3 +227,86 @@ mod memories {
     memory_conformance!(postgres, postgres_db().await);
     memory_conformance!(mysql, mysql_db().await);
 }
+
+mod records_memory {
+    agno_testkit::records_conformance!(memory, std::sync::Arc::new(agno_db::InMemoryDb::new()));
+}
+
+mod records_sqlite {
+    /// A fresh SQLite file per test under the temp dir.
+    async fn make() -> std::sync::Arc<agno_db::SqliteDb> {
+        let dir = std::env::temp_dir().join("agno-rs-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("records-{}.db", agno_core::new_id()));
+        let db = agno_db::SqliteDb::connect(path.to_str().unwrap()).await.unwrap();
+        db.create_tables().await.unwrap();
+        std::sync::Arc::new(db)
+    }
+    agno_testkit::records_conformance!(sqlite, make().await);
+}
+
+mod records_postgres {
+    /// A fresh Postgres schema per test, named like the session suite's so its sweep of schemas
+    /// left by exited test processes covers these too.
+    async fn make() -> std::sync::Arc<agno_db::PostgresDb> {
+        let url = std::env::var("AGNO_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+        let schema = format!("agno_conf_{}_{}", std::process::id(), agno_core::new_id().replace('-', ""));
+        let db =
+            agno_db::PostgresDb::connect_with(&url, agno_db::TableNames::default(), &schema[..schema.len().min(63)])
+                .await
+                .unwrap();
+        db.create_tables().await.unwrap();
+        std::sync::Arc::new(db)
+    }
+    agno_testkit::records_conformance!(postgres, make().await);
+}
+
+mod records_redis {
+    /// A unique key prefix per test (swept with the other conformance prefixes).
+    async fn make() -> std::sync::Arc<agno_db::RedisDb> {
+        let url = std::env::var("AGNO_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned());
+        let prefix = format!("agno-rs-conf:{}:{}", std::process::id(), agno_core::new_id());
+        let db = agno_db::RedisDb::connect_with(&url, &prefix).await.unwrap();
+        db.create_tables().await.unwrap();
+        std::sync::Arc::new(db)
+    }
+    agno_testkit::records_conformance!(redis, make().await);
+}
+
+mod records_mysql {
+    use std::sync::Arc;
+
+    /// A fresh MariaDB/MySQL database per test, named like the session suite's so its sweep of
+    /// databases left by exited test processes covers these too.
+    async fn make() -> Arc<agno_db::MySqlDb> {
+        use sqlx::Connection;
+        let url =
+            std::env::var("AGNO_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+        let name = format!("agno_t_conf_{}_{}", std::process::id(), agno_core::new_id().replace('-', ""));
+        let name = &name[..name.len().min(64)];
+        let mut admin = sqlx::MySqlConnection::connect(&url).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE `{name}`"))).execute(&mut admin).await.unwrap();
+        admin.close().await.unwrap();
+        let base = url.rsplit_once('/').map_or(url.as_str(), |(base, _)| base);
+        let db = agno_db::MySqlDb::connect(&format!("{base}/{name}")).await.unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
+    agno_testkit::records_conformance!(mysql, make().await);
+}
+
+mod records_json {
+    use std::sync::Arc;
+
+    /// A fresh directory per test under the temp dir.
+    async fn make() -> Arc<agno_db::JsonDb> {
+        let dir = std::env::temp_dir().join("agno-rs-tests").join(format!("json-rec-{}", agno_core::new_id()));
+        let db = agno_db::JsonDb::connect(&format!("json://{}", dir.display())).await.unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
+    agno_testkit::records_conformance!(json, make().await);
+}

@@ -565,10 +565,8 @@ pub async fn eval_runs_round_trip_and_filter(db: Arc<dyn EvalStore>) {
         .await
         .expect("list");
     assert_eq!(n, 2);
-    let (page, n) = db
-        .get_eval_runs(&EvalQuery { limit: Some(2), page: Some(2), ..EvalQuery::default() })
-        .await
-        .expect("list");
+    let (page, n) =
+        db.get_eval_runs(&EvalQuery { limit: Some(2), page: Some(2), ..EvalQuery::default() }).await.expect("list");
     assert_eq!((page.len(), n), (1, 3));
     let renamed = db.rename_eval_run("e2", "renamed", Some("ann")).await.expect("rename").expect("present");
     assert_eq!(renamed.name.as_deref(), Some("renamed"));
@@ -581,7 +579,8 @@ pub async fn eval_runs_users_are_isolated(db: Arc<dyn EvalStore>) {
     db.create_eval_run(&eval("ea", Some("alice"), EvalType::Accuracy, Some("a1"), None)).await.expect("w");
     let bob = Some("bob");
     assert!(db.get_eval_run("ea", bob).await.expect("get").is_none());
-    let (list, n) = db.get_eval_runs(&EvalQuery { user_id: Some("bob".into()), ..EvalQuery::default() }).await.expect("l");
+    let (list, n) =
+        db.get_eval_runs(&EvalQuery { user_id: Some("bob".into()), ..EvalQuery::default() }).await.expect("l");
     assert!(list.is_empty() && n == 0);
     assert!(db.rename_eval_run("ea", "hijack", bob).await.expect("rename").is_none());
     assert_eq!(db.delete_eval_runs(&["ea".into()], bob).await.expect("delete"), 0);
@@ -666,6 +665,10 @@ pub async fn knowledge_users_are_isolated(db: Arc<dyn KnowledgeStore>) {
     assert!(!db.delete_knowledge_content("shared", bob).await.expect("delete"), "a user cannot delete shared rows");
     let err = db.upsert_knowledge_content(&knowledge("ka", bob, "hijack", "docs")).await.expect_err("refused");
     assert_eq!(err.kind(), DbErrorKind::Conflict);
+    let err = db.upsert_knowledge_content(&knowledge("shared", bob, "claimed", "docs")).await.expect_err("refused");
+    assert_eq!(err.kind(), DbErrorKind::Conflict, "a user cannot claim or change a shared row");
+    let shared = db.get_knowledge_content("shared", Some("alice")).await.expect("get").expect("still shared");
+    assert_eq!((shared.name.as_str(), shared.user_id.as_deref()), ("handbook", None));
     let kept = db.get_knowledge_content("ka", Some("alice")).await.expect("get").expect("present");
     assert_eq!(kept.name, "alice notes");
     let (alice, n) = db

@@ -8,6 +8,8 @@
 //! fsync of the directory. Reads take a shared lock. A file that is not valid JSON is reported,
 //! naming it, and never overwritten. File IO runs on the blocking thread pool.
 
+mod evals;
+mod knowledge;
 pub(crate) mod memories;
 mod migrate;
 mod runs;

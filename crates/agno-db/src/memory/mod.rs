@@ -1,8 +1,9 @@
 //! `InMemoryDb`: a process-local store, for tests, examples and the CLI's one-shot runs.
 //! Nothing survives the process.
 
+mod evals;
+mod knowledge;
 mod memories;
-mod records;
 mod runs;
 mod sessions;
 

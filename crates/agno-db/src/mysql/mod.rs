@@ -5,6 +5,8 @@
 //! transaction holding a row lock (`SELECT ... FOR UPDATE`), and are retried on a deadlock or a
 //! lost insert race. A given `user_id` is matched byte for byte, whatever the column collation.
 
+mod evals;
+mod knowledge;
 mod memories;
 mod migrate;
 mod runs;

@@ -113,8 +113,8 @@ impl MySqlDb {
         Ok(())
     }
 
-    /// Creates any missing table (sessions, runs, memories, schema versions) at the latest schema and stamps
-    /// it. Existing tables are left alone: use the migrations for those.
+    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, schema versions)
+    /// at the latest schema and stamps it. Existing tables are left alone: use the migrations for those.
     ///
     /// # Errors
     /// A storage error.
@@ -130,6 +130,16 @@ impl MySqlDb {
             let ddl = super::memories::memories_ddl(&t.memories);
             self.exec(&ddl, &format!("cannot create table {}", t.memories)).await?;
             self.upsert_schema_version(&t.memories, LATEST_VERSION).await?;
+        }
+        if !self.table_exists(&t.evals).await? {
+            let ddl = super::evals::evals_ddl(&t.evals);
+            self.exec(&ddl, &format!("cannot create table {}", t.evals)).await?;
+            self.upsert_schema_version(&t.evals, LATEST_VERSION).await?;
+        }
+        if !self.table_exists(&t.knowledge).await? {
+            let ddl = super::knowledge::knowledge_ddl(&t.knowledge);
+            self.exec(&ddl, &format!("cannot create table {}", t.knowledge)).await?;
+            self.upsert_schema_version(&t.knowledge, LATEST_VERSION).await?;
         }
         Ok(())
     }

@@ -2,6 +2,8 @@
 //! Agno 3.1's `PostgresDb` creates them (JSONB columns, same names, indexes and keys), so either
 //! can open the other's database.
 
+mod evals;
+mod knowledge;
 mod memories;
 mod migrate;
 mod runs;

@@ -77,8 +77,8 @@ impl PostgresDb {
         self.create_table_if_missing(t, &versions_ddl(&self.qualified(t), t)).await.map(|_| ())
     }
 
-    /// Creates any missing table (sessions, runs, memories, schema versions) at the latest schema and stamps
-    /// it. Existing tables are left alone: use the migrations for those.
+    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, schema versions) at
+    /// the latest schema and stamps it. Existing tables are left alone: use the migrations for those.
     ///
     /// # Errors
     /// A storage error.
@@ -88,10 +88,14 @@ impl PostgresDb {
         let sessions_q = self.qualified(&t.sessions);
         let runs_q = self.qualified(&t.runs);
         let memories_q = self.qualified(&t.memories);
+        let evals_q = self.qualified(&t.evals);
+        let knowledge_q = self.qualified(&t.knowledge);
         for (name, ddl) in [
             (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
             (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
             (&t.memories, super::memories::memories_ddl(&memories_q, &t.memories)),
+            (&t.evals, super::evals::evals_ddl(&evals_q, &t.evals)),
+            (&t.knowledge, super::knowledge::knowledge_ddl(&knowledge_q, &t.knowledge)),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 self.upsert_schema_version(name, LATEST_VERSION).await?;

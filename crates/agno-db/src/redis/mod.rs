@@ -6,12 +6,16 @@
 //!   `run_index`;
 //! - `{prefix}:{sessions|runs}:index:{field}:{value}`: sets of ids per field value, kept as Agno
 //!   keeps them;
-//! - `{prefix}:agno_schema_versions:{table}`: the table's schema version (plain string).
+//! - `{prefix}:agno_schema_versions:{table}`: the table's schema version (plain string);
+//! - `{prefix}:memories:*`, `{prefix}:evals:*`, `{prefix}:knowledge:*`: user memories, eval runs and
+//!   knowledge contents (see their modules).
 //!
 //! Every write that must be atomic runs as a Lua script (run index assignment, owner checks,
 //! cascades), or as a compare-and-set script retried on contention (session documents, whose
 //! JSON is rebuilt in Rust so numbers and key order survive untouched).
 
+mod evals;
+mod knowledge;
 mod memories;
 mod migrate;
 mod runs;

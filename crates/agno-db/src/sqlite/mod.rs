@@ -5,6 +5,8 @@
 //! unfinished keeps its snapshot (and, for `INSERT ... RETURNING`, its write) open, which stops
 //! WAL checkpoints; the WAL then grows without bound and reads slow down.
 
+mod evals;
+mod knowledge;
 mod memories;
 mod migrate;
 mod runs;

@@ -75,8 +75,8 @@ impl SqliteDb {
         Ok(())
     }
 
-    /// Creates any missing table (sessions, runs, memories, schema versions) at the latest schema and stamps
-    /// it. Existing tables are left alone: use the migrations for those.
+    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, schema versions) at
+    /// the latest schema and stamps it. Existing tables are left alone: use the migrations for those.
     ///
     /// # Errors
     /// A storage error.
@@ -87,6 +87,8 @@ impl SqliteDb {
             (&t.sessions, sessions_ddl(&t.sessions)),
             (&t.runs, runs_ddl(&t.runs, &t.sessions)),
             (&t.memories, super::memories::memories_ddl(&t.memories)),
+            (&t.evals, super::evals::evals_ddl(&t.evals)),
+            (&t.knowledge, super::knowledge::knowledge_ddl(&t.knowledge)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;

@@ -1,0 +1,189 @@
+//! Knowledge contents in PostgreSQL (`agno_knowledge`, as Python Agno 3.x's `PostgresDb` shapes
+//! it; `metadata` is JSONB). A row without `user_id` is shared: every user reads it, only an
+//! unscoped caller deletes it; the owner check of a write is part of the upsert statement.
+
+use agno_core::{
+    DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore, new_id, now_epoch_secs,
+};
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, Row};
+
+use super::schema::index_ddl;
+use super::{PostgresDb, db_error, sanitize, value_column};
+use crate::memories::page_bounds;
+
+const COLUMNS: &str = "id, name, description, metadata, type, size, linked_to, access_count, status, status_message, \
+     created_at, updated_at, external_id, user_id";
+
+/// The knowledge table as Python Agno 3.1 creates it (column order, types, indexes, including
+/// the v3 composite `(user_id, linked_to)` index).
+pub(crate) fn knowledge_ddl(q: &str, t: &str) -> Vec<String> {
+    vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {q} (\n\tid VARCHAR NOT NULL, \n\tname VARCHAR NOT NULL, \n\tdescription TEXT NOT NULL, \n\tmetadata JSONB, \n\ttype VARCHAR, \n\tsize BIGINT, \n\tlinked_to VARCHAR, \n\taccess_count BIGINT, \n\tstatus VARCHAR, \n\tstatus_message TEXT, \n\tcreated_at BIGINT, \n\tupdated_at BIGINT, \n\texternal_id VARCHAR, \n\tuser_id VARCHAR, \n\tPRIMARY KEY (id)\n)"
+        ),
+        index_ddl(q, t, &["user_id"]),
+        index_ddl(q, t, &["user_id", "linked_to"]),
+    ]
+}
+
+fn knowledge_from_row(row: &PgRow) -> DbResult<KnowledgeRow> {
+    let text = |col: &str| -> DbResult<Option<String>> {
+        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read knowledge.{col}"), e))
+    };
+    let number = |col: &str| -> DbResult<Option<i64>> {
+        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read knowledge.{col}"), e))
+    };
+    let metadata = match row
+        .try_get::<Option<Value>, _>("metadata")
+        .map(value_column)
+        .map_err(|e| db_error("cannot read knowledge.metadata", e))?
+    {
+        Some(Value::Object(m)) => Some(m),
+        _ => None,
+    };
+    Ok(KnowledgeRow {
+        id: text("id")?,
+        name: text("name")?.unwrap_or_default(),
+        description: text("description")?.unwrap_or_default(),
+        metadata,
+        kind: text("type")?,
+        size: number("size")?,
+        linked_to: text("linked_to")?,
+        access_count: number("access_count")?,
+        status: text("status")?,
+        status_message: text("status_message")?,
+        user_id: text("user_id")?,
+        created_at: number("created_at")?,
+        updated_at: number("updated_at")?,
+        external_id: text("external_id")?,
+    })
+}
+
+/// A string without the characters PostgreSQL cannot store.
+fn clean(text: &str) -> String {
+    let mut v = Value::String(text.to_owned());
+    sanitize(&mut v);
+    match v {
+        Value::String(s) => s,
+        _ => String::new(),
+    }
+}
+
+/// Rows a caller sees (`$1` the user): with a user, its own and the shared ones.
+const VISIBLE: &str = "($1::text IS NULL OR user_id = $1 OR user_id IS NULL)";
+
+#[async_trait]
+impl KnowledgeStore for PostgresDb {
+    async fn upsert_knowledge_content(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
+        let t = self.qualified(&self.tables().knowledge);
+        let mut row = row.clone();
+        let id = row.id.get_or_insert_with(new_id).clone();
+        let now = now_epoch_secs();
+        let mut metadata = row.metadata.clone().map_or(Value::Null, Value::Object);
+        sanitize(&mut metadata);
+        // Another user's row is left as it is (the row lock of ON CONFLICT makes the check and
+        // the write one step) and no row comes back; a shared row may be written by anyone.
+        // `created_at` is kept.
+        let sql = format!(
+            "INSERT INTO {t} AS t ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name, description = excluded.description, \
+             metadata = excluded.metadata, type = excluded.type, size = excluded.size, \
+             linked_to = excluded.linked_to, access_count = excluded.access_count, status = excluded.status, \
+             status_message = excluded.status_message, external_id = excluded.external_id, \
+             user_id = excluded.user_id, updated_at = excluded.updated_at, \
+             created_at = COALESCE(t.created_at, $12) \
+             WHERE excluded.user_id IS NULL OR t.user_id IS NOT DISTINCT FROM excluded.user_id \
+             RETURNING created_at"
+        );
+        let created: Option<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(&id)
+            .bind(clean(&row.name))
+            .bind(clean(&row.description))
+            .bind(&metadata)
+            .bind(&row.kind)
+            .bind(row.size)
+            .bind(&row.linked_to)
+            .bind(row.access_count)
+            .bind(&row.status)
+            .bind(row.status_message.as_deref().map(clean))
+            .bind(row.created_at.unwrap_or(now))
+            .bind(now)
+            .bind(&row.external_id)
+            .bind(&row.user_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot write knowledge content {id}"), e))?;
+        let Some(created) = created else {
+            return Err(DbError::new(DbErrorKind::Conflict, format!("knowledge content {id} belongs to another user")));
+        };
+        row.created_at = Some(created.unwrap_or(now));
+        row.updated_at = Some(now);
+        Ok(row)
+    }
+
+    async fn get_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<KnowledgeRow>> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM {} WHERE {VISIBLE} AND id = $2", self.qualified(&self.tables().knowledge));
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(user_id)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read knowledge content {id}"), e))?;
+        row.as_ref().map(knowledge_from_row).transpose()
+    }
+
+    async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
+        let t = self.qualified(&self.tables().knowledge);
+        let clause = format!("{VISIBLE} AND ($2::text IS NULL OR linked_to = $2)");
+        let dir = query.sort_order.sql();
+        // NULLs sort as the smallest, as in SQLite; text in byte order.
+        let nulls = if dir == "ASC" { "NULLS FIRST" } else { "NULLS LAST" };
+        let order = match query.sort_by {
+            KnowledgeSort::CreatedAt => "created_at",
+            KnowledgeSort::UpdatedAt => "updated_at",
+            KnowledgeSort::Name => "name COLLATE \"C\"",
+        };
+        let (offset, _) = page_bounds(query.limit, query.page);
+        let limit = query.limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        let sql = format!(
+            "SELECT {COLUMNS} FROM {t} WHERE {clause} \
+             ORDER BY {order} {dir} {nulls}, id COLLATE \"C\" {dir} LIMIT $3 OFFSET $4"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(&query.user_id)
+            .bind(&query.linked_to)
+            .bind(limit)
+            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot list knowledge contents", e))?;
+        let list = rows.iter().map(knowledge_from_row).collect::<DbResult<Vec<_>>>()?;
+        let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
+        let total: i64 = sqlx::query_scalar(AssertSqlSafe(count_sql))
+            .bind(&query.user_id)
+            .bind(&query.linked_to)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error("cannot count knowledge contents", e))?;
+        Ok((list, u64::try_from(total).unwrap_or(0)))
+    }
+
+    async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        // A scoped caller deletes only its own rows, never shared ones.
+        let sql = format!(
+            "DELETE FROM {} WHERE id = $1 AND ($2::text IS NULL OR user_id = $2)",
+            self.qualified(&self.tables().knowledge)
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(id)
+            .bind(user_id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot delete knowledge content {id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+}
