@@ -8,7 +8,7 @@ use anyhow::Result;
 use futures::StreamExt;
 
 use crate::cli::AgentArgs;
-use crate::run::{build_agent, open_db, print_event};
+use crate::run::{EventPrinter, build_agent, open_db};
 
 pub(crate) async fn chat(args: AgentArgs) -> Result<()> {
     let db: Arc<dyn Db> = match open_db(&args).await? {
@@ -42,10 +42,11 @@ pub(crate) async fn chat(args: AgentArgs) -> Result<()> {
             break;
         }
         let mut stream = agent.run_stream(RunRequest::new(line).session_id(&session_id));
+        let mut printer = EventPrinter::default();
         while let Some(event) = stream.next().await {
-            print_event(&mut out, &event)?;
+            printer.print(&mut out, &event)?;
         }
-        writeln!(out)?;
+        printer.finish(&mut out)?;
         if let Err(e) = stream.output().await {
             eprintln!("error: {e}");
         }

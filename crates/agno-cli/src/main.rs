@@ -32,6 +32,14 @@ fn main() -> std::process::ExitCode {
     });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // The reader of our output went away (`agno run ... | head`): stop quietly.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            std::process::ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

@@ -58,10 +58,11 @@ pub(crate) async fn run(args: RunArgs) -> Result<()> {
     if args.stream {
         let mut stream = agent.run_stream(message);
         let mut out = std::io::stdout();
+        let mut printer = EventPrinter::default();
         while let Some(event) = stream.next().await {
-            print_event(&mut out, &event)?;
+            printer.print(&mut out, &event)?;
         }
-        writeln!(out)?;
+        printer.finish(&mut out)?;
         let output = stream.output().await?;
         check(&output)
     } else {
@@ -87,27 +88,57 @@ fn check(output: &RunOutput) -> Result<()> {
     }
 }
 
-/// Prints one event of a streamed run: content as it arrives, tool calls on their own lines.
-pub(crate) fn print_event(out: &mut impl Write, event: &RunEvent) -> Result<()> {
-    match &event.data {
-        EventData::RunContent { content: Some(Value::String(text)), .. } => {
-            write!(out, "{text}")?;
-            out.flush()?;
+/// Prints a streamed run: content as it arrives, tool calls and errors on their own lines.
+#[derive(Debug, Default)]
+pub(crate) struct EventPrinter {
+    /// The cursor is after content that did not end a line.
+    mid_line: bool,
+}
+
+impl EventPrinter {
+    fn line(&mut self, out: &mut impl Write, text: &str) -> Result<()> {
+        if self.mid_line {
+            writeln!(out)?;
         }
-        EventData::ToolCallStarted { tool } => {
-            let args = tool.tool_args.as_ref().map(|a| Value::Object(a.clone()).to_string()).unwrap_or_default();
-            writeln!(out, "\n  → {}({args})", tool.name())?;
-        }
-        EventData::ToolCallCompleted { tool, .. } => {
-            let result: String = tool.result.as_deref().unwrap_or_default().chars().take(200).collect();
-            let mark = if tool.tool_call_error == Some(true) { "✗" } else { "✓" };
-            writeln!(out, "  {mark} {}: {result}", tool.name())?;
-        }
-        EventData::RunError { content, .. } => {
-            let text = content.as_ref().and_then(Value::as_str).unwrap_or("unknown error");
-            writeln!(out, "\n[error] {text}")?;
-        }
-        _ => {}
+        writeln!(out, "{text}")?;
+        self.mid_line = false;
+        Ok(())
     }
-    Ok(())
+
+    /// Prints one event.
+    pub(crate) fn print(&mut self, out: &mut impl Write, event: &RunEvent) -> Result<()> {
+        match &event.data {
+            EventData::RunContent { content: Some(Value::String(text)), .. } => {
+                write!(out, "{text}")?;
+                out.flush()?;
+                if !text.is_empty() {
+                    self.mid_line = !text.ends_with('\n');
+                }
+            }
+            EventData::ToolCallStarted { tool } => {
+                let args = tool.tool_args.as_ref().map(|a| Value::Object(a.clone()).to_string()).unwrap_or_default();
+                self.line(out, &format!("  → {}({args})", tool.name()))?;
+            }
+            EventData::ToolCallCompleted { tool, .. } => {
+                let result: String = tool.result.as_deref().unwrap_or_default().chars().take(200).collect();
+                let mark = if tool.tool_call_error == Some(true) { "✗" } else { "✓" };
+                self.line(out, &format!("  {mark} {}: {result}", tool.name()))?;
+            }
+            EventData::RunError { content, .. } => {
+                let text = content.as_ref().and_then(Value::as_str).unwrap_or("unknown error");
+                self.line(out, &format!("[error] {text}"))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Ends the output of a run on a fresh line.
+    pub(crate) fn finish(&mut self, out: &mut impl Write) -> Result<()> {
+        if self.mid_line {
+            writeln!(out)?;
+        }
+        self.mid_line = false;
+        Ok(())
+    }
 }
