@@ -13,7 +13,6 @@ use sqlx::{AssertSqlSafe, Connection, Row};
 use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries};
 use crate::codec::{object_column, to_json_text};
-use crate::memories::page_bounds;
 
 const COLUMNS: &str = "run_id, eval_type, eval_data, eval_input, name, agent_id, team_id, workflow_id, model_id, \
                        model_provider, evaluated_component_name, created_at, updated_at, user_id";
@@ -206,27 +205,12 @@ impl EvalStore for MySqlDb {
         let (conditions, args) = filter(query);
         let clause = where_clause(&conditions);
         let dir = query.sort_order.sql();
-        let mut sql =
+        let sql =
             format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY created_at {dir}, CAST(run_id AS BINARY) {dir}");
-        let mut page_args = args.clone();
-        if query.limit.is_some() {
-            let (offset, limit) = page_bounds(query.limit, query.page);
-            sql.push_str(" LIMIT ? OFFSET ?");
-            page_args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
-            page_args.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
-        }
-        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &page_args)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list eval runs", e))?;
-        let evals = rows.iter().map(eval_from_row).collect::<DbResult<Vec<_>>>()?;
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
-        let row = bind_args(sqlx::query(AssertSqlSafe(count_sql.as_str())), &args)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count eval runs", e))?;
-        let total: i64 = row.try_get("n").map_err(|e| db_error("cannot count eval runs", e))?;
-        Ok((evals, u64::try_from(total).unwrap_or(0)))
+        let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "eval runs").await?;
+        let evals = rows.iter().map(eval_from_row).collect::<DbResult<Vec<_>>>()?;
+        Ok((evals, total))
     }
 
     async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {

@@ -13,7 +13,6 @@ use super::evals::exact;
 use super::sessions::text_column;
 use super::{Arg, MySqlDb, USER_MATCH, bind_args, db_error, marks, push_user, where_clause, with_retries};
 use crate::codec::{object_column, to_json_text};
-use crate::memories::page_bounds;
 
 const COLUMNS: &str = "id, name, description, metadata, type, size, linked_to, access_count, created_at, updated_at, \
                        status, status_message, external_id, user_id";
@@ -187,26 +186,12 @@ impl KnowledgeStore for MySqlDb {
             KnowledgeSort::Name => "CAST(name AS BINARY)",
         };
         let dir = query.sort_order.sql();
-        let mut sql = format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY {order} {dir}, CAST(id AS BINARY) {dir}");
-        let mut page_args = args.clone();
-        if query.limit.is_some() {
-            let (offset, limit) = page_bounds(query.limit, query.page);
-            sql.push_str(" LIMIT ? OFFSET ?");
-            page_args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
-            page_args.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
-        }
-        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &page_args)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list knowledge contents", e))?;
-        let list = rows.iter().map(knowledge_from_row).collect::<DbResult<Vec<_>>>()?;
+        let sql = format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY {order} {dir}, CAST(id AS BINARY) {dir}");
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
-        let row = bind_args(sqlx::query(AssertSqlSafe(count_sql.as_str())), &args)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count knowledge contents", e))?;
-        let total: i64 = row.try_get("n").map_err(|e| db_error("cannot count knowledge contents", e))?;
-        Ok((list, u64::try_from(total).unwrap_or(0)))
+        let (rows, total) =
+            self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "knowledge contents").await?;
+        let list = rows.iter().map(knowledge_from_row).collect::<DbResult<Vec<_>>>()?;
+        Ok((list, total))
     }
 
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {

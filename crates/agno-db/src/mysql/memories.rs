@@ -14,7 +14,6 @@ use sqlx::{AssertSqlSafe, Connection, Row};
 use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_args, db_error, marks, push_user, where_clause, with_retries};
 use crate::codec::{json_column, to_json_text};
-use crate::memories::page_bounds;
 
 const COLUMNS: &str = "memory_id, memory, input, agent_id, team_id, user_id, topics, feedback, created_at, updated_at";
 
@@ -172,26 +171,11 @@ impl MemoryStore for MySqlDb {
             MemorySort::CreatedAt => "created_at",
         };
         let dir = query.sort_order.sql();
-        let mut sql = format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY {order} {dir}, memory_id {dir}");
-        let mut page_args = args.clone();
-        if query.limit.is_some() {
-            let (offset, limit) = page_bounds(query.limit, query.page);
-            sql.push_str(" LIMIT ? OFFSET ?");
-            page_args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
-            page_args.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
-        }
-        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &page_args)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list memories", e))?;
-        let memories = rows.iter().map(memory_from_row).collect::<DbResult<Vec<_>>>()?;
+        let sql = format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY {order} {dir}, memory_id {dir}");
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
-        let row = bind_args(sqlx::query(AssertSqlSafe(count_sql.as_str())), &args)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count memories", e))?;
-        let total: i64 = row.try_get("n").map_err(|e| db_error("cannot count memories", e))?;
-        Ok(MemoryPage { memories, total: u64::try_from(total).unwrap_or(0) })
+        let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "memories").await?;
+        let memories = rows.iter().map(memory_from_row).collect::<DbResult<Vec<_>>>()?;
+        Ok(MemoryPage { memories, total })
     }
 
     async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<bool> {
@@ -252,21 +236,13 @@ impl MemoryStore for MySqlDb {
         // Users are grouped byte for byte (the column collation ignores case); every name in a
         // group is the same, so MIN gives it. Memories without an owner form one more group, as
         // in SQLite.
-        let mut sql = format!(
+        let sql = format!(
             "SELECT MIN(user_id) AS user_id, COUNT(*) AS total, MAX(updated_at) AS last FROM `{t}`{clause} \
              GROUP BY CAST(user_id AS BINARY) ORDER BY MAX(updated_at) DESC, CAST(MIN(user_id) AS BINARY)"
         );
-        let mut page_args = args.clone();
-        if limit.is_some() {
-            let (offset, limit) = page_bounds(limit, page);
-            sql.push_str(" LIMIT ? OFFSET ?");
-            page_args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
-            page_args.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
-        }
-        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &page_args)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read memory stats", e))?;
+        let count_sql =
+            format!("SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM `{t}`{clause} GROUP BY CAST(user_id AS BINARY)) g");
+        let (rows, total) = self.page_and_count(sql, &count_sql, &args, (limit, page), "memory users").await?;
         let stats = rows
             .iter()
             .map(|r| {
@@ -280,14 +256,7 @@ impl MemoryStore for MySqlDb {
                 })
             })
             .collect::<DbResult<Vec<_>>>()?;
-        let count_sql =
-            format!("SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM `{t}`{clause} GROUP BY CAST(user_id AS BINARY)) g");
-        let row = bind_args(sqlx::query(AssertSqlSafe(count_sql.as_str())), &args)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count memory users", e))?;
-        let total: i64 = row.try_get("n").map_err(|e| db_error("cannot count memory users", e))?;
-        Ok((stats, u64::try_from(total).unwrap_or(0)))
+        Ok((stats, total))
     }
 
     async fn clear_memories(&self) -> DbResult<()> {

@@ -265,26 +265,11 @@ impl SessionStore for MySqlDb {
             SessionSort::UpdatedAt => "updated_at",
         };
         let dir = query.sort_order.sql();
-        let mut sql = format!("SELECT {SESSION_COLUMNS} FROM `{t}`{filter} ORDER BY {order} {dir}, session_id {dir}");
-        let mut page_args = args.clone();
-        if let Some(limit) = query.limit {
-            let offset = limit.saturating_mul(query.page.unwrap_or(1).max(1) - 1);
-            sql.push_str(" LIMIT ? OFFSET ?");
-            page_args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
-            page_args.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
-        }
-        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &page_args)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list sessions", e))?;
-        let sessions = rows.iter().map(session_from_row).collect::<DbResult<Vec<_>>>()?;
+        let sql = format!("SELECT {SESSION_COLUMNS} FROM `{t}`{filter} ORDER BY {order} {dir}, session_id {dir}");
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{filter}");
-        let row = bind_args(sqlx::query(AssertSqlSafe(count_sql.as_str())), &args)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count sessions", e))?;
-        let total: i64 = row.try_get("n").map_err(|e| db_error("cannot count sessions", e))?;
-        Ok(SessionPage { sessions, total: u64::try_from(total).unwrap_or(0) })
+        let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "sessions").await?;
+        let sessions = rows.iter().map(session_from_row).collect::<DbResult<Vec<_>>>()?;
+        Ok(SessionPage { sessions, total })
     }
 
     async fn rename_session(
