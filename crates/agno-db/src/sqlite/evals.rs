@@ -11,7 +11,6 @@ use sqlx::{AssertSqlSafe, Row};
 
 use super::{SqliteDb, db_error};
 use crate::codec::{json_column, object_column, to_json_text};
-use crate::memories::page_bounds;
 
 const COLUMNS: &str = "run_id, eval_type, eval_data, eval_input, name, agent_id, team_id, workflow_id, model_id, \
      model_provider, evaluated_component_name, user_id, created_at, updated_at";
@@ -152,28 +151,12 @@ impl EvalStore for SqliteDb {
         let t = &self.tables().evals;
         let (clause, binds) = filter(query);
         let dir = query.sort_order.sql();
-        let (offset, limit) = page_bounds(query.limit, query.page);
-        let sql = format!(
-            "SELECT {COLUMNS} FROM {t} WHERE {clause} ORDER BY created_at {dir}, run_id {dir} LIMIT ? OFFSET ?"
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
-        for b in &binds {
-            q = q.bind(b);
-        }
-        let rows = q
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list eval runs", e))?;
+        let select = format!("SELECT {COLUMNS} FROM {t} WHERE {clause} ORDER BY created_at {dir}, run_id {dir}");
+        let count = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
+        let (rows, total) =
+            self.page_and_count(&select, &count, &binds, (query.limit, query.page), "eval runs").await?;
         let evals = rows.iter().map(eval_from_row).collect::<DbResult<Vec<_>>>()?;
-        let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
-        let mut c = sqlx::query_scalar::<_, i64>(AssertSqlSafe(count_sql.as_str()));
-        for b in &binds {
-            c = c.bind(b);
-        }
-        let total = c.fetch_one(self.pool()).await.map_err(|e| db_error("cannot count eval runs", e))?;
-        Ok((evals, u64::try_from(total).unwrap_or(0)))
+        Ok((evals, total))
     }
 
     async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {

@@ -11,7 +11,6 @@ use sqlx::{AssertSqlSafe, Row};
 
 use super::{SqliteDb, db_error};
 use crate::codec::{object_column, to_json_text};
-use crate::memories::page_bounds;
 
 const COLUMNS: &str = "id, name, description, metadata, type, size, linked_to, access_count, status, status_message, \
      created_at, updated_at, external_id, user_id";
@@ -125,29 +124,13 @@ impl KnowledgeStore for SqliteDb {
             KnowledgeSort::Name => "name",
         };
         let dir = query.sort_order.sql();
-        let (offset, limit) = page_bounds(query.limit, query.page);
-        let sql = format!("SELECT {COLUMNS} FROM {t} WHERE {clause} ORDER BY {order} {dir}, id {dir} LIMIT ? OFFSET ?");
-        let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(&query.user_id)
-            .bind(&query.user_id)
-            .bind(&query.linked_to)
-            .bind(&query.linked_to)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list knowledge contents", e))?;
+        let select = format!("SELECT {COLUMNS} FROM {t} WHERE {clause} ORDER BY {order} {dir}, id {dir}");
+        let count = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
+        let binds = [query.user_id.clone(), query.user_id.clone(), query.linked_to.clone(), query.linked_to.clone()];
+        let (rows, total) =
+            self.page_and_count(&select, &count, &binds, (query.limit, query.page), "knowledge contents").await?;
         let list = rows.iter().map(knowledge_from_row).collect::<DbResult<Vec<_>>>()?;
-        let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
-        let total: i64 = sqlx::query_scalar(AssertSqlSafe(count_sql.as_str()))
-            .bind(&query.user_id)
-            .bind(&query.user_id)
-            .bind(&query.linked_to)
-            .bind(&query.linked_to)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count knowledge contents", e))?;
-        Ok((list, u64::try_from(total).unwrap_or(0)))
+        Ok((list, total))
     }
 
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {

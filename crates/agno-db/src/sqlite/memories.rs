@@ -133,28 +133,11 @@ impl MemoryStore for SqliteDb {
             MemorySort::CreatedAt => "created_at",
         };
         let dir = query.sort_order.sql();
-        let (offset, limit) = page_bounds(query.limit, query.page);
-        let sql = format!(
-            "SELECT {COLUMNS} FROM {t} WHERE {clause} ORDER BY {order} {dir}, memory_id {dir} LIMIT ? OFFSET ?"
-        );
-        let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
-        for b in &binds {
-            q = q.bind(b);
-        }
-        let rows = q
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list memories", e))?;
+        let select = format!("SELECT {COLUMNS} FROM {t} WHERE {clause} ORDER BY {order} {dir}, memory_id {dir}");
+        let count = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
+        let (rows, total) = self.page_and_count(&select, &count, &binds, (query.limit, query.page), "memories").await?;
         let memories = rows.iter().map(memory_from_row).collect::<DbResult<Vec<_>>>()?;
-        let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
-        let mut c = sqlx::query_scalar::<_, i64>(AssertSqlSafe(count_sql.as_str()));
-        for b in &binds {
-            c = c.bind(b);
-        }
-        let total = c.fetch_one(self.pool()).await.map_err(|e| db_error("cannot count memories", e))?;
-        Ok(MemoryPage { memories, total: u64::try_from(total).unwrap_or(0) })
+        Ok(MemoryPage { memories, total })
     }
 
     async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<bool> {
