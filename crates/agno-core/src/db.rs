@@ -5,13 +5,18 @@
 //! `agno-db`.
 
 use async_trait::async_trait;
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
 use serde_json::{Map, Value};
 
 use crate::error::DbError;
 use crate::memory::{UserMemory, UserMemoryStats};
 use crate::records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 use crate::run::{RunOutput, RunStatus};
+use crate::schedule::{Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleUpdate};
 use crate::session::{AgentSession, SessionType};
+use crate::usage::{MetricsBucket, MetricsQuery};
 
 /// Result of a storage call.
 pub type DbResult<T> = Result<T, DbError>;
@@ -486,6 +491,157 @@ pub trait KnowledgeStore: Send + Sync {
     /// # Errors
     /// A [`DbError`].
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool>;
+}
+
+/// Daily usage metrics, one bucket per `(user_id, date, aggregation_period)`.
+///
+/// The buckets are computed from sessions and runs by `agno_db::calculate_metrics`; an adapter
+/// stores and reads them.
+#[async_trait]
+pub trait MetricsStore: Send + Sync {
+    /// Inserts or replaces buckets by their key `(user_id, date, aggregation_period)`; a
+    /// replaced bucket keeps its `id` and `created_at`.
+    ///
+    /// # Errors
+    /// A [`DbError`]; on error no bucket of the batch is written.
+    async fn upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()>;
+
+    /// Buckets in the date range, ordered by date then owner, and the latest `updated_at` among
+    /// the owner-filtered buckets (`None` when nothing matches).
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_metrics(&self, query: &MetricsQuery) -> DbResult<(Vec<MetricsBucket>, Option<i64>)>;
+
+    /// The latest day with a completed bucket, and the earliest day after it with an incomplete
+    /// one: where a recalculation resumes.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn metrics_progress(&self) -> DbResult<(Option<NaiveDate>, Option<NaiveDate>)>;
+}
+
+/// Schedules and their runs. User-facing calls take the owner's `user_id` and never see or touch
+/// another owner's rows; the poller's [`claim_due_schedule`](ScheduleStore::claim_due_schedule)
+/// and [`release_schedule`](ScheduleStore::release_schedule) work across owners.
+#[async_trait]
+pub trait ScheduleStore: Send + Sync {
+    /// Stores a new schedule.
+    ///
+    /// # Errors
+    /// [`DbErrorKind::Conflict`](crate::DbErrorKind::Conflict) when the id exists or the owner
+    /// already has a schedule of that name.
+    async fn create_schedule(&self, schedule: &Schedule) -> DbResult<Schedule>;
+
+    /// Reads a schedule (only the owner's when `user_id` is given).
+    ///
+    /// # Errors
+    /// A [`DbError`]; missing is `Ok(None)`.
+    async fn get_schedule(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<Schedule>>;
+
+    /// Reads a schedule by name within one owner: `None` addresses schedules without an owner,
+    /// never another owner's schedule of the same name.
+    ///
+    /// # Errors
+    /// A [`DbError`]; missing is `Ok(None)`.
+    async fn get_schedule_by_name(&self, name: &str, user_id: Option<&str>) -> DbResult<Option<Schedule>>;
+
+    /// Lists schedules, newest first (`created_at`, then `id`), and counts the matches.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_schedules(&self, query: &ScheduleQuery) -> DbResult<(Vec<Schedule>, u64)>;
+
+    /// Changes a schedule's mutable columns; returns it, or `None` when not found (or not the
+    /// user's).
+    ///
+    /// # Errors
+    /// [`DbErrorKind::Conflict`](crate::DbErrorKind::Conflict) when renamed onto a name the owner
+    /// already uses.
+    async fn update_schedule(
+        &self,
+        id: &str,
+        user_id: Option<&str>,
+        update: &ScheduleUpdate,
+    ) -> DbResult<Option<Schedule>>;
+
+    /// Deletes a schedule and its runs (only the owner's when `user_id` is given); false when
+    /// nothing matched.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn delete_schedule(&self, id: &str, user_id: Option<&str>) -> DbResult<bool>;
+
+    /// Claims the enabled schedule due soonest (`next_run_at <= now`) that is unlocked or whose
+    /// lock is older than `lock_grace_seconds`, for `worker_id`; returns it as claimed. Two
+    /// workers never claim the same schedule at once.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn claim_due_schedule(
+        &self,
+        worker_id: &str,
+        lock_grace_seconds: i64,
+        now: i64,
+    ) -> DbResult<Option<Schedule>>;
+
+    /// Releases a claim and sets the next firing time (kept when `None`; cleared for an on-demand
+    /// schedule, whose `cron_expr` is empty). With `worker_id`/`locked_at`, only that claim is
+    /// released. False when nothing matched.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn release_schedule(
+        &self,
+        id: &str,
+        next_run_at: Option<i64>,
+        worker_id: Option<&str>,
+        locked_at: Option<i64>,
+    ) -> DbResult<bool>;
+
+    /// Stores a run of a schedule; its `user_id` is copied from the schedule.
+    ///
+    /// # Errors
+    /// [`DbErrorKind::NotFound`](crate::DbErrorKind::NotFound) when the schedule does not exist;
+    /// [`DbErrorKind::Conflict`](crate::DbErrorKind::Conflict) when the id exists.
+    async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun>;
+
+    /// Changes a schedule run; returns it, or `None` when not found.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn update_schedule_run(&self, id: &str, update: &ScheduleRunUpdate) -> DbResult<Option<ScheduleRun>>;
+
+    /// Reads a schedule run (only the owner's when `user_id` is given).
+    ///
+    /// # Errors
+    /// A [`DbError`]; missing is `Ok(None)`.
+    async fn get_schedule_run(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<ScheduleRun>>;
+
+    /// Lists a schedule's runs, newest first, and counts them.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_schedule_runs(
+        &self,
+        schedule_id: &str,
+        user_id: Option<&str>,
+        limit: Option<usize>,
+        page: Option<usize>,
+    ) -> DbResult<(Vec<ScheduleRun>, u64)>;
+
+    /// The latest run (by `triggered_at`, then `created_at`, then `id`) of each given schedule
+    /// that has one.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn get_latest_schedule_runs(&self, schedule_ids: &[String]) -> DbResult<HashMap<String, ScheduleRun>>;
+
+    /// Deletes a schedule's runs completed before `before` (epoch seconds); returns how many.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn delete_schedule_runs(&self, schedule_id: &str, before: i64) -> DbResult<u64>;
 }
 
 /// A complete storage backend: sessions, runs, memories, eval runs, knowledge contents and schema

@@ -16,15 +16,18 @@ pub mod model;
 mod records;
 mod requirement;
 mod run;
+mod schedule;
 mod session;
 pub mod tool;
 mod tool_execution;
+mod usage;
 
+pub use chrono::NaiveDate;
 pub use clock::{new_id, now_epoch_secs};
 pub use db::{
     Db, DbResult, EvalQuery, EvalStore, KnowledgeQuery, KnowledgeSort, KnowledgeStore, MemoryPage, MemoryQuery,
-    MemorySort, MemoryStore, RunCursor, RunPage, RunQuery, RunStore, SchemaStore, SessionPage, SessionQuery,
-    SessionSort, SessionStore, SortOrder, StateUpdate,
+    MemorySort, MemoryStore, MetricsStore, RunCursor, RunPage, RunQuery, RunStore, ScheduleStore, SchemaStore,
+    SessionPage, SessionQuery, SessionSort, SessionStore, SortOrder, StateUpdate,
 };
 pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
 pub use event::{EventData, RunEvent};
@@ -37,6 +40,8 @@ pub use model::{
 pub use records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 pub use requirement::{PauseType, RunRequirement};
 pub use run::{RunInput, RunOutput, RunStatus};
+pub use schedule::{Cell, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleUpdate};
 pub use session::{AgentSession, SessionSummary, SessionType};
 pub use tool::{DynTool, ToolContext, ToolDefinition, ToolFlags, ToolOutput};
 pub use tool_execution::{ToolCallMetrics, ToolExecution, UserInputField};
+pub use usage::{MetricsBucket, MetricsQuery};

@@ -17,17 +17,20 @@ mod codec;
 mod json;
 mod memories;
 mod memory;
+pub mod metrics;
 mod migration;
 mod mysql;
 mod open;
 mod postgres;
 mod redis;
+mod schedules;
 mod sqlite;
 mod tables;
 
 pub use self::redis::RedisDb;
 pub use json::JsonDb;
 pub use memory::InMemoryDb;
+pub use metrics::{calculate_metrics, calculate_metrics_until};
 pub use migration::{
     CleanupReport, LATEST_VERSION, Migrate, MigrationManager, MigrationOptions, Progress, SchemaStatus, TableKind,
     TableStatus, UNSTAMPED_VERSION, VERSIONS,

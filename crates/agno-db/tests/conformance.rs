@@ -310,3 +310,7 @@ mod records_json {
 
     agno_testkit::records_conformance!(json, make().await);
 }
+
+mod schedules_memory {
+    agno_testkit::schedules_conformance!(memory, std::sync::Arc::new(agno_db::InMemoryDb::new()));
+}

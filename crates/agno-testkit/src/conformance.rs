@@ -707,3 +707,412 @@ macro_rules! records_conformance {
         }
     };
 }
+
+// ----- Metrics and schedules --------------------------------------------------------------------
+
+use agno_core::{
+    MetricsBucket, MetricsQuery, MetricsStore, NaiveDate, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate,
+    ScheduleStore, ScheduleUpdate,
+};
+
+fn day(s: &str) -> NaiveDate {
+    s.parse().expect("date")
+}
+
+fn bucket(user: Option<&str>, date: &str, runs: i64, completed: bool) -> MetricsBucket {
+    MetricsBucket {
+        id: agno_core::new_id(),
+        user_id: user.map(str::to_owned),
+        date: day(date),
+        aggregation_period: "daily".to_owned(),
+        agent_runs_count: runs,
+        team_runs_count: 1,
+        workflow_runs_count: 2,
+        agent_sessions_count: 3,
+        team_sessions_count: 4,
+        workflow_sessions_count: 5,
+        users_count: i64::from(user.is_some()),
+        token_metrics: obj(json!({"input_tokens": 10 * runs, "output_tokens": 7, "total_tokens": 10 * runs + 7})),
+        model_metrics: json!([{"model_id": "gpt-4o", "model_provider": "OpenAI", "count": runs}]),
+        created_at: 1_000 + runs,
+        updated_at: Some(2_000 + runs),
+        completed,
+    }
+}
+
+/// Buckets are keyed by `(user_id, date, aggregation_period)`: a second write replaces the values
+/// but keeps the row's id; the shared bucket is stored apart from users' and reads back without
+/// a user; date and owner filters apply; progress finds where a recalculation resumes.
+pub async fn metrics_buckets_per_user<D: MetricsStore + ?Sized>(db: Arc<D>) {
+    assert_eq!(db.get_metrics(&MetricsQuery::default()).await.expect("empty"), (vec![], None));
+    assert_eq!(db.metrics_progress().await.expect("progress"), (None, None));
+    let first = bucket(Some("u1"), "2026-11-01", 1, true);
+    db.upsert_metrics(&[
+        first.clone(),
+        bucket(None, "2026-11-01", 2, true),
+        bucket(Some("u2"), "2026-11-02", 3, true),
+        bucket(Some("u1"), "2026-11-03", 4, false),
+    ])
+    .await
+    .expect("upsert");
+    let mut replaced = bucket(Some("u1"), "2026-11-01", 9, true);
+    replaced.created_at = 5;
+    db.upsert_metrics(&[replaced]).await.expect("upsert again");
+
+    let (all, latest) = db.get_metrics(&MetricsQuery::default()).await.expect("all");
+    assert_eq!(all.len(), 4, "one row per (user, date, period): {all:?}");
+    assert_eq!(latest, Some(2_009));
+    let keys: Vec<(String, Option<String>)> = all.iter().map(|b| (b.date.to_string(), b.user_id.clone())).collect();
+    assert_eq!(
+        keys,
+        vec![
+            ("2026-11-01".to_owned(), None),
+            ("2026-11-01".to_owned(), Some("u1".to_owned())),
+            ("2026-11-02".to_owned(), Some("u2".to_owned())),
+            ("2026-11-03".to_owned(), Some("u1".to_owned())),
+        ],
+        "ordered by date then owner; the shared bucket has no user"
+    );
+    let u1 = &all[1];
+    assert_eq!(u1.id, first.id, "a replaced bucket keeps its id");
+    assert_eq!(u1.created_at, first.created_at, "a replaced bucket keeps created_at");
+    assert_eq!(u1.agent_runs_count, 9);
+    assert_eq!(u1.token_metrics["input_tokens"], json!(90));
+    assert_eq!(u1.model_metrics, json!([{"model_id": "gpt-4o", "model_provider": "OpenAI", "count": 9}]));
+    assert_eq!(
+        (u1.team_runs_count, u1.workflow_runs_count, u1.agent_sessions_count, u1.team_sessions_count),
+        (1, 2, 3, 4)
+    );
+    assert_eq!((u1.workflow_sessions_count, u1.users_count, u1.completed), (5, 1, true));
+    assert_eq!(all[0].users_count, 0);
+    assert!(!all[3].completed);
+
+    let only = |user: Option<&str>, from: Option<&str>, to: Option<&str>| MetricsQuery {
+        user_id: user.map(str::to_owned),
+        starting_date: from.map(day),
+        ending_date: to.map(day),
+    };
+    let (u1s, u1_latest) = db.get_metrics(&only(Some("u1"), None, None)).await.expect("u1");
+    assert_eq!(u1s.len(), 2);
+    assert!(u1s.iter().all(|b| b.user_id.as_deref() == Some("u1")));
+    assert_eq!(u1_latest, Some(2_009));
+    let (shared, shared_latest) = db.get_metrics(&only(Some(""), None, None)).await.expect("shared");
+    assert_eq!(shared.len(), 1);
+    assert_eq!(shared[0].user_id, None);
+    assert_eq!(shared_latest, Some(2_002), "latest updated_at is scoped to the owner");
+    let (ranged, _) = db.get_metrics(&only(None, Some("2026-11-02"), Some("2026-11-03"))).await.expect("range");
+    assert_eq!(ranged.len(), 2);
+    assert_eq!(db.get_metrics(&only(Some("nobody"), None, None)).await.expect("none"), (vec![], None));
+
+    assert_eq!(
+        db.metrics_progress().await.expect("progress"),
+        (Some(day("2026-11-02")), Some(day("2026-11-03"))),
+        "resume at the first incomplete day after the last completed one"
+    );
+}
+
+fn schedule(name: &str, user: Option<&str>, created_at: i64) -> Schedule {
+    let mut s = Schedule::new(name, "/agents/a1/runs", "*/5 * * * *");
+    s.user_id = user.map(str::to_owned);
+    s.created_at = created_at;
+    s.payload = Some(json!({"message": format!("hello from {name}"), "nested": {"n": 1}}));
+    s
+}
+
+/// Schedules round-trip; names are unique per owner (not across owners); updates change only the
+/// given columns, enabling clears `disabled_reason`, a rename onto a taken name conflicts;
+/// listings are newest first, filtered, paged and counted.
+pub async fn schedules_round_trip_and_update<D: ScheduleStore + ?Sized>(db: Arc<D>) {
+    let mut a = schedule("nightly", Some("u1"), 100);
+    a.description = Some("the nightly report".to_owned());
+    a.next_run_at = Some(500);
+    let stored = db.create_schedule(&a).await.expect("create");
+    assert_eq!(stored, a);
+    assert_eq!(db.get_schedule(&a.id, None).await.expect("get"), Some(a.clone()));
+    assert_eq!(db.get_schedule(&a.id, Some("u1")).await.expect("get scoped"), Some(a.clone()));
+    assert_eq!(db.get_schedule("missing", None).await.expect("missing"), None);
+
+    // The same name in another owner bucket is fine; in the same bucket it conflicts.
+    let shared = schedule("nightly", None, 101);
+    db.create_schedule(&shared).await.expect("same name, no owner");
+    let dup = schedule("nightly", Some("u1"), 102);
+    let err = db.create_schedule(&dup).await.expect_err("duplicate name for u1");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    let err = db.create_schedule(&a).await.expect_err("duplicate id");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert_eq!(
+        db.get_schedule_by_name("nightly", Some("u1")).await.expect("by name").map(|s| s.id),
+        Some(a.id.clone())
+    );
+    assert_eq!(db.get_schedule_by_name("nightly", None).await.expect("by name").map(|s| s.id), Some(shared.id.clone()));
+    assert_eq!(db.get_schedule_by_name("nightly", Some("u2")).await.expect("by name"), None);
+
+    // A partial update touches only its columns.
+    let disable = ScheduleUpdate {
+        enabled: Some(false),
+        disabled_reason: Some(Some("target archived".to_owned())),
+        payload: Some(Some(json!({"message": "changed"}))),
+        ..ScheduleUpdate::default()
+    };
+    let updated = db.update_schedule(&a.id, Some("u1"), &disable).await.expect("update").expect("found");
+    assert!(!updated.enabled);
+    assert_eq!(updated.disabled_reason.as_deref(), Some("target archived"));
+    assert_eq!(updated.payload, Some(json!({"message": "changed"})));
+    assert_eq!(updated.description.as_deref(), Some("the nightly report"), "untouched column kept");
+    assert_eq!(updated.next_run_at, Some(500), "untouched column kept");
+    assert!(updated.updated_at.is_some());
+    assert_eq!(db.get_schedule(&a.id, None).await.expect("reread").as_ref(), Some(&updated));
+    let enable = ScheduleUpdate { enabled: Some(true), description: Some(None), ..ScheduleUpdate::default() };
+    let enabled = db.update_schedule(&a.id, None, &enable).await.expect("enable").expect("found");
+    assert!(enabled.enabled);
+    assert_eq!(enabled.disabled_reason, None, "enabling clears the reason");
+    assert_eq!(enabled.description, None, "Some(None) clears a column");
+
+    let other = schedule("hourly", Some("u1"), 103);
+    db.create_schedule(&other).await.expect("create hourly");
+    let rename = ScheduleUpdate { name: Some("nightly".to_owned()), ..ScheduleUpdate::default() };
+    let err = db.update_schedule(&other.id, Some("u1"), &rename).await.expect_err("rename onto a taken name");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert_eq!(db.get_schedule(&other.id, None).await.expect("kept").map(|s| s.name), Some("hourly".to_owned()));
+    assert_eq!(db.update_schedule("missing", None, &rename).await.expect("missing"), None);
+
+    // Listing: newest first, filters, paging, counts.
+    for i in 0..5 {
+        db.create_schedule(&schedule(&format!("bulk-{i}"), Some("u3"), 200 + i)).await.expect("bulk");
+    }
+    let q = |user: Option<&str>, enabled: Option<bool>, limit: Option<usize>, page: Option<usize>| ScheduleQuery {
+        user_id: user.map(str::to_owned),
+        enabled,
+        limit,
+        page,
+    };
+    let (all, total) = db.get_schedules(&q(None, None, None, None)).await.expect("list");
+    assert_eq!((all.len(), total), (8, 8));
+    let created: Vec<i64> = all.iter().map(|s| s.created_at).collect();
+    let mut sorted = created.clone();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(created, sorted, "newest first");
+    let (page2, total) = db.get_schedules(&q(Some("u3"), None, Some(2), Some(2))).await.expect("page 2");
+    assert_eq!(total, 5);
+    assert_eq!(page2.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["bulk-2", "bulk-1"]);
+    db.update_schedule(&other.id, None, &ScheduleUpdate { enabled: Some(false), ..ScheduleUpdate::default() })
+        .await
+        .expect("disable")
+        .expect("found");
+    let (disabled, total) = db.get_schedules(&q(None, Some(false), None, None)).await.expect("disabled");
+    assert_eq!(total, 1);
+    assert_eq!(disabled[0].id, other.id);
+}
+
+/// Another owner's schedules and schedule runs are invisible: reads return nothing, updates and
+/// deletes touch nothing, listings are filtered; a delete cascades to the owner's runs only.
+pub async fn schedules_users_are_isolated<D: ScheduleStore + ?Sized>(db: Arc<D>) {
+    let mine = schedule("mine", Some("u1"), 100);
+    let theirs = schedule("theirs", Some("u2"), 101);
+    db.create_schedule(&mine).await.expect("create");
+    db.create_schedule(&theirs).await.expect("create");
+    let run = db.create_schedule_run(&ScheduleRun::new(&theirs.id)).await.expect("run");
+    assert_eq!(run.user_id.as_deref(), Some("u2"));
+
+    assert_eq!(db.get_schedule(&theirs.id, Some("u1")).await.expect("get"), None);
+    assert_eq!(db.get_schedule_by_name("theirs", Some("u1")).await.expect("by name"), None);
+    assert_eq!(db.get_schedule_run(&run.id, Some("u1")).await.expect("run"), None);
+    assert_eq!(db.get_schedule_run(&run.id, Some("u2")).await.expect("run").map(|r| r.id), Some(run.id.clone()));
+    let (runs, total) = db.get_schedule_runs(&theirs.id, Some("u1"), None, None).await.expect("runs");
+    assert_eq!((runs.len(), total), (0, 0));
+    let rename = ScheduleUpdate { name: Some("stolen".to_owned()), ..ScheduleUpdate::default() };
+    assert_eq!(db.update_schedule(&theirs.id, Some("u1"), &rename).await.expect("update"), None);
+    assert!(!db.delete_schedule(&theirs.id, Some("u1")).await.expect("delete"));
+    let kept = db.get_schedule(&theirs.id, None).await.expect("kept").expect("present");
+    assert_eq!(kept.name, "theirs");
+    assert!(db.get_schedule_run(&run.id, None).await.expect("run kept").is_some(), "their runs are kept");
+    let (list, total) = db
+        .get_schedules(&ScheduleQuery { user_id: Some("u1".to_owned()), ..ScheduleQuery::default() })
+        .await
+        .expect("list");
+    assert_eq!(total, 1);
+    assert_eq!(list[0].id, mine.id);
+
+    assert!(db.delete_schedule(&theirs.id, Some("u2")).await.expect("owner deletes"));
+    assert_eq!(db.get_schedule(&theirs.id, None).await.expect("gone"), None);
+    assert_eq!(db.get_schedule_run(&run.id, None).await.expect("runs cascade"), None);
+    assert!(db.delete_schedule(&mine.id, None).await.expect("unscoped delete"));
+    assert!(!db.delete_schedule(&mine.id, None).await.expect("second delete"));
+}
+
+/// The poller claims due, enabled, unlocked (or stale) schedules, soonest first, each by exactly
+/// one of many concurrent workers; releases match the claim and re-arm the next run, except for
+/// on-demand schedules.
+pub async fn schedule_claims_are_exclusive<D: ScheduleStore + ?Sized + 'static>(db: Arc<D>) {
+    let now = 10_000;
+    let mut due = Vec::new();
+    for (i, at) in [now - 30, now - 10, now - 20].into_iter().enumerate() {
+        let mut s = schedule(&format!("due-{i}"), Some(&format!("u{i}")), 100);
+        s.next_run_at = Some(at);
+        db.create_schedule(&s).await.expect("create");
+        due.push(s);
+    }
+    let mut future = schedule("future", None, 100);
+    future.next_run_at = Some(now + 60);
+    let mut disabled = schedule("disabled", None, 100);
+    disabled.next_run_at = Some(now - 60);
+    disabled.enabled = false;
+    let unarmed = schedule("unarmed", None, 100);
+    for s in [&future, &disabled, &unarmed] {
+        db.create_schedule(s).await.expect("create");
+    }
+
+    let mut tasks = Vec::new();
+    for w in 0..10 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move { db.claim_due_schedule(&format!("worker-{w}"), 300, now).await }));
+    }
+    let mut claimed = Vec::new();
+    for t in tasks {
+        if let Some(s) = t.await.expect("join").expect("claim") {
+            assert_eq!(s.locked_at, Some(now));
+            assert!(s.locked_by.as_deref().is_some_and(|w| w.starts_with("worker-")), "post-claim state returned");
+            claimed.push(s);
+        }
+    }
+    let ids: HashSet<String> = claimed.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(claimed.len(), 3, "every due schedule claimed exactly once: {claimed:?}");
+    assert_eq!(ids, due.iter().map(|s| s.id.clone()).collect::<HashSet<_>>());
+    assert_eq!(db.claim_due_schedule("late", 300, now).await.expect("claim"), None);
+
+    // Soonest first, and a stale lock is taken over.
+    let stale_at = now + 400;
+    let first = db.claim_due_schedule("sweeper", 300, stale_at).await.expect("claim").expect("stale");
+    assert_eq!(first.id, due[0].id, "the schedule due soonest comes first");
+    assert_eq!(first.locked_by.as_deref(), Some("sweeper"));
+
+    // Releases must match the claim.
+    assert!(!db.release_schedule(&first.id, Some(now + 900), Some("someone-else"), None).await.expect("release"));
+    assert!(!db.release_schedule(&first.id, Some(now + 900), Some("sweeper"), Some(now)).await.expect("release"));
+    assert!(db.release_schedule(&first.id, Some(now + 900), Some("sweeper"), Some(stale_at)).await.expect("release"));
+    let released = db.get_schedule(&first.id, None).await.expect("get").expect("present");
+    assert_eq!((released.locked_by, released.locked_at, released.next_run_at), (None, None, Some(now + 900)));
+    let holder = claimed.iter().find(|s| s.id == due[1].id).expect("claimed");
+    assert!(db.release_schedule(&holder.id, None, holder.locked_by.as_deref(), None).await.expect("release"));
+    let kept = db.get_schedule(&holder.id, None).await.expect("get").expect("present");
+    assert_eq!(kept.next_run_at, Some(now - 10), "no new time keeps the old one");
+    assert_eq!(kept.locked_by, None);
+
+    // An on-demand schedule (no cron) is never re-armed by a release.
+    let mut once = schedule("once", None, 100);
+    once.cron_expr = String::new();
+    once.next_run_at = Some(now - 1);
+    db.create_schedule(&once).await.expect("create");
+    let got = db.claim_due_schedule("w", 300, now).await.expect("claim").expect("once or re-due");
+    let got =
+        if got.id == once.id { got } else { db.claim_due_schedule("w", 300, now).await.expect("claim").expect("once") };
+    assert_eq!(got.id, once.id);
+    assert!(db.release_schedule(&once.id, Some(now + 60), Some("w"), None).await.expect("release"));
+    assert_eq!(db.get_schedule(&once.id, None).await.expect("get").expect("present").next_run_at, None);
+    assert!(!db.release_schedule("missing", None, None, None).await.expect("missing"));
+}
+
+/// Schedule runs take their owner from the schedule, need an existing schedule, update in
+/// place, list newest first, report each schedule's latest run, and expire only completed
+/// history older than a cutoff.
+pub async fn schedule_runs_record_history<D: ScheduleStore + ?Sized>(db: Arc<D>) {
+    let s = schedule("history", Some("owner"), 100);
+    db.create_schedule(&s).await.expect("create");
+    let other = schedule("other", None, 100);
+    db.create_schedule(&other).await.expect("create");
+
+    let mut forged = ScheduleRun::new(&s.id);
+    forged.user_id = Some("intruder".to_owned());
+    forged.created_at = 150;
+    let stored = db.create_schedule_run(&forged).await.expect("create run");
+    assert_eq!(stored.user_id.as_deref(), Some("owner"), "user_id comes from the schedule");
+    let err = db.create_schedule_run(&ScheduleRun::new("missing")).await.expect_err("no parent");
+    assert_eq!(err.kind(), DbErrorKind::NotFound);
+    let err = db.create_schedule_run(&forged).await.expect_err("duplicate id");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+
+    let done = ScheduleRunUpdate {
+        status: Some("success".to_owned()),
+        completed_at: Some(Some(150)),
+        status_code: Some(Some(200)),
+        run_id: Some(Some("run-1".to_owned())),
+        session_id: Some(Some("sess-1".to_owned())),
+        output: Some(Some(json!({"content": "done", "n": [1, 2]}))),
+        ..ScheduleRunUpdate::default()
+    };
+    let updated = db.update_schedule_run(&stored.id, &done).await.expect("update").expect("found");
+    assert_eq!(updated.status, "success");
+    assert_eq!(updated.completed_at, Some(150));
+    assert_eq!(updated.status_code, Some(200));
+    assert_eq!(updated.output, Some(json!({"content": "done", "n": [1, 2]})));
+    assert_eq!(updated.user_id.as_deref(), Some("owner"));
+    assert_eq!(db.get_schedule_run(&stored.id, None).await.expect("get").as_ref(), Some(&updated));
+    assert_eq!(db.update_schedule_run("missing", &done).await.expect("missing"), None);
+
+    // More history: created_at 200.., triggered_at decreasing so "latest" is by trigger time.
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let mut r = ScheduleRun::new(&s.id);
+        r.created_at = 200 + i;
+        r.triggered_at = Some(1_000 - i);
+        r.completed_at = if i < 2 { Some(300 + i) } else { None };
+        r.status = if i < 2 { "failed".to_owned() } else { "running".to_owned() };
+        r.input = Some(json!({"i": i}));
+        db.create_schedule_run(&r).await.expect("create");
+        ids.push(r.id);
+    }
+    let mut o = ScheduleRun::new(&other.id);
+    o.triggered_at = Some(5);
+    db.create_schedule_run(&o).await.expect("other run");
+
+    let (page, total) = db.get_schedule_runs(&s.id, None, Some(2), Some(1)).await.expect("runs");
+    assert_eq!(total, 5);
+    assert_eq!(page.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), vec![ids[3].clone(), ids[2].clone()]);
+    let (mine, total) = db.get_schedule_runs(&s.id, Some("owner"), None, None).await.expect("owner runs");
+    assert_eq!((mine.len(), total), (5, 5));
+
+    let latest =
+        db.get_latest_schedule_runs(&[s.id.clone(), other.id.clone(), "missing".to_owned()]).await.expect("latest");
+    assert_eq!(latest.len(), 2);
+    assert_eq!(latest[&s.id].id, ids[0], "greatest triggered_at wins");
+    assert_eq!(latest[&s.id].input, Some(json!({"i": 0})));
+    assert_eq!(latest[&other.id].id, o.id);
+    assert!(db.get_latest_schedule_runs(&[]).await.expect("none").is_empty());
+
+    // Expire completed runs before 301: the first update (150) and ids[0] (300); not ids[1]
+    // (301), not running ones, not the other schedule's.
+    assert_eq!(db.delete_schedule_runs(&s.id, 301).await.expect("expire"), 2);
+    let (left, total) = db.get_schedule_runs(&s.id, None, None, None).await.expect("left");
+    assert_eq!(total, 3);
+    assert!(left.iter().all(|r| r.id != stored.id && r.id != ids[0]));
+    assert!(db.get_schedule_run(&o.id, None).await.expect("other kept").is_some());
+}
+
+/// Expands into one `#[tokio::test]` per metrics and schedule conformance case for an adapter.
+///
+/// `$make` is an async expression evaluating to an `Arc` of a type implementing
+/// [`MetricsStore`] and [`ScheduleStore`].
+#[macro_export]
+macro_rules! schedules_conformance {
+    ($adapter:ident, $make:expr) => {
+        mod $adapter {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::schedules_conformance!(@cases $make;
+                metrics_buckets_per_user,
+                schedules_round_trip_and_update,
+                schedules_users_are_isolated,
+                schedule_claims_are_exclusive,
+                schedule_runs_record_history
+            );
+        }
+    };
+    (@cases $make:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                $crate::conformance::$case($make).await;
+            }
+        )*
+    };
+}

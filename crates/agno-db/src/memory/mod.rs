@@ -4,7 +4,9 @@
 mod evals;
 mod knowledge;
 mod memories;
+mod metrics;
 mod runs;
+mod schedules;
 mod sessions;
 
 use std::collections::HashMap;
@@ -29,6 +31,10 @@ struct Tables {
     memories: HashMap<String, agno_core::UserMemory>,
     evals: HashMap<String, agno_core::EvalRunRecord>,
     knowledge: HashMap<String, agno_core::KnowledgeRow>,
+    /// Keyed by `(owner or "", date, aggregation_period)`.
+    metrics: HashMap<(String, agno_core::NaiveDate, String), agno_core::MetricsBucket>,
+    schedules: HashMap<String, agno_core::Schedule>,
+    schedule_runs: HashMap<String, agno_core::ScheduleRun>,
 }
 
 /// A storage backend kept in process memory. Cloning shares the same data.
