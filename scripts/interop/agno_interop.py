@@ -5,6 +5,8 @@ has `agno==3.1.*` and `sqlalchemy[asyncio]`; .ci/run sets that up).
 
     python agno_interop.py read  <sqlite-file> <session-id>   # prints what Agno reads, as JSON
     python agno_interop.py write <sqlite-file> <session-id>   # writes a session with 2 runs, prints them
+    python agno_interop.py read-schedules <sqlite-file> <schedule-id>   # Agno's view of a schedule, its runs, metrics
+    python agno_interop.py write-schedules <sqlite-file> <schedule-id>  # a schedule, a run, and today's metrics
 """
 import json
 import sys
@@ -74,6 +76,95 @@ def write(path: str, session_id: str) -> None:
     print(json.dumps({"runs": runs}))
 
 
+def read_schedules(path: str, schedule_id: str) -> None:
+    db = SqliteDb(db_file=path)
+    schedule = db.get_schedule(schedule_id)
+    owned = db.get_schedule(schedule_id, user_id=schedule["user_id"]) if schedule else None
+    foreign = db.get_schedule(schedule_id, user_id="someone-else")
+    runs, total = db.get_schedule_runs(schedule_id)
+    # Metrics are read as stored: the lazy refresh is pushed past this call.
+    db._metrics_refreshed_at = 1e18
+    metrics, latest = db.get_metrics()
+    print(
+        json.dumps(
+            {
+                "schedule": schedule,
+                "owned": owned is not None,
+                "foreign": foreign is not None,
+                "runs": runs,
+                "runs_total": total,
+                "metrics": metrics,
+                "metrics_latest": latest,
+            },
+            default=str,
+        )
+    )
+
+
+def write_schedules(path: str, schedule_id: str) -> None:
+    import time
+
+    db = SqliteDb(db_file=path)
+    now = int(time.time())
+    schedule = {
+        "id": schedule_id,
+        "name": "py-nightly",
+        "description": "written by python",
+        "method": "POST",
+        "endpoint": "/agents/py-agent/runs",
+        "payload": {"message": "hi", "n": [1, 2]},
+        "cron_expr": "0 3 * * *",
+        "timezone": "UTC",
+        "timeout_seconds": 600,
+        "max_retries": 2,
+        "retry_delay_seconds": 30,
+        "enabled": True,
+        "next_run_at": now + 3600,
+        "user_id": "py-user",
+        "created_at": now,
+    }
+    db.create_schedule(schedule)
+    db.create_schedule_run(
+        {
+            "id": schedule_id + "-run",
+            "schedule_id": schedule_id,
+            "attempt": 1,
+            "triggered_at": now,
+            "status": "success",
+            "status_code": 200,
+            "run_id": "r1",
+            "output": {"content": "ok"},
+            "user_id": "py-user",
+            "created_at": now,
+        }
+    )
+    for i, user in enumerate(["py-user", None]):
+        session = AgentSession(
+            session_id=f"metrics-{i}",
+            agent_id="py-agent",
+            user_id=user,
+            session_data={"session_metrics": {"input_tokens": 10 + i, "output_tokens": 3, "total_tokens": 13 + i}},
+            created_at=now,
+        )
+        db.upsert_session(session)
+        run = RunOutput(
+            run_id=f"metrics-run-{i}",
+            agent_id="py-agent",
+            session_id=f"metrics-{i}",
+            user_id=user,
+            model="gpt-4o",
+            model_provider="OpenAI",
+            status=RunStatus.completed,
+            created_at=now,
+        )
+        db.upsert_run(run, session_id=f"metrics-{i}", user_id=user)
+    db.calculate_metrics()
+    db._metrics_refreshed_at = 1e18
+    metrics, _ = db.get_metrics()
+    print(json.dumps({"schedule": schedule, "metrics": metrics}, default=str))
+
+
 if __name__ == "__main__":
-    mode, path, session_id = sys.argv[1], sys.argv[2], sys.argv[3]
-    {"read": read, "write": write}[mode](path, session_id)
+    mode, path, key = sys.argv[1], sys.argv[2], sys.argv[3]
+    modes = {"read": read, "write": write, "read-schedules": read_schedules, "write-schedules": write_schedules}
+    modes[mode](path, key)

@@ -314,3 +314,16 @@ mod records_json {
 mod schedules_memory {
     agno_testkit::schedules_conformance!(memory, std::sync::Arc::new(agno_db::InMemoryDb::new()));
 }
+
+mod schedules_sqlite {
+    /// A fresh SQLite file per test under the temp dir.
+    async fn make() -> std::sync::Arc<agno_db::SqliteDb> {
+        let dir = std::env::temp_dir().join("agno-rs-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("schedules-{}.db", agno_core::new_id()));
+        let db = agno_db::SqliteDb::connect(path.to_str().unwrap()).await.unwrap();
+        db.create_tables().await.unwrap();
+        std::sync::Arc::new(db)
+    }
+    agno_testkit::schedules_conformance!(sqlite, make().await);
+}

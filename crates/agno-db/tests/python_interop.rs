@@ -114,3 +114,104 @@ async fn agno_rs_reads_what_python_agno_wrote() {
     assert_eq!(run.content_text(), "answer 1");
     assert!(db.get_run("py-run-1", Some("someone-else")).await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn python_agno_reads_schedules_and_metrics_agno_rs_wrote() {
+    use agno_core::{MetricsBucket, MetricsStore, Schedule, ScheduleRun, ScheduleRunUpdate, ScheduleStore};
+    let Some(py) = python() else { return };
+    let (db, path) = fresh_db().await;
+    let mut s = Schedule::new("rs-nightly", "/agents/rs-agent/runs", "0 3 * * *");
+    s.user_id = Some("rs-user".into());
+    s.payload = Some(json!({"message": "from rust"}));
+    s.next_run_at = Some(1_800_000_000);
+    db.create_schedule(&s).await.unwrap();
+    let run = db.create_schedule_run(&ScheduleRun::new(&s.id)).await.unwrap();
+    let done = ScheduleRunUpdate {
+        status: Some("success".into()),
+        status_code: Some(Some(200)),
+        output: Some(Some(json!({"content": "ok"}))),
+        ..ScheduleRunUpdate::default()
+    };
+    db.update_schedule_run(&run.id, &done).await.unwrap();
+    let bucket = |user: Option<&str>| MetricsBucket {
+        id: agno_core::new_id(),
+        user_id: user.map(str::to_owned),
+        date: "2026-11-29".parse().unwrap(),
+        aggregation_period: "daily".into(),
+        agent_runs_count: 3,
+        team_runs_count: 0,
+        workflow_runs_count: 0,
+        agent_sessions_count: 1,
+        team_sessions_count: 0,
+        workflow_sessions_count: 0,
+        users_count: i64::from(user.is_some()),
+        token_metrics: json!({"input_tokens": 7}).as_object().unwrap().clone(),
+        model_metrics: json!([{"model_id": "gpt-4o", "model_provider": "OpenAI", "count": 3}]),
+        created_at: 1_764_000_000,
+        updated_at: Some(1_764_000_001),
+        completed: true,
+    };
+    db.upsert_metrics(&[bucket(Some("rs-user")), bucket(None)]).await.unwrap();
+
+    let seen = probe(&py, &["read-schedules", path.to_str().unwrap(), &s.id]);
+    let theirs = &seen["schedule"];
+    let ours = serde_json::to_value(&s).unwrap();
+    for (key, value) in ours.as_object().unwrap() {
+        assert_eq!(&theirs[key], value, "schedule.{key} as Agno reads it");
+    }
+    assert_eq!(seen["owned"], true);
+    assert_eq!(seen["foreign"], false, "Agno's owner filter applies to our rows");
+    assert_eq!(seen["runs_total"], 1);
+    assert_eq!(seen["runs"][0]["user_id"], "rs-user");
+    assert_eq!(seen["runs"][0]["status"], "success");
+    assert_eq!(seen["runs"][0]["output"], json!({"content": "ok"}));
+    let metrics = seen["metrics"].as_array().unwrap();
+    assert_eq!(metrics.len(), 2);
+    let shared = metrics.iter().find(|m| m["user_id"].is_null()).expect("shared bucket reads as no user");
+    assert_eq!(shared["date"], "2026-11-29");
+    assert_eq!(shared["agent_runs_count"], 3);
+    assert_eq!(shared["token_metrics"], json!({"input_tokens": 7}));
+    assert_eq!(shared["completed"], true);
+    assert_eq!(seen["metrics_latest"], 1_764_000_001);
+}
+
+#[tokio::test]
+async fn agno_rs_reads_schedules_and_calculates_metrics_like_python_agno() {
+    use agno_core::{MetricsQuery, MetricsStore, ScheduleStore};
+    let Some(py) = python() else { return };
+    let (db, path) = fresh_db().await;
+    drop(db);
+    let written = probe(&py, &["write-schedules", path.to_str().unwrap(), "py-schedule"]);
+    let db = SqliteDb::connect(path.to_str().unwrap()).await.unwrap();
+    let s = db.get_schedule("py-schedule", Some("py-user")).await.unwrap().expect("schedule");
+    let mine = serde_json::to_value(&s).unwrap();
+    for (key, value) in written["schedule"].as_object().unwrap() {
+        assert_eq!(&mine[key], value, "schedule.{key} as agno-rs reads it");
+    }
+    assert!(db.get_schedule("py-schedule", Some("other")).await.unwrap().is_none());
+    let (runs, total) = db.get_schedule_runs("py-schedule", Some("py-user"), None, None).await.unwrap();
+    assert_eq!(total, 1);
+    assert_eq!(runs[0].output, Some(json!({"content": "ok"})));
+
+    // Python's buckets read back, then recalculated by agno-rs in place: the same numbers.
+    let (python_buckets, _) = db.get_metrics(&MetricsQuery::default()).await.unwrap();
+    assert_eq!(python_buckets.len(), 2, "{python_buckets:?}");
+    let comparable = |b: &agno_core::MetricsBucket| {
+        let mut v = serde_json::to_value(b).unwrap();
+        for key in ["id", "created_at", "updated_at"] {
+            v.as_object_mut().unwrap().remove(key);
+        }
+        v
+    };
+    let theirs: Vec<Value> = python_buckets.iter().map(comparable).collect();
+    let mut ids: Vec<&str> = python_buckets.iter().map(|b| b.id.as_str()).collect();
+    let mut raw_ids: Vec<&str> =
+        written["metrics"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    raw_ids.sort_unstable();
+    assert_eq!(ids, raw_ids, "the rows Python wrote");
+    agno_db::calculate_metrics(&db).await.unwrap();
+    let (ours, _) = db.get_metrics(&MetricsQuery::default()).await.unwrap();
+    let ours: Vec<Value> = ours.iter().map(comparable).collect();
+    assert_eq!(ours, theirs, "agno-rs computes the buckets Python Agno computed");
+}

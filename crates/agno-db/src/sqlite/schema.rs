@@ -75,7 +75,8 @@ impl SqliteDb {
         Ok(())
     }
 
-    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, schema versions) at
+    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics, schedules,
+    /// schedule runs, schema versions) at
     /// the latest schema and stamps it. Existing tables are left alone: use the migrations for those.
     ///
     /// # Errors
@@ -89,6 +90,9 @@ impl SqliteDb {
             (&t.memories, super::memories::memories_ddl(&t.memories)),
             (&t.evals, super::evals::evals_ddl(&t.evals)),
             (&t.knowledge, super::knowledge::knowledge_ddl(&t.knowledge)),
+            (&t.metrics, super::metrics::metrics_ddl(&t.metrics)),
+            (&t.schedules, super::schedules::schedules_ddl(&t.schedules)),
+            (&t.schedule_runs, super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;

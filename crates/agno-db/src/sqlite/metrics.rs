@@ -1,0 +1,164 @@
+//! Metrics buckets in SQLite (`agno_metrics`, as Python Agno 3.x shapes it): one row per
+//! `(user_id, date, aggregation_period)`, the shared bucket stored as `user_id = ''`.
+
+use agno_core::{DbError, DbErrorKind, DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate};
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{AssertSqlSafe, Row};
+
+use super::{SqliteDb, db_error};
+use crate::codec::{json_column, to_json_text};
+
+const COLUMNS: &str = "id, agent_runs_count, team_runs_count, workflow_runs_count, agent_sessions_count, \
+     team_sessions_count, workflow_sessions_count, users_count, token_metrics, model_metrics, date, \
+     aggregation_period, user_id, created_at, updated_at, completed";
+
+/// The metrics table as Python Agno 3.1 creates it (column order, types, unique key, indexes).
+pub(crate) fn metrics_ddl(t: &str) -> Vec<String> {
+    vec![
+        format!(
+            "CREATE TABLE IF NOT EXISTS {t} (\n\tid VARCHAR NOT NULL, \n\tagent_runs_count BIGINT NOT NULL, \n\tteam_runs_count BIGINT NOT NULL, \n\tworkflow_runs_count BIGINT NOT NULL, \n\tagent_sessions_count BIGINT NOT NULL, \n\tteam_sessions_count BIGINT NOT NULL, \n\tworkflow_sessions_count BIGINT NOT NULL, \n\tusers_count BIGINT NOT NULL, \n\ttoken_metrics JSON NOT NULL, \n\tmodel_metrics JSON NOT NULL, \n\tdate DATE NOT NULL, \n\taggregation_period VARCHAR NOT NULL, \n\tuser_id VARCHAR NOT NULL, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tcompleted BOOLEAN NOT NULL, \n\tPRIMARY KEY (id), \n\tCONSTRAINT {t}_uq_metrics_user_date_period UNIQUE (user_id, date, aggregation_period)\n)"
+        ),
+        format!("CREATE INDEX IF NOT EXISTS idx_{t}_aggregation_period ON {t} (aggregation_period)"),
+        format!("CREATE INDEX IF NOT EXISTS idx_{t}_date ON {t} (date)"),
+        format!("CREATE INDEX IF NOT EXISTS idx_{t}_user_id ON {t} (user_id)"),
+    ]
+}
+
+fn parse_date(text: &str) -> DbResult<NaiveDate> {
+    // SQLAlchemy writes `YYYY-MM-DD`; tolerate a time part.
+    let day = text.get(..10).unwrap_or(text);
+    day.parse().map_err(|e| {
+        DbError::new(DbErrorKind::Other, format!("metrics row has an invalid date {text:?}")).with_source(e)
+    })
+}
+
+fn bucket_from_row(row: &SqliteRow) -> DbResult<MetricsBucket> {
+    let text = |col: &str| -> DbResult<Option<String>> {
+        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read metrics.{col}"), e))
+    };
+    let number = |col: &str| -> DbResult<i64> {
+        row.try_get::<Option<i64>, _>(col)
+            .map(Option::unwrap_or_default)
+            .map_err(|e| db_error(&format!("cannot read metrics.{col}"), e))
+    };
+    let token_metrics = match json_column(text("token_metrics")?)? {
+        Some(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    Ok(MetricsBucket {
+        id: text("id")?.unwrap_or_default(),
+        user_id: text("user_id")?.filter(|u| !u.is_empty()),
+        date: parse_date(&text("date")?.unwrap_or_default())?,
+        aggregation_period: text("aggregation_period")?.unwrap_or_default(),
+        agent_runs_count: number("agent_runs_count")?,
+        team_runs_count: number("team_runs_count")?,
+        workflow_runs_count: number("workflow_runs_count")?,
+        agent_sessions_count: number("agent_sessions_count")?,
+        team_sessions_count: number("team_sessions_count")?,
+        workflow_sessions_count: number("workflow_sessions_count")?,
+        users_count: number("users_count")?,
+        token_metrics,
+        model_metrics: json_column(text("model_metrics")?)?.unwrap_or(Value::Array(Vec::new())),
+        created_at: number("created_at")?,
+        updated_at: row.try_get("updated_at").map_err(|e| db_error("cannot read metrics.updated_at", e))?,
+        completed: number("completed")? != 0,
+    })
+}
+
+#[async_trait]
+impl MetricsStore for SqliteDb {
+    async fn upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
+        if buckets.is_empty() {
+            return Ok(());
+        }
+        let _turn = self.write_turn().await;
+        let sql = format!(
+            "INSERT INTO {} ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (user_id, date, aggregation_period) DO UPDATE SET \
+             agent_runs_count = excluded.agent_runs_count, team_runs_count = excluded.team_runs_count, \
+             workflow_runs_count = excluded.workflow_runs_count, agent_sessions_count = excluded.agent_sessions_count, \
+             team_sessions_count = excluded.team_sessions_count, \
+             workflow_sessions_count = excluded.workflow_sessions_count, users_count = excluded.users_count, \
+             token_metrics = excluded.token_metrics, model_metrics = excluded.model_metrics, \
+             updated_at = excluded.updated_at, completed = excluded.completed",
+            self.tables().metrics
+        );
+        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot begin a metrics write", e))?;
+        for b in buckets {
+            sqlx::query(AssertSqlSafe(sql.as_str()))
+                .bind(&b.id)
+                .bind(b.agent_runs_count)
+                .bind(b.team_runs_count)
+                .bind(b.workflow_runs_count)
+                .bind(b.agent_sessions_count)
+                .bind(b.team_sessions_count)
+                .bind(b.workflow_sessions_count)
+                .bind(b.users_count)
+                .bind(to_json_text(&b.token_metrics)?)
+                .bind(to_json_text(&b.model_metrics)?)
+                .bind(b.date.to_string())
+                .bind(&b.aggregation_period)
+                .bind(b.bucket_key())
+                .bind(b.created_at)
+                .bind(b.updated_at)
+                .bind(b.completed)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db_error(&format!("cannot write the metrics of {}", b.date), e))?;
+        }
+        tx.commit().await.map_err(|e| db_error("cannot commit metrics", e))
+    }
+
+    async fn get_metrics(&self, query: &MetricsQuery) -> DbResult<(Vec<MetricsBucket>, Option<i64>)> {
+        let t = &self.tables().metrics;
+        let from = query.starting_date.map(|d| d.to_string());
+        let to = query.ending_date.map(|d| d.to_string());
+        let user = query.user_id.as_deref();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM {t} WHERE (? IS NULL OR date >= ?) AND (? IS NULL OR date <= ?) \
+             AND (? IS NULL OR user_id = ?) ORDER BY date, user_id, aggregation_period"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
+            .bind(&from)
+            .bind(&from)
+            .bind(&to)
+            .bind(&to)
+            .bind(user)
+            .bind(user)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read metrics", e))?;
+        if rows.is_empty() {
+            return Ok((Vec::new(), None));
+        }
+        let buckets = rows.iter().map(bucket_from_row).collect::<DbResult<Vec<_>>>()?;
+        let latest_sql = format!("SELECT MAX(updated_at) FROM {t} WHERE (? IS NULL OR user_id = ?)");
+        let latest: Option<i64> = sqlx::query_scalar(AssertSqlSafe(latest_sql.as_str()))
+            .bind(user)
+            .bind(user)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read the latest metrics update", e))?;
+        Ok((buckets, latest))
+    }
+
+    async fn metrics_progress(&self) -> DbResult<(Option<NaiveDate>, Option<NaiveDate>)> {
+        let t = &self.tables().metrics;
+        let sql = format!(
+            "SELECT (SELECT MAX(date) FROM {t} WHERE completed), \
+             (SELECT MIN(date) FROM {t} WHERE NOT completed \
+              AND date > COALESCE((SELECT MAX(date) FROM {t} WHERE completed), ''))"
+        );
+        let row = sqlx::query(AssertSqlSafe(sql.as_str()))
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read metrics progress", e))?;
+        let day = |i: usize| -> DbResult<Option<NaiveDate>> {
+            let text: Option<String> = row.try_get(i).map_err(|e| db_error("cannot read metrics progress", e))?;
+            text.as_deref().map(parse_date).transpose()
+        };
+        Ok((day(0)?, day(1)?))
+    }
+}
