@@ -117,3 +117,47 @@ async fn sqlx_column_exists(path: &std::path::Path) -> bool {
     assert!(out.status.success());
     String::from_utf8_lossy(&out.stdout).lines().any(|l| l.split('|').nth(1) == Some("runs"))
 }
+
+/// A v2 schedules table (no owner, no provenance) with a run migrates to 3.0.0: the new
+/// columns are added, rows read back through the store, and names become unique per owner.
+#[tokio::test]
+async fn v2_schedules_gain_owner_provenance_and_name_keys() {
+    use agno_core::{Schedule, ScheduleStore};
+    let dir = std::env::temp_dir().join("agno-rs-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("schedules-v2-{}.sqlite", agno_core::new_id()));
+    let db = SqliteDb::connect(path.to_str().unwrap()).await.unwrap();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    for sql in [
+        "CREATE TABLE agno_schedules (id VARCHAR NOT NULL, name VARCHAR NOT NULL, description VARCHAR, \
+         method VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, payload JSON, cron_expr VARCHAR NOT NULL, \
+         timezone VARCHAR NOT NULL, timeout_seconds BIGINT NOT NULL, max_retries BIGINT NOT NULL, \
+         retry_delay_seconds BIGINT NOT NULL, enabled BOOLEAN NOT NULL, next_run_at BIGINT, locked_by VARCHAR, \
+         locked_at BIGINT, created_at BIGINT NOT NULL, updated_at BIGINT, PRIMARY KEY (id))",
+        "CREATE TABLE agno_schedule_runs (id VARCHAR NOT NULL, schedule_id VARCHAR NOT NULL, attempt BIGINT NOT NULL, \
+         triggered_at BIGINT, completed_at BIGINT, status VARCHAR NOT NULL, status_code BIGINT, run_id VARCHAR, \
+         session_id VARCHAR, error VARCHAR, input JSON, output JSON, requirements JSON, created_at BIGINT NOT NULL, \
+         PRIMARY KEY (id), FOREIGN KEY(schedule_id) REFERENCES agno_schedules (id) ON DELETE CASCADE)",
+        "INSERT INTO agno_schedules VALUES ('s1', 'nightly', NULL, 'POST', '/agents/a/runs', '{\"message\":\"hi\"}', \
+         '0 3 * * *', 'UTC', 3600, 0, 60, 1, 100, NULL, NULL, 10, NULL)",
+        "INSERT INTO agno_schedule_runs VALUES ('r1', 's1', 1, 100, 110, 'success', 200, NULL, NULL, NULL, NULL, \
+         NULL, NULL, 100)",
+    ] {
+        sqlx::query(sql).execute(&pool).await.unwrap();
+    }
+    let err = db.get_schedule("s1", None).await.expect_err("unmigrated table lacks v3 columns");
+    assert_eq!(err.kind(), agno_core::DbErrorKind::SchemaTooOld);
+
+    MigrationManager::new(&db).up(None, &|_, _| {}).await.unwrap();
+    assert_eq!(db.get_latest_schema_version("agno_schedules").await.unwrap().as_deref(), Some("3.0.0"));
+    let s = db.get_schedule("s1", None).await.unwrap().expect("kept");
+    assert_eq!((s.name.as_str(), s.user_id.as_deref(), s.managed_by.as_deref()), ("nightly", None, None));
+    assert_eq!(s.payload, Some(serde_json::json!({"message": "hi"})));
+    let (runs, total) = db.get_schedule_runs("s1", None, None, None).await.unwrap();
+    assert_eq!((total, runs[0].status.as_str()), (1, "success"));
+    let err = db.create_schedule(&Schedule::new("nightly", "/agents/a/runs", "")).await.expect_err("name taken");
+    assert_eq!(err.kind(), agno_core::DbErrorKind::Conflict);
+    let mut owned = Schedule::new("nightly", "/agents/a/runs", "");
+    owned.user_id = Some("u1".into());
+    db.create_schedule(&owned).await.expect("same name, another owner");
+}

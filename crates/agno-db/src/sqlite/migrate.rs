@@ -53,6 +53,49 @@ impl SqliteDb {
         Ok(true)
     }
 
+    /// 3.0.0 on schedules, as Python Agno: the provenance columns (nullable), their lookup
+    /// indexes, the owner composite index, and the partial unique indexes that keep names unique
+    /// per owner. Duplicate names within one owner fail the step (unstamped) with the names to
+    /// fix.
+    async fn schedules_v3(&self, table: &str) -> DbResult<bool> {
+        let mut changed = false;
+        for column in [
+            "managed_by",
+            "target_type",
+            "target_id",
+            "created_by_run_id",
+            "created_by_session_id",
+            "updated_by_run_id",
+            "updated_by_session_id",
+            "disabled_reason",
+        ] {
+            changed |= self.add_column_if_missing(table, column, "TEXT").await?;
+        }
+        let mut ddl = vec![
+            format!("CREATE INDEX IF NOT EXISTS idx_{table}_managed_by ON {table} (managed_by)"),
+            format!("CREATE INDEX IF NOT EXISTS idx_{table}_target_id ON {table} (target_id)"),
+            format!(
+                "CREATE INDEX IF NOT EXISTS idx_{table}_user_id_enabled_next_run_at ON {table} (user_id, enabled, next_run_at)"
+            ),
+        ];
+        ddl.extend(super::schedules::schedules_ddl(table).into_iter().filter(|d| d.starts_with("CREATE UNIQUE")));
+        let _turn = self.write_turn().await;
+        for sql in ddl {
+            sqlx::query(AssertSqlSafe(sql.as_str())).execute(self.pool()).await.map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_unique_violation() => DbError::new(
+                    DbErrorKind::Conflict,
+                    format!(
+                        "{table} has two schedules with the same name for one owner; rename or delete one, \
+                         then migrate again (schedule names are unique per owner from 3.0.0)"
+                    ),
+                )
+                .with_source(e),
+                _ => db_error(&format!("cannot migrate {table} to 3.0.0"), e),
+            })?;
+        }
+        Ok(changed)
+    }
+
     /// Copies every legacy blob run into the runs table, in batches, in one transaction; runs
     /// already in the table are left as they are.
     async fn copy_blob_runs(&self, options: &MigrationOptions, progress: Progress<'_>) -> DbResult<bool> {
@@ -205,7 +248,7 @@ impl Migrate for SqliteDb {
                     .execute(self.pool())
                     .await
                     .map_err(|e| db_error("cannot index user_id", e))?;
-                added
+                if kind == TableKind::Schedules { self.schedules_v3(table).await? || added } else { added }
             }
             (TableKind::Metrics, "3.0.0") => {
                 let added = self.add_column_if_missing(&t.metrics, "user_id", "VARCHAR NOT NULL DEFAULT ''").await?;
