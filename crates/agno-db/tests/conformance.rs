@@ -326,4 +326,19 @@ mod schedules_sqlite {
         std::sync::Arc::new(db)
     }
     agno_testkit::schedules_conformance!(sqlite, make().await);
+mod schedules_postgres {
+    /// A fresh Postgres schema per test, named like the session suite's so its sweep of schemas
+    /// left by exited test processes covers these too.
+    async fn make() -> std::sync::Arc<agno_db::PostgresDb> {
+        let url = std::env::var("AGNO_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+        let schema = format!("agno_conf_{}_{}", std::process::id(), agno_core::new_id().replace('-', ""));
+        let db =
+            agno_db::PostgresDb::connect_with(&url, agno_db::TableNames::default(), &schema[..schema.len().min(63)])
+                .await
+                .unwrap();
+        db.create_tables().await.unwrap();
+        std::sync::Arc::new(db)
+    }
+    agno_testkit::schedules_conformance!(postgres, make().await);
 }

@@ -1,16 +1,19 @@
 //! `PostgresDb` beyond the conformance suite: tables identical to Python Agno 3.1's, legacy data
 //! written by the real Python Agno 2.9.0 (fixtures/legacy_v2) migrating to v3 without loss, a
-//! migration failing halfway keeping nothing and resuming, the metrics key swap, URL forms, and
-//! an unreachable server reported as such. Needs the local server (`AGNO_TEST_POSTGRES_URL`,
-//! default `postgresql://postgres@127.0.0.1:5432/test`); each test works in its own schema.
+//! migration failing halfway keeping nothing and resuming, the metrics key swap, the schedule
+//! name keys, URL forms, an unreachable server reported as such, and Python Agno reading what
+//! agno-rs wrote (and back) when `AGNO_PYTHON` is set. Needs the local server
+//! (`AGNO_TEST_POSTGRES_URL`, default `postgresql://postgres@127.0.0.1:5432/test`); each test
+//! works in its own schema.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agno_core::{
-    AgentSession, DbErrorKind, MemoryQuery, MemorySort, MemoryStore, RunOutput, RunQuery, RunStore, SchemaStore,
-    SessionStore, SortOrder, StateUpdate, UserMemory,
+    AgentSession, DbErrorKind, MemoryQuery, MemorySort, MemoryStore, MetricsBucket, MetricsQuery, MetricsStore,
+    RunOutput, RunQuery, RunStore, Schedule, ScheduleRun, ScheduleRunUpdate, ScheduleStore, SchemaStore, SessionStore,
+    SortOrder, StateUpdate, UserMemory,
 };
 use agno_db::{Migrate, MigrationManager, MigrationOptions, PostgresDb, TableNames};
 use serde_json::{Value, json};
@@ -236,6 +239,105 @@ async fn tables_are_created_exactly_as_python_agno_creates_them() {
     let stamp: String = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&mut c).await.unwrap();
     assert_eq!(stamp.len(), "2026-01-01T00:00:00.000000".len(), "{stamp}");
     assert_eq!(&stamp[10..11], "T");
+}
+
+/// As Python Agno 3.1.10's `PostgresDb` creates the metrics, schedules and schedule runs tables,
+/// read from a schema it created (columns, indexes with the partial unique name keys, keys).
+const AGNO_SCHEDULE_TABLES: &str = "\
+col agno_metrics.id character varying NO -
+col agno_metrics.agent_runs_count bigint NO -
+col agno_metrics.team_runs_count bigint NO -
+col agno_metrics.workflow_runs_count bigint NO -
+col agno_metrics.agent_sessions_count bigint NO -
+col agno_metrics.team_sessions_count bigint NO -
+col agno_metrics.workflow_sessions_count bigint NO -
+col agno_metrics.users_count bigint NO -
+col agno_metrics.token_metrics jsonb NO -
+col agno_metrics.model_metrics jsonb NO -
+col agno_metrics.date date NO -
+col agno_metrics.aggregation_period character varying NO -
+col agno_metrics.user_id character varying NO -
+col agno_metrics.created_at bigint NO -
+col agno_metrics.updated_at bigint YES -
+col agno_metrics.completed boolean NO -
+col agno_schedule_runs.id character varying NO -
+col agno_schedule_runs.schedule_id character varying NO -
+col agno_schedule_runs.attempt bigint NO -
+col agno_schedule_runs.triggered_at bigint YES -
+col agno_schedule_runs.completed_at bigint YES -
+col agno_schedule_runs.status character varying NO -
+col agno_schedule_runs.status_code bigint YES -
+col agno_schedule_runs.run_id character varying YES -
+col agno_schedule_runs.session_id character varying YES -
+col agno_schedule_runs.error text YES -
+col agno_schedule_runs.input jsonb YES -
+col agno_schedule_runs.output jsonb YES -
+col agno_schedule_runs.requirements jsonb YES -
+col agno_schedule_runs.user_id character varying YES -
+col agno_schedule_runs.created_at bigint NO -
+col agno_schedules.id character varying NO -
+col agno_schedules.name character varying NO -
+col agno_schedules.description text YES -
+col agno_schedules.method character varying NO -
+col agno_schedules.endpoint character varying NO -
+col agno_schedules.payload jsonb YES -
+col agno_schedules.cron_expr character varying NO -
+col agno_schedules.timezone character varying NO -
+col agno_schedules.timeout_seconds bigint NO -
+col agno_schedules.max_retries bigint NO -
+col agno_schedules.retry_delay_seconds bigint NO -
+col agno_schedules.enabled boolean NO -
+col agno_schedules.next_run_at bigint YES -
+col agno_schedules.locked_by character varying YES -
+col agno_schedules.locked_at bigint YES -
+col agno_schedules.user_id character varying YES -
+col agno_schedules.managed_by character varying YES -
+col agno_schedules.target_type character varying YES -
+col agno_schedules.target_id character varying YES -
+col agno_schedules.created_by_run_id character varying YES -
+col agno_schedules.created_by_session_id character varying YES -
+col agno_schedules.updated_by_run_id character varying YES -
+col agno_schedules.updated_by_session_id character varying YES -
+col agno_schedules.disabled_reason character varying YES -
+col agno_schedules.created_at bigint NO -
+col agno_schedules.updated_at bigint YES -
+idx CREATE UNIQUE INDEX agno_metrics_pkey ON S.agno_metrics USING btree (id)
+idx CREATE UNIQUE INDEX agno_metrics_uq_metrics_user_date_period ON S.agno_metrics USING btree (user_id, date, aggregation_period)
+idx CREATE UNIQUE INDEX agno_schedule_runs_pkey ON S.agno_schedule_runs USING btree (id)
+idx CREATE UNIQUE INDEX agno_schedules_pkey ON S.agno_schedules USING btree (id)
+idx CREATE UNIQUE INDEX agno_schedules_uq_unowned_name ON S.agno_schedules USING btree (name) WHERE (user_id IS NULL)
+idx CREATE UNIQUE INDEX agno_schedules_uq_user_name ON S.agno_schedules USING btree (user_id, name) WHERE (user_id IS NOT NULL)
+idx CREATE INDEX idx_agno_metrics_date ON S.agno_metrics USING btree (date)
+idx CREATE INDEX idx_agno_metrics_user_id ON S.agno_metrics USING btree (user_id)
+idx CREATE INDEX idx_agno_schedule_runs_created_at ON S.agno_schedule_runs USING btree (created_at)
+idx CREATE INDEX idx_agno_schedule_runs_schedule_id ON S.agno_schedule_runs USING btree (schedule_id)
+idx CREATE INDEX idx_agno_schedule_runs_status ON S.agno_schedule_runs USING btree (status)
+idx CREATE INDEX idx_agno_schedule_runs_user_id ON S.agno_schedule_runs USING btree (user_id)
+idx CREATE INDEX idx_agno_schedules_created_at ON S.agno_schedules USING btree (created_at)
+idx CREATE INDEX idx_agno_schedules_enabled_next_run_at ON S.agno_schedules USING btree (enabled, next_run_at)
+idx CREATE INDEX idx_agno_schedules_managed_by ON S.agno_schedules USING btree (managed_by)
+idx CREATE INDEX idx_agno_schedules_name ON S.agno_schedules USING btree (name)
+idx CREATE INDEX idx_agno_schedules_next_run_at ON S.agno_schedules USING btree (next_run_at)
+idx CREATE INDEX idx_agno_schedules_target_id ON S.agno_schedules USING btree (target_id)
+idx CREATE INDEX idx_agno_schedules_user_id ON S.agno_schedules USING btree (user_id)
+idx CREATE INDEX idx_agno_schedules_user_id_enabled_next_run_at ON S.agno_schedules USING btree (user_id, enabled, next_run_at)
+con agno_metrics_pkey PRIMARY KEY (id)
+con agno_metrics_uq_metrics_user_date_period UNIQUE (user_id, date, aggregation_period)
+con agno_schedule_runs_pkey PRIMARY KEY (id)
+con agno_schedule_runs_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES S.agno_schedules(id) ON DELETE CASCADE
+con agno_schedules_pkey PRIMARY KEY (id)";
+#[tokio::test]
+async fn metrics_and_schedule_tables_are_created_exactly_as_python_agno_creates_them() {
+    let scratch = Scratch::new("ddl_sched");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    db.create_tables().await.unwrap(); // idempotent
+    let got = catalog(&scratch.name, &["agno_metrics", "agno_schedules", "agno_schedule_runs"]).await;
+    let want: Vec<&str> = AGNO_SCHEDULE_TABLES.lines().collect();
+    assert_eq!(got, want);
+    for table in ["agno_metrics", "agno_schedules", "agno_schedule_runs"] {
+        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
+    }
 }
 
 #[tokio::test]
@@ -525,6 +627,53 @@ async fn metrics_get_the_per_user_key_in_place_of_the_daily_one() {
 }
 
 #[tokio::test]
+async fn schedules_get_the_per_owner_name_keys_on_migration() {
+    let scratch = Scratch::new("sched_mig");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    let s = &scratch.name;
+    let mut c = conn().await;
+    // A pre-3.0 schedules table: no owner, no provenance, no key on the name; two rows share one.
+    exec(
+        &mut c,
+        &format!(
+            "CREATE TABLE \"{s}\".agno_schedules (id VARCHAR NOT NULL, name VARCHAR NOT NULL, description TEXT, \
+             method VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, payload JSONB, cron_expr VARCHAR NOT NULL, \
+             timezone VARCHAR NOT NULL, timeout_seconds BIGINT NOT NULL, max_retries BIGINT NOT NULL, \
+             retry_delay_seconds BIGINT NOT NULL, enabled BOOLEAN NOT NULL, next_run_at BIGINT, locked_by VARCHAR, \
+             locked_at BIGINT, created_at BIGINT NOT NULL, updated_at BIGINT, PRIMARY KEY (id)); \
+             INSERT INTO \"{s}\".agno_schedules VALUES \
+             ('s1', 'nightly', NULL, 'POST', '/agents/a/runs', NULL, '0 3 * * *', 'UTC', 3600, 0, 60, true, NULL, NULL, NULL, 1, NULL), \
+             ('s2', 'nightly', NULL, 'POST', '/agents/b/runs', NULL, '0 4 * * *', 'UTC', 3600, 0, 60, true, NULL, NULL, NULL, 2, NULL);"
+        ),
+    )
+    .await;
+    // As Python Agno: duplicate names in one owner bucket fail the step, unstamped.
+    let err = MigrationManager::new(&db).up(None, &|_, _| {}).await.unwrap_err();
+    assert_eq!(err.kind(), DbErrorKind::Conflict, "{err}");
+    assert!(err.to_string().contains("agno_schedules_uq_unowned_name"), "{err}");
+    assert_eq!(db.get_latest_schema_version("agno_schedules").await.unwrap().as_deref(), Some("2.5.6"));
+    exec(&mut c, &format!("UPDATE \"{s}\".agno_schedules SET name = 'nightly-b' WHERE id = 's2'")).await;
+    MigrationManager::new(&db).up(None, &|_, _| {}).await.unwrap();
+    assert_eq!(db.get_latest_schema_version("agno_schedules").await.unwrap().as_deref(), Some("3.0.0"));
+    let got: Vec<String> = catalog(s, &["agno_schedules"])
+        .await
+        .into_iter()
+        .filter(|l| l.starts_with("idx ") && l.contains("_uq_"))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "idx CREATE UNIQUE INDEX agno_schedules_uq_unowned_name ON S.agno_schedules USING btree (name) WHERE (user_id IS NULL)",
+            "idx CREATE UNIQUE INDEX agno_schedules_uq_user_name ON S.agno_schedules USING btree (user_id, name) WHERE (user_id IS NOT NULL)",
+        ]
+    );
+    let dup = Schedule::new("nightly", "/agents/c/runs", "* * * * *");
+    assert_eq!(db.create_schedule(&dup).await.unwrap_err().kind(), DbErrorKind::Conflict);
+    let run = db.create_schedule_run(&ScheduleRun::new("s1")).await.unwrap();
+    assert_eq!(run.user_id, None);
+}
+
+#[tokio::test]
 async fn rust_writes_read_back_and_users_stay_apart() {
     let scratch = Scratch::new("rw");
     // SQLAlchemy-style URL, schema from the URL.
@@ -620,14 +769,214 @@ else:
     print(json.dumps({"runs": out}))
 "#;
 
+/// Python Agno 3.1 on Postgres writing and reading schedules, schedule runs and metrics.
+const PY_SCHEDULES_PROBE: &str = r#"
+import json, sys
+try:
+    import psycopg  # noqa: F401
+except ImportError:
+    print(json.dumps({"skip": "psycopg is not installed"}))
+    sys.exit(0)
+from datetime import date
+from agno.db.postgres import PostgresDb
+from agno.db.postgres.utils import bulk_upsert_metrics
+
+mode, url, schema = sys.argv[1:4]
+db = PostgresDb(db_url=url, db_schema=schema)
+
+def plain(row):
+    return {k: (v.isoformat() if isinstance(v, date) else v) for k, v in dict(row).items()} if row else None
+
+if mode == "read":
+    s = db.get_schedule("rs-sched", user_id="rs-user")
+    by_name = db.get_schedule_by_name("rs nightly", user_id="rs-user")
+    runs, total = db.get_schedule_runs("rs-sched", user_id="rs-user")
+    latest = db.get_latest_schedule_runs(["rs-sched"])
+    claimed = db.claim_due_schedule("py-worker", lock_grace_seconds=300)
+    metrics, latest_update = db.get_metrics(starting_date=date(2026, 1, 1), ending_date=date(2026, 1, 31))
+    print(json.dumps({"schedule": plain(s), "by_name": plain(by_name), "runs": [plain(r) for r in runs],
+        "total": total, "latest": {k: plain(v) for k, v in latest.items()}, "claimed": plain(claimed),
+        "metrics": [plain(m) for m in metrics], "latest_update": latest_update}))
+else:
+    db.create_schedule({"id": "py-sched", "name": "py nightly", "description": "from python", "method": "POST",
+        "endpoint": "/agents/py-agent/runs", "payload": {"message": "hi", "nested": {"n": [1, 2]}},
+        "cron_expr": "0 3 * * *", "timezone": "Europe/Paris", "timeout_seconds": 120, "max_retries": 2,
+        "retry_delay_seconds": 30, "enabled": True, "next_run_at": 1700000500, "locked_by": None, "locked_at": None,
+        "user_id": "py-user", "managed_by": "studio", "target_type": "agent", "target_id": "py-agent",
+        "created_by_run_id": "r0", "created_by_session_id": "s0", "updated_by_run_id": None,
+        "updated_by_session_id": None, "disabled_reason": None, "created_at": 1700000000, "updated_at": 1700000001})
+    db.create_schedule_run({"id": "py-srun", "schedule_id": "py-sched", "attempt": 1, "triggered_at": 1700000600,
+        "completed_at": None, "status": "running", "status_code": None, "run_id": None, "session_id": None,
+        "error": None, "input": {"message": "hi"}, "output": None, "requirements": None, "user_id": "py-user",
+        "created_at": 1700000600})
+    db.update_schedule_run("py-srun", status="success", completed_at=1700000660, status_code=200,
+        run_id="run-py", session_id="sess-py", output={"content": "done"})
+    table = db._get_table(table_type="metrics", create_table_if_not_found=True)
+    tokens = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+    records = [
+        {"id": "py-m1", "date": date(2026, 1, 2), "aggregation_period": "daily", "user_id": "py-user",
+         "users_count": 1, "agent_sessions_count": 1, "team_sessions_count": 0, "workflow_sessions_count": 0,
+         "agent_runs_count": 2, "team_runs_count": 0, "workflow_runs_count": 0, "token_metrics": tokens,
+         "model_metrics": [{"model_id": "gpt-4o", "model_provider": "OpenAI", "count": 2}],
+         "created_at": 1700000000, "updated_at": 1700000100, "completed": True},
+        {"id": "py-m2", "date": date(2026, 1, 2), "aggregation_period": "daily", "user_id": "",
+         "users_count": 0, "agent_sessions_count": 1, "team_sessions_count": 0, "workflow_sessions_count": 0,
+         "agent_runs_count": 1, "team_runs_count": 0, "workflow_runs_count": 0, "token_metrics": tokens,
+         "model_metrics": [], "created_at": 1700000000, "updated_at": 1700000200, "completed": False},
+    ]
+    with db.Session() as sess, sess.begin():
+        bulk_upsert_metrics(session=sess, table=table, metrics_records=records)
+    print(json.dumps({"ok": True}))
+"#;
+
+#[tokio::test]
+async fn python_agno_and_agno_rs_share_schedules_and_metrics() {
+    let scratch = Scratch::new("sched_interop");
+    // Python Agno writes first, creating the tables its own way.
+    if py_script(PY_SCHEDULES_PROBE, &["write", &scratch.name]).is_none() {
+        return;
+    }
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    let s = db.get_schedule("py-sched", Some("py-user")).await.unwrap().expect("python's schedule");
+    assert_eq!(
+        (s.name.as_str(), s.timezone.as_str(), s.cron_expr.as_str()),
+        ("py nightly", "Europe/Paris", "0 3 * * *")
+    );
+    assert_eq!(s.payload, Some(json!({"message": "hi", "nested": {"n": [1, 2]}})));
+    assert_eq!((s.timeout_seconds, s.max_retries, s.retry_delay_seconds), (120, 2, 30));
+    assert_eq!(
+        (s.enabled, s.next_run_at, s.created_at, s.updated_at),
+        (true, Some(1_700_000_500), 1_700_000_000, Some(1_700_000_001))
+    );
+    assert_eq!((s.managed_by.as_deref(), s.target_id.as_deref()), (Some("studio"), Some("py-agent")));
+    assert_eq!(
+        db.get_schedule_by_name("py nightly", Some("py-user")).await.unwrap().map(|s| s.id),
+        Some("py-sched".to_owned())
+    );
+    assert_eq!(db.get_schedule("py-sched", Some("rs-user")).await.unwrap(), None);
+    // Python's partial unique index keeps the name taken for its owner.
+    let mut dup = Schedule::new("py nightly", "/agents/a/runs", "* * * * *");
+    dup.user_id = Some("py-user".to_owned());
+    assert_eq!(db.create_schedule(&dup).await.unwrap_err().kind(), DbErrorKind::Conflict);
+    let (runs, total) = db.get_schedule_runs("py-sched", Some("py-user"), None, None).await.unwrap();
+    assert_eq!(total, 1);
+    let r = &runs[0];
+    assert_eq!(
+        (r.id.as_str(), r.status.as_str(), r.status_code, r.completed_at),
+        ("py-srun", "success", Some(200), Some(1_700_000_660))
+    );
+    assert_eq!((r.input.clone(), r.output.clone()), (Some(json!({"message": "hi"})), Some(json!({"content": "done"}))));
+    assert_eq!(r.user_id.as_deref(), Some("py-user"));
+    let day = |d: &str| d.parse::<agno_core::NaiveDate>().unwrap();
+    let (buckets, latest) = db
+        .get_metrics(&MetricsQuery {
+            starting_date: Some(day("2026-01-02")),
+            ending_date: Some(day("2026-01-02")),
+            user_id: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        buckets.iter().map(|b| (b.id.as_str(), b.user_id.as_deref())).collect::<Vec<_>>(),
+        [("py-m2", None), ("py-m1", Some("py-user"))]
+    );
+    assert_eq!(latest, Some(1_700_000_200));
+    let m1 = &buckets[1];
+    assert_eq!((m1.agent_runs_count, m1.users_count, m1.completed), (2, 1, true));
+    assert_eq!(m1.token_metrics["total_tokens"], json!(15));
+    assert_eq!(m1.model_metrics, json!([{"model_id": "gpt-4o", "model_provider": "OpenAI", "count": 2}]));
+
+    // agno-rs writes, Python Agno reads (and claims).
+    let mut mine = Schedule::new("rs nightly", "/agents/rs-agent/runs", "*/5 * * * *");
+    mine.id = "rs-sched".to_owned();
+    mine.user_id = Some("rs-user".to_owned());
+    mine.description = Some("from rust".to_owned());
+    mine.payload = Some(json!({"message": "from rust", "nested": {"n": [1, 2]}}));
+    mine.next_run_at = Some(1_700_000_000);
+    mine.created_at = 1_700_000_000;
+    db.create_schedule(&mine).await.unwrap();
+    let mut run = ScheduleRun::new("rs-sched");
+    run.id = "rs-srun".to_owned();
+    run.triggered_at = Some(1_700_000_010);
+    run.created_at = 1_700_000_010;
+    run.input = Some(json!({"message": "from rust"}));
+    db.create_schedule_run(&run).await.unwrap();
+    let done = ScheduleRunUpdate {
+        status: Some("success".to_owned()),
+        completed_at: Some(Some(1_700_000_020)),
+        status_code: Some(Some(200)),
+        output: Some(Some(json!({"content": "ok"}))),
+        ..ScheduleRunUpdate::default()
+    };
+    db.update_schedule_run("rs-srun", &done).await.unwrap().expect("run");
+    let bucket = |user: Option<&str>, completed: bool, updated_at: i64| MetricsBucket {
+        id: agno_core::new_id(),
+        user_id: user.map(str::to_owned),
+        date: day("2026-01-05"),
+        aggregation_period: "daily".to_owned(),
+        agent_runs_count: 3,
+        team_runs_count: 0,
+        workflow_runs_count: 0,
+        agent_sessions_count: 1,
+        team_sessions_count: 0,
+        workflow_sessions_count: 0,
+        users_count: i64::from(user.is_some()),
+        token_metrics: json!({"input_tokens": 4, "total_tokens": 4}).as_object().unwrap().clone(),
+        model_metrics: json!([{"model_id": "m", "model_provider": "p", "count": 3}]),
+        created_at: 1_700_000_000,
+        updated_at: Some(updated_at),
+        completed,
+    };
+    db.upsert_metrics(&[bucket(Some("rs-user"), true, 1_700_000_300), bucket(None, true, 1_700_000_400)])
+        .await
+        .unwrap();
+    let seen = py_script(PY_SCHEDULES_PROBE, &["read", &scratch.name]).unwrap();
+    assert_eq!(seen["schedule"]["payload"], json!({"message": "from rust", "nested": {"n": [1, 2]}}));
+    assert_eq!(seen["schedule"]["description"], "from rust");
+    assert_eq!(seen["schedule"]["enabled"], true);
+    assert_eq!(seen["schedule"]["timeout_seconds"], 3600);
+    assert_eq!(seen["by_name"]["id"], "rs-sched");
+    assert_eq!(seen["total"], 1);
+    assert_eq!(seen["runs"][0]["status"], "success");
+    assert_eq!(seen["runs"][0]["output"], json!({"content": "ok"}));
+    assert_eq!(seen["runs"][0]["user_id"], "rs-user");
+    assert_eq!(seen["latest"]["rs-sched"]["id"], "rs-srun");
+    // Python's poller claims the schedule due soonest.
+    assert_eq!(seen["claimed"]["id"], "rs-sched");
+    assert_eq!(seen["claimed"]["locked_by"], "py-worker");
+    let mut owners: Vec<Value> = seen["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["date"] == "2026-01-05")
+        .map(|m| m["user_id"].clone())
+        .collect();
+    owners.sort_by_key(Value::to_string);
+    assert_eq!(owners, [json!("rs-user"), Value::Null], "the shared bucket reads back without an owner");
+    assert_eq!(seen["latest_update"], 1_700_000_400);
+    let claimed = "rs-sched";
+    let got = db.get_schedule(claimed, None).await.unwrap().expect("claimed");
+    assert_eq!(got.locked_by.as_deref(), Some("py-worker"));
+    assert!(db.release_schedule(claimed, Some(1_800_000_000), Some("py-worker"), None).await.unwrap());
+}
+
 fn py_probe(mode: &str, schema: &str, session_id: &str) -> Option<Value> {
+    py_script(PY_PROBE, &[mode, schema, session_id])
+}
+
+/// Runs `script` with `AGNO_PYTHON` as `script <args[0]> <sqlalchemy url> <args[1..]>`; its last
+/// JSON line, or `None` when the check is skipped.
+fn py_script(script: &str, args: &[&str]) -> Option<Value> {
     let Some(py) = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty()) else {
         eprintln!("AGNO_PYTHON is not set: skipping the Python Agno interop check on Postgres");
         return None;
     };
     let sa_url = url().replacen("postgresql://", "postgresql+psycopg://", 1);
+    let (mode, rest) = args.split_first().expect("a mode");
     let out = std::process::Command::new(py)
-        .args(["-c", PY_PROBE, mode, &sa_url, schema, session_id])
+        .args(["-c", script, mode, &sa_url])
+        .args(rest)
         .env("AGNO_TELEMETRY", "false")
         .output()
         .expect("python runs");

@@ -1,7 +1,7 @@
 //! Schema migrations of a PostgreSQL database, as Python Agno's `MigrationManager` applies them:
 //! 2.3.0 (memory columns, JSON -> JSONB), 2.5.0 (session primary key), 3.0.0 (the copy of
-//! legacy blob runs into the runs table, `user_id` columns, the per-user metrics key), and the
-//! cleanup of the legacy `runs` column.
+//! legacy blob runs into the runs table, `user_id` columns, the per-user metrics key, the
+//! per-owner schedule name keys), and the cleanup of the legacy `runs` column.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +11,7 @@ use serde_json::Value;
 use sqlx::postgres::Postgres;
 use sqlx::{AssertSqlSafe, Row, Transaction};
 
+use super::schedules::name_backstop_ddl;
 use super::schema::{index_ddl, runs_ddl};
 use super::{PostgresDb, db_error, value_column};
 use crate::codec::run_type;
@@ -295,6 +296,36 @@ impl PostgresDb {
             if present && !self.index_exists(&name).await? {
                 self.exec(&format!("cannot create index {name}"), index_ddl(&q, table, &columns)).await?;
                 changed = true;
+            }
+        }
+        if kind == TableKind::Schedules {
+            changed |= self.schedule_name_backstop(table).await?;
+        }
+        Ok(changed)
+    }
+
+    /// 3.0.0 on schedules, as Python Agno: the partial unique indexes keeping names unique per
+    /// owner (v2 had no such key). Duplicate names within one owner fail the step, unstamped,
+    /// until they are resolved.
+    async fn schedule_name_backstop(&self, table: &str) -> DbResult<bool> {
+        let mut changed = false;
+        for (name, ddl) in name_backstop_ddl(&self.qualified(table), table) {
+            if self.index_exists(&name).await? {
+                continue;
+            }
+            match sqlx::query(AssertSqlSafe(ddl)).execute(self.pool()).await {
+                Ok(_) => changed = true,
+                Err(sqlx::Error::Database(d)) if d.is_unique_violation() => {
+                    return Err(DbError::new(
+                        DbErrorKind::Conflict,
+                        format!(
+                            "cannot create unique index {name} on {table}: duplicate schedule names exist within one \
+                             owner; rename or delete the duplicates, then run the migration again"
+                        ),
+                    )
+                    .with_source(sqlx::Error::Database(d)));
+                }
+                Err(e) => return Err(db_error(&format!("cannot create index {name}"), e)),
             }
         }
         Ok(changed)

@@ -5,8 +5,10 @@
 mod evals;
 mod knowledge;
 mod memories;
+mod metrics;
 mod migrate;
 mod runs;
+mod schedules;
 mod schema;
 mod sessions;
 

@@ -77,8 +77,9 @@ impl PostgresDb {
         self.create_table_if_missing(t, &versions_ddl(&self.qualified(t), t)).await.map(|_| ())
     }
 
-    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, schema versions) at
-    /// the latest schema and stamps it. Existing tables are left alone: use the migrations for those.
+    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics,
+    /// schedules, schedule runs, schema versions) at the latest schema and stamps it. Existing
+    /// tables are left alone: use the migrations for those.
     ///
     /// # Errors
     /// A storage error.
@@ -90,12 +91,19 @@ impl PostgresDb {
         let memories_q = self.qualified(&t.memories);
         let evals_q = self.qualified(&t.evals);
         let knowledge_q = self.qualified(&t.knowledge);
+        let metrics_q = self.qualified(&t.metrics);
+        let schedules_q = self.qualified(&t.schedules);
+        let schedule_runs_q = self.qualified(&t.schedule_runs);
         for (name, ddl) in [
             (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
             (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
             (&t.memories, super::memories::memories_ddl(&memories_q, &t.memories)),
             (&t.evals, super::evals::evals_ddl(&evals_q, &t.evals)),
             (&t.knowledge, super::knowledge::knowledge_ddl(&knowledge_q, &t.knowledge)),
+            (&t.metrics, super::metrics::metrics_ddl(&metrics_q, &t.metrics)),
+            (&t.schedules, super::schedules::schedules_ddl(&schedules_q, &t.schedules)),
+            // After the schedules table: its foreign key points there.
+            (&t.schedule_runs, super::schedules::schedule_runs_ddl(&schedule_runs_q, &t.schedule_runs, &schedules_q)),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 self.upsert_schema_version(name, LATEST_VERSION).await?;
