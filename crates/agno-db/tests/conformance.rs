@@ -314,3 +314,15 @@ mod records_json {
 mod schedules_memory {
     agno_testkit::schedules_conformance!(memory, std::sync::Arc::new(agno_db::InMemoryDb::new()));
 }
+
+mod schedules_redis {
+    /// A unique key prefix per test (swept with the other conformance prefixes).
+    async fn make() -> std::sync::Arc<agno_db::RedisDb> {
+        let url = std::env::var("AGNO_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned());
+        let prefix = format!("agno-rs-conf:{}:{}", std::process::id(), agno_core::new_id());
+        let db = agno_db::RedisDb::connect_with(&url, &prefix).await.unwrap();
+        db.create_tables().await.unwrap();
+        std::sync::Arc::new(db)
+    }
+    agno_testkit::schedules_conformance!(redis, make().await);
+}

@@ -11,6 +11,7 @@
 mod evals;
 mod knowledge;
 pub(crate) mod memories;
+pub(crate) mod metrics;
 mod migrate;
 mod runs;
 pub(crate) mod schema;
