@@ -326,3 +326,17 @@ mod schedules_redis {
     }
     agno_testkit::schedules_conformance!(redis, make().await);
 }
+
+mod schedules_json {
+    use std::sync::Arc;
+
+    /// A fresh directory per test under the temp dir.
+    async fn make() -> Arc<agno_db::JsonDb> {
+        let dir = std::env::temp_dir().join("agno-rs-tests").join(format!("json-rec-{}", agno_core::new_id()));
+        let db = agno_db::JsonDb::connect(&format!("json://{}", dir.display())).await.unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
+    agno_testkit::schedules_conformance!(json, make().await);
+}

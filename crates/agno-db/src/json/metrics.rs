@@ -1,5 +1,5 @@
-//! Metrics buckets as Python Agno's `JsonDb` and `RedisDb` store them, shared by both adapters:
-//! one document per `(user_id, date, aggregation_period)` with the keys, in order, of Agno's
+//! Metrics buckets of a `JsonDb` (`agno_metrics.json`), and their documents as Python Agno's
+//! `JsonDb` and `RedisDb` store them (shared by both adapters): one document per `(user_id, date, aggregation_period)` with the keys, in order, of Agno's
 //! `calculate_date_metrics` record (`id, date, completed, token_metrics, model_metrics,
 //! created_at, updated_at, aggregation_period, user_id, users_count, agent_sessions_count,
 //! team_sessions_count, workflow_sessions_count, agent_runs_count, team_runs_count,
@@ -8,15 +8,19 @@
 //!
 //! Reads follow Agno's: an owner filter compares the stored `user_id` exactly, and an unscoped
 //! read drops a pre-v3 record (no owner, but counting its users) whose day the per-user records
-//! already cover.
+//! already cover. A `JsonDb` upsert replaces the matching document in place (same stored
+//! `user_id`, day and period, as Agno matches it), keeping its `id` and `created_at`, and writes
+//! the whole batch in one read-modify-write under the file lock.
 
 use std::collections::HashSet;
 
-use agno_core::{MetricsBucket, MetricsQuery, NaiveDate};
+use agno_core::{DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate};
+use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+use super::JsonDb;
 use super::schema::str_field;
-use crate::metrics::{metrics_match, metrics_order};
+use crate::metrics::{metrics_match, metrics_order, progress_of};
 
 /// Python Agno's deterministic id of a bucket, `{date}_{user_id}_{period}` (`2026-11-01__daily`
 /// for the shared bucket); `RedisDb` keys the bucket by it.
@@ -157,4 +161,64 @@ pub(crate) fn select_metrics<'a>(
     }
     list.sort_by(metrics_order);
     (list, latest)
+}
+
+/// True when a stored document is the bucket of `b` (Agno's match: same stored `user_id`, day
+/// and period).
+fn same_bucket(doc: &Map<String, Value>, b: &MetricsBucket) -> bool {
+    str_field(doc, "user_id") == Some(b.bucket_key())
+        && day_of(doc) == Some(b.date)
+        && str_field(doc, "aggregation_period").unwrap_or("daily") == b.aggregation_period
+}
+
+#[async_trait]
+impl MetricsStore for JsonDb {
+    async fn upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
+        if buckets.is_empty() {
+            return Ok(());
+        }
+        let buckets = buckets.to_vec();
+        self.write(move |files| {
+            let table = &files.tables().metrics;
+            let mut docs = files.read(table)?;
+            for b in buckets {
+                let mut row = b;
+                let slot = docs.iter().position(|d| d.as_object().is_some_and(|d| same_bucket(d, &row)));
+                match slot.and_then(|i| docs.get_mut(i)) {
+                    Some(stored) => {
+                        if let Some(old) = stored.as_object() {
+                            if let Some(id) = str_field(old, "id") {
+                                id.clone_into(&mut row.id);
+                            }
+                            if let Some(created) = old.get("created_at").and_then(Value::as_i64) {
+                                row.created_at = created;
+                            }
+                        }
+                        *stored = Value::Object(metrics_doc(&row));
+                    }
+                    None => docs.push(Value::Object(metrics_doc(&row))),
+                }
+            }
+            files.write(table, &docs)
+        })
+        .await
+    }
+
+    async fn get_metrics(&self, query: &MetricsQuery) -> DbResult<(Vec<MetricsBucket>, Option<i64>)> {
+        let query = query.clone();
+        self.read(move |files| {
+            let docs = files.read(&files.tables().metrics)?;
+            Ok(select_metrics(docs.iter().filter_map(Value::as_object), &query))
+        })
+        .await
+    }
+
+    async fn metrics_progress(&self) -> DbResult<(Option<NaiveDate>, Option<NaiveDate>)> {
+        self.read(|files| {
+            let docs = files.read(&files.tables().metrics)?;
+            let buckets = all_buckets(docs.iter().filter_map(Value::as_object));
+            Ok(progress_of(buckets.iter()))
+        })
+        .await
+    }
 }
