@@ -341,4 +341,28 @@ mod schedules_postgres {
         std::sync::Arc::new(db)
     }
     agno_testkit::schedules_conformance!(postgres, make().await);
+mod schedules_redis {
+    /// A unique key prefix per test (swept with the other conformance prefixes).
+    async fn make() -> std::sync::Arc<agno_db::RedisDb> {
+        let url = std::env::var("AGNO_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned());
+        let prefix = format!("agno-rs-conf:{}:{}", std::process::id(), agno_core::new_id());
+        let db = agno_db::RedisDb::connect_with(&url, &prefix).await.unwrap();
+        db.create_tables().await.unwrap();
+        std::sync::Arc::new(db)
+    }
+    agno_testkit::schedules_conformance!(redis, make().await);
+}
+
+mod schedules_json {
+    use std::sync::Arc;
+
+    /// A fresh directory per test under the temp dir.
+    async fn make() -> Arc<agno_db::JsonDb> {
+        let dir = std::env::temp_dir().join("agno-rs-tests").join(format!("json-rec-{}", agno_core::new_id()));
+        let db = agno_db::JsonDb::connect(&format!("json://{}", dir.display())).await.unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
+    agno_testkit::schedules_conformance!(json, make().await);
 }

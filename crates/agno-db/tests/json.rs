@@ -173,7 +173,16 @@ async fn files_are_shaped_as_python_agno_writes_them() {
         .iter()
         .map(|r| (r["table_name"].as_str().unwrap(), r["version"].as_str().unwrap()))
         .collect();
-    assert_eq!(stamped, [("agno_sessions", "3.0.0"), ("agno_runs", "3.0.0")]);
+    assert_eq!(
+        stamped,
+        [
+            ("agno_sessions", "3.0.0"),
+            ("agno_runs", "3.0.0"),
+            ("agno_metrics", "3.0.0"),
+            ("agno_schedules", "3.0.0"),
+            ("agno_schedule_runs", "3.0.0")
+        ]
+    );
     assert!(versions[0]["updated_at"].is_i64());
     let doc = &read_json(&dir.join("agno_sessions.json"))[0];
     assert_eq!(doc["session_type"], json!("agent"));

@@ -244,7 +244,11 @@ async fn a_fresh_prefix_opens_ready_and_is_stamped() {
     let prefix = unique_prefix("fresh");
     let db = agno_db::open_ready(&format!("{}?prefix={prefix}", url())).await.unwrap();
     assert_eq!(db.get_latest_schema_version("agno_sessions").await.unwrap().as_deref(), Some("3.0.0"));
-    assert_eq!(raw_keys(&prefix).await.len(), 2, "only the two stamps");
+    let stamps: Vec<String> = ["metrics", "runs", "schedule_runs", "schedules", "sessions"]
+        .iter()
+        .map(|t| format!("{prefix}:agno_schema_versions:agno_{t}"))
+        .collect();
+    assert_eq!(raw_keys(&prefix).await, stamps, "only the stamps");
     RedisDb::connect_with(&url(), &prefix).await.unwrap().delete_all_keys().await.unwrap();
 }
 

@@ -75,9 +75,10 @@ fn copy_blob_runs(files: &Files, options: MigrationOptions, report: &dyn Fn(u64,
 }
 
 impl JsonDb {
-    /// Creates the missing table files (sessions, runs) holding `[]` and stamps them at the latest
-    /// schema; an unstamped runs file (only ever written by v3) is stamped too. An existing
-    /// sessions file is left alone: use the migrations for it.
+    /// Creates the missing table files (sessions, runs, metrics, schedules, schedule runs) holding
+    /// `[]` and stamps them at the latest schema; an unstamped runs, schedules or schedule runs
+    /// file (only ever written by v3) is stamped too. An existing sessions or metrics file is left
+    /// alone: use the migrations for it.
     ///
     /// # Errors
     /// A storage error.
@@ -87,11 +88,19 @@ impl JsonDb {
             if files.create_if_missing(&t.sessions)? {
                 stamp(files, &t.sessions, LATEST_VERSION)?;
             }
-            files.create_if_missing(&t.runs)?;
-            if stamped_version(&files.read(&t.versions)?, &t.runs).is_none() {
-                stamp(files, &t.runs, LATEST_VERSION)?;
+            let v3_only = |table: &str| -> DbResult<()> {
+                files.create_if_missing(table)?;
+                if stamped_version(&files.read(&t.versions)?, table).is_none() {
+                    stamp(files, table, LATEST_VERSION)?;
+                }
+                Ok(())
+            };
+            v3_only(&t.runs)?;
+            if files.create_if_missing(&t.metrics)? {
+                stamp(files, &t.metrics, LATEST_VERSION)?;
             }
-            Ok(())
+            v3_only(&t.schedules)?;
+            v3_only(&t.schedule_runs)
         })
         .await
     }
@@ -108,6 +117,8 @@ impl Migrate for JsonDb {
                 (TableKind::Metrics, t.metrics),
                 (TableKind::Evals, t.evals),
                 (TableKind::Knowledge, t.knowledge),
+                (TableKind::Schedules, t.schedules),
+                (TableKind::ScheduleRuns, t.schedule_runs),
             ]
             .into_iter()
             .filter(|(_, name)| files.exists(name))

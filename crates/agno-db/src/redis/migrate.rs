@@ -14,7 +14,7 @@ use crate::migration::{CleanupReport, Migrate, MigrationOptions, Progress, Table
 
 impl RedisDb {
     /// True when some key `{prefix}:{table_type}:*` other than an index exists.
-    async fn has_keys(&self, table_type: &str) -> DbResult<bool> {
+    pub(crate) async fn has_keys(&self, table_type: &str) -> DbResult<bool> {
         let pattern = format!("{}:{table_type}:*", glob_escape(&self.prefix));
         let index = format!("{}:{table_type}:index:", self.prefix);
         let mut conn = self.conn();
@@ -121,6 +121,8 @@ impl Migrate for RedisDb {
             (TableKind::Metrics, "metrics", t.metrics),
             (TableKind::Evals, "evals", t.evals),
             (TableKind::Knowledge, "knowledge", t.knowledge),
+            (TableKind::Schedules, "schedules", t.schedules),
+            (TableKind::ScheduleRuns, "schedule_runs", t.schedule_runs),
         ] {
             if self.get_latest_schema_version(&name).await?.is_some() || self.has_keys(table_type).await? {
                 out.push((kind, name));

@@ -7,8 +7,10 @@
 //! - `{prefix}:{sessions|runs}:index:{field}:{value}`: sets of ids per field value, kept as Agno
 //!   keeps them;
 //! - `{prefix}:agno_schema_versions:{table}`: the table's schema version (plain string);
-//! - `{prefix}:memories:*`, `{prefix}:evals:*`, `{prefix}:knowledge:*`: user memories, eval runs and
-//!   knowledge contents (see their modules).
+//! - `{prefix}:memories:*`, `{prefix}:evals:*`, `{prefix}:knowledge:*`, `{prefix}:metrics:*`: user
+//!   memories, eval runs, knowledge contents and metrics buckets (see their modules);
+//! - `{prefix}:schedules:*`, `{prefix}:schedule_runs:*`: schedules and their runs, which Agno's
+//!   `RedisDb` lacks, stored in the same style (see `schedules`).
 //!
 //! Every write that must be atomic runs as a Lua script (run index assignment, owner checks,
 //! cascades), or as a compare-and-set script retried on contention (session documents, whose
@@ -17,8 +19,10 @@
 mod evals;
 mod knowledge;
 mod memories;
+mod metrics;
 mod migrate;
 mod runs;
+mod schedules;
 mod schema;
 mod sessions;
 

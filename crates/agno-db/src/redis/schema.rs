@@ -172,9 +172,10 @@ return 1
 });
 
 impl RedisDb {
-    /// Stamps the sessions key space at the latest schema when it holds no session yet (a fresh
-    /// database), and the runs key space when unstamped. Existing unstamped sessions are left to
-    /// the migrations.
+    /// Stamps the sessions and metrics key spaces at the latest schema when they hold no key
+    /// yet (a fresh database), and the runs, schedules and schedule runs key spaces (which only
+    /// v3 writes) when unstamped. Existing unstamped sessions and metrics are left to the
+    /// migrations.
     ///
     /// # Errors
     /// A storage error.
@@ -183,8 +184,13 @@ impl RedisDb {
         if self.get_latest_schema_version(&t.sessions).await?.is_none() && self.session_keys().await?.is_empty() {
             self.upsert_schema_version(&t.sessions, LATEST_VERSION).await?;
         }
-        if self.get_latest_schema_version(&t.runs).await?.is_none() {
-            self.upsert_schema_version(&t.runs, LATEST_VERSION).await?;
+        if self.get_latest_schema_version(&t.metrics).await?.is_none() && !self.has_keys("metrics").await? {
+            self.upsert_schema_version(&t.metrics, LATEST_VERSION).await?;
+        }
+        for table in [&t.runs, &t.schedules, &t.schedule_runs] {
+            if self.get_latest_schema_version(table).await?.is_none() {
+                self.upsert_schema_version(table, LATEST_VERSION).await?;
+            }
         }
         Ok(())
     }
