@@ -314,3 +314,26 @@ mod records_json {
 mod schedules_memory {
     agno_testkit::schedules_conformance!(memory, std::sync::Arc::new(agno_db::InMemoryDb::new()));
 }
+
+mod schedules_mysql {
+    use std::sync::Arc;
+
+    /// A fresh MariaDB/MySQL database per test, named like the session suite's so its sweep of
+    /// databases left by exited test processes covers these too.
+    async fn make() -> Arc<agno_db::MySqlDb> {
+        use sqlx::Connection;
+        let url =
+            std::env::var("AGNO_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+        let name = format!("agno_t_conf_{}_{}", std::process::id(), agno_core::new_id().replace('-', ""));
+        let name = &name[..name.len().min(64)];
+        let mut admin = sqlx::MySqlConnection::connect(&url).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE `{name}`"))).execute(&mut admin).await.unwrap();
+        admin.close().await.unwrap();
+        let base = url.rsplit_once('/').map_or(url.as_str(), |(base, _)| base);
+        let db = agno_db::MySqlDb::connect(&format!("{base}/{name}")).await.unwrap();
+        db.create_tables().await.unwrap();
+        Arc::new(db)
+    }
+
+    agno_testkit::schedules_conformance!(mysql, make().await);
+}
