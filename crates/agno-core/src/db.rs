@@ -644,16 +644,30 @@ pub trait ScheduleStore: Send + Sync {
     async fn delete_schedule_runs(&self, schedule_id: &str, before: i64) -> DbResult<u64>;
 }
 
-/// A complete storage backend: sessions, runs, memories, eval runs, knowledge contents and schema
-/// versions.
-///
-/// Metrics and schedules join as their stores land.
+/// A complete storage backend: sessions, runs, memories, metrics, eval runs, knowledge contents,
+/// schedules and schema versions.
 pub trait Db:
-    SessionStore + RunStore + MemoryStore + EvalStore + KnowledgeStore + SchemaStore + std::fmt::Debug
+    SessionStore
+    + RunStore
+    + MemoryStore
+    + MetricsStore
+    + EvalStore
+    + KnowledgeStore
+    + ScheduleStore
+    + SchemaStore
+    + std::fmt::Debug
 {
 }
 
 impl<T> Db for T where
-    T: SessionStore + RunStore + MemoryStore + EvalStore + KnowledgeStore + SchemaStore + std::fmt::Debug
+    T: SessionStore
+        + RunStore
+        + MemoryStore
+        + MetricsStore
+        + EvalStore
+        + KnowledgeStore
+        + ScheduleStore
+        + SchemaStore
+        + std::fmt::Debug
 {
 }

@@ -1,7 +1,8 @@
 //! The storage conformance suite: the same cases run against every adapter.
 //!
-//! Each case is an `async fn(Arc<dyn Db>)`; [`db_conformance!`](crate::db_conformance) expands
-//! into one `#[tokio::test]` per case for an adapter, so failures are named by case and adapter.
+//! Each case takes the narrowest store it exercises (an `Arc<dyn Db>` coerces to any of them);
+//! [`db_conformance!`](crate::db_conformance) expands into one `#[tokio::test]` per case for an
+//! adapter, so failures are named by case and adapter.
 
 // This module is a test suite: failing loudly on an unexpected error is its job.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic, clippy::needless_pass_by_value)]
@@ -355,7 +356,21 @@ macro_rules! db_conformance {
                 session_state_updates_merge,
                 concurrent_run_writes_lose_nothing,
                 concurrent_state_merges_lose_nothing,
-                schema_versions_are_tracked
+                schema_versions_are_tracked,
+                memory_round_trip,
+                memory_listing_filters_and_pages,
+                memory_topics_and_stats,
+                memory_users_are_isolated,
+                memory_deletes_and_clear,
+                eval_runs_round_trip_and_filter,
+                eval_runs_users_are_isolated,
+                knowledge_round_trip_and_filter,
+                knowledge_users_are_isolated,
+                metrics_buckets_per_user,
+                schedules_round_trip_and_update,
+                schedules_users_are_isolated,
+                schedule_claims_are_exclusive,
+                schedule_runs_record_history
             );
         }
     };
@@ -489,26 +504,6 @@ pub async fn memory_deletes_and_clear(db: Arc<dyn MemoryStore>) {
     assert_eq!(db.get_user_memories(&MemoryQuery::default()).await.expect("list").total, 1);
     db.clear_memories().await.expect("clear");
     assert_eq!(db.get_user_memories(&MemoryQuery::default()).await.expect("list").total, 0);
-}
-
-/// Expands into one `#[tokio::test]` per memory conformance case for an adapter.
-///
-/// `$make` is an async expression evaluating to `Arc<dyn MemoryStore>`, fresh for each test.
-#[macro_export]
-macro_rules! memory_conformance {
-    ($adapter:ident, $make:expr) => {
-        mod $adapter {
-            #[allow(unused_imports)]
-            use super::*;
-            $crate::db_conformance!(@cases $make;
-                memory_round_trip,
-                memory_listing_filters_and_pages,
-                memory_topics_and_stats,
-                memory_users_are_isolated,
-                memory_deletes_and_clear
-            );
-        }
-    };
 }
 
 // ----- Evals and knowledge ----------------------------------------------------------------------
@@ -676,36 +671,6 @@ pub async fn knowledge_users_are_isolated(db: Arc<dyn KnowledgeStore>) {
         .await
         .expect("list");
     assert_eq!(n, 2, "alice sees hers and the shared one: {alice:?}");
-}
-
-/// Expands into one `#[tokio::test]` per eval and knowledge conformance case for an adapter.
-///
-/// `$make` is an async expression evaluating to an `Arc` of a type implementing both
-/// [`EvalStore`] and [`KnowledgeStore`]; it is coerced per case.
-#[macro_export]
-macro_rules! records_conformance {
-    ($adapter:ident, $make:expr) => {
-        mod $adapter {
-            #[allow(unused_imports)]
-            use super::*;
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn eval_runs_round_trip_and_filter() {
-                $crate::conformance::eval_runs_round_trip_and_filter($make).await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn eval_runs_users_are_isolated() {
-                $crate::conformance::eval_runs_users_are_isolated($make).await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn knowledge_round_trip_and_filter() {
-                $crate::conformance::knowledge_round_trip_and_filter($make).await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn knowledge_users_are_isolated() {
-                $crate::conformance::knowledge_users_are_isolated($make).await;
-            }
-        }
-    };
 }
 
 // ----- Metrics and schedules --------------------------------------------------------------------
@@ -1086,33 +1051,4 @@ pub async fn schedule_runs_record_history<D: ScheduleStore + ?Sized>(db: Arc<D>)
     assert_eq!(total, 3);
     assert!(left.iter().all(|r| r.id != stored.id && r.id != ids[0]));
     assert!(db.get_schedule_run(&o.id, None).await.expect("other kept").is_some());
-}
-
-/// Expands into one `#[tokio::test]` per metrics and schedule conformance case for an adapter.
-///
-/// `$make` is an async expression evaluating to an `Arc` of a type implementing
-/// [`MetricsStore`] and [`ScheduleStore`].
-#[macro_export]
-macro_rules! schedules_conformance {
-    ($adapter:ident, $make:expr) => {
-        mod $adapter {
-            #[allow(unused_imports)]
-            use super::*;
-            $crate::schedules_conformance!(@cases $make;
-                metrics_buckets_per_user,
-                schedules_round_trip_and_update,
-                schedules_users_are_isolated,
-                schedule_claims_are_exclusive,
-                schedule_runs_record_history
-            );
-        }
-    };
-    (@cases $make:expr; $($case:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                $crate::conformance::$case($make).await;
-            }
-        )*
-    };
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 use super::sessions::text_column;
-use super::{Arg, MySqlDb, bind_args, db_error, marks};
+use super::{Arg, MySqlDb, bind_arg, bind_args, db_error, marks};
 use crate::codec::{json_column, run_type, to_json_text};
 use crate::migration::{CleanupReport, Migrate, MigrationOptions, Progress, TableKind};
 
@@ -335,11 +335,7 @@ impl MySqlDb {
                 );
                 let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
                 for arg in chunk.iter().flatten() {
-                    q = match arg {
-                        Some(Arg::Str(s)) => q.bind(s.clone()),
-                        Some(Arg::Int(i)) => q.bind(*i),
-                        None => q.bind(None::<String>),
-                    };
+                    q = bind_arg(q, arg.as_ref().unwrap_or(&Arg::Null));
                 }
                 q.execute(&mut *tx).await.map_err(|e| db_error("cannot copy legacy runs", e))?;
             }

@@ -8,8 +8,11 @@
 mod evals;
 mod knowledge;
 mod memories;
+mod metrics;
 mod migrate;
 mod runs;
+mod schedule_runs;
+mod schedules;
 mod schema;
 mod sessions;
 
@@ -87,6 +90,17 @@ pub(crate) enum Arg {
     Str(String),
     /// An integer.
     Int(i64),
+    /// SQL `NULL`.
+    Null,
+}
+
+/// Binds one value.
+pub(crate) fn bind_arg<'q>(query: Query<'q, MySql, MySqlArguments>, arg: &Arg) -> Query<'q, MySql, MySqlArguments> {
+    match arg {
+        Arg::Str(s) => query.bind(s.clone()),
+        Arg::Int(i) => query.bind(*i),
+        Arg::Null => query.bind(None::<String>),
+    }
 }
 
 pub(crate) fn bind_args<'q>(
@@ -94,10 +108,7 @@ pub(crate) fn bind_args<'q>(
     args: &[Arg],
 ) -> Query<'q, MySql, MySqlArguments> {
     for arg in args {
-        query = match arg {
-            Arg::Str(s) => query.bind(s.clone()),
-            Arg::Int(i) => query.bind(*i),
-        };
+        query = bind_arg(query, arg);
     }
     query
 }

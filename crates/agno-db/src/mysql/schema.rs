@@ -113,8 +113,9 @@ impl MySqlDb {
         Ok(())
     }
 
-    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, schema versions)
-    /// at the latest schema and stamps it. Existing tables are left alone: use the migrations for those.
+    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics,
+    /// schedules, schedule runs, schema versions) at the latest schema and stamps it. Existing
+    /// tables are left alone: use the migrations for those.
     ///
     /// # Errors
     /// A storage error.
@@ -140,6 +141,22 @@ impl MySqlDb {
             let ddl = super::knowledge::knowledge_ddl(&t.knowledge);
             self.exec(&ddl, &format!("cannot create table {}", t.knowledge)).await?;
             self.upsert_schema_version(&t.knowledge, LATEST_VERSION).await?;
+        }
+        if !self.table_exists(&t.metrics).await? {
+            let ddl = super::metrics::metrics_ddl(&t.metrics);
+            self.exec(&ddl, &format!("cannot create table {}", t.metrics)).await?;
+            self.upsert_schema_version(&t.metrics, LATEST_VERSION).await?;
+        }
+        // Schedules first: the runs table's foreign key refers to it.
+        if !self.table_exists(&t.schedules).await? {
+            let ddl = super::schedules::schedules_ddl(&t.schedules);
+            self.exec(&ddl, &format!("cannot create table {}", t.schedules)).await?;
+            self.upsert_schema_version(&t.schedules, LATEST_VERSION).await?;
+        }
+        if !self.table_exists(&t.schedule_runs).await? {
+            let ddl = super::schedule_runs::schedule_runs_ddl(&t.schedule_runs, &t.schedules);
+            self.exec(&ddl, &format!("cannot create table {}", t.schedule_runs)).await?;
+            self.upsert_schema_version(&t.schedule_runs, LATEST_VERSION).await?;
         }
         Ok(())
     }
