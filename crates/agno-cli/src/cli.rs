@@ -30,6 +30,30 @@ pub(crate) enum Command {
     Chat(AgentArgs),
     /// Inspect and migrate a database (schema versions, v2 -> v3 migration, legacy cleanup).
     Db(DbArgs),
+    /// Serve agents over HTTP as an AgentOS (Agno 3.1's API; docs at /docs).
+    ///
+    /// Without --config it serves a demo agent on the offline `test` model, so you can try the
+    /// API at once: curl -F message=hi -F stream=false http://127.0.0.1:7777/agents/demo/runs
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The OS configuration (agentos.toml, or .yaml); `${ENV}` references are expanded.
+    #[arg(long, short)]
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// Address to listen on (default: [os] host, else 127.0.0.1).
+    #[arg(long)]
+    pub(crate) host: Option<String>,
+    /// Port (default: [os] port, else 7777).
+    #[arg(long, short)]
+    pub(crate) port: Option<u16>,
+    /// Database URL, overriding [db] url (e.g. sqlite://agno.db).
+    #[arg(long)]
+    pub(crate) db: Option<String>,
+    /// Allow serving without authentication on a non-loopback address.
+    #[arg(long)]
+    pub(crate) insecure: bool,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@ mod chat;
 mod cli;
 mod db;
 mod run;
+mod serve;
 
 use clap::Parser;
 
@@ -28,6 +29,7 @@ fn main() -> std::process::ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Chat(args) => chat::chat(args).await,
             Command::Db(args) => db::db(args).await,
+            Command::Serve(args) => serve::serve(args).await,
         }
     });
     match result {

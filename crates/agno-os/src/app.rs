@@ -1,0 +1,169 @@
+//! Building the OS from its configuration: open (never silently migrate) the database, build the
+//! agents, assemble the router with the authorisation layer and the body limit.
+
+use std::sync::Arc;
+
+use agno_core::Db;
+use agno_models::ModelConfig;
+use agno_runtime::Agent;
+use axum::Router;
+use axum::middleware;
+use serde_json::{Map, Value};
+
+use crate::auth::{AuthSettings, authorize};
+use crate::config::{AgentSpec, ModelSpec, OsConfig, ToolSpec};
+use crate::state::{AppState, ServedAgent};
+
+/// Why the OS cannot start, with what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The database cannot be used (unreachable, or needs migrating).
+    #[error("cannot use database {url}: {source}")]
+    Db {
+        /// The redacted URL.
+        url: String,
+        /// The storage error (it names pending migrations and the command to run).
+        source: agno_core::DbError,
+    },
+    /// An agent cannot be built.
+    #[error("cannot build agent {id:?}: {message}")]
+    Agent {
+        /// The agent id.
+        id: String,
+        /// Why.
+        message: String,
+    },
+    /// The auth settings are unusable.
+    #[error("invalid [auth]: {0}")]
+    Auth(String),
+}
+
+fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
+    match spec {
+        ModelSpec::Short(s) => Ok((ModelConfig::parse(s).map_err(|e| e.to_string())?, s.clone())),
+        ModelSpec::Full { provider, id, base_url, api_key_env } => Ok((
+            ModelConfig {
+                provider: provider.clone(),
+                id: id.clone(),
+                base_url: base_url.clone(),
+                api_key_env: api_key_env.clone(),
+                ..ModelConfig::default()
+            },
+            format!("{provider}:{}", id.as_deref().unwrap_or_default()),
+        )),
+    }
+}
+
+fn build_agent(spec: &AgentSpec, db: Option<Arc<dyn Db>>) -> Result<ServedAgent, StartError> {
+    let fail = |message: String| StartError::Agent { id: spec.id.clone(), message };
+    let (config, model_spec) = model_config(&spec.model).map_err(fail)?;
+    let model = agno_models::build_model(&config).map_err(|e| fail(e.to_string()))?;
+    let mut builder = Agent::builder(model).id(spec.id.clone());
+    if let Some(name) = &spec.name {
+        builder = builder.name(name.clone());
+    }
+    if let Some(d) = &spec.description {
+        builder = builder.description(d.clone());
+    }
+    if let Some(lines) = spec.instructions.clone() {
+        builder = builder.instructions(lines.into_vec());
+    }
+    if let Some(m) = spec.markdown {
+        builder = builder.markdown(m);
+    }
+    let mut tool_names = Vec::new();
+    for tool in &spec.tools {
+        let (name, options) = match tool {
+            ToolSpec::Name(n) => (n.clone(), Map::new()),
+            ToolSpec::Table(t) => {
+                let mut t = t.clone();
+                let name = match t.remove("toolkit") {
+                    Some(Value::String(n)) => n,
+                    _ => return Err(fail("a tool table needs toolkit = \"<name>\"".to_owned())),
+                };
+                (name, t)
+            }
+        };
+        let toolkit = agno_tools::builtin::by_name(&name, &options).map_err(|e| fail(e.to_string()))?;
+        builder = builder.toolkit(&toolkit);
+        tool_names.push(name);
+    }
+    if let Some(limit) = spec.tool_call_limit {
+        builder = builder.tool_call_limit(limit);
+    }
+    if let Some(db) = db {
+        builder = builder.db(db).add_history_to_context(spec.add_history_to_context.unwrap_or(true));
+    } else if let Some(on) = spec.add_history_to_context {
+        builder = builder.add_history_to_context(on);
+    }
+    if let Some(n) = spec.num_history_runs {
+        builder = builder.num_history_runs(n);
+    }
+    let agent = builder.build().map_err(|e| fail(e.to_string()))?;
+    Ok(ServedAgent { agent, model_spec, tool_names })
+}
+
+/// A ready-to-serve OS: its state and router.
+#[derive(Debug, Clone)]
+pub struct AgentOs {
+    /// Shared state.
+    pub state: AppState,
+    /// Largest accepted body.
+    pub max_body_bytes: usize,
+}
+
+impl AgentOs {
+    /// Opens the database and builds the agents and auth of `config`.
+    ///
+    /// # Errors
+    /// [`StartError`] saying what to fix (a database needing migration names the command).
+    pub async fn from_config(config: &OsConfig) -> Result<Self, StartError> {
+        let auth = AuthSettings::from_config(config.auth.as_ref()).map_err(StartError::Auth)?;
+        let (db, migrate, url) = match &config.db {
+            Some(section) => {
+                let shown = agno_db::redact_url(&section.url);
+                let migrate = agno_db::open(&section.url)
+                    .await
+                    .map_err(|source| StartError::Db { url: shown.clone(), source })?;
+                let ready = agno_db::open_ready(&section.url)
+                    .await
+                    .map_err(|source| StartError::Db { url: shown.clone(), source })?;
+                // `memory://` opens a fresh store each time: use one handle for both roles.
+                let (db, migrate): (Arc<dyn Db>, Arc<dyn agno_db::Migrate>) =
+                    if section.url.trim().starts_with("memory://") {
+                        let m = migrate;
+                        (m.clone(), m)
+                    } else {
+                        (ready, migrate)
+                    };
+                (Some(db), Some(migrate), Some(shown))
+            }
+            None => (None, None, None),
+        };
+        let agents = config.agents.iter().map(|spec| build_agent(spec, db.clone())).collect::<Result<Vec<_>, _>>()?;
+        let db_id = config.db.as_ref().and_then(|d| d.id.clone()).unwrap_or_else(|| "default".to_owned());
+        let state = AppState {
+            os_id: config.os.id.as_str().into(),
+            name: config.os.name.as_deref().map(Into::into),
+            description: config.os.description.as_deref().map(Into::into),
+            agents: Arc::new(agents),
+            db,
+            migrate,
+            db_id: db_id.into(),
+            db_url_redacted: url.map(Into::into),
+            auth: Arc::new(auth),
+            started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into(),
+        };
+        Ok(Self { state, max_body_bytes: config.os.max_body_bytes })
+    }
+
+    /// The HTTP app: every route of [`crate::routes::ROUTES`] behind the authorisation layer,
+    /// with the body limit.
+    pub fn router(&self) -> Router {
+        crate::routes::router()
+            .route_layer(middleware::from_fn_with_state(self.state.clone(), authorize))
+            .fallback(|| async { crate::error::ApiError::not_found("Not Found") })
+            .layer(tower_http::limit::RequestBodyLimitLayer::new(self.max_body_bytes))
+            .with_state(self.state.clone())
+    }
+}

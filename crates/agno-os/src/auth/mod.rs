@@ -1,0 +1,213 @@
+//! Who is calling and what they may do. One layer ([`authorize`]) runs on every route: it finds
+//! the route's declared access in [`crate::routes::ROUTES`], authenticates the caller (security
+//! key or JWT), checks the scopes, and hands the handler a [`Principal`].
+
+pub mod jwt;
+pub mod scopes;
+
+use std::sync::Arc;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::config::{AuthMode, AuthSection};
+use crate::error::ApiError;
+use crate::routes::{Access, find_route};
+use crate::state::AppState;
+use jwt::Verifier;
+
+/// How requests are authenticated, built from `[auth]`.
+#[derive(Debug)]
+pub enum Authenticator {
+    /// Everyone is admin.
+    Open,
+    /// `Bearer <key>`; the holder is admin.
+    Key(String),
+    /// Signed JWTs.
+    Jwt(Verifier),
+}
+
+/// The auth settings in force.
+#[derive(Debug)]
+pub struct AuthSettings {
+    /// How callers authenticate.
+    pub authenticator: Authenticator,
+    /// The scope granting everything.
+    pub admin_scope: String,
+    /// Force non-admin callers' `sub` as `user_id`.
+    pub user_isolation: bool,
+}
+
+impl AuthSettings {
+    /// From the config section (`None`: no auth). `OS_SECURITY_KEY` supplies a missing key.
+    ///
+    /// # Errors
+    /// A message saying what to fix.
+    pub fn from_config(section: Option<&AuthSection>) -> Result<Self, String> {
+        let Some(section) = section else {
+            return Ok(Self::open());
+        };
+        let authenticator = match section.mode {
+            AuthMode::None => Authenticator::Open,
+            AuthMode::Key => {
+                let key = section
+                    .security_key
+                    .clone()
+                    .or_else(|| std::env::var("OS_SECURITY_KEY").ok())
+                    .filter(|k| !k.is_empty())
+                    .ok_or("[auth] mode = \"key\" needs security_key (or OS_SECURITY_KEY in the environment)")?;
+                Authenticator::Key(key)
+            }
+            AuthMode::Jwt => {
+                let audience =
+                    (section.verify_audience || !section.audience.is_empty()).then(|| section.audience.clone());
+                if audience.as_ref().is_some_and(Vec::is_empty) {
+                    return Err("[auth] verify_audience = true needs audience = [\"...\"]".to_owned());
+                }
+                Authenticator::Jwt(Verifier::new(
+                    &section.verification_keys,
+                    section.jwks_file.as_deref(),
+                    section.algorithm.as_deref(),
+                    audience,
+                )?)
+            }
+        };
+        Ok(Self {
+            authenticator,
+            admin_scope: section.admin_scope.clone().unwrap_or_else(|| scopes::DEFAULT_ADMIN_SCOPE.to_owned()),
+            user_isolation: section.user_isolation,
+        })
+    }
+
+    /// No auth.
+    pub fn open() -> Self {
+        Self {
+            authenticator: Authenticator::Open,
+            admin_scope: scopes::DEFAULT_ADMIN_SCOPE.to_owned(),
+            user_isolation: false,
+        }
+    }
+
+    /// `none`, `key` or `jwt`, as `/info` reports it.
+    pub fn mode_name(&self) -> &'static str {
+        match self.authenticator {
+            Authenticator::Open => "none",
+            Authenticator::Key(_) => "security_key",
+            Authenticator::Jwt(_) => "jwt",
+        }
+    }
+
+    /// True when callers must authenticate.
+    pub fn required(&self) -> bool {
+        !matches!(self.authenticator, Authenticator::Open)
+    }
+}
+
+/// The caller of a request, as handlers see it.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// `sub` of the token.
+    pub subject: Option<String>,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// Holds the admin scope (or auth is off, or the security key was used).
+    pub admin: bool,
+    /// Whether `user_isolation` applies to this caller.
+    pub isolated: bool,
+    admin_scope: Arc<str>,
+}
+
+impl Principal {
+    fn admin(admin_scope: &str) -> Self {
+        Self { subject: None, scopes: Vec::new(), admin: true, isolated: false, admin_scope: admin_scope.into() }
+    }
+
+    /// The `user_id` a read or write is scoped to: the caller's own `sub` under user isolation
+    /// (whatever was requested), else what the request asked for.
+    pub fn user_scope(&self, requested: Option<String>) -> Option<String> {
+        if self.isolated { self.subject.clone() } else { requested }
+    }
+
+    /// Which ids of `family` (`agents`, ...) the caller may `action`; `None` means all.
+    pub fn accessible(&self, family: &str, action: &str) -> Option<Vec<String>> {
+        if self.admin { None } else { scopes::accessible_ids(&self.scopes, family, action, &self.admin_scope) }
+    }
+}
+
+fn bearer(req: &Request) -> Option<&str> {
+    let value = req.headers().get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+/// Constant-time comparison of a presented key with the configured one.
+fn same_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn authenticate(auth: &AuthSettings, req: &Request) -> Result<Principal, ApiError> {
+    let admin_scope = auth.admin_scope.as_str();
+    match &auth.authenticator {
+        Authenticator::Open => Ok(Principal::admin(admin_scope)),
+        Authenticator::Key(key) => {
+            let token = bearer(req).ok_or_else(|| ApiError::unauthenticated("Authorization header missing"))?;
+            if same_key(token, key) {
+                Ok(Principal::admin(admin_scope))
+            } else {
+                Err(ApiError::unauthenticated("Invalid authentication token"))
+            }
+        }
+        Authenticator::Jwt(verifier) => {
+            let token = bearer(req).ok_or_else(|| ApiError::unauthenticated("Authorization header missing"))?;
+            let claims = verifier.verify(token).map_err(|e| ApiError::unauthenticated(e.to_string()))?;
+            let scopes = claims.scopes();
+            let admin = scopes.iter().any(|s| s == admin_scope);
+            if auth.user_isolation && !admin && claims.subject().is_none() {
+                return Err(ApiError::unauthenticated("Token has no sub claim, which user isolation needs"));
+            }
+            Ok(Principal {
+                subject: claims.subject(),
+                admin,
+                isolated: auth.user_isolation && !admin,
+                scopes,
+                admin_scope: admin_scope.into(),
+            })
+        }
+    }
+}
+
+/// The one authorisation layer: every routed request passes here. A route missing from the
+/// route table is refused (500) rather than served unchecked.
+pub async fn authorize(
+    State(state): State<AppState>,
+    matched: Option<MatchedPath>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(path) = matched.map(|m| m.as_str().to_owned()) else {
+        return ApiError::not_found("Not Found").into_response();
+    };
+    let Some(route) = find_route(req.method(), &path) else {
+        return ApiError::internal(format!("route {} {path} has no access rule", req.method())).into_response();
+    };
+    let auth = &state.auth;
+    let principal = match route.access {
+        Access::Public => Principal::admin(&auth.admin_scope),
+        Access::Scope(required) => {
+            let principal = match authenticate(auth, &req) {
+                Ok(p) => p,
+                Err(e) => return e.into_response(),
+            };
+            let target = scopes::target_of(req.uri().path());
+            if !principal.admin && !scopes::has_required(&principal.scopes, &[required], target, &auth.admin_scope) {
+                return ApiError::forbidden(format!("Insufficient permissions: {required} is required"))
+                    .into_response();
+            }
+            principal
+        }
+    };
+    req.extensions_mut().insert(principal);
+    next.run(req).await
+}

@@ -1,0 +1,426 @@
+//! `agentos.toml` (YAML accepted too): the OS, its database, auth and agents.
+//!
+//! `${NAME}` anywhere in the file is replaced by the environment variable `NAME` before parsing
+//! (`${NAME:-default}` gives a default); a missing variable without a default is an error that
+//! names it. Unknown keys are refused, so a typo never silently disables a setting.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// A configuration problem, with what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML/YAML for this schema.
+    #[error("invalid config {path}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message (line and column included).
+        message: String,
+    },
+    /// A `${VAR}` is not set.
+    #[error(
+        "config {path} uses ${{{name}}} but the environment variable {name} is not set (set it, or write ${{{name}:-default}})"
+    )]
+    MissingEnv {
+        /// The file.
+        path: String,
+        /// The variable.
+        name: String,
+    },
+    /// A setting is not acceptable.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OsConfig {
+    /// The OS itself.
+    #[serde(default)]
+    pub os: OsSection,
+    /// Its database.
+    #[serde(default)]
+    pub db: Option<DbSection>,
+    /// Authentication and authorisation; absent means none.
+    #[serde(default)]
+    pub auth: Option<AuthSection>,
+    /// The agents served.
+    #[serde(default)]
+    pub agents: Vec<AgentSpec>,
+}
+
+/// `[os]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OsSection {
+    /// OS id (`/info`, `/config`).
+    #[serde(default = "default_os_id")]
+    pub id: String,
+    /// Display name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Address to listen on.
+    #[serde(default = "default_host")]
+    pub host: String,
+    /// Port (7777 by default, as Agno).
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// Largest accepted request body, in bytes (10 MiB by default).
+    #[serde(default = "default_body_limit")]
+    pub max_body_bytes: usize,
+}
+
+impl Default for OsSection {
+    fn default() -> Self {
+        Self {
+            id: default_os_id(),
+            name: None,
+            description: None,
+            host: default_host(),
+            port: default_port(),
+            max_body_bytes: default_body_limit(),
+        }
+    }
+}
+
+fn default_os_id() -> String {
+    "agno-rs".to_owned()
+}
+fn default_host() -> String {
+    "127.0.0.1".to_owned()
+}
+fn default_port() -> u16 {
+    7777
+}
+fn default_body_limit() -> usize {
+    10 * 1024 * 1024
+}
+
+/// `[db]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DbSection {
+    /// Database URL (`sqlite://agno.db`, `postgresql://...`, `memory://`, ...).
+    pub url: String,
+    /// Id of this database in `/config` and `/databases/{db_id}/migrate`.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// How callers authenticate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// Everyone is admin.
+    #[default]
+    None,
+    /// `Authorization: Bearer <security key>`; the key holder is admin.
+    Key,
+    /// Signed JWTs with scopes.
+    Jwt,
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSection {
+    /// The mode.
+    #[serde(default)]
+    pub mode: AuthMode,
+    /// Security key for `mode = "key"` (or `OS_SECURITY_KEY`).
+    #[serde(default)]
+    pub security_key: Option<String>,
+    /// JWT verification keys, tried in turn: HMAC secrets, or PEM public keys (RSA, EC).
+    #[serde(default)]
+    pub verification_keys: Vec<String>,
+    /// A JWKS file whose keys are tried first (by `kid`).
+    #[serde(default)]
+    pub jwks_file: Option<String>,
+    /// Accepted algorithm (`HS256`, `RS256`, `ES256`, ...). Tokens signed otherwise are refused.
+    #[serde(default)]
+    pub algorithm: Option<String>,
+    /// Check the `aud` claim against `audience`.
+    #[serde(default)]
+    pub verify_audience: bool,
+    /// Accepted audience(s).
+    #[serde(default)]
+    pub audience: Vec<String>,
+    /// Scope granting everything (`agent_os:admin`).
+    #[serde(default)]
+    pub admin_scope: Option<String>,
+    /// Force a non-admin caller's `sub` as `user_id` on every read and write.
+    #[serde(default)]
+    pub user_isolation: bool,
+    /// Removed in Agno v3: refused with a pointer to `verification_keys`.
+    #[serde(default)]
+    pub secret_key: Option<String>,
+}
+
+/// A model given as `"provider:id"` or as a table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ModelSpec {
+    /// `"openai:gpt-4o-mini"`, `"test"`.
+    Short(String),
+    /// `{ provider = "openai", id = "llama3", base_url = "...", api_key_env = "..." }`.
+    Full {
+        /// Provider.
+        provider: String,
+        /// Model id.
+        #[serde(default)]
+        id: Option<String>,
+        /// Base URL.
+        #[serde(default)]
+        base_url: Option<String>,
+        /// Environment variable holding the key.
+        #[serde(default)]
+        api_key_env: Option<String>,
+    },
+}
+
+/// A tool given by name (`"calculator"`) or as a table with options.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ToolSpec {
+    /// A built-in toolkit by name.
+    Name(String),
+    /// `{ toolkit = "file", base_dir = "..." }`.
+    Table(Map<String, Value>),
+}
+
+/// Text given as one string or a list of lines.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Lines {
+    /// One string.
+    One(String),
+    /// Several.
+    Many(Vec<String>),
+}
+
+impl Lines {
+    /// As a list.
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            Lines::One(s) => vec![s],
+            Lines::Many(v) => v,
+        }
+    }
+}
+
+/// `[[agents]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// Agent id (used in routes).
+    pub id: String,
+    /// Display name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The model.
+    pub model: ModelSpec,
+    /// Instructions.
+    #[serde(default)]
+    pub instructions: Option<Lines>,
+    /// Toolkits.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// Send earlier runs of the session to the model.
+    #[serde(default)]
+    pub add_history_to_context: Option<bool>,
+    /// How many earlier runs.
+    #[serde(default)]
+    pub num_history_runs: Option<usize>,
+    /// Most tool calls per run.
+    #[serde(default)]
+    pub tool_call_limit: Option<usize>,
+    /// Ask for markdown.
+    #[serde(default)]
+    pub markdown: Option<bool>,
+}
+
+/// Replaces `${NAME}` / `${NAME:-default}` with environment values.
+fn interpolate(text: &str, path: &str) -> Result<String, ConfigError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            rest = "";
+            break;
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        match (std::env::var(name).ok(), default) {
+            (Some(v), _) => out.push_str(&v),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => return Err(ConfigError::MissingEnv { path: path.to_owned(), name: name.to_owned() }),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl OsConfig {
+    /// Reads a `.toml`, `.yaml` or `.yml` file.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file and what is wrong.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+        let yaml = matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"));
+        Self::parse(&text, yaml, &shown)
+    }
+
+    /// Parses configuration text (`yaml` selects YAML, else TOML); `origin` names it in errors.
+    ///
+    /// # Errors
+    /// As [`OsConfig::load`].
+    pub fn parse(text: &str, yaml: bool, origin: &str) -> Result<Self, ConfigError> {
+        let text = interpolate(text, origin)?;
+        let parse_error = |message: String| ConfigError::Parse { path: origin.to_owned(), message };
+        let config: OsConfig = if yaml {
+            serde_yaml::from_str(&text).map_err(|e| parse_error(e.to_string()))?
+        } else {
+            toml::from_str(&text).map_err(|e| parse_error(e.to_string()))?
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The configuration of `agno serve` without a file: one demo agent on the offline `test`
+    /// model, an in-memory database, no auth (loopback only).
+    pub fn demo() -> Self {
+        OsConfig {
+            os: OsSection {
+                id: "agno-rs-demo".to_owned(),
+                name: Some("agno-rs demo".to_owned()),
+                ..OsSection::default()
+            },
+            db: Some(DbSection { url: "memory://".to_owned(), id: None }),
+            auth: None,
+            agents: vec![AgentSpec {
+                id: "demo".to_owned(),
+                name: Some("Demo Agent".to_owned()),
+                description: Some(
+                    "Answers with the offline test model; configure a real model in agentos.toml.".into(),
+                ),
+                model: ModelSpec::Short("test".to_owned()),
+                instructions: None,
+                tools: vec![ToolSpec::Name("calculator".to_owned())],
+                add_history_to_context: Some(true),
+                num_history_runs: None,
+                tool_call_limit: None,
+                markdown: None,
+            }],
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(auth) = &self.auth {
+            if auth.secret_key.is_some() {
+                return Err(ConfigError::Invalid(
+                    "[auth] secret_key was removed in Agno v3: list your keys in verification_keys instead, e.g. \
+                     verification_keys = [\"${JWT_SECRET}\"]"
+                        .to_owned(),
+                ));
+            }
+            if auth.mode == AuthMode::Jwt && auth.verification_keys.is_empty() && auth.jwks_file.is_none() {
+                return Err(ConfigError::Invalid(
+                    "[auth] mode = \"jwt\" needs verification_keys (HMAC secrets or PEM public keys) or a jwks_file"
+                        .to_owned(),
+                ));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for agent in &self.agents {
+            if agent.id.is_empty() || agent.id.contains('/') {
+                return Err(ConfigError::Invalid(format!(
+                    "agent id {:?} must be non-empty and contain no '/'",
+                    agent.id
+                )));
+            }
+            if !seen.insert(agent.id.as_str()) {
+                return Err(ConfigError::Invalid(format!("two agents have the id {:?}", agent.id)));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_with_env_and_defaults() {
+        let text = r#"
+[os]
+id = "demo"
+port = 8000
+[db]
+url = "${AGNO_RS_TEST_UNSET_URL:-sqlite://x.db}"
+[auth]
+mode = "jwt"
+verification_keys = ["k1", "k2"]
+user_isolation = true
+[[agents]]
+id = "a"
+model = "test"
+instructions = "Be brief."
+tools = ["calculator", { toolkit = "file", base_dir = "/tmp" }]
+[[agents]]
+id = "b"
+model = { provider = "openai", id = "llama3", base_url = "http://127.0.0.1:1/v1" }
+"#;
+        let c = OsConfig::parse(text, false, "test.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.os.port, 8000);
+        assert_eq!(c.db.map(|d| d.url).as_deref(), Some("sqlite://x.db"));
+        assert_eq!(c.auth.map(|a| a.verification_keys.len()), Some(2));
+        assert_eq!(c.agents.len(), 2);
+    }
+
+    #[test]
+    fn refuses_secret_key_unknown_keys_and_missing_env() {
+        let err = OsConfig::parse("[auth]\nmode = \"jwt\"\nsecret_key = \"s\"\n", false, "c.toml").unwrap_err();
+        assert!(err.to_string().contains("verification_keys"), "{err}");
+        let err = OsConfig::parse("[os]\nprot = 1\n", false, "c.toml").unwrap_err();
+        assert!(err.to_string().contains("prot"), "{err}");
+        let err = OsConfig::parse("[db]\nurl = \"${AGNO_RS_SURELY_UNSET}\"\n", false, "c.toml").unwrap_err();
+        assert!(err.to_string().contains("AGNO_RS_SURELY_UNSET"), "{err}");
+    }
+
+    #[test]
+    fn yaml_is_accepted() {
+        let c = OsConfig::parse("os:\n  id: y\nagents:\n  - id: a\n    model: test\n", true, "c.yaml")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.os.id, "y");
+        assert_eq!(c.agents[0].id, "a");
+    }
+}

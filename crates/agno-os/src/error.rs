@@ -1,0 +1,95 @@
+//! Errors as AgentOS answers them: a status code and `{"detail": "...", "error_type": ...}`.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error answered to an HTTP caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The status.
+    pub status: StatusCode,
+    /// Human-readable message.
+    pub detail: String,
+    /// Category, when the error carries one.
+    pub error_type: Option<&'static str>,
+}
+
+impl ApiError {
+    /// An error with a status and message.
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self { status, detail: detail.into(), error_type: None }
+    }
+
+    /// 400.
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, detail)
+    }
+
+    /// 401.
+    pub fn unauthenticated(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, detail)
+    }
+
+    /// 403.
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, detail)
+    }
+
+    /// 404.
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, detail)
+    }
+
+    /// 409.
+    pub fn conflict(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, detail)
+    }
+
+    /// 422.
+    pub fn unprocessable(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+    }
+
+    /// 500, logging the cause.
+    pub fn internal(detail: impl Into<String>) -> Self {
+        let detail = detail.into();
+        tracing::error!(%detail, "internal error");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, detail)
+    }
+
+    /// The same error with a category.
+    pub fn with_type(mut self, error_type: &'static str) -> Self {
+        self.error_type = Some(error_type);
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({ "detail": self.detail });
+        if let Some(t) = self.error_type {
+            body["error_type"] = json!(t);
+        }
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<agno_core::DbError> for ApiError {
+    fn from(e: agno_core::DbError) -> Self {
+        use agno_core::DbErrorKind;
+        match e.kind() {
+            DbErrorKind::NotFound => ApiError::not_found(e.to_string()),
+            DbErrorKind::Conflict => ApiError::conflict(e.to_string()),
+            DbErrorKind::Unavailable => {
+                tracing::error!(error = %e, "database unavailable");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the database is unavailable, try again later")
+            }
+            _ => ApiError::internal(format!("storage error: {e}")),
+        }
+    }
+}
+
+/// Result of a handler.
+pub type ApiResult<T> = Result<T, ApiError>;

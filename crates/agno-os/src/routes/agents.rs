@@ -1,0 +1,362 @@
+//! `/agents`: list and describe agents, run them (JSON or SSE), read their runs, cancel and
+//! continue. Under user isolation the caller's `sub` is the run's user and another user's
+//! session or run answers 404.
+
+use std::collections::HashMap;
+
+use agno_core::{RunQuery, RunStatus, SortOrder};
+use agno_runtime::{Agent, ContinueRequest, RunError, RunRequest};
+use axum::Json;
+use axum::extract::{Extension, Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::core::visible_agents;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::form::Form;
+use crate::sse::{DisconnectPolicy, run_events};
+use crate::state::{AppState, ServedAgent};
+
+fn agent_json(state: &AppState, a: &ServedAgent) -> Value {
+    let agent = &a.agent;
+    let tools: Vec<Value> = agent
+        .tools()
+        .iter()
+        .map(|t| {
+            let d = t.definition();
+            json!({"name": d.name, "description": d.description, "parameters": &*d.parameters})
+        })
+        .collect();
+    json!({
+        "id": agent.id(),
+        "name": agent.name(),
+        "db_id": state.db.as_ref().map(|_| &*state.db_id),
+        "description": agent.description(),
+        "model": {"name": agent.model().provider(), "model": agent.model().id(), "provider": agent.model().provider()},
+        "tools": {"tools": tools},
+        "sessions": {"add_history_to_context": null},
+        "is_factory": false,
+        "is_component": false,
+        "sandboxed": false,
+        "filesystem": false,
+    })
+}
+
+/// Finds an agent the caller may address, or 404 (never 403, so ids do not leak).
+fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a ServedAgent> {
+    let allowed = principal.accessible("agents", "read").is_none_or(|ids| ids.iter().any(|i| i == id))
+        || principal.accessible("agents", "run").is_none_or(|ids| ids.iter().any(|i| i == id));
+    state.agent(id).filter(|_| allowed).ok_or_else(|| ApiError::not_found(format!("Agent {id} not found")))
+}
+
+/// `GET /agents`.
+pub async fn list_agents(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
+    Json(Value::Array(visible_agents(&state, &principal).map(|a| agent_json(&state, a)).collect()))
+}
+
+/// `GET /agents/{agent_id}`.
+pub async fn get_agent(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(agent_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let a = served(&state, &principal, &agent_id)?;
+    Ok(Json(agent_json(&state, a)))
+}
+
+fn json_object(form: &Form, field: &str) -> ApiResult<Option<Map<String, Value>>> {
+    match form.text(field) {
+        None => Ok(None),
+        Some(text) if text.trim().is_empty() => Ok(None),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => Ok(Some(m)),
+            Ok(Value::Null) => Ok(None),
+            Ok(_) => Err(ApiError::unprocessable(format!("{field} must be a JSON object"))),
+            Err(e) => Err(ApiError::unprocessable(format!("{field} is not valid JSON: {e}"))),
+        },
+    }
+}
+
+/// The session a run goes to must not belong to someone else: another user's session answers
+/// 404, as a missing one would under isolation.
+async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option<&str>) -> ApiResult<()> {
+    let Some(db) = &state.db else { return Ok(()) };
+    if let Some(existing) = db.get_session(session_id, None, Some(0)).await? {
+        let owner = existing.user_id.as_deref();
+        if owner.is_some() && owner != user_id {
+            return Err(ApiError::not_found(format!("Session {session_id} not found")));
+        }
+    }
+    Ok(())
+}
+
+fn run_response(result: Result<agno_core::RunOutput, RunError>) -> Response {
+    match result {
+        Ok(run) => Json(run).into_response(),
+        Err(e) => match e.run() {
+            // The failed run is stored with status ERROR; answer it as Agno does.
+            Some(run) => Json(run.clone()).into_response(),
+            None => run_error(e).into_response(),
+        },
+    }
+}
+
+fn run_error(e: RunError) -> ApiError {
+    match e {
+        RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
+        RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
+        RunError::Storage(db) => db.into(),
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+/// `POST /agents/{agent_id}/runs`: form fields `message` (required), `stream` (default true),
+/// `session_id`, `user_id`, `session_state`, `dependencies`, `metadata`, `output_schema`,
+/// `add_history_to_context`, `cancel_on_disconnect`.
+pub async fn create_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(agent_id): Path<String>,
+    request: Request,
+) -> ApiResult<Response> {
+    let served = served(&state, &principal, &agent_id)?;
+    let form = Form::read(request).await?;
+    let message = form.required("message")?;
+    if form.bool("background")?.unwrap_or(false) {
+        return Err(ApiError::bad_request(
+            "background=true is not available in this version of agno-rs; send the run without it",
+        ));
+    }
+    if form.has_files() {
+        return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
+    }
+    let user_id = principal.user_scope(form.text("user_id").map(str::to_owned));
+    let run_id = agno_core::new_id();
+    let mut req = RunRequest::new(message).run_id(run_id.clone());
+    if let Some(session_id) = form.text("session_id").filter(|s| !s.is_empty()) {
+        check_session_owner(&state, session_id, user_id.as_deref()).await?;
+        req = req.session_id(session_id);
+    } else {
+        req = req.session_id(agno_core::new_id());
+    }
+    if let Some(user) = &user_id {
+        req = req.user_id(user.clone());
+    }
+    if let Some(s) = json_object(&form, "session_state")? {
+        req = req.session_state(s);
+    }
+    if let Some(deps) = json_object(&form, "dependencies")? {
+        for (k, v) in deps {
+            req = req.dependency(&k, v);
+        }
+    }
+    if let Some(m) = json_object(&form, "metadata")? {
+        req = req.metadata(m);
+    }
+    if let Some(schema) = json_object(&form, "output_schema")? {
+        let name = schema.get("title").and_then(Value::as_str).unwrap_or("output").to_owned();
+        req = req.output_schema(agno_runtime::OutputSchema::new(&name, Value::Object(schema)));
+    }
+    req.add_history_to_context = form.bool("add_history_to_context")?;
+    let agent: Agent = served.agent.clone();
+    if form.bool("stream")?.unwrap_or(true) {
+        let policy = if form.bool("cancel_on_disconnect")?.unwrap_or(false) {
+            DisconnectPolicy::Cancel(run_id)
+        } else {
+            DisconnectPolicy::KeepRunning
+        };
+        Ok(run_events(agent.run_stream(req), policy))
+    } else {
+        Ok(run_response(agent.arun(req).await))
+    }
+}
+
+/// Query of `GET /agents/{agent_id}/runs`.
+#[derive(Debug, Deserialize)]
+pub struct RunsQuery {
+    session_id: Option<String>,
+    status: Option<String>,
+    limit: Option<usize>,
+}
+
+fn parse_status(text: &str) -> ApiResult<RunStatus> {
+    serde_json::from_value(Value::String(text.to_uppercase()))
+        .map_err(|_| ApiError::unprocessable(format!("unknown run status {text:?}")))
+}
+
+/// `GET /agents/{agent_id}/runs?session_id=&status=`: the agent's runs, newest first.
+pub async fn list_runs(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(agent_id): Path<String>,
+    Query(q): Query<RunsQuery>,
+) -> ApiResult<Json<Value>> {
+    served(&state, &principal, &agent_id)?;
+    let db = state.require_db()?;
+    let page = db
+        .get_runs(&RunQuery {
+            session_id: q.session_id,
+            user_id: principal.user_scope(None),
+            agent_id: Some(agent_id),
+            status: q.status.as_deref().map(parse_status).transpose()?,
+            limit: Some(q.limit.unwrap_or(100).clamp(1, 1000)),
+            sort: SortOrder::Desc,
+            ..RunQuery::default()
+        })
+        .await?;
+    Ok(Json(serde_json::to_value(page.runs).map_err(|e| ApiError::internal(e.to_string()))?))
+}
+
+/// Query carrying an optional `session_id`.
+#[derive(Debug, Deserialize)]
+pub struct SessionQuery {
+    session_id: Option<String>,
+}
+
+/// The stored run of this agent visible to the caller, or 404.
+async fn stored_run(
+    state: &AppState,
+    principal: &Principal,
+    agent_id: &str,
+    run_id: &str,
+    session_id: Option<&str>,
+) -> ApiResult<agno_core::RunOutput> {
+    let db = state.require_db()?;
+    let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
+    run.filter(|r| r.agent_id.as_deref() == Some(agent_id))
+        .filter(|r| session_id.is_none_or(|s| r.session_id.as_deref() == Some(s)))
+        .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
+}
+
+/// `GET /agents/{agent_id}/runs/{run_id}`.
+pub async fn get_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((agent_id, run_id)): Path<(String, String)>,
+    Query(q): Query<SessionQuery>,
+) -> ApiResult<Json<agno_core::RunOutput>> {
+    served(&state, &principal, &agent_id)?;
+    Ok(Json(stored_run(&state, &principal, &agent_id, &run_id, q.session_id.as_deref()).await?))
+}
+
+/// `POST /agents/{agent_id}/runs/{run_id}/cancel`: 200 `{}` when the run was running here;
+/// 404 for an unknown run; 409 for a run that already ended.
+pub async fn cancel_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((agent_id, run_id)): Path<(String, String)>,
+    Query(q): Query<SessionQuery>,
+) -> ApiResult<Response> {
+    served(&state, &principal, &agent_id)?;
+    // Ownership first: the stored run must be the caller's (it is written when the run starts).
+    let stored = match &state.db {
+        Some(_) => stored_run(&state, &principal, &agent_id, &run_id, q.session_id.as_deref()).await.ok(),
+        None => None,
+    };
+    if state.db.is_some() && stored.is_none() {
+        return Err(ApiError::not_found(format!("Run {run_id} not found")));
+    }
+    if Agent::cancel_run(&run_id) {
+        return Ok((StatusCode::OK, Json(json!({}))).into_response());
+    }
+    match stored {
+        Some(run) if is_terminal(run.status) => {
+            Err(ApiError::conflict(format!("Run {run_id} already ended with status {:?}", run.status)))
+        }
+        Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
+        None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
+    }
+}
+
+fn is_terminal(status: RunStatus) -> bool {
+    matches!(status, RunStatus::Completed | RunStatus::Cancelled | RunStatus::Error | RunStatus::Regenerated)
+}
+
+/// Applies the caller's decisions (Agno's `tools` form field: the paused tool executions with
+/// `confirmed`, `confirmation_note`, `result` or filled `user_input_schema`) to the run's
+/// requirements.
+fn resolve(run: &agno_core::RunOutput, tools: &[Value]) -> ApiResult<Vec<agno_core::RunRequirement>> {
+    let mut by_call: HashMap<&str, &Value> = HashMap::new();
+    for t in tools {
+        let id = t.get("tool_call_id").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::unprocessable("every entry of tools needs its tool_call_id (as in the paused run)")
+        })?;
+        by_call.insert(id, t);
+    }
+    let mut out = Vec::new();
+    for req in run.requirements.iter().flatten() {
+        let mut req = req.clone();
+        let Some(t) = req.tool_call_id().and_then(|id| by_call.get(id)).copied() else {
+            out.push(req);
+            continue;
+        };
+        if req.needs_confirmation() {
+            match t.get("confirmed").and_then(Value::as_bool) {
+                Some(true) => req.confirm(),
+                Some(false) => req.reject(t.get("confirmation_note").and_then(Value::as_str).map(str::to_owned)),
+                None => {}
+            }
+        }
+        if req.needs_user_input()
+            && let Some(fields) = t.get("user_input_schema").and_then(Value::as_array)
+        {
+            let values: Map<String, Value> = fields
+                .iter()
+                .filter_map(|f| Some((f.get("name")?.as_str()?.to_owned(), f.get("value")?.clone())))
+                .filter(|(_, v)| !v.is_null())
+                .collect();
+            req.provide_user_input(&values);
+        }
+        if req.needs_external_execution()
+            && let Some(result) = t.get("result").filter(|r| !r.is_null())
+        {
+            let text = result.as_str().map_or_else(|| result.to_string(), str::to_owned);
+            req.set_external_execution_result(text);
+        }
+        out.push(req);
+    }
+    Ok(out)
+}
+
+/// `POST /agents/{agent_id}/runs/{run_id}/continue`: form fields `tools` (JSON list),
+/// `session_id`, `user_id`, `stream` (default true). 404 for an unknown run, 409 for a run that
+/// is not paused.
+pub async fn continue_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((agent_id, run_id)): Path<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    let served = served(&state, &principal, &agent_id)?;
+    let form = Form::read(request).await?;
+    let run = stored_run(&state, &principal, &agent_id, &run_id, form.text("session_id")).await?;
+    if run.status != RunStatus::Paused {
+        return Err(ApiError::conflict(format!("Run {run_id} is not paused (status {:?})", run.status)));
+    }
+    let tools: Vec<Value> = match form.text("tools") {
+        None => Vec::new(),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| ApiError::unprocessable(format!("tools must be a JSON list of tool executions: {e}")))?,
+    };
+    let requirements = resolve(&run, &tools)?;
+    if let Some(open) = requirements.iter().find(|r| !r.is_resolved()) {
+        return Err(ApiError::unprocessable(format!(
+            "requirement {} (tool call {}) is not resolved: confirm or reject it, supply its input or its result",
+            open.id,
+            open.tool_call_id().unwrap_or("?")
+        )));
+    }
+    let mut req = ContinueRequest::run_id(run_id, requirements);
+    if let Some(user) = principal.user_scope(form.text("user_id").map(str::to_owned)).or(run.user_id.clone()) {
+        req = req.user_id(user);
+    }
+    let agent = served.agent.clone();
+    if form.bool("stream")?.unwrap_or(true) {
+        Ok(run_events(agent.continue_run_stream(req), DisconnectPolicy::KeepRunning))
+    } else {
+        Ok(run_response(agent.acontinue_run(req).await))
+    }
+}

@@ -1,0 +1,99 @@
+//! `/`, `/health`, `/info` (the one unauthenticated metadata route) and `/config`.
+
+use axum::Json;
+use axum::extract::{Extension, State};
+use serde_json::{Value, json};
+
+use crate::auth::Principal;
+use crate::state::AppState;
+
+/// Version reported as `os_version`.
+pub const OS_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The Agno API version this server implements, reported as `agno_version`.
+pub const AGNO_API_VERSION: &str = "3.1.10";
+
+/// `GET /`: a minimal landing pointing at the docs, info and health.
+pub async fn landing(State(state): State<AppState>) -> Json<Value> {
+    Json(json!({
+        "name": state.name.as_deref().unwrap_or(&state.os_id),
+        "docs": "/docs",
+        "info": "/info",
+        "health": "/health",
+    }))
+}
+
+/// `GET /health`.
+pub async fn health(State(state): State<AppState>) -> Json<Value> {
+    Json(json!({"status": "ok", "instantiated_at": &*state.started_at}))
+}
+
+/// `GET /info`: what a client needs before authenticating; no user data.
+pub async fn info(State(state): State<AppState>) -> Json<Value> {
+    Json(json!({
+        "os_id": &*state.os_id,
+        "name": state.name.as_deref(),
+        "os_version": OS_VERSION,
+        "agno_version": AGNO_API_VERSION,
+        "agent_count": state.agents.len(),
+        "team_count": 0,
+        "workflow_count": 0,
+        "mcp": {"enabled": false, "path": null, "oauth": null, "tool_run_endpoint": null},
+        "auth_mode": state.auth.mode_name(),
+        "user_isolation": state.auth.user_isolation,
+    }))
+}
+
+/// The `{id, provider}` of a model, as `available_models` lists them.
+fn model_json(model: &dyn agno_core::Model) -> Value {
+    json!({"id": model.id(), "provider": model.provider(), "name": model.provider()})
+}
+
+/// Agent summaries the caller may see.
+pub(crate) fn visible_agents<'a>(
+    state: &'a AppState,
+    principal: &Principal,
+) -> impl Iterator<Item = &'a crate::state::ServedAgent> {
+    let allowed = principal.accessible("agents", "read");
+    state.agents.iter().filter(move |a| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == a.agent.id())))
+}
+
+/// `GET /config`: the OS, its database, its agents and the models in use.
+pub async fn config(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
+    let mut models: Vec<Value> = Vec::new();
+    for a in state.agents.iter() {
+        let m = model_json(a.agent.model().as_ref());
+        if !models.iter().any(|x| x["id"] == m["id"] && x["provider"] == m["provider"]) {
+            models.push(m);
+        }
+    }
+    let agents: Vec<Value> = visible_agents(&state, &principal)
+        .map(|a| {
+            json!({
+                "id": a.agent.id(),
+                "name": a.agent.name(),
+                "description": a.agent.description(),
+                "db_id": state.db.as_ref().map(|_| &*state.db_id),
+                "model": model_json(a.agent.model().as_ref()),
+            })
+        })
+        .collect();
+    let dbs: Vec<&str> = state.db.iter().map(|_| &*state.db_id).collect();
+    let domain = |name: &str| json!({"dbs": state.db.iter().map(|_| json!({"db_id": &*state.db_id, "domain_config": {"display_name": name}})).collect::<Vec<_>>()});
+    Json(json!({
+        "os_id": &*state.os_id,
+        "name": state.name.as_deref(),
+        "description": state.description.as_deref(),
+        "available_models": models,
+        "os_database": dbs.first(),
+        "databases": dbs,
+        "session": domain("Sessions"),
+        "memory": domain("Memory"),
+        "metrics": domain("Metrics"),
+        "evals": domain("Evals"),
+        "agents": agents,
+        "teams": [],
+        "workflows": [],
+        "interfaces": [],
+        "queue": {"durable": false, "queue_per_session": false},
+    }))
+}

@@ -1,0 +1,87 @@
+//! Every HTTP route of the OS, in one table: method, path, required scope, summary and handler.
+//! The router is built from the table and the authorisation layer reads it, so a route cannot be
+//! served without an access rule. The OpenAPI document is generated from it too.
+
+pub mod agents;
+pub mod core;
+pub mod docs;
+
+use axum::Router;
+use axum::http::Method;
+use axum::routing::{MethodRouter, get, post};
+
+use crate::state::AppState;
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone, without credentials (`/`, `/health`, `/info`, docs).
+    Public,
+    /// Callers holding this scope (Agno's `resource:action`; per-resource forms accepted on
+    /// `/agents/{id}/...` routes).
+    Scope(&'static str),
+}
+
+/// One route.
+#[derive(Debug, Clone)]
+pub struct RouteSpec {
+    /// HTTP method.
+    pub method: Method,
+    /// Path template (axum syntax, which is also OpenAPI's).
+    pub path: &'static str,
+    /// Access rule.
+    pub access: Access,
+    /// One-line summary (OpenAPI).
+    pub summary: &'static str,
+    /// OpenAPI tag.
+    pub tag: &'static str,
+    /// The handler, wrapped for this method.
+    pub handler: fn() -> MethodRouter<AppState>,
+}
+
+macro_rules! routes {
+    ($( $method:ident $path:literal, $access:expr, $tag:literal, $summary:literal => $route:expr; )*) => {
+        /// Every route the OS serves.
+        pub static ROUTES: &[RouteSpec] = &[
+            $( RouteSpec {
+                method: Method::$method,
+                path: $path,
+                access: $access,
+                summary: $summary,
+                tag: $tag,
+                handler: || $route,
+            }, )*
+        ];
+    };
+}
+
+use Access::{Public, Scope};
+
+routes! {
+    GET "/", Public, "Core", "Landing: links to the docs, info and health" => get(core::landing);
+    GET "/health", Public, "Core", "Health check" => get(core::health);
+    GET "/info", Public, "Core", "OS metadata (unauthenticated)" => get(core::info);
+    GET "/config", Scope("config:read"), "Core", "OS configuration with available models" => get(core::config);
+    GET "/openapi.json", Public, "Core", "This API's OpenAPI document" => get(docs::openapi_json);
+    GET "/docs", Public, "Core", "Interactive API documentation" => get(docs::docs_index);
+    GET "/docs/", Public, "Core", "Interactive API documentation" => get(docs::docs_file);
+    GET "/docs/{*file}", Public, "Core", "Interactive API documentation assets" => get(docs::docs_file);
+
+    GET "/agents", Scope("agents:read"), "Agents", "List agents" => get(agents::list_agents);
+    GET "/agents/{agent_id}", Scope("agents:read"), "Agents", "Get an agent" => get(agents::get_agent);
+    POST "/agents/{agent_id}/runs", Scope("agents:run"), "Agents", "Create an agent run (form; SSE when stream=true)" => post(agents::create_run);
+    GET "/agents/{agent_id}/runs", Scope("agents:read"), "Agents", "List an agent's runs" => get(agents::list_runs);
+    GET "/agents/{agent_id}/runs/{run_id}", Scope("agents:read"), "Agents", "Get an agent run" => get(agents::get_run);
+    POST "/agents/{agent_id}/runs/{run_id}/cancel", Scope("agents:run"), "Agents", "Cancel an agent run" => post(agents::cancel_run);
+    POST "/agents/{agent_id}/runs/{run_id}/continue", Scope("agents:run"), "Agents", "Continue a paused agent run" => post(agents::continue_run);
+}
+
+/// The route declared for a method and matched path template.
+pub fn find_route(method: &Method, path: &str) -> Option<&'static RouteSpec> {
+    ROUTES.iter().find(|r| r.method == *method && r.path == path)
+}
+
+/// The router of every route in [`ROUTES`] (without state or layers).
+pub fn router() -> Router<AppState> {
+    ROUTES.iter().fold(Router::new(), |router, spec| router.route(spec.path, (spec.handler)()))
+}

@@ -1,0 +1,62 @@
+//! What every handler shares: the OS description, its agents, its database and the auth
+//! settings. Cheap to clone.
+
+use std::sync::Arc;
+
+use agno_core::Db;
+use agno_runtime::Agent;
+
+use crate::auth::AuthSettings;
+
+/// One served agent and how it was declared.
+#[derive(Debug, Clone)]
+pub struct ServedAgent {
+    /// The agent.
+    pub agent: Agent,
+    /// `provider:id` of its model, as configured.
+    pub model_spec: String,
+    /// Toolkit names.
+    pub tool_names: Vec<String>,
+}
+
+/// Shared state of the HTTP app.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// OS id.
+    pub os_id: Arc<str>,
+    /// OS display name.
+    pub name: Option<Arc<str>>,
+    /// OS description.
+    pub description: Option<Arc<str>>,
+    /// Agents in declaration order.
+    pub agents: Arc<Vec<ServedAgent>>,
+    /// The database, if configured.
+    pub db: Option<Arc<dyn Db>>,
+    /// The same database, for its migrations.
+    pub migrate: Option<Arc<dyn agno_db::Migrate>>,
+    /// The database's id (`/config`, `/databases/{db_id}/migrate`).
+    pub db_id: Arc<str>,
+    /// The database URL with any password removed.
+    pub db_url_redacted: Option<Arc<str>>,
+    /// Auth settings.
+    pub auth: Arc<AuthSettings>,
+    /// When the OS started (RFC 3339, UTC).
+    pub started_at: Arc<str>,
+}
+
+impl AppState {
+    /// The agent with this id.
+    pub fn agent(&self, id: &str) -> Option<&ServedAgent> {
+        self.agents.iter().find(|a| a.agent.id() == id)
+    }
+
+    /// The database, or 400 saying one is needed.
+    ///
+    /// # Errors
+    /// 400 when the OS has no database.
+    pub fn require_db(&self) -> Result<&Arc<dyn Db>, crate::error::ApiError> {
+        self.db.as_ref().ok_or_else(|| {
+            crate::error::ApiError::bad_request("this AgentOS has no database; configure [db] url in agentos.toml")
+        })
+    }
+}

@@ -1,0 +1,170 @@
+//! A real AgentOS on 127.0.0.1 (ephemeral port) for HTTP tests, with a reqwest client, form and
+//! JSON helpers, an SSE reader and JWT minting.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use agno_os::app::AgentOs;
+use agno_os::config::OsConfig;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+/// A running server; stopped when dropped.
+pub struct TestOs {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub os: AgentOs,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for TestOs {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// A reply: status, headers and body (JSON when it parses, else a string).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    async fn from(resp: reqwest::Response) -> Self {
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Reply { status, headers, body }
+    }
+}
+
+/// Parses a TOML config.
+pub fn config(toml: &str) -> OsConfig {
+    OsConfig::parse(toml, false, "test.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The HMAC secret the JWT test configs use.
+pub const SECRET: &str = "test-secret-one-0123456789abcdef";
+/// A second accepted HMAC secret (key rotation).
+pub const SECRET2: &str = "test-secret-two-0123456789abcdef";
+
+/// A JWT for `sub` with `scopes`, signed HS256 with `secret`, valid for an hour.
+pub fn token_with(secret: &str, sub: &str, scopes: &[&str], extra: Value) -> String {
+    let now = chrono::Utc::now().timestamp();
+    let mut claims = json!({"sub": sub, "scopes": scopes, "exp": now + 3600, "iat": now});
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            claims[k] = v;
+        }
+    }
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()).unwrap(),
+    )
+    .unwrap()
+}
+
+/// A JWT for `sub` with `scopes`, signed with [`SECRET`].
+pub fn token(sub: &str, scopes: &[&str]) -> String {
+    token_with(SECRET, sub, scopes, json!({}))
+}
+
+impl TestOs {
+    /// Starts an OS from `config` on an ephemeral port.
+    pub async fn start(mut config: OsConfig) -> Self {
+        config.os.port = 0;
+        let os = AgentOs::from_config(&config).await.unwrap_or_else(|e| panic!("{e}"));
+        let listener = agno_os::serve::bind(&os, "127.0.0.1:0".parse().unwrap(), false).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = os.clone();
+        let task = tokio::spawn(async move {
+            agno_os::serve::serve(&served, listener, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        TestOs { base: format!("http://{addr}"), client, os, stop: Some(stop), task: Some(task) }
+    }
+
+    fn with_token(&self, req: reqwest::RequestBuilder, token: Option<&str>) -> reqwest::RequestBuilder {
+        match token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Reply {
+        let req = self.with_token(self.client.get(format!("{}{path}", self.base)), token);
+        Reply::from(req.send().await.unwrap()).await
+    }
+
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> Reply {
+        let req = self.with_token(self.client.delete(format!("{}{path}", self.base)), token);
+        Reply::from(req.send().await.unwrap()).await
+    }
+
+    pub async fn delete_json(&self, path: &str, body: &Value, token: Option<&str>) -> Reply {
+        let req = self.with_token(self.client.delete(format!("{}{path}", self.base)).json(body), token);
+        Reply::from(req.send().await.unwrap()).await
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value, token: Option<&str>) -> Reply {
+        let req = self.with_token(self.client.post(format!("{}{path}", self.base)).json(body), token);
+        Reply::from(req.send().await.unwrap()).await
+    }
+
+    pub async fn patch_json(&self, path: &str, body: &Value, token: Option<&str>) -> Reply {
+        let req = self.with_token(self.client.patch(format!("{}{path}", self.base)).json(body), token);
+        Reply::from(req.send().await.unwrap()).await
+    }
+
+    /// POSTs a multipart form.
+    pub async fn post_form(&self, path: &str, fields: &[(&str, &str)], token: Option<&str>) -> Reply {
+        let mut form = reqwest::multipart::Form::new();
+        for (k, v) in fields {
+            form = form.text((*k).to_owned(), (*v).to_owned());
+        }
+        let req = self.with_token(self.client.post(format!("{}{path}", self.base)).multipart(form), token);
+        Reply::from(req.send().await.unwrap()).await
+    }
+
+    /// POSTs a multipart form and reads the SSE answer to its end: `(name, data)` per event.
+    pub async fn post_sse(
+        &self,
+        path: &str,
+        fields: &[(&str, &str)],
+        token: Option<&str>,
+    ) -> (Reply, Vec<(String, Value)>) {
+        let mut form = reqwest::multipart::Form::new();
+        for (k, v) in fields {
+            form = form.text((*k).to_owned(), (*v).to_owned());
+        }
+        let req = self.with_token(self.client.post(format!("{}{path}", self.base)).multipart(form), token);
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        if status != 200 {
+            return (Reply::from(resp).await, Vec::new());
+        }
+        let mut events = Vec::new();
+        let mut stream = eventsource_stream::EventStream::new(resp.bytes_stream());
+        while let Some(ev) = stream.next().await {
+            let ev = ev.unwrap();
+            events.push((ev.event, serde_json::from_str(&ev.data).unwrap()));
+        }
+        (Reply { status, headers, body: Value::Null }, events)
+    }
+}
