@@ -155,7 +155,11 @@ impl Verifier {
             let mut validation = Validation::new(header.alg);
             validation.leeway = 0;
             match &self.audience {
-                Some(aud) => validation.set_audience(aud),
+                Some(aud) => {
+                    validation.set_audience(aud);
+                    // A token without `aud` must not pass an audience check.
+                    validation.set_required_spec_claims(&["exp", "aud"]);
+                }
                 None => validation.validate_aud = false,
             }
             match jsonwebtoken::decode::<Value>(token, &key.key, &validation) {

@@ -1,0 +1,313 @@
+//! The security matrix: every route of the route table x every kind of caller gives the right
+//! status; the scope of every route is Agno's default; JWT key handling (rotation, RSA, EC, JWKS,
+//! HS/RS confusion, `alg: none`, audience, expiry); security-key mode; exposure refusal.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use agno_os::routes::{Access, ROUTES};
+use common::{SECRET, SECRET2, TestOs, config, token, token_with};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jwt").join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+const AGENTS: &str = r#"
+[db]
+url = "memory://"
+[[agents]]
+id = "calc"
+model = "test"
+tools = ["calculator"]
+[[agents]]
+id = "other"
+model = "test"
+"#;
+
+fn jwt_config(extra_auth: &str) -> String {
+    format!(
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}, {}]\n{extra_auth}\n{AGENTS}",
+        toml_str(SECRET),
+        toml_str(SECRET2)
+    )
+}
+
+/// A concrete path for a route template.
+fn concrete(path: &str) -> String {
+    path.split('/')
+        .map(|seg| match seg {
+            "{agent_id}" => "calc".to_owned(),
+            "{db_id}" => "default".to_owned(),
+            "{*file}" => "index.html".to_owned(),
+            s if s.starts_with('{') => format!("{}-1", s.trim_matches(['{', '}', '*'])),
+            s => s.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+async fn call(os: &TestOs, method: &axum::http::Method, path: &str, auth: Option<&str>) -> u16 {
+    let url = format!("{}{path}", os.base);
+    let mut req = os.client.request(method.clone(), url);
+    if let Some(a) = auth {
+        req = req.header("authorization", a);
+    }
+    if *method == axum::http::Method::POST || *method == axum::http::Method::PATCH {
+        req = req.header("content-type", "application/json").body("{}");
+    }
+    let resp = req.send().await.unwrap();
+    resp.status().as_u16()
+}
+
+fn sign(alg: Algorithm, key: &EncodingKey, claims: &Value) -> String {
+    jsonwebtoken::encode(&Header::new(alg), claims, key).unwrap()
+}
+
+fn claims(sub: &str, scopes: &[&str], exp_offset: i64) -> Value {
+    let now = chrono::Utc::now().timestamp();
+    json!({"sub": sub, "scopes": scopes, "exp": now + exp_offset, "iat": now})
+}
+
+/// `header.payload.` with `alg: none`.
+fn unsigned(claims: &Value) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    format!("{}.{}.", b64.encode(r#"{"alg":"none","typ":"JWT"}"#), b64.encode(claims.to_string()))
+}
+
+#[tokio::test]
+async fn every_route_times_every_caller() {
+    let os = TestOs::start(config(&jwt_config("audience = [\"agno-rs\"]\nverify_audience = true"))).await;
+    let aud = json!({"aud": "agno-rs"});
+    let admin = token_with(SECRET, "admin", &["agent_os:admin"], aud.clone());
+    let second_key_admin = token_with(SECRET2, "admin2", &["agent_os:admin"], aud.clone());
+    let no_scopes = token_with(SECRET, "nobody", &[], aud.clone());
+    let wrong_aud = token_with(SECRET, "admin", &["agent_os:admin"], json!({"aud": "someone-else"}));
+    let no_aud = token_with(SECRET, "admin", &["agent_os:admin"], json!({}));
+    let bad_sig = token_with("not-the-secret-0123456789abcdef", "admin", &["agent_os:admin"], aud.clone());
+    let expired = {
+        let mut c = claims("admin", &["agent_os:admin"], -3600);
+        c["aud"] = json!("agno-rs");
+        sign(Algorithm::HS256, &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(), &c)
+    };
+    let none = {
+        let mut c = claims("admin", &["agent_os:admin"], 3600);
+        c["aud"] = json!("agno-rs");
+        unsigned(&c)
+    };
+    let bearer = |t: &str| format!("Bearer {t}");
+    let refused: Vec<(&str, Option<String>)> = vec![
+        ("no token", None),
+        ("malformed token", Some(bearer("not.a.jwt"))),
+        ("not bearer", Some(format!("Basic {admin}"))),
+        ("bad signature", Some(bearer(&bad_sig))),
+        ("expired", Some(bearer(&expired))),
+        ("wrong audience", Some(bearer(&wrong_aud))),
+        ("missing audience", Some(bearer(&no_aud))),
+        ("alg none", Some(bearer(&none))),
+    ];
+    let mut checked = 0;
+    for route in ROUTES {
+        let path = concrete(route.path);
+        let m = &route.method;
+        match route.access {
+            Access::Public => {
+                for (who, auth) in &refused {
+                    let status = call(&os, m, &path, auth.as_deref()).await;
+                    assert!(status < 400, "{m} {path} is public, {who} got {status}");
+                }
+            }
+            Access::Scope(scope) => {
+                for (who, auth) in &refused {
+                    let status = call(&os, m, &path, auth.as_deref()).await;
+                    assert_eq!(status, 401, "{m} {path} for {who}");
+                }
+                let status = call(&os, m, &path, Some(&bearer(&no_scopes))).await;
+                assert_eq!(status, 403, "{m} {path} without scopes");
+                let wrong = if scope == "config:read" { "sessions:read" } else { "config:read" };
+                let status = call(&os, m, &path, Some(&bearer(&token_with(SECRET, "u", &[wrong], aud.clone())))).await;
+                assert_eq!(status, 403, "{m} {path} with only {wrong}");
+                for (who, t) in [
+                    ("admin", admin.clone()),
+                    ("admin signed with the second key", second_key_admin.clone()),
+                    ("exactly the route's scope", token_with(SECRET, "u", &[scope], aud.clone())),
+                ] {
+                    let status = call(&os, m, &path, Some(&bearer(&t))).await;
+                    assert!(status != 401 && status != 403, "{m} {path} for {who} ({scope}) got {status}");
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, ROUTES.len());
+}
+
+/// Agno 3.1's default scope for `METHOD path` (its `get_default_scope_mappings`, matched the way
+/// its `get_required_scopes_for_route` does: exact first, then `*` patterns in order).
+fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
+    const MAPPINGS: &[(&str, &str)] = &[
+        ("GET /config", "config:read"),
+        ("GET /agents", "agents:read"),
+        ("GET /agents/*", "agents:read"),
+        ("POST /agents/*/runs", "agents:run"),
+        ("POST /agents/*/runs/*/continue", "agents:run"),
+        ("POST /agents/*/runs/*/cancel", "agents:run"),
+        ("GET /sessions", "sessions:read"),
+        ("GET /sessions/*", "sessions:read"),
+        ("POST /sessions", "sessions:write"),
+        ("POST /sessions/*/rename", "sessions:write"),
+        ("PATCH /sessions/*", "sessions:write"),
+        ("DELETE /sessions", "sessions:delete"),
+        ("DELETE /sessions/*", "sessions:delete"),
+        ("GET /memories", "memories:read"),
+        ("GET /memories/*", "memories:read"),
+        ("GET /memory_topics", "memories:read"),
+        ("GET /user_memory_stats", "memories:read"),
+        ("POST /memories", "memories:write"),
+        ("PATCH /memories/*", "memories:write"),
+        ("DELETE /memories", "memories:delete"),
+        ("DELETE /memories/*", "memories:delete"),
+        ("GET /metrics", "metrics:read"),
+        ("POST /metrics/refresh", "metrics:write"),
+        ("GET /metrics/refresh/status", "metrics:read"),
+        ("GET /eval-runs", "evals:read"),
+        ("GET /eval-runs/*", "evals:read"),
+        ("POST /eval-runs", "evals:write"),
+        ("PATCH /eval-runs/*", "evals:write"),
+        ("DELETE /eval-runs", "evals:delete"),
+        ("POST /databases/all/migrate", "config:write"),
+        ("POST /databases/*/migrate", "config:write"),
+    ];
+    let key = format!("{method} {path}");
+    if let Some((_, s)) = MAPPINGS.iter().find(|(k, _)| *k == key) {
+        return Some(s);
+    }
+    MAPPINGS.iter().find(|(k, _)| glob(k, &key)).map(|(_, s)| *s)
+}
+
+/// fnmatch-style `*` (matching `/` too, as Python's fnmatch does).
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, tail)) => {
+            text.starts_with(head) && (0..=text.len() - head.len()).any(|i| glob(tail, &text[head.len() + i..]))
+        }
+    }
+}
+
+#[test]
+fn every_route_has_agnos_scope_or_is_public_by_design() {
+    const PUBLIC: &[&str] = &["/", "/health", "/info", "/openapi.json", "/docs", "/docs/", "/docs/{*file}"];
+    for route in ROUTES {
+        match route.access {
+            Access::Public => {
+                assert!(PUBLIC.contains(&route.path), "{} {} must not be public", route.method, route.path)
+            }
+            Access::Scope(scope) => {
+                let path = concrete(route.path);
+                let expected = agno_default_scope(route.method.as_str(), &path);
+                assert_eq!(expected, Some(scope), "{} {} scope differs from Agno's default", route.method, route.path);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn per_agent_scopes_limit_runs_and_listings() {
+    let os = TestOs::start(config(&jwt_config(""))).await;
+    let t = token("u1", &["agents:calc:run", "agents:calc:read"]);
+    let r = os.post_form("/agents/calc/runs", &[("message", "hi"), ("stream", "false")], Some(&t)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let r = os.post_form("/agents/other/runs", &[("message", "hi"), ("stream", "false")], Some(&t)).await;
+    assert_eq!(r.status, 403, "agents:calc:run does not grant other");
+    let list = os.get("/agents", Some(&t)).await;
+    let ids: Vec<&str> = list.body.as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["calc"], "listing is filtered to the granted agents");
+    let wildcard = token("u1", &["agents:*:run"]);
+    let r = os.post_form("/agents/other/runs", &[("message", "hi"), ("stream", "false")], Some(&wildcard)).await;
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn rsa_ec_and_jwks_keys_verify_and_algorithm_confusion_is_refused() {
+    let rsa_public = fixture("rsa_public.pem");
+    let ec_public = fixture("ec_public.pem");
+    let cfg = format!(
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}, {}]\n{AGENTS}",
+        toml_str(&rsa_public),
+        toml_str(&ec_public)
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let c = claims("admin", &["agent_os:admin"], 3600);
+    let rs = sign(Algorithm::RS256, &EncodingKey::from_rsa_pem(fixture("rsa_private.pem").as_bytes()).unwrap(), &c);
+    let es = sign(Algorithm::ES256, &EncodingKey::from_ec_pem(fixture("ec_private.pem").as_bytes()).unwrap(), &c);
+    // HS256 signed with the public key's text as the HMAC secret: the classic confusion attack.
+    let confused = sign(Algorithm::HS256, &EncodingKey::from_secret(rsa_public.as_bytes()).unwrap(), &c);
+    assert_eq!(os.get("/config", Some(&rs)).await.status, 200, "RS256");
+    assert_eq!(os.get("/config", Some(&es)).await.status, 200, "ES256");
+    let r = os.get("/config", Some(&confused)).await;
+    assert_eq!(r.status, 401, "HS256 with an RSA public key as secret must fail");
+    assert!(r.body["detail"].as_str().unwrap().starts_with("Invalid token"));
+
+    // A JWKS file: the key is found by kid.
+    let dir = std::env::temp_dir().join(format!("agno-os-jwks-{}", agno_core::new_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let secret_b64 = {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b"jwks-secret-0123456789abcdef0123")
+    };
+    let jwks = json!({"keys": [{"kty": "oct", "kid": "k-2026", "alg": "HS256", "k": secret_b64}]});
+    let path = dir.join("jwks.json");
+    std::fs::write(&path, jwks.to_string()).unwrap();
+    let cfg = format!("[auth]\nmode = \"jwt\"\njwks_file = {}\n{AGENTS}", toml_str(path.to_str().unwrap()));
+    let os = TestOs::start(config(&cfg)).await;
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("k-2026".to_owned());
+    let t = jsonwebtoken::encode(&header, &c, &EncodingKey::from_secret(b"jwks-secret-0123456789abcdef0123").unwrap())
+        .unwrap();
+    assert_eq!(os.get("/config", Some(&t)).await.status, 200, "JWKS key by kid");
+    let other = token("admin", &["agent_os:admin"]);
+    assert_eq!(os.get("/config", Some(&other)).await.status, 401, "a key not in the JWKS");
+}
+
+#[tokio::test]
+async fn security_key_mode() {
+    let cfg = format!("[auth]\nmode = \"key\"\nsecurity_key = \"s3cret-key\"\n{AGENTS}");
+    let os = TestOs::start(config(&cfg)).await;
+    assert_eq!(os.get("/config", None).await.status, 401);
+    assert_eq!(os.get("/config", Some("wrong")).await.status, 401);
+    assert_eq!(os.get("/config", Some("s3cret-key")).await.status, 200);
+    assert_eq!(os.get("/info", None).await.body["auth_mode"], "security_key");
+    assert_eq!(os.get("/health", None).await.status, 200);
+}
+
+#[tokio::test]
+async fn config_errors_name_the_fix() {
+    let err =
+        agno_os::config::OsConfig::parse("[auth]\nmode = \"jwt\"\nsecret_key = \"x\"\n", false, "os.toml").unwrap_err();
+    assert!(err.to_string().contains("verification_keys"), "{err}");
+    let cfg = config(
+        "[auth]\nmode = \"jwt\"\nverification_keys = [\"-----BEGIN PUBLIC KEY-----\\nnope\\n-----END PUBLIC KEY-----\"]\n",
+    );
+    let err = agno_os::app::AgentOs::from_config(&cfg).await.unwrap_err();
+    assert!(err.to_string().contains("PEM"), "{err}");
+}
+
+#[tokio::test]
+async fn an_open_os_refuses_a_public_address_unless_insecure() {
+    let os = agno_os::app::AgentOs::from_config(&config(AGENTS)).await.unwrap();
+    let public: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
+    let err = agno_os::serve::check_exposure(&os, public, false).unwrap_err();
+    assert!(err.to_string().contains("--insecure"), "{err}");
+    assert!(agno_os::serve::check_exposure(&os, public, true).is_ok());
+    assert!(agno_os::serve::check_exposure(&os, "127.0.0.1:0".parse().unwrap(), false).is_ok());
+    let secured = agno_os::app::AgentOs::from_config(&config(&jwt_config(""))).await.unwrap();
+    assert!(agno_os::serve::check_exposure(&secured, public, false).is_ok());
+}
