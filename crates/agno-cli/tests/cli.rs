@@ -110,3 +110,95 @@ fn help_explains_commands() {
         assert!(stdout.contains(needle), "{needle} missing from help:\n{stdout}");
     }
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn wait_healthy(port: u16) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if reqwest::get(format!("http://127.0.0.1:{port}/health")).await.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "agno serve did not become healthy");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn serve_refuses_an_open_os_on_a_public_address() {
+    let out = agno().args(["serve", "--host", "0.0.0.0", "--port", "0"]).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("--insecure") && stderr.contains("[auth]"), "{stderr}");
+}
+
+/// SIGTERM while a run is in flight (its client already gone): the server stops accepting, the
+/// run finishes and is stored, and the process exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_stops_gracefully_and_keeps_in_flight_runs() {
+    use futures::StreamExt;
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("slow answer")));
+    provider.set_latency(std::time::Duration::from_millis(1500));
+    let dir = std::env::temp_dir().join(format!("agno-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db_path = dir.join(format!("os-{}.db", agno::core::new_id()));
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"sqlite://{}\"\n[[agents]]\nid = \"slow\"\nmodel = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key_env = \"SLOW_KEY\" }}\n",
+            db_path.display(),
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut child = agno()
+        .env("SLOW_KEY", "sk-test")
+        .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_healthy(port).await;
+
+    let form = reqwest::multipart::Form::new().text("message", "take your time").text("session_id", "graceful");
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/agents/slow/runs"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let mut events = resp.bytes_stream();
+    let first = events.next().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("RunStarted"));
+    drop(events); // the client goes away mid-run
+
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(std::time::Instant::now() < deadline, "agno serve did not stop after SIGTERM");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(exit.success(), "{stderr}");
+    assert!(stderr.contains("AgentOS stopped"), "{stderr}");
+
+    let db = agno::db::SqliteDb::connect(db_path.to_str().unwrap()).await.unwrap();
+    let page = agno::core::RunStore::get_runs(
+        &db,
+        &agno::core::RunQuery { session_id: Some("graceful".into()), ..Default::default() },
+    )
+    .await
+    .unwrap();
+    assert_eq!(page.runs.len(), 1, "the in-flight run was stored");
+    assert_eq!(page.runs[0].status, agno::core::RunStatus::Completed);
+    assert_eq!(page.runs[0].content_text(), "slow answer");
+}

@@ -1,5 +1,6 @@
 //! Serving: bind, refuse an open OS on a non-loopback address, stop gracefully on SIGINT or
-//! SIGTERM (stop accepting, let in-flight requests finish, up to a grace period).
+//! SIGTERM: stop accepting, let in-flight requests and runs finish within a grace period, then
+//! cancel the runs left so they are stored as `CANCELLED`, never lost mid-write.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -75,9 +76,32 @@ pub async fn serve(
         tokio::time::sleep(SHUTDOWN_GRACE).await;
         tracing::warn!("in-flight requests did not finish within {:?}; stopping anyway", SHUTDOWN_GRACE);
     };
-    tokio::select! {
+    let served = tokio::select! {
         result = server => result.map_err(|source| ServeError::Io { addr, source }),
         () = forced => Ok(()),
+    };
+    drain_runs(SHUTDOWN_GRACE).await;
+    served
+}
+
+/// Lets runs still executing (a client may have gone away, they go on) finish within `grace`,
+/// then cancels the rest and gives them a moment to store their `CANCELLED` state.
+pub async fn drain_runs(grace: Duration) {
+    let deadline = tokio::time::Instant::now() + grace;
+    while !agno_runtime::running_runs().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = agno_runtime::running_runs();
+    if left.is_empty() {
+        return;
+    }
+    tracing::warn!(runs = left.len(), "cancelling runs still executing at shutdown");
+    for run_id in &left {
+        agno_runtime::cancel_run(run_id);
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !agno_runtime::running_runs().is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -63,3 +63,8 @@ pub fn cancel_run(run_id: &str) -> bool {
 pub fn is_running(run_id: &str) -> bool {
     registry().lock().is_ok_and(|reg| reg.running.contains_key(run_id))
 }
+
+/// Ids of the runs executing in this process (for a graceful shutdown that waits for them).
+pub fn running_runs() -> Vec<String> {
+    registry().lock().map(|reg| reg.running.keys().cloned().collect()).unwrap_or_default()
+}

@@ -29,7 +29,7 @@ mod structured;
 mod tool_batch;
 
 pub use agent::{Agent, AgentBuilder, ModelChoice};
-pub use cancel::{cancel_run, is_running};
+pub use cancel::{cancel_run, is_running, running_runs};
 pub use config::{
     HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, ToolConfig,
 };
