@@ -41,12 +41,13 @@ pub enum StartError {
 fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
     match spec {
         ModelSpec::Short(s) => Ok((ModelConfig::parse(s).map_err(|e| e.to_string())?, s.clone())),
-        ModelSpec::Full { provider, id, base_url, api_key_env } => Ok((
+        ModelSpec::Full { provider, id, base_url, api_key_env, api_key } => Ok((
             ModelConfig {
                 provider: provider.clone(),
                 id: id.clone(),
                 base_url: base_url.clone(),
                 api_key_env: api_key_env.clone(),
+                api_key: api_key.clone(),
                 ..ModelConfig::default()
             },
             format!("{provider}:{}", id.as_deref().unwrap_or_default()),
@@ -153,6 +154,7 @@ impl AgentOs {
             db_url_redacted: url.map(Into::into),
             auth: Arc::new(auth),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into(),
+            heartbeat: std::time::Duration::from_secs(config.os.sse_heartbeat_seconds),
         };
         Ok(Self { state, max_body_bytes: config.os.max_body_bytes })
     }

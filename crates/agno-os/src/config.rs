@@ -83,6 +83,9 @@ pub struct OsSection {
     /// Largest accepted request body, in bytes (10 MiB by default).
     #[serde(default = "default_body_limit")]
     pub max_body_bytes: usize,
+    /// Seconds between SSE heartbeat comments on an idle stream (15 by default; at most 15).
+    #[serde(default = "default_heartbeat")]
+    pub sse_heartbeat_seconds: u64,
 }
 
 impl Default for OsSection {
@@ -94,6 +97,7 @@ impl Default for OsSection {
             host: default_host(),
             port: default_port(),
             max_body_bytes: default_body_limit(),
+            sse_heartbeat_seconds: default_heartbeat(),
         }
     }
 }
@@ -109,6 +113,9 @@ fn default_port() -> u16 {
 }
 fn default_body_limit() -> usize {
     10 * 1024 * 1024
+}
+fn default_heartbeat() -> u64 {
+    15
 }
 
 /// `[db]`.
@@ -190,6 +197,9 @@ pub enum ModelSpec {
         /// Environment variable holding the key.
         #[serde(default)]
         api_key_env: Option<String>,
+        /// The key itself (write `"${MY_KEY}"` to keep it out of the file).
+        #[serde(default)]
+        api_key: Option<String>,
     },
 }
 
@@ -356,6 +366,11 @@ impl OsConfig {
                         .to_owned(),
                 ));
             }
+        }
+        if !(1..=15).contains(&self.os.sse_heartbeat_seconds) {
+            return Err(ConfigError::Invalid(
+                "[os] sse_heartbeat_seconds must be between 1 and 15 (proxies close idle streams)".to_owned(),
+            ));
         }
         let mut seen = std::collections::HashSet::new();
         for agent in &self.agents {

@@ -1,6 +1,6 @@
 //! Run events as Server-Sent Events, framed as Agno frames them: `event: <Name>` and
 //! `data: <compact JSON>` carrying `event_index` and `run_id`, plus `id: <event_index>` so a
-//! client can resume. A comment heartbeat every 15 s keeps proxies from closing an idle stream;
+//! client can resume. A comment heartbeat (every 15 s by default) keeps proxies from closing an idle stream;
 //! `Cache-Control: no-cache` and `X-Accel-Buffering: no` stop buffering.
 
 use std::convert::Infallible;
@@ -13,9 +13,6 @@ use axum::http::HeaderValue;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
-
-/// Interval of the heartbeat comment.
-pub const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// What happens to the run when the client goes away.
 #[derive(Debug, Clone)]
@@ -53,7 +50,7 @@ pub fn frame(event: &RunEvent) -> Event {
 }
 
 /// An SSE response streaming a run's events.
-pub fn run_events(stream: RunStream, policy: DisconnectPolicy) -> Response {
+pub fn run_events(stream: RunStream, policy: DisconnectPolicy, heartbeat: Duration) -> Response {
     let mut guard = Guard { policy, finished: false };
     let mut stream = Box::pin(stream);
     let events = futures::stream::poll_fn(move |cx| {
@@ -68,13 +65,16 @@ pub fn run_events(stream: RunStream, policy: DisconnectPolicy) -> Response {
             Poll::Pending => Poll::Pending,
         }
     });
-    sse_response(events)
+    sse_response(events, heartbeat)
 }
 
 /// Wraps frames in an SSE response with the heartbeat and anti-buffering headers.
-pub fn sse_response(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+pub fn sse_response(
+    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+    heartbeat: Duration,
+) -> Response {
     let mut resp =
-        Sse::new(events.boxed()).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat")).into_response();
+        Sse::new(events.boxed()).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat")).into_response();
     let headers = resp.headers_mut();
     headers.insert("cache-control", HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));

@@ -42,6 +42,8 @@ pub struct AppState {
     pub auth: Arc<AuthSettings>,
     /// When the OS started (RFC 3339, UTC).
     pub started_at: Arc<str>,
+    /// Interval of SSE heartbeat comments.
+    pub heartbeat: std::time::Duration,
 }
 
 impl AppState {

@@ -117,6 +117,13 @@ pub(crate) async fn drive_new(agent: &AgentInner, mut st: RunState, em: &mut Emi
         model_provider: agent.model.provider().to_owned(),
     });
     let end = 'run: {
+        // Stored as RUNNING before anything else happens, so the run is visible (and can be
+        // cancelled by its owner) while it executes.
+        if agent.db.is_some()
+            && let Err(e) = save(agent, &mut st).await
+        {
+            break 'run LoopEnd::Failed(RunError::Storage(e));
+        }
         for hook in &agent.pre_hooks {
             em.emit(EventData::PreHookStarted { pre_hook_name: hook.name().to_owned() });
             let mut input = st.output.input.clone().unwrap_or_default();

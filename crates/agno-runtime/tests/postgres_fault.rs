@@ -115,8 +115,11 @@ async fn postgres_lost_mid_run_ends_the_run_in_error_and_keeps_the_session() {
             .await
             .unwrap();
     let session = agno_core::SessionStore::get_session(&direct, "s1", None, None).await.unwrap().expect("session kept");
-    assert_eq!(session.runs().len(), 1);
+    // The second run was stored as RUNNING when it started; its final write is what failed.
+    assert_eq!(session.runs().len(), 2);
     assert_eq!(session.runs()[0].id(), first.id());
+    assert_eq!(session.runs()[0].status, agno_core::RunStatus::Completed);
+    assert_eq!(session.runs()[1].status, agno_core::RunStatus::Running);
     assert_eq!(session.session_state().unwrap()["first"], true);
     sqlx_drop_schema(&direct, &schema).await;
 }

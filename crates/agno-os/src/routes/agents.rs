@@ -168,7 +168,7 @@ pub async fn create_run(
         } else {
             DisconnectPolicy::KeepRunning
         };
-        Ok(run_events(agent.run_stream(req), policy))
+        Ok(run_events(agent.run_stream(req), policy, state.heartbeat))
     } else {
         Ok(run_response(agent.arun(req).await))
     }
@@ -355,7 +355,7 @@ pub async fn continue_run(
     }
     let agent = served.agent.clone();
     if form.bool("stream")?.unwrap_or(true) {
-        Ok(run_events(agent.continue_run_stream(req), DisconnectPolicy::KeepRunning))
+        Ok(run_events(agent.continue_run_stream(req), DisconnectPolicy::KeepRunning, state.heartbeat))
     } else {
         Ok(run_response(agent.acontinue_run(req).await))
     }
