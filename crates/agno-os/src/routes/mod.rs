@@ -4,7 +4,11 @@
 
 pub mod agents;
 pub mod core;
+pub mod databases;
 pub mod docs;
+pub mod evals;
+pub mod memories;
+pub mod metrics;
 
 use axum::Router;
 use axum::http::Method;
@@ -74,6 +78,27 @@ routes! {
     GET "/agents/{agent_id}/runs/{run_id}", Scope("agents:read"), "Agents", "Get an agent run" => get(agents::get_run);
     POST "/agents/{agent_id}/runs/{run_id}/cancel", Scope("agents:run"), "Agents", "Cancel an agent run" => post(agents::cancel_run);
     POST "/agents/{agent_id}/runs/{run_id}/continue", Scope("agents:run"), "Agents", "Continue a paused agent run" => post(agents::continue_run);
+
+    POST "/memories", Scope("memories:write"), "Memory", "Create a memory" => post(memories::create_memory);
+    GET "/memories", Scope("memories:read"), "Memory", "List memories (paginated, filtered)" => get(memories::list_memories);
+    DELETE "/memories", Scope("memories:delete"), "Memory", "Delete memories" => axum::routing::delete(memories::delete_memories);
+    GET "/memories/{memory_id}", Scope("memories:read"), "Memory", "Get a memory" => get(memories::get_memory);
+    PATCH "/memories/{memory_id}", Scope("memories:write"), "Memory", "Update a memory" => axum::routing::patch(memories::update_memory);
+    DELETE "/memories/{memory_id}", Scope("memories:delete"), "Memory", "Delete a memory" => axum::routing::delete(memories::delete_memory);
+    GET "/memory_topics", Scope("memories:read"), "Memory", "Topics of the memories" => get(memories::memory_topics);
+    GET "/user_memory_stats", Scope("memories:read"), "Memory", "Memory counts per user (paginated)" => get(memories::user_memory_stats);
+
+    GET "/metrics", Scope("metrics:read"), "Metrics", "Daily usage metrics" => get(metrics::get_metrics);
+    POST "/metrics/refresh", Scope("metrics:write"), "Metrics", "Recalculate the metrics" => post(metrics::refresh_metrics);
+    GET "/metrics/refresh/status", Scope("metrics:read"), "Metrics", "Status of the last metrics recalculation" => get(metrics::refresh_status);
+
+    GET "/eval-runs", Scope("evals:read"), "Evals", "List eval runs (paginated, filtered)" => get(evals::list_eval_runs);
+    DELETE "/eval-runs", Scope("evals:delete"), "Evals", "Delete eval runs" => axum::routing::delete(evals::delete_eval_runs);
+    GET "/eval-runs/{eval_run_id}", Scope("evals:read"), "Evals", "Get an eval run" => get(evals::get_eval_run);
+    PATCH "/eval-runs/{eval_run_id}", Scope("evals:write"), "Evals", "Rename an eval run" => axum::routing::patch(evals::rename_eval_run);
+
+    POST "/databases/all/migrate", Scope("config:write"), "Database", "Migrate every database" => post(databases::migrate_all_databases);
+    POST "/databases/{db_id}/migrate", Scope("config:write"), "Database", "Migrate a database" => post(databases::migrate_database);
 }
 
 /// The route declared for a method and matched path template.

@@ -1,0 +1,185 @@
+//! `/eval-runs`: list, read, rename and delete stored evaluation runs, as Agno's eval router
+//! serves them. (Running an eval, `POST /eval-runs`, is not offered.) Under user isolation only
+//! the caller's own eval runs exist.
+
+use agno_core::{EvalFilterType, EvalQuery, EvalRunRecord, EvalType, SortOrder};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::databases::select_db;
+use super::memories::{DbParams, Paging, iso, json_body, query, sort_order};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+const EVAL_TYPES: [EvalType; 4] =
+    [EvalType::Accuracy, EvalType::AgentAsJudge, EvalType::Performance, EvalType::Reliability];
+
+/// An eval run as Agno's `EvalSchema`.
+fn eval_json(r: &EvalRunRecord) -> Value {
+    json!({
+        "id": r.run_id,
+        "agent_id": r.agent_id,
+        "model_id": r.model_id,
+        "model_provider": r.model_provider,
+        "team_id": r.team_id,
+        "workflow_id": r.workflow_id,
+        "name": r.name,
+        "evaluated_component_name": r.evaluated_component_name,
+        "user_id": r.user_id,
+        "eval_type": r.eval_type.as_str(),
+        "eval_data": r.eval_data,
+        "eval_input": r.eval_input,
+        "created_at": iso(r.created_at),
+        "updated_at": iso(r.updated_at),
+    })
+}
+
+fn not_found(eval_run_id: &str) -> ApiError {
+    ApiError::not_found(format!("Eval run with id '{eval_run_id}' not found"))
+}
+
+/// Query of `GET /eval-runs`. Agno names the component filter `type` on the wire.
+#[derive(Debug, Deserialize)]
+pub struct ListEvalsParams {
+    agent_id: Option<String>,
+    team_id: Option<String>,
+    workflow_id: Option<String>,
+    model_id: Option<String>,
+    #[serde(rename = "type", alias = "filter_type")]
+    filter_type: Option<String>,
+    eval_types: Option<String>,
+    limit: Option<usize>,
+    page: Option<usize>,
+    sort_by: Option<String>,
+    sort_order: Option<String>,
+    db_id: Option<String>,
+    table: Option<String>,
+}
+
+fn filter_type(value: Option<&str>) -> ApiResult<Option<EvalFilterType>> {
+    match value.filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some("agent") => Ok(Some(EvalFilterType::Agent)),
+        Some("team") => Ok(Some(EvalFilterType::Team)),
+        Some("workflow") => Ok(Some(EvalFilterType::Workflow)),
+        Some(other) => {
+            Err(ApiError::unprocessable(format!("type must be 'agent', 'team' or 'workflow', not {other:?}")))
+        }
+    }
+}
+
+/// Comma-separated eval types; 422 naming the valid ones.
+fn eval_types(value: Option<&str>) -> ApiResult<Option<Vec<EvalType>>> {
+    let Some(value) = value.filter(|v| !v.is_empty()) else { return Ok(None) };
+    value
+        .split(',')
+        .map(|item| {
+            let item = item.trim();
+            EVAL_TYPES.into_iter().find(|t| t.as_str() == item).ok_or_else(|| {
+                let valid: Vec<&str> = EVAL_TYPES.iter().map(|t| t.as_str()).collect();
+                ApiError::unprocessable(format!(
+                    "Invalid eval_type: {item:?} is not a valid EvalType. Valid types: {}",
+                    valid.join(", ")
+                ))
+            })
+        })
+        .collect::<ApiResult<Vec<_>>>()
+        .map(Some)
+}
+
+/// `GET /eval-runs`: a page of eval runs, newest first by default.
+pub async fn list_eval_runs(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<ListEvalsParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let paging = Paging::new(q.limit, q.page)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    if let Some(other) = q.sort_by.as_deref().filter(|s| *s != "created_at") {
+        return Err(ApiError::unprocessable(format!("eval runs can be sorted by 'created_at' only, not {other:?}")));
+    }
+    let sort: SortOrder = sort_order(q.sort_order.as_deref())?;
+    let (runs, total) = db
+        .get_eval_runs(&EvalQuery {
+            user_id: principal.user_scope(None),
+            agent_id: q.agent_id,
+            team_id: q.team_id,
+            workflow_id: q.workflow_id,
+            model_id: q.model_id,
+            filter_type: filter_type(q.filter_type.as_deref())?,
+            eval_types: eval_types(q.eval_types.as_deref())?,
+            limit: Some(paging.limit),
+            page: Some(paging.page),
+            sort_order: sort,
+        })
+        .await?;
+    Ok(paging.respond(runs.iter().map(eval_json).collect(), total))
+}
+
+/// `GET /eval-runs/{eval_run_id}`.
+pub async fn get_eval_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(eval_run_id): Path<String>,
+    q: Result<Query<DbParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id(), q.table())?;
+    let run = db.get_eval_run(&eval_run_id, principal.user_scope(None).as_deref()).await?;
+    run.map(|r| Json(eval_json(&r))).ok_or_else(|| not_found(&eval_run_id))
+}
+
+/// Body of `PATCH /eval-runs/{eval_run_id}` (Agno's `UpdateEvalRunRequest`).
+#[derive(Debug, Deserialize)]
+struct RenameRequest {
+    name: String,
+}
+
+/// `PATCH /eval-runs/{eval_run_id}`: renames an eval run (`{"name"}`, 1 to 255 characters).
+pub async fn rename_eval_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(eval_run_id): Path<String>,
+    q: Result<Query<DbParams>, QueryRejection>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id(), q.table())?;
+    let req: RenameRequest = json_body(&body)?;
+    let chars = req.name.chars().count();
+    if chars == 0 || chars > 255 {
+        return Err(ApiError::unprocessable("name must have between 1 and 255 characters"));
+    }
+    let run = db.rename_eval_run(&eval_run_id, &req.name, principal.user_scope(None).as_deref()).await?;
+    run.map(|r| Json(eval_json(&r))).ok_or_else(|| not_found(&eval_run_id))
+}
+
+/// Body of `DELETE /eval-runs` (Agno's `DeleteEvalRunsRequest`).
+#[derive(Debug, Deserialize)]
+struct DeleteEvalRunsRequest {
+    eval_run_ids: Vec<String>,
+}
+
+/// `DELETE /eval-runs`: deletes the listed eval runs the caller can see; 204.
+pub async fn delete_eval_runs(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<DbParams>, QueryRejection>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id(), q.table())?;
+    let req: DeleteEvalRunsRequest = json_body(&body)?;
+    if req.eval_run_ids.is_empty() {
+        return Err(ApiError::unprocessable("eval_run_ids must list at least 1 eval run id"));
+    }
+    db.delete_eval_runs(&req.eval_run_ids, principal.user_scope(None).as_deref()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,369 @@
+//! `/memories`, `/memory_topics` and `/user_memory_stats`: user memories as Agno's memory router
+//! serves them. Under user isolation every read and write is scoped to the caller's `sub`: a
+//! created memory belongs to the caller, another user's memory answers 404.
+//!
+//! Also the request helpers the record routes (memories, metrics, evals) share: JSON bodies,
+//! paging and Agno's timestamp format.
+
+use std::time::Instant;
+
+use agno_core::{MemoryQuery, MemorySort, SortOrder, UserMemory, UserMemoryStats};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::databases::select_db;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Longest memory text accepted (Agno's `UserMemoryCreateSchema`).
+const MAX_MEMORY_CHARS: usize = 5000;
+
+/// Parses a JSON request body (whatever its content type): 422 with the parser's message when
+/// it is not valid JSON or not of the expected shape.
+pub(crate) fn json_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
+    serde_json::from_slice(body).map_err(|e| ApiError::unprocessable(format!("invalid JSON body: {e}")))
+}
+
+/// The query of a request, or 422 saying which parameter is wrong.
+pub(crate) fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
+    q.map(|Query(q)| q).map_err(|e| ApiError::unprocessable(e.body_text()))
+}
+
+/// `asc` or `desc` (default `desc`), else 422.
+pub(crate) fn sort_order(value: Option<&str>) -> ApiResult<SortOrder> {
+    match value.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("desc") => Ok(SortOrder::Desc),
+        Some("asc") => Ok(SortOrder::Asc),
+        Some(other) => Err(ApiError::unprocessable(format!("sort_order must be 'asc' or 'desc', not {other:?}"))),
+    }
+}
+
+/// Agno's paging: `limit` (default 20, at least 1) and `page` (default 1, at least 0).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Paging {
+    /// Page size.
+    pub(crate) limit: usize,
+    /// 1-based page (0 reads as the first page, as Agno accepts it).
+    pub(crate) page: usize,
+    started: Instant,
+}
+
+impl Paging {
+    /// Validates `limit` and `page`.
+    pub(crate) fn new(limit: Option<usize>, page: Option<usize>) -> ApiResult<Self> {
+        let limit = limit.unwrap_or(20);
+        if limit == 0 {
+            return Err(ApiError::unprocessable("limit must be greater than or equal to 1"));
+        }
+        Ok(Self { limit, page: page.unwrap_or(1), started: Instant::now() })
+    }
+
+    /// `{"data": [...], "meta": {...}}` for `total` matching items.
+    pub(crate) fn respond(&self, data: Vec<Value>, total: u64) -> Json<Value> {
+        let limit = self.limit as u64;
+        let elapsed_ms = (self.started.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
+        Json(json!({
+            "data": Value::Array(data),
+            "meta": {
+                "page": self.page,
+                "limit": self.limit,
+                "total_pages": total.div_ceil(limit),
+                "total_count": total,
+                "search_time_ms": elapsed_ms,
+            },
+        }))
+    }
+}
+
+/// Epoch seconds as Agno answers datetimes: ISO 8601 in UTC with `Z`.
+pub(crate) fn iso(epoch: Option<i64>) -> Value {
+    epoch
+        .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+        .map_or(Value::Null, |t| Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)))
+}
+
+/// A memory as Agno's `UserMemorySchema`.
+fn memory_json(m: &UserMemory) -> Value {
+    json!({
+        "memory_id": m.memory_id,
+        "memory": m.memory,
+        "topics": m.topics,
+        "agent_id": m.agent_id,
+        "team_id": m.team_id,
+        "user_id": m.user_id,
+        "updated_at": iso(m.updated_at),
+    })
+}
+
+/// Per-user counts as Agno's `UserStatsSchema`.
+fn stats_json(s: &UserMemoryStats) -> Value {
+    json!({
+        "user_id": s.user_id,
+        "total_memories": s.total_memories,
+        "last_memory_updated_at": iso(s.last_memory_updated_at),
+    })
+}
+
+fn not_found(memory_id: &str) -> ApiError {
+    ApiError::not_found(format!("Memory with ID {memory_id} not found"))
+}
+
+/// Body of `POST /memories` and `PATCH /memories/{memory_id}` (Agno's `UserMemoryCreateSchema`).
+#[derive(Debug, Deserialize)]
+struct MemoryPayload {
+    memory: String,
+    #[serde(default)]
+    user_id: Option<String>,
+    #[serde(default)]
+    topics: Option<Vec<String>>,
+}
+
+impl MemoryPayload {
+    fn parse(body: &Bytes) -> ApiResult<Self> {
+        let payload: Self = json_body(body)?;
+        let chars = payload.memory.chars().count();
+        if chars == 0 {
+            return Err(ApiError::unprocessable("memory must have at least 1 character"));
+        }
+        if chars > MAX_MEMORY_CHARS {
+            return Err(ApiError::unprocessable(format!("memory must have at most {MAX_MEMORY_CHARS} characters")));
+        }
+        Ok(payload)
+    }
+}
+
+/// `db_id` and `table` query parameters (one database is served; `table` is accepted and
+/// ignored).
+#[derive(Debug, Deserialize)]
+pub struct DbParams {
+    db_id: Option<String>,
+    table: Option<String>,
+}
+
+impl DbParams {
+    /// `db_id`.
+    pub(crate) fn db_id(&self) -> Option<&str> {
+        self.db_id.as_deref()
+    }
+
+    /// `table`.
+    pub(crate) fn table(&self) -> Option<&str> {
+        self.table.as_deref()
+    }
+}
+
+/// `POST /memories`: creates a memory; under isolation it belongs to the caller whatever
+/// `user_id` says. 400 without a user.
+pub async fn create_memory(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<DbParams>, QueryRejection>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    let payload = MemoryPayload::parse(&body)?;
+    let user_id = principal.user_scope(payload.user_id).ok_or_else(|| ApiError::bad_request("User ID is required"))?;
+    let mut memory = UserMemory::new(payload.memory, Some(user_id.as_str()));
+    memory.memory_id = Some(agno_core::new_id());
+    memory.topics = Some(payload.topics.unwrap_or_default());
+    let stored = db.upsert_user_memory(&memory).await?;
+    Ok(Json(memory_json(&stored)))
+}
+
+/// Query of `GET /memories`.
+#[derive(Debug, Deserialize)]
+pub struct ListMemoriesParams {
+    user_id: Option<String>,
+    agent_id: Option<String>,
+    team_id: Option<String>,
+    topics: Option<String>,
+    search_content: Option<String>,
+    limit: Option<usize>,
+    page: Option<usize>,
+    sort_by: Option<String>,
+    sort_order: Option<String>,
+    db_id: Option<String>,
+    table: Option<String>,
+}
+
+fn memory_sort(value: Option<&str>) -> ApiResult<MemorySort> {
+    match value {
+        None | Some("updated_at") => Ok(MemorySort::UpdatedAt),
+        Some("created_at") => Ok(MemorySort::CreatedAt),
+        Some(other) => Err(ApiError::unprocessable(format!(
+            "memories can be sorted by 'updated_at' or 'created_at', not {other:?}"
+        ))),
+    }
+}
+
+/// `GET /memories`: a page of memories, newest update first by default. Filters `user_id`
+/// (forced to the caller under isolation), `agent_id`, `team_id`, `topics` (comma-separated,
+/// any of), `search_content`.
+pub async fn list_memories(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<ListMemoriesParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let paging = Paging::new(q.limit, q.page)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    let topics: Option<Vec<String>> = q
+        .topics
+        .map(|t| t.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect::<Vec<_>>())
+        .filter(|t| !t.is_empty());
+    let page = db
+        .get_user_memories(&MemoryQuery {
+            user_id: principal.user_scope(q.user_id),
+            agent_id: q.agent_id,
+            team_id: q.team_id,
+            topics,
+            search_content: q.search_content.filter(|s| !s.is_empty()),
+            limit: Some(paging.limit),
+            page: Some(paging.page),
+            sort_by: memory_sort(q.sort_by.as_deref())?,
+            sort_order: sort_order(q.sort_order.as_deref())?,
+        })
+        .await?;
+    // Agno drops memories with empty text from listings.
+    let data = page.memories.iter().filter(|m| !m.memory.is_empty()).map(memory_json).collect();
+    Ok(paging.respond(data, page.total))
+}
+
+/// Query carrying an optional `user_id` (admins' filter) and the database selectors.
+#[derive(Debug, Deserialize)]
+pub struct UserParams {
+    user_id: Option<String>,
+    db_id: Option<String>,
+    table: Option<String>,
+}
+
+/// `GET /memories/{memory_id}`.
+pub async fn get_memory(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(memory_id): Path<String>,
+    q: Result<Query<UserParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    let memory = db.get_user_memory(&memory_id, principal.user_scope(q.user_id).as_deref()).await?;
+    memory.map(|m| Json(memory_json(&m))).ok_or_else(|| not_found(&memory_id))
+}
+
+/// `PATCH /memories/{memory_id}`: replaces the text and topics of a memory the caller can see
+/// (404 otherwise). Without `user_id` the memory keeps its owner.
+pub async fn update_memory(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(memory_id): Path<String>,
+    q: Result<Query<DbParams>, QueryRejection>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    let payload = MemoryPayload::parse(&body)?;
+    let existing = db
+        .get_user_memory(&memory_id, principal.user_scope(None).as_deref())
+        .await?
+        .ok_or_else(|| not_found(&memory_id))?;
+    let user_id = principal
+        .user_scope(payload.user_id)
+        .or_else(|| existing.user_id.clone())
+        .ok_or_else(|| ApiError::bad_request("User ID is required"))?;
+    let memory = UserMemory {
+        memory: payload.memory,
+        topics: Some(payload.topics.unwrap_or_default()),
+        user_id: Some(user_id),
+        ..existing
+    };
+    let stored = db.upsert_user_memory(&memory).await?;
+    Ok(Json(memory_json(&stored)))
+}
+
+/// `DELETE /memories/{memory_id}`: 204, or 404 when the caller has no such memory.
+pub async fn delete_memory(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(memory_id): Path<String>,
+    q: Result<Query<UserParams>, QueryRejection>,
+) -> ApiResult<StatusCode> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    if db.delete_user_memory(&memory_id, principal.user_scope(q.user_id).as_deref()).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(not_found(&memory_id))
+    }
+}
+
+/// Body of `DELETE /memories` (Agno's `DeleteMemoriesRequest`).
+#[derive(Debug, Deserialize)]
+struct DeleteMemoriesRequest {
+    memory_ids: Vec<String>,
+    #[serde(default)]
+    user_id: Option<String>,
+}
+
+/// `DELETE /memories`: deletes the listed memories the caller can see; 204.
+pub async fn delete_memories(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<DbParams>, QueryRejection>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    let req: DeleteMemoriesRequest = json_body(&body)?;
+    if req.memory_ids.is_empty() {
+        return Err(ApiError::unprocessable("memory_ids must list at least 1 memory id"));
+    }
+    db.delete_user_memories(&req.memory_ids, principal.user_scope(req.user_id).as_deref()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /memory_topics`: the topics of the memories the caller can see, sorted.
+pub async fn memory_topics(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<UserParams>, QueryRejection>,
+) -> ApiResult<Json<Vec<String>>> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    Ok(Json(db.get_all_memory_topics(principal.user_scope(q.user_id).as_deref()).await?))
+}
+
+/// Query of `GET /user_memory_stats`.
+#[derive(Debug, Deserialize)]
+pub struct StatsParams {
+    limit: Option<usize>,
+    page: Option<usize>,
+    user_id: Option<String>,
+    db_id: Option<String>,
+    table: Option<String>,
+}
+
+/// `GET /user_memory_stats`: memory counts per user, most recently updated first, paged. Under
+/// isolation only the caller's own row.
+pub async fn user_memory_stats(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<StatsParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let paging = Paging::new(q.limit, q.page)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    let (stats, total) = db
+        .get_user_memory_stats(Some(paging.limit), Some(paging.page), principal.user_scope(q.user_id).as_deref())
+        .await?;
+    // Agno counts owned memories only.
+    let data = stats.iter().filter(|s| s.user_id.is_some()).map(stats_json).collect();
+    Ok(paging.respond(data, total))
+}
