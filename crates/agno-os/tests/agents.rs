@@ -47,6 +47,8 @@ async fn core_routes_answer_as_agno() {
     assert_eq!(r.body["available_models"], json!([{"id": "test", "provider": "Test", "name": "Test"}]));
     assert_eq!(r.body["agents"].as_array().unwrap().len(), 2);
     assert_eq!(os.get("/models", None).await.status, 404, "v3 has no /models route");
+    let put = os.client.put(format!("{}/agents", os.base)).send().await.unwrap();
+    assert_eq!(put.status(), 405, "an unrouted method on a known path");
     let doc = os.get("/openapi.json", None).await;
     assert_eq!(doc.body["openapi"], "3.1.0");
     assert!(doc.body["paths"]["/agents/{agent_id}/runs"]["post"].is_object());

@@ -190,6 +190,9 @@ pub async fn authorize(
         return ApiError::not_found("Not Found").into_response();
     };
     let Some(route) = find_route(req.method(), &path) else {
+        if crate::routes::ROUTES.iter().any(|r| r.path == path) {
+            return ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed").into_response();
+        }
         return ApiError::internal(format!("route {} {path} has no access rule", req.method())).into_response();
     };
     let auth = &state.auth;
