@@ -133,7 +133,8 @@ pub async fn create_run(
     if form.has_files() {
         return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
     }
-    let user_id = principal.user_scope(form.text("user_id").map(str::to_owned));
+    // As Agno: a token's `sub` is the run's user (over the form field), forced under isolation.
+    let user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
     let run_id = agno_core::new_id();
     let mut req = RunRequest::new(message).run_id(run_id.clone());
     if let Some(session_id) = form.text("session_id").filter(|s| !s.is_empty()) {
@@ -187,7 +188,7 @@ fn parse_status(text: &str) -> ApiResult<RunStatus> {
         .map_err(|_| ApiError::unprocessable(format!("unknown run status {text:?}")))
 }
 
-/// `GET /agents/{agent_id}/runs?session_id=&status=`: the agent's runs, newest first.
+/// `GET /agents/{agent_id}/runs?session_id=&status=`: the agent's runs, oldest first (a session's order, as Agno).
 pub async fn list_runs(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
@@ -203,7 +204,7 @@ pub async fn list_runs(
             agent_id: Some(agent_id),
             status: q.status.as_deref().map(parse_status).transpose()?,
             limit: Some(q.limit.unwrap_or(100).clamp(1, 1000)),
-            sort: SortOrder::Desc,
+            sort: SortOrder::Asc,
             ..RunQuery::default()
         })
         .await?;
