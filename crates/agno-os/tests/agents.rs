@@ -94,7 +94,9 @@ async fn a_run_answers_json_and_is_stored() {
     assert_eq!(got.body["content"], r.body["content"]);
     let listed = os.get("/agents/calc/runs?session_id=s1", None).await;
     assert_eq!(listed.body.as_array().unwrap().len(), 1);
-    assert_eq!(os.get("/agents/calc/runs?status=nonsense", None).await.status, 422);
+    assert_eq!(os.get("/agents/calc/runs?session_id=s1&status=nonsense", None).await.status, 422);
+    assert_eq!(os.get("/agents/calc/runs", None).await.status, 422, "session_id is required, as in Agno");
+    assert_eq!(os.get("/agents/calc/runs?session_id=unknown", None).await.status, 404);
     assert_eq!(os.get(&format!("/agents/guarded/runs/{run_id}"), None).await.status, 404, "another agent's run");
     assert_eq!(os.get("/agents/calc/runs/missing", None).await.status, 404);
 

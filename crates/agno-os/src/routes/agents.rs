@@ -86,7 +86,9 @@ async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option
     let Some(db) = &state.db else { return Ok(()) };
     if let Some(existing) = db.get_session(session_id, None, Some(0)).await? {
         let owner = existing.user_id.as_deref();
-        if owner.is_some() && owner != user_id {
+        // A run naming no user continues any session (Agno does); one naming a user never
+        // writes into another user's session.
+        if user_id.is_some() && owner.is_some() && owner != user_id {
             return Err(ApiError::not_found(format!("Session {session_id} not found")));
         }
     }
@@ -188,7 +190,19 @@ fn parse_status(text: &str) -> ApiResult<RunStatus> {
         .map_err(|_| ApiError::unprocessable(format!("unknown run status {text:?}")))
 }
 
-/// `GET /agents/{agent_id}/runs?session_id=&status=`: the agent's runs, oldest first (a session's order, as Agno).
+/// Agno also requires run access to an agent (`agents:run`, `agents:<id>:run`) to read its runs.
+fn require_run_access(principal: &Principal, agent_id: &str) -> ApiResult<()> {
+    match principal.accessible("agents", "run") {
+        Some(ids) if !ids.iter().any(|i| i == agent_id) => {
+            Err(ApiError::forbidden(format!("Access denied to run agent {agent_id}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `GET /agents/{agent_id}/runs?session_id=&status=`: the runs of one of the agent's sessions,
+/// oldest first (the session's order, as Agno). `session_id` is required; a session the caller
+/// cannot see answers 404.
 pub async fn list_runs(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
@@ -196,19 +210,42 @@ pub async fn list_runs(
     Query(q): Query<RunsQuery>,
 ) -> ApiResult<Json<Value>> {
     served(&state, &principal, &agent_id)?;
+    require_run_access(&principal, &agent_id)?;
     let db = state.require_db()?;
-    let page = db
-        .get_runs(&RunQuery {
-            session_id: q.session_id,
-            user_id: principal.user_scope(None),
-            agent_id: Some(agent_id),
-            status: q.status.as_deref().map(parse_status).transpose()?,
-            limit: Some(q.limit.unwrap_or(100).clamp(1, 1000)),
-            sort: SortOrder::Asc,
-            ..RunQuery::default()
-        })
-        .await?;
-    Ok(Json(serde_json::to_value(page.runs).map_err(|e| ApiError::internal(e.to_string()))?))
+    let session_id = q
+        .session_id
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::unprocessable("Field required: session_id").with_type("validation_error"))?;
+    let user = principal.user_scope(None);
+    if db.get_session(&session_id, user.as_deref(), Some(0)).await?.is_none() {
+        return Err(ApiError::not_found(format!("Session {session_id} not found")));
+    }
+    let status = q.status.as_deref().map(parse_status).transpose()?;
+    let mut runs = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = db
+            .get_runs(&RunQuery {
+                session_id: Some(session_id.clone()),
+                user_id: user.clone(),
+                agent_id: Some(agent_id.clone()),
+                status,
+                limit: Some(500),
+                cursor,
+                sort: SortOrder::Asc,
+                ..RunQuery::default()
+            })
+            .await?;
+        runs.extend(page.runs);
+        match page.next_cursor {
+            Some(next) if q.limit.is_none_or(|l| runs.len() < l) => cursor = Some(next),
+            _ => break,
+        }
+    }
+    if let Some(limit) = q.limit {
+        runs.truncate(limit);
+    }
+    Ok(Json(serde_json::to_value(runs).map_err(|e| ApiError::internal(e.to_string()))?))
 }
 
 /// Query carrying an optional `session_id`.
@@ -240,6 +277,7 @@ pub async fn get_run(
     Query(q): Query<SessionQuery>,
 ) -> ApiResult<Json<agno_core::RunOutput>> {
     served(&state, &principal, &agent_id)?;
+    require_run_access(&principal, &agent_id)?;
     Ok(Json(stored_run(&state, &principal, &agent_id, &run_id, q.session_id.as_deref()).await?))
 }
 
@@ -351,7 +389,8 @@ pub async fn continue_run(
         )));
     }
     let mut req = ContinueRequest::run_id(run_id, requirements);
-    if let Some(user) = principal.user_scope(form.text("user_id").map(str::to_owned)).or(run.user_id.clone()) {
+    let requested = principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned));
+    if let Some(user) = principal.user_scope(requested).or(run.user_id.clone()) {
         req = req.user_id(user);
     }
     let agent = served.agent.clone();
