@@ -5,10 +5,11 @@
 pub mod agents;
 pub mod core;
 pub mod docs;
+pub mod sessions;
 
 use axum::Router;
 use axum::http::Method;
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, delete, get, patch, post};
 
 use crate::state::AppState;
 
@@ -74,6 +75,17 @@ routes! {
     GET "/agents/{agent_id}/runs/{run_id}", Scope("agents:read"), "Agents", "Get an agent run" => get(agents::get_run);
     POST "/agents/{agent_id}/runs/{run_id}/cancel", Scope("agents:run"), "Agents", "Cancel an agent run" => post(agents::cancel_run);
     POST "/agents/{agent_id}/runs/{run_id}/continue", Scope("agents:run"), "Agents", "Continue a paused agent run" => post(agents::continue_run);
+
+    GET "/sessions", Scope("sessions:read"), "Sessions", "List sessions (paginated)" => get(sessions::list_sessions);
+    POST "/sessions", Scope("sessions:write"), "Sessions", "Create a session" => post(sessions::create_session);
+    DELETE "/sessions", Scope("sessions:delete"), "Sessions", "Delete sessions" => delete(sessions::delete_sessions);
+    GET "/sessions/{session_id}", Scope("sessions:read"), "Sessions", "Get a session" => get(sessions::get_session);
+    PATCH "/sessions/{session_id}", Scope("sessions:write"), "Sessions", "Update a session" => patch(sessions::update_session);
+    DELETE "/sessions/{session_id}", Scope("sessions:delete"), "Sessions", "Delete a session" => delete(sessions::delete_session);
+    POST "/sessions/{session_id}/rename", Scope("sessions:write"), "Sessions", "Rename a session" => post(sessions::rename_session);
+    GET "/sessions/{session_id}/runs", Scope("sessions:read"), "Sessions", "List a session's runs" => get(sessions::list_session_runs);
+    GET "/sessions/{session_id}/run-previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews" => get(sessions::list_run_previews);
+    GET "/sessions/{session_id}/runs/{run_id}", Scope("sessions:read"), "Sessions", "Get a run of a session" => get(sessions::get_session_run);
 }
 
 /// The route declared for a method and matched path template.
