@@ -137,7 +137,10 @@ async fn every_route_times_every_caller() {
                 for (who, t) in [
                     ("admin", admin.clone()),
                     ("admin signed with the second key", second_key_admin.clone()),
-                    ("exactly the route's scope", token_with(SECRET, "u", &route_scopes(route.path, scope), aud.clone())),
+                    (
+                        "exactly the route's scope",
+                        token_with(SECRET, "u", &route_scopes(route.path, scope), aud.clone()),
+                    ),
                 ] {
                     let status = call(&os, m, &path, Some(&bearer(&t))).await;
                     assert!(status != 401 && status != 403, "{m} {path} for {who} ({scope}) got {status}");

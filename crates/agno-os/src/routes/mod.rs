@@ -9,10 +9,11 @@ pub mod docs;
 pub mod evals;
 pub mod memories;
 pub mod metrics;
+pub mod sessions;
 
 use axum::Router;
 use axum::http::Method;
-use axum::routing::{MethodRouter, get, post};
+use axum::routing::{MethodRouter, delete, get, patch, post};
 
 use crate::state::AppState;
 
@@ -81,10 +82,10 @@ routes! {
 
     POST "/memories", Scope("memories:write"), "Memory", "Create a memory" => post(memories::create_memory);
     GET "/memories", Scope("memories:read"), "Memory", "List memories (paginated, filtered)" => get(memories::list_memories);
-    DELETE "/memories", Scope("memories:delete"), "Memory", "Delete memories" => axum::routing::delete(memories::delete_memories);
+    DELETE "/memories", Scope("memories:delete"), "Memory", "Delete memories" => delete(memories::delete_memories);
     GET "/memories/{memory_id}", Scope("memories:read"), "Memory", "Get a memory" => get(memories::get_memory);
-    PATCH "/memories/{memory_id}", Scope("memories:write"), "Memory", "Update a memory" => axum::routing::patch(memories::update_memory);
-    DELETE "/memories/{memory_id}", Scope("memories:delete"), "Memory", "Delete a memory" => axum::routing::delete(memories::delete_memory);
+    PATCH "/memories/{memory_id}", Scope("memories:write"), "Memory", "Update a memory" => patch(memories::update_memory);
+    DELETE "/memories/{memory_id}", Scope("memories:delete"), "Memory", "Delete a memory" => delete(memories::delete_memory);
     GET "/memory_topics", Scope("memories:read"), "Memory", "Topics of the memories" => get(memories::memory_topics);
     GET "/user_memory_stats", Scope("memories:read"), "Memory", "Memory counts per user (paginated)" => get(memories::user_memory_stats);
 
@@ -93,12 +94,23 @@ routes! {
     GET "/metrics/refresh/status", Scope("metrics:read"), "Metrics", "Status of the last metrics recalculation" => get(metrics::refresh_status);
 
     GET "/eval-runs", Scope("evals:read"), "Evals", "List eval runs (paginated, filtered)" => get(evals::list_eval_runs);
-    DELETE "/eval-runs", Scope("evals:delete"), "Evals", "Delete eval runs" => axum::routing::delete(evals::delete_eval_runs);
+    DELETE "/eval-runs", Scope("evals:delete"), "Evals", "Delete eval runs" => delete(evals::delete_eval_runs);
     GET "/eval-runs/{eval_run_id}", Scope("evals:read"), "Evals", "Get an eval run" => get(evals::get_eval_run);
-    PATCH "/eval-runs/{eval_run_id}", Scope("evals:write"), "Evals", "Rename an eval run" => axum::routing::patch(evals::rename_eval_run);
+    PATCH "/eval-runs/{eval_run_id}", Scope("evals:write"), "Evals", "Rename an eval run" => patch(evals::rename_eval_run);
 
     POST "/databases/all/migrate", Scope("config:write"), "Database", "Migrate every database" => post(databases::migrate_all_databases);
     POST "/databases/{db_id}/migrate", Scope("config:write"), "Database", "Migrate a database" => post(databases::migrate_database);
+
+    GET "/sessions", Scope("sessions:read"), "Sessions", "List sessions (paginated)" => get(sessions::list_sessions);
+    POST "/sessions", Scope("sessions:write"), "Sessions", "Create a session" => post(sessions::create_session);
+    DELETE "/sessions", Scope("sessions:delete"), "Sessions", "Delete sessions" => delete(sessions::delete_sessions);
+    GET "/sessions/{session_id}", Scope("sessions:read"), "Sessions", "Get a session" => get(sessions::get_session);
+    PATCH "/sessions/{session_id}", Scope("sessions:write"), "Sessions", "Update a session" => patch(sessions::update_session);
+    DELETE "/sessions/{session_id}", Scope("sessions:delete"), "Sessions", "Delete a session" => delete(sessions::delete_session);
+    POST "/sessions/{session_id}/rename", Scope("sessions:write"), "Sessions", "Rename a session" => post(sessions::rename_session);
+    GET "/sessions/{session_id}/runs", Scope("sessions:read"), "Sessions", "List a session's runs" => get(sessions::list_session_runs);
+    GET "/sessions/{session_id}/run-previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews" => get(sessions::list_run_previews);
+    GET "/sessions/{session_id}/runs/{run_id}", Scope("sessions:read"), "Sessions", "Get a run of a session" => get(sessions::get_session_run);
 }
 
 /// The route declared for a method and matched path template.
