@@ -181,7 +181,7 @@ async fn agno_client_under_user_isolation() {
     // Another user sees none of it.
     let bob = token("bob", SCOPES);
     let theirs = os.get("/agents/echo/runs?session_id=py-iso", Some(&bob)).await;
-    assert_eq!(theirs.body, Value::Array(vec![]));
+    assert_eq!(theirs.status, 404, "another user's session is not found: {:?}", theirs.body);
     let run_id = result["run"]["run_id"].as_str().unwrap();
     assert_eq!(os.get(&format!("/agents/echo/runs/{run_id}"), Some(&bob)).await.status, 404);
 }
