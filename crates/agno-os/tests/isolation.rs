@@ -1,0 +1,213 @@
+//! The isolation matrix: with `user_isolation = true`, user B calls every read, write and delete
+//! route with user A's ids (and with `user_id=A` in queries and bodies); nothing of A's leaks,
+//! changes or disappears. A then still sees all of it; an admin sees both users.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use agno_core::{EvalRunRecord, EvalType};
+use common::{SECRET, TestOs, config, token};
+use serde_json::{Value, json};
+
+const ALL: &[&str] = &[
+    "agents:read",
+    "agents:run",
+    "sessions:read",
+    "sessions:write",
+    "sessions:delete",
+    "memories:read",
+    "memories:write",
+    "memories:delete",
+    "metrics:read",
+    "metrics:write",
+    "evals:read",
+    "evals:write",
+    "evals:delete",
+    "config:read",
+];
+
+fn ids(body: &Value, field: &str) -> Vec<String> {
+    let list = body.get("data").unwrap_or(body);
+    list.as_array().unwrap().iter().filter_map(|x| x[field].as_str().map(str::to_owned)).collect()
+}
+
+fn eval(id: &str, user: &str) -> EvalRunRecord {
+    EvalRunRecord {
+        run_id: id.to_owned(),
+        eval_type: EvalType::Accuracy,
+        eval_data: json!({"score": 1}).as_object().unwrap().clone(),
+        eval_input: None,
+        name: Some(format!("eval of {user}")),
+        agent_id: Some("calc".into()),
+        team_id: None,
+        workflow_id: None,
+        model_id: Some("test".into()),
+        model_provider: Some("Test".into()),
+        evaluated_component_name: None,
+        user_id: Some(user.to_owned()),
+        created_at: None,
+        updated_at: None,
+    }
+}
+
+/// What user A owns: a session with a completed run and a paused run, a memory, an eval run.
+struct Owned {
+    session: String,
+    run: String,
+    paused: String,
+    memory: String,
+    eval: String,
+}
+
+async fn seed(os: &TestOs, who: &str, t: &str) -> Owned {
+    let session = format!("{who}-session");
+    let r = os
+        .post_form(
+            "/agents/calc/runs",
+            &[("message", "secret plan"), ("stream", "false"), ("session_id", &session)],
+            Some(t),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let run = r.body["run_id"].as_str().unwrap().to_owned();
+    let r = os
+        .post_form(
+            "/agents/guarded/runs",
+            &[("message", "add"), ("stream", "false"), ("session_id", &format!("{who}-hitl"))],
+            Some(t),
+        )
+        .await;
+    assert_eq!(r.body["status"], "PAUSED");
+    let paused = r.body["run_id"].as_str().unwrap().to_owned();
+    let r = os
+        .post_json(
+            "/memories",
+            &json!({"memory": format!("{who} likes secrets"), "topics": [format!("{who}-topic")]}),
+            Some(t),
+        )
+        .await;
+    assert!(r.status == 200 || r.status == 201, "{:?}", r.body);
+    let memory = r.body["memory_id"].as_str().unwrap().to_owned();
+    let eval_id = format!("{who}-eval");
+    os.os.state.db.as_ref().unwrap().create_eval_run(&eval(&eval_id, who)).await.unwrap();
+    Owned { session, run, paused, memory, eval: eval_id }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_route_leaks_or_touches_another_users_data() {
+    let cfg = format!(
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}]\nuser_isolation = true\n[db]\nurl = \"memory://\"\n\
+         [[agents]]\nid = \"calc\"\nmodel = \"test\"\n[[agents]]\nid = \"guarded\"\nmodel = \"test\"\n\
+         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }}]\n",
+        serde_json::to_string(SECRET).unwrap()
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let a_tok = token("alice", ALL);
+    let b_tok = token("bob", ALL);
+    let (a, b) = (Some(a_tok.as_str()), Some(b_tok.as_str()));
+    let alice = seed(&os, "alice", &a_tok).await;
+    let bob = seed(&os, "bob", &b_tok).await;
+
+    // Reads of A's objects by B: 404, exactly like a missing id.
+    let reads = [
+        format!("/agents/calc/runs/{}", alice.run),
+        format!("/agents/calc/runs?session_id={}", alice.session),
+        format!("/sessions/{}", alice.session),
+        format!("/sessions/{}/runs", alice.session),
+        format!("/sessions/{}/runs/{}", alice.session, alice.run),
+        format!("/sessions/{}/run-previews", alice.session),
+        format!("/memories/{}", alice.memory),
+        format!("/eval-runs/{}", alice.eval),
+    ];
+    for path in &reads {
+        let theirs = os.get(path, b).await;
+        assert_eq!(theirs.status, 404, "B reading {path}: {:?}", theirs.body);
+        let missing = os.get(&path.replace("alice", "nobody"), b).await;
+        assert_eq!(missing.status, 404, "a missing id answers the same");
+        assert_eq!(os.get(path, a).await.status, 200, "A reads {path}");
+    }
+
+    // Listings: filtered, even when B names A.
+    for (path, field) in [
+        ("/sessions", "session_id"),
+        ("/sessions?user_id=alice", "session_id"),
+        ("/memories", "memory_id"),
+        ("/memories?user_id=alice", "memory_id"),
+        ("/eval-runs", "id"),
+        ("/eval-runs?user_id=alice", "id"),
+    ] {
+        let r = os.get(path, b).await;
+        assert_eq!(r.status, 200, "{path}: {:?}", r.body);
+        let seen = ids(&r.body, field);
+        assert!(!seen.is_empty(), "B sees its own in {path}");
+        assert!(seen.iter().all(|id| !id.contains("alice") && *id != alice.memory), "{path} leaked {seen:?}");
+    }
+    let topics = os.get("/memory_topics", b).await;
+    assert!(!topics.body.to_string().contains("alice"), "topics leaked: {}", topics.body);
+    let stats = os.get("/user_memory_stats", b).await;
+    assert!(!stats.body.to_string().contains("alice"), "stats leaked: {}", stats.body);
+    let metrics = os.get("/metrics?user_id=alice", b).await;
+    assert_eq!(metrics.status, 200);
+    assert!(!metrics.body.to_string().contains("alice"), "metrics leaked: {}", metrics.body);
+
+    // Writes and deletes of A's objects by B: 404 (or a no-op for bulk deletes).
+    let writes = [
+        os.patch_json(&format!("/sessions/{}", alice.session), &json!({"session_name": "pwned"}), b).await,
+        os.post_json(&format!("/sessions/{}/rename", alice.session), &json!({"session_name": "pwned"}), b).await,
+        os.delete(&format!("/sessions/{}", alice.session), b).await,
+        os.patch_json(&format!("/memories/{}", alice.memory), &json!({"memory": "pwned", "user_id": "alice"}), b).await,
+        os.delete(&format!("/memories/{}", alice.memory), b).await,
+        os.patch_json(&format!("/eval-runs/{}", alice.eval), &json!({"name": "pwned"}), b).await,
+        os.post_form(&format!("/agents/calc/runs/{}/cancel", alice.run), &[], b).await,
+        os.post_form(
+            &format!("/agents/guarded/runs/{}/continue", alice.paused),
+            &[("tools", "[]"), ("stream", "false")],
+            b,
+        )
+        .await,
+        os.post_form(
+            "/agents/calc/runs",
+            &[("message", "into her session"), ("stream", "false"), ("session_id", &alice.session)],
+            b,
+        )
+        .await,
+    ];
+    for (i, r) in writes.iter().enumerate() {
+        assert_eq!(r.status, 404, "write #{i} by B on A's object: {:?}", r.body);
+    }
+    for (path, body) in [
+        ("/sessions", json!({"session_ids": [alice.session], "session_types": ["agent"]})),
+        ("/memories", json!({"memory_ids": [alice.memory], "user_id": "alice"})),
+        ("/eval-runs", json!({"eval_run_ids": [alice.eval]})),
+    ] {
+        let r = os.delete_json(path, &body, b).await;
+        assert!(r.status == 204 || r.status == 404, "bulk delete {path} by B: {} {:?}", r.status, r.body);
+    }
+    // A spoofed user_id on create is replaced by the caller's sub.
+    let r = os.post_json("/memories", &json!({"memory": "planted", "user_id": "alice"}), b).await;
+    assert_eq!(r.body["user_id"], "bob");
+    let r = os
+        .post_form("/agents/calc/runs", &[("message", "as alice?"), ("stream", "false"), ("user_id", "alice")], b)
+        .await;
+    assert_eq!(r.body["user_id"], "bob");
+
+    // Nothing of A's changed or disappeared.
+    let s = os.get(&format!("/sessions/{}", alice.session), a).await;
+    assert_eq!(s.status, 200);
+    assert_ne!(s.body["session_name"], "pwned");
+    let m = os.get(&format!("/memories/{}", alice.memory), a).await;
+    assert_eq!(m.body["memory"], "alice likes secrets");
+    let e = os.get(&format!("/eval-runs/{}", alice.eval), a).await;
+    assert_eq!(e.body["name"], "eval of alice");
+    let paused = os.get(&format!("/agents/guarded/runs/{}", alice.paused), a).await;
+    assert_eq!(paused.body["status"], "PAUSED", "B's continue did nothing");
+    let runs = os.get(&format!("/sessions/{}/runs", alice.session), a).await;
+    assert_eq!(ids(&runs.body, "run_id"), [alice.run.clone()], "no run of B landed in A's session");
+
+    // The admin sees both users.
+    let admin = token("root", &["agent_os:admin"]);
+    let all = os.get("/sessions", Some(&admin)).await;
+    let seen = ids(&all.body, "session_id");
+    assert!(seen.contains(&alice.session) && seen.contains(&bob.session), "{seen:?}");
+    let _ = bob.memory;
+}
