@@ -166,6 +166,7 @@ impl AgentOs {
             .route_layer(middleware::from_fn_with_state(self.state.clone(), authorize))
             .fallback(|| async { crate::error::ApiError::not_found("Not Found") })
             .layer(tower_http::limit::RequestBodyLimitLayer::new(self.max_body_bytes))
+            .layer(middleware::map_response(crate::error::json_errors))
             .with_state(self.state.clone())
     }
 }

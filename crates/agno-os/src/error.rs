@@ -93,3 +93,24 @@ impl From<agno_core::DbError> for ApiError {
 
 /// Result of a handler.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// Turns any error answered in plain text (axum's extractor rejections, the body limit) into
+/// `{"detail": "..."}`, so every error a client sees has Agno's shape.
+pub async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (_, body) = resp.into_parts();
+    let text = match axum::body::to_bytes(body, 64 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let detail = if text.is_empty() { status.canonical_reason().unwrap_or("Error").to_owned() } else { text };
+    ApiError::new(status, detail).into_response()
+}

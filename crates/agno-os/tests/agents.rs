@@ -97,6 +97,9 @@ async fn a_run_answers_json_and_is_stored() {
     assert_eq!(os.get("/agents/calc/runs?session_id=s1&status=nonsense", None).await.status, 422);
     assert_eq!(os.get("/agents/calc/runs", None).await.status, 422, "session_id is required, as in Agno");
     assert_eq!(os.get("/agents/calc/runs?session_id=unknown", None).await.status, 404);
+    let bad = os.get("/agents/calc/runs?session_id=s1&limit=many", None).await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body["detail"].as_str().unwrap().contains("limit"), "a JSON detail naming the field: {:?}", bad.body);
     assert_eq!(os.get(&format!("/agents/guarded/runs/{run_id}"), None).await.status, 404, "another agent's run");
     assert_eq!(os.get("/agents/calc/runs/missing", None).await.status, 404);
 
@@ -210,4 +213,5 @@ async fn oversized_bodies_are_refused_with_413() {
     let big = "x".repeat(4096);
     let r = os.post_form("/agents/calc/runs", &[("message", &big), ("stream", "false")], None).await;
     assert_eq!(r.status, 413);
+    assert!(r.body["detail"].is_string(), "errors are JSON: {:?}", r.body);
 }

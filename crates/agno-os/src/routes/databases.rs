@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::memories::query;
+use super::params::query;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::databases::select_db;
-use super::memories::{DbParams, Paging, iso, json_body, query, sort_order};
+use super::params::{DbParams, Paging, iso, json_body, query, sort_order};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

@@ -1,93 +1,24 @@
 //! `/memories`, `/memory_topics` and `/user_memory_stats`: user memories as Agno's memory router
 //! serves them. Under user isolation every read and write is scoped to the caller's `sub`: a
 //! created memory belongs to the caller, another user's memory answers 404.
-//!
-//! Also the request helpers the record routes (memories, metrics, evals) share: JSON bodies,
-//! paging and Agno's timestamp format.
 
-use std::time::Instant;
-
-use agno_core::{MemoryQuery, MemorySort, SortOrder, UserMemory, UserMemoryStats};
+use agno_core::{MemoryQuery, MemorySort, UserMemory, UserMemoryStats};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::databases::select_db;
+use super::params::{DbParams, Paging, iso, json_body, query, sort_order};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// Longest memory text accepted (Agno's `UserMemoryCreateSchema`).
 const MAX_MEMORY_CHARS: usize = 5000;
-
-/// Parses a JSON request body (whatever its content type): 422 with the parser's message when
-/// it is not valid JSON or not of the expected shape.
-pub(crate) fn json_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
-    serde_json::from_slice(body).map_err(|e| ApiError::unprocessable(format!("invalid JSON body: {e}")))
-}
-
-/// The query of a request, or 422 saying which parameter is wrong.
-pub(crate) fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
-    q.map(|Query(q)| q).map_err(|e| ApiError::unprocessable(e.body_text()))
-}
-
-/// `asc` or `desc` (default `desc`), else 422.
-pub(crate) fn sort_order(value: Option<&str>) -> ApiResult<SortOrder> {
-    match value.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("desc") => Ok(SortOrder::Desc),
-        Some("asc") => Ok(SortOrder::Asc),
-        Some(other) => Err(ApiError::unprocessable(format!("sort_order must be 'asc' or 'desc', not {other:?}"))),
-    }
-}
-
-/// Agno's paging: `limit` (default 20, at least 1) and `page` (default 1, at least 0).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Paging {
-    /// Page size.
-    pub(crate) limit: usize,
-    /// 1-based page (0 reads as the first page, as Agno accepts it).
-    pub(crate) page: usize,
-    started: Instant,
-}
-
-impl Paging {
-    /// Validates `limit` and `page`.
-    pub(crate) fn new(limit: Option<usize>, page: Option<usize>) -> ApiResult<Self> {
-        let limit = limit.unwrap_or(20);
-        if limit == 0 {
-            return Err(ApiError::unprocessable("limit must be greater than or equal to 1"));
-        }
-        Ok(Self { limit, page: page.unwrap_or(1), started: Instant::now() })
-    }
-
-    /// `{"data": [...], "meta": {...}}` for `total` matching items.
-    pub(crate) fn respond(&self, data: Vec<Value>, total: u64) -> Json<Value> {
-        let limit = self.limit as u64;
-        let elapsed_ms = (self.started.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
-        Json(json!({
-            "data": Value::Array(data),
-            "meta": {
-                "page": self.page,
-                "limit": self.limit,
-                "total_pages": total.div_ceil(limit),
-                "total_count": total,
-                "search_time_ms": elapsed_ms,
-            },
-        }))
-    }
-}
-
-/// Epoch seconds as Agno answers datetimes: ISO 8601 in UTC with `Z`.
-pub(crate) fn iso(epoch: Option<i64>) -> Value {
-    epoch
-        .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
-        .map_or(Value::Null, |t| Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)))
-}
 
 /// A memory as Agno's `UserMemorySchema`.
 fn memory_json(m: &UserMemory) -> Value {
@@ -136,26 +67,6 @@ impl MemoryPayload {
             return Err(ApiError::unprocessable(format!("memory must have at most {MAX_MEMORY_CHARS} characters")));
         }
         Ok(payload)
-    }
-}
-
-/// `db_id` and `table` query parameters (one database is served; `table` is accepted and
-/// ignored).
-#[derive(Debug, Deserialize)]
-pub struct DbParams {
-    db_id: Option<String>,
-    table: Option<String>,
-}
-
-impl DbParams {
-    /// `db_id`.
-    pub(crate) fn db_id(&self) -> Option<&str> {
-        self.db_id.as_deref()
-    }
-
-    /// `table`.
-    pub(crate) fn table(&self) -> Option<&str> {
-        self.table.as_deref()
     }
 }
 

@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::databases::select_db;
-use super::memories::{DbParams, iso, query};
+use super::params::{DbParams, iso, query};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

@@ -9,6 +9,7 @@ pub mod docs;
 pub mod evals;
 pub mod memories;
 pub mod metrics;
+pub mod params;
 pub mod sessions;
 
 use axum::Router;
