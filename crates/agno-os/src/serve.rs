@@ -66,6 +66,12 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let addr = listener.local_addr().map_err(|source| ServeError::Io { addr: ([0, 0, 0, 0], 0).into(), source })?;
     let (signal_tx, signal_rx) = tokio::sync::watch::channel(false);
+    // Without TCP_NODELAY, small SSE frames wait for delayed ACKs (~40 ms per event).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(listener, os.router()).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = signal_tx.send(true);

@@ -1,0 +1,216 @@
+//! AgentOS over HTTP, measured the way Python Agno's figures were taken: `agno serve` as its own
+//! process, an agent on the fake OpenAI server (1 ms latency), SQLite storage, clients on
+//! loopback. Prints startup time, `GET /health` rate, non-streaming and streaming run rates and
+//! latencies at 1/8/32 concurrent clients, and the server's RSS, beside Python AgentOS 3.1.10.
+//!
+//! Run: `cargo bench -p agno-cli --bench serve`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agno_testkit::{FakeProvider, Reply};
+use futures::StreamExt;
+
+fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1].as_secs_f64() * 1000.0
+}
+
+/// `VmHWM` and `VmRSS` of a process, in MiB.
+fn rss_mib(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_server(config: &std::path::Path) -> (Server, Duration) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let started = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_agno"))
+        .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
+        .env("AGNO_LOG", "error")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if client.get(format!("{base}/health")).send().await.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "agno serve did not start");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    (Server { child, base }, started.elapsed())
+}
+
+struct Figures {
+    per_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    first_content_p50_ms: Option<f64>,
+}
+
+/// `total` requests from `concurrency` clients; each returns its latency (and, streaming, the
+/// time to the first content event).
+async fn load<F, Fut>(concurrency: usize, total: usize, one: F) -> Figures
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = (Duration, Option<Duration>)> + Send,
+{
+    let one = Arc::new(one);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let (one, next) = (Arc::clone(&one), Arc::clone(&next));
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= total {
+                    break out;
+                }
+                out.push(one(i).await);
+            }
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut firsts = Vec::new();
+    for t in tasks {
+        for (l, f) in t.await.unwrap() {
+            latencies.push(l);
+            firsts.extend(f);
+        }
+    }
+    let elapsed = started.elapsed();
+    latencies.sort();
+    firsts.sort();
+    Figures {
+        per_s: total as f64 / elapsed.as_secs_f64(),
+        p50_ms: percentile_ms(&latencies, 0.50),
+        p99_ms: percentile_ms(&latencies, 0.99),
+        first_content_p50_ms: (!firsts.is_empty()).then(|| percentile_ms(&firsts, 0.50)),
+    }
+}
+
+async fn run_once(client: reqwest::Client, url: String, i: usize, stream: bool) -> (Duration, Option<Duration>) {
+    let started = Instant::now();
+    let form = reqwest::multipart::Form::new()
+        .text("message", format!("question {i}"))
+        .text("stream", stream.to_string())
+        .text("session_id", format!("bench-{i}"));
+    let resp = client.post(&url).multipart(form).send().await.unwrap();
+    assert!(resp.status().is_success(), "run failed: {}", resp.status());
+    if !stream {
+        let _ = resp.bytes().await.unwrap();
+        return (started.elapsed(), None);
+    }
+    let mut first = None;
+    let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+    while let Some(ev) = events.next().await {
+        let ev = ev.unwrap();
+        if first.is_none() && ev.event == "RunContent" {
+            first = Some(started.elapsed());
+        }
+    }
+    (started.elapsed(), first)
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let provider = FakeProvider::start().await.unwrap();
+        provider.set_fallback(Some(Reply::text("a short answer from the fake model")));
+        provider.set_latency(Duration::from_millis(1));
+        let dir = std::env::temp_dir().join(format!("agno-bench-serve-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("agentos.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[db]\nurl = \"sqlite://{}\"\n[[agents]]\nid = \"bench\"\n\
+                 model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
+                dir.join("bench.db").display(),
+                provider.base_url()
+            ),
+        )
+        .unwrap();
+        let (server, startup) = start_server(&config).await;
+        let pid = server.child.id();
+        let (_, idle_rss) = rss_mib(pid);
+        let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+        println!("AgentOS over HTTP (agno serve, SQLite, fake OpenAI model with 1 ms latency, loopback clients)");
+        println!("  startup to first /health: {:.0} ms (Python AgentOS: 2.8 s); idle RSS {idle_rss:.1} MiB (Python: 146.5 MiB)", startup.as_secs_f64() * 1000.0);
+
+        let health_url = format!("{}/health", server.base);
+        let c = client.clone();
+        let health = load(1, 3000, move |_| {
+            let (c, url) = (c.clone(), health_url.clone());
+            async move {
+                let t = Instant::now();
+                let _ = c.get(&url).send().await.unwrap().bytes().await.unwrap();
+                (t.elapsed(), None)
+            }
+        })
+        .await;
+        println!("  GET /health, 1 client: {:.0} req/s, p50 {:.2} ms (Python: 2,900 req/s)", health.per_s, health.p50_ms);
+
+        let url = format!("{}/agents/bench/runs", server.base);
+        // Warm-up.
+        for i in 0..20 {
+            run_once(client.clone(), url.clone(), i, false).await;
+        }
+        let python = [(1, "82/s, p50 11.7 ms"), (8, "108/s, p99 163 ms"), (32, "104/s, p50 284 ms, p99 499 ms")];
+        println!("  non-streaming runs:");
+        for (concurrency, py) in python {
+            let (c, u) = (client.clone(), url.clone());
+            let f = load(concurrency, 300 * concurrency.min(8), move |i| run_once(c.clone(), u.clone(), i, false)).await;
+            println!(
+                "    c={concurrency:>2}: {:>6.0} runs/s  p50 {:>6.2} ms  p99 {:>6.2} ms   (Python: {py})",
+                f.per_s, f.p50_ms, f.p99_ms
+            );
+        }
+        println!("  streaming runs (time to first RunContent):");
+        let python = [(1, "p50 7.7 ms"), (8, "p50 52 ms"), (32, "p50 193 ms")];
+        for (concurrency, py) in python {
+            let (c, u) = (client.clone(), url.clone());
+            let f = load(concurrency, 200 * concurrency.min(8), move |i| run_once(c.clone(), u.clone(), i, true)).await;
+            println!(
+                "    c={concurrency:>2}: {:>6.0} runs/s  first content p50 {:>6.2} ms  run p99 {:>6.2} ms   (Python: 55-67 runs/s, first text {py})",
+                f.per_s,
+                f.first_content_p50_ms.unwrap_or_default(),
+                f.p99_ms
+            );
+        }
+        let (hwm, rss) = rss_mib(pid);
+        println!("  server RSS after the runs: peak {hwm:.1} MiB, now {rss:.1} MiB (Python: 162 MB)");
+        drop(server);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
