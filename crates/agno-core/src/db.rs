@@ -11,6 +11,7 @@ use chrono::NaiveDate;
 use serde_json::{Map, Value};
 
 use crate::error::DbError;
+use crate::jobs::{Enqueued, Job, JobOutcome, JobStatus};
 use crate::memory::{UserMemory, UserMemoryStats};
 use crate::records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 use crate::run::{RunOutput, RunStatus};
@@ -642,6 +643,85 @@ pub trait ScheduleStore: Send + Sync {
     /// # Errors
     /// A [`DbError`].
     async fn delete_schedule_runs(&self, schedule_id: &str, before: i64) -> DbResult<u64>;
+}
+
+/// The durable job queue (`agno_jobs`). Every write of a claimed job names the worker and the
+/// attempt it claimed; a write from a stale attempt (the lease expired and another worker took
+/// the job) changes nothing and reports so.
+#[async_trait]
+pub trait JobStore: Send + Sync {
+    /// Stores a queued job, unless the same user already used its idempotency key (the original
+    /// job is returned) or `max_depth` (> 0) jobs are already queued. Safe under concurrent
+    /// duplicates: the unique key decides, not a check-then-insert.
+    ///
+    /// # Errors
+    /// A [`DbError`]; `Conflict` when the id exists.
+    async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued>;
+
+    /// Claims the oldest claimable job for `worker_id`: queued and available, or running with a
+    /// lease older than `lock_grace_seconds` and attempts left. Increments `attempt`, sets the
+    /// lease; two workers never claim the same job at once.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>>;
+
+    /// Refreshes the leases `worker_id` holds on `job_ids`; returns how many it still holds.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64>;
+
+    /// Ends the attempt `attempt` of `worker_id` on a job. False (and no change) when the
+    /// worker no longer holds that attempt.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn finish_job(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        outcome: &JobOutcome,
+        now: i64,
+    ) -> DbResult<bool>;
+
+    /// Running jobs whose lease expired with no attempts left (their worker died): marked
+    /// `failed` with `error`, and returned so their runs can be ended too.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>>;
+
+    /// Cancels a job that is queued or paused; false otherwise.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool>;
+
+    /// Queues a failed or cancelled job again with a fresh attempt budget (an operator's
+    /// requeue); false when it is not in such a state.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool>;
+
+    /// Reads a job (only the user's when `user_id` is given).
+    ///
+    /// # Errors
+    /// A [`DbError`]; missing is `Ok(None)`.
+    async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>>;
+
+    /// Lists jobs, newest first, optionally of one status; and counts them.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn list_jobs(
+        &self,
+        status: Option<JobStatus>,
+        limit: Option<usize>,
+        page: Option<usize>,
+    ) -> DbResult<(Vec<Job>, u64)>;
 }
 
 /// A complete storage backend: sessions, runs, memories, metrics, eval runs, knowledge contents,

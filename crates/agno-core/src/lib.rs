@@ -9,6 +9,7 @@ mod clock;
 pub mod db;
 mod error;
 mod event;
+mod jobs;
 mod memory;
 mod message;
 mod metrics;
@@ -25,12 +26,13 @@ mod usage;
 pub use chrono::NaiveDate;
 pub use clock::{new_id, now_epoch_secs};
 pub use db::{
-    Db, DbResult, EvalQuery, EvalStore, KnowledgeQuery, KnowledgeSort, KnowledgeStore, MemoryPage, MemoryQuery,
-    MemorySort, MemoryStore, MetricsStore, RunCursor, RunPage, RunQuery, RunStore, ScheduleStore, SchemaStore,
-    SessionPage, SessionQuery, SessionSort, SessionStore, SortOrder, StateUpdate,
+    Db, DbResult, EvalQuery, EvalStore, JobStore, KnowledgeQuery, KnowledgeSort, KnowledgeStore, MemoryPage,
+    MemoryQuery, MemorySort, MemoryStore, MetricsStore, RunCursor, RunPage, RunQuery, RunStore, ScheduleStore,
+    SchemaStore, SessionPage, SessionQuery, SessionSort, SessionStore, SortOrder, StateUpdate,
 };
 pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
 pub use event::{EventData, RunEvent};
+pub use jobs::{Enqueued, Job, JobOutcome, JobStatus};
 pub use memory::{UserMemory, UserMemoryStats};
 pub use message::{FunctionCall, Message, Role, ToolCall, pair_tool_calls, tool_calls_paired};
 pub use metrics::{Metrics, Usage};

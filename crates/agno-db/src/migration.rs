@@ -84,6 +84,11 @@ pub struct CleanupReport {
 /// included.
 #[async_trait]
 pub trait Migrate: Db {
+    /// The adapter's durable job queue, when it has one (the background-run queue of AgentOS).
+    fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn agno_core::JobStore>> {
+        None
+    }
+
     /// The migratable tables that exist, with their names.
     ///
     /// # Errors

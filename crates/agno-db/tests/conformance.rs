@@ -298,3 +298,8 @@ mod metrics_calculation {
 
     on_adapters!(memory_db, sqlite_db, postgres_db, mysql_db, redis_db, json_db);
 }
+
+/// The job queue, on the adapters that have one.
+mod jobs {
+    agno_testkit::jobs_conformance!(memory, std::sync::Arc::new(agno_db::InMemoryDb::new()));
+}

@@ -1052,3 +1052,175 @@ pub async fn schedule_runs_record_history<D: ScheduleStore + ?Sized>(db: Arc<D>)
     assert!(left.iter().all(|r| r.id != stored.id && r.id != ids[0]));
     assert!(db.get_schedule_run(&o.id, None).await.expect("other kept").is_some());
 }
+
+// ----- Job queue ------------------------------------------------------------------------------
+
+use agno_core::{Enqueued, Job, JobOutcome, JobStatus, JobStore};
+
+fn job(id: &str, user: Option<&str>, key: Option<&str>, created_at: i64) -> Job {
+    let mut j = Job::agent_run(id, "agent-1", format!("session-{id}"), json!({"message": format!("run {id}")}));
+    j.user_id = user.map(str::to_owned);
+    j.idempotency_key = key.map(str::to_owned);
+    j.created_at = created_at;
+    j.available_at = 0;
+    j
+}
+
+/// An idempotency key is unique per user (also under concurrent duplicates); a full queue
+/// refuses; jobs read back whole, scoped to their user.
+pub async fn jobs_enqueue_dedups_and_bounds<D: JobStore + ?Sized + 'static>(db: Arc<D>) {
+    let first = job("j1", Some("u1"), Some("key-1"), 1);
+    assert_eq!(db.enqueue_job(&first, 0).await.expect("enqueue"), Enqueued::Accepted(first.clone()));
+    match db.enqueue_job(&job("j2", Some("u1"), Some("key-1"), 2), 0).await.expect("dup") {
+        Enqueued::Duplicate(original) => assert_eq!(original.id, "j1"),
+        other => panic!("expected the original job, got {other:?}"),
+    }
+    assert!(matches!(
+        db.enqueue_job(&job("j3", Some("u2"), Some("key-1"), 3), 0).await.expect("other user"),
+        Enqueued::Accepted(_)
+    ));
+    assert!(matches!(db.enqueue_job(&job("j4", None, Some("anon"), 4), 0).await.expect("anon"), Enqueued::Accepted(_)));
+    assert!(matches!(
+        db.enqueue_job(&job("j5", None, Some("anon"), 5), 0).await.expect("anon dup"),
+        Enqueued::Duplicate(_)
+    ));
+    assert_eq!(db.enqueue_job(&job("j6", None, None, 6), 3).await.expect("full"), Enqueued::QueueFull);
+    assert!(matches!(db.enqueue_job(&job("j6", None, None, 6), 4).await.expect("room"), Enqueued::Accepted(_)));
+    let err = db.enqueue_job(&job("j6", None, None, 6), 0).await.expect_err("same id");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+
+    // 50 concurrent submissions of one key: exactly one job.
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            db.enqueue_job(&job(&format!("c{i}"), Some("u9"), Some("burst"), 10), 0).await
+        }));
+    }
+    let mut accepted = Vec::new();
+    for t in tasks {
+        match t.await.expect("join").expect("enqueue") {
+            Enqueued::Accepted(j) => accepted.push(j.id),
+            Enqueued::Duplicate(_) => {}
+            Enqueued::QueueFull => panic!("no depth limit"),
+        }
+    }
+    assert_eq!(accepted.len(), 1, "one job for one key: {accepted:?}");
+
+    let got = db.get_job("j1", None).await.expect("get").expect("present");
+    assert_eq!(got, first);
+    assert!(db.get_job("j1", Some("u1")).await.expect("owner").is_some());
+    assert!(db.get_job("j1", Some("u2")).await.expect("other").is_none());
+    let (queued, total) = db.list_jobs(Some(JobStatus::Queued), Some(3), Some(1)).await.expect("list");
+    assert_eq!((queued.len(), total), (3, 5));
+    assert_eq!(queued[0].id, accepted[0], "newest first");
+}
+
+/// Claims are exclusive under concurrency, oldest first; every write is fenced by worker and
+/// attempt; an expired lease with attempts left is reclaimed and the old holder is fenced out.
+pub async fn jobs_claims_are_exclusive_and_fenced<D: JobStore + ?Sized + 'static>(db: Arc<D>) {
+    let now = 1_000;
+    for i in 0..5 {
+        let mut j = job(&format!("j{i}"), None, None, 100 + i);
+        j.max_attempts = 2;
+        db.enqueue_job(&j, 0).await.expect("enqueue");
+    }
+    let mut later = job("later", None, None, 50);
+    later.available_at = now + 10_000;
+    db.enqueue_job(&later, 0).await.expect("enqueue");
+    let mut tasks = Vec::new();
+    for w in 0..10 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move { db.claim_job(&format!("w{w}"), 60, now).await }));
+    }
+    let mut claimed = Vec::new();
+    for t in tasks {
+        if let Some(j) = t.await.expect("join").expect("claim") {
+            assert_eq!((j.status, j.attempt, j.locked_at), (JobStatus::Running, 1, Some(now)));
+            claimed.push(j);
+        }
+    }
+    let mut ids: Vec<String> = claimed.iter().map(|j| j.id.clone()).collect();
+    ids.sort();
+    assert_eq!(ids, ["j0", "j1", "j2", "j3", "j4"], "each available job claimed once; `later` is not available");
+    assert!(db.claim_job("w-late", 60, now).await.expect("claim").is_none());
+
+    let j0 = claimed.iter().find(|j| j.id == "j0").expect("j0").clone();
+    let holder = j0.locked_by.clone().expect("holder");
+    let done = JobOutcome::Settled(JobStatus::Completed, None);
+    assert!(!db.finish_job("j0", "someone-else", 1, &done, now).await.expect("finish"), "another worker");
+    assert!(!db.finish_job("j0", &holder, 2, &done, now).await.expect("finish"), "another attempt");
+    assert!(db.heartbeat_jobs(&holder, &["j0".to_owned(), "j1".to_owned()], now + 30).await.expect("beat") >= 1);
+
+    // The holder goes silent: after the grace its lease is taken over (attempts left).
+    let stolen = db.claim_job("w-new", 60, now + 30 + 61).await.expect("claim").expect("reclaimed");
+    assert_eq!(stolen.id, "j0");
+    assert_eq!((stolen.attempt, stolen.locked_by.as_deref()), (2, Some("w-new")));
+    assert!(
+        !db.finish_job("j0", &holder, 1, &done, now + 100).await.expect("stale"),
+        "the stale attempt is fenced out"
+    );
+    assert_eq!(db.heartbeat_jobs(&holder, &["j0".to_owned()], now + 100).await.expect("beat"), 0);
+    assert!(db.finish_job("j0", "w-new", 2, &done, now + 100).await.expect("finish"));
+    let j = db.get_job("j0", None).await.expect("get").expect("present");
+    assert_eq!((j.status, j.completed_at, j.locked_by), (JobStatus::Completed, Some(now + 100), None));
+    assert!(!db.finish_job("j0", "w-new", 2, &done, now + 101).await.expect("again"), "a finished job stays finished");
+}
+
+/// Retries wait for `available_at` while attempts remain, then fail; a lease that expires with no
+/// attempt left is swept to `failed`; operators cancel queued jobs and requeue failed ones.
+pub async fn jobs_retry_sweep_cancel_requeue<D: JobStore + ?Sized>(db: Arc<D>) {
+    let now = 5_000;
+    let mut r = job("retry", None, None, 1);
+    r.max_attempts = 2;
+    db.enqueue_job(&r, 0).await.expect("enqueue");
+    let c = db.claim_job("w", 60, now).await.expect("claim").expect("job");
+    let retry = JobOutcome::Retry { error: "model timed out".into(), available_at: now + 30 };
+    assert!(db.finish_job(&c.id, "w", 1, &retry, now).await.expect("retry"));
+    let j = db.get_job("retry", None).await.expect("get").expect("present");
+    assert_eq!((j.status, j.error.as_deref()), (JobStatus::Queued, Some("model timed out")));
+    assert!(db.claim_job("w", 60, now + 10).await.expect("claim").is_none(), "not before available_at");
+    let c = db.claim_job("w", 60, now + 30).await.expect("claim").expect("due again");
+    assert_eq!(c.attempt, 2);
+    assert!(db.finish_job("retry", "w", 2, &retry, now + 31).await.expect("retry"));
+    let j = db.get_job("retry", None).await.expect("get").expect("present");
+    assert_eq!(j.status, JobStatus::Failed, "no attempts left: failed");
+
+    let dead = job("dead", None, None, 2);
+    db.enqueue_job(&dead, 0).await.expect("enqueue");
+    db.claim_job("crashed", 60, now).await.expect("claim").expect("dead");
+    assert!(db.sweep_jobs(60, now + 30, "worker lost").await.expect("sweep").is_empty(), "lease still fresh");
+    assert!(db.claim_job("other", 60, now + 61).await.expect("claim").is_none(), "no attempts left to reclaim");
+    let swept = db.sweep_jobs(60, now + 61, "worker lost").await.expect("sweep");
+    assert_eq!(swept.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(), ["dead"]);
+    let j = db.get_job("dead", None).await.expect("get").expect("present");
+    assert_eq!((j.status, j.error.as_deref()), (JobStatus::Failed, Some("worker lost")));
+    assert!(db.sweep_jobs(60, now + 120, "worker lost").await.expect("sweep").is_empty(), "swept once");
+
+    assert!(db.requeue_job("dead", now + 200).await.expect("requeue"));
+    let again = db.claim_job("w2", 60, now + 200).await.expect("claim").expect("requeued");
+    assert_eq!((again.id.as_str(), again.attempt), ("dead", 2));
+    assert!(!db.requeue_job("dead", now + 201).await.expect("running"), "a running job is not requeued");
+
+    db.enqueue_job(&job("queued", None, None, 3), 0).await.expect("enqueue");
+    assert!(db.cancel_job("queued", now).await.expect("cancel"));
+    assert_eq!(db.get_job("queued", None).await.expect("get").expect("present").status, JobStatus::Cancelled);
+    assert!(!db.cancel_job("dead", now).await.expect("cancel running"), "running jobs are cancelled by their worker");
+    assert!(!db.cancel_job("missing", now).await.expect("cancel missing"));
+}
+
+/// Expands into one `#[tokio::test]` per job-queue conformance case for an adapter.
+#[macro_export]
+macro_rules! jobs_conformance {
+    ($adapter:ident, $make:expr) => {
+        mod $adapter {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::db_conformance!(@cases $make;
+                jobs_enqueue_dedups_and_bounds,
+                jobs_claims_are_exclusive_and_fenced,
+                jobs_retry_sweep_cancel_requeue
+            );
+        }
+    };
+}

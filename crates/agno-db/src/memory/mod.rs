@@ -2,6 +2,7 @@
 //! Nothing survives the process.
 
 mod evals;
+mod jobs;
 mod knowledge;
 mod memories;
 mod metrics;
@@ -35,6 +36,7 @@ struct Tables {
     metrics: HashMap<(String, agno_core::NaiveDate, String), agno_core::MetricsBucket>,
     schedules: HashMap<String, agno_core::Schedule>,
     schedule_runs: HashMap<String, agno_core::ScheduleRun>,
+    jobs: HashMap<String, agno_core::Job>,
 }
 
 /// A storage backend kept in process memory. Cloning shares the same data.
@@ -73,6 +75,10 @@ impl SchemaStore for InMemoryDb {
 
 #[async_trait]
 impl crate::migration::Migrate for InMemoryDb {
+    fn job_store(self: Arc<Self>) -> Option<Arc<dyn agno_core::JobStore>> {
+        Some(self)
+    }
+
     async fn existing_tables(&self) -> DbResult<Vec<(crate::migration::TableKind, String)>> {
         // Created at the latest version with the store; stamped so status reads current.
         let mut tables = self.lock()?;

@@ -1,0 +1,158 @@
+//! Durable background jobs (`agno_jobs`, as Agno 3.x shapes it): one row per background run,
+//! `id == run_id`. A job is claimed by one worker at a time; `attempt` counts claims and fences
+//! every write of the worker holding it, so a worker whose lease expired cannot overwrite the
+//! outcome of the one that took over.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobStatus {
+    /// Waiting for a worker (or for `available_at`).
+    Queued,
+    /// Claimed by a worker holding a lease.
+    Running,
+    /// The run paused for a human; `continue` queues it again.
+    Paused,
+    /// Finished.
+    Completed,
+    /// Failed for good.
+    Failed,
+    /// Cancelled before or while running.
+    Cancelled,
+}
+
+impl JobStatus {
+    /// The stored value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Queued => "queued",
+            JobStatus::Running => "running",
+            JobStatus::Paused => "paused",
+            JobStatus::Completed => "completed",
+            JobStatus::Failed => "failed",
+            JobStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses a stored value.
+    pub fn parse(text: &str) -> Option<Self> {
+        serde_json::from_value(Value::String(text.to_owned())).ok()
+    }
+
+    /// True for `completed`, `failed` and `cancelled`.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, JobStatus::Completed | JobStatus::Failed | JobStatus::Cancelled)
+    }
+}
+
+/// One background job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// Job id, equal to the run id.
+    pub id: String,
+    /// `agent`, `team` or `workflow`.
+    pub component_type: String,
+    /// `run`.
+    pub job_type: String,
+    /// Only workers of this deployment may claim it (`None`: any).
+    #[serde(default)]
+    pub deployment_id: Option<String>,
+    /// The agent, team or workflow id.
+    pub component_id: String,
+    /// The run's session.
+    pub session_id: String,
+    /// The run's user.
+    #[serde(default)]
+    pub user_id: Option<String>,
+    /// The run's parameters (message, session state, ...).
+    pub payload: Value,
+    /// Status.
+    pub status: JobStatus,
+    /// Claims so far; the fencing generation.
+    pub attempt: i64,
+    /// Claims allowed.
+    pub max_attempts: i64,
+    /// Client-supplied dedup key, unique per user.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    /// Not claimable before (epoch seconds).
+    pub available_at: i64,
+    /// Worker holding the lease.
+    #[serde(default)]
+    pub locked_by: Option<String>,
+    /// Last heartbeat of the lease (epoch seconds).
+    #[serde(default)]
+    pub locked_at: Option<i64>,
+    /// Last error.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Creation (epoch seconds).
+    pub created_at: i64,
+    /// Last change.
+    #[serde(default)]
+    pub updated_at: Option<i64>,
+    /// When it reached a terminal status.
+    #[serde(default)]
+    pub completed_at: Option<i64>,
+}
+
+impl Job {
+    /// A queued agent run job.
+    pub fn agent_run(
+        run_id: impl Into<String>,
+        agent_id: impl Into<String>,
+        session_id: impl Into<String>,
+        payload: Value,
+    ) -> Self {
+        let now = crate::now_epoch_secs();
+        Self {
+            id: run_id.into(),
+            component_type: "agent".to_owned(),
+            job_type: "run".to_owned(),
+            deployment_id: None,
+            component_id: agent_id.into(),
+            session_id: session_id.into(),
+            user_id: None,
+            payload,
+            status: JobStatus::Queued,
+            attempt: 0,
+            max_attempts: 1,
+            idempotency_key: None,
+            available_at: now,
+            locked_by: None,
+            locked_at: None,
+            error: None,
+            created_at: now,
+            updated_at: Some(now),
+            completed_at: None,
+        }
+    }
+}
+
+/// What [`JobStore::enqueue_job`](crate::JobStore::enqueue_job) did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Enqueued {
+    /// Stored as a new job.
+    Accepted(Job),
+    /// The same user already submitted this idempotency key: the original job.
+    Duplicate(Job),
+    /// `max_depth` jobs are already queued.
+    QueueFull,
+}
+
+/// How a worker's attempt ended, for [`JobStore::finish_job`](crate::JobStore::finish_job).
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobOutcome {
+    /// Done for good: `completed`, `failed`, `cancelled` or `paused`.
+    Settled(JobStatus, Option<String>),
+    /// Failed but retryable: queued again at `available_at` if attempts remain, else `failed`.
+    Retry {
+        /// Why.
+        error: String,
+        /// Earliest next claim.
+        available_at: i64,
+    },
+}

@@ -1,0 +1,182 @@
+//! The job queue of the in-memory store; the reference semantics the other adapters follow.
+
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore};
+use async_trait::async_trait;
+
+use super::{InMemoryDb, visible};
+use crate::memories::page_bounds;
+
+/// True when `worker_id` holds attempt `attempt` of a running job.
+fn holds(job: &Job, worker_id: &str, attempt: i64) -> bool {
+    job.status == JobStatus::Running && job.locked_by.as_deref() == Some(worker_id) && job.attempt == attempt
+}
+
+#[async_trait]
+impl JobStore for InMemoryDb {
+    async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+        let mut tables = self.lock()?;
+        let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
+        if let Some(key) = key
+            && let Some(existing) =
+                tables.jobs.values().find(|j| j.idempotency_key.as_deref() == Some(key) && j.user_id == job.user_id)
+        {
+            return Ok(Enqueued::Duplicate(existing.clone()));
+        }
+        if max_depth > 0 && tables.jobs.values().filter(|j| j.status == JobStatus::Queued).count() >= max_depth {
+            return Ok(Enqueued::QueueFull);
+        }
+        if tables.jobs.contains_key(&job.id) {
+            return Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)));
+        }
+        let mut row = job.clone();
+        row.idempotency_key = key.map(str::to_owned);
+        tables.jobs.insert(row.id.clone(), row.clone());
+        Ok(Enqueued::Accepted(row))
+    }
+
+    async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
+        let mut tables = self.lock()?;
+        let stale = now - lock_grace_seconds;
+        let next = tables
+            .jobs
+            .values()
+            .filter(|j| {
+                j.available_at <= now
+                    && j.deployment_id.is_none()
+                    && (j.status == JobStatus::Queued
+                        || (j.status == JobStatus::Running
+                            && j.locked_at.is_some_and(|t| t <= stale)
+                            && j.attempt < j.max_attempts))
+            })
+            .min_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)))
+            .map(|j| j.id.clone());
+        let Some(id) = next else { return Ok(None) };
+        let Some(job) = tables.jobs.get_mut(&id) else { return Ok(None) };
+        job.status = JobStatus::Running;
+        job.locked_by = Some(worker_id.to_owned());
+        job.locked_at = Some(now);
+        job.attempt += 1;
+        job.updated_at = Some(now);
+        Ok(Some(job.clone()))
+    }
+
+    async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
+        let mut tables = self.lock()?;
+        let mut held = 0;
+        for id in job_ids {
+            if let Some(j) = tables.jobs.get_mut(id)
+                && j.status == JobStatus::Running
+                && j.locked_by.as_deref() == Some(worker_id)
+            {
+                j.locked_at = Some(now);
+                held += 1;
+            }
+        }
+        Ok(held)
+    }
+
+    async fn finish_job(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        outcome: &JobOutcome,
+        now: i64,
+    ) -> DbResult<bool> {
+        let mut tables = self.lock()?;
+        let Some(job) = tables.jobs.get_mut(job_id).filter(|j| holds(j, worker_id, attempt)) else {
+            return Ok(false);
+        };
+        job.locked_by = None;
+        job.locked_at = None;
+        job.updated_at = Some(now);
+        match outcome {
+            JobOutcome::Retry { error, available_at } if job.attempt < job.max_attempts => {
+                job.status = JobStatus::Queued;
+                job.error = Some(error.clone());
+                job.available_at = *available_at;
+            }
+            JobOutcome::Retry { error, .. } => {
+                job.status = JobStatus::Failed;
+                job.error = Some(error.clone());
+                job.completed_at = Some(now);
+            }
+            JobOutcome::Settled(status, error) => {
+                job.status = *status;
+                job.error.clone_from(error);
+                if status.is_terminal() {
+                    job.completed_at = Some(now);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
+        let mut tables = self.lock()?;
+        let stale = now - lock_grace_seconds;
+        let mut swept = Vec::new();
+        for job in tables.jobs.values_mut() {
+            if job.status == JobStatus::Running
+                && job.locked_at.is_some_and(|t| t <= stale)
+                && job.attempt >= job.max_attempts
+            {
+                job.status = JobStatus::Failed;
+                job.error = Some(error.to_owned());
+                job.locked_by = None;
+                job.locked_at = None;
+                job.completed_at = Some(now);
+                job.updated_at = Some(now);
+                swept.push(job.clone());
+            }
+        }
+        Ok(swept)
+    }
+
+    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let mut tables = self.lock()?;
+        let Some(job) =
+            tables.jobs.get_mut(job_id).filter(|j| matches!(j.status, JobStatus::Queued | JobStatus::Paused))
+        else {
+            return Ok(false);
+        };
+        job.status = JobStatus::Cancelled;
+        job.completed_at = Some(now);
+        job.updated_at = Some(now);
+        Ok(true)
+    }
+
+    async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let mut tables = self.lock()?;
+        let Some(job) =
+            tables.jobs.get_mut(job_id).filter(|j| matches!(j.status, JobStatus::Failed | JobStatus::Cancelled))
+        else {
+            return Ok(false);
+        };
+        job.status = JobStatus::Queued;
+        job.max_attempts = job.attempt + job.max_attempts.max(1);
+        job.available_at = now;
+        job.completed_at = None;
+        job.updated_at = Some(now);
+        Ok(true)
+    }
+
+    async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
+        Ok(self.lock()?.jobs.get(job_id).filter(|j| visible(j.user_id.as_deref(), user_id)).cloned())
+    }
+
+    async fn list_jobs(
+        &self,
+        status: Option<JobStatus>,
+        limit: Option<usize>,
+        page: Option<usize>,
+    ) -> DbResult<(Vec<Job>, u64)> {
+        let tables = self.lock()?;
+        let mut list: Vec<Job> =
+            tables.jobs.values().filter(|j| status.is_none_or(|s| j.status == s)).cloned().collect();
+        list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+        let total = list.len() as u64;
+        let (offset, limit) = page_bounds(Some(limit.unwrap_or(20)), page);
+        Ok((list.into_iter().skip(offset).take(limit).collect(), total))
+    }
+}
