@@ -123,25 +123,28 @@ impl AgentOs {
         let (db, migrate, url) = match &config.db {
             Some(section) => {
                 let shown = agno_db::redact_url(&section.url);
-                let migrate = agno_db::open(&section.url)
-                    .await
-                    .map_err(|source| StartError::Db { url: shown.clone(), source })?;
-                let ready = agno_db::open_ready(&section.url)
-                    .await
-                    .map_err(|source| StartError::Db { url: shown.clone(), source })?;
-                // `memory://` opens a fresh store each time: use one handle for both roles.
-                let (db, migrate): (Arc<dyn Db>, Arc<dyn agno_db::Migrate>) =
-                    if section.url.trim().starts_with("memory://") {
-                        let m = migrate;
-                        (m.clone(), m)
-                    } else {
-                        (ready, migrate)
-                    };
+                let fail = |source| StartError::Db { url: shown.clone(), source };
+                // One handle for everything (a second would be a second pool, or for memory:// a
+                // second, empty store). A database needing migration is refused, naming the steps.
+                let migrate = agno_db::open(&section.url).await.map_err(fail)?;
+                let status = agno_db::MigrationManager::new(migrate.as_ref()).status(None).await.map_err(fail)?;
+                if !status.is_current() {
+                    let message = status.pending_description(&shown);
+                    return Err(fail(agno_core::DbError::new(agno_core::DbErrorKind::SchemaTooOld, message)));
+                }
+                migrate.create_tables().await.map_err(fail)?;
+                let db: Arc<dyn Db> = migrate.clone();
                 (Some(db), Some(migrate), Some(shown))
             }
             None => (None, None, None),
         };
         let agents = config.agents.iter().map(|spec| build_agent(spec, db.clone())).collect::<Result<Vec<_>, _>>()?;
+        let queue = migrate.clone().and_then(|m| m.job_store()).map(|store| crate::queue::Queue {
+            store,
+            settings: Arc::new(config.queue.clone()),
+            wake: Arc::new(tokio::sync::Notify::new()),
+            worker_id: format!("worker-{}", &agno_core::new_id()[..8]).into(),
+        });
         let db_id = config.db.as_ref().and_then(|d| d.id.clone()).unwrap_or_else(|| "default".to_owned());
         let state = AppState {
             os_id: config.os.id.as_str().into(),
@@ -155,6 +158,7 @@ impl AgentOs {
             auth: Arc::new(auth),
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into(),
             heartbeat: std::time::Duration::from_secs(config.os.sse_heartbeat_seconds),
+            queue,
         };
         Ok(Self { state, max_body_bytes: config.os.max_body_bytes })
     }

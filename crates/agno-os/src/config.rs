@@ -59,6 +59,9 @@ pub struct OsConfig {
     /// The agents served.
     #[serde(default)]
     pub agents: Vec<AgentSpec>,
+    /// Background runs (the durable queue).
+    #[serde(default)]
+    pub queue: crate::queue::QueueSettings,
 }
 
 /// `[os]`.
@@ -348,6 +351,7 @@ impl OsConfig {
                 tool_call_limit: None,
                 markdown: None,
             }],
+            queue: crate::queue::QueueSettings::default(),
         }
     }
 

@@ -20,6 +20,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod form;
+pub mod queue;
 pub mod routes;
 pub mod serve;
 pub mod sse;

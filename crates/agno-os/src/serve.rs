@@ -65,6 +65,8 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let addr = listener.local_addr().map_err(|source| ServeError::Io { addr: ([0, 0, 0, 0], 0).into(), source })?;
+    let stop_workers = tokio_util::sync::CancellationToken::new();
+    let workers = os.state.queue.clone().map(|q| crate::queue::start(os.state.clone(), q, stop_workers.clone()));
     let (signal_tx, signal_rx) = tokio::sync::watch::channel(false);
     // Without TCP_NODELAY, small SSE frames wait for delayed ACKs (~40 ms per event).
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
@@ -86,6 +88,11 @@ pub async fn serve(
         result = server => result.map_err(|source| ServeError::Io { addr, source }),
         () = forced => Ok(()),
     };
+    // No new background work; runs already claimed finish (or are cancelled) in the drain.
+    stop_workers.cancel();
+    if let Some(w) = workers {
+        let _ = w.await;
+    }
     drain_runs(SHUTDOWN_GRACE).await;
     served
 }

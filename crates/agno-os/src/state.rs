@@ -44,6 +44,8 @@ pub struct AppState {
     pub started_at: Arc<str>,
     /// Interval of SSE heartbeat comments.
     pub heartbeat: std::time::Duration,
+    /// The durable queue of background runs, when the database has one.
+    pub queue: Option<crate::queue::Queue>,
 }
 
 impl AppState {

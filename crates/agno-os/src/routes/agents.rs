@@ -125,13 +125,9 @@ pub async fn create_run(
     request: Request,
 ) -> ApiResult<Response> {
     let served = served(&state, &principal, &agent_id)?;
+    let idempotency_key = idempotency_key(request.headers())?;
     let form = Form::read(request).await?;
     let message = form.required("message")?;
-    if form.bool("background")?.unwrap_or(false) {
-        return Err(ApiError::bad_request(
-            "background=true is not available in this version of agno-rs; send the run without it",
-        ));
-    }
     if form.has_files() {
         return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
     }
@@ -164,6 +160,9 @@ pub async fn create_run(
         req = req.output_schema(agno_runtime::OutputSchema::new(&name, Value::Object(schema)));
     }
     req.add_history_to_context = form.bool("add_history_to_context")?;
+    if form.bool("background")?.unwrap_or(false) {
+        return background_run(&state, &agent_id, &form, req, idempotency_key).await;
+    }
     let agent: Agent = served.agent.clone();
     if form.bool("stream")?.unwrap_or(true) {
         let policy = if form.bool("cancel_on_disconnect")?.unwrap_or(false) {
@@ -174,6 +173,83 @@ pub async fn create_run(
         Ok(run_events(agent.run_stream(req), policy, state.heartbeat))
     } else {
         Ok(run_response(agent.arun(req).await))
+    }
+}
+
+/// The `Idempotency-Key` header: at most 512 characters (422 beyond).
+fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Option<String>> {
+    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
+    let key = value.to_str().map_err(|_| ApiError::unprocessable("Idempotency-Key must be visible ASCII"))?.trim();
+    if key.len() > 512 {
+        return Err(ApiError::unprocessable("Idempotency-Key must be at most 512 characters"));
+    }
+    Ok(Some(key.to_owned()).filter(|k| !k.is_empty()))
+}
+
+/// `background=true`: commit the job and the PENDING run, answer 202 `{run_id, session_id,
+/// status}`. The same idempotency key from the same user answers the original run (409 when it
+/// was for another agent); a full queue answers 429.
+async fn background_run(
+    state: &AppState,
+    agent_id: &str,
+    form: &Form,
+    req: RunRequest,
+    idempotency_key: Option<String>,
+) -> ApiResult<Response> {
+    if state.db.is_none() {
+        return Err(ApiError::bad_request(
+            "background runs need a database: configure [db] url (sqlite://, postgresql://) in agentos.toml",
+        ));
+    }
+    if form.bool("stream")?.unwrap_or(true) && form.text("stream").is_some() {
+        return Err(ApiError::bad_request(
+            "background=true with stream=true is not available yet: submit with stream=false and poll \
+             GET /agents/{agent_id}/runs/{run_id}",
+        ));
+    }
+    let queue = state.queue.as_ref().ok_or_else(|| {
+        ApiError::bad_request("this database has no job queue yet; use sqlite:// or memory:// for background runs")
+    })?;
+    let session_id = req.session_id.clone().unwrap_or_else(agno_core::new_id);
+    let run_id = req.run_id.clone().unwrap_or_else(agno_core::new_id);
+    let message = form.required("message")?;
+    let payload = crate::queue::payload(
+        &message,
+        json_object(form, "session_state")?,
+        json_object(form, "dependencies")?,
+        json_object(form, "metadata")?,
+    );
+    let mut job = agno_core::Job::agent_run(run_id, agent_id, session_id, payload);
+    job.user_id.clone_from(&req.user_id);
+    job.idempotency_key = idempotency_key;
+    job.max_attempts = queue.settings.max_attempts.max(1);
+    let accepted = |job: &agno_core::Job, status: &str| {
+        (StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
+            .into_response()
+    };
+    match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await? {
+        agno_core::Enqueued::Accepted(job) => {
+            crate::queue::store_pending(state, &job).await?;
+            queue.wake.notify_one();
+            Ok(accepted(&job, "PENDING"))
+        }
+        agno_core::Enqueued::Duplicate(original) if original.component_id == agent_id => {
+            let status = match state.require_db()?.get_run(&original.id, None).await? {
+                Some(run) => serde_json::to_value(run.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "PENDING".to_owned()),
+                None => "PENDING".to_owned(),
+            };
+            Ok(accepted(&original, &status))
+        }
+        agno_core::Enqueued::Duplicate(_) => {
+            Err(ApiError::conflict("this Idempotency-Key was already used for another component"))
+        }
+        agno_core::Enqueued::QueueFull => Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("the queue is full ({} runs waiting); retry later", queue.settings.max_queue_depth),
+        )),
     }
 }
 
@@ -299,6 +375,16 @@ pub async fn cancel_run(
         return Err(ApiError::not_found(format!("Run {run_id} not found")));
     }
     if Agent::cancel_run(&run_id) {
+        return Ok((StatusCode::OK, Json(json!({}))).into_response());
+    }
+    // A background run still waiting in the queue: cancelled before it starts.
+    if let (Some(queue), Some(run)) = (&state.queue, &stored)
+        && queue.store.cancel_job(&run_id, agno_core::now_epoch_secs()).await?
+    {
+        let mut run = run.clone();
+        run.status = RunStatus::Cancelled;
+        let session_id = run.session_id.clone().unwrap_or_default();
+        state.require_db()?.upsert_run(&run, &session_id, run.user_id.as_deref()).await?;
         return Ok((StatusCode::OK, Json(json!({}))).into_response());
     }
     match stored {

@@ -1,0 +1,171 @@
+//! Background runs through the durable queue: 202 on a committed job, the run visible at once and
+//! finished by a worker, Idempotency-Key under concurrent duplicates, 429 beyond the queue depth
+//! with no accepted run lost, cancel before start, and a run whose worker died ends in ERROR.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use agno_testkit::{FakeProvider, Reply};
+use common::{TestOs, config};
+use serde_json::Value;
+
+const FAST: &str = "[db]\nurl = \"memory://\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n\
+[[agents]]\nid = \"calc\"\nmodel = \"test\"\n[[agents]]\nid = \"other\"\nmodel = \"test\"\n";
+
+async fn slow(queue: &str, latency_ms: u64) -> (TestOs, FakeProvider) {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("done slowly")));
+    provider.set_latency(Duration::from_millis(latency_ms));
+    let cfg = format!(
+        "[db]\nurl = \"memory://\"\n[queue]\npoll_interval_ms = 50\n{queue}\n[[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    (TestOs::start(config(&cfg)).await, provider)
+}
+
+async fn submit(os: &TestOs, agent: &str, message: &str, key: Option<&str>) -> common::Reply {
+    let form = reqwest::multipart::Form::new()
+        .text("message", message.to_owned())
+        .text("stream", "false")
+        .text("background", "true");
+    let mut req = os.client.post(format!("{}/agents/{agent}/runs", os.base)).multipart(form);
+    if let Some(k) = key {
+        req = req.header("Idempotency-Key", k);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.json().await.unwrap_or(Value::Null);
+    common::Reply { status, headers, body }
+}
+
+async fn wait_status(os: &TestOs, agent: &str, run_id: &str, want: &[&str]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = os.get(&format!("/agents/{agent}/runs/{run_id}"), None).await;
+        if r.status == 200 && want.iter().any(|w| r.body["status"] == *w) {
+            return r.body;
+        }
+        assert!(Instant::now() < deadline, "run {run_id} never reached {want:?}: {:?}", r.body);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_run_is_accepted_then_completed_by_a_worker() {
+    let os = TestOs::start(config(FAST)).await;
+    let r = submit(&os, "calc", "in the background", None).await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    assert_eq!(r.body["status"], "PENDING");
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    assert!(r.body["session_id"].as_str().is_some());
+    let seen = os.get(&format!("/agents/calc/runs/{run_id}"), None).await;
+    assert_eq!(seen.status, 200, "the run is visible as soon as it is accepted");
+    let done = wait_status(&os, "calc", &run_id, &["COMPLETED"]).await;
+    assert!(done["content"].as_str().unwrap().contains("in the background"));
+    let job = os.os.state.queue.as_ref().unwrap().store.get_job(&run_id, None).await.unwrap().unwrap();
+    assert_eq!(job.status, agno_core::JobStatus::Completed);
+    assert_eq!(job.attempt, 1);
+
+    let no_db = TestOs::start(config("[[agents]]\nid = \"calc\"\nmodel = \"test\"\n")).await;
+    let r = submit(&no_db, "calc", "x", None).await;
+    assert_eq!(r.status, 400);
+    assert!(r.body["detail"].as_str().unwrap().contains("database"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_idempotency_key_makes_one_run_even_under_concurrency() {
+    let os = TestOs::start(config(FAST)).await;
+    let mut tasks = Vec::new();
+    for _ in 0..100 {
+        let (client, base) = (os.client.clone(), os.base.clone());
+        tasks.push(tokio::spawn(async move {
+            let form = reqwest::multipart::Form::new()
+                .text("message", "once")
+                .text("stream", "false")
+                .text("background", "true");
+            let resp = client
+                .post(format!("{base}/agents/calc/runs"))
+                .header("Idempotency-Key", "order-42")
+                .multipart(form)
+                .send()
+                .await
+                .unwrap();
+            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+        }));
+    }
+    let mut run_ids = std::collections::HashSet::new();
+    for t in tasks {
+        let (status, body) = t.await.unwrap();
+        assert_eq!(status, 202, "{body}");
+        run_ids.insert(body["run_id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(run_ids.len(), 1, "every duplicate answers the original run");
+    let (jobs, total) = os.os.state.queue.as_ref().unwrap().store.list_jobs(None, Some(500), None).await.unwrap();
+    assert_eq!((jobs.len(), total), (1, 1), "exactly one job");
+    let run_id = run_ids.into_iter().next().unwrap();
+    wait_status(&os, "calc", &run_id, &["COMPLETED"]).await;
+    let again = submit(&os, "calc", "once", Some("order-42")).await;
+    assert_eq!((again.status, again.body["run_id"].as_str()), (202, Some(run_id.as_str())));
+    assert_eq!(again.body["status"], "COMPLETED", "a duplicate reports the original's status");
+    assert_eq!(submit(&os, "other", "once", Some("order-42")).await.status, 409, "same key, another agent");
+    assert_eq!(submit(&os, "calc", "x", Some(&"k".repeat(513))).await.status, 422);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_answers_429_and_loses_no_accepted_run() {
+    let (os, _provider) = slow("max_concurrency = 1\nmax_queue_depth = 3", 300).await;
+    let mut accepted = Vec::new();
+    let mut refused = 0;
+    for i in 0..12 {
+        let r = submit(&os, "slow", &format!("job {i}"), None).await;
+        match r.status {
+            202 => accepted.push(r.body["run_id"].as_str().unwrap().to_owned()),
+            429 => {
+                refused += 1;
+                assert!(r.body["detail"].as_str().unwrap().contains("full"));
+            }
+            other => panic!("unexpected {other}: {:?}", r.body),
+        }
+    }
+    assert!(refused > 0, "the depth bound refused some submissions");
+    assert!(accepted.len() >= 3);
+    for run_id in &accepted {
+        let run = wait_status(&os, "slow", run_id, &["COMPLETED"]).await;
+        assert_eq!(run["content"], "done slowly");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_run_is_cancelled_before_it_starts() {
+    let (os, _provider) = slow("max_concurrency = 1", 800).await;
+    let first = submit(&os, "slow", "first", None).await.body["run_id"].as_str().unwrap().to_owned();
+    let second = submit(&os, "slow", "second", None).await.body["run_id"].as_str().unwrap().to_owned();
+    let c = os.post_form(&format!("/agents/slow/runs/{second}/cancel"), &[], None).await;
+    assert_eq!(c.status, 200, "{:?}", c.body);
+    wait_status(&os, "slow", &first, &["COMPLETED"]).await;
+    let cancelled = wait_status(&os, "slow", &second, &["CANCELLED"]).await;
+    assert!(cancelled["content"].is_null(), "it never ran");
+    let job = os.os.state.queue.as_ref().unwrap().store.get_job(&second, None).await.unwrap().unwrap();
+    assert_eq!(job.status, agno_core::JobStatus::Cancelled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_worker_died_ends_in_error() {
+    let os = TestOs::start(config(FAST)).await;
+    let queue = os.os.state.queue.clone().unwrap();
+    // A job claimed by a replica that then died: its lease is already older than the grace.
+    let mut job = agno_core::Job::agent_run("orphan", "calc", "orphan-session", serde_json::json!({"message": "lost"}));
+    job.available_at = 0;
+    assert!(matches!(queue.store.enqueue_job(&job, 0).await.unwrap(), agno_core::Enqueued::Accepted(_)));
+    agno_os::queue::store_pending(&os.os.state, &job).await.unwrap();
+    let claimed = queue.store.claim_job("dead-replica", 2, agno_core::now_epoch_secs() - 100).await.unwrap();
+    assert_eq!(claimed.map(|j| j.id), Some("orphan".to_owned()));
+    let run = wait_status(&os, "calc", "orphan", &["ERROR"]).await;
+    assert_eq!(run["content"], agno_os::queue::LOST_WORKER);
+    let job = queue.store.get_job("orphan", None).await.unwrap().unwrap();
+    assert_eq!((job.status, job.error.as_deref()), (agno_core::JobStatus::Failed, Some(agno_os::queue::LOST_WORKER)));
+}
