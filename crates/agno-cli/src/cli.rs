@@ -35,6 +35,37 @@ pub(crate) enum Command {
     /// Without --config it serves a demo agent on the offline `test` model, so you can try the
     /// API at once: curl -F message=hi -F stream=false http://127.0.0.1:7777/agents/demo/runs
     Serve(ServeArgs),
+    /// Inspect and operate the durable queue of background runs (stats, list, requeue).
+    Queue(QueueArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct QueueArgs {
+    /// Database URL of the AgentOS (sqlite://FILE, ...).
+    #[arg(long, env = "AGNO_DB", global = true)]
+    pub(crate) db: Option<String>,
+    #[command(subcommand)]
+    pub(crate) command: QueueCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum QueueCommand {
+    /// Jobs per status.
+    Stats,
+    /// Jobs, newest first.
+    List {
+        /// Only jobs with this status (queued, running, paused, completed, failed, cancelled).
+        #[arg(long)]
+        status: Option<String>,
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Queue a failed or cancelled job again (its run goes back to PENDING).
+    Requeue {
+        /// The job (= run) id.
+        job_id: String,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 mod chat;
 mod cli;
 mod db;
+mod queue;
 mod run;
 mod serve;
 
@@ -30,6 +31,7 @@ fn main() -> std::process::ExitCode {
             Command::Chat(args) => chat::chat(args).await,
             Command::Db(args) => db::db(args).await,
             Command::Serve(args) => serve::serve(args).await,
+            Command::Queue(args) => queue::queue(args).await,
         }
     });
     match result {

@@ -169,3 +169,50 @@ async fn a_run_whose_worker_died_ends_in_error() {
     let job = queue.store.get_job("orphan", None).await.unwrap().unwrap();
     assert_eq!((job.status, job.error.as_deref()), (agno_core::JobStatus::Failed, Some(agno_os::queue::LOST_WORKER)));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_list_inspect_and_requeue_jobs() {
+    let cfg = format!(
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}]\n{FAST}",
+        serde_json::to_string(common::SECRET).unwrap()
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let admin = common::token("root", &["agent_os:admin"]);
+    let user = common::token("u", &["agents:run", "agents:read"]);
+    let queue = os.os.state.queue.clone().unwrap();
+    let mut job = agno_core::Job::agent_run("lost", "calc", "lost-session", serde_json::json!({"message": "again"}));
+    job.available_at = 0;
+    queue.store.enqueue_job(&job, 0).await.unwrap();
+    agno_os::queue::store_pending(&os.os.state, &job).await.unwrap();
+    queue.store.claim_job("dead", 2, agno_core::now_epoch_secs() - 100).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while queue.store.get_job("lost", None).await.unwrap().unwrap().status != agno_core::JobStatus::Failed {
+        assert!(Instant::now() < deadline, "the sweeper never failed the job");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(os.get("/queue/stats", Some(&user)).await.status, 403, "operators only");
+    let stats = os.get("/queue/stats", Some(&admin)).await;
+    assert_eq!(stats.body["jobs"]["failed"], 1, "{:?}", stats.body);
+    let failed = os.get("/queue/jobs?status=failed", Some(&admin)).await;
+    assert_eq!(failed.body["data"][0]["id"], "lost");
+    assert_eq!(failed.body["meta"]["total_count"], 1);
+    assert_eq!(os.get("/queue/jobs?status=bogus", Some(&admin)).await.status, 422);
+    assert_eq!(os.get("/queue/jobs/lost", Some(&admin)).await.body["status"], "failed");
+    assert_eq!(os.get("/queue/jobs/nope", Some(&admin)).await.status, 404);
+    let r = os.post_json("/queue/jobs/lost/requeue", &serde_json::json!({}), Some(&admin)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let t = os.get("/agents/calc/runs/lost", Some(&admin)).await;
+    assert!(t.body["status"] == "PENDING" || t.body["status"] == "RUNNING" || t.body["status"] == "COMPLETED");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let run = os.get("/agents/calc/runs/lost", Some(&admin)).await;
+        if run.body["status"] == "COMPLETED" {
+            assert!(run.body["content"].as_str().unwrap().contains("again"));
+            break;
+        }
+        assert!(Instant::now() < deadline, "the requeued run never completed: {:?}", run.body);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = os.post_json("/queue/jobs/lost/requeue", &serde_json::json!({}), Some(&admin)).await;
+    assert_eq!(r.status, 409, "a completed job is not requeued");
+}

@@ -197,6 +197,9 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("DELETE /eval-runs", "evals:delete"),
         ("POST /databases/all/migrate", "config:write"),
         ("POST /databases/*/migrate", "config:write"),
+        // The queue routes are admin-gated by a router dependency in Agno, not by the mapping.
+        ("GET /queue/*", "agent_os:admin"),
+        ("POST /queue/*", "agent_os:admin"),
     ];
     let key = format!("{method} {path}");
     if let Some((_, s)) = MAPPINGS.iter().find(|(k, _)| *k == key) {

@@ -10,6 +10,7 @@ pub mod evals;
 pub mod memories;
 pub mod metrics;
 pub mod params;
+pub mod queue;
 pub mod sessions;
 
 use axum::Router;
@@ -101,6 +102,11 @@ routes! {
 
     POST "/databases/all/migrate", Scope("config:write"), "Database", "Migrate every database" => post(databases::migrate_all_databases);
     POST "/databases/{db_id}/migrate", Scope("config:write"), "Database", "Migrate a database" => post(databases::migrate_database);
+
+    GET "/queue/jobs", Scope("agent_os:admin"), "Queue", "List background jobs (admin)" => get(queue::list_jobs);
+    GET "/queue/jobs/{job_id}", Scope("agent_os:admin"), "Queue", "Get a background job (admin)" => get(queue::get_job);
+    POST "/queue/jobs/{job_id}/requeue", Scope("agent_os:admin"), "Queue", "Requeue a failed or cancelled job (admin)" => post(queue::requeue_job);
+    GET "/queue/stats", Scope("agent_os:admin"), "Queue", "Background jobs per status (admin)" => get(queue::stats);
 
     GET "/sessions", Scope("sessions:read"), "Sessions", "List sessions (paginated)" => get(sessions::list_sessions);
     POST "/sessions", Scope("sessions:write"), "Sessions", "Create a session" => post(sessions::create_session);

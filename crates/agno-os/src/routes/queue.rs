@@ -1,0 +1,107 @@
+//! `/queue`: the operator's view of the durable queue (admin only): list jobs, read one, requeue
+//! a failed or cancelled one, and per-status counts.
+
+use agno_core::{JobStatus, now_epoch_secs};
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::params::{Paging, query};
+use crate::error::{ApiError, ApiResult};
+use crate::queue::Queue;
+use crate::state::AppState;
+
+fn queue(state: &AppState) -> ApiResult<&Queue> {
+    state.queue.as_ref().ok_or_else(|| {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "this AgentOS has no durable queue: configure [db] url")
+    })
+}
+
+fn parse_status(text: &str) -> ApiResult<JobStatus> {
+    JobStatus::parse(text).ok_or_else(|| {
+        ApiError::unprocessable(format!(
+            "unknown job status {text:?}: use queued, running, paused, completed, failed or cancelled"
+        ))
+    })
+}
+
+/// Query of `GET /queue/jobs`.
+#[derive(Debug, Deserialize)]
+pub struct JobsQuery {
+    status: Option<String>,
+    limit: Option<usize>,
+    page: Option<usize>,
+}
+
+/// `GET /queue/jobs?status=&limit=&page=`: jobs, newest first.
+pub async fn list_jobs(
+    State(state): State<AppState>,
+    q: Result<Query<JobsQuery>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let queue = queue(&state)?;
+    let paging = Paging::new(q.limit, q.page)?;
+    let status = q.status.as_deref().map(parse_status).transpose()?;
+    let (jobs, total) = queue.store.list_jobs(status, Some(paging.limit), Some(paging.page.max(1))).await?;
+    let data = jobs.into_iter().map(|j| serde_json::to_value(j).unwrap_or(Value::Null)).collect();
+    Ok(paging.respond(data, total))
+}
+
+/// `GET /queue/jobs/{job_id}`.
+pub async fn get_job(State(state): State<AppState>, Path(job_id): Path<String>) -> ApiResult<Json<Value>> {
+    let job = queue(&state)?.store.get_job(&job_id, None).await?;
+    let job = job.ok_or_else(|| ApiError::not_found(format!("Job {job_id} not found")))?;
+    Ok(Json(serde_json::to_value(job).map_err(|e| ApiError::internal(e.to_string()))?))
+}
+
+/// `POST /queue/jobs/{job_id}/requeue`: a failed or cancelled job runs again (its run goes back
+/// to `PENDING`); 409 for a job in another state.
+pub async fn requeue_job(State(state): State<AppState>, Path(job_id): Path<String>) -> ApiResult<Json<Value>> {
+    let queue = queue(&state)?;
+    let Some(job) = queue.store.get_job(&job_id, None).await? else {
+        return Err(ApiError::not_found(format!("Job {job_id} not found")));
+    };
+    if !queue.store.requeue_job(&job_id, now_epoch_secs()).await? {
+        return Err(ApiError::conflict(format!(
+            "job {job_id} is {}: only failed or cancelled jobs are requeued",
+            job.status.as_str()
+        )));
+    }
+    if let Some(db) = &state.db
+        && let Some(mut run) = db.get_run(&job_id, None).await?
+    {
+        run.status = agno_core::RunStatus::Pending;
+        db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
+    }
+    queue.wake.notify_one();
+    let job = queue.store.get_job(&job_id, None).await?;
+    Ok(Json(serde_json::to_value(job).map_err(|e| ApiError::internal(e.to_string()))?))
+}
+
+/// `GET /queue/stats`: jobs per status and this replica's limits.
+pub async fn stats(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    let queue = queue(&state)?;
+    let mut counts = serde_json::Map::new();
+    for status in [
+        JobStatus::Queued,
+        JobStatus::Running,
+        JobStatus::Paused,
+        JobStatus::Completed,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+    ] {
+        let (_, total) = queue.store.list_jobs(Some(status), Some(1), Some(1)).await?;
+        counts.insert(status.as_str().to_owned(), json!(total));
+    }
+    Ok(Json(json!({
+        "jobs": counts,
+        "worker_id": &*queue.worker_id,
+        "max_concurrency": queue.settings.max_concurrency,
+        "max_queue_depth": queue.settings.max_queue_depth,
+        "max_attempts": queue.settings.max_attempts,
+        "lock_grace_seconds": queue.settings.lock_grace_seconds,
+    })))
+}
