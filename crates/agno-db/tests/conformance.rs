@@ -13,6 +13,11 @@ async fn memory_db() -> Arc<dyn Db> {
 
 /// A fresh SQLite file per test, removed when the process ends (it lives under the temp dir).
 async fn sqlite_db() -> Arc<dyn Db> {
+    sqlite_jobs().await
+}
+
+/// [`sqlite_db`] as the concrete adapter, for the job queue.
+async fn sqlite_jobs() -> Arc<SqliteDb> {
     let dir = std::env::temp_dir().join("agno-rs-tests");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("conformance-{}.db", agno_core::new_id()));
@@ -302,4 +307,5 @@ mod metrics_calculation {
 /// The job queue, on the adapters that have one.
 mod jobs {
     agno_testkit::jobs_conformance!(memory, std::sync::Arc::new(agno_db::InMemoryDb::new()));
+    agno_testkit::jobs_conformance!(sqlite, crate::sqlite_jobs().await);
 }

@@ -206,6 +206,10 @@ impl SqliteDb {
 
 #[async_trait]
 impl Migrate for SqliteDb {
+    fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn agno_core::JobStore>> {
+        Some(self)
+    }
+
     async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
         let mut out = Vec::new();
         for (kind, name) in self.tables().migratable() {

@@ -6,6 +6,7 @@
 //! WAL checkpoints; the WAL then grows without bound and reads slow down.
 
 mod evals;
+mod jobs;
 mod knowledge;
 mod memories;
 mod metrics;

@@ -93,6 +93,7 @@ impl SqliteDb {
             (&t.metrics, super::metrics::metrics_ddl(&t.metrics)),
             (&t.schedules, super::schedules::schedules_ddl(&t.schedules)),
             (&t.schedule_runs, super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules)),
+            (&t.jobs, super::jobs::jobs_ddl(&t.jobs)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;

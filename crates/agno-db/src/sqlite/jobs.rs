@@ -1,0 +1,347 @@
+//! The durable job queue in SQLite (`agno_jobs`, shaped as Agno 3.x's SQLAlchemy machinery shapes
+//! it on SQLite). Dedup is the two partial unique indexes on the idempotency key (one per user,
+//! one for anonymous jobs): an insert that loses to them does nothing and the original row is
+//! read back. A claim is one conditional `UPDATE ... RETURNING`; every later write of a worker is
+//! fenced by its worker id, its attempt and the `running` status.
+
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore};
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{AssertSqlSafe, Row};
+
+use super::{SqliteDb, db_error};
+use crate::codec::to_json_text;
+
+const JOB_COLUMNS: &str = "id, component_type, job_type, deployment_id, component_id, session_id, user_id, \
+     payload, status, attempt, max_attempts, idempotency_key, available_at, locked_by, locked_at, error, \
+     created_at, updated_at, completed_at";
+
+/// Jobs listed per page when no limit is given.
+const JOBS_PAGE: usize = 20;
+
+/// The jobs table as Agno 3.1's SQLite adapter creates a table from `JOBS_TABLE_SCHEMA`
+/// (columns, the single-column and composite indexes, the two partial unique indexes).
+pub(crate) fn jobs_ddl(t: &str) -> Vec<String> {
+    let mut ddl = vec![format!(
+        "CREATE TABLE IF NOT EXISTS {t} (\n\tid VARCHAR NOT NULL, \n\tcomponent_type VARCHAR NOT NULL, \n\tjob_type VARCHAR NOT NULL, \n\tdeployment_id VARCHAR, \n\tcomponent_id VARCHAR NOT NULL, \n\tsession_id VARCHAR NOT NULL, \n\tuser_id VARCHAR, \n\tpayload JSON NOT NULL, \n\tstatus VARCHAR NOT NULL, \n\tattempt BIGINT NOT NULL, \n\tmax_attempts BIGINT NOT NULL, \n\tidempotency_key VARCHAR, \n\tavailable_at BIGINT NOT NULL, \n\tlocked_by VARCHAR, \n\tlocked_at BIGINT, \n\terror TEXT, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tcompleted_at BIGINT, \n\tPRIMARY KEY (id)\n)"
+    )];
+    for col in ["status", "created_at", "session_id", "component_id"] {
+        ddl.push(format!("CREATE INDEX IF NOT EXISTS idx_{t}_{col} ON {t} ({col})"));
+    }
+    ddl.push(format!("CREATE INDEX IF NOT EXISTS idx_{t}_status_available_at ON {t} (status, available_at)"));
+    ddl.push(format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS {t}_uq_jobs_idempotency_key ON {t} (idempotency_key, user_id) \
+         WHERE idempotency_key IS NOT NULL"
+    ));
+    ddl.push(format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS {t}_uq_jobs_idempotency_key_anon ON {t} (idempotency_key) \
+         WHERE idempotency_key IS NOT NULL AND user_id IS NULL"
+    ));
+    ddl
+}
+
+fn job_from_row(row: &SqliteRow) -> DbResult<Job> {
+    let text = |col: &str| -> DbResult<Option<String>> {
+        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read jobs.{col}"), e))
+    };
+    let number = |col: &str| -> DbResult<Option<i64>> {
+        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read jobs.{col}"), e))
+    };
+    let id = text("id")?.unwrap_or_default();
+    let status = text("status")?.unwrap_or_default();
+    let status = JobStatus::parse(&status)
+        .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("job {id} has an unknown status {status:?}")))?;
+    // The table is new in 3.x: the payload is plain JSON text, never 2.x's double encoding.
+    let payload = match text("payload")? {
+        Some(t) => serde_json::from_str(&t).map_err(|e| {
+            DbError::new(DbErrorKind::Other, format!("job {id} has a corrupt payload: {e}")).with_source(e)
+        })?,
+        None => Value::Null,
+    };
+    Ok(Job {
+        component_type: text("component_type")?.unwrap_or_default(),
+        job_type: text("job_type")?.unwrap_or_default(),
+        deployment_id: text("deployment_id")?,
+        component_id: text("component_id")?.unwrap_or_default(),
+        session_id: text("session_id")?.unwrap_or_default(),
+        user_id: text("user_id")?,
+        payload,
+        status,
+        attempt: number("attempt")?.unwrap_or_default(),
+        max_attempts: number("max_attempts")?.unwrap_or(1),
+        idempotency_key: text("idempotency_key")?,
+        available_at: number("available_at")?.unwrap_or_default(),
+        locked_by: text("locked_by")?,
+        locked_at: number("locked_at")?,
+        error: text("error")?,
+        created_at: number("created_at")?.unwrap_or_default(),
+        updated_at: number("updated_at")?,
+        completed_at: number("completed_at")?,
+        id,
+    })
+}
+
+/// The predicate a worker finishing attempt `attempt` must still satisfy (three binds: id,
+/// worker, attempt).
+const HOLDS: &str = "id = ? AND locked_by = ? AND attempt = ? AND status = 'running'";
+
+#[async_trait]
+impl JobStore for SqliteDb {
+    async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+        let t = &self.tables().jobs;
+        // An empty key is no key (as in Agno): the unique indexes would otherwise cover ''.
+        let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
+        let existing_sql = format!(
+            "SELECT {JOB_COLUMNS} FROM {t} WHERE idempotency_key = ? AND user_id IS ? AND idempotency_key IS NOT NULL"
+        );
+        let insert = format!(
+            "INSERT INTO {t} ({JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}"
+        );
+        let payload = to_json_text(&job.payload)?;
+        let _turn = self.write_turn().await;
+        // IMMEDIATE: the depth count and the insert hold the write lock together, also against
+        // other processes sharing the file.
+        let mut tx =
+            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot begin an enqueue", e))?;
+        if max_depth > 0 {
+            let sql = format!("SELECT COUNT(*) FROM {t} WHERE status = 'queued'");
+            let queued: Vec<i64> = sqlx::query_scalar(AssertSqlSafe(sql))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| db_error("cannot count queued jobs", e))?;
+            if queued.first().copied().unwrap_or(0) >= i64::try_from(max_depth).unwrap_or(i64::MAX) {
+                // A resubmission of an accepted job is answered with it even when the queue is full.
+                let existing = match key {
+                    Some(key) => sqlx::query(AssertSqlSafe(existing_sql.as_str()))
+                        .bind(key)
+                        .bind(&job.user_id)
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(|e| db_error("cannot read the job of an idempotency key", e))?,
+                    None => Vec::new(),
+                };
+                tx.commit().await.map_err(|e| db_error("cannot end an enqueue", e))?;
+                return match existing.first() {
+                    Some(row) => Ok(Enqueued::Duplicate(job_from_row(row)?)),
+                    None => Ok(Enqueued::QueueFull),
+                };
+            }
+        }
+        let inserted = sqlx::query(AssertSqlSafe(insert))
+            .bind(&job.id)
+            .bind(&job.component_type)
+            .bind(&job.job_type)
+            .bind(&job.deployment_id)
+            .bind(&job.component_id)
+            .bind(&job.session_id)
+            .bind(&job.user_id)
+            .bind(payload)
+            .bind(job.status.as_str())
+            .bind(job.attempt)
+            .bind(job.max_attempts)
+            .bind(key)
+            .bind(job.available_at)
+            .bind(&job.locked_by)
+            .bind(job.locked_at)
+            .bind(&job.error)
+            .bind(job.created_at)
+            .bind(job.updated_at)
+            .bind(job.completed_at)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
+        // Nothing inserted: a unique index decided. The key's original job, else the id is taken.
+        let existing = match (inserted.is_empty(), key) {
+            (true, Some(key)) => sqlx::query(AssertSqlSafe(existing_sql.as_str()))
+                .bind(key)
+                .bind(&job.user_id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| db_error("cannot read the job of an idempotency key", e))?,
+            _ => Vec::new(),
+        };
+        tx.commit().await.map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
+        if let Some(row) = inserted.first() {
+            return Ok(Enqueued::Accepted(job_from_row(row)?));
+        }
+        match existing.first() {
+            Some(row) => Ok(Enqueued::Duplicate(job_from_row(row)?)),
+            None => Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id))),
+        }
+    }
+
+    async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
+        let t = &self.tables().jobs;
+        let claimable = "available_at <= ? AND deployment_id IS NULL AND (status = 'queued' \
+             OR (status = 'running' AND locked_at <= ? AND attempt < max_attempts))";
+        // One statement: SQLite's single writer makes the pick and the claim atomic.
+        let sql = format!(
+            "UPDATE {t} SET status = 'running', locked_by = ?, locked_at = ?, attempt = attempt + 1, updated_at = ? \
+             WHERE id = (SELECT id FROM {t} WHERE {claimable} ORDER BY created_at, id LIMIT 1) AND {claimable} \
+             RETURNING {JOB_COLUMNS}"
+        );
+        let stale = now - lock_grace_seconds;
+        let _turn = self.write_turn().await;
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(worker_id)
+            .bind(now)
+            .bind(now)
+            .bind(now)
+            .bind(stale)
+            .bind(now)
+            .bind(stale)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot claim a job", e))?;
+        rows.first().map(job_from_row).transpose()
+    }
+
+    async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
+        if job_ids.is_empty() {
+            return Ok(0);
+        }
+        let marks = vec!["?"; job_ids.len()].join(", ");
+        let sql = format!(
+            "UPDATE {} SET locked_at = ? WHERE id IN ({marks}) AND locked_by = ? AND status = 'running'",
+            self.tables().jobs
+        );
+        let _turn = self.write_turn().await;
+        let mut q = sqlx::query(AssertSqlSafe(sql)).bind(now);
+        for id in job_ids {
+            q = q.bind(id);
+        }
+        let done = q
+            .bind(worker_id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot refresh the leases of {worker_id}"), e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn finish_job(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        outcome: &JobOutcome,
+        now: i64,
+    ) -> DbResult<bool> {
+        let t = &self.tables().jobs;
+        let release = "locked_by = NULL, locked_at = NULL, updated_at = ?, error = ?";
+        let _turn = self.write_turn().await;
+        let q = match outcome {
+            // SET expressions read the row as it was: `attempt < max_attempts` is the claim's.
+            JobOutcome::Retry { error, available_at } => sqlx::query(AssertSqlSafe(format!(
+                "UPDATE {t} SET {release}, \
+                 status = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, \
+                 available_at = CASE WHEN attempt < max_attempts THEN ? ELSE available_at END, \
+                 completed_at = CASE WHEN attempt < max_attempts THEN completed_at ELSE ? END \
+                 WHERE {HOLDS}"
+            )))
+            .bind(now)
+            .bind(error.as_str())
+            .bind(*available_at)
+            .bind(now),
+            JobOutcome::Settled(status, error) => sqlx::query(AssertSqlSafe(format!(
+                "UPDATE {t} SET {release}, status = ?, completed_at = COALESCE(?, completed_at) WHERE {HOLDS}"
+            )))
+            .bind(now)
+            .bind(error.as_deref())
+            .bind(status.as_str())
+            .bind(status.is_terminal().then_some(now)),
+        };
+        let done = q
+            .bind(job_id)
+            .bind(worker_id)
+            .bind(attempt)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot finish job {job_id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
+        let sql = format!(
+            "UPDATE {} SET status = 'failed', error = ?, locked_by = NULL, locked_at = NULL, completed_at = ?, \
+             updated_at = ? WHERE status = 'running' AND locked_at <= ? AND attempt >= max_attempts \
+             RETURNING {JOB_COLUMNS}",
+            self.tables().jobs
+        );
+        let _turn = self.write_turn().await;
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(error)
+            .bind(now)
+            .bind(now)
+            .bind(now - lock_grace_seconds)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot sweep abandoned jobs", e))?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let sql = format!(
+            "UPDATE {} SET status = 'cancelled', completed_at = ?, updated_at = ? \
+             WHERE id = ? AND status IN ('queued', 'paused')",
+            self.tables().jobs
+        );
+        let _turn = self.write_turn().await;
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(now)
+            .bind(now)
+            .bind(job_id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot cancel job {job_id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let sql = format!(
+            "UPDATE {} SET status = 'queued', max_attempts = attempt + MAX(max_attempts, 1), available_at = ?, \
+             completed_at = NULL, updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled')",
+            self.tables().jobs
+        );
+        let _turn = self.write_turn().await;
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(now)
+            .bind(now)
+            .bind(job_id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot requeue job {job_id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
+        let sql =
+            format!("SELECT {JOB_COLUMNS} FROM {} WHERE id = ? AND (? IS NULL OR user_id = ?)", self.tables().jobs);
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(job_id)
+            .bind(user_id)
+            .bind(user_id)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
+        rows.first().map(job_from_row).transpose()
+    }
+
+    async fn list_jobs(
+        &self,
+        status: Option<JobStatus>,
+        limit: Option<usize>,
+        page: Option<usize>,
+    ) -> DbResult<(Vec<Job>, u64)> {
+        let t = &self.tables().jobs;
+        let clause = "(? IS NULL OR status = ?)";
+        let select = format!("SELECT {JOB_COLUMNS} FROM {t} WHERE {clause} ORDER BY created_at DESC, id DESC");
+        let count = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
+        let status = status.map(|s| s.as_str().to_owned());
+        let binds = [status.clone(), status];
+        let paging = (Some(limit.unwrap_or(JOBS_PAGE)), page);
+        let (rows, total) = self.page_and_count(&select, &count, &binds, paging, "jobs").await?;
+        Ok((rows.iter().map(job_from_row).collect::<DbResult<_>>()?, total))
+    }
+}
