@@ -202,3 +202,87 @@ async fn serve_stops_gracefully_and_keeps_in_flight_runs() {
     assert_eq!(page.runs[0].status, agno::core::RunStatus::Completed);
     assert_eq!(page.runs[0].content_text(), "slow answer");
 }
+
+async fn start_serve(config: &std::path::Path) -> (std::process::Child, u16) {
+    let port = free_port();
+    let child = agno()
+        .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_healthy(port).await;
+    (child, port)
+}
+
+async fn run_status(port: u16, run_id: &str) -> serde_json::Value {
+    let url = format!("http://127.0.0.1:{port}/agents/slow/runs/{run_id}");
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
+/// `kill -9` of the replica running a background run: another replica on the same database ends
+/// the run — ERROR with the reason at max_attempts = 1, COMPLETED by a retry at max_attempts = 3.
+async fn killed_replica(max_attempts: u32, expected: &str) -> serde_json::Value {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("finished after all")));
+    provider.set_latency(std::time::Duration::from_millis(1500));
+    let dir = std::env::temp_dir().join(format!("agno-kill-{}-{}", std::process::id(), max_attempts));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db_path = dir.join(format!("os-{}.db", agno::core::new_id()));
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"sqlite://{}\"\n[queue]\nmax_attempts = {max_attempts}\nlock_grace_seconds = 2\n\
+             retry_delay_seconds = 0\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+            db_path.display(),
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let (mut first, port) = start_serve(&config).await;
+    let form =
+        reqwest::multipart::Form::new().text("message", "survive").text("stream", "false").text("background", "true");
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/agents/slow/runs"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    let accepted: serde_json::Value = resp.json().await.unwrap();
+    let run_id = accepted["run_id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while run_status(port, &run_id).await["status"] != "RUNNING" {
+        assert!(std::time::Instant::now() < deadline, "the run never started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    first.kill().unwrap(); // SIGKILL: no drain, no final write
+    first.wait().unwrap();
+
+    let (mut second, port) = start_serve(&config).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let run = loop {
+        let run = run_status(port, &run_id).await;
+        if run["status"] == expected {
+            break run;
+        }
+        assert!(std::time::Instant::now() < deadline, "the run stayed {}: {run}", run["status"]);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let _ = Command::new("kill").args(["-TERM", &second.id().to_string()]).status();
+    second.wait().unwrap();
+    run
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replica_leaves_its_background_run_in_error_at_one_attempt() {
+    let run = killed_replica(1, "ERROR").await;
+    assert!(run["content"].as_str().unwrap().contains("lease"), "{run}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replicas_background_run_is_retried_to_completion_with_attempts_left() {
+    let run = killed_replica(3, "COMPLETED").await;
+    assert_eq!(run["content"], "finished after all");
+}
