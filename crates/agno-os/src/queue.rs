@@ -172,6 +172,28 @@ fn request_of(job: &Job) -> RunRequest {
     req
 }
 
+/// A worker's lease on a job as a run fence: the run writes only while the lease is held (the
+/// check also refreshes it).
+struct LeaseFence {
+    store: Arc<dyn JobStore>,
+    worker_id: Arc<str>,
+    job_id: String,
+}
+
+impl std::fmt::Debug for LeaseFence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseFence").field("worker_id", &self.worker_id).field("job_id", &self.job_id).finish()
+    }
+}
+
+#[async_trait::async_trait]
+impl agno_runtime::RunFence for LeaseFence {
+    async fn still_owner(&self) -> bool {
+        let ids = std::slice::from_ref(&self.job_id);
+        matches!(self.store.heartbeat_jobs(&self.worker_id, ids, now_epoch_secs()).await, Ok(n) if n > 0)
+    }
+}
+
 /// Exponential backoff with jitter, capped at 10x the base.
 fn backoff(settings: &QueueSettings, attempt: i64) -> i64 {
     let base = settings.retry_delay_seconds.max(0);
@@ -204,7 +226,10 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
         None => JobOutcome::Settled(JobStatus::Failed, Some(format!("agent {} is not served here", job.component_id))),
         Some(served) => {
             let timeout = Duration::from_secs(queue.settings.timeout_seconds);
-            match tokio::time::timeout(timeout, served.agent.arun(request_of(&job))).await {
+            let fence =
+                LeaseFence { store: queue.store.clone(), worker_id: queue.worker_id.clone(), job_id: job.id.clone() };
+            let request = request_of(&job).fence(Arc::new(fence));
+            match tokio::time::timeout(timeout, served.agent.arun(request)).await {
                 Ok(Ok(run)) => match run.status {
                     RunStatus::Paused => JobOutcome::Settled(JobStatus::Paused, None),
                     RunStatus::Cancelled => JobOutcome::Settled(JobStatus::Cancelled, None),

@@ -216,3 +216,23 @@ async fn operators_list_inspect_and_requeue_jobs() {
     let r = os.post_json("/queue/jobs/lost/requeue", &serde_json::json!({}), Some(&admin)).await;
     assert_eq!(r.status, 409, "a completed job is not requeued");
 }
+
+/// A fence saying "no longer yours" refuses every write of the run: nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_attempt_cannot_write_its_run() {
+    #[derive(Debug)]
+    struct Lost;
+    #[async_trait::async_trait]
+    impl agno_runtime::RunFence for Lost {
+        async fn still_owner(&self) -> bool {
+            false
+        }
+    }
+    let db: std::sync::Arc<dyn agno_core::Db> = std::sync::Arc::new(agno_db::InMemoryDb::new());
+    let agent = agno_runtime::Agent::builder("test").db(db.clone()).build().unwrap();
+    let req = agno_runtime::RunRequest::new("hello").run_id("fenced").session_id("s").fence(std::sync::Arc::new(Lost));
+    let err = agent.arun(req).await.expect_err("the write is refused");
+    assert!(err.to_string().contains("newer attempt"), "{err}");
+    assert!(db.get_run("fenced", None).await.unwrap().is_none(), "nothing of the stale attempt was stored");
+    assert!(db.get_session("s", None, None).await.unwrap().is_none());
+}

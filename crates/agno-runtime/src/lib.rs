@@ -17,6 +17,7 @@ mod cancel;
 mod config;
 mod emitter;
 mod error;
+mod fence;
 mod hooks;
 mod messages;
 mod past_sessions;
@@ -34,6 +35,7 @@ pub use config::{
     HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, ToolConfig,
 };
 pub use error::{BuildError, Result, RunError};
+pub use fence::RunFence;
 pub use hooks::{HookError, PostHook, PreHook};
 pub use request::{ContinueFrom, ContinueRequest, RunRequest};
 pub use run::RunStream;

@@ -49,6 +49,14 @@ pub(crate) async fn save(agent: &AgentInner, st: &mut RunState) -> Result<(), Db
     let Some(db) = &agent.db else {
         return Ok(());
     };
+    if let Some(fence) = &st.fence
+        && !fence.still_owner().await
+    {
+        return Err(DbError::new(
+            agno_core::DbErrorKind::Conflict,
+            format!("run {} is owned by a newer attempt; this execution's write was refused", st.output.id()),
+        ));
+    }
     let session = &mut st.session;
     session.agent_id = Some(agent.id.clone());
     session.set_session_state(state);

@@ -29,6 +29,8 @@ pub struct RunRequest {
     pub output_schema: Option<OutputSchema>,
     /// Overrides the agent's `add_history_to_context`.
     pub add_history_to_context: Option<bool>,
+    /// Refuses the run's writes once this execution no longer owns it (background workers).
+    pub fence: Option<std::sync::Arc<dyn crate::RunFence>>,
 }
 
 impl RunRequest {
@@ -78,7 +80,13 @@ impl RunRequest {
         self
     }
 
-    /// Output schema for this run.
+    /// Fences the run's writes (see [`crate::RunFence`]).
+    pub fn fence(mut self, fence: std::sync::Arc<dyn crate::RunFence>) -> Self {
+        self.fence = Some(fence);
+        self
+    }
+
+    /// Sets the output schema for this run.
     pub fn output_schema(mut self, schema: OutputSchema) -> Self {
         self.output_schema = Some(schema);
         self

@@ -94,6 +94,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         session_state: Arc::new(Mutex::new(state)),
         dependencies: Arc::new(dependencies),
         schema,
+        fence: req.fence.clone(),
     };
     let add_history = req.add_history_to_context.unwrap_or(agent.history.add_history_to_context);
     let native = st.schema.is_some() && agent.model.capabilities().native_structured_output;

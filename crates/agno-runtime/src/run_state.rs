@@ -26,6 +26,8 @@ pub(crate) struct RunState {
     pub(crate) initial_state: Map<String, Value>,
     pub(crate) dependencies: Arc<BTreeMap<String, Value>>,
     pub(crate) schema: Option<OutputSchema>,
+    /// Asked before each write; a stale execution writes nothing.
+    pub(crate) fence: Option<Arc<dyn crate::RunFence>>,
 }
 
 impl RunState {
