@@ -21,6 +21,8 @@ pub struct TableNames {
     pub schedules: String,
     /// Schedule runs (`agno_schedule_runs`).
     pub schedule_runs: String,
+    /// Durable background jobs (`agno_jobs`).
+    pub jobs: String,
     /// Schema versions (`agno_schema_versions`).
     pub versions: String,
 }
@@ -36,6 +38,7 @@ impl Default for TableNames {
             knowledge: "agno_knowledge".to_owned(),
             schedules: "agno_schedules".to_owned(),
             schedule_runs: "agno_schedule_runs".to_owned(),
+            jobs: "agno_jobs".to_owned(),
             versions: "agno_schema_versions".to_owned(),
         }
     }
@@ -77,6 +80,7 @@ impl TableNames {
             &self.knowledge,
             &self.schedules,
             &self.schedule_runs,
+            &self.jobs,
             &self.versions,
         ] {
             let ok = !name.is_empty()
