@@ -26,9 +26,14 @@ async fn sqlite_jobs() -> Arc<SqliteDb> {
     Arc::new(db)
 }
 
+/// A fresh, uniquely named Postgres schema per test, as [`postgres_store`].
+async fn postgres_db() -> Arc<dyn Db> {
+    postgres_store().await
+}
+
 /// A fresh, uniquely named Postgres schema per test (`AGNO_TEST_POSTGRES_URL`, default the local
 /// `test` database). Schemas left by earlier test processes that have exited are dropped first.
-async fn postgres_db() -> Arc<dyn Db> {
+async fn postgres_store() -> Arc<agno_db::PostgresDb> {
     static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     let url = std::env::var("AGNO_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
@@ -308,4 +313,5 @@ mod metrics_calculation {
 mod jobs {
     agno_testkit::jobs_conformance!(memory, std::sync::Arc::new(agno_db::InMemoryDb::new()));
     agno_testkit::jobs_conformance!(sqlite, crate::sqlite_jobs().await);
+    agno_testkit::jobs_conformance!(postgres, crate::postgres_store().await);
 }

@@ -1,8 +1,9 @@
 //! `PostgresDb` beyond the conformance suite: tables identical to Python Agno 3.1's, legacy data
 //! written by the real Python Agno 2.9.0 (fixtures/legacy_v2) migrating to v3 without loss, a
 //! migration failing halfway keeping nothing and resuming, the metrics key swap, the schedule
-//! name keys, URL forms, an unreachable server reported as such, and Python Agno reading what
-//! agno-rs wrote (and back) when `AGNO_PYTHON` is set. Needs the local server
+//! name keys, the job queue (its table, notifications, depth bound), URL forms, an unreachable
+//! server reported as such, and Python Agno reading what agno-rs wrote (and back) when
+//! `AGNO_PYTHON` is set. Needs the local server
 //! (`AGNO_TEST_POSTGRES_URL`, default `postgresql://postgres@127.0.0.1:5432/test`); each test
 //! works in its own schema.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -1033,4 +1034,203 @@ async fn python_agno_and_agno_rs_read_each_other() {
     let next = RunOutput::new("rs-after-py", "py-session");
     assert_eq!(db.upsert_run(&next, "py-session", Some("py-user")).await.unwrap(), 2);
     assert!(db.get_run("py-run-1", Some("someone-else")).await.unwrap().is_none());
+}
+
+// ----- Job queue ------------------------------------------------------------------------------
+
+/// As `pg_dump` shows the jobs table Python Agno 3.1.10's `PostgresDb` creates
+/// (`_get_table(table_type="jobs", create_table_if_not_found=True)`), read from a schema it
+/// created: columns, indexes with the two partial unique idempotency keys, key.
+const AGNO_JOBS_TABLE: &str = "\
+col agno_jobs.id character varying NO -
+col agno_jobs.component_type character varying NO -
+col agno_jobs.job_type character varying NO -
+col agno_jobs.deployment_id character varying YES -
+col agno_jobs.component_id character varying NO -
+col agno_jobs.session_id character varying NO -
+col agno_jobs.user_id character varying YES -
+col agno_jobs.payload jsonb NO -
+col agno_jobs.status character varying NO -
+col agno_jobs.attempt bigint NO -
+col agno_jobs.max_attempts bigint NO -
+col agno_jobs.idempotency_key character varying YES -
+col agno_jobs.available_at bigint NO -
+col agno_jobs.locked_by character varying YES -
+col agno_jobs.locked_at bigint YES -
+col agno_jobs.error text YES -
+col agno_jobs.created_at bigint NO -
+col agno_jobs.updated_at bigint YES -
+col agno_jobs.completed_at bigint YES -
+idx CREATE UNIQUE INDEX agno_jobs_pkey ON S.agno_jobs USING btree (id)
+idx CREATE UNIQUE INDEX agno_jobs_uq_jobs_idempotency_key ON S.agno_jobs USING btree (idempotency_key, user_id) WHERE (idempotency_key IS NOT NULL)
+idx CREATE UNIQUE INDEX agno_jobs_uq_jobs_idempotency_key_anon ON S.agno_jobs USING btree (idempotency_key) WHERE ((idempotency_key IS NOT NULL) AND (user_id IS NULL))
+idx CREATE INDEX idx_agno_jobs_component_id ON S.agno_jobs USING btree (component_id)
+idx CREATE INDEX idx_agno_jobs_created_at ON S.agno_jobs USING btree (created_at)
+idx CREATE INDEX idx_agno_jobs_session_id ON S.agno_jobs USING btree (session_id)
+idx CREATE INDEX idx_agno_jobs_status ON S.agno_jobs USING btree (status)
+idx CREATE INDEX idx_agno_jobs_status_available_at ON S.agno_jobs USING btree (status, available_at)
+con agno_jobs_pkey PRIMARY KEY (id)";
+
+#[tokio::test]
+async fn the_jobs_table_is_created_exactly_as_python_agno_creates_it() {
+    let scratch = Scratch::new("ddl_jobs");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    db.create_tables().await.unwrap(); // idempotent
+    let got = catalog(&scratch.name, &["agno_jobs"]).await;
+    let want: Vec<&str> = AGNO_JOBS_TABLE.lines().collect();
+    assert_eq!(got, want);
+    assert_eq!(db.get_latest_schema_version("agno_jobs").await.unwrap().as_deref(), Some("3.0.0"));
+    let shared: std::sync::Arc<dyn Migrate> = std::sync::Arc::new(db);
+    assert!(shared.job_store().is_some(), "the adapter offers its job queue");
+}
+
+fn queued_job(id: &str, user: Option<&str>, key: Option<&str>) -> agno_core::Job {
+    let mut job = agno_core::Job::agent_run(id, "agent-1", format!("session-{id}"), json!({"message": id}));
+    job.user_id = user.map(str::to_owned);
+    job.idempotency_key = key.map(str::to_owned);
+    job
+}
+
+/// The next notification on `listener`, or `None` within half a second.
+async fn next_notification(listener: &mut sqlx::postgres::PgListener) -> Option<(String, String)> {
+    let wait = tokio::time::timeout(std::time::Duration::from_millis(500), listener.recv()).await.ok()?;
+    let n = wait.unwrap();
+    Some((n.channel().to_owned(), n.payload().to_owned()))
+}
+
+#[tokio::test]
+async fn an_accepted_enqueue_notifies_the_jobs_channel() {
+    use agno_core::{Enqueued, JobStatus, JobStore};
+    let scratch = Scratch::new("jobs_notify");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    let channel = db.jobs_channel();
+    assert_eq!(channel, format!("{}_agno_jobs", scratch.name));
+    assert!(channel.ends_with(PostgresDb::JOBS_CHANNEL_SUFFIX));
+    let mut listener = sqlx::postgres::PgListener::connect(&url()).await.unwrap();
+    listener.listen(&channel).await.unwrap();
+
+    let first = queued_job("n1", Some("u1"), Some("key"));
+    assert!(matches!(db.enqueue_job(&first, 0).await.unwrap(), Enqueued::Accepted(_)));
+    assert_eq!(next_notification(&mut listener).await, Some((channel.clone(), "n1".to_owned())));
+    // Nothing was queued: no wake-up.
+    let dup = queued_job("n2", Some("u1"), Some("key"));
+    assert!(matches!(db.enqueue_job(&dup, 0).await.unwrap(), Enqueued::Duplicate(_)));
+    assert_eq!(db.enqueue_job(&queued_job("n3", None, None), 1).await.unwrap(), Enqueued::QueueFull);
+    assert!(db.enqueue_job(&queued_job("n1", None, None), 0).await.is_err());
+    assert_eq!(next_notification(&mut listener).await, None);
+    // An operator requeue makes a job claimable again: announced too.
+    let now = agno_core::now_epoch_secs();
+    let claimed = db.claim_job("w", 60, now).await.unwrap().expect("n1");
+    let failed = agno_core::JobOutcome::Settled(JobStatus::Failed, Some("boom".into()));
+    assert!(db.finish_job("n1", "w", claimed.attempt, &failed, now).await.unwrap());
+    assert_eq!(next_notification(&mut listener).await, None);
+    assert!(db.requeue_job("n1", now).await.unwrap());
+    assert_eq!(next_notification(&mut listener).await, Some((channel.clone(), "n1".to_owned())));
+
+    // A schema name at the 63-byte limit: the channel is cut to fit and still reachable.
+    let long = Scratch { name: format!("agno_pgtest_jobs_long_{}", "x".repeat(41)) };
+    assert_eq!(long.name.len(), 63);
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &long.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    let channel = db.jobs_channel();
+    assert_eq!(channel, long.name);
+    listener.listen(&channel).await.unwrap();
+    assert!(matches!(db.enqueue_job(&queued_job("l1", None, None), 0).await.unwrap(), Enqueued::Accepted(_)));
+    assert_eq!(next_notification(&mut listener).await, Some((channel, "l1".to_owned())));
+}
+
+#[tokio::test]
+async fn a_depth_bound_holds_under_concurrent_enqueues() {
+    use agno_core::{Enqueued, JobStore};
+    let scratch = Scratch::new("jobs_depth");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    let db = std::sync::Arc::new(db);
+    let mut tasks = Vec::new();
+    for i in 0..30 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move { db.enqueue_job(&queued_job(&format!("d{i}"), None, None), 5).await }));
+    }
+    let mut accepted = 0;
+    for t in tasks {
+        match t.await.unwrap().unwrap() {
+            Enqueued::Accepted(_) => accepted += 1,
+            Enqueued::QueueFull => {}
+            Enqueued::Duplicate(j) => panic!("no key, no duplicate: {}", j.id),
+        }
+    }
+    assert_eq!(accepted, 5, "exactly max_depth jobs queued");
+}
+
+/// Python Agno 3.1 on Postgres sharing the job queue: it enqueues, reads, claims and completes.
+const PY_JOBS_PROBE: &str = r#"
+import json, sys
+try:
+    import psycopg  # noqa: F401
+except ImportError:
+    print(json.dumps({"skip": "psycopg is not installed"}))
+    sys.exit(0)
+from agno.db.postgres import PostgresDb
+
+mode, url, schema = sys.argv[1:4]
+db = PostgresDb(db_url=url, db_schema=schema)
+
+if mode == "write":
+    out = db.enqueue_job({"id": "py-job", "component_type": "agent", "job_type": "run", "deployment_id": None,
+        "component_id": "py-agent", "session_id": "py-session", "user_id": "py-user",
+        "payload": {"message": "from python", "nested": {"n": [1, 2]}}, "status": "queued", "attempt": 0,
+        "max_attempts": 3, "idempotency_key": "py-key", "available_at": 0, "locked_by": None, "locked_at": None,
+        "error": None, "created_at": 1700000000, "updated_at": 1700000000, "completed_at": None})
+    print(json.dumps({"accepted": out["accepted"]}))
+else:
+    job = db.get_job("rs-job")
+    dup = db.enqueue_job({**job, "id": "py-dup"})
+    claimed = db.claim_job("py-worker", lock_grace_seconds=60)
+    done = db.complete_job(claimed["id"], "py-worker", claimed["attempt"], "completed") if claimed else False
+    print(json.dumps({"job": job, "dup": dup["reason"], "dup_id": dup["job"]["id"], "claimed": claimed,
+        "done": done}))
+"#;
+
+#[tokio::test]
+async fn python_agno_and_agno_rs_share_the_job_queue() {
+    use agno_core::{Enqueued, JobOutcome, JobStatus, JobStore};
+    let scratch = Scratch::new("jobs_interop");
+    // Python Agno enqueues first, creating the table its own way.
+    let Some(wrote) = py_script(PY_JOBS_PROBE, &["write", &scratch.name]) else { return };
+    assert_eq!(wrote["accepted"], true);
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    let py = db.get_job("py-job", Some("py-user")).await.unwrap().expect("python's job");
+    assert_eq!((py.status, py.attempt, py.max_attempts), (JobStatus::Queued, 0, 3));
+    assert_eq!(py.payload, json!({"message": "from python", "nested": {"n": [1, 2]}}));
+    assert_eq!((py.component_id.as_str(), py.idempotency_key.as_deref()), ("py-agent", Some("py-key")));
+    // Python's key is taken for its user.
+    match db.enqueue_job(&queued_job("rs-dup", Some("py-user"), Some("py-key")), 0).await.unwrap() {
+        Enqueued::Duplicate(j) => assert_eq!(j.id, "py-job"),
+        other => panic!("expected python's job, got {other:?}"),
+    }
+    let now = agno_core::now_epoch_secs();
+    let claimed = db.claim_job("rs-worker", 60, now).await.unwrap().expect("python's job is claimable");
+    assert_eq!((claimed.id.as_str(), claimed.attempt), ("py-job", 1));
+    let done = JobOutcome::Settled(JobStatus::Completed, None);
+    assert!(db.finish_job("py-job", "rs-worker", 1, &done, now).await.unwrap());
+
+    // agno-rs enqueues, Python Agno reads, dedups, claims and completes.
+    let mut mine = queued_job("rs-job", Some("rs-user"), Some("rs-key"));
+    mine.payload = json!({"message": "from rust", "nested": {"n": [1, 2]}});
+    mine.max_attempts = 2;
+    mine.available_at = 0;
+    assert!(matches!(db.enqueue_job(&mine, 0).await.unwrap(), Enqueued::Accepted(_)));
+    let seen = py_script(PY_JOBS_PROBE, &["read", &scratch.name]).unwrap();
+    assert_eq!(seen["job"]["payload"], json!({"message": "from rust", "nested": {"n": [1, 2]}}));
+    assert_eq!(seen["job"]["status"], "queued");
+    assert_eq!(seen["job"]["max_attempts"], 2);
+    assert_eq!((seen["dup"].clone(), seen["dup_id"].clone()), (json!("duplicate"), json!("rs-job")));
+    assert_eq!(seen["claimed"]["id"], "rs-job");
+    assert_eq!(seen["claimed"]["attempt"], 1);
+    assert_eq!(seen["done"], true);
+    let j = db.get_job("rs-job", None).await.unwrap().expect("rs-job");
+    assert_eq!((j.status, j.locked_by, j.attempt), (JobStatus::Completed, None, 1));
 }

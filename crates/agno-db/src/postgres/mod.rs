@@ -3,6 +3,7 @@
 //! can open the other's database.
 
 mod evals;
+mod jobs;
 mod knowledge;
 mod memories;
 mod metrics;

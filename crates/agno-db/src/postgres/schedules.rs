@@ -142,7 +142,7 @@ fn run_from_row(row: &PgRow) -> DbResult<ScheduleRun> {
 }
 
 /// A JSON column value with the characters PostgreSQL cannot store removed.
-fn clean_json(value: Option<&Value>) -> Option<Value> {
+pub(crate) fn clean_json(value: Option<&Value>) -> Option<Value> {
     value.map(|v| {
         let mut v = v.clone();
         sanitize(&mut v);
@@ -151,7 +151,7 @@ fn clean_json(value: Option<&Value>) -> Option<Value> {
 }
 
 /// Text with the characters PostgreSQL cannot store removed.
-fn clean_text(text: Option<&str>) -> Option<String> {
+pub(crate) fn clean_text(text: Option<&str>) -> Option<String> {
     text.map(|t| {
         let mut v = Value::String(t.to_owned());
         sanitize(&mut v);
@@ -193,7 +193,8 @@ fn write_error(what: &str, id: &str, name: &str, e: sqlx::Error) -> DbError {
     db_error(&format!("cannot {what} schedule {id}"), e)
 }
 
-fn to_i64(n: usize) -> i64 {
+/// A count or offset as a bind parameter (saturating).
+pub(crate) fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 

@@ -78,7 +78,7 @@ impl PostgresDb {
     }
 
     /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics,
-    /// schedules, schedule runs, schema versions) at the latest schema and stamps it. Existing
+    /// schedules, schedule runs, jobs, schema versions) at the latest schema and stamps it. Existing
     /// tables are left alone: use the migrations for those.
     ///
     /// # Errors
@@ -94,6 +94,7 @@ impl PostgresDb {
         let metrics_q = self.qualified(&t.metrics);
         let schedules_q = self.qualified(&t.schedules);
         let schedule_runs_q = self.qualified(&t.schedule_runs);
+        let jobs_q = self.qualified(&t.jobs);
         for (name, ddl) in [
             (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
             (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
@@ -104,6 +105,7 @@ impl PostgresDb {
             (&t.schedules, super::schedules::schedules_ddl(&schedules_q, &t.schedules)),
             // After the schedules table: its foreign key points there.
             (&t.schedule_runs, super::schedules::schedule_runs_ddl(&schedule_runs_q, &t.schedule_runs, &schedules_q)),
+            (&t.jobs, super::jobs::jobs_ddl(&jobs_q, &t.jobs)),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 self.upsert_schema_version(name, LATEST_VERSION).await?;

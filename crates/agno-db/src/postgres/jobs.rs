@@ -1,0 +1,404 @@
+//! The durable job queue in PostgreSQL (`agno_jobs`, as Python Agno 3.1's `PostgresDb` shapes
+//! it): a JSONB payload, lowercase text statuses, idempotency keys unique per user through two
+//! partial unique indexes. Enqueue dedup is decided by those indexes (`INSERT ... ON CONFLICT DO
+//! NOTHING`, then the winner is read back); a claim is one `UPDATE ... WHERE id = (SELECT ...
+//! FOR UPDATE SKIP LOCKED) RETURNING`; every write of a worker is fenced by
+//! `locked_by`, `attempt` and `status = 'running'`. A successful enqueue (and an operator
+//! requeue) sends a notification on [`PostgresDb::jobs_channel`] in the same transaction.
+
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore};
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, PgConnection, Row};
+
+use super::schedules::{clean_json, clean_text, to_i64};
+use super::schema::index_ddl;
+use super::{PostgresDb, db_error, value_column};
+use crate::memories::page_bounds;
+
+const JOB_COLUMNS: &str = "id, component_type, job_type, deployment_id, component_id, session_id, user_id, \
+     payload, status, attempt, max_attempts, idempotency_key, available_at, locked_by, locked_at, error, \
+     created_at, updated_at, completed_at";
+
+/// Longest channel name PostgreSQL accepts (`NAMEDATALEN - 1`).
+const MAX_CHANNEL_BYTES: usize = 63;
+
+/// Longest notification payload sent; a longer job id is announced with an empty payload
+/// (PostgreSQL refuses payloads of 8000 bytes or more).
+const MAX_PAYLOAD_BYTES: usize = 7_999;
+
+/// The jobs table as Python Agno 3.1 creates it: columns, the single-column and
+/// `(status, available_at)` indexes, and the partial unique indexes
+/// `{table}_uq_jobs_idempotency_key` (`idempotency_key, user_id`) and
+/// `{table}_uq_jobs_idempotency_key_anon` (`idempotency_key` where `user_id IS NULL`) that keep an
+/// idempotency key unique per user, anonymous submitters included.
+pub(crate) fn jobs_ddl(q: &str, t: &str) -> Vec<String> {
+    let mut ddl = vec![format!(
+        "CREATE TABLE IF NOT EXISTS {q} (\n\tid VARCHAR NOT NULL, \n\tcomponent_type VARCHAR NOT NULL, \n\tjob_type VARCHAR NOT NULL, \n\tdeployment_id VARCHAR, \n\tcomponent_id VARCHAR NOT NULL, \n\tsession_id VARCHAR NOT NULL, \n\tuser_id VARCHAR, \n\tpayload JSONB NOT NULL, \n\tstatus VARCHAR NOT NULL, \n\tattempt BIGINT NOT NULL, \n\tmax_attempts BIGINT NOT NULL, \n\tidempotency_key VARCHAR, \n\tavailable_at BIGINT NOT NULL, \n\tlocked_by VARCHAR, \n\tlocked_at BIGINT, \n\terror TEXT, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tcompleted_at BIGINT, \n\tPRIMARY KEY (id)\n)"
+    )];
+    for columns in [&["component_id"][..], &["session_id"], &["status"], &["created_at"], &["status", "available_at"]] {
+        ddl.push(index_ddl(q, t, columns));
+    }
+    ddl.push(format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS \"{t}_uq_jobs_idempotency_key\" ON {q} (idempotency_key, user_id) \
+         WHERE idempotency_key IS NOT NULL"
+    ));
+    ddl.push(format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS \"{t}_uq_jobs_idempotency_key_anon\" ON {q} (idempotency_key) \
+         WHERE idempotency_key IS NOT NULL AND user_id IS NULL"
+    ));
+    ddl
+}
+
+impl PostgresDb {
+    /// Suffix of the notification channel of the job queue: `<schema>_agno_jobs` (e.g.
+    /// `ai_agno_jobs`; cut to PostgreSQL's 63-byte limit), as [`PostgresDb::jobs_channel`] gives
+    /// it. Every accepted enqueue and every operator requeue sends `pg_notify(channel, job_id)`
+    /// in the transaction that queued the job, so it is delivered on commit, and only then.
+    /// Workers wake on it with `LISTEN "<channel>"` (quoted: the name keeps the schema's case)
+    /// instead of waiting for their next poll; a notification is a hint, the claim decides.
+    pub const JOBS_CHANNEL_SUFFIX: &'static str = "_agno_jobs";
+
+    /// The channel job-queue notifications are sent on: the schema followed by
+    /// [`PostgresDb::JOBS_CHANNEL_SUFFIX`], at most 63 bytes.
+    pub fn jobs_channel(&self) -> String {
+        let mut channel = format!("{}{}", self.schema(), Self::JOBS_CHANNEL_SUFFIX);
+        // Schema names are validated ASCII identifiers: any byte is a character boundary.
+        channel.truncate(MAX_CHANNEL_BYTES);
+        channel
+    }
+
+    /// Announces a claimable job on [`PostgresDb::jobs_channel`], inside the caller's transaction.
+    async fn notify_job(&self, conn: &mut PgConnection, job_id: &str) -> DbResult<()> {
+        let payload = if job_id.len() <= MAX_PAYLOAD_BYTES { job_id } else { "" };
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(self.jobs_channel())
+            .bind(payload)
+            .execute(conn)
+            .await
+            .map_err(|e| db_error(&format!("cannot announce job {job_id}"), e))?;
+        Ok(())
+    }
+
+    /// The job holding `key` for `user_id` (`None`: the anonymous bucket), read in `conn`.
+    async fn job_by_key(&self, conn: &mut PgConnection, key: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM {} WHERE idempotency_key = $1 AND user_id IS NOT DISTINCT FROM $2 LIMIT 1",
+            self.qualified(&self.tables().jobs)
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(key)
+            .bind(user_id)
+            .fetch_optional(conn)
+            .await
+            .map_err(|e| db_error(&format!("cannot read the job of idempotency key {key:?}"), e))?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+}
+
+fn job_from_row(row: &PgRow) -> DbResult<Job> {
+    let read = |col: &str, e| db_error(&format!("cannot read jobs.{col}"), e);
+    let text = |col: &str| -> DbResult<Option<String>> { row.try_get(col).map_err(|e| read(col, e)) };
+    let required = |col: &str| -> DbResult<String> { row.try_get(col).map_err(|e| read(col, e)) };
+    let int = |col: &str| -> DbResult<Option<i64>> { row.try_get(col).map_err(|e| read(col, e)) };
+    let count = |col: &str| -> DbResult<i64> { row.try_get(col).map_err(|e| read(col, e)) };
+    let status = required("status")?;
+    let status = JobStatus::parse(&status).ok_or_else(|| {
+        DbError::new(DbErrorKind::Other, format!("cannot read jobs.status: unknown status {status:?}"))
+    })?;
+    let payload = row.try_get::<Option<Value>, _>("payload").map(value_column).map_err(|e| read("payload", e))?;
+    Ok(Job {
+        id: required("id")?,
+        component_type: required("component_type")?,
+        job_type: required("job_type")?,
+        deployment_id: text("deployment_id")?,
+        component_id: required("component_id")?,
+        session_id: required("session_id")?,
+        user_id: text("user_id")?,
+        payload: payload.unwrap_or(Value::Null),
+        status,
+        attempt: count("attempt")?,
+        max_attempts: count("max_attempts")?,
+        idempotency_key: text("idempotency_key")?,
+        available_at: count("available_at")?,
+        locked_by: text("locked_by")?,
+        locked_at: int("locked_at")?,
+        error: text("error")?,
+        created_at: count("created_at")?,
+        updated_at: int("updated_at")?,
+        completed_at: int("completed_at")?,
+    })
+}
+
+/// The transaction every multi-statement queue write runs in: READ COMMITTED whatever the
+/// server's default, since the dedup read after `ON CONFLICT DO NOTHING` must see the winner
+/// committed meanwhile.
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
+#[async_trait]
+impl JobStore for PostgresDb {
+    async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+        let t = self.qualified(&self.tables().jobs);
+        let what = format!("cannot enqueue job {}", job.id);
+        // An empty key is no key (the partial indexes would otherwise cover '').
+        let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
+        let user_id = job.user_id.as_deref();
+        let mut tx = self.pool().begin_with(BEGIN).await.map_err(|e| db_error(&what, e))?;
+        // A resubmission returns the original even when the queue is full. Only a shortcut: the
+        // unique indexes decide below.
+        if let Some(key) = key
+            && let Some(existing) = self.job_by_key(&mut tx, key, user_id).await?
+        {
+            return Ok(Enqueued::Duplicate(existing));
+        }
+        if max_depth > 0 {
+            // Depth-bounded enqueues on this table take turns until commit, so concurrent
+            // submitters cannot all count the same free slot.
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                .bind(format!("agno_jobs_depth:{t}"))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| db_error(&what, e))?;
+            let sql = format!("SELECT COUNT(*) FROM {t} WHERE status = 'queued'");
+            let queued: i64 =
+                sqlx::query_scalar(AssertSqlSafe(sql)).fetch_one(&mut *tx).await.map_err(|e| db_error(&what, e))?;
+            if queued >= to_i64(max_depth) {
+                return Ok(Enqueued::QueueFull);
+            }
+        }
+        // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key (or id) and skips
+        // once it commits; the winner is then read back.
+        let sql = format!(
+            "INSERT INTO {t} ({JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+             $15, $16, $17, $18, $19) ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}"
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(&job.id)
+            .bind(&job.component_type)
+            .bind(&job.job_type)
+            .bind(&job.deployment_id)
+            .bind(&job.component_id)
+            .bind(&job.session_id)
+            .bind(user_id)
+            .bind(clean_json(Some(&job.payload)))
+            .bind(job.status.as_str())
+            .bind(job.attempt)
+            .bind(job.max_attempts)
+            .bind(key)
+            .bind(job.available_at)
+            .bind(&job.locked_by)
+            .bind(job.locked_at)
+            .bind(clean_text(job.error.as_deref()))
+            .bind(job.created_at)
+            .bind(job.updated_at)
+            .bind(job.completed_at)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| db_error(&what, e))?;
+        let Some(row) = row else {
+            if let Some(key) = key
+                && let Some(existing) = self.job_by_key(&mut tx, key, user_id).await?
+            {
+                return Ok(Enqueued::Duplicate(existing));
+            }
+            return Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)));
+        };
+        let stored = job_from_row(&row)?;
+        if stored.status == JobStatus::Queued {
+            self.notify_job(&mut tx, &stored.id).await?;
+        }
+        tx.commit().await.map_err(|e| db_error(&what, e))?;
+        Ok(Enqueued::Accepted(stored))
+    }
+
+    async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
+        let t = self.qualified(&self.tables().jobs);
+        // SKIP LOCKED passes over a row another worker is claiming; a row claimed and committed
+        // since this statement's snapshot is re-checked against the predicate and skipped too.
+        // Jobs bound to a deployment are left to that deployment's workers.
+        let sql = format!(
+            "UPDATE {t} SET status = 'running', locked_by = $1, locked_at = $2, attempt = attempt + 1, \
+             updated_at = $2 WHERE id = (\
+             SELECT id FROM {t} WHERE available_at <= $2 AND deployment_id IS NULL \
+             AND (status = 'queued' OR (status = 'running' AND locked_at <= $3 AND attempt < max_attempts)) \
+             ORDER BY created_at ASC, id COLLATE \"C\" ASC LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             RETURNING {JOB_COLUMNS}"
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(worker_id)
+            .bind(now)
+            .bind(now.saturating_sub(lock_grace_seconds))
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot claim a job for worker {worker_id}"), e))?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+
+    async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
+        if job_ids.is_empty() {
+            return Ok(0);
+        }
+        let sql = format!(
+            "UPDATE {} SET locked_at = $3 WHERE id = ANY($1) AND locked_by = $2 AND status = 'running'",
+            self.qualified(&self.tables().jobs)
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(job_ids)
+            .bind(worker_id)
+            .bind(now)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot refresh the leases of worker {worker_id}"), e))?;
+        Ok(done.rows_affected())
+    }
+
+    async fn finish_job(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        outcome: &JobOutcome,
+        now: i64,
+    ) -> DbResult<bool> {
+        let t = self.qualified(&self.tables().jobs);
+        let fence = "id = $1 AND locked_by = $2 AND attempt = $3 AND status = 'running'";
+        let query = match outcome {
+            // Queued again while attempts remain, else failed for good; SET reads the old row.
+            JobOutcome::Retry { error, available_at } => sqlx::query(AssertSqlSafe(format!(
+                "UPDATE {t} SET \
+                 status = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, \
+                 available_at = CASE WHEN attempt < max_attempts THEN $6 ELSE available_at END, \
+                 completed_at = CASE WHEN attempt < max_attempts THEN completed_at ELSE $4 END, \
+                 error = $5, locked_by = NULL, locked_at = NULL, updated_at = $4 WHERE {fence}"
+            )))
+            .bind(job_id)
+            .bind(worker_id)
+            .bind(attempt)
+            .bind(now)
+            .bind(clean_text(Some(error)))
+            .bind(*available_at),
+            // Only a terminal status ends the job (`paused` waits for a continue).
+            JobOutcome::Settled(status, error) => sqlx::query(AssertSqlSafe(format!(
+                "UPDATE {t} SET status = $5, error = $6, locked_by = NULL, locked_at = NULL, updated_at = $4, \
+                 completed_at = CASE WHEN $7 THEN $4 ELSE completed_at END WHERE {fence}"
+            )))
+            .bind(job_id)
+            .bind(worker_id)
+            .bind(attempt)
+            .bind(now)
+            .bind(status.as_str())
+            .bind(clean_text(error.as_deref()))
+            .bind(status.is_terminal()),
+        };
+        let done = query
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot finish attempt {attempt} of job {job_id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
+        // The predicate is re-checked on rows changed concurrently (a late heartbeat or finish
+        // wins), so a job is swept at most once.
+        let sql = format!(
+            "UPDATE {} SET status = 'failed', error = $3, locked_by = NULL, locked_at = NULL, completed_at = $1, \
+             updated_at = $1 WHERE status = 'running' AND locked_at <= $2 AND attempt >= max_attempts \
+             RETURNING {JOB_COLUMNS}",
+            self.qualified(&self.tables().jobs)
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(now)
+            .bind(now.saturating_sub(lock_grace_seconds))
+            .bind(clean_text(Some(error)))
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot sweep expired jobs", e))?;
+        let mut swept = rows.iter().map(job_from_row).collect::<DbResult<Vec<_>>>()?;
+        swept.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
+        Ok(swept)
+    }
+
+    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let sql = format!(
+            "UPDATE {} SET status = 'cancelled', completed_at = $2, updated_at = $2 \
+             WHERE id = $1 AND status IN ('queued', 'paused')",
+            self.qualified(&self.tables().jobs)
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(job_id)
+            .bind(now)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot cancel job {job_id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let what = format!("cannot requeue job {job_id}");
+        // A fresh budget: the attempts made so far plus the job's own allowance.
+        let sql = format!(
+            "UPDATE {} SET status = 'queued', max_attempts = attempt + GREATEST(max_attempts, 1), \
+             available_at = $2, locked_by = NULL, locked_at = NULL, completed_at = NULL, updated_at = $2 \
+             WHERE id = $1 AND status IN ('failed', 'cancelled')",
+            self.qualified(&self.tables().jobs)
+        );
+        let mut tx = self.pool().begin_with(BEGIN).await.map_err(|e| db_error(&what, e))?;
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(job_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error(&what, e))?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        self.notify_job(&mut tx, job_id).await?;
+        tx.commit().await.map_err(|e| db_error(&what, e))?;
+        Ok(true)
+    }
+
+    async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM {} WHERE id = $1 AND ($2::text IS NULL OR user_id = $2)",
+            self.qualified(&self.tables().jobs)
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(job_id)
+            .bind(user_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+
+    async fn list_jobs(
+        &self,
+        status: Option<JobStatus>,
+        limit: Option<usize>,
+        page: Option<usize>,
+    ) -> DbResult<(Vec<Job>, u64)> {
+        let t = self.qualified(&self.tables().jobs);
+        let clause = "($1::text IS NULL OR status = $1)";
+        let status = status.map(JobStatus::as_str);
+        let (offset, limit) = page_bounds(Some(limit.unwrap_or(20)), page);
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM {t} WHERE {clause} ORDER BY created_at DESC, id COLLATE \"C\" DESC \
+             LIMIT $2 OFFSET $3"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(status)
+            .bind(to_i64(limit))
+            .bind(to_i64(offset))
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot list jobs", e))?;
+        let jobs = rows.iter().map(job_from_row).collect::<DbResult<Vec<_>>>()?;
+        let total: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {t} WHERE {clause}")))
+            .bind(status)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error("cannot count jobs", e))?;
+        Ok((jobs, u64::try_from(total).unwrap_or(0)))
+    }
+}
