@@ -222,20 +222,28 @@ async fn run_status(port: u16, run_id: &str) -> serde_json::Value {
 /// `kill -9` of the replica running a background run: another replica on the same database ends
 /// the run — ERROR with the reason at max_attempts = 1, COMPLETED by a retry at max_attempts = 3.
 async fn killed_replica(max_attempts: u32, expected: &str) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("agno-kill-{}-{}", std::process::id(), max_attempts));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}", dir.join(format!("os-{}.db", agno::core::new_id())).display());
+    killed_replica_on(&url, &dir, max_attempts, expected).await
+}
+
+async fn killed_replica_on(
+    db_url: &str,
+    dir: &std::path::Path,
+    max_attempts: u32,
+    expected: &str,
+) -> serde_json::Value {
     let provider = FakeProvider::start().await.unwrap();
     provider.set_fallback(Some(Reply::text("finished after all")));
     provider.set_latency(std::time::Duration::from_millis(1500));
-    let dir = std::env::temp_dir().join(format!("agno-kill-{}-{}", std::process::id(), max_attempts));
-    std::fs::create_dir_all(&dir).unwrap();
-    let db_path = dir.join(format!("os-{}.db", agno::core::new_id()));
-    let config = dir.join("agentos.toml");
+    let config = dir.join(format!("agentos-{max_attempts}.toml"));
     std::fs::write(
         &config,
         format!(
-            "[db]\nurl = \"sqlite://{}\"\n[queue]\nmax_attempts = {max_attempts}\nlock_grace_seconds = 2\n\
+            "[db]\nurl = \"{db_url}\"\n[queue]\nmax_attempts = {max_attempts}\nlock_grace_seconds = 2\n\
              retry_delay_seconds = 0\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
              model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
-            db_path.display(),
             provider.base_url()
         ),
     )
@@ -285,4 +293,116 @@ async fn a_killed_replica_leaves_its_background_run_in_error_at_one_attempt() {
 async fn a_killed_replicas_background_run_is_retried_to_completion_with_attempts_left() {
     let run = killed_replica(3, "COMPLETED").await;
     assert_eq!(run["content"], "finished after all");
+}
+
+/// A fresh schema on the test PostgreSQL, dropped when the guard goes out of scope.
+struct PgSchema {
+    url: String,
+    name: String,
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        let _ = Command::new("psql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "test",
+                "-c",
+                &format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name),
+            ])
+            .output();
+    }
+}
+
+fn postgres_schema(tag: &str) -> PgSchema {
+    let base = std::env::var("AGNO_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let name = format!("agno_cli_{tag}_{}", &agno::core::new_id().replace('-', "")[..12]);
+    PgSchema { url: format!("{base}{sep}schema={name}"), name }
+}
+
+/// The same kill -9 on PostgreSQL, where replicas share the queue through SKIP LOCKED claims.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_killed_replicas_run_ends_in_error_or_is_retried() {
+    let dir = std::env::temp_dir().join(format!("agno-kill-pg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (k1, k3) = (postgres_schema("k1"), postgres_schema("k3"));
+    let run = killed_replica_on(&k1.url, &dir, 1, "ERROR").await;
+    assert!(run["content"].as_str().unwrap().contains("lease"), "{run}");
+    let run = killed_replica_on(&k3.url, &dir, 3, "COMPLETED").await;
+    assert_eq!(run["content"], "finished after all");
+}
+
+/// Two replicas on one PostgreSQL database share the work submitted to one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_on_one_postgres_database_share_background_work() {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("shared")));
+    provider.set_latency(std::time::Duration::from_millis(300));
+    let dir = std::env::temp_dir().join(format!("agno-share-pg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema = postgres_schema("share");
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"{}\"\n[queue]\nmax_concurrency = 2\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+            schema.url,
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let (mut a, port_a) = start_serve(&config).await;
+    let (mut b, port_b) = start_serve(&config).await;
+    let client = reqwest::Client::new();
+    let mut run_ids = Vec::new();
+    for i in 0..10 {
+        let form = reqwest::multipart::Form::new()
+            .text("message", format!("job {i}"))
+            .text("stream", "false")
+            .text("background", "true");
+        let resp =
+            client.post(format!("http://127.0.0.1:{port_a}/agents/slow/runs")).multipart(form).send().await.unwrap();
+        assert_eq!(resp.status(), 202);
+        run_ids.push(resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned());
+    }
+    // Watch the running jobs until both replicas' workers have been seen holding one.
+    let mut workers = std::collections::HashSet::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let running: serde_json::Value = client
+            .get(format!("http://127.0.0.1:{port_b}/queue/jobs?status=running"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for job in running["data"].as_array().into_iter().flatten() {
+            if let Some(w) = job["locked_by"].as_str() {
+                workers.insert(w.to_owned());
+            }
+        }
+        let mut done = 0;
+        for id in &run_ids {
+            if run_status(port_b, id).await["status"] == "COMPLETED" {
+                done += 1;
+            }
+        }
+        if done == run_ids.len() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "runs did not complete ({done}/{})", run_ids.len());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(workers.len(), 2, "both replicas ran some of the work: {workers:?}");
+    for child in [&mut a, &mut b] {
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        child.wait().unwrap();
+    }
 }
