@@ -236,3 +236,74 @@ async fn a_stale_attempt_cannot_write_its_run() {
     assert!(db.get_run("fenced", None).await.unwrap().is_none(), "nothing of the stale attempt was stored");
     assert!(db.get_session("s", None, None).await.unwrap().is_none());
 }
+
+/// 1,500 submissions against `max_queue_depth = 1000` while the only worker is busy: the excess
+/// answers 429, and every accepted run completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifteen_hundred_submissions_against_a_depth_of_a_thousand() {
+    let provider = FakeProvider::start().await.unwrap();
+    // The first run holds the only worker until every submission is in.
+    provider.push(Reply::Delayed(Duration::from_secs(600), Box::new(Reply::text("blocker"))));
+    provider.set_fallback(Some(Reply::text("queued answer")));
+    let cfg = format!(
+        "[db]\nurl = \"memory://\"\n[queue]\nmax_concurrency = 1\nmax_queue_depth = 1000\npoll_interval_ms = 20\n\
+         [[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let blocker = submit(&os, "slow", "blocker", None).await.body["run_id"].as_str().unwrap().to_owned();
+    wait_status(&os, "slow", &blocker, &["RUNNING"]).await;
+
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (client, base, next) = (os.client.clone(), os.base.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= 1500 {
+                    break out;
+                }
+                let form = reqwest::multipart::Form::new()
+                    .text("message", format!("n{i}"))
+                    .text("stream", "false")
+                    .text("background", "true");
+                let resp = client.post(format!("{base}/agents/slow/runs")).multipart(form).send().await.unwrap();
+                let status = resp.status().as_u16();
+                let body: Value = resp.json().await.unwrap();
+                out.push((status, body["run_id"].as_str().map(str::to_owned)));
+            }
+        }));
+    }
+    let mut accepted = Vec::new();
+    let mut refused = 0;
+    for t in tasks {
+        for (status, run_id) in t.await.unwrap() {
+            match status {
+                202 => accepted.push(run_id.unwrap()),
+                429 => refused += 1,
+                other => panic!("unexpected status {other}"),
+            }
+        }
+    }
+    assert_eq!(accepted.len(), 1000, "exactly the depth was accepted while the worker was busy");
+    assert_eq!(refused, 500);
+
+    // Free the worker: cancel the blocker; every accepted run then completes.
+    assert_eq!(os.post_form(&format!("/agents/slow/runs/{blocker}/cancel"), &[], None).await.status, 200);
+    let store = os.os.state.queue.as_ref().unwrap().store.clone();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, done) = store.list_jobs(Some(agno_core::JobStatus::Completed), Some(1), Some(1)).await.unwrap();
+        if done == 1000 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "only {done} of 1000 accepted runs completed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for run_id in accepted.iter().step_by(97) {
+        assert_eq!(os.get(&format!("/agents/slow/runs/{run_id}"), None).await.body["status"], "COMPLETED");
+    }
+}
