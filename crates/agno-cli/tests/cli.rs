@@ -406,3 +406,63 @@ async fn replicas_on_one_postgres_database_share_background_work() {
         child.wait().unwrap();
     }
 }
+
+/// A cancel sent to replica B stops a background run executing on replica A, through the
+/// database alone: the run is CANCELLED at once, A's worker loses its lease and stops the run, and
+/// nothing A writes afterwards overwrites the outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_on_one_replica_stops_a_run_on_another() {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.push(Reply::Delayed(std::time::Duration::from_secs(600), Box::new(Reply::text("never"))));
+    let dir = std::env::temp_dir().join(format!("agno-cancel-pg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema = postgres_schema("cancel");
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"{}\"\n[queue]\nlock_grace_seconds = 2\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+            schema.url,
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let (mut a, port_a) = start_serve(&config).await;
+    let form =
+        reqwest::multipart::Form::new().text("message", "long").text("stream", "false").text("background", "true");
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port_a}/agents/slow/runs"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let run_id = resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while provider.request_count() == 0 {
+        assert!(std::time::Instant::now() < deadline, "replica A never called the model");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (mut b, port_b) = start_serve(&config).await;
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port_b}/agents/slow/runs/{run_id}/cancel"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    assert_eq!(run_status(port_b, &run_id).await["status"], "CANCELLED");
+
+    // A notices through its lease and stops the run, so it shuts down without waiting for it.
+    let _ = Command::new("kill").args(["-TERM", &a.id().to_string()]).status();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while a.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "replica A still runs the cancelled run");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(run_status(port_b, &run_id).await["status"], "CANCELLED", "A wrote nothing over the outcome");
+    let job: serde_json::Value =
+        reqwest::get(format!("http://127.0.0.1:{port_b}/queue/jobs/{run_id}")).await.unwrap().json().await.unwrap();
+    assert_eq!(job["status"], "cancelled");
+    let _ = Command::new("kill").args(["-TERM", &b.id().to_string()]).status();
+    b.wait().unwrap();
+}

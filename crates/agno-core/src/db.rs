@@ -693,7 +693,9 @@ pub trait JobStore: Send + Sync {
     /// A [`DbError`].
     async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>>;
 
-    /// Cancels a job that is queued or paused; false otherwise.
+    /// Cancels a job that is queued, paused or running; false otherwise. A running job loses its
+    /// lease: its worker's heartbeat fails, so it stops the run, and its writes are fenced out.
+    /// Needs nothing but the database, so any replica can cancel any job.
     ///
     /// # Errors
     /// A [`DbError`].

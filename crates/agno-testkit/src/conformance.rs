@@ -1168,7 +1168,7 @@ pub async fn jobs_claims_are_exclusive_and_fenced<D: JobStore + ?Sized + 'static
 }
 
 /// Retries wait for `available_at` while attempts remain, then fail; a lease that expires with no
-/// attempt left is swept to `failed`; operators cancel queued jobs and requeue failed ones.
+/// attempt left is swept to `failed`; anyone cancels queued or running jobs (fencing out the worker); operators requeue failed ones.
 pub async fn jobs_retry_sweep_cancel_requeue<D: JobStore + ?Sized>(db: Arc<D>) {
     let now = 5_000;
     let mut r = job("retry", None, None, 1);
@@ -1205,7 +1205,14 @@ pub async fn jobs_retry_sweep_cancel_requeue<D: JobStore + ?Sized>(db: Arc<D>) {
     db.enqueue_job(&job("queued", None, None, 3), 0).await.expect("enqueue");
     assert!(db.cancel_job("queued", now).await.expect("cancel"));
     assert_eq!(db.get_job("queued", None).await.expect("get").expect("present").status, JobStatus::Cancelled);
-    assert!(!db.cancel_job("dead", now).await.expect("cancel running"), "running jobs are cancelled by their worker");
+    // A running job cancelled from anywhere: its worker loses the lease and is fenced out.
+    assert!(db.cancel_job("dead", now + 202).await.expect("cancel running"));
+    let j = db.get_job("dead", None).await.expect("get").expect("present");
+    assert_eq!((j.status, j.locked_by), (JobStatus::Cancelled, None));
+    assert_eq!(db.heartbeat_jobs("w2", &["dead".to_owned()], now + 203).await.expect("beat"), 0);
+    let done = JobOutcome::Settled(JobStatus::Completed, None);
+    assert!(!db.finish_job("dead", "w2", 2, &done, now + 204).await.expect("finish"), "the cancelled worker is fenced");
+    assert!(!db.cancel_job("dead", now + 205).await.expect("cancel again"), "already cancelled");
     assert!(!db.cancel_job("missing", now).await.expect("cancel missing"));
 }
 

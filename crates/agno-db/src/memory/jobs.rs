@@ -135,12 +135,16 @@ impl JobStore for InMemoryDb {
 
     async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
         let mut tables = self.lock()?;
-        let Some(job) =
-            tables.jobs.get_mut(job_id).filter(|j| matches!(j.status, JobStatus::Queued | JobStatus::Paused))
+        let Some(job) = tables
+            .jobs
+            .get_mut(job_id)
+            .filter(|j| matches!(j.status, JobStatus::Queued | JobStatus::Paused | JobStatus::Running))
         else {
             return Ok(false);
         };
         job.status = JobStatus::Cancelled;
+        job.locked_by = None;
+        job.locked_at = None;
         job.completed_at = Some(now);
         job.updated_at = Some(now);
         Ok(true)

@@ -321,8 +321,8 @@ impl JobStore for PostgresDb {
 
     async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
         let sql = format!(
-            "UPDATE {} SET status = 'cancelled', completed_at = $2, updated_at = $2 \
-             WHERE id = $1 AND status IN ('queued', 'paused')",
+            "UPDATE {} SET status = 'cancelled', completed_at = $2, updated_at = $2, locked_by = NULL, \
+             locked_at = NULL WHERE id = $1 AND status IN ('queued', 'paused', 'running')",
             self.qualified(&self.tables().jobs)
         );
         let done = sqlx::query(AssertSqlSafe(sql))

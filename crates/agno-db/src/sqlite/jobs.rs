@@ -283,8 +283,8 @@ impl JobStore for SqliteDb {
 
     async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
         let sql = format!(
-            "UPDATE {} SET status = 'cancelled', completed_at = ?, updated_at = ? \
-             WHERE id = ? AND status IN ('queued', 'paused')",
+            "UPDATE {} SET status = 'cancelled', completed_at = ?, updated_at = ?, locked_by = NULL, \
+             locked_at = NULL WHERE id = ? AND status IN ('queued', 'paused', 'running')",
             self.tables().jobs
         );
         let _turn = self.write_turn().await;
