@@ -12,10 +12,8 @@ use super::schedules::{conflict, int_arg, json_arg, set_clause, text_arg};
 use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries};
 use crate::codec::json_column;
+use crate::schedules::SCHEDULE_RUN_COLUMNS as RUN_COLUMNS;
 use crate::schedules::SCHEDULE_RUNS_PAGE;
-
-const RUN_COLUMNS: &str = "id, schedule_id, attempt, triggered_at, completed_at, status, status_code, run_id, \
-                           session_id, error, input, output, requirements, user_id, created_at";
 
 /// The schedule runs table: Agno's Postgres columns with MySQL types, the same index names, and
 /// the foreign key to the schedules table with `ON DELETE CASCADE`, in one statement.

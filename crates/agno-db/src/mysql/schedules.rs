@@ -22,13 +22,8 @@ use super::evals::exact;
 use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries};
 use crate::codec::{json_column, to_json_text};
+use crate::schedules::SCHEDULE_COLUMNS;
 use crate::schedules::SCHEDULES_PAGE;
-
-const SCHEDULE_COLUMNS: &str = "id, name, description, method, endpoint, payload, cron_expr, timezone, \
-                                timeout_seconds, max_retries, retry_delay_seconds, enabled, next_run_at, locked_by, \
-                                locked_at, user_id, managed_by, target_type, target_id, created_by_run_id, \
-                                created_by_session_id, updated_by_run_id, updated_by_session_id, disabled_reason, \
-                                created_at, updated_at";
 
 /// Due schedules a claim tries, soonest first, before giving up until the next poll.
 const CLAIM_CANDIDATES: i64 = 32;

@@ -16,10 +16,7 @@ use super::schedules::{clean_json, clean_text, to_i64};
 use super::schema::index_ddl;
 use super::{PostgresDb, db_error, value_column};
 use crate::memories::page_bounds;
-
-const JOB_COLUMNS: &str = "id, component_type, job_type, deployment_id, component_id, session_id, user_id, \
-     payload, status, attempt, max_attempts, idempotency_key, available_at, locked_by, locked_at, error, \
-     created_at, updated_at, completed_at";
+use crate::schedules::JOB_COLUMNS;
 
 /// Longest channel name PostgreSQL accepts (`NAMEDATALEN - 1`).
 const MAX_CHANNEL_BYTES: usize = 63;

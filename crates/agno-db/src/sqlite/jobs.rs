@@ -12,10 +12,7 @@ use sqlx::{AssertSqlSafe, Row};
 
 use super::{SqliteDb, db_error};
 use crate::codec::to_json_text;
-
-const JOB_COLUMNS: &str = "id, component_type, job_type, deployment_id, component_id, session_id, user_id, \
-     payload, status, attempt, max_attempts, idempotency_key, available_at, locked_by, locked_at, error, \
-     created_at, updated_at, completed_at";
+use crate::schedules::JOB_COLUMNS;
 
 /// Jobs listed per page when no limit is given.
 const JOBS_PAGE: usize = 20;

@@ -15,15 +15,9 @@ use sqlx::{AssertSqlSafe, Row, Sqlite};
 
 use super::{SqliteDb, db_error};
 use crate::codec::{json_column, to_json_text};
+use crate::schedules::SCHEDULE_COLUMNS;
+use crate::schedules::SCHEDULE_RUN_COLUMNS as RUN_COLUMNS;
 use crate::schedules::{SCHEDULE_RUNS_PAGE, SCHEDULES_PAGE};
-
-const SCHEDULE_COLUMNS: &str = "id, name, description, method, endpoint, payload, cron_expr, timezone, \
-     timeout_seconds, max_retries, retry_delay_seconds, enabled, next_run_at, locked_by, locked_at, user_id, \
-     managed_by, target_type, target_id, created_by_run_id, created_by_session_id, updated_by_run_id, \
-     updated_by_session_id, disabled_reason, created_at, updated_at";
-
-const RUN_COLUMNS: &str = "id, schedule_id, attempt, triggered_at, completed_at, status, status_code, run_id, \
-     session_id, error, input, output, requirements, user_id, created_at";
 
 /// The schedules table as Python Agno 3.1 creates it (columns, indexes, the per-owner unique
 /// names as two partial indexes).
