@@ -203,13 +203,39 @@ async fn serve_stops_gracefully_and_keeps_in_flight_runs() {
     assert_eq!(page.runs[0].content_text(), "slow answer");
 }
 
-async fn start_serve(config: &std::path::Path) -> (std::process::Child, u16) {
+/// A spawned `agno serve`, killed if a test ends (or panics) with it still running.
+struct Served(std::process::Child);
+
+impl std::ops::Deref for Served {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Served {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+async fn start_serve(config: &std::path::Path) -> (Served, u16) {
     let port = free_port();
     let child = agno()
         .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let child = Served(child);
     wait_healthy(port).await;
     (child, port)
 }
@@ -408,20 +434,32 @@ async fn replicas_on_one_postgres_database_share_background_work() {
 }
 
 /// A cancel sent to replica B stops a background run executing on replica A, through the
-/// database alone: the run is CANCELLED at once, A's worker loses its lease and stops the run, and
-/// nothing A writes afterwards overwrites the outcome.
+/// database alone: the run is CANCELLED at once, A's worker stops the run (told by LISTEN/NOTIFY,
+/// or at its next heartbeat when it lost the lease), and nothing A writes afterwards overwrites
+/// the outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_on_one_replica_stops_a_run_on_another() {
+    cancel_across_replicas(2).await;
+}
+
+/// With a 60 s lease the next heartbeat is 20 s away: only the notification can stop A's run
+/// before A's shutdown (which would otherwise wait 30 s for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_reaches_the_other_replica_by_notification() {
+    cancel_across_replicas(60).await;
+}
+
+async fn cancel_across_replicas(lock_grace_seconds: u32) {
     let provider = FakeProvider::start().await.unwrap();
     provider.push(Reply::Delayed(std::time::Duration::from_secs(600), Box::new(Reply::text("never"))));
     let dir = std::env::temp_dir().join(format!("agno-cancel-pg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let schema = postgres_schema("cancel");
-    let config = dir.join("agentos.toml");
+    let config = dir.join(format!("agentos-{lock_grace_seconds}.toml"));
     std::fs::write(
         &config,
         format!(
-            "[db]\nurl = \"{}\"\n[queue]\nlock_grace_seconds = 2\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
+            "[db]\nurl = \"{}\"\n[queue]\nlock_grace_seconds = {lock_grace_seconds}\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
              model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
             schema.url,
             provider.base_url()
@@ -454,7 +492,7 @@ async fn a_cancel_on_one_replica_stops_a_run_on_another() {
 
     // A notices through its lease and stops the run, so it shuts down without waiting for it.
     let _ = Command::new("kill").args(["-TERM", &a.id().to_string()]).status();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     while a.try_wait().unwrap().is_none() {
         assert!(std::time::Instant::now() < deadline, "replica A still runs the cancelled run");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;

@@ -11,7 +11,7 @@ use chrono::NaiveDate;
 use serde_json::{Map, Value};
 
 use crate::error::DbError;
-use crate::jobs::{Enqueued, Job, JobOutcome, JobStatus};
+use crate::jobs::{Enqueued, Job, JobOutcome, JobSignal, JobStatus};
 use crate::memory::{UserMemory, UserMemoryStats};
 use crate::records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 use crate::run::{RunOutput, RunStatus};
@@ -713,6 +713,15 @@ pub trait JobStore: Send + Sync {
     /// # Errors
     /// A [`DbError`]; missing is `Ok(None)`.
     async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>>;
+
+    /// Push notifications of claimable and cancelled jobs, for stores that have them (PostgreSQL
+    /// `LISTEN`); `None` means workers rely on polling and heartbeats alone.
+    ///
+    /// # Errors
+    /// A [`DbError`] when the subscription cannot be made.
+    async fn job_signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {
+        Ok(None)
+    }
 
     /// Lists jobs, newest first, optionally of one status; and counts them.
     ///

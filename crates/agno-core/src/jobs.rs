@@ -156,3 +156,13 @@ pub enum JobOutcome {
         available_at: i64,
     },
 }
+
+/// A hint from the database that something happened to a job (PostgreSQL `NOTIFY`). Only hints:
+/// the claim and the fenced writes decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobSignal {
+    /// A job became claimable (enqueued or requeued).
+    Claimable(String),
+    /// A job was cancelled; its worker should stop the run now.
+    Cancelled(String),
+}

@@ -288,9 +288,43 @@ async fn end_swept_runs(state: &AppState, jobs: Vec<Job>) {
     }
 }
 
+/// Follows the store's push notifications, when it has them: a claimable job wakes an idle
+/// worker at once, a cancelled job stops its run here at once (instead of at the next heartbeat).
+fn listen(queue: Queue, stop: CancellationToken) {
+    tokio::spawn(async move {
+        use futures::StreamExt;
+        let mut signals = match queue.store.job_signals().await {
+            Ok(Some(s)) => s,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "no job notifications; workers poll");
+                return;
+            }
+        };
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                signal = signals.next() => match signal {
+                    Some(agno_core::JobSignal::Claimable(_)) => queue.wake.notify_one(),
+                    Some(agno_core::JobSignal::Cancelled(id)) => {
+                        if Agent::cancel_run(&id) {
+                            tracing::info!(run = %id, "cancelled on request of another replica");
+                        }
+                    }
+                    None => {
+                        tracing::warn!("job notifications ended; workers poll");
+                        break;
+                    }
+                },
+            }
+        }
+    });
+}
+
 /// Starts this replica's workers and sweeper; they stop claiming when `stop` is cancelled (in-flight runs
 /// keep going and are awaited by the caller's drain).
 pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+    listen(queue.clone(), stop.clone());
     tokio::spawn(async move {
         let permits = Arc::new(Semaphore::new(queue.settings.max_concurrency.max(1)));
         let poll = Duration::from_millis(queue.settings.poll_interval_ms.max(10));

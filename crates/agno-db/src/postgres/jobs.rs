@@ -6,7 +6,7 @@
 //! `locked_by`, `attempt` and `status = 'running'`. A successful enqueue (and an operator
 //! requeue) sends a notification on [`PostgresDb::jobs_channel`] in the same transaction.
 
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore};
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobSignal, JobStatus, JobStore};
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::postgres::PgRow;
@@ -56,6 +56,10 @@ impl PostgresDb {
     /// Workers wake on it with `LISTEN "<channel>"` (quoted: the name keeps the schema's case)
     /// instead of waiting for their next poll; a notification is a hint, the claim decides.
     pub const JOBS_CHANNEL_SUFFIX: &'static str = "_agno_jobs";
+
+    /// Prefix of a cancellation's notification payload (`cancel:<job id>`); other payloads are the
+    /// id of a claimable job.
+    pub const CANCEL_PREFIX: &'static str = "cancel:";
 
     /// The channel job-queue notifications are sent on: the schema followed by
     /// [`PostgresDb::JOBS_CHANNEL_SUFFIX`], at most 63 bytes.
@@ -318,17 +322,41 @@ impl JobStore for PostgresDb {
 
     async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
         let sql = format!(
-            "UPDATE {} SET status = 'cancelled', completed_at = $2, updated_at = $2, locked_by = NULL, \
-             locked_at = NULL WHERE id = $1 AND status IN ('queued', 'paused', 'running')",
+            "WITH cancelled AS (UPDATE {} SET status = 'cancelled', completed_at = $2, updated_at = $2, \
+             locked_by = NULL, locked_at = NULL WHERE id = $1 AND status IN ('queued', 'paused', 'running') \
+             RETURNING id) SELECT pg_notify($3, $4) FROM cancelled",
             self.qualified(&self.tables().jobs)
         );
-        let done = sqlx::query(AssertSqlSafe(sql))
+        // The notification tells the worker running the job to stop now, not at its next heartbeat.
+        let signal = format!("{}{job_id}", Self::CANCEL_PREFIX);
+        let signal = if signal.len() <= MAX_PAYLOAD_BYTES { signal } else { String::new() };
+        let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(job_id)
             .bind(now)
-            .execute(self.pool())
+            .bind(self.jobs_channel())
+            .bind(signal)
+            .fetch_all(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot cancel job {job_id}"), e))?;
-        Ok(done.rows_affected() > 0)
+        Ok(!rows.is_empty())
+    }
+
+    async fn job_signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {
+        use futures::StreamExt;
+        let channel = self.jobs_channel();
+        let mut listener = sqlx::postgres::PgListener::connect_with(self.pool())
+            .await
+            .map_err(|e| db_error("cannot listen for job notifications", e))?;
+        listener.listen(&channel).await.map_err(|e| db_error(&format!("cannot LISTEN on {channel}"), e))?;
+        // The listener reconnects by itself; a delivery error is skipped (polling covers the gap).
+        let stream = listener.into_stream().filter_map(|n| async move {
+            let payload = n.ok()?.payload().to_owned();
+            Some(match payload.strip_prefix(Self::CANCEL_PREFIX) {
+                Some(id) => JobSignal::Cancelled(id.to_owned()),
+                None => JobSignal::Claimable(payload),
+            })
+        });
+        Ok(Some(stream.boxed()))
     }
 
     async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
