@@ -1216,6 +1216,31 @@ pub async fn jobs_retry_sweep_cancel_requeue<D: JobStore + ?Sized>(db: Arc<D>) {
     assert!(!db.cancel_job("missing", now).await.expect("cancel missing"));
 }
 
+/// One live run per session, in submission order; a paused run holds its session's place until it
+/// ends. Other sessions are not held up.
+pub async fn jobs_run_one_at_a_time_per_session<D: JobStore + ?Sized>(db: Arc<D>) {
+    let now = 9_000;
+    let mk = |id: &str, session: &str, at: i64| {
+        let mut j = job(id, None, None, at);
+        j.session_id = session.to_owned();
+        j
+    };
+    for j in [mk("s-1", "s", 1), mk("s-2", "s", 2), mk("o-1", "o", 3)] {
+        db.enqueue_job(&j, 0).await.expect("enqueue");
+    }
+    let first = db.claim_job("w", 60, now).await.expect("claim").expect("s-1");
+    assert_eq!(first.id, "s-1");
+    let second = db.claim_job("w", 60, now).await.expect("claim").expect("o-1");
+    assert_eq!(second.id, "o-1", "s-2 waits for s-1; the other session goes ahead");
+    assert!(db.claim_job("w", 60, now).await.expect("claim").is_none());
+    let paused = JobOutcome::Settled(JobStatus::Paused, None);
+    assert!(db.finish_job("s-1", "w", 1, &paused, now).await.expect("pause"));
+    assert!(db.claim_job("w", 60, now).await.expect("claim").is_none(), "a paused run holds its session");
+    assert!(db.cancel_job("s-1", now).await.expect("cancel"));
+    let third = db.claim_job("w", 60, now).await.expect("claim").expect("s-2");
+    assert_eq!(third.id, "s-2");
+}
+
 /// Expands into one `#[tokio::test]` per job-queue conformance case for an adapter.
 #[macro_export]
 macro_rules! jobs_conformance {
@@ -1226,7 +1251,8 @@ macro_rules! jobs_conformance {
             $crate::db_conformance!(@cases $make;
                 jobs_enqueue_dedups_and_bounds,
                 jobs_claims_are_exclusive_and_fenced,
-                jobs_retry_sweep_cancel_requeue
+                jobs_retry_sweep_cancel_requeue,
+                jobs_run_one_at_a_time_per_session
             );
         }
     };

@@ -1,6 +1,8 @@
 //! The job queue of the in-memory store; the reference semantics the other adapters follow.
 
 use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore};
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 
 use super::{InMemoryDb, visible};
@@ -37,9 +39,26 @@ impl JobStore for InMemoryDb {
     async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
         let mut tables = self.lock()?;
         let stale = now - lock_grace_seconds;
+        // One live run per session, in order: a job waits while another of its session is running
+        // or paused, or an older one is still queued. One pass over the jobs per claim.
+        let mut live: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut oldest_queued: HashMap<&str, (i64, &str)> = HashMap::new();
+        for o in tables.jobs.values() {
+            if matches!(o.status, JobStatus::Running | JobStatus::Paused) {
+                live.entry(o.session_id.as_str()).or_default().push(o.id.as_str());
+            } else if o.status == JobStatus::Queued {
+                let key = (o.created_at, o.id.as_str());
+                oldest_queued.entry(o.session_id.as_str()).and_modify(|k| *k = (*k).min(key)).or_insert(key);
+            }
+        }
+        let blocked = |j: &Job| {
+            live.get(j.session_id.as_str()).is_some_and(|ids| ids.iter().any(|id| *id != j.id))
+                || oldest_queued.get(j.session_id.as_str()).is_some_and(|k| *k < (j.created_at, j.id.as_str()))
+        };
         let next = tables
             .jobs
             .values()
+            .filter(|j| !blocked(j))
             .filter(|j| {
                 j.available_at <= now
                     && j.deployment_id.is_none()

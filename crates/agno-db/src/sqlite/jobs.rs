@@ -171,8 +171,15 @@ impl JobStore for SqliteDb {
 
     async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
         let t = &self.tables().jobs;
-        let claimable = "available_at <= ? AND deployment_id IS NULL AND (status = 'queued' \
-             OR (status = 'running' AND locked_at <= ? AND attempt < max_attempts))";
+        // One live run per session, in order: a job waits while another job of its session is
+        // running or paused, or an older one of its session is still queued.
+        let claimable = format!(
+            "available_at <= ? AND deployment_id IS NULL AND (status = 'queued' \
+             OR (status = 'running' AND locked_at <= ? AND attempt < max_attempts)) \
+             AND NOT EXISTS (SELECT 1 FROM {t} o WHERE o.session_id = {t}.session_id AND o.id <> {t}.id \
+             AND (o.status IN ('running', 'paused') OR (o.status = 'queued' AND (o.created_at < {t}.created_at \
+             OR (o.created_at = {t}.created_at AND o.id < {t}.id)))))"
+        );
         // One statement: SQLite's single writer makes the pick and the claim atomic.
         let sql = format!(
             "UPDATE {t} SET status = 'running', locked_by = ?, locked_at = ?, attempt = attempt + 1, updated_at = ? \
