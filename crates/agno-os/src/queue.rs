@@ -125,14 +125,15 @@ pub fn payload(
     Value::Object(p)
 }
 
-/// Writes the session (if new) and the `PENDING` run of an accepted job, so the run is visible
-/// before any worker picks it up.
+/// Writes the session (if new) and the `PENDING` run of a job about to be queued, so the run is
+/// visible before any worker can pick it up; true when the session was created here.
 ///
 /// # Errors
 /// The storage error.
-pub async fn store_pending(state: &AppState, job: &Job) -> Result<RunOutput, agno_core::DbError> {
+pub async fn store_pending(state: &AppState, job: &Job) -> Result<bool, agno_core::DbError> {
     let db = state.db.as_ref().ok_or_else(|| agno_core::DbError::new(agno_core::DbErrorKind::Other, "no database"))?;
-    if db.get_session(&job.session_id, None, Some(0)).await?.is_none() {
+    let created = db.get_session(&job.session_id, None, Some(0)).await?.is_none();
+    if created {
         let mut session = AgentSession::new(job.session_id.clone());
         session.agent_id = Some(job.component_id.clone());
         session.user_id.clone_from(&job.user_id);
@@ -147,7 +148,7 @@ pub async fn store_pending(state: &AppState, job: &Job) -> Result<RunOutput, agn
         run.input = Some(RunInput::text(m));
     }
     db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
-    Ok(run)
+    Ok(created)
 }
 
 fn request_of(job: &Job) -> RunRequest {

@@ -108,6 +108,8 @@ async fn one_idempotency_key_makes_one_run_even_under_concurrency() {
     assert_eq!((jobs.len(), total), (1, 1), "exactly one job");
     let run_id = run_ids.into_iter().next().unwrap();
     wait_status(&os, "calc", &run_id, &["COMPLETED"]).await;
+    let sessions = os.get("/sessions", None).await;
+    assert_eq!(sessions.body["meta"]["total_count"], 1, "duplicates leave no session or run behind");
     let again = submit(&os, "calc", "once", Some("order-42")).await;
     assert_eq!((again.status, again.body["run_id"].as_str()), (202, Some(run_id.as_str())));
     assert_eq!(again.body["status"], "COMPLETED", "a duplicate reports the original's status");

@@ -227,14 +227,26 @@ async fn background_run(
         (StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
             .into_response()
     };
-    match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await? {
-        agno_core::Enqueued::Accepted(job) => {
-            crate::queue::store_pending(state, &job).await?;
+    // The PENDING run is written before the job can be claimed, so a worker's RUNNING write is
+    // never overwritten by it; when the job is not accepted the run (and a session made for it)
+    // is removed again.
+    let created_session = crate::queue::store_pending(state, &job).await?;
+    let db = state.require_db()?;
+    let discard = || async {
+        db.delete_run(&job.id, None).await?;
+        if created_session {
+            db.delete_session(&job.session_id, None).await?;
+        }
+        Ok::<(), ApiError>(())
+    };
+    match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
+        Ok(agno_core::Enqueued::Accepted(job)) => {
             queue.wake.notify_one();
             Ok(accepted(&job, "PENDING"))
         }
-        agno_core::Enqueued::Duplicate(original) if original.component_id == agent_id => {
-            let status = match state.require_db()?.get_run(&original.id, None).await? {
+        Ok(agno_core::Enqueued::Duplicate(original)) if original.component_id == agent_id => {
+            discard().await?;
+            let status = match db.get_run(&original.id, None).await? {
                 Some(run) => serde_json::to_value(run.status)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
@@ -243,13 +255,21 @@ async fn background_run(
             };
             Ok(accepted(&original, &status))
         }
-        agno_core::Enqueued::Duplicate(_) => {
+        Ok(agno_core::Enqueued::Duplicate(_)) => {
+            discard().await?;
             Err(ApiError::conflict("this Idempotency-Key was already used for another component"))
         }
-        agno_core::Enqueued::QueueFull => Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("the queue is full ({} runs waiting); retry later", queue.settings.max_queue_depth),
-        )),
+        Ok(agno_core::Enqueued::QueueFull) => {
+            discard().await?;
+            Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("the queue is full ({} runs waiting); retry later", queue.settings.max_queue_depth),
+            ))
+        }
+        Err(e) => {
+            discard().await?;
+            Err(e.into())
+        }
     }
 }
 
