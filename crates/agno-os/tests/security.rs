@@ -10,9 +10,17 @@ use common::{SECRET, SECRET2, TestOs, config, token, token_with};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
+/// A throwaway key made for this test process by `tests/fixtures/jwt/make_keys.sh` (openssl).
 fn fixture(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jwt").join(name);
-    std::fs::read_to_string(path).unwrap()
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("agno-os-jwt-keys-{}", std::process::id()));
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jwt/make_keys.sh");
+        let out = std::process::Command::new("sh").arg(script).arg(&dir).output().expect("sh runs");
+        assert!(out.status.success(), "make_keys.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+        dir
+    });
+    std::fs::read_to_string(dir.join(name)).unwrap()
 }
 
 fn toml_str(s: &str) -> String {
