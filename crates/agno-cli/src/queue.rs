@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use agno::core::{JobStatus, JobStore, RunStatus, now_epoch_secs};
+use agno::core::{JobStatus, JobStore};
+use agno_os::queue::Requeued;
 use anyhow::{Context, Result, bail};
 
 use crate::cli::{QueueArgs, QueueCommand};
@@ -23,15 +24,7 @@ pub(crate) async fn queue(args: QueueArgs) -> Result<()> {
     let (store, db) = open(&url).await?;
     match args.command {
         QueueCommand::Stats => {
-            for status in [
-                JobStatus::Queued,
-                JobStatus::Running,
-                JobStatus::Paused,
-                JobStatus::Completed,
-                JobStatus::Failed,
-                JobStatus::Cancelled,
-            ] {
-                let (_, total) = store.list_jobs(Some(status), Some(1), Some(1)).await?;
+            for (status, total) in agno_os::queue::counts(store.as_ref()).await? {
                 println!("{:<10} {total}", status.as_str());
             }
         }
@@ -55,15 +48,13 @@ pub(crate) async fn queue(args: QueueArgs) -> Result<()> {
             println!("{total} job(s)");
         }
         QueueCommand::Requeue { job_id } => {
-            let Some(job) = store.get_job(&job_id, None).await? else { bail!("no job {job_id}") };
-            if !store.requeue_job(&job_id, now_epoch_secs()).await? {
-                bail!("job {job_id} is {}: only failed or cancelled jobs can be requeued", job.status.as_str());
+            match agno_os::queue::requeue(store.as_ref(), db.as_ref(), &job_id).await? {
+                Requeued::Missing => bail!("no job {job_id}"),
+                Requeued::Refused(status) => {
+                    bail!("job {job_id} is {}: only failed or cancelled jobs can be requeued", status.as_str())
+                }
+                Requeued::Done(_) => println!("requeued {job_id}; a running AgentOS on this database will pick it up"),
             }
-            if let Some(mut run) = db.get_run(&job_id, None).await? {
-                run.status = RunStatus::Pending;
-                db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
-            }
-            println!("requeued {job_id}; a running AgentOS on this database will pick it up");
         }
     }
     Ok(())

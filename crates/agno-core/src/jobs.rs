@@ -25,6 +25,16 @@ pub enum JobStatus {
 }
 
 impl JobStatus {
+    /// Every status, in a job's life order.
+    pub const ALL: [JobStatus; 6] = [
+        JobStatus::Queued,
+        JobStatus::Running,
+        JobStatus::Paused,
+        JobStatus::Completed,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+    ];
+
     /// The stored value.
     pub fn as_str(self) -> &'static str {
         match self {

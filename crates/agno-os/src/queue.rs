@@ -151,6 +151,54 @@ pub async fn store_pending(state: &AppState, job: &Job) -> Result<bool, agno_cor
     Ok(created)
 }
 
+/// Jobs per status, in [`JobStatus::ALL`] order.
+///
+/// # Errors
+/// The storage error.
+pub async fn counts(store: &dyn JobStore) -> Result<Vec<(JobStatus, u64)>, agno_core::DbError> {
+    let mut counts = Vec::with_capacity(JobStatus::ALL.len());
+    for status in JobStatus::ALL {
+        let (_, total) = store.list_jobs(Some(status), Some(1), Some(1)).await?;
+        counts.push((status, total));
+    }
+    Ok(counts)
+}
+
+/// What [`requeue`] did.
+#[derive(Debug)]
+pub enum Requeued {
+    /// No such job.
+    Missing,
+    /// The job is in this status, which is not requeued (only failed or cancelled jobs are).
+    Refused(JobStatus),
+    /// Queued again; its run is back to `PENDING`.
+    Done(Box<Job>),
+}
+
+/// Queues a failed or cancelled job again and puts its run back to `PENDING` (an operator's
+/// requeue, from `/queue` or `agno queue`).
+///
+/// # Errors
+/// The storage error.
+pub async fn requeue(
+    store: &dyn JobStore,
+    db: &dyn agno_core::Db,
+    job_id: &str,
+) -> Result<Requeued, agno_core::DbError> {
+    let Some(job) = store.get_job(job_id, None).await? else { return Ok(Requeued::Missing) };
+    if !store.requeue_job(job_id, now_epoch_secs()).await? {
+        return Ok(Requeued::Refused(job.status));
+    }
+    if let Some(mut run) = db.get_run(job_id, None).await? {
+        run.status = RunStatus::Pending;
+        db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
+    }
+    Ok(match store.get_job(job_id, None).await? {
+        Some(job) => Requeued::Done(Box::new(job)),
+        None => Requeued::Missing,
+    })
+}
+
 fn request_of(job: &Job) -> RunRequest {
     let p = &job.payload;
     let mut req = RunRequest::new(p.get("message").and_then(Value::as_str).unwrap_or_default())

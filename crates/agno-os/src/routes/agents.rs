@@ -242,18 +242,12 @@ async fn background_run(
     match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
         Ok(agno_core::Enqueued::Accepted(job)) => {
             queue.wake.notify_one();
-            Ok(accepted(&job, "PENDING"))
+            Ok(accepted(&job, RunStatus::Pending.as_str()))
         }
         Ok(agno_core::Enqueued::Duplicate(original)) if original.component_id == agent_id => {
             discard().await?;
-            let status = match db.get_run(&original.id, None).await? {
-                Some(run) => serde_json::to_value(run.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_else(|| "PENDING".to_owned()),
-                None => "PENDING".to_owned(),
-            };
-            Ok(accepted(&original, &status))
+            let status = db.get_run(&original.id, None).await?.map_or(RunStatus::Pending, |run| run.status);
+            Ok(accepted(&original, status.as_str()))
         }
         Ok(agno_core::Enqueued::Duplicate(_)) => {
             discard().await?;
@@ -408,16 +402,12 @@ pub async fn cancel_run(
         return Ok((StatusCode::OK, Json(json!({}))).into_response());
     }
     match stored {
-        Some(run) if is_terminal(run.status) => {
+        Some(run) if run.status.is_terminal() => {
             Err(ApiError::conflict(format!("Run {run_id} already ended with status {:?}", run.status)))
         }
         Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
         None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
     }
-}
-
-fn is_terminal(status: RunStatus) -> bool {
-    matches!(status, RunStatus::Completed | RunStatus::Cancelled | RunStatus::Error | RunStatus::Regenerated)
 }
 
 /// Applies the caller's decisions (Agno's `tools` form field: the paused tool executions with

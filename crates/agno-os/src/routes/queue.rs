@@ -1,7 +1,7 @@
 //! `/queue`: the operator's view of the durable queue (admin only): list jobs, read one, requeue
 //! a failed or cancelled one, and per-status counts.
 
-use agno_core::{JobStatus, now_epoch_secs};
+use agno_core::JobStatus;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::params::{Paging, query};
 use crate::error::{ApiError, ApiResult};
-use crate::queue::Queue;
+use crate::queue::{Queue, Requeued};
 use crate::state::AppState;
 
 fn queue(state: &AppState) -> ApiResult<&Queue> {
@@ -61,41 +61,27 @@ pub async fn get_job(State(state): State<AppState>, Path(job_id): Path<String>) 
 /// to `PENDING`); 409 for a job in another state.
 pub async fn requeue_job(State(state): State<AppState>, Path(job_id): Path<String>) -> ApiResult<Json<Value>> {
     let queue = queue(&state)?;
-    let Some(job) = queue.store.get_job(&job_id, None).await? else {
-        return Err(ApiError::not_found(format!("Job {job_id} not found")));
-    };
-    if !queue.store.requeue_job(&job_id, now_epoch_secs()).await? {
-        return Err(ApiError::conflict(format!(
+    match crate::queue::requeue(queue.store.as_ref(), state.require_db()?.as_ref(), &job_id).await? {
+        Requeued::Missing => Err(ApiError::not_found(format!("Job {job_id} not found"))),
+        Requeued::Refused(status) => Err(ApiError::conflict(format!(
             "job {job_id} is {}: only failed or cancelled jobs are requeued",
-            job.status.as_str()
-        )));
+            status.as_str()
+        ))),
+        Requeued::Done(job) => {
+            queue.wake.notify_one();
+            Ok(Json(serde_json::to_value(job).map_err(|e| ApiError::internal(e.to_string()))?))
+        }
     }
-    if let Some(db) = &state.db
-        && let Some(mut run) = db.get_run(&job_id, None).await?
-    {
-        run.status = agno_core::RunStatus::Pending;
-        db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
-    }
-    queue.wake.notify_one();
-    let job = queue.store.get_job(&job_id, None).await?;
-    Ok(Json(serde_json::to_value(job).map_err(|e| ApiError::internal(e.to_string()))?))
 }
 
 /// `GET /queue/stats`: jobs per status and this replica's limits.
 pub async fn stats(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let queue = queue(&state)?;
-    let mut counts = serde_json::Map::new();
-    for status in [
-        JobStatus::Queued,
-        JobStatus::Running,
-        JobStatus::Paused,
-        JobStatus::Completed,
-        JobStatus::Failed,
-        JobStatus::Cancelled,
-    ] {
-        let (_, total) = queue.store.list_jobs(Some(status), Some(1), Some(1)).await?;
-        counts.insert(status.as_str().to_owned(), json!(total));
-    }
+    let counts: serde_json::Map<String, Value> = crate::queue::counts(queue.store.as_ref())
+        .await?
+        .into_iter()
+        .map(|(status, total)| (status.as_str().to_owned(), json!(total)))
+        .collect();
     Ok(Json(json!({
         "jobs": counts,
         "worker_id": &*queue.worker_id,
