@@ -7,7 +7,6 @@
 //! sessions. Listing never reads run bodies (`get_sessions`).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use agno_core::{
     AgentSession, Db, RunStatus, SessionQuery as StoreQuery, SessionSort, SessionSummary, SessionType, SortOrder,
@@ -19,9 +18,11 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 mod schema;
+
+use super::params::Paging;
 
 use schema::{
     agent_run_schema, classify_run, run_preview, session_detail, session_schema, session_type_of, team_run_schema,
@@ -114,16 +115,7 @@ pub(super) fn parse_session_type(text: &str) -> ApiResult<SessionType> {
 
 /// The database a request addresses (`db_id`, `table` as Agno's `get_db`): the OS has one.
 fn database<'a>(state: &'a AppState, params: &Params) -> ApiResult<&'a Arc<dyn Db>> {
-    let db_id = params.text("db_id");
-    if params.text("table").is_some() && db_id.is_none() {
-        return Err(ApiError::bad_request("The db_id query parameter is required when passing a table"));
-    }
-    if let Some(id) = db_id
-        && (state.db.is_none() || id != *state.db_id)
-    {
-        return Err(ApiError::not_found(format!("No database found with id '{id}'")));
-    }
-    state.require_db()
+    super::databases::select_db(state, params.text("db_id").as_deref(), params.text("table").as_deref())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -246,7 +238,7 @@ pub async fn list_sessions(
         other => return Err(ApiError::unprocessable(format!("sort_order must be 'asc' or 'desc', got {other:?}"))),
     };
     let db = database(&state, &params)?;
-    let started = Instant::now();
+    let paging = Paging::new(Some(limit), Some(page))?;
     let found = db
         .get_sessions(&StoreQuery {
             session_type,
@@ -260,19 +252,8 @@ pub async fn list_sessions(
             ..StoreQuery::default()
         })
         .await?;
-    let elapsed_ms = (started.elapsed().as_secs_f64() * 100_000.0).round() / 100.0;
     let data = found.sessions.iter().map(|s| to_map(s).map(|d| session_schema(&d))).collect::<ApiResult<Vec<_>>>()?;
-    let limit_u64 = u64::try_from(limit).unwrap_or(u64::MAX);
-    Ok(Json(json!({
-        "data": data,
-        "meta": {
-            "page": page,
-            "limit": limit,
-            "total_pages": found.total.div_ceil(limit_u64),
-            "total_count": found.total,
-            "search_time_ms": elapsed_ms,
-        },
-    })))
+    Ok(paging.respond(data, found.total))
 }
 
 /// `POST /sessions?type=agent`: body `CreateSessionRequest` (`session_id`, `session_name`,
@@ -604,6 +585,8 @@ pub async fn get_session_run(
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
+    use serde_json::json;
+
     use super::schema::{agent_metadata, iso, run_input, session_name};
     use super::*;
 

@@ -31,13 +31,11 @@ fn get(d: &Map<String, Value>, key: &str) -> Value {
 
 /// An epoch timestamp (or ISO text) as the UTC datetime pydantic writes: `2025-09-05T16:02:09Z`.
 pub(super) fn iso(v: &Value) -> Value {
-    let secs = match v {
-        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f.floor() as i64)),
-        Value::String(s) => return Value::String(s.clone()),
-        _ => None,
-    };
-    secs.and_then(|s| chrono::DateTime::from_timestamp(s, 0))
-        .map_or(Value::Null, |t| Value::String(t.format("%Y-%m-%dT%H:%M:%SZ").to_string()))
+    match v {
+        Value::Number(n) => crate::routes::params::iso(n.as_i64().or_else(|| n.as_f64().map(|f| f.floor() as i64))),
+        Value::String(s) => Value::String(s.clone()),
+        _ => Value::Null,
+    }
 }
 
 /// Drops the top-level `null` fields (pydantic's `exclude_none` on a response model).
