@@ -276,6 +276,10 @@ async fn rsa_ec_and_jwks_keys_verify_and_algorithm_confusion_is_refused() {
     let confused = sign(Algorithm::HS256, &EncodingKey::from_secret(rsa_public.as_bytes()).unwrap(), &c);
     assert_eq!(os.get("/config", Some(&rs)).await.status, 200, "RS256");
     assert_eq!(os.get("/config", Some(&es)).await.status, 200, "ES256");
+    let rsa_private = EncodingKey::from_rsa_pem(fixture("rsa_private.pem").as_bytes()).unwrap();
+    for alg in [Algorithm::RS384, Algorithm::RS512] {
+        assert_eq!(os.get("/config", Some(&sign(alg, &rsa_private, &c))).await.status, 200, "{alg:?}");
+    }
     let r = os.get("/config", Some(&confused)).await;
     assert_eq!(r.status, 401, "HS256 with an RSA public key as secret must fail");
     assert!(r.body["detail"].as_str().unwrap().starts_with("Invalid token"));
@@ -299,6 +303,23 @@ async fn rsa_ec_and_jwks_keys_verify_and_algorithm_confusion_is_refused() {
     assert_eq!(os.get("/config", Some(&t)).await.status, 200, "JWKS key by kid");
     let other = token("admin", &["agent_os:admin"]);
     assert_eq!(os.get("/config", Some(&other)).await.status, 401, "a key not in the JWKS");
+}
+
+#[tokio::test]
+async fn hmac_tokens_of_every_size_verify_and_a_pinned_algorithm_is_enforced() {
+    let c = claims("admin", &["agent_os:admin"], 3600);
+    let key = EncodingKey::from_secret(SECRET.as_bytes()).unwrap();
+    let os = TestOs::start(config(&jwt_config(""))).await;
+    for alg in [Algorithm::HS256, Algorithm::HS384, Algorithm::HS512] {
+        assert_eq!(os.get("/config", Some(&sign(alg, &key, &c))).await.status, 200, "{alg:?}");
+    }
+    let pinned = TestOs::start(config(&jwt_config("algorithm = \"HS512\""))).await;
+    assert_eq!(pinned.get("/config", Some(&sign(Algorithm::HS512, &key, &c))).await.status, 200);
+    assert_eq!(
+        pinned.get("/config", Some(&sign(Algorithm::HS256, &key, &c))).await.status,
+        401,
+        "not the pinned algorithm"
+    );
 }
 
 #[tokio::test]
