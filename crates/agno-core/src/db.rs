@@ -11,7 +11,7 @@ use chrono::NaiveDate;
 use serde_json::{Map, Value};
 
 use crate::error::DbError;
-use crate::jobs::{Enqueued, Job, JobOutcome, JobSignal, JobStatus};
+use crate::jobs::{Continued, Enqueued, Job, JobOutcome, JobSignal, JobStatus, StoredEvent};
 use crate::memory::{UserMemory, UserMemoryStats};
 use crate::records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 use crate::run::{RunOutput, RunStatus};
@@ -687,19 +687,72 @@ pub trait JobStore: Send + Sync {
     ) -> DbResult<bool>;
 
     /// Running jobs whose lease expired with no attempts left (their worker died): marked
-    /// `failed` with `error`, and returned so their runs can be ended too.
+    /// `failed` with `error`, and returned so their runs can be ended too. Jobs cancelled while
+    /// running whose worker died before recording the end lose their lease and are returned too
+    /// (still `cancelled`).
     ///
     /// # Errors
     /// A [`DbError`].
     async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>>;
 
-    /// Cancels a job that is queued, paused or running; false otherwise. A running job loses its
-    /// lease: its worker's heartbeat fails, so it stops the run, and its writes are fenced out.
-    /// Needs nothing but the database, so any replica can cancel any job.
+    /// Records the cancellation of a job that is queued, paused or running and returns the status
+    /// it had (`None`: no such job, or it already ended). A waiting job simply never runs. A
+    /// running job keeps its lease so its worker can still record how the run ended (partial
+    /// output, `RunCancelled`), but its heartbeats fail, so it stops the run; it is never claimed
+    /// again. Needs nothing but the database, so any replica can cancel any job.
     ///
     /// # Errors
     /// A [`DbError`].
-    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool>;
+    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>>;
+
+    /// True while `worker_id`'s claim `attempt` still holds the job: running (the lease is
+    /// refreshed) or cancelled while it ran (the worker records the end). The fence of every
+    /// write a worker makes for its run.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool>;
+
+    /// Jobs cancelled while `worker_id` held them, for stores without push notifications: the
+    /// worker polls this to stop those runs quickly.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>>;
+
+    /// Appends events to a run's durable log, fenced like every other write of the worker:
+    /// false (nothing written) when `worker_id`'s `attempt` no longer holds the job.
+    ///
+    /// # Errors
+    /// A [`DbError`]; `Conflict` when an index is already taken.
+    async fn append_events(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        events: &[StoredEvent],
+    ) -> DbResult<bool>;
+
+    /// Events of a run with `event_index > after`, oldest first, at most `limit`.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>>;
+
+    /// The highest `event_index` in a run's log.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>>;
+
+    /// Queues a paused job again under the same id (a HITL continue): the continuation goes
+    /// into `payload["continue"]` (replacing an earlier one) and exactly one more attempt is
+    /// granted. A job already queued or running is left alone (`Attach`); an ended one is a
+    /// `Conflict`.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn continue_job(&self, job_id: &str, continuation: &Value, now: i64) -> DbResult<Continued>;
 
     /// Queues a failed or cancelled job again with a fresh attempt budget (an operator's
     /// requeue); false when it is not in such a state.

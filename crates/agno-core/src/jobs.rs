@@ -175,4 +175,40 @@ pub enum JobSignal {
     Claimable(String),
     /// A job was cancelled; its worker should stop the run now.
     Cancelled(String),
+    /// A run's event log grew, or its job ended: tails of that run should read again.
+    Events(String),
+}
+
+/// One run event in the durable event log, as written by the worker that ran it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// The event's `event_index`, strictly increasing within the run (also across attempts).
+    pub event_index: i64,
+    /// The claim (`attempt`) that produced it.
+    pub attempt: i64,
+    /// The event name (`RunStarted`, `RunContent`, ...).
+    pub event: String,
+    /// The event as JSON text, exactly as streamed.
+    pub data: String,
+    /// When it was written, epoch seconds.
+    pub created_at: i64,
+}
+
+impl StoredEvent {
+    /// True for the events that end a stream: `RunCompleted`, `RunError`, `RunCancelled`,
+    /// `RunPaused`.
+    pub fn ends_stream(&self) -> bool {
+        matches!(self.event.as_str(), "RunCompleted" | "RunError" | "RunCancelled" | "RunPaused")
+    }
+}
+
+/// What [`JobStore::continue_job`](crate::JobStore::continue_job) did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Continued {
+    /// The paused job is queued again under the same id, with the continuation in its payload.
+    Queued(Job),
+    /// The job is already queued or running (a repeated continue): nothing changed.
+    Attach(Job),
+    /// The job has ended (or does not exist) and cannot be continued.
+    Conflict(Option<Job>),
 }

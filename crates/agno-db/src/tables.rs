@@ -23,6 +23,9 @@ pub struct TableNames {
     pub schedule_runs: String,
     /// Durable background jobs (`agno_jobs`).
     pub jobs: String,
+    /// The durable event log of background runs (`agno_run_events`; agno-rs's own table, which
+    /// Python Agno ignores).
+    pub events: String,
     /// Schema versions (`agno_schema_versions`).
     pub versions: String,
 }
@@ -39,6 +42,7 @@ impl Default for TableNames {
             schedules: "agno_schedules".to_owned(),
             schedule_runs: "agno_schedule_runs".to_owned(),
             jobs: "agno_jobs".to_owned(),
+            events: "agno_run_events".to_owned(),
             versions: "agno_schema_versions".to_owned(),
         }
     }
@@ -81,6 +85,7 @@ impl TableNames {
             &self.schedules,
             &self.schedule_runs,
             &self.jobs,
+            &self.events,
             &self.versions,
         ] {
             let ok = !name.is_empty()

@@ -1203,17 +1203,121 @@ pub async fn jobs_retry_sweep_cancel_requeue<D: JobStore + ?Sized>(db: Arc<D>) {
     assert!(!db.requeue_job("dead", now + 201).await.expect("running"), "a running job is not requeued");
 
     db.enqueue_job(&job("queued", None, None, 3), 0).await.expect("enqueue");
-    assert!(db.cancel_job("queued", now).await.expect("cancel"));
+    assert_eq!(db.cancel_job("queued", now).await.expect("cancel"), Some(JobStatus::Queued));
     assert_eq!(db.get_job("queued", None).await.expect("get").expect("present").status, JobStatus::Cancelled);
-    // A running job cancelled from anywhere: its worker loses the lease and is fenced out.
-    assert!(db.cancel_job("dead", now + 202).await.expect("cancel running"));
+    // A running job cancelled from anywhere: its heartbeats fail (so the worker stops the run),
+    // it is never claimed again, but its worker still holds it to record how the run ended.
+    assert_eq!(db.cancel_job("dead", now + 202).await.expect("cancel running"), Some(JobStatus::Running));
     let j = db.get_job("dead", None).await.expect("get").expect("present");
-    assert_eq!((j.status, j.locked_by), (JobStatus::Cancelled, None));
+    assert_eq!((j.status, j.locked_by.as_deref()), (JobStatus::Cancelled, Some("w2")));
     assert_eq!(db.heartbeat_jobs("w2", &["dead".to_owned()], now + 203).await.expect("beat"), 0);
+    assert_eq!(db.cancelled_jobs("w2").await.expect("cancelled"), ["dead"]);
+    assert!(db.claim_job("w3", 60, now + 400).await.expect("claim").is_none(), "a cancelled job is not claimed");
+    assert!(db.holds_job("dead", "w2", 2, now + 203).await.expect("holds"), "the worker records the end");
+    assert!(!db.holds_job("dead", "w3", 2, now + 203).await.expect("holds"), "not another worker");
     let done = JobOutcome::Settled(JobStatus::Completed, None);
-    assert!(!db.finish_job("dead", "w2", 2, &done, now + 204).await.expect("finish"), "the cancelled worker is fenced");
-    assert!(!db.cancel_job("dead", now + 205).await.expect("cancel again"), "already cancelled");
-    assert!(!db.cancel_job("missing", now).await.expect("cancel missing"));
+    assert!(db.finish_job("dead", "w2", 2, &done, now + 204).await.expect("finish"));
+    let j = db.get_job("dead", None).await.expect("get").expect("present");
+    assert_eq!((j.status, j.locked_by), (JobStatus::Cancelled, None), "the cancellation stands");
+    assert!(db.cancelled_jobs("w2").await.expect("cancelled").is_empty());
+    assert!(!db.holds_job("dead", "w2", 2, now + 205).await.expect("holds"), "released");
+    assert_eq!(db.cancel_job("dead", now + 205).await.expect("cancel again"), None, "already cancelled");
+    assert_eq!(db.cancel_job("missing", now).await.expect("cancel missing"), None);
+
+    // A worker that died after its job was cancelled: the sweeper releases the lease and hands
+    // the job back (still cancelled) so its run can be ended.
+    db.enqueue_job(&job("gone", None, None, 4), 0).await.expect("enqueue");
+    let g = db.claim_job("w4", 60, now + 300).await.expect("claim").expect("gone");
+    assert_eq!(g.id, "gone");
+    assert_eq!(db.cancel_job("gone", now + 301).await.expect("cancel"), Some(JobStatus::Running));
+    assert!(db.sweep_jobs(60, now + 320, "lost").await.expect("sweep").is_empty(), "lease fresh");
+    let swept = db.sweep_jobs(60, now + 400, "lost").await.expect("sweep");
+    assert_eq!(swept.iter().map(|j| (j.id.as_str(), j.status)).collect::<Vec<_>>(), [("gone", JobStatus::Cancelled)]);
+    assert!(db.sweep_jobs(60, now + 500, "lost").await.expect("sweep").is_empty(), "swept once");
+}
+
+fn event(index: i64, attempt: i64, name: &str) -> agno_core::StoredEvent {
+    agno_core::StoredEvent {
+        event_index: index,
+        attempt,
+        event: name.to_owned(),
+        data: format!("{{\"event\":\"{name}\",\"event_index\":{index},\"content\":\"caf\u{e9} \u{1f980}\"}}"),
+        created_at: 1_000 + index,
+    }
+}
+
+/// The event log: appends are fenced by the claim (a stale attempt writes nothing), reads page by
+/// index and give back exactly the text written, a taken index is a conflict, and a job
+/// cancelled while running still takes its worker's last events.
+pub async fn jobs_event_log_is_fenced<D: JobStore + ?Sized>(db: Arc<D>) {
+    let now = 20_000;
+    let mut ev = job("ev", None, None, 1);
+    ev.max_attempts = 2;
+    db.enqueue_job(&ev, 0).await.expect("enqueue");
+    let first = db.claim_job("a", 60, now).await.expect("claim").expect("ev");
+    assert_eq!(db.last_event_index("ev").await.expect("last"), None);
+    let batch: Vec<_> = (0..3).map(|i| event(i, 1, if i == 0 { "RunStarted" } else { "RunContent" })).collect();
+    assert!(db.append_events("ev", "a", first.attempt, &batch).await.expect("append"));
+    assert!(db.append_events("ev", "a", first.attempt, &[event(3, 1, "RunContent")]).await.expect("append"));
+    let read = db.read_events("ev", -1, 100).await.expect("read");
+    assert_eq!(read.iter().map(|e| e.event_index).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!(read[0], batch[0], "the text comes back byte for byte");
+    assert_eq!(db.read_events("ev", 1, 1).await.expect("read")[0].event_index, 2, "after and limit");
+    assert!(db.read_events("other", -1, 10).await.expect("read").is_empty());
+    assert_eq!(db.last_event_index("ev").await.expect("last"), Some(3));
+    let dup = db.append_events("ev", "a", first.attempt, &[event(3, 1, "RunContent")]).await;
+    assert!(dup.is_err_and(|e| e.kind() == agno_core::DbErrorKind::Conflict), "an index is written once");
+
+    // The lease expires; another worker takes attempt 2; the first worker is fenced out.
+    let second = db.claim_job("b", 60, now + 61).await.expect("claim").expect("reclaimed");
+    assert_eq!(second.attempt, 2);
+    assert!(!db.append_events("ev", "a", 1, &[event(4, 1, "RunCompleted")]).await.expect("stale append"));
+    assert!(!db.holds_job("ev", "a", 1, now + 62).await.expect("holds"));
+    assert!(db.holds_job("ev", "b", 2, now + 62).await.expect("holds"));
+    assert!(db.append_events("ev", "b", 2, &[event(4, 2, "RunStarted")]).await.expect("append"));
+    let read = db.read_events("ev", 3, 100).await.expect("read");
+    assert_eq!(read.iter().map(|e| (e.event_index, e.attempt)).collect::<Vec<_>>(), [(4, 2)], "nothing from a");
+
+    // Cancelled while running: the worker records its last events, then nobody can.
+    assert_eq!(db.cancel_job("ev", now + 63).await.expect("cancel"), Some(JobStatus::Running));
+    assert!(db.append_events("ev", "b", 2, &[event(5, 2, "RunCancelled")]).await.expect("append after cancel"));
+    let done = JobOutcome::Settled(JobStatus::Cancelled, None);
+    assert!(db.finish_job("ev", "b", 2, &done, now + 64).await.expect("finish"));
+    assert!(!db.append_events("ev", "b", 2, &[event(6, 2, "RunContent")]).await.expect("append after end"));
+    assert!(db.read_events("ev", 5, 10).await.expect("read").is_empty());
+    assert!(db.read_events("ev", -1, 100).await.expect("read").last().is_some_and(agno_core::StoredEvent::ends_stream));
+}
+
+/// A paused job continues under the same id: queued again with the continuation in its payload and
+/// exactly one more attempt; a repeated continue attaches; an ended job cannot be continued.
+pub async fn jobs_continue_requeues_paused<D: JobStore + ?Sized>(db: Arc<D>) {
+    let now = 30_000;
+    db.enqueue_job(&job("hitl", None, None, 1), 0).await.expect("enqueue");
+    let c = db.claim_job("w", 60, now).await.expect("claim").expect("hitl");
+    let paused = JobOutcome::Settled(JobStatus::Paused, None);
+    assert!(db.finish_job("hitl", "w", c.attempt, &paused, now + 1).await.expect("pause"));
+    let answer = serde_json::json!({"tools": [{"tool_call_id": "t1", "confirmed": true}]});
+    let queued = match db.continue_job("hitl", &answer, now + 2).await.expect("continue") {
+        agno_core::Continued::Queued(j) => j,
+        other => panic!("expected Queued, got {other:?}"),
+    };
+    assert_eq!((queued.status, queued.max_attempts, queued.id.as_str()), (JobStatus::Queued, 2, "hitl"));
+    assert_eq!(queued.payload["continue"], answer);
+    assert_eq!(queued.payload["message"], "run hitl", "the submission stays");
+    assert!(matches!(db.continue_job("hitl", &answer, now + 3).await.expect("again"), agno_core::Continued::Attach(_)));
+    let again = db.claim_job("w", 60, now + 3).await.expect("claim").expect("hitl again");
+    assert_eq!((again.id.as_str(), again.attempt), ("hitl", 2));
+    assert_eq!(again.payload["continue"], answer);
+    let done = JobOutcome::Settled(JobStatus::Completed, None);
+    assert!(db.finish_job("hitl", "w", 2, &done, now + 4).await.expect("finish"));
+    assert!(matches!(
+        db.continue_job("hitl", &answer, now + 5).await.expect("ended"),
+        agno_core::Continued::Conflict(Some(_))
+    ));
+    assert!(matches!(
+        db.continue_job("nope", &answer, now).await.expect("missing"),
+        agno_core::Continued::Conflict(None)
+    ));
 }
 
 /// One live run per session, in submission order; a paused run holds its session's place until it
@@ -1236,7 +1340,7 @@ pub async fn jobs_run_one_at_a_time_per_session<D: JobStore + ?Sized>(db: Arc<D>
     let paused = JobOutcome::Settled(JobStatus::Paused, None);
     assert!(db.finish_job("s-1", "w", 1, &paused, now).await.expect("pause"));
     assert!(db.claim_job("w", 60, now).await.expect("claim").is_none(), "a paused run holds its session");
-    assert!(db.cancel_job("s-1", now).await.expect("cancel"));
+    assert_eq!(db.cancel_job("s-1", now).await.expect("cancel"), Some(JobStatus::Paused));
     let third = db.claim_job("w", 60, now).await.expect("claim").expect("s-2");
     assert_eq!(third.id, "s-2");
 }
@@ -1252,7 +1356,9 @@ macro_rules! jobs_conformance {
                 jobs_enqueue_dedups_and_bounds,
                 jobs_claims_are_exclusive_and_fenced,
                 jobs_retry_sweep_cancel_requeue,
-                jobs_run_one_at_a_time_per_session
+                jobs_run_one_at_a_time_per_session,
+                jobs_event_log_is_fenced,
+                jobs_continue_requeues_paused
             );
         }
     };

@@ -1,6 +1,8 @@
 //! The job queue of the in-memory store; the reference semantics the other adapters follow.
 
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore};
+use agno_core::{
+    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore, StoredEvent,
+};
 use std::collections::HashMap;
 
 use async_trait::async_trait;
@@ -8,9 +10,12 @@ use async_trait::async_trait;
 use super::{InMemoryDb, visible};
 use crate::memories::page_bounds;
 
-/// True when `worker_id` holds attempt `attempt` of a running job.
+/// True when `worker_id` holds attempt `attempt` of a job that is running or was cancelled while
+/// it ran (the worker still records the end).
 fn holds(job: &Job, worker_id: &str, attempt: i64) -> bool {
-    job.status == JobStatus::Running && job.locked_by.as_deref() == Some(worker_id) && job.attempt == attempt
+    matches!(job.status, JobStatus::Running | JobStatus::Cancelled)
+        && job.locked_by.as_deref() == Some(worker_id)
+        && job.attempt == attempt
 }
 
 #[async_trait]
@@ -109,6 +114,10 @@ impl JobStore for InMemoryDb {
         job.locked_by = None;
         job.locked_at = None;
         job.updated_at = Some(now);
+        if job.status == JobStatus::Cancelled {
+            // Cancelled while it ran: the cancellation stands, whatever the attempt's outcome.
+            return Ok(true);
+        }
         match outcome {
             JobOutcome::Retry { error, available_at } if job.attempt < job.max_attempts => {
                 job.status = JobStatus::Queued;
@@ -136,7 +145,15 @@ impl JobStore for InMemoryDb {
         let stale = now - lock_grace_seconds;
         let mut swept = Vec::new();
         for job in tables.jobs.values_mut() {
-            if job.status == JobStatus::Running
+            if job.status == JobStatus::Cancelled
+                && job.locked_by.is_some()
+                && job.locked_at.is_some_and(|t| t <= stale)
+            {
+                job.locked_by = None;
+                job.locked_at = None;
+                job.updated_at = Some(now);
+                swept.push(job.clone());
+            } else if job.status == JobStatus::Running
                 && job.locked_at.is_some_and(|t| t <= stale)
                 && job.attempt >= job.max_attempts
             {
@@ -152,21 +169,108 @@ impl JobStore for InMemoryDb {
         Ok(swept)
     }
 
-    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
         let mut tables = self.lock()?;
         let Some(job) = tables
             .jobs
             .get_mut(job_id)
             .filter(|j| matches!(j.status, JobStatus::Queued | JobStatus::Paused | JobStatus::Running))
         else {
-            return Ok(false);
+            return Ok(None);
         };
+        let before = job.status;
         job.status = JobStatus::Cancelled;
-        job.locked_by = None;
-        job.locked_at = None;
+        if before != JobStatus::Running {
+            job.locked_by = None;
+            job.locked_at = None;
+        }
         job.completed_at = Some(now);
         job.updated_at = Some(now);
+        Ok(Some(before))
+    }
+
+    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
+        let mut tables = self.lock()?;
+        let Some(job) = tables.jobs.get_mut(job_id).filter(|j| holds(j, worker_id, attempt)) else {
+            return Ok(false);
+        };
+        if job.status == JobStatus::Running {
+            job.locked_at = Some(now);
+        }
         Ok(true)
+    }
+
+    async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
+        let tables = self.lock()?;
+        Ok(tables
+            .jobs
+            .values()
+            .filter(|j| j.status == JobStatus::Cancelled && j.locked_by.as_deref() == Some(worker_id))
+            .map(|j| j.id.clone())
+            .collect())
+    }
+
+    async fn append_events(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        events: &[StoredEvent],
+    ) -> DbResult<bool> {
+        let mut tables = self.lock()?;
+        if !tables.jobs.get(job_id).is_some_and(|j| holds(j, worker_id, attempt)) {
+            return Ok(false);
+        }
+        let log = tables.events.entry(job_id.to_owned()).or_default();
+        let last = log.last().map_or(-1, |e| e.event_index);
+        let mut prev = last;
+        for e in events {
+            if e.event_index <= prev {
+                return Err(DbError::new(
+                    DbErrorKind::Conflict,
+                    format!("event {} of run {job_id} is already in the log", e.event_index),
+                ));
+            }
+            prev = e.event_index;
+        }
+        log.extend_from_slice(events);
+        Ok(true)
+    }
+
+    async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
+        let tables = self.lock()?;
+        Ok(tables
+            .events
+            .get(run_id)
+            .map(|log| log.iter().filter(|e| e.event_index > after).take(limit).cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
+        Ok(self.lock()?.events.get(run_id).and_then(|log| log.last()).map(|e| e.event_index))
+    }
+
+    async fn continue_job(&self, job_id: &str, continuation: &serde_json::Value, now: i64) -> DbResult<Continued> {
+        let mut tables = self.lock()?;
+        let Some(job) = tables.jobs.get_mut(job_id) else { return Ok(Continued::Conflict(None)) };
+        match job.status {
+            JobStatus::Queued | JobStatus::Running => return Ok(Continued::Attach(job.clone())),
+            JobStatus::Paused => {}
+            _ => return Ok(Continued::Conflict(Some(job.clone()))),
+        }
+        if let serde_json::Value::Object(p) = &mut job.payload {
+            p.insert("continue".to_owned(), continuation.clone());
+        } else {
+            job.payload = serde_json::json!({ "continue": continuation });
+        }
+        job.status = JobStatus::Queued;
+        job.max_attempts = job.attempt + 1;
+        job.available_at = now;
+        job.locked_by = None;
+        job.locked_at = None;
+        job.completed_at = None;
+        job.updated_at = Some(now);
+        Ok(Continued::Queued(job.clone()))
     }
 
     async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
@@ -179,6 +283,8 @@ impl JobStore for InMemoryDb {
         job.status = JobStatus::Queued;
         job.max_attempts = job.attempt + job.max_attempts.max(1);
         job.available_at = now;
+        job.locked_by = None;
+        job.locked_at = None;
         job.completed_at = None;
         job.updated_at = Some(now);
         Ok(true)

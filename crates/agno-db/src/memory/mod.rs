@@ -37,6 +37,7 @@ struct Tables {
     schedules: HashMap<String, agno_core::Schedule>,
     schedule_runs: HashMap<String, agno_core::ScheduleRun>,
     jobs: HashMap<String, agno_core::Job>,
+    events: HashMap<String, Vec<agno_core::StoredEvent>>,
 }
 
 /// A storage backend kept in process memory. Cloning shares the same data.

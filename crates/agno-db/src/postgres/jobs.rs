@@ -6,7 +6,9 @@
 //! `locked_by`, `attempt` and `status = 'running'`. A successful enqueue (and an operator
 //! requeue) sends a notification on [`PostgresDb::jobs_channel`] in the same transaction.
 
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobSignal, JobStatus, JobStore};
+use agno_core::{
+    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobSignal, JobStatus, JobStore, StoredEvent,
+};
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::postgres::PgRow;
@@ -48,6 +50,26 @@ pub(crate) fn jobs_ddl(q: &str, t: &str) -> Vec<String> {
     ddl
 }
 
+/// The durable event log of background runs: one row per event, keyed by run and index; the
+/// event's JSON is kept as text so a replay sends exactly the bytes first streamed.
+pub(crate) fn events_ddl(q: &str) -> Vec<String> {
+    vec![format!(
+        "CREATE TABLE IF NOT EXISTS {q} (run_id VARCHAR NOT NULL, event_index BIGINT NOT NULL, \
+         attempt BIGINT NOT NULL, event VARCHAR NOT NULL, data TEXT NOT NULL, created_at BIGINT NOT NULL, \
+         PRIMARY KEY (run_id, event_index))"
+    )]
+}
+
+/// The predicate a worker writing for its attempt must satisfy (`$1` id, `$2` worker, `$3`
+/// attempt): the job runs under its claim, or was cancelled while it ran.
+const HOLDS: &str = "id = $1 AND locked_by = $2 AND attempt = $3 AND status IN ('running', 'cancelled')";
+
+/// A notification payload, or an empty one when it would be too long for PostgreSQL.
+fn signal(prefix: &str, id: &str) -> String {
+    let payload = format!("{prefix}{id}");
+    if payload.len() <= MAX_PAYLOAD_BYTES { payload } else { String::new() }
+}
+
 impl PostgresDb {
     /// Suffix of the notification channel of the job queue: `<schema>_agno_jobs` (e.g.
     /// `ai_agno_jobs`; cut to PostgreSQL's 63-byte limit), as [`PostgresDb::jobs_channel`] gives
@@ -60,6 +82,10 @@ impl PostgresDb {
     /// Prefix of a cancellation's notification payload (`cancel:<job id>`); other payloads are the
     /// id of a claimable job.
     pub const CANCEL_PREFIX: &'static str = "cancel:";
+
+    /// Prefix of the notification sent when a run's event log grew or its job ended
+    /// (`events:<run id>`), so tails on every replica read again at once.
+    pub const EVENTS_PREFIX: &'static str = "events:";
 
     /// The channel job-queue notifications are sent on: the schema followed by
     /// [`PostgresDb::JOBS_CHANNEL_SUFFIX`], at most 63 bytes.
@@ -268,15 +294,20 @@ impl JobStore for PostgresDb {
         now: i64,
     ) -> DbResult<bool> {
         let t = self.qualified(&self.tables().jobs);
-        let fence = "id = $1 AND locked_by = $2 AND attempt = $3 AND status = 'running'";
+        // A job cancelled while it ran stays cancelled whatever the attempt's outcome; SET reads
+        // the old row. Tails of the run are told it ended ($7 channel, $8 payload).
+        let keep = "CASE WHEN status = 'cancelled' THEN status";
         let query = match outcome {
-            // Queued again while attempts remain, else failed for good; SET reads the old row.
             JobOutcome::Retry { error, available_at } => sqlx::query(AssertSqlSafe(format!(
-                "UPDATE {t} SET \
-                 status = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, \
-                 available_at = CASE WHEN attempt < max_attempts THEN $6 ELSE available_at END, \
-                 completed_at = CASE WHEN attempt < max_attempts THEN completed_at ELSE $4 END, \
-                 error = $5, locked_by = NULL, locked_at = NULL, updated_at = $4 WHERE {fence}"
+                "WITH done AS (UPDATE {t} SET \
+                 status = {keep} WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, \
+                 available_at = CASE WHEN status <> 'cancelled' AND attempt < max_attempts THEN $6 \
+                 ELSE available_at END, \
+                 completed_at = CASE WHEN status = 'cancelled' OR attempt < max_attempts THEN completed_at \
+                 ELSE $4 END, \
+                 error = CASE WHEN status = 'cancelled' THEN error ELSE $5 END, \
+                 locked_by = NULL, locked_at = NULL, updated_at = $4 WHERE {HOLDS} RETURNING id) \
+                 SELECT pg_notify($7, $8) FROM done"
             )))
             .bind(job_id)
             .bind(worker_id)
@@ -286,32 +317,43 @@ impl JobStore for PostgresDb {
             .bind(*available_at),
             // Only a terminal status ends the job (`paused` waits for a continue).
             JobOutcome::Settled(status, error) => sqlx::query(AssertSqlSafe(format!(
-                "UPDATE {t} SET status = $5, error = $6, locked_by = NULL, locked_at = NULL, updated_at = $4, \
-                 completed_at = CASE WHEN $7 THEN $4 ELSE completed_at END WHERE {fence}"
+                "WITH done AS (UPDATE {t} SET status = {keep} ELSE $5 END, \
+                 error = CASE WHEN status = 'cancelled' THEN error ELSE $6 END, \
+                 locked_by = NULL, locked_at = NULL, updated_at = $4, \
+                 completed_at = CASE WHEN status <> 'cancelled' AND $9 THEN $4 ELSE completed_at END \
+                 WHERE {HOLDS} RETURNING id) SELECT pg_notify($7, $8) FROM done"
             )))
             .bind(job_id)
             .bind(worker_id)
             .bind(attempt)
             .bind(now)
             .bind(status.as_str())
-            .bind(clean_text(error.as_deref()))
-            .bind(status.is_terminal()),
+            .bind(clean_text(error.as_deref())),
         };
-        let done = query
-            .execute(self.pool())
+        let query = query.bind(self.jobs_channel()).bind(signal(Self::EVENTS_PREFIX, job_id));
+        let query = match outcome {
+            JobOutcome::Settled(status, _) => query.bind(status.is_terminal()),
+            JobOutcome::Retry { .. } => query,
+        };
+        let rows = query
+            .fetch_all(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot finish attempt {attempt} of job {job_id}"), e))?;
-        Ok(done.rows_affected() > 0)
+        Ok(!rows.is_empty())
     }
 
     async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
         // The predicate is re-checked on rows changed concurrently (a late heartbeat or finish
-        // wins), so a job is swept at most once.
+        // wins), so a job is swept at most once. Jobs cancelled while running whose worker died
+        // before recording the end only lose their lease (they stay cancelled).
+        let t = self.qualified(&self.tables().jobs);
         let sql = format!(
-            "UPDATE {} SET status = 'failed', error = $3, locked_by = NULL, locked_at = NULL, completed_at = $1, \
-             updated_at = $1 WHERE status = 'running' AND locked_at <= $2 AND attempt >= max_attempts \
-             RETURNING {JOB_COLUMNS}",
-            self.qualified(&self.tables().jobs)
+            "WITH failed AS (UPDATE {t} SET status = 'failed', error = $3, locked_by = NULL, locked_at = NULL, \
+             completed_at = $1, updated_at = $1 \
+             WHERE status = 'running' AND locked_at <= $2 AND attempt >= max_attempts RETURNING *), \
+             cancelled AS (UPDATE {t} SET locked_by = NULL, locked_at = NULL, updated_at = $1 \
+             WHERE status = 'cancelled' AND locked_by IS NOT NULL AND locked_at <= $2 RETURNING *) \
+             SELECT {JOB_COLUMNS} FROM failed UNION ALL SELECT {JOB_COLUMNS} FROM cancelled"
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(now)
@@ -325,25 +367,173 @@ impl JobStore for PostgresDb {
         Ok(swept)
     }
 
-    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
+        // A running job keeps its lease so its worker can record how the run ended; the
+        // notification tells that worker to stop now, not at its next heartbeat.
+        let t = self.qualified(&self.tables().jobs);
         let sql = format!(
-            "WITH cancelled AS (UPDATE {} SET status = 'cancelled', completed_at = $2, updated_at = $2, \
-             locked_by = NULL, locked_at = NULL WHERE id = $1 AND status IN ('queued', 'paused', 'running') \
-             RETURNING id) SELECT pg_notify($3, $4) FROM cancelled",
-            self.qualified(&self.tables().jobs)
+            "WITH old AS (SELECT id, status FROM {t} WHERE id = $1 AND status IN ('queued', 'paused', 'running') \
+             FOR UPDATE), \
+             cancelled AS (UPDATE {t} j SET status = 'cancelled', completed_at = $2, updated_at = $2, \
+             locked_by = CASE WHEN old.status = 'running' THEN j.locked_by END, \
+             locked_at = CASE WHEN old.status = 'running' THEN j.locked_at END \
+             FROM old WHERE j.id = old.id RETURNING old.status AS before) \
+             SELECT before, pg_notify($3, $4) FROM cancelled"
         );
-        // The notification tells the worker running the job to stop now, not at its next heartbeat.
-        let signal = format!("{}{job_id}", Self::CANCEL_PREFIX);
-        let signal = if signal.len() <= MAX_PAYLOAD_BYTES { signal } else { String::new() };
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(job_id)
             .bind(now)
             .bind(self.jobs_channel())
-            .bind(signal)
+            .bind(signal(Self::CANCEL_PREFIX, job_id))
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot cancel job {job_id}"), e))?;
+        let Some(row) = rows.first() else { return Ok(None) };
+        let before: String = row.try_get("before").map_err(|e| db_error("cannot read a cancelled job", e))?;
+        Ok(JobStatus::parse(&before))
+    }
+
+    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
+        let sql = format!(
+            "UPDATE {} SET locked_at = CASE WHEN status = 'running' THEN $4 ELSE locked_at END WHERE {HOLDS}",
+            self.qualified(&self.tables().jobs)
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(job_id)
+            .bind(worker_id)
+            .bind(attempt)
+            .bind(now)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
+        let sql = format!(
+            "SELECT id FROM {} WHERE status = 'cancelled' AND locked_by = $1",
+            self.qualified(&self.tables().jobs)
+        );
+        sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(worker_id)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read cancelled jobs", e))
+    }
+
+    async fn append_events(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        events: &[StoredEvent],
+    ) -> DbResult<bool> {
+        // One statement: the fence takes a share lock on the job row (a concurrent claim skips or
+        // waits for it, and a newer attempt makes the check fail), the rows go in, and tails on
+        // every replica are told on commit.
+        let t = self.tables();
+        let sql = format!(
+            "WITH held AS (SELECT id FROM {} WHERE {HOLDS} FOR SHARE), \
+             ins AS (INSERT INTO {} (run_id, event_index, attempt, event, data, created_at) \
+             SELECT held.id, u.i, $3, u.e, u.d, u.c FROM held, \
+             unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[]) AS u(i, e, d, c) RETURNING 1) \
+             SELECT (SELECT count(*) FROM ins) AS written, pg_notify($8, $9) FROM held",
+            self.qualified(&t.jobs),
+            self.qualified(&t.events)
+        );
+        let indexes: Vec<i64> = events.iter().map(|e| e.event_index).collect();
+        let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+        // JSON text never holds a raw NUL (serde escapes it), which PostgreSQL text refuses.
+        let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+        let created: Vec<i64> = events.iter().map(|e| e.created_at).collect();
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(job_id)
+            .bind(worker_id)
+            .bind(attempt)
+            .bind(&indexes)
+            .bind(&names)
+            .bind(&data)
+            .bind(&created)
+            .bind(self.jobs_channel())
+            .bind(signal(Self::EVENTS_PREFIX, job_id))
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot log the events of run {job_id}"), e))?;
         Ok(!rows.is_empty())
+    }
+
+    async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
+        let sql = format!(
+            "SELECT event_index, attempt, event, data, created_at FROM {} WHERE run_id = $1 AND event_index > $2 \
+             ORDER BY event_index LIMIT $3",
+            self.qualified(&self.tables().events)
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(run_id)
+            .bind(after)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))?;
+        rows.iter()
+            .map(|row| {
+                let read = |e| db_error("cannot read an event", e);
+                Ok(StoredEvent {
+                    event_index: row.try_get("event_index").map_err(read)?,
+                    attempt: row.try_get("attempt").map_err(read)?,
+                    event: row.try_get("event").map_err(read)?,
+                    data: row.try_get("data").map_err(read)?,
+                    created_at: row.try_get("created_at").map_err(read)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
+        let sql = format!("SELECT MAX(event_index) FROM {} WHERE run_id = $1", self.qualified(&self.tables().events));
+        sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(run_id)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))
+    }
+
+    async fn continue_job(&self, job_id: &str, continuation: &Value, now: i64) -> DbResult<Continued> {
+        let what = format!("cannot continue job {job_id}");
+        let t = self.qualified(&self.tables().jobs);
+        let mut tx = self.pool().begin_with(BEGIN).await.map_err(|e| db_error(&what, e))?;
+        let row = sqlx::query(AssertSqlSafe(format!("SELECT {JOB_COLUMNS} FROM {t} WHERE id = $1 FOR UPDATE")))
+            .bind(job_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| db_error(&what, e))?;
+        let Some(job) = row.as_ref().map(job_from_row).transpose()? else { return Ok(Continued::Conflict(None)) };
+        match job.status {
+            JobStatus::Queued | JobStatus::Running => return Ok(Continued::Attach(job)),
+            JobStatus::Paused => {}
+            _ => return Ok(Continued::Conflict(Some(job))),
+        }
+        let mut payload = job.payload.clone();
+        match &mut payload {
+            Value::Object(p) => {
+                p.insert("continue".to_owned(), continuation.clone());
+            }
+            other => *other = serde_json::json!({ "continue": continuation }),
+        }
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {t} SET status = 'queued', payload = $2, max_attempts = attempt + 1, available_at = $3, \
+             locked_by = NULL, locked_at = NULL, completed_at = NULL, updated_at = $3 WHERE id = $1 \
+             RETURNING {JOB_COLUMNS}"
+        )))
+        .bind(job_id)
+        .bind(clean_json(Some(&payload)))
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| db_error(&what, e))?;
+        self.notify_job(&mut tx, job_id).await?;
+        tx.commit().await.map_err(|e| db_error(&what, e))?;
+        Ok(Continued::Queued(job_from_row(&row)?))
     }
 
     async fn job_signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {
@@ -356,9 +546,12 @@ impl JobStore for PostgresDb {
         // The listener reconnects by itself; a delivery error is skipped (polling covers the gap).
         let stream = listener.into_stream().filter_map(|n| async move {
             let payload = n.ok()?.payload().to_owned();
-            Some(match payload.strip_prefix(Self::CANCEL_PREFIX) {
-                Some(id) => JobSignal::Cancelled(id.to_owned()),
-                None => JobSignal::Claimable(payload),
+            Some(if let Some(id) = payload.strip_prefix(Self::CANCEL_PREFIX) {
+                JobSignal::Cancelled(id.to_owned())
+            } else if let Some(id) = payload.strip_prefix(Self::EVENTS_PREFIX) {
+                JobSignal::Events(id.to_owned())
+            } else {
+                JobSignal::Claimable(payload)
             })
         });
         Ok(Some(stream.boxed()))

@@ -95,6 +95,7 @@ impl PostgresDb {
         let schedules_q = self.qualified(&t.schedules);
         let schedule_runs_q = self.qualified(&t.schedule_runs);
         let jobs_q = self.qualified(&t.jobs);
+        let events_q = self.qualified(&t.events);
         for (name, ddl) in [
             (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
             (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
@@ -106,6 +107,7 @@ impl PostgresDb {
             // After the schedules table: its foreign key points there.
             (&t.schedule_runs, super::schedules::schedule_runs_ddl(&schedule_runs_q, &t.schedule_runs, &schedules_q)),
             (&t.jobs, super::jobs::jobs_ddl(&jobs_q, &t.jobs)),
+            (&t.events, super::jobs::events_ddl(&events_q)),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 self.upsert_schema_version(name, LATEST_VERSION).await?;

@@ -4,7 +4,9 @@
 //! read back. A claim is one conditional `UPDATE ... RETURNING`; every later write of a worker is
 //! fenced by its worker id, its attempt and the `running` status.
 
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore};
+use agno_core::{
+    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore, StoredEvent,
+};
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
@@ -36,6 +38,26 @@ pub(crate) fn jobs_ddl(t: &str) -> Vec<String> {
          WHERE idempotency_key IS NOT NULL AND user_id IS NULL"
     ));
     ddl
+}
+
+/// The durable event log of background runs: one row per event, keyed by run and index.
+pub(crate) fn events_ddl(t: &str) -> Vec<String> {
+    vec![format!(
+        "CREATE TABLE IF NOT EXISTS {t} (run_id VARCHAR NOT NULL, event_index BIGINT NOT NULL, \
+         attempt BIGINT NOT NULL, event VARCHAR NOT NULL, data TEXT NOT NULL, created_at BIGINT NOT NULL, \
+         PRIMARY KEY (run_id, event_index))"
+    )]
+}
+
+fn event_from_row(row: &SqliteRow) -> DbResult<StoredEvent> {
+    let read = |e| db_error("cannot read an event", e);
+    Ok(StoredEvent {
+        event_index: row.try_get("event_index").map_err(read)?,
+        attempt: row.try_get("attempt").map_err(read)?,
+        event: row.try_get("event").map_err(read)?,
+        data: row.try_get("data").map_err(read)?,
+        created_at: row.try_get("created_at").map_err(read)?,
+    })
 }
 
 fn job_from_row(row: &SqliteRow) -> DbResult<Job> {
@@ -79,9 +101,9 @@ fn job_from_row(row: &SqliteRow) -> DbResult<Job> {
     })
 }
 
-/// The predicate a worker finishing attempt `attempt` must still satisfy (three binds: id,
-/// worker, attempt).
-const HOLDS: &str = "id = ? AND locked_by = ? AND attempt = ? AND status = 'running'";
+/// The predicate a worker writing for attempt `attempt` must still satisfy (three binds: id,
+/// worker, attempt): the job runs under its claim, or was cancelled while it ran.
+const HOLDS: &str = "id = ? AND locked_by = ? AND attempt = ? AND status IN ('running', 'cancelled')";
 
 #[async_trait]
 impl JobStore for SqliteDb {
@@ -233,15 +255,20 @@ impl JobStore for SqliteDb {
         now: i64,
     ) -> DbResult<bool> {
         let t = &self.tables().jobs;
-        let release = "locked_by = NULL, locked_at = NULL, updated_at = ?, error = ?";
+        // A job cancelled while it ran stays cancelled whatever the attempt's outcome; SET
+        // expressions read the row as it was (`status`, `attempt < max_attempts` are the claim's).
+        let release = "locked_by = NULL, locked_at = NULL, updated_at = ?, \
+                       error = CASE WHEN status = 'cancelled' THEN error ELSE ? END";
         let _turn = self.write_turn().await;
         let q = match outcome {
-            // SET expressions read the row as it was: `attempt < max_attempts` is the claim's.
             JobOutcome::Retry { error, available_at } => sqlx::query(AssertSqlSafe(format!(
                 "UPDATE {t} SET {release}, \
-                 status = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, \
-                 available_at = CASE WHEN attempt < max_attempts THEN ? ELSE available_at END, \
-                 completed_at = CASE WHEN attempt < max_attempts THEN completed_at ELSE ? END \
+                 status = CASE WHEN status = 'cancelled' THEN status \
+                 WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, \
+                 available_at = CASE WHEN status <> 'cancelled' AND attempt < max_attempts THEN ? \
+                 ELSE available_at END, \
+                 completed_at = CASE WHEN status = 'cancelled' OR attempt < max_attempts THEN completed_at \
+                 ELSE ? END \
                  WHERE {HOLDS}"
             )))
             .bind(now)
@@ -249,7 +276,9 @@ impl JobStore for SqliteDb {
             .bind(*available_at)
             .bind(now),
             JobOutcome::Settled(status, error) => sqlx::query(AssertSqlSafe(format!(
-                "UPDATE {t} SET {release}, status = ?, completed_at = COALESCE(?, completed_at) WHERE {HOLDS}"
+                "UPDATE {t} SET {release}, status = CASE WHEN status = 'cancelled' THEN status ELSE ? END, \
+                 completed_at = CASE WHEN status = 'cancelled' THEN completed_at ELSE COALESCE(?, completed_at) END \
+                 WHERE {HOLDS}"
             )))
             .bind(now)
             .bind(error.as_deref())
@@ -267,45 +296,208 @@ impl JobStore for SqliteDb {
     }
 
     async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
-        let sql = format!(
-            "UPDATE {} SET status = 'failed', error = ?, locked_by = NULL, locked_at = NULL, completed_at = ?, \
+        let t = &self.tables().jobs;
+        let failed = format!(
+            "UPDATE {t} SET status = 'failed', error = ?, locked_by = NULL, locked_at = NULL, completed_at = ?, \
              updated_at = ? WHERE status = 'running' AND locked_at <= ? AND attempt >= max_attempts \
-             RETURNING {JOB_COLUMNS}",
-            self.tables().jobs
+             RETURNING {JOB_COLUMNS}"
         );
+        let cancelled = format!(
+            "UPDATE {t} SET locked_by = NULL, locked_at = NULL, updated_at = ? \
+             WHERE status = 'cancelled' AND locked_by IS NOT NULL AND locked_at <= ? RETURNING {JOB_COLUMNS}"
+        );
+        let stale = now - lock_grace_seconds;
         let _turn = self.write_turn().await;
-        let rows = sqlx::query(AssertSqlSafe(sql))
+        let mut rows = sqlx::query(AssertSqlSafe(failed))
             .bind(error)
             .bind(now)
             .bind(now)
-            .bind(now - lock_grace_seconds)
+            .bind(stale)
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot sweep abandoned jobs", e))?;
+        rows.extend(
+            sqlx::query(AssertSqlSafe(cancelled))
+                .bind(now)
+                .bind(stale)
+                .fetch_all(self.pool())
+                .await
+                .map_err(|e| db_error("cannot sweep abandoned cancelled jobs", e))?,
+        );
         rows.iter().map(job_from_row).collect()
     }
 
-    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
+        let t = &self.tables().jobs;
+        let _turn = self.write_turn().await;
+        let mut tx =
+            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot begin a cancel", e))?;
+        let before: Option<String> = sqlx::query_scalar(AssertSqlSafe(format!("SELECT status FROM {t} WHERE id = ?")))
+            .bind(job_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
+        let Some(before) = before
+            .as_deref()
+            .and_then(JobStatus::parse)
+            .filter(|s| matches!(s, JobStatus::Queued | JobStatus::Paused | JobStatus::Running))
+        else {
+            return Ok(None);
+        };
+        // A running job keeps its lease so its worker can record how the run ended.
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {t} SET status = 'cancelled', completed_at = ?, updated_at = ?, \
+             locked_by = CASE WHEN status = 'running' THEN locked_by END, \
+             locked_at = CASE WHEN status = 'running' THEN locked_at END WHERE id = ?"
+        )))
+        .bind(now)
+        .bind(now)
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| db_error(&format!("cannot cancel job {job_id}"), e))?;
+        tx.commit().await.map_err(|e| db_error(&format!("cannot cancel job {job_id}"), e))?;
+        Ok(Some(before))
+    }
+
+    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
         let sql = format!(
-            "UPDATE {} SET status = 'cancelled', completed_at = ?, updated_at = ?, locked_by = NULL, \
-             locked_at = NULL WHERE id = ? AND status IN ('queued', 'paused', 'running')",
+            "UPDATE {} SET locked_at = CASE WHEN status = 'running' THEN ? ELSE locked_at END WHERE {HOLDS}",
             self.tables().jobs
         );
         let _turn = self.write_turn().await;
         let done = sqlx::query(AssertSqlSafe(sql))
             .bind(now)
-            .bind(now)
             .bind(job_id)
+            .bind(worker_id)
+            .bind(attempt)
             .execute(self.pool())
             .await
-            .map_err(|e| db_error(&format!("cannot cancel job {job_id}"), e))?;
+            .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
+        let sql = format!("SELECT id FROM {} WHERE status = 'cancelled' AND locked_by = ?", self.tables().jobs);
+        sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(worker_id)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read cancelled jobs", e))
+    }
+
+    async fn append_events(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        events: &[StoredEvent],
+    ) -> DbResult<bool> {
+        let t = self.tables();
+        let _turn = self.write_turn().await;
+        // IMMEDIATE: the fence check and the insert hold the write lock together.
+        let mut tx =
+            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot begin an event write", e))?;
+        let held: Option<i64> = sqlx::query_scalar(AssertSqlSafe(format!("SELECT 1 FROM {} WHERE {HOLDS}", t.jobs)))
+            .bind(job_id)
+            .bind(worker_id)
+            .bind(attempt)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
+        if held.is_none() {
+            return Ok(false);
+        }
+        // SQLite allows 32,766 binds: 6 per row, so at most 5,000 rows per statement.
+        for chunk in events.chunks(5000) {
+            let rows = vec!["(?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
+            let sql = format!(
+                "INSERT INTO {} (run_id, event_index, attempt, event, data, created_at) VALUES {rows}",
+                t.events
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for e in chunk {
+                q = q.bind(job_id).bind(e.event_index).bind(e.attempt).bind(&e.event).bind(&e.data).bind(e.created_at);
+            }
+            q.execute(&mut *tx).await.map_err(|e| db_error(&format!("cannot log the events of run {job_id}"), e))?;
+        }
+        tx.commit().await.map_err(|e| db_error(&format!("cannot log the events of run {job_id}"), e))?;
+        Ok(true)
+    }
+
+    async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
+        let sql = format!(
+            "SELECT event_index, attempt, event, data, created_at FROM {} WHERE run_id = ? AND event_index > ? \
+             ORDER BY event_index LIMIT ?",
+            self.tables().events
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(run_id)
+            .bind(after)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))?;
+        rows.iter().map(event_from_row).collect()
+    }
+
+    async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
+        let sql = format!("SELECT MAX(event_index) FROM {} WHERE run_id = ?", self.tables().events);
+        let rows: Vec<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(run_id)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))?;
+        Ok(rows.into_iter().next().flatten())
+    }
+
+    async fn continue_job(&self, job_id: &str, continuation: &Value, now: i64) -> DbResult<Continued> {
+        let t = &self.tables().jobs;
+        let _turn = self.write_turn().await;
+        let mut tx =
+            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot begin a continue", e))?;
+        let rows = sqlx::query(AssertSqlSafe(format!("SELECT {JOB_COLUMNS} FROM {t} WHERE id = ?")))
+            .bind(job_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
+        let Some(job) = rows.first().map(job_from_row).transpose()? else { return Ok(Continued::Conflict(None)) };
+        match job.status {
+            JobStatus::Queued | JobStatus::Running => return Ok(Continued::Attach(job)),
+            JobStatus::Paused => {}
+            _ => return Ok(Continued::Conflict(Some(job))),
+        }
+        let mut payload = job.payload.clone();
+        match &mut payload {
+            Value::Object(p) => {
+                p.insert("continue".to_owned(), continuation.clone());
+            }
+            other => *other = serde_json::json!({ "continue": continuation }),
+        }
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE {t} SET status = 'queued', payload = ?, max_attempts = attempt + 1, available_at = ?, \
+             locked_by = NULL, locked_at = NULL, completed_at = NULL, updated_at = ? \
+             WHERE id = ? AND status = 'paused' RETURNING {JOB_COLUMNS}"
+        )))
+        .bind(to_json_text(&payload)?)
+        .bind(now)
+        .bind(now)
+        .bind(job_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| db_error(&format!("cannot continue job {job_id}"), e))?;
+        tx.commit().await.map_err(|e| db_error(&format!("cannot continue job {job_id}"), e))?;
+        match rows.first() {
+            Some(row) => Ok(Continued::Queued(job_from_row(row)?)),
+            None => Ok(Continued::Conflict(Some(job))),
+        }
     }
 
     async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
         let sql = format!(
             "UPDATE {} SET status = 'queued', max_attempts = attempt + MAX(max_attempts, 1), available_at = ?, \
-             completed_at = NULL, updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled')",
+             completed_at = NULL, updated_at = ?, locked_by = NULL, locked_at = NULL \
+             WHERE id = ? AND status IN ('failed', 'cancelled')",
             self.tables().jobs
         );
         let _turn = self.write_turn().await;

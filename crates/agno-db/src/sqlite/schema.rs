@@ -94,6 +94,7 @@ impl SqliteDb {
             (&t.schedules, super::schedules::schedules_ddl(&t.schedules)),
             (&t.schedule_runs, super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules)),
             (&t.jobs, super::jobs::jobs_ddl(&t.jobs)),
+            (&t.events, super::jobs::events_ddl(&t.events)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;
