@@ -139,12 +139,10 @@ impl AgentOs {
             None => (None, None, None),
         };
         let agents = config.agents.iter().map(|spec| build_agent(spec, db.clone())).collect::<Result<Vec<_>, _>>()?;
-        let queue = migrate.clone().and_then(|m| m.job_store()).map(|store| crate::queue::Queue {
-            store,
-            settings: Arc::new(config.queue.clone()),
-            wake: Arc::new(tokio::sync::Notify::new()),
-            worker_id: format!("worker-{}", &agno_core::new_id()[..8]).into(),
-        });
+        let queue = migrate
+            .clone()
+            .and_then(|m| m.job_store())
+            .map(|store| crate::queue::Queue::new(store, config.queue.clone()));
         let db_id = config.db.as_ref().and_then(|d| d.id.clone()).unwrap_or_else(|| "default".to_owned());
         let state = AppState {
             os_id: config.os.id.as_str().into(),

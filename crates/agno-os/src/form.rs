@@ -25,6 +25,17 @@ impl Form {
         let content_type =
             req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
         let mut form = Form::default();
+        // An empty body (or a multipart body holding only its closing delimiter, as some clients
+        // send an empty form) is an empty form.
+        let (parts, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.map_err(|e| {
+            ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, format!("cannot read the body: {e}"))
+        })?;
+        let trimmed = bytes.trim_ascii();
+        if trimmed.is_empty() || (trimmed.starts_with(b"--") && trimmed.ends_with(b"--") && !trimmed.contains(&b'\n')) {
+            return Ok(form);
+        }
+        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
         if content_type.starts_with("multipart/form-data") {
             let mut multipart =
                 Multipart::from_request(req, &()).await.map_err(|e| ApiError::bad_request(e.body_text()))?;

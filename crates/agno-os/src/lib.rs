@@ -25,3 +25,4 @@ pub mod routes;
 pub mod serve;
 pub mod sse;
 pub mod state;
+pub mod tail;

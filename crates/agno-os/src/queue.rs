@@ -4,13 +4,15 @@
 //! worker and attempt. A sweeper turns runs whose worker died into a visible `ERROR` (or a retry
 //! while attempts remain). The database is the truth; nothing lives only in this process.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agno_core::{
-    AgentSession, Job, JobOutcome, JobStatus, JobStore, RunInput, RunOutput, RunStatus, StateUpdate, now_epoch_secs,
+    AgentSession, Job, JobOutcome, JobStatus, JobStore, RunEvent, RunInput, RunOutput, RunRequirement, RunStatus,
+    StateUpdate, StoredEvent, now_epoch_secs,
 };
-use agno_runtime::{Agent, RunError, RunRequest};
+use agno_runtime::{Agent, ContinueRequest, RunError, RunRequest, RunStream};
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, Semaphore};
@@ -93,6 +95,58 @@ pub struct Queue {
     pub wake: Arc<Notify>,
     /// This replica's worker id.
     pub worker_id: Arc<str>,
+    /// Wakes this replica's tails of a run's event log.
+    pub waiters: Arc<crate::tail::Waiters>,
+    /// Durations of this replica's successful claims.
+    pub claims: Arc<ClaimTimes>,
+}
+
+impl Queue {
+    /// A queue over `store` with a fresh worker id.
+    pub fn new(store: Arc<dyn JobStore>, settings: QueueSettings) -> Self {
+        Self {
+            store,
+            settings: Arc::new(settings),
+            wake: Arc::new(Notify::new()),
+            worker_id: format!("worker-{}", &agno_core::new_id()[..8]).into(),
+            waiters: Arc::default(),
+            claims: Arc::default(),
+        }
+    }
+}
+
+/// The last claims' durations (the claim statement, from send to answer), for `/queue/stats`.
+#[derive(Debug, Default)]
+pub struct ClaimTimes {
+    micros: Mutex<std::collections::VecDeque<u64>>,
+}
+
+impl ClaimTimes {
+    /// Samples kept.
+    const KEEP: usize = 10_000;
+
+    fn record(&self, took: Duration) {
+        if let Ok(mut m) = self.micros.lock() {
+            if m.len() == Self::KEEP {
+                m.pop_front();
+            }
+            m.push_back(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// `(p50, p99, samples)` in milliseconds over the kept samples.
+    pub fn percentiles(&self) -> Option<(f64, f64, usize)> {
+        let mut v: Vec<u64> = self.micros.lock().ok()?.iter().copied().collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_unstable();
+        let at = |p: f64| {
+            let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
+            v[rank - 1] as f64 / 1000.0
+        };
+        Some((at(0.50), at(0.99), v.len()))
+    }
 }
 
 impl std::fmt::Debug for Queue {
@@ -103,6 +157,10 @@ impl std::fmt::Debug for Queue {
             .finish_non_exhaustive()
     }
 }
+
+/// Why a run cancelled while its worker died ended without the worker's own record.
+pub const CANCELLED_LOST_WORKER: &str = "the run was cancelled and the replica running it stopped before recording \
+     its end";
 
 /// The error written on a run whose worker died with no attempt left.
 pub const LOST_WORKER: &str = "the replica running this background run stopped before it finished (its lease \
@@ -221,25 +279,29 @@ fn request_of(job: &Job) -> RunRequest {
     req
 }
 
-/// A worker's lease on a job as a run fence: the run writes only while the lease is held (the
-/// check also refreshes it).
+/// A worker's claim on a job as a run fence: the run writes only while the claim holds (the check
+/// also refreshes the lease).
 struct LeaseFence {
     store: Arc<dyn JobStore>,
     worker_id: Arc<str>,
     job_id: String,
+    attempt: i64,
 }
 
 impl std::fmt::Debug for LeaseFence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaseFence").field("worker_id", &self.worker_id).field("job_id", &self.job_id).finish()
+        f.debug_struct("LeaseFence")
+            .field("worker_id", &self.worker_id)
+            .field("job_id", &self.job_id)
+            .field("attempt", &self.attempt)
+            .finish()
     }
 }
 
 #[async_trait::async_trait]
 impl agno_runtime::RunFence for LeaseFence {
     async fn still_owner(&self) -> bool {
-        let ids = std::slice::from_ref(&self.job_id);
-        matches!(self.store.heartbeat_jobs(&self.worker_id, ids, now_epoch_secs()).await, Ok(n) if n > 0)
+        matches!(self.store.holds_job(&self.job_id, &self.worker_id, self.attempt, now_epoch_secs()).await, Ok(true))
     }
 }
 
@@ -250,7 +312,114 @@ fn backoff(settings: &QueueSettings, attempt: i64) -> i64 {
     exp + fastrand::i64(0..=(exp / 4).max(0))
 }
 
-/// Runs one claimed job to the end of its attempt.
+/// Events buffered before a write to the log.
+const EVENT_BATCH: usize = 128;
+/// Longest an event waits in the buffer before it is written.
+const EVENT_DELAY: Duration = Duration::from_millis(20);
+
+/// Writes a run's events to the durable log in batches, fenced by the worker's claim.
+struct EventLog {
+    queue: Queue,
+    job_id: String,
+    attempt: i64,
+    buffer: Vec<StoredEvent>,
+    /// The claim no longer holds: nothing more is written (and the run is stopped).
+    fenced_out: bool,
+}
+
+impl EventLog {
+    fn push(&mut self, event: &RunEvent) {
+        let Ok(data) = serde_json::to_string(event) else { return };
+        let name = serde_json::from_str::<Value>(&data)
+            .ok()
+            .and_then(|v| v.get("event").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_else(|| "message".to_owned());
+        self.buffer.push(StoredEvent {
+            event_index: event.event_index.and_then(|i| i64::try_from(i).ok()).unwrap_or_default(),
+            attempt: self.attempt,
+            event: name,
+            data,
+            created_at: event.created_at,
+        });
+    }
+
+    async fn flush(&mut self) {
+        if self.buffer.is_empty() || self.fenced_out {
+            self.buffer.clear();
+            return;
+        }
+        let q = &self.queue;
+        match q.store.append_events(&self.job_id, &q.worker_id, self.attempt, &self.buffer).await {
+            Ok(true) => q.waiters.wake(&self.job_id),
+            Ok(false) => {
+                tracing::warn!(job = %self.job_id, attempt = self.attempt, "claim lost: stopping the run");
+                self.fenced_out = true;
+                Agent::cancel_run(&self.job_id);
+            }
+            Err(e) => tracing::error!(job = %self.job_id, error = %e, "cannot write run events to the log"),
+        }
+        self.buffer.clear();
+    }
+
+    /// Consumes the run's events into the log until the stream ends.
+    async fn record(&mut self, stream: &mut RunStream) {
+        let mut deadline = tokio::time::Instant::now();
+        loop {
+            let next = if self.buffer.is_empty() {
+                stream.next().await
+            } else {
+                tokio::select! {
+                    ev = stream.next() => ev,
+                    () = tokio::time::sleep_until(deadline) => {
+                        self.flush().await;
+                        continue;
+                    }
+                }
+            };
+            let Some(event) = next else { break };
+            if self.buffer.is_empty() {
+                deadline = tokio::time::Instant::now() + EVENT_DELAY;
+            }
+            self.push(&event);
+            if self.buffer.len() >= EVENT_BATCH || event.data.is_terminal() {
+                self.flush().await;
+            }
+        }
+        self.flush().await;
+    }
+}
+
+/// The run a job executes: a new run, or the continuation of a paused one (`payload.continue`).
+async fn start_run(
+    state: &AppState,
+    agent: &Agent,
+    job: &Job,
+    fence: Arc<LeaseFence>,
+    after: Option<u64>,
+) -> RunStream {
+    let Some(cont) = job.payload.get("continue") else {
+        return agent.run_stream(request_of(job).fence(fence).after_event_index(after));
+    };
+    let requirements: Vec<RunRequirement> =
+        cont.get("requirements").cloned().and_then(|r| serde_json::from_value(r).ok()).unwrap_or_default();
+    let mut req = match state.db.as_ref().map(|db| db.get_run(&job.id, job.user_id.as_deref())) {
+        Some(read) => match read.await {
+            Ok(Some(mut run)) => {
+                // The route put the run back to PENDING when it queued the continuation.
+                run.status = RunStatus::Paused;
+                ContinueRequest::output(run, requirements)
+            }
+            _ => ContinueRequest::run_id(job.id.clone(), requirements),
+        },
+        None => ContinueRequest::run_id(job.id.clone(), requirements),
+    };
+    if let Some(u) = &job.user_id {
+        req = req.user_id(u.clone());
+    }
+    agent.continue_run_stream(req.fence(fence).after_event_index(after))
+}
+
+/// Runs one claimed job to the end of its attempt, logging its events.
 async fn execute(state: AppState, queue: Queue, job: Job) {
     let grace = queue.settings.lock_grace_seconds.max(3);
     let beat = Duration::from_secs(u64::try_from(grace / 3).unwrap_or(1).max(1));
@@ -261,7 +430,7 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
                 tokio::time::sleep(beat).await;
                 match store.heartbeat_jobs(&worker, std::slice::from_ref(&id), now_epoch_secs()).await {
                     Ok(0) => {
-                        tracing::warn!(job = %id, "lease lost: another worker took this job over");
+                        tracing::warn!(job = %id, "lease lost (cancelled, or another worker took the job over)");
                         Agent::cancel_run(&id);
                         break;
                     }
@@ -274,28 +443,49 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
     let outcome = match state.agent(&job.component_id) {
         None => JobOutcome::Settled(JobStatus::Failed, Some(format!("agent {} is not served here", job.component_id))),
         Some(served) => {
+            let fence = Arc::new(LeaseFence {
+                store: queue.store.clone(),
+                worker_id: queue.worker_id.clone(),
+                job_id: job.id.clone(),
+                attempt: job.attempt,
+            });
+            // A retried or continued run numbers its events after those already logged.
+            let after = match queue.store.last_event_index(&job.id).await {
+                Ok(last) => last.and_then(|i| u64::try_from(i).ok()),
+                Err(e) => {
+                    tracing::warn!(job = %job.id, error = %e, "cannot read the event log");
+                    None
+                }
+            };
+            let mut stream = start_run(&state, &served.agent, &job, fence, after).await;
+            let mut log = EventLog {
+                queue: queue.clone(),
+                job_id: job.id.clone(),
+                attempt: job.attempt,
+                buffer: Vec::new(),
+                fenced_out: false,
+            };
             let timeout = Duration::from_secs(queue.settings.timeout_seconds);
-            let fence =
-                LeaseFence { store: queue.store.clone(), worker_id: queue.worker_id.clone(), job_id: job.id.clone() };
-            let request = request_of(&job).fence(Arc::new(fence));
-            match tokio::time::timeout(timeout, served.agent.arun(request)).await {
-                Ok(Ok(run)) => match run.status {
+            let timed_out = tokio::time::timeout(timeout, log.record(&mut stream)).await.is_err();
+            if timed_out {
+                Agent::cancel_run(&job.id);
+                log.record(&mut stream).await;
+            }
+            match stream.output().await {
+                _ if timed_out => JobOutcome::Settled(
+                    JobStatus::Failed,
+                    Some(format!("timed out after {} s (timeout_seconds)", queue.settings.timeout_seconds)),
+                ),
+                Ok(run) => match run.status {
                     RunStatus::Paused => JobOutcome::Settled(JobStatus::Paused, None),
                     RunStatus::Cancelled => JobOutcome::Settled(JobStatus::Cancelled, None),
                     _ => JobOutcome::Settled(JobStatus::Completed, None),
                 },
-                Ok(Err(RunError::Model { source, .. })) if source.is_retryable() => JobOutcome::Retry {
+                Err(RunError::Model { source, .. }) if source.is_retryable() => JobOutcome::Retry {
                     error: source.to_string(),
                     available_at: now_epoch_secs() + backoff(&queue.settings, job.attempt),
                 },
-                Ok(Err(e)) => JobOutcome::Settled(JobStatus::Failed, Some(e.to_string())),
-                Err(_) => {
-                    Agent::cancel_run(&job.id);
-                    JobOutcome::Settled(
-                        JobStatus::Failed,
-                        Some(format!("timed out after {} s (timeout_seconds)", queue.settings.timeout_seconds)),
-                    )
-                }
+                Err(e) => JobOutcome::Settled(JobStatus::Failed, Some(e.to_string())),
             }
         }
     };
@@ -307,6 +497,7 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
         }
         Err(e) => tracing::error!(job = %job.id, error = %e, "cannot record the job's outcome"),
     }
+    queue.waiters.wake(&job.id);
 }
 
 /// Marks the runs of swept jobs `ERROR` with the reason.
@@ -329,8 +520,13 @@ async fn end_swept_runs(state: &AppState, jobs: Vec<Job>) {
             continue;
         }
         let mut run = run;
-        run.status = RunStatus::Error;
-        run.content = Some(Value::String(LOST_WORKER.to_owned()));
+        if job.status == JobStatus::Cancelled {
+            run.status = RunStatus::Cancelled;
+            run.content = Some(Value::String(CANCELLED_LOST_WORKER.to_owned()));
+        } else {
+            run.status = RunStatus::Error;
+            run.content = Some(Value::String(LOST_WORKER.to_owned()));
+        }
         if let Err(e) = db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await {
             tracing::error!(job = %job.id, error = %e, "cannot mark the run of a swept job");
         }
@@ -344,22 +540,27 @@ fn listen(queue: Queue, stop: CancellationToken) {
         use futures::StreamExt;
         let mut signals = match queue.store.job_signals().await {
             Ok(Some(s)) => s,
-            Ok(None) => return,
+            Ok(None) => return watch_cancels(queue, stop).await,
             Err(e) => {
                 tracing::warn!(error = %e, "no job notifications; workers poll");
-                return;
+                return watch_cancels(queue, stop).await;
             }
         };
         loop {
             tokio::select! {
                 () = stop.cancelled() => break,
                 signal = signals.next() => match signal {
-                    Some(agno_core::JobSignal::Claimable(_)) => queue.wake.notify_one(),
+                    Some(agno_core::JobSignal::Claimable(id)) => {
+                        queue.wake.notify_one();
+                        queue.waiters.wake(&id);
+                    }
                     Some(agno_core::JobSignal::Cancelled(id)) => {
                         if Agent::cancel_run(&id) {
                             tracing::info!(run = %id, "cancelled on request of another replica");
                         }
+                        queue.waiters.wake(&id);
                     }
+                    Some(agno_core::JobSignal::Events(id)) => queue.waiters.wake(&id),
                     None => {
                         tracing::warn!("job notifications ended; workers poll");
                         break;
@@ -368,6 +569,33 @@ fn listen(queue: Queue, stop: CancellationToken) {
             }
         }
     });
+}
+
+/// How often a replica without push notifications looks for cancels of the runs it executes.
+const CANCEL_POLL: Duration = Duration::from_millis(200);
+
+/// Without push notifications (SQLite, memory), a cancel recorded by another process reaches this
+/// replica's runs through a cheap poll while it runs any background job.
+async fn watch_cancels(queue: Queue, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep(CANCEL_POLL) => {}
+        }
+        if agno_runtime::running_runs().is_empty() {
+            continue;
+        }
+        match queue.store.cancelled_jobs(&queue.worker_id).await {
+            Ok(ids) => {
+                for id in ids {
+                    if Agent::cancel_run(&id) {
+                        tracing::info!(run = %id, "cancelled on request of another process");
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot look for cancelled jobs"),
+        }
+    }
 }
 
 /// Starts this replica's workers and sweeper; they stop claiming when `stop` is cancelled (in-flight runs
@@ -395,8 +623,10 @@ pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::t
                 p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
                 () = stop.cancelled() => break,
             };
+            let asked = std::time::Instant::now();
             match queue.store.claim_job(&queue.worker_id, queue.settings.lock_grace_seconds, now_epoch_secs()).await {
                 Ok(Some(job)) => {
+                    queue.claims.record(asked.elapsed());
                     let (state, queue) = (state.clone(), queue.clone());
                     tokio::spawn(async move {
                         execute(state, queue, job).await;

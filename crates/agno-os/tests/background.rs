@@ -54,6 +54,20 @@ async fn wait_status(os: &TestOs, agent: &str, run_id: &str, want: &[&str]) -> V
     }
 }
 
+/// Waits until the run's job is released by its worker (its outcome recorded) and returns it.
+async fn wait_job(os: &TestOs, run_id: &str) -> agno_core::Job {
+    let queue = os.os.state.queue.clone().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let job = queue.store.get_job(run_id, None).await.unwrap().unwrap();
+        if job.locked_by.is_none() && job.status != agno_core::JobStatus::Queued {
+            return job;
+        }
+        assert!(Instant::now() < deadline, "job {run_id} was never settled: {job:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_run_is_accepted_then_completed_by_a_worker() {
     let os = TestOs::start(config(FAST)).await;
@@ -66,7 +80,7 @@ async fn a_background_run_is_accepted_then_completed_by_a_worker() {
     assert_eq!(seen.status, 200, "the run is visible as soon as it is accepted");
     let done = wait_status(&os, "calc", &run_id, &["COMPLETED"]).await;
     assert!(done["content"].as_str().unwrap().contains("in the background"));
-    let job = os.os.state.queue.as_ref().unwrap().store.get_job(&run_id, None).await.unwrap().unwrap();
+    let job = wait_job(&os, &run_id).await;
     assert_eq!(job.status, agno_core::JobStatus::Completed);
     assert_eq!(job.attempt, 1);
 
@@ -308,4 +322,163 @@ async fn fifteen_hundred_submissions_against_a_depth_of_a_thousand() {
     for run_id in accepted.iter().step_by(97) {
         assert_eq!(os.get(&format!("/agents/slow/runs/{run_id}"), None).await.body["status"], "COMPLETED");
     }
+}
+
+/// One SSE event with its id.
+#[derive(Debug, Clone)]
+struct Frame {
+    id: String,
+    event: String,
+    data: String,
+}
+
+/// Reads an SSE response to its end (bounded).
+async fn frames(resp: reqwest::Response) -> Vec<Frame> {
+    use futures::StreamExt;
+    if resp.status().as_u16() != 200 {
+        panic!("not an SSE answer: {} {}", resp.status(), resp.text().await.unwrap_or_default());
+    }
+    let mut stream = eventsource_stream::EventStream::new(resp.bytes_stream());
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while let Ok(Some(ev)) = tokio::time::timeout_at(deadline, stream.next()).await {
+        let ev = ev.unwrap();
+        out.push(Frame { id: ev.id, event: ev.event, data: ev.data });
+    }
+    assert!(tokio::time::Instant::now() < deadline, "the stream did not end: {out:?}");
+    out
+}
+
+async fn resume(
+    os: &TestOs,
+    agent: &str,
+    run_id: &str,
+    index: Option<&str>,
+    header: Option<&str>,
+) -> reqwest::Response {
+    let mut form = reqwest::multipart::Form::new();
+    if let Some(i) = index {
+        form = form.text("last_event_index", i.to_owned());
+    }
+    let mut req = os.client.post(format!("{}/agents/{agent}/runs/{run_id}/resume", os.base)).multipart(form);
+    if let Some(h) = header {
+        req = req.header("Last-Event-ID", h);
+    }
+    req.send().await.unwrap()
+}
+
+/// `background=true` with `stream=true` tails the durable log: every frame's id is its
+/// `event_index`, the ids run without gaps, and a resume after any index (form field or
+/// `Last-Event-ID`) yields exactly the rest, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_background_run_resumes_without_gaps_or_duplicates() {
+    let os = TestOs::start(config(FAST)).await;
+    let form = reqwest::multipart::Form::new().text("message", "tail me").text("background", "true");
+    let resp = os.client.post(format!("{}/agents/calc/runs", os.base)).multipart(form).send().await.unwrap();
+    let all = frames(resp).await;
+    assert_eq!(all.first().map(|f| f.event.as_str()), Some("RunStarted"), "{all:?}");
+    assert_eq!(all.last().map(|f| f.event.as_str()), Some("RunCompleted"), "{all:?}");
+    for (i, f) in all.iter().enumerate() {
+        assert_eq!(f.id, i.to_string(), "ids are the event indexes, without gaps");
+        let data: Value = serde_json::from_str(&f.data).unwrap();
+        assert_eq!(data["event_index"], i, "{data}");
+        assert_eq!(data["event"], f.event.as_str());
+    }
+    let run_id = serde_json::from_str::<Value>(&all[0].data).unwrap()["run_id"].as_str().unwrap().to_owned();
+    wait_status(&os, "calc", &run_id, &["COMPLETED"]).await;
+
+    let k = all.len() / 2;
+    let rest = frames(resume(&os, "calc", &run_id, Some(&k.to_string()), None).await).await;
+    assert_eq!(
+        rest.iter().map(|f| &f.data).collect::<Vec<_>>(),
+        all[k + 1..].iter().map(|f| &f.data).collect::<Vec<_>>()
+    );
+    let by_header = frames(resume(&os, "calc", &run_id, None, Some(&k.to_string())).await).await;
+    assert_eq!(by_header.iter().map(|f| &f.id).collect::<Vec<_>>(), rest.iter().map(|f| &f.id).collect::<Vec<_>>());
+    let everything = frames(resume(&os, "calc", &run_id, None, None).await).await;
+    assert_eq!(everything.len(), all.len(), "no index: the whole log");
+    let at_end = frames(resume(&os, "calc", &run_id, Some(&(all.len() - 1).to_string()), None).await).await;
+    assert!(at_end.is_empty(), "nothing after the last event, and the stream closes: {at_end:?}");
+
+    for bad in ["-1", "-7", "abc", "1.5"] {
+        let r = resume(&os, "calc", &run_id, Some(bad), None).await;
+        assert_eq!(r.status().as_u16(), 422, "last_event_index={bad}");
+    }
+    assert_eq!(resume(&os, "calc", &run_id, None, Some("x")).await.status().as_u16(), 422);
+    assert_eq!(resume(&os, "calc", "no-such-run", None, None).await.status().as_u16(), 404, "never an empty 200");
+    assert_eq!(resume(&os, "other", &run_id, None, None).await.status().as_u16(), 404, "another agent's run");
+}
+
+/// A resume while the run executes replays what was logged and follows live events to the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_during_the_run_follows_it_live() {
+    let (os, provider) = slow("", 10).await;
+    // First model turn quick, then a slow one: the resume lands mid-run.
+    provider.push(Reply::text("first"));
+    provider.set_latency(Duration::from_millis(700));
+    let r = submit(&os, "slow", "follow me", None).await;
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    wait_status(&os, "slow", &run_id, &["RUNNING"]).await;
+    let live = frames(resume(&os, "slow", &run_id, None, None).await).await;
+    assert_eq!(live.first().map(|f| f.event.as_str()), Some("RunStarted"), "{live:?}");
+    assert_eq!(live.last().map(|f| f.event.as_str()), Some("RunCompleted"), "{live:?}");
+    let ids: Vec<u64> = live.iter().map(|f| f.id.parse().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+}
+
+/// Cancelling a running background run: recorded in the database, the worker stops the run and
+/// records its end (`RunCancelled` in the log, the run CANCELLED); a second cancel is 409.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_background_run_is_cancelled_and_records_its_end() {
+    let (os, _provider) = slow("", 5_000).await;
+    let run_id = submit(&os, "slow", "long", None).await.body["run_id"].as_str().unwrap().to_owned();
+    wait_status(&os, "slow", &run_id, &["RUNNING"]).await;
+    let c = os.post_form(&format!("/agents/slow/runs/{run_id}/cancel"), &[], None).await;
+    assert_eq!(c.status, 200, "{:?}", c.body);
+    let run = wait_status(&os, "slow", &run_id, &["CANCELLED"]).await;
+    assert_eq!(run["run_id"], run_id.as_str());
+    let log = frames(resume(&os, "slow", &run_id, None, None).await).await;
+    assert_eq!(log.last().map(|f| f.event.as_str()), Some("RunCancelled"), "{log:?}");
+    assert!(!log.last().unwrap().id.is_empty(), "the worker's own event, from the log");
+    assert_eq!(wait_job(&os, &run_id).await.status, agno_core::JobStatus::Cancelled);
+    let again = os.post_form(&format!("/agents/slow/runs/{run_id}/cancel"), &[], None).await;
+    assert_eq!(again.status, 409, "{:?}", again.body);
+    assert_eq!(os.get(&format!("/agents/slow/runs/{run_id}"), None).await.body["status"], "CANCELLED", "no change");
+}
+
+/// HITL in the background: the paused run keeps its job; continue queues it again under the same
+/// run id, and the log goes on from where it stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_background_run_continues_under_its_run_id() {
+    let cfg = "[db]\nurl = \"memory://\"\n[queue]\npoll_interval_ms = 50\n[[agents]]\nid = \"guarded\"\nmodel = \"test\"\n\
+               tools = [{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }]\n";
+    let os = TestOs::start(config(cfg)).await;
+    let run_id = submit(&os, "guarded", "add please", None).await.body["run_id"].as_str().unwrap().to_owned();
+    let paused = wait_status(&os, "guarded", &run_id, &["PAUSED"]).await;
+    assert_eq!(wait_job(&os, &run_id).await.status, agno_core::JobStatus::Paused);
+    let before = frames(resume(&os, "guarded", &run_id, None, None).await).await;
+    assert_eq!(before.last().map(|f| f.event.as_str()), Some("RunPaused"), "{before:?}");
+
+    let mut tools = paused["tools"].as_array().unwrap().clone();
+    for t in &mut tools {
+        t["confirmed"] = Value::Bool(true);
+    }
+    let tools = Value::Array(tools).to_string();
+    let c = os
+        .post_form(&format!("/agents/guarded/runs/{run_id}/continue"), &[("tools", &tools), ("stream", "false")], None)
+        .await;
+    assert_eq!(c.status, 202, "{:?}", c.body);
+    assert_eq!(c.body["run_id"], run_id.as_str());
+    let done = wait_status(&os, "guarded", &run_id, &["COMPLETED"]).await;
+    assert_eq!(done["run_id"], run_id.as_str());
+    let job = wait_job(&os, &run_id).await;
+    assert_eq!((job.status, job.attempt), (agno_core::JobStatus::Completed, 2), "same job, one more attempt");
+    let log = frames(resume(&os, "guarded", &run_id, None, None).await).await;
+    let ids: Vec<u64> = log.iter().map(|f| f.id.parse().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "one numbering across pause and continue: {ids:?}");
+    let names: Vec<&str> = log.iter().map(|f| f.event.as_str()).collect();
+    assert!(names.contains(&"RunPaused") && names.contains(&"RunContinued"), "{names:?}");
+    assert_eq!(names.last(), Some(&"RunCompleted"));
+    let c = os.post_form(&format!("/agents/guarded/runs/{run_id}/continue"), &[("tools", &tools)], None).await;
+    assert_eq!(c.status, 409, "no longer paused: {:?}", c.body);
 }

@@ -31,6 +31,9 @@ pub struct RunRequest {
     pub add_history_to_context: Option<bool>,
     /// Refuses the run's writes once this execution no longer owns it (background workers).
     pub fence: Option<std::sync::Arc<dyn crate::RunFence>>,
+    /// Numbers this run's events after this index (a retried background run continues its
+    /// event log instead of reusing indexes a client may have seen).
+    pub after_event_index: Option<u64>,
 }
 
 impl RunRequest {
@@ -86,6 +89,12 @@ impl RunRequest {
         self
     }
 
+    /// Numbers the events after `index` (see [`RunRequest::after_event_index`]).
+    pub fn after_event_index(mut self, index: Option<u64>) -> Self {
+        self.after_event_index = index;
+        self
+    }
+
     /// Sets the output schema for this run.
     pub fn output_schema(mut self, schema: OutputSchema) -> Self {
         self.output_schema = Some(schema);
@@ -123,17 +132,33 @@ pub struct ContinueRequest {
     pub requirements: Vec<RunRequirement>,
     /// The user continuing; must own the run.
     pub user_id: Option<String>,
+    /// Refuses the run's writes once this execution no longer owns it (background workers).
+    pub fence: Option<std::sync::Arc<dyn crate::RunFence>>,
+    /// Numbers the events after this index (beyond those stored on the run).
+    pub after_event_index: Option<u64>,
 }
 
 impl ContinueRequest {
     /// Continue the stored run `run_id`.
     pub fn run_id(run_id: impl Into<String>, requirements: Vec<RunRequirement>) -> Self {
-        Self { from: ContinueFrom::RunId(run_id.into()), requirements, user_id: None }
+        Self {
+            from: ContinueFrom::RunId(run_id.into()),
+            requirements,
+            user_id: None,
+            fence: None,
+            after_event_index: None,
+        }
     }
 
     /// Continue from the paused output itself.
     pub fn output(output: RunOutput, requirements: Vec<RunRequirement>) -> Self {
-        Self { from: ContinueFrom::Output(Box::new(output)), requirements, user_id: None }
+        Self {
+            from: ContinueFrom::Output(Box::new(output)),
+            requirements,
+            user_id: None,
+            fence: None,
+            after_event_index: None,
+        }
     }
 
     /// Continue from the paused output, using its own requirements (resolved in place).
@@ -145,6 +170,18 @@ impl ContinueRequest {
     /// Sets the user id.
     pub fn user_id(mut self, id: impl Into<String>) -> Self {
         self.user_id = Some(id.into());
+        self
+    }
+
+    /// Fences the run's writes (see [`crate::RunFence`]).
+    pub fn fence(mut self, fence: std::sync::Arc<dyn crate::RunFence>) -> Self {
+        self.fence = Some(fence);
+        self
+    }
+
+    /// Numbers the events after `index`.
+    pub fn after_event_index(mut self, index: Option<u64>) -> Self {
+        self.after_event_index = index;
         self
     }
 }

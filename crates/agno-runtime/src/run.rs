@@ -91,6 +91,7 @@ fn close_with_error(em: &mut Emitter, result: &Result<RunOutput, RunError>) {
 
 impl Agent {
     async fn execute(self, request: RunRequest, mut em: Emitter) -> Result<RunOutput, RunError> {
+        em.resume_after(request.after_event_index);
         let result = match prepare(&self.inner, request).await {
             Ok(st) => drive_new(&self.inner, st, &mut em).await,
             Err(e) => Err(e),
@@ -220,10 +221,12 @@ async fn continue_inner(agent: &AgentInner, request: ContinueRequest, em: &mut E
     prepared.initial_state = state.clone();
     prepared.session_state = std::sync::Arc::new(std::sync::Mutex::new(state));
     prepared.tool_calls_made = prepared.output.tools.iter().flatten().count();
+    prepared.fence = request.fence.clone();
     let mut st: RunState = prepared;
 
     em.bind(&agent.id, agent.name.as_deref().unwrap_or_default(), st.output.id(), &st.session.session_id);
     em.resume_after(st.output.events.iter().flatten().filter_map(|e| e.event_index).max());
+    em.resume_after(request.after_event_index);
     let token = cancel::register(st.output.id());
     em.emit(EventData::RunContinued {});
     for answer in &answers {

@@ -201,12 +201,8 @@ async fn background_run(
             "background runs need a database: configure [db] url (sqlite://, postgresql://) in agentos.toml",
         ));
     }
-    if form.bool("stream")?.unwrap_or(true) && form.text("stream").is_some() {
-        return Err(ApiError::bad_request(
-            "background=true with stream=true is not available yet: submit with stream=false and poll \
-             GET /agents/{agent_id}/runs/{run_id}",
-        ));
-    }
+    // As Agno: stream=true (the default) tails the queued run's events; stream=false answers 202.
+    let stream = form.bool("stream")?.unwrap_or(true);
     let queue = state.queue.as_ref().ok_or_else(|| {
         ApiError::bad_request("this database has no job queue yet; use sqlite:// or memory:// for background runs")
     })?;
@@ -224,8 +220,11 @@ async fn background_run(
     job.idempotency_key = idempotency_key;
     job.max_attempts = queue.settings.max_attempts.max(1);
     let accepted = |job: &agno_core::Job, status: &str| {
-        (StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
-            .into_response()
+        if stream {
+            return tail_response(state, queue, job.id.clone(), -1);
+        }
+        Ok((StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
+            .into_response())
     };
     // The PENDING run is written before the job can be claimed, so a worker's RUNNING write is
     // never overwritten by it; when the job is not accepted the run (and a session made for it)
@@ -242,12 +241,12 @@ async fn background_run(
     match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
         Ok(agno_core::Enqueued::Accepted(job)) => {
             queue.wake.notify_one();
-            Ok(accepted(&job, RunStatus::Pending.as_str()))
+            accepted(&job, RunStatus::Pending.as_str())
         }
         Ok(agno_core::Enqueued::Duplicate(original)) if original.component_id == agent_id => {
             discard().await?;
             let status = db.get_run(&original.id, None).await?.map_or(RunStatus::Pending, |run| run.status);
-            Ok(accepted(&original, status.as_str()))
+            accepted(&original, status.as_str())
         }
         Ok(agno_core::Enqueued::Duplicate(_)) => {
             discard().await?;
@@ -265,6 +264,86 @@ async fn background_run(
             Err(e.into())
         }
     }
+}
+
+/// An SSE response tailing a background run's event log after index `after`.
+fn tail_response(state: &AppState, queue: &crate::queue::Queue, run_id: String, after: i64) -> ApiResult<Response> {
+    let source = crate::tail::TailSource {
+        jobs: queue.store.clone(),
+        db: state.require_db()?.clone(),
+        waiters: queue.waiters.clone(),
+        poll: std::time::Duration::from_millis(queue.settings.poll_interval_ms.clamp(50, 5_000)),
+    };
+    Ok(crate::sse::sse_response(crate::tail::tail(source, run_id, after), state.heartbeat))
+}
+
+/// The index after which a resume starts: the form's `last_event_index`, else the standard
+/// `Last-Event-ID` header, else -1 (everything). Negative or non-numeric values are refused.
+fn resume_index(form: &Form, headers: &axum::http::HeaderMap) -> ApiResult<i64> {
+    let (text, what) = match form.text("last_event_index").filter(|t| !t.trim().is_empty()) {
+        Some(t) => (t.trim().to_owned(), "last_event_index"),
+        None => match headers.get("last-event-id") {
+            Some(v) => (
+                v.to_str()
+                    .map_err(|_| ApiError::unprocessable("Last-Event-ID must be an event index"))?
+                    .trim()
+                    .to_owned(),
+                "Last-Event-ID",
+            ),
+            None => return Ok(-1),
+        },
+    };
+    match text.parse::<i64>() {
+        Ok(i) if i >= 0 => Ok(i),
+        Ok(_) => Err(ApiError::unprocessable(format!("{what} must be 0 or more (the last event_index you received)"))),
+        Err(_) => Err(ApiError::unprocessable(format!("{what} must be an integer event_index, got {text:?}"))),
+    }
+}
+
+/// `POST /agents/{agent_id}/runs/{run_id}/resume`: form `last_event_index` (or the
+/// `Last-Event-ID` header), `session_id`. A background run replays its logged events after that
+/// index and follows live ones until it ends, from any replica; a finished run replays and
+/// closes. A run executed inline replays the events stored with it (`store_events`). An unknown
+/// run answers 404.
+pub async fn resume_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((agent_id, run_id)): Path<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    served(&state, &principal, &agent_id)?;
+    let headers = request.headers().clone();
+    let form = Form::read(request).await?;
+    let after = resume_index(&form, &headers)?;
+    let run =
+        stored_run(&state, &principal, &agent_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
+    if let Some(queue) = &state.queue
+        && queue.store.get_job(&run_id, None).await?.is_some()
+    {
+        return tail_response(&state, queue, run_id, after);
+    }
+    // Not a background run: what was stored with it, then the end.
+    let events: Vec<axum::response::sse::Event> = run
+        .events
+        .iter()
+        .flatten()
+        .filter(|e| e.event_index.is_some_and(|i| i64::try_from(i).is_ok_and(|i| i > after)))
+        .map(crate::sse::frame)
+        .collect();
+    let meta = json!({
+        "event": "replay",
+        "run_id": run_id,
+        "status": run.status.as_str(),
+        "total_events": events.len(),
+        "message": if events.is_empty() {
+            "This run was not run in the background and stored no events: poll the run endpoint for its result."
+        } else {
+            "Replaying the events stored with the run."
+        },
+    });
+    let first = axum::response::sse::Event::default().event("replay").data(meta.to_string());
+    let frames = std::iter::once(first).chain(events).map(Ok::<_, std::convert::Infallible>);
+    Ok(crate::sse::sse_response(futures::stream::iter(frames), state.heartbeat))
 }
 
 /// Query of `GET /agents/{agent_id}/runs`.
@@ -388,18 +467,33 @@ pub async fn cancel_run(
     if state.db.is_some() && stored.is_none() {
         return Err(ApiError::not_found(format!("Run {run_id} not found")));
     }
-    if Agent::cancel_run(&run_id) {
-        return Ok((StatusCode::OK, Json(json!({}))).into_response());
-    }
-    // A background run still waiting in the queue: cancelled before it starts.
+    let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
+    // A background run: the cancel is recorded in the database, so it holds from any replica and
+    // even before the run starts.
     if let (Some(queue), Some(run)) = (&state.queue, &stored)
-        && queue.store.cancel_job(&run_id, agno_core::now_epoch_secs()).await?
+        && let Some(job) = queue.store.get_job(&run_id, None).await?
     {
-        let mut run = run.clone();
-        run.status = RunStatus::Cancelled;
-        let session_id = run.session_id.clone().unwrap_or_default();
-        state.require_db()?.upsert_run(&run, &session_id, run.user_id.as_deref()).await?;
-        return Ok((StatusCode::OK, Json(json!({}))).into_response());
+        return match queue.store.cancel_job(&run_id, agno_core::now_epoch_secs()).await? {
+            // Nobody executes it: the run ends here.
+            Some(agno_core::JobStatus::Queued | agno_core::JobStatus::Paused) => {
+                let mut run = run.clone();
+                run.status = RunStatus::Cancelled;
+                let session_id = run.session_id.clone().unwrap_or_default();
+                state.require_db()?.upsert_run(&run, &session_id, run.user_id.as_deref()).await?;
+                queue.waiters.wake(&run_id);
+                ok()
+            }
+            // Its worker stops it (at once here or through the notification, else at its next
+            // heartbeat) and records the partial output and `RunCancelled`.
+            Some(_) => {
+                Agent::cancel_run(&run_id);
+                ok()
+            }
+            None => Err(ApiError::conflict(format!("Run {run_id} already ended with status {}", job.status.as_str()))),
+        };
+    }
+    if Agent::cancel_run(&run_id) {
+        return ok();
     }
     match stored {
         Some(run) if run.status.is_terminal() => {
@@ -484,6 +578,12 @@ pub async fn continue_run(
             open.tool_call_id().unwrap_or("?")
         )));
     }
+    // A paused background run keeps its job: the continuation is queued under the same run id.
+    if let Some(queue) = &state.queue
+        && queue.store.get_job(&run_id, None).await?.is_some()
+    {
+        return continue_in_background(&state, queue, run, requirements, form.bool("stream")?.unwrap_or(true)).await;
+    }
     let mut req = ContinueRequest::run_id(run_id, requirements);
     let requested = principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned));
     if let Some(user) = principal.user_scope(requested).or(run.user_id.clone()) {
@@ -495,4 +595,36 @@ pub async fn continue_run(
     } else {
         Ok(run_response(agent.acontinue_run(req).await))
     }
+}
+
+/// Queues the continuation of a paused background run under its run id; the run is `PENDING`
+/// again until a worker picks it up. `stream=true` tails its events from where they stopped.
+async fn continue_in_background(
+    state: &AppState,
+    queue: &crate::queue::Queue,
+    mut run: agno_core::RunOutput,
+    requirements: Vec<agno_core::RunRequirement>,
+    stream: bool,
+) -> ApiResult<Response> {
+    let run_id = run.id().to_owned();
+    let continuation = json!({ "requirements": requirements });
+    match queue.store.continue_job(&run_id, &continuation, agno_core::now_epoch_secs()).await? {
+        agno_core::Continued::Queued(job) => {
+            run.status = RunStatus::Pending;
+            state.require_db()?.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
+            queue.wake.notify_one();
+        }
+        agno_core::Continued::Attach(_) => {}
+        agno_core::Continued::Conflict(job) => {
+            let status = job.map_or("missing", |j| j.status.as_str());
+            return Err(ApiError::conflict(format!("Run {run_id} cannot be continued: its job is {status}")));
+        }
+    }
+    if stream {
+        let after = queue.store.last_event_index(&run_id).await?.unwrap_or(-1);
+        return tail_response(state, queue, run_id, after);
+    }
+    let session_id = run.session_id.clone();
+    Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id, "session_id": session_id, "status": "PENDING"})))
+        .into_response())
 }

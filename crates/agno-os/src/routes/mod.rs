@@ -81,6 +81,7 @@ routes! {
     GET "/agents/{agent_id}/runs/{run_id}", Scope("agents:read"), "Agents", "Get an agent run" => get(agents::get_run);
     POST "/agents/{agent_id}/runs/{run_id}/cancel", Scope("agents:run"), "Agents", "Cancel an agent run" => post(agents::cancel_run);
     POST "/agents/{agent_id}/runs/{run_id}/continue", Scope("agents:run"), "Agents", "Continue a paused agent run" => post(agents::continue_run);
+    POST "/agents/{agent_id}/runs/{run_id}/resume", Scope("agents:run"), "Agents", "Resume an agent run's event stream (SSE)" => post(agents::resume_run);
 
     POST "/memories", Scope("memories:write"), "Memory", "Create a memory" => post(memories::create_memory);
     GET "/memories", Scope("memories:read"), "Memory", "List memories (paginated, filtered)" => get(memories::list_memories);

@@ -89,5 +89,8 @@ pub async fn stats(State(state): State<AppState>) -> ApiResult<Json<Value>> {
         "max_queue_depth": queue.settings.max_queue_depth,
         "max_attempts": queue.settings.max_attempts,
         "lock_grace_seconds": queue.settings.lock_grace_seconds,
+        "claim_latency_ms": queue.claims.percentiles().map(|(p50, p99, samples)| json!({
+            "p50": p50, "p99": p99, "samples": samples,
+        })),
     })))
 }

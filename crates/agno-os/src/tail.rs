@@ -1,0 +1,196 @@
+//! Tailing a background run's durable event log: replay everything after an index, then follow
+//! new events until the run's job settles. Works from any replica with nothing but the database:
+//! local writers wake local tails at once, PostgreSQL `NOTIFY` wakes tails on other replicas, and
+//! a short poll covers stores without push (and any lost notification).
+//!
+//! Every frame carries its `event_index` as the SSE `id:`, so a client reconnecting with
+//! `Last-Event-ID` (or `last_event_index`) gets each event exactly once.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agno_core::{Db, JobStatus, JobStore, RunStatus, StoredEvent};
+use axum::response::sse::Event;
+use futures::Stream;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+
+/// Events read per round trip while catching up.
+const PAGE: usize = 256;
+
+/// Per-run wake-ups for tails of this replica: a writer (or a notification from another
+/// replica) marks the run changed; tails waiting on it read the log again. A wake-up is only a
+/// hint; the log decides what is sent.
+#[derive(Debug, Default)]
+pub struct Waiters {
+    runs: Mutex<HashMap<String, watch::Sender<()>>>,
+}
+
+impl Waiters {
+    /// Marks `run_id` changed, waking its tails (if any).
+    pub fn wake(&self, run_id: &str) {
+        if let Ok(runs) = self.runs.lock()
+            && let Some(tx) = runs.get(run_id)
+        {
+            tx.send_replace(());
+        }
+    }
+
+    fn subscribe(&self, run_id: &str) -> Option<watch::Receiver<()>> {
+        let mut runs = self.runs.lock().ok()?;
+        Some(runs.entry(run_id.to_owned()).or_insert_with(|| watch::channel(()).0).subscribe())
+    }
+
+    fn release(&self, run_id: &str) {
+        if let Ok(mut runs) = self.runs.lock()
+            && runs.get(run_id).is_some_and(|tx| tx.receiver_count() == 0)
+        {
+            runs.remove(run_id);
+        }
+    }
+
+    /// Runs with a tail on this replica (for tests and diagnostics).
+    pub fn watched(&self) -> usize {
+        self.runs.lock().map_or(0, |r| r.len())
+    }
+}
+
+/// An SSE frame of a logged event: its name, its JSON exactly as first streamed, its index as id.
+pub fn frame(event: &StoredEvent) -> Event {
+    Event::default().event(&event.event).data(&event.data).id(event.event_index.to_string())
+}
+
+/// What a tail needs: the stores, this replica's waiters, and the fallback poll.
+#[derive(Clone)]
+pub struct TailSource {
+    /// The job store holding the log.
+    pub jobs: Arc<dyn JobStore>,
+    /// The database holding the run (for the closing frame of a run that ended without one).
+    pub db: Arc<dyn Db>,
+    /// Wake-ups of this replica.
+    pub waiters: Arc<Waiters>,
+    /// Longest wait between two reads when nothing wakes the tail.
+    pub poll: Duration,
+}
+
+impl std::fmt::Debug for TailSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TailSource").field("poll", &self.poll).finish_non_exhaustive()
+    }
+}
+
+/// True when the job will write no more events: ended (or paused) and released by its worker.
+fn settled(status: JobStatus, locked_by: Option<&str>) -> bool {
+    matches!(status, JobStatus::Completed | JobStatus::Failed | JobStatus::Cancelled | JobStatus::Paused)
+        && locked_by.is_none()
+}
+
+/// The closing frame of a run whose log does not end with one (cancelled before it started, or
+/// its worker died): built from the stored run, without an id (it is not in the log).
+async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Event> {
+    let run = db.get_run(run_id, None).await.ok().flatten()?;
+    let (name, extra) = match run.status {
+        RunStatus::Cancelled => ("RunCancelled", json!({"reason": "the run was cancelled"})),
+        RunStatus::Error => ("RunError", json!({"content": run.content.clone().unwrap_or(Value::Null)})),
+        RunStatus::Completed => ("RunCompleted", json!({"content": run.content.clone().unwrap_or(Value::Null)})),
+        RunStatus::Paused => ("RunPaused", json!({"requirements": run.requirements.clone()})),
+        RunStatus::Pending | RunStatus::Running | RunStatus::Regenerated => return None,
+    };
+    let mut data = json!({
+        "event": name,
+        "run_id": run_id,
+        "session_id": run.session_id,
+        "agent_id": run.agent_id,
+        "created_at": agno_core::now_epoch_secs(),
+    });
+    if let (Value::Object(d), Value::Object(e)) = (&mut data, extra) {
+        d.extend(e);
+    }
+    Some(Event::default().event(name).data(data.to_string()))
+}
+
+/// Streams the events of `run_id` after index `after` (-1: from the start), then follows the
+/// log until the run's job settles. Ends early when the client goes away.
+pub fn tail(source: TailSource, run_id: String, after: i64) -> impl Stream<Item = Result<Event, Infallible>> {
+    let (tx, rx) = mpsc::channel::<Event>(64);
+    tokio::spawn(async move {
+        let mut wake = source.waiters.subscribe(&run_id);
+        follow(&source, &run_id, after, &tx, wake.as_mut()).await;
+        drop(wake);
+        source.waiters.release(&run_id);
+    });
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) })
+}
+
+async fn follow(
+    source: &TailSource,
+    run_id: &str,
+    mut after: i64,
+    tx: &mpsc::Sender<Event>,
+    mut wake: Option<&mut watch::Receiver<()>>,
+) {
+    // The event at `after` tells whether the client already saw the end.
+    let mut ended = match after {
+        a if a >= 0 => source
+            .jobs
+            .read_events(run_id, a - 1, 1)
+            .await
+            .ok()
+            .and_then(|v| v.into_iter().next())
+            .is_some_and(|e| e.event_index == a && e.ends_stream()),
+        _ => false,
+    };
+    loop {
+        if let Some(w) = wake.as_deref_mut() {
+            w.borrow_and_update();
+        }
+        // The job's state is read before the log: a settled job wrote its last event earlier.
+        let done = match source.jobs.get_job(run_id, None).await {
+            Ok(Some(job)) => settled(job.status, job.locked_by.as_deref()),
+            Ok(None) => true,
+            Err(e) => {
+                tracing::warn!(run = %run_id, error = %e, "tail: cannot read the job; retrying");
+                false
+            }
+        };
+        let batch = match source.jobs.read_events(run_id, after, PAGE).await {
+            Ok(batch) => batch,
+            Err(e) => {
+                tracing::warn!(run = %run_id, error = %e, "tail: cannot read the event log; retrying");
+                Vec::new()
+            }
+        };
+        let full = batch.len() == PAGE;
+        for event in batch {
+            after = event.event_index;
+            ended = event.ends_stream();
+            if tx.send(frame(&event)).await.is_err() {
+                return;
+            }
+        }
+        if full {
+            continue;
+        }
+        if done {
+            if !ended && let Some(last) = closing_frame(source.db.as_ref(), run_id).await {
+                let _ = tx.send(last).await;
+            }
+            return;
+        }
+        let changed = async {
+            match wake.as_deref_mut() {
+                Some(w) => {
+                    let _ = w.changed().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = changed => {}
+            () = tokio::time::sleep(source.poll) => {}
+            () = tx.closed() => return,
+        }
+    }
+}
