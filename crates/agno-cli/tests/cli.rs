@@ -504,3 +504,107 @@ async fn cancel_across_replicas(lock_grace_seconds: u32) {
     let _ = Command::new("kill").args(["-TERM", &b.id().to_string()]).status();
     b.wait().unwrap();
 }
+
+/// The SSE frames of a resume request on `port`, read to the end of the stream: `(id, event,
+/// data)`.
+async fn resume_frames(port: u16, run_id: &str, last_event_id: Option<&str>) -> Vec<(String, String, String)> {
+    use futures::StreamExt;
+    let mut req = reqwest::Client::new().post(format!("http://127.0.0.1:{port}/agents/slow/runs/{run_id}/resume"));
+    if let Some(id) = last_event_id {
+        req = req.header("Last-Event-ID", id);
+    }
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut stream = eventsource_stream::EventStream::new(resp.bytes_stream());
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while let Ok(Some(ev)) = tokio::time::timeout_at(deadline, stream.next()).await {
+        let ev = ev.unwrap();
+        out.push((ev.id, ev.event, ev.data));
+    }
+    assert!(tokio::time::Instant::now() < deadline, "the tail never ended: {out:?}");
+    out
+}
+
+/// A run executing on one replica is tailed from another through the database log alone; the
+/// executing replica is killed with `kill -9`; the survivor retries the run (attempt 2) and the
+/// same tail follows it to the end: event ids run on without a gap or a repeat, and a resume with
+/// `Last-Event-ID` from any replica yields exactly the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tail_on_another_replica_survives_the_kill_of_the_executing_one() {
+    let provider = FakeProvider::start().await.unwrap();
+    // The first attempt hangs in the model; the retry answers.
+    provider.push(Reply::Delayed(std::time::Duration::from_secs(600), Box::new(Reply::text("never"))));
+    provider.set_fallback(Some(Reply::text("answered by the survivor")));
+    let dir = std::env::temp_dir().join(format!("agno-tail-pg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema = postgres_schema("tail");
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"{}\"\n[queue]\nmax_attempts = 3\nlock_grace_seconds = 3\nretry_delay_seconds = 0\n\
+             poll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+            schema.url,
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let (a, port_a) = start_serve(&config).await;
+    let form =
+        reqwest::multipart::Form::new().text("message", "survive").text("stream", "false").text("background", "true");
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port_a}/agents/slow/runs"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let run_id = resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while provider.request_count() == 0 {
+        assert!(std::time::Instant::now() < deadline, "replica A never called the model");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // B tails the run A executes, from the start.
+    let (b, port_b) = start_serve(&config).await;
+    let tail = tokio::spawn({
+        let run_id = run_id.clone();
+        async move { resume_frames(port_b, &run_id, None).await }
+    });
+    // Wait until B's tail has seen attempt 1's first event, then kill A.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while reqwest::get(format!("http://127.0.0.1:{port_b}/queue/jobs/{run_id}"))
+        .await
+        .unwrap()
+        .json::<serde_json::Value>()
+        .await
+        .unwrap()["attempt"]
+        != 1
+    {
+        assert!(std::time::Instant::now() < deadline, "the run never started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let mut a = a;
+    a.kill().unwrap();
+    a.wait().unwrap();
+
+    let frames = tail.await.unwrap();
+    let ids: Vec<u64> = frames.iter().map(|(id, _, _)| id.parse().unwrap()).collect();
+    assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>(), "no gap and no repeat: {frames:?}");
+    let starts = frames.iter().filter(|(_, e, _)| e == "RunStarted").count();
+    assert_eq!(starts, 2, "attempt 1 (killed) and attempt 2 (retry) both in the log: {frames:?}");
+    assert_eq!(frames.last().map(|(_, e, _)| e.as_str()), Some("RunCompleted"), "{frames:?}");
+    assert_eq!(run_status(port_b, &run_id).await["status"], "COMPLETED");
+    let job: serde_json::Value =
+        reqwest::get(format!("http://127.0.0.1:{port_b}/queue/jobs/{run_id}")).await.unwrap().json().await.unwrap();
+    assert_eq!((job["status"].as_str(), job["attempt"].as_i64()), (Some("completed"), Some(2)));
+
+    // Any replica resumes after any event with exactly the rest.
+    let (_c, port_c) = start_serve(&config).await;
+    let k = ids.len() / 2;
+    let rest = resume_frames(port_c, &run_id, Some(&k.to_string())).await;
+    assert_eq!(rest, frames[k + 1..].to_vec());
+    drop(b);
+}
