@@ -1,0 +1,144 @@
+//! How long a cancel takes to stop a background run executing on another replica: two
+//! `agno serve` processes on one database, a run held in a model call on one of them, `POST
+//! .../cancel` sent to the other, and the time until the run is stored `CANCELLED` (which its own
+//! worker writes once the run has stopped). PostgreSQL carries the cancel by `NOTIFY`; SQLite
+//! (two processes on one file, no push) by each replica's 200 ms poll of cancelled jobs.
+//!
+//! Run: `cargo bench -p agno-cli --bench cancel` (PostgreSQL from `AGNO_BENCH_PG`, default
+//! `postgresql://postgres@127.0.0.1:5432/test?schema=agno_bench_cancel`; `AGNO_CANCEL_RUNS`
+//! cancels per database, default 100).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agno_testkit::{FakeProvider, Reply};
+use serde_json::Value;
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start(config: &std::path::Path) -> Server {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(env!("CARGO_BIN_EXE_agno"))
+        .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
+        .env("AGNO_LOG", "error")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !reqwest::get(format!("http://127.0.0.1:{port}/health")).await.is_ok_and(|r| r.status().is_success()) {
+        assert!(Instant::now() < deadline, "agno serve did not start");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Server { child, port }
+}
+
+async fn get(client: &reqwest::Client, url: String) -> Value {
+    client.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+fn ms(sorted: &[Duration], p: f64) -> f64 {
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1].as_secs_f64() * 1000.0
+}
+
+async fn measure(label: &str, db_url: &str, provider: &FakeProvider, dir: &std::path::Path, runs: usize) {
+    let config = dir.join(format!("{}.toml", label.trim()));
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"{db_url}\"\n[queue]\npoll_interval_ms = 50\nmax_concurrency = 64\n[[agents]]\nid = \"slow\"\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let replicas = [start(&config).await, start(&config).await];
+    let mut workers = Vec::new();
+    for r in &replicas {
+        let client = reqwest::Client::new();
+        workers.push(get(&client, format!("http://127.0.0.1:{}/queue/stats", r.port)).await["worker_id"].clone());
+    }
+    let client = reqwest::Client::new();
+    let mut took = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let submit_to = replicas[i % 2].port;
+        let form = reqwest::multipart::Form::new()
+            .text("message", format!("hold {i}"))
+            .text("stream", "false")
+            .text("background", "true");
+        let accepted: Value = client
+            .post(format!("http://127.0.0.1:{submit_to}/agents/slow/runs"))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let run_id = accepted["run_id"].as_str().unwrap().to_owned();
+        // Wait until a replica executes it, then cancel on the other one.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let owner = loop {
+            let job = get(&client, format!("http://127.0.0.1:{submit_to}/queue/jobs/{run_id}")).await;
+            if job["status"] == "running" && !job["locked_by"].is_null() {
+                break job["locked_by"].clone();
+            }
+            assert!(Instant::now() < deadline, "run {run_id} never started");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        let other = if workers[0] == owner { replicas[1].port } else { replicas[0].port };
+        let t0 = Instant::now();
+        let resp =
+            client.post(format!("http://127.0.0.1:{other}/agents/slow/runs/{run_id}/cancel")).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        loop {
+            let run = get(&client, format!("http://127.0.0.1:{other}/agents/slow/runs/{run_id}")).await;
+            if run["status"] == "CANCELLED" {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(120), "run {run_id} was never cancelled: {run}");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        took.push(t0.elapsed());
+    }
+    took.sort();
+    println!(
+        "  {label}: {runs} cancels from the other replica; stopped and stored CANCELLED after p50 {:.0} ms, p95 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        ms(&took, 0.50),
+        ms(&took, 0.95),
+        ms(&took, 0.99),
+        ms(&took, 1.0)
+    );
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let provider = FakeProvider::start().await.unwrap();
+        // Every model call hangs: the run is always inside it when the cancel comes.
+        provider.set_fallback(Some(Reply::Delayed(Duration::from_secs(3600), Box::new(Reply::text("never")))));
+        let runs = std::env::var("AGNO_CANCEL_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(100);
+        let dir = std::env::temp_dir().join(format!("agno-bench-cancel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        println!(
+            "Cross-replica cancel of a background run held in a model call (2 agno serve processes, one database)"
+        );
+        let pg = std::env::var("AGNO_BENCH_PG")
+            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test?schema=agno_bench_cancel".to_owned());
+        measure("PostgreSQL (NOTIFY)", &pg, &provider, &dir, runs).await;
+        let sqlite = format!("sqlite://{}", dir.join("cancel.db").display());
+        measure("SQLite (poll)      ", &sqlite, &provider, &dir, runs).await;
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
