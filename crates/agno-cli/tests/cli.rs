@@ -488,9 +488,14 @@ async fn cancel_across_replicas(lock_grace_seconds: u32) {
         .await
         .unwrap();
     assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
-    assert_eq!(run_status(port_b, &run_id).await["status"], "CANCELLED");
+    // A's worker stops the run and records it CANCELLED (with what it had produced).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while run_status(port_b, &run_id).await["status"] != "CANCELLED" {
+        assert!(std::time::Instant::now() < deadline, "the run was never stopped");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 
-    // A notices through its lease and stops the run, so it shuts down without waiting for it.
+    // A noticed (through the notification or its lease) and stopped the run and stops the run, so it shuts down without waiting for it.
     let _ = Command::new("kill").args(["-TERM", &a.id().to_string()]).status();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     while a.try_wait().unwrap().is_none() {
@@ -607,4 +612,152 @@ async fn a_tail_on_another_replica_survives_the_kill_of_the_executing_one() {
     let rest = resume_frames(port_c, &run_id, Some(&k.to_string())).await;
     assert_eq!(rest, frames[k + 1..].to_vec());
     drop(b);
+}
+
+/// A Redis server of the test's own (so stopping it disturbs nothing else), killed on drop.
+struct PrivateRedis {
+    child: std::process::Child,
+    url: String,
+}
+
+impl PrivateRedis {
+    async fn start() -> Self {
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server (Debian package redis-server) must be installed");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "redis-server did not start");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        Self { child, url: format!("redis://127.0.0.1:{port}") }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two processes on one SQLite file with Redis coordination; returns them (the one executing
+/// `run_id` first) after submitting a background run.
+async fn sqlite_pair_with_redis(
+    dir: &std::path::Path,
+    redis: &str,
+    poll_ms: u64,
+    provider: &FakeProvider,
+) -> ((Served, u16), (Served, u16), String) {
+    let config = dir.join(format!("agentos-{poll_ms}.toml"));
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"sqlite://{}\"\n[queue]\npoll_interval_ms = {poll_ms}\nredis = \"{redis}\"\n\
+             [[agents]]\nid = \"slow\"\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+            dir.join(format!("os-{poll_ms}.db")).display(),
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let first = start_serve(&config).await;
+    let second = start_serve(&config).await;
+    let form = reqwest::multipart::Form::new()
+        .text("message", "coordinate")
+        .text("stream", "false")
+        .text("background", "true");
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{}/agents/slow/runs", first.1))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let run_id = resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned();
+    let json = |port: u16, path: String| async move {
+        reqwest::get(format!("http://127.0.0.1:{port}{path}")).await.unwrap().json::<serde_json::Value>().await.unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let owner = loop {
+        let job = json(first.1, format!("/queue/jobs/{run_id}")).await;
+        if !job["locked_by"].is_null() {
+            break job["locked_by"].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "nobody claimed the run");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    if json(first.1, "/queue/stats".to_owned()).await["worker_id"] == owner {
+        (first, second, run_id)
+    } else {
+        (second, first, run_id)
+    }
+}
+
+/// With Redis, a tail on another process of a shared SQLite file follows the run at once even
+/// though its poll is a minute: the events' wake-ups travel through Redis (without them this test
+/// misses its deadline).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_carries_event_wakeups_between_processes() {
+    let redis = PrivateRedis::start().await;
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("coordinated")));
+    provider.set_latency(std::time::Duration::from_millis(1500));
+    let dir = std::env::temp_dir().join(format!("agno-redis-wake-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (_owner, (_other, other_port), run_id) = sqlite_pair_with_redis(&dir, &redis.url, 60_000, &provider).await;
+    let started = std::time::Instant::now();
+    let frames = resume_frames(other_port, &run_id, None).await;
+    assert_eq!(frames.last().map(|(_, e, _)| e.as_str()), Some("RunCompleted"), "{frames:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "the tail waited for its poll");
+    assert_eq!(run_status(other_port, &run_id).await["status"], "COMPLETED");
+}
+
+/// Redis is coordination, never truth: stopped in the middle of a run that another process
+/// tails, the run completes, the tail falls back to the database and ends, a resume with
+/// `Last-Event-ID` yields exactly the rest, and new submissions still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_completes_and_resumes_from_the_db_when_redis_stops_mid_stream() {
+    let mut redis = PrivateRedis::start().await;
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("despite redis")));
+    provider.set_latency(std::time::Duration::from_millis(1500));
+    let dir = std::env::temp_dir().join(format!("agno-redis-down-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ((_owner, owner_port), (_other, other_port), run_id) =
+        sqlite_pair_with_redis(&dir, &redis.url, 200, &provider).await;
+    let tail = tokio::spawn({
+        let run_id = run_id.clone();
+        async move { resume_frames(other_port, &run_id, None).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    redis.child.kill().unwrap();
+    redis.child.wait().unwrap();
+
+    let frames = tail.await.unwrap();
+    assert_eq!(frames.last().map(|(_, e, _)| e.as_str()), Some("RunCompleted"), "{frames:?}");
+    let ids: Vec<u64> = frames.iter().map(|(id, _, _)| id.parse().unwrap()).collect();
+    assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>());
+    assert_eq!(run_status(other_port, &run_id).await["status"], "COMPLETED");
+    let rest = resume_frames(owner_port, &run_id, Some("0")).await;
+    assert_eq!(rest, frames[1..].to_vec(), "the log in the database is whole");
+
+    // Without Redis, a new submission is still accepted and completed.
+    let form =
+        reqwest::multipart::Form::new().text("message", "after").text("stream", "false").text("background", "true");
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{other_port}/agents/slow/runs"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    let next = resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while run_status(other_port, &next).await["status"] != "COMPLETED" {
+        assert!(std::time::Instant::now() < deadline, "the run after Redis stopped never completed");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

@@ -36,6 +36,9 @@ pub enum StartError {
     /// The auth settings are unusable.
     #[error("invalid [auth]: {0}")]
     Auth(String),
+    /// The queue settings are unusable.
+    #[error("invalid [queue]: {0}")]
+    Queue(String),
 }
 
 fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
@@ -139,10 +142,10 @@ impl AgentOs {
             None => (None, None, None),
         };
         let agents = config.agents.iter().map(|spec| build_agent(spec, db.clone())).collect::<Result<Vec<_>, _>>()?;
-        let queue = migrate
-            .clone()
-            .and_then(|m| m.job_store())
-            .map(|store| crate::queue::Queue::new(store, config.queue.clone()));
+        let queue = match migrate.clone().and_then(|m| m.job_store()) {
+            Some(store) => Some(crate::queue::Queue::new(store, config.queue.clone()).map_err(StartError::Queue)?),
+            None => None,
+        };
         let db_id = config.db.as_ref().and_then(|d| d.id.clone()).unwrap_or_else(|| "default".to_owned());
         let state = AppState {
             os_id: config.os.id.as_str().into(),

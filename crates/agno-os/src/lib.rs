@@ -18,6 +18,7 @@
 pub mod app;
 pub mod auth;
 pub mod config;
+pub mod coordination;
 pub mod error;
 pub mod form;
 pub mod queue;

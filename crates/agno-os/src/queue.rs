@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agno_core::{
-    AgentSession, Job, JobOutcome, JobStatus, JobStore, RunEvent, RunInput, RunOutput, RunRequirement, RunStatus,
-    StateUpdate, StoredEvent, now_epoch_secs,
+    AgentSession, Job, JobOutcome, JobSignal, JobStatus, JobStore, RunEvent, RunInput, RunOutput, RunRequirement,
+    RunStatus, StateUpdate, StoredEvent, now_epoch_secs,
 };
 use agno_runtime::{Agent, ContinueRequest, RunError, RunRequest, RunStream};
 use futures::StreamExt;
@@ -43,9 +43,21 @@ pub struct QueueSettings {
     /// Longest a run may execute before it is cancelled and failed.
     #[serde(default = "default_timeout")]
     pub timeout_seconds: u64,
-    /// How often idle workers look for work, in milliseconds (local submissions wake them at once).
+    /// How often idle workers look for work and tails read the event log without a push, in
+    /// milliseconds (local submissions and writes wake them at once).
     #[serde(default = "default_poll")]
     pub poll_interval_ms: u64,
+    /// Optional Redis (`redis://host:6379`) carrying wake-ups and cancels between replicas at
+    /// once, on any database; never the truth (see [`crate::coordination`]).
+    #[serde(default)]
+    pub redis: Option<String>,
+    /// The Redis pub/sub channel of this deployment's replicas.
+    #[serde(default = "default_channel")]
+    pub redis_channel: String,
+}
+
+fn default_channel() -> String {
+    "agno:queue".to_owned()
 }
 
 fn default_concurrency() -> usize {
@@ -80,6 +92,8 @@ impl Default for QueueSettings {
             retry_delay_seconds: default_retry_delay(),
             timeout_seconds: default_timeout(),
             poll_interval_ms: default_poll(),
+            redis: None,
+            redis_channel: default_channel(),
         }
     }
 }
@@ -99,18 +113,54 @@ pub struct Queue {
     pub waiters: Arc<crate::tail::Waiters>,
     /// Durations of this replica's successful claims.
     pub claims: Arc<ClaimTimes>,
+    /// Redis coordination, when configured.
+    pub coordination: Option<Arc<crate::coordination::Coordination>>,
 }
 
 impl Queue {
     /// A queue over `store` with a fresh worker id.
-    pub fn new(store: Arc<dyn JobStore>, settings: QueueSettings) -> Self {
-        Self {
+    ///
+    /// # Errors
+    /// A `[queue] redis` URL Redis does not accept.
+    pub fn new(store: Arc<dyn JobStore>, settings: QueueSettings) -> Result<Self, String> {
+        let coordination = match &settings.redis {
+            Some(url) => Some(Arc::new(crate::coordination::Coordination::new(url, &settings.redis_channel)?)),
+            None => None,
+        };
+        Ok(Self {
             store,
             settings: Arc::new(settings),
             wake: Arc::new(Notify::new()),
             worker_id: format!("worker-{}", &agno_core::new_id()[..8]).into(),
             waiters: Arc::default(),
             claims: Arc::default(),
+            coordination,
+        })
+    }
+
+    /// Tells the other replicas (through Redis, when configured) that something happened to a
+    /// job; in the background, never failing the caller.
+    pub fn announce(&self, signal: JobSignal) {
+        if let Some(c) = &self.coordination {
+            let c = c.clone();
+            tokio::spawn(async move { c.publish(&signal).await });
+        }
+    }
+
+    /// Acts on a hint from another replica (PostgreSQL `NOTIFY` or Redis).
+    pub fn on_signal(&self, signal: JobSignal) {
+        match signal {
+            JobSignal::Claimable(id) => {
+                self.wake.notify_one();
+                self.waiters.wake(&id);
+            }
+            JobSignal::Cancelled(id) => {
+                if Agent::cancel_run(&id) {
+                    tracing::info!(run = %id, "cancelled on request of another replica");
+                }
+                self.waiters.wake(&id);
+            }
+            JobSignal::Events(id) => self.waiters.wake(&id),
         }
     }
 }
@@ -350,7 +400,10 @@ impl EventLog {
         }
         let q = &self.queue;
         match q.store.append_events(&self.job_id, &q.worker_id, self.attempt, &self.buffer).await {
-            Ok(true) => q.waiters.wake(&self.job_id),
+            Ok(true) => {
+                q.waiters.wake(&self.job_id);
+                q.announce(JobSignal::Events(self.job_id.clone()));
+            }
             Ok(false) => {
                 tracing::warn!(job = %self.job_id, attempt = self.attempt, "claim lost: stopping the run");
                 self.fenced_out = true;
@@ -498,6 +551,7 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
         Err(e) => tracing::error!(job = %job.id, error = %e, "cannot record the job's outcome"),
     }
     queue.waiters.wake(&job.id);
+    queue.announce(JobSignal::Events(job.id.clone()));
 }
 
 /// Marks the runs of swept jobs `ERROR` with the reason.
@@ -550,17 +604,7 @@ fn listen(queue: Queue, stop: CancellationToken) {
             tokio::select! {
                 () = stop.cancelled() => break,
                 signal = signals.next() => match signal {
-                    Some(agno_core::JobSignal::Claimable(id)) => {
-                        queue.wake.notify_one();
-                        queue.waiters.wake(&id);
-                    }
-                    Some(agno_core::JobSignal::Cancelled(id)) => {
-                        if Agent::cancel_run(&id) {
-                            tracing::info!(run = %id, "cancelled on request of another replica");
-                        }
-                        queue.waiters.wake(&id);
-                    }
-                    Some(agno_core::JobSignal::Events(id)) => queue.waiters.wake(&id),
+                    Some(signal) => queue.on_signal(signal),
                     None => {
                         tracing::warn!("job notifications ended; workers poll");
                         break;
@@ -602,6 +646,10 @@ async fn watch_cancels(queue: Queue, stop: CancellationToken) {
 /// keep going and are awaited by the caller's drain).
 pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
     listen(queue.clone(), stop.clone());
+    if let Some(c) = queue.coordination.clone() {
+        let q = queue.clone();
+        c.subscribe(stop.clone(), move |signal| q.on_signal(signal));
+    }
     tokio::spawn(async move {
         let permits = Arc::new(Semaphore::new(queue.settings.max_concurrency.max(1)));
         let poll = Duration::from_millis(queue.settings.poll_interval_ms.max(10));
