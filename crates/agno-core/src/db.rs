@@ -745,6 +745,14 @@ pub trait JobStore: Send + Sync {
     /// A [`DbError`].
     async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>>;
 
+    /// Deletes ended jobs (`completed`, `failed`, `cancelled`, released by their worker) that
+    /// ended at or before `before`, with their event logs; paused jobs are exempt (they wait for
+    /// a human). Returns how many jobs were removed.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn cleanup_jobs(&self, before: i64) -> DbResult<u64>;
+
     /// Queues a paused job again under the same id (a HITL continue): the continuation goes
     /// into `payload["continue"]` (replacing an earlier one) and exactly one more attempt is
     /// granted. A job already queued or running is left alone (`Attach`); an ended one is a

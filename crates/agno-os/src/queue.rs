@@ -47,6 +47,10 @@ pub struct QueueSettings {
     /// milliseconds (local submissions and writes wake them at once).
     #[serde(default = "default_poll")]
     pub poll_interval_ms: u64,
+    /// Ended jobs (and their event logs) older than this are deleted, hourly (paused ones are
+    /// kept).
+    #[serde(default = "default_retention")]
+    pub retention_seconds: i64,
     /// Optional Redis (`redis://host:6379`) carrying wake-ups and cancels between replicas at
     /// once, on any database; never the truth (see [`crate::coordination`]).
     #[serde(default)]
@@ -54,6 +58,10 @@ pub struct QueueSettings {
     /// The Redis pub/sub channel of this deployment's replicas.
     #[serde(default = "default_channel")]
     pub redis_channel: String,
+}
+
+fn default_retention() -> i64 {
+    86_400
 }
 
 fn default_channel() -> String {
@@ -92,6 +100,7 @@ impl Default for QueueSettings {
             retry_delay_seconds: default_retry_delay(),
             timeout_seconds: default_timeout(),
             poll_interval_ms: default_poll(),
+            retention_seconds: default_retention(),
             redis: None,
             redis_channel: default_channel(),
         }
@@ -655,7 +664,17 @@ pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::t
         let poll = Duration::from_millis(queue.settings.poll_interval_ms.max(10));
         let sweep_every = Duration::from_secs(u64::try_from(queue.settings.lock_grace_seconds.max(2) / 2).unwrap_or(1));
         let mut next_sweep = tokio::time::Instant::now();
+        let mut next_cleanup = tokio::time::Instant::now();
         loop {
+            if tokio::time::Instant::now() >= next_cleanup {
+                let before = now_epoch_secs() - queue.settings.retention_seconds.max(1);
+                match queue.store.cleanup_jobs(before).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(jobs = n, "removed ended background jobs past retention_seconds"),
+                    Err(e) => tracing::warn!(error = %e, "job retention cleanup failed"),
+                }
+                next_cleanup = tokio::time::Instant::now() + Duration::from_secs(3600);
+            }
             if tokio::time::Instant::now() >= next_sweep {
                 match queue.store.sweep_jobs(queue.settings.lock_grace_seconds, now_epoch_secs(), LOST_WORKER).await {
                     Ok(swept) if !swept.is_empty() => {

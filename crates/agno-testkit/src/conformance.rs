@@ -1286,6 +1286,19 @@ pub async fn jobs_event_log_is_fenced<D: JobStore + ?Sized>(db: Arc<D>) {
     assert!(!db.append_events("ev", "b", 2, &[event(6, 2, "RunContent")]).await.expect("append after end"));
     assert!(db.read_events("ev", 5, 10).await.expect("read").is_empty());
     assert!(db.read_events("ev", -1, 100).await.expect("read").last().is_some_and(agno_core::StoredEvent::ends_stream));
+
+    // Retention: ended jobs older than the cutoff go with their logs; paused jobs stay.
+    db.enqueue_job(&job("waits", None, None, 2), 0).await.expect("enqueue");
+    let w = db.claim_job("c", 60, now + 70).await.expect("claim").expect("waits");
+    let paused = JobOutcome::Settled(JobStatus::Paused, None);
+    assert!(db.append_events("waits", "c", w.attempt, &[event(0, 1, "RunPaused")]).await.expect("append"));
+    assert!(db.finish_job("waits", "c", w.attempt, &paused, now + 71).await.expect("pause"));
+    assert_eq!(db.cleanup_jobs(now + 62).await.expect("cleanup"), 0, "ev ended after the cutoff");
+    assert_eq!(db.cleanup_jobs(now + 1_000).await.expect("cleanup"), 1);
+    assert!(db.get_job("ev", None).await.expect("get").is_none());
+    assert!(db.read_events("ev", -1, 10).await.expect("read").is_empty(), "its log went with it");
+    assert_eq!(db.get_job("waits", None).await.expect("get").map(|j| j.status), Some(JobStatus::Paused));
+    assert_eq!(db.read_events("waits", -1, 10).await.expect("read").len(), 1);
 }
 
 /// A paused job continues under the same id: queued again with the continuation in its payload and

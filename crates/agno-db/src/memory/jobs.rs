@@ -250,6 +250,25 @@ impl JobStore for InMemoryDb {
         Ok(self.lock()?.events.get(run_id).and_then(|log| log.last()).map(|e| e.event_index))
     }
 
+    async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
+        let mut tables = self.lock()?;
+        let old: Vec<String> = tables
+            .jobs
+            .values()
+            .filter(|j| {
+                matches!(j.status, JobStatus::Completed | JobStatus::Failed | JobStatus::Cancelled)
+                    && j.locked_by.is_none()
+                    && j.completed_at.is_some_and(|t| t <= before)
+            })
+            .map(|j| j.id.clone())
+            .collect();
+        for id in &old {
+            tables.jobs.remove(id);
+            tables.events.remove(id);
+        }
+        Ok(old.len() as u64)
+    }
+
     async fn continue_job(&self, job_id: &str, continuation: &serde_json::Value, now: i64) -> DbResult<Continued> {
         let mut tables = self.lock()?;
         let Some(job) = tables.jobs.get_mut(job_id) else { return Ok(Continued::Conflict(None)) };

@@ -498,6 +498,23 @@ impl JobStore for PostgresDb {
             .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))
     }
 
+    async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
+        let t = self.tables();
+        let sql = format!(
+            "WITH gone AS (DELETE FROM {} WHERE status IN ('completed', 'failed', 'cancelled') \
+             AND locked_by IS NULL AND completed_at IS NOT NULL AND completed_at <= $1 RETURNING id), \
+             logs AS (DELETE FROM {} e USING gone WHERE e.run_id = gone.id) SELECT count(*) FROM gone",
+            self.qualified(&t.jobs),
+            self.qualified(&t.events)
+        );
+        let removed: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(before)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| db_error("cannot clean up old jobs", e))?;
+        Ok(u64::try_from(removed).unwrap_or_default())
+    }
+
     async fn continue_job(&self, job_id: &str, continuation: &Value, now: i64) -> DbResult<Continued> {
         let what = format!("cannot continue job {job_id}");
         let t = self.qualified(&self.tables().jobs);

@@ -451,6 +451,30 @@ impl JobStore for SqliteDb {
         Ok(rows.into_iter().next().flatten())
     }
 
+    async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
+        let t = self.tables();
+        let old = format!(
+            "SELECT id FROM {} WHERE status IN ('completed', 'failed', 'cancelled') AND locked_by IS NULL \
+             AND completed_at IS NOT NULL AND completed_at <= ?",
+            t.jobs
+        );
+        let _turn = self.write_turn().await;
+        let mut tx =
+            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot begin a cleanup", e))?;
+        sqlx::query(AssertSqlSafe(format!("DELETE FROM {} WHERE run_id IN ({old})", t.events)))
+            .bind(before)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error("cannot delete old event logs", e))?;
+        let done = sqlx::query(AssertSqlSafe(format!("DELETE FROM {} WHERE id IN ({old})", t.jobs)))
+            .bind(before)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| db_error("cannot delete old jobs", e))?;
+        tx.commit().await.map_err(|e| db_error("cannot clean up old jobs", e))?;
+        Ok(done.rows_affected())
+    }
+
     async fn continue_job(&self, job_id: &str, continuation: &Value, now: i64) -> DbResult<Continued> {
         let t = &self.tables().jobs;
         let _turn = self.write_turn().await;
