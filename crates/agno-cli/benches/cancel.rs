@@ -1,5 +1,6 @@
 //! How long a cancel takes to stop a background run executing on another replica: two
-//! `agno serve` processes on one database, a run held in a model call on one of them, `POST
+//! `agno serve` processes on one database, a run held in a model call (or in a tool call running
+//! `sleep 60`) on one of them, `POST
 //! .../cancel` sent to the other, and the time until the run is stored `CANCELLED` (which its own
 //! worker writes once the run has stopped). PostgreSQL carries the cancel by `NOTIFY`; SQLite
 //! (two processes on one file, no push) by each replica's 200 ms poll of cancelled jobs.
@@ -53,17 +54,32 @@ fn ms(sorted: &[Duration], p: f64) -> f64 {
 }
 
 async fn measure(label: &str, db_url: &str, provider: &FakeProvider, dir: &std::path::Path, runs: usize) {
-    let config = dir.join(format!("{}.toml", label.trim()));
+    let config = dir.join(format!("{}.toml", label.split_whitespace().next().unwrap_or("db")));
+    let model = format!(
+        "model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}",
+        provider.base_url()
+    );
     std::fs::write(
         &config,
         format!(
-            "[db]\nurl = \"{db_url}\"\n[queue]\npoll_interval_ms = 50\nmax_concurrency = 64\n[[agents]]\nid = \"slow\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
-            provider.base_url()
+            "[db]\nurl = \"{db_url}\"\n[queue]\npoll_interval_ms = 50\nmax_concurrency = 64\n\
+             [[agents]]\nid = \"slow\"\n{model}\n\
+             [[agents]]\nid = \"tooling\"\n{model}\ntools = [{{ toolkit = \"shell\", run_shell_command = true }}]\n"
         ),
     )
     .unwrap();
-    let replicas = [start(&config).await, start(&config).await];
+    // Held in a model call that never answers, then in a tool call (`sleep 60`).
+    provider.set_fallback(Some(Reply::Delayed(Duration::from_secs(3600), Box::new(Reply::text("never")))));
+    cancels(&format!("{label}, in a model call"), &config, "slow", runs).await;
+    provider.set_fallback(Some(Reply::ToolCalls {
+        content: None,
+        calls: vec![("run_shell_command".to_owned(), r#"{"args": ["sleep", "60"]}"#.to_owned())],
+    }));
+    cancels(&format!("{label}, in a tool call "), &config, "tooling", runs).await;
+}
+
+async fn cancels(label: &str, config: &std::path::Path, agent: &str, runs: usize) {
+    let replicas = [start(config).await, start(config).await];
     let mut workers = Vec::new();
     for r in &replicas {
         let client = reqwest::Client::new();
@@ -78,7 +94,7 @@ async fn measure(label: &str, db_url: &str, provider: &FakeProvider, dir: &std::
             .text("stream", "false")
             .text("background", "true");
         let accepted: Value = client
-            .post(format!("http://127.0.0.1:{submit_to}/agents/slow/runs"))
+            .post(format!("http://127.0.0.1:{submit_to}/agents/{agent}/runs"))
             .multipart(form)
             .send()
             .await
@@ -100,10 +116,10 @@ async fn measure(label: &str, db_url: &str, provider: &FakeProvider, dir: &std::
         let other = if workers[0] == owner { replicas[1].port } else { replicas[0].port };
         let t0 = Instant::now();
         let resp =
-            client.post(format!("http://127.0.0.1:{other}/agents/slow/runs/{run_id}/cancel")).send().await.unwrap();
+            client.post(format!("http://127.0.0.1:{other}/agents/{agent}/runs/{run_id}/cancel")).send().await.unwrap();
         assert_eq!(resp.status(), 200);
         loop {
-            let run = get(&client, format!("http://127.0.0.1:{other}/agents/slow/runs/{run_id}")).await;
+            let run = get(&client, format!("http://127.0.0.1:{other}/agents/{agent}/runs/{run_id}")).await;
             if run["status"] == "CANCELLED" {
                 break;
             }
@@ -126,14 +142,10 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let provider = FakeProvider::start().await.unwrap();
-        // Every model call hangs: the run is always inside it when the cancel comes.
-        provider.set_fallback(Some(Reply::Delayed(Duration::from_secs(3600), Box::new(Reply::text("never")))));
         let runs = std::env::var("AGNO_CANCEL_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(100);
         let dir = std::env::temp_dir().join(format!("agno-bench-cancel-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        println!(
-            "Cross-replica cancel of a background run held in a model call (2 agno serve processes, one database)"
-        );
+        println!("Cross-replica cancel of a background run (2 agno serve processes, one database)");
         let pg = std::env::var("AGNO_BENCH_PG")
             .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test?schema=agno_bench_cancel".to_owned());
         measure("PostgreSQL (NOTIFY)", &pg, &provider, &dir, runs).await;
