@@ -159,6 +159,8 @@ async fn no_route_leaks_or_touches_another_users_data() {
         os.delete(&format!("/memories/{}", alice.memory), b).await,
         os.patch_json(&format!("/eval-runs/{}", alice.eval), &json!({"name": "pwned"}), b).await,
         os.post_form(&format!("/agents/calc/runs/{}/cancel", alice.run), &[], b).await,
+        os.post_form(&format!("/agents/calc/runs/{}/resume", alice.run), &[], b).await,
+        os.post_form(&format!("/agents/calc/runs/{}/resume", alice.run), &[("session_id", &alice.session)], b).await,
         os.post_form(
             &format!("/agents/guarded/runs/{}/continue", alice.paused),
             &[("tools", "[]"), ("stream", "false")],
