@@ -389,10 +389,7 @@ struct EventLog {
 impl EventLog {
     fn push(&mut self, event: &RunEvent) {
         let Ok(data) = serde_json::to_string(event) else { return };
-        let name = serde_json::from_str::<Value>(&data)
-            .ok()
-            .and_then(|v| v.get("event").and_then(Value::as_str).map(str::to_owned))
-            .unwrap_or_else(|| "message".to_owned());
+        let name = event.name().to_owned();
         self.buffer.push(StoredEvent {
             event_index: event.event_index.and_then(|i| i64::try_from(i).ok()).unwrap_or_default(),
             attempt: self.attempt,
