@@ -13,7 +13,7 @@
 //! recreated), `AGNO_CHAOS_RUNS` (1000), `AGNO_CHAOS_MAX_ATTEMPTS` (3; 1 shows runs of killed
 //! replicas ending in ERROR), `AGNO_CHAOS_RATE` (submissions per second, 50),
 //! `AGNO_CHAOS_LATENCY_MS` (fake model latency, 200: about ten runs are executing when a kill
-//! lands), `AGNO_CHAOS_CLIENTS` (16), `AGNO_CHAOS_SEED`.
+//! lands), `AGNO_CHAOS_CLIENTS` (16), `AGNO_CHAOS_SEED`, `AGNO_BIN` (the `agno` binary to run).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -29,6 +29,12 @@ use futures::StreamExt;
 const REPLICAS: usize = 3;
 const LOCK_GRACE_SECONDS: u64 = 3;
 const AGENT: &str = "chaos";
+
+/// The `agno` binary: `AGNO_BIN` when set (a private copy: the shared target directory's
+/// `release/agno` is rebuilt by whichever worktree built last), else the one Cargo built.
+fn agno_bin() -> String {
+    std::env::var("AGNO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_agno").to_owned())
+}
 
 /// A flag (`--name value` or `--name=value`), else an environment variable, else the default.
 fn setting<T: std::str::FromStr>(args: &[String], flag: &str, env: &str, default: T) -> T {
@@ -199,7 +205,7 @@ impl Cluster {
             .append(true)
             .open(self.logs.join(format!("replica-{index}.log")))
             .unwrap();
-        Command::new(env!("CARGO_BIN_EXE_agno"))
+        Command::new(agno_bin())
             .args(["serve", "--config", self.config.to_str().unwrap(), "--port", &port.to_string()])
             .env("AGNO_LOG", "warn")
             .env("NO_COLOR", "1")
@@ -409,7 +415,7 @@ async fn chaos(settings: &Settings) -> bool {
          kill -9 of a random replica every 2-4 s, seed {seed}",
         pg.url
     );
-    println!("  replica logs: {}", dir.display());
+    println!("  agno binary: {}; replica logs: {}", agno_bin(), dir.display());
 
     let client = reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
     let cluster = Arc::new(Cluster {
