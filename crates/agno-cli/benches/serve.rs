@@ -2,8 +2,14 @@
 //! process, an agent on the fake OpenAI server (1 ms latency), SQLite storage, clients on
 //! loopback. Prints startup time, `GET /health` rate, non-streaming and streaming run rates and
 //! latencies at 1/8/32 concurrent clients, and the server's RSS, beside Python AgentOS 3.1.10.
+//! Then durable background runs at concurrency 8/32/128 on SQLite and (with `AGNO_BENCH_PG`) on
+//! PostgreSQL: accept rate, end-to-end runs/s (accepted -> all COMPLETED), the claim latency the
+//! server reports, and PostgreSQL statements (or transactions) per run.
 //!
-//! Run: `cargo bench -p agno-cli --bench serve`.
+//! Run: `cargo bench -p agno-cli --bench serve`; for PostgreSQL add
+//! `AGNO_BENCH_PG=postgresql://postgres@127.0.0.1:5432/agno_bench?schema=agno_bench_queue` (the
+//! schema is dropped and recreated per row; a database of its own keeps other clients out of the
+//! statement counts).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::process::{Child, Command, Stdio};
@@ -12,6 +18,12 @@ use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
 use futures::StreamExt;
+
+/// The `agno` binary: `AGNO_BIN` when set (a private copy: the shared target directory's
+/// `release/agno` is rebuilt by whichever worktree built last), else the one Cargo built.
+fn agno_bin() -> String {
+    std::env::var("AGNO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_agno").to_owned())
+}
 
 fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -50,7 +62,7 @@ impl Drop for Server {
 async fn start_server(config: &std::path::Path) -> (Server, Duration) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let started = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_agno"))
+    let child = Command::new(agno_bin())
         .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
         .env("AGNO_LOG", "error")
         .stderr(Stdio::null())
@@ -142,11 +154,91 @@ async fn run_once(client: reqwest::Client, url: String, i: usize, stream: bool) 
     (started.elapsed(), first)
 }
 
-/// Durable background runs: `total` submissions from `concurrency` clients (accept latency and
-/// rate), then the time until every run is COMPLETED.
-async fn background(config: &std::path::Path, label: &str, concurrency: usize, total: usize) {
+/// The PostgreSQL database of the background figures, read with `psql` (its URL without
+/// `?schema=`), and how it counts work: `pg_stat_statements` when the extension is loaded, else
+/// committed transactions from `pg_stat_database`.
+#[derive(Clone)]
+struct PgTarget {
+    conn: String,
+    schema: String,
+    statements: bool,
+}
+
+impl PgTarget {
+    fn new(url: &str) -> PgTarget {
+        let (conn, query) = url.split_once('?').unwrap_or((url, ""));
+        let schema = query.split('&').find_map(|kv| kv.strip_prefix("schema=")).unwrap_or("public").to_owned();
+        assert!(schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "schema {schema:?}");
+        let mut pg = PgTarget { conn: conn.to_owned(), schema, statements: false };
+        pg.statements = pg.try_query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").is_some()
+            && pg.try_query(&pg.counter_sql(true)).is_some();
+        pg
+    }
+
+    fn psql(&self, sql: &str) -> Result<String, String> {
+        let out = Command::new("psql")
+            .args([self.conn.as_str(), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .map_err(|e| format!("cannot run psql: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    fn try_query(&self, sql: &str) -> Option<String> {
+        self.psql(sql).ok()
+    }
+
+    fn query(&self, sql: &str) -> String {
+        self.psql(sql).map_err(|e| format!("psql failed on {sql}: {e}")).unwrap()
+    }
+
+    fn counter_sql(&self, statements: bool) -> String {
+        if statements {
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                .to_owned()
+        } else {
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()".to_owned()
+        }
+    }
+
+    /// Statements (or transactions) run in this database so far.
+    fn counter(&self) -> u64 {
+        self.query(&self.counter_sql(self.statements)).parse().unwrap()
+    }
+
+    fn counter_name(&self) -> &'static str {
+        if self.statements {
+            "statements/run (pg_stat_statements, BEGIN/COMMIT included)"
+        } else {
+            "transactions/run (pg_stat_database.xact_commit; pg_stat_statements is not loaded)"
+        }
+    }
+
+    fn recreate_schema(&self) {
+        self.query(&format!("DROP SCHEMA IF EXISTS \"{0}\" CASCADE; CREATE SCHEMA \"{0}\"", self.schema));
+    }
+
+    fn completed_jobs(&self) -> u64 {
+        let sql = format!("SELECT count(*) FROM \"{}\".agno_jobs WHERE status = 'completed'", self.schema);
+        self.try_query(&sql).and_then(|n| n.parse().ok()).unwrap_or(0)
+    }
+}
+
+/// Durable background runs: `total` submissions from `concurrency` clients to a server with
+/// `max_concurrency = concurrency` (accept latency and rate), then the time until every run is
+/// COMPLETED; the claim latency the server reports; on PostgreSQL, the statements (or
+/// transactions) per run, the bench's own polls subtracted (server startup included).
+async fn background(config: &std::path::Path, label: &str, concurrency: usize, total: usize, pg: Option<&PgTarget>) {
+    let before = pg.map(|pg| {
+        pg.recreate_schema();
+        pg.counter()
+    });
     let (server, _) = start_server(config).await;
-    let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+    let client = reqwest::Client::builder().pool_max_idle_per_host(256).build().unwrap();
     let url = format!("{}/agents/bench/runs", server.base);
     let started = Instant::now();
     let accept = {
@@ -168,24 +260,51 @@ async fn background(config: &std::path::Path, label: &str, concurrency: usize, t
         })
         .await
     };
+    // On PostgreSQL the wait reads the database (one statement per poll, subtracted below)
+    // rather than /queue/stats, whose per-status counts would weigh on the per-run figure.
     let stats_url = format!("{}/queue/stats", server.base);
+    let mut polls = 0_u64;
     loop {
-        let stats: serde_json::Value = client.get(&stats_url).send().await.unwrap().json().await.unwrap();
-        if stats["jobs"]["completed"].as_u64() == Some(total as u64) {
+        let completed = match pg {
+            Some(pg) => {
+                polls += 1;
+                let pg = pg.clone();
+                tokio::task::spawn_blocking(move || pg.completed_jobs()).await.unwrap()
+            }
+            None => {
+                let stats: serde_json::Value = client.get(&stats_url).send().await.unwrap().json().await.unwrap();
+                stats["jobs"]["completed"].as_u64().unwrap_or(0)
+            }
+        };
+        if completed == total as u64 {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(600), "background runs did not finish: {stats}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(started.elapsed() < Duration::from_secs(600), "background runs did not finish ({completed}/{total})");
+        tokio::time::sleep(Duration::from_millis(if pg.is_some() { 50 } else { 20 })).await;
     }
     let all_done = started.elapsed();
     let (hwm, _) = rss_mib(server.child.id());
+    let stats: serde_json::Value = client.get(&stats_url).send().await.unwrap().json().await.unwrap();
+    let claim = match stats.get("claim_latency_ms") {
+        Some(c) => format!("claim p50 {} ms, p99 {} ms ({} claims)", c["p50"], c["p99"], c["samples"]),
+        None => "claim latency n/a".to_owned(),
+    };
+    drop(server);
+    let per_run = pg.zip(before).map(|(pg, before)| {
+        // The server's connections are closed: their statistics are flushed.
+        std::thread::sleep(Duration::from_millis(500));
+        let after = pg.counter();
+        let work = after.saturating_sub(before).saturating_sub(polls);
+        format!("; {:.1} {}", work as f64 / total as f64, pg.counter_name())
+    });
     println!(
-        "    {label}: accept {:>5.0}/s (p50 {:.1} ms, p99 {:.1} ms); all {total} COMPLETED after {:.2} s = {:.0} runs/s; peak RSS {hwm:.1} MiB",
+        "    {label} c={concurrency:>3}: accept {:>5.0}/s (p50 {:.1} ms, p99 {:.1} ms); all {total} COMPLETED after {:.2} s = {:.0} runs/s; {claim}; peak RSS {hwm:.1} MiB{}",
         accept.per_s,
         accept.p50_ms,
         accept.p99_ms,
         all_done.as_secs_f64(),
-        total as f64 / all_done.as_secs_f64()
+        total as f64 / all_done.as_secs_f64(),
+        per_run.unwrap_or_default()
     );
 }
 
@@ -259,13 +378,16 @@ fn main() {
         println!("  server RSS after the runs: peak {hwm:.1} MiB, now {rss:.1} MiB (Python: 162 MB)");
         drop(server);
 
-        println!("  durable background runs, 1,000 submitted by 32 clients, max_concurrency 32 (Python on PostgreSQL 15: accept 52/s, p50 579 ms, p99 988 ms; 19 runs/s; all done after 52 s):");
-        let write_config = |name: &str, url: &str| {
+        println!(
+            "  durable background runs, 1,000 per row from c clients to max_concurrency = c (accepted -> all COMPLETED; \
+             Python on PostgreSQL 15, c=32: accept 52/s, p50 579 ms, p99 988 ms; 19 runs/s; all done after 52 s):"
+        );
+        let write_config = |name: &str, url: &str, concurrency: usize| {
             let path = dir.join(name);
             std::fs::write(
                 &path,
                 format!(
-                    "[db]\nurl = \"{url}\"\n[queue]\nmax_concurrency = 32\npoll_interval_ms = 100\n[[agents]]\nid = \"bench\"\n\
+                    "[db]\nurl = \"{url}\"\n[queue]\nmax_concurrency = {concurrency}\npoll_interval_ms = 100\n[[agents]]\nid = \"bench\"\n\
                      model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
                     provider.base_url()
                 ),
@@ -273,14 +395,24 @@ fn main() {
             .unwrap();
             path
         };
-        let sqlite = write_config("bg-sqlite.toml", &format!("sqlite://{}", dir.join("bg.db").display()));
-        background(&sqlite, "SQLite    ", 32, 1000).await;
+        for concurrency in [8, 32, 128] {
+            let db = format!("sqlite://{}", dir.join(format!("bg-{concurrency}.db")).display());
+            let sqlite = write_config(&format!("bg-sqlite-{concurrency}.toml"), &db, concurrency);
+            background(&sqlite, "SQLite    ", concurrency, 1000, None).await;
+        }
         match std::env::var("AGNO_BENCH_PG") {
             Ok(url) => {
-                let pg = write_config("bg-pg.toml", &url);
-                background(&pg, "PostgreSQL", 32, 1000).await;
+                let target = PgTarget::new(&url);
+                for concurrency in [8, 32, 128] {
+                    let pg = write_config(&format!("bg-pg-{concurrency}.toml"), &url, concurrency);
+                    background(&pg, "PostgreSQL", concurrency, 1000, Some(&target)).await;
+                }
+                target.query(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", target.schema));
             }
-            Err(_) => println!("    PostgreSQL: set AGNO_BENCH_PG=postgresql://...?schema=agno_bench_queue to measure it"),
+            Err(_) => println!(
+                "    PostgreSQL: set AGNO_BENCH_PG=postgresql://...?schema=agno_bench_queue to measure it \
+                 (a database of its own keeps other clients out of the statement counts)"
+            ),
         }
         let _ = std::fs::remove_dir_all(&dir);
     });

@@ -363,12 +363,15 @@ async fn on_postgres_a_killed_replicas_run_ends_in_error_or_is_retried() {
     assert_eq!(run["content"], "finished after all");
 }
 
-/// Two replicas on one PostgreSQL database share the work submitted to one of them.
+/// Three replicas on one PostgreSQL database share the work submitted to one of them. Each runs at
+/// most two runs at once and every run holds its worker for 1.5 s, so six runs executing together
+/// can only mean that all three replicas claimed work; the test waits for that moment (and checks
+/// it by the jobs' `locked_by`), then for every run to complete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_on_one_postgres_database_share_background_work() {
     let provider = FakeProvider::start().await.unwrap();
     provider.set_fallback(Some(Reply::text("shared")));
-    provider.set_latency(std::time::Duration::from_millis(300));
+    provider.set_latency(std::time::Duration::from_millis(1500));
     let dir = std::env::temp_dir().join(format!("agno-share-pg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let schema = postgres_schema("share");
@@ -383,51 +386,84 @@ async fn replicas_on_one_postgres_database_share_background_work() {
         ),
     )
     .unwrap();
-    let (mut a, port_a) = start_serve(&config).await;
-    let (mut b, port_b) = start_serve(&config).await;
     let client = reqwest::Client::new();
+    // One after the other: the first creates the tables.
+    let mut replicas = Vec::new();
+    let mut worker_ids = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let (child, port) = start_serve(&config).await;
+        let stats: serde_json::Value =
+            client.get(format!("http://127.0.0.1:{port}/queue/stats")).send().await.unwrap().json().await.unwrap();
+        worker_ids.insert(stats["worker_id"].as_str().unwrap().to_owned());
+        replicas.push((child, port));
+    }
+    assert_eq!(worker_ids.len(), 3, "each replica has its own worker id: {worker_ids:?}");
+    let ports: Vec<u16> = replicas.iter().map(|(_, port)| *port).collect();
+
     let mut run_ids = Vec::new();
-    for i in 0..10 {
+    for i in 0..12 {
         let form = reqwest::multipart::Form::new()
             .text("message", format!("job {i}"))
             .text("stream", "false")
             .text("background", "true");
-        let resp =
-            client.post(format!("http://127.0.0.1:{port_a}/agents/slow/runs")).multipart(form).send().await.unwrap();
+        let resp = client
+            .post(format!("http://127.0.0.1:{}/agents/slow/runs", ports[0]))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.status(), 202);
         run_ids.push(resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned());
     }
-    // Watch the running jobs until both replicas' workers have been seen holding one.
-    let mut workers = std::collections::HashSet::new();
+    // Six running at once: two per replica, the most each may hold.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
+    let holders = loop {
         let running: serde_json::Value = client
-            .get(format!("http://127.0.0.1:{port_b}/queue/jobs?status=running"))
+            .get(format!("http://127.0.0.1:{}/queue/jobs?status=running&limit=100", ports[1]))
             .send()
             .await
             .unwrap()
             .json()
             .await
             .unwrap();
-        for job in running["data"].as_array().into_iter().flatten() {
-            if let Some(w) = job["locked_by"].as_str() {
-                workers.insert(w.to_owned());
-            }
+        let holders: Vec<String> = running["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|job| job["locked_by"].as_str().map(str::to_owned))
+            .collect();
+        if holders.len() == 6 {
+            break holders;
         }
-        let mut done = 0;
-        for id in &run_ids {
-            if run_status(port_b, id).await["status"] == "COMPLETED" {
-                done += 1;
-            }
-        }
-        if done == run_ids.len() {
+        assert!(std::time::Instant::now() < deadline, "never six runs at once; running now: {holders:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let distinct: std::collections::HashSet<&String> = holders.iter().collect();
+    assert!(distinct.iter().all(|w| worker_ids.contains(*w)), "{holders:?} are the replicas' workers {worker_ids:?}");
+    assert_eq!(distinct.len(), 3, "work landed on every replica, two runs each: {holders:?}");
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let stats: serde_json::Value = client
+            .get(format!("http://127.0.0.1:{}/queue/stats", ports[2]))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if stats["jobs"]["completed"] == 12 {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "runs did not complete ({done}/{})", run_ids.len());
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(std::time::Instant::now() < deadline, "runs did not complete: {stats}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert_eq!(workers.len(), 2, "both replicas ran some of the work: {workers:?}");
-    for child in [&mut a, &mut b] {
+    for (id, port) in run_ids.iter().zip(ports.iter().cycle()) {
+        let run = run_status(*port, id).await;
+        assert_eq!(run["status"], "COMPLETED", "{run}");
+        assert_eq!(run["content"], "shared");
+    }
+    for (child, _) in &mut replicas {
         let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
         child.wait().unwrap();
     }
