@@ -499,7 +499,17 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
             }
         })
     };
+    // An earlier attempt stored the run COMPLETED and died before recording the job's outcome:
+    // the run is not executed again, the job is settled.
+    let done_before = match &state.db {
+        Some(db) => db.get_run(&job.id, None).await.ok().flatten().is_some_and(|r| r.status == RunStatus::Completed),
+        None => false,
+    };
     let outcome = match state.agent(&job.component_id) {
+        _ if done_before => {
+            tracing::info!(job = %job.id, attempt = job.attempt, "run already completed by an earlier attempt");
+            JobOutcome::Settled(JobStatus::Completed, None)
+        }
         None => JobOutcome::Settled(JobStatus::Failed, Some(format!("agent {} is not served here", job.component_id))),
         Some(served) => {
             let fence = Arc::new(LeaseFence {
@@ -593,6 +603,61 @@ async fn end_swept_runs(state: &AppState, jobs: Vec<Job>) {
     }
 }
 
+/// Why an orphaned `PENDING` run (its submission was interrupted before the job was committed)
+/// is removed: it was never acknowledged, and no worker will ever run it.
+const NEVER_QUEUED: &str = "submission interrupted before its job was committed";
+
+/// Runs scanned per status and sweep.
+const RECONCILE_PAGE: usize = 200;
+
+/// Repairs what a replica that died between two writes can leave behind, for runs older than the
+/// lease grace: a `PENDING` run with no job (the submission died before the job was committed; it
+/// was never acknowledged) is deleted; a `PENDING` or `RUNNING` run whose job already ended (the
+/// sweeper died before ending the run) is ended like a swept one. Runs without a job that are
+/// `RUNNING` are inline runs and are left alone.
+async fn reconcile_runs(state: &AppState, queue: &Queue) {
+    let Some(db) = &state.db else { return };
+    let old = now_epoch_secs() - queue.settings.lock_grace_seconds.max(1);
+    let mut ended = Vec::new();
+    for status in [RunStatus::Pending, RunStatus::Running] {
+        let query = agno_core::RunQuery {
+            status: Some(status),
+            limit: Some(RECONCILE_PAGE),
+            sort: agno_core::SortOrder::Asc,
+            ..agno_core::RunQuery::default()
+        };
+        let page = match db.get_runs(&query).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot scan runs for repairs");
+                return;
+            }
+        };
+        for run in page.runs.into_iter().filter(|r| r.created_at <= old) {
+            let id = run.id().to_owned();
+            match queue.store.get_job(&id, None).await {
+                Ok(None) if status == RunStatus::Pending => {
+                    tracing::warn!(run = %id, reason = NEVER_QUEUED, "removing an orphaned PENDING run");
+                    if let Err(e) = db.delete_run(&id, None).await {
+                        tracing::warn!(run = %id, error = %e, "cannot remove an orphaned run");
+                    }
+                }
+                Ok(Some(job))
+                    if matches!(job.status, JobStatus::Failed | JobStatus::Cancelled) && job.locked_by.is_none() =>
+                {
+                    ended.push(job);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(run = %id, error = %e, "cannot read the job of a run"),
+            }
+        }
+    }
+    if !ended.is_empty() {
+        tracing::warn!(runs = ended.len(), "ending runs whose job ended without them");
+        end_swept_runs(state, ended).await;
+    }
+}
+
 /// Follows the store's push notifications, when it has them: a claimable job wakes an idle
 /// worker at once, a cancelled job stops its run here at once (instead of at the next heartbeat).
 fn listen(queue: Queue, stop: CancellationToken) {
@@ -681,6 +746,7 @@ pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::t
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "sweep failed"),
                 }
+                reconcile_runs(&state, &queue).await;
                 next_sweep = tokio::time::Instant::now() + sweep_every;
             }
             let permit = tokio::select! {

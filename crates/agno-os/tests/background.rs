@@ -482,3 +482,104 @@ async fn a_paused_background_run_continues_under_its_run_id() {
     let c = os.post_form(&format!("/agents/guarded/runs/{run_id}/continue"), &[("tools", &tools)], None).await;
     assert_eq!(c.status, 409, "no longer paused: {:?}", c.body);
 }
+
+/// A SQLite file prepared before the OS starts, so the OS finds exactly the state a replica that
+/// died between two writes leaves behind.
+async fn prepared_sqlite(tag: &str) -> (String, agno_db::SqliteDb) {
+    let path = std::env::temp_dir().join(format!("agno-bg-{tag}-{}.db", agno_core::new_id()));
+    let url = format!("sqlite://{}", path.display());
+    let db = agno_db::SqliteDb::connect(&url).await.unwrap();
+    db.create_tables().await.unwrap();
+    (url, db)
+}
+
+/// Stores `run` (and its session).
+async fn put_run(db: &agno_db::SqliteDb, run: &agno_core::RunOutput) {
+    use agno_core::{RunStore, SessionStore};
+    let session_id = run.session_id.clone().unwrap();
+    let mut session = agno_core::AgentSession::new(session_id.clone());
+    session.agent_id.clone_from(&run.agent_id);
+    let update = agno_core::StateUpdate::Merge { set: serde_json::Map::new(), removed: Vec::new() };
+    db.upsert_session(&session, &update).await.unwrap();
+    db.upsert_run(run, &session_id, None).await.unwrap();
+}
+
+fn pending_run(id: &str, session: &str, created_at: i64) -> agno_core::RunOutput {
+    let mut run = agno_core::RunOutput::new(id.to_owned(), session.to_owned());
+    run.agent_id = Some("calc".to_owned());
+    run.status = agno_core::RunStatus::Pending;
+    run.created_at = created_at;
+    run
+}
+
+/// What a replica dying between two writes leaves is repaired by the survivors: a PENDING run
+/// whose job was never committed (never acknowledged) is removed, and a run whose job was swept
+/// by a sweeper that died before ending the run is ended ERROR.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_left_behind_by_a_dead_replica_are_repaired() {
+    use agno_core::JobStore;
+    let (url, db) = prepared_sqlite("repair").await;
+    let old = agno_core::now_epoch_secs() - 600;
+    // 1. The submission died after writing the PENDING run, before committing the job.
+    put_run(&db, &pending_run("orphan", "s-orphan", old)).await;
+    // 2. A job swept (failed) by a sweeper that died before ending its run.
+    let mut job = agno_core::Job::agent_run("swept", "calc", "s-swept", serde_json::json!({"message": "x"}));
+    job.created_at = old;
+    job.available_at = 0;
+    db.enqueue_job(&job, 0).await.unwrap();
+    put_run(&db, &pending_run("swept", "s-swept", old)).await;
+    db.claim_job("dead", 2, old).await.unwrap().unwrap();
+    assert_eq!(db.sweep_jobs(2, old + 100, agno_os::queue::LOST_WORKER).await.unwrap().len(), 1);
+    // 3. A fresh PENDING run of a submission in progress is left alone.
+    let now = agno_core::now_epoch_secs();
+    put_run(&db, &pending_run("fresh", "s-fresh", now + 3600)).await;
+    drop(db);
+
+    let cfg = format!(
+        "[db]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n[[agents]]\nid = \"calc\"\nmodel = \"test\"\n"
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let swept = wait_status(&os, "calc", "swept", &["ERROR"]).await;
+    assert_eq!(swept["content"], agno_os::queue::LOST_WORKER);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while os.get("/agents/calc/runs/orphan", None).await.status != 404 {
+        assert!(Instant::now() < deadline, "the orphaned PENDING run was never removed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(os.get("/agents/calc/runs/fresh", None).await.body["status"], "PENDING", "young runs are left alone");
+}
+
+/// A run stored COMPLETED by an attempt that died before recording the job's outcome is not
+/// executed again by the retry: the job is settled completed without calling the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_run_is_not_executed_again_by_a_retry() {
+    use agno_core::JobStore;
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("second execution")));
+    let (url, db) = prepared_sqlite("done").await;
+    let old = agno_core::now_epoch_secs() - 600;
+    let mut job = agno_core::Job::agent_run("done", "slow", "s-done", serde_json::json!({"message": "once"}));
+    job.created_at = old;
+    job.available_at = 0;
+    job.max_attempts = 3;
+    db.enqueue_job(&job, 0).await.unwrap();
+    db.claim_job("dead", 2, old).await.unwrap().unwrap();
+    let mut run = pending_run("done", "s-done", old);
+    run.agent_id = Some("slow".to_owned());
+    run.status = agno_core::RunStatus::Completed;
+    run.content = Some(serde_json::json!("first execution"));
+    put_run(&db, &run).await;
+    drop(db);
+
+    let cfg = format!(
+        "[db]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n[[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let job = wait_job(&os, "done").await;
+    assert_eq!((job.status, job.attempt), (agno_core::JobStatus::Completed, 2));
+    assert_eq!(provider.request_count(), 0, "the model was not called again");
+    let run = os.get("/agents/slow/runs/done", None).await;
+    assert_eq!(run.body["content"], "first execution");
+}
