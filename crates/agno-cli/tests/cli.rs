@@ -688,14 +688,26 @@ async fn sqlite_pair_with_redis(
     poll_ms: u64,
     provider: &FakeProvider,
 ) -> ((Served, u16), (Served, u16), String) {
+    let url = format!("sqlite://{}", dir.join(format!("os-{poll_ms}.db")).display());
+    pair_with_redis(dir, &url, redis, poll_ms, provider).await
+}
+
+/// Two processes on the database at `db_url` with Redis coordination; returns them (the one
+/// executing `run_id` first) after submitting a background run.
+async fn pair_with_redis(
+    dir: &std::path::Path,
+    db_url: &str,
+    redis: &str,
+    poll_ms: u64,
+    provider: &FakeProvider,
+) -> ((Served, u16), (Served, u16), String) {
     let config = dir.join(format!("agentos-{poll_ms}.toml"));
     std::fs::write(
         &config,
         format!(
-            "[db]\nurl = \"sqlite://{}\"\n[queue]\npoll_interval_ms = {poll_ms}\nredis = \"{redis}\"\n\
+            "[db]\nurl = \"{db_url}\"\n[queue]\npoll_interval_ms = {poll_ms}\nredis = \"{redis}\"\n\
              [[agents]]\nid = \"slow\"\n\
              model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
-            dir.join(format!("os-{poll_ms}.db")).display(),
             provider.base_url()
         ),
     )
@@ -756,14 +768,27 @@ async fn redis_carries_event_wakeups_between_processes() {
 /// `Last-Event-ID` yields exactly the rest, and new submissions still run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_completes_and_resumes_from_the_db_when_redis_stops_mid_stream() {
+    let dir = std::env::temp_dir().join(format!("agno-redis-down-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    redis_stops_mid_stream(&dir, &format!("sqlite://{}", dir.join("os.db").display())).await;
+}
+
+/// The same on PostgreSQL (where `NOTIFY` also carries the hints).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_run_completes_and_resumes_when_redis_stops_mid_stream() {
+    let dir = std::env::temp_dir().join(format!("agno-redis-down-pg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let schema = postgres_schema("redisdown");
+    redis_stops_mid_stream(&dir, &schema.url).await;
+}
+
+async fn redis_stops_mid_stream(dir: &std::path::Path, db_url: &str) {
     let mut redis = PrivateRedis::start().await;
     let provider = FakeProvider::start().await.unwrap();
     provider.set_fallback(Some(Reply::text("despite redis")));
     provider.set_latency(std::time::Duration::from_millis(1500));
-    let dir = std::env::temp_dir().join(format!("agno-redis-down-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let ((_owner, owner_port), (_other, other_port), run_id) =
-        sqlite_pair_with_redis(&dir, &redis.url, 200, &provider).await;
+        pair_with_redis(dir, db_url, &redis.url, 200, &provider).await;
     let tail = tokio::spawn({
         let run_id = run_id.clone();
         async move { resume_frames(other_port, &run_id, None).await }
