@@ -142,6 +142,21 @@ impl Job {
     }
 }
 
+impl Job {
+    /// The payload with `continuation` under `"continue"` (replacing an earlier one, as Agno's
+    /// `continue_job`); a payload that is not an object becomes `{"continue": ...}`.
+    pub fn continued_payload(&self, continuation: &Value) -> Value {
+        let mut payload = self.payload.clone();
+        match &mut payload {
+            Value::Object(p) => {
+                p.insert("continue".to_owned(), continuation.clone());
+            }
+            other => *other = serde_json::json!({ "continue": continuation }),
+        }
+        payload
+    }
+}
+
 /// What [`JobStore::enqueue_job`](crate::JobStore::enqueue_job) did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Enqueued {

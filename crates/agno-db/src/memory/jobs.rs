@@ -277,11 +277,7 @@ impl JobStore for InMemoryDb {
             JobStatus::Paused => {}
             _ => return Ok(Continued::Conflict(Some(job.clone()))),
         }
-        if let serde_json::Value::Object(p) = &mut job.payload {
-            p.insert("continue".to_owned(), continuation.clone());
-        } else {
-            job.payload = serde_json::json!({ "continue": continuation });
-        }
+        job.payload = job.continued_payload(continuation);
         job.status = JobStatus::Queued;
         job.max_attempts = job.attempt + 1;
         job.available_at = now;

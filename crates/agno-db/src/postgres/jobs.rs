@@ -177,6 +177,7 @@ impl JobStore for PostgresDb {
         if let Some(key) = key
             && let Some(existing) = self.job_by_key(&mut tx, key, user_id).await?
         {
+            tx.rollback().await.map_err(|e| db_error(&what, e))?;
             return Ok(Enqueued::Duplicate(existing));
         }
         if max_depth > 0 {
@@ -191,6 +192,9 @@ impl JobStore for PostgresDb {
             let queued: i64 =
                 sqlx::query_scalar(AssertSqlSafe(sql)).fetch_one(&mut *tx).await.map_err(|e| db_error(&what, e))?;
             if queued >= to_i64(max_depth) {
+                // Ends the transaction now, releasing the depth lock (a dropped transaction's
+                // rollback would only run when its connection is next used).
+                tx.rollback().await.map_err(|e| db_error(&what, e))?;
                 return Ok(Enqueued::QueueFull);
             }
         }
@@ -224,9 +228,12 @@ impl JobStore for PostgresDb {
             .await
             .map_err(|e| db_error(&what, e))?;
         let Some(row) = row else {
-            if let Some(key) = key
-                && let Some(existing) = self.job_by_key(&mut tx, key, user_id).await?
-            {
+            let existing = match key {
+                Some(key) => self.job_by_key(&mut tx, key, user_id).await?,
+                None => None,
+            };
+            tx.rollback().await.map_err(|e| db_error(&what, e))?;
+            if let Some(existing) = existing {
                 return Ok(Enqueued::Duplicate(existing));
             }
             return Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)));
@@ -430,16 +437,20 @@ impl JobStore for PostgresDb {
     ) -> DbResult<bool> {
         // One statement: the fence takes a share lock on the job row (a concurrent claim skips or
         // waits for it, and a newer attempt makes the check fail), the rows go in, and tails on
-        // every replica are told on commit.
+        // every replica are told on commit. A taken index writes nothing and is reported without
+        // making the statement fail (a failed statement's locks linger until the connection's
+        // next use, and a claim would skip the job meanwhile).
         let t = self.tables();
+        let (jobs, log) = (self.qualified(&t.jobs), self.qualified(&t.events));
         let sql = format!(
-            "WITH held AS (SELECT id FROM {} WHERE {HOLDS} FOR SHARE), \
-             ins AS (INSERT INTO {} (run_id, event_index, attempt, event, data, created_at) \
+            "WITH held AS (SELECT id FROM {jobs} WHERE {HOLDS} FOR SHARE), \
+             clash AS (SELECT 1 FROM {log} WHERE run_id = $1 AND event_index = ANY($4::bigint[]) LIMIT 1), \
+             ins AS (INSERT INTO {log} (run_id, event_index, attempt, event, data, created_at) \
              SELECT held.id, u.i, $3, u.e, u.d, u.c FROM held, \
-             unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[]) AS u(i, e, d, c) RETURNING 1) \
-             SELECT (SELECT count(*) FROM ins) AS written, pg_notify($8, $9) FROM held",
-            self.qualified(&t.jobs),
-            self.qualified(&t.events)
+             unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[]) AS u(i, e, d, c) \
+             WHERE NOT EXISTS (SELECT 1 FROM clash) ON CONFLICT DO NOTHING RETURNING 1) \
+             SELECT EXISTS (SELECT 1 FROM clash) AS clash, (SELECT count(*) FROM ins) AS written, \
+             pg_notify($8, $9) FROM held"
         );
         let indexes: Vec<i64> = events.iter().map(|e| e.event_index).collect();
         let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
@@ -459,7 +470,16 @@ impl JobStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot log the events of run {job_id}"), e))?;
-        Ok(!rows.is_empty())
+        let Some(row) = rows.first() else { return Ok(false) };
+        let clash: bool = row.try_get("clash").map_err(|e| db_error("cannot read an event write", e))?;
+        let written: i64 = row.try_get("written").map_err(|e| db_error("cannot read an event write", e))?;
+        if clash || written < to_i64(events.len()) {
+            return Err(DbError::new(
+                DbErrorKind::Conflict,
+                format!("an event index of run {job_id} is already in the log; nothing was written over it"),
+            ));
+        }
+        Ok(true)
     }
 
     async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
@@ -524,19 +544,24 @@ impl JobStore for PostgresDb {
             .fetch_optional(&mut *tx)
             .await
             .map_err(|e| db_error(&what, e))?;
-        let Some(job) = row.as_ref().map(job_from_row).transpose()? else { return Ok(Continued::Conflict(None)) };
+        // Early answers end the transaction now: a dropped one rolls back only when its
+        // connection is next used, and a claim would skip the locked row meanwhile.
+        let Some(job) = row.as_ref().map(job_from_row).transpose()? else {
+            tx.rollback().await.map_err(|e| db_error(&what, e))?;
+            return Ok(Continued::Conflict(None));
+        };
         match job.status {
-            JobStatus::Queued | JobStatus::Running => return Ok(Continued::Attach(job)),
             JobStatus::Paused => {}
-            _ => return Ok(Continued::Conflict(Some(job))),
-        }
-        let mut payload = job.payload.clone();
-        match &mut payload {
-            Value::Object(p) => {
-                p.insert("continue".to_owned(), continuation.clone());
+            JobStatus::Queued | JobStatus::Running => {
+                tx.rollback().await.map_err(|e| db_error(&what, e))?;
+                return Ok(Continued::Attach(job));
             }
-            other => *other = serde_json::json!({ "continue": continuation }),
+            _ => {
+                tx.rollback().await.map_err(|e| db_error(&what, e))?;
+                return Ok(Continued::Conflict(Some(job)));
+            }
         }
+        let payload = job.continued_payload(continuation);
         let row = sqlx::query(AssertSqlSafe(format!(
             "UPDATE {t} SET status = 'queued', payload = $2, max_attempts = attempt + 1, available_at = $3, \
              locked_by = NULL, locked_at = NULL, completed_at = NULL, updated_at = $3 WHERE id = $1 \
@@ -591,6 +616,7 @@ impl JobStore for PostgresDb {
             .await
             .map_err(|e| db_error(&what, e))?;
         if done.rows_affected() == 0 {
+            tx.rollback().await.map_err(|e| db_error(&what, e))?;
             return Ok(false);
         }
         self.notify_job(&mut tx, job_id).await?;

@@ -342,6 +342,8 @@ impl JobStore for SqliteDb {
             .and_then(JobStatus::parse)
             .filter(|s| matches!(s, JobStatus::Queued | JobStatus::Paused | JobStatus::Running))
         else {
+            // Ends the write transaction now rather than whenever the connection is next used.
+            tx.rollback().await.map_err(|e| db_error(&format!("cannot cancel job {job_id}"), e))?;
             return Ok(None);
         };
         // A running job keeps its lease so its worker can record how the run ended.
@@ -406,6 +408,7 @@ impl JobStore for SqliteDb {
             .await
             .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
         if held.is_none() {
+            tx.rollback().await.map_err(|e| db_error(&format!("cannot log the events of run {job_id}"), e))?;
             return Ok(false);
         }
         // SQLite allows 32,766 binds: 6 per row, so at most 5,000 rows per statement.
@@ -485,19 +488,23 @@ impl JobStore for SqliteDb {
             .fetch_all(&mut *tx)
             .await
             .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
-        let Some(job) = rows.first().map(job_from_row).transpose()? else { return Ok(Continued::Conflict(None)) };
+        let rollback = |e| db_error(&format!("cannot continue job {job_id}"), e);
+        let Some(job) = rows.first().map(job_from_row).transpose()? else {
+            tx.rollback().await.map_err(rollback)?;
+            return Ok(Continued::Conflict(None));
+        };
         match job.status {
-            JobStatus::Queued | JobStatus::Running => return Ok(Continued::Attach(job)),
             JobStatus::Paused => {}
-            _ => return Ok(Continued::Conflict(Some(job))),
-        }
-        let mut payload = job.payload.clone();
-        match &mut payload {
-            Value::Object(p) => {
-                p.insert("continue".to_owned(), continuation.clone());
+            JobStatus::Queued | JobStatus::Running => {
+                tx.rollback().await.map_err(rollback)?;
+                return Ok(Continued::Attach(job));
             }
-            other => *other = serde_json::json!({ "continue": continuation }),
+            _ => {
+                tx.rollback().await.map_err(rollback)?;
+                return Ok(Continued::Conflict(Some(job)));
+            }
         }
+        let payload = job.continued_payload(continuation);
         let rows = sqlx::query(AssertSqlSafe(format!(
             "UPDATE {t} SET status = 'queued', payload = ?, max_attempts = attempt + 1, available_at = ?, \
              locked_by = NULL, locked_at = NULL, completed_at = NULL, updated_at = ? \
