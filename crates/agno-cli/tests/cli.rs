@@ -240,6 +240,32 @@ async fn start_serve(config: &std::path::Path) -> (Served, u16) {
     (child, port)
 }
 
+/// Submits a background run (`stream=false`) of agent `slow` to the replica on `port`; asserts the
+/// 202 and returns the run id.
+async fn submit_background(port: u16, message: &str) -> String {
+    let form = reqwest::multipart::Form::new()
+        .text("message", message.to_owned())
+        .text("stream", "false")
+        .text("background", "true");
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/agents/slow/runs"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned()
+}
+
+/// Waits (bounded) until the fake model received its first request.
+async fn wait_model_called(provider: &FakeProvider) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while provider.request_count() == 0 {
+        assert!(std::time::Instant::now() < deadline, "no replica called the model");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 async fn run_status(port: u16, run_id: &str) -> serde_json::Value {
     let url = format!("http://127.0.0.1:{port}/agents/slow/runs/{run_id}");
     reqwest::get(url).await.unwrap().json().await.unwrap()
@@ -275,17 +301,7 @@ async fn killed_replica_on(
     )
     .unwrap();
     let (mut first, port) = start_serve(&config).await;
-    let form =
-        reqwest::multipart::Form::new().text("message", "survive").text("stream", "false").text("background", "true");
-    let resp = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/agents/slow/runs"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 202);
-    let accepted: serde_json::Value = resp.json().await.unwrap();
-    let run_id = accepted["run_id"].as_str().unwrap().to_owned();
+    let run_id = submit_background(port, "survive").await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while run_status(port, &run_id).await["status"] != "RUNNING" {
         assert!(std::time::Instant::now() < deadline, "the run never started");
@@ -503,20 +519,8 @@ async fn cancel_across_replicas(lock_grace_seconds: u32) {
     )
     .unwrap();
     let (mut a, port_a) = start_serve(&config).await;
-    let form =
-        reqwest::multipart::Form::new().text("message", "long").text("stream", "false").text("background", "true");
-    let resp = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port_a}/agents/slow/runs"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let run_id = resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while provider.request_count() == 0 {
-        assert!(std::time::Instant::now() < deadline, "replica A never called the model");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let run_id = submit_background(port_a, "long").await;
+    wait_model_called(&provider).await;
     let (mut b, port_b) = start_serve(&config).await;
     let resp = reqwest::Client::new()
         .post(format!("http://127.0.0.1:{port_b}/agents/slow/runs/{run_id}/cancel"))
@@ -593,20 +597,8 @@ async fn a_tail_on_another_replica_survives_the_kill_of_the_executing_one() {
     )
     .unwrap();
     let (a, port_a) = start_serve(&config).await;
-    let form =
-        reqwest::multipart::Form::new().text("message", "survive").text("stream", "false").text("background", "true");
-    let resp = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port_a}/agents/slow/runs"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let run_id = resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while provider.request_count() == 0 {
-        assert!(std::time::Instant::now() < deadline, "replica A never called the model");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let run_id = submit_background(port_a, "survive").await;
+    wait_model_called(&provider).await;
     // B tails the run A executes, from the start.
     let (b, port_b) = start_serve(&config).await;
     let tail = tokio::spawn({
@@ -714,17 +706,7 @@ async fn pair_with_redis(
     .unwrap();
     let first = start_serve(&config).await;
     let second = start_serve(&config).await;
-    let form = reqwest::multipart::Form::new()
-        .text("message", "coordinate")
-        .text("stream", "false")
-        .text("background", "true");
-    let resp = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{}/agents/slow/runs", first.1))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let run_id = resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned();
+    let run_id = submit_background(first.1, "coordinate").await;
     let json = |port: u16, path: String| async move {
         reqwest::get(format!("http://127.0.0.1:{port}{path}")).await.unwrap().json::<serde_json::Value>().await.unwrap()
     };
@@ -806,16 +788,7 @@ async fn redis_stops_mid_stream(dir: &std::path::Path, db_url: &str) {
     assert_eq!(rest, frames[1..].to_vec(), "the log in the database is whole");
 
     // Without Redis, a new submission is still accepted and completed.
-    let form =
-        reqwest::multipart::Form::new().text("message", "after").text("stream", "false").text("background", "true");
-    let resp = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{other_port}/agents/slow/runs"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 202);
-    let next = resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned();
+    let next = submit_background(other_port, "after").await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while run_status(other_port, &next).await["status"] != "COMPLETED" {
         assert!(std::time::Instant::now() < deadline, "the run after Redis stopped never completed");
