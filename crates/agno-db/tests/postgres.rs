@@ -1125,6 +1125,8 @@ async fn an_accepted_enqueue_notifies_the_jobs_channel() {
     let claimed = db.claim_job("w", 60, now).await.unwrap().expect("n1");
     let failed = agno_core::JobOutcome::Settled(JobStatus::Failed, Some("boom".into()));
     assert!(db.finish_job("n1", "w", claimed.attempt, &failed, now).await.unwrap());
+    // The end of an attempt is announced to the run's tails, not as claimable work.
+    assert_eq!(next_notification(&mut listener).await, Some((channel.clone(), "events:n1".to_owned())));
     assert_eq!(next_notification(&mut listener).await, None);
     assert!(db.requeue_job("n1", now).await.unwrap());
     assert_eq!(next_notification(&mut listener).await, Some((channel.clone(), "n1".to_owned())));
