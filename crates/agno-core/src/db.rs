@@ -745,6 +745,14 @@ pub trait JobStore: Send + Sync {
     /// A [`DbError`].
     async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>>;
 
+    /// Marks a swept job (`failed`, released) `completed`, clearing its error: its worker stored
+    /// the run COMPLETED and died before recording the job's outcome. False when the job is not
+    /// in that state.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool>;
+
     /// Deletes ended jobs (`completed`, `failed`, `cancelled`, released by their worker) that
     /// ended at or before `before`, with their event logs; paused jobs are exempt (they wait for
     /// a human). Returns how many jobs were removed.

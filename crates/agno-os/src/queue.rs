@@ -571,7 +571,7 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
 }
 
 /// Marks the runs of swept jobs `ERROR` with the reason.
-async fn end_swept_runs(state: &AppState, jobs: Vec<Job>) {
+async fn end_swept_runs(state: &AppState, store: &dyn JobStore, jobs: Vec<Job>) {
     let Some(db) = &state.db else { return };
     for job in jobs {
         let run = match db.get_run(&job.id, None).await {
@@ -586,6 +586,13 @@ async fn end_swept_runs(state: &AppState, jobs: Vec<Job>) {
                 continue;
             }
         };
+        if run.status == RunStatus::Completed && job.status == JobStatus::Failed {
+            // The worker stored its run and died before recording the job's outcome.
+            if let Err(e) = store.complete_swept_job(&job.id, now_epoch_secs()).await {
+                tracing::error!(job = %job.id, error = %e, "cannot mark a swept job completed");
+            }
+            continue;
+        }
         if matches!(run.status, RunStatus::Completed | RunStatus::Cancelled | RunStatus::Error) {
             continue;
         }
@@ -654,7 +661,7 @@ async fn reconcile_runs(state: &AppState, queue: &Queue) {
     }
     if !ended.is_empty() {
         tracing::warn!(runs = ended.len(), "ending runs whose job ended without them");
-        end_swept_runs(state, ended).await;
+        end_swept_runs(state, queue.store.as_ref(), ended).await;
     }
 }
 
@@ -741,7 +748,7 @@ pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::t
                 match queue.store.sweep_jobs(queue.settings.lock_grace_seconds, now_epoch_secs(), LOST_WORKER).await {
                     Ok(swept) if !swept.is_empty() => {
                         tracing::warn!(jobs = swept.len(), "ended background runs whose worker was lost");
-                        end_swept_runs(&state, swept).await;
+                        end_swept_runs(&state, queue.store.as_ref(), swept).await;
                     }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "sweep failed"),

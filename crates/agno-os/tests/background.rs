@@ -583,3 +583,43 @@ async fn a_completed_run_is_not_executed_again_by_a_retry() {
     let run = os.get("/agents/slow/runs/done", None).await;
     assert_eq!(run.body["content"], "first execution");
 }
+
+/// At `max_attempts = 1`, a worker that stored its run COMPLETED and died before recording the
+/// job's outcome: the sweeper marks the job completed instead of leaving it failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swept_job_whose_run_completed_is_marked_completed() {
+    use agno_core::JobStore;
+    let (url, db) = prepared_sqlite("swept-done").await;
+    let old = agno_core::now_epoch_secs() - 600;
+    let mut job = agno_core::Job::agent_run("finished", "calc", "s-finished", serde_json::json!({"message": "x"}));
+    job.created_at = old;
+    job.available_at = 0;
+    db.enqueue_job(&job, 0).await.unwrap();
+    db.claim_job("dead", 2, old).await.unwrap().unwrap();
+    let mut run = pending_run("finished", "s-finished", old);
+    run.status = agno_core::RunStatus::Completed;
+    run.content = Some(serde_json::json!("stored before the crash"));
+    put_run(&db, &run).await;
+    drop(db);
+
+    let cfg = format!(
+        "[db]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n[[agents]]\nid = \"calc\"\nmodel = \"test\"\n"
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let queue = os.os.state.queue.clone().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let job = queue.store.get_job("finished", None).await.unwrap().unwrap();
+        if job.status == agno_core::JobStatus::Completed {
+            assert_eq!(job.error, None);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the swept job was never marked completed: {job:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let run = os.get("/agents/calc/runs/finished", None).await;
+    assert_eq!(
+        (run.body["status"].as_str(), run.body["content"].as_str()),
+        (Some("COMPLETED"), Some("stored before the crash"))
+    );
+}

@@ -1234,6 +1234,14 @@ pub async fn jobs_retry_sweep_cancel_requeue<D: JobStore + ?Sized>(db: Arc<D>) {
     let swept = db.sweep_jobs(60, now + 400, "lost").await.expect("sweep");
     assert_eq!(swept.iter().map(|j| (j.id.as_str(), j.status)).collect::<Vec<_>>(), [("gone", JobStatus::Cancelled)]);
     assert!(db.sweep_jobs(60, now + 500, "lost").await.expect("sweep").is_empty(), "swept once");
+
+    // A failed, released job whose run turned out COMPLETED is marked completed; nothing else is.
+    assert!(!db.complete_swept_job("gone", now + 501).await.expect("complete"), "cancelled stays cancelled");
+    assert!(db.complete_swept_job("retry", now + 501).await.expect("complete"));
+    let j = db.get_job("retry", None).await.expect("get").expect("present");
+    assert_eq!((j.status, j.error), (JobStatus::Completed, None));
+    assert!(!db.complete_swept_job("retry", now + 502).await.expect("complete"), "once");
+    assert!(!db.complete_swept_job("missing", now + 502).await.expect("complete"));
 }
 
 fn event(index: i64, attempt: i64, name: &str) -> agno_core::StoredEvent {

@@ -250,6 +250,18 @@ impl JobStore for InMemoryDb {
         Ok(self.lock()?.events.get(run_id).and_then(|log| log.last()).map(|e| e.event_index))
     }
 
+    async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let mut tables = self.lock()?;
+        let Some(job) = tables.jobs.get_mut(job_id).filter(|j| j.status == JobStatus::Failed && j.locked_by.is_none())
+        else {
+            return Ok(false);
+        };
+        job.status = JobStatus::Completed;
+        job.error = None;
+        job.updated_at = Some(now);
+        Ok(true)
+    }
+
     async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
         let mut tables = self.lock()?;
         let old: Vec<String> = tables

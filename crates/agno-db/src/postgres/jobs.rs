@@ -522,6 +522,21 @@ impl JobStore for PostgresDb {
             .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))
     }
 
+    async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let sql = format!(
+            "UPDATE {} SET status = 'completed', error = NULL, updated_at = $2 \
+             WHERE id = $1 AND status = 'failed' AND locked_by IS NULL",
+            self.qualified(&self.tables().jobs)
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(job_id)
+            .bind(now)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot complete swept job {job_id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
         let t = self.tables();
         let sql = format!(

@@ -454,6 +454,22 @@ impl JobStore for SqliteDb {
         Ok(rows.into_iter().next().flatten())
     }
 
+    async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let sql = format!(
+            "UPDATE {} SET status = 'completed', error = NULL, updated_at = ? \
+             WHERE id = ? AND status = 'failed' AND locked_by IS NULL",
+            self.tables().jobs
+        );
+        let _turn = self.write_turn().await;
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(now)
+            .bind(job_id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot complete swept job {job_id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
         let t = self.tables();
         let old = format!(
