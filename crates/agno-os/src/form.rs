@@ -35,8 +35,8 @@ impl Form {
         if trimmed.is_empty() || (trimmed.starts_with(b"--") && trimmed.ends_with(b"--") && !trimmed.contains(&b'\n')) {
             return Ok(form);
         }
-        let req = Request::from_parts(parts, axum::body::Body::from(bytes));
         if content_type.starts_with("multipart/form-data") {
+            let req = Request::from_parts(parts, axum::body::Body::from(bytes));
             let mut multipart =
                 Multipart::from_request(req, &()).await.map_err(|e| ApiError::bad_request(e.body_text()))?;
             loop {
@@ -58,9 +58,6 @@ impl Form {
                 form.fields.insert(name, text);
             }
         } else if content_type.starts_with("application/x-www-form-urlencoded") {
-            let bytes = axum::body::to_bytes(req.into_body(), usize::MAX).await.map_err(|e| {
-                ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, format!("cannot read the body: {e}"))
-            })?;
             let pairs: Vec<(String, String)> = serde_urlencoded_pairs(&bytes)?;
             form.fields.extend(pairs);
         } else {
