@@ -147,16 +147,23 @@ impl Queue {
         })
     }
 
+    /// Something happened to a job here: acts on it on this replica (wakes workers or tails,
+    /// stops a cancelled run) and tells the others through Redis, when configured.
+    pub fn signal(&self, signal: JobSignal) {
+        self.on_signal(signal.clone());
+        self.announce(signal);
+    }
+
     /// Tells the other replicas (through Redis, when configured) that something happened to a
     /// job; in the background, never failing the caller.
-    pub fn announce(&self, signal: JobSignal) {
+    fn announce(&self, signal: JobSignal) {
         if let Some(c) = &self.coordination {
             let c = c.clone();
             tokio::spawn(async move { c.publish(&signal).await });
         }
     }
 
-    /// Acts on a hint from another replica (PostgreSQL `NOTIFY` or Redis).
+    /// Acts on a hint about a job, from this replica or another (PostgreSQL `NOTIFY` or Redis).
     pub fn on_signal(&self, signal: JobSignal) {
         match signal {
             JobSignal::Claimable(id) => {
@@ -165,7 +172,7 @@ impl Queue {
             }
             JobSignal::Cancelled(id) => {
                 if Agent::cancel_run(&id) {
-                    tracing::info!(run = %id, "cancelled on request of another replica");
+                    tracing::info!(run = %id, "background run cancelled");
                 }
                 self.waiters.wake(&id);
             }
@@ -407,8 +414,7 @@ impl EventLog {
         let q = &self.queue;
         match q.store.append_events(&self.job_id, &q.worker_id, self.attempt, &self.buffer).await {
             Ok(true) => {
-                q.waiters.wake(&self.job_id);
-                q.announce(JobSignal::Events(self.job_id.clone()));
+                q.signal(JobSignal::Events(self.job_id.clone()));
             }
             Ok(false) => {
                 tracing::warn!(job = %self.job_id, attempt = self.attempt, "claim lost: stopping the run");
@@ -566,8 +572,7 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
         }
         Err(e) => tracing::error!(job = %job.id, error = %e, "cannot record the job's outcome"),
     }
-    queue.waiters.wake(&job.id);
-    queue.announce(JobSignal::Events(job.id.clone()));
+    queue.signal(JobSignal::Events(job.id.clone()));
 }
 
 /// Marks the runs of swept jobs `ERROR` with the reason.

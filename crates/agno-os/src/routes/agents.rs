@@ -240,8 +240,7 @@ async fn background_run(
     };
     match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
         Ok(agno_core::Enqueued::Accepted(job)) => {
-            queue.wake.notify_one();
-            queue.announce(agno_core::JobSignal::Claimable(job.id.clone()));
+            queue.signal(agno_core::JobSignal::Claimable(job.id.clone()));
             accepted(&job, RunStatus::Pending.as_str())
         }
         Ok(agno_core::Enqueued::Duplicate(original)) if original.component_id == agent_id => {
@@ -481,15 +480,13 @@ pub async fn cancel_run(
                 run.status = RunStatus::Cancelled;
                 let session_id = run.session_id.clone().unwrap_or_default();
                 state.require_db()?.upsert_run(&run, &session_id, run.user_id.as_deref()).await?;
-                queue.waiters.wake(&run_id);
-                queue.announce(agno_core::JobSignal::Events(run_id.clone()));
+                queue.signal(agno_core::JobSignal::Events(run_id.clone()));
                 ok()
             }
             // Its worker stops it (at once here or through the notification, else at its next
             // heartbeat) and records the partial output and `RunCancelled`.
             Some(_) => {
-                Agent::cancel_run(&run_id);
-                queue.announce(agno_core::JobSignal::Cancelled(run_id.clone()));
+                queue.signal(agno_core::JobSignal::Cancelled(run_id.clone()));
                 ok()
             }
             None => Err(ApiError::conflict(format!("Run {run_id} already ended with status {}", job.status.as_str()))),
@@ -615,8 +612,7 @@ async fn continue_in_background(
         agno_core::Continued::Queued(job) => {
             run.status = RunStatus::Pending;
             state.require_db()?.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
-            queue.wake.notify_one();
-            queue.announce(agno_core::JobSignal::Claimable(run_id.clone()));
+            queue.signal(agno_core::JobSignal::Claimable(run_id.clone()));
         }
         agno_core::Continued::Attach(_) => {}
         agno_core::Continued::Conflict(job) => {

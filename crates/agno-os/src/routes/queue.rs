@@ -68,7 +68,7 @@ pub async fn requeue_job(State(state): State<AppState>, Path(job_id): Path<Strin
             status.as_str()
         ))),
         Requeued::Done(job) => {
-            queue.wake.notify_one();
+            queue.signal(agno_core::JobSignal::Claimable(job.id.clone()));
             Ok(Json(serde_json::to_value(job).map_err(|e| ApiError::internal(e.to_string()))?))
         }
     }
