@@ -505,11 +505,16 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
             }
         })
     };
+    // A later attempt (a retry, a requeue or a continue) may follow one that got somewhere; a
+    // first attempt has no earlier record, so it reads nothing here.
+    let earlier = job.attempt > 1;
     // An earlier attempt stored the run COMPLETED and died before recording the job's outcome:
     // the run is not executed again, the job is settled.
     let done_before = match &state.db {
-        Some(db) => db.get_run(&job.id, None).await.ok().flatten().is_some_and(|r| r.status == RunStatus::Completed),
-        None => false,
+        Some(db) if earlier => {
+            db.get_run(&job.id, None).await.ok().flatten().is_some_and(|r| r.status == RunStatus::Completed)
+        }
+        _ => false,
     };
     let outcome = match state.agent(&job.component_id) {
         _ if done_before => {
@@ -525,12 +530,15 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
                 attempt: job.attempt,
             });
             // A retried or continued run numbers its events after those already logged.
-            let after = match queue.store.last_event_index(&job.id).await {
-                Ok(last) => last.and_then(|i| u64::try_from(i).ok()),
-                Err(e) => {
-                    tracing::warn!(job = %job.id, error = %e, "cannot read the event log");
-                    None
-                }
+            let after = match earlier.then(|| queue.store.last_event_index(&job.id)) {
+                None => None,
+                Some(read) => match read.await {
+                    Ok(last) => last.and_then(|i| u64::try_from(i).ok()),
+                    Err(e) => {
+                        tracing::warn!(job = %job.id, error = %e, "cannot read the event log");
+                        None
+                    }
+                },
             };
             let mut stream = start_run(&state, &served.agent, &job, fence, after).await;
             let mut log = EventLog {
