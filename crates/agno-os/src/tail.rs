@@ -50,11 +50,6 @@ impl Waiters {
             runs.remove(run_id);
         }
     }
-
-    /// Runs with a tail on this replica (for tests and diagnostics).
-    pub fn watched(&self) -> usize {
-        self.runs.lock().map_or(0, |r| r.len())
-    }
 }
 
 /// An SSE frame of a logged event: its name, its JSON exactly as first streamed, its index as id.
