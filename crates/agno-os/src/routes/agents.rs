@@ -204,7 +204,9 @@ async fn background_run(
     // As Agno: stream=true (the default) tails the queued run's events; stream=false answers 202.
     let stream = form.bool("stream")?.unwrap_or(true);
     let queue = state.queue.as_ref().ok_or_else(|| {
-        ApiError::bad_request("this database has no job queue yet; use sqlite:// or memory:// for background runs")
+        ApiError::bad_request(
+            "this database has no job queue yet; use sqlite://, postgresql:// or memory:// for background runs",
+        )
     })?;
     let session_id = req.session_id.clone().unwrap_or_else(agno_core::new_id);
     let run_id = req.run_id.clone().unwrap_or_else(agno_core::new_id);
