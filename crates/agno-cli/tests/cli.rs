@@ -266,9 +266,13 @@ async fn wait_model_called(provider: &FakeProvider) {
     }
 }
 
+/// `GET http://127.0.0.1:{port}{path}` as JSON.
+async fn get_json(port: u16, path: &str) -> serde_json::Value {
+    reqwest::get(format!("http://127.0.0.1:{port}{path}")).await.unwrap().json().await.unwrap()
+}
+
 async fn run_status(port: u16, run_id: &str) -> serde_json::Value {
-    let url = format!("http://127.0.0.1:{port}/agents/slow/runs/{run_id}");
-    reqwest::get(url).await.unwrap().json().await.unwrap()
+    get_json(port, &format!("/agents/slow/runs/{run_id}")).await
 }
 
 /// `kill -9` of the replica running a background run: another replica on the same database ends
@@ -402,14 +406,12 @@ async fn replicas_on_one_postgres_database_share_background_work() {
         ),
     )
     .unwrap();
-    let client = reqwest::Client::new();
     // One after the other: the first creates the tables.
     let mut replicas = Vec::new();
     let mut worker_ids = std::collections::HashSet::new();
     for _ in 0..3 {
         let (child, port) = start_serve(&config).await;
-        let stats: serde_json::Value =
-            client.get(format!("http://127.0.0.1:{port}/queue/stats")).send().await.unwrap().json().await.unwrap();
+        let stats = get_json(port, "/queue/stats").await;
         worker_ids.insert(stats["worker_id"].as_str().unwrap().to_owned());
         replicas.push((child, port));
     }
@@ -418,30 +420,12 @@ async fn replicas_on_one_postgres_database_share_background_work() {
 
     let mut run_ids = Vec::new();
     for i in 0..12 {
-        let form = reqwest::multipart::Form::new()
-            .text("message", format!("job {i}"))
-            .text("stream", "false")
-            .text("background", "true");
-        let resp = client
-            .post(format!("http://127.0.0.1:{}/agents/slow/runs", ports[0]))
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 202);
-        run_ids.push(resp.json::<serde_json::Value>().await.unwrap()["run_id"].as_str().unwrap().to_owned());
+        run_ids.push(submit_background(ports[0], &format!("job {i}")).await);
     }
     // Six running at once: two per replica, the most each may hold.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let holders = loop {
-        let running: serde_json::Value = client
-            .get(format!("http://127.0.0.1:{}/queue/jobs?status=running&limit=100", ports[1]))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let running = get_json(ports[1], "/queue/jobs?status=running&limit=100").await;
         let holders: Vec<String> = running["data"]
             .as_array()
             .into_iter()
@@ -460,14 +444,7 @@ async fn replicas_on_one_postgres_database_share_background_work() {
 
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let stats: serde_json::Value = client
-            .get(format!("http://127.0.0.1:{}/queue/stats", ports[2]))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let stats = get_json(ports[2], "/queue/stats").await;
         if stats["jobs"]["completed"] == 12 {
             break;
         }
@@ -486,9 +463,8 @@ async fn replicas_on_one_postgres_database_share_background_work() {
 }
 
 /// A cancel sent to replica B stops a background run executing on replica A, through the
-/// database alone: the run is CANCELLED at once, A's worker stops the run (told by LISTEN/NOTIFY,
-/// or at its next heartbeat when it lost the lease), and nothing A writes afterwards overwrites
-/// the outcome.
+/// database alone: A's worker stops the run (told by LISTEN/NOTIFY, or at its next heartbeat) and
+/// records it CANCELLED, and nothing A writes afterwards overwrites the outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_on_one_replica_stops_a_run_on_another() {
     cancel_across_replicas(2).await;
@@ -543,8 +519,7 @@ async fn cancel_across_replicas(lock_grace_seconds: u32) {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(run_status(port_b, &run_id).await["status"], "CANCELLED", "A wrote nothing over the outcome");
-    let job: serde_json::Value =
-        reqwest::get(format!("http://127.0.0.1:{port_b}/queue/jobs/{run_id}")).await.unwrap().json().await.unwrap();
+    let job: serde_json::Value = get_json(port_b, &format!("/queue/jobs/{run_id}")).await;
     assert_eq!(job["status"], "cancelled");
     let _ = Command::new("kill").args(["-TERM", &b.id().to_string()]).status();
     b.wait().unwrap();
@@ -607,14 +582,7 @@ async fn a_tail_on_another_replica_survives_the_kill_of_the_executing_one() {
     });
     // Wait until B's tail has seen attempt 1's first event, then kill A.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while reqwest::get(format!("http://127.0.0.1:{port_b}/queue/jobs/{run_id}"))
-        .await
-        .unwrap()
-        .json::<serde_json::Value>()
-        .await
-        .unwrap()["attempt"]
-        != 1
-    {
+    while get_json(port_b, &format!("/queue/jobs/{run_id}")).await["attempt"] != 1 {
         assert!(std::time::Instant::now() < deadline, "the run never started");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
@@ -630,8 +598,7 @@ async fn a_tail_on_another_replica_survives_the_kill_of_the_executing_one() {
     assert_eq!(starts, 2, "attempt 1 (killed) and attempt 2 (retry) both in the log: {frames:?}");
     assert_eq!(frames.last().map(|(_, e, _)| e.as_str()), Some("RunCompleted"), "{frames:?}");
     assert_eq!(run_status(port_b, &run_id).await["status"], "COMPLETED");
-    let job: serde_json::Value =
-        reqwest::get(format!("http://127.0.0.1:{port_b}/queue/jobs/{run_id}")).await.unwrap().json().await.unwrap();
+    let job: serde_json::Value = get_json(port_b, &format!("/queue/jobs/{run_id}")).await;
     assert_eq!((job["status"].as_str(), job["attempt"].as_i64()), (Some("completed"), Some(2)));
 
     // Any replica resumes after any event with exactly the rest.
@@ -707,19 +674,16 @@ async fn pair_with_redis(
     let first = start_serve(&config).await;
     let second = start_serve(&config).await;
     let run_id = submit_background(first.1, "coordinate").await;
-    let json = |port: u16, path: String| async move {
-        reqwest::get(format!("http://127.0.0.1:{port}{path}")).await.unwrap().json::<serde_json::Value>().await.unwrap()
-    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let owner = loop {
-        let job = json(first.1, format!("/queue/jobs/{run_id}")).await;
+        let job = get_json(first.1, &format!("/queue/jobs/{run_id}")).await;
         if !job["locked_by"].is_null() {
             break job["locked_by"].clone();
         }
         assert!(std::time::Instant::now() < deadline, "nobody claimed the run");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     };
-    if json(first.1, "/queue/stats".to_owned()).await["worker_id"] == owner {
+    if get_json(first.1, "/queue/stats").await["worker_id"] == owner {
         (first, second, run_id)
     } else {
         (second, first, run_id)
