@@ -139,26 +139,18 @@ pub struct ContinueRequest {
 }
 
 impl ContinueRequest {
+    fn new(from: ContinueFrom, requirements: Vec<RunRequirement>) -> Self {
+        Self { from, requirements, user_id: None, fence: None, after_event_index: None }
+    }
+
     /// Continue the stored run `run_id`.
     pub fn run_id(run_id: impl Into<String>, requirements: Vec<RunRequirement>) -> Self {
-        Self {
-            from: ContinueFrom::RunId(run_id.into()),
-            requirements,
-            user_id: None,
-            fence: None,
-            after_event_index: None,
-        }
+        Self::new(ContinueFrom::RunId(run_id.into()), requirements)
     }
 
     /// Continue from the paused output itself.
     pub fn output(output: RunOutput, requirements: Vec<RunRequirement>) -> Self {
-        Self {
-            from: ContinueFrom::Output(Box::new(output)),
-            requirements,
-            user_id: None,
-            fence: None,
-            after_event_index: None,
-        }
+        Self::new(ContinueFrom::Output(Box::new(output)), requirements)
     }
 
     /// Continue from the paused output, using its own requirements (resolved in place).
