@@ -105,15 +105,36 @@ fn job_from_row(row: &SqliteRow) -> DbResult<Job> {
 /// worker, attempt): the job runs under its claim, or was cancelled while it ran.
 const HOLDS: &str = "id = ? AND locked_by = ? AND attempt = ? AND status IN ('running', 'cancelled')";
 
+impl SqliteDb {
+    /// The job holding idempotency key `key` (if any) for `user_id` (`None`: the anonymous
+    /// bucket), read in `conn`.
+    async fn job_by_key(
+        &self,
+        conn: &mut sqlx::SqliteConnection,
+        key: Option<&str>,
+        user_id: Option<&str>,
+    ) -> DbResult<Option<Job>> {
+        let Some(key) = key else { return Ok(None) };
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM {} WHERE idempotency_key = ? AND user_id IS ? AND idempotency_key IS NOT NULL",
+            self.tables().jobs
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(key)
+            .bind(user_id)
+            .fetch_all(conn)
+            .await
+            .map_err(|e| db_error("cannot read the job of an idempotency key", e))?;
+        rows.first().map(job_from_row).transpose()
+    }
+}
+
 #[async_trait]
 impl JobStore for SqliteDb {
     async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
         let t = &self.tables().jobs;
         // An empty key is no key (as in Agno): the unique indexes would otherwise cover ''.
         let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
-        let existing_sql = format!(
-            "SELECT {JOB_COLUMNS} FROM {t} WHERE idempotency_key = ? AND user_id IS ? AND idempotency_key IS NOT NULL"
-        );
         let insert = format!(
             "INSERT INTO {t} ({JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}"
@@ -132,20 +153,9 @@ impl JobStore for SqliteDb {
                 .map_err(|e| db_error("cannot count queued jobs", e))?;
             if queued.first().copied().unwrap_or(0) >= i64::try_from(max_depth).unwrap_or(i64::MAX) {
                 // A resubmission of an accepted job is answered with it even when the queue is full.
-                let existing = match key {
-                    Some(key) => sqlx::query(AssertSqlSafe(existing_sql.as_str()))
-                        .bind(key)
-                        .bind(&job.user_id)
-                        .fetch_all(&mut *tx)
-                        .await
-                        .map_err(|e| db_error("cannot read the job of an idempotency key", e))?,
-                    None => Vec::new(),
-                };
+                let existing = self.job_by_key(&mut tx, key, job.user_id.as_deref()).await?;
                 tx.commit().await.map_err(|e| db_error("cannot end an enqueue", e))?;
-                return match existing.first() {
-                    Some(row) => Ok(Enqueued::Duplicate(job_from_row(row)?)),
-                    None => Ok(Enqueued::QueueFull),
-                };
+                return Ok(existing.map_or(Enqueued::QueueFull, Enqueued::Duplicate));
             }
         }
         let inserted = sqlx::query(AssertSqlSafe(insert))
@@ -172,23 +182,15 @@ impl JobStore for SqliteDb {
             .await
             .map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
         // Nothing inserted: a unique index decided. The key's original job, else the id is taken.
-        let existing = match (inserted.is_empty(), key) {
-            (true, Some(key)) => sqlx::query(AssertSqlSafe(existing_sql.as_str()))
-                .bind(key)
-                .bind(&job.user_id)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| db_error("cannot read the job of an idempotency key", e))?,
-            _ => Vec::new(),
-        };
+        let existing =
+            if inserted.is_empty() { self.job_by_key(&mut tx, key, job.user_id.as_deref()).await? } else { None };
         tx.commit().await.map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
         if let Some(row) = inserted.first() {
             return Ok(Enqueued::Accepted(job_from_row(row)?));
         }
-        match existing.first() {
-            Some(row) => Ok(Enqueued::Duplicate(job_from_row(row)?)),
-            None => Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id))),
-        }
+        existing
+            .map(Enqueued::Duplicate)
+            .ok_or_else(|| DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)))
     }
 
     async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
