@@ -73,6 +73,8 @@ impl RunStore for PostgresDb {
                 _ => db_error(&format!("cannot write run {}", run.id()), e),
             })?;
         let Some(index) = index else {
+            // Ends the transaction (and its advisory lock) now, not when the connection is next used.
+            tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of run {}", run.id()), e))?;
             return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
         };
         tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {}", run.id()), e))?;

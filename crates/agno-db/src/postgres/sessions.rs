@@ -227,6 +227,8 @@ impl SessionStore for PostgresDb {
             .await
             .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
         if result.rows_affected() == 0 {
+            // Ends the transaction (and its locks) now, not when the connection is next used.
+            tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of session {id}"), e))?;
             return Err(DbError::new(DbErrorKind::Conflict, format!("session {id} belongs to another user")));
         }
         tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of session {id}"), e))
@@ -317,10 +319,14 @@ impl SessionStore for PostgresDb {
         }
         let t = self.tables().clone();
         let sessions = self.qualified(&t.sessions);
+        // Asked before the transaction: it takes a pool connection of its own, and asking while
+        // holding the transaction's lets concurrent deletes exhaust the pool and wait on each
+        // other until the acquire timeout.
+        let has_runs = self.table_exists(&t.runs).await?;
         let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
         // The foreign key cascades too; deleting explicitly also covers a runs table created
         // without it.
-        if self.table_exists(&t.runs).await? {
+        if has_runs {
             let sql = format!(
                 "DELETE FROM {} WHERE session_id IN (SELECT session_id FROM {sessions} \
                  WHERE session_id = ANY($1) AND ($2::text IS NULL OR user_id = $2))",
