@@ -90,9 +90,50 @@ async fn a_background_run_is_accepted_then_completed_by_a_worker() {
     assert!(r.body["detail"].as_str().unwrap().contains("database"));
 }
 
+/// A fresh PostgreSQL schema (`AGNO_TEST_POSTGRES_URL`, default the local server's `test`
+/// database), dropped at the end.
+struct PgSchema {
+    url: String,
+    name: String,
+}
+
+impl PgSchema {
+    fn new(tag: &str) -> Self {
+        let base = std::env::var("AGNO_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let name = format!("agno_os_{tag}_{}", &agno_core::new_id().replace('-', "")[..12]);
+        Self { url: format!("{base}{sep}schema={name}"), name }
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
+        let _ =
+            std::process::Command::new("psql").args(["-h", "127.0.0.1", "-U", "postgres", "test", "-c", &sql]).output();
+    }
+}
+
+/// [`FAST`] on another database.
+fn fast_on(db_url: &str) -> String {
+    FAST.replace("url = \"memory://\"", &format!("url = \"{db_url}\""))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_idempotency_key_makes_one_run_even_under_concurrency() {
-    let os = TestOs::start(config(FAST)).await;
+    one_key_one_run("memory://").await;
+}
+
+/// The same against a real PostgreSQL: the unique indexes decide between concurrent duplicates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_one_idempotency_key_makes_one_run_even_under_concurrency() {
+    let schema = PgSchema::new("idem");
+    one_key_one_run(&schema.url).await;
+}
+
+async fn one_key_one_run(db_url: &str) {
+    let os = TestOs::start(config(&fast_on(db_url))).await;
     let mut tasks = Vec::new();
     for _ in 0..100 {
         let (client, base) = (os.client.clone(), os.base.clone());
@@ -257,12 +298,23 @@ async fn a_stale_attempt_cannot_write_its_run() {
 /// answers 429, and every accepted run completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifteen_hundred_submissions_against_a_depth_of_a_thousand() {
+    fifteen_hundred_against_a_thousand("memory://").await;
+}
+
+/// The same against a real PostgreSQL, where the depth bound is an advisory lock and a count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_fifteen_hundred_submissions_against_a_depth_of_a_thousand() {
+    let schema = PgSchema::new("depth");
+    fifteen_hundred_against_a_thousand(&schema.url).await;
+}
+
+async fn fifteen_hundred_against_a_thousand(db_url: &str) {
     let provider = FakeProvider::start().await.unwrap();
     // The first run holds the only worker until every submission is in.
     provider.push(Reply::Delayed(Duration::from_secs(600), Box::new(Reply::text("blocker"))));
     provider.set_fallback(Some(Reply::text("queued answer")));
     let cfg = format!(
-        "[db]\nurl = \"memory://\"\n[queue]\nmax_concurrency = 1\nmax_queue_depth = 1000\npoll_interval_ms = 20\n\
+        "[db]\nurl = \"{db_url}\"\n[queue]\nmax_concurrency = 1\nmax_queue_depth = 1000\npoll_interval_ms = 20\n\
          [[agents]]\nid = \"slow\"\n\
          model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
