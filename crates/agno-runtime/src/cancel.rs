@@ -1,17 +1,21 @@
 //! Cancellation of running runs by `run_id`, process-wide.
 //!
-//! A cancel request is recorded even when the run is not (yet) registered, so a run cancelled
-//! before it starts stops at its first checkpoint. Cross-replica cancellation arrives with the
-//! durable queue (issue #5).
+//! A run is registered from the moment it is asked for (synchronously, before its task is
+//! spawned) until its future ends or is dropped, so [`running_runs`] never misses a run that is
+//! starting and never keeps one whose future is gone. A cancel request is recorded even when the
+//! run is not (yet) registered, so a run cancelled before it starts stops at its first checkpoint.
+//! Cancellation across replicas goes through the durable queue (`agno-os`).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Default)]
 struct Registry {
-    running: HashMap<String, CancellationToken>,
+    /// Running runs: their registration number and token.
+    running: HashMap<String, (u64, CancellationToken)>,
     requested: HashSet<String>,
 }
 
@@ -23,22 +27,44 @@ fn registry() -> &'static Mutex<Registry> {
 /// Upper bound on remembered early cancel requests, so unknown ids cannot grow memory forever.
 const MAX_REQUESTED: usize = 10_000;
 
-/// Registers a run; the token fires when the run is cancelled (also if it was cancelled before).
-pub(crate) fn register(run_id: &str) -> CancellationToken {
-    let token = CancellationToken::new();
-    if let Ok(mut reg) = registry().lock() {
-        if reg.requested.remove(run_id) {
-            token.cancel();
-        }
-        reg.running.insert(run_id.to_owned(), token.clone());
-    }
-    token
+/// A run's place in the registry; dropping it unregisters the run (only this registration: a
+/// later one of the same run id, e.g. its continuation, stays).
+#[derive(Debug)]
+pub(crate) struct Registration {
+    run_id: String,
+    number: u64,
+    token: CancellationToken,
 }
 
-/// Forgets a finished run.
-pub(crate) fn unregister(run_id: &str) {
-    if let Ok(mut reg) = registry().lock() {
-        reg.running.remove(run_id);
+impl Registration {
+    /// Registers `run_id`; the token fires when the run is cancelled (also if it was cancelled
+    /// before this).
+    pub(crate) fn new(run_id: &str) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let number = NEXT.fetch_add(1, Ordering::Relaxed);
+        let token = CancellationToken::new();
+        if let Ok(mut reg) = registry().lock() {
+            if reg.requested.remove(run_id) {
+                token.cancel();
+            }
+            reg.running.insert(run_id.to_owned(), (number, token.clone()));
+        }
+        Self { run_id: run_id.to_owned(), number, token }
+    }
+
+    /// The token that fires when the run is cancelled.
+    pub(crate) fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut reg) = registry().lock()
+            && reg.running.get(&self.run_id).is_some_and(|(n, _)| *n == self.number)
+        {
+            reg.running.remove(&self.run_id);
+        }
     }
 }
 
@@ -48,7 +74,7 @@ pub fn cancel_run(run_id: &str) -> bool {
     let Ok(mut reg) = registry().lock() else {
         return false;
     };
-    if let Some(token) = reg.running.get(run_id) {
+    if let Some((_, token)) = reg.running.get(run_id) {
         token.cancel();
         return true;
     }
@@ -64,7 +90,8 @@ pub fn is_running(run_id: &str) -> bool {
     registry().lock().is_ok_and(|reg| reg.running.contains_key(run_id))
 }
 
-/// Ids of the runs executing in this process (for a graceful shutdown that waits for them).
+/// Ids of the runs executing (or about to) in this process, for a graceful shutdown that waits
+/// for them.
 pub fn running_runs() -> Vec<String> {
     registry().lock().map(|reg| reg.running.keys().cloned().collect()).unwrap_or_default()
 }

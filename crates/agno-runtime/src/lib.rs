@@ -4,6 +4,7 @@
 //! Build an [`Agent`] with [`Agent::builder`], then:
 //! - [`Agent::arun`] (async) or [`Agent::run`] (blocking) for one run's [`agno_core::RunOutput`];
 //! - [`Agent::run_stream`] for its [`agno_core::RunEvent`]s as they happen;
+//! - [`Agent::spawn_run`] to start a run on its own task and await its [`RunHandle`] later;
 //! - [`Agent::continue_run`] / [`Agent::acontinue_run`] to resume a `PAUSED` run with the user's
 //!   decisions ([`agno_core::RunRequirement`]s);
 //! - [`cancel_run`] to stop a running run by id.
@@ -38,4 +39,4 @@ pub use error::{BuildError, Result, RunError};
 pub use fence::RunFence;
 pub use hooks::{HookError, PostHook, PreHook};
 pub use request::{ContinueFrom, ContinueRequest, RunRequest};
-pub use run::RunStream;
+pub use run::{RunHandle, RunStream};

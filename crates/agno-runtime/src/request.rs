@@ -148,6 +148,14 @@ impl ContinueRequest {
         Self::new(ContinueFrom::RunId(run_id.into()), requirements)
     }
 
+    /// The id of the run this continues.
+    pub fn target_run_id(&self) -> &str {
+        match &self.from {
+            ContinueFrom::RunId(id) => id,
+            ContinueFrom::Output(output) => output.id(),
+        }
+    }
+
     /// Continue from the paused output itself.
     pub fn output(output: RunOutput, requirements: Vec<RunRequirement>) -> Self {
         Self::new(ContinueFrom::Output(Box::new(output)), requirements)

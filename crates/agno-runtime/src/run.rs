@@ -5,6 +5,8 @@
 //! - `arun` from async code, `run` from synchronous code (it blocks; async tools still work).
 //! - `run_stream` to receive [`RunEvent`]s (content deltas, tool calls, ...) as they happen; the
 //!   run goes on even if the stream is dropped, and is stored as usual.
+//! - `spawn_run` to start a run on its own task and await it later (a server answering a
+//!   request with it: the run completes and is stored even if the request goes away).
 //! - `continue_run` after a run returned `PAUSED`: resolve its requirements (confirm, reject,
 //!   supply input or an external result) and pass them back.
 //! - `cancel_run` from anywhere in the process, by run id.
@@ -20,7 +22,7 @@ use tokio::task::JoinHandle;
 
 use crate::agent::{Agent, AgentInner};
 use crate::blocking::{block_on, spawn_handle};
-use crate::cancel;
+use crate::cancel::{self, Registration};
 use crate::emitter::Emitter;
 use crate::error::RunError;
 use crate::persist::load_session;
@@ -59,19 +61,59 @@ impl RunStream {
     }
 }
 
-fn spawn_stream<F>(make: impl FnOnce(Emitter) -> F) -> RunStream
+/// A run started with [`Agent::spawn_run`] or [`Agent::spawn_continue_run`], executing on its
+/// own task. Await it for the output; dropping it detaches the run, which goes on and is stored
+/// as usual (cancel it by id with [`Agent::cancel_run`]).
+#[derive(Debug)]
+pub struct RunHandle {
+    run_id: String,
+    task: Option<JoinHandle<Result<RunOutput, RunError>>>,
+}
+
+impl RunHandle {
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+}
+
+impl std::future::Future for RunHandle {
+    type Output = Result<RunOutput, RunError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(task) = self.task.as_mut() else {
+            return Poll::Ready(Err(RunError::Internal("the run could not be started".to_owned())));
+        };
+        match Pin::new(task).poll(cx) {
+            Poll::Ready(result) => {
+                self.task = None;
+                Poll::Ready(result.map_err(|e| RunError::Internal(e.to_string())).and_then(|r| r))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Spawns `fut` on the current runtime (else the shared one).
+fn spawn<F>(fut: F) -> Option<JoinHandle<Result<RunOutput, RunError>>>
 where
     F: std::future::Future<Output = Result<RunOutput, RunError>> + Send + 'static,
 {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let fut = make(Emitter::new(Some(tx), false));
-    let task = match spawn_handle() {
+    match spawn_handle() {
         Ok(handle) => Some(handle.spawn(fut)),
         Err(e) => {
             tracing::error!(error = %e, "cannot spawn run");
             None
         }
-    };
+    }
+}
+
+fn spawn_stream<F>(make: impl FnOnce(Emitter) -> F) -> RunStream
+where
+    F: std::future::Future<Output = Result<RunOutput, RunError>> + Send + 'static,
+{
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task = spawn(make(Emitter::new(Some(tx), false)));
     RunStream { events: rx, task }
 }
 
@@ -89,11 +131,18 @@ fn close_with_error(em: &mut Emitter, result: &Result<RunOutput, RunError>) {
     }
 }
 
+/// Gives the request a run id (when it has none) and registers the run at once, so it counts
+/// as running (and can be cancelled) from this moment, before its task is first polled.
+fn register(request: &mut RunRequest) -> Registration {
+    let run_id = request.run_id.get_or_insert_with(agno_core::new_id);
+    Registration::new(run_id)
+}
+
 impl Agent {
-    async fn execute(self, request: RunRequest, mut em: Emitter) -> Result<RunOutput, RunError> {
+    async fn execute(self, request: RunRequest, mut em: Emitter, run: Registration) -> Result<RunOutput, RunError> {
         em.resume_after(request.after_event_index);
         let result = match prepare(&self.inner, request).await {
-            Ok(st) => drive_new(&self.inner, st, &mut em).await,
+            Ok(st) => drive_new(&self.inner, st, &mut em, run.token()).await,
             Err(e) => Err(e),
         };
         close_with_error(&mut em, &result);
@@ -107,8 +156,21 @@ impl Agent {
     /// A [`RunError`] when the run fails; the failed run is stored with status `ERROR` and is
     /// available through [`RunError::run`].
     pub async fn arun(&self, request: impl Into<RunRequest>) -> Result<RunOutput, RunError> {
+        let mut request = request.into();
+        let run = register(&mut request);
         let em = Emitter::new(None, self.inner.store_events);
-        self.clone().execute(request.into(), em).await
+        self.clone().execute(request, em, run).await
+    }
+
+    /// Starts a run on its own task, as [`Agent::arun`] would run it, and returns at once. The
+    /// run is registered (visible to [`crate::running_runs`], cancellable) before this returns,
+    /// and goes on even if the handle is dropped.
+    pub fn spawn_run(&self, request: impl Into<RunRequest>) -> RunHandle {
+        let mut request = request.into();
+        let run = register(&mut request);
+        let run_id = request.run_id.clone().unwrap_or_default();
+        let em = Emitter::new(None, self.inner.store_events);
+        RunHandle { run_id, task: spawn(self.clone().execute(request, em, run)) }
     }
 
     /// Blocking version of [`Agent::arun`]. Sync and async tools both work.
@@ -123,8 +185,9 @@ impl Agent {
     /// Starts a run and streams its events; each carries a strictly increasing `event_index`.
     pub fn run_stream(&self, request: impl Into<RunRequest>) -> RunStream {
         let agent = self.clone();
-        let request = request.into();
-        spawn_stream(move |em| agent.execute(request, em))
+        let mut request = request.into();
+        let run = register(&mut request);
+        spawn_stream(move |em| agent.execute(request, em, run))
     }
 
     /// Continues a paused run with resolved requirements.
@@ -133,8 +196,17 @@ impl Agent {
     /// [`RunError::RunNotFound`], [`RunError::NotPaused`] or
     /// [`RunError::UnresolvedRequirement`] before anything runs; otherwise as [`Agent::arun`].
     pub async fn acontinue_run(&self, request: ContinueRequest) -> Result<RunOutput, RunError> {
+        let run = Registration::new(request.target_run_id());
         let em = Emitter::new(None, self.inner.store_events);
-        self.clone().execute_continue(request, em).await
+        self.clone().execute_continue(request, em, run).await
+    }
+
+    /// Continues a paused run on its own task (see [`Agent::spawn_run`]).
+    pub fn spawn_continue_run(&self, request: ContinueRequest) -> RunHandle {
+        let run_id = request.target_run_id().to_owned();
+        let run = Registration::new(&run_id);
+        let em = Emitter::new(None, self.inner.store_events);
+        RunHandle { run_id, task: spawn(self.clone().execute_continue(request, em, run)) }
     }
 
     /// Blocking version of [`Agent::acontinue_run`].
@@ -148,7 +220,8 @@ impl Agent {
     /// Continues a paused run and streams its events.
     pub fn continue_run_stream(&self, request: ContinueRequest) -> RunStream {
         let agent = self.clone();
-        spawn_stream(move |em| agent.execute_continue(request, em))
+        let run = Registration::new(request.target_run_id());
+        spawn_stream(move |em| agent.execute_continue(request, em, run))
     }
 
     /// Requests cancellation of a run by id (see [`crate::cancel_run`]).
@@ -156,14 +229,24 @@ impl Agent {
         cancel::cancel_run(run_id)
     }
 
-    async fn execute_continue(self, request: ContinueRequest, mut em: Emitter) -> Result<RunOutput, RunError> {
-        let result = continue_inner(&self.inner, request, &mut em).await;
+    async fn execute_continue(
+        self,
+        request: ContinueRequest,
+        mut em: Emitter,
+        run: Registration,
+    ) -> Result<RunOutput, RunError> {
+        let result = continue_inner(&self.inner, request, &mut em, run.token()).await;
         close_with_error(&mut em, &result);
         result
     }
 }
 
-async fn continue_inner(agent: &AgentInner, request: ContinueRequest, em: &mut Emitter) -> Result<RunOutput, RunError> {
+async fn continue_inner(
+    agent: &AgentInner,
+    request: ContinueRequest,
+    em: &mut Emitter,
+    token: &tokio_util::sync::CancellationToken,
+) -> Result<RunOutput, RunError> {
     let output = match request.from {
         ContinueFrom::Output(output) => *output,
         ContinueFrom::RunId(run_id) => {
@@ -227,10 +310,9 @@ async fn continue_inner(agent: &AgentInner, request: ContinueRequest, em: &mut E
     em.bind(&agent.id, agent.name.as_deref().unwrap_or_default(), st.output.id(), &st.session.session_id);
     em.resume_after(st.output.events.iter().flatten().filter_map(|e| e.event_index).max());
     em.resume_after(request.after_event_index);
-    let token = cancel::register(st.output.id());
     em.emit(EventData::RunContinued {});
     for answer in &answers {
-        resolve_requirement(&mut st, answer, em, &token).await;
+        resolve_requirement(&mut st, answer, em, token).await;
     }
     // Record the answers on the run.
     if let Some(reqs) = st.output.requirements.as_mut() {
@@ -241,8 +323,6 @@ async fn continue_inner(agent: &AgentInner, request: ContinueRequest, em: &mut E
         }
     }
     let stop = answers.iter().filter_map(|a| a.tool_execution.as_ref()).any(|t| t.stop_after_tool_call);
-    let end = if stop { crate::run_loop::LoopEnd::Completed } else { model_loop(agent, &mut st, em, &token).await };
-    let result = finish(agent, &mut st, em, end).await;
-    cancel::unregister(st.output.id());
-    result
+    let end = if stop { crate::run_loop::LoopEnd::Completed } else { model_loop(agent, &mut st, em, token).await };
+    finish(agent, &mut st, em, end).await
 }

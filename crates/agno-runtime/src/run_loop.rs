@@ -16,7 +16,6 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentInner;
-use crate::cancel;
 use crate::emitter::Emitter;
 use crate::error::RunError;
 use crate::messages::{system_message, user_message};
@@ -110,9 +109,13 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
 
 /// Runs pre-hooks, reasoning and the model loop (with whole-run retries), then finishes and
 /// stores the run.
-pub(crate) async fn drive_new(agent: &AgentInner, mut st: RunState, em: &mut Emitter) -> Result<RunOutput, RunError> {
+pub(crate) async fn drive_new(
+    agent: &AgentInner,
+    mut st: RunState,
+    em: &mut Emitter,
+    token: &CancellationToken,
+) -> Result<RunOutput, RunError> {
     em.bind(&agent.id, agent.name.as_deref().unwrap_or_default(), st.output.id(), &st.session.session_id);
-    let token = cancel::register(st.output.id());
     em.emit(EventData::RunStarted {
         model: agent.model.id().to_owned(),
         model_provider: agent.model.provider().to_owned(),
@@ -152,7 +155,7 @@ pub(crate) async fn drive_new(agent: &AgentInner, mut st: RunState, em: &mut Emi
         let initial = st.messages.len();
         let mut attempt = 0;
         loop {
-            let end = model_loop(agent, &mut st, em, &token).await;
+            let end = model_loop(agent, &mut st, em, token).await;
             match end {
                 LoopEnd::Failed(RunError::Model { source, .. })
                     if source.is_retryable() && attempt < agent.retry.retries && !token.is_cancelled() =>
@@ -168,9 +171,7 @@ pub(crate) async fn drive_new(agent: &AgentInner, mut st: RunState, em: &mut Emi
             }
         }
     };
-    let result = finish(agent, &mut st, em, end).await;
-    cancel::unregister(st.output.id());
-    result
+    finish(agent, &mut st, em, end).await
 }
 
 fn model_failure(source: ModelError) -> RunError {
