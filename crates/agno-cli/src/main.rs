@@ -25,7 +25,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(async {
+    let result = runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Chat(args) => chat::chat(args).await,
@@ -34,6 +34,9 @@ fn main() -> std::process::ExitCode {
             Command::Queue(args) => queue::queue(args).await,
         }
     });
+    // Tasks still running (a tool blocked in a thread, a connection held open) must not keep the
+    // process alive: `agno serve` has already stopped within its grace.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         // The reader of our output went away (`agno run ... | head`): stop quietly.

@@ -2,16 +2,13 @@
 //! OpenAI server, and clear failures for bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use agno_testkit::{FakeProvider, Reply};
-
-fn agno() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agno"));
-    cmd.env_remove("AGNO_MODEL").env_remove("OPENAI_API_KEY").env_remove("OPENAI_BASE_URL");
-    cmd
-}
+use common::{Served, agno, free_port, get_json, postgres_schema, start_serve};
 
 fn text(out: &Output) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
@@ -111,133 +108,12 @@ fn help_explains_commands() {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-async fn wait_healthy(port: u16) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        if reqwest::get(format!("http://127.0.0.1:{port}/health")).await.is_ok_and(|r| r.status().is_success()) {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "agno serve did not become healthy");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-}
-
 #[test]
 fn serve_refuses_an_open_os_on_a_public_address() {
     let out = agno().args(["serve", "--host", "0.0.0.0", "--port", "0"]).output().unwrap();
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
     assert!(stderr.contains("--insecure") && stderr.contains("[auth]"), "{stderr}");
-}
-
-/// SIGTERM while a run is in flight (its client already gone): the server stops accepting, the
-/// run finishes and is stored, and the process exits cleanly.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_stops_gracefully_and_keeps_in_flight_runs() {
-    use futures::StreamExt;
-    let provider = FakeProvider::start().await.unwrap();
-    provider.set_fallback(Some(Reply::text("slow answer")));
-    provider.set_latency(std::time::Duration::from_millis(1500));
-    let dir = std::env::temp_dir().join(format!("agno-serve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let db_path = dir.join(format!("os-{}.db", agno::core::new_id()));
-    let config = dir.join("agentos.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[db]\nurl = \"sqlite://{}\"\n[[agents]]\nid = \"slow\"\nmodel = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key_env = \"SLOW_KEY\" }}\n",
-            db_path.display(),
-            provider.base_url()
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let mut child = agno()
-        .env("SLOW_KEY", "sk-test")
-        .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_healthy(port).await;
-
-    let form = reqwest::multipart::Form::new().text("message", "take your time").text("session_id", "graceful");
-    let resp = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/agents/slow/runs"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let mut events = resp.bytes_stream();
-    let first = events.next().await.unwrap().unwrap();
-    assert!(String::from_utf8_lossy(&first).contains("RunStarted"));
-    drop(events); // the client goes away mid-run
-
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(std::time::Instant::now() < deadline, "agno serve did not stop after SIGTERM");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    assert!(exit.success(), "{stderr}");
-    assert!(stderr.contains("AgentOS stopped"), "{stderr}");
-
-    let db = agno::db::SqliteDb::connect(db_path.to_str().unwrap()).await.unwrap();
-    let page = agno::core::RunStore::get_runs(
-        &db,
-        &agno::core::RunQuery { session_id: Some("graceful".into()), ..Default::default() },
-    )
-    .await
-    .unwrap();
-    assert_eq!(page.runs.len(), 1, "the in-flight run was stored");
-    assert_eq!(page.runs[0].status, agno::core::RunStatus::Completed);
-    assert_eq!(page.runs[0].content_text(), "slow answer");
-}
-
-/// A spawned `agno serve`, killed if a test ends (or panics) with it still running.
-struct Served(std::process::Child);
-
-impl std::ops::Deref for Served {
-    type Target = std::process::Child;
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Served {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-async fn start_serve(config: &std::path::Path) -> (Served, u16) {
-    let port = free_port();
-    let child = agno()
-        .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let child = Served(child);
-    wait_healthy(port).await;
-    (child, port)
 }
 
 /// Submits a background run (`stream=false`) of agent `slow` to the replica on `port`; asserts the
@@ -264,11 +140,6 @@ async fn wait_model_called(provider: &FakeProvider) {
         assert!(std::time::Instant::now() < deadline, "no replica called the model");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-}
-
-/// `GET http://127.0.0.1:{port}{path}` as JSON.
-async fn get_json(port: u16, path: &str) -> serde_json::Value {
-    reqwest::get(format!("http://127.0.0.1:{port}{path}")).await.unwrap().json().await.unwrap()
 }
 
 async fn run_status(port: u16, run_id: &str) -> serde_json::Value {
@@ -339,36 +210,6 @@ async fn a_killed_replica_leaves_its_background_run_in_error_at_one_attempt() {
 async fn a_killed_replicas_background_run_is_retried_to_completion_with_attempts_left() {
     let run = killed_replica(3, "COMPLETED").await;
     assert_eq!(run["content"], "finished after all");
-}
-
-/// A fresh schema on the test PostgreSQL, dropped when the guard goes out of scope.
-struct PgSchema {
-    url: String,
-    name: String,
-}
-
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        let _ = Command::new("psql")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-U",
-                "postgres",
-                "test",
-                "-c",
-                &format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name),
-            ])
-            .output();
-    }
-}
-
-fn postgres_schema(tag: &str) -> PgSchema {
-    let base = std::env::var("AGNO_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let name = format!("agno_cli_{tag}_{}", &agno::core::new_id().replace('-', "")[..12]);
-    PgSchema { url: format!("{base}{sep}schema={name}"), name }
 }
 
 /// The same kill -9 on PostgreSQL, where replicas share the queue through SKIP LOCKED claims.

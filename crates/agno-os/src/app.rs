@@ -114,6 +114,8 @@ pub struct AgentOs {
     pub state: AppState,
     /// Largest accepted body.
     pub max_body_bytes: usize,
+    /// How long a shutdown may take (see [`crate::serve`]).
+    pub shutdown_grace: std::time::Duration,
 }
 
 impl AgentOs {
@@ -160,8 +162,10 @@ impl AgentOs {
             started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true).into(),
             heartbeat: std::time::Duration::from_secs(config.os.sse_heartbeat_seconds),
             queue,
+            stopping: tokio_util::sync::CancellationToken::new(),
         };
-        Ok(Self { state, max_body_bytes: config.os.max_body_bytes })
+        let shutdown_grace = std::time::Duration::from_secs(config.os.shutdown_grace_seconds);
+        Ok(Self { state, max_body_bytes: config.os.max_body_bytes, shutdown_grace })
     }
 
     /// The HTTP app: every route of [`crate::routes::ROUTES`] behind the authorisation layer,

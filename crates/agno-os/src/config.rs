@@ -89,6 +89,10 @@ pub struct OsSection {
     /// Seconds between SSE heartbeat comments on an idle stream (15 by default; at most 15).
     #[serde(default = "default_heartbeat")]
     pub sse_heartbeat_seconds: u64,
+    /// How long a shutdown (SIGTERM, Ctrl-C) may take, in seconds (30 by default): in-flight
+    /// runs finish within it; those still running near its end are cancelled and stored.
+    #[serde(default = "default_shutdown_grace")]
+    pub shutdown_grace_seconds: u64,
 }
 
 impl Default for OsSection {
@@ -101,6 +105,7 @@ impl Default for OsSection {
             port: default_port(),
             max_body_bytes: default_body_limit(),
             sse_heartbeat_seconds: default_heartbeat(),
+            shutdown_grace_seconds: default_shutdown_grace(),
         }
     }
 }
@@ -119,6 +124,9 @@ fn default_body_limit() -> usize {
 }
 fn default_heartbeat() -> u64 {
     15
+}
+fn default_shutdown_grace() -> u64 {
+    crate::serve::DEFAULT_SHUTDOWN_GRACE.as_secs()
 }
 
 /// `[db]`.
@@ -374,6 +382,12 @@ impl OsConfig {
         if !(1..=15).contains(&self.os.sse_heartbeat_seconds) {
             return Err(ConfigError::Invalid(
                 "[os] sse_heartbeat_seconds must be between 1 and 15 (proxies close idle streams)".to_owned(),
+            ));
+        }
+        if !(1..=3600).contains(&self.os.shutdown_grace_seconds) {
+            return Err(ConfigError::Invalid(
+                "[os] shutdown_grace_seconds must be between 1 and 3600 (runs still executing at its end are cancelled)"
+                    .to_owned(),
             ));
         }
         let mut seen = std::collections::HashSet::new();

@@ -124,6 +124,8 @@ pub struct Queue {
     pub claims: Arc<ClaimTimes>,
     /// Redis coordination, when configured.
     pub coordination: Option<Arc<crate::coordination::Coordination>>,
+    /// The claimed jobs executing on this replica (a shutdown waits for them).
+    pub tasks: tokio_util::task::TaskTracker,
 }
 
 impl Queue {
@@ -144,6 +146,7 @@ impl Queue {
             waiters: Arc::default(),
             claims: Arc::default(),
             coordination,
+            tasks: tokio_util::task::TaskTracker::new(),
         })
     }
 
@@ -778,7 +781,7 @@ pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::t
                 Ok(Some(job)) => {
                     queue.claims.record(asked.elapsed());
                     let (state, queue) = (state.clone(), queue.clone());
-                    tokio::spawn(async move {
+                    queue.clone().tasks.spawn(async move {
                         execute(state, queue, job).await;
                         drop(permit);
                     });

@@ -1,16 +1,35 @@
-//! Serving: bind, refuse an open OS on a non-loopback address, stop gracefully on SIGINT or
-//! SIGTERM: stop accepting, let in-flight requests and runs finish within a grace period, then
-//! cancel the runs left so they are stored as `CANCELLED`, never lost mid-write.
+//! Serving: bind, refuse an open OS on a non-loopback address, accept connections, and stop
+//! gracefully on SIGINT or SIGTERM.
+//!
+//! Shutdown has one deadline, the grace (`[os] shutdown_grace_seconds`, 30 s by default),
+//! counted from the signal:
+//! 1. stop accepting; idle and half-open connections are closed at once, connections with a
+//!    request in flight after its response; no new background job is claimed;
+//! 2. runs executing in this process (their clients may be gone: runs outlive requests) and
+//!    claimed background jobs finish and are stored;
+//! 3. what is still running when [`cancel_margin`] of the grace is left is cancelled, and stores
+//!    itself `CANCELLED` with its partial output;
+//! 4. tails of other replicas' runs end (their clients resume elsewhere), responses still being
+//!    written get the rest of the grace, and [`serve`] returns — at the deadline at the latest,
+//!    whatever a client holds open.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
 
 use crate::app::AgentOs;
 
-/// How long in-flight requests may take to finish after a shutdown signal.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// The default grace of a shutdown (`[os] shutdown_grace_seconds`).
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Why serving failed.
 #[derive(Debug, thiserror::Error)]
@@ -54,66 +73,194 @@ pub async fn bind(os: &AgentOs, addr: SocketAddr, insecure: bool) -> Result<TcpL
     TcpListener::bind(addr).await.map_err(|source| ServeError::Io { addr, source })
 }
 
-/// Serves until `shutdown` resolves, then stops accepting and waits for in-flight requests
-/// (streams included) up to [`SHUTDOWN_GRACE`].
+/// How long before the deadline the runs still executing are cancelled, so they can store
+/// themselves before it: a quarter of the grace, at most 5 s.
+pub fn cancel_margin(grace: Duration) -> Duration {
+    (grace / 4).min(Duration::from_secs(5))
+}
+
+/// Serves until `shutdown` resolves, then shuts down as the module documentation describes,
+/// within `os.shutdown_grace`.
 ///
 /// # Errors
-/// [`ServeError::Io`].
+/// [`ServeError::Io`] when the listener's address cannot be read.
 pub async fn serve(
     os: &AgentOs,
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     let addr = listener.local_addr().map_err(|source| ServeError::Io { addr: ([0, 0, 0, 0], 0).into(), source })?;
-    let stop_workers = tokio_util::sync::CancellationToken::new();
-    let workers = os.state.queue.clone().map(|q| crate::queue::start(os.state.clone(), q, stop_workers.clone()));
-    let (signal_tx, signal_rx) = tokio::sync::watch::channel(false);
-    // Without TCP_NODELAY, small SSE frames wait for delayed ACKs (~40 ms per event).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+    let stop_claiming = CancellationToken::new();
+    let workers = os.state.queue.clone().map(|q| crate::queue::start(os.state.clone(), q, stop_claiming.clone()));
+    let connections = Connections::default();
+    let router = os.router();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new());
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        match accepted {
+            Ok((tcp, _peer)) => connections.serve(&http, tcp, router.clone()),
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(error = %e, "cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    drop(listener);
+    let grace = os.shutdown_grace;
+    let deadline = Instant::now() + grace;
+    tracing::info!(%addr, ?grace, "shutting down: no new connections; letting in-flight runs finish");
+    connections.draining.cancel();
+    stop_claiming.cancel();
+    if let Some(workers) = workers {
+        let _ = workers.await;
+    }
+    if !runs_done(os, deadline - cancel_margin(grace)).await {
+        let left = agno_runtime::running_runs();
+        tracing::warn!(runs = left.len(), "cancelling runs still executing at the end of the shutdown grace");
+        for run_id in &left {
+            agno_runtime::cancel_run(run_id);
+        }
+        if !runs_done(os, deadline).await {
+            tracing::warn!("runs did not store their cancellation before the shutdown deadline");
+        }
+    }
+    os.state.stopping.cancel();
+    connections.tasks.close();
+    if tokio::time::timeout_at(deadline, connections.tasks.wait()).await.is_err() {
+        tracing::warn!("closing connections still open at the end of the shutdown grace");
+    }
+    connections.closing.cancel();
+    Ok(())
+}
+
+/// The connections being served, and the two moments of a shutdown they react to.
+#[derive(Debug, Default)]
+struct Connections {
+    tasks: TaskTracker,
+    /// Shutdown began: connections without a request in progress close now, the others after
+    /// their response.
+    draining: CancellationToken,
+    /// The grace is over: every connection still open is dropped.
+    closing: CancellationToken,
+}
+
+impl Connections {
+    /// Serves HTTP/1.1 on `tcp` with `router` on a task of its own.
+    fn serve(&self, http: &hyper::server::conn::http1::Builder, tcp: tokio::net::TcpStream, router: axum::Router) {
+        // Without TCP_NODELAY, small SSE frames wait for delayed ACKs (~40 ms per event).
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-    });
-    let server = axum::serve(listener, os.router()).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = signal_tx.send(true);
-    });
-    let mut watch = signal_rx.clone();
-    let forced = async move {
-        let _ = watch.wait_for(|stopping| *stopping).await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
-        tracing::warn!("in-flight requests did not finish within {:?}; stopping anyway", SHUTDOWN_GRACE);
-    };
-    let served = tokio::select! {
-        result = server => result.map_err(|source| ServeError::Io { addr, source }),
-        () = forced => Ok(()),
-    };
-    // No new background work; runs already claimed finish (or are cancelled) in the drain.
-    stop_workers.cancel();
-    if let Some(w) = workers {
-        let _ = w.await;
+        let activity = Arc::new(Activity::default());
+        let service = {
+            let activity = activity.clone();
+            hyper::service::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
+                let busy = Busy::start(&activity);
+                let response = router.clone().oneshot(request.map(axum::body::Body::new));
+                async move {
+                    let response = response.await?;
+                    Ok::<_, std::convert::Infallible>(response.map(|body| TrackedBody { body, _busy: busy }))
+                }
+            })
+        };
+        let connection = http.serve_connection(TokioIo::new(tcp), service);
+        let (draining, closing) = (self.draining.clone(), self.closing.clone());
+        self.tasks.spawn(async move {
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                () = draining.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    // hyper closes a connection idle between requests, and one with a request in
+                    // progress after its response; one that has not sent a whole request yet
+                    // (a browser's preconnect, a half-sent header) it would wait for: close it.
+                    if activity.requests.load(Ordering::Acquire) == 0 {
+                        return;
+                    }
+                    tokio::select! {
+                        ended = connection.as_mut() => ended,
+                        () = closing.cancelled() => return,
+                    }
+                }
+            };
+            if let Err(e) = ended {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
     }
-    drain_runs(SHUTDOWN_GRACE).await;
-    served
 }
 
-/// Lets runs still executing (a client may have gone away, they go on) finish within `grace`,
-/// then cancels the rest and gives them a moment to store their `CANCELLED` state.
-pub async fn drain_runs(grace: Duration) {
-    let deadline = tokio::time::Instant::now() + grace;
-    while !agno_runtime::running_runs().is_empty() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+/// Requests of one connection whose response has not been fully sent.
+#[derive(Debug, Default)]
+struct Activity {
+    requests: AtomicUsize,
+}
+
+/// One request in progress, until its response body is sent or dropped.
+#[derive(Debug)]
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn start(activity: &Arc<Activity>) -> Self {
+        activity.requests.fetch_add(1, Ordering::AcqRel);
+        Self(activity.clone())
     }
-    let left = agno_runtime::running_runs();
-    if left.is_empty() {
-        return;
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.requests.fetch_sub(1, Ordering::AcqRel);
     }
-    tracing::warn!(runs = left.len(), "cancelling runs still executing at shutdown");
-    for run_id in &left {
-        agno_runtime::cancel_run(run_id);
+}
+
+/// A response body that keeps its request counted as in progress until it is sent or dropped.
+#[derive(Debug)]
+struct TrackedBody {
+    body: axum::body::Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
     }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !agno_runtime::running_runs().is_empty() && tokio::time::Instant::now() < deadline {
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Waits until no run executes in this process and no claimed background job is unfinished, or
+/// until `until`; true when everything finished.
+async fn runs_done(os: &AgentOs, until: Instant) -> bool {
+    let jobs = os.state.queue.as_ref().map(|q| q.tasks.clone());
+    if let Some(jobs) = &jobs {
+        jobs.close();
+    }
+    loop {
+        let jobs_done = jobs.as_ref().is_none_or(tokio_util::task::TaskTracker::is_empty);
+        if jobs_done && agno_runtime::running_runs().is_empty() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -144,5 +291,4 @@ pub async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
-    tracing::info!("shutting down: no new connections; waiting for in-flight requests");
 }

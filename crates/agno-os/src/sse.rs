@@ -23,13 +23,26 @@ pub enum DisconnectPolicy {
     Cancel(String),
 }
 
-/// Cancels the run on drop unless the stream reached its end.
-struct Guard {
+/// Applies a [`DisconnectPolicy`] when dropped before [`DisconnectGuard::finish`]: the request
+/// carrying the run went away before the run's end reached the client.
+#[derive(Debug)]
+pub(crate) struct DisconnectGuard {
     policy: DisconnectPolicy,
     finished: bool,
 }
 
-impl Drop for Guard {
+impl DisconnectGuard {
+    pub(crate) fn new(policy: DisconnectPolicy) -> Self {
+        Self { policy, finished: false }
+    }
+
+    /// The run's end reached the client: nothing to do on drop.
+    pub(crate) fn finish(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for DisconnectGuard {
     fn drop(&mut self) {
         if let (DisconnectPolicy::Cancel(run_id), false) = (&self.policy, self.finished) {
             tracing::info!(%run_id, "client went away: cancelling the run as asked");
@@ -51,7 +64,7 @@ pub fn frame(event: &RunEvent) -> Event {
 
 /// An SSE response streaming a run's events.
 pub fn run_events(stream: RunStream, policy: DisconnectPolicy, heartbeat: Duration) -> Response {
-    let mut guard = Guard { policy, finished: false };
+    let mut guard = DisconnectGuard::new(policy);
     let mut stream = Box::pin(stream);
     let events = futures::stream::poll_fn(move |cx| {
         // The whole guard lives in this closure: dropping the response drops it.
@@ -59,7 +72,7 @@ pub fn run_events(stream: RunStream, policy: DisconnectPolicy, heartbeat: Durati
         match stream.as_mut().poll_next(cx) {
             Poll::Ready(Some(ev)) => Poll::Ready(Some(Ok::<_, Infallible>(frame(&ev)))),
             Poll::Ready(None) => {
-                guard.finished = true;
+                guard.finish();
                 Poll::Ready(None)
             }
             Poll::Pending => Poll::Pending,

@@ -68,6 +68,9 @@ pub struct TailSource {
     pub waiters: Arc<Waiters>,
     /// Longest wait between two reads when nothing wakes the tail.
     pub poll: Duration,
+    /// Fired when this replica stops: the tail sends what the log holds and ends (the client
+    /// resumes on another replica).
+    pub stop: tokio_util::sync::CancellationToken,
 }
 
 impl std::fmt::Debug for TailSource {
@@ -107,7 +110,7 @@ async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Event> {
 }
 
 /// Streams the events of `run_id` after index `after` (-1: from the start), then follows the
-/// log until the run's job settles. Ends early when the client goes away.
+/// log until the run's job settles. Ends early when the client goes away or the replica stops.
 pub fn tail(source: TailSource, run_id: String, after: i64) -> impl Stream<Item = Result<Event, Infallible>> {
     let (tx, rx) = mpsc::channel::<Event>(64);
     tokio::spawn(async move {
@@ -137,6 +140,7 @@ async fn follow(
             .is_some_and(|e| e.event_index == a && e.ends_stream()),
         _ => false,
     };
+    let mut last_round = false;
     loop {
         if let Some(w) = wake.as_deref_mut() {
             w.borrow_and_update();
@@ -174,6 +178,9 @@ async fn follow(
             }
             return;
         }
+        if last_round {
+            return;
+        }
         let changed = async {
             match wake.as_deref_mut() {
                 Some(w) => {
@@ -186,6 +193,7 @@ async fn follow(
             () = changed => {}
             () = tokio::time::sleep(source.poll) => {}
             () = tx.closed() => return,
+            () = source.stop.cancelled() => last_round = true,
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use agno_core::{RunQuery, RunStatus, SortOrder};
-use agno_runtime::{Agent, ContinueRequest, RunError, RunRequest};
+use agno_runtime::{Agent, ContinueRequest, RunError, RunHandle, RunRequest};
 use axum::Json;
 use axum::extract::{Extension, Path, Query, Request, State};
 use axum::http::StatusCode;
@@ -17,7 +17,7 @@ use super::core::visible_agents;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
-use crate::sse::{DisconnectPolicy, run_events};
+use crate::sse::{DisconnectGuard, DisconnectPolicy, run_events};
 use crate::state::{AppState, ServedAgent};
 
 fn agent_json(state: &AppState, a: &ServedAgent) -> Value {
@@ -106,6 +106,15 @@ fn run_response(result: Result<agno_core::RunOutput, RunError>) -> Response {
     }
 }
 
+/// Answers with a run executing on its own task. The run does not depend on the request: when
+/// the client goes away it completes and is stored, or is cancelled if `policy` asks for it.
+async fn await_run(run: RunHandle, policy: DisconnectPolicy) -> Response {
+    let mut guard = DisconnectGuard::new(policy);
+    let result = run.await;
+    guard.finish();
+    run_response(result)
+}
+
 fn run_error(e: RunError) -> ApiError {
     match e {
         RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
@@ -163,16 +172,16 @@ pub async fn create_run(
     if form.bool("background")?.unwrap_or(false) {
         return background_run(&state, &agent_id, &form, req, idempotency_key).await;
     }
-    let agent: Agent = served.agent.clone();
+    let agent: &Agent = &served.agent;
+    let policy = if form.bool("cancel_on_disconnect")?.unwrap_or(false) {
+        DisconnectPolicy::Cancel(run_id)
+    } else {
+        DisconnectPolicy::KeepRunning
+    };
     if form.bool("stream")?.unwrap_or(true) {
-        let policy = if form.bool("cancel_on_disconnect")?.unwrap_or(false) {
-            DisconnectPolicy::Cancel(run_id)
-        } else {
-            DisconnectPolicy::KeepRunning
-        };
         Ok(run_events(agent.run_stream(req), policy, state.heartbeat))
     } else {
-        Ok(run_response(agent.arun(req).await))
+        Ok(await_run(agent.spawn_run(req), policy).await)
     }
 }
 
@@ -275,6 +284,7 @@ fn tail_response(state: &AppState, queue: &crate::queue::Queue, run_id: String, 
         db: state.require_db()?.clone(),
         waiters: queue.waiters.clone(),
         poll: std::time::Duration::from_millis(queue.settings.poll_interval_ms.max(50)),
+        stop: state.stopping.clone(),
     };
     Ok(crate::sse::sse_response(crate::tail::tail(source, run_id, after), state.heartbeat))
 }
@@ -591,11 +601,11 @@ pub async fn continue_run(
     if let Some(user) = principal.user_scope(requested).or(run.user_id.clone()) {
         req = req.user_id(user);
     }
-    let agent = served.agent.clone();
+    let agent = &served.agent;
     if form.bool("stream")?.unwrap_or(true) {
         Ok(run_events(agent.continue_run_stream(req), DisconnectPolicy::KeepRunning, state.heartbeat))
     } else {
-        Ok(run_response(agent.acontinue_run(req).await))
+        Ok(await_run(agent.spawn_continue_run(req), DisconnectPolicy::KeepRunning).await)
     }
 }
 

@@ -1,0 +1,289 @@
+//! Every run ends in a terminal state, whatever its client and the process do: a client that
+//! leaves a non-streaming run mid-call, SIGTERM with runs in flight, idle and half-open
+//! connections at shutdown. `agno serve` runs as its own process, on SQLite and PostgreSQL.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use agno::core::{RunQuery, RunStatus};
+use agno_testkit::{FakeProvider, Reply};
+use common::{postgres_schema, scratch_dir, sigterm, slow_agent_config, start_serve_logged, wait_exit};
+
+/// A non-streaming run whose client gives up after `client_timeout`; the request fails on the
+/// client side.
+async fn leave_non_streaming_run(port: u16, session_id: &str, extra: &[(&str, &str)], client_timeout: Duration) {
+    let mut form = vec![("message", "take your time"), ("stream", "false"), ("session_id", session_id)];
+    form.extend_from_slice(extra);
+    let result = reqwest::Client::builder()
+        .timeout(client_timeout)
+        .build()
+        .unwrap()
+        .post(format!("http://127.0.0.1:{port}/agents/slow/runs"))
+        .form(&form)
+        .send()
+        .await;
+    assert!(result.is_err(), "the client was meant to leave before the answer: {result:?}");
+}
+
+/// The runs stored in `session_id`, read over HTTP.
+async fn session_runs(port: u16, session_id: &str) -> Vec<serde_json::Value> {
+    let resp = reqwest::get(format!("http://127.0.0.1:{port}/agents/slow/runs?session_id={session_id}")).await.unwrap();
+    if resp.status() == 404 {
+        return Vec::new();
+    }
+    resp.json::<Vec<serde_json::Value>>().await.unwrap()
+}
+
+/// Waits (bounded) until the one run of `session_id` is no longer PENDING/RUNNING; returns it.
+async fn settled_run(port: u16, session_id: &str) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let runs = session_runs(port, session_id).await;
+        if let [run] = runs.as_slice()
+            && run["status"] != "RUNNING"
+            && run["status"] != "PENDING"
+        {
+            return run.clone();
+        }
+        assert!(Instant::now() < deadline, "the run of {session_id} never ended: {runs:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn clients_leaving_non_streaming_runs(db_url: &str, dir: &std::path::Path) {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("answered after all")));
+    provider.set_latency(Duration::from_secs(2));
+    let config = slow_agent_config(dir, "agentos.toml", db_url, &provider.base_url(), "");
+    let (mut served, port) = start_serve_logged(&config, &dir.join("serve.log")).await;
+
+    let tag = agno::core::new_id();
+    let (kept, cancelled) = (format!("kept-{tag}"), format!("cancelled-{tag}"));
+    let half_second = Duration::from_millis(500);
+    leave_non_streaming_run(port, &kept, &[], half_second).await;
+    leave_non_streaming_run(port, &cancelled, &[("cancel_on_disconnect", "true")], half_second).await;
+
+    let run = settled_run(port, &kept).await;
+    assert_eq!(run["status"], "COMPLETED", "{run}");
+    assert_eq!(run["content"], "answered after all");
+    let run = settled_run(port, &cancelled).await;
+    assert_eq!(run["status"], "CANCELLED", "{run}");
+
+    sigterm(&served);
+    let (status, _) = wait_exit(&mut served, Duration::from_secs(40)).await;
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_leaving_a_non_streaming_run_finds_it_completed() {
+    let dir = scratch_dir("leave");
+    let url = format!("sqlite://{}", dir.join("os.db").display());
+    clients_leaving_non_streaming_runs(&url, &dir).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_client_leaving_a_non_streaming_run_finds_it_completed() {
+    let dir = scratch_dir("leave-pg");
+    let schema = postgres_schema("leave");
+    clients_leaving_non_streaming_runs(&schema.url, &dir).await;
+}
+
+/// A raw connection that sent `bytes` and then nothing more.
+fn stalled_connection(port: u16, bytes: &[u8]) -> std::net::TcpStream {
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.write_all(bytes).unwrap();
+    conn
+}
+
+/// A keep-alive connection that made one request and stays open, idle.
+fn idle_keep_alive_connection(port: u16) -> std::net::TcpStream {
+    use std::io::Read;
+    let mut conn = stalled_connection(port, b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 512];
+    let n = conn.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"), "health over the raw connection");
+    conn
+}
+
+/// Every run stored in these sessions, read from the database after the server exited.
+async fn stored_runs(db_url: &str, sessions: &[String]) -> Vec<agno::core::RunOutput> {
+    let db = agno::db::open(db_url).await.unwrap();
+    let mut runs = Vec::new();
+    for session_id in sessions {
+        let page =
+            db.get_runs(&RunQuery { session_id: Some(session_id.clone()), ..RunQuery::default() }).await.unwrap();
+        runs.extend(page.runs);
+    }
+    runs
+}
+
+/// SIGTERM while runs outlast the grace: some clients gone, some waiting (JSON and SSE), plus an
+/// idle keep-alive connection, one that sent half its headers and one that sent part of a body.
+/// The process exits within the grace, every run is stored CANCELLED and the waiting clients get
+/// their answer.
+async fn sigterm_with_runs_outlasting_the_grace(db_url: &str, dir: &std::path::Path) {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("too late")));
+    provider.set_latency(Duration::from_secs(120));
+    let grace = Duration::from_secs(4);
+    let extra = format!("[os]\nshutdown_grace_seconds = {}", grace.as_secs());
+    let config = slow_agent_config(dir, "agentos.toml", db_url, &provider.base_url(), &extra);
+    let (mut served, port) = start_serve_logged(&config, &dir.join("serve.log")).await;
+
+    let tag = agno::core::new_id();
+    let sessions: Vec<String> = (0..6).map(|i| format!("grace-{i}-{tag}")).collect();
+    for session_id in &sessions[..3] {
+        leave_non_streaming_run(port, session_id, &[], Duration::from_millis(300)).await;
+    }
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/agents/slow/runs");
+    let waiting: Vec<_> = sessions[3..5]
+        .iter()
+        .map(|s| {
+            let request = client.post(&url).form(&[("message", "wait for me"), ("stream", "false"), ("session_id", s)]);
+            tokio::spawn(async move { request.send().await })
+        })
+        .collect();
+    let streaming = {
+        let request = client.post(&url).form(&[("message", "stream to me"), ("session_id", sessions[5].as_str())]);
+        tokio::spawn(async move { request.send().await.unwrap().text().await })
+    };
+    let _idle = idle_keep_alive_connection(port);
+    let _half_headers = stalled_connection(port, b"POST /agents/slow/runs HTTP/1.1\r\nHost: loc");
+    let _half_body = stalled_connection(
+        port,
+        b"POST /agents/slow/runs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nmessa",
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while provider.request_count() < sessions.len() {
+        assert!(Instant::now() < deadline, "only {} runs reached the model", provider.request_count());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    sigterm(&served);
+    let (status, took) = wait_exit(&mut served, grace + Duration::from_secs(30)).await;
+    let log = std::fs::read_to_string(dir.join("serve.log")).unwrap();
+    assert!(status.success(), "{log}");
+    assert!(took <= grace + Duration::from_secs(1), "shutdown took {took:?} with a grace of {grace:?}:\n{log}");
+    assert!(log.contains("AgentOS stopped"), "{log}");
+
+    for answer in waiting {
+        let resp = answer.await.unwrap().expect("a waiting client gets its answer before the server exits");
+        assert_eq!(resp.status(), 200);
+        let run: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(run["status"], "CANCELLED", "{run}");
+    }
+    let body = streaming.await.unwrap().expect("the streaming client gets the end of its stream");
+    let last = body.rfind("event: ").map(|i| &body[i..]).unwrap_or_default();
+    assert!(last.starts_with("event: RunCancelled"), "the stream ends with the cancellation: {last}");
+
+    let runs = stored_runs(db_url, &sessions).await;
+    assert_eq!(runs.len(), sessions.len(), "one stored run per request: {runs:?}");
+    for run in &runs {
+        assert_eq!(run.status, RunStatus::Cancelled, "run {} of {:?}", run.id(), run.session_id);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_cancels_and_stores_runs_outlasting_the_grace() {
+    let dir = scratch_dir("grace");
+    let url = format!("sqlite://{}", dir.join("os.db").display());
+    sigterm_with_runs_outlasting_the_grace(&url, &dir).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_sigterm_cancels_and_stores_runs_outlasting_the_grace() {
+    let dir = scratch_dir("grace-pg");
+    let schema = postgres_schema("grace");
+    sigterm_with_runs_outlasting_the_grace(&schema.url, &dir).await;
+}
+
+/// SIGTERM while runs whose clients left are still in flight and idle / half-open connections
+/// are held: the runs finish and are stored COMPLETED, and the connections do not hold the
+/// process until the grace ends.
+async fn sigterm_lets_in_flight_runs_finish(db_url: &str, dir: &std::path::Path) {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("finished in the grace")));
+    provider.set_latency(Duration::from_millis(1500));
+    let grace = Duration::from_secs(60);
+    let extra = format!("[os]\nshutdown_grace_seconds = {}", grace.as_secs());
+    let config = slow_agent_config(dir, "agentos.toml", db_url, &provider.base_url(), &extra);
+    let (mut served, port) = start_serve_logged(&config, &dir.join("serve.log")).await;
+
+    let tag = agno::core::new_id();
+    let sessions: Vec<String> = (0..3).map(|i| format!("finish-{i}-{tag}")).collect();
+    for session_id in &sessions {
+        leave_non_streaming_run(port, session_id, &[], Duration::from_millis(200)).await;
+    }
+    let _idle = idle_keep_alive_connection(port);
+    let _half_headers = stalled_connection(port, b"GET /docs HTTP/1.1\r\nHost: loc");
+    let _silent = stalled_connection(port, b"");
+
+    sigterm(&served);
+    let (status, took) = wait_exit(&mut served, grace).await;
+    let log = std::fs::read_to_string(dir.join("serve.log")).unwrap();
+    assert!(status.success(), "{log}");
+    // The runs need 1.5 s; idle connections must not add the rest of the 60 s grace.
+    assert!(took < grace / 2, "shutdown took {took:?}:\n{log}");
+
+    let runs = stored_runs(db_url, &sessions).await;
+    assert_eq!(runs.len(), sessions.len(), "{runs:?}");
+    for run in &runs {
+        assert_eq!(run.status, RunStatus::Completed, "run {}", run.id());
+        assert_eq!(run.content_text(), "finished in the grace");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_in_flight_runs_finish_despite_idle_connections() {
+    let dir = scratch_dir("finish");
+    let url = format!("sqlite://{}", dir.join("os.db").display());
+    sigterm_lets_in_flight_runs_finish(&url, &dir).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_sigterm_lets_in_flight_runs_finish_despite_idle_connections() {
+    let dir = scratch_dir("finish-pg");
+    let schema = postgres_schema("finish");
+    sigterm_lets_in_flight_runs_finish(&schema.url, &dir).await;
+}
+
+/// SIGTERM while a streamed run is in flight (its client already gone): the server stops
+/// accepting, the run finishes and is stored, and the process exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_keeps_a_streamed_run_whose_client_left() {
+    use futures::StreamExt;
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("slow answer")));
+    provider.set_latency(Duration::from_millis(1500));
+    let dir = scratch_dir("serve");
+    let url = format!("sqlite://{}", dir.join("os.db").display());
+    let config = slow_agent_config(&dir, "agentos.toml", &url, &provider.base_url(), "");
+    let (mut served, port) = start_serve_logged(&config, &dir.join("serve.log")).await;
+
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/agents/slow/runs"))
+        .form(&[("message", "take your time"), ("session_id", "graceful")])
+        .send()
+        .await
+        .unwrap();
+    let mut events = resp.bytes_stream();
+    let first = events.next().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("RunStarted"));
+    drop(events); // the client goes away mid-run
+
+    sigterm(&served);
+    let (status, _) = wait_exit(&mut served, Duration::from_secs(30)).await;
+    let log = std::fs::read_to_string(dir.join("serve.log")).unwrap();
+    assert!(status.success(), "{log}");
+    assert!(log.contains("AgentOS stopped"), "{log}");
+
+    let runs = stored_runs(&url, &["graceful".to_owned()]).await;
+    assert_eq!(runs.len(), 1, "the in-flight run was stored");
+    assert_eq!(runs[0].status, RunStatus::Completed);
+    assert_eq!(runs[0].content_text(), "slow answer");
+}
