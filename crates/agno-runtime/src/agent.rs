@@ -300,6 +300,12 @@ impl AgentBuilder {
         self
     }
 
+    /// At most this many history messages, the most recent (`num_history_messages`).
+    pub fn num_history_messages(mut self, n: usize) -> Self {
+        self.inner.history.num_history_messages = Some(n);
+        self
+    }
+
     /// Memory settings (`update_memory_on_run`, ...).
     pub fn memory(mut self, config: MemoryConfig) -> Self {
         self.inner.memory = config;

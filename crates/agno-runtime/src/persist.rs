@@ -9,18 +9,27 @@ use serde_json::{Map, Value, json};
 use crate::agent::AgentInner;
 use crate::run_state::RunState;
 
-/// Loads the session, or creates a new one (not yet saved) when it does not exist.
+/// Loads the session with the stored runs its history needs (none when `history` is off), or
+/// creates a new one (not yet saved) when it does not exist. What is read is bounded by the
+/// history used, never by the session's length.
 pub(crate) async fn load_session(
     agent: &AgentInner,
     session_id: &str,
     user_id: Option<&str>,
+    history: bool,
 ) -> Result<AgentSession, DbError> {
     let existing = match &agent.db {
-        Some(db) => {
-            let runs_limit =
-                agent.history.add_history_to_context.then(|| agent.history.runs_limit().map(|n| n + 8)).flatten();
-            db.get_session(session_id, user_id, runs_limit).await?
+        Some(db) if history => {
+            load_with_history(
+                db.as_ref(),
+                session_id,
+                user_id,
+                agent.history.runs_limit(),
+                agent.history.num_history_messages,
+            )
+            .await?
         }
+        Some(db) => db.get_session(session_id, user_id, Some(0)).await?,
         None => None,
     };
     Ok(existing.unwrap_or_else(|| {
@@ -29,6 +38,44 @@ pub(crate) async fn load_session(
         session.user_id = user_id.map(str::to_owned);
         session
     }))
+}
+
+/// Reads the newest runs of the session until they hold `runs` runs usable as history (or, with
+/// only a message limit, `messages` history messages), doubling the read when runs skipped in
+/// history (errors, cancellations, member runs) leave too few; stops when the session has no
+/// more. Neither limit: every run (Agno's unbounded history).
+async fn load_with_history(
+    db: &dyn agno_core::Db,
+    session_id: &str,
+    user_id: Option<&str>,
+    runs: Option<usize>,
+    messages: Option<usize>,
+) -> Result<Option<AgentSession>, DbError> {
+    let first = match (runs, messages) {
+        (Some(n), _) => n + 8,
+        (None, Some(m)) => m.div_ceil(2) + 8,
+        (None, None) => return db.get_session(session_id, user_id, None).await,
+    };
+    let mut limit = first;
+    loop {
+        let Some(session) = db.get_session(session_id, user_id, Some(limit)).await? else { return Ok(None) };
+        let read = session.runs().len();
+        let usable: Vec<&agno_core::RunOutput> =
+            session.runs().iter().filter(|r| !r.status.skipped_in_history() && r.parent_run_id.is_none()).collect();
+        let enough = match runs {
+            Some(n) => usable.len() >= n,
+            None => {
+                let count = |r: &&agno_core::RunOutput| {
+                    r.messages().iter().filter(|m| m.role != agno_core::Role::System && !m.from_history).count()
+                };
+                usable.iter().map(count).sum::<usize>() >= messages.unwrap_or(0)
+            }
+        };
+        if enough || read < limit {
+            return Ok(Some(session));
+        }
+        limit = limit.saturating_mul(2);
+    }
 }
 
 /// The messages stored on the run: without history copies; for runs that ended (not paused),

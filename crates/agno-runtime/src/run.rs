@@ -284,7 +284,7 @@ async fn continue_inner(
 
     let session_id = output.session_id.clone().unwrap_or_default();
     let user_id = request.user_id.clone().or_else(|| output.user_id.clone());
-    let session = load_session(agent, &session_id, user_id.as_deref()).await?;
+    let session = load_session(agent, &session_id, user_id.as_deref(), agent.history.add_history_to_context).await?;
     let state = output.session_state.clone().or_else(|| session.session_state().cloned()).unwrap_or_default();
     let mut messages: Vec<Message> = Vec::new();
     let stored = output.messages().to_vec();

@@ -45,7 +45,8 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     let run_id = req.run_id.unwrap_or_else(agno_core::new_id);
     let session_id = req.session_id.or_else(|| agent.session_id.clone()).unwrap_or_else(agno_core::new_id);
     let user_id = req.user_id.or_else(|| agent.user_id.clone());
-    let session = load_session(agent, &session_id, user_id.as_deref()).await?;
+    let add_history = req.add_history_to_context.unwrap_or(agent.history.add_history_to_context);
+    let session = load_session(agent, &session_id, user_id.as_deref(), add_history).await?;
 
     // Stored state, then the agent's defaults for missing keys, then the request's values.
     let mut state = session.session_state().cloned().unwrap_or_default();
@@ -95,7 +96,6 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         schema,
         fence: req.fence.clone(),
     };
-    let add_history = req.add_history_to_context.unwrap_or(agent.history.add_history_to_context);
     let native = st.schema.is_some() && agent.model.capabilities().native_structured_output;
     if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native) {
         st.messages.push(system);

@@ -46,6 +46,10 @@ fn read_session(
         return Ok(None);
     }
     let mut session = session_from_doc(doc)?;
+    if runs_limit == Some(0) {
+        session.runs = Some(Vec::new());
+        return Ok(Some(session));
+    }
     let rows = session_runs(files, session_id)?;
     let runs = match legacy_blob(doc) {
         Some(blob) => {

@@ -42,10 +42,14 @@ impl SessionStore for InMemoryDb {
         let Some(session) = tables.sessions.get(session_id).filter(|s| visible(s.user_id.as_deref(), user_id)) else {
             return Ok(None);
         };
+        let mut session = session.clone();
+        if runs_limit == Some(0) {
+            session.runs = Some(Vec::new());
+            return Ok(Some(session));
+        }
         let mut runs: Vec<_> = tables.runs.values().filter(|r| r.session_id == session_id).collect();
         runs.sort_by_key(|r| r.run_index);
         let skip = runs_limit.map_or(0, |n| runs.len().saturating_sub(n));
-        let mut session = session.clone();
         session.runs = Some(runs.into_iter().skip(skip).map(|r| r.run.clone()).collect());
         Ok(Some(session))
     }

@@ -213,10 +213,12 @@ impl SessionStore for MySqlDb {
         user_id: Option<&str>,
         runs_limit: Option<usize>,
     ) -> DbResult<Option<AgentSession>> {
-        let Some((mut session, blob)) = self.session_row(session_id, user_id, true).await? else {
+        let Some((mut session, blob)) = self.session_row(session_id, user_id, runs_limit != Some(0)).await? else {
             return Ok(None);
         };
-        let runs = if blob.is_some() {
+        let runs = if runs_limit == Some(0) {
+            Vec::new()
+        } else if blob.is_some() {
             // Merge first, then bound: blob-only runs count towards the latest N.
             keep_latest(merge_legacy_runs(self.read_runs(session_id, None).await?, blob)?, runs_limit)
         } else {

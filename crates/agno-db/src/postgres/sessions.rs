@@ -103,17 +103,19 @@ impl PostgresDb {
         Ok(runs)
     }
 
-    /// The session row (without runs) and its legacy `runs` blob, if the column exists.
+    /// The session row (without runs) and, with `with_blob`, its legacy `runs` blob if the
+    /// column exists.
     async fn session_row(
         &self,
         session_id: &str,
         user_id: Option<&str>,
+        with_blob: bool,
     ) -> DbResult<Option<(AgentSession, Option<Value>)>> {
-        match self.session_row_once(session_id, user_id).await {
+        match self.session_row_once(session_id, user_id, with_blob).await {
             // The legacy column was dropped by another process since we looked: look again.
             Err(e) if self.has_legacy_runs() && e.kind() == DbErrorKind::SchemaTooOld => {
                 self.refresh_legacy_flag().await?;
-                self.session_row_once(session_id, user_id).await
+                self.session_row_once(session_id, user_id, with_blob).await
             }
             other => other,
         }
@@ -123,8 +125,9 @@ impl PostgresDb {
         &self,
         session_id: &str,
         user_id: Option<&str>,
+        with_blob: bool,
     ) -> DbResult<Option<(AgentSession, Option<Value>)>> {
-        let legacy = self.has_legacy_runs();
+        let legacy = with_blob && self.has_legacy_runs();
         let sql = format!(
             "SELECT {SESSION_COLUMNS}{} FROM {} WHERE session_id = $1 AND ($2::text IS NULL OR user_id = $2)",
             if legacy { ", runs" } else { "" },
@@ -157,10 +160,12 @@ impl SessionStore for PostgresDb {
         user_id: Option<&str>,
         runs_limit: Option<usize>,
     ) -> DbResult<Option<AgentSession>> {
-        let Some((mut session, blob)) = self.session_row(session_id, user_id).await? else {
+        let Some((mut session, blob)) = self.session_row(session_id, user_id, runs_limit != Some(0)).await? else {
             return Ok(None);
         };
-        let runs = if self.has_legacy_runs() && !self.table_exists(&self.tables().runs).await? {
+        let runs = if runs_limit == Some(0) {
+            Vec::new()
+        } else if self.has_legacy_runs() && !self.table_exists(&self.tables().runs).await? {
             // A v2 database not migrated yet has no runs table: the blob is all there is.
             keep_latest(merge_legacy_runs(Vec::new(), blob)?, runs_limit)
         } else if blob.is_some() {

@@ -96,6 +96,7 @@ impl SessionStore for RedisDb {
         }
         let mut session = session_from_doc(&doc)?;
         let runs = match legacy_blob(&doc) {
+            _ if runs_limit == Some(0) => Vec::new(),
             // Merge first, then bound: blob-only runs count towards the latest N.
             Some(blob) => keep_latest(
                 merge_legacy_runs(self.session_runs(session_id, None).await?, Some(blob.clone()))?,

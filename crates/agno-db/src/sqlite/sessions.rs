@@ -78,13 +78,16 @@ impl SqliteDb {
         Ok(runs)
     }
 
+    /// The session row and, with `with_blob`, its legacy `runs` blob when the column exists.
     pub(crate) async fn session_row(
         &self,
         session_id: &str,
         user_id: Option<&str>,
+        with_blob: bool,
     ) -> DbResult<Option<(AgentSession, Option<Value>)>> {
         let t = &self.tables().sessions;
-        let legacy = if self.has_legacy_runs() { ", runs" } else { "" };
+        let with_blob = with_blob && self.has_legacy_runs();
+        let legacy = if with_blob { ", runs" } else { "" };
         let sql =
             format!("SELECT {SESSION_COLUMNS}{legacy} FROM {t} WHERE session_id = ? AND (? IS NULL OR user_id = ?)");
         let row = sqlx::query(AssertSqlSafe(sql.as_str()))
@@ -96,7 +99,7 @@ impl SqliteDb {
             .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot read session {session_id}"), e))?;
         let Some(row) = row else { return Ok(None) };
-        let blob = if self.has_legacy_runs() {
+        let blob = if with_blob {
             json_column(
                 row.try_get::<Option<String>, _>("runs").map_err(|e| db_error("cannot read sessions.runs", e))?,
             )?
@@ -115,10 +118,12 @@ impl SessionStore for SqliteDb {
         user_id: Option<&str>,
         runs_limit: Option<usize>,
     ) -> DbResult<Option<AgentSession>> {
-        let Some((mut session, blob)) = self.session_row(session_id, user_id).await? else {
+        let Some((mut session, blob)) = self.session_row(session_id, user_id, runs_limit != Some(0)).await? else {
             return Ok(None);
         };
-        let runs = if blob.is_some() {
+        let runs = if runs_limit == Some(0) {
+            Vec::new()
+        } else if blob.is_some() {
             // Merge first, then bound: blob-only runs count towards the latest N.
             keep_latest(merge_legacy_runs(self.read_runs(session_id, None).await?, blob)?, runs_limit)
         } else {
@@ -260,7 +265,7 @@ impl SessionStore for SqliteDb {
         if done.rows_affected() == 0 {
             return Ok(None);
         }
-        Ok(self.session_row(session_id, user_id).await?.map(|(s, _)| s))
+        Ok(self.session_row(session_id, user_id, false).await?.map(|(s, _)| s))
     }
 
     async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool> {
