@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
-use common::{TestOs, config};
+use common::{PgSchema, TestOs, config};
 use serde_json::Value;
 
 const FAST: &str = "[db]\nurl = \"memory://\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n\
@@ -88,31 +88,6 @@ async fn a_background_run_is_accepted_then_completed_by_a_worker() {
     let r = submit(&no_db, "calc", "x", None).await;
     assert_eq!(r.status, 400);
     assert!(r.body["detail"].as_str().unwrap().contains("database"));
-}
-
-/// A fresh PostgreSQL schema (`AGNO_TEST_POSTGRES_URL`, default the local server's `test`
-/// database), dropped at the end.
-struct PgSchema {
-    url: String,
-    name: String,
-}
-
-impl PgSchema {
-    fn new(tag: &str) -> Self {
-        let base = std::env::var("AGNO_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
-        let sep = if base.contains('?') { '&' } else { '?' };
-        let name = format!("agno_os_{tag}_{}", &agno_core::new_id().replace('-', "")[..12]);
-        Self { url: format!("{base}{sep}schema={name}"), name }
-    }
-}
-
-impl Drop for PgSchema {
-    fn drop(&mut self) {
-        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
-        let _ =
-            std::process::Command::new("psql").args(["-h", "127.0.0.1", "-U", "postgres", "test", "-c", &sql]).output();
-    }
 }
 
 /// [`FAST`] on another database.

@@ -48,11 +48,14 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     let add_history = req.add_history_to_context.unwrap_or(agent.history.add_history_to_context);
     let session = load_session(agent, &session_id, user_id.as_deref(), add_history).await?;
 
-    // Stored state, then the agent's defaults for missing keys, then the request's values.
-    let mut state = session.session_state().cloned().unwrap_or_default();
+    // Stored state, then the agent's defaults for missing keys, then the request's values. The
+    // run's update (written as a merge, so concurrent runs keep each other's keys) is measured
+    // from the state before the request's values: they are part of what the run writes.
+    let mut base = session.session_state().cloned().unwrap_or_default();
     for (k, v) in &agent.session_state {
-        state.entry(k.clone()).or_insert_with(|| v.clone());
+        base.entry(k.clone()).or_insert_with(|| v.clone());
     }
+    let mut state = base.clone();
     if let Some(overrides) = req.session_state {
         state.extend(overrides);
     }
@@ -90,7 +93,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         tool_hooks: agent.tool_config.tool_hooks.clone(),
         tool_call_limit: agent.tool_config.tool_call_limit,
         tool_calls_made: 0,
-        initial_state: state.clone(),
+        initial_state: base,
         session_state: Arc::new(Mutex::new(state)),
         dependencies: Arc::new(dependencies),
         schema,

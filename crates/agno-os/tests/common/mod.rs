@@ -168,3 +168,35 @@ impl TestOs {
         (Reply { status, headers, body: Value::Null }, events)
     }
 }
+
+/// A fresh PostgreSQL schema (`AGNO_TEST_POSTGRES_URL`, default the local server's `test`
+/// database), dropped at the end.
+pub struct PgSchema {
+    pub url: String,
+    name: String,
+}
+
+impl PgSchema {
+    pub fn new(tag: &str) -> Self {
+        let base = std::env::var("AGNO_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+        let sep = if base.contains('?') { '&' } else { '?' };
+        let name = format!("agno_os_{tag}_{}", &agno_core::new_id().replace('-', "")[..12]);
+        Self { url: format!("{base}{sep}schema={name}"), name }
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
+        let _ =
+            std::process::Command::new("psql").args(["-h", "127.0.0.1", "-U", "postgres", "test", "-c", &sql]).output();
+    }
+}
+
+/// A fresh SQLite file under the system temp dir.
+pub fn sqlite_url(tag: &str) -> String {
+    let dir = std::env::temp_dir().join("agno-os-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    format!("sqlite://{}", dir.join(format!("{tag}-{}.db", agno_core::new_id())).display())
+}
