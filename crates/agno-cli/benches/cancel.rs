@@ -10,47 +10,16 @@
 //! cancels per database, default 100).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
+use common::{percentile_ms, start_server};
 use serde_json::Value;
-
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn start(config: &std::path::Path) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(env!("CARGO_BIN_EXE_agno"))
-        .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
-        .env("AGNO_LOG", "error")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !reqwest::get(format!("http://127.0.0.1:{port}/health")).await.is_ok_and(|r| r.status().is_success()) {
-        assert!(Instant::now() < deadline, "agno serve did not start");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    Server { child, port }
-}
 
 async fn get(client: &reqwest::Client, url: String) -> Value {
     client.get(url).send().await.unwrap().json().await.unwrap()
-}
-
-fn ms(sorted: &[Duration], p: f64) -> f64 {
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1].as_secs_f64() * 1000.0
 }
 
 async fn measure(label: &str, db_url: &str, provider: &FakeProvider, dir: &std::path::Path, runs: usize) {
@@ -79,7 +48,7 @@ async fn measure(label: &str, db_url: &str, provider: &FakeProvider, dir: &std::
 }
 
 async fn cancels(label: &str, config: &std::path::Path, agent: &str, runs: usize) {
-    let replicas = [start(config).await, start(config).await];
+    let replicas = [start_server(config).await.0, start_server(config).await.0];
     let mut workers = Vec::new();
     for r in &replicas {
         let client = reqwest::Client::new();
@@ -131,10 +100,10 @@ async fn cancels(label: &str, config: &std::path::Path, agent: &str, runs: usize
     took.sort();
     println!(
         "  {label}: {runs} cancels from the other replica; stopped and stored CANCELLED after p50 {:.0} ms, p95 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
-        ms(&took, 0.50),
-        ms(&took, 0.95),
-        ms(&took, 0.99),
-        ms(&took, 1.0)
+        percentile_ms(&took, 0.50),
+        percentile_ms(&took, 0.95),
+        percentile_ms(&took, 0.99),
+        percentile_ms(&took, 1.0)
     );
 }
 

@@ -12,74 +12,15 @@
 //! statement counts).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
+use common::{percentile_ms, rss_mib, start_server};
 use futures::StreamExt;
-
-/// The `agno` binary: `AGNO_BIN` when set (a private copy: the shared target directory's
-/// `release/agno` is rebuilt by whichever worktree built last), else the one Cargo built.
-fn agno_bin() -> String {
-    std::env::var("AGNO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_agno").to_owned())
-}
-
-fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1].as_secs_f64() * 1000.0
-}
-
-/// `VmHWM` and `VmRSS` of a process, in MiB.
-fn rss_mib(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
-    }
-}
-
-async fn start_server(config: &std::path::Path) -> (Server, Duration) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let started = Instant::now();
-    let child = Command::new(agno_bin())
-        .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
-        .env("AGNO_LOG", "error")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if client.get(format!("{base}/health")).send().await.is_ok_and(|r| r.status().is_success()) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "agno serve did not start");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    (Server { child, base }, started.elapsed())
-}
 
 struct Figures {
     per_s: f64,

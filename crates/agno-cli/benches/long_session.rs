@@ -1,0 +1,100 @@
+//! Per-run cost on a long session: 2,000 sequential non-streaming runs in ONE session through
+//! `agno serve` (its own process, fake OpenAI model with no latency), with history on (the last
+//! 3 runs) and off, on SQLite and PostgreSQL. Prints the mean and p50 latency of runs 1-100 and
+//! 1,901-2,000 and their ratio: a run reads only the history it uses, so the ratio stays near 1
+//! (Python Agno 3.1.10 re-reads the whole session on every run).
+//!
+//! Run: `cargo bench -p agno-cli --bench long_session`. PostgreSQL from `AGNO_BENCH_PG` (default
+//! `postgresql://postgres@127.0.0.1:5432/test?schema=agno_bench_long`, dropped and recreated per
+//! row); `AGNO_BENCH_RUNS` changes the session length (default 2,000).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use agno_testkit::{FakeProvider, Reply};
+use common::{percentile_ms, start_server};
+
+/// Mean and p50 of a window of latencies, in milliseconds.
+fn window(latencies: &[Duration]) -> (f64, f64) {
+    let mean = latencies.iter().map(Duration::as_secs_f64).sum::<f64>() / latencies.len() as f64 * 1000.0;
+    let mut sorted = latencies.to_vec();
+    sorted.sort();
+    (mean, percentile_ms(&sorted, 0.5))
+}
+
+fn drop_schema(pg_url: &str) {
+    let Some((base, schema)) = pg_url.split_once("?schema=") else { return };
+    let _ = std::process::Command::new("psql")
+        .args([base, "-q", "-c", &format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")])
+        .output();
+}
+
+async fn one_session(label: &str, db_url: &str, history: bool, provider: &FakeProvider, runs: usize) {
+    let dir = std::env::temp_dir().join(format!("agno-bench-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"{db_url}\"\n[[agents]]\nid = \"bench\"\nadd_history_to_context = {history}\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let (server, _) = start_server(&config).await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/agents/bench/runs", server.base);
+    let session = format!("long-{}", std::process::id());
+    let mut latencies = Vec::with_capacity(runs);
+    let progress = indicatif::ProgressBar::new(runs as u64);
+    for i in 0..runs {
+        let started = Instant::now();
+        let resp = client
+            .post(&url)
+            .form(&[("message", format!("message {i}")), ("stream", "false".into()), ("session_id", session.clone())])
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_success(), "run {i} failed: {}", resp.status());
+        let _ = resp.bytes().await.unwrap();
+        latencies.push(started.elapsed());
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    drop(server);
+    let tail = runs.saturating_sub(100);
+    let (first_mean, first_p50) = window(&latencies[..100.min(runs)]);
+    let (last_mean, last_p50) = window(&latencies[tail..]);
+    println!(
+        "| {label} | history {} | {first_mean:.2} ms (p50 {first_p50:.2}) | {last_mean:.2} ms (p50 {last_p50:.2}) | {:.2} |",
+        if history { "on (3 runs)" } else { "off" },
+        last_mean / first_mean
+    );
+}
+
+fn main() {
+    let runs: usize = std::env::var("AGNO_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000).max(200);
+    let pg = std::env::var("AGNO_BENCH_PG")
+        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test?schema=agno_bench_long".to_owned());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let provider = FakeProvider::start().await.unwrap();
+        provider.set_fallback(Some(Reply::text("ok")));
+        println!("{runs} sequential non-streaming runs in one session through agno serve (fake model, no latency)");
+        println!("| database | history | runs 1-100 mean | runs {}-{runs} mean | ratio |", runs - 99);
+        println!("|---|---|---|---|---|");
+        for history in [false, true] {
+            let dir = std::env::temp_dir().join(format!("agno-bench-long-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let sqlite = dir.join(format!("long-{history}.db"));
+            let _ = std::fs::remove_file(&sqlite);
+            one_session("SQLite", &format!("sqlite://{}", sqlite.display()), history, &provider, runs).await;
+            drop_schema(&pg);
+            one_session("PostgreSQL", &pg, history, &provider, runs).await;
+            drop_schema(&pg);
+        }
+    });
+}
