@@ -6,7 +6,8 @@
 //!
 //! Run: `cargo bench -p agno-cli --bench long_session`. PostgreSQL from `AGNO_BENCH_PG` (default
 //! `postgresql://postgres@127.0.0.1:5432/test?schema=agno_bench_long`, dropped and recreated per
-//! row); `AGNO_BENCH_RUNS` changes the session length (default 2,000).
+//! row); `AGNO_BENCH_RUNS` changes the session length (default 2,000); `AGNO_BENCH_ONLY=sqlite` or
+//! `=postgresql` measures one database.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
@@ -79,6 +80,7 @@ fn main() {
     let runs: usize = std::env::var("AGNO_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000).max(200);
     let pg = std::env::var("AGNO_BENCH_PG")
         .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test?schema=agno_bench_long".to_owned());
+    let only = std::env::var("AGNO_BENCH_ONLY").unwrap_or_default().to_lowercase();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let provider = FakeProvider::start().await.unwrap();
@@ -91,10 +93,14 @@ fn main() {
             std::fs::create_dir_all(&dir).unwrap();
             let sqlite = dir.join(format!("long-{history}.db"));
             let _ = std::fs::remove_file(&sqlite);
-            one_session("SQLite", &format!("sqlite://{}", sqlite.display()), history, &provider, runs).await;
-            drop_schema(&pg);
-            one_session("PostgreSQL", &pg, history, &provider, runs).await;
-            drop_schema(&pg);
+            if only.is_empty() || only == "sqlite" {
+                one_session("SQLite", &format!("sqlite://{}", sqlite.display()), history, &provider, runs).await;
+            }
+            if only.is_empty() || only.starts_with("postgres") {
+                drop_schema(&pg);
+                one_session("PostgreSQL", &pg, history, &provider, runs).await;
+                drop_schema(&pg);
+            }
         }
     });
 }

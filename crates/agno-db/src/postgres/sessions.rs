@@ -91,7 +91,11 @@ impl PostgresDb {
             sessions = self.qualified(&t.sessions)
         );
         let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        // Not a cached prepared statement (as `upsert_run`): a generic plan made while the table
+        // was small sorts every run of the session to return the newest few, so run N of a
+        // session would cost O(N).
         let rows: Vec<Option<Value>> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .persistent(false)
             .bind(session_id)
             .bind(user_id)
             .bind(limit)
