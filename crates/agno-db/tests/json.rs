@@ -553,10 +553,7 @@ print(json.dumps(seen))
 /// deletes what it wrote. Needs `AGNO_PYTHON` (a Python with `agno==3.1.*`).
 #[tokio::test]
 async fn python_agno_and_agno_rs_share_the_memory_file() {
-    let Some(py) = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty()) else {
-        eprintln!("AGNO_PYTHON is not set: skipping the live Python Agno check");
-        return;
-    };
+    let Some(py) = agno_testkit::agno_python("the live Python Agno check on JSON files") else { return };
     let dir = temp_dir("memory-live");
     let db = open(&dir).await;
     let mut mine = memory("rs-1", Some("bob"), "rust memory");

@@ -969,10 +969,7 @@ fn py_probe(mode: &str, schema: &str, session_id: &str) -> Option<Value> {
 /// Runs `script` with `AGNO_PYTHON` as `script <args[0]> <sqlalchemy url> <args[1..]>`; its last
 /// JSON line, or `None` when the check is skipped.
 fn py_script(script: &str, args: &[&str]) -> Option<Value> {
-    let Some(py) = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty()) else {
-        eprintln!("AGNO_PYTHON is not set: skipping the Python Agno interop check on Postgres");
-        return None;
-    };
+    let py = agno_testkit::agno_python("the Python Agno interop check on Postgres")?;
     let sa_url = url().replacen("postgresql://", "postgresql+psycopg://", 1);
     let (mode, rest) = args.split_first().expect("a mode");
     let out = std::process::Command::new(py)

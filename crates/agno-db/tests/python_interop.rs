@@ -1,6 +1,6 @@
 //! Interop with Python Agno 3.1.x on SQLite: Agno reads sessions and runs written by agno-rs, and
 //! agno-rs reads what Agno wrote. Needs `AGNO_PYTHON` (a Python with `agno==3.1.*`); `.ci/run`
-//! creates that venv. Without it the tests say so and do nothing.
+//! creates that venv. Without it the tests fail under `CI=true` and say so elsewhere.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::path::PathBuf;
@@ -13,11 +13,7 @@ use agno_db::SqliteDb;
 use serde_json::{Value, json};
 
 fn python() -> Option<String> {
-    let py = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty());
-    if py.is_none() {
-        eprintln!("AGNO_PYTHON is not set: skipping the Python Agno interop check (.ci/run sets it)");
-    }
-    py
+    agno_testkit::agno_python("the Python Agno interop check on SQLite")
 }
 
 fn probe(py: &str, args: &[&str]) -> Value {

@@ -580,13 +580,9 @@ async fn memory_keys_written_by_python_agno_read_back() {
     db.delete_all_keys().await.unwrap();
 }
 
-/// `AGNO_PYTHON` (a Python with `agno==3.1.*`), or `None` after saying the check is skipped.
+/// The Python with Agno 3.1 (see [`agno_testkit::agno_python`]).
 fn agno_python() -> Option<String> {
-    let py = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty());
-    if py.is_none() {
-        eprintln!("AGNO_PYTHON is not set: skipping the live Python Agno check");
-    }
-    py
+    agno_testkit::agno_python("the live Python Agno check on Redis")
 }
 
 /// Runs Python Agno's `RedisDb` on `prefix`: reads memory `rs-1` (as `bob`), rewrites its text,

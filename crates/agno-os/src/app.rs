@@ -39,6 +39,9 @@ pub enum StartError {
     /// The queue settings are unusable.
     #[error("invalid [queue]: {0}")]
     Queue(String),
+    /// A setting is unusable.
+    #[error("{0}")]
+    Config(String),
 }
 
 fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
@@ -116,6 +119,8 @@ pub struct AgentOs {
     pub max_body_bytes: usize,
     /// How long a shutdown may take (see [`crate::serve`]).
     pub shutdown_grace: std::time::Duration,
+    /// Browser origins allowed to call the OS.
+    pub cors: crate::cors::OriginPolicy,
 }
 
 impl AgentOs {
@@ -165,17 +170,20 @@ impl AgentOs {
             stopping: tokio_util::sync::CancellationToken::new(),
         };
         let shutdown_grace = std::time::Duration::from_secs(config.os.shutdown_grace_seconds);
-        Ok(Self { state, max_body_bytes: config.os.max_body_bytes, shutdown_grace })
+        let cors = config.os.cors_policy().map_err(|e| StartError::Config(e.to_string()))?;
+        Ok(Self { state, max_body_bytes: config.os.max_body_bytes, shutdown_grace, cors })
     }
 
     /// The HTTP app: every route of [`crate::routes::ROUTES`] behind the authorisation layer,
-    /// with the body limit.
+    /// with the body limit, and CORS outside everything (preflights never reach auth).
     pub fn router(&self) -> Router {
         crate::routes::router()
             .route_layer(middleware::from_fn_with_state(self.state.clone(), authorize))
             .fallback(|| async { crate::error::ApiError::not_found("Not Found") })
             .layer(tower_http::limit::RequestBodyLimitLayer::new(self.max_body_bytes))
             .layer(middleware::map_response(crate::error::json_errors))
+            .layer(self.cors.layer())
+            .layer(middleware::from_fn_with_state(self.cors.clone(), crate::cors::preflight_and_expose))
             .with_state(self.state.clone())
     }
 }

@@ -93,6 +93,13 @@ pub struct OsSection {
     /// runs finish within it; those still running near its end are cancelled and stored.
     #[serde(default = "default_shutdown_grace")]
     pub shutdown_grace_seconds: u64,
+    /// Browser origins allowed to call the OS (CORS); absent or empty: Agno's defaults
+    /// (`http://localhost:3000` and Agno's hosted UIs).
+    #[serde(default)]
+    pub cors_allowed_origins: Option<Vec<String>>,
+    /// A regular expression for more allowed origins, matched against the whole `Origin`.
+    #[serde(default)]
+    pub cors_origin_regex: Option<String>,
 }
 
 impl Default for OsSection {
@@ -106,7 +113,20 @@ impl Default for OsSection {
             max_body_bytes: default_body_limit(),
             sse_heartbeat_seconds: default_heartbeat(),
             shutdown_grace_seconds: default_shutdown_grace(),
+            cors_allowed_origins: None,
+            cors_origin_regex: None,
         }
+    }
+}
+
+impl OsSection {
+    /// The CORS origin policy these settings describe.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for a regular expression that does not compile.
+    pub fn cors_policy(&self) -> Result<crate::cors::OriginPolicy, ConfigError> {
+        crate::cors::OriginPolicy::new(self.cors_allowed_origins.as_deref(), self.cors_origin_regex.as_deref())
+            .map_err(ConfigError::Invalid)
     }
 }
 
@@ -384,6 +404,7 @@ impl OsConfig {
                 "[os] sse_heartbeat_seconds must be between 1 and 15 (proxies close idle streams)".to_owned(),
             ));
         }
+        self.os.cors_policy()?;
         if !(1..=3600).contains(&self.os.shutdown_grace_seconds) {
             return Err(ConfigError::Invalid(
                 "[os] shutdown_grace_seconds must be between 1 and 3600 (runs still executing at its end are cancelled)"

@@ -5,6 +5,7 @@
 //! - [`app::AgentOs`]: the OS built from a config, and its axum router;
 //! - [`routes`]: the route table (method, path, scope, handler) everything else derives from;
 //! - [`auth`]: security key or JWT (`verification_keys`), Agno's RBAC scopes, user isolation;
+//! - [`cors`]: browser origins, preflights answered before auth, as Agno's AgentOS;
 //! - [`serve`]: binding (refusing an open OS on a public address) and graceful shutdown.
 //!
 //! ```no_run
@@ -19,6 +20,7 @@ pub mod app;
 pub mod auth;
 pub mod config;
 pub mod coordination;
+pub mod cors;
 pub mod error;
 pub mod form;
 pub mod queue;

@@ -1,7 +1,7 @@
 //! Python Agno 3.1's own client (`agno.client.AgentOSClient`, and `RemoteAgent` on top of it)
 //! against a real server: config, agents, runs as JSON and as SSE, run reads, with and without JWT.
 //! Needs `AGNO_PYTHON` (a Python with `agno==3.1.*` and `fastapi`); `.ci/run` creates that venv.
-//! Without it the tests say so and do nothing.
+//! Without it the tests fail under `CI=true` and say so elsewhere.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
@@ -29,11 +29,7 @@ model = "test"
 const MESSAGE: &str = "hello from the agno python client";
 
 fn python() -> Option<String> {
-    let py = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty());
-    if py.is_none() {
-        eprintln!("AGNO_PYTHON is not set: skipping the Python Agno client check (.ci/run sets it)");
-    }
-    py
+    agno_testkit::agno_python("the Python Agno client check")
 }
 
 /// Runs `scripts/interop/agno_client_check.py` against `os` and returns its JSON line.

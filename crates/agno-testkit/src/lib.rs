@@ -1,5 +1,6 @@
 //! Test kit for agno-rs: a fake model-provider HTTP server speaking real wire formats (OpenAI Chat
-//! Completions), and the storage conformance suite ([`conformance`], [`db_conformance!`]).
+//! Completions), the storage conformance suite ([`conformance`], [`db_conformance!`]), and
+//! [`agno_python`] for the checks against Python Agno.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -17,8 +18,10 @@
 pub mod conformance;
 pub mod legacy;
 mod openai;
+mod python;
 mod script;
 mod server;
 
+pub use python::agno_python;
 pub use script::{RecordedRequest, Reply};
 pub use server::FakeProvider;

@@ -43,7 +43,14 @@ impl FakeProvider {
     ///
     /// Must be called from within a tokio runtime.
     pub async fn start() -> std::io::Result<FakeProvider> {
-        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        Self::start_on(0).await
+    }
+
+    /// Bind `127.0.0.1:port` (0: any free port) and start serving in a background tokio task.
+    ///
+    /// Must be called from within a tokio runtime.
+    pub async fn start_on(port: u16) -> std::io::Result<FakeProvider> {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
         let app = router(Arc::clone(&shared));
