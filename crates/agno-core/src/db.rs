@@ -140,6 +140,9 @@ pub enum StateUpdate {
         set: Map<String, Value>,
         /// Keys removed.
         removed: Vec<String>,
+        /// A run's metrics to add to the stored `session_metrics` (under the same lock, so
+        /// concurrent runs all count).
+        metrics: Option<Box<crate::Metrics>>,
     },
 }
 
@@ -149,14 +152,61 @@ impl StateUpdate {
         let set =
             after.iter().filter(|(k, v)| before.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
         let removed = before.keys().filter(|k| !after.contains_key(*k)).cloned().collect();
-        StateUpdate::Merge { set, removed }
+        StateUpdate::Merge { set, removed, metrics: None }
+    }
+
+    /// A merge that changes nothing: the stored state and metrics stay as they are.
+    pub fn keep() -> Self {
+        StateUpdate::Merge { set: Map::new(), removed: Vec::new(), metrics: None }
+    }
+
+    /// The same merge, also adding `metrics` to the stored `session_metrics`.
+    pub fn with_metrics(self, metrics: crate::Metrics) -> Self {
+        match self {
+            StateUpdate::Merge { set, removed, .. } => {
+                StateUpdate::Merge { set, removed, metrics: Some(Box::new(metrics)) }
+            }
+            replace => replace,
+        }
+    }
+
+    /// The `session_data` to store: the session's own, except that a merge over a stored row
+    /// keeps the stored `session_state` with this merge applied and the stored
+    /// `session_metrics` (what concurrent runs wrote since this session was read), and adds
+    /// this update's metrics to them (to the session's own when nothing is stored yet).
+    pub fn session_data(
+        &self,
+        mut session_data: Map<String, Value>,
+        stored_data: Option<&Map<String, Value>>,
+    ) -> Map<String, Value> {
+        let StateUpdate::Merge { metrics, .. } = self else { return session_data };
+        if let Some(stored) = stored_data {
+            let mut merged = stored.get("session_state").and_then(Value::as_object).cloned().unwrap_or_default();
+            self.apply(&mut merged, &Map::new());
+            session_data.insert("session_state".to_owned(), Value::Object(merged));
+            match stored.get("session_metrics") {
+                Some(m) => session_data.insert("session_metrics".to_owned(), m.clone()),
+                None => session_data.remove("session_metrics"),
+            };
+        }
+        if let Some(run) = metrics {
+            let mut total: crate::Metrics = session_data
+                .get("session_metrics")
+                .and_then(|m| serde_json::from_value(m.clone()).ok())
+                .unwrap_or_default();
+            total.accumulate(run);
+            if let Ok(value) = serde_json::to_value(&total) {
+                session_data.insert("session_metrics".to_owned(), value);
+            }
+        }
+        session_data
     }
 
     /// Applies the update to a stored state.
     pub fn apply(&self, stored: &mut Map<String, Value>, replacement: &Map<String, Value>) {
         match self {
             StateUpdate::Replace => *stored = replacement.clone(),
-            StateUpdate::Merge { set, removed } => {
+            StateUpdate::Merge { set, removed, .. } => {
                 for k in removed {
                     stored.remove(k);
                 }
@@ -255,6 +305,37 @@ pub trait RunStore: Send + Sync {
     /// # Errors
     /// A [`DbError`].
     async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64>;
+
+    /// The `input` of the first top-level run of each of these sessions (what a session's name
+    /// falls back to in listings), keyed by session id; sessions without runs are absent. Only
+    /// runs visible to `user_id` count. Adapters read as little as they can; this default reads
+    /// the first run of each session.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn first_run_inputs(
+        &self,
+        session_ids: &[String],
+        user_id: Option<&str>,
+    ) -> DbResult<HashMap<String, Value>> {
+        let mut out = HashMap::new();
+        for session_id in session_ids {
+            let query = RunQuery {
+                session_id: Some(session_id.clone()),
+                user_id: user_id.map(str::to_owned),
+                limit: Some(8),
+                sort: SortOrder::Asc,
+                ..RunQuery::default()
+            };
+            let page = self.get_runs(&query).await?;
+            if let Some(first) = page.runs.iter().find(|r| r.parent_run_id.is_none())
+                && let Some(input) = first.input.as_ref().and_then(|i| serde_json::to_value(i).ok())
+            {
+                out.insert(session_id.clone(), input);
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Schema versions, tracked per table in `agno_schema_versions` (or the adapter's equivalent).

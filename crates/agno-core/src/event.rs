@@ -60,12 +60,18 @@ pub enum EventData {
         /// The delta.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<Value>,
+        /// True when a workflow's agent streams it (never for an agent run).
+        #[serde(default)]
+        workflow_agent: bool,
         /// `"str"` or the output schema name.
         #[serde(default = "str_type")]
         content_type: String,
-        /// Reasoning delta.
+        /// Reasoning delta (`""` when none, as Agno sends it).
+        #[serde(default)]
+        reasoning_content: String,
+        /// Provider metadata of the response being streamed (OpenAI: its `id`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        reasoning_content: Option<String>,
+        model_provider_data: Option<Map<String, Value>>,
     },
     /// Content of an intermediate model turn (before tool calls).
     RunIntermediateContent {
@@ -98,6 +104,9 @@ pub enum EventData {
         /// Run metadata.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         metadata: Option<Map<String, Value>>,
+        /// Provider metadata of the last model response (OpenAI: its `id`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model_provider_data: Option<Map<String, Value>>,
     },
     /// The run paused for the user.
     RunPaused {
@@ -194,6 +203,18 @@ pub enum EventData {
         /// Total tokens.
         #[serde(default)]
         total_tokens: u64,
+        /// Seconds from the request to the first token.
+        #[serde(default)]
+        time_to_first_token: Option<f64>,
+        /// Reasoning tokens.
+        #[serde(default)]
+        reasoning_tokens: u64,
+        /// Prompt tokens served from the provider's cache.
+        #[serde(default)]
+        cache_read_tokens: u64,
+        /// Prompt tokens written to the provider's cache.
+        #[serde(default)]
+        cache_write_tokens: u64,
     },
     /// A user-defined event.
     CustomEvent {

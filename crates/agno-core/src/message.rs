@@ -117,6 +117,9 @@ pub struct Message {
     /// Token usage of the model call that produced this message.
     #[serde(default, skip_serializing_if = "Metrics::is_empty")]
     pub metrics: Metrics,
+    /// Provider metadata of the response that produced this message (OpenAI: its `id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_data: Option<Map<String, Value>>,
     /// Creation time, epoch seconds.
     #[serde(default = "now_epoch_secs")]
     pub created_at: i64,
@@ -142,6 +145,7 @@ impl Message {
             stop_after_tool_call: false,
             from_history: false,
             metrics: Metrics::default(),
+            provider_data: None,
             created_at: now_epoch_secs(),
             extra: Map::new(),
         }

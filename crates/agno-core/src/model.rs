@@ -81,6 +81,8 @@ pub enum ModelChunk {
     },
     /// Token usage of the response.
     Usage(Usage),
+    /// Provider metadata of the response (OpenAI: its `id`); merged as it arrives.
+    ProviderData(serde_json::Map<String, Value>),
     /// The provider's finish reason.
     Finish(String),
 }
@@ -103,6 +105,8 @@ pub struct ModelResponse {
     pub finish_reason: Option<String>,
     /// Seconds from request to the first chunk with content.
     pub time_to_first_token: Option<f64>,
+    /// Provider metadata of the response (OpenAI: its `id`).
+    pub provider_data: Option<serde_json::Map<String, Value>>,
 }
 
 /// Collects [`ModelChunk`]s into a [`ModelResponse`].
@@ -163,8 +167,16 @@ impl ResponseAssembler {
                 call.arguments.push_str(arguments);
             }
             ModelChunk::Usage(usage) => self.response.usage = Some(*usage),
+            ModelChunk::ProviderData(data) => {
+                self.response.provider_data.get_or_insert_with(Default::default).extend(data.clone());
+            }
             ModelChunk::Finish(reason) => self.response.finish_reason = Some(reason.clone()),
         }
+    }
+
+    /// The provider metadata received so far.
+    pub fn provider_data(&self) -> Option<&serde_json::Map<String, Value>> {
+        self.response.provider_data.as_ref()
     }
 
     /// The assembled response. Calls without an id get a generated one.
@@ -190,6 +202,18 @@ pub trait Model: Send + Sync + Debug {
 
     /// Provider name as Agno reports it (`OpenAI`, `Groq`, ...).
     fn provider(&self) -> &str;
+
+    /// The model's name as Agno reports it: its model class (`OpenAIChat`, `MistralChat`,
+    /// `Groq`); the provider name unless an implementation says otherwise.
+    fn name(&self) -> &str {
+        self.provider()
+    }
+
+    /// The provider as Agno's metrics name it (its `get_provider()`: `OpenAI Chat` for the Chat
+    /// Completions models); the provider name unless an implementation says otherwise.
+    fn metrics_provider(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(self.provider())
+    }
 
     /// What the model supports.
     fn capabilities(&self) -> Capabilities;

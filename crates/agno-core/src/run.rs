@@ -136,6 +136,9 @@ pub struct RunOutput {
     /// Model provider name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_provider: Option<String>,
+    /// Provider metadata of the last model response (OpenAI: its `id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_provider_data: Option<Map<String, Value>>,
     /// The messages of this run (system, user, assistant, tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<Message>>,
@@ -192,6 +195,7 @@ impl RunOutput {
             reasoning_content: None,
             model: None,
             model_provider: None,
+            model_provider_data: None,
             messages: None,
             metrics: None,
             tools: None,

@@ -51,6 +51,14 @@ impl Model for FallbackModel {
         self.primary.provider()
     }
 
+    fn name(&self) -> &str {
+        self.primary.name()
+    }
+
+    fn metrics_provider(&self) -> std::borrow::Cow<'_, str> {
+        self.primary.metrics_provider()
+    }
+
     fn capabilities(&self) -> Capabilities {
         self.primary.capabilities()
     }

@@ -272,7 +272,7 @@ async fn tool_result_messages_are_strings_and_developer_role_is_kept() {
 }
 
 #[tokio::test]
-async fn stream_chunk_order_is_content_finish_usage() {
+async fn stream_chunk_order_is_provider_data_content_finish_usage() {
     let h = OpenAi::start().await;
     h.push(Reply::text("Hello there"));
     let out = run_ok(&*h.model(), ask("Hi"), Mode::Stream).await;
@@ -283,11 +283,15 @@ async fn stream_chunk_order_is_content_finish_usage() {
             agno_core::ModelChunk::Content(_) => "content",
             agno_core::ModelChunk::Finish(_) => "finish",
             agno_core::ModelChunk::Usage(_) => "usage",
+            agno_core::ModelChunk::ProviderData(_) => "provider_data",
             _ => "other",
         })
         .collect();
-    assert_eq!(kinds, ["content", "content", "content", "finish", "usage"]);
+    // The response id comes once, with the first chunk, although every chunk repeats it.
+    assert_eq!(kinds, ["provider_data", "content", "content", "content", "finish", "usage"]);
     assert_eq!(out.response.finish_reason.as_deref(), Some("stop"));
+    let id = out.response.provider_data.as_ref().and_then(|d| d.get("id")).and_then(Value::as_str);
+    assert!(id.is_some_and(|id| id.starts_with("chatcmpl-")), "{:?}", out.response.provider_data);
 }
 
 #[tokio::test]

@@ -264,7 +264,7 @@ pub async fn store_pending(state: &AppState, job: &Job) -> Result<bool, agno_cor
         let mut session = AgentSession::new(job.session_id.clone());
         session.agent_id = Some(job.component_id.clone());
         session.user_id.clone_from(&job.user_id);
-        db.upsert_session(&session, &StateUpdate::Merge { set: Map::new(), removed: Vec::new() }).await?;
+        db.upsert_session(&session, &StateUpdate::keep()).await?;
     }
     let mut run = RunOutput::new(job.id.clone(), job.session_id.clone());
     run.agent_id = Some(job.component_id.clone());

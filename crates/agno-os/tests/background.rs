@@ -526,7 +526,7 @@ async fn put_run(db: &agno_db::SqliteDb, run: &agno_core::RunOutput) {
     let session_id = run.session_id.clone().unwrap();
     let mut session = agno_core::AgentSession::new(session_id.clone());
     session.agent_id.clone_from(&run.agent_id);
-    let update = agno_core::StateUpdate::Merge { set: serde_json::Map::new(), removed: Vec::new() };
+    let update = agno_core::StateUpdate::keep();
     db.upsert_session(&session, &update).await.unwrap();
     db.upsert_run(run, &session_id, None).await.unwrap();
 }

@@ -101,6 +101,63 @@ impl Agent {
     pub fn db(&self) -> Option<&Arc<dyn Db>> {
         self.inner.db.as_ref()
     }
+
+    /// The agent's settings, read-only (what AgentOS describes in `/agents`).
+    pub fn settings(&self) -> AgentSettings<'_> {
+        let a = &self.inner;
+        AgentSettings {
+            role: a.role.as_deref(),
+            instructions: &a.instructions,
+            system_message: a.system_message.as_deref(),
+            expected_output: a.expected_output.as_deref(),
+            additional_context: a.additional_context.as_deref(),
+            markdown: a.markdown,
+            add_name_to_context: a.add_name_to_context,
+            add_datetime_to_context: a.add_datetime_to_context,
+            tools: &a.tool_config,
+            history: &a.history,
+            past_sessions: &a.past_sessions,
+            reasoning: &a.reasoning,
+            retry: &a.retry,
+            output_schema: a.output_schema.as_ref(),
+            metadata: a.metadata.as_ref(),
+        }
+    }
+}
+
+/// An agent's settings, borrowed from it ([`Agent::settings`]).
+#[derive(Debug, Clone, Copy)]
+pub struct AgentSettings<'a> {
+    /// `role`.
+    pub role: Option<&'a str>,
+    /// `instructions`.
+    pub instructions: &'a [String],
+    /// `system_message`, when it replaces the built one.
+    pub system_message: Option<&'a str>,
+    /// `expected_output`.
+    pub expected_output: Option<&'a str>,
+    /// `additional_context`.
+    pub additional_context: Option<&'a str>,
+    /// `markdown`.
+    pub markdown: bool,
+    /// `add_name_to_context`.
+    pub add_name_to_context: bool,
+    /// `add_datetime_to_context`.
+    pub add_datetime_to_context: bool,
+    /// Tool execution settings.
+    pub tools: &'a ToolConfig,
+    /// History settings.
+    pub history: &'a HistoryConfig,
+    /// Past-session search settings.
+    pub past_sessions: &'a PastSessionsConfig,
+    /// Reasoning settings.
+    pub reasoning: &'a ReasoningConfig,
+    /// Retry settings.
+    pub retry: &'a RetryConfig,
+    /// The output schema.
+    pub output_schema: Option<&'a OutputSchema>,
+    /// `metadata`.
+    pub metadata: Option<&'a Map<String, Value>>,
 }
 
 /// A model given as a string or as an instance.
@@ -225,7 +282,7 @@ impl AgentBuilder {
         session_id: String);
     setter!(/// Default user id of runs that name none.
         user_id: String);
-    setter!(/// Keep the run's events on the stored run (`store_events`).
+    setter!(/// Keep the events of streamed runs on the stored run, content deltas excepted (`store_events`, as Agno: non-streaming runs store none).
         store_events: bool);
 
     /// Instructions, one per line of the system message.

@@ -30,7 +30,7 @@ mod run_state;
 mod structured;
 mod tool_batch;
 
-pub use agent::{Agent, AgentBuilder, ModelChoice};
+pub use agent::{Agent, AgentBuilder, AgentSettings, ModelChoice};
 pub use cancel::{cancel_run, is_running, running_runs};
 pub use config::{
     HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, ToolConfig,

@@ -119,10 +119,23 @@ pub(crate) async fn save(agent: &AgentInner, st: &mut RunState) -> Result<(), Db
     session.agent_data = Some(agent_data);
     session.updated_at = Some(now_epoch_secs());
     let runs = session.runs.take();
-    let update = StateUpdate::diff(&st.initial_state, session.session_state().unwrap_or(&Map::new()));
+    let mut update = StateUpdate::diff(&st.initial_state, session.session_state().unwrap_or(&Map::new()));
+    // An ended (or paused) run adds what it used since its last counted save to the session's
+    // metrics, in the same locked write as its state.
+    let counted_now = match (&st.output.metrics, st.output.status) {
+        (Some(metrics), status) if status != RunStatus::Running && status != RunStatus::Pending => {
+            let delta = metrics.since(st.metrics_counted.as_ref().unwrap_or(&agno_core::Metrics::default()));
+            update = update.with_metrics(delta);
+            Some(metrics.clone())
+        }
+        _ => None,
+    };
     let result = db.upsert_session(session, &update).await;
     session.runs = runs;
     result?;
+    if counted_now.is_some() {
+        st.metrics_counted = counted_now;
+    }
     db.upsert_run(&st.output, &st.session.session_id, st.user_id.as_deref()).await?;
     Ok(())
 }

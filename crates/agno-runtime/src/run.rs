@@ -108,12 +108,14 @@ where
     }
 }
 
-fn spawn_stream<F>(make: impl FnOnce(Emitter) -> F) -> RunStream
+/// Spawns a streamed run; with `store_events`, its events (but content deltas) are kept on the
+/// stored run, as Agno does for streamed runs.
+fn spawn_stream<F>(store_events: bool, make: impl FnOnce(Emitter) -> F) -> RunStream
 where
     F: std::future::Future<Output = Result<RunOutput, RunError>> + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let task = spawn(make(Emitter::new(Some(tx), false)));
+    let task = spawn(make(Emitter::new(Some(tx), store_events)));
     RunStream { events: rx, task }
 }
 
@@ -158,7 +160,7 @@ impl Agent {
     pub async fn arun(&self, request: impl Into<RunRequest>) -> Result<RunOutput, RunError> {
         let mut request = request.into();
         let run = register(&mut request);
-        let em = Emitter::new(None, self.inner.store_events);
+        let em = Emitter::new(None, false);
         self.clone().execute(request, em, run).await
     }
 
@@ -169,7 +171,7 @@ impl Agent {
         let mut request = request.into();
         let run = register(&mut request);
         let run_id = request.run_id.clone().unwrap_or_default();
-        let em = Emitter::new(None, self.inner.store_events);
+        let em = Emitter::new(None, false);
         RunHandle { run_id, task: spawn(self.clone().execute(request, em, run)) }
     }
 
@@ -187,7 +189,7 @@ impl Agent {
         let agent = self.clone();
         let mut request = request.into();
         let run = register(&mut request);
-        spawn_stream(move |em| agent.execute(request, em, run))
+        spawn_stream(self.inner.store_events, move |em| agent.execute(request, em, run))
     }
 
     /// Continues a paused run with resolved requirements.
@@ -197,7 +199,7 @@ impl Agent {
     /// [`RunError::UnresolvedRequirement`] before anything runs; otherwise as [`Agent::arun`].
     pub async fn acontinue_run(&self, request: ContinueRequest) -> Result<RunOutput, RunError> {
         let run = Registration::new(request.target_run_id());
-        let em = Emitter::new(None, self.inner.store_events);
+        let em = Emitter::new(None, false);
         self.clone().execute_continue(request, em, run).await
     }
 
@@ -205,7 +207,7 @@ impl Agent {
     pub fn spawn_continue_run(&self, request: ContinueRequest) -> RunHandle {
         let run_id = request.target_run_id().to_owned();
         let run = Registration::new(&run_id);
-        let em = Emitter::new(None, self.inner.store_events);
+        let em = Emitter::new(None, false);
         RunHandle { run_id, task: spawn(self.clone().execute_continue(request, em, run)) }
     }
 
@@ -221,7 +223,7 @@ impl Agent {
     pub fn continue_run_stream(&self, request: ContinueRequest) -> RunStream {
         let agent = self.clone();
         let run = Registration::new(request.target_run_id());
-        spawn_stream(move |em| agent.execute_continue(request, em, run))
+        spawn_stream(self.inner.store_events, move |em| agent.execute_continue(request, em, run))
     }
 
     /// Requests cancellation of a run by id (see [`crate::cancel_run`]).
@@ -305,6 +307,8 @@ async fn continue_inner(
     prepared.session_state = std::sync::Arc::new(std::sync::Mutex::new(state));
     prepared.tool_calls_made = prepared.output.tools.iter().flatten().count();
     prepared.fence = request.fence.clone();
+    // What the paused save already added to the session's metrics.
+    prepared.metrics_counted.clone_from(&prepared.output.metrics);
     let mut st: RunState = prepared;
 
     em.bind(&agent.id, agent.name.as_deref().unwrap_or_default(), st.output.id(), &st.session.session_id);

@@ -72,6 +72,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     output.model = Some(agent.model.id().to_owned());
     output.model_provider = Some(agent.model.provider().to_owned());
     output.input = Some(req.input.clone());
+    output.tools = Some(Vec::new());
     output.metadata = req.metadata.or_else(|| agent.metadata.clone());
     if let Some(schema) = &schema {
         output.content_type.clone_from(&schema.name);
@@ -98,6 +99,8 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         dependencies: Arc::new(dependencies),
         schema,
         fence: req.fence.clone(),
+        started: std::time::Instant::now(),
+        metrics_counted: None,
     };
     let native = st.schema.is_some() && agent.model.capabilities().native_structured_output;
     if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native) {
@@ -223,6 +226,7 @@ pub(crate) async fn model_loop(
             model: agent.model.id().to_owned(),
             model_provider: agent.model.provider().to_owned(),
         });
+        let call_started = std::time::Instant::now();
         let response = match call_model(agent.model.as_ref(), request, em, token).await {
             CallEnd::Done(r) => r,
             CallEnd::Cancelled(partial) => {
@@ -234,6 +238,7 @@ pub(crate) async fn model_loop(
             }
             CallEnd::Failed(e) => return LoopEnd::Failed(model_failure(e)),
         };
+        let call_duration = call_started.elapsed().as_secs_f64();
         let usage = response.usage.unwrap_or_default();
         em.emit(EventData::ModelRequestCompleted {
             model: agent.model.id().to_owned(),
@@ -241,12 +246,19 @@ pub(crate) async fn model_loop(
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
             total_tokens: usage.total_tokens,
+            time_to_first_token: response.time_to_first_token,
+            reasoning_tokens: usage.reasoning_tokens,
+            cache_read_tokens: usage.cache_read_tokens,
+            cache_write_tokens: 0,
         });
         let metrics = st.output.metrics.get_or_insert_with(Metrics::default);
         metrics.add_usage(&usage);
-        metrics.add_detail("model", agent.model.id(), agent.model.provider(), &usage);
+        metrics.add_detail("model", agent.model.id(), &agent.model.metrics_provider(), &usage);
         if metrics.time_to_first_token.is_none() {
             metrics.time_to_first_token = response.time_to_first_token;
+        }
+        if response.provider_data.is_some() {
+            st.output.model_provider_data.clone_from(&response.provider_data);
         }
         if let Some(reasoning) = &response.reasoning {
             st.output.reasoning_content.get_or_insert_with(String::new).push_str(reasoning);
@@ -255,7 +267,10 @@ pub(crate) async fn model_loop(
         assistant.reasoning_content.clone_from(&response.reasoning);
         let mut msg_metrics = Metrics::default();
         msg_metrics.add_usage(&usage);
+        msg_metrics.duration = call_duration;
+        msg_metrics.time_to_first_token = response.time_to_first_token.or(Some(call_duration));
         assistant.metrics = msg_metrics;
+        assistant.provider_data.clone_from(&response.provider_data);
         st.messages.push(assistant);
 
         if response.tool_calls.is_empty() {
@@ -335,20 +350,19 @@ async fn call_model(model: &dyn Model, request: ModelRequest, em: &mut Emitter, 
             None => return CallEnd::Done(assembler.finish()),
             Some(Err(e)) => return CallEnd::Failed(e),
             Some(Ok(chunk)) => {
-                match &chunk {
-                    ModelChunk::Content(text) => em.emit(EventData::RunContent {
-                        content: Some(Value::String(text.clone())),
-                        content_type: "str".to_owned(),
-                        reasoning_content: None,
-                    }),
-                    ModelChunk::Reasoning(text) => em.emit(EventData::RunContent {
-                        content: None,
-                        content_type: "str".to_owned(),
-                        reasoning_content: Some(text.clone()),
-                    }),
-                    _ => {}
-                }
                 assembler.push(&chunk);
+                let (content, reasoning) = match &chunk {
+                    ModelChunk::Content(text) => (Some(Value::String(text.clone())), String::new()),
+                    ModelChunk::Reasoning(text) => (None, text.clone()),
+                    _ => continue,
+                };
+                em.emit(EventData::RunContent {
+                    content,
+                    workflow_agent: false,
+                    content_type: "str".to_owned(),
+                    reasoning_content: reasoning,
+                    model_provider_data: assembler.provider_data().cloned(),
+                });
             }
         }
     }
@@ -361,6 +375,8 @@ pub(crate) async fn finish(
     em: &mut Emitter,
     end: LoopEnd,
 ) -> Result<RunOutput, RunError> {
+    let metrics = st.output.metrics.get_or_insert_with(Metrics::default);
+    metrics.duration += st.started.elapsed().as_secs_f64();
     let mut failure = match end {
         LoopEnd::Completed => None,
         LoopEnd::Paused => {
@@ -405,6 +421,7 @@ pub(crate) async fn finish(
                 metrics: st.output.metrics.clone(),
                 session_state: Some(st.state_snapshot()),
                 metadata: st.output.metadata.clone(),
+                model_provider_data: st.output.model_provider_data.clone(),
             });
             store(agent, st, em, None).await
         }

@@ -28,6 +28,12 @@ pub(crate) struct RunState {
     pub(crate) schema: Option<OutputSchema>,
     /// Asked before each write; a stale execution writes nothing.
     pub(crate) fence: Option<Arc<dyn crate::RunFence>>,
+    /// When this execution started (the run's `duration` adds it to what earlier executions
+    /// of a continued run took).
+    pub(crate) started: std::time::Instant,
+    /// The run's metrics already added to the session's `session_metrics` (by an earlier save
+    /// of a paused run), so each token is counted once.
+    pub(crate) metrics_counted: Option<agno_core::Metrics>,
 }
 
 impl RunState {

@@ -320,3 +320,31 @@ async fn token_usage_is_accounted_in_run_metrics() {
     assert_eq!(metrics.total_tokens, metrics.input_tokens + metrics.output_tokens);
     assert_eq!(metrics.details["model"][0]["id"], "test");
 }
+
+/// The session's `session_metrics` add each run's tokens once: a run paused (and saved) then
+/// continued is not counted twice, and the model appears once in the details however many
+/// calls it served.
+#[tokio::test]
+async fn session_metrics_count_every_token_once_across_a_pause() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Noop {}
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let guarded = Function::new("guarded", "Needs confirmation.", |_: Noop| async { Ok("ok") }).requires_confirmation();
+    let agent = Agent::builder("test").function(guarded).db(Arc::clone(&db)).build().unwrap();
+    let paused = agent.arun(RunRequest::new("use the tool").session_id("m")).await.unwrap();
+    assert_eq!(paused.status, RunStatus::Paused);
+    let mut request = agno_runtime::ContinueRequest::from_paused(paused);
+    request.requirements[0].confirm();
+    let done = agent.acontinue_run(request).await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    let after_first = agent.arun(RunRequest::new("plain").session_id("m")).await.unwrap();
+    let run_total = done.metrics.as_ref().unwrap().total_tokens + after_first.metrics.as_ref().unwrap().total_tokens;
+
+    let session = db.get_session("m", None, Some(0)).await.unwrap().unwrap();
+    let stored = &session.session_data.as_ref().unwrap()["session_metrics"];
+    assert_eq!(stored["total_tokens"], run_total, "{stored}");
+    let details = stored["details"]["model"].as_array().unwrap();
+    assert_eq!(details.len(), 1, "{details:?}");
+    assert_eq!(details[0]["total_tokens"], run_total);
+    assert!(stored.get("duration").is_none(), "a session has no duration: {stored}");
+}

@@ -58,14 +58,9 @@ pub(crate) fn merged_session_data(
     state: &StateUpdate,
     stored: Option<&Map<String, Value>>,
 ) -> Map<String, Value> {
-    let mut session_data = session.session_data.clone().unwrap_or_default();
-    if let (StateUpdate::Merge { .. }, Some(stored)) = (state, stored) {
-        let stored_data = object_field(stored, "session_data").unwrap_or_default();
-        let mut merged = stored_data.get("session_state").and_then(Value::as_object).cloned().unwrap_or_default();
-        state.apply(&mut merged, &Map::new());
-        session_data.insert("session_state".to_owned(), Value::Object(merged));
-    }
-    session_data
+    let session_data = session.session_data.clone().unwrap_or_default();
+    let stored_data = stored.map(|s| object_field(s, "session_data").unwrap_or_default());
+    state.session_data(session_data, stored_data.as_ref())
 }
 
 /// The stored session document, shaped as Python Agno's `RedisDb.upsert_session` writes an agent

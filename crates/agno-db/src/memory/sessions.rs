@@ -59,6 +59,9 @@ impl SessionStore for InMemoryDb {
         let mut row = session.clone();
         row.runs = None;
         row.updated_at = Some(now_epoch_secs());
+        let stored_data = tables.sessions.get(&session.session_id).map(|s| s.session_data.clone().unwrap_or_default());
+        row.session_data =
+            Some(state.session_data(session.session_data.clone().unwrap_or_default(), stored_data.as_ref()));
         if let Some(existing) = tables.sessions.get(&session.session_id) {
             if existing.user_id.is_some() && existing.user_id != session.user_id {
                 return Err(DbError::new(
@@ -67,9 +70,6 @@ impl SessionStore for InMemoryDb {
                 ));
             }
             row.created_at = existing.created_at;
-            let mut stored = existing.session_state().cloned().unwrap_or_default();
-            state.apply(&mut stored, session.session_state().unwrap_or(&Map::new()));
-            row.set_session_state(stored);
         }
         tables.sessions.insert(session.session_id.clone(), row);
         Ok(())

@@ -155,13 +155,9 @@ impl MySqlDb {
                 if owner.is_some() && owner != session.user_id {
                     return Err(DbError::new(DbErrorKind::Conflict, format!("session {id} belongs to another user")));
                 }
-                if let StateUpdate::Merge { .. } = state
-                    && let Some(stored) = object_column(text_column(&row, "session_data")?)?
-                {
-                    let mut merged =
-                        stored.get("session_state").and_then(Value::as_object).cloned().unwrap_or_default();
-                    state.apply(&mut merged, &Map::new());
-                    session_data.insert("session_state".to_owned(), Value::Object(merged));
+                if let StateUpdate::Merge { .. } = state {
+                    let stored = object_column(text_column(&row, "session_data")?)?;
+                    session_data = state.session_data(session_data, stored.as_ref());
                 }
                 // The owner predicate is part of the write itself, not only of the check above.
                 let owner_match = if session.user_id.is_some() {
@@ -188,6 +184,7 @@ impl MySqlDb {
                 }
             }
             None => {
+                session_data = state.session_data(session_data, None);
                 let sql = format!("INSERT INTO `{t}` ({SESSION_COLUMNS}) VALUES ({})", marks(14));
                 let mut q = sqlx::query(AssertSqlSafe(sql.as_str())).bind(id);
                 for v in values.iter().chain(json_values(&session_data)?.iter()) {

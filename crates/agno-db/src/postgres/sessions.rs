@@ -201,11 +201,11 @@ impl SessionStore for PostgresDb {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(|e| db_error(&format!("cannot read session {id}"), e))?;
-            if let Some(Value::Object(stored)) = stored.and_then(value_column) {
-                let mut merged = stored.get("session_state").and_then(Value::as_object).cloned().unwrap_or_default();
-                state.apply(&mut merged, &Map::new());
-                session_data.insert("session_state".to_owned(), Value::Object(merged));
-            }
+            let stored = match stored.and_then(value_column) {
+                Some(Value::Object(stored)) => Some(stored),
+                _ => None,
+            };
+            session_data = state.session_data(session_data, stored.as_ref());
         }
         let now = now_epoch_secs();
         let sql = format!(

@@ -5,7 +5,7 @@ use agno_core::{
     StateUpdate, now_epoch_secs,
 };
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sqlx::AssertSqlSafe;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -147,11 +147,7 @@ impl SessionStore for SqliteDb {
                 .await
                 .map(|rows| rows.into_iter().next())
                 .map_err(|e| db_error(&format!("cannot read session {}", session.session_id), e))?;
-            if let Some(stored) = object_column(stored.flatten())? {
-                let mut merged = stored.get("session_state").and_then(Value::as_object).cloned().unwrap_or_default();
-                state.apply(&mut merged, &Map::new());
-                session_data.insert("session_state".to_owned(), Value::Object(merged));
-            }
+            session_data = state.session_data(session_data, object_column(stored.flatten())?.as_ref());
         }
         let now = now_epoch_secs();
         let sql = format!(

@@ -182,6 +182,24 @@ impl Model for OpenAIChat {
         &self.provider
     }
 
+    fn name(&self) -> &str {
+        // Agno's class names for the Chat Completions models it reports under these providers.
+        match self.provider.as_str() {
+            "OpenAI" => "OpenAIChat",
+            "Mistral" => "MistralChat",
+            other => other,
+        }
+    }
+
+    fn metrics_provider(&self) -> std::borrow::Cow<'_, str> {
+        // Agno's OpenAIChat (and every OpenAI-compatible class built on it) appends " Chat";
+        // MistralChat is its own class.
+        match self.provider.as_str() {
+            "Mistral" => std::borrow::Cow::Borrowed("Mistral"),
+            other => std::borrow::Cow::Owned(format!("{other} Chat")),
+        }
+    }
+
     fn capabilities(&self) -> Capabilities {
         self.capabilities
     }

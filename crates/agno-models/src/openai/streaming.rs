@@ -18,6 +18,9 @@ pub(crate) fn chunks_of(label: &str, doc: ChatResponse, out: &mut Vec<ModelChunk
         };
         return Err(ModelError::new(kind, format!("{label} reported an error: {msg}")));
     }
+    if let Some(id) = doc.id.filter(|id| !id.is_empty()) {
+        out.push(ModelChunk::ProviderData(serde_json::Map::from_iter([("id".to_owned(), Value::String(id))])));
+    }
     for choice in doc.choices {
         if let Some(delta) = choice.delta.or(choice.message) {
             delta_chunks(delta, out);
@@ -149,4 +152,12 @@ where
         }
     })
     .flat_map(futures::stream::iter)
+    // Every chunk repeats the response id: pass it on once.
+    .filter_map({
+        let mut seen = false;
+        move |item| {
+            let repeat = matches!(&item, Ok(ModelChunk::ProviderData(_))) && std::mem::replace(&mut seen, true);
+            futures::future::ready((!repeat).then_some(item))
+        }
+    })
 }

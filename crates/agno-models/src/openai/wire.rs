@@ -64,6 +64,8 @@ pub(crate) struct WireFunction<'a> {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct ChatResponse {
     #[serde(default)]
+    pub(crate) id: Option<String>,
+    #[serde(default)]
     pub(crate) choices: Vec<Choice>,
     #[serde(default)]
     pub(crate) usage: Option<WireUsage>,

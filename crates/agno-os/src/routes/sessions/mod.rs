@@ -372,7 +372,7 @@ pub async fn update_session(
             session.set_session_state(s);
             StateUpdate::Replace
         }
-        None => StateUpdate::Merge { set: Map::new(), removed: Vec::new() },
+        None => StateUpdate::keep(),
     };
     if let Some(n) = name {
         session.session_data.get_or_insert_with(Map::new).insert("session_name".to_owned(), Value::String(n));
