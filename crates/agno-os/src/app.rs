@@ -65,7 +65,8 @@ fn build_agent(spec: &AgentSpec, db: Option<Arc<dyn Db>>) -> Result<ServedAgent,
     let fail = |message: String| StartError::Agent { id: spec.id.clone(), message };
     let (config, model_spec) = model_config(&spec.model).map_err(fail)?;
     let model = agno_models::build_model(&config).map_err(|e| fail(e.to_string()))?;
-    let mut builder = Agent::builder(model).id(spec.id.clone());
+    // As AgentOS does for every agent it serves: streamed runs keep their events (resume, UIs).
+    let mut builder = Agent::builder(model).id(spec.id.clone()).store_events(true);
     if let Some(name) = &spec.name {
         builder = builder.name(name.clone());
     }

@@ -1,4 +1,6 @@
-//! Errors as AgentOS answers them: a status code and `{"detail": "...", "error_type": ...}`.
+//! Errors as AgentOS answers them: a status code and `{"detail": "...", "error_type": ...}`; a
+//! 422 as FastAPI answers it, `{"detail": [{"type", "loc", "msg", "input"}]}`, so clients that
+//! read validation errors the FastAPI way (Agno's included) find them where they look.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -12,14 +14,16 @@ pub struct ApiError {
     pub status: StatusCode,
     /// Human-readable message.
     pub detail: String,
-    /// Category, when the error carries one.
+    /// Category, when the error carries one (for a 422: the validation error's `type`).
     pub error_type: Option<&'static str>,
+    /// Where the invalid input is, for a 422: `("body" | "query" | "path" | "header", name)`.
+    pub location: Option<(&'static str, String)>,
 }
 
 impl ApiError {
     /// An error with a status and message.
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
-        Self { status, detail: detail.into(), error_type: None }
+        Self { status, detail: detail.into(), error_type: None, location: None }
     }
 
     /// 400.
@@ -64,10 +68,26 @@ impl ApiError {
         self.error_type = Some(error_type);
         self
     }
+
+    /// 422 for a required input that is missing: FastAPI's `missing` at `location` / `name`.
+    pub fn missing(location: &'static str, name: &str) -> Self {
+        Self::unprocessable("Field required").with_type("missing").at(location, name)
+    }
+
+    /// The same error pointing at the invalid input (`body`, `query`, `path` or `header`).
+    pub fn at(mut self, location: &'static str, name: &str) -> Self {
+        self.location = Some((location, name.to_owned()));
+        self
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if self.status == StatusCode::UNPROCESSABLE_ENTITY {
+            let loc = self.location.map_or_else(Vec::new, |(place, name)| vec![place.to_owned(), name]);
+            let error = json!({"type": self.error_type.unwrap_or("value_error"), "loc": loc, "msg": self.detail, "input": null});
+            return (self.status, Json(json!({ "detail": [error] }))).into_response();
+        }
         let mut body = json!({ "detail": self.detail });
         if let Some(t) = self.error_type {
             body["error_type"] = json!(t);

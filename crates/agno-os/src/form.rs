@@ -78,10 +78,7 @@ impl Form {
     /// # Errors
     /// 422 naming the field.
     pub fn required(&self, name: &str) -> ApiResult<String> {
-        self.text(name)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .ok_or_else(|| ApiError::unprocessable(format!("Field required: {name}")).with_type("validation_error"))
+        self.text(name).filter(|t| !t.is_empty()).map(str::to_owned).ok_or_else(|| ApiError::missing("body", name))
     }
 
     /// A boolean field (`true`/`false`/`1`/`0`/`yes`/`no`).

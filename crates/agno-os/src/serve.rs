@@ -162,7 +162,7 @@ impl Connections {
             let activity = activity.clone();
             hyper::service::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
                 let busy = Busy::start(&activity);
-                let response = router.clone().oneshot(request.map(axum::body::Body::new));
+                let response = router.clone().oneshot(without_trailing_slash(request.map(axum::body::Body::new)));
                 async move {
                     let response = response.await?;
                     Ok::<_, std::convert::Infallible>(response.map(|body| TrackedBody { body, _busy: busy }))
@@ -194,6 +194,24 @@ impl Connections {
             }
         });
     }
+}
+
+/// `/agents/` as `/agents` (FastAPI, and so Python AgentOS, answers both); `/` and the Swagger UI
+/// under `/docs/` keep theirs.
+fn without_trailing_slash(mut request: axum::http::Request<axum::body::Body>) -> axum::http::Request<axum::body::Body> {
+    let path = request.uri().path();
+    if path.len() > 1 && path.ends_with('/') && !path.starts_with("/docs/") {
+        let trimmed = path.trim_end_matches('/');
+        let trimmed = if trimmed.is_empty() { "/" } else { trimmed };
+        let rewritten = match request.uri().query() {
+            Some(q) => format!("{trimmed}?{q}"),
+            None => trimmed.to_owned(),
+        };
+        if let Ok(uri) = rewritten.parse() {
+            *request.uri_mut() = uri;
+        }
+    }
+    request
 }
 
 /// Requests of one connection whose response has not been fully sent.

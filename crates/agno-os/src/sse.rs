@@ -89,6 +89,7 @@ pub fn sse_response(
     let mut resp =
         Sse::new(events.boxed()).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat")).into_response();
     let headers = resp.headers_mut();
+    headers.insert("content-type", HeaderValue::from_static("text/event-stream; charset=utf-8"));
     headers.insert("cache-control", HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     resp

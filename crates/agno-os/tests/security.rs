@@ -6,7 +6,7 @@
 mod common;
 
 use agno_os::routes::{Access, ROUTES};
-use common::{SECRET, SECRET2, TestOs, config, token, token_with};
+use common::{SECRET, SECRET2, TestOs, config, detail, token, token_with};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
@@ -205,6 +205,13 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /eval-runs", "evals:write"),
         ("PATCH /eval-runs/*", "evals:write"),
         ("DELETE /eval-runs", "evals:delete"),
+        ("GET /teams", "teams:read"),
+        ("GET /teams/*", "teams:read"),
+        ("GET /workflows", "workflows:read"),
+        ("GET /workflows/*", "workflows:read"),
+        ("GET /traces", "traces:read"),
+        ("GET /traces/*", "traces:read"),
+        ("GET /knowledge/config", "knowledge:read"),
         ("POST /databases/all/migrate", "config:write"),
         ("POST /databases/*/migrate", "config:write"),
         // The queue routes are admin-gated by a router dependency in Agno, not by the mapping.
@@ -230,7 +237,7 @@ fn glob(pattern: &str, text: &str) -> bool {
 
 #[test]
 fn every_route_has_agnos_scope_or_is_public_by_design() {
-    const PUBLIC: &[&str] = &["/", "/health", "/info", "/openapi.json", "/docs", "/docs/", "/docs/{*file}"];
+    const PUBLIC: &[&str] = &["/", "/health", "/info", "/openapi.json", "/docs", "/docs/", "/docs/{*file}", "/redoc"];
     for route in ROUTES {
         match route.access {
             Access::Public => {
@@ -284,7 +291,7 @@ async fn rsa_ec_and_jwks_keys_verify_and_algorithm_confusion_is_refused() {
     }
     let r = os.get("/config", Some(&confused)).await;
     assert_eq!(r.status, 401, "HS256 with an RSA public key as secret must fail");
-    assert!(r.body["detail"].as_str().unwrap().starts_with("Invalid token"));
+    assert!(detail(&r.body).starts_with("Invalid token"));
 
     // A JWKS file: the key is found by kid.
     let dir = std::env::temp_dir().join(format!("agno-os-jwks-{}", agno_core::new_id()));

@@ -20,29 +20,113 @@ use crate::form::Form;
 use crate::sse::{DisconnectGuard, DisconnectPolicy, run_events};
 use crate::state::{AppState, ServedAgent};
 
+/// Agno's `filter_meaningful_config`: the entries that are set and differ from Agno's defaults,
+/// or `None` when nothing is left.
+fn meaningful(entries: Vec<(&str, Value)>) -> Option<Value> {
+    let defaults = json!({
+        "add_history_to_context": false, "num_history_runs": 3, "enable_session_summaries": false,
+        "search_past_sessions": false, "cache_session": false, "add_references": false,
+        "references_format": "json", "enable_agentic_knowledge_filters": false,
+        "enable_agentic_memory": false, "update_memory_on_run": false, "read_chat_history": false,
+        "search_knowledge": true, "update_knowledge": false, "read_tool_call_history": false,
+        "system_message_role": "system", "build_context": true, "markdown": false,
+        "add_name_to_context": false, "add_datetime_to_context": false, "add_location_to_context": false,
+        "resolve_in_context": true, "user_message_role": "user", "build_user_context": true, "retries": 0,
+        "delay_between_retries": 1, "exponential_backoff": false, "parse_response": true,
+        "use_json_mode": false, "stream_events": false,
+    });
+    let kept: Map<String, Value> = entries
+        .into_iter()
+        .filter(|(k, v)| !v.is_null() && defaults.get(*k) != Some(v))
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    (!kept.is_empty()).then_some(Value::Object(kept))
+}
+
+/// An agent as Agno's `AgentResponse.from_agent` describes it (fields that are unset left out).
 fn agent_json(state: &AppState, a: &ServedAgent) -> Value {
     let agent = &a.agent;
+    let s = agent.settings();
+    let model = agent.model();
     let tools: Vec<Value> = agent
         .tools()
         .iter()
         .map(|t| {
             let d = t.definition();
-            json!({"name": d.name, "description": d.description, "parameters": &*d.parameters})
+            let flags = t.flags();
+            let mut tool = json!({"name": d.name, "description": d.description, "parameters": &*d.parameters});
+            if d.strict {
+                tool["strict"] = json!(true);
+            }
+            tool["requires_confirmation"] = json!(flags.requires_confirmation);
+            tool["external_execution"] = json!(flags.external_execution);
+            without_nulls(tool)
         })
         .collect();
-    json!({
+    let has_db = agent.db().is_some();
+    let history = s.history;
+    let reasoning_model = s.reasoning.reasoning_model.as_ref();
+    let mut reasoning = vec![("reasoning", json!(reasoning_model.is_some())), ("reasoning_agent_id", Value::Null)];
+    if let Some(m) = reasoning_model {
+        reasoning.push(("reasoning_model", json!({"name": m.name(), "model": m.id(), "provider": m.provider()})));
+    }
+    let instructions = (!s.instructions.is_empty()).then(|| json!(s.instructions));
+    let delay = s.retry.delay_between_retries.as_secs_f64();
+    without_nulls(json!({
         "id": agent.id(),
         "name": agent.name(),
-        "db_id": state.db.as_ref().map(|_| &*state.db_id),
+        "db_id": has_db.then(|| &*state.db_id),
+        "filesystem": false,
         "description": agent.description(),
-        "model": {"name": agent.model().provider(), "model": agent.model().id(), "provider": agent.model().provider()},
-        "tools": {"tools": tools},
-        "sessions": {"add_history_to_context": null},
+        "role": s.role,
         "is_factory": false,
+        "model": {"name": model.name(), "model": model.id(), "provider": model.provider()},
+        "tools": meaningful(vec![
+            ("tools", if tools.is_empty() { Value::Null } else { Value::Array(tools) }),
+            ("tool_call_limit", json!(s.tools.tool_call_limit)),
+            ("tool_choice", s.tools.tool_choice.clone().unwrap_or(Value::Null)),
+        ]),
+        "sessions": meaningful(vec![
+            ("session_table", if has_db { json!(agno_db::TableNames::default().sessions) } else { Value::Null }),
+            ("add_history_to_context", json!(history.add_history_to_context)),
+            ("enable_session_summaries", json!(false)),
+            ("num_history_runs", json!(history.num_history_runs)),
+            ("search_past_sessions", json!(s.past_sessions.search_past_sessions)),
+            ("num_past_sessions_to_search", json!(s.past_sessions.num_past_sessions_to_search)),
+            ("num_past_session_runs_in_search", json!(s.past_sessions.num_past_session_runs_in_search)),
+            ("cache_session", json!(false)),
+        ]),
+        "reasoning": meaningful(reasoning),
+        "system_message": meaningful(vec![
+            ("system_message", json!(s.system_message)),
+            ("system_message_role", json!("system")),
+            ("build_context", json!(true)),
+            ("description", json!(agent.description())),
+            ("instructions", instructions.unwrap_or(Value::Null)),
+            ("expected_output", json!(s.expected_output)),
+            ("additional_context", json!(s.additional_context)),
+            ("markdown", json!(s.markdown)),
+            ("add_name_to_context", json!(s.add_name_to_context)),
+            ("add_datetime_to_context", json!(s.add_datetime_to_context)),
+        ]),
+        "response_settings": meaningful(vec![
+            ("retries", json!(s.retry.retries)),
+            ("delay_between_retries", if delay.fract() == 0.0 { json!(delay as u64) } else { json!(delay) }),
+            ("exponential_backoff", json!(s.retry.exponential_backoff)),
+            ("output_schema_name", json!(s.output_schema.map(|o| &o.name))),
+        ]),
+        "metadata": s.metadata,
         "is_component": false,
         "sandboxed": false,
-        "filesystem": false,
-    })
+    }))
+}
+
+/// Drops the top-level `null` fields (pydantic's `exclude_none`).
+fn without_nulls(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(m.into_iter().filter(|(_, v)| !v.is_null()).collect()),
+        other => other,
+    }
 }
 
 /// Finds an agent the caller may address, or 404 (never 403, so ids do not leak).
@@ -393,10 +477,7 @@ pub async fn list_runs(
     served(&state, &principal, &agent_id)?;
     require_run_access(&principal, &agent_id)?;
     let db = state.require_db()?;
-    let session_id = q
-        .session_id
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| ApiError::unprocessable("Field required: session_id").with_type("validation_error"))?;
+    let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
     let user = principal.user_scope(None);
     if db.get_session(&session_id, user.as_deref(), Some(0)).await?.is_none() {
         return Err(ApiError::not_found(format!("Session {session_id} not found")));
@@ -426,7 +507,12 @@ pub async fn list_runs(
     if let Some(limit) = q.limit {
         runs.truncate(limit);
     }
-    Ok(Json(serde_json::to_value(runs).map_err(|e| ApiError::internal(e.to_string()))?))
+    // Agno's `RunSchema` for each (as `/sessions/{id}/runs`, with unset fields as null).
+    let runs = runs
+        .iter()
+        .map(|run| super::sessions::schema::to_map(run).map(|r| super::sessions::schema::agent_run_schema(&r, None)))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(Json(Value::Array(runs)))
 }
 
 /// Query carrying an optional `session_id`.
@@ -456,14 +542,22 @@ pub async fn get_run(
     Extension(principal): Extension<Principal>,
     Path((agent_id, run_id)): Path<(String, String)>,
     Query(q): Query<SessionQuery>,
-) -> ApiResult<Json<agno_core::RunOutput>> {
+) -> ApiResult<Json<Value>> {
     served(&state, &principal, &agent_id)?;
     require_run_access(&principal, &agent_id)?;
-    Ok(Json(stored_run(&state, &principal, &agent_id, &run_id, q.session_id.as_deref()).await?))
+    let run = stored_run(&state, &principal, &agent_id, &run_id, q.session_id.as_deref()).await?;
+    // As Agno answers a stored run: `events` always a list, `tools` only when some ran.
+    let mut run = super::sessions::schema::to_map(&run)?;
+    if run.get("tools").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        run.remove("tools");
+    }
+    run.entry("events").or_insert_with(|| json!([]));
+    Ok(Json(Value::Object(run)))
 }
 
-/// `POST /agents/{agent_id}/runs/{run_id}/cancel`: 200 `{}` when the run was running here;
-/// 404 for an unknown run; 409 for a run that already ended.
+/// `POST /agents/{agent_id}/runs/{run_id}/cancel`: 200 `{}` when the run was running here, and
+/// (as Agno answers) for a run that already ended, which stays as it ended; 404 for an unknown
+/// run (or another user's); 409 for a run running in no process that answers for it.
 pub async fn cancel_run(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
@@ -501,16 +595,19 @@ pub async fn cancel_run(
                 queue.signal(agno_core::JobSignal::Cancelled(run_id.clone()));
                 ok()
             }
-            None => Err(ApiError::conflict(format!("Run {run_id} already ended with status {}", job.status.as_str()))),
+            // Already ended: nothing changes (Agno answers 200 here).
+            None => {
+                tracing::debug!(run = %run_id, status = job.status.as_str(), "cancel of an ended background run");
+                ok()
+            }
         };
     }
     if Agent::cancel_run(&run_id) {
         return ok();
     }
     match stored {
-        Some(run) if run.status.is_terminal() => {
-            Err(ApiError::conflict(format!("Run {run_id} already ended with status {:?}", run.status)))
-        }
+        // Already ended: nothing changes (Agno answers 200 here).
+        Some(run) if run.status.is_terminal() => ok(),
         Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
         None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
     }

@@ -45,7 +45,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
 
 /// The `{id, provider}` of a model, as `available_models` lists them.
 fn model_json(model: &dyn agno_core::Model) -> Value {
-    json!({"id": model.id(), "provider": model.provider(), "name": model.provider()})
+    json!({"id": model.id(), "provider": model.provider()})
 }
 
 /// Agent summaries the caller may see.
@@ -57,7 +57,9 @@ pub(crate) fn visible_agents<'a>(
     state.agents.iter().filter(move |a| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == a.agent.id())))
 }
 
-/// `GET /config`: the OS, its database, its agents and the models in use.
+/// `GET /config`: the OS, its database, its agents and the models in use, as Agno's
+/// `ConfigResponse` (unset fields left out; `company` an explicit null; sections of features
+/// agno-rs has no instance of are present and empty, as Python answers without them).
 pub async fn config(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
     let mut models: Vec<Value> = Vec::new();
     for a in state.agents.iter() {
@@ -66,34 +68,60 @@ pub async fn config(State(state): State<AppState>, Extension(principal): Extensi
             models.push(m);
         }
     }
+    let db_id = state.db.as_ref().map(|_| &*state.db_id);
     let agents: Vec<Value> = visible_agents(&state, &principal)
         .map(|a| {
-            json!({
+            let mut summary = json!({
                 "id": a.agent.id(),
                 "name": a.agent.name(),
                 "description": a.agent.description(),
-                "db_id": state.db.as_ref().map(|_| &*state.db_id),
+                "db_id": db_id,
                 "model": model_json(a.agent.model().as_ref()),
-            })
+                "sandboxed": false,
+            });
+            if let Value::Object(m) = &mut summary {
+                m.retain(|_, v| !v.is_null());
+            }
+            summary
         })
         .collect();
-    let dbs: Vec<&str> = state.db.iter().map(|_| &*state.db_id).collect();
-    let domain = |name: &str| json!({"dbs": state.db.iter().map(|_| json!({"db_id": &*state.db_id, "domain_config": {"display_name": name}})).collect::<Vec<_>>()});
-    Json(json!({
+    let tables = agno_db::TableNames::default();
+    let domain = |table: Option<&str>| {
+        let dbs: Vec<Value> = db_id
+            .iter()
+            .map(|id| {
+                let mut db = json!({"db_id": id, "domain_config": {"display_name": id}});
+                if let Some(t) = table {
+                    db["tables"] = json!([t]);
+                }
+                db
+            })
+            .collect();
+        json!({ "dbs": dbs })
+    };
+    let mut config = json!({
         "os_id": &*state.os_id,
         "name": state.name.as_deref(),
         "description": state.description.as_deref(),
         "available_models": models,
-        "os_database": dbs.first(),
-        "databases": dbs,
-        "session": domain("Sessions"),
-        "memory": domain("Memory"),
-        "metrics": domain("Metrics"),
-        "evals": domain("Evals"),
+        "databases": db_id.into_iter().collect::<Vec<_>>(),
+        "session": domain(Some(&tables.sessions)),
+        "metrics": domain(Some(&tables.metrics)),
+        "memory": domain(Some(&tables.memories)),
+        "learning": domain(Some("agno_learnings")),
+        "company": null,
+        "filesystem": {"namespaces": []},
+        "knowledge": {"dbs": [], "knowledge_instances": []},
+        "evals": domain(Some(&tables.evals)),
+        "traces": domain(None),
+        "queue": {"durable": false, "queue_per_session": false},
         "agents": agents,
         "teams": [],
         "workflows": [],
         "interfaces": [],
-        "queue": {"durable": false, "queue_per_session": false},
-    }))
+    });
+    if let Value::Object(m) = &mut config {
+        m.retain(|k, v| !v.is_null() || k == "company");
+    }
+    Json(config)
 }

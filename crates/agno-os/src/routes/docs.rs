@@ -65,6 +65,28 @@ pub async fn openapi_json() -> Json<Value> {
     Json(openapi().clone())
 }
 
+/// `GET /redoc`: the ReDoc page FastAPI serves (its script comes from the jsDelivr CDN, as in
+/// FastAPI; offline, the page points at `/docs`, which is served from the binary).
+pub async fn redoc() -> axum::response::Html<&'static str> {
+    axum::response::Html(
+        r#"<!DOCTYPE html>
+<html>
+<head>
+<title>agno-rs AgentOS - ReDoc</title>
+<meta charset="utf-8"/>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body { margin: 0; padding: 0; }</style>
+</head>
+<body>
+<noscript>ReDoc needs JavaScript; the interactive documentation at <a href="/docs/">/docs</a> works offline.</noscript>
+<redoc spec-url="/openapi.json"></redoc>
+<script src="https://cdn.jsdelivr.net/npm/redoc@2/bundles/redoc.standalone.js"></script>
+</body>
+</html>
+"#,
+    )
+}
+
 /// `GET /docs`: to `/docs/`, so the UI's relative asset links resolve.
 pub async fn docs_index() -> Redirect {
     Redirect::permanent("/docs/")

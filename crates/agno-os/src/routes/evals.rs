@@ -7,12 +7,11 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::databases::select_db;
-use super::params::{DbParams, Paging, iso, json_body, query, sort_order};
+use super::params::{DbParams, NoContent, Paging, iso, json_body, query, sort_order};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -173,7 +172,7 @@ pub async fn delete_eval_runs(
     Extension(principal): Extension<Principal>,
     q: Result<Query<DbParams>, QueryRejection>,
     body: Bytes,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     let q = query(q)?;
     let db = select_db(&state, q.db_id(), q.table())?;
     let req: DeleteEvalRunsRequest = json_body(&body)?;
@@ -181,5 +180,5 @@ pub async fn delete_eval_runs(
         return Err(ApiError::unprocessable("eval_run_ids must list at least 1 eval run id"));
     }
     db.delete_eval_runs(&req.eval_run_ids, principal.user_scope(None).as_deref()).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

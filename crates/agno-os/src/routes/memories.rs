@@ -7,12 +7,11 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::databases::select_db;
-use super::params::{DbParams, Paging, iso, json_body, query, sort_order};
+use super::params::{DbParams, NoContent, Paging, iso, json_body, query, sort_order};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -205,14 +204,12 @@ pub async fn delete_memory(
     Extension(principal): Extension<Principal>,
     Path(memory_id): Path<String>,
     q: Result<Query<UserParams>, QueryRejection>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
-    if db.delete_user_memory(&memory_id, principal.user_scope(q.user_id).as_deref()).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(not_found(&memory_id))
-    }
+    // As Agno: 204 whether or not the memory existed (another user's is never touched).
+    db.delete_user_memory(&memory_id, principal.user_scope(q.user_id).as_deref()).await?;
+    Ok(NoContent)
 }
 
 /// Body of `DELETE /memories` (Agno's `DeleteMemoriesRequest`).
@@ -229,7 +226,7 @@ pub async fn delete_memories(
     Extension(principal): Extension<Principal>,
     q: Result<Query<DbParams>, QueryRejection>,
     body: Bytes,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let req: DeleteMemoriesRequest = json_body(&body)?;
@@ -237,7 +234,7 @@ pub async fn delete_memories(
         return Err(ApiError::unprocessable("memory_ids must list at least 1 memory id"));
     }
     db.delete_user_memories(&req.memory_ids, principal.user_scope(req.user_id).as_deref()).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 /// `GET /memory_topics`: the topics of the memories the caller can see, sorted.

@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod params;
 pub mod queue;
 pub mod sessions;
+pub mod unbuilt;
 
 use axum::Router;
 use axum::http::Method;
@@ -71,6 +72,7 @@ routes! {
     GET "/config", Scope("config:read"), "Core", "OS configuration with available models" => get(core::config);
     GET "/openapi.json", Public, "Core", "This API's OpenAPI document" => get(docs::openapi_json);
     GET "/docs", Public, "Core", "Interactive API documentation" => get(docs::docs_index);
+    GET "/redoc", Public, "Core", "API documentation (ReDoc)" => get(docs::redoc);
     GET "/docs/", Public, "Core", "Interactive API documentation" => get(docs::docs_file);
     GET "/docs/{*file}", Public, "Core", "Interactive API documentation assets" => get(docs::docs_file);
 
@@ -119,6 +121,13 @@ routes! {
     GET "/sessions/{session_id}/runs", Scope("sessions:read"), "Sessions", "List a session's runs" => get(sessions::list_session_runs);
     GET "/sessions/{session_id}/run-previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews" => get(sessions::list_run_previews);
     GET "/sessions/{session_id}/runs/{run_id}", Scope("sessions:read"), "Sessions", "Get a run of a session" => get(sessions::get_session_run);
+
+    GET "/teams", Scope("teams:read"), "Teams", "List teams (none yet in agno-rs)" => get(unbuilt::list_teams);
+    GET "/teams/{team_id}", Scope("teams:read"), "Teams", "Get a team" => get(unbuilt::get_team);
+    GET "/workflows", Scope("workflows:read"), "Workflows", "List workflows (none yet in agno-rs)" => get(unbuilt::list_workflows);
+    GET "/workflows/{workflow_id}", Scope("workflows:read"), "Workflows", "Get a workflow" => get(unbuilt::get_workflow);
+    GET "/traces", Scope("traces:read"), "Tracing", "List traces (tracing is off: empty)" => get(unbuilt::list_traces);
+    GET "/knowledge/config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)" => get(unbuilt::knowledge_config);
 }
 
 /// The route declared for a method and matched path template.

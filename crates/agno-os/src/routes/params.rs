@@ -71,6 +71,17 @@ impl Paging {
     }
 }
 
+/// 204 as FastAPI sends it, with `content-type: application/json`.
+#[derive(Debug, Clone, Copy)]
+pub struct NoContent;
+
+impl axum::response::IntoResponse for NoContent {
+    fn into_response(self) -> axum::response::Response {
+        let json = axum::http::HeaderValue::from_static("application/json");
+        (axum::http::StatusCode::NO_CONTENT, [(axum::http::header::CONTENT_TYPE, json)]).into_response()
+    }
+}
+
 /// Epoch seconds as Agno answers datetimes: ISO 8601 in UTC with `Z`.
 pub(crate) fn iso(epoch: Option<i64>) -> Value {
     epoch

@@ -200,3 +200,25 @@ pub fn sqlite_url(tag: &str) -> String {
     std::fs::create_dir_all(&dir).unwrap();
     format!("sqlite://{}", dir.join(format!("{tag}-{}.db", agno_core::new_id())).display())
 }
+
+/// The text of an error's `detail`: the string itself, or for a 422 (FastAPI's list of
+/// `{type, loc, msg}`) each `loc: msg`, joined.
+pub fn detail(body: &Value) -> String {
+    match &body["detail"] {
+        Value::String(s) => s.clone(),
+        Value::Array(errors) => errors
+            .iter()
+            .map(|e| {
+                let loc: Vec<String> = e["loc"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|l| l.as_str().unwrap_or_default().to_owned())
+                    .collect();
+                format!("{}: {}", loc.join("."), e["msg"].as_str().unwrap_or_default())
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        other => panic!("no detail in {other:?} ({body})"),
+    }
+}

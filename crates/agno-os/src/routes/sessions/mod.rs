@@ -18,11 +18,11 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-mod schema;
+pub(crate) mod schema;
 
-use super::params::Paging;
+use super::params::{NoContent, Paging};
 
 use schema::{
     agent_run_schema, classify_run, run_preview, session_detail, session_schema, session_type_of, team_run_schema,
@@ -252,8 +252,40 @@ pub async fn list_sessions(
             ..StoreQuery::default()
         })
         .await?;
-    let data = found.sessions.iter().map(|s| to_map(s).map(|d| session_schema(&d))).collect::<ApiResult<Vec<_>>>()?;
+    // A session without a stored name is named after its first run's input (Agno reads every
+    // run for it; only the first runs' inputs are read here).
+    let unnamed: Vec<String> = found
+        .sessions
+        .iter()
+        .filter(|s| s.session_data.as_ref().is_none_or(|d| d.get("session_name").is_none_or(Value::is_null)))
+        .map(|s| s.session_id.clone())
+        .collect();
+    let user_id = principal.user_scope(params.text("user_id"));
+    let first_inputs =
+        if unnamed.is_empty() { Default::default() } else { db.first_run_inputs(&unnamed, user_id.as_deref()).await? };
+    let data = found
+        .sessions
+        .iter()
+        .map(|s| {
+            let mut d = to_map(s)?;
+            if let Some(input) = first_inputs.get(&s.session_id) {
+                d.insert("runs".to_owned(), json!([first_run_of(input)]));
+            }
+            Ok(session_schema(&d))
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
     Ok(paging.respond(data, found.total))
+}
+
+/// A stand-in first run for naming a session from its input: the user message a run on that
+/// input starts with (what Agno's `get_session_name` finds first), else the input itself.
+fn first_run_of(input: &Value) -> Value {
+    match input.get("input_content") {
+        Some(content) if !content.is_null() && content != "" => {
+            json!({"messages": [{"role": "user", "content": content}]})
+        }
+        _ => json!({"input": input}),
+    }
 }
 
 /// `POST /sessions?type=agent`: body `CreateSessionRequest` (`session_id`, `session_name`,
@@ -397,7 +429,7 @@ pub async fn delete_session(
     Extension(principal): Extension<Principal>,
     Path(session_id): Path<String>,
     query: RawQuery,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     let params = Params::read(query)?;
     let delete_media = params.bool("delete_media")?;
     let db = database(&state, &params)?;
@@ -405,11 +437,7 @@ pub async fn delete_session(
         return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "Media storage is not configured on AgentOS"));
     }
     let user_id = principal.user_scope(params.text("user_id"));
-    if db.delete_session(&session_id, user_id.as_deref()).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(not_found(&session_id))
-    }
+    if db.delete_session(&session_id, user_id.as_deref()).await? { Ok(NoContent) } else { Err(not_found(&session_id)) }
 }
 
 /// `DELETE /sessions`: body `DeleteSessionRequest` (`session_ids`, `session_types`, same
@@ -419,7 +447,7 @@ pub async fn delete_sessions(
     Extension(principal): Extension<Principal>,
     query: RawQuery,
     body: Bytes,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<NoContent> {
     let params = Params::read(query)?;
     let delete_media = params.bool("delete_media")?;
     let body = json_object(&body)?.ok_or_else(|| ApiError::unprocessable("a JSON body is required"))?;
@@ -439,7 +467,7 @@ pub async fn delete_sessions(
     }
     let user_id = principal.user_scope(params.text("user_id"));
     db.delete_sessions(&ids, user_id.as_deref()).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 /// `POST /sessions/{session_id}/rename`: body `{"session_name": "..."}`; the renamed detail.
@@ -480,6 +508,11 @@ fn python_list(items: &[&str]) -> String {
 
 /// The runs of a session (`type`, `user_id`, `created_after`, `created_before`, repeatable
 /// `status`), each as the schema of its kind, oldest first.
+///
+/// Runs still in flight (`PENDING`, `RUNNING`) are left out unless `status` asks for them: Agno
+/// stores a run when it ends, and its UIs replace what they show with this list (a half-written
+/// run would wipe a reply being streamed). A session whose only runs are in flight answers 404,
+/// as in Agno, where it is not stored yet. `/agents/{id}/runs/{run_id}` and `/queue` show them.
 async fn session_runs(
     state: &AppState,
     principal: &Principal,
@@ -512,6 +545,7 @@ async fn session_runs(
     let d = to_map(&session)?;
     let kind = kind.unwrap_or_else(|| session_type_of(&d));
     let mut out = Vec::new();
+    let mut in_flight = 0;
     for run in session.runs() {
         let created = run.created_at;
         if created_after.is_some_and(|t| created < t) || created_before.is_some_and(|t| created > t) {
@@ -520,9 +554,16 @@ async fn session_runs(
         if !wanted.is_empty() && !wanted.iter().any(|w| w == run.status.as_str()) {
             continue;
         }
+        if wanted.is_empty() && matches!(run.status, RunStatus::Pending | RunStatus::Running) {
+            in_flight += 1;
+            continue;
+        }
         if let Some(schema) = classify_run(&to_map(run)?, kind, &d) {
             out.push(without_nulls(schema));
         }
+    }
+    if out.is_empty() && in_flight > 0 {
+        return Err(ApiError::not_found(format!("Session with ID {session_id} not found")));
     }
     Ok(out)
 }

@@ -46,7 +46,7 @@ pub(super) fn without_nulls(v: Value) -> Value {
     }
 }
 
-pub(super) fn to_map<T: serde::Serialize>(value: &T) -> ApiResult<Map<String, Value>> {
+pub(crate) fn to_map<T: serde::Serialize>(value: &T) -> ApiResult<Map<String, Value>> {
     match serde_json::to_value(value) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(ApiError::internal("a stored record did not serialize to an object")),
@@ -292,7 +292,7 @@ fn non_empty(run: &Map<String, Value>, key: &str) -> Value {
 }
 
 /// `RunSchema.from_dict` (every field; nulls included).
-pub(super) fn agent_run_schema(run: &Map<String, Value>, session: Option<&Map<String, Value>>) -> Value {
+pub(crate) fn agent_run_schema(run: &Map<String, Value>, session: Option<&Map<String, Value>>) -> Value {
     let agent_data = session
         .filter(|s| session_type_of(s) == SessionType::Agent)
         .filter(|s| run.get("agent_id").is_none_or(|a| a.is_null() || Some(a) == s.get("agent_id")))

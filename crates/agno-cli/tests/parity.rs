@@ -1,0 +1,84 @@
+//! Shape parity with Python AgentOS 3.1: the same scripted sequence of requests (runs, streamed
+//! runs, sessions, memories, metrics, evals, config, agents, errors) against `agno serve` and a
+//! Python AgentOS started from the CI venv, both serving agent `demo` on the same fake OpenAI
+//! model. `scripts/interop/shape_parity.py` compares status codes, content types and JSON shapes
+//! (key sets and types, recursively); any difference outside its documented allow-list fails.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agno_testkit::{FakeProvider, Reply};
+use common::{Served, free_port, scratch_dir, slow_agent_config, start_serve_logged};
+
+fn repo_file(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
+}
+
+/// Waits (bounded) until `GET url` answers 200.
+async fn wait_ready(url: &str, what: &str, log: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if reqwest::get(url).await.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agno_serve_answers_with_python_agentos_shapes() {
+    let Some(python) = agno_testkit::agno_python("the shape parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("parity");
+
+    let py_port = free_port();
+    let py_log = dir.join("python.log");
+    let child = Command::new(&python)
+        .arg(repo_file("scripts/interop/python_agentos.py"))
+        .args(["--port", &py_port.to_string(), "--model-base-url", &provider.base_url()])
+        .arg("--db")
+        .arg(format!("sqlite://{}", dir.join("python.db").display()))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&py_log).unwrap())
+        .spawn()
+        .unwrap();
+    let _python = Served(child);
+    let py_base = format!("http://127.0.0.1:{py_port}");
+    wait_ready(&format!("{py_base}/health"), "Python AgentOS", &py_log).await;
+
+    let db_url = format!("sqlite://{}", dir.join("agno-rs.db").display());
+    let config = slow_agent_config(&dir, "agentos.toml", &db_url, &provider.base_url(), "");
+    // The same agent as the Python side: `demo`, named Demo, history on.
+    let toml = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("id = \"slow\"\n", "id = \"demo\"\nname = \"Demo\"\nadd_history_to_context = true\n");
+    std::fs::write(&config, toml).unwrap();
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    let out = Command::new(&python)
+        .arg(repo_file("scripts/interop/shape_parity.py"))
+        .args(["--rs", &format!("http://127.0.0.1:{rs_port}"), "--py", &py_base])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "shape_parity.py failed: {stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad report ({e}): {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
+    assert!(report["steps"].as_u64().unwrap() >= 40, "{report}");
+    eprintln!("documented differences seen: {}", report["allowed"]);
+    assert_eq!(
+        report["differences"],
+        serde_json::json!({}),
+        "agno serve differs from Python AgentOS 3.1 (fix it, or document it in the README and the allow-list):\n{}",
+        serde_json::to_string_pretty(&report["differences"]).unwrap()
+    );
+}

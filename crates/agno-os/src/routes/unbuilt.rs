@@ -1,0 +1,53 @@
+//! Routes of features agno-rs does not have yet (teams, workflows, tracing, knowledge), answered
+//! as Python AgentOS answers them when none is configured, so clients that call them on every
+//! load (Agent UI calls `/teams`) see an empty OS rather than an error.
+
+use axum::Json;
+use axum::extract::{Path, Query};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::params::Paging;
+use crate::error::{ApiError, ApiResult};
+
+/// `GET /teams`: no team is configured.
+pub async fn list_teams() -> Json<Value> {
+    Json(json!([]))
+}
+
+/// `GET /teams/{team_id}`: 404, as for any unknown team.
+pub async fn get_team(Path(team_id): Path<String>) -> ApiError {
+    ApiError::not_found(format!("Team not found: {team_id}"))
+}
+
+/// `GET /workflows`: no workflow is configured.
+pub async fn list_workflows() -> Json<Value> {
+    Json(json!([]))
+}
+
+/// `GET /workflows/{workflow_id}`: 404, as for any unknown workflow.
+pub async fn get_workflow(Path(workflow_id): Path<String>) -> ApiError {
+    ApiError::not_found(format!("Workflow not found: {workflow_id}"))
+}
+
+/// Paging of `GET /traces`.
+#[derive(Debug, Deserialize)]
+pub struct TracesQuery {
+    page: Option<usize>,
+    limit: Option<usize>,
+}
+
+/// `GET /traces`: tracing is off, so an empty page.
+pub async fn list_traces(Query(q): Query<TracesQuery>) -> ApiResult<Json<Value>> {
+    Ok(Paging::new(q.limit, q.page)?.respond(Vec::new(), 0))
+}
+
+/// `GET /knowledge/config`: 503, as Python answers without a knowledge base.
+pub async fn knowledge_config() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "No knowledge base is available on this AgentOS. A Knowledge is served over /knowledge only once it has a \
+         contents_db: pass Knowledge(..., contents_db=<db>) to AgentOS(knowledge=[...]), or to an agent or team.",
+    )
+}

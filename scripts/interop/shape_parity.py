@@ -1,0 +1,271 @@
+"""Shape parity between agno-rs (`agno serve`) and Python AgentOS 3.1: the same scripted sequence
+of requests against both, comparing status codes, content types and the shape of every JSON
+answer (key sets and value types, recursively; values such as ids and timestamps are ignored).
+
+Usage: shape_parity.py --rs URL --py URL [--json]
+
+Both servers must serve one agent `demo` on the same fake OpenAI model with history on, each on a
+database of its own (scripts/interop/python_agentos.py starts the Python side). The result is one
+JSON object on stdout: `differences` (step -> list of differences not in ALLOWED), `allowed`
+(the documented ones that were seen) and `steps` (how many). Exit status 0 even with differences;
+the caller (crates/agno-cli/tests/parity.rs) asserts on the JSON.
+
+A difference is a string such as `status 200 != 404`, `$.data[].session_name: str != null`,
+`$.metrics: missing in rs` or `$.foo: extra in rs`. `null` matches every type (absent-but-typed
+values are data, not shape), except against a missing key.
+"""
+
+import argparse
+import json
+import sys
+import uuid
+
+import httpx
+
+# Differences agno-rs keeps on purpose: (step, difference prefix) -> why. Each is documented in
+# the README ("Deliberate differences from Python AgentOS"). A step of "*" matches every step.
+ALLOWED = {
+    ("*", "$RunStarted.event_index: extra in rs"): "every SSE event carries event_index (resume)",
+    ("*", "$ModelRequestStarted.event_index: extra in rs"): "every SSE event carries event_index (resume)",
+    ("*", "$ModelRequestCompleted.event_index: extra in rs"): "every SSE event carries event_index (resume)",
+    ("*", "$RunContent.event_index: extra in rs"): "every SSE event carries event_index (resume)",
+    ("*", "$RunContentCompleted.event_index: extra in rs"): "every SSE event carries event_index (resume)",
+    ("*", "$RunCompleted.event_index: extra in rs"): "every SSE event carries event_index (resume)",
+    ("*", "$[].events[].event_index: extra in rs"): "stored events keep their event_index (resume)",
+    ("*", "$.events[].event_index: extra in rs"): "stored events keep their event_index (resume)",
+    ("agent run without session_id", ""): "session_id is optional on GET /agents/{id}/runs/{run_id} (Python: 422)",
+}
+
+
+def shape(value):
+    """The shape of a JSON value: a type name, a dict of shapes, or a one-element list."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        merged = None
+        for item in value:
+            merged = merge(merged, shape(item))
+        return [merged]
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def merge(a, b):
+    """Union of two shapes (element shapes of a list)."""
+    if a is None:
+        return b
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = merge(out.get(k), v)
+        return out
+    if a == "null":
+        return b
+    return a
+
+
+def compare(rs, py, path="$"):
+    """Differences between two shapes (rs: agno-rs, py: Python)."""
+    out = []
+    if isinstance(rs, dict) and isinstance(py, dict):
+        for k in sorted(set(py) - set(rs)):
+            out.append(f"{path}.{k}: missing in rs")
+        for k in sorted(set(rs) - set(py)):
+            out.append(f"{path}.{k}: extra in rs")
+        for k in sorted(set(rs) & set(py)):
+            out.extend(compare(rs[k], py[k], f"{path}.{k}"))
+        return out
+    if isinstance(rs, list) and isinstance(py, list):
+        if rs[0] is None or py[0] is None:
+            return out
+        return compare(rs[0], py[0], f"{path}[]")
+    if rs == "null" or py == "null" or rs == py:
+        return out
+    name = lambda s: "object" if isinstance(s, dict) else "list" if isinstance(s, list) else s  # noqa: E731
+    out.append(f"{path}: {name(rs)} != {name(py)}")
+    return out
+
+
+def sse_events(text):
+    """(event name, data JSON) of each frame of an SSE body."""
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        name, data = None, []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+        if name or data:
+            try:
+                payload = json.loads("\n".join(data)) if data else None
+            except ValueError:
+                payload = "\n".join(data)
+            events.append((name, payload))
+    return events
+
+
+class Side:
+    """One server and what the sequence learned from it (ids differ per server)."""
+
+    def __init__(self, name, base):
+        self.name = name
+        self.client = httpx.Client(base_url=base, timeout=30)
+        self.vars = {"session": "parity-" + uuid.uuid4().hex[:8]}
+
+    def request(self, method, path, **kwargs):
+        path = path.format(**self.vars)
+        return self.client.request(method, path, **kwargs)
+
+
+def answer(resp):
+    """What is compared of a response: status, media type, and the body's shape."""
+    media = resp.headers.get("content-type", "").split(";")[0].strip()
+    out = {"status": resp.status_code, "media": media}
+    if media == "application/json":
+        try:
+            out["shape"] = shape(resp.json()) if resp.content else "empty body"
+        except ValueError:
+            out["shape"] = "invalid JSON"
+    elif media == "text/event-stream":
+        out["events"] = [(name, shape(data)) for name, data in sse_events(resp.text)]
+    return out
+
+
+def diff_answers(rs, py):
+    out = []
+    if rs["status"] != py["status"]:
+        out.append(f"status {rs['status']} != {py['status']}")
+    if rs["media"] != py["media"]:
+        out.append(f"content-type {rs['media']} != {py['media']}")
+    if "shape" in rs and "shape" in py:
+        out.extend(compare(rs["shape"], py["shape"]))
+    if "events" in rs and "events" in py:
+        # How many content deltas a reply streams is data, not shape: runs of one name collapse.
+        collapse = lambda names: [n for i, n in enumerate(names) if i == 0 or names[i - 1] != n]  # noqa: E731
+        rs_names = collapse([n for n, _ in rs["events"] if n])
+        py_names = collapse([n for n, _ in py["events"] if n])
+        if rs_names != py_names:
+            out.append(f"events {rs_names} != {py_names}")
+        py_by_name = {}
+        for n, s in py["events"]:
+            py_by_name[n] = merge(py_by_name.get(n), s)
+        rs_by_name = {}
+        for n, s in rs["events"]:
+            rs_by_name[n] = merge(rs_by_name.get(n), s)
+        for n in sorted(set(rs_by_name) & set(py_by_name)):
+            out.extend(compare(rs_by_name[n], py_by_name[n], f"${n}"))
+    return out
+
+
+def steps():
+    """The scripted sequence: (name, method, path, request kwargs, capture)."""
+    form_run = {"message": "hello parity", "stream": "false", "session_id": "{session}", "user_id": "u1"}
+    return [
+        ("health", "GET", "/health", {}, None),
+        ("health trailing slash", "GET", "/health/", {}, None),
+        ("info", "GET", "/info", {}, None),
+        ("config", "GET", "/config", {}, lambda s, b: s.vars.update(db_id=b["databases"][0] if b.get("databases") else "")),
+        ("agents", "GET", "/agents", {}, None),
+        ("agents trailing slash", "GET", "/agents/", {}, None),
+        ("agent", "GET", "/agents/demo", {}, None),
+        ("agent missing", "GET", "/agents/missing", {}, None),
+        ("teams", "GET", "/teams", {}, None),
+        ("workflows", "GET", "/workflows", {}, None),
+        ("traces", "GET", "/traces", {}, None),
+        ("knowledge config", "GET", "/knowledge/config", {}, None),
+        ("run", "POST", "/agents/demo/runs", {"data": form_run}, lambda s, b: s.vars.update(run=b["run_id"])),
+        ("run without message", "POST", "/agents/demo/runs", {"data": {"stream": "false"}}, None),
+        (
+            "run streamed",
+            "POST",
+            "/agents/demo/runs",
+            {"data": {"message": "stream please", "session_id": "{session}", "user_id": "u1"}},
+            None,
+        ),
+        ("agent runs", "GET", "/agents/demo/runs?session_id={session}", {}, None),
+        ("agent run", "GET", "/agents/demo/runs/{run}?session_id={session}", {}, None),
+        ("agent run without session_id", "GET", "/agents/demo/runs/{run}", {}, None),
+        ("cancel finished run", "POST", "/agents/demo/runs/{run}/cancel", {}, None),
+        ("sessions", "GET", "/sessions", {}, None),
+        ("sessions trailing slash", "GET", "/sessions/", {}, None),
+        ("sessions of agent", "GET", "/sessions?type=agent&component_id=demo&db_id={db_id}", {}, None),
+        ("session", "GET", "/sessions/{session}", {}, None),
+        ("session runs", "GET", "/sessions/{session}/runs", {}, None),
+        ("session run", "GET", "/sessions/{session}/runs/{run}", {}, None),
+        ("session run previews", "GET", "/sessions/{session}/run-previews", {}, None),
+        ("session missing", "GET", "/sessions/missing-session", {}, None),
+        ("rename session", "POST", "/sessions/{session}/rename", {"json": {"session_name": "renamed"}}, None),
+        ("sessions after rename", "GET", "/sessions", {}, None),
+        ("update session", "PATCH", "/sessions/{session}", {"json": {"metadata": {"k": "v"}}}, None),
+        (
+            "create memory",
+            "POST",
+            "/memories",
+            {"json": {"memory": "likes tea", "user_id": "u1", "topics": ["drinks"]}},
+            lambda s, b: s.vars.update(memory=b["memory_id"]),
+        ),
+        ("create memory invalid", "POST", "/memories", {"json": {"user_id": "u1"}}, None),
+        ("memories", "GET", "/memories?user_id=u1", {}, None),
+        ("memory", "GET", "/memories/{memory}?user_id=u1", {}, None),
+        ("update memory", "PATCH", "/memories/{memory}", {"json": {"memory": "likes green tea", "user_id": "u1"}}, None),
+        ("memory topics", "GET", "/memory_topics", {}, None),
+        ("user memory stats", "GET", "/user_memory_stats", {}, None),
+        ("delete memory", "DELETE", "/memories/{memory}?user_id=u1", {}, None),
+        ("delete missing memory", "DELETE", "/memories/missing-memory?user_id=u1", {}, None),
+        ("refresh metrics", "POST", "/metrics/refresh", {}, None),
+        ("metrics", "GET", "/metrics", {}, None),
+        ("eval runs", "GET", "/eval-runs", {}, None),
+        ("eval run missing", "GET", "/eval-runs/missing-eval", {}, None),
+        ("delete session", "DELETE", "/sessions/{session}", {}, None),
+        ("deleted session", "GET", "/sessions/{session}", {}, None),
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rs", required=True)
+    parser.add_argument("--py", required=True)
+    args = parser.parse_args()
+    rs, py = Side("rs", args.rs), Side("py", args.py)
+    py.vars["session"] = rs.vars["session"]
+    differences, allowed_seen, answers = {}, {}, {}
+    for name, method, path, kwargs, capture in steps():
+        results = {}
+        for side in (rs, py):
+            kw = json.loads(json.dumps(kwargs))
+            if "data" in kw:
+                kw["data"] = {k: v.format(**side.vars) for k, v in kw["data"].items()}
+            try:
+                resp = side.request(method, path, **kw)
+            except (KeyError, IndexError) as exc:
+                results[side.name] = {"status": f"not sent: {exc!r} missing", "media": ""}
+                continue
+            results[side.name] = answer(resp)
+            if capture and resp.status_code < 300:
+                try:
+                    capture(side, resp.json())
+                except (KeyError, IndexError, ValueError) as exc:
+                    results[side.name]["capture"] = repr(exc)
+        answers[name] = results
+        found = diff_answers(results["rs"], results["py"])
+        unexpected = []
+        for d in found:
+            why = next((w for (s, p), w in ALLOWED.items() if s in (name, "*") and d.startswith(p)), None)
+            if why:
+                allowed_seen.setdefault(name, []).append(d)
+            else:
+                unexpected.append(d)
+        if unexpected:
+            differences[name] = unexpected
+    json.dump({"steps": len(answers), "differences": differences, "allowed": allowed_seen}, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
