@@ -181,3 +181,43 @@ async fn agno_client_under_user_isolation() {
     let run_id = result["run"]["run_id"].as_str().unwrap();
     assert_eq!(os.get(&format!("/agents/echo/runs/{run_id}"), Some(&bob)).await.status, 404);
 }
+
+/// Every `AgentOSClient` method whose feature agno-rs has, each answer parsed by Agno's models:
+/// config, agents, runs (JSON, SSE, cancel, a paused run continued), sessions (list, read, runs,
+/// previews, rename, update, create, delete one and many), memories (CRUD, topics, stats), evals
+/// (list, bulk delete), metrics (refresh, read, status), traces, migrations, teams and
+/// workflows (none). Without auth and with a JWT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agno_client_sweep_passes_every_built_method() {
+    let Some(py) = python() else { return };
+    let agents = "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"echo\"\nmodel = \"test\"\n[[agents]]\nid = \"guarded\"\n\
+                  model = \"test\"\ntools = [{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }]\n";
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts/interop/agno_client_sweep.py")
+        .canonicalize()
+        .unwrap();
+    let jwt = format!("[auth]\nmode = \"jwt\"\nverification_keys = [\"{SECRET}\"]\n{agents}");
+    for (cfg, token) in [(agents.to_owned(), None), (jwt, Some(token("sweeper", &["agent_os:admin"])))] {
+        let os = TestOs::start(config(&cfg)).await;
+        let mut args =
+            vec![os.base.clone(), "--agent".into(), "echo".into(), "--paused-agent".into(), "guarded".into()];
+        if let Some(t) = &token {
+            args.extend(["--token".to_owned(), t.clone(), "--user".to_owned(), "sweeper".to_owned()]);
+        }
+        let run = tokio::process::Command::new(&py).arg(&script).args(&args).kill_on_drop(true).output();
+        let out = tokio::time::timeout(Duration::from_secs(180), run).await.expect("the sweep ends").unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "python failed: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+        assert_eq!(
+            result["errors"],
+            serde_json::json!({}),
+            "AgentOSClient methods failed (token: {})",
+            token.is_some()
+        );
+        let passed = result["passed"].as_array().unwrap().len();
+        assert!(passed >= 38, "only {passed} methods passed: {result}");
+    }
+}

@@ -1,0 +1,175 @@
+"""Every method of Python Agno's `AgentOSClient` (Agno 3.1.x) whose feature agno-rs has, called
+against an AgentOS the way Agno's own code calls it, each answer parsed by Agno's own models.
+
+Usage: agno_client_sweep.py BASE_URL --agent ID --paused-agent ID [--token JWT] [--user ID]
+
+`--user` is the user the runs belong to (with a JWT: its `sub`, which is the run's user).
+
+`--agent` is an agent answering plainly; `--paused-agent` one whose first model turn calls a tool
+that needs confirmation (its run pauses). The result is one JSON line on stdout: `passed` (method
+names), `errors` (method -> message) and `skipped` (methods of features agno-rs has not built:
+teams, workflows, knowledge, traces by id, evals that run). Exit status 0 even when methods fail;
+the caller (crates/agno-os/tests/python_client.rs) asserts on the JSON.
+
+Needs `agno==3.1.*` with `fastapi` importable (the client module imports it).
+"""
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+
+# Methods of features agno-rs does not have yet, so not swept (their routes answer as an empty
+# Python AgentOS does, which the shape-parity test checks).
+SKIPPED = [
+    "get_team", "aget_team", "run_team", "run_team_stream", "cancel_team_run", "continue_team_run",
+    "continue_team_run_stream", "get_workflow", "aget_workflow", "run_workflow", "run_workflow_stream",
+    "continue_workflow_run", "continue_workflow_run_stream", "cancel_workflow_run", "optimize_memories",
+    "run_eval", "upload_knowledge_content", "update_knowledge_content", "list_knowledge_content",
+    "get_knowledge_content", "delete_knowledge_content", "delete_all_knowledge_content",
+    "get_knowledge_content_status", "search_knowledge", "get_knowledge_config", "get_trace",
+    "get_trace_session_stats", "search_traces",
+]
+
+
+async def sweep(args):
+    from agno.client import AgentOSClient
+    from agno.db.base import SessionType
+
+    client = AgentOSClient(base_url=args.base_url, timeout=30)
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
+    passed, errors = [], {}
+    user = args.user
+    session_id = f"sweep-{uuid.uuid4().hex[:8]}"
+
+    async def call(name, coro, check=None):
+        try:
+            value = await coro
+            if check is not None:
+                problem = check(value)
+                if problem:
+                    errors[name] = problem
+                    return value
+            passed.append(name)
+            return value
+        except Exception as exc:  # noqa: BLE001 - every failure is reported, the caller decides
+            response = getattr(exc, "response", None)
+            detail = f"{response.status_code} {response.text[:300]}" if response is not None else repr(exc)
+            errors[name] = f"{type(exc).__name__}: {detail}"
+            return None
+
+    config = await call("aget_config", client.aget_config(headers=headers))
+    await call("get_config", asyncio.to_thread(client.get_config, headers=headers))
+    db_id = config.databases[0] if config and config.databases else None
+    await call("list_agents", client.list_agents(headers=headers), lambda a: None if a else "no agents")
+    await call("aget_agent", client.aget_agent(args.agent, headers=headers))
+    await call("get_agent", asyncio.to_thread(client.get_agent, args.agent, headers=headers))
+    await call("list_teams", client.list_teams(headers=headers), lambda t: None if t == [] else f"teams: {t}")
+    await call("list_workflows", client.list_workflows(headers=headers), lambda w: None if w == [] else f"{w}")
+
+    run = await call(
+        "run_agent",
+        client.run_agent(args.agent, message="hello sweep", session_id=session_id, user_id=user, headers=headers),
+        lambda r: None if str(r.status).lower().endswith("completed") else f"status {r.status}",
+    )
+
+    async def stream():
+        events = []
+        async for event in client.run_agent_stream(
+            args.agent, message="stream sweep", session_id=session_id, user_id=user, headers=headers
+        ):
+            events.append(type(event).__name__)
+        return events
+
+    await call("run_agent_stream", stream(), lambda e: None if e and "Completed" in e[-1] else f"events {e}")
+    if run is not None:
+        await call("cancel_agent_run", client.cancel_agent_run(args.agent, run.run_id, headers=headers))
+
+    paused = await call(
+        "run_agent (paused)",
+        client.run_agent(args.paused_agent, message="needs approval", session_id=f"{session_id}-hitl", user_id=user,
+                         headers=headers),
+        lambda r: None if str(r.status).lower().endswith("paused") else f"status {r.status}",
+    )
+    if paused is not None:
+        tools = [t for t in (paused.tools or []) if t.requires_confirmation]
+        for t in tools:
+            t.confirmed = True
+        await call(
+            "continue_agent_run",
+            client.continue_agent_run(args.paused_agent, paused.run_id, tools=tools, session_id=f"{session_id}-hitl",
+                                      user_id=user, headers=headers),
+            lambda r: None if str(r.status).lower().endswith("completed") else f"status {r.status}",
+        )
+
+    # Sessions.
+    await call("get_sessions", client.get_sessions(user_id=user, headers=headers),
+               lambda p: None if any(s.session_id == session_id for s in p.data) else "the run's session is missing")
+    await call("get_session", client.get_session(session_id, user_id=user, headers=headers))
+    runs = await call("get_session_runs", client.get_session_runs(session_id, user_id=user, headers=headers),
+                      lambda r: None if len(r) == 2 else f"{len(r)} runs")
+    await call("aget_session_run_previews",
+               client.aget_session_run_previews(session_id, user_id=user, headers=headers),
+               lambda r: None if len(r) == 2 else f"{len(r)} previews")
+    if runs:
+        await call("get_session_run", client.get_session_run(session_id, runs[0].run_id, user_id=user, headers=headers))
+    await call("rename_session", client.rename_session(session_id, "renamed by the sweep", user_id=user, headers=headers),
+               lambda s: None if s.session_name == "renamed by the sweep" else f"name {s.session_name}")
+    await call("update_session",
+               client.update_session(session_id, session_state={"k": 1}, metadata={"m": "v"}, user_id=user,
+                                     headers=headers))
+    created = await call("create_session",
+                         client.create_session(SessionType.AGENT, user_id=user, session_name="made by the sweep",
+                                               agent_id=args.agent, headers=headers))
+    if created is not None:
+        await call("delete_session", client.delete_session(created.session_id, user_id=user, headers=headers))
+    await call("delete_sessions",
+               client.delete_sessions([f"{session_id}-hitl"], [SessionType.AGENT], user_id=user, headers=headers))
+
+    # Memories.
+    memory = await call("create_memory",
+                        client.create_memory("likes green tea", user_id=user, topics=["drinks"], headers=headers))
+    if memory is not None:
+        await call("get_memory", client.get_memory(memory.memory_id, user_id=user, headers=headers))
+        await call("list_memories", client.list_memories(user_id=user, headers=headers),
+                   lambda p: None if p.data else "no memories")
+        await call("update_memory",
+                   client.update_memory(memory.memory_id, "likes oolong", user_id=user, topics=["tea"], headers=headers),
+                   lambda m: None if m.memory == "likes oolong" else f"memory {m.memory}")
+        await call("get_memory_topics", client.get_memory_topics(user_id=user, headers=headers))
+        await call("get_user_memory_stats", client.get_user_memory_stats(headers=headers))
+        await call("delete_memory", client.delete_memory(memory.memory_id, user_id=user, headers=headers))
+    second = await call("create_memory (second)", client.create_memory("another", user_id=user, headers=headers))
+    if second is not None:
+        await call("delete_memories", client.delete_memories([second.memory_id], user_id=user, headers=headers))
+
+    # Evals (listing and edits; running an eval is not built).
+    await call("list_eval_runs", client.list_eval_runs(headers=headers))
+    await call("delete_eval_runs", client.delete_eval_runs([f"missing-{uuid.uuid4().hex[:6]}"], headers=headers))
+
+    # Metrics, traces, migrations.
+    await call("refresh_metrics", client.refresh_metrics(headers=headers))
+    await call("get_metrics", client.get_metrics(headers=headers))
+    await call("get_metrics_refresh_status", client.get_metrics_refresh_status(headers=headers))
+    await call("get_traces", client.get_traces(headers=headers))
+    if db_id:
+        await call("migrate_database", client.migrate_database(db_id, headers=headers))
+    return {"passed": passed, "errors": errors, "skipped": SKIPPED}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("base_url")
+    parser.add_argument("--agent", required=True)
+    parser.add_argument("--paused-agent", required=True)
+    parser.add_argument("--token")
+    parser.add_argument("--user", default="sweep-user")
+    args = parser.parse_args()
+    result = asyncio.run(sweep(args))
+    json.dump(result, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
