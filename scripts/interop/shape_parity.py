@@ -263,7 +263,21 @@ def main():
                 unexpected.append(d)
         if unexpected:
             differences[name] = unexpected
-    json.dump({"steps": len(answers), "differences": differences, "allowed": allowed_seen}, sys.stdout, indent=1)
+    # The OpenAPI documents: the same operation ids, and a request body wherever Python has one.
+    rs_doc, py_doc = rs.request("GET", "/openapi.json").json(), py.request("GET", "/openapi.json").json()
+    openapi = []
+    for path, methods in rs_doc.get("paths", {}).items():
+        for method, op in methods.items():
+            theirs = py_doc.get("paths", {}).get(path, {}).get(method)
+            if theirs is None:
+                continue
+            if op.get("operationId") != theirs.get("operationId"):
+                openapi.append(f"{method.upper()} {path}: operationId {op.get('operationId')} != {theirs.get('operationId')}")
+            if "requestBody" in theirs and "requestBody" not in op:
+                openapi.append(f"{method.upper()} {path}: no requestBody")
+    if openapi:
+        differences["openapi"] = openapi
+    json.dump({"steps": len(answers) + 1, "differences": differences, "allowed": allowed_seen}, sys.stdout, indent=1)
     print()
 
 

@@ -12,7 +12,7 @@ use crate::requirement::RunRequirement;
 use crate::tool_execution::ToolExecution;
 
 /// One event of an agent run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunEvent {
     /// Epoch seconds.
     #[serde(default = "now_epoch_secs")]
@@ -44,7 +44,7 @@ pub struct RunEvent {
 }
 
 /// The event-specific part of a [`RunEvent`], tagged by Agno's event name.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event")]
 #[non_exhaustive]
 pub enum EventData {

@@ -10,7 +10,7 @@ use crate::clock::{new_id, now_epoch_secs};
 use crate::metrics::Metrics;
 
 /// The role of a message in a conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Role {
@@ -40,7 +40,7 @@ impl Role {
 }
 
 /// A tool call requested by the model, in OpenAI's shape (which Agno stores verbatim).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCall {
     /// Provider-assigned id that the tool result must echo.
     pub id: String,
@@ -56,7 +56,7 @@ fn function_type() -> String {
 }
 
 /// The function part of a [`ToolCall`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FunctionCall {
     /// Name of the tool.
     pub name: String,
@@ -77,7 +77,7 @@ impl ToolCall {
 }
 
 /// One message of a conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Message {
     /// Unique id of the message.
     #[serde(default = "new_id")]

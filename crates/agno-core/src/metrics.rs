@@ -13,7 +13,7 @@ fn is_zero_f64(v: &f64) -> bool {
 }
 
 /// Token usage and timings of a model call or of a whole run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Metrics {
     /// Prompt tokens.
     #[serde(default, skip_serializing_if = "is_zero_u64")]

@@ -10,7 +10,7 @@ use crate::clock::new_id;
 use crate::tool_execution::{ToolExecution, UserInputField};
 
 /// Why a requirement paused the run, in Agno's priority order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum PauseType {
@@ -25,7 +25,7 @@ pub enum PauseType {
 }
 
 /// A pending decision on one paused tool call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRequirement {
     /// Requirement id.
     #[serde(default = "new_id")]

@@ -16,7 +16,7 @@ use crate::requirement::RunRequirement;
 use crate::tool_execution::ToolExecution;
 
 /// Lifecycle state of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum RunStatus {
     /// Accepted, not started.
@@ -68,7 +68,7 @@ impl fmt::Display for RunStatus {
 }
 
 /// The input of a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunInput {
     /// What the user sent: a string, or structured JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,7 +95,7 @@ impl RunInput {
 }
 
 /// The complete record of one agent run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunOutput {
     /// Run id.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -31,7 +31,7 @@ impl SessionType {
 }
 
 /// A summary of a session, written by the session summary manager.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionSummary {
     /// The summary text.
     pub summary: String,

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::clock::now_epoch_secs;
 
 /// A value the user must supply before a `requires_user_input` tool can run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UserInputField {
     /// Argument name.
     pub name: String,
@@ -30,7 +30,7 @@ impl UserInputField {
 }
 
 /// Timing of a tool call.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolCallMetrics {
     /// Epoch seconds (fractional) when the call started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,7 +44,7 @@ pub struct ToolCallMetrics {
 }
 
 /// One execution (or pending execution) of a tool within a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolExecution {
     /// The provider's tool call id.
     pub tool_call_id: Option<String>,

@@ -17,6 +17,7 @@ use super::core::visible_agents;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
+use crate::routes::FormField;
 use crate::sse::{DisconnectGuard, DisconnectPolicy, run_events};
 use crate::state::{AppState, ServedAgent};
 
@@ -207,6 +208,80 @@ fn run_error(e: RunError) -> ApiError {
         other => ApiError::internal(other.to_string()),
     }
 }
+
+/// The form of `POST /agents/{agent_id}/runs`.
+pub const RUN_FORM: &[FormField] = &[
+    FormField { name: "message", kind: "string", required: true, description: "The input message." },
+    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
+    FormField {
+        name: "session_id",
+        kind: "string",
+        required: false,
+        description: "Session to run in (new when absent).",
+    },
+    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
+    FormField {
+        name: "session_state",
+        kind: "string",
+        required: false,
+        description: "JSON object merged into the session state.",
+    },
+    FormField {
+        name: "dependencies",
+        kind: "string",
+        required: false,
+        description: "JSON object of dependencies for this run.",
+    },
+    FormField { name: "metadata", kind: "string", required: false, description: "JSON object stored on the run." },
+    FormField {
+        name: "output_schema",
+        kind: "string",
+        required: false,
+        description: "JSON schema the answer must match.",
+    },
+    FormField {
+        name: "add_history_to_context",
+        kind: "boolean",
+        required: false,
+        description: "Overrides the agent's setting.",
+    },
+    FormField {
+        name: "background",
+        kind: "boolean",
+        required: false,
+        description: "Run on the durable queue (202, or SSE tail with stream=true).",
+    },
+    FormField {
+        name: "cancel_on_disconnect",
+        kind: "boolean",
+        required: false,
+        description: "Cancel the run when the client goes away (agno-rs).",
+    },
+];
+
+/// The form of `POST /agents/{agent_id}/runs/{run_id}/continue`.
+pub const CONTINUE_FORM: &[FormField] = &[
+    FormField {
+        name: "tools",
+        kind: "string",
+        required: false,
+        description: "JSON list of the paused tool executions, resolved.",
+    },
+    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
+    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
+    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
+];
+
+/// The form of `POST /agents/{agent_id}/runs/{run_id}/resume`.
+pub const RESUME_FORM: &[FormField] = &[
+    FormField {
+        name: "last_event_index",
+        kind: "integer",
+        required: false,
+        description: "Replay after this event_index (or the Last-Event-ID header).",
+    },
+    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
+];
 
 /// `POST /agents/{agent_id}/runs`: form fields `message` (required), `stream` (default true),
 /// `session_id`, `user_id`, `session_state`, `dependencies`, `metadata`, `output_schema`,
@@ -443,7 +518,7 @@ pub async fn resume_run(
 }
 
 /// Query of `GET /agents/{agent_id}/runs`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct RunsQuery {
     session_id: Option<String>,
     status: Option<String>,
@@ -516,7 +591,7 @@ pub async fn list_runs(
 }
 
 /// Query carrying an optional `session_id`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct SessionQuery {
     session_id: Option<String>,
 }

@@ -41,7 +41,7 @@ fn unknown_db(db_id: &str) -> ApiError {
 }
 
 /// Query of the migrate routes.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct MigrateParams {
     target_version: Option<String>,
 }

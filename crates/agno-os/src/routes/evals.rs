@@ -44,7 +44,7 @@ fn not_found(eval_run_id: &str) -> ApiError {
 }
 
 /// Query of `GET /eval-runs`. Agno names the component filter `type` on the wire.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ListEvalsParams {
     agent_id: Option<String>,
     team_id: Option<String>,
@@ -136,8 +136,9 @@ pub async fn get_eval_run(
 }
 
 /// Body of `PATCH /eval-runs/{eval_run_id}` (Agno's `UpdateEvalRunRequest`).
-#[derive(Debug, Deserialize)]
-struct RenameRequest {
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct RenameRequest {
+    /// The new name (1 to 255 characters).
     name: String,
 }
 
@@ -161,8 +162,9 @@ pub async fn rename_eval_run(
 }
 
 /// Body of `DELETE /eval-runs` (Agno's `DeleteEvalRunsRequest`).
-#[derive(Debug, Deserialize)]
-struct DeleteEvalRunsRequest {
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct DeleteEvalRunsRequest {
+    /// The eval runs to delete.
     eval_run_ids: Vec<String>,
 }
 

@@ -46,11 +46,14 @@ fn not_found(memory_id: &str) -> ApiError {
 }
 
 /// Body of `POST /memories` and `PATCH /memories/{memory_id}` (Agno's `UserMemoryCreateSchema`).
-#[derive(Debug, Deserialize)]
-struct MemoryPayload {
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct MemoryPayload {
+    /// The memory text (1 to 5,000 characters).
     memory: String,
+    /// Owner (the caller's `sub` under user isolation).
     #[serde(default)]
     user_id: Option<String>,
+    /// Topics.
     #[serde(default)]
     topics: Option<Vec<String>>,
 }
@@ -89,7 +92,7 @@ pub async fn create_memory(
 }
 
 /// Query of `GET /memories`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ListMemoriesParams {
     user_id: Option<String>,
     agent_id: Option<String>,
@@ -148,7 +151,7 @@ pub async fn list_memories(
 }
 
 /// Query carrying an optional `user_id` (admins' filter) and the database selectors.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct UserParams {
     user_id: Option<String>,
     db_id: Option<String>,
@@ -213,9 +216,11 @@ pub async fn delete_memory(
 }
 
 /// Body of `DELETE /memories` (Agno's `DeleteMemoriesRequest`).
-#[derive(Debug, Deserialize)]
-struct DeleteMemoriesRequest {
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct DeleteMemoriesRequest {
+    /// The memories to delete.
     memory_ids: Vec<String>,
+    /// Their owner.
     #[serde(default)]
     user_id: Option<String>,
 }
@@ -249,7 +254,7 @@ pub async fn memory_topics(
 }
 
 /// Query of `GET /user_memory_stats`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct StatsParams {
     limit: Option<usize>,
     page: Option<usize>,

@@ -223,7 +223,7 @@ fn days_json(buckets: &[MetricsBucket], owner: Option<&str>) -> Vec<Value> {
 }
 
 /// Query of `GET /metrics`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct MetricsParams {
     starting_date: Option<String>,
     ending_date: Option<String>,
@@ -265,7 +265,7 @@ pub async fn get_metrics(
 }
 
 /// Query of `POST /metrics/refresh`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct RefreshParams {
     user_id: Option<String>,
     background: Option<String>,

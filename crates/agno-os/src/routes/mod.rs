@@ -3,6 +3,7 @@
 //! served without an access rule. The OpenAPI document is generated from it too.
 
 pub mod agents;
+pub mod bodies;
 pub mod core;
 pub mod databases;
 pub mod docs;
@@ -43,12 +44,47 @@ pub struct RouteSpec {
     pub summary: &'static str,
     /// OpenAPI tag.
     pub tag: &'static str,
+    /// OpenAPI `operationId`: Python AgentOS's, so generated clients match.
+    pub operation_id: &'static str,
+    /// The request body (OpenAPI).
+    pub body: RequestBody,
+    /// The query parameters, as the type the handler reads them into (OpenAPI).
+    pub query: Option<fn() -> schemars::Schema>,
     /// The handler, wrapped for this method.
     pub handler: fn() -> MethodRouter<AppState>,
 }
 
+/// What a route's request body is, for the OpenAPI document.
+#[derive(Debug, Clone, Copy)]
+pub enum RequestBody {
+    /// No body.
+    None,
+    /// A JSON object of the type the handler reads.
+    Json(fn(&mut schemars::SchemaGenerator) -> schemars::Schema),
+    /// A form (`multipart/form-data` or `application/x-www-form-urlencoded`) with these fields.
+    Form(&'static [FormField]),
+}
+
+/// One field of a form body.
+#[derive(Debug, Clone, Copy)]
+pub struct FormField {
+    /// Field name.
+    pub name: &'static str,
+    /// JSON-schema type of its value (`string`, `boolean`, `integer`; JSON texts are strings).
+    pub kind: &'static str,
+    /// Whether it must be given.
+    pub required: bool,
+    /// What it does.
+    pub description: &'static str,
+}
+
 macro_rules! routes {
-    ($( $method:ident $path:literal, $access:expr, $tag:literal, $summary:literal => $route:expr; )*) => {
+    (@body) => { RequestBody::None };
+    (@body $body:expr) => { $body };
+    (@query) => { None };
+    (@query $query:ty) => { Some(|| schemars::schema_for!($query)) };
+    ($( $method:ident $path:literal as $op:literal, $access:expr, $tag:literal, $summary:literal
+        $(, body: $body:expr)? $(, query: $query:ty)? => $route:expr; )*) => {
         /// Every route the OS serves.
         pub static ROUTES: &[RouteSpec] = &[
             $( RouteSpec {
@@ -57,6 +93,9 @@ macro_rules! routes {
                 access: $access,
                 summary: $summary,
                 tag: $tag,
+                operation_id: $op,
+                body: routes!(@body $($body)?),
+                query: routes!(@query $($query)?),
                 handler: || $route,
             }, )*
         ];
@@ -66,68 +105,68 @@ macro_rules! routes {
 use Access::{Public, Scope};
 
 routes! {
-    GET "/", Public, "Core", "Landing: links to the docs, info and health" => get(core::landing);
-    GET "/health", Public, "Core", "Health check" => get(core::health);
-    GET "/info", Public, "Core", "OS metadata (unauthenticated)" => get(core::info);
-    GET "/config", Scope("config:read"), "Core", "OS configuration with available models" => get(core::config);
-    GET "/openapi.json", Public, "Core", "This API's OpenAPI document" => get(docs::openapi_json);
-    GET "/docs", Public, "Core", "Interactive API documentation" => get(docs::docs_index);
-    GET "/redoc", Public, "Core", "API documentation (ReDoc)" => get(docs::redoc);
-    GET "/docs/", Public, "Core", "Interactive API documentation" => get(docs::docs_file);
-    GET "/docs/{*file}", Public, "Core", "Interactive API documentation assets" => get(docs::docs_file);
+    GET "/" as "get_landing", Public, "Core", "Landing: links to the docs, info and health" => get(core::landing);
+    GET "/health" as "health_check", Public, "Core", "Health check" => get(core::health);
+    GET "/info" as "get_info", Public, "Core", "OS metadata (unauthenticated)" => get(core::info);
+    GET "/config" as "get_config", Scope("config:read"), "Core", "OS configuration with available models" => get(core::config);
+    GET "/openapi.json" as "get_openapi", Public, "Core", "This API's OpenAPI document" => get(docs::openapi_json);
+    GET "/docs" as "get_docs", Public, "Core", "Interactive API documentation" => get(docs::docs_index);
+    GET "/redoc" as "get_redoc", Public, "Core", "API documentation (ReDoc)" => get(docs::redoc);
+    GET "/docs/" as "get_docs_index", Public, "Core", "Interactive API documentation" => get(docs::docs_file);
+    GET "/docs/{*file}" as "get_docs_file", Public, "Core", "Interactive API documentation assets" => get(docs::docs_file);
 
-    GET "/agents", Scope("agents:read"), "Agents", "List agents" => get(agents::list_agents);
-    GET "/agents/{agent_id}", Scope("agents:read"), "Agents", "Get an agent" => get(agents::get_agent);
-    POST "/agents/{agent_id}/runs", Scope("agents:run"), "Agents", "Create an agent run (form; SSE when stream=true)" => post(agents::create_run);
-    GET "/agents/{agent_id}/runs", Scope("agents:read"), "Agents", "List an agent's runs" => get(agents::list_runs);
-    GET "/agents/{agent_id}/runs/{run_id}", Scope("agents:read"), "Agents", "Get an agent run" => get(agents::get_run);
-    POST "/agents/{agent_id}/runs/{run_id}/cancel", Scope("agents:run"), "Agents", "Cancel an agent run" => post(agents::cancel_run);
-    POST "/agents/{agent_id}/runs/{run_id}/continue", Scope("agents:run"), "Agents", "Continue a paused agent run" => post(agents::continue_run);
-    POST "/agents/{agent_id}/runs/{run_id}/resume", Scope("agents:run"), "Agents", "Resume an agent run's event stream (SSE)" => post(agents::resume_run);
+    GET "/agents" as "get_agents", Scope("agents:read"), "Agents", "List agents" => get(agents::list_agents);
+    GET "/agents/{agent_id}" as "get_agent", Scope("agents:read"), "Agents", "Get an agent" => get(agents::get_agent);
+    POST "/agents/{agent_id}/runs" as "create_agent_run", Scope("agents:run"), "Agents", "Create an agent run (form; SSE when stream=true)", body: RequestBody::Form(agents::RUN_FORM) => post(agents::create_run);
+    GET "/agents/{agent_id}/runs" as "list_agent_runs", Scope("agents:read"), "Agents", "List an agent's runs", query: agents::RunsQuery => get(agents::list_runs);
+    GET "/agents/{agent_id}/runs/{run_id}" as "get_agent_run", Scope("agents:read"), "Agents", "Get an agent run", query: agents::SessionQuery => get(agents::get_run);
+    POST "/agents/{agent_id}/runs/{run_id}/cancel" as "cancel_agent_run", Scope("agents:run"), "Agents", "Cancel an agent run", query: agents::SessionQuery => post(agents::cancel_run);
+    POST "/agents/{agent_id}/runs/{run_id}/continue" as "continue_agent_run", Scope("agents:run"), "Agents", "Continue a paused agent run", body: RequestBody::Form(agents::CONTINUE_FORM) => post(agents::continue_run);
+    POST "/agents/{agent_id}/runs/{run_id}/resume" as "resume_agent_run_stream", Scope("agents:run"), "Agents", "Resume an agent run's event stream (SSE)", body: RequestBody::Form(agents::RESUME_FORM) => post(agents::resume_run);
 
-    POST "/memories", Scope("memories:write"), "Memory", "Create a memory" => post(memories::create_memory);
-    GET "/memories", Scope("memories:read"), "Memory", "List memories (paginated, filtered)" => get(memories::list_memories);
-    DELETE "/memories", Scope("memories:delete"), "Memory", "Delete memories" => delete(memories::delete_memories);
-    GET "/memories/{memory_id}", Scope("memories:read"), "Memory", "Get a memory" => get(memories::get_memory);
-    PATCH "/memories/{memory_id}", Scope("memories:write"), "Memory", "Update a memory" => patch(memories::update_memory);
-    DELETE "/memories/{memory_id}", Scope("memories:delete"), "Memory", "Delete a memory" => delete(memories::delete_memory);
-    GET "/memory_topics", Scope("memories:read"), "Memory", "Topics of the memories" => get(memories::memory_topics);
-    GET "/user_memory_stats", Scope("memories:read"), "Memory", "Memory counts per user (paginated)" => get(memories::user_memory_stats);
+    POST "/memories" as "create_memory", Scope("memories:write"), "Memory", "Create a memory", body: RequestBody::Json(|g| g.subschema_for::<memories::MemoryPayload>()), query: params::DbParams => post(memories::create_memory);
+    GET "/memories" as "get_memories", Scope("memories:read"), "Memory", "List memories (paginated, filtered)", query: memories::ListMemoriesParams => get(memories::list_memories);
+    DELETE "/memories" as "delete_memories", Scope("memories:delete"), "Memory", "Delete memories", body: RequestBody::Json(|g| g.subschema_for::<memories::DeleteMemoriesRequest>()), query: params::DbParams => delete(memories::delete_memories);
+    GET "/memories/{memory_id}" as "get_memory", Scope("memories:read"), "Memory", "Get a memory", query: memories::UserParams => get(memories::get_memory);
+    PATCH "/memories/{memory_id}" as "update_memory", Scope("memories:write"), "Memory", "Update a memory", body: RequestBody::Json(|g| g.subschema_for::<memories::MemoryPayload>()), query: params::DbParams => patch(memories::update_memory);
+    DELETE "/memories/{memory_id}" as "delete_memory", Scope("memories:delete"), "Memory", "Delete a memory", query: memories::UserParams => delete(memories::delete_memory);
+    GET "/memory_topics" as "get_memory_topics", Scope("memories:read"), "Memory", "Topics of the memories" => get(memories::memory_topics);
+    GET "/user_memory_stats" as "get_user_memory_stats", Scope("memories:read"), "Memory", "Memory counts per user (paginated)", query: memories::StatsParams => get(memories::user_memory_stats);
 
-    GET "/metrics", Scope("metrics:read"), "Metrics", "Daily usage metrics" => get(metrics::get_metrics);
-    POST "/metrics/refresh", Scope("metrics:write"), "Metrics", "Recalculate the metrics" => post(metrics::refresh_metrics);
-    GET "/metrics/refresh/status", Scope("metrics:read"), "Metrics", "Status of the last metrics recalculation" => get(metrics::refresh_status);
+    GET "/metrics" as "get_metrics", Scope("metrics:read"), "Metrics", "Daily usage metrics", query: metrics::MetricsParams => get(metrics::get_metrics);
+    POST "/metrics/refresh" as "refresh_metrics", Scope("metrics:write"), "Metrics", "Recalculate the metrics", query: metrics::RefreshParams => post(metrics::refresh_metrics);
+    GET "/metrics/refresh/status" as "get_metrics_refresh_status", Scope("metrics:read"), "Metrics", "Status of the last metrics recalculation" => get(metrics::refresh_status);
 
-    GET "/eval-runs", Scope("evals:read"), "Evals", "List eval runs (paginated, filtered)" => get(evals::list_eval_runs);
-    DELETE "/eval-runs", Scope("evals:delete"), "Evals", "Delete eval runs" => delete(evals::delete_eval_runs);
-    GET "/eval-runs/{eval_run_id}", Scope("evals:read"), "Evals", "Get an eval run" => get(evals::get_eval_run);
-    PATCH "/eval-runs/{eval_run_id}", Scope("evals:write"), "Evals", "Rename an eval run" => patch(evals::rename_eval_run);
+    GET "/eval-runs" as "get_eval_runs", Scope("evals:read"), "Evals", "List eval runs (paginated, filtered)", query: evals::ListEvalsParams => get(evals::list_eval_runs);
+    DELETE "/eval-runs" as "delete_eval_runs", Scope("evals:delete"), "Evals", "Delete eval runs", body: RequestBody::Json(|g| g.subschema_for::<evals::DeleteEvalRunsRequest>()), query: params::DbParams => delete(evals::delete_eval_runs);
+    GET "/eval-runs/{eval_run_id}" as "get_eval_run", Scope("evals:read"), "Evals", "Get an eval run" => get(evals::get_eval_run);
+    PATCH "/eval-runs/{eval_run_id}" as "update_eval_run", Scope("evals:write"), "Evals", "Rename an eval run", body: RequestBody::Json(|g| g.subschema_for::<evals::RenameRequest>()), query: params::DbParams => patch(evals::rename_eval_run);
 
-    POST "/databases/all/migrate", Scope("config:write"), "Database", "Migrate every database" => post(databases::migrate_all_databases);
-    POST "/databases/{db_id}/migrate", Scope("config:write"), "Database", "Migrate a database" => post(databases::migrate_database);
+    POST "/databases/all/migrate" as "migrate_all_databases", Scope("config:write"), "Database", "Migrate every database", query: databases::MigrateParams => post(databases::migrate_all_databases);
+    POST "/databases/{db_id}/migrate" as "migrate_database", Scope("config:write"), "Database", "Migrate a database", query: databases::MigrateParams => post(databases::migrate_database);
 
-    GET "/queue/jobs", Scope("agent_os:admin"), "Queue", "List background jobs (admin)" => get(queue::list_jobs);
-    GET "/queue/jobs/{job_id}", Scope("agent_os:admin"), "Queue", "Get a background job (admin)" => get(queue::get_job);
-    POST "/queue/jobs/{job_id}/requeue", Scope("agent_os:admin"), "Queue", "Requeue a failed or cancelled job (admin)" => post(queue::requeue_job);
-    GET "/queue/stats", Scope("agent_os:admin"), "Queue", "Background jobs per status (admin)" => get(queue::stats);
+    GET "/queue/jobs" as "list_queue_jobs", Scope("agent_os:admin"), "Queue", "List background jobs (admin)", query: queue::JobsQuery => get(queue::list_jobs);
+    GET "/queue/jobs/{job_id}" as "get_queue_job", Scope("agent_os:admin"), "Queue", "Get a background job (admin)" => get(queue::get_job);
+    POST "/queue/jobs/{job_id}/requeue" as "requeue_queue_job", Scope("agent_os:admin"), "Queue", "Requeue a failed or cancelled job (admin)" => post(queue::requeue_job);
+    GET "/queue/stats" as "get_queue_stats", Scope("agent_os:admin"), "Queue", "Background jobs per status (admin)" => get(queue::stats);
 
-    GET "/sessions", Scope("sessions:read"), "Sessions", "List sessions (paginated)" => get(sessions::list_sessions);
-    POST "/sessions", Scope("sessions:write"), "Sessions", "Create a session" => post(sessions::create_session);
-    DELETE "/sessions", Scope("sessions:delete"), "Sessions", "Delete sessions" => delete(sessions::delete_sessions);
-    GET "/sessions/{session_id}", Scope("sessions:read"), "Sessions", "Get a session" => get(sessions::get_session);
-    PATCH "/sessions/{session_id}", Scope("sessions:write"), "Sessions", "Update a session" => patch(sessions::update_session);
-    DELETE "/sessions/{session_id}", Scope("sessions:delete"), "Sessions", "Delete a session" => delete(sessions::delete_session);
-    POST "/sessions/{session_id}/rename", Scope("sessions:write"), "Sessions", "Rename a session" => post(sessions::rename_session);
-    GET "/sessions/{session_id}/runs", Scope("sessions:read"), "Sessions", "List a session's runs" => get(sessions::list_session_runs);
-    GET "/sessions/{session_id}/run-previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews" => get(sessions::list_run_previews);
-    GET "/sessions/{session_id}/runs/{run_id}", Scope("sessions:read"), "Sessions", "Get a run of a session" => get(sessions::get_session_run);
+    GET "/sessions" as "get_sessions", Scope("sessions:read"), "Sessions", "List sessions (paginated)" => get(sessions::list_sessions);
+    POST "/sessions" as "create_session", Scope("sessions:write"), "Sessions", "Create a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::CreateSessionRequest>()) => post(sessions::create_session);
+    DELETE "/sessions" as "delete_sessions", Scope("sessions:delete"), "Sessions", "Delete sessions", body: RequestBody::Json(|g| g.subschema_for::<bodies::DeleteSessionsRequest>()) => delete(sessions::delete_sessions);
+    GET "/sessions/{session_id}" as "get_session_by_id", Scope("sessions:read"), "Sessions", "Get a session" => get(sessions::get_session);
+    PATCH "/sessions/{session_id}" as "update_session", Scope("sessions:write"), "Sessions", "Update a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::UpdateSessionRequest>()) => patch(sessions::update_session);
+    DELETE "/sessions/{session_id}" as "delete_session", Scope("sessions:delete"), "Sessions", "Delete a session" => delete(sessions::delete_session);
+    POST "/sessions/{session_id}/rename" as "rename_session", Scope("sessions:write"), "Sessions", "Rename a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::RenameSessionRequest>()) => post(sessions::rename_session);
+    GET "/sessions/{session_id}/runs" as "get_session_runs", Scope("sessions:read"), "Sessions", "List a session's runs" => get(sessions::list_session_runs);
+    GET "/sessions/{session_id}/run-previews" as "get_session_run_previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews" => get(sessions::list_run_previews);
+    GET "/sessions/{session_id}/runs/{run_id}" as "get_session_run", Scope("sessions:read"), "Sessions", "Get a run of a session" => get(sessions::get_session_run);
 
-    GET "/teams", Scope("teams:read"), "Teams", "List teams (none yet in agno-rs)" => get(unbuilt::list_teams);
-    GET "/teams/{team_id}", Scope("teams:read"), "Teams", "Get a team" => get(unbuilt::get_team);
-    GET "/workflows", Scope("workflows:read"), "Workflows", "List workflows (none yet in agno-rs)" => get(unbuilt::list_workflows);
-    GET "/workflows/{workflow_id}", Scope("workflows:read"), "Workflows", "Get a workflow" => get(unbuilt::get_workflow);
-    GET "/traces", Scope("traces:read"), "Tracing", "List traces (tracing is off: empty)" => get(unbuilt::list_traces);
-    GET "/knowledge/config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)" => get(unbuilt::knowledge_config);
+    GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams (none yet in agno-rs)" => get(unbuilt::list_teams);
+    GET "/teams/{team_id}" as "get_team", Scope("teams:read"), "Teams", "Get a team" => get(unbuilt::get_team);
+    GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows (none yet in agno-rs)" => get(unbuilt::list_workflows);
+    GET "/workflows/{workflow_id}" as "get_workflow", Scope("workflows:read"), "Workflows", "Get a workflow" => get(unbuilt::get_workflow);
+    GET "/traces" as "get_traces", Scope("traces:read"), "Tracing", "List traces (tracing is off: empty)", query: unbuilt::TracesQuery => get(unbuilt::list_traces);
+    GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)" => get(unbuilt::knowledge_config);
 }
 
 /// The route declared for a method and matched path template.

@@ -91,7 +91,7 @@ pub(crate) fn iso(epoch: Option<i64>) -> Value {
 
 /// `db_id` and `table` query parameters (one database is served; `table` is accepted and
 /// ignored).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct DbParams {
     /// `db_id`.
     pub db_id: Option<String>,

@@ -29,7 +29,7 @@ fn parse_status(text: &str) -> ApiResult<JobStatus> {
 }
 
 /// Query of `GET /queue/jobs`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct JobsQuery {
     status: Option<String>,
     limit: Option<usize>,

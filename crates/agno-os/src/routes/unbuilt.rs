@@ -32,7 +32,7 @@ pub async fn get_workflow(Path(workflow_id): Path<String>) -> ApiError {
 }
 
 /// Paging of `GET /traces`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct TracesQuery {
     page: Option<usize>,
     limit: Option<usize>,
