@@ -269,6 +269,30 @@ pub trait SessionStore: Send + Sync {
     /// # Errors
     /// A [`DbError`].
     async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64>;
+
+    /// The `input` of the first top-level run of each of these sessions (what a session's name
+    /// falls back to in listings), keyed by session id; sessions without runs are absent. Only
+    /// sessions visible to `user_id` count. Adapters read as little as they can; this default
+    /// reads each session with its runs.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn first_run_inputs(
+        &self,
+        session_ids: &[String],
+        user_id: Option<&str>,
+    ) -> DbResult<HashMap<String, Value>> {
+        let mut out = HashMap::new();
+        for session_id in session_ids {
+            let Some(session) = self.get_session(session_id, user_id, None).await? else { continue };
+            if let Some(first) = session.runs().iter().find(|r| r.parent_run_id.is_none())
+                && let Some(input) = first.input.as_ref().and_then(|i| serde_json::to_value(i).ok())
+            {
+                out.insert(session_id.clone(), input);
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Runs: one row each, `run_index` assigned per session on first write.
@@ -305,37 +329,6 @@ pub trait RunStore: Send + Sync {
     /// # Errors
     /// A [`DbError`].
     async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64>;
-
-    /// The `input` of the first top-level run of each of these sessions (what a session's name
-    /// falls back to in listings), keyed by session id; sessions without runs are absent. Only
-    /// runs visible to `user_id` count. Adapters read as little as they can; this default reads
-    /// the first run of each session.
-    ///
-    /// # Errors
-    /// A [`DbError`].
-    async fn first_run_inputs(
-        &self,
-        session_ids: &[String],
-        user_id: Option<&str>,
-    ) -> DbResult<HashMap<String, Value>> {
-        let mut out = HashMap::new();
-        for session_id in session_ids {
-            let query = RunQuery {
-                session_id: Some(session_id.clone()),
-                user_id: user_id.map(str::to_owned),
-                limit: Some(8),
-                sort: SortOrder::Asc,
-                ..RunQuery::default()
-            };
-            let page = self.get_runs(&query).await?;
-            if let Some(first) = page.runs.iter().find(|r| r.parent_run_id.is_none())
-                && let Some(input) = first.input.as_ref().and_then(|i| serde_json::to_value(i).ok())
-            {
-                out.insert(session_id.clone(), input);
-            }
-        }
-        Ok(out)
-    }
 }
 
 /// Schema versions, tracked per table in `agno_schema_versions` (or the adapter's equivalent).

@@ -358,4 +358,29 @@ impl SessionStore for PostgresDb {
         tx.commit().await.map_err(|e| db_error("cannot commit the delete of sessions", e))?;
         Ok(done.rows_affected())
     }
+
+    async fn first_run_inputs(
+        &self,
+        session_ids: &[String],
+        user_id: Option<&str>,
+    ) -> DbResult<std::collections::HashMap<String, Value>> {
+        if session_ids.is_empty() {
+            return Ok(std::collections::HashMap::new());
+        }
+        // Only the `input` of each session's first top-level run leaves the database.
+        let sql = format!(
+            "SELECT DISTINCT ON (session_id) session_id, run_data->'input' FROM {} \
+             WHERE session_id = ANY($1) AND parent_run_id IS NULL \
+             AND ($2::text IS NULL OR user_id = $2 OR user_id IS NULL) \
+             ORDER BY session_id, run_index ASC",
+            self.qualified(&self.tables().runs)
+        );
+        let rows: Vec<(String, Option<Value>)> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(session_ids)
+            .bind(user_id)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read the first runs of sessions", e))?;
+        Ok(rows.into_iter().filter_map(|(id, input)| Some((id, input.filter(|v| !v.is_null())?))).collect())
+    }
 }

@@ -297,4 +297,33 @@ impl SessionStore for SqliteDb {
         tx.commit().await.map_err(|e| db_error("cannot commit delete", e))?;
         Ok(done.rows_affected())
     }
+
+    async fn first_run_inputs(
+        &self,
+        session_ids: &[String],
+        user_id: Option<&str>,
+    ) -> DbResult<std::collections::HashMap<String, Value>> {
+        if !self.has_runs_table() || session_ids.is_empty() {
+            return Ok(std::collections::HashMap::new());
+        }
+        let t = &self.tables().runs;
+        // Only the `input` of each session's first top-level run leaves the database.
+        let sql = format!(
+            "SELECT r.session_id, json_extract(r.run_data, '$.input') FROM {t} r \
+             WHERE r.session_id IN (SELECT value FROM json_each(?)) AND r.parent_run_id IS NULL \
+             AND (? IS NULL OR r.user_id = ? OR r.user_id IS NULL) \
+             AND r.run_index = (SELECT MIN(r2.run_index) FROM {t} r2 \
+                                WHERE r2.session_id = r.session_id AND r2.parent_run_id IS NULL)"
+        );
+        let ids = serde_json::to_string(session_ids)
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode session ids: {e}")))?;
+        let rows: Vec<(String, Option<String>)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
+            .bind(ids)
+            .bind(user_id)
+            .bind(user_id)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read the first runs of sessions", e))?;
+        Ok(rows.into_iter().filter_map(|(id, input)| Some((id, serde_json::from_str(&input?).ok()?))).collect())
+    }
 }
