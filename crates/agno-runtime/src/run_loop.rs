@@ -122,16 +122,16 @@ pub(crate) async fn drive_new(
     token: &CancellationToken,
 ) -> Result<RunOutput, RunError> {
     em.bind(&agent.id, agent.name.as_deref().unwrap_or_default(), st.output.id(), &st.session.session_id);
+    // Stored as RUNNING before anything else happens, so the run is visible (and can be
+    // cancelled by its owner) while it executes; and before `RunStarted` goes out, so a client
+    // reading the session on that event finds the run in flight, never a session without it.
+    let stored = if agent.db.is_some() { save(agent, &mut st).await } else { Ok(()) };
     em.emit(EventData::RunStarted {
         model: agent.model.id().to_owned(),
         model_provider: agent.model.provider().to_owned(),
     });
     let end = 'run: {
-        // Stored as RUNNING before anything else happens, so the run is visible (and can be
-        // cancelled by its owner) while it executes.
-        if agent.db.is_some()
-            && let Err(e) = save(agent, &mut st).await
-        {
+        if let Err(e) = stored {
             break 'run LoopEnd::Failed(RunError::Storage(e));
         }
         for hook in &agent.pre_hooks {
