@@ -118,8 +118,8 @@ pub struct AgentOs {
     pub state: AppState,
     /// Largest accepted body.
     pub max_body_bytes: usize,
-    /// How long a shutdown may take (see [`crate::serve`]).
-    pub shutdown_grace: std::time::Duration,
+    /// Connection limits and timeouts, and the shutdown grace (see [`crate::serve`]).
+    pub http: crate::serve::HttpSettings,
     /// Browser origins allowed to call the OS.
     pub cors: crate::cors::OriginPolicy,
 }
@@ -169,10 +169,11 @@ impl AgentOs {
             heartbeat: std::time::Duration::from_secs(config.os.sse_heartbeat_seconds),
             queue,
             stopping: tokio_util::sync::CancellationToken::new(),
+            form_field_limit: config.os.max_form_field_bytes,
         };
-        let shutdown_grace = std::time::Duration::from_secs(config.os.shutdown_grace_seconds);
         let cors = config.os.cors_policy().map_err(|e| StartError::Config(e.to_string()))?;
-        Ok(Self { state, max_body_bytes: config.os.max_body_bytes, shutdown_grace, cors })
+        let http = crate::serve::HttpSettings::from_config(&config.os);
+        Ok(Self { state, max_body_bytes: config.os.max_body_bytes, http, cors })
     }
 
     /// The HTTP app: every route of [`crate::routes::ROUTES`] behind the authorisation layer,
@@ -181,7 +182,10 @@ impl AgentOs {
         crate::routes::router()
             .route_layer(middleware::from_fn_with_state(self.state.clone(), authorize))
             .fallback(|| async { crate::error::ApiError::not_found("Not Found") })
+            // One body limit for every route and encoding: the configured one (axum's own 2 MB
+            // default for extractors is lifted).
             .layer(tower_http::limit::RequestBodyLimitLayer::new(self.max_body_bytes))
+            .layer(axum::extract::DefaultBodyLimit::disable())
             .layer(middleware::map_response(crate::error::json_errors))
             .layer(self.cors.layer())
             .layer(middleware::from_fn_with_state(self.cors.clone(), crate::cors::preflight_and_expose))

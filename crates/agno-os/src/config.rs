@@ -100,6 +100,24 @@ pub struct OsSection {
     /// A regular expression for more allowed origins, matched against the whole `Origin`.
     #[serde(default)]
     pub cors_origin_regex: Option<String>,
+    /// Largest text field of a form, in bytes (1 MiB by default, as Python AgentOS); 413 beyond.
+    #[serde(default = "default_form_field_limit")]
+    pub max_form_field_bytes: usize,
+    /// Seconds an idle keep-alive connection stays open (5 by default, as uvicorn).
+    #[serde(default = "default_keep_alive")]
+    pub keep_alive_timeout_seconds: u64,
+    /// Seconds a client has to send a request's headers (30 by default).
+    #[serde(default = "default_header_timeout")]
+    pub header_read_timeout_seconds: u64,
+    /// Seconds a request body may stall between two reads (60 by default, as nginx); 408 beyond.
+    #[serde(default = "default_body_timeout")]
+    pub body_read_timeout_seconds: u64,
+    /// Connections served at once (1024 by default); more wait to be accepted.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// Length of the listen backlog (2048 by default).
+    #[serde(default = "default_backlog")]
+    pub listen_backlog: u32,
 }
 
 impl Default for OsSection {
@@ -115,6 +133,12 @@ impl Default for OsSection {
             shutdown_grace_seconds: default_shutdown_grace(),
             cors_allowed_origins: None,
             cors_origin_regex: None,
+            max_form_field_bytes: default_form_field_limit(),
+            keep_alive_timeout_seconds: default_keep_alive(),
+            header_read_timeout_seconds: default_header_timeout(),
+            body_read_timeout_seconds: default_body_timeout(),
+            max_connections: default_max_connections(),
+            listen_backlog: default_backlog(),
         }
     }
 }
@@ -144,6 +168,24 @@ fn default_body_limit() -> usize {
 }
 fn default_heartbeat() -> u64 {
     15
+}
+fn default_form_field_limit() -> usize {
+    1024 * 1024
+}
+fn default_keep_alive() -> u64 {
+    5
+}
+fn default_header_timeout() -> u64 {
+    30
+}
+fn default_body_timeout() -> u64 {
+    60
+}
+fn default_max_connections() -> usize {
+    1024
+}
+fn default_backlog() -> u32 {
+    2048
 }
 fn default_shutdown_grace() -> u64 {
     crate::serve::DEFAULT_SHUTDOWN_GRACE.as_secs()
@@ -405,6 +447,17 @@ impl OsConfig {
             ));
         }
         self.os.cors_policy()?;
+        let positive = [
+            ("keep_alive_timeout_seconds", self.os.keep_alive_timeout_seconds),
+            ("header_read_timeout_seconds", self.os.header_read_timeout_seconds),
+            ("body_read_timeout_seconds", self.os.body_read_timeout_seconds),
+            ("max_connections", self.os.max_connections as u64),
+            ("listen_backlog", u64::from(self.os.listen_backlog)),
+            ("max_form_field_bytes", self.os.max_form_field_bytes as u64),
+        ];
+        if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
+            return Err(ConfigError::Invalid(format!("[os] {name} must be at least 1")));
+        }
         if !(1..=3600).contains(&self.os.shutdown_grace_seconds) {
             return Err(ConfigError::Invalid(
                 "[os] shutdown_grace_seconds must be between 1 and 3600 (runs still executing at its end are cancelled)"

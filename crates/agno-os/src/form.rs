@@ -1,9 +1,15 @@
 //! Run and continue routes take form data, as Agno's: `multipart/form-data` or
 //! `application/x-www-form-urlencoded`. Parsed into text fields (files are noted, not read).
+//!
+//! One size limit holds for every encoding: the body limit (`[os] max_body_bytes`, enforced
+//! around the router), and each text field at most `[os] max_form_field_bytes` (413 beyond).
+//! Reading errors answer precisely: 413 for size, 408 for a client that stalls, 400 for a
+//! malformed body.
 
 use std::collections::HashMap;
 
-use axum::extract::{FromRequest, Multipart, Request};
+use axum::extract::Request;
+use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 
 use crate::error::{ApiError, ApiResult};
@@ -15,51 +21,76 @@ pub struct Form {
     files: usize,
 }
 
+/// The error answered for a body that could not be read, by what went wrong.
+fn read_error(e: &axum::Error) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than [os] max_body_bytes");
+        }
+        if let Some(timeout) = err.downcast_ref::<crate::serve::BodyTimeout>() {
+            return ApiError::new(StatusCode::REQUEST_TIMEOUT, timeout.to_string());
+        }
+        source = err.source();
+    }
+    ApiError::bad_request(format!("cannot read the request body: {e}"))
+}
+
 impl Form {
-    /// Reads the request body as a form.
+    /// Reads the request body as a form; text fields longer than `field_limit` bytes are refused.
     ///
     /// # Errors
-    /// 415-like 422 for another content type; 400 for a malformed body; 413 when over the body
-    /// limit.
-    pub async fn read(req: Request) -> ApiResult<Self> {
+    /// 422 for another content type; 400 for a malformed body; 408 for a body that stalls;
+    /// 413 when over the body or field limit.
+    pub async fn read(req: Request, field_limit: usize) -> ApiResult<Self> {
         let content_type =
             req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
         let mut form = Form::default();
+        let bytes = axum::body::to_bytes(req.into_body(), usize::MAX).await.map_err(|e| read_error(&e))?;
         // An empty body (or a multipart body holding only its closing delimiter, as some clients
         // send an empty form) is an empty form.
-        let (parts, body) = req.into_parts();
-        let bytes = axum::body::to_bytes(body, usize::MAX).await.map_err(|e| {
-            ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, format!("cannot read the body: {e}"))
-        })?;
         let trimmed = bytes.trim_ascii();
         if trimmed.is_empty() || (trimmed.starts_with(b"--") && trimmed.ends_with(b"--") && !trimmed.contains(&b'\n')) {
             return Ok(form);
         }
+        let too_long = |name: &str| {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("form field {name} is larger than [os] max_form_field_bytes ({field_limit} bytes)"),
+            )
+        };
         if content_type.starts_with("multipart/form-data") {
-            let req = Request::from_parts(parts, axum::body::Body::from(bytes));
-            let mut multipart =
-                Multipart::from_request(req, &()).await.map_err(|e| ApiError::bad_request(e.body_text()))?;
+            let boundary = multer::parse_boundary(&content_type)
+                .map_err(|e| ApiError::bad_request(format!("malformed multipart body: {e}")))?;
+            let body = futures::stream::once(async move { Ok::<_, std::convert::Infallible>(bytes) });
+            let mut multipart = multer::Multipart::new(body, boundary);
             loop {
                 let field = match multipart.next_field().await {
                     Ok(Some(f)) => f,
                     Ok(None) => break,
-                    Err(e) => {
-                        return Err(ApiError::new(e.status(), format!("malformed multipart body: {}", e.body_text())));
-                    }
+                    Err(e) => return Err(ApiError::bad_request(format!("malformed multipart body: {e}"))),
                 };
                 let name = field.name().unwrap_or_default().to_owned();
                 if field.file_name().is_some() {
                     form.files += 1;
                     continue;
                 }
-                let text = field.text().await.map_err(|e| {
-                    ApiError::new(e.status(), format!("cannot read form field {name}: {}", e.body_text()))
-                })?;
+                let text = field
+                    .text()
+                    .await
+                    .map_err(|e| ApiError::bad_request(format!("cannot read form field {name}: {e}")))?;
+                if text.len() > field_limit {
+                    return Err(too_long(&name));
+                }
                 form.fields.insert(name, text);
             }
         } else if content_type.starts_with("application/x-www-form-urlencoded") {
-            let pairs: Vec<(String, String)> = serde_urlencoded_pairs(&bytes)?;
-            form.fields.extend(pairs);
+            for (name, value) in serde_urlencoded_pairs(&bytes)? {
+                if value.len() > field_limit {
+                    return Err(too_long(&name));
+                }
+                form.fields.insert(name, value);
+            }
         } else {
             return Err(ApiError::unprocessable(
                 "send the fields as multipart/form-data or application/x-www-form-urlencoded",
@@ -68,17 +99,17 @@ impl Form {
         Ok(form)
     }
 
+    /// Takes a required, non-empty text field out of the form (no copy of a large message).
+    ///
+    /// # Errors
+    /// 422 in FastAPI's shape when missing.
+    pub fn take_required(&mut self, name: &str) -> ApiResult<String> {
+        self.fields.remove(name).filter(|t| !t.is_empty()).ok_or_else(|| ApiError::missing("body", name))
+    }
+
     /// A text field.
     pub fn text(&self, name: &str) -> Option<&str> {
         self.fields.get(name).map(String::as_str)
-    }
-
-    /// A required, non-empty text field; 422 in FastAPI's shape when missing.
-    ///
-    /// # Errors
-    /// 422 naming the field.
-    pub fn required(&self, name: &str) -> ApiResult<String> {
-        self.text(name).filter(|t| !t.is_empty()).map(str::to_owned).ok_or_else(|| ApiError::missing("body", name))
     }
 
     /// A boolean field (`true`/`false`/`1`/`0`/`yes`/`no`).

@@ -31,6 +31,38 @@ use crate::app::AgentOs;
 /// The default grace of a shutdown (`[os] shutdown_grace_seconds`).
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
+/// How connections are accepted, kept and timed out, and how long a shutdown may take
+/// (`[os]` settings).
+#[derive(Debug, Clone, Copy)]
+pub struct HttpSettings {
+    /// How long a shutdown may take.
+    pub shutdown_grace: Duration,
+    /// How long an idle keep-alive connection stays open.
+    pub keep_alive: Duration,
+    /// How long a client has to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// How long a request body may stall between two reads (408 beyond).
+    pub body_read_timeout: Duration,
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// Length of the listen backlog.
+    pub listen_backlog: u32,
+}
+
+impl HttpSettings {
+    /// The settings of an `[os]` section.
+    pub fn from_config(os: &crate::config::OsSection) -> Self {
+        Self {
+            shutdown_grace: Duration::from_secs(os.shutdown_grace_seconds),
+            keep_alive: Duration::from_secs(os.keep_alive_timeout_seconds),
+            header_read_timeout: Duration::from_secs(os.header_read_timeout_seconds),
+            body_read_timeout: Duration::from_secs(os.body_read_timeout_seconds),
+            max_connections: os.max_connections,
+            listen_backlog: os.listen_backlog,
+        }
+    }
+}
+
 /// Why serving failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -64,13 +96,18 @@ pub fn check_exposure(os: &AgentOs, addr: SocketAddr, insecure: bool) -> Result<
     Ok(())
 }
 
-/// Binds `addr` (after [`check_exposure`]).
+/// Binds `addr` (after [`check_exposure`]) with the configured listen backlog.
 ///
 /// # Errors
 /// As [`check_exposure`], or the bind error.
 pub async fn bind(os: &AgentOs, addr: SocketAddr, insecure: bool) -> Result<TcpListener, ServeError> {
     check_exposure(os, addr, insecure)?;
-    TcpListener::bind(addr).await.map_err(|source| ServeError::Io { addr, source })
+    let fail = |source| ServeError::Io { addr, source };
+    let socket =
+        if addr.is_ipv4() { tokio::net::TcpSocket::new_v4() } else { tokio::net::TcpSocket::new_v6() }.map_err(fail)?;
+    socket.set_reuseaddr(true).map_err(fail)?;
+    socket.bind(addr).map_err(fail)?;
+    socket.listen(os.http.listen_backlog).map_err(fail)
 }
 
 /// How long before the deadline the runs still executing are cancelled, so they can store
@@ -92,18 +129,37 @@ pub async fn serve(
     let addr = listener.local_addr().map_err(|source| ServeError::Io { addr: ([0, 0, 0, 0], 0).into(), source })?;
     let stop_claiming = CancellationToken::new();
     let workers = os.state.queue.clone().map(|q| crate::queue::start(os.state.clone(), q, stop_claiming.clone()));
-    let connections = Connections::default();
+    let settings = os.http;
+    let connections = Connections::new(settings);
     let router = os.router();
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new());
+    http.timer(TokioTimer::new()).header_read_timeout(settings.header_read_timeout);
+    let slots = Arc::new(tokio::sync::Semaphore::new(settings.max_connections));
     tokio::pin!(shutdown);
     loop {
+        // At the cap, new connections wait in the listen backlog until one closes.
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                tracing::warn!(
+                    max_connections = settings.max_connections,
+                    "connection limit reached ([os] max_connections); new connections wait until one closes"
+                );
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                    () = &mut shutdown => break,
+                }
+            }
+        };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
         match accepted {
-            Ok((tcp, _peer)) => connections.serve(&http, tcp, router.clone()),
+            Ok((tcp, _peer)) => connections.serve(&http, tcp, router.clone(), slot),
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
                 tracing::warn!(error = %e, "cannot accept a connection");
@@ -112,7 +168,7 @@ pub async fn serve(
         }
     }
     drop(listener);
-    let grace = os.shutdown_grace;
+    let grace = settings.shutdown_grace;
     let deadline = Instant::now() + grace;
     tracing::info!(%addr, ?grace, "shutting down: no new connections; letting in-flight runs finish");
     connections.draining.cancel();
@@ -140,8 +196,9 @@ pub async fn serve(
 }
 
 /// The connections being served, and the two moments of a shutdown they react to.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Connections {
+    settings: HttpSettings,
     tasks: TaskTracker,
     /// Shutdown began: connections without a request in progress close now, the others after
     /// their response.
@@ -151,18 +208,36 @@ struct Connections {
 }
 
 impl Connections {
-    /// Serves HTTP/1.1 on `tcp` with `router` on a task of its own.
-    fn serve(&self, http: &hyper::server::conn::http1::Builder, tcp: tokio::net::TcpStream, router: axum::Router) {
+    fn new(settings: HttpSettings) -> Self {
+        Self {
+            settings,
+            tasks: TaskTracker::new(),
+            draining: CancellationToken::new(),
+            closing: CancellationToken::new(),
+        }
+    }
+
+    /// Serves HTTP/1.1 on `tcp` with `router` on a task of its own, holding `slot` until the
+    /// connection ends.
+    fn serve(
+        &self,
+        http: &hyper::server::conn::http1::Builder,
+        tcp: tokio::net::TcpStream,
+        router: axum::Router,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) {
         // Without TCP_NODELAY, small SSE frames wait for delayed ACKs (~40 ms per event).
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let activity = Arc::new(Activity::default());
+        let activity = Arc::new(Activity::new());
+        let body_timeout = self.settings.body_read_timeout;
         let service = {
             let activity = activity.clone();
             hyper::service::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
                 let busy = Busy::start(&activity);
-                let response = router.clone().oneshot(without_trailing_slash(request.map(axum::body::Body::new)));
+                let request = request.map(|body| axum::body::Body::new(TimedBody::new(body, body_timeout)));
+                let response = router.clone().oneshot(without_trailing_slash(request));
                 async move {
                     let response = response.await?;
                     Ok::<_, std::convert::Infallible>(response.map(|body| TrackedBody { body, _busy: busy }))
@@ -171,10 +246,25 @@ impl Connections {
         };
         let connection = http.serve_connection(TokioIo::new(tcp), service);
         let (draining, closing) = (self.draining.clone(), self.closing.clone());
+        let keep_alive = self.settings.keep_alive;
         self.tasks.spawn(async move {
+            let _slot = slot;
             tokio::pin!(connection);
+            let idle_closed = async {
+                // hyper times out a request's headers; a connection idle between requests is
+                // closed here after the keep-alive time.
+                loop {
+                    let idle = activity.idle_for();
+                    match idle {
+                        Some(idle) if idle >= keep_alive => return,
+                        Some(idle) => tokio::time::sleep(keep_alive - idle).await,
+                        None => tokio::time::sleep(keep_alive).await,
+                    }
+                }
+            };
             let ended = tokio::select! {
                 ended = connection.as_mut() => ended,
+                () = idle_closed => return,
                 () = draining.cancelled() => {
                     connection.as_mut().graceful_shutdown();
                     // hyper closes a connection idle between requests, and one with a request in
@@ -214,10 +304,34 @@ fn without_trailing_slash(mut request: axum::http::Request<axum::body::Body>) ->
     request
 }
 
-/// Requests of one connection whose response has not been fully sent.
-#[derive(Debug, Default)]
+/// Requests of one connection whose response has not been fully sent, and since when it has
+/// been idle after its last response.
+#[derive(Debug)]
 struct Activity {
     requests: AtomicUsize,
+    /// Milliseconds since `epoch` when the last response was sent (0: none yet).
+    idle_since_ms: std::sync::atomic::AtomicU64,
+    epoch: std::time::Instant,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            requests: AtomicUsize::new(0),
+            idle_since_ms: std::sync::atomic::AtomicU64::new(0),
+            epoch: std::time::Instant::now(),
+        }
+    }
+
+    /// How long the connection has been idle between requests (`None` while a request is in
+    /// progress, or before the first one: hyper's header timeout covers that).
+    fn idle_for(&self) -> Option<Duration> {
+        if self.requests.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let since = self.idle_since_ms.load(Ordering::Acquire);
+        (since > 0).then(|| self.epoch.elapsed().saturating_sub(Duration::from_millis(since)))
+    }
 }
 
 /// One request in progress, until its response body is sent or dropped.
@@ -233,7 +347,61 @@ impl Busy {
 
 impl Drop for Busy {
     fn drop(&mut self) {
+        let now = u64::try_from(self.0.epoch.elapsed().as_millis()).unwrap_or(u64::MAX).max(1);
+        self.0.idle_since_ms.store(now, Ordering::Release);
         self.0.requests.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A request body that fails when the client stalls longer than `timeout` between two reads
+/// (or before the first), so a slow client cannot hold a handler (or anything it would hold).
+#[derive(Debug)]
+struct TimedBody {
+    body: hyper::body::Incoming,
+    timeout: Duration,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl TimedBody {
+    fn new(body: hyper::body::Incoming, timeout: Duration) -> Self {
+        Self { body, timeout, deadline: Box::pin(tokio::time::sleep(timeout)) }
+    }
+}
+
+/// The error of a request body that stalled.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body stalled for more than {0:?}")]
+pub struct BodyTimeout(pub Duration);
+
+impl http_body::Body for TimedBody {
+    type Data = axum::body::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        use std::future::Future;
+        let this = &mut *self;
+        match std::pin::Pin::new(&mut this.body).poll_frame(cx) {
+            std::task::Poll::Ready(frame) => {
+                let next = tokio::time::Instant::now() + this.timeout;
+                this.deadline.as_mut().reset(next);
+                std::task::Poll::Ready(frame.map(|f| f.map_err(Into::into)))
+            }
+            std::task::Poll::Pending => match this.deadline.as_mut().poll(cx) {
+                std::task::Poll::Ready(()) => std::task::Poll::Ready(Some(Err(Box::new(BodyTimeout(this.timeout))))),
+                std::task::Poll::Pending => std::task::Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 

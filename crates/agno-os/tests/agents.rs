@@ -98,7 +98,7 @@ async fn a_run_answers_json_and_is_stored() {
     assert_eq!(os.get("/agents/calc/runs", None).await.status, 422, "session_id is required, as in Agno");
     assert_eq!(os.get("/agents/calc/runs?session_id=unknown", None).await.status, 404);
     let bad = os.get("/agents/calc/runs?session_id=s1&limit=many", None).await;
-    assert_eq!(bad.status, 400);
+    assert_eq!(bad.status, 422, "bad query values answer 422 as FastAPI does");
     assert!(detail(&bad.body).contains("limit"), "a JSON detail naming the field: {:?}", bad.body);
     assert_eq!(os.get(&format!("/agents/guarded/runs/{run_id}"), None).await.status, 404, "another agent's run");
     assert_eq!(os.get("/agents/calc/runs/missing", None).await.status, 404);

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use agno_core::{RunQuery, RunStatus, SortOrder};
 use agno_runtime::{Agent, ContinueRequest, RunError, RunHandle, RunRequest};
 use axum::Json;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -294,8 +295,8 @@ pub async fn create_run(
 ) -> ApiResult<Response> {
     let served = served(&state, &principal, &agent_id)?;
     let idempotency_key = idempotency_key(request.headers())?;
-    let form = Form::read(request).await?;
-    let message = form.required("message")?;
+    let mut form = Form::read(request, state.form_field_limit).await?;
+    let message = form.take_required("message")?;
     if form.has_files() {
         return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
     }
@@ -378,9 +379,9 @@ async fn background_run(
     })?;
     let session_id = req.session_id.clone().unwrap_or_else(agno_core::new_id);
     let run_id = req.run_id.clone().unwrap_or_else(agno_core::new_id);
-    let message = form.required("message")?;
+    let message = req.input.input_content.as_ref().and_then(Value::as_str).unwrap_or_default();
     let payload = crate::queue::payload(
-        &message,
+        message,
         json_object(form, "session_state")?,
         json_object(form, "dependencies")?,
         json_object(form, "metadata")?,
@@ -484,7 +485,7 @@ pub async fn resume_run(
 ) -> ApiResult<Response> {
     served(&state, &principal, &agent_id)?;
     let headers = request.headers().clone();
-    let form = Form::read(request).await?;
+    let form = Form::read(request, state.form_field_limit).await?;
     let after = resume_index(&form, &headers)?;
     let run =
         stored_run(&state, &principal, &agent_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
@@ -547,9 +548,10 @@ pub async fn list_runs(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(agent_id): Path<String>,
-    Query(q): Query<RunsQuery>,
+    q: Result<Query<RunsQuery>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     served(&state, &principal, &agent_id)?;
+    let q = super::params::query(q)?;
     require_run_access(&principal, &agent_id)?;
     let db = state.require_db()?;
     let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
@@ -616,9 +618,10 @@ pub async fn get_run(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path((agent_id, run_id)): Path<(String, String)>,
-    Query(q): Query<SessionQuery>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     served(&state, &principal, &agent_id)?;
+    let q = super::params::query(q)?;
     require_run_access(&principal, &agent_id)?;
     let run = stored_run(&state, &principal, &agent_id, &run_id, q.session_id.as_deref()).await?;
     // As Agno answers a stored run: `events` always a list, `tools` only when some ran.
@@ -637,9 +640,10 @@ pub async fn cancel_run(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path((agent_id, run_id)): Path<(String, String)>,
-    Query(q): Query<SessionQuery>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
     served(&state, &principal, &agent_id)?;
+    let q = super::params::query(q)?;
     // Ownership first: the stored run must be the caller's (it is written when the run starts).
     let stored = match &state.db {
         Some(_) => stored_run(&state, &principal, &agent_id, &run_id, q.session_id.as_deref()).await.ok(),
@@ -744,7 +748,7 @@ pub async fn continue_run(
     request: Request,
 ) -> ApiResult<Response> {
     let served = served(&state, &principal, &agent_id)?;
-    let form = Form::read(request).await?;
+    let form = Form::read(request, state.form_field_limit).await?;
     let run = stored_run(&state, &principal, &agent_id, &run_id, form.text("session_id")).await?;
     if run.status != RunStatus::Paused {
         return Err(ApiError::conflict(format!("Run {run_id} is not paused (status {:?})", run.status)));

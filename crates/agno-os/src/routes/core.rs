@@ -37,7 +37,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
         "agent_count": state.agents.len(),
         "team_count": 0,
         "workflow_count": 0,
-        "mcp": {"enabled": false, "path": null, "oauth": null, "tool_run_endpoint": null},
+        "mcp": {"enabled": false, "path": null, "oauth": null, "tool_run_endpoint": false},
         "auth_mode": state.auth.mode_name(),
         "user_isolation": state.auth.user_isolation,
     }))

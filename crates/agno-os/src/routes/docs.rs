@@ -83,13 +83,20 @@ pub fn openapi() -> &'static Value {
             } else {
                 json!({"description": "Successful Response"})
             };
+            // Deletes answer 204, a created session 201, the rest 200 (a background run 202).
+            let success = match (r.method.as_str(), r.operation_id) {
+                ("DELETE", _) => "204",
+                (_, "create_session") => "201",
+                _ => "200",
+            };
+            let ok = if success == "204" { json!({"description": "Deleted"}) } else { ok };
             let mut op = json!({
                 "tags": [r.tag],
                 "summary": r.summary,
                 "operationId": r.operation_id,
                 "parameters": params,
                 "responses": {
-                    "200": ok,
+                    success: ok,
                     "400": {"$ref": "#/components/responses/Error"},
                     "401": {"$ref": "#/components/responses/Error"},
                     "403": {"$ref": "#/components/responses/Error"},
@@ -97,6 +104,10 @@ pub fn openapi() -> &'static Value {
                     "422": {"$ref": "#/components/responses/ValidationError"},
                 },
             });
+            if r.operation_id == "create_agent_run" {
+                op["responses"]["202"] =
+                    json!({"description": "A background run accepted: {run_id, session_id, status}"});
+            }
             if let Some(body) = request_body(r.body, &mut generator) {
                 op["requestBody"] = body;
             }

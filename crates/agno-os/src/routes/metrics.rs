@@ -232,12 +232,13 @@ pub struct MetricsParams {
     table: Option<String>,
 }
 
+/// A date query value; an empty one is refused like any other non-date (FastAPI does).
 fn date_param(name: &str, value: Option<&str>) -> ApiResult<Option<NaiveDate>> {
     value
-        .filter(|v| !v.is_empty())
         .map(|v| {
-            NaiveDate::parse_from_str(v, "%Y-%m-%d")
-                .map_err(|e| ApiError::unprocessable(format!("{name} must be a date as YYYY-MM-DD ({v:?}: {e})")))
+            NaiveDate::parse_from_str(v, "%Y-%m-%d").map_err(|e| {
+                ApiError::unprocessable(format!("{name} must be a date as YYYY-MM-DD ({v:?}: {e})")).at("query", name)
+            })
         })
         .transpose()
 }

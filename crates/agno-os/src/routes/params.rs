@@ -34,12 +34,13 @@ pub(crate) fn sort_order(value: Option<&str>) -> ApiResult<SortOrder> {
     }
 }
 
-/// Agno's paging: `limit` (default 20, at least 1) and `page` (default 1, at least 0).
+/// Agno's paging: `limit` (default 20, at least 1) and `page` (default 1, at least 1; every
+/// listing refuses 0 alike).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Paging {
     /// Page size.
     pub(crate) limit: usize,
-    /// 1-based page (0 reads as the first page, as Agno accepts it).
+    /// 1-based page.
     pub(crate) page: usize,
     started: Instant,
 }
@@ -49,9 +50,13 @@ impl Paging {
     pub(crate) fn new(limit: Option<usize>, page: Option<usize>) -> ApiResult<Self> {
         let limit = limit.unwrap_or(20);
         if limit == 0 {
-            return Err(ApiError::unprocessable("limit must be greater than or equal to 1"));
+            return Err(ApiError::unprocessable("limit must be greater than or equal to 1").at("query", "limit"));
         }
-        Ok(Self { limit, page: page.unwrap_or(1), started: Instant::now() })
+        let page = page.unwrap_or(1);
+        if page == 0 {
+            return Err(ApiError::unprocessable("page must be greater than or equal to 1").at("query", "page"));
+        }
+        Ok(Self { limit, page, started: Instant::now() })
     }
 
     /// `{"data": [...], "meta": {...}}` for `total` matching items.

@@ -3,12 +3,13 @@
 //! load (Agent UI calls `/teams`) see an empty OS rather than an error.
 
 use axum::Json;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::params::Paging;
+use super::params::{Paging, query};
 use crate::error::{ApiError, ApiResult};
 
 /// `GET /teams`: no team is configured.
@@ -39,7 +40,8 @@ pub struct TracesQuery {
 }
 
 /// `GET /traces`: tracing is off, so an empty page.
-pub async fn list_traces(Query(q): Query<TracesQuery>) -> ApiResult<Json<Value>> {
+pub async fn list_traces(q: Result<Query<TracesQuery>, QueryRejection>) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
     Ok(Paging::new(q.limit, q.page)?.respond(Vec::new(), 0))
 }
 
