@@ -388,7 +388,7 @@ impl OsConfig {
         let text = interpolate(text, origin)?;
         let parse_error = |message: String| ConfigError::Parse { path: origin.to_owned(), message };
         let config: OsConfig = if yaml {
-            serde_yaml::from_str(&text).map_err(|e| parse_error(e.to_string()))?
+            yaml_serde::from_str(&text).map_err(|e| parse_error(e.to_string()))?
         } else {
             toml::from_str(&text).map_err(|e| parse_error(e.to_string()))?
         };

@@ -43,8 +43,10 @@ impl Form {
     /// 422 for another content type; 400 for a malformed body; 408 for a body that stalls;
     /// 413 when over the body or field limit.
     pub async fn read(req: Request, field_limit: usize) -> ApiResult<Self> {
-        let content_type =
-            req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
+        // The boundary is case-sensitive (browsers send mixed-case ones): keep the header as sent
+        // and compare the media type without case.
+        let header = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        let content_type = header.to_ascii_lowercase();
         let mut form = Form::default();
         let bytes = axum::body::to_bytes(req.into_body(), usize::MAX).await.map_err(|e| read_error(&e))?;
         // An empty body (or a multipart body holding only its closing delimiter, as some clients
@@ -60,7 +62,7 @@ impl Form {
             )
         };
         if content_type.starts_with("multipart/form-data") {
-            let boundary = multer::parse_boundary(&content_type)
+            let boundary = multer::parse_boundary(&header)
                 .map_err(|e| ApiError::bad_request(format!("malformed multipart body: {e}")))?;
             let body = futures::stream::once(async move { Ok::<_, std::convert::Infallible>(bytes) });
             let mut multipart = multer::Multipart::new(body, boundary);

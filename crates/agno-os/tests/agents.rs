@@ -217,3 +217,26 @@ async fn oversized_bodies_are_refused_with_413() {
     assert_eq!(r.status, 413);
     assert!(r.body["detail"].is_string(), "errors are JSON: {:?}", r.body);
 }
+
+/// Browsers send mixed-case multipart boundaries (`----WebKitFormBoundaryAbC...`): the boundary
+/// is matched as sent.
+#[tokio::test]
+async fn a_browser_multipart_body_with_a_mixed_case_boundary_is_read() {
+    let os = os().await;
+    let boundary = "----WebKitFormBoundaryQx7mZpA9RtK2";
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\nFrom Chromium\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"stream\"\r\n\r\nfalse\r\n--{boundary}--\r\n"
+    );
+    let resp = os
+        .client
+        .post(format!("{}/agents/calc/runs", os.base))
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let run: Value = resp.json().await.unwrap();
+    assert!(run["content"].as_str().unwrap().contains("From Chromium"), "{run}");
+}
