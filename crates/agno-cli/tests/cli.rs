@@ -421,13 +421,14 @@ async fn a_tail_on_another_replica_survives_the_kill_of_the_executing_one() {
         let run_id = run_id.clone();
         async move { resume_frames(port_b, &run_id, None).await }
     });
-    // Wait until B's tail has seen attempt 1's first event, then kill A.
+    // Wait until attempt 1's first events are in the log B's tail reads, then kill A.
+    let jobs = agno::db::Migrate::job_store(agno::db::open(&schema.url).await.unwrap()).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while get_json(port_b, &format!("/queue/jobs/{run_id}")).await["attempt"] != 1 {
-        assert!(std::time::Instant::now() < deadline, "the run never started");
+    while agno::core::JobStore::read_events(jobs.as_ref(), &run_id, -1, 1).await.unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "attempt 1 logged no event");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(get_json(port_b, &format!("/queue/jobs/{run_id}")).await["attempt"], 1);
     let mut a = a;
     a.kill().unwrap();
     a.wait().unwrap();
@@ -580,7 +581,8 @@ async fn redis_stops_mid_stream(dir: &std::path::Path, db_url: &str) {
         let run_id = run_id.clone();
         async move { resume_frames(other_port, &run_id, None).await }
     });
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Mid-stream: the run is in its model call when Redis goes away.
+    wait_model_called(&provider).await;
     redis.child.kill().unwrap();
     redis.child.wait().unwrap();
 

@@ -216,3 +216,81 @@ async fn no_route_leaks_or_touches_another_users_data() {
     assert!(seen.contains(&alice.session) && seen.contains(&bob.session), "{seen:?}");
     let _ = bob.memory;
 }
+
+/// How the matrix above covers each route of the route table. A route added to the table
+/// fails this test until it is placed here (and, if it touches a user's data, exercised above).
+const COVERAGE: &[(&str, &str, &str)] = &[
+    ("GET", "/", "public"),
+    ("GET", "/health", "public"),
+    ("GET", "/info", "public"),
+    ("GET", "/openapi.json", "public"),
+    ("GET", "/docs", "public"),
+    ("GET", "/redoc", "public"),
+    ("GET", "/docs/", "public"),
+    ("GET", "/docs/{*file}", "public"),
+    ("GET", "/config", "no user data"),
+    ("GET", "/agents", "no user data"),
+    ("GET", "/agents/{agent_id}", "no user data"),
+    ("GET", "/teams", "no user data"),
+    ("GET", "/teams/{team_id}", "no user data"),
+    ("GET", "/workflows", "no user data"),
+    ("GET", "/workflows/{workflow_id}", "no user data"),
+    ("GET", "/traces", "no user data"),
+    ("GET", "/knowledge/config", "no user data"),
+    ("POST", "/agents/{agent_id}/runs", "write: run into A's session"),
+    ("GET", "/agents/{agent_id}/runs", "read: A's session runs"),
+    ("GET", "/agents/{agent_id}/runs/{run_id}", "read: A's run"),
+    ("POST", "/agents/{agent_id}/runs/{run_id}/cancel", "write: cancel A's run"),
+    ("POST", "/agents/{agent_id}/runs/{run_id}/continue", "write: continue A's paused run"),
+    ("POST", "/agents/{agent_id}/runs/{run_id}/resume", "write: resume A's run"),
+    ("POST", "/memories", "write: spoofed user_id replaced"),
+    ("GET", "/memories", "listing"),
+    ("DELETE", "/memories", "bulk delete"),
+    ("GET", "/memories/{memory_id}", "read: A's memory"),
+    ("PATCH", "/memories/{memory_id}", "write: A's memory"),
+    ("DELETE", "/memories/{memory_id}", "write: A's memory"),
+    ("GET", "/memory_topics", "listing"),
+    ("GET", "/user_memory_stats", "listing"),
+    ("GET", "/metrics", "listing"),
+    ("POST", "/metrics/refresh", "listing (own buckets)"),
+    ("GET", "/metrics/refresh/status", "no user data"),
+    ("GET", "/eval-runs", "listing"),
+    ("DELETE", "/eval-runs", "bulk delete"),
+    ("GET", "/eval-runs/{eval_run_id}", "read: A's eval run"),
+    ("PATCH", "/eval-runs/{eval_run_id}", "write: A's eval run"),
+    ("POST", "/databases/all/migrate", "no user data (config:write)"),
+    ("POST", "/databases/{db_id}/migrate", "no user data (config:write)"),
+    ("GET", "/queue/jobs", "admin only"),
+    ("GET", "/queue/jobs/{job_id}", "admin only"),
+    ("POST", "/queue/jobs/{job_id}/requeue", "admin only"),
+    ("GET", "/queue/stats", "admin only"),
+    ("GET", "/sessions", "listing"),
+    ("POST", "/sessions", "write: spoofed user_id replaced"),
+    ("DELETE", "/sessions", "bulk delete"),
+    ("GET", "/sessions/{session_id}", "read: A's session"),
+    ("PATCH", "/sessions/{session_id}", "write: A's session"),
+    ("DELETE", "/sessions/{session_id}", "write: A's session"),
+    ("POST", "/sessions/{session_id}/rename", "write: A's session"),
+    ("GET", "/sessions/{session_id}/runs", "read: A's session"),
+    ("GET", "/sessions/{session_id}/run-previews", "read: A's session"),
+    ("GET", "/sessions/{session_id}/runs/{run_id}", "read: A's run"),
+];
+
+#[test]
+fn every_route_of_the_table_is_placed_in_the_isolation_matrix() {
+    for route in agno_os::routes::ROUTES {
+        let placed = COVERAGE.iter().any(|(m, p, _)| *m == route.method.as_str() && *p == route.path);
+        assert!(placed, "{} {} is not placed in the isolation matrix", route.method, route.path);
+    }
+    for (m, p, _) in COVERAGE {
+        let exists = agno_os::routes::ROUTES.iter().any(|r| r.method.as_str() == *m && r.path == *p);
+        assert!(exists, "{m} {p} is in the matrix but not in the route table");
+    }
+    // Admin-only routes refuse a non-admin under isolation.
+    for (m, p, how) in COVERAGE {
+        if *how == "admin only" {
+            let route = agno_os::routes::ROUTES.iter().find(|r| r.method.as_str() == *m && r.path == *p).unwrap();
+            assert_eq!(route.access, agno_os::routes::Access::Scope("agent_os:admin"), "{m} {p}");
+        }
+    }
+}

@@ -151,7 +151,12 @@ async fn every_route_times_every_caller() {
                     ),
                 ] {
                     let status = call(&os, m, &path, Some(&bearer(&t))).await;
-                    assert!(status != 401 && status != 403, "{m} {path} for {who} ({scope}) got {status}");
+                    // Let through: a success, or the precise answer to the placeholder ids and
+                    // empty bodies of this matrix (never a 5xx, never 401/403).
+                    let expected = (200..300).contains(&status)
+                        || [400, 404, 409, 422].contains(&status)
+                        || (status == 503 && route.path == "/knowledge/config");
+                    assert!(expected, "{m} {path} for {who} ({scope}) got {status}");
                 }
             }
         }

@@ -391,14 +391,22 @@ async fn models_endpoint() {
     assert_eq!(provider.requests()[0].path, "/v1/models");
 }
 
+/// Waits (bounded) until `url` no longer answers.
+async fn wait_refused(url: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while reqwest::get(url).await.is_ok() {
+        assert!(std::time::Instant::now() < deadline, "{url} still answers");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 #[tokio::test]
 async fn shutdown_and_drop_stop_the_server() {
     let provider = FakeProvider::start().await.unwrap();
     let url = format!("{}/models", provider.base_url());
     let clone = provider.clone();
     clone.shutdown();
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(reqwest::get(&url).await.is_err());
+    wait_refused(&url).await;
 
     let provider = FakeProvider::start().await.unwrap();
     let url = format!("{}/models", provider.base_url());
@@ -406,6 +414,5 @@ async fn shutdown_and_drop_stop_the_server() {
     drop(provider);
     assert!(reqwest::get(&url).await.is_ok(), "a clone keeps it alive");
     drop(clone);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(reqwest::get(&url).await.is_err());
+    wait_refused(&url).await;
 }
