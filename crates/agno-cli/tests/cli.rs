@@ -308,29 +308,52 @@ async fn replicas_on_one_postgres_database_share_background_work() {
 /// records it CANCELLED, and nothing A writes afterwards overwrites the outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_on_one_replica_stops_a_run_on_another() {
-    cancel_across_replicas(2).await;
+    let schema = postgres_schema("cancel");
+    cancel_across_replicas(&schema.url, "lock_grace_seconds = 2").await;
 }
 
 /// With a 60 s lease the next heartbeat is 20 s away: only the notification can stop A's run
 /// before A's shutdown (which would otherwise wait 30 s for it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_reaches_the_other_replica_by_notification() {
-    cancel_across_replicas(60).await;
+    let schema = postgres_schema("cancel");
+    cancel_across_replicas(&schema.url, "lock_grace_seconds = 60").await;
 }
 
-async fn cancel_across_replicas(lock_grace_seconds: u32) {
+/// Two processes on one SQLite file: no notifications, the next heartbeat 20 s away; the
+/// cancel reaches the running process through its cancelled-jobs poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_a_cancel_reaches_the_other_process_by_its_poll() {
+    let dir = std::env::temp_dir().join(format!("agno-cancel-sqlite-{}-{}", std::process::id(), agno::core::new_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}", dir.join("os.db").display());
+    cancel_across_replicas(&url, "lock_grace_seconds = 60").await;
+}
+
+/// The same with the poll a minute apart: only Redis can carry the cancel in time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_a_cancel_reaches_the_other_process_through_redis() {
+    let redis = PrivateRedis::start().await;
+    let dir = std::env::temp_dir().join(format!("agno-cancel-redis-{}-{}", std::process::id(), agno::core::new_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}", dir.join("os.db").display());
+    let queue = format!("lock_grace_seconds = 60\ncancel_poll_ms = 60000\nredis = \"{}\"", redis.url);
+    cancel_across_replicas(&url, &queue).await;
+}
+
+/// A run held in a model call on replica A is cancelled through replica B; `queue` is the
+/// `[queue]` settings beside a 50 ms work poll.
+async fn cancel_across_replicas(db_url: &str, queue: &str) {
     let provider = FakeProvider::start().await.unwrap();
     provider.push(Reply::Delayed(std::time::Duration::from_secs(600), Box::new(Reply::text("never"))));
-    let dir = std::env::temp_dir().join(format!("agno-cancel-pg-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("agno-cancel-{}-{}", std::process::id(), agno::core::new_id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let schema = postgres_schema("cancel");
-    let config = dir.join(format!("agentos-{lock_grace_seconds}.toml"));
+    let config = dir.join("agentos.toml");
     std::fs::write(
         &config,
         format!(
-            "[db]\nurl = \"{}\"\n[queue]\nlock_grace_seconds = {lock_grace_seconds}\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
+            "[db]\nurl = \"{db_url}\"\n[queue]\n{queue}\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
              model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
-            schema.url,
             provider.base_url()
         ),
     )

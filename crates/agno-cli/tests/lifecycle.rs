@@ -256,6 +256,16 @@ async fn on_postgres_sigterm_lets_in_flight_runs_finish_despite_idle_connections
 /// accepting, the run finishes and is stored, and the process exits cleanly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_keeps_a_streamed_run_whose_client_left() {
+    a_signal_keeps_a_streamed_run_whose_client_left("TERM").await;
+}
+
+/// The same with SIGINT (Ctrl-C).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_keeps_a_streamed_run_whose_client_left() {
+    a_signal_keeps_a_streamed_run_whose_client_left("INT").await;
+}
+
+async fn a_signal_keeps_a_streamed_run_whose_client_left(signal: &str) {
     use futures::StreamExt;
     let provider = FakeProvider::start().await.unwrap();
     provider.set_fallback(Some(Reply::text("slow answer")));
@@ -276,7 +286,7 @@ async fn sigterm_keeps_a_streamed_run_whose_client_left() {
     assert!(String::from_utf8_lossy(&first).contains("RunStarted"));
     drop(events); // the client goes away mid-run
 
-    sigterm(&served);
+    common::signal(&served, signal);
     let (status, _) = wait_exit(&mut served, Duration::from_secs(30)).await;
     let log = std::fs::read_to_string(dir.join("serve.log")).unwrap();
     assert!(status.success(), "{log}");

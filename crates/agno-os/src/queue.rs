@@ -58,6 +58,14 @@ pub struct QueueSettings {
     /// The Redis pub/sub channel of this deployment's replicas.
     #[serde(default = "default_channel")]
     pub redis_channel: String,
+    /// On a database without notifications (SQLite), how often a replica running background
+    /// runs asks whether another process cancelled one, in milliseconds (200).
+    #[serde(default = "default_cancel_poll")]
+    pub cancel_poll_ms: u64,
+}
+
+fn default_cancel_poll() -> u64 {
+    200
 }
 
 fn default_retention() -> i64 {
@@ -103,6 +111,7 @@ impl Default for QueueSettings {
             retention_seconds: default_retention(),
             redis: None,
             redis_channel: default_channel(),
+            cancel_poll_ms: default_cancel_poll(),
         }
     }
 }
@@ -709,16 +718,14 @@ fn listen(queue: Queue, stop: CancellationToken) {
     });
 }
 
-/// How often a replica without push notifications looks for cancels of the runs it executes.
-const CANCEL_POLL: Duration = Duration::from_millis(200);
-
 /// Without push notifications (SQLite, memory), a cancel recorded by another process reaches this
-/// replica's runs through a cheap poll while it runs any background job.
+/// replica's runs through a cheap poll (`[queue] cancel_poll_ms`) while it runs any background
+/// job.
 async fn watch_cancels(queue: Queue, stop: CancellationToken) {
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
-            () = tokio::time::sleep(CANCEL_POLL) => {}
+            () = tokio::time::sleep(Duration::from_millis(queue.settings.cancel_poll_ms.max(10))) => {}
         }
         if agno_runtime::running_runs().is_empty() {
             continue;
@@ -805,4 +812,29 @@ pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::t
             }
         }
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::{QueueSettings, backoff};
+
+    /// The retry delay doubles per attempt from `retry_delay_seconds`, is capped at ten times it,
+    /// and adds at most a quarter of jitter.
+    #[test]
+    fn retry_backoff_doubles_with_bounded_jitter_and_a_cap() {
+        let settings = QueueSettings { retry_delay_seconds: 4, ..QueueSettings::default() };
+        for (attempt, expected) in [(1, 4), (2, 8), (3, 16), (4, 32), (5, 40), (9, 40)] {
+            for _ in 0..200 {
+                let delay = backoff(&settings, attempt);
+                assert!(
+                    (expected..=expected + expected / 4).contains(&delay),
+                    "attempt {attempt}: {delay} outside {expected}..={}",
+                    expected + expected / 4
+                );
+            }
+        }
+        let none = QueueSettings { retry_delay_seconds: 0, ..QueueSettings::default() };
+        assert_eq!(backoff(&none, 3), 0, "no delay configured, no delay");
+    }
 }

@@ -651,3 +651,49 @@ async fn a_swept_job_whose_run_completed_is_marked_completed() {
         (Some("COMPLETED"), Some("stored before the crash"))
     );
 }
+
+/// `timeout_seconds` ends a runaway run: the worker cancels it (stored `CANCELLED`, never left
+/// `RUNNING`) and fails its job with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runaway_run_is_ended_by_timeout_seconds() {
+    let (os, _provider) = slow("timeout_seconds = 1", 60_000).await;
+    let r = submit(&os, "slow", "never ends", None).await;
+    assert_eq!(r.status, 202);
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let job = wait_job(&os, &run_id).await;
+    assert_eq!(job.status, agno_core::JobStatus::Failed);
+    assert!(job.error.as_deref().is_some_and(|e| e.contains("timed out after 1 s")), "{:?}", job.error);
+    let run = wait_status(&os, "slow", &run_id, &["CANCELLED", "ERROR"]).await;
+    assert_eq!(run["run_id"], run_id.as_str());
+}
+
+/// Retention at the server level: at start the server deletes ended jobs (and their event
+/// logs) older than `retention_seconds`; recent ones and paused ones stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_deletes_ended_jobs_past_retention() {
+    let url = common::sqlite_url("retention");
+    let db = agno_db::open(&url).await.unwrap();
+    db.create_tables().await.unwrap();
+    let store = db.clone().job_store().unwrap();
+    let now = agno_core::now_epoch_secs();
+    for (id, ended_at) in [("old-job", now - 7_200), ("recent-job", now - 10)] {
+        let job = agno_core::Job::agent_run(id, "calc", format!("s-{id}"), serde_json::json!({"message": "x"}));
+        store.enqueue_job(&job, 0).await.unwrap();
+        let claimed = store.claim_job("seeder", 60, now).await.unwrap().unwrap();
+        let outcome = agno_core::JobOutcome::Settled(agno_core::JobStatus::Completed, None);
+        assert!(store.finish_job(&claimed.id, "seeder", claimed.attempt, &outcome, ended_at).await.unwrap());
+    }
+    drop(store);
+    drop(db);
+    let cfg = format!(
+        "[db]\nurl = \"{url}\"\n[queue]\nretention_seconds = 3600\npoll_interval_ms = 50\n\
+         [[agents]]\nid = \"calc\"\nmodel = \"test\"\n"
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while os.get("/queue/jobs/old-job", None).await.status != 404 {
+        assert!(Instant::now() < deadline, "the old job was never deleted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(os.get("/queue/jobs/recent-job", None).await.status, 200, "a recent job stays");
+}

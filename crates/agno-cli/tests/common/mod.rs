@@ -140,8 +140,13 @@ pub fn slow_agent_config(
 
 /// Sends SIGTERM to `child`.
 pub fn sigterm(child: &std::process::Child) {
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(status.success(), "kill -TERM failed");
+    signal(child, "TERM");
+}
+
+/// Sends the signal `name` (`TERM`, `INT`, ...) to `child`.
+pub fn signal(child: &std::process::Child, name: &str) {
+    let status = Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap();
+    assert!(status.success(), "kill -{name} failed");
 }
 
 /// Waits until `child` exits, at most `limit`; returns its status and how long it took.
