@@ -697,3 +697,61 @@ async fn the_server_deletes_ended_jobs_past_retention() {
     }
     assert_eq!(os.get("/queue/jobs/recent-job", None).await.status, 200, "a recent job stays");
 }
+
+/// The real fence: a live worker whose lease another worker takes over mid-run writes nothing
+/// further — not its run row, not its events, not the job's outcome — and the new owner's
+/// writes stand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_worker_whose_lease_is_taken_over_writes_nothing_further() {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("the first worker's late answer")));
+    provider.set_latency(Duration::from_millis(1500));
+    let url = common::sqlite_url("takeover");
+    let cfg = format!(
+        "[db]\nurl = \"{url}\"\n[queue]\nmax_attempts = 3\nlock_grace_seconds = 60\npoll_interval_ms = 50\n\
+         [[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let r = submit(&os, "slow", "who writes last", None).await;
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while provider.request_count() == 0 {
+        assert!(Instant::now() < deadline, "the run never reached the model");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Another worker claims the job as if the first one's lease had run out (the store is told
+    // the time is two minutes later), and writes the run as the new owner.
+    let db = agno_db::open(&url).await.unwrap();
+    let store = db.clone().job_store().unwrap();
+    let later = agno_core::now_epoch_secs() + 120;
+    let taken = store.claim_job("thief", 60, later).await.unwrap().expect("the lease is claimable at that time");
+    assert_eq!((taken.id.as_str(), taken.attempt), (run_id.as_str(), 2));
+    let logged_before = store.read_events(&run_id, -1, 1000).await.unwrap().len();
+    let mut run = db.get_run(&run_id, None).await.unwrap().unwrap();
+    run.content = Some(serde_json::json!("the new owner's answer"));
+    db.upsert_run(&run, &taken.session_id, None).await.unwrap();
+
+    // The first worker is still running the run; its next fenced write (an event-log append)
+    // is refused, so it stops the run, and writes nothing on the way out.
+    assert!(agno_runtime::is_running(&run_id), "the first worker's run is live at the takeover");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while agno_runtime::is_running(&run_id) {
+        assert!(Instant::now() < deadline, "the first worker's run never ended");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stored = db.get_run(&run_id, None).await.unwrap().unwrap();
+    assert_eq!(stored.content, Some(serde_json::json!("the new owner's answer")), "the stale worker overwrote the run");
+    let events = store.read_events(&run_id, -1, 1000).await.unwrap();
+    assert!(events.iter().all(|e| e.attempt == 1), "only attempt 1 wrote events so far");
+    assert!(events.len() <= logged_before + 1, "attempt 1 kept logging after the takeover: {events:?}");
+    assert!(!events.iter().any(agno_core::StoredEvent::ends_stream), "attempt 1 logged its end: {events:?}");
+    let job = store.get_job(&run_id, None).await.unwrap().unwrap();
+    assert_eq!(
+        (job.locked_by.as_deref(), job.attempt),
+        (Some("thief"), 2),
+        "the job's outcome was not recorded by the old worker"
+    );
+    assert_eq!(job.status, agno_core::JobStatus::Running);
+}
