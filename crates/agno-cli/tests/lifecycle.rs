@@ -87,7 +87,7 @@ async fn a_client_leaving_a_non_streaming_run_finds_it_completed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_a_client_leaving_a_non_streaming_run_finds_it_completed() {
     let dir = scratch_dir("leave-pg");
-    let schema = postgres_schema("leave");
+    let Some(schema) = postgres_schema("leave") else { return };
     clients_leaving_non_streaming_runs(&schema.url, &dir).await;
 }
 
@@ -198,7 +198,7 @@ async fn sigterm_cancels_and_stores_runs_outlasting_the_grace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_sigterm_cancels_and_stores_runs_outlasting_the_grace() {
     let dir = scratch_dir("grace-pg");
-    let schema = postgres_schema("grace");
+    let Some(schema) = postgres_schema("grace") else { return };
     sigterm_with_runs_outlasting_the_grace(&schema.url, &dir).await;
 }
 
@@ -248,7 +248,7 @@ async fn sigterm_lets_in_flight_runs_finish_despite_idle_connections() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_sigterm_lets_in_flight_runs_finish_despite_idle_connections() {
     let dir = scratch_dir("finish-pg");
-    let schema = postgres_schema("finish");
+    let Some(schema) = postgres_schema("finish") else { return };
     sigterm_lets_in_flight_runs_finish(&schema.url, &dir).await;
 }
 

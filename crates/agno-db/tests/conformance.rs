@@ -299,6 +299,9 @@ mod metrics_calculation {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $adapter() {
+                    if !agno_testkit::services::for_adapter(stringify!($adapter), concat!(module_path!(), "::", stringify!($adapter))) {
+                        return;
+                    }
                     let db: Arc<dyn Db> = super::$adapter().await;
                     metrics_are_calculated_per_user(db).await;
                 }

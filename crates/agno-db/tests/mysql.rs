@@ -284,6 +284,9 @@ async fn assert_all_runs_copied(t: &TestDb, db: &MySqlDb) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_match_python_agno_ddl() {
+    if !agno_testkit::services::mariadb("tables_match_python_agno_ddl") {
+        return;
+    }
     let t = TestDb::new().await;
     let db = t.db().await;
     db.create_tables().await.unwrap();
@@ -302,6 +305,9 @@ async fn tables_match_python_agno_ddl() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlalchemy_style_urls_open_the_same_database() {
+    if !agno_testkit::services::mariadb("sqlalchemy_style_urls_open_the_same_database") {
+        return;
+    }
     let t = TestDb::new().await;
     let base = server_base();
     let rest = base.split_once("://").unwrap().1;
@@ -320,6 +326,9 @@ async fn sqlalchemy_style_urls_open_the_same_database() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_are_refused_for_other_users_and_missing_sessions() {
+    if !agno_testkit::services::mariadb("writes_are_refused_for_other_users_and_missing_sessions") {
+        return;
+    }
     let t = TestDb::new().await;
     let db = t.db().await;
     db.create_tables().await.unwrap();
@@ -361,6 +370,9 @@ async fn writes_are_refused_for_other_users_and_missing_sessions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_first_writes_of_a_new_session_keep_every_key() {
+    if !agno_testkit::services::mariadb("concurrent_first_writes_of_a_new_session_keep_every_key") {
+        return;
+    }
     let t = TestDb::new().await;
     let mysql = t.db().await;
     mysql.create_tables().await.unwrap();
@@ -401,6 +413,9 @@ async fn concurrent_first_writes_of_a_new_session_keep_every_key() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_table_names_are_used_throughout() {
+    if !agno_testkit::services::mariadb("custom_table_names_are_used_throughout") {
+        return;
+    }
     let t = TestDb::new().await;
     let names = TableNames::default().with_session_table("my_sessions");
     let db = MySqlDb::connect_with(&t.url(), names).await.unwrap();
@@ -425,6 +440,9 @@ async fn custom_table_names_are_used_throughout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_v2_sessions_migrate_to_v3() {
+    if !agno_testkit::services::mariadb("legacy_v2_sessions_migrate_to_v3") {
+        return;
+    }
     let t = TestDb::new().await;
     make_v2(&t, true).await;
     let db = t.db().await;
@@ -500,6 +518,9 @@ async fn legacy_v2_sessions_migrate_to_v3() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_copy_leaves_no_stamp_and_loses_nothing_then_a_rerun_completes() {
+    if !agno_testkit::services::mariadb("failed_copy_leaves_no_stamp_and_loses_nothing_then_a_rerun_completes") {
+        return;
+    }
     let t = TestDb::new().await;
     make_v2(&t, false).await;
     let db = t.db().await;
@@ -537,6 +558,9 @@ async fn failed_copy_leaves_no_stamp_and_loses_nothing_then_a_rerun_completes() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forced_cleanup_reports_the_runs_it_drops() {
+    if !agno_testkit::services::mariadb("forced_cleanup_reports_the_runs_it_drops") {
+        return;
+    }
     let t = TestDb::new().await;
     make_v2(&t, true).await;
     let db = t.db().await;
@@ -551,6 +575,9 @@ async fn forced_cleanup_reports_the_runs_it_drops() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn v2_side_tables_gain_user_ids_and_the_per_user_metrics_key() {
+    if !agno_testkit::services::mariadb("v2_side_tables_gain_user_ids_and_the_per_user_metrics_key") {
+        return;
+    }
     let t = TestDb::new().await;
     for ddl in [STAMPS, V2_METRICS, V2_EVALS, V2_KNOWLEDGE] {
         t.exec(ddl).await;
@@ -605,6 +632,9 @@ async fn v2_side_tables_gain_user_ids_and_the_per_user_metrics_key() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pre_2_5_tables_gain_their_keys_and_columns() {
+    if !agno_testkit::services::mariadb("pre_2_5_tables_gain_their_keys_and_columns") {
+        return;
+    }
     let t = TestDb::new().await;
     // Agno 2.0's shapes: sessions keyed by a unique constraint only; memories without
     // `created_at` and `feedback`. Nothing is stamped.
@@ -647,6 +677,9 @@ async fn pre_2_5_tables_gain_their_keys_and_columns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_listing_orders_ties_by_run_id_bytes() {
+    if !agno_testkit::services::mariadb("run_listing_orders_ties_by_run_id_bytes") {
+        return;
+    }
     let t = TestDb::new().await;
     let db = t.db().await;
     db.create_tables().await.unwrap();

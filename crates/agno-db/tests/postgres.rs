@@ -224,6 +224,9 @@ con agno_sessions_pkey PRIMARY KEY (session_id)";
 
 #[tokio::test]
 async fn tables_are_created_exactly_as_python_agno_creates_them() {
+    if !agno_testkit::services::postgres("tables_are_created_exactly_as_python_agno_creates_them") {
+        return;
+    }
     let scratch = Scratch::new("ddl");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     db.create_tables().await.unwrap();
@@ -329,6 +332,10 @@ con agno_schedule_runs_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES S.a
 con agno_schedules_pkey PRIMARY KEY (id)";
 #[tokio::test]
 async fn metrics_and_schedule_tables_are_created_exactly_as_python_agno_creates_them() {
+    if !agno_testkit::services::postgres("metrics_and_schedule_tables_are_created_exactly_as_python_agno_creates_them")
+    {
+        return;
+    }
     let scratch = Scratch::new("ddl_sched");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     db.create_tables().await.unwrap();
@@ -343,6 +350,9 @@ async fn metrics_and_schedule_tables_are_created_exactly_as_python_agno_creates_
 
 #[tokio::test]
 async fn agno_2x_postgres_data_migrates_to_v3_without_loss() {
+    if !agno_testkit::services::postgres("agno_2x_postgres_data_migrates_to_v3_without_loss") {
+        return;
+    }
     let (db, scratch) = legacy_copy("legacy").await;
     // Before migrating, legacy sessions already read back in full (blob merge).
     assert_matches_agno(&db).await;
@@ -486,6 +496,9 @@ con agno_memories_pkey PRIMARY KEY (memory_id)";
 
 #[tokio::test]
 async fn memories_are_stored_as_python_agno_stores_them() {
+    if !agno_testkit::services::postgres("memories_are_stored_as_python_agno_stores_them") {
+        return;
+    }
     let scratch = Scratch::new("mem");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     db.create_tables().await.unwrap();
@@ -516,6 +529,9 @@ async fn memories_are_stored_as_python_agno_stores_them() {
 
 #[tokio::test]
 async fn a_migration_failing_halfway_keeps_no_stamp_and_loses_nothing() {
+    if !agno_testkit::services::postgres("a_migration_failing_halfway_keeps_no_stamp_and_loses_nothing") {
+        return;
+    }
     let (db, scratch) = legacy_copy("fault").await;
     let before_blobs = legacy_blobs(&scratch.name).await;
     let failing =
@@ -552,6 +568,9 @@ async fn a_migration_failing_halfway_keeps_no_stamp_and_loses_nothing() {
 
 #[tokio::test]
 async fn an_unmigrated_database_is_refused_at_startup() {
+    if !agno_testkit::services::postgres("an_unmigrated_database_is_refused_at_startup") {
+        return;
+    }
     let (_db, scratch) = legacy_copy("ready").await;
     let url = format!("postgresql+psycopg://postgres@127.0.0.1:5432/test?schema={}", scratch.name);
     let url = match std::env::var("AGNO_TEST_POSTGRES_URL") {
@@ -565,6 +584,9 @@ async fn an_unmigrated_database_is_refused_at_startup() {
 
 #[tokio::test]
 async fn metrics_get_the_per_user_key_in_place_of_the_daily_one() {
+    if !agno_testkit::services::postgres("metrics_get_the_per_user_key_in_place_of_the_daily_one") {
+        return;
+    }
     let scratch = Scratch::new("metrics");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     let s = &scratch.name;
@@ -629,6 +651,9 @@ async fn metrics_get_the_per_user_key_in_place_of_the_daily_one() {
 
 #[tokio::test]
 async fn schedules_get_the_per_owner_name_keys_on_migration() {
+    if !agno_testkit::services::postgres("schedules_get_the_per_owner_name_keys_on_migration") {
+        return;
+    }
     let scratch = Scratch::new("sched_mig");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     let s = &scratch.name;
@@ -676,6 +701,9 @@ async fn schedules_get_the_per_owner_name_keys_on_migration() {
 
 #[tokio::test]
 async fn rust_writes_read_back_and_users_stay_apart() {
+    if !agno_testkit::services::postgres("rust_writes_read_back_and_users_stay_apart") {
+        return;
+    }
     let scratch = Scratch::new("rw");
     // SQLAlchemy-style URL, schema from the URL.
     let base = url();
@@ -711,6 +739,9 @@ async fn rust_writes_read_back_and_users_stay_apart() {
 
 #[tokio::test]
 async fn an_unreachable_server_is_reported_as_unavailable() {
+    if !agno_testkit::services::postgres("an_unreachable_server_is_reported_as_unavailable") {
+        return;
+    }
     // A port nothing listens on.
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -832,6 +863,9 @@ else:
 
 #[tokio::test]
 async fn python_agno_and_agno_rs_share_schedules_and_metrics() {
+    if !agno_testkit::services::postgres("python_agno_and_agno_rs_share_schedules_and_metrics") {
+        return;
+    }
     let scratch = Scratch::new("sched_interop");
     // Python Agno writes first, creating the tables its own way.
     if py_script(PY_SCHEDULES_PROBE, &["write", &scratch.name]).is_none() {
@@ -991,6 +1025,9 @@ fn py_script(script: &str, args: &[&str]) -> Option<Value> {
 
 #[tokio::test]
 async fn python_agno_and_agno_rs_read_each_other() {
+    if !agno_testkit::services::postgres("python_agno_and_agno_rs_read_each_other") {
+        return;
+    }
     let scratch = Scratch::new("interop");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     db.create_tables().await.unwrap();
@@ -1070,6 +1107,9 @@ con agno_jobs_pkey PRIMARY KEY (id)";
 
 #[tokio::test]
 async fn the_jobs_table_is_created_exactly_as_python_agno_creates_it() {
+    if !agno_testkit::services::postgres("the_jobs_table_is_created_exactly_as_python_agno_creates_it") {
+        return;
+    }
     let scratch = Scratch::new("ddl_jobs");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     db.create_tables().await.unwrap();
@@ -1098,6 +1138,9 @@ async fn next_notification(listener: &mut sqlx::postgres::PgListener) -> Option<
 
 #[tokio::test]
 async fn an_accepted_enqueue_notifies_the_jobs_channel() {
+    if !agno_testkit::services::postgres("an_accepted_enqueue_notifies_the_jobs_channel") {
+        return;
+    }
     use agno_core::{Enqueued, JobStatus, JobStore};
     let scratch = Scratch::new("jobs_notify");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
@@ -1142,6 +1185,9 @@ async fn an_accepted_enqueue_notifies_the_jobs_channel() {
 
 #[tokio::test]
 async fn a_depth_bound_holds_under_concurrent_enqueues() {
+    if !agno_testkit::services::postgres("a_depth_bound_holds_under_concurrent_enqueues") {
+        return;
+    }
     use agno_core::{Enqueued, JobStore};
     let scratch = Scratch::new("jobs_depth");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
@@ -1194,6 +1240,9 @@ else:
 
 #[tokio::test]
 async fn python_agno_and_agno_rs_share_the_job_queue() {
+    if !agno_testkit::services::postgres("python_agno_and_agno_rs_share_the_job_queue") {
+        return;
+    }
     use agno_core::{Enqueued, JobOutcome, JobStatus, JobStore};
     let scratch = Scratch::new("jobs_interop");
     // Python Agno enqueues first, creating the table its own way.

@@ -105,6 +105,9 @@ async fn has_legacy_field(prefix: &str, session_id: &str) -> bool {
 
 #[tokio::test]
 async fn agno_2x_session_documents_migrate_to_run_keys_without_loss() {
+    if !agno_testkit::services::redis("agno_2x_session_documents_migrate_to_run_keys_without_loss") {
+        return;
+    }
     let prefix = unique_prefix("legacy");
     write_v2(&prefix).await;
     let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
@@ -173,6 +176,9 @@ async fn agno_2x_session_documents_migrate_to_run_keys_without_loss() {
 
 #[tokio::test]
 async fn a_migration_failing_halfway_keeps_no_stamp_and_loses_nothing() {
+    if !agno_testkit::services::redis("a_migration_failing_halfway_keeps_no_stamp_and_loses_nothing") {
+        return;
+    }
     let prefix = unique_prefix("legacy-fail");
     write_v2(&prefix).await;
     let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
@@ -213,6 +219,9 @@ async fn a_migration_failing_halfway_keeps_no_stamp_and_loses_nothing() {
 
 #[tokio::test]
 async fn cleanup_refuses_to_lose_uncopied_runs_unless_forced() {
+    if !agno_testkit::services::redis("cleanup_refuses_to_lose_uncopied_runs_unless_forced") {
+        return;
+    }
     let prefix = unique_prefix("legacy-cleanup");
     write_v2(&prefix).await;
     let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
@@ -230,6 +239,9 @@ async fn cleanup_refuses_to_lose_uncopied_runs_unless_forced() {
 
 #[tokio::test]
 async fn an_unmigrated_redis_is_refused_at_startup() {
+    if !agno_testkit::services::redis("an_unmigrated_redis_is_refused_at_startup") {
+        return;
+    }
     let prefix = unique_prefix("legacy-open");
     write_v2(&prefix).await;
     let url = format!("{}?prefix={prefix}", url());
@@ -241,6 +253,9 @@ async fn an_unmigrated_redis_is_refused_at_startup() {
 
 #[tokio::test]
 async fn a_fresh_prefix_opens_ready_and_is_stamped() {
+    if !agno_testkit::services::redis("a_fresh_prefix_opens_ready_and_is_stamped") {
+        return;
+    }
     let prefix = unique_prefix("fresh");
     let db = agno_db::open_ready(&format!("{}?prefix={prefix}", url())).await.unwrap();
     assert_eq!(db.get_latest_schema_version("agno_sessions").await.unwrap().as_deref(), Some("3.0.0"));
@@ -263,6 +278,9 @@ fn run(id: &str, session_id: &str, status: RunStatus) -> RunOutput {
 
 #[tokio::test]
 async fn keys_are_laid_out_as_python_agno_lays_them_out() {
+    if !agno_testkit::services::redis("keys_are_laid_out_as_python_agno_lays_them_out") {
+        return;
+    }
     let prefix = unique_prefix("layout");
     let db = RedisDb::connect(&format!("{}?prefix={prefix}", url())).await.unwrap();
     assert_eq!(db.prefix(), prefix);
@@ -365,6 +383,9 @@ async fn keys_are_laid_out_as_python_agno_lays_them_out() {
 /// `upsert_run(run_index=0)` and `upsert_schema_version`, Python's JSON separators included).
 #[tokio::test]
 async fn keys_written_by_python_agno_read_back() {
+    if !agno_testkit::services::redis("keys_written_by_python_agno_read_back") {
+        return;
+    }
     let prefix = unique_prefix("python");
     raw_set(
         &format!("{prefix}:sessions:s1"),
@@ -401,6 +422,9 @@ async fn keys_written_by_python_agno_read_back() {
 
 #[tokio::test]
 async fn a_run_of_a_missing_session_is_refused() {
+    if !agno_testkit::services::redis("a_run_of_a_missing_session_is_refused") {
+        return;
+    }
     let prefix = unique_prefix("orphan");
     let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
     let err = db.upsert_run(&run("r1", "nope", RunStatus::Completed), "nope", None).await.unwrap_err();
@@ -453,6 +477,9 @@ fn sets(entries: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
 
 #[tokio::test]
 async fn memory_keys_are_laid_out_as_python_agno_lays_them_out() {
+    if !agno_testkit::services::redis("memory_keys_are_laid_out_as_python_agno_lays_them_out") {
+        return;
+    }
     let prefix = unique_prefix("memory-layout");
     let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
     let mut m = memory("m1", Some("u1"), "likes otters");
@@ -530,6 +557,9 @@ async fn memory_keys_are_laid_out_as_python_agno_lays_them_out() {
 /// timestamps.
 #[tokio::test]
 async fn memory_keys_written_by_python_agno_read_back() {
+    if !agno_testkit::services::redis("memory_keys_written_by_python_agno_read_back") {
+        return;
+    }
     let prefix = unique_prefix("memory-python");
     raw_set(
         &format!("{prefix}:memories:m1"),
@@ -668,6 +698,9 @@ print(json.dumps(seen))
 /// deletes what it wrote.
 #[tokio::test]
 async fn python_agno_and_agno_rs_share_memories() {
+    if !agno_testkit::services::redis("python_agno_and_agno_rs_share_memories") {
+        return;
+    }
     let Some(py) = agno_python() else { return };
     let prefix = unique_prefix("memory-live");
     let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();

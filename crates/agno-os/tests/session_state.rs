@@ -80,6 +80,6 @@ async fn on_sqlite_request_state_is_merged_into_the_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_request_state_is_merged_into_the_session() {
-    let schema = PgSchema::new("state");
+    let Some(schema) = PgSchema::new("state") else { return };
     request_state_is_merged_into_the_session(&schema.url).await;
 }

@@ -161,5 +161,8 @@ async fn on_sqlite_runs_read_only_what_their_history_uses() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_runs_read_only_what_their_history_uses() {
+    if !agno_testkit::services::postgres("on_postgres_runs_read_only_what_their_history_uses") {
+        return;
+    }
     runs_read_only_what_their_history_uses(postgres().await).await;
 }

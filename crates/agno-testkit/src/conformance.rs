@@ -343,7 +343,7 @@ macro_rules! db_conformance {
         mod $adapter {
             #[allow(unused_imports)]
             use super::*;
-            $crate::db_conformance!(@cases $make;
+            $crate::db_conformance!(@cases stringify!($adapter), $make;
                 session_round_trip,
                 runs_are_stored_apart_and_read_in_order,
                 run_update_keeps_its_index,
@@ -374,10 +374,13 @@ macro_rules! db_conformance {
             );
         }
     };
-    (@cases $make:expr; $($case:ident),* $(,)?) => {
+    (@cases $adapter:expr, $make:expr; $($case:ident),* $(,)?) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
+                if !$crate::services::for_adapter($adapter, concat!(module_path!(), "::", stringify!($case))) {
+                    return;
+                }
                 let db = $make;
                 $crate::conformance::$case(db).await;
             }
@@ -1373,7 +1376,7 @@ macro_rules! jobs_conformance {
         mod $adapter {
             #[allow(unused_imports)]
             use super::*;
-            $crate::db_conformance!(@cases $make;
+            $crate::db_conformance!(@cases stringify!($adapter), $make;
                 jobs_enqueue_dedups_and_bounds,
                 jobs_claims_are_exclusive_and_fenced,
                 jobs_retry_sweep_cancel_requeue,

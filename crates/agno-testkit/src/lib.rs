@@ -21,6 +21,7 @@ mod openai;
 mod python;
 mod script;
 mod server;
+pub mod services;
 
 pub use python::agno_python;
 pub use script::{RecordedRequest, Reply};

@@ -17,11 +17,10 @@ pub fn agno_python(what: &str) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned());
     let found = from_env.or(venv);
     if found.is_none() {
-        let message = format!(
-            "no Python with Agno 3.1 (set AGNO_PYTHON, or run .ci/run once to create $HOME/.cache/agno-py-3.1): {what} cannot run"
+        crate::services::skip(
+            what,
+            "a Python with Agno 3.1 (AGNO_PYTHON, or $HOME/.cache/agno-py-3.1, which scripts/test --all creates)",
         );
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{message}");
-        eprintln!("SKIPPED: {message}");
     }
     found
 }

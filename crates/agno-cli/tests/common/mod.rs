@@ -94,13 +94,17 @@ impl Drop for PgSchema {
     }
 }
 
-/// A scratch schema on the test PostgreSQL (`AGNO_TEST_POSTGRES_URL` to point elsewhere).
-pub fn postgres_schema(tag: &str) -> PgSchema {
+/// A scratch schema on the test PostgreSQL (`AGNO_TEST_POSTGRES_URL` to point elsewhere), or
+/// `None` when PostgreSQL is not running here: the test is then skipped (failing under `CI=true`).
+pub fn postgres_schema(tag: &str) -> Option<PgSchema> {
+    if !agno_testkit::services::postgres(&format!("agno-cli test on PostgreSQL ({tag})")) {
+        return None;
+    }
     let base = std::env::var("AGNO_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
     let sep = if base.contains('?') { '&' } else { '?' };
     let name = format!("agno_cli_{tag}_{}", &agno::core::new_id().replace('-', "")[..12]);
-    PgSchema { url: format!("{base}{sep}schema={name}"), name }
+    Some(PgSchema { url: format!("{base}{sep}schema={name}"), name })
 }
 
 /// Starts `agno serve --config` on a free port with its stderr written to `log`, and waits until

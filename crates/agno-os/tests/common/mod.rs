@@ -170,19 +170,23 @@ impl TestOs {
 }
 
 /// A fresh PostgreSQL schema (`AGNO_TEST_POSTGRES_URL`, default the local server's `test`
-/// database), dropped at the end.
+/// database), dropped at the end. `None` when PostgreSQL is not running here: the test is then
+/// skipped (and fails under `CI=true`).
 pub struct PgSchema {
     pub url: String,
     name: String,
 }
 
 impl PgSchema {
-    pub fn new(tag: &str) -> Self {
+    pub fn new(tag: &str) -> Option<Self> {
+        if !agno_testkit::services::postgres(&format!("agno-os test on PostgreSQL ({tag})")) {
+            return None;
+        }
         let base = std::env::var("AGNO_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
         let sep = if base.contains('?') { '&' } else { '?' };
         let name = format!("agno_os_{tag}_{}", &agno_core::new_id().replace('-', "")[..12]);
-        Self { url: format!("{base}{sep}schema={name}"), name }
+        Some(Self { url: format!("{base}{sep}schema={name}"), name })
     }
 }
 

@@ -1,0 +1,106 @@
+//! The services tests use (PostgreSQL, MariaDB, Redis, Python Agno, a browser) and what happens
+//! when one is missing: under `CI=true` the test fails (a check that cannot run must not pass);
+//! elsewhere it is skipped, said on stderr and recorded in `AGNO_SKIP_LOG` (when set), so
+//! `scripts/test` lists every skipped suite at the end of the run.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+/// Records that `what` cannot run here (or fails under `CI=true`), naming what it needs.
+///
+/// # Panics
+/// Under `CI=true`.
+pub fn skip(what: &str, needs: &str) {
+    let message = format!("{what} needs {needs}");
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{message} (CI=true: nothing may skip)");
+    eprintln!("SKIPPED: {message}");
+    if let Ok(path) = std::env::var("AGNO_SKIP_LOG")
+        && let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path)
+    {
+        // One line per skip (what it needs, a tab, the check; `scripts/test` groups by the first),
+        // written in one call: tests in other threads and processes append to the same file.
+        let _ = file.write_all(format!("{needs}\t{what}\n").as_bytes());
+    }
+}
+
+fn reachable(host_port: &str) -> bool {
+    let addrs: Vec<SocketAddr> = host_port.to_socket_addrs().map(Iterator::collect).unwrap_or_default();
+    addrs.iter().any(|a| TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok())
+}
+
+/// `host:port` of a database URL (`scheme://user@host:port/db?...`), else `default`.
+fn host_port(url: Option<String>, default: &str) -> String {
+    url.and_then(|u| {
+        let rest = u.split_once("://")?.1;
+        let authority = rest.split(['/', '?']).next()?;
+        let host = authority.rsplit('@').next()?;
+        Some(host.to_owned())
+    })
+    .filter(|h| h.contains(':'))
+    .unwrap_or_else(|| default.to_owned())
+}
+
+fn service(what: &str, name: &str, addr: &str) -> bool {
+    if reachable(addr) {
+        return true;
+    }
+    skip(what, &format!("{name} on {addr} (scripts/test --all starts it)"));
+    false
+}
+
+/// True when the test PostgreSQL (`AGNO_TEST_POSTGRES_URL`, default `127.0.0.1:5432`) answers;
+/// otherwise `what` is skipped (fails under `CI=true`).
+pub fn postgres(what: &str) -> bool {
+    service(what, "PostgreSQL", &host_port(std::env::var("AGNO_TEST_POSTGRES_URL").ok(), "127.0.0.1:5432"))
+}
+
+/// True when the test MariaDB/MySQL (`AGNO_TEST_MYSQL_URL`, default `127.0.0.1:3306`) answers.
+pub fn mariadb(what: &str) -> bool {
+    service(what, "MariaDB", &host_port(std::env::var("AGNO_TEST_MYSQL_URL").ok(), "127.0.0.1:3306"))
+}
+
+/// True when the test Redis (`AGNO_TEST_REDIS_URL`, default `127.0.0.1:6379`) answers.
+pub fn redis(what: &str) -> bool {
+    service(what, "Redis", &host_port(std::env::var("AGNO_TEST_REDIS_URL").ok(), "127.0.0.1:6379"))
+}
+
+/// True when the server behind the adapter named `adapter` (`postgres`, `mysql`, `redis`, or a
+/// factory named after one, like `postgres_db`) answers; embedded adapters always can.
+pub fn for_adapter(adapter: &str, what: &str) -> bool {
+    if adapter.starts_with("postgres") {
+        postgres(what)
+    } else if adapter.starts_with("mysql") {
+        mariadb(what)
+    } else if adapter.starts_with("redis") {
+        redis(what)
+    } else {
+        true
+    }
+}
+
+/// True when `program` is on `PATH` (tests that start their own `redis-server`, say).
+pub fn program(what: &str, program: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()));
+    if !found {
+        skip(what, &format!("the program {program} on PATH"));
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_port;
+
+    #[test]
+    fn host_port_of_urls() {
+        assert_eq!(
+            host_port(Some("postgresql://postgres@db.example:6543/test?schema=x".into()), "d:1"),
+            "db.example:6543"
+        );
+        assert_eq!(host_port(Some("mysql://root@127.0.0.1:3307/test".into()), "d:1"), "127.0.0.1:3307");
+        assert_eq!(host_port(None, "127.0.0.1:5432"), "127.0.0.1:5432");
+        assert_eq!(host_port(Some("postgresql://localhost/test".into()), "127.0.0.1:5432"), "127.0.0.1:5432");
+    }
+}
