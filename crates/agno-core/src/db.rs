@@ -787,6 +787,15 @@ pub trait JobStore: Send + Sync {
     /// A [`DbError`].
     async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool>;
 
+    /// Stores a claimed run's session and run (as `upsert_session` and `upsert_run` do) if, and
+    /// only if, `lease` still holds the job (as [`holds_job`](Self::holds_job) decides, refreshing
+    /// the lease), all in one transaction: the check and the writes cannot be separated by a
+    /// takeover. False, with nothing written, when the claim no longer holds.
+    ///
+    /// # Errors
+    /// A [`DbError`], as `upsert_session` and `upsert_run` give them; nothing is written then.
+    async fn save_claimed_run(&self, lease: &crate::JobLease, write: crate::RunWrite<'_>, now: i64) -> DbResult<bool>;
+
     /// Jobs cancelled while `worker_id` held them, for stores without push notifications: the
     /// worker polls this to stop those runs quickly.
     ///

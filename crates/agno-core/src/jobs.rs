@@ -194,6 +194,31 @@ pub enum JobSignal {
     Events(String),
 }
 
+/// A worker's claim on a job: what every write it makes for the job's run is conditioned on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobLease {
+    /// The job (and run) id.
+    pub job_id: String,
+    /// The worker holding the claim.
+    pub worker_id: String,
+    /// The claim's number: a later claim of the same job fences this one out.
+    pub attempt: i64,
+}
+
+/// One write of a run: its session (with the state change to apply) and the run row, stored
+/// together by [`JobStore::save_claimed_run`](crate::JobStore::save_claimed_run).
+#[derive(Debug, Clone, Copy)]
+pub struct RunWrite<'a> {
+    /// The session, without its runs.
+    pub session: &'a crate::AgentSession,
+    /// How `session_state` is written (replaced, or merged into the stored one).
+    pub state: &'a crate::StateUpdate,
+    /// The run.
+    pub run: &'a crate::RunOutput,
+    /// The run's owner.
+    pub user_id: Option<&'a str>,
+}
+
 /// One run event in the durable event log, as written by the worker that ran it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {

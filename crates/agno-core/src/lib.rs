@@ -32,7 +32,7 @@ pub use db::{
 };
 pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
 pub use event::{EventData, RunEvent};
-pub use jobs::{Continued, Enqueued, Job, JobOutcome, JobSignal, JobStatus, StoredEvent};
+pub use jobs::{Continued, Enqueued, Job, JobLease, JobOutcome, JobSignal, JobStatus, RunWrite, StoredEvent};
 pub use memory::{UserMemory, UserMemoryStats};
 pub use message::{FunctionCall, Message, Role, ToolCall, pair_tool_calls, tool_calls_paired};
 pub use metrics::{Metrics, Usage};

@@ -1209,6 +1209,75 @@ async fn a_depth_bound_holds_under_concurrent_enqueues() {
     assert_eq!(accepted, 5, "exactly max_depth jobs queued");
 }
 
+/// A worker's run write checks its lease and writes in one transaction: while the write waits (on
+/// a session row another connection has locked), the job cannot be taken over, and once it lands
+/// the takeover follows. A check-then-write would let the claim through while the write was
+/// still pending, and the stale write would land after the takeover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_takeover_while_a_claimed_run_write_is_in_flight() {
+    if !agno_testkit::services::postgres("no_takeover_while_a_claimed_run_write_is_in_flight") {
+        return;
+    }
+    use agno_core::{JobLease, JobStore, RunStatus, RunWrite};
+    let scratch = Scratch::new("jobs_fence");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    let db = std::sync::Arc::new(db);
+    let now = agno_core::now_epoch_secs();
+    let mut job = queued_job("fenced", None, None);
+    job.max_attempts = 2;
+    db.enqueue_job(&job, 0).await.unwrap();
+    let claimed = db.claim_job("old", 60, now).await.unwrap().unwrap();
+    let session = AgentSession::new(&claimed.session_id);
+    db.upsert_session(&session, &StateUpdate::Replace).await.unwrap();
+
+    // Another connection holds the session row: the next session write waits for it.
+    let mut blocker = conn().await;
+    exec(&mut blocker, "BEGIN").await;
+    let lock = format!("SELECT 1 FROM \"{}\".agno_sessions WHERE session_id = $1 FOR UPDATE", scratch.name);
+    sqlx::query(sqlx::AssertSqlSafe(lock)).bind(&claimed.session_id).execute(&mut blocker).await.unwrap();
+
+    let write = tokio::spawn({
+        let (db, session_id) = (db.clone(), claimed.session_id.clone());
+        async move {
+            let session = AgentSession::new(&session_id);
+            let mut run = RunOutput::new("fenced", &session_id);
+            run.status = RunStatus::Running;
+            run.content = Some(json!("old"));
+            let lease = JobLease { job_id: "fenced".into(), worker_id: "old".into(), attempt: 1 };
+            let write = RunWrite { session: &session, state: &StateUpdate::Replace, run: &run, user_id: None };
+            db.save_claimed_run(&lease, write, now + 1).await.unwrap()
+        }
+    });
+    // Wait until the write is blocked on the row lock.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut probe = conn().await;
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')",
+        )
+        .fetch_one(&mut probe)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the run write never waited on the session row");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(db.claim_job("new", 60, now + 100).await.unwrap().is_none(), "no takeover while the write is in flight");
+
+    exec(&mut blocker, "COMMIT").await;
+    assert!(write.await.unwrap(), "the write of the lease holder lands");
+    let taken = db.claim_job("new", 60, now + 100).await.unwrap().expect("taken over once the write ended");
+    assert_eq!(taken.attempt, 2);
+    assert_eq!(db.get_run("fenced", None).await.unwrap().unwrap().content, Some(json!("old")));
+    let stale = RunOutput::new("fenced", &claimed.session_id);
+    let lease = JobLease { job_id: "fenced".into(), worker_id: "old".into(), attempt: 1 };
+    let write = RunWrite { session: &session, state: &StateUpdate::Replace, run: &stale, user_id: None };
+    assert!(!db.save_claimed_run(&lease, write, now + 101).await.unwrap(), "and the old owner is fenced out");
+}
+
 /// Python Agno 3.1 on Postgres sharing the job queue: it enqueues, reads, claims and completes.
 const PY_JOBS_PROBE: &str = r#"
 import json, sys

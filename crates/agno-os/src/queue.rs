@@ -357,29 +357,23 @@ fn request_of(job: &Job) -> RunRequest {
     req
 }
 
-/// A worker's claim on a job as a run fence: the run writes only while the claim holds (the check
-/// also refreshes the lease).
+/// A worker's claim on a job as a run fence: each write of the run is stored together with a
+/// check of the claim (which also refreshes the lease), in one transaction.
 struct LeaseFence {
     store: Arc<dyn JobStore>,
-    worker_id: Arc<str>,
-    job_id: String,
-    attempt: i64,
+    lease: agno_core::JobLease,
 }
 
 impl std::fmt::Debug for LeaseFence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaseFence")
-            .field("worker_id", &self.worker_id)
-            .field("job_id", &self.job_id)
-            .field("attempt", &self.attempt)
-            .finish()
+        f.debug_struct("LeaseFence").field("lease", &self.lease).finish_non_exhaustive()
     }
 }
 
 #[async_trait::async_trait]
 impl agno_runtime::RunFence for LeaseFence {
-    async fn still_owner(&self) -> bool {
-        matches!(self.store.holds_job(&self.job_id, &self.worker_id, self.attempt, now_epoch_secs()).await, Ok(true))
+    async fn save(&self, write: agno_core::RunWrite<'_>) -> Result<bool, agno_core::DbError> {
+        self.store.save_claimed_run(&self.lease, write, now_epoch_secs()).await
     }
 }
 
@@ -537,9 +531,11 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
         Some(served) => {
             let fence = Arc::new(LeaseFence {
                 store: queue.store.clone(),
-                worker_id: queue.worker_id.clone(),
-                job_id: job.id.clone(),
-                attempt: job.attempt,
+                lease: agno_core::JobLease {
+                    job_id: job.id.clone(),
+                    worker_id: queue.worker_id.to_string(),
+                    attempt: job.attempt,
+                },
             });
             // A retried or continued run numbers its events after those already logged.
             let after = match earlier.then(|| queue.store.last_event_index(&job.id)) {

@@ -256,8 +256,8 @@ async fn a_stale_attempt_cannot_write_its_run() {
     struct Lost;
     #[async_trait::async_trait]
     impl agno_runtime::RunFence for Lost {
-        async fn still_owner(&self) -> bool {
-            false
+        async fn save(&self, _write: agno_core::RunWrite<'_>) -> Result<bool, agno_core::DbError> {
+            Ok(false)
         }
     }
     let db: std::sync::Arc<dyn agno_core::Db> = std::sync::Arc::new(agno_db::InMemoryDb::new());

@@ -1,12 +1,19 @@
 //! Write fencing for runs executed on behalf of a lease (a background job claimed by a worker):
-//! before each write of the run, the fence is asked whether this execution still owns it, and a
-//! stale one writes nothing.
+//! each write of the run goes through the fence, which stores it only while this execution still
+//! owns the run, checking ownership and writing in one atomic step; a stale execution writes
+//! nothing.
 
+use agno_core::{DbError, RunWrite};
 use async_trait::async_trait;
 
-/// Decides whether an execution may still write its run.
+/// Stores a run's writes only while the execution owns the run.
 #[async_trait]
 pub trait RunFence: Send + Sync + std::fmt::Debug {
-    /// True while this execution owns the run (e.g. its worker still holds the job's lease).
-    async fn still_owner(&self) -> bool;
+    /// Stores the run's session and run if, and only if, this execution still owns the run (e.g.
+    /// its worker still holds the job's lease), with the check and the writes in one transaction.
+    /// `Ok(false)`: it no longer does, and nothing was written.
+    ///
+    /// # Errors
+    /// A [`DbError`] from the store; nothing is written then either.
+    async fn save(&self, write: RunWrite<'_>) -> Result<bool, DbError>;
 }

@@ -3,7 +3,7 @@
 //! The session row is written without runs; the run is written as one row. A storage error is
 //! returned to the caller, never swallowed and never turned into a fresh session.
 
-use agno_core::{AgentSession, DbError, Message, RunStatus, StateUpdate, now_epoch_secs, pair_tool_calls};
+use agno_core::{AgentSession, DbError, Message, RunStatus, RunWrite, StateUpdate, now_epoch_secs, pair_tool_calls};
 use serde_json::{Map, Value, json};
 
 use crate::agent::AgentInner;
@@ -96,14 +96,6 @@ pub(crate) async fn save(agent: &AgentInner, st: &mut RunState) -> Result<(), Db
     let Some(db) = &agent.db else {
         return Ok(());
     };
-    if let Some(fence) = &st.fence
-        && !fence.still_owner().await
-    {
-        return Err(DbError::new(
-            agno_core::DbErrorKind::Conflict,
-            format!("run {} is owned by a newer attempt; this execution's write was refused", st.output.id()),
-        ));
-    }
     let session = &mut st.session;
     session.agent_id = Some(agent.id.clone());
     session.set_session_state(state);
@@ -130,12 +122,34 @@ pub(crate) async fn save(agent: &AgentInner, st: &mut RunState) -> Result<(), Db
         }
         _ => None,
     };
-    let result = db.upsert_session(session, &update).await;
+    // `session_written`: the metrics delta went in with the session (counted even if the run
+    // write then fails, so a later save does not count it twice).
+    let (session_written, result) = match &st.fence {
+        Some(fence) => {
+            let write = RunWrite { session, state: &update, run: &st.output, user_id: st.user_id.as_deref() };
+            match fence.save(write).await {
+                Ok(true) => (true, Ok(())),
+                Ok(false) => (
+                    false,
+                    Err(DbError::new(
+                        agno_core::DbErrorKind::Conflict,
+                        format!(
+                            "run {} is owned by a newer attempt; this execution's write was refused",
+                            st.output.id()
+                        ),
+                    )),
+                ),
+                Err(e) => (false, Err(e)),
+            }
+        }
+        None => match db.upsert_session(session, &update).await {
+            Ok(()) => (true, db.upsert_run(&st.output, &session.session_id, st.user_id.as_deref()).await.map(|_| ())),
+            Err(e) => (false, Err(e)),
+        },
+    };
     session.runs = runs;
-    result?;
-    if counted_now.is_some() {
+    if session_written && counted_now.is_some() {
         st.metrics_counted = counted_now;
     }
-    db.upsert_run(&st.output, &st.session.session_id, st.user_id.as_deref()).await?;
-    Ok(())
+    result
 }

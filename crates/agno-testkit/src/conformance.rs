@@ -1058,7 +1058,7 @@ pub async fn schedule_runs_record_history<D: ScheduleStore + ?Sized>(db: Arc<D>)
 
 // ----- Job queue ------------------------------------------------------------------------------
 
-use agno_core::{Enqueued, Job, JobOutcome, JobStatus, JobStore};
+use agno_core::{Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, RunWrite};
 
 fn job(id: &str, user: Option<&str>, key: Option<&str>, created_at: i64) -> Job {
     let mut j = Job::agent_run(id, "agent-1", format!("session-{id}"), json!({"message": format!("run {id}")}));
@@ -1369,6 +1369,128 @@ pub async fn jobs_run_one_at_a_time_per_session<D: JobStore + ?Sized>(db: Arc<D>
     assert_eq!(third.id, "s-2");
 }
 
+fn lease(job: &Job) -> JobLease {
+    JobLease { job_id: job.id.clone(), worker_id: job.locked_by.clone().expect("claimed"), attempt: job.attempt }
+}
+
+/// The session and run a worker writes for its job's run, with `writer` in both.
+fn claimed_write(job: &Job, writer: &str, status: RunStatus) -> (AgentSession, RunOutput) {
+    let mut s = session(&job.session_id, job.user_id.as_deref());
+    s.set_session_state(obj(json!({"writer": writer})));
+    let mut r = run(&job.id, &job.session_id, 10);
+    r.status = status;
+    r.content = Some(Value::String(writer.to_owned()));
+    (s, r)
+}
+
+async fn save_claimed<D: JobStore + ?Sized>(db: &D, lease: &JobLease, job: &Job, writer: &str, now: i64) -> bool {
+    let (s, r) = claimed_write(job, writer, RunStatus::Running);
+    let write = RunWrite { session: &s, state: &StateUpdate::Replace, run: &r, user_id: job.user_id.as_deref() };
+    db.save_claimed_run(lease, write, now).await.expect("save claimed run")
+}
+
+/// Who wrote the stored run and session last: (run content, session state's `writer`).
+async fn last_writer<D: Db + ?Sized>(db: &D, job: &Job) -> (Option<Value>, Option<Value>) {
+    let run = db.get_run(&job.id, None).await.expect("get run").map(|r| r.content.unwrap_or_default());
+    let session = db.get_session(&job.session_id, None, Some(0)).await.expect("get session");
+    (run, session.and_then(|s| s.session_state().and_then(|st| st.get("writer").cloned())))
+}
+
+/// A claimed run's session and run are written only while the claim holds, the check and both
+/// writes in one transaction: a stale attempt writes nothing (also when it races the takeover),
+/// a cancelled run's worker still records its end, a refused session write leaves no run behind.
+pub async fn jobs_claimed_run_writes_are_fenced<D: JobStore + Db + ?Sized + 'static>(db: Arc<D>) {
+    let now = 7_000;
+    let mut j = job("fenced", Some("u1"), None, 1);
+    j.max_attempts = 3;
+    db.enqueue_job(&j, 0).await.expect("enqueue");
+    let first = db.claim_job("w1", 60, now).await.expect("claim").expect("job");
+    let lease1 = lease(&first);
+    assert!(save_claimed(db.as_ref(), &lease1, &first, "w1", now + 5).await);
+    assert_eq!(last_writer(db.as_ref(), &first).await, (Some(json!("w1")), Some(json!("w1"))));
+    let held = db.get_job("fenced", None).await.expect("get").expect("job");
+    assert_eq!(held.locked_at, Some(now + 5), "a write refreshes the lease");
+
+    // Taken over after the grace: the first attempt's writes are refused and change nothing.
+    let second = db.claim_job("w2", 60, now + 5 + 61).await.expect("claim").expect("taken over");
+    assert_eq!((second.id.as_str(), second.attempt), ("fenced", 2));
+    let lease2 = lease(&second);
+    assert!(!save_claimed(db.as_ref(), &lease1, &first, "stale", now + 70).await, "stale attempt fenced out");
+    assert_eq!(last_writer(db.as_ref(), &first).await, (Some(json!("w1")), Some(json!("w1"))));
+    assert!(save_claimed(db.as_ref(), &lease2, &second, "w2", now + 70).await);
+    assert_eq!(last_writer(db.as_ref(), &second).await, (Some(json!("w2")), Some(json!("w2"))));
+
+    // All or nothing: the session belongs to someone else, so the run is not written either.
+    let other = session("session-of-u2", Some("u2"));
+    db.upsert_session(&other, &StateUpdate::Replace).await.expect("u2's session");
+    let mut s = session("session-of-u2", Some("u1"));
+    s.set_session_state(obj(json!({"writer": "w2"})));
+    let r = run("fenced-elsewhere", "session-of-u2", 11);
+    let write = RunWrite { session: &s, state: &StateUpdate::Replace, run: &r, user_id: Some("u1") };
+    let err = db.save_claimed_run(&lease2, write, now + 71).await.expect_err("another user's session");
+    assert_eq!(err.kind(), DbErrorKind::Conflict);
+    assert!(db.get_run("fenced-elsewhere", None).await.expect("get").is_none(), "no run without its session");
+    let kept = db.get_session("session-of-u2", None, Some(0)).await.expect("get").expect("kept");
+    assert_eq!(kept.user_id.as_deref(), Some("u2"));
+    assert!(kept.session_state().is_none_or(|st| st.get("writer").is_none()));
+
+    // Cancelled while running: the worker still records how the run ended; once it released the
+    // job, nothing more.
+    assert_eq!(db.cancel_job("fenced", now + 72).await.expect("cancel"), Some(JobStatus::Running));
+    assert!(save_claimed(db.as_ref(), &lease2, &second, "w2-cancelled", now + 73).await);
+    let cancelled = JobOutcome::Settled(JobStatus::Cancelled, None);
+    assert!(db.finish_job("fenced", "w2", 2, &cancelled, now + 74).await.expect("finish"));
+    assert!(!save_claimed(db.as_ref(), &lease2, &second, "after-release", now + 75).await);
+    assert_eq!(last_writer(db.as_ref(), &second).await, (Some(json!("w2-cancelled")), Some(json!("w2-cancelled"))));
+
+    // A stale writer racing the takeover never lands after the new owner's write: whatever it
+    // wrote before the claim moved, the last write is the new owner's.
+    for round in 0..20 {
+        let mut j = job(&format!("race-{round}"), None, None, 100 + round);
+        j.max_attempts = 2;
+        db.enqueue_job(&j, 0).await.expect("enqueue");
+        let t0 = now + 1_000 * (round + 1);
+        let old = db.claim_job("old", 60, t0).await.expect("claim").expect("job");
+        let stale = tokio::spawn({
+            let (db, old) = (db.clone(), old.clone());
+            async move {
+                let lease = lease(&old);
+                // Bounded: the takeover below ends this loop long before the bound. Returns how
+                // many writes landed before the first refusal.
+                for landed in 0..100_000 {
+                    if !save_claimed(db.as_ref(), &lease, &old, &format!("old-{landed}"), t0 + 1).await {
+                        return landed;
+                    }
+                }
+                panic!("the stale writer was never fenced out");
+            }
+        });
+        // Take over once the old owner has written at least once.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while last_writer(db.as_ref(), &old).await.0.is_none() {
+            assert!(std::time::Instant::now() < deadline, "the first owner never wrote");
+            tokio::task::yield_now().await;
+        }
+        // A claim skips a job whose row a write is holding (PostgreSQL's SKIP LOCKED): the
+        // takeover lands at a later poll, between two of the old owner's writes.
+        let new = loop {
+            if let Some(new) = db.claim_job("new", 60, t0 + 62).await.expect("claim") {
+                break new;
+            }
+            assert!(std::time::Instant::now() < deadline, "the job was never taken over");
+            tokio::task::yield_now().await;
+        };
+        assert!(save_claimed(db.as_ref(), &lease(&new), &new, "new", t0 + 62).await);
+        let landed = stale.await.expect("stale writer");
+        assert!(landed >= 1);
+        assert_eq!(
+            last_writer(db.as_ref(), &new).await,
+            (Some(json!("new")), Some(json!("new"))),
+            "round {round}: a stale write landed after the takeover"
+        );
+    }
+}
+
 /// Expands into one `#[tokio::test]` per job-queue conformance case for an adapter.
 #[macro_export]
 macro_rules! jobs_conformance {
@@ -1382,7 +1504,8 @@ macro_rules! jobs_conformance {
                 jobs_retry_sweep_cancel_requeue,
                 jobs_run_one_at_a_time_per_session,
                 jobs_event_log_is_fenced,
-                jobs_continue_requeues_paused
+                jobs_continue_requeues_paused,
+                jobs_claimed_run_writes_are_fenced
             );
         }
     };

@@ -1,7 +1,8 @@
 //! The job queue of the in-memory store; the reference semantics the other adapters follow.
 
 use agno_core::{
-    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobOutcome, JobStatus, JobStore, StoredEvent,
+    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, RunWrite,
+    StoredEvent,
 };
 use std::collections::HashMap;
 
@@ -197,6 +198,22 @@ impl JobStore for InMemoryDb {
         if job.status == JobStatus::Running {
             job.locked_at = Some(now);
         }
+        Ok(true)
+    }
+
+    async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
+        let mut tables = self.lock()?;
+        let Some(job) = tables.jobs.get_mut(&lease.job_id).filter(|j| holds(j, &lease.worker_id, lease.attempt)) else {
+            return Ok(false);
+        };
+        if job.status == JobStatus::Running {
+            job.locked_at = Some(now);
+        }
+        // Every refusal is decided before anything changes: all or nothing.
+        let sid = &write.session.session_id;
+        let run_index = super::runs::run_index_for(&tables, write.run, sid, write.user_id)?;
+        super::sessions::write_session(&mut tables, write.session, write.state)?;
+        super::runs::write_run(&mut tables, write.run, sid, write.user_id, run_index);
         Ok(true)
     }
 

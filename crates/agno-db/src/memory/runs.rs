@@ -3,7 +3,7 @@
 use agno_core::{DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, RunStore, SortOrder};
 use async_trait::async_trait;
 
-use super::{InMemoryDb, RunRow, visible};
+use super::{InMemoryDb, RunRow, Tables, visible};
 
 fn matches(r: &RunRow, q: &RunQuery) -> bool {
     visible(r.user_id.as_deref(), q.user_id.as_deref())
@@ -18,23 +18,8 @@ fn matches(r: &RunRow, q: &RunQuery) -> bool {
 impl RunStore for InMemoryDb {
     async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
         let mut tables = self.lock()?;
-        let run_id = run.id().to_owned();
-        let run_index = match tables.runs.get(&run_id) {
-            Some(existing) if existing.user_id.is_some() && existing.user_id.as_deref() != user_id => {
-                return Err(DbError::new(DbErrorKind::Conflict, format!("run {run_id} belongs to another user")));
-            }
-            Some(existing) => existing.run_index,
-            None => {
-                tables.runs.values().filter(|r| r.session_id == session_id).map(|r| r.run_index + 1).max().unwrap_or(0)
-            }
-        };
-        let row = RunRow {
-            session_id: session_id.to_owned(),
-            user_id: user_id.map(str::to_owned),
-            run_index,
-            run: run.clone(),
-        };
-        tables.runs.insert(run_id, row);
+        let run_index = run_index_for(&tables, run, session_id, user_id)?;
+        write_run(&mut tables, run, session_id, user_id, run_index);
         Ok(run_index)
     }
 
@@ -84,4 +69,30 @@ impl RunStore for InMemoryDb {
         }
         Ok(deleted)
     }
+}
+
+/// The index a write of `run` gets (kept when it exists, else the session's next); refused when
+/// the run belongs to another user.
+pub(super) fn run_index_for(
+    tables: &Tables,
+    run: &RunOutput,
+    session_id: &str,
+    user_id: Option<&str>,
+) -> DbResult<i64> {
+    match tables.runs.get(run.id()) {
+        Some(existing) if existing.user_id.is_some() && existing.user_id.as_deref() != user_id => {
+            Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())))
+        }
+        Some(existing) => Ok(existing.run_index),
+        None => {
+            Ok(tables.runs.values().filter(|r| r.session_id == session_id).map(|r| r.run_index + 1).max().unwrap_or(0))
+        }
+    }
+}
+
+/// Stores `run` at `run_index` (from [`run_index_for`]).
+pub(super) fn write_run(tables: &mut Tables, run: &RunOutput, session_id: &str, user_id: Option<&str>, run_index: i64) {
+    let row =
+        RunRow { session_id: session_id.to_owned(), user_id: user_id.map(str::to_owned), run_index, run: run.clone() };
+    tables.runs.insert(run.id().to_owned(), row);
 }

@@ -7,7 +7,7 @@ use agno_core::{
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::{InMemoryDb, visible};
+use super::{InMemoryDb, Tables, visible};
 
 fn matches(s: &AgentSession, q: &SessionQuery) -> bool {
     visible(s.user_id.as_deref(), q.user_id.as_deref())
@@ -55,24 +55,7 @@ impl SessionStore for InMemoryDb {
     }
 
     async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        let mut tables = self.lock()?;
-        let mut row = session.clone();
-        row.runs = None;
-        row.updated_at = Some(now_epoch_secs());
-        let stored_data = tables.sessions.get(&session.session_id).map(|s| s.session_data.clone().unwrap_or_default());
-        row.session_data =
-            Some(state.session_data(session.session_data.clone().unwrap_or_default(), stored_data.as_ref()));
-        if let Some(existing) = tables.sessions.get(&session.session_id) {
-            if existing.user_id.is_some() && existing.user_id != session.user_id {
-                return Err(DbError::new(
-                    DbErrorKind::Conflict,
-                    format!("session {} belongs to another user", session.session_id),
-                ));
-            }
-            row.created_at = existing.created_at;
-        }
-        tables.sessions.insert(session.session_id.clone(), row);
-        Ok(())
+        write_session(&mut *self.lock()?, session, state)
     }
 
     async fn get_sessions(&self, query: &SessionQuery) -> DbResult<SessionPage> {
@@ -129,4 +112,25 @@ impl SessionStore for InMemoryDb {
         }
         Ok(deleted)
     }
+}
+
+/// Writes a session (the rest of `upsert_session`): refused, changing nothing, when it belongs
+/// to another user.
+pub(super) fn write_session(tables: &mut Tables, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+    let mut row = session.clone();
+    row.runs = None;
+    row.updated_at = Some(now_epoch_secs());
+    let stored_data = tables.sessions.get(&session.session_id).map(|s| s.session_data.clone().unwrap_or_default());
+    row.session_data = Some(state.session_data(session.session_data.clone().unwrap_or_default(), stored_data.as_ref()));
+    if let Some(existing) = tables.sessions.get(&session.session_id) {
+        if existing.user_id.is_some() && existing.user_id != session.user_id {
+            return Err(DbError::new(
+                DbErrorKind::Conflict,
+                format!("session {} belongs to another user", session.session_id),
+            ));
+        }
+        row.created_at = existing.created_at;
+    }
+    tables.sessions.insert(session.session_id.clone(), row);
+    Ok(())
 }

@@ -19,66 +19,18 @@ fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 #[async_trait]
 impl RunStore for PostgresDb {
     async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
-        let t = self.qualified(&self.tables().runs);
-        let mut data = serde_json::to_value(run)
-            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {}: {e}", run.id())))?;
-        sanitize(&mut data);
         let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
-        // Same lock key as Python Agno: writers of one session queue here, so `max + 1` is
-        // read and written by one of them at a time; the lock goes with the transaction.
-        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('agno_run_index'), hashtext($1))")
-            .bind(session_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db_error(&format!("cannot lock the run index of session {session_id}"), e))?;
-        let sql = format!(
-            "INSERT INTO {t} AS t (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, \
-             parent_run_id, status, run_index, run_data, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-             (SELECT COALESCE(MAX(run_index) + 1, 0) FROM {t} WHERE session_id = $2), $10, $11, $12) \
-             ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, \
-             parent_run_id = excluded.parent_run_id, updated_at = excluded.updated_at, \
-             run_index = COALESCE(t.run_index, excluded.run_index) \
-             WHERE t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL \
-             RETURNING run_index"
-        );
-        // Not a cached prepared statement: a generic plan made while the table was small keeps
-        // scanning it whole for `MAX(run_index)`, so saving run N would cost O(N). A fresh plan
-        // per call uses the (session_id, run_index) index once the table grows.
-        let index: Option<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .persistent(false)
-            .bind(run.id())
-            .bind(session_id)
-            .bind(run_type(&data))
-            .bind(str_field(&data, "agent_id"))
-            .bind(str_field(&data, "team_id"))
-            .bind(str_field(&data, "workflow_id"))
-            .bind(user_id)
-            .bind(str_field(&data, "parent_run_id"))
-            .bind(run.status.as_str())
-            .bind(&data)
-            .bind(run.created_at)
-            .bind(now_epoch_secs())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => DbError::new(
-                    DbErrorKind::Conflict,
-                    format!(
-                        "cannot write run {}: session {session_id} does not exist; save the session first",
-                        run.id()
-                    ),
-                )
-                .with_source(e),
-                _ => db_error(&format!("cannot write run {}", run.id()), e),
-            })?;
-        let Some(index) = index else {
-            // Ends the transaction (and its advisory lock) now, not when the connection is next used.
-            tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of run {}", run.id()), e))?;
-            return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
-        };
-        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {}", run.id()), e))?;
-        Ok(index.unwrap_or(0))
+        match self.write_run(&mut tx, run, session_id, user_id).await {
+            Ok(index) => {
+                tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {}", run.id()), e))?;
+                Ok(index)
+            }
+            Err(e) => {
+                // Ends the transaction (and its advisory lock) now, not when the connection is next used.
+                tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of run {}", run.id()), e))?;
+                Err(e)
+            }
+        }
     }
 
     async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
@@ -155,5 +107,74 @@ impl RunStore for PostgresDb {
             .await
             .map_err(|e| db_error("cannot delete runs", e))?;
         Ok(done.rows_affected())
+    }
+}
+
+impl PostgresDb {
+    /// The write of `upsert_run`, inside the caller's transaction (which holds the run-index lock
+    /// taken here until it ends; the caller rolls back on an error).
+    pub(super) async fn write_run(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        run: &RunOutput,
+        session_id: &str,
+        user_id: Option<&str>,
+    ) -> DbResult<i64> {
+        let t = self.qualified(&self.tables().runs);
+        let mut data = serde_json::to_value(run)
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {}: {e}", run.id())))?;
+        sanitize(&mut data);
+        // Same lock key as Python Agno: writers of one session queue here, so `max + 1` is
+        // read and written by one of them at a time; the lock goes with the transaction.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('agno_run_index'), hashtext($1))")
+            .bind(session_id)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| db_error(&format!("cannot lock the run index of session {session_id}"), e))?;
+        let sql = format!(
+            "INSERT INTO {t} AS t (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, \
+             parent_run_id, status, run_index, run_data, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+             (SELECT COALESCE(MAX(run_index) + 1, 0) FROM {t} WHERE session_id = $2), $10, $11, $12) \
+             ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, \
+             parent_run_id = excluded.parent_run_id, updated_at = excluded.updated_at, \
+             run_index = COALESCE(t.run_index, excluded.run_index) \
+             WHERE t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL \
+             RETURNING run_index"
+        );
+        // Not a cached prepared statement: a generic plan made while the table was small keeps
+        // scanning it whole for `MAX(run_index)`, so saving run N would cost O(N). A fresh plan
+        // per call uses the (session_id, run_index) index once the table grows.
+        let index: Option<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .persistent(false)
+            .bind(run.id())
+            .bind(session_id)
+            .bind(run_type(&data))
+            .bind(str_field(&data, "agent_id"))
+            .bind(str_field(&data, "team_id"))
+            .bind(str_field(&data, "workflow_id"))
+            .bind(user_id)
+            .bind(str_field(&data, "parent_run_id"))
+            .bind(run.status.as_str())
+            .bind(&data)
+            .bind(run.created_at)
+            .bind(now_epoch_secs())
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => DbError::new(
+                    DbErrorKind::Conflict,
+                    format!(
+                        "cannot write run {}: session {session_id} does not exist; save the session first",
+                        run.id()
+                    ),
+                )
+                .with_source(e),
+                _ => db_error(&format!("cannot write run {}", run.id()), e),
+            })?;
+        let Some(index) = index else {
+            return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
+        };
+        Ok(index.unwrap_or(0))
     }
 }

@@ -19,51 +19,8 @@ fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 impl RunStore for SqliteDb {
     async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
         let _turn = self.write_turn().await;
-        let t = &self.tables().runs;
-        let data = serde_json::to_value(run)
-            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {}: {e}", run.id())))?;
-        let now = now_epoch_secs();
-        let sql = format!(
-            "INSERT INTO {t} (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, \
-             status, run_index, run_data, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(run_index) + 1, 0) FROM {t} WHERE session_id = ?), ?, ?, ?) \
-             ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, \
-             parent_run_id = excluded.parent_run_id, updated_at = excluded.updated_at, \
-             run_index = COALESCE({t}.run_index, excluded.run_index) \
-             WHERE {t}.user_id IS excluded.user_id OR {t}.user_id IS NULL \
-             RETURNING run_index"
-        );
-        let index: Vec<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
-            .bind(run.id())
-            .bind(session_id)
-            .bind(run_type(&data))
-            .bind(str_field(&data, "agent_id"))
-            .bind(str_field(&data, "team_id"))
-            .bind(str_field(&data, "workflow_id"))
-            .bind(user_id)
-            .bind(str_field(&data, "parent_run_id"))
-            .bind(run.status.as_str())
-            .bind(session_id)
-            .bind(to_json_text(&data)?)
-            .bind(run.created_at)
-            .bind(now)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => DbError::new(
-                    DbErrorKind::Conflict,
-                    format!(
-                        "cannot write run {}: session {session_id} does not exist; save the session first",
-                        run.id()
-                    ),
-                )
-                .with_source(e),
-                _ => db_error(&format!("cannot write run {}", run.id()), e),
-            })?;
-        match index.into_iter().next() {
-            Some(index) => Ok(index.unwrap_or(0)),
-            None => Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id()))),
-        }
+        let mut conn = self.pool().acquire().await.map_err(|e| db_error("cannot get a connection", e))?;
+        self.write_run(&mut conn, run, session_id, user_id).await
     }
 
     async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
@@ -156,5 +113,62 @@ impl RunStore for SqliteDb {
         let done =
             q.bind(user_id).bind(user_id).execute(self.pool()).await.map_err(|e| db_error("cannot delete runs", e))?;
         Ok(done.rows_affected())
+    }
+}
+
+impl SqliteDb {
+    /// The write of `upsert_run` on `conn` (a connection, or the caller's transaction).
+    pub(super) async fn write_run(
+        &self,
+        conn: &mut sqlx::SqliteConnection,
+        run: &RunOutput,
+        session_id: &str,
+        user_id: Option<&str>,
+    ) -> DbResult<i64> {
+        let t = &self.tables().runs;
+        let data = serde_json::to_value(run)
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {}: {e}", run.id())))?;
+        let now = now_epoch_secs();
+        let sql = format!(
+            "INSERT INTO {t} (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, \
+             status, run_index, run_data, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(run_index) + 1, 0) FROM {t} WHERE session_id = ?), ?, ?, ?) \
+             ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, \
+             parent_run_id = excluded.parent_run_id, updated_at = excluded.updated_at, \
+             run_index = COALESCE({t}.run_index, excluded.run_index) \
+             WHERE {t}.user_id IS excluded.user_id OR {t}.user_id IS NULL \
+             RETURNING run_index"
+        );
+        let index: Vec<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
+            .bind(run.id())
+            .bind(session_id)
+            .bind(run_type(&data))
+            .bind(str_field(&data, "agent_id"))
+            .bind(str_field(&data, "team_id"))
+            .bind(str_field(&data, "workflow_id"))
+            .bind(user_id)
+            .bind(str_field(&data, "parent_run_id"))
+            .bind(run.status.as_str())
+            .bind(session_id)
+            .bind(to_json_text(&data)?)
+            .bind(run.created_at)
+            .bind(now)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => DbError::new(
+                    DbErrorKind::Conflict,
+                    format!(
+                        "cannot write run {}: session {session_id} does not exist; save the session first",
+                        run.id()
+                    ),
+                )
+                .with_source(e),
+                _ => db_error(&format!("cannot write run {}", run.id()), e),
+            })?;
+        match index.into_iter().next() {
+            Some(index) => Ok(index.unwrap_or(0)),
+            None => Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id()))),
+        }
     }
 }

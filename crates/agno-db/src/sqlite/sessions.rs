@@ -135,54 +135,9 @@ impl SessionStore for SqliteDb {
 
     async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
         let _turn = self.write_turn().await;
-        let t = &self.tables().sessions;
         let mut tx =
             self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot start a transaction", e))?;
-        let mut session_data = session.session_data.clone().unwrap_or_default();
-        if let StateUpdate::Merge { .. } = state {
-            let sql = format!("SELECT session_data FROM {t} WHERE session_id = ?");
-            let stored: Option<Option<String>> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
-                .bind(&session.session_id)
-                .fetch_all(&mut *tx)
-                .await
-                .map(|rows| rows.into_iter().next())
-                .map_err(|e| db_error(&format!("cannot read session {}", session.session_id), e))?;
-            session_data = state.session_data(session_data, object_column(stored.flatten())?.as_ref());
-        }
-        let now = now_epoch_secs();
-        let sql = format!(
-            "INSERT INTO {t} ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (session_id) DO UPDATE SET session_type = excluded.session_type, agent_id = excluded.agent_id, \
-             team_id = excluded.team_id, workflow_id = excluded.workflow_id, user_id = excluded.user_id, \
-             session_data = excluded.session_data, agent_data = excluded.agent_data, team_data = excluded.team_data, \
-             workflow_data = excluded.workflow_data, metadata = excluded.metadata, summary = excluded.summary, \
-             updated_at = excluded.updated_at \
-             WHERE {t}.user_id IS excluded.user_id OR {t}.user_id IS NULL"
-        );
-        let result = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(&session.session_id)
-            .bind(session_type_of(session))
-            .bind(&session.agent_id)
-            .bind(&session.team_id)
-            .bind(&session.workflow_id)
-            .bind(&session.user_id)
-            .bind(to_json_text(&session_data)?)
-            .bind(opt_json(session.agent_data.as_ref())?)
-            .bind(extra_json(session, "team_data"))
-            .bind(extra_json(session, "workflow_data"))
-            .bind(opt_json(session.metadata.as_ref())?)
-            .bind(opt_json(session.summary.as_ref())?)
-            .bind(session.created_at.unwrap_or(now))
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db_error(&format!("cannot write session {}", session.session_id), e))?;
-        if result.rows_affected() == 0 {
-            return Err(DbError::new(
-                DbErrorKind::Conflict,
-                format!("session {} belongs to another user", session.session_id),
-            ));
-        }
+        self.write_session(&mut tx, session, state).await?;
         tx.commit().await.map_err(|e| db_error("cannot commit session write", e))
     }
 
@@ -325,5 +280,64 @@ impl SessionStore for SqliteDb {
             .await
             .map_err(|e| db_error("cannot read the first runs of sessions", e))?;
         Ok(rows.into_iter().filter_map(|(id, input)| Some((id, serde_json::from_str(&input?).ok()?))).collect())
+    }
+}
+
+impl SqliteDb {
+    /// The writes of `upsert_session`, inside the caller's `BEGIN IMMEDIATE` transaction (which
+    /// the caller rolls back on an error).
+    pub(super) async fn write_session(
+        &self,
+        conn: &mut sqlx::SqliteConnection,
+        session: &AgentSession,
+        state: &StateUpdate,
+    ) -> DbResult<()> {
+        let t = &self.tables().sessions;
+        let mut session_data = session.session_data.clone().unwrap_or_default();
+        if let StateUpdate::Merge { .. } = state {
+            let sql = format!("SELECT session_data FROM {t} WHERE session_id = ?");
+            let stored: Option<Option<String>> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
+                .bind(&session.session_id)
+                .fetch_all(&mut *conn)
+                .await
+                .map(|rows| rows.into_iter().next())
+                .map_err(|e| db_error(&format!("cannot read session {}", session.session_id), e))?;
+            session_data = state.session_data(session_data, object_column(stored.flatten())?.as_ref());
+        }
+        let now = now_epoch_secs();
+        let sql = format!(
+            "INSERT INTO {t} ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (session_id) DO UPDATE SET session_type = excluded.session_type, agent_id = excluded.agent_id, \
+             team_id = excluded.team_id, workflow_id = excluded.workflow_id, user_id = excluded.user_id, \
+             session_data = excluded.session_data, agent_data = excluded.agent_data, team_data = excluded.team_data, \
+             workflow_data = excluded.workflow_data, metadata = excluded.metadata, summary = excluded.summary, \
+             updated_at = excluded.updated_at \
+             WHERE {t}.user_id IS excluded.user_id OR {t}.user_id IS NULL"
+        );
+        let result = sqlx::query(AssertSqlSafe(sql.as_str()))
+            .bind(&session.session_id)
+            .bind(session_type_of(session))
+            .bind(&session.agent_id)
+            .bind(&session.team_id)
+            .bind(&session.workflow_id)
+            .bind(&session.user_id)
+            .bind(to_json_text(&session_data)?)
+            .bind(opt_json(session.agent_data.as_ref())?)
+            .bind(extra_json(session, "team_data"))
+            .bind(extra_json(session, "workflow_data"))
+            .bind(opt_json(session.metadata.as_ref())?)
+            .bind(opt_json(session.summary.as_ref())?)
+            .bind(session.created_at.unwrap_or(now))
+            .bind(now)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| db_error(&format!("cannot write session {}", session.session_id), e))?;
+        if result.rows_affected() == 0 {
+            return Err(DbError::new(
+                DbErrorKind::Conflict,
+                format!("session {} belongs to another user", session.session_id),
+            ));
+        }
+        Ok(())
     }
 }
