@@ -43,8 +43,18 @@ pub(crate) fn object_column(text: Option<String>) -> Result<Option<Map<String, V
     })
 }
 
-/// Parses a stored run.
-pub(crate) fn decode_run(value: Value) -> Result<RunOutput, DbError> {
+/// Parses a stored run, normalised as Agno's `RunOutput.from_dict` normalises it, so a run reads
+/// back as Python Agno reads it: `events` is always a list (empty when none were stored), an
+/// empty `tools` list is no tools.
+pub(crate) fn decode_run(mut value: Value) -> Result<RunOutput, DbError> {
+    if let Value::Object(run) = &mut value {
+        if run.get("events").is_none_or(Value::is_null) {
+            run.insert("events".to_owned(), Value::Array(Vec::new()));
+        }
+        if run.get("tools").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            run.remove("tools");
+        }
+    }
     serde_json::from_value(value).map_err(|e| {
         DbError::new(DbErrorKind::Other, format!("stored run is not a valid run record: {e}")).with_source(e)
     })
@@ -105,5 +115,35 @@ pub(crate) fn session_type_of(session: &AgentSession) -> &'static str {
         "workflow"
     } else {
         "agent"
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Stored floats (durations, time to first token) survive a read and a write bit for bit:
+    /// serde_json's default float parser may be one ulp off; `float_roundtrip` is required.
+    #[test]
+    fn floats_round_trip_exactly() {
+        for text in ["0.010706516000027477", "0.027542747000097734", "0.012200408000353491", "1e-7", "123456.789"] {
+            let run = json!({"run_id": "r", "metrics": {"duration": serde_json::from_str::<Value>(text).unwrap()}});
+            let decoded = decode_run(run).unwrap();
+            let encoded = to_json_text(&decoded).unwrap();
+            let again: Value = serde_json::from_str(&encoded).unwrap();
+            let original: f64 = text.parse().unwrap();
+            assert_eq!(again["metrics"]["duration"].as_f64(), Some(original), "{text} -> {encoded}");
+        }
+    }
+
+    /// Runs read back normalised as Agno's `RunOutput.from_dict` does.
+    #[test]
+    fn runs_are_normalised_as_agno_reads_them() {
+        let run = decode_run(json!({"run_id": "r", "tools": []})).unwrap();
+        let v = serde_json::to_value(&run).unwrap();
+        assert_eq!(v["events"], json!([]));
+        assert!(v.get("tools").is_none());
     }
 }

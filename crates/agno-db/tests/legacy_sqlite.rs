@@ -51,6 +51,7 @@ async fn agno_2x_sqlite_database_migrates_to_v3_without_loss() {
     let all = db.get_runs(&RunQuery::default()).await.unwrap();
     assert_eq!(all.runs.len(), 16);
     assert_matches_agno(&db).await;
+    assert_python_reads_as_agno_2(&path);
     // The legacy column is still there as a backup.
     assert!(sqlx_column_exists(&path).await, "legacy runs column kept");
 
@@ -65,6 +66,19 @@ async fn agno_2x_sqlite_database_migrates_to_v3_without_loss() {
     assert_eq!(report.missing_runs, 0);
     assert!(!sqlx_column_exists(&path).await);
     assert_matches_agno(&db).await;
+    // With the legacy column gone, the runs table is the only source Python Agno reads.
+    assert_python_reads_as_agno_2(&path);
+}
+
+/// Python Agno 3.1 reads the migrated file exactly as Agno 2.9 read the legacy one.
+fn assert_python_reads_as_agno_2(path: &std::path::Path) {
+    let what = "the Python Agno 3.1 read-back of the migrated SQLite fixture";
+    let path = path.to_str().unwrap();
+    if let Some(differences) =
+        agno_testkit::legacy::python_readback_differences(what, "expected.json", &["sqlite", path])
+    {
+        assert!(differences.is_empty(), "Python Agno 3.1 reads differently:\n{}", differences.join("\n"));
+    }
 }
 
 #[tokio::test]

@@ -92,68 +92,6 @@ async fn create_table_lines(conn: &mut MySqlConnection, table: &str) -> BTreeSet
     ddl.lines().map(|l| l.trim().trim_end_matches(',').to_owned()).collect()
 }
 
-fn lines(ddl: &str) -> BTreeSet<String> {
-    ddl.lines().map(|l| l.trim().trim_end_matches(',').to_owned()).filter(|l| !l.is_empty()).collect()
-}
-
-/// What Python Agno 3.1.10's `MySQLDb._create_all_tables()` creates on MariaDB 10.11
-/// (`SHOW CREATE TABLE`).
-const PY_SESSIONS: &str = r"CREATE TABLE `agno_sessions` (
-  `session_id` varchar(128) NOT NULL,
-  `session_type` varchar(20) NOT NULL,
-  `agent_id` varchar(128) DEFAULT NULL,
-  `team_id` varchar(128) DEFAULT NULL,
-  `workflow_id` varchar(128) DEFAULT NULL,
-  `user_id` varchar(128) DEFAULT NULL,
-  `session_data` longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL CHECK (json_valid(`session_data`)),
-  `agent_data` longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL CHECK (json_valid(`agent_data`)),
-  `team_data` longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL CHECK (json_valid(`team_data`)),
-  `workflow_data` longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL CHECK (json_valid(`workflow_data`)),
-  `metadata` longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL CHECK (json_valid(`metadata`)),
-  `summary` longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin DEFAULT NULL CHECK (json_valid(`summary`)),
-  `created_at` bigint(20) NOT NULL,
-  `updated_at` bigint(20) DEFAULT NULL,
-  PRIMARY KEY (`session_id`),
-  KEY `idx_agno_sessions_created_at` (`created_at`),
-  KEY `idx_agno_sessions_session_type` (`session_type`)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci";
-
-const PY_RUNS: &str = r"CREATE TABLE `agno_runs` (
-  `run_id` varchar(128) NOT NULL,
-  `session_id` varchar(128) NOT NULL,
-  `run_type` varchar(20) NOT NULL,
-  `agent_id` varchar(128) DEFAULT NULL,
-  `team_id` varchar(128) DEFAULT NULL,
-  `workflow_id` varchar(128) DEFAULT NULL,
-  `user_id` varchar(128) DEFAULT NULL,
-  `parent_run_id` varchar(128) DEFAULT NULL,
-  `status` varchar(50) DEFAULT NULL,
-  `run_index` bigint(20) DEFAULT NULL,
-  `run_data` longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL CHECK (json_valid(`run_data`)),
-  `created_at` bigint(20) NOT NULL,
-  `updated_at` bigint(20) DEFAULT NULL,
-  PRIMARY KEY (`run_id`),
-  KEY `idx_agno_runs_team_id` (`team_id`),
-  KEY `idx_agno_runs_user_id` (`user_id`),
-  KEY `idx_agno_runs_created_at` (`created_at`),
-  KEY `idx_agno_runs_agent_id` (`agent_id`),
-  KEY `idx_agno_runs_workflow_id` (`workflow_id`),
-  KEY `idx_agno_runs_status` (`status`),
-  KEY `agno_runs_runs_session_id_run_index` (`session_id`,`run_index`),
-  KEY `idx_agno_runs_run_type` (`run_type`),
-  KEY `idx_agno_runs_session_id` (`session_id`),
-  CONSTRAINT `agno_runs_ibfk_1` FOREIGN KEY (`session_id`) REFERENCES `agno_sessions` (`session_id`) ON DELETE CASCADE
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci";
-
-const PY_VERSIONS: &str = r"CREATE TABLE `agno_schema_versions` (
-  `table_name` varchar(128) NOT NULL,
-  `version` varchar(10) NOT NULL,
-  `created_at` varchar(128) NOT NULL,
-  `updated_at` varchar(128) DEFAULT NULL,
-  PRIMARY KEY (`table_name`),
-  KEY `idx_agno_schema_versions_created_at` (`created_at`)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci";
-
 /// Agno 2.9.0's `MySQLDb` sessions table: the v3 one plus `runs JSON` (column order as Agno's).
 const V2_SESSIONS: &str = "CREATE TABLE agno_sessions (
   session_id VARCHAR(128) NOT NULL, session_type VARCHAR(20) NOT NULL, agent_id VARCHAR(128),
@@ -282,6 +220,43 @@ async fn assert_all_runs_copied(t: &TestDb, db: &MySqlDb) {
     }
 }
 
+/// Agno's table types that Python Agno 3.1's `MySQLDb` and agno-rs's `MySqlDb` both create, with
+/// their table names.
+const TABLES: [(&str, &str); 7] = [
+    ("sessions", "agno_sessions"),
+    ("runs", "agno_runs"),
+    ("versions", "agno_schema_versions"),
+    ("memories", "agno_memories"),
+    ("metrics", "agno_metrics"),
+    ("evals", "agno_eval_runs"),
+    ("knowledge", "agno_knowledge"),
+];
+
+/// `SHOW CREATE TABLE` of each table as Python Agno 3.1 creates it, live, in a database of its
+/// own (`scripts/interop/create_tables.py` with pymysql); `None` when no Python Agno is found.
+async fn python_ddl() -> Option<Vec<BTreeSet<String>>> {
+    let py = agno_testkit::agno_python("the MariaDB DDL comparison with Python Agno")?;
+    let t = TestDb::new().await;
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/create_tables.py");
+    let sa_url = t.url().replacen("mysql://", "mysql+pymysql://", 1);
+    let out = std::process::Command::new(py)
+        .arg(script)
+        .args(["mysql", &sa_url, &t.name])
+        .args(TABLES.map(|(kind, _)| kind))
+        .env("AGNO_TELEMETRY", "false")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "create_tables.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut conn = t.conn().await;
+    let mut ddl = Vec::new();
+    for (_, table) in TABLES {
+        ddl.push(create_table_lines(&mut conn, table).await);
+    }
+    t.drop().await;
+    Some(ddl)
+}
+
+/// agno-rs creates its MariaDB tables exactly as Python Agno 3.1 does, compared live.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_match_python_agno_ddl() {
     if !agno_testkit::services::mariadb("tables_match_python_agno_ddl") {
@@ -290,17 +265,21 @@ async fn tables_match_python_agno_ddl() {
     let t = TestDb::new().await;
     let db = t.db().await;
     db.create_tables().await.unwrap();
+    db.create_tables().await.unwrap(); // idempotent
     let mut conn = t.conn().await;
-    assert_eq!(create_table_lines(&mut conn, "agno_sessions").await, lines(PY_SESSIONS));
-    assert_eq!(create_table_lines(&mut conn, "agno_runs").await, lines(PY_RUNS));
-    assert_eq!(create_table_lines(&mut conn, "agno_schema_versions").await, lines(PY_VERSIONS));
+    let mut ours = Vec::new();
+    for (_, table) in TABLES {
+        ours.push(create_table_lines(&mut conn, table).await);
+    }
     for table in ["agno_sessions", "agno_runs"] {
         assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"));
     }
-    // Creating again changes nothing.
-    db.create_tables().await.unwrap();
-    assert_eq!(create_table_lines(&mut conn, "agno_runs").await, lines(PY_RUNS));
     t.drop().await;
+    let Some(theirs) = python_ddl().await else { return };
+    for (((_, table), ours), theirs) in TABLES.iter().zip(&ours).zip(&theirs) {
+        assert!(theirs.len() > 3, "Agno created {table}: {theirs:?}");
+        assert_eq!(ours, theirs, "{table}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

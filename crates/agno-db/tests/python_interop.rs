@@ -102,8 +102,10 @@ async fn agno_rs_reads_what_python_agno_wrote() {
     assert_eq!(session.session_name(), Some("from python"));
     assert_eq!(session.session_state().unwrap()["written_by"], "python");
     assert_eq!(session.runs().len(), 2);
-    for (ours, theirs) in session.runs().iter().zip(written["runs"].as_array().unwrap()) {
-        // Exactly what Python's to_dict() produced, field for field.
+    assert_eq!(written["runs"].as_array().unwrap().len(), 2);
+    // Exactly what Python Agno reads back (`RunOutput.from_dict(...).to_dict()`), field for field.
+    let theirs = probe(&py, &["read", path.to_str().unwrap(), "py-session"]);
+    for (ours, theirs) in session.runs().iter().zip(theirs["runs"].as_array().unwrap()) {
         assert_eq!(&serde_json::to_value(ours).unwrap(), theirs);
     }
     let run = db.get_run("py-run-1", Some("py-user")).await.unwrap().expect("run");

@@ -1,6 +1,6 @@
 //! Finding the Python with Agno 3.1 that interop tests drive.
 
-/// The Python interpreter with `agno==3.1.*` (and fastapi, sqlalchemy, psycopg, redis) for
+/// The Python interpreter with `agno==3.1.*` (and fastapi, sqlalchemy, psycopg, pymysql, redis) for
 /// interop tests: `AGNO_PYTHON`, else the venv `.ci/run` creates (`$HOME/.cache/agno-py-3.1`).
 ///
 /// Without one, the caller's check cannot run: under `CI=true` this panics (a check that cannot
