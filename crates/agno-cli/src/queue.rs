@@ -12,7 +12,9 @@ async fn open(url: &str) -> Result<(Arc<dyn JobStore>, Arc<dyn agno::db::Migrate
     let shown = agno::db::redact_url(url);
     let db = agno::db::open(url).await.with_context(|| format!("cannot open {shown}"))?;
     let Some(store) = db.clone().job_store() else {
-        bail!("{shown} has no job queue: background runs need sqlite://, postgresql:// or memory://");
+        bail!(
+            "{shown} has no job queue: background runs need sqlite://, postgresql://, mysql://, redis:// or memory://"
+        );
     };
     Ok((store, db))
 }

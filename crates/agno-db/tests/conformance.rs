@@ -68,6 +68,11 @@ async fn postgres_store() -> Arc<agno_db::PostgresDb> {
 /// A fresh, uniquely named MariaDB/MySQL database per test (`AGNO_TEST_MYSQL_URL`, default root on
 /// the local server). Databases left by earlier test processes that have exited are dropped first.
 async fn mysql_db() -> Arc<dyn Db> {
+    mysql_store().await
+}
+
+/// A fresh MariaDB/MySQL database, as [`mysql_db`], as the concrete store (for the job queue).
+async fn mysql_store() -> Arc<agno_db::MySqlDb> {
     use sqlx::Connection;
     static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     let url = std::env::var("AGNO_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
@@ -104,6 +109,11 @@ async fn mysql_db() -> Arc<dyn Db> {
 /// `redis://127.0.0.1:6379/0`). Prefixes left by earlier test processes that have exited are
 /// deleted first.
 async fn redis_db() -> Arc<dyn Db> {
+    redis_store().await
+}
+
+/// A fresh Redis key prefix, as [`redis_db`], as the concrete store (for the job queue cases).
+async fn redis_store() -> Arc<agno_db::RedisDb> {
     static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     let url = std::env::var("AGNO_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned());
     let family = "agno-rs-conf";
@@ -317,4 +327,6 @@ mod jobs {
     agno_testkit::jobs_conformance!(memory, std::sync::Arc::new(agno_db::InMemoryDb::new()));
     agno_testkit::jobs_conformance!(sqlite, crate::sqlite_jobs().await);
     agno_testkit::jobs_conformance!(postgres, crate::postgres_store().await);
+    agno_testkit::jobs_conformance!(redis, crate::redis_store().await);
+    agno_testkit::jobs_conformance!(mysql, crate::mysql_store().await);
 }

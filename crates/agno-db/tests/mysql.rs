@@ -683,3 +683,78 @@ async fn run_listing_orders_ties_by_run_id_bytes() {
     assert_eq!(seen, ["B", "a", "c"]);
     t.drop().await;
 }
+
+/// A worker's run write checks its lease and writes in one transaction holding the job's row:
+/// while the write waits (on a session row another connection has locked), the job cannot be
+/// taken over; once it lands, the takeover follows and the old owner is fenced out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_takeover_while_a_claimed_run_write_is_in_flight() {
+    use agno_core::{Job, JobLease, JobStore, RunWrite};
+    if !agno_testkit::services::mariadb("no_takeover_while_a_claimed_run_write_is_in_flight") {
+        return;
+    }
+    let t = TestDb::new().await;
+    let db = Arc::new(t.db().await);
+    db.create_tables().await.unwrap();
+    let now = agno_core::now_epoch_secs();
+    let mut job = Job::agent_run("fenced", "agent-1", "session-fenced", json!({"message": "hi"}));
+    job.max_attempts = 2;
+    db.enqueue_job(&job, 0).await.unwrap();
+    let claimed = db.claim_job("old", 60, now).await.unwrap().unwrap();
+    let session = AgentSession::new(&claimed.session_id);
+    db.upsert_session(&session, &StateUpdate::Replace).await.unwrap();
+
+    // Another connection holds the session row: the next session write waits for it.
+    let mut blocker = t.conn().await;
+    sqlx::query("BEGIN").execute(&mut blocker).await.unwrap();
+    sqlx::query("SELECT session_id FROM agno_sessions WHERE session_id = ? FOR UPDATE")
+        .bind(&claimed.session_id)
+        .fetch_all(&mut blocker)
+        .await
+        .unwrap();
+    let write = tokio::spawn({
+        let (db, session_id) = (db.clone(), claimed.session_id.clone());
+        async move {
+            let session = AgentSession::new(&session_id);
+            let mut run = RunOutput::new("fenced", &session_id);
+            run.status = RunStatus::Running;
+            run.content = Some(json!("old"));
+            let lease = JobLease { job_id: "fenced".into(), worker_id: "old".into(), attempt: 1 };
+            let write = RunWrite { session: &session, state: &StateUpdate::Replace, run: &run, user_id: None };
+            db.save_claimed_run(&lease, write, now + 1).await.unwrap()
+        }
+    });
+    // Wait until the write waits on the row lock: its session read is executing (and can only
+    // be waiting, the blocker holding the row). PROCESSLIST, not INNODB_TRX: InnoDB's views are
+    // cached and not refreshed while read more often than every 0.1 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut probe = t.conn().await;
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() \
+             AND INFO LIKE 'SELECT user_id, session_data FROM%FOR UPDATE'",
+        )
+        .fetch_one(&mut probe)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        assert!(!write.is_finished(), "the run write did not wait for the session row: {:?}", write.await);
+        assert!(std::time::Instant::now() < deadline, "the run write never waited on the session row");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(db.claim_job("new", 60, now + 100).await.unwrap().is_none(), "no takeover while the write is in flight");
+
+    sqlx::query("COMMIT").execute(&mut blocker).await.unwrap();
+    assert!(write.await.unwrap(), "the write of the lease holder lands");
+    let taken = db.claim_job("new", 60, now + 100).await.unwrap().expect("taken over once the write ended");
+    assert_eq!(taken.attempt, 2);
+    assert_eq!(db.get_run("fenced", None).await.unwrap().unwrap().content, Some(json!("old")));
+    let stale = RunOutput::new("fenced", &claimed.session_id);
+    let lease = JobLease { job_id: "fenced".into(), worker_id: "old".into(), attempt: 1 };
+    let write = RunWrite { session: &session, state: &StateUpdate::Replace, run: &stale, user_id: None };
+    assert!(!db.save_claimed_run(&lease, write, now + 101).await.unwrap(), "and the old owner is fenced out");
+    drop(db);
+    t.drop().await;
+}

@@ -749,3 +749,122 @@ async fn python_agno_and_agno_rs_share_memories() {
     );
     db.delete_all_keys().await.unwrap();
 }
+
+/// Python Agno 3.1's `RedisDb` queue, driven on jobs agno-rs enqueued, and enqueueing one of its
+/// own. argv: url, prefix, phase (`read` or `write`). Prints one JSON line.
+const PYTHON_REDIS_JOBS: &str = r#"
+import json, sys
+from agno.db.redis import RedisDb
+from agno.db.schemas.jobs import QueuedJob
+url, prefix, phase = sys.argv[1], sys.argv[2], sys.argv[3]
+db = RedisDb(db_url=url, db_prefix=prefix)
+out = {}
+if phase == "read":
+    out["a"] = db.get_job("a-job")
+    out["listed"] = [j["id"] for j in db.list_jobs(limit=10)[0]]
+    out["queued"] = db.count_queued_jobs()
+    out["b_waits_behind"] = db.session_blocker("b-job")
+    claimed = db.claim_job("py-worker", 60)
+    out["claimed"] = claimed["id"] if claimed else None
+    out["claimed_again"] = (db.claim_job("py-worker", 60) or {}).get("id")
+    out["completed"] = db.complete_job("a-job", "py-worker", 1, "completed")
+else:
+    job = QueuedJob(id="c-job", component_type="agent", component_id="py-agent", session_id="py-session",
+                    user_id="u2", idempotency_key="key-c",
+                    payload={"message": "from python", "serialize_session": True}).to_dict()
+    out["enqueued"] = db.enqueue_job(job)["accepted"]
+    out["c"] = db.get_job("c-job")
+print(json.dumps(out))
+"#;
+
+fn py_jobs(py: &str, prefix: &str, phase: &str) -> Value {
+    let out = std::process::Command::new(py)
+        .arg("-c")
+        .arg(PYTHON_REDIS_JOBS)
+        .args([url().as_str(), prefix, phase])
+        .env("AGNO_TELEMETRY", "false")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().rev().find(|l| l.starts_with('{')).unwrap()).unwrap()
+}
+
+/// agno-rs and Python Agno 3.1 share one Redis job queue: each reads, claims, completes and
+/// dedups the other's jobs (same keys, same documents, same session ordering).
+#[tokio::test]
+async fn python_agno_and_agno_rs_share_the_job_queue() {
+    use agno_core::{Enqueued, Job, JobOutcome, JobStatus, JobStore};
+    if !agno_testkit::services::redis("python_agno_and_agno_rs_share_the_job_queue") {
+        return;
+    }
+    let Some(py) = agno_python() else { return };
+    let prefix = unique_prefix("jobs-live");
+    let db = RedisDb::connect_with(&url(), &prefix).await.unwrap();
+    let mk = |id: &str| {
+        let mut j = Job::agent_run(id, "rs-agent", "rs-session", json!({"message": id}));
+        j.user_id = Some("u1".to_owned());
+        j.max_attempts = 2;
+        j
+    };
+    let mut a = mk("a-job");
+    a.idempotency_key = Some("key-a".to_owned());
+    assert!(matches!(db.enqueue_job(&a, 0).await.unwrap(), Enqueued::Accepted(_)));
+    assert!(matches!(db.enqueue_job(&mk("b-job"), 0).await.unwrap(), Enqueued::Accepted(_)));
+
+    let seen = py_jobs(&py, &prefix, "read");
+    assert_eq!(seen["a"]["status"], "queued");
+    assert_eq!(seen["a"]["user_id"], "u1");
+    assert_eq!(seen["a"]["idempotency_key"], "key-a");
+    assert_eq!(seen["a"]["payload"]["message"], "a-job");
+    assert_eq!(seen["queued"], 2);
+    let mut listed: Vec<&str> = seen["listed"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    listed.sort_unstable();
+    assert_eq!(listed, ["a-job", "b-job"]);
+    assert_eq!(seen["b_waits_behind"], "a-job", "Agno sees agno-rs's session order");
+    assert_eq!(seen["claimed"], "a-job");
+    assert_eq!(seen["claimed_again"], Value::Null, "b-job waits for a-job, in Agno's claim too");
+    assert_eq!(seen["completed"], true);
+    let done = db.get_job("a-job", None).await.unwrap().unwrap();
+    assert_eq!((done.status, done.attempt, done.locked_by), (JobStatus::Completed, 1, None));
+    assert_eq!(done.payload, json!({"message": "a-job"}), "Agno's session stamps stay out of the job");
+
+    let seen = py_jobs(&py, &prefix, "write");
+    assert_eq!(seen["enqueued"], true);
+    let c = db.get_job("c-job", Some("u2")).await.unwrap().expect("Python's job");
+    assert_eq!(
+        (c.status, c.component_id.as_str(), c.session_id.as_str()),
+        (JobStatus::Queued, "py-agent", "py-session")
+    );
+    assert_eq!(c.payload, json!({"message": "from python"}));
+    let mut dup = mk("d-job");
+    dup.user_id = Some("u2".to_owned());
+    dup.idempotency_key = Some("key-c".to_owned());
+    match db.enqueue_job(&dup, 0).await.unwrap() {
+        Enqueued::Duplicate(original) => assert_eq!(original.id, "c-job"),
+        other => panic!("Python's idempotency key must dedup: {other:?}"),
+    }
+    let now = agno_core::now_epoch_secs();
+    let mut claimed: Vec<String> = Vec::new();
+    while let Some(j) = db.claim_job("rs-worker", 60, now + 1).await.unwrap() {
+        claimed.push(j.id);
+    }
+    claimed.sort();
+    assert_eq!(claimed, ["b-job", "c-job"]);
+    let completed = JobOutcome::Settled(JobStatus::Completed, None);
+    assert!(db.finish_job("c-job", "rs-worker", 1, &completed, now + 2).await.unwrap());
+    let out = std::process::Command::new(&py)
+        .arg("-c")
+        .arg(format!(
+            "import json; from agno.db.redis import RedisDb; print(json.dumps(RedisDb(db_url={:?}, db_prefix={:?}).get_job('c-job')))",
+            url(),
+            prefix
+        ))
+        .env("AGNO_TELEMETRY", "false")
+        .output()
+        .unwrap();
+    let c: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!((c["status"].as_str(), c["locked_by"].as_str()), (Some("completed"), None));
+    assert_eq!(c["payload"]["serialize_session"], true, "Agno's stamps are kept");
+    db.delete_all_keys().await.unwrap();
+}

@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
-use common::{PgSchema, TestOs, config, detail};
+use common::{MySqlDatabase, PgSchema, RedisPrefix, TestOs, config, detail};
 use serde_json::Value;
 
 const FAST: &str = "[db]\nurl = \"memory://\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n\
@@ -105,6 +105,20 @@ async fn one_idempotency_key_makes_one_run_even_under_concurrency() {
 async fn on_postgres_one_idempotency_key_makes_one_run_even_under_concurrency() {
     let Some(schema) = PgSchema::new("idem") else { return };
     one_key_one_run(&schema.url).await;
+}
+
+/// The same against Redis: the idempotency key and the job commit in one script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_one_idempotency_key_makes_one_run_even_under_concurrency() {
+    let Some(prefix) = RedisPrefix::new("idem") else { return };
+    one_key_one_run(&prefix.url).await;
+}
+
+/// The same against MariaDB: the unique idempotency scope decides between concurrent duplicates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mysql_one_idempotency_key_makes_one_run_even_under_concurrency() {
+    let Some(db) = MySqlDatabase::new("idem") else { return };
+    one_key_one_run(&db.url).await;
 }
 
 async fn one_key_one_run(db_url: &str) {
@@ -281,6 +295,20 @@ async fn fifteen_hundred_submissions_against_a_depth_of_a_thousand() {
 async fn on_postgres_fifteen_hundred_submissions_against_a_depth_of_a_thousand() {
     let Some(schema) = PgSchema::new("depth") else { return };
     fifteen_hundred_against_a_thousand(&schema.url).await;
+}
+
+/// The same against Redis, where the depth bound is checked inside the enqueue script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_fifteen_hundred_submissions_against_a_depth_of_a_thousand() {
+    let Some(prefix) = RedisPrefix::new("depth") else { return };
+    fifteen_hundred_against_a_thousand(&prefix.url).await;
+}
+
+/// The same against MariaDB, where depth-bounded enqueues take turns on a row lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_mysql_fifteen_hundred_submissions_against_a_depth_of_a_thousand() {
+    let Some(db) = MySqlDatabase::new("depth") else { return };
+    fifteen_hundred_against_a_thousand(&db.url).await;
 }
 
 async fn fifteen_hundred_against_a_thousand(db_url: &str) {

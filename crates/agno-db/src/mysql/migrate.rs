@@ -395,6 +395,10 @@ impl MySqlDb {
 
 #[async_trait]
 impl Migrate for MySqlDb {
+    fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn agno_core::JobStore>> {
+        Some(self)
+    }
+
     async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
         let mut out = Vec::new();
         for (kind, name) in self.tables().migratable() {

@@ -6,6 +6,7 @@
 //! lost insert race. A given `user_id` is matched byte for byte, whatever the column collation.
 
 mod evals;
+mod jobs;
 mod knowledge;
 mod memories;
 mod metrics;

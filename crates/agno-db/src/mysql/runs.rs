@@ -20,19 +20,34 @@ fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 impl MySqlDb {
     /// One attempt at [`RunStore::upsert_run`], in one transaction.
     async fn try_upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
+        let run_id = run.id();
+        let mut conn = self.read_committed_conn().await?;
+        let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
+        let index = self.write_run(&mut tx, run, session_id, user_id).await?;
+        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {run_id}"), e))?;
+        Ok(index)
+    }
+
+    /// The write of `upsert_run` inside the caller's (`READ COMMITTED`) transaction, which the
+    /// caller rolls back on an error.
+    pub(crate) async fn write_run(
+        &self,
+        conn: &mut sqlx::MySqlConnection,
+        run: &RunOutput,
+        session_id: &str,
+        user_id: Option<&str>,
+    ) -> DbResult<i64> {
         let t = self.tables().clone();
         let run_id = run.id();
         let data = serde_json::to_value(run)
             .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {run_id}: {e}")))?;
         let run_data = to_json_text(&data)?;
         let now = now_epoch_secs();
-        let mut conn = self.read_committed_conn().await?;
-        let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
 
         let sql = format!("SELECT user_id, run_index FROM `{}` WHERE run_id = ? FOR UPDATE", t.runs);
         let existing = sqlx::query(AssertSqlSafe(sql.as_str()))
             .bind(run_id)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut *conn)
             .await
             .map_err(|e| db_error(&format!("cannot read run {run_id}"), e))?;
         let (exists, kept_index) = match &existing {
@@ -56,7 +71,7 @@ impl MySqlDb {
                 let sql = format!("SELECT session_id FROM `{}` WHERE session_id = ? FOR UPDATE", t.sessions);
                 let session = sqlx::query(AssertSqlSafe(sql.as_str()))
                     .bind(session_id)
-                    .fetch_optional(&mut *tx)
+                    .fetch_optional(&mut *conn)
                     .await
                     .map_err(|e| db_error(&format!("cannot lock session {session_id}"), e))?;
                 if session.is_none() && !exists {
@@ -70,7 +85,7 @@ impl MySqlDb {
                 let sql = format!("SELECT MAX(run_index) AS m FROM `{}` WHERE session_id = ?", t.runs);
                 let row = sqlx::query(AssertSqlSafe(sql.as_str()))
                     .bind(session_id)
-                    .fetch_one(&mut *tx)
+                    .fetch_one(&mut *conn)
                     .await
                     .map_err(|e| db_error(&format!("cannot read the run index of session {session_id}"), e))?;
                 let max: Option<i64> =
@@ -100,7 +115,7 @@ impl MySqlDb {
             if let Some(u) = user_id {
                 q = q.bind(u).bind(u);
             }
-            let done = q.execute(&mut *tx).await.map_err(|e| db_error(&format!("cannot write run {run_id}"), e))?;
+            let done = q.execute(&mut *conn).await.map_err(|e| db_error(&format!("cannot write run {run_id}"), e))?;
             if done.rows_affected() == 0 {
                 return Err(DbError::new(DbErrorKind::Conflict, format!("run {run_id} belongs to another user")));
             }
@@ -126,11 +141,10 @@ impl MySqlDb {
                 .bind(&run_data)
                 .bind(run.created_at)
                 .bind(now)
-                .execute(&mut *tx)
+                .execute(&mut *conn)
                 .await
                 .map_err(|e| db_error(&format!("cannot write run {run_id}"), e))?;
         }
-        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {run_id}"), e))?;
         Ok(index)
     }
 }

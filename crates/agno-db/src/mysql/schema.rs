@@ -158,6 +158,15 @@ impl MySqlDb {
             self.exec(&ddl, &format!("cannot create table {}", t.schedule_runs)).await?;
             self.upsert_schema_version(&t.schedule_runs, LATEST_VERSION).await?;
         }
+        // The background-run queue and its event log (agno-rs's; Agno's MySQLDb has no queue).
+        // The jobs table's version row is also the lock of depth-bounded enqueues.
+        for (name, ddl) in [(&t.jobs, super::jobs::jobs_ddl(&t.jobs)), (&t.events, super::jobs::events_ddl(&t.events))]
+        {
+            if !self.table_exists(name).await? {
+                self.exec(&ddl, &format!("cannot create table {name}")).await?;
+                self.upsert_schema_version(name, LATEST_VERSION).await?;
+            }
+        }
         Ok(())
     }
 }

@@ -120,14 +120,27 @@ impl MySqlDb {
     /// One attempt at [`SessionStore::upsert_session`]: a transaction that locks the row, checks
     /// the owner, merges the state and writes.
     async fn try_upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        let t = &self.tables().sessions;
         let id = &session.session_id;
         let mut conn = self.read_committed_conn().await?;
         let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
+        self.write_session(&mut tx, session, state).await?;
+        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of session {id}"), e))
+    }
+
+    /// The writes of `upsert_session` inside the caller's (`READ COMMITTED`) transaction, which
+    /// the caller rolls back on an error.
+    pub(crate) async fn write_session(
+        &self,
+        conn: &mut sqlx::MySqlConnection,
+        session: &AgentSession,
+        state: &StateUpdate,
+    ) -> DbResult<()> {
+        let t = &self.tables().sessions;
+        let id = &session.session_id;
         let sql = format!("SELECT user_id, session_data FROM `{t}` WHERE session_id = ? FOR UPDATE");
         let existing = sqlx::query(AssertSqlSafe(sql.as_str()))
             .bind(id)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut *conn)
             .await
             .map_err(|e| db_error(&format!("cannot read session {id}"), e))?;
         let mut session_data = session.session_data.clone().unwrap_or_default();
@@ -178,7 +191,8 @@ impl MySqlDb {
                 if let Some(u) = &session.user_id {
                     q = q.bind(u).bind(u);
                 }
-                let done = q.execute(&mut *tx).await.map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
+                let done =
+                    q.execute(&mut *conn).await.map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
                 if done.rows_affected() == 0 {
                     return Err(DbError::new(DbErrorKind::Conflict, format!("session {id} belongs to another user")));
                 }
@@ -193,12 +207,12 @@ impl MySqlDb {
                 // A concurrent insert of the same id fails here with a duplicate key: retried.
                 q.bind(session.created_at.unwrap_or(now))
                     .bind(now)
-                    .execute(&mut *tx)
+                    .execute(&mut *conn)
                     .await
                     .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
             }
         }
-        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of session {id}"), e))
+        Ok(())
     }
 }
 

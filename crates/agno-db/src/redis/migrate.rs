@@ -112,6 +112,10 @@ impl RedisDb {
 
 #[async_trait]
 impl Migrate for RedisDb {
+    fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn agno_core::JobStore>> {
+        Some(self)
+    }
+
     async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
         let t = self.tables().clone();
         let mut out = Vec::new();

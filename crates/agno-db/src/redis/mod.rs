@@ -17,6 +17,7 @@
 //! JSON is rebuilt in Rust so numbers and key order survive untouched).
 
 mod evals;
+mod jobs;
 mod knowledge;
 mod memories;
 mod metrics;

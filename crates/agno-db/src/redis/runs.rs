@@ -25,7 +25,7 @@ pub(crate) fn run_index_values(row: &Map<String, Value>) -> String {
 
 /// A row as JSON text with Python's separators; `run_index` is spliced in by the script between
 /// `head` and `tail`, keeping Agno's key order.
-fn split_row(row: &Map<String, Value>) -> (String, String) {
+pub(crate) fn split_row(row: &Map<String, Value>) -> (String, String) {
     let mut head = Vec::new();
     let mut tail = Vec::new();
     let mut after = false;

@@ -19,7 +19,7 @@ pub(crate) const RUN_INDEX_FIELDS: [&str; 7] =
 pub(crate) const SESSION_INDEX_FIELDS: [&str; 5] = ["user_id", "agent_id", "team_id", "workflow_id", "session_type"];
 
 /// Helpers shared by every script. `ARGV[1]` is always the key prefix.
-const PRELUDE: &str = r"
+const PRELUDE: &str = r#"
 local prefix = ARGV[1]
 local RUN_FIELDS = {'session_id', 'user_id', 'agent_id', 'team_id', 'workflow_id', 'run_type', 'status'}
 local SESSION_FIELDS = {'user_id', 'agent_id', 'team_id', 'workflow_id', 'session_type'}
@@ -42,6 +42,50 @@ local function index(tbl, fields, values, member)
     if type(values[i]) == 'string' then redis.call('SADD', ikey(tbl, f, values[i]), member) end
   end
 end
+-- Session compare-and-set, split so several writes can share one script: the check, then the
+-- write with its index sets.
+local function session_unchanged(key, expect_existing, expected)
+  local cur = redis.call('GET', key)
+  if expect_existing == '1' then return cur == expected end
+  return not cur
+end
+local function session_write(key, session_id, new_text, old_values, new_values)
+  redis.call('SET', key, new_text)
+  local old = cjson.decode(old_values)
+  local new = cjson.decode(new_values)
+  for i, f in ipairs(SESSION_FIELDS) do
+    if type(old[i]) == 'string' and old[i] ~= new[i] then redis.call('SREM', ikey('sessions', f, old[i]), session_id) end
+  end
+  index('sessions', SESSION_FIELDS, new, session_id)
+end
+-- Run upsert, split the same way: the owner and session checks (an error reply, or nil and the
+-- stored row), then the write, which assigns run_index (kept on update, else top + 1).
+local function run_check(run_key, session_id, has_user, user)
+  local old = redis.call('GET', run_key)
+  if not old then return nil, nil end
+  local row = cjson.decode(old)
+  local owner = str(row['user_id'])
+  if owner and (has_user ~= '1' or owner ~= user) then return {'other_user'}, nil end
+  local sid = str(row['session_id'])
+  if sid and sid ~= session_id then return {'other_session', sid}, nil end
+  return nil, row
+end
+local function run_write(run_key, by_session_key, run_id, row, head, tail, values)
+  local idx = nil
+  if row then
+    if type(row['run_index']) == 'number' then idx = row['run_index'] end
+    unindex('runs', RUN_FIELDS, row, run_id)
+  end
+  if not idx then
+    local top = redis.call('ZREVRANGE', by_session_key, 0, 0, 'WITHSCORES')
+    if #top == 0 then idx = 0 else idx = math.floor(tonumber(top[2])) + 1 end
+  end
+  local n = string.format('%d', idx)
+  redis.call('SET', run_key, head .. ', "run_index": ' .. n .. ', ' .. tail)
+  redis.call('ZADD', by_session_key, idx, run_id)
+  index('runs', RUN_FIELDS, cjson.decode(values), run_id)
+  return {'ok', n}
+end
 local function drop_run(run_id)
   local key = prefix .. ':runs:' .. run_id
   local text = redis.call('GET', key)
@@ -51,7 +95,7 @@ local function drop_run(run_id)
   redis.call('DEL', key)
   return true
 end
-";
+"#;
 
 fn script(body: &str) -> Script {
     Script::new(&format!("{PRELUDE}\n{body}"))
@@ -64,30 +108,12 @@ fn script(body: &str) -> Script {
 /// Returns `{'ok', index}`, `{'no_session'}`, `{'other_user'}` or `{'other_session', id}`.
 pub(crate) static UPSERT_RUN: LazyLock<Script> = LazyLock::new(|| {
     script(
-        r#"
+        r"
 if redis.call('EXISTS', KEYS[3]) == 0 then return {'no_session'} end
-local run_id = ARGV[2]
-local idx = nil
-local old = redis.call('GET', KEYS[1])
-if old then
-  local row = cjson.decode(old)
-  local owner = str(row['user_id'])
-  if owner and (ARGV[4] ~= '1' or owner ~= ARGV[5]) then return {'other_user'} end
-  local sid = str(row['session_id'])
-  if sid and sid ~= ARGV[3] then return {'other_session', sid} end
-  if type(row['run_index']) == 'number' then idx = row['run_index'] end
-  unindex('runs', RUN_FIELDS, row, run_id)
-end
-if not idx then
-  local top = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  if #top == 0 then idx = 0 else idx = math.floor(tonumber(top[2])) + 1 end
-end
-local n = string.format('%d', idx)
-redis.call('SET', KEYS[1], ARGV[6] .. ', "run_index": ' .. n .. ', ' .. ARGV[7])
-redis.call('ZADD', KEYS[2], idx, run_id)
-index('runs', RUN_FIELDS, cjson.decode(ARGV[8]), run_id)
-return {'ok', n}
-"#,
+local err, row = run_check(KEYS[1], ARGV[3], ARGV[4], ARGV[5])
+if err then return err end
+return run_write(KEYS[1], KEYS[2], ARGV[2], row, ARGV[6], ARGV[7], ARGV[8])
+",
     )
 });
 
@@ -153,20 +179,33 @@ return 1
 pub(crate) static CAS_SESSION: LazyLock<Script> = LazyLock::new(|| {
     script(
         r"
-local cur = redis.call('GET', KEYS[1])
-if ARGV[3] == '1' then
-  if cur ~= ARGV[4] then return 0 end
-elseif cur then
-  return 0
-end
-redis.call('SET', KEYS[1], ARGV[5])
-local old = cjson.decode(ARGV[6])
-local new = cjson.decode(ARGV[7])
-for i, f in ipairs(SESSION_FIELDS) do
-  if type(old[i]) == 'string' and old[i] ~= new[i] then redis.call('SREM', ikey('sessions', f, old[i]), ARGV[2]) end
-end
-index('sessions', SESSION_FIELDS, new, ARGV[2])
+if not session_unchanged(KEYS[1], ARGV[3], ARGV[4]) then return 0 end
+session_write(KEYS[1], ARGV[2], ARGV[5], ARGV[6], ARGV[7])
 return 1
+",
+    )
+});
+
+/// A claimed run's write: the job document (the lease check, by compare-and-set on the text the
+/// caller read and found holding), the session compare-and-set and the run upsert, all or
+/// nothing (every check comes before the first write).
+/// KEYS: job key, running set, session key, run key, the session's run set.
+/// ARGV: prefix, job expected text, job new text, running score ('' for none), job id,
+/// session_id, session expect_existing, session expected text, session new text, old and new
+/// session index values, run_id, has_user, user_id, row head, row tail, run index values.
+/// Returns `{'ok', index}`, `{'retry'}` (the job or session changed meanwhile), or an error reply
+/// of `UPSERT_RUN`.
+pub(crate) static SAVE_CLAIMED_RUN: LazyLock<Script> = LazyLock::new(|| {
+    script(
+        r"
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then return {'retry'} end
+if not session_unchanged(KEYS[3], ARGV[7], ARGV[8]) then return {'retry'} end
+local err, row = run_check(KEYS[4], ARGV[6], ARGV[13], ARGV[14])
+if err then return err end
+redis.call('SET', KEYS[1], ARGV[3])
+if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], tonumber(ARGV[4]), ARGV[5]) end
+session_write(KEYS[3], ARGV[6], ARGV[9], ARGV[10], ARGV[11])
+return run_write(KEYS[4], KEYS[5], ARGV[12], row, ARGV[15], ARGV[16], ARGV[17])
 ",
     )
 });

@@ -16,7 +16,7 @@ use crate::json::schema::{
 };
 
 /// Attempts of a compare-and-set before giving up (each round, one contender always wins).
-const CAS_ATTEMPTS: usize = 10_000;
+pub(crate) const CAS_ATTEMPTS: usize = 10_000;
 
 /// `('1', user)` when filtering on a user, `('0', "")` otherwise: the script arguments.
 pub(crate) fn user_args(user_id: Option<&str>) -> (&'static str, &str) {
@@ -26,8 +26,29 @@ pub(crate) fn user_args(user_id: Option<&str>) -> (&'static str, &str) {
     }
 }
 
+/// The document `upsert_session` writes over the stored one (`current`); a `Conflict` when the
+/// stored session belongs to another user.
+pub(crate) fn planned_session_doc(
+    session: &AgentSession,
+    state: &StateUpdate,
+    current: Option<&Map<String, Value>>,
+) -> DbResult<Map<String, Value>> {
+    if let Some(stored) = current {
+        let owner = str_field(stored, "user_id");
+        if owner.is_some() && owner != session.user_id.as_deref() {
+            let id = &session.session_id;
+            return Err(DbError::new(DbErrorKind::Conflict, format!("session {id} belongs to another user")));
+        }
+    }
+    let now = now_epoch_secs();
+    let created_at =
+        current.and_then(|d| d.get("created_at").and_then(Value::as_i64)).or(session.created_at).unwrap_or(now);
+    let data = merged_session_data(session, state, current);
+    session_doc(session, data, created_at, now, current.and_then(legacy_blob))
+}
+
 /// The indexed values of a session document, as a JSON list in `SESSION_INDEX_FIELDS` order.
-fn index_values(doc: Option<&Map<String, Value>>) -> String {
+pub(crate) fn index_values(doc: Option<&Map<String, Value>>) -> String {
     let values: Vec<Value> = SESSION_INDEX_FIELDS
         .iter()
         .map(|f| doc.and_then(|d| str_field(d, f)).map_or(Value::Null, |v| Value::String(v.to_owned())))
@@ -112,18 +133,7 @@ impl SessionStore for RedisDb {
         let id = &session.session_id;
         for _ in 0..CAS_ATTEMPTS {
             let current = self.session_doc(id).await?;
-            let stored = current.as_ref().map(|(_, doc)| doc);
-            if let Some(stored) = stored {
-                let owner = str_field(stored, "user_id");
-                if owner.is_some() && owner != session.user_id.as_deref() {
-                    return Err(DbError::new(DbErrorKind::Conflict, format!("session {id} belongs to another user")));
-                }
-            }
-            let now = now_epoch_secs();
-            let created_at =
-                stored.and_then(|d| d.get("created_at").and_then(Value::as_i64)).or(session.created_at).unwrap_or(now);
-            let data = merged_session_data(session, state, stored);
-            let doc = session_doc(session, data, created_at, now, stored.and_then(legacy_blob))?;
+            let doc = planned_session_doc(session, state, current.as_ref().map(|(_, doc)| doc))?;
             let expected = current.as_ref().map(|(text, doc)| (text.as_str(), doc));
             if self.cas_session(id, expected, &doc).await? {
                 return Ok(());

@@ -374,7 +374,7 @@ async fn background_run(
     let stream = form.bool("stream")?.unwrap_or(true);
     let queue = state.queue.as_ref().ok_or_else(|| {
         ApiError::bad_request(
-            "this database has no job queue yet; use sqlite://, postgresql:// or memory:// for background runs",
+            "this database (JSON files) has no job queue; use sqlite://, postgresql://, mysql://, redis:// or memory:// for background runs",
         )
     })?;
     let session_id = req.session_id.clone().unwrap_or_else(agno_core::new_id);

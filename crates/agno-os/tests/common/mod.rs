@@ -198,6 +198,74 @@ impl Drop for PgSchema {
     }
 }
 
+/// A fresh database on the test MariaDB/MySQL (`AGNO_TEST_MYSQL_URL`, default root on the local
+/// server), dropped at the end. `None` when MariaDB is not running here: the test is then skipped
+/// (and fails under `CI=true`).
+pub struct MySqlDatabase {
+    pub url: String,
+    name: String,
+}
+
+impl MySqlDatabase {
+    pub fn new(tag: &str) -> Option<Self> {
+        if !agno_testkit::services::mariadb(&format!("agno-os test on MariaDB ({tag})")) {
+            return None;
+        }
+        let name = format!("agno_os_{tag}_{}", &agno_core::new_id().replace('-', "")[..12]);
+        let sql = format!("CREATE DATABASE `{name}`");
+        let out = std::process::Command::new("mysql").args(["-h", "127.0.0.1", "-u", "root", "-e", &sql]).output();
+        assert!(out.is_ok_and(|o| o.status.success()), "cannot create database {name} with the mysql client");
+        let base =
+            std::env::var("AGNO_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+        let server = base.rsplit_once('/').map_or(base.as_str(), |(server, _)| server);
+        Some(Self { url: format!("{server}/{name}"), name })
+    }
+}
+
+impl Drop for MySqlDatabase {
+    fn drop(&mut self) {
+        let sql = format!("DROP DATABASE IF EXISTS `{}`", self.name);
+        let _ = std::process::Command::new("mysql").args(["-h", "127.0.0.1", "-u", "root", "-e", &sql]).output();
+    }
+}
+
+/// A fresh key prefix on the test Redis (`AGNO_TEST_REDIS_URL`, default the local server's db 0),
+/// whose keys are deleted at the end. `None` when Redis is not running here: the test is then
+/// skipped (and fails under `CI=true`).
+pub struct RedisPrefix {
+    pub url: String,
+    base: String,
+    prefix: String,
+}
+
+impl RedisPrefix {
+    pub fn new(tag: &str) -> Option<Self> {
+        if !agno_testkit::services::redis(&format!("agno-os test on Redis ({tag})")) {
+            return None;
+        }
+        let base = std::env::var("AGNO_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/0".to_owned());
+        let prefix = format!("agno-os-test-{tag}-{}", agno_core::new_id());
+        let sep = if base.contains('?') { '&' } else { '?' };
+        Some(Self { url: format!("{base}{sep}prefix={prefix}"), base, prefix })
+    }
+}
+
+impl Drop for RedisPrefix {
+    fn drop(&mut self) {
+        let (base, prefix) = (self.base.clone(), self.prefix.clone());
+        // Drop runs inside the test's runtime: a thread with its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                if let Ok(db) = agno_db::RedisDb::connect_with(&base, &prefix).await {
+                    let _ = db.delete_all_keys().await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
 /// A fresh SQLite file under the system temp dir.
 pub fn sqlite_url(tag: &str) -> String {
     let dir = std::env::temp_dir().join("agno-os-tests");

@@ -1,0 +1,952 @@
+//! The durable job queue in Redis, with the key layout of Python Agno 3.1's `RedisDb` queue so
+//! both can share one Redis (`{prefix}:jobs:*`):
+//! - `job:{id}`: the job document (JSON, Agno's field names);
+//! - `queued` (scored by `available_at`), `running` (by `locked_at`), `all` (by `created_at`):
+//!   sorted sets of job ids;
+//! - `idem:u{len}:{user}:{key}`: the job id holding an idempotency key for a user;
+//! - `session:{sha256 of the JSON session id}`: the live jobs of a session, scored by the
+//!   `session_seq` Agno stamps into the payload with `serialize_session` (one run at a time per
+//!   session, in acceptance order);
+//! - `events:{id}`: the run's durable event log (agno-rs's own key), scored by `event_index`.
+//!
+//! Every change is a compare-and-set script on the job document the caller read (the lease check
+//! of a fenced write is that comparison), applied with its sorted-set and key changes in one
+//! atomic step, and retried on contention. Python Agno's WATCH/MULTI writers and these scripts
+//! exclude each other. Lease times come from the caller's `now`, as with the other stores.
+
+use std::sync::LazyLock;
+
+use agno_core::{
+    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, RunWrite,
+    StoredEvent, now_epoch_secs,
+};
+use async_trait::async_trait;
+use redis::Script;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::runs::{run_index_values, split_row};
+use super::schema::SAVE_CLAIMED_RUN;
+use super::sessions::{CAS_ATTEMPTS, index_values, planned_session_doc, user_args};
+use super::{RedisDb, parse_doc, redis_error};
+use crate::codec::to_json_text;
+use crate::json::schema::{build_run_row, visible};
+
+/// Jobs listed per page when no limit is given.
+const JOBS_PAGE: usize = 20;
+/// Candidates read per step of a claim scan.
+const CLAIM_PAGE: isize = 64;
+
+/// A compare-and-set over any keys: every check must hold (else nothing changes), then every
+/// operation is applied. KEYS: the keys. ARGV: prefix (unused), the number of checks, each check
+/// as `kind, key index, value`, the number of operations, each as `kind, key index, a, b`.
+/// Checks: `eq` (the string value is `value`; '' means absent), `lt` (the sorted set has fewer
+/// than `value` members; else -1), `ztop` (the top score is `value`; '' means empty), `below`
+/// (the top score is below `value`; else -2). Operations: `set`, `del`, `zadd` (score `a`,
+/// member `b`), `zrem` (member `a`). Returns 1 when applied, 0 when a compared value changed.
+static CAS: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local i = 2
+local n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  local kind, key, v = ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2]; i = i + 3
+  if kind == 'eq' then
+    local cur = redis.call('GET', key)
+    if v == '' then
+      if cur then return 0 end
+    elseif cur ~= v then
+      return 0
+    end
+  elseif kind == 'lt' then
+    if redis.call('ZCARD', key) >= tonumber(v) then return -1 end
+  elseif kind == 'ztop' then
+    local top = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+    if v == '' then
+      if #top > 0 then return 0 end
+    elseif #top == 0 or tonumber(top[2]) ~= tonumber(v) then
+      return 0
+    end
+  elseif kind == 'below' then
+    local top = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+    if #top > 0 and tonumber(top[2]) >= tonumber(v) then return -2 end
+  end
+end
+n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  local kind, key, a, b = ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], ARGV[i + 3]; i = i + 4
+  if kind == 'set' then redis.call('SET', key, a)
+  elseif kind == 'del' then redis.call('DEL', key)
+  elseif kind == 'zadd' then redis.call('ZADD', key, a, b)
+  elseif kind == 'zrem' then redis.call('ZREM', key, a)
+  end
+end
+return 1
+",
+    )
+});
+
+/// What a [`Cas`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Applied {
+    Yes,
+    /// A compared value changed meanwhile: read again and retry.
+    Changed,
+    /// An `lt` check failed (the queue is full).
+    Full,
+    /// A `below` check failed (an event index is taken).
+    Taken,
+}
+
+/// A compare-and-set being built: keys are numbered as they are first named.
+#[derive(Default)]
+struct Cas {
+    keys: Vec<String>,
+    checks: Vec<[String; 3]>,
+    ops: Vec<[String; 4]>,
+}
+
+impl Cas {
+    fn key(&mut self, key: &str) -> String {
+        let i = match self.keys.iter().position(|k| k == key) {
+            Some(i) => i,
+            None => {
+                self.keys.push(key.to_owned());
+                self.keys.len() - 1
+            }
+        };
+        (i + 1).to_string()
+    }
+    fn check(&mut self, kind: &str, key: &str, value: &(impl ToString + ?Sized)) -> &mut Self {
+        let k = self.key(key);
+        self.checks.push([kind.to_owned(), k, value.to_string()]);
+        self
+    }
+    /// The string at `key` is still `text` (`None`: still absent).
+    fn unchanged(&mut self, key: &str, text: Option<&str>) -> &mut Self {
+        self.check("eq", key, text.unwrap_or(""))
+    }
+    fn op(&mut self, kind: &str, key: &str, a: &(impl ToString + ?Sized), b: &(impl ToString + ?Sized)) -> &mut Self {
+        let k = self.key(key);
+        self.ops.push([kind.to_owned(), k, a.to_string(), b.to_string()]);
+        self
+    }
+    fn set(&mut self, key: &str, value: &str) -> &mut Self {
+        self.op("set", key, value, "")
+    }
+    fn del(&mut self, key: &str) -> &mut Self {
+        self.op("del", key, "", "")
+    }
+    fn zadd(&mut self, key: &str, score: i64, member: &str) -> &mut Self {
+        self.op("zadd", key, &score, member)
+    }
+    fn zrem(&mut self, key: &str, member: &str) -> &mut Self {
+        self.op("zrem", key, member, "")
+    }
+
+    async fn apply(&self, db: &RedisDb, what: &str) -> DbResult<Applied> {
+        let mut call = CAS.prepare_invoke();
+        for k in &self.keys {
+            call.key(k);
+        }
+        call.arg(&db.prefix).arg(self.checks.len());
+        for c in &self.checks {
+            call.arg(&c[..]);
+        }
+        call.arg(self.ops.len());
+        for o in &self.ops {
+            call.arg(&o[..]);
+        }
+        let done: i64 = call.invoke_async(&mut db.conn()).await.map_err(|e| redis_error(what, e))?;
+        Ok(match done {
+            1 => Applied::Yes,
+            -1 => Applied::Full,
+            -2 => Applied::Taken,
+            _ => Applied::Changed,
+        })
+    }
+}
+
+/// A job as stored: its text (compared on write), its document (unknown fields kept), and the job.
+struct Stored {
+    text: String,
+    doc: Map<String, Value>,
+    job: Job,
+}
+
+/// Payload fields Agno's queue stamps for session ordering; kept in the document, hidden from
+/// [`Job`].
+const STAMPS: [&str; 2] = ["serialize_session", "session_seq"];
+
+fn corrupt(id: &str) -> DbError {
+    DbError::new(DbErrorKind::Other, format!("stored job {id} is not a job document"))
+}
+
+fn job_from_doc(id: &str, doc: &Map<String, Value>) -> DbResult<Job> {
+    let mut doc = doc.clone();
+    if let Some(Value::Object(payload)) = doc.get_mut("payload") {
+        for stamp in STAMPS {
+            payload.remove(stamp);
+        }
+    }
+    serde_json::from_value(Value::Object(doc)).map_err(|e| corrupt(id).with_source(e))
+}
+
+/// The document of `job` over `base` (a stored document: its other fields and payload stamps
+/// are kept).
+fn doc_of(job: &Job, base: &Map<String, Value>) -> DbResult<Map<String, Value>> {
+    let Value::Object(fields) = serde_json::to_value(job).map_err(|e| corrupt(&job.id).with_source(e))? else {
+        return Err(corrupt(&job.id));
+    };
+    let mut doc = base.clone();
+    let stamps: Vec<(&str, Value)> =
+        STAMPS.iter().filter_map(|s| base.get("payload").and_then(|p| p.get(*s)).map(|v| (*s, v.clone()))).collect();
+    doc.extend(fields);
+    if let Some(Value::Object(payload)) = doc.get_mut("payload") {
+        for (k, v) in stamps {
+            payload.insert(k.to_owned(), v);
+        }
+    }
+    Ok(doc)
+}
+
+fn serialized(doc: &Map<String, Value>) -> bool {
+    doc.get("payload").and_then(|p| p.get("serialize_session")) == Some(&Value::Bool(true))
+}
+
+fn session_seq(doc: &Map<String, Value>) -> i64 {
+    doc.get("payload").and_then(|p| p.get("session_seq")).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn str_of<'a>(doc: &'a Map<String, Value>, key: &str) -> &'a str {
+    doc.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Agno's `session_blocked`: a serialized job waits while another serialized job of its session
+/// runs or is paused, or (while queued) behind an earlier queued one.
+fn session_blocked(job: &Map<String, Value>, members: &[Map<String, Value>]) -> bool {
+    if !serialized(job) {
+        return false;
+    }
+    let order = (session_seq(job), str_of(job, "id"));
+    members.iter().any(|other| {
+        if str_of(other, "id") == str_of(job, "id")
+            || str_of(other, "session_id") != str_of(job, "session_id")
+            || !serialized(other)
+        {
+            return false;
+        }
+        let status = str_of(other, "status");
+        status == "running"
+            || status == "paused"
+            || (str_of(job, "status") == "queued"
+                && status == "queued"
+                && (session_seq(other), str_of(other, "id")) < order)
+    })
+}
+
+/// A string as Python's `json.dumps` writes it (`ensure_ascii`): the session identity Agno hashes.
+fn python_json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn event_member(e: &StoredEvent) -> String {
+    json!({"event_index": e.event_index, "attempt": e.attempt, "event": e.event, "data": e.data, "created_at": e.created_at})
+        .to_string()
+}
+
+fn event_of(member: &str) -> Option<StoredEvent> {
+    let v: Value = serde_json::from_str(member).ok()?;
+    Some(StoredEvent {
+        event_index: v.get("event_index")?.as_i64()?,
+        attempt: v.get("attempt")?.as_i64()?,
+        event: v.get("event")?.as_str()?.to_owned(),
+        data: v.get("data")?.as_str()?.to_owned(),
+        created_at: v.get("created_at")?.as_i64()?,
+    })
+}
+
+fn holds(job: &Job, worker_id: &str, attempt: i64) -> bool {
+    matches!(job.status, JobStatus::Running | JobStatus::Cancelled)
+        && job.locked_by.as_deref() == Some(worker_id)
+        && job.attempt == attempt
+}
+
+fn too_busy(job_id: &str) -> DbError {
+    DbError::new(DbErrorKind::Conflict, format!("job {job_id} changed too often concurrently; retry"))
+}
+
+impl RedisDb {
+    fn q(&self, suffix: &str) -> String {
+        format!("{}:jobs:{suffix}", self.prefix)
+    }
+
+    fn job_key(&self, id: &str) -> String {
+        self.q(&format!("job:{id}"))
+    }
+
+    fn events_key(&self, id: &str) -> String {
+        self.q(&format!("events:{id}"))
+    }
+
+    fn idem_key(&self, user_id: Option<&str>, key: &str) -> String {
+        let user = user_id.unwrap_or_default();
+        self.q(&format!("idem:u{}:{user}:{key}", user.chars().count()))
+    }
+
+    fn job_session_key(&self, session_id: &str) -> String {
+        let digest = Sha256::digest(python_json_string(session_id).as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        self.q(&format!("session:{hex}"))
+    }
+
+    fn stored(id: &str, text: String) -> DbResult<Stored> {
+        let doc = parse_doc(&text).ok_or_else(|| corrupt(id))?;
+        let job = job_from_doc(id, &doc)?;
+        Ok(Stored { text, doc, job })
+    }
+
+    async fn load_job(&self, id: &str) -> DbResult<Option<Stored>> {
+        match self.get(&self.job_key(id)).await? {
+            Some(text) => Self::stored(id, text).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The jobs of `ids` that exist, in order.
+    async fn load_jobs(&self, ids: &[String]) -> DbResult<Vec<Stored>> {
+        let keys: Vec<String> = ids.iter().map(|id| self.job_key(id)).collect();
+        let mut out = Vec::with_capacity(ids.len());
+        for (id, text) in ids.iter().zip(self.mget(&keys).await?) {
+            if let Some(text) = text {
+                out.push(Self::stored(id, text)?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn zrange(&self, cmd: &str, key: &str, args: &[String]) -> DbResult<Vec<String>> {
+        redis::cmd(cmd)
+            .arg(key)
+            .arg(args)
+            .query_async(&mut self.conn())
+            .await
+            .map_err(|e| redis_error(&format!("cannot read {key}"), e))
+    }
+
+    /// The top score of a sorted set.
+    async fn top_score(&self, key: &str) -> DbResult<Option<i64>> {
+        let top: Vec<(String, f64)> = redis::cmd("ZREVRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES")
+            .query_async(&mut self.conn())
+            .await
+            .map_err(|e| redis_error(&format!("cannot read {key}"), e))?;
+        #[allow(clippy::cast_possible_truncation)]
+        Ok(top.first().map(|(_, score)| *score as i64))
+    }
+
+    /// Adds the sorted-set changes that follow a job's status: `queued` and `running`
+    /// membership, and session-index membership for live statuses (entered with `seq` when given).
+    fn place(&self, cas: &mut Cas, doc: &Map<String, Value>, job: &Job, seq: Option<i64>) {
+        let id = job.id.as_str();
+        match job.status {
+            JobStatus::Queued => {
+                cas.zadd(&self.q("queued"), job.available_at, id).zrem(&self.q("running"), id);
+            }
+            JobStatus::Running => {
+                cas.zrem(&self.q("queued"), id).zadd(&self.q("running"), job.locked_at.unwrap_or_default(), id);
+            }
+            // A job cancelled while it ran stays in `running` while its worker holds it, so a
+            // sweep finds it if the worker dies.
+            JobStatus::Cancelled if job.locked_by.is_some() => {
+                cas.zrem(&self.q("queued"), id).zadd(&self.q("running"), job.locked_at.unwrap_or_default(), id);
+            }
+            _ => {
+                cas.zrem(&self.q("queued"), id).zrem(&self.q("running"), id);
+            }
+        }
+        if serialized(doc) {
+            let key = self.job_session_key(&job.session_id);
+            if matches!(job.status, JobStatus::Queued | JobStatus::Running | JobStatus::Paused) {
+                cas.zadd(&key, seq.unwrap_or_else(|| session_seq(doc)), id);
+            } else {
+                cas.zrem(&key, id);
+            }
+        }
+    }
+
+    /// Writes `job` over `stored` with its set changes; `Changed` when the document changed
+    /// since it was read.
+    async fn write_job(&self, stored: &Stored, job: &Job, extra: impl FnOnce(&mut Cas)) -> DbResult<Applied> {
+        let doc = doc_of(job, &stored.doc)?;
+        let key = self.job_key(&job.id);
+        let mut cas = Cas::default();
+        cas.unchanged(&key, Some(&stored.text)).set(&key, &to_json_text(&doc)?);
+        self.place(&mut cas, &doc, job, None);
+        extra(&mut cas);
+        cas.apply(self, &format!("cannot write job {}", job.id)).await
+    }
+
+    /// Reads a job and applies `change` (None: leave it) with compare-and-set, retrying on
+    /// contention; `Ok(None)` when the job is missing or `change` declines.
+    async fn update_job<T>(
+        &self,
+        job_id: &str,
+        mut change: impl FnMut(&mut Job) -> Option<T>,
+    ) -> DbResult<Option<(T, Job)>> {
+        for _ in 0..CAS_ATTEMPTS {
+            let Some(stored) = self.load_job(job_id).await? else { return Ok(None) };
+            let mut job = stored.job.clone();
+            let Some(out) = change(&mut job) else { return Ok(None) };
+            if self.write_job(&stored, &job, |_| {}).await? == Applied::Yes {
+                return Ok(Some((out, job)));
+            }
+        }
+        Err(too_busy(job_id))
+    }
+
+    /// Tries to claim one candidate; `None` when it is not claimable (or changed meanwhile).
+    async fn try_claim(&self, c: &Stored, worker_id: &str, now: i64, stale: Option<i64>) -> DbResult<Option<Job>> {
+        let j = &c.job;
+        let claimable = j.available_at <= now
+            && j.deployment_id.is_none()
+            && match stale {
+                None => j.status == JobStatus::Queued,
+                Some(stale) => {
+                    j.status == JobStatus::Running
+                        && j.locked_at.is_some_and(|t| t <= stale)
+                        && j.attempt < j.max_attempts
+                }
+            };
+        if !claimable {
+            return Ok(None);
+        }
+        let mut members = Vec::new();
+        if serialized(&c.doc) {
+            let ids = self.zrange("ZRANGE", &self.job_session_key(&j.session_id), &["0".into(), "-1".into()]).await?;
+            members = self.load_jobs(&ids).await?;
+            let docs: Vec<Map<String, Value>> = members.iter().map(|m| m.doc.clone()).collect();
+            if session_blocked(&c.doc, &docs) {
+                return Ok(None);
+            }
+        }
+        let mut job = j.clone();
+        job.status = JobStatus::Running;
+        job.locked_by = Some(worker_id.to_owned());
+        job.locked_at = Some(now);
+        job.attempt += 1;
+        job.updated_at = Some(now);
+        let applied = self
+            .write_job(c, &job, |cas| {
+                // The session's other jobs as read: a concurrent claim, pause or continue of one
+                // of them changes its document and this claim is retried later.
+                for m in members.iter().filter(|m| m.job.id != job.id) {
+                    cas.unchanged(&self.job_key(&m.job.id), Some(&m.text));
+                }
+            })
+            .await?;
+        Ok((applied == Applied::Yes).then_some(job))
+    }
+}
+
+#[async_trait]
+impl JobStore for RedisDb {
+    async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+        let mut row = job.clone();
+        row.idempotency_key = job.idempotency_key.clone().filter(|k| !k.is_empty());
+        let key = self.job_key(&row.id);
+        let idem = row.idempotency_key.as_deref().map(|k| self.idem_key(row.user_id.as_deref(), k));
+        let session = self.job_session_key(&row.session_id);
+        for _ in 0..CAS_ATTEMPTS {
+            let mut cas = Cas::default();
+            if let Some(idem) = &idem {
+                let holder = self.get(idem).await?;
+                if let Some(existing_id) = &holder
+                    && let Some(existing) = self.load_job(existing_id).await?
+                    && existing.job.user_id == row.user_id
+                {
+                    return Ok(Enqueued::Duplicate(existing.job));
+                }
+                // Free, or left by a job that is gone (or, defensively, another user's): take it.
+                cas.unchanged(idem, holder.as_deref()).set(idem, &row.id);
+            }
+            if self.get(&key).await?.is_some() {
+                return Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", row.id)));
+            }
+            let top = self.top_score(&session).await?;
+            let seq = top.unwrap_or(0) + 1;
+            let mut doc = doc_of(&row, &Map::new())?;
+            if let Some(Value::Object(payload)) = doc.get_mut("payload") {
+                payload.insert("serialize_session".to_owned(), Value::Bool(true));
+                payload.insert("session_seq".to_owned(), Value::from(seq));
+            }
+            cas.unchanged(&key, None).check("ztop", &session, &top.map(|t| t.to_string()).unwrap_or_default());
+            if max_depth > 0 {
+                cas.check("lt", &self.q("queued"), &max_depth);
+            }
+            cas.set(&key, &to_json_text(&doc)?).zadd(&self.q("all"), row.created_at, &row.id);
+            self.place(&mut cas, &doc, &row, Some(seq));
+            match cas.apply(self, &format!("cannot enqueue job {}", row.id)).await? {
+                Applied::Yes => return Ok(Enqueued::Accepted(row)),
+                Applied::Full => return Ok(Enqueued::QueueFull),
+                Applied::Changed | Applied::Taken => {}
+            }
+        }
+        Err(too_busy(&row.id))
+    }
+
+    async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
+        let stale = now - lock_grace_seconds;
+        for (set, max, stale) in [("queued", now, None), ("running", stale, Some(stale))] {
+            let mut offset: isize = 0;
+            loop {
+                let args =
+                    ["-inf".to_owned(), max.to_string(), "LIMIT".into(), offset.to_string(), CLAIM_PAGE.to_string()];
+                let ids = self.zrange("ZRANGEBYSCORE", &self.q(set), &args).await?;
+                if ids.is_empty() {
+                    break;
+                }
+                let mut candidates = self.load_jobs(&ids).await?;
+                // Oldest first: ties of `available_at` go by creation.
+                candidates.sort_by(|a, b| {
+                    (a.job.available_at, a.job.created_at, &a.job.id).cmp(&(
+                        b.job.available_at,
+                        b.job.created_at,
+                        &b.job.id,
+                    ))
+                });
+                for c in &candidates {
+                    if let Some(job) = self.try_claim(c, worker_id, now, stale).await? {
+                        return Ok(Some(job));
+                    }
+                }
+                offset += CLAIM_PAGE;
+            }
+        }
+        Ok(None)
+    }
+
+    async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
+        let mut held = 0;
+        for id in job_ids {
+            let beat = self
+                .update_job(id, |j| {
+                    (j.status == JobStatus::Running && j.locked_by.as_deref() == Some(worker_id)).then(|| {
+                        j.locked_at = Some(now);
+                    })
+                })
+                .await?;
+            held += u64::from(beat.is_some());
+        }
+        Ok(held)
+    }
+
+    async fn finish_job(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        outcome: &JobOutcome,
+        now: i64,
+    ) -> DbResult<bool> {
+        let done = self
+            .update_job(job_id, |job| {
+                if !holds(job, worker_id, attempt) {
+                    return None;
+                }
+                job.locked_by = None;
+                job.locked_at = None;
+                job.updated_at = Some(now);
+                if job.status == JobStatus::Cancelled {
+                    // Cancelled while it ran: the cancellation stands.
+                    return Some(());
+                }
+                match outcome {
+                    JobOutcome::Retry { error, available_at } if job.attempt < job.max_attempts => {
+                        job.status = JobStatus::Queued;
+                        job.error = Some(error.clone());
+                        job.available_at = *available_at;
+                    }
+                    JobOutcome::Retry { error, .. } => {
+                        job.status = JobStatus::Failed;
+                        job.error = Some(error.clone());
+                        job.completed_at = Some(now);
+                    }
+                    JobOutcome::Settled(status, error) => {
+                        job.status = *status;
+                        job.error.clone_from(error);
+                        if status.is_terminal() {
+                            job.completed_at = Some(now);
+                        }
+                    }
+                }
+                Some(())
+            })
+            .await?;
+        Ok(done.is_some())
+    }
+
+    async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
+        let stale = now - lock_grace_seconds;
+        let ids = self.zrange("ZRANGEBYSCORE", &self.q("running"), &["-inf".into(), stale.to_string()]).await?;
+        let mut swept = Vec::new();
+        for id in ids {
+            let done = self
+                .update_job(&id, |job| {
+                    let expired = job.locked_at.is_some_and(|t| t <= stale);
+                    if job.status == JobStatus::Cancelled && job.locked_by.is_some() && expired {
+                        job.locked_by = None;
+                        job.locked_at = None;
+                        job.updated_at = Some(now);
+                        Some(())
+                    } else if job.status == JobStatus::Running && expired && job.attempt >= job.max_attempts {
+                        job.status = JobStatus::Failed;
+                        job.error = Some(error.to_owned());
+                        job.locked_by = None;
+                        job.locked_at = None;
+                        job.completed_at = Some(now);
+                        job.updated_at = Some(now);
+                        Some(())
+                    } else {
+                        None
+                    }
+                })
+                .await?;
+            if let Some(((), job)) = done {
+                swept.push(job);
+            }
+        }
+        Ok(swept)
+    }
+
+    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
+        let done = self
+            .update_job(job_id, |job| {
+                let before = job.status;
+                if !matches!(before, JobStatus::Queued | JobStatus::Paused | JobStatus::Running) {
+                    return None;
+                }
+                job.status = JobStatus::Cancelled;
+                if before != JobStatus::Running {
+                    job.locked_by = None;
+                    job.locked_at = None;
+                }
+                job.completed_at = Some(now);
+                job.updated_at = Some(now);
+                Some(before)
+            })
+            .await?;
+        Ok(done.map(|(before, _)| before))
+    }
+
+    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
+        let held = self
+            .update_job(job_id, |job| {
+                holds(job, worker_id, attempt).then(|| {
+                    if job.status == JobStatus::Running {
+                        job.locked_at = Some(now);
+                    }
+                })
+            })
+            .await?;
+        Ok(held.is_some())
+    }
+
+    async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
+        let run = write.run;
+        let run_id = run.id();
+        let sid = &write.session.session_id;
+        if run_id.is_empty() {
+            return Err(DbError::new(DbErrorKind::Other, "cannot write a run without a run_id"));
+        }
+        for _ in 0..CAS_ATTEMPTS {
+            let Some(stored) = self.load_job(&lease.job_id).await? else { return Ok(false) };
+            if !holds(&stored.job, &lease.worker_id, lease.attempt) {
+                return Ok(false);
+            }
+            let mut job = stored.job.clone();
+            let score = if job.status == JobStatus::Running {
+                job.locked_at = Some(now);
+                now.to_string()
+            } else {
+                String::new()
+            };
+            let job_text = to_json_text(&doc_of(&job, &stored.doc)?)?;
+            let current = self.session_doc(sid).await?;
+            let session_doc = planned_session_doc(write.session, write.state, current.as_ref().map(|(_, d)| d))?;
+            let row = build_run_row(run, sid, write.user_id, None, now_epoch_secs())?;
+            let (head, tail) = split_row(&row);
+            let (has_user, user) = user_args(write.user_id);
+            let reply: Vec<String> = SAVE_CLAIMED_RUN
+                .key(self.job_key(&lease.job_id))
+                .key(self.q("running"))
+                .key(self.session_key(sid))
+                .key(self.run_key(run_id))
+                .key(self.by_session_key(sid))
+                .arg(&self.prefix)
+                .arg(&stored.text)
+                .arg(job_text)
+                .arg(score)
+                .arg(&lease.job_id)
+                .arg(sid)
+                .arg(if current.is_some() { "1" } else { "0" })
+                .arg(current.as_ref().map_or("", |(text, _)| text.as_str()))
+                .arg(to_json_text(&session_doc)?)
+                .arg(index_values(current.as_ref().map(|(_, d)| d)))
+                .arg(index_values(Some(&session_doc)))
+                .arg(run_id)
+                .arg(has_user)
+                .arg(user)
+                .arg(head)
+                .arg(tail)
+                .arg(run_index_values(&row))
+                .invoke_async(&mut self.conn())
+                .await
+                .map_err(|e| redis_error(&format!("cannot write run {run_id}"), e))?;
+            match reply.first().map(String::as_str) {
+                Some("ok") => return Ok(true),
+                Some("retry") => {}
+                Some("other_user") => {
+                    return Err(DbError::new(DbErrorKind::Conflict, format!("run {run_id} belongs to another user")));
+                }
+                Some("other_session") => {
+                    let other = reply.get(1).map_or("", String::as_str);
+                    return Err(DbError::new(
+                        DbErrorKind::Conflict,
+                        format!("run {run_id} belongs to session {other}, not {sid}"),
+                    ));
+                }
+                _ => {
+                    return Err(DbError::new(
+                        DbErrorKind::Other,
+                        format!("unexpected reply writing run {run_id}: {reply:?}"),
+                    ));
+                }
+            }
+        }
+        Err(too_busy(&lease.job_id))
+    }
+
+    async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
+        let ids = self.zrange("ZRANGE", &self.q("running"), &["0".into(), "-1".into()]).await?;
+        Ok(self
+            .load_jobs(&ids)
+            .await?
+            .into_iter()
+            .filter(|s| s.job.status == JobStatus::Cancelled && s.job.locked_by.as_deref() == Some(worker_id))
+            .map(|s| s.job.id)
+            .collect())
+    }
+
+    async fn append_events(
+        &self,
+        job_id: &str,
+        worker_id: &str,
+        attempt: i64,
+        events: &[StoredEvent],
+    ) -> DbResult<bool> {
+        let Some(first) = events.first() else {
+            return Ok(self.load_job(job_id).await?.is_some_and(|s| holds(&s.job, worker_id, attempt)));
+        };
+        if events.windows(2).any(|w| w[1].event_index <= w[0].event_index) {
+            return Err(DbError::new(
+                DbErrorKind::Conflict,
+                format!("the events of run {job_id} must have increasing indexes"),
+            ));
+        }
+        let log = self.events_key(job_id);
+        for _ in 0..CAS_ATTEMPTS {
+            let Some(stored) = self.load_job(job_id).await? else { return Ok(false) };
+            if !holds(&stored.job, worker_id, attempt) {
+                return Ok(false);
+            }
+            let mut cas = Cas::default();
+            cas.unchanged(&self.job_key(job_id), Some(&stored.text)).check("below", &log, &first.event_index);
+            for e in events {
+                cas.zadd(&log, e.event_index, &event_member(e));
+            }
+            match cas.apply(self, &format!("cannot log the events of run {job_id}")).await? {
+                Applied::Yes => return Ok(true),
+                Applied::Taken => {
+                    return Err(DbError::new(
+                        DbErrorKind::Conflict,
+                        format!("event {} of run {job_id} is already in the log", first.event_index),
+                    ));
+                }
+                Applied::Changed | Applied::Full => {}
+            }
+        }
+        Err(too_busy(job_id))
+    }
+
+    async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
+        let args = [format!("({after}"), "+inf".into(), "LIMIT".into(), "0".into(), limit.to_string()];
+        let members = self.zrange("ZRANGEBYSCORE", &self.events_key(run_id), &args).await?;
+        Ok(members.iter().filter_map(|m| event_of(m)).collect())
+    }
+
+    async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
+        let last = self.zrange("ZRANGE", &self.events_key(run_id), &["-1".into(), "-1".into()]).await?;
+        Ok(last.first().and_then(|m| event_of(m)).map(|e| e.event_index))
+    }
+
+    async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        let done = self
+            .update_job(job_id, |job| {
+                (job.status == JobStatus::Failed && job.locked_by.is_none()).then(|| {
+                    job.status = JobStatus::Completed;
+                    job.error = None;
+                    job.updated_at = Some(now);
+                })
+            })
+            .await?;
+        Ok(done.is_some())
+    }
+
+    async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
+        let ids = self.zrange("ZRANGE", &self.q("all"), &["0".into(), "-1".into()]).await?;
+        let mut removed = 0;
+        for stored in self.load_jobs(&ids).await? {
+            let j = &stored.job;
+            if !(j.status.is_terminal() && j.locked_by.is_none() && j.completed_at.is_some_and(|t| t <= before)) {
+                continue;
+            }
+            let key = self.job_key(&j.id);
+            let mut cas = Cas::default();
+            cas.unchanged(&key, Some(&stored.text)).del(&key).del(&self.events_key(&j.id));
+            if let Some(k) = &j.idempotency_key {
+                let idem = self.idem_key(j.user_id.as_deref(), k);
+                cas.del(&idem);
+            }
+            for set in ["all", "queued", "running"] {
+                cas.zrem(&self.q(set), &j.id);
+            }
+            cas.zrem(&self.job_session_key(&j.session_id), &j.id);
+            // A job changed meanwhile (requeued, say) is left alone.
+            removed += u64::from(cas.apply(self, &format!("cannot delete job {}", j.id)).await? == Applied::Yes);
+        }
+        Ok(removed)
+    }
+
+    async fn continue_job(&self, job_id: &str, continuation: &Value, now: i64) -> DbResult<Continued> {
+        for _ in 0..CAS_ATTEMPTS {
+            let Some(stored) = self.load_job(job_id).await? else { return Ok(Continued::Conflict(None)) };
+            match stored.job.status {
+                JobStatus::Queued | JobStatus::Running => return Ok(Continued::Attach(stored.job)),
+                JobStatus::Paused => {}
+                _ => return Ok(Continued::Conflict(Some(stored.job))),
+            }
+            let mut job = stored.job.clone();
+            job.payload = job.continued_payload(continuation);
+            job.status = JobStatus::Queued;
+            job.max_attempts = job.attempt + 1;
+            job.available_at = now;
+            job.locked_by = None;
+            job.locked_at = None;
+            job.completed_at = None;
+            job.updated_at = Some(now);
+            if self.write_job(&stored, &job, |_| {}).await? == Applied::Yes {
+                return Ok(Continued::Queued(job));
+            }
+        }
+        Err(too_busy(job_id))
+    }
+
+    async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
+        for _ in 0..CAS_ATTEMPTS {
+            let Some(stored) = self.load_job(job_id).await? else { return Ok(false) };
+            if !matches!(stored.job.status, JobStatus::Failed | JobStatus::Cancelled) {
+                return Ok(false);
+            }
+            let mut job = stored.job.clone();
+            job.status = JobStatus::Queued;
+            job.max_attempts = job.attempt + job.max_attempts.max(1);
+            job.available_at = now;
+            job.locked_by = None;
+            job.locked_at = None;
+            job.completed_at = None;
+            job.updated_at = Some(now);
+            // Back into its session after every live job, as Agno sequences a requeue.
+            let mut base = stored.doc.clone();
+            let session = self.job_session_key(&job.session_id);
+            let top = self.top_score(&session).await?;
+            if serialized(&base)
+                && let Some(Value::Object(payload)) = base.get_mut("payload")
+            {
+                payload.insert("session_seq".to_owned(), Value::from(top.unwrap_or(0) + 1));
+            }
+            let restamped = Stored { text: stored.text.clone(), doc: base, job: stored.job.clone() };
+            let applied = self
+                .write_job(&restamped, &job, |cas| {
+                    cas.check("ztop", &session, &top.map(|t| t.to_string()).unwrap_or_default());
+                })
+                .await?;
+            if applied == Applied::Yes {
+                return Ok(true);
+            }
+        }
+        Err(too_busy(job_id))
+    }
+
+    async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
+        Ok(self.load_job(job_id).await?.map(|s| s.job).filter(|j| visible(j.user_id.as_deref(), user_id)))
+    }
+
+    async fn list_jobs(
+        &self,
+        status: Option<JobStatus>,
+        limit: Option<usize>,
+        page: Option<usize>,
+    ) -> DbResult<(Vec<Job>, u64)> {
+        let ids = self.zrange("ZRANGE", &self.q("all"), &["0".into(), "-1".into()]).await?;
+        let mut jobs: Vec<Job> = self
+            .load_jobs(&ids)
+            .await?
+            .into_iter()
+            .map(|s| s.job)
+            .filter(|j| status.is_none_or(|s| j.status == s))
+            .collect();
+        jobs.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+        let total = jobs.len() as u64;
+        let (offset, limit) = crate::memories::page_bounds(Some(limit.unwrap_or(JOBS_PAGE)), page);
+        Ok((jobs.into_iter().skip(offset).take(limit).collect(), total))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_json_string;
+
+    #[test]
+    fn session_identity_is_encoded_as_python_json_dumps_does() {
+        assert_eq!(python_json_string("sess-1"), "\"sess-1\"");
+        assert_eq!(python_json_string("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
+        assert_eq!(python_json_string("café"), "\"caf\\u00e9\"");
+        assert_eq!(python_json_string("😀"), "\"\\ud83d\\ude00\"");
+        assert_eq!(python_json_string("\u{1}"), "\"\\u0001\"");
+    }
+}
