@@ -155,6 +155,167 @@ impl Job {
         }
         payload
     }
+
+    // The transitions of a job, the rules every store applies (memory, Redis and MySQL apply
+    // them to a row they hold; SQLite and PostgreSQL express the same rules in SQL). Each
+    // returns whether it applies, changing nothing when it does not.
+
+    /// True while `worker_id`'s claim `attempt` holds the job: it runs, or was cancelled while it
+    /// ran (the worker still records the end).
+    pub fn held_by(&self, worker_id: &str, attempt: i64) -> bool {
+        matches!(self.status, JobStatus::Running | JobStatus::Cancelled)
+            && self.locked_by.as_deref() == Some(worker_id)
+            && self.attempt == attempt
+    }
+
+    /// Claims the job for `worker_id`: running, leased at `now`, one more attempt.
+    pub fn claim(&mut self, worker_id: &str, now: i64) {
+        self.status = JobStatus::Running;
+        self.locked_by = Some(worker_id.to_owned());
+        self.locked_at = Some(now);
+        self.attempt += 1;
+        self.updated_at = Some(now);
+    }
+
+    /// Refreshes `worker_id`'s lease on a running job.
+    pub fn heartbeat(&mut self, worker_id: &str, now: i64) -> bool {
+        let held = self.status == JobStatus::Running && self.locked_by.as_deref() == Some(worker_id);
+        if held {
+            self.locked_at = Some(now);
+        }
+        held
+    }
+
+    /// Checks `worker_id`'s claim `attempt` (see [`Job::held_by`]), refreshing the lease of a
+    /// running job.
+    pub fn hold(&mut self, worker_id: &str, attempt: i64, now: i64) -> bool {
+        let held = self.held_by(worker_id, attempt);
+        if held && self.status == JobStatus::Running {
+            self.locked_at = Some(now);
+        }
+        held
+    }
+
+    /// Ends `worker_id`'s attempt `attempt` with `outcome`, releasing the lease. A job cancelled
+    /// while it ran stays cancelled whatever the outcome; a retry is queued again while attempts
+    /// remain, else the job fails.
+    pub fn finish(&mut self, worker_id: &str, attempt: i64, outcome: &JobOutcome, now: i64) -> bool {
+        if !self.held_by(worker_id, attempt) {
+            return false;
+        }
+        self.locked_by = None;
+        self.locked_at = None;
+        self.updated_at = Some(now);
+        if self.status == JobStatus::Cancelled {
+            return true;
+        }
+        match outcome {
+            JobOutcome::Retry { error, available_at } if self.attempt < self.max_attempts => {
+                self.status = JobStatus::Queued;
+                self.error = Some(error.clone());
+                self.available_at = *available_at;
+            }
+            JobOutcome::Retry { error, .. } => {
+                self.status = JobStatus::Failed;
+                self.error = Some(error.clone());
+                self.completed_at = Some(now);
+            }
+            JobOutcome::Settled(status, error) => {
+                self.status = *status;
+                self.error.clone_from(error);
+                if status.is_terminal() {
+                    self.completed_at = Some(now);
+                }
+            }
+        }
+        true
+    }
+
+    /// The sweep of a job whose lease expired (at or before `stale`): a running job with no
+    /// attempt left fails with `error`; a job cancelled while it ran loses its dead worker's
+    /// lease. Others are left alone.
+    pub fn sweep(&mut self, stale: i64, now: i64, error: &str) -> bool {
+        let expired = self.locked_at.is_some_and(|t| t <= stale);
+        if self.status == JobStatus::Cancelled && self.locked_by.is_some() && expired {
+            self.locked_by = None;
+            self.locked_at = None;
+            self.updated_at = Some(now);
+            true
+        } else if self.status == JobStatus::Running && expired && self.attempt >= self.max_attempts {
+            self.status = JobStatus::Failed;
+            self.error = Some(error.to_owned());
+            self.locked_by = None;
+            self.locked_at = None;
+            self.completed_at = Some(now);
+            self.updated_at = Some(now);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Cancels a queued, paused or running job and returns the status it had; a running job
+    /// keeps its lease so its worker records how the run ended. `None` for an ended job.
+    pub fn cancel(&mut self, now: i64) -> Option<JobStatus> {
+        let before = self.status;
+        if !matches!(before, JobStatus::Queued | JobStatus::Paused | JobStatus::Running) {
+            return None;
+        }
+        self.status = JobStatus::Cancelled;
+        if before != JobStatus::Running {
+            self.locked_by = None;
+            self.locked_at = None;
+        }
+        self.completed_at = Some(now);
+        self.updated_at = Some(now);
+        Some(before)
+    }
+
+    /// Marks a swept job (failed, released) completed: its worker stored the run before dying.
+    pub fn complete_swept(&mut self, now: i64) -> bool {
+        let swept = self.status == JobStatus::Failed && self.locked_by.is_none();
+        if swept {
+            self.status = JobStatus::Completed;
+            self.error = None;
+            self.updated_at = Some(now);
+        }
+        swept
+    }
+
+    /// Queues a paused job again with `continuation` and exactly one more attempt (a HITL
+    /// continue). A queued or running job is left alone (`Attach`), an ended one is a `Conflict`.
+    pub fn continue_with(&mut self, continuation: &Value, now: i64) -> Continued {
+        match self.status {
+            JobStatus::Queued | JobStatus::Running => return Continued::Attach(self.clone()),
+            JobStatus::Paused => {}
+            _ => return Continued::Conflict(Some(self.clone())),
+        }
+        self.payload = self.continued_payload(continuation);
+        self.status = JobStatus::Queued;
+        self.max_attempts = self.attempt + 1;
+        self.available_at = now;
+        self.locked_by = None;
+        self.locked_at = None;
+        self.completed_at = None;
+        self.updated_at = Some(now);
+        Continued::Queued(self.clone())
+    }
+
+    /// Queues a failed or cancelled job again with a fresh attempt budget (an operator's
+    /// requeue).
+    pub fn requeue(&mut self, now: i64) -> bool {
+        if !matches!(self.status, JobStatus::Failed | JobStatus::Cancelled) {
+            return false;
+        }
+        self.status = JobStatus::Queued;
+        self.max_attempts = self.attempt + self.max_attempts.max(1);
+        self.available_at = now;
+        self.locked_by = None;
+        self.locked_at = None;
+        self.completed_at = None;
+        self.updated_at = Some(now);
+        true
+    }
 }
 
 /// What [`JobStore::enqueue_job`](crate::JobStore::enqueue_job) did.

@@ -11,14 +11,6 @@ use async_trait::async_trait;
 use super::{InMemoryDb, visible};
 use crate::memories::page_bounds;
 
-/// True when `worker_id` holds attempt `attempt` of a job that is running or was cancelled while
-/// it ran (the worker still records the end).
-fn holds(job: &Job, worker_id: &str, attempt: i64) -> bool {
-    matches!(job.status, JobStatus::Running | JobStatus::Cancelled)
-        && job.locked_by.as_deref() == Some(worker_id)
-        && job.attempt == attempt
-}
-
 #[async_trait]
 impl JobStore for InMemoryDb {
     async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
@@ -77,27 +69,16 @@ impl JobStore for InMemoryDb {
             .map(|j| j.id.clone());
         let Some(id) = next else { return Ok(None) };
         let Some(job) = tables.jobs.get_mut(&id) else { return Ok(None) };
-        job.status = JobStatus::Running;
-        job.locked_by = Some(worker_id.to_owned());
-        job.locked_at = Some(now);
-        job.attempt += 1;
-        job.updated_at = Some(now);
+        job.claim(worker_id, now);
         Ok(Some(job.clone()))
     }
 
     async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
         let mut tables = self.lock()?;
-        let mut held = 0;
-        for id in job_ids {
-            if let Some(j) = tables.jobs.get_mut(id)
-                && j.status == JobStatus::Running
-                && j.locked_by.as_deref() == Some(worker_id)
-            {
-                j.locked_at = Some(now);
-                held += 1;
-            }
-        }
-        Ok(held)
+        Ok(job_ids
+            .iter()
+            .filter(|id| tables.jobs.get_mut(id.as_str()).is_some_and(|j| j.heartbeat(worker_id, now)))
+            .count() as u64)
     }
 
     async fn finish_job(
@@ -108,106 +89,27 @@ impl JobStore for InMemoryDb {
         outcome: &JobOutcome,
         now: i64,
     ) -> DbResult<bool> {
-        let mut tables = self.lock()?;
-        let Some(job) = tables.jobs.get_mut(job_id).filter(|j| holds(j, worker_id, attempt)) else {
-            return Ok(false);
-        };
-        job.locked_by = None;
-        job.locked_at = None;
-        job.updated_at = Some(now);
-        if job.status == JobStatus::Cancelled {
-            // Cancelled while it ran: the cancellation stands, whatever the attempt's outcome.
-            return Ok(true);
-        }
-        match outcome {
-            JobOutcome::Retry { error, available_at } if job.attempt < job.max_attempts => {
-                job.status = JobStatus::Queued;
-                job.error = Some(error.clone());
-                job.available_at = *available_at;
-            }
-            JobOutcome::Retry { error, .. } => {
-                job.status = JobStatus::Failed;
-                job.error = Some(error.clone());
-                job.completed_at = Some(now);
-            }
-            JobOutcome::Settled(status, error) => {
-                job.status = *status;
-                job.error.clone_from(error);
-                if status.is_terminal() {
-                    job.completed_at = Some(now);
-                }
-            }
-        }
-        Ok(true)
+        Ok(self.lock()?.jobs.get_mut(job_id).is_some_and(|j| j.finish(worker_id, attempt, outcome, now)))
     }
 
     async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
         let mut tables = self.lock()?;
         let stale = now - lock_grace_seconds;
-        let mut swept = Vec::new();
-        for job in tables.jobs.values_mut() {
-            if job.status == JobStatus::Cancelled
-                && job.locked_by.is_some()
-                && job.locked_at.is_some_and(|t| t <= stale)
-            {
-                job.locked_by = None;
-                job.locked_at = None;
-                job.updated_at = Some(now);
-                swept.push(job.clone());
-            } else if job.status == JobStatus::Running
-                && job.locked_at.is_some_and(|t| t <= stale)
-                && job.attempt >= job.max_attempts
-            {
-                job.status = JobStatus::Failed;
-                job.error = Some(error.to_owned());
-                job.locked_by = None;
-                job.locked_at = None;
-                job.completed_at = Some(now);
-                job.updated_at = Some(now);
-                swept.push(job.clone());
-            }
-        }
-        Ok(swept)
+        Ok(tables.jobs.values_mut().filter_map(|j| j.sweep(stale, now, error).then(|| j.clone())).collect())
     }
 
     async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
-        let mut tables = self.lock()?;
-        let Some(job) = tables
-            .jobs
-            .get_mut(job_id)
-            .filter(|j| matches!(j.status, JobStatus::Queued | JobStatus::Paused | JobStatus::Running))
-        else {
-            return Ok(None);
-        };
-        let before = job.status;
-        job.status = JobStatus::Cancelled;
-        if before != JobStatus::Running {
-            job.locked_by = None;
-            job.locked_at = None;
-        }
-        job.completed_at = Some(now);
-        job.updated_at = Some(now);
-        Ok(Some(before))
+        Ok(self.lock()?.jobs.get_mut(job_id).and_then(|j| j.cancel(now)))
     }
 
     async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
-        let mut tables = self.lock()?;
-        let Some(job) = tables.jobs.get_mut(job_id).filter(|j| holds(j, worker_id, attempt)) else {
-            return Ok(false);
-        };
-        if job.status == JobStatus::Running {
-            job.locked_at = Some(now);
-        }
-        Ok(true)
+        Ok(self.lock()?.jobs.get_mut(job_id).is_some_and(|j| j.hold(worker_id, attempt, now)))
     }
 
     async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
         let mut tables = self.lock()?;
-        let Some(job) = tables.jobs.get_mut(&lease.job_id).filter(|j| holds(j, &lease.worker_id, lease.attempt)) else {
+        if !tables.jobs.get_mut(&lease.job_id).is_some_and(|j| j.hold(&lease.worker_id, lease.attempt, now)) {
             return Ok(false);
-        };
-        if job.status == JobStatus::Running {
-            job.locked_at = Some(now);
         }
         // Every refusal is decided before anything changes: all or nothing.
         let sid = &write.session.session_id;
@@ -235,7 +137,7 @@ impl JobStore for InMemoryDb {
         events: &[StoredEvent],
     ) -> DbResult<bool> {
         let mut tables = self.lock()?;
-        if !tables.jobs.get(job_id).is_some_and(|j| holds(j, worker_id, attempt)) {
+        if !tables.jobs.get(job_id).is_some_and(|j| j.held_by(worker_id, attempt)) {
             return Ok(false);
         }
         let log = tables.events.entry(job_id.to_owned()).or_default();
@@ -268,15 +170,7 @@ impl JobStore for InMemoryDb {
     }
 
     async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
-        let mut tables = self.lock()?;
-        let Some(job) = tables.jobs.get_mut(job_id).filter(|j| j.status == JobStatus::Failed && j.locked_by.is_none())
-        else {
-            return Ok(false);
-        };
-        job.status = JobStatus::Completed;
-        job.error = None;
-        job.updated_at = Some(now);
-        Ok(true)
+        Ok(self.lock()?.jobs.get_mut(job_id).is_some_and(|j| j.complete_swept(now)))
     }
 
     async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
@@ -299,39 +193,14 @@ impl JobStore for InMemoryDb {
     }
 
     async fn continue_job(&self, job_id: &str, continuation: &serde_json::Value, now: i64) -> DbResult<Continued> {
-        let mut tables = self.lock()?;
-        let Some(job) = tables.jobs.get_mut(job_id) else { return Ok(Continued::Conflict(None)) };
-        match job.status {
-            JobStatus::Queued | JobStatus::Running => return Ok(Continued::Attach(job.clone())),
-            JobStatus::Paused => {}
-            _ => return Ok(Continued::Conflict(Some(job.clone()))),
-        }
-        job.payload = job.continued_payload(continuation);
-        job.status = JobStatus::Queued;
-        job.max_attempts = job.attempt + 1;
-        job.available_at = now;
-        job.locked_by = None;
-        job.locked_at = None;
-        job.completed_at = None;
-        job.updated_at = Some(now);
-        Ok(Continued::Queued(job.clone()))
+        Ok(match self.lock()?.jobs.get_mut(job_id) {
+            Some(job) => job.continue_with(continuation, now),
+            None => Continued::Conflict(None),
+        })
     }
 
     async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
-        let mut tables = self.lock()?;
-        let Some(job) =
-            tables.jobs.get_mut(job_id).filter(|j| matches!(j.status, JobStatus::Failed | JobStatus::Cancelled))
-        else {
-            return Ok(false);
-        };
-        job.status = JobStatus::Queued;
-        job.max_attempts = job.attempt + job.max_attempts.max(1);
-        job.available_at = now;
-        job.locked_by = None;
-        job.locked_at = None;
-        job.completed_at = None;
-        job.updated_at = Some(now);
-        Ok(true)
+        Ok(self.lock()?.jobs.get_mut(job_id).is_some_and(|j| j.requeue(now)))
     }
 
     async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {

@@ -135,14 +135,6 @@ fn event_from_row(row: &MySqlRow) -> DbResult<StoredEvent> {
     })
 }
 
-/// The job's claim by `worker_id`, attempt `attempt`, still holds: it runs, or was cancelled
-/// while it ran (the worker records the end).
-fn holds(job: &Job, worker_id: &str, attempt: i64) -> bool {
-    matches!(job.status, JobStatus::Running | JobStatus::Cancelled)
-        && job.locked_by.as_deref() == Some(worker_id)
-        && job.attempt == attempt
-}
-
 fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -359,11 +351,7 @@ impl MySqlDb {
                         .map_err(|e| db_error(&what, e))?;
                     let Some(row) = row else { return Ok((false, None)) };
                     let mut job = job_from_row(&row)?;
-                    job.status = JobStatus::Running;
-                    job.locked_by = Some(worker_id.to_owned());
-                    job.locked_at = Some(now);
-                    job.attempt += 1;
-                    job.updated_at = Some(now);
+                    job.claim(worker_id, now);
                     self.put_job(conn, &job).await?;
                     Ok((true, Some(job)))
                 })
@@ -381,13 +369,10 @@ impl MySqlDb {
             // The job's row stays locked until commit: no claim, cancel or sweep comes between
             // the lease check and the writes.
             let Some(mut job) = self.lock_job(conn, &lease.job_id).await? else { return Ok((false, false)) };
-            if !holds(&job, &lease.worker_id, lease.attempt) {
+            if !job.hold(&lease.worker_id, lease.attempt, now) {
                 return Ok((false, false));
             }
-            if job.status == JobStatus::Running {
-                job.locked_at = Some(now);
-                self.put_job(conn, &job).await?;
-            }
+            self.put_job(conn, &job).await?;
             self.write_session(conn, write.session, write.state).await?;
             self.write_run(conn, write.run, &write.session.session_id, write.user_id).await?;
             Ok((true, true))
@@ -414,7 +399,7 @@ impl MySqlDb {
                 .await
                 .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
             match row.as_ref().map(job_from_row).transpose()? {
-                Some(job) if holds(&job, worker_id, attempt) => {}
+                Some(job) if job.held_by(worker_id, attempt) => {}
                 _ => return Ok((false, false)),
             }
             for chunk in events.chunks(1000) {
@@ -477,14 +462,7 @@ impl JobStore for MySqlDb {
     async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
         let mut held = 0;
         for id in job_ids {
-            let beat = self
-                .update_job(id, |j| {
-                    (j.status == JobStatus::Running && j.locked_by.as_deref() == Some(worker_id)).then(|| {
-                        j.locked_at = Some(now);
-                    })
-                })
-                .await?;
-            held += u64::from(beat.is_some());
+            held += u64::from(self.update_job(id, |j| j.heartbeat(worker_id, now).then_some(())).await?.is_some());
         }
         Ok(held)
     }
@@ -497,40 +475,7 @@ impl JobStore for MySqlDb {
         outcome: &JobOutcome,
         now: i64,
     ) -> DbResult<bool> {
-        let done = self
-            .update_job(job_id, |job| {
-                if !holds(job, worker_id, attempt) {
-                    return None;
-                }
-                job.locked_by = None;
-                job.locked_at = None;
-                job.updated_at = Some(now);
-                if job.status == JobStatus::Cancelled {
-                    // Cancelled while it ran: the cancellation stands.
-                    return Some(());
-                }
-                match outcome {
-                    JobOutcome::Retry { error, available_at } if job.attempt < job.max_attempts => {
-                        job.status = JobStatus::Queued;
-                        job.error = Some(error.clone());
-                        job.available_at = *available_at;
-                    }
-                    JobOutcome::Retry { error, .. } => {
-                        job.status = JobStatus::Failed;
-                        job.error = Some(error.clone());
-                        job.completed_at = Some(now);
-                    }
-                    JobOutcome::Settled(status, error) => {
-                        job.status = *status;
-                        job.error.clone_from(error);
-                        if status.is_terminal() {
-                            job.completed_at = Some(now);
-                        }
-                    }
-                }
-                Some(())
-            })
-            .await?;
+        let done = self.update_job(job_id, |j| j.finish(worker_id, attempt, outcome, now).then_some(())).await?;
         Ok(done.is_some())
     }
 
@@ -545,29 +490,8 @@ impl JobStore for MySqlDb {
             .await?;
         let mut swept = Vec::new();
         for id in ids {
-            // Re-decided under the row lock: a heartbeat may have come in since the scan.
-            let done = self
-                .update_job(&id, |job| {
-                    let expired = job.locked_at.is_some_and(|t| t <= stale);
-                    if job.status == JobStatus::Cancelled && job.locked_by.is_some() && expired {
-                        job.locked_by = None;
-                        job.locked_at = None;
-                        job.updated_at = Some(now);
-                        Some(())
-                    } else if job.status == JobStatus::Running && expired && job.attempt >= job.max_attempts {
-                        job.status = JobStatus::Failed;
-                        job.error = Some(error.to_owned());
-                        job.locked_by = None;
-                        job.locked_at = None;
-                        job.completed_at = Some(now);
-                        job.updated_at = Some(now);
-                        Some(())
-                    } else {
-                        None
-                    }
-                })
-                .await?;
-            if let Some(((), job)) = done {
+            // Decided again under the row lock: a heartbeat may have come in since the scan.
+            if let Some(((), job)) = self.update_job(&id, |j| j.sweep(stale, now, error).then_some(())).await? {
                 swept.push(job);
             }
         }
@@ -575,36 +499,11 @@ impl JobStore for MySqlDb {
     }
 
     async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
-        let done = self
-            .update_job(job_id, |job| {
-                let before = job.status;
-                if !matches!(before, JobStatus::Queued | JobStatus::Paused | JobStatus::Running) {
-                    return None;
-                }
-                job.status = JobStatus::Cancelled;
-                if before != JobStatus::Running {
-                    job.locked_by = None;
-                    job.locked_at = None;
-                }
-                job.completed_at = Some(now);
-                job.updated_at = Some(now);
-                Some(before)
-            })
-            .await?;
-        Ok(done.map(|(before, _)| before))
+        Ok(self.update_job(job_id, |j| j.cancel(now)).await?.map(|(before, _)| before))
     }
 
     async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
-        let held = self
-            .update_job(job_id, |job| {
-                holds(job, worker_id, attempt).then(|| {
-                    if job.status == JobStatus::Running {
-                        job.locked_at = Some(now);
-                    }
-                })
-            })
-            .await?;
-        Ok(held.is_some())
+        Ok(self.update_job(job_id, |j| j.hold(worker_id, attempt, now).then_some(())).await?.is_some())
     }
 
     async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
@@ -659,16 +558,7 @@ impl JobStore for MySqlDb {
     }
 
     async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
-        let done = self
-            .update_job(job_id, |job| {
-                (job.status == JobStatus::Failed && job.locked_by.is_none()).then(|| {
-                    job.status = JobStatus::Completed;
-                    job.error = None;
-                    job.updated_at = Some(now);
-                })
-            })
-            .await?;
-        Ok(done.is_some())
+        Ok(self.update_job(job_id, |j| j.complete_swept(now).then_some(())).await?.is_some())
     }
 
     async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
@@ -714,41 +604,19 @@ impl JobStore for MySqlDb {
                 let Some(mut job) = self.lock_job(conn, job_id).await? else {
                     return Ok((false, Continued::Conflict(None)));
                 };
-                match job.status {
-                    JobStatus::Queued | JobStatus::Running => return Ok((false, Continued::Attach(job))),
-                    JobStatus::Paused => {}
-                    _ => return Ok((false, Continued::Conflict(Some(job)))),
+                let outcome = job.continue_with(continuation, now);
+                let queued = matches!(outcome, Continued::Queued(_));
+                if queued {
+                    self.put_job(conn, &job).await?;
                 }
-                job.payload = job.continued_payload(continuation);
-                job.status = JobStatus::Queued;
-                job.max_attempts = job.attempt + 1;
-                job.available_at = now;
-                job.locked_by = None;
-                job.locked_at = None;
-                job.completed_at = None;
-                job.updated_at = Some(now);
-                self.put_job(conn, &job).await?;
-                Ok((true, Continued::Queued(job)))
+                Ok((queued, outcome))
             })
         })
         .await
     }
 
     async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
-        let done = self
-            .update_job(job_id, |job| {
-                matches!(job.status, JobStatus::Failed | JobStatus::Cancelled).then(|| {
-                    job.status = JobStatus::Queued;
-                    job.max_attempts = job.attempt + job.max_attempts.max(1);
-                    job.available_at = now;
-                    job.locked_by = None;
-                    job.locked_at = None;
-                    job.completed_at = None;
-                    job.updated_at = Some(now);
-                })
-            })
-            .await?;
-        Ok(done.is_some())
+        Ok(self.update_job(job_id, |j| j.requeue(now).then_some(())).await?.is_some())
     }
 
     async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {

@@ -287,12 +287,6 @@ fn event_of(member: &str) -> Option<StoredEvent> {
     })
 }
 
-fn holds(job: &Job, worker_id: &str, attempt: i64) -> bool {
-    matches!(job.status, JobStatus::Running | JobStatus::Cancelled)
-        && job.locked_by.as_deref() == Some(worker_id)
-        && job.attempt == attempt
-}
-
 fn too_busy(job_id: &str) -> DbError {
     DbError::new(DbErrorKind::Conflict, format!("job {job_id} changed too often concurrently; retry"))
 }
@@ -455,11 +449,7 @@ impl RedisDb {
             }
         }
         let mut job = j.clone();
-        job.status = JobStatus::Running;
-        job.locked_by = Some(worker_id.to_owned());
-        job.locked_at = Some(now);
-        job.attempt += 1;
-        job.updated_at = Some(now);
+        job.claim(worker_id, now);
         let applied = self
             .write_job(c, &job, |cas| {
                 // The session's other jobs as read: a concurrent claim, pause or continue of one
@@ -553,14 +543,7 @@ impl JobStore for RedisDb {
     async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
         let mut held = 0;
         for id in job_ids {
-            let beat = self
-                .update_job(id, |j| {
-                    (j.status == JobStatus::Running && j.locked_by.as_deref() == Some(worker_id)).then(|| {
-                        j.locked_at = Some(now);
-                    })
-                })
-                .await?;
-            held += u64::from(beat.is_some());
+            held += u64::from(self.update_job(id, |j| j.heartbeat(worker_id, now).then_some(())).await?.is_some());
         }
         Ok(held)
     }
@@ -573,40 +556,7 @@ impl JobStore for RedisDb {
         outcome: &JobOutcome,
         now: i64,
     ) -> DbResult<bool> {
-        let done = self
-            .update_job(job_id, |job| {
-                if !holds(job, worker_id, attempt) {
-                    return None;
-                }
-                job.locked_by = None;
-                job.locked_at = None;
-                job.updated_at = Some(now);
-                if job.status == JobStatus::Cancelled {
-                    // Cancelled while it ran: the cancellation stands.
-                    return Some(());
-                }
-                match outcome {
-                    JobOutcome::Retry { error, available_at } if job.attempt < job.max_attempts => {
-                        job.status = JobStatus::Queued;
-                        job.error = Some(error.clone());
-                        job.available_at = *available_at;
-                    }
-                    JobOutcome::Retry { error, .. } => {
-                        job.status = JobStatus::Failed;
-                        job.error = Some(error.clone());
-                        job.completed_at = Some(now);
-                    }
-                    JobOutcome::Settled(status, error) => {
-                        job.status = *status;
-                        job.error.clone_from(error);
-                        if status.is_terminal() {
-                            job.completed_at = Some(now);
-                        }
-                    }
-                }
-                Some(())
-            })
-            .await?;
+        let done = self.update_job(job_id, |j| j.finish(worker_id, attempt, outcome, now).then_some(())).await?;
         Ok(done.is_some())
     }
 
@@ -615,28 +565,7 @@ impl JobStore for RedisDb {
         let ids = self.zrange("ZRANGEBYSCORE", &self.q("running"), &["-inf".into(), stale.to_string()]).await?;
         let mut swept = Vec::new();
         for id in ids {
-            let done = self
-                .update_job(&id, |job| {
-                    let expired = job.locked_at.is_some_and(|t| t <= stale);
-                    if job.status == JobStatus::Cancelled && job.locked_by.is_some() && expired {
-                        job.locked_by = None;
-                        job.locked_at = None;
-                        job.updated_at = Some(now);
-                        Some(())
-                    } else if job.status == JobStatus::Running && expired && job.attempt >= job.max_attempts {
-                        job.status = JobStatus::Failed;
-                        job.error = Some(error.to_owned());
-                        job.locked_by = None;
-                        job.locked_at = None;
-                        job.completed_at = Some(now);
-                        job.updated_at = Some(now);
-                        Some(())
-                    } else {
-                        None
-                    }
-                })
-                .await?;
-            if let Some(((), job)) = done {
+            if let Some(((), job)) = self.update_job(&id, |j| j.sweep(stale, now, error).then_some(())).await? {
                 swept.push(job);
             }
         }
@@ -644,36 +573,11 @@ impl JobStore for RedisDb {
     }
 
     async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
-        let done = self
-            .update_job(job_id, |job| {
-                let before = job.status;
-                if !matches!(before, JobStatus::Queued | JobStatus::Paused | JobStatus::Running) {
-                    return None;
-                }
-                job.status = JobStatus::Cancelled;
-                if before != JobStatus::Running {
-                    job.locked_by = None;
-                    job.locked_at = None;
-                }
-                job.completed_at = Some(now);
-                job.updated_at = Some(now);
-                Some(before)
-            })
-            .await?;
-        Ok(done.map(|(before, _)| before))
+        Ok(self.update_job(job_id, |j| j.cancel(now)).await?.map(|(before, _)| before))
     }
 
     async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
-        let held = self
-            .update_job(job_id, |job| {
-                holds(job, worker_id, attempt).then(|| {
-                    if job.status == JobStatus::Running {
-                        job.locked_at = Some(now);
-                    }
-                })
-            })
-            .await?;
-        Ok(held.is_some())
+        Ok(self.update_job(job_id, |j| j.hold(worker_id, attempt, now).then_some(())).await?.is_some())
     }
 
     async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
@@ -685,16 +589,11 @@ impl JobStore for RedisDb {
         }
         for _ in 0..CAS_ATTEMPTS {
             let Some(stored) = self.load_job(&lease.job_id).await? else { return Ok(false) };
-            if !holds(&stored.job, &lease.worker_id, lease.attempt) {
+            let mut job = stored.job.clone();
+            if !job.hold(&lease.worker_id, lease.attempt, now) {
                 return Ok(false);
             }
-            let mut job = stored.job.clone();
-            let score = if job.status == JobStatus::Running {
-                job.locked_at = Some(now);
-                now.to_string()
-            } else {
-                String::new()
-            };
+            let score = if job.status == JobStatus::Running { now.to_string() } else { String::new() };
             let job_text = to_json_text(&doc_of(&job, &stored.doc)?)?;
             let current = self.session_doc(sid).await?;
             let session_doc = planned_session_doc(write.session, write.state, current.as_ref().map(|(_, d)| d))?;
@@ -770,7 +669,7 @@ impl JobStore for RedisDb {
         events: &[StoredEvent],
     ) -> DbResult<bool> {
         let Some(first) = events.first() else {
-            return Ok(self.load_job(job_id).await?.is_some_and(|s| holds(&s.job, worker_id, attempt)));
+            return Ok(self.load_job(job_id).await?.is_some_and(|s| s.job.held_by(worker_id, attempt)));
         };
         if events.windows(2).any(|w| w[1].event_index <= w[0].event_index) {
             return Err(DbError::new(
@@ -781,7 +680,7 @@ impl JobStore for RedisDb {
         let log = self.events_key(job_id);
         for _ in 0..CAS_ATTEMPTS {
             let Some(stored) = self.load_job(job_id).await? else { return Ok(false) };
-            if !holds(&stored.job, worker_id, attempt) {
+            if !stored.job.held_by(worker_id, attempt) {
                 return Ok(false);
             }
             let mut cas = Cas::default();
@@ -815,16 +714,7 @@ impl JobStore for RedisDb {
     }
 
     async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
-        let done = self
-            .update_job(job_id, |job| {
-                (job.status == JobStatus::Failed && job.locked_by.is_none()).then(|| {
-                    job.status = JobStatus::Completed;
-                    job.error = None;
-                    job.updated_at = Some(now);
-                })
-            })
-            .await?;
-        Ok(done.is_some())
+        Ok(self.update_job(job_id, |j| j.complete_swept(now).then_some(())).await?.is_some())
     }
 
     async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
@@ -855,22 +745,11 @@ impl JobStore for RedisDb {
     async fn continue_job(&self, job_id: &str, continuation: &Value, now: i64) -> DbResult<Continued> {
         for _ in 0..CAS_ATTEMPTS {
             let Some(stored) = self.load_job(job_id).await? else { return Ok(Continued::Conflict(None)) };
-            match stored.job.status {
-                JobStatus::Queued | JobStatus::Running => return Ok(Continued::Attach(stored.job)),
-                JobStatus::Paused => {}
-                _ => return Ok(Continued::Conflict(Some(stored.job))),
-            }
             let mut job = stored.job.clone();
-            job.payload = job.continued_payload(continuation);
-            job.status = JobStatus::Queued;
-            job.max_attempts = job.attempt + 1;
-            job.available_at = now;
-            job.locked_by = None;
-            job.locked_at = None;
-            job.completed_at = None;
-            job.updated_at = Some(now);
-            if self.write_job(&stored, &job, |_| {}).await? == Applied::Yes {
-                return Ok(Continued::Queued(job));
+            let outcome = job.continue_with(continuation, now);
+            if !matches!(outcome, Continued::Queued(_)) || self.write_job(&stored, &job, |_| {}).await? == Applied::Yes
+            {
+                return Ok(outcome);
             }
         }
         Err(too_busy(job_id))
@@ -879,17 +758,10 @@ impl JobStore for RedisDb {
     async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
         for _ in 0..CAS_ATTEMPTS {
             let Some(stored) = self.load_job(job_id).await? else { return Ok(false) };
-            if !matches!(stored.job.status, JobStatus::Failed | JobStatus::Cancelled) {
+            let mut job = stored.job.clone();
+            if !job.requeue(now) {
                 return Ok(false);
             }
-            let mut job = stored.job.clone();
-            job.status = JobStatus::Queued;
-            job.max_attempts = job.attempt + job.max_attempts.max(1);
-            job.available_at = now;
-            job.locked_by = None;
-            job.locked_at = None;
-            job.completed_at = None;
-            job.updated_at = Some(now);
             // Back into its session after every live job, as Agno sequences a requeue.
             let mut base = stored.doc.clone();
             let session = self.job_session_key(&job.session_id);
