@@ -7,6 +7,11 @@ has `agno==3.1.*` and `sqlalchemy[asyncio]`; .ci/run sets that up).
     python agno_interop.py write <sqlite-file> <session-id>   # writes a session with 2 runs, prints them
     python agno_interop.py read-schedules <sqlite-file> <schedule-id>   # Agno's view of a schedule, its runs, metrics
     python agno_interop.py write-schedules <sqlite-file> <schedule-id>  # a schedule, a run, and today's metrics
+    python agno_interop.py write-workflow <db-url> <session-id>   # runs a real Workflow (function steps) and
+                                                                  # stores a team run with a member run
+    python agno_interop.py read-workflow <db-url> <session-id>    # Agno's view of workflow and team sessions
+
+<db-url> is a SQLite file path or a postgresql:// URL.
 """
 import json
 import sys
@@ -164,7 +169,116 @@ def write_schedules(path: str, schedule_id: str) -> None:
     print(json.dumps({"schedule": schedule, "metrics": metrics}, default=str))
 
 
+def open_db(url: str):
+    """A SQLite file path, or a PostgreSQL URL (with agno-rs's `?schema=NAME` for the schema)."""
+    if url.startswith("postgres"):
+        from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+        from agno.db.postgres import PostgresDb
+
+        parts = urlsplit(url)
+        schema = parse_qs(parts.query).get("schema", ["ai"])[0]
+        base = urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, "", ""))
+        return PostgresDb(db_url=base, db_schema=schema)
+    return SqliteDb(db_file=url)
+
+
+def write_workflow(url: str, session_id: str) -> None:
+    """A workflow session written by Agno's own Workflow engine, and a team session with one member run."""
+    from agno.run.team import TeamRunInput, TeamRunOutput
+    from agno.session.team import TeamSession
+    from agno.workflow import Loop, Parallel, Step, Steps, Workflow
+    from agno.workflow.types import StepInput, StepOutput
+
+    def shout(step_input: StepInput) -> StepOutput:
+        return StepOutput(content=str(step_input.input).upper())
+
+    def add_x(step_input: StepInput) -> StepOutput:
+        return StepOutput(content=(step_input.previous_step_content or "") + "x")
+
+    db = open_db(url)
+    workflow = Workflow(
+        id="py-workflow",
+        name="Shout",
+        db=db,
+        steps=[
+            Step(name="shout", executor=shout),
+            Steps(name="group", steps=[Step(name="g1", executor=add_x)]),
+            Loop(name="loop", steps=[Step(name="l1", executor=add_x)], max_iterations=2),
+            Parallel(Step(name="p1", executor=add_x), Step(name="p2", executor=add_x), name="par"),
+        ],
+    )
+    wf_run = workflow.run(input="hello world", session_id=session_id, user_id="py-user")
+
+    team_session_id = session_id + "-team"
+    db.upsert_session(
+        TeamSession(
+            session_id=team_session_id,
+            team_id="py-team",
+            user_id="py-user",
+            session_data={"session_state": {"written_by": "python"}},
+            team_data={"name": "Py Team", "team_id": "py-team"},
+            created_at=1700000000,
+        )
+    )
+    member = RunOutput(
+        run_id="py-member-run",
+        agent_id="py-member",
+        agent_name="Member",
+        session_id=team_session_id,
+        parent_run_id="py-team-run",
+        user_id="py-user",
+        input=RunInput(input_content="sub task"),
+        messages=[Message(role="user", content="sub task"), Message(role="assistant", content="member answer")],
+        content="member answer",
+        status=RunStatus.completed,
+        created_at=1700000001,
+    )
+    team_run = TeamRunOutput(
+        run_id="py-team-run",
+        team_id="py-team",
+        team_name="Py Team",
+        session_id=team_session_id,
+        user_id="py-user",
+        input=TeamRunInput(input_content="team question"),
+        messages=[Message(role="user", content="team question"), Message(role="assistant", content="team answer")],
+        content="team answer",
+        member_responses=[member],
+        status=RunStatus.completed,
+        created_at=1700000002,
+    )
+    db.upsert_run(member, session_id=team_session_id, user_id="py-user")
+    db.upsert_run(team_run, session_id=team_session_id, user_id="py-user")
+    print(json.dumps({"workflow_run": wf_run.to_dict(), "team_run": team_run.to_dict()}, default=str))
+
+
+def read_workflow(url: str, session_id: str) -> None:
+    db = open_db(url)
+    workflow_session = db.get_session(session_id=session_id, session_type=SessionType.WORKFLOW)
+    team_session = db.get_session(session_id=session_id + "-team", session_type=SessionType.TEAM)
+    workflow_runs = db.get_runs(session_id=session_id)
+    team_runs = db.get_runs(session_id=session_id + "-team")
+    print(
+        json.dumps(
+            {
+                "workflow_session": workflow_session.to_dict() if workflow_session else None,
+                "team_session": team_session.to_dict() if team_session else None,
+                "workflow_runs": [r.to_dict() for r in workflow_runs],
+                "team_runs": [r.to_dict() for r in team_runs],
+            },
+            default=str,
+        )
+    )
+
+
 if __name__ == "__main__":
     mode, path, key = sys.argv[1], sys.argv[2], sys.argv[3]
-    modes = {"read": read, "write": write, "read-schedules": read_schedules, "write-schedules": write_schedules}
+    modes = {
+        "read": read,
+        "write": write,
+        "read-schedules": read_schedules,
+        "write-schedules": write_schedules,
+        "write-workflow": write_workflow,
+        "read-workflow": read_workflow,
+    }
     modes[mode](path, key)

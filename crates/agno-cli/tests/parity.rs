@@ -82,3 +82,72 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
         serde_json::to_string_pretty(&report["differences"]).unwrap()
     );
 }
+
+/// GET `path` on a server: status and JSON body.
+async fn get_both(base: &str, path: &str) -> (u16, serde_json::Value) {
+    let r = reqwest::get(format!("{base}{path}")).await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+/// Workflow and team sessions written by Python Agno 3.1 itself (a real `Workflow` run with a
+/// bare string input, a team run with a member run) are served by `agno serve` exactly as a Python
+/// AgentOS serves them from the same database: the session lists, details and run lists answer
+/// the same JSON, value for value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflow_and_team_sessions_python_wrote_are_served_as_python_agentos_serves_them() {
+    let Some(python) = agno_testkit::agno_python("the workflow session parity check against Python AgentOS") else {
+        return;
+    };
+    let provider = FakeProvider::start().await.unwrap();
+    let dir = scratch_dir("wf-parity");
+    let db_file = dir.join("shared.db");
+    let out = Command::new(&python)
+        .arg(repo_file("scripts/interop/agno_interop.py"))
+        .args(["write-workflow", db_file.to_str().unwrap(), "py-wf"])
+        .env("AGNO_TELEMETRY", "false")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let py_port = free_port();
+    let py_log = dir.join("python.log");
+    let child = Command::new(&python)
+        .arg(repo_file("scripts/interop/python_agentos.py"))
+        .args(["--port", &py_port.to_string(), "--model-base-url", &provider.base_url()])
+        .arg("--db")
+        .arg(format!("sqlite://{}", db_file.display()))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&py_log).unwrap())
+        .spawn()
+        .unwrap();
+    let _python = Served(child);
+    let py_base = format!("http://127.0.0.1:{py_port}");
+    wait_ready(&format!("{py_base}/health"), "Python AgentOS", &py_log).await;
+    let config =
+        slow_agent_config(&dir, "agentos.toml", &format!("sqlite://{}", db_file.display()), &provider.base_url(), "");
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+    let rs_base = format!("http://127.0.0.1:{rs_port}");
+
+    for path in [
+        "/sessions/py-wf/runs?type=workflow",
+        "/sessions/py-wf-team/runs?type=team",
+        "/sessions/py-wf?type=workflow",
+        "/sessions/py-wf-team?type=team",
+        "/sessions?type=workflow",
+        "/sessions?type=team",
+    ] {
+        let (rs_status, mut rs) = get_both(&rs_base, path).await;
+        let (py_status, mut py) = get_both(&py_base, path).await;
+        // Timings differ by nature.
+        for body in [&mut rs, &mut py] {
+            if let Some(meta) = body.get_mut("meta").and_then(serde_json::Value::as_object_mut) {
+                meta.remove("search_time_ms");
+            }
+        }
+        assert_eq!((rs_status, py_status), (200, 200), "{path}: agno-rs {rs}, Python {py}");
+        assert_eq!(rs, py, "{path}: agno serve differs from Python AgentOS");
+    }
+    let (_, runs) = get_both(&rs_base, "/sessions/py-wf/runs?type=workflow").await;
+    assert_eq!(runs[0]["run_input"], "hello world", "{runs}");
+}

@@ -68,28 +68,77 @@ impl fmt::Display for RunStatus {
 }
 
 /// The input of a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+///
+/// Agents and teams store an object (`{"input_content": ..., "images": ...}`); Agno's workflow
+/// runs store their input bare: a string, a list, or the dict of an input schema. A bare value is
+/// kept in [`RunInput::bare`] and written back exactly as it was read.
+#[derive(Debug, Clone, Default, PartialEq, schemars::JsonSchema)]
 pub struct RunInput {
     /// What the user sent: a string, or structured JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub input_content: Option<Value>,
     /// Fields this version does not know (media lists, ...), kept for round trips.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// The input when it was stored as a bare value rather than an object (workflow runs).
+    #[serde(skip)]
+    pub bare: Option<Value>,
 }
 
 impl RunInput {
     /// Input from a text message.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { input_content: Some(Value::String(text.into())), extra: Map::new() }
+        Self { input_content: Some(Value::String(text.into())), ..Self::default() }
+    }
+
+    /// Input stored as a bare value, as Agno stores a workflow run's input.
+    pub fn bare(value: Value) -> Self {
+        Self { bare: Some(value), ..Self::default() }
+    }
+
+    /// What was sent: `input_content`, or the bare value.
+    pub fn content(&self) -> Option<&Value> {
+        self.bare.as_ref().or(self.input_content.as_ref())
     }
 
     /// The input as text: the string itself, or compact JSON for structured input.
     pub fn as_text(&self) -> String {
-        match &self.input_content {
+        match self.content() {
             Some(Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
             None => String::new(),
+        }
+    }
+}
+
+/// The object form of [`RunInput`] on the wire.
+#[derive(Serialize, Deserialize)]
+struct RunInputFields {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input_content: Option<Value>,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+}
+
+impl Serialize for RunInput {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.bare {
+            Some(value) => value.serialize(serializer),
+            None => RunInputFields { input_content: self.input_content.clone(), extra: self.extra.clone() }
+                .serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RunInput {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Object(map) => {
+                let fields: RunInputFields =
+                    serde_json::from_value(Value::Object(map)).map_err(serde::de::Error::custom)?;
+                Ok(Self { input_content: fields.input_content, extra: fields.extra, bare: None })
+            }
+            other => Ok(Self::bare(other)),
         }
     }
 }
@@ -252,5 +301,33 @@ impl RunOutput {
     /// The messages, or an empty slice.
     pub fn messages(&self) -> &[Message] {
         self.messages.as_deref().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_input_reads_and_writes_back_exactly_as_stored() {
+        for stored in [
+            json!("hello world"),
+            json!(["a", 1]),
+            json!(42),
+            json!({"input_content": "hi", "images": [{"url": "x"}]}),
+            json!({"topic": "a workflow input schema"}),
+        ] {
+            let input: RunInput = serde_json::from_value(stored.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&input).unwrap(), stored);
+        }
+        let bare: RunInput = serde_json::from_value(json!("hello world")).unwrap();
+        assert_eq!(bare.as_text(), "hello world");
+        assert_eq!(bare.content(), Some(&json!("hello world")));
+        let object: RunInput = serde_json::from_value(json!({"input_content": {"a": 1}})).unwrap();
+        assert_eq!(object.as_text(), r#"{"a":1}"#);
+        assert!(object.bare.is_none());
     }
 }

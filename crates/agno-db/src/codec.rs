@@ -43,21 +43,60 @@ pub(crate) fn object_column(text: Option<String>) -> Result<Option<Map<String, V
     })
 }
 
-/// Parses a stored run, normalised as Agno's `RunOutput.from_dict` normalises it, so a run reads
-/// back as Python Agno reads it: `events` is always a list (empty when none were stored), an
-/// empty `tools` list is no tools.
+/// Parses a stored run, normalised as Agno's `from_dict` normalises it, so a run reads back as
+/// Python Agno reads it (see [`normalize_run`]).
 pub(crate) fn decode_run(mut value: Value) -> Result<RunOutput, DbError> {
     if let Value::Object(run) = &mut value {
-        if run.get("events").is_none_or(Value::is_null) {
-            run.insert("events".to_owned(), Value::Array(Vec::new()));
-        }
-        if run.get("tools").and_then(Value::as_array).is_some_and(Vec::is_empty) {
-            run.remove("tools");
-        }
+        normalize_run(run);
     }
     serde_json::from_value(value).map_err(|e| {
         DbError::new(DbErrorKind::Other, format!("stored run is not a valid run record: {e}")).with_source(e)
     })
+}
+
+/// Agno's `from_dict` rules: `events` is always a list (empty when none were stored); an empty
+/// `tools` list is no tools; an empty media list (`images`, `videos`, `audio`, `files`) is no
+/// media; a team run's `member_responses` are read by the same rules.
+fn normalize_run(run: &mut Map<String, Value>) {
+    if run.get("events").is_none_or(Value::is_null) {
+        run.insert("events".to_owned(), Value::Array(Vec::new()));
+    }
+    for key in ["tools", "images", "videos", "audio", "files"] {
+        if run.get(key).and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            run.remove(key);
+        }
+    }
+    if let Some(Value::Array(members)) = run.get_mut("member_responses") {
+        for member in members {
+            if let Value::Object(member) = member {
+                normalize_run(member);
+            }
+        }
+    }
+}
+
+/// Decodes one run of a listing (a session's runs, `get_runs`). A record that does not decode is
+/// left out with a warning naming it, so one unreadable row never turns a whole listing into an
+/// error; reading that run alone (`get_run`) still reports why it cannot be read.
+pub(crate) fn decode_listed_run(value: Value) -> Option<RunOutput> {
+    let run_id = value.get("run_id").and_then(Value::as_str).unwrap_or("(no run_id)").to_owned();
+    decode_run(value).map_err(|e| skip_unreadable_run(&run_id, &e)).ok()
+}
+
+/// [`decode_listed_run`] for a JSON text column.
+pub(crate) fn decode_listed_text(text: String) -> Option<RunOutput> {
+    match json_column(Some(text)) {
+        Ok(value) => value.and_then(decode_listed_run),
+        Err(e) => {
+            skip_unreadable_run("(unknown)", &e);
+            None
+        }
+    }
+}
+
+/// Logs a run a listing leaves out.
+pub(crate) fn skip_unreadable_run(run_id: &str, error: &DbError) {
+    tracing::warn!(run_id, %error, "a stored run cannot be read; it is left out of the listing");
 }
 
 /// Serialises a value for a JSON column.
@@ -89,7 +128,7 @@ pub(crate) fn merge_legacy_runs(table: Vec<RunOutput>, legacy: Option<Value>) ->
         };
         match table.iter_mut().find(|r| r.as_ref().is_some_and(|r| r.id() == run_id)) {
             Some(slot) => out.extend(slot.take()),
-            None => out.push(decode_run(item)?),
+            None => out.extend(decode_listed_run(item)),
         }
     }
     out.extend(table.into_iter().flatten());

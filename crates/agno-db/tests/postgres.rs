@@ -1240,3 +1240,59 @@ async fn python_agno_and_agno_rs_share_the_job_queue() {
     let j = db.get_job("rs-job", None).await.unwrap().expect("rs-job");
     assert_eq!((j.status, j.locked_by, j.attempt), (JobStatus::Completed, None, 1));
 }
+
+/// Runs `scripts/interop/agno_interop.py <mode> <url?schema=S> <session>`; its last JSON line.
+fn interop_probe(mode: &str, schema: &str, session_id: &str) -> Option<Value> {
+    let py = agno_testkit::agno_python("the Python Agno workflow interop check on Postgres")?;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/agno_interop.py");
+    let sep = if url().contains('?') { '&' } else { '?' };
+    let target = format!("{}{sep}schema={schema}", url());
+    let out = std::process::Command::new(py)
+        .arg(script)
+        .args([mode, &target, session_id])
+        .env("AGNO_TELEMETRY", "false")
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rev().find(|l| l.starts_with('{')).expect("json line");
+    Some(serde_json::from_str(last).unwrap())
+}
+
+/// Workflow and team sessions written by Python Agno 3.1 (a bare workflow `input`, `step_results`,
+/// member runs with `parent_run_id` and in `member_responses`) read back as Agno reads them.
+#[tokio::test]
+async fn agno_rs_reads_workflow_and_team_sessions_python_agno_wrote() {
+    if !agno_testkit::services::postgres("agno_rs_reads_workflow_and_team_sessions_python_agno_wrote") {
+        return;
+    }
+    let scratch = Scratch::new("wf_interop");
+    let Some(written) = interop_probe("write-workflow", &scratch.name, "py-wf") else { return };
+    assert_eq!(written["workflow_run"]["input"], "hello world");
+    let theirs = interop_probe("read-workflow", &scratch.name, "py-wf").unwrap();
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    let check = |ours: &[RunOutput], theirs: &Value| {
+        let theirs = theirs.as_array().unwrap();
+        assert_eq!(ours.len(), theirs.len());
+        for (ours, theirs) in ours.iter().zip(theirs) {
+            assert_eq!(&serde_json::to_value(ours).unwrap(), theirs, "run {}", ours.id());
+        }
+    };
+    let session = db.get_session("py-wf", Some("py-user"), None).await.unwrap().expect("workflow session");
+    check(session.runs(), &theirs["workflow_runs"]);
+    assert_eq!(session.runs()[0].input.as_ref().unwrap().as_text(), "hello world");
+    let page =
+        db.get_runs(&agno_core::RunQuery { session_id: Some("py-wf".into()), ..Default::default() }).await.unwrap();
+    check(&page.runs, &theirs["workflow_runs"]);
+    let team = db.get_session("py-wf-team", Some("py-user"), None).await.unwrap().expect("team session");
+    check(team.runs(), &theirs["team_runs"]);
+    let member = db.get_run("py-member-run", Some("py-user")).await.unwrap().unwrap();
+    assert_eq!(member.parent_run_id.as_deref(), Some("py-team-run"));
+    // Rewritten by agno-rs, Python reads the same.
+    for run in session.runs().iter().chain(team.runs()) {
+        db.upsert_run(run, run.session_id.as_deref().unwrap(), Some("py-user")).await.unwrap();
+    }
+    let again = interop_probe("read-workflow", &scratch.name, "py-wf").unwrap();
+    assert_eq!(again["workflow_runs"], theirs["workflow_runs"]);
+    assert_eq!(again["team_runs"], theirs["team_runs"]);
+}

@@ -214,3 +214,91 @@ async fn agno_rs_reads_schedules_and_calculates_metrics_like_python_agno() {
     let ours: Vec<Value> = ours.iter().map(comparable).collect();
     assert_eq!(ours, theirs, "agno-rs computes the buckets Python Agno computed");
 }
+
+/// Every run's JSON as agno-rs reads it equals what Python Agno reads (`from_dict().to_dict()`).
+fn assert_runs_match(ours: &[RunOutput], theirs: &Value) {
+    let theirs = theirs.as_array().expect("a list of runs");
+    assert_eq!(ours.len(), theirs.len(), "run count");
+    for (ours, theirs) in ours.iter().zip(theirs) {
+        assert_eq!(&serde_json::to_value(ours).unwrap(), theirs, "run {}", ours.id());
+    }
+}
+
+/// Agno 3.1 stores a workflow run's input bare (`"input": "hello world"`), its steps in
+/// `step_results`, and a team run's member runs both as their own rows (`parent_run_id`) and in
+/// `member_responses`. agno-rs reads all of them as Agno does, field for field.
+#[tokio::test]
+async fn agno_rs_reads_workflow_and_team_sessions_python_agno_wrote() {
+    let Some(py) = python() else { return };
+    let (db, path) = fresh_db().await;
+    drop(db);
+    let file = path.to_str().unwrap();
+    let written = probe(&py, &["write-workflow", file, "py-wf"]);
+    assert_eq!(written["workflow_run"]["input"], "hello world", "the fixture stores a bare input");
+    let db = SqliteDb::connect(file).await.unwrap();
+    let theirs = probe(&py, &["read-workflow", file, "py-wf"]);
+
+    let session = db.get_session("py-wf", Some("py-user"), None).await.unwrap().expect("workflow session");
+    assert_eq!(session.workflow_id.as_deref(), Some("py-workflow"));
+    assert_runs_match(session.runs(), &theirs["workflow_runs"]);
+    let run = &session.runs()[0];
+    assert_eq!(run.input.as_ref().map(agno_core::RunInput::as_text).as_deref(), Some("hello world"));
+    assert_eq!(run.extra["step_results"].as_array().map(Vec::len), Some(4));
+    let page =
+        db.get_runs(&agno_core::RunQuery { session_id: Some("py-wf".into()), ..Default::default() }).await.unwrap();
+    assert_runs_match(&page.runs, &theirs["workflow_runs"]);
+
+    let team = db.get_session("py-wf-team", Some("py-user"), None).await.unwrap().expect("team session");
+    assert_eq!(team.team_id.as_deref(), Some("py-team"));
+    assert_runs_match(team.runs(), &theirs["team_runs"]);
+    let member = db.get_run("py-member-run", Some("py-user")).await.unwrap().expect("member run");
+    assert_eq!(member.parent_run_id.as_deref(), Some("py-team-run"));
+    let team_run = db.get_run("py-team-run", Some("py-user")).await.unwrap().expect("team run");
+    assert_eq!(team_run.extra["member_responses"][0]["run_id"], "py-member-run");
+
+    // Written back unchanged by agno-rs, Python still reads the same runs.
+    for run in session.runs().iter().chain(team.runs()) {
+        db.upsert_run(run, run.session_id.as_deref().unwrap(), Some("py-user")).await.unwrap();
+    }
+    let again = probe(&py, &["read-workflow", file, "py-wf"]);
+    assert_eq!(again["workflow_runs"], theirs["workflow_runs"]);
+    assert_eq!(again["team_runs"], theirs["team_runs"]);
+}
+
+/// One stored run that cannot be read never hides the others: listings leave it out (with a
+/// warning), and reading it alone says why.
+#[tokio::test]
+async fn an_unreadable_run_is_left_out_of_listings_and_reported_when_read_alone() {
+    let (db, path) = fresh_db().await;
+    let mut session = AgentSession::new("rs-session");
+    session.user_id = Some("rs-user".into());
+    session.agent_id = Some("rs-agent".into());
+    db.upsert_session(&session, &StateUpdate::Replace).await.unwrap();
+    for i in 0..3 {
+        db.upsert_run(&rust_run(i), "rs-session", Some("rs-user")).await.unwrap();
+    }
+    drop(db);
+    // A row another program corrupted: a status no Agno version writes, and one that is not JSON.
+    let out = Command::new("sqlite3")
+        .arg(&path)
+        .arg(
+            "UPDATE agno_runs SET run_data = json_set(run_data, '$.status', 'EXPLODED') WHERE run_id = 'rs-run-1'; \
+             UPDATE agno_runs SET run_data = '{not json' WHERE run_id = 'rs-run-2';",
+        )
+        .output()
+        .expect("the sqlite3 program runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let db = SqliteDb::connect(path.to_str().unwrap()).await.unwrap();
+    let session = db.get_session("rs-session", Some("rs-user"), None).await.unwrap().expect("session");
+    let ids: Vec<&str> = session.runs().iter().map(RunOutput::id).collect();
+    assert_eq!(ids, ["rs-run-0"]);
+    let page = db
+        .get_runs(&agno_core::RunQuery { session_id: Some("rs-session".into()), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(page.runs.iter().map(RunOutput::id).collect::<Vec<_>>(), ["rs-run-0"]);
+    let err = db.get_run("rs-run-1", Some("rs-user")).await.unwrap_err();
+    assert!(err.to_string().contains("EXPLODED"), "{err}");
+    let err = db.get_run("rs-run-2", Some("rs-user")).await.unwrap_err();
+    assert!(err.to_string().contains("corrupt"), "{err}");
+}

@@ -44,7 +44,7 @@ impl RunRequest {
 
     /// A run on structured input.
     pub fn json(input: Value) -> Self {
-        Self { input: RunInput { input_content: Some(input), extra: Map::new() }, ..Self::default() }
+        Self { input: RunInput { input_content: Some(input), ..RunInput::default() }, ..Self::default() }
     }
 
     /// Sets the session id.

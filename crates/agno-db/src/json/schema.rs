@@ -9,7 +9,7 @@ use agno_core::{
 };
 use serde_json::{Map, Value};
 
-use crate::codec::{decode_run, run_type, session_type_of};
+use crate::codec::{decode_run, run_type, session_type_of, skip_unreadable_run};
 
 /// A string field of a document, `None` when missing, null or not a string.
 pub(crate) fn str_field<'a>(doc: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -226,6 +226,11 @@ impl RunRow {
         }
     }
 
+    /// The run for a listing: `None` (with a warning) when it cannot be read.
+    pub(crate) fn listed_run(&self) -> Option<RunOutput> {
+        self.run().map_err(|e| skip_unreadable_run(&self.run_id, &e)).ok()
+    }
+
     /// True when the row passes the filters of `q` (cursor and paging aside).
     pub(crate) fn matches(&self, q: &RunQuery) -> bool {
         let eq = |key: &str, want: &Option<String>| want.as_deref().is_none_or(|w| self.field(key) == Some(w));
@@ -263,7 +268,7 @@ pub(crate) fn page_runs(rows: Vec<RunRow>, q: &RunQuery) -> DbResult<RunPage> {
     }
     let limit = q.limit.unwrap_or(usize::MAX);
     let more = rows.len() > limit;
-    let runs = rows.iter().take(limit).map(RunRow::run).collect::<DbResult<Vec<_>>>()?;
+    let runs = rows.iter().take(limit).filter_map(RunRow::listed_run).collect::<Vec<_>>();
     let next_cursor = if more {
         runs.last().map(|r| RunCursor { created_at: r.created_at, run_id: r.id().to_owned() })
     } else {

@@ -53,12 +53,12 @@ fn read_session(
     let rows = session_runs(files, session_id)?;
     let runs = match legacy_blob(doc) {
         Some(blob) => {
-            let table = rows.iter().map(RunRow::run).collect::<DbResult<Vec<RunOutput>>>()?;
+            let table = rows.iter().filter_map(RunRow::listed_run).collect::<Vec<RunOutput>>();
             keep_latest(merge_legacy_runs(table, Some(blob.clone()))?, runs_limit)
         }
         None => {
             let skip = runs_limit.map_or(0, |n| rows.len().saturating_sub(n));
-            rows[skip..].iter().map(RunRow::run).collect::<DbResult<Vec<_>>>()?
+            rows[skip..].iter().filter_map(RunRow::listed_run).collect::<Vec<_>>()
         }
     };
     session.runs = Some(runs);

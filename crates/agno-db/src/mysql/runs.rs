@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
-use super::sessions::{decode_runs, text_column};
+use super::sessions::{decode_one_run, decode_runs, text_column};
 use super::{Arg, MySqlDb, USER_MATCH, bind_args, db_error, marks, push_user, where_clause, with_retries};
 use crate::codec::{run_type, to_json_text};
 
@@ -165,7 +165,7 @@ impl RunStore for MySqlDb {
             .await
             .map_err(|e| db_error(&format!("cannot read run {run_id}"), e))?;
         Ok(match row {
-            Some(row) => decode_runs(std::slice::from_ref(&row))?.pop(),
+            Some(row) => decode_one_run(&row)?,
             None => None,
         })
     }

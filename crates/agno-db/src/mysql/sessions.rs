@@ -13,7 +13,8 @@ use super::{
     Arg, MySqlDb, USER_MATCH, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries,
 };
 use crate::codec::{
-    decode_run, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of, to_json_text,
+    decode_listed_text, decode_run, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of,
+    to_json_text,
 };
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
@@ -58,12 +59,17 @@ fn opt_json<T: serde::Serialize>(v: Option<&T>) -> DbResult<Option<String>> {
     v.map(to_json_text).transpose()
 }
 
-/// Decodes `run_data` texts into runs.
+/// Decodes the `run_data` of one row.
+pub(crate) fn decode_one_run(row: &MySqlRow) -> DbResult<Option<RunOutput>> {
+    json_column(text_column(row, "run_data")?)?.map(decode_run).transpose()
+}
+
+/// Decodes `run_data` texts into runs, leaving out (with a warning) those that cannot be read.
 pub(crate) fn decode_runs(rows: &[MySqlRow]) -> DbResult<Vec<RunOutput>> {
     let mut runs = Vec::with_capacity(rows.len());
     for row in rows {
-        if let Some(v) = json_column(text_column(row, "run_data")?)? {
-            runs.push(decode_run(v)?);
+        if let Some(text) = text_column(row, "run_data")? {
+            runs.extend(decode_listed_text(text));
         }
     }
     Ok(runs)

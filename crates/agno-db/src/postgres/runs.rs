@@ -10,7 +10,7 @@ use serde_json::Value;
 use sqlx::AssertSqlSafe;
 
 use super::{PostgresDb, db_error, sanitize, value_column};
-use crate::codec::{decode_run, run_type};
+use crate::codec::{decode_listed_run, decode_run, run_type};
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
@@ -77,7 +77,8 @@ impl RunStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot list runs", e))?;
-        let mut runs = rows.into_iter().filter_map(value_column).map(decode_run).collect::<DbResult<Vec<_>>>()?;
+        let mut runs: Vec<RunOutput> =
+            rows.into_iter().filter_map(value_column).filter_map(decode_listed_run).collect();
         let next_cursor = match query.limit {
             Some(n) if runs.len() > n => {
                 runs.truncate(n);

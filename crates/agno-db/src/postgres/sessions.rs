@@ -11,7 +11,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{PostgresDb, db_error, sanitize, value_column};
-use crate::codec::{decode_run, keep_latest, merge_legacy_runs, session_type_of};
+use crate::codec::{decode_listed_run, keep_latest, merge_legacy_runs, session_type_of};
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
      agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
@@ -70,7 +70,7 @@ fn json_param<T: serde::Serialize>(value: Option<&T>, what: &str) -> DbResult<Op
 }
 
 fn decode_runs(rows: Vec<Option<Value>>) -> DbResult<Vec<RunOutput>> {
-    rows.into_iter().filter_map(value_column).map(decode_run).collect()
+    Ok(rows.into_iter().filter_map(value_column).filter_map(decode_listed_run).collect())
 }
 
 impl PostgresDb {

@@ -47,7 +47,13 @@ impl RedisDb {
         Ok(texts
             .into_iter()
             .flatten()
-            .filter_map(|t| serde_json::from_str(&t).ok())
+            .filter_map(|t| match serde_json::from_str(&t) {
+                Ok(row) => Some(row),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a stored run row is not JSON; it is left out of the listing");
+                    None
+                }
+            })
             .filter_map(RunRow::parse)
             .collect())
     }
@@ -66,7 +72,7 @@ impl RedisDb {
             .await
             .map_err(|e| redis_error(&format!("cannot read the runs of session {session_id}"), e))?;
         let keys: Vec<String> = ids.iter().map(|id| self.run_key(id)).collect();
-        self.rows(&keys).await?.iter().map(RunRow::run).collect()
+        Ok(self.rows(&keys).await?.iter().filter_map(RunRow::listed_run).collect())
     }
 }
 

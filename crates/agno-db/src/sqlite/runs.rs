@@ -9,7 +9,7 @@ use serde_json::Value;
 use sqlx::AssertSqlSafe;
 
 use super::{SqliteDb, db_error};
-use crate::codec::{decode_run, json_column, run_type, to_json_text};
+use crate::codec::{decode_listed_text, decode_run, json_column, run_type, to_json_text};
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
@@ -79,11 +79,7 @@ impl RunStore for SqliteDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot list runs", e))?;
-        let mut runs = rows
-            .into_iter()
-            .filter_map(|text| json_column(Some(text)).transpose())
-            .map(|v| v.and_then(decode_run))
-            .collect::<DbResult<Vec<_>>>()?;
+        let mut runs = rows.into_iter().filter_map(decode_listed_text).collect::<Vec<_>>();
         let next_cursor = match query.limit {
             Some(n) if runs.len() > n => {
                 runs.truncate(n);

@@ -12,7 +12,7 @@ use sqlx::sqlite::SqliteRow;
 
 use super::{SqliteDb, db_error};
 use crate::codec::{
-    decode_run, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of, to_json_text,
+    decode_listed_text, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of, to_json_text,
 };
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
@@ -69,11 +69,7 @@ impl SqliteDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read runs of session {session_id}"), e))?;
-        let mut runs = rows
-            .into_iter()
-            .filter_map(|text| json_column(Some(text)).transpose())
-            .map(|v| v.and_then(decode_run))
-            .collect::<DbResult<Vec<_>>>()?;
+        let mut runs = rows.into_iter().filter_map(decode_listed_text).collect::<Vec<_>>();
         runs.reverse();
         Ok(runs)
     }
@@ -264,7 +260,7 @@ impl SessionStore for SqliteDb {
         let t = &self.tables().runs;
         // Only the `input` of each session's first top-level run leaves the database.
         let sql = format!(
-            "SELECT r.session_id, json_extract(r.run_data, '$.input') FROM {t} r \
+            "SELECT r.session_id, r.run_data -> '$.input' FROM {t} r \
              WHERE r.session_id IN (SELECT value FROM json_each(?)) AND r.parent_run_id IS NULL \
              AND (? IS NULL OR r.user_id = ? OR r.user_id IS NULL) \
              AND r.run_index = (SELECT MIN(r2.run_index) FROM {t} r2 \
