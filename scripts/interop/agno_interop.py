@@ -10,6 +10,8 @@ has `agno==3.1.*` and `sqlalchemy[asyncio]`; .ci/run sets that up).
     python agno_interop.py write-workflow <db-url> <session-id>   # runs a real Workflow (function steps) and
                                                                   # stores a team run with a member run
     python agno_interop.py read-workflow <db-url> <session-id>    # Agno's view of workflow and team sessions
+    python agno_interop.py workflow-shape <db-url> <session-id>   # streams the reference workflow (every
+                                                                  # primitive); prints its events and steps
 
 <db-url> is a SQLite file path or a postgresql:// URL.
 """
@@ -252,6 +254,45 @@ def write_workflow(url: str, session_id: str) -> None:
     print(json.dumps({"workflow_run": wf_run.to_dict(), "team_run": team_run.to_dict()}, default=str))
 
 
+def workflow_shape(url: str, session_id: str) -> None:
+    """The reference workflow of crates/agno-runtime/tests/workflow.rs: one of each primitive over
+    function steps. Prints the streamed events (name, step name, step index) and the stored run."""
+    from agno.workflow import Condition, Loop, Parallel, Router, Step, Steps, Workflow
+    from agno.workflow.types import StepInput, StepOutput
+
+    def shout(step_input: StepInput) -> StepOutput:
+        return StepOutput(content=str(step_input.input).upper())
+
+    def add_x(step_input: StepInput) -> StepOutput:
+        return StepOutput(content=(step_input.previous_step_content or "") + "x")
+
+    def pick(step_input: StepInput):
+        return [choice_b]
+
+    choice_a = Step(name="a", executor=add_x)
+    choice_b = Step(name="b", executor=add_x)
+    workflow = Workflow(
+        id="shape",
+        name="Shape",
+        db=open_db(url),
+        steps=[
+            Step(name="shout", executor=shout),
+            Steps(name="group", steps=[Step(name="g1", executor=add_x), Step(name="g2", executor=add_x)]),
+            Loop(name="loop", steps=[Step(name="l1", executor=add_x)], max_iterations=2),
+            Condition(name="yes", evaluator=True, steps=[Step(name="c1", executor=add_x)]),
+            Condition(name="no", evaluator=False, steps=[Step(name="c2", executor=add_x)]),
+            Router(name="route", selector=pick, choices=[choice_a, choice_b]),
+            Parallel(Step(name="p1", executor=add_x), Step(name="p2", executor=add_x), name="par"),
+        ],
+    )
+    events = []
+    for event in workflow.run(input="hello world", session_id=session_id, user_id="py-user", stream=True, stream_events=True):
+        d = event.to_dict()
+        events.append([d["event"], d.get("step_name"), d.get("step_index")])
+    runs = open_db(url).get_runs(session_id=session_id)
+    print(json.dumps({"events": events, "run": runs[-1].to_dict()}, default=str))
+
+
 def read_workflow(url: str, session_id: str) -> None:
     db = open_db(url)
     workflow_session = db.get_session(session_id=session_id, session_type=SessionType.WORKFLOW)
@@ -280,5 +321,6 @@ if __name__ == "__main__":
         "write-schedules": write_schedules,
         "write-workflow": write_workflow,
         "read-workflow": read_workflow,
+        "workflow-shape": workflow_shape,
     }
     modes[mode](path, key)

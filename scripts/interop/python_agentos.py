@@ -6,7 +6,8 @@ Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret
     --db sqlite:///path/to.db  or  postgresql://user@host:port/db?schema=name
 
 The agent mirrors what the test configures in agno serve: `demo`, OpenAIChat gpt-4o-mini at the
-given base URL, history on. Prints "ready" on stdout once uvicorn serves; runs until killed.
+given base URL, history on; and workflow `flow`: step `draft` (agent demo), then loop `polish`
+(two iterations of step `again`, agent demo). Prints "ready" on stdout once uvicorn serves; runs until killed.
 Needs `agno==3.1.*` with fastapi, uvicorn, sqlalchemy and psycopg (the CI venv has them).
 """
 
@@ -52,7 +53,19 @@ def main():
 
         kwargs["authorization"] = True
         kwargs["authorization_config"] = AuthorizationConfig(verification_keys=[args.jwt_secret], algorithm="HS256")
-    agent_os = AgentOS(id="parity-os", agents=[agent], **kwargs)
+    from agno.workflow import Loop, Step, Workflow
+
+    workflow = Workflow(
+        id="flow",
+        name="Flow",
+        description="Draft then polish",
+        db=make_db(args.db),
+        steps=[
+            Step(name="draft", agent=agent),
+            Loop(name="polish", steps=[Step(name="again", agent=agent)], max_iterations=2),
+        ],
+    )
+    agent_os = AgentOS(id="parity-os", agents=[agent], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 
     import uvicorn

@@ -60,7 +60,11 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
     // The same agent as the Python side: `demo`, named Demo, history on.
     let toml = std::fs::read_to_string(&config)
         .unwrap()
-        .replace("id = \"slow\"\n", "id = \"demo\"\nname = \"Demo\"\nadd_history_to_context = true\n");
+        .replace("id = \"slow\"\n", "id = \"demo\"\nname = \"Demo\"\nadd_history_to_context = true\n")
+        + "[[workflows]]\nid = \"flow\"\nname = \"Flow\"\ndescription = \"Draft then polish\"\n\
+           [[workflows.steps]]\nname = \"draft\"\nagent = \"demo\"\n\
+           [[workflows.steps]]\nname = \"polish\"\ntype = \"loop\"\nmax_iterations = 2\n\
+           steps = [{ name = \"again\", agent = \"demo\" }]\n";
     std::fs::write(&config, toml).unwrap();
     let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
 

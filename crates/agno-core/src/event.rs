@@ -38,6 +38,21 @@ pub struct RunEvent {
     /// Nesting depth inside workflows; 0 at top level.
     #[serde(default)]
     pub nested_depth: u32,
+    /// The workflow, when the agent runs a workflow step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    /// The workflow run, when the agent runs a workflow step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_run_id: Option<String>,
+    /// The step's id, when the agent runs a workflow step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+    /// The step's name, when the agent runs a workflow step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_name: Option<String>,
+    /// The step's position, when the agent runs a workflow step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_index: Option<Value>,
     /// Position of the event in its run: strictly increasing, not necessarily gapless.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_index: Option<u64>,

@@ -22,6 +22,7 @@ mod session;
 pub mod tool;
 mod tool_execution;
 mod usage;
+mod workflow;
 
 pub use chrono::NaiveDate;
 pub use clock::{new_id, now_epoch_secs};
@@ -47,3 +48,4 @@ pub use session::{AgentSession, SessionSummary, SessionType};
 pub use tool::{DynTool, ToolContext, ToolDefinition, ToolFlags, ToolOutput};
 pub use tool_execution::{ToolCallMetrics, ToolExecution, UserInputField};
 pub use usage::{MetricsBucket, MetricsQuery};
+pub use workflow::{StepOutput, StepType, WorkflowEvent, WorkflowEventData, WorkflowStreamEvent};

@@ -46,17 +46,34 @@ pub(crate) fn object_column(text: Option<String>) -> Result<Option<Map<String, V
 /// Parses a stored run, normalised as Agno's `from_dict` normalises it, so a run reads back as
 /// Python Agno reads it (see [`normalize_run`]).
 pub(crate) fn decode_run(mut value: Value) -> Result<RunOutput, DbError> {
+    // A workflow run's events are workflow events (and its agents' events), not an agent's:
+    // they are kept as stored, in the record's extra fields.
+    let mut workflow_events = None;
     if let Value::Object(run) = &mut value {
         normalize_run(run);
+        if is_workflow_run(run) {
+            workflow_events = run.remove("events");
+        }
     }
-    serde_json::from_value(value).map_err(|e| {
+    let mut run: RunOutput = serde_json::from_value(value).map_err(|e| {
         DbError::new(DbErrorKind::Other, format!("stored run is not a valid run record: {e}")).with_source(e)
-    })
+    })?;
+    if let Some(events) = workflow_events {
+        run.extra.insert("events".to_owned(), events);
+    }
+    Ok(run)
+}
+
+/// A workflow's own run (not an agent or team run inside a workflow).
+fn is_workflow_run(run: &Map<String, Value>) -> bool {
+    let set = |k: &str| run.get(k).is_some_and(|v| !v.is_null());
+    set("workflow_id") && !set("agent_id") && !set("team_id")
 }
 
 /// Agno's `from_dict` rules: `events` is always a list (empty when none were stored); an empty
 /// `tools` list is no tools; an empty media list (`images`, `videos`, `audio`, `files`) is no
-/// media; a team run's `member_responses` are read by the same rules.
+/// media; a team run's `member_responses` and a workflow run's `step_executor_runs` are read by
+/// the same rules.
 fn normalize_run(run: &mut Map<String, Value>) {
     if run.get("events").is_none_or(Value::is_null) {
         run.insert("events".to_owned(), Value::Array(Vec::new()));
@@ -66,10 +83,12 @@ fn normalize_run(run: &mut Map<String, Value>) {
             run.remove(key);
         }
     }
-    if let Some(Value::Array(members)) = run.get_mut("member_responses") {
-        for member in members {
-            if let Value::Object(member) = member {
-                normalize_run(member);
+    for nested in ["member_responses", "step_executor_runs"] {
+        if let Some(Value::Array(runs)) = run.get_mut(nested) {
+            for inner in runs {
+                if let Value::Object(inner) = inner {
+                    normalize_run(inner);
+                }
             }
         }
     }

@@ -36,6 +36,9 @@ pub enum StartError {
     /// The auth settings are unusable.
     #[error("invalid [auth]: {0}")]
     Auth(String),
+    /// A workflow cannot be built.
+    #[error("cannot build {0}")]
+    Workflow(#[from] crate::workflow_config::WorkflowConfigError),
     /// The queue settings are unusable.
     #[error("invalid [queue]: {0}")]
     Queue(String),
@@ -150,6 +153,7 @@ impl AgentOs {
             None => (None, None, None),
         };
         let agents = config.agents.iter().map(|spec| build_agent(spec, db.clone())).collect::<Result<Vec<_>, _>>()?;
+        let workflows = crate::workflow_config::build_workflows(&config.workflows, &agents, db.clone())?;
         let queue = match migrate.clone().and_then(|m| m.job_store()) {
             Some(store) => Some(crate::queue::Queue::new(store, config.queue.clone()).map_err(StartError::Queue)?),
             None => None,
@@ -160,6 +164,7 @@ impl AgentOs {
             name: config.os.name.as_deref().map(Into::into),
             description: config.os.description.as_deref().map(Into::into),
             agents: Arc::new(agents),
+            workflows: Arc::new(workflows),
             db,
             migrate,
             db_id: db_id.into(),

@@ -59,6 +59,9 @@ pub struct OsConfig {
     /// The agents served.
     #[serde(default)]
     pub agents: Vec<AgentSpec>,
+    /// The workflows served.
+    #[serde(default)]
+    pub workflows: Vec<WorkflowSpec>,
     /// Background runs (the durable queue).
     #[serde(default)]
     pub queue: crate::queue::QueueSettings,
@@ -340,6 +343,86 @@ pub struct AgentSpec {
     pub markdown: Option<bool>,
 }
 
+/// `[[workflows]]`: steps over the configured agents (and other workflows).
+///
+/// ```toml
+/// [[workflows]]
+/// id = "review"
+/// name = "Draft then check"
+/// [[workflows.steps]]
+/// name = "draft"
+/// agent = "writer"
+/// [[workflows.steps]]
+/// name = "check"
+/// type = "condition"
+/// condition = 'input.contains("urgent")'
+/// steps = [{ name = "escalate", agent = "lead" }]
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowSpec {
+    /// Workflow id (used in routes).
+    pub id: String,
+    /// Display name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Default session state.
+    #[serde(default)]
+    pub session_state: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The steps, in order.
+    #[serde(default)]
+    pub steps: Vec<StepSpec>,
+}
+
+/// One entry of a workflow's `steps`: a step running an agent or a workflow, or (with `type`) a
+/// group of steps.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    /// Step name (unique among its siblings).
+    pub name: String,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `step` (default), `steps`, `loop`, `condition`, `router` or `parallel`.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    /// Id of the agent a step runs.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Id of the workflow a step runs.
+    #[serde(default)]
+    pub workflow: Option<String>,
+    /// Retries of a failed step (default 3).
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    /// Go on after a step that failed every attempt.
+    #[serde(default)]
+    pub skip_on_failure: Option<bool>,
+    /// The inner steps of a group (a router's choices).
+    #[serde(default)]
+    pub steps: Vec<StepSpec>,
+    /// A condition's else branch.
+    #[serde(default)]
+    pub else_steps: Vec<StepSpec>,
+    /// A loop's iteration limit (default 3).
+    #[serde(default)]
+    pub max_iterations: Option<u32>,
+    /// A loop's iterations each start from the previous one's output.
+    #[serde(default)]
+    pub forward_iteration_output: Option<bool>,
+    /// A condition's expression (CEL subset over `input`, `previous_step_content`,
+    /// `previous_step_outputs`, `additional_data`, `session_state`); default true.
+    #[serde(default)]
+    pub condition: Option<String>,
+    /// A router's expression naming the choice (or a list of choices) to run; default the first.
+    #[serde(default)]
+    pub selector: Option<String>,
+}
+
 /// Replaces `${NAME}` / `${NAME:-default}` with environment values.
 fn interpolate(text: &str, path: &str) -> Result<String, ConfigError> {
     let mut out = String::with_capacity(text.len());
@@ -421,6 +504,7 @@ impl OsConfig {
                 tool_call_limit: None,
                 markdown: None,
             }],
+            workflows: Vec::new(),
             queue: crate::queue::QueueSettings::default(),
         }
     }
@@ -474,6 +558,18 @@ impl OsConfig {
             }
             if !seen.insert(agent.id.as_str()) {
                 return Err(ConfigError::Invalid(format!("two agents have the id {:?}", agent.id)));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for workflow in &self.workflows {
+            if workflow.id.is_empty() || workflow.id.contains('/') {
+                return Err(ConfigError::Invalid(format!(
+                    "workflow id {:?} must be non-empty and contain no '/'",
+                    workflow.id
+                )));
+            }
+            if !seen.insert(workflow.id.as_str()) {
+                return Err(ConfigError::Invalid(format!("two workflows have the id {:?}", workflow.id)));
             }
         }
         Ok(())

@@ -29,3 +29,4 @@ pub mod serve;
 pub mod sse;
 pub mod state;
 pub mod tail;
+pub mod workflow_config;

@@ -30,6 +30,8 @@ pub struct AppState {
     pub description: Option<Arc<str>>,
     /// Agents in declaration order.
     pub agents: Arc<Vec<ServedAgent>>,
+    /// Workflows in declaration order.
+    pub workflows: Arc<Vec<agno_runtime::workflow::Workflow>>,
     /// The database, if configured.
     pub db: Option<Arc<dyn Db>>,
     /// The same database, for its migrations.
@@ -57,6 +59,11 @@ impl AppState {
     /// The agent with this id.
     pub fn agent(&self, id: &str) -> Option<&ServedAgent> {
         self.agents.iter().find(|a| a.agent.id() == id)
+    }
+
+    /// The workflow with this id.
+    pub fn workflow(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow> {
+        self.workflows.iter().find(|w| w.id() == id)
     }
 
     /// The database, or 400 saying one is needed.

@@ -66,6 +66,11 @@ impl Emitter {
             parent_run_id: None,
             session_id: Some(self.session_id.clone()),
             nested_depth: 0,
+            workflow_id: None,
+            workflow_run_id: None,
+            step_id: None,
+            step_name: None,
+            step_index: None,
             event_index: Some(self.next_index),
         };
         self.next_index += 1;

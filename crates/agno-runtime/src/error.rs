@@ -87,6 +87,16 @@ pub enum RunError {
         /// What is still needed.
         what: &'static str,
     },
+    /// A workflow step failed after its retries (without `skip_on_failure`).
+    #[error("workflow run failed: {message}")]
+    StepFailed {
+        /// The step's name.
+        step: String,
+        /// What failed.
+        message: String,
+        /// The workflow run as stored (`ERROR`).
+        run: Box<RunOutput>,
+    },
     /// The run's task ended unexpectedly (it panicked).
     #[error("run task failed: {0}")]
     Internal(String),
@@ -96,7 +106,10 @@ impl RunError {
     /// The run record, when the run got far enough to have one.
     pub fn run(&self) -> Option<&RunOutput> {
         match self {
-            RunError::Model { run, .. } | RunError::Hook { run, .. } | RunError::OutputSchema { run, .. } => Some(run),
+            RunError::Model { run, .. }
+            | RunError::Hook { run, .. }
+            | RunError::OutputSchema { run, .. }
+            | RunError::StepFailed { run, .. } => Some(run),
             _ => None,
         }
     }
@@ -111,6 +124,7 @@ impl RunError {
             RunError::RunNotFound(_) => "run_not_found",
             RunError::NotPaused { .. } => "run_not_paused",
             RunError::UnresolvedRequirement { .. } => "requirement_unresolved",
+            RunError::StepFailed { .. } => "workflow_step_failed",
             RunError::Internal(_) => "internal_error",
         }
     }

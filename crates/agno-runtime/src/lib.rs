@@ -29,6 +29,7 @@ mod run_loop;
 mod run_state;
 mod structured;
 mod tool_batch;
+pub mod workflow;
 
 pub use agent::{Agent, AgentBuilder, AgentSettings, ModelChoice};
 pub use cancel::{cancel_run, is_running, running_runs};

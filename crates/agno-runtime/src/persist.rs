@@ -32,12 +32,7 @@ pub(crate) async fn load_session(
         Some(db) => db.get_session(session_id, user_id, Some(0)).await?,
         None => None,
     };
-    Ok(existing.unwrap_or_else(|| {
-        let mut session = AgentSession::new(session_id);
-        session.agent_id = Some(agent.id.clone());
-        session.user_id = user_id.map(str::to_owned);
-        session
-    }))
+    Ok(existing.unwrap_or_else(|| new_session(agent, session_id, user_id)))
 }
 
 /// Reads the newest runs of the session until they hold `runs` runs usable as history (or, with
@@ -88,12 +83,20 @@ pub(crate) fn stored_messages(messages: &[Message], status: RunStatus) -> Vec<Me
     own
 }
 
+/// A session that is not stored yet.
+pub(crate) fn new_session(agent: &AgentInner, session_id: &str, user_id: Option<&str>) -> AgentSession {
+    let mut session = AgentSession::new(session_id);
+    session.agent_id = Some(agent.id.clone());
+    session.user_id = user_id.map(str::to_owned);
+    session
+}
+
 /// Finalises the record and writes session and run.
 pub(crate) async fn save(agent: &AgentInner, st: &mut RunState) -> Result<(), DbError> {
     st.output.messages = Some(stored_messages(&st.messages, st.output.status));
     let state = st.state_snapshot();
     st.output.session_state = Some(state.clone());
-    let Some(db) = &agent.db else {
+    let Some(db) = agent.db.as_ref().filter(|_| st.store) else {
         return Ok(());
     };
     let session = &mut st.session;

@@ -34,6 +34,13 @@ pub struct RunRequest {
     /// Numbers this run's events after this index (a retried background run continues its
     /// event log instead of reusing indexes a client may have seen).
     pub after_event_index: Option<u64>,
+    /// The run this one is part of (a workflow step's agent run names its workflow run).
+    pub parent_run_id: Option<String>,
+    /// The workflow this run is a step of.
+    pub workflow_id: Option<String>,
+    /// `Some(false)`: neither read nor write the agent's session. A workflow step's agent run is
+    /// kept inside the workflow run (`step_executor_runs`), as Agno keeps it.
+    pub store: Option<bool>,
 }
 
 impl RunRequest {

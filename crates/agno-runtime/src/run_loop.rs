@@ -20,7 +20,7 @@ use crate::emitter::Emitter;
 use crate::error::RunError;
 use crate::messages::{system_message, user_message};
 use crate::past_sessions::past_sessions_tool;
-use crate::persist::{load_session, save};
+use crate::persist::{self, load_session, save};
 use crate::request::RunRequest;
 use crate::run_state::RunState;
 use crate::structured::parse_structured;
@@ -46,7 +46,12 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     let session_id = req.session_id.or_else(|| agent.session_id.clone()).unwrap_or_else(agno_core::new_id);
     let user_id = req.user_id.or_else(|| agent.user_id.clone());
     let add_history = req.add_history_to_context.unwrap_or(agent.history.add_history_to_context);
-    let session = load_session(agent, &session_id, user_id.as_deref(), add_history).await?;
+    let store = req.store.unwrap_or(true);
+    let session = if store {
+        load_session(agent, &session_id, user_id.as_deref(), add_history).await?
+    } else {
+        persist::new_session(agent, &session_id, user_id.as_deref())
+    };
 
     // Stored state, then the agent's defaults for missing keys, then the request's values. The
     // run's update (written as a merge, so concurrent runs keep each other's keys) is measured
@@ -72,6 +77,8 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     output.model = Some(agent.model.id().to_owned());
     output.model_provider = Some(agent.model.provider().to_owned());
     output.input = Some(req.input.clone());
+    output.parent_run_id = req.parent_run_id;
+    output.workflow_id = req.workflow_id;
     output.tools = Some(Vec::new());
     output.metadata = req.metadata.or_else(|| agent.metadata.clone());
     if let Some(schema) = &schema {
@@ -101,6 +108,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         fence: req.fence.clone(),
         started: std::time::Instant::now(),
         metrics_counted: None,
+        store,
     };
     let native = st.schema.is_some() && agent.model.capabilities().native_structured_output;
     if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native) {
@@ -125,7 +133,7 @@ pub(crate) async fn drive_new(
     // Stored as RUNNING before anything else happens, so the run is visible (and can be
     // cancelled by its owner) while it executes; and before `RunStarted` goes out, so a client
     // reading the session on that event finds the run in flight, never a session without it.
-    let stored = if agent.db.is_some() { save(agent, &mut st).await } else { Ok(()) };
+    let stored = if agent.db.is_some() && st.store { save(agent, &mut st).await } else { Ok(()) };
     em.emit(EventData::RunStarted {
         model: agent.model.id().to_owned(),
         model_provider: agent.model.provider().to_owned(),

@@ -34,6 +34,9 @@ pub(crate) struct RunState {
     /// The run's metrics already added to the session's `session_metrics` (by an earlier save
     /// of a paused run), so each token is counted once.
     pub(crate) metrics_counted: Option<agno_core::Metrics>,
+    /// False for a run kept inside its parent (a workflow step): its session is not read or
+    /// written.
+    pub(crate) store: bool,
 }
 
 impl RunState {

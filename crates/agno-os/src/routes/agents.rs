@@ -46,7 +46,7 @@ fn meaningful(entries: Vec<(&str, Value)>) -> Option<Value> {
 }
 
 /// An agent as Agno's `AgentResponse.from_agent` describes it (fields that are unset left out).
-fn agent_json(state: &AppState, a: &ServedAgent) -> Value {
+pub(crate) fn agent_json(state: &AppState, a: &ServedAgent) -> Value {
     let agent = &a.agent;
     let s = agent.settings();
     let model = agent.model();

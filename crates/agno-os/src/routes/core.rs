@@ -117,7 +117,7 @@ pub async fn config(State(state): State<AppState>, Extension(principal): Extensi
         "queue": {"durable": false, "queue_per_session": false},
         "agents": agents,
         "teams": [],
-        "workflows": [],
+        "workflows": super::workflows::summaries(&state, &principal),
         "interfaces": [],
     });
     if let Value::Object(m) = &mut config {

@@ -14,6 +14,7 @@ pub mod params;
 pub mod queue;
 pub mod sessions;
 pub mod unbuilt;
+pub mod workflows;
 
 use axum::Router;
 use axum::http::Method;
@@ -163,8 +164,12 @@ routes! {
 
     GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams (none yet in agno-rs)" => get(unbuilt::list_teams);
     GET "/teams/{team_id}" as "get_team", Scope("teams:read"), "Teams", "Get a team" => get(unbuilt::get_team);
-    GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows (none yet in agno-rs)" => get(unbuilt::list_workflows);
-    GET "/workflows/{workflow_id}" as "get_workflow", Scope("workflows:read"), "Workflows", "Get a workflow" => get(unbuilt::get_workflow);
+    GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows" => get(workflows::list_workflows);
+    GET "/workflows/{workflow_id}" as "get_workflow", Scope("workflows:read"), "Workflows", "Get a workflow" => get(workflows::get_workflow);
+    POST "/workflows/{workflow_id}/runs" as "create_workflow_run", Scope("workflows:run"), "Workflows", "Create a workflow run (form; SSE when stream=true)", body: RequestBody::Form(workflows::RUN_FORM) => post(workflows::create_run);
+    GET "/workflows/{workflow_id}/runs" as "list_workflow_runs", Scope("workflows:read"), "Workflows", "List a workflow's runs in a session", query: workflows::RunsQuery => get(workflows::list_runs);
+    GET "/workflows/{workflow_id}/runs/{run_id}" as "get_workflow_run", Scope("workflows:read"), "Workflows", "Get a workflow run", query: workflows::SessionQuery => get(workflows::get_run);
+    POST "/workflows/{workflow_id}/runs/{run_id}/cancel" as "cancel_workflow_run", Scope("workflows:run"), "Workflows", "Cancel a workflow run", query: workflows::SessionQuery => post(workflows::cancel_run);
     GET "/traces" as "get_traces", Scope("traces:read"), "Tracing", "List traces (tracing is off: empty)", query: unbuilt::TracesQuery => get(unbuilt::list_traces);
     GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)" => get(unbuilt::knowledge_config);
 }

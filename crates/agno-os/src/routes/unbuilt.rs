@@ -1,4 +1,4 @@
-//! Routes of features agno-rs does not have yet (teams, workflows, tracing, knowledge), answered
+//! Routes of features agno-rs does not have yet (teams, tracing, knowledge), answered
 //! as Python AgentOS answers them when none is configured, so clients that call them on every
 //! load (Agent UI calls `/teams`) see an empty OS rather than an error.
 
@@ -20,16 +20,6 @@ pub async fn list_teams() -> Json<Value> {
 /// `GET /teams/{team_id}`: 404, as for any unknown team.
 pub async fn get_team(Path(team_id): Path<String>) -> ApiError {
     ApiError::not_found(format!("Team not found: {team_id}"))
-}
-
-/// `GET /workflows`: no workflow is configured.
-pub async fn list_workflows() -> Json<Value> {
-    Json(json!([]))
-}
-
-/// `GET /workflows/{workflow_id}`: 404, as for any unknown workflow.
-pub async fn get_workflow(Path(workflow_id): Path<String>) -> ApiError {
-    ApiError::not_found(format!("Workflow not found: {workflow_id}"))
 }
 
 /// Paging of `GET /traces`.

@@ -377,7 +377,7 @@ pub(super) fn team_run_schema(run: &Map<String, Value>) -> Value {
 }
 
 /// `WorkflowRunSchema.from_dict`.
-pub(super) fn workflow_run_schema(run: &Map<String, Value>) -> Value {
+pub(crate) fn workflow_run_schema(run: &Map<String, Value>) -> Value {
     json!({
         "run_id": get_or(run, "run_id", json!("")),
         "run_input": run_input(run, true),

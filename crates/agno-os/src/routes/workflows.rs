@@ -1,0 +1,374 @@
+//! `/workflows`: list and describe the configured workflows, run them (JSON or SSE), read their
+//! runs and cancel them. Under user isolation the caller's `sub` is the run's user and another
+//! user's session or run answers 404.
+
+use agno_core::{RunOutput, RunQuery, SortOrder, WorkflowStreamEvent};
+use agno_runtime::RunError;
+use agno_runtime::workflow::{Executor, StepNode, Workflow, WorkflowRunRequest, WorkflowStream};
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::form::Form;
+use crate::routes::FormField;
+use crate::state::AppState;
+
+/// The workflows the caller may read, in declaration order.
+fn visible<'a>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item = &'a Workflow> {
+    let allowed = principal.accessible("workflows", "read");
+    state.workflows.iter().filter(move |w| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == w.id())))
+}
+
+/// A workflow the caller may address, or 404 (never 403, so ids do not leak).
+fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a Workflow> {
+    let allowed = principal.accessible("workflows", "read").is_none_or(|ids| ids.iter().any(|i| i == id))
+        || principal.accessible("workflows", "run").is_none_or(|ids| ids.iter().any(|i| i == id));
+    state.workflow(id).filter(|_| allowed).ok_or_else(|| ApiError::not_found("Workflow not found"))
+}
+
+/// Agno also requires run access to a workflow (`workflows:run`, `workflows:<id>:run`) to run it
+/// or read its runs.
+fn require_run_access(principal: &Principal, workflow_id: &str) -> ApiResult<()> {
+    match principal.accessible("workflows", "run") {
+        Some(ids) if !ids.iter().any(|i| i == workflow_id) => {
+            Err(ApiError::forbidden(format!("Access denied to run workflow {workflow_id}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Agno's `WorkflowSummaryResponse`.
+fn summary(state: &AppState, wf: &Workflow) -> Value {
+    json!({
+        "id": wf.id(),
+        "name": wf.name(),
+        "description": wf.description(),
+        "db_id": wf.db().map(|_| &*state.db_id),
+        "is_factory": false,
+        "is_component": false,
+        "sandboxed": false,
+    })
+}
+
+/// A step as Agno's workflow detail lists it: `name`, `type`, an agent step's `agent` (as
+/// `GET /agents/{id}` describes it), and a container's inner `steps`.
+fn step_json(state: &AppState, node: &StepNode) -> Value {
+    let mut out = json!({"name": node.name(), "type": node.step_type().as_str()});
+    if let StepNode::Step(step) = node
+        && let Executor::Agent(agent) = &step.executor
+        && let Some(served) = state.agent(agent.id())
+    {
+        out["agent"] = super::agents::agent_json(state, served);
+    }
+    let inner: &[StepNode] = match node {
+        StepNode::Steps(s) => &s.steps,
+        StepNode::Loop(l) => &l.steps,
+        StepNode::Condition(c) => &c.steps,
+        StepNode::Router(r) => &r.choices,
+        StepNode::Parallel(p) => &p.steps,
+        _ => &[],
+    };
+    if !inner.is_empty() {
+        out["steps"] = Value::Array(inner.iter().map(|n| step_json(state, n)).collect());
+    }
+    if let StepNode::Condition(c) = node
+        && !c.else_steps.is_empty()
+    {
+        out["else_steps"] = Value::Array(c.else_steps.iter().map(|n| step_json(state, n)).collect());
+    }
+    out
+}
+
+/// The summaries of the workflows the caller may read (`GET /workflows`, `/config`).
+pub(crate) fn summaries(state: &AppState, principal: &Principal) -> Vec<Value> {
+    visible(state, principal).map(|w| summary(state, w)).collect()
+}
+
+/// `GET /workflows`.
+pub async fn list_workflows(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
+    Json(Value::Array(summaries(&state, &principal)))
+}
+
+/// `GET /workflows/{workflow_id}`: Agno's `WorkflowResponse` (`steps` as names and types).
+pub async fn get_workflow(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(workflow_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let wf = served(&state, &principal, &workflow_id)?;
+    let mut body = json!({
+        "id": wf.id(),
+        "name": wf.name(),
+        "db_id": wf.db().map(|_| &*state.db_id),
+        "description": wf.description(),
+        "steps": wf.steps().iter().map(|n| step_json(&state, n)).collect::<Vec<_>>(),
+        "workflow_agent": false,
+        "is_factory": false,
+        "is_component": false,
+        "sandboxed": false,
+    });
+    if let Value::Object(m) = &mut body {
+        m.retain(|_, v| !v.is_null());
+    }
+    Ok(Json(body))
+}
+
+/// The form of `POST /workflows/{workflow_id}/runs`.
+pub const RUN_FORM: &[FormField] = &[
+    FormField { name: "message", kind: "string", required: true, description: "The input (text or JSON)." },
+    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
+    FormField {
+        name: "session_id",
+        kind: "string",
+        required: false,
+        description: "Session to run in (new when absent).",
+    },
+    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
+    FormField {
+        name: "session_state",
+        kind: "string",
+        required: false,
+        description: "JSON object merged into the session state.",
+    },
+    FormField {
+        name: "additional_data",
+        kind: "string",
+        required: false,
+        description: "JSON object every step sees as additional_data.",
+    },
+    FormField { name: "metadata", kind: "string", required: false, description: "JSON object stored on the run." },
+    FormField {
+        name: "background",
+        kind: "boolean",
+        required: false,
+        description: "Not supported for workflows yet (400).",
+    },
+];
+
+fn json_object(form: &Form, field: &str) -> ApiResult<Option<Map<String, Value>>> {
+    match form.text(field) {
+        None => Ok(None),
+        Some(text) if text.trim().is_empty() => Ok(None),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => Ok(Some(m)),
+            Ok(Value::Null) => Ok(None),
+            Ok(_) => Err(ApiError::unprocessable(format!("{field} must be a JSON object"))),
+            Err(e) => Err(ApiError::unprocessable(format!("{field} is not valid JSON: {e}"))),
+        },
+    }
+}
+
+/// One event as an SSE frame (`event: <Name>`, `data: <JSON>`, `id: <event_index>`).
+fn frame(event: &WorkflowStreamEvent) -> Event {
+    let data = serde_json::to_string(event).unwrap_or_default();
+    let mut frame = Event::default().event(event.name()).data(data);
+    if let Some(i) = event.event_index() {
+        frame = frame.id(i.to_string());
+    }
+    frame
+}
+
+/// The run's events as SSE; the run goes on (and is stored) if the client leaves.
+fn stream_response(stream: WorkflowStream, heartbeat: std::time::Duration) -> Response {
+    crate::sse::sse_response(stream.map(|e| Ok::<_, std::convert::Infallible>(frame(&e))), heartbeat)
+}
+
+fn run_response(result: Result<RunOutput, RunError>) -> ApiResult<Response> {
+    match result {
+        Ok(run) => Ok(Json(run).into_response()),
+        Err(e) => match e.run() {
+            // The failed run is stored with status ERROR; answer it as Agno does.
+            Some(run) => Ok(Json(run.clone()).into_response()),
+            None => match e {
+                RunError::Storage(db) => Err(db.into()),
+                other => Err(ApiError::internal(other.to_string())),
+            },
+        },
+    }
+}
+
+/// `POST /workflows/{workflow_id}/runs`: form fields `message` (required; JSON object or list
+/// input when it parses as one, else text), `stream` (default true), `session_id`, `user_id`,
+/// `session_state`, `additional_data`, `metadata`.
+pub async fn create_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(workflow_id): Path<String>,
+    request: Request,
+) -> ApiResult<Response> {
+    let wf = served(&state, &principal, &workflow_id)?.clone();
+    require_run_access(&principal, &workflow_id)?;
+    let mut form = Form::read(request, state.form_field_limit).await?;
+    let message = form.take_required("message")?;
+    if form.has_files() {
+        return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
+    }
+    if form.bool("background")?.unwrap_or(false) {
+        return Err(ApiError::bad_request(
+            "background workflow runs are not supported by agno-rs yet; run with background=false (stream=true to follow it)",
+        ));
+    }
+    // As Agno: a token's `sub` is the run's user (over the form field), forced under isolation.
+    let user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
+    let session_id = match form.text("session_id").filter(|s| !s.is_empty()) {
+        Some(session_id) => {
+            check_session_owner(&state, session_id, user_id.as_deref()).await?;
+            session_id.to_owned()
+        }
+        None => agno_core::new_id(),
+    };
+    // Structured input (an input schema's dict) arrives as JSON text, as Agno's form sends it.
+    let input = match serde_json::from_str::<Value>(&message) {
+        Ok(v @ (Value::Object(_) | Value::Array(_))) => v,
+        _ => Value::String(message),
+    };
+    let request = WorkflowRunRequest {
+        input,
+        run_id: Some(agno_core::new_id()),
+        session_id: Some(session_id),
+        user_id,
+        session_state: json_object(&form, "session_state")?,
+        additional_data: json_object(&form, "additional_data")?,
+        metadata: json_object(&form, "metadata")?,
+    };
+    if form.bool("stream")?.unwrap_or(true) {
+        return Ok(stream_response(wf.run_stream(request), state.heartbeat));
+    }
+    // On its own task: the run completes and is stored even if the client goes away.
+    let stream = wf.run_stream(request);
+    run_response(stream.output().await)
+}
+
+/// The session a run goes to must not belong to someone else.
+async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option<&str>) -> ApiResult<()> {
+    let Some(db) = &state.db else { return Ok(()) };
+    if let Some(existing) = db.get_session(session_id, None, Some(0)).await? {
+        let owner = existing.user_id.as_deref();
+        if user_id.is_some() && owner.is_some() && owner != user_id {
+            return Err(ApiError::not_found(format!("Session {session_id} not found")));
+        }
+    }
+    Ok(())
+}
+
+/// Query of `GET /workflows/{workflow_id}/runs`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct RunsQuery {
+    session_id: Option<String>,
+}
+
+/// Query carrying an optional `session_id`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SessionQuery {
+    session_id: Option<String>,
+}
+
+/// `GET /workflows/{workflow_id}/runs?session_id=`: the workflow's runs in one session, oldest
+/// first, as Agno's `WorkflowRunSchema`. `session_id` is required; a session the caller cannot
+/// see answers 404.
+pub async fn list_runs(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(workflow_id): Path<String>,
+    q: Result<Query<RunsQuery>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    served(&state, &principal, &workflow_id)?;
+    let q = super::params::query(q)?;
+    require_run_access(&principal, &workflow_id)?;
+    let db = state.require_db()?;
+    let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
+    let user = principal.user_scope(None);
+    if db.get_session(&session_id, user.as_deref(), Some(0)).await?.is_none() {
+        return Err(ApiError::not_found(format!("Session {session_id} not found")));
+    }
+    let mut runs = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = db
+            .get_runs(&RunQuery {
+                session_id: Some(session_id.clone()),
+                user_id: user.clone(),
+                workflow_id: Some(workflow_id.clone()),
+                limit: Some(500),
+                cursor,
+                sort: SortOrder::Asc,
+                ..RunQuery::default()
+            })
+            .await?;
+        runs.extend(page.runs.into_iter().filter(|r| r.agent_id.is_none()));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let runs = runs
+        .iter()
+        .map(|run| super::sessions::schema::to_map(run).map(|r| super::sessions::schema::workflow_run_schema(&r)))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(Json(Value::Array(runs)))
+}
+
+/// The stored run of this workflow visible to the caller, or 404.
+async fn stored_run(
+    state: &AppState,
+    principal: &Principal,
+    workflow_id: &str,
+    run_id: &str,
+    session_id: Option<&str>,
+) -> ApiResult<RunOutput> {
+    let db = state.require_db()?;
+    let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
+    run.filter(|r| r.workflow_id.as_deref() == Some(workflow_id) && r.agent_id.is_none())
+        .filter(|r| session_id.is_none_or(|s| r.session_id.as_deref() == Some(s)))
+        .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
+}
+
+/// `GET /workflows/{workflow_id}/runs/{run_id}?session_id=`: the stored run.
+pub async fn get_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((workflow_id, run_id)): Path<(String, String)>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
+) -> ApiResult<Json<RunOutput>> {
+    served(&state, &principal, &workflow_id)?;
+    let q = super::params::query(q)?;
+    require_run_access(&principal, &workflow_id)?;
+    let session_id = q.session_id.filter(|s| !s.is_empty());
+    Ok(Json(stored_run(&state, &principal, &workflow_id, &run_id, session_id.as_deref()).await?))
+}
+
+/// `POST /workflows/{workflow_id}/runs/{run_id}/cancel`: 200 `{}` when the run was running here,
+/// and (as Agno answers) for a run that already ended, which stays as it ended; 404 for an
+/// unknown run (or another user's); 409 for a run running in no process that answers for it.
+pub async fn cancel_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((workflow_id, run_id)): Path<(String, String)>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    served(&state, &principal, &workflow_id)?;
+    require_run_access(&principal, &workflow_id)?;
+    let q = super::params::query(q)?;
+    let session_id = q.session_id.filter(|s| !s.is_empty());
+    let stored = match &state.db {
+        Some(_) => Some(stored_run(&state, &principal, &workflow_id, &run_id, session_id.as_deref()).await?),
+        None => None,
+    };
+    let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
+    if agno_runtime::cancel_run(&run_id) {
+        return ok();
+    }
+    match stored {
+        Some(run) if run.status.is_terminal() => ok(),
+        Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
+        None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
+    }
+}

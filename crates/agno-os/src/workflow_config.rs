@@ -1,0 +1,178 @@
+//! Builds the `[[workflows]]` of `agentos.toml` into [`Workflow`]s: steps reference the served
+//! agents and other workflows by id. A missing reference, an unknown step `type`, a bad
+//! expression or a cycle of nested workflows is refused at start, naming the field.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use agno_core::Db;
+use agno_runtime::workflow::{
+    Condition, Evaluator, Executor, Loop, Parallel, Router, Selector, Step, StepNode, Steps, Workflow,
+};
+
+use crate::config::{StepSpec, WorkflowSpec};
+use crate::state::ServedAgent;
+
+/// Why a workflow of the configuration cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[error("workflow {id:?}: {message}")]
+pub struct WorkflowConfigError {
+    /// The workflow's id.
+    pub id: String,
+    /// What is wrong, naming the field.
+    pub message: String,
+}
+
+/// Builds every configured workflow (nested ones first).
+///
+/// # Errors
+/// The first workflow that cannot be built.
+pub fn build_workflows(
+    specs: &[WorkflowSpec],
+    agents: &[ServedAgent],
+    db: Option<Arc<dyn Db>>,
+) -> Result<Vec<Workflow>, WorkflowConfigError> {
+    let mut builder = Builder { specs, agents, db, built: HashMap::new(), stack: Vec::new() };
+    specs.iter().map(|spec| builder.build(&spec.id)).collect()
+}
+
+struct Builder<'a> {
+    specs: &'a [WorkflowSpec],
+    agents: &'a [ServedAgent],
+    db: Option<Arc<dyn Db>>,
+    built: HashMap<String, Workflow>,
+    /// Workflows being built (to find cycles).
+    stack: Vec<String>,
+}
+
+impl Builder<'_> {
+    fn build(&mut self, id: &str) -> Result<Workflow, WorkflowConfigError> {
+        if let Some(done) = self.built.get(id) {
+            return Ok(done.clone());
+        }
+        let fail = |message: String| WorkflowConfigError { id: id.to_owned(), message };
+        let Some(spec) = self.specs.iter().find(|s| s.id == id) else {
+            return Err(fail("no such workflow".to_owned()));
+        };
+        self.stack.push(id.to_owned());
+        let steps = spec
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| self.node(s, &format!("steps[{i}]")))
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(fail)?;
+        self.stack.pop();
+        // As Agno's default (`store_events=False`): streamed events are not kept on the run.
+        let mut builder = Workflow::builder().id(spec.id.clone()).steps(steps);
+        if let Some(name) = &spec.name {
+            builder = builder.name(name.clone());
+        }
+        if let Some(d) = &spec.description {
+            builder = builder.description(d.clone());
+        }
+        if let Some(state) = &spec.session_state {
+            builder = builder.session_state(state.clone());
+        }
+        if let Some(db) = &self.db {
+            builder = builder.db(Arc::clone(db));
+        }
+        let workflow = builder.build().map_err(|e| fail(e.to_string()))?;
+        self.built.insert(id.to_owned(), workflow.clone());
+        Ok(workflow)
+    }
+
+    fn nodes(&mut self, specs: &[StepSpec], path: &str) -> Result<Vec<StepNode>, String> {
+        specs.iter().enumerate().map(|(i, s)| self.node(s, &format!("{path}[{i}]"))).collect()
+    }
+
+    fn node(&mut self, spec: &StepSpec, path: &str) -> Result<StepNode, String> {
+        let kind = spec.kind.as_deref().unwrap_or("step");
+        let container = kind != "step";
+        if container && (spec.agent.is_some() || spec.workflow.is_some()) {
+            return Err(format!("{path}: a {kind} has inner steps, not an agent or workflow of its own"));
+        }
+        let only = |field: &str, set: bool, allowed: &[&str]| {
+            if set && !allowed.contains(&kind) {
+                Err(format!("{path}.{field}: only a {} takes it, this is a {kind}", allowed.join(" or a ")))
+            } else {
+                Ok(())
+            }
+        };
+        only("max_iterations", spec.max_iterations.is_some(), &["loop"])?;
+        only("forward_iteration_output", spec.forward_iteration_output.is_some(), &["loop"])?;
+        only("condition", spec.condition.is_some(), &["condition"])?;
+        only("else_steps", !spec.else_steps.is_empty(), &["condition"])?;
+        only("selector", spec.selector.is_some(), &["router"])?;
+        only("max_retries", spec.max_retries.is_some(), &["step"])?;
+        only("skip_on_failure", spec.skip_on_failure.is_some(), &["step"])?;
+        only("steps", !spec.steps.is_empty(), &["steps", "loop", "condition", "router", "parallel"])?;
+        let name = spec.name.clone();
+        let description = spec.description.clone();
+        let inner = |b: &mut Self| b.nodes(&spec.steps, &format!("{path}.steps"));
+        Ok(match kind {
+            "step" => {
+                let executor = match (&spec.agent, &spec.workflow) {
+                    (Some(agent), None) => match self.agents.iter().find(|a| a.agent.id() == agent) {
+                        Some(served) => Executor::agent(served.agent.clone()),
+                        None => return Err(format!("{path}.agent: no agent has the id {agent:?}")),
+                    },
+                    (None, Some(workflow)) => {
+                        if self.stack.contains(workflow) {
+                            return Err(format!(
+                                "{path}.workflow: {workflow:?} would run inside itself ({} -> {workflow})",
+                                self.stack.join(" -> ")
+                            ));
+                        }
+                        if !self.specs.iter().any(|s| &s.id == workflow) {
+                            return Err(format!("{path}.workflow: no workflow has the id {workflow:?}"));
+                        }
+                        Executor::workflow(self.build(workflow).map_err(|e| e.to_string())?)
+                    }
+                    (Some(_), Some(_)) => return Err(format!("{path}: set agent or workflow, not both")),
+                    (None, None) => {
+                        return Err(format!("{path}: a step needs agent = \"<id>\" or workflow = \"<id>\""));
+                    }
+                };
+                let mut step = Step { name, description, executor, ..Step::default() };
+                if let Some(n) = spec.max_retries {
+                    step.max_retries = n;
+                }
+                step.skip_on_failure = spec.skip_on_failure.unwrap_or(false);
+                step.into()
+            }
+            "steps" => Steps { name, description, steps: inner(self)?, ..Steps::default() }.into(),
+            "parallel" => Parallel { name, description, steps: inner(self)?, ..Parallel::default() }.into(),
+            "loop" => Loop {
+                name,
+                description,
+                steps: inner(self)?,
+                max_iterations: spec.max_iterations.unwrap_or(3),
+                forward_iteration_output: spec.forward_iteration_output.unwrap_or(false),
+                ..Loop::default()
+            }
+            .into(),
+            "condition" => {
+                let evaluator = match &spec.condition {
+                    Some(text) => Evaluator::expression(text).map_err(|e| format!("{path}.condition: {e}"))?,
+                    None => Evaluator::Bool(true),
+                };
+                let else_steps = self.nodes(&spec.else_steps, &format!("{path}.else_steps"))?;
+                Condition { name, description, evaluator, steps: inner(self)?, else_steps, ..Condition::default() }
+                    .into()
+            }
+            "router" => {
+                let selector = match &spec.selector {
+                    Some(text) => Selector::expression(text).map_err(|e| format!("{path}.selector: {e}"))?,
+                    None => Selector::default(),
+                };
+                Router { name, description, choices: inner(self)?, selector, ..Router::default() }.into()
+            }
+            other => {
+                return Err(format!(
+                    "{path}.type: unknown step type {other:?} (step, steps, loop, condition, router or parallel)"
+                ));
+            }
+        })
+    }
+}

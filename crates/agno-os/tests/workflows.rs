@@ -1,0 +1,345 @@
+//! `/workflows` against a real server: workflows declared in `agentos.toml` over the configured
+//! agents, listed and described, run as JSON and SSE, their runs read and cancelled, bad input
+//! and bad configurations refused naming the field, and user isolation.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::time::Duration;
+
+use agno_testkit::{FakeProvider, Reply as Scripted};
+use common::{SECRET, TestOs, config, detail, token};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+const WORKFLOWS: &str = r#"
+[[agents]]
+id = "writer"
+name = "Writer"
+model = "test"
+
+[[workflows]]
+id = "pipeline"
+name = "Pipeline"
+description = "Draft, route, fan out"
+session_state = { lang = "fr" }
+
+[[workflows.steps]]
+name = "draft"
+agent = "writer"
+
+[[workflows.steps]]
+name = "gate"
+type = "condition"
+condition = 'input.contains("urgent")'
+steps = [{ name = "escalate", agent = "writer" }]
+else_steps = [{ name = "file", agent = "writer" }]
+
+[[workflows.steps]]
+name = "translate"
+type = "router"
+selector = "session_state.lang"
+steps = [{ name = "en", agent = "writer" }, { name = "fr", agent = "writer" }]
+
+[[workflows.steps]]
+name = "fanout"
+type = "parallel"
+steps = [{ name = "left", agent = "writer" }, { name = "right", agent = "writer" }]
+
+[[workflows]]
+id = "outer"
+[[workflows.steps]]
+name = "inner"
+workflow = "pipeline"
+"#;
+
+async fn os() -> TestOs {
+    TestOs::start(config(&format!("[db]\nurl = \"memory://\"\n{WORKFLOWS}"))).await
+}
+
+fn names(results: &Value) -> Vec<String> {
+    results.as_array().unwrap().iter().map(|s| s["step_name"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn workflows_are_listed_and_described_with_their_steps() {
+    let os = os().await;
+    let list = os.get("/workflows", None).await;
+    assert_eq!(list.status, 200);
+    let ids: Vec<&str> = list.body.as_array().unwrap().iter().map(|w| w["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["pipeline", "outer"]);
+    let first = &list.body[0];
+    assert_eq!(first["name"], "Pipeline");
+    assert_eq!(first["description"], "Draft, route, fan out");
+    assert_eq!(first["db_id"], "default");
+    let detail = os.get("/workflows/pipeline", None).await;
+    assert_eq!(detail.status, 200);
+    let steps = &detail.body["steps"];
+    assert_eq!((&steps[0]["name"], &steps[0]["type"]), (&json!("draft"), &json!("Step")));
+    let writer = os.get("/agents/writer", None).await;
+    assert_eq!(steps[0]["agent"], writer.body, "an agent step describes its agent as /agents/{{id}} does");
+    assert_eq!(steps[1]["type"], "Condition");
+    assert_eq!(steps[1]["steps"][0]["name"], "escalate");
+    assert_eq!(steps[1]["else_steps"][0]["name"], "file");
+    assert_eq!(steps[3]["steps"][1]["name"], "right");
+    assert_eq!(detail.body["workflow_agent"], false);
+    let config = os.get("/config", None).await;
+    assert_eq!(config.body["workflows"].as_array().unwrap().len(), 2);
+    let missing = os.get("/workflows/nope", None).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(detail_text(&missing.body), "Workflow not found");
+}
+
+fn detail_text(body: &Value) -> String {
+    detail(body)
+}
+
+#[tokio::test]
+async fn a_run_chains_agents_through_condition_router_and_parallel_and_is_stored() {
+    let os = os().await;
+    let r = os
+        .post_form(
+            "/workflows/pipeline/runs",
+            &[("message", "urgent: fix it"), ("stream", "false"), ("session_id", "s1")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let run = &r.body;
+    assert_eq!(run["status"], "COMPLETED");
+    assert_eq!(run["input"], "urgent: fix it", "stored bare, as Agno stores a workflow input");
+    assert_eq!(names(&run["step_results"]), ["draft", "gate", "translate", "fanout"]);
+    assert_eq!(names(&run["step_results"][1]["steps"]), ["escalate"], "the condition's expression held");
+    assert_eq!(names(&run["step_results"][2]["steps"]), ["fr"], "the router followed session_state.lang");
+    let draft = run["step_results"][0]["content"].as_str().unwrap();
+    assert_eq!(draft, "This is the test model answering: urgent: fix it");
+    let escalate = run["step_results"][1]["steps"][0]["content"].as_str().unwrap();
+    assert_eq!(escalate, format!("This is the test model answering: {draft}"), "each step answers the previous one");
+    // draft, escalate, fr, left, right: one agent run each, kept inside the workflow run.
+    assert_eq!(run["step_executor_runs"].as_array().unwrap().len(), 5);
+    let run_id = run["run_id"].as_str().unwrap();
+
+    // Read back: the run, the workflow's runs in the session, and the session.
+    let got = os.get(&format!("/workflows/pipeline/runs/{run_id}?session_id=s1"), None).await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.body["step_results"], run["step_results"]);
+    let runs = os.get("/workflows/pipeline/runs?session_id=s1", None).await;
+    assert_eq!(runs.status, 200);
+    assert_eq!(runs.body[0]["run_id"], run_id);
+    assert_eq!(runs.body[0]["run_input"], "urgent: fix it");
+    let sessions = os.get("/sessions?type=workflow", None).await;
+    assert_eq!(sessions.body["data"][0]["session_id"], "s1");
+    assert_eq!(sessions.body["data"][0]["session_name"], "urgent: fix it");
+    let session_runs = os.get("/sessions/s1/runs?type=workflow", None).await;
+    assert_eq!(session_runs.status, 200, "{}", session_runs.body);
+    assert_eq!(session_runs.body.as_array().unwrap().len(), 1);
+
+    // Without "urgent" the else branch runs; a nested workflow runs the whole pipeline.
+    let r = os.post_form("/workflows/pipeline/runs", &[("message", "routine"), ("stream", "false")], None).await;
+    assert_eq!(names(&r.body["step_results"][1]["steps"]), ["file"]);
+    let r = os.post_form("/workflows/outer/runs", &[("message", "urgent"), ("stream", "false")], None).await;
+    assert_eq!(r.body["status"], "COMPLETED", "{}", r.body);
+    assert_eq!(r.body["step_results"][0]["executor_type"], "workflow");
+    let nested = &r.body["step_executor_runs"][0];
+    assert_eq!(nested["workflow_id"], "pipeline");
+    assert_eq!(nested["parent_run_id"], r.body["run_id"]);
+}
+
+#[tokio::test]
+async fn a_streamed_run_sends_agnos_workflow_events_with_increasing_ids() {
+    let os = os().await;
+    let (reply, events) =
+        os.post_sse("/workflows/pipeline/runs", &[("message", "hello"), ("session_id", "streamed")], None).await;
+    assert_eq!(reply.status, 200);
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names.first(), Some(&"WorkflowStarted"));
+    assert_eq!(names.last(), Some(&"WorkflowCompleted"));
+    for expected in [
+        "StepStarted",
+        "StepCompleted",
+        "ConditionExecutionStarted",
+        "RouterExecutionCompleted",
+        "ParallelExecutionStarted",
+    ] {
+        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    let indexes: Vec<u64> = events.iter().map(|(_, data)| data["event_index"].as_u64().unwrap()).collect();
+    assert!(indexes.windows(2).all(|w| w[0] < w[1]), "{indexes:?}");
+    assert!(events.iter().all(|(name, data)| data["event"] == name.as_str()));
+    assert!(events.iter().filter(|(n, _)| n.starts_with("Workflow")).all(|(_, d)| d["workflow_id"] == "pipeline"));
+    let run_id = events[0].1["run_id"].as_str().unwrap();
+    // Agent steps stream their agent's events between the step's events, as Agno does.
+    let draft_started = names.iter().position(|n| *n == "StepStarted").unwrap();
+    assert_eq!(names[draft_started + 1], "RunStarted");
+    assert_eq!(events[draft_started + 1].1["agent_id"], "writer");
+    let stored = os.get(&format!("/workflows/pipeline/runs/{run_id}"), None).await;
+    assert_eq!(stored.body["status"], "COMPLETED");
+    let kept = stored.body.get("events").and_then(Value::as_array).map_or(0, Vec::len);
+    assert_eq!(kept, 0, "as Agno (store_events off), events are not kept");
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_with_the_field_named_and_nothing_stored() {
+    let os = os().await;
+    let r = os.post_form("/workflows/pipeline/runs", &[("stream", "false")], None).await;
+    assert_eq!(r.status, 422);
+    assert!(detail(&r.body).contains("message"), "{}", r.body);
+    let r = os.post_form("/workflows/nope/runs", &[("message", "x")], None).await;
+    assert_eq!(r.status, 404);
+    let r = os.post_form("/workflows/pipeline/runs", &[("message", "x"), ("session_state", "[1]")], None).await;
+    assert_eq!(r.status, 422);
+    assert!(detail(&r.body).contains("session_state"), "{}", r.body);
+    let r = os.post_form("/workflows/pipeline/runs", &[("message", "x"), ("background", "true")], None).await;
+    assert_eq!(r.status, 400);
+    assert!(detail(&r.body).contains("background"), "{}", r.body);
+    let r = os.get("/workflows/pipeline/runs", None).await;
+    assert_eq!(r.status, 422, "session_id is required, as in Agno");
+    let r = os.get("/workflows/pipeline/runs/unknown-run", None).await;
+    assert_eq!(r.status, 404);
+    let r = os.post_json("/workflows/pipeline/runs/unknown-run/cancel", &json!({}), None).await;
+    assert_eq!(r.status, 404);
+    let sessions = os.get("/sessions?type=workflow", None).await;
+    assert_eq!(sessions.body["data"], json!([]), "no refused request stored anything");
+}
+
+#[tokio::test]
+async fn a_cancel_over_http_stops_a_running_workflow_and_stores_it_cancelled() {
+    let provider = FakeProvider::start().await.unwrap();
+    // The second step's model call hangs for a minute.
+    provider.push_all([
+        Scripted::Text("drafted".into()),
+        Scripted::Delayed(Duration::from_secs(60), Box::new(Scripted::Text("too late".into()))),
+    ]);
+    let toml = format!(
+        "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
+         [[workflows]]\nid = \"two\"\n[[workflows.steps]]\nname = \"one\"\nagent = \"slow\"\n\
+         [[workflows.steps]]\nname = \"two\"\nagent = \"slow\"\n[[workflows.steps]]\nname = \"three\"\nagent = \"slow\"\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&toml)).await;
+    let mut form = reqwest::multipart::Form::new();
+    for (k, v) in [("message", "go"), ("session_id", "c1")] {
+        form = form.text(k, v);
+    }
+    let resp = os.client.post(format!("{}/workflows/two/runs", os.base)).multipart(form).send().await.unwrap();
+    let mut stream = eventsource_stream::EventStream::new(resp.bytes_stream());
+    let mut seen = Vec::new();
+    let mut cancelled_at = None;
+    while let Some(ev) = stream.next().await {
+        let ev = ev.unwrap();
+        let data: Value = serde_json::from_str(&ev.data).unwrap();
+        if ev.event == "StepStarted" && data["step_name"] == "two" {
+            // The model call is under way once the provider has the second request.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while provider.request_count() < 2 {
+                assert!(std::time::Instant::now() < deadline, "the second model call never started");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let run_id = data["run_id"].as_str().unwrap();
+            let r = os.post_json(&format!("/workflows/two/runs/{run_id}/cancel?session_id=c1"), &json!({}), None).await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            cancelled_at = Some(std::time::Instant::now());
+        }
+        seen.push((ev.event, data));
+    }
+    let took = cancelled_at.expect("cancelled").elapsed();
+    assert!(took < Duration::from_secs(30), "the 60 s model call was interrupted ({took:?})");
+    let (last, data) = seen.last().unwrap();
+    assert_eq!(last, "WorkflowCancelled");
+    let run_id = data["run_id"].as_str().unwrap();
+    let stored = os.get(&format!("/workflows/two/runs/{run_id}"), None).await;
+    assert_eq!(stored.body["status"], "CANCELLED");
+    assert_eq!(names(&stored.body["step_results"]), ["one"]);
+    assert_eq!(provider.request_count(), 2, "step three never ran");
+    // A second cancel of the ended run changes nothing.
+    let again = os.post_json(&format!("/workflows/two/runs/{run_id}/cancel"), &json!({}), None).await;
+    assert_eq!(again.status, 200);
+}
+
+#[tokio::test]
+async fn workflow_configurations_with_bad_references_are_refused_naming_the_field() {
+    let base = "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"a\"\nmodel = \"test\"\n";
+    let cases = [
+        (
+            "[[workflows]]\nid = \"w\"\n[[workflows.steps]]\nname = \"s\"\nagent = \"ghost\"\n",
+            r#"steps[0].agent: no agent has the id "ghost""#,
+        ),
+        (
+            "[[workflows]]\nid = \"x\"\n[[workflows.steps]]\nname = \"s\"\nworkflow = \"y\"\n\
+             [[workflows]]\nid = \"y\"\n[[workflows.steps]]\nname = \"s\"\nworkflow = \"x\"\n",
+            "would run inside itself (x -> y -> x)",
+        ),
+        (
+            "[[workflows]]\nid = \"w\"\n[[workflows.steps]]\nname = \"s\"\ntype = \"maybe\"\n",
+            r#"steps[0].type: unknown step type "maybe""#,
+        ),
+        (
+            "[[workflows]]\nid = \"w\"\n[[workflows.steps]]\nname = \"s\"\nagent = \"a\"\nmax_iterations = 2\n",
+            "steps[0].max_iterations: only a loop takes it",
+        ),
+        (
+            "[[workflows]]\nid = \"w\"\n[[workflows.steps]]\nname = \"c\"\ntype = \"condition\"\ncondition = \"input ==\"\nsteps = [{ name = \"s\", agent = \"a\" }]\n",
+            "steps[0].condition: invalid expression",
+        ),
+        ("[[workflows]]\nid = \"w\"\n[[workflows.steps]]\nname = \"s\"\n", "a step needs agent"),
+        ("[[workflows]]\nid = \"w\"\n", "at least one step"),
+    ];
+    for (workflows, expected) in cases {
+        let err = agno_os::app::AgentOs::from_config(&config(&format!("{base}{workflows}"))).await.unwrap_err();
+        assert!(err.to_string().contains(expected), "{workflows}\n=> {err}");
+    }
+}
+
+#[tokio::test]
+async fn under_isolation_another_users_workflow_runs_and_sessions_are_not_found() {
+    let toml = format!(
+        "[db]\nurl = \"memory://\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{SECRET}\"]\nuser_isolation = true\n{WORKFLOWS}"
+    );
+    let os = TestOs::start(config(&toml)).await;
+    let alice = token("alice", &["workflows:read", "workflows:run", "sessions:read"]);
+    let bob = token("bob", &["workflows:read", "workflows:run", "sessions:read"]);
+    let r = os
+        .post_form(
+            "/workflows/pipeline/runs",
+            &[("message", "mine"), ("stream", "false"), ("session_id", "alice-s"), ("user_id", "bob")],
+            Some(&alice),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["user_id"], "alice", "the token's sub is the run's user");
+    let run_id = r.body["run_id"].as_str().unwrap();
+    for path in [
+        format!("/workflows/pipeline/runs/{run_id}"),
+        format!("/workflows/pipeline/runs/{run_id}?session_id=alice-s"),
+        "/workflows/pipeline/runs?session_id=alice-s".to_owned(),
+    ] {
+        assert_eq!(os.get(&path, Some(&bob)).await.status, 404, "{path}");
+        assert_eq!(os.get(&path, Some(&alice)).await.status, 200, "{path}");
+    }
+    let cancel = os.post_json(&format!("/workflows/pipeline/runs/{run_id}/cancel"), &json!({}), Some(&bob)).await;
+    assert_eq!(cancel.status, 404);
+    let into = os
+        .post_form(
+            "/workflows/pipeline/runs",
+            &[("message", "sneak"), ("stream", "false"), ("session_id", "alice-s")],
+            Some(&bob),
+        )
+        .await;
+    assert_eq!(into.status, 404, "bob cannot run into alice's session");
+    let runs = os.get("/workflows/pipeline/runs?session_id=alice-s", Some(&alice)).await;
+    assert_eq!(runs.body.as_array().unwrap().len(), 1, "nothing of bob's landed in alice's session");
+    // A token limited to another workflow sees neither this one nor its runs.
+    let narrow = token("carol", &["workflows:outer:read", "workflows:outer:run"]);
+    let list = os.get("/workflows", Some(&narrow)).await;
+    let ids: Vec<&str> = list.body.as_array().unwrap().iter().map(|w| w["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["outer"]);
+    assert_eq!(
+        os.get("/workflows/pipeline", Some(&narrow)).await.status,
+        403,
+        "as for agents: the scope names another workflow"
+    );
+    let refused =
+        os.post_form("/workflows/pipeline/runs", &[("message", "x"), ("stream", "false")], Some(&narrow)).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+}

@@ -1,0 +1,365 @@
+//! Workflows: steps (functions, agents, nested workflows) composed with [`Steps`], [`Loop`],
+//! [`Condition`], [`Router`] and [`Parallel`], as Agno's workflow v2 primitives.
+//!
+//! A workflow run is stored like any run (one row in `agno_runs`, `run_type` `workflow`) in
+//! Agno 3.1's `WorkflowRunOutput` shape, in a workflow session (`session_type` `workflow`) whose
+//! `session_data.session_state` every step can read and change. The run is written when it
+//! starts (`RUNNING`), after each top-level step (its `step_results` so far), and when it ends.
+//! Agent steps run without a session of their own: their runs are kept inside the workflow run
+//! (`step_executor_runs`, `parent_run_id` = the workflow run), as Agno keeps them.
+//!
+//! ```no_run
+//! use agno_runtime::workflow::{Executor, Step, StepOutput, Workflow};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let workflow = Workflow::builder()
+//!     .id("shout")
+//!     .name("Shout")
+//!     .step(Step {
+//!         name: "upper".into(),
+//!         executor: Executor::function(|input| async move { Ok(StepOutput::content(input.input_text().to_uppercase())) }),
+//!         ..Step::default()
+//!     })
+//!     .build()?;
+//! let run = workflow.arun("hello").await?;
+//! assert_eq!(run.content_text(), "HELLO");
+//! # Ok(())
+//! # }
+//! ```
+
+mod engine;
+pub mod expr;
+mod input;
+mod primitives;
+mod store;
+
+use std::sync::Arc;
+
+use agno_core::{Db, RunOutput, WorkflowStreamEvent};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+pub use input::{SessionState, StepInput};
+pub use primitives::{
+    Condition, EndCondition, Evaluator, Executor, Loop, Parallel, Router, Selector, Step, StepError, StepNode, Steps,
+};
+
+pub use agno_core::{StepOutput, StepType, WorkflowEvent, WorkflowEventData, WorkflowStreamEvent as StreamEvent};
+
+use crate::error::{BuildError, RunError};
+
+/// A workflow: named steps run in order. Cheap to clone (shared inside).
+#[derive(Clone)]
+pub struct Workflow {
+    inner: Arc<WorkflowInner>,
+}
+
+impl std::fmt::Debug for Workflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workflow").field("id", &self.inner.id).field("steps", &self.inner.steps.len()).finish()
+    }
+}
+
+pub(crate) struct WorkflowInner {
+    pub(crate) id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) steps: Vec<StepNode>,
+    pub(crate) db: Option<Arc<dyn Db>>,
+    pub(crate) session_state: Map<String, Value>,
+    pub(crate) store_events: bool,
+}
+
+/// Builds a [`Workflow`] with named settings.
+#[derive(Default)]
+pub struct WorkflowBuilder {
+    id: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
+    steps: Vec<StepNode>,
+    db: Option<Arc<dyn Db>>,
+    session_state: Map<String, Value>,
+    store_events: bool,
+}
+
+impl std::fmt::Debug for WorkflowBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkflowBuilder").field("id", &self.id).field("steps", &self.steps.len()).finish()
+    }
+}
+
+impl WorkflowBuilder {
+    /// Workflow id (default: a new id).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Display name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Appends a step (any primitive).
+    pub fn step(mut self, step: impl Into<StepNode>) -> Self {
+        self.steps.push(step.into());
+        self
+    }
+
+    /// Appends steps.
+    pub fn steps(mut self, steps: impl IntoIterator<Item = StepNode>) -> Self {
+        self.steps.extend(steps);
+        self
+    }
+
+    /// Storage for the workflow's sessions and runs.
+    pub fn db(mut self, db: Arc<dyn Db>) -> Self {
+        self.db = Some(db);
+        self
+    }
+
+    /// Default session state (stored values win, then the run's).
+    pub fn session_state(mut self, state: Map<String, Value>) -> Self {
+        self.session_state = state;
+        self
+    }
+
+    /// Keep the run's events on the stored run (`events`), as Agno's `store_events`.
+    pub fn store_events(mut self, on: bool) -> Self {
+        self.store_events = on;
+        self
+    }
+
+    /// Checks the steps and builds the workflow.
+    ///
+    /// # Errors
+    /// [`BuildError::Invalid`] naming the step: no steps, a step without a name or executor,
+    /// two siblings with one name, a loop with `max_iterations = 0`, a router or parallel
+    /// group without steps.
+    pub fn build(self) -> Result<Workflow, BuildError> {
+        let mut steps = self.steps;
+        if steps.is_empty() {
+            return Err(BuildError::Invalid { option: "steps", why: "a workflow needs at least one step".to_owned() });
+        }
+        validate(&mut steps, "steps")?;
+        Ok(Workflow {
+            inner: Arc::new(WorkflowInner {
+                id: self.id.unwrap_or_else(agno_core::new_id),
+                name: self.name,
+                description: self.description,
+                steps,
+                db: self.db,
+                session_state: self.session_state,
+                store_events: self.store_events,
+            }),
+        })
+    }
+}
+
+/// Checks names and shapes, and gives every node an id.
+fn validate(nodes: &mut [StepNode], path: &str) -> Result<(), BuildError> {
+    let mut seen = std::collections::HashSet::new();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let here = format!("{path}[{i}]");
+        let invalid = |why: String| BuildError::Invalid { option: "steps", why };
+        if node.name().trim().is_empty() {
+            return Err(invalid(format!("{here} ({}) has no name", node.step_type())));
+        }
+        if !seen.insert(node.name().to_owned()) {
+            return Err(invalid(format!("{here}: two steps here are named {:?}; names must be unique", node.name())));
+        }
+        let label = format!("{here} {:?}", node.name());
+        match &*node {
+            StepNode::Step(s) if matches!(s.executor, Executor::Unset) => {
+                return Err(invalid(format!("{label} has no executor (a function, an agent or a workflow)")));
+            }
+            StepNode::Loop(l) if l.max_iterations == 0 => {
+                return Err(invalid(format!("{label}: max_iterations must be at least 1")));
+            }
+            StepNode::Loop(l) if l.steps.is_empty() => return Err(invalid(format!("{label} has no steps"))),
+            StepNode::Steps(s) if s.steps.is_empty() => return Err(invalid(format!("{label} has no steps"))),
+            StepNode::Router(r) if r.choices.is_empty() => return Err(invalid(format!("{label} has no choices"))),
+            StepNode::Parallel(p) if p.steps.is_empty() => return Err(invalid(format!("{label} has no steps"))),
+            StepNode::Condition(c) if c.steps.is_empty() => return Err(invalid(format!("{label} has no steps"))),
+            _ => {}
+        }
+        if node.step_id().is_none() {
+            *node.id_slot_mut() = Some(agno_core::new_id());
+        }
+        let inner_path = format!("{label}.steps");
+        if let StepNode::Condition(c) = node {
+            validate(&mut c.steps, &inner_path)?;
+            validate(&mut c.else_steps, &format!("{label}.else_steps"))?;
+        } else {
+            let mut children: Vec<StepNode> = node.children_mut().into_iter().map(|c| c.clone()).collect();
+            if !children.is_empty() {
+                validate(&mut children, &inner_path)?;
+                for (slot, checked) in node.children_mut().into_iter().zip(children) {
+                    *slot = checked;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A request for one workflow run.
+#[derive(Debug, Clone, Default)]
+pub struct WorkflowRunRequest {
+    /// The input: text or JSON (stored bare, as Agno stores it).
+    pub input: Value,
+    /// Run id (default: a new id).
+    pub run_id: Option<String>,
+    /// Session id (default: a new session).
+    pub session_id: Option<String>,
+    /// User id.
+    pub user_id: Option<String>,
+    /// Session state merged over the stored state for this run.
+    pub session_state: Option<Map<String, Value>>,
+    /// Data every step sees in `StepInput::additional_data`.
+    pub additional_data: Option<Map<String, Value>>,
+    /// Metadata stored on the run.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+impl From<&str> for WorkflowRunRequest {
+    fn from(input: &str) -> Self {
+        Self { input: Value::String(input.to_owned()), ..Self::default() }
+    }
+}
+
+impl From<String> for WorkflowRunRequest {
+    fn from(input: String) -> Self {
+        Self { input: Value::String(input), ..Self::default() }
+    }
+}
+
+impl WorkflowRunRequest {
+    /// Sets the session id.
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// Sets the user id.
+    pub fn user_id(mut self, id: impl Into<String>) -> Self {
+        self.user_id = Some(id.into());
+        self
+    }
+
+    /// Sets the run id.
+    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+}
+
+/// The events of a workflow run as they happen; [`WorkflowStream::output`] waits for the run.
+#[derive(Debug)]
+pub struct WorkflowStream {
+    events: mpsc::UnboundedReceiver<WorkflowStreamEvent>,
+    task: Option<tokio::task::JoinHandle<Result<RunOutput, RunError>>>,
+}
+
+impl futures::Stream for WorkflowStream {
+    type Item = WorkflowStreamEvent;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<WorkflowStreamEvent>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl WorkflowStream {
+    /// Waits for the run to end (dropping unread events) and returns its record.
+    ///
+    /// # Errors
+    /// As [`Workflow::arun`].
+    pub async fn output(mut self) -> Result<RunOutput, RunError> {
+        self.events.close();
+        while self.events.recv().await.is_some() {}
+        match self.task.take() {
+            Some(task) => task.await.map_err(|e| RunError::Internal(e.to_string()))?,
+            None => Err(RunError::Internal("workflow stream already consumed".to_owned())),
+        }
+    }
+}
+
+impl Workflow {
+    /// A builder.
+    pub fn builder() -> WorkflowBuilder {
+        WorkflowBuilder::default()
+    }
+
+    /// The workflow id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The display name.
+    pub fn name(&self) -> Option<&str> {
+        self.inner.name.as_deref()
+    }
+
+    /// The description.
+    pub fn description(&self) -> Option<&str> {
+        self.inner.description.as_deref()
+    }
+
+    /// The top-level steps.
+    pub fn steps(&self) -> &[StepNode] {
+        &self.inner.steps
+    }
+
+    /// The storage, when configured.
+    pub fn db(&self) -> Option<&Arc<dyn Db>> {
+        self.inner.db.as_ref()
+    }
+
+    /// Runs the workflow to its end and returns the stored run (`COMPLETED`, or `CANCELLED`
+    /// when cancelled with [`crate::cancel_run`] by its run id).
+    ///
+    /// # Errors
+    /// [`RunError::StepFailed`] (the run is stored as `ERROR` and travels in the error) when a
+    /// step failed after its retries without `skip_on_failure`; [`RunError::Storage`] when the
+    /// session or run cannot be read or written.
+    pub async fn arun(&self, request: impl Into<WorkflowRunRequest>) -> Result<RunOutput, RunError> {
+        engine::execute(Arc::clone(&self.inner), request.into(), None, 0).await
+    }
+
+    /// Blocking version of [`Workflow::arun`].
+    ///
+    /// # Errors
+    /// As [`Workflow::arun`].
+    pub fn run(&self, request: impl Into<WorkflowRunRequest>) -> Result<RunOutput, RunError> {
+        let request = request.into();
+        crate::blocking::block_on(self.arun(request)).map_err(RunError::Internal)?
+    }
+
+    /// Starts a run on its own task and streams its events (`WorkflowStarted`, `StepStarted`,
+    /// ..., one terminal `WorkflowCompleted` / `WorkflowError` / `WorkflowCancelled`), each with
+    /// a strictly increasing `event_index`; agent steps stream their agent's events in between,
+    /// as Agno does. Dropping the stream does not stop the run.
+    pub fn run_stream(&self, request: impl Into<WorkflowRunRequest>) -> WorkflowStream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let inner = Arc::clone(&self.inner);
+        let request = request.into();
+        let task = match crate::blocking::spawn_handle() {
+            Ok(handle) => Some(handle.spawn(engine::execute(inner, request, Some(tx), 0))),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot spawn workflow run");
+                None
+            }
+        };
+        WorkflowStream { events: rx, task }
+    }
+}
