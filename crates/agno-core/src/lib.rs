@@ -16,6 +16,7 @@ mod metrics;
 pub mod model;
 mod records;
 mod requirement;
+mod review;
 mod run;
 mod schedule;
 mod session;
@@ -42,6 +43,7 @@ pub use model::{
 };
 pub use records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 pub use requirement::{PauseType, RunRequirement};
+pub use review::{ErrorRequirement, StepInputField, StepRequirement};
 pub use run::{RunInput, RunOutput, RunStatus};
 pub use schedule::{Cell, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleUpdate};
 pub use session::{AgentSession, SessionSummary, SessionType};

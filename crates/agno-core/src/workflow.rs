@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::clock::now_epoch_secs;
 use crate::event::RunEvent;
 use crate::metrics::Metrics;
+use crate::review::{ErrorRequirement, StepRequirement};
 use crate::run::RunOutput;
 
 /// The kind of a workflow primitive (Agno's `StepType`).
@@ -310,6 +311,73 @@ pub enum WorkflowEventData {
         #[serde(default)]
         reason: Option<String>,
     },
+    /// The workflow run paused for a reviewer; everything a continue needs is here.
+    WorkflowPaused {
+        /// `PAUSED`.
+        status: String,
+        /// Top-level index of the step that paused.
+        #[serde(default)]
+        paused_step_index: Option<usize>,
+        /// Name of the step that paused.
+        #[serde(default)]
+        paused_step_name: Option<String>,
+        /// `step` (a review) or `executor`.
+        #[serde(default)]
+        pause_kind: Option<String>,
+        /// What the reviewer must answer (the last entry is the active one).
+        #[serde(default)]
+        step_requirements: Option<Vec<StepRequirement>>,
+        /// A failed step's pause (`on_error = pause`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_requirements: Option<Vec<ErrorRequirement>>,
+        /// The outputs so far.
+        #[serde(default)]
+        step_results: Vec<StepOutput>,
+        /// Content so far.
+        #[serde(default)]
+        content: Option<Value>,
+    },
+    /// A step waits for confirmation or input before it runs.
+    StepPaused {
+        /// It waits for a yes or no.
+        #[serde(default)]
+        requires_confirmation: bool,
+        /// What the reviewer is asked.
+        #[serde(default)]
+        confirmation_message: Option<String>,
+        /// It waits for input.
+        #[serde(default)]
+        requires_user_input: bool,
+        /// What the reviewer is asked for.
+        #[serde(default)]
+        user_input_message: Option<String>,
+        /// The fields to fill.
+        #[serde(default)]
+        user_input_schema: Option<Value>,
+    },
+    /// A paused step continues.
+    StepContinued {},
+    /// A step's output (or a loop iteration) waits for review.
+    StepOutputReview {
+        /// What the reviewer is asked.
+        #[serde(default)]
+        output_review_message: Option<String>,
+        /// Always true.
+        #[serde(default)]
+        requires_output_review: bool,
+    },
+    /// A router waits for the reviewer to pick its route(s).
+    RouterPaused {
+        /// The routes.
+        #[serde(default)]
+        available_choices: Vec<String>,
+        /// What the reviewer is asked.
+        #[serde(default)]
+        user_input_message: Option<String>,
+        /// More than one may be picked.
+        #[serde(default)]
+        allow_multiple_selections: bool,
+    },
     /// A step started.
     StepStarted {},
     /// A step's output (streamed, not stored).
@@ -436,6 +504,11 @@ impl WorkflowEventData {
             WorkflowEventData::WorkflowCompleted { .. } => "WorkflowCompleted",
             WorkflowEventData::WorkflowError { .. } => "WorkflowError",
             WorkflowEventData::WorkflowCancelled { .. } => "WorkflowCancelled",
+            WorkflowEventData::WorkflowPaused { .. } => "WorkflowPaused",
+            WorkflowEventData::StepPaused { .. } => "StepPaused",
+            WorkflowEventData::StepContinued {} => "StepContinued",
+            WorkflowEventData::StepOutputReview { .. } => "StepOutputReview",
+            WorkflowEventData::RouterPaused { .. } => "RouterPaused",
             WorkflowEventData::StepStarted {} => "StepStarted",
             WorkflowEventData::StepOutput { .. } => "StepOutput",
             WorkflowEventData::StepCompleted { .. } => "StepCompleted",
@@ -462,6 +535,7 @@ impl WorkflowEventData {
             WorkflowEventData::WorkflowCompleted { .. }
                 | WorkflowEventData::WorkflowError { .. }
                 | WorkflowEventData::WorkflowCancelled { .. }
+                | WorkflowEventData::WorkflowPaused { .. }
         )
     }
 }

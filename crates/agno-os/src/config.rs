@@ -421,6 +421,60 @@ pub struct StepSpec {
     /// A router's expression naming the choice (or a list of choices) to run; default the first.
     #[serde(default)]
     pub selector: Option<String>,
+    /// Review by a person (Agno's `HumanReview`).
+    #[serde(default)]
+    pub human_review: Option<HumanReviewSpec>,
+}
+
+/// `human_review = { ... }` of a workflow step: Agno's `HumanReview` fields.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HumanReviewSpec {
+    /// Ask for a yes or no before the step runs.
+    #[serde(default)]
+    pub requires_confirmation: bool,
+    /// The question.
+    #[serde(default)]
+    pub confirmation_message: Option<String>,
+    /// Ask for input before the step runs (a router: the reviewer picks the route).
+    #[serde(default)]
+    pub requires_user_input: bool,
+    /// What is asked for.
+    #[serde(default)]
+    pub user_input_message: Option<String>,
+    /// The fields to fill: `{ name, field_type, description, required, allowed_values }`.
+    #[serde(default)]
+    pub user_input_schema: Vec<agno_core::StepInputField>,
+    /// A router's reviewer may pick several routes.
+    #[serde(default)]
+    pub allow_multiple_selections: bool,
+    /// Ask for approval of the output after the step ran.
+    #[serde(default)]
+    pub requires_output_review: bool,
+    /// The question.
+    #[serde(default)]
+    pub output_review_message: Option<String>,
+    /// Ask for approval after each loop iteration.
+    #[serde(default)]
+    pub requires_iteration_review: bool,
+    /// The question.
+    #[serde(default)]
+    pub iteration_review_message: Option<String>,
+    /// `skip` (default), `cancel`, `else` (condition) or `retry`.
+    #[serde(default)]
+    pub on_reject: Option<String>,
+    /// `skip` (default), `fail` or `pause`.
+    #[serde(default)]
+    pub on_error: Option<String>,
+    /// Most retries a reviewer may ask for (default 3).
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    /// Seconds a pause waits before `on_timeout` applies.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// `cancel` (default), `skip` or `approve`.
+    #[serde(default)]
+    pub on_timeout: Option<String>,
 }
 
 /// Replaces `${NAME}` / `${NAME:-default}` with environment values.

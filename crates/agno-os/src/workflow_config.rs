@@ -7,10 +7,56 @@ use std::sync::Arc;
 
 use agno_core::Db;
 use agno_runtime::workflow::{
-    Condition, Evaluator, Executor, Loop, Parallel, Router, Selector, Step, StepNode, Steps, Workflow,
+    Condition, Evaluator, Executor, HumanReview, Loop, OnError, OnReject, OnTimeout, Parallel, Router, Selector, Step,
+    StepNode, Steps, Workflow,
 };
 
-use crate::config::{StepSpec, WorkflowSpec};
+use crate::config::{HumanReviewSpec, StepSpec, WorkflowSpec};
+
+/// The `HumanReview` of a `human_review` table.
+fn human_review(spec: &HumanReviewSpec, path: &str) -> Result<HumanReview, String> {
+    let pick = |field: &str, value: Option<&str>, allowed: &[&str]| -> Result<Option<String>, String> {
+        match value {
+            None => Ok(None),
+            Some(v) if allowed.contains(&v) => Ok(Some(v.to_owned())),
+            Some(v) => Err(format!("{path}.human_review.{field}: {v:?} is not one of {}", allowed.join(", "))),
+        }
+    };
+    let on_reject = match pick("on_reject", spec.on_reject.as_deref(), &["skip", "cancel", "else", "retry"])?.as_deref()
+    {
+        Some("cancel") => OnReject::Cancel,
+        Some("else") => OnReject::Else,
+        Some("retry") => OnReject::Retry,
+        _ => OnReject::Skip,
+    };
+    let on_error = match pick("on_error", spec.on_error.as_deref(), &["skip", "fail", "pause"])?.as_deref() {
+        Some("fail") => OnError::Fail,
+        Some("pause") => OnError::Pause,
+        _ => OnError::Skip,
+    };
+    let on_timeout = match pick("on_timeout", spec.on_timeout.as_deref(), &["cancel", "skip", "approve"])?.as_deref() {
+        Some("skip") => OnTimeout::Skip,
+        Some("approve") => OnTimeout::Approve,
+        _ => OnTimeout::Cancel,
+    };
+    Ok(HumanReview {
+        requires_confirmation: spec.requires_confirmation,
+        confirmation_message: spec.confirmation_message.clone(),
+        requires_user_input: spec.requires_user_input,
+        user_input_message: spec.user_input_message.clone(),
+        user_input_schema: spec.user_input_schema.clone(),
+        allow_multiple_selections: spec.allow_multiple_selections,
+        requires_output_review: spec.requires_output_review.into(),
+        output_review_message: spec.output_review_message.clone(),
+        requires_iteration_review: spec.requires_iteration_review,
+        iteration_review_message: spec.iteration_review_message.clone(),
+        on_reject,
+        on_error,
+        max_retries: spec.max_retries.unwrap_or(3),
+        timeout: spec.timeout,
+        on_timeout,
+    })
+}
 use crate::state::ServedAgent;
 
 /// Why a workflow of the configuration cannot be built.
@@ -107,6 +153,10 @@ impl Builder<'_> {
         only("max_retries", spec.max_retries.is_some(), &["step"])?;
         only("skip_on_failure", spec.skip_on_failure.is_some(), &["step"])?;
         only("steps", !spec.steps.is_empty(), &["steps", "loop", "condition", "router", "parallel"])?;
+        if kind == "parallel" && spec.human_review.is_some() {
+            return Err(format!("{path}.human_review: a parallel group takes no review (review its steps)"));
+        }
+        let review = spec.human_review.as_ref().map(|r| human_review(r, path)).transpose()?;
         let name = spec.name.clone();
         let description = spec.description.clone();
         let inner = |b: &mut Self| b.nodes(&spec.steps, &format!("{path}.steps"));
@@ -134,14 +184,16 @@ impl Builder<'_> {
                         return Err(format!("{path}: a step needs agent = \"<id>\" or workflow = \"<id>\""));
                     }
                 };
-                let mut step = Step { name, description, executor, ..Step::default() };
+                let mut step = Step { name, description, executor, human_review: review, ..Step::default() };
                 if let Some(n) = spec.max_retries {
                     step.max_retries = n;
                 }
                 step.skip_on_failure = spec.skip_on_failure.unwrap_or(false);
                 step.into()
             }
-            "steps" => Steps { name, description, steps: inner(self)?, ..Steps::default() }.into(),
+            "steps" => {
+                Steps { name, description, steps: inner(self)?, human_review: review, ..Steps::default() }.into()
+            }
             "parallel" => Parallel { name, description, steps: inner(self)?, ..Parallel::default() }.into(),
             "loop" => Loop {
                 name,
@@ -149,6 +201,7 @@ impl Builder<'_> {
                 steps: inner(self)?,
                 max_iterations: spec.max_iterations.unwrap_or(3),
                 forward_iteration_output: spec.forward_iteration_output.unwrap_or(false),
+                human_review: review,
                 ..Loop::default()
             }
             .into(),
@@ -158,15 +211,24 @@ impl Builder<'_> {
                     None => Evaluator::Bool(true),
                 };
                 let else_steps = self.nodes(&spec.else_steps, &format!("{path}.else_steps"))?;
-                Condition { name, description, evaluator, steps: inner(self)?, else_steps, ..Condition::default() }
-                    .into()
+                Condition {
+                    name,
+                    description,
+                    evaluator,
+                    steps: inner(self)?,
+                    else_steps,
+                    human_review: review,
+                    ..Condition::default()
+                }
+                .into()
             }
             "router" => {
                 let selector = match &spec.selector {
                     Some(text) => Selector::expression(text).map_err(|e| format!("{path}.selector: {e}"))?,
                     None => Selector::default(),
                 };
-                Router { name, description, choices: inner(self)?, selector, ..Router::default() }.into()
+                Router { name, description, choices: inner(self)?, selector, human_review: review, ..Router::default() }
+                    .into()
             }
             other => {
                 return Err(format!(

@@ -343,3 +343,119 @@ async fn under_isolation_another_users_workflow_runs_and_sessions_are_not_found(
         os.post_form("/workflows/pipeline/runs", &[("message", "x"), ("stream", "false")], Some(&narrow)).await;
     assert_eq!(refused.status, 403, "{}", refused.body);
 }
+
+const REVIEWED: &str = r#"
+[[agents]]
+id = "writer"
+model = "test"
+
+[[workflows]]
+id = "publish"
+[[workflows.steps]]
+name = "draft"
+agent = "writer"
+[[workflows.steps]]
+name = "publish"
+agent = "writer"
+human_review = { requires_confirmation = true, confirmation_message = "Publish it?", on_reject = "cancel" }
+[[workflows.steps]]
+name = "tone"
+type = "router"
+steps = [{ name = "formal", agent = "writer" }, { name = "casual", agent = "writer" }]
+human_review = { requires_user_input = true, user_input_message = "Which tone?" }
+"#;
+
+#[tokio::test]
+async fn a_paused_workflow_is_continued_over_http_and_bad_answers_change_nothing() {
+    let os = TestOs::start(config(&format!("[db]\nurl = \"memory://\"\n{REVIEWED}"))).await;
+    let r = os
+        .post_form("/workflows/publish/runs", &[("message", "news"), ("stream", "false"), ("session_id", "p1")], None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "PAUSED");
+    assert_eq!(r.body["paused_step_name"], "publish");
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let req = r.body["step_requirements"][0].clone();
+    assert_eq!(req["requires_confirmation"], true);
+    assert_eq!(req["confirmation_message"], "Publish it?");
+    let path = format!("/workflows/publish/runs/{run_id}/continue");
+
+    // Answers that do not fit: 422 naming what is wrong, and the run stays as it was.
+    let mut wrong = req.clone();
+    wrong["step_id"] = json!("not-a-step");
+    wrong["step_name"] = json!("ghost");
+    wrong["confirmed"] = json!(true);
+    for (fields, expected) in [
+        (vec![("step_requirements", json!([wrong]).to_string())], "ghost"),
+        (vec![("step_requirements", json!([req]).to_string())], "confirm (confirmed = true) or reject"),
+        (vec![("step_requirements", "{not json".to_owned())], "step_requirements must be a JSON list"),
+    ] {
+        let mut fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        fields.push(("stream", "false"));
+        let r = os.post_form(&path, &fields, None).await;
+        assert_eq!(r.status, 422, "{}", r.body);
+        assert!(detail(&r.body).contains(expected), "{}", r.body);
+    }
+    let still = os.get(&format!("/workflows/publish/runs/{run_id}"), None).await;
+    assert_eq!(still.body["status"], "PAUSED");
+    assert_eq!(still.body["step_requirements"][0]["confirmed"], Value::Null);
+
+    // Confirmed: the router's reviewer is asked next, over SSE this time.
+    let mut yes = req.clone();
+    yes["confirmed"] = json!(true);
+    let (reply, events) = os.post_sse(&path, &[("step_requirements", &json!([yes]).to_string())], None).await;
+    assert_eq!(reply.status, 200);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.first(), Some(&"StepContinued"), "{names:?}");
+    assert!(names.contains(&"RouterPaused"), "{names:?}");
+    assert_eq!(names.last(), Some(&"WorkflowPaused"));
+    let paused = os.get(&format!("/workflows/publish/runs/{run_id}"), None).await;
+    let route = paused.body["step_requirements"][1].clone();
+    assert_eq!(route["requires_route_selection"], true);
+    assert_eq!(route["available_choices"], json!(["formal", "casual"]));
+    let mut outside = route.clone();
+    outside["selected_choices"] = json!(["angry"]);
+    let r =
+        os.post_form(&path, &[("step_requirements", &json!([outside]).to_string()), ("stream", "false")], None).await;
+    assert_eq!(r.status, 422);
+    assert!(detail(&r.body).contains(r#""angry" is not a route"#), "{}", r.body);
+    let mut pick = route;
+    pick["selected_choices"] = json!(["casual"]);
+    let r = os.post_form(&path, &[("step_requirements", &json!([pick]).to_string()), ("stream", "false")], None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "COMPLETED");
+    let steps: Vec<&str> =
+        r.body["step_results"].as_array().unwrap().iter().map(|s| s["step_name"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["draft", "publish", "tone"]);
+    assert_eq!(r.body["step_results"][2]["steps"][0]["step_name"], "casual");
+    assert_eq!(r.body["step_executor_runs"].as_array().unwrap().len(), 3, "each agent ran once over three walks");
+    // Not paused any more.
+    let r = os.post_form(&path, &[("step_requirements", &json!([pick]).to_string()), ("stream", "false")], None).await;
+    assert_eq!(r.status, 409);
+    let r = os.post_form("/workflows/publish/runs/unknown/continue", &[("stream", "false")], None).await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test]
+async fn another_users_paused_workflow_cannot_be_continued() {
+    let toml = format!(
+        "[db]\nurl = \"memory://\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{SECRET}\"]\nuser_isolation = true\n{REVIEWED}"
+    );
+    let os = TestOs::start(config(&toml)).await;
+    let alice = token("alice", &["workflows:read", "workflows:run"]);
+    let bob = token("bob", &["workflows:read", "workflows:run"]);
+    let r = os.post_form("/workflows/publish/runs", &[("message", "x"), ("stream", "false")], Some(&alice)).await;
+    assert_eq!(r.body["status"], "PAUSED");
+    let run_id = r.body["run_id"].as_str().unwrap();
+    let mut yes = r.body["step_requirements"][0].clone();
+    yes["confirmed"] = json!(true);
+    let path = format!("/workflows/publish/runs/{run_id}/continue");
+    let body = json!([yes]).to_string();
+    let r = os.post_form(&path, &[("step_requirements", &body), ("stream", "false")], Some(&bob)).await;
+    assert_eq!(r.status, 404);
+    let still = os.get(&format!("/workflows/publish/runs/{run_id}"), Some(&alice)).await;
+    assert_eq!(still.body["status"], "PAUSED", "bob's continue did nothing");
+    let r = os.post_form(&path, &[("step_requirements", &body), ("stream", "false")], Some(&alice)).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["status"], "PAUSED", "the router's review is next");
+}

@@ -87,6 +87,9 @@ pub enum RunError {
         /// What is still needed.
         what: &'static str,
     },
+    /// A continue's answers do not fit the paused run (nothing changed).
+    #[error("cannot continue: {0}")]
+    InvalidContinue(String),
     /// A workflow step failed after its retries (without `skip_on_failure`).
     #[error("workflow run failed: {message}")]
     StepFailed {
@@ -125,6 +128,7 @@ impl RunError {
             RunError::NotPaused { .. } => "run_not_paused",
             RunError::UnresolvedRequirement { .. } => "requirement_unresolved",
             RunError::StepFailed { .. } => "workflow_step_failed",
+            RunError::InvalidContinue(_) => "invalid_continue",
             RunError::Internal(_) => "internal_error",
         }
     }

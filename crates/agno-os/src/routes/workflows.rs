@@ -4,7 +4,9 @@
 
 use agno_core::{RunOutput, RunQuery, SortOrder, WorkflowStreamEvent};
 use agno_runtime::RunError;
-use agno_runtime::workflow::{Executor, StepNode, Workflow, WorkflowRunRequest, WorkflowStream};
+use agno_runtime::workflow::{
+    Executor, StepNode, Workflow, WorkflowContinueRequest, WorkflowRunRequest, WorkflowStream,
+};
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, Request, State};
@@ -370,5 +372,76 @@ pub async fn cancel_run(
         Some(run) if run.status.is_terminal() => ok(),
         Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
         None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
+    }
+}
+
+/// The form of `POST /workflows/{workflow_id}/runs/{run_id}/continue`.
+pub const CONTINUE_FORM: &[FormField] = &[
+    FormField {
+        name: "step_requirements",
+        kind: "string",
+        required: false,
+        description: "JSON list of the paused run's step requirements, answered.",
+    },
+    FormField {
+        name: "error_requirements",
+        kind: "string",
+        required: false,
+        description: "JSON list of error requirements with decision retry or skip (agno-rs).",
+    },
+    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
+    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
+    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
+];
+
+fn json_list<T: serde::de::DeserializeOwned>(form: &Form, field: &str) -> ApiResult<Vec<T>> {
+    match form.text(field).map(str::trim) {
+        None | Some("") => Ok(Vec::new()),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| ApiError::unprocessable(format!("{field} must be a JSON list of requirements: {e}"))),
+    }
+}
+
+/// `POST /workflows/{workflow_id}/runs/{run_id}/continue`: form fields `step_requirements` (JSON
+/// list: the active requirement answered), `error_requirements` (agno-rs: a failed step's
+/// `decision`), `session_id`, `user_id`, `stream` (default true). The run continues from the step
+/// that paused, on any replica. 404 for an unknown run (or another user's), 409 for a run that is
+/// not paused, 422 for answers that do not fit (nothing changes).
+pub async fn continue_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((workflow_id, run_id)): Path<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    let wf = served(&state, &principal, &workflow_id)?.clone();
+    require_run_access(&principal, &workflow_id)?;
+    let form = Form::read(request, state.form_field_limit).await?;
+    let session_id = form.text("session_id").filter(|s| !s.is_empty()).map(str::to_owned);
+    // Ownership first: another user's run is not found.
+    stored_run(&state, &principal, &workflow_id, &run_id, session_id.as_deref()).await?;
+    let continue_request = WorkflowContinueRequest {
+        run_id: run_id.clone(),
+        session_id,
+        user_id: principal.user_scope(None),
+        run: None,
+        step_requirements: json_list(&form, "step_requirements")?,
+        error_requirements: json_list(&form, "error_requirements")?,
+    };
+    let continue_error = |e: RunError| match e {
+        RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
+        RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
+        RunError::InvalidContinue(why) => ApiError::unprocessable(why),
+        RunError::Storage(db) => db.into(),
+        other => ApiError::internal(other.to_string()),
+    };
+    if form.bool("stream")?.unwrap_or(true) {
+        let stream = wf.continue_run_stream(continue_request).await.map_err(continue_error)?;
+        return Ok(stream_response(stream, state.heartbeat));
+    }
+    match wf.continue_run(continue_request).await {
+        Err(e @ (RunError::RunNotFound(_) | RunError::NotPaused { .. } | RunError::InvalidContinue(_))) => {
+            Err(continue_error(e))
+        }
+        result => run_response(result),
     }
 }

@@ -28,14 +28,18 @@
 //! ```
 
 mod engine;
+mod executors;
 pub mod expr;
 mod input;
+mod pause;
 mod primitives;
+mod review;
 mod store;
+mod walk;
 
 use std::sync::Arc;
 
-use agno_core::{Db, RunOutput, WorkflowStreamEvent};
+use agno_core::{Db, ErrorRequirement, RunOutput, RunStatus, StepRequirement, WorkflowStreamEvent};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -43,6 +47,7 @@ pub use input::{SessionState, StepInput};
 pub use primitives::{
     Condition, EndCondition, Evaluator, Executor, Loop, Parallel, Router, Selector, Step, StepError, StepNode, Steps,
 };
+pub use review::{HumanReview, OnError, OnReject, OnTimeout, OutputReview};
 
 pub use agno_core::{StepOutput, StepType, WorkflowEvent, WorkflowEventData, WorkflowStreamEvent as StreamEvent};
 
@@ -190,6 +195,16 @@ fn validate(nodes: &mut [StepNode], path: &str) -> Result<(), BuildError> {
             StepNode::Condition(c) if c.steps.is_empty() => return Err(invalid(format!("{label} has no steps"))),
             _ => {}
         }
+        if let Some(review) = node.human_review() {
+            let refused = review.unsupported(node.step_type());
+            if !refused.is_empty() {
+                return Err(invalid(format!(
+                    "{label}: human_review.{} is not supported on a {}",
+                    refused.join(", human_review."),
+                    node.step_type()
+                )));
+            }
+        }
         if node.step_id().is_none() {
             *node.id_slot_mut() = Some(agno_core::new_id());
         }
@@ -259,6 +274,24 @@ impl WorkflowRunRequest {
         self.run_id = Some(id.into());
         self
     }
+}
+
+/// The answers that continue a paused workflow run.
+#[derive(Debug, Clone, Default)]
+pub struct WorkflowContinueRequest {
+    /// The paused run.
+    pub run_id: String,
+    /// Its session (checked when given).
+    pub session_id: Option<String>,
+    /// Its user (another user's run is not found).
+    pub user_id: Option<String>,
+    /// The paused run itself, when the workflow has no storage.
+    pub run: Option<Box<RunOutput>>,
+    /// The answer to the active review: its `step_id` and the decision (`confirmed`,
+    /// `rejection_feedback`, `user_input`, `selected_choices`, `edited_output`).
+    pub step_requirements: Vec<StepRequirement>,
+    /// The decision after a failure (`decision`: `retry` or `skip`).
+    pub error_requirements: Vec<ErrorRequirement>,
 }
 
 /// The events of a workflow run as they happen; [`WorkflowStream::output`] waits for the run.
@@ -333,7 +366,7 @@ impl Workflow {
     /// step failed after its retries without `skip_on_failure`; [`RunError::Storage`] when the
     /// session or run cannot be read or written.
     pub async fn arun(&self, request: impl Into<WorkflowRunRequest>) -> Result<RunOutput, RunError> {
-        engine::execute(Arc::clone(&self.inner), request.into(), None, 0).await
+        engine::execute(Arc::clone(&self.inner), engine::Start::New(Box::new(request.into())), None, 0).await
     }
 
     /// Blocking version of [`Workflow::arun`].
@@ -354,12 +387,64 @@ impl Workflow {
         let inner = Arc::clone(&self.inner);
         let request = request.into();
         let task = match crate::blocking::spawn_handle() {
-            Ok(handle) => Some(handle.spawn(engine::execute(inner, request, Some(tx), 0))),
+            Ok(handle) => {
+                Some(handle.spawn(engine::execute(inner, engine::Start::New(Box::new(request)), Some(tx), 0)))
+            }
             Err(e) => {
                 tracing::error!(error = %e, "cannot spawn workflow run");
                 None
             }
         };
         WorkflowStream { events: rx, task }
+    }
+
+    /// Applies a reviewer's answers to a paused run and continues it from the step that paused
+    /// (what ran before is not run again), to its end or its next pause. Answers that do not fit
+    /// (a step that is not waiting, a route that is not a choice, a missing or mistyped input)
+    /// change nothing.
+    ///
+    /// # Errors
+    /// [`RunError::RunNotFound`], [`RunError::NotPaused`], [`RunError::InvalidContinue`]
+    /// before anything runs; then as [`Workflow::arun`].
+    pub async fn continue_run(&self, request: WorkflowContinueRequest) -> Result<RunOutput, RunError> {
+        let run = self.prepare_continue(request).await?;
+        engine::execute(Arc::clone(&self.inner), engine::Start::Continue(Box::new(run)), None, 0).await
+    }
+
+    /// [`Workflow::continue_run`], streaming the continued run's events.
+    ///
+    /// # Errors
+    /// As [`Workflow::continue_run`], before the stream starts.
+    pub async fn continue_run_stream(&self, request: WorkflowContinueRequest) -> Result<WorkflowStream, RunError> {
+        let run = self.prepare_continue(request).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let inner = Arc::clone(&self.inner);
+        let task = match crate::blocking::spawn_handle() {
+            Ok(handle) => {
+                Some(handle.spawn(engine::execute(inner, engine::Start::Continue(Box::new(run)), Some(tx), 0)))
+            }
+            Err(e) => return Err(RunError::Internal(e)),
+        };
+        Ok(WorkflowStream { events: rx, task })
+    }
+
+    async fn prepare_continue(&self, request: WorkflowContinueRequest) -> Result<RunOutput, RunError> {
+        let mut run = match request.run {
+            Some(run) => *run,
+            None => {
+                let Some(db) = &self.inner.db else { return Err(RunError::RunNotFound(request.run_id)) };
+                db.get_run(&request.run_id, request.user_id.as_deref())
+                    .await?
+                    .filter(|r| r.workflow_id.as_deref() == Some(self.id()) && r.agent_id.is_none())
+                    .filter(|r| request.session_id.as_ref().is_none_or(|s| r.session_id.as_ref() == Some(s)))
+                    .ok_or(RunError::RunNotFound(request.run_id))?
+            }
+        };
+        if run.status != RunStatus::Paused {
+            return Err(RunError::NotPaused { run_id: run.id().to_owned(), status: run.status });
+        }
+        pause::resolve(&mut run, &request.step_requirements, &request.error_requirements)
+            .map_err(RunError::InvalidContinue)?;
+        Ok(run)
     }
 }

@@ -25,6 +25,7 @@ use futures::future::BoxFuture;
 
 use super::expr::Expression;
 use super::input::StepInput;
+use super::review::HumanReview;
 use crate::agent::Agent;
 
 /// Why a step function failed. The step is retried (`max_retries`), then skipped
@@ -115,6 +116,8 @@ pub struct Step {
     /// After the last failed attempt, record a failed output and go on instead of failing the
     /// workflow run.
     pub skip_on_failure: bool,
+    /// Review by a person: confirmation, input, output approval, what an error does.
+    pub human_review: Option<HumanReview>,
 }
 
 impl Default for Step {
@@ -126,6 +129,7 @@ impl Default for Step {
             executor: Executor::Unset,
             max_retries: 3,
             skip_on_failure: false,
+            human_review: None,
         }
     }
 }
@@ -141,6 +145,8 @@ pub struct Steps {
     pub description: Option<String>,
     /// The steps.
     pub steps: Vec<StepNode>,
+    /// Review by a person (confirmation before the group runs).
+    pub human_review: Option<HumanReview>,
 }
 
 /// Decides when a [`Loop`] ends: called with the outputs of the iteration that just ran.
@@ -184,6 +190,8 @@ pub struct Loop {
     /// Each iteration starts from the previous iteration's output (default: every iteration
     /// starts from the loop's input).
     pub forward_iteration_output: bool,
+    /// Review by a person: confirmation before the loop, approval after each iteration.
+    pub human_review: Option<HumanReview>,
 }
 
 impl Default for Loop {
@@ -196,6 +204,7 @@ impl Default for Loop {
             max_iterations: 3,
             end_condition: None,
             forward_iteration_output: false,
+            human_review: None,
         }
     }
 }
@@ -258,6 +267,8 @@ pub struct Condition {
     pub steps: Vec<StepNode>,
     /// The "else" branch (may be empty: nothing runs).
     pub else_steps: Vec<StepNode>,
+    /// Review by a person (confirmation; a rejection with `OnReject::Else` runs `else_steps`).
+    pub human_review: Option<HumanReview>,
 }
 
 /// Chooses among a [`Router`]'s choices: called with the step input and the choices' names,
@@ -318,6 +329,9 @@ pub struct Router {
     pub choices: Vec<StepNode>,
     /// The choice (default: the first).
     pub selector: Selector,
+    /// Review by a person: confirmation, the route picked by the reviewer
+    /// (`requires_user_input`), output approval.
+    pub human_review: Option<HumanReview>,
 }
 
 /// Runs its steps at the same time, each on the same input.
@@ -423,6 +437,18 @@ impl StepNode {
             StepNode::Condition(s) => &mut s.step_id,
             StepNode::Router(s) => &mut s.step_id,
             StepNode::Parallel(s) => &mut s.step_id,
+        }
+    }
+
+    /// The node's human review.
+    pub fn human_review(&self) -> Option<&HumanReview> {
+        match self {
+            StepNode::Step(s) => s.human_review.as_ref(),
+            StepNode::Steps(s) => s.human_review.as_ref(),
+            StepNode::Loop(s) => s.human_review.as_ref(),
+            StepNode::Condition(s) => s.human_review.as_ref(),
+            StepNode::Router(s) => s.human_review.as_ref(),
+            StepNode::Parallel(_) => None,
         }
     }
 

@@ -1,0 +1,103 @@
+//! Workflows across `agno serve` processes: a run paused for review on one process is continued
+//! over HTTP on another process sharing the database (SQLite file, and PostgreSQL), even after the
+//! first process is gone.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{get_json, scratch_dir, start_serve};
+use serde_json::{Value, json};
+
+fn config(dir: &std::path::Path, db_url: &str) -> std::path::PathBuf {
+    let path = dir.join("agentos.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"
+[db]
+url = "{db_url}"
+[[agents]]
+id = "writer"
+model = "test"
+[[workflows]]
+id = "publish"
+[[workflows.steps]]
+name = "draft"
+agent = "writer"
+[[workflows.steps]]
+name = "approve"
+agent = "writer"
+human_review = {{ requires_confirmation = true, confirmation_message = "Publish?" }}
+[[workflows.steps]]
+name = "announce"
+agent = "writer"
+"#
+        ),
+    )
+    .unwrap();
+    path
+}
+
+async fn post_form(port: u16, path: &str, fields: &[(&str, &str)]) -> (u16, Value) {
+    let mut form = reqwest::multipart::Form::new();
+    for (k, v) in fields {
+        form = form.text((*k).to_owned(), (*v).to_owned());
+    }
+    let resp =
+        reqwest::Client::new().post(format!("http://127.0.0.1:{port}{path}")).multipart(form).send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn paused_on_one_process_continued_on_another(db_url: &str, dir: &std::path::Path) {
+    let config = config(dir, db_url);
+    let (mut first, first_port) = start_serve(&config).await;
+    let (_second, second_port) = start_serve(&config).await;
+    let (status, run) = post_form(
+        first_port,
+        "/workflows/publish/runs",
+        &[("message", "launch"), ("stream", "false"), ("session_id", "x")],
+    )
+    .await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["status"], "PAUSED");
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    // The process that paused it is gone.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let mut yes = run["step_requirements"][0].clone();
+    yes["confirmed"] = json!(true);
+    let (status, done) = post_form(
+        second_port,
+        &format!("/workflows/publish/runs/{run_id}/continue"),
+        &[("step_requirements", &json!([yes]).to_string()), ("session_id", "x"), ("stream", "false")],
+    )
+    .await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["status"], "COMPLETED");
+    let steps: Vec<&str> =
+        done["step_results"].as_array().unwrap().iter().map(|s| s["step_name"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["draft", "approve", "announce"]);
+    let draft_run = done["step_executor_runs"][0]["run_id"].clone();
+    assert_eq!(
+        draft_run, run["step_executor_runs"][0]["run_id"],
+        "the draft from the first process was kept, not redone"
+    );
+    let stored = get_json(second_port, &format!("/workflows/publish/runs/{run_id}?session_id=x")).await;
+    assert_eq!(stored["status"], "COMPLETED");
+    assert_eq!(stored["content"], done["content"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_a_workflow_paused_on_one_process_is_continued_on_another() {
+    let dir = scratch_dir("wf-replicas");
+    let db_url = format!("sqlite://{}", dir.join("shared.db").display());
+    paused_on_one_process_continued_on_another(&db_url, &dir).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_workflow_paused_on_one_process_is_continued_on_another() {
+    let Some(schema) = common::postgres_schema("wf_replicas") else { return };
+    let dir = scratch_dir("wf-replicas-pg");
+    paused_on_one_process_continued_on_another(&schema.url, &dir).await;
+}

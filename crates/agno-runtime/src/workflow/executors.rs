@@ -1,0 +1,224 @@
+//! What runs inside a step: a function, an agent (its events forwarded into the workflow's
+//! stream when someone listens) or a nested workflow; each raced against the run's cancel.
+
+use std::sync::Arc;
+
+use agno_core::{RunInput, RunStatus, StepOutput};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+
+use super::WorkflowRunRequest;
+use super::engine::{Ctx, Pos, Start, execute};
+use super::primitives::{Executor, Step};
+use crate::request::RunRequest;
+
+/// An agent step's message with the reviewer's notes, as Agno words them: the input values as
+/// "User preferences", a rejected output and its feedback for a retry.
+fn with_review_notes(message: String, extra: &Map<String, Value>) -> String {
+    let mut out = message;
+    if let Some(Value::Object(input)) = extra.get("user_input") {
+        let lines: Vec<String> = input
+            .iter()
+            .map(|(k, v)| format!("- {k}: {}", v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+            .collect();
+        out = format!("{out}\n\nUser preferences:\n{}", lines.join("\n"));
+    }
+    if let Some(previous) = extra.get("previous_output").and_then(Value::as_str) {
+        out = format!("{out}\n\nYour previous output was rejected:\n{previous}");
+    }
+    if let Some(feedback) = extra.get("rejection_feedback").and_then(Value::as_str) {
+        out = format!("{out}\n\nReviewer feedback: {feedback}");
+    }
+    out
+}
+
+/// Why one attempt of a step produced no output.
+pub(super) enum StepFailure {
+    /// The executor failed; the text says why.
+    Error(String),
+    /// The run was cancelled.
+    Cancelled,
+}
+
+/// One attempt of a step's executor, raced against the run's cancellation.
+/// One attempt of a step's executor, raced against the run's cancellation. `extra` is added to
+/// the step's `additional_data` (a reviewer's input, a rejection's feedback).
+pub(super) async fn execute_step(
+    ctx: &Ctx,
+    step: &Step,
+    previous: Option<&Value>,
+    pos: &Pos,
+    extra: &Map<String, Value>,
+) -> Result<StepOutput, StepFailure> {
+    match &step.executor {
+        Executor::Unset => Err(StepFailure::Error("the step has no executor".to_owned())),
+        Executor::Function(f) => {
+            let mut input = ctx.step_input(previous);
+            if !extra.is_empty() {
+                input.additional_data.get_or_insert_with(Map::new).extend(extra.clone());
+            }
+            tokio::select! {
+                biased;
+                () = ctx.token.cancelled() => Err(StepFailure::Cancelled),
+                result = f(input) => result.map_err(|e| StepFailure::Error(e.0)),
+            }
+        }
+        Executor::Agent(agent) => run_agent(ctx, step, agent, previous, pos, extra).await,
+        Executor::Workflow(nested) => {
+            let request = WorkflowRunRequest {
+                input: previous.cloned().unwrap_or_else(|| ctx.input.clone()),
+                session_id: Some(ctx.session_id.clone()),
+                user_id: ctx.user_id.clone(),
+                session_state: Some(ctx.state.snapshot()),
+                additional_data: ctx.additional_data.clone(),
+                ..WorkflowRunRequest::default()
+            };
+            let nested_run_id = agno_core::new_id();
+            let run = {
+                let fut = execute(
+                    Arc::clone(&nested.inner),
+                    Start::New(Box::new(WorkflowRunRequest { run_id: Some(nested_run_id.clone()), ..request })),
+                    None,
+                    ctx.depth + 1,
+                );
+                tokio::pin!(fut);
+                tokio::select! {
+                    result = &mut fut => result,
+                    () = ctx.token.cancelled() => {
+                        crate::cancel::cancel_run(&nested_run_id);
+                        fut.await
+                    }
+                }
+            };
+            let mut run = match run {
+                Ok(run) => run,
+                Err(e) => return Err(StepFailure::Error(e.to_string())),
+            };
+            match run.status {
+                RunStatus::Cancelled => return Err(StepFailure::Cancelled),
+                RunStatus::Paused => {
+                    return Err(StepFailure::Error(format!(
+                        "nested workflow {:?} paused for review; reviews inside a nested workflow are not supported yet",
+                        nested.id()
+                    )));
+                }
+                _ => {}
+            }
+            if let Some(state) = run.session_state.take() {
+                ctx.state.update(|s| s.extend(state));
+            }
+            run.parent_run_id = Some(ctx.run_id.clone());
+            run.extra.insert("workflow_step_id".to_owned(), json!(step.step_id));
+            let output = StepOutput {
+                content: run.content.clone(),
+                step_run_id: Some(run.id().to_owned()),
+                ..StepOutput::default()
+            };
+            if let Ok(mut runs) = ctx.executor_runs.lock() {
+                runs.push(run);
+            }
+            Ok(output)
+        }
+    }
+}
+
+async fn run_agent(
+    ctx: &Ctx,
+    step: &Step,
+    agent: &crate::Agent,
+    previous: Option<&Value>,
+    pos: &Pos,
+    extra: &Map<String, Value>,
+) -> Result<StepOutput, StepFailure> {
+    let message = previous.cloned().unwrap_or_else(|| ctx.input.clone());
+    let input = match message {
+        Value::String(text) => RunInput::text(with_review_notes(text, extra)),
+        other => RunInput { input_content: Some(other), ..RunInput::default() },
+    };
+    let agent_run_id = agno_core::new_id();
+    let request = RunRequest {
+        input,
+        run_id: Some(agent_run_id.clone()),
+        session_id: Some(ctx.session_id.clone()),
+        user_id: ctx.user_id.clone(),
+        session_state: Some(ctx.state.snapshot()),
+        parent_run_id: Some(ctx.run_id.clone()),
+        metadata: Some(Map::new()),
+        store: Some(false),
+        ..RunRequest::default()
+    };
+    let streamed = ctx.streaming();
+    let result = if streamed {
+        // As Agno (`stream_executor_events`): the agent's own events go through the workflow's
+        // stream.
+        let mut stream = agent.run_stream(request);
+        let mut cancel_sent = false;
+        loop {
+            tokio::select! {
+                event = stream.next() => match event {
+                    Some(event) => ctx.forward(event, step, pos),
+                    None => break,
+                },
+                () = ctx.token.cancelled(), if !cancel_sent => {
+                    cancel_sent = true;
+                    crate::cancel::cancel_run(&agent_run_id);
+                }
+            }
+        }
+        stream.output().await
+    } else {
+        let handle = agent.spawn_run(request);
+        tokio::pin!(handle);
+        tokio::select! {
+            result = &mut handle => result,
+            () = ctx.token.cancelled() => {
+                // Stop the agent where it is (model or tool call) and keep what it stored.
+                crate::cancel::cancel_run(&agent_run_id);
+                handle.await
+            }
+        }
+    };
+    let mut run = match result {
+        Ok(run) => run,
+        Err(e) => return Err(StepFailure::Error(e.to_string())),
+    };
+    run.extra.insert("workflow_step_id".to_owned(), json!(step.step_id));
+    if run.metadata.is_none() {
+        run.metadata = Some(Map::new());
+    }
+    // As Agno keeps a streamed step's agent run: its events name the step, `tools` only when
+    // some ran.
+    if streamed {
+        if run.tools.as_ref().is_some_and(Vec::is_empty) {
+            run.tools = None;
+        }
+        for event in run.events.get_or_insert_with(Vec::new) {
+            event.workflow_id = Some(ctx.workflow_id.clone());
+            event.workflow_run_id = Some(ctx.run_id.clone());
+            event.step_id.clone_from(&step.step_id);
+            event.step_name = Some(step.name.clone());
+            event.step_index = Some(pos.index.clone());
+        }
+    }
+    let status = run.status;
+    if let Some(state) = run.session_state.clone() {
+        ctx.state.update(|s| s.extend(state));
+    }
+    let output = StepOutput {
+        content: run.content.clone(),
+        step_run_id: Some(agent_run_id),
+        metrics: run.metrics.clone(),
+        ..StepOutput::default()
+    };
+    if let Ok(mut runs) = ctx.executor_runs.lock() {
+        runs.push(run);
+    }
+    match status {
+        RunStatus::Cancelled => Err(StepFailure::Cancelled),
+        RunStatus::Paused => Err(StepFailure::Error(format!(
+            "agent {:?} paused for human input; continuing a workflow from an agent's pause is not supported yet",
+            agent.id()
+        ))),
+        _ => Ok(output),
+    }
+}

@@ -1,0 +1,388 @@
+//! Reviews: pausing a run for a person (a [`StepRequirement`] or an [`ErrorRequirement`]), what
+//! the answer decides when the run continues, and checking an answer before anything changes.
+//!
+//! A pause is identified by its journal key (kept in the requirement's `agno_rs_key`): `pre:` a
+//! confirmation, input or route pick before a node runs; `post:` an output review (numbered by
+//! retry); `iter:` a loop iteration review; `error:` a decision after a failure.
+
+use agno_core::{ErrorRequirement, RunOutput, StepOutput, StepRequirement, StepType, WorkflowEventData};
+use serde_json::{Map, Value, json};
+
+use super::engine::{Ctx, Halt, JOURNAL, Pause, Pos};
+use super::review::{HumanReview, OnReject};
+
+/// Where in the requirement the journal key is kept.
+const KEY: &str = "agno_rs_key";
+
+/// The node a review is about.
+pub(super) struct Reviewed<'a> {
+    pub(super) kind: StepType,
+    pub(super) name: &'a str,
+    pub(super) id: Option<&'a str>,
+    pub(super) pos: &'a Pos,
+    pub(super) review: &'a HumanReview,
+}
+
+impl Reviewed<'_> {
+    fn node(&self) -> Option<(&str, Option<&str>, &Pos)> {
+        Some((self.name, self.id, self.pos))
+    }
+
+    fn requirement(&self, key: String) -> StepRequirement {
+        let r = self.review;
+        let mut req = StepRequirement::new(self.id.unwrap_or(self.name));
+        req.step_name = Some(self.name.to_owned());
+        req.step_index = Some(self.pos.index.clone());
+        req.step_type = Some(self.kind.as_str().to_owned());
+        req.on_reject = r.on_reject.as_str().to_owned();
+        req.on_timeout = r.on_timeout.as_str().to_owned();
+        req.max_retries = Some(r.max_retries);
+        req.timeout_at = r.timeout.map(|secs| {
+            let at = chrono::Utc::now() + chrono::Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX / 2));
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        });
+        req.extra.insert(KEY.to_owned(), Value::String(key));
+        req
+    }
+
+    /// What a rejection does: the answer's `on_reject` (a timeout may have set it), else the
+    /// review's.
+    pub(super) fn on_reject(&self, answer: &StepRequirement) -> OnReject {
+        OnReject::parse(&answer.on_reject).unwrap_or(self.review.on_reject)
+    }
+
+    /// The cancel of a rejected node.
+    pub(super) fn rejected(&self) -> Halt {
+        Halt::Cancelled(Some(format!("Workflow cancelled: Step '{}' was rejected", self.name)))
+    }
+}
+
+/// Before a node runs.
+pub(super) enum Before {
+    /// Run it (with the answer, when there was a review: its input, its picked routes).
+    Go(Option<StepRequirement>),
+    /// The reviewer said no.
+    Rejected(OnReject, StepRequirement),
+}
+
+/// Asks (or reads the answer to) the review before a node runs: confirmation, input, or a
+/// router's route (`choices`, when the router's reviewer picks).
+pub(super) fn before(ctx: &Ctx, node: &Reviewed<'_>, choices: Option<&[&str]>) -> Result<Before, Halt> {
+    let r = node.review;
+    let picks_route = choices.is_some() && r.requires_user_input;
+    if !(r.requires_confirmation || r.requires_user_input) {
+        return Ok(Before::Go(None));
+    }
+    let key = format!("pre:{}", node.pos.key);
+    let Some(answer) = ctx.answer(&key) else {
+        let mut req = node.requirement(key);
+        req.requires_confirmation = r.requires_confirmation;
+        req.confirmation_message.clone_from(&r.confirmation_message);
+        if picks_route {
+            req.requires_route_selection = true;
+            req.available_choices = choices.map(|c| c.iter().map(|s| (*s).to_owned()).collect());
+            req.allow_multiple_selections = r.allow_multiple_selections;
+            req.user_input_message.clone_from(&r.user_input_message);
+        } else if r.requires_user_input {
+            req.requires_user_input = true;
+            req.user_input_message.clone_from(&r.user_input_message);
+            req.user_input_schema = (!r.user_input_schema.is_empty()).then(|| r.user_input_schema.clone());
+        }
+        ctx.live();
+        let event = if picks_route {
+            WorkflowEventData::RouterPaused {
+                available_choices: req.available_choices.clone().unwrap_or_default(),
+                user_input_message: req.user_input_message.clone(),
+                allow_multiple_selections: req.allow_multiple_selections,
+            }
+        } else {
+            WorkflowEventData::StepPaused {
+                requires_confirmation: req.requires_confirmation,
+                confirmation_message: req.confirmation_message.clone(),
+                requires_user_input: req.requires_user_input,
+                user_input_message: req.user_input_message.clone(),
+                user_input_schema: req.user_input_schema.as_ref().and_then(|s| serde_json::to_value(s).ok()),
+            }
+        };
+        ctx.emit(event, node.node());
+        return Err(Halt::Paused(Box::new(Pause::Step(Box::new(req)))));
+    };
+    ctx.live();
+    ctx.emit(WorkflowEventData::StepContinued {}, node.node());
+    if answer.confirmed == Some(false) {
+        return Ok(Before::Rejected(node.on_reject(&answer), answer));
+    }
+    Ok(Before::Go(Some(answer)))
+}
+
+/// After a node ran.
+pub(super) enum After {
+    /// Keep this output.
+    Accept(Box<StepOutput>),
+    /// The reviewer rejected the output.
+    Rejected(OnReject, Box<StepRequirement>),
+}
+
+/// Asks (or reads the answer to) the review of a node's output; `round` counts the retries a
+/// reviewer asked for. The output is kept in the journal while it waits, so a continue does not
+/// run the node again.
+pub(super) fn after(ctx: &Ctx, node: &Reviewed<'_>, output: StepOutput, round: u32) -> Result<After, Halt> {
+    let r = node.review;
+    if !r.requires_output_review.applies(&output) {
+        return Ok(After::Accept(Box::new(output)));
+    }
+    let key = format!("post:{}:{round}", node.pos.key);
+    let Some(answer) = ctx.answer(&key) else {
+        ctx.journal_put(pending_key(node.pos, round), serde_json::to_value(&output).unwrap_or_default());
+        let mut req = node.requirement(key);
+        req.requires_output_review = true;
+        req.output_review_message.clone_from(&r.output_review_message);
+        req.is_post_execution = true;
+        req.retry_count = round;
+        req.step_output = Some(output);
+        ctx.live();
+        ctx.emit(
+            WorkflowEventData::StepOutputReview {
+                output_review_message: req.output_review_message.clone(),
+                requires_output_review: true,
+            },
+            node.node(),
+        );
+        return Err(Halt::Paused(Box::new(Pause::Step(Box::new(req)))));
+    };
+    if answer.confirmed == Some(false) {
+        return Ok(After::Rejected(node.on_reject(&answer), Box::new(answer)));
+    }
+    let mut output = output;
+    if let Some(edited) = &answer.edited_output {
+        output.content = Some(edited.clone());
+    }
+    Ok(After::Accept(Box::new(output)))
+}
+
+/// The journal key of an output that waits for review.
+pub(super) fn pending_key(pos: &Pos, round: u32) -> String {
+    format!("pending:{}:{round}", pos.key)
+}
+
+/// Asks (or reads the answer to) the review after loop iteration `iteration` (its `round`th
+/// attempt). `Ok(None)` when approved.
+pub(super) fn iteration(
+    ctx: &Ctx,
+    node: &Reviewed<'_>,
+    iteration: u32,
+    round: u32,
+    last: Option<&StepOutput>,
+) -> Result<Option<(OnReject, StepRequirement)>, Halt> {
+    let key = format!("iter:{}#{iteration}r{round}", node.pos.key);
+    let Some(answer) = ctx.answer(&key) else {
+        let mut req = node.requirement(key);
+        req.requires_output_review = true;
+        req.output_review_message.clone_from(&node.review.iteration_review_message);
+        req.is_post_execution = true;
+        req.retry_count = round;
+        req.step_output = last.cloned();
+        req.extra.insert("iteration".to_owned(), json!(iteration));
+        ctx.live();
+        ctx.emit(
+            WorkflowEventData::StepOutputReview {
+                output_review_message: req.output_review_message.clone(),
+                requires_output_review: true,
+            },
+            node.node(),
+        );
+        return Err(Halt::Paused(Box::new(Pause::Step(Box::new(req)))));
+    };
+    if answer.confirmed == Some(false) {
+        return Ok(Some((node.on_reject(&answer), answer)));
+    }
+    Ok(None)
+}
+
+/// What a reviewer decided after a failure.
+pub(super) enum ErrorDecision {
+    Retry,
+    Skip,
+}
+
+/// The decision already taken on the step's failure number `round` (in an earlier walk of this
+/// run), with that failure's message.
+pub(super) fn decided(ctx: &Ctx, pos: &Pos, round: u32) -> Option<(ErrorDecision, String)> {
+    let answer: ErrorRequirement =
+        serde_json::from_value(ctx.journal_get(&format!("answer:error:{}:{round}", pos.key))?).ok()?;
+    let decision = if answer.decision.as_deref() == Some("retry") { ErrorDecision::Retry } else { ErrorDecision::Skip };
+    Some((decision, answer.error_message))
+}
+
+/// Pauses (or reads the decision) after a step failed with `on_error = pause`; `round` counts
+/// the retries decided so far.
+pub(super) fn error(ctx: &Ctx, node: &Reviewed<'_>, message: &str, round: u32) -> Result<ErrorDecision, Halt> {
+    let key = format!("error:{}:{round}", node.pos.key);
+    let answer: Option<ErrorRequirement> =
+        ctx.journal_get(&format!("answer:{key}")).and_then(|v| serde_json::from_value(v).ok());
+    match answer.and_then(|a| a.decision) {
+        Some(d) if d == "retry" => Ok(ErrorDecision::Retry),
+        Some(_) => Ok(ErrorDecision::Skip),
+        None => {
+            let mut req = ErrorRequirement {
+                step_id: node.id.unwrap_or(node.name).to_owned(),
+                step_name: Some(node.name.to_owned()),
+                step_index: Some(node.pos.index.clone()),
+                error_message: message.to_owned(),
+                error_type: Some("StepError".to_owned()),
+                retry_count: round,
+                decision: None,
+                extra: Map::new(),
+            };
+            req.extra.insert(KEY.to_owned(), Value::String(key));
+            ctx.live();
+            ctx.emit(WorkflowEventData::StepError { error: Some(message.to_owned()) }, node.node());
+            Err(Halt::Paused(Box::new(Pause::Error(Box::new(req)))))
+        }
+    }
+}
+
+/// Applies a continue's answers to a paused run: the active requirement (the last one) takes the
+/// answer's decision (`confirmed`, `rejection_feedback`, `user_input`, `selected_choices`,
+/// `edited_output`; or an error's `decision`), a timeout applies `on_timeout`, and the answer is
+/// put into the run's journal. Nothing changes when the answer does not fit.
+///
+/// # Errors
+/// A sentence naming the step or field that does not fit.
+pub(super) fn resolve(
+    run: &mut RunOutput,
+    answers: &[StepRequirement],
+    errors: &[ErrorRequirement],
+) -> Result<(), String> {
+    let mut journal = match run.extra.get(JOURNAL) {
+        Some(Value::Object(j)) => j.clone(),
+        _ => Map::new(),
+    };
+    let pending_error = last_of::<ErrorRequirement>(run, "error_requirements").filter(|(_, e)| e.decision.is_none());
+    if let Some((index, mut active)) = pending_error {
+        let name = active.step_name.clone().unwrap_or_else(|| active.step_id.clone());
+        let answer = errors.iter().find(|e| e.step_id == active.step_id).ok_or_else(|| {
+            let named: Vec<&str> = errors.iter().map(|e| e.step_name.as_deref().unwrap_or(&e.step_id)).collect();
+            if named.is_empty() {
+                format!("the run waits for a decision on step {name:?}: send error_requirements with decision \"retry\" or \"skip\"")
+            } else {
+                format!("error_requirements names {}, but the run waits for a decision on step {name:?}", named.join(", "))
+            }
+        })?;
+        match answer.decision.as_deref() {
+            Some(d @ ("retry" | "skip")) => active.decision = Some(d.to_owned()),
+            other => {
+                return Err(format!(
+                    "error_requirements[{name}].decision must be \"retry\" or \"skip\", got {other:?}"
+                ));
+            }
+        }
+        let key = active.extra.get(KEY).and_then(Value::as_str).unwrap_or_default().to_owned();
+        journal.insert(format!("answer:{key}"), serde_json::to_value(&active).unwrap_or_default());
+        replace(run, "error_requirements", index, serde_json::to_value(&active).unwrap_or_default());
+        run.extra.insert(JOURNAL.to_owned(), Value::Object(journal));
+        return Ok(());
+    }
+    let Some((index, mut active)) = last_of::<StepRequirement>(run, "step_requirements") else {
+        return Err("the run has no step requirement to answer".to_owned());
+    };
+    let name = active.step_name.clone().unwrap_or_else(|| active.step_id.clone());
+    let answer = answers.iter().find(|a| a.step_id == active.step_id).ok_or_else(|| {
+        let named: Vec<&str> = answers.iter().map(|a| a.step_name.as_deref().unwrap_or(&a.step_id)).collect();
+        if named.is_empty() {
+            format!("the run waits for step {name:?}: send step_requirements with its answer")
+        } else {
+            format!("step_requirements names {}, but the run waits for step {name:?}", named.join(", "))
+        }
+    })?;
+    let timed_out = active
+        .timeout_at
+        .as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .is_some_and(|t| chrono::Utc::now() >= t);
+    if timed_out {
+        match active.on_timeout.as_str() {
+            "approve" => active.confirmed = Some(true),
+            "skip" => {
+                active.confirmed = Some(false);
+                active.on_reject = "skip".to_owned();
+            }
+            _ => {
+                active.confirmed = Some(false);
+                active.on_reject = "cancel".to_owned();
+            }
+        }
+        if active.requires_user_input && active.confirmed == Some(true) {
+            // Approved by timeout without input: nothing to fill.
+            active.requires_user_input = false;
+        }
+        if active.requires_route_selection && active.confirmed == Some(true) {
+            return Err(format!("the review of step {name:?} timed out and a route cannot be approved by default"));
+        }
+    } else {
+        active.confirmed = answer.confirmed.or(active.confirmed);
+        if answer.rejection_feedback.is_some() {
+            active.rejection_feedback.clone_from(&answer.rejection_feedback);
+        }
+        if let Some(edited) = &answer.edited_output {
+            active.edit(edited.clone());
+        }
+        if active.requires_user_input {
+            let given = answer.user_input.clone().or_else(|| values_of(answer.user_input_schema.as_deref()));
+            if let Some(values) = given {
+                if let Some(schema) = &active.user_input_schema {
+                    for (field, value) in &values {
+                        let Some(spec) = schema.iter().find(|f| &f.name == field) else {
+                            return Err(format!("user_input.{field}: step {name:?} asks for no such field"));
+                        };
+                        spec.check(value).map_err(|e| format!("user_input of step {name:?}: {e}"))?;
+                    }
+                }
+                active.set_user_input(values);
+            }
+        }
+        if active.requires_route_selection {
+            let picked = answer.selected_choices.clone().unwrap_or_default();
+            let choices = active.available_choices.clone().unwrap_or_default();
+            if let Some(bad) = picked.iter().find(|p| !choices.contains(p)) {
+                return Err(format!(
+                    "selected_choices: {bad:?} is not a route of {name:?} (choices: {})",
+                    choices.join(", ")
+                ));
+            }
+            if picked.len() > 1 && !active.allow_multiple_selections {
+                return Err(format!("selected_choices: router {name:?} takes one route, got {}", picked.len()));
+            }
+            if !picked.is_empty() {
+                active.selected_choices = Some(picked);
+            }
+        }
+        if let Some(missing) = active.missing() {
+            return Err(format!("step {name:?} is not answered: {missing}"));
+        }
+    }
+    let key = active.extra.get(KEY).and_then(Value::as_str).unwrap_or_default().to_owned();
+    journal.insert(format!("answer:{key}"), serde_json::to_value(&active).unwrap_or_default());
+    replace(run, "step_requirements", index, serde_json::to_value(&active).unwrap_or_default());
+    run.extra.insert(JOURNAL.to_owned(), Value::Object(journal));
+    Ok(())
+}
+
+fn values_of(schema: Option<&[agno_core::StepInputField]>) -> Option<Map<String, Value>> {
+    let values: Map<String, Value> = schema?.iter().filter_map(|f| Some((f.name.clone(), f.value.clone()?))).collect();
+    (!values.is_empty()).then_some(values)
+}
+
+fn last_of<T: serde::de::DeserializeOwned>(run: &RunOutput, field: &str) -> Option<(usize, T)> {
+    let list = run.extra.get(field)?.as_array()?;
+    let index = list.len().checked_sub(1)?;
+    serde_json::from_value(list[index].clone()).ok().map(|v| (index, v))
+}
+
+fn replace(run: &mut RunOutput, field: &str, index: usize, value: Value) {
+    if let Some(Value::Array(list)) = run.extra.get_mut(field)
+        && let Some(slot) = list.get_mut(index)
+    {
+        *slot = value;
+    }
+}
