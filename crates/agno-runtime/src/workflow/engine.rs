@@ -8,6 +8,7 @@
 //! up to the paused step, which continues with the reviewer's answer. The same replay resumes a
 //! run after the last step it completed.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -151,23 +152,32 @@ pub(super) struct Ctx {
     pub(super) input: Value,
     pub(super) additional_data: Option<Map<String, Value>>,
     /// Outputs completed so far (`previous_step_outputs`), in completion order.
-    completed: Mutex<Vec<(String, StepOutput)>>,
+    completed: Mutex<Arc<Vec<(String, StepOutput)>>>,
     /// Agent and nested-workflow runs of the steps (`step_executor_runs`).
     pub(super) executor_runs: Mutex<Vec<RunOutput>>,
     pub(super) depth: u32,
-    /// Outputs, decisions and answers so far, by journal key.
+    /// Decisions and answers so far, by journal key.
     journal: Mutex<Map<String, Value>>,
+    /// Step outputs so far (`None`: the step left no result), by position key; kept typed and
+    /// written into the journal only when the run is stored.
+    outputs: Mutex<HashMap<String, Option<StepOutput>>>,
+    /// The agent and workflow runs of the steps done so far, by position key.
+    step_runs: Mutex<HashMap<String, RunOutput>>,
     /// True while replaying what the journal holds: events stay quiet.
     replaying: AtomicBool,
 }
 
 impl Ctx {
-    pub(super) fn emit(&self, data: WorkflowEventData, node: Option<(&str, Option<&str>, &Pos)>) {
+    /// Emits the event `data()` builds, unless nobody wants events (then `data` never runs, so
+    /// a run without listeners builds no event payloads).
+    pub(super) fn emit(&self, data: impl FnOnce() -> WorkflowEventData, node: Option<(&str, Option<&str>, &Pos)>) {
         if self.replaying.load(Ordering::Relaxed) {
             return;
         }
-        if let Ok(mut events) = self.events.lock() {
-            events.emit(data, node);
+        if let Ok(mut events) = self.events.lock()
+            && (events.listening() || events.stored.is_some())
+        {
+            events.emit(data(), node);
         }
     }
 
@@ -197,7 +207,7 @@ impl Ctx {
         StepInput {
             input: Some(self.input.clone()),
             previous_step_content: previous.cloned(),
-            previous_step_outputs: self.completed.lock().map(|c| c.clone()).unwrap_or_default(),
+            previous_step_outputs: self.completed.lock().map(|c| Arc::clone(&c)).unwrap_or_default(),
             additional_data: self.additional_data.clone(),
             session_state: self.state.clone(),
             run_id: self.run_id.clone(),
@@ -210,7 +220,7 @@ impl Ctx {
     /// Records a completed output for `previous_step_outputs`.
     pub(super) fn record(&self, name: &str, output: &StepOutput) {
         if let Ok(mut completed) = self.completed.lock() {
-            completed.push((name.to_owned(), output.clone()));
+            Arc::make_mut(&mut completed).push((name.to_owned(), output.clone()));
         }
     }
 
@@ -233,8 +243,40 @@ impl Ctx {
         self.journal_get(&format!("answer:{key}")).and_then(|v| serde_json::from_value(v).ok())
     }
 
+    /// The output of the step at `key` in an earlier walk: `Some(None)` when it left no result.
+    pub(super) fn done(&self, key: &str) -> Option<Option<StepOutput>> {
+        self.outputs.lock().ok().and_then(|o| o.get(key).cloned())
+    }
+
+    /// The agent or workflow run of the step at `key` in an earlier walk.
+    pub(super) fn done_run(&self, key: &str) -> Option<RunOutput> {
+        self.step_runs.lock().ok().and_then(|r| r.get(key).cloned())
+    }
+
+    /// Keeps the step's output (and its agent or workflow run) for later walks.
+    pub(super) fn set_done(&self, key: &str, output: Option<StepOutput>, run: Option<RunOutput>) {
+        if let Ok(mut o) = self.outputs.lock() {
+            o.insert(key.to_owned(), output);
+        }
+        if let (Some(run), Ok(mut r)) = (run, self.step_runs.lock()) {
+            r.insert(key.to_owned(), run);
+        }
+    }
+
+    /// The whole journal as stored: decisions, answers, outputs (`out:`) and runs (`run:`).
     fn journal_snapshot(&self) -> Map<String, Value> {
-        self.journal.lock().map(|j| j.clone()).unwrap_or_default()
+        let mut journal = self.journal.lock().map(|j| j.clone()).unwrap_or_default();
+        if let Ok(outputs) = self.outputs.lock() {
+            for (key, output) in outputs.iter() {
+                journal.insert(format!("out:{key}"), serde_json::to_value(output).unwrap_or(Value::Null));
+            }
+        }
+        if let Ok(runs) = self.step_runs.lock() {
+            for (key, run) in runs.iter() {
+                journal.insert(format!("run:{key}"), serde_json::to_value(run).unwrap_or(Value::Null));
+            }
+        }
+        journal
     }
 
     pub(super) fn executor_runs(&self) -> Vec<RunOutput> {
@@ -313,9 +355,35 @@ pub(super) async fn execute(
         journal.insert("meta:additional_data".to_owned(), Value::Object(data.clone()));
     }
     let replaying = journal.keys().any(|k| k.starts_with("out:") || k.starts_with("answer:"));
+    // Outputs and step runs are read once, typed.
+    let mut outputs = HashMap::new();
+    let mut step_runs = HashMap::new();
+    journal.retain(|key, value| {
+        if let Some(pos) = key.strip_prefix("out:") {
+            outputs.insert(pos.to_owned(), serde_json::from_value(value.take()).unwrap_or(None));
+            return false;
+        }
+        if let Some(pos) = key.strip_prefix("run:") {
+            if let Ok(run) = serde_json::from_value(value.take()) {
+                step_runs.insert(pos.to_owned(), run);
+            }
+            return false;
+        }
+        true
+    });
     if let Some(db) = &db {
         let mut running = record.clone();
-        running.extra.insert(JOURNAL.to_owned(), Value::Object(journal.clone()));
+        if replaying {
+            // The journal read above stays stored while the run executes.
+            let mut stored = journal.clone();
+            for (key, output) in &outputs {
+                stored.insert(format!("out:{key}"), serde_json::to_value(output).unwrap_or(Value::Null));
+            }
+            for (key, run) in &step_runs {
+                stored.insert(format!("run:{key}"), serde_json::to_value(run).unwrap_or(Value::Null));
+            }
+            running.extra.insert(JOURNAL.to_owned(), Value::Object(stored));
+        }
         store::save(db, &wf, &mut session, &initial, state.clone(), &running).await?;
     }
 
@@ -343,14 +411,16 @@ pub(super) async fn execute(
         user_id: user_id.clone(),
         input,
         additional_data,
-        completed: Mutex::new(Vec::new()),
+        completed: Mutex::new(Arc::new(Vec::new())),
         executor_runs: Mutex::new(Vec::new()),
         depth,
         journal: Mutex::new(journal),
+        outputs: Mutex::new(outputs),
+        step_runs: Mutex::new(step_runs),
         replaying: AtomicBool::new(replaying),
     };
     if !continued {
-        ctx.emit(WorkflowEventData::WorkflowStarted {}, None);
+        ctx.emit(|| WorkflowEventData::WorkflowStarted {}, None);
     }
 
     // The top-level walk, storing progress (and the journal) after each step.
@@ -373,7 +443,9 @@ pub(super) async fn execute(
                     let mut progress = record.clone();
                     store::set_progress(&mut progress, &results, &ctx.executor_runs());
                     progress.extra.insert(JOURNAL.to_owned(), Value::Object(ctx.journal_snapshot()));
-                    let stored = store::save(db, &wf, &mut session, &initial, ctx.state.snapshot(), &progress).await;
+                    // Progress is the run row alone; the session (and its state) is written when
+                    // the run starts and ends.
+                    let stored = db.upsert_run(&progress, &session_id, user_id.as_deref()).await.map(|_| ());
                     if let Err(e) = stored {
                         tracing::warn!(run_id, error = %e, "cannot store the workflow run's progress");
                     }
@@ -400,7 +472,7 @@ pub(super) async fn execute(
             record.content = results.last().and_then(StepOutput::deepest_content).cloned();
             clear_pause(&mut record);
             ctx.emit(
-                WorkflowEventData::WorkflowCompleted {
+                || WorkflowEventData::WorkflowCompleted {
                     content: record.content.clone(),
                     content_type: record.content_type.clone(),
                     metadata: record.metadata.clone(),
@@ -418,7 +490,9 @@ pub(super) async fn execute(
             clear_pause(&mut record);
             ctx.live();
             ctx.emit(
-                WorkflowEventData::WorkflowCancelled { reason: Some(reason.unwrap_or_else(|| "cancelled".to_owned())) },
+                || WorkflowEventData::WorkflowCancelled {
+                    reason: Some(reason.unwrap_or_else(|| "cancelled".to_owned())),
+                },
                 None,
             );
         }
@@ -428,7 +502,7 @@ pub(super) async fn execute(
             clear_pause(&mut record);
             ctx.live();
             ctx.emit(
-                WorkflowEventData::WorkflowError {
+                || WorkflowEventData::WorkflowError {
                     error: Some(message.clone()),
                     error_type: Some("StepFailed".to_owned()),
                 },
@@ -443,7 +517,7 @@ pub(super) async fn execute(
             record.extra.insert(JOURNAL.to_owned(), Value::Object(ctx.journal_snapshot()));
             ctx.live();
             ctx.emit(
-                WorkflowEventData::WorkflowPaused {
+                || WorkflowEventData::WorkflowPaused {
                     status: RunStatus::Paused.as_str().to_owned(),
                     paused_step_index: record
                         .extra

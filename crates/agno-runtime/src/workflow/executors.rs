@@ -58,9 +58,10 @@ pub(super) async fn execute_step(
                 input.additional_data.get_or_insert_with(Map::new).extend(extra.clone());
             }
             tokio::select! {
+                // The function first: one that finishes at once never waits on the token.
                 biased;
-                () = ctx.token.cancelled() => Err(StepFailure::Cancelled),
                 result = f(input) => result.map_err(|e| StepFailure::Error(e.0)),
+                () = ctx.token.cancelled() => Err(StepFailure::Cancelled),
             }
         }
         Executor::Agent(agent) => run_agent(ctx, step, agent, previous, pos, extra).await,

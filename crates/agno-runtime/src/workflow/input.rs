@@ -48,7 +48,7 @@ pub struct StepInput {
     /// Content of the step before this one (the innermost last output of a container).
     pub previous_step_content: Option<Value>,
     /// Outputs of the steps completed so far in this run, by step name, in completion order.
-    pub previous_step_outputs: Vec<(String, StepOutput)>,
+    pub previous_step_outputs: Arc<Vec<(String, StepOutput)>>,
     /// Extra data the caller passed with the run.
     pub additional_data: Option<Map<String, Value>>,
     /// The workflow session state.

@@ -104,11 +104,11 @@ pub(super) fn before(ctx: &Ctx, node: &Reviewed<'_>, choices: Option<&[&str]>) -
                 user_input_schema: req.user_input_schema.as_ref().and_then(|s| serde_json::to_value(s).ok()),
             }
         };
-        ctx.emit(event, node.node());
+        ctx.emit(|| event, node.node());
         return Err(Halt::Paused(Box::new(Pause::Step(Box::new(req)))));
     };
     ctx.live();
-    ctx.emit(WorkflowEventData::StepContinued {}, node.node());
+    ctx.emit(|| WorkflowEventData::StepContinued {}, node.node());
     if answer.confirmed == Some(false) {
         return Ok(Before::Rejected(node.on_reject(&answer), answer));
     }
@@ -142,7 +142,7 @@ pub(super) fn after(ctx: &Ctx, node: &Reviewed<'_>, output: StepOutput, round: u
         req.step_output = Some(output);
         ctx.live();
         ctx.emit(
-            WorkflowEventData::StepOutputReview {
+            || WorkflowEventData::StepOutputReview {
                 output_review_message: req.output_review_message.clone(),
                 requires_output_review: true,
             },
@@ -185,7 +185,7 @@ pub(super) fn iteration(
         req.extra.insert("iteration".to_owned(), json!(iteration));
         ctx.live();
         ctx.emit(
-            WorkflowEventData::StepOutputReview {
+            || WorkflowEventData::StepOutputReview {
                 output_review_message: req.output_review_message.clone(),
                 requires_output_review: true,
             },
@@ -236,7 +236,7 @@ pub(super) fn error(ctx: &Ctx, node: &Reviewed<'_>, message: &str, round: u32) -
             };
             req.extra.insert(KEY.to_owned(), Value::String(key));
             ctx.live();
-            ctx.emit(WorkflowEventData::StepError { error: Some(message.to_owned()) }, node.node());
+            ctx.emit(|| WorkflowEventData::StepError { error: Some(message.to_owned()) }, node.node());
             Err(Halt::Paused(Box::new(Pause::Error(Box::new(req)))))
         }
     }

@@ -2,7 +2,7 @@
 //! events and summarise their inner outputs as Agno does; reviews pause and continue
 //! (`pause.rs`); what the journal holds is replayed instead of run again.
 
-use agno_core::{RunOutput, StepOutput, StepType, WorkflowEventData};
+use agno_core::{StepOutput, StepType, WorkflowEventData};
 use futures::future::{BoxFuture, join_all};
 use serde_json::{Map, Value, json};
 
@@ -84,19 +84,13 @@ fn container_output(
     }
 }
 
-fn out_key(pos: &Pos) -> String {
-    format!("out:{}", pos.key)
-}
-
 /// A step: its review before it runs, its attempts (`max_retries`), what an error does, the
 /// review of its output (a rejection may run it again), then its events. A step the journal
 /// holds is replayed.
 async fn run_step(ctx: &Ctx, step: &Step, previous: Option<Value>, pos: &Pos) -> Result<Option<StepOutput>, Halt> {
-    if let Some(done) = ctx.journal_get(&out_key(pos)) {
+    if let Some(output) = ctx.done(&pos.key) {
         // Done before a pause or a crash: the same output (or none), no events, no work.
-        let output: Option<StepOutput> = serde_json::from_value(done).unwrap_or(None);
-        if let Some(run) =
-            ctx.journal_get(&format!("run:{}", pos.key)).and_then(|v| serde_json::from_value::<RunOutput>(v).ok())
+        if let Some(run) = ctx.done_run(&pos.key)
             && let Ok(mut runs) = ctx.executor_runs.lock()
         {
             runs.push(run);
@@ -132,16 +126,18 @@ async fn run_step(ctx: &Ctx, step: &Step, previous: Option<Value>, pos: &Pos) ->
         }
     }
     ctx.live();
-    ctx.emit(WorkflowEventData::StepStarted {}, node);
+    ctx.emit(|| WorkflowEventData::StepStarted {}, node);
     let mut round = 0;
     let mut error_round = 0;
     let output = loop {
-        let produced = match ctx.journal_get(&pause::pending_key(pos, round)) {
+        // Only a reviewed step has outputs waiting for review or failures decided on.
+        let produced = match reviewed.as_ref().and_then(|_| ctx.journal_get(&pause::pending_key(pos, round))) {
             Some(pending) => serde_json::from_value(pending).ok(),
             None => None,
         };
         // A failure an earlier walk already had (and a reviewer decided on) is not had again.
-        let produced = match (produced, pause::decided(ctx, pos, error_round)) {
+        let decided = reviewed.as_ref().and_then(|_| pause::decided(ctx, pos, error_round));
+        let produced = match (produced, decided) {
             (None, Some((ErrorDecision::Retry, _))) => {
                 error_round += 1;
                 continue;
@@ -210,7 +206,7 @@ fn skipped(message: &str) -> StepOutput {
 
 fn failed(ctx: &Ctx, step: &Step, pos: &Pos, message: &str) -> Halt {
     ctx.emit(
-        WorkflowEventData::StepError { error: Some(message.to_owned()) },
+        || WorkflowEventData::StepError { error: Some(message.to_owned()) },
         Some((step.name.as_str(), step.step_id.as_deref(), pos)),
     );
     Halt::Failed { step: step.name.clone(), message: format!("step {:?} failed: {message}", step.name) }
@@ -257,19 +253,20 @@ fn finish(ctx: &Ctx, step: &Step, pos: &Pos, output: Option<StepOutput>) -> Resu
         }
         output
     });
-    ctx.journal_put(out_key(pos), serde_json::to_value(&output).unwrap_or(Value::Null));
-    if let Some(run_id) = output.as_ref().and_then(|o| o.step_run_id.as_deref())
-        && let Some(run) = ctx.executor_runs().into_iter().rev().find(|r| r.id() == run_id)
-    {
-        ctx.journal_put(format!("run:{}", pos.key), serde_json::to_value(&run).unwrap_or(Value::Null));
-    }
+    let run = output.as_ref().and_then(|o| o.step_run_id.as_deref()).and_then(|run_id| {
+        ctx.executor_runs.lock().ok().and_then(|runs| runs.iter().rev().find(|r| r.id() == run_id).cloned())
+    });
+    ctx.set_done(&pos.key, output.clone(), run);
     let Some(output) = output else { return Ok(None) };
     ctx.record(&step.name, &output);
     if pos.is_top() && matches!(step.executor, Executor::Function(_)) {
-        ctx.emit(WorkflowEventData::StepOutput { step_output: output.clone() }, Some((step.name.as_str(), None, pos)));
+        ctx.emit(
+            || WorkflowEventData::StepOutput { step_output: output.clone() },
+            Some((step.name.as_str(), None, pos)),
+        );
     }
     ctx.emit(
-        WorkflowEventData::StepCompleted {
+        || WorkflowEventData::StepCompleted {
             content: output.content.clone(),
             content_type: "str".to_owned(),
             step_response: output.clone(),
@@ -303,10 +300,10 @@ async fn run_steps(ctx: &Ctx, group: &Steps, previous: Option<Value>, pos: &Pos)
     if !confirm_container(ctx, reviewed.as_ref())? {
         return Ok(None);
     }
-    ctx.emit(WorkflowEventData::StepsExecutionStarted { steps_count: group.steps.len() }, node);
+    ctx.emit(|| WorkflowEventData::StepsExecutionStarted { steps_count: group.steps.len() }, node);
     let outputs = run_sequence(ctx, &group.steps, previous, |i| pos.child(i, id)).await?;
     ctx.emit(
-        WorkflowEventData::StepsExecutionCompleted {
+        || WorkflowEventData::StepsExecutionCompleted {
             steps_count: group.steps.len(),
             executed_steps: outputs.len(),
             step_results: outputs.clone(),
@@ -325,19 +322,19 @@ async fn run_loop(ctx: &Ctx, lp: &Loop, previous: Option<Value>, pos: &Pos) -> R
     if !confirm_container(ctx, reviewed.as_ref())? {
         return Ok(None);
     }
-    ctx.emit(WorkflowEventData::LoopExecutionStarted { max_iterations: lp.max_iterations }, node);
+    ctx.emit(|| WorkflowEventData::LoopExecutionStarted { max_iterations: lp.max_iterations }, node);
     let mut all: Vec<Vec<StepOutput>> = Vec::new();
     let mut iteration_input = previous;
     let mut iteration = 1;
     let mut round = 0;
     while iteration <= lp.max_iterations {
         ctx.check()?;
-        ctx.emit(WorkflowEventData::LoopIterationStarted { iteration, max_iterations: lp.max_iterations }, node);
+        ctx.emit(|| WorkflowEventData::LoopIterationStarted { iteration, max_iterations: lp.max_iterations }, node);
         let scope = pos.scoped(&format!("#{iteration}r{round}"));
         let outputs = run_sequence(ctx, &lp.steps, iteration_input.clone(), |i| scope.child(i, id)).await?;
         let ended = lp.end_condition.as_ref().is_some_and(|c| c.ends(&outputs));
         ctx.emit(
-            WorkflowEventData::LoopIterationCompleted {
+            || WorkflowEventData::LoopIterationCompleted {
                 iteration,
                 max_iterations: lp.max_iterations,
                 should_continue: !ended,
@@ -372,7 +369,7 @@ async fn run_loop(ctx: &Ctx, lp: &Loop, previous: Option<Value>, pos: &Pos) -> R
     }
     let total_iterations = u32::try_from(all.len()).unwrap_or(u32::MAX);
     ctx.emit(
-        WorkflowEventData::LoopExecutionCompleted {
+        || WorkflowEventData::LoopExecutionCompleted {
             total_iterations,
             max_iterations: lp.max_iterations,
             all_results: all.clone(),
@@ -424,7 +421,7 @@ async fn run_condition(
             result
         }
     };
-    ctx.emit(WorkflowEventData::ConditionExecutionStarted { condition_result: result }, node);
+    ctx.emit(|| WorkflowEventData::ConditionExecutionStarted { condition_result: result }, node);
     let (branch, steps, scope) = if result {
         (Some("if"), cond.steps.as_slice(), pos.clone())
     } else if !cond.else_steps.is_empty() {
@@ -434,7 +431,7 @@ async fn run_condition(
     };
     let outputs = run_sequence(ctx, steps, previous, |i| scope.child(i, id)).await?;
     ctx.emit(
-        WorkflowEventData::ConditionExecutionCompleted {
+        || WorkflowEventData::ConditionExecutionCompleted {
             condition_result: result,
             executed_steps: outputs.len(),
             branch: branch.map(str::to_owned),
@@ -497,17 +494,17 @@ async fn run_router(
                         router.name,
                         names.join(", ")
                     );
-                    ctx.emit(WorkflowEventData::StepError { error: Some(message.clone()) }, node);
+                    ctx.emit(|| WorkflowEventData::StepError { error: Some(message.clone()) }, node);
                     return Err(Halt::Failed { step: router.name.clone(), message });
                 }
             }
         }
-        ctx.emit(WorkflowEventData::RouterExecutionStarted { selected_steps: selected.clone() }, node);
+        ctx.emit(|| WorkflowEventData::RouterExecutionStarted { selected_steps: selected.clone() }, node);
         // As Agno: the chosen steps carry the router's own index.
         let scope = Pos { parent_step_id: id.map(str::to_owned), ..pos.scoped(&format!(">{round}")) };
         let outputs = run_sequence(ctx, &chosen, previous.clone(), |i| scope.scoped(&format!(".{i}"))).await?;
         ctx.emit(
-            WorkflowEventData::RouterExecutionCompleted {
+            || WorkflowEventData::RouterExecutionCompleted {
                 selected_steps: selected,
                 executed_steps: outputs.len(),
                 step_results: outputs.clone(),
@@ -539,7 +536,7 @@ async fn run_router(
 async fn run_parallel(ctx: &Ctx, par: &Parallel, previous: Option<Value>, pos: &Pos) -> Result<StepOutput, Halt> {
     let id = par.step_id.as_deref();
     let node = Some((par.name.as_str(), id, pos));
-    ctx.emit(WorkflowEventData::ParallelExecutionStarted { parallel_step_count: par.steps.len() }, node);
+    ctx.emit(|| WorkflowEventData::ParallelExecutionStarted { parallel_step_count: par.steps.len() }, node);
     let branches =
         par.steps.iter().enumerate().map(|(i, step)| run_node(ctx, step, previous.clone(), pos.child(i, id)));
     let results = join_all(branches).await;
@@ -563,7 +560,7 @@ async fn run_parallel(ctx: &Ctx, par: &Parallel, previous: Option<Value>, pos: &
         return Err(halt);
     }
     ctx.emit(
-        WorkflowEventData::ParallelExecutionCompleted {
+        || WorkflowEventData::ParallelExecutionCompleted {
             parallel_step_count: par.steps.len(),
             step_results: outputs.clone(),
         },

@@ -1,0 +1,166 @@
+//! Workflow benchmark: the framework's own cost per step, beside Python Agno 3.1 running the same
+//! shapes on this machine (`scripts/bench/workflow_overhead.py`, when `AGNO_PYTHON` points at a
+//! Python with `agno==3.1.*`).
+//!
+//! Shapes: ten sequential function steps; the same ten leaf steps spread over every primitive
+//! (Steps, Loop, Condition, Router, Parallel); ten sequential function steps stored in SQLite
+//! (the run written when it starts, after each step and at the end); five agent steps with
+//! `TestModel` (agno-rs only: Python Agno has no offline model).
+//!
+//! Run with `cargo bench -p agno-runtime --bench workflow`. It prints figures and asserts no
+//! timings (only that runs complete, so the figures measure the intended work).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use agno_core::{Db, Model, RunStatus, StepOutput};
+use agno_db::SqliteDb;
+use agno_models::TestModel;
+use agno_runtime::Agent;
+use agno_runtime::workflow::{
+    Condition, Evaluator, Executor, Loop, Parallel, Router, Selector, Step, StepNode, Steps, Workflow,
+};
+
+const RUNS: usize = 2_000;
+const DB_RUNS: usize = 200;
+const BATCHES: usize = 5;
+
+fn add_x() -> Executor {
+    Executor::function(|input| async move { Ok(StepOutput::content(format!("{}x", input.previous_step_text()))) })
+}
+
+fn step(name: &str, executor: Executor) -> StepNode {
+    Step { name: name.into(), executor, ..Step::default() }.into()
+}
+
+fn sequential(db: Option<Arc<dyn Db>>) -> Workflow {
+    let mut b = Workflow::builder().id("seq").steps((0..10).map(|i| step(&format!("s{i}"), add_x())));
+    if let Some(db) = db {
+        b = b.db(db);
+    }
+    b.build().unwrap()
+}
+
+fn mixed() -> Workflow {
+    Workflow::builder()
+        .id("mixed")
+        .step(step("first", add_x()))
+        .step(Steps { name: "group".into(), steps: vec![step("g1", add_x()), step("g2", add_x())], ..Steps::default() })
+        .step(Loop { name: "loop".into(), steps: vec![step("l1", add_x())], max_iterations: 3, ..Loop::default() })
+        .step(Condition {
+            name: "cond".into(),
+            evaluator: Evaluator::Bool(true),
+            steps: vec![step("c1", add_x())],
+            ..Condition::default()
+        })
+        .step(Router {
+            name: "route".into(),
+            choices: vec![step("a", add_x()), step("b", add_x())],
+            selector: Selector::new(|_, _| vec!["b".to_owned()]),
+            ..Router::default()
+        })
+        .step(Parallel {
+            name: "par".into(),
+            steps: vec![step("p1", add_x()), step("p2", add_x())],
+            ..Parallel::default()
+        })
+        .build()
+        .unwrap()
+}
+
+fn agents() -> Workflow {
+    let model: Arc<dyn Model> = Arc::new(TestModel::new().without_tool_calls());
+    let agent = Agent::builder(model).id("writer").build().unwrap();
+    Workflow::builder()
+        .id("agents")
+        .steps((0..5).map(|i| step(&format!("a{i}"), Executor::agent(agent.clone()))))
+        .build()
+        .unwrap()
+}
+
+/// Median over batches of µs per run.
+async fn measure(wf: &Workflow, runs: usize) -> f64 {
+    for _ in 0..(runs / 20).max(10) {
+        wf.arun("hello").await.unwrap();
+    }
+    let mut batches = Vec::with_capacity(BATCHES);
+    for _ in 0..BATCHES {
+        let start = Instant::now();
+        for _ in 0..runs {
+            let run = wf.arun("hello").await.unwrap();
+            assert_eq!(run.status, RunStatus::Completed);
+        }
+        batches.push(start.elapsed().as_secs_f64() * 1e6 / runs as f64);
+    }
+    batches.sort_by(f64::total_cmp);
+    batches[BATCHES / 2]
+}
+
+/// Python Agno's figures for the same shapes, measured now (µs per step), or `None`.
+fn python_figures() -> Option<serde_json::Value> {
+    let py = std::env::var("AGNO_PYTHON").ok()?;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/bench/workflow_overhead.py");
+    eprintln!("measuring Python Agno 3.1 on the same shapes ({py}) ...");
+    let out = std::process::Command::new(py)
+        .arg(script)
+        .args(["--runs", "200"])
+        .env("AGNO_TELEMETRY", "false")
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("the Python measurement failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let dir = std::env::temp_dir().join(format!("agno-rs-wf-bench-{}", agno_core::new_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sqlite = SqliteDb::connect(dir.join("wf.db").to_str().unwrap()).await.unwrap();
+        sqlite.create_tables().await.unwrap();
+        let db: Arc<dyn Db> = Arc::new(sqlite);
+
+        eprintln!("workflow overhead: {RUNS} runs x {BATCHES} batches per shape (median batch) ...");
+        let shapes: Vec<(&str, &str, Workflow, usize, usize)> = vec![
+            ("sequential_10_function_steps", "10 function steps", sequential(None), 10, RUNS),
+            ("mixed_primitives_10_steps", "10 steps over every primitive", mixed(), 10, RUNS),
+            (
+                "sequential_10_function_steps_sqlite",
+                "10 function steps, stored in SQLite",
+                sequential(Some(db)),
+                10,
+                DB_RUNS,
+            ),
+            ("agent_steps_5_test_model", "5 agent steps (TestModel)", agents(), 5, RUNS / 4),
+        ];
+        // `AGNO_BENCH_SHAPE=mixed` measures only the shapes whose key contains it.
+        let only = std::env::var("AGNO_BENCH_SHAPE").ok();
+        let mut ours = Vec::new();
+        for (key, label, wf, steps, runs) in
+            shapes.iter().filter(|s| only.as_ref().is_none_or(|o| s.0.contains(o.as_str())))
+        {
+            let per_run = measure(wf, *runs).await;
+            ours.push((*key, *label, per_run, per_run / *steps as f64));
+        }
+        let python = if only.is_some() { None } else { python_figures() };
+        println!();
+        println!("workflow framework overhead (µs; median of {BATCHES} batches)");
+        println!("{:<40} {:>12} {:>12} {:>16} {:>8}", "shape", "per run", "per step", "Python per step", "ratio");
+        for (key, label, per_run, per_step) in &ours {
+            let py = python.as_ref().and_then(|p| p.get(*key)).and_then(|s| s["us_per_step"].as_f64());
+            let (py_text, ratio) = match py {
+                Some(p) => (format!("{p:.2}"), format!("{:.0}x", p / per_step)),
+                None => ("-".to_owned(), "-".to_owned()),
+            };
+            println!("{label:<40} {per_run:>12.1} {per_step:>12.2} {py_text:>16} {ratio:>8}");
+        }
+        if python.is_none() {
+            println!("(set AGNO_PYTHON to a Python with agno==3.1.* to measure Python Agno beside it)");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
