@@ -101,3 +101,92 @@ async fn on_postgres_a_workflow_paused_on_one_process_is_continued_on_another() 
     let dir = scratch_dir("wf-replicas-pg");
     paused_on_one_process_continued_on_another(&schema.url, &dir).await;
 }
+
+/// The last user message of a recorded model request.
+fn last_user(req: &agno_testkit::RecordedRequest) -> String {
+    req.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A background workflow of four agent steps whose replica is killed (`kill -9`) while step 3's
+/// model call is in flight: the retry on another replica resumes at step 3, and steps 1 and 2
+/// ran once (each step's prompt reached the model exactly once, but step 3's, which was asked
+/// again).
+async fn a_killed_workflow_resumes_after_its_last_completed_step(db_url: &str, dir: &std::path::Path) {
+    let provider = agno_testkit::FakeProvider::start().await.unwrap();
+    provider.push_all([
+        agno_testkit::Reply::text("one"),
+        agno_testkit::Reply::text("two"),
+        agno_testkit::Reply::Delayed(std::time::Duration::from_secs(120), Box::new(agno_testkit::Reply::text("late"))),
+    ]);
+    provider.set_fallback(Some(agno_testkit::Reply::Echo));
+    let config = dir.join("agentos.toml");
+    let steps: String =
+        (1..=4).map(|i| format!("[[workflows.steps]]\nname = \"s{i}\"\nagent = \"writer\"\n")).collect();
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"{db_url}\"\n[queue]\nlock_grace_seconds = 2\nmax_attempts = 2\npoll_interval_ms = 100\nretry_delay_seconds = 0\n\
+             [[agents]]\nid = \"writer\"\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
+             [[workflows]]\nid = \"four\"\n{steps}",
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let (mut a, a_port) = start_serve(&config).await;
+    let (status, accepted) = post_form(
+        a_port,
+        "/workflows/four/runs",
+        &[("message", "launch"), ("stream", "false"), ("background", "true")],
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let run_id = accepted["run_id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while provider.request_count() < 3 {
+        assert!(std::time::Instant::now() < deadline, "step 3 never started");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    a.kill().unwrap();
+    a.wait().unwrap();
+    let (_b, b_port) = start_serve(&config).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let run = loop {
+        let run = get_json(b_port, &format!("/workflows/four/runs/{run_id}")).await;
+        if run["status"] == "COMPLETED" {
+            break run;
+        }
+        assert!(std::time::Instant::now() < deadline, "the retried run never completed: {run}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let asked: Vec<String> = provider.requests().iter().map(last_user).collect();
+    assert_eq!(asked, ["launch", "one", "two", "two", "echo: two"], "steps 1-2 ran once; step 3 was asked again");
+    let steps: Vec<&str> =
+        run["step_results"].as_array().unwrap().iter().map(|s| s["content"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["one", "two", "echo: two", "echo: echo: two"]);
+    let job = get_json(b_port, &format!("/queue/jobs/{run_id}")).await;
+    assert_eq!(job["attempt"], 2, "{job}");
+    assert_eq!(job["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_a_killed_background_workflow_resumes_after_its_last_completed_step() {
+    let dir = scratch_dir("wf-kill");
+    let db_url = format!("sqlite://{}", dir.join("shared.db").display());
+    a_killed_workflow_resumes_after_its_last_completed_step(&db_url, &dir).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_killed_background_workflow_resumes_after_its_last_completed_step() {
+    let Some(schema) = common::postgres_schema("wf_kill") else { return };
+    let dir = scratch_dir("wf-kill-pg");
+    a_killed_workflow_resumes_after_its_last_completed_step(&schema.url, &dir).await;
+}

@@ -110,6 +110,16 @@ pub struct Job {
 }
 
 impl Job {
+    /// A queued workflow run job.
+    pub fn workflow_run(
+        run_id: impl Into<String>,
+        workflow_id: impl Into<String>,
+        session_id: impl Into<String>,
+        payload: Value,
+    ) -> Self {
+        Self { component_type: "workflow".to_owned(), ..Self::agent_run(run_id, workflow_id, session_id, payload) }
+    }
+
     /// A queued agent run job.
     pub fn agent_run(
         run_id: impl Into<String>,
@@ -399,7 +409,17 @@ impl StoredEvent {
     /// True for the events that end a stream: `RunCompleted`, `RunError`, `RunCancelled`,
     /// `RunPaused`.
     pub fn ends_stream(&self) -> bool {
-        matches!(self.event.as_str(), "RunCompleted" | "RunError" | "RunCancelled" | "RunPaused")
+        matches!(
+            self.event.as_str(),
+            "RunCompleted"
+                | "RunError"
+                | "RunCancelled"
+                | "RunPaused"
+                | "WorkflowCompleted"
+                | "WorkflowError"
+                | "WorkflowCancelled"
+                | "WorkflowPaused"
+        )
     }
 }
 

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use agno_core::{
     AgentSession, Job, JobOutcome, JobSignal, JobStatus, JobStore, RunEvent, RunInput, RunOutput, RunRequirement,
-    RunStatus, StateUpdate, StoredEvent, now_epoch_secs,
+    RunStatus, StateUpdate, StoredEvent, WorkflowStreamEvent, now_epoch_secs,
 };
-use agno_runtime::{Agent, ContinueRequest, RunError, RunRequest, RunStream};
+use agno_runtime::workflow::{Durable, Workflow, WorkflowRunRequest};
+use agno_runtime::{Agent, ContinueRequest, RunError, RunRequest};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -287,6 +288,24 @@ pub async fn store_pending(state: &AppState, job: &Job) -> Result<bool, agno_cor
     Ok(created)
 }
 
+/// [`store_pending`] for a workflow run: its session (if new) and its `PENDING` run, in Agno's
+/// workflow run shape.
+///
+/// # Errors
+/// The storage error.
+pub async fn store_pending_workflow(state: &AppState, job: &Job, run: &RunOutput) -> Result<bool, agno_core::DbError> {
+    let db = state.db.as_ref().ok_or_else(|| agno_core::DbError::new(agno_core::DbErrorKind::Other, "no database"))?;
+    let created = db.get_session(&job.session_id, None, Some(0)).await?.is_none();
+    if created {
+        let mut session = AgentSession::new(job.session_id.clone());
+        session.workflow_id = Some(job.component_id.clone());
+        session.user_id.clone_from(&job.user_id);
+        db.upsert_session(&session, &StateUpdate::keep()).await?;
+    }
+    db.upsert_run(run, &job.session_id, job.user_id.as_deref()).await?;
+    Ok(created)
+}
+
 /// Jobs per status, in [`JobStatus::ALL`] order.
 ///
 /// # Errors
@@ -399,16 +418,56 @@ struct EventLog {
     fenced_out: bool,
 }
 
+/// An event a worker writes to the durable log: an agent's, or a workflow's (with its agents').
+trait Logged: serde::Serialize {
+    fn index(&self) -> Option<u64>;
+    fn name(&self) -> &'static str;
+    fn created_at(&self) -> i64;
+    fn terminal(&self) -> bool;
+}
+
+impl Logged for RunEvent {
+    fn index(&self) -> Option<u64> {
+        self.event_index
+    }
+    fn name(&self) -> &'static str {
+        RunEvent::name(self)
+    }
+    fn created_at(&self) -> i64 {
+        self.created_at
+    }
+    fn terminal(&self) -> bool {
+        self.data.is_terminal()
+    }
+}
+
+impl Logged for WorkflowStreamEvent {
+    fn index(&self) -> Option<u64> {
+        self.event_index()
+    }
+    fn name(&self) -> &'static str {
+        WorkflowStreamEvent::name(self)
+    }
+    fn created_at(&self) -> i64 {
+        match self {
+            WorkflowStreamEvent::Workflow(e) => e.created_at,
+            WorkflowStreamEvent::Agent(e) => e.created_at,
+        }
+    }
+    fn terminal(&self) -> bool {
+        self.is_terminal()
+    }
+}
+
 impl EventLog {
-    fn push(&mut self, event: &RunEvent) {
+    fn push<E: Logged>(&mut self, event: &E) {
         let Ok(data) = serde_json::to_string(event) else { return };
-        let name = event.name().to_owned();
         self.buffer.push(StoredEvent {
-            event_index: event.event_index.and_then(|i| i64::try_from(i).ok()).unwrap_or_default(),
+            event_index: event.index().and_then(|i| i64::try_from(i).ok()).unwrap_or_default(),
             attempt: self.attempt,
-            event: name,
+            event: event.name().to_owned(),
             data,
-            created_at: event.created_at,
+            created_at: event.created_at(),
         });
     }
 
@@ -433,7 +492,7 @@ impl EventLog {
     }
 
     /// Consumes the run's events into the log until the stream ends.
-    async fn record(&mut self, stream: &mut RunStream) {
+    async fn record<E: Logged>(&mut self, stream: &mut (impl futures::Stream<Item = E> + Unpin)) {
         let mut deadline = tokio::time::Instant::now();
         loop {
             let next = if self.buffer.is_empty() {
@@ -452,12 +511,43 @@ impl EventLog {
                 deadline = tokio::time::Instant::now() + EVENT_DELAY;
             }
             self.push(&event);
-            if self.buffer.len() >= EVENT_BATCH || event.data.is_terminal() {
+            if self.buffer.len() >= EVENT_BATCH || event.terminal() {
                 self.flush().await;
             }
         }
         self.flush().await;
     }
+}
+
+/// The workflow run a job executes: a new run; or, for a later attempt (its worker died) or a
+/// continue (the route applied the answers), the stored run resumed from its journal, so the
+/// steps it completed are not run again.
+async fn start_workflow(
+    state: &AppState,
+    wf: &Workflow,
+    job: &Job,
+    durable: Durable,
+) -> agno_runtime::workflow::WorkflowStream {
+    let continued = job.payload.get("continue").is_some();
+    if (continued || job.attempt > 1)
+        && let Some(db) = &state.db
+        && let Ok(Some(run)) = db.get_run(&job.id, job.user_id.as_deref()).await
+        && (continued || run.status != RunStatus::Pending)
+    {
+        return wf.resume_stream(run, durable);
+    }
+    let p = &job.payload;
+    let object = |key: &str| p.get(key).and_then(Value::as_object).cloned();
+    let request = WorkflowRunRequest {
+        input: p.get("input").cloned().unwrap_or(Value::Null),
+        run_id: Some(job.id.clone()),
+        session_id: Some(job.session_id.clone()),
+        user_id: job.user_id.clone(),
+        session_state: object("session_state"),
+        additional_data: object("additional_data"),
+        metadata: object("metadata"),
+    };
+    wf.run_stream_durable(request, durable)
 }
 
 /// The run a job executes: a new run, or the continuation of a paused one (`payload.continue`).
@@ -467,7 +557,7 @@ async fn start_run(
     job: &Job,
     fence: Arc<LeaseFence>,
     after: Option<u64>,
-) -> RunStream {
+) -> agno_runtime::RunStream {
     let Some(cont) = job.payload.get("continue") else {
         return agent.run_stream(request_of(job).fence(fence).after_event_index(after));
     };
@@ -488,6 +578,59 @@ async fn start_run(
         req = req.user_id(u.clone());
     }
     agent.continue_run_stream(req.fence(fence).after_event_index(after))
+}
+
+/// The last `event_index` an earlier attempt of the job logged.
+async fn last_logged(queue: &Queue, job: &Job, earlier: bool) -> Option<u64> {
+    if !earlier {
+        return None;
+    }
+    match queue.store.last_event_index(&job.id).await {
+        Ok(last) => last.and_then(|i| u64::try_from(i).ok()),
+        Err(e) => {
+            tracing::warn!(job = %job.id, error = %e, "cannot read the event log");
+            None
+        }
+    }
+}
+
+/// One attempt of a workflow job, fenced by the claim, its events logged.
+async fn execute_workflow(state: &AppState, queue: &Queue, job: &Job, wf: &Workflow, earlier: bool) -> JobOutcome {
+    let fence: Arc<dyn agno_runtime::RunFence> = Arc::new(LeaseFence {
+        store: queue.store.clone(),
+        lease: agno_core::JobLease {
+            job_id: job.id.clone(),
+            worker_id: queue.worker_id.to_string(),
+            attempt: job.attempt,
+        },
+    });
+    let durable = Durable { fence: Some(fence), after_event_index: last_logged(queue, job, earlier).await };
+    let mut stream = start_workflow(state, wf, job, durable).await;
+    let mut log = EventLog {
+        queue: queue.clone(),
+        job_id: job.id.clone(),
+        attempt: job.attempt,
+        buffer: Vec::new(),
+        fenced_out: false,
+    };
+    let timeout = Duration::from_secs(queue.settings.timeout_seconds);
+    let timed_out = tokio::time::timeout(timeout, log.record(&mut stream)).await.is_err();
+    if timed_out {
+        Agent::cancel_run(&job.id);
+        log.record(&mut stream).await;
+    }
+    match stream.output().await {
+        _ if timed_out => JobOutcome::Settled(
+            JobStatus::Failed,
+            Some(format!("timed out after {} s (timeout_seconds)", queue.settings.timeout_seconds)),
+        ),
+        Ok(run) => match run.status {
+            RunStatus::Paused => JobOutcome::Settled(JobStatus::Paused, None),
+            RunStatus::Cancelled => JobOutcome::Settled(JobStatus::Cancelled, None),
+            _ => JobOutcome::Settled(JobStatus::Completed, None),
+        },
+        Err(e) => JobOutcome::Settled(JobStatus::Failed, Some(e.to_string())),
+    }
 }
 
 /// Runs one claimed job to the end of its attempt, logging its events.
@@ -522,11 +665,19 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
         }
         _ => false,
     };
+    let workflow = (job.component_type == "workflow").then(|| state.workflow(&job.component_id));
     let outcome = match state.agent(&job.component_id) {
         _ if done_before => {
             tracing::info!(job = %job.id, attempt = job.attempt, "run already completed by an earlier attempt");
             JobOutcome::Settled(JobStatus::Completed, None)
         }
+        _ if workflow.is_some() => match workflow.flatten() {
+            None => JobOutcome::Settled(
+                JobStatus::Failed,
+                Some(format!("workflow {} is not served here", job.component_id)),
+            ),
+            Some(wf) => execute_workflow(&state, &queue, &job, wf, earlier).await,
+        },
         None => JobOutcome::Settled(JobStatus::Failed, Some(format!("agent {} is not served here", job.component_id))),
         Some(served) => {
             let fence = Arc::new(LeaseFence {

@@ -89,6 +89,24 @@ fn settled(status: JobStatus, locked_by: Option<&str>) -> bool {
 /// its worker died): built from the stored run, without an id (it is not in the log).
 async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Event> {
     let run = db.get_run(run_id, None).await.ok().flatten()?;
+    if run.workflow_id.is_some() && run.agent_id.is_none() {
+        let name = match run.status {
+            RunStatus::Cancelled => "WorkflowCancelled",
+            RunStatus::Error => "WorkflowError",
+            RunStatus::Completed => "WorkflowCompleted",
+            RunStatus::Paused => "WorkflowPaused",
+            RunStatus::Pending | RunStatus::Running | RunStatus::Regenerated => return None,
+        };
+        let data = json!({
+            "event": name,
+            "run_id": run_id,
+            "session_id": run.session_id,
+            "workflow_id": run.workflow_id,
+            "content": run.content,
+            "created_at": agno_core::now_epoch_secs(),
+        });
+        return Some(Event::default().event(name).data(data.to_string()));
+    }
     let (name, extra) = match run.status {
         RunStatus::Cancelled => ("RunCancelled", json!({"reason": "the run was cancelled"})),
         RunStatus::Error => ("RunError", json!({"content": run.content.clone().unwrap_or(Value::Null)})),

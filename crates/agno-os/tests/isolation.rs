@@ -240,6 +240,7 @@ const COVERAGE: &[(&str, &str, &str)] = &[
     ("GET", "/workflows/{workflow_id}/runs/{run_id}", "read: A's run (tests/workflows.rs)"),
     ("POST", "/workflows/{workflow_id}/runs/{run_id}/cancel", "write: cancel A's run (tests/workflows.rs)"),
     ("POST", "/workflows/{workflow_id}/runs/{run_id}/continue", "write: continue A's paused run (tests/workflows.rs)"),
+    ("POST", "/workflows/{workflow_id}/runs/{run_id}/resume", "read: A's run events (tests/workflows.rs)"),
     ("GET", "/traces", "no user data"),
     ("GET", "/knowledge/config", "no user data"),
     ("POST", "/agents/{agent_id}/runs", "write: run into A's session"),

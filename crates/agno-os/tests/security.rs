@@ -217,6 +217,8 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /workflows/*/runs", "workflows:run"),
         ("POST /workflows/*/runs/*/continue", "workflows:run"),
         ("POST /workflows/*/runs/*/cancel", "workflows:run"),
+        // Not in Agno's mapping: its route dependency `require_resource_access("workflows", "run")` gates it.
+        ("POST /workflows/*/runs/*/resume", "workflows:run"),
         ("GET /traces", "traces:read"),
         ("GET /traces/*", "traces:read"),
         ("GET /knowledge/config", "knowledge:read"),

@@ -189,9 +189,6 @@ async fn bad_requests_are_refused_with_the_field_named_and_nothing_stored() {
     let r = os.post_form("/workflows/pipeline/runs", &[("message", "x"), ("session_state", "[1]")], None).await;
     assert_eq!(r.status, 422);
     assert!(detail(&r.body).contains("session_state"), "{}", r.body);
-    let r = os.post_form("/workflows/pipeline/runs", &[("message", "x"), ("background", "true")], None).await;
-    assert_eq!(r.status, 400);
-    assert!(detail(&r.body).contains("background"), "{}", r.body);
     let r = os.get("/workflows/pipeline/runs", None).await;
     assert_eq!(r.status, 422, "session_id is required, as in Agno");
     let r = os.get("/workflows/pipeline/runs/unknown-run", None).await;
@@ -458,4 +455,154 @@ async fn another_users_paused_workflow_cannot_be_continued() {
     let r = os.post_form(&path, &[("step_requirements", &body), ("stream", "false")], Some(&alice)).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body["status"], "PAUSED", "the router's review is next");
+}
+
+/// Polls the run until its status is one of `want` (bounded).
+async fn wait_status(os: &TestOs, workflow: &str, run_id: &str, want: &[&str]) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = os.get(&format!("/workflows/{workflow}/runs/{run_id}"), None).await;
+        if r.status == 200 && want.iter().any(|w| r.body["status"] == *w) {
+            return r.body;
+        }
+        assert!(std::time::Instant::now() < deadline, "run {run_id} never reached {want:?}: {}", r.body);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+const QUEUED: &str = "[db]\nurl = \"memory://\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n";
+
+#[tokio::test]
+async fn a_background_workflow_runs_on_the_queue_and_its_events_can_be_tailed_and_resumed() {
+    let os = TestOs::start(config(&format!("{QUEUED}{WORKFLOWS}"))).await;
+    let r = os
+        .post_form(
+            "/workflows/pipeline/runs",
+            &[("message", "urgent"), ("stream", "false"), ("background", "true"), ("session_id", "bg")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["status"], "PENDING");
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let done = wait_status(&os, "pipeline", &run_id, &["COMPLETED"]).await;
+    assert_eq!(done["input"], "urgent");
+    assert_eq!(done["step_results"].as_array().unwrap().len(), 4);
+    let job = os.get(&format!("/queue/jobs/{run_id}"), None).await;
+    assert_eq!(job.body["status"], "completed", "{}", job.body);
+    assert_eq!(job.body["component_type"], "workflow");
+
+    // The logged events replay from any index, ids without gaps.
+    let (reply, events) = os.post_sse(&format!("/workflows/pipeline/runs/{run_id}/resume"), &[], None).await;
+    assert_eq!(reply.status, 200);
+    let ids: Vec<u64> = events.iter().map(|(_, d)| d["event_index"].as_u64().unwrap()).collect();
+    assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events.first().unwrap().0, "WorkflowStarted");
+    assert_eq!(events.last().unwrap().0, "WorkflowCompleted");
+    let after = ids.len() / 2;
+    let (_, rest) = os
+        .post_sse(
+            &format!("/workflows/pipeline/runs/{run_id}/resume"),
+            &[("last_event_index", &after.to_string())],
+            None,
+        )
+        .await;
+    assert_eq!(rest.len(), ids.len() - after - 1);
+    assert_eq!(rest[0].1["event_index"], after as u64 + 1);
+
+    // stream=true tails the queued run.
+    let (reply, tailed) =
+        os.post_sse("/workflows/pipeline/runs", &[("message", "tail me"), ("background", "true")], None).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(tailed.last().unwrap().0, "WorkflowCompleted");
+    // An inline run has no log to resume.
+    let inline = os.post_form("/workflows/pipeline/runs", &[("message", "x"), ("stream", "false")], None).await;
+    let r = os
+        .post_form(&format!("/workflows/pipeline/runs/{}/resume", inline.body["run_id"].as_str().unwrap()), &[], None)
+        .await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test]
+async fn a_paused_background_workflow_is_continued_on_the_queue() {
+    let os = TestOs::start(config(&format!("{QUEUED}{REVIEWED}"))).await;
+    let r = os
+        .post_form("/workflows/publish/runs", &[("message", "news"), ("stream", "false"), ("background", "true")], None)
+        .await;
+    assert_eq!(r.status, 202);
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let paused = wait_status(&os, "publish", &run_id, &["PAUSED"]).await;
+    let job = os.get(&format!("/queue/jobs/{run_id}"), None).await;
+    assert_eq!(job.body["status"], "paused");
+    let path = format!("/workflows/publish/runs/{run_id}/continue");
+    let mut bad = paused["step_requirements"][0].clone();
+    bad["step_id"] = json!("ghost");
+    let r = os
+        .post_form(
+            &path,
+            &[("step_requirements", &json!([bad]).to_string()), ("stream", "false"), ("background", "true")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 422, "checked before anything is queued: {}", r.body);
+    let mut yes = paused["step_requirements"][0].clone();
+    yes["confirmed"] = json!(true);
+    let r = os
+        .post_form(
+            &path,
+            &[("step_requirements", &json!([yes]).to_string()), ("stream", "false"), ("background", "true")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    // Then the router's reviewer, again through the queue.
+    let paused = wait_status(&os, "publish", &run_id, &["PAUSED"]).await;
+    let route = paused["step_requirements"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(route["requires_route_selection"], true, "{paused}");
+    let mut pick = route;
+    pick["selected_choices"] = json!(["formal"]);
+    let (reply, events) =
+        os.post_sse(&path, &[("step_requirements", &json!([pick]).to_string()), ("background", "true")], None).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(events.last().unwrap().0, "WorkflowCompleted", "{:?}", events.iter().map(|e| &e.0).collect::<Vec<_>>());
+    let done = wait_status(&os, "publish", &run_id, &["COMPLETED"]).await;
+    let steps: Vec<&str> =
+        done["step_results"].as_array().unwrap().iter().map(|s| s["step_name"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["draft", "publish", "tone"]);
+    assert_eq!(done["step_executor_runs"].as_array().unwrap().len(), 3, "no step ran twice over three attempts");
+}
+
+#[tokio::test]
+async fn a_background_workflow_is_cancelled_inside_its_model_call() {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.push_all([
+        Scripted::Text("drafted".into()),
+        Scripted::Delayed(Duration::from_secs(60), Box::new(Scripted::Text("too late".into()))),
+    ]);
+    let toml = format!(
+        "{QUEUED}[[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
+         [[workflows]]\nid = \"two\"\n[[workflows.steps]]\nname = \"one\"\nagent = \"slow\"\n\
+         [[workflows.steps]]\nname = \"two\"\nagent = \"slow\"\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&toml)).await;
+    let r = os
+        .post_form("/workflows/two/runs", &[("message", "go"), ("stream", "false"), ("background", "true")], None)
+        .await;
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while provider.request_count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the second model call never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let asked = std::time::Instant::now();
+    let r = os.post_json(&format!("/workflows/two/runs/{run_id}/cancel"), &json!({}), None).await;
+    assert_eq!(r.status, 200);
+    let done = wait_status(&os, "two", &run_id, &["CANCELLED"]).await;
+    assert!(asked.elapsed() < Duration::from_secs(10), "stopped long before the 60 s model call ended");
+    let steps: Vec<&str> =
+        done["step_results"].as_array().unwrap().iter().map(|s| s["step_name"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["one"]);
+    assert_eq!(done["step_executor_runs"][1]["status"], "CANCELLED", "the member agent's run ended cancelled too");
 }

@@ -346,7 +346,7 @@ pub async fn create_run(
 }
 
 /// The `Idempotency-Key` header: at most 512 characters (422 beyond).
-fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Option<String>> {
+pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Option<String>> {
     let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
     let key = value.to_str().map_err(|_| ApiError::unprocessable("Idempotency-Key must be visible ASCII"))?.trim();
     if key.len() > 512 {
@@ -438,7 +438,12 @@ async fn background_run(
 }
 
 /// An SSE response tailing a background run's event log after index `after`.
-fn tail_response(state: &AppState, queue: &crate::queue::Queue, run_id: String, after: i64) -> ApiResult<Response> {
+pub(crate) fn tail_response(
+    state: &AppState,
+    queue: &crate::queue::Queue,
+    run_id: String,
+    after: i64,
+) -> ApiResult<Response> {
     let source = crate::tail::TailSource {
         jobs: queue.store.clone(),
         db: state.require_db()?.clone(),
@@ -451,7 +456,7 @@ fn tail_response(state: &AppState, queue: &crate::queue::Queue, run_id: String, 
 
 /// The index after which a resume starts: the form's `last_event_index`, else the standard
 /// `Last-Event-ID` header, else -1 (everything). Negative or non-numeric values are refused.
-fn resume_index(form: &Form, headers: &axum::http::HeaderMap) -> ApiResult<i64> {
+pub(crate) fn resume_index(form: &Form, headers: &axum::http::HeaderMap) -> ApiResult<i64> {
     let (text, what) = match form.text("last_event_index").filter(|t| !t.trim().is_empty()) {
         Some(t) => (t.trim().to_owned(), "last_event_index"),
         None => match headers.get("last-event-id") {
@@ -653,33 +658,10 @@ pub async fn cancel_run(
         return Err(ApiError::not_found(format!("Run {run_id} not found")));
     }
     let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
-    // A background run: the cancel is recorded in the database, so it holds from any replica and
-    // even before the run starts.
-    if let (Some(queue), Some(run)) = (&state.queue, &stored)
-        && let Some(job) = queue.store.get_job(&run_id, None).await?
+    if let Some(run) = &stored
+        && let Some(answer) = cancel_queued(&state, run).await?
     {
-        return match queue.store.cancel_job(&run_id, agno_core::now_epoch_secs()).await? {
-            // Nobody executes it: the run ends here.
-            Some(agno_core::JobStatus::Queued | agno_core::JobStatus::Paused) => {
-                let mut run = run.clone();
-                run.status = RunStatus::Cancelled;
-                let session_id = run.session_id.clone().unwrap_or_default();
-                state.require_db()?.upsert_run(&run, &session_id, run.user_id.as_deref()).await?;
-                queue.signal(agno_core::JobSignal::Events(run_id.clone()));
-                ok()
-            }
-            // Its worker stops it (at once here or through the notification, else at its next
-            // heartbeat) and records the partial output and `RunCancelled`.
-            Some(_) => {
-                queue.signal(agno_core::JobSignal::Cancelled(run_id.clone()));
-                ok()
-            }
-            // Already ended: nothing changes (Agno answers 200 here).
-            None => {
-                tracing::debug!(run = %run_id, status = job.status.as_str(), "cancel of an ended background run");
-                ok()
-            }
-        };
+        return Ok(answer);
     }
     if Agent::cancel_run(&run_id) {
         return ok();
@@ -690,6 +672,29 @@ pub async fn cancel_run(
         Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
         None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
     }
+}
+
+/// The cancel of a background run (`None` when the run has no job): recorded in the database, so
+/// it holds from any replica and even before the run starts. A queued or paused run ends here;
+/// a running one is stopped by its worker (at once here or through the notification, else at its
+/// next heartbeat), which records the partial output and `RunCancelled`; an ended one stays as it
+/// ended (Agno answers 200).
+pub(crate) async fn cancel_queued(state: &AppState, run: &agno_core::RunOutput) -> ApiResult<Option<Response>> {
+    let Some(queue) = &state.queue else { return Ok(None) };
+    let run_id = run.id().to_owned();
+    let Some(job) = queue.store.get_job(&run_id, None).await? else { return Ok(None) };
+    match queue.store.cancel_job(&run_id, agno_core::now_epoch_secs()).await? {
+        Some(agno_core::JobStatus::Queued | agno_core::JobStatus::Paused) => {
+            let mut run = run.clone();
+            run.status = RunStatus::Cancelled;
+            let session_id = run.session_id.clone().unwrap_or_default();
+            state.require_db()?.upsert_run(&run, &session_id, run.user_id.as_deref()).await?;
+            queue.signal(agno_core::JobSignal::Events(run_id.clone()));
+        }
+        Some(_) => queue.signal(agno_core::JobSignal::Cancelled(run_id.clone())),
+        None => tracing::debug!(run = %run_id, status = job.status.as_str(), "cancel of an ended background run"),
+    }
+    Ok(Some((StatusCode::OK, Json(json!({}))).into_response()))
 }
 
 /// Applies the caller's decisions (Agno's `tools` form field: the paused tool executions with

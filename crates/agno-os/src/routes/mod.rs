@@ -170,6 +170,7 @@ routes! {
     GET "/workflows/{workflow_id}/runs" as "list_workflow_runs", Scope("workflows:read"), "Workflows", "List a workflow's runs in a session", query: workflows::RunsQuery => get(workflows::list_runs);
     GET "/workflows/{workflow_id}/runs/{run_id}" as "get_workflow_run", Scope("workflows:read"), "Workflows", "Get a workflow run", query: workflows::SessionQuery => get(workflows::get_run);
     POST "/workflows/{workflow_id}/runs/{run_id}/continue" as "continue_workflow_run", Scope("workflows:run"), "Workflows", "Continue a paused workflow run (answers in step_requirements)", body: RequestBody::Form(workflows::CONTINUE_FORM) => post(workflows::continue_run);
+    POST "/workflows/{workflow_id}/runs/{run_id}/resume" as "resume_workflow_run_stream", Scope("workflows:run"), "Workflows", "Resume a background workflow run's event stream (SSE)", body: RequestBody::Form(workflows::RESUME_FORM) => post(workflows::resume_run);
     POST "/workflows/{workflow_id}/runs/{run_id}/cancel" as "cancel_workflow_run", Scope("workflows:run"), "Workflows", "Cancel a workflow run", query: workflows::SessionQuery => post(workflows::cancel_run);
     GET "/traces" as "get_traces", Scope("traces:read"), "Tracing", "List traces (tracing is off: empty)", query: unbuilt::TracesQuery => get(unbuilt::list_traces);
     GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)" => get(unbuilt::knowledge_config);

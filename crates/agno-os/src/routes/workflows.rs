@@ -151,7 +151,7 @@ pub const RUN_FORM: &[FormField] = &[
         name: "background",
         kind: "boolean",
         required: false,
-        description: "Not supported for workflows yet (400).",
+        description: "Run on the durable queue (202, or SSE tail with stream=true).",
     },
 ];
 
@@ -208,15 +208,11 @@ pub async fn create_run(
 ) -> ApiResult<Response> {
     let wf = served(&state, &principal, &workflow_id)?.clone();
     require_run_access(&principal, &workflow_id)?;
+    let idempotency_key = super::agents::idempotency_key(request.headers())?;
     let mut form = Form::read(request, state.form_field_limit).await?;
     let message = form.take_required("message")?;
     if form.has_files() {
         return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
-    }
-    if form.bool("background")?.unwrap_or(false) {
-        return Err(ApiError::bad_request(
-            "background workflow runs are not supported by agno-rs yet; run with background=false (stream=true to follow it)",
-        ));
     }
     // As Agno: a token's `sub` is the run's user (over the form field), forced under isolation.
     let user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
@@ -241,7 +237,11 @@ pub async fn create_run(
         additional_data: json_object(&form, "additional_data")?,
         metadata: json_object(&form, "metadata")?,
     };
-    if form.bool("stream")?.unwrap_or(true) {
+    let stream = form.bool("stream")?.unwrap_or(true);
+    if form.bool("background")?.unwrap_or(false) {
+        return background_run(&state, &wf, request, stream, idempotency_key).await;
+    }
+    if stream {
         return Ok(stream_response(wf.run_stream(request), state.heartbeat));
     }
     // On its own task: the run completes and is stored even if the client goes away.
@@ -365,6 +365,11 @@ pub async fn cancel_run(
         None => None,
     };
     let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
+    if let Some(run) = &stored
+        && let Some(answer) = super::agents::cancel_queued(&state, run).await?
+    {
+        return Ok(answer);
+    }
     if agno_runtime::cancel_run(&run_id) {
         return ok();
     }
@@ -392,6 +397,12 @@ pub const CONTINUE_FORM: &[FormField] = &[
     FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
     FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
     FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
+    FormField {
+        name: "background",
+        kind: "boolean",
+        required: false,
+        description: "Continue on the durable queue (a run started in the background).",
+    },
 ];
 
 fn json_list<T: serde::de::DeserializeOwned>(form: &Form, field: &str) -> ApiResult<Vec<T>> {
@@ -434,7 +445,14 @@ pub async fn continue_run(
         RunError::Storage(db) => db.into(),
         other => ApiError::internal(other.to_string()),
     };
-    if form.bool("stream")?.unwrap_or(true) {
+    let stream = form.bool("stream")?.unwrap_or(true);
+    if form.bool("background")?.unwrap_or(false) {
+        return background_continue(&state, &wf, continue_request, stream).await.map_err(|e| match e {
+            Failure::Run(e) => continue_error(e),
+            Failure::Api(e) => e,
+        });
+    }
+    if stream {
         let stream = wf.continue_run_stream(continue_request).await.map_err(continue_error)?;
         return Ok(stream_response(stream, state.heartbeat));
     }
@@ -444,4 +462,176 @@ pub async fn continue_run(
         }
         result => run_response(result),
     }
+}
+
+/// Why a background continue was refused.
+enum Failure {
+    Run(RunError),
+    Api(ApiError),
+}
+
+impl From<ApiError> for Failure {
+    fn from(e: ApiError) -> Self {
+        Failure::Api(e)
+    }
+}
+
+impl From<agno_core::DbError> for Failure {
+    fn from(e: agno_core::DbError) -> Self {
+        Failure::Api(e.into())
+    }
+}
+
+fn queue_of(state: &AppState) -> ApiResult<&crate::queue::Queue> {
+    state.require_db()?;
+    state.queue.as_ref().ok_or_else(|| {
+        ApiError::bad_request(
+            "this database (JSON files) has no job queue; use sqlite://, postgresql://, mysql://, redis:// or memory:// for background runs",
+        )
+    })
+}
+
+/// `background=true`: commit the job and the `PENDING` run, answer 202 `{run_id, session_id,
+/// status}` (or tail the run's events with `stream=true`). The same idempotency key from the
+/// same user answers the original run; a full queue answers 429. A worker on any replica runs it,
+/// storing each completed step; a retried attempt (its worker died) resumes after the last
+/// completed step.
+async fn background_run(
+    state: &AppState,
+    wf: &Workflow,
+    request: WorkflowRunRequest,
+    stream: bool,
+    idempotency_key: Option<String>,
+) -> ApiResult<Response> {
+    let queue = queue_of(state)?;
+    let run = wf.pending_run(&request);
+    let mut payload = Map::new();
+    payload.insert("input".to_owned(), request.input.clone());
+    for (key, value) in [
+        ("session_state", &request.session_state),
+        ("additional_data", &request.additional_data),
+        ("metadata", &request.metadata),
+    ] {
+        if let Some(v) = value {
+            payload.insert(key.to_owned(), Value::Object(v.clone()));
+        }
+    }
+    let session_id = run.session_id.clone().unwrap_or_default();
+    let mut job = agno_core::Job::workflow_run(run.id(), wf.id(), session_id, Value::Object(payload));
+    job.user_id.clone_from(&request.user_id);
+    job.idempotency_key = idempotency_key;
+    job.max_attempts = queue.settings.max_attempts.max(1);
+    let accepted = |job: &agno_core::Job, status: &str| {
+        if stream {
+            return super::agents::tail_response(state, queue, job.id.clone(), -1);
+        }
+        Ok((StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
+            .into_response())
+    };
+    let created_session = crate::queue::store_pending_workflow(state, &job, &run).await?;
+    let db = state.require_db()?;
+    let discard = || async {
+        db.delete_run(&job.id, None).await?;
+        if created_session {
+            db.delete_session(&job.session_id, None).await?;
+        }
+        Ok::<(), ApiError>(())
+    };
+    match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
+        Ok(agno_core::Enqueued::Accepted(job)) => {
+            queue.signal(agno_core::JobSignal::Claimable(job.id.clone()));
+            accepted(&job, agno_core::RunStatus::Pending.as_str())
+        }
+        Ok(agno_core::Enqueued::Duplicate(original)) if original.component_id == wf.id() => {
+            discard().await?;
+            let status = db.get_run(&original.id, None).await?.map_or(agno_core::RunStatus::Pending, |run| run.status);
+            accepted(&original, status.as_str())
+        }
+        Ok(agno_core::Enqueued::Duplicate(_)) => {
+            discard().await?;
+            Err(ApiError::conflict("this Idempotency-Key was already used for another component"))
+        }
+        Ok(agno_core::Enqueued::QueueFull) => {
+            discard().await?;
+            Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("the queue is full ({} runs waiting); retry later", queue.settings.max_queue_depth),
+            ))
+        }
+        Err(e) => {
+            discard().await?;
+            Err(e.into())
+        }
+    }
+}
+
+/// A background continue: the answers are checked and applied now (a misfit answers 422 and
+/// changes nothing), the answered run is stored, and its job is queued again under the same
+/// `run_id`; a worker resumes it from the step that paused.
+async fn background_continue(
+    state: &AppState,
+    wf: &Workflow,
+    request: WorkflowContinueRequest,
+    stream: bool,
+) -> Result<Response, Failure> {
+    let queue = queue_of(state)?;
+    let mut run = wf.answered(request).await.map_err(Failure::Run)?;
+    let run_id = run.id().to_owned();
+    let continuation = json!({ "continue": true });
+    match queue.store.continue_job(&run_id, &continuation, agno_core::now_epoch_secs()).await? {
+        agno_core::Continued::Queued(job) => {
+            run.status = agno_core::RunStatus::Pending;
+            state.require_db()?.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
+            queue.signal(agno_core::JobSignal::Claimable(run_id.clone()));
+        }
+        agno_core::Continued::Attach(_) => {}
+        agno_core::Continued::Conflict(job) => {
+            let status = job.map_or("missing (the run was not started in the background)", |j| j.status.as_str());
+            return Err(Failure::Api(ApiError::conflict(format!(
+                "Run {run_id} cannot be continued in the background: its job is {status}"
+            ))));
+        }
+    }
+    if stream {
+        let after = queue.store.last_event_index(&run_id).await?.unwrap_or(-1);
+        return Ok(super::agents::tail_response(state, queue, run_id, after)?);
+    }
+    let session_id = run.session_id.clone();
+    Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id, "session_id": session_id, "status": "PENDING"})))
+        .into_response())
+}
+
+/// The form of `POST /workflows/{workflow_id}/runs/{run_id}/resume`.
+pub const RESUME_FORM: &[FormField] = &[
+    FormField {
+        name: "last_event_index",
+        kind: "integer",
+        required: false,
+        description: "Replay after this event_index (or the Last-Event-ID header).",
+    },
+    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
+];
+
+/// `POST /workflows/{workflow_id}/runs/{run_id}/resume`: a background run's logged events after
+/// `last_event_index` (or `Last-Event-ID`), then live ones until it ends, from any replica. A run
+/// that did not run in the background answers 404 here (its events were not logged).
+pub async fn resume_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((workflow_id, run_id)): Path<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    served(&state, &principal, &workflow_id)?;
+    require_run_access(&principal, &workflow_id)?;
+    let headers = request.headers().clone();
+    let form = Form::read(request, state.form_field_limit).await?;
+    let after = super::agents::resume_index(&form, &headers)?;
+    stored_run(&state, &principal, &workflow_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
+    let queue = queue_of(&state)?;
+    if queue.store.get_job(&run_id, None).await?.is_none() {
+        return Err(ApiError::not_found(format!(
+            "Run {run_id} did not run in the background, so it has no event log to resume; read the run instead"
+        )));
+    }
+    super::agents::tail_response(&state, queue, run_id, after)
 }

@@ -284,6 +284,26 @@ impl Ctx {
     }
 }
 
+/// What guards a background run: the worker's claim, which every write of the run goes through
+/// (a worker that lost it writes nothing and stops), and the last `event_index` an earlier
+/// attempt logged (this one numbers its events after it).
+#[derive(Default, Clone)]
+pub struct Durable {
+    /// The claim.
+    pub fence: Option<Arc<dyn crate::RunFence>>,
+    /// The last logged `event_index`.
+    pub after_event_index: Option<u64>,
+}
+
+impl std::fmt::Debug for Durable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Durable")
+            .field("fenced", &self.fence.is_some())
+            .field("after_event_index", &self.after_event_index)
+            .finish()
+    }
+}
+
 /// How a run starts.
 pub(super) enum Start {
     /// A new run.
@@ -298,8 +318,10 @@ pub(super) async fn execute(
     start: Start,
     tx: Option<mpsc::UnboundedSender<WorkflowStreamEvent>>,
     depth: u32,
+    durable: Durable,
 ) -> Result<RunOutput, RunError> {
     let started = Instant::now();
+    let fence = durable.fence.clone();
     // Nested workflows run inside their parent's run: nothing of their own is stored.
     let db = if depth == 0 { wf.db.clone() } else { None };
     let (mut record, overrides, additional_data, continued) = match start {
@@ -384,7 +406,9 @@ pub(super) async fn execute(
             }
             running.extra.insert(JOURNAL.to_owned(), Value::Object(stored));
         }
-        store::save(db, &wf, &mut session, &initial, state.clone(), &running).await?;
+        if !store::save(db, fence.as_ref(), &wf, &mut session, &initial, state.clone(), &running).await? {
+            return Err(RunError::Internal(format!("run {run_id}: this worker no longer holds its claim")));
+        }
     }
 
     let template = WorkflowEvent {
@@ -403,7 +427,12 @@ pub(super) async fn execute(
     };
     let ctx = Ctx {
         workflow_id: wf.id.clone(),
-        events: Mutex::new(Events { tx, next_index: 0, stored: wf.store_events.then(Vec::new), template }),
+        events: Mutex::new(Events {
+            tx,
+            next_index: durable.after_event_index.map_or(0, |i| i + 1),
+            stored: wf.store_events.then(Vec::new),
+            template,
+        }),
         state: SessionState::new(state),
         token: registration.token().clone(),
         run_id: run_id.clone(),
@@ -443,9 +472,27 @@ pub(super) async fn execute(
                     let mut progress = record.clone();
                     store::set_progress(&mut progress, &results, &ctx.executor_runs());
                     progress.extra.insert(JOURNAL.to_owned(), Value::Object(ctx.journal_snapshot()));
-                    // Progress is the run row alone; the session (and its state) is written when
-                    // the run starts and ends.
-                    let stored = db.upsert_run(&progress, &session_id, user_id.as_deref()).await.map(|_| ());
+                    // Progress is the run row alone (the session and its state are written when
+                    // the run starts and ends); a fenced run writes both, checked by its claim.
+                    let stored = match &fence {
+                        Some(_) => {
+                            store::save(
+                                db,
+                                fence.as_ref(),
+                                &wf,
+                                &mut session,
+                                &initial,
+                                ctx.state.snapshot(),
+                                &progress,
+                            )
+                            .await
+                        }
+                        None => db.upsert_run(&progress, &session_id, user_id.as_deref()).await.map(|_| true),
+                    };
+                    if let Ok(false) = stored {
+                        tracing::warn!(run_id, "claim lost: stopping the workflow run");
+                        ctx.token.cancel();
+                    }
                     if let Err(e) = stored {
                         tracing::warn!(run_id, error = %e, "cannot store the workflow run's progress");
                     }
@@ -550,8 +597,10 @@ pub(super) async fn execute(
         record.extra.insert("events".to_owned(), Value::Array(events));
     }
     record.events = None;
-    if let Some(db) = &db {
-        store::save(db, &wf, &mut session, &initial, ctx.state.snapshot(), &record).await?;
+    if let Some(db) = &db
+        && !store::save(db, fence.as_ref(), &wf, &mut session, &initial, ctx.state.snapshot(), &record).await?
+    {
+        tracing::warn!(run_id, "claim lost: the workflow run's end was not written by this worker");
     }
     if depth > 0 {
         // A nested workflow hands its state back to the step that ran it.

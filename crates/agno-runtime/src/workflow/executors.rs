@@ -81,6 +81,7 @@ pub(super) async fn execute_step(
                     Start::New(Box::new(WorkflowRunRequest { run_id: Some(nested_run_id.clone()), ..request })),
                     None,
                     ctx.depth + 1,
+                    super::engine::Durable::default(),
                 );
                 tokio::pin!(fut);
                 tokio::select! {

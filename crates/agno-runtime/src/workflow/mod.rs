@@ -43,6 +43,7 @@ use agno_core::{Db, ErrorRequirement, RunOutput, RunStatus, StepRequirement, Wor
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+pub use engine::Durable;
 pub use input::{SessionState, StepInput};
 pub use primitives::{
     Condition, EndCondition, Evaluator, Executor, Loop, Parallel, Router, Selector, Step, StepError, StepNode, Steps,
@@ -366,7 +367,14 @@ impl Workflow {
     /// step failed after its retries without `skip_on_failure`; [`RunError::Storage`] when the
     /// session or run cannot be read or written.
     pub async fn arun(&self, request: impl Into<WorkflowRunRequest>) -> Result<RunOutput, RunError> {
-        engine::execute(Arc::clone(&self.inner), engine::Start::New(Box::new(request.into())), None, 0).await
+        engine::execute(
+            Arc::clone(&self.inner),
+            engine::Start::New(Box::new(request.into())),
+            None,
+            0,
+            Durable::default(),
+        )
+        .await
     }
 
     /// Blocking version of [`Workflow::arun`].
@@ -383,19 +391,20 @@ impl Workflow {
     /// a strictly increasing `event_index`; agent steps stream their agent's events in between,
     /// as Agno does. Dropping the stream does not stop the run.
     pub fn run_stream(&self, request: impl Into<WorkflowRunRequest>) -> WorkflowStream {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let inner = Arc::clone(&self.inner);
-        let request = request.into();
-        let task = match crate::blocking::spawn_handle() {
-            Ok(handle) => {
-                Some(handle.spawn(engine::execute(inner, engine::Start::New(Box::new(request)), Some(tx), 0)))
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot spawn workflow run");
-                None
-            }
-        };
-        WorkflowStream { events: rx, task }
+        self.spawn(engine::Start::New(Box::new(request.into())), Durable::default())
+    }
+
+    /// [`Workflow::run_stream`] for a background worker: every write goes through `durable`'s
+    /// fence, and events are numbered after its `after_event_index`.
+    pub fn run_stream_durable(&self, request: WorkflowRunRequest, durable: Durable) -> WorkflowStream {
+        self.spawn(engine::Start::New(Box::new(request)), durable)
+    }
+
+    /// Resumes a stored run that did not end (its worker died): what its journal holds (every
+    /// step completed before) is replayed without running again, and the run goes on from the
+    /// first step that had not completed.
+    pub fn resume_stream(&self, run: RunOutput, durable: Durable) -> WorkflowStream {
+        self.spawn(engine::Start::Continue(Box::new(run)), durable)
     }
 
     /// Applies a reviewer's answers to a paused run and continues it from the step that paused
@@ -408,7 +417,8 @@ impl Workflow {
     /// before anything runs; then as [`Workflow::arun`].
     pub async fn continue_run(&self, request: WorkflowContinueRequest) -> Result<RunOutput, RunError> {
         let run = self.prepare_continue(request).await?;
-        engine::execute(Arc::clone(&self.inner), engine::Start::Continue(Box::new(run)), None, 0).await
+        engine::execute(Arc::clone(&self.inner), engine::Start::Continue(Box::new(run)), None, 0, Durable::default())
+            .await
     }
 
     /// [`Workflow::continue_run`], streaming the continued run's events.
@@ -416,16 +426,59 @@ impl Workflow {
     /// # Errors
     /// As [`Workflow::continue_run`], before the stream starts.
     pub async fn continue_run_stream(&self, request: WorkflowContinueRequest) -> Result<WorkflowStream, RunError> {
+        self.continue_run_stream_durable(request, Durable::default()).await
+    }
+
+    /// [`Workflow::continue_run_stream`] for a background worker (see
+    /// [`Workflow::run_stream_durable`]).
+    ///
+    /// # Errors
+    /// As [`Workflow::continue_run`], before the stream starts.
+    pub async fn continue_run_stream_durable(
+        &self,
+        request: WorkflowContinueRequest,
+        durable: Durable,
+    ) -> Result<WorkflowStream, RunError> {
         let run = self.prepare_continue(request).await?;
+        Ok(self.spawn(engine::Start::Continue(Box::new(run)), durable))
+    }
+
+    /// Checks a continue's answers against the paused run (nothing runs): the run with the
+    /// answers applied, ready for [`Workflow::resume_stream`].
+    ///
+    /// # Errors
+    /// As [`Workflow::continue_run`] before anything runs.
+    pub async fn answered(&self, request: WorkflowContinueRequest) -> Result<RunOutput, RunError> {
+        self.prepare_continue(request).await
+    }
+
+    /// The record of a run about to be queued (`PENDING`), in Agno's workflow run shape.
+    pub fn pending_run(&self, request: &WorkflowRunRequest) -> RunOutput {
+        let run_id = request.run_id.clone().unwrap_or_else(agno_core::new_id);
+        let session_id = request.session_id.clone().unwrap_or_else(agno_core::new_id);
+        let mut run = store::new_record(
+            &self.inner,
+            &run_id,
+            &session_id,
+            request.user_id.as_deref(),
+            &request.input,
+            request.metadata.clone(),
+        );
+        run.status = RunStatus::Pending;
+        run
+    }
+
+    fn spawn(&self, start: engine::Start, durable: Durable) -> WorkflowStream {
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Arc::clone(&self.inner);
         let task = match crate::blocking::spawn_handle() {
-            Ok(handle) => {
-                Some(handle.spawn(engine::execute(inner, engine::Start::Continue(Box::new(run)), Some(tx), 0)))
+            Ok(handle) => Some(handle.spawn(engine::execute(inner, start, Some(tx), 0, durable))),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot spawn workflow run");
+                None
             }
-            Err(e) => return Err(RunError::Internal(e)),
         };
-        Ok(WorkflowStream { events: rx, task })
+        WorkflowStream { events: rx, task }
     }
 
     async fn prepare_continue(&self, request: WorkflowContinueRequest) -> Result<RunOutput, RunError> {

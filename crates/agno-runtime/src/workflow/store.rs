@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use agno_core::{AgentSession, Db, DbError, RunInput, RunOutput, RunStatus, StateUpdate, StepOutput};
+use agno_core::{AgentSession, Db, DbError, RunInput, RunOutput, RunStatus, RunWrite, StateUpdate, StepOutput};
 use serde_json::{Map, Value, json};
 
 use super::WorkflowInner;
+use crate::RunFence;
 
 /// Loads the workflow session (without runs), or a new one.
 pub(super) async fn load_session(
@@ -101,14 +102,18 @@ fn workflow_data(wf: &WorkflowInner) -> Value {
 }
 
 /// Writes the session (its state as a merge of this run's changes) and then the run.
+/// Writes the session (its state as a merge of this run's changes) and then the run; through the
+/// fence when one guards the run (a background worker's claim). `Ok(false)`: the fence refused,
+/// nothing was written.
 pub(super) async fn save(
     db: &Arc<dyn Db>,
+    fence: Option<&Arc<dyn RunFence>>,
     wf: &WorkflowInner,
     session: &mut AgentSession,
     initial_state: &Map<String, Value>,
     state: Map<String, Value>,
     run: &RunOutput,
-) -> Result<(), DbError> {
+) -> Result<bool, DbError> {
     session.workflow_id = Some(wf.id.clone());
     let update = StateUpdate::diff(initial_state, &state);
     session.set_session_state(state);
@@ -118,8 +123,12 @@ pub(super) async fn save(
     let data = session.session_data.get_or_insert_with(Map::new);
     data.entry("session_metrics").or_insert_with(|| Value::Object(Map::new()));
     session.runs = None;
+    if let Some(fence) = fence {
+        let user_id = run.user_id.clone().or_else(|| session.user_id.clone());
+        return fence.save(RunWrite { session, state: &update, run, user_id: user_id.as_deref() }).await;
+    }
     db.upsert_session(session, &update).await?;
     let session_id = session.session_id.clone();
     db.upsert_run(run, &session_id, session.user_id.as_deref()).await?;
-    Ok(())
+    Ok(true)
 }
