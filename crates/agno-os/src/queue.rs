@@ -594,18 +594,25 @@ async fn last_logged(queue: &Queue, job: &Job, earlier: bool) -> Option<u64> {
     }
 }
 
-/// One attempt of a workflow job, fenced by the claim, its events logged.
-async fn execute_workflow(state: &AppState, queue: &Queue, job: &Job, wf: &Workflow, earlier: bool) -> JobOutcome {
-    let fence: Arc<dyn agno_runtime::RunFence> = Arc::new(LeaseFence {
+/// The worker's claim on `job` as a run fence.
+fn fence_of(queue: &Queue, job: &Job) -> Arc<LeaseFence> {
+    Arc::new(LeaseFence {
         store: queue.store.clone(),
         lease: agno_core::JobLease {
             job_id: job.id.clone(),
             worker_id: queue.worker_id.to_string(),
             attempt: job.attempt,
         },
-    });
-    let durable = Durable { fence: Some(fence), after_event_index: last_logged(queue, job, earlier).await };
-    let mut stream = start_workflow(state, wf, job, durable).await;
+    })
+}
+
+/// Logs a run's events until it ends, cancelling it after `timeout_seconds` (and logging how it
+/// stopped); true when it timed out.
+async fn log_attempt<E: Logged>(
+    queue: &Queue,
+    job: &Job,
+    stream: &mut (impl futures::Stream<Item = E> + Unpin),
+) -> bool {
     let mut log = EventLog {
         queue: queue.clone(),
         job_id: job.id.clone(),
@@ -614,12 +621,18 @@ async fn execute_workflow(state: &AppState, queue: &Queue, job: &Job, wf: &Workf
         fenced_out: false,
     };
     let timeout = Duration::from_secs(queue.settings.timeout_seconds);
-    let timed_out = tokio::time::timeout(timeout, log.record(&mut stream)).await.is_err();
+    let timed_out = tokio::time::timeout(timeout, log.record(stream)).await.is_err();
     if timed_out {
         Agent::cancel_run(&job.id);
-        log.record(&mut stream).await;
+        log.record(stream).await;
     }
-    match stream.output().await {
+    timed_out
+}
+
+/// How an attempt ended, for the job: a paused, cancelled or finished run settles it; a model
+/// error worth retrying queues it again (with backoff); any other failure fails it.
+fn outcome_of(queue: &Queue, job: &Job, result: Result<RunOutput, RunError>, timed_out: bool) -> JobOutcome {
+    match result {
         _ if timed_out => JobOutcome::Settled(
             JobStatus::Failed,
             Some(format!("timed out after {} s (timeout_seconds)", queue.settings.timeout_seconds)),
@@ -629,8 +642,21 @@ async fn execute_workflow(state: &AppState, queue: &Queue, job: &Job, wf: &Workf
             RunStatus::Cancelled => JobOutcome::Settled(JobStatus::Cancelled, None),
             _ => JobOutcome::Settled(JobStatus::Completed, None),
         },
+        Err(RunError::Model { source, .. }) if source.is_retryable() => JobOutcome::Retry {
+            error: source.to_string(),
+            available_at: now_epoch_secs() + backoff(&queue.settings, job.attempt),
+        },
         Err(e) => JobOutcome::Settled(JobStatus::Failed, Some(e.to_string())),
     }
+}
+
+/// One attempt of a workflow job, fenced by the claim, its events logged.
+async fn execute_workflow(state: &AppState, queue: &Queue, job: &Job, wf: &Workflow, earlier: bool) -> JobOutcome {
+    let fence: Arc<dyn agno_runtime::RunFence> = fence_of(queue, job);
+    let durable = Durable { fence: Some(fence), after_event_index: last_logged(queue, job, earlier).await };
+    let mut stream = start_workflow(state, wf, job, durable).await;
+    let timed_out = log_attempt(queue, job, &mut stream).await;
+    outcome_of(queue, job, stream.output().await, timed_out)
 }
 
 /// Runs one claimed job to the end of its attempt, logging its events.
@@ -680,55 +706,11 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
         },
         None => JobOutcome::Settled(JobStatus::Failed, Some(format!("agent {} is not served here", job.component_id))),
         Some(served) => {
-            let fence = Arc::new(LeaseFence {
-                store: queue.store.clone(),
-                lease: agno_core::JobLease {
-                    job_id: job.id.clone(),
-                    worker_id: queue.worker_id.to_string(),
-                    attempt: job.attempt,
-                },
-            });
             // A retried or continued run numbers its events after those already logged.
-            let after = match earlier.then(|| queue.store.last_event_index(&job.id)) {
-                None => None,
-                Some(read) => match read.await {
-                    Ok(last) => last.and_then(|i| u64::try_from(i).ok()),
-                    Err(e) => {
-                        tracing::warn!(job = %job.id, error = %e, "cannot read the event log");
-                        None
-                    }
-                },
-            };
-            let mut stream = start_run(&state, &served.agent, &job, fence, after).await;
-            let mut log = EventLog {
-                queue: queue.clone(),
-                job_id: job.id.clone(),
-                attempt: job.attempt,
-                buffer: Vec::new(),
-                fenced_out: false,
-            };
-            let timeout = Duration::from_secs(queue.settings.timeout_seconds);
-            let timed_out = tokio::time::timeout(timeout, log.record(&mut stream)).await.is_err();
-            if timed_out {
-                Agent::cancel_run(&job.id);
-                log.record(&mut stream).await;
-            }
-            match stream.output().await {
-                _ if timed_out => JobOutcome::Settled(
-                    JobStatus::Failed,
-                    Some(format!("timed out after {} s (timeout_seconds)", queue.settings.timeout_seconds)),
-                ),
-                Ok(run) => match run.status {
-                    RunStatus::Paused => JobOutcome::Settled(JobStatus::Paused, None),
-                    RunStatus::Cancelled => JobOutcome::Settled(JobStatus::Cancelled, None),
-                    _ => JobOutcome::Settled(JobStatus::Completed, None),
-                },
-                Err(RunError::Model { source, .. }) if source.is_retryable() => JobOutcome::Retry {
-                    error: source.to_string(),
-                    available_at: now_epoch_secs() + backoff(&queue.settings, job.attempt),
-                },
-                Err(e) => JobOutcome::Settled(JobStatus::Failed, Some(e.to_string())),
-            }
+            let after = last_logged(&queue, &job, earlier).await;
+            let mut stream = start_run(&state, &served.agent, &job, fence_of(&queue, &job), after).await;
+            let timed_out = log_attempt(&queue, &job, &mut stream).await;
+            outcome_of(&queue, &job, stream.output().await, timed_out)
         }
     };
     heartbeat.abort();
