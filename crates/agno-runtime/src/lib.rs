@@ -28,6 +28,7 @@ mod run;
 mod run_loop;
 mod run_state;
 mod structured;
+pub mod team;
 mod tool_batch;
 pub mod workflow;
 

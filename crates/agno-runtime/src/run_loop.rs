@@ -47,6 +47,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     let user_id = req.user_id.or_else(|| agent.user_id.clone());
     let add_history = req.add_history_to_context.unwrap_or(agent.history.add_history_to_context);
     let store = req.store.unwrap_or(true);
+    let history = req.history.clone();
     let session = if store {
         load_session(agent, &session_id, user_id.as_deref(), add_history).await?
     } else {
@@ -114,7 +115,9 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native) {
         st.messages.push(system);
     }
-    if add_history {
+    if let Some(history) = history {
+        st.messages.extend(history);
+    } else if add_history {
         st.messages.extend(st.session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages));
     }
     st.messages.push(user_message(&req.input));

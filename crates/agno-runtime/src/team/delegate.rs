@@ -1,0 +1,221 @@
+//! The leader's delegation tools (Agno's names and arguments): `delegate_task_to_member(member_id,
+//! task)` in coordinate and route mode (route: the member's answer ends the run as the team's),
+//! `delegate_task_to_members(task)` in broadcast mode. A member runs on its own task with the
+//! team's session, user and state, its `parent_run_id` the team run; if the leader's call is
+//! dropped (the team run was cancelled), the member is cancelled too and still records how it
+//! ended.
+
+use std::sync::{Arc, LazyLock};
+
+use agno_core::{DynTool, RunInput, RunOutput, ToolContext, ToolDefinition, ToolError, ToolFlags, ToolOutput};
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+
+use super::engine::{TeamRun, execute_member, member_text};
+use super::{Member, TeamMode};
+use crate::error::RunError;
+use crate::request::RunRequest;
+
+static ONE_SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
+    Arc::new(json!({
+        "type": "object",
+        "properties": {
+            "member_id": {"type": "string", "description": "The ID of the member to delegate the task to, exactly as it appears in <team_members>."},
+            "task": {"type": "string", "description": "A clear and concise description of the task the member should achieve, including what a good result looks like."}
+        },
+        "required": ["member_id", "task"],
+        "additionalProperties": false
+    }))
+});
+
+static ALL_SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
+    Arc::new(json!({
+        "type": "object",
+        "properties": {
+            "task": {"type": "string", "description": "A clear and concise description of the task to send to member agents, including what a good result looks like."}
+        },
+        "required": ["task"],
+        "additionalProperties": false
+    }))
+});
+
+/// The tools of the team's mode, bound to this run.
+pub(super) fn tools(run: &Arc<TeamRun>) -> Vec<Arc<dyn DynTool>> {
+    match run.team.mode {
+        TeamMode::Broadcast => vec![Arc::new(DelegateAll {
+            run: Arc::clone(run),
+            definition: ToolDefinition {
+                name: "delegate_task_to_members".to_owned(),
+                description: Some(
+                    "Use this function to send one task to every member agent and return their responses. One call \
+                     reaches all members; do not call it once per member."
+                        .to_owned(),
+                ),
+                parameters: Arc::clone(&ALL_SCHEMA),
+                strict: false,
+            },
+            flags: ToolFlags::default(),
+        })],
+        mode => vec![Arc::new(DelegateOne {
+            run: Arc::clone(run),
+            definition: ToolDefinition {
+                name: "delegate_task_to_member".to_owned(),
+                description: Some("Use this function to delegate a task to the selected team member.".to_owned()),
+                parameters: Arc::clone(&ONE_SCHEMA),
+                strict: false,
+            },
+            // Route mode: the member's answer is the team's (Agno's respond_directly).
+            flags: ToolFlags { stop_after_tool_call: mode == TeamMode::Route, ..ToolFlags::default() },
+        })],
+    }
+}
+
+fn text_arg(args: &Map<String, Value>, name: &str) -> Result<String, ToolError> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ToolError::invalid_arguments(format!("`{name}` must be a string")))
+}
+
+struct DelegateOne {
+    run: Arc<TeamRun>,
+    definition: ToolDefinition,
+    flags: ToolFlags,
+}
+
+impl std::fmt::Debug for DelegateOne {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DelegateOne")
+    }
+}
+
+#[async_trait]
+impl DynTool for DelegateOne {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn flags(&self) -> &ToolFlags {
+        &self.flags
+    }
+
+    async fn call(&self, args: Map<String, Value>, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let member_id = text_arg(&args, "member_id")?;
+        let task = text_arg(&args, "task")?;
+        let Some(member) = find(&self.run.team.members, &member_id) else {
+            let ids: Vec<&str> = self.run.team.members.iter().map(Member::id).collect();
+            return Ok(format!(
+                "Member with ID {member_id} not found in the team. Please choose the correct member from the list \
+                 of members: {}",
+                ids.join(", ")
+            ));
+        };
+        let out = delegate(&self.run, member.clone(), task, &ctx).await?;
+        Ok(member_text(&out))
+    }
+}
+
+struct DelegateAll {
+    run: Arc<TeamRun>,
+    definition: ToolDefinition,
+    flags: ToolFlags,
+}
+
+impl std::fmt::Debug for DelegateAll {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DelegateAll")
+    }
+}
+
+#[async_trait]
+impl DynTool for DelegateAll {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn flags(&self) -> &ToolFlags {
+        &self.flags
+    }
+
+    async fn call(&self, args: Map<String, Value>, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let task = text_arg(&args, "task")?;
+        let runs = self.run.team.members.iter().map(|m| delegate(&self.run, m.clone(), task.clone(), &ctx));
+        let mut lines = Vec::new();
+        for (member, out) in self.run.team.members.iter().zip(futures::future::join_all(runs).await) {
+            let name = member.name().unwrap_or(member.id());
+            lines.push(match out {
+                Ok(out) => format!("Agent {name}: {}", member_text(&out)),
+                Err(e) => format!("Agent {name}: {}", e.model_text()),
+            });
+        }
+        Ok(lines.join("\n"))
+    }
+}
+
+/// The member named `id` (its id, else its name).
+fn find<'a>(members: &'a [Member], id: &str) -> Option<&'a Member> {
+    members.iter().find(|m| m.id() == id).or_else(|| members.iter().find(|m| m.name() == Some(id)))
+}
+
+/// Cancels the member run when the leader's call is dropped before the member answered.
+struct CancelOnDrop {
+    run_id: String,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            crate::cancel::cancel_run(&self.run_id);
+        }
+    }
+}
+
+/// Runs `member` on `task` on its own task (so a cancelled leader still gets it stored) and
+/// waits for it.
+async fn delegate(run: &Arc<TeamRun>, member: Member, task: String, ctx: &ToolContext) -> Result<RunOutput, ToolError> {
+    let member_run_id = agno_core::new_id();
+    let request = RunRequest {
+        input: RunInput::text(task),
+        run_id: Some(member_run_id.clone()),
+        session_id: Some(run.session_id.clone()),
+        user_id: run.user_id.clone(),
+        session_state: ctx.session_state.lock().ok().map(|s| s.clone()),
+        parent_run_id: Some(run.run_id.clone()),
+        store: Some(false),
+        ..RunRequest::default()
+    };
+    // Registered before the task starts, so a cancel racing the start is not lost.
+    let mut guard = CancelOnDrop { run_id: member_run_id.clone(), armed: true };
+    let (done, answer) = oneshot::channel();
+    let shared = Arc::clone(run);
+    let handle = tokio::spawn(async move {
+        let result = match member {
+            Member::Agent(agent) if shared.streaming() => {
+                let mut stream = agent.run_stream(request);
+                while let Some(event) = stream.next().await {
+                    shared.forward_member(event);
+                }
+                stream.output().await
+            }
+            Member::Agent(agent) => agent.spawn_run(request).await,
+            Member::Team(team) => execute_member(Arc::clone(&team.inner), request, Arc::clone(&shared)).await,
+        };
+        let out = match &result {
+            Ok(out) => Some(out.clone()),
+            Err(e) => e.run().cloned(),
+        };
+        if let (Some(out), Ok(mut members)) = (out, shared.members_out.lock()) {
+            members.push(out);
+        }
+        let _ = done.send(result);
+    });
+    if let Ok(mut in_flight) = run.in_flight.lock() {
+        in_flight.push(handle);
+    }
+    let result = answer.await.map_err(|_| ToolError::execution("the member's run ended without an answer"))?;
+    guard.armed = false;
+    result.map_err(|e: RunError| ToolError::execution(format!("the member failed: {e}")))
+}

@@ -1,0 +1,407 @@
+//! Teams: a leader model that delegates to member agents (or nested teams) through Agno's
+//! delegation tools, in Agno's modes `coordinate` (the leader picks members, gives them tasks and
+//! answers from their results), `route` (the chosen member's answer is the team's answer) and
+//! `broadcast` (every member gets the task).
+//!
+//! A team run is stored as Agno 3.1's `TeamRunOutput` (one row in `agno_runs`, `team_id`,
+//! `member_responses`) in a team session; every member run is also stored as its own row with
+//! `parent_run_id` = the team run. The leader reads the team's history (`add_history_to_context`).
+//! A cancel of the team run stops its running members (also inside their model or tool calls),
+//! and every run stopped is stored `CANCELLED`.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use agno_runtime::Agent;
+//! use agno_runtime::team::{Team, TeamMode};
+//!
+//! # async fn demo(model: Arc<dyn agno_core::Model>) -> Result<(), Box<dyn std::error::Error>> {
+//! let writer = Agent::builder(model.clone()).id("writer").name("Writer").build()?;
+//! let team = Team::builder().id("desk").model(model).mode(TeamMode::Coordinate).member(writer).build()?;
+//! let run = team.arun("Write a haiku").await?;
+//! # let _ = run;
+//! # Ok(())
+//! # }
+//! ```
+
+mod delegate;
+mod engine;
+
+use std::sync::Arc;
+
+use agno_core::{Db, Model, RunOutput, TeamStreamEvent};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::agent::Agent;
+use crate::error::{BuildError, RunError};
+use crate::request::RunRequest;
+
+/// How the leader works with its members (Agno's `TeamMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TeamMode {
+    /// The leader picks members, gives each a task, and answers from their results.
+    #[default]
+    Coordinate,
+    /// The leader picks one member, whose answer is the team's answer.
+    Route,
+    /// Every member gets the same task; the leader answers from all results.
+    Broadcast,
+    /// A shared task list worked through in iterations (not built yet: refused when built).
+    Tasks,
+}
+
+impl TeamMode {
+    /// Agno's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TeamMode::Coordinate => "coordinate",
+            TeamMode::Route => "route",
+            TeamMode::Broadcast => "broadcast",
+            TeamMode::Tasks => "tasks",
+        }
+    }
+}
+
+/// A member of a team: an agent, or a nested team.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Member {
+    /// An agent.
+    Agent(Agent),
+    /// A nested team.
+    Team(Team),
+}
+
+impl From<Agent> for Member {
+    fn from(agent: Agent) -> Self {
+        Member::Agent(agent)
+    }
+}
+
+impl From<Team> for Member {
+    fn from(team: Team) -> Self {
+        Member::Team(team)
+    }
+}
+
+impl Member {
+    /// The member's id (what the leader names in `delegate_task_to_member`).
+    pub fn id(&self) -> &str {
+        match self {
+            Member::Agent(a) => a.id(),
+            Member::Team(t) => t.id(),
+        }
+    }
+
+    /// The member's name.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Member::Agent(a) => a.name(),
+            Member::Team(t) => t.name(),
+        }
+    }
+
+    /// The member's description.
+    pub fn description(&self) -> Option<&str> {
+        match self {
+            Member::Agent(a) => a.description(),
+            Member::Team(t) => t.description(),
+        }
+    }
+}
+
+/// A team. Cheap to clone (shared inside).
+#[derive(Clone)]
+pub struct Team {
+    inner: Arc<TeamInner>,
+}
+
+impl std::fmt::Debug for Team {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Team").field("id", &self.inner.id).field("members", &self.inner.members.len()).finish()
+    }
+}
+
+pub(crate) struct TeamInner {
+    pub(crate) id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) mode: TeamMode,
+    pub(crate) members: Vec<Member>,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) instructions: Vec<String>,
+    pub(crate) db: Option<Arc<dyn Db>>,
+    pub(crate) add_history_to_context: bool,
+    pub(crate) num_history_runs: usize,
+    pub(crate) session_state: Map<String, Value>,
+}
+
+/// Builds a [`Team`] with named settings.
+#[derive(Default)]
+pub struct TeamBuilder {
+    id: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
+    mode: TeamMode,
+    members: Vec<Member>,
+    model: Option<Arc<dyn Model>>,
+    instructions: Vec<String>,
+    db: Option<Arc<dyn Db>>,
+    add_history_to_context: bool,
+    num_history_runs: Option<usize>,
+    session_state: Map<String, Value>,
+}
+
+impl std::fmt::Debug for TeamBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamBuilder").field("id", &self.id).field("members", &self.members.len()).finish()
+    }
+}
+
+impl TeamBuilder {
+    /// Team id (default: a new id).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Display name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// How the leader works with its members (default `Coordinate`).
+    pub fn mode(mut self, mode: TeamMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Adds a member (an agent or a team).
+    pub fn member(mut self, member: impl Into<Member>) -> Self {
+        self.members.push(member.into());
+        self
+    }
+
+    /// Adds members.
+    pub fn members(mut self, members: impl IntoIterator<Item = Member>) -> Self {
+        self.members.extend(members);
+        self
+    }
+
+    /// The leader's model.
+    pub fn model(mut self, model: Arc<dyn Model>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Instructions for the leader.
+    pub fn instructions<I, S>(mut self, instructions: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.instructions = instructions.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Storage for the team's sessions and runs.
+    pub fn db(mut self, db: Arc<dyn Db>) -> Self {
+        self.db = Some(db);
+        self
+    }
+
+    /// Send the team's earlier runs to the leader.
+    pub fn add_history_to_context(mut self, on: bool) -> Self {
+        self.add_history_to_context = on;
+        self
+    }
+
+    /// How many earlier runs (default 3, as Agno).
+    pub fn num_history_runs(mut self, n: usize) -> Self {
+        self.num_history_runs = Some(n);
+        self
+    }
+
+    /// Default session state.
+    pub fn session_state(mut self, state: Map<String, Value>) -> Self {
+        self.session_state = state;
+        self
+    }
+
+    /// Checks the team and builds it.
+    ///
+    /// # Errors
+    /// [`BuildError::Invalid`] naming the problem: no model, no members, two members with one
+    /// id, a team that contains itself; [`BuildError::Unsupported`] for `TeamMode::Tasks`.
+    pub fn build(self) -> Result<Team, BuildError> {
+        let model = self.model.ok_or_else(|| BuildError::Invalid {
+            option: "model",
+            why: "a team needs a model for its leader".to_owned(),
+        })?;
+        if self.members.is_empty() {
+            return Err(BuildError::Invalid { option: "members", why: "a team needs at least one member".to_owned() });
+        }
+        if self.mode == TeamMode::Tasks {
+            return Err(BuildError::Unsupported {
+                option: "mode = tasks",
+                why: "the shared task list of Agno's tasks mode is not built yet; use coordinate, route or broadcast",
+            });
+        }
+        let id = self.id.unwrap_or_else(agno_core::new_id);
+        let mut seen = std::collections::HashSet::new();
+        for member in &self.members {
+            if !seen.insert(member.id().to_owned()) {
+                return Err(BuildError::Invalid {
+                    option: "members",
+                    why: format!("two members have the id {:?}; member ids must be unique", member.id()),
+                });
+            }
+            if contains(member, &id) {
+                return Err(BuildError::Invalid {
+                    option: "members",
+                    why: format!("member {:?} contains team {id:?} itself: teams cannot nest in a cycle", member.id()),
+                });
+            }
+        }
+        Ok(Team {
+            inner: Arc::new(TeamInner {
+                id,
+                name: self.name,
+                description: self.description,
+                mode: self.mode,
+                members: self.members,
+                model,
+                instructions: self.instructions,
+                db: self.db,
+                add_history_to_context: self.add_history_to_context,
+                num_history_runs: self.num_history_runs.unwrap_or(3),
+                session_state: self.session_state,
+            }),
+        })
+    }
+}
+
+/// True when `member` is (or nests) the team `id`.
+fn contains(member: &Member, id: &str) -> bool {
+    match member {
+        Member::Agent(_) => false,
+        Member::Team(t) => t.id() == id || t.inner.members.iter().any(|m| contains(m, id)),
+    }
+}
+
+/// The events of a team run as they happen; [`TeamStream::output`] waits for the run.
+#[derive(Debug)]
+pub struct TeamStream {
+    events: mpsc::UnboundedReceiver<TeamStreamEvent>,
+    task: Option<tokio::task::JoinHandle<Result<RunOutput, RunError>>>,
+}
+
+impl futures::Stream for TeamStream {
+    type Item = TeamStreamEvent;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<TeamStreamEvent>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+impl TeamStream {
+    /// Waits for the run to end (dropping unread events) and returns its record.
+    ///
+    /// # Errors
+    /// As [`Team::arun`].
+    pub async fn output(mut self) -> Result<RunOutput, RunError> {
+        self.events.close();
+        while self.events.recv().await.is_some() {}
+        match self.task.take() {
+            Some(task) => task.await.map_err(|e| RunError::Internal(e.to_string()))?,
+            None => Err(RunError::Internal("team stream already consumed".to_owned())),
+        }
+    }
+}
+
+impl Team {
+    /// A builder.
+    pub fn builder() -> TeamBuilder {
+        TeamBuilder::default()
+    }
+
+    /// The team id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// The display name.
+    pub fn name(&self) -> Option<&str> {
+        self.inner.name.as_deref()
+    }
+
+    /// The description.
+    pub fn description(&self) -> Option<&str> {
+        self.inner.description.as_deref()
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> TeamMode {
+        self.inner.mode
+    }
+
+    /// The members.
+    pub fn members(&self) -> &[Member] {
+        &self.inner.members
+    }
+
+    /// The leader's model.
+    pub fn model(&self) -> &Arc<dyn Model> {
+        &self.inner.model
+    }
+
+    /// The storage, when configured.
+    pub fn db(&self) -> Option<&Arc<dyn Db>> {
+        self.inner.db.as_ref()
+    }
+
+    /// Runs the team to its end and returns the stored team run (`member_responses` holds the
+    /// member runs). `CANCELLED` when cancelled with [`crate::cancel_run`] by its run id.
+    ///
+    /// # Errors
+    /// As [`Agent::arun`] for the leader's run (a failed run travels in the error).
+    pub async fn arun(&self, request: impl Into<RunRequest>) -> Result<RunOutput, RunError> {
+        engine::execute(Arc::clone(&self.inner), request.into(), None, true).await
+    }
+
+    /// Blocking version of [`Team::arun`].
+    ///
+    /// # Errors
+    /// As [`Team::arun`].
+    pub fn run(&self, request: impl Into<RunRequest>) -> Result<RunOutput, RunError> {
+        let request = request.into();
+        crate::blocking::block_on(self.arun(request)).map_err(RunError::Internal)?
+    }
+
+    /// Starts a run on its own task and streams the leader's events (as Agno's team events) and
+    /// the members' events, in one `event_index` sequence. Dropping the stream does not stop the
+    /// run.
+    pub fn run_stream(&self, request: impl Into<RunRequest>) -> TeamStream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let inner = Arc::clone(&self.inner);
+        let request = request.into();
+        let task = match crate::blocking::spawn_handle() {
+            Ok(handle) => Some(handle.spawn(engine::execute(inner, request, Some(tx), true))),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot spawn team run");
+                None
+            }
+        };
+        TeamStream { events: rx, task }
+    }
+}
