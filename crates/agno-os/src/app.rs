@@ -36,6 +36,14 @@ pub enum StartError {
     /// The auth settings are unusable.
     #[error("invalid [auth]: {0}")]
     Auth(String),
+    /// A team cannot be built.
+    #[error("cannot build team {id:?}: {message}")]
+    Team {
+        /// The team id.
+        id: String,
+        /// Why.
+        message: String,
+    },
     /// A workflow cannot be built.
     #[error("cannot build {0}")]
     Workflow(#[from] crate::workflow_config::WorkflowConfigError),
@@ -47,7 +55,7 @@ pub enum StartError {
     Config(String),
 }
 
-fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
+pub(crate) fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
     match spec {
         ModelSpec::Short(s) => Ok((ModelConfig::parse(s).map_err(|e| e.to_string())?, s.clone())),
         ModelSpec::Full { provider, id, base_url, api_key_env, api_key } => Ok((
@@ -153,6 +161,7 @@ impl AgentOs {
             None => (None, None, None),
         };
         let agents = config.agents.iter().map(|spec| build_agent(spec, db.clone())).collect::<Result<Vec<_>, _>>()?;
+        let teams = crate::team_config::build_teams(&config.teams, &agents, db.as_ref())?;
         let workflows = crate::workflow_config::build_workflows(&config.workflows, &agents, db.clone())?;
         let queue = match migrate.clone().and_then(|m| m.job_store()) {
             Some(store) => Some(crate::queue::Queue::new(store, config.queue.clone()).map_err(StartError::Queue)?),
@@ -164,6 +173,7 @@ impl AgentOs {
             name: config.os.name.as_deref().map(Into::into),
             description: config.os.description.as_deref().map(Into::into),
             agents: Arc::new(agents),
+            teams: Arc::new(teams),
             workflows: Arc::new(workflows),
             db,
             migrate,

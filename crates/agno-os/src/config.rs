@@ -59,6 +59,9 @@ pub struct OsConfig {
     /// The agents served.
     #[serde(default)]
     pub agents: Vec<AgentSpec>,
+    /// The teams served.
+    #[serde(default)]
+    pub teams: Vec<TeamSpec>,
     /// The workflows served.
     #[serde(default)]
     pub workflows: Vec<WorkflowSpec>,
@@ -343,6 +346,44 @@ pub struct AgentSpec {
     pub markdown: Option<bool>,
 }
 
+/// `[[teams]]`: a leader model over members (agents or other teams, by id).
+///
+/// ```toml
+/// [[teams]]
+/// id = "desk"
+/// mode = "coordinate"        # coordinate | route | broadcast
+/// model = "openai:gpt-4o-mini"
+/// members = ["writer", "checker"]
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamSpec {
+    /// Team id (used in routes).
+    pub id: String,
+    /// Display name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `coordinate` (default), `route` or `broadcast`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// The leader's model.
+    pub model: ModelSpec,
+    /// Ids of the member agents and teams.
+    pub members: Vec<String>,
+    /// Instructions for the leader.
+    #[serde(default)]
+    pub instructions: Option<Lines>,
+    /// Send the team's earlier runs to the leader (default true with a database).
+    #[serde(default)]
+    pub add_history_to_context: Option<bool>,
+    /// How many earlier runs.
+    #[serde(default)]
+    pub num_history_runs: Option<usize>,
+}
+
 /// `[[workflows]]`: steps over the configured agents (and other workflows).
 ///
 /// ```toml
@@ -558,6 +599,7 @@ impl OsConfig {
                 tool_call_limit: None,
                 markdown: None,
             }],
+            teams: Vec::new(),
             workflows: Vec::new(),
             queue: crate::queue::QueueSettings::default(),
         }
@@ -612,6 +654,18 @@ impl OsConfig {
             }
             if !seen.insert(agent.id.as_str()) {
                 return Err(ConfigError::Invalid(format!("two agents have the id {:?}", agent.id)));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for team in &self.teams {
+            if team.id.is_empty() || team.id.contains('/') {
+                return Err(ConfigError::Invalid(format!(
+                    "team id {:?} must be non-empty and contain no '/'",
+                    team.id
+                )));
+            }
+            if !seen.insert(team.id.as_str()) {
+                return Err(ConfigError::Invalid(format!("two teams have the id {:?}", team.id)));
             }
         }
         let mut seen = std::collections::HashSet::new();

@@ -29,4 +29,5 @@ pub mod serve;
 pub mod sse;
 pub mod state;
 pub mod tail;
+pub mod team_config;
 pub mod workflow_config;

@@ -30,6 +30,8 @@ pub struct AppState {
     pub description: Option<Arc<str>>,
     /// Agents in declaration order.
     pub agents: Arc<Vec<ServedAgent>>,
+    /// Teams in declaration order.
+    pub teams: Arc<Vec<agno_runtime::team::Team>>,
     /// Workflows in declaration order.
     pub workflows: Arc<Vec<agno_runtime::workflow::Workflow>>,
     /// The database, if configured.
@@ -59,6 +61,11 @@ impl AppState {
     /// The agent with this id.
     pub fn agent(&self, id: &str) -> Option<&ServedAgent> {
         self.agents.iter().find(|a| a.agent.id() == id)
+    }
+
+    /// The team with this id.
+    pub fn team(&self, id: &str) -> Option<&agno_runtime::team::Team> {
+        self.teams.iter().find(|t| t.id() == id)
     }
 
     /// The workflow with this id.

@@ -153,7 +153,7 @@ pub async fn get_agent(
     Ok(Json(agent_json(&state, a)))
 }
 
-fn json_object(form: &Form, field: &str) -> ApiResult<Option<Map<String, Value>>> {
+pub(crate) fn json_object(form: &Form, field: &str) -> ApiResult<Option<Map<String, Value>>> {
     match form.text(field) {
         None => Ok(None),
         Some(text) if text.trim().is_empty() => Ok(None),
@@ -168,7 +168,7 @@ fn json_object(form: &Form, field: &str) -> ApiResult<Option<Map<String, Value>>
 
 /// The session a run goes to must not belong to someone else: another user's session answers
 /// 404, as a missing one would under isolation.
-async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option<&str>) -> ApiResult<()> {
+pub(crate) async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option<&str>) -> ApiResult<()> {
     let Some(db) = &state.db else { return Ok(()) };
     if let Some(existing) = db.get_session(session_id, None, Some(0)).await? {
         let owner = existing.user_id.as_deref();

@@ -116,7 +116,7 @@ pub async fn config(State(state): State<AppState>, Extension(principal): Extensi
         "traces": domain(None),
         "queue": {"durable": false, "queue_per_session": false},
         "agents": agents,
-        "teams": [],
+        "teams": super::teams::teams_json(&state, &principal),
         "workflows": super::workflows::summaries(&state, &principal),
         "interfaces": [],
     });

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod params;
 pub mod queue;
 pub mod sessions;
+pub mod teams;
 pub mod unbuilt;
 pub mod workflows;
 
@@ -162,8 +163,12 @@ routes! {
     GET "/sessions/{session_id}/run-previews" as "get_session_run_previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews" => get(sessions::list_run_previews);
     GET "/sessions/{session_id}/runs/{run_id}" as "get_session_run", Scope("sessions:read"), "Sessions", "Get a run of a session" => get(sessions::get_session_run);
 
-    GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams (none yet in agno-rs)" => get(unbuilt::list_teams);
-    GET "/teams/{team_id}" as "get_team", Scope("teams:read"), "Teams", "Get a team" => get(unbuilt::get_team);
+    GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams" => get(teams::list_teams);
+    GET "/teams/{team_id}" as "get_team", Scope("teams:read"), "Teams", "Get a team" => get(teams::get_team);
+    POST "/teams/{team_id}/runs" as "create_team_run", Scope("teams:run"), "Teams", "Create a team run (form; SSE when stream=true)", body: RequestBody::Form(teams::RUN_FORM) => post(teams::create_run);
+    GET "/teams/{team_id}/runs" as "list_team_runs", Scope("teams:read"), "Teams", "List a team's runs in a session", query: teams::RunsQuery => get(teams::list_runs);
+    GET "/teams/{team_id}/runs/{run_id}" as "get_team_run", Scope("teams:read"), "Teams", "Get a team run", query: teams::SessionQuery => get(teams::get_run);
+    POST "/teams/{team_id}/runs/{run_id}/cancel" as "cancel_team_run", Scope("teams:run"), "Teams", "Cancel a team run (its running members with it)", query: teams::SessionQuery => post(teams::cancel_run);
     GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows" => get(workflows::list_workflows);
     GET "/workflows/{workflow_id}" as "get_workflow", Scope("workflows:read"), "Workflows", "Get a workflow" => get(workflows::get_workflow);
     POST "/workflows/{workflow_id}/runs" as "create_workflow_run", Scope("workflows:run"), "Workflows", "Create a workflow run (form; SSE when stream=true)", body: RequestBody::Form(workflows::RUN_FORM) => post(workflows::create_run);

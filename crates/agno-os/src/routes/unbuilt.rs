@@ -1,26 +1,16 @@
-//! Routes of features agno-rs does not have yet (teams, tracing, knowledge), answered
+//! Routes of features agno-rs does not have yet (tracing, knowledge), answered
 //! as Python AgentOS answers them when none is configured, so clients that call them on every
 //! load (Agent UI calls `/teams`) see an empty OS rather than an error.
 
 use axum::Json;
+use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::params::{Paging, query};
 use crate::error::{ApiError, ApiResult};
-
-/// `GET /teams`: no team is configured.
-pub async fn list_teams() -> Json<Value> {
-    Json(json!([]))
-}
-
-/// `GET /teams/{team_id}`: 404, as for any unknown team.
-pub async fn get_team(Path(team_id): Path<String>) -> ApiError {
-    ApiError::not_found(format!("Team not found: {team_id}"))
-}
 
 /// Paging of `GET /traces`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]

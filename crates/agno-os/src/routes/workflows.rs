@@ -155,18 +155,7 @@ pub const RUN_FORM: &[FormField] = &[
     },
 ];
 
-fn json_object(form: &Form, field: &str) -> ApiResult<Option<Map<String, Value>>> {
-    match form.text(field) {
-        None => Ok(None),
-        Some(text) if text.trim().is_empty() => Ok(None),
-        Some(text) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(m)) => Ok(Some(m)),
-            Ok(Value::Null) => Ok(None),
-            Ok(_) => Err(ApiError::unprocessable(format!("{field} must be a JSON object"))),
-            Err(e) => Err(ApiError::unprocessable(format!("{field} is not valid JSON: {e}"))),
-        },
-    }
-}
+use super::agents::json_object;
 
 /// One event as an SSE frame (`event: <Name>`, `data: <JSON>`, `id: <event_index>`).
 fn frame(event: &WorkflowStreamEvent) -> Event {
@@ -249,17 +238,7 @@ pub async fn create_run(
     run_response(stream.output().await)
 }
 
-/// The session a run goes to must not belong to someone else.
-async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option<&str>) -> ApiResult<()> {
-    let Some(db) = &state.db else { return Ok(()) };
-    if let Some(existing) = db.get_session(session_id, None, Some(0)).await? {
-        let owner = existing.user_id.as_deref();
-        if user_id.is_some() && owner.is_some() && owner != user_id {
-            return Err(ApiError::not_found(format!("Session {session_id} not found")));
-        }
-    }
-    Ok(())
-}
+use super::agents::check_session_owner;
 
 /// Query of `GET /workflows/{workflow_id}/runs`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]

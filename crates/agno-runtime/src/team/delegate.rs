@@ -22,8 +22,8 @@ static ONE_SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
     Arc::new(json!({
         "type": "object",
         "properties": {
-            "member_id": {"type": "string", "description": "The ID of the member to delegate the task to, exactly as it appears in <team_members>."},
-            "task": {"type": "string", "description": "A clear and concise description of the task the member should achieve, including what a good result looks like."}
+            "member_id": {"type": "string", "description": "(str) The ID of the member to delegate the task to, exactly as it appears in <team_members>."},
+            "task": {"type": "string", "description": "(str) A clear and concise description of the task the member should achieve, including what a good result looks like."}
         },
         "required": ["member_id", "task"],
         "additionalProperties": false
@@ -34,7 +34,7 @@ static ALL_SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
     Arc::new(json!({
         "type": "object",
         "properties": {
-            "task": {"type": "string", "description": "A clear and concise description of the task to send to member agents, including what a good result looks like."}
+            "task": {"type": "string", "description": "(str) A clear and concise description of the task to send to member agents, including what a good result looks like."}
         },
         "required": ["task"],
         "additionalProperties": false

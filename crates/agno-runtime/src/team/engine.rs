@@ -156,15 +156,39 @@ pub(super) async fn execute(
     if let Some(overrides) = request.session_state.take() {
         state.extend(overrides);
     }
+    let mut session = stored_session.unwrap_or_else(|| {
+        let mut s = AgentSession::new(&session_id);
+        s.user_id.clone_from(&user_id);
+        s
+    });
+    // Stored RUNNING before anything runs, so the run is visible (and cancellable by its owner)
+    // while it executes, as an agent run is.
+    if let Some(db) = &db {
+        let mut running = RunOutput::new(&run_id, &session_id);
+        running.user_id.clone_from(&user_id);
+        running.input = Some(request.input.clone());
+        running.extra.insert("team_id".to_owned(), Value::String(team.id.clone()));
+        if let Some(name) = &team.name {
+            running.extra.insert("team_name".to_owned(), Value::String(name.clone()));
+        }
+        write_session(db.as_ref(), &team, &mut session, &initial, initial.clone()).await?;
+        db.upsert_run(&running, &session_id, user_id.as_deref()).await?;
+    }
     request.run_id = Some(run_id.clone());
     request.session_id = Some(session_id.clone());
     request.session_state = Some(state);
     request.store = Some(false);
     request.history = Some(history);
+    // The leader's terminal event is sent last, after the members it stopped have ended.
+    let mut terminal = None;
     let result = if run.streaming() {
         let mut stream = leader.run_stream(request);
         while let Some(event) = stream.next().await {
-            run.send(event, TeamStreamEvent::Team);
+            if event.data.is_terminal() {
+                terminal = Some(event);
+            } else {
+                run.send(event, TeamStreamEvent::Team);
+            }
         }
         stream.output().await
     } else {
@@ -174,6 +198,9 @@ pub(super) async fn execute(
     let pending: Vec<JoinHandle<()>> = run.in_flight.lock().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default();
     if tokio::time::timeout(MEMBER_DRAIN, futures::future::join_all(pending)).await.is_err() {
         tracing::warn!(run_id, "member runs did not end within the drain time");
+    }
+    if let Some(event) = terminal {
+        run.send(event, TeamStreamEvent::Team);
     }
     let members: Vec<RunOutput> = run.members_out.lock().map(|m| m.clone()).unwrap_or_default();
     let finish = |mut out: RunOutput| {
@@ -194,22 +221,8 @@ pub(super) async fn execute(
         },
     };
     if let Some(db) = &db {
-        let mut session = stored_session.unwrap_or_else(|| {
-            let mut s = AgentSession::new(&session_id);
-            s.user_id.clone_from(&user_id);
-            s
-        });
-        session.team_id = Some(team.id.clone());
-        session.runs = None;
         let state = record.session_state.clone().unwrap_or_default();
-        let update = StateUpdate::diff(&initial, &state);
-        session.set_session_state(state);
-        session.extra.insert(
-            "team_data".to_owned(),
-            json!({"team_id": team.id, "name": team.name, "mode": team.mode.as_str(), "model": {
-                "name": team.model.name(), "id": team.model.id(), "provider": team.model.provider()}}),
-        );
-        db.upsert_session(&session, &update).await?;
+        write_session(db.as_ref(), &team, &mut session, &initial, state).await?;
         for member in &members {
             db.upsert_run(member, &session_id, user_id.as_deref()).await?;
         }
@@ -219,6 +232,26 @@ pub(super) async fn execute(
         None => Ok(record),
         Some(e) => Err(replace_run(e, record)),
     }
+}
+
+/// Writes the team session: its state as a merge of this run's changes, `team_data` as Agno's.
+async fn write_session(
+    db: &dyn agno_core::Db,
+    team: &TeamInner,
+    session: &mut AgentSession,
+    initial: &serde_json::Map<String, Value>,
+    state: serde_json::Map<String, Value>,
+) -> Result<(), DbError> {
+    session.team_id = Some(team.id.clone());
+    session.runs = None;
+    let update = StateUpdate::diff(initial, &state);
+    session.set_session_state(state);
+    session.extra.insert(
+        "team_data".to_owned(),
+        json!({"team_id": team.id, "name": team.name, "mode": team.mode.as_str(), "model": {
+            "name": team.model.name(), "id": team.model.id(), "provider": team.model.provider()}}),
+    );
+    db.upsert_session(session, &update).await
 }
 
 /// The error with the team's record in place of the leader's.

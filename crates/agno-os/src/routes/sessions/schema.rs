@@ -339,7 +339,7 @@ fn response_format(run: &Map<String, Value>) -> &'static str {
 }
 
 /// `TeamRunSchema.from_dict`.
-pub(super) fn team_run_schema(run: &Map<String, Value>) -> Value {
+pub(crate) fn team_run_schema(run: &Map<String, Value>) -> Value {
     json!({
         "run_id": get_or(run, "run_id", json!("")),
         "parent_run_id": get_or(run, "parent_run_id", json!("")),

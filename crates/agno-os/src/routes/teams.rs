@@ -1,0 +1,312 @@
+//! `/teams`: list and describe the configured teams, run them (JSON or SSE), read their runs
+//! and cancel them. Under user isolation the caller's `sub` is the run's user and another user's
+//! session or run answers 404.
+
+use agno_core::{RunOutput, RunQuery, SortOrder, TeamStreamEvent};
+use agno_runtime::team::{Member, Team, TeamStream};
+use agno_runtime::{RunError, RunRequest};
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::agents::{check_session_owner, json_object};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::form::Form;
+use crate::routes::FormField;
+use crate::state::AppState;
+
+/// The teams the caller may read, in declaration order.
+fn visible<'a>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item = &'a Team> {
+    let allowed = principal.accessible("teams", "read");
+    state.teams.iter().filter(move |t| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == t.id())))
+}
+
+/// A team the caller may address, or 404.
+fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a Team> {
+    let allowed = principal.accessible("teams", "read").is_none_or(|ids| ids.iter().any(|i| i == id))
+        || principal.accessible("teams", "run").is_none_or(|ids| ids.iter().any(|i| i == id));
+    state.team(id).filter(|_| allowed).ok_or_else(|| ApiError::not_found(format!("Team not found: {id}")))
+}
+
+/// Agno also requires run access to a team to run it or read its runs.
+fn require_run_access(principal: &Principal, team_id: &str) -> ApiResult<()> {
+    match principal.accessible("teams", "run") {
+        Some(ids) if !ids.iter().any(|i| i == team_id) => {
+            Err(ApiError::forbidden(format!("Access denied to run team {team_id}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Agno's `TeamResponse`: the team, its model, the leader's delegation tools, and its members
+/// (each agent as `GET /agents/{id}` describes it).
+pub(crate) fn team_json(state: &AppState, team: &Team) -> Value {
+    let model = team.model();
+    let tool = match team.mode() {
+        agno_runtime::team::TeamMode::Broadcast => json!({
+            "name": "delegate_task_to_members",
+            "description": "Use this function to send one task to every member agent and return their responses. One call reaches all members; do not call it once per member.",
+            "parameters": {"type": "object", "properties": {"task": {"type": "string", "description": "(str) A clear and concise description of the task to send to member agents, including what a good result looks like."}}, "required": ["task"], "additionalProperties": false},
+        }),
+        _ => json!({
+            "name": "delegate_task_to_member",
+            "description": "Use this function to delegate a task to the selected team member.",
+            "parameters": {"type": "object", "properties": {
+                "member_id": {"type": "string", "description": "(str) The ID of the member to delegate the task to, exactly as it appears in <team_members>."},
+                "task": {"type": "string", "description": "(str) A clear and concise description of the task the member should achieve, including what a good result looks like."}},
+                "required": ["member_id", "task"], "additionalProperties": false},
+        }),
+    };
+    let members: Vec<Value> = team
+        .members()
+        .iter()
+        .map(|m| match m {
+            Member::Agent(a) => state.agent(a.id()).map_or_else(
+                || json!({"id": a.id(), "name": a.name()}),
+                |served| super::agents::agent_json(state, served),
+            ),
+            Member::Team(t) => team_json(state, t),
+            _ => json!({"id": m.id()}),
+        })
+        .collect();
+    let mut out = json!({
+        "id": team.id(),
+        "name": team.name(),
+        "db_id": team.db().map(|_| &*state.db_id),
+        "description": team.description(),
+        "mode": team.mode().as_str(),
+        "model": {"name": model.name(), "model": model.id(), "provider": model.provider()},
+        "tools": {"tools": [tool]},
+        "sessions": team.db().map(|_| json!({"session_table": agno_db::TableNames::default().sessions})),
+        "reasoning": {"reasoning": false},
+        "system_message": team.description().map(|d| json!({"description": d})),
+        "streaming": {"stream_member_events": true},
+        "members": members,
+        "is_factory": false,
+        "is_component": false,
+        "sandboxed": false,
+    });
+    if let Value::Object(m) = &mut out {
+        m.retain(|_, v| !v.is_null());
+    }
+    out
+}
+
+/// The teams the caller may read, described (`GET /teams`, `/config`).
+pub(crate) fn teams_json(state: &AppState, principal: &Principal) -> Vec<Value> {
+    visible(state, principal).map(|t| team_json(state, t)).collect()
+}
+
+/// `GET /teams`.
+pub async fn list_teams(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
+    Json(Value::Array(teams_json(&state, &principal)))
+}
+
+/// `GET /teams/{team_id}`.
+pub async fn get_team(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(team_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let team = served(&state, &principal, &team_id)?;
+    Ok(Json(team_json(&state, team)))
+}
+
+/// The form of `POST /teams/{team_id}/runs`.
+pub const RUN_FORM: &[FormField] = &[
+    FormField { name: "message", kind: "string", required: true, description: "The input message." },
+    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
+    FormField {
+        name: "session_id",
+        kind: "string",
+        required: false,
+        description: "Session to run in (new when absent).",
+    },
+    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
+    FormField {
+        name: "session_state",
+        kind: "string",
+        required: false,
+        description: "JSON object merged into the session state.",
+    },
+    FormField { name: "metadata", kind: "string", required: false, description: "JSON object stored on the run." },
+    FormField { name: "background", kind: "boolean", required: false, description: "Not built for teams yet (400)." },
+];
+
+fn frame(event: &TeamStreamEvent) -> Event {
+    let data = serde_json::to_string(event).unwrap_or_default();
+    let mut frame = Event::default().event(event.name()).data(data);
+    if let Some(i) = event.event_index() {
+        frame = frame.id(i.to_string());
+    }
+    frame
+}
+
+fn stream_response(stream: TeamStream, heartbeat: std::time::Duration) -> Response {
+    crate::sse::sse_response(stream.map(|e| Ok::<_, std::convert::Infallible>(frame(&e))), heartbeat)
+}
+
+/// `POST /teams/{team_id}/runs`: form fields `message` (required), `stream` (default true),
+/// `session_id`, `user_id`, `session_state`, `metadata`.
+pub async fn create_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(team_id): Path<String>,
+    request: Request,
+) -> ApiResult<Response> {
+    let team = served(&state, &principal, &team_id)?.clone();
+    require_run_access(&principal, &team_id)?;
+    let mut form = Form::read(request, state.form_field_limit).await?;
+    let message = form.take_required("message")?;
+    if form.has_files() {
+        return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
+    }
+    if form.bool("background")?.unwrap_or(false) {
+        return Err(ApiError::bad_request(
+            "background team runs are not built in agno-rs yet; run with background=false (stream=true to follow it)",
+        ));
+    }
+    let user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
+    let session_id = match form.text("session_id").filter(|s| !s.is_empty()) {
+        Some(session_id) => {
+            check_session_owner(&state, session_id, user_id.as_deref()).await?;
+            session_id.to_owned()
+        }
+        None => agno_core::new_id(),
+    };
+    let mut req = RunRequest::new(message).run_id(agno_core::new_id()).session_id(session_id);
+    if let Some(user) = user_id {
+        req = req.user_id(user);
+    }
+    if let Some(s) = json_object(&form, "session_state")? {
+        req = req.session_state(s);
+    }
+    if let Some(m) = json_object(&form, "metadata")? {
+        req = req.metadata(m);
+    }
+    if form.bool("stream")?.unwrap_or(true) {
+        return Ok(stream_response(team.run_stream(req), state.heartbeat));
+    }
+    // On its own task: the run completes and is stored even if the client goes away.
+    match team.run_stream(req).output().await {
+        Ok(run) => Ok(Json(run).into_response()),
+        Err(e) => match e.run() {
+            Some(run) => Ok(Json(run.clone()).into_response()),
+            None => match e {
+                RunError::Storage(db) => Err(db.into()),
+                other => Err(ApiError::internal(other.to_string())),
+            },
+        },
+    }
+}
+
+/// Query of `GET /teams/{team_id}/runs`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct RunsQuery {
+    session_id: Option<String>,
+}
+
+/// Query carrying an optional `session_id`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SessionQuery {
+    session_id: Option<String>,
+}
+
+/// `GET /teams/{team_id}/runs?session_id=`: the team's runs in one session (not its members'),
+/// oldest first, as Agno's `TeamRunSchema`.
+pub async fn list_runs(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(team_id): Path<String>,
+    q: Result<Query<RunsQuery>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    served(&state, &principal, &team_id)?;
+    let q = super::params::query(q)?;
+    require_run_access(&principal, &team_id)?;
+    let db = state.require_db()?;
+    let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
+    let user = principal.user_scope(None);
+    if db.get_session(&session_id, user.as_deref(), Some(0)).await?.is_none() {
+        return Err(ApiError::not_found(format!("Session {session_id} not found")));
+    }
+    let page = db
+        .get_runs(&RunQuery {
+            session_id: Some(session_id),
+            user_id: user,
+            team_id: Some(team_id.clone()),
+            sort: SortOrder::Asc,
+            ..RunQuery::default()
+        })
+        .await?;
+    let runs = page
+        .runs
+        .iter()
+        .filter(|r| r.parent_run_id.is_none() && r.agent_id.is_none())
+        .map(|run| super::sessions::schema::to_map(run).map(|r| super::sessions::schema::team_run_schema(&r)))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(Json(Value::Array(runs)))
+}
+
+/// The stored run of this team visible to the caller, or 404.
+async fn stored_run(
+    state: &AppState,
+    principal: &Principal,
+    team_id: &str,
+    run_id: &str,
+    session_id: Option<&str>,
+) -> ApiResult<RunOutput> {
+    let db = state.require_db()?;
+    let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
+    run.filter(|r| r.extra.get("team_id").and_then(Value::as_str) == Some(team_id) && r.agent_id.is_none())
+        .filter(|r| session_id.is_none_or(|s| r.session_id.as_deref() == Some(s)))
+        .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
+}
+
+/// `GET /teams/{team_id}/runs/{run_id}?session_id=`.
+pub async fn get_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((team_id, run_id)): Path<(String, String)>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
+) -> ApiResult<Json<RunOutput>> {
+    served(&state, &principal, &team_id)?;
+    let q = super::params::query(q)?;
+    require_run_access(&principal, &team_id)?;
+    let session_id = q.session_id.filter(|s| !s.is_empty());
+    Ok(Json(stored_run(&state, &principal, &team_id, &run_id, session_id.as_deref()).await?))
+}
+
+/// `POST /teams/{team_id}/runs/{run_id}/cancel`: 200 `{}` when the run was running here (its
+/// running members are cancelled with it) and for a run that already ended; 404 for an unknown
+/// run (or another user's); 409 for a run running in no process that answers for it.
+pub async fn cancel_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((team_id, run_id)): Path<(String, String)>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    served(&state, &principal, &team_id)?;
+    require_run_access(&principal, &team_id)?;
+    let q = super::params::query(q)?;
+    let session_id = q.session_id.filter(|s| !s.is_empty());
+    let stored = match &state.db {
+        Some(_) => Some(stored_run(&state, &principal, &team_id, &run_id, session_id.as_deref()).await?),
+        None => None,
+    };
+    let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
+    if agno_runtime::cancel_run(&run_id) {
+        return ok();
+    }
+    match stored {
+        Some(run) if run.status.is_terminal() => ok(),
+        Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
+        None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
+    }
+}

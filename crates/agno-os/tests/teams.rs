@@ -1,0 +1,201 @@
+//! `/teams` against a real server: teams declared in `agentos.toml`, described, run as JSON and
+//! SSE, their runs read and cancelled (with their running member), bad configurations and
+//! requests refused, user isolation.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use agno_testkit::{FakeProvider, Reply as Scripted};
+use common::{SECRET, TestOs, config, detail, token};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+fn delegate(member: &str, task: &str) -> Scripted {
+    Scripted::ToolCalls {
+        content: None,
+        calls: vec![("delegate_task_to_member".into(), json!({"member_id": member, "task": task}).to_string())],
+    }
+}
+
+/// A team `desk` whose leader runs on the fake provider, over the `test`-model agent `writer`.
+fn team_config(provider: &FakeProvider, extra: &str) -> String {
+    format!(
+        "[db]\nurl = \"memory://\"\n{extra}\n[[agents]]\nid = \"writer\"\nname = \"Writer\"\nmodel = \"test\"\n\
+         [[teams]]\nid = \"desk\"\nname = \"Desk\"\ndescription = \"A desk\"\nmembers = [\"writer\"]\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    )
+}
+
+#[tokio::test]
+async fn teams_are_described_and_run_as_json_and_sse_and_their_runs_are_stored() {
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&team_config(&provider, ""))).await;
+    let list = os.get("/teams", None).await;
+    assert_eq!(list.status, 200);
+    let desk = &list.body[0];
+    assert_eq!(desk["id"], "desk");
+    assert_eq!(desk["mode"], "coordinate");
+    assert_eq!(desk["tools"]["tools"][0]["name"], "delegate_task_to_member");
+    let writer = os.get("/agents/writer", None).await;
+    assert_eq!(desk["members"][0], writer.body, "a member agent is described as /agents/{{id}} does");
+    assert_eq!(os.get("/teams/desk", None).await.body, *desk);
+    assert_eq!(os.get("/config", None).await.body["teams"][0]["id"], "desk");
+    assert_eq!(os.get("/teams/nope", None).await.status, 404);
+
+    provider.push_all([delegate("writer", "draft the news"), Scripted::text("the desk is done")]);
+    let r =
+        os.post_form("/teams/desk/runs", &[("message", "news"), ("stream", "false"), ("session_id", "t1")], None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "COMPLETED");
+    assert_eq!(r.body["content"], "the desk is done");
+    assert_eq!(r.body["team_id"], "desk");
+    let member = &r.body["member_responses"][0];
+    assert_eq!(member["agent_id"], "writer");
+    assert_eq!(member["content"], "This is the test model answering: draft the news");
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(member["parent_run_id"], run_id.as_str());
+
+    let runs = os.get("/teams/desk/runs?session_id=t1", None).await;
+    assert_eq!(runs.body.as_array().unwrap().len(), 1, "the team's runs, not its members': {}", runs.body);
+    assert_eq!(runs.body[0]["run_id"], run_id.as_str());
+    let got = os.get(&format!("/teams/desk/runs/{run_id}?session_id=t1"), None).await;
+    assert_eq!(got.body["member_responses"], r.body["member_responses"]);
+    let sessions = os.get("/sessions?type=team", None).await;
+    assert_eq!(sessions.body["data"][0]["session_id"], "t1");
+    let session_runs = os.get("/sessions/t1/runs?type=team", None).await;
+    assert_eq!(session_runs.status, 200, "{}", session_runs.body);
+
+    provider.push_all([delegate("writer", "again"), Scripted::text("streamed")]);
+    let (reply, events) = os.post_sse("/teams/desk/runs", &[("message", "go"), ("session_id", "t1")], None).await;
+    assert_eq!(reply.status, 200);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.first(), Some(&"TeamRunStarted"));
+    assert_eq!(names.last(), Some(&"TeamRunCompleted"));
+    assert!(names.contains(&"TeamToolCallStarted") && names.contains(&"RunStarted"), "{names:?}");
+    let ids: Vec<u64> = events.iter().map(|(_, d)| d["event_index"].as_u64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    // The leader read the first run as history.
+    let last = provider.requests().into_iter().rev().find(|r| r.body["tools"].is_array()).unwrap();
+    let texts: Vec<String> = last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect();
+    assert!(texts.iter().any(|t| t == "news"), "{texts:?}");
+}
+
+#[tokio::test]
+async fn bad_team_requests_and_configurations_are_refused_naming_the_problem() {
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&team_config(&provider, ""))).await;
+    let r = os.post_form("/teams/desk/runs", &[("stream", "false")], None).await;
+    assert_eq!(r.status, 422);
+    assert!(detail(&r.body).contains("message"), "{}", r.body);
+    let r = os.post_form("/teams/desk/runs", &[("message", "x"), ("background", "true")], None).await;
+    assert_eq!(r.status, 400);
+    assert!(detail(&r.body).contains("background"), "{}", r.body);
+    assert_eq!(os.get("/teams/desk/runs", None).await.status, 422);
+    assert_eq!(os.get("/teams/desk/runs/none", None).await.status, 404);
+    assert_eq!(os.post_json("/teams/desk/runs/none/cancel", &json!({}), None).await.status, 404);
+
+    let base = "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"a\"\nmodel = \"test\"\n";
+    for (teams, expected) in [
+        (
+            "[[teams]]\nid = \"t\"\nmodel = \"test\"\nmembers = [\"ghost\"]\n",
+            r#"members[0]: no agent or team has the id "ghost""#,
+        ),
+        (
+            "[[teams]]\nid = \"x\"\nmodel = \"test\"\nmembers = [\"y\"]\n[[teams]]\nid = \"y\"\nmodel = \"test\"\nmembers = [\"x\"]\n",
+            "would contain itself (x -> y -> x)",
+        ),
+        (
+            "[[teams]]\nid = \"t\"\nmodel = \"test\"\nmode = \"chaos\"\nmembers = [\"a\"]\n",
+            r#"mode "chaos" is not one of"#,
+        ),
+        ("[[teams]]\nid = \"t\"\nmodel = \"test\"\nmembers = []\n", "at least one member"),
+    ] {
+        let err = agno_os::app::AgentOs::from_config(&config(&format!("{base}{teams}"))).await.unwrap_err();
+        assert!(err.to_string().contains(expected), "{teams}\n=> {err}");
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_over_http_stops_the_team_and_its_member_inside_its_model_call() {
+    let provider = FakeProvider::start().await.unwrap();
+    // The leader delegates; the member's model call then hangs for a minute.
+    provider.push_all([
+        delegate("slow", "take your time"),
+        Scripted::Delayed(Duration::from_secs(60), Box::new(Scripted::text("too late"))),
+    ]);
+    let toml = format!(
+        "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n\
+         [[teams]]\nid = \"desk\"\nmembers = [\"slow\"]\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&toml)).await;
+    let mut form = reqwest::multipart::Form::new();
+    for (k, v) in [("message", "go"), ("session_id", "c")] {
+        form = form.text(k, v);
+    }
+    let resp = os.client.post(format!("{}/teams/desk/runs", os.base)).multipart(form).send().await.unwrap();
+    let mut stream = eventsource_stream::EventStream::new(resp.bytes_stream());
+    let mut run_id = None;
+    let mut asked = None;
+    let mut last = String::new();
+    while let Some(ev) = stream.next().await {
+        let ev = ev.unwrap();
+        let data: Value = serde_json::from_str(&ev.data).unwrap();
+        if ev.event == "TeamRunStarted" {
+            run_id = data["run_id"].as_str().map(str::to_owned);
+        }
+        if ev.event == "ModelRequestStarted" && data["agent_id"] == "slow" && asked.is_none() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while provider.request_count() < 2 {
+                assert!(Instant::now() < deadline, "the member's model call never reached the provider");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let id = run_id.clone().unwrap();
+            let r = os.post_json(&format!("/teams/desk/runs/{id}/cancel?session_id=c"), &json!({}), None).await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            asked = Some(Instant::now());
+        }
+        last = ev.event;
+    }
+    assert!(asked.expect("cancelled").elapsed() < Duration::from_secs(20));
+    assert_eq!(last, "TeamRunCancelled");
+    let id = run_id.unwrap();
+    let stored = os.get(&format!("/teams/desk/runs/{id}"), None).await;
+    assert_eq!(stored.body["status"], "CANCELLED");
+    assert_eq!(stored.body["member_responses"][0]["status"], "CANCELLED");
+}
+
+#[tokio::test]
+async fn under_isolation_another_users_team_runs_are_not_found() {
+    let provider = FakeProvider::start().await.unwrap();
+    let auth = format!("[auth]\nmode = \"jwt\"\nverification_keys = [\"{SECRET}\"]\nuser_isolation = true");
+    let os = TestOs::start(config(&team_config(&provider, &auth))).await;
+    let alice = token("alice", &["teams:read", "teams:run"]);
+    let bob = token("bob", &["teams:read", "teams:run"]);
+    provider.push_all([delegate("writer", "x"), Scripted::text("alice's answer")]);
+    let r = os
+        .post_form("/teams/desk/runs", &[("message", "mine"), ("stream", "false"), ("session_id", "a-s")], Some(&alice))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["user_id"], "alice");
+    let run_id = r.body["run_id"].as_str().unwrap();
+    for path in [format!("/teams/desk/runs/{run_id}"), "/teams/desk/runs?session_id=a-s".to_owned()] {
+        assert_eq!(os.get(&path, Some(&bob)).await.status, 404, "{path}");
+        assert_eq!(os.get(&path, Some(&alice)).await.status, 200, "{path}");
+    }
+    assert_eq!(os.post_json(&format!("/teams/desk/runs/{run_id}/cancel"), &json!({}), Some(&bob)).await.status, 404);
+    let into = os
+        .post_form("/teams/desk/runs", &[("message", "sneak"), ("stream", "false"), ("session_id", "a-s")], Some(&bob))
+        .await;
+    assert_eq!(into.status, 404, "bob cannot run into alice's session");
+}
