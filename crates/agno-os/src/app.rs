@@ -162,7 +162,7 @@ impl AgentOs {
         };
         let agents = config.agents.iter().map(|spec| build_agent(spec, db.clone())).collect::<Result<Vec<_>, _>>()?;
         let teams = crate::team_config::build_teams(&config.teams, &agents, db.as_ref())?;
-        let workflows = crate::workflow_config::build_workflows(&config.workflows, &agents, db.clone())?;
+        let workflows = crate::workflow_config::build_workflows(&config.workflows, &agents, &teams, db.clone())?;
         let queue = match migrate.clone().and_then(|m| m.job_store()) {
             Some(store) => Some(crate::queue::Queue::new(store, config.queue.clone()).map_err(StartError::Queue)?),
             None => None,

@@ -437,6 +437,9 @@ pub struct StepSpec {
     /// Id of the workflow a step runs.
     #[serde(default)]
     pub workflow: Option<String>,
+    /// Id of the team a step runs.
+    #[serde(default)]
+    pub team: Option<String>,
     /// Retries of a failed step (default 3).
     #[serde(default)]
     pub max_retries: Option<u32>,

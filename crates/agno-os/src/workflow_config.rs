@@ -76,15 +76,17 @@ pub struct WorkflowConfigError {
 pub fn build_workflows(
     specs: &[WorkflowSpec],
     agents: &[ServedAgent],
+    teams: &[agno_runtime::team::Team],
     db: Option<Arc<dyn Db>>,
 ) -> Result<Vec<Workflow>, WorkflowConfigError> {
-    let mut builder = Builder { specs, agents, db, built: HashMap::new(), stack: Vec::new() };
+    let mut builder = Builder { specs, agents, teams, db, built: HashMap::new(), stack: Vec::new() };
     specs.iter().map(|spec| builder.build(&spec.id)).collect()
 }
 
 struct Builder<'a> {
     specs: &'a [WorkflowSpec],
     agents: &'a [ServedAgent],
+    teams: &'a [agno_runtime::team::Team],
     db: Option<Arc<dyn Db>>,
     built: HashMap<String, Workflow>,
     /// Workflows being built (to find cycles).
@@ -135,8 +137,8 @@ impl Builder<'_> {
     fn node(&mut self, spec: &StepSpec, path: &str) -> Result<StepNode, String> {
         let kind = spec.kind.as_deref().unwrap_or("step");
         let container = kind != "step";
-        if container && (spec.agent.is_some() || spec.workflow.is_some()) {
-            return Err(format!("{path}: a {kind} has inner steps, not an agent or workflow of its own"));
+        if container && (spec.agent.is_some() || spec.workflow.is_some() || spec.team.is_some()) {
+            return Err(format!("{path}: a {kind} has inner steps, not an agent, team or workflow of its own"));
         }
         let only = |field: &str, set: bool, allowed: &[&str]| {
             if set && !allowed.contains(&kind) {
@@ -162,7 +164,18 @@ impl Builder<'_> {
         let inner = |b: &mut Self| b.nodes(&spec.steps, &format!("{path}.steps"));
         Ok(match kind {
             "step" => {
+                let set = [spec.agent.is_some(), spec.workflow.is_some(), spec.team.is_some()];
+                if set.iter().filter(|s| **s).count() > 1 {
+                    return Err(format!("{path}: set one of agent, team or workflow"));
+                }
                 let executor = match (&spec.agent, &spec.workflow) {
+                    (None, None) if spec.team.is_some() => {
+                        let id = spec.team.as_deref().unwrap_or_default();
+                        match self.teams.iter().find(|t| t.id() == id) {
+                            Some(team) => Executor::team(team.clone()),
+                            None => return Err(format!("{path}.team: no team has the id {id:?}")),
+                        }
+                    }
                     (Some(agent), None) => match self.agents.iter().find(|a| a.agent.id() == agent) {
                         Some(served) => Executor::agent(served.agent.clone()),
                         None => return Err(format!("{path}.agent: no agent has the id {agent:?}")),
@@ -181,7 +194,9 @@ impl Builder<'_> {
                     }
                     (Some(_), Some(_)) => return Err(format!("{path}: set agent or workflow, not both")),
                     (None, None) => {
-                        return Err(format!("{path}: a step needs agent = \"<id>\" or workflow = \"<id>\""));
+                        return Err(format!(
+                            "{path}: a step needs agent = \"<id>\", team = \"<id>\" or workflow = \"<id>\""
+                        ));
                     }
                 };
                 let mut step = Step { name, description, executor, human_review: review, ..Step::default() };

@@ -333,3 +333,35 @@ async fn python_agno_reads_the_team_runs_agno_rs_stored() {
     assert_eq!(team_run["team_id"], "desk");
     assert_eq!(team_run["member_responses"][0]["agent_id"], "writer");
 }
+
+#[tokio::test]
+async fn a_team_runs_as_a_workflow_step_kept_inside_the_workflow_run() {
+    use agno_runtime::workflow::{Executor, Step, Workflow};
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let team = Team::builder()
+        .id("desk")
+        .name("Desk")
+        .model(leader(vec![delegate("writer", "draft it")]))
+        .member(member("writer"))
+        .db(Arc::clone(&db))
+        .build()
+        .unwrap();
+    let wf = Workflow::builder()
+        .id("with-team")
+        .db(Arc::clone(&db))
+        .step(Step { name: "desk".into(), executor: Executor::team(team), ..Step::default() })
+        .build()
+        .unwrap();
+    let run = wf.arun(agno_runtime::workflow::WorkflowRunRequest::from("news").session_id("wt")).await.unwrap();
+    assert_eq!(run.content_text(), "summary: writer: draft it");
+    let step = &run.extra["step_results"][0];
+    assert_eq!(step["executor_type"], "team");
+    assert_eq!(step["executor_name"], "Desk");
+    let team_run = &run.extra["step_executor_runs"][0];
+    assert_eq!(team_run["team_id"], "desk");
+    assert_eq!(team_run["parent_run_id"], run.id());
+    assert_eq!(team_run["member_responses"][0]["agent_id"], "writer");
+    // Only the workflow run is stored: the team's run lives inside it.
+    let page = db.get_runs(&RunQuery { session_id: Some("wt".into()), ..Default::default() }).await.unwrap();
+    assert_eq!(page.runs.len(), 1);
+}

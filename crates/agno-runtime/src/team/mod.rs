@@ -379,6 +379,11 @@ impl Team {
         engine::execute(Arc::clone(&self.inner), request.into(), None, true).await
     }
 
+    /// A run kept inside its caller's run (a workflow step): nothing of its own is stored.
+    pub(crate) async fn run_embedded(&self, request: RunRequest) -> Result<RunOutput, RunError> {
+        engine::execute(Arc::clone(&self.inner), request, None, false).await
+    }
+
     /// Blocking version of [`Team::arun`].
     ///
     /// # Errors

@@ -56,6 +56,8 @@ pub enum Executor {
     Agent(Agent),
     /// A nested workflow, run on the previous step's content.
     Workflow(super::Workflow),
+    /// A team, run on the previous step's content.
+    Team(crate::team::Team),
 }
 
 impl Executor {
@@ -78,6 +80,11 @@ impl Executor {
         Executor::Workflow(workflow)
     }
 
+    /// A team step.
+    pub fn team(team: crate::team::Team) -> Self {
+        Executor::Team(team)
+    }
+
     /// Agno's `executor_type`.
     pub(crate) fn kind(&self) -> &'static str {
         match self {
@@ -85,6 +92,7 @@ impl Executor {
             Executor::Function(_) => "function",
             Executor::Agent(_) => "agent",
             Executor::Workflow(_) => "workflow",
+            Executor::Team(_) => "team",
         }
     }
 }
@@ -96,6 +104,7 @@ impl fmt::Debug for Executor {
             Executor::Function(_) => f.write_str("Function(..)"),
             Executor::Agent(agent) => f.debug_tuple("Agent").field(&agent.id()).finish(),
             Executor::Workflow(wf) => f.debug_tuple("Workflow").field(&wf.id()).finish(),
+            Executor::Team(team) => f.debug_tuple("Team").field(&team.id()).finish(),
         }
     }
 }

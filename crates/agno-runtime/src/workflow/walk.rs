@@ -248,6 +248,7 @@ fn finish(ctx: &Ctx, step: &Step, pos: &Pos, output: Option<StepOutput>) -> Resu
             output.executor_name = Some(match &step.executor {
                 Executor::Agent(agent) => agent.name().unwrap_or(agent.id()).to_owned(),
                 Executor::Workflow(wf) => wf.name().unwrap_or(wf.id()).to_owned(),
+                Executor::Team(team) => team.name().unwrap_or(team.id()).to_owned(),
                 _ => step.name.clone(),
             });
         }
