@@ -20,9 +20,12 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Run an agent once on a message and print the answer.
+    /// Run an agent, a team or a workflow once on a message and print the answer.
     ///
-    /// Example: agno run --model test "What is 2+2?"
+    /// Examples:
+    ///   agno run --model test "What is 2+2?"
+    ///   agno run --config agentos.toml --team desk "Write the news"
+    ///   agno run --config agentos.toml --workflow review "Draft a post"   (asks at a review pause)
     Run(RunArgs),
     /// Chat with an agent interactively; answers stream as they are generated.
     ///
@@ -157,6 +160,19 @@ pub(crate) struct AgentArgs {
 pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
+    /// Run a component of this AgentOS config (agentos.toml) instead of the agent the flags
+    /// describe; name it with --agent-id, --team or --workflow. Its [db] stores the run.
+    #[arg(long, short = 'c')]
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// The config's agent to run.
+    #[arg(long, requires = "config", conflicts_with_all = ["team", "workflow"])]
+    pub(crate) agent_id: Option<String>,
+    /// The config's team to run.
+    #[arg(long, requires = "config", conflicts_with = "workflow")]
+    pub(crate) team: Option<String>,
+    /// The config's workflow to run; a review pause is answered at the terminal.
+    #[arg(long, requires = "config")]
+    pub(crate) workflow: Option<String>,
     /// Stream the answer as it is generated.
     #[arg(long, short)]
     pub(crate) stream: bool,

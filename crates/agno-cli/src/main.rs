@@ -5,6 +5,7 @@ mod cli;
 mod db;
 mod queue;
 mod run;
+mod run_config;
 mod serve;
 
 use clap::Parser;

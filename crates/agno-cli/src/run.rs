@@ -52,6 +52,9 @@ pub(crate) fn request(args: &AgentArgs, message: &str) -> RunRequest {
 }
 
 pub(crate) async fn run(args: RunArgs) -> Result<()> {
+    if let Some(config) = &args.config {
+        return crate::run_config::run(config, &args).await;
+    }
     let db = open_db(&args.agent).await?;
     let agent = build_agent(&args.agent, db)?;
     let message = request(&args.agent, &args.message.join(" "));

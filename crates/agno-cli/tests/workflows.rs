@@ -190,3 +190,44 @@ async fn on_postgres_a_killed_background_workflow_resumes_after_its_last_complet
     let dir = scratch_dir("wf-kill-pg");
     a_killed_workflow_resumes_after_its_last_completed_step(&schema.url, &dir).await;
 }
+
+/// `agno run --config F --workflow ID` answers a review pause from the terminal (stdin).
+#[test]
+fn agno_run_answers_a_workflow_review_at_the_terminal() {
+    use std::io::Write;
+    let dir = scratch_dir("wf-run-cli");
+    let config = config(&dir, &format!("sqlite://{}", dir.join("cli.db").display()));
+    let run = |answer: &str| {
+        let mut child = common::agno()
+            .args(["run", "--config", config.to_str().unwrap(), "--workflow", "publish", "launch"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let yes = run("y\n");
+    let stderr = String::from_utf8_lossy(&yes.stderr);
+    assert!(yes.status.success(), "{stderr}");
+    assert!(stderr.contains("Publish? [y/n]"), "the question was asked: {stderr}");
+    let stdout = String::from_utf8_lossy(&yes.stdout);
+    assert!(stdout.contains("This is the test model answering"), "{stdout}");
+    // Rejected (on_reject skip, Agno's default): the step is skipped and the run completes.
+    let no = run("n\n");
+    assert!(no.status.success(), "{}", String::from_utf8_lossy(&no.stderr));
+    // No answer at all: a clear error, exit 1.
+    let none = run("");
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("gave no answer"),
+        "{}",
+        String::from_utf8_lossy(&none.stderr)
+    );
+    // An unknown workflow names the ones there are.
+    let out =
+        common::agno().args(["run", "--config", config.to_str().unwrap(), "--workflow", "nope", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(r#"no workflow "nope" (it has: publish)"#));
+}
