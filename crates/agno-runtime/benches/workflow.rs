@@ -5,7 +5,8 @@
 //! Shapes: ten sequential function steps; the same ten leaf steps spread over every primitive
 //! (Steps, Loop, Condition, Router, Parallel); ten sequential function steps stored in SQLite
 //! (the run written when it starts, after each step and at the end); five agent steps with
-//! `TestModel` (agno-rs only: Python Agno has no offline model).
+//! `TestModel`, and a team run whose leader delegates to five `TestModel` members (agno-rs only:
+//! Python Agno has no offline model).
 //!
 //! Run with `cargo bench -p agno-runtime --bench workflow`. It prints figures and asserts no
 //! timings (only that runs complete, so the figures measure the intended work).
@@ -79,6 +80,54 @@ fn agents() -> Workflow {
         .unwrap()
 }
 
+/// A team whose leader (a `FunctionModel`) delegates to each of its five `TestModel` members in
+/// one turn, then answers.
+fn team() -> agno_runtime::team::Team {
+    use agno_core::{ModelResponse, Role, ToolCall};
+    let leader: Arc<dyn Model> = Arc::new(agno_models::FunctionModel::new(|req| {
+        Ok(if req.messages.last().is_some_and(|m| m.role == Role::User) {
+            ModelResponse {
+                tool_calls: (0..5)
+                    .map(|i| {
+                        ToolCall::new(
+                            format!("c{i}"),
+                            "delegate_task_to_member",
+                            format!(r#"{{"member_id":"m{i}","task":"part {i}"}}"#),
+                        )
+                    })
+                    .collect(),
+                ..Default::default()
+            }
+        } else {
+            ModelResponse { content: "done".into(), ..Default::default() }
+        })
+    }));
+    let member_model: Arc<dyn Model> = Arc::new(TestModel::new().without_tool_calls());
+    let mut builder = agno_runtime::team::Team::builder().id("bench-team").model(leader);
+    for i in 0..5 {
+        builder = builder.member(Agent::builder(Arc::clone(&member_model)).id(format!("m{i}")).build().unwrap());
+    }
+    builder.build().unwrap()
+}
+
+/// Median over batches of µs per team run.
+async fn measure_team(team: &agno_runtime::team::Team, runs: usize) -> f64 {
+    for _ in 0..(runs / 20).max(10) {
+        team.arun("hello").await.unwrap();
+    }
+    let mut batches = Vec::with_capacity(BATCHES);
+    for _ in 0..BATCHES {
+        let start = Instant::now();
+        for _ in 0..runs {
+            let run = team.arun("hello").await.unwrap();
+            assert_eq!(run.status, RunStatus::Completed);
+        }
+        batches.push(start.elapsed().as_secs_f64() * 1e6 / runs as f64);
+    }
+    batches.sort_by(f64::total_cmp);
+    batches[BATCHES / 2]
+}
+
 /// Median over batches of µs per run.
 async fn measure(wf: &Workflow, runs: usize) -> f64 {
     for _ in 0..(runs / 20).max(10) {
@@ -145,6 +194,10 @@ fn main() {
         {
             let per_run = measure(wf, *runs).await;
             ours.push((*key, *label, per_run, per_run / *steps as f64));
+        }
+        if only.as_ref().is_none_or(|o| "team_5_delegations".contains(o.as_str())) {
+            let per_run = measure_team(&team(), RUNS / 4).await;
+            ours.push(("team_5_delegations", "team run, 5 delegations (TestModel members)", per_run, per_run / 5.0));
         }
         let python = if only.is_some() { None } else { python_figures() };
         println!();
