@@ -357,6 +357,8 @@ pub enum WorkflowEventData {
     },
     /// A paused step continues.
     StepContinued {},
+    /// A step's agent paused (a tool waits for confirmation, input or an external result).
+    StepExecutorPaused {},
     /// A step's output (or a loop iteration) waits for review.
     StepOutputReview {
         /// What the reviewer is asked.
@@ -507,6 +509,7 @@ impl WorkflowEventData {
             WorkflowEventData::WorkflowPaused { .. } => "WorkflowPaused",
             WorkflowEventData::StepPaused { .. } => "StepPaused",
             WorkflowEventData::StepContinued {} => "StepContinued",
+            WorkflowEventData::StepExecutorPaused {} => "StepExecutorPaused",
             WorkflowEventData::StepOutputReview { .. } => "StepOutputReview",
             WorkflowEventData::RouterPaused { .. } => "RouterPaused",
             WorkflowEventData::StepStarted {} => "StepStarted",

@@ -146,11 +146,14 @@ pub struct ContinueRequest {
     pub fence: Option<std::sync::Arc<dyn crate::RunFence>>,
     /// Numbers the events after this index (beyond those stored on the run).
     pub after_event_index: Option<u64>,
+    /// `Some(false)`: neither read nor write the agent's session (a workflow step's agent run,
+    /// kept inside the workflow run).
+    pub store: Option<bool>,
 }
 
 impl ContinueRequest {
     fn new(from: ContinueFrom, requirements: Vec<RunRequirement>) -> Self {
-        Self { from, requirements, user_id: None, fence: None, after_event_index: None }
+        Self { from, requirements, user_id: None, fence: None, after_event_index: None, store: None }
     }
 
     /// Continue the stored run `run_id`.
@@ -192,6 +195,12 @@ impl ContinueRequest {
     /// Numbers the events after `index`.
     pub fn after_event_index(mut self, index: Option<u64>) -> Self {
         self.after_event_index = index;
+        self
+    }
+
+    /// `false`: the continued run is not stored (nor its session read), as a workflow step's.
+    pub fn store(mut self, on: bool) -> Self {
+        self.store = Some(on);
         self
     }
 }

@@ -286,18 +286,24 @@ async fn continue_inner(
 
     let session_id = output.session_id.clone().unwrap_or_default();
     let user_id = request.user_id.clone().or_else(|| output.user_id.clone());
-    let session = load_session(agent, &session_id, user_id.as_deref(), agent.history.add_history_to_context).await?;
+    let store = request.store.unwrap_or(true);
+    let session = if store {
+        load_session(agent, &session_id, user_id.as_deref(), agent.history.add_history_to_context).await?
+    } else {
+        crate::persist::new_session(agent, &session_id, user_id.as_deref())
+    };
     let state = output.session_state.clone().or_else(|| session.session_state().cloned()).unwrap_or_default();
     let mut messages: Vec<Message> = Vec::new();
     let stored = output.messages().to_vec();
     let split = stored.iter().take_while(|m| m.role == agno_core::Role::System).count();
     messages.extend_from_slice(&stored[..split]);
-    if agent.history.add_history_to_context {
+    if agent.history.add_history_to_context && store {
         messages.extend(session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages));
     }
     messages.extend_from_slice(&stored[split..]);
 
-    let mut prepared = prepare(agent, RunRequest::new("").session_id(&session_id)).await?;
+    let mut prepared =
+        prepare(agent, RunRequest { store: Some(store), ..RunRequest::new("").session_id(&session_id) }).await?;
     prepared.output = output;
     prepared.output.status = RunStatus::Running;
     prepared.messages = messages;

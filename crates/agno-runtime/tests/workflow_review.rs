@@ -706,3 +706,97 @@ async fn review_fields_a_primitive_does_not_support_are_refused_when_the_workflo
     );
     assert!(why.contains("requires_output_review is not supported on a Condition"), "{why}");
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ShipArgs {
+    what: String,
+}
+
+/// An agent step whose tool needs confirmation pauses the workflow as an executor pause; the
+/// answer continues the agent where it paused (twice here), and nothing before it runs again.
+#[tokio::test]
+async fn an_agent_tool_pause_inside_a_step_pauses_the_workflow_and_continues_the_agent() {
+    use agno_core::{Model, ModelResponse, Role, ToolCall};
+    let shipped = Arc::new(AtomicUsize::new(0));
+    let ship = {
+        let shipped = Arc::clone(&shipped);
+        agno_tools::Function::new("ship", "Ship something.", move |args: ShipArgs| {
+            let shipped = Arc::clone(&shipped);
+            async move {
+                shipped.fetch_add(1, Ordering::SeqCst);
+                Ok(format!("shipped {}", args.what))
+            }
+        })
+        .requires_confirmation()
+    };
+    // Ships twice, one call per turn, then answers with what the tools said.
+    let model: Arc<dyn Model> = Arc::new(agno_models::FunctionModel::new(|req| {
+        let results: Vec<String> = req
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| m.content_text().unwrap_or_default().to_owned())
+            .collect();
+        Ok(match results.len() {
+            n @ (0 | 1) => ModelResponse {
+                tool_calls: vec![ToolCall::new(format!("ship-{n}"), "ship", format!(r#"{{"what":"box {n}"}}"#))],
+                ..Default::default()
+            },
+            _ => ModelResponse { content: results.join(" / "), ..Default::default() },
+        })
+    }));
+    let agent = agno_runtime::Agent::builder(model).id("shipper").name("Shipper").function(ship).build().unwrap();
+    let calls = Calls::default();
+    let db = sqlite().await;
+    let wf = workflow(
+        Some(Arc::clone(&db)),
+        vec![
+            calls.step("prepare").into(),
+            Step { name: "ship".into(), executor: Executor::agent(agent), ..Step::default() }.into(),
+        ],
+    );
+    let mut stream = wf.run_stream(WorkflowRunRequest::from("go").session_id("exec"));
+    let mut names = Vec::new();
+    while let Some(e) = stream.next().await {
+        names.push(e.name());
+    }
+    let mut run = stream.output().await.unwrap();
+    assert!(names.contains(&"StepExecutorPaused"), "{names:?}");
+    for round in 0..2 {
+        assert_eq!(run.status, RunStatus::Paused, "round {round}");
+        assert_eq!(run.extra["pause_kind"], "executor");
+        let req = active(&run);
+        assert_eq!(req.extra["requires_executor_input"], true);
+        assert_eq!(req.extra["executor_name"], "Shipper");
+        let pending: Vec<agno_core::RunRequirement> =
+            serde_json::from_value(req.extra["executor_requirements"].clone()).unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].tool_call_id(), Some(format!("ship-{round}").as_str()));
+        assert_eq!(shipped.load(Ordering::SeqCst), round, "nothing ships before it is confirmed");
+        // An answer that leaves the tool call unanswered changes nothing.
+        let mut bare = req.clone();
+        bare.extra.remove("executor_requirements");
+        let err = answer(&wf, &run, bare).await.unwrap_err();
+        assert!(err.to_string().contains("send executor_requirements"), "{err}");
+        let mut unanswered = req.clone();
+        unanswered.extra.insert("executor_requirements".into(), serde_json::to_value(&pending).unwrap());
+        let err = answer(&wf, &run, unanswered).await.unwrap_err();
+        assert!(err.to_string().contains(&format!("tool call ship-{round} is not answered")), "{err}");
+        let mut confirmed = pending.clone();
+        confirmed[0].confirm();
+        let mut yes = req;
+        yes.extra.insert("executor_requirements".into(), serde_json::to_value(&confirmed).unwrap());
+        run = answer(&wf, &run, yes).await.unwrap();
+    }
+    assert_eq!(run.status, RunStatus::Completed, "{}", run.content_text());
+    assert_eq!(run.content_text(), "shipped box 0 / shipped box 1");
+    assert_eq!(shipped.load(Ordering::SeqCst), 2, "each confirmed call ran once");
+    assert_eq!(calls.of("prepare"), 1, "the step before ran once over three walks");
+    let executor_runs = run.extra["step_executor_runs"].as_array().unwrap();
+    assert_eq!(executor_runs.len(), 1, "one agent run, continued twice");
+    assert_eq!(executor_runs[0]["status"], "COMPLETED");
+    // The agent's own run was never stored apart from the workflow's.
+    assert!(db.get_run(executor_runs[0]["run_id"].as_str().unwrap(), None).await.unwrap().is_none());
+    let session = db.get_session("exec", None, Some(0)).await.unwrap().unwrap();
+    assert_eq!(session.workflow_id.as_deref(), Some("reviewed"), "the session stays a workflow session");
+}

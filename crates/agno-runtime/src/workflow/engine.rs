@@ -572,7 +572,7 @@ pub(super) async fn execute(
                         .and_then(Value::as_u64)
                         .and_then(|i| usize::try_from(i).ok()),
                     paused_step_name: record.extra.get("paused_step_name").and_then(Value::as_str).map(str::to_owned),
-                    pause_kind: Some("step".to_owned()),
+                    pause_kind: record.extra.get("pause_kind").and_then(Value::as_str).map(str::to_owned),
                     step_requirements: record
                         .extra
                         .get("step_requirements")
@@ -618,7 +618,8 @@ fn set_pause(record: &mut RunOutput, pause: Pause, top_index: usize, wf: &Workfl
     let name = wf.steps.get(top_index).map(|s| s.name().to_owned());
     record.extra.insert("paused_step_index".to_owned(), json!(top_index));
     record.extra.insert("paused_step_name".to_owned(), json!(name));
-    record.extra.insert("pause_kind".to_owned(), json!("step"));
+    let executor = matches!(&pause, Pause::Step(req) if req.extra.get("requires_executor_input") == Some(&json!(true)));
+    record.extra.insert("pause_kind".to_owned(), json!(if executor { "executor" } else { "step" }));
     let (field, value) = match pause {
         Pause::Step(req) => ("step_requirements", serde_json::to_value(*req).unwrap_or_default()),
         Pause::Error(req) => ("error_requirements", serde_json::to_value(*req).unwrap_or_default()),

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agno_core::{RunInput, RunStatus, StepOutput};
+use agno_core::{RunInput, RunOutput, RunRequirement, RunStatus, StepOutput};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
@@ -38,6 +38,16 @@ pub(super) enum StepFailure {
     Error(String),
     /// The run was cancelled.
     Cancelled,
+    /// The step's agent paused for a person (a tool needing confirmation, input or an external
+    /// result): its paused run.
+    Paused(Box<RunOutput>),
+}
+
+/// How an agent step's run starts: new on the step's input, or a paused one continued with the
+/// reviewer's answers to its requirements.
+pub(super) enum AgentStart {
+    New,
+    Continue(Box<RunOutput>, Vec<RunRequirement>),
 }
 
 /// One attempt of a step's executor, raced against the run's cancellation.
@@ -64,7 +74,7 @@ pub(super) async fn execute_step(
                 () = ctx.token.cancelled() => Err(StepFailure::Cancelled),
             }
         }
-        Executor::Agent(agent) => run_agent(ctx, step, agent, previous, pos, extra).await,
+        Executor::Agent(agent) => run_agent(ctx, step, agent, previous, pos, extra, AgentStart::New).await,
         Executor::Team(team) => {
             let message = previous.cloned().unwrap_or_else(|| ctx.input.clone());
             let text = match message {
@@ -175,36 +185,49 @@ pub(super) async fn execute_step(
     }
 }
 
-async fn run_agent(
+/// An agent step: a new run, or the continuation of the paused one (`start`).
+pub(super) async fn run_agent(
     ctx: &Ctx,
     step: &Step,
     agent: &crate::Agent,
     previous: Option<&Value>,
     pos: &Pos,
     extra: &Map<String, Value>,
+    start: AgentStart,
 ) -> Result<StepOutput, StepFailure> {
-    let message = previous.cloned().unwrap_or_else(|| ctx.input.clone());
-    let input = match message {
-        Value::String(text) => RunInput::text(with_review_notes(text, extra)),
-        other => RunInput { input_content: Some(other), ..RunInput::default() },
+    let (agent_run_id, continued) = match start {
+        AgentStart::New => (agno_core::new_id(), None),
+        AgentStart::Continue(run, answers) => {
+            let id = run.id().to_owned();
+            (id, Some(agno_runtime_continue(*run, answers)))
+        }
     };
-    let agent_run_id = agno_core::new_id();
-    let request = RunRequest {
-        input,
-        run_id: Some(agent_run_id.clone()),
-        session_id: Some(ctx.session_id.clone()),
-        user_id: ctx.user_id.clone(),
-        session_state: Some(ctx.state.snapshot()),
-        parent_run_id: Some(ctx.run_id.clone()),
-        metadata: Some(Map::new()),
-        store: Some(false),
-        ..RunRequest::default()
+    let request = || {
+        let message = previous.cloned().unwrap_or_else(|| ctx.input.clone());
+        let input = match message {
+            Value::String(text) => RunInput::text(with_review_notes(text, extra)),
+            other => RunInput { input_content: Some(other), ..RunInput::default() },
+        };
+        RunRequest {
+            input,
+            run_id: Some(agent_run_id.clone()),
+            session_id: Some(ctx.session_id.clone()),
+            user_id: ctx.user_id.clone(),
+            session_state: Some(ctx.state.snapshot()),
+            parent_run_id: Some(ctx.run_id.clone()),
+            metadata: Some(Map::new()),
+            store: Some(false),
+            ..RunRequest::default()
+        }
     };
     let streamed = ctx.streaming();
     let result = if streamed {
         // As Agno (`stream_executor_events`): the agent's own events go through the workflow's
         // stream.
-        let mut stream = agent.run_stream(request);
+        let mut stream = match continued {
+            Some(cont) => agent.continue_run_stream(cont),
+            None => agent.run_stream(request()),
+        };
         let mut cancel_sent = false;
         loop {
             tokio::select! {
@@ -220,7 +243,10 @@ async fn run_agent(
         }
         stream.output().await
     } else {
-        let handle = agent.spawn_run(request);
+        let handle = match continued {
+            Some(cont) => agent.spawn_continue_run(cont),
+            None => agent.spawn_run(request()),
+        };
         tokio::pin!(handle);
         tokio::select! {
             result = &mut handle => result,
@@ -257,6 +283,10 @@ async fn run_agent(
     if let Some(state) = run.session_state.clone() {
         ctx.state.update(|s| s.extend(state));
     }
+    if status == RunStatus::Paused {
+        // Kept by the pause (and continued later), not yet a run of the workflow.
+        return Err(StepFailure::Paused(Box::new(run)));
+    }
     let output = StepOutput {
         content: run.content.clone(),
         step_run_id: Some(agent_run_id),
@@ -268,10 +298,11 @@ async fn run_agent(
     }
     match status {
         RunStatus::Cancelled => Err(StepFailure::Cancelled),
-        RunStatus::Paused => Err(StepFailure::Error(format!(
-            "agent {:?} paused for human input; continuing a workflow from an agent's pause is not supported yet",
-            agent.id()
-        ))),
         _ => Ok(output),
     }
+}
+
+/// The continuation of a step's paused agent run: not stored on its own, as the run it continues.
+fn agno_runtime_continue(run: RunOutput, answers: Vec<RunRequirement>) -> crate::request::ContinueRequest {
+    crate::request::ContinueRequest::output(run, answers).store(false)
 }

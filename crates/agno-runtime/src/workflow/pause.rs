@@ -5,10 +5,13 @@
 //! confirmation, input or route pick before a node runs; `post:` an output review (numbered by
 //! retry); `iter:` a loop iteration review; `error:` a decision after a failure.
 
-use agno_core::{ErrorRequirement, RunOutput, StepOutput, StepRequirement, StepType, WorkflowEventData};
+use agno_core::{
+    ErrorRequirement, RunOutput, RunRequirement, StepOutput, StepRequirement, StepType, WorkflowEventData,
+};
 use serde_json::{Map, Value, json};
 
 use super::engine::{Ctx, Halt, JOURNAL, Pause, Pos};
+use super::primitives::Step;
 use super::review::{HumanReview, OnReject};
 
 /// Where in the requirement the journal key is kept.
@@ -199,6 +202,92 @@ pub(super) fn iteration(
     Ok(None)
 }
 
+/// The latest paused agent run of the step at `pos` that has an answer and was not continued
+/// yet (a later round's paused run means this one was), with the answers to its requirements.
+pub(super) fn answered_executor(ctx: &Ctx, pos: &Pos) -> Option<(RunOutput, Vec<RunRequirement>)> {
+    let mut round = 0;
+    while ctx.journal_get(&format!("agentrun:{}:{}", pos.key, round + 1)).is_some() {
+        round += 1;
+    }
+    let run = serde_json::from_value(ctx.journal_get(&format!("agentrun:{}:{round}", pos.key))?).ok()?;
+    let answers = serde_json::from_value(ctx.journal_get(&format!("answer:exec:{}:{round}", pos.key))?).ok()?;
+    Some((run, answers))
+}
+
+/// The round of the next executor pause of the step at `pos`.
+pub(super) fn executor_round(ctx: &Ctx, pos: &Pos) -> u32 {
+    let mut round = 0;
+    while ctx.journal_get(&format!("agentrun:{}:{round}", pos.key)).is_some() {
+        round += 1;
+    }
+    round
+}
+
+/// Pauses the run because the step's agent paused (Agno's executor pause): the agent's paused
+/// run is journaled, and the requirement carries its requirements (`executor_requirements`) for
+/// the reviewer to answer as for an agent run.
+pub(super) fn executor(ctx: &Ctx, step: &Step, pos: &Pos, run: &RunOutput, round: u32) -> Halt {
+    ctx.journal_put(format!("agentrun:{}:{round}", pos.key), serde_json::to_value(run).unwrap_or_default());
+    let mut req = StepRequirement::new(step.step_id.as_deref().unwrap_or(&step.name));
+    req.step_name = Some(step.name.clone());
+    req.step_index = Some(pos.index.clone());
+    req.step_type = Some(StepType::Step.as_str().to_owned());
+    let pending: Vec<&RunRequirement> = run.active_requirements();
+    for (key, value) in [
+        ("requires_executor_input", json!(true)),
+        ("executor_requirements", serde_json::to_value(&pending).unwrap_or_default()),
+        ("executor_id", json!(run.agent_id)),
+        ("executor_name", json!(run.agent_name)),
+        ("executor_run_id", json!(run.id())),
+        ("executor_type", json!("agent")),
+        ("executor_session_id", json!(run.session_id)),
+        (KEY, json!(format!("exec:{}:{round}", pos.key))),
+    ] {
+        req.extra.insert(key.to_owned(), value);
+    }
+    ctx.live();
+    ctx.emit(|| WorkflowEventData::StepExecutorPaused {}, Some((step.name.as_str(), step.step_id.as_deref(), pos)));
+    Halt::Paused(Box::new(Pause::Step(Box::new(req))))
+}
+
+/// The answers to an executor pause: the agent's requirements, each resolved.
+fn executor_answers(
+    active: &StepRequirement,
+    answer: &StepRequirement,
+    name: &str,
+) -> Result<Vec<RunRequirement>, String> {
+    let stored: Vec<RunRequirement> = active
+        .extra
+        .get("executor_requirements")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let given: Vec<RunRequirement> = match answer.extra.get("executor_requirements") {
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| format!("executor_requirements of step {name:?} are not the agent's requirements: {e}"))?,
+        None => return Err(format!("step {name:?} waits for its agent: send executor_requirements, each answered")),
+    };
+    let mut out = Vec::with_capacity(stored.len());
+    for pending in &stored {
+        let Some(answer) = given
+            .iter()
+            .find(|g| g.id == pending.id || (g.tool_call_id().is_some() && g.tool_call_id() == pending.tool_call_id()))
+        else {
+            return Err(format!(
+                "executor_requirements of step {name:?} do not answer tool call {}",
+                pending.tool_call_id().unwrap_or(&pending.id)
+            ));
+        };
+        if !answer.is_resolved() {
+            return Err(format!(
+                "executor_requirements of step {name:?}: tool call {} is not answered (confirm or reject it, give its input or result)",
+                pending.tool_call_id().unwrap_or(&pending.id)
+            ));
+        }
+        out.push(answer.clone());
+    }
+    Ok(out)
+}
+
 /// What a reviewer decided after a failure.
 pub(super) enum ErrorDecision {
     Retry,
@@ -295,6 +384,15 @@ pub(super) fn resolve(
             format!("step_requirements names {}, but the run waits for step {name:?}", named.join(", "))
         }
     })?;
+    if active.extra.get("requires_executor_input").and_then(Value::as_bool) == Some(true) {
+        let answers = executor_answers(&active, answer, &name)?;
+        active.extra.insert("executor_requirements".to_owned(), serde_json::to_value(&answers).unwrap_or_default());
+        let key = active.extra.get(KEY).and_then(Value::as_str).unwrap_or_default().to_owned();
+        journal.insert(format!("answer:{key}"), serde_json::to_value(&answers).unwrap_or_default());
+        replace(run, "step_requirements", index, serde_json::to_value(&active).unwrap_or_default());
+        run.extra.insert(JOURNAL.to_owned(), Value::Object(journal));
+        return Ok(());
+    }
     let timed_out = active
         .timeout_at
         .as_deref()

@@ -147,8 +147,12 @@ async fn run_step(ctx: &Ctx, step: &Step, previous: Option<Value>, pos: &Pos) ->
         };
         let produced = match produced {
             Some(output) => output,
-            None => match attempts(ctx, step, previous.as_ref(), pos, &extra).await {
+            None => match agent_attempt(ctx, step, previous.as_ref(), pos, &extra).await {
                 Ok(output) => output,
+                Err(StepFailure::Paused(run)) => {
+                    let round = pause::executor_round(ctx, pos);
+                    return Err(pause::executor(ctx, step, pos, &run, round));
+                }
                 Err(StepFailure::Cancelled) => return Err(Halt::Cancelled(None)),
                 Err(StepFailure::Error(message)) => match (&reviewed, step.human_review.as_ref().map(|r| r.on_error)) {
                     (Some(r), Some(OnError::Pause)) => match pause::error(ctx, r, &message, error_round)? {
@@ -212,6 +216,24 @@ fn failed(ctx: &Ctx, step: &Step, pos: &Pos, message: &str) -> Halt {
     Halt::Failed { step: step.name.clone(), message: format!("step {:?} failed: {message}", step.name) }
 }
 
+/// The step's work: an agent step whose agent paused and was answered is continued (each
+/// answered pause once, in order); otherwise every attempt of the step.
+async fn agent_attempt(
+    ctx: &Ctx,
+    step: &Step,
+    previous: Option<&Value>,
+    pos: &Pos,
+    extra: &Map<String, Value>,
+) -> Result<StepOutput, StepFailure> {
+    if let Executor::Agent(agent) = &step.executor
+        && let Some((run, answers)) = pause::answered_executor(ctx, pos)
+    {
+        let start = super::executors::AgentStart::Continue(Box::new(run), answers);
+        return super::executors::run_agent(ctx, step, agent, previous, pos, extra, start).await;
+    }
+    attempts(ctx, step, previous, pos, extra).await
+}
+
 /// Every attempt of the step (`max_retries` more after the first failure).
 async fn attempts(
     ctx: &Ctx,
@@ -228,6 +250,7 @@ async fn attempts(
         match execute_step(ctx, step, previous, pos, extra).await {
             Ok(output) => return Ok(output),
             Err(StepFailure::Cancelled) => return Err(StepFailure::Cancelled),
+            Err(StepFailure::Paused(run)) => return Err(StepFailure::Paused(run)),
             Err(StepFailure::Error(message)) => {
                 tracing::debug!(step = step.name, error = message, "workflow step attempt failed");
                 last_error = message;
