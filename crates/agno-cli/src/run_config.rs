@@ -99,6 +99,39 @@ fn review<'a>(
     let last = run.extra.get("step_requirements").and_then(Value::as_array).and_then(|l| l.last()).cloned();
     let mut req: StepRequirement = serde_json::from_value(last.context("the paused run has no requirement")?)?;
     let step = req.step_name.clone().unwrap_or_default();
+    if req.extra.get("requires_executor_input").and_then(Value::as_bool) == Some(true) {
+        // The step's agent paused: answer each of its tool calls as for an agent run.
+        let mut pending: Vec<agno::core::RunRequirement> =
+            serde_json::from_value(req.extra.get("executor_requirements").cloned().unwrap_or(Value::Null))
+                .unwrap_or_default();
+        for r in &mut pending {
+            let (name, args) = r
+                .tool_execution
+                .as_ref()
+                .map(|t| (t.name().to_owned(), t.tool_args.clone().map(Value::Object).unwrap_or_default()))
+                .unwrap_or_default();
+            if r.needs_external_execution() {
+                let result = ask(&format!("step {step:?}: result of {name}({args})?"))?;
+                r.set_external_execution_result(result);
+            } else if r.needs_user_input() {
+                let mut values = Map::new();
+                for field in r.user_input_schema.clone().unwrap_or_default() {
+                    values.insert(field.name.clone(), Value::String(ask(&format!("{name}: {}?", field.name))?));
+                }
+                r.provide_user_input(&values);
+            } else {
+                let yes = ask(&format!("step {step:?}: run {name}({args})? [y/n]"))?;
+                if yes.eq_ignore_ascii_case("y") || yes.eq_ignore_ascii_case("yes") {
+                    r.confirm();
+                } else {
+                    r.reject(None);
+                }
+            }
+        }
+        req.extra.insert("executor_requirements".to_owned(), serde_json::to_value(&pending)?);
+        request.step_requirements.push(req);
+        return Ok(wf.continue_run(request));
+    }
     if req.requires_route_selection {
         let choices = req.available_choices.clone().unwrap_or_default();
         let message = req.user_input_message.clone().unwrap_or_else(|| format!("route of {step:?}"));

@@ -231,3 +231,37 @@ fn agno_run_answers_a_workflow_review_at_the_terminal() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains(r#"no workflow "nope" (it has: publish)"#));
 }
+
+/// A workflow whose agent step pauses on a tool needing confirmation asks at the terminal.
+#[test]
+fn agno_run_answers_an_agent_tool_pause_inside_a_workflow_step() {
+    use std::io::Write;
+    let dir = scratch_dir("wf-run-exec");
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"sqlite://{}\"\n[[agents]]\nid = \"writer\"\nmodel = \"test\"\n\
+             tools = [{{ toolkit = \"file\", base_dir = \"{}\", requires_confirmation_tools = [\"save_file\"] }}]\n\
+             [[workflows]]\nid = \"save\"\n[[workflows.steps]]\nname = \"write\"\nagent = \"writer\"\n",
+            dir.join("exec.db").display(),
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let mut child = common::agno()
+        .args(["run", "--config", config.to_str().unwrap(), "--workflow", "save", "save a note"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"n\nn\nn\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("step \"write\": run save_file("),
+        "the agent's tool call was put to the terminal: {stderr}"
+    );
+}
