@@ -128,6 +128,80 @@ async fn measure_team(team: &agno_runtime::team::Team, runs: usize) -> f64 {
     batches[BATCHES / 2]
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// Time from `cancel_run` to the cancelled run's end, `runs` times: a workflow whose agent step
+/// is inside a tool call that sleeps a minute, and a team whose member is inside a model call
+/// that takes a minute. Returns (workflow, team) sorted milliseconds.
+async fn measure_cancels(runs: usize) -> (Vec<f64>, Vec<f64>) {
+    use futures::StreamExt;
+    let entered = Arc::new(tokio::sync::Notify::new());
+    let hang = {
+        let entered = Arc::clone(&entered);
+        agno_tools::Function::new("hang", "Wait a minute.", move |_: NoArgs| {
+            let entered = Arc::clone(&entered);
+            async move {
+                entered.notify_one();
+                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                Ok("too late")
+            }
+        })
+    };
+    let tool_agent =
+        Agent::builder(Arc::new(TestModel::new()) as Arc<dyn Model>).id("tooling").function(hang).build().unwrap();
+    let wf = Workflow::builder().id("cancel").step(step("work", Executor::agent(tool_agent))).build().unwrap();
+    let mut wf_ms = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let run_id = format!("wf-cancel-{i}");
+        let stream = wf.run_stream(agno_runtime::workflow::WorkflowRunRequest::from("go").run_id(run_id.clone()));
+        entered.notified().await;
+        let asked = Instant::now();
+        agno_runtime::cancel_run(&run_id);
+        let run = stream.output().await.unwrap();
+        assert_eq!(run.status, RunStatus::Cancelled);
+        wf_ms.push(asked.elapsed().as_secs_f64() * 1e3);
+    }
+    let slow: Arc<dyn Model> = Arc::new(TestModel::new().with_latency(std::time::Duration::from_secs(60)));
+    let member = Agent::builder(slow).id("slow").build().unwrap();
+    let leader: Arc<dyn Model> = Arc::new(agno_models::FunctionModel::new(|req| {
+        use agno_core::{ModelResponse, Role, ToolCall};
+        Ok(if req.messages.last().is_some_and(|m| m.role == Role::User) {
+            ModelResponse {
+                tool_calls: vec![ToolCall::new("c0", "delegate_task_to_member", r#"{"member_id":"slow","task":"t"}"#)],
+                ..Default::default()
+            }
+        } else {
+            ModelResponse { content: "done".into(), ..Default::default() }
+        })
+    }));
+    let team = agno_runtime::team::Team::builder().id("cancel-team").model(leader).member(member).build().unwrap();
+    let mut team_ms = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let run_id = format!("team-cancel-{i}");
+        let mut stream = team.run_stream(agno_runtime::RunRequest::new("go").run_id(run_id.clone()));
+        // The member's model call has started once its ModelRequestStarted event is out.
+        while let Some(e) = stream.next().await {
+            if e.name() == "ModelRequestStarted" && e.inner().agent_id == "slow" {
+                break;
+            }
+        }
+        let asked = Instant::now();
+        agno_runtime::cancel_run(&run_id);
+        let run = stream.output().await.unwrap();
+        assert_eq!(run.status, RunStatus::Cancelled);
+        team_ms.push(asked.elapsed().as_secs_f64() * 1e3);
+    }
+    wf_ms.sort_by(f64::total_cmp);
+    team_ms.sort_by(f64::total_cmp);
+    (wf_ms, team_ms)
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).copied().unwrap_or(f64::NAN)
+}
+
 /// Median over batches of µs per run.
 async fn measure(wf: &Workflow, runs: usize) -> f64 {
     for _ in 0..(runs / 20).max(10) {
@@ -213,6 +287,16 @@ fn main() {
         }
         if python.is_none() {
             println!("(set AGNO_PYTHON to a Python with agno==3.1.* to measure Python Agno beside it)");
+        }
+        if only.is_none() {
+            let (wf_ms, team_ms) = measure_cancels(100).await;
+            println!();
+            println!("cancel to the run's end, 100 each (ms)            p50      p99      max");
+            for (label, ms) in
+                [("workflow, agent step inside a tool call", &wf_ms), ("team, member inside a model call", &team_ms)]
+            {
+                println!("{label:<44} {:>7.2} {:>8.2} {:>8.2}", pct(ms, 0.5), pct(ms, 0.99), pct(ms, 1.0));
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     });
