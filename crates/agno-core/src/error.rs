@@ -128,6 +128,9 @@ pub enum ToolErrorKind {
     CallLimitReached,
     /// The run was cancelled while the tool ran.
     Cancelled,
+    /// The tool waits for a person (a team member's pause): the run pauses on this call, whose
+    /// result comes with the continue, as an external result does.
+    Paused,
 }
 
 impl ToolErrorKind {
@@ -142,6 +145,7 @@ impl ToolErrorKind {
             ToolErrorKind::Rejected => (false, "Tool call was rejected"),
             ToolErrorKind::CallLimitReached => (false, "Tool call limit reached"),
             ToolErrorKind::Cancelled => (false, "Tool call was cancelled"),
+            ToolErrorKind::Paused => (false, "Tool call waits for human input"),
         }
     }
 

@@ -199,3 +199,95 @@ async fn under_isolation_another_users_team_runs_are_not_found() {
         .await;
     assert_eq!(into.status, 404, "bob cannot run into alice's session");
 }
+
+/// A team `desk` whose member `clerk` calls `add`, which needs a confirmation; leader and clerk
+/// both run on the fake provider.
+fn paused_team_config(provider: &FakeProvider, extra: &str) -> String {
+    format!(
+        "[db]\nurl = \"memory://\"\n{extra}\n[[agents]]\nid = \"clerk\"\nname = \"Clerk\"\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n\
+         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }}]\n\
+         [[teams]]\nid = \"desk\"\nmembers = [\"clerk\"]\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    )
+}
+
+fn add_call() -> Scripted {
+    Scripted::ToolCalls { content: None, calls: vec![("add".into(), json!({"a": 2, "b": 3}).to_string())] }
+}
+
+#[tokio::test]
+async fn a_members_confirmation_pauses_the_team_and_continue_over_http_finishes_it() {
+    let provider = FakeProvider::start().await.unwrap();
+    let auth = format!("[auth]\nmode = \"jwt\"\nverification_keys = [\"{SECRET}\"]\nuser_isolation = true");
+    let os = TestOs::start(config(&paused_team_config(&provider, &auth))).await;
+    let alice = token("alice", &["teams:read", "teams:run"]);
+    let bob = token("bob", &["teams:read", "teams:run"]);
+    provider.push_all([delegate("clerk", "add 2 and 3"), add_call()]);
+    let r = os
+        .post_form("/teams/desk/runs", &[("message", "sum?"), ("stream", "false"), ("session_id", "p1")], Some(&alice))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "PAUSED");
+    let reqs = r.body["requirements"].as_array().unwrap().clone();
+    assert_eq!(reqs.len(), 1, "{}", r.body);
+    assert_eq!(reqs[0]["member_agent_id"], "clerk");
+    assert_eq!(reqs[0]["member_agent_name"], "Clerk");
+    assert_eq!(r.body["content"], "Team run paused. The following require input:\n- Clerk: add requires confirmation");
+    assert_eq!(reqs[0]["tool_execution"]["tool_name"], "add");
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let got = os.get(&format!("/teams/desk/runs/{run_id}?session_id=p1"), Some(&alice)).await;
+    assert_eq!(got.body["status"], "PAUSED");
+    let path = format!("/teams/desk/runs/{run_id}/continue");
+    let mut answered = reqs.clone();
+    answered[0]["confirmation"] = json!(true);
+    answered[0]["tool_execution"]["confirmed"] = json!(true);
+    let answers = Value::Array(answered).to_string();
+
+    // Refused, with nothing changed: another user, no session, bad JSON, no answer, a stranger.
+    let form =
+        |reqs: &str| vec![("requirements", reqs.to_owned()), ("stream", "false".into()), ("session_id", "p1".into())];
+    let post = |fields: Vec<(&'static str, String)>, who: Option<String>| {
+        let path = path.clone();
+        let os = &os;
+        async move {
+            let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            os.post_form(&path, &fields, who.as_deref()).await
+        }
+    };
+    assert_eq!(post(form(&answers), Some(bob.clone())).await.status, 404, "bob cannot continue alice's run");
+    let r = post(vec![("requirements", answers.clone()), ("stream", "false".into())], Some(alice.clone())).await;
+    assert_eq!(r.status, 400);
+    assert!(detail(&r.body).contains("session_id"), "{}", r.body);
+    let r = post(form("[{"), Some(alice.clone())).await;
+    assert_eq!(r.status, 400);
+    assert!(detail(&r.body).contains("Invalid JSON in requirements"), "{}", r.body);
+    let r = post(form("[]"), Some(alice.clone())).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(detail(&r.body).contains("not resolved"), "{}", r.body);
+    let r = post(form(&json!([{"id": "stranger", "confirmation": true}]).to_string()), Some(alice.clone())).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(detail(&r.body).contains("stranger"), "{}", r.body);
+    let got = os.get(&format!("/teams/desk/runs/{run_id}?session_id=p1"), Some(&alice)).await;
+    assert_eq!(got.body["status"], "PAUSED", "nothing changed");
+
+    // The clerk's add runs (2 + 3), the clerk answers, then the leader.
+    provider.push_all([Scripted::text("it is 5"), Scripted::text("the desk says 5")]);
+    let (reply, events) = os.post_sse(&path, &[("requirements", &answers), ("session_id", "p1")], Some(&alice)).await;
+    assert_eq!(reply.status, 200);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.contains(&"RunContinued") && names.contains(&"TeamRunContinued"), "{names:?}");
+    assert_eq!(names.last(), Some(&"TeamRunCompleted"), "{names:?}");
+    let done = os.get(&format!("/teams/desk/runs/{run_id}?session_id=p1"), Some(&alice)).await;
+    assert_eq!(done.body["status"], "COMPLETED");
+    assert_eq!(done.body["content"], "the desk says 5");
+    let member = &done.body["member_responses"][0];
+    assert_eq!(member["status"], "COMPLETED");
+    assert_eq!(member["tools"][0]["result"], r#"{"operation":"addition","result":5.0}"#);
+    // The clerk's tool result reached its model, and the clerk's answer reached the leader.
+    let bodies: Vec<String> = provider.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(bodies.iter().any(|b| b.contains("it is 5") && b.contains("delegate_task_to_member")), "{bodies:?}");
+    let r = post(form(&answers), Some(alice.clone())).await;
+    assert_eq!(r.status, 409, "a finished run cannot be continued: {}", r.body);
+}

@@ -333,6 +333,13 @@ async fn continue_inner(
         }
     }
     let stop = answers.iter().filter_map(|a| a.tool_execution.as_ref()).any(|t| t.stop_after_tool_call);
-    let end = if stop { crate::run_loop::LoopEnd::Completed } else { model_loop(agent, &mut st, em, token).await };
+    let end = if stop {
+        // As a run that stops after a tool call: the tool's result is the answer.
+        let last = st.messages.last().and_then(Message::content_text).unwrap_or_default().to_owned();
+        st.output.content = Some(serde_json::Value::String(last));
+        crate::run_loop::LoopEnd::Completed
+    } else {
+        model_loop(agent, &mut st, em, token).await
+    };
     finish(agent, &mut st, em, end).await
 }

@@ -158,6 +158,15 @@ pub(crate) async fn execute_batch(
     let mut stop = false;
     let created_at = chrono::Utc::now().to_rfc3339();
     for (mut exec, outcome) in outcomes {
+        // A tool that waits for a person pauses the run on its call; its result comes with the
+        // continue, as an external result does.
+        let outcome = match outcome {
+            Some(Err(err)) if err.kind == ToolErrorKind::Paused => {
+                exec.external_execution_required = Some(true);
+                None
+            }
+            other => other,
+        };
         match outcome {
             None => {
                 paused = true;

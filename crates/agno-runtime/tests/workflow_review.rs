@@ -800,3 +800,99 @@ async fn an_agent_tool_pause_inside_a_step_pauses_the_workflow_and_continues_the
     let session = db.get_session("exec", None, Some(0)).await.unwrap().unwrap();
     assert_eq!(session.workflow_id.as_deref(), Some("reviewed"), "the session stays a workflow session");
 }
+
+/// A team step whose member's tool needs confirmation pauses the workflow as an executor pause
+/// of the team (its requirements carry the member's fields); the answer continues the member,
+/// then the team's leader.
+#[tokio::test]
+async fn a_team_members_tool_pause_inside_a_step_pauses_the_workflow_and_continues_the_team() {
+    use agno_core::{Model, ModelResponse, Role, ToolCall};
+    let shipped = Arc::new(AtomicUsize::new(0));
+    let ship = {
+        let shipped = Arc::clone(&shipped);
+        agno_tools::Function::new("ship", "Ship something.", move |args: ShipArgs| {
+            let shipped = Arc::clone(&shipped);
+            async move {
+                shipped.fetch_add(1, Ordering::SeqCst);
+                Ok(format!("shipped {}", args.what))
+            }
+        })
+        .requires_confirmation()
+    };
+    let tool_results = |req: &agno_core::ModelRequest| -> Vec<String> {
+        req.messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| m.content_text().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let member_model: Arc<dyn Model> = Arc::new(agno_models::FunctionModel::new(move |req| {
+        let results = tool_results(req);
+        Ok(if results.is_empty() {
+            ModelResponse {
+                tool_calls: vec![ToolCall::new("ship-0", "ship", r#"{"what":"crate"}"#)],
+                ..Default::default()
+            }
+        } else {
+            ModelResponse { content: results.join(" / "), ..Default::default() }
+        })
+    }));
+    let leader_model: Arc<dyn Model> = Arc::new(agno_models::FunctionModel::new(move |req| {
+        let results = tool_results(req);
+        Ok(if results.is_empty() {
+            ModelResponse {
+                tool_calls: vec![ToolCall::new(
+                    "d0",
+                    "delegate_task_to_member",
+                    r#"{"member_id":"shipper","task":"ship it"}"#,
+                )],
+                ..Default::default()
+            }
+        } else {
+            ModelResponse { content: format!("team says: {}", results.join(" / ")), ..Default::default() }
+        })
+    }));
+    let shipper =
+        agno_runtime::Agent::builder(member_model).id("shipper").name("Shipper").function(ship).build().unwrap();
+    let team = agno_runtime::team::Team::builder()
+        .id("dock")
+        .name("Dock")
+        .model(leader_model)
+        .member(shipper)
+        .build()
+        .unwrap();
+    let calls = Calls::default();
+    let db = sqlite().await;
+    let wf = workflow(
+        Some(Arc::clone(&db)),
+        vec![
+            calls.step("prepare").into(),
+            Step { name: "ship".into(), executor: Executor::team(team), ..Step::default() }.into(),
+        ],
+    );
+    let run = wf.arun(WorkflowRunRequest::from("go").session_id("team-exec")).await.unwrap();
+    assert_eq!(run.status, RunStatus::Paused);
+    assert_eq!(run.extra["pause_kind"], "executor");
+    let req = active(&run);
+    assert_eq!(req.extra["executor_type"], "team");
+    assert_eq!(req.extra["executor_id"], "dock");
+    assert_eq!(req.extra["executor_name"], "Dock");
+    let mut pending: Vec<agno_core::RunRequirement> =
+        serde_json::from_value(req.extra["executor_requirements"].clone()).unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].member_agent_id.as_deref(), Some("shipper"));
+    assert_eq!(shipped.load(Ordering::SeqCst), 0);
+    pending[0].confirm();
+    let mut yes = req;
+    yes.extra.insert("executor_requirements".into(), serde_json::to_value(&pending).unwrap());
+    let run = answer(&wf, &run, yes).await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{}", run.content_text());
+    assert_eq!(run.content_text(), "team says: shipped crate");
+    assert_eq!(shipped.load(Ordering::SeqCst), 1);
+    assert_eq!(calls.of("prepare"), 1, "the step before ran once");
+    let executor_runs = run.extra["step_executor_runs"].as_array().unwrap();
+    assert_eq!(executor_runs.len(), 1, "one team run, continued");
+    assert_eq!(executor_runs[0]["team_id"], "dock");
+    assert_eq!(executor_runs[0]["status"], "COMPLETED");
+    assert_eq!(executor_runs[0]["member_responses"][0]["status"], "COMPLETED");
+}

@@ -310,3 +310,76 @@ pub async fn cancel_run(
         None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
     }
 }
+
+/// The form of `POST /teams/{team_id}/runs/{run_id}/continue`.
+pub const CONTINUE_FORM: &[FormField] = &[
+    FormField {
+        name: "requirements",
+        kind: "string",
+        required: false,
+        description: "JSON list of the paused run's requirements, answered (each by its id).",
+    },
+    FormField { name: "session_id", kind: "string", required: true, description: "The run's session." },
+    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
+    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
+    FormField { name: "background", kind: "boolean", required: false, description: "Not built for teams yet (400)." },
+];
+
+/// `POST /teams/{team_id}/runs/{run_id}/continue`: form fields `requirements` (JSON list of the
+/// run's requirements, answered; a member's carry `member_agent_id`), `session_id` (required, as
+/// Agno), `user_id`, `stream` (default true). Each paused member continues with its answers, then
+/// the leader. 400 for requirements that are not JSON, 404 for an unknown run (or another
+/// user's), 409 for a run that is not paused, 422 for answers that do not fit (nothing changes).
+pub async fn continue_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((team_id, run_id)): Path<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    let team = served(&state, &principal, &team_id)?.clone();
+    require_run_access(&principal, &team_id)?;
+    let form = Form::read(request, state.form_field_limit).await?;
+    let requirements: Vec<agno_core::RunRequirement> = match form.text("requirements").map(str::trim) {
+        None | Some("") => Vec::new(),
+        Some(text) => {
+            let value: Value = serde_json::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("Invalid JSON in requirements field: {e}")))?;
+            serde_json::from_value(value)
+                .map_err(|e| ApiError::bad_request(format!("Invalid structure or content for requirements: {e}")))?
+        }
+    };
+    let session_id = form
+        .text("session_id")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::bad_request("session_id is required for this action"))?;
+    let run = stored_run(&state, &principal, &team_id, &run_id, Some(session_id)).await?;
+    if form.bool("background")?.unwrap_or(false) {
+        return Err(ApiError::bad_request(
+            "background team runs are not built in agno-rs yet; continue with background=false",
+        ));
+    }
+    team.check_continue(&run, &requirements).map_err(|e| match e {
+        RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
+        RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
+        other => ApiError::unprocessable(other.to_string()),
+    })?;
+    let mut req = agno_runtime::ContinueRequest::run_id(run_id, requirements);
+    let requested = principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned));
+    if let Some(user) = principal.user_scope(requested).or(run.user_id.clone()) {
+        req = req.user_id(user);
+    }
+    if form.bool("stream")?.unwrap_or(true) {
+        return Ok(stream_response(team.continue_run_stream(req), state.heartbeat));
+    }
+    // On its own task: the run completes and is stored even if the client goes away.
+    match team.continue_run_stream(req).output().await {
+        Ok(run) => Ok(Json(run).into_response()),
+        Err(e) => match e.run() {
+            Some(run) => Ok(Json(run.clone()).into_response()),
+            None => match e {
+                RunError::Storage(db) => Err(db.into()),
+                other => Err(ApiError::internal(other.to_string())),
+            },
+        },
+    }
+}

@@ -7,13 +7,17 @@
 
 use std::sync::{Arc, LazyLock};
 
-use agno_core::{DynTool, RunInput, RunOutput, ToolContext, ToolDefinition, ToolError, ToolFlags, ToolOutput};
+use agno_core::{
+    DynTool, RunInput, RunOutput, RunStatus, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolFlags,
+    ToolOutput,
+};
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 
-use super::engine::{TeamRun, execute_member, member_text};
+use super::engine::{TeamRun, execute_member, find_member, member_text};
+use super::resume::{DelegationPause, PausePart};
 use super::{Member, TeamMode};
 use crate::error::RunError;
 use crate::request::RunRequest;
@@ -104,7 +108,7 @@ impl DynTool for DelegateOne {
     async fn call(&self, args: Map<String, Value>, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let member_id = text_arg(&args, "member_id")?;
         let task = text_arg(&args, "task")?;
-        let Some(member) = find(&self.run.team.members, &member_id) else {
+        let Some(member) = find_member(&self.run.team.members, &member_id) else {
             let ids: Vec<&str> = self.run.team.members.iter().map(Member::id).collect();
             return Ok(format!(
                 "Member with ID {member_id} not found in the team. Please choose the correct member from the list \
@@ -113,6 +117,14 @@ impl DynTool for DelegateOne {
             ));
         };
         let out = delegate(&self.run, member.clone(), task, &ctx).await?;
+        if out.status == RunStatus::Paused {
+            let name = member.name().unwrap_or(member.id()).to_owned();
+            self.run.pause(DelegationPause {
+                tool_call_id: ctx.tool_call_id.clone(),
+                parts: vec![waiting(member, &out, String::new())],
+            });
+            return Err(paused(&[name]));
+        }
         Ok(member_text(&out))
     }
 }
@@ -142,21 +154,47 @@ impl DynTool for DelegateAll {
     async fn call(&self, args: Map<String, Value>, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let task = text_arg(&args, "task")?;
         let runs = self.run.team.members.iter().map(|m| delegate(&self.run, m.clone(), task.clone(), &ctx));
-        let mut lines = Vec::new();
+        let mut parts = Vec::new();
+        let mut waiting_names = Vec::new();
         for (member, out) in self.run.team.members.iter().zip(futures::future::join_all(runs).await) {
             let name = member.name().unwrap_or(member.id());
-            lines.push(match out {
-                Ok(out) => format!("Agent {name}: {}", member_text(&out)),
-                Err(e) => format!("Agent {name}: {}", e.model_text()),
+            let prefix = format!("Agent {name}: ");
+            parts.push(match out {
+                Ok(out) if out.status == RunStatus::Paused => {
+                    waiting_names.push(name.to_owned());
+                    waiting(member, &out, prefix)
+                }
+                Ok(out) => PausePart { prefix, text: Some(member_text(&out)), ..PausePart::default() },
+                Err(e) => PausePart { prefix, text: Some(e.model_text()), ..PausePart::default() },
             });
         }
+        if !waiting_names.is_empty() {
+            self.run.pause(DelegationPause { tool_call_id: ctx.tool_call_id.clone(), parts });
+            return Err(paused(&waiting_names));
+        }
+        let lines: Vec<String> =
+            parts.into_iter().map(|p| format!("{}{}", p.prefix, p.text.unwrap_or_default())).collect();
         Ok(lines.join("\n"))
     }
 }
 
-/// The member named `id` (its id, else its name).
-fn find<'a>(members: &'a [Member], id: &str) -> Option<&'a Member> {
-    members.iter().find(|m| m.id() == id).or_else(|| members.iter().find(|m| m.name() == Some(id)))
+/// A member's share of a delegation while its run waits for a person.
+fn waiting(member: &Member, out: &RunOutput, prefix: String) -> PausePart {
+    PausePart {
+        prefix,
+        text: None,
+        member_id: Some(member.id().to_owned()),
+        member_name: member.name().map(str::to_owned),
+        member_run_id: Some(out.id().to_owned()),
+    }
+}
+
+/// The error that pauses the leader on its delegation call (Agno's wording).
+fn paused(names: &[String]) -> ToolError {
+    ToolError::new(
+        ToolErrorKind::Paused,
+        format!("Member {} requires human input before continuing.", names.join(", ")),
+    )
 }
 
 /// Cancels the member run when the leader's call is dropped before the member answered.

@@ -6,17 +6,18 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agno_core::{AgentSession, DbError, RunEvent, RunOutput, StateUpdate, TeamStreamEvent};
+use agno_core::{AgentSession, DbError, RunEvent, RunOutput, RunStatus, StateUpdate, TeamStreamEvent};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::delegate;
+use super::resume::{self, DelegationPause};
 use super::{Member, TeamInner, TeamMode};
 use crate::agent::Agent;
 use crate::error::RunError;
-use crate::request::RunRequest;
+use crate::request::{ContinueRequest, RunRequest};
 
 /// Longest a finished leader waits for member runs it stopped to store themselves.
 const MEMBER_DRAIN: Duration = Duration::from_secs(10);
@@ -31,11 +32,55 @@ pub(super) struct TeamRun {
     pub(super) members_out: Mutex<Vec<RunOutput>>,
     /// Member runs still executing (each stores its output in `members_out` when it ends).
     pub(super) in_flight: Mutex<Vec<JoinHandle<()>>>,
+    /// Delegation calls waiting on paused members.
+    pub(super) pauses: Mutex<Vec<DelegationPause>>,
     /// The stream, and the next `event_index` of it.
     events: Mutex<(Option<mpsc::UnboundedSender<TeamStreamEvent>>, u64)>,
 }
 
 impl TeamRun {
+    pub(super) fn new(
+        team: &Arc<TeamInner>,
+        run_id: &str,
+        session_id: &str,
+        user_id: Option<String>,
+        members: Vec<RunOutput>,
+        tx: Option<mpsc::UnboundedSender<TeamStreamEvent>>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            team: Arc::clone(team),
+            run_id: run_id.to_owned(),
+            session_id: session_id.to_owned(),
+            user_id,
+            members_out: Mutex::new(members),
+            in_flight: Mutex::new(Vec::new()),
+            pauses: Mutex::new(Vec::new()),
+            events: Mutex::new((tx, 0)),
+        })
+    }
+
+    /// Records a delegation call waiting on paused members.
+    pub(super) fn pause(&self, pause: DelegationPause) {
+        if let Ok(mut pauses) = self.pauses.lock() {
+            pauses.push(pause);
+        }
+    }
+
+    /// The member run `id`, as this run holds it.
+    pub(super) fn member_run(&self, id: &str) -> Option<RunOutput> {
+        self.members_out.lock().ok()?.iter().find(|m| m.id() == id).cloned()
+    }
+
+    /// Puts `out` in place of the member run with its id (or after the others).
+    pub(super) fn replace_member(&self, out: RunOutput) {
+        if let Ok(mut members) = self.members_out.lock() {
+            match members.iter_mut().find(|m| m.id() == out.id()) {
+                Some(slot) => *slot = out,
+                None => members.push(out),
+            }
+        }
+    }
+
     /// True when someone reads the team's stream.
     pub(super) fn streaming(&self) -> bool {
         self.events.lock().is_ok_and(|e| e.0.as_ref().is_some_and(|tx| !tx.is_closed()))
@@ -106,6 +151,109 @@ async fn history(
     Ok(session.history_messages(Some(team.num_history_runs), None))
 }
 
+/// Builds the run's leader: the team's model, instructions and members listed, with the
+/// delegation tools of the mode bound to `run`.
+pub(super) fn leader(team: &TeamInner, run: &Arc<TeamRun>) -> Result<Agent, RunError> {
+    let mut builder = Agent::builder(Arc::clone(&team.model))
+        .id(team.id.clone())
+        .additional_context(members_message(team))
+        .instructions(team.instructions.clone());
+    if let Some(name) = &team.name {
+        builder = builder.name(name.clone());
+    }
+    if let Some(d) = &team.description {
+        builder = builder.description(d.clone());
+    }
+    for tool in delegate::tools(run) {
+        builder = builder.tool_arc(tool);
+    }
+    builder.build().map_err(|e| RunError::Internal(format!("cannot build the team's leader: {e}")))
+}
+
+/// What the leader does: a new run, or the continuation of its paused run.
+pub(super) enum LeaderCall {
+    Run(Box<RunRequest>),
+    Continue(ContinueRequest),
+}
+
+/// Runs the leader to its end, forwarding its events, then waits for the members it stopped;
+/// the leader's terminal event is sent last.
+pub(super) async fn drive(run: &TeamRun, leader: &Agent, call: LeaderCall) -> Result<RunOutput, RunError> {
+    let mut terminal = None;
+    let result = if run.streaming() {
+        let mut stream = match call {
+            LeaderCall::Run(request) => leader.run_stream(*request),
+            LeaderCall::Continue(request) => leader.continue_run_stream(request),
+        };
+        while let Some(event) = stream.next().await {
+            if event.data.is_terminal() {
+                terminal = Some(event);
+            } else {
+                run.send(event, TeamStreamEvent::Team);
+            }
+        }
+        stream.output().await
+    } else {
+        match call {
+            LeaderCall::Run(request) => leader.spawn_run(*request).await,
+            LeaderCall::Continue(request) => leader.spawn_continue_run(request).await,
+        }
+    };
+    // Members stopped by a cancel store how they ended before the team does.
+    let pending: Vec<JoinHandle<()>> = run.in_flight.lock().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default();
+    if tokio::time::timeout(MEMBER_DRAIN, futures::future::join_all(pending)).await.is_err() {
+        tracing::warn!(run_id = run.run_id, "member runs did not end within the drain time");
+    }
+    if let Some(event) = terminal {
+        run.send(event, TeamStreamEvent::Team);
+    }
+    result
+}
+
+/// Where a team run is stored: the database (when storing), the session and its state before
+/// the run.
+pub(super) struct Storage {
+    pub(super) db: Option<Arc<dyn agno_core::Db>>,
+    pub(super) session: AgentSession,
+    pub(super) initial: serde_json::Map<String, Value>,
+}
+
+impl Storage {
+    pub(super) async fn load(
+        team: &TeamInner,
+        session_id: &str,
+        user_id: Option<&str>,
+        store: bool,
+    ) -> Result<Self, RunError> {
+        let db = team.db.clone().filter(|_| store);
+        let stored_session = match &db {
+            Some(db) => db.get_session(session_id, user_id, Some(0)).await?,
+            None => None,
+        };
+        let mut initial = stored_session.as_ref().and_then(AgentSession::session_state).cloned().unwrap_or_default();
+        for (k, v) in &team.session_state {
+            initial.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        let session = stored_session.unwrap_or_else(|| {
+            let mut s = AgentSession::new(session_id);
+            s.user_id = user_id.map(str::to_owned);
+            s
+        });
+        Ok(Self { db, session, initial })
+    }
+
+    /// Stores `run` (status `RUNNING` or the paused record) and the session before anything runs,
+    /// so the run is visible (and cancellable by its owner) while it executes.
+    pub(super) async fn start(&mut self, team: &TeamInner, run: &RunOutput) -> Result<(), RunError> {
+        if let Some(db) = &self.db {
+            let initial = self.initial.clone();
+            write_session(db.as_ref(), team, &mut self.session, &initial, initial.clone()).await?;
+            db.upsert_run(run, &self.session.session_id, self.session.user_id.as_deref()).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Runs the team: the leader to its end, then the members it stopped, then (with `store`) the
 /// team run, its member runs and the session.
 pub(super) async fn execute(
@@ -117,100 +265,61 @@ pub(super) async fn execute(
     let run_id = request.run_id.clone().unwrap_or_else(agno_core::new_id);
     let session_id = request.session_id.clone().unwrap_or_else(agno_core::new_id);
     let user_id = request.user_id.clone();
-    let db = team.db.clone().filter(|_| store);
-    let stored_session = match &db {
-        Some(db) => db.get_session(&session_id, user_id.as_deref(), Some(0)).await?,
-        None => None,
-    };
-    let mut initial = stored_session.as_ref().and_then(AgentSession::session_state).cloned().unwrap_or_default();
-    for (k, v) in &team.session_state {
-        initial.entry(k.clone()).or_insert_with(|| v.clone());
-    }
+    let mut storage = Storage::load(&team, &session_id, user_id.as_deref(), store).await?;
     let history = if store { history(&team, &session_id, user_id.as_deref()).await? } else { Vec::new() };
 
-    let run = Arc::new(TeamRun {
-        team: Arc::clone(&team),
-        run_id: run_id.clone(),
-        session_id: session_id.clone(),
-        user_id: user_id.clone(),
-        members_out: Mutex::new(Vec::new()),
-        in_flight: Mutex::new(Vec::new()),
-        events: Mutex::new((tx, 0)),
-    });
-    let mut builder = Agent::builder(Arc::clone(&team.model))
-        .id(team.id.clone())
-        .additional_context(members_message(&team))
-        .instructions(team.instructions.clone());
-    if let Some(name) = &team.name {
-        builder = builder.name(name.clone());
-    }
-    if let Some(d) = &team.description {
-        builder = builder.description(d.clone());
-    }
-    for tool in delegate::tools(&run) {
-        builder = builder.tool_arc(tool);
-    }
-    let leader = builder.build().map_err(|e| RunError::Internal(format!("cannot build the team's leader: {e}")))?;
-
-    let mut state = initial.clone();
+    let run = TeamRun::new(&team, &run_id, &session_id, user_id.clone(), Vec::new(), tx);
+    let leader = leader(&team, &run)?;
+    let mut state = storage.initial.clone();
     if let Some(overrides) = request.session_state.take() {
         state.extend(overrides);
     }
-    let mut session = stored_session.unwrap_or_else(|| {
-        let mut s = AgentSession::new(&session_id);
-        s.user_id.clone_from(&user_id);
-        s
-    });
-    // Stored RUNNING before anything runs, so the run is visible (and cancellable by its owner)
-    // while it executes, as an agent run is.
-    if let Some(db) = &db {
-        let mut running = RunOutput::new(&run_id, &session_id);
-        running.user_id.clone_from(&user_id);
-        running.input = Some(request.input.clone());
-        running.extra.insert("team_id".to_owned(), Value::String(team.id.clone()));
-        if let Some(name) = &team.name {
-            running.extra.insert("team_name".to_owned(), Value::String(name.clone()));
-        }
-        write_session(db.as_ref(), &team, &mut session, &initial, initial.clone()).await?;
-        db.upsert_run(&running, &session_id, user_id.as_deref()).await?;
-    }
+    let mut running = RunOutput::new(&run_id, &session_id);
+    running.user_id.clone_from(&user_id);
+    running.input = Some(request.input.clone());
+    brand(&team, &mut running);
+    storage.start(&team, &running).await?;
     request.run_id = Some(run_id.clone());
     request.session_id = Some(session_id.clone());
     request.session_state = Some(state);
     request.store = Some(false);
     request.history = Some(history);
-    // The leader's terminal event is sent last, after the members it stopped have ended.
-    let mut terminal = None;
-    let result = if run.streaming() {
-        let mut stream = leader.run_stream(request);
-        while let Some(event) = stream.next().await {
-            if event.data.is_terminal() {
-                terminal = Some(event);
-            } else {
-                run.send(event, TeamStreamEvent::Team);
-            }
-        }
-        stream.output().await
-    } else {
-        leader.spawn_run(request).await
-    };
-    // Members stopped by a cancel store how they ended before the team does.
-    let pending: Vec<JoinHandle<()>> = run.in_flight.lock().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default();
-    if tokio::time::timeout(MEMBER_DRAIN, futures::future::join_all(pending)).await.is_err() {
-        tracing::warn!(run_id, "member runs did not end within the drain time");
+    let result = drive(&run, &leader, LeaderCall::Run(Box::new(request))).await;
+    conclude(&team, &run, result, storage).await
+}
+
+/// The member named `id` (its id, else its name).
+pub(super) fn find_member<'a>(members: &'a [Member], id: &str) -> Option<&'a Member> {
+    members.iter().find(|m| m.id() == id).or_else(|| members.iter().find(|m| m.name() == Some(id)))
+}
+
+/// Marks a run as the team's (Agno's `team_id`, `team_name`).
+pub(super) fn brand(team: &TeamInner, out: &mut RunOutput) {
+    out.agent_id = None;
+    out.agent_name = None;
+    out.extra.insert("team_id".to_owned(), Value::String(team.id.clone()));
+    if let Some(name) = &team.name {
+        out.extra.insert("team_name".to_owned(), Value::String(name.clone()));
     }
-    if let Some(event) = terminal {
-        run.send(event, TeamStreamEvent::Team);
-    }
+}
+
+/// Turns the leader's result into the team's record and (with storage) stores it with its member
+/// runs and the session. A leader paused on delegations to paused members gives a team paused on
+/// those members' requirements (with Agno's `member_*` fields).
+pub(super) async fn conclude(
+    team: &TeamInner,
+    run: &TeamRun,
+    result: Result<RunOutput, RunError>,
+    mut storage: Storage,
+) -> Result<RunOutput, RunError> {
     let members: Vec<RunOutput> = run.members_out.lock().map(|m| m.clone()).unwrap_or_default();
+    let pauses: Vec<DelegationPause> = run.pauses.lock().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default();
     let finish = |mut out: RunOutput| {
-        out.agent_id = None;
-        out.agent_name = None;
-        out.extra.insert("team_id".to_owned(), Value::String(team.id.clone()));
-        if let Some(name) = &team.name {
-            out.extra.insert("team_name".to_owned(), Value::String(name.clone()));
-        }
+        brand(team, &mut out);
         out.extra.insert("member_responses".to_owned(), serde_json::to_value(&members).unwrap_or_default());
+        if out.status == RunStatus::Paused && !pauses.is_empty() {
+            resume::pause_on_members(&mut out, &pauses, &members);
+        }
         out
     };
     let (record, error) = match result {
@@ -220,13 +329,15 @@ pub(super) async fn execute(
             None => return Err(e),
         },
     };
-    if let Some(db) = &db {
+    if let Some(db) = storage.db.clone() {
         let state = record.session_state.clone().unwrap_or_default();
-        write_session(db.as_ref(), &team, &mut session, &initial, state).await?;
+        let initial = storage.initial.clone();
+        write_session(db.as_ref(), team, &mut storage.session, &initial, state).await?;
+        let user_id = storage.session.user_id.clone();
         for member in &members {
-            db.upsert_run(member, &session_id, user_id.as_deref()).await?;
+            db.upsert_run(member, &storage.session.session_id, user_id.as_deref()).await?;
         }
-        db.upsert_run(&record, &session_id, user_id.as_deref()).await?;
+        db.upsert_run(&record, &storage.session.session_id, user_id.as_deref()).await?;
     }
     match error {
         None => Ok(record),

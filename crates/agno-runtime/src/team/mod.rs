@@ -25,6 +25,7 @@
 
 mod delegate;
 mod engine;
+mod resume;
 
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::Agent;
 use crate::error::{BuildError, RunError};
-use crate::request::RunRequest;
+use crate::request::{ContinueRequest, RunRequest};
 
 /// How the leader works with its members (Agno's `TeamMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -384,6 +385,11 @@ impl Team {
         engine::execute(Arc::clone(&self.inner), request, None, false).await
     }
 
+    /// The continuation of a run kept inside its caller's run (a workflow step's paused team).
+    pub(crate) async fn continue_embedded(&self, request: ContinueRequest) -> Result<RunOutput, RunError> {
+        resume::continue_run(Arc::clone(&self.inner), request, None, false).await
+    }
+
     /// Blocking version of [`Team::arun`].
     ///
     /// # Errors
@@ -391,6 +397,55 @@ impl Team {
     pub fn run(&self, request: impl Into<RunRequest>) -> Result<RunOutput, RunError> {
         let request = request.into();
         crate::blocking::block_on(self.arun(request)).map_err(RunError::Internal)?
+    }
+
+    /// Continues a team run paused on its members' tool calls (Agno's `Team.continue_run`):
+    /// `request.requirements` answers the run's requirements (by their `id`; each carries the
+    /// member's `member_agent_id`, `member_agent_name` and `member_run_id`). Each paused member
+    /// continues with its answers, then the leader with the members' results. A member that
+    /// pauses again returns the team run `PAUSED` on its new requirements.
+    ///
+    /// # Errors
+    /// [`RunError::RunNotFound`] (no such run of this team, or another user's),
+    /// [`RunError::NotPaused`], [`RunError::UnresolvedRequirement`] (an active requirement not
+    /// answered) or [`RunError::InvalidContinue`] (an answer for a requirement that is not
+    /// active), all before anything runs or changes; otherwise as [`Team::arun`].
+    pub async fn acontinue_run(&self, request: ContinueRequest) -> Result<RunOutput, RunError> {
+        let store = request.store.unwrap_or(true);
+        resume::continue_run(Arc::clone(&self.inner), request, None, store).await
+    }
+
+    /// Checks that `answers` can continue the paused team run `run` (as
+    /// [`Team::acontinue_run`] does before anything runs), so a server can refuse bad answers
+    /// before it starts streaming.
+    ///
+    /// # Errors
+    /// As [`Team::acontinue_run`]'s refusals.
+    pub fn check_continue(&self, run: &RunOutput, answers: &[agno_core::RunRequirement]) -> Result<(), RunError> {
+        resume::check_continuable(&self.inner, run, answers).map(|_| ())
+    }
+
+    /// Blocking version of [`Team::acontinue_run`].
+    ///
+    /// # Errors
+    /// As [`Team::acontinue_run`].
+    pub fn continue_run(&self, request: ContinueRequest) -> Result<RunOutput, RunError> {
+        crate::blocking::block_on(self.acontinue_run(request)).map_err(RunError::Internal)?
+    }
+
+    /// Continues a paused team run (as [`Team::acontinue_run`]) and streams its events.
+    pub fn continue_run_stream(&self, request: ContinueRequest) -> TeamStream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let inner = Arc::clone(&self.inner);
+        let store = request.store.unwrap_or(true);
+        let task = match crate::blocking::spawn_handle() {
+            Ok(handle) => Some(handle.spawn(resume::continue_run(inner, request, Some(tx), store))),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot spawn team continuation");
+                None
+            }
+        };
+        TeamStream { events: rx, task }
     }
 
     /// Starts a run on its own task and streams the leader's events (as Agno's team events) and

@@ -75,57 +75,7 @@ pub(super) async fn execute_step(
             }
         }
         Executor::Agent(agent) => run_agent(ctx, step, agent, previous, pos, extra, AgentStart::New).await,
-        Executor::Team(team) => {
-            let message = previous.cloned().unwrap_or_else(|| ctx.input.clone());
-            let text = match message {
-                Value::String(text) => text,
-                other => other.to_string(),
-            };
-            let team_run_id = agno_core::new_id();
-            let request = RunRequest {
-                input: RunInput::text(with_review_notes(text, extra)),
-                run_id: Some(team_run_id.clone()),
-                session_id: Some(ctx.session_id.clone()),
-                user_id: ctx.user_id.clone(),
-                session_state: Some(ctx.state.snapshot()),
-                parent_run_id: Some(ctx.run_id.clone()),
-                ..RunRequest::default()
-            };
-            let run = {
-                let fut = team.run_embedded(request);
-                tokio::pin!(fut);
-                tokio::select! {
-                    result = &mut fut => result,
-                    () = ctx.token.cancelled() => {
-                        crate::cancel::cancel_run(&team_run_id);
-                        fut.await
-                    }
-                }
-            };
-            let mut run = match run {
-                Ok(run) => run,
-                Err(e) => return Err(StepFailure::Error(e.to_string())),
-            };
-            if let Some(state) = run.session_state.clone() {
-                ctx.state.update(|s| s.extend(state));
-            }
-            run.parent_run_id = Some(ctx.run_id.clone());
-            run.extra.insert("workflow_step_id".to_owned(), json!(step.step_id));
-            let status = run.status;
-            let output = StepOutput {
-                content: run.content.clone(),
-                step_run_id: Some(team_run_id),
-                metrics: run.metrics.clone(),
-                ..StepOutput::default()
-            };
-            if let Ok(mut runs) = ctx.executor_runs.lock() {
-                runs.push(run);
-            }
-            match status {
-                RunStatus::Cancelled => Err(StepFailure::Cancelled),
-                _ => Ok(output),
-            }
-        }
+        Executor::Team(team) => run_team(ctx, step, team, previous, extra, AgentStart::New).await,
         Executor::Workflow(nested) => {
             let request = WorkflowRunRequest {
                 input: previous.cloned().unwrap_or_else(|| ctx.input.clone()),
@@ -182,6 +132,79 @@ pub(super) async fn execute_step(
             }
             Ok(output)
         }
+    }
+}
+
+/// A team step: a new team run, or the continuation of the paused one (`start`). The team run
+/// is kept inside the workflow run (nothing of its own stored); a member's pause pauses the step.
+pub(super) async fn run_team(
+    ctx: &Ctx,
+    step: &Step,
+    team: &crate::team::Team,
+    previous: Option<&Value>,
+    extra: &Map<String, Value>,
+    start: AgentStart,
+) -> Result<StepOutput, StepFailure> {
+    let (team_run_id, fut) = match start {
+        AgentStart::New => {
+            let message = previous.cloned().unwrap_or_else(|| ctx.input.clone());
+            let text = match message {
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            let team_run_id = agno_core::new_id();
+            let request = RunRequest {
+                input: RunInput::text(with_review_notes(text, extra)),
+                run_id: Some(team_run_id.clone()),
+                session_id: Some(ctx.session_id.clone()),
+                user_id: ctx.user_id.clone(),
+                session_state: Some(ctx.state.snapshot()),
+                parent_run_id: Some(ctx.run_id.clone()),
+                ..RunRequest::default()
+            };
+            (team_run_id, futures::future::Either::Left(team.run_embedded(request)))
+        }
+        AgentStart::Continue(run, answers) => {
+            let id = run.id().to_owned();
+            let mut request = crate::request::ContinueRequest::output(*run, answers).store(false);
+            request.user_id.clone_from(&ctx.user_id);
+            (id, futures::future::Either::Right(team.continue_embedded(request)))
+        }
+    };
+    tokio::pin!(fut);
+    let run = tokio::select! {
+        result = &mut fut => result,
+        () = ctx.token.cancelled() => {
+            crate::cancel::cancel_run(&team_run_id);
+            fut.await
+        }
+    };
+    let mut run = match run {
+        Ok(run) => run,
+        Err(e) => return Err(StepFailure::Error(e.to_string())),
+    };
+    if let Some(state) = run.session_state.clone() {
+        ctx.state.update(|s| s.extend(state));
+    }
+    run.parent_run_id = Some(ctx.run_id.clone());
+    run.extra.insert("workflow_step_id".to_owned(), json!(step.step_id));
+    let status = run.status;
+    if status == RunStatus::Paused {
+        // Kept by the pause (and continued later), not yet a run of the workflow.
+        return Err(StepFailure::Paused(Box::new(run)));
+    }
+    let output = StepOutput {
+        content: run.content.clone(),
+        step_run_id: Some(team_run_id),
+        metrics: run.metrics.clone(),
+        ..StepOutput::default()
+    };
+    if let Ok(mut runs) = ctx.executor_runs.lock() {
+        runs.push(run);
+    }
+    match status {
+        RunStatus::Cancelled => Err(StepFailure::Cancelled),
+        _ => Ok(output),
     }
 }
 

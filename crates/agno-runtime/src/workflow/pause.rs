@@ -223,7 +223,7 @@ pub(super) fn executor_round(ctx: &Ctx, pos: &Pos) -> u32 {
     round
 }
 
-/// Pauses the run because the step's agent paused (Agno's executor pause): the agent's paused
+/// Pauses the run because the step's agent (or team) paused (Agno's executor pause): the agent's paused
 /// run is journaled, and the requirement carries its requirements (`executor_requirements`) for
 /// the reviewer to answer as for an agent run.
 pub(super) fn executor(ctx: &Ctx, step: &Step, pos: &Pos, run: &RunOutput, round: u32) -> Halt {
@@ -236,10 +236,10 @@ pub(super) fn executor(ctx: &Ctx, step: &Step, pos: &Pos, run: &RunOutput, round
     for (key, value) in [
         ("requires_executor_input", json!(true)),
         ("executor_requirements", serde_json::to_value(&pending).unwrap_or_default()),
-        ("executor_id", json!(run.agent_id)),
-        ("executor_name", json!(run.agent_name)),
+        ("executor_id", run.extra.get("team_id").cloned().unwrap_or_else(|| json!(run.agent_id))),
+        ("executor_name", run.extra.get("team_name").cloned().unwrap_or_else(|| json!(run.agent_name))),
         ("executor_run_id", json!(run.id())),
-        ("executor_type", json!("agent")),
+        ("executor_type", json!(if run.extra.contains_key("team_id") { "team" } else { "agent" })),
         ("executor_session_id", json!(run.session_id)),
         (KEY, json!(format!("exec:{}:{round}", pos.key))),
     ] {
@@ -250,7 +250,7 @@ pub(super) fn executor(ctx: &Ctx, step: &Step, pos: &Pos, run: &RunOutput, round
     Halt::Paused(Box::new(Pause::Step(Box::new(req))))
 }
 
-/// The answers to an executor pause: the agent's requirements, each resolved.
+/// The answers to an executor pause: the agent's (or team's) requirements, each resolved.
 fn executor_answers(
     active: &StepRequirement,
     answer: &StepRequirement,
@@ -264,7 +264,9 @@ fn executor_answers(
     let given: Vec<RunRequirement> = match answer.extra.get("executor_requirements") {
         Some(v) => serde_json::from_value(v.clone())
             .map_err(|e| format!("executor_requirements of step {name:?} are not the agent's requirements: {e}"))?,
-        None => return Err(format!("step {name:?} waits for its agent: send executor_requirements, each answered")),
+        None => {
+            return Err(format!("step {name:?} waits for its agent or team: send executor_requirements, each answered"));
+        }
     };
     let mut out = Vec::with_capacity(stored.len());
     for pending in &stored {

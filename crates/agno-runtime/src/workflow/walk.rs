@@ -225,11 +225,15 @@ async fn agent_attempt(
     pos: &Pos,
     extra: &Map<String, Value>,
 ) -> Result<StepOutput, StepFailure> {
-    if let Executor::Agent(agent) = &step.executor
+    if matches!(step.executor, Executor::Agent(_) | Executor::Team(_))
         && let Some((run, answers)) = pause::answered_executor(ctx, pos)
     {
         let start = super::executors::AgentStart::Continue(Box::new(run), answers);
-        return super::executors::run_agent(ctx, step, agent, previous, pos, extra, start).await;
+        return match &step.executor {
+            Executor::Team(team) => super::executors::run_team(ctx, step, team, previous, extra, start).await,
+            Executor::Agent(agent) => super::executors::run_agent(ctx, step, agent, previous, pos, extra, start).await,
+            _ => attempts(ctx, step, previous, pos, extra).await,
+        };
     }
     attempts(ctx, step, previous, pos, extra).await
 }
