@@ -120,6 +120,16 @@ impl Job {
         Self { component_type: "workflow".to_owned(), ..Self::agent_run(run_id, workflow_id, session_id, payload) }
     }
 
+    /// A queued team run job.
+    pub fn team_run(
+        run_id: impl Into<String>,
+        team_id: impl Into<String>,
+        session_id: impl Into<String>,
+        payload: Value,
+    ) -> Self {
+        Self { component_type: "team".to_owned(), ..Self::agent_run(run_id, team_id, session_id, payload) }
+    }
+
     /// A queued agent run job.
     pub fn agent_run(
         run_id: impl Into<String>,
@@ -407,7 +417,7 @@ pub struct StoredEvent {
 
 impl StoredEvent {
     /// True for the events that end a stream: `RunCompleted`, `RunError`, `RunCancelled`,
-    /// `RunPaused`.
+    /// `RunPaused`, and their workflow and team forms.
     pub fn ends_stream(&self) -> bool {
         matches!(
             self.event.as_str(),
@@ -419,6 +429,10 @@ impl StoredEvent {
                 | "WorkflowError"
                 | "WorkflowCancelled"
                 | "WorkflowPaused"
+                | "TeamRunCompleted"
+                | "TeamRunError"
+                | "TeamRunCancelled"
+                | "TeamRunPaused"
         )
     }
 }

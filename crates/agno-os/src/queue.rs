@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use agno_core::{
     AgentSession, Job, JobOutcome, JobSignal, JobStatus, JobStore, RunEvent, RunInput, RunOutput, RunRequirement,
-    RunStatus, StateUpdate, StoredEvent, WorkflowStreamEvent, now_epoch_secs,
+    RunStatus, StateUpdate, StoredEvent, TeamStreamEvent, WorkflowStreamEvent, now_epoch_secs,
 };
+use agno_runtime::team::{Team, TeamStream};
 use agno_runtime::workflow::{Durable, Workflow, WorkflowRunRequest};
 use agno_runtime::{Agent, ContinueRequest, RunError, RunRequest};
 use futures::StreamExt;
@@ -288,17 +289,20 @@ pub async fn store_pending(state: &AppState, job: &Job) -> Result<bool, agno_cor
     Ok(created)
 }
 
-/// [`store_pending`] for a workflow run: its session (if new) and its `PENDING` run, in Agno's
-/// workflow run shape.
+/// [`store_pending`] for a workflow or team run (`job.component_type`): its session (if new) and
+/// its `PENDING` run, in Agno's workflow or team run shape.
 ///
 /// # Errors
 /// The storage error.
-pub async fn store_pending_workflow(state: &AppState, job: &Job, run: &RunOutput) -> Result<bool, agno_core::DbError> {
+pub async fn store_pending_record(state: &AppState, job: &Job, run: &RunOutput) -> Result<bool, agno_core::DbError> {
     let db = state.db.as_ref().ok_or_else(|| agno_core::DbError::new(agno_core::DbErrorKind::Other, "no database"))?;
     let created = db.get_session(&job.session_id, None, Some(0)).await?.is_none();
     if created {
         let mut session = AgentSession::new(job.session_id.clone());
-        session.workflow_id = Some(job.component_id.clone());
+        match job.component_type.as_str() {
+            "team" => session.team_id = Some(job.component_id.clone()),
+            _ => session.workflow_id = Some(job.component_id.clone()),
+        }
         session.user_id.clone_from(&job.user_id);
         db.upsert_session(&session, &StateUpdate::keep()).await?;
     }
@@ -421,7 +425,7 @@ struct EventLog {
 /// An event a worker writes to the durable log: an agent's, or a workflow's (with its agents').
 trait Logged: serde::Serialize {
     fn index(&self) -> Option<u64>;
-    fn name(&self) -> &'static str;
+    fn name(&self) -> std::borrow::Cow<'static, str>;
     fn created_at(&self) -> i64;
     fn terminal(&self) -> bool;
 }
@@ -430,8 +434,8 @@ impl Logged for RunEvent {
     fn index(&self) -> Option<u64> {
         self.event_index
     }
-    fn name(&self) -> &'static str {
-        RunEvent::name(self)
+    fn name(&self) -> std::borrow::Cow<'static, str> {
+        RunEvent::name(self).into()
     }
     fn created_at(&self) -> i64 {
         self.created_at
@@ -445,8 +449,8 @@ impl Logged for WorkflowStreamEvent {
     fn index(&self) -> Option<u64> {
         self.event_index()
     }
-    fn name(&self) -> &'static str {
-        WorkflowStreamEvent::name(self)
+    fn name(&self) -> std::borrow::Cow<'static, str> {
+        WorkflowStreamEvent::name(self).into()
     }
     fn created_at(&self) -> i64 {
         match self {
@@ -459,13 +463,28 @@ impl Logged for WorkflowStreamEvent {
     }
 }
 
+impl Logged for TeamStreamEvent {
+    fn index(&self) -> Option<u64> {
+        self.event_index()
+    }
+    fn name(&self) -> std::borrow::Cow<'static, str> {
+        TeamStreamEvent::name(self).into()
+    }
+    fn created_at(&self) -> i64 {
+        self.inner().created_at
+    }
+    fn terminal(&self) -> bool {
+        self.is_terminal()
+    }
+}
+
 impl EventLog {
     fn push<E: Logged>(&mut self, event: &E) {
         let Ok(data) = serde_json::to_string(event) else { return };
         self.buffer.push(StoredEvent {
             event_index: event.index().and_then(|i| i64::try_from(i).ok()).unwrap_or_default(),
             attempt: self.attempt,
-            event: event.name().to_owned(),
+            event: event.name().into_owned(),
             data,
             created_at: event.created_at(),
         });
@@ -650,6 +669,38 @@ fn outcome_of(queue: &Queue, job: &Job, result: Result<RunOutput, RunError>, tim
     }
 }
 
+/// The team run a job executes: a new run (also for a later attempt: a team run starts over), or
+/// the continuation of a paused one (`payload.continue.requirements`).
+async fn start_team(
+    state: &AppState,
+    team: &Team,
+    job: &Job,
+    fence: Arc<LeaseFence>,
+    after: Option<u64>,
+) -> TeamStream {
+    let Some(cont) = job.payload.get("continue") else {
+        return team.run_stream(request_of(job).fence(fence).after_event_index(after));
+    };
+    let requirements: Vec<RunRequirement> =
+        cont.get("requirements").cloned().and_then(|r| serde_json::from_value(r).ok()).unwrap_or_default();
+    let stored = match &state.db {
+        Some(db) => db.get_run(&job.id, job.user_id.as_deref()).await.ok().flatten(),
+        None => None,
+    };
+    let mut req = match stored {
+        Some(mut run) => {
+            // The route put the run back to PENDING when it queued the continuation.
+            run.status = RunStatus::Paused;
+            ContinueRequest::output(run, requirements)
+        }
+        None => ContinueRequest::run_id(job.id.clone(), requirements),
+    };
+    if let Some(u) = &job.user_id {
+        req = req.user_id(u.clone());
+    }
+    team.continue_run_stream(req.fence(fence).after_event_index(after))
+}
+
 /// One attempt of a workflow job, fenced by the claim, its events logged.
 async fn execute_workflow(state: &AppState, queue: &Queue, job: &Job, wf: &Workflow, earlier: bool) -> JobOutcome {
     let fence: Arc<dyn agno_runtime::RunFence> = fence_of(queue, job);
@@ -692,6 +743,7 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
         _ => false,
     };
     let workflow = (job.component_type == "workflow").then(|| state.workflow(&job.component_id));
+    let team = (job.component_type == "team").then(|| state.team(&job.component_id));
     let outcome = match state.agent(&job.component_id) {
         _ if done_before => {
             tracing::info!(job = %job.id, attempt = job.attempt, "run already completed by an earlier attempt");
@@ -703,6 +755,17 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
                 Some(format!("workflow {} is not served here", job.component_id)),
             ),
             Some(wf) => execute_workflow(&state, &queue, &job, wf, earlier).await,
+        },
+        _ if team.is_some() => match team.flatten() {
+            None => {
+                JobOutcome::Settled(JobStatus::Failed, Some(format!("team {} is not served here", job.component_id)))
+            }
+            Some(team) => {
+                let after = last_logged(&queue, &job, earlier).await;
+                let mut stream = start_team(&state, team, &job, fence_of(&queue, &job), after).await;
+                let timed_out = log_attempt(&queue, &job, &mut stream).await;
+                outcome_of(&queue, &job, stream.output().await, timed_out)
+            }
         },
         None => JobOutcome::Settled(JobStatus::Failed, Some(format!("agent {} is not served here", job.component_id))),
         Some(served) => {
@@ -732,7 +795,13 @@ async fn end_swept_runs(state: &AppState, store: &dyn JobStore, jobs: Vec<Job>) 
             Ok(Some(run)) => run,
             Ok(None) => {
                 let mut r = RunOutput::new(job.id.clone(), job.session_id.clone());
-                r.agent_id = Some(job.component_id.clone());
+                match job.component_type.as_str() {
+                    "team" => {
+                        r.extra.insert("team_id".to_owned(), Value::String(job.component_id.clone()));
+                    }
+                    "workflow" => r.workflow_id = Some(job.component_id.clone()),
+                    _ => r.agent_id = Some(job.component_id.clone()),
+                }
                 r
             }
             Err(e) => {

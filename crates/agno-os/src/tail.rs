@@ -114,6 +114,12 @@ async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Event> {
         RunStatus::Paused => ("RunPaused", json!({"requirements": run.requirements.clone()})),
         RunStatus::Pending | RunStatus::Running | RunStatus::Regenerated => return None,
     };
+    // A team run's end is named as Agno's team events (`TeamRunCompleted`, ...).
+    let team_id = run.extra.get("team_id").filter(|_| run.agent_id.is_none());
+    let name = match team_id {
+        Some(_) => format!("Team{name}"),
+        None => name.to_owned(),
+    };
     let mut data = json!({
         "event": name,
         "run_id": run_id,
@@ -121,6 +127,10 @@ async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Event> {
         "agent_id": run.agent_id,
         "created_at": agno_core::now_epoch_secs(),
     });
+    if let (Some(team_id), Value::Object(d)) = (team_id, &mut data) {
+        d.remove("agent_id");
+        d.insert("team_id".to_owned(), team_id.clone());
+    }
     if let (Value::Object(d), Value::Object(e)) = (&mut data, extra) {
         d.extend(e);
     }

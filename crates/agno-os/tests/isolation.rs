@@ -238,6 +238,7 @@ const COVERAGE: &[(&str, &str, &str)] = &[
     ("GET", "/teams/{team_id}/runs/{run_id}", "read: A's run (tests/teams.rs)"),
     ("POST", "/teams/{team_id}/runs/{run_id}/cancel", "write: cancel A's run (tests/teams.rs)"),
     ("POST", "/teams/{team_id}/runs/{run_id}/continue", "write: continue A's paused run (tests/teams.rs)"),
+    ("POST", "/teams/{team_id}/runs/{run_id}/resume", "read: A's run events (tests/teams.rs)"),
     ("GET", "/workflows", "no user data"),
     ("GET", "/workflows/{workflow_id}", "no user data"),
     ("POST", "/workflows/{workflow_id}/runs", "write: run into A's session (tests/workflows.rs)"),

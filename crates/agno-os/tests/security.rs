@@ -215,6 +215,8 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /teams/*/runs", "teams:run"),
         ("POST /teams/*/runs/*/continue", "teams:run"),
         ("POST /teams/*/runs/*/cancel", "teams:run"),
+        // Not in Agno's mapping: its route dependency `require_resource_access("teams", "run")` gates it.
+        ("POST /teams/*/runs/*/resume", "teams:run"),
         ("GET /workflows", "workflows:read"),
         ("GET /workflows/*", "workflows:read"),
         ("POST /workflows/*/runs", "workflows:run"),

@@ -95,9 +95,6 @@ async fn bad_team_requests_and_configurations_are_refused_naming_the_problem() {
     let r = os.post_form("/teams/desk/runs", &[("stream", "false")], None).await;
     assert_eq!(r.status, 422);
     assert!(detail(&r.body).contains("message"), "{}", r.body);
-    let r = os.post_form("/teams/desk/runs", &[("message", "x"), ("background", "true")], None).await;
-    assert_eq!(r.status, 400);
-    assert!(detail(&r.body).contains("background"), "{}", r.body);
     assert_eq!(os.get("/teams/desk/runs", None).await.status, 422);
     assert_eq!(os.get("/teams/desk/runs/none", None).await.status, 404);
     assert_eq!(os.post_json("/teams/desk/runs/none/cancel", &json!({}), None).await.status, 404);
@@ -198,6 +195,28 @@ async fn under_isolation_another_users_team_runs_are_not_found() {
         .post_form("/teams/desk/runs", &[("message", "sneak"), ("stream", "false"), ("session_id", "a-s")], Some(&bob))
         .await;
     assert_eq!(into.status, 404, "bob cannot run into alice's session");
+
+    // A background run's event log: alice's to replay, not bob's.
+    provider.push_all([delegate("writer", "y"), Scripted::text("queued answer")]);
+    let r = os
+        .post_form(
+            "/teams/desk/runs",
+            &[("message", "later"), ("stream", "false"), ("background", "true"), ("session_id", "a-s")],
+            Some(&alice),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while os.get(&format!("/teams/desk/runs/{run_id}"), Some(&alice)).await.body["status"] != "COMPLETED" {
+        assert!(Instant::now() < deadline, "the background run never completed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let resume = format!("/teams/desk/runs/{run_id}/resume");
+    assert_eq!(os.post_form(&resume, &[], Some(&bob)).await.status, 404, "bob cannot replay alice's run");
+    let (reply, events) = os.post_sse(&resume, &[], Some(&alice)).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(events.last().unwrap().0, "TeamRunCompleted");
 }
 
 /// A team `desk` whose member `clerk` calls `add`, which needs a confirmation; leader and clerk
@@ -290,4 +309,158 @@ async fn a_members_confirmation_pauses_the_team_and_continue_over_http_finishes_
     assert!(bodies.iter().any(|b| b.contains("it is 5") && b.contains("delegate_task_to_member")), "{bodies:?}");
     let r = post(form(&answers), Some(alice.clone())).await;
     assert_eq!(r.status, 409, "a finished run cannot be continued: {}", r.body);
+}
+
+const QUEUED: &str = "[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n";
+
+/// Polls the team run until its status is one of `want` (bounded).
+async fn wait_status(os: &TestOs, run_id: &str, want: &[&str]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = os.get(&format!("/teams/desk/runs/{run_id}"), None).await;
+        if r.status == 200 && want.iter().any(|w| r.body["status"] == *w) {
+            return r.body;
+        }
+        assert!(Instant::now() < deadline, "run {run_id} never reached {want:?}: {}", r.body);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `POST /teams/desk/runs` in the background (`stream=false`), with an `Idempotency-Key`.
+async fn submit(os: &TestOs, message: &str, key: &str) -> common::Reply {
+    let form = reqwest::multipart::Form::new()
+        .text("message", message.to_owned())
+        .text("stream", "false")
+        .text("background", "true")
+        .text("session_id", "bg");
+    let resp = os
+        .client
+        .post(format!("{}/teams/desk/runs", os.base))
+        .header("Idempotency-Key", key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    common::Reply { status, headers, body: resp.json().await.unwrap_or(Value::Null) }
+}
+
+#[tokio::test]
+async fn a_background_team_runs_on_the_queue_and_its_events_can_be_tailed_and_resumed() {
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&team_config(&provider, QUEUED))).await;
+    provider.push_all([delegate("writer", "draft the news"), Scripted::text("the desk is done")]);
+    let r = submit(&os, "news", "order-1").await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["status"], "PENDING");
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let again = submit(&os, "news", "order-1").await;
+    assert_eq!(again.status, 202);
+    assert_eq!(again.body["run_id"], run_id.as_str(), "the same key answers the same run");
+    let done = wait_status(&os, &run_id, &["COMPLETED"]).await;
+    assert_eq!(done["content"], "the desk is done");
+    assert_eq!(done["team_id"], "desk");
+    assert_eq!(done["member_responses"][0]["agent_id"], "writer");
+    assert_eq!(done["member_responses"][0]["parent_run_id"], run_id.as_str());
+    let job = os.get(&format!("/queue/jobs/{run_id}"), None).await;
+    assert_eq!(job.body["status"], "completed", "{}", job.body);
+    assert_eq!(job.body["component_type"], "team");
+    assert_eq!(provider.request_count(), 2, "the duplicate submission ran nothing");
+
+    // The logged events replay from any index, ids without gaps, the team's end last.
+    let path = format!("/teams/desk/runs/{run_id}/resume");
+    let (reply, events) = os.post_sse(&path, &[], None).await;
+    assert_eq!(reply.status, 200);
+    let ids: Vec<u64> = events.iter().map(|(_, d)| d["event_index"].as_u64().unwrap()).collect();
+    assert_eq!(ids, (0..ids.len() as u64).collect::<Vec<_>>());
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.first(), Some(&"TeamRunStarted"));
+    assert_eq!(names.last(), Some(&"TeamRunCompleted"));
+    assert!(names.contains(&"RunStarted") && names.contains(&"RunCompleted"), "the member's events too: {names:?}");
+    let after = ids.len() / 2;
+    let (_, rest) = os.post_sse(&path, &[("last_event_index", &after.to_string())], None).await;
+    assert_eq!(rest.len(), ids.len() - after - 1);
+
+    // stream=true tails the queued run.
+    provider.push_all([delegate("writer", "again"), Scripted::text("tailed")]);
+    let (reply, tailed) =
+        os.post_sse("/teams/desk/runs", &[("message", "tail me"), ("background", "true")], None).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(tailed.last().unwrap().0, "TeamRunCompleted");
+    assert_eq!(tailed.last().unwrap().1["content"], "tailed");
+    // An inline run has no log to resume.
+    provider.push_all([Scripted::text("inline")]);
+    let inline = os.post_form("/teams/desk/runs", &[("message", "x"), ("stream", "false")], None).await;
+    let r =
+        os.post_form(&format!("/teams/desk/runs/{}/resume", inline.body["run_id"].as_str().unwrap()), &[], None).await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test]
+async fn a_background_team_is_cancelled_inside_its_members_model_call() {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.push_all([
+        delegate("slow", "take your time"),
+        Scripted::Delayed(Duration::from_secs(60), Box::new(Scripted::text("too late"))),
+    ]);
+    let toml = format!(
+        "[db]\nurl = \"memory://\"\n{QUEUED}[[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n\
+         [[teams]]\nid = \"desk\"\nmembers = [\"slow\"]\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&toml)).await;
+    let r = submit(&os, "go", "cancel-me").await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while provider.request_count() < 2 {
+        assert!(Instant::now() < deadline, "the member's model call never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let asked = Instant::now();
+    let r = os.post_json(&format!("/teams/desk/runs/{run_id}/cancel"), &json!({}), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let done = wait_status(&os, &run_id, &["CANCELLED"]).await;
+    assert!(asked.elapsed() < Duration::from_secs(10), "stopped long before the 60 s model call ended");
+    assert_eq!(done["member_responses"][0]["status"], "CANCELLED", "{done}");
+    let job = os.get(&format!("/queue/jobs/{run_id}"), None).await;
+    assert_eq!(job.body["status"], "cancelled", "{}", job.body);
+}
+
+#[tokio::test]
+async fn a_paused_background_team_is_continued_on_the_queue() {
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&paused_team_config(&provider, QUEUED))).await;
+    provider.push_all([delegate("clerk", "add 2 and 3"), add_call()]);
+    let r = submit(&os, "sum?", "sum-1").await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let paused = wait_status(&os, &run_id, &["PAUSED"]).await;
+    let job = os.get(&format!("/queue/jobs/{run_id}"), None).await;
+    assert_eq!(job.body["status"], "paused");
+    let path = format!("/teams/desk/runs/{run_id}/continue");
+    let r = os.post_form(&path, &[("requirements", "[]"), ("stream", "false"), ("session_id", "bg")], None).await;
+    assert_eq!(r.status, 422, "checked before anything is queued: {}", r.body);
+    let mut answered = paused["requirements"].clone();
+    answered[0]["confirmation"] = json!(true);
+    answered[0]["tool_execution"]["confirmed"] = json!(true);
+    provider.push_all([Scripted::text("it is 5"), Scripted::text("the desk says 5")]);
+    let (reply, events) =
+        os.post_sse(&path, &[("requirements", &answered.to_string()), ("session_id", "bg")], None).await;
+    assert_eq!(reply.status, 200);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    let job = os.get(&format!("/queue/jobs/{run_id}"), None).await;
+    assert_eq!(names.last(), Some(&"TeamRunCompleted"), "{names:?} {}", job.body);
+    let done = wait_status(&os, &run_id, &["COMPLETED"]).await;
+    assert_eq!(done["content"], "the desk says 5");
+    assert_eq!(done["member_responses"][0]["status"], "COMPLETED");
+    // The continuation numbered its events after the first attempt's.
+    let (_, all) = os.post_sse(&format!("/teams/desk/runs/{run_id}/resume"), &[], None).await;
+    let ids: Vec<u64> = all.iter().map(|(_, d)| d["event_index"].as_u64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let all_names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(all_names.contains(&"TeamRunPaused") && all_names.contains(&"TeamRunContinued"), "{all_names:?}");
 }

@@ -365,18 +365,9 @@ async fn background_run(
     req: RunRequest,
     idempotency_key: Option<String>,
 ) -> ApiResult<Response> {
-    if state.db.is_none() {
-        return Err(ApiError::bad_request(
-            "background runs need a database: configure [db] url (sqlite://, postgresql://) in agentos.toml",
-        ));
-    }
     // As Agno: stream=true (the default) tails the queued run's events; stream=false answers 202.
     let stream = form.bool("stream")?.unwrap_or(true);
-    let queue = state.queue.as_ref().ok_or_else(|| {
-        ApiError::bad_request(
-            "this database (JSON files) has no job queue; use sqlite://, postgresql://, mysql://, redis:// or memory:// for background runs",
-        )
-    })?;
+    let queue = super::background::queue_of(state)?;
     let session_id = req.session_id.clone().unwrap_or_else(agno_core::new_id);
     let run_id = req.run_id.clone().unwrap_or_else(agno_core::new_id);
     let message = req.input.input_content.as_ref().and_then(Value::as_str).unwrap_or_default();
@@ -390,51 +381,10 @@ async fn background_run(
     job.user_id.clone_from(&req.user_id);
     job.idempotency_key = idempotency_key;
     job.max_attempts = queue.settings.max_attempts.max(1);
-    let accepted = |job: &agno_core::Job, status: &str| {
-        if stream {
-            return tail_response(state, queue, job.id.clone(), -1);
-        }
-        Ok((StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
-            .into_response())
-    };
     // The PENDING run is written before the job can be claimed, so a worker's RUNNING write is
-    // never overwritten by it; when the job is not accepted the run (and a session made for it)
-    // is removed again.
+    // never overwritten by it.
     let created_session = crate::queue::store_pending(state, &job).await?;
-    let db = state.require_db()?;
-    let discard = || async {
-        db.delete_run(&job.id, None).await?;
-        if created_session {
-            db.delete_session(&job.session_id, None).await?;
-        }
-        Ok::<(), ApiError>(())
-    };
-    match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
-        Ok(agno_core::Enqueued::Accepted(job)) => {
-            queue.signal(agno_core::JobSignal::Claimable(job.id.clone()));
-            accepted(&job, RunStatus::Pending.as_str())
-        }
-        Ok(agno_core::Enqueued::Duplicate(original)) if original.component_id == agent_id => {
-            discard().await?;
-            let status = db.get_run(&original.id, None).await?.map_or(RunStatus::Pending, |run| run.status);
-            accepted(&original, status.as_str())
-        }
-        Ok(agno_core::Enqueued::Duplicate(_)) => {
-            discard().await?;
-            Err(ApiError::conflict("this Idempotency-Key was already used for another component"))
-        }
-        Ok(agno_core::Enqueued::QueueFull) => {
-            discard().await?;
-            Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("the queue is full ({} runs waiting); retry later", queue.settings.max_queue_depth),
-            ))
-        }
-        Err(e) => {
-            discard().await?;
-            Err(e.into())
-        }
-    }
+    super::background::enqueue(state, queue, &job, created_session, stream).await
 }
 
 /// An SSE response tailing a background run's event log after index `after`.
@@ -795,29 +745,10 @@ pub async fn continue_run(
 async fn continue_in_background(
     state: &AppState,
     queue: &crate::queue::Queue,
-    mut run: agno_core::RunOutput,
+    run: agno_core::RunOutput,
     requirements: Vec<agno_core::RunRequirement>,
     stream: bool,
 ) -> ApiResult<Response> {
-    let run_id = run.id().to_owned();
     let continuation = json!({ "requirements": requirements });
-    match queue.store.continue_job(&run_id, &continuation, agno_core::now_epoch_secs()).await? {
-        agno_core::Continued::Queued(job) => {
-            run.status = RunStatus::Pending;
-            state.require_db()?.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
-            queue.signal(agno_core::JobSignal::Claimable(run_id.clone()));
-        }
-        agno_core::Continued::Attach(_) => {}
-        agno_core::Continued::Conflict(job) => {
-            let status = job.map_or("missing", |j| j.status.as_str());
-            return Err(ApiError::conflict(format!("Run {run_id} cannot be continued: its job is {status}")));
-        }
-    }
-    if stream {
-        let after = queue.store.last_event_index(&run_id).await?.unwrap_or(-1);
-        return tail_response(state, queue, run_id, after);
-    }
-    let session_id = run.session_id.clone();
-    Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id, "session_id": session_id, "status": "PENDING"})))
-        .into_response())
+    super::background::requeue_paused(state, queue, run, &continuation, stream).await
 }

@@ -3,6 +3,7 @@
 //! served without an access rule. The OpenAPI document is generated from it too.
 
 pub mod agents;
+pub(crate) mod background;
 pub mod bodies;
 pub mod core;
 pub mod databases;
@@ -169,6 +170,7 @@ routes! {
     GET "/teams/{team_id}/runs" as "list_team_runs", Scope("teams:read"), "Teams", "List a team's runs in a session", query: teams::RunsQuery => get(teams::list_runs);
     GET "/teams/{team_id}/runs/{run_id}" as "get_team_run", Scope("teams:read"), "Teams", "Get a team run", query: teams::SessionQuery => get(teams::get_run);
     POST "/teams/{team_id}/runs/{run_id}/continue" as "continue_team_run", Scope("teams:run"), "Teams", "Continue a team run paused on its members (answers in requirements)", body: RequestBody::Form(teams::CONTINUE_FORM) => post(teams::continue_run);
+    POST "/teams/{team_id}/runs/{run_id}/resume" as "resume_team_run_stream", Scope("teams:run"), "Teams", "Replay a background team run's events, then follow it", body: RequestBody::Form(workflows::RESUME_FORM) => post(teams::resume_run);
     POST "/teams/{team_id}/runs/{run_id}/cancel" as "cancel_team_run", Scope("teams:run"), "Teams", "Cancel a team run (its running members with it)", query: teams::SessionQuery => post(teams::cancel_run);
     GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows" => get(workflows::list_workflows);
     GET "/workflows/{workflow_id}" as "get_workflow", Scope("workflows:read"), "Workflows", "Get a workflow" => get(workflows::get_workflow);

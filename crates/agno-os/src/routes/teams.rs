@@ -137,7 +137,12 @@ pub const RUN_FORM: &[FormField] = &[
         description: "JSON object merged into the session state.",
     },
     FormField { name: "metadata", kind: "string", required: false, description: "JSON object stored on the run." },
-    FormField { name: "background", kind: "boolean", required: false, description: "Not built for teams yet (400)." },
+    FormField {
+        name: "background",
+        kind: "boolean",
+        required: false,
+        description: "Queue the run on the durable queue (202, or its events with stream=true).",
+    },
 ];
 
 fn frame(event: &TeamStreamEvent) -> Event {
@@ -163,15 +168,11 @@ pub async fn create_run(
 ) -> ApiResult<Response> {
     let team = served(&state, &principal, &team_id)?.clone();
     require_run_access(&principal, &team_id)?;
+    let idempotency_key = super::agents::idempotency_key(request.headers())?;
     let mut form = Form::read(request, state.form_field_limit).await?;
     let message = form.take_required("message")?;
     if form.has_files() {
         return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
-    }
-    if form.bool("background")?.unwrap_or(false) {
-        return Err(ApiError::bad_request(
-            "background team runs are not built in agno-rs yet; run with background=false (stream=true to follow it)",
-        ));
     }
     let user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
     let session_id = match form.text("session_id").filter(|s| !s.is_empty()) {
@@ -191,7 +192,11 @@ pub async fn create_run(
     if let Some(m) = json_object(&form, "metadata")? {
         req = req.metadata(m);
     }
-    if form.bool("stream")?.unwrap_or(true) {
+    let stream = form.bool("stream")?.unwrap_or(true);
+    if form.bool("background")?.unwrap_or(false) {
+        return background_run(&state, &team, req, stream, idempotency_key).await;
+    }
+    if stream {
         return Ok(stream_response(team.run_stream(req), state.heartbeat));
     }
     // On its own task: the run completes and is stored even if the client goes away.
@@ -205,6 +210,29 @@ pub async fn create_run(
             },
         },
     }
+}
+
+/// `background=true`: commit the job and the `PENDING` team run, answer 202 `{run_id,
+/// session_id, status}` (or tail the run's events with `stream=true`); a worker on any replica
+/// runs it, writing through its claim and logging its events (`/resume`).
+async fn background_run(
+    state: &AppState,
+    team: &Team,
+    req: RunRequest,
+    stream: bool,
+    idempotency_key: Option<String>,
+) -> ApiResult<Response> {
+    let queue = super::background::queue_of(state)?;
+    let run = team.pending_run(&req);
+    let message = req.input.input_content.as_ref().and_then(Value::as_str).unwrap_or_default();
+    let payload = crate::queue::payload(message, req.session_state.clone(), None, req.metadata.clone());
+    let session_id = run.session_id.clone().unwrap_or_default();
+    let mut job = agno_core::Job::team_run(run.id(), team.id(), session_id, payload);
+    job.user_id.clone_from(&req.user_id);
+    job.idempotency_key = idempotency_key;
+    job.max_attempts = queue.settings.max_attempts.max(1);
+    let created_session = crate::queue::store_pending_record(state, &job, &run).await?;
+    super::background::enqueue(state, queue, &job, created_session, stream).await
 }
 
 /// Query of `GET /teams/{team_id}/runs`.
@@ -301,6 +329,11 @@ pub async fn cancel_run(
         None => None,
     };
     let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
+    if let Some(run) = &stored
+        && let Some(answer) = super::agents::cancel_queued(&state, run).await?
+    {
+        return Ok(answer);
+    }
     if agno_runtime::cancel_run(&run_id) {
         return ok();
     }
@@ -322,7 +355,12 @@ pub const CONTINUE_FORM: &[FormField] = &[
     FormField { name: "session_id", kind: "string", required: true, description: "The run's session." },
     FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
     FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
-    FormField { name: "background", kind: "boolean", required: false, description: "Not built for teams yet (400)." },
+    FormField {
+        name: "background",
+        kind: "boolean",
+        required: false,
+        description: "Continue on the durable queue (a run started in the background).",
+    },
 ];
 
 /// `POST /teams/{team_id}/runs/{run_id}/continue`: form fields `requirements` (JSON list of the
@@ -353,22 +391,29 @@ pub async fn continue_run(
         .filter(|s| !s.is_empty())
         .ok_or_else(|| ApiError::bad_request("session_id is required for this action"))?;
     let run = stored_run(&state, &principal, &team_id, &run_id, Some(session_id)).await?;
-    if form.bool("background")?.unwrap_or(false) {
-        return Err(ApiError::bad_request(
-            "background team runs are not built in agno-rs yet; continue with background=false",
-        ));
-    }
     team.check_continue(&run, &requirements).map_err(|e| match e {
         RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
         RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
         other => ApiError::unprocessable(other.to_string()),
     })?;
+    let stream = form.bool("stream")?.unwrap_or(true);
+    // A paused background run keeps its job: the continuation is queued under the same run id
+    // (also without `background=true`, as for agents).
+    let queued = match &state.queue {
+        Some(queue) => queue.store.get_job(&run_id, None).await?.is_some(),
+        None => false,
+    };
+    if queued || form.bool("background")?.unwrap_or(false) {
+        let queue = super::background::queue_of(&state)?;
+        let continuation = json!({ "requirements": requirements });
+        return super::background::requeue_paused(&state, queue, run, &continuation, stream).await;
+    }
     let mut req = agno_runtime::ContinueRequest::run_id(run_id, requirements);
     let requested = principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned));
     if let Some(user) = principal.user_scope(requested).or(run.user_id.clone()) {
         req = req.user_id(user);
     }
-    if form.bool("stream")?.unwrap_or(true) {
+    if stream {
         return Ok(stream_response(team.continue_run_stream(req), state.heartbeat));
     }
     // On its own task: the run completes and is stored even if the client goes away.
@@ -382,4 +427,28 @@ pub async fn continue_run(
             },
         },
     }
+}
+
+/// `POST /teams/{team_id}/runs/{run_id}/resume`: a background team run's logged events after
+/// `last_event_index` (or `Last-Event-ID`), then live ones until it ends, from any replica. A run
+/// that did not run in the background answers 404 here (its events were not logged).
+pub async fn resume_run(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((team_id, run_id)): Path<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    served(&state, &principal, &team_id)?;
+    require_run_access(&principal, &team_id)?;
+    let headers = request.headers().clone();
+    let form = Form::read(request, state.form_field_limit).await?;
+    let after = super::agents::resume_index(&form, &headers)?;
+    stored_run(&state, &principal, &team_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
+    let queue = super::background::queue_of(&state)?;
+    if queue.store.get_job(&run_id, None).await?.is_none() {
+        return Err(ApiError::not_found(format!(
+            "Run {run_id} did not run in the background, so it has no event log to resume; read the run instead"
+        )));
+    }
+    super::agents::tail_response(&state, queue, run_id, after)
 }

@@ -461,15 +461,6 @@ impl From<agno_core::DbError> for Failure {
     }
 }
 
-fn queue_of(state: &AppState) -> ApiResult<&crate::queue::Queue> {
-    state.require_db()?;
-    state.queue.as_ref().ok_or_else(|| {
-        ApiError::bad_request(
-            "this database (JSON files) has no job queue; use sqlite://, postgresql://, mysql://, redis:// or memory:// for background runs",
-        )
-    })
-}
-
 /// `background=true`: commit the job and the `PENDING` run, answer 202 `{run_id, session_id,
 /// status}` (or tail the run's events with `stream=true`). The same idempotency key from the
 /// same user answers the original run; a full queue answers 429. A worker on any replica runs it,
@@ -482,7 +473,7 @@ async fn background_run(
     stream: bool,
     idempotency_key: Option<String>,
 ) -> ApiResult<Response> {
-    let queue = queue_of(state)?;
+    let queue = super::background::queue_of(state)?;
     let run = wf.pending_run(&request);
     let mut payload = Map::new();
     payload.insert("input".to_owned(), request.input.clone());
@@ -500,48 +491,8 @@ async fn background_run(
     job.user_id.clone_from(&request.user_id);
     job.idempotency_key = idempotency_key;
     job.max_attempts = queue.settings.max_attempts.max(1);
-    let accepted = |job: &agno_core::Job, status: &str| {
-        if stream {
-            return super::agents::tail_response(state, queue, job.id.clone(), -1);
-        }
-        Ok((StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
-            .into_response())
-    };
-    let created_session = crate::queue::store_pending_workflow(state, &job, &run).await?;
-    let db = state.require_db()?;
-    let discard = || async {
-        db.delete_run(&job.id, None).await?;
-        if created_session {
-            db.delete_session(&job.session_id, None).await?;
-        }
-        Ok::<(), ApiError>(())
-    };
-    match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
-        Ok(agno_core::Enqueued::Accepted(job)) => {
-            queue.signal(agno_core::JobSignal::Claimable(job.id.clone()));
-            accepted(&job, agno_core::RunStatus::Pending.as_str())
-        }
-        Ok(agno_core::Enqueued::Duplicate(original)) if original.component_id == wf.id() => {
-            discard().await?;
-            let status = db.get_run(&original.id, None).await?.map_or(agno_core::RunStatus::Pending, |run| run.status);
-            accepted(&original, status.as_str())
-        }
-        Ok(agno_core::Enqueued::Duplicate(_)) => {
-            discard().await?;
-            Err(ApiError::conflict("this Idempotency-Key was already used for another component"))
-        }
-        Ok(agno_core::Enqueued::QueueFull) => {
-            discard().await?;
-            Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("the queue is full ({} runs waiting); retry later", queue.settings.max_queue_depth),
-            ))
-        }
-        Err(e) => {
-            discard().await?;
-            Err(e.into())
-        }
-    }
+    let created_session = crate::queue::store_pending_record(state, &job, &run).await?;
+    super::background::enqueue(state, queue, &job, created_session, stream).await
 }
 
 /// A background continue: the answers are checked and applied now (a misfit answers 422 and
@@ -553,31 +504,9 @@ async fn background_continue(
     request: WorkflowContinueRequest,
     stream: bool,
 ) -> Result<Response, Failure> {
-    let queue = queue_of(state)?;
-    let mut run = wf.answered(request).await.map_err(Failure::Run)?;
-    let run_id = run.id().to_owned();
-    let continuation = json!({ "continue": true });
-    match queue.store.continue_job(&run_id, &continuation, agno_core::now_epoch_secs()).await? {
-        agno_core::Continued::Queued(job) => {
-            run.status = agno_core::RunStatus::Pending;
-            state.require_db()?.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
-            queue.signal(agno_core::JobSignal::Claimable(run_id.clone()));
-        }
-        agno_core::Continued::Attach(_) => {}
-        agno_core::Continued::Conflict(job) => {
-            let status = job.map_or("missing (the run was not started in the background)", |j| j.status.as_str());
-            return Err(Failure::Api(ApiError::conflict(format!(
-                "Run {run_id} cannot be continued in the background: its job is {status}"
-            ))));
-        }
-    }
-    if stream {
-        let after = queue.store.last_event_index(&run_id).await?.unwrap_or(-1);
-        return Ok(super::agents::tail_response(state, queue, run_id, after)?);
-    }
-    let session_id = run.session_id.clone();
-    Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id, "session_id": session_id, "status": "PENDING"})))
-        .into_response())
+    let queue = super::background::queue_of(state)?;
+    let run = wf.answered(request).await.map_err(Failure::Run)?;
+    Ok(super::background::requeue_paused(state, queue, run, &json!({ "continue": true }), stream).await?)
 }
 
 /// The form of `POST /workflows/{workflow_id}/runs/{run_id}/resume`.
@@ -606,7 +535,7 @@ pub async fn resume_run(
     let form = Form::read(request, state.form_field_limit).await?;
     let after = super::agents::resume_index(&form, &headers)?;
     stored_run(&state, &principal, &workflow_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
-    let queue = queue_of(&state)?;
+    let queue = super::background::queue_of(&state)?;
     if queue.store.get_job(&run_id, None).await?.is_none() {
         return Err(ApiError::not_found(format!(
             "Run {run_id} did not run in the background, so it has no event log to resume; read the run instead"

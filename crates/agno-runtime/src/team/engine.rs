@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agno_core::{AgentSession, DbError, RunEvent, RunOutput, RunStatus, StateUpdate, TeamStreamEvent};
+use agno_core::{AgentSession, DbError, RunEvent, RunOutput, RunStatus, RunWrite, StateUpdate, TeamStreamEvent};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -46,6 +46,7 @@ impl TeamRun {
         user_id: Option<String>,
         members: Vec<RunOutput>,
         tx: Option<mpsc::UnboundedSender<TeamStreamEvent>>,
+        after_event_index: Option<u64>,
     ) -> Arc<Self> {
         Arc::new(Self {
             team: Arc::clone(team),
@@ -55,7 +56,7 @@ impl TeamRun {
             members_out: Mutex::new(members),
             in_flight: Mutex::new(Vec::new()),
             pauses: Mutex::new(Vec::new()),
-            events: Mutex::new((tx, 0)),
+            events: Mutex::new((tx, after_event_index.map_or(0, |i| i + 1))),
         })
     }
 
@@ -214,6 +215,8 @@ pub(super) async fn drive(run: &TeamRun, leader: &Agent, call: LeaderCall) -> Re
 /// the run.
 pub(super) struct Storage {
     pub(super) db: Option<Arc<dyn agno_core::Db>>,
+    /// The claim of the background worker running the team (its writes go through it).
+    pub(super) fence: Option<Arc<dyn crate::RunFence>>,
     pub(super) session: AgentSession,
     pub(super) initial: serde_json::Map<String, Value>,
 }
@@ -224,6 +227,7 @@ impl Storage {
         session_id: &str,
         user_id: Option<&str>,
         store: bool,
+        fence: Option<Arc<dyn crate::RunFence>>,
     ) -> Result<Self, RunError> {
         let db = team.db.clone().filter(|_| store);
         let stored_session = match &db {
@@ -239,18 +243,55 @@ impl Storage {
             s.user_id = user_id.map(str::to_owned);
             s
         });
-        Ok(Self { db, session, initial })
+        Ok(Self { db, fence, session, initial })
     }
 
     /// Stores `run` (status `RUNNING` or the paused record) and the session before anything runs,
     /// so the run is visible (and cancellable by its owner) while it executes.
     pub(super) async fn start(&mut self, team: &TeamInner, run: &RunOutput) -> Result<(), RunError> {
-        if let Some(db) = &self.db {
-            let initial = self.initial.clone();
-            write_session(db.as_ref(), team, &mut self.session, &initial, initial.clone()).await?;
-            db.upsert_run(run, &self.session.session_id, self.session.user_id.as_deref()).await?;
+        let initial = self.initial.clone();
+        if !self.write(team, initial, &[run]).await? {
+            return Err(RunError::Internal(format!("run {}: this worker no longer holds its claim", run.id())));
         }
         Ok(())
+    }
+
+    /// Writes the session (its state as a merge of the run's changes, `team_data` as Agno's)
+    /// and `runs`, through the worker's claim when there is one. `Ok(false)`: the claim no
+    /// longer holds and nothing more was written.
+    pub(super) async fn write(
+        &mut self,
+        team: &TeamInner,
+        state: serde_json::Map<String, Value>,
+        runs: &[&RunOutput],
+    ) -> Result<bool, DbError> {
+        let Some(db) = &self.db else { return Ok(true) };
+        let session = &mut self.session;
+        session.team_id = Some(team.id.clone());
+        session.runs = None;
+        let mut update = StateUpdate::diff(&self.initial, &state);
+        session.set_session_state(state);
+        session.extra.insert(
+            "team_data".to_owned(),
+            json!({"team_id": team.id, "name": team.name, "mode": team.mode.as_str(), "model": {
+                "name": team.model.name(), "id": team.model.id(), "provider": team.model.provider()}}),
+        );
+        let user_id = session.user_id.clone();
+        if let Some(fence) = &self.fence {
+            for run in runs {
+                let write = RunWrite { session, state: &update, run, user_id: user_id.as_deref() };
+                if !fence.save(write).await? {
+                    return Ok(false);
+                }
+                update = StateUpdate::keep();
+            }
+            return Ok(true);
+        }
+        db.upsert_session(session, &update).await?;
+        for run in runs {
+            db.upsert_run(run, &session.session_id, user_id.as_deref()).await?;
+        }
+        Ok(true)
     }
 }
 
@@ -265,19 +306,19 @@ pub(super) async fn execute(
     let run_id = request.run_id.clone().unwrap_or_else(agno_core::new_id);
     let session_id = request.session_id.clone().unwrap_or_else(agno_core::new_id);
     let user_id = request.user_id.clone();
-    let mut storage = Storage::load(&team, &session_id, user_id.as_deref(), store).await?;
+    let fence = request.fence.take();
+    let after = request.after_event_index.take();
+    let mut storage = Storage::load(&team, &session_id, user_id.as_deref(), store, fence).await?;
     let history = if store { history(&team, &session_id, user_id.as_deref()).await? } else { Vec::new() };
 
-    let run = TeamRun::new(&team, &run_id, &session_id, user_id.clone(), Vec::new(), tx);
+    let run = TeamRun::new(&team, &run_id, &session_id, user_id.clone(), Vec::new(), tx, after);
     let leader = leader(&team, &run)?;
     let mut state = storage.initial.clone();
     if let Some(overrides) = request.session_state.take() {
         state.extend(overrides);
     }
-    let mut running = RunOutput::new(&run_id, &session_id);
-    running.user_id.clone_from(&user_id);
-    running.input = Some(request.input.clone());
-    brand(&team, &mut running);
+    let mut running = new_record(&team, &request, &run_id, &session_id);
+    running.status = RunStatus::Running;
     storage.start(&team, &running).await?;
     request.run_id = Some(run_id.clone());
     request.session_id = Some(session_id.clone());
@@ -286,6 +327,16 @@ pub(super) async fn execute(
     request.history = Some(history);
     let result = drive(&run, &leader, LeaderCall::Run(Box::new(request))).await;
     conclude(&team, &run, result, storage).await
+}
+
+/// A new team run's record before anything ran: the team's, with its input and user.
+pub(super) fn new_record(team: &TeamInner, request: &RunRequest, run_id: &str, session_id: &str) -> RunOutput {
+    let mut out = RunOutput::new(run_id, session_id);
+    out.user_id.clone_from(&request.user_id);
+    out.input = Some(request.input.clone());
+    out.metadata.clone_from(&request.metadata);
+    brand(team, &mut out);
+    out
 }
 
 /// The member named `id` (its id, else its name).
@@ -329,40 +380,16 @@ pub(super) async fn conclude(
             None => return Err(e),
         },
     };
-    if let Some(db) = storage.db.clone() {
-        let state = record.session_state.clone().unwrap_or_default();
-        let initial = storage.initial.clone();
-        write_session(db.as_ref(), team, &mut storage.session, &initial, state).await?;
-        let user_id = storage.session.user_id.clone();
-        for member in &members {
-            db.upsert_run(member, &storage.session.session_id, user_id.as_deref()).await?;
-        }
-        db.upsert_run(&record, &storage.session.session_id, user_id.as_deref()).await?;
+    let state = record.session_state.clone().unwrap_or_default();
+    let mut runs: Vec<&RunOutput> = members.iter().collect();
+    runs.push(&record);
+    if !storage.write(team, state, &runs).await? {
+        tracing::warn!(run_id = record.id(), "claim lost: the team run's end was not written by this worker");
     }
     match error {
         None => Ok(record),
         Some(e) => Err(replace_run(e, record)),
     }
-}
-
-/// Writes the team session: its state as a merge of this run's changes, `team_data` as Agno's.
-async fn write_session(
-    db: &dyn agno_core::Db,
-    team: &TeamInner,
-    session: &mut AgentSession,
-    initial: &serde_json::Map<String, Value>,
-    state: serde_json::Map<String, Value>,
-) -> Result<(), DbError> {
-    session.team_id = Some(team.id.clone());
-    session.runs = None;
-    let update = StateUpdate::diff(initial, &state);
-    session.set_session_state(state);
-    session.extra.insert(
-        "team_data".to_owned(),
-        json!({"team_id": team.id, "name": team.name, "mode": team.mode.as_str(), "model": {
-            "name": team.model.name(), "id": team.model.id(), "provider": team.model.provider()}}),
-    );
-    db.upsert_session(session, &update).await
 }
 
 /// The error with the team's record in place of the leader's.

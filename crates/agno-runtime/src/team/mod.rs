@@ -385,6 +385,16 @@ impl Team {
         engine::execute(Arc::clone(&self.inner), request, None, false).await
     }
 
+    /// The record of a run about to be queued (`PENDING`), as the team stores it: a server writes
+    /// it before a background worker picks the run up, so the run is visible at once.
+    pub fn pending_run(&self, request: &RunRequest) -> RunOutput {
+        let run_id = request.run_id.clone().unwrap_or_else(agno_core::new_id);
+        let session_id = request.session_id.clone().unwrap_or_else(agno_core::new_id);
+        let mut out = engine::new_record(&self.inner, request, &run_id, &session_id);
+        out.status = agno_core::RunStatus::Pending;
+        out
+    }
+
     /// The continuation of a run kept inside its caller's run (a workflow step's paused team).
     pub(crate) async fn continue_embedded(&self, request: ContinueRequest) -> Result<RunOutput, RunError> {
         resume::continue_run(Arc::clone(&self.inner), request, None, false).await

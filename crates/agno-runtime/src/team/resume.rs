@@ -114,13 +114,15 @@ pub(super) async fn continue_run(
 
     let session_id = record.session_id.clone().unwrap_or_default();
     let user_id = request.user_id.clone().or_else(|| record.user_id.clone());
-    let mut storage = Storage::load(&team, &session_id, user_id.as_deref(), store).await?;
+    let fence = request.fence.clone();
+    let after = request.after_event_index;
+    let mut storage = Storage::load(&team, &session_id, user_id.as_deref(), store, fence.clone()).await?;
     let mut running = record.clone();
     running.status = RunStatus::Running;
     running.extra.insert("member_responses".to_owned(), serde_json::to_value(&members).unwrap_or_default());
     storage.start(&team, &running).await?;
 
-    let run = TeamRun::new(&team, &run_id, &session_id, user_id.clone(), members, tx);
+    let run = TeamRun::new(&team, &run_id, &session_id, user_id.clone(), members, tx, after);
     // The members continue under the team run's registration, so a cancel of the team reaches
     // them.
     let registration = crate::cancel::Registration::new(&run_id);

@@ -265,7 +265,9 @@ fn executor_answers(
         Some(v) => serde_json::from_value(v.clone())
             .map_err(|e| format!("executor_requirements of step {name:?} are not the agent's requirements: {e}"))?,
         None => {
-            return Err(format!("step {name:?} waits for its agent or team: send executor_requirements, each answered"));
+            return Err(format!(
+                "step {name:?} waits for its agent or team: send executor_requirements, each answered"
+            ));
         }
     };
     let mut out = Vec::with_capacity(stored.len());

@@ -1,0 +1,118 @@
+//! What every component's `background=true` shares: the queue (or why there is none), committing
+//! a job behind its `PENDING` run, and queueing a paused run's continuation under its run id.
+
+use agno_core::{Job, RunOutput, RunStatus};
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::queue::Queue;
+use crate::state::AppState;
+
+/// The job queue, or 400 naming the databases that have one.
+pub(crate) fn queue_of(state: &AppState) -> ApiResult<&Queue> {
+    if state.db.is_none() {
+        return Err(ApiError::bad_request(
+            "background runs need a database: configure [db] url (sqlite://, postgresql://) in agentos.toml",
+        ));
+    }
+    state.queue.as_ref().ok_or_else(|| {
+        ApiError::bad_request(
+            "this database (JSON files) has no job queue; use sqlite://, postgresql://, mysql://, redis:// or memory:// for background runs",
+        )
+    })
+}
+
+/// 202 `{run_id, session_id, status}`, or (with `stream`) a tail of the run's events from the
+/// start.
+fn accepted(state: &AppState, queue: &Queue, job: &Job, status: &str, stream: bool) -> ApiResult<Response> {
+    if stream {
+        return super::agents::tail_response(state, queue, job.id.clone(), -1);
+    }
+    Ok((StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
+        .into_response())
+}
+
+/// Commits `job`, whose `PENDING` run (and, when `created_session`, its session) the caller has
+/// just written so a worker's `RUNNING` write can never be overwritten by it. The same
+/// idempotency key from the same user answers the original run (409 when it was for another
+/// component); a full queue answers 429. A job that is not accepted takes its run (and the
+/// session made for it) away again.
+pub(crate) async fn enqueue(
+    state: &AppState,
+    queue: &Queue,
+    job: &Job,
+    created_session: bool,
+    stream: bool,
+) -> ApiResult<Response> {
+    let db = state.require_db()?;
+    let discard = || async {
+        db.delete_run(&job.id, None).await?;
+        if created_session {
+            db.delete_session(&job.session_id, None).await?;
+        }
+        Ok::<(), ApiError>(())
+    };
+    match queue.store.enqueue_job(job, queue.settings.max_queue_depth).await {
+        Ok(agno_core::Enqueued::Accepted(job)) => {
+            queue.signal(agno_core::JobSignal::Claimable(job.id.clone()));
+            accepted(state, queue, &job, RunStatus::Pending.as_str(), stream)
+        }
+        Ok(agno_core::Enqueued::Duplicate(original)) if original.component_id == job.component_id => {
+            discard().await?;
+            let status = db.get_run(&original.id, None).await?.map_or(RunStatus::Pending, |run| run.status);
+            accepted(state, queue, &original, status.as_str(), stream)
+        }
+        Ok(agno_core::Enqueued::Duplicate(_)) => {
+            discard().await?;
+            Err(ApiError::conflict("this Idempotency-Key was already used for another component"))
+        }
+        Ok(agno_core::Enqueued::QueueFull) => {
+            discard().await?;
+            Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("the queue is full ({} runs waiting); retry later", queue.settings.max_queue_depth),
+            ))
+        }
+        Err(e) => {
+            discard().await?;
+            Err(e.into())
+        }
+    }
+}
+
+/// Queues the continuation of the paused background run `run` under its run id (the run is
+/// `PENDING` again until a worker picks it up); a continuation already queued is attached to.
+/// `stream` tails its events from where they stopped; otherwise 202.
+pub(crate) async fn requeue_paused(
+    state: &AppState,
+    queue: &Queue,
+    mut run: RunOutput,
+    continuation: &Value,
+    stream: bool,
+) -> ApiResult<Response> {
+    let run_id = run.id().to_owned();
+    match queue.store.continue_job(&run_id, continuation, agno_core::now_epoch_secs()).await? {
+        agno_core::Continued::Queued(job) => {
+            run.status = RunStatus::Pending;
+            state.require_db()?.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
+            queue.signal(agno_core::JobSignal::Claimable(run_id.clone()));
+        }
+        agno_core::Continued::Attach(_) => {}
+        agno_core::Continued::Conflict(job) => {
+            let status = job.map_or("missing (the run was not started in the background)", |j| j.status.as_str());
+            return Err(ApiError::conflict(format!(
+                "Run {run_id} cannot be continued in the background: its job is {status}"
+            )));
+        }
+    }
+    if stream {
+        let after = queue.store.last_event_index(&run_id).await?.unwrap_or(-1);
+        return super::agents::tail_response(state, queue, run_id, after);
+    }
+    let session_id = run.session_id.clone();
+    Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id, "session_id": session_id, "status": "PENDING"})))
+        .into_response())
+}
