@@ -231,6 +231,75 @@ pub enum EventData {
         #[serde(default)]
         cache_write_tokens: u64,
     },
+    /// Tasks mode: an iteration of the leader's work on the task list started
+    /// (`TeamTaskIterationStarted`).
+    TaskIterationStarted {
+        /// 1-based iteration.
+        iteration: u32,
+        /// The team's bound.
+        max_iterations: u32,
+    },
+    /// Tasks mode: an iteration ended (`TeamTaskIterationCompleted`).
+    TaskIterationCompleted {
+        /// 1-based iteration.
+        iteration: u32,
+        /// The team's bound.
+        max_iterations: u32,
+        /// The task list as the leader reads it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_summary: Option<String>,
+    },
+    /// Tasks mode: the task list after an iteration (`TeamTaskStateUpdated`), for UIs.
+    TaskStateUpdated {
+        /// The task list as the leader reads it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_summary: Option<String>,
+        /// The leader called `mark_all_complete`.
+        #[serde(default)]
+        goal_complete: bool,
+        /// Every task (`id`, `title`, `description`, `status`, `assignee`, `dependencies`, `result`).
+        #[serde(default)]
+        tasks: Vec<Value>,
+        /// The leader's summary when it marked the goal complete.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        completion_summary: Option<String>,
+    },
+    /// Tasks mode: a task was created (`TeamTaskCreated`).
+    TaskCreated {
+        /// The task's id.
+        task_id: String,
+        /// Its title.
+        title: String,
+        /// What to do.
+        #[serde(default)]
+        description: String,
+        /// The member it is for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        assignee: Option<String>,
+        /// `pending` or `blocked`.
+        status: String,
+        /// Tasks it waits for.
+        #[serde(default)]
+        dependencies: Vec<String>,
+    },
+    /// Tasks mode: a task changed status (`TeamTaskUpdated`).
+    TaskUpdated {
+        /// The task's id.
+        task_id: String,
+        /// Its title.
+        title: String,
+        /// The new status.
+        status: String,
+        /// The status before.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        previous_status: Option<String>,
+        /// Its result, once it ended.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        /// The member working on it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        assignee: Option<String>,
+    },
     /// A user-defined event.
     CustomEvent {
         /// Arbitrary payload.
@@ -265,6 +334,11 @@ impl EventData {
             EventData::ToolCallError { .. } => "ToolCallError",
             EventData::ModelRequestStarted { .. } => "ModelRequestStarted",
             EventData::ModelRequestCompleted { .. } => "ModelRequestCompleted",
+            EventData::TaskIterationStarted { .. } => "TaskIterationStarted",
+            EventData::TaskIterationCompleted { .. } => "TaskIterationCompleted",
+            EventData::TaskStateUpdated { .. } => "TaskStateUpdated",
+            EventData::TaskCreated { .. } => "TaskCreated",
+            EventData::TaskUpdated { .. } => "TaskUpdated",
             EventData::CustomEvent { .. } => "CustomEvent",
         }
     }

@@ -366,9 +366,12 @@ pub struct TeamSpec {
     /// Description.
     #[serde(default)]
     pub description: Option<String>,
-    /// `coordinate` (default), `route` or `broadcast`.
+    /// `coordinate` (default), `route`, `broadcast` or `tasks`.
     #[serde(default)]
     pub mode: Option<String>,
+    /// Tasks mode: the most iterations over the task list (default 10).
+    #[serde(default)]
+    pub max_iterations: Option<u32>,
     /// The leader's model.
     pub model: ModelSpec,
     /// Ids of the member agents and teams.

@@ -43,7 +43,8 @@ fn build(
         "coordinate" => TeamMode::Coordinate,
         "route" => TeamMode::Route,
         "broadcast" => TeamMode::Broadcast,
-        other => return Err(fail(format!("mode {other:?} is not one of coordinate, route, broadcast"))),
+        "tasks" => TeamMode::Tasks,
+        other => return Err(fail(format!("mode {other:?} is not one of coordinate, route, broadcast, tasks"))),
     };
     let (config, _) = crate::app::model_config(&spec.model).map_err(|e| fail(format!("model: {e}")))?;
     let model = agno_models::build_model(&config).map_err(|e| fail(format!("model: {e}")))?;
@@ -62,6 +63,9 @@ fn build(
     }
     if let Some(n) = spec.num_history_runs {
         builder = builder.num_history_runs(n);
+    }
+    if let Some(n) = spec.max_iterations {
+        builder = builder.max_iterations(n);
     }
     for (i, id) in spec.members.iter().enumerate() {
         let member: Member = if let Some(agent) = agents.iter().find(|a| a.agent.id() == id) {

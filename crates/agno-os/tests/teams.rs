@@ -464,3 +464,35 @@ async fn a_paused_background_team_is_continued_on_the_queue() {
     let all_names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
     assert!(all_names.contains(&"TeamRunPaused") && all_names.contains(&"TeamRunContinued"), "{all_names:?}");
 }
+
+#[tokio::test]
+async fn a_tasks_mode_team_is_described_with_its_task_tools_and_runs() {
+    let provider = FakeProvider::start().await.unwrap();
+    let toml = team_config(&provider, "")
+        .replace("members = [\"writer\"]\n", "members = [\"writer\"]\nmode = \"tasks\"\nmax_iterations = 3\n");
+    let os = TestOs::start(config(&toml)).await;
+    let desk = os.get("/teams/desk", None).await;
+    assert_eq!(desk.body["mode"], "tasks");
+    let tools: Vec<&str> =
+        desk.body["tools"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        tools,
+        [
+            "create_task",
+            "update_task_status",
+            "list_tasks",
+            "add_task_note",
+            "mark_all_complete",
+            "execute_task",
+            "execute_tasks_parallel"
+        ]
+    );
+    // A greeting needs no tasks: the second plain answer is final.
+    provider.push_all([Scripted::text("hello"), Scripted::text("hello again")]);
+    let r = os.post_form("/teams/desk/runs", &[("message", "hi"), ("stream", "false")], None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["content"], "hello again");
+    let reminder = &provider.requests()[1].body["messages"];
+    let last = reminder.as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(last.starts_with("<current_task_state>\nNo tasks created yet."), "{last}");
+}

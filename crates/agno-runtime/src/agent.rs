@@ -47,6 +47,16 @@ pub(crate) struct AgentInner {
     pub(crate) dependencies: BTreeMap<String, Value>,
     pub(crate) store_events: bool,
     pub(crate) metadata: Option<Map<String, Value>>,
+    /// Asked when the model answers without a tool call (a team's tasks mode).
+    pub(crate) follow_up: Option<Arc<dyn FollowUp>>,
+}
+
+/// Asked when the model answers without calling a tool: a message to send it next instead of
+/// ending the run (a team in tasks mode keeps its leader working until its task list is done).
+pub(crate) trait FollowUp: Send + Sync + std::fmt::Debug {
+    /// The next message, or `None` to end the run. `state`: the run's session state;
+    /// `tool_calls`: the tool calls the run made so far.
+    fn next(&self, state: &Map<String, Value>, tool_calls: usize) -> Option<String>;
 }
 
 /// An agent: a model with instructions, tools, history and storage.
@@ -232,6 +242,7 @@ struct AgentInnerDraft {
     dependencies: BTreeMap<String, Value>,
     store_events: bool,
     metadata: Option<Map<String, Value>>,
+    follow_up: Option<Arc<dyn FollowUp>>,
 }
 
 macro_rules! setter {
@@ -304,6 +315,12 @@ impl AgentBuilder {
     /// Adds a shared tool.
     pub fn tool_arc(mut self, tool: Arc<dyn DynTool>) -> Self {
         self.inner.tools.push(tool);
+        self
+    }
+
+    /// Keeps the run going after an answer without tool calls while `follow_up` has a message.
+    pub(crate) fn follow_up(mut self, follow_up: Arc<dyn FollowUp>) -> Self {
+        self.inner.follow_up = Some(follow_up);
         self
     }
 
@@ -515,6 +532,7 @@ impl AgentBuilder {
                 dependencies: d.dependencies,
                 store_events: d.store_events,
                 metadata: d.metadata,
+                follow_up: d.follow_up,
             }),
         })
     }

@@ -306,6 +306,14 @@ pub(crate) async fn model_loop(
                     }
                 }
             }
+            if let Some(follow_up) = &agent.follow_up {
+                let state = st.session_state.lock().map(|s| s.clone()).unwrap_or_default();
+                let calls = st.output.tools.as_ref().map_or(0, Vec::len);
+                if let Some(message) = follow_up.next(&state, calls) {
+                    st.messages.push(Message::user(message));
+                    continue;
+                }
+            }
             return LoopEnd::Completed;
         }
         if !response.content.is_empty() {

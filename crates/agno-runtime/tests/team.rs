@@ -286,8 +286,8 @@ async fn teams_with_bad_members_are_refused_when_built() {
     let inner = Team::builder().id("loop").model(m()).member(member("x")).build().unwrap();
     assert!(refused(Team::builder().id("loop").model(m()).member(inner)).contains("cycle"));
     assert!(matches!(
-        Team::builder().model(m()).member(member("a")).mode(TeamMode::Tasks).build(),
-        Err(BuildError::Unsupported { .. })
+        Team::builder().model(m()).member(member("a")).mode(TeamMode::Tasks).max_iterations(0).build(),
+        Err(BuildError::Invalid { option: "max_iterations", .. })
     ));
 }
 

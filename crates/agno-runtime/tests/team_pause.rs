@@ -322,3 +322,53 @@ async fn route_mode_answers_with_the_paused_members_answer_once_it_continues() {
     assert_eq!(done.status, RunStatus::Completed);
     assert_eq!(done.content_text(), "sum 9", "the member's answer is the team's");
 }
+
+#[tokio::test]
+async fn in_tasks_mode_a_member_pause_inside_execute_task_pauses_the_team() {
+    let adds = Arc::new(AtomicUsize::new(0));
+    let leader = model(|req| {
+        let turn = req.messages.iter().filter(|m| m.role == Role::Assistant).count();
+        let results = tool_results(req);
+        match turn {
+            0 => ModelResponse {
+                tool_calls: vec![ToolCall::new(
+                    "t0",
+                    "create_task",
+                    json!({"title": "sum", "assignee": "clerk"}).to_string(),
+                )],
+                ..Default::default()
+            },
+            1 => {
+                let id = results[0].strip_prefix("Task created: [").unwrap().split(']').next().unwrap().to_owned();
+                ModelResponse {
+                    tool_calls: vec![ToolCall::new(
+                        "t1",
+                        "execute_task",
+                        json!({"task_id": id, "member_id": "clerk"}).to_string(),
+                    )],
+                    ..Default::default()
+                }
+            }
+            2 => ModelResponse {
+                tool_calls: vec![ToolCall::new("t2", "mark_all_complete", json!({"summary": "summed"}).to_string())],
+                ..Default::default()
+            },
+            _ => ModelResponse { content: format!("report: {}", results[1]), ..Default::default() },
+        }
+    });
+    let team = Team::builder()
+        .mode(TeamMode::Tasks)
+        .model(leader)
+        .member(clerk("clerk", 1, Arc::clone(&adds)))
+        .build()
+        .unwrap();
+    let paused = team.arun("add up").await.unwrap();
+    assert_eq!(paused.status, RunStatus::Paused);
+    let mut reqs = paused.requirements.clone().unwrap();
+    assert_eq!(reqs[0].member_agent_id.as_deref(), Some("clerk"));
+    reqs[0].confirm();
+    let done = team.acontinue_run(ContinueRequest::output(paused, reqs)).await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(adds.load(Ordering::SeqCst), 1);
+    assert_eq!(done.content_text(), "report: sum 9", "the member's answer is the result of execute_task");
+}

@@ -49,21 +49,11 @@ fn require_run_access(principal: &Principal, team_id: &str) -> ApiResult<()> {
 /// (each agent as `GET /agents/{id}` describes it).
 pub(crate) fn team_json(state: &AppState, team: &Team) -> Value {
     let model = team.model();
-    let tool = match team.mode() {
-        agno_runtime::team::TeamMode::Broadcast => json!({
-            "name": "delegate_task_to_members",
-            "description": "Use this function to send one task to every member agent and return their responses. One call reaches all members; do not call it once per member.",
-            "parameters": {"type": "object", "properties": {"task": {"type": "string", "description": "(str) A clear and concise description of the task to send to member agents, including what a good result looks like."}}, "required": ["task"], "additionalProperties": false},
-        }),
-        _ => json!({
-            "name": "delegate_task_to_member",
-            "description": "Use this function to delegate a task to the selected team member.",
-            "parameters": {"type": "object", "properties": {
-                "member_id": {"type": "string", "description": "(str) The ID of the member to delegate the task to, exactly as it appears in <team_members>."},
-                "task": {"type": "string", "description": "(str) A clear and concise description of the task the member should achieve, including what a good result looks like."}},
-                "required": ["member_id", "task"], "additionalProperties": false},
-        }),
-    };
+    let tools: Vec<Value> = team
+        .leader_tools()
+        .into_iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "parameters": *t.parameters}))
+        .collect();
     let members: Vec<Value> = team
         .members()
         .iter()
@@ -83,7 +73,7 @@ pub(crate) fn team_json(state: &AppState, team: &Team) -> Value {
         "description": team.description(),
         "mode": team.mode().as_str(),
         "model": {"name": model.name(), "model": model.id(), "provider": model.provider()},
-        "tools": {"tools": [tool]},
+        "tools": {"tools": tools},
         "sessions": team.db().map(|_| json!({"session_table": agno_db::TableNames::default().sessions})),
         "reasoning": {"reasoning": false},
         "system_message": team.description().map(|d| json!({"description": d})),

@@ -45,31 +45,38 @@ static ALL_SCHEMA: LazyLock<Arc<Value>> = LazyLock::new(|| {
     }))
 });
 
+/// The delegation tool of `mode`, as the model sees it.
+pub(super) fn definition(mode: TeamMode) -> ToolDefinition {
+    match mode {
+        TeamMode::Broadcast => ToolDefinition {
+            name: "delegate_task_to_members".to_owned(),
+            description: Some(
+                "Use this function to send one task to every member agent and return their responses. One call \
+                 reaches all members; do not call it once per member."
+                    .to_owned(),
+            ),
+            parameters: Arc::clone(&ALL_SCHEMA),
+            strict: false,
+        },
+        _ => ToolDefinition {
+            name: "delegate_task_to_member".to_owned(),
+            description: Some("Use this function to delegate a task to the selected team member.".to_owned()),
+            parameters: Arc::clone(&ONE_SCHEMA),
+            strict: false,
+        },
+    }
+}
+
 /// The tools of the team's mode, bound to this run.
 pub(super) fn tools(run: &Arc<TeamRun>) -> Vec<Arc<dyn DynTool>> {
+    let definition = definition(run.team.mode);
     match run.team.mode {
-        TeamMode::Broadcast => vec![Arc::new(DelegateAll {
-            run: Arc::clone(run),
-            definition: ToolDefinition {
-                name: "delegate_task_to_members".to_owned(),
-                description: Some(
-                    "Use this function to send one task to every member agent and return their responses. One call \
-                     reaches all members; do not call it once per member."
-                        .to_owned(),
-                ),
-                parameters: Arc::clone(&ALL_SCHEMA),
-                strict: false,
-            },
-            flags: ToolFlags::default(),
-        })],
+        TeamMode::Broadcast => {
+            vec![Arc::new(DelegateAll { run: Arc::clone(run), definition, flags: ToolFlags::default() })]
+        }
         mode => vec![Arc::new(DelegateOne {
             run: Arc::clone(run),
-            definition: ToolDefinition {
-                name: "delegate_task_to_member".to_owned(),
-                description: Some("Use this function to delegate a task to the selected team member.".to_owned()),
-                parameters: Arc::clone(&ONE_SCHEMA),
-                strict: false,
-            },
+            definition,
             // Route mode: the member's answer is the team's (Agno's respond_directly).
             flags: ToolFlags { stop_after_tool_call: mode == TeamMode::Route, ..ToolFlags::default() },
         })],
@@ -118,12 +125,7 @@ impl DynTool for DelegateOne {
         };
         let out = delegate(&self.run, member.clone(), task, &ctx).await?;
         if out.status == RunStatus::Paused {
-            let name = member.name().unwrap_or(member.id()).to_owned();
-            self.run.pause(DelegationPause {
-                tool_call_id: ctx.tool_call_id.clone(),
-                parts: vec![waiting(member, &out, String::new())],
-            });
-            return Err(paused(&[name]));
+            return Err(pause_on(&self.run, member, &out, &ctx));
         }
         Ok(member_text(&out))
     }
@@ -178,6 +180,17 @@ impl DynTool for DelegateAll {
     }
 }
 
+/// Records that the leader's call waits on `member`'s paused run `out`, and returns the error
+/// that pauses the leader on that call.
+pub(super) fn pause_on(run: &TeamRun, member: &Member, out: &RunOutput, ctx: &ToolContext) -> ToolError {
+    let name = member.name().unwrap_or(member.id()).to_owned();
+    run.pause(DelegationPause {
+        tool_call_id: ctx.tool_call_id.clone(),
+        parts: vec![waiting(member, out, String::new())],
+    });
+    paused(&[name])
+}
+
 /// A member's share of a delegation while its run waits for a person.
 fn waiting(member: &Member, out: &RunOutput, prefix: String) -> PausePart {
     PausePart {
@@ -213,7 +226,12 @@ impl Drop for CancelOnDrop {
 
 /// Runs `member` on `task` on its own task (so a cancelled leader still gets it stored) and
 /// waits for it.
-async fn delegate(run: &Arc<TeamRun>, member: Member, task: String, ctx: &ToolContext) -> Result<RunOutput, ToolError> {
+pub(super) async fn delegate(
+    run: &Arc<TeamRun>,
+    member: Member,
+    task: String,
+    ctx: &ToolContext,
+) -> Result<RunOutput, ToolError> {
     let member_run_id = agno_core::new_id();
     let request = RunRequest {
         input: RunInput::text(task),

@@ -97,6 +97,30 @@ impl TeamRun {
         }
     }
 
+    /// Sends a team event of the run's own (tasks mode's), when someone reads the stream.
+    pub(super) fn emit(&self, data: agno_core::EventData) {
+        if !self.streaming() {
+            return;
+        }
+        let event = RunEvent {
+            created_at: agno_core::now_epoch_secs(),
+            data,
+            agent_id: self.team.id.clone(),
+            agent_name: self.team.name.clone().unwrap_or_default(),
+            run_id: Some(self.run_id.clone()),
+            parent_run_id: None,
+            session_id: Some(self.session_id.clone()),
+            nested_depth: 0,
+            workflow_id: None,
+            workflow_run_id: None,
+            step_id: None,
+            step_name: None,
+            step_index: None,
+            event_index: None,
+        };
+        self.send(event, TeamStreamEvent::Team);
+    }
+
     /// Passes on a member's event (its `parent_run_id` the team run).
     pub(super) fn forward_member(&self, mut event: RunEvent) {
         event.parent_run_id.get_or_insert_with(|| self.run_id.clone());
@@ -128,6 +152,23 @@ fn members_message(team: &TeamInner) -> String {
         TeamMode::Broadcast => {
             "Send the task to every member at once with delegate_task_to_members (one call reaches all \
              members), then answer from their responses.\n"
+        }
+        TeamMode::Tasks => {
+            "You work from a shared task list: you create tasks, assign each one to a member, execute them, \
+             and deliver the result.\n\
+             - `create_task` sets the assignee: the member whose role and description fit the work best. \
+             `execute_tasks_parallel` runs each task against the member it was created with, so a task created \
+             without an assignee cannot go in a batch. Titles are unique: creating a task under an existing \
+             title returns that task instead of a new one.\n\
+             - Set `depends_on` only when a task genuinely needs another task's output.\n\
+             - Run one task with `execute_task`, or a batch of independent ones with `execute_tasks_parallel`. \
+             `list_tasks` re-reads the board at any point.\n\
+             - Read every result. On a failure, retry, reassign, or change the plan. Record work you did \
+             yourself with `update_task_status`, and anything a later task will need with `add_task_note`.\n\
+             - `mark_all_complete` ends the loop; the summary you pass it is bookkeeping, not the reply. Write \
+             the answer as your own message: that message is what reaches the user. A list whose tasks have \
+             all completed also ends the loop. For a request that needs no tasks at all, write the answer and \
+             call `mark_all_complete` in the same turn.\n"
         }
         _ => {
             "Delegate parts of the request to the members best suited for them with delegate_task_to_member \
@@ -165,7 +206,14 @@ pub(super) fn leader(team: &TeamInner, run: &Arc<TeamRun>) -> Result<Agent, RunE
     if let Some(d) = &team.description {
         builder = builder.description(d.clone());
     }
-    for tool in delegate::tools(run) {
+    let tools = match team.mode {
+        TeamMode::Tasks => {
+            builder = builder.follow_up(super::tasks::Iterations::new(run, team.max_iterations));
+            super::tasks::tools(run)
+        }
+        _ => delegate::tools(run),
+    };
+    for tool in tools {
         builder = builder.tool_arc(tool);
     }
     builder.build().map_err(|e| RunError::Internal(format!("cannot build the team's leader: {e}")))

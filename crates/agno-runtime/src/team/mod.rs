@@ -26,6 +26,7 @@
 mod delegate;
 mod engine;
 mod resume;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -47,7 +48,8 @@ pub enum TeamMode {
     Route,
     /// Every member gets the same task; the leader answers from all results.
     Broadcast,
-    /// A shared task list worked through in iterations (not built yet: refused when built).
+    /// The leader works from a shared task list (in the session state): it creates tasks,
+    /// has members execute them, and goes on in iterations until the goal is complete.
     Tasks,
 }
 
@@ -135,6 +137,7 @@ pub(crate) struct TeamInner {
     pub(crate) add_history_to_context: bool,
     pub(crate) num_history_runs: usize,
     pub(crate) session_state: Map<String, Value>,
+    pub(crate) max_iterations: u32,
 }
 
 /// Builds a [`Team`] with named settings.
@@ -151,6 +154,7 @@ pub struct TeamBuilder {
     add_history_to_context: bool,
     num_history_runs: Option<usize>,
     session_state: Map<String, Value>,
+    max_iterations: Option<u32>,
 }
 
 impl std::fmt::Debug for TeamBuilder {
@@ -236,11 +240,18 @@ impl TeamBuilder {
         self
     }
 
+    /// Tasks mode: the most iterations of the leader's work on the task list (default 10, as
+    /// Agno).
+    pub fn max_iterations(mut self, n: u32) -> Self {
+        self.max_iterations = Some(n);
+        self
+    }
+
     /// Checks the team and builds it.
     ///
     /// # Errors
     /// [`BuildError::Invalid`] naming the problem: no model, no members, two members with one
-    /// id, a team that contains itself; [`BuildError::Unsupported`] for `TeamMode::Tasks`.
+    /// id, a team that contains itself, `max_iterations = 0`.
     pub fn build(self) -> Result<Team, BuildError> {
         let model = self.model.ok_or_else(|| BuildError::Invalid {
             option: "model",
@@ -249,11 +260,8 @@ impl TeamBuilder {
         if self.members.is_empty() {
             return Err(BuildError::Invalid { option: "members", why: "a team needs at least one member".to_owned() });
         }
-        if self.mode == TeamMode::Tasks {
-            return Err(BuildError::Unsupported {
-                option: "mode = tasks",
-                why: "the shared task list of Agno's tasks mode is not built yet; use coordinate, route or broadcast",
-            });
+        if self.max_iterations == Some(0) {
+            return Err(BuildError::Invalid { option: "max_iterations", why: "must be at least 1".to_owned() });
         }
         let id = self.id.unwrap_or_else(agno_core::new_id);
         let mut seen = std::collections::HashSet::new();
@@ -284,6 +292,7 @@ impl TeamBuilder {
                 add_history_to_context: self.add_history_to_context,
                 num_history_runs: self.num_history_runs.unwrap_or(3),
                 session_state: self.session_state,
+                max_iterations: self.max_iterations.unwrap_or(10),
             }),
         })
     }
@@ -359,6 +368,15 @@ impl Team {
     /// The members.
     pub fn members(&self) -> &[Member] {
         &self.inner.members
+    }
+
+    /// The tools the leader gets in this team's mode (delegation, or the task tools), as the
+    /// model sees them.
+    pub fn leader_tools(&self) -> Vec<agno_core::ToolDefinition> {
+        match self.inner.mode {
+            TeamMode::Tasks => tasks::definitions(),
+            mode => vec![delegate::definition(mode)],
+        }
     }
 
     /// The leader's model.
