@@ -3,8 +3,10 @@
     python workflow_overhead.py [--runs N]
 
 Prints one JSON object: for each shape, the runs timed, microseconds per run and per step (median
-of 5 batches). Function steps only: the framework's own cost per step, no model; the `_sqlite`
-shape stores each run (and its session) in a SQLite file.
+of 5 batches). Function steps: the framework's own cost per step, no model; the `_sqlite` shape
+stores each run (and its session) in a SQLite file. Agent steps and team delegations run on
+`BenchModel`, an offline model defined here that answers at once as agno-rs's `TestModel` does
+("This is the test model answering: <input>"), so they measure the framework around the model.
 """
 
 import argparse
@@ -12,8 +14,57 @@ import json
 import statistics
 import time
 
+from dataclasses import dataclass
+
+from agno.models.base import Model
+from agno.models.response import ModelResponse
 from agno.workflow import Condition, Loop, Parallel, Router, Step, Steps, Workflow
 from agno.workflow.types import StepInput, StepOutput
+
+
+@dataclass
+class BenchModel(Model):
+    """Answers at once, offline: the last user message echoed; as a team leader (when it has the
+    delegation tool) it first delegates to five members in one turn, then answers."""
+
+    id: str = "bench"
+    name: str = "BenchModel"
+    provider: str = "Bench"
+
+    def _answer(self, messages, tools=None, **_):
+        names = [t.get("function", {}).get("name") for t in (tools or []) if isinstance(t, dict)]
+        if "delegate_task_to_member" in names and not any(m.role == "tool" for m in messages):
+            calls = [
+                {
+                    "id": f"c{i}",
+                    "type": "function",
+                    "function": {"name": "delegate_task_to_member", "arguments": json.dumps({"member_id": f"m{i}", "task": f"part {i}"})},
+                }
+                for i in range(5)
+            ]
+            return ModelResponse(role="assistant", tool_calls=calls)
+        if "delegate_task_to_member" in names:
+            return ModelResponse(role="assistant", content="done")
+        last = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        return ModelResponse(role="assistant", content=f"This is the test model answering: {last}")
+
+    def invoke(self, messages, **kwargs):
+        return self._answer(messages, **kwargs)
+
+    async def ainvoke(self, messages, **kwargs):
+        return self._answer(messages, **kwargs)
+
+    def invoke_stream(self, messages, **kwargs):
+        yield self._answer(messages, **kwargs)
+
+    async def ainvoke_stream(self, messages, **kwargs):
+        yield self._answer(messages, **kwargs)
+
+    def _parse_provider_response(self, response, **kwargs):
+        return response
+
+    def _parse_provider_response_delta(self, response):
+        return response
 
 
 def add_x(step_input: StepInput) -> StepOutput:
@@ -53,6 +104,21 @@ def mixed():
     return Workflow(id="mixed", name="Mixed", steps=steps), 10
 
 
+def agent_steps():
+    from agno.agent import Agent
+
+    agent = Agent(id="writer", model=BenchModel())
+    return Workflow(id="agents", name="Agents", steps=[Step(name=f"a{i}", agent=agent) for i in range(5)]), 5
+
+
+def team_delegations():
+    from agno.agent import Agent
+    from agno.team import Team
+
+    members = [Agent(id=f"m{i}", name=f"m{i}", model=BenchModel()) for i in range(5)]
+    return Team(id="bench-team", name="BenchTeam", model=BenchModel(), members=members), 5
+
+
 def measure(make, runs):
     workflow, steps = make()
     for _ in range(max(10, runs // 20)):
@@ -75,6 +141,8 @@ def main():
         "sequential_10_function_steps": measure(sequential, args.runs),
         "mixed_primitives_10_steps": measure(mixed, args.runs),
         "sequential_10_function_steps_sqlite": measure(sequential_sqlite, max(10, args.runs // 4)),
+        "agent_steps_5_test_model": measure(agent_steps, max(10, args.runs // 4)),
+        "team_5_delegations": measure(team_delegations, max(10, args.runs // 4)),
     }
     print(json.dumps(out))
 

@@ -4,9 +4,9 @@
 //!
 //! Shapes: ten sequential function steps; the same ten leaf steps spread over every primitive
 //! (Steps, Loop, Condition, Router, Parallel); ten sequential function steps stored in SQLite
-//! (the run written when it starts, after each step and at the end); five agent steps with
-//! `TestModel`, and a team run whose leader delegates to five `TestModel` members (agno-rs only:
-//! Python Agno has no offline model).
+//! (the run written when it starts, after each step and at the end); five agent steps, and a team
+//! run whose leader delegates to five members, all on an offline model that answers at once in one
+//! piece (Python: the same shapes on the script's `BenchModel`, which answers the same text).
 //!
 //! Run with `cargo bench -p agno-runtime --bench workflow`. It prints figures and asserts no
 //! timings (only that runs complete, so the figures measure the intended work).
@@ -70,8 +70,22 @@ fn mixed() -> Workflow {
         .unwrap()
 }
 
+/// Answers at once, in one piece, as `TestModel` words it ("This is the test model answering:
+/// <input>"): the same model as the Python script's `BenchModel`, so both sides measure the
+/// framework around the same answer.
+fn echo_model() -> Arc<dyn Model> {
+    use agno_core::{ModelResponse, Role};
+    Arc::new(agno_models::FunctionModel::new(|req| {
+        let input = req.messages.iter().rev().find(|m| m.role == Role::User).and_then(|m| m.content_text());
+        Ok(ModelResponse {
+            content: format!("This is the test model answering: {}", input.unwrap_or_default()),
+            ..Default::default()
+        })
+    }))
+}
+
 fn agents() -> Workflow {
-    let model: Arc<dyn Model> = Arc::new(TestModel::new().without_tool_calls());
+    let model = echo_model();
     let agent = Agent::builder(model).id("writer").build().unwrap();
     Workflow::builder()
         .id("agents")
@@ -80,8 +94,8 @@ fn agents() -> Workflow {
         .unwrap()
 }
 
-/// A team whose leader (a `FunctionModel`) delegates to each of its five `TestModel` members in
-/// one turn, then answers.
+/// A team whose leader (a `FunctionModel`) delegates to each of its five members (on
+/// [`echo_model`]) in one turn, then answers.
 fn team() -> agno_runtime::team::Team {
     use agno_core::{ModelResponse, Role, ToolCall};
     let leader: Arc<dyn Model> = Arc::new(agno_models::FunctionModel::new(|req| {
@@ -102,7 +116,7 @@ fn team() -> agno_runtime::team::Team {
             ModelResponse { content: "done".into(), ..Default::default() }
         })
     }));
-    let member_model: Arc<dyn Model> = Arc::new(TestModel::new().without_tool_calls());
+    let member_model = echo_model();
     let mut builder = agno_runtime::team::Team::builder().id("bench-team").model(leader);
     for i in 0..5 {
         builder = builder.member(Agent::builder(Arc::clone(&member_model)).id(format!("m{i}")).build().unwrap());
@@ -258,7 +272,7 @@ fn main() {
                 10,
                 DB_RUNS,
             ),
-            ("agent_steps_5_test_model", "5 agent steps (TestModel)", agents(), 5, RUNS / 4),
+            ("agent_steps_5_test_model", "5 agent steps (offline model)", agents(), 5, RUNS / 4),
         ];
         // `AGNO_BENCH_SHAPE=mixed` measures only the shapes whose key contains it.
         let only = std::env::var("AGNO_BENCH_SHAPE").ok();
@@ -271,7 +285,7 @@ fn main() {
         }
         if only.as_ref().is_none_or(|o| "team_5_delegations".contains(o.as_str())) {
             let per_run = measure_team(&team(), RUNS / 4).await;
-            ours.push(("team_5_delegations", "team run, 5 delegations (TestModel members)", per_run, per_run / 5.0));
+            ours.push(("team_5_delegations", "team run, 5 delegations", per_run, per_run / 5.0));
         }
         let python = if only.is_some() { None } else { python_figures() };
         println!();

@@ -243,9 +243,11 @@ pub(super) async fn drive(run: &TeamRun, leader: &Agent, call: LeaderCall) -> Re
         }
         stream.output().await
     } else {
+        // Inline: the team waits for its leader (a dropped team run stops its leader, as a
+        // dropped `Agent::arun` stops; the members it started still record how they ended).
         match call {
-            LeaderCall::Run(request) => leader.spawn_run(*request).await,
-            LeaderCall::Continue(request) => leader.spawn_continue_run(request).await,
+            LeaderCall::Run(request) => leader.arun(*request).await,
+            LeaderCall::Continue(request) => leader.acontinue_run(request).await,
         }
     };
     // Members stopped by a cancel store how they ended before the team does.

@@ -266,9 +266,10 @@ pub(super) async fn run_agent(
         }
         stream.output().await
     } else {
+        // Inline (not on a task of its own): the step waits for it anyway, also after a cancel.
         let handle = match continued {
-            Some(cont) => agent.spawn_continue_run(cont),
-            None => agent.spawn_run(request()),
+            Some(cont) => futures::future::Either::Left(agent.acontinue_run(cont)),
+            None => futures::future::Either::Right(agent.arun(request())),
         };
         tokio::pin!(handle);
         tokio::select! {
