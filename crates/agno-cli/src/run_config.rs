@@ -1,13 +1,14 @@
 //! `agno run --config agentos.toml --agent-id ID | --team ID | --workflow ID "message"`: one run
-//! of a configured component, printed; a workflow that pauses for review asks at the terminal
-//! and continues with the answers.
+//! of a configured component, printed; a run that pauses (a workflow's review, also inside a
+//! nested workflow; an agent's or a team member's tool call) asks at the terminal and continues
+//! with the answers.
 
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-use agno::core::{RunOutput, RunStatus, StepRequirement};
-use agno::runtime::RunRequest;
+use agno::core::{ErrorRequirement, RunOutput, RunRequirement, RunStatus, StepRequirement};
 use agno::runtime::workflow::{Workflow, WorkflowContinueRequest, WorkflowRunRequest};
+use agno::runtime::{ContinueRequest, RunRequest};
 use agno_os::app::AgentOs;
 use agno_os::config::OsConfig;
 use anyhow::{Context, Result, bail};
@@ -32,11 +33,23 @@ pub(crate) async fn run(config: &Path, args: &RunArgs) -> Result<()> {
         run
     } else if let Some(id) = &args.team {
         let team = state.team(id).with_context(|| not_found("team", id, state.teams.iter().map(|t| t.id())))?;
-        team.arun(request(message, session)).await?
+        let mut run = team.arun(request(message, session)).await?;
+        while run.status == RunStatus::Paused {
+            let mut answers = run.requirements.clone().unwrap_or_default();
+            answer_tools(&mut Terminal::new(), &format!("team {id:?}"), &mut answers)?;
+            run = team.acontinue_run(ContinueRequest::output(run, answers)).await?;
+        }
+        run
     } else if let Some(id) = &args.agent_id {
         let served =
             state.agent(id).with_context(|| not_found("agent", id, state.agents.iter().map(|a| a.agent.id())))?;
-        served.agent.arun(request(message, session)).await?
+        let mut run = served.agent.arun(request(message, session)).await?;
+        while run.status == RunStatus::Paused {
+            let mut answers = run.requirements.clone().unwrap_or_default();
+            answer_tools(&mut Terminal::new(), &format!("agent {id:?}"), &mut answers)?;
+            run = served.agent.acontinue_run(ContinueRequest::output(run, answers)).await?;
+        }
+        run
     } else {
         bail!("--config needs the component to run: --agent-id ID, --team ID or --workflow ID");
     };
@@ -67,80 +80,132 @@ fn not_found<'a>(kind: &str, id: &str, known: impl Iterator<Item = &'a str>) -> 
     )
 }
 
-/// Asks the reviewer at the terminal what the paused run waits for, and continues it.
+/// Questions at the terminal (stdin), prompts on stderr.
+struct Terminal {
+    input: std::io::StdinLock<'static>,
+    out: std::io::Stderr,
+}
+
+impl Terminal {
+    fn new() -> Self {
+        Self { input: std::io::stdin().lock(), out: std::io::stderr() }
+    }
+
+    fn ask(&mut self, question: &str) -> Result<String> {
+        write!(self.out, "{question} ")?;
+        self.out.flush()?;
+        let mut line = String::new();
+        if self.input.read_line(&mut line)? == 0 {
+            bail!("the run paused for review and the terminal gave no answer (stdin is closed)");
+        }
+        Ok(line.trim().to_owned())
+    }
+
+    fn yes(&mut self, question: &str) -> Result<bool> {
+        let answer = self.ask(question)?;
+        Ok(answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes"))
+    }
+}
+
+/// Asks the reviewer at the terminal what the paused workflow run waits for, and continues it.
 fn review<'a>(
     wf: &'a Workflow,
     run: &RunOutput,
 ) -> Result<impl Future<Output = Result<RunOutput, agno::runtime::RunError>> + 'a> {
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
-    let mut out = std::io::stderr();
-    let mut ask = |question: &str| -> Result<String> {
-        write!(out, "{question} ")?;
-        out.flush()?;
-        let mut line = String::new();
-        if input.read_line(&mut line)? == 0 {
-            bail!("the run paused for review and the terminal gave no answer (stdin is closed)");
-        }
-        Ok(line.trim().to_owned())
+    let (step_requirements, error_requirements) = answer_workflow(&mut Terminal::new(), &run.extra)?;
+    let request = WorkflowContinueRequest {
+        run_id: run.id().to_owned(),
+        run: Some(Box::new(run.clone())),
+        step_requirements,
+        error_requirements,
+        ..Default::default()
     };
-    let mut request =
-        WorkflowContinueRequest { run_id: run.id().to_owned(), run: Some(Box::new(run.clone())), ..Default::default() };
-    if let Some(err) = run.extra.get("error_requirements").and_then(Value::as_array).and_then(|l| l.last())
+    Ok(wf.continue_run(request))
+}
+
+/// Asks what a paused agent or team run waits for (each tool call: confirm, input or result)
+/// and answers its requirements in place. `label` names where the call comes from.
+fn answer_tools(term: &mut Terminal, label: &str, pending: &mut [RunRequirement]) -> Result<()> {
+    for r in pending.iter_mut().filter(|r| !r.is_resolved()) {
+        let (name, args) = r
+            .tool_execution
+            .as_ref()
+            .map(|t| (t.name().to_owned(), t.tool_args.clone().map(Value::Object).unwrap_or_default()))
+            .unwrap_or_default();
+        let label = match &r.member_agent_name {
+            Some(member) => format!("{label} (member {member})"),
+            None => label.to_owned(),
+        };
+        if r.needs_external_execution() {
+            let result = term.ask(&format!("{label}: result of {name}({args})?"))?;
+            r.set_external_execution_result(result);
+        } else if r.needs_user_input() {
+            let mut values = Map::new();
+            for field in r.user_input_schema.clone().unwrap_or_default() {
+                values.insert(field.name.clone(), Value::String(term.ask(&format!("{name}: {}?", field.name))?));
+            }
+            r.provide_user_input(&values);
+        } else if term.yes(&format!("{label}: run {name}({args})? [y/n]"))? {
+            r.confirm();
+        } else {
+            r.reject(None);
+        }
+    }
+    Ok(())
+}
+
+/// The answers to a paused workflow run (`extra`: its `step_requirements` and
+/// `error_requirements`): the active one, asked at the terminal. A nested workflow's pause is
+/// answered the same way, one level down.
+fn answer_workflow(
+    term: &mut Terminal,
+    extra: &Map<String, Value>,
+) -> Result<(Vec<StepRequirement>, Vec<ErrorRequirement>)> {
+    if let Some(err) = extra.get("error_requirements").and_then(Value::as_array).and_then(|l| l.last())
         && err.get("decision").is_none_or(Value::is_null)
     {
-        let mut answer: agno::core::ErrorRequirement = serde_json::from_value(err.clone())?;
+        let mut answer: ErrorRequirement = serde_json::from_value(err.clone())?;
         let step = answer.step_name.clone().unwrap_or_default();
-        let decision = ask(&format!("step {step:?} failed: {}\nretry or skip? [r/s]", answer.error_message))?;
+        let decision = term.ask(&format!("step {step:?} failed: {}\nretry or skip? [r/s]", answer.error_message))?;
         answer.decision = Some(if decision.starts_with('r') { "retry" } else { "skip" }.to_owned());
-        request.error_requirements.push(answer);
-        return Ok(wf.continue_run(request));
+        return Ok((Vec::new(), vec![answer]));
     }
-    let last = run.extra.get("step_requirements").and_then(Value::as_array).and_then(|l| l.last()).cloned();
+    let last = extra.get("step_requirements").and_then(Value::as_array).and_then(|l| l.last()).cloned();
     let mut req: StepRequirement = serde_json::from_value(last.context("the paused run has no requirement")?)?;
     let step = req.step_name.clone().unwrap_or_default();
     if req.extra.get("requires_executor_input").and_then(Value::as_bool) == Some(true) {
-        // The step's agent paused: answer each of its tool calls as for an agent run.
-        let mut pending: Vec<agno::core::RunRequirement> =
-            serde_json::from_value(req.extra.get("executor_requirements").cloned().unwrap_or(Value::Null))
-                .unwrap_or_default();
-        for r in &mut pending {
-            let (name, args) = r
-                .tool_execution
-                .as_ref()
-                .map(|t| (t.name().to_owned(), t.tool_args.clone().map(Value::Object).unwrap_or_default()))
-                .unwrap_or_default();
-            if r.needs_external_execution() {
-                let result = ask(&format!("step {step:?}: result of {name}({args})?"))?;
-                r.set_external_execution_result(result);
-            } else if r.needs_user_input() {
-                let mut values = Map::new();
-                for field in r.user_input_schema.clone().unwrap_or_default() {
-                    values.insert(field.name.clone(), Value::String(ask(&format!("{name}: {}?", field.name))?));
-                }
-                r.provide_user_input(&values);
-            } else {
-                let yes = ask(&format!("step {step:?}: run {name}({args})? [y/n]"))?;
-                if yes.eq_ignore_ascii_case("y") || yes.eq_ignore_ascii_case("yes") {
-                    r.confirm();
-                } else {
-                    r.reject(None);
+        if req.extra.get("executor_type").and_then(Value::as_str) == Some("workflow") {
+            // A review inside the nested workflow: answer it as that workflow's own.
+            let mut nested = Map::new();
+            for (from, to) in
+                [("executor_requirements", "step_requirements"), ("executor_error_requirements", "error_requirements")]
+            {
+                if let Some(v) = req.extra.get(from) {
+                    nested.insert(to.to_owned(), v.clone());
                 }
             }
+            let (steps, errors) = answer_workflow(term, &nested)?;
+            req.extra.insert("executor_requirements".to_owned(), serde_json::to_value(&steps)?);
+            req.extra.insert("executor_error_requirements".to_owned(), serde_json::to_value(&errors)?);
+        } else {
+            // The step's agent or team paused: answer each of its tool calls as for an agent run.
+            let mut pending: Vec<RunRequirement> =
+                serde_json::from_value(req.extra.get("executor_requirements").cloned().unwrap_or(Value::Null))
+                    .unwrap_or_default();
+            answer_tools(term, &format!("step {step:?}"), &mut pending)?;
+            req.extra.insert("executor_requirements".to_owned(), serde_json::to_value(&pending)?);
         }
-        req.extra.insert("executor_requirements".to_owned(), serde_json::to_value(&pending)?);
-        request.step_requirements.push(req);
-        return Ok(wf.continue_run(request));
+        return Ok((vec![req], Vec::new()));
     }
     if req.requires_route_selection {
         let choices = req.available_choices.clone().unwrap_or_default();
         let message = req.user_input_message.clone().unwrap_or_else(|| format!("route of {step:?}"));
-        let picked = ask(&format!("{message} [{}]", choices.join(", ")))?;
+        let picked = term.ask(&format!("{message} [{}]", choices.join(", ")))?;
         req.selected_choices = Some(picked.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect());
     } else if req.requires_user_input {
         let mut values = Map::new();
         for field in req.user_input_schema.clone().unwrap_or_default() {
-            let text = ask(&format!("{} ({})?", field.name, field.field_type))?;
+            let text = term.ask(&format!("{} ({})?", field.name, field.field_type))?;
             let value = match field.field_type.as_str() {
                 "str" => Value::String(text),
                 _ => serde_json::from_str(&text).unwrap_or(Value::String(text)),
@@ -148,7 +213,7 @@ fn review<'a>(
             values.insert(field.name.clone(), value);
         }
         if values.is_empty() {
-            let text = ask(&req.user_input_message.clone().unwrap_or_else(|| format!("input for {step:?}?")))?;
+            let text = term.ask(&req.user_input_message.clone().unwrap_or_else(|| format!("input for {step:?}?")))?;
             values.insert("input".to_owned(), Value::String(text));
         }
         req.set_user_input(values);
@@ -162,13 +227,11 @@ fn review<'a>(
             .clone()
             .or_else(|| req.output_review_message.clone())
             .unwrap_or_else(|| format!("go on with {step:?}?"));
-        let yes = ask(&format!("{question} [y/n]"))?;
-        if yes.eq_ignore_ascii_case("y") || yes.eq_ignore_ascii_case("yes") {
+        if term.yes(&format!("{question} [y/n]"))? {
             req.confirm();
         } else {
             req.reject(None);
         }
     }
-    request.step_requirements.push(req);
-    Ok(wf.continue_run(request))
+    Ok((vec![req], Vec::new()))
 }

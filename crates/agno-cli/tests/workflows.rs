@@ -265,3 +265,90 @@ fn agno_run_answers_an_agent_tool_pause_inside_a_workflow_step() {
         "the agent's tool call was put to the terminal: {stderr}"
     );
 }
+
+/// Runs `agno run` with `args`, writing `answers` to its stdin; waits off the runtime (a fake
+/// provider may serve it from this process).
+async fn run_at_terminal(args: Vec<String>, answers: &'static str) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = common::agno()
+            .args(&args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(answers.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+/// A review inside a nested workflow is asked at the terminal as the outer workflow's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agno_run_answers_a_review_inside_a_nested_workflow() {
+    let dir = scratch_dir("wf-run-nested");
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"sqlite://{}\"\n[[agents]]\nid = \"writer\"\nmodel = \"test\"\n\
+             [[workflows]]\nid = \"inner\"\n[[workflows.steps]]\nname = \"publish\"\nagent = \"writer\"\n\
+             human_review = {{ requires_confirmation = true, confirmation_message = \"Publish inside?\" }}\n\
+             [[workflows]]\nid = \"outer\"\n[[workflows.steps]]\nname = \"nested\"\nworkflow = \"inner\"\n",
+            dir.join("nested.db").display()
+        ),
+    )
+    .unwrap();
+    let args = ["run", "--config", config.to_str().unwrap(), "--workflow", "outer", "launch"].map(str::to_owned);
+    let out = run_at_terminal(args.to_vec(), "y\n").await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("Publish inside? [y/n]"), "the nested review was put to the terminal: {stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("This is the test model answering: launch"));
+}
+
+/// `agno run --team` asks at the terminal for a member's tool call that needs confirmation, then
+/// the team goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agno_run_answers_a_team_members_tool_pause_at_the_terminal() {
+    let provider = agno_testkit::FakeProvider::start().await.unwrap();
+    provider.push_all([
+        agno_testkit::Reply::ToolCalls {
+            content: None,
+            calls: vec![(
+                "delegate_task_to_member".into(),
+                json!({"member_id": "clerk", "task": "save a note"}).to_string(),
+            )],
+        },
+        agno_testkit::Reply::text("the desk is done"),
+    ]);
+    let dir = scratch_dir("team-run-cli");
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"sqlite://{0}\"\n[[agents]]\nid = \"clerk\"\nname = \"Clerk\"\nmodel = \"test\"\n\
+             tools = [{{ toolkit = \"file\", base_dir = \"{1}\", requires_confirmation_tools = [\"save_file\"] }}]\n\
+             [[teams]]\nid = \"desk\"\nmembers = [\"clerk\"]\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{2}\", api_key = \"sk\" }}\n",
+            dir.join("team.db").display(),
+            dir.display(),
+            provider.base_url()
+        ),
+    )
+    .unwrap();
+    let args = ["run", "--config", config.to_str().unwrap(), "--team", "desk", "note it"].map(str::to_owned);
+    let out = run_at_terminal(args.to_vec(), "n\nn\nn\n").await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("team \"desk\" (member Clerk): run save_file("),
+        "the member's tool call was put to the terminal: {stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "the desk is done");
+    // The leader got the member's answer after the rejection.
+    let last = provider.requests().last().unwrap().body.to_string();
+    assert!(last.contains("delegate_task_to_member") && last.contains("rejected"), "{last}");
+}

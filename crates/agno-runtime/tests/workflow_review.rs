@@ -896,3 +896,64 @@ async fn a_team_members_tool_pause_inside_a_step_pauses_the_workflow_and_continu
     assert_eq!(executor_runs[0]["status"], "COMPLETED");
     assert_eq!(executor_runs[0]["member_responses"][0]["status"], "COMPLETED");
 }
+
+/// A review inside a nested workflow pauses the outer run (an executor pause of type
+/// `workflow`, the nested run's requirements forwarded); each answer continues the nested run
+/// where it paused, twice here, and no step on either level runs twice.
+#[tokio::test]
+async fn a_review_inside_a_nested_workflow_pauses_the_outer_run_and_continues_the_nested_one() {
+    let calls = Calls::default();
+    let reviewed = |name: &str| Step { human_review: Some(confirm()), ..calls.step(name) };
+    let inner = Workflow::builder()
+        .id("inner")
+        .name("Inner")
+        .steps(vec![calls.step("draft").into(), reviewed("publish").into(), reviewed("announce").into()])
+        .build()
+        .unwrap();
+    let db = sqlite().await;
+    let wf = workflow(
+        Some(Arc::clone(&db)),
+        vec![
+            calls.step("prepare").into(),
+            Step { name: "nested".into(), executor: Executor::workflow(inner), ..Step::default() }.into(),
+            calls.step("final").into(),
+        ],
+    );
+    let mut run = wf.arun(WorkflowRunRequest::from("go").session_id("nested-review")).await.unwrap();
+    for expected in ["publish", "announce"] {
+        assert_eq!(run.status, RunStatus::Paused, "waiting for {expected}");
+        assert_eq!(run.extra["pause_kind"], "executor");
+        let req = active(&run);
+        assert_eq!(req.step_name.as_deref(), Some("nested"));
+        assert_eq!(req.extra["executor_type"], "workflow");
+        assert_eq!(req.extra["executor_id"], "inner");
+        let mut inner_reqs: Vec<StepRequirement> =
+            serde_json::from_value(req.extra["executor_requirements"].clone()).unwrap();
+        let last = inner_reqs.last_mut().unwrap();
+        assert_eq!(last.step_name.as_deref(), Some(expected));
+        assert_eq!(last.confirmation_message.as_deref(), Some("Go?"));
+        assert_eq!(calls.of(expected), 0, "nothing runs before it is confirmed");
+        // An answer naming another nested step changes nothing.
+        let mut stray = last.clone();
+        stray.step_id = "ghost".into();
+        stray.step_name = Some("ghost".into());
+        stray.confirmed = Some(true);
+        let mut bad = req.clone();
+        bad.extra.insert("executor_requirements".into(), serde_json::to_value(vec![stray]).unwrap());
+        let err = answer(&wf, &run, bad).await.unwrap_err();
+        assert!(err.to_string().contains("a nested workflow") && err.to_string().contains("ghost"), "{err}");
+        last.confirmed = Some(true);
+        let mut yes = req;
+        yes.extra.insert("executor_requirements".into(), serde_json::to_value(&inner_reqs).unwrap());
+        run = answer(&wf, &run, yes).await.unwrap();
+    }
+    assert_eq!(run.status, RunStatus::Completed, "{}", run.content_text());
+    assert_eq!(run.content_text(), "draft+publish+announce+final", "the nested run starts its own chain");
+    for name in ["prepare", "draft", "publish", "announce", "final"] {
+        assert_eq!(calls.of(name), 1, "{name} ran once over three walks");
+    }
+    let nested = &run.extra["step_executor_runs"][0];
+    assert_eq!(nested["workflow_id"], "inner");
+    assert_eq!(nested["status"], "COMPLETED");
+    assert_eq!(nested["parent_run_id"], run.id());
+}

@@ -76,63 +76,68 @@ pub(super) async fn execute_step(
         }
         Executor::Agent(agent) => run_agent(ctx, step, agent, previous, pos, extra, AgentStart::New).await,
         Executor::Team(team) => run_team(ctx, step, team, previous, extra, AgentStart::New).await,
-        Executor::Workflow(nested) => {
+        Executor::Workflow(nested) => run_nested(ctx, step, nested, previous, None).await,
+    }
+}
+
+/// A nested workflow step: a new run of the nested workflow, or the continuation of its paused
+/// run (`answered`: the reviewer's answers applied). Kept inside the outer run; its pause pauses
+/// the step.
+pub(super) async fn run_nested(
+    ctx: &Ctx,
+    step: &Step,
+    nested: &super::Workflow,
+    previous: Option<&Value>,
+    answered: Option<RunOutput>,
+) -> Result<StepOutput, StepFailure> {
+    let (nested_run_id, start) = match answered {
+        Some(run) => (run.id().to_owned(), Start::Continue(Box::new(run))),
+        None => {
+            let nested_run_id = agno_core::new_id();
             let request = WorkflowRunRequest {
                 input: previous.cloned().unwrap_or_else(|| ctx.input.clone()),
+                run_id: Some(nested_run_id.clone()),
                 session_id: Some(ctx.session_id.clone()),
                 user_id: ctx.user_id.clone(),
                 session_state: Some(ctx.state.snapshot()),
                 additional_data: ctx.additional_data.clone(),
                 ..WorkflowRunRequest::default()
             };
-            let nested_run_id = agno_core::new_id();
-            let run = {
-                let fut = execute(
-                    Arc::clone(&nested.inner),
-                    Start::New(Box::new(WorkflowRunRequest { run_id: Some(nested_run_id.clone()), ..request })),
-                    None,
-                    ctx.depth + 1,
-                    super::engine::Durable::default(),
-                );
-                tokio::pin!(fut);
-                tokio::select! {
-                    result = &mut fut => result,
-                    () = ctx.token.cancelled() => {
-                        crate::cancel::cancel_run(&nested_run_id);
-                        fut.await
-                    }
-                }
-            };
-            let mut run = match run {
-                Ok(run) => run,
-                Err(e) => return Err(StepFailure::Error(e.to_string())),
-            };
-            match run.status {
-                RunStatus::Cancelled => return Err(StepFailure::Cancelled),
-                RunStatus::Paused => {
-                    return Err(StepFailure::Error(format!(
-                        "nested workflow {:?} paused for review; reviews inside a nested workflow are not supported yet",
-                        nested.id()
-                    )));
-                }
-                _ => {}
-            }
-            if let Some(state) = run.session_state.take() {
-                ctx.state.update(|s| s.extend(state));
-            }
-            run.parent_run_id = Some(ctx.run_id.clone());
-            run.extra.insert("workflow_step_id".to_owned(), json!(step.step_id));
-            let output = StepOutput {
-                content: run.content.clone(),
-                step_run_id: Some(run.id().to_owned()),
-                ..StepOutput::default()
-            };
-            if let Ok(mut runs) = ctx.executor_runs.lock() {
-                runs.push(run);
-            }
-            Ok(output)
+            (nested_run_id, Start::New(Box::new(request)))
         }
+    };
+    let run = {
+        let fut = execute(Arc::clone(&nested.inner), start, None, ctx.depth + 1, super::engine::Durable::default());
+        tokio::pin!(fut);
+        tokio::select! {
+            result = &mut fut => result,
+            () = ctx.token.cancelled() => {
+                crate::cancel::cancel_run(&nested_run_id);
+                fut.await
+            }
+        }
+    };
+    let mut run = match run {
+        Ok(run) => run,
+        Err(e) => return Err(StepFailure::Error(e.to_string())),
+    };
+    run.parent_run_id = Some(ctx.run_id.clone());
+    run.extra.insert("workflow_step_id".to_owned(), json!(step.step_id));
+    match run.status {
+        RunStatus::Cancelled => return Err(StepFailure::Cancelled),
+        // Kept by the pause (and continued later), not yet a run of the outer workflow.
+        RunStatus::Paused => return Err(StepFailure::Paused(Box::new(run))),
+        _ => {}
     }
+    if let Some(state) = run.session_state.take() {
+        ctx.state.update(|s| s.extend(state));
+    }
+    let output =
+        StepOutput { content: run.content.clone(), step_run_id: Some(run.id().to_owned()), ..StepOutput::default() };
+    if let Ok(mut runs) = ctx.executor_runs.lock() {
+        runs.push(run);
+    }
+    Ok(output)
 }
 
 /// A team step: a new team run, or the continuation of the paused one (`start`). The team run

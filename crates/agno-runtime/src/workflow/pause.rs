@@ -214,6 +214,16 @@ pub(super) fn answered_executor(ctx: &Ctx, pos: &Pos) -> Option<(RunOutput, Vec<
     Some((run, answers))
 }
 
+/// A nested workflow step's paused run with the reviewer's answers applied (the latest round),
+/// ready to continue.
+pub(super) fn answered_nested(ctx: &Ctx, pos: &Pos) -> Option<RunOutput> {
+    let mut round = 0;
+    while ctx.journal_get(&format!("agentrun:{}:{}", pos.key, round + 1)).is_some() {
+        round += 1;
+    }
+    serde_json::from_value(ctx.journal_get(&format!("answer:exec:{}:{round}", pos.key))?).ok()
+}
+
 /// The round of the next executor pause of the step at `pos`.
 pub(super) fn executor_round(ctx: &Ctx, pos: &Pos) -> u32 {
     let mut round = 0;
@@ -232,14 +242,36 @@ pub(super) fn executor(ctx: &Ctx, step: &Step, pos: &Pos, run: &RunOutput, round
     req.step_name = Some(step.name.clone());
     req.step_index = Some(pos.index.clone());
     req.step_type = Some(StepType::Step.as_str().to_owned());
-    let pending: Vec<&RunRequirement> = run.active_requirements();
+    // A nested workflow's pause is forwarded whole (its step and error requirements); an agent's
+    // or a team's as its active requirements.
+    let nested = run.workflow_id.is_some() && run.agent_id.is_none() && !run.extra.contains_key("team_id");
+    let pending = if nested {
+        run.extra.get("step_requirements").cloned().unwrap_or_else(|| json!([]))
+    } else {
+        serde_json::to_value(run.active_requirements()).unwrap_or_default()
+    };
+    if !nested {
+        let team = run.extra.contains_key("team_id");
+        req.extra.insert("executor_type".to_owned(), json!(if team { "team" } else { "agent" }));
+        req.extra
+            .insert("executor_id".to_owned(), run.extra.get("team_id").cloned().unwrap_or_else(|| json!(run.agent_id)));
+        req.extra.insert(
+            "executor_name".to_owned(),
+            run.extra.get("team_name").cloned().unwrap_or_else(|| json!(run.agent_name)),
+        );
+    }
+    if nested {
+        if let Some(errors) = run.extra.get("error_requirements") {
+            req.extra.insert("executor_error_requirements".to_owned(), errors.clone());
+        }
+        req.extra.insert("executor_type".to_owned(), json!("workflow"));
+        req.extra.insert("executor_id".to_owned(), json!(run.workflow_id));
+        req.extra.insert("executor_name".to_owned(), run.extra.get("workflow_name").cloned().unwrap_or(Value::Null));
+    }
     for (key, value) in [
         ("requires_executor_input", json!(true)),
-        ("executor_requirements", serde_json::to_value(&pending).unwrap_or_default()),
-        ("executor_id", run.extra.get("team_id").cloned().unwrap_or_else(|| json!(run.agent_id))),
-        ("executor_name", run.extra.get("team_name").cloned().unwrap_or_else(|| json!(run.agent_name))),
+        ("executor_requirements", pending),
         ("executor_run_id", json!(run.id())),
-        ("executor_type", json!(if run.extra.contains_key("team_id") { "team" } else { "agent" })),
         ("executor_session_id", json!(run.session_id)),
         (KEY, json!(format!("exec:{}:{round}", pos.key))),
     ] {
@@ -388,6 +420,46 @@ pub(super) fn resolve(
             format!("step_requirements names {}, but the run waits for step {name:?}", named.join(", "))
         }
     })?;
+    if active.extra.get("requires_executor_input").and_then(Value::as_bool) == Some(true)
+        && active.extra.get("executor_type").and_then(Value::as_str) == Some("workflow")
+    {
+        // The nested run is answered as its own continue would be (checked the same way), and
+        // kept answered for the replay.
+        let key = active.extra.get(KEY).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let paused_key = format!("agentrun:{}", key.strip_prefix("exec:").unwrap_or(&key));
+        let mut nested: RunOutput = journal
+            .get(&paused_key)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .ok_or_else(|| format!("step {name:?}: the nested workflow's paused run is missing from the journal"))?;
+        let list = |field: &str| -> Result<Option<Value>, String> {
+            match answer.extra.get(field) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v @ Value::Array(_)) => Ok(Some(v.clone())),
+                Some(_) => {
+                    Err(format!("{field} of step {name:?} must be a list of the nested workflow's requirements"))
+                }
+            }
+        };
+        let steps: Vec<StepRequirement> = match list("executor_requirements")? {
+            Some(v) => serde_json::from_value(v).map_err(|e| format!("executor_requirements of step {name:?}: {e}"))?,
+            None => Vec::new(),
+        };
+        let errors: Vec<ErrorRequirement> = match list("executor_error_requirements")? {
+            Some(v) => {
+                serde_json::from_value(v).map_err(|e| format!("executor_error_requirements of step {name:?}: {e}"))?
+            }
+            None => Vec::new(),
+        };
+        resolve(&mut nested, &steps, &errors).map_err(|e| format!("step {name:?} (a nested workflow): {e}"))?;
+        active.extra.insert(
+            "executor_requirements".to_owned(),
+            nested.extra.get("step_requirements").cloned().unwrap_or_default(),
+        );
+        journal.insert(format!("answer:{key}"), serde_json::to_value(&nested).unwrap_or_default());
+        replace(run, "step_requirements", index, serde_json::to_value(&active).unwrap_or_default());
+        run.extra.insert(JOURNAL.to_owned(), Value::Object(journal));
+        return Ok(());
+    }
     if active.extra.get("requires_executor_input").and_then(Value::as_bool) == Some(true) {
         let answers = executor_answers(&active, answer, &name)?;
         active.extra.insert("executor_requirements".to_owned(), serde_json::to_value(&answers).unwrap_or_default());

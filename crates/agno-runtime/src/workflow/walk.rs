@@ -225,6 +225,11 @@ async fn agent_attempt(
     pos: &Pos,
     extra: &Map<String, Value>,
 ) -> Result<StepOutput, StepFailure> {
+    if let Executor::Workflow(nested) = &step.executor
+        && let Some(run) = pause::answered_nested(ctx, pos)
+    {
+        return super::executors::run_nested(ctx, step, nested, previous, Some(run)).await;
+    }
     if matches!(step.executor, Executor::Agent(_) | Executor::Team(_))
         && let Some((run, answers)) = pause::answered_executor(ctx, pos)
     {
