@@ -233,8 +233,35 @@ impl WorkflowEvent {
 pub enum WorkflowStreamEvent {
     /// A workflow event.
     Workflow(Box<WorkflowEvent>),
-    /// An agent step's event.
+    /// An agent step's event (also a team member's, inside a team step).
     Agent(Box<RunEvent>),
+    /// A team step's leader event, as Agno's team event (`TeamRunStarted`, ..., `team_id`).
+    #[serde(serialize_with = "team_event::serialize", deserialize_with = "team_event::deserialize")]
+    #[schemars(with = "RunEvent")]
+    Team(Box<RunEvent>),
+}
+
+/// The JSON of a team step's leader events.
+mod team_event {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    use crate::event::RunEvent;
+
+    #[allow(clippy::borrowed_box)]
+    pub(super) fn serialize<S: Serializer>(event: &Box<RunEvent>, serializer: S) -> Result<S::Ok, S::Error> {
+        crate::team::team_event_value(event).map_err(serde::ser::Error::custom)?.serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Box<RunEvent>, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        let named_as_team = value.get("team_id").is_some()
+            && value.get("event").and_then(Value::as_str).is_some_and(|n| n.starts_with("Team"));
+        if !named_as_team {
+            return Err(serde::de::Error::custom("not a team event"));
+        }
+        crate::team::team_event_from_value(value).map(Box::new).map_err(serde::de::Error::custom)
+    }
 }
 
 impl WorkflowStreamEvent {
@@ -243,6 +270,7 @@ impl WorkflowStreamEvent {
         match self {
             WorkflowStreamEvent::Workflow(e) => e.name(),
             WorkflowStreamEvent::Agent(e) => e.name(),
+            WorkflowStreamEvent::Team(e) => crate::team::team_event_name(e),
         }
     }
 
@@ -250,7 +278,7 @@ impl WorkflowStreamEvent {
     pub fn event_index(&self) -> Option<u64> {
         match self {
             WorkflowStreamEvent::Workflow(e) => e.event_index,
-            WorkflowStreamEvent::Agent(e) => e.event_index,
+            WorkflowStreamEvent::Agent(e) | WorkflowStreamEvent::Team(e) => e.event_index,
         }
     }
 
@@ -258,7 +286,7 @@ impl WorkflowStreamEvent {
     pub fn as_workflow(&self) -> Option<&WorkflowEvent> {
         match self {
             WorkflowStreamEvent::Workflow(e) => Some(e),
-            WorkflowStreamEvent::Agent(_) => None,
+            WorkflowStreamEvent::Agent(_) | WorkflowStreamEvent::Team(_) => None,
         }
     }
 

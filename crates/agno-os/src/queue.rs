@@ -455,7 +455,7 @@ impl Logged for WorkflowStreamEvent {
     fn created_at(&self) -> i64 {
         match self {
             WorkflowStreamEvent::Workflow(e) => e.created_at,
-            WorkflowStreamEvent::Agent(e) => e.created_at,
+            WorkflowStreamEvent::Agent(e) | WorkflowStreamEvent::Team(e) => e.created_at,
         }
     }
     fn terminal(&self) -> bool {

@@ -365,3 +365,47 @@ async fn a_team_runs_as_a_workflow_step_kept_inside_the_workflow_run() {
     let page = db.get_runs(&RunQuery { session_id: Some("wt".into()), ..Default::default() }).await.unwrap();
     assert_eq!(page.runs.len(), 1);
 }
+
+/// A streamed workflow passes a team step's events on: the leader's as Agno's team events, the
+/// members' as their own, each stamped with the step, in the workflow's one `event_index` order.
+#[tokio::test]
+async fn a_streamed_workflow_passes_on_a_team_steps_events() {
+    use agno_runtime::workflow::{Executor, Step, Workflow, WorkflowRunRequest};
+    let team = Team::builder()
+        .id("desk")
+        .name("Desk")
+        .model(leader(vec![delegate("writer", "draft it")]))
+        .member(member("writer"))
+        .build()
+        .unwrap();
+    let wf = Workflow::builder()
+        .id("with-team")
+        .step(Step { name: "desk".into(), executor: Executor::team(team), ..Step::default() })
+        .build()
+        .unwrap();
+    let mut stream = wf.run_stream(WorkflowRunRequest::from("news"));
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        let json = serde_json::to_value(&event).unwrap();
+        // Each event reads back as itself.
+        let back: agno_core::WorkflowStreamEvent = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, event, "{json}");
+        events.push(json);
+    }
+    let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    let pos = |n: &str| names.iter().position(|x| *x == n).unwrap_or_else(|| panic!("{n} missing: {names:?}"));
+    assert!(pos("StepStarted") < pos("TeamRunStarted"), "{names:?}");
+    assert!(pos("TeamRunStarted") < pos("RunStarted"), "the member runs inside: {names:?}");
+    assert!(pos("TeamRunCompleted") < pos("StepCompleted"), "{names:?}");
+    assert_eq!(names.last(), Some(&"WorkflowCompleted"));
+    let started = &events[pos("TeamRunStarted")];
+    assert_eq!(started["team_id"], "desk");
+    assert_eq!(started["step_name"], "desk");
+    assert_eq!(started["workflow_id"], "with-team");
+    let member = &events[pos("RunStarted")];
+    assert_eq!(member["agent_id"], "writer");
+    assert_eq!(member["step_name"], "desk");
+    let ids: Vec<u64> = events.iter().map(|e| e["event_index"].as_u64().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    assert_eq!(stream.output().await.unwrap().content_text(), "summary: writer: draft it");
+}

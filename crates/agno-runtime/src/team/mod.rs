@@ -398,11 +398,6 @@ impl Team {
         engine::execute(Arc::clone(&self.inner), request.into(), None, true).await
     }
 
-    /// A run kept inside its caller's run (a workflow step): nothing of its own is stored.
-    pub(crate) async fn run_embedded(&self, request: RunRequest) -> Result<RunOutput, RunError> {
-        engine::execute(Arc::clone(&self.inner), request, None, false).await
-    }
-
     /// The record of a run about to be queued (`PENDING`), as the team stores it: a server writes
     /// it before a background worker picks the run up, so the run is visible at once.
     pub fn pending_run(&self, request: &RunRequest) -> RunOutput {
@@ -413,9 +408,17 @@ impl Team {
         out
     }
 
-    /// The continuation of a run kept inside its caller's run (a workflow step's paused team).
-    pub(crate) async fn continue_embedded(&self, request: ContinueRequest) -> Result<RunOutput, RunError> {
-        resume::continue_run(Arc::clone(&self.inner), request, None, false).await
+    /// A run kept inside its caller's run (a workflow step): a new one (`Ok`) or the continuation
+    /// of a paused one (`Err`); nothing of its own is stored. Its events go to `tx` when given.
+    pub(crate) async fn run_embedded(
+        &self,
+        start: Result<RunRequest, ContinueRequest>,
+        tx: Option<mpsc::UnboundedSender<TeamStreamEvent>>,
+    ) -> Result<RunOutput, RunError> {
+        match start {
+            Ok(request) => engine::execute(Arc::clone(&self.inner), request, tx, false).await,
+            Err(request) => resume::continue_run(Arc::clone(&self.inner), request, tx, false).await,
+        }
     }
 
     /// Blocking version of [`Team::arun`].

@@ -193,6 +193,21 @@ impl Ctx {
         }
     }
 
+    /// Passes on a team step's leader event (named as Agno's team events), stamped with the step.
+    pub(super) fn forward_team(&self, mut event: RunEvent, step: &Step, pos: &Pos) {
+        if let Ok(mut events) = self.events.lock() {
+            event.workflow_id.clone_from(&events.template.workflow_id);
+            event.workflow_run_id = Some(self.run_id.clone());
+            event.step_id.clone_from(&step.step_id);
+            event.step_name = Some(step.name.clone());
+            event.step_index = Some(pos.index.clone());
+            event.event_index = Some(events.next_index);
+            events.next_index += 1;
+            let keep = !matches!(event.data, agno_core::EventData::RunContent { .. });
+            events.send(WorkflowStreamEvent::Team(Box::new(event)), keep);
+        }
+    }
+
     /// True when someone reads the stream (agent steps then stream their events through it).
     pub(super) fn streaming(&self) -> bool {
         self.events.lock().is_ok_and(|e| e.listening())

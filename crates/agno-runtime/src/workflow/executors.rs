@@ -75,7 +75,7 @@ pub(super) async fn execute_step(
             }
         }
         Executor::Agent(agent) => run_agent(ctx, step, agent, previous, pos, extra, AgentStart::New).await,
-        Executor::Team(team) => run_team(ctx, step, team, previous, extra, AgentStart::New).await,
+        Executor::Team(team) => run_team(ctx, step, team, previous, pos, extra, AgentStart::New).await,
         Executor::Workflow(nested) => run_nested(ctx, step, nested, previous, None).await,
     }
 }
@@ -140,6 +140,14 @@ pub(super) async fn run_nested(
     Ok(output)
 }
 
+/// Passes a team step's event on through the workflow's stream.
+fn forward_team(ctx: &Ctx, event: agno_core::TeamStreamEvent, step: &Step, pos: &Pos) {
+    match event {
+        agno_core::TeamStreamEvent::Team(e) => ctx.forward_team(*e, step, pos),
+        agno_core::TeamStreamEvent::Member(e) => ctx.forward(*e, step, pos),
+    }
+}
+
 /// A team step: a new team run, or the continuation of the paused one (`start`). The team run
 /// is kept inside the workflow run (nothing of its own stored); a member's pause pauses the step.
 pub(super) async fn run_team(
@@ -147,10 +155,11 @@ pub(super) async fn run_team(
     step: &Step,
     team: &crate::team::Team,
     previous: Option<&Value>,
+    pos: &Pos,
     extra: &Map<String, Value>,
     start: AgentStart,
 ) -> Result<StepOutput, StepFailure> {
-    let (team_run_id, fut) = match start {
+    let (team_run_id, start) = match start {
         AgentStart::New => {
             let message = previous.cloned().unwrap_or_else(|| ctx.input.clone());
             let text = match message {
@@ -167,21 +176,35 @@ pub(super) async fn run_team(
                 parent_run_id: Some(ctx.run_id.clone()),
                 ..RunRequest::default()
             };
-            (team_run_id, futures::future::Either::Left(team.run_embedded(request)))
+            (team_run_id, Ok(request))
         }
         AgentStart::Continue(run, answers) => {
             let id = run.id().to_owned();
             let mut request = crate::request::ContinueRequest::output(*run, answers).store(false);
             request.user_id.clone_from(&ctx.user_id);
-            (id, futures::future::Either::Right(team.continue_embedded(request)))
+            (id, Err(request))
         }
     };
+    // As an agent step's: the team's events go through the workflow's stream when someone reads it.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<agno_core::TeamStreamEvent>();
+    let tx = ctx.streaming().then_some(tx);
+    let fut = team.run_embedded(start, tx);
     tokio::pin!(fut);
-    let run = tokio::select! {
-        result = &mut fut => result,
-        () = ctx.token.cancelled() => {
-            crate::cancel::cancel_run(&team_run_id);
-            fut.await
+    let mut cancel_sent = false;
+    let run = loop {
+        tokio::select! {
+            result = &mut fut => {
+                // The run is over: pass on what it sent last.
+                while let Ok(event) = rx.try_recv() {
+                    forward_team(ctx, event, step, pos);
+                }
+                break result;
+            }
+            Some(event) = rx.recv() => forward_team(ctx, event, step, pos),
+            () = ctx.token.cancelled(), if !cancel_sent => {
+                cancel_sent = true;
+                crate::cancel::cancel_run(&team_run_id);
+            }
         }
     };
     let mut run = match run {

@@ -235,7 +235,7 @@ async fn agent_attempt(
     {
         let start = super::executors::AgentStart::Continue(Box::new(run), answers);
         return match &step.executor {
-            Executor::Team(team) => super::executors::run_team(ctx, step, team, previous, extra, start).await,
+            Executor::Team(team) => super::executors::run_team(ctx, step, team, previous, pos, extra, start).await,
             Executor::Agent(agent) => super::executors::run_agent(ctx, step, agent, previous, pos, extra, start).await,
             _ => attempts(ctx, step, previous, pos, extra).await,
         };
