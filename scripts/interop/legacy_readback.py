@@ -44,8 +44,10 @@ def main():
     db = open_db(sys.argv[2], sys.argv[3:])
     out, runs = [], 0
     for want in expected["sessions"]:
+        want = dict(want)
+        kind = SessionType(want.pop("session_type", "agent"))
         sid = want["session_id"]
-        session = db.get_session(session_id=sid, session_type=SessionType.AGENT)
+        session = db.get_session(session_id=sid, session_type=kind)
         if session is None:
             out.append(f"{sid}: missing")
             continue

@@ -175,3 +175,49 @@ async fn v2_schedules_gain_owner_provenance_and_name_keys() {
     owned.user_id = Some("u1".into());
     db.create_schedule(&owned).await.expect("same name, another owner");
 }
+
+/// A team session (team runs, member runs linked by `parent_run_id`) and a workflow session
+/// written by Agno 2.9 (`agno_v2_teams.sqlite`, made by make_team_workflow_fixture.py) migrate
+/// to v3: every run becomes its own row and reads back as Agno 2.x read it, through agno-rs and
+/// through Python Agno 3.1.
+#[tokio::test]
+async fn agno_2x_team_and_workflow_sessions_migrate_to_v3_without_loss() {
+    let dir = std::env::temp_dir().join("agno-rs-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("legacy-teams-{}.sqlite", agno_core::new_id()));
+    std::fs::copy(fixture_dir().join("agno_v2_teams.sqlite"), &path).unwrap();
+    let db = SqliteDb::connect(path.to_str().unwrap()).await.unwrap();
+    let expected = agno_testkit::legacy::expected("expected_teams.json");
+    // Before migrating, the legacy sessions read back in full.
+    assert_eq!(agno_testkit::legacy::assert_sessions_match_agno(&db, &expected).await, 5);
+    let manager = MigrationManager::new(&db);
+    assert_eq!(manager.status(None).await.unwrap().legacy_runs_pending, 5);
+    manager.up(None, &|_, _| {}).await.unwrap();
+    assert!(manager.status(None).await.unwrap().is_current());
+    assert_eq!(agno_testkit::legacy::assert_sessions_match_agno(&db, &expected).await, 5);
+
+    // Each run is a row: the team's runs, their member runs (linked), the workflow's run.
+    let team = db.get_runs(&RunQuery { session_id: Some("team-sess-1".into()), ..Default::default() }).await.unwrap();
+    assert_eq!(team.runs.len(), 4);
+    let leaders: Vec<_> = team.runs.iter().filter(|r| r.parent_run_id.is_none()).collect();
+    assert_eq!(leaders.len(), 2);
+    assert!(leaders.iter().all(|r| r.extra["team_id"] == "desk-team"));
+    for member in team.runs.iter().filter(|r| r.parent_run_id.is_some()) {
+        assert_eq!(member.agent_id.as_deref(), Some("calc-agent"));
+        assert!(leaders.iter().any(|l| Some(l.id()) == member.parent_run_id.as_deref()), "linked to a team run");
+    }
+    let flow = db.get_runs(&RunQuery { session_id: Some("wf-sess-1".into()), ..Default::default() }).await.unwrap();
+    assert_eq!(flow.runs.len(), 1);
+    assert_eq!(flow.runs[0].workflow_id.as_deref(), Some("legacy-flow"));
+    assert_eq!(flow.runs[0].extra["step_results"].as_array().unwrap().len(), 2);
+
+    let what = "the Python Agno 3.1 read-back of the migrated team and workflow fixture";
+    if let Some(differences) = agno_testkit::legacy::python_readback_differences_of(
+        what,
+        "expected_teams.json",
+        &["sqlite", path.to_str().unwrap()],
+        5,
+    ) {
+        assert!(differences.is_empty(), "Python Agno 3.1 reads differently:\n{}", differences.join("\n"));
+    }
+}

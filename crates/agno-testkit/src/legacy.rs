@@ -51,12 +51,21 @@ pub fn json_differences(want: &Value, got: &Value, path: &str, out: &mut Vec<Str
 pub async fn assert_matches_agno(db: &dyn SessionStore, expected: &Value) {
     let sessions = expected["sessions"].as_array().expect("sessions");
     assert_eq!(sessions.len(), 5, "the fixture holds five sessions");
+    assert_eq!(assert_sessions_match_agno(db, expected).await, 16, "the fixture holds sixteen runs");
+}
+
+/// [`assert_matches_agno`] for any fixture (agent, team or workflow sessions, each compared with
+/// its `agent_id`, `team_id` and `workflow_id`); returns how many runs it compared.
+pub async fn assert_sessions_match_agno(db: &dyn SessionStore, expected: &Value) -> usize {
+    let sessions = expected["sessions"].as_array().expect("sessions");
     let mut compared = 0;
     for want in sessions {
         let id = want["session_id"].as_str().expect("session_id");
         let got = db.get_session(id, None, None).await.unwrap().unwrap_or_else(|| panic!("session {id} missing"));
         assert_eq!(got.user_id.as_deref(), want["user_id"].as_str(), "{id} user");
         assert_eq!(got.agent_id.as_deref(), want["agent_id"].as_str(), "{id} agent");
+        assert_eq!(got.team_id.as_deref(), want["team_id"].as_str(), "{id} team");
+        assert_eq!(got.workflow_id.as_deref(), want["workflow_id"].as_str(), "{id} workflow");
         assert_eq!(got.created_at, want["created_at"].as_i64(), "{id} created_at");
         assert_eq!(
             got.session_state().map(|s| Value::Object(s.clone())),
@@ -76,7 +85,7 @@ pub async fn assert_matches_agno(db: &dyn SessionStore, expected: &Value) {
         }
         assert!(differences.is_empty(), "runs read back differently from Agno 2.x:\n{}", differences.join("\n"));
     }
-    assert_eq!(compared, 16, "the fixture holds sixteen runs");
+    compared
 }
 
 /// Where Python Agno 3.1 reading the database described by `db_args` (`["sqlite", file]` or
@@ -88,6 +97,19 @@ pub async fn assert_matches_agno(db: &dyn SessionStore, expected: &Value) {
 /// # Panics
 /// When the Python check cannot run or reads fewer than the fixture's 16 runs.
 pub fn python_readback_differences(what: &str, expected: &str, db_args: &[&str]) -> Option<Vec<String>> {
+    python_readback_differences_of(what, expected, db_args, 16)
+}
+
+/// [`python_readback_differences`] for a fixture of `runs` runs.
+///
+/// # Panics
+/// When the Python check cannot run or reads another number of runs.
+pub fn python_readback_differences_of(
+    what: &str,
+    expected: &str,
+    db_args: &[&str],
+    runs: usize,
+) -> Option<Vec<String>> {
     let py = crate::agno_python(what)?;
     let script = fixture_dir().join("../../scripts/interop/legacy_readback.py");
     let out = std::process::Command::new(py)
@@ -101,6 +123,6 @@ pub fn python_readback_differences(what: &str, expected: &str, db_args: &[&str])
     let stdout = String::from_utf8_lossy(&out.stdout);
     let last = stdout.lines().rev().find(|l| l.starts_with('{')).expect("a JSON line");
     let report: Value = serde_json::from_str(last).expect("JSON");
-    assert_eq!(report["runs"], 16, "Python read every run of the fixture: {report}");
+    assert_eq!(report["runs"], runs, "Python read every run of the fixture: {report}");
     Some(report["differences"].as_array().expect("differences").iter().map(|d| d.to_string()).collect())
 }
