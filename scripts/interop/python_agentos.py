@@ -6,8 +6,8 @@ Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret
     --db sqlite:///path/to.db  or  postgresql://user@host:port/db?schema=name
 
 The agent mirrors what the test configures in agno serve: `demo`, OpenAIChat gpt-4o-mini at the
-given base URL, history on; and workflow `flow`: step `draft` (agent demo), then loop `polish`
-(two iterations of step `again`, agent demo). Prints "ready" on stdout once uvicorn serves; runs until killed.
+given base URL, history on; team `desk` (leader on the same model, member demo); and workflow
+`flow`: step `draft` (agent demo), then loop `polish` (two iterations of step `again`, agent demo). Prints "ready" on stdout once uvicorn serves; runs until killed.
 Needs `agno==3.1.*` with fastapi, uvicorn, sqlalchemy and psycopg (the CI venv has them).
 """
 
@@ -65,7 +65,17 @@ def main():
             Loop(name="polish", steps=[Step(name="again", agent=agent)], max_iterations=2),
         ],
     )
-    agent_os = AgentOS(id="parity-os", agents=[agent], workflows=[workflow], **kwargs)
+    from agno.team import Team
+
+    team = Team(
+        id="desk",
+        name="Desk",
+        description="A desk",
+        model=OpenAIChat(id="gpt-4o-mini", base_url=args.model_base_url, api_key="sk-test"),
+        members=[agent],
+        db=make_db(args.db),
+    )
+    agent_os = AgentOS(id="parity-os", agents=[agent], teams=[team], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 
     import uvicorn

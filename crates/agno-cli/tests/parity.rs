@@ -64,7 +64,12 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
         + "[[workflows]]\nid = \"flow\"\nname = \"Flow\"\ndescription = \"Draft then polish\"\n\
            [[workflows.steps]]\nname = \"draft\"\nagent = \"demo\"\n\
            [[workflows.steps]]\nname = \"polish\"\ntype = \"loop\"\nmax_iterations = 2\n\
-           steps = [{ name = \"again\", agent = \"demo\" }]\n";
+           steps = [{ name = \"again\", agent = \"demo\" }]\n"
+        + &format!(
+            "[[teams]]\nid = \"desk\"\nname = \"Desk\"\ndescription = \"A desk\"\nmembers = [\"demo\"]\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n",
+            provider.base_url()
+        );
     std::fs::write(&config, toml).unwrap();
     let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
 

@@ -9,6 +9,24 @@ use serde_json::{Map, Value};
 use crate::clock::{new_id, now_epoch_secs};
 use crate::metrics::Metrics;
 
+// As Agno's `Message.to_dict`: a field that is None or an empty collection is left out.
+fn none_or_empty_list<T>(v: &Option<Vec<T>>) -> bool {
+    v.as_ref().is_none_or(Vec::is_empty)
+}
+
+fn none_or_empty_map(v: &Option<Map<String, Value>>) -> bool {
+    v.as_ref().is_none_or(Map::is_empty)
+}
+
+fn none_or_empty_value(v: &Option<Value>) -> bool {
+    match v {
+        None => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(_) => false,
+    }
+}
+
 /// The role of a message in a conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -94,7 +112,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     /// For `assistant` messages: the tool calls requested.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "none_or_empty_list")]
     pub tool_calls: Option<Vec<ToolCall>>,
     /// Reasoning text returned by reasoning models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,7 +121,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
     /// For `tool` messages: the parsed arguments the tool ran with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "none_or_empty_value")]
     pub tool_args: Option<Value>,
     /// For `tool` messages: whether the tool failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -118,7 +136,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Metrics::is_empty")]
     pub metrics: Metrics,
     /// Provider metadata of the response that produced this message (OpenAI: its `id`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "none_or_empty_map")]
     pub provider_data: Option<Map<String, Value>>,
     /// Creation time, epoch seconds.
     #[serde(default = "now_epoch_secs")]

@@ -91,6 +91,12 @@ pub(crate) fn team_event_value(e: &RunEvent) -> Result<Value, serde_json::Error>
         let name = map.remove("agent_name").unwrap_or(Value::Null);
         map.insert("team_id".to_owned(), id);
         map.insert("team_name".to_owned(), name);
+        // Agno's team content events have no `workflow_agent` flag, and no state when the session
+        // has none.
+        map.remove("workflow_agent");
+        if map.get("session_state").and_then(Value::as_object).is_some_and(serde_json::Map::is_empty) {
+            map.remove("session_state");
+        }
     }
     Ok(value)
 }

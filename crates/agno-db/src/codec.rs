@@ -46,12 +46,13 @@ pub(crate) fn object_column(text: Option<String>) -> Result<Option<Map<String, V
 /// Parses a stored run, normalised as Agno's `from_dict` normalises it, so a run reads back as
 /// Python Agno reads it (see [`normalize_run`]).
 pub(crate) fn decode_run(mut value: Value) -> Result<RunOutput, DbError> {
-    // A workflow run's events are workflow events (and its agents' events), not an agent's:
-    // they are kept as stored, in the record's extra fields.
+    // A workflow run's events are workflow events (and its agents' events), a team run's are
+    // team events (and its members'), not an agent's: they are kept as stored, in the record's
+    // extra fields.
     let mut workflow_events = None;
     if let Value::Object(run) = &mut value {
         normalize_run(run);
-        if is_workflow_run(run) {
+        if is_workflow_run(run) || is_team_run(run) {
             workflow_events = run.remove("events");
         }
     }
@@ -68,6 +69,12 @@ pub(crate) fn decode_run(mut value: Value) -> Result<RunOutput, DbError> {
 fn is_workflow_run(run: &Map<String, Value>) -> bool {
     let set = |k: &str| run.get(k).is_some_and(|v| !v.is_null());
     set("workflow_id") && !set("agent_id") && !set("team_id")
+}
+
+/// A team's own run (not a member's).
+fn is_team_run(run: &Map<String, Value>) -> bool {
+    let set = |k: &str| run.get(k).is_some_and(|v| !v.is_null());
+    set("team_id") && !set("agent_id")
 }
 
 /// Agno's `from_dict` rules: `events` is always a list (empty when none were stored); an empty

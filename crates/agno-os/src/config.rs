@@ -379,7 +379,7 @@ pub struct TeamSpec {
     /// Instructions for the leader.
     #[serde(default)]
     pub instructions: Option<Lines>,
-    /// Send the team's earlier runs to the leader (default true with a database).
+    /// Send the team's earlier runs to the leader (default false, as Agno's `Team`).
     #[serde(default)]
     pub add_history_to_context: Option<bool>,
     /// How many earlier runs.

@@ -59,7 +59,7 @@ fn build(
         builder = builder.instructions(lines.into_vec());
     }
     if let Some(db) = db {
-        builder = builder.db(Arc::clone(db)).add_history_to_context(spec.add_history_to_context.unwrap_or(true));
+        builder = builder.db(Arc::clone(db)).add_history_to_context(spec.add_history_to_context.unwrap_or(false));
     }
     if let Some(n) = spec.num_history_runs {
         builder = builder.num_history_runs(n);

@@ -32,7 +32,9 @@ fn team_config(provider: &FakeProvider, extra: &str) -> String {
 #[tokio::test]
 async fn teams_are_described_and_run_as_json_and_sse_and_their_runs_are_stored() {
     let provider = FakeProvider::start().await.unwrap();
-    let os = TestOs::start(config(&team_config(&provider, ""))).await;
+    let toml = team_config(&provider, "")
+        .replace("members = [\"writer\"]\n", "members = [\"writer\"]\nadd_history_to_context = true\n");
+    let os = TestOs::start(config(&toml)).await;
     let list = os.get("/teams", None).await;
     assert_eq!(list.status, 200);
     let desk = &list.body[0];

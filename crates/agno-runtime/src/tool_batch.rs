@@ -183,13 +183,14 @@ pub(crate) async fn execute_batch(
                 };
                 exec.result = Some(text.clone());
                 exec.tool_call_error = Some(is_error);
-                if is_error {
-                    em.emit(EventData::ToolCallError { tool: exec.clone(), error: Some(text.clone()) });
-                }
+                // As Agno: the call's completion, then (for a failed call) its error.
                 em.emit(EventData::ToolCallCompleted {
                     tool: exec.clone(),
                     content: Some(Value::String(text.clone())),
                 });
+                if is_error {
+                    em.emit(EventData::ToolCallError { tool: exec.clone(), error: Some(text.clone()) });
+                }
                 stop |= exec.stop_after_tool_call && !is_error;
                 let mut msg = Message::tool_result(exec.call_id(), exec.name(), text, is_error);
                 msg.tool_args = exec.tool_args.clone().map(Value::Object);

@@ -116,7 +116,7 @@ pub async fn config(State(state): State<AppState>, Extension(principal): Extensi
         "traces": domain(None),
         "queue": {"durable": false, "queue_per_session": false},
         "agents": agents,
-        "teams": super::teams::teams_json(&state, &principal),
+        "teams": super::teams::summaries(&state, &principal),
         "workflows": super::workflows::summaries(&state, &principal),
         "interfaces": [],
     });

@@ -89,9 +89,31 @@ pub(crate) fn team_json(state: &AppState, team: &Team) -> Value {
     out
 }
 
-/// The teams the caller may read, described (`GET /teams`, `/config`).
+/// The teams the caller may read, described (`GET /teams`).
 pub(crate) fn teams_json(state: &AppState, principal: &Principal) -> Vec<Value> {
     visible(state, principal).map(|t| team_json(state, t)).collect()
+}
+
+/// The teams the caller may read as `/config` lists them (Agno's `TeamSummaryResponse`).
+pub(crate) fn summaries(state: &AppState, principal: &Principal) -> Vec<Value> {
+    visible(state, principal)
+        .map(|team| {
+            let model = team.model();
+            let mut out = json!({
+                "id": team.id(),
+                "name": team.name(),
+                "description": team.description(),
+                "db_id": team.db().map(|_| &*state.db_id),
+                "mode": team.mode().as_str(),
+                "model": {"id": model.id(), "provider": model.provider()},
+                "sandboxed": false,
+            });
+            if let Value::Object(m) = &mut out {
+                m.retain(|_, v| !v.is_null());
+            }
+            out
+        })
+        .collect()
 }
 
 /// `GET /teams`.

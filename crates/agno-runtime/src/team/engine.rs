@@ -36,6 +36,8 @@ pub(super) struct TeamRun {
     pub(super) pauses: Mutex<Vec<DelegationPause>>,
     /// The stream, and the next `event_index` of it.
     events: Mutex<(Option<mpsc::UnboundedSender<TeamStreamEvent>>, u64)>,
+    /// What a streamed run keeps on its record (Agno's `events`: all but content deltas).
+    stored_events: Mutex<Vec<Value>>,
 }
 
 impl TeamRun {
@@ -57,6 +59,7 @@ impl TeamRun {
             in_flight: Mutex::new(Vec::new()),
             pauses: Mutex::new(Vec::new()),
             events: Mutex::new((tx, after_event_index.map_or(0, |i| i + 1))),
+            stored_events: Mutex::new(Vec::new()),
         })
     }
 
@@ -93,7 +96,12 @@ impl TeamRun {
             let Some(tx) = tx else { return };
             event.event_index = Some(*next);
             *next += 1;
-            let _ = tx.send(wrap(Box::new(event)));
+            let keep = !matches!(event.data, agno_core::EventData::RunContent { .. });
+            let event = wrap(Box::new(event));
+            if keep && let (Ok(value), Ok(mut stored)) = (serde_json::to_value(&event), self.stored_events.lock()) {
+                stored.push(value);
+            }
+            let _ = tx.send(event);
         }
     }
 
@@ -269,6 +277,8 @@ pub(super) struct Storage {
     pub(super) fence: Option<Arc<dyn crate::RunFence>>,
     pub(super) session: AgentSession,
     pub(super) initial: serde_json::Map<String, Value>,
+    /// What this run already added to the session's metrics (a continued run's, when paused).
+    pub(super) counted: agno_core::Metrics,
 }
 
 impl Storage {
@@ -293,14 +303,14 @@ impl Storage {
             s.user_id = user_id.map(str::to_owned);
             s
         });
-        Ok(Self { db, fence, session, initial })
+        Ok(Self { db, fence, session, initial, counted: agno_core::Metrics::default() })
     }
 
     /// Stores `run` (status `RUNNING` or the paused record) and the session before anything runs,
     /// so the run is visible (and cancellable by its owner) while it executes.
     pub(super) async fn start(&mut self, team: &TeamInner, run: &RunOutput) -> Result<(), RunError> {
         let initial = self.initial.clone();
-        if !self.write(team, initial, &[run]).await? {
+        if !self.write(team, initial, &[run], None).await? {
             return Err(RunError::Internal(format!("run {}: this worker no longer holds its claim", run.id())));
         }
         Ok(())
@@ -314,16 +324,20 @@ impl Storage {
         team: &TeamInner,
         state: serde_json::Map<String, Value>,
         runs: &[&RunOutput],
+        metrics: Option<agno_core::Metrics>,
     ) -> Result<bool, DbError> {
         let Some(db) = &self.db else { return Ok(true) };
         let session = &mut self.session;
         session.team_id = Some(team.id.clone());
         session.runs = None;
         let mut update = StateUpdate::diff(&self.initial, &state);
+        if let Some(metrics) = metrics {
+            update = update.with_metrics(metrics);
+        }
         session.set_session_state(state);
         session.extra.insert(
             "team_data".to_owned(),
-            json!({"team_id": team.id, "name": team.name, "mode": team.mode.as_str(), "model": {
+            json!({"team_id": team.id, "name": team.name, "model": {
                 "name": team.model.name(), "id": team.model.id(), "provider": team.model.provider()}}),
         );
         let user_id = session.user_id.clone();
@@ -379,6 +393,17 @@ pub(super) async fn execute(
     conclude(&team, &run, result, storage).await
 }
 
+/// The metrics of `runs`, added up.
+pub(super) fn run_metrics(runs: &[&RunOutput]) -> agno_core::Metrics {
+    let mut total = agno_core::Metrics::default();
+    for run in runs {
+        if let Some(m) = &run.metrics {
+            total.accumulate(m);
+        }
+    }
+    total
+}
+
 /// A new team run's record before anything ran: the team's, with its input and user.
 pub(super) fn new_record(team: &TeamInner, request: &RunRequest, run_id: &str, session_id: &str) -> RunOutput {
     let mut out = RunOutput::new(run_id, session_id);
@@ -415,8 +440,28 @@ pub(super) async fn conclude(
 ) -> Result<RunOutput, RunError> {
     let members: Vec<RunOutput> = run.members_out.lock().map(|m| m.clone()).unwrap_or_default();
     let pauses: Vec<DelegationPause> = run.pauses.lock().map(|mut p| std::mem::take(&mut *p)).unwrap_or_default();
+    // Kept on a stored run only: a run kept inside a workflow's has its events in the workflow's.
+    let streamed: Vec<Value> = match storage.db {
+        Some(_) => run.stored_events.lock().map(|mut e| std::mem::take(&mut *e)).unwrap_or_default(),
+        None => Vec::new(),
+    };
     let finish = |mut out: RunOutput| {
         brand(team, &mut out);
+        // A streamed run keeps its events, as Agno keeps a streamed team run's (a continue adds
+        // to those of the run it continues).
+        if !streamed.is_empty() {
+            let mut events = match out.extra.remove("events") {
+                Some(Value::Array(earlier)) => earlier,
+                _ => Vec::new(),
+            };
+            events.extend(streamed.iter().cloned());
+            out.extra.insert("events".to_owned(), Value::Array(events));
+        }
+        out.events = None;
+        // As Agno's `TeamRunOutput`: no state when the session has none.
+        if out.session_state.as_ref().is_some_and(serde_json::Map::is_empty) {
+            out.session_state = None;
+        }
         out.extra.insert("member_responses".to_owned(), serde_json::to_value(&members).unwrap_or_default());
         if out.status == RunStatus::Paused && !pauses.is_empty() {
             resume::pause_on_members(&mut out, &pauses, &members);
@@ -433,7 +478,10 @@ pub(super) async fn conclude(
     let state = record.session_state.clone().unwrap_or_default();
     let mut runs: Vec<&RunOutput> = members.iter().collect();
     runs.push(&record);
-    if !storage.write(team, state, &runs).await? {
+    // The session's metrics count the team's runs and its members', as Agno's.
+    let total = run_metrics(&runs);
+    let delta = total.since(&storage.counted);
+    if !storage.write(team, state, &runs, Some(delta)).await? {
         tracing::warn!(run_id = record.id(), "claim lost: the team run's end was not written by this worker");
     }
     match error {

@@ -117,6 +117,8 @@ pub(super) async fn continue_run(
     let fence = request.fence.clone();
     let after = request.after_event_index;
     let mut storage = Storage::load(&team, &session_id, user_id.as_deref(), store, fence.clone()).await?;
+    // What the pause already added to the session's metrics.
+    storage.counted = super::engine::run_metrics(&members.iter().chain(std::iter::once(&record)).collect::<Vec<_>>());
     let mut running = record.clone();
     running.status = RunStatus::Running;
     running.extra.insert("member_responses".to_owned(), serde_json::to_value(&members).unwrap_or_default());
