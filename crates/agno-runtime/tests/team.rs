@@ -311,8 +311,11 @@ async fn python_agno_reads_the_team_runs_agno_rs_stored() {
         .db(Arc::clone(&db))
         .build()
         .unwrap();
-    // The probe reads "<id>" as a workflow session and "<id>-team" as a team session.
-    let run = team.arun(RunRequest::new("news").session_id("rs-x-team").user_id("py-user")).await.unwrap();
+    // The probe reads "<id>" as a workflow session and "<id>-team" as a team session. Streamed,
+    // so the team run keeps its (team and member) events, as Agno keeps a streamed team run's.
+    let mut stream = team.run_stream(RunRequest::new("news").session_id("rs-x-team").user_id("py-user"));
+    while stream.next().await.is_some() {}
+    let run = stream.output().await.unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/agno_interop.py");
     let out = Command::new(&py)
         .arg(&script)
@@ -333,6 +336,11 @@ async fn python_agno_reads_the_team_runs_agno_rs_stored() {
     }
     let team_run = py_runs.iter().find(|r| r["run_id"] == run.id()).unwrap();
     assert_eq!(team_run["team_id"], "desk");
+    let events: Vec<&str> =
+        team_run["events"].as_array().unwrap().iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(events.first(), Some(&"TeamRunStarted"));
+    assert_eq!(events.last(), Some(&"TeamRunCompleted"));
+    assert!(events.contains(&"RunStarted"), "the member's events too: {events:?}");
     assert_eq!(team_run["member_responses"][0]["agent_id"], "writer");
 }
 
