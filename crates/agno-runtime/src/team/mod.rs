@@ -155,6 +155,7 @@ pub struct TeamBuilder {
     num_history_runs: Option<usize>,
     session_state: Map<String, Value>,
     max_iterations: Option<u32>,
+    memory: crate::config::MemoryConfig,
 }
 
 impl std::fmt::Debug for TeamBuilder {
@@ -240,6 +241,14 @@ impl TeamBuilder {
         self
     }
 
+    /// Memory settings, with Agent's v3 names (`update_memory_on_run`, `enable_agentic_memory`,
+    /// `add_memories_to_context`). Refused when built while agno-rs has no memory manager, as
+    /// for an agent.
+    pub fn memory(mut self, config: crate::config::MemoryConfig) -> Self {
+        self.memory = config;
+        self
+    }
+
     /// Tasks mode: the most iterations of the leader's work on the task list (default 10, as
     /// Agno).
     pub fn max_iterations(mut self, n: u32) -> Self {
@@ -251,7 +260,8 @@ impl TeamBuilder {
     ///
     /// # Errors
     /// [`BuildError::Invalid`] naming the problem: no model, no members, two members with one
-    /// id, a team that contains itself, `max_iterations = 0`.
+    /// id, a team that contains itself, `max_iterations = 0`; [`BuildError::Unsupported`] for the
+    /// memory settings (as for an agent).
     pub fn build(self) -> Result<Team, BuildError> {
         let model = self.model.ok_or_else(|| BuildError::Invalid {
             option: "model",
@@ -259,6 +269,13 @@ impl TeamBuilder {
         })?;
         if self.members.is_empty() {
             return Err(BuildError::Invalid { option: "members", why: "a team needs at least one member".to_owned() });
+        }
+        let memory = &self.memory;
+        if memory.update_memory_on_run || memory.enable_agentic_memory || memory.add_memories_to_context {
+            return Err(BuildError::Unsupported {
+                option: "update_memory_on_run / enable_agentic_memory / add_memories_to_context",
+                why: "agno-rs has no memory manager yet",
+            });
         }
         if self.max_iterations == Some(0) {
             return Err(BuildError::Invalid { option: "max_iterations", why: "must be at least 1".to_owned() });
