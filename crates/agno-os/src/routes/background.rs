@@ -116,3 +116,38 @@ pub(crate) async fn requeue_paused(
     Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id, "session_id": session_id, "status": "PENDING"})))
         .into_response())
 }
+
+/// The end of `POST .../runs/{run_id}/cancel` once the caller's access to the run is checked
+/// (`stored`: the run, when there is a database): a queued or running background run is
+/// cancelled through its job (from any replica), a run executing here directly; 200 `{}` also
+/// for a run that already ended (as Agno answers), 409 for a run that runs in no process that
+/// answers for it, 404 for none.
+pub(crate) async fn cancel(state: &AppState, run_id: &str, stored: Option<RunOutput>) -> ApiResult<Response> {
+    let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
+    if let Some(run) = &stored
+        && let Some(answer) = super::agents::cancel_queued(state, run).await?
+    {
+        return Ok(answer);
+    }
+    if agno_runtime::cancel_run(run_id) {
+        return ok();
+    }
+    match stored {
+        Some(run) if run.status.is_terminal() => ok(),
+        Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
+        None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
+    }
+}
+
+/// The end of `POST .../runs/{run_id}/resume` once the caller's access to the run is checked:
+/// the background run's logged events after `after`, then live ones until it ends. A run that did
+/// not run in the background answers 404 (its events were not logged).
+pub(crate) async fn resume(state: &AppState, run_id: String, after: i64) -> ApiResult<Response> {
+    let queue = queue_of(state)?;
+    if queue.store.get_job(&run_id, None).await?.is_none() {
+        return Err(ApiError::not_found(format!(
+            "Run {run_id} did not run in the background, so it has no event log to resume; read the run instead"
+        )));
+    }
+    super::agents::tail_response(state, queue, run_id, after)
+}

@@ -10,7 +10,6 @@ use agno_runtime::workflow::{
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, Request, State};
-use axum::http::StatusCode;
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -343,20 +342,7 @@ pub async fn cancel_run(
         Some(_) => Some(stored_run(&state, &principal, &workflow_id, &run_id, session_id.as_deref()).await?),
         None => None,
     };
-    let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
-    if let Some(run) = &stored
-        && let Some(answer) = super::agents::cancel_queued(&state, run).await?
-    {
-        return Ok(answer);
-    }
-    if agno_runtime::cancel_run(&run_id) {
-        return ok();
-    }
-    match stored {
-        Some(run) if run.status.is_terminal() => ok(),
-        Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
-        None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
-    }
+    super::background::cancel(&state, &run_id, stored).await
 }
 
 /// The form of `POST /workflows/{workflow_id}/runs/{run_id}/continue`.
@@ -535,11 +521,5 @@ pub async fn resume_run(
     let form = Form::read(request, state.form_field_limit).await?;
     let after = super::agents::resume_index(&form, &headers)?;
     stored_run(&state, &principal, &workflow_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
-    let queue = super::background::queue_of(&state)?;
-    if queue.store.get_job(&run_id, None).await?.is_none() {
-        return Err(ApiError::not_found(format!(
-            "Run {run_id} did not run in the background, so it has no event log to resume; read the run instead"
-        )));
-    }
-    super::agents::tail_response(&state, queue, run_id, after)
+    super::background::resume(&state, run_id, after).await
 }
