@@ -372,3 +372,63 @@ async fn in_tasks_mode_a_member_pause_inside_execute_task_pauses_the_team() {
     assert_eq!(adds.load(Ordering::SeqCst), 1);
     assert_eq!(done.content_text(), "report: sum 9", "the member's answer is the result of execute_task");
 }
+
+#[tokio::test]
+async fn a_cancel_while_the_team_continues_its_member_stops_the_member_and_ends_both_cancelled() {
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let started = Arc::new(tokio::sync::Notify::new());
+    let slow = {
+        let started = Arc::clone(&started);
+        Function::new("add", "Add two numbers.", move |args: AddArgs| {
+            let started = Arc::clone(&started);
+            async move {
+                started.notify_one();
+                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                Ok(args.a + args.b)
+            }
+        })
+        .requires_confirmation()
+    };
+    let member = Agent::builder(model(|req| {
+        if tool_results(req).is_empty() {
+            ModelResponse {
+                tool_calls: vec![ToolCall::new("add0", "add", json!({"a": 1, "b": 2}).to_string())],
+                ..Default::default()
+            }
+        } else {
+            ModelResponse { content: "done".into(), ..Default::default() }
+        }
+    }))
+    .id("clerk")
+    .function(slow)
+    .build()
+    .unwrap();
+    let team = Team::builder()
+        .model(leader(vec![delegate("clerk", "add")]))
+        .member(member)
+        .db(Arc::clone(&db))
+        .build()
+        .unwrap();
+    let paused = team.arun(RunRequest::new("go").session_id("cc")).await.unwrap();
+    let mut reqs = paused.requirements.clone().unwrap();
+    let member_run_id = reqs[0].member_run_id.clone().unwrap();
+    reqs[0].confirm();
+    let continuing = {
+        let team = team.clone();
+        let run_id = paused.id().to_owned();
+        tokio::spawn(async move { team.acontinue_run(ContinueRequest::run_id(run_id, reqs)).await })
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), started.notified()).await.expect("the tool started");
+    let asked = std::time::Instant::now();
+    assert!(agno_runtime::cancel_run(paused.id()), "the team run is running here");
+    let done = tokio::time::timeout(std::time::Duration::from_secs(10), continuing).await.unwrap().unwrap();
+    assert!(asked.elapsed() < std::time::Duration::from_secs(10));
+    let done = match done {
+        Ok(run) => run,
+        Err(e) => e.run().cloned().unwrap_or_else(|| panic!("{e}")),
+    };
+    assert_eq!(done.status, RunStatus::Cancelled);
+    let member_row = db.get_run(&member_run_id, None).await.unwrap().unwrap();
+    assert_eq!(member_row.status, RunStatus::Cancelled, "the member stopped inside its tool call and says so");
+    assert_eq!(db.get_run(paused.id(), None).await.unwrap().unwrap().status, RunStatus::Cancelled);
+}

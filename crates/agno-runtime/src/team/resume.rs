@@ -150,11 +150,13 @@ pub(super) async fn continue_run(
                 None => continued,
             };
             let task = continue_member(member.clone(), continued, Arc::clone(&run));
+            tokio::pin!(task);
             let result = tokio::select! {
-                result = task => result,
+                result = &mut task => result,
                 () = token.cancelled() => {
+                    // Stop the member where it is and keep how it ended.
                     crate::cancel::cancel_run(&member_run_id);
-                    Err(RunError::Internal("cancelled".to_owned()))
+                    task.await
                 }
             };
             let out = match result {
