@@ -370,7 +370,15 @@ async fn in_tasks_mode_a_member_pause_inside_execute_task_pauses_the_team() {
     let done = team.acontinue_run(ContinueRequest::output(paused, reqs)).await.unwrap();
     assert_eq!(done.status, RunStatus::Completed);
     assert_eq!(adds.load(Ordering::SeqCst), 1);
-    assert_eq!(done.content_text(), "report: sum 9", "the member's answer is the result of execute_task");
+    let text = done.content_text();
+    assert!(text.starts_with("report: Task ["), "{text}");
+    assert!(
+        text.ends_with("] completed by clerk:\nsum 9"),
+        "the member's answer is the result of execute_task: {text}"
+    );
+    let task = &done.session_state.as_ref().unwrap()["_team_tasks"]["tasks"][0];
+    assert_eq!(task["status"], "completed", "the task ends with the member's answer");
+    assert_eq!(task["result"], "sum 9");
 }
 
 #[tokio::test]

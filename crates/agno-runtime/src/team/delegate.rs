@@ -125,7 +125,7 @@ impl DynTool for DelegateOne {
         };
         let out = delegate(&self.run, member.clone(), task, &ctx).await?;
         if out.status == RunStatus::Paused {
-            return Err(pause_on(&self.run, member, &out, &ctx));
+            return Err(pause_on(&self.run, member, &out, &ctx, None));
         }
         Ok(member_text(&out))
     }
@@ -171,7 +171,7 @@ impl DynTool for DelegateAll {
             });
         }
         if !waiting_names.is_empty() {
-            self.run.pause(DelegationPause { tool_call_id: ctx.tool_call_id.clone(), parts });
+            self.run.pause(DelegationPause { tool_call_id: ctx.tool_call_id.clone(), parts, task_id: None });
             return Err(paused(&waiting_names));
         }
         let lines: Vec<String> =
@@ -182,11 +182,18 @@ impl DynTool for DelegateAll {
 
 /// Records that the leader's call waits on `member`'s paused run `out`, and returns the error
 /// that pauses the leader on that call.
-pub(super) fn pause_on(run: &TeamRun, member: &Member, out: &RunOutput, ctx: &ToolContext) -> ToolError {
+pub(super) fn pause_on(
+    run: &TeamRun,
+    member: &Member,
+    out: &RunOutput,
+    ctx: &ToolContext,
+    task_id: Option<String>,
+) -> ToolError {
     let name = member.name().unwrap_or(member.id()).to_owned();
     run.pause(DelegationPause {
         tool_call_id: ctx.tool_call_id.clone(),
         parts: vec![waiting(member, out, String::new())],
+        task_id,
     });
     paused(&[name])
 }
@@ -199,6 +206,7 @@ fn waiting(member: &Member, out: &RunOutput, prefix: String) -> PausePart {
         member_id: Some(member.id().to_owned()),
         member_name: member.name().map(str::to_owned),
         member_run_id: Some(out.id().to_owned()),
+        failed: false,
     }
 }
 

@@ -29,6 +29,9 @@ pub(super) struct DelegationPause {
     pub(super) tool_call_id: String,
     /// Each member's share of the call's result.
     pub(super) parts: Vec<PausePart>,
+    /// Tasks mode: the task the call executes (it ends with the member's answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) task_id: Option<String>,
 }
 
 impl DelegationPause {
@@ -36,8 +39,18 @@ impl DelegationPause {
         self.parts.iter().any(|p| p.member_run_id.is_some())
     }
 
-    /// The call's result: each member's text after its prefix, one per line.
+    /// The call's result: each member's text after its prefix, one per line (for a task, as
+    /// `execute_task` words its result).
     fn answer(&self) -> String {
+        if let (Some(task), [part]) = (&self.task_id, self.parts.as_slice()) {
+            let text = part.text.as_deref().unwrap_or_default();
+            return match part.failed {
+                true => format!("Task [{task}] failed: {text}"),
+                false => {
+                    format!("Task [{task}] completed by {}:\n{text}", part.member_id.as_deref().unwrap_or_default())
+                }
+            };
+        }
         let lines: Vec<String> =
             self.parts.iter().map(|p| format!("{}{}", p.prefix, p.text.as_deref().unwrap_or_default())).collect();
         lines.join("\n")
@@ -59,6 +72,9 @@ pub(super) struct PausePart {
     /// The member's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) member_name: Option<String>,
+    /// The member's run did not complete (cancelled, failed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) failed: bool,
     /// The member's paused run, while it waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) member_run_id: Option<String>,
@@ -170,11 +186,13 @@ pub(super) async fn continue_run(
                 }
                 Some(out) => {
                     part.text = Some(member_text(&out));
+                    part.failed = out.status != RunStatus::Completed;
                     part.member_run_id = None;
                     run.replace_member(out);
                 }
                 None => {
                     part.text = Some("the member failed to continue".to_owned());
+                    part.failed = true;
                     part.member_run_id = None;
                 }
             }
@@ -193,6 +211,13 @@ pub(super) async fn continue_run(
             *p = pauses;
         }
         return conclude(&team, &run, Ok(record), storage).await;
+    }
+    // Tasks mode: a task whose member waited ends with the member's answer.
+    for pause in &pauses {
+        if let (Some(task), [part]) = (&pause.task_id, pause.parts.as_slice()) {
+            let state = record.session_state.get_or_insert_with(Default::default);
+            super::tasks::end_task(state, task, !part.failed, part.text.clone().unwrap_or_default());
+        }
     }
     // The leader's run keeps its requirements open; the answers carry the members' results.
     record.requirements = Some(leader_requirements.clone());

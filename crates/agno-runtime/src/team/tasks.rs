@@ -187,6 +187,18 @@ impl TaskList {
     }
 }
 
+/// Ends task `id` in the task list kept in `state` (a task whose member waited for a person
+/// and has now answered).
+pub(super) fn end_task(state: &mut Map<String, Value>, id: &str, completed: bool, result: String) {
+    let mut list = TaskList::load(state);
+    if let Some(task) = list.get_mut(id) {
+        task.status = if completed { TaskStatus::Completed } else { TaskStatus::Failed };
+        task.result = Some(result);
+    }
+    list.update_blocked();
+    list.save(state);
+}
+
 /// Reads and changes the task list in the run's session state.
 fn with_list<T>(ctx: &ToolContext, f: impl FnOnce(&mut TaskList) -> T) -> Result<T, ToolError> {
     let mut state = ctx.session_state.lock().map_err(|_| ToolError::execution("the session state is unavailable"))?;
@@ -546,7 +558,7 @@ impl TaskTool {
             && out.status == agno_core::RunStatus::Paused
             && may_pause
         {
-            return Err(super::delegate::pause_on(&self.run, &member, out, ctx));
+            return Err(super::delegate::pause_on(&self.run, &member, out, ctx, Some(id.to_owned())));
         }
         let (status, result) = match &outcome {
             Ok(out) if out.status == agno_core::RunStatus::Completed => (TaskStatus::Completed, member_text(out)),
