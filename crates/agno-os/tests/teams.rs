@@ -350,8 +350,25 @@ async fn submit(os: &TestOs, message: &str, key: &str) -> common::Reply {
 
 #[tokio::test]
 async fn a_background_team_runs_on_the_queue_and_its_events_can_be_tailed_and_resumed() {
+    background_team_round_trip("memory://").await;
+}
+
+#[tokio::test]
+async fn on_sqlite_a_background_team_runs_on_the_queue_through_its_claim() {
+    background_team_round_trip(&common::sqlite_url("team-bg")).await;
+}
+
+#[tokio::test]
+async fn on_postgres_a_background_team_runs_on_the_queue_through_its_claim() {
+    let Some(schema) = common::PgSchema::new("team_bg") else { return };
+    background_team_round_trip(&schema.url).await;
+}
+
+/// A background team run on `db_url`: 202, the same key answers the same run, the worker stores
+/// the team and member runs through its claim, the log replays, `stream=true` tails.
+async fn background_team_round_trip(db_url: &str) {
     let provider = FakeProvider::start().await.unwrap();
-    let os = TestOs::start(config(&team_config(&provider, QUEUED))).await;
+    let os = TestOs::start(config(&team_config(&provider, QUEUED).replace("memory://", db_url))).await;
     provider.push_all([delegate("writer", "draft the news"), Scripted::text("the desk is done")]);
     let r = submit(&os, "news", "order-1").await;
     assert_eq!(r.status, 202, "{}", r.body);
@@ -434,8 +451,19 @@ async fn a_background_team_is_cancelled_inside_its_members_model_call() {
 
 #[tokio::test]
 async fn a_paused_background_team_is_continued_on_the_queue() {
+    paused_background_team("memory://").await;
+}
+
+#[tokio::test]
+async fn on_postgres_a_paused_background_team_is_continued_on_the_queue() {
+    let Some(schema) = common::PgSchema::new("team_pause") else { return };
+    paused_background_team(&schema.url).await;
+}
+
+/// A background team paused on its member's confirmation, continued through the queue.
+async fn paused_background_team(db_url: &str) {
     let provider = FakeProvider::start().await.unwrap();
-    let os = TestOs::start(config(&paused_team_config(&provider, QUEUED))).await;
+    let os = TestOs::start(config(&paused_team_config(&provider, QUEUED).replace("memory://", db_url))).await;
     provider.push_all([delegate("clerk", "add 2 and 3"), add_call()]);
     let r = submit(&os, "sum?", "sum-1").await;
     assert_eq!(r.status, 202, "{}", r.body);
