@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Something remembered about a user.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UserMemory {
     /// Memory id (generated when missing on write).
     #[serde(default)]

@@ -118,6 +118,11 @@ fn build_agent(spec: &AgentSpec, db: Option<Arc<dyn Db>>) -> Result<ServedAgent,
     if let Some(n) = spec.num_history_runs {
         builder = builder.num_history_runs(n);
     }
+    builder = builder.memory(agno_runtime::MemoryConfig {
+        update_memory_on_run: spec.update_memory_on_run.unwrap_or(false),
+        enable_agentic_memory: spec.enable_agentic_memory.unwrap_or(false),
+        add_memories_to_context: spec.add_memories_to_context.unwrap_or(false),
+    });
     let agent = builder.build().map_err(|e| fail(e.to_string()))?;
     Ok(ServedAgent { agent, model_spec, tool_names })
 }

@@ -338,6 +338,15 @@ pub struct AgentSpec {
     /// How many earlier runs.
     #[serde(default)]
     pub num_history_runs: Option<usize>,
+    /// Extract the user's memories after each run (needs the database).
+    #[serde(default)]
+    pub update_memory_on_run: Option<bool>,
+    /// Give the model the `update_user_memory` tool.
+    #[serde(default)]
+    pub enable_agentic_memory: Option<bool>,
+    /// Put the user's memories in the system message.
+    #[serde(default)]
+    pub add_memories_to_context: Option<bool>,
     /// Most tool calls per run.
     #[serde(default)]
     pub tool_call_limit: Option<usize>,
@@ -602,6 +611,9 @@ impl OsConfig {
                 tools: vec![ToolSpec::Name("calculator".to_owned())],
                 add_history_to_context: Some(true),
                 num_history_runs: None,
+                update_memory_on_run: None,
+                enable_agentic_memory: None,
+                add_memories_to_context: None,
                 tool_call_limit: None,
                 markdown: None,
             }],

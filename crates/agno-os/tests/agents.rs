@@ -240,3 +240,42 @@ async fn a_browser_multipart_body_with_a_mixed_case_boundary_is_read() {
     let run: Value = resp.json().await.unwrap();
     assert!(run["content"].as_str().unwrap().contains("From Chromium"), "{run}");
 }
+
+/// `update_memory_on_run` in agentos.toml: after a run the user's memory is recorded (by the
+/// agent's model, off the response path) and `/memories` shows it; `/agents/{id}` describes it.
+#[tokio::test]
+async fn an_agent_with_update_memory_on_run_records_the_users_memories() {
+    use agno_testkit::{FakeProvider, Reply};
+    let provider = FakeProvider::start().await.unwrap();
+    provider.push_all([
+        Reply::text("nice to meet you"),
+        Reply::tool_call("add_memory", r#"{"memory": "User's name is Ann", "topics": ["name"]}"#),
+        Reply::text("done"),
+    ]);
+    let toml = format!(
+        "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"mem\"\nupdate_memory_on_run = true\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&toml)).await;
+    let described = os.get("/agents/mem", None).await;
+    assert_eq!(described.body["memory"]["update_memory_on_run"], true, "{}", described.body);
+    assert_eq!(described.body["memory"]["model"]["model"], "gpt-4o-mini");
+    let r = os
+        .post_form("/agents/mem/runs", &[("message", "I am Ann"), ("stream", "false"), ("user_id", "ann")], None)
+        .await;
+    assert_eq!(r.body["content"], "nice to meet you");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let memories = loop {
+        let m = os.get("/memories?user_id=ann", None).await;
+        if m.body["data"].as_array().is_some_and(|d| !d.is_empty()) {
+            break m.body;
+        }
+        assert!(std::time::Instant::now() < deadline, "no memory recorded: {}", m.body);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(memories["data"][0]["memory"], "User's name is Ann");
+    assert_eq!(memories["data"][0]["topics"][0], "name");
+    assert_eq!(memories["data"][0]["agent_id"], "mem");
+    assert_eq!(os.get("/memories?user_id=bob", None).await.body["data"].as_array().unwrap().len(), 0);
+}

@@ -470,6 +470,20 @@ async fn wait_status(os: &TestOs, workflow: &str, run_id: &str, want: &[&str]) -
     }
 }
 
+/// Polls the run's job until it is `status` (bounded): a worker records the job's outcome just
+/// after the run's.
+async fn wait_job(os: &TestOs, run_id: &str, status: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let job = os.get(&format!("/queue/jobs/{run_id}"), None).await;
+        if job.body["status"] == status {
+            return job.body;
+        }
+        assert!(std::time::Instant::now() < deadline, "job {run_id} never became {status}: {}", job.body);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 const QUEUED: &str = "[db]\nurl = \"memory://\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n";
 
 #[tokio::test]
@@ -488,9 +502,8 @@ async fn a_background_workflow_runs_on_the_queue_and_its_events_can_be_tailed_an
     let done = wait_status(&os, "pipeline", &run_id, &["COMPLETED"]).await;
     assert_eq!(done["input"], "urgent");
     assert_eq!(done["step_results"].as_array().unwrap().len(), 4);
-    let job = os.get(&format!("/queue/jobs/{run_id}"), None).await;
-    assert_eq!(job.body["status"], "completed", "{}", job.body);
-    assert_eq!(job.body["component_type"], "workflow");
+    let job = wait_job(&os, &run_id, "completed").await;
+    assert_eq!(job["component_type"], "workflow");
 
     // The logged events replay from any index, ids without gaps.
     let (reply, events) = os.post_sse(&format!("/workflows/pipeline/runs/{run_id}/resume"), &[], None).await;
@@ -532,8 +545,7 @@ async fn a_paused_background_workflow_is_continued_on_the_queue() {
     assert_eq!(r.status, 202);
     let run_id = r.body["run_id"].as_str().unwrap().to_owned();
     let paused = wait_status(&os, "publish", &run_id, &["PAUSED"]).await;
-    let job = os.get(&format!("/queue/jobs/{run_id}"), None).await;
-    assert_eq!(job.body["status"], "paused");
+    wait_job(&os, &run_id, "paused").await;
     let path = format!("/workflows/publish/runs/{run_id}/continue");
     let mut bad = paused["step_requirements"][0].clone();
     bad["step_id"] = json!("ghost");

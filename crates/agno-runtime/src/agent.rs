@@ -49,6 +49,9 @@ pub(crate) struct AgentInner {
     pub(crate) metadata: Option<Map<String, Value>>,
     /// Asked when the model answers without a tool call (a team's tasks mode).
     pub(crate) follow_up: Option<Arc<dyn FollowUp>>,
+    /// User memories: what to do with them, and who manages them (set when any is on).
+    pub(crate) memory: MemoryConfig,
+    pub(crate) memory_manager: Option<crate::memory::MemoryManager>,
 }
 
 /// Asked when the model answers without calling a tool: a message to send it next instead of
@@ -131,6 +134,8 @@ impl Agent {
             retry: &a.retry,
             output_schema: a.output_schema.as_ref(),
             metadata: a.metadata.as_ref(),
+            memory: &a.memory,
+            memory_model: a.memory_manager.as_ref().map(crate::memory::MemoryManager::model),
         }
     }
 }
@@ -168,6 +173,10 @@ pub struct AgentSettings<'a> {
     pub output_schema: Option<&'a OutputSchema>,
     /// `metadata`.
     pub metadata: Option<&'a Map<String, Value>>,
+    /// User-memory settings.
+    pub memory: &'a MemoryConfig,
+    /// The memory manager's model, when memories are on.
+    pub memory_model: Option<&'a Arc<dyn Model>>,
 }
 
 /// A model given as a string or as an instance.
@@ -243,6 +252,7 @@ struct AgentInnerDraft {
     store_events: bool,
     metadata: Option<Map<String, Value>>,
     follow_up: Option<Arc<dyn FollowUp>>,
+    memory_manager: Option<crate::memory::MemoryManager>,
 }
 
 macro_rules! setter {
@@ -380,6 +390,12 @@ impl AgentBuilder {
         self
     }
 
+    /// The memory manager (default: one on the agent's own model and db).
+    pub fn memory_manager(mut self, manager: crate::memory::MemoryManager) -> Self {
+        self.inner.memory_manager = Some(manager);
+        self
+    }
+
     /// Memory settings (`update_memory_on_run`, ...).
     pub fn memory(mut self, config: MemoryConfig) -> Self {
         self.inner.memory = config;
@@ -484,12 +500,22 @@ impl AgentBuilder {
                 return Err(BuildError::DuplicateTool(tool.name().to_owned()));
             }
         }
-        if d.memory.update_memory_on_run || d.memory.enable_agentic_memory || d.memory.add_memories_to_context {
-            return Err(BuildError::Unsupported {
-                option: "update_memory_on_run / enable_agentic_memory / add_memories_to_context",
-                why: "agno-rs has no memory manager yet",
-            });
-        }
+        let memory_on =
+            d.memory.update_memory_on_run || d.memory.enable_agentic_memory || d.memory.add_memories_to_context;
+        let memory_manager = match (&d.db, memory_on) {
+            (_, false) => None,
+            (None, true) => {
+                return Err(BuildError::Invalid {
+                    option: "update_memory_on_run / enable_agentic_memory / add_memories_to_context",
+                    why: "user memories are stored: give the agent a db".to_owned(),
+                });
+            }
+            (Some(db), true) => Some(
+                d.memory_manager
+                    .clone()
+                    .unwrap_or_else(|| crate::memory::MemoryManager::new(Arc::clone(&model), Arc::clone(db))),
+            ),
+        };
         if d.past_sessions.search_past_sessions && d.db.is_none() {
             return Err(BuildError::Invalid {
                 option: "search_past_sessions",
@@ -533,6 +559,8 @@ impl AgentBuilder {
                 store_events: d.store_events,
                 metadata: d.metadata,
                 follow_up: d.follow_up,
+                memory: d.memory,
+                memory_manager,
             }),
         })
     }

@@ -13,6 +13,7 @@ pub(crate) fn system_message(
     state: &Map<String, Value>,
     schema: Option<&OutputSchema>,
     native_schema: bool,
+    memories: Option<&[agno_core::UserMemory]>,
 ) -> Option<Message> {
     if let Some(custom) = &agent.system_message {
         return Some(Message::system(custom.clone()));
@@ -65,6 +66,24 @@ pub(crate) fn system_message(
              Make sure it only contains valid JSON.",
             schema.schema
         ));
+    }
+    if let Some(memories) = memories {
+        // Agno's wording (`add_memories_to_context`).
+        parts.push(if memories.is_empty() {
+            "You have the capability to retain memories from previous interactions with the user, but have not \
+             had any interactions with the user yet."
+                .to_owned()
+        } else {
+            let list: Vec<String> = memories.iter().map(|m| format!("- {}", m.memory)).collect();
+            format!(
+                "You have access to user info and preferences from previous interactions that you can use to \
+                 personalize your response:\n\n<memories_from_previous_interactions>\n{}\n\
+                 </memories_from_previous_interactions>\n\nNote: this information is from previous interactions \
+                 and may be updated in this conversation. You should always prefer information from this \
+                 conversation over the past memories.",
+                list.join("\n")
+            )
+        });
     }
     if agent.add_session_state_to_context && !state.is_empty() {
         parts.push(format!("<session_state>\n{}\n</session_state>", Value::Object(state.clone())));

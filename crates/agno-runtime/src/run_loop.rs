@@ -87,6 +87,15 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     }
 
     let mut tools = agent.tools.clone();
+    // Memories belong to the run's user (Agno's "default" when there is none).
+    let memory_user = user_id.clone().unwrap_or_else(|| "default".to_owned());
+    let memories = match &agent.memory_manager {
+        Some(manager) if agent.memory.add_memories_to_context => Some(manager.get_user_memories(&memory_user).await?),
+        _ => None,
+    };
+    if let Some(manager) = agent.memory_manager.as_ref().filter(|_| agent.memory.enable_agentic_memory) {
+        tools.push(Arc::new(crate::memory::update_user_memory_tool(manager.clone(), memory_user, agent.id.clone())));
+    }
     if agent.past_sessions.search_past_sessions
         && let Some(db) = &agent.db
     {
@@ -112,7 +121,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         store,
     };
     let native = st.schema.is_some() && agent.model.capabilities().native_structured_output;
-    if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native) {
+    if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native, memories.as_deref()) {
         st.messages.push(system);
     }
     if let Some(history) = history {
@@ -432,6 +441,7 @@ pub(crate) async fn finish(
     match failure {
         None => {
             st.output.status = RunStatus::Completed;
+            update_memories(agent, st);
             em.emit(EventData::RunContentCompleted {});
             em.emit(EventData::RunCompleted {
                 content: st.output.content.clone(),
@@ -464,6 +474,31 @@ pub(crate) async fn finish(
             });
             store(agent, st, em, Some(err)).await
         }
+    }
+}
+
+/// `update_memory_on_run`: the memory manager reads what the user said, on its own task (off the
+/// response path, as Agno's background memory task).
+fn update_memories(agent: &AgentInner, st: &RunState) {
+    let Some(manager) = agent.memory_manager.clone().filter(|_| agent.memory.update_memory_on_run) else { return };
+    let message = st.output.input.as_ref().and_then(|i| i.input_content.as_ref()).map(|c| match c {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let Some(message) = message.filter(|m| !m.trim().is_empty()) else { return };
+    let user = st.user_id.clone().unwrap_or_else(|| "default".to_owned());
+    let agent_id = agent.id.clone();
+    let run_id = st.output.id().to_owned();
+    let work = async move {
+        if let Err(e) = manager.create_user_memories(&message, &user, Some(&agent_id), None).await {
+            tracing::warn!(run_id, error = %e, "updating the user's memories failed");
+        }
+    };
+    match crate::blocking::spawn_handle() {
+        Ok(handle) => {
+            handle.spawn(work);
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot update memories: no runtime"),
     }
 }
 

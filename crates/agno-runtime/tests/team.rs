@@ -291,7 +291,7 @@ async fn teams_with_bad_members_are_refused_when_built() {
         Team::builder().model(m()).member(member("a")).mode(TeamMode::Tasks).max_iterations(0).build(),
         Err(BuildError::Invalid { option: "max_iterations", .. })
     ));
-    // Memory settings carry Agent's v3 names and are refused as an agent refuses them.
+    // Memory settings carry Agent's v3 names; team memories are not built yet.
     let memory = agno_runtime::MemoryConfig { update_memory_on_run: true, ..Default::default() };
     assert!(matches!(
         Team::builder().model(m()).member(member("a")).memory(memory).build(),

@@ -98,6 +98,23 @@ pub(crate) fn agent_json(state: &AppState, a: &ServedAgent) -> Value {
             ("num_past_session_runs_in_search", json!(s.past_sessions.num_past_session_runs_in_search)),
             ("cache_session", json!(false)),
         ]),
+        "memory": meaningful(vec![
+            ("enable_agentic_memory", json!(s.memory.enable_agentic_memory)),
+            ("update_memory_on_run", json!(s.memory.update_memory_on_run)),
+            (
+                "memory_table",
+                if has_db && s.memory.update_memory_on_run {
+                    json!(agno_db::TableNames::default().memories)
+                } else {
+                    Value::Null
+                },
+            ),
+            (
+                "model",
+                s.memory_model
+                    .map_or(Value::Null, |m| json!({"name": m.name(), "model": m.id(), "provider": m.provider()})),
+            ),
+        ]),
         "reasoning": meaningful(reasoning),
         "system_message": meaningful(vec![
             ("system_message", json!(s.system_message)),

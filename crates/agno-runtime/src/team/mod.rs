@@ -242,8 +242,8 @@ impl TeamBuilder {
     }
 
     /// Memory settings, with Agent's v3 names (`update_memory_on_run`, `enable_agentic_memory`,
-    /// `add_memories_to_context`). Refused when built while agno-rs has no memory manager, as
-    /// for an agent.
+    /// `add_memories_to_context`). Refused when built: team memories are not built yet (an
+    /// agent's are).
     pub fn memory(mut self, config: crate::config::MemoryConfig) -> Self {
         self.memory = config;
         self
@@ -261,7 +261,7 @@ impl TeamBuilder {
     /// # Errors
     /// [`BuildError::Invalid`] naming the problem: no model, no members, two members with one
     /// id, a team that contains itself, `max_iterations = 0`; [`BuildError::Unsupported`] for the
-    /// memory settings (as for an agent).
+    /// memory settings.
     pub fn build(self) -> Result<Team, BuildError> {
         let model = self.model.ok_or_else(|| BuildError::Invalid {
             option: "model",
@@ -274,7 +274,7 @@ impl TeamBuilder {
         if memory.update_memory_on_run || memory.enable_agentic_memory || memory.add_memories_to_context {
             return Err(BuildError::Unsupported {
                 option: "update_memory_on_run / enable_agentic_memory / add_memories_to_context",
-                why: "agno-rs has no memory manager yet",
+                why: "team memories are not built yet (agents have them)",
             });
         }
         if self.max_iterations == Some(0) {

@@ -1,0 +1,360 @@
+//! User memories (Agno's `MemoryManager`): a model reads what the user said, with the user's
+//! existing memories, and adds, updates or deletes memories through tools (`add_memory`,
+//! `update_memory`, `delete_memory`, `clear_memory`). Every tool is bound to one user: a memory
+//! of another user can be neither read nor changed through them.
+//!
+//! An agent uses it for `update_memory_on_run` (after each run, off the response path),
+//! `enable_agentic_memory` (its `update_user_memory` tool) and `add_memories_to_context`.
+
+use std::sync::Arc;
+
+use agno_core::{Db, DbError, MemoryQuery, MemorySort, Model, SortOrder, UserMemory};
+use agno_tools::Function;
+use serde::Deserialize;
+
+use crate::agent::Agent;
+use crate::error::RunError;
+use crate::request::RunRequest;
+
+/// What Agno captures by default (its `memory_capture_instructions`).
+const CAPTURE: &str = "Memories should capture personal information about the user that is relevant to the current \
+conversation, such as:
+- Personal facts: name, age, occupation, location, interests, and preferences
+- Opinions and preferences: what the user likes, dislikes, enjoys, or finds frustrating
+- Significant life events or experiences shared by the user
+- Important context about the user's current situation, challenges, or goals
+- Any other details that offer meaningful insight into the user's personality, perspective, or needs";
+
+/// Manages one database's user memories with a model. Cheap to clone.
+#[derive(Clone)]
+pub struct MemoryManager {
+    model: Arc<dyn Model>,
+    db: Arc<dyn Db>,
+    capture_instructions: Option<String>,
+    additional_instructions: Option<String>,
+}
+
+impl std::fmt::Debug for MemoryManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryManager").field("model", &self.model.id()).finish_non_exhaustive()
+    }
+}
+
+/// Who a memory change is made for.
+#[derive(Debug, Clone)]
+struct Owner {
+    user_id: String,
+    agent_id: Option<String>,
+    team_id: Option<String>,
+    input: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct AddArgs {
+    /// The memory, a brief third-person statement about the user.
+    memory: String,
+    /// Topics of the memory.
+    #[serde(default)]
+    topics: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct UpdateArgs {
+    /// The id of the memory to update (from <existing_memories>).
+    memory_id: String,
+    /// The updated memory.
+    memory: String,
+    /// Topics of the memory.
+    #[serde(default)]
+    topics: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct DeleteArgs {
+    /// The id of the memory to delete (from <existing_memories>).
+    memory_id: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+impl MemoryManager {
+    /// A manager using `model` on the memories stored in `db`.
+    pub fn new(model: Arc<dyn Model>, db: Arc<dyn Db>) -> Self {
+        Self { model, db, capture_instructions: None, additional_instructions: None }
+    }
+
+    /// The manager's model.
+    pub fn model(&self) -> &Arc<dyn Model> {
+        &self.model
+    }
+
+    /// What to capture (Agno's `memory_capture_instructions`; default: personal facts,
+    /// preferences, life events, context, ...).
+    pub fn capture_instructions(mut self, text: impl Into<String>) -> Self {
+        self.capture_instructions = Some(text.into());
+        self
+    }
+
+    /// Extra instructions appended to the manager's system message.
+    pub fn additional_instructions(mut self, text: impl Into<String>) -> Self {
+        self.additional_instructions = Some(text.into());
+        self
+    }
+
+    /// The user's memories, oldest first.
+    ///
+    /// # Errors
+    /// The storage error.
+    pub async fn get_user_memories(&self, user_id: &str) -> Result<Vec<UserMemory>, DbError> {
+        let query = MemoryQuery {
+            user_id: Some(user_id.to_owned()),
+            sort_by: MemorySort::UpdatedAt,
+            sort_order: SortOrder::Asc,
+            ..MemoryQuery::default()
+        };
+        Ok(self.db.get_user_memories(&query).await?.memories)
+    }
+
+    /// Reads `message` (what the user said) and adds, updates or deletes the user's memories as
+    /// the model decides (Agno's `create_user_memories`). Returns the model's answer.
+    ///
+    /// # Errors
+    /// The model's or the storage's error.
+    pub async fn create_user_memories(
+        &self,
+        message: &str,
+        user_id: &str,
+        agent_id: Option<&str>,
+        team_id: Option<&str>,
+    ) -> Result<String, RunError> {
+        let owner = Owner {
+            user_id: user_id.to_owned(),
+            agent_id: agent_id.map(str::to_owned),
+            team_id: team_id.map(str::to_owned),
+            input: message.to_owned(),
+        };
+        self.manage(owner, message).await
+    }
+
+    /// Carries out `task` on the user's memories (Agno's `update_memory_task`, behind the
+    /// agent's `update_user_memory` tool). Returns the model's answer.
+    ///
+    /// # Errors
+    /// The model's or the storage's error.
+    pub async fn update_memory_task(
+        &self,
+        task: &str,
+        user_id: &str,
+        agent_id: Option<&str>,
+    ) -> Result<String, RunError> {
+        let owner = Owner {
+            user_id: user_id.to_owned(),
+            agent_id: agent_id.map(str::to_owned),
+            team_id: None,
+            input: task.to_owned(),
+        };
+        self.manage(owner, task).await
+    }
+
+    async fn manage(&self, owner: Owner, input: &str) -> Result<String, RunError> {
+        let existing = self.get_user_memories(&owner.user_id).await?;
+        let agent = Agent::builder(Arc::clone(&self.model))
+            .id("memory-manager")
+            .system_message(self.system_message(&existing))
+            .function(self.add_tool(&owner))
+            .function(self.update_tool(&owner))
+            .function(self.delete_tool(&owner))
+            .function(self.clear_tool(&owner))
+            .build()
+            .map_err(|e| RunError::Internal(format!("cannot build the memory manager: {e}")))?;
+        let run = agent.arun(RunRequest { store: Some(false), ..RunRequest::new(input) }).await?;
+        Ok(run.content_text())
+    }
+
+    /// Agno's memory manager system message, with the user's existing memories.
+    fn system_message(&self, existing: &[UserMemory]) -> String {
+        let mut lines = vec![
+            "You are a Memory Manager that is responsible for managing information and preferences about the user. \
+             You will be provided with a criteria for memories to capture in the <memories_to_capture> section and \
+             a list of existing memories in the <existing_memories> section."
+                .to_owned(),
+            String::new(),
+            "## When to add or update memories".to_owned(),
+            "- Your first task is to decide if a memory needs to be added, updated, or deleted based on the user's \
+             message OR if no changes are needed."
+                .to_owned(),
+            "- If the user's message meets the criteria in the <memories_to_capture> section and that information is \
+             not already captured in the <existing_memories> section, you should capture it as a memory."
+                .to_owned(),
+            "- If the users messages does not meet the criteria in the <memories_to_capture> section, no memory \
+             updates are needed."
+                .to_owned(),
+            "- If the existing memories in the <existing_memories> section capture all relevant information, no \
+             memory updates are needed."
+                .to_owned(),
+            String::new(),
+            "## How to add or update memories".to_owned(),
+            "- Memories should be a brief, third-person statements that encapsulate the most important aspect of the \
+             user's input, without adding any extraneous information."
+                .to_owned(),
+            "- Don't repeat the same information in multiple memories. Rather update existing memories if needed."
+                .to_owned(),
+            "- If a user asks for a memory to be updated or forgotten, remove all reference to the information that \
+             should be forgotten."
+                .to_owned(),
+            String::new(),
+            "## Criteria for creating memories".to_owned(),
+            "<memories_to_capture>".to_owned(),
+            self.capture_instructions.clone().unwrap_or_else(|| CAPTURE.to_owned()),
+            "</memories_to_capture>".to_owned(),
+            String::new(),
+            "## Updating memories".to_owned(),
+            "You will also be provided with a list of existing memories in the <existing_memories> section. You can:"
+                .to_owned(),
+            "  - Decide to make no changes.".to_owned(),
+            "  - Decide to add a new memory, using the `add_memory` tool.".to_owned(),
+            "  - Decide to update an existing memory, using the `update_memory` tool.".to_owned(),
+            "  - Decide to delete an existing memory, using the `delete_memory` tool.".to_owned(),
+            "  - Decide to clear all memories, using the `clear_memory` tool.".to_owned(),
+            "You can call multiple tools in a single response if needed. ".to_owned(),
+            "Only add or update memories if it is necessary to capture key information provided by the user."
+                .to_owned(),
+        ];
+        if !existing.is_empty() {
+            lines.push("\n<existing_memories>".to_owned());
+            for m in existing {
+                lines.push(format!("ID: {}", m.memory_id.as_deref().unwrap_or_default()));
+                lines.push(format!("Memory: {}", m.memory));
+                lines.push(String::new());
+            }
+            lines.push("</existing_memories>".to_owned());
+        }
+        if let Some(extra) = &self.additional_instructions {
+            lines.push(extra.clone());
+        }
+        lines.join("\n")
+    }
+
+    fn add_tool(&self, owner: &Owner) -> Function {
+        let (db, owner) = (Arc::clone(&self.db), owner.clone());
+        Function::new("add_memory", "Use this function to add a memory to the database.", move |args: AddArgs| {
+            let (db, owner) = (Arc::clone(&db), owner.clone());
+            async move {
+                let now = agno_core::now_epoch_secs();
+                let memory = UserMemory {
+                    memory_id: Some(agno_core::new_id()),
+                    memory: args.memory,
+                    topics: args.topics,
+                    user_id: Some(owner.user_id),
+                    input: Some(owner.input),
+                    agent_id: owner.agent_id,
+                    team_id: owner.team_id,
+                    feedback: None,
+                    created_at: Some(now),
+                    updated_at: Some(now),
+                };
+                db.upsert_user_memory(&memory).await.map_err(|e| agno_core::ToolError::execution(e.to_string()))?;
+                Ok("Memory added successfully".to_owned())
+            }
+        })
+    }
+
+    fn update_tool(&self, owner: &Owner) -> Function {
+        let (db, owner) = (Arc::clone(&self.db), owner.clone());
+        Function::new(
+            "update_memory",
+            "Use this function to update an existing memory in the database.",
+            move |args: UpdateArgs| {
+                let (db, owner) = (Arc::clone(&db), owner.clone());
+                async move {
+                    let fail = |e: DbError| agno_core::ToolError::execution(e.to_string());
+                    // Only this user's memories can be changed.
+                    let Some(mut memory) =
+                        db.get_user_memory(&args.memory_id, Some(&owner.user_id)).await.map_err(fail)?
+                    else {
+                        return Ok(format!("Memory {} not found", args.memory_id));
+                    };
+                    memory.memory = args.memory;
+                    if args.topics.is_some() {
+                        memory.topics = args.topics;
+                    }
+                    memory.input = Some(owner.input);
+                    memory.updated_at = Some(agno_core::now_epoch_secs());
+                    db.upsert_user_memory(&memory).await.map_err(fail)?;
+                    Ok("Memory updated successfully".to_owned())
+                }
+            },
+        )
+    }
+
+    fn delete_tool(&self, owner: &Owner) -> Function {
+        let (db, user) = (Arc::clone(&self.db), owner.user_id.clone());
+        Function::new(
+            "delete_memory",
+            "Use this function to delete a single memory from the database.",
+            move |args: DeleteArgs| {
+                let (db, user) = (Arc::clone(&db), user.clone());
+                async move {
+                    let deleted = db
+                        .delete_user_memory(&args.memory_id, Some(&user))
+                        .await
+                        .map_err(|e| agno_core::ToolError::execution(e.to_string()))?;
+                    Ok(if deleted {
+                        "Memory deleted successfully".to_owned()
+                    } else {
+                        format!("Memory {} not found", args.memory_id)
+                    })
+                }
+            },
+        )
+    }
+
+    fn clear_tool(&self, owner: &Owner) -> Function {
+        let (manager, user) = (self.clone(), owner.user_id.clone());
+        Function::new(
+            "clear_memory",
+            "Use this function to remove all (or clear all) memories from the database.",
+            move |_: NoArgs| {
+                let (manager, user) = (manager.clone(), user.clone());
+                async move {
+                    let fail = |e: DbError| agno_core::ToolError::execution(e.to_string());
+                    let ids: Vec<String> = manager
+                        .get_user_memories(&user)
+                        .await
+                        .map_err(fail)?
+                        .into_iter()
+                        .filter_map(|m| m.memory_id)
+                        .collect();
+                    manager.db.delete_user_memories(&ids, Some(&user)).await.map_err(fail)?;
+                    Ok("Memory cleared successfully".to_owned())
+                }
+            },
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct TaskArgs {
+    /// The task to update the memory. Be specific and describe the task in detail.
+    task: String,
+}
+
+/// The agent's `update_user_memory` tool (`enable_agentic_memory`), bound to the run's user.
+pub(crate) fn update_user_memory_tool(manager: MemoryManager, user_id: String, agent_id: String) -> Function {
+    Function::new(
+        "update_user_memory",
+        "Use this function to submit a task to modify the Agent's memory. Describe the task in detail and be \
+         specific. The task can include adding a memory, updating a memory, deleting a memory, or clearing all \
+         memories.",
+        move |args: TaskArgs| {
+            let (manager, user_id, agent_id) = (manager.clone(), user_id.clone(), agent_id.clone());
+            async move {
+                manager
+                    .update_memory_task(&args.task, &user_id, Some(&agent_id))
+                    .await
+                    .map_err(|e| agno_core::ToolError::execution(e.to_string()))
+            }
+        },
+    )
+}

@@ -1,0 +1,196 @@
+//! User memories: the memory manager adds, updates and deletes a user's memories through its
+//! tools (never another user's); `update_memory_on_run` runs it after each run, off the response
+//! path; `enable_agentic_memory` gives the agent `update_user_memory`; `add_memories_to_context`
+//! puts the user's memories (only theirs) in the system message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agno_core::{Db, MemoryQuery, Model, ModelRequest, ModelResponse, Role, ToolCall, UserMemory};
+use agno_db::InMemoryDb;
+use agno_models::FunctionModel;
+use agno_runtime::memory::MemoryManager;
+use agno_runtime::{Agent, BuildError, MemoryConfig, RunRequest};
+use serde_json::json;
+
+fn model(f: impl Fn(&ModelRequest) -> ModelResponse + Send + Sync + 'static) -> Arc<dyn Model> {
+    Arc::new(FunctionModel::new(move |req| Ok(f(req))))
+}
+
+fn text(t: &str) -> ModelResponse {
+    ModelResponse { content: t.to_owned(), ..Default::default() }
+}
+
+fn calls(list: &[(&str, serde_json::Value)]) -> ModelResponse {
+    ModelResponse {
+        tool_calls: list
+            .iter()
+            .enumerate()
+            .map(|(i, (n, a))| ToolCall::new(format!("m{i}"), *n, a.to_string()))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn system(req: &ModelRequest) -> String {
+    req.messages.iter().find(|m| m.role == Role::System).and_then(|m| m.content_text()).unwrap_or_default().to_owned()
+}
+
+fn last_user(req: &ModelRequest) -> String {
+    req.messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .and_then(|m| m.content_text())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A memory model: on the user's first message it records "User said: <message>" with topic
+/// `facts`; when asked to forget, it deletes every memory it was shown.
+fn memory_model() -> Arc<dyn Model> {
+    model(|req| {
+        if req.messages.iter().any(|m| m.role == Role::Tool) {
+            return text("done");
+        }
+        let input = last_user(req);
+        if input.contains("forget") {
+            let ids: Vec<String> =
+                system(req).lines().filter_map(|l| l.strip_prefix("ID: ").map(str::to_owned)).collect();
+            return calls(&ids.iter().map(|id| ("delete_memory", json!({"memory_id": id}))).collect::<Vec<_>>());
+        }
+        calls(&[("add_memory", json!({"memory": format!("User said: {input}"), "topics": ["facts"]}))])
+    })
+}
+
+async fn memories(db: &Arc<dyn Db>, user: &str) -> Vec<UserMemory> {
+    db.get_user_memories(&MemoryQuery { user_id: Some(user.to_owned()), ..Default::default() }).await.unwrap().memories
+}
+
+/// Waits (bounded) until `user` has `n` memories.
+async fn wait_for(db: &Arc<dyn Db>, user: &str, n: usize) -> Vec<UserMemory> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = memories(db, user).await;
+        if found.len() == n {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "{user} has {} memories, not {n}: {found:?}", found.len());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_memory_manager_adds_and_deletes_memories_of_one_user_only() {
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let manager = MemoryManager::new(memory_model(), Arc::clone(&db));
+    manager.create_user_memories("I live in Lisbon", "ann", Some("helper"), None).await.unwrap();
+    manager.create_user_memories("I like tea", "bob", None, Some("desk")).await.unwrap();
+    let ann = memories(&db, "ann").await;
+    assert_eq!(ann.len(), 1);
+    assert_eq!(ann[0].memory, "User said: I live in Lisbon");
+    assert_eq!(ann[0].topics.as_deref(), Some(&["facts".to_owned()][..]));
+    assert_eq!(ann[0].agent_id.as_deref(), Some("helper"));
+    assert_eq!(ann[0].input.as_deref(), Some("I live in Lisbon"));
+    let bob = memories(&db, "bob").await;
+    assert_eq!(bob[0].team_id.as_deref(), Some("desk"));
+
+    // Forgetting reaches only the user's own memories: the model is shown only Ann's.
+    manager.update_memory_task("forget everything", "ann", None).await.unwrap();
+    assert!(memories(&db, "ann").await.is_empty());
+    assert_eq!(memories(&db, "bob").await.len(), 1, "Bob's memory is untouched");
+
+    // A memory id of another user cannot be changed through a user's tools.
+    let bobs = bob[0].memory_id.clone().unwrap();
+    let sneaky = MemoryManager::new(
+        model(move |req| {
+            if req.messages.iter().any(|m| m.role == Role::Tool) {
+                let results: Vec<&str> =
+                    req.messages.iter().filter(|m| m.role == Role::Tool).filter_map(|m| m.content_text()).collect();
+                return text(&results.join(" | "));
+            }
+            calls(&[
+                ("update_memory", json!({"memory_id": bobs, "memory": "hijacked"})),
+                ("delete_memory", json!({"memory_id": bobs})),
+            ])
+        }),
+        Arc::clone(&db),
+    );
+    let answer = sneaky.update_memory_task("change Bob's memory", "ann", None).await.unwrap();
+    assert!(answer.contains("not found"), "{answer}");
+    assert_eq!(memories(&db, "bob").await[0].memory, "User said: I like tea");
+}
+
+#[tokio::test]
+async fn update_memory_on_run_records_memories_after_the_run_off_the_response_path() {
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let agent = Agent::builder(model(|_| text("hello")))
+        .id("helper")
+        .db(Arc::clone(&db))
+        .memory_manager(MemoryManager::new(memory_model(), Arc::clone(&db)))
+        .update_memory_on_run(true)
+        .build()
+        .unwrap();
+    let run = agent.arun(RunRequest::new("My name is Ann").user_id("ann")).await.unwrap();
+    assert_eq!(run.content_text(), "hello");
+    let found = wait_for(&db, "ann", 1).await;
+    assert_eq!(found[0].memory, "User said: My name is Ann");
+    assert_eq!(found[0].agent_id.as_deref(), Some("helper"));
+    // A run without a user files its memories under Agno's "default" user.
+    agent.arun("I am anonymous").await.unwrap();
+    assert_eq!(wait_for(&db, "default", 1).await[0].memory, "User said: I am anonymous");
+}
+
+#[tokio::test]
+async fn memories_reach_the_system_message_of_their_user_only_and_agentic_memory_is_a_tool() {
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    for (user, memory) in [("ann", "Ann lives in Lisbon"), ("bob", "Bob likes tea")] {
+        db.upsert_user_memory(&UserMemory {
+            memory_id: Some(agno_core::new_id()),
+            memory: memory.into(),
+            user_id: Some(user.into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let agent = Agent::builder(model(move |req| {
+        log.lock().unwrap().push(system(req));
+        if req.messages.iter().any(|m| m.role == Role::Tool) {
+            text("noted")
+        } else {
+            calls(&[("update_user_memory", json!({"task": "remember that Ann owns a cat"}))])
+        }
+    }))
+    .db(Arc::clone(&db))
+    .memory_manager(MemoryManager::new(memory_model(), Arc::clone(&db)))
+    .memory(MemoryConfig { add_memories_to_context: true, enable_agentic_memory: true, ..Default::default() })
+    .build()
+    .unwrap();
+    let run = agent.arun(RunRequest::new("hi").user_id("ann")).await.unwrap();
+    assert_eq!(run.content_text(), "noted");
+    let first = seen.lock().unwrap()[0].clone();
+    assert!(first.contains("<memories_from_previous_interactions>\n- Ann lives in Lisbon\n"), "{first}");
+    assert!(!first.contains("Bob"), "another user's memories never reach the model: {first}");
+    let tool = &run.tools.unwrap()[0];
+    assert_eq!(tool.tool_name.as_deref(), Some("update_user_memory"));
+    assert_eq!(tool.result.as_deref(), Some("done"));
+    let ann = memories(&db, "ann").await;
+    assert!(ann.iter().any(|m| m.memory == "User said: remember that Ann owns a cat"), "{ann:?}");
+    assert_eq!(memories(&db, "bob").await.len(), 1);
+
+    // A user without memories is told so, as Agno words it.
+    seen.lock().unwrap().clear();
+    agent.arun(RunRequest::new("hi").user_id("cleo")).await.unwrap();
+    assert!(seen.lock().unwrap()[0].contains("have not had any interactions with the user yet"));
+}
+
+#[tokio::test]
+async fn memory_settings_need_a_db() {
+    let err = Agent::builder(model(|_| text("x"))).update_memory_on_run(true).build().unwrap_err();
+    assert!(matches!(err, BuildError::Invalid { .. }), "{err}");
+    assert!(err.to_string().contains("give the agent a db"), "{err}");
+}
