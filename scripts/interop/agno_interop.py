@@ -236,6 +236,26 @@ def write_workflow(url: str, session_id: str) -> None:
         status=RunStatus.completed,
         created_at=1700000001,
     )
+    from agno.run.agent import RunStartedEvent as MemberStarted
+    from agno.run.team import RunCompletedEvent as TeamCompleted
+    from agno.run.team import RunStartedEvent as TeamStarted
+
+    common = {"run_id": "py-team-run", "session_id": team_session_id, "team_id": "py-team", "team_name": "Py Team"}
+    # As a streamed team run keeps them: the team's events and its member's.
+    events = [
+        TeamStarted(created_at=1700000002, model="gpt-4o-mini", model_provider="OpenAI", **common),
+        MemberStarted(
+            created_at=1700000002,
+            run_id="py-member-run",
+            parent_run_id="py-team-run",
+            session_id=team_session_id,
+            agent_id="py-member",
+            agent_name="Py Member",
+            model="gpt-4o-mini",
+            model_provider="OpenAI",
+        ),
+        TeamCompleted(created_at=1700000002, content="team answer", **common),
+    ]
     team_run = TeamRunOutput(
         run_id="py-team-run",
         team_id="py-team",
@@ -246,6 +266,7 @@ def write_workflow(url: str, session_id: str) -> None:
         messages=[Message(role="user", content="team question"), Message(role="assistant", content="team answer")],
         content="team answer",
         member_responses=[member],
+        events=events,
         status=RunStatus.completed,
         created_at=1700000002,
     )

@@ -237,9 +237,10 @@ async fn system_message_is_assembled_from_description_role_and_instructions() {
 }
 
 #[test]
-fn memory_options_without_a_memory_manager_are_refused_not_ignored() {
+fn memory_options_without_a_db_are_refused_not_ignored() {
     let err = Agent::builder("test").update_memory_on_run(true).build().unwrap_err();
-    assert!(err.to_string().contains("not supported yet"), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("update_memory_on_run") && text.contains("give the agent a db"), "{text}");
 }
 
 #[tokio::test(flavor = "current_thread")]
