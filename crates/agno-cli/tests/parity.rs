@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
-use common::{Served, free_port, scratch_dir, slow_agent_config, start_serve_logged};
+use common::{Served, free_port, scratch_dir, slow_agent_config, start_serve_logged, start_serve_with_env};
 
 fn repo_file(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
@@ -42,9 +42,12 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
 
     let py_port = free_port();
     let py_log = dir.join("python.log");
+    // Models named by string in requests (`/optimize-memories`) reach the fake provider.
+    let model_env = [("OPENAI_BASE_URL", provider.base_url()), ("OPENAI_API_KEY", "sk-test".to_owned())];
     let child = Command::new(&python)
         .arg(repo_file("scripts/interop/python_agentos.py"))
         .args(["--port", &py_port.to_string(), "--model-base-url", &provider.base_url()])
+        .envs(model_env.iter().map(|(k, v)| (k, v)))
         .arg("--db")
         .arg(format!("sqlite://{}", dir.join("python.db").display()))
         .stdout(Stdio::null())
@@ -71,7 +74,8 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
             provider.base_url()
         );
     std::fs::write(&config, toml).unwrap();
-    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+    let env: Vec<(&str, &str)> = model_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (_rs, rs_port) = start_serve_with_env(&config, &dir.join("agno-rs.log"), &env).await;
 
     let out = Command::new(&python)
         .arg(repo_file("scripts/interop/shape_parity.py"))
@@ -121,9 +125,12 @@ async fn workflow_and_team_sessions_python_wrote_are_served_as_python_agentos_se
 
     let py_port = free_port();
     let py_log = dir.join("python.log");
+    // Models named by string in requests (`/optimize-memories`) reach the fake provider.
+    let model_env = [("OPENAI_BASE_URL", provider.base_url()), ("OPENAI_API_KEY", "sk-test".to_owned())];
     let child = Command::new(&python)
         .arg(repo_file("scripts/interop/python_agentos.py"))
         .args(["--port", &py_port.to_string(), "--model-base-url", &provider.base_url()])
+        .envs(model_env.iter().map(|(k, v)| (k, v)))
         .arg("--db")
         .arg(format!("sqlite://{}", db_file.display()))
         .stdout(Stdio::null())

@@ -107,6 +107,20 @@ impl AgentSession {
         }
     }
 
+    /// The kind of component the session belongs to: an agent when it has an `agent_id` (a
+    /// team member's session too), else a team, else a workflow; an agent when it has no ids.
+    pub fn session_type(&self) -> SessionType {
+        if self.agent_id.is_some() {
+            SessionType::Agent
+        } else if self.team_id.is_some() {
+            SessionType::Team
+        } else if self.workflow_id.is_some() {
+            SessionType::Workflow
+        } else {
+            SessionType::Agent
+        }
+    }
+
     /// The persisted `session_state`, if any.
     pub fn session_state(&self) -> Option<&Map<String, Value>> {
         self.session_data.as_ref()?.get("session_state")?.as_object()

@@ -172,15 +172,7 @@ pub(crate) fn keep_latest(mut runs: Vec<RunOutput>, limit: Option<usize>) -> Vec
 
 /// The session type stored in `session_type`.
 pub(crate) fn session_type_of(session: &AgentSession) -> &'static str {
-    if session.agent_id.is_some() {
-        "agent"
-    } else if session.team_id.is_some() {
-        "team"
-    } else if session.workflow_id.is_some() {
-        "workflow"
-    } else {
-        "agent"
-    }
+    session.session_type().as_str()
 }
 
 #[cfg(test)]

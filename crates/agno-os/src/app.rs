@@ -121,7 +121,16 @@ fn build_agent(spec: &AgentSpec, db: Option<Arc<dyn Db>>) -> Result<ServedAgent,
     builder = builder.memory(agno_runtime::MemoryConfig {
         update_memory_on_run: spec.update_memory_on_run.unwrap_or(false),
         enable_agentic_memory: spec.enable_agentic_memory.unwrap_or(false),
-        add_memories_to_context: spec.add_memories_to_context.unwrap_or(false),
+        add_memories_to_context: spec.add_memories_to_context,
+    });
+    builder = builder.summaries(agno_runtime::SummaryConfig {
+        enable_session_summaries: spec.enable_session_summaries.unwrap_or(false),
+        add_session_summary_to_context: spec.add_session_summary_to_context,
+    });
+    builder = builder.past_sessions(agno_runtime::PastSessionsConfig {
+        search_past_sessions: spec.search_past_sessions.unwrap_or(false),
+        num_past_sessions_to_search: spec.num_past_sessions_to_search,
+        num_past_session_runs_in_search: spec.num_past_session_runs_in_search,
     });
     let agent = builder.build().map_err(|e| fail(e.to_string()))?;
     Ok(ServedAgent { agent, model_spec, tool_names })

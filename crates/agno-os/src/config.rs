@@ -344,9 +344,25 @@ pub struct AgentSpec {
     /// Give the model the `update_user_memory` tool.
     #[serde(default)]
     pub enable_agentic_memory: Option<bool>,
-    /// Put the user's memories in the system message.
+    /// Put the user's memories in the system message (default: on when memories are kept).
     #[serde(default)]
     pub add_memories_to_context: Option<bool>,
+    /// Rewrite the session's summary after each run (needs the database).
+    #[serde(default)]
+    pub enable_session_summaries: Option<bool>,
+    /// Put the session's summary in the system message (default: on with summaries).
+    #[serde(default)]
+    pub add_session_summary_to_context: Option<bool>,
+    /// Give the model `search_past_sessions` and `read_past_session` over the user's other
+    /// sessions (needs the database).
+    #[serde(default)]
+    pub search_past_sessions: Option<bool>,
+    /// How many past sessions `search_past_sessions` lists (default 20).
+    #[serde(default)]
+    pub num_past_sessions_to_search: Option<usize>,
+    /// How many runs of each past session it previews (default 3).
+    #[serde(default)]
+    pub num_past_session_runs_in_search: Option<usize>,
     /// Most tool calls per run.
     #[serde(default)]
     pub tool_call_limit: Option<usize>,
@@ -614,6 +630,11 @@ impl OsConfig {
                 update_memory_on_run: None,
                 enable_agentic_memory: None,
                 add_memories_to_context: None,
+                enable_session_summaries: None,
+                add_session_summary_to_context: None,
+                search_past_sessions: None,
+                num_past_sessions_to_search: None,
+                num_past_session_runs_in_search: None,
                 tool_call_limit: None,
                 markdown: None,
             }],

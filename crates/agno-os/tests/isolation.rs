@@ -188,6 +188,10 @@ async fn no_route_leaks_or_touches_another_users_data() {
         let r = os.delete_json(path, &body, b).await;
         assert!(r.status == 204 || r.status == 404, "bulk delete {path} by B: {} {:?}", r.status, r.body);
     }
+    // Optimizing "alice's" memories summarizes B's own (B has one) and leaves A's alone.
+    let r = os.post_json("/optimize-memories", &json!({"user_id": "alice", "model": "test"}), b).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["memories"][0]["user_id"], "bob");
     // A spoofed user_id on create is replaced by the caller's sub.
     let r = os.post_json("/memories", &json!({"memory": "planted", "user_id": "alice"}), b).await;
     assert_eq!(r.body["user_id"], "bob");
@@ -261,6 +265,7 @@ const COVERAGE: &[(&str, &str, &str)] = &[
     ("GET", "/memories/{memory_id}", "read: A's memory"),
     ("PATCH", "/memories/{memory_id}", "write: A's memory"),
     ("DELETE", "/memories/{memory_id}", "write: A's memory"),
+    ("POST", "/optimize-memories", "write: only the caller's memories (also tests/records.rs)"),
     ("GET", "/memory_topics", "listing"),
     ("GET", "/user_memory_stats", "listing"),
     ("GET", "/metrics", "listing"),

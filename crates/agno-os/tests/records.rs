@@ -285,6 +285,54 @@ async fn memories_are_isolated_per_user() {
     assert_eq!(os.delete(&format!("/memories/{b_id}"), Some(&u.admin)).await.status, 204);
 }
 
+#[tokio::test]
+async fn memories_are_optimized_for_the_caller_only() {
+    let os = TestOs::start(config(&isolated_config())).await;
+    let u = users();
+    for text in ["alice likes green tea", "alice lives in Oslo"] {
+        create_memory(&os, json!({"memory": text, "topics": ["a"]}), Some(&u.alice)).await;
+    }
+    let b = create_memory(&os, json!({"memory": "bob likes coffee"}), Some(&u.bob)).await;
+    let optimize = |body: Value, who: &str| {
+        let (os, who) = (&os, who.to_owned());
+        async move { os.post_json("/optimize-memories", &body, Some(&who)).await }
+    };
+
+    // A preview: Alice's two memories (whatever user_id says) become one, nothing is stored.
+    let r = optimize(json!({"user_id": "bob", "model": "test", "apply": false}), &u.alice).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!((r.body["memories_before"].as_u64(), r.body["memories_after"].as_u64()), (Some(2), Some(1)));
+    let summary = &r.body["memories"][0];
+    assert_eq!((&summary["user_id"], &summary["topics"]), (&json!("alice"), &json!(["a"])));
+    assert!(!summary["memory"].as_str().unwrap().is_empty());
+    assert_iso(&summary["updated_at"]);
+    let before = r.body["tokens_before"].as_u64().unwrap();
+    let saved = r.body["tokens_saved"].as_u64().unwrap();
+    assert_eq!(before, ("alice likes green tea".len() / 4 + "alice lives in Oslo".len() / 4) as u64);
+    assert_eq!(before.saturating_sub(r.body["tokens_after"].as_u64().unwrap()), saved);
+    assert!(r.body["reduction_percentage"].is_number());
+    assert_eq!(os.get("/memories", Some(&u.alice)).await.body["meta"]["total_count"], 2);
+
+    // Applied: Alice has the one summary; Bob's memory is untouched.
+    let r = optimize(json!({"user_id": "alice", "model": "test"}), &u.alice).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let listed = os.get("/memories", Some(&u.alice)).await;
+    assert_eq!(ids(&listed.body, "memory_id"), [r.body["memories"][0]["memory_id"].as_str().unwrap()]);
+    let bob = os.get("/memories", Some(&u.bob)).await;
+    assert_eq!(ids(&bob.body, "memory_id"), [b["memory_id"].as_str().unwrap()]);
+
+    // Errors: no memories 404, a model that cannot be built 400, no user_id 422, no write scope 403.
+    let carol = token("carol", USER_SCOPES);
+    let r = optimize(json!({"user_id": "carol", "model": "test"}), &carol).await;
+    assert_eq!((r.status, detail(&r.body)), (404, "No memories found for user carol".to_owned()));
+    let r = optimize(json!({"user_id": "alice", "model": "nowhere:x"}), &u.alice).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(detail(&r.body).contains("unknown model provider"), "{}", r.body);
+    assert_eq!(optimize(json!({"model": "test"}), &u.alice).await.status, 422);
+    assert_eq!(optimize(json!({"user_id": "alice"}), &token("dave", &["memories:read"])).await.status, 403);
+    assert_eq!(os.get("/memories", Some(&u.alice)).await.body["meta"]["total_count"], 1, "failed calls change nothing");
+}
+
 fn eval_run(id: &str, kind: EvalType, user: Option<&str>, target: (&str, &str), model: &str, at: i64) -> EvalRunRecord {
     let mut data = Map::new();
     data.insert("eval_status".to_owned(), json!("PASSED"));

@@ -198,6 +198,7 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("GET /memories/*", "memories:read"),
         ("GET /memory_topics", "memories:read"),
         ("GET /user_memory_stats", "memories:read"),
+        ("POST /optimize-memories", "memories:write"),
         ("POST /memories", "memories:write"),
         ("PATCH /memories/*", "memories:write"),
         ("DELETE /memories", "memories:delete"),

@@ -10,7 +10,8 @@ use agno_tools::{Function, ToolHook, Toolkit};
 use serde_json::{Map, Value};
 
 use crate::config::{
-    HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, ToolConfig,
+    HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, SummaryConfig,
+    ToolConfig,
 };
 use crate::error::BuildError;
 use crate::hooks::{PostHook, PreHook};
@@ -52,6 +53,9 @@ pub(crate) struct AgentInner {
     /// User memories: what to do with them, and who manages them (set when any is on).
     pub(crate) memory: MemoryConfig,
     pub(crate) memory_manager: Option<crate::memory::MemoryManager>,
+    /// Session summaries: settings, and the manager (set when summaries are enabled).
+    pub(crate) summaries: SummaryConfig,
+    pub(crate) summary_manager: Option<crate::summary::SessionSummaryManager>,
 }
 
 /// Asked when the model answers without calling a tool: a message to send it next instead of
@@ -136,6 +140,7 @@ impl Agent {
             metadata: a.metadata.as_ref(),
             memory: &a.memory,
             memory_model: a.memory_manager.as_ref().map(crate::memory::MemoryManager::model),
+            summaries: &a.summaries,
         }
     }
 }
@@ -177,6 +182,8 @@ pub struct AgentSettings<'a> {
     pub memory: &'a MemoryConfig,
     /// The memory manager's model, when memories are on.
     pub memory_model: Option<&'a Arc<dyn Model>>,
+    /// Session-summary settings (resolved: `add_session_summary_to_context` is set).
+    pub summaries: &'a SummaryConfig,
 }
 
 /// A model given as a string or as an instance.
@@ -253,6 +260,8 @@ struct AgentInnerDraft {
     metadata: Option<Map<String, Value>>,
     follow_up: Option<Arc<dyn FollowUp>>,
     memory_manager: Option<crate::memory::MemoryManager>,
+    summaries: SummaryConfig,
+    summary_manager: Option<crate::summary::SessionSummaryManager>,
 }
 
 macro_rules! setter {
@@ -408,6 +417,44 @@ impl AgentBuilder {
         self
     }
 
+    /// Give the model the `update_user_memory` tool (`enable_agentic_memory`).
+    pub fn enable_agentic_memory(mut self, on: bool) -> Self {
+        self.inner.memory.enable_agentic_memory = on;
+        self
+    }
+
+    /// Put the user's memories in the system message (`add_memories_to_context`; default: on
+    /// when memories are updated or a memory manager is given).
+    pub fn add_memories_to_context(mut self, on: bool) -> Self {
+        self.inner.memory.add_memories_to_context = Some(on);
+        self
+    }
+
+    /// Session-summary settings.
+    pub fn summaries(mut self, config: SummaryConfig) -> Self {
+        self.inner.summaries = config;
+        self
+    }
+
+    /// Refresh the session's summary after each completed run (`enable_session_summaries`).
+    pub fn enable_session_summaries(mut self, on: bool) -> Self {
+        self.inner.summaries.enable_session_summaries = on;
+        self
+    }
+
+    /// Put the session's summary in the system message (`add_session_summary_to_context`;
+    /// default: on when summaries are enabled or a summary manager is given).
+    pub fn add_session_summary_to_context(mut self, on: bool) -> Self {
+        self.inner.summaries.add_session_summary_to_context = Some(on);
+        self
+    }
+
+    /// The session summary manager (default: one on the agent's own model).
+    pub fn session_summary_manager(mut self, manager: crate::summary::SessionSummaryManager) -> Self {
+        self.inner.summary_manager = Some(manager);
+        self
+    }
+
     /// Past-session search settings.
     pub fn past_sessions(mut self, config: PastSessionsConfig) -> Self {
         self.inner.past_sessions = config;
@@ -492,16 +539,23 @@ impl AgentBuilder {
     /// # Errors
     /// A [`BuildError`] for an invalid model, duplicate tool names or unsupported options.
     pub fn build(self) -> Result<Agent, BuildError> {
-        let d = self.inner;
+        let mut d = self.inner;
         let model = resolve(self.model)?;
+        // Agno's defaults: memories and summaries go into the context when they are kept.
+        let m = &mut d.memory;
+        let memories_kept = m.update_memory_on_run || m.enable_agentic_memory || d.memory_manager.is_some();
+        m.add_memories_to_context.get_or_insert(memories_kept);
+        let summaries_kept = d.summaries.enable_session_summaries || d.summary_manager.is_some();
+        d.summaries.add_session_summary_to_context.get_or_insert(summaries_kept);
         let mut seen = HashSet::new();
         for tool in &d.tools {
             if !seen.insert(tool.name().to_owned()) {
                 return Err(BuildError::DuplicateTool(tool.name().to_owned()));
             }
         }
-        let memory_on =
-            d.memory.update_memory_on_run || d.memory.enable_agentic_memory || d.memory.add_memories_to_context;
+        let memory_on = d.memory.update_memory_on_run
+            || d.memory.enable_agentic_memory
+            || d.memory.add_memories_to_context == Some(true);
         let memory_manager = match (&d.db, memory_on) {
             (_, false) => None,
             (None, true) => {
@@ -516,6 +570,17 @@ impl AgentBuilder {
                     .unwrap_or_else(|| crate::memory::MemoryManager::new(Arc::clone(&model), Arc::clone(db))),
             ),
         };
+        let summaries_on =
+            d.summaries.enable_session_summaries || d.summaries.add_session_summary_to_context == Some(true);
+        if summaries_on && d.db.is_none() {
+            return Err(BuildError::Invalid {
+                option: "enable_session_summaries / add_session_summary_to_context",
+                why: "session summaries are stored on the session: give the agent a db".to_owned(),
+            });
+        }
+        let summary_manager = (summaries_on && d.summaries.enable_session_summaries).then(|| {
+            d.summary_manager.clone().unwrap_or_else(|| crate::summary::SessionSummaryManager::new(Arc::clone(&model)))
+        });
         if d.past_sessions.search_past_sessions && d.db.is_none() {
             return Err(BuildError::Invalid {
                 option: "search_past_sessions",
@@ -561,6 +626,8 @@ impl AgentBuilder {
                 follow_up: d.follow_up,
                 memory: d.memory,
                 memory_manager,
+                summaries: d.summaries,
+                summary_manager,
             }),
         })
     }

@@ -34,8 +34,19 @@ pub struct MemoryConfig {
     pub update_memory_on_run: bool,
     /// Give the model a tool to manage memories (`enable_agentic_memory`).
     pub enable_agentic_memory: bool,
-    /// Add the user's memories to the system message (`add_memories_to_context`).
-    pub add_memories_to_context: bool,
+    /// Add the user's memories to the system message (`add_memories_to_context`). Unset: on
+    /// when memories are updated (either way above) or a memory manager is given, as in Agno.
+    pub add_memories_to_context: Option<bool>,
+}
+
+/// Session summaries (Agno's names).
+#[derive(Debug, Clone, Default)]
+pub struct SummaryConfig {
+    /// Refresh the session's summary after each completed run (`enable_session_summaries`).
+    pub enable_session_summaries: bool,
+    /// Put the session's summary in the system message (`add_session_summary_to_context`).
+    /// Unset: on when summaries are enabled or a summary manager is given, as in Agno.
+    pub add_session_summary_to_context: Option<bool>,
 }
 
 /// Searching the user's past sessions (v3 names).

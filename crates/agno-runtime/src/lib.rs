@@ -29,6 +29,7 @@ mod run;
 mod run_loop;
 mod run_state;
 mod structured;
+pub mod summary;
 pub mod team;
 mod tool_batch;
 pub mod workflow;
@@ -36,7 +37,8 @@ pub mod workflow;
 pub use agent::{Agent, AgentBuilder, AgentSettings, ModelChoice};
 pub use cancel::{cancel_run, is_running, running_runs};
 pub use config::{
-    HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, ToolConfig,
+    HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, SummaryConfig,
+    ToolConfig,
 };
 pub use error::{BuildError, Result, RunError};
 pub use fence::RunFence;

@@ -5,12 +5,21 @@
 //!
 //! An agent uses it for `update_memory_on_run` (after each run, off the response path),
 //! `enable_agentic_memory` (its `update_user_memory` tool) and `add_memories_to_context`.
+//! [`MemoryManager::search_user_memories`] reads them back (newest, oldest, or those a model
+//! finds related to a query) and [`MemoryManager::optimize_memories`] summarizes a user's
+//! memories into one (Agno's `SUMMARIZE` strategy, behind `POST /optimize-memories`).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use agno_core::{Db, DbError, MemoryQuery, MemorySort, Model, SortOrder, UserMemory};
+use agno_core::{
+    Db, DbError, MemoryQuery, MemorySort, Message, Model, ModelError, ModelRequest, SortOrder, UserMemory,
+};
 use agno_tools::Function;
 use serde::Deserialize;
+use serde_json::json;
+
+use crate::config::OutputSchema;
 
 use crate::agent::Agent;
 use crate::error::RunError;
@@ -24,6 +33,72 @@ conversation, such as:
 - Significant life events or experiences shared by the user
 - Important context about the user's current situation, challenges, or goals
 - Any other details that offer meaningful insight into the user's personality, perspective, or needs";
+
+/// Why a memory search or optimization failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// The model call failed.
+    #[error("the memory model failed: {0}")]
+    Model(#[from] ModelError),
+    /// Reading or writing memories failed.
+    #[error("memory storage failed: {0}")]
+    Storage(#[from] DbError),
+    /// An agentic search needs a query.
+    #[error("a query is required for agentic memory search")]
+    QueryRequired,
+    /// There is nothing to optimize.
+    #[error("no memories found for user {0}")]
+    NoMemories(String),
+}
+
+/// How [`MemoryManager::search_user_memories`] picks memories (Agno's `retrieval_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryRetrieval {
+    /// The most recently updated memories, oldest of them first (Agno's default).
+    #[default]
+    LastN,
+    /// The least recently updated memories.
+    FirstN,
+    /// The memories a model finds related to the query.
+    Agentic,
+}
+
+/// The outcome of [`MemoryManager::optimize_memories`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryOptimization {
+    /// The memories after optimization (stored when applied).
+    pub memories: Vec<UserMemory>,
+    /// How many memories there were before.
+    pub memories_before: usize,
+    /// Estimated tokens of the memories before (see [`count_tokens`]).
+    pub tokens_before: usize,
+    /// Estimated tokens of the memories after.
+    pub tokens_after: usize,
+    /// Whether the optimized memories replaced the old ones in the database.
+    pub applied: bool,
+}
+
+/// Estimated tokens of the memories' texts: Agno's fallback count, a quarter of the characters
+/// of each memory (Agno counts with tiktoken when it is installed, so its figures can differ).
+pub fn count_tokens(memories: &[UserMemory]) -> usize {
+    memories.iter().map(|m| m.memory.chars().count() / 4).sum()
+}
+
+/// Agno's `SummarizeStrategy` prompt.
+const SUMMARIZE_PROMPT: &str =
+    "You are a memory compression assistant. Your task is to summarize multiple memories about a user
+into a single comprehensive summary while preserving all key facts.
+
+Requirements:
+- Combine related information from all memories
+- Preserve all factual information
+- Remove redundancy and consolidate repeated facts
+- Create a coherent narrative about the user
+- Maintain third-person perspective
+- Do not add information not present in the original memories
+
+Return only the summarized memory text, nothing else.";
 
 /// Manages one database's user memories with a model. Cheap to clone.
 #[derive(Clone)]
@@ -114,6 +189,152 @@ impl MemoryManager {
             ..MemoryQuery::default()
         };
         Ok(self.db.get_user_memories(&query).await?.memories)
+    }
+
+    /// The user's memories chosen by `method` (Agno's `search_user_memories`): at most `limit`
+    /// (all when `None` or 0). An agentic search asks the model which memories relate to `query`
+    /// and answers them in the model's order; an answer that is not the expected JSON finds
+    /// nothing, as in Agno. Only `user_id`'s memories are ever read.
+    ///
+    /// # Errors
+    /// [`MemoryError::QueryRequired`] for an agentic search without a query; the model's or the
+    /// storage's error.
+    pub async fn search_user_memories(
+        &self,
+        query: Option<&str>,
+        limit: Option<usize>,
+        method: MemoryRetrieval,
+        user_id: &str,
+    ) -> Result<Vec<UserMemory>, MemoryError> {
+        let limit = limit.filter(|n| *n > 0);
+        let query = query.map(str::trim).filter(|q| !q.is_empty());
+        if method == MemoryRetrieval::Agentic && query.is_none() {
+            return Err(MemoryError::QueryRequired);
+        }
+        // Oldest first: memories without `updated_at` first for last_n, last for first_n.
+        let mut memories = self.get_user_memories(user_id).await?;
+        match method {
+            MemoryRetrieval::LastN => {
+                memories.sort_by_key(|m| m.updated_at.unwrap_or(0));
+                if let Some(n) = limit {
+                    memories.drain(..memories.len().saturating_sub(n));
+                }
+                Ok(memories)
+            }
+            MemoryRetrieval::FirstN => {
+                memories.sort_by_key(|m| m.updated_at.unwrap_or(i64::MAX));
+                if let Some(n) = limit {
+                    memories.truncate(n);
+                }
+                Ok(memories)
+            }
+            MemoryRetrieval::Agentic => {
+                let query = query.unwrap_or_default();
+                let mut found = self.search_agentic(memories, query).await?;
+                if let Some(n) = limit {
+                    found.truncate(n);
+                }
+                Ok(found)
+            }
+        }
+    }
+
+    async fn search_agentic(&self, memories: Vec<UserMemory>, query: &str) -> Result<Vec<UserMemory>, MemoryError> {
+        if memories.is_empty() {
+            return Ok(memories);
+        }
+        let mut system = String::from(
+            "Your task is to search through user memories and return the IDs of the memories that are related to \
+             the query.\n\n<user_memories>\n",
+        );
+        for m in &memories {
+            system.push_str(&format!("ID: {}\nMemory: {}\n", m.memory_id.as_deref().unwrap_or_default(), m.memory));
+            if let Some(topics) = m.topics.as_ref().filter(|t| !t.is_empty()) {
+                system.push_str(&format!("Topics: {}\n", topics.join(",")));
+            }
+            system.push('\n');
+        }
+        let mut system = system.trim_end().to_owned();
+        system.push_str(
+            "\n</user_memories>\n\nREMEMBER: Only return the IDs of the memories that are related to the query.",
+        );
+        let schema = OutputSchema::new(
+            "MemorySearchResponse",
+            json!({
+                "type": "object",
+                "properties": {"memory_ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "The IDs of the memories that are most semantically similar to the query."
+                }},
+                "required": ["memory_ids"]
+            }),
+        );
+        let user = format!("Return the IDs of the memories related to the following query: {query}");
+        let Some(answer) = crate::structured::ask_structured(self.model.as_ref(), system, user, &schema).await? else {
+            return Ok(Vec::new());
+        };
+        let ids = answer.get("memory_ids").and_then(|v| v.as_array()).cloned().unwrap_or_default();
+        // Ids the model made up, or of another user, match nothing here.
+        Ok(ids
+            .iter()
+            .filter_map(|id| id.as_str())
+            .filter_map(|id| memories.iter().find(|m| m.memory_id.as_deref() == Some(id)).cloned())
+            .collect())
+    }
+
+    /// Summarizes all of `user_id`'s memories into one (Agno's `optimize_memories` with the
+    /// `SUMMARIZE` strategy): topics are merged, the agent and team ids kept when all memories
+    /// share them. With `apply`, the summary is stored first and the old memories deleted after,
+    /// so a failure in between leaves both, never neither.
+    ///
+    /// # Errors
+    /// [`MemoryError::NoMemories`] when the user has none; the model's or the storage's error
+    /// (nothing changed).
+    pub async fn optimize_memories(&self, user_id: &str, apply: bool) -> Result<MemoryOptimization, MemoryError> {
+        let before = self.get_user_memories(user_id).await?;
+        if before.is_empty() {
+            return Err(MemoryError::NoMemories(user_id.to_owned()));
+        }
+        let contents: Vec<&str> = before.iter().map(|m| m.memory.as_str()).filter(|m| !m.is_empty()).collect();
+        let combined: Vec<String> =
+            contents.iter().enumerate().map(|(i, c)| format!("Memory {}: {c}", i + 1)).collect();
+        let request = ModelRequest {
+            messages: vec![
+                Message::system(SUMMARIZE_PROMPT),
+                Message::user(format!("Summarize these memories into a single summary:\n\n{}", combined.join("\n\n"))),
+            ],
+            ..ModelRequest::default()
+        };
+        let response = self.model.invoke(request).await?;
+        let text = if response.content.trim().is_empty() { contents.join(" ") } else { response.content };
+        let topics: BTreeSet<String> = before.iter().flat_map(|m| m.topics.iter().flatten().cloned()).collect();
+        let only = |ids: BTreeSet<&String>| if ids.len() == 1 { ids.into_iter().next().cloned() } else { None };
+        let now = agno_core::now_epoch_secs();
+        let summary = UserMemory {
+            memory_id: Some(agno_core::new_id()),
+            memory: text.trim().to_owned(),
+            topics: (!topics.is_empty()).then(|| topics.into_iter().collect()),
+            user_id: Some(user_id.to_owned()),
+            agent_id: only(before.iter().filter_map(|m| m.agent_id.as_ref()).collect()),
+            team_id: only(before.iter().filter_map(|m| m.team_id.as_ref()).collect()),
+            created_at: Some(now),
+            updated_at: Some(now),
+            ..UserMemory::default()
+        };
+        if apply {
+            self.db.upsert_user_memory(&summary).await?;
+            let old: Vec<String> = before.iter().filter_map(|m| m.memory_id.clone()).collect();
+            self.db.delete_user_memories(&old, Some(user_id)).await?;
+        }
+        let memories = vec![summary];
+        Ok(MemoryOptimization {
+            tokens_before: count_tokens(&before),
+            tokens_after: count_tokens(&memories),
+            memories_before: before.len(),
+            memories,
+            applied: apply,
+        })
     }
 
     /// Reads `message` (what the user said) and adds, updates or deletes the user's memories as

@@ -7,13 +7,22 @@ use serde_json::{Map, Value};
 use crate::agent::AgentInner;
 use crate::config::OutputSchema;
 
+/// What a run adds to the system message from earlier interactions.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Context<'a> {
+    /// The user's memories (`add_memories_to_context`).
+    pub(crate) memories: Option<&'a [agno_core::UserMemory]>,
+    /// The session's summary (`add_session_summary_to_context`).
+    pub(crate) summary: Option<&'a agno_core::SessionSummary>,
+}
+
 /// The system message, or `None` when there is nothing to say.
 pub(crate) fn system_message(
     agent: &AgentInner,
     state: &Map<String, Value>,
     schema: Option<&OutputSchema>,
     native_schema: bool,
-    memories: Option<&[agno_core::UserMemory]>,
+    context: Context<'_>,
 ) -> Option<Message> {
     if let Some(custom) = &agent.system_message {
         return Some(Message::system(custom.clone()));
@@ -59,15 +68,9 @@ pub(crate) fn system_message(
         parts.push(context.clone());
     }
     if let Some(schema) = schema.filter(|_| !native_schema) {
-        parts.push(format!(
-            "Provide your output as a JSON object containing the following fields:\n<json_fields>\n{}\n</json_fields>\n\
-             Start your response with `{{` and end it with `}}`.\n\
-             Your output will be passed to json.loads() to convert it to a Python object.\n\
-             Make sure it only contains valid JSON.",
-            schema.schema
-        ));
+        parts.push(json_output_prompt(schema));
     }
-    if let Some(memories) = memories {
+    if let Some(memories) = context.memories {
         // Agno's wording (`add_memories_to_context`).
         parts.push(if memories.is_empty() {
             "You have the capability to retain memories from previous interactions with the user, but have not \
@@ -85,10 +88,30 @@ pub(crate) fn system_message(
             )
         });
     }
+    if let Some(summary) = context.summary {
+        // Agno's wording (`add_session_summary_to_context`).
+        parts.push(format!(
+            "Here is a brief summary of your previous interactions:\n\n<summary_of_previous_interactions>\n{}\n\
+             </summary_of_previous_interactions>\n\nNote: this information is from previous interactions and may \
+             be outdated. You should ALWAYS prefer information from this conversation over the past summary.",
+            summary.summary
+        ));
+    }
     if agent.add_session_state_to_context && !state.is_empty() {
         parts.push(format!("<session_state>\n{}\n</session_state>", Value::Object(state.clone())));
     }
     if parts.is_empty() { None } else { Some(Message::system(parts.join("\n\n"))) }
+}
+
+/// Agno's prompt asking a model without native structured output for JSON matching `schema`.
+pub(crate) fn json_output_prompt(schema: &OutputSchema) -> String {
+    format!(
+        "Provide your output as a JSON object containing the following fields:\n<json_fields>\n{}\n</json_fields>\n\
+         Start your response with `{{` and end it with `}}`.\n\
+         Your output will be passed to json.loads() to convert it to a Python object.\n\
+         Make sure it only contains valid JSON.",
+        schema.schema
+    )
 }
 
 /// The user message of a run.

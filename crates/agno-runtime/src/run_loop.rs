@@ -19,7 +19,7 @@ use crate::agent::AgentInner;
 use crate::emitter::Emitter;
 use crate::error::RunError;
 use crate::messages::{system_message, user_message};
-use crate::past_sessions::past_sessions_tool;
+use crate::past_sessions::past_sessions_tools;
 use crate::persist::{self, load_session, save};
 use crate::request::RunRequest;
 use crate::run_state::RunState;
@@ -90,16 +90,19 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     // Memories belong to the run's user (Agno's "default" when there is none).
     let memory_user = user_id.clone().unwrap_or_else(|| "default".to_owned());
     let memories = match &agent.memory_manager {
-        Some(manager) if agent.memory.add_memories_to_context => Some(manager.get_user_memories(&memory_user).await?),
+        Some(manager) if agent.memory.add_memories_to_context == Some(true) => {
+            Some(manager.get_user_memories(&memory_user).await?)
+        }
         _ => None,
     };
-    if let Some(manager) = agent.memory_manager.as_ref().filter(|_| agent.memory.enable_agentic_memory) {
-        tools.push(Arc::new(crate::memory::update_user_memory_tool(manager.clone(), memory_user, agent.id.clone())));
-    }
+    // Agno's order of default tools: past sessions, then memory.
     if agent.past_sessions.search_past_sessions
         && let Some(db) = &agent.db
     {
-        tools.push(past_sessions_tool(Arc::clone(db), &agent.past_sessions, &session_id, user_id.clone()));
+        tools.extend(past_sessions_tools(Arc::clone(db), &agent.past_sessions, &session_id, user_id.clone()));
+    }
+    if let Some(manager) = agent.memory_manager.as_ref().filter(|_| agent.memory.enable_agentic_memory) {
+        tools.push(Arc::new(crate::memory::update_user_memory_tool(manager.clone(), memory_user, agent.id.clone())));
     }
 
     let mut st = RunState {
@@ -121,7 +124,9 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         store,
     };
     let native = st.schema.is_some() && agent.model.capabilities().native_structured_output;
-    if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native, memories.as_deref()) {
+    let summary = st.session.summary.as_ref().filter(|_| agent.summaries.add_session_summary_to_context == Some(true));
+    let context = crate::messages::Context { memories: memories.as_deref(), summary };
+    if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native, context) {
         st.messages.push(system);
     }
     if let Some(history) = history {
@@ -452,7 +457,11 @@ pub(crate) async fn finish(
                 metadata: st.output.metadata.clone(),
                 model_provider_data: st.output.model_provider_data.clone(),
             });
-            store(agent, st, em, None).await
+            let stored = store(agent, st, em, None).await;
+            if stored.is_ok() {
+                refresh_summary(agent, st);
+            }
+            stored
         }
         Some(err) => {
             st.output.status = RunStatus::Error;
@@ -499,6 +508,28 @@ fn update_memories(agent: &AgentInner, st: &RunState) {
             handle.spawn(work);
         }
         Err(e) => tracing::warn!(error = %e, "cannot update memories: no runtime"),
+    }
+}
+
+/// `enable_session_summaries`: once the run is stored, the summary manager rewrites the
+/// session's summary on its own task (`RunCompleted` has been sent already).
+fn refresh_summary(agent: &AgentInner, st: &RunState) {
+    let (Some(manager), Some(db)) = (agent.summary_manager.clone(), agent.db.clone()) else { return };
+    if !st.store {
+        return;
+    }
+    let session_id = st.session.session_id.clone();
+    let user_id = st.user_id.clone();
+    let work = async move {
+        if let Err(e) = manager.refresh(db.as_ref(), &session_id, user_id.as_deref()).await {
+            tracing::warn!(session_id, error = %e, "updating the session summary failed");
+        }
+    };
+    match crate::blocking::spawn_handle() {
+        Ok(handle) => {
+            handle.spawn(work);
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot update the session summary: no runtime"),
     }
 }
 

@@ -1,8 +1,45 @@
 //! Structured output: parse the model's text as JSON and validate it against the output schema.
 
+use agno_core::{Message, Model, ModelError, ModelRequest, ResponseFormat};
 use serde_json::Value;
 
 use crate::config::OutputSchema;
+
+/// Asks `model` one question (a system and a user message, no tools) for JSON matching `schema`,
+/// as Agno's managers do: native structured output when the model has it, JSON mode plus the
+/// JSON prompt otherwise. `Ok(None)` when the answer is not such JSON (Agno logs and moves on).
+///
+/// # Errors
+/// The model's error.
+pub(crate) async fn ask_structured(
+    model: &dyn Model,
+    system: String,
+    user: String,
+    schema: &OutputSchema,
+) -> Result<Option<Value>, ModelError> {
+    let capabilities = model.capabilities();
+    let (system, response_format) = if capabilities.native_structured_output {
+        let format =
+            ResponseFormat::JsonSchema { name: schema.name.clone(), schema: schema.schema.clone(), strict: false };
+        (system, Some(format))
+    } else {
+        let prompt = format!("{system}\n{}", crate::messages::json_output_prompt(schema));
+        (prompt, capabilities.json_mode.then_some(ResponseFormat::JsonObject))
+    };
+    let request = ModelRequest {
+        messages: vec![Message::system(system), Message::user(user)],
+        response_format,
+        ..ModelRequest::default()
+    };
+    let response = model.invoke(request).await?;
+    match parse_structured(&response.content, schema) {
+        Ok(value) => Ok(Some(value)),
+        Err(why) => {
+            tracing::warn!(schema = %schema.name, %why, "the model's answer does not match the schema");
+            Ok(None)
+        }
+    }
+}
 
 /// Parses `text` (tolerating Markdown code fences and prose around one JSON object) and validates
 /// it against the schema.

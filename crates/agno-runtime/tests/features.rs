@@ -147,20 +147,23 @@ async fn the_reasoning_model_runs_first_and_its_thoughts_reach_the_main_model() 
 }
 
 #[tokio::test]
-async fn search_past_sessions_reads_only_the_users_other_sessions() {
+async fn past_session_tools_list_and_read_only_the_users_other_sessions() {
     let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
     let plain = Agent::builder("test").db(Arc::clone(&db)).build().unwrap();
     plain.arun(RunRequest::new("alpha topic").session_id("a1").user_id("ann")).await.unwrap();
     plain.arun(RunRequest::new("bob private").session_id("b1").user_id("bob")).await.unwrap();
+    plain.arun(RunRequest::new("nobody's note").session_id("n1")).await.unwrap();
 
+    // The model calls the tool named in the user's message with the arguments after it, then
+    // answers with the tool's result.
     let model: Arc<dyn Model> = Arc::new(FunctionModel::new(|req| {
-        Ok(if req.messages.last().unwrap().role == Role::User {
-            ModelResponse { tool_calls: vec![ToolCall::new("c1", "search_past_sessions", "{}")], ..Default::default() }
+        let last = req.messages.last().unwrap();
+        Ok(if last.role == Role::User {
+            let text = last.content_text().unwrap();
+            let (tool, args) = text.split_once(' ').unwrap_or((text, "{}"));
+            ModelResponse { tool_calls: vec![ToolCall::new("c1", tool, args)], ..Default::default() }
         } else {
-            ModelResponse {
-                content: req.messages.last().unwrap().content_text().unwrap().to_owned(),
-                ..Default::default()
-            }
+            ModelResponse { content: last.content_text().unwrap().to_owned(), ..Default::default() }
         })
     }));
     let agent = Agent::builder(model)
@@ -169,12 +172,33 @@ async fn search_past_sessions_reads_only_the_users_other_sessions() {
         .num_past_sessions_to_search(5)
         .build()
         .unwrap();
-    let out = agent.arun(RunRequest::new("what did we discuss?").session_id("a2").user_id("ann")).await.unwrap();
-    let found: Value = serde_json::from_str(&out.content_text()).unwrap();
-    let sessions = found["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 1, "{found}");
-    assert_eq!(sessions[0]["session_id"], "a1");
-    assert!(!out.content_text().contains("bob private"));
+    let ask = |input: &str, session: &str, user: Option<&str>| {
+        let mut req = RunRequest::new(input).session_id(session);
+        if let Some(user) = user {
+            req = req.user_id(user);
+        }
+        let agent = agent.clone();
+        async move { agent.arun(req).await.unwrap().content_text() }
+    };
+
+    // ann sees her other session (not the current one, not bob's, not the user-less one).
+    let listed: Value = serde_json::from_str(&ask("search_past_sessions", "a2", Some("ann")).await).unwrap();
+    let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|s| s["session_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["a1"], "{listed}");
+    assert_eq!(listed[0]["runs"][0]["user"], "alpha topic", "{listed}");
+    let read = ask(r#"read_past_session {"session_id":"a1"}"#, "a3", Some("ann")).await;
+    assert!(read.starts_with("Session: a1") && read.contains("User: alpha topic"), "{read}");
+    // ... and cannot read bob's or the user-less session by id.
+    for other in ["b1", "n1"] {
+        let read = ask(&format!(r#"read_past_session {{"session_id":"{other}"}}"#), "a3", Some("ann")).await;
+        assert_eq!(read, "Session not found.");
+    }
+    // A run without a user sees only the sessions without a user.
+    let listed: Value = serde_json::from_str(&ask("search_past_sessions", "n2", None).await).unwrap();
+    let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|s| s["session_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["n1"], "{listed}");
+    let read = ask(r#"read_past_session {"session_id":"a1"}"#, "n3", None).await;
+    assert_eq!(read, "Session not found.");
 
     let err = Agent::builder("test").search_past_sessions(true).build().unwrap_err();
     assert!(err.to_string().contains("needs a db"), "{err}");

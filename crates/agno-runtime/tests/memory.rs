@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use agno_core::{Db, MemoryQuery, Model, ModelRequest, ModelResponse, Role, ToolCall, UserMemory};
 use agno_db::InMemoryDb;
 use agno_models::FunctionModel;
-use agno_runtime::memory::MemoryManager;
+use agno_runtime::memory::{MemoryError, MemoryManager, MemoryRetrieval, count_tokens};
 use agno_runtime::{Agent, BuildError, MemoryConfig, RunRequest};
 use serde_json::json;
 
@@ -167,7 +167,7 @@ async fn memories_reach_the_system_message_of_their_user_only_and_agentic_memory
     }))
     .db(Arc::clone(&db))
     .memory_manager(MemoryManager::new(memory_model(), Arc::clone(&db)))
-    .memory(MemoryConfig { add_memories_to_context: true, enable_agentic_memory: true, ..Default::default() })
+    .memory(MemoryConfig { add_memories_to_context: Some(true), enable_agentic_memory: true, ..Default::default() })
     .build()
     .unwrap();
     let run = agent.arun(RunRequest::new("hi").user_id("ann")).await.unwrap();
@@ -193,4 +193,121 @@ async fn memory_settings_need_a_db() {
     let err = Agent::builder(model(|_| text("x"))).update_memory_on_run(true).build().unwrap_err();
     assert!(matches!(err, BuildError::Invalid { .. }), "{err}");
     assert!(err.to_string().contains("give the agent a db"), "{err}");
+}
+
+/// Stores `texts` as `user`'s memories, updated at 100, 200, ... in order.
+async fn seed(db: &Arc<dyn Db>, user: &str, texts: &[&str]) -> Vec<String> {
+    let mut ids = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let id = format!("{user}-{i}");
+        let at = 100 * (i64::try_from(i).unwrap() + 1);
+        db.upsert_user_memory(&UserMemory {
+            memory_id: Some(id.clone()),
+            memory: (*text).into(),
+            topics: Some(vec![format!("t{i}")]),
+            user_id: Some(user.into()),
+            agent_id: Some("helper".into()),
+            created_at: Some(at),
+            updated_at: Some(at),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        ids.push(id);
+    }
+    ids
+}
+
+fn texts(found: &[UserMemory]) -> Vec<&str> {
+    found.iter().map(|m| m.memory.as_str()).collect()
+}
+
+#[tokio::test]
+async fn memory_search_takes_the_newest_the_oldest_or_what_the_model_finds_for_one_user() {
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    seed(&db, "ann", &["Ann lives in Lisbon", "Ann owns a cat", "Ann plays chess"]).await;
+    seed(&db, "bob", &["Bob likes tea"]).await;
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&prompts);
+    // The search model answers with the ids of the memories mentioning the query's last word,
+    // plus an id of another user and a made-up one (both must be ignored).
+    let searcher = model(move |req| {
+        let sys = system(req);
+        log.lock().unwrap().push((sys.clone(), last_user(req)));
+        let word = last_user(req).rsplit(' ').next().unwrap_or_default().to_owned();
+        let mut ids: Vec<String> = Vec::new();
+        let mut current = None;
+        for line in sys.lines() {
+            if let Some(id) = line.strip_prefix("ID: ") {
+                current = Some(id.to_owned());
+            } else if line.starts_with("Memory: ") && line.contains(&word) {
+                ids.extend(current.clone());
+            }
+        }
+        ids.extend(["bob-0".to_owned(), "made-up".to_owned()]);
+        text(&format!("```json\n{}\n```", json!({ "memory_ids": ids })))
+    });
+    let manager = MemoryManager::new(searcher, Arc::clone(&db));
+
+    let last = manager.search_user_memories(None, Some(2), MemoryRetrieval::LastN, "ann").await.unwrap();
+    assert_eq!(texts(&last), ["Ann owns a cat", "Ann plays chess"]);
+    let first = manager.search_user_memories(None, Some(2), MemoryRetrieval::FirstN, "ann").await.unwrap();
+    assert_eq!(texts(&first), ["Ann lives in Lisbon", "Ann owns a cat"]);
+    let all = manager.search_user_memories(None, None, MemoryRetrieval::LastN, "ann").await.unwrap();
+    assert_eq!(all.len(), 3);
+
+    let found =
+        manager.search_user_memories(Some("who has a cat"), None, MemoryRetrieval::Agentic, "ann").await.unwrap();
+    assert_eq!(texts(&found), ["Ann owns a cat"]);
+    let (sys, user) = prompts.lock().unwrap()[0].clone();
+    assert!(sys.contains("<user_memories>\nID: ann-0\nMemory: Ann lives in Lisbon\nTopics: t0\n"), "{sys}");
+    assert!(!sys.contains("Bob"), "the model sees only ann's memories: {sys}");
+    assert_eq!(user, "Return the IDs of the memories related to the following query: who has a cat");
+
+    let err = manager.search_user_memories(None, None, MemoryRetrieval::Agentic, "ann").await.unwrap_err();
+    assert!(matches!(err, MemoryError::QueryRequired), "{err}");
+    // Garbage from the model finds nothing rather than failing.
+    let garbage = MemoryManager::new(model(|_| text("no idea")), Arc::clone(&db));
+    let none = garbage.search_user_memories(Some("cat"), None, MemoryRetrieval::Agentic, "ann").await.unwrap();
+    assert!(none.is_empty());
+}
+
+#[tokio::test]
+async fn optimization_summarizes_a_users_memories_into_one_and_a_preview_changes_nothing() {
+    let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let old = seed(&db, "ann", &["Ann lives in Lisbon and works as a nurse", "Ann owns a cat named Tom"]).await;
+    seed(&db, "bob", &["Bob likes tea"]).await;
+    let asked = Arc::new(Mutex::new(String::new()));
+    let log = Arc::clone(&asked);
+    let summarizer = model(move |req| {
+        *log.lock().unwrap() = last_user(req);
+        text("  Ann, a nurse in Lisbon, owns a cat.  ")
+    });
+    let manager = MemoryManager::new(summarizer, Arc::clone(&db));
+
+    let preview = manager.optimize_memories("ann", false).await.unwrap();
+    assert_eq!(preview.memories_before, 2);
+    assert_eq!(texts(&preview.memories), ["Ann, a nurse in Lisbon, owns a cat."]);
+    assert!(!preview.applied);
+    assert_eq!(memories(&db, "ann").await.len(), 2, "a preview stores nothing");
+    assert_eq!(
+        asked.lock().unwrap().as_str(),
+        "Summarize these memories into a single summary:\n\nMemory 1: Ann lives in Lisbon and works as a nurse\n\n\
+         Memory 2: Ann owns a cat named Tom"
+    );
+
+    let done = manager.optimize_memories("ann", true).await.unwrap();
+    // Agno's fallback estimate: a quarter of each memory's characters.
+    assert_eq!((done.tokens_before, done.tokens_after), (10 + 6, 8), "{done:?}");
+    assert_eq!(count_tokens(&done.memories), 8);
+    let stored = memories(&db, "ann").await;
+    assert_eq!(texts(&stored), ["Ann, a nurse in Lisbon, owns a cat."]);
+    let summary = &stored[0];
+    assert_eq!(summary.topics.clone().unwrap(), ["t0", "t1"]);
+    assert_eq!(summary.agent_id.as_deref(), Some("helper"), "kept: every memory had it");
+    assert!(!old.contains(summary.memory_id.as_ref().unwrap()));
+    assert_eq!(texts(&memories(&db, "bob").await), ["Bob likes tea"], "another user's memories are untouched");
+
+    let err = manager.optimize_memories("cleo", true).await.unwrap_err();
+    assert!(matches!(err, MemoryError::NoMemories(ref u) if u == "cleo"), "{err}");
 }

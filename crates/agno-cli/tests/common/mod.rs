@@ -110,9 +110,19 @@ pub fn postgres_schema(tag: &str) -> Option<PgSchema> {
 /// Starts `agno serve --config` on a free port with its stderr written to `log`, and waits until
 /// it is healthy.
 pub async fn start_serve_logged(config: &std::path::Path, log: &std::path::Path) -> (Served, u16) {
+    start_serve_with_env(config, log, &[]).await
+}
+
+/// As [`start_serve_logged`], with extra environment variables for the server.
+pub async fn start_serve_with_env(
+    config: &std::path::Path,
+    log: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (Served, u16) {
     let port = free_port();
     let child = agno()
         .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
+        .envs(env.iter().copied())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
         .unwrap();

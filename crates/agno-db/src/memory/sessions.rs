@@ -14,20 +14,10 @@ fn matches(s: &AgentSession, q: &SessionQuery) -> bool {
         && q.component_id.as_deref().is_none_or(|c| {
             s.agent_id.as_deref() == Some(c) || s.team_id.as_deref() == Some(c) || s.workflow_id.as_deref() == Some(c)
         })
-        && q.session_type.is_none_or(|t| session_type(s) == t)
+        && q.session_type.is_none_or(|t| s.session_type() == t)
         && q.session_name.as_deref().is_none_or(|n| s.session_name().is_some_and(|name| name.contains(n)))
         && q.start_timestamp.is_none_or(|t| s.created_at.unwrap_or(0) >= t)
         && q.end_timestamp.is_none_or(|t| s.created_at.unwrap_or(0) <= t)
-}
-
-fn session_type(s: &AgentSession) -> agno_core::SessionType {
-    if s.team_id.is_some() && s.agent_id.is_none() {
-        agno_core::SessionType::Team
-    } else if s.workflow_id.is_some() && s.agent_id.is_none() {
-        agno_core::SessionType::Workflow
-    } else {
-        agno_core::SessionType::Agent
-    }
 }
 
 #[async_trait]

@@ -91,7 +91,7 @@ pub(crate) fn agent_json(state: &AppState, a: &ServedAgent) -> Value {
         "sessions": meaningful(vec![
             ("session_table", if has_db { json!(agno_db::TableNames::default().sessions) } else { Value::Null }),
             ("add_history_to_context", json!(history.add_history_to_context)),
-            ("enable_session_summaries", json!(false)),
+            ("enable_session_summaries", json!(s.summaries.enable_session_summaries)),
             ("num_history_runs", json!(history.num_history_runs)),
             ("search_past_sessions", json!(s.past_sessions.search_past_sessions)),
             ("num_past_sessions_to_search", json!(s.past_sessions.num_past_sessions_to_search)),

@@ -2,7 +2,10 @@
 //! serves them. Under user isolation every read and write is scoped to the caller's `sub`: a
 //! created memory belongs to the caller, another user's memory answers 404.
 
+use std::sync::Arc;
+
 use agno_core::{MemoryQuery, MemorySort, UserMemory, UserMemoryStats};
+use agno_runtime::memory::MemoryError;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
@@ -279,4 +282,63 @@ pub async fn user_memory_stats(
     // Agno counts owned memories only.
     let data = stats.iter().filter(|s| s.user_id.is_some()).map(stats_json).collect();
     Ok(paging.respond(data, total))
+}
+
+/// Body of `POST /optimize-memories` (Agno's `OptimizeMemoriesRequest`).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct OptimizeMemoriesRequest {
+    /// The user whose memories are summarized (the caller under user isolation).
+    user_id: String,
+    /// `provider:model_id` of the summarizing model (default: Agno's `openai:gpt-4o`).
+    #[serde(default)]
+    model: Option<String>,
+    /// Store the result (default); `false` previews it without changing anything.
+    #[serde(default = "yes")]
+    apply: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The model a memory optimization uses when the request names none (Agno's `MemoryManager`
+/// default).
+const DEFAULT_OPTIMIZATION_MODEL: &str = "openai:gpt-4o";
+
+/// `POST /optimize-memories`: summarizes all of a user's memories into one (Agno's `SUMMARIZE`
+/// strategy). 404 when the user has none; 400 for a model string that cannot be built; with
+/// `apply = false` nothing is stored. Under isolation only the caller's memories are touched.
+pub async fn optimize_memories(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<DbParams>, QueryRejection>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
+    let req: OptimizeMemoriesRequest = json_body(&body)?;
+    let user_id = principal
+        .user_scope(Some(req.user_id))
+        .filter(|u| !u.trim().is_empty())
+        .ok_or_else(|| ApiError::bad_request("User ID is required"))?;
+    let spec = req.model.as_deref().unwrap_or(DEFAULT_OPTIMIZATION_MODEL);
+    let model = agno_models::model_from_str(spec).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let manager = agno_runtime::memory::MemoryManager::new(model, Arc::clone(db));
+    let outcome = manager.optimize_memories(&user_id, req.apply).await.map_err(|e| match e {
+        MemoryError::NoMemories(_) => ApiError::not_found(format!("No memories found for user {user_id}")),
+        MemoryError::Storage(db_err) => ApiError::from(db_err),
+        other => ApiError::internal(format!("Failed to optimize memories: {other}")),
+    })?;
+    let saved = outcome.tokens_before.saturating_sub(outcome.tokens_after);
+    #[allow(clippy::cast_precision_loss)] // token counts are far below 2^52
+    let reduction = if outcome.tokens_before > 0 { saved as f64 / outcome.tokens_before as f64 * 100.0 } else { 0.0 };
+    Ok(Json(json!({
+        "memories": outcome.memories.iter().map(memory_json).collect::<Vec<_>>(),
+        "memories_before": outcome.memories_before,
+        "memories_after": outcome.memories.len(),
+        "tokens_before": outcome.tokens_before,
+        "tokens_after": outcome.tokens_after,
+        "tokens_saved": saved,
+        "reduction_percentage": reduction,
+    })))
 }

@@ -134,6 +134,7 @@ routes! {
     PATCH "/memories/{memory_id}" as "update_memory", Scope("memories:write"), "Memory", "Update a memory", body: RequestBody::Json(|g| g.subschema_for::<memories::MemoryPayload>()), query: params::DbParams => patch(memories::update_memory);
     DELETE "/memories/{memory_id}" as "delete_memory", Scope("memories:delete"), "Memory", "Delete a memory", query: memories::UserParams => delete(memories::delete_memory);
     GET "/memory_topics" as "get_memory_topics", Scope("memories:read"), "Memory", "Topics of the memories" => get(memories::memory_topics);
+    POST "/optimize-memories" as "optimize_memories", Scope("memories:write"), "Memory", "Optimize User Memories", body: RequestBody::Json(|g| g.subschema_for::<memories::OptimizeMemoriesRequest>()), query: params::DbParams => post(memories::optimize_memories);
     GET "/user_memory_stats" as "get_user_memory_stats", Scope("memories:read"), "Memory", "Memory counts per user (paginated)", query: memories::StatsParams => get(memories::user_memory_stats);
 
     GET "/metrics" as "get_metrics", Scope("metrics:read"), "Metrics", "Daily usage metrics", query: metrics::MetricsParams => get(metrics::get_metrics);

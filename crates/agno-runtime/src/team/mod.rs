@@ -271,7 +271,7 @@ impl TeamBuilder {
             return Err(BuildError::Invalid { option: "members", why: "a team needs at least one member".to_owned() });
         }
         let memory = &self.memory;
-        if memory.update_memory_on_run || memory.enable_agentic_memory || memory.add_memories_to_context {
+        if memory.update_memory_on_run || memory.enable_agentic_memory || memory.add_memories_to_context == Some(true) {
             return Err(BuildError::Unsupported {
                 option: "update_memory_on_run / enable_agentic_memory / add_memories_to_context",
                 why: "team memories are not built yet (agents have them)",
