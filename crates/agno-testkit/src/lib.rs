@@ -16,6 +16,7 @@
 //! ```
 
 pub mod conformance;
+mod embeddings;
 pub mod legacy;
 mod openai;
 mod python;
@@ -23,6 +24,7 @@ mod script;
 mod server;
 pub mod services;
 
+pub use embeddings::bag_of_words_embedding;
 pub use python::agno_python;
 pub use script::{RecordedRequest, Reply};
 pub use server::FakeProvider;

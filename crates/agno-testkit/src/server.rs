@@ -110,6 +110,7 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route(openai::CHAT_COMPLETIONS_PATH, any(chat_completions))
         .route(openai::MODELS_PATH, any(models))
+        .route(crate::embeddings::EMBEDDINGS_PATH, any(embeddings))
         .fallback(not_found)
         .layer(DefaultBodyLimit::disable())
         .with_state(shared)
@@ -142,6 +143,20 @@ async fn chat_completions(
         return method_not_allowed(&method, &uri);
     }
     openai::chat_completions(&shared, &body).await
+}
+
+async fn embeddings(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body = record(&shared, &uri, &headers, &body);
+    if method != Method::POST {
+        return method_not_allowed(&method, &uri);
+    }
+    crate::embeddings::embeddings(&body)
 }
 
 async fn models(

@@ -1,0 +1,203 @@
+//! Embedders: text to vectors. [`OpenAiEmbedder`] speaks OpenAI's `/embeddings` (OpenAI,
+//! Mistral, Voyage, vLLM, Together and every OpenAI-compatible server); [`HashEmbedder`] is a
+//! deterministic offline embedder (bag of words) for tests and keyword-ish similarity.
+//!
+//! Texts are embedded in batches: at most `ceil(texts / batch_size)` provider calls.
+
+use std::time::Duration;
+
+use agno_core::KnowledgeError;
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+/// Turns texts into vectors of [`Embedder::dimensions`] floats.
+#[async_trait]
+pub trait Embedder: Send + Sync + std::fmt::Debug {
+    /// Length of every vector.
+    fn dimensions(&self) -> usize;
+
+    /// Embeds `texts`, one vector each, in order.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Embed`] when the provider fails or answers vectors of another length or
+    /// count.
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, KnowledgeError>;
+}
+
+/// Checks a provider's answer: one vector per text, each of `dims` floats.
+pub(crate) fn check_vectors(vectors: &[Vec<f32>], texts: usize, dims: usize) -> Result<(), KnowledgeError> {
+    if vectors.len() != texts {
+        return Err(KnowledgeError::Embed(format!("asked for {texts} embeddings, got {}", vectors.len())));
+    }
+    if let Some(bad) = vectors.iter().find(|v| v.len() != dims) {
+        return Err(KnowledgeError::Embed(format!(
+            "the embedder answered a vector of {} dimensions, expected {dims}: check the embedder's dimensions setting",
+            bad.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A deterministic offline embedder: each word adds weight at a hashed position, normalized.
+/// Texts sharing words are similar; nothing else is understood.
+#[derive(Debug, Clone)]
+pub struct HashEmbedder {
+    dims: usize,
+}
+
+impl HashEmbedder {
+    /// An embedder of `dims` dimensions (at least 1).
+    pub fn new(dims: usize) -> Self {
+        Self { dims: dims.max(1) }
+    }
+
+    /// The vector of one text.
+    pub fn vector(&self, text: &str) -> Vec<f32> {
+        let mut v = vec![0.0f32; self.dims];
+        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for b in word.to_lowercase().bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+            let slot = usize::try_from(h % self.dims as u64).unwrap_or(0);
+            v[slot] += 1.0;
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+}
+
+#[async_trait]
+impl Embedder for HashEmbedder {
+    fn dimensions(&self) -> usize {
+        self.dims
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, KnowledgeError> {
+        Ok(texts.iter().map(|t| self.vector(t)).collect())
+    }
+}
+
+/// OpenAI's embeddings API (`POST {base_url}/embeddings`), or any server speaking it.
+#[derive(Debug, Clone)]
+pub struct OpenAiEmbedder {
+    client: reqwest::Client,
+    base_url: String,
+    api_key: Option<String>,
+    model: String,
+    dims: usize,
+    batch_size: usize,
+    send_dimensions: bool,
+}
+
+impl OpenAiEmbedder {
+    /// `text-embedding-3-small` (1536 dimensions) at `base_url` (e.g. `https://api.openai.com/v1`).
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            client: reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap_or_default(),
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key: None,
+            model: "text-embedding-3-small".to_owned(),
+            dims: 1536,
+            batch_size: 100,
+            send_dimensions: true,
+        }
+    }
+
+    /// OpenAI itself: `OPENAI_BASE_URL` (default `https://api.openai.com/v1`) and
+    /// `OPENAI_API_KEY`, as the official SDK reads them.
+    pub fn from_env() -> Self {
+        let base = std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".to_owned());
+        let mut e = Self::new(base);
+        e.api_key = std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty());
+        e
+    }
+
+    /// The API key (sent as a bearer token).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// The model id.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// The vectors' length; sent as `dimensions` unless [`Self::send_dimensions`] is off.
+    pub fn dimensions(mut self, dims: usize) -> Self {
+        self.dims = dims.max(1);
+        self
+    }
+
+    /// Whether to send `dimensions` (servers of fixed-size models may refuse it).
+    pub fn send_dimensions(mut self, on: bool) -> Self {
+        self.send_dimensions = on;
+        self
+    }
+
+    /// Texts per request (Agno's `batch_size`, default 100).
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.batch_size = n.max(1);
+        self
+    }
+
+    async fn call(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, KnowledgeError> {
+        let mut body = json!({"model": self.model, "input": texts, "encoding_format": "float"});
+        if self.send_dimensions {
+            body["dimensions"] = json!(self.dims);
+        }
+        let mut req = self.client.post(format!("{}/embeddings", self.base_url)).json(&body);
+        if let Some(key) = &self.api_key {
+            req = req.bearer_auth(key);
+        }
+        let fail = |what: String| KnowledgeError::Embed(format!("{} ({}): {what}", self.base_url, self.model));
+        let resp = req.send().await.map_err(|e| fail(format!("request failed: {e}")))?;
+        let status = resp.status();
+        let value: Value = resp.json().await.map_err(|e| fail(format!("unreadable answer ({status}): {e}")))?;
+        if !status.is_success() {
+            let message = value.pointer("/error/message").and_then(Value::as_str).unwrap_or("no message");
+            return Err(fail(format!("HTTP {status}: {message}")));
+        }
+        let mut data: Vec<(u64, Vec<f32>)> = value
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| fail("the answer has no data".to_owned()))?
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let index = item.get("index").and_then(Value::as_u64).unwrap_or(i as u64);
+                let vector = item
+                    .get("embedding")
+                    .and_then(Value::as_array)
+                    .map(|xs| xs.iter().filter_map(Value::as_f64).map(|x| x as f32).collect())
+                    .unwrap_or_default();
+                (index, vector)
+            })
+            .collect();
+        data.sort_by_key(|(i, _)| *i);
+        let vectors: Vec<Vec<f32>> = data.into_iter().map(|(_, v)| v).collect();
+        check_vectors(&vectors, texts.len(), self.dims)?;
+        Ok(vectors)
+    }
+}
+
+#[async_trait]
+impl Embedder for OpenAiEmbedder {
+    fn dimensions(&self) -> usize {
+        self.dims
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, KnowledgeError> {
+        let mut out = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(self.batch_size) {
+            out.extend(self.call(batch).await?);
+        }
+        Ok(out)
+    }
+}

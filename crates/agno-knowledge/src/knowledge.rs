@@ -1,0 +1,398 @@
+//! [`Knowledge`]: contents (rows of `agno_knowledge` with a status) read, chunked, embedded and
+//! stored in a vector store, and searched per user.
+//!
+//! Ingestion of one content: its row is written `processing`; it is read, chunked and embedded;
+//! its chunks replace the content's previous ones in one transaction; the row ends `completed`,
+//! or `failed` with the reason, and then nothing of it is searchable (the previous version of
+//! the same content, if any, stays as it was).
+
+use std::sync::Arc;
+
+use agno_core::{Db, Document, Filter, KnowledgeBase, KnowledgeError, KnowledgeRow, SearchType};
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::chunking::Chunking;
+use crate::embedder::{Embedder, check_vectors};
+use crate::reader::{ContentKind, read};
+use crate::store::{VectorDb, VectorQuery, VectorRow};
+
+/// Agno's `ContentStatus` values.
+pub mod status {
+    /// Being read, chunked and embedded.
+    pub const PROCESSING: &str = "processing";
+    /// Searchable.
+    pub const COMPLETED: &str = "completed";
+    /// Not searchable; `status_message` says why.
+    pub const FAILED: &str = "failed";
+}
+
+/// Largest content accepted by default (bytes).
+pub const DEFAULT_MAX_CONTENT_BYTES: usize = 50 * 1024 * 1024;
+
+/// Reorders (or trims) search results, e.g. with a cross-encoder (Agno's `reranker`).
+#[async_trait]
+pub trait Reranker: Send + Sync + std::fmt::Debug {
+    /// The documents in their new order; may set `reranking_score`.
+    ///
+    /// # Errors
+    /// A [`KnowledgeError`].
+    async fn rerank(&self, query: &str, documents: Vec<Document>) -> Result<Vec<Document>, KnowledgeError>;
+}
+
+/// One content to insert.
+#[derive(Debug, Clone, Default)]
+pub struct Content {
+    /// Name (for a file, its file name: the extension picks the reader).
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// The bytes (text, or a file's contents).
+    pub bytes: Vec<u8>,
+    /// The reader; by `name`'s extension when `None`.
+    pub kind: Option<ContentKind>,
+    /// Metadata, copied to every chunk (filters apply to it).
+    pub metadata: Map<String, Value>,
+    /// Where it came from (a path or URL), part of its identity.
+    pub source: Option<String>,
+    /// Owner; `None` = shared.
+    pub user_id: Option<String>,
+}
+
+impl Content {
+    /// A text content.
+    pub fn text(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { name: name.into(), bytes: text.into().into_bytes(), kind: Some(ContentKind::Text), ..Self::default() }
+    }
+
+    /// A file's bytes; the reader follows `file_name`'s extension.
+    pub fn file(file_name: impl Into<String>, bytes: Vec<u8>) -> Self {
+        Self { name: file_name.into(), bytes, ..Self::default() }
+    }
+
+    /// With this metadata.
+    pub fn metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Owned by this user.
+    pub fn user(mut self, user_id: impl Into<String>) -> Self {
+        self.user_id = Some(user_id.into());
+        self
+    }
+
+    /// The content's identity: a hash of its name, description, metadata (keys sorted), source
+    /// and bytes, so different documents never share an id.
+    pub fn content_hash(&self) -> String {
+        let mut h = Sha256::new();
+        for part in [self.name.as_bytes(), self.description.as_bytes()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        let meta = sorted_json(&Value::Object(self.metadata.clone()));
+        h.update((meta.len() as u64).to_le_bytes());
+        h.update(meta.as_bytes());
+        let source = self.source.as_deref().unwrap_or_default();
+        h.update((source.len() as u64).to_le_bytes());
+        h.update(source.as_bytes());
+        h.update(&self.bytes);
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// JSON with object keys sorted (serde_json keeps insertion order here).
+fn sorted_json(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let inner: Vec<String> =
+                keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), sorted_json(&m[*k]))).collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(sorted_json).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+/// A content id from its hash, shaped as a UUID.
+fn content_id(hash: &str) -> String {
+    let h = hash.get(..32).unwrap_or(hash);
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+/// A knowledge base.
+#[derive(Debug, Clone)]
+pub struct Knowledge {
+    name: String,
+    description: String,
+    vector_db: Arc<dyn VectorDb>,
+    contents_db: Option<Arc<dyn Db>>,
+    embedder: Option<Arc<dyn Embedder>>,
+    chunking: Chunking,
+    max_results: usize,
+    search_type: SearchType,
+    reranker: Option<Arc<dyn Reranker>>,
+    max_content_bytes: usize,
+}
+
+impl Knowledge {
+    /// A knowledge base `name` over `vector_db`: fixed-size chunks of 5,000 characters, 10
+    /// results, keyword search until an embedder is set (then vector search).
+    pub fn new(name: impl Into<String>, vector_db: Arc<dyn VectorDb>) -> Self {
+        Self {
+            name: name.into(),
+            description: String::new(),
+            vector_db,
+            contents_db: None,
+            embedder: None,
+            chunking: Chunking::default(),
+            max_results: 10,
+            search_type: SearchType::Keyword,
+            reranker: None,
+            max_content_bytes: DEFAULT_MAX_CONTENT_BYTES,
+        }
+    }
+
+    /// Description.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = text.into();
+        self
+    }
+
+    /// Where content rows (`agno_knowledge`) are kept.
+    pub fn contents_db(mut self, db: Arc<dyn Db>) -> Self {
+        self.contents_db = Some(db);
+        self
+    }
+
+    /// The embedder; also makes vector search the default search type.
+    pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self.search_type = SearchType::Vector;
+        self
+    }
+
+    /// The chunking strategy.
+    pub fn chunking(mut self, chunking: Chunking) -> Self {
+        self.chunking = chunking;
+        self
+    }
+
+    /// Results per search when the caller names no number (Agno's `max_results`, default 10).
+    pub fn max_results(mut self, n: usize) -> Self {
+        self.max_results = n.max(1);
+        self
+    }
+
+    /// The default search type.
+    pub fn search_type(mut self, search_type: SearchType) -> Self {
+        self.search_type = search_type;
+        self
+    }
+
+    /// A reranker applied to every search's results.
+    pub fn reranker(mut self, reranker: Arc<dyn Reranker>) -> Self {
+        self.reranker = Some(reranker);
+        self
+    }
+
+    /// Largest content accepted, in bytes.
+    pub fn max_content_bytes(mut self, n: usize) -> Self {
+        self.max_content_bytes = n;
+        self
+    }
+
+    /// The vector store.
+    pub fn vector_db(&self) -> &Arc<dyn VectorDb> {
+        &self.vector_db
+    }
+
+    /// Creates the vector store's tables.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Store`].
+    pub async fn create(&self) -> Result<(), KnowledgeError> {
+        self.vector_db.create().await
+    }
+
+    /// Inserts (or, for the same content, replaces) one content. Returns its row: `completed`,
+    /// or `failed` with the reason in `status_message` (a failed content is not searchable;
+    /// the error is in the row, not returned).
+    ///
+    /// # Errors
+    /// Only when the content row itself cannot be written.
+    pub async fn insert(&self, content: Content) -> Result<KnowledgeRow, KnowledgeError> {
+        let hash = content.content_hash();
+        let id = content_id(&hash);
+        let now = agno_core::now_epoch_secs();
+        let mut row = KnowledgeRow {
+            id: Some(id.clone()),
+            name: content.name.clone(),
+            description: content.description.clone(),
+            metadata: (!content.metadata.is_empty()).then(|| content.metadata.clone()),
+            kind: content.kind.or_else(|| ContentKind::from_name(&content.name).ok()).map(|k| k.as_str().to_owned()),
+            size: i64::try_from(content.bytes.len()).ok(),
+            linked_to: Some(self.name.clone()),
+            access_count: Some(0),
+            status: Some(status::PROCESSING.to_owned()),
+            status_message: None,
+            user_id: content.user_id.clone(),
+            created_at: Some(now),
+            updated_at: Some(now),
+            external_id: None,
+        };
+        self.save_row(&row).await?;
+        match self.ingest(&content, &hash, &id).await {
+            Ok(chunks) => {
+                row.status = Some(status::COMPLETED.to_owned());
+                tracing::debug!(content_id = %id, chunks, "content indexed");
+            }
+            Err(e) => {
+                row.status = Some(status::FAILED.to_owned());
+                row.status_message = Some(e.to_string());
+                tracing::warn!(content_id = %id, error = %e, "content failed");
+            }
+        }
+        row.updated_at = Some(agno_core::now_epoch_secs());
+        self.save_row(&row).await?;
+        Ok(row)
+    }
+
+    async fn save_row(&self, row: &KnowledgeRow) -> Result<(), KnowledgeError> {
+        if let Some(db) = &self.contents_db {
+            db.upsert_knowledge_content(row).await?;
+        }
+        Ok(())
+    }
+
+    /// Reads, chunks, embeds and stores one content; returns the number of chunks.
+    async fn ingest(&self, content: &Content, hash: &str, id: &str) -> Result<usize, KnowledgeError> {
+        if content.bytes.len() > self.max_content_bytes {
+            return Err(KnowledgeError::Read(format!(
+                "{} is {} bytes, more than the limit of {} bytes",
+                content.name,
+                content.bytes.len(),
+                self.max_content_bytes
+            )));
+        }
+        let kind = match content.kind {
+            Some(k) => k,
+            None => ContentKind::from_name(&content.name)?,
+        };
+        let mut chunks = Vec::new();
+        for (i, mut doc) in read(kind, &content.name, &content.bytes)?.into_iter().enumerate() {
+            let mut meta = content.metadata.clone();
+            meta.extend(std::mem::take(&mut doc.meta_data));
+            doc.meta_data = meta;
+            doc.content_id = Some(id.to_owned());
+            let prefix = if i == 0 { id.to_owned() } else { format!("{id}_{i}") };
+            chunks.extend(self.chunking.chunk(&doc, &prefix));
+        }
+        if chunks.is_empty() {
+            return Err(KnowledgeError::Read(format!("{} has no text to index", content.name)));
+        }
+        let embeddings = match &self.embedder {
+            Some(embedder) => {
+                let texts: Vec<String> = chunks.iter().map(|c| c.content.clone()).collect();
+                let vectors = embedder.embed(&texts).await?;
+                check_vectors(&vectors, texts.len(), embedder.dimensions())?;
+                vectors.into_iter().map(Some).collect()
+            }
+            None => vec![None; chunks.len()],
+        };
+        let rows: Vec<VectorRow> = chunks
+            .into_iter()
+            .zip(embeddings)
+            .map(|(c, embedding)| VectorRow {
+                id: c.id.unwrap_or_default(),
+                name: c.name,
+                meta_data: c.meta_data,
+                content: c.content,
+                embedding,
+                content_hash: hash.to_owned(),
+                content_id: id.to_owned(),
+                user_id: content.user_id.clone(),
+            })
+            .collect();
+        let n = rows.len();
+        self.vector_db.replace_content(id, &rows).await?;
+        Ok(n)
+    }
+
+    /// Deletes a content: its chunks, then its row. Under a user, only that user's (or an
+    /// unscoped caller's) content.
+    ///
+    /// # Errors
+    /// A [`KnowledgeError`].
+    pub async fn remove_content(&self, content_id: &str, user_id: Option<&str>) -> Result<bool, KnowledgeError> {
+        if let Some(db) = &self.contents_db {
+            let Some(row) = db.get_knowledge_content(content_id, user_id).await? else { return Ok(false) };
+            if user_id.is_some() && row.user_id.as_deref() != user_id {
+                return Ok(false);
+            }
+        }
+        self.vector_db.delete_by_content_id(content_id).await?;
+        if let Some(db) = &self.contents_db {
+            db.delete_knowledge_content(content_id, user_id).await?;
+        }
+        Ok(true)
+    }
+
+    /// Searches with an explicit search type (see [`KnowledgeBase::search`]).
+    ///
+    /// # Errors
+    /// A [`KnowledgeError`].
+    pub async fn search_with(
+        &self,
+        query: &str,
+        max_results: Option<usize>,
+        filter: Option<&Filter>,
+        user_id: Option<&str>,
+        search_type: Option<SearchType>,
+    ) -> Result<Vec<Document>, KnowledgeError> {
+        let search_type = search_type.unwrap_or(self.search_type);
+        let embedding = match (&self.embedder, search_type) {
+            (Some(embedder), SearchType::Vector | SearchType::Hybrid) => {
+                let mut vectors = embedder.embed(&[query.to_owned()]).await?;
+                check_vectors(&vectors, 1, embedder.dimensions())?;
+                vectors.pop()
+            }
+            _ => None,
+        };
+        let found = self
+            .vector_db
+            .search(VectorQuery {
+                text: query,
+                embedding: embedding.as_deref(),
+                limit: max_results.unwrap_or(self.max_results).max(1),
+                filter,
+                user_id,
+                search_type,
+            })
+            .await?;
+        match &self.reranker {
+            Some(r) => r.rerank(query, found).await,
+            None => Ok(found),
+        }
+    }
+}
+
+#[async_trait]
+impl KnowledgeBase for Knowledge {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn search(
+        &self,
+        query: &str,
+        max_results: Option<usize>,
+        filter: Option<&Filter>,
+        user_id: Option<&str>,
+    ) -> Result<Vec<Document>, KnowledgeError> {
+        self.search_with(query, max_results, filter, user_id, None).await
+    }
+}

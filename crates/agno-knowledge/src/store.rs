@@ -1,0 +1,115 @@
+//! The vector store interface (Agno's `VectorDb`, v3 with `user_id`) and the ranking helpers the
+//! stores share.
+
+use agno_core::{Document, Filter, KnowledgeError, SearchType};
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+/// One stored chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorRow {
+    /// Chunk id (primary key).
+    pub id: String,
+    /// Content name.
+    pub name: Option<String>,
+    /// Metadata (filters apply to it).
+    pub meta_data: Map<String, Value>,
+    /// The chunk's text.
+    pub content: String,
+    /// Its embedding, when an embedder is configured.
+    pub embedding: Option<Vec<f32>>,
+    /// Hash of the content it came from.
+    pub content_hash: String,
+    /// Id of the content row.
+    pub content_id: String,
+    /// Owner; `None` = shared.
+    pub user_id: Option<String>,
+}
+
+/// A search of a store.
+#[derive(Debug, Clone, Copy)]
+pub struct VectorQuery<'a> {
+    /// The query text (keyword and hybrid search).
+    pub text: &'a str,
+    /// The query's embedding (vector and hybrid search).
+    pub embedding: Option<&'a [f32]>,
+    /// Most results.
+    pub limit: usize,
+    /// Metadata filter.
+    pub filter: Option<&'a Filter>,
+    /// `Some(user)`: the user's rows plus shared ones; `None`: every row.
+    pub user_id: Option<&'a str>,
+    /// How to rank.
+    pub search_type: SearchType,
+}
+
+/// A store of embedded chunks.
+#[async_trait]
+pub trait VectorDb: Send + Sync + std::fmt::Debug {
+    /// Creates the table and indexes if missing.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Store`].
+    async fn create(&self) -> Result<(), KnowledgeError>;
+
+    /// Replaces every chunk of `content_id` with `rows`, atomically: readers see the old chunks
+    /// or all new ones, never a part.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Store`]; nothing is changed then.
+    async fn replace_content(&self, content_id: &str, rows: &[VectorRow]) -> Result<(), KnowledgeError>;
+
+    /// Deletes the chunks of `content_id`; returns how many.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Store`].
+    async fn delete_by_content_id(&self, content_id: &str) -> Result<u64, KnowledgeError>;
+
+    /// Whether chunks of this content hash exist (for this user, or shared).
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Store`].
+    async fn content_hash_exists(&self, content_hash: &str, user_id: Option<&str>) -> Result<bool, KnowledgeError>;
+
+    /// The best chunks for `query`, best first, with `reranking_score` set to the score.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::NeedsMigration`] for a per-user search of a pre-v3 table;
+    /// [`KnowledgeError::Unsupported`] for vector ranking without a query embedding.
+    async fn search(&self, query: VectorQuery<'_>) -> Result<Vec<Document>, KnowledgeError>;
+
+    /// Adds the v3 `user_id` column (and index) to a table created before v3; returns whether it
+    /// changed anything. Existing rows stay shared.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Store`].
+    async fn migrate_user_id(&self) -> Result<bool, KnowledgeError>;
+}
+
+/// Cosine similarity of two vectors (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
+}
+
+/// Weight of the vector score in hybrid search (Agno's `vector_score_weight`).
+pub const VECTOR_SCORE_WEIGHT: f64 = 0.5;
+
+/// Agno's hybrid score: `w * max(0, cosine) + (1 - w) * r / (r + k)` where `r` is the text
+/// rank (0 when the text does not match) and `k` the rank's half-saturation point.
+pub fn hybrid_score(cosine: Option<f32>, text_rank: f64, k: f64) -> f64 {
+    let vector = f64::from(cosine.unwrap_or(0.0)).max(0.0);
+    let text = if text_rank > 0.0 { text_rank / (text_rank + k) } else { 0.0 };
+    VECTOR_SCORE_WEIGHT * vector + (1.0 - VECTOR_SCORE_WEIGHT) * text
+}
+
+/// The words of a query, for full-text matching (letters and digits only: no query syntax
+/// reaches the index).
+pub fn query_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
