@@ -10,8 +10,8 @@ use agno_tools::{Function, ToolHook, Toolkit};
 use serde_json::{Map, Value};
 
 use crate::config::{
-    HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, SummaryConfig,
-    ToolConfig,
+    HistoryConfig, KnowledgeConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig,
+    SummaryConfig, ToolConfig,
 };
 use crate::error::BuildError;
 use crate::hooks::{PostHook, PreHook};
@@ -56,6 +56,9 @@ pub(crate) struct AgentInner {
     /// Session summaries: settings, and the manager (set when summaries are enabled).
     pub(crate) summaries: SummaryConfig,
     pub(crate) summary_manager: Option<crate::summary::SessionSummaryManager>,
+    /// The knowledge base and how it is used.
+    pub(crate) knowledge: Option<Arc<dyn agno_core::KnowledgeBase>>,
+    pub(crate) knowledge_config: KnowledgeConfig,
 }
 
 /// Asked when the model answers without calling a tool: a message to send it next instead of
@@ -141,6 +144,8 @@ impl Agent {
             memory: &a.memory,
             memory_model: a.memory_manager.as_ref().map(crate::memory::MemoryManager::model),
             summaries: &a.summaries,
+            knowledge: a.knowledge.as_ref().map(|k| k.name()),
+            knowledge_config: &a.knowledge_config,
         }
     }
 }
@@ -184,6 +189,10 @@ pub struct AgentSettings<'a> {
     pub memory_model: Option<&'a Arc<dyn Model>>,
     /// Session-summary settings (resolved: `add_session_summary_to_context` is set).
     pub summaries: &'a SummaryConfig,
+    /// The knowledge base's name, when the agent has one.
+    pub knowledge: Option<&'a str>,
+    /// How the knowledge base is used.
+    pub knowledge_config: &'a KnowledgeConfig,
 }
 
 /// A model given as a string or as an instance.
@@ -262,6 +271,8 @@ struct AgentInnerDraft {
     memory_manager: Option<crate::memory::MemoryManager>,
     summaries: SummaryConfig,
     summary_manager: Option<crate::summary::SessionSummaryManager>,
+    knowledge: Option<Arc<dyn agno_core::KnowledgeBase>>,
+    knowledge_config: KnowledgeConfig,
 }
 
 macro_rules! setter {
@@ -455,6 +466,37 @@ impl AgentBuilder {
         self
     }
 
+    /// The knowledge base (searched with the `search_knowledge_base` tool by default).
+    pub fn knowledge(mut self, knowledge: Arc<dyn agno_core::KnowledgeBase>) -> Self {
+        self.inner.knowledge = Some(knowledge);
+        self
+    }
+
+    /// How the knowledge base is used.
+    pub fn knowledge_config(mut self, config: KnowledgeConfig) -> Self {
+        self.inner.knowledge_config = config;
+        self
+    }
+
+    /// Give the model the `search_knowledge_base` tool (`search_knowledge`, default on).
+    pub fn search_knowledge(mut self, on: bool) -> Self {
+        self.inner.knowledge_config.search_knowledge = on;
+        self
+    }
+
+    /// Search with the user's input before the run and add the results to the user message
+    /// (`add_knowledge_to_context`).
+    pub fn add_knowledge_to_context(mut self, on: bool) -> Self {
+        self.inner.knowledge_config.add_knowledge_to_context = on;
+        self
+    }
+
+    /// A metadata filter for every knowledge search (`knowledge_filters`).
+    pub fn knowledge_filters(mut self, filter: agno_core::Filter) -> Self {
+        self.inner.knowledge_config.knowledge_filters = Some(filter);
+        self
+    }
+
     /// Past-session search settings.
     pub fn past_sessions(mut self, config: PastSessionsConfig) -> Self {
         self.inner.past_sessions = config;
@@ -628,6 +670,8 @@ impl AgentBuilder {
                 memory_manager,
                 summaries: d.summaries,
                 summary_manager,
+                knowledge: d.knowledge,
+                knowledge_config: d.knowledge_config,
             }),
         })
     }

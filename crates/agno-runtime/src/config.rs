@@ -39,6 +39,32 @@ pub struct MemoryConfig {
     pub add_memories_to_context: Option<bool>,
 }
 
+/// How an agent uses its knowledge base (Agno's names and defaults).
+#[derive(Debug, Clone)]
+pub struct KnowledgeConfig {
+    /// Give the model the `search_knowledge_base` tool (`search_knowledge`, default on).
+    pub search_knowledge: bool,
+    /// Tell the model about the tool in the system message
+    /// (`add_search_knowledge_instructions`, default on).
+    pub add_search_knowledge_instructions: bool,
+    /// Search with the user's input before the run and add the results to the user message
+    /// (`add_knowledge_to_context`, default off).
+    pub add_knowledge_to_context: bool,
+    /// A metadata filter applied to every search (`knowledge_filters`).
+    pub knowledge_filters: Option<agno_core::Filter>,
+}
+
+impl Default for KnowledgeConfig {
+    fn default() -> Self {
+        Self {
+            search_knowledge: true,
+            add_search_knowledge_instructions: true,
+            add_knowledge_to_context: false,
+            knowledge_filters: None,
+        }
+    }
+}
+
 /// Session summaries (Agno's names).
 #[derive(Debug, Clone, Default)]
 pub struct SummaryConfig {

@@ -20,6 +20,7 @@ mod emitter;
 mod error;
 mod fence;
 mod hooks;
+mod knowledge;
 pub mod memory;
 mod messages;
 mod past_sessions;

@@ -97,6 +97,10 @@ pub(crate) fn system_message(
             summary.summary
         ));
     }
+    let kc = &agent.knowledge_config;
+    if agent.knowledge.is_some() && kc.search_knowledge && kc.add_search_knowledge_instructions {
+        parts.push(crate::knowledge::SEARCH_INSTRUCTIONS.to_owned());
+    }
     if agent.add_session_state_to_context && !state.is_empty() {
         parts.push(format!("<session_state>\n{}\n</session_state>", Value::Object(state.clone())));
     }

@@ -104,6 +104,27 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     if let Some(manager) = agent.memory_manager.as_ref().filter(|_| agent.memory.enable_agentic_memory) {
         tools.push(Arc::new(crate::memory::update_user_memory_tool(manager.clone(), memory_user, agent.id.clone())));
     }
+    let kc = &agent.knowledge_config;
+    if let Some(knowledge) = agent.knowledge.as_ref().filter(|_| kc.search_knowledge) {
+        let filter = kc.knowledge_filters.clone();
+        tools.push(crate::knowledge::search_tool(Arc::clone(knowledge), filter, user_id.clone()));
+    }
+    // `add_knowledge_to_context`: references for the user's input, found before the run.
+    let references = match agent.knowledge.as_ref().filter(|_| kc.add_knowledge_to_context) {
+        Some(knowledge) => {
+            let query = req.input.as_text();
+            let filter = kc.knowledge_filters.as_ref();
+            match knowledge.search(&query, None, filter, user_id.as_deref()).await {
+                Ok(docs) if !docs.is_empty() => Some(crate::knowledge::references_block(&docs)),
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::warn!(error = %e, "failed to get references from the knowledge base");
+                    None
+                }
+            }
+        }
+        None => None,
+    };
 
     let mut st = RunState {
         output,
@@ -134,7 +155,11 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     } else if add_history {
         st.messages.extend(st.session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages));
     }
-    st.messages.push(user_message(&req.input));
+    let mut user = user_message(&req.input);
+    if let (Some(block), Some(Value::String(text))) = (references, user.content.as_mut()) {
+        text.push_str(&block);
+    }
+    st.messages.push(user);
     Ok(st)
 }
 
