@@ -225,11 +225,20 @@ impl Knowledge {
     /// # Errors
     /// Only when the content row itself cannot be written.
     pub async fn insert(&self, content: Content) -> Result<KnowledgeRow, KnowledgeError> {
+        let row = self.accept(&content).await?;
+        self.process(&content, row).await
+    }
+
+    /// The first half of [`Knowledge::insert`]: writes the content's row as `processing` and
+    /// returns it (AgentOS answers with it, then processes in the background).
+    ///
+    /// # Errors
+    /// When the row cannot be written.
+    pub async fn accept(&self, content: &Content) -> Result<KnowledgeRow, KnowledgeError> {
         let hash = content.content_hash();
-        let id = content_id(&hash);
         let now = agno_core::now_epoch_secs();
-        let mut row = KnowledgeRow {
-            id: Some(id.clone()),
+        let row = KnowledgeRow {
+            id: Some(content_id(&hash)),
             name: content.name.clone(),
             description: content.description.clone(),
             metadata: (!content.metadata.is_empty()).then(|| content.metadata.clone()),
@@ -245,9 +254,21 @@ impl Knowledge {
             external_id: None,
         };
         self.save_row(&row).await?;
-        match self.ingest(&content, &hash, &id).await {
+        Ok(row)
+    }
+
+    /// The second half of [`Knowledge::insert`]: reads, chunks, embeds and stores the content
+    /// accepted as `row`, and writes the row's final status.
+    ///
+    /// # Errors
+    /// When the row cannot be written.
+    pub async fn process(&self, content: &Content, mut row: KnowledgeRow) -> Result<KnowledgeRow, KnowledgeError> {
+        let hash = content.content_hash();
+        let id = content_id(&hash);
+        match self.ingest(content, &hash, &id).await {
             Ok(chunks) => {
                 row.status = Some(status::COMPLETED.to_owned());
+                row.status_message = None;
                 tracing::debug!(content_id = %id, chunks, "content indexed");
             }
             Err(e) => {
@@ -259,6 +280,41 @@ impl Knowledge {
         row.updated_at = Some(agno_core::now_epoch_secs());
         self.save_row(&row).await?;
         Ok(row)
+    }
+
+    /// An id for the vector store of this base (`/knowledge/config`).
+    pub fn vector_db_id(&self) -> String {
+        format!("{}-vectors", self.name)
+    }
+
+    /// The knowledge base's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its description.
+    pub fn description_text(&self) -> &str {
+        &self.description
+    }
+
+    /// The contents database, if any.
+    pub fn contents(&self) -> Option<&Arc<dyn Db>> {
+        self.contents_db.as_ref()
+    }
+
+    /// The default search type.
+    pub fn default_search_type(&self) -> SearchType {
+        self.search_type
+    }
+
+    /// Whether an embedder is configured (vector and hybrid search need one).
+    pub fn has_embedder(&self) -> bool {
+        self.embedder.is_some()
+    }
+
+    /// The chunking strategy.
+    pub fn chunking_strategy(&self) -> Chunking {
+        self.chunking
     }
 
     async fn save_row(&self, row: &KnowledgeRow) -> Result<(), KnowledgeError> {

@@ -410,6 +410,12 @@ impl VectorDb for SqliteVectorDb {
                     .collect()
             }
         };
+        if q.search_type == SearchType::Keyword {
+            // -bm25 onto [0, 1), order kept: scores stay comparable with cosine ones.
+            for (_, score) in &mut ranked {
+                *score = score.max(0.0) / (score.max(0.0) + TEXT_RANK_K);
+            }
+        }
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked.truncate(q.limit);
         self.documents(&ranked).await

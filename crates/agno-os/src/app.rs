@@ -72,7 +72,11 @@ pub(crate) fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), St
     }
 }
 
-fn build_agent(spec: &AgentSpec, db: Option<Arc<dyn Db>>) -> Result<ServedAgent, StartError> {
+fn build_agent(
+    spec: &AgentSpec,
+    db: Option<Arc<dyn Db>>,
+    knowledge: &[Arc<agno_knowledge::Knowledge>],
+) -> Result<ServedAgent, StartError> {
     let fail = |message: String| StartError::Agent { id: spec.id.clone(), message };
     let (config, model_spec) = model_config(&spec.model).map_err(fail)?;
     let model = agno_models::build_model(&config).map_err(|e| fail(e.to_string()))?;
@@ -127,6 +131,17 @@ fn build_agent(spec: &AgentSpec, db: Option<Arc<dyn Db>>) -> Result<ServedAgent,
         enable_session_summaries: spec.enable_session_summaries.unwrap_or(false),
         add_session_summary_to_context: spec.add_session_summary_to_context,
     });
+    if let Some(id) = &spec.knowledge {
+        let Some(base) = knowledge.iter().find(|k| k.name() == id) else {
+            let known: Vec<&str> = knowledge.iter().map(|k| k.name()).collect();
+            return Err(fail(format!("knowledge {id:?} is not a [[knowledge]] id (known: {})", known.join(", "))));
+        };
+        let base: Arc<dyn agno_core::KnowledgeBase> = base.clone();
+        builder = builder
+            .knowledge(base)
+            .search_knowledge(spec.search_knowledge.unwrap_or(true))
+            .add_knowledge_to_context(spec.add_knowledge_to_context.unwrap_or(false));
+    }
     builder = builder.past_sessions(agno_runtime::PastSessionsConfig {
         search_past_sessions: spec.search_past_sessions.unwrap_or(false),
         num_past_sessions_to_search: spec.num_past_sessions_to_search,
@@ -174,7 +189,13 @@ impl AgentOs {
             }
             None => (None, None, None),
         };
-        let agents = config.agents.iter().map(|spec| build_agent(spec, db.clone())).collect::<Result<Vec<_>, _>>()?;
+        let db_url = config.db.as_ref().map(|d| d.url.as_str());
+        let knowledge = crate::knowledge_config::build_knowledge(&config.knowledge, db.as_ref(), db_url).await?;
+        let agents = config
+            .agents
+            .iter()
+            .map(|spec| build_agent(spec, db.clone(), &knowledge))
+            .collect::<Result<Vec<_>, _>>()?;
         let teams = crate::team_config::build_teams(&config.teams, &agents, db.as_ref())?;
         let workflows = crate::workflow_config::build_workflows(&config.workflows, &agents, &teams, db.clone())?;
         let queue = match migrate.clone().and_then(|m| m.job_store()) {
@@ -189,6 +210,7 @@ impl AgentOs {
             agents: Arc::new(agents),
             teams: Arc::new(teams),
             workflows: Arc::new(workflows),
+            knowledge: Arc::new(knowledge),
             db,
             migrate,
             db_id: db_id.into(),

@@ -68,6 +68,60 @@ pub struct OsConfig {
     /// Background runs (the durable queue).
     #[serde(default)]
     pub queue: crate::queue::QueueSettings,
+    /// Knowledge bases, served under `/knowledge` and attached to agents by id.
+    #[serde(default)]
+    pub knowledge: Vec<KnowledgeSpec>,
+}
+
+/// `[[knowledge]]`: a knowledge base whose contents rows live in the OS database.
+///
+/// ```toml
+/// [[knowledge]]
+/// id = "docs"
+/// vector_db = "embedded"      # chunks in the OS's SQLite file (or sqlite://other.db)
+/// embedder = "none"           # keyword search only; "openai:text-embedding-3-small", "hash:256"
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgeSpec {
+    /// Id (the `knowledge_id` of the routes; agents name it in `knowledge`).
+    pub id: String,
+    /// Display name (default: the id).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `embedded` (default: the OS's SQLite database, or an in-memory one with `memory://`) or
+    /// a `sqlite://` URL.
+    #[serde(default)]
+    pub vector_db: Option<String>,
+    /// Table of the chunks (default `agno_vectors_<id>`).
+    #[serde(default)]
+    pub table: Option<String>,
+    /// `none` (default: keyword search), `hash:<dimensions>` (offline), or
+    /// `openai:<model>` / `openai-like:<model>` (OpenAI's `/embeddings`, `OPENAI_BASE_URL` and
+    /// `OPENAI_API_KEY`).
+    #[serde(default)]
+    pub embedder: Option<String>,
+    /// The embedder's dimensions (default 1536 for OpenAI).
+    #[serde(default)]
+    pub dimensions: Option<usize>,
+    /// Chunker (`FixedSizeChunker`, `RecursiveChunker`, `DocumentChunker`, `MarkdownChunker`).
+    #[serde(default)]
+    pub chunker: Option<String>,
+    /// Chunk size in characters (default 5000).
+    #[serde(default)]
+    pub chunk_size: Option<usize>,
+    /// Chunk overlap in characters (default 0).
+    #[serde(default)]
+    pub chunk_overlap: Option<usize>,
+    /// Results per search (default 10).
+    #[serde(default)]
+    pub max_results: Option<usize>,
+    /// Default search type (`vector` with an embedder, else `keyword`; or `hybrid`).
+    #[serde(default)]
+    pub search_type: Option<String>,
 }
 
 /// `[os]`.
@@ -353,6 +407,15 @@ pub struct AgentSpec {
     /// Put the session's summary in the system message (default: on with summaries).
     #[serde(default)]
     pub add_session_summary_to_context: Option<bool>,
+    /// The id of a `[[knowledge]]` base the agent searches (`search_knowledge_base` tool).
+    #[serde(default)]
+    pub knowledge: Option<String>,
+    /// Add references found for the user's input to the user message.
+    #[serde(default)]
+    pub add_knowledge_to_context: Option<bool>,
+    /// Give the model the `search_knowledge_base` tool (default on with a knowledge base).
+    #[serde(default)]
+    pub search_knowledge: Option<bool>,
     /// Give the model `search_past_sessions` and `read_past_session` over the user's other
     /// sessions (needs the database).
     #[serde(default)]
@@ -632,6 +695,9 @@ impl OsConfig {
                 add_memories_to_context: None,
                 enable_session_summaries: None,
                 add_session_summary_to_context: None,
+                knowledge: None,
+                add_knowledge_to_context: None,
+                search_knowledge: None,
                 search_past_sessions: None,
                 num_past_sessions_to_search: None,
                 num_past_session_runs_in_search: None,
@@ -641,6 +707,7 @@ impl OsConfig {
             teams: Vec::new(),
             workflows: Vec::new(),
             queue: crate::queue::QueueSettings::default(),
+            knowledge: Vec::new(),
         }
     }
 

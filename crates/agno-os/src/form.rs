@@ -1,5 +1,6 @@
 //! Run and continue routes take form data, as Agno's: `multipart/form-data` or
-//! `application/x-www-form-urlencoded`. Parsed into text fields (files are noted, not read).
+//! `application/x-www-form-urlencoded`. Parsed into text fields and file parts (kept in memory:
+//! the body limit bounds them).
 //!
 //! One size limit holds for every encoding: the body limit (`[os] max_body_bytes`, enforced
 //! around the router), and each text field at most `[os] max_form_field_bytes` (413 beyond).
@@ -14,11 +15,24 @@ use axum::http::header::CONTENT_TYPE;
 
 use crate::error::{ApiError, ApiResult};
 
-/// The text fields of a form (the last value wins for a repeated field).
+/// The text fields of a form (the last value wins for a repeated field) and its files.
 #[derive(Debug, Default)]
 pub struct Form {
     fields: HashMap<String, String>,
-    files: usize,
+    files: Vec<FormFile>,
+}
+
+/// A file part of a multipart form.
+#[derive(Debug, Clone)]
+pub struct FormFile {
+    /// The form field's name.
+    pub field: String,
+    /// The file's name as sent.
+    pub file_name: String,
+    /// Its content type as sent.
+    pub content_type: Option<String>,
+    /// Its bytes.
+    pub bytes: axum::body::Bytes,
 }
 
 /// The error answered for a body that could not be read, by what went wrong.
@@ -73,8 +87,13 @@ impl Form {
                     Err(e) => return Err(ApiError::bad_request(format!("malformed multipart body: {e}"))),
                 };
                 let name = field.name().unwrap_or_default().to_owned();
-                if field.file_name().is_some() {
-                    form.files += 1;
+                if let Some(file_name) = field.file_name().map(str::to_owned) {
+                    let content_type = field.content_type().map(ToString::to_string);
+                    let bytes = field
+                        .bytes()
+                        .await
+                        .map_err(|e| ApiError::bad_request(format!("cannot read file field {name}: {e}")))?;
+                    form.files.push(FormFile { field: name, file_name, content_type, bytes });
                     continue;
                 }
                 let text = field
@@ -132,7 +151,13 @@ impl Form {
 
     /// True when the form carried file parts.
     pub fn has_files(&self) -> bool {
-        self.files > 0
+        !self.files.is_empty()
+    }
+
+    /// Takes the (first) file sent in field `name`.
+    pub fn take_file(&mut self, name: &str) -> Option<FormFile> {
+        let i = self.files.iter().position(|f| f.field == name)?;
+        Some(self.files.remove(i))
     }
 }
 

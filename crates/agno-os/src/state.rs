@@ -34,6 +34,8 @@ pub struct AppState {
     pub teams: Arc<Vec<agno_runtime::team::Team>>,
     /// Workflows in declaration order.
     pub workflows: Arc<Vec<agno_runtime::workflow::Workflow>>,
+    /// Knowledge bases in declaration order (`/knowledge`, agents' `knowledge`).
+    pub knowledge: Arc<Vec<Arc<agno_knowledge::Knowledge>>>,
     /// The database, if configured.
     pub db: Option<Arc<dyn Db>>,
     /// The same database, for its migrations.

@@ -9,6 +9,7 @@ pub mod core;
 pub mod databases;
 pub mod docs;
 pub mod evals;
+pub mod knowledge;
 pub mod memories;
 pub mod metrics;
 pub mod params;
@@ -182,7 +183,13 @@ routes! {
     POST "/workflows/{workflow_id}/runs/{run_id}/resume" as "resume_workflow_run_stream", Scope("workflows:run"), "Workflows", "Resume a background workflow run's event stream (SSE)", body: RequestBody::Form(workflows::RESUME_FORM) => post(workflows::resume_run);
     POST "/workflows/{workflow_id}/runs/{run_id}/cancel" as "cancel_workflow_run", Scope("workflows:run"), "Workflows", "Cancel a workflow run", query: workflows::SessionQuery => post(workflows::cancel_run);
     GET "/traces" as "get_traces", Scope("traces:read"), "Tracing", "List traces (tracing is off: empty)", query: unbuilt::TracesQuery => get(unbuilt::list_traces);
-    GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)" => get(unbuilt::knowledge_config);
+    GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)", query: knowledge::KnowledgeParams => get(knowledge::config);
+    POST "/knowledge/content" as "upload_content", Scope("knowledge:write"), "Knowledge", "Upload content (202; ingested in the background)", body: RequestBody::Form(knowledge::UPLOAD_FORM), query: knowledge::KnowledgeParams => post(knowledge::upload_content);
+    GET "/knowledge/content" as "get_content", Scope("knowledge:read"), "Knowledge", "List contents (paginated)", query: knowledge::ListParams => get(knowledge::list_content);
+    GET "/knowledge/content/{content_id}" as "get_content_by_id", Scope("knowledge:read"), "Knowledge", "Get a content", query: knowledge::KnowledgeParams => get(knowledge::get_content);
+    GET "/knowledge/content/{content_id}/status" as "get_content_status", Scope("knowledge:read"), "Knowledge", "A content's processing status", query: knowledge::KnowledgeParams => get(knowledge::content_status);
+    DELETE "/knowledge/content/{content_id}" as "delete_content_by_id", Scope("knowledge:delete"), "Knowledge", "Delete a content and its chunks", query: knowledge::KnowledgeParams => delete(knowledge::delete_content);
+    POST "/knowledge/search" as "search_knowledge", Scope("knowledge:read"), "Knowledge", "Search a knowledge base", body: RequestBody::Json(|g| g.subschema_for::<knowledge::SearchRequest>()) => post(knowledge::search);
 }
 
 /// The route declared for a method and matched path template.

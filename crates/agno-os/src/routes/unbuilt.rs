@@ -25,11 +25,11 @@ pub async fn list_traces(q: Result<Query<TracesQuery>, QueryRejection>) -> ApiRe
     Ok(Paging::new(q.limit, q.page)?.respond(Vec::new(), 0))
 }
 
-/// `GET /knowledge/config`: 503, as Python answers without a knowledge base.
-pub async fn knowledge_config() -> ApiError {
+/// The answer of `/knowledge` routes when no knowledge base is configured: 503, as Python answers.
+pub(crate) fn no_knowledge() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "No knowledge base is available on this AgentOS. A Knowledge is served over /knowledge only once it has a \
-         contents_db: pass Knowledge(..., contents_db=<db>) to AgentOS(knowledge=[...]), or to an agent or team.",
+         contents_db: declare one with [[knowledge]] in agentos.toml.",
     )
 }

@@ -141,6 +141,23 @@ impl TestOs {
         Reply::from(req.send().await.unwrap()).await
     }
 
+    /// POSTs a multipart form with one file part `file` (name, bytes) beside text fields.
+    pub async fn post_file(
+        &self,
+        path: &str,
+        fields: &[(&str, &str)],
+        file: (&str, Vec<u8>),
+        token: Option<&str>,
+    ) -> Reply {
+        let mut form = reqwest::multipart::Form::new();
+        for (k, v) in fields {
+            form = form.text((*k).to_owned(), (*v).to_owned());
+        }
+        form = form.part("file", reqwest::multipart::Part::bytes(file.1).file_name(file.0.to_owned()));
+        let req = self.with_token(self.client.post(format!("{}{path}", self.base)).multipart(form), token);
+        Reply::from(req.send().await.unwrap()).await
+    }
+
     /// POSTs a multipart form and reads the SSE answer to its end: `(name, data)` per event.
     pub async fn post_sse(
         &self,

@@ -1,0 +1,114 @@
+//! Builds the `[[knowledge]]` bases of a config: the embedded vector store, the embedder, the
+//! chunking, with their contents rows in the OS database.
+
+use std::sync::Arc;
+
+use agno_core::{Db, SearchType};
+use agno_knowledge::{Chunking, HashEmbedder, Knowledge, OpenAiEmbedder, SqliteVectorDb};
+
+use crate::app::StartError;
+use crate::config::KnowledgeSpec;
+
+fn fail(id: &str, why: impl std::fmt::Display) -> StartError {
+    StartError::Config(format!("[[knowledge]] {id}: {why}"))
+}
+
+/// Where the embedded store of a knowledge base lives, given the OS database URL.
+fn store_url(spec: &KnowledgeSpec, db_url: Option<&str>) -> Result<String, StartError> {
+    match spec.vector_db.as_deref().unwrap_or("embedded") {
+        "embedded" => match db_url {
+            Some(url) if url.starts_with("sqlite:") => Ok(url.to_owned()),
+            None => Ok("sqlite::memory:".to_owned()),
+            Some(url) if url.starts_with("memory:") => Ok("sqlite::memory:".to_owned()),
+            Some(_) => Err(fail(
+                &spec.id,
+                "vector_db = \"embedded\" keeps chunks in the OS's SQLite file, but the OS database is not \
+                 SQLite: set vector_db = \"sqlite://knowledge.db\"",
+            )),
+        },
+        url if url.starts_with("sqlite:") => Ok(url.to_owned()),
+        other => Err(fail(&spec.id, format!("unsupported vector_db {other:?}: use \"embedded\" or a sqlite:// URL"))),
+    }
+}
+
+fn embedder(spec: &KnowledgeSpec) -> Result<Option<Arc<dyn agno_knowledge::Embedder>>, StartError> {
+    let choice = spec.embedder.as_deref().unwrap_or("none");
+    let (provider, model) = choice.split_once(':').unwrap_or((choice, ""));
+    match provider {
+        "none" => Ok(None),
+        "hash" => {
+            let dims = if model.is_empty() {
+                spec.dimensions.unwrap_or(256)
+            } else {
+                model.parse().map_err(|_| fail(&spec.id, format!("hash:{model}: dimensions must be a number")))?
+            };
+            Ok(Some(Arc::new(HashEmbedder::new(dims))))
+        }
+        "openai" | "openai-like" => {
+            let model = if model.is_empty() { "text-embedding-3-small" } else { model };
+            let e = OpenAiEmbedder::from_env().model(model).dimensions(spec.dimensions.unwrap_or(1536));
+            Ok(Some(Arc::new(e)))
+        }
+        other => {
+            Err(fail(&spec.id, format!("unknown embedder {other:?}: use none, hash:<dimensions> or openai:<model>")))
+        }
+    }
+}
+
+/// Builds every knowledge base of the config (tables created).
+///
+/// # Errors
+/// [`StartError::Config`] naming the base and the setting to fix.
+pub(crate) async fn build_knowledge(
+    specs: &[KnowledgeSpec],
+    db: Option<&Arc<dyn Db>>,
+    db_url: Option<&str>,
+) -> Result<Vec<Arc<Knowledge>>, StartError> {
+    let mut out: Vec<Arc<Knowledge>> = Vec::new();
+    for spec in specs {
+        if out.iter().any(|k| k.name() == spec.id) {
+            return Err(fail(&spec.id, "duplicate knowledge id"));
+        }
+        let table = spec.table.clone().unwrap_or_else(|| format!("agno_vectors_{}", spec.id.replace('-', "_")));
+        let store = SqliteVectorDb::connect(&store_url(spec, db_url)?, &table).await.map_err(|e| fail(&spec.id, e))?;
+        let mut k =
+            Knowledge::new(spec.id.clone(), Arc::new(store)).description(spec.description.clone().unwrap_or_default());
+        if let Some(db) = db {
+            k = k.contents_db(Arc::clone(db));
+        }
+        if let Some(e) = embedder(spec)? {
+            k = k.embedder(e);
+        }
+        if spec.chunker.is_some() || spec.chunk_size.is_some() || spec.chunk_overlap.is_some() {
+            let chunking =
+                Chunking::by_name(spec.chunker.as_deref().unwrap_or("fixed"), spec.chunk_size, spec.chunk_overlap)
+                    .map_err(|e| fail(&spec.id, e))?;
+            k = k.chunking(chunking);
+        }
+        if let Some(n) = spec.max_results {
+            k = k.max_results(n);
+        }
+        if let Some(t) = &spec.search_type {
+            k = k.search_type(parse_search_type(t).map_err(|e| fail(&spec.id, e))?);
+        }
+        if matches!(k.default_search_type(), SearchType::Vector | SearchType::Hybrid) && !k.has_embedder() {
+            return Err(fail(
+                &spec.id,
+                "vector and hybrid search need an embedder: set embedder, or search_type = \"keyword\"",
+            ));
+        }
+        k.create().await.map_err(|e| fail(&spec.id, e))?;
+        out.push(Arc::new(k));
+    }
+    Ok(out)
+}
+
+/// `vector`, `keyword` or `hybrid`.
+pub(crate) fn parse_search_type(text: &str) -> Result<SearchType, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "vector" => Ok(SearchType::Vector),
+        "keyword" => Ok(SearchType::Keyword),
+        "hybrid" => Ok(SearchType::Hybrid),
+        other => Err(format!("unknown search_type {other:?}: use vector, keyword or hybrid")),
+    }
+}

@@ -1,0 +1,418 @@
+//! `/knowledge`: contents of the `[[knowledge]]` bases (upload, list, get, status, delete) and
+//! search, in Agno's shapes. Uploads answer 202 with the `processing` row and are ingested in
+//! the background; `status` tells when they are searchable. Under user isolation a caller
+//! uploads as itself and sees (and deletes) its own contents plus shared ones (shared ones are
+//! deleted only by admins or without isolation).
+
+use std::sync::Arc;
+
+use agno_core::{Filter, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
+use agno_knowledge::{Chunking, Content, ContentKind, Knowledge};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::FormField;
+use super::params::{Paging, iso, json_body, query, sort_order};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::form::Form;
+use crate::state::AppState;
+
+/// The base named by `knowledge_id`, or the only one.
+fn pick<'a>(state: &'a AppState, knowledge_id: Option<&str>) -> ApiResult<&'a Arc<Knowledge>> {
+    let bases = state.knowledge.as_slice();
+    match knowledge_id.filter(|id| !id.is_empty()) {
+        Some(id) => bases
+            .iter()
+            .find(|k| k.name() == id)
+            .ok_or_else(|| ApiError::not_found(format!("Knowledge base '{id}' not found"))),
+        None => match bases {
+            [] => Err(super::unbuilt::no_knowledge()),
+            [only] => Ok(only),
+            _ => {
+                let ids: Vec<&str> = bases.iter().map(|k| k.name()).collect();
+                Err(ApiError::bad_request(format!(
+                    "Several knowledge bases are configured: pass knowledge_id (one of {})",
+                    ids.join(", ")
+                )))
+            }
+        },
+    }
+}
+
+/// The contents database of a base (every base of the OS has the OS database).
+fn contents(k: &Knowledge) -> ApiResult<&Arc<dyn agno_core::Db>> {
+    k.contents().ok_or_else(|| {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "this knowledge base has no contents database: configure [db]")
+    })
+}
+
+/// A row as Agno's `ContentResponseSchema`.
+fn content_json(row: &KnowledgeRow) -> Value {
+    json!({
+        "id": row.id,
+        "name": row.name,
+        "description": row.description,
+        "type": row.kind,
+        "size": row.size.filter(|s| *s > 0).map_or_else(|| "0".to_owned(), |s| s.to_string()),
+        "linked_to": Value::Null,
+        "metadata": row.metadata,
+        "access_count": Value::Null,
+        "status": row.status.as_deref().map_or("processing", status_of),
+        "status_message": row.status_message,
+        "created_at": iso(row.created_at),
+        "updated_at": iso(row.updated_at.or(row.created_at)),
+    })
+}
+
+/// Agno's `ContentStatus` for a stored status (unknown ones read as processing).
+fn status_of(stored: &str) -> &'static str {
+    let s = stored.to_ascii_lowercase();
+    if s.contains("failed") {
+        "failed"
+    } else if s.contains("completed") {
+        "completed"
+    } else if s.contains("partial") {
+        "partial"
+    } else {
+        "processing"
+    }
+}
+
+/// Query of the content routes.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct KnowledgeParams {
+    /// The knowledge base (default: the only one).
+    knowledge_id: Option<String>,
+    /// Accepted for compatibility; every base uses the OS database.
+    #[allow(dead_code)]
+    db_id: Option<String>,
+}
+
+/// Query of `GET /knowledge/content`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ListParams {
+    limit: Option<usize>,
+    page: Option<usize>,
+    sort_by: Option<String>,
+    sort_order: Option<String>,
+    knowledge_id: Option<String>,
+    #[allow(dead_code)]
+    db_id: Option<String>,
+}
+
+/// `GET /knowledge/content`: the base's contents the caller can see, paginated.
+pub async fn list_content(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<ListParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let k = pick(&state, q.knowledge_id.as_deref())?;
+    let paging = Paging::new(q.limit, q.page)?;
+    let sort_by = match q.sort_by.as_deref() {
+        None | Some("created_at") => KnowledgeSort::CreatedAt,
+        Some("updated_at") => KnowledgeSort::UpdatedAt,
+        Some("name") => KnowledgeSort::Name,
+        Some(other) => {
+            return Err(ApiError::unprocessable(format!(
+                "cannot sort by {other:?}: use created_at, updated_at or name"
+            ))
+            .at("query", "sort_by"));
+        }
+    };
+    let query = KnowledgeQuery {
+        user_id: principal.user_scope(None),
+        linked_to: Some(k.name().to_owned()),
+        limit: Some(paging.limit),
+        page: Some(paging.page),
+        sort_by,
+        sort_order: sort_order(q.sort_order.as_deref())?,
+    };
+    let (rows, total) = contents(k)?.get_knowledge_contents(&query).await?;
+    Ok(paging.respond(rows.iter().map(content_json).collect(), total))
+}
+
+/// The row `content_id` of base `k` if the caller can see it.
+async fn visible_row(k: &Knowledge, principal: &Principal, content_id: &str) -> ApiResult<KnowledgeRow> {
+    contents(k)?
+        .get_knowledge_content(content_id, principal.user_scope(None).as_deref())
+        .await?
+        .filter(|row| row.linked_to.as_deref().is_none_or(|l| l == k.name()))
+        .ok_or_else(|| ApiError::not_found(format!("Content not found: {content_id}")))
+}
+
+/// `GET /knowledge/content/{content_id}`.
+pub async fn get_content(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(content_id): Path<String>,
+    q: Result<Query<KnowledgeParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let k = pick(&state, q.knowledge_id.as_deref())?;
+    Ok(Json(content_json(&visible_row(k, &principal, &content_id).await?)))
+}
+
+/// `GET /knowledge/content/{content_id}/status`.
+pub async fn content_status(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(content_id): Path<String>,
+    q: Result<Query<KnowledgeParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let k = pick(&state, q.knowledge_id.as_deref())?;
+    let row = visible_row(k, &principal, &content_id).await?;
+    Ok(Json(json!({
+        "id": row.id,
+        "status": row.status.as_deref().map_or("processing", status_of),
+        "status_message": row.status_message.unwrap_or_default(),
+    })))
+}
+
+/// `DELETE /knowledge/content/{content_id}`: deletes the content's chunks and row; answers the
+/// deleted row. 404 for a content the caller cannot see or (a shared one under isolation) may
+/// not delete.
+pub async fn delete_content(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(content_id): Path<String>,
+    q: Result<Query<KnowledgeParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let k = pick(&state, q.knowledge_id.as_deref())?;
+    let row = visible_row(k, &principal, &content_id).await?;
+    let scope = principal.user_scope(None);
+    let removed = k.remove_content(&content_id, scope.as_deref()).await.map_err(knowledge_error)?;
+    if !removed {
+        return Err(ApiError::not_found(format!("Content not found: {content_id}")));
+    }
+    Ok(Json(content_json(&row)))
+}
+
+fn knowledge_error(e: agno_core::KnowledgeError) -> ApiError {
+    match e {
+        agno_core::KnowledgeError::Db(db) => ApiError::from(db),
+        agno_core::KnowledgeError::Filter(m) => ApiError::bad_request(format!("invalid filters: {m}")),
+        agno_core::KnowledgeError::Unsupported(m) => ApiError::bad_request(m),
+        e @ agno_core::KnowledgeError::NeedsMigration { .. } => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+/// The fields of `POST /knowledge/content`.
+pub const UPLOAD_FORM: &[FormField] = &[
+    FormField { name: "name", kind: "string", required: false, description: "Content name (default: the file's)." },
+    FormField { name: "description", kind: "string", required: false, description: "Description." },
+    FormField { name: "metadata", kind: "string", required: false, description: "JSON object of metadata." },
+    FormField { name: "file", kind: "string", required: false, description: "The file (txt, md, csv, json)." },
+    FormField {
+        name: "text_content",
+        kind: "string",
+        required: false,
+        description: "Text to index instead of a file.",
+    },
+    FormField { name: "chunker", kind: "string", required: false, description: "Chunker (e.g. MarkdownChunker)." },
+    FormField { name: "chunk_size", kind: "integer", required: false, description: "Chunk size in characters." },
+    FormField { name: "chunk_overlap", kind: "integer", required: false, description: "Chunk overlap in characters." },
+];
+
+fn number(form: &Form, name: &str) -> ApiResult<Option<usize>> {
+    match form.text(name).map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) => t
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::unprocessable(format!("{name} must be a whole number, not {t:?}")).at("body", name)),
+    }
+}
+
+/// `POST /knowledge/content`: accepts a file or `text_content`, answers 202 with the row
+/// (`processing`) and ingests it in the background. Bad metadata or chunker settings are
+/// refused before anything is stored; unreadable content ends `failed` with the reason.
+pub async fn upload_content(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<KnowledgeParams>, QueryRejection>,
+    request: Request,
+) -> ApiResult<Response> {
+    let q = query(q)?;
+    let k = Arc::clone(pick(&state, q.knowledge_id.as_deref())?);
+    contents(&k)?;
+    let mut form = Form::read(request, state.form_field_limit).await?;
+    let metadata: Map<String, Value> = match form.text("metadata").map(str::trim).filter(|m| !m.is_empty()) {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            // As Agno: a value that is not a JSON object is kept under "value".
+            _ => Map::from_iter([("value".to_owned(), Value::String(text.to_owned()))]),
+        },
+    };
+    let chunking = match (form.text("chunker"), number(&form, "chunk_size")?, number(&form, "chunk_overlap")?) {
+        (None, None, None) => None,
+        (name, size, overlap) => Some(
+            Chunking::by_name(name.unwrap_or("FixedSizeChunker"), size, overlap)
+                .map_err(|e| ApiError::unprocessable(e).at("body", "chunker"))?,
+        ),
+    };
+    let name = form.text("name").map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned);
+    let description = form.text("description").unwrap_or_default().to_owned();
+    let mut content = if let Some(file) = form.take_file("file") {
+        let mut c = Content::file(file.file_name.clone(), file.bytes.to_vec());
+        if let Some(name) = &name {
+            // A chosen name keeps the file's reader.
+            c.kind = Some(ContentKind::from_name(&file.file_name).unwrap_or(ContentKind::Text));
+            c.name.clone_from(name);
+        }
+        c.source = Some(format!("upload:{}", file.file_name));
+        c
+    } else if let Some(text) = form.text("text_content").filter(|t| !t.trim().is_empty()) {
+        let mut c = Content::text(name.clone().unwrap_or_else(|| "text".to_owned()), text);
+        c.source = Some("manual".to_owned());
+        c
+    } else {
+        return Err(ApiError::bad_request("Send a file or text_content to upload"));
+    };
+    if content.kind.is_none()
+        && let Err(e) = ContentKind::from_name(&content.name)
+    {
+        // Accepted and failed, as any unreadable content: the row says why.
+        tracing::debug!(error = %e, "upload of an unsupported type");
+    }
+    content.description = description;
+    content.metadata = metadata;
+    content.user_id = principal.user_scope(None).or(content.user_id);
+    let k = match chunking {
+        Some(chunking) => Arc::new(k.as_ref().clone().chunking(chunking)),
+        None => k,
+    };
+    let row = k.accept(&content).await.map_err(knowledge_error)?;
+    let accepted = content_json(&row);
+    tokio::spawn(async move {
+        if let Err(e) = k.process(&content, row).await {
+            tracing::error!(error = %e, "storing the knowledge content's status failed");
+        }
+    });
+    Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
+}
+
+/// Body of `POST /knowledge/search` (Agno's `VectorSearchRequestSchema`).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct SearchRequest {
+    /// The query.
+    query: String,
+    /// The knowledge base (default: the only one).
+    #[serde(default)]
+    knowledge_id: Option<String>,
+    /// Accepted for compatibility.
+    #[serde(default)]
+    #[allow(dead_code)]
+    db_id: Option<String>,
+    /// `vector`, `keyword` or `hybrid` (default: the base's).
+    #[serde(default)]
+    search_type: Option<String>,
+    /// Most results (default: the base's `max_results`).
+    #[serde(default)]
+    max_results: Option<usize>,
+    /// Metadata filters (Agno's forms: `{key: value}`, a FilterExpr object, or a list).
+    #[serde(default)]
+    #[schemars(with = "Option<Value>")]
+    filters: Option<Value>,
+    /// Paging of the results: `{limit, page}`.
+    #[serde(default)]
+    #[schemars(with = "Option<Value>")]
+    meta: Option<Value>,
+}
+
+/// `POST /knowledge/search`: documents for a query, paginated, visible to the caller.
+pub async fn search(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let req: SearchRequest = json_body(&body)?;
+    let k = pick(&state, req.knowledge_id.as_deref())?;
+    let search_type = req
+        .search_type
+        .as_deref()
+        .map(crate::knowledge_config::parse_search_type)
+        .transpose()
+        .map_err(|e| ApiError::unprocessable(e).at("body", "search_type"))?;
+    let filter = req
+        .filters
+        .as_ref()
+        .filter(|f| !f.is_null())
+        .map(Filter::from_json)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(format!("invalid filters: {e}")))?;
+    let meta = req.meta.as_ref();
+    let get = |key: &str| meta.and_then(|m| m.get(key)).and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok());
+    let paging = Paging::new(get("limit"), get("page"))?;
+    let user = principal.user_scope(None);
+    let found = k
+        .search_with(&req.query, req.max_results, filter.as_ref(), user.as_deref(), search_type)
+        .await
+        .map_err(knowledge_error)?;
+    let total = found.len();
+    let page: Vec<Value> = found
+        .iter()
+        .skip((paging.page - 1).saturating_mul(paging.limit))
+        .take(paging.limit)
+        .map(|d| {
+            json!({
+                "id": d.id,
+                "content": d.content,
+                "name": d.name,
+                "meta_data": d.meta_data,
+                "usage": Value::Null,
+                "reranking_score": d.reranking_score,
+                "content_id": d.content_id,
+                "content_origin": Value::Null,
+                "size": d.content.chars().count(),
+            })
+        })
+        .collect();
+    Ok(paging.respond(page, total as u64))
+}
+
+/// `GET /knowledge/config`: readers, chunkers and the vector store of the base.
+pub async fn config(
+    State(state): State<AppState>,
+    q: Result<Query<KnowledgeParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let k = pick(&state, q.knowledge_id.as_deref())?;
+    let chunkers = ["FixedSizeChunker", "RecursiveChunker", "DocumentChunker", "MarkdownChunker"];
+    let reader = |id: &str, name: &str, description: &str| json!({"id": id, "name": name, "description": description, "chunkers": chunkers});
+    let search_types: Vec<&str> = if k.has_embedder() { vec!["vector", "keyword", "hybrid"] } else { vec!["keyword"] };
+    Ok(Json(json!({
+        "readers": {
+            "text": reader("text", "TextReader", "Plain text (.txt)"),
+            "markdown": reader("markdown", "MarkdownReader", "Markdown (.md, .markdown)"),
+            "csv": reader("csv", "CSVReader", "Comma-separated values (.csv)"),
+            "json": reader("json", "JSONReader", "JSON (.json)"),
+        },
+        "readersForType": {
+            ".txt": ["text"], ".md": ["markdown"], ".markdown": ["markdown"], ".csv": ["csv"], ".json": ["json"],
+            "text": ["text"],
+        },
+        "chunkers": chunkers.iter().map(|c| (c.to_string(), json!({"key": c, "name": c}))).collect::<Map<_, _>>(),
+        "filters": [],
+        "vector_dbs": [{
+            "id": k.vector_db_id(),
+            "name": "SqliteVectorDb",
+            "description": k.description_text(),
+            "search_types": search_types,
+        }],
+        "remote_content_sources": Value::Null,
+        "unavailable_readers": Value::Null,
+        "unavailable_chunkers": Value::Null,
+    })))
+}

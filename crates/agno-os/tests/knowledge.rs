@@ -1,0 +1,220 @@
+//! `/knowledge` against a real server: upload (file and text) answered 202 and ingested in the
+//! background, status, list, get, search in every mode, delete, bad input, an agent searching
+//! the base, and user isolation between two JWT users.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{SECRET, TestOs, config, detail, token};
+use serde_json::{Value, json};
+
+fn isolated() -> String {
+    format!(
+        r#"
+[os]
+id = "kb-os"
+[db]
+url = "memory://"
+[auth]
+mode = "jwt"
+verification_keys = ["{SECRET}"]
+user_isolation = true
+[[knowledge]]
+id = "docs"
+embedder = "hash:256"
+chunker = "MarkdownChunker"
+chunk_size = 400
+[[agents]]
+id = "helper"
+model = "test"
+knowledge = "docs"
+"#
+    )
+}
+
+const SCOPES: &[&str] = &["knowledge:read", "knowledge:write", "knowledge:delete", "agents:run", "agents:read"];
+
+/// Waits (bounded) until the content is no longer processing; returns its status body.
+async fn settled(os: &TestOs, id: &str, who: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = os.get(&format!("/knowledge/content/{id}/status"), Some(who)).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        if r.body["status"] != "processing" {
+            return r.body;
+        }
+        assert!(Instant::now() < deadline, "content {id} still processing");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn upload(os: &TestOs, name: &str, text: &str, who: &str) -> String {
+    let r = os
+        .post_file(
+            "/knowledge/content",
+            &[("metadata", r#"{"kind": "note"}"#)],
+            (name, text.as_bytes().to_vec()),
+            Some(who),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["status"], "processing");
+    assert_eq!(r.body["name"], name);
+    let id = r.body["id"].as_str().unwrap().to_owned();
+    assert_eq!(settled(os, &id, who).await["status"], "completed");
+    id
+}
+
+fn names(body: &Value) -> Vec<String> {
+    let mut n: Vec<String> =
+        body["data"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap().to_owned()).collect();
+    n.sort();
+    n.dedup();
+    n
+}
+
+#[tokio::test]
+async fn contents_are_uploaded_searched_and_deleted_per_user() {
+    let os = TestOs::start(config(&isolated())).await;
+    let (ann, bob) = (token("ann", SCOPES), token("bob", SCOPES));
+    let admin = token("root", &["agent_os:admin"]);
+    let ann_id = upload(&os, "ann.md", "# Garden\n\nAnn grows blue tulips by the lake.", &ann).await;
+    let bob_id = upload(&os, "bob.md", "# Garden\n\nBob grows red tulips by the road.", &bob).await;
+
+    // Lists: each sees their own.
+    let r = os.get("/knowledge/content", Some(&ann)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(names(&r.body), ["ann.md"]);
+    assert_eq!(r.body["meta"]["total_count"], 1);
+    let row = &r.body["data"][0];
+    for key in [
+        "id",
+        "name",
+        "description",
+        "type",
+        "size",
+        "linked_to",
+        "metadata",
+        "access_count",
+        "status",
+        "status_message",
+        "created_at",
+        "updated_at",
+    ] {
+        assert!(row.get(key).is_some(), "{key} missing from {row}");
+    }
+    assert_eq!(
+        (&row["type"], &row["status"], &row["metadata"]),
+        (&json!("md"), &json!("completed"), &json!({"kind": "note"}))
+    );
+    assert_eq!(row["size"], json!(ann_text_len()));
+    assert_eq!(os.get("/knowledge/content", Some(&admin)).await.body["meta"]["total_count"], 2);
+
+    // Search: own chunks only, in every mode.
+    for mode in ["keyword", "vector", "hybrid"] {
+        let r = os
+            .post_json("/knowledge/search", &json!({"query": "tulips garden", "search_type": mode}), Some(&ann))
+            .await;
+        assert_eq!(r.status, 200, "{mode}: {}", r.body);
+        assert_eq!(names(&r.body), ["ann.md"], "{mode}");
+        let doc = &r.body["data"][0];
+        assert_eq!(doc["content_id"], ann_id.as_str());
+        assert!(doc["reranking_score"].as_f64().unwrap() <= 1.0);
+    }
+    let r =
+        os.post_json("/knowledge/search", &json!({"query": "tulips", "filters": {"kind": "other"}}), Some(&ann)).await;
+    assert_eq!(r.body["data"], json!([]));
+
+    // Bob cannot read, see the status of, or delete Ann's content (404, as a missing one).
+    for path in [format!("/knowledge/content/{ann_id}"), format!("/knowledge/content/{ann_id}/status")] {
+        let r = os.get(&path, Some(&bob)).await;
+        assert_eq!((r.status, detail(&r.body)), (404, format!("Content not found: {ann_id}")), "{path}");
+    }
+    assert_eq!(os.delete(&format!("/knowledge/content/{ann_id}"), Some(&bob)).await.status, 404);
+    assert_eq!(os.get(&format!("/knowledge/content/{ann_id}"), Some(&ann)).await.status, 200, "still there");
+
+    // The agent searches as the caller.
+    let r = os.post_form("/agents/helper/runs", &[("message", "tulips"), ("stream", "false")], Some(&bob)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let tool =
+        r.body["tools"].as_array().unwrap().iter().find(|t| t["tool_name"] == "search_knowledge_base").unwrap().clone();
+    let result = tool["result"].as_str().unwrap();
+    assert!(result.contains("Bob grows red tulips") && !result.contains("Ann"), "{result}");
+
+    // Deleting: the owner can; then the content and its chunks are gone.
+    let r = os.delete(&format!("/knowledge/content/{bob_id}"), Some(&bob)).await;
+    assert_eq!((r.status, &r.body["id"]), (200, &json!(bob_id)));
+    assert_eq!(os.get(&format!("/knowledge/content/{bob_id}"), Some(&bob)).await.status, 404);
+    let r =
+        os.post_json("/knowledge/search", &json!({"query": "tulips", "search_type": "keyword"}), Some(&admin)).await;
+    assert_eq!(names(&r.body), ["ann.md"]);
+}
+
+fn ann_text_len() -> String {
+    "# Garden\n\nAnn grows blue tulips by the lake.".len().to_string()
+}
+
+#[tokio::test]
+async fn bad_uploads_fail_with_a_reason_or_are_refused_and_lose_nothing() {
+    let os = TestOs::start(config(&isolated())).await;
+    let ann = token("ann", SCOPES);
+    upload(&os, "good.txt", "harbors and anchors", &ann).await;
+    for (name, bytes, reason) in [
+        ("virus.exe", b"MZ".to_vec(), "unsupported file type .exe"),
+        ("empty.txt", Vec::new(), "empty"),
+        ("broken.json", b"{\"a\":".to_vec(), "not valid JSON"),
+    ] {
+        let r = os.post_file("/knowledge/content", &[], (name, bytes), Some(&ann)).await;
+        assert_eq!(r.status, 202, "{name}: {}", r.body);
+        let status = settled(&os, r.body["id"].as_str().unwrap(), &ann).await;
+        assert_eq!(status["status"], "failed", "{name}");
+        assert!(status["status_message"].as_str().unwrap().contains(reason), "{name}: {status}");
+    }
+    // Refused before anything is stored.
+    let refused = [
+        os.post_form("/knowledge/content", &[("description", "no content")], Some(&ann)).await,
+        os.post_form("/knowledge/content", &[("text_content", "x"), ("chunker", "Semantic")], Some(&ann)).await,
+        os.post_form("/knowledge/content", &[("text_content", "x"), ("chunk_size", "ten")], Some(&ann)).await,
+        os.post_form(
+            "/knowledge/content",
+            &[("text_content", "x"), ("chunk_size", "10"), ("chunk_overlap", "10")],
+            Some(&ann),
+        )
+        .await,
+    ];
+    for (i, r) in refused.iter().enumerate() {
+        assert!(r.status == 400 || r.status == 422, "#{i}: {} {}", r.status, r.body);
+    }
+    assert_eq!(os.get("/knowledge/content", Some(&ann)).await.body["meta"]["total_count"], 4);
+    // Text content with its own name and chunking is indexed too.
+    let r = os
+        .post_form(
+            "/knowledge/content",
+            &[
+                ("text_content", "lighthouse keepers watch ships"),
+                ("name", "keepers"),
+                ("chunker", "RecursiveChunker"),
+                ("chunk_size", "100"),
+            ],
+            Some(&ann),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(settled(&os, r.body["id"].as_str().unwrap(), &ann).await["status"], "completed");
+    let found =
+        os.post_json("/knowledge/search", &json!({"query": "lighthouse", "search_type": "keyword"}), Some(&ann)).await;
+    assert_eq!(names(&found.body), ["keepers"]);
+    // Search input errors.
+    let r = os.post_json("/knowledge/search", &json!({"query": "x", "search_type": "semantic"}), Some(&ann)).await;
+    assert_eq!(r.status, 422);
+    let r = os.post_json("/knowledge/search", &json!({"query": "x", "filters": "kind = 1"}), Some(&ann)).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(os.post_json("/knowledge/search", &json!({}), Some(&ann)).await.status, 422);
+    let r = os.get("/knowledge/content?knowledge_id=nope", Some(&ann)).await;
+    assert_eq!((r.status, detail(&r.body)), (404, "Knowledge base 'nope' not found".to_owned()));
+    let cfg = os.get("/knowledge/config", Some(&ann)).await;
+    assert_eq!(cfg.status, 200);
+    assert_eq!(cfg.body["vector_dbs"][0]["search_types"], json!(["vector", "keyword", "hybrid"]));
+}
