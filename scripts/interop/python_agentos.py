@@ -28,24 +28,60 @@ def make_db(url):
     return PostgresDb(db_url=base, db_schema=schema)
 
 
+def make_knowledge(folder, contents_db):
+    """Knowledge `docs` on LanceDb with an offline bag-of-words embedder (agno-rs's `hash:256`)."""
+    import re
+    import zlib
+
+    from agno.knowledge.embedder.base import Embedder
+    from agno.knowledge.knowledge import Knowledge
+    from agno.vectordb.lancedb import LanceDb
+    from agno.vectordb.search import SearchType
+
+    class HashEmbedder(Embedder):
+        def get_embedding(self, text):
+            v = [0.0] * self.dimensions
+            for word in re.findall(r"\w+", text.lower()):
+                v[zlib.crc32(word.encode()) % self.dimensions] += 1.0
+            norm = sum(x * x for x in v) ** 0.5 or 1.0
+            return [x / norm for x in v]
+
+        def get_embedding_and_usage(self, text):
+            return self.get_embedding(text), None
+
+        async def async_get_embedding(self, text):
+            return self.get_embedding(text)
+
+        async def async_get_embedding_and_usage(self, text):
+            return self.get_embedding(text), None
+
+    vector_db = LanceDb(
+        uri=folder, table_name="docs", search_type=SearchType.hybrid, embedder=HashEmbedder(dimensions=256)
+    )
+    return Knowledge(name="docs", contents_db=contents_db, vector_db=vector_db)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--db", required=True)
     parser.add_argument("--model-base-url", required=True)
     parser.add_argument("--jwt-secret")
+    parser.add_argument("--knowledge-dir", help="serve knowledge base `docs` (LanceDb in this folder)")
     args = parser.parse_args()
 
     from agno.agent import Agent
     from agno.models.openai import OpenAIChat
     from agno.os import AgentOS
 
+    knowledge = make_knowledge(args.knowledge_dir, make_db(args.db)) if args.knowledge_dir else None
     agent = Agent(
         id="demo",
         name="Demo",
         model=OpenAIChat(id="gpt-4o-mini", base_url=args.model_base_url, api_key="sk-test"),
         db=make_db(args.db),
         add_history_to_context=True,
+        knowledge=knowledge,
     )
     kwargs = {}
     if args.jwt_secret:
@@ -75,6 +111,8 @@ def main():
         members=[agent],
         db=make_db(args.db),
     )
+    if knowledge is not None:
+        kwargs["knowledge"] = [knowledge]
     agent_os = AgentOS(id="parity-os", agents=[agent], teams=[team], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 

@@ -167,3 +167,53 @@ async fn workflow_and_team_sessions_python_wrote_are_served_as_python_agentos_se
     let (_, runs) = get_both(&rs_base, "/sessions/py-wf/runs?type=workflow").await;
     assert_eq!(runs[0]["run_input"], "hello world", "{runs}");
 }
+
+/// The `/knowledge` routes of `agno serve` answer as a Python AgentOS 3.1 with one knowledge base
+/// (LanceDb with an offline embedder there, the embedded store here): the same statuses and
+/// JSON shapes for upload, status, list, get, search in every mode, delete and bad requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn knowledge_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the knowledge parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    let dir = scratch_dir("kparity");
+    let py_port = free_port();
+    let py_log = dir.join("python.log");
+    let child = Command::new(&python)
+        .arg(repo_file("scripts/interop/python_agentos.py"))
+        .args(["--port", &py_port.to_string(), "--model-base-url", &provider.base_url()])
+        .arg("--db")
+        .arg(format!("sqlite://{}", dir.join("python.db").display()))
+        .arg("--knowledge-dir")
+        .arg(dir.join("lance"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&py_log).unwrap())
+        .spawn()
+        .unwrap();
+    let _python = Served(child);
+    let py_base = format!("http://127.0.0.1:{py_port}");
+    wait_ready(&format!("{py_base}/health"), "Python AgentOS", &py_log).await;
+
+    let db_url = format!("sqlite://{}", dir.join("agno-rs.db").display());
+    let config = slow_agent_config(&dir, "agentos.toml", &db_url, &provider.base_url(), "");
+    let toml = std::fs::read_to_string(&config).unwrap() + "[[knowledge]]\nid = \"docs\"\nembedder = \"hash:256\"\n";
+    std::fs::write(&config, toml).unwrap();
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    let out = Command::new(&python)
+        .arg(repo_file("scripts/interop/shape_parity.py"))
+        .args(["--rs", &format!("http://127.0.0.1:{rs_port}"), "--py", &py_base, "--suite", "knowledge"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "shape_parity.py failed: {stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad report ({e}): {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
+    assert!(report["steps"].as_u64().unwrap() >= 15, "{report}");
+    eprintln!("documented differences seen: {}", report["allowed"]);
+    assert_eq!(
+        report["differences"],
+        serde_json::json!({}),
+        "agno serve's /knowledge differs from Python AgentOS 3.1:\n{}",
+        serde_json::to_string_pretty(&report["differences"]).unwrap()
+    );
+}

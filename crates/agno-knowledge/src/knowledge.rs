@@ -58,6 +58,9 @@ pub struct Content {
     pub source: Option<String>,
     /// Owner; `None` = shared.
     pub user_id: Option<String>,
+    /// The row's `type` when not the reader's (AgentOS stores `manual` for typed text, or the
+    /// uploaded file's media type, as Python AgentOS does).
+    pub type_label: Option<String>,
 }
 
 impl Content {
@@ -242,7 +245,9 @@ impl Knowledge {
             name: content.name.clone(),
             description: content.description.clone(),
             metadata: (!content.metadata.is_empty()).then(|| content.metadata.clone()),
-            kind: content.kind.or_else(|| ContentKind::from_name(&content.name).ok()).map(|k| k.as_str().to_owned()),
+            kind: content.type_label.clone().or_else(|| {
+                content.kind.or_else(|| ContentKind::from_name(&content.name).ok()).map(|k| k.as_str().to_owned())
+            }),
             size: i64::try_from(content.bytes.len()).ok(),
             linked_to: Some(self.name.clone()),
             access_count: Some(0),
@@ -342,6 +347,8 @@ impl Knowledge {
         for (i, mut doc) in read(kind, &content.name, &content.bytes)?.into_iter().enumerate() {
             let mut meta = content.metadata.clone();
             meta.extend(std::mem::take(&mut doc.meta_data));
+            // As Agno: every chunk names its knowledge base (filters can select it).
+            meta.insert("linked_to".to_owned(), Value::String(self.name.clone()));
             doc.meta_data = meta;
             doc.content_id = Some(id.to_owned());
             let prefix = if i == 0 { id.to_owned() } else { format!("{id}_{i}") };

@@ -145,7 +145,7 @@ async fn contents_are_uploaded_searched_and_deleted_per_user() {
 
     // Deleting: the owner can; then the content and its chunks are gone.
     let r = os.delete(&format!("/knowledge/content/{bob_id}"), Some(&bob)).await;
-    assert_eq!((r.status, &r.body["id"]), (200, &json!(bob_id)));
+    assert_eq!((r.status, &r.body), (200, &json!({"id": bob_id})));
     assert_eq!(os.get(&format!("/knowledge/content/{bob_id}"), Some(&bob)).await.status, 404);
     let r =
         os.post_json("/knowledge/search", &json!({"query": "tulips", "search_type": "keyword"}), Some(&admin)).await;

@@ -177,8 +177,8 @@ pub async fn content_status(
     })))
 }
 
-/// `DELETE /knowledge/content/{content_id}`: deletes the content's chunks and row; answers the
-/// deleted row. 404 for a content the caller cannot see or (a shared one under isolation) may
+/// `DELETE /knowledge/content/{content_id}`: deletes the content's chunks and row; answers
+/// `{"id"}`. 404 for a content the caller cannot see or (a shared one under isolation) may
 /// not delete.
 pub async fn delete_content(
     State(state): State<AppState>,
@@ -188,13 +188,14 @@ pub async fn delete_content(
 ) -> ApiResult<Json<Value>> {
     let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
-    let row = visible_row(k, &principal, &content_id).await?;
+    visible_row(k, &principal, &content_id).await?;
     let scope = principal.user_scope(None);
     let removed = k.remove_content(&content_id, scope.as_deref()).await.map_err(knowledge_error)?;
     if !removed {
         return Err(ApiError::not_found(format!("Content not found: {content_id}")));
     }
-    Ok(Json(content_json(&row)))
+    // As Python: the id of what was deleted.
+    Ok(Json(json!({ "id": content_id })))
 }
 
 fn knowledge_error(e: agno_core::KnowledgeError) -> ApiError {
@@ -266,6 +267,7 @@ pub async fn upload_content(
     let description = form.text("description").unwrap_or_default().to_owned();
     let mut content = if let Some(file) = form.take_file("file") {
         let mut c = Content::file(file.file_name.clone(), file.bytes.to_vec());
+        c.type_label = file.content_type.clone().filter(|t| !t.is_empty() && t != "application/octet-stream");
         if let Some(name) = &name {
             // A chosen name keeps the file's reader.
             c.kind = Some(ContentKind::from_name(&file.file_name).unwrap_or(ContentKind::Text));
@@ -276,6 +278,7 @@ pub async fn upload_content(
     } else if let Some(text) = form.text("text_content").filter(|t| !t.trim().is_empty()) {
         let mut c = Content::text(name.clone().unwrap_or_else(|| "text".to_owned()), text);
         c.source = Some("manual".to_owned());
+        c.type_label = Some("manual".to_owned());
         c
     } else {
         return Err(ApiError::bad_request("Send a file or text_content to upload"));
@@ -294,7 +297,21 @@ pub async fn upload_content(
         None => k,
     };
     let row = k.accept(&content).await.map_err(knowledge_error)?;
-    let accepted = content_json(&row);
+    // As Python answers an accepted upload: what the request said, nothing measured yet.
+    let accepted = json!({
+        "id": row.id,
+        "name": row.name,
+        "description": form.text("description"),
+        "type": Value::Null,
+        "size": Value::Null,
+        "linked_to": Value::Null,
+        "metadata": row.metadata,
+        "access_count": Value::Null,
+        "status": "processing",
+        "status_message": Value::Null,
+        "created_at": Value::Null,
+        "updated_at": Value::Null,
+    });
     tokio::spawn(async move {
         if let Err(e) = k.process(&content, row).await {
             tracing::error!(error = %e, "storing the knowledge content's status failed");
@@ -389,21 +406,31 @@ pub async fn config(
 ) -> ApiResult<Json<Value>> {
     let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
-    let chunkers = ["FixedSizeChunker", "RecursiveChunker", "DocumentChunker", "MarkdownChunker"];
-    let reader = |id: &str, name: &str, description: &str| json!({"id": id, "name": name, "description": description, "chunkers": chunkers});
+    let chunker_names = ["FixedSizeChunker", "RecursiveChunker", "DocumentChunker", "MarkdownChunker"];
+    let reader = |id: &str, name: &str, description: &str, types: &[&str]| {
+        json!({
+            "id": id, "name": name, "description": description, "chunkers": chunker_names,
+            "content_types": types, "unavailable_content_types": Value::Null,
+        })
+    };
     let search_types: Vec<&str> = if k.has_embedder() { vec!["vector", "keyword", "hybrid"] } else { vec!["keyword"] };
+    let chunker = |key: &str, description: &str| json!({"key": key, "name": key, "description": description, "metadata": {"chunk_size": 5000, "chunk_overlap": 0}});
     Ok(Json(json!({
         "readers": {
-            "text": reader("text", "TextReader", "Plain text (.txt)"),
-            "markdown": reader("markdown", "MarkdownReader", "Markdown (.md, .markdown)"),
-            "csv": reader("csv", "CSVReader", "Comma-separated values (.csv)"),
-            "json": reader("json", "JSONReader", "JSON (.json)"),
+            "text": reader("text", "TextReader", "Handles plain text files", &[".txt"]),
+            "markdown": reader("markdown", "MarkdownReader", "Processes Markdown documents", &[".md", ".markdown"]),
+            "csv": reader("csv", "CsvReader", "Parses CSV files, a line per row", &[".csv"]),
+            "json": reader("json", "JsonReader", "Processes JSON, a document per element of an array", &[".json"]),
         },
         "readersForType": {
             ".txt": ["text"], ".md": ["markdown"], ".markdown": ["markdown"], ".csv": ["csv"], ".json": ["json"],
-            "text": ["text"],
         },
-        "chunkers": chunkers.iter().map(|c| (c.to_string(), json!({"key": c, "name": c}))).collect::<Map<_, _>>(),
+        "chunkers": {
+            "FixedSizeChunker": chunker("FixedSizeChunker", "Splits text into chunks of a fixed size"),
+            "RecursiveChunker": chunker("RecursiveChunker", "Splits at the strongest separator within the size"),
+            "DocumentChunker": chunker("DocumentChunker", "Packs whole paragraphs up to the size"),
+            "MarkdownChunker": chunker("MarkdownChunker", "Packs Markdown sections up to the size"),
+        },
         "filters": [],
         "vector_dbs": [{
             "id": k.vector_db_id(),
@@ -412,7 +439,7 @@ pub async fn config(
             "search_types": search_types,
         }],
         "remote_content_sources": Value::Null,
-        "unavailable_readers": Value::Null,
-        "unavailable_chunkers": Value::Null,
+        "unavailable_readers": {},
+        "unavailable_chunkers": {},
     })))
 }
