@@ -40,6 +40,62 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Inspect and operate the durable queue of background runs (stats, list, requeue).
     Queue(QueueArgs),
+    /// Add files to a [[knowledge]] base of an AgentOS config, search it, list its contents.
+    ///
+    /// Examples:
+    ///   agno knowledge add --config agentos.toml docs/ notes.md     (progress bar, a line per failure)
+    ///   agno knowledge search --config agentos.toml "how do I deploy?"
+    ///   agno knowledge list --config agentos.toml --user ann
+    Knowledge(KnowledgeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct KnowledgeArgs {
+    /// The AgentOS config declaring the knowledge base ([[knowledge]]) and its [db].
+    #[arg(long, short, global = true, default_value = "agentos.toml")]
+    pub(crate) config: std::path::PathBuf,
+    /// The knowledge base's id (default: the only one of the config).
+    #[arg(long, short, global = true)]
+    pub(crate) knowledge: Option<String>,
+    /// Act as this user: contents added are theirs; searches and lists see theirs plus shared ones.
+    #[arg(long, short, global = true)]
+    pub(crate) user: Option<String>,
+    #[command(subcommand)]
+    pub(crate) command: KnowledgeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KnowledgeCommand {
+    /// Read, chunk, embed and store files (directories are walked; .txt .md .csv .json).
+    Add {
+        /// Files or directories.
+        #[arg(required = true)]
+        paths: Vec<std::path::PathBuf>,
+        /// Metadata for every file, as a JSON object.
+        #[arg(long)]
+        metadata: Option<String>,
+    },
+    /// The best chunks for a query.
+    Search {
+        /// keyword, vector or hybrid (default: the base's).
+        #[arg(long = "type")]
+        search_type: Option<String>,
+        /// Most results.
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+        /// A metadata filter, as JSON (Agno's forms: {"key": "value"} or {"op": "EQ", ...}).
+        #[arg(long)]
+        filter: Option<String>,
+        /// The query.
+        #[arg(required = true)]
+        query: Vec<String>,
+    },
+    /// The base's contents with their status, newest first.
+    List {
+        /// How many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -117,6 +173,16 @@ pub(crate) enum DbCommand {
         /// Show what would be done and change nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Give a vector table created before agno v3 its `user_id` column, so it can be searched
+    /// per user; existing chunks stay shared. Nothing is lost; running it twice changes nothing.
+    MigrateVectors {
+        /// The SQLite database holding the vector table (sqlite://FILE).
+        #[arg(long, env = "AGNO_DB")]
+        db: String,
+        /// The vector table.
+        #[arg(long)]
+        table: String,
     },
     /// Drop the legacy `runs` column once every legacy run is in the runs table.
     CleanupLegacyRuns {

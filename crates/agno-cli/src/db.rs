@@ -13,7 +13,24 @@ pub(crate) async fn db(args: DbArgs) -> Result<()> {
         DbCommand::Status { db } => status(&db).await,
         DbCommand::Migrate { db, target, dry_run } => migrate(&db, target.as_deref(), dry_run).await,
         DbCommand::CleanupLegacyRuns { db, force } => cleanup(&db, force).await,
+        DbCommand::MigrateVectors { db, table } => migrate_vectors(&db, &table).await,
     }
+}
+
+async fn migrate_vectors(url: &str, table: &str) -> Result<()> {
+    use agno_knowledge::VectorDb;
+    if !url.starts_with("sqlite:") {
+        bail!("migrate-vectors handles the embedded store (sqlite://FILE); {url} is not one");
+    }
+    let store = agno_knowledge::SqliteVectorDb::connect(url, table)
+        .await
+        .with_context(|| format!("cannot open {}", agno::db::redact_url(url)))?;
+    if store.migrate_user_id().await? {
+        println!("{table}: added user_id (its {} chunks stay shared)", store.count().await?);
+    } else {
+        println!("{table}: already has user_id, nothing to do");
+    }
+    Ok(())
 }
 
 async fn status(url: &str) -> Result<()> {

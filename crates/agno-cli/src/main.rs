@@ -3,6 +3,7 @@
 mod chat;
 mod cli;
 mod db;
+mod knowledge;
 mod queue;
 mod run;
 mod run_config;
@@ -39,6 +40,7 @@ fn main() -> std::process::ExitCode {
             Command::Db(args) => db::db(args).await,
             Command::Serve(args) => serve::serve(args).await,
             Command::Queue(args) => queue::queue(args).await,
+            Command::Knowledge(args) => knowledge::knowledge(args).await,
         }
     });
     // Tasks still running (a tool blocked in a thread, a connection held open) must not keep the

@@ -15,7 +15,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use sqlx::{Row, SqliteConnection};
 use tokio::sync::RwLock;
 
-use crate::store::{VectorDb, VectorQuery, VectorRow, cosine, hybrid_score, query_words};
+use crate::store::{VectorDb, VectorQuery, VectorRow, hybrid_score, query_words};
 
 /// Half-saturation point of the text rank (`-bm25`) in hybrid scores.
 const TEXT_RANK_K: f64 = 1.0;
@@ -65,6 +65,28 @@ fn check_table(name: &str) -> Result<(), KnowledgeError> {
 /// in it is a bound parameter.
 fn sql(text: String) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(text)
+}
+
+/// The dot product, in eight independent sums so the compiler can vectorize it.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// `v` scaled to length 1 (the zero vector stays zero).
+fn unit(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
 }
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
@@ -148,7 +170,8 @@ impl SqliteVectorDb {
                 rid: r.try_get("rid").unwrap_or_default(),
                 user_id: r.try_get("user_id").ok().flatten(),
                 meta: meta_of(r),
-                embedding: from_blob(&r.try_get::<Vec<u8>, _>("embedding").unwrap_or_default()),
+                // Kept unit-length: a cosine is then one dot product.
+                embedding: unit(from_blob(&r.try_get::<Vec<u8>, _>("embedding").unwrap_or_default())),
             })
             .collect();
         cache.version = Some(current.unwrap_or(0));
@@ -157,7 +180,13 @@ impl SqliteVectorDb {
 
     /// Text ranks (`-bm25`, higher is better) of the rows matching any query word, visible to
     /// the user.
-    async fn text_ranks(&self, text: &str, user_id: Option<&str>) -> Result<HashMap<i64, f64>, KnowledgeError> {
+    /// Text ranks of the matches (all of them, or the best `limit`).
+    async fn text_ranks(
+        &self,
+        text: &str,
+        user_id: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<HashMap<i64, f64>, KnowledgeError> {
         let words = query_words(text);
         if words.is_empty() {
             return Ok(HashMap::new());
@@ -166,13 +195,15 @@ impl SqliteVectorDb {
         let fts_query = words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" OR ");
         // The user clause only when scoped: a pre-v3 table has no user_id column.
         let scope = if user_id.is_some() { " AND (t.user_id = ?2 OR t.user_id IS NULL)" } else { "" };
+        let top = if limit.is_some() { " ORDER BY r, t.rid LIMIT ?3" } else { "" };
         let rows = sqlx::query(sql(format!(
             "SELECT t.rid AS rid, bm25({t}_fts) AS r FROM {t}_fts JOIN {t} t ON t.rid = {t}_fts.rowid \
-             WHERE {t}_fts MATCH ?1{scope}",
+             WHERE {t}_fts MATCH ?1{scope}{top}",
             t = self.table
         )))
         .bind(fts_query)
         .bind(user_id)
+        .bind(limit.and_then(|n| i64::try_from(n).ok()))
         .fetch_all(&self.pool)
         .await
         .map_err(store_err)?;
@@ -271,9 +302,21 @@ impl VectorDb for SqliteVectorDb {
                 "CREATE TABLE IF NOT EXISTS {t}_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"
             ),
         ];
+        let fts_existed: Option<String> = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE name = ?1")
+            .bind(format!("{t}_fts"))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(store_err)?;
         let mut tx = self.pool.begin().await.map_err(store_err)?;
         for statement in statements {
             sqlx::query(sql(statement)).execute(&mut *tx).await.map_err(store_err)?;
+        }
+        if fts_existed.is_none() {
+            // A table that had rows before its index (an older store): index them now.
+            sqlx::query(sql(format!("INSERT INTO {t}_fts ({t}_fts) VALUES ('rebuild')")))
+                .execute(&mut *tx)
+                .await
+                .map_err(store_err)?;
         }
         tx.commit().await.map_err(store_err)?;
         if self.has_user_column().await? {
@@ -294,24 +337,29 @@ impl VectorDb for SqliteVectorDb {
             .execute(&mut *tx)
             .await
             .map_err(store_err)?;
-        for row in rows {
-            let meta = serde_json::to_string(&row.meta_data).map_err(store_err)?;
-            sqlx::query(sql(format!(
+        // Many rows per statement (9 parameters each, well under SQLite's limit).
+        for batch in rows.chunks(200) {
+            let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; batch.len()].join(", ");
+            let text = format!(
                 "INSERT INTO {t} (id, name, meta_data, content, embedding, created_at, updated_at, content_hash, \
-                 content_id, user_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9)"
-            )))
-            .bind(&row.id)
-            .bind(&row.name)
-            .bind(meta)
-            .bind(&row.content)
-            .bind(row.embedding.as_deref().map(to_blob))
-            .bind(now)
-            .bind(&row.content_hash)
-            .bind(&row.content_id)
-            .bind(&row.user_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(store_err)?;
+                 content_id, user_id) VALUES {values}"
+            );
+            let mut query = sqlx::query(sql(text));
+            for row in batch {
+                let meta = serde_json::to_string(&row.meta_data).map_err(store_err)?;
+                query = query
+                    .bind(&row.id)
+                    .bind(&row.name)
+                    .bind(meta)
+                    .bind(&row.content)
+                    .bind(row.embedding.as_deref().map(to_blob))
+                    .bind(now)
+                    .bind(now)
+                    .bind(&row.content_hash)
+                    .bind(&row.content_id)
+                    .bind(&row.user_id);
+            }
+            query.execute(&mut *tx).await.map_err(store_err)?;
         }
         self.bump_version(&mut tx).await?;
         tx.commit().await.map_err(store_err)
@@ -365,7 +413,9 @@ impl VectorDb for SqliteVectorDb {
         };
         let mut ranked: Vec<(i64, f64)> = match q.search_type {
             SearchType::Keyword => {
-                let ranks = self.text_ranks(q.text, q.user_id).await?;
+                // Without a filter the index returns only the best; a filter needs every match.
+                let top = q.filter.is_none().then_some(q.limit);
+                let ranks = self.text_ranks(q.text, q.user_id, top).await?;
                 if q.filter.is_some() {
                     // Filters apply to the stored metadata: read it for the matches.
                     let cache = self.entries().await?;
@@ -387,9 +437,9 @@ impl VectorDb for SqliteVectorDb {
                 }
             }
             SearchType::Vector | SearchType::Hybrid => {
-                let query = embedding.unwrap_or_default();
+                let query = unit(embedding.unwrap_or_default().to_vec());
                 let ranks = if q.search_type == SearchType::Hybrid {
-                    self.text_ranks(q.text, q.user_id).await?
+                    self.text_ranks(q.text, q.user_id, None).await?
                 } else {
                     HashMap::new()
                 };
@@ -399,7 +449,7 @@ impl VectorDb for SqliteVectorDb {
                     .iter()
                     .filter(|e| visible(&e.user_id, &e.meta))
                     .map(|e| {
-                        let sim = cosine(query, &e.embedding);
+                        let sim = dot(&query, &e.embedding);
                         let score = if q.search_type == SearchType::Hybrid {
                             hybrid_score(Some(sim), ranks.get(&e.rid).copied().unwrap_or(0.0), TEXT_RANK_K)
                         } else {
@@ -416,12 +466,20 @@ impl VectorDb for SqliteVectorDb {
                 *score = score.max(0.0) / (score.max(0.0) + TEXT_RANK_K);
             }
         }
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        // Best first, ties by insertion order; only the top `limit` are ordered.
+        let order = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if ranked.len() > q.limit && q.limit > 0 {
+            ranked.select_nth_unstable_by(q.limit - 1, order);
+            ranked.truncate(q.limit);
+        }
+        ranked.sort_by(order);
         ranked.truncate(q.limit);
         self.documents(&ranked).await
     }
 
     async fn migrate_user_id(&self) -> Result<bool, KnowledgeError> {
+        // The index and version row first (an older table may have neither).
+        self.create().await?;
         if self.has_user_column().await? {
             return Ok(false);
         }

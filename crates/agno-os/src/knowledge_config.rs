@@ -59,7 +59,7 @@ fn embedder(spec: &KnowledgeSpec) -> Result<Option<Arc<dyn agno_knowledge::Embed
 ///
 /// # Errors
 /// [`StartError::Config`] naming the base and the setting to fix.
-pub(crate) async fn build_knowledge(
+pub async fn build_knowledge(
     specs: &[KnowledgeSpec],
     db: Option<&Arc<dyn Db>>,
     db_url: Option<&str>,
@@ -104,7 +104,7 @@ pub(crate) async fn build_knowledge(
 }
 
 /// `vector`, `keyword` or `hybrid`.
-pub(crate) fn parse_search_type(text: &str) -> Result<SearchType, String> {
+pub fn parse_search_type(text: &str) -> Result<SearchType, String> {
     match text.trim().to_ascii_lowercase().as_str() {
         "vector" => Ok(SearchType::Vector),
         "keyword" => Ok(SearchType::Keyword),

@@ -23,7 +23,7 @@ pub mod coordination;
 pub mod cors;
 pub mod error;
 pub mod form;
-mod knowledge_config;
+pub mod knowledge_config;
 pub mod queue;
 pub mod routes;
 pub mod serve;
