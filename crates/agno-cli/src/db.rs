@@ -19,14 +19,26 @@ pub(crate) async fn db(args: DbArgs) -> Result<()> {
 
 async fn migrate_vectors(url: &str, table: &str) -> Result<()> {
     use agno_knowledge::VectorDb;
-    if !url.starts_with("sqlite:") {
-        bail!("migrate-vectors handles the embedded store (sqlite://FILE); {url} is not one");
-    }
-    let store = agno_knowledge::SqliteVectorDb::connect(url, table)
-        .await
-        .with_context(|| format!("cannot open {}", agno::db::redact_url(url)))?;
-    if store.migrate_user_id().await? {
-        println!("{table}: added user_id (its {} chunks stay shared)", store.count().await?);
+    let shown = agno::db::redact_url(url);
+    let (changed, chunks) = if url.starts_with("sqlite:") {
+        let store = agno_knowledge::SqliteVectorDb::connect(url, table)
+            .await
+            .with_context(|| format!("cannot open {shown}"))?;
+        (store.migrate_user_id().await?, store.count().await?)
+    } else if url.starts_with("postgres") {
+        // PgVector (schema from `?schema=`, default `ai`); the dimension is not needed to migrate.
+        let (base, schema) = agno_os::knowledge_config::split_schema(url);
+        let store = agno_knowledge::PgVectorDb::connect(&base, &schema, table, 1)
+            .await
+            .with_context(|| format!("cannot open {shown}"))?;
+        (store.migrate_user_id().await?, store.count().await?)
+    } else {
+        bail!(
+            "migrate-vectors handles the embedded store (sqlite://FILE) and PgVector (postgresql://...); {shown} is neither"
+        );
+    };
+    if changed {
+        println!("{table}: added user_id (its {chunks} chunks stay shared)");
     } else {
         println!("{table}: already has user_id, nothing to do");
     }

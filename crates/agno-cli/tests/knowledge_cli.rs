@@ -99,6 +99,43 @@ fn migrate_vectors_adds_user_id_to_an_old_table_and_is_idempotent() {
     std::fs::write(&config, format!("[db]\nurl = \"{url}\"\n[[knowledge]]\nid = \"old\"\ntable = \"v\"\n")).unwrap();
     let (ok, out, err) = run(&["knowledge", "search", "--config", config.to_str().unwrap(), "--user", "ann", "chunk"]);
     assert!(ok && out.contains("old chunk"), "{out}\n{err}");
-    let (ok, _, err) = run(&["db", "migrate-vectors", "--db", "postgresql://x/y", "--table", "v"]);
-    assert!(!ok && err.contains("embedded store"), "{err}");
+    let (ok, _, err) = run(&["db", "migrate-vectors", "--db", "mysql://x/y", "--table", "v"]);
+    assert!(!ok && err.contains("is neither"), "{err}");
+}
+
+#[test]
+fn migrate_vectors_migrates_a_pgvector_table_python_agno_made_before_v3() {
+    if !agno_testkit::services::pgvector("agno db migrate-vectors on PgVector") {
+        return;
+    }
+    let url = agno_testkit::services::pgvector_url();
+    let table = format!("old_{}", &agno::core::new_id().replace('-', "")[..12]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        sqlx::query("CREATE EXTENSION IF NOT EXISTS vector").execute(&pool).await.unwrap();
+        sqlx::query("CREATE SCHEMA IF NOT EXISTS ai").execute(&pool).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "CREATE TABLE ai.{table} (id VARCHAR PRIMARY KEY, name VARCHAR, meta_data JSONB DEFAULT '{{}}'::jsonb, \
+             filters JSONB, content TEXT, embedding vector(4), usage JSONB, created_at TIMESTAMPTZ DEFAULT now(), \
+             updated_at TIMESTAMPTZ, content_hash VARCHAR, content_id VARCHAR)"
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO ai.{table} (id, content) VALUES ('a', 'kept')")))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    });
+    let (ok, out, err) = run(&["db", "migrate-vectors", "--db", &url, "--table", &table]);
+    assert!(ok, "{err}");
+    assert!(out.contains(&format!("{table}: added user_id (its 1 chunks stay shared)")), "{out}");
+    let (ok, out, _) = run(&["db", "migrate-vectors", "--db", &format!("{url}?schema=ai"), "--table", &table]);
+    assert!(ok && out.contains("already has user_id"), "{out}");
+    rt.block_on(async {
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE ai.{table}"))).execute(&pool).await.unwrap();
+    });
 }

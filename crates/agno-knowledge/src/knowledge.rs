@@ -86,8 +86,8 @@ impl Content {
         self
     }
 
-    /// The content's identity: a hash of its name, description, metadata (keys sorted), source
-    /// and bytes, so different documents never share an id.
+    /// The content's identity: a hash of its name, description, metadata (keys sorted), source,
+    /// owner and bytes, so different documents (or one document of two users) never share an id.
     pub fn content_hash(&self) -> String {
         let mut h = Sha256::new();
         for part in [self.name.as_bytes(), self.description.as_bytes()] {
@@ -97,9 +97,11 @@ impl Content {
         let meta = sorted_json(&Value::Object(self.metadata.clone()));
         h.update((meta.len() as u64).to_le_bytes());
         h.update(meta.as_bytes());
-        let source = self.source.as_deref().unwrap_or_default();
-        h.update((source.len() as u64).to_le_bytes());
-        h.update(source.as_bytes());
+        // The owner too: two users adding the same file get two contents (and chunks).
+        for part in [self.source.as_deref().unwrap_or_default(), self.user_id.as_deref().unwrap_or_default()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
         h.update(&self.bytes);
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }

@@ -16,13 +16,15 @@
 //!
 //! The pieces: [`reader`] (bytes to documents), [`Chunking`] (documents to chunks),
 //! [`Embedder`]s ([`OpenAiEmbedder`] over HTTP, [`HashEmbedder`] offline), [`VectorDb`] (the
-//! store interface) with [`SqliteVectorDb`] (embedded: FTS5 plus exact cosine), and
+//! store interface) with [`SqliteVectorDb`] (embedded: FTS5 plus exact cosine) and [`PgVectorDb`]
+//! (PostgreSQL with pgvector, sharing tables with Python Agno's `PgVector`), and
 //! [`Knowledge`], which ties them to content rows in `agno_knowledge` and implements
 //! [`agno_core::KnowledgeBase`] for agents.
 
 mod chunking;
 mod embedder;
 mod knowledge;
+mod pgvector;
 pub mod reader;
 mod sqlite;
 mod store;
@@ -30,6 +32,7 @@ mod store;
 pub use chunking::{Chunking, DEFAULT_CHUNK_SIZE};
 pub use embedder::{Embedder, HashEmbedder, OpenAiEmbedder};
 pub use knowledge::{Content, DEFAULT_MAX_CONTENT_BYTES, Knowledge, Reranker, status};
+pub use pgvector::{PgVectorDb, VectorIndex};
 pub use reader::ContentKind;
 pub use sqlite::SqliteVectorDb;
 pub use store::{VECTOR_SCORE_WEIGHT, VectorDb, VectorQuery, VectorRow, cosine, hybrid_score, query_words};

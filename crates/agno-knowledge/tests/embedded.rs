@@ -273,11 +273,25 @@ async fn different_documents_never_share_an_identity() {
     let b = knowledge.insert(Content::text("same", "same words").metadata(meta(&json!({"v": 2})))).await.unwrap();
     let c = knowledge.insert(Content::text("same", "other words")).await.unwrap();
     let d = knowledge.insert(Content::text("same", "same words").metadata(meta(&json!({"v": 1})))).await.unwrap();
+    // The same file added by two users is two contents: neither replaces the other's chunks.
+    let ann = knowledge
+        .insert(Content::text("same", "same words").metadata(meta(&json!({"v": 1}))).user("ann"))
+        .await
+        .unwrap();
+    let bob = knowledge
+        .insert(Content::text("same", "same words").metadata(meta(&json!({"v": 1}))).user("bob"))
+        .await
+        .unwrap();
+    assert!(ann.id != bob.id && ann.id != a.id);
+    for user in ["ann", "bob"] {
+        let found = knowledge.search_with("same", Some(10), None, Some(user), None).await.unwrap();
+        assert_eq!(found.len(), 3, "{user}: shared a, b and their own: {found:#?}");
+    }
     assert_ne!(a.id, b.id);
     assert_ne!(a.id, c.id);
     assert_eq!(a.id, d.id, "the same content keeps its id");
     let found = knowledge.search_with("same", Some(10), None, None, None).await.unwrap();
-    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_eq!(found.len(), 4, "{found:#?}");
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use agno_core::{Db, SearchType};
-use agno_knowledge::{Chunking, HashEmbedder, Knowledge, OpenAiEmbedder, SqliteVectorDb};
+use agno_knowledge::{Chunking, HashEmbedder, Knowledge, OpenAiEmbedder, PgVectorDb, SqliteVectorDb, VectorDb};
 
 use crate::app::StartError;
 use crate::config::KnowledgeSpec;
@@ -26,8 +26,13 @@ fn store_url(spec: &KnowledgeSpec, db_url: Option<&str>) -> Result<String, Start
                  SQLite: set vector_db = \"sqlite://knowledge.db\"",
             )),
         },
-        url if url.starts_with("sqlite:") => Ok(url.to_owned()),
-        other => Err(fail(&spec.id, format!("unsupported vector_db {other:?}: use \"embedded\" or a sqlite:// URL"))),
+        url if url.starts_with("sqlite:") || url.starts_with("postgres") => Ok(url.to_owned()),
+        other => Err(fail(
+            &spec.id,
+            format!(
+                "unsupported vector_db {other:?}: use \"embedded\", a sqlite:// URL or a postgresql:// URL (PgVector)"
+            ),
+        )),
     }
 }
 
@@ -70,13 +75,23 @@ pub async fn build_knowledge(
             return Err(fail(&spec.id, "duplicate knowledge id"));
         }
         let table = spec.table.clone().unwrap_or_else(|| format!("agno_vectors_{}", spec.id.replace('-', "_")));
-        let store = SqliteVectorDb::connect(&store_url(spec, db_url)?, &table).await.map_err(|e| fail(&spec.id, e))?;
-        let mut k =
-            Knowledge::new(spec.id.clone(), Arc::new(store)).description(spec.description.clone().unwrap_or_default());
+        let url = store_url(spec, db_url)?;
+        let embedder = embedder(spec)?;
+        let store: Arc<dyn VectorDb> = if url.starts_with("postgres") {
+            // PgVector: Python Agno's table shape; `?schema=` picks the schema (default `ai`).
+            let (base, schema) = split_schema(&url);
+            let Some(dims) = embedder.as_ref().map(|e| e.dimensions()) else {
+                return Err(fail(&spec.id, "PgVector stores embeddings: set embedder (and dimensions)"));
+            };
+            Arc::new(PgVectorDb::connect(&base, &schema, &table, dims).await.map_err(|e| fail(&spec.id, e))?)
+        } else {
+            Arc::new(SqliteVectorDb::connect(&url, &table).await.map_err(|e| fail(&spec.id, e))?)
+        };
+        let mut k = Knowledge::new(spec.id.clone(), store).description(spec.description.clone().unwrap_or_default());
         if let Some(db) = db {
             k = k.contents_db(Arc::clone(db));
         }
-        if let Some(e) = embedder(spec)? {
+        if let Some(e) = embedder {
             k = k.embedder(e);
         }
         if spec.chunker.is_some() || spec.chunk_size.is_some() || spec.chunk_overlap.is_some() {
@@ -101,6 +116,24 @@ pub async fn build_knowledge(
         out.push(Arc::new(k));
     }
     Ok(out)
+}
+
+/// A PostgreSQL URL without its `schema` query parameter, and that schema (default `ai`).
+pub fn split_schema(url: &str) -> (String, String) {
+    let Some((base, query)) = url.split_once('?') else { return (url.to_owned(), "ai".to_owned()) };
+    let mut schema = "ai".to_owned();
+    let rest: Vec<&str> = query
+        .split('&')
+        .filter(|kv| match kv.strip_prefix("schema=") {
+            Some(s) => {
+                schema = s.to_owned();
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let base = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
+    (base, schema)
 }
 
 /// `vector`, `keyword` or `hybrid`.

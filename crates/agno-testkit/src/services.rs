@@ -55,6 +55,22 @@ pub fn postgres(what: &str) -> bool {
     service(what, "PostgreSQL", &host_port(std::env::var("AGNO_TEST_POSTGRES_URL").ok(), "127.0.0.1:5432"))
 }
 
+/// The PostgreSQL with pgvector of the PgVector tests (`AGNO_TEST_PGVECTOR_URL`, default
+/// `postgresql://postgres@127.0.0.1:5433/postgres`, started by `scripts/pgvector-server`).
+pub fn pgvector_url() -> String {
+    std::env::var("AGNO_TEST_PGVECTOR_URL")
+        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5433/postgres".to_owned())
+}
+
+/// True when the pgvector PostgreSQL ([`pgvector_url`]) answers.
+pub fn pgvector(what: &str) -> bool {
+    service(
+        what,
+        "PostgreSQL with pgvector (scripts/pgvector-server)",
+        &host_port(Some(pgvector_url()), "127.0.0.1:5433"),
+    )
+}
+
 /// True when the test MariaDB/MySQL (`AGNO_TEST_MYSQL_URL`, default `127.0.0.1:3306`) answers.
 pub fn mariadb(what: &str) -> bool {
     service(what, "MariaDB", &host_port(std::env::var("AGNO_TEST_MYSQL_URL").ok(), "127.0.0.1:3306"))
