@@ -3,7 +3,8 @@ crates/agno-knowledge/benches/knowledge.rs, which runs this when AGNO_PYTHON is 
 
 Same generator, same sizes, same 384-dimension bag-of-words embedder (FNV-1a of each word),
 same 3-word queries, top 10. Prints one JSON object per size on stdout:
-{"chunks", "ingest_chunks_per_s", "keyword": [p50_ms, p99_ms], "vector": [...], "hybrid": [...]}.
+{"chunks", "store", "ingest_chunks_per_s", "keyword": [p50_ms, p99_ms], "vector": [...], "hybrid": [...]}.
+With --pgvector URL, PgVector (HNSW, Agno's defaults) is measured too.
 
 Usage: knowledge_bench.py --dir SCRATCH_DIR 10000 100000
 """
@@ -17,6 +18,7 @@ DIMS = 384
 VOCABULARY = 5000
 WORDS_PER_CHUNK = 30
 QUERIES = 200
+PG_QUERIES = 50
 MASK = (1 << 64) - 1
 
 
@@ -50,7 +52,7 @@ def percentile(sorted_ms, p):
     return sorted_ms[min(i, len(sorted_ms) - 1)]
 
 
-def measure(n, folder):
+def measure(n, folder, pgvector_url=None):
     from agno.knowledge.document import Document
     from agno.knowledge.embedder.base import Embedder
     from agno.vectordb.lancedb import LanceDb
@@ -70,8 +72,18 @@ def measure(n, folder):
             return fnv_vector(s), None
 
     rng = Lcg(42)
-    db = LanceDb(uri=f"{folder}/lance-{n}", table_name="bench", search_type=SearchType.hybrid,
-                 embedder=FnvEmbedder(dimensions=DIMS))
+    if pgvector_url:
+        from agno.vectordb.pgvector import PgVector
+
+        db = PgVector(table_name=f"agno_pybench_{n}", schema="ai", search_type=SearchType.hybrid,
+                      db_url=pgvector_url.replace("postgresql://", "postgresql+psycopg://", 1),
+                      embedder=FnvEmbedder(dimensions=DIMS))
+        db.drop()
+        store = "PgVector (exact: Agno builds its index on optimize())"
+    else:
+        db = LanceDb(uri=f"{folder}/lance-{n}", table_name="bench", search_type=SearchType.hybrid,
+                     embedder=FnvEmbedder(dimensions=DIMS))
+        store = "LanceDb"
     db.create()
     started = time.perf_counter()
     stored, content = 0, 0
@@ -85,7 +97,9 @@ def measure(n, folder):
         content += 1
     ingest = time.perf_counter() - started
     queries = [text(rng, 3) for _ in range(QUERIES)]
-    out = {"chunks": n, "ingest_chunks_per_s": n / ingest}
+    if pgvector_url:
+        queries = queries[:PG_QUERIES]  # its hybrid search ranks every row
+    out = {"chunks": n, "store": store, "ingest_chunks_per_s": n / ingest}
     for search_type in (SearchType.keyword, SearchType.vector, SearchType.hybrid):
         db.search_type = search_type
         db.search(queries[0], limit=10)
@@ -96,12 +110,15 @@ def measure(n, folder):
             times.append((time.perf_counter() - t) * 1000.0)
         times.sort()
         out[search_type.value] = [percentile(times, 0.5), percentile(times, 0.99)]
+    if pgvector_url:
+        db.drop()
     return out
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dir", required=True)
+    parser.add_argument("--pgvector", help="also measure PgVector at this postgresql:// URL")
     parser.add_argument("sizes", nargs="+", type=int)
     args = parser.parse_args()
     import logging
@@ -109,6 +126,8 @@ def main():
     logging.getLogger("agno").setLevel(logging.ERROR)
     for n in args.sizes:
         print(json.dumps(measure(n, args.dir)), flush=True)
+        if args.pgvector:
+            print(json.dumps(measure(n, args.dir, args.pgvector)), flush=True)
     return 0
 
 

@@ -2,7 +2,8 @@
 //! Agno 3.1's `PgVector` creates (`id, name, meta_data, filters, content, embedding vector(d),
 //! usage, created_at, updated_at, content_hash, content_id, user_id`, schema `ai`), so agno-rs and
 //! Python can share a table. HNSW (default) or IVFFlat over cosine distance, a GIN index for full
-//! text, and Agno's scores: vector `max(0, 1 - cosine distance)`, keyword
+//! text (the vector index is built by [`PgVectorDb::optimize`], as Agno's `optimize()`), and
+//! Agno's scores: vector `max(0, 1 - cosine distance)`, keyword
 //! `ts_rank_cd / (ts_rank_cd + 0.1)`, hybrid their 0.5/0.5 mix.
 //!
 //! Filters become SQL over `meta_data` with every key and value bound as a parameter.
@@ -255,6 +256,39 @@ impl PgVectorDb {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
+    /// Builds the vector index over the chunks stored so far (Agno's `optimize()`), replacing
+    /// an older one: HNSW, or IVFFlat with `lists` clusters. As in Agno, [`VectorDb::create`]
+    /// makes no vector index (a search is exact until this runs): building it once over the data
+    /// is far cheaper than growing it row by row.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Store`].
+    pub async fn optimize(&self) -> Result<(), KnowledgeError> {
+        let (t, full) = (&self.table, self.full());
+        let (name, build) = match self.index {
+            VectorIndex::Hnsw { m, ef_construction, .. } => (
+                format!("{t}_hnsw_index"),
+                format!("USING hnsw (embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef_construction})"),
+            ),
+            VectorIndex::Ivfflat { lists, .. } => (
+                format!("{t}_ivfflat_index"),
+                format!("USING ivfflat (embedding vector_cosine_ops) WITH (lists = {lists})"),
+            ),
+            VectorIndex::None => return Ok(()),
+        };
+        let schema = &self.schema;
+        let mut tx = self.pool.begin().await.map_err(store_err)?;
+        sqlx::query(sql(format!("DROP INDEX IF EXISTS \"{schema}\".\"{name}\"")))
+            .execute(&mut *tx)
+            .await
+            .map_err(store_err)?;
+        sqlx::query(sql(format!("CREATE INDEX \"{name}\" ON {full} {build}")))
+            .execute(&mut *tx)
+            .await
+            .map_err(store_err)?;
+        tx.commit().await.map_err(store_err)
+    }
+
     /// Drops the table (tests, benchmarks).
     ///
     /// # Errors
@@ -284,7 +318,7 @@ fn redact(url: &str) -> String {
 impl VectorDb for PgVectorDb {
     async fn create(&self) -> Result<(), KnowledgeError> {
         let (t, full, d) = (&self.table, self.full(), self.dims);
-        let mut statements = vec![
+        let statements = vec![
             "CREATE EXTENSION IF NOT EXISTS vector".to_owned(),
             format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", self.schema),
             format!(
@@ -301,17 +335,6 @@ impl VectorDb for PgVectorDb {
                 "CREATE INDEX IF NOT EXISTS \"{t}_content_gin_index\" ON {full} USING GIN (to_tsvector('english', content))"
             ),
         ];
-        match self.index {
-            VectorIndex::Hnsw { m, ef_construction, .. } => statements.push(format!(
-                "CREATE INDEX IF NOT EXISTS \"{t}_hnsw_index\" ON {full} USING hnsw (embedding vector_cosine_ops) \
-                 WITH (m = {m}, ef_construction = {ef_construction})"
-            )),
-            VectorIndex::Ivfflat { lists, .. } => statements.push(format!(
-                "CREATE INDEX IF NOT EXISTS \"{t}_ivfflat_index\" ON {full} USING ivfflat (embedding vector_cosine_ops) \
-                 WITH (lists = {lists})"
-            )),
-            VectorIndex::None => {}
-        }
         for statement in statements {
             sqlx::query(sql(statement)).execute(&self.pool).await.map_err(store_err)?;
         }

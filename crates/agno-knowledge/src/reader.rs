@@ -1,5 +1,7 @@
 //! Readers: turn a file's bytes into documents, chosen by the file's extension (Agno's
-//! `TextReader`, `MarkdownReader`, `CSVReader`, `JSONReader`).
+//! `TextReader`, `MarkdownReader`, `CSVReader`, `JSONReader`, `PDFReader`, `DocxReader`,
+//! `WebsiteReader` for HTML). PDF text comes from `pdf-extract`, DOCX from its
+//! `word/document.xml` (read with `zip` and `quick-xml`), HTML from `html2text`.
 
 use agno_core::{Document, KnowledgeError};
 use serde_json::{Map, Value};
@@ -15,6 +17,12 @@ pub enum ContentKind {
     Csv,
     /// JSON (`.json`): one document per element of a top-level array, else one.
     Json,
+    /// PDF (`.pdf`): one document per page.
+    Pdf,
+    /// Word (`.docx`): one document, a line per paragraph.
+    Docx,
+    /// HTML (`.html`, `.htm`): the page's text.
+    Html,
 }
 
 impl ContentKind {
@@ -29,8 +37,12 @@ impl ContentKind {
             "md" | "markdown" => Ok(ContentKind::Markdown),
             "csv" => Ok(ContentKind::Csv),
             "json" => Ok(ContentKind::Json),
+            "pdf" => Ok(ContentKind::Pdf),
+            "docx" => Ok(ContentKind::Docx),
+            "html" | "htm" => Ok(ContentKind::Html),
             other => Err(KnowledgeError::Read(format!(
-                "unsupported file type .{other} ({name}); supported: .txt, .md, .markdown, .csv, .json"
+                "unsupported file type .{other} ({name}); supported: .txt, .md, .markdown, .csv, .json, .pdf, .docx, \
+                 .html"
             ))),
         }
     }
@@ -42,6 +54,9 @@ impl ContentKind {
             ContentKind::Markdown => "md",
             ContentKind::Csv => "csv",
             ContentKind::Json => "json",
+            ContentKind::Pdf => "pdf",
+            ContentKind::Docx => "docx",
+            ContentKind::Html => "html",
         }
     }
 }
@@ -51,15 +66,33 @@ impl ContentKind {
 /// # Errors
 /// [`KnowledgeError::Read`] for text that is not UTF-8, empty content, malformed CSV or JSON.
 pub fn read(kind: ContentKind, name: &str, bytes: &[u8]) -> Result<Vec<Document>, KnowledgeError> {
+    let named = |content: String| Document { content, name: Some(name.to_owned()), ..Document::default() };
+    if bytes.is_empty() {
+        return Err(KnowledgeError::Read(format!("{name} is empty")));
+    }
+    match kind {
+        ContentKind::Pdf => return read_pdf(name, bytes).map(|pages| pages.into_iter().map(named).collect()),
+        ContentKind::Docx => return Ok(vec![named(read_docx(name, bytes)?)]),
+        ContentKind::Html => {
+            let text = html2text::from_read(bytes, 10_000)
+                .map_err(|e| KnowledgeError::Read(format!("{name} is not readable HTML: {e}")))?;
+            if text.trim().is_empty() {
+                return Err(KnowledgeError::Read(format!("{name} has no text")));
+            }
+            return Ok(vec![named(text)]);
+        }
+        _ => {}
+    }
     let text = std::str::from_utf8(bytes)
         .map_err(|e| KnowledgeError::Read(format!("{name} is not UTF-8 text: {e}")))?
         .trim_start_matches('\u{feff}');
     if text.trim().is_empty() {
         return Err(KnowledgeError::Read(format!("{name} is empty")));
     }
-    let named = |content: String| Document { content, name: Some(name.to_owned()), ..Document::default() };
     match kind {
-        ContentKind::Text | ContentKind::Markdown => Ok(vec![named(text.to_owned())]),
+        ContentKind::Text | ContentKind::Markdown | ContentKind::Pdf | ContentKind::Docx | ContentKind::Html => {
+            Ok(vec![named(text.to_owned())])
+        }
         ContentKind::Csv => Ok(vec![named(read_csv(name, text)?)]),
         ContentKind::Json => {
             let value: Value = serde_json::from_str(text)
@@ -86,6 +119,77 @@ pub fn read(kind: ContentKind, name: &str, bytes: &[u8]) -> Result<Vec<Document>
             }
         }
     }
+}
+
+/// The text of each page of a PDF (pages without text left out). A PDF the parser cannot read,
+/// or that makes it panic, is a read error.
+fn read_pdf(name: &str, bytes: &[u8]) -> Result<Vec<String>, KnowledgeError> {
+    let fail = |why: String| KnowledgeError::Read(format!("{name} could not be parsed as PDF: {why}"));
+    let parsed =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pdf_extract::extract_text_from_mem_by_pages(bytes)))
+            .map_err(|_| fail("the PDF parser gave up".to_owned()))?
+            .map_err(|e| fail(e.to_string()))?;
+    let pages: Vec<String> = parsed.into_iter().map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect();
+    if pages.is_empty() {
+        return Err(KnowledgeError::Read(format!("{name} has no extractable text (a scanned PDF needs OCR)")));
+    }
+    Ok(pages)
+}
+
+/// The text of a Word document: a line per paragraph, tabs and line breaks kept.
+fn read_docx(name: &str, bytes: &[u8]) -> Result<String, KnowledgeError> {
+    use std::io::Read;
+
+    use quick_xml::events::Event;
+
+    let fail = |why: String| KnowledgeError::Read(format!("{name} could not be read as DOCX: {why}"));
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| fail(e.to_string()))?;
+    let mut xml = String::new();
+    archive
+        .by_name("word/document.xml")
+        .map_err(|e| fail(format!("word/document.xml: {e}")))?
+        .read_to_string(&mut xml)
+        .map_err(|e| fail(e.to_string()))?;
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    let (mut out, mut in_text) = (String::new(), false);
+    loop {
+        match reader.read_event().map_err(|e| fail(e.to_string()))? {
+            Event::Start(e) if e.local_name().as_ref() == "t" => in_text = true,
+            Event::End(e) => match e.local_name().as_ref() {
+                "t" => in_text = false,
+                "p" => out.push('\n'),
+                _ => {}
+            },
+            Event::Empty(e) => match e.local_name().as_ref() {
+                "tab" => out.push('\t'),
+                "br" | "cr" => out.push('\n'),
+                _ => {}
+            },
+            Event::Text(t) if in_text => {
+                out.push_str(&t.html_content());
+            }
+            Event::GeneralRef(r) if in_text => {
+                if let Ok(Some(c)) = r.resolve_char_ref() {
+                    out.push(c);
+                    continue;
+                }
+                out.push_str(match &*r {
+                    "amp" => "&",
+                    "lt" => "<",
+                    "gt" => ">",
+                    "quot" => "\"",
+                    "apos" => "'",
+                    _ => "",
+                });
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if out.trim().is_empty() {
+        return Err(KnowledgeError::Read(format!("{name} has no text")));
+    }
+    Ok(out.trim_end().to_owned())
 }
 
 /// CSV rows as lines of comma-separated cells (quoted cells unquoted), as Agno's CSV reader

@@ -385,3 +385,60 @@ async fn a_table_from_before_v3_refuses_per_user_search_until_migrated() {
     assert_eq!(found.len(), 2, "nothing lost: the old rows are shared");
     assert_eq!(legacy.count().await.unwrap(), 2);
 }
+
+fn binary(name: &str) -> Vec<u8> {
+    std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/knowledge/binary").join(name)).unwrap()
+}
+
+#[tokio::test]
+async fn pdf_docx_and_html_are_read_and_a_broken_pdf_fails_alone() {
+    let contents: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let knowledge = Knowledge::new("files", store("binary").await).contents_db(Arc::clone(&contents));
+    knowledge.create().await.unwrap();
+    let html = b"<html><head><title>t</title><script>var hidden = 1;</script></head><body><h1>Tides</h1>\
+        <p>Spring tides follow the <b>full moon</b>.</p></body></html>"
+        .to_vec();
+    for (name, bytes) in [
+        ("lighthouse-manual.pdf", binary("lighthouse-manual.pdf")),
+        ("sailing-guide.docx", binary("sailing-guide.docx")),
+        ("tides.html", html),
+        ("broken.pdf", binary("broken.pdf")),
+        ("broken.docx", b"PK\x03\x04 not really a zip".to_vec()),
+    ] {
+        let row = knowledge.insert(Content::file(name, bytes)).await.unwrap();
+        let ok = !name.starts_with("broken");
+        assert_eq!(
+            row.status.as_deref(),
+            Some(if ok { "completed" } else { "failed" }),
+            "{name}: {:?}",
+            row.status_message
+        );
+        if !ok {
+            let why = row.status_message.unwrap();
+            assert!(
+                why.contains("could not be parsed as PDF") || why.contains("could not be read as DOCX"),
+                "{name}: {why}"
+            );
+        }
+    }
+    let find = |q: &'static str| {
+        let k = knowledge.clone();
+        async move {
+            k.search_with(q, Some(1), None, None, None).await.unwrap().into_iter().next().map(|d| (d.name, d.content))
+        }
+    };
+    let (name, text) = find("Fresnel lens").await.unwrap();
+    assert_eq!(name.as_deref(), Some("lighthouse-manual.pdf"));
+    assert!(text.contains("Keepers log every flash pattern"), "{text}");
+    let (name, text) = find("jib mainsail").await.unwrap();
+    assert_eq!(name.as_deref(), Some("sailing-guide.docx"));
+    assert!(
+        text.contains("Trim the jib\tthen the mainsail.") && text.contains("The keel resists\nsideways drift."),
+        "{text:?}"
+    );
+    let (name, text) = find("spring tides moon").await.unwrap();
+    assert_eq!(name.as_deref(), Some("tides.html"));
+    assert!(text.contains("full moon") && !text.contains("hidden"), "{text}");
+    let (rows, _) = contents.get_knowledge_contents(&KnowledgeQuery::default()).await.unwrap();
+    assert_eq!(rows.iter().filter(|r| r.status.as_deref() == Some("completed")).count(), 3);
+}

@@ -213,7 +213,12 @@ pub const UPLOAD_FORM: &[FormField] = &[
     FormField { name: "name", kind: "string", required: false, description: "Content name (default: the file's)." },
     FormField { name: "description", kind: "string", required: false, description: "Description." },
     FormField { name: "metadata", kind: "string", required: false, description: "JSON object of metadata." },
-    FormField { name: "file", kind: "string", required: false, description: "The file (txt, md, csv, json)." },
+    FormField {
+        name: "file",
+        kind: "string",
+        required: false,
+        description: "The file (txt, md, csv, json, pdf, docx, html).",
+    },
     FormField {
         name: "text_content",
         kind: "string",
@@ -421,9 +426,13 @@ pub async fn config(
             "markdown": reader("markdown", "MarkdownReader", "Processes Markdown documents", &[".md", ".markdown"]),
             "csv": reader("csv", "CsvReader", "Parses CSV files, a line per row", &[".csv"]),
             "json": reader("json", "JsonReader", "Processes JSON, a document per element of an array", &[".json"]),
+            "pdf": reader("pdf", "PdfReader", "Extracts the text of PDF documents, a document per page", &[".pdf"]),
+            "docx": reader("docx", "DocxReader", "Extracts the text of Word documents (.docx)", &[".docx"]),
+            "html": reader("html", "WebsiteReader", "Extracts the text of HTML pages", &[".html", ".htm"]),
         },
         "readersForType": {
             ".txt": ["text"], ".md": ["markdown"], ".markdown": ["markdown"], ".csv": ["csv"], ".json": ["json"],
+            ".pdf": ["pdf"], ".docx": ["docx"], ".html": ["html"], ".htm": ["html"],
         },
         "chunkers": {
             "FixedSizeChunker": chunker("FixedSizeChunker", "Splits text into chunks of a fixed size"),
