@@ -46,6 +46,7 @@ pub(crate) enum Command {
     ///   agno knowledge add --config agentos.toml docs/ notes.md     (progress bar, a line per failure)
     ///   agno knowledge search --config agentos.toml "how do I deploy?"
     ///   agno knowledge list --config agentos.toml --user ann
+    ///   agno knowledge optimize --config agentos.toml                (PgVector: builds the HNSW index)
     Knowledge(KnowledgeArgs),
 }
 
@@ -90,6 +91,9 @@ pub(crate) enum KnowledgeCommand {
         #[arg(required = true)]
         query: Vec<String>,
     },
+    /// Build the vector store's index over what it holds (PgVector: HNSW or IVFFlat; the
+    /// embedded store searches exactly and has nothing to build). Run it after a large `add`.
+    Optimize,
     /// The base's contents with their status, newest first.
     List {
         /// How many.

@@ -75,6 +75,12 @@ pub(crate) async fn knowledge(args: KnowledgeArgs) -> Result<()> {
             }
             Ok(())
         }
+        KnowledgeCommand::Optimize => {
+            let started = std::time::Instant::now();
+            base.vector_db().optimize().await?;
+            println!("optimized knowledge base {} in {:.1} s", base.name(), started.elapsed().as_secs_f64());
+            Ok(())
+        }
         KnowledgeCommand::List { limit } => {
             let Some(db) = base.contents() else { bail!("the config has no [db]: contents rows are kept there") };
             let query = KnowledgeQuery {

@@ -65,6 +65,8 @@ fn files_are_added_searched_and_listed_per_user_and_failures_are_named() {
     let (_, out, _) = run(&["knowledge", "list", "--config", cfg, "--user", "ann", "--limit", "100"]);
     assert!(out.contains("of 32 contents") && out.contains("failed"), "{out}");
 
+    let (ok, out, _) = run(&["knowledge", "optimize", "--config", cfg]);
+    assert!(ok && out.contains("optimized knowledge base docs"), "{out}");
     // Bad arguments say what to do.
     let (ok, _, err) = run(&["knowledge", "search", "--config", cfg, "--type", "semantic", "x"]);
     assert!(!ok && err.contains("use vector, keyword or hybrid"), "{err}");

@@ -108,7 +108,7 @@ async fn measure(
     if let Some(pg) = pg {
         // The HNSW index, built once over the data as Agno's optimize() does.
         let started = Instant::now();
-        pg.optimize().await.expect("optimize");
+        pg.build_index().await.expect("optimize");
         println!("{n:>7} chunks  PgVector HNSW index built in {:.1} s", started.elapsed().as_secs_f64());
     }
     let mut latency = [(0.0, 0.0); 3];

@@ -2,7 +2,7 @@
 //! Agno 3.1's `PgVector` creates (`id, name, meta_data, filters, content, embedding vector(d),
 //! usage, created_at, updated_at, content_hash, content_id, user_id`, schema `ai`), so agno-rs and
 //! Python can share a table. HNSW (default) or IVFFlat over cosine distance, a GIN index for full
-//! text (the vector index is built by [`PgVectorDb::optimize`], as Agno's `optimize()`), and
+//! text (the vector index is built by [`VectorDb::optimize`], as Agno's `optimize()`), and
 //! Agno's scores: vector `max(0, 1 - cosine distance)`, keyword
 //! `ts_rank_cd / (ts_rank_cd + 0.1)`, hybrid their 0.5/0.5 mix.
 //!
@@ -256,14 +256,15 @@ impl PgVectorDb {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    /// Builds the vector index over the chunks stored so far (Agno's `optimize()`), replacing
+    /// Builds the vector index over the chunks stored so far (Agno's `optimize()`, also
+    /// [`VectorDb::optimize`]), replacing
     /// an older one: HNSW, or IVFFlat with `lists` clusters. As in Agno, [`VectorDb::create`]
     /// makes no vector index (a search is exact until this runs): building it once over the data
     /// is far cheaper than growing it row by row.
     ///
     /// # Errors
     /// [`KnowledgeError::Store`].
-    pub async fn optimize(&self) -> Result<(), KnowledgeError> {
+    pub async fn build_index(&self) -> Result<(), KnowledgeError> {
         let (t, full) = (&self.table, self.full());
         let (name, build) = match self.index {
             VectorIndex::Hnsw { m, ef_construction, .. } => (
@@ -516,6 +517,10 @@ impl VectorDb for PgVectorDb {
                 reranking_score: r.try_get("score").ok(),
             })
             .collect())
+    }
+
+    async fn optimize(&self) -> Result<(), KnowledgeError> {
+        self.build_index().await
     }
 
     async fn migrate_user_id(&self) -> Result<bool, KnowledgeError> {

@@ -84,6 +84,15 @@ pub trait VectorDb: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`KnowledgeError::Store`].
     async fn migrate_user_id(&self) -> Result<bool, KnowledgeError>;
+
+    /// Builds (or rebuilds) the store's approximate index over what it holds (Agno's
+    /// `optimize()`); a no-op for stores that search exactly.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Store`].
+    async fn optimize(&self) -> Result<(), KnowledgeError> {
+        Ok(())
+    }
 }
 
 /// Cosine similarity of two vectors (0 when either is zero).

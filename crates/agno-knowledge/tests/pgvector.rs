@@ -53,8 +53,8 @@ async fn the_corpus_is_found_by_every_search_type_with_either_index() {
             assert_eq!(row.status.as_deref(), Some("completed"), "{name}: {:?}", row.status_message);
         }
         assert_eq!(store.count().await.unwrap(), 30);
-        store.optimize().await.unwrap();
-        store.optimize().await.unwrap(); // rebuilding replaces the index
+        knowledge.vector_db().optimize().await.unwrap();
+        knowledge.vector_db().optimize().await.unwrap(); // rebuilding replaces the index
         for (query, expected) in [
             ("magma lava eruption", "00-volcanoes.md"),
             ("castling checkmate king", "04-chess.txt"),
