@@ -30,7 +30,7 @@ mod sqlite;
 mod store;
 
 pub use chunking::{Chunking, DEFAULT_CHUNK_SIZE};
-pub use embedder::{Embedder, HashEmbedder, OpenAiEmbedder};
+pub use embedder::{Embedder, EmbeddingApi, HashEmbedder, OpenAiEmbedder, ProviderEmbedder};
 pub use knowledge::{Content, DEFAULT_MAX_CONTENT_BYTES, Knowledge, Reranker, status};
 pub use pgvector::{PgVectorDb, VectorIndex};
 pub use reader::ContentKind;

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row};
 
-use crate::store::{VECTOR_SCORE_WEIGHT, VectorDb, VectorQuery, VectorRow};
+use crate::store::{VECTOR_SCORE_WEIGHT, VectorDb, VectorQuery, VectorRow, check_identifier, sql};
 
 /// Agno's half-saturation point for `ts_rank_cd`.
 const RANK_K: f64 = 0.1;
@@ -60,19 +60,6 @@ pub struct PgVectorDb {
 
 fn store_err(e: impl std::fmt::Display) -> KnowledgeError {
     KnowledgeError::Store(e.to_string())
-}
-
-fn ident(name: &str, what: &str) -> Result<(), KnowledgeError> {
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if ok { Ok(()) } else { Err(KnowledgeError::Store(format!("invalid {what} {name:?}: use letters, digits and _"))) }
-}
-
-/// A statement built from checked identifiers (see [`ident`]); values are bound parameters.
-fn sql(text: String) -> sqlx::AssertSqlSafe<String> {
-    sqlx::AssertSqlSafe(text)
 }
 
 /// A vector as pgvector's text form (`[1,2,3]`), bound and cast with `::vector`.
@@ -200,8 +187,8 @@ impl PgVectorDb {
     /// # Errors
     /// [`KnowledgeError::Store`] for bad names or an unreachable database.
     pub async fn connect(url: &str, schema: &str, table: &str, dims: usize) -> Result<Self, KnowledgeError> {
-        ident(schema, "schema")?;
-        ident(table, "table name")?;
+        check_identifier(schema, "schema")?;
+        check_identifier(table, "table name")?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(std::time::Duration::from_secs(10))

@@ -15,7 +15,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use sqlx::{Row, SqliteConnection};
 use tokio::sync::RwLock;
 
-use crate::store::{VectorDb, VectorQuery, VectorRow, hybrid_score, query_words};
+use crate::store::{VectorDb, VectorQuery, VectorRow, check_identifier, hybrid_score, query_words, sql};
 
 /// Half-saturation point of the text rank (`-bm25`) in hybrid scores.
 const TEXT_RANK_K: f64 = 1.0;
@@ -45,26 +45,6 @@ struct Entry {
 
 fn store_err(e: impl std::fmt::Display) -> KnowledgeError {
     KnowledgeError::Store(e.to_string())
-}
-
-/// Checks a table name (it cannot be a bound parameter): letters, digits, `_`, not starting with
-/// a digit, at most 63 characters.
-fn check_table(name: &str) -> Result<(), KnowledgeError> {
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if ok {
-        Ok(())
-    } else {
-        Err(KnowledgeError::Store(format!("invalid table name {name:?}: use letters, digits and _")))
-    }
-}
-
-/// Marks a statement built from a checked table name (see [`check_table`]) as safe; every value
-/// in it is a bound parameter.
-fn sql(text: String) -> sqlx::AssertSqlSafe<String> {
-    sqlx::AssertSqlSafe(text)
 }
 
 /// The dot product, in eight independent sums so the compiler can vectorize it.
@@ -104,7 +84,7 @@ impl SqliteVectorDb {
     /// # Errors
     /// [`KnowledgeError::Store`] for a bad URL or table name, or when the file cannot be opened.
     pub async fn connect(url: &str, table: &str) -> Result<Self, KnowledgeError> {
-        check_table(table)?;
+        check_identifier(table, "table name")?;
         let options: SqliteConnectOptions = url.parse().map_err(store_err)?;
         let options = options
             .create_if_missing(true)

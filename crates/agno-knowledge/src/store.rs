@@ -95,6 +95,22 @@ pub trait VectorDb: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// Checks a SQL identifier (a table or schema name cannot be a bound parameter): ASCII letters,
+/// digits and `_`, not starting with a digit, at most 63 characters. `what` names it in the error.
+pub(crate) fn check_identifier(name: &str, what: &str) -> Result<(), KnowledgeError> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if ok { Ok(()) } else { Err(KnowledgeError::Store(format!("invalid {what} {name:?}: use letters, digits and _"))) }
+}
+
+/// A statement built from checked identifiers (see [`check_identifier`]); every value in it is
+/// a bound parameter.
+pub(crate) fn sql(text: String) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(text)
+}
+
 /// Cosine similarity of two vectors (0 when either is zero).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);

@@ -4,6 +4,8 @@
 //! pre-v3 table migration.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,17 +13,8 @@ use agno_core::{Db, Filter, KnowledgeError, KnowledgeQuery, SearchType};
 use agno_db::InMemoryDb;
 use agno_knowledge::{Chunking, Content, HashEmbedder, Knowledge, OpenAiEmbedder, SqliteVectorDb, VectorDb, status};
 use agno_testkit::FakeProvider;
-use serde_json::{Map, Value, json};
-
-fn corpus() -> Vec<(String, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/knowledge/corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
-        .collect()
-}
+use common::{corpus, meta};
+use serde_json::{Map, json};
 
 fn scratch(tag: &str) -> String {
     let dir = std::env::temp_dir().join(format!("agno-knowledge-{tag}-{}", agno_core::new_id()));
@@ -31,10 +24,6 @@ fn scratch(tag: &str) -> String {
 
 async fn store(tag: &str) -> Arc<SqliteVectorDb> {
     Arc::new(SqliteVectorDb::connect(&scratch(tag), "agno_vectors").await.unwrap())
-}
-
-fn meta(v: &Value) -> Map<String, Value> {
-    v.as_object().cloned().unwrap()
 }
 
 /// (query, file the best hit must come from), for every search type.
@@ -441,4 +430,39 @@ async fn pdf_docx_and_html_are_read_and_a_broken_pdf_fails_alone() {
     assert!(text.contains("full moon") && !text.contains("hidden"), "{text}");
     let (rows, _) = contents.get_knowledge_contents(&KnowledgeQuery::default()).await.unwrap();
     assert_eq!(rows.iter().filter(|r| r.status.as_deref() == Some("completed")).count(), 3);
+}
+
+#[tokio::test]
+async fn ollama_cohere_gemini_and_voyage_embed_in_batches_and_wrong_sizes_are_refused() {
+    use agno_knowledge::{Embedder, EmbeddingApi, ProviderEmbedder};
+    let provider = FakeProvider::start().await.unwrap();
+    let root = provider.base_url().trim_end_matches("/v1").to_owned();
+    let texts: Vec<String> = (0..10).map(|i| format!("text number {i} about harbors")).collect();
+    for (api, path) in [
+        (EmbeddingApi::Ollama, "/api/embed"),
+        (EmbeddingApi::Cohere, "/v2/embed"),
+        (EmbeddingApi::Gemini, "/v1beta/models/embed-model:batchEmbedContents"),
+        (EmbeddingApi::Voyage, "/v1/embeddings"),
+    ] {
+        let before = provider.requests().iter().filter(|r| r.path == path).count();
+        let e = ProviderEmbedder::new(api, &root, "embed-model", 32).api_key("k").batch_size(4);
+        let vectors = e.embed(&texts).await.unwrap();
+        assert_eq!(vectors.len(), 10, "{api:?}");
+        for (t, v) in texts.iter().zip(&vectors) {
+            assert_eq!(v, &agno_testkit::bag_of_words_embedding(t, 32), "{api:?}: vectors in order");
+        }
+        let calls = provider.requests().iter().filter(|r| r.path == path).count() - before;
+        assert_eq!(calls, 3, "{api:?}: ceil(10 / 4) calls");
+        // A vector store knowledge base works with it end to end.
+        let knowledge = Knowledge::new("p", store(&format!("{api:?}").to_lowercase()).await).embedder(Arc::new(e));
+        knowledge.create().await.unwrap();
+        knowledge.insert(Content::text("harbor", "anchors in the harbor")).await.unwrap();
+        let found =
+            knowledge.search_with("harbor anchors", Some(1), None, None, Some(SearchType::Vector)).await.unwrap();
+        assert_eq!(found[0].name.as_deref(), Some("harbor"), "{api:?}");
+    }
+    // The fake Ollama and Cohere models answer 32 dimensions: an embedder set to 16 refuses them.
+    let wrong = ProviderEmbedder::new(EmbeddingApi::Ollama, &root, "m", 16);
+    let err = wrong.embed(&texts[..1]).await.unwrap_err();
+    assert!(err.to_string().contains("32 dimensions, expected 16"), "{err}");
 }

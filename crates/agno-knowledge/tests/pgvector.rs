@@ -3,17 +3,16 @@
 //! migration, and a table shared with Python Agno 3.1's `PgVector` in both directions.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agno_core::{Filter, KnowledgeError, SearchType};
 use agno_knowledge::{Chunking, Content, HashEmbedder, Knowledge, PgVectorDb, VectorDb, VectorIndex};
 use agno_testkit::services;
+use common::{corpus, meta};
 use serde_json::{Map, Value, json};
-
-fn meta(v: &Value) -> Map<String, Value> {
-    v.as_object().cloned().unwrap()
-}
 
 fn table(tag: &str) -> String {
     format!("t_{tag}_{}", &agno_core::new_id().replace('-', "")[..12])
@@ -21,16 +20,6 @@ fn table(tag: &str) -> String {
 
 async fn pg_store(tag: &str, dims: usize, index: VectorIndex) -> PgVectorDb {
     PgVectorDb::connect(&services::pgvector_url(), "ai", &table(tag), dims).await.unwrap().index(index)
-}
-
-fn corpus() -> Vec<(String, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/knowledge/corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
-        .collect()
 }
 
 #[tokio::test]

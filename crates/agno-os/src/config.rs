@@ -99,9 +99,10 @@ pub struct KnowledgeSpec {
     /// Table of the chunks (default `agno_vectors_<id>`).
     #[serde(default)]
     pub table: Option<String>,
-    /// `none` (default: keyword search), `hash:<dimensions>` (offline), or
-    /// `openai:<model>` / `openai-like:<model>` (OpenAI's `/embeddings`, `OPENAI_BASE_URL` and
-    /// `OPENAI_API_KEY`).
+    /// `none` (default: keyword search), `hash:<dimensions>` (offline), `openai:<model>`
+    /// (`OPENAI_BASE_URL`, `OPENAI_API_KEY`; any OpenAI-compatible server), `mistral:<model>`,
+    /// `ollama:<model>` (`OLLAMA_HOST`), `cohere:<model>`, `gemini:<model>` or `voyage:<model>`
+    /// (their `*_API_KEY`, and `*_BASE_URL` to point elsewhere).
     #[serde(default)]
     pub embedder: Option<String>,
     /// The embedder's dimensions (default 1536 for OpenAI).

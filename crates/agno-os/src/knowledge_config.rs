@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use agno_core::{Db, SearchType};
-use agno_knowledge::{Chunking, HashEmbedder, Knowledge, OpenAiEmbedder, PgVectorDb, SqliteVectorDb, VectorDb};
+use agno_knowledge::{
+    Chunking, EmbeddingApi, HashEmbedder, Knowledge, OpenAiEmbedder, PgVectorDb, ProviderEmbedder, SqliteVectorDb,
+    VectorDb,
+};
 
 use crate::app::StartError;
 use crate::config::KnowledgeSpec;
@@ -36,6 +39,14 @@ fn store_url(spec: &KnowledgeSpec, db_url: Option<&str>) -> Result<String, Start
     }
 }
 
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn env_or(name: &str, default: &str) -> String {
+    env(name).unwrap_or_else(|| default.to_owned())
+}
+
 fn embedder(spec: &KnowledgeSpec) -> Result<Option<Arc<dyn agno_knowledge::Embedder>>, StartError> {
     let choice = spec.embedder.as_deref().unwrap_or("none");
     let (provider, model) = choice.split_once(':').unwrap_or((choice, ""));
@@ -52,6 +63,56 @@ fn embedder(spec: &KnowledgeSpec) -> Result<Option<Arc<dyn agno_knowledge::Embed
         "openai" | "openai-like" => {
             let model = if model.is_empty() { "text-embedding-3-small" } else { model };
             let e = OpenAiEmbedder::from_env().model(model).dimensions(spec.dimensions.unwrap_or(1536));
+            Ok(Some(Arc::new(e)))
+        }
+        "mistral" => {
+            // OpenAI's wire format; mistral-embed has a fixed size, so no `dimensions` is sent.
+            let base = env_or("MISTRAL_BASE_URL", "https://api.mistral.ai/v1");
+            let mut e = OpenAiEmbedder::new(base)
+                .model(if model.is_empty() { "mistral-embed" } else { model })
+                .dimensions(spec.dimensions.unwrap_or(1024))
+                .send_dimensions(false);
+            if let Some(key) = env("MISTRAL_API_KEY") {
+                e = e.api_key(key);
+            }
+            Ok(Some(Arc::new(e)))
+        }
+        "ollama" | "cohere" | "gemini" | "google" | "voyage" => {
+            let (api, base, key_var, default_model, default_dims) = match provider {
+                "ollama" => (
+                    EmbeddingApi::Ollama,
+                    env_or("OLLAMA_HOST", "http://localhost:11434"),
+                    None,
+                    "nomic-embed-text",
+                    768,
+                ),
+                "cohere" => (
+                    EmbeddingApi::Cohere,
+                    env_or("COHERE_BASE_URL", "https://api.cohere.com"),
+                    Some("COHERE_API_KEY"),
+                    "embed-v4.0",
+                    1536,
+                ),
+                "voyage" => (
+                    EmbeddingApi::Voyage,
+                    env_or("VOYAGE_BASE_URL", "https://api.voyageai.com"),
+                    Some("VOYAGE_API_KEY"),
+                    "voyage-3.5",
+                    1024,
+                ),
+                _ => (
+                    EmbeddingApi::Gemini,
+                    env_or("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"),
+                    Some("GOOGLE_API_KEY"),
+                    "gemini-embedding-001",
+                    1536,
+                ),
+            };
+            let model = if model.is_empty() { default_model } else { model };
+            let mut e = ProviderEmbedder::new(api, base, model, spec.dimensions.unwrap_or(default_dims));
+            if let Some(key) = key_var.and_then(env) {
+                e = e.api_key(key);
+            }
             Ok(Some(Arc::new(e)))
         }
         other => {

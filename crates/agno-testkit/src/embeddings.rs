@@ -34,6 +34,67 @@ pub fn bag_of_words_embedding(text: &str, dims: usize) -> Vec<f32> {
     v
 }
 
+/// The texts of a request in another provider's shape, and the vectors (`dims` each).
+fn vectors(texts: &[String], dims: usize) -> Vec<Vec<f32>> {
+    texts.iter().map(|t| bag_of_words_embedding(t, dims)).collect()
+}
+
+fn strings(v: Option<&Value>) -> Option<Vec<String>> {
+    match v? {
+        Value::String(s) => Some(vec![s.clone()]),
+        Value::Array(items) if !items.is_empty() => items.iter().map(|i| i.as_str().map(str::to_owned)).collect(),
+        _ => None,
+    }
+}
+
+/// Dimensions of the fake models of the other providers (fixed per model, as theirs are).
+const PROVIDER_DIMENSIONS: usize = 32;
+
+/// Ollama's `POST /api/embed` (`{"model", "input"}` -> `{"embeddings": [[...]]}`).
+pub(crate) fn ollama(body: &Value) -> Response {
+    let Some(texts) = strings(body.get("input")) else {
+        return error_response(400, "fake ollama: 'input' is required", None);
+    };
+    let model = body.get("model").and_then(Value::as_str).unwrap_or_default();
+    axum::Json(json!({"model": model, "embeddings": vectors(&texts, PROVIDER_DIMENSIONS)})).into_response()
+}
+
+/// Cohere's `POST /v2/embed` (`{"model", "texts", "input_type", "embedding_types": ["float"]}`
+/// -> `{"embeddings": {"float": [[...]]}}`).
+pub(crate) fn cohere(body: &Value) -> Response {
+    let Some(texts) = strings(body.get("texts")) else {
+        return error_response(400, "fake cohere: 'texts' is required", None);
+    };
+    if body.get("input_type").and_then(Value::as_str).is_none() {
+        return error_response(400, "fake cohere: 'input_type' is required for v3 models", None);
+    }
+    axum::Json(json!({"id": "fake", "texts": texts, "embeddings": {"float": vectors(&texts, PROVIDER_DIMENSIONS)}}))
+        .into_response()
+}
+
+/// Gemini's `POST /v1beta/models/{model}:batchEmbedContents`
+/// (`{"requests": [{"model", "content": {"parts": [{"text"}]}}]}` -> `{"embeddings": [{"values"}]}`).
+pub(crate) fn gemini(path_spec: &str, body: &Value) -> Response {
+    if !path_spec.ends_with(":batchEmbedContents") {
+        return error_response(404, &format!("fake gemini: unknown method {path_spec}"), None);
+    }
+    let texts: Option<Vec<String>> = body.get("requests").and_then(Value::as_array).map(|rs| {
+        rs.iter()
+            .filter_map(|r| r.pointer("/content/parts/0/text").and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    });
+    let Some(texts) = texts.filter(|t| !t.is_empty()) else {
+        return error_response(400, "fake gemini: 'requests' with content parts is required", None);
+    };
+    let dims = body
+        .pointer("/requests/0/outputDimensionality")
+        .and_then(Value::as_u64)
+        .and_then(|d| usize::try_from(d).ok())
+        .unwrap_or(PROVIDER_DIMENSIONS);
+    let embeddings: Vec<Value> = vectors(&texts, dims).into_iter().map(|v| json!({"values": v})).collect();
+    axum::Json(json!({"embeddings": embeddings})).into_response()
+}
+
 /// Answers one embeddings request. A model whose name contains `wrong-dimensions` answers one
 /// dimension more than asked (for testing dimension checks).
 pub(crate) fn embeddings(body: &Value) -> Response {
@@ -50,8 +111,10 @@ pub(crate) fn embeddings(body: &Value) -> Response {
     let Some(model) = body.get("model").and_then(Value::as_str) else {
         return error_response(400, "fake provider: 'model' is required", None);
     };
+    // `dimensions` (OpenAI) or `output_dimension` (Voyage).
     let mut dims = body
         .get("dimensions")
+        .or_else(|| body.get("output_dimension"))
         .and_then(Value::as_u64)
         .and_then(|d| usize::try_from(d).ok())
         .unwrap_or(DEFAULT_DIMENSIONS);

@@ -111,6 +111,9 @@ fn router(shared: Arc<Shared>) -> Router {
         .route(openai::CHAT_COMPLETIONS_PATH, any(chat_completions))
         .route(openai::MODELS_PATH, any(models))
         .route(crate::embeddings::EMBEDDINGS_PATH, any(embeddings))
+        .route("/api/embed", any(other_embeddings))
+        .route("/v2/embed", any(other_embeddings))
+        .route("/v1beta/models/{spec}", any(gemini_embeddings))
         .fallback(not_found)
         .layer(DefaultBodyLimit::disable())
         .with_state(shared)
@@ -157,6 +160,36 @@ async fn embeddings(
         return method_not_allowed(&method, &uri);
     }
     crate::embeddings::embeddings(&body)
+}
+
+/// Ollama's and Cohere's embedding routes (told apart by path).
+async fn other_embeddings(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body = record(&shared, &uri, &headers, &body);
+    if method != Method::POST {
+        return method_not_allowed(&method, &uri);
+    }
+    if uri.path() == "/api/embed" { crate::embeddings::ollama(&body) } else { crate::embeddings::cohere(&body) }
+}
+
+async fn gemini_embeddings(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path(spec): axum::extract::Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body = record(&shared, &uri, &headers, &body);
+    if method != Method::POST {
+        return method_not_allowed(&method, &uri);
+    }
+    crate::embeddings::gemini(&spec, &body)
 }
 
 async fn models(
