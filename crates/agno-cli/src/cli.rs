@@ -67,9 +67,10 @@ pub(crate) struct KnowledgeArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum KnowledgeCommand {
-    /// Read, chunk, embed and store files (directories are walked; .txt .md .csv .json).
+    /// Read, chunk, embed and store files and pages (directories are walked; .txt .md .csv
+    /// .json .pdf .docx .html; http(s) URLs are downloaded).
     Add {
-        /// Files or directories.
+        /// Files, directories or URLs.
         #[arg(required = true)]
         paths: Vec<std::path::PathBuf>,
         /// Metadata for every file, as a JSON object.

@@ -135,7 +135,11 @@ async fn add(base: &Knowledge, paths: &[PathBuf], metadata: Option<&str>, user: 
         },
         None => Map::new(),
     };
-    let files = files(paths)?;
+    let (urls, paths): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        paths.iter().partition(|p| p.to_str().is_some_and(|s| s.starts_with("http://") || s.starts_with("https://")));
+    let paths: Vec<PathBuf> = paths.into_iter().cloned().collect();
+    let mut files = files(&paths)?;
+    files.extend(urls.into_iter().cloned());
     let bar = ProgressBar::new(files.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} files  {msg}")
@@ -145,9 +149,16 @@ async fn add(base: &Knowledge, paths: &[PathBuf], metadata: Option<&str>, user: 
     for path in &files {
         let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
         bar.set_message(name.clone());
-        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let mut content = Content::file(name, bytes).metadata(metadata.clone());
-        content.source = Some(source_of(path));
+        let url = path.to_str().filter(|s| s.starts_with("http://") || s.starts_with("https://"));
+        let mut content = match url {
+            Some(url) => Content::url(url).metadata(metadata.clone()),
+            None => {
+                let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+                let mut c = Content::file(name, bytes).metadata(metadata.clone());
+                c.source = Some(source_of(path));
+                c
+            }
+        };
         content.user_id = user.map(str::to_owned);
         let row = base.insert(content).await?;
         if row.status.as_deref() == Some(agno_knowledge::status::COMPLETED) {

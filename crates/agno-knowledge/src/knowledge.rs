@@ -61,6 +61,8 @@ pub struct Content {
     /// The row's `type` when not the reader's (AgentOS stores `manual` for typed text, or the
     /// uploaded file's media type, as Python AgentOS does).
     pub type_label: Option<String>,
+    /// A URL to download the bytes from when the content is processed (`bytes` stays empty).
+    pub url: Option<String>,
 }
 
 impl Content {
@@ -72,6 +74,19 @@ impl Content {
     /// A file's bytes; the reader follows `file_name`'s extension.
     pub fn file(file_name: impl Into<String>, bytes: Vec<u8>) -> Self {
         Self { name: file_name.into(), bytes, ..Self::default() }
+    }
+
+    /// The document at `url` (http or https), downloaded when the content is processed; the
+    /// reader follows the URL's extension, else the answer's media type.
+    pub fn url(url: impl Into<String>) -> Self {
+        let url = url.into();
+        let name = url
+            .split(['?', '#'])
+            .next()
+            .and_then(|u| u.trim_end_matches('/').rsplit('/').next())
+            .filter(|n| !n.is_empty() && !n.contains(':'))
+            .map_or_else(|| url.clone(), str::to_owned);
+        Self { name, source: Some(url.clone()), url: Some(url), ..Self::default() }
     }
 
     /// With this metadata.
@@ -333,6 +348,11 @@ impl Knowledge {
 
     /// Reads, chunks, embeds and stores one content; returns the number of chunks.
     async fn ingest(&self, content: &Content, hash: &str, id: &str) -> Result<usize, KnowledgeError> {
+        if let Some(url) = &content.url {
+            let (bytes, kind) = self.download(url, &content.name).await?;
+            let fetched = Content { bytes, kind: content.kind.or(kind), url: None, ..content.clone() };
+            return Box::pin(self.ingest(&fetched, hash, id)).await;
+        }
         if content.bytes.len() > self.max_content_bytes {
             return Err(KnowledgeError::Read(format!(
                 "{} is {} bytes, more than the limit of {} bytes",
@@ -385,6 +405,49 @@ impl Knowledge {
         let n = rows.len();
         self.vector_db.replace_content(id, &rows).await?;
         Ok(n)
+    }
+
+    /// Downloads `url` (at most `max_content_bytes`, 30 s): its bytes, and the reader its media
+    /// type names when the name has no known extension.
+    async fn download(&self, url: &str, name: &str) -> Result<(Vec<u8>, Option<ContentKind>), KnowledgeError> {
+        let fail = |why: String| KnowledgeError::Read(format!("cannot download {url}: {why}"));
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(fail("only http and https URLs are read".to_owned()));
+        }
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|e| fail(e.to_string()))?;
+        let mut resp = client.get(url).send().await.map_err(|e| fail(e.to_string()))?;
+        if !resp.status().is_success() {
+            return Err(fail(format!("HTTP {}", resp.status())));
+        }
+        let media = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| fail(e.to_string()))? {
+            if bytes.len() + chunk.len() > self.max_content_bytes {
+                return Err(KnowledgeError::Read(format!(
+                    "{url} is more than the limit of {} bytes",
+                    self.max_content_bytes
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let by_media = match media.as_deref() {
+            Some("text/html" | "application/xhtml+xml") => Some(ContentKind::Html),
+            Some("application/pdf") => Some(ContentKind::Pdf),
+            Some("application/json") => Some(ContentKind::Json),
+            Some("text/markdown") => Some(ContentKind::Markdown),
+            Some("text/csv") => Some(ContentKind::Csv),
+            Some(m) if m.starts_with("text/") => Some(ContentKind::Text),
+            _ => None,
+        };
+        let kind = ContentKind::from_name(name).ok().filter(|_| name.contains('.')).or(by_media);
+        Ok((bytes, kind))
     }
 
     /// Deletes a content: its chunks, then its row. Under a user, only that user's (or an

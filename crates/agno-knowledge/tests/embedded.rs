@@ -466,3 +466,51 @@ async fn ollama_cohere_gemini_and_voyage_embed_in_batches_and_wrong_sizes_are_re
     let err = wrong.embed(&texts[..1]).await.unwrap_err();
     assert!(err.to_string().contains("32 dimensions, expected 16"), "{err}");
 }
+
+#[tokio::test]
+async fn urls_are_downloaded_and_bad_ones_fail_with_the_reason() {
+    use axum::http::header::CONTENT_TYPE;
+    use axum::routing::get;
+    let app = axum::Router::new()
+        .route(
+            "/guide",
+            get(|| async {
+                ([(CONTENT_TYPE, "text/html; charset=utf-8")], "<h1>Knots</h1><p>A bowline makes a fixed loop.</p>")
+            }),
+        )
+        .route("/notes.txt", get(|| async { "Reef knots join two ropes." }))
+        .route("/big.txt", get(|| async { "x".repeat(5_000) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = format!("http://{addr}");
+
+    let contents: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let knowledge =
+        Knowledge::new("web", store("urls").await).contents_db(Arc::clone(&contents)).max_content_bytes(1_000);
+    knowledge.create().await.unwrap();
+    let row = knowledge.insert(Content::url(format!("{base}/guide"))).await.unwrap();
+    assert_eq!(row.status.as_deref(), Some("completed"), "{:?}", row.status_message);
+    assert_eq!(row.name, "guide");
+    let row = knowledge.insert(Content::url(format!("{base}/notes.txt"))).await.unwrap();
+    assert_eq!(row.status.as_deref(), Some("completed"), "{:?}", row.status_message);
+    let found = knowledge.search_with("bowline loop", Some(1), None, None, None).await.unwrap();
+    assert_eq!(found[0].name.as_deref(), Some("guide"));
+    assert!(found[0].content.contains("A bowline makes a fixed loop.") && !found[0].content.contains("<p>"));
+
+    for (url, reason) in [
+        ("http://127.0.0.1:9/unreachable.txt".to_owned(), "cannot download"),
+        (format!("{base}/missing.txt"), "HTTP 404"),
+        (format!("{base}/big.txt"), "more than the limit of 1000 bytes"),
+        ("file:///etc/passwd".to_owned(), "only http and https"),
+    ] {
+        let row = knowledge.insert(Content::url(url.clone())).await.unwrap();
+        assert_eq!(row.status.as_deref(), Some("failed"), "{url}");
+        assert!(row.status_message.as_deref().unwrap_or_default().contains(reason), "{url}: {:?}", row.status_message);
+    }
+    assert_eq!(
+        knowledge.search_with("knots ropes", Some(10), None, None, None).await.unwrap().len(),
+        2,
+        "the good ones stay"
+    );
+}

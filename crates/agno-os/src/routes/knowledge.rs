@@ -285,8 +285,23 @@ pub async fn upload_content(
         c.source = Some("manual".to_owned());
         c.type_label = Some("manual".to_owned());
         c
+    } else if let Some(url) = form.text("url").map(str::trim).filter(|u| !u.is_empty()) {
+        // A URL, or Agno's JSON list of URLs (one per upload here).
+        let url = match serde_json::from_str::<Vec<String>>(url) {
+            Ok(list) if list.len() == 1 => list[0].clone(),
+            Ok(_) => return Err(ApiError::unprocessable("send one URL per upload").at("body", "url")),
+            Err(_) => url.to_owned(),
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ApiError::unprocessable("url must be an http:// or https:// URL").at("body", "url"));
+        }
+        let mut c = Content::url(url);
+        if let Some(name) = &name {
+            c.name.clone_from(name);
+        }
+        c
     } else {
-        return Err(ApiError::bad_request("Send a file or text_content to upload"));
+        return Err(ApiError::bad_request("Send a file, text_content or url to upload"));
     };
     if content.kind.is_none()
         && let Err(e) = ContentKind::from_name(&content.name)
