@@ -143,6 +143,53 @@ fn content_id(hash: &str) -> String {
     format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
+/// Refuses a URL whose host is, or resolves to, an address that is not public.
+async fn refuse_internal(url: &str) -> Result<(), String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let (host, port) = match host_port.strip_prefix('[') {
+        Some(v6) => {
+            let (h, p) = v6.split_once(']').unwrap_or((v6, ""));
+            (h.to_owned(), p.trim_start_matches(':').parse().unwrap_or(0))
+        }
+        None => match host_port.rsplit_once(':') {
+            Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => (h.to_owned(), p.parse().unwrap_or(0)),
+            _ => (host_port.to_owned(), 0),
+        },
+    };
+    let port = if port == 0 { if url.starts_with("https") { 443 } else { 80 } } else { port };
+    let addrs = tokio::net::lookup_host((host.as_str(), port)).await.map_err(|e| e.to_string())?;
+    for addr in addrs {
+        let ip = addr.ip();
+        let internal = match ip {
+            std::net::IpAddr::V4(v4) => {
+                v4.is_loopback()
+                    || v4.is_private()
+                    || v4.is_link_local()
+                    || v4.is_unspecified()
+                    || v4.is_broadcast()
+                    || v4.is_multicast()
+                    || v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64
+            }
+            std::net::IpAddr::V6(v6) => {
+                v6.is_loopback()
+                    || v6.is_unspecified()
+                    || v6.is_multicast()
+                    || (v6.segments()[0] & 0xfe00) == 0xfc00
+                    || (v6.segments()[0] & 0xffc0) == 0xfe80
+                    || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback() || v4.is_private() || v4.is_link_local())
+            }
+        };
+        if internal {
+            return Err(format!(
+                "{host} is an internal address ({ip}); this server reads only public URLs (allow_private_urls to change)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A knowledge base.
 #[derive(Debug, Clone)]
 pub struct Knowledge {
@@ -156,6 +203,7 @@ pub struct Knowledge {
     search_type: SearchType,
     reranker: Option<Arc<dyn Reranker>>,
     max_content_bytes: usize,
+    private_urls: bool,
 }
 
 impl Knowledge {
@@ -173,6 +221,7 @@ impl Knowledge {
             search_type: SearchType::Keyword,
             reranker: None,
             max_content_bytes: DEFAULT_MAX_CONTENT_BYTES,
+            private_urls: true,
         }
     }
 
@@ -222,6 +271,14 @@ impl Knowledge {
     /// Largest content accepted, in bytes.
     pub fn max_content_bytes(mut self, n: usize) -> Self {
         self.max_content_bytes = n;
+        self
+    }
+
+    /// Whether URL contents may point at loopback, private, link-local or otherwise internal
+    /// addresses (default: yes, for a library user's own code). A server taking URLs from its
+    /// users turns this off, so they cannot make it read internal services.
+    pub fn private_urls(mut self, allowed: bool) -> Self {
+        self.private_urls = allowed;
         self
     }
 
@@ -414,7 +471,16 @@ impl Knowledge {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(fail("only http and https URLs are read".to_owned()));
         }
+        if !self.private_urls {
+            refuse_internal(url).await.map_err(fail)?;
+        }
         let client = reqwest::Client::builder()
+            // Redirects could lead to an internal address: followed only when internal ones are allowed.
+            .redirect(if self.private_urls {
+                reqwest::redirect::Policy::limited(5)
+            } else {
+                reqwest::redirect::Policy::none()
+            })
             .timeout(std::time::Duration::from_secs(30))
             .build()
             .map_err(|e| fail(e.to_string()))?;

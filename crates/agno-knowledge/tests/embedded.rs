@@ -513,4 +513,17 @@ async fn urls_are_downloaded_and_bad_ones_fail_with_the_reason() {
         2,
         "the good ones stay"
     );
+    // A server reading its users' URLs refuses internal addresses, by IP or by name.
+    let guarded = Knowledge::new("web", Arc::clone(knowledge.vector_db())).private_urls(false);
+    for url in [
+        format!("{base}/notes.txt"),
+        format!("http://localhost:{}/notes.txt", addr.port()),
+        "http://[::1]/x".to_owned(),
+        "http://169.254.169.254/latest".to_owned(),
+    ] {
+        let row = guarded.insert(Content::url(url.clone())).await.unwrap();
+        assert_eq!(row.status.as_deref(), Some("failed"), "{url}");
+        let why = row.status_message.unwrap_or_default();
+        assert!(why.contains("internal address"), "{url}: {why}");
+    }
 }

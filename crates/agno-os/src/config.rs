@@ -123,6 +123,10 @@ pub struct KnowledgeSpec {
     /// Default search type (`vector` with an embedder, else `keyword`; or `hybrid`).
     #[serde(default)]
     pub search_type: Option<String>,
+    /// Let uploaded URLs point at loopback, private or link-local addresses (default false: a
+    /// caller cannot make the server read its internal network).
+    #[serde(default)]
+    pub allow_private_urls: Option<bool>,
 }
 
 /// `[os]`.

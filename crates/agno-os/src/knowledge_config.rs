@@ -148,7 +148,9 @@ pub async fn build_knowledge(
         } else {
             Arc::new(SqliteVectorDb::connect(&url, &table).await.map_err(|e| fail(&spec.id, e))?)
         };
-        let mut k = Knowledge::new(spec.id.clone(), store).description(spec.description.clone().unwrap_or_default());
+        let mut k = Knowledge::new(spec.id.clone(), store)
+            .description(spec.description.clone().unwrap_or_default())
+            .private_urls(spec.allow_private_urls.unwrap_or(false));
         if let Some(db) = db {
             k = k.contents_db(Arc::clone(db));
         }

@@ -206,26 +206,38 @@ async fn bad_uploads_fail_with_a_reason_or_are_refused_and_lose_nothing() {
     let found =
         os.post_json("/knowledge/search", &json!({"query": "lighthouse", "search_type": "keyword"}), Some(&ann)).await;
     assert_eq!(names(&found.body), ["keepers"]);
-    // A URL is downloaded in the background; a bad one fails with the reason.
+    // A URL is downloaded in the background; a bad one fails with the reason. By default the
+    // server reads only public addresses, so this local page is refused as internal.
     let page =
         axum::Router::new().route("/harbor.txt", axum::routing::get(|| async { "pilots guide ships in the harbor" }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, page).await.unwrap() });
-    let r = os.post_form("/knowledge/content", &[("url", &format!("http://{addr}/harbor.txt"))], Some(&ann)).await;
+    let local = format!("http://{addr}/harbor.txt");
+    let r = os.post_form("/knowledge/content", &[("url", &local)], Some(&ann)).await;
     assert_eq!((r.status, &r.body["name"]), (202, &json!("harbor.txt")), "{}", r.body);
-    assert_eq!(settled(&os, r.body["id"].as_str().unwrap(), &ann).await["status"], "completed");
-    let found = os
+    let status = settled(&os, r.body["id"].as_str().unwrap(), &ann).await;
+    assert!(
+        status["status"] == "failed" && status["status_message"].as_str().unwrap().contains("internal address"),
+        "{status}"
+    );
+    assert_eq!(os.post_form("/knowledge/content", &[("url", "file:///etc/passwd")], Some(&ann)).await.status, 422);
+    // With allow_private_urls the same page is read.
+    let open =
+        TestOs::start(config(&isolated().replace("chunk_size = 400", "chunk_size = 400\nallow_private_urls = true")))
+            .await;
+    let r = open.post_form("/knowledge/content", &[("url", &local)], Some(&ann)).await;
+    assert_eq!(settled(&open, r.body["id"].as_str().unwrap(), &ann).await["status"], "completed");
+    let found = open
         .post_json("/knowledge/search", &json!({"query": "pilots harbor", "search_type": "keyword"}), Some(&ann))
         .await;
     assert_eq!(names(&found.body), ["harbor.txt"], "{}", found.body);
-    let r = os.post_form("/knowledge/content", &[("url", "http://127.0.0.1:9/gone.txt")], Some(&ann)).await;
-    let status = settled(&os, r.body["id"].as_str().unwrap(), &ann).await;
+    let r = open.post_form("/knowledge/content", &[("url", "http://127.0.0.1:9/gone.txt")], Some(&ann)).await;
+    let status = settled(&open, r.body["id"].as_str().unwrap(), &ann).await;
     assert!(
         status["status"] == "failed" && status["status_message"].as_str().unwrap().contains("cannot download"),
         "{status}"
     );
-    assert_eq!(os.post_form("/knowledge/content", &[("url", "file:///etc/passwd")], Some(&ann)).await.status, 422);
     // Search input errors.
     let r = os.post_json("/knowledge/search", &json!({"query": "x", "search_type": "semantic"}), Some(&ann)).await;
     assert_eq!(r.status, 422);
