@@ -246,6 +246,15 @@ async fn bad_uploads_fail_with_a_reason_or_are_refused_and_lose_nothing() {
     assert_eq!(os.post_json("/knowledge/search", &json!({}), Some(&ann)).await.status, 422);
     let r = os.get("/knowledge/content?knowledge_id=nope", Some(&ann)).await;
     assert_eq!((r.status, detail(&r.body)), (404, "Knowledge base 'nope' not found".to_owned()));
+    // /config lists the base as Python lists its knowledge instances.
+    let admin = token("root", &["agent_os:admin"]);
+    let os_config = os.get("/config", Some(&admin)).await;
+    let instance = &os_config.body["knowledge"]["knowledge_instances"][0];
+    assert_eq!(
+        (&instance["id"], &instance["name"], &instance["table"]),
+        (&json!("docs"), &json!("docs"), &json!("agno_knowledge"))
+    );
+    assert_eq!(os_config.body["knowledge"]["dbs"][0]["tables"], json!(["agno_knowledge"]));
     let cfg = os.get("/knowledge/config", Some(&ann)).await;
     assert_eq!(cfg.status, 200);
     assert_eq!(cfg.body["vector_dbs"][0]["search_types"], json!(["vector", "keyword", "hybrid"]));

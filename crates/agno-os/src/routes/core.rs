@@ -99,6 +99,21 @@ pub async fn config(State(state): State<AppState>, Extension(principal): Extensi
             .collect();
         json!({ "dbs": dbs })
     };
+    // The knowledge bases, listed as Python lists its `knowledge_instances` (their `id` is the
+    // `knowledge_id` the /knowledge routes take).
+    let knowledge = if state.knowledge.is_empty() {
+        json!({"dbs": [], "knowledge_instances": []})
+    } else {
+        let mut k = domain(Some(&tables.knowledge));
+        k["knowledge_instances"] = Value::Array(
+            state
+                .knowledge
+                .iter()
+                .map(|kb| json!({"id": kb.name(), "name": kb.name(), "db_id": db_id, "table": tables.knowledge}))
+                .collect(),
+        );
+        k
+    };
     let mut config = json!({
         "os_id": &*state.os_id,
         "name": state.name.as_deref(),
@@ -111,7 +126,7 @@ pub async fn config(State(state): State<AppState>, Extension(principal): Extensi
         "learning": domain(Some("agno_learnings")),
         "company": null,
         "filesystem": {"namespaces": []},
-        "knowledge": {"dbs": [], "knowledge_instances": []},
+        "knowledge": knowledge,
         "evals": domain(Some(&tables.evals)),
         "traces": domain(None),
         "queue": {"durable": false, "queue_per_session": false},
