@@ -64,11 +64,7 @@ impl HashEmbedder {
             let slot = usize::try_from(h % self.dims as u64).unwrap_or(0);
             v[slot] += 1.0;
         }
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm > 0.0 {
-            v.iter_mut().for_each(|x| *x /= norm);
-        }
-        v
+        crate::store::unit(v)
     }
 }
 

@@ -35,4 +35,4 @@ pub use knowledge::{Content, DEFAULT_MAX_CONTENT_BYTES, Knowledge, Reranker, sta
 pub use pgvector::{PgVectorDb, VectorIndex};
 pub use reader::ContentKind;
 pub use sqlite::SqliteVectorDb;
-pub use store::{VECTOR_SCORE_WEIGHT, VectorDb, VectorQuery, VectorRow, cosine, hybrid_score, query_words};
+pub use store::{VECTOR_SCORE_WEIGHT, VectorDb, VectorQuery, VectorRow, hybrid_score, query_words};

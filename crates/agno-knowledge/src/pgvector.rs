@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row};
 
-use crate::store::{VECTOR_SCORE_WEIGHT, VectorDb, VectorQuery, VectorRow, check_identifier, sql};
+use crate::store::{
+    UserColumn, VECTOR_SCORE_WEIGHT, VectorDb, VectorQuery, VectorRow, check_identifier, sql, store_err,
+};
 
 /// Agno's half-saturation point for `ts_rank_cd`.
 const RANK_K: f64 = 0.1;
@@ -56,10 +58,7 @@ pub struct PgVectorDb {
     table: String,
     dims: usize,
     index: VectorIndex,
-}
-
-fn store_err(e: impl std::fmt::Display) -> KnowledgeError {
-    KnowledgeError::Store(e.to_string())
+    user_column: UserColumn,
 }
 
 /// A vector as pgvector's text form (`[1,2,3]`), bound and cast with `::vector`.
@@ -201,10 +200,11 @@ impl PgVectorDb {
             table: table.to_owned(),
             dims: dims.max(1),
             index: VectorIndex::default(),
+            user_column: UserColumn::default(),
         })
     }
 
-    /// The vector index made by [`VectorDb::create`].
+    /// The vector index [`VectorDb::optimize`] builds, and the search setting it takes.
     pub fn index(mut self, index: VectorIndex) -> Self {
         self.index = index;
         self
@@ -220,6 +220,9 @@ impl PgVectorDb {
     }
 
     async fn has_user_column(&self) -> Result<bool, KnowledgeError> {
+        if self.user_column.known() {
+            return Ok(true);
+        }
         let found: Option<i32> = sqlx::query_scalar(
             "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = 'user_id'",
         )
@@ -228,7 +231,7 @@ impl PgVectorDb {
         .fetch_optional(&self.pool)
         .await
         .map_err(store_err)?;
-        Ok(found.is_some())
+        Ok(self.user_column.seen(found.is_some()))
     }
 
     /// Chunks in the table.

@@ -15,7 +15,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use sqlx::{Row, SqliteConnection};
 use tokio::sync::RwLock;
 
-use crate::store::{VectorDb, VectorQuery, VectorRow, check_identifier, hybrid_score, query_words, sql};
+use crate::store::{
+    UserColumn, VectorDb, VectorQuery, VectorRow, check_identifier, hybrid_score, query_words, sql, store_err, unit,
+};
 
 /// Half-saturation point of the text rank (`-bm25`) in hybrid scores.
 const TEXT_RANK_K: f64 = 1.0;
@@ -26,6 +28,7 @@ pub struct SqliteVectorDb {
     pool: SqlitePool,
     table: String,
     cache: Arc<RwLock<Cache>>,
+    user_column: UserColumn,
 }
 
 /// The embeddings, as of `version`.
@@ -43,10 +46,6 @@ struct Entry {
     embedding: Vec<f32>,
 }
 
-fn store_err(e: impl std::fmt::Display) -> KnowledgeError {
-    KnowledgeError::Store(e.to_string())
-}
-
 /// The dot product, in eight independent sums so the compiler can vectorize it.
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut lanes = [0.0f32; 8];
@@ -58,15 +57,6 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
         }
     }
     lanes.iter().sum::<f32>() + tail
-}
-
-/// `v` scaled to length 1 (the zero vector stays zero).
-fn unit(mut v: Vec<f32>) -> Vec<f32> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-    v
 }
 
 fn to_blob(v: &[f32]) -> Vec<u8> {
@@ -93,7 +83,7 @@ impl SqliteVectorDb {
         // One connection for `sqlite::memory:` (each connection would be its own database).
         let max = if url.contains(":memory:") || url.contains("mode=memory") { 1 } else { 4 };
         let pool = SqlitePoolOptions::new().max_connections(max).connect_with(options).await.map_err(store_err)?;
-        Ok(Self { pool, table: table.to_owned(), cache: Arc::default() })
+        Ok(Self { pool, table: table.to_owned(), cache: Arc::default(), user_column: UserColumn::default() })
     }
 
     /// The table's name.
@@ -102,11 +92,14 @@ impl SqliteVectorDb {
     }
 
     async fn has_user_column(&self) -> Result<bool, KnowledgeError> {
+        if self.user_column.known() {
+            return Ok(true);
+        }
         let rows = sqlx::query(sql(format!("PRAGMA table_info({})", self.table)))
             .fetch_all(&self.pool)
             .await
             .map_err(store_err)?;
-        Ok(rows.iter().any(|r| r.try_get::<String, _>("name").is_ok_and(|n| n == "user_id")))
+        Ok(self.user_column.seen(rows.iter().any(|r| r.try_get::<String, _>("name").is_ok_and(|n| n == "user_id"))))
     }
 
     async fn bump_version(&self, conn: &mut SqliteConnection) -> Result<(), KnowledgeError> {

@@ -105,21 +105,44 @@ pub(crate) fn check_identifier(name: &str, what: &str) -> Result<(), KnowledgeEr
     if ok { Ok(()) } else { Err(KnowledgeError::Store(format!("invalid {what} {name:?}: use letters, digits and _"))) }
 }
 
+/// A storage failure as the stores report it.
+pub(crate) fn store_err(e: impl std::fmt::Display) -> KnowledgeError {
+    KnowledgeError::Store(e.to_string())
+}
+
+/// `v` scaled to length 1 (the zero vector stays zero).
+pub(crate) fn unit(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+/// Whether a table has the v3 `user_id` column, remembered once seen: a column is never dropped,
+/// while its absence is asked again each time, so a migration made elsewhere is noticed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct UserColumn(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl UserColumn {
+    /// True when the column was seen before (no need to ask the database).
+    pub(crate) fn known(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Records what the database said; returns it.
+    pub(crate) fn seen(&self, present: bool) -> bool {
+        if present {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        present
+    }
+}
+
 /// A statement built from checked identifiers (see [`check_identifier`]); every value in it is
 /// a bound parameter.
 pub(crate) fn sql(text: String) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(text)
-}
-
-/// Cosine similarity of two vectors (0 when either is zero).
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
-    for (x, y) in a.iter().zip(b) {
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na.sqrt() * nb.sqrt()) }
 }
 
 /// Weight of the vector score in hybrid search (Agno's `vector_score_weight`).
