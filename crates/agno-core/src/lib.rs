@@ -16,6 +16,7 @@ mod message;
 mod metrics;
 pub mod model;
 mod records;
+mod redact;
 mod requirement;
 mod review;
 mod run;
@@ -45,6 +46,7 @@ pub use model::{
     Capabilities, Model, ModelChunk, ModelRequest, ModelResponse, ModelStream, ResponseAssembler, ResponseFormat,
 };
 pub use records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
+pub use redact::redact_url;
 pub use requirement::{PauseType, RunRequirement};
 pub use review::{ErrorRequirement, StepInputField, StepRequirement};
 pub use run::{RunInput, RunOutput, RunStatus};

@@ -28,6 +28,7 @@ mod sqlite;
 mod tables;
 
 pub use self::redis::RedisDb;
+pub use agno_core::redact_url;
 pub use json::JsonDb;
 pub use memory::InMemoryDb;
 pub use metrics::{calculate_metrics, calculate_metrics_until};
@@ -36,7 +37,7 @@ pub use migration::{
     TableStatus, UNSTAMPED_VERSION, VERSIONS,
 };
 pub use mysql::MySqlDb;
-pub use open::{open, open_ready, redact_url};
+pub use open::{open, open_ready};
 pub use postgres::PostgresDb;
 pub use sqlite::SqliteDb;
 pub use tables::TableNames;

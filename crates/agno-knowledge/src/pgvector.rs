@@ -193,7 +193,7 @@ impl PgVectorDb {
             .acquire_timeout(std::time::Duration::from_secs(10))
             .connect(url)
             .await
-            .map_err(|e| store_err(format!("cannot connect to {}: {e}", redact(url))))?;
+            .map_err(|e| store_err(format!("cannot connect to {}: {e}", agno_core::redact_url(url))))?;
         Ok(Self {
             pool,
             schema: schema.to_owned(),
@@ -290,18 +290,6 @@ impl PgVectorDb {
             .await
             .map_err(store_err)?;
         Ok(())
-    }
-}
-
-/// `url` without its password.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let userinfo = &url[s + 3..at];
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{}://{user}@{}", &url[..s], &url[at + 1..])
-        }
-        _ => url.to_owned(),
     }
 }
 
