@@ -1,10 +1,9 @@
 //! Opening a database by URL: `memory://`, `sqlite://PATH` (or a bare `*.db` path), `postgresql://`,
 //! `mysql://`, `redis://`, `json://DIR`.
 
-use agno_core::redact_url;
 use std::sync::Arc;
 
-use agno_core::{Db, DbError, DbErrorKind, DbResult};
+use agno_core::{Db, DbError, DbErrorKind, DbResult, redact_url};
 
 use crate::memory::InMemoryDb;
 use crate::migration::{Migrate, MigrationManager};
