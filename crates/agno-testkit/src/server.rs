@@ -111,9 +111,9 @@ fn router(shared: Arc<Shared>) -> Router {
         .route(openai::CHAT_COMPLETIONS_PATH, any(chat_completions))
         .route(openai::MODELS_PATH, any(models))
         .route(crate::embeddings::EMBEDDINGS_PATH, any(embeddings))
-        .route("/api/embed", any(other_embeddings))
-        .route("/v2/embed", any(other_embeddings))
-        .route("/v1beta/models/{spec}", any(gemini_embeddings))
+        .route("/api/embed", any(embeddings))
+        .route("/v2/embed", any(embeddings))
+        .route("/v1beta/models/{spec}", any(embeddings))
         .fallback(not_found)
         .layer(DefaultBodyLimit::disable())
         .with_state(shared)
@@ -134,6 +134,20 @@ fn method_not_allowed(method: &Method, uri: &Uri) -> Response {
     openai::error_response(405, &format!("fake provider: method {method} not allowed on {}", uri.path()), None)
 }
 
+/// Records the request; its parsed body when it came with `expected` (else the caller answers
+/// 405 with [`method_not_allowed`]).
+fn accept(
+    shared: &Shared,
+    expected: &Method,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Option<Value> {
+    let body = record(shared, uri, headers, body);
+    (method == expected).then_some(body)
+}
+
 async fn chat_completions(
     State(shared): State<Arc<Shared>>,
     method: Method,
@@ -141,13 +155,15 @@ async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let body = record(&shared, &uri, &headers, &body);
-    if method != Method::POST {
-        return method_not_allowed(&method, &uri);
+    match accept(&shared, &Method::POST, &method, &uri, &headers, &body) {
+        Some(body) => openai::chat_completions(&shared, &body).await,
+        None => method_not_allowed(&method, &uri),
     }
-    openai::chat_completions(&shared, &body).await
 }
 
+/// Every provider's embeddings route, told apart by path: OpenAI's (and Voyage's)
+/// `/v1/embeddings`, Ollama's `/api/embed`, Cohere's `/v2/embed`, Gemini's
+/// `/v1beta/models/{model}:batchEmbedContents`.
 async fn embeddings(
     State(shared): State<Arc<Shared>>,
     method: Method,
@@ -155,41 +171,17 @@ async fn embeddings(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let body = record(&shared, &uri, &headers, &body);
-    if method != Method::POST {
+    let Some(body) = accept(&shared, &Method::POST, &method, &uri, &headers, &body) else {
         return method_not_allowed(&method, &uri);
+    };
+    match uri.path() {
+        "/api/embed" => crate::embeddings::ollama(&body),
+        "/v2/embed" => crate::embeddings::cohere(&body),
+        path => match path.strip_prefix("/v1beta/models/") {
+            Some(spec) => crate::embeddings::gemini(spec, &body),
+            None => crate::embeddings::embeddings(&body),
+        },
     }
-    crate::embeddings::embeddings(&body)
-}
-
-/// Ollama's and Cohere's embedding routes (told apart by path).
-async fn other_embeddings(
-    State(shared): State<Arc<Shared>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let body = record(&shared, &uri, &headers, &body);
-    if method != Method::POST {
-        return method_not_allowed(&method, &uri);
-    }
-    if uri.path() == "/api/embed" { crate::embeddings::ollama(&body) } else { crate::embeddings::cohere(&body) }
-}
-
-async fn gemini_embeddings(
-    State(shared): State<Arc<Shared>>,
-    axum::extract::Path(spec): axum::extract::Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let body = record(&shared, &uri, &headers, &body);
-    if method != Method::POST {
-        return method_not_allowed(&method, &uri);
-    }
-    crate::embeddings::gemini(&spec, &body)
 }
 
 async fn models(
@@ -199,11 +191,10 @@ async fn models(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    record(&shared, &uri, &headers, &body);
-    if method != Method::GET {
-        return method_not_allowed(&method, &uri);
+    match accept(&shared, &Method::GET, &method, &uri, &headers, &body) {
+        Some(_) => openai::models_response(),
+        None => method_not_allowed(&method, &uri),
     }
-    openai::models_response()
 }
 
 async fn not_found(
