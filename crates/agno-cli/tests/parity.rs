@@ -33,6 +33,55 @@ async fn wait_ready(url: &str, what: &str, log: &std::path::Path) {
     }
 }
 
+/// Starts `scripts/interop/python_agentos.py` on a free port with its database at `db_url`
+/// (plus `extra` arguments), models on the fake provider (also for models named by string in
+/// requests, as `/optimize-memories` does), and waits until it is healthy.
+async fn start_python_agentos(
+    python: &str,
+    provider: &FakeProvider,
+    dir: &std::path::Path,
+    db_url: &str,
+    extra: &[std::ffi::OsString],
+) -> (Served, String) {
+    let port = free_port();
+    let log = dir.join("python.log");
+    let child = Command::new(python)
+        .arg(repo_file("scripts/interop/python_agentos.py"))
+        .args(["--port", &port.to_string(), "--model-base-url", &provider.base_url(), "--db", db_url])
+        .args(extra)
+        .envs([("OPENAI_BASE_URL", provider.base_url()), ("OPENAI_API_KEY", "sk-test".to_owned())])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let served = Served(child);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&format!("{base}/health"), "Python AgentOS", &log).await;
+    (served, base)
+}
+
+/// Runs `scripts/interop/shape_parity.py` (suite `suite`) against both servers and asserts that
+/// it ran at least `min_steps` steps and found no difference outside its allow-list.
+fn assert_shape_parity(python: &str, rs_port: u16, py_base: &str, suite: &str, min_steps: u64) {
+    let out = Command::new(python)
+        .arg(repo_file("scripts/interop/shape_parity.py"))
+        .args(["--rs", &format!("http://127.0.0.1:{rs_port}"), "--py", py_base, "--suite", suite])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "shape_parity.py failed: {stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad report ({e}): {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
+    assert!(report["steps"].as_u64().unwrap() >= min_steps, "{report}");
+    eprintln!("documented differences seen: {}", report["allowed"]);
+    assert_eq!(
+        report["differences"],
+        serde_json::json!({}),
+        "agno serve differs from Python AgentOS 3.1 (fix it, or document it in the README and the allow-list):\n{}",
+        serde_json::to_string_pretty(&report["differences"]).unwrap()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agno_serve_answers_with_python_agentos_shapes() {
     let Some(python) = agno_testkit::agno_python("the shape parity check against Python AgentOS") else { return };
@@ -40,23 +89,9 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
     provider.set_fallback(Some(Reply::Echo));
     let dir = scratch_dir("parity");
 
-    let py_port = free_port();
-    let py_log = dir.join("python.log");
-    // Models named by string in requests (`/optimize-memories`) reach the fake provider.
-    let model_env = [("OPENAI_BASE_URL", provider.base_url()), ("OPENAI_API_KEY", "sk-test".to_owned())];
-    let child = Command::new(&python)
-        .arg(repo_file("scripts/interop/python_agentos.py"))
-        .args(["--port", &py_port.to_string(), "--model-base-url", &provider.base_url()])
-        .envs(model_env.iter().map(|(k, v)| (k, v)))
-        .arg("--db")
-        .arg(format!("sqlite://{}", dir.join("python.db").display()))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&py_log).unwrap())
-        .spawn()
-        .unwrap();
-    let _python = Served(child);
-    let py_base = format!("http://127.0.0.1:{py_port}");
-    wait_ready(&format!("{py_base}/health"), "Python AgentOS", &py_log).await;
+    let (_python, py_base) =
+        start_python_agentos(&python, &provider, &dir, &format!("sqlite://{}", dir.join("python.db").display()), &[])
+            .await;
 
     let db_url = format!("sqlite://{}", dir.join("agno-rs.db").display());
     let config = slow_agent_config(&dir, "agentos.toml", &db_url, &provider.base_url(), "");
@@ -74,26 +109,12 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
             provider.base_url()
         );
     std::fs::write(&config, toml).unwrap();
-    let env: Vec<(&str, &str)> = model_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // Models named by string in requests (`/optimize-memories`) reach the fake provider.
+    let base_url = provider.base_url();
+    let env = [("OPENAI_BASE_URL", base_url.as_str()), ("OPENAI_API_KEY", "sk-test")];
     let (_rs, rs_port) = start_serve_with_env(&config, &dir.join("agno-rs.log"), &env).await;
 
-    let out = Command::new(&python)
-        .arg(repo_file("scripts/interop/shape_parity.py"))
-        .args(["--rs", &format!("http://127.0.0.1:{rs_port}"), "--py", &py_base])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "shape_parity.py failed: {stderr}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("bad report ({e}): {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
-    assert!(report["steps"].as_u64().unwrap() >= 40, "{report}");
-    eprintln!("documented differences seen: {}", report["allowed"]);
-    assert_eq!(
-        report["differences"],
-        serde_json::json!({}),
-        "agno serve differs from Python AgentOS 3.1 (fix it, or document it in the README and the allow-list):\n{}",
-        serde_json::to_string_pretty(&report["differences"]).unwrap()
-    );
+    assert_shape_parity(&python, rs_port, &py_base, "main", 40);
 }
 
 /// GET `path` on a server: status and JSON body.
@@ -123,23 +144,8 @@ async fn workflow_and_team_sessions_python_wrote_are_served_as_python_agentos_se
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let py_port = free_port();
-    let py_log = dir.join("python.log");
-    // Models named by string in requests (`/optimize-memories`) reach the fake provider.
-    let model_env = [("OPENAI_BASE_URL", provider.base_url()), ("OPENAI_API_KEY", "sk-test".to_owned())];
-    let child = Command::new(&python)
-        .arg(repo_file("scripts/interop/python_agentos.py"))
-        .args(["--port", &py_port.to_string(), "--model-base-url", &provider.base_url()])
-        .envs(model_env.iter().map(|(k, v)| (k, v)))
-        .arg("--db")
-        .arg(format!("sqlite://{}", db_file.display()))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&py_log).unwrap())
-        .spawn()
-        .unwrap();
-    let _python = Served(child);
-    let py_base = format!("http://127.0.0.1:{py_port}");
-    wait_ready(&format!("{py_base}/health"), "Python AgentOS", &py_log).await;
+    let (_python, py_base) =
+        start_python_agentos(&python, &provider, &dir, &format!("sqlite://{}", db_file.display()), &[]).await;
     let config =
         slow_agent_config(&dir, "agentos.toml", &format!("sqlite://{}", db_file.display()), &provider.base_url(), "");
     let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
@@ -176,22 +182,9 @@ async fn knowledge_routes_answer_as_python_agentos_does() {
     let Some(python) = agno_testkit::agno_python("the knowledge parity check against Python AgentOS") else { return };
     let provider = FakeProvider::start().await.unwrap();
     let dir = scratch_dir("kparity");
-    let py_port = free_port();
-    let py_log = dir.join("python.log");
-    let child = Command::new(&python)
-        .arg(repo_file("scripts/interop/python_agentos.py"))
-        .args(["--port", &py_port.to_string(), "--model-base-url", &provider.base_url()])
-        .arg("--db")
-        .arg(format!("sqlite://{}", dir.join("python.db").display()))
-        .arg("--knowledge-dir")
-        .arg(dir.join("lance"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&py_log).unwrap())
-        .spawn()
-        .unwrap();
-    let _python = Served(child);
-    let py_base = format!("http://127.0.0.1:{py_port}");
-    wait_ready(&format!("{py_base}/health"), "Python AgentOS", &py_log).await;
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let knowledge = [std::ffi::OsString::from("--knowledge-dir"), dir.join("lance").into_os_string()];
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &knowledge).await;
 
     let db_url = format!("sqlite://{}", dir.join("agno-rs.db").display());
     let config = slow_agent_config(&dir, "agentos.toml", &db_url, &provider.base_url(), "");
@@ -199,21 +192,5 @@ async fn knowledge_routes_answer_as_python_agentos_does() {
     std::fs::write(&config, toml).unwrap();
     let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
 
-    let out = Command::new(&python)
-        .arg(repo_file("scripts/interop/shape_parity.py"))
-        .args(["--rs", &format!("http://127.0.0.1:{rs_port}"), "--py", &py_base, "--suite", "knowledge"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "shape_parity.py failed: {stderr}");
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("bad report ({e}): {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
-    assert!(report["steps"].as_u64().unwrap() >= 15, "{report}");
-    eprintln!("documented differences seen: {}", report["allowed"]);
-    assert_eq!(
-        report["differences"],
-        serde_json::json!({}),
-        "agno serve's /knowledge differs from Python AgentOS 3.1:\n{}",
-        serde_json::to_string_pretty(&report["differences"]).unwrap()
-    );
+    assert_shape_parity(&python, rs_port, &py_base, "knowledge", 15);
 }
