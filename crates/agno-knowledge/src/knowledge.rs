@@ -391,11 +391,6 @@ impl Knowledge {
         self.embedder.is_some()
     }
 
-    /// The chunking strategy.
-    pub fn chunking_strategy(&self) -> Chunking {
-        self.chunking
-    }
-
     async fn save_row(&self, row: &KnowledgeRow) -> Result<(), KnowledgeError> {
         if let Some(db) = &self.contents_db {
             db.upsert_knowledge_content(row).await?;

@@ -528,12 +528,7 @@ fn update_memories(agent: &AgentInner, st: &RunState) {
             tracing::warn!(run_id, error = %e, "updating the user's memories failed");
         }
     };
-    match crate::blocking::spawn_handle() {
-        Ok(handle) => {
-            handle.spawn(work);
-        }
-        Err(e) => tracing::warn!(error = %e, "cannot update memories: no runtime"),
-    }
+    spawn_after_run(work, "update memories");
 }
 
 /// `enable_session_summaries`: once the run is stored, the summary manager rewrites the
@@ -550,11 +545,16 @@ fn refresh_summary(agent: &AgentInner, st: &RunState) {
             tracing::warn!(session_id, error = %e, "updating the session summary failed");
         }
     };
+    spawn_after_run(work, "update the session summary");
+}
+
+/// Runs `work` on its own task (never on the run's path); `what` names it if it cannot start.
+fn spawn_after_run(work: impl std::future::Future<Output = ()> + Send + 'static, what: &str) {
     match crate::blocking::spawn_handle() {
         Ok(handle) => {
             handle.spawn(work);
         }
-        Err(e) => tracing::warn!(error = %e, "cannot update the session summary: no runtime"),
+        Err(e) => tracing::warn!(error = %e, "cannot {what}: no runtime"),
     }
 }
 

@@ -303,12 +303,6 @@ pub async fn upload_content(
     } else {
         return Err(ApiError::bad_request("Send a file, text_content or url to upload"));
     };
-    if content.kind.is_none()
-        && let Err(e) = ContentKind::from_name(&content.name)
-    {
-        // Accepted and failed, as any unreadable content: the row says why.
-        tracing::debug!(error = %e, "upload of an unsupported type");
-    }
     content.description = description;
     content.metadata = metadata;
     content.user_id = principal.user_scope(None).or(content.user_id);
