@@ -378,8 +378,28 @@ def knowledge_steps():
         ("search filtered", "POST", "/knowledge/search", search(filters={"kind": "note"}), None),
         ("search paged", "POST", "/knowledge/search", search(meta={"limit": 1, "page": 2}), None),
         ("upload nothing", "POST", "/knowledge/content", {"files": {"description": (None, "no content")}}, None),
+        (
+            "patch content",
+            "PATCH",
+            "/knowledge/content/{content}",
+            {"files": {"name": (None, "tulips"), "metadata": (None, '{"topic": "flowers"}')}},
+            None,
+        ),
+        ("patched content", "GET", "/knowledge/content/{content}", {}, None),
+        ("search patched", "POST", "/knowledge/search", search(filters={"topic": "flowers"}), None),
+        ("patch bad metadata", "PATCH", "/knowledge/content/{content}", {"files": {"metadata": (None, "{no")}}, None),
+        ("patch missing", "PATCH", "/knowledge/content/missing-content", {"files": {"name": (None, "x")}}, None),
         ("delete content", "DELETE", "/knowledge/content/{content}", {}, None),
         ("deleted content", "GET", "/knowledge/content/{content}", {}, None),
+        (
+            "upload again",
+            "POST",
+            "/knowledge/content",
+            {"files": {"text_content": (None, "Bob grows red tulips by the road"), "name": (None, "bob")}},
+            settle_upload,
+        ),
+        ("delete all content", "DELETE", "/knowledge/content", {}, None),
+        ("content list emptied", "GET", "/knowledge/content", {}, None),
     ]
 
 

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use agno_core::{Db, Document, Filter, KnowledgeBase, KnowledgeError, KnowledgeRow, SearchType};
+use agno_core::{Db, Document, Filter, KnowledgeBase, KnowledgeError, KnowledgeQuery, KnowledgeRow, SearchType};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -39,6 +39,25 @@ pub trait Reranker: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// A [`KnowledgeError`].
     async fn rerank(&self, query: &str, documents: Vec<Document>) -> Result<Vec<Document>, KnowledgeError>;
+}
+
+/// Agno's reserved metadata key (source details it records), never copied to chunks.
+const AGNO_KEY: &str = "_agno";
+
+/// `metadata` without Agno's reserved key: what chunks carry and filters see.
+fn user_metadata(metadata: &Map<String, Value>) -> Map<String, Value> {
+    metadata.iter().filter(|(k, _)| k.as_str() != AGNO_KEY).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// What [`Knowledge::update_content`] changes; `None` fields stay as they are.
+#[derive(Debug, Clone, Default)]
+pub struct ContentPatch {
+    /// New name.
+    pub name: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+    /// Metadata merged into the content's (top-level keys replace).
+    pub metadata: Option<Map<String, Value>>,
 }
 
 /// One content to insert.
@@ -357,8 +376,92 @@ impl Knowledge {
             }
         }
         row.updated_at = Some(agno_core::now_epoch_secs());
+        // The row may have been patched or deleted while the content was processed: keep the
+        // patch (and give the new chunks its metadata), and leave no chunks behind a deleted row.
+        if let Some(db) = &self.contents_db {
+            match db.get_knowledge_content(&id, None).await? {
+                None => {
+                    self.vector_db.delete_by_content_id(&id).await?;
+                    return Ok(row);
+                }
+                Some(current) => {
+                    if let Some(meta) = current.metadata.as_ref().filter(|m| Some(*m) != row.metadata.as_ref()) {
+                        self.vector_db.update_metadata(&id, &user_metadata(meta)).await?;
+                    }
+                    row.name = current.name;
+                    row.description = current.description;
+                    row.metadata = current.metadata;
+                }
+            }
+        }
         self.save_row(&row).await?;
         Ok(row)
+    }
+
+    /// Patches a content's name, description and metadata (Agno's `patch_content`): the
+    /// metadata is merged into the row's and into every chunk's, so filters see it at once.
+    /// Under `user_id`, only that user's own content; `None` when there is no such content.
+    ///
+    /// # Errors
+    /// A [`KnowledgeError`]; the row is unchanged when the chunks could not be updated.
+    pub async fn update_content(
+        &self,
+        content_id: &str,
+        user_id: Option<&str>,
+        patch: ContentPatch,
+    ) -> Result<Option<KnowledgeRow>, KnowledgeError> {
+        let Some(db) = &self.contents_db else { return Ok(None) };
+        let Some(mut row) = db.get_knowledge_content(content_id, user_id).await? else { return Ok(None) };
+        if user_id.is_some() && row.user_id.as_deref() != user_id {
+            return Ok(None);
+        }
+        if let Some(meta) = &patch.metadata {
+            let mut merged = row.metadata.take().unwrap_or_default();
+            for (key, value) in meta {
+                match (key.as_str(), merged.get_mut(key), value) {
+                    // Agno's `_agno` key is merged key by key.
+                    (AGNO_KEY, Some(Value::Object(old)), Value::Object(new)) => {
+                        old.extend(new.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                    _ => {
+                        merged.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            row.metadata = Some(merged);
+            self.vector_db.update_metadata(content_id, &user_metadata(meta)).await?;
+        }
+        if let Some(name) = patch.name {
+            row.name = name;
+        }
+        if let Some(description) = patch.description {
+            row.description = description;
+        }
+        row.updated_at = Some(agno_core::now_epoch_secs());
+        db.upsert_knowledge_content(&row).await?;
+        Ok(Some(row))
+    }
+
+    /// Deletes every content of this base the caller may delete (under `user_id`, that user's
+    /// own); returns how many.
+    ///
+    /// # Errors
+    /// A [`KnowledgeError`]; contents deleted before it stay deleted.
+    pub async fn remove_all_content(&self, user_id: Option<&str>) -> Result<usize, KnowledgeError> {
+        let Some(db) = &self.contents_db else { return Ok(0) };
+        let query = KnowledgeQuery {
+            user_id: user_id.map(str::to_owned),
+            linked_to: Some(self.name.clone()),
+            ..KnowledgeQuery::default()
+        };
+        let (rows, _) = db.get_knowledge_contents(&query).await?;
+        let mut removed = 0;
+        for id in rows.iter().filter_map(|r| r.id.as_deref()) {
+            if self.remove_content(id, user_id).await? {
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     /// An id for the vector store of this base (`/knowledge/config`).

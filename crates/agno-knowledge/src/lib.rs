@@ -31,7 +31,7 @@ mod store;
 
 pub use chunking::{Chunking, DEFAULT_CHUNK_SIZE};
 pub use embedder::{Embedder, EmbeddingApi, HashEmbedder, OpenAiEmbedder, ProviderEmbedder};
-pub use knowledge::{Content, DEFAULT_MAX_CONTENT_BYTES, Knowledge, Reranker, status};
+pub use knowledge::{Content, ContentPatch, DEFAULT_MAX_CONTENT_BYTES, Knowledge, Reranker, status};
 pub use pgvector::{PgVectorDb, VectorIndex};
 pub use reader::ContentKind;
 pub use sqlite::SqliteVectorDb;

@@ -395,6 +395,20 @@ impl VectorDb for PgVectorDb {
         Ok(done.rows_affected())
     }
 
+    async fn update_metadata(&self, content_id: &str, metadata: &Map<String, Value>) -> Result<u64, KnowledgeError> {
+        // As Agno's PgVector: metadata merged, `filters` set to the new metadata.
+        let done = sqlx::query(sql(format!(
+            "UPDATE {} SET meta_data = COALESCE(meta_data, '{{}}'::jsonb) || $1, filters = $1 WHERE content_id = $2",
+            self.full()
+        )))
+        .bind(sqlx::types::Json(metadata))
+        .bind(content_id)
+        .execute(&self.pool)
+        .await
+        .map_err(store_err)?;
+        Ok(done.rows_affected())
+    }
+
     async fn content_hash_exists(&self, content_hash: &str, user_id: Option<&str>) -> Result<bool, KnowledgeError> {
         let scope = if user_id.is_some() { " AND (user_id = $2 OR user_id IS NULL)" } else { "" };
         let mut q = sqlx::query(sql(format!("SELECT 1 FROM {} WHERE content_hash = $1{scope} LIMIT 1", self.full())))

@@ -350,6 +350,32 @@ impl VectorDb for SqliteVectorDb {
         Ok(done.rows_affected())
     }
 
+    async fn update_metadata(&self, content_id: &str, metadata: &Map<String, Value>) -> Result<u64, KnowledgeError> {
+        let t = &self.table;
+        let mut tx = self.pool.begin().await.map_err(store_err)?;
+        let rows = sqlx::query(sql(format!("SELECT rid, meta_data FROM {t} WHERE content_id = ?1")))
+            .bind(content_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(store_err)?;
+        for r in &rows {
+            let rid: i64 = r.try_get("rid").map_err(store_err)?;
+            let mut meta = meta_of(r);
+            meta.extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+            sqlx::query(sql(format!("UPDATE {t} SET meta_data = ?1, updated_at = ?2 WHERE rid = ?3")))
+                .bind(serde_json::to_string(&meta).map_err(store_err)?)
+                .bind(agno_core::now_epoch_secs())
+                .bind(rid)
+                .execute(&mut *tx)
+                .await
+                .map_err(store_err)?;
+        }
+        // The cached metadata (filters read it) is stale now.
+        self.bump_version(&mut tx).await?;
+        tx.commit().await.map_err(store_err)?;
+        Ok(rows.len() as u64)
+    }
+
     async fn content_hash_exists(&self, content_hash: &str, user_id: Option<&str>) -> Result<bool, KnowledgeError> {
         let found: Option<i64> = sqlx::query_scalar(sql(format!(
             "SELECT 1 FROM {} WHERE content_hash = ?1 AND (?2 IS NULL OR user_id = ?2 OR user_id IS NULL) LIMIT 1",

@@ -65,6 +65,14 @@ pub trait VectorDb: Send + Sync + std::fmt::Debug {
     /// [`KnowledgeError::Store`].
     async fn delete_by_content_id(&self, content_id: &str) -> Result<u64, KnowledgeError>;
 
+    /// Merges `metadata` into the metadata of every chunk of `content_id` (top-level keys of
+    /// `metadata` replace the chunk's); returns how many chunks changed. Agno's
+    /// `update_metadata`, used when a content's metadata is patched.
+    ///
+    /// # Errors
+    /// [`KnowledgeError::Store`]; nothing is changed then.
+    async fn update_metadata(&self, content_id: &str, metadata: &Map<String, Value>) -> Result<u64, KnowledgeError>;
+
     /// Whether chunks of this content hash exist (for this user, or shared).
     ///
     /// # Errors

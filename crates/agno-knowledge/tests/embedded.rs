@@ -527,3 +527,74 @@ async fn urls_are_downloaded_and_bad_ones_fail_with_the_reason() {
         assert!(why.contains("internal address"), "{url}: {why}");
     }
 }
+
+#[tokio::test]
+async fn a_content_patched_or_deleted_while_it_is_processed_keeps_the_patch_or_stays_gone() {
+    use axum::routing::get;
+    use tokio::sync::Notify;
+    // A download that waits until the test lets it go, so the test can act in between.
+    let gate = Arc::new((Notify::new(), Notify::new()));
+    let app = axum::Router::new().route(
+        "/{name}",
+        get({
+            let gate = Arc::clone(&gate);
+            move || async move {
+                gate.0.notify_one();
+                gate.1.notified().await;
+                "Tulips open in spring and close at night."
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let contents: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    let knowledge = Arc::new(
+        Knowledge::new("slow", store("race").await)
+            .contents_db(Arc::clone(&contents))
+            .embedder(Arc::new(HashEmbedder::new(16))),
+    );
+    knowledge.create().await.unwrap();
+    let start = |name: &str| {
+        let content = Content::url(format!("{base}/{name}.txt")).metadata(meta(&json!({"kind": "note"})));
+        let knowledge = Arc::clone(&knowledge);
+        async move {
+            let row = knowledge.accept(&content).await.unwrap();
+            let id = row.id.clone().unwrap();
+            let task = tokio::spawn(async move { knowledge.process(&content, row).await.unwrap() });
+            (id, task)
+        }
+    };
+
+    // Patched while downloading: the patch wins, in the row and in the chunks.
+    let (id, task) = start("patched").await;
+    gate.0.notified().await;
+    let patch = agno_knowledge::ContentPatch {
+        name: Some("renamed".to_owned()),
+        metadata: Some(meta(&json!({"topic": "flowers"}))),
+        ..Default::default()
+    };
+    assert!(knowledge.update_content(&id, None, patch).await.unwrap().is_some());
+    gate.1.notify_one();
+    let row = task.await.unwrap();
+    assert_eq!((row.status.as_deref(), row.name.as_str()), (Some("completed"), "renamed"));
+    let stored = contents.get_knowledge_content(&id, None).await.unwrap().unwrap();
+    assert_eq!(stored.metadata, Some(meta(&json!({"kind": "note", "topic": "flowers"}))));
+    let filter = Filter::from_json(&json!({"topic": "flowers"})).unwrap();
+    for search_type in [SearchType::Keyword, SearchType::Vector] {
+        let found = knowledge.search_with("tulips", None, Some(&filter), None, Some(search_type)).await.unwrap();
+        assert_eq!(found.len(), 1, "{search_type:?}: the new chunks carry the patch");
+        assert_eq!(found[0].meta_data["kind"], "note");
+    }
+
+    // Deleted while downloading: no row comes back and no chunk is searchable.
+    let (id, task) = start("deleted").await;
+    gate.0.notified().await;
+    assert!(knowledge.remove_content(&id, None).await.unwrap());
+    gate.1.notify_one();
+    task.await.unwrap();
+    assert!(contents.get_knowledge_content(&id, None).await.unwrap().is_none());
+    let found = knowledge.search_with("tulips", Some(10), None, None, Some(SearchType::Keyword)).await.unwrap();
+    assert!(found.iter().all(|d| d.content_id.as_deref() != Some(id.as_str())), "{found:?}");
+    assert_eq!(found.len(), 1, "the patched content stays");
+}

@@ -124,6 +124,36 @@ async fn hostile_filter_keys_and_values_are_bound_never_spliced() {
 }
 
 #[tokio::test]
+async fn patched_metadata_reaches_every_chunk_and_filters_see_it() {
+    if !services::pgvector("PgVector metadata update") {
+        return;
+    }
+    let store = Arc::new(pg_store("patch", 16, VectorIndex::None).await);
+    let knowledge = Knowledge::new("patch", store.clone())
+        .embedder(Arc::new(HashEmbedder::new(16)))
+        .chunking(Chunking::FixedSize { size: 40, overlap: 0 });
+    knowledge.create().await.unwrap();
+    let text = "Tulips open in spring. Tulips close at night. Tulips need cold winters.";
+    let row = knowledge.insert(Content::text("tulips", text).metadata(meta(&json!({"kind": "note"})))).await.unwrap();
+    let other = knowledge.insert(Content::text("roses", "Roses and tulips share a bed.")).await.unwrap();
+    let id = row.id.unwrap();
+    let changed = store.update_metadata(&id, &meta(&json!({"topic": "flowers", "kind": "guide"}))).await.unwrap();
+    assert!(changed > 1, "every chunk of the content: {changed}");
+    let filter = Filter::from_json(&json!({"topic": "flowers"})).unwrap();
+    for search_type in [SearchType::Keyword, SearchType::Vector, SearchType::Hybrid] {
+        let found = knowledge.search_with("tulips", Some(10), Some(&filter), None, Some(search_type)).await.unwrap();
+        assert_eq!(found.len() as u64, changed, "{search_type:?}");
+        assert!(found.iter().all(|d| d.content_id.as_deref() == Some(id.as_str())), "{search_type:?}");
+        assert!(found.iter().all(|d| d.meta_data["kind"] == "guide"), "{search_type:?}: replaced key");
+    }
+    // The other content is untouched.
+    let filter = Filter::Not { condition: Box::new(filter) };
+    let found = knowledge.search_with("roses", Some(10), Some(&filter), None, Some(SearchType::Keyword)).await.unwrap();
+    assert_eq!(found.iter().map(|d| d.content_id.clone().unwrap()).collect::<Vec<_>>(), [other.id.unwrap()]);
+    store.drop_table().await.unwrap();
+}
+
+#[tokio::test]
 async fn users_are_isolated_and_a_pre_v3_table_needs_the_migration() {
     if !services::pgvector("PgVector isolation") {
         return;

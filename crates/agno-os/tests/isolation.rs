@@ -257,6 +257,8 @@ const COVERAGE: &[(&str, &str, &str)] = &[
     ("GET", "/knowledge/content", "listing (tests/knowledge.rs)"),
     ("GET", "/knowledge/content/{content_id}", "read: A's content (tests/knowledge.rs)"),
     ("GET", "/knowledge/content/{content_id}/status", "read: A's content (tests/knowledge.rs)"),
+    ("PATCH", "/knowledge/content/{content_id}", "write: A's content (tests/knowledge.rs)"),
+    ("DELETE", "/knowledge/content", "bulk delete: only the caller's (tests/knowledge.rs)"),
     ("DELETE", "/knowledge/content/{content_id}", "write: A's content (tests/knowledge.rs)"),
     ("POST", "/knowledge/search", "listing: own and shared chunks (tests/knowledge.rs)"),
     ("POST", "/agents/{agent_id}/runs", "write: run into A's session"),

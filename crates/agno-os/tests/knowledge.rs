@@ -152,6 +152,89 @@ async fn contents_are_uploaded_searched_and_deleted_per_user() {
     assert_eq!(names(&r.body), ["ann.md"]);
 }
 
+#[tokio::test]
+async fn contents_are_patched_and_deleted_in_bulk_only_by_their_owner() {
+    let os = TestOs::start(config(&isolated())).await;
+    let (ann, bob) = (token("ann", SCOPES), token("bob", SCOPES));
+    let admin = token("root", &["agent_os:admin"]);
+    let ann_id = upload(&os, "ann.md", "# Garden\n\nAnn grows blue tulips by the lake.", &ann).await;
+    let ann2_id = upload(&os, "ann2.md", "# Kitchen\n\nAnn bakes rye bread.", &ann).await;
+    let bob_id = upload(&os, "bob.md", "# Garden\n\nBob grows red tulips by the road.", &bob).await;
+    let shared_id = upload(&os, "shared.md", "# Garden\n\nEveryone waters the tulips.", &admin).await;
+
+    // The owner patches: name and description replaced, metadata merged, into the chunks too.
+    let path = format!("/knowledge/content/{ann_id}");
+    let r = os
+        .patch_form(
+            &path,
+            &[("name", "tulips.md"), ("description", "spring"), ("metadata", r#"{"topic": "flowers"}"#)],
+            Some(&ann),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (&r.body["id"], &r.body["name"], &r.body["description"], &r.body["metadata"], &r.body["status"]),
+        (
+            &json!(ann_id),
+            &json!("tulips.md"),
+            &json!("spring"),
+            &json!({"kind": "note", "topic": "flowers"}),
+            &json!("completed")
+        )
+    );
+    assert_eq!(os.get(&path, Some(&ann)).await.body["name"], "tulips.md", "stored");
+    for mode in ["keyword", "vector", "hybrid"] {
+        let body = json!({"query": "tulips", "search_type": mode, "filters": {"topic": "flowers"}});
+        let r = os.post_json("/knowledge/search", &body, Some(&ann)).await;
+        assert_eq!(r.status, 200, "{mode}: {}", r.body);
+        let ids: Vec<&Value> = r.body["data"].as_array().unwrap().iter().map(|d| &d["content_id"]).collect();
+        assert_eq!(ids, [&json!(ann_id)], "{mode}: the patched metadata is searchable");
+        assert_eq!(r.body["data"][0]["meta_data"]["kind"], "note", "{mode}: old keys kept");
+    }
+
+    // Bad fields are refused before anything changes.
+    let r = os.patch_form(&path, &[("name", "x.md"), ("metadata", "{not json")], Some(&ann)).await;
+    assert_eq!((r.status, detail(&r.body)), (400, "Invalid JSON format for metadata".to_owned()));
+    let r = os.patch_form(&path, &[("name", "x.md"), ("reader_id", "nope")], Some(&ann)).await;
+    assert_eq!((r.status, detail(&r.body)), (400, "Invalid reader_id: nope".to_owned()));
+    assert_eq!(os.get(&path, Some(&ann)).await.body["name"], "tulips.md", "unchanged");
+    let r = os.patch_form("/knowledge/content/missing", &[("name", "x.md")], Some(&ann)).await;
+    assert_eq!((r.status, detail(&r.body)), (404, "Content not found: missing".to_owned()));
+
+    // Another user cannot patch it, nor a user the shared content (404, as a missing one).
+    for (id, who) in [(&ann_id, &bob), (&shared_id, &ann)] {
+        let r = os.patch_form(&format!("/knowledge/content/{id}"), &[("name", "mine.md")], Some(who)).await;
+        assert_eq!((r.status, detail(&r.body)), (404, format!("Content not found: {id}")));
+    }
+    let r = os.get(&format!("/knowledge/content/{shared_id}"), Some(&admin)).await;
+    assert_eq!(r.body["name"], "shared.md");
+
+    // Bulk delete by Bob: his content only.
+    let r = os.delete("/knowledge/content", Some(&bob)).await;
+    assert_eq!((r.status, &r.body), (200, &json!("success")));
+    let r = os.get("/knowledge/content", Some(&admin)).await;
+    assert_eq!(names(&r.body), ["ann2.md", "shared.md", "tulips.md"]);
+    assert_eq!(os.get(&format!("/knowledge/content/{bob_id}"), Some(&admin)).await.status, 404);
+    // By Ann: hers; the shared one stays, and its chunks are all that is searchable.
+    assert_eq!(os.delete("/knowledge/content", Some(&ann)).await.status, 200);
+    let r = os.get("/knowledge/content", Some(&admin)).await;
+    assert_eq!(names(&r.body), ["shared.md"]);
+    for id in [&ann_id, &ann2_id] {
+        assert_eq!(os.get(&format!("/knowledge/content/{id}"), Some(&admin)).await.status, 404);
+    }
+    let r = os
+        .post_json("/knowledge/search", &json!({"query": "tulips bread", "search_type": "keyword"}), Some(&admin))
+        .await;
+    let ids: Vec<&Value> = r.body["data"].as_array().unwrap().iter().map(|d| &d["content_id"]).collect();
+    assert_eq!(ids, [&json!(shared_id)]);
+    // By an admin: everything.
+    assert_eq!(os.delete("/knowledge/content", Some(&admin)).await.status, 200);
+    assert_eq!(os.get("/knowledge/content", Some(&admin)).await.body["meta"]["total_count"], 0);
+    let r =
+        os.post_json("/knowledge/search", &json!({"query": "tulips", "search_type": "keyword"}), Some(&admin)).await;
+    assert_eq!(r.body["data"], json!([]));
+}
+
 fn ann_text_len() -> String {
     "# Garden\n\nAnn grows blue tulips by the lake.".len().to_string()
 }

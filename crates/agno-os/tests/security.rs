@@ -233,6 +233,8 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("GET /knowledge/content/*/status", "knowledge:read"),
         ("POST /knowledge/content", "knowledge:write"),
         ("POST /knowledge/search", "knowledge:read"),
+        ("PATCH /knowledge/content/*", "knowledge:write"),
+        ("DELETE /knowledge/content", "knowledge:delete"),
         ("DELETE /knowledge/content/*", "knowledge:delete"),
         ("POST /databases/all/migrate", "config:write"),
         ("POST /databases/*/migrate", "config:write"),

@@ -1,4 +1,4 @@
-//! `/knowledge`: contents of the `[[knowledge]]` bases (upload, list, get, status, delete) and
+//! `/knowledge`: contents of the `[[knowledge]]` bases (upload, list, get, status, patch, delete) and
 //! search, in Agno's shapes. Uploads answer 202 with the `processing` row and are ingested in
 //! the background; `status` tells when they are searchable. Under user isolation a caller
 //! uploads as itself and sees (and deletes) its own contents plus shared ones (shared ones are
@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use agno_core::{Filter, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
-use agno_knowledge::{Chunking, Content, ContentKind, Knowledge};
+use agno_knowledge::{Chunking, Content, ContentKind, ContentPatch, Knowledge};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
@@ -196,6 +196,81 @@ pub async fn delete_content(
     }
     // As Python: the id of what was deleted.
     Ok(Json(json!({ "id": content_id })))
+}
+
+/// `DELETE /knowledge/content`: deletes every content of the base the caller may delete (under
+/// user isolation, the caller's own; shared ones stay unless the caller is unscoped). Answers
+/// `"success"`, as Python AgentOS.
+pub async fn delete_all_content(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<KnowledgeParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let k = pick(&state, q.knowledge_id.as_deref())?;
+    contents(k)?;
+    let scope = principal.user_scope(None);
+    let removed = k.remove_all_content(scope.as_deref()).await.map_err(knowledge_error)?;
+    tracing::info!(knowledge = k.name(), removed, "deleted all content");
+    Ok(Json(Value::String("success".to_owned())))
+}
+
+/// The fields of `PATCH /knowledge/content/{content_id}`.
+pub const UPDATE_FORM: &[FormField] = &[
+    FormField { name: "name", kind: "string", required: false, description: "Content name." },
+    FormField { name: "description", kind: "string", required: false, description: "Content description." },
+    FormField {
+        name: "metadata",
+        kind: "string",
+        required: false,
+        description: "JSON object merged into the content's metadata (and its chunks').",
+    },
+    FormField {
+        name: "reader_id",
+        kind: "string",
+        required: false,
+        description: "A reader of /knowledge/config (checked; as in Agno it does not re-read the content).",
+    },
+];
+
+/// The reader ids `/knowledge/config` lists.
+const READER_IDS: &[&str] = &["text", "markdown", "csv", "json", "pdf", "docx", "html"];
+
+/// `PATCH /knowledge/content/{content_id}`: changes the name, description or metadata of a
+/// content (metadata is merged, into its chunks too, so filters see it at once). Under user
+/// isolation only the caller's own content; 404 otherwise.
+pub async fn update_content(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(content_id): Path<String>,
+    q: Result<Query<KnowledgeParams>, QueryRejection>,
+    request: Request,
+) -> ApiResult<Json<Value>> {
+    let q = query(q)?;
+    let k = pick(&state, q.knowledge_id.as_deref())?;
+    contents(k)?;
+    let form = Form::read(request, state.form_field_limit).await?;
+    let field = |name: &str| form.text(name).map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
+    let metadata = match field("metadata") {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(m)) => Some(m),
+            Ok(_) => return Err(ApiError::bad_request("metadata must be a JSON object")),
+            Err(_) => return Err(ApiError::bad_request("Invalid JSON format for metadata")),
+        },
+    };
+    if let Some(reader) = field("reader_id").filter(|r| !READER_IDS.contains(&r.as_str())) {
+        return Err(ApiError::bad_request(format!("Invalid reader_id: {reader}")));
+    }
+    visible_row(k, &principal, &content_id).await?;
+    let patch = ContentPatch { name: field("name"), description: field("description"), metadata };
+    let scope = principal.user_scope(None);
+    let row = k
+        .update_content(&content_id, scope.as_deref(), patch)
+        .await
+        .map_err(knowledge_error)?
+        .ok_or_else(|| ApiError::not_found(format!("Content not found: {content_id}")))?;
+    Ok(Json(content_json(&row)))
 }
 
 fn knowledge_error(e: agno_core::KnowledgeError) -> ApiError {

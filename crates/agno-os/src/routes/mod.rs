@@ -188,6 +188,8 @@ routes! {
     GET "/knowledge/content" as "get_content", Scope("knowledge:read"), "Knowledge", "List contents (paginated)", query: knowledge::ListParams => get(knowledge::list_content);
     GET "/knowledge/content/{content_id}" as "get_content_by_id", Scope("knowledge:read"), "Knowledge", "Get a content", query: knowledge::KnowledgeParams => get(knowledge::get_content);
     GET "/knowledge/content/{content_id}/status" as "get_content_status", Scope("knowledge:read"), "Knowledge", "A content's processing status", query: knowledge::KnowledgeParams => get(knowledge::content_status);
+    PATCH "/knowledge/content/{content_id}" as "update_content", Scope("knowledge:write"), "Knowledge", "Update a content's name, description or metadata", body: RequestBody::Form(knowledge::UPDATE_FORM), query: knowledge::KnowledgeParams => patch(knowledge::update_content);
+    DELETE "/knowledge/content" as "delete_all_content", Scope("knowledge:delete"), "Knowledge", "Delete every content the caller may delete", query: knowledge::KnowledgeParams => delete(knowledge::delete_all_content);
     DELETE "/knowledge/content/{content_id}" as "delete_content_by_id", Scope("knowledge:delete"), "Knowledge", "Delete a content and its chunks", query: knowledge::KnowledgeParams => delete(knowledge::delete_content);
     POST "/knowledge/search" as "search_knowledge", Scope("knowledge:read"), "Knowledge", "Search a knowledge base", body: RequestBody::Json(|g| g.subschema_for::<knowledge::SearchRequest>()) => post(knowledge::search);
 }

@@ -131,6 +131,12 @@ impl TestOs {
         Reply::from(req.send().await.unwrap()).await
     }
 
+    /// PATCHes an `application/x-www-form-urlencoded` form.
+    pub async fn patch_form(&self, path: &str, fields: &[(&str, &str)], token: Option<&str>) -> Reply {
+        let req = self.with_token(self.client.patch(format!("{}{path}", self.base)).form(fields), token);
+        Reply::from(req.send().await.unwrap()).await
+    }
+
     /// POSTs a multipart form.
     pub async fn post_form(&self, path: &str, fields: &[(&str, &str)], token: Option<&str>) -> Reply {
         let mut form = reqwest::multipart::Form::new();
