@@ -221,6 +221,7 @@ impl AgentOs {
             queue,
             stopping: tokio_util::sync::CancellationToken::new(),
             form_field_limit: config.os.max_form_field_bytes,
+            scheduler: Arc::new(config.scheduler.clone()),
         };
         let cors = config.os.cors_policy().map_err(|e| StartError::Config(e.to_string()))?;
         let http = crate::serve::HttpSettings::from_config(&config.os);

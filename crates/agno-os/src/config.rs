@@ -71,6 +71,9 @@ pub struct OsConfig {
     /// Knowledge bases, served under `/knowledge` and attached to agents by id.
     #[serde(default)]
     pub knowledge: Vec<KnowledgeSpec>,
+    /// The scheduler (`/schedules` and the poller firing them).
+    #[serde(default)]
+    pub scheduler: crate::scheduler::SchedulerSettings,
 }
 
 /// `[[knowledge]]`: a knowledge base whose contents rows live in the OS database.
@@ -713,6 +716,7 @@ impl OsConfig {
             workflows: Vec::new(),
             queue: crate::queue::QueueSettings::default(),
             knowledge: Vec::new(),
+            scheduler: crate::scheduler::SchedulerSettings::default(),
         }
     }
 

@@ -26,6 +26,7 @@ pub mod form;
 pub mod knowledge_config;
 pub mod queue;
 pub mod routes;
+pub mod scheduler;
 pub mod serve;
 pub mod sse;
 pub mod state;

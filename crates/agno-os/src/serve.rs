@@ -129,6 +129,8 @@ pub async fn serve(
     let addr = listener.local_addr().map_err(|source| ServeError::Io { addr: ([0, 0, 0, 0], 0).into(), source })?;
     let stop_claiming = CancellationToken::new();
     let workers = os.state.queue.clone().map(|q| crate::queue::start(os.state.clone(), q, stop_claiming.clone()));
+    let scheduler = (os.state.scheduler.enabled && os.state.db.is_some())
+        .then(|| crate::scheduler::start(os.state.clone(), (*os.state.scheduler).clone(), stop_claiming.clone()));
     let settings = os.http;
     let connections = Connections::new(settings);
     let router = os.router();
@@ -175,6 +177,12 @@ pub async fn serve(
     stop_claiming.cancel();
     if let Some(workers) = workers {
         let _ = workers.await;
+    }
+    if let Some(scheduler) = scheduler {
+        // Executions stop following their runs at once; this waits for their records.
+        if tokio::time::timeout_at(deadline - cancel_margin(grace), scheduler).await.is_err() {
+            tracing::warn!("the scheduler did not record its executions before the shutdown deadline");
+        }
     }
     if !runs_done(os, deadline - cancel_margin(grace)).await {
         let left = agno_runtime::running_runs();

@@ -52,6 +52,8 @@ pub struct AppState {
     pub heartbeat: std::time::Duration,
     /// The durable queue of background runs, when the database has one.
     pub queue: Option<crate::queue::Queue>,
+    /// `[scheduler]` settings (`/schedules/{id}/trigger` executes with them).
+    pub scheduler: Arc<crate::scheduler::SchedulerSettings>,
     /// Largest text field of a form (`[os] max_form_field_bytes`).
     pub form_field_limit: usize,
     /// Cancelled near the end of a shutdown, once this process's runs have ended: tails of

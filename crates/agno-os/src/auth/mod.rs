@@ -118,7 +118,35 @@ pub struct Principal {
     admin_scope: Arc<str>,
 }
 
+/// Marks a request the OS sends to itself (the scheduler's calls) on behalf of a schedule's
+/// owner. Only code in this process can put it in a request's extensions; [`authorize`] then
+/// skips authentication and hands the route [`Principal::internal`].
+#[derive(Debug, Clone)]
+pub struct InternalCaller {
+    /// The schedule's owner; `None` for a schedule without one (created by an admin).
+    pub owner: Option<String>,
+}
+
 impl Principal {
+    /// The caller of an [`InternalCaller`] request: the owner, confined to their own data under
+    /// user isolation and allowed to read and run every agent, team and workflow (the owner
+    /// could schedule the call, so the schedule may make it); an admin for a schedule without
+    /// an owner.
+    pub fn internal(owner: Option<String>, auth: &AuthSettings) -> Self {
+        let admin = owner.is_none();
+        let scopes = ["agents", "teams", "workflows"]
+            .iter()
+            .flat_map(|family| [format!("{family}:read"), format!("{family}:run")])
+            .collect();
+        Self {
+            isolated: auth.user_isolation && !admin,
+            subject: owner,
+            scopes,
+            admin,
+            admin_scope: auth.admin_scope.as_str().into(),
+        }
+    }
+
     fn admin(admin_scope: &str) -> Self {
         Self { subject: None, scopes: Vec::new(), admin: true, isolated: false, admin_scope: admin_scope.into() }
     }
@@ -196,6 +224,10 @@ pub async fn authorize(
         return ApiError::internal(format!("route {} {path} has no access rule", req.method())).into_response();
     };
     let auth = &state.auth;
+    if let Some(internal) = req.extensions().get::<InternalCaller>().cloned() {
+        req.extensions_mut().insert(Principal::internal(internal.owner, auth));
+        return next.run(req).await;
+    }
     let principal = match route.access {
         Access::Public => Principal::admin(&auth.admin_scope),
         Access::Scope(required) => {

@@ -1,0 +1,191 @@
+//! Cron expressions (5 fields: minute, hour, day of month, month, day of week; or a nickname
+//! such as `@daily`) read in an IANA time zone, as Agno's `scheduler/cron.py` reads them.
+//!
+//! Daylight saving time, for a schedule at a fixed time of day (no `*` or step in its seconds,
+//! minutes or hours):
+//! - a time the clocks skip (02:30 when 02:00 jumps to 03:00) fires once, at the first instant
+//!   after the jump (03:00 local);
+//! - a time the clocks repeat (01:30 when 02:00 falls back to 01:00) fires once, at its first
+//!   occurrence.
+//!
+//! A schedule with a wildcard or step in those fields (`*/15 * * * *`) fires at every real
+//! occurrence: in the repeated hour twice, in the skipped hour not at all. These are the
+//! [Open Cron Pattern Specification](https://github.com/open-source-cron/ocps) rules, which the
+//! `croner` crate implements.
+
+use std::str::FromStr;
+
+use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::Tz;
+use croner::Cron;
+
+/// Why a cron expression or time zone cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CronError {
+    /// The expression does not parse.
+    #[error("Invalid cron expression: {expr} ({why})")]
+    Expression {
+        /// The expression.
+        expr: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The time zone is not an IANA name.
+    #[error("Invalid timezone: {0} (use an IANA name such as UTC or Europe/Berlin)")]
+    Timezone(String),
+    /// The expression has no time after the given one.
+    #[error("cron expression {0} has no next time")]
+    NoNext(String),
+}
+
+/// A parsed cron expression with its time zone.
+#[derive(Debug, Clone)]
+pub struct CronSchedule {
+    cron: Cron,
+    tz: Tz,
+    expr: String,
+}
+
+impl CronSchedule {
+    /// Parses `expr` (exactly 5 fields, or `@yearly`, `@monthly`, `@weekly`, `@daily`,
+    /// `@hourly`) in time zone `timezone`.
+    ///
+    /// # Errors
+    /// [`CronError::Expression`] or [`CronError::Timezone`].
+    pub fn parse(expr: &str, timezone: &str) -> Result<Self, CronError> {
+        let bad = |why: &str| CronError::Expression { expr: expr.to_owned(), why: why.to_owned() };
+        let trimmed = expr.trim();
+        let fields = trimmed.split_whitespace().count();
+        if trimmed.starts_with('@') {
+            if fields != 1 {
+                return Err(bad("a nickname such as @daily stands alone"));
+            }
+        } else if fields != 5 {
+            return Err(bad("use 5 fields: minute hour day-of-month month day-of-week"));
+        }
+        let cron = Cron::from_str(trimmed).map_err(|e| bad(&e.to_string()))?;
+        let tz = Tz::from_str(timezone.trim()).map_err(|_| CronError::Timezone(timezone.to_owned()))?;
+        Ok(Self { cron, tz, expr: trimmed.to_owned() })
+    }
+
+    /// The first firing time strictly after `after` (epoch seconds).
+    ///
+    /// # Errors
+    /// [`CronError::NoNext`] when there is none (a date that never comes, such as 30 February).
+    pub fn next_after(&self, after: i64) -> Result<i64, CronError> {
+        let no_next = || CronError::NoNext(self.expr.clone());
+        let start: DateTime<Utc> = Utc.timestamp_opt(after, 0).single().ok_or_else(no_next)?;
+        let local = start.with_timezone(&self.tz);
+        let next = self.cron.find_next_occurrence(&local, false).map_err(|_| no_next())?;
+        Ok(next.timestamp())
+    }
+
+    /// Agno's `compute_next_run`: the first firing time after `after`, never earlier than
+    /// `now + 1` (a schedule is never set in the past).
+    ///
+    /// # Errors
+    /// As [`CronSchedule::next_after`].
+    pub fn next_run(&self, after: i64, now: i64) -> Result<i64, CronError> {
+        Ok(self.next_after(after)?.max(now + 1))
+    }
+}
+
+/// Checks a time zone name.
+///
+/// # Errors
+/// [`CronError::Timezone`].
+pub fn check_timezone(timezone: &str) -> Result<(), CronError> {
+    Tz::from_str(timezone.trim()).map(|_| ()).map_err(|_| CronError::Timezone(timezone.to_owned()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn epoch(s: &str) -> i64 {
+        DateTime::parse_from_rfc3339(s).unwrap().timestamp()
+    }
+
+    fn iso(t: i64) -> String {
+        Utc.timestamp_opt(t, 0).unwrap().to_rfc3339()
+    }
+
+    #[test]
+    fn five_fields_or_a_nickname() {
+        for bad in ["* * * *", "0 * * * * *", "61 * * * *", "* 25 * * *", "nonsense", "@daily 1", ""] {
+            let err = CronSchedule::parse(bad, "UTC").unwrap_err();
+            assert!(matches!(err, CronError::Expression { .. }), "{bad}: {err}");
+            assert!(err.to_string().starts_with("Invalid cron expression"), "{err}");
+        }
+        assert!(CronSchedule::parse("@daily", "UTC").is_ok());
+        assert!(CronSchedule::parse("*/5 9-17 * * MON-FRI", "Europe/Berlin").is_ok());
+        let err = CronSchedule::parse("* * * * *", "Mars/Olympus").unwrap_err();
+        assert_eq!(err.to_string(), "Invalid timezone: Mars/Olympus (use an IANA name such as UTC or Europe/Berlin)");
+    }
+
+    #[test]
+    fn the_next_time_is_read_in_the_time_zone() {
+        let c = CronSchedule::parse("0 9 * * *", "America/New_York").unwrap();
+        // 09:00 EST = 14:00 UTC in January.
+        assert_eq!(iso(c.next_after(epoch("2026-01-10T15:00:00Z")).unwrap()), "2026-01-11T14:00:00+00:00");
+        // Strictly after.
+        assert_eq!(iso(c.next_after(epoch("2026-01-11T14:00:00Z")).unwrap()), "2026-01-12T14:00:00+00:00");
+        // Never in the past.
+        assert_eq!(c.next_run(0, 2_000_000_000).unwrap(), 2_000_000_001);
+        let never = CronSchedule::parse("0 0 30 2 *", "UTC").unwrap();
+        assert!(matches!(never.next_after(0), Err(CronError::NoNext(_))));
+    }
+
+    /// 02:30 in Europe/Berlin around both changes of 2026 (29 March: 02:00 CET -> 03:00 CEST;
+    /// 25 October: 03:00 CEST -> 02:00 CET), on a controlled clock: every firing from one
+    /// week before to one week after.
+    #[test]
+    fn a_time_the_clocks_skip_fires_after_the_jump_and_a_repeated_one_fires_once() {
+        let c = CronSchedule::parse("30 2 * * *", "Europe/Berlin").unwrap();
+        let fires = |from: &str, n: usize| {
+            let mut t = epoch(from);
+            (0..n)
+                .map(|_| {
+                    t = c.next_after(t).unwrap();
+                    iso(t)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            fires("2026-03-27T12:00:00Z", 4),
+            [
+                "2026-03-28T01:30:00+00:00", // 02:30 CET
+                "2026-03-29T01:00:00+00:00", // 02:30 does not exist: 03:00 CEST, right after the jump
+                "2026-03-30T00:30:00+00:00", // 02:30 CEST
+                "2026-03-31T00:30:00+00:00",
+            ]
+        );
+        assert_eq!(
+            fires("2026-10-23T12:00:00Z", 4),
+            [
+                "2026-10-24T00:30:00+00:00", // 02:30 CEST
+                "2026-10-25T00:30:00+00:00", // 02:30 happens twice: the first one (CEST) only
+                "2026-10-26T01:30:00+00:00", // 02:30 CET
+                "2026-10-27T01:30:00+00:00",
+            ]
+        );
+        // An interval schedule fires at every real half hour, both times through the repeated hour.
+        let q = CronSchedule::parse("*/30 * * * *", "Europe/Berlin").unwrap();
+        let mut t = epoch("2026-10-25T00:00:00Z");
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            t = q.next_after(t).unwrap();
+            seen.push(iso(t));
+        }
+        assert_eq!(
+            seen,
+            [
+                "2026-10-25T00:30:00+00:00", // 02:30 CEST
+                "2026-10-25T01:00:00+00:00", // 02:00 CET (the repeated hour)
+                "2026-10-25T01:30:00+00:00", // 02:30 CET
+                "2026-10-25T02:00:00+00:00", // 03:00 CET
+            ]
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! The scheduler: every replica with `[scheduler] enabled = true` polls the database for due
+//! schedules of every user, claims one at a time (`claim_due_schedule`: two replicas never hold
+//! the same schedule, a claim older than `lock_grace_seconds` is taken over), executes it as its
+//! owner ([`executor`]), and releases it with its next time ([`cron`]). A cron expression that no
+//! longer computes disables the schedule with the reason.
+
+pub mod cron;
+pub mod executor;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agno_core::{Schedule, ScheduleUpdate, now_epoch_secs};
+use serde::Deserialize;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::state::AppState;
+pub use executor::Executor;
+
+/// `[scheduler]` settings (Agno's `AgentOS(scheduler=..., scheduler_poll_interval=...)`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerSettings {
+    /// Poll for due schedules on this replica.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Seconds between polls (Agno: 15).
+    #[serde(default = "default_poll")]
+    pub poll_interval_seconds: f64,
+    /// A claim older than this is considered abandoned (its replica died) and taken over.
+    #[serde(default = "default_grace")]
+    pub lock_grace_seconds: i64,
+    /// Schedules executing at once on this replica.
+    #[serde(default = "default_concurrent")]
+    pub max_concurrent: usize,
+    /// How often a scheduled background run is looked at until it ends, in milliseconds.
+    #[serde(default = "default_run_poll")]
+    pub run_poll_interval_ms: u64,
+}
+
+fn default_poll() -> f64 {
+    15.0
+}
+fn default_grace() -> i64 {
+    300
+}
+fn default_concurrent() -> usize {
+    10
+}
+fn default_run_poll() -> u64 {
+    1000
+}
+
+impl Default for SchedulerSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            poll_interval_seconds: default_poll(),
+            lock_grace_seconds: default_grace(),
+            max_concurrent: default_concurrent(),
+            run_poll_interval_ms: default_run_poll(),
+        }
+    }
+}
+
+impl SchedulerSettings {
+    /// The executor these settings describe, over `state`.
+    pub fn executor(&self, state: &AppState) -> Executor {
+        Executor::new(state, Duration::from_millis(self.run_poll_interval_ms))
+    }
+}
+
+/// The next time of `schedule` after `now`, or why it has none.
+///
+/// # Errors
+/// A [`cron::CronError`].
+pub fn next_run_of(schedule: &Schedule, now: i64) -> Result<i64, cron::CronError> {
+    cron::CronSchedule::parse(&schedule.cron_expr, &schedule.timezone)?.next_run(now, now)
+}
+
+/// Starts the poller of this replica. When `stop` is cancelled it claims nothing more, and the
+/// schedules it is executing stop following their runs (the runs go on: they are durable), are
+/// recorded `cancelled` and released with their next time; the returned task ends then.
+pub fn start(state: AppState, settings: SchedulerSettings, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+    let worker_id = format!("scheduler-{}", &agno_core::new_id()[..8]);
+    tokio::spawn(async move {
+        let Some(db) = state.db.clone() else { return };
+        let executor = settings.executor(&state);
+        let slots = Arc::new(Semaphore::new(settings.max_concurrent.max(1)));
+        let tasks = TaskTracker::new();
+        let poll = Duration::from_secs_f64(settings.poll_interval_seconds.clamp(0.05, 3600.0));
+        tracing::info!(worker_id, ?poll, "scheduler polling for due schedules");
+        loop {
+            // Claim while slots are free and schedules are due.
+            loop {
+                let Ok(slot) = slots.clone().try_acquire_owned() else { break };
+                let claimed =
+                    match db.claim_due_schedule(&worker_id, settings.lock_grace_seconds, now_epoch_secs()).await {
+                        Ok(Some(schedule)) => schedule,
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "cannot claim a due schedule");
+                            break;
+                        }
+                    };
+                let (executor, db, worker_id, stop) = (executor.clone(), db.clone(), worker_id.clone(), stop.clone());
+                tasks.spawn(async move {
+                    let _slot = slot;
+                    fire(&executor, db.as_ref(), &claimed, &worker_id, &stop).await;
+                });
+            }
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = tokio::time::sleep(poll) => {}
+            }
+        }
+        tasks.close();
+        tasks.wait().await;
+    })
+}
+
+/// Executes a claimed schedule, then releases the claim with the next time (computed after the
+/// execution, so a long run does not fire again at once). A cron that cannot compute disables
+/// the schedule with the reason; a failed execution keeps the schedule and its next time.
+async fn fire(
+    executor: &Executor,
+    db: &dyn agno_core::Db,
+    schedule: &Schedule,
+    worker_id: &str,
+    stop: &CancellationToken,
+) {
+    if let Err(e) = executor.execute(schedule, stop).await {
+        tracing::error!(schedule_id = %schedule.id, error = %e, "cannot record the schedule's run");
+    }
+    let now = now_epoch_secs();
+    let next = match next_run_of(schedule, now) {
+        Ok(next) => Some(next),
+        Err(e) => {
+            tracing::warn!(schedule_id = %schedule.id, error = %e, "disabling a schedule whose next time cannot be computed");
+            let update = ScheduleUpdate {
+                enabled: Some(false),
+                disabled_reason: Some(Some(format!("cron: {e}"))),
+                next_run_at: Some(None),
+                ..ScheduleUpdate::default()
+            };
+            if let Err(e) = db.update_schedule(&schedule.id, None, &update).await {
+                tracing::error!(schedule_id = %schedule.id, error = %e, "cannot disable the schedule");
+            }
+            None
+        }
+    };
+    match db.release_schedule(&schedule.id, next, Some(worker_id), schedule.locked_at).await {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!(schedule_id = %schedule.id, "the claim was taken over before its release"),
+        Err(e) => tracing::error!(schedule_id = %schedule.id, error = %e, "cannot release the schedule"),
+    }
+}
