@@ -674,6 +674,14 @@ pub trait ScheduleStore: Send + Sync {
         locked_at: Option<i64>,
     ) -> DbResult<bool>;
 
+    /// Extends a claim: sets `locked_at` to `now` while `worker_id` still holds the schedule, so
+    /// an execution longer than the claim's grace is not taken for an abandoned one. False when
+    /// the claim was released or taken over.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn renew_schedule_claim(&self, id: &str, worker_id: &str, now: i64) -> DbResult<bool>;
+
     /// Stores a run of a schedule; its `user_id` is copied from the schedule.
     ///
     /// # Errors

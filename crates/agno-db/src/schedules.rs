@@ -65,6 +65,15 @@ pub(crate) fn claimable(s: &Schedule, now: i64, lock_grace_seconds: i64) -> bool
         && (s.locked_by.is_none() || s.locked_at.is_some_and(|t| t <= now - lock_grace_seconds))
 }
 
+/// Renews `worker_id`'s claim of `s` at `now`; returns whether it holds the claim.
+pub(crate) fn renew(s: &mut Schedule, worker_id: &str, now: i64) -> bool {
+    if s.locked_by.as_deref() != Some(worker_id) {
+        return false;
+    }
+    s.locked_at = Some(now);
+    true
+}
+
 /// Applies a release to `s` when it matches the claim; returns whether it did.
 pub(crate) fn release(
     s: &mut Schedule,

@@ -978,6 +978,23 @@ pub async fn schedule_claims_are_exclusive<D: ScheduleStore + ?Sized + 'static>(
     assert!(db.release_schedule(&once.id, Some(now + 60), Some("w"), None).await.expect("release"));
     assert_eq!(db.get_schedule(&once.id, None).await.expect("get").expect("present").next_run_at, None);
     assert!(!db.release_schedule("missing", None, None, None).await.expect("missing"));
+
+    // A claim its holder renews is not taken for abandoned; nobody else can renew it.
+    let t = now + 1000;
+    let mut held = Vec::new();
+    while let Some(s) = db.claim_due_schedule("holder", 300, t).await.expect("claim") {
+        held.push(s.id);
+    }
+    assert_eq!(held.len(), 4, "every due schedule: {held:?}");
+    assert!(db.renew_schedule_claim(&held[0], "holder", t + 250).await.expect("renew"));
+    assert!(!db.renew_schedule_claim(&held[1], "thief", t + 250).await.expect("renew"));
+    assert!(!db.renew_schedule_claim("missing", "holder", t + 250).await.expect("renew"));
+    let mut taken = Vec::new();
+    while let Some(s) = db.claim_due_schedule("thief", 300, t + 400).await.expect("claim") {
+        taken.push(s.id);
+    }
+    assert_eq!(taken.len(), 3, "the stale claims only: {taken:?}");
+    assert!(!taken.contains(&held[0]), "the renewed claim stays with its holder");
 }
 
 /// Schedule runs take their owner from the schedule, need an existing schedule, update in

@@ -221,6 +221,21 @@ impl ScheduleStore for JsonDb {
         .await
     }
 
+    async fn renew_schedule_claim(&self, id: &str, worker_id: &str, now: i64) -> DbResult<bool> {
+        let (id, worker_id) = (id.to_owned(), worker_id.to_owned());
+        self.write(move |files| {
+            let table = &files.tables().schedules;
+            let mut docs = files.read(table)?;
+            let Some((i, mut s)) = find::<Schedule>(&docs, &id, "schedule")? else { return Ok(false) };
+            if !crate::schedules::renew(&mut s, &worker_id, now) {
+                return Ok(false);
+            }
+            put(files, table, &mut docs, i, &s, "schedule")?;
+            Ok(true)
+        })
+        .await
+    }
+
     async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun> {
         let mut row = run.clone();
         self.write(move |files| {

@@ -116,6 +116,11 @@ impl ScheduleStore for InMemoryDb {
             .is_some_and(|s| release(s, next_run_at, worker_id, locked_at, now_epoch_secs())))
     }
 
+    async fn renew_schedule_claim(&self, id: &str, worker_id: &str, now: i64) -> DbResult<bool> {
+        let mut tables = self.lock()?;
+        Ok(tables.schedules.get_mut(id).is_some_and(|s| crate::schedules::renew(s, worker_id, now)))
+    }
+
     async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun> {
         let mut tables = self.lock()?;
         let Some(parent) = tables.schedules.get(&run.schedule_id) else {

@@ -442,6 +442,25 @@ impl ScheduleStore for MySqlDb {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn renew_schedule_claim(&self, id: &str, worker_id: &str, now: i64) -> DbResult<bool> {
+        let t = &self.tables().schedules;
+        let sql = format!("UPDATE `{t}` SET locked_at = ? WHERE id = ? AND {}", exact("locked_by"));
+        let args = vec![
+            Arg::Int(now),
+            Arg::Str(id.to_owned()),
+            Arg::Str(worker_id.to_owned()),
+            Arg::Str(worker_id.to_owned()),
+        ];
+        let done = with_retries(|| async {
+            bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
+                .execute(self.pool())
+                .await
+                .map_err(|e| db_error(&format!("cannot renew the claim of schedule {id}"), e))
+        })
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun> {
         with_retries(|| self.try_create_schedule_run(run)).await
     }

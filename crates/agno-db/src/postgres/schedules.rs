@@ -398,6 +398,21 @@ impl ScheduleStore for PostgresDb {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn renew_schedule_claim(&self, id: &str, worker_id: &str, now: i64) -> DbResult<bool> {
+        let sql = format!(
+            "UPDATE {} SET locked_at = $3 WHERE id = $1 AND locked_by = $2",
+            self.qualified(&self.tables().schedules)
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(id)
+            .bind(worker_id)
+            .bind(now)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot renew the claim of schedule {id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun> {
         // The owner is copied from the schedule in the same statement; no schedule, no row.
         let sql = format!(

@@ -489,6 +489,19 @@ impl ScheduleStore for RedisDb {
         Err(too_busy(&format!("schedule {id}")))
     }
 
+    async fn renew_schedule_claim(&self, id: &str, worker_id: &str, now: i64) -> DbResult<bool> {
+        for _ in 0..CAS_ATTEMPTS {
+            let Some((text, mut s)) = self.schedule_doc(id).await? else { return Ok(false) };
+            if !crate::schedules::renew(&mut s, worker_id, now) {
+                return Ok(false);
+            }
+            if self.write_schedule(&text, &s).await? {
+                return Ok(true);
+            }
+        }
+        Err(too_busy(&format!("schedule {id}")))
+    }
+
     async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun> {
         for _ in 0..CAS_ATTEMPTS {
             let Some((_, parent)) = self.schedule_doc(&run.schedule_id).await? else {

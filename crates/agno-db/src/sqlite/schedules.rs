@@ -321,6 +321,19 @@ impl ScheduleStore for SqliteDb {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn renew_schedule_claim(&self, id: &str, worker_id: &str, now: i64) -> DbResult<bool> {
+        let sql = format!("UPDATE {} SET locked_at = ? WHERE id = ? AND locked_by = ?", self.tables().schedules);
+        let _turn = self.write_turn().await;
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(now)
+            .bind(id)
+            .bind(worker_id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| db_error(&format!("cannot renew the claim of schedule {id}"), e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun> {
         let t = self.tables();
         // The owner is copied from the schedule in the same statement.

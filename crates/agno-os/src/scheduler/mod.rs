@@ -106,9 +106,10 @@ pub fn start(state: AppState, settings: SchedulerSettings, stop: CancellationTok
                         }
                     };
                 let (executor, db, worker_id, stop) = (executor.clone(), db.clone(), worker_id.clone(), stop.clone());
+                let renew_every = Duration::from_secs_f64(settings.lock_grace_seconds.max(1) as f64 / 3.0);
                 tasks.spawn(async move {
                     let _slot = slot;
-                    fire(&executor, db.as_ref(), &claimed, &worker_id, &stop).await;
+                    fire(&executor, db.as_ref(), &claimed, &worker_id, &stop, renew_every).await;
                 });
             }
             tokio::select! {
@@ -121,17 +122,34 @@ pub fn start(state: AppState, settings: SchedulerSettings, stop: CancellationTok
     })
 }
 
-/// Executes a claimed schedule, then releases the claim with the next time (computed after the
-/// execution, so a long run does not fire again at once). A cron that cannot compute disables
-/// the schedule with the reason; a failed execution keeps the schedule and its next time.
+/// Executes a claimed schedule, renewing the claim every `renew_every` (so an execution longer
+/// than the grace is not taken for an abandoned one), then releases it with the next time
+/// (computed after the execution, so a long run does not fire again at once). A cron that cannot
+/// compute disables the schedule with the reason; a failed execution keeps the schedule and its
+/// next time.
 async fn fire(
     executor: &Executor,
     db: &dyn agno_core::Db,
     schedule: &Schedule,
     worker_id: &str,
     stop: &CancellationToken,
+    renew_every: Duration,
 ) {
-    if let Err(e) = executor.execute(schedule, stop).await {
+    let renew = async {
+        loop {
+            tokio::time::sleep(renew_every).await;
+            match db.renew_schedule_claim(&schedule.id, worker_id, now_epoch_secs()).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(schedule_id = %schedule.id, "the schedule's claim was taken over"),
+                Err(e) => tracing::warn!(schedule_id = %schedule.id, error = %e, "cannot renew the schedule's claim"),
+            }
+        }
+    };
+    let executed = tokio::select! {
+        executed = executor.execute(schedule, stop) => executed,
+        () = renew => unreachable!("renewing never ends"),
+    };
+    if let Err(e) = executed {
         tracing::error!(schedule_id = %schedule.id, error = %e, "cannot record the schedule's run");
     }
     let now = now_epoch_secs();
@@ -151,7 +169,7 @@ async fn fire(
             None
         }
     };
-    match db.release_schedule(&schedule.id, next, Some(worker_id), schedule.locked_at).await {
+    match db.release_schedule(&schedule.id, next, Some(worker_id), None).await {
         Ok(true) => {}
         Ok(false) => tracing::warn!(schedule_id = %schedule.id, "the claim was taken over before its release"),
         Err(e) => tracing::error!(schedule_id = %schedule.id, error = %e, "cannot release the schedule"),
