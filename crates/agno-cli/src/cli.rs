@@ -48,6 +48,84 @@ pub(crate) enum Command {
     ///   agno knowledge list --config agentos.toml --user ann
     ///   agno knowledge optimize --config agentos.toml                (PgVector: builds the HNSW index)
     Knowledge(KnowledgeArgs),
+    /// Create, list and fire cron schedules of an AgentOS config's endpoints, and read their runs.
+    ///
+    /// `agno serve` with `[scheduler] enabled = true` fires them; `trigger` fires one now.
+    ///
+    /// Examples:
+    ///   agno schedule create --config agentos.toml nightly --cron "0 3 * * *" \
+    ///       --endpoint /agents/helper/runs --payload '{"message": "Summarise the day"}' --user ann
+    ///   agno schedule list --config agentos.toml
+    ///   agno schedule trigger --config agentos.toml nightly --user ann
+    ///   agno schedule runs --config agentos.toml nightly --user ann
+    Schedule(ScheduleArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ScheduleArgs {
+    /// The AgentOS config ([db], and the agents, teams and workflows schedules may call).
+    #[arg(long, short, global = true, default_value = "agentos.toml")]
+    pub(crate) config: std::path::PathBuf,
+    /// Act as this user: schedules created are theirs and fire as them; lists show theirs only.
+    #[arg(long, short, global = true)]
+    pub(crate) user: Option<String>,
+    #[command(subcommand)]
+    pub(crate) command: ScheduleCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ScheduleCommand {
+    /// The schedules, with their next firing time.
+    List {
+        /// Only enabled (true) or disabled (false) schedules.
+        #[arg(long)]
+        enabled: Option<bool>,
+    },
+    /// Create a schedule (checked as POST /schedules checks it).
+    Create {
+        /// Its name (letters, digits, spaces, '.', '_', '-').
+        name: String,
+        /// Cron expression, 5 fields (minute hour day-of-month month day-of-week) or @daily etc.
+        #[arg(long)]
+        cron: String,
+        /// The endpoint to call, a route of this OS (e.g. /agents/helper/runs).
+        #[arg(long)]
+        endpoint: String,
+        /// HTTP method.
+        #[arg(long, default_value = "POST")]
+        method: String,
+        /// JSON object sent with the call (form fields for a run endpoint: {"message": "..."}).
+        #[arg(long)]
+        payload: Option<String>,
+        /// IANA time zone the cron expression is read in.
+        #[arg(long, default_value = "UTC")]
+        timezone: String,
+        /// Free text.
+        #[arg(long)]
+        description: Option<String>,
+        /// Longest a firing may take, in seconds.
+        #[arg(long, default_value_t = 3600)]
+        timeout: i64,
+        /// Retries of a failed firing.
+        #[arg(long, default_value_t = 0)]
+        retries: i64,
+        /// Seconds between retries.
+        #[arg(long, default_value_t = 60)]
+        retry_delay: i64,
+    },
+    /// Fire a schedule now, follow it to its end and print the outcome (exit 1 when it failed).
+    Trigger {
+        /// Its id or name.
+        schedule: String,
+    },
+    /// A schedule's runs, newest first.
+    Runs {
+        /// Its id or name.
+        schedule: String,
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
 }
 
 #[derive(Debug, Args)]

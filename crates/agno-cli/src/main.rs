@@ -7,6 +7,7 @@ mod knowledge;
 mod queue;
 mod run;
 mod run_config;
+mod schedule;
 mod serve;
 
 use clap::Parser;
@@ -41,6 +42,7 @@ fn main() -> std::process::ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::Queue(args) => queue::queue(args).await,
             Command::Knowledge(args) => knowledge::knowledge(args).await,
+            Command::Schedule(args) => schedule::schedule(args).await,
         }
     });
     // Tasks still running (a tool blocked in a thread, a connection held open) must not keep the

@@ -210,3 +210,61 @@ async fn on_sqlite_a_killed_replicas_claim_is_taken_over_after_the_grace() {
     let url = format!("sqlite://{}", dir.join("os.db").display());
     killed_while_holding_a_claim(&url, "sched-kill-sqlite").await;
 }
+
+fn agno_schedule(config: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = common::agno().arg("schedule").arg("--config").arg(config).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agno_schedule_creates_lists_triggers_and_reads_runs() {
+    let provider = FakeProvider::start().await.unwrap();
+    let dir = scratch_dir("sched-cli");
+    let url = format!("sqlite://{}", dir.join("os.db").display());
+    let config = replica_config(&dir, &url, 30, &provider.base_url());
+    let create = ["create", "nightly", "--cron", "0 3 * * *", "--endpoint", "/agents/echo/runs", "--user", "ann"];
+
+    // Bad input: the route's reasons, a failing exit, nothing stored.
+    for (extra, reason) in [
+        (&["--timezone", "Mars/Olympus"][..], "Invalid timezone: Mars/Olympus"),
+        (&["--payload", "{oops"][..], "--payload is not JSON"),
+        (&["--payload", "[1]"][..], "payload must be a JSON object"),
+    ] {
+        let (ok, _, err) = agno_schedule(&config, &[&create[..], extra].concat());
+        assert!(!ok && err.contains(reason), "{extra:?}: {err}");
+    }
+    let (ok, _, err) = agno_schedule(&config, &["create", "x", "--cron", "* * *", "--endpoint", "/agents/echo/runs"]);
+    assert!(!ok && err.contains("use 5 fields"), "{err}");
+    let (ok, _, err) = agno_schedule(&config, &["create", "x", "--cron", "@daily", "--endpoint", "/nowhere"]);
+    assert!(!ok && err.contains("POST /nowhere is not a route of this AgentOS"), "{err}");
+    let (ok, out, _) = agno_schedule(&config, &["list"]);
+    assert!(ok && out.contains("no schedules"), "{out}");
+
+    let (ok, out, err) =
+        agno_schedule(&config, &[&create[..], &["--payload", r#"{"message": "nightly report"}"#]].concat());
+    assert!(ok, "{err}");
+    assert!(out.starts_with("created schedule nightly (") && out.contains("03:00:00"), "{out}");
+    let (ok, _, err) = agno_schedule(&config, &create);
+    assert!(!ok && err.contains("Schedule with name 'nightly' already exists"), "{err}");
+    let (ok, out, _) = agno_schedule(&config, &["list", "--user", "ann"]);
+    assert!(ok && out.contains("nightly") && out.contains("0 3 * * *") && out.contains("/agents/echo/runs"), "{out}");
+    let (ok, out, _) = agno_schedule(&config, &["list", "--user", "bob"]);
+    assert!(ok && out.contains("no schedules of bob"), "{out}");
+
+    // Trigger: fired now as Ann, through the queue, to its end.
+    let (ok, out, err) = agno_schedule(&config, &["trigger", "nightly", "--user", "ann"]);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("success") && out.contains("run "), "{out}");
+    let (ok, _, err) = agno_schedule(&config, &["trigger", "nightly", "--user", "bob"]);
+    assert!(!ok && err.contains("no schedule \"nightly\" of user bob"), "{err}");
+    let (ok, out, _) = agno_schedule(&config, &["runs", "nightly", "--user", "ann"]);
+    assert!(ok && out.lines().count() == 1 && out.contains("attempt 1") && out.contains("success"), "{out}");
+    let db = agno::db::open_ready(&url).await.unwrap();
+    let page = db.get_runs(&RunQuery { user_id: Some("ann".to_owned()), ..RunQuery::default() }).await.unwrap();
+    assert_eq!(page.runs.len(), 1);
+    assert_eq!(page.runs[0].input.as_ref().and_then(|i| i.input_content.as_ref()), Some(&json!("nightly report")));
+}

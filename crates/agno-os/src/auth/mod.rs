@@ -128,10 +128,10 @@ pub struct InternalCaller {
 }
 
 impl Principal {
-    /// The caller of an [`InternalCaller`] request: the owner, confined to their own data under
-    /// user isolation and allowed to read and run every agent, team and workflow (the owner
-    /// could schedule the call, so the schedule may make it); an admin for a schedule without
-    /// an owner.
+    /// The caller of an [`InternalCaller`] request: the owner, confined to their own data (as
+    /// under user isolation, whatever the OS's setting: a schedule acts for its owner, never for
+    /// others) and allowed to read and run every agent, team and workflow (the owner could
+    /// schedule the call, so the schedule may make it); an admin for a schedule without an owner.
     pub fn internal(owner: Option<String>, auth: &AuthSettings) -> Self {
         let admin = owner.is_none();
         let scopes = ["agents", "teams", "workflows"]
@@ -139,7 +139,7 @@ impl Principal {
             .flat_map(|family| [format!("{family}:read"), format!("{family}:run")])
             .collect();
         Self {
-            isolated: auth.user_isolation && !admin,
+            isolated: !admin,
             subject: owner,
             scopes,
             admin,

@@ -177,6 +177,24 @@ impl Executor {
         }
     }
 
+    /// One request to this OS, in process, as `owner` (an admin when `None`; see
+    /// [`crate::auth::Principal::internal`]) with an optional JSON body: the status and the body
+    /// as text. `agno schedule` manages schedules through it, with the routes' own checks.
+    ///
+    /// # Errors
+    /// When the request cannot be built or its body read.
+    pub async fn request(
+        &self,
+        method: &Method,
+        uri: &str,
+        body: Option<Value>,
+        owner: Option<&str>,
+    ) -> Result<(StatusCode, String), String> {
+        let mut schedule = Schedule::new("", uri, "");
+        schedule.user_id = owner.map(str::to_owned);
+        self.call(method, uri, body, &schedule).await
+    }
+
     /// One in-process request as the schedule's owner: the status and the body as text.
     async fn call(
         &self,
