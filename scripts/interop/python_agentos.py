@@ -68,6 +68,7 @@ def main():
     parser.add_argument("--model-base-url", required=True)
     parser.add_argument("--jwt-secret")
     parser.add_argument("--knowledge-dir", help="serve knowledge base `docs` (LanceDb in this folder)")
+    parser.add_argument("--scheduler", action="store_true", help="serve /schedules (the OS database, a poller)")
     args = parser.parse_args()
 
     from agno.agent import Agent
@@ -113,6 +114,24 @@ def main():
     )
     if knowledge is not None:
         kwargs["knowledge"] = [knowledge]
+    if args.scheduler:
+        import agno.scheduler
+
+        class QuickExecutor(agno.scheduler.ScheduleExecutor):
+            """Looks at a triggered run every second instead of every 30 s (only the wait changes)."""
+
+            def __init__(self, *a, **kw):
+                kw.setdefault("poll_interval", 1)
+                super().__init__(*a, **kw)
+
+        # The scheduler's lifespan imports the executor from `agno.scheduler` when it starts.
+        agno.scheduler.ScheduleExecutor = QuickExecutor
+        kwargs.update(
+            db=make_db(args.db),
+            scheduler=True,
+            scheduler_poll_interval=1,
+            scheduler_base_url=f"http://127.0.0.1:{args.port}",
+        )
     agent_os = AgentOS(id="parity-os", agents=[agent], teams=[team], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 

@@ -194,3 +194,25 @@ async fn knowledge_routes_answer_as_python_agentos_does() {
 
     assert_shape_parity(&python, rs_port, &py_base, "knowledge", 15);
 }
+
+/// The `/schedules` routes of `agno serve` answer as a Python AgentOS 3.1 with its scheduler on:
+/// the same statuses and JSON shapes for create, list, get, patch, enable, disable, trigger (a
+/// background run of agent `demo` followed to its end), runs and delete, and for bad input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedule_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the schedules parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("the nightly report")));
+    let dir = scratch_dir("sparity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--scheduler".into()]).await;
+
+    let db_url = format!("sqlite://{}", dir.join("agno-rs.db").display());
+    let config = slow_agent_config(&dir, "agentos.toml", &db_url, &provider.base_url(), "");
+    let toml = std::fs::read_to_string(&config).unwrap().replace("id = \"slow\"\n", "id = \"demo\"\nname = \"Demo\"\n")
+        + "[scheduler]\nenabled = true\nrun_poll_interval_ms = 100\n";
+    std::fs::write(&config, toml).unwrap();
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "schedules", 25);
+}

@@ -232,7 +232,7 @@ async fn agno_schedule_creates_lists_triggers_and_reads_runs() {
     for (extra, reason) in [
         (&["--timezone", "Mars/Olympus"][..], "Invalid timezone: Mars/Olympus"),
         (&["--payload", "{oops"][..], "--payload is not JSON"),
-        (&["--payload", "[1]"][..], "payload must be a JSON object"),
+        (&["--payload", "[1]"][..], "Input should be a valid dictionary"),
     ] {
         let (ok, _, err) = agno_schedule(&config, &[&create[..], extra].concat());
         assert!(!ok && err.contains(reason), "{extra:?}: {err}");

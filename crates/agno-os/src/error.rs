@@ -18,12 +18,16 @@ pub struct ApiError {
     pub error_type: Option<&'static str>,
     /// Where the invalid input is, for a 422: `("body" | "query" | "path" | "header", name)`.
     pub location: Option<(&'static str, String)>,
+    /// Pydantic's `ctx` of a validation error (the bound a value broke, the validator's error).
+    pub ctx: Option<Box<serde_json::Value>>,
+    /// A 422 answered with a plain `detail` string, as a route's own `HTTPException(422)` is.
+    pub plain: bool,
 }
 
 impl ApiError {
     /// An error with a status and message.
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
-        Self { status, detail: detail.into(), error_type: None, location: None }
+        Self { status, detail: detail.into(), error_type: None, location: None, ctx: None, plain: false }
     }
 
     /// 400.
@@ -74,6 +78,19 @@ impl ApiError {
         Self::unprocessable("Field required").with_type("missing").at(location, name)
     }
 
+    /// The same 422 with pydantic's `ctx` (e.g. `{"le": 10}`, or `{"error": "..."}` for a
+    /// validator's refusal).
+    pub fn with_ctx(mut self, ctx: serde_json::Value) -> Self {
+        self.ctx = Some(Box::new(ctx));
+        self
+    }
+
+    /// A 422 whose `detail` is the message itself (a route's check rather than the body's
+    /// validation, as FastAPI answers an `HTTPException(422, detail)`).
+    pub fn unprocessable_plain(detail: impl Into<String>) -> Self {
+        Self { plain: true, ..Self::unprocessable(detail) }
+    }
+
     /// The same error pointing at the invalid input (`body`, `query`, `path` or `header`).
     pub fn at(mut self, location: &'static str, name: &str) -> Self {
         self.location = Some((location, name.to_owned()));
@@ -83,9 +100,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if self.status == StatusCode::UNPROCESSABLE_ENTITY {
-            let loc = self.location.map_or_else(Vec::new, |(place, name)| vec![place.to_owned(), name]);
-            let error = json!({"type": self.error_type.unwrap_or("value_error"), "loc": loc, "msg": self.detail, "input": null});
+        if self.status == StatusCode::UNPROCESSABLE_ENTITY && !self.plain {
+            // An empty name points at the whole `place` (pydantic's model validators: `["body"]`).
+            let loc = self.location.map_or_else(Vec::new, |(place, name)| {
+                if name.is_empty() { vec![place.to_owned()] } else { vec![place.to_owned(), name] }
+            });
+            let mut error = json!({"type": self.error_type.unwrap_or("value_error"), "loc": loc, "msg": self.detail, "input": null});
+            if let Some(ctx) = self.ctx {
+                error["ctx"] = *ctx;
+            }
             return (self.status, Json(json!({ "detail": [error] }))).into_response();
         }
         let mut body = json!({ "detail": self.detail });

@@ -84,21 +84,26 @@ async fn bad_schedules_are_refused_with_the_reason_and_nothing_is_stored() {
         (with("endpoint", json!("agents/echo/runs")), "endpoint", "Endpoint must start with '/'"),
         (with("endpoint", json!("/http://evil.example/x")), "endpoint", "Endpoint must be a path, not a full URL"),
         (with("method", json!("TRACE")), "method", "Method must be GET, POST, PUT, PATCH, or DELETE"),
-        (with("payload", json!("not an object")), "payload", "payload must be a JSON object"),
-        (with("payload", json!([1, 2])), "payload", "payload must be a JSON object"),
+        (with("payload", json!("not an object")), "payload", "Input should be a valid dictionary"),
+        (with("payload", json!([1, 2])), "payload", "Input should be a valid dictionary"),
         (with("name", json!("-bad name")), "name", "Name must start with alphanumeric"),
-        (with("max_retries", json!(11)), "max_retries", "max_retries must be between 0 and 10, not 11"),
-        (with("timeout_seconds", json!(0)), "timeout_seconds", "timeout_seconds must be between 1 and 86400"),
+        (with("max_retries", json!(11)), "max_retries", "Input should be less than or equal to 10"),
+        (with("timeout_seconds", json!(0)), "timeout_seconds", "Input should be greater than or equal to 1"),
     ] {
         let r = os.post_json("/schedules", &body, Some(&ann)).await;
         assert_eq!(r.status, 422, "{body}: {}", r.body);
         let why = detail(&r.body);
-        assert!(why.contains(message) && why.contains(field), "{body}: {why}");
+        // Validation errors name their field; the cron and time zone checks answer a plain detail.
+        assert!(why.contains(message) && (why.contains(field) || r.body["detail"].is_string()), "{body}: {why}");
     }
     let r = os.post_json("/schedules", &json!({"name": "x"}), Some(&ann)).await;
     assert_eq!(r.status, 422, "{}", r.body);
     let r = os.client.post(format!("{}/schedules", os.base)).bearer_auth(&ann).body("{not json").send().await.unwrap();
     assert_eq!(r.status(), 422);
+    // Scheduling a run needs the right to run the target.
+    let writer = token("wes", &["schedules:write", "schedules:read", "agents:run:other"]);
+    let r = os.post_json("/schedules", &good, Some(&writer)).await;
+    assert_eq!((r.status, detail(&r.body)), (403, "Insufficient permissions: agents:run is required".to_owned()));
     assert_eq!(os.get("/schedules", Some(&ann)).await.body["meta"]["total_count"], 0, "nothing stored");
 
     // A patch with a bad field changes nothing.
@@ -132,26 +137,30 @@ async fn schedules_fire_as_their_owner_and_each_user_sees_only_their_own() {
     assert_eq!(r.status, 201, "{}", r.body);
     let mut keys: Vec<&String> = r.body.as_object().unwrap().keys().collect();
     keys.sort();
-    assert_eq!(
-        keys,
-        [
-            "created_at",
-            "cron_expr",
-            "description",
-            "enabled",
-            "endpoint",
-            "id",
-            "max_retries",
-            "method",
-            "name",
-            "next_run_at",
-            "payload",
-            "retry_delay_seconds",
-            "timeout_seconds",
-            "timezone",
-            "updated_at"
-        ]
-    );
+    let want = [
+        "created_at",
+        "cron_expr",
+        "description",
+        "disabled_reason",
+        "enabled",
+        "endpoint",
+        "id",
+        "managed_by",
+        "max_retries",
+        "method",
+        "name",
+        "next_run_at",
+        "payload",
+        "retry_delay_seconds",
+        "target_id",
+        "target_type",
+        "timeout_seconds",
+        "timezone",
+        "updated_at",
+        "user_id",
+    ];
+    assert_eq!(keys, want, "Agno 3.1's ScheduleResponse");
+    assert_eq!(r.body["user_id"], "ann");
     let id = r.body["id"].as_str().unwrap().to_owned();
     let next = r.body["next_run_at"].as_i64().unwrap();
     assert!(next > now_epoch_secs(), "next time in the future");
@@ -232,9 +241,17 @@ async fn schedules_fire_as_their_owner_and_each_user_sees_only_their_own() {
     let bob_session = r.body["session_id"].as_str().unwrap().to_owned();
     let sneaky = json!({"name": "sneaky", "cron_expr": "@daily", "method": "DELETE", "endpoint": format!("/sessions/{bob_session}")});
     let r = os.post_json("/schedules", &sneaky, Some(&ann)).await;
-    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        (r.status, detail(&r.body)),
+        (403, "Only admins can schedule an endpoint that is not a run endpoint".to_owned())
+    );
+    // Even one an admin made for Ann fires as Ann, confined to her data.
+    let mut for_ann = sneaky.clone();
+    for_ann["user_id"] = json!("ann");
+    let r = os.post_json("/schedules", &for_ann, Some(&admin)).await;
+    assert_eq!((r.status, &r.body["user_id"]), (201, &json!("ann")), "{}", r.body);
     let r =
-        os.post_json(&format!("/schedules/{}/trigger", r.body["id"].as_str().unwrap()), &json!({}), Some(&ann)).await;
+        os.post_json(&format!("/schedules/{}/trigger", r.body["id"].as_str().unwrap()), &json!({}), Some(&admin)).await;
     assert_eq!((&r.body["status"], &r.body["status_code"]), (&json!("failed"), &json!(404)), "{}", r.body);
     assert!(db(&os).get_session(&bob_session, None, None).await.unwrap().is_some(), "Bob's session is intact");
 
@@ -271,6 +288,10 @@ async fn a_failing_target_keeps_the_schedule_and_a_cron_that_stops_computing_dis
         "max_retries": 1, "retry_delay_seconds": 1,
     });
     let r = os.post_json("/schedules", &body, Some(&ann)).await;
+    assert_eq!(r.status, 403, "only admins schedule a non-run endpoint: {}", r.body);
+    let mut body = body;
+    body["user_id"] = json!("ann");
+    let r = os.post_json("/schedules", &body, Some(&token("root", &["agent_os:admin"]))).await;
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.body["id"].as_str().unwrap().to_owned();
     make_due(&os, &id).await;

@@ -138,13 +138,7 @@ impl Principal {
             .iter()
             .flat_map(|family| [format!("{family}:read"), format!("{family}:run")])
             .collect();
-        Self {
-            isolated: !admin,
-            subject: owner,
-            scopes,
-            admin,
-            admin_scope: auth.admin_scope.as_str().into(),
-        }
+        Self { isolated: !admin, subject: owner, scopes, admin, admin_scope: auth.admin_scope.as_str().into() }
     }
 
     fn admin(admin_scope: &str) -> Self {

@@ -98,26 +98,30 @@ pub struct ListParams {
 /// A schedule as Agno's `ScheduleResponse`.
 pub(crate) fn schedule_json(s: &Schedule) -> Value {
     json!({
-        "id": s.id, "name": s.name, "description": s.description, "method": s.method,
-        "endpoint": s.endpoint, "payload": s.payload, "cron_expr": s.cron_expr, "timezone": s.timezone,
+        "id": s.id, "user_id": s.user_id, "name": s.name, "description": s.description, "method": s.method,
+        "endpoint": s.endpoint, "payload": s.payload,
+        // An on-demand schedule (no cron) shows none, as Agno's `public_cron`.
+        "cron_expr": (!s.cron_expr.is_empty()).then_some(&s.cron_expr), "timezone": s.timezone,
         "timeout_seconds": s.timeout_seconds, "max_retries": s.max_retries,
         "retry_delay_seconds": s.retry_delay_seconds, "enabled": s.enabled, "next_run_at": s.next_run_at,
-        "created_at": s.created_at, "updated_at": s.updated_at,
+        "managed_by": s.managed_by, "target_type": s.target_type, "target_id": s.target_id,
+        "disabled_reason": s.disabled_reason, "created_at": s.created_at, "updated_at": s.updated_at,
     })
 }
 
 /// A schedule run as Agno's `ScheduleRunResponse`.
 pub(crate) fn run_json(r: &ScheduleRun) -> Value {
     json!({
-        "id": r.id, "schedule_id": r.schedule_id, "attempt": r.attempt, "triggered_at": r.triggered_at,
+        "id": r.id, "schedule_id": r.schedule_id, "user_id": r.user_id, "attempt": r.attempt, "triggered_at": r.triggered_at,
         "completed_at": r.completed_at, "status": r.status, "status_code": r.status_code,
         "run_id": r.run_id, "session_id": r.session_id, "error": r.error, "input": r.input,
         "output": r.output, "requirements": r.requirements, "created_at": r.created_at,
     })
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> ApiError {
-    ApiError::unprocessable(message).at("body", field)
+/// A body validator's refusal, as pydantic reports a `ValueError`.
+fn invalid(field: &str, message: impl std::fmt::Display) -> ApiError {
+    ApiError::unprocessable(format!("Value error, {message}")).at("body", field).with_ctx(json!({"error": {}}))
 }
 
 fn check_name(name: &str) -> ApiResult<()> {
@@ -157,23 +161,55 @@ fn check_endpoint(endpoint: &str, method: &str) -> ApiResult<()> {
 }
 
 fn check_range(field: &str, value: i64, min: i64, max: i64) -> ApiResult<i64> {
-    if value < min || value > max {
-        return Err(invalid(field, format!("{field} must be between {min} and {max}, not {value}")));
-    }
-    Ok(value)
+    let (kind, message, ctx) = if value < min {
+        ("greater_than_equal", format!("Input should be greater than or equal to {min}"), json!({"ge": min}))
+    } else if value > max {
+        ("less_than_equal", format!("Input should be less than or equal to {max}"), json!({"le": max}))
+    } else {
+        return Ok(value);
+    };
+    Err(ApiError::unprocessable(message).with_type(kind).at("body", field).with_ctx(ctx))
 }
 
 fn check_payload(payload: Option<Value>) -> ApiResult<Option<Value>> {
     match payload {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(m)) => Ok(Some(Value::Object(m))),
-        Some(_) => Err(invalid("payload", "payload must be a JSON object")),
+        Some(_) => Err(ApiError::unprocessable("Input should be a valid dictionary (a JSON object)")
+            .with_type("dict_type")
+            .at("body", "payload")),
     }
 }
 
+/// Agno's `_require_endpoint_permission`: a schedule fires with the OS's own authority, so
+/// scheduling (creating, re-arming, triggering) needs the caller's own right to call the target:
+/// `{agents,teams,workflows}:run` on that component for a run endpoint, admin for any other
+/// endpoint. Nothing to check on an OS without authentication.
+fn require_endpoint_permission(state: &AppState, principal: &Principal, endpoint: &str, method: &str) -> ApiResult<()> {
+    if !state.auth.required() || principal.admin {
+        return Ok(());
+    }
+    let run_target =
+        (method.eq_ignore_ascii_case("POST")).then(|| crate::scheduler::executor::run_target(endpoint)).flatten();
+    let Some((family, id)) = run_target else {
+        return Err(ApiError::forbidden("Only admins can schedule an endpoint that is not a run endpoint"));
+    };
+    let required = format!("{family}:run");
+    if !crate::auth::scopes::has_required(
+        &principal.scopes,
+        &[required.as_str()],
+        Some((family, id)),
+        &state.auth.admin_scope,
+    ) {
+        return Err(ApiError::forbidden(format!("Insufficient permissions: {required} is required")));
+    }
+    Ok(())
+}
+
+/// The cron expression in its time zone; 422 with the reason as a plain `detail`, as Agno.
 fn cron(expr: &str, timezone: &str) -> ApiResult<CronSchedule> {
-    check_timezone(timezone).map_err(|e| invalid("timezone", e.to_string()))?;
-    CronSchedule::parse(expr, timezone).map_err(|e| invalid("cron_expr", e.to_string()))
+    check_timezone(timezone).map_err(|e| ApiError::unprocessable_plain(e.to_string()))?;
+    CronSchedule::parse(expr, timezone).map_err(|e| ApiError::unprocessable_plain(e.to_string()))
 }
 
 /// The caller's schedule `id` (404 for another owner's, as for a missing one).
@@ -220,8 +256,13 @@ pub async fn create_schedule(
     check_endpoint(&body.endpoint, &method)?;
     let timezone = body.timezone.unwrap_or_else(|| "UTC".to_owned());
     let now = now_epoch_secs();
-    let next = cron(&body.cron_expr, &timezone)?.next_run(now, now).map_err(|e| invalid("cron_expr", e.to_string()))?;
-    let owner = principal.user_scope(body.user_id);
+    let next = cron(&body.cron_expr, &timezone)?
+        .next_run(now, now)
+        .map_err(|e| ApiError::unprocessable_plain(e.to_string()))?;
+    require_endpoint_permission(&state, &principal, &body.endpoint, &method)?;
+    // The caller owns it (a JWT's `sub` when not isolated; an unauthenticated caller may name
+    // an owner in `user_id`).
+    let owner = principal.user_scope(body.user_id).or_else(|| principal.subject.clone());
     if db.get_schedule_by_name(&body.name, owner.as_deref()).await?.is_some() {
         return Err(ApiError::conflict(format!("Schedule with name '{}' already exists", body.name)));
     }
@@ -264,7 +305,9 @@ pub async fn update_schedule(
         ["name", "cron_expr", "endpoint", "method", "timezone", "timeout_seconds", "max_retries", "retry_delay_seconds"]
     {
         if fields.get(field).is_some_and(Value::is_null) {
-            return Err(invalid(field, format!("'{field}' cannot be set to null")));
+            return Err(ApiError::unprocessable(format!("Value error, '{field}' cannot be set to null"))
+                .at("body", "")
+                .with_ctx(json!({"error": {}})));
         }
     }
     let existing = visible(&state, &principal, &id).await?;
@@ -275,7 +318,9 @@ pub async fn update_schedule(
     }
     if body.endpoint.is_some() || method.is_some() {
         let m = method.clone().unwrap_or_else(|| existing.method.clone());
-        check_endpoint(body.endpoint.as_deref().unwrap_or(&existing.endpoint), &m)?;
+        let endpoint = body.endpoint.as_deref().unwrap_or(&existing.endpoint);
+        check_endpoint(endpoint, &m)?;
+        require_endpoint_permission(&state, &principal, endpoint, &m)?;
     }
     let mut update = ScheduleUpdate {
         name: body.name.clone(),
@@ -298,7 +343,7 @@ pub async fn update_schedule(
         if existing.enabled {
             let now = now_epoch_secs();
             update.next_run_at =
-                Some(Some(parsed.next_run(now, now).map_err(|e| invalid("cron_expr", e.to_string()))?));
+                Some(Some(parsed.next_run(now, now).map_err(|e| ApiError::unprocessable_plain(e.to_string()))?));
         }
         update.cron_expr = Some(expr);
         update.timezone = Some(tz);
@@ -341,10 +386,12 @@ async fn set_enabled(state: &AppState, principal: &Principal, id: &str, enabled:
     let existing = visible(state, principal, id).await?;
     let mut update = ScheduleUpdate { enabled: Some(enabled), ..ScheduleUpdate::default() };
     if enabled {
+        // Re-arming puts the endpoint back on the poller: the same right as creating it.
+        require_endpoint_permission(state, principal, &existing.endpoint, &existing.method)?;
         let now = now_epoch_secs();
         let next = cron(&existing.cron_expr, &existing.timezone)?
             .next_run(now, now)
-            .map_err(|e| invalid("cron_expr", e.to_string()))?;
+            .map_err(|e| ApiError::unprocessable_plain(e.to_string()))?;
         update.next_run_at = Some(Some(next));
     }
     let scope = principal.user_scope(None);
@@ -387,6 +434,7 @@ pub async fn trigger_schedule(
     if !schedule.enabled {
         return Err(ApiError::conflict("Schedule is disabled"));
     }
+    require_endpoint_permission(&state, &principal, &schedule.endpoint, &schedule.method)?;
     let executor = state.scheduler.executor(&state);
     let run = executor.execute(&schedule, &state.stopping).await?;
     Ok(Json(run_json(&run)))

@@ -333,6 +333,12 @@ fn urlencode(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
+/// The `(family, id)` a run endpoint (`/agents/{id}/runs`, ...) addresses, else `None`.
+pub fn run_target(endpoint: &str) -> Option<(&str, &str)> {
+    let found = RUN_ENDPOINT.captures(endpoint)?;
+    Some((found.get(1)?.as_str(), found.get(2)?.as_str()))
+}
+
 /// Whether `endpoint` (a path, no query) names a route of this OS for `method`.
 pub fn is_os_route(method: &str, endpoint: &str) -> bool {
     let Ok(method) = Method::from_bytes(method.as_bytes()) else { return false };
