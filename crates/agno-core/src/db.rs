@@ -594,6 +594,18 @@ pub trait MetricsStore: Send + Sync {
     /// # Errors
     /// A [`DbError`].
     async fn metrics_progress(&self) -> DbResult<(Option<NaiveDate>, Option<NaiveDate>)>;
+
+    /// The facts of every session created in `[from, to)` (epoch seconds), read set-based (a
+    /// fixed number of queries, whatever the number of sessions). `None` when this adapter
+    /// cannot (a document store, or a table still holding legacy run blobs): the metrics are then
+    /// computed from one read per session.
+    ///
+    /// # Errors
+    /// A [`DbError`].
+    async fn metrics_facts(&self, from: i64, to: i64) -> DbResult<Option<Vec<crate::SessionFacts>>> {
+        let _ = (from, to);
+        Ok(None)
+    }
 }
 
 /// Schedules and their runs. User-facing calls take the owner's `user_id` and never see or touch

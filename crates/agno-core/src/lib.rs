@@ -55,5 +55,5 @@ pub use session::{AgentSession, SessionSummary, SessionType};
 pub use team::TeamStreamEvent;
 pub use tool::{DynTool, ToolContext, ToolDefinition, ToolFlags, ToolOutput};
 pub use tool_execution::{ToolCallMetrics, ToolExecution, UserInputField};
-pub use usage::{MetricsBucket, MetricsQuery};
+pub use usage::{MetricsBucket, MetricsQuery, SessionFacts};
 pub use workflow::{StepOutput, StepType, WorkflowEvent, WorkflowEventData, WorkflowStreamEvent};

@@ -4,6 +4,25 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// What daily metrics need of one session, read for a whole window in a few set-based queries
+/// ([`MetricsStore::metrics_facts`](crate::MetricsStore::metrics_facts)) instead of a read per
+/// session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionFacts {
+    /// Agent, team or workflow.
+    pub session_type: crate::SessionType,
+    /// Owner; `None` for the shared bucket.
+    pub user_id: Option<String>,
+    /// Creation time (epoch seconds): the day it counts for.
+    pub created_at: i64,
+    /// `session_data.session_metrics`, when stored.
+    pub session_metrics: Option<Map<String, Value>>,
+    /// How many runs the session has.
+    pub runs: i64,
+    /// `(model, model_provider, runs)` of its runs that name a model.
+    pub models: Vec<(String, String, i64)>,
+}
+
 /// Aggregated activity of one user (or of every session without a user) over one period.
 ///
 /// The unique key is `(user_id, date, aggregation_period)`. Sessions without a user aggregate

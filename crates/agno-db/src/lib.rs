@@ -31,7 +31,7 @@ pub use self::redis::RedisDb;
 pub use agno_core::redact_url;
 pub use json::JsonDb;
 pub use memory::InMemoryDb;
-pub use metrics::{calculate_metrics, calculate_metrics_until};
+pub use metrics::{MetricsReads, calculate_metrics, calculate_metrics_until, calculate_metrics_with};
 pub use migration::{
     CleanupReport, LATEST_VERSION, Migrate, MigrationManager, MigrationOptions, Progress, SchemaStatus, TableKind,
     TableStatus, UNSTAMPED_VERSION, VERSIONS,

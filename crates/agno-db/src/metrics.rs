@@ -8,8 +8,8 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use agno_core::{
-    DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate, SessionQuery, SessionSort, SessionStore,
-    SessionType, SortOrder, new_id, now_epoch_secs,
+    DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate, SessionFacts, SessionQuery, SessionSort,
+    SessionStore, SessionType, SortOrder, new_id, now_epoch_secs,
 };
 use serde_json::{Map, Value, json};
 
@@ -75,12 +75,34 @@ fn slot(kind: SessionType) -> usize {
     }
 }
 
+/// How [`calculate_metrics_with`] reads sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsReads {
+    /// The adapter's set-based read ([`MetricsStore::metrics_facts`]) where it has one, else one
+    /// read per session.
+    SetBased,
+    /// One read per session (with its runs), whatever the adapter: the reference the set-based
+    /// read is checked and measured against.
+    PerSession,
+}
+
 /// Recalculates the metrics of every day from the first incomplete one to `today` and stores
 /// them; returns the buckets written (empty when there was nothing to do).
 ///
 /// # Errors
 /// A [`agno_core::DbError`] from reading sessions or writing buckets; nothing is written then.
 pub async fn calculate_metrics_until<D>(db: &D, today: NaiveDate) -> DbResult<Vec<MetricsBucket>>
+where
+    D: SessionStore + MetricsStore + ?Sized,
+{
+    calculate_metrics_with(db, today, MetricsReads::SetBased).await
+}
+
+/// [`calculate_metrics_until`] with a choice of how sessions are read.
+///
+/// # Errors
+/// As [`calculate_metrics_until`].
+pub async fn calculate_metrics_with<D>(db: &D, today: NaiveDate, reads: MetricsReads) -> DbResult<Vec<MetricsBucket>>
 where
     D: SessionStore + MetricsStore + ?Sized,
 {
@@ -109,6 +131,27 @@ where
 
     // (day, owner) -> tally
     let mut tallies: BTreeMap<(NaiveDate, String), Tally> = BTreeMap::new();
+    let facts = match reads {
+        MetricsReads::SetBased => db.metrics_facts(from, to).await?,
+        MetricsReads::PerSession => None,
+    };
+    if let Some(facts) = facts {
+        for f in facts {
+            let Some(day) = day_of(f.created_at) else { continue };
+            let tally = tallies.entry((day, f.user_id.unwrap_or_default())).or_default();
+            tally.sessions[slot(f.session_type)] += 1;
+            tally.runs[slot(f.session_type)] += f.runs;
+            for (model, provider, n) in f.models {
+                *tally.models.entry((model, provider)).or_default() += n;
+            }
+            if let Some(metrics) = &f.session_metrics {
+                for (i, field) in TOKEN_FIELDS.iter().enumerate() {
+                    tally.tokens[i] += metrics.get(*field).and_then(Value::as_i64).unwrap_or(0);
+                }
+            }
+        }
+        return store_buckets(db, tallies, today).await;
+    }
     for kind in [SessionType::Agent, SessionType::Team, SessionType::Workflow] {
         let mut page = 1;
         loop {
@@ -154,7 +197,18 @@ where
             page += 1;
         }
     }
+    store_buckets(db, tallies, today).await
+}
 
+/// Turns the tallies into buckets and stores them.
+async fn store_buckets<D>(
+    db: &D,
+    tallies: BTreeMap<(NaiveDate, String), Tally>,
+    today: NaiveDate,
+) -> DbResult<Vec<MetricsBucket>>
+where
+    D: MetricsStore + ?Sized,
+{
     let now = now_epoch_secs();
     let buckets: Vec<MetricsBucket> = tallies
         .into_iter()
@@ -201,6 +255,40 @@ where
     D: SessionStore + MetricsStore + ?Sized,
 {
     calculate_metrics_until(db, today_utc()).await
+}
+
+/// One session row of a set-based metrics read: id, type, owner, creation time and its
+/// `session_metrics` (JSON).
+pub(crate) type SessionRowFacts = (String, String, Option<String>, i64, Option<Value>);
+
+/// One group of a set-based runs read: session id, model, provider and how many runs.
+pub(crate) type RunGroupFacts = (String, Option<String>, Option<String>, i64);
+
+/// [`SessionFacts`] from the rows of the two set-based queries (sessions of a window, and their
+/// runs grouped by model).
+pub(crate) fn facts_from(sessions: Vec<SessionRowFacts>, runs: Vec<RunGroupFacts>) -> Vec<SessionFacts> {
+    let mut by_id: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut facts = Vec::with_capacity(sessions.len());
+    for (id, kind, user_id, created_at, metrics) in sessions {
+        let Ok(session_type) = serde_json::from_value::<SessionType>(Value::String(kind)) else { continue };
+        by_id.insert(id, facts.len());
+        facts.push(SessionFacts {
+            session_type,
+            user_id,
+            created_at,
+            session_metrics: metrics.and_then(|m| m.as_object().cloned()),
+            runs: 0,
+            models: Vec::new(),
+        });
+    }
+    for (id, model, provider, n) in runs {
+        let Some(f) = by_id.get(&id).and_then(|&i| facts.get_mut(i)) else { continue };
+        f.runs += n;
+        if let Some(model) = model.filter(|m| !m.is_empty()) {
+            f.models.push((model, provider.unwrap_or_default(), n));
+        }
+    }
+    facts
 }
 
 /// True when a metrics bucket passes the query (`Some("")` selects the shared bucket).

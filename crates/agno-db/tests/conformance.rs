@@ -302,6 +302,22 @@ mod metrics_calculation {
         let next = calculate_metrics_until(&*db, tomorrow).await.unwrap();
         assert!(next.iter().any(|b| b.date == today && b.completed));
         assert!(next.iter().any(|b| b.date == tomorrow && !b.completed && b.agent_sessions_count == 1));
+
+        // The adapter's set-based reads (where it has them) and one read per session agree.
+        let per_session =
+            agno_db::calculate_metrics_with(&*db, tomorrow, agno_db::MetricsReads::PerSession).await.unwrap();
+        let set_based = agno_db::calculate_metrics_with(&*db, tomorrow, agno_db::MetricsReads::SetBased).await.unwrap();
+        let shape = |b: &agno_core::MetricsBucket| {
+            (
+                b.date,
+                b.user_id.clone(),
+                b.agent_sessions_count,
+                b.agent_runs_count,
+                b.token_metrics.clone(),
+                b.model_metrics.clone(),
+            )
+        };
+        assert_eq!(per_session.iter().map(shape).collect::<Vec<_>>(), set_based.iter().map(shape).collect::<Vec<_>>());
     }
 
     macro_rules! on_adapters {

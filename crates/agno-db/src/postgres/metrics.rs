@@ -235,4 +235,69 @@ impl MetricsStore for PostgresDb {
         };
         Ok((col("latest_completed")?, col("earliest_incomplete")?))
     }
+
+    async fn metrics_facts(&self, from: i64, to: i64) -> DbResult<Option<Vec<agno_core::SessionFacts>>> {
+        let sessions_t = self.qualified(&self.tables().sessions);
+        if self.has_legacy_runs() {
+            // Sessions still holding a legacy runs blob are read one by one (their runs merge).
+            let sql = format!(
+                "SELECT 1 FROM {sessions_t} WHERE runs IS NOT NULL AND created_at >= $1 AND created_at < $2 LIMIT 1"
+            );
+            let blob: Option<i32> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
+                .bind(from)
+                .bind(to)
+                .fetch_optional(self.pool())
+                .await
+                .map_err(|e| db_error("cannot look for legacy runs", e))?;
+            if blob.is_some() {
+                return Ok(None);
+            }
+        }
+        let sql = format!(
+            "SELECT session_id, session_type, user_id, created_at, (session_data::jsonb -> 'session_metrics')::text AS m \
+             FROM {sessions_t} WHERE created_at >= $1 AND created_at < $2"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
+            .bind(from)
+            .bind(to)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read the sessions of the metrics window", e))?;
+        let mut sessions = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let get = |c: &str| {
+                r.try_get::<Option<String>, _>(c).map_err(|e| db_error(&format!("cannot read sessions.{c}"), e))
+            };
+            let metrics = get("m")?.and_then(|m| serde_json::from_str::<Value>(&m).ok());
+            let created_at: i64 =
+                r.try_get("created_at").map_err(|e| db_error("cannot read sessions.created_at", e))?;
+            sessions.push((
+                get("session_id")?.unwrap_or_default(),
+                get("session_type")?.unwrap_or_default(),
+                get("user_id")?,
+                created_at,
+                metrics,
+            ));
+        }
+        let runs_t = self.qualified(&self.tables().runs);
+        let sql = format!(
+            "SELECT r.session_id, r.run_data::jsonb ->> 'model' AS model, r.run_data::jsonb ->> 'model_provider' AS provider, \
+             COUNT(*) AS n FROM {runs_t} r JOIN {sessions_t} s ON s.session_id = r.session_id \
+             WHERE s.created_at >= $1 AND s.created_at < $2 GROUP BY 1, 2, 3"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
+            .bind(from)
+            .bind(to)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read the runs of the metrics window", e))?;
+        let mut runs = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let get =
+                |c: &str| r.try_get::<Option<String>, _>(c).map_err(|e| db_error(&format!("cannot read runs.{c}"), e));
+            let n: i64 = r.try_get("n").map_err(|e| db_error("cannot read a run count", e))?;
+            runs.push((get("session_id")?.unwrap_or_default(), get("model")?, get("provider")?, n));
+        }
+        Ok(Some(crate::metrics::facts_from(sessions, runs)))
+    }
 }

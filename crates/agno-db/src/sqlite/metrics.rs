@@ -161,4 +161,77 @@ impl MetricsStore for SqliteDb {
         };
         Ok((day(0)?, day(1)?))
     }
+
+    async fn metrics_facts(&self, from: i64, to: i64) -> DbResult<Option<Vec<agno_core::SessionFacts>>> {
+        let t = self.tables();
+        if self.has_legacy_runs() {
+            // Sessions still holding a legacy runs blob are read one by one (their runs merge).
+            let sql = format!(
+                "SELECT 1 FROM {} WHERE runs IS NOT NULL AND created_at >= ? AND created_at < ? LIMIT 1",
+                t.sessions
+            );
+            let blob: Option<i64> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
+                .bind(from)
+                .bind(to)
+                .fetch_optional(self.pool())
+                .await
+                .map_err(|e| db_error("cannot look for legacy runs", e))?;
+            if blob.is_some() {
+                return Ok(None);
+            }
+        }
+        let sql = format!(
+            "SELECT session_id, session_type, user_id, created_at, \
+             CASE WHEN json_valid(session_data) THEN json_extract(session_data, '$.session_metrics') END AS m \
+             FROM {} WHERE created_at >= ? AND created_at < ?",
+            t.sessions
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
+            .bind(from)
+            .bind(to)
+            .fetch_all(self.pool())
+            .await
+            .map_err(|e| db_error("cannot read the sessions of the metrics window", e))?;
+        let mut sessions = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let get = |c: &str| {
+                r.try_get::<Option<String>, _>(c).map_err(|e| db_error(&format!("cannot read sessions.{c}"), e))
+            };
+            let metrics = get("m")?.and_then(|m| serde_json::from_str::<Value>(&m).ok());
+            let created_at: i64 =
+                r.try_get("created_at").map_err(|e| db_error("cannot read sessions.created_at", e))?;
+            sessions.push((
+                get("session_id")?.unwrap_or_default(),
+                get("session_type")?.unwrap_or_default(),
+                get("user_id")?,
+                created_at,
+                metrics,
+            ));
+        }
+        let mut runs = Vec::new();
+        if self.has_runs_table() {
+            let sql = format!(
+                "SELECT r.session_id AS session_id, \
+                 CAST(CASE WHEN json_valid(r.run_data) THEN json_extract(r.run_data, '$.model') END AS TEXT) AS model, \
+                 CAST(CASE WHEN json_valid(r.run_data) THEN json_extract(r.run_data, '$.model_provider') END AS TEXT) AS provider, \
+                 COUNT(*) AS n FROM {} r JOIN {} s ON s.session_id = r.session_id \
+                 WHERE s.created_at >= ? AND s.created_at < ? GROUP BY r.session_id, model, provider",
+                t.runs, t.sessions
+            );
+            let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
+                .bind(from)
+                .bind(to)
+                .fetch_all(self.pool())
+                .await
+                .map_err(|e| db_error("cannot read the runs of the metrics window", e))?;
+            for r in &rows {
+                let get = |c: &str| {
+                    r.try_get::<Option<String>, _>(c).map_err(|e| db_error(&format!("cannot read runs.{c}"), e))
+                };
+                let n: i64 = r.try_get("n").map_err(|e| db_error("cannot read a run count", e))?;
+                runs.push((get("session_id")?.unwrap_or_default(), get("model")?, get("provider")?, n));
+            }
+        }
+        Ok(Some(crate::metrics::facts_from(sessions, runs)))
+    }
 }

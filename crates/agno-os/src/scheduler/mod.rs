@@ -38,6 +38,11 @@ pub struct SchedulerSettings {
     /// How often a scheduled background run is looked at until it ends, in milliseconds.
     #[serde(default = "default_run_poll")]
     pub run_poll_interval_ms: u64,
+    /// When the daily metrics are recalculated in the background (a cron expression, UTC); an
+    /// empty string turns the job off. The job is a system schedule (`agno-metrics-refresh`,
+    /// `POST /metrics/refresh`), so one replica computes each time and the others skip it.
+    #[serde(default = "default_metrics_cron")]
+    pub metrics_cron: String,
 }
 
 fn default_poll() -> f64 {
@@ -52,6 +57,12 @@ fn default_concurrent() -> usize {
 fn default_run_poll() -> u64 {
     1000
 }
+fn default_metrics_cron() -> String {
+    "*/15 * * * *".to_owned()
+}
+
+/// Name of the system schedule that recalculates the daily metrics.
+pub const METRICS_SCHEDULE: &str = "agno-metrics-refresh";
 
 impl Default for SchedulerSettings {
     fn default() -> Self {
@@ -61,6 +72,7 @@ impl Default for SchedulerSettings {
             lock_grace_seconds: default_grace(),
             max_concurrent: default_concurrent(),
             run_poll_interval_ms: default_run_poll(),
+            metrics_cron: default_metrics_cron(),
         }
     }
 }
@@ -69,6 +81,52 @@ impl SchedulerSettings {
     /// The executor these settings describe, over `state`.
     pub fn executor(&self, state: &AppState) -> Executor {
         Executor::new(state, Duration::from_millis(self.run_poll_interval_ms))
+    }
+}
+
+/// Makes the system schedule of the metrics job match `settings.metrics_cron`: created when
+/// missing (a replica starting at the same time may win the race; its row is used), its cron
+/// updated when the setting changed, disabled when the setting is empty.
+///
+/// # Errors
+/// A [`agno_core::DbError`] other than losing the creation race.
+pub async fn ensure_metrics_schedule(db: &dyn agno_core::Db, settings: &SchedulerSettings) -> agno_core::DbResult<()> {
+    let cron_expr = settings.metrics_cron.trim();
+    let existing = db.get_schedule_by_name(METRICS_SCHEDULE, None).await?;
+    let now = now_epoch_secs();
+    match existing {
+        None if cron_expr.is_empty() => Ok(()),
+        None => {
+            let mut s = Schedule::new(METRICS_SCHEDULE, "/metrics/refresh", cron_expr);
+            s.description = Some("Recalculates the daily metrics (agno-rs [scheduler] metrics_cron)".to_owned());
+            s.managed_by = Some("agno".to_owned());
+            s.next_run_at = Some(next_run_of(&s, now).unwrap_or(now + 60));
+            match db.create_schedule(&s).await {
+                Err(e) if e.kind() != agno_core::DbErrorKind::Conflict => Err(e),
+                _ => Ok(()),
+            }
+        }
+        Some(s) if cron_expr.is_empty() => {
+            if s.enabled {
+                let off = ScheduleUpdate { enabled: Some(false), ..ScheduleUpdate::default() };
+                db.update_schedule(&s.id, None, &off).await?;
+            }
+            Ok(())
+        }
+        Some(s) if s.cron_expr != cron_expr || !s.enabled => {
+            let mut changed = Schedule { cron_expr: cron_expr.to_owned(), ..s.clone() };
+            changed.timezone = "UTC".to_owned();
+            let update = ScheduleUpdate {
+                cron_expr: Some(cron_expr.to_owned()),
+                timezone: Some("UTC".to_owned()),
+                enabled: Some(true),
+                next_run_at: Some(Some(next_run_of(&changed, now).unwrap_or(now + 60))),
+                ..ScheduleUpdate::default()
+            };
+            db.update_schedule(&s.id, None, &update).await?;
+            Ok(())
+        }
+        Some(_) => Ok(()),
     }
 }
 
@@ -87,6 +145,9 @@ pub fn start(state: AppState, settings: SchedulerSettings, stop: CancellationTok
     let worker_id = format!("scheduler-{}", &agno_core::new_id()[..8]);
     tokio::spawn(async move {
         let Some(db) = state.db.clone() else { return };
+        if let Err(e) = ensure_metrics_schedule(db.as_ref(), &settings).await {
+            tracing::warn!(error = %e, "cannot set up the metrics job's schedule");
+        }
         let executor = settings.executor(&state);
         let slots = Arc::new(Semaphore::new(settings.max_concurrent.max(1)));
         let tasks = TaskTracker::new();
