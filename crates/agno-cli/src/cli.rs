@@ -59,6 +59,36 @@ pub(crate) enum Command {
     ///   agno schedule trigger --config agentos.toml nightly --user ann
     ///   agno schedule runs --config agentos.toml nightly --user ann
     Schedule(ScheduleArgs),
+    /// Run eval cases against the agents of an AgentOS config, for CI: prints a table and exits
+    /// with status 1 when a case fails.
+    ///
+    /// The cases file (TOML, or YAML for .yaml/.yml) lists `[[cases]]` with `name`, `agent`,
+    /// `input` and at least one check: `criteria` (a judge grades the answer; `judge_mode` =
+    /// "binary" or "numeric" with `judge_threshold`) and/or `expected_tool_calls` (with
+    /// `allow_additional_tool_calls`). `judge_model` ("provider:model") picks the judge; by
+    /// default the agent's own model judges. Results are stored in the config's [db] when it has one.
+    ///
+    /// Example:
+    ///   agno eval run --config agentos.toml evals.toml
+    Eval(EvalArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct EvalArgs {
+    #[command(subcommand)]
+    pub(crate) command: EvalCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum EvalCommand {
+    /// Run the cases of a file.
+    Run {
+        /// The AgentOS config declaring the agents.
+        #[arg(long, short, default_value = "agentos.toml")]
+        config: std::path::PathBuf,
+        /// The cases file (.toml, .yaml or .yml).
+        file: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]

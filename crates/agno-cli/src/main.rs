@@ -3,6 +3,7 @@
 mod chat;
 mod cli;
 mod db;
+mod eval;
 mod knowledge;
 mod queue;
 mod run;
@@ -43,6 +44,7 @@ fn main() -> std::process::ExitCode {
             Command::Queue(args) => queue::queue(args).await,
             Command::Knowledge(args) => knowledge::knowledge(args).await,
             Command::Schedule(args) => schedule::schedule(args).await,
+            Command::Eval(args) => eval::eval(args).await,
         }
     });
     // Tasks still running (a tool blocked in a thread, a connection held open) must not keep the

@@ -289,6 +289,7 @@ const COVERAGE: &[(&str, &str, &str)] = &[
     ("GET", "/metrics", "listing"),
     ("POST", "/metrics/refresh", "listing (own buckets)"),
     ("GET", "/metrics/refresh/status", "no user data"),
+    ("POST", "/eval-runs", "write: the eval and its runs are the caller's (tests/evals.rs)"),
     ("GET", "/eval-runs", "listing"),
     ("DELETE", "/eval-runs", "bulk delete"),
     ("GET", "/eval-runs/{eval_run_id}", "read: A's eval run"),

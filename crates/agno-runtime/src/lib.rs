@@ -18,6 +18,7 @@ mod cancel;
 mod config;
 mod emitter;
 mod error;
+pub mod eval;
 mod fence;
 mod hooks;
 mod knowledge;

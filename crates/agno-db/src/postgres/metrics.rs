@@ -263,22 +263,8 @@ impl MetricsStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot read the sessions of the metrics window", e))?;
-        let mut sessions = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let get = |c: &str| {
-                r.try_get::<Option<String>, _>(c).map_err(|e| db_error(&format!("cannot read sessions.{c}"), e))
-            };
-            let metrics = get("m")?.and_then(|m| serde_json::from_str::<Value>(&m).ok());
-            let created_at: i64 =
-                r.try_get("created_at").map_err(|e| db_error("cannot read sessions.created_at", e))?;
-            sessions.push((
-                get("session_id")?.unwrap_or_default(),
-                get("session_type")?.unwrap_or_default(),
-                get("user_id")?,
-                created_at,
-                metrics,
-            ));
-        }
+        let sessions =
+            rows.iter().map(|r| crate::metrics::session_row_facts(r, db_error)).collect::<DbResult<Vec<_>>>()?;
         let runs_t = self.qualified(&self.tables().runs);
         let sql = format!(
             "SELECT r.session_id, r.run_data::jsonb ->> 'model' AS model, r.run_data::jsonb ->> 'model_provider' AS provider, \
@@ -291,13 +277,7 @@ impl MetricsStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot read the runs of the metrics window", e))?;
-        let mut runs = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let get =
-                |c: &str| r.try_get::<Option<String>, _>(c).map_err(|e| db_error(&format!("cannot read runs.{c}"), e));
-            let n: i64 = r.try_get("n").map_err(|e| db_error("cannot read a run count", e))?;
-            runs.push((get("session_id")?.unwrap_or_default(), get("model")?, get("provider")?, n));
-        }
+        let runs = rows.iter().map(|r| crate::metrics::run_group_facts(r, db_error)).collect::<DbResult<Vec<_>>>()?;
         Ok(Some(crate::metrics::facts_from(sessions, runs)))
     }
 }

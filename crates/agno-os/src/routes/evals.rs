@@ -1,6 +1,6 @@
-//! `/eval-runs`: list, read, rename and delete stored evaluation runs, as Agno's eval router
-//! serves them. (Running an eval, `POST /eval-runs`, is not offered.) Under user isolation only
-//! the caller's own eval runs exist.
+//! `/eval-runs`: run an eval on an agent (`POST`), and list, read, rename and delete stored
+//! evaluation runs, as Agno's eval router serves them. Under user isolation only the caller's own
+//! eval runs exist, and an eval the caller runs is theirs.
 
 use agno_core::{EvalFilterType, EvalQuery, EvalRunRecord, EvalType, SortOrder};
 use axum::Json;
@@ -183,4 +183,110 @@ pub async fn delete_eval_runs(
     }
     db.delete_eval_runs(&req.eval_run_ids, principal.user_scope(None).as_deref()).await?;
     Ok(NoContent)
+}
+
+/// Body of `POST /eval-runs` (Agno's `EvalRunInput`).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct EvalRunInput {
+    /// The agent evaluated.
+    agent_id: Option<String>,
+    /// A team evaluated (not built yet: refused).
+    team_id: Option<String>,
+    /// The judge's model id (default: the agent's model).
+    model_id: Option<String>,
+    /// The judge's model provider (`openai`, ...).
+    model_provider: Option<String>,
+    /// `accuracy`, `agent_as_judge`, `performance` or `reliability`.
+    eval_type: String,
+    /// What the agent is asked.
+    input: String,
+    additional_guidelines: Option<String>,
+    additional_context: Option<String>,
+    /// 1 to 100 (default 1).
+    num_iterations: Option<usize>,
+    name: Option<String>,
+    expected_output: Option<String>,
+    criteria: Option<String>,
+    /// `binary` (default) or `numeric`.
+    scoring_strategy: Option<String>,
+    /// 1 to 10 (default 7).
+    threshold: Option<i64>,
+    /// 0 to 10 (default 0).
+    warmup_runs: Option<usize>,
+    expected_tool_calls: Option<Vec<String>>,
+    #[serde(default)]
+    allow_additional_tool_calls: bool,
+    #[schemars(with = "Option<Value>")]
+    expected_tool_call_arguments: Option<std::collections::BTreeMap<String, serde_json::Map<String, Value>>>,
+}
+
+/// `POST /eval-runs`: runs one eval on an agent now (its runs and the record belong to the
+/// caller) and answers with the stored eval run.
+pub async fn run_eval(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    q: Result<Query<DbParams>, QueryRejection>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    use agno_runtime::eval::{EvalError, EvalSink, EvalSpec, ScoringStrategy};
+    let q = query(q)?;
+    let db = select_db(&state, q.db_id(), q.table())?;
+    let req: EvalRunInput = json_body(&body)?;
+    let eval_type = EVAL_TYPES.into_iter().find(|t| t.as_str() == req.eval_type).ok_or_else(|| {
+        let expected = "'accuracy', 'agent_as_judge', 'performance' or 'reliability'";
+        ApiError::unprocessable(format!("Input should be {expected} (eval_type)"))
+            .with_type("enum")
+            .at("body", "eval_type")
+            .with_ctx(json!({ "expected": expected }))
+    })?;
+    if req.team_id.is_some() && req.agent_id.is_none() {
+        return Err(ApiError::bad_request("team evals are not available yet: evaluate an agent (agent_id)"));
+    }
+    let agent_id = req.agent_id.as_deref().ok_or_else(|| ApiError::bad_request("Provide agent_id"))?;
+    if principal.accessible("agents", "run").is_some_and(|ids| !ids.iter().any(|i| i == agent_id)) {
+        return Err(ApiError::forbidden("Insufficient permissions: agents:run is required"));
+    }
+    let agent = &state.agent(agent_id).ok_or_else(|| ApiError::not_found(format!("Agent {agent_id} not found")))?.agent;
+    let bounded = |name: &str, value: Option<usize>, default: usize, min: usize, max: usize| -> ApiResult<usize> {
+        let v = value.unwrap_or(default);
+        if v < min || v > max {
+            return Err(ApiError::unprocessable(format!("{name} must be between {min} and {max}")).at("body", name));
+        }
+        Ok(v)
+    };
+    let mut spec = EvalSpec::new(eval_type, req.input);
+    spec.num_iterations = bounded("num_iterations", req.num_iterations, 1, 1, 100)?;
+    spec.warmup_runs = bounded("warmup_runs", req.warmup_runs, 0, 0, 10)?;
+    spec.threshold = req.threshold.unwrap_or(7);
+    if !(1..=10).contains(&spec.threshold) {
+        return Err(ApiError::unprocessable("threshold must be between 1 and 10").at("body", "threshold"));
+    }
+    spec.scoring_strategy = ScoringStrategy::parse(req.scoring_strategy.as_deref().unwrap_or("binary"))
+        .map_err(|e| ApiError::unprocessable(e).at("body", "scoring_strategy"))?;
+    spec.expected_output = req.expected_output;
+    spec.criteria = req.criteria;
+    spec.additional_guidelines = req.additional_guidelines.into_iter().collect();
+    spec.additional_context = req.additional_context;
+    spec.expected_tool_calls = req.expected_tool_calls.unwrap_or_default();
+    spec.allow_additional_tool_calls = req.allow_additional_tool_calls;
+    spec.expected_tool_call_arguments = req.expected_tool_call_arguments.unwrap_or_default();
+    let judge = match req.model_id.as_deref().filter(|m| !m.is_empty()) {
+        None => std::sync::Arc::clone(agent.model()),
+        Some(model) => {
+            let provider = req.model_provider.as_deref().unwrap_or("openai").to_ascii_lowercase();
+            agno_models::model_from_str(&format!("{provider}:{model}"))
+                .map_err(|e| ApiError::bad_request(format!("cannot use the judge model {provider}:{model}: {e}")))?
+        }
+    };
+    let sink = EvalSink {
+        db: Some(db.clone()),
+        user_id: principal.user_scope(None).or_else(|| principal.subject.clone()),
+        name: req.name,
+    };
+    let outcome = spec.run(agent, judge, &sink).await.map_err(|e| match e {
+        EvalError::Config(m) => ApiError::bad_request(m),
+        EvalError::Db(db) => ApiError::from(db),
+        other => ApiError::internal(format!("the eval failed: {other}")),
+    })?;
+    Ok(Json(eval_json(&outcome.record)))
 }

@@ -143,6 +143,7 @@ routes! {
     POST "/metrics/refresh" as "refresh_metrics", Scope("metrics:write"), "Metrics", "Recalculate the metrics", query: metrics::RefreshParams => post(metrics::refresh_metrics);
     GET "/metrics/refresh/status" as "get_metrics_refresh_status", Scope("metrics:read"), "Metrics", "Status of the last metrics recalculation" => get(metrics::refresh_status);
 
+    POST "/eval-runs" as "run_eval", Scope("evals:write"), "Evals", "Run an eval on an agent and store it", body: RequestBody::Json(|g| g.subschema_for::<evals::EvalRunInput>()), query: params::DbParams => post(evals::run_eval);
     GET "/eval-runs" as "get_eval_runs", Scope("evals:read"), "Evals", "List eval runs (paginated, filtered)", query: evals::ListEvalsParams => get(evals::list_eval_runs);
     DELETE "/eval-runs" as "delete_eval_runs", Scope("evals:delete"), "Evals", "Delete eval runs", body: RequestBody::Json(|g| g.subschema_for::<evals::DeleteEvalRunsRequest>()), query: params::DbParams => delete(evals::delete_eval_runs);
     GET "/eval-runs/{eval_run_id}" as "get_eval_run", Scope("evals:read"), "Evals", "Get an eval run" => get(evals::get_eval_run);
