@@ -76,6 +76,7 @@ fn build_agent(
     spec: &AgentSpec,
     db: Option<Arc<dyn Db>>,
     knowledge: &[Arc<agno_knowledge::Knowledge>],
+    mcp: &crate::mcp_config::McpToolkits,
 ) -> Result<ServedAgent, StartError> {
     let fail = |message: String| StartError::Agent { id: spec.id.clone(), message };
     let (config, model_spec) = model_config(&spec.model).map_err(fail)?;
@@ -98,6 +99,16 @@ fn build_agent(
     for tool in &spec.tools {
         let (name, options) = match tool {
             ToolSpec::Name(n) => (n.clone(), Map::new()),
+            ToolSpec::Table(t) if t.get("toolkit").and_then(Value::as_str) == Some("mcp") => {
+                // Connected at startup (`mcp_config::connect_all`); `None`: optional and down.
+                if let Some(Some(kit)) = mcp.get(t) {
+                    for tool in kit.tools() {
+                        builder = builder.tool_arc(tool);
+                    }
+                    tool_names.push(kit.id().to_owned());
+                }
+                continue;
+            }
             ToolSpec::Table(t) => {
                 let mut t = t.clone();
                 let name = match t.remove("toolkit") {
@@ -191,10 +202,11 @@ impl AgentOs {
         };
         let db_url = config.db.as_ref().map(|d| d.url.as_str());
         let knowledge = crate::knowledge_config::build_knowledge(&config.knowledge, db.as_ref(), db_url).await?;
+        let mcp = crate::mcp_config::connect_all(config).await?;
         let agents = config
             .agents
             .iter()
-            .map(|spec| build_agent(spec, db.clone(), &knowledge))
+            .map(|spec| build_agent(spec, db.clone(), &knowledge, &mcp))
             .collect::<Result<Vec<_>, _>>()?;
         let teams = crate::team_config::build_teams(&config.teams, &agents, db.as_ref())?;
         let workflows = crate::workflow_config::build_workflows(&config.workflows, &agents, &teams, db.clone())?;

@@ -24,6 +24,7 @@ pub mod cors;
 pub mod error;
 pub mod form;
 pub mod knowledge_config;
+pub mod mcp_config;
 pub mod queue;
 pub mod routes;
 pub mod scheduler;
