@@ -323,6 +323,10 @@ pub(crate) struct AgentArgs {
     /// Root directory of the `file` toolkit.
     #[arg(long, default_value = ".")]
     pub(crate) base_dir: String,
+    /// An MCP server whose tools the agent gets: a command run over stdio ("npx -y
+    /// @modelcontextprotocol/server-everything") or an http(s) URL (streamable HTTP) (repeatable).
+    #[arg(long)]
+    pub(crate) mcp: Vec<String>,
     /// Agent name.
     #[arg(long, default_value = "Agno")]
     pub(crate) name: String,

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 
 use crate::cli::{AgentArgs, RunArgs};
 
-/// Builds the agent the flags describe.
-pub(crate) fn build_agent(args: &AgentArgs, db: Option<Arc<dyn Db>>) -> Result<Agent> {
+/// Builds the agent the flags describe (connecting its `--mcp` servers).
+pub(crate) async fn build_agent(args: &AgentArgs, db: Option<Arc<dyn Db>>) -> Result<Agent> {
     let mut builder =
         Agent::builder(args.model.as_str()).name(args.name.clone()).instructions(args.instructions.clone());
     for name in &args.tools {
@@ -25,6 +25,19 @@ pub(crate) fn build_agent(args: &AgentArgs, db: Option<Arc<dyn Db>>) -> Result<A
         }
         let toolkit = builtin::by_name(name, &options).with_context(|| format!("cannot use tool {name:?}"))?;
         builder = builder.toolkit(&toolkit);
+    }
+    for server in &args.mcp {
+        let transport = if server.starts_with("http://") || server.starts_with("https://") {
+            agno_mcp::Transport::StreamableHttp { url: server.clone(), headers: Vec::new() }
+        } else {
+            let mut words = server.split_whitespace().map(str::to_owned);
+            let command = words.next().context("--mcp needs a command or a URL")?;
+            agno_mcp::Transport::Stdio { command, args: words.collect(), env: Vec::new() }
+        };
+        let kit = agno_mcp::McpToolkit::connect(agno_mcp::McpConfig::new(transport)).await?;
+        for tool in kit.tools() {
+            builder = builder.tool_arc(tool);
+        }
     }
     if let Some(db) = db {
         builder = builder.db(db).add_history_to_context(true);
@@ -56,7 +69,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<()> {
         return crate::run_config::run(config, &args).await;
     }
     let db = open_db(&args.agent).await?;
-    let agent = build_agent(&args.agent, db)?;
+    let agent = build_agent(&args.agent, db).await?;
     let message = request(&args.agent, &args.message.join(" "));
     if args.stream {
         let mut stream = agent.run_stream(message);

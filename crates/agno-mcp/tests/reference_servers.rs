@@ -209,3 +209,39 @@ async fn streamable_http_tools_survive_a_server_restart_and_serve_users_in_paral
     // Every user's session went with the old server; theirs reconnects at once too.
     assert_eq!(echo.call(args(json!({"message": "bob"})), ctx(Some("bob"))).await.unwrap(), "Echo: bob");
 }
+
+#[tokio::test]
+async fn the_filesystem_server_reads_inside_its_root_and_refuses_outside() {
+    let Some(everything_entry) = everything("MCP filesystem server over stdio") else { return };
+    let entry = everything_entry.ancestors().nth(3).unwrap().join("server-filesystem/dist/index.js");
+    assert!(entry.exists(), "{} is installed with server-everything", entry.display());
+    let root = std::env::temp_dir().join(format!("agno-mcp-fs-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "bring an umbrella").unwrap();
+    let mut config = McpConfig::new(Transport::Stdio {
+        command: "node".to_owned(),
+        args: vec![entry.display().to_string(), root.display().to_string()],
+        env: Vec::new(),
+    });
+    config.include_tools = Some(vec!["read_text_file".into(), "write_file".into(), "list_directory".into()]);
+    let tools = McpToolkit::connect(config).await.unwrap().tools();
+    let path = root.join("notes.txt").display().to_string();
+    let text = tool(&tools, "read_text_file").call(args(json!({"path": path})), ctx(None)).await.unwrap();
+    assert_eq!(text, "bring an umbrella");
+    let written = root.join("plan.txt").display().to_string();
+    tool(&tools, "write_file").call(args(json!({"path": written, "content": "go at nine"})), ctx(None)).await.unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("plan.txt")).unwrap(), "go at nine");
+    let listing = tool(&tools, "list_directory")
+        .call(args(json!({"path": root.display().to_string()})), ctx(None))
+        .await
+        .unwrap();
+    assert!(listing.contains("notes.txt") && listing.contains("plan.txt"), "{listing}");
+    // Outside the root: the server refuses, the model gets a tool error.
+    let err = tool(&tools, "read_text_file").call(args(json!({"path": "/etc/hostname"})), ctx(None)).await.unwrap_err();
+    assert!(
+        err.model_text().to_lowercase().contains("denied") || err.model_text().contains("outside"),
+        "{}",
+        err.model_text()
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
