@@ -234,7 +234,13 @@ impl AgentOs {
             stopping: tokio_util::sync::CancellationToken::new(),
             form_field_limit: config.os.max_form_field_bytes,
             scheduler: Arc::new(config.scheduler.clone()),
+            mcp_server: Arc::new(config.mcp_server.clone()),
+            mcp: None,
         };
+        let mut state = state;
+        if config.mcp_server.enabled {
+            state.mcp = Some(crate::mcp_server::service(&state));
+        }
         let cors = config.os.cors_policy().map_err(|e| StartError::Config(e.to_string()))?;
         let http = crate::serve::HttpSettings::from_config(&config.os);
         Ok(Self { state, max_body_bytes: config.os.max_body_bytes, http, cors })

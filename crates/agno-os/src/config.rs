@@ -74,6 +74,9 @@ pub struct OsConfig {
     /// The scheduler (`/schedules` and the poller firing them).
     #[serde(default)]
     pub scheduler: crate::scheduler::SchedulerSettings,
+    /// AgentOS as an MCP server (`/mcp`).
+    #[serde(default)]
+    pub mcp_server: crate::mcp_server::McpServerSettings,
 }
 
 /// `[[knowledge]]`: a knowledge base whose contents rows live in the OS database.
@@ -717,6 +720,7 @@ impl OsConfig {
             queue: crate::queue::QueueSettings::default(),
             knowledge: Vec::new(),
             scheduler: crate::scheduler::SchedulerSettings::default(),
+            mcp_server: crate::mcp_server::McpServerSettings::default(),
         }
     }
 

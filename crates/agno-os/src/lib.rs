@@ -25,6 +25,7 @@ pub mod error;
 pub mod form;
 pub mod knowledge_config;
 pub mod mcp_config;
+pub mod mcp_server;
 pub mod queue;
 pub mod routes;
 pub mod scheduler;

@@ -52,6 +52,10 @@ pub struct AppState {
     pub heartbeat: std::time::Duration,
     /// The durable queue of background runs, when the database has one.
     pub queue: Option<crate::queue::Queue>,
+    /// `[mcp_server]` settings.
+    pub mcp_server: Arc<crate::mcp_server::McpServerSettings>,
+    /// The MCP endpoint's service, when `[mcp_server] enabled`.
+    pub mcp: Option<crate::mcp_server::McpService>,
     /// `[scheduler]` settings (`/schedules/{id}/trigger` executes with them).
     pub scheduler: Arc<crate::scheduler::SchedulerSettings>,
     /// Largest text field of a form (`[os] max_form_field_bytes`).

@@ -79,3 +79,63 @@ async fn a_server_that_cannot_start_fails_the_start_unless_optional() {
         assert!(err.to_string().contains(reason), "{table}: {err}");
     }
 }
+
+/// Runs the official Python MCP client (`scripts/interop/mcp_client.py`) against `url`.
+fn python_client(python: &str, url: &str, token: Option<&str>, extra: &[&str]) -> serde_json::Value {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/mcp_client.py");
+    let mut cmd = std::process::Command::new(python);
+    cmd.arg(script).args(["--url", url]).args(extra);
+    if let Some(t) = token {
+        cmd.args(["--token", t]);
+    }
+    let out = cmd.output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "bad client output ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_endpoint_serves_an_official_client_as_each_user() {
+    let Some(python) = agno_testkit::agno_python("the /mcp endpoint with the Python mcp client") else { return };
+    let os = TestOs::start(config(&format!(
+        "[db]\nurl = \"memory://\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{}\"]\nuser_isolation = true\n\
+         [mcp_server]\nenabled = true\n[[agents]]\nid = \"echo\"\nmodel = \"test\"\n[[agents]]\nid = \"other\"\nmodel = \"test\"\n",
+        common::SECRET
+    )))
+    .await;
+    let url = format!("{}/mcp", os.base);
+    let ann = common::token("ann", &["agents:read", "agents:echo:run"]);
+    let bob = common::token("bob", &["agents:read", "agents:run"]);
+
+    // Ann: initialise, list (only the agent she may run), call.
+    let out = python_client(&python, &url, Some(&ann), &["--tool", "echo", "--message", "remember tulips"]);
+    assert_eq!(out["tools"], serde_json::json!(["echo"]), "{out}");
+    let result = &out["result"];
+    assert_eq!(result["is_error"], false, "{out}");
+    assert!(result["text"].as_str().unwrap().contains("remember tulips"), "{out}");
+    let session = result["structured"]["session_id"].as_str().unwrap().to_owned();
+    // The run is Ann's.
+    let stored = os.os.state.db.as_ref().unwrap().get_session(&session, Some("ann"), Some(0)).await.unwrap();
+    assert!(stored.is_some(), "the session belongs to ann");
+
+    // Bob sees both agents but cannot continue Ann's session.
+    let out =
+        python_client(&python, &url, Some(&bob), &["--tool", "echo", "--message", "hi", "--session-id", &session]);
+    assert_eq!(out["tools"], serde_json::json!(["echo", "other"]), "{out}");
+    let refused = out["error"].as_str().map(str::to_owned).unwrap_or_else(|| out["result"]["text"].to_string());
+    assert!(refused.contains(&format!("session {session} not found")), "{out}");
+    // Ann cannot call an agent she may not run.
+    let out = python_client(&python, &url, Some(&ann), &["--tool", "other", "--message", "hi"]);
+    assert!(out.to_string().contains("no agent other that you may run"), "{out}");
+    // Without a token: refused before MCP sees the request.
+    let out = python_client(&python, &url, None, &[]);
+    assert!(out["error"].is_string() && out.get("tools").is_none(), "{out}");
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = os.post_json("/mcp", &init, None).await;
+    assert_eq!((r.status, common::detail(&r.body)), (401, "Authorization header missing".to_owned()));
+}

@@ -227,6 +227,11 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /workflows/*/runs/*/resume", "workflows:run"),
         ("GET /traces", "traces:read"),
         ("GET /traces/*", "traces:read"),
+        // Not in Agno's mapping (its MCP server sits outside the RBAC middleware): listing the
+        // agents as tools needs agents:read; each call also needs agents:run on its agent.
+        ("POST /mcp", "agents:read"),
+        ("GET /mcp", "agents:read"),
+        ("DELETE /mcp", "agents:read"),
         ("GET /schedules", "schedules:read"),
         ("GET /schedules/*", "schedules:read"),
         ("POST /schedules", "schedules:write"),

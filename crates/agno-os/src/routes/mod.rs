@@ -194,6 +194,9 @@ routes! {
     POST "/schedules/{schedule_id}/trigger" as "trigger_schedule_schedules__schedule_id__trigger_post", Scope("schedules:write"), "Schedules", "Fire a schedule now and follow it to its end" => post(schedules::trigger_schedule);
     GET "/schedules/{schedule_id}/runs" as "list_schedule_runs_schedules__schedule_id__runs_get", Scope("schedules:read"), "Schedules", "A schedule's runs, newest first", query: schedules::ListParams => get(schedules::list_schedule_runs);
     GET "/schedules/{schedule_id}/runs/{run_id}" as "get_schedule_run_schedules__schedule_id__runs__run_id__get", Scope("schedules:read"), "Schedules", "One run of a schedule" => get(schedules::get_schedule_run);
+    POST "/mcp" as "mcp_post", Scope("agents:read"), "MCP", "MCP streamable HTTP endpoint ([mcp_server] enabled): one tool per agent" => post(crate::mcp_server::mcp);
+    GET "/mcp" as "mcp_get", Scope("agents:read"), "MCP", "MCP server-to-client stream" => get(crate::mcp_server::mcp);
+    DELETE "/mcp" as "mcp_delete", Scope("agents:read"), "MCP", "End an MCP session" => delete(crate::mcp_server::mcp);
     GET "/traces" as "get_traces", Scope("traces:read"), "Tracing", "List traces (tracing is off: empty)", query: unbuilt::TracesQuery => get(unbuilt::list_traces);
     GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)", query: knowledge::KnowledgeParams => get(knowledge::config);
     POST "/knowledge/content" as "upload_content", Scope("knowledge:write"), "Knowledge", "Upload content (202; ingested in the background)", body: RequestBody::Form(knowledge::UPLOAD_FORM), query: knowledge::KnowledgeParams => post(knowledge::upload_content);
