@@ -11,16 +11,7 @@ use agno_testkit::{FakeProvider, Reply};
 use common::agno;
 
 fn everything(what: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("AGNO_MCP_SERVERS")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agno-mcp-servers")))?;
-    let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if entry.exists() && agno_testkit::services::program(what, "node") {
-        Some(entry)
-    } else {
-        agno_testkit::services::skip(what, "the MCP reference servers (scripts/test --all installs them)");
-        None
-    }
+    agno_testkit::services::mcp_reference_server(what, "server-everything")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,18 +12,8 @@ use agno_core::{DynTool, ToolContext};
 use agno_mcp::{HeaderProvider, McpConfig, McpToolkit, Transport};
 use serde_json::{Map, Value, json};
 
-/// The installed server's entry point, or `None` (the test is skipped; it fails under CI).
 fn everything(what: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("AGNO_MCP_SERVERS")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agno-mcp-servers")))?;
-    let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if entry.exists() && agno_testkit::services::program(what, "node") {
-        Some(entry)
-    } else {
-        agno_testkit::services::skip(what, "the MCP reference servers (scripts/test --all installs them)");
-        None
-    }
+    agno_testkit::services::mcp_reference_server(what, "server-everything")
 }
 
 fn ctx(user: Option<&str>) -> ToolContext {
@@ -212,9 +202,11 @@ async fn streamable_http_tools_survive_a_server_restart_and_serve_users_in_paral
 
 #[tokio::test]
 async fn the_filesystem_server_reads_inside_its_root_and_refuses_outside() {
-    let Some(everything_entry) = everything("MCP filesystem server over stdio") else { return };
-    let entry = everything_entry.ancestors().nth(3).unwrap().join("server-filesystem/dist/index.js");
-    assert!(entry.exists(), "{} is installed with server-everything", entry.display());
+    let Some(entry) =
+        agno_testkit::services::mcp_reference_server("MCP filesystem server over stdio", "server-filesystem")
+    else {
+        return;
+    };
     let root = std::env::temp_dir().join(format!("agno-mcp-fs-{}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("notes.txt"), "bring an umbrella").unwrap();

@@ -105,6 +105,25 @@ pub fn program(what: &str, program: &str) -> bool {
     found
 }
 
+/// The entry point (`dist/index.js`) of an MCP reference server from the npm registry, e.g.
+/// `server-everything` (`@modelcontextprotocol/server-everything`), installed under
+/// `$AGNO_MCP_SERVERS` (default `$HOME/.cache/agno-mcp-servers`, where `scripts/test --all`
+/// installs them), with `node` on `PATH`; otherwise `None` and the test is skipped (failing under
+/// `CI=true`).
+pub fn mcp_reference_server(what: &str, package: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("AGNO_MCP_SERVERS")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/agno-mcp-servers")));
+    let entry = dir.map(|d| d.join("node_modules/@modelcontextprotocol").join(package).join("dist/index.js"));
+    match entry {
+        Some(entry) if entry.exists() => program(what, "node").then_some(entry),
+        _ => {
+            skip(what, "the MCP reference servers from npm (scripts/test --all installs them)");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::host_port;
