@@ -233,8 +233,16 @@ pub const UPDATE_FORM: &[FormField] = &[
     },
 ];
 
-/// The reader ids `/knowledge/config` lists.
-const READER_IDS: &[&str] = &["text", "markdown", "csv", "json", "pdf", "docx", "html"];
+/// The readers `/knowledge/config` lists: id, Agno's class name, description, file types.
+const READERS: &[(&str, &str, &str, &[&str])] = &[
+    ("text", "TextReader", "Handles plain text files", &[".txt"]),
+    ("markdown", "MarkdownReader", "Processes Markdown documents", &[".md", ".markdown"]),
+    ("csv", "CsvReader", "Parses CSV files, a line per row", &[".csv"]),
+    ("json", "JsonReader", "Processes JSON, a document per element of an array", &[".json"]),
+    ("pdf", "PdfReader", "Extracts the text of PDF documents, a document per page", &[".pdf"]),
+    ("docx", "DocxReader", "Extracts the text of Word documents (.docx)", &[".docx"]),
+    ("html", "WebsiteReader", "Extracts the text of HTML pages", &[".html", ".htm"]),
+];
 
 /// `PATCH /knowledge/content/{content_id}`: changes the name, description or metadata of a
 /// content (metadata is merged, into its chunks too, so filters see it at once). Under user
@@ -259,7 +267,7 @@ pub async fn update_content(
             Err(_) => return Err(ApiError::bad_request("Invalid JSON format for metadata")),
         },
     };
-    if let Some(reader) = field("reader_id").filter(|r| !READER_IDS.contains(&r.as_str())) {
+    if let Some(reader) = field("reader_id").filter(|r| !READERS.iter().any(|(id, ..)| id == r)) {
         return Err(ApiError::bad_request(format!("Invalid reader_id: {reader}")));
     }
     visible_row(k, &principal, &content_id).await?;
@@ -496,28 +504,25 @@ pub async fn config(
     let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
     let chunker_names = ["FixedSizeChunker", "RecursiveChunker", "DocumentChunker", "MarkdownChunker"];
-    let reader = |id: &str, name: &str, description: &str, types: &[&str]| {
-        json!({
-            "id": id, "name": name, "description": description, "chunkers": chunker_names,
-            "content_types": types, "unavailable_content_types": Value::Null,
+    let readers: Map<String, Value> = READERS
+        .iter()
+        .map(|(id, name, description, types)| {
+            let reader = json!({
+                "id": id, "name": name, "description": description, "chunkers": chunker_names,
+                "content_types": types, "unavailable_content_types": Value::Null,
+            });
+            ((*id).to_owned(), reader)
         })
-    };
+        .collect();
+    let readers_for_type: Map<String, Value> = READERS
+        .iter()
+        .flat_map(|(id, _, _, types)| types.iter().map(move |t| ((*t).to_owned(), json!([id]))))
+        .collect();
     let search_types: Vec<&str> = if k.has_embedder() { vec!["vector", "keyword", "hybrid"] } else { vec!["keyword"] };
     let chunker = |key: &str, description: &str| json!({"key": key, "name": key, "description": description, "metadata": {"chunk_size": 5000, "chunk_overlap": 0}});
     Ok(Json(json!({
-        "readers": {
-            "text": reader("text", "TextReader", "Handles plain text files", &[".txt"]),
-            "markdown": reader("markdown", "MarkdownReader", "Processes Markdown documents", &[".md", ".markdown"]),
-            "csv": reader("csv", "CsvReader", "Parses CSV files, a line per row", &[".csv"]),
-            "json": reader("json", "JsonReader", "Processes JSON, a document per element of an array", &[".json"]),
-            "pdf": reader("pdf", "PdfReader", "Extracts the text of PDF documents, a document per page", &[".pdf"]),
-            "docx": reader("docx", "DocxReader", "Extracts the text of Word documents (.docx)", &[".docx"]),
-            "html": reader("html", "WebsiteReader", "Extracts the text of HTML pages", &[".html", ".htm"]),
-        },
-        "readersForType": {
-            ".txt": ["text"], ".md": ["markdown"], ".markdown": ["markdown"], ".csv": ["csv"], ".json": ["json"],
-            ".pdf": ["pdf"], ".docx": ["docx"], ".html": ["html"], ".htm": ["html"],
-        },
+        "readers": readers,
+        "readersForType": readers_for_type,
         "chunkers": {
             "FixedSizeChunker": chunker("FixedSizeChunker", "Splits text into chunks of a fixed size"),
             "RecursiveChunker": chunker("RecursiveChunker", "Splits at the strongest separator within the size"),

@@ -212,6 +212,23 @@ fn cron(expr: &str, timezone: &str) -> ApiResult<CronSchedule> {
     CronSchedule::parse(expr, timezone).map_err(|e| ApiError::unprocessable_plain(e.to_string()))
 }
 
+/// The schedule's next time from now; 422 (plain) when it has none.
+fn next_time(cron: &CronSchedule) -> ApiResult<i64> {
+    let now = now_epoch_secs();
+    cron.next_run(now, now).map_err(|e| ApiError::unprocessable_plain(e.to_string()))
+}
+
+impl ListParams {
+    /// Agno's paging of the schedule listings: `limit` 1 to 1000 (default 100).
+    fn paging(&self) -> ApiResult<Paging> {
+        let limit = self.limit.unwrap_or(100);
+        if limit > 1000 {
+            return Err(ApiError::unprocessable("limit must be at most 1000").at("query", "limit"));
+        }
+        Paging::new(Some(limit), self.page)
+    }
+}
+
 /// The caller's schedule `id` (404 for another owner's, as for a missing one).
 async fn visible(state: &AppState, principal: &Principal, id: &str) -> ApiResult<Schedule> {
     state
@@ -228,11 +245,7 @@ pub async fn list_schedules(
     q: Result<Query<ListParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let q = query(q)?;
-    let limit = q.limit.unwrap_or(100);
-    if limit > 1000 {
-        return Err(ApiError::unprocessable("limit must be at most 1000").at("query", "limit"));
-    }
-    let paging = Paging::new(Some(limit), q.page)?;
+    let paging = q.paging()?;
     let query = ScheduleQuery {
         enabled: q.enabled,
         user_id: principal.user_scope(None),
@@ -256,9 +269,7 @@ pub async fn create_schedule(
     check_endpoint(&body.endpoint, &method)?;
     let timezone = body.timezone.unwrap_or_else(|| "UTC".to_owned());
     let now = now_epoch_secs();
-    let next = cron(&body.cron_expr, &timezone)?
-        .next_run(now, now)
-        .map_err(|e| ApiError::unprocessable_plain(e.to_string()))?;
+    let next = next_time(&cron(&body.cron_expr, &timezone)?)?;
     require_endpoint_permission(&state, &principal, &body.endpoint, &method)?;
     // The caller owns it (a JWT's `sub` when not isolated; an unauthenticated caller may name
     // an owner in `user_id`).
@@ -341,9 +352,7 @@ pub async fn update_schedule(
         let tz = body.timezone.clone().unwrap_or_else(|| existing.timezone.clone());
         let parsed = cron(&expr, &tz)?;
         if existing.enabled {
-            let now = now_epoch_secs();
-            update.next_run_at =
-                Some(Some(parsed.next_run(now, now).map_err(|e| ApiError::unprocessable_plain(e.to_string()))?));
+            update.next_run_at = Some(Some(next_time(&parsed)?));
         }
         update.cron_expr = Some(expr);
         update.timezone = Some(tz);
@@ -388,11 +397,7 @@ async fn set_enabled(state: &AppState, principal: &Principal, id: &str, enabled:
     if enabled {
         // Re-arming puts the endpoint back on the poller: the same right as creating it.
         require_endpoint_permission(state, principal, &existing.endpoint, &existing.method)?;
-        let now = now_epoch_secs();
-        let next = cron(&existing.cron_expr, &existing.timezone)?
-            .next_run(now, now)
-            .map_err(|e| ApiError::unprocessable_plain(e.to_string()))?;
-        update.next_run_at = Some(Some(next));
+        update.next_run_at = Some(Some(next_time(&cron(&existing.cron_expr, &existing.timezone)?)?));
     }
     let scope = principal.user_scope(None);
     let updated = state
@@ -449,11 +454,7 @@ pub async fn list_schedule_runs(
 ) -> ApiResult<Json<Value>> {
     let q = query(q)?;
     visible(&state, &principal, &id).await?;
-    let limit = q.limit.unwrap_or(100);
-    if limit > 1000 {
-        return Err(ApiError::unprocessable("limit must be at most 1000").at("query", "limit"));
-    }
-    let paging = Paging::new(Some(limit), q.page)?;
+    let paging = q.paging()?;
     let scope = principal.user_scope(None);
     let (runs, total) =
         state.require_db()?.get_schedule_runs(&id, scope.as_deref(), Some(paging.limit), Some(paging.page)).await?;

@@ -157,20 +157,19 @@ impl Executor {
         let payload = schedule.payload.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
         let timeout = Duration::from_secs(u64::try_from(schedule.timeout_seconds.max(1)).unwrap_or(3600));
         if method == Method::POST
-            && let Some(found) = RUN_ENDPOINT.captures(&schedule.endpoint)
+            && let Some((family, id)) = run_target(&schedule.endpoint)
         {
-            let (family, id) = (found[1].to_owned(), found[2].to_owned());
-            return self.background_run(schedule, &family, &id, payload, timeout).await;
+            return self.background_run(schedule, family, id, payload, timeout).await;
         }
         let body = (!payload.is_empty()).then(|| Value::Object(payload));
-        match tokio::time::timeout(timeout, self.call(&method, &schedule.endpoint, body, schedule)).await {
+        let owner = schedule.user_id.as_deref();
+        match tokio::time::timeout(timeout, self.request(&method, &schedule.endpoint, body, owner)).await {
             Err(_) => Outcome::failed(
                 None,
                 format!("{} {} took longer than {}s", method, schedule.endpoint, timeout.as_secs()),
             ),
             Ok(Err(e)) => Outcome::failed(None, e),
-            Ok(Ok((status, text))) if status.is_success() => {
-                let _ = text;
+            Ok(Ok((status, _))) if status.is_success() => {
                 Outcome { status: "success", status_code: Some(i64::from(status.as_u16())), ..Outcome::default() }
             }
             Ok(Ok((status, text))) => Outcome::failed(Some(status), text),
@@ -190,19 +189,6 @@ impl Executor {
         body: Option<Value>,
         owner: Option<&str>,
     ) -> Result<(StatusCode, String), String> {
-        let mut schedule = Schedule::new("", uri, "");
-        schedule.user_id = owner.map(str::to_owned);
-        self.call(method, uri, body, &schedule).await
-    }
-
-    /// One in-process request as the schedule's owner: the status and the body as text.
-    async fn call(
-        &self,
-        method: &Method,
-        uri: &str,
-        body: Option<Value>,
-        schedule: &Schedule,
-    ) -> Result<(StatusCode, String), String> {
         let mut builder = Request::builder().method(method).uri(uri);
         let body = match body {
             Some(json) => {
@@ -211,17 +197,19 @@ impl Executor {
             }
             None => Body::empty(),
         };
-        self.send(builder, body, schedule).await
+        self.send(builder, body, owner).await
     }
 
+    /// Sends a request to this OS's router as `owner`; the status and the body as text.
     async fn send(
         &self,
         builder: axum::http::request::Builder,
         body: Body,
-        schedule: &Schedule,
+        owner: Option<&str>,
     ) -> Result<(StatusCode, String), String> {
-        let mut request = builder.body(body).map_err(|e| format!("bad request for {}: {e}", schedule.endpoint))?;
-        request.extensions_mut().insert(InternalCaller { owner: schedule.user_id.clone() });
+        let uri = builder.uri_ref().map(ToString::to_string).unwrap_or_default();
+        let mut request = builder.body(body).map_err(|e| format!("bad request for {uri}: {e}"))?;
+        request.extensions_mut().insert(InternalCaller { owner: owner.map(str::to_owned) });
         let response = self.router.clone().oneshot(request).await.map_err(|e| e.to_string())?;
         let status = response.status();
         let bytes = axum::body::to_bytes(response.into_body(), BODY_LIMIT).await.map_err(|e| e.to_string())?;
@@ -253,7 +241,7 @@ impl Executor {
             .method(Method::POST)
             .uri(&schedule.endpoint)
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
-        let (status, text) = match self.send(builder, Body::from(form), schedule).await {
+        let (status, text) = match self.send(builder, Body::from(form), schedule.user_id.as_deref()).await {
             Ok(answer) => answer,
             Err(e) => return Outcome::failed(None, e),
         };
@@ -282,7 +270,7 @@ impl Executor {
                     format!("Polling timed out after {}s for run {run_id}", timeout.as_secs()),
                 );
             }
-            match self.call(&Method::GET, &poll_uri, None, schedule).await {
+            match self.request(&Method::GET, &poll_uri, None, schedule.user_id.as_deref()).await {
                 Err(e) => tracing::warn!(error = %e, run_id, "cannot read a scheduled run"),
                 // Not stored yet.
                 Ok((StatusCode::NOT_FOUND, _)) => {}

@@ -114,13 +114,12 @@ pub async fn ensure_metrics_schedule(db: &dyn agno_core::Db, settings: &Schedule
             Ok(())
         }
         Some(s) if s.cron_expr != cron_expr || !s.enabled => {
-            let mut changed = Schedule { cron_expr: cron_expr.to_owned(), ..s.clone() };
-            changed.timezone = "UTC".to_owned();
+            let next = cron::CronSchedule::parse(cron_expr, "UTC").and_then(|c| c.next_run(now, now));
             let update = ScheduleUpdate {
                 cron_expr: Some(cron_expr.to_owned()),
                 timezone: Some("UTC".to_owned()),
                 enabled: Some(true),
-                next_run_at: Some(Some(next_run_of(&changed, now).unwrap_or(now + 60))),
+                next_run_at: Some(Some(next.unwrap_or(now + 60))),
                 ..ScheduleUpdate::default()
             };
             db.update_schedule(&s.id, None, &update).await?;
