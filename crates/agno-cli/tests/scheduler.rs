@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agno::core::{Db, RunQuery, ScheduleQuery, ScheduleUpdate, now_epoch_secs};
 use agno_testkit::{FakeProvider, Reply};
@@ -44,18 +44,7 @@ async fn create_schedule(port: u16, name: &str, agent: &str) -> String {
     body["id"].as_str().unwrap().to_owned()
 }
 
-/// Waits (bounded) until `check` holds.
-async fn until<F, Fut>(what: &str, limit: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + limit;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use agno_testkit::until;
 
 /// Two replicas, six schedules, five ticks: each tick makes every schedule due at once (as the
 /// clock reaching its time would); both replicas race for them.

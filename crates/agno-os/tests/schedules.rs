@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agno_core::{Db, RunQuery, Schedule, ScheduleUpdate, now_epoch_secs};
 use common::{SECRET, TestOs, config, detail, token};
@@ -40,17 +40,13 @@ fn db(os: &TestOs) -> &std::sync::Arc<dyn Db> {
     os.os.state.db.as_ref().unwrap()
 }
 
-/// Waits (bounded) until `check` holds.
-async fn until<F, Fut>(what: &str, mut check: F)
+/// Waits (bounded, 15 s) until `check` holds.
+async fn until<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    agno_testkit::until(what, Duration::from_secs(15), check).await;
 }
 
 /// Makes a schedule due now (as the clock reaching its next time would).

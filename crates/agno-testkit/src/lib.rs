@@ -23,8 +23,10 @@ mod python;
 mod script;
 mod server;
 pub mod services;
+mod wait;
 
 pub use embeddings::bag_of_words_embedding;
 pub use python::agno_python;
 pub use script::{RecordedRequest, Reply};
 pub use server::FakeProvider;
+pub use wait::until;
