@@ -324,7 +324,8 @@ pub(crate) struct AgentArgs {
     #[arg(long, default_value = ".")]
     pub(crate) base_dir: String,
     /// An MCP server whose tools the agent gets: a command run over stdio ("npx -y
-    /// @modelcontextprotocol/server-everything") or an http(s) URL (streamable HTTP) (repeatable).
+    /// @modelcontextprotocol/server-everything") or an http(s) URL: streamable HTTP, or MCP's older
+    /// SSE transport when the path ends in /sse (repeatable).
     #[arg(long)]
     pub(crate) mcp: Vec<String>,
     /// Agent name.

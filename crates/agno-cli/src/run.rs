@@ -28,7 +28,12 @@ pub(crate) async fn build_agent(args: &AgentArgs, db: Option<Arc<dyn Db>>) -> Re
     }
     for server in &args.mcp {
         let transport = if server.starts_with("http://") || server.starts_with("https://") {
-            agno_mcp::Transport::StreamableHttp { url: server.clone(), headers: Vec::new() }
+            // MCP's older HTTP+SSE transport serves its event stream at `/sse`.
+            if server.trim_end_matches('/').ends_with("/sse") {
+                agno_mcp::Transport::Sse { url: server.clone(), headers: Vec::new() }
+            } else {
+                agno_mcp::Transport::StreamableHttp { url: server.clone(), headers: Vec::new() }
+            }
         } else {
             let mut words = server.split_whitespace().map(str::to_owned);
             let command = words.next().context("--mcp needs a command or a URL")?;

@@ -12,8 +12,11 @@
 //! calls with the same headers share one session, so a server sees each user's credentials on
 //! that user's calls.
 
+mod notes;
 mod session;
+mod sse;
+mod stdio;
 mod toolkit;
 
-pub use session::{HeaderProvider, McpError, Transport};
-pub use toolkit::{McpConfig, McpTool, McpToolkit};
+pub use session::{HeaderProvider, HeaderTemplates, McpError, Transport};
+pub use toolkit::{DEFAULT_MAX_RESULT_BYTES, McpConfig, McpTool, McpToolkit};

@@ -5,12 +5,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agno_core::ToolContext;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
+
+use crate::notes::Notes;
+use crate::sse::SseTransport;
+use crate::stdio::ChildTransport;
 
 /// Why an MCP server could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +26,7 @@ pub enum McpError {
     Connect {
         /// The command or URL.
         server: String,
-        /// What failed.
+        /// What failed, and what the connection saw.
         why: String,
     },
     /// A request to the server failed.
@@ -28,16 +34,18 @@ pub enum McpError {
     Request {
         /// The command or URL.
         server: String,
-        /// What failed.
+        /// What failed, and what the connection saw.
         why: String,
     },
     /// The server did not answer in time.
-    #[error("the MCP server {server} did not answer within {seconds} s")]
+    #[error("the MCP server {server} did not answer within {seconds} s{seen}")]
     Timeout {
         /// The command or URL.
         server: String,
         /// The timeout.
-        seconds: u64,
+        seconds: f64,
+        /// What the connection saw meanwhile (`"; ..."`), or empty.
+        seen: String,
     },
     /// The configuration is wrong.
     #[error("{0}")]
@@ -63,6 +71,14 @@ pub enum Transport {
         /// Headers sent with every request.
         headers: Vec<(String, String)>,
     },
+    /// The older HTTP+SSE transport (MCP 2024-11-05): an event stream at `url` (e.g.
+    /// `http://127.0.0.1:3001/sse`), messages posted where its `endpoint` event says.
+    Sse {
+        /// The event stream's URL.
+        url: String,
+        /// Headers sent with every request.
+        headers: Vec<(String, String)>,
+    },
 }
 
 impl Transport {
@@ -72,19 +88,45 @@ impl Transport {
             Transport::Stdio { command, args, .. } => {
                 std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
             }
-            Transport::StreamableHttp { url, .. } => url.clone(),
+            Transport::StreamableHttp { url, .. } | Transport::Sse { url, .. } => url.clone(),
         }
+    }
+
+    /// Whether the transport carries HTTP headers (stdio does not).
+    pub fn has_headers(&self) -> bool {
+        !matches!(self, Transport::Stdio { .. })
     }
 }
 
-/// Headers for one call, from its context (user, session). Calls with the same headers share a
-/// session; the provider is called on every call.
+/// Headers for one call, from its context (user, session, run, agent). Calls with the same
+/// headers share a session; the provider is called on every call.
 pub trait HeaderProvider: Send + Sync + std::fmt::Debug {
-    /// The headers of a call by `user_id` in `session_id`.
-    fn headers(&self, user_id: Option<&str>, session_id: &str) -> Vec<(String, String)>;
+    /// The headers of the call made in `ctx`.
+    fn headers(&self, ctx: &ToolContext) -> Vec<(String, String)>;
 }
 
 type Client = RunningService<RoleClient, ()>;
+
+/// One open session and what its transport saw.
+#[derive(Debug)]
+struct Connection {
+    client: Client,
+    notes: Arc<Notes>,
+}
+
+impl Connection {
+    fn is_open(&self) -> bool {
+        !self.client.is_closed() && !self.notes.ended()
+    }
+
+    /// `"; <what was seen>"`, or empty.
+    fn seen(&self) -> String {
+        match self.notes.describe() {
+            d if d.is_empty() => d,
+            d => format!("; {d}"),
+        }
+    }
+}
 
 /// Extra headers of a session (sorted), its key.
 type HeaderSet = Vec<(String, String)>;
@@ -94,63 +136,87 @@ type HeaderSet = Vec<(String, String)>;
 pub(crate) struct Sessions {
     pub(crate) transport: Transport,
     pub(crate) timeout: Duration,
-    open: Mutex<HashMap<HeaderSet, Arc<Client>>>,
+    http: reqwest::Client,
+    open: Mutex<HashMap<HeaderSet, Arc<Connection>>>,
+}
+
+fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, String> {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("bad header name {name:?}: {e}"))?;
+        let value = HeaderValue::from_str(value).map_err(|e| format!("bad header value for {name}: {e}"))?;
+        map.insert(header, value);
+    }
+    Ok(map)
 }
 
 impl Sessions {
     pub(crate) fn new(transport: Transport, timeout: Duration) -> Self {
-        Self { transport, timeout, open: Mutex::new(HashMap::new()) }
+        Self { transport, timeout, http: reqwest::Client::new(), open: Mutex::new(HashMap::new()) }
     }
 
-    fn fail(&self, why: impl std::fmt::Display) -> McpError {
-        McpError::Request { server: self.transport.describe(), why: why.to_string() }
+    fn timeout_error(&self, seen: String) -> McpError {
+        McpError::Timeout { server: self.transport.describe(), seconds: self.timeout.as_secs_f64(), seen }
     }
 
-    async fn connect(&self, extra: &[(String, String)]) -> Result<Client, McpError> {
+    async fn connect(&self, extra: &[(String, String)]) -> Result<Connection, McpError> {
         let server = self.transport.describe();
-        let connect_err = |why: String| McpError::Connect { server: server.clone(), why };
+        let notes = Arc::new(Notes::default());
+        let connect_err = |why: String| {
+            let seen = notes.describe();
+            McpError::Connect {
+                server: server.clone(),
+                why: if seen.is_empty() { why } else { format!("{why}; {seen}") },
+            }
+        };
         let started = async {
             match &self.transport {
                 Transport::Stdio { command, args, env } => {
-                    let mut cmd = tokio::process::Command::new(command);
-                    cmd.args(args).envs(env.iter().cloned()).kill_on_drop(true);
-                    let child = TokioChildProcess::new(cmd).map_err(|e| connect_err(e.to_string()))?;
-                    ().serve(child).await.map_err(|e| connect_err(e.to_string()))
+                    let child = ChildTransport::spawn(command, args, env, Arc::clone(&notes))
+                        .map_err(|e| format!("cannot start {command}: {e}"))?;
+                    ().serve(child).await.map_err(|e| e.to_string())
                 }
                 Transport::StreamableHttp { url, headers } => {
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                    for (name, value) in headers.iter().chain(extra) {
-                        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                            .map_err(|e| connect_err(format!("bad header name {name:?}: {e}")))?;
-                        let value = reqwest::header::HeaderValue::from_str(value)
-                            .map_err(|e| connect_err(format!("bad header value for {name}: {e}")))?;
-                        config.custom_headers.insert(name, value);
-                    }
-                    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-                    ().serve(transport).await.map_err(|e| connect_err(e.to_string()))
+                    config.custom_headers = header_map(&[headers.as_slice(), extra].concat())?
+                        .into_iter()
+                        .filter_map(|(k, v)| Some((k?, v)))
+                        .collect();
+                    let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
+                    ().serve(transport).await.map_err(|e| e.to_string())
+                }
+                Transport::Sse { url, headers } => {
+                    let headers = header_map(&[headers.as_slice(), extra].concat())?;
+                    let transport = SseTransport::connect(self.http.clone(), url, headers, Arc::clone(&notes)).await?;
+                    ().serve(transport).await.map_err(|e| e.to_string())
                 }
             }
         };
-        tokio::time::timeout(self.timeout, started)
-            .await
-            .map_err(|_| McpError::Timeout { server: server.clone(), seconds: self.timeout.as_secs() })?
+        match tokio::time::timeout(self.timeout, started).await {
+            Err(_) => Err(self.timeout_error(match notes.describe() {
+                d if d.is_empty() => d,
+                d => format!("; {d}"),
+            })),
+            Ok(Err(why)) => Err(connect_err(why)),
+            Ok(Ok(client)) => Ok(Connection { client, notes }),
+        }
     }
 
     /// The open session for these headers, opened if needed.
-    async fn session(&self, extra: &[(String, String)]) -> Result<Arc<Client>, McpError> {
+    async fn session(&self, extra: &[(String, String)]) -> Result<Arc<Connection>, McpError> {
         let mut open = self.open.lock().await;
-        if let Some(client) = open.get(extra).filter(|c| !c.is_closed()) {
-            return Ok(Arc::clone(client));
+        if let Some(conn) = open.get(extra).filter(|c| c.is_open()) {
+            return Ok(Arc::clone(conn));
         }
-        let client = Arc::new(self.connect(extra).await?);
-        open.insert(extra.to_vec(), Arc::clone(&client));
-        Ok(client)
+        let conn = Arc::new(self.connect(extra).await?);
+        open.insert(extra.to_vec(), Arc::clone(&conn));
+        Ok(conn)
     }
 
     /// Forgets a session that failed, so the next call opens a new one. A session that stopped
-    /// answering usually means the server restarted, which ends every session with it: with
-    /// `all`, the other headers' sessions are forgotten too.
-    async fn drop_session(&self, extra: &[(String, String)], failed: &Arc<Client>, all: bool) {
+    /// answering usually means the server restarted or hangs, which ends every session with it:
+    /// with `all`, the other headers' sessions are forgotten too.
+    async fn drop_session(&self, extra: &[(String, String)], failed: &Arc<Connection>, all: bool) {
         let mut open = self.open.lock().await;
         if all {
             open.clear();
@@ -161,15 +227,23 @@ impl Sessions {
 
     /// The server's tools (as JSON: `name`, `description`, `inputSchema`, ...).
     pub(crate) async fn list_tools(&self) -> Result<Vec<Value>, McpError> {
-        let client = self.session(&[]).await?;
-        let tools = tokio::time::timeout(self.timeout, client.list_all_tools())
+        let conn = self.session(&[]).await?;
+        let tools = tokio::time::timeout(self.timeout, conn.client.list_all_tools())
             .await
-            .map_err(|_| McpError::Timeout { server: self.transport.describe(), seconds: self.timeout.as_secs() })?
-            .map_err(|e| self.fail(e))?;
-        tools.into_iter().map(|t| serde_json::to_value(t).map_err(|e| self.fail(e))).collect()
+            .map_err(|_| self.timeout_error(conn.seen()))?
+            .map_err(|e| McpError::Request { server: self.transport.describe(), why: format!("{e}{}", conn.seen()) })?;
+        tools
+            .into_iter()
+            .map(|t| {
+                serde_json::to_value(t)
+                    .map_err(|e| McpError::Request { server: self.transport.describe(), why: e.to_string() })
+            })
+            .collect()
     }
 
-    /// Calls `name` with `args`; a session found closed is reopened and the call retried once.
+    /// Calls `name` with `args`. A message that could not be delivered (the session was gone:
+    /// a restarted server) is sent again once on a new session; a call in flight when the
+    /// session ends is not repeated (it may have run) and fails, and the next call reconnects.
     /// Returns the result as JSON (`content`, `structuredContent`, `isError`).
     pub(crate) async fn call(
         &self,
@@ -177,37 +251,172 @@ impl Sessions {
         args: Map<String, Value>,
         extra: &[(String, String)],
     ) -> Result<Value, McpError> {
+        let extra = if self.transport.has_headers() { extra } else { &[] };
         let mut retried = false;
         loop {
-            let client = self.session(extra).await?;
+            let conn = self.session(extra).await?;
             let params = rmcp::model::CallToolRequestParams::new(name.to_owned()).with_arguments(args.clone());
-            match tokio::time::timeout(self.timeout, client.call_tool(params)).await {
+            match tokio::time::timeout(self.timeout, conn.client.call_tool(params)).await {
                 Err(_) => {
-                    // A session that stops answering (a server restarted under it) is replaced
-                    // on the next call.
-                    self.drop_session(extra, &client, true).await;
-                    return Err(McpError::Timeout {
-                        server: self.transport.describe(),
-                        seconds: self.timeout.as_secs(),
-                    });
+                    // A session that stops answering (a server restarted under it, or hangs)
+                    // is replaced on the next call.
+                    self.drop_session(extra, &conn, true).await;
+                    return Err(self.timeout_error(conn.seen()));
                 }
-                Ok(Ok(result)) => return serde_json::to_value(result).map_err(|e| self.fail(e)),
+                Ok(Ok(result)) => {
+                    return serde_json::to_value(result)
+                        .map_err(|e| McpError::Request { server: self.transport.describe(), why: e.to_string() });
+                }
                 Ok(Err(e)) => {
-                    let closed = client.is_closed() || is_transport_error(&e);
-                    self.drop_session(extra, &client, closed).await;
-                    if closed && !retried {
+                    let lost = !conn.is_open() || !matches!(e, rmcp::ServiceError::McpError(_));
+                    self.drop_session(extra, &conn, lost).await;
+                    let undelivered = matches!(e, rmcp::ServiceError::TransportSend(_));
+                    if undelivered && !retried {
                         tracing::warn!(server = %self.transport.describe(), error = %e, "MCP session lost; reconnecting");
                         retried = true;
                         continue;
                     }
-                    return Err(self.fail(e));
+                    let why = match e {
+                        rmcp::ServiceError::TransportClosed => "the session closed while the call was in flight (the \
+                            server restarted or died); the call is not repeated, as it may have run"
+                            .to_owned(),
+                        other => other.to_string(),
+                    };
+                    return Err(McpError::Request {
+                        server: self.transport.describe(),
+                        why: format!("{why}{}", conn.seen()),
+                    });
                 }
             }
         }
     }
 }
 
-/// Whether a service error means the connection is gone (rather than the server refusing).
-fn is_transport_error(e: &rmcp::ServiceError) -> bool {
-    !matches!(e, rmcp::ServiceError::McpError(_))
+/// Headers from templates: `{user_id}`, `{session_id}`, `{run_id}` and `{agent_id}` are
+/// replaced by the call's values (`{{` and `}}` are literal braces). A header whose template
+/// names a value the call does not have (a run without a user) is left out, never sent empty.
+#[derive(Debug, Clone)]
+pub struct HeaderTemplates(Vec<(String, Vec<Piece>)>);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Piece {
+    Text(String),
+    UserId,
+    SessionId,
+    RunId,
+    AgentId,
+}
+
+impl HeaderTemplates {
+    /// Parses `name = template` pairs.
+    ///
+    /// # Errors
+    /// A message naming the header and the unknown placeholder or unclosed brace.
+    pub fn parse(pairs: &[(String, String)]) -> Result<Self, String> {
+        pairs
+            .iter()
+            .map(|(name, template)| Ok((name.clone(), pieces(name, template)?)))
+            .collect::<Result<_, _>>()
+            .map(Self)
+    }
+
+    /// Whether any template names a value of the call (otherwise the headers are fixed).
+    pub fn is_dynamic(&self) -> bool {
+        self.0.iter().any(|(_, pieces)| pieces.iter().any(|p| !matches!(p, Piece::Text(_))))
+    }
+}
+
+fn pieces(name: &str, template: &str) -> Result<Vec<Piece>, String> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                text.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                text.push('}');
+            }
+            '{' => {
+                let mut key = String::new();
+                loop {
+                    match chars.next() {
+                        Some('}') => break,
+                        Some(k) => key.push(k),
+                        None => return Err(format!("header {name}: unclosed {{ in {template:?}")),
+                    }
+                }
+                let piece = match key.as_str() {
+                    "user_id" => Piece::UserId,
+                    "session_id" => Piece::SessionId,
+                    "run_id" => Piece::RunId,
+                    "agent_id" => Piece::AgentId,
+                    other => {
+                        return Err(format!(
+                            "header {name}: unknown placeholder {{{other}}} (known: {{user_id}}, {{session_id}}, {{run_id}}, {{agent_id}}; write {{{{ for a brace)"
+                        ));
+                    }
+                };
+                out.push(Piece::Text(std::mem::take(&mut text)));
+                out.push(piece);
+            }
+            c => text.push(c),
+        }
+    }
+    out.push(Piece::Text(text));
+    out.retain(|p| !matches!(p, Piece::Text(t) if t.is_empty()));
+    Ok(out)
+}
+
+impl HeaderProvider for HeaderTemplates {
+    fn headers(&self, ctx: &ToolContext) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .filter_map(|(name, pieces)| {
+                let mut value = String::new();
+                for piece in pieces {
+                    match piece {
+                        Piece::Text(t) => value.push_str(t),
+                        Piece::UserId => value.push_str(ctx.user_id.as_deref()?),
+                        Piece::SessionId => value.push_str(&ctx.session_id),
+                        Piece::RunId => value.push_str(&ctx.run_id),
+                        Piece::AgentId => value.push_str(ctx.agent_id.as_deref()?),
+                    }
+                }
+                Some((name.clone(), value))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect()
+    }
+
+    #[test]
+    fn templates_fill_the_calls_values_and_leave_out_what_is_missing() {
+        let t = HeaderTemplates::parse(&pairs(&[
+            ("X-User", "user {user_id}"),
+            ("X-Where", "{session_id}/{run_id} {{literal}}"),
+            ("X-Fixed", "v"),
+        ]))
+        .unwrap();
+        assert!(t.is_dynamic());
+        let mut ctx = ToolContext { session_id: "s1".into(), run_id: "r1".into(), ..ToolContext::default() };
+        assert_eq!(t.headers(&ctx), pairs(&[("X-Where", "s1/r1 {literal}"), ("X-Fixed", "v")]));
+        ctx.user_id = Some("ann".into());
+        assert_eq!(t.headers(&ctx)[0], ("X-User".to_owned(), "user ann".to_owned()));
+        assert!(!HeaderTemplates::parse(&pairs(&[("A", "b")])).unwrap().is_dynamic());
+        let err = HeaderTemplates::parse(&pairs(&[("A", "{token}")])).unwrap_err();
+        assert!(err.contains("unknown placeholder {token}"), "{err}");
+        assert!(HeaderTemplates::parse(&pairs(&[("A", "{user_id")])).unwrap_err().contains("unclosed"));
+    }
 }

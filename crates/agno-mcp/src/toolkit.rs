@@ -26,7 +26,13 @@ pub struct McpConfig {
     pub timeout: Duration,
     /// Headers per call, from the call's context.
     pub header_provider: Option<Arc<dyn HeaderProvider>>,
+    /// Longest result (as text) passed to the model, in bytes (default 1 MiB); a longer one is
+    /// a tool error.
+    pub max_result_bytes: usize,
 }
+
+/// Default of [`McpConfig::max_result_bytes`].
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
 
 impl McpConfig {
     /// A server at `transport` with the defaults.
@@ -39,6 +45,7 @@ impl McpConfig {
             tool_name_prefix: None,
             timeout: Duration::from_secs(30),
             header_provider: None,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
 }
@@ -59,6 +66,9 @@ pub struct McpTool {
     flags: ToolFlags,
     sessions: Arc<Sessions>,
     header_provider: Option<Arc<dyn HeaderProvider>>,
+    max_result_bytes: usize,
+    /// Why the server's input schema cannot be used, when it cannot: every call fails saying so.
+    bad_schema: Option<String>,
 }
 
 impl McpToolkit {
@@ -79,11 +89,16 @@ impl McpToolkit {
             {
                 continue;
             }
-            let schema = tool
-                .get("inputSchema")
-                .filter(|s| s.is_object())
-                .cloned()
-                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+            let (schema, bad_schema) = match tool.get("inputSchema") {
+                Some(schema) => match schema_problem(schema) {
+                    None => (schema.clone(), None),
+                    Some(why) => {
+                        tracing::warn!(server = %config.transport.describe(), tool = %name, %why, "MCP tool has an invalid input schema; its calls will fail");
+                        (serde_json::json!({"type": "object", "properties": {}}), Some(why))
+                    }
+                },
+                None => (serde_json::json!({"type": "object", "properties": {}}), None),
+            };
             let exposed = format!("{}{name}", config.tool_name_prefix.as_deref().unwrap_or_default());
             tools.push(Arc::new(McpTool {
                 server_name: name,
@@ -96,6 +111,8 @@ impl McpToolkit {
                 flags: ToolFlags::default(),
                 sessions: Arc::clone(&sessions),
                 header_provider: config.header_provider.clone(),
+                max_result_bytes: config.max_result_bytes,
+                bad_schema,
             }));
         }
         if let Some(only) = &config.include_tools {
@@ -121,6 +138,18 @@ impl McpToolkit {
     pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
         self.tools.iter().map(|t| Arc::clone(t) as Arc<dyn DynTool>).collect()
     }
+}
+
+/// Why an input schema from a server cannot be given to a model: not an object, not valid JSON
+/// Schema (checked against its meta-schema), or not compilable (a bad `$ref` or pattern).
+fn schema_problem(schema: &Value) -> Option<String> {
+    if !schema.is_object() {
+        return Some(format!("the input schema is not a JSON object: {schema}"));
+    }
+    if let Err(e) = jsonschema::meta::validate(schema) {
+        return Some(format!("the input schema is not valid JSON Schema: {e}"));
+    }
+    jsonschema::validator_for(schema).err().map(|e| format!("the input schema cannot be used: {e}"))
 }
 
 /// An MCP tool result as the text the model sees.
@@ -168,17 +197,28 @@ impl DynTool for McpTool {
     }
 
     async fn call(&self, args: Map<String, Value>, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let mut headers = self
-            .header_provider
-            .as_ref()
-            .map(|p| p.headers(ctx.user_id.as_deref(), &ctx.session_id))
-            .unwrap_or_default();
+        if let Some(why) = &self.bad_schema {
+            return Err(ToolError::execution(format!(
+                "the MCP server {} gave tool {} an unusable input schema, so it cannot be called: {why}",
+                self.sessions.transport.describe(),
+                self.server_name
+            )));
+        }
+        let mut headers = self.header_provider.as_ref().map(|p| p.headers(&ctx)).unwrap_or_default();
         headers.sort();
         let result = self.sessions.call(&self.server_name, args, &headers).await.map_err(|e| match e {
             McpError::Timeout { .. } => ToolError::new(ToolErrorKind::Timeout, e.to_string()),
             other => ToolError::execution(other.to_string()),
         })?;
         let text = result_text(&result);
+        if text.len() > self.max_result_bytes {
+            return Err(ToolError::execution(format!(
+                "the result of {} is {} bytes, over the limit of {} bytes (max_result_bytes); ask for less",
+                self.server_name,
+                text.len(),
+                self.max_result_bytes
+            )));
+        }
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return Err(ToolError::execution(text));
         }

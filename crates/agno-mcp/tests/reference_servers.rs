@@ -1,5 +1,6 @@
-//! MCP tools from servers we did not write: `@modelcontextprotocol/server-everything` over stdio
-//! and streamable HTTP (restarted mid-test to show the reconnect), from the npm registry
+//! MCP tools from servers we did not write: `@modelcontextprotocol/server-everything` over stdio,
+//! streamable HTTP and SSE (restarted mid-test to show the reconnect; 100 parallel agent runs
+//! sharing one server), and `@modelcontextprotocol/server-filesystem`, from the npm registry
 //! (`scripts/test --all` installs them; `AGNO_MCP_SERVERS` points at the folder holding
 //! `node_modules`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -8,8 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agno_core::{DynTool, ToolContext};
+use agno_core::{DynTool, Model, ModelResponse, Role, RunStatus, ToolCall, ToolContext};
 use agno_mcp::{HeaderProvider, McpConfig, McpToolkit, Transport};
+use agno_models::FunctionModel;
+use agno_runtime::{Agent, RunRequest};
 use serde_json::{Map, Value, json};
 
 fn everything(what: &str) -> Option<PathBuf> {
@@ -95,8 +98,8 @@ async fn stdio_tools_are_listed_filtered_prefixed_and_called() {
 struct UserHeader;
 
 impl HeaderProvider for UserHeader {
-    fn headers(&self, user_id: Option<&str>, _session_id: &str) -> Vec<(String, String)> {
-        vec![("x-agno-user".to_owned(), user_id.unwrap_or("anonymous").to_owned())]
+    fn headers(&self, ctx: &ToolContext) -> Vec<(String, String)> {
+        vec![("x-agno-user".to_owned(), ctx.user_id.as_deref().unwrap_or("anonymous").to_owned())]
     }
 }
 
@@ -110,10 +113,14 @@ impl Drop for Server {
 }
 
 fn start_http(entry: &std::path::Path, port: u16) -> Server {
+    start_server(entry, "streamableHttp", port)
+}
+
+fn start_server(entry: &std::path::Path, mode: &str, port: u16) -> Server {
     Server(
         std::process::Command::new("node")
             .arg(entry)
-            .arg("streamableHttp")
+            .arg(mode)
             .env("PORT", port.to_string())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -236,4 +243,104 @@ async fn the_filesystem_server_reads_inside_its_root_and_refuses_outside() {
         err.model_text()
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_parallel_agent_runs_share_one_server_without_session_errors() {
+    let Some(entry) = everything("100 parallel agent runs over one MCP server") else { return };
+    let port = free_port();
+    let _server = start_http(&entry, port);
+    wait_port(port).await;
+    let mut config =
+        McpConfig::new(Transport::StreamableHttp { url: format!("http://127.0.0.1:{port}/mcp"), headers: vec![] });
+    config.header_provider = Some(Arc::new(UserHeader));
+    config.include_tools = Some(vec!["echo".into()]);
+    let kit = McpToolkit::connect(config).await.unwrap();
+    // Each run echoes its own input through the server, then answers with the tool's result.
+    let model: Arc<dyn Model> = Arc::new(FunctionModel::new(|req| {
+        let last = req.messages.last().unwrap();
+        Ok(if last.role == Role::User {
+            let input = last.content_text().unwrap_or_default().to_owned();
+            ModelResponse {
+                tool_calls: vec![ToolCall::new("c1", "echo", json!({"message": input}).to_string())],
+                ..Default::default()
+            }
+        } else {
+            ModelResponse { content: last.content_text().unwrap_or_default().to_owned(), ..Default::default() }
+        })
+    }));
+    let mut builder = Agent::builder(model);
+    for t in kit.tools() {
+        builder = builder.tool_arc(t);
+    }
+    let agent = Arc::new(builder.build().unwrap());
+    let started = Instant::now();
+    let runs: Vec<_> = (0..100)
+        .map(|i| {
+            let agent = Arc::clone(&agent);
+            let user = ["ann", "bob", "cy", "dee"][i % 4];
+            tokio::spawn(async move { agent.arun(RunRequest::new(format!("run {i}")).user_id(user)).await })
+        })
+        .collect();
+    let mut session_errors = 0;
+    for (i, run) in runs.into_iter().enumerate() {
+        let out = run.await.unwrap().unwrap();
+        assert_eq!(out.status, RunStatus::Completed);
+        let failed = out.tools.as_ref().is_some_and(|t| t.iter().any(|t| t.tool_call_error == Some(true)));
+        if failed || out.content != Some(json!(format!("Echo: run {i}"))) {
+            session_errors += 1;
+            eprintln!("run {i}: {:?}", out.content);
+        }
+    }
+    println!(
+        "100 parallel agent runs (4 users) over one MCP server: {session_errors} session errors, {:?} in all",
+        started.elapsed()
+    );
+    assert_eq!(session_errors, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_tools_are_called_in_parallel_and_survive_a_server_restart() {
+    let Some(entry) = everything("MCP over SSE") else { return };
+    let port = free_port();
+    let server = start_server(&entry, "sse", port);
+    wait_port(port).await;
+    let mut config = McpConfig::new(Transport::Sse { url: format!("http://127.0.0.1:{port}/sse"), headers: vec![] });
+    config.timeout = Duration::from_secs(3);
+    let tools = McpToolkit::connect(config).await.unwrap().tools();
+    let echo = Arc::clone(tool(&tools, "echo"));
+    let sum = tool(&tools, "get-sum");
+    assert_eq!(sum.call(args(json!({"a": 4, "b": 5})), ctx(None)).await.unwrap(), "The sum of 4 and 5 is 9.");
+    let calls: Vec<_> = (0..20)
+        .map(|i| {
+            let echo = Arc::clone(&echo);
+            tokio::spawn(async move { echo.call(args(json!({"message": format!("m{i}")})), ctx(None)).await })
+        })
+        .collect();
+    for (i, c) in calls.into_iter().enumerate() {
+        assert_eq!(c.await.unwrap().unwrap(), format!("Echo: m{i}"));
+    }
+
+    // The server restarts: the event stream ends and the next calls open a new session.
+    drop(server);
+    let _server = start_server(&entry, "sse", port);
+    wait_port(port).await;
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match echo.call(args(json!({"message": "again"})), ctx(None)).await {
+            Ok(text) => {
+                assert_eq!(text, "Echo: again");
+                break;
+            }
+            Err(e) => {
+                println!("SSE call {attempts} after the restart: {}", e.model_text());
+                assert!(attempts < 3, "no reconnect after {attempts} calls");
+            }
+        }
+    }
 }

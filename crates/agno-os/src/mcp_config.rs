@@ -4,8 +4,12 @@
 //! tools = [
 //!   { toolkit = "mcp", command = "npx -y @modelcontextprotocol/server-everything", include_tools = ["echo"] },
 //!   { toolkit = "mcp", url = "http://127.0.0.1:3001/mcp", transport = "streamable-http", headers = { Authorization = "Bearer ..." } },
+//!   { toolkit = "mcp", url = "http://127.0.0.1:3002/sse", transport = "sse", headers = { "X-User" = "{user_id}" } },
 //! ]
 //! ```
+//!
+//! A header value naming `{user_id}`, `{session_id}`, `{run_id}` or `{agent_id}` is filled from
+//! each call (Agno's `header_provider`): under JWT auth `{user_id}` is the caller's `sub`.
 //!
 //! A server that fails to start or initialise is a startup error naming it, unless the table says
 //! `optional = true` (the agent then starts without those tools, with a warning).
@@ -13,7 +17,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use agno_mcp::{McpConfig, McpToolkit, Transport};
+use std::sync::Arc;
+
+use agno_mcp::{HeaderTemplates, McpConfig, McpToolkit, Transport};
 use serde_json::{Map, Value};
 
 use crate::config::{OsConfig, ToolSpec};
@@ -46,6 +52,7 @@ const FIELDS: &[&str] = &[
     "exclude_tools",
     "tool_name_prefix",
     "timeout_seconds",
+    "max_result_bytes",
     "optional",
 ];
 
@@ -86,13 +93,19 @@ pub fn parse(table: &Map<String, Value>) -> Result<(McpConfig, bool), String> {
         return Err(format!("unknown field {unknown:?} in an mcp toolkit (fields: {})", FIELDS.join(", ")));
     }
     let text = |field: &str| table.get(field).and_then(Value::as_str).map(str::to_owned);
-    let transport = match (text("transport").as_deref(), text("command"), text("url")) {
-        (Some("sse"), _, _) => {
-            return Err(
-                "transport \"sse\" is not supported: use \"streamable-http\" (MCP's current HTTP transport) or stdio"
-                    .to_owned(),
-            );
+    let headers = pairs(table, "headers")?;
+    let templates = HeaderTemplates::parse(&headers)?;
+    // Headers that name a call's value are filled per call; fixed ones go with the transport.
+    let (fixed, per_call) = if templates.is_dynamic() { (Vec::new(), Some(templates)) } else { (headers, None) };
+    let http_url = |url: String| {
+        if url.starts_with("http://") || url.starts_with("https://") {
+            Ok(url)
+        } else {
+            Err(format!("url must be an http(s) URL, not {url:?}"))
         }
+    };
+    let transport = match (text("transport").as_deref(), text("command"), text("url")) {
+        (_, Some(_), Some(_)) => return Err("give command (stdio) or url (streamable-http, sse), not both".to_owned()),
         (Some("stdio") | None, Some(command), None) => {
             let mut words = command.split_whitespace().map(str::to_owned);
             let program = words.next().ok_or("command must not be empty")?;
@@ -101,18 +114,22 @@ pub fn parse(table: &Map<String, Value>) -> Result<(McpConfig, bool), String> {
             Transport::Stdio { command: program, args, env: pairs(table, "env")? }
         }
         (Some("streamable-http" | "streamable_http" | "http") | None, None, Some(url)) => {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!("url must be an http(s) URL, not {url:?}"));
-            }
-            Transport::StreamableHttp { url, headers: pairs(table, "headers")? }
+            Transport::StreamableHttp { url: http_url(url)?, headers: fixed }
         }
-        (Some(other), _, _) if !matches!(other, "stdio" | "streamable-http" | "streamable_http" | "http") => {
-            return Err(format!("transport must be \"stdio\" or \"streamable-http\", not {other:?}"));
+        (Some("sse"), None, Some(url)) => Transport::Sse { url: http_url(url)?, headers: fixed },
+        (Some(other), _, _) if !matches!(other, "stdio" | "streamable-http" | "streamable_http" | "http" | "sse") => {
+            return Err(format!("transport must be \"stdio\", \"streamable-http\" or \"sse\", not {other:?}"));
         }
-        (_, Some(_), Some(_)) => return Err("give command (stdio) or url (streamable-http), not both".to_owned()),
+        (Some(transport), _, _) => {
+            return Err(format!(
+                "transport \"{transport}\" needs {}",
+                if transport == "stdio" { "command = \"...\"" } else { "url = \"http://...\"" }
+            ));
+        }
         _ => {
             return Err(
-                "an mcp toolkit needs command = \"...\" (stdio) or url = \"http://...\" (streamable-http)".to_owned()
+                "an mcp toolkit needs command = \"...\" (stdio) or url = \"http://...\" (streamable-http, sse)"
+                    .to_owned(),
             );
         }
     };
@@ -127,6 +144,11 @@ pub fn parse(table: &Map<String, Value>) -> Result<(McpConfig, bool), String> {
         let seconds = t.as_f64().filter(|s| *s > 0.0).ok_or("timeout_seconds must be a positive number")?;
         config.timeout = Duration::from_secs_f64(seconds);
     }
+    if let Some(limit) = table.get("max_result_bytes") {
+        config.max_result_bytes =
+            limit.as_u64().filter(|n| *n > 0).ok_or("max_result_bytes must be a positive integer")? as usize;
+    }
+    config.header_provider = per_call.map(|t| Arc::new(t) as Arc<dyn agno_mcp::HeaderProvider>);
     let optional = table.get("optional").and_then(Value::as_bool).unwrap_or(false);
     Ok((config, optional))
 }

@@ -63,11 +63,68 @@ async fn a_server_that_cannot_start_fails_the_start_unless_optional() {
     for (table, reason) in [
         ("{ toolkit = \"mcp\", command = \"x\", auth_tokens = \"t\" }", "auth_tokens was removed in Agno v3"),
         ("{ toolkit = \"mcp\", command = \"x\", inclde_tools = [] }", "unknown field \"inclde_tools\""),
-        ("{ toolkit = \"mcp\", url = \"http://x/mcp\", transport = \"sse\" }", "transport \"sse\" is not supported"),
+        ("{ toolkit = \"mcp\", command = \"x\", transport = \"sse\" }", "transport \"sse\" needs url"),
+        ("{ toolkit = \"mcp\", url = \"http://x/mcp\", transport = \"ws\" }", "transport must be"),
+        ("{ toolkit = \"mcp\", url = \"http://x/mcp\", headers = { A = \"{token}\" } }", "unknown placeholder {token}"),
+        ("{ toolkit = \"mcp\", url = \"http://x/mcp\", max_result_bytes = 0 }", "max_result_bytes must be"),
         ("{ toolkit = \"mcp\" }", "needs command"),
     ] {
         let err = AgentOs::from_config(&config(&agent_config(&provider.base_url(), table))).await.unwrap_err();
         assert!(err.to_string().contains(reason), "{table}: {err}");
+    }
+}
+
+/// The Python `mcp` server of `scripts/interop/mcp_server.py` on a free port.
+struct PythonMcpServer(std::process::Child, u16);
+
+impl Drop for PythonMcpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn python_mcp_server(python: &str) -> PythonMcpServer {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/mcp_server.py");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new(python)
+        .arg(script)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = PythonMcpServer(child, port);
+    agno_testkit::until("the Python MCP server listens", std::time::Duration::from_secs(30), || async move {
+        tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok()
+    })
+    .await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_from_the_config_carry_the_authenticated_user_to_the_mcp_server() {
+    let Some(python) = agno_testkit::agno_python("per-user MCP headers from agentos.toml") else { return };
+    let server = python_mcp_server(&python).await;
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&format!(
+        "[db]\nurl = \"memory://\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{}\"]\nuser_isolation = true\n\
+         [[agents]]\nid = \"helper\"\n\
+         tools = [{{ toolkit = \"mcp\", url = \"http://127.0.0.1:{}/mcp\", headers = {{ \"x-agno-user\" = \"{{user_id}}\" }}, include_tools = [\"whoami\"] }}]\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        common::SECRET,
+        server.1,
+        provider.base_url()
+    )))
+    .await;
+    for user in ["ann", "bob", "ann"] {
+        provider.push(Reply::tool_call("whoami", "{}"));
+        provider.push(Reply::text("done"));
+        let token = common::token(user, &["agents:read", "agents:run"]);
+        let r =
+            os.post_form("/agents/helper/runs", &[("message", "who am I?"), ("stream", "false")], Some(&token)).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body["tools"][0]["result"], user, "the server saw the caller's own header: {}", r.body);
     }
 }
 
