@@ -11,12 +11,19 @@
 //! A [`HeaderProvider`] derives HTTP headers from each call's context (its user and session):
 //! calls with the same headers share one session, so a server sees each user's credentials on
 //! that user's calls.
+//!
+//! [`McpToolbox`] loads the tools of an MCP Toolbox for Databases server by toolset or name, with
+//! `auth_token_getters` (a token per auth service, asked for on every call) and `bound_params`.
 
 mod notes;
 mod session;
 mod sse;
 mod stdio;
+mod template;
+mod toolbox;
 mod toolkit;
 
-pub use session::{HeaderProvider, HeaderTemplates, McpError, Transport};
+pub use session::{HeaderProvider, McpError, Transport};
+pub use template::{CallTemplate, HeaderTemplates};
+pub use toolbox::{AuthTokenGetter, BoundFn, BoundValue, McpToolbox, TokenFn, ToolboxConfig, ToolboxTool};
 pub use toolkit::{DEFAULT_MAX_RESULT_BYTES, McpConfig, McpTool, McpToolkit};

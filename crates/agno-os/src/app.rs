@@ -99,7 +99,7 @@ fn build_agent(
     for tool in &spec.tools {
         let (name, options) = match tool {
             ToolSpec::Name(n) => (n.clone(), Map::new()),
-            ToolSpec::Table(t) if t.get("toolkit").and_then(Value::as_str) == Some("mcp") => {
+            ToolSpec::Table(t) if crate::mcp_config::is_mcp_table(t) => {
                 // Connected at startup (`mcp_config::connect_all`); `None`: optional and down.
                 if let Some(Some(kit)) = mcp.get(t) {
                     for tool in kit.tools() {

@@ -68,6 +68,23 @@ async fn a_server_that_cannot_start_fails_the_start_unless_optional() {
         ("{ toolkit = \"mcp\", url = \"http://x/mcp\", headers = { A = \"{token}\" } }", "unknown placeholder {token}"),
         ("{ toolkit = \"mcp\", url = \"http://x/mcp\", max_result_bytes = 0 }", "max_result_bytes must be"),
         ("{ toolkit = \"mcp\" }", "needs command"),
+        ("{ toolkit = \"mcp_toolbox\" }", "needs url"),
+        (
+            "{ toolkit = \"mcp_toolbox\", url = \"http://x\", auth_tokens = { a = \"t\" } }",
+            "auth_tokens was removed in Agno v3: use auth_token_getters",
+        ),
+        (
+            "{ toolkit = \"mcp_toolbox\", url = \"http://x\", auth_headers = { a = \"t\" } }",
+            "auth_headers was removed in Agno v3",
+        ),
+        (
+            "{ toolkit = \"mcp_toolbox\", url = \"http://x\", auth_token_getters = { a = \"t\" } }",
+            "auth_token_getters.a must be",
+        ),
+        (
+            "{ toolkit = \"mcp_toolbox\", url = \"http://x\", bound_params = { a = \"{nope}\" } }",
+            "bound_params.a: unknown placeholder",
+        ),
     ] {
         let err = AgentOs::from_config(&config(&agent_config(&provider.base_url(), table))).await.unwrap_err();
         assert!(err.to_string().contains(reason), "{table}: {err}");
@@ -126,6 +143,64 @@ async fn headers_from_the_config_carry_the_authenticated_user_to_the_mcp_server(
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.body["tools"][0]["result"], user, "the server saw the caller's own header: {}", r.body);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toolbox_from_the_config_sends_fresh_tokens_and_bound_values_per_user() {
+    use agno_testkit::toolbox::ToolboxServer;
+    let toolbox = ToolboxServer::start().await.unwrap();
+    let provider = FakeProvider::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("agno-toolbox-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = dir.join("id-token");
+    std::fs::write(&token, "test-id-token:ann@example.com\n").unwrap();
+    let tools = format!(
+        "{{ toolkit = \"mcp_toolbox\", url = \"{}\", toolsets = [\"hotels\"], \
+         auth_token_getters = {{ my-google-auth = {{ file = \"{}\" }} }}, bound_params = {{ region = \"eu-{{user_id}}\" }} }}",
+        toolbox.url(),
+        token.display()
+    );
+    let os = TestOs::start(config(&agent_config(&provider.base_url(), &tools))).await;
+    let run = |message: &'static str| {
+        let os = &os;
+        async move {
+            let r = os
+                .post_form(
+                    "/agents/helper/runs",
+                    &[("message", message), ("stream", "false"), ("user_id", "ann")],
+                    None,
+                )
+                .await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.body["tools"][0]["result"].as_str().unwrap().to_owned()
+        }
+    };
+    provider.push(Reply::tool_call("search-hotels-by-name", r#"{"name": "Basel"}"#));
+    provider.push(Reply::text("found"));
+    let found: serde_json::Value = serde_json::from_str(&run("find Basel").await).unwrap();
+    assert_eq!(found["hotels"][0]["region"], "eu-ann", "the bound value, filled for the caller");
+    let offered = &provider.requests()[0].body["tools"];
+    let search = offered.as_array().unwrap().iter().find(|t| t["function"]["name"] == "search-hotels-by-name").unwrap();
+    assert!(search["function"]["parameters"]["properties"].get("region").is_none(), "bound: not shown: {search}");
+
+    provider.push(Reply::tool_call("book-hotel", r#"{"hotel_id": 7}"#));
+    provider.push(Reply::text("booked"));
+    assert_eq!(run("book 7").await, "booked hotel 7 for ann@example.com");
+    // The token rotates on disk: the next call carries the new one.
+    std::fs::write(&token, "test-id-token:ann-rotated@example.com").unwrap();
+    provider.push(Reply::tool_call("book-hotel", r#"{"hotel_id": 8}"#));
+    provider.push(Reply::text("booked"));
+    assert_eq!(run("book 8").await, "booked hotel 8 for ann-rotated@example.com");
+    let tokens: Vec<Option<String>> = toolbox.calls().iter().map(|c| c.token().map(str::to_owned)).collect();
+    assert_eq!(
+        tokens,
+        [
+            Some("test-id-token:ann@example.com".to_owned()),
+            Some("test-id-token:ann@example.com".to_owned()),
+            Some("test-id-token:ann-rotated@example.com".to_owned())
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs the official Python MCP client (`scripts/interop/mcp_client.py`) against `url`.

@@ -1,6 +1,6 @@
 //! Test kit for agno-rs: a fake model-provider HTTP server speaking real wire formats (OpenAI Chat
-//! Completions), the storage conformance suite ([`conformance`], [`db_conformance!`]), and
-//! [`agno_python`] for the checks against Python Agno.
+//! Completions), the storage conformance suite ([`conformance`], [`db_conformance!`]), a small MCP
+//! Toolbox server ([`toolbox`]), and [`agno_python`] for the checks against Python Agno.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -23,6 +23,7 @@ mod python;
 mod script;
 mod server;
 pub mod services;
+pub mod toolbox;
 mod wait;
 
 pub use embeddings::bag_of_words_embedding;
