@@ -1,5 +1,6 @@
 //! Test kit for agno-rs: a fake model-provider HTTP server speaking real wire formats (OpenAI Chat
-//! Completions), the storage conformance suite ([`conformance`], [`db_conformance!`]), a small MCP
+//! Completions, embeddings; the Tavily, Brave and SearXNG search APIs and Slack's Web API for the
+//! built-in toolkits), the storage conformance suite ([`conformance`], [`db_conformance!`]), a small MCP
 //! Toolbox server ([`toolbox`]), and [`agno_python`] for the checks against Python Agno.
 //!
 //! ```no_run
@@ -21,8 +22,10 @@ pub mod legacy;
 mod openai;
 mod python;
 mod script;
+mod search;
 mod server;
 pub mod services;
+mod slack;
 pub mod toolbox;
 mod wait;
 

@@ -157,11 +157,17 @@ struct State {
 pub(crate) struct Shared {
     state: Mutex<State>,
     shutdown: watch::Sender<bool>,
+    /// The fake Slack workspace's messages.
+    pub(crate) slack: crate::slack::Workspace,
 }
 
 impl Default for Shared {
     fn default() -> Self {
-        Self { state: Mutex::new(State::default()), shutdown: watch::Sender::new(false) }
+        Self {
+            state: Mutex::new(State::default()),
+            shutdown: watch::Sender::new(false),
+            slack: crate::slack::Workspace::default(),
+        }
     }
 }
 

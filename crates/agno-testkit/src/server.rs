@@ -68,6 +68,13 @@ impl FakeProvider {
         format!("http://{}/v1", self.inner.addr)
     }
 
+    /// Root URL of the server, e.g. `http://127.0.0.1:PORT`. The search APIs live under
+    /// `/tavily` (Tavily's base URL), `/brave` (Brave's) and `/searxng` (a SearXNG host); Slack's
+    /// Web API under `/slack/api/`.
+    pub fn root_url(&self) -> String {
+        format!("http://{}", self.inner.addr)
+    }
+
     /// Append a reply to the FIFO script; each chat-completion request consumes one.
     pub fn push(&self, reply: Reply) {
         self.inner.shared.push(reply);
@@ -114,6 +121,11 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/embed", any(embeddings))
         .route("/v2/embed", any(embeddings))
         .route("/v1beta/models/{spec}", any(embeddings))
+        .route("/tavily/search", any(tavily))
+        .route("/brave/res/v1/web/search", any(brave))
+        .route("/brave/res/v1/news/search", any(brave))
+        .route("/searxng/search", any(searxng))
+        .route("/slack/api/{method}", any(slack))
         .fallback(not_found)
         .layer(DefaultBodyLimit::disable())
         .with_state(shared)
@@ -182,6 +194,57 @@ async fn embeddings(
             None => crate::embeddings::embeddings(&body),
         },
     }
+}
+
+async fn tavily(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match accept(&shared, &Method::POST, &method, &uri, &headers, &body) {
+        Some(body) => crate::search::tavily(&headers, &body),
+        None => method_not_allowed(&method, &uri),
+    }
+}
+
+async fn brave(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match accept(&shared, &Method::GET, &method, &uri, &headers, &body) {
+        Some(_) => crate::search::brave(&headers, uri.query(), uri.path().contains("/news/")),
+        None => method_not_allowed(&method, &uri),
+    }
+}
+
+async fn searxng(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match accept(&shared, &Method::GET, &method, &uri, &headers, &body) {
+        Some(_) => crate::search::searxng(uri.query()),
+        None => method_not_allowed(&method, &uri),
+    }
+}
+
+/// Slack's Web API: any method, GET with a query or POST with a JSON body.
+async fn slack(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path(api_method): axum::extract::Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body = record(&shared, &uri, &headers, &body);
+    shared.slack.call(&api_method, &headers, uri.query(), &body)
 }
 
 async fn models(

@@ -1,8 +1,9 @@
 //! `Toolkit`: a named group of tools with a stable `id`, include/exclude lists, per-tool HITL
 //! lists and per-tool on/off flags.
 //!
-//! Flags are named after the tool (`factorial = false`). The v2 spelling `enable_factorial` is
-//! still accepted, in code and in config, and logs a deprecation warning.
+//! Flags are named after the tool (`factorial = false`), or given their own name when the tool's
+//! is longer (Slack's `send_message = true` turns on `send_slack_message`). The v2 spelling
+//! `enable_factorial` is still accepted, in code and in config, and logs a deprecation warning.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -52,6 +53,10 @@ pub struct Toolkit {
     tools: Vec<Function>,
     default_off: BTreeSet<String>,
     enabled: BTreeMap<String, bool>,
+    /// Flag -> tool, for tools whose flag is not their name.
+    flags: BTreeMap<String, String>,
+    /// Old flags Agno renamed beyond dropping `enable_` (`enable_search` -> `search_web`).
+    legacy_flags: BTreeMap<String, String>,
     include_tools: Option<Vec<String>>,
     exclude_tools: Vec<String>,
     requires_confirmation_tools: Vec<String>,
@@ -69,6 +74,8 @@ impl Toolkit {
             tools: Vec::new(),
             default_off: BTreeSet::new(),
             enabled: BTreeMap::new(),
+            flags: BTreeMap::new(),
+            legacy_flags: BTreeMap::new(),
             include_tools: None,
             exclude_tools: Vec::new(),
             requires_confirmation_tools: Vec::new(),
@@ -117,18 +124,37 @@ impl Toolkit {
         self
     }
 
+    /// Adds a tool switched by `flag` (not its name), on or off by default.
+    pub fn flagged_tool(mut self, flag: &str, on_by_default: bool, tool: Function) -> Self {
+        let name = DynTool::name(&tool).to_owned();
+        if !on_by_default {
+            self.default_off.insert(name.clone());
+        }
+        self.flags.insert(flag.to_owned(), name);
+        self.tools.push(tool);
+        self
+    }
+
+    /// Accepts the v2 flag `old` (with a deprecation warning) for the flag `new`, where Agno
+    /// renamed more than the `enable_` prefix.
+    pub fn legacy_flag(mut self, old: &str, new: &str) -> Self {
+        self.legacy_flags.insert(old.to_owned(), new.to_owned());
+        self
+    }
+
     /// Names of all tools in the toolkit, enabled or not.
     pub fn tool_names(&self) -> Vec<&str> {
         self.tools.iter().map(DynTool::name).collect()
     }
 
-    /// Turns one tool on or off (`factorial(false)` in Agno's v3 spelling).
+    /// Turns one tool on or off by its flag or its name (`factorial(false)` in Agno's v3
+    /// spelling).
     ///
     /// # Errors
-    /// [`ToolkitError::UnknownFlag`] when the toolkit has no such tool.
-    pub fn set(mut self, tool: &str, on: bool) -> Result<Self, ToolkitError> {
-        self.check_known(tool)?;
-        self.enabled.insert(tool.to_owned(), on);
+    /// [`ToolkitError::UnknownFlag`] when the toolkit has no such flag or tool.
+    pub fn set(mut self, flag: &str, on: bool) -> Result<Self, ToolkitError> {
+        let tool = self.resolve(flag)?;
+        self.enabled.insert(tool, on);
         Ok(self)
     }
 
@@ -137,12 +163,15 @@ impl Toolkit {
     /// # Errors
     /// [`ToolkitError::UnknownFlag`] when the toolkit has no such tool.
     pub fn set_legacy(self, flag: &str, on: bool) -> Result<Self, ToolkitError> {
-        let tool = flag.strip_prefix("enable_").unwrap_or(flag).to_owned();
+        let new = match self.legacy_flags.get(flag) {
+            Some(new) => new.clone(),
+            None => flag.strip_prefix("enable_").unwrap_or(flag).to_owned(),
+        };
         tracing::warn!(
             toolkit = %self.name,
-            "`{flag}` is deprecated since Agno v3; use `{tool}` instead"
+            "`{flag}` is deprecated since Agno v3; use `{new}` instead"
         );
-        self.set(&tool, on)
+        self.set(&new, on)
     }
 
     /// Turns every tool on (`all = true`).
@@ -240,16 +269,17 @@ impl Toolkit {
             .collect()
     }
 
-    fn check_known(&self, tool: &str) -> Result<(), ToolkitError> {
-        if self.tools.iter().any(|t| DynTool::name(t) == tool) {
-            Ok(())
-        } else {
-            Err(ToolkitError::UnknownFlag {
-                toolkit: self.name.clone(),
-                flag: tool.to_owned(),
-                known: self.tool_names().join(", "),
-            })
+    /// The tool a flag (or a tool's own name) switches.
+    fn resolve(&self, flag: &str) -> Result<String, ToolkitError> {
+        if let Some(tool) = self.flags.get(flag) {
+            return Ok(tool.clone());
         }
+        if self.tools.iter().any(|t| DynTool::name(t) == flag) {
+            return Ok(flag.to_owned());
+        }
+        let mut known: Vec<&str> = self.flags.keys().map(String::as_str).collect();
+        known.extend(self.tool_names().into_iter().filter(|t| !self.flags.values().any(|v| v == t)));
+        Err(ToolkitError::UnknownFlag { toolkit: self.name.clone(), flag: flag.to_owned(), known: known.join(", ") })
     }
 
     /// True when the tool is exposed to the model.

@@ -40,7 +40,7 @@ struct Fetched {
 }
 
 /// The client shared by every `http` toolkit: one connection pool per process.
-fn client() -> Result<&'static reqwest::Client, ToolError> {
+pub(super) fn client() -> Result<&'static reqwest::Client, ToolError> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {

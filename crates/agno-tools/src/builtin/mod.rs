@@ -4,11 +4,17 @@ mod calculator;
 mod file;
 mod http;
 mod shell;
+mod slack;
+mod sql;
+mod websearch;
 
 pub use calculator::calculator;
 pub use file::file_tools;
 pub use http::http_tools;
 pub use shell::shell_tools;
+pub use slack::slack_tools;
+pub use sql::sql_tools;
+pub use websearch::websearch_tools;
 
 use serde_json::{Map, Value};
 
@@ -19,7 +25,7 @@ use crate::toolkit::{Toolkit, ToolkitError};
 #[non_exhaustive]
 pub enum BuiltinError {
     /// No built-in toolkit has this name.
-    #[error("unknown toolkit {0:?}; built-in toolkits are: calculator, http, file, shell")]
+    #[error("unknown toolkit {0:?}; built-in toolkits are: calculator, http, file, shell, sql, websearch, slack")]
     Unknown(String),
     /// An option is wrong.
     #[error(transparent)]
@@ -34,13 +40,26 @@ pub enum BuiltinError {
     },
 }
 
-/// Builds a built-in toolkit by name, applying configuration options (see
-/// [`Toolkit::configure`]). The `file` toolkit takes `base_dir` (default: the current directory).
+/// Builds a built-in toolkit by its id (or Agno's name for it: `sql_tools`), applying
+/// configuration options (see [`Toolkit::configure`]). The `file` toolkit takes `base_dir`
+/// (default: the current directory); `sql`, `websearch` and `slack` take the options their
+/// constructors document ([`sql_tools`], [`websearch_tools`], [`slack_tools`]).
 ///
 /// # Errors
 /// A [`BuiltinError`] naming the unknown toolkit or the bad option.
 pub fn by_name(name: &str, options: &Map<String, Value>) -> Result<Toolkit, BuiltinError> {
-    let toolkit = match name {
+    let (toolkit, own): (Toolkit, &[&str]) = match name {
+        "sql" | "sql_tools" | "sql-tools" => (sql_tools(options)?, sql::OPTIONS),
+        "websearch" | "web_search" => (websearch_tools(options)?, websearch::OPTIONS),
+        "slack" => (slack_tools(options)?, slack::OPTIONS),
+        _ => (simple(name, options)?, &["base_dir"]),
+    };
+    Ok(toolkit.configure(options, own)?)
+}
+
+/// The toolkits without options of their own (but `file`'s `base_dir`).
+fn simple(name: &str, options: &Map<String, Value>) -> Result<Toolkit, BuiltinError> {
+    Ok(match name {
         "calculator" => calculator(),
         "http" => http_tools(),
         "shell" => shell_tools(),
@@ -61,6 +80,5 @@ pub fn by_name(name: &str, options: &Map<String, Value>) -> Result<Toolkit, Buil
             file_tools(base)
         }
         other => return Err(BuiltinError::Unknown(other.to_owned())),
-    };
-    Ok(toolkit.configure(options, &["base_dir"])?)
+    })
 }
