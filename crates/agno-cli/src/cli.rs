@@ -317,7 +317,9 @@ pub(crate) struct AgentArgs {
     /// An instruction for the agent (repeatable).
     #[arg(long, short)]
     pub(crate) instructions: Vec<String>,
-    /// A built-in toolkit to give the agent: calculator, http, file, shell (repeatable).
+    /// A built-in toolkit to give the agent (repeatable): calculator, http, file, shell, websearch
+    /// (its provider from TAVILY_API_KEY, BRAVE_API_KEY or SEARXNG_HOST), slack (SLACK_TOKEN). sql and
+    /// the toolkits' options are set in agentos.toml (agno run --config F --agent ID).
     #[arg(long = "tool", short = 't')]
     pub(crate) tools: Vec<String>,
     /// Root directory of the `file` toolkit.

@@ -120,7 +120,7 @@ fn build_agent(
         };
         let toolkit = agno_tools::builtin::by_name(&name, &options).map_err(|e| fail(e.to_string()))?;
         builder = builder.toolkit(&toolkit);
-        tool_names.push(name);
+        tool_names.push(toolkit.id().to_owned());
     }
     if let Some(limit) = spec.tool_call_limit {
         builder = builder.tool_call_limit(limit);
