@@ -1,11 +1,12 @@
-"""An official MCP client (the `mcp` package from PyPI) against agno-rs's `/mcp` endpoint.
+"""An official MCP client (the `mcp` package from PyPI) against an AgentOS `/mcp` endpoint
+(agno-rs's, or Python AgentOS's for comparison).
 
-Usage: mcp_client.py --url http://127.0.0.1:PORT/mcp [--token JWT] [--tool AGENT --message TEXT
-       [--session-id ID]]
+Usage: mcp_client.py --url http://127.0.0.1:PORT/mcp [--token JWT] [--call TOOL JSON_ARGS ...]
 
-Initialises a session, lists the tools and, with --tool, calls one. Prints one JSON object:
-`{"tools": [...names], "result": {"is_error", "text", "structured"}}`, or `{"error": "..."}` when the
-server refuses (for example 401 without a token). Exit status 0 either way; the caller asserts.
+Initialises a session, lists the tools and makes each call in order. Prints one JSON object:
+`{"tools": {name: {"required": [...], "properties": [...]}}, "calls": [{"is_error", "text",
+"structured"}, ...]}`, or `{"error": "..."}` when the server refuses (for example 401 without a
+token). Exit status 0 either way; the caller asserts.
 """
 
 import argparse
@@ -14,13 +15,17 @@ import json
 import sys
 
 
+def field(obj, snake, camel, default=None):
+    """mcp 2.x names fields in snake case; 1.x in camel case."""
+    value = getattr(obj, snake, None)
+    return value if value is not None else getattr(obj, camel, default)
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--token")
-    parser.add_argument("--tool")
-    parser.add_argument("--message", default="")
-    parser.add_argument("--session-id")
+    parser.add_argument("--call", nargs=2, action="append", default=[], metavar=("TOOL", "JSON_ARGS"))
     args = parser.parse_args()
 
     from mcp import ClientSession
@@ -36,21 +41,22 @@ async def main():
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     tools = await session.list_tools()
-                    out["tools"] = sorted(t.name for t in tools.tools)
-                    if args.tool:
-                        arguments = {"message": args.message}
-                        if args.session_id:
-                            arguments["session_id"] = args.session_id
-                        result = await session.call_tool(args.tool, arguments)
+                    out["tools"] = {}
+                    for t in tools.tools:
+                        schema = field(t, "input_schema", "inputSchema", {}) or {}
+                        out["tools"][t.name] = {
+                            "required": sorted(schema.get("required", [])),
+                            "properties": sorted(schema.get("properties", {})),
+                        }
+                    out["calls"] = []
+                    for name, arguments in args.call:
+                        result = await session.call_tool(name, json.loads(arguments))
                         text = "\n".join(getattr(c, "text", "") for c in result.content)
-                        # mcp 2.x names fields in snake case; 1.x in camel case.
-                        is_error = getattr(result, "is_error", None)
-                        if is_error is None:
-                            is_error = getattr(result, "isError", False)
-                        structured = getattr(result, "structured_content", None)
-                        if structured is None:
-                            structured = getattr(result, "structuredContent", None)
-                        out["result"] = {"is_error": bool(is_error), "text": text, "structured": structured}
+                        out["calls"].append({
+                            "is_error": bool(field(result, "is_error", "isError", False)),
+                            "text": text,
+                            "structured": field(result, "structured_content", "structuredContent"),
+                        })
     except BaseException as exc:  # noqa: BLE001 - the caller asserts on the message
         messages = []
         stack = [exc]

@@ -1,7 +1,7 @@
 """Start a Python AgentOS 3.1 the way the shape-parity test (and a developer comparing by hand)
 needs it: one agent `demo` on an OpenAI-compatible server, storage in SQLite or PostgreSQL.
 
-Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret SECRET]
+Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret SECRET] [--mcp]
 
     --db sqlite:///path/to.db  or  postgresql://user@host:port/db?schema=name
 
@@ -69,6 +69,7 @@ def main():
     parser.add_argument("--jwt-secret")
     parser.add_argument("--knowledge-dir", help="serve knowledge base `docs` (LanceDb in this folder)")
     parser.add_argument("--scheduler", action="store_true", help="serve /schedules (the OS database, a poller)")
+    parser.add_argument("--mcp", action="store_true", help="serve /mcp (mcp_server=True; needs fastmcp)")
     args = parser.parse_args()
 
     from agno.agent import Agent
@@ -132,6 +133,8 @@ def main():
             scheduler_poll_interval=1,
             scheduler_base_url=f"http://127.0.0.1:{args.port}",
         )
+    if args.mcp:
+        kwargs["mcp_server"] = True
     agent_os = AgentOS(id="parity-os", agents=[agent], teams=[team], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 

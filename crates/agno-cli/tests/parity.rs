@@ -216,3 +216,115 @@ async fn schedule_routes_answer_as_python_agentos_does() {
 
     assert_shape_parity(&python, rs_port, &py_base, "schedules", 25);
 }
+
+/// The official Python MCP client (`scripts/interop/mcp_client.py`) against `url`, making
+/// `calls` (tool, JSON arguments) in order.
+fn mcp_client(python: &str, url: &str, calls: &[(&str, serde_json::Value)]) -> serde_json::Value {
+    let mut cmd = Command::new(python);
+    cmd.arg(repo_file("scripts/interop/mcp_client.py")).args(["--url", url]);
+    for (tool, args) in calls {
+        cmd.arg("--call").arg(tool).arg(args.to_string());
+    }
+    let out = cmd.output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "bad client output ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Where the JSON shapes of `a` and `b` differ (object keys and value types, recursively; the
+/// first element of arrays), as `path: what` lines.
+fn shape_differences(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for key in x.keys().chain(y.keys()).collect::<std::collections::BTreeSet<_>>() {
+                match (x.get(key), y.get(key)) {
+                    (Some(p), Some(q)) => shape_differences(&format!("{path}.{key}"), p, q, out),
+                    (Some(_), None) => out.push(format!("{path}.{key}: only agno-rs has it")),
+                    (None, Some(_)) => out.push(format!("{path}.{key}: only Python has it")),
+                    (None, None) => {}
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            if let (Some(p), Some(q)) = (x.first(), y.first()) {
+                shape_differences(&format!("{path}[0]"), p, q, out);
+            } else if x.is_empty() != y.is_empty() {
+                out.push(format!("{path}: {} vs {} items", x.len(), y.len()));
+            }
+        }
+        // A value one side leaves null is not a shape difference.
+        (Value::Null, _) | (_, Value::Null) => {}
+        _ if kind(a) != kind(b) => out.push(format!("{path}: {} vs {}", kind(a), kind(b))),
+        _ => {}
+    }
+}
+
+/// `/mcp` offers Python AgentOS 3.1's tools (`mcp_server=True`) with the same parameters, and
+/// answers the same calls with the same shapes, through the official Python MCP client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_endpoint_offers_python_agentos_tools_and_answers_in_its_shapes() {
+    let Some(python) = agno_testkit::agno_python("the /mcp parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("mcp-parity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--mcp".into()]).await;
+
+    let db_url = format!("sqlite://{}", dir.join("agno-rs.db").display());
+    let config =
+        slow_agent_config(&dir, "agentos.toml", &db_url, &provider.base_url(), "[mcp_server]\nenabled = true\n");
+    let toml = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("id = \"slow\"\n", "id = \"demo\"\nname = \"Demo\"\nadd_history_to_context = true\n")
+        + &format!(
+            "[[teams]]\nid = \"desk\"\nname = \"Desk\"\ndescription = \"A desk\"\nmembers = [\"demo\"]\n\
+             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n\
+             [[workflows]]\nid = \"flow\"\nname = \"Flow\"\ndescription = \"Draft then polish\"\n\
+             [[workflows.steps]]\nname = \"draft\"\nagent = \"demo\"\n",
+            provider.base_url()
+        );
+    std::fs::write(&config, toml).unwrap();
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    let calls = [
+        ("get_agentos_config", serde_json::json!({})),
+        ("run_agent", serde_json::json!({"agent_id": "demo", "message": "hello over mcp", "session_id": "mcp-s1"})),
+        ("run_team", serde_json::json!({"team_id": "desk", "message": "hello team", "session_id": "mcp-s2"})),
+        ("run_workflow", serde_json::json!({"workflow_id": "flow", "message": "hello flow", "session_id": "mcp-s3"})),
+        ("get_sessions", serde_json::json!({})),
+        ("get_session_runs", serde_json::json!({"session_id": "mcp-s1"})),
+        ("run_agent", serde_json::json!({"agent_id": "nobody", "message": "x"})),
+        ("get_session_runs", serde_json::json!({"session_id": "no-such-session"})),
+    ];
+    let rs = mcp_client(&python, &format!("http://127.0.0.1:{rs_port}/mcp"), &calls);
+    let py = mcp_client(&python, &format!("{py_base}/mcp"), &calls);
+    assert!(rs.get("error").is_none() && py.get("error").is_none(), "agno-rs: {rs}\nPython: {py}");
+    assert_eq!(rs["tools"], py["tools"], "the same tools with the same parameters");
+    let mut differences = Vec::new();
+    for (i, (tool, _)) in calls.iter().enumerate() {
+        let (a, b) = (&rs["calls"][i], &py["calls"][i]);
+        if a["is_error"] != b["is_error"] {
+            differences.push(format!(
+                "call {i} ({tool}): is_error {} vs {}: {} / {}",
+                a["is_error"], b["is_error"], a["text"], b["text"]
+            ));
+        }
+        shape_differences(&format!("call {i} ({tool})"), &a["structured"], &b["structured"], &mut differences);
+    }
+    assert_eq!(rs["calls"][6]["text"], py["calls"][6]["text"], "a refusal is worded as Python words it");
+    println!("agno-rs: {rs}\nPython: {py}");
+    assert!(differences.is_empty(), "agno-rs /mcp differs from Python AgentOS 3.1:\n{}", differences.join("\n"));
+}

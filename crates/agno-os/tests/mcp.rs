@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use agno_os::app::AgentOs;
 use agno_testkit::{FakeProvider, Reply};
 use common::{TestOs, config};
+use serde_json::json;
 
 fn everything(what: &str) -> Option<PathBuf> {
     agno_testkit::services::mcp_reference_server(what, "server-everything")
@@ -221,43 +222,167 @@ fn python_client(python: &str, url: &str, token: Option<&str>, extra: &[&str]) -
     })
 }
 
+/// One call of `python_client`: the tool and its arguments.
+fn call(tool: &str, args: &serde_json::Value) -> [String; 3] {
+    ["--call".to_owned(), tool.to_owned(), args.to_string()]
+}
+
+fn calls(list: &[[String; 3]]) -> Vec<&str> {
+    list.iter().flatten().map(String::as_str).collect()
+}
+
+/// Python AgentOS 3.1's MCP tools and their parameters (`mcp_server=True`, read from a running
+/// Python AgentOS by the same client; `agentos_mcp_surface_matches_python` checks it live).
+const PYTHON_TOOLS: &[&str] = &[
+    "cancel_run",
+    "continue_run",
+    "get_agentos_config",
+    "get_session_runs",
+    "get_sessions",
+    "run_agent",
+    "run_team",
+    "run_workflow",
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mcp_endpoint_serves_an_official_client_as_each_user() {
     let Some(python) = agno_testkit::agno_python("the /mcp endpoint with the Python mcp client") else { return };
+    let provider = FakeProvider::start().await.unwrap();
     let os = TestOs::start(config(&format!(
         "[db]\nurl = \"memory://\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{}\"]\nuser_isolation = true\n\
-         [mcp_server]\nenabled = true\n[[agents]]\nid = \"echo\"\nmodel = \"test\"\n[[agents]]\nid = \"other\"\nmodel = \"test\"\n",
-        common::SECRET
+         [mcp_server]\nenabled = true\n[[agents]]\nid = \"echo\"\nmodel = \"test\"\n[[agents]]\nid = \"other\"\nmodel = \"test\"\n\
+         [[agents]]\nid = \"guarded\"\ntools = [{{ toolkit = \"calculator\", requires_confirmation_tools = [\"add\"] }}]\n\
+         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
+         [[teams]]\nid = \"desk\"\nmembers = [\"echo\"]\nmodel = \"test\"\n\
+         [[workflows]]\nid = \"flow\"\n[[workflows.steps]]\nname = \"say\"\nagent = \"echo\"\n",
+        common::SECRET,
+        provider.base_url()
     )))
     .await;
     let url = format!("{}/mcp", os.base);
-    let ann = common::token("ann", &["agents:read", "agents:echo:run"]);
-    let bob = common::token("bob", &["agents:read", "agents:run"]);
+    let ann = common::token("ann", &["agents:read", "agents:echo:run", "agents:guarded:run", "sessions:read"]);
+    let bob = common::token(
+        "bob",
+        &[
+            "agents:read",
+            "agents:run",
+            "teams:read",
+            "teams:run",
+            "workflows:read",
+            "workflows:run",
+            "sessions:read",
+            "config:read",
+        ],
+    );
 
-    // Ann: initialise, list (only the agent she may run), call.
-    let out = python_client(&python, &url, Some(&ann), &["--tool", "echo", "--message", "remember tulips"]);
-    assert_eq!(out["tools"], serde_json::json!(["echo"]), "{out}");
-    let result = &out["result"];
-    assert_eq!(result["is_error"], false, "{out}");
-    assert!(result["text"].as_str().unwrap().contains("remember tulips"), "{out}");
-    let session = result["structured"]["session_id"].as_str().unwrap().to_owned();
-    // The run is Ann's.
+    // Ann: the tools Python AgentOS serves; her run is hers.
+    let out = python_client(
+        &python,
+        &url,
+        Some(&ann),
+        &calls(&[
+            call("run_agent", &json!({"agent_id": "echo", "message": "remember tulips"})),
+            call("run_agent", &json!({"agent_id": "other", "message": "hi"})),
+            call("run_team", &json!({"team_id": "desk", "message": "hi"})),
+        ]),
+    );
+    let mut names: Vec<&str> =
+        out["tools"].as_object().unwrap_or_else(|| panic!("{out}")).keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, PYTHON_TOOLS, "{out}");
+    assert_eq!(out["tools"]["run_agent"]["required"], json!(["agent_id", "message"]));
+    let ran = &out["calls"][0];
+    assert_eq!(ran["is_error"], false, "{out}");
+    assert!(ran["text"].as_str().unwrap().contains("remember tulips"), "{out}");
+    assert_eq!(
+        (ran["structured"]["status"].as_str(), ran["structured"]["agent_id"].as_str()),
+        (Some("COMPLETED"), Some("echo"))
+    );
+    let session = ran["structured"]["session_id"].as_str().unwrap().to_owned();
     let stored = os.os.state.db.as_ref().unwrap().get_session(&session, Some("ann"), Some(0)).await.unwrap();
     assert!(stored.is_some(), "the session belongs to ann");
+    // Agents, teams she may not run: refused as over REST.
+    for refused in [&out["calls"][1], &out["calls"][2]] {
+        assert_eq!(refused["is_error"], true, "{out}");
+        assert!(refused["text"].as_str().unwrap().contains("Insufficient permissions"), "{out}");
+    }
 
-    // Bob sees both agents but cannot continue Ann's session.
-    let out =
-        python_client(&python, &url, Some(&bob), &["--tool", "echo", "--message", "hi", "--session-id", &session]);
-    assert_eq!(out["tools"], serde_json::json!(["echo", "other"]), "{out}");
-    let refused = out["error"].as_str().map(str::to_owned).unwrap_or_else(|| out["result"]["text"].to_string());
-    assert!(refused.contains(&format!("session {session} not found")), "{out}");
-    // Ann cannot call an agent she may not run.
-    let out = python_client(&python, &url, Some(&ann), &["--tool", "other", "--message", "hi"]);
-    assert!(out.to_string().contains("no agent other that you may run"), "{out}");
+    // Bob runs a team and a workflow, sees only his sessions, and cannot touch Ann's.
+    let out = python_client(
+        &python,
+        &url,
+        Some(&bob),
+        &calls(&[
+            call("get_agentos_config", &json!({})),
+            call("run_team", &json!({"team_id": "desk", "message": "hello team"})),
+            call("run_workflow", &json!({"workflow_id": "flow", "message": "hello flow"})),
+            call("run_agent", &json!({"agent_id": "echo", "message": "hi", "session_id": session})),
+            call("get_session_runs", &json!({"session_id": session})),
+            call("get_sessions", &json!({"session_type": "team"})),
+        ]),
+    );
+    let config_ids = |family: &str| -> Vec<String> {
+        let listed = out["calls"][0]["structured"][family].as_array().unwrap_or_else(|| panic!("{family}: {out}"));
+        listed.iter().map(|a| a["id"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(config_ids("agents"), ["echo", "other", "guarded"], "{out}");
+    assert_eq!((config_ids("teams"), config_ids("workflows")), (vec!["desk".to_owned()], vec!["flow".to_owned()]));
+    let team = &out["calls"][1]["structured"];
+    assert_eq!((team["status"].as_str(), team["team_id"].as_str()), (Some("COMPLETED"), Some("desk")), "{out}");
+    let flow = &out["calls"][2]["structured"];
+    assert_eq!((flow["status"].as_str(), flow["workflow_id"].as_str()), (Some("COMPLETED"), Some("flow")), "{out}");
+    assert_eq!(out["calls"][3]["is_error"], true, "Ann's session is not Bob's to continue: {out}");
+    assert_eq!(out["calls"][4]["is_error"], true, "nor to read: {out}");
+    let team_sessions = out["calls"][5]["structured"]["data"].as_array().unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(team_sessions.len(), 1, "{out}");
+    assert_eq!(team_sessions[0]["session_id"], team["session_id"]);
+
+    // A paused run is continued over MCP with its requirements resolved.
+    provider.push(Reply::tool_call("add", r#"{"a": 2, "b": 3}"#));
+    let out = python_client(
+        &python,
+        &url,
+        Some(&ann),
+        &calls(&[call("run_agent", &json!({"agent_id": "guarded", "message": "2+3?"}))]),
+    );
+    let paused = out["calls"][0]["structured"].clone();
+    assert_eq!(paused["status"], "PAUSED", "{out}");
+    let mut requirements = paused["requirements"].as_array().unwrap().clone();
+    assert_eq!(requirements.len(), 1, "{out}");
+    requirements[0]["confirmation"] = json!(true);
+    provider.push(Reply::text("It is 5."));
+    let continued = json!({"run_id": paused["run_id"], "session_id": paused["session_id"], "agent_id": "guarded", "requirements": requirements});
+    let history = json!({"session_id": paused["session_id"]});
+    let out = python_client(
+        &python,
+        &url,
+        Some(&ann),
+        &calls(&[call("continue_run", &continued), call("get_session_runs", &history)]),
+    );
+    let done = &out["calls"][0]["structured"];
+    assert_eq!((done["status"].as_str(), done["content"].as_str()), (Some("COMPLETED"), Some("It is 5.")), "{out}");
+    let runs = out["calls"][1]["structured"]["result"].as_array().unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(runs.len(), 1);
+    let kept: Vec<&str> = runs[0].as_object().unwrap().keys().map(String::as_str).collect();
+    assert!(
+        kept.iter().all(|k| [
+            "run_id",
+            "run_input",
+            "content",
+            "status",
+            "created_at",
+            "agent_id",
+            "team_id",
+            "workflow_id"
+        ]
+        .contains(k)),
+        "{kept:?}"
+    );
+
     // Without a token: refused before MCP sees the request.
     let out = python_client(&python, &url, None, &[]);
     assert!(out["error"].is_string() && out.get("tools").is_none(), "{out}");
-    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let r = os.post_json("/mcp", &init, None).await;
     assert_eq!((r.status, common::detail(&r.body)), (401, "Authorization header missing".to_owned()));

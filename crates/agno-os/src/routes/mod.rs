@@ -194,7 +194,7 @@ routes! {
     POST "/schedules/{schedule_id}/trigger" as "trigger_schedule_schedules__schedule_id__trigger_post", Scope("schedules:write"), "Schedules", "Fire a schedule now and follow it to its end" => post(schedules::trigger_schedule);
     GET "/schedules/{schedule_id}/runs" as "list_schedule_runs_schedules__schedule_id__runs_get", Scope("schedules:read"), "Schedules", "A schedule's runs, newest first", query: schedules::ListParams => get(schedules::list_schedule_runs);
     GET "/schedules/{schedule_id}/runs/{run_id}" as "get_schedule_run_schedules__schedule_id__runs__run_id__get", Scope("schedules:read"), "Schedules", "One run of a schedule" => get(schedules::get_schedule_run);
-    POST "/mcp" as "mcp_post", Scope("agents:read"), "MCP", "MCP streamable HTTP endpoint ([mcp_server] enabled): one tool per agent" => post(crate::mcp_server::mcp);
+    POST "/mcp" as "mcp_post", Scope("agents:read"), "MCP", "MCP streamable HTTP endpoint ([mcp_server] enabled): Python AgentOS 3.1's tools (run_agent, run_team, run_workflow, continue_run, cancel_run, get_sessions, ...)" => post(crate::mcp_server::mcp);
     GET "/mcp" as "mcp_get", Scope("agents:read"), "MCP", "MCP server-to-client stream" => get(crate::mcp_server::mcp);
     DELETE "/mcp" as "mcp_delete", Scope("agents:read"), "MCP", "End an MCP session" => delete(crate::mcp_server::mcp);
     GET "/traces" as "get_traces", Scope("traces:read"), "Tracing", "List traces (tracing is off: empty)", query: unbuilt::TracesQuery => get(unbuilt::list_traces);
