@@ -140,7 +140,8 @@ pub(crate) struct Sessions {
     open: Mutex<HashMap<HeaderSet, Arc<Connection>>>,
 }
 
-fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, String> {
+/// Headers from `(name, value)` pairs, refusing names and values HTTP does not allow.
+pub(crate) fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
     for (name, value) in pairs {
         let header = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("bad header name {name:?}: {e}"))?;

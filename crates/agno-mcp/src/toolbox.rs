@@ -24,12 +24,12 @@ use agno_core::{DynTool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, 
 use async_trait::async_trait;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 use tokio::sync::RwLock;
 
-use crate::session::{HeaderProvider, McpError};
-use crate::toolkit::DEFAULT_MAX_RESULT_BYTES;
+use crate::session::{HeaderProvider, McpError, header_map};
+use crate::toolkit::{DEFAULT_MAX_RESULT_BYTES, check_result_size};
 
 /// The MCP protocol version asked for (Toolbox serves 2024-11-05 to 2025-11-25).
 const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -170,16 +170,6 @@ impl fmt::Display for RpcError {
             RpcError::Timeout => f.write_str("no answer in time"),
         }
     }
-}
-
-fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, String> {
-    let mut map = HeaderMap::new();
-    for (name, value) in pairs {
-        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("bad header name {name:?}: {e}"))?;
-        let value = HeaderValue::from_str(value).map_err(|e| format!("bad header value for {name}: {e}"))?;
-        map.insert(header, value);
-    }
-    Ok(map)
 }
 
 impl Client {
@@ -585,14 +575,7 @@ impl DynTool for ToolboxTool {
             }
         };
         let text = result_text(&result);
-        if text.len() > self.shared.max_result_bytes {
-            return Err(ToolError::execution(format!(
-                "the result of {} is {} bytes, over the limit of {} bytes (max_result_bytes); ask for less",
-                self.server_name,
-                text.len(),
-                self.shared.max_result_bytes
-            )));
-        }
+        check_result_size(&self.server_name, &text, self.shared.max_result_bytes)?;
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return Err(ToolError::execution(text));
         }

@@ -140,6 +140,17 @@ impl McpToolkit {
     }
 }
 
+/// Refuses a result longer than `limit` bytes, naming the tool and the option.
+pub(crate) fn check_result_size(tool: &str, text: &str, limit: usize) -> Result<(), ToolError> {
+    if text.len() > limit {
+        return Err(ToolError::execution(format!(
+            "the result of {tool} is {} bytes, over the limit of {limit} bytes (max_result_bytes); ask for less",
+            text.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Why an input schema from a server cannot be given to a model: not an object, not valid JSON
 /// Schema (checked against its meta-schema), or not compilable (a bad `$ref` or pattern).
 fn schema_problem(schema: &Value) -> Option<String> {
@@ -211,14 +222,7 @@ impl DynTool for McpTool {
             other => ToolError::execution(other.to_string()),
         })?;
         let text = result_text(&result);
-        if text.len() > self.max_result_bytes {
-            return Err(ToolError::execution(format!(
-                "the result of {} is {} bytes, over the limit of {} bytes (max_result_bytes); ask for less",
-                self.server_name,
-                text.len(),
-                self.max_result_bytes
-            )));
-        }
+        check_result_size(&self.server_name, &text, self.max_result_bytes)?;
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return Err(ToolError::execution(text));
         }

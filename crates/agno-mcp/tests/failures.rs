@@ -5,14 +5,18 @@
 //! goes on, and the next call works on a new connection.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
+use common::{args, tool, tool_results};
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agno_core::{DynTool, Model, ModelRequest, ModelResponse, Role, RunStatus, ToolCall, ToolContext, ToolErrorKind};
+use agno_core::{DynTool, Model, ModelResponse, RunStatus, ToolCall, ToolContext, ToolErrorKind};
 use agno_mcp::{McpConfig, McpToolkit, Transport};
 use agno_models::FunctionModel;
 use agno_runtime::Agent;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 const TIMEOUT: Duration = Duration::from_millis(1500);
 
@@ -29,17 +33,6 @@ fn misbehaving() -> Option<McpConfig> {
     config.timeout = TIMEOUT;
     config.max_result_bytes = 100_000;
     Some(config)
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        other => panic!("arguments must be an object: {other}"),
-    }
-}
-
-fn tool<'a>(tools: &'a [Arc<dyn DynTool>], name: &str) -> &'a Arc<dyn DynTool> {
-    tools.iter().find(|t| t.name() == name).unwrap_or_else(|| panic!("no tool {name}"))
 }
 
 async fn echo_works(tools: &[Arc<dyn DynTool>], message: &str) {
@@ -93,14 +86,6 @@ async fn each_failure_is_a_clear_tool_error_and_the_next_call_reconnects() {
     assert!(started.elapsed() < TIMEOUT + Duration::from_secs(2), "bounded by the timeout: {:?}", started.elapsed());
     assert_eq!(err.kind, ToolErrorKind::Timeout);
     echo_works(&tools, "after hang").await;
-}
-
-fn tool_results(req: &ModelRequest) -> Vec<String> {
-    req.messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.content_text().unwrap_or_default().to_owned())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

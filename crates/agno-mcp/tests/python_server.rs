@@ -5,15 +5,19 @@
 //! derived from the run's user reach the server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
+use common::{args, tool, tool_results};
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agno_core::{DynTool, Model, ModelRequest, ModelResponse, Role, RunStatus, ToolCall, ToolContext};
+use agno_core::{Model, ModelResponse, RunStatus, ToolCall, ToolContext};
 use agno_mcp::{HeaderTemplates, McpConfig, McpToolkit, Transport};
 use agno_models::FunctionModel;
 use agno_runtime::{Agent, RunRequest};
 use agno_tools::{Function, NoArgs};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 const TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -89,27 +93,8 @@ fn python() -> Option<String> {
     agno_testkit::agno_python("MCP tests against a server written with the Python mcp package")
 }
 
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        other => panic!("arguments must be an object: {other}"),
-    }
-}
-
-fn tool<'a>(tools: &'a [Arc<dyn DynTool>], name: &str) -> &'a Arc<dyn DynTool> {
-    tools.iter().find(|t| t.name() == name).unwrap_or_else(|| panic!("no tool {name}"))
-}
-
 fn ctx(user: &str) -> ToolContext {
     ToolContext { user_id: Some(user.to_owned()), session_id: "s1".to_owned(), ..ToolContext::default() }
-}
-
-fn tool_results(req: &ModelRequest) -> Vec<String> {
-    req.messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.content_text().unwrap_or_default().to_owned())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,15 +5,19 @@
 //! `node_modules`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
+use common::{args, tool};
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agno_core::{DynTool, Model, ModelResponse, Role, RunStatus, ToolCall, ToolContext};
+use agno_core::{Model, ModelResponse, Role, RunStatus, ToolCall, ToolContext};
 use agno_mcp::{HeaderProvider, McpConfig, McpToolkit, Transport};
 use agno_models::FunctionModel;
 use agno_runtime::{Agent, RunRequest};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 fn everything(what: &str) -> Option<PathBuf> {
     agno_testkit::services::mcp_reference_server(what, "server-everything")
@@ -21,20 +25,6 @@ fn everything(what: &str) -> Option<PathBuf> {
 
 fn ctx(user: Option<&str>) -> ToolContext {
     ToolContext { user_id: user.map(str::to_owned), session_id: "s1".to_owned(), ..ToolContext::default() }
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        other => panic!("arguments must be an object: {other}"),
-    }
-}
-
-fn tool<'a>(tools: &'a [Arc<dyn DynTool>], name: &str) -> &'a Arc<dyn DynTool> {
-    tools.iter().find(|t| t.name() == name).unwrap_or_else(|| {
-        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
-        panic!("no tool {name}: {names:?}")
-    })
 }
 
 #[tokio::test]

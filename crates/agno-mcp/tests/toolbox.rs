@@ -7,27 +7,20 @@
 //! the protocol.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
+use common::{args, tool};
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agno_core::{DynTool, Model, ModelResponse, Role, RunStatus, ToolCall, ToolContext};
+use agno_core::{Model, ModelResponse, Role, RunStatus, ToolCall, ToolContext};
 use agno_mcp::{AuthTokenGetter, BoundValue, McpToolbox, TokenFn, ToolboxConfig};
 use agno_models::FunctionModel;
 use agno_runtime::{Agent, RunRequest};
 use agno_testkit::toolbox::{AUTH_SERVICE, TOKEN_PREFIX, ToolboxServer};
 use serde_json::{Map, Value, json};
-
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        other => panic!("arguments must be an object: {other}"),
-    }
-}
-
-fn tool<'a>(tools: &'a [Arc<dyn DynTool>], name: &str) -> &'a Arc<dyn DynTool> {
-    tools.iter().find(|t| t.name() == name).unwrap_or_else(|| panic!("no tool {name}"))
-}
 
 fn user(id: &str) -> ToolContext {
     ToolContext { user_id: Some(id.to_owned()), session_id: "s1".to_owned(), ..ToolContext::default() }

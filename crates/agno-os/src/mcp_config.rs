@@ -122,6 +122,21 @@ fn pairs(table: &Map<String, Value>, field: &str) -> Result<Vec<(String, String)
     }
 }
 
+/// The `timeout_seconds` and `max_result_bytes` of a table, when given.
+fn limits(table: &Map<String, Value>) -> Result<(Option<Duration>, Option<usize>), String> {
+    let timeout = match table.get("timeout_seconds") {
+        None => None,
+        Some(t) => Some(Duration::from_secs_f64(
+            t.as_f64().filter(|s| *s > 0.0).ok_or("timeout_seconds must be a positive number")?,
+        )),
+    };
+    let max = match table.get("max_result_bytes") {
+        None => None,
+        Some(n) => Some(n.as_u64().filter(|n| *n > 0).ok_or("max_result_bytes must be a positive integer")? as usize),
+    };
+    Ok((timeout, max))
+}
+
 /// An `mcp` tool table as a connection config, and whether the server is optional.
 ///
 /// # Errors
@@ -181,14 +196,9 @@ pub fn parse(table: &Map<String, Value>) -> Result<(McpConfig, bool), String> {
     config.include_tools = strings(table, "include_tools")?;
     config.exclude_tools = strings(table, "exclude_tools")?.unwrap_or_default();
     config.tool_name_prefix = text("tool_name_prefix");
-    if let Some(t) = table.get("timeout_seconds") {
-        let seconds = t.as_f64().filter(|s| *s > 0.0).ok_or("timeout_seconds must be a positive number")?;
-        config.timeout = Duration::from_secs_f64(seconds);
-    }
-    if let Some(limit) = table.get("max_result_bytes") {
-        config.max_result_bytes =
-            limit.as_u64().filter(|n| *n > 0).ok_or("max_result_bytes must be a positive integer")? as usize;
-    }
+    let (timeout, max_result_bytes) = limits(table)?;
+    config.timeout = timeout.unwrap_or(config.timeout);
+    config.max_result_bytes = max_result_bytes.unwrap_or(config.max_result_bytes);
     config.header_provider = per_call.map(|t| Arc::new(t) as Arc<dyn agno_mcp::HeaderProvider>);
     let optional = table.get("optional").and_then(Value::as_bool).unwrap_or(false);
     Ok((config, optional))
@@ -337,14 +347,9 @@ pub fn parse_toolbox(table: &Map<String, Value>) -> Result<(ToolboxConfig, bool)
             .map(|(name, value)| Ok((name.clone(), bound_value(name, value)?)))
             .collect::<Result<BTreeMap<_, _>, String>>()?;
     }
-    if let Some(t) = table.get("timeout_seconds") {
-        let seconds = t.as_f64().filter(|s| *s > 0.0).ok_or("timeout_seconds must be a positive number")?;
-        config.timeout = Duration::from_secs_f64(seconds);
-    }
-    if let Some(limit) = table.get("max_result_bytes") {
-        config.max_result_bytes =
-            limit.as_u64().filter(|n| *n > 0).ok_or("max_result_bytes must be a positive integer")? as usize;
-    }
+    let (timeout, max_result_bytes) = limits(table)?;
+    config.timeout = timeout.unwrap_or(config.timeout);
+    config.max_result_bytes = max_result_bytes.unwrap_or(config.max_result_bytes);
     let optional = table.get("optional").and_then(Value::as_bool).unwrap_or(false);
     Ok((config, optional))
 }

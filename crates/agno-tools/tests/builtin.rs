@@ -2,23 +2,16 @@
 //! `DynTool` as the runtime calls them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::{call, options};
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use agno_tools::builtin::{BuiltinError, by_name, calculator, file_tools, http_tools, shell_tools};
-use agno_tools::{DynTool, ToolContext, ToolError, ToolErrorKind, Toolkit};
+use agno_tools::{ToolError, ToolErrorKind, Toolkit};
 use serde_json::{Map, Value, json};
-
-/// Calls `tool` of `toolkit` with `args`; panics when the toolkit does not expose the tool.
-async fn call(toolkit: &Toolkit, tool: &str, args: Value) -> Result<String, ToolError> {
-    let found = toolkit
-        .tools()
-        .into_iter()
-        .find(|t| t.name() == tool)
-        .unwrap_or_else(|| panic!("toolkit {} does not expose {tool}", toolkit.name()));
-    let Value::Object(args) = args else { panic!("arguments must be an object") };
-    DynTool::call(&*found, args, ToolContext::default()).await
-}
 
 /// Calls a tool that must succeed and parses its JSON result.
 async fn call_ok(toolkit: &Toolkit, tool: &str, args: Value) -> Value {
@@ -36,13 +29,6 @@ async fn call_err(toolkit: &Toolkit, tool: &str, args: Value) -> ToolError {
 
 fn names(toolkit: &Toolkit) -> Vec<String> {
     toolkit.tools().iter().map(|t| t.name().to_owned()).collect()
-}
-
-fn options(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => panic!("options must be an object"),
-    }
 }
 
 /// A fresh directory under the system temp dir, removed on drop.

@@ -4,27 +4,14 @@
 //! to do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::{call, options};
+
 use agno_testkit::FakeProvider;
+use agno_tools::Toolkit;
 use agno_tools::builtin::{BuiltinError, by_name};
-use agno_tools::{DynTool, ToolContext, ToolError, Toolkit};
-use serde_json::{Map, Value, json};
-
-fn options(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => panic!("options must be an object"),
-    }
-}
-
-async fn call(toolkit: &Toolkit, tool: &str, args: Value) -> Result<String, ToolError> {
-    let found = toolkit
-        .tools()
-        .into_iter()
-        .find(|t| t.name() == tool)
-        .unwrap_or_else(|| panic!("toolkit {} does not expose {tool}", toolkit.name()));
-    let Value::Object(args) = args else { panic!("arguments must be an object") };
-    DynTool::call(&*found, args, ToolContext::default()).await
-}
+use serde_json::{Value, json};
 
 async fn call_json(toolkit: &Toolkit, tool: &str, args: Value) -> Value {
     let text = call(toolkit, tool, args.clone()).await.unwrap_or_else(|e| panic!("{tool}({args}): {}", e.model_text()));

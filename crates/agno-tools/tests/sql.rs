@@ -4,10 +4,14 @@
 //! timeout error.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
+use common::call;
+
 use std::time::Duration;
 
 use agno_tools::builtin::by_name;
-use agno_tools::{DynTool, ToolContext, ToolError, ToolErrorKind, Toolkit};
+use agno_tools::{ToolErrorKind, Toolkit};
 use serde_json::{Map, Value, json};
 use sqlx::{AssertSqlSafe, Executor};
 
@@ -18,12 +22,6 @@ fn toolkit(url: &str, extra: Value) -> Toolkit {
         options.extend(extra);
     }
     by_name("sql", &options).unwrap()
-}
-
-async fn call(kit: &Toolkit, tool: &str, args: Value) -> Result<String, ToolError> {
-    let found = kit.tools().into_iter().find(|t| t.name() == tool).unwrap_or_else(|| panic!("no {tool}"));
-    let Value::Object(args) = args else { panic!("arguments must be an object") };
-    DynTool::call(&*found, args, ToolContext::default()).await
 }
 
 async fn rows(kit: &Toolkit, query: &str, limit: Option<u64>) -> Value {
