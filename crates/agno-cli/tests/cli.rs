@@ -81,6 +81,43 @@ async fn run_against_an_openai_compatible_server_uses_the_env_vars() {
     assert_eq!(req.body["model"], "gpt-4o-mini");
 }
 
+/// Each native provider, reached through `agno run --model provider:id` with only its usual
+/// environment variables pointing at the fake server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_provider_runs_from_the_terminal_with_only_its_env_override() {
+    let server = FakeProvider::start().await.unwrap();
+    let root = server.root_url();
+    // (model string, its environment, the path the request must reach)
+    type Case<'a> = (&'a str, Vec<(&'a str, String)>, &'a str);
+    let cases: Vec<Case> = vec![(
+        "anthropic:claude-sonnet-4-5",
+        vec![("ANTHROPIC_BASE_URL", root.clone()), ("ANTHROPIC_API_KEY", "sk-ant-cli".into())],
+        "/v1/messages",
+    )];
+    for (model, env, path) in cases {
+        server.push(Reply::text("four"));
+        let model_arg = model.to_owned();
+        let out = tokio::task::spawn_blocking(move || {
+            agno().envs(env).args(["run", "--model", &model_arg, "What is 2+2?"]).output().unwrap()
+        })
+        .await
+        .unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{model}: {stderr}");
+        assert_eq!(stdout.trim(), "four", "{model}");
+        assert_eq!(server.requests().last().unwrap().path, path, "{model}");
+    }
+}
+
+#[test]
+fn an_unknown_provider_is_named_once_with_the_known_ones() {
+    let out = agno().args(["run", "--model", "nope:x", "hi"]).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert_eq!(stderr.matches("unknown model provider \"nope\"").count(), 1, "the cause once: {stderr}");
+    assert!(stderr.contains("anthropic") && stderr.contains("use --model test"), "{stderr}");
+}
+
 #[test]
 fn chat_answers_each_line_and_exits_on_command() {
     let mut child = agno()

@@ -32,6 +32,12 @@ pub enum ModelErrorKind {
     MissingApiKey,
     /// Structured output did not match the output schema.
     SchemaViolation,
+    /// The provider does not know the model (a typo, or a model not pulled yet).
+    ModelNotFound,
+    /// The conversation is longer than the model's context window.
+    ContextTooLong,
+    /// The provider withheld the answer (or refused the prompt) for safety reasons.
+    ContentFiltered,
 }
 
 impl ModelErrorKind {
@@ -56,6 +62,10 @@ impl ModelErrorKind {
             ModelErrorKind::UnknownProvider => "unknown_model_provider",
             ModelErrorKind::MissingApiKey => "missing_api_key",
             ModelErrorKind::SchemaViolation => "output_schema_violation",
+            ModelErrorKind::ModelNotFound => "model_not_found_error",
+            // Agno's `ContextWindowExceededError`.
+            ModelErrorKind::ContextTooLong => "context_window_exceeded_error",
+            ModelErrorKind::ContentFiltered => "model_content_filtered_error",
         }
     }
 }

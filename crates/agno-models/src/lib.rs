@@ -15,16 +15,24 @@
 //! # Ok(()) }
 //! ```
 
+pub mod anthropic;
 mod example_value;
 mod fallback;
 mod function_model;
+mod http;
 pub mod openai;
+mod parts;
 pub mod presets;
 mod test_model;
 
+pub use anthropic::Claude;
 pub use example_value::example_value;
 pub use fallback::FallbackModel;
 pub use function_model::{FunctionModel, response_chunks};
-pub use openai::{ClientConfig, OpenAIChat, RetryPolicy};
-pub use presets::{ModelConfig, PRESETS, Preset, build_model, find_preset, model_from_str};
+pub use http::{ClientConfig, RetryPolicy, Sleeper};
+pub use openai::OpenAIChat;
+pub use presets::{
+    ModelConfig, NATIVE_PROVIDERS, NativeProvider, PRESETS, Preset, build_model, find_native, find_preset,
+    model_from_str,
+};
 pub use test_model::TestModel;

@@ -104,14 +104,57 @@ pub const PRESETS: &[Preset] = &[
     preset("cerebras", "Cerebras", "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY", "CEREBRAS_BASE_URL", true, true),
 ];
 
+/// A provider with a wire format of its own (not Chat Completions).
+#[derive(Debug, Clone, Copy)]
+pub struct NativeProvider {
+    /// Names used in model strings (`anthropic`, `claude`).
+    pub names: &'static [&'static str],
+    /// Name reported as `model_provider`.
+    pub provider: &'static str,
+    /// Default base URL.
+    pub base_url: &'static str,
+    /// Environment variables holding the API key, in order of preference.
+    pub api_key_envs: &'static [&'static str],
+    /// Environment variable overriding the base URL.
+    pub base_url_env: &'static str,
+    /// The provider refuses requests without a key.
+    pub key_required: bool,
+    build: BuildFn,
+}
+
+/// Builds a native provider's model from its id and connection settings.
+type BuildFn = fn(&str, ClientConfig) -> Result<Arc<dyn Model>, ModelError>;
+
+fn claude(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
+    Ok(Arc::new(crate::anthropic::Claude::new(id, config)?))
+}
+
+/// Every provider with its own wire format.
+pub const NATIVE_PROVIDERS: &[NativeProvider] = &[NativeProvider {
+    names: &["anthropic", "claude"],
+    provider: "Anthropic",
+    base_url: crate::anthropic::DEFAULT_BASE_URL,
+    api_key_envs: &["ANTHROPIC_API_KEY"],
+    base_url_env: "ANTHROPIC_BASE_URL",
+    key_required: true,
+    build: claude,
+}];
+
+fn normalized(name: &str) -> String {
+    name.to_lowercase().chars().filter(|c| c.is_ascii_alphanumeric()).collect()
+}
+
+/// Looks up a native provider by one of its names.
+pub fn find_native(name: &str) -> Option<&'static NativeProvider> {
+    let norm = normalized(name);
+    NATIVE_PROVIDERS.iter().find(|p| p.names.iter().any(|n| normalized(n) == norm))
+}
+
 /// Looks up a preset by name (case-insensitive; `lm-studio`, `llama.cpp` and similar spellings
 /// are accepted).
 pub fn find_preset(name: &str) -> Option<&'static Preset> {
-    let norm: String = name.to_lowercase().chars().filter(|c| c.is_ascii_alphanumeric()).collect();
-    PRESETS.iter().find(|p| {
-        let pn: String = p.name.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
-        pn == norm
-    })
+    let norm = normalized(name);
+    PRESETS.iter().find(|p| normalized(p.name) == norm)
 }
 
 /// Explicit settings for a model, overriding environment variables.
@@ -175,8 +218,12 @@ fn build_single(config: &ModelConfig) -> Result<Arc<dyn Model>, ModelError> {
     if config.provider.eq_ignore_ascii_case("test") {
         return Ok(Arc::new(TestModel::new()));
     }
+    if let Some(native) = find_native(&config.provider) {
+        return build_native(native, config);
+    }
     let Some(preset) = find_preset(&config.provider) else {
-        let known: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        let known: Vec<&str> =
+            NATIVE_PROVIDERS.iter().map(|p| p.names[0]).chain(PRESETS.iter().map(|p| p.name)).collect();
         return Err(ModelError::new(
             ModelErrorKind::UnknownProvider,
             format!("unknown model provider {:?}; known providers: test, {}", config.provider, known.join(", ")),
@@ -213,6 +260,35 @@ fn build_single(config: &ModelConfig) -> Result<Arc<dyn Model>, ModelError> {
         parallel_tool_calls: true,
     });
     Ok(Arc::new(model))
+}
+
+fn build_native(native: &NativeProvider, config: &ModelConfig) -> Result<Arc<dyn Model>, ModelError> {
+    let name = native.names[0];
+    let id = config.id.clone().ok_or_else(|| {
+        ModelError::new(
+            ModelErrorKind::UnknownProvider,
+            format!("model string for {name} needs a model id, e.g. {name}:<model>"),
+        )
+    })?;
+    let api_key = config.api_key.clone().or_else(|| match &config.api_key_env {
+        Some(var) => env(var),
+        None => native.api_key_envs.iter().find_map(|var| env(var)),
+    });
+    if api_key.is_none() && native.key_required {
+        let var = config.api_key_env.as_deref().unwrap_or(native.api_key_envs[0]);
+        return Err(ModelError::new(
+            ModelErrorKind::MissingApiKey,
+            format!("no api key for {} model {id}: set {var}", native.provider),
+        ));
+    }
+    let base_url =
+        config.base_url.clone().or_else(|| env(native.base_url_env)).unwrap_or_else(|| native.base_url.to_owned());
+    let mut client = ClientConfig::new(base_url);
+    client.api_key = api_key;
+    if let Some(retry) = config.retry {
+        client.retry = retry;
+    }
+    (native.build)(&id, client)
 }
 
 /// `OLLAMA_HOST` is a host (`127.0.0.1:11434`), not an OpenAI base URL.

@@ -16,6 +16,7 @@
 //! # }
 //! ```
 
+mod anthropic;
 pub mod conformance;
 mod embeddings;
 pub mod legacy;
@@ -28,6 +29,7 @@ pub mod services;
 mod slack;
 pub mod toolbox;
 mod wait;
+mod wire;
 
 pub use embeddings::bag_of_words_embedding;
 pub use python::agno_python;

@@ -1,78 +1,67 @@
 //! OpenAI Chat Completions wire format: request validation, response and SSE chunk rendering, error bodies.
 
 use std::collections::HashSet;
-use std::convert::Infallible;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::body::Body;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use crate::script::{Completion, EchoContext, Outcome, Shared, resolve};
+use crate::script::{Completion, EchoContext, Shared};
+use crate::wire::{
+    ARGS_PIECE_CHARS, TEXT_PIECE_CHARS, Wire, json_answer, json_error, maybe_cut, serve, split_chars, sse_response,
+    with_retry_after,
+};
 
 /// Path of the chat completions endpoint.
 pub(crate) const CHAT_COMPLETIONS_PATH: &str = "/v1/chat/completions";
 /// Path of the model listing endpoint.
 pub(crate) const MODELS_PATH: &str = "/v1/models";
 
-/// Maximum characters of text per streamed content chunk.
-const TEXT_PIECE_CHARS: usize = 4;
-/// Maximum characters of tool-call arguments per streamed chunk.
-const ARGS_PIECE_CHARS: usize = 5;
-
 const CHUNK_OBJECT: &str = "chat.completion.chunk";
 
 const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
 
+/// The Chat Completions wire format.
+pub(crate) struct Chat;
+
+impl Wire for Chat {
+    fn validate(&self, _headers: &axum::http::HeaderMap, body: &Value) -> Result<(), (u16, String)> {
+        validate(body).map_err(|m| (400, m))
+    }
+
+    fn echo_context(&self, body: &Value) -> EchoContext {
+        echo_context(body)
+    }
+
+    fn is_stream(&self, body: &Value) -> bool {
+        body.get("stream").and_then(Value::as_bool) == Some(true)
+    }
+
+    fn error(&self, status: u16, message: &str) -> Response {
+        error_response(status, message, None)
+    }
+
+    fn completion(&self, n: u64, body: &Value, completion: &Completion, stream: bool) -> Response {
+        let meta = Meta {
+            id: format!("chatcmpl-{n}"),
+            n,
+            created: now_secs(),
+            model: body.get("model").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        };
+        let usage = usage(body, completion);
+        if stream {
+            let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true);
+            sse_response(maybe_cut(stream_events(&meta, completion, include_usage.then_some(usage)), completion.cut))
+        } else {
+            json_answer(&completion_json(&meta, completion, usage), completion.cut)
+        }
+    }
+}
+
 /// Answer one `POST /v1/chat/completions` request (already recorded by the server).
-pub(crate) async fn chat_completions(shared: &Shared, body: &Value) -> Response {
-    let latency = shared.latency();
-    if let Err(message) = validate(body) {
-        if !shared.sleep(latency).await {
-            return shutting_down();
-        }
-        return error_response(400, &message, None);
-    }
-    let Some((n, reply)) = shared.next_reply() else {
-        if !shared.sleep(latency).await {
-            return shutting_down();
-        }
-        return error_response(500, "fake provider: no scripted reply left", None);
-    };
-    let (delay, outcome) = resolve(reply, &echo_context(body));
-    if !shared.sleep(latency.saturating_add(delay)).await {
-        return shutting_down();
-    }
-    let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
-    match outcome {
-        Outcome::Error { status, message, retry_after } => error_response(status, &message, retry_after),
-        Outcome::Garbage(raw) => {
-            if stream {
-                sse_response(vec![format!("data: {raw}\n\n")])
-            } else {
-                ([(CONTENT_TYPE, "application/json")], raw).into_response()
-            }
-        }
-        Outcome::Completion(completion) => {
-            let meta = Meta {
-                id: format!("chatcmpl-{n}"),
-                n,
-                created: now_secs(),
-                model: body.get("model").and_then(Value::as_str).unwrap_or_default().to_owned(),
-            };
-            let usage = usage(body, &completion);
-            if stream {
-                let include_usage =
-                    body.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true);
-                sse_response(stream_events(&meta, &completion, include_usage.then_some(usage)))
-            } else {
-                axum::Json(completion_json(&meta, &completion, usage)).into_response()
-            }
-        }
-    }
+pub(crate) async fn chat_completions(shared: &Shared, headers: &axum::http::HeaderMap, body: &Value) -> Response {
+    serve(shared, &Chat, headers, body).await
 }
 
 /// The `GET /v1/models` answer.
@@ -86,12 +75,8 @@ pub(crate) fn models_response() -> Response {
 
 /// An error answer with the OpenAI error body and an optional `retry-after` header.
 pub(crate) fn error_response(status: u16, message: &str, retry_after: Option<u64>) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, axum::Json(error_body(status, message))).into_response();
-    if let Some(secs) = retry_after {
-        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
-    }
-    response
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    with_retry_after(json_error(code.as_u16(), error_body(code, message)), retry_after)
 }
 
 /// The OpenAI error body `{"error":{"message","type","code"}}`.
@@ -104,10 +89,6 @@ fn error_body(status: StatusCode, message: &str) -> Value {
         "server_error"
     };
     json!({"error": {"message": message, "type": kind, "code": null}})
-}
-
-fn shutting_down() -> Response {
-    error_response(503, "fake provider: shutting down", None)
 }
 
 fn now_secs() -> u64 {
@@ -130,7 +111,13 @@ impl Meta {
 }
 
 fn finish_reason(completion: &Completion) -> &'static str {
-    if completion.calls.is_empty() { "stop" } else { "tool_calls" }
+    if completion.filtered.is_some() {
+        "content_filter"
+    } else if completion.calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    }
 }
 
 /// Non-streaming `chat.completion` object.
@@ -138,6 +125,10 @@ fn completion_json(meta: &Meta, completion: &Completion, usage: Value) -> Value 
     let mut message = Map::new();
     message.insert("role".into(), "assistant".into());
     message.insert("content".into(), completion.content.as_ref().map_or(Value::Null, |c| Value::String(c.clone())));
+    if let Some(reasoning) = &completion.reasoning {
+        // DeepSeek's and vLLM's field for reasoning models.
+        message.insert("reasoning_content".into(), reasoning.clone().into());
+    }
     if !completion.calls.is_empty() {
         let calls: Vec<Value> = completion
             .calls
@@ -189,6 +180,11 @@ fn event(value: &Value) -> String {
 /// All SSE events of a streamed completion, `[DONE]` included.
 fn stream_events(meta: &Meta, completion: &Completion, usage: Option<Value>) -> Vec<String> {
     let mut events = vec![event(&chunk(meta, json!({"role": "assistant", "content": ""}), Value::Null))];
+    if let Some(reasoning) = &completion.reasoning {
+        for piece in split_chars(reasoning, TEXT_PIECE_CHARS) {
+            events.push(event(&chunk(meta, json!({"reasoning_content": piece}), Value::Null)));
+        }
+    }
     if let Some(text) = &completion.content {
         for piece in split_chars(text, TEXT_PIECE_CHARS) {
             events.push(event(&chunk(meta, json!({"content": piece}), Value::Null)));
@@ -221,31 +217,6 @@ fn stream_events(meta: &Meta, completion: &Completion, usage: Option<Value>) -> 
     events
 }
 
-fn sse_response(events: Vec<String>) -> Response {
-    let stream = futures::stream::iter(events.into_iter().map(|e| Ok::<Bytes, Infallible>(Bytes::from(e))));
-    ([(CONTENT_TYPE, "text/event-stream"), (CACHE_CONTROL, "no-cache")], Body::from_stream(stream)).into_response()
-}
-
-/// Split `s` into pieces of at most `max` characters, on char boundaries.
-fn split_chars(s: &str, max: usize) -> Vec<&str> {
-    let max = max.max(1);
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    let mut count = 0;
-    for (i, _) in s.char_indices() {
-        if count == max {
-            pieces.push(&s[start..i]);
-            start = i;
-            count = 0;
-        }
-        count += 1;
-    }
-    if start < s.len() {
-        pieces.push(&s[start..]);
-    }
-    pieces
-}
-
 /// Text of a message `content` (a string, or an array of parts with `text` fields).
 fn content_text(content: Option<&Value>) -> String {
     match content {
@@ -262,10 +233,7 @@ fn usage(body: &Value, completion: &Completion) -> Value {
         .and_then(Value::as_array)
         .map(|messages| messages.iter().map(|m| content_text(m.get("content")).chars().count()).sum())
         .unwrap_or(0);
-    let completion_chars = completion.content.as_deref().map_or(0, |c| c.chars().count())
-        + completion.calls.iter().map(|(_, args)| args.chars().count()).sum::<usize>();
-    let prompt = (prompt_chars / 4).max(1);
-    let completion = (completion_chars / 4).max(1);
+    let (prompt, completion) = crate::wire::token_counts(prompt_chars, completion);
     json!({
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -561,7 +529,7 @@ mod tests {
             {"role": "user", "content": "12345678"},
             {"role": "assistant", "content": "1234"}
         ]});
-        let completion = Completion { content: Some("ab".into()), calls: vec![] };
+        let completion = Completion { content: Some("ab".into()), ..Completion::default() };
         assert_eq!(usage(&body, &completion), json!({"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}));
     }
 

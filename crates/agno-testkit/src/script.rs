@@ -43,6 +43,14 @@ pub enum Reply {
     /// tools and the last message is a user message, instead call the first tool with arguments
     /// `"{}"`. Useful as a fallback in benchmarks.
     Echo,
+    /// This reasoning (the provider's thinking / reasoning content) before the inner answer.
+    Reasoning(String, Box<Reply>),
+    /// The inner answer, but its stream stops halfway, before the provider's end marker (a
+    /// whole answer is cut halfway through its JSON).
+    Cut(Box<Reply>),
+    /// The provider refuses to answer for safety reasons (OpenAI `content_filter`, Anthropic
+    /// `refusal`, Gemini `SAFETY`), with this reason.
+    Filtered(String),
 }
 
 impl Reply {
@@ -98,6 +106,12 @@ pub(crate) struct Completion {
     pub(crate) content: Option<String>,
     /// `(function name, raw arguments)` for each tool call.
     pub(crate) calls: Vec<(String, String)>,
+    /// Reasoning before the answer.
+    pub(crate) reasoning: Option<String>,
+    /// The stream (or body) stops halfway.
+    pub(crate) cut: bool,
+    /// The answer was withheld for safety reasons: the reason.
+    pub(crate) filtered: Option<String>,
 }
 
 /// What the `Echo` reply needs to know about a request, extracted by the wire-format module.
@@ -110,35 +124,45 @@ pub(crate) struct EchoContext {
     pub(crate) tool_to_call: Option<String>,
 }
 
-/// Strip `Delayed` layers (summing their durations) and evaluate `Echo`.
+/// Strip `Delayed`, `Reasoning` and `Cut` layers (summing delays, keeping the reasoning and the
+/// cut for the completion) and evaluate `Echo`.
 pub(crate) fn resolve(reply: Reply, echo: &EchoContext) -> (Duration, Outcome) {
     let mut delay = Duration::ZERO;
+    let mut reasoning = None;
+    let mut cut = false;
     let mut reply = reply;
-    loop {
+    let completion = loop {
         match reply {
             Reply::Delayed(d, inner) => {
                 delay = delay.saturating_add(d);
                 reply = *inner;
             }
-            Reply::Text(text) => {
-                return (delay, Outcome::Completion(Completion { content: Some(text), calls: Vec::new() }));
+            Reply::Reasoning(text, inner) => {
+                reasoning = Some(text);
+                reply = *inner;
             }
-            Reply::ToolCalls { content, calls } => {
-                return (delay, Outcome::Completion(Completion { content, calls }));
+            Reply::Cut(inner) => {
+                cut = true;
+                reply = *inner;
             }
+            Reply::Text(text) => break Completion { content: Some(text), ..Completion::default() },
+            Reply::ToolCalls { content, calls } => break Completion { content, calls, ..Completion::default() },
+            Reply::Filtered(reason) => break Completion { filtered: Some(reason), ..Completion::default() },
             Reply::Error { status, message, retry_after } => {
                 return (delay, Outcome::Error { status, message, retry_after });
             }
             Reply::Garbage(raw) => return (delay, Outcome::Garbage(raw)),
             Reply::Echo => {
-                let completion = match &echo.tool_to_call {
-                    Some(name) => Completion { content: None, calls: vec![(name.clone(), "{}".to_owned())] },
-                    None => Completion { content: Some(format!("echo: {}", echo.last_user_text)), calls: Vec::new() },
+                break match &echo.tool_to_call {
+                    Some(name) => Completion { calls: vec![(name.clone(), "{}".to_owned())], ..Completion::default() },
+                    None => {
+                        Completion { content: Some(format!("echo: {}", echo.last_user_text)), ..Completion::default() }
+                    }
                 };
-                return (delay, Outcome::Completion(completion));
             }
         }
-    }
+    };
+    (delay, Outcome::Completion(Completion { reasoning, cut, ..completion }))
 }
 
 /// Mutable state behind the lock.

@@ -117,6 +117,7 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route(openai::CHAT_COMPLETIONS_PATH, any(chat_completions))
         .route(openai::MODELS_PATH, any(models))
+        .route(crate::anthropic::MESSAGES_PATH, any(model_call::<crate::anthropic::Messages>))
         .route(crate::embeddings::EMBEDDINGS_PATH, any(embeddings))
         .route("/api/embed", any(embeddings))
         .route("/v2/embed", any(embeddings))
@@ -168,7 +169,21 @@ async fn chat_completions(
     body: Bytes,
 ) -> Response {
     match accept(&shared, &Method::POST, &method, &uri, &headers, &body) {
-        Some(body) => openai::chat_completions(&shared, &body).await,
+        Some(body) => openai::chat_completions(&shared, &headers, &body).await,
+        None => method_not_allowed(&method, &uri),
+    }
+}
+
+/// A model endpoint answered in wire format `W` (POST only).
+async fn model_call<W: crate::wire::Wire + Default>(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match accept(&shared, &Method::POST, &method, &uri, &headers, &body) {
+        Some(body) => crate::wire::serve(&shared, &W::default(), &headers, &body).await,
         None => method_not_allowed(&method, &uri),
     }
 }

@@ -11,9 +11,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::client::{ClientConfig, http_client, status_error, transport_error};
 use super::streaming::{chunks_of, sse_chunks};
 use super::wire::{ChatRequest, ChatResponse, StreamOptions, WireFunction, WireMessage, WireTool};
+use crate::http::{ClientConfig, body_text, http_client, invalid, send};
 
 /// A model served by an OpenAI Chat Completions compatible API.
 #[derive(Debug, Clone)]
@@ -112,45 +112,15 @@ impl OpenAIChat {
 
     /// Sends the request, retrying what can be retried; returns the successful response.
     async fn send(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
-        let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
-        let label = self.label();
-        let mut attempt = 0;
-        loop {
-            let mut req = self.client.post(&url).json(body);
-            if let Some(key) = &self.config.api_key {
-                req = req.bearer_auth(key);
+        let url = format!("{}/chat/completions", self.config.base());
+        send(&self.config, &self.label(), || {
+            let request = self.client.post(&url).json(body);
+            match &self.config.api_key {
+                Some(key) => request.bearer_auth(key),
+                None => request,
             }
-            for (name, value) in &self.config.headers {
-                req = req.header(name, value);
-            }
-            let result = match req.send().await {
-                Err(e) => Err(transport_error(&label, &self.config.base_url, e)),
-                Ok(resp) if resp.status().is_success() => return Ok(resp),
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    let headers = resp.headers().clone();
-                    let text = resp.text().await.unwrap_or_default();
-                    Err(status_error(&label, status, &headers, &text))
-                }
-            };
-            let err = match result {
-                Ok(resp) => return Ok(resp),
-                Err(err) => err,
-            };
-            if !err.is_retryable() || attempt >= self.config.retry.max_retries {
-                if attempt > 0 {
-                    return Err(ModelError {
-                        message: format!("{} (gave up after {} attempts)", err.message, attempt + 1),
-                        ..err
-                    });
-                }
-                return Err(err);
-            }
-            let delay = self.config.retry.delay(attempt, err.retry_after);
-            tracing::warn!(model = %self.id, attempt = attempt + 1, delay_ms = delay.as_millis() as u64, error = %err, "retrying model request");
-            tokio::time::sleep(delay).await;
-            attempt += 1;
-        }
+        })
+        .await
     }
 }
 
@@ -215,13 +185,9 @@ impl Model for OpenAIChat {
         let mut assembler = ResponseAssembler::new();
         let resp = self.send(&body).await?;
         let label = self.label();
-        let text = resp.text().await.map_err(|e| transport_error(&label, &self.config.base_url, e))?;
-        let doc: ChatResponse = serde_json::from_str(&text).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::InvalidResponse,
-                format!("{label} answered with invalid JSON ({e}): {}", text.chars().take(200).collect::<String>()),
-            )
-        })?;
+        let text = body_text(&self.config, &label, resp).await?;
+        let doc: ChatResponse =
+            serde_json::from_str(&text).map_err(|e| invalid(&label, &format!("with invalid JSON ({e})"), &text))?;
         let mut chunks: Vec<ModelChunk> = Vec::new();
         if doc.choices.is_empty() && doc.error.is_none() {
             return Err(ModelError::new(

@@ -1,9 +1,8 @@
 //! OpenAI Chat Completions: client settings, wire types, request building and stream parsing.
 
 mod chat;
-mod client;
 mod streaming;
 mod wire;
 
+pub use crate::http::{ClientConfig, RetryPolicy, Sleeper};
 pub use chat::OpenAIChat;
-pub use client::{ClientConfig, RetryPolicy};

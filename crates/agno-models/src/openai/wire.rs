@@ -137,29 +137,3 @@ pub(crate) struct WireError {
     #[serde(default, rename = "type")]
     pub(crate) kind: Option<String>,
 }
-
-/// `{"error": {...}}` bodies of failed requests; some servers send a bare string or `detail`.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct ErrorBody {
-    #[serde(default)]
-    pub(crate) error: Option<Value>,
-    #[serde(default)]
-    pub(crate) detail: Option<Value>,
-    #[serde(default)]
-    pub(crate) message: Option<String>,
-}
-
-impl ErrorBody {
-    pub(crate) fn message(&self) -> Option<String> {
-        let from_value = |v: &Value| match v {
-            Value::String(s) => Some(s.clone()),
-            Value::Object(o) => o.get("message").and_then(Value::as_str).map(str::to_owned),
-            _ => None,
-        };
-        self.error
-            .as_ref()
-            .and_then(from_value)
-            .or_else(|| self.detail.as_ref().and_then(from_value))
-            .or_else(|| self.message.clone())
-    }
-}

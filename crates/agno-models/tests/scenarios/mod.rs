@@ -39,6 +39,9 @@ pub(crate) trait Harness: Sized {
     /// The model id the harness's models are built with.
     const MODEL_ID: &'static str;
 
+    /// Whether the wire format names a structured-output schema (Anthropic's does not).
+    const SCHEMA_NAMES: bool = true;
+
     /// Starts a fresh fake server (each scenario gets its own).
     fn start() -> impl Future<Output = Self>;
 
@@ -462,11 +465,65 @@ pub(crate) async fn structured_output<H: Harness>(h: &H, mode: Mode) {
     let parsed: Value = serde_json::from_str(&out.response.content).expect("structured answer is JSON");
     assert_eq!(parsed, answer);
     let expected = if model.capabilities().native_structured_output {
-        Structured::JsonSchema { name: "weather_report".to_owned(), schema, strict: true }
+        let name = if H::SCHEMA_NAMES { "weather_report" } else { "" };
+        Structured::JsonSchema { name: name.to_owned(), schema, strict: H::SCHEMA_NAMES }
     } else {
         Structured::JsonObject
     };
     assert_eq!(h.single_request().structured, expected);
+}
+
+/// 6c. Structured output asked for while tools are offered: the tools and the schema both go,
+///     and a tool call still comes back as one.
+pub(crate) async fn structured_output_with_tools<H: Harness>(h: &H, mode: Mode) {
+    let schema = json!({
+        "type": "object",
+        "properties": {"summary": {"type": "string"}},
+        "required": ["summary"],
+        "additionalProperties": false
+    });
+    h.push(Reply::tool_call("get_weather", r#"{"city":"Oslo"}"#));
+    let model = h.model();
+    let request = ModelRequest {
+        tools: vec![weather_tool()],
+        response_format: Some(ResponseFormat::JsonSchema {
+            name: "report".to_owned(),
+            schema: schema.clone(),
+            strict: true,
+        }),
+        ..ask("Report on the weather in Oslo.")
+    };
+
+    let out = run_ok(&*model, request, mode).await;
+
+    assert_eq!(out.response.tool_calls.len(), 1);
+    assert_eq!(parse_args(&out.response.tool_calls[0]), json!({"city": "Oslo"}));
+    let wire = h.single_request();
+    assert_eq!(wire.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["get_weather"]);
+    if model.capabilities().native_structured_output {
+        assert!(
+            matches!(wire.structured, Structured::JsonSchema { schema: ref s, .. } if *s == schema),
+            "{:?}",
+            wire.structured
+        );
+    }
+}
+
+/// 12. A stream cut off before the provider's end marker (a whole answer cut halfway): an
+///     error, never a silently short answer.
+pub(crate) async fn cut_stream_is_an_error<H: Harness>(h: &H, mode: Mode) {
+    h.push(Reply::Cut(Box::new(Reply::text("This answer will never be finished by the server."))));
+    h.set_fallback(Reply::text("a retry must not happen"));
+
+    let err = run_err(&*h.model(), ask("Hi"), mode).await;
+
+    if mode.is_stream() {
+        assert_eq!(err.kind, ModelErrorKind::Connection, "{}", err.message);
+        assert!(err.message.contains("ended before the response was complete"), "{}", err.message);
+    } else {
+        assert_eq!(err.kind, ModelErrorKind::InvalidResponse, "{}", err.message);
+    }
+    assert_eq!(h.request_count(), 1, "a broken answer is not retried (it may have cost tokens)");
 }
 
 /// 6b. JSON mode.
@@ -477,7 +534,9 @@ pub(crate) async fn json_mode<H: Harness>(h: &H, mode: Mode) {
     let out = run_ok(&*h.model(), request, mode).await;
 
     assert_eq!(serde_json::from_str::<Value>(&out.response.content).unwrap(), json!({"ok": true}));
-    assert_eq!(h.single_request().structured, Structured::JsonObject);
+    // A provider without a JSON mode is asked plainly (the runtime then parses the answer).
+    let expected = if h.model().capabilities().json_mode { Structured::JsonObject } else { Structured::None };
+    assert_eq!(h.single_request().structured, expected);
 }
 
 /// 7. Usage accounting: tokens reported and consistent; streams ask for usage.
@@ -696,6 +755,7 @@ macro_rules! provider_suite {
             parallel_tool_calls,
             split_tool_arguments,
             structured_output,
+            structured_output_with_tools,
             json_mode,
             usage_accounting,
             rate_limited_then_success,
@@ -703,6 +763,7 @@ macro_rules! provider_suite {
             bad_request_not_retried,
             auth_error_not_retried,
             garbage_is_invalid_response,
+            cut_stream_is_an_error,
             unreachable_base_url,
             fallback_to_secondary,
             fallback_all_fail,

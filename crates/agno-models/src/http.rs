@@ -1,0 +1,377 @@
+//! What every provider's HTTP call shares: connection settings, the retry loop (429, 5xx and
+//! connection failures, with exponential backoff and full jitter, honouring `retry-after` /
+//! `retry-after-ms`), and turning a refusal into a [`ModelError`] whose kind a caller can match
+//! on (rate limit, auth, model not found, context too long, content filtered, ...).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agno_core::{ModelError, ModelErrorKind};
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+/// Retry settings for model calls.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// Delay before the first retry; doubles each time.
+    pub base_delay: Duration,
+    /// Upper bound of one delay (also caps `retry-after`).
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self { max_retries: 3, base_delay: Duration::from_millis(500), max_delay: Duration::from_secs(30) }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub fn none() -> Self {
+        Self { max_retries: 0, ..Self::default() }
+    }
+
+    /// The delay before retry number `attempt` (0-based): the provider's hint when given,
+    /// otherwise exponential backoff with full jitter.
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(hint) = retry_after {
+            return hint.min(self.max_delay);
+        }
+        let exp = self.base_delay.saturating_mul(2u32.saturating_pow(attempt.min(16)));
+        let capped = exp.min(self.max_delay);
+        // Full jitter: uniformly in [capped/2, capped].
+        let half = capped / 2;
+        half + half.mul_f64(fastrand::f64())
+    }
+}
+
+/// How a retry waits: `tokio::time::sleep` unless a test (or a simulation) supplies its own
+/// clock, which then sees every delay the retry loop asks for.
+#[derive(Clone, Default)]
+pub struct Sleeper(Option<Arc<SleepFn>>);
+
+/// A sleep: the future that waits for a duration.
+pub(crate) type SleepFn = dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync;
+
+impl fmt::Debug for Sleeper {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "Sleeper(custom)" } else { "Sleeper(tokio)" })
+    }
+}
+
+impl Sleeper {
+    /// Waits with `sleep` instead of the tokio timer.
+    pub fn new(sleep: impl Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(sleep)))
+    }
+
+    async fn sleep(&self, delay: Duration) {
+        match &self.0 {
+            Some(sleep) => sleep(delay).await,
+            None => tokio::time::sleep(delay).await,
+        }
+    }
+}
+
+/// Where and how to reach a provider.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Base URL (for OpenAI-compatible servers including the version path, e.g.
+    /// `https://api.openai.com/v1`).
+    pub base_url: String,
+    /// API key; `None` for servers that need none. Each provider sends it its own way.
+    pub api_key: Option<String>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Retry settings.
+    pub retry: RetryPolicy,
+    /// Extra headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// How retries wait.
+    pub sleeper: Sleeper,
+}
+
+impl ClientConfig {
+    /// Settings for `base_url` with defaults: no key, 120 s timeout, default retries.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: None,
+            timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+            headers: Vec::new(),
+            sleeper: Sleeper::default(),
+        }
+    }
+
+    /// The base URL without a trailing slash.
+    pub(crate) fn base(&self) -> &str {
+        self.base_url.trim_end_matches('/')
+    }
+}
+
+pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, ModelError> {
+    reqwest::Client::builder().read_timeout(timeout).connect_timeout(Duration::from_secs(10)).build().map_err(|e| {
+        ModelError::new(ModelErrorKind::Connection, format!("cannot build http client: {e}")).with_source(e)
+    })
+}
+
+/// Parses `retry-after` (seconds, possibly fractional) or `retry-after-ms`.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return Some(Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 3600.0)));
+    }
+    get("retry-after").and_then(|v| v.parse::<f64>().ok()).map(|s| Duration::from_secs_f64(s.clamp(0.0, 3600.0)))
+}
+
+/// The provider's message in an error body, whatever its shape: OpenAI's and Anthropic's
+/// `{"error": {"message"}}`, Gemini's `{"error": {"message", "status"}}`, Ollama's `{"error":
+/// "..."}`, Bedrock's `{"message"}`, FastAPI's `{"detail"}`.
+pub(crate) fn error_message(body: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(body).ok()?;
+    let from = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => o.get("message").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    };
+    value
+        .get("error")
+        .and_then(from)
+        .or_else(|| value.get("detail").and_then(from))
+        .or_else(|| value.get("message").and_then(Value::as_str).map(str::to_owned))
+        .or_else(|| value.get("Message").and_then(Value::as_str).map(str::to_owned))
+}
+
+/// The kind of a refusal, from its status and the provider's words.
+pub(crate) fn refusal_kind(status: u16, message: &str) -> ModelErrorKind {
+    let m = message.to_lowercase();
+    let says = |words: &[&str]| words.iter().any(|w| m.contains(w));
+    if says(&[
+        "context length",
+        "context_length",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+        "maximum context",
+        "input is too long",
+        "exceeds the maximum number of tokens",
+    ]) {
+        return ModelErrorKind::ContextTooLong;
+    }
+    if says(&[
+        "content filter",
+        "content_filter",
+        "content management policy",
+        "safety",
+        "responsibleaipolicyviolation",
+    ]) {
+        return ModelErrorKind::ContentFiltered;
+    }
+    match status {
+        429 => ModelErrorKind::RateLimited,
+        401 | 403 => ModelErrorKind::Auth,
+        404 if says(&["model"]) => ModelErrorKind::ModelNotFound,
+        408 => ModelErrorKind::Timeout,
+        // Anthropic's "overloaded" is 529.
+        s if s >= 500 => ModelErrorKind::Server,
+        _ if says(&["model"]) && says(&["not found", "does not exist", "unknown model", "not_found"]) => {
+            ModelErrorKind::ModelNotFound
+        }
+        _ => ModelErrorKind::BadRequest,
+    }
+}
+
+/// Turns a non-success status and body into a [`ModelError`]: the kind, the provider's message
+/// once, and `retry-after`.
+pub(crate) fn status_error(label: &str, status: u16, headers: &HeaderMap, body: &str) -> ModelError {
+    let detail = error_message(body).unwrap_or_else(|| body.chars().take(300).collect());
+    let kind = refusal_kind(status, &detail);
+    ModelError::new(kind, format!("{label} answered http {status}: {detail}"))
+        .with_status(status)
+        .with_retry_after(retry_after(headers))
+}
+
+/// Turns a transport failure into a [`ModelError`].
+pub(crate) fn transport_error(label: &str, base_url: &str, err: reqwest::Error) -> ModelError {
+    let kind = if err.is_timeout() { ModelErrorKind::Timeout } else { ModelErrorKind::Connection };
+    ModelError::new(kind, format!("{label} is unreachable at {base_url}: {err}")).with_source(err)
+}
+
+/// An answer that is not the provider's wire format.
+pub(crate) fn invalid(label: &str, what: &str, text: &str) -> ModelError {
+    ModelError::new(
+        ModelErrorKind::InvalidResponse,
+        format!("{label} answered {what}: {}", text.chars().take(200).collect::<String>()),
+    )
+}
+
+/// Sends the request `build` makes (again for each retry), retrying what can be retried;
+/// returns the successful response. `model` names the model in logs.
+pub(crate) async fn send(
+    config: &ClientConfig,
+    label: &str,
+    build: impl Fn() -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, ModelError> {
+    let mut attempt = 0;
+    loop {
+        let mut request = build();
+        for (name, value) in &config.headers {
+            request = request.header(name, value);
+        }
+        let err = match request.send().await {
+            Err(e) => transport_error(label, &config.base_url, e),
+            Ok(resp) if resp.status().is_success() => return Ok(resp),
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let headers = resp.headers().clone();
+                let text = resp.text().await.unwrap_or_default();
+                status_error(label, status, &headers, &text)
+            }
+        };
+        if !err.is_retryable() || attempt >= config.retry.max_retries {
+            if attempt > 0 {
+                return Err(ModelError {
+                    message: format!("{} (gave up after {} attempts)", err.message, attempt + 1),
+                    ..err
+                });
+            }
+            return Err(err);
+        }
+        let delay = config.retry.delay(attempt, err.retry_after);
+        tracing::warn!(model = %label, attempt = attempt + 1, delay_ms = delay.as_millis() as u64, error = %err, "retrying model request");
+        config.sleeper.sleep(delay).await;
+        attempt += 1;
+    }
+}
+
+/// Reads a whole answer as text.
+pub(crate) async fn body_text(
+    config: &ClientConfig,
+    label: &str,
+    resp: reqwest::Response,
+) -> Result<String, ModelError> {
+    resp.text().await.map_err(|e| transport_error(label, &config.base_url, e))
+}
+
+/// Turns one provider's stream events into chunks; it keeps whatever state the format needs
+/// (which content block is a tool call, ...).
+pub(crate) trait EventParser: Send + 'static {
+    /// The chunks of one event (`name` is the SSE event name, or empty), and whether the
+    /// response is complete with it.
+    fn event(&mut self, name: &str, data: &str) -> Result<(Vec<agno_core::ModelChunk>, bool), ModelError>;
+}
+
+/// A byte stream of events (SSE, or NDJSON lines with `lines`) parsed by `parser`. A stream that
+/// ends before the parser saw the response complete was cut off: a `Connection` error.
+pub(crate) fn event_stream<P: EventParser>(
+    label: String,
+    resp: reqwest::Response,
+    parser: P,
+    lines: bool,
+) -> agno_core::ModelStream {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    type Events = Pin<Box<dyn futures::Stream<Item = Result<(String, String), String>> + Send>>;
+    let events: Events = if lines {
+        let mut buffer = Vec::new();
+        let bytes = resp.bytes_stream();
+        Box::pin(
+            bytes
+                .map(move |chunk| match chunk {
+                    Ok(chunk) => {
+                        buffer.extend_from_slice(&chunk);
+                        let mut out = Vec::new();
+                        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                            let line: Vec<u8> = buffer.drain(..=end).collect();
+                            let line = String::from_utf8_lossy(&line).trim().to_owned();
+                            if !line.is_empty() {
+                                out.push(Ok((String::new(), line)));
+                            }
+                        }
+                        futures::stream::iter(out)
+                    }
+                    Err(e) => futures::stream::iter(vec![Err(e.to_string())]),
+                })
+                .flatten(),
+        )
+    } else {
+        Box::pin(
+            resp.bytes_stream().eventsource().map(|event| event.map(|e| (e.event, e.data)).map_err(|e| e.to_string())),
+        )
+    };
+    futures::stream::unfold((events, parser, label, false), |(mut events, mut parser, label, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            match events.next().await {
+                None => {
+                    let err = ModelError::new(
+                        ModelErrorKind::Connection,
+                        format!("{label} stream ended before the response was complete"),
+                    );
+                    return Some((vec![Err(err)], (events, parser, label, true)));
+                }
+                Some(Err(e)) => {
+                    let err = ModelError::new(ModelErrorKind::Connection, format!("{label} stream broke: {e}"));
+                    return Some((vec![Err(err)], (events, parser, label, true)));
+                }
+                Some(Ok((name, data))) => {
+                    let data = data.trim();
+                    if data.is_empty() {
+                        continue;
+                    }
+                    return match parser.event(&name, data) {
+                        Ok((chunks, complete)) => {
+                            Some((chunks.into_iter().map(Ok).collect(), (events, parser, label, complete)))
+                        }
+                        Err(err) => Some((vec![Err(err)], (events, parser, label, true))),
+                    };
+                }
+            }
+        }
+    })
+    .flat_map(futures::stream::iter)
+    .boxed()
+}
+
+/// A stream event that is not JSON of the provider's format.
+pub(crate) fn invalid_event(label: &str, why: &str, data: &str) -> ModelError {
+    invalid(label, &format!("an invalid stream event ({why})"), data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_classified_by_status_and_words() {
+        assert_eq!(refusal_kind(429, "slow down"), ModelErrorKind::RateLimited);
+        assert_eq!(refusal_kind(401, "invalid x-api-key"), ModelErrorKind::Auth);
+        assert_eq!(refusal_kind(404, "model: claude-9 not found"), ModelErrorKind::ModelNotFound);
+        assert_eq!(refusal_kind(404, "no such route"), ModelErrorKind::BadRequest);
+        assert_eq!(
+            refusal_kind(400, "prompt is too long: 250000 tokens > 200000 maximum"),
+            ModelErrorKind::ContextTooLong
+        );
+        assert_eq!(
+            refusal_kind(400, "This model's maximum context length is 128000 tokens"),
+            ModelErrorKind::ContextTooLong
+        );
+        assert_eq!(refusal_kind(400, "filtered by the content management policy"), ModelErrorKind::ContentFiltered);
+        assert_eq!(
+            refusal_kind(400, "model \"llama9\" not found, try pulling it first"),
+            ModelErrorKind::ModelNotFound
+        );
+        assert_eq!(refusal_kind(529, "Overloaded"), ModelErrorKind::Server);
+        assert_eq!(error_message(r#"{"type":"error","error":{"type":"x","message":"m1"}}"#).as_deref(), Some("m1"));
+        assert_eq!(error_message(r#"{"error":"m2"}"#).as_deref(), Some("m2"));
+        assert_eq!(error_message(r#"{"message":"m3"}"#).as_deref(), Some("m3"));
+    }
+}

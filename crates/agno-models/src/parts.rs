@@ -1,0 +1,107 @@
+//! A message's content as provider-neutral parts. Messages carry content as Chat Completions
+//! does (a string, or parts `{"type": "text"}`, `{"type": "image_url", "image_url": {"url"}}`,
+//! `{"type": "file", "file": {"file_data", "filename"}}`); each provider renders these parts in
+//! its own shape.
+
+use serde_json::Value;
+
+/// One part of a message's content.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Part {
+    /// Text.
+    Text(String),
+    /// An image by URL.
+    ImageUrl(String),
+    /// An image's bytes, base64 encoded.
+    ImageData {
+        /// Its media type (`image/png`).
+        mime: String,
+        /// Base64 of the bytes.
+        data: String,
+    },
+    /// A document's bytes (a PDF), base64 encoded.
+    File {
+        /// Its media type.
+        mime: String,
+        /// Base64 of the bytes.
+        data: String,
+        /// Its name, when given.
+        name: Option<String>,
+    },
+}
+
+/// `data:<mime>;base64,<data>` split, or `None` for another URL.
+fn data_url(url: &str) -> Option<(String, String)> {
+    let rest = url.strip_prefix("data:")?;
+    let (mime, data) = rest.split_once(";base64,")?;
+    Some((mime.to_owned(), data.to_owned()))
+}
+
+/// The parts of `content` (a string is one text part; unknown parts are left out).
+pub(crate) fn parts(content: Option<&Value>) -> Vec<Part> {
+    match content {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => vec![Part::Text(s.clone())],
+        Some(Value::Array(items)) => items.iter().filter_map(part).collect(),
+        Some(other) => vec![Part::Text(other.to_string())],
+    }
+}
+
+fn part(item: &Value) -> Option<Part> {
+    match item.get("type").and_then(Value::as_str)? {
+        "text" | "input_text" => Some(Part::Text(item.get("text")?.as_str()?.to_owned())),
+        "image_url" => {
+            let url = item.pointer("/image_url/url").or_else(|| item.get("image_url"))?.as_str()?;
+            Some(match data_url(url) {
+                Some((mime, data)) => Part::ImageData { mime, data },
+                None => Part::ImageUrl(url.to_owned()),
+            })
+        }
+        "file" => {
+            let file = item.get("file")?;
+            let (mime, data) = data_url(file.get("file_data")?.as_str()?)?;
+            Some(Part::File { mime, data, name: file.get("filename").and_then(Value::as_str).map(str::to_owned) })
+        }
+        _ => None,
+    }
+}
+
+/// The text of `content`'s parts, joined.
+pub(crate) fn text_of(content: Option<&Value>) -> String {
+    parts(content)
+        .into_iter()
+        .filter_map(|p| match p {
+            Part::Text(t) => Some(t),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn chat_completions_parts_are_read() {
+        let content = json!([
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}},
+            {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBER", "filename": "a.pdf"}},
+            {"type": "input_audio"}
+        ]);
+        assert_eq!(
+            parts(Some(&content)),
+            vec![
+                Part::Text("what is this?".into()),
+                Part::ImageUrl("https://example.com/cat.png".into()),
+                Part::ImageData { mime: "image/png".into(), data: "iVBOR".into() },
+                Part::File { mime: "application/pdf".into(), data: "JVBER".into(), name: Some("a.pdf".into()) },
+            ]
+        );
+        assert_eq!(parts(Some(&json!("hi"))), vec![Part::Text("hi".into())]);
+        assert_eq!(text_of(Some(&content)), "what is this?");
+    }
+}

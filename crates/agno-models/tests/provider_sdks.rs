@@ -1,0 +1,45 @@
+//! The fake provider server's wire formats checked by the providers' own SDKs (PyPI, in the
+//! test venv): each SDK makes a plain, a streamed and a tool call against the fake server
+//! (`scripts/interop/provider_sdks.py`), which must accept the SDK's requests and answer in a
+//! shape the SDK parses.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use agno_testkit::{FakeProvider, Reply};
+use serde_json::{Value, json};
+
+/// Runs the SDK of `provider` against `base` and returns what it parsed.
+async fn sdk(provider: &str, base: &str) -> Option<Value> {
+    let python = agno_testkit::agno_python(&format!("the {provider} SDK against the fake provider"))?;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/interop/provider_sdks.py");
+    let (provider, base) = (provider.to_owned(), base.to_owned());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python).args([script, &provider, &base]).output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(out.status.success(), "the SDK failed: {}", String::from_utf8_lossy(&out.stderr));
+    Some(
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("bad output ({e}): {}", String::from_utf8_lossy(&out.stdout))),
+    )
+}
+
+async fn scripted() -> FakeProvider {
+    let fake = FakeProvider::start().await.unwrap();
+    fake.push(Reply::text("plain"));
+    fake.push(Reply::text("streamed"));
+    fake.push(Reply::tool_call("get_weather", r#"{"city":"Oslo"}"#));
+    fake
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_anthropic_sdk_talks_to_the_fake_messages_api() {
+    let fake = scripted().await;
+    let Some(got) = sdk("anthropic", &fake.root_url()).await else { return };
+    assert_eq!(got["plain"], "plain");
+    assert!(got["plain_usage"][0].as_u64().unwrap() > 0);
+    assert_eq!((got["streamed"].as_str(), got["streamed_stop"].as_str()), (Some("streamed"), Some("end_turn")));
+    assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "tool_use"}));
+    assert!(fake.requests().iter().all(|r| r.path == "/v1/messages"));
+}
