@@ -42,7 +42,35 @@ def anthropic(base):
     }
 
 
-PROVIDERS = {"anthropic": anthropic}
+def google(base):
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(api_key="gm-test", http_options=types.HttpOptions(base_url=base))
+    plain = client.models.generate_content(
+        model="gemini-2.5-flash", contents="Hi", config=types.GenerateContentConfig(system_instruction="Be brief.")
+    )
+    streamed = "".join(chunk.text or "" for chunk in client.models.generate_content_stream(model="gemini-2.5-flash", contents="Stream please"))
+    declaration = types.FunctionDeclaration(name="get_weather", description="Weather.", parameters_json_schema=TOOL_SCHEMA)
+    tool = client.models.generate_content(
+        model="gemini-2.5-flash",
+        contents="Weather in Oslo?",
+        config=types.GenerateContentConfig(
+            tools=[types.Tool(function_declarations=[declaration])],
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        ),
+    )
+    call = tool.function_calls[0]
+    return {
+        "plain": plain.text,
+        "plain_usage": [plain.usage_metadata.prompt_token_count, plain.usage_metadata.candidates_token_count],
+        "streamed": streamed,
+        "streamed_stop": "end_turn",
+        "tool": {"name": call.name, "input": call.args, "stop": str(tool.candidates[0].finish_reason.value)},
+    }
+
+
+PROVIDERS = {"anthropic": anthropic, "google": google}
 
 if __name__ == "__main__":
     print(json.dumps(PROVIDERS[sys.argv[1]](sys.argv[2])))

@@ -89,11 +89,18 @@ async fn every_provider_runs_from_the_terminal_with_only_its_env_override() {
     let root = server.root_url();
     // (model string, its environment, the path the request must reach)
     type Case<'a> = (&'a str, Vec<(&'a str, String)>, &'a str);
-    let cases: Vec<Case> = vec![(
-        "anthropic:claude-sonnet-4-5",
-        vec![("ANTHROPIC_BASE_URL", root.clone()), ("ANTHROPIC_API_KEY", "sk-ant-cli".into())],
-        "/v1/messages",
-    )];
+    let cases: Vec<Case> = vec![
+        (
+            "anthropic:claude-sonnet-4-5",
+            vec![("ANTHROPIC_BASE_URL", root.clone()), ("ANTHROPIC_API_KEY", "sk-ant-cli".into())],
+            "/v1/messages",
+        ),
+        (
+            "google:gemini-2.5-flash",
+            vec![("GEMINI_BASE_URL", root.clone()), ("GOOGLE_API_KEY", "gm-cli".into())],
+            "/v1beta/models/gemini-2.5-flash:generateContent",
+        ),
+    ];
     for (model, env, path) in cases {
         server.push(Reply::text("four"));
         let model_arg = model.to_owned();

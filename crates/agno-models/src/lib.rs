@@ -19,6 +19,7 @@ pub mod anthropic;
 mod example_value;
 mod fallback;
 mod function_model;
+pub mod gemini;
 mod http;
 pub mod openai;
 mod parts;
@@ -29,6 +30,7 @@ pub use anthropic::Claude;
 pub use example_value::example_value;
 pub use fallback::FallbackModel;
 pub use function_model::{FunctionModel, response_chunks};
+pub use gemini::Gemini;
 pub use http::{ClientConfig, RetryPolicy, Sleeper};
 pub use openai::OpenAIChat;
 pub use presets::{

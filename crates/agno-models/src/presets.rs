@@ -129,16 +129,31 @@ fn claude(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> 
     Ok(Arc::new(crate::anthropic::Claude::new(id, config)?))
 }
 
+fn gemini(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
+    Ok(Arc::new(crate::gemini::Gemini::new(id, config)?))
+}
+
 /// Every provider with its own wire format.
-pub const NATIVE_PROVIDERS: &[NativeProvider] = &[NativeProvider {
-    names: &["anthropic", "claude"],
-    provider: "Anthropic",
-    base_url: crate::anthropic::DEFAULT_BASE_URL,
-    api_key_envs: &["ANTHROPIC_API_KEY"],
-    base_url_env: "ANTHROPIC_BASE_URL",
-    key_required: true,
-    build: claude,
-}];
+pub const NATIVE_PROVIDERS: &[NativeProvider] = &[
+    NativeProvider {
+        names: &["anthropic", "claude"],
+        provider: "Anthropic",
+        base_url: crate::anthropic::DEFAULT_BASE_URL,
+        api_key_envs: &["ANTHROPIC_API_KEY"],
+        base_url_env: "ANTHROPIC_BASE_URL",
+        key_required: true,
+        build: claude,
+    },
+    NativeProvider {
+        names: &["google", "gemini"],
+        provider: "Google",
+        base_url: crate::gemini::DEFAULT_BASE_URL,
+        api_key_envs: &["GOOGLE_API_KEY", "GEMINI_API_KEY"],
+        base_url_env: "GEMINI_BASE_URL",
+        key_required: true,
+        build: gemini,
+    },
+];
 
 fn normalized(name: &str) -> String {
     name.to_lowercase().chars().filter(|c| c.is_ascii_alphanumeric()).collect()

@@ -43,3 +43,16 @@ async fn the_anthropic_sdk_talks_to_the_fake_messages_api() {
     assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "tool_use"}));
     assert!(fake.requests().iter().all(|r| r.path == "/v1/messages"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_google_genai_sdk_talks_to_the_fake_gemini_api() {
+    let fake = scripted().await;
+    let Some(got) = sdk("google", &fake.root_url()).await else { return };
+    assert_eq!(got["plain"], "plain");
+    assert!(got["plain_usage"][0].as_u64().unwrap() > 0);
+    assert_eq!(got["streamed"], "streamed");
+    assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "STOP"}));
+    let methods: Vec<String> =
+        fake.requests().iter().map(|r| r.path.rsplit(':').next().unwrap_or_default().to_owned()).collect();
+    assert_eq!(methods, ["generateContent", "streamGenerateContent", "generateContent"]);
+}

@@ -19,6 +19,7 @@
 mod anthropic;
 pub mod conformance;
 mod embeddings;
+mod gemini;
 pub mod legacy;
 mod openai;
 mod python;

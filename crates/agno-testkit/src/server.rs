@@ -122,6 +122,8 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/embed", any(embeddings))
         .route("/v2/embed", any(embeddings))
         .route("/v1beta/models/{spec}", any(embeddings))
+        // google-genai 3 calls Gemini's v1 path.
+        .route("/v1/models/{spec}", any(embeddings))
         .route("/tavily/search", any(tavily))
         .route("/brave/res/v1/web/search", any(brave))
         .route("/brave/res/v1/news/search", any(brave))
@@ -188,7 +190,7 @@ async fn model_call<W: crate::wire::Wire + Default>(
     }
 }
 
-/// Every provider's embeddings route, told apart by path: OpenAI's (and Voyage's)
+/// Every provider's embeddings route (and Gemini's generation), told apart by path: OpenAI's (and Voyage's)
 /// `/v1/embeddings`, Ollama's `/api/embed`, Cohere's `/v2/embed`, Gemini's
 /// `/v1beta/models/{model}:batchEmbedContents`.
 async fn embeddings(
@@ -201,10 +203,20 @@ async fn embeddings(
     let Some(body) = accept(&shared, &Method::POST, &method, &uri, &headers, &body) else {
         return method_not_allowed(&method, &uri);
     };
+    // Gemini's generation shares the path prefix of its embeddings.
+    let path = uri.path();
+    if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
+        let query = crate::search::form_pairs(uri.query().unwrap_or_default());
+        let wire = crate::gemini::Generate {
+            stream: path.ends_with(":streamGenerateContent"),
+            keyed_in_query: query.iter().any(|(k, _)| k == "key"),
+        };
+        return crate::wire::serve(&shared, &wire, &headers, &body).await;
+    }
     match uri.path() {
         "/api/embed" => crate::embeddings::ollama(&body),
         "/v2/embed" => crate::embeddings::cohere(&body),
-        path => match path.strip_prefix("/v1beta/models/") {
+        path => match path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/")) {
             Some(spec) => crate::embeddings::gemini(spec, &body),
             None => crate::embeddings::embeddings(&body),
         },
