@@ -70,7 +70,28 @@ def google(base):
     }
 
 
-PROVIDERS = {"anthropic": anthropic, "google": google}
+def ollama(base):
+    import ollama as sdk
+
+    client = sdk.Client(host=base)
+    plain = client.chat(model="llama3.2", messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])
+    chunks = list(client.chat(model="llama3.2", messages=[{"role": "user", "content": "Stream please"}], stream=True))
+    tool = client.chat(
+        model="llama3.2",
+        messages=[{"role": "user", "content": "Weather in Oslo?"}],
+        tools=[{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": TOOL_SCHEMA}}],
+    )
+    call = tool.message.tool_calls[0]
+    return {
+        "plain": plain.message.content,
+        "plain_usage": [plain.prompt_eval_count, plain.eval_count],
+        "streamed": "".join(c.message.content or "" for c in chunks),
+        "streamed_stop": chunks[-1].done_reason,
+        "tool": {"name": call.function.name, "input": dict(call.function.arguments), "stop": tool.done_reason},
+    }
+
+
+PROVIDERS = {"anthropic": anthropic, "google": google, "ollama": ollama}
 
 if __name__ == "__main__":
     print(json.dumps(PROVIDERS[sys.argv[1]](sys.argv[2])))

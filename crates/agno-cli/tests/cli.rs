@@ -100,6 +100,7 @@ async fn every_provider_runs_from_the_terminal_with_only_its_env_override() {
             vec![("GEMINI_BASE_URL", root.clone()), ("GOOGLE_API_KEY", "gm-cli".into())],
             "/v1beta/models/gemini-2.5-flash:generateContent",
         ),
+        ("ollama:llama3.2", vec![("OLLAMA_HOST", root.trim_start_matches("http://").to_owned())], "/api/chat"),
     ];
     for (model, env, path) in cases {
         server.push(Reply::text("four"));

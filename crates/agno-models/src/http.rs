@@ -199,6 +199,14 @@ pub(crate) fn status_error(label: &str, status: u16, headers: &HeaderMap, body: 
 
 /// Turns a transport failure into a [`ModelError`].
 pub(crate) fn transport_error(label: &str, base_url: &str, err: reqwest::Error) -> ModelError {
+    if err.is_builder() {
+        // Not a network failure: the URL itself cannot be used, and retrying will not help.
+        return ModelError::new(
+            ModelErrorKind::BadRequest,
+            format!("{label} has an unusable base URL {base_url:?} (it needs http:// or https://): {err}"),
+        )
+        .with_source(err);
+    }
     let kind = if err.is_timeout() { ModelErrorKind::Timeout } else { ModelErrorKind::Connection };
     ModelError::new(kind, format!("{label} is unreachable at {base_url}: {err}")).with_source(err)
 }

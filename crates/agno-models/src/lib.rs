@@ -21,6 +21,7 @@ mod fallback;
 mod function_model;
 pub mod gemini;
 mod http;
+pub mod ollama;
 pub mod openai;
 mod parts;
 pub mod presets;
@@ -32,6 +33,7 @@ pub use fallback::FallbackModel;
 pub use function_model::{FunctionModel, response_chunks};
 pub use gemini::Gemini;
 pub use http::{ClientConfig, RetryPolicy, Sleeper};
+pub use ollama::Ollama;
 pub use openai::OpenAIChat;
 pub use presets::{
     ModelConfig, NATIVE_PROVIDERS, NativeProvider, PRESETS, Preset, build_model, find_native, find_preset,

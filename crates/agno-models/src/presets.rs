@@ -63,7 +63,8 @@ pub const PRESETS: &[Preset] = &[
     preset("llamacpp", "LlamaCpp", "http://127.0.0.1:8080/v1", "LLAMA_API_KEY", "LLAMA_CPP_BASE_URL", false, true),
     preset("xai", "xAI", "https://api.x.ai/v1", "XAI_API_KEY", "XAI_BASE_URL", true, true),
     preset("mistral", "Mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", "MISTRAL_BASE_URL", true, true),
-    preset("ollama", "Ollama", "http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_HOST", false, true),
+    // Ollama's OpenAI-compatible endpoint (`ollama` is its native API).
+    preset("ollama-openai", "Ollama", "http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_HOST", false, true),
     preset(
         "fireworks",
         "Fireworks",
@@ -129,6 +130,10 @@ fn claude(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> 
     Ok(Arc::new(crate::anthropic::Claude::new(id, config)?))
 }
 
+fn ollama(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
+    Ok(Arc::new(crate::ollama::Ollama::new(id, config)?))
+}
+
 fn gemini(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
     Ok(Arc::new(crate::gemini::Gemini::new(id, config)?))
 }
@@ -152,6 +157,15 @@ pub const NATIVE_PROVIDERS: &[NativeProvider] = &[
         base_url_env: "GEMINI_BASE_URL",
         key_required: true,
         build: gemini,
+    },
+    NativeProvider {
+        names: &["ollama"],
+        provider: "Ollama",
+        base_url: crate::ollama::DEFAULT_BASE_URL,
+        api_key_envs: &["OLLAMA_API_KEY"],
+        base_url_env: "OLLAMA_HOST",
+        key_required: false,
+        build: ollama,
     },
 ];
 
@@ -296,8 +310,10 @@ fn build_native(native: &NativeProvider, config: &ModelConfig) -> Result<Arc<dyn
             format!("no api key for {} model {id}: set {var}", native.provider),
         ));
     }
-    let base_url =
-        config.base_url.clone().or_else(|| env(native.base_url_env)).unwrap_or_else(|| native.base_url.to_owned());
+    // `OLLAMA_HOST` is a host (`127.0.0.1:11434`), maybe without a scheme.
+    let from_env = env(native.base_url_env)
+        .map(|u| if native.base_url_env == "OLLAMA_HOST" { crate::ollama::base_url_of_host(&u) } else { u });
+    let base_url = config.base_url.clone().or(from_env).unwrap_or_else(|| native.base_url.to_owned());
     let mut client = ClientConfig::new(base_url);
     client.api_key = api_key;
     if let Some(retry) = config.retry {
@@ -308,7 +324,7 @@ fn build_native(native: &NativeProvider, config: &ModelConfig) -> Result<Arc<dyn
 
 /// `OLLAMA_HOST` is a host (`127.0.0.1:11434`), not an OpenAI base URL.
 fn normalize_base_url(preset: &Preset, url: &str) -> String {
-    if preset.name == "ollama" {
+    if preset.name == "ollama-openai" {
         let with_scheme = if url.contains("://") { url.to_owned() } else { format!("http://{url}") };
         let trimmed = with_scheme.trim_end_matches('/');
         if trimmed.ends_with("/v1") { trimmed.to_owned() } else { format!("{trimmed}/v1") }

@@ -56,3 +56,14 @@ async fn the_google_genai_sdk_talks_to_the_fake_gemini_api() {
         fake.requests().iter().map(|r| r.path.rsplit(':').next().unwrap_or_default().to_owned()).collect();
     assert_eq!(methods, ["generateContent", "streamGenerateContent", "generateContent"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ollama_sdk_talks_to_the_fake_chat_api() {
+    let fake = scripted().await;
+    let Some(got) = sdk("ollama", &fake.root_url()).await else { return };
+    assert_eq!(got["plain"], "plain");
+    assert!(got["plain_usage"][0].as_u64().unwrap() > 0);
+    assert_eq!((got["streamed"].as_str(), got["streamed_stop"].as_str()), (Some("streamed"), Some("stop")));
+    assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "stop"}));
+    assert!(fake.requests().iter().all(|r| r.path == "/api/chat"));
+}

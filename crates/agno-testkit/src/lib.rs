@@ -21,6 +21,7 @@ pub mod conformance;
 mod embeddings;
 mod gemini;
 pub mod legacy;
+mod ollama;
 mod openai;
 mod python;
 mod script;
