@@ -91,7 +91,33 @@ def ollama(base):
     }
 
 
-PROVIDERS = {"anthropic": anthropic, "google": google, "ollama": ollama}
+def openai_responses(base):
+    import openai as sdk
+
+    client = sdk.OpenAI(base_url=base, api_key="sk-test", max_retries=0)
+    plain = client.responses.create(model="gpt-5-mini", instructions="Be brief.", input="Hi")
+    streamed, stop = "", None
+    for event in client.responses.create(model="gpt-5-mini", input="Stream please", stream=True):
+        if event.type == "response.output_text.delta":
+            streamed += event.delta
+        if event.type == "response.completed":
+            stop = event.response.status
+    tool = client.responses.create(
+        model="gpt-5-mini",
+        input="Weather in Oslo?",
+        tools=[{"type": "function", "name": "get_weather", "description": "Weather.", "parameters": TOOL_SCHEMA, "strict": False}],
+    )
+    call = next(item for item in tool.output if item.type == "function_call")
+    return {
+        "plain": plain.output_text,
+        "plain_usage": [plain.usage.input_tokens, plain.usage.output_tokens],
+        "streamed": streamed,
+        "streamed_stop": stop,
+        "tool": {"name": call.name, "input": json.loads(call.arguments), "stop": tool.status},
+    }
+
+
+PROVIDERS = {"anthropic": anthropic, "google": google, "ollama": ollama, "openai-responses": openai_responses}
 
 if __name__ == "__main__":
     print(json.dumps(PROVIDERS[sys.argv[1]](sys.argv[2])))

@@ -25,7 +25,7 @@ async fn get(client: &reqwest::Client, url: String) -> Value {
 async fn measure(label: &str, db_url: &str, provider: &FakeProvider, dir: &std::path::Path, runs: usize) {
     let config = dir.join(format!("{}.toml", label.split_whitespace().next().unwrap_or("db")));
     let model = format!(
-        "model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}",
+        "model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}",
         provider.base_url()
     );
     std::fs::write(

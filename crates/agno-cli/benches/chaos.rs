@@ -402,7 +402,7 @@ async fn chaos(settings: &Settings) -> bool {
             "[db]\nurl = \"{}\"\n[queue]\nmax_concurrency = 32\nmax_queue_depth = {}\nmax_attempts = {max_attempts}\n\
              lock_grace_seconds = {LOCK_GRACE_SECONDS}\nretry_delay_seconds = 1\npoll_interval_ms = 200\n\
              [[agents]]\nid = \"{AGENT}\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-chaos\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-chaos\" }}\n",
             pg.url,
             (runs * 2).max(1000),
             provider.base_url()

@@ -40,7 +40,7 @@ async fn one_session(label: &str, db_url: &str, history: bool, provider: &FakePr
         &config,
         format!(
             "[db]\nurl = \"{db_url}\"\n[[agents]]\nid = \"bench\"\nadd_history_to_context = {history}\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
             provider.base_url()
         ),
     )

@@ -262,7 +262,7 @@ fn main() {
             &config,
             format!(
                 "[db]\nurl = \"sqlite://{}\"\n[[agents]]\nid = \"bench\"\n\
-                 model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
+                 model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
                 dir.join("bench.db").display(),
                 provider.base_url()
             ),
@@ -329,7 +329,7 @@ fn main() {
                 &path,
                 format!(
                     "[db]\nurl = \"{url}\"\n[queue]\nmax_concurrency = {concurrency}\npoll_interval_ms = 100\n[[agents]]\nid = \"bench\"\n\
-                     model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
+                     model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
                     provider.base_url()
                 ),
             )

@@ -215,7 +215,7 @@ async fn killed_replica_on(
         format!(
             "[db]\nurl = \"{db_url}\"\n[queue]\nmax_attempts = {max_attempts}\nlock_grace_seconds = 2\n\
              retry_delay_seconds = 0\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
             provider.base_url()
         ),
     )
@@ -287,7 +287,7 @@ async fn replicas_on_one_postgres_database_share_background_work() {
         &config,
         format!(
             "[db]\nurl = \"{}\"\n[queue]\nmax_concurrency = 2\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
             schema.url,
             provider.base_url()
         ),
@@ -399,7 +399,7 @@ async fn cancel_across_replicas(db_url: &str, queue: &str) {
         &config,
         format!(
             "[db]\nurl = \"{db_url}\"\n[queue]\n{queue}\npoll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
             provider.base_url()
         ),
     )
@@ -475,7 +475,7 @@ async fn a_tail_on_another_replica_survives_the_kill_of_the_executing_one() {
         format!(
             "[db]\nurl = \"{}\"\n[queue]\nmax_attempts = 3\nlock_grace_seconds = 3\nretry_delay_seconds = 0\n\
              poll_interval_ms = 50\n[[agents]]\nid = \"slow\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
             schema.url,
             provider.base_url()
         ),
@@ -581,7 +581,7 @@ async fn pair_with_redis(
         format!(
             "[db]\nurl = \"{db_url}\"\n[queue]\npoll_interval_ms = {poll_ms}\nredis = \"{redis}\"\n\
              [[agents]]\nid = \"slow\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
             provider.base_url()
         ),
     )

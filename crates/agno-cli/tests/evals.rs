@@ -43,7 +43,7 @@ async fn agno_eval_run_prints_a_table_and_fails_on_a_failing_case() {
         &config,
         format!(
             "[db]\nurl = \"{db}\"\n[[agents]]\nid = \"geo\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
             provider.base_url()
         ),
     )

@@ -21,7 +21,14 @@ async fn agno_run_uses_the_tools_of_an_mcp_server() {
     provider.push(Reply::tool_call("get-sum", r#"{"a": 20, "b": 22}"#));
     provider.push(Reply::text("It is 42."));
     let out = agno()
-        .args(["run", "--model", "openai:gpt-4o-mini", "--mcp", &format!("node {} stdio", entry.display()), "20 + 22?"])
+        .args([
+            "run",
+            "--model",
+            "openai-chat:gpt-4o-mini",
+            "--mcp",
+            &format!("node {} stdio", entry.display()),
+            "20 + 22?",
+        ])
         .env("OPENAI_BASE_URL", provider.base_url())
         .env("OPENAI_API_KEY", "sk-test")
         .output()

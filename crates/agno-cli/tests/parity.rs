@@ -105,7 +105,7 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
            steps = [{ name = \"again\", agent = \"demo\" }]\n"
         + &format!(
             "[[teams]]\nid = \"desk\"\nname = \"Desk\"\ndescription = \"A desk\"\nmembers = [\"demo\"]\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n",
             provider.base_url()
         );
     std::fs::write(&config, toml).unwrap();
@@ -291,7 +291,7 @@ async fn the_mcp_endpoint_offers_python_agentos_tools_and_answers_in_its_shapes(
         .replace("id = \"slow\"\n", "id = \"demo\"\nname = \"Demo\"\nadd_history_to_context = true\n")
         + &format!(
             "[[teams]]\nid = \"desk\"\nname = \"Desk\"\ndescription = \"A desk\"\nmembers = [\"demo\"]\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n\
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n\
              [[workflows]]\nid = \"flow\"\nname = \"Flow\"\ndescription = \"Draft then polish\"\n\
              [[workflows.steps]]\nname = \"draft\"\nagent = \"demo\"\n",
             provider.base_url()

@@ -26,7 +26,7 @@ fn replica_config(dir: &std::path::Path, db_url: &str, grace: i64, provider: &st
              [scheduler]\nenabled = true\npoll_interval_seconds = 0.05\nlock_grace_seconds = {grace}\nrun_poll_interval_ms = 20\n\
              [[agents]]\nid = \"echo\"\nmodel = \"test\"\n\
              [[agents]]\nid = \"slow\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{provider}\", api_key = \"sk\" }}\n"
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{provider}\", api_key = \"sk\" }}\n"
         ),
     )
     .unwrap();

@@ -135,7 +135,7 @@ async fn a_killed_workflow_resumes_after_its_last_completed_step(db_url: &str, d
         format!(
             "[db]\nurl = \"{db_url}\"\n[queue]\nlock_grace_seconds = 2\nmax_attempts = 2\npoll_interval_ms = 100\nretry_delay_seconds = 0\n\
              [[agents]]\nid = \"writer\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
              [[workflows]]\nid = \"four\"\n{steps}",
             provider.base_url()
         ),
@@ -332,7 +332,7 @@ async fn agno_run_answers_a_team_members_tool_pause_at_the_terminal() {
             "[db]\nurl = \"sqlite://{0}\"\n[[agents]]\nid = \"clerk\"\nname = \"Clerk\"\nmodel = \"test\"\n\
              tools = [{{ toolkit = \"file\", base_dir = \"{1}\", requires_confirmation_tools = [\"save_file\"] }}]\n\
              [[teams]]\nid = \"desk\"\nmembers = [\"clerk\"]\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{2}\", api_key = \"sk\" }}\n",
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{2}\", api_key = \"sk\" }}\n",
             dir.join("team.db").display(),
             dir.display(),
             provider.base_url()

@@ -34,7 +34,7 @@ pub use function_model::{FunctionModel, response_chunks};
 pub use gemini::Gemini;
 pub use http::{ClientConfig, RetryPolicy, Sleeper};
 pub use ollama::Ollama;
-pub use openai::OpenAIChat;
+pub use openai::{OpenAIChat, OpenAIResponses};
 pub use presets::{
     ModelConfig, NATIVE_PROVIDERS, NativeProvider, PRESETS, Preset, build_model, find_native, find_preset,
     model_from_str,

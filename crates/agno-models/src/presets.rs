@@ -44,7 +44,6 @@ const fn preset(
 
 /// Every known OpenAI-compatible provider.
 pub const PRESETS: &[Preset] = &[
-    preset("openai", "OpenAI", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL", true, true),
     preset("openai-chat", "OpenAI", "https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL", true, true),
     preset("groq", "Groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", "GROQ_BASE_URL", true, true),
     preset("together", "Together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", "TOGETHER_BASE_URL", true, true),
@@ -130,6 +129,10 @@ fn claude(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> 
     Ok(Arc::new(crate::anthropic::Claude::new(id, config)?))
 }
 
+fn openai_responses(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
+    Ok(Arc::new(crate::openai::OpenAIResponses::new(id, "OpenAI", config)?))
+}
+
 fn ollama(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
     Ok(Arc::new(crate::ollama::Ollama::new(id, config)?))
 }
@@ -140,6 +143,16 @@ fn gemini(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> 
 
 /// Every provider with its own wire format.
 pub const NATIVE_PROVIDERS: &[NativeProvider] = &[
+    // Agno v3: `openai` is the Responses API; `openai-chat` (a preset) is Chat Completions.
+    NativeProvider {
+        names: &["openai", "openai-responses"],
+        provider: "OpenAI",
+        base_url: "https://api.openai.com/v1",
+        api_key_envs: &["OPENAI_API_KEY"],
+        base_url_env: "OPENAI_BASE_URL",
+        key_required: true,
+        build: openai_responses,
+    },
     NativeProvider {
         names: &["anthropic", "claude"],
         provider: "Anthropic",

@@ -67,3 +67,14 @@ async fn the_ollama_sdk_talks_to_the_fake_chat_api() {
     assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "stop"}));
     assert!(fake.requests().iter().all(|r| r.path == "/api/chat"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_sdk_talks_to_the_fake_responses_api() {
+    let fake = scripted().await;
+    let Some(got) = sdk("openai-responses", &fake.base_url()).await else { return };
+    assert_eq!(got["plain"], "plain");
+    assert!(got["plain_usage"][0].as_u64().unwrap() > 0);
+    assert_eq!((got["streamed"].as_str(), got["streamed_stop"].as_str()), (Some("streamed"), Some("completed")));
+    assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "completed"}));
+    assert!(fake.requests().iter().all(|r| r.path == "/v1/responses"));
+}

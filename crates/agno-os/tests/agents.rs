@@ -254,7 +254,7 @@ async fn an_agent_with_update_memory_on_run_records_the_users_memories() {
     ]);
     let toml = format!(
         "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"mem\"\nupdate_memory_on_run = true\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
     );
     let os = TestOs::start(config(&toml)).await;

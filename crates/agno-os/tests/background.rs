@@ -20,7 +20,7 @@ async fn slow(queue: &str, latency_ms: u64) -> (TestOs, FakeProvider) {
     provider.set_latency(Duration::from_millis(latency_ms));
     let cfg = format!(
         "[db]\nurl = \"memory://\"\n[queue]\npoll_interval_ms = 50\n{queue}\n[[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
     );
     (TestOs::start(config(&cfg)).await, provider)
@@ -319,7 +319,7 @@ async fn fifteen_hundred_against_a_thousand(db_url: &str) {
     let cfg = format!(
         "[db]\nurl = \"{db_url}\"\n[queue]\nmax_concurrency = 1\nmax_queue_depth = 1000\npoll_interval_ms = 20\n\
          [[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
     );
     let os = TestOs::start(config(&cfg)).await;
@@ -629,7 +629,7 @@ async fn a_completed_run_is_not_executed_again_by_a_retry() {
 
     let cfg = format!(
         "[db]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n[[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
     );
     let os = TestOs::start(config(&cfg)).await;
@@ -738,7 +738,7 @@ async fn a_live_worker_whose_lease_is_taken_over_writes_nothing_further() {
     let cfg = format!(
         "[db]\nurl = \"{url}\"\n[queue]\nmax_attempts = 3\nlock_grace_seconds = 60\npoll_interval_ms = 50\n\
          [[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
     );
     let os = TestOs::start(config(&cfg)).await;

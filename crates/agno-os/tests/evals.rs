@@ -17,7 +17,7 @@ async fn an_eval_runs_as_the_caller_and_only_they_see_it() {
     let os = TestOs::start(config(&format!(
         "[db]\nurl = \"memory://\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{SECRET}\"]\nuser_isolation = true\n\
          [[agents]]\nid = \"geo\"\nname = \"Geo\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
     )))
     .await;

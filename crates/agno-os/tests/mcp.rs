@@ -19,7 +19,7 @@ fn everything(what: &str) -> Option<PathBuf> {
 fn agent_config(provider: &str, tools: &str) -> String {
     format!(
         "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"helper\"\ntools = [{tools}]\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{provider}\", api_key = \"sk\" }}\n"
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{provider}\", api_key = \"sk\" }}\n"
     )
 }
 
@@ -129,7 +129,7 @@ async fn headers_from_the_config_carry_the_authenticated_user_to_the_mcp_server(
         "[db]\nurl = \"memory://\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{}\"]\nuser_isolation = true\n\
          [[agents]]\nid = \"helper\"\n\
          tools = [{{ toolkit = \"mcp\", url = \"http://127.0.0.1:{}/mcp\", headers = {{ \"x-agno-user\" = \"{{user_id}}\" }}, include_tools = [\"whoami\"] }}]\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         common::SECRET,
         server.1,
         provider.base_url()
@@ -252,7 +252,7 @@ async fn the_mcp_endpoint_serves_an_official_client_as_each_user() {
         "[db]\nurl = \"memory://\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{}\"]\nuser_isolation = true\n\
          [mcp_server]\nenabled = true\n[[agents]]\nid = \"echo\"\nmodel = \"test\"\n[[agents]]\nid = \"other\"\nmodel = \"test\"\n\
          [[agents]]\nid = \"guarded\"\ntools = [{{ toolkit = \"calculator\", requires_confirmation_tools = [\"add\"] }}]\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
          [[teams]]\nid = \"desk\"\nmembers = [\"echo\"]\nmodel = \"test\"\n\
          [[workflows]]\nid = \"flow\"\n[[workflows.steps]]\nname = \"say\"\nagent = \"echo\"\n",
         common::SECRET,

@@ -16,7 +16,7 @@ async fn slow_os(latency: Duration) -> (TestOs, FakeProvider) {
     provider.set_latency(latency);
     let cfg = format!(
         "[os]\nsse_heartbeat_seconds = 1\n[db]\nurl = \"memory://\"\n[[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n",
         provider.base_url()
     );
     (TestOs::start(config(&cfg)).await, provider)

@@ -24,7 +24,7 @@ fn team_config(provider: &FakeProvider, extra: &str) -> String {
     format!(
         "[db]\nurl = \"memory://\"\n{extra}\n[[agents]]\nid = \"writer\"\nname = \"Writer\"\nmodel = \"test\"\n\
          [[teams]]\nid = \"desk\"\nname = \"Desk\"\ndescription = \"A desk\"\nmembers = [\"writer\"]\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
     )
 }
@@ -132,9 +132,9 @@ async fn a_cancel_over_http_stops_the_team_and_its_member_inside_its_model_call(
     ]);
     let toml = format!(
         "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n\
          [[teams]]\nid = \"desk\"\nmembers = [\"slow\"]\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n",
         provider.base_url()
     );
     let os = TestOs::start(config(&toml)).await;
@@ -226,10 +226,10 @@ async fn under_isolation_another_users_team_runs_are_not_found() {
 fn paused_team_config(provider: &FakeProvider, extra: &str) -> String {
     format!(
         "[db]\nurl = \"memory://\"\n{extra}\n[[agents]]\nid = \"clerk\"\nname = \"Clerk\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n\
          tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }}]\n\
          [[teams]]\nid = \"desk\"\nmembers = [\"clerk\"]\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n",
         provider.base_url()
     )
 }
@@ -442,9 +442,9 @@ async fn a_background_team_is_cancelled_inside_its_members_model_call() {
     ]);
     let toml = format!(
         "[db]\nurl = \"memory://\"\n{QUEUED}[[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n\
          [[teams]]\nid = \"desk\"\nmembers = [\"slow\"]\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{0}\", api_key = \"sk\" }}\n",
         provider.base_url()
     );
     let os = TestOs::start(config(&toml)).await;

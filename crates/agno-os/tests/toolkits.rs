@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 fn agent_config(provider: &FakeProvider, tools: &str) -> String {
     format!(
         "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"helper\"\ntools = [{tools}]\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
     )
 }

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 fn agent_on(db_url: &str, base_url: &str) -> String {
     format!(
         "[db]\nurl = \"{db_url}\"\n[[agents]]\nid = \"chat\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{base_url}\", api_key = \"sk-test\" }}\n"
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{base_url}\", api_key = \"sk-test\" }}\n"
     )
 }
 

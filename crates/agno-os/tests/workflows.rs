@@ -209,7 +209,7 @@ async fn a_cancel_over_http_stops_a_running_workflow_and_stores_it_cancelled() {
     ]);
     let toml = format!(
         "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
          [[workflows]]\nid = \"two\"\n[[workflows.steps]]\nname = \"one\"\nagent = \"slow\"\n\
          [[workflows.steps]]\nname = \"two\"\nagent = \"slow\"\n[[workflows.steps]]\nname = \"three\"\nagent = \"slow\"\n",
         provider.base_url()
@@ -593,7 +593,7 @@ async fn a_background_workflow_is_cancelled_inside_its_model_call() {
     ]);
     let toml = format!(
         "{QUEUED}[[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
          [[workflows]]\nid = \"two\"\n[[workflows.steps]]\nname = \"one\"\nagent = \"slow\"\n\
          [[workflows.steps]]\nname = \"two\"\nagent = \"slow\"\n",
         provider.base_url()

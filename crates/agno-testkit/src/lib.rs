@@ -24,6 +24,7 @@ pub mod legacy;
 mod ollama;
 mod openai;
 mod python;
+mod responses;
 mod script;
 mod search;
 mod server;

@@ -119,6 +119,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route(openai::MODELS_PATH, any(models))
         .route(crate::anthropic::MESSAGES_PATH, any(model_call::<crate::anthropic::Messages>))
         .route(crate::ollama::CHAT_PATH, any(model_call::<crate::ollama::Chat>))
+        .route(crate::responses::RESPONSES_PATH, any(model_call::<crate::responses::Responses>))
         .route(crate::embeddings::EMBEDDINGS_PATH, any(embeddings))
         .route("/api/embed", any(embeddings))
         .route("/v2/embed", any(embeddings))

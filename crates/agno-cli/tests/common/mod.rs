@@ -145,7 +145,7 @@ pub fn slow_agent_config(
         &path,
         format!(
             "{extra}\n[db]\nurl = \"{db_url}\"\n[[agents]]\nid = \"slow\"\n\
-             model = {{ provider = \"openai\", id = \"gpt-4o-mini\", base_url = \"{base_url}\", api_key = \"sk-test\" }}\n"
+             model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{base_url}\", api_key = \"sk-test\" }}\n"
         ),
     )
     .unwrap();

@@ -1,8 +1,11 @@
-//! OpenAI Chat Completions: client settings, wire types, request building and stream parsing.
+//! OpenAI: Chat Completions (client settings, wire types, request building and stream parsing)
+//! and the Responses API.
 
 mod chat;
+mod responses;
 mod streaming;
 mod wire;
 
 pub use crate::http::{ClientConfig, RetryPolicy, Sleeper};
 pub use chat::OpenAIChat;
+pub use responses::OpenAIResponses;
