@@ -117,7 +117,73 @@ def openai_responses(base):
     }
 
 
-PROVIDERS = {"anthropic": anthropic, "google": google, "ollama": ollama, "openai-responses": openai_responses}
+def aws_bedrock(base):
+    """boto3 signs every call with SigV4 (the test kit's credentials); the fake server checks it."""
+    import boto3
+
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=base,
+        aws_access_key_id="AKIDFAKEBEDROCK",
+        aws_secret_access_key="fake/Secret+Key/For/The/Test/Kit",
+        aws_session_token="session-token",
+    )
+    model = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+    plain = client.converse(
+        modelId=model, system=[{"text": "Be brief."}], messages=[{"role": "user", "content": [{"text": "Hi"}]}]
+    )
+    streamed, stop = "", None
+    response = client.converse_stream(modelId=model, messages=[{"role": "user", "content": [{"text": "Stream please"}]}])
+    for event in response["stream"]:
+        if "contentBlockDelta" in event:
+            streamed += event["contentBlockDelta"]["delta"].get("text", "")
+        if "messageStop" in event:
+            stop = event["messageStop"]["stopReason"]
+    tool = client.converse(
+        modelId=model,
+        messages=[{"role": "user", "content": [{"text": "Weather in Oslo?"}]}],
+        toolConfig={"tools": [{"toolSpec": {"name": "get_weather", "description": "Weather.", "inputSchema": {"json": TOOL_SCHEMA}}}]},
+    )
+    call = next(b["toolUse"] for b in tool["output"]["message"]["content"] if "toolUse" in b)
+    return {
+        "plain": plain["output"]["message"]["content"][0]["text"],
+        "plain_usage": [plain["usage"]["inputTokens"], plain["usage"]["outputTokens"]],
+        "streamed": streamed,
+        "streamed_stop": stop,
+        "tool": {"name": call["name"], "input": call["input"], "stop": tool["stopReason"]},
+    }
+
+
+def azure_openai(base):
+    import openai as sdk
+
+    client = sdk.AzureOpenAI(azure_endpoint=base, api_key="az-test", api_version="2024-10-21", max_retries=0)
+    plain = client.chat.completions.create(model="my-deployment", messages=[{"role": "user", "content": "Hi"}])
+    stream = client.chat.completions.create(
+        model="my-deployment", messages=[{"role": "user", "content": "Stream please"}], stream=True
+    )
+    streamed, stop = "", None
+    for chunk in stream:
+        for choice in chunk.choices:
+            streamed += choice.delta.content or ""
+            stop = choice.finish_reason or stop
+    tool = client.chat.completions.create(
+        model="my-deployment",
+        messages=[{"role": "user", "content": "Weather in Oslo?"}],
+        tools=[{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": TOOL_SCHEMA}}],
+    )
+    call = tool.choices[0].message.tool_calls[0]
+    return {
+        "plain": plain.choices[0].message.content,
+        "plain_usage": [plain.usage.prompt_tokens, plain.usage.completion_tokens],
+        "streamed": streamed,
+        "streamed_stop": stop,
+        "tool": {"name": call.function.name, "input": json.loads(call.function.arguments), "stop": tool.choices[0].finish_reason},
+    }
+
+
+PROVIDERS = {"aws-bedrock": aws_bedrock, "azure-openai": azure_openai, "anthropic": anthropic, "google": google, "ollama": ollama, "openai-responses": openai_responses}
 
 if __name__ == "__main__":
     print(json.dumps(PROVIDERS[sys.argv[1]](sys.argv[2])))

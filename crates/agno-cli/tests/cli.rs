@@ -101,6 +101,26 @@ async fn every_provider_runs_from_the_terminal_with_only_its_env_override() {
             "/v1beta/models/gemini-2.5-flash:generateContent",
         ),
         ("ollama:llama3.2", vec![("OLLAMA_HOST", root.trim_start_matches("http://").to_owned())], "/api/chat"),
+        (
+            "openai:gpt-5-mini",
+            vec![("OPENAI_BASE_URL", format!("{root}/v1")), ("OPENAI_API_KEY", "sk-cli".into())],
+            "/v1/responses",
+        ),
+        (
+            "azure-openai:my-deployment",
+            vec![("AZURE_OPENAI_ENDPOINT", root.clone()), ("AZURE_OPENAI_API_KEY", "az-cli".into())],
+            "/openai/deployments/my-deployment/chat/completions",
+        ),
+        (
+            "aws-bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0",
+            vec![
+                ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", root.clone()),
+                ("AWS_REGION", "us-east-1".into()),
+                ("AWS_ACCESS_KEY_ID", agno_testkit::bedrock::ACCESS_KEY_ID.into()),
+                ("AWS_SECRET_ACCESS_KEY", agno_testkit::bedrock::SECRET_ACCESS_KEY.into()),
+            ],
+            "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse",
+        ),
     ];
     for (model, env, path) in cases {
         server.push(Reply::text("four"));

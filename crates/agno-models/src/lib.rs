@@ -3,6 +3,9 @@
 //! - [`OpenAIChat`]: the OpenAI Chat Completions API, and through [`presets`] every
 //!   OpenAI-compatible server (Groq, Together, DeepSeek, OpenRouter, vLLM, LM Studio, llama.cpp,
 //!   xAI, Mistral, Ollama's OpenAI endpoint, ...).
+//! - Native adapters: [`OpenAIResponses`] (`openai:`, Agno v3's default), [`Claude`]
+//!   (`anthropic:`), [`Gemini`] (`google:`), [`Ollama`] (`ollama:`), [`AwsBedrock`]
+//!   (`aws-bedrock:`, SigV4) and Azure OpenAI ([`OpenAIChat::azure`], `azure-openai:`).
 //! - [`model_from_str`] builds a model from `"provider:model_id"`, reading keys and base URLs from
 //!   the provider's usual environment variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, ...).
 //! - [`FallbackModel`] tries other models when one fails; [`RetryPolicy`] retries 429, 5xx and
@@ -16,6 +19,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod bedrock;
 mod example_value;
 mod fallback;
 mod function_model;
@@ -28,6 +32,7 @@ pub mod presets;
 mod test_model;
 
 pub use anthropic::Claude;
+pub use bedrock::{AwsBedrock, AwsCredentials, BedrockAuth};
 pub use example_value::example_value;
 pub use fallback::FallbackModel;
 pub use function_model::{FunctionModel, response_chunks};

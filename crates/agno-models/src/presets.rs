@@ -133,6 +133,42 @@ fn openai_responses(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, Mo
     Ok(Arc::new(crate::openai::OpenAIResponses::new(id, "OpenAI", config)?))
 }
 
+fn azure_openai(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
+    if config.base_url.is_empty() {
+        return Err(ModelError::new(
+            ModelErrorKind::MissingApiKey,
+            format!(
+                "no endpoint for Azure OpenAI deployment {id}: set AZURE_OPENAI_ENDPOINT (https://<resource>.openai.azure.com)"
+            ),
+        ));
+    }
+    let version = env("AZURE_OPENAI_API_VERSION")
+        .or_else(|| env("OPENAI_API_VERSION"))
+        .unwrap_or_else(|| crate::openai::AZURE_API_VERSION.to_owned());
+    Ok(Arc::new(OpenAIChat::azure(id, &version, config)?))
+}
+
+fn aws_bedrock(id: &str, mut config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
+    let missing =
+        |what: &str| ModelError::new(ModelErrorKind::MissingApiKey, format!("no {what} for AwsBedrock model {id}"));
+    let region = env("AWS_REGION")
+        .or_else(|| env("AWS_DEFAULT_REGION"))
+        .ok_or_else(|| missing("region: set AWS_REGION (e.g. us-east-1)"))?;
+    let auth = match (config.api_key.take(), crate::bedrock::AwsCredentials::from_env()) {
+        (Some(key), _) => crate::bedrock::BedrockAuth::ApiKey(key),
+        (None, Some(creds)) => crate::bedrock::BedrockAuth::SigV4(creds),
+        (None, None) => {
+            return Err(missing(
+                "credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a Bedrock API key in AWS_BEARER_TOKEN_BEDROCK)",
+            ));
+        }
+    };
+    if config.base_url.is_empty() {
+        config.base_url = crate::bedrock::endpoint(&region);
+    }
+    Ok(Arc::new(crate::bedrock::AwsBedrock::new(id, &region, auth, config)?))
+}
+
 fn ollama(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
     Ok(Arc::new(crate::ollama::Ollama::new(id, config)?))
 }
@@ -170,6 +206,26 @@ pub const NATIVE_PROVIDERS: &[NativeProvider] = &[
         base_url_env: "GEMINI_BASE_URL",
         key_required: true,
         build: gemini,
+    },
+    NativeProvider {
+        names: &["azure-openai", "azure"],
+        provider: "Azure",
+        // No default: the resource's endpoint.
+        base_url: "",
+        api_key_envs: &["AZURE_OPENAI_API_KEY"],
+        base_url_env: "AZURE_OPENAI_ENDPOINT",
+        key_required: true,
+        build: azure_openai,
+    },
+    NativeProvider {
+        names: &["aws-bedrock", "bedrock", "aws"],
+        provider: "AwsBedrock",
+        // The region's endpoint, unless overridden.
+        base_url: "",
+        api_key_envs: &["AWS_BEARER_TOKEN_BEDROCK"],
+        base_url_env: "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+        key_required: false,
+        build: aws_bedrock,
     },
     NativeProvider {
         names: &["ollama"],

@@ -9,10 +9,10 @@ mod scenarios;
 
 use std::sync::Arc;
 
-use agno_core::{Message, Model, ModelErrorKind, ModelRequest, ResponseFormat, ToolDefinition};
+use agno_core::{Message, Model, ModelErrorKind, ModelRequest, ResponseFormat};
 use agno_models::{ClientConfig, ModelConfig, OpenAIChat, RetryPolicy, build_model, find_preset, model_from_str};
 use agno_testkit::{FakeProvider, RecordedRequest, Reply};
-use scenarios::{Harness, Mode, Structured, WireMessage, WireRequest, ask, run_err, run_ok, test_retry, weather_tool};
+use scenarios::{Harness, Mode, WireMessage, WireRequest, ask, run_err, run_ok, test_retry, weather_tool};
 use serde_json::{Value, json};
 
 /// An environment variable no test environment sets.
@@ -58,93 +58,7 @@ impl Harness for OpenAi {
 /// Reads a Chat Completions request, asserting its OpenAI shape.
 fn openai_wire(request: &RecordedRequest) -> WireRequest {
     assert_eq!(request.path, "/v1/chat/completions");
-    assert_eq!(request.header("content-type"), Some("application/json"));
-    let body = &request.body;
-    assert!(body.is_object(), "the body is a JSON object: {body}");
-    let stream = body.get("stream").map(|s| s.as_bool().expect("`stream` is a boolean")).unwrap_or(false);
-    if !stream {
-        assert!(body.get("stream_options").is_none(), "stream_options only with stream: {body}");
-    }
-    let messages = body["messages"]
-        .as_array()
-        .expect("`messages` is an array")
-        .iter()
-        .map(|m| {
-            let role = m["role"].as_str().expect("`role` is a string").to_owned();
-            let text = match m.get("content") {
-                None | Some(Value::Null) => String::new(),
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Array(parts)) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-                Some(other) => panic!("content must be a string, parts or null: {other}"),
-            };
-            let tool_call_ids = m
-                .get("tool_calls")
-                .map(|calls| {
-                    calls
-                        .as_array()
-                        .expect("`tool_calls` is an array")
-                        .iter()
-                        .map(|c| {
-                            assert_eq!(c["type"], "function", "tool call shape: {c}");
-                            assert!(c["function"]["name"].is_string(), "tool call shape: {c}");
-                            assert!(c["function"]["arguments"].is_string(), "arguments are a JSON string: {c}");
-                            c["id"].as_str().expect("tool call id").to_owned()
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let tool_call_id =
-                m.get("tool_call_id").map(|id| id.as_str().expect("tool_call_id is a string").to_owned());
-            WireMessage { role, text, tool_call_ids, tool_call_id }
-        })
-        .collect();
-    let tools = body
-        .get("tools")
-        .map(|tools| {
-            tools
-                .as_array()
-                .expect("`tools` is an array")
-                .iter()
-                .map(|t| {
-                    assert_eq!(t["type"], "function", "OpenAI tool shape: {t}");
-                    let f = &t["function"];
-                    assert!(f["parameters"].is_object(), "function.parameters is a schema object: {t}");
-                    ToolDefinition {
-                        name: f["name"].as_str().expect("function.name").to_owned(),
-                        description: f.get("description").map(|d| d.as_str().expect("description").to_owned()),
-                        parameters: f["parameters"].clone().into(),
-                        strict: f.get("strict").is_some_and(|s| s.as_bool().expect("strict is a boolean")),
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let structured = match body.get("response_format") {
-        None => Structured::None,
-        Some(rf) => match rf["type"].as_str() {
-            Some("json_schema") => {
-                let js = &rf["json_schema"];
-                Structured::JsonSchema {
-                    name: js["name"].as_str().expect("json_schema.name").to_owned(),
-                    schema: js["schema"].clone(),
-                    strict: js["strict"].as_bool().unwrap_or(false),
-                }
-            }
-            Some("json_object") => {
-                assert_eq!(rf, &json!({"type": "json_object"}));
-                Structured::JsonObject
-            }
-            _ => panic!("unknown response_format: {rf}"),
-        },
-    };
-    WireRequest {
-        model: body["model"].as_str().map(str::to_owned),
-        stream,
-        messages,
-        tools,
-        structured,
-        usage_requested: body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true)),
-    }
+    scenarios::chat_completions_wire(request)
 }
 
 scenarios::provider_suite!(OpenAi);

@@ -78,3 +78,31 @@ async fn the_openai_sdk_talks_to_the_fake_responses_api() {
     assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "completed"}));
     assert!(fake.requests().iter().all(|r| r.path == "/v1/responses"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boto3_signs_and_the_fake_converse_api_verifies_and_answers() {
+    let fake = scripted().await;
+    let Some(got) = sdk("aws-bedrock", &fake.root_url()).await else { return };
+    assert_eq!(got["plain"], "plain");
+    assert!(got["plain_usage"][0].as_u64().unwrap() > 0);
+    assert_eq!((got["streamed"].as_str(), got["streamed_stop"].as_str()), (Some("streamed"), Some("end_turn")));
+    assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "tool_use"}));
+    assert!(
+        fake.requests().iter().all(|r| r.header("authorization").is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256")))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_azure_openai_sdk_talks_to_the_fake_deployment_route() {
+    let fake = scripted().await;
+    let Some(got) = sdk("azure-openai", &fake.root_url()).await else { return };
+    assert_eq!(got["plain"], "plain");
+    assert_eq!((got["streamed"].as_str(), got["streamed_stop"].as_str()), (Some("streamed"), Some("stop")));
+    assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "tool_calls"}));
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| r.path == "/openai/deployments/my-deployment/chat/completions"
+                && r.query == "api-version=2024-10-21")
+    );
+}

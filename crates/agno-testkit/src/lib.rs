@@ -17,6 +17,7 @@
 //! ```
 
 mod anthropic;
+pub mod bedrock;
 pub mod conformance;
 mod embeddings;
 mod gemini;

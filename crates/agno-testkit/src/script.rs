@@ -74,6 +74,8 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The parsed JSON body, or [`Value::Null`] if the body was not JSON.
     pub body: Value,
+    /// The query string, without `?` (empty when there is none).
+    pub query: String,
 }
 
 impl RecordedRequest {
@@ -315,6 +317,7 @@ mod tests {
             path: "/v1/chat/completions".into(),
             headers: vec![("authorization".into(), "Bearer x".into())],
             body: serde_json::json!({"stream": true}),
+            query: String::new(),
         };
         assert_eq!(req.header("Authorization"), Some("Bearer x"));
         assert!(req.is_stream());

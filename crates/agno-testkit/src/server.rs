@@ -120,6 +120,8 @@ fn router(shared: Arc<Shared>) -> Router {
         .route(crate::anthropic::MESSAGES_PATH, any(model_call::<crate::anthropic::Messages>))
         .route(crate::ollama::CHAT_PATH, any(model_call::<crate::ollama::Chat>))
         .route(crate::responses::RESPONSES_PATH, any(model_call::<crate::responses::Responses>))
+        .route("/model/{model}/{action}", any(bedrock))
+        .route("/openai/deployments/{deployment}/chat/completions", any(azure))
         .route(crate::embeddings::EMBEDDINGS_PATH, any(embeddings))
         .route("/api/embed", any(embeddings))
         .route("/v2/embed", any(embeddings))
@@ -143,7 +145,12 @@ fn record(shared: &Shared, uri: &Uri, headers: &HeaderMap, body: &Bytes) -> Valu
         .iter()
         .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
         .collect();
-    shared.record(RecordedRequest { path: uri.path().to_owned(), headers, body: body.clone() });
+    shared.record(RecordedRequest {
+        path: uri.path().to_owned(),
+        headers,
+        body: body.clone(),
+        query: uri.query().unwrap_or_default().to_owned(),
+    });
     body
 }
 
@@ -190,6 +197,53 @@ async fn model_call<W: crate::wire::Wire + Default>(
         Some(body) => crate::wire::serve(&shared, &W::default(), &headers, &body).await,
         None => method_not_allowed(&method, &uri),
     }
+}
+
+/// Amazon Bedrock's `converse` and `converse-stream`; the signature is checked against the raw
+/// request.
+async fn bedrock(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(parsed) = accept(&shared, &Method::POST, &method, &uri, &headers, &body) else {
+        return method_not_allowed(&method, &uri);
+    };
+    let path = uri.path();
+    let stream = path.ends_with("/converse-stream");
+    if !stream && !path.ends_with("/converse") {
+        return openai::error_response(404, &format!("fake provider: unknown Bedrock action {path}"), None);
+    }
+    let wire = crate::bedrock::Converse { stream, method, path: path.to_owned(), raw_body: body.to_vec() };
+    crate::wire::serve(&shared, &wire, &headers, &parsed).await
+}
+
+/// Azure OpenAI's deployment route: Chat Completions behind `api-key` and `api-version`
+/// (<https://learn.microsoft.com/en-us/azure/ai-services/openai/reference>).
+async fn azure(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(parsed) = accept(&shared, &Method::POST, &method, &uri, &headers, &body) else {
+        return method_not_allowed(&method, &uri);
+    };
+    let query = crate::search::form_pairs(uri.query().unwrap_or_default());
+    if !query.iter().any(|(k, v)| k == "api-version" && !v.is_empty()) {
+        return openai::error_response(404, "Resource not found (the api-version query parameter is required)", None);
+    }
+    if headers.get("api-key").is_none() && headers.get("authorization").is_none() {
+        return openai::error_response(
+            401,
+            "Access denied due to missing subscription key. Make sure to include subscription key when making requests to an API.",
+            None,
+        );
+    }
+    crate::wire::serve(&shared, &openai::Chat, &headers, &parsed).await
 }
 
 /// Every provider's embeddings route (and Gemini's generation), told apart by path: OpenAI's (and Voyage's)

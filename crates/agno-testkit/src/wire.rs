@@ -109,7 +109,7 @@ pub(crate) fn named_event(name: &str, data: &Value) -> String {
 }
 
 /// The events of a stream that is `cut`: the first half, so the end marker never comes.
-pub(crate) fn maybe_cut(mut events: Vec<String>, cut: bool) -> Vec<String> {
+pub(crate) fn maybe_cut<T>(mut events: Vec<T>, cut: bool) -> Vec<T> {
     if cut {
         events.truncate(events.len() / 2);
     }

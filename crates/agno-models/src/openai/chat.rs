@@ -25,7 +25,16 @@ pub struct OpenAIChat {
     capabilities: Capabilities,
     temperature: Option<f64>,
     max_tokens: Option<u32>,
+    /// Other request options, sent as given.
+    options: serde_json::Map<String, Value>,
+    /// Where requests go: `{base}/chat/completions`, or an Azure deployment's URL.
+    url: String,
+    /// The header carrying the key (`api-key` on Azure); a bearer token when `None`.
+    key_header: Option<&'static str>,
 }
+
+/// Azure OpenAI's API version when none is configured.
+pub const AZURE_API_VERSION: &str = "2024-10-21";
 
 impl OpenAIChat {
     /// A model `id` at the server described by `config`, reported as `provider`.
@@ -35,6 +44,9 @@ impl OpenAIChat {
     pub fn new(id: &str, provider: &str, config: ClientConfig) -> Result<Self, ModelError> {
         let client = http_client(config.timeout)?;
         Ok(Self {
+            url: format!("{}/chat/completions", config.base()),
+            key_header: None,
+            options: serde_json::Map::new(),
             id: id.to_owned(),
             provider: provider.to_owned(),
             config: Arc::new(config),
@@ -50,6 +62,23 @@ impl OpenAIChat {
         })
     }
 
+    /// A deployment of Azure OpenAI: requests go to
+    /// `{endpoint}/openai/deployments/{deployment}/chat/completions?api-version={api_version}`
+    /// with the key as `api-key` (Azure's URL shape,
+    /// <https://learn.microsoft.com/en-us/azure/ai-services/openai/reference>). `config.base_url`
+    /// is the resource endpoint (`https://my-resource.openai.azure.com`).
+    ///
+    /// # Errors
+    /// [`ModelErrorKind::Connection`] when the HTTP client cannot be built.
+    pub fn azure(deployment: &str, api_version: &str, config: ClientConfig) -> Result<Self, ModelError> {
+        let endpoint = config.base().trim_end_matches("/openai").to_owned();
+        let url = format!("{endpoint}/openai/deployments/{deployment}/chat/completions?api-version={api_version}");
+        let mut model = Self::new(deployment, "Azure", config)?;
+        model.url = url;
+        model.key_header = Some("api-key");
+        Ok(model)
+    }
+
     /// Overrides what the server supports.
     pub fn with_capabilities(mut self, capabilities: Capabilities) -> Self {
         self.capabilities = capabilities;
@@ -62,10 +91,28 @@ impl OpenAIChat {
         self
     }
 
-    /// Maximum completion tokens.
+    /// Maximum completion tokens: sent as `max_completion_tokens` to the OpenAI models that
+    /// refuse `max_tokens` (the o-series and GPT-5), as `max_tokens` elsewhere.
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
         self
+    }
+
+    /// Any other request option of the Chat Completions API, sent as given: `top_p`, `seed`,
+    /// `stop`, `frequency_penalty`, `presence_penalty`, `logit_bias`, `logprobs`,
+    /// `top_logprobs`, `user`, `reasoning_effort`, `verbosity`, `service_tier`, `store`,
+    /// `metadata`, `parallel_tool_calls`, `prediction`, `modalities`, `audio`, ...
+    pub fn with_option(mut self, key: &str, value: Value) -> Self {
+        self.options.insert(key.to_owned(), value);
+        self
+    }
+
+    /// Whether this model takes `max_completion_tokens` instead of `max_tokens`.
+    fn uses_max_completion_tokens(&self) -> bool {
+        let id = self.id.to_lowercase();
+        let id = id.rsplit('/').next().unwrap_or(&id);
+        matches!(self.provider.as_str(), "OpenAI" | "Azure")
+            && (["o1", "o3", "o4", "gpt-5"].iter().any(|p| id.starts_with(p)))
     }
 
     /// The base URL requests go to.
@@ -105,19 +152,21 @@ impl OpenAIChat {
             stream,
             stream_options: stream.then_some(StreamOptions { include_usage: true }),
             temperature: self.temperature,
-            max_tokens: self.max_tokens,
+            max_tokens: self.max_tokens.filter(|_| !self.uses_max_completion_tokens()),
+            max_completion_tokens: self.max_tokens.filter(|_| self.uses_max_completion_tokens()),
+            options: &self.options,
         };
         serde_json::to_value(&body).unwrap_or(Value::Null)
     }
 
     /// Sends the request, retrying what can be retried; returns the successful response.
     async fn send(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
-        let url = format!("{}/chat/completions", self.config.base());
         send(&self.config, &self.label(), || {
-            let request = self.client.post(&url).json(body);
-            match &self.config.api_key {
-                Some(key) => request.bearer_auth(key),
-                None => request,
+            let request = self.client.post(&self.url).json(body);
+            match (&self.config.api_key, self.key_header) {
+                (Some(key), Some(header)) => request.header(header, key),
+                (Some(key), None) => request.bearer_auth(key),
+                (None, _) => request,
             }
         })
         .await
@@ -157,6 +206,7 @@ impl Model for OpenAIChat {
         match self.provider.as_str() {
             "OpenAI" => "OpenAIChat",
             "Mistral" => "MistralChat",
+            "Azure" => "AzureOpenAI",
             other => other,
         }
     }

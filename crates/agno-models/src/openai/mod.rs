@@ -7,5 +7,5 @@ mod streaming;
 mod wire;
 
 pub use crate::http::{ClientConfig, RetryPolicy, Sleeper};
-pub use chat::OpenAIChat;
+pub use chat::{AZURE_API_VERSION, OpenAIChat};
 pub use responses::OpenAIResponses;

@@ -26,6 +26,12 @@ pub(crate) fn chunks_of(label: &str, doc: ChatResponse, out: &mut Vec<ModelChunk
             delta_chunks(delta, out);
         }
         if let Some(reason) = choice.finish_reason {
+            if reason == "content_filter" {
+                return Err(ModelError::new(
+                    ModelErrorKind::ContentFiltered,
+                    format!("{label} withheld the answer (finish reason content_filter)"),
+                ));
+            }
             out.push(ModelChunk::Finish(reason));
         }
     }

@@ -23,6 +23,11 @@ pub(crate) struct ChatRequest<'a> {
     pub(crate) temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_completion_tokens: Option<u32>,
+    /// Every other request option (`top_p`, `seed`, `stop`, `reasoning_effort`, ...).
+    #[serde(flatten)]
+    pub(crate) options: &'a serde_json::Map<String, Value>,
 }
 
 #[derive(Debug, Serialize)]
