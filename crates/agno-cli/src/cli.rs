@@ -346,6 +346,12 @@ pub(crate) struct AgentArgs {
 pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
+    /// An image to send with the message (png, jpg, gif, webp; repeatable).
+    #[arg(long = "image", value_name = "PATH")]
+    pub(crate) images: Vec<std::path::PathBuf>,
+    /// A document to send with the message (pdf, txt, md, csv, json; repeatable).
+    #[arg(long = "file", value_name = "PATH")]
+    pub(crate) files: Vec<std::path::PathBuf>,
     /// Run a component of this AgentOS config (agentos.toml) instead of the agent the flags
     /// describe; name it with --agent-id, --team or --workflow. Its [db] stores the run.
     #[arg(long, short = 'c')]

@@ -75,7 +75,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<()> {
     }
     let db = open_db(&args.agent).await?;
     let agent = build_agent(&args.agent, db).await?;
-    let message = request(&args.agent, &args.message.join(" "));
+    let message = with_media(request(&args.agent, &args.message.join(" ")), &args)?;
     if args.stream {
         let mut stream = agent.run_stream(message);
         let mut out = std::io::stdout();
@@ -95,6 +95,33 @@ pub(crate) async fn run(args: RunArgs) -> Result<()> {
         }
         check(&output)
     }
+}
+
+/// The `--image` and `--file` attachments, read and encoded.
+fn with_media(mut request: RunRequest, args: &RunArgs) -> Result<RunRequest> {
+    use base64::Engine as _;
+    for (paths, image) in [(&args.images, true), (&args.files, false)] {
+        for path in paths {
+            let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default().to_lowercase();
+            let mime = match (image, ext.as_str()) {
+                (true, "png") => "image/png",
+                (true, "jpg" | "jpeg") => "image/jpeg",
+                (true, "gif") => "image/gif",
+                (true, "webp") => "image/webp",
+                (false, "pdf") => "application/pdf",
+                (false, "txt" | "md") => "text/plain",
+                (false, "csv") => "text/csv",
+                (false, "json") => "application/json",
+                (true, _) => anyhow::bail!("--image {}: use a png, jpg, gif or webp image", path.display()),
+                (false, _) => anyhow::bail!("--file {}: use a pdf, txt, md, csv or json document", path.display()),
+            };
+            let mut media = agno::core::Media::bytes(base64::engine::general_purpose::STANDARD.encode(bytes), mime);
+            media.filename = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            request = if image { request.image(media) } else { request.file(media) };
+        }
+    }
+    Ok(request)
 }
 
 fn check(output: &RunOutput) -> Result<()> {

@@ -137,6 +137,53 @@ async fn every_provider_runs_from_the_terminal_with_only_its_env_override() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_and_documents_go_to_the_model_as_its_media_blocks() {
+    use base64::Engine as _;
+    let server = FakeProvider::start().await.unwrap();
+    server.push(Reply::text("a red square"));
+    let dir = std::env::temp_dir().join(format!("agno-cli-media-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (image, pdf) = (dir.join("square.png"), dir.join("notes.pdf"));
+    std::fs::write(&image, b"\x89PNG\r\n\x1a\nfake image bytes").unwrap();
+    std::fs::write(&pdf, b"%PDF-1.4 fake document").unwrap();
+    let root = server.root_url();
+    let args = [
+        "run".to_owned(),
+        "--model".into(),
+        "anthropic:claude-sonnet-4-5".into(),
+        "--image".into(),
+        image.display().to_string(),
+        "--file".into(),
+        pdf.display().to_string(),
+        "What is in these?".into(),
+    ];
+    let out = tokio::task::spawn_blocking(move || {
+        agno().env("ANTHROPIC_BASE_URL", root).env("ANTHROPIC_API_KEY", "k").args(args).output().unwrap()
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "a red square");
+    let content = server.requests()[0].body["messages"][0]["content"].clone();
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    assert_eq!(content[0]["text"], "What is in these?");
+    assert_eq!(
+        content[1]["source"],
+        serde_json::json!({"type": "base64", "media_type": "image/png", "data": b64(b"\x89PNG\r\n\x1a\nfake image bytes")})
+    );
+    assert_eq!(content[2]["type"], "document");
+    assert_eq!(content[2]["source"]["data"], b64(b"%PDF-1.4 fake document"));
+
+    let bad = dir.join("clip.mp4");
+    std::fs::write(&bad, b"x").unwrap();
+    let out = agno().args(["run", "--image", &bad.display().to_string(), "hi"]).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success() && stderr.contains("use a png, jpg, gif or webp image"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn an_unknown_provider_is_named_once_with_the_known_ones() {
     let out = agno().args(["run", "--model", "nope:x", "hi"]).output().unwrap();

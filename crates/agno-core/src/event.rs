@@ -155,6 +155,23 @@ pub enum EventData {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// The reasoning model started (`reasoning_model`).
+    ReasoningStarted {},
+    /// A piece of the reasoning model's reasoning, as it streams.
+    ReasoningContentDelta {
+        /// The delta.
+        #[serde(default)]
+        reasoning_content: String,
+    },
+    /// The reasoning model finished; `content` is its reasoning.
+    ReasoningCompleted {
+        /// The reasoning.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Value>,
+        /// `"str"`.
+        #[serde(default = "str_type")]
+        content_type: String,
+    },
     /// A pre-hook started.
     PreHookStarted {
         /// Hook name.
@@ -325,6 +342,9 @@ impl EventData {
             EventData::RunContinued {} => "RunContinued",
             EventData::RunError { .. } => "RunError",
             EventData::RunCancelled { .. } => "RunCancelled",
+            EventData::ReasoningStarted {} => "ReasoningStarted",
+            EventData::ReasoningContentDelta { .. } => "ReasoningContentDelta",
+            EventData::ReasoningCompleted { .. } => "ReasoningCompleted",
             EventData::PreHookStarted { .. } => "PreHookStarted",
             EventData::PreHookCompleted { .. } => "PreHookCompleted",
             EventData::PostHookStarted { .. } => "PostHookStarted",

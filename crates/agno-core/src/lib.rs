@@ -49,7 +49,7 @@ pub use records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 pub use redact::redact_url;
 pub use requirement::{PauseType, RunRequirement};
 pub use review::{ErrorRequirement, StepInputField, StepRequirement};
-pub use run::{RunInput, RunOutput, RunStatus};
+pub use run::{Media, RunInput, RunOutput, RunStatus};
 pub use schedule::{Cell, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleUpdate};
 pub use session::{AgentSession, SessionSummary, SessionType};
 pub use team::TeamStreamEvent;

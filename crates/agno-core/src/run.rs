@@ -109,6 +109,78 @@ impl RunInput {
             None => String::new(),
         }
     }
+
+    /// Attaches an image, kept in `images` as Agno's `Image.to_dict()` writes it.
+    pub fn add_image(&mut self, media: Media) {
+        self.push_media("images", media.into_agno());
+    }
+
+    /// Attaches a file (a PDF, a text document), kept in `files` as Agno's `File.to_dict()`.
+    pub fn add_file(&mut self, media: Media) {
+        self.push_media("files", media.into_agno());
+    }
+
+    fn push_media(&mut self, key: &str, item: Value) {
+        match self.extra.get_mut(key) {
+            Some(Value::Array(items)) => items.push(item),
+            _ => {
+                self.extra.insert(key.to_owned(), Value::Array(vec![item]));
+            }
+        }
+    }
+
+    /// The attached images (Agno's shape: `id`, `url`, `content` as base64, `mime_type`, ...).
+    pub fn images(&self) -> &[Value] {
+        self.extra.get("images").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// The attached files.
+    pub fn files(&self) -> &[Value] {
+        self.extra.get("files").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+    }
+}
+
+/// An image or a file attached to a run's input: its bytes (base64) or a URL.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Media {
+    /// Base64 of the bytes.
+    pub content: Option<String>,
+    /// Where it is, instead of the bytes.
+    pub url: Option<String>,
+    /// Its media type (`image/png`, `application/pdf`).
+    pub mime_type: Option<String>,
+    /// Its file name.
+    pub filename: Option<String>,
+}
+
+impl Media {
+    /// Bytes (as base64) of `mime_type`.
+    pub fn bytes(base64: String, mime_type: &str) -> Self {
+        Self { content: Some(base64), mime_type: Some(mime_type.to_owned()), ..Self::default() }
+    }
+
+    /// A URL.
+    pub fn url(url: impl Into<String>) -> Self {
+        Self { url: Some(url.into()), ..Self::default() }
+    }
+
+    fn into_agno(self) -> Value {
+        let format = self.mime_type.as_deref().and_then(|m| m.rsplit('/').next()).map(str::to_owned);
+        let mut out = Map::new();
+        out.insert("id".into(), Value::String(crate::clock::new_id()));
+        for (key, value) in [
+            ("url", self.url),
+            ("content", self.content),
+            ("mime_type", self.mime_type),
+            ("format", format),
+            ("filename", self.filename),
+        ] {
+            if let Some(v) = value {
+                out.insert(key.into(), Value::String(v));
+            }
+        }
+        Value::Object(out)
+    }
 }
 
 /// The object form of [`RunInput`] on the wire.

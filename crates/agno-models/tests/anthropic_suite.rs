@@ -218,3 +218,49 @@ async fn consecutive_tool_results_and_media_are_anthropic_blocks() {
     assert_eq!(messages[1]["content"][1]["input"], json!({"city": "Oslo"}));
     assert_eq!(body["tool_choice"], json!({"type": "any"}));
 }
+
+/// A virtual clock for the retry loop: every delay it is asked to wait is recorded and
+/// "passes" at once, so a test sees the exact waits without sleeping.
+fn virtual_clock() -> (agno_models::Sleeper, Arc<std::sync::Mutex<Vec<std::time::Duration>>>) {
+    let waits = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&waits);
+    let sleeper = agno_models::Sleeper::new(move |d| {
+        record.lock().unwrap().push(d);
+        Box::pin(async {})
+    });
+    (sleeper, waits)
+}
+
+#[tokio::test]
+async fn retries_wait_what_retry_after_says_and_back_off_with_jitter_otherwise() {
+    use std::time::Duration;
+    let h = Anthropic::start().await;
+    let (sleeper, waits) = virtual_clock();
+    let mut cfg = ClientConfig::new(h.base_url());
+    cfg.api_key = Some("sk-ant-test".into());
+    cfg.sleeper = sleeper;
+    cfg.retry =
+        RetryPolicy { max_retries: 3, base_delay: Duration::from_millis(400), max_delay: Duration::from_secs(30) };
+    let model = Claude::new("claude-sonnet-4-5", cfg).unwrap();
+
+    // The provider says when: 7 s, then 2 s; then it answers.
+    h.push(Reply::Error { status: 429, message: "rate limited".into(), retry_after: Some(7) });
+    h.push(Reply::Error { status: 529, message: "overloaded".into(), retry_after: Some(2) });
+    h.push(Reply::text("finally"));
+    let out = run_ok(&model, ask("hi"), Mode::Stream).await;
+    assert_eq!(out.response.content, "finally");
+    assert_eq!(*waits.lock().unwrap(), [Duration::from_secs(7), Duration::from_secs(2)]);
+
+    // No hint: exponential backoff with jitter, each wait in [base * 2^n / 2, base * 2^n].
+    waits.lock().unwrap().clear();
+    h.set_fallback(Reply::Error { status: 500, message: "down".into(), retry_after: None });
+    let err = run_err(&model, ask("hi"), Mode::Invoke).await;
+    assert!(err.message.contains("gave up after 4 attempts"), "{}", err.message);
+    let seen = waits.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    for (n, wait) in seen.iter().enumerate() {
+        let cap = Duration::from_millis(400) * 2u32.pow(n as u32);
+        assert!(*wait >= cap / 2 && *wait <= cap, "retry {n}: {wait:?} outside [{:?}, {cap:?}]", cap / 2);
+    }
+    println!("waits with retry-after 7 and 2: 7 s, 2 s; without: {seen:?}");
+}

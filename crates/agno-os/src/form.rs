@@ -154,6 +154,13 @@ impl Form {
         !self.files.is_empty()
     }
 
+    /// Takes every file sent in field `name`, in order.
+    pub fn take_files(&mut self, name: &str) -> Vec<FormFile> {
+        let (taken, kept) = std::mem::take(&mut self.files).into_iter().partition(|f| f.field == name);
+        self.files = kept;
+        taken
+    }
+
     /// Takes the (first) file sent in field `name`.
     pub fn take_file(&mut self, name: &str) -> Option<FormFile> {
         let i = self.files.iter().position(|f| f.field == name)?;

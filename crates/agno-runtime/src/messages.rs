@@ -124,6 +124,29 @@ pub(crate) fn user_message(input: &RunInput) -> Message {
     if let Some(content @ Value::Array(_)) = &input.input_content {
         // Multimodal content parts pass through unchanged.
         msg.content = Some(content.clone());
+    } else if !input.images().is_empty() || !input.files().is_empty() {
+        // Attached media as content parts (each provider renders them its own way).
+        let mut parts = vec![serde_json::json!({"type": "text", "text": input.as_text()})];
+        parts.extend(input.images().iter().filter_map(|image| {
+            let url = match (image.get("content").and_then(Value::as_str), image.get("url").and_then(Value::as_str)) {
+                (Some(data), _) => {
+                    let mime = image.get("mime_type").and_then(Value::as_str).unwrap_or("image/png");
+                    format!("data:{mime};base64,{data}")
+                }
+                (None, Some(url)) => url.to_owned(),
+                (None, None) => return None,
+            };
+            Some(serde_json::json!({"type": "image_url", "image_url": {"url": url}}))
+        }));
+        parts.extend(input.files().iter().filter_map(|file| {
+            let data = file.get("content").and_then(Value::as_str)?;
+            let mime = file.get("mime_type").and_then(Value::as_str).unwrap_or("application/pdf");
+            Some(serde_json::json!({"type": "file", "file": {
+                "file_data": format!("data:{mime};base64,{data}"),
+                "filename": file.get("filename").and_then(Value::as_str).unwrap_or("file"),
+            }}))
+        }));
+        msg.content = Some(Value::Array(parts));
     }
     msg
 }

@@ -57,6 +57,18 @@ impl RunRequest {
         Self { input: RunInput { input_content: Some(input), ..RunInput::default() }, ..Self::default() }
     }
 
+    /// Attaches an image (bytes or URL) to the input.
+    pub fn image(mut self, media: agno_core::Media) -> Self {
+        self.input.add_image(media);
+        self
+    }
+
+    /// Attaches a file (a PDF, a document) to the input.
+    pub fn file(mut self, media: agno_core::Media) -> Self {
+        self.input.add_file(media);
+        self
+    }
+
     /// Sets the session id.
     pub fn session_id(mut self, id: impl Into<String>) -> Self {
         self.session_id = Some(id.into());

@@ -204,7 +204,7 @@ pub(crate) async fn drive_new(
             em.emit(EventData::PreHookCompleted { pre_hook_name: hook.name().to_owned() });
         }
         if let Some(reasoning) = &agent.reasoning.reasoning_model
-            && let Err(e) = reason(reasoning.as_ref(), &mut st).await
+            && let Err(e) = reason(reasoning.as_ref(), &mut st, em).await
         {
             break 'run LoopEnd::Failed(model_failure(e));
         }
@@ -234,10 +234,27 @@ fn model_failure(source: ModelError) -> RunError {
     RunError::Model { source, run: Box::new(RunOutput::new("", "")) }
 }
 
-async fn reason(model: &dyn Model, st: &mut RunState) -> Result<(), ModelError> {
+/// Runs the reasoning model over the conversation, streaming its reasoning as Agno's
+/// `ReasoningStarted` / `ReasoningContentDelta` / `ReasoningCompleted`; the reasoning (its
+/// native reasoning, else its answer) joins the conversation and `reasoning_content`.
+async fn reason(model: &dyn Model, st: &mut RunState, em: &mut Emitter) -> Result<(), ModelError> {
+    em.emit(EventData::ReasoningStarted {});
     let request = ModelRequest { messages: st.messages.clone(), ..ModelRequest::default() };
-    let response = model.invoke(request).await?;
+    let mut stream = model.stream(request).await?;
+    let mut assembler = agno_core::ResponseAssembler::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        if let ModelChunk::Reasoning(text) | ModelChunk::Content(text) = &chunk {
+            em.emit(EventData::ReasoningContentDelta { reasoning_content: text.clone() });
+        }
+        assembler.push(&chunk);
+    }
+    let response = assembler.finish();
     let text = response.reasoning.filter(|r| !r.is_empty()).unwrap_or(response.content);
+    em.emit(EventData::ReasoningCompleted {
+        content: Some(Value::String(text.clone())),
+        content_type: "str".to_owned(),
+    });
     if !text.is_empty() {
         st.messages.push(Message::new(Role::Assistant, format!("<reasoning>\n{text}\n</reasoning>")));
         st.output.reasoning_content = Some(text);

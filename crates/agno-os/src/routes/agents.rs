@@ -301,6 +301,56 @@ pub const RESUME_FORM: &[FormField] = &[
     FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
 ];
 
+/// The `files` of a run form, as Agno sorts them: images, and documents (PDF, text, JSON, CSV,
+/// Word). Empty files and other kinds are refused with the file's name.
+fn uploaded_media(form: &mut Form) -> ApiResult<Vec<(bool, agno_core::Media)>> {
+    use base64::Engine as _;
+    let mut out = Vec::new();
+    for file in form.take_files("files") {
+        if file.bytes.is_empty() {
+            return Err(ApiError::bad_request(format!("Empty file: {}", file.file_name)));
+        }
+        let ext = file.file_name.rsplit('.').next().unwrap_or_default().to_lowercase();
+        let by_extension = match ext.as_str() {
+            "png" => Some("image/png"),
+            "jpg" | "jpeg" => Some("image/jpeg"),
+            "gif" => Some("image/gif"),
+            "webp" => Some("image/webp"),
+            "pdf" => Some("application/pdf"),
+            "txt" | "md" => Some("text/plain"),
+            "csv" => Some("text/csv"),
+            "json" => Some("application/json"),
+            "docx" => Some("application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+            _ => None,
+        };
+        let sent = file.content_type.clone().filter(|t| !t.is_empty() && t != "application/octet-stream");
+        let Some(mime) = sent.or_else(|| by_extension.map(str::to_owned)) else {
+            return Err(ApiError::bad_request(format!("Unsupported file type: {}", file.file_name)));
+        };
+        let is_image = mime.starts_with("image/");
+        let is_document = mime == "application/pdf"
+            || mime.starts_with("text/")
+            || mime == "application/json"
+            || mime.contains("wordprocessingml");
+        if mime.starts_with("audio/") || mime.starts_with("video/") {
+            return Err(ApiError::bad_request(format!(
+                "{} is {mime}: audio and video inputs are not supported by agno-rs yet (send images or documents)",
+                file.file_name
+            )));
+        }
+        if !is_image && !is_document {
+            return Err(ApiError::bad_request(format!("Unsupported file type: {} ({mime})", file.file_name)));
+        }
+        let mut media = agno_core::Media::bytes(base64::engine::general_purpose::STANDARD.encode(&file.bytes), &mime);
+        media.filename = Some(file.file_name.clone());
+        out.push((is_image, media));
+    }
+    if form.has_files() {
+        return Err(ApiError::bad_request("upload files in the `files` field"));
+    }
+    Ok(out)
+}
+
 /// `POST /agents/{agent_id}/runs`: form fields `message` (required), `stream` (default true),
 /// `session_id`, `user_id`, `session_state`, `dependencies`, `metadata`, `output_schema`,
 /// `add_history_to_context`, `cancel_on_disconnect`.
@@ -314,13 +364,14 @@ pub async fn create_run(
     let idempotency_key = idempotency_key(request.headers())?;
     let mut form = Form::read(request, state.form_field_limit).await?;
     let message = form.take_required("message")?;
-    if form.has_files() {
-        return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
-    }
+    let media = uploaded_media(&mut form)?;
     // As Agno: a token's `sub` is the run's user (over the form field), forced under isolation.
     let user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
     let run_id = agno_core::new_id();
     let mut req = RunRequest::new(message).run_id(run_id.clone());
+    for (is_image, item) in media {
+        req = if is_image { req.image(item) } else { req.file(item) };
+    }
     if let Some(session_id) = form.text("session_id").filter(|s| !s.is_empty()) {
         check_session_owner(&state, session_id, user_id.as_deref()).await?;
         req = req.session_id(session_id);
