@@ -155,13 +155,10 @@ def aws_bedrock(base):
     }
 
 
-def azure_openai(base):
-    import openai as sdk
-
-    client = sdk.AzureOpenAI(azure_endpoint=base, api_key="az-test", api_version="2024-10-21", max_retries=0)
-    plain = client.chat.completions.create(model="my-deployment", messages=[{"role": "user", "content": "Hi"}])
+def chat_completions(client, model):
+    plain = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}])
     stream = client.chat.completions.create(
-        model="my-deployment", messages=[{"role": "user", "content": "Stream please"}], stream=True
+        model=model, messages=[{"role": "user", "content": "Stream please"}], stream=True
     )
     streamed, stop = "", None
     for chunk in stream:
@@ -169,7 +166,7 @@ def azure_openai(base):
             streamed += choice.delta.content or ""
             stop = choice.finish_reason or stop
     tool = client.chat.completions.create(
-        model="my-deployment",
+        model=model,
         messages=[{"role": "user", "content": "Weather in Oslo?"}],
         tools=[{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": TOOL_SCHEMA}}],
     )
@@ -183,7 +180,20 @@ def azure_openai(base):
     }
 
 
-PROVIDERS = {"aws-bedrock": aws_bedrock, "azure-openai": azure_openai, "anthropic": anthropic, "google": google, "ollama": ollama, "openai-responses": openai_responses}
+def azure_openai(base):
+    import openai as sdk
+
+    client = sdk.AzureOpenAI(azure_endpoint=base, api_key="az-test", api_version="2024-10-21", max_retries=0)
+    return chat_completions(client, "my-deployment")
+
+
+def openai_chat(base):
+    import openai as sdk
+
+    return chat_completions(sdk.OpenAI(base_url=base, api_key="sk-test", max_retries=0), "gpt-4o-mini")
+
+
+PROVIDERS = {"aws-bedrock": aws_bedrock, "azure-openai": azure_openai, "openai-chat": openai_chat, "anthropic": anthropic, "google": google, "ollama": ollama, "openai-responses": openai_responses}
 
 if __name__ == "__main__":
     print(json.dumps(PROVIDERS[sys.argv[1]](sys.argv[2])))

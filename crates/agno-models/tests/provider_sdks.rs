@@ -106,3 +106,13 @@ async fn the_azure_openai_sdk_talks_to_the_fake_deployment_route() {
                 && r.query == "api-version=2024-10-21")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_sdk_talks_to_the_fake_chat_completions_api() {
+    let fake = scripted().await;
+    let Some(got) = sdk("openai-chat", &fake.base_url()).await else { return };
+    assert_eq!(got["plain"], "plain");
+    assert_eq!((got["streamed"].as_str(), got["streamed_stop"].as_str()), (Some("streamed"), Some("stop")));
+    assert_eq!(got["tool"], json!({"name": "get_weather", "input": {"city": "Oslo"}, "stop": "tool_calls"}));
+    assert!(fake.requests().iter().all(|r| r.path == "/v1/chat/completions"));
+}
