@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use crate::http::{ClientConfig, EventParser, body_text, event_stream, http_client, invalid, invalid_event, send};
-use crate::parts::{Part, parts};
+use crate::parts::{Part, Turns, parts};
 
 /// Anthropic's API.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -80,7 +80,7 @@ impl Claude {
 
     fn body(&self, request: &ModelRequest, stream: bool) -> Value {
         let mut system = Vec::new();
-        let mut messages: Vec<(String, Vec<Value>)> = Vec::new();
+        let mut messages = Turns::default();
         for m in &request.messages {
             let (role, blocks) = match m.role {
                 Role::System | Role::Developer => {
@@ -92,19 +92,12 @@ impl Claude {
                 Role::Tool => ("user", vec![tool_result_block(m)]),
                 _ => ("user", content_blocks(m)),
             };
-            if blocks.is_empty() {
-                continue;
-            }
-            // Anthropic alternates roles: consecutive messages of one role are one message.
-            match messages.last_mut() {
-                Some((last, existing)) if last == role => existing.extend(blocks),
-                _ => messages.push((role.to_owned(), blocks)),
-            }
+            messages.push(role, blocks);
         }
         let mut body = json!({
             "model": self.id,
             "max_tokens": self.max_tokens,
-            "messages": messages.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect::<Vec<_>>(),
+            "messages": messages.into_json("content"),
         });
         if !system.is_empty() {
             body["system"] = json!(system.join("\n\n"));

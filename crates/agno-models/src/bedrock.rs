@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::http::{ClientConfig, body_text, http_client, invalid, send};
-use crate::parts::{Part, parts};
+use crate::parts::{Part, Turns, parts};
 
 /// AWS credentials for Signature Version 4.
 #[derive(Clone)]
@@ -117,7 +117,7 @@ impl AwsBedrock {
 
     fn body(&self, request: &ModelRequest) -> Value {
         let mut system = Vec::new();
-        let mut messages: Vec<(String, Vec<Value>)> = Vec::new();
+        let mut messages = Turns::default();
         for m in &request.messages {
             let (role, blocks) = match m.role {
                 Role::System | Role::Developer => {
@@ -138,16 +138,10 @@ impl AwsBedrock {
                 }
                 _ => ("user", content_blocks(m)),
             };
-            if blocks.is_empty() {
-                continue;
-            }
-            match messages.last_mut() {
-                Some((last, existing)) if last == role => existing.extend(blocks),
-                _ => messages.push((role.to_owned(), blocks)),
-            }
+            messages.push(role, blocks);
         }
         let mut body = json!({
-            "messages": messages.into_iter().map(|(role, content)| json!({"role": role, "content": content})).collect::<Vec<_>>(),
+            "messages": messages.into_json("content"),
         });
         if !system.is_empty() {
             body["system"] = Value::Array(system);

@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use crate::http::{ClientConfig, EventParser, body_text, event_stream, http_client, invalid, invalid_event, send};
-use crate::parts::{Part, parts};
+use crate::parts::{Part, Turns, parts};
 
 /// The Gemini API.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -76,7 +76,7 @@ impl Gemini {
 
     fn body(&self, request: &ModelRequest) -> Value {
         let mut system = Vec::new();
-        let mut contents: Vec<(String, Vec<Value>)> = Vec::new();
+        let mut contents = Turns::default();
         // Function responses name the function: remember which call id was which tool.
         let mut names = std::collections::HashMap::new();
         for m in &request.messages {
@@ -105,16 +105,10 @@ impl Gemini {
                 }
                 _ => ("user", user_parts(m)),
             };
-            if parts.is_empty() {
-                continue;
-            }
-            match contents.last_mut() {
-                Some((last, existing)) if last == role => existing.extend(parts),
-                _ => contents.push((role.to_owned(), parts)),
-            }
+            contents.push(role, parts);
         }
         let mut body = json!({
-            "contents": contents.into_iter().map(|(role, parts)| json!({"role": role, "parts": parts})).collect::<Vec<_>>(),
+            "contents": contents.into_json("parts"),
         });
         if !system.is_empty() {
             body["systemInstruction"] = json!({"parts": system});

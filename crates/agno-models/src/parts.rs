@@ -3,7 +3,31 @@
 //! `{"type": "file", "file": {"file_data", "filename"}}`); each provider renders these parts in
 //! its own shape.
 
-use serde_json::Value;
+use serde_json::{Value, json};
+
+/// A conversation as providers with alternating roles want it (Anthropic, Bedrock, Gemini):
+/// the blocks of consecutive messages of one role make one message, and a message without
+/// blocks is left out.
+#[derive(Debug, Default)]
+pub(crate) struct Turns(Vec<(&'static str, Vec<Value>)>);
+
+impl Turns {
+    /// Adds a message's blocks, joining them to the last message when it has the same role.
+    pub(crate) fn push(&mut self, role: &'static str, blocks: Vec<Value>) {
+        if blocks.is_empty() {
+            return;
+        }
+        match self.0.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => self.0.push((role, blocks)),
+        }
+    }
+
+    /// The messages as `{"role": .., <blocks_key>: [..]}` objects.
+    pub(crate) fn into_json(self, blocks_key: &str) -> Value {
+        Value::Array(self.0.into_iter().map(|(role, blocks)| json!({"role": role, blocks_key: blocks})).collect())
+    }
+}
 
 /// One part of a message's content.
 #[derive(Debug, Clone, PartialEq)]
