@@ -409,26 +409,39 @@ pub(crate) fn decode_message(buf: &mut Vec<u8>) -> Result<Option<EventMessage>, 
     if crc32fast::hash(&buf[..total - 4]) as usize != be(total - 4) {
         return Err("the message's checksum does not match".to_owned());
     }
-    let mut headers = HashMap::new();
-    let mut at = 12;
     let end = 12 + headers_len;
-    while at < end {
-        let name_len = buf[at] as usize;
-        let name = String::from_utf8_lossy(&buf[at + 1..at + 1 + name_len]).into_owned();
-        at += 1 + name_len;
-        let kind = buf[at];
-        at += 1;
-        if kind != 7 {
-            return Err(format!("header {name} has type {kind}, not a string"));
-        }
-        let len = u16::from_be_bytes([buf[at], buf[at + 1]]) as usize;
-        at += 2;
-        headers.insert(name, String::from_utf8_lossy(&buf[at..at + len]).into_owned());
-        at += len;
-    }
+    let headers = decode_headers(&buf[12..end])?;
     let payload = buf[end..total - 4].to_vec();
     buf.drain(..total);
     Ok(Some(EventMessage { headers, payload }))
+}
+
+/// The headers of one message: `name_len`, name, type 7 (string), `u16` length, value, each
+/// checked against the end of the header block (a length running past it is an error, not a
+/// read beyond it).
+fn decode_headers(mut block: &[u8]) -> Result<HashMap<String, String>, String> {
+    fn take<'a>(block: &mut &'a [u8], n: usize, what: &str) -> Result<&'a [u8], String> {
+        if block.len() < n {
+            return Err(format!("the headers end inside {what}"));
+        }
+        let (taken, rest) = block.split_at(n);
+        *block = rest;
+        Ok(taken)
+    }
+    let mut headers = HashMap::new();
+    while !block.is_empty() {
+        let name_len = take(&mut block, 1, "a header name's length")?[0] as usize;
+        let name = String::from_utf8_lossy(take(&mut block, name_len, "a header name")?).into_owned();
+        let kind = take(&mut block, 1, "a header type")?[0];
+        if kind != 7 {
+            return Err(format!("header {name} has type {kind}, not a string"));
+        }
+        let len = take(&mut block, 2, "a header value's length")?;
+        let len = u16::from_be_bytes([len[0], len[1]]) as usize;
+        let value = String::from_utf8_lossy(take(&mut block, len, "a header value")?).into_owned();
+        headers.insert(name, value);
+    }
+    Ok(headers)
 }
 
 /// The stream's state: which content block is which tool call.
@@ -617,5 +630,40 @@ mod tests {
         let auth = &headers.iter().find(|(k, _)| k == "authorization").unwrap().1;
         assert!(auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature="), "{auth}");
         assert_eq!(encode_segment("anthropic.claude-v2:1"), "anthropic.claude-v2%3A1");
+    }
+
+    /// A message framed as AWS does: prelude (lengths and their CRC), headers, payload, CRC.
+    fn framed(headers: &[u8], payload: &[u8]) -> Vec<u8> {
+        let total = (16 + headers.len() + payload.len()) as u32;
+        let mut out = total.to_be_bytes().to_vec();
+        out.extend_from_slice(&(headers.len() as u32).to_be_bytes());
+        out.extend_from_slice(&crc32fast::hash(&out).to_be_bytes());
+        out.extend_from_slice(headers);
+        out.extend_from_slice(payload);
+        out.extend_from_slice(&crc32fast::hash(&out).to_be_bytes());
+        out
+    }
+
+    #[test]
+    fn event_stream_messages_decode_and_bad_header_lengths_are_errors() {
+        let mut header = vec![11u8];
+        header.extend_from_slice(b":event-type");
+        header.push(7);
+        header.extend_from_slice(&5u16.to_be_bytes());
+        header.extend_from_slice(b"hello");
+        let mut buf = framed(&header, b"{}");
+        let message = decode_message(&mut buf).unwrap().unwrap();
+        assert_eq!(message.headers[":event-type"], "hello");
+        assert_eq!(message.payload, b"{}");
+        assert!(buf.is_empty());
+
+        // Checksums right, but the name's length runs past the header block (and the buffer).
+        let mut buf = framed(&[200, b'x'], b"");
+        assert_eq!(decode_message(&mut buf).unwrap_err(), "the headers end inside a header name");
+        // A value length past the block.
+        let mut bad = vec![1u8, b'a', 7];
+        bad.extend_from_slice(&u16::MAX.to_be_bytes());
+        let mut buf = framed(&bad, b"{}");
+        assert_eq!(decode_message(&mut buf).unwrap_err(), "the headers end inside a header value");
     }
 }
