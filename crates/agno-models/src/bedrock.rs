@@ -20,10 +20,11 @@ use agno_core::{
 };
 use async_trait::async_trait;
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::http::{ClientConfig, body_text, http_client, invalid, send};
+use crate::http::{ClientConfig, body_text, http_client, invalid, parse_events, send};
 use crate::parts::{Part, Turns, parts};
 
 /// AWS credentials for Signature Version 4.
@@ -450,8 +451,8 @@ struct StreamState {
     calls: HashMap<u64, usize>,
 }
 
-impl StreamState {
-    fn event(&mut self, message: &EventMessage) -> Result<(Vec<ModelChunk>, bool), ModelError> {
+impl crate::http::EventParser<EventMessage> for StreamState {
+    fn event(&mut self, message: EventMessage) -> Result<(Vec<ModelChunk>, bool), ModelError> {
         let payload: Value = serde_json::from_slice(&message.payload).map_err(|e| {
             invalid(
                 &self.label,
@@ -522,53 +523,36 @@ impl StreamState {
     }
 }
 
-fn event_stream(label: String, resp: reqwest::Response) -> ModelStream {
-    let state = StreamState { label, calls: HashMap::new() };
+/// The messages of an event stream, decoded as their bytes arrive.
+fn messages(label: &str, resp: reqwest::Response) -> BoxStream<'static, Result<EventMessage, ModelError>> {
+    let label = label.to_owned();
     futures::stream::unfold(
-        (resp.bytes_stream().boxed(), Vec::new(), state, false),
-        |(mut bytes, mut buf, mut state, done)| async move {
-            if done {
+        (resp.bytes_stream().boxed(), Vec::new(), label, false),
+        |(mut bytes, mut buf, label, failed)| async move {
+            if failed {
                 return None;
             }
             loop {
                 match decode_message(&mut buf) {
-                    Err(why) => {
-                        let err = invalid(
-                            &state.label,
-                            &format!("a broken event stream ({why})"),
-                            &String::from_utf8_lossy(&buf),
-                        );
-                        return Some((vec![Err(err)], (bytes, buf, state, true)));
-                    }
-                    Ok(Some(message)) => {
-                        return match state.event(&message) {
-                            Ok((chunks, complete)) => {
-                                Some((chunks.into_iter().map(Ok).collect(), (bytes, buf, state, complete)))
-                            }
-                            Err(e) => Some((vec![Err(e)], (bytes, buf, state, true))),
-                        };
-                    }
+                    Ok(Some(message)) => return Some((Ok(message), (bytes, buf, label, false))),
                     Ok(None) => {}
+                    Err(why) => {
+                        let err =
+                            invalid(&label, &format!("a broken event stream ({why})"), &String::from_utf8_lossy(&buf));
+                        return Some((Err(err), (bytes, buf, label, true)));
+                    }
                 }
                 match bytes.next().await {
                     Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
                     Some(Err(e)) => {
-                        let err =
-                            ModelError::new(ModelErrorKind::Connection, format!("{} stream broke: {e}", state.label));
-                        return Some((vec![Err(err)], (bytes, buf, state, true)));
+                        let err = ModelError::new(ModelErrorKind::Connection, format!("{label} stream broke: {e}"));
+                        return Some((Err(err), (bytes, buf, label, true)));
                     }
-                    None => {
-                        let err = ModelError::new(
-                            ModelErrorKind::Connection,
-                            format!("{} stream ended before the response was complete", state.label),
-                        );
-                        return Some((vec![Err(err)], (bytes, buf, state, true)));
-                    }
+                    None => return None,
                 }
             }
         },
     )
-    .flat_map(futures::stream::iter)
     .boxed()
 }
 
@@ -588,7 +572,8 @@ impl Model for AwsBedrock {
 
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
         let resp = self.send(&self.body(&request), true).await?;
-        Ok(event_stream(self.label(), resp))
+        let state = StreamState { label: self.label(), calls: HashMap::new() };
+        Ok(parse_events(self.label(), messages(&self.label(), resp), state))
     }
 
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {

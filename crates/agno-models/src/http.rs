@@ -267,16 +267,23 @@ pub(crate) async fn body_text(
     resp.text().await.map_err(|e| transport_error(label, &config.base_url, e))
 }
 
-/// Turns one provider's stream events into chunks; it keeps whatever state the format needs
-/// (which content block is a tool call, ...).
-pub(crate) trait EventParser: Send + 'static {
-    /// The chunks of one event (`name` is the SSE event name, or empty), and whether the
-    /// response is complete with it.
-    fn event(&mut self, name: &str, data: &str) -> Result<(Vec<agno_core::ModelChunk>, bool), ModelError>;
+/// Turns one provider's stream events (`E`: the data of an SSE event or an NDJSON line, or a
+/// decoded binary message) into chunks; it keeps whatever state the format needs (which content
+/// block is a tool call, ...).
+pub(crate) trait EventParser<E = String>: Send + 'static {
+    /// The chunks of one event, and whether the response is done with it (nothing after it is
+    /// read).
+    fn event(&mut self, event: E) -> Result<(Vec<agno_core::ModelChunk>, bool), ModelError>;
+
+    /// Whether what arrived so far is a whole response even though no event said it is done:
+    /// a stream may end here (Chat Completions after its finish reason, without `[DONE]`).
+    fn complete(&self) -> bool {
+        false
+    }
 }
 
-/// A byte stream of events (SSE, or NDJSON lines with `lines`) parsed by `parser`. A stream that
-/// ends before the parser saw the response complete was cut off: a `Connection` error.
+/// A byte stream of text events (SSE, or NDJSON lines with `lines`), each event's data trimmed
+/// and the empty ones skipped, parsed by `parser` (see [`parse_events`]).
 pub(crate) fn event_stream<P: EventParser>(
     label: String,
     resp: reqwest::Response,
@@ -285,65 +292,73 @@ pub(crate) fn event_stream<P: EventParser>(
 ) -> agno_core::ModelStream {
     use eventsource_stream::Eventsource;
     use futures::StreamExt;
-    type Events = Pin<Box<dyn futures::Stream<Item = Result<(String, String), String>> + Send>>;
-    let events: Events = if lines {
-        let mut buffer = Vec::new();
-        let bytes = resp.bytes_stream();
-        Box::pin(
-            bytes
-                .map(move |chunk| match chunk {
-                    Ok(chunk) => {
-                        buffer.extend_from_slice(&chunk);
-                        let mut out = Vec::new();
-                        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-                            let line: Vec<u8> = buffer.drain(..=end).collect();
-                            let line = String::from_utf8_lossy(&line).trim().to_owned();
-                            if !line.is_empty() {
-                                out.push(Ok((String::new(), line)));
-                            }
-                        }
-                        futures::stream::iter(out)
-                    }
-                    Err(e) => futures::stream::iter(vec![Err(e.to_string())]),
-                })
-                .flatten(),
-        )
-    } else {
-        Box::pin(
-            resp.bytes_stream().eventsource().map(|event| event.map(|e| (e.event, e.data)).map_err(|e| e.to_string())),
-        )
+    let broke = {
+        let label = label.clone();
+        move |e: String| ModelError::new(ModelErrorKind::Connection, format!("{label} stream broke: {e}"))
     };
-    futures::stream::unfold((events, parser, label, false), |(mut events, mut parser, label, done)| async move {
-        if done {
+    let data: futures::stream::BoxStream<'static, Result<String, ModelError>> = if lines {
+        let mut buffer = Vec::new();
+        resp.bytes_stream()
+            .map(move |chunk| match chunk {
+                Ok(chunk) => {
+                    buffer.extend_from_slice(&chunk);
+                    let mut out = Vec::new();
+                    while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                        let line: Vec<u8> = buffer.drain(..=end).collect();
+                        out.push(Ok(String::from_utf8_lossy(&line).into_owned()));
+                    }
+                    futures::stream::iter(out)
+                }
+                Err(e) => futures::stream::iter(vec![Err(broke(e.to_string()))]),
+            })
+            .flatten()
+            .boxed()
+    } else {
+        resp.bytes_stream()
+            .eventsource()
+            .map(move |event| event.map(|e| e.data).map_err(|e| broke(e.to_string())))
+            .boxed()
+    };
+    let data = data
+        .filter_map(|item| {
+            futures::future::ready(match item {
+                Ok(data) => Some(data.trim().to_owned()).filter(|d| !d.is_empty()).map(Ok),
+                Err(e) => Some(Err(e)),
+            })
+        })
+        .boxed();
+    parse_events(label, data, parser)
+}
+
+/// Chunks of the `events` `parser` reads, until an event says the response is done. The stream
+/// ends at the first error (the events' own, a transport failure, or the parser's); one that ends
+/// before the response was done (or [`EventParser::complete`]) was cut off: a `Connection` error.
+pub(crate) fn parse_events<E: Send + 'static, P: EventParser<E>>(
+    label: String,
+    events: futures::stream::BoxStream<'static, Result<E, ModelError>>,
+    parser: P,
+) -> agno_core::ModelStream {
+    use futures::StreamExt;
+    futures::stream::unfold((events, parser, label, false), |(mut events, mut parser, label, stopped)| async move {
+        if stopped {
             return None;
         }
-        loop {
-            match events.next().await {
-                None => {
-                    let err = ModelError::new(
-                        ModelErrorKind::Connection,
-                        format!("{label} stream ended before the response was complete"),
-                    );
-                    return Some((vec![Err(err)], (events, parser, label, true)));
-                }
-                Some(Err(e)) => {
-                    let err = ModelError::new(ModelErrorKind::Connection, format!("{label} stream broke: {e}"));
-                    return Some((vec![Err(err)], (events, parser, label, true)));
-                }
-                Some(Ok((name, data))) => {
-                    let data = data.trim();
-                    if data.is_empty() {
-                        continue;
-                    }
-                    return match parser.event(&name, data) {
-                        Ok((chunks, complete)) => {
-                            Some((chunks.into_iter().map(Ok).collect(), (events, parser, label, complete)))
-                        }
-                        Err(err) => Some((vec![Err(err)], (events, parser, label, true))),
-                    };
-                }
+        let (chunks, stop) = match events.next().await {
+            None if parser.complete() => return None,
+            None => {
+                let err = ModelError::new(
+                    ModelErrorKind::Connection,
+                    format!("{label} stream ended before the response was complete"),
+                );
+                (vec![Err(err)], true)
             }
-        }
+            Some(Err(err)) => (vec![Err(err)], true),
+            Some(Ok(event)) => match parser.event(event) {
+                Ok((chunks, done)) => (chunks.into_iter().map(Ok).collect(), done),
+                Err(err) => (vec![Err(err)], true),
+            },
+        };
+        Some((chunks, (events, parser, label, stop)))
     })
     .flat_map(futures::stream::iter)
     .boxed()

@@ -232,7 +232,8 @@ struct Lines {
 }
 
 impl EventParser for Lines {
-    fn event(&mut self, _name: &str, data: &str) -> Result<(Vec<ModelChunk>, bool), ModelError> {
+    fn event(&mut self, data: String) -> Result<(Vec<ModelChunk>, bool), ModelError> {
+        let data = data.as_str();
         let doc: Value =
             serde_json::from_str(data).map_err(|e| invalid_event(&self.label, &format!("not JSON: {e}"), data))?;
         line_chunks(&self.label, &doc, &mut self.calls)

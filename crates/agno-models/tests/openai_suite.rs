@@ -434,7 +434,7 @@ fn model_config_parse() {
 // ---------------------------------------------------------------------------------------------
 
 /// A stream that stops after a content chunk, with neither a finish reason nor `[DONE]`, is a
-/// truncated answer; `sse_chunks` (src/openai/streaming.rs) ends the stream as if it succeeded.
+/// truncated answer: the stream ends in an error rather than as if it succeeded.
 #[tokio::test]
 async fn truncated_stream_is_an_error() {
     let h = OpenAi::start().await;

@@ -8,12 +8,11 @@ use agno_core::{
     ResponseAssembler, ResponseFormat, Role,
 };
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::streaming::{chunks_of, sse_chunks};
+use super::streaming::{ChatEvents, chunks_of};
 use super::wire::{ChatRequest, ChatResponse, StreamOptions, WireFunction, WireMessage, WireTool};
-use crate::http::{ClientConfig, body_text, http_client, invalid, send};
+use crate::http::{ClientConfig, body_text, event_stream, http_client, invalid, send};
 
 /// A model served by an OpenAI Chat Completions compatible API.
 #[derive(Debug, Clone)]
@@ -227,7 +226,7 @@ impl Model for OpenAIChat {
     async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
         let body = self.body(&request, true);
         let resp = self.send(&body).await?;
-        Ok(sse_chunks(self.label(), resp.bytes_stream()).boxed())
+        Ok(event_stream(self.label(), resp, ChatEvents::new(self.label()), false))
     }
 
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {

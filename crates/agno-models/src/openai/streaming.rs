@@ -2,10 +2,10 @@
 //! [`ModelChunk`]s. One parser serves both paths.
 
 use agno_core::{ModelChunk, ModelError, ModelErrorKind, Usage};
-use futures::{Stream, StreamExt};
 use serde_json::Value;
 
 use super::wire::{ChatResponse, Delta, WireUsage};
+use crate::http::EventParser;
 
 /// Chunks of one parsed JSON document (a stream chunk or a full response).
 pub(crate) fn chunks_of(label: &str, doc: ChatResponse, out: &mut Vec<ModelChunk>) -> Result<(), ModelError> {
@@ -90,80 +90,52 @@ fn usage_of(u: &WireUsage) -> Usage {
     }
 }
 
-/// Parses an SSE byte stream of chat completion chunks.
-pub(crate) fn sse_chunks<S, B, E>(label: String, bytes: S) -> impl Stream<Item = Result<ModelChunk, ModelError>> + Send
-where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: AsRef<[u8]> + Send,
-    E: std::error::Error + Send + Sync + 'static,
-{
-    use eventsource_stream::Eventsource;
-    let events = Box::pin(bytes.eventsource());
-    // State: (events, label, stopped, completed). `completed` is set by `[DONE]` or a finish
-    // reason; a byte stream that ends before that was cut off and is an error.
-    futures::stream::unfold((events, label, false, false), |(mut events, label, stopped, completed)| async move {
-        if stopped {
-            return None;
+/// The events of a streamed chat completion: JSON chunks, then `[DONE]`. The response is whole
+/// once a finish reason arrived (usage may follow it, and some servers never send `[DONE]`).
+pub(crate) struct ChatEvents {
+    label: String,
+    finished: bool,
+    /// Every chunk repeats the response id: it is passed on once.
+    seen_id: bool,
+}
+
+impl ChatEvents {
+    pub(crate) fn new(label: String) -> Self {
+        Self { label, finished: false, seen_id: false }
+    }
+}
+
+impl EventParser for ChatEvents {
+    fn event(&mut self, data: String) -> Result<(Vec<ModelChunk>, bool), ModelError> {
+        if data == "[DONE]" {
+            return Ok((Vec::new(), true));
         }
-        loop {
-            match events.next().await {
-                None if completed => return None,
-                None => {
-                    let err = ModelError::new(
-                        ModelErrorKind::Connection,
-                        format!("{label} stream ended before the response was complete"),
-                    );
-                    return Some((vec![Err(err)], (events, label, true, completed)));
-                }
-                Some(Err(e)) => {
-                    let err = ModelError::new(ModelErrorKind::Connection, format!("{label} stream broke: {e}"));
-                    return Some((vec![Err(err)], (events, label, true, completed)));
-                }
-                Some(Ok(event)) => {
-                    let data = event.data.trim();
-                    if data.is_empty() {
-                        continue;
-                    }
-                    if data == "[DONE]" {
-                        return None;
-                    }
-                    let parsed: Result<ChatResponse, String> = match serde_json::from_str::<Value>(data) {
-                        // A chunk names at least one of these keys; anything else is not this wire format.
-                        Ok(v) if ["choices", "error", "usage"].iter().any(|k| v.get(k).is_some()) => {
-                            serde_json::from_value(v).map_err(|e| e.to_string())
-                        }
-                        Ok(_) => Err("not a chat completion chunk".to_owned()),
-                        Err(e) => Err(e.to_string()),
-                    };
-                    let mut out = Vec::new();
-                    let item = match parsed {
-                        Ok(doc) => chunks_of(&label, doc, &mut out).map(|()| out),
-                        Err(e) => Err(ModelError::new(
-                            ModelErrorKind::InvalidResponse,
-                            format!(
-                                "{label} sent an invalid stream chunk ({e}): {}",
-                                data.chars().take(200).collect::<String>()
-                            ),
-                        )),
-                    };
-                    return match item {
-                        Ok(chunks) => {
-                            let completed = completed || chunks.iter().any(|c| matches!(c, ModelChunk::Finish(_)));
-                            Some((chunks.into_iter().map(Ok).collect(), (events, label, false, completed)))
-                        }
-                        Err(err) => Some((vec![Err(err)], (events, label, true, completed))),
-                    };
-                }
+        let parsed: Result<ChatResponse, String> = match serde_json::from_str::<Value>(&data) {
+            // A chunk names at least one of these keys; anything else is not this wire format.
+            Ok(v) if ["choices", "error", "usage"].iter().any(|k| v.get(k).is_some()) => {
+                serde_json::from_value(v).map_err(|e| e.to_string())
             }
-        }
-    })
-    .flat_map(futures::stream::iter)
-    // Every chunk repeats the response id: pass it on once.
-    .filter_map({
-        let mut seen = false;
-        move |item| {
-            let repeat = matches!(&item, Ok(ModelChunk::ProviderData(_))) && std::mem::replace(&mut seen, true);
-            futures::future::ready((!repeat).then_some(item))
-        }
-    })
+            Ok(_) => Err("not a chat completion chunk".to_owned()),
+            Err(e) => Err(e.to_string()),
+        };
+        let doc = parsed.map_err(|e| {
+            ModelError::new(
+                ModelErrorKind::InvalidResponse,
+                format!(
+                    "{} sent an invalid stream chunk ({e}): {}",
+                    self.label,
+                    data.chars().take(200).collect::<String>()
+                ),
+            )
+        })?;
+        let mut out = Vec::new();
+        chunks_of(&self.label, doc, &mut out)?;
+        out.retain(|c| !matches!(c, ModelChunk::ProviderData(_)) || !std::mem::replace(&mut self.seen_id, true));
+        self.finished |= out.iter().any(|c| matches!(c, ModelChunk::Finish(_)));
+        Ok((out, false))
+    }
+
+    fn complete(&self) -> bool {
+        self.finished
+    }
 }
