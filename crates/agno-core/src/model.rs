@@ -174,6 +174,15 @@ impl ResponseAssembler {
         }
     }
 
+    /// The response `chunks` make, in order: a whole answer read at once rather than streamed.
+    pub fn assemble<'a>(chunks: impl IntoIterator<Item = &'a ModelChunk>) -> ModelResponse {
+        let mut assembler = Self::new();
+        for chunk in chunks {
+            assembler.push(chunk);
+        }
+        assembler.finish()
+    }
+
     /// The provider metadata received so far.
     pub fn provider_data(&self) -> Option<&serde_json::Map<String, Value>> {
         self.response.provider_data.as_ref()

@@ -17,10 +17,12 @@ use agno_core::{
     ResponseAssembler, ResponseFormat, Role, Usage,
 };
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::http::{ClientConfig, EventParser, body_text, event_stream, http_client, invalid, invalid_event, send};
-use crate::parts::{Part, Turns, parts};
+use crate::http::{
+    ClientConfig, EventParser, event_stream, http_client, invalid, invalid_event, json_body, response_id, send,
+};
+use crate::parts::{Part, ToolChoice, Turns, parts};
 
 /// Anthropic's API.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -117,8 +119,8 @@ impl Claude {
                     tool
                 })
                 .collect();
-            if let Some(choice) = request.tool_choice.as_ref().and_then(tool_choice) {
-                body["tool_choice"] = choice;
+            if let Some(choice) = request.tool_choice.as_ref().and_then(ToolChoice::of) {
+                body["tool_choice"] = tool_choice(choice);
             }
         }
         if let Some(ResponseFormat::JsonSchema { schema, .. }) = &request.response_format {
@@ -146,20 +148,13 @@ impl Claude {
     }
 }
 
-/// Chat Completions' `tool_choice` in Anthropic's shape.
-fn tool_choice(choice: &Value) -> Option<Value> {
+/// `tool_choice` in Anthropic's shape.
+fn tool_choice(choice: ToolChoice<'_>) -> Value {
     match choice {
-        Value::String(s) => match s.as_str() {
-            "auto" => Some(json!({"type": "auto"})),
-            "none" => Some(json!({"type": "none"})),
-            "required" => Some(json!({"type": "any"})),
-            _ => None,
-        },
-        Value::Object(o) => {
-            let name = o.get("function").and_then(|f| f.get("name")).or_else(|| o.get("name"))?;
-            Some(json!({"type": "tool", "name": name}))
-        }
-        _ => None,
+        ToolChoice::Auto => json!({"type": "auto"}),
+        ToolChoice::None => json!({"type": "none"}),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
     }
 }
 
@@ -235,11 +230,6 @@ fn finish(label: &str, reason: &str) -> Result<ModelChunk, ModelError> {
     }
 }
 
-fn provider_data(id: Option<&Value>) -> Option<ModelChunk> {
-    let id = id?.as_str()?;
-    Some(ModelChunk::ProviderData(Map::from_iter([("id".to_owned(), json!(id))])))
-}
-
 /// An `{"type": "error"}` body or event as an error.
 fn reported_error(label: &str, error: &Value) -> ModelError {
     let kind = error.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -262,7 +252,7 @@ fn message_chunks(label: &str, doc: &Value) -> Result<Vec<ModelChunk>, ModelErro
     let Some(content) = doc.get("content").and_then(Value::as_array) else {
         return Err(invalid(label, "JSON that is not a message (no content)", &doc.to_string()));
     };
-    let mut out: Vec<ModelChunk> = provider_data(doc.get("id")).into_iter().collect();
+    let mut out: Vec<ModelChunk> = response_id(doc.get("id")).into_iter().collect();
     let mut calls = 0;
     for block in content {
         match block.get("type").and_then(Value::as_str) {
@@ -308,7 +298,7 @@ impl EventParser for Events {
         let mut out = Vec::new();
         match event.get("type").and_then(Value::as_str) {
             Some("message_start") => {
-                out.extend(provider_data(event.pointer("/message/id")));
+                out.extend(response_id(event.pointer("/message/id")));
                 if let Some(usage) = event.pointer("/message/usage") {
                     self.usage = usage.clone();
                 }
@@ -412,13 +402,7 @@ impl Model for Claude {
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         let label = self.label();
         let resp = self.send(&self.body(&request, false)).await?;
-        let text = body_text(&self.config, &label, resp).await?;
-        let doc: Value =
-            serde_json::from_str(&text).map_err(|e| invalid(&label, &format!("with invalid JSON ({e})"), &text))?;
-        let mut assembler = ResponseAssembler::new();
-        for chunk in message_chunks(&label, &doc)? {
-            assembler.push(&chunk);
-        }
-        Ok(assembler.finish())
+        let doc = json_body(&self.config, &label, resp).await?;
+        Ok(ResponseAssembler::assemble(&message_chunks(&label, &doc)?))
     }
 }

@@ -24,8 +24,8 @@ use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::http::{ClientConfig, body_text, http_client, invalid, parse_events, send};
-use crate::parts::{Part, Turns, parts};
+use crate::http::{ClientConfig, http_client, invalid, json_body, parse_events, send};
+use crate::parts::{Part, ToolChoice, Turns, parts};
 
 /// AWS credentials for Signature Version 4.
 #[derive(Clone)]
@@ -160,13 +160,12 @@ impl AwsBedrock {
                 })
                 .collect();
             body["toolConfig"] = json!({"tools": tools});
-            let choice = match &request.tool_choice {
-                Some(Value::String(s)) if s == "required" => Some(json!({"any": {}})),
-                Some(Value::String(s)) if s == "auto" => Some(json!({"auto": {}})),
-                Some(Value::Object(o)) => {
-                    o.get("function").and_then(|f| f.get("name")).map(|n| json!({"tool": {"name": n}}))
-                }
-                _ => None,
+            // Converse has no "none": tools are then offered without a choice.
+            let choice = match request.tool_choice.as_ref().and_then(ToolChoice::of) {
+                Some(ToolChoice::Required) => Some(json!({"any": {}})),
+                Some(ToolChoice::Auto) => Some(json!({"auto": {}})),
+                Some(ToolChoice::Tool(name)) => Some(json!({"tool": {"name": name}})),
+                Some(ToolChoice::None) | None => None,
             };
             if let Some(choice) = choice {
                 body["toolConfig"]["toolChoice"] = choice;
@@ -579,14 +578,8 @@ impl Model for AwsBedrock {
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         let label = self.label();
         let resp = self.send(&self.body(&request), false).await?;
-        let text = body_text(&self.config, &label, resp).await?;
-        let doc: Value =
-            serde_json::from_str(&text).map_err(|e| invalid(&label, &format!("with invalid JSON ({e})"), &text))?;
-        let mut assembler = ResponseAssembler::new();
-        for chunk in response_chunks(&label, &doc)? {
-            assembler.push(&chunk);
-        }
-        Ok(assembler.finish())
+        let doc = json_body(&self.config, &label, resp).await?;
+        Ok(ResponseAssembler::assemble(&response_chunks(&label, &doc)?))
     }
 }
 

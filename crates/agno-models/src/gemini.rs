@@ -19,8 +19,10 @@ use agno_core::{
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use crate::http::{ClientConfig, EventParser, body_text, event_stream, http_client, invalid, invalid_event, send};
-use crate::parts::{Part, Turns, parts};
+use crate::http::{
+    ClientConfig, EventParser, event_stream, http_client, invalid, invalid_event, json_body, response_id, send,
+};
+use crate::parts::{Part, ToolChoice, Turns, parts};
 
 /// The Gemini API.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -126,8 +128,8 @@ impl Gemini {
                 })
                 .collect();
             body["tools"] = json!([{"functionDeclarations": declarations}]);
-            if let Some(mode) = request.tool_choice.as_ref().and_then(calling_config) {
-                body["toolConfig"] = json!({"functionCallingConfig": mode});
+            if let Some(choice) = request.tool_choice.as_ref().and_then(ToolChoice::of) {
+                body["toolConfig"] = json!({"functionCallingConfig": calling_config(choice)});
             }
         }
         let mut generation = Map::new();
@@ -170,20 +172,13 @@ impl Gemini {
     }
 }
 
-/// Chat Completions' `tool_choice` as a `functionCallingConfig`.
-fn calling_config(choice: &Value) -> Option<Value> {
+/// `tool_choice` as a `functionCallingConfig`.
+fn calling_config(choice: ToolChoice<'_>) -> Value {
     match choice {
-        Value::String(s) => match s.as_str() {
-            "auto" => Some(json!({"mode": "AUTO"})),
-            "none" => Some(json!({"mode": "NONE"})),
-            "required" => Some(json!({"mode": "ANY"})),
-            _ => None,
-        },
-        Value::Object(o) => {
-            let name = o.get("function").and_then(|f| f.get("name")).or_else(|| o.get("name"))?;
-            Some(json!({"mode": "ANY", "allowedFunctionNames": [name]}))
-        }
-        _ => None,
+        ToolChoice::Auto => json!({"mode": "AUTO"}),
+        ToolChoice::None => json!({"mode": "NONE"}),
+        ToolChoice::Required => json!({"mode": "ANY"}),
+        ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
     }
 }
 
@@ -262,9 +257,7 @@ fn response_chunks(label: &str, doc: &Value, calls: &mut usize) -> Result<(Vec<M
         return Err(invalid(label, "JSON that is not a GenerateContentResponse", &doc.to_string()));
     }
     let mut out = Vec::new();
-    if let Some(id) = doc.get("responseId").and_then(Value::as_str) {
-        out.push(ModelChunk::ProviderData(Map::from_iter([("id".to_owned(), json!(id))])));
-    }
+    out.extend(response_id(doc.get("responseId")));
     let mut done = false;
     if let Some(candidate) = doc.pointer("/candidates/0") {
         for part in candidate.pointer("/content/parts").and_then(Value::as_array).into_iter().flatten() {
@@ -342,14 +335,8 @@ impl Model for Gemini {
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         let label = self.label();
         let resp = self.send(&self.body(&request), false).await?;
-        let text = body_text(&self.config, &label, resp).await?;
-        let doc: Value =
-            serde_json::from_str(&text).map_err(|e| invalid(&label, &format!("with invalid JSON ({e})"), &text))?;
-        let mut assembler = ResponseAssembler::new();
+        let doc = json_body(&self.config, &label, resp).await?;
         let (chunks, _) = response_chunks(&label, &doc, &mut 0)?;
-        for chunk in &chunks {
-            assembler.push(chunk);
-        }
-        Ok(assembler.finish())
+        Ok(ResponseAssembler::assemble(&chunks))
     }
 }

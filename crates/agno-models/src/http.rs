@@ -267,6 +267,25 @@ pub(crate) async fn body_text(
     resp.text().await.map_err(|e| transport_error(label, &config.base_url, e))
 }
 
+/// Reads a whole answer as JSON; an answer that is not JSON is an `InvalidResponse` error.
+pub(crate) async fn json_body(
+    config: &ClientConfig,
+    label: &str,
+    resp: reqwest::Response,
+) -> Result<Value, ModelError> {
+    let text = body_text(config, label, resp).await?;
+    serde_json::from_str(&text).map_err(|e| invalid(label, &format!("with invalid JSON ({e})"), &text))
+}
+
+/// The response's id (`{"id": ...}` provider data), when the answer names one.
+pub(crate) fn response_id(id: Option<&Value>) -> Option<agno_core::ModelChunk> {
+    let id = id?.as_str()?;
+    Some(agno_core::ModelChunk::ProviderData(serde_json::Map::from_iter([(
+        "id".to_owned(),
+        Value::String(id.to_owned()),
+    )])))
+}
+
 /// Turns one provider's stream events (`E`: the data of an SSE event or an NDJSON line, or a
 /// decoded binary message) into chunks; it keeps whatever state the format needs (which content
 /// block is a tool call, ...).

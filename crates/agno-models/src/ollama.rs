@@ -17,7 +17,7 @@ use agno_core::{
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use crate::http::{ClientConfig, EventParser, body_text, event_stream, http_client, invalid, invalid_event, send};
+use crate::http::{ClientConfig, EventParser, event_stream, http_client, invalid, invalid_event, json_body, send};
 use crate::parts::{Part, parts};
 
 /// Ollama's default address.
@@ -262,14 +262,8 @@ impl Model for Ollama {
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         let label = self.label();
         let resp = self.send(&self.body(&request, false)?).await?;
-        let text = body_text(&self.config, &label, resp).await?;
-        let doc: Value =
-            serde_json::from_str(&text).map_err(|e| invalid(&label, &format!("with invalid JSON ({e})"), &text))?;
+        let doc = json_body(&self.config, &label, resp).await?;
         let (chunks, _) = line_chunks(&label, &doc, &mut 0)?;
-        let mut assembler = ResponseAssembler::new();
-        for chunk in &chunks {
-            assembler.push(chunk);
-        }
-        Ok(assembler.finish())
+        Ok(ResponseAssembler::assemble(&chunks))
     }
 }

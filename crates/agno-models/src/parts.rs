@@ -29,6 +29,39 @@ impl Turns {
     }
 }
 
+/// A request's `tool_choice` (Chat Completions' shape: `"auto"`, `"none"`, `"required"`, or
+/// `{"type": "function", "function": {"name"}}`, also taken as a bare `{"name"}`), for providers
+/// that word it their own way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum ToolChoice<'a> {
+    /// The model decides.
+    Auto,
+    /// No tool calls.
+    None,
+    /// Some tool call.
+    Required,
+    /// A call of the tool of this name.
+    Tool(&'a Value),
+}
+
+impl<'a> ToolChoice<'a> {
+    /// `choice` read, or `None` for a value of no known shape.
+    pub(crate) fn of(choice: &'a Value) -> Option<Self> {
+        match choice {
+            Value::String(s) => match s.as_str() {
+                "auto" => Some(Self::Auto),
+                "none" => Some(Self::None),
+                "required" => Some(Self::Required),
+                _ => None,
+            },
+            Value::Object(o) => {
+                Some(Self::Tool(o.get("function").and_then(|f| f.get("name")).or_else(|| o.get("name"))?))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// One part of a message's content.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Part {
@@ -127,5 +160,17 @@ mod tests {
         );
         assert_eq!(parts(Some(&json!("hi"))), vec![Part::Text("hi".into())]);
         assert_eq!(text_of(Some(&content)), "what is this?");
+    }
+
+    #[test]
+    fn tool_choices_are_read_in_every_chat_completions_shape() {
+        assert_eq!(ToolChoice::of(&json!("auto")), Some(ToolChoice::Auto));
+        assert_eq!(ToolChoice::of(&json!("none")), Some(ToolChoice::None));
+        assert_eq!(ToolChoice::of(&json!("required")), Some(ToolChoice::Required));
+        let forced = json!({"type": "function", "function": {"name": "add"}});
+        assert_eq!(ToolChoice::of(&forced), Some(ToolChoice::Tool(&json!("add"))));
+        assert_eq!(ToolChoice::of(&json!({"name": "add"})), Some(ToolChoice::Tool(&json!("add"))));
+        assert_eq!(ToolChoice::of(&json!("sometimes")), None);
+        assert_eq!(ToolChoice::of(&json!({"type": "function"})), None);
     }
 }

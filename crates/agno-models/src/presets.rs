@@ -169,7 +169,9 @@ fn aws_bedrock(id: &str, mut config: ClientConfig) -> Result<Arc<dyn Model>, Mod
     Ok(Arc::new(crate::bedrock::AwsBedrock::new(id, &region, auth, config)?))
 }
 
-fn ollama(id: &str, config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
+fn ollama(id: &str, mut config: ClientConfig) -> Result<Arc<dyn Model>, ModelError> {
+    // `OLLAMA_HOST` is a host (`127.0.0.1:11434`), maybe without a scheme.
+    config.base_url = crate::ollama::base_url_of_host(&config.base_url);
     Ok(Arc::new(crate::ollama::Ollama::new(id, config)?))
 }
 
@@ -379,10 +381,8 @@ fn build_native(native: &NativeProvider, config: &ModelConfig) -> Result<Arc<dyn
             format!("no api key for {} model {id}: set {var}", native.provider),
         ));
     }
-    // `OLLAMA_HOST` is a host (`127.0.0.1:11434`), maybe without a scheme.
-    let from_env = env(native.base_url_env)
-        .map(|u| if native.base_url_env == "OLLAMA_HOST" { crate::ollama::base_url_of_host(&u) } else { u });
-    let base_url = config.base_url.clone().or(from_env).unwrap_or_else(|| native.base_url.to_owned());
+    let base_url =
+        config.base_url.clone().or_else(|| env(native.base_url_env)).unwrap_or_else(|| native.base_url.to_owned());
     let mut client = ClientConfig::new(base_url);
     client.api_key = api_key;
     if let Some(retry) = config.retry {
@@ -394,9 +394,8 @@ fn build_native(native: &NativeProvider, config: &ModelConfig) -> Result<Arc<dyn
 /// `OLLAMA_HOST` is a host (`127.0.0.1:11434`), not an OpenAI base URL.
 fn normalize_base_url(preset: &Preset, url: &str) -> String {
     if preset.name == "ollama-openai" {
-        let with_scheme = if url.contains("://") { url.to_owned() } else { format!("http://{url}") };
-        let trimmed = with_scheme.trim_end_matches('/');
-        if trimmed.ends_with("/v1") { trimmed.to_owned() } else { format!("{trimmed}/v1") }
+        let base = crate::ollama::base_url_of_host(url);
+        if base.ends_with("/v1") { base } else { format!("{base}/v1") }
     } else {
         url.to_owned()
     }

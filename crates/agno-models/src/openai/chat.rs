@@ -231,7 +231,6 @@ impl Model for OpenAIChat {
 
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         let body = self.body(&request, false);
-        let mut assembler = ResponseAssembler::new();
         let resp = self.send(&body).await?;
         let label = self.label();
         let text = body_text(&self.config, &label, resp).await?;
@@ -248,9 +247,6 @@ impl Model for OpenAIChat {
             ));
         }
         chunks_of(&label, doc, &mut chunks)?;
-        for chunk in &chunks {
-            assembler.push(chunk);
-        }
-        Ok(assembler.finish())
+        Ok(ResponseAssembler::assemble(&chunks))
     }
 }

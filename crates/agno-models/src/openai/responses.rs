@@ -18,9 +18,11 @@ use agno_core::{
     ResponseAssembler, ResponseFormat, Role, Usage,
 };
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::http::{ClientConfig, EventParser, body_text, event_stream, http_client, invalid, invalid_event, send};
+use crate::http::{
+    ClientConfig, EventParser, event_stream, http_client, invalid, invalid_event, json_body, response_id, send,
+};
 use crate::parts::{Part, parts};
 
 /// A model on OpenAI's Responses API (Agno's `OpenAIResponses`).
@@ -235,12 +237,7 @@ fn response_chunks(label: &str, doc: &Value) -> Result<Vec<ModelChunk>, ModelErr
     if let Some(err) = not_completed(label, doc) {
         return Err(err);
     }
-    let mut out: Vec<ModelChunk> = doc
-        .get("id")
-        .and_then(Value::as_str)
-        .map(|id| ModelChunk::ProviderData(Map::from_iter([("id".to_owned(), json!(id))])))
-        .into_iter()
-        .collect();
+    let mut out: Vec<ModelChunk> = response_id(doc.get("id")).into_iter().collect();
     let mut calls = 0;
     for item in output {
         match item.get("type").and_then(Value::as_str) {
@@ -303,9 +300,7 @@ impl EventParser for Events {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
         match kind {
             "response.created" => {
-                if let Some(id) = event.pointer("/response/id").and_then(Value::as_str) {
-                    out.push(ModelChunk::ProviderData(Map::from_iter([("id".to_owned(), json!(id))])));
-                }
+                out.extend(response_id(event.pointer("/response/id")));
             }
             "response.output_item.added" => {
                 let item = &event["item"];
@@ -395,13 +390,7 @@ impl Model for OpenAIResponses {
     async fn invoke(&self, request: ModelRequest) -> Result<ModelResponse, ModelError> {
         let label = self.label();
         let resp = self.send(&self.body(&request, false)).await?;
-        let text = body_text(&self.config, &label, resp).await?;
-        let doc: Value =
-            serde_json::from_str(&text).map_err(|e| invalid(&label, &format!("with invalid JSON ({e})"), &text))?;
-        let mut assembler = ResponseAssembler::new();
-        for chunk in response_chunks(&label, &doc)? {
-            assembler.push(&chunk);
-        }
-        Ok(assembler.finish())
+        let doc = json_body(&self.config, &label, resp).await?;
+        Ok(ResponseAssembler::assemble(&response_chunks(&label, &doc)?))
     }
 }
