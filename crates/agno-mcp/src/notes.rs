@@ -81,6 +81,14 @@ impl Notes {
         });
     }
 
+    /// `"; <what was seen>"` to end an error with, or empty when nothing was seen.
+    pub(crate) fn suffix(&self) -> String {
+        match self.describe() {
+            d if d.is_empty() => d,
+            d => format!("; {d}"),
+        }
+    }
+
     /// What was seen, as a sentence to append to an error; empty when nothing was.
     pub(crate) fn describe(&self) -> String {
         let mut parts = Vec::new();

@@ -121,10 +121,7 @@ impl Connection {
 
     /// `"; <what was seen>"`, or empty.
     fn seen(&self) -> String {
-        match self.notes.describe() {
-            d if d.is_empty() => d,
-            d => format!("; {d}"),
-        }
+        self.notes.suffix()
     }
 }
 
@@ -156,6 +153,10 @@ impl Sessions {
         Self { transport, timeout, http: reqwest::Client::new(), open: Mutex::new(HashMap::new()) }
     }
 
+    fn request_error(&self, why: String) -> McpError {
+        McpError::Request { server: self.transport.describe(), why }
+    }
+
     fn timeout_error(&self, seen: String) -> McpError {
         McpError::Timeout { server: self.transport.describe(), seconds: self.timeout.as_secs_f64(), seen }
     }
@@ -163,13 +164,8 @@ impl Sessions {
     async fn connect(&self, extra: &[(String, String)]) -> Result<Connection, McpError> {
         let server = self.transport.describe();
         let notes = Arc::new(Notes::default());
-        let connect_err = |why: String| {
-            let seen = notes.describe();
-            McpError::Connect {
-                server: server.clone(),
-                why: if seen.is_empty() { why } else { format!("{why}; {seen}") },
-            }
-        };
+        let connect_err =
+            |why: String| McpError::Connect { server: server.clone(), why: format!("{why}{}", notes.suffix()) };
         let started = async {
             match &self.transport {
                 Transport::Stdio { command, args, env } => {
@@ -194,10 +190,7 @@ impl Sessions {
             }
         };
         match tokio::time::timeout(self.timeout, started).await {
-            Err(_) => Err(self.timeout_error(match notes.describe() {
-                d if d.is_empty() => d,
-                d => format!("; {d}"),
-            })),
+            Err(_) => Err(self.timeout_error(notes.suffix())),
             Ok(Err(why)) => Err(connect_err(why)),
             Ok(Ok(client)) => Ok(Connection { client, notes }),
         }
@@ -232,14 +225,8 @@ impl Sessions {
         let tools = tokio::time::timeout(self.timeout, conn.client.list_all_tools())
             .await
             .map_err(|_| self.timeout_error(conn.seen()))?
-            .map_err(|e| McpError::Request { server: self.transport.describe(), why: format!("{e}{}", conn.seen()) })?;
-        tools
-            .into_iter()
-            .map(|t| {
-                serde_json::to_value(t)
-                    .map_err(|e| McpError::Request { server: self.transport.describe(), why: e.to_string() })
-            })
-            .collect()
+            .map_err(|e| self.request_error(format!("{e}{}", conn.seen())))?;
+        tools.into_iter().map(|t| serde_json::to_value(t).map_err(|e| self.request_error(e.to_string()))).collect()
     }
 
     /// Calls `name` with `args`. A message that could not be delivered (the session was gone:
@@ -265,8 +252,7 @@ impl Sessions {
                     return Err(self.timeout_error(conn.seen()));
                 }
                 Ok(Ok(result)) => {
-                    return serde_json::to_value(result)
-                        .map_err(|e| McpError::Request { server: self.transport.describe(), why: e.to_string() });
+                    return serde_json::to_value(result).map_err(|e| self.request_error(e.to_string()));
                 }
                 Ok(Err(e)) => {
                     let lost = !conn.is_open() || !matches!(e, rmcp::ServiceError::McpError(_));
@@ -283,10 +269,7 @@ impl Sessions {
                             .to_owned(),
                         other => other.to_string(),
                     };
-                    return Err(McpError::Request {
-                        server: self.transport.describe(),
-                        why: format!("{why}{}", conn.seen()),
-                    });
+                    return Err(self.request_error(format!("{why}{}", conn.seen())));
                 }
             }
         }

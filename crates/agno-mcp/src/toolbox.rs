@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::RwLock;
 
 use crate::session::{HeaderProvider, McpError, header_map};
-use crate::toolkit::{DEFAULT_MAX_RESULT_BYTES, check_result_size};
+use crate::toolkit::{DEFAULT_MAX_RESULT_BYTES, check_result_size, empty_schema};
 
 /// The MCP protocol version asked for (Toolbox serves 2024-11-05 to 2025-11-25).
 const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -182,7 +182,7 @@ impl Client {
         headers: &HeaderMap,
         notification: bool,
     ) -> Result<Value, RpcError> {
-        let id = uuid_like();
+        let id = agno_core::new_id();
         let mut body = json!({"jsonrpc": "2.0", "method": method, "params": params});
         if !notification {
             body["id"] = json!(id);
@@ -278,13 +278,6 @@ impl Client {
         self.send(&self.endpoint, "notifications/initialized", json!({}), headers, true).await?;
         Ok(())
     }
-}
-
-/// A request id: unique per process, as the protocol asks.
-fn uuid_like() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("agno-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The tools of a Toolbox server.
@@ -395,11 +388,7 @@ impl McpToolbox {
                 used_services.extend(services.iter().filter(|s| config.auth_token_getters.contains_key(*s)).cloned());
             }
             let auth_params: BTreeSet<String> = auth_param_map.keys().cloned().collect();
-            let mut schema = tool
-                .get("inputSchema")
-                .filter(|s| s.is_object())
-                .cloned()
-                .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+            let mut schema = tool.get("inputSchema").filter(|s| s.is_object()).cloned().unwrap_or_else(empty_schema);
             let properties: Vec<String> = schema
                 .get("properties")
                 .and_then(Value::as_object)

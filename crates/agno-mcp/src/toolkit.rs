@@ -94,10 +94,10 @@ impl McpToolkit {
                     None => (schema.clone(), None),
                     Some(why) => {
                         tracing::warn!(server = %config.transport.describe(), tool = %name, %why, "MCP tool has an invalid input schema; its calls will fail");
-                        (serde_json::json!({"type": "object", "properties": {}}), Some(why))
+                        (empty_schema(), Some(why))
                     }
                 },
-                None => (serde_json::json!({"type": "object", "properties": {}}), None),
+                None => (empty_schema(), None),
             };
             let exposed = format!("{}{name}", config.tool_name_prefix.as_deref().unwrap_or_default());
             tools.push(Arc::new(McpTool {
@@ -138,6 +138,11 @@ impl McpToolkit {
     pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
         self.tools.iter().map(|t| Arc::clone(t) as Arc<dyn DynTool>).collect()
     }
+}
+
+/// The input schema of a tool that takes no arguments (or whose own schema cannot be used).
+pub(crate) fn empty_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
 }
 
 /// Refuses a result longer than `limit` bytes, naming the tool and the option.
