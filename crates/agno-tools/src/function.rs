@@ -101,6 +101,20 @@ impl Function {
         Self::with_context(name, description, move |a: A, _ctx| f(a))
     }
 
+    /// An async tool over state its toolkit's tools share (a client, a connection pool): each call
+    /// gets its own handle on `state`.
+    pub fn with_state<S, A, O, F, Fut>(name: &str, description: &str, state: &Arc<S>, f: F) -> Self
+    where
+        S: Send + Sync + 'static,
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + Send + 'static,
+        F: Fn(Arc<S>, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    {
+        let state = Arc::clone(state);
+        Self::new(name, description, move |a: A| f(Arc::clone(&state), a))
+    }
+
     /// An async tool that also receives the run's [`ToolContext`] (ids, session state,
     /// dependencies).
     pub fn with_context<A, O, F, Fut>(name: &str, description: &str, f: F) -> Self

@@ -57,6 +57,61 @@ pub fn by_name(name: &str, options: &Map<String, Value>) -> Result<Toolkit, Buil
     Ok(toolkit.configure(options, own)?)
 }
 
+/// A built-in toolkit's options, read with errors that name the toolkit and the option.
+pub(super) struct Options<'a> {
+    toolkit: &'static str,
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> Options<'a> {
+    pub(super) fn new(toolkit: &'static str, map: &'a Map<String, Value>) -> Self {
+        Self { toolkit, map }
+    }
+
+    pub(super) fn error(&self, message: impl Into<String>) -> BuiltinError {
+        BuiltinError::Option { toolkit: self.toolkit.to_owned(), message: message.into() }
+    }
+
+    /// A string, when given.
+    pub(super) fn string(&self, key: &str) -> Result<Option<String>, BuiltinError> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(self.error(format!("{key} must be a string"))),
+        }
+    }
+
+    /// A boolean, `default` when not given.
+    pub(super) fn flag(&self, key: &str, default: bool) -> Result<bool, BuiltinError> {
+        match self.map.get(key) {
+            None => Ok(default),
+            Some(v) => v.as_bool().ok_or_else(|| self.error(format!("{key} must be true or false"))),
+        }
+    }
+
+    /// A positive integer, when given.
+    pub(super) fn positive_integer(&self, key: &str) -> Result<Option<u64>, BuiltinError> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(v) => Ok(Some(
+                v.as_u64().filter(|n| *n > 0).ok_or_else(|| self.error(format!("{key} must be a positive integer")))?,
+            )),
+        }
+    }
+
+    /// A positive number of seconds, when given.
+    pub(super) fn seconds(&self, key: &str) -> Result<Option<std::time::Duration>, BuiltinError> {
+        match self.map.get(key) {
+            None => Ok(None),
+            Some(v) => Ok(Some(std::time::Duration::from_secs_f64(
+                v.as_f64()
+                    .filter(|s| *s > 0.0)
+                    .ok_or_else(|| self.error(format!("{key} must be a positive number")))?,
+            ))),
+        }
+    }
+}
+
 /// The toolkits without options of their own (but `file`'s `base_dir`).
 fn simple(name: &str, options: &Map<String, Value>) -> Result<Toolkit, BuiltinError> {
     Ok(match name {

@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::BuiltinError;
+use super::{BuiltinError, Options};
 use crate::{Function, ToolError, Toolkit};
 
 /// Slack's Web API.
@@ -257,14 +257,6 @@ const INSTRUCTIONS: &str = "You can use Slack. Prefer channel ids (C...) when yo
 Mention people as <@USER_ID> (look the id up with list_slack_users), never by plain name. \
 Reply inside a thread with send_slack_message_thread and the parent message's ts.";
 
-fn text_option(options: &Map<String, Value>, key: &str) -> Result<Option<String>, BuiltinError> {
-    match options.get(key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(BuiltinError::Option { toolkit: "slack".into(), message: format!("{key} must be a string") }),
-    }
-}
-
 /// Options of the `slack` toolkit read here (the rest are flags and Toolkit options).
 pub(super) const OPTIONS: &[&str] = &["token", "base_url", "markdown"];
 
@@ -275,186 +267,135 @@ pub(super) const OPTIONS: &[&str] = &["token", "base_url", "markdown"];
 /// # Errors
 /// [`BuiltinError::Option`] when there is no token or an option has the wrong type.
 pub fn slack_tools(options: &Map<String, Value>) -> Result<Toolkit, BuiltinError> {
-    let token = match text_option(options, "token")? {
+    let read = Options::new("slack", options);
+    let token = match read.string("token")? {
         Some(t) => t,
-        None => std::env::var("SLACK_TOKEN").map_err(|_| BuiltinError::Option {
-            toolkit: "slack".into(),
-            message: "SLACK_TOKEN is not set: set it, or give token = \"${SLACK_TOKEN}\" (a bot token, xoxb-...)"
-                .into(),
+        None => std::env::var("SLACK_TOKEN").map_err(|_| {
+            read.error("SLACK_TOKEN is not set: set it, or give token = \"${SLACK_TOKEN}\" (a bot token, xoxb-...)")
         })?,
     };
-    let mut base = text_option(options, "base_url")?.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+    let mut base = read.string("base_url")?.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
     if !base.ends_with('/') {
         base.push('/');
     }
-    let markdown = match options.get("markdown") {
-        None => true,
-        Some(v) => v.as_bool().ok_or_else(|| BuiltinError::Option {
-            toolkit: "slack".into(),
-            message: "markdown must be true or false".into(),
-        })?,
-    };
+    let markdown = read.flag("markdown", true)?;
     let slack = Arc::new(Slack { token, base, markdown });
-    let s = |slack: &Arc<Slack>| Arc::clone(slack);
 
-    let send = {
-        let slack = s(&slack);
-        Function::new(
-            "send_slack_message",
-            "Send a message to a Slack channel. Returns Slack's answer as JSON.",
-            move |a: SendArgs| {
-                let slack = Arc::clone(&slack);
-                async move {
-                    slack
-                        .post(
-                            "chat.postMessage",
-                            json!({"channel": a.channel, "text": a.text, "mrkdwn": slack.markdown}),
-                        )
-                        .await
-                }
-            },
-        )
-    };
-    let send_thread = {
-        let slack = s(&slack);
-        Function::new(
-            "send_slack_message_thread",
-            "Reply in a Slack thread (thread_ts is the parent message's ts). Returns Slack's answer as JSON.",
-            move |a: SendThreadArgs| {
-                let slack = Arc::clone(&slack);
-                async move {
-                    let body = json!({"channel": a.channel, "text": a.text, "thread_ts": a.thread_ts, "mrkdwn": slack.markdown});
-                    slack.post("chat.postMessage", body).await
-                }
-            },
-        )
-    };
-    let list_channels = {
-        let slack = s(&slack);
-        Function::new(
-            "list_slack_channels",
-            "List the Slack channels: a JSON array of {id, name, is_private}.",
-            move |a: ListChannelsArgs| {
-                let slack = Arc::clone(&slack);
-                async move { slack.channels(a.include_private).await }
-            },
-        )
-    };
-    let history = {
-        let slack = s(&slack);
-        Function::new(
-            "get_slack_channel_history",
-            "Read a Slack channel's latest messages: a JSON array of {text, user, ts, channel_id, ...}, newest first.",
-            move |a: HistoryArgs| {
-                let slack = Arc::clone(&slack);
-                async move {
-                    let (id, name) = slack.channel_id(&a.channel).await?;
-                    let limit = a.limit.unwrap_or(100).clamp(1, 1000).to_string();
-                    let page = slack.get("conversations.history", &[("channel", id.clone()), ("limit", limit)]).await?;
-                    let messages = page.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-                    Ok::<_, ToolError>(slack.entries(&messages, &id, name.as_deref()).await)
-                }
-            },
-        )
-    };
-    let thread = {
-        let slack = s(&slack);
-        Function::new(
-            "get_slack_thread",
-            "Read a Slack thread: {channel_id, thread_ts, reply_count, messages}.",
-            move |a: ThreadArgs| {
-                let slack = Arc::clone(&slack);
-                async move {
-                    let (id, name) = slack.channel_id(&a.channel).await?;
-                    let limit = a.limit.unwrap_or(20).clamp(1, 1000).to_string();
-                    let query = [("channel", id.clone()), ("ts", a.thread_ts.clone()), ("limit", limit)];
-                    let page = slack.get("conversations.replies", &query).await?;
-                    let messages = page.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-                    let entries = slack.entries(&messages, &id, name.as_deref()).await;
-                    Ok::<_, ToolError>(json!({
-                        "channel_id": id,
-                        "channel_name": name,
-                        "thread_ts": a.thread_ts,
-                        "reply_count": entries.len().saturating_sub(1),
-                        "messages": entries,
-                    }))
-                }
-            },
-        )
-    };
-    let list_users = {
-        let slack = s(&slack);
-        Function::new(
-            "list_slack_users",
-            "List the workspace's users: {count, users: [{id, name, real_name, title, is_bot}]}.",
-            move |a: ListUsersArgs| {
-                let slack = Arc::clone(&slack);
-                async move {
-                    let limit = a.limit.unwrap_or(100).clamp(1, 1000).to_string();
-                    let page = slack.get("users.list", &[("limit", limit)]).await?;
-                    let users: Vec<Value> = page
-                        .get("members")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter(|u| u.get("deleted").and_then(Value::as_bool) != Some(true))
-                        .map(|u| {
-                            json!({
-                                "id": u["id"], "name": u["name"], "real_name": u["real_name"],
-                                "title": u.pointer("/profile/title").cloned().unwrap_or(json!("")),
-                                "is_bot": u["is_bot"].as_bool().unwrap_or(false),
-                            })
-                        })
-                        .collect();
-                    Ok::<_, ToolError>(json!({"count": users.len(), "users": users}))
-                }
-            },
-        )
-    };
-    let user_info = {
-        let slack = s(&slack);
-        Function::new(
-            "get_slack_user_info",
-            "Look up a Slack user: {id, name, real_name, email, title, tz, is_bot}.",
-            move |a: UserArgs| {
-                let slack = Arc::clone(&slack);
-                async move {
-                    let info = slack.get("users.info", &[("user", a.user_id)]).await?;
-                    let u = &info["user"];
-                    Ok::<_, ToolError>(json!({
+    let send = Function::with_state(
+        "send_slack_message",
+        "Send a message to a Slack channel. Returns Slack's answer as JSON.",
+        &slack,
+        |slack, a: SendArgs| async move {
+            slack
+                .post("chat.postMessage", json!({"channel": a.channel, "text": a.text, "mrkdwn": slack.markdown}))
+                .await
+        },
+    );
+    let send_thread = Function::with_state(
+        "send_slack_message_thread",
+        "Reply in a Slack thread (thread_ts is the parent message's ts). Returns Slack's answer as JSON.",
+        &slack,
+        |slack, a: SendThreadArgs| async move {
+            let body =
+                json!({"channel": a.channel, "text": a.text, "thread_ts": a.thread_ts, "mrkdwn": slack.markdown});
+            slack.post("chat.postMessage", body).await
+        },
+    );
+    let list_channels = Function::with_state(
+        "list_slack_channels",
+        "List the Slack channels: a JSON array of {id, name, is_private}.",
+        &slack,
+        |slack, a: ListChannelsArgs| async move { slack.channels(a.include_private).await },
+    );
+    let history = Function::with_state(
+        "get_slack_channel_history",
+        "Read a Slack channel's latest messages: a JSON array of {text, user, ts, channel_id, ...}, newest first.",
+        &slack,
+        |slack, a: HistoryArgs| async move {
+            let (id, name) = slack.channel_id(&a.channel).await?;
+            let limit = a.limit.unwrap_or(100).clamp(1, 1000).to_string();
+            let page = slack.get("conversations.history", &[("channel", id.clone()), ("limit", limit)]).await?;
+            let messages = page.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+            Ok::<_, ToolError>(slack.entries(&messages, &id, name.as_deref()).await)
+        },
+    );
+    let thread = Function::with_state(
+        "get_slack_thread",
+        "Read a Slack thread: {channel_id, thread_ts, reply_count, messages}.",
+        &slack,
+        |slack, a: ThreadArgs| async move {
+            let (id, name) = slack.channel_id(&a.channel).await?;
+            let limit = a.limit.unwrap_or(20).clamp(1, 1000).to_string();
+            let query = [("channel", id.clone()), ("ts", a.thread_ts.clone()), ("limit", limit)];
+            let page = slack.get("conversations.replies", &query).await?;
+            let messages = page.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+            let entries = slack.entries(&messages, &id, name.as_deref()).await;
+            Ok::<_, ToolError>(json!({
+                "channel_id": id,
+                "channel_name": name,
+                "thread_ts": a.thread_ts,
+                "reply_count": entries.len().saturating_sub(1),
+                "messages": entries,
+            }))
+        },
+    );
+    let list_users = Function::with_state(
+        "list_slack_users",
+        "List the workspace's users: {count, users: [{id, name, real_name, title, is_bot}]}.",
+        &slack,
+        |slack, a: ListUsersArgs| async move {
+            let limit = a.limit.unwrap_or(100).clamp(1, 1000).to_string();
+            let page = slack.get("users.list", &[("limit", limit)]).await?;
+            let users: Vec<Value> = page
+                .get("members")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|u| u.get("deleted").and_then(Value::as_bool) != Some(true))
+                .map(|u| {
+                    json!({
                         "id": u["id"], "name": u["name"], "real_name": u["real_name"],
-                        "email": u.pointer("/profile/email").cloned().unwrap_or(Value::Null),
-                        "title": u.pointer("/profile/title").cloned().unwrap_or(Value::Null),
-                        "tz": u["tz"], "is_bot": u["is_bot"].as_bool().unwrap_or(false),
-                    }))
-                }
-            },
-        )
-    };
-    let channel_info = {
-        let slack = s(&slack);
-        Function::new(
-            "get_slack_channel_info",
-            "Look up a Slack channel: {id, name, topic, purpose, num_members, is_private, is_archived, created, creator}.",
-            move |a: ChannelArgs| {
-                let slack = Arc::clone(&slack);
-                async move {
-                    let (id, _) = slack.channel_id(&a.channel).await?;
-                    let info = slack
-                        .get("conversations.info", &[("channel", id), ("include_num_members", "true".into())])
-                        .await?;
-                    let c = &info["channel"];
-                    Ok::<_, ToolError>(json!({
-                        "id": c["id"], "name": c["name"],
-                        "topic": c.pointer("/topic/value").cloned().unwrap_or(json!("")),
-                        "purpose": c.pointer("/purpose/value").cloned().unwrap_or(json!("")),
-                        "num_members": c["num_members"], "is_private": c["is_private"], "is_archived": c["is_archived"],
-                        "created": c["created"], "creator": c["creator"],
-                    }))
-                }
-            },
-        )
-    };
+                        "title": u.pointer("/profile/title").cloned().unwrap_or(json!("")),
+                        "is_bot": u["is_bot"].as_bool().unwrap_or(false),
+                    })
+                })
+                .collect();
+            Ok::<_, ToolError>(json!({"count": users.len(), "users": users}))
+        },
+    );
+    let user_info = Function::with_state(
+        "get_slack_user_info",
+        "Look up a Slack user: {id, name, real_name, email, title, tz, is_bot}.",
+        &slack,
+        |slack, a: UserArgs| async move {
+            let info = slack.get("users.info", &[("user", a.user_id)]).await?;
+            let u = &info["user"];
+            Ok::<_, ToolError>(json!({
+                "id": u["id"], "name": u["name"], "real_name": u["real_name"],
+                "email": u.pointer("/profile/email").cloned().unwrap_or(Value::Null),
+                "title": u.pointer("/profile/title").cloned().unwrap_or(Value::Null),
+                "tz": u["tz"], "is_bot": u["is_bot"].as_bool().unwrap_or(false),
+            }))
+        },
+    );
+    let channel_info = Function::with_state(
+        "get_slack_channel_info",
+        "Look up a Slack channel: {id, name, topic, purpose, num_members, is_private, is_archived, created, creator}.",
+        &slack,
+        |slack, a: ChannelArgs| async move {
+            let (id, _) = slack.channel_id(&a.channel).await?;
+            let info =
+                slack.get("conversations.info", &[("channel", id), ("include_num_members", "true".into())]).await?;
+            let c = &info["channel"];
+            Ok::<_, ToolError>(json!({
+                "id": c["id"], "name": c["name"],
+                "topic": c.pointer("/topic/value").cloned().unwrap_or(json!("")),
+                "purpose": c.pointer("/purpose/value").cloned().unwrap_or(json!("")),
+                "num_members": c["num_members"], "is_private": c["is_private"], "is_archived": c["is_archived"],
+                "created": c["created"], "creator": c["creator"],
+            }))
+        },
+    );
     Ok(Toolkit::new("slack")
         .with_instructions(INSTRUCTIONS)
         .flagged_tool("send_message", false, send)

@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 use sqlx::{AssertSqlSafe, Column, Executor, Row, TypeInfo, ValueRef};
 use tokio::sync::OnceCell;
 
-use super::BuiltinError;
+use super::{BuiltinError, Options};
 use crate::{Function, ToolError, ToolErrorKind, Toolkit};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -460,27 +460,11 @@ pub fn sql_tools(options: &Map<String, Value>) -> Result<Toolkit, BuiltinError> 
         other => return Err(err(format!("db_url scheme {other:?} is not supported: use sqlite, postgresql or mysql"))),
     };
     let url = format!("{scheme}:{rest}");
-    let read_only = match options.get("read_only") {
-        None => true,
-        Some(v) => v.as_bool().ok_or_else(|| err("read_only must be true or false".into()))?,
-    };
-    let schema = match options.get("schema") {
-        None => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err(err("schema must be a string".into())),
-    };
-    let max_rows = match options.get("max_rows") {
-        None => 1000,
-        Some(v) => {
-            v.as_u64().filter(|n| *n > 0).ok_or_else(|| err("max_rows must be a positive integer".into()))? as usize
-        }
-    };
-    let timeout = match options.get("timeout_seconds") {
-        None => Duration::from_secs(30),
-        Some(v) => Duration::from_secs_f64(
-            v.as_f64().filter(|s| *s > 0.0).ok_or_else(|| err("timeout_seconds must be a positive number".into()))?,
-        ),
-    };
+    let read = Options::new("sql", options);
+    let read_only = read.flag("read_only", true)?;
+    let schema = read.string("schema")?;
+    let max_rows = read.positive_integer("max_rows")?.map_or(1000, |n| n as usize);
+    let timeout = read.seconds("timeout_seconds")?.unwrap_or(Duration::from_secs(30));
     let sql = Arc::new(Sql {
         dialect,
         url,
@@ -491,46 +475,31 @@ pub fn sql_tools(options: &Map<String, Value>) -> Result<Toolkit, BuiltinError> 
         timeout,
         pool: OnceCell::new(),
     });
-    let list = {
-        let sql = Arc::clone(&sql);
-        Function::new(
-            "list_sql_tables",
-            "List the database's tables: a JSON array of names.",
-            move |_: crate::NoArgs| {
-                let sql = Arc::clone(&sql);
-                async move { sql.list_tables().await }
-            },
-        )
-    };
-    let describe = {
-        let sql = Arc::clone(&sql);
-        Function::new(
-            "describe_sql_table",
-            "Describe a table's columns: a JSON array of {name, type, nullable, default}.",
-            move |a: DescribeArgs| {
-                let sql = Arc::clone(&sql);
-                async move { sql.describe(&a.table_name).await }
-            },
-        )
-    };
+    let list = Function::with_state(
+        "list_sql_tables",
+        "List the database's tables: a JSON array of names.",
+        &sql,
+        |sql, _: crate::NoArgs| async move { sql.list_tables().await },
+    );
+    let describe = Function::with_state(
+        "describe_sql_table",
+        "Describe a table's columns: a JSON array of {name, type, nullable, default}.",
+        &sql,
+        |sql, a: DescribeArgs| async move { sql.describe(&a.table_name).await },
+    );
     let mode =
         if read_only { "The database is read-only: only read (SELECT)." } else { "The database may be changed." };
-    let run = {
-        let sql = Arc::clone(&sql);
-        Function::new(
-            "run_sql_query",
-            &format!(
-                "Run one SQL statement and return its rows as a JSON array of objects (at most limit, default 10). {mode}"
-            ),
-            move |a: QueryArgs| {
-                let sql = Arc::clone(&sql);
-                async move {
-                    let limit = a.limit.unwrap_or(10).clamp(1, sql.max_rows);
-                    sql.run(&a.query, limit).await
-                }
-            },
-        )
-    };
+    let run = Function::with_state(
+        "run_sql_query",
+        &format!(
+            "Run one SQL statement and return its rows as a JSON array of objects (at most limit, default 10). {mode}"
+        ),
+        &sql,
+        |sql, a: QueryArgs| async move {
+            let limit = a.limit.unwrap_or(10).clamp(1, sql.max_rows);
+            sql.run(&a.query, limit).await
+        },
+    );
     let dialect_name = match dialect {
         Dialect::Sqlite => "SQLite",
         Dialect::Postgres => "PostgreSQL",

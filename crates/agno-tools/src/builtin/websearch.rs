@@ -244,10 +244,8 @@ pub fn websearch_tools(options: &Map<String, Value>) -> Result<Toolkit, BuiltinE
     };
     let search = Arc::new(Search { provider, key, base, fixed_max_results, search_depth, engines });
     let tool = |name: &str, description: &str, news: bool| {
-        let search = Arc::clone(&search);
-        Function::new(name, description, move |a: SearchArgs| {
-            let search = Arc::clone(&search);
-            async move { search.search(a, news).await }
+        Function::with_state(name, description, &search, move |search, a: SearchArgs| async move {
+            search.search(a, news).await
         })
     };
     Ok(Toolkit::new("websearch")
