@@ -137,6 +137,21 @@ fn limits(table: &Map<String, Value>) -> Result<(Option<Duration>, Option<usize>
     Ok((timeout, max))
 }
 
+/// Fixed headers, and the provider of per-call ones.
+type Headers = (Vec<(String, String)>, Option<Arc<dyn agno_mcp::HeaderProvider>>);
+
+/// A table's `headers`: fixed ones, or (when any names a call's value) templates filled per call.
+fn headers(table: &Map<String, Value>) -> Result<Headers, String> {
+    let headers = pairs(table, "headers")?;
+    let templates = HeaderTemplates::parse(&headers)?;
+    Ok(if templates.is_dynamic() { (Vec::new(), Some(Arc::new(templates))) } else { (headers, None) })
+}
+
+/// `url` when it is an http(s) URL.
+fn http_url(url: &str) -> Option<&str> {
+    (url.starts_with("http://") || url.starts_with("https://")).then_some(url)
+}
+
 /// An `mcp` tool table as a connection config, and whether the server is optional.
 ///
 /// # Errors
@@ -149,16 +164,11 @@ pub fn parse(table: &Map<String, Value>) -> Result<(McpConfig, bool), String> {
         return Err(format!("unknown field {unknown:?} in an mcp toolkit (fields: {})", FIELDS.join(", ")));
     }
     let text = |field: &str| table.get(field).and_then(Value::as_str).map(str::to_owned);
-    let headers = pairs(table, "headers")?;
-    let templates = HeaderTemplates::parse(&headers)?;
     // Headers that name a call's value are filled per call; fixed ones go with the transport.
-    let (fixed, per_call) = if templates.is_dynamic() { (Vec::new(), Some(templates)) } else { (headers, None) };
-    let http_url = |url: String| {
-        if url.starts_with("http://") || url.starts_with("https://") {
-            Ok(url)
-        } else {
-            Err(format!("url must be an http(s) URL, not {url:?}"))
-        }
+    let (fixed, per_call) = headers(table)?;
+    let http_url = |url: String| match http_url(&url) {
+        Some(_) => Ok(url),
+        None => Err(format!("url must be an http(s) URL, not {url:?}")),
     };
     let transport = match (text("transport").as_deref(), text("command"), text("url")) {
         (_, Some(_), Some(_)) => return Err("give command (stdio) or url (streamable-http, sse), not both".to_owned()),
@@ -199,7 +209,7 @@ pub fn parse(table: &Map<String, Value>) -> Result<(McpConfig, bool), String> {
     let (timeout, max_result_bytes) = limits(table)?;
     config.timeout = timeout.unwrap_or(config.timeout);
     config.max_result_bytes = max_result_bytes.unwrap_or(config.max_result_bytes);
-    config.header_provider = per_call.map(|t| Arc::new(t) as Arc<dyn agno_mcp::HeaderProvider>);
+    config.header_provider = per_call;
     let optional = table.get("optional").and_then(Value::as_bool).unwrap_or(false);
     Ok((config, optional))
 }
@@ -311,7 +321,7 @@ pub fn parse_toolbox(table: &Map<String, Value>) -> Result<(ToolboxConfig, bool)
     let url = table
         .get("url")
         .and_then(Value::as_str)
-        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+        .and_then(http_url)
         .ok_or("an mcp_toolbox toolkit needs url = \"http(s)://...\" (the Toolbox server)")?;
     match table.get("transport").and_then(Value::as_str) {
         None | Some("streamable-http" | "streamable_http" | "http") => {}
@@ -326,13 +336,9 @@ pub fn parse_toolbox(table: &Map<String, Value>) -> Result<(ToolboxConfig, bool)
     }
     config.toolsets = strings(table, "toolsets")?.unwrap_or_default();
     config.tool_name = table.get("tool_name").and_then(Value::as_str).map(str::to_owned);
-    let headers = pairs(table, "headers")?;
-    let templates = HeaderTemplates::parse(&headers)?;
-    if templates.is_dynamic() {
-        config.header_provider = Some(Arc::new(templates));
-    } else {
-        config.headers = headers;
-    }
+    let (fixed, per_call) = headers(table)?;
+    config.headers = fixed;
+    config.header_provider = per_call;
     if let Some(getters) = table.get("auth_token_getters") {
         let getters = getters.as_object().ok_or("auth_token_getters must be a table of auth service = getter")?;
         config.auth_token_getters = getters
