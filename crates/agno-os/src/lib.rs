@@ -23,6 +23,7 @@ pub mod coordination;
 pub mod cors;
 pub mod error;
 pub mod form;
+mod in_process;
 pub mod knowledge_config;
 pub mod mcp_config;
 pub mod mcp_server;

@@ -13,7 +13,6 @@
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
@@ -32,6 +31,7 @@ use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
 use crate::error::ApiError;
+use crate::in_process::{Loopback, path_segment};
 use crate::state::AppState;
 
 /// `[mcp_server]` settings.
@@ -53,7 +53,7 @@ const BODY_LIMIT: usize = 64 * 1024 * 1024;
 /// The MCP view of the OS: its own routes, behind its own authorisation layer.
 #[derive(Clone)]
 struct OsMcp {
-    router: Router,
+    routes: Loopback,
 }
 
 /// The MCP service of one OS.
@@ -68,11 +68,7 @@ impl std::fmt::Debug for McpService {
 
 /// The service for `state` (built once per OS).
 pub(crate) fn service(state: &AppState) -> McpService {
-    let router = crate::routes::router()
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::authorize))
-        .layer(axum::middleware::map_response(crate::error::json_errors))
-        .with_state(state.clone());
-    let mcp = OsMcp { router };
+    let mcp = OsMcp { routes: Loopback::new(state) };
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts.extend(state.mcp_server.allowed_hosts.iter().cloned());
     config.cancellation_token = state.stopping.child_token();
@@ -138,12 +134,8 @@ impl OsMcp {
             None => Body::empty(),
         };
         let request = builder.body(body).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let response =
-            self.router.clone().oneshot(request).await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), BODY_LIMIT)
-            .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let (status, bytes) =
+            self.routes.send(request, BODY_LIMIT).await.map_err(|e| ErrorData::internal_error(e, None))?;
         let body = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
         Ok(Answer { status, body })
@@ -279,10 +271,6 @@ fn query_string(pairs: &[(&str, String)]) -> String {
         encoded.append_pair(k, v);
     }
     encoded.finish()
-}
-
-fn path_segment(s: &str) -> String {
-    form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 /// A tool's input schema from `(name, JSON type, description, required)`.
@@ -458,8 +446,7 @@ impl ServerHandler for OsMcp {
                 let id = required(&args, id_key)?;
                 let message = required(&args, "message")?;
                 // A new session per call when none is named (as REST), never a shared default.
-                let session =
-                    text_arg(&args, "session_id").map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
+                let session = text_arg(&args, "session_id").map_or_else(agno_core::new_id, str::to_owned);
                 let mut form =
                     vec![("message", message.to_owned()), ("stream", "false".to_owned()), ("session_id", session)];
                 if let Some(user) = text_arg(&args, "user_id") {

@@ -12,14 +12,13 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use agno_core::{DbResult, Schedule, ScheduleRun, ScheduleRunUpdate, now_epoch_secs};
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
 use crate::auth::InternalCaller;
+use crate::in_process::Loopback;
 use crate::state::AppState;
 
 /// Agno's `_RUN_ENDPOINT_RE`.
@@ -35,7 +34,7 @@ const BODY_LIMIT: usize = 16 * 1024 * 1024;
 #[derive(Clone)]
 pub struct Executor {
     state: AppState,
-    router: Router,
+    routes: Loopback,
     run_poll: Duration,
 }
 
@@ -82,11 +81,7 @@ impl Executor {
     /// An executor over `state`'s routes (with the authorisation layer, which lets internal
     /// calls through as their owner). `run_poll` is how often a background run is looked at.
     pub fn new(state: &AppState, run_poll: Duration) -> Self {
-        let router = crate::routes::router()
-            .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::authorize))
-            .layer(axum::middleware::map_response(crate::error::json_errors))
-            .with_state(state.clone());
-        Self { state: state.clone(), router, run_poll: run_poll.max(Duration::from_millis(10)) }
+        Self { state: state.clone(), routes: Loopback::new(state), run_poll: run_poll.max(Duration::from_millis(10)) }
     }
 
     /// Runs `schedule` now: up to `max_retries + 1` attempts, each recorded as a schedule run
@@ -210,9 +205,7 @@ impl Executor {
         let uri = builder.uri_ref().map(ToString::to_string).unwrap_or_default();
         let mut request = builder.body(body).map_err(|e| format!("bad request for {uri}: {e}"))?;
         request.extensions_mut().insert(InternalCaller { owner: owner.map(str::to_owned) });
-        let response = self.router.clone().oneshot(request).await.map_err(|e| e.to_string())?;
-        let status = response.status();
-        let bytes = axum::body::to_bytes(response.into_body(), BODY_LIMIT).await.map_err(|e| e.to_string())?;
+        let (status, bytes) = self.routes.send(request, BODY_LIMIT).await?;
         Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
     }
 
