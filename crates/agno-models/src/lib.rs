@@ -20,7 +20,6 @@
 
 pub mod anthropic;
 pub mod bedrock;
-mod example_value;
 mod fallback;
 mod function_model;
 pub mod gemini;
@@ -31,9 +30,9 @@ mod parts;
 pub mod presets;
 mod test_model;
 
+pub use agno_core::example_value;
 pub use anthropic::Claude;
 pub use bedrock::{AwsBedrock, AwsCredentials, BedrockAuth};
-pub use example_value::example_value;
 pub use fallback::FallbackModel;
 pub use function_model::{FunctionModel, response_chunks};
 pub use gemini::Gemini;

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::Value;
 
-use crate::example_value::example_value;
+use agno_core::{SchemaLimits, example_within};
 
 /// The offline test model.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +48,9 @@ impl TestModel {
         self
     }
 
-    fn respond(&self, request: &ModelRequest) -> Vec<ModelChunk> {
+    /// The chunks of one answer; a schema (a tool's or the output's) whose example would pass
+    /// [`SchemaLimits::DEFAULT`] is refused rather than built.
+    fn respond(&self, request: &ModelRequest) -> Result<Vec<ModelChunk>, ModelError> {
         let last_user = request.messages.iter().rposition(|m| m.role == Role::User);
         let since_user = &request.messages[last_user.map_or(0, |i| i + 1)..];
         let called: Vec<&str> =
@@ -62,16 +64,16 @@ impl TestModel {
                         index,
                         id: Some(format!("call_test_{}_{index}", since_user.len())),
                         name: Some(tool.name.clone()),
-                        arguments: example_value(&tool.parameters).to_string(),
+                        arguments: example(&tool.parameters, &format!("tool {}", tool.name))?.to_string(),
                     });
                 }
                 chunks.push(ModelChunk::Finish("tool_calls".to_owned()));
                 chunks.push(ModelChunk::Usage(usage(request, 10)));
-                return chunks;
+                return Ok(chunks);
             }
         }
         let text = match &request.response_format {
-            Some(ResponseFormat::JsonSchema { schema, .. }) => example_value(schema).to_string(),
+            Some(ResponseFormat::JsonSchema { schema, .. }) => example(schema, "the output schema")?.to_string(),
             Some(_) => {
                 // JSON mode: the schema travels in the system prompt; answer a generic object.
                 let schema = request
@@ -79,7 +81,10 @@ impl TestModel {
                     .iter()
                     .filter(|m| m.role == Role::System)
                     .find_map(|m| m.content_text().and_then(embedded_schema));
-                schema.map_or_else(|| "{}".to_owned(), |s| example_value(&s).to_string())
+                match schema {
+                    Some(s) => example(&s, "the output schema")?.to_string(),
+                    None => "{}".to_owned(),
+                }
             }
             None => self.reply.clone().unwrap_or_else(|| answer(request, since_user)),
         };
@@ -89,8 +94,14 @@ impl TestModel {
         chunks.push(ModelChunk::Finish("stop".to_owned()));
         let output = u64::try_from(text.len() / 4).unwrap_or(0).max(1);
         chunks.push(ModelChunk::Usage(usage(request, output)));
-        chunks
+        Ok(chunks)
     }
+}
+
+/// An example value of `schema`, or a request error naming `what` and the limit.
+fn example(schema: &Value, what: &str) -> Result<Value, ModelError> {
+    example_within(schema, SchemaLimits::DEFAULT)
+        .map_err(|e| ModelError::new(agno_core::ModelErrorKind::BadRequest, format!("cannot answer {what}: {e}")))
 }
 
 fn answer(request: &ModelRequest, since_user: &[Message]) -> String {
@@ -144,7 +155,7 @@ impl Model for TestModel {
         if let Some(latency) = self.latency {
             tokio::time::sleep(latency).await;
         }
-        let chunks = self.respond(&request);
+        let chunks = self.respond(&request)?;
         Ok(futures::stream::iter(chunks.into_iter().map(Ok)).boxed())
     }
 }
