@@ -2,6 +2,7 @@
 //! inference, JSON column decoding (SQLAlchemy writes `null` as text), and the merge of the runs
 //! table with a legacy v2 `runs` blob.
 
+use agno_core::DbResult;
 use agno_core::{AgentSession, DbError, DbErrorKind, RunOutput};
 use serde_json::{Map, Value};
 
@@ -99,6 +100,27 @@ fn normalize_run(run: &mut Map<String, Value>) {
             }
         }
     }
+}
+
+/// The records of a listing that decode, each given with its key (when it could be read): a row
+/// that does not decode (JSON a writer could store but no reader can parse, a column of the
+/// wrong type) is left out with a warning naming its table and key, so one bad row never turns
+/// a whole listing into an error. Reading that record alone still reports why it cannot be read.
+pub(crate) fn readable<T>(
+    what: &'static str,
+    decoded: impl IntoIterator<Item = (Option<String>, DbResult<T>)>,
+) -> Vec<T> {
+    decoded
+        .into_iter()
+        .filter_map(|(key, record)| {
+            record
+                .map_err(|error| {
+                    let key = key.as_deref().unwrap_or("(unreadable key)");
+                    tracing::warn!(record = what, key, %error, "a stored record cannot be read; it is left out of the listing");
+                })
+                .ok()
+        })
+        .collect()
 }
 
 /// Decodes one run of a listing (a session's runs, `get_runs`). A record that does not decode is

@@ -159,8 +159,12 @@ pub(crate) fn page_sessions<'a>(
     docs: impl IntoIterator<Item = &'a Map<String, Value>>,
     query: &SessionQuery,
 ) -> DbResult<SessionPage> {
-    let mut sessions =
-        docs.into_iter().filter(|d| session_matches(d, query)).map(session_from_doc).collect::<DbResult<Vec<_>>>()?;
+    let mut sessions = crate::codec::readable(
+        "session",
+        docs.into_iter()
+            .filter(|d| session_matches(d, query))
+            .map(|d| (d.get("session_id").and_then(Value::as_str).map(str::to_owned), session_from_doc(d))),
+    );
     let key = |s: &AgentSession| match query.sort_by {
         SessionSort::CreatedAt => s.created_at,
         SessionSort::UpdatedAt => s.updated_at,

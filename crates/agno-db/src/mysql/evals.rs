@@ -209,7 +209,10 @@ impl EvalStore for MySqlDb {
             format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY created_at {dir}, CAST(run_id AS BINARY) {dir}");
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "eval runs").await?;
-        let evals = rows.iter().map(eval_from_row).collect::<DbResult<Vec<_>>>()?;
+        let evals = crate::codec::readable(
+            "eval run",
+            rows.iter().map(|r| (r.try_get::<String, _>("run_id").ok(), eval_from_row(r))),
+        );
         Ok((evals, total))
     }
 

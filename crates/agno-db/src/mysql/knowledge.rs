@@ -190,7 +190,10 @@ impl KnowledgeStore for MySqlDb {
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
         let (rows, total) =
             self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "knowledge contents").await?;
-        let list = rows.iter().map(knowledge_from_row).collect::<DbResult<Vec<_>>>()?;
+        let list = crate::codec::readable(
+            "knowledge content",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row(r))),
+        );
         Ok((list, total))
     }
 

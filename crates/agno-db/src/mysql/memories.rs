@@ -174,7 +174,10 @@ impl MemoryStore for MySqlDb {
         let sql = format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY {order} {dir}, memory_id {dir}");
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "memories").await?;
-        let memories = rows.iter().map(memory_from_row).collect::<DbResult<Vec<_>>>()?;
+        let memories = crate::codec::readable(
+            "memory",
+            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row(r))),
+        );
         Ok(MemoryPage { memories, total })
     }
 

@@ -194,7 +194,10 @@ impl MetricsStore for MySqlDb {
         if rows.is_empty() {
             return Ok((Vec::new(), None));
         }
-        let buckets = rows.iter().map(bucket_from_row).collect::<DbResult<Vec<_>>>()?;
+        let buckets = crate::codec::readable(
+            "metrics bucket",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row(r))),
+        );
         // The latest update among the owner's buckets, whatever their date (as Agno).
         let sql = format!("SELECT MAX(updated_at) AS latest FROM `{t}`{}", where_clause(&owner));
         let row = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &owner_args)

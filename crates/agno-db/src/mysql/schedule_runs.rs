@@ -186,7 +186,10 @@ impl MySqlDb {
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
         let paging = (Some(limit.unwrap_or(SCHEDULE_RUNS_PAGE)), page);
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, paging, "schedule runs").await?;
-        let runs = rows.iter().map(run_from_row).collect::<DbResult<Vec<_>>>()?;
+        let runs = crate::codec::readable(
+            "schedule run",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), run_from_row(r))),
+        );
         Ok((runs, total))
     }
 

@@ -382,7 +382,10 @@ impl ScheduleStore for MySqlDb {
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
         let paging = (Some(query.limit.unwrap_or(SCHEDULES_PAGE)), query.page);
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, paging, "schedules").await?;
-        let schedules = rows.iter().map(schedule_from_row).collect::<DbResult<Vec<_>>>()?;
+        let schedules = crate::codec::readable(
+            "schedule",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_from_row(r))),
+        );
         Ok((schedules, total))
     }
 

@@ -287,7 +287,10 @@ impl SessionStore for MySqlDb {
         let sql = format!("SELECT {SESSION_COLUMNS} FROM `{t}`{filter} ORDER BY {order} {dir}, session_id {dir}");
         let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{filter}");
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "sessions").await?;
-        let sessions = rows.iter().map(session_from_row).collect::<DbResult<Vec<_>>>()?;
+        let sessions = crate::codec::readable(
+            "session",
+            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row(r))),
+        );
         Ok(SessionPage { sessions, total })
     }
 

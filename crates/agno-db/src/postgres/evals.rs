@@ -175,7 +175,10 @@ impl EvalStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot list eval runs", e))?;
-        let evals = rows.iter().map(eval_from_row).collect::<DbResult<Vec<_>>>()?;
+        let evals = crate::codec::readable(
+            "eval run",
+            rows.iter().map(|r| (r.try_get::<String, _>("run_id").ok(), eval_from_row(r))),
+        );
         let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
         let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))
             .fetch_one(self.pool())

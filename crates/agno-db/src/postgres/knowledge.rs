@@ -161,7 +161,10 @@ impl KnowledgeStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot list knowledge contents", e))?;
-        let list = rows.iter().map(knowledge_from_row).collect::<DbResult<Vec<_>>>()?;
+        let list = crate::codec::readable(
+            "knowledge content",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row(r))),
+        );
         let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
         let total: i64 = sqlx::query_scalar(AssertSqlSafe(count_sql))
             .bind(&query.user_id)

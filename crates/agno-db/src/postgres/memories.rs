@@ -170,7 +170,10 @@ impl MemoryStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot list memories", e))?;
-        let memories = rows.iter().map(memory_from_row).collect::<DbResult<Vec<_>>>()?;
+        let memories = crate::codec::readable(
+            "memory",
+            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row(r))),
+        );
         let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {FILTER}");
         let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))
             .fetch_one(self.pool())

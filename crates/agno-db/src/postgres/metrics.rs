@@ -205,7 +205,10 @@ impl MetricsStore for PostgresDb {
         if rows.is_empty() {
             return Ok((Vec::new(), None));
         }
-        let buckets = rows.iter().map(bucket_from_row).collect::<DbResult<Vec<_>>>()?;
+        let buckets = crate::codec::readable(
+            "metrics bucket",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row(r))),
+        );
         // As Python Agno: the latest update is scoped by the owner, not by the dates.
         let sql = format!("SELECT MAX(updated_at) FROM {t} WHERE ($1::text IS NULL OR user_id = $1)");
         let latest: Option<i64> = sqlx::query_scalar(AssertSqlSafe(sql))

@@ -280,7 +280,10 @@ impl ScheduleStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot list schedules", e))?;
-        let schedules = rows.iter().map(schedule_from_row).collect::<DbResult<Vec<_>>>()?;
+        let schedules = crate::codec::readable(
+            "schedule",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_from_row(r))),
+        );
         let total: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {t} WHERE {clause}")))
             .bind(query.enabled)
             .bind(&query.user_id)
@@ -514,7 +517,10 @@ impl ScheduleStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error(&what, e))?;
-        let runs = rows.iter().map(run_from_row).collect::<DbResult<Vec<_>>>()?;
+        let runs = crate::codec::readable(
+            "schedule run",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), run_from_row(r))),
+        );
         let total: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {t} WHERE {clause}")))
             .bind(schedule_id)
             .bind(user_id)

@@ -234,7 +234,10 @@ impl SessionStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot list sessions", e))?;
-        let sessions = rows.iter().map(session_from_row).collect::<DbResult<Vec<_>>>()?;
+        let sessions = crate::codec::readable(
+            "session",
+            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row(r))),
+        );
         let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {filter}");
         let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))
             .fetch_one(self.pool())

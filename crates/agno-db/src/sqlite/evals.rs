@@ -155,7 +155,10 @@ impl EvalStore for SqliteDb {
         let count = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
         let (rows, total) =
             self.page_and_count(&select, &count, &binds, (query.limit, query.page), "eval runs").await?;
-        let evals = rows.iter().map(eval_from_row).collect::<DbResult<Vec<_>>>()?;
+        let evals = crate::codec::readable(
+            "eval run",
+            rows.iter().map(|r| (r.try_get::<String, _>("run_id").ok(), eval_from_row(r))),
+        );
         Ok((evals, total))
     }
 

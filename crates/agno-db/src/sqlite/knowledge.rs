@@ -129,7 +129,10 @@ impl KnowledgeStore for SqliteDb {
         let binds = [query.user_id.clone(), query.user_id.clone(), query.linked_to.clone(), query.linked_to.clone()];
         let (rows, total) =
             self.page_and_count(&select, &count, &binds, (query.limit, query.page), "knowledge contents").await?;
-        let list = rows.iter().map(knowledge_from_row).collect::<DbResult<Vec<_>>>()?;
+        let list = crate::codec::readable(
+            "knowledge content",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row(r))),
+        );
         Ok((list, total))
     }
 

@@ -136,7 +136,10 @@ impl MemoryStore for SqliteDb {
         let select = format!("SELECT {COLUMNS} FROM {t} WHERE {clause} ORDER BY {order} {dir}, memory_id {dir}");
         let count = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
         let (rows, total) = self.page_and_count(&select, &count, &binds, (query.limit, query.page), "memories").await?;
-        let memories = rows.iter().map(memory_from_row).collect::<DbResult<Vec<_>>>()?;
+        let memories = crate::codec::readable(
+            "memory",
+            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row(r))),
+        );
         Ok(MemoryPage { memories, total })
     }
 

@@ -133,7 +133,10 @@ impl MetricsStore for SqliteDb {
         if rows.is_empty() {
             return Ok((Vec::new(), None));
         }
-        let buckets = rows.iter().map(bucket_from_row).collect::<DbResult<Vec<_>>>()?;
+        let buckets = crate::codec::readable(
+            "metrics bucket",
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row(r))),
+        );
         let latest_sql = format!("SELECT MAX(updated_at) FROM {t} WHERE (? IS NULL OR user_id = ?)");
         let latest: Option<i64> = sqlx::query_scalar(AssertSqlSafe(latest_sql.as_str()))
             .bind(user)

@@ -208,7 +208,13 @@ impl ScheduleStore for SqliteDb {
         let binds = [enabled.clone(), enabled, query.user_id.clone(), query.user_id.clone()];
         let paging = (Some(query.limit.unwrap_or(SCHEDULES_PAGE)), query.page);
         let (rows, total) = self.page_and_count(&select, &count, &binds, paging, "schedules").await?;
-        Ok((rows.iter().map(schedule_from_row).collect::<DbResult<_>>()?, total))
+        Ok((
+            crate::codec::readable(
+                "schedule",
+                rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_from_row(r))),
+            ),
+            total,
+        ))
     }
 
     async fn update_schedule(
@@ -414,7 +420,13 @@ impl ScheduleStore for SqliteDb {
         let binds = [Some(schedule_id.to_owned()), user.clone(), user];
         let paging = (Some(limit.unwrap_or(SCHEDULE_RUNS_PAGE)), page);
         let (rows, total) = self.page_and_count(&select, &count, &binds, paging, "schedule runs").await?;
-        Ok((rows.iter().map(run_from_row).collect::<DbResult<_>>()?, total))
+        Ok((
+            crate::codec::readable(
+                "schedule run",
+                rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), run_from_row(r))),
+            ),
+            total,
+        ))
     }
 
     async fn get_latest_schedule_runs(&self, schedule_ids: &[String]) -> DbResult<HashMap<String, ScheduleRun>> {
