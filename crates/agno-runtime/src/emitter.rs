@@ -1,14 +1,28 @@
 //! Emits run events: assigns the strictly increasing `event_index`, fills the common fields,
 //! forwards to the stream (if someone listens) and keeps them when `store_events` is on.
 //!
-//! A listener that goes away (a client disconnect) does not stop the run.
+//! A listener that goes away (a client disconnect) does not stop the run. A listener that reads
+//! slower than the run produces holds at most [`BACKLOG`] events (plus the few emitted between
+//! two [`Emitter::paced`] calls): the model's stream, where bursts come from, waits for it.
+
+use std::collections::VecDeque;
 
 use agno_core::{EventData, RunEvent, now_epoch_secs};
 use tokio::sync::mpsc;
 
+/// Events waiting for a listener beyond which a streaming run waits for it.
+pub(crate) const BACKLOG: usize = 256;
+
+/// The channel a streamed run's events go through.
+pub(crate) fn channel() -> (mpsc::Sender<RunEvent>, mpsc::Receiver<RunEvent>) {
+    mpsc::channel(BACKLOG)
+}
+
 #[derive(Debug)]
 pub(crate) struct Emitter {
-    tx: Option<mpsc::UnboundedSender<RunEvent>>,
+    tx: Option<mpsc::Sender<RunEvent>>,
+    /// Events emitted while the channel was full, sent (in order) by [`Emitter::paced`].
+    overflow: VecDeque<RunEvent>,
     next_index: u64,
     agent_id: String,
     agent_name: String,
@@ -19,9 +33,10 @@ pub(crate) struct Emitter {
 }
 
 impl Emitter {
-    pub(crate) fn new(tx: Option<mpsc::UnboundedSender<RunEvent>>, store: bool) -> Self {
+    pub(crate) fn new(tx: Option<mpsc::Sender<RunEvent>>, store: bool) -> Self {
         Self {
             tx,
+            overflow: VecDeque::new(),
             next_index: 0,
             agent_id: String::new(),
             agent_name: String::new(),
@@ -81,8 +96,26 @@ impl Emitter {
             }
         }
         if let Some(tx) = &self.tx {
+            if !self.overflow.is_empty() {
+                self.overflow.push_back(event);
+                return;
+            }
             // A closed receiver means the listener left; the run goes on.
-            let _ = tx.send(event);
+            if let Err(mpsc::error::TrySendError::Full(event)) = tx.try_send(event) {
+                self.overflow.push_back(event);
+            }
+        }
+    }
+
+    /// Waits until the listener has room for the events emitted meanwhile (at once without a
+    /// listener, or when it left).
+    pub(crate) async fn paced(&mut self) {
+        let Some(tx) = &self.tx else { return };
+        while let Some(event) = self.overflow.pop_front() {
+            if tx.send(event).await.is_err() {
+                self.overflow.clear();
+                return;
+            }
         }
     }
 
@@ -94,5 +127,24 @@ impl Emitter {
     /// Events kept for `store_events`.
     pub(crate) fn take_stored(&mut self) -> Option<Vec<RunEvent>> {
         self.stored.as_mut().map(std::mem::take)
+    }
+}
+
+impl Drop for Emitter {
+    /// The run ended with events not yet taken by a slow listener: they follow on a task of
+    /// their own, in order, so the listener still gets every event (the terminal one last).
+    fn drop(&mut self) {
+        let overflow = std::mem::take(&mut self.overflow);
+        if let (Some(tx), false) = (self.tx.take(), overflow.is_empty())
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(async move {
+                for event in overflow {
+                    if tx.send(event).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
     }
 }

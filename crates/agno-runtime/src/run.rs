@@ -34,7 +34,7 @@ use crate::tool_batch::resolve_requirement;
 /// A stream of a run's events. Also yields the final output via [`RunStream::output`].
 #[derive(Debug)]
 pub struct RunStream {
-    events: mpsc::UnboundedReceiver<RunEvent>,
+    events: mpsc::Receiver<RunEvent>,
     task: Option<JoinHandle<Result<RunOutput, RunError>>>,
 }
 
@@ -114,7 +114,7 @@ fn spawn_stream<F>(store_events: bool, make: impl FnOnce(Emitter) -> F) -> RunSt
 where
     F: std::future::Future<Output = Result<RunOutput, RunError>> + Send + 'static,
 {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = crate::emitter::channel();
     let task = spawn(make(Emitter::new(Some(tx), store_events)));
     RunStream { events: rx, task }
 }

@@ -438,6 +438,11 @@ async fn call_model(model: &dyn Model, request: ModelRequest, em: &mut Emitter, 
                     reasoning_content: reasoning,
                     model_provider_data: assembler.provider_data().cloned(),
                 });
+                // A listener slower than the model: wait for it rather than queue without bound.
+                tokio::select! {
+                    () = em.paced() => {}
+                    () = token.cancelled() => return CallEnd::Cancelled(assembler.finish()),
+                }
             }
         }
     }
