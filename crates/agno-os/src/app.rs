@@ -215,6 +215,7 @@ impl AgentOs {
             None => None,
         };
         let db_id = config.db.as_ref().and_then(|d| d.id.clone()).unwrap_or_else(|| "default".to_owned());
+        let cors = config.os.cors_policy().map_err(|e| StartError::Config(e.to_string()))?;
         let state = AppState {
             os_id: config.os.id.as_str().into(),
             name: config.os.name.as_deref().map(Into::into),
@@ -232,7 +233,8 @@ impl AgentOs {
             heartbeat: std::time::Duration::from_secs(config.os.sse_heartbeat_seconds),
             queue,
             stopping: tokio_util::sync::CancellationToken::new(),
-            form_field_limit: config.os.max_form_field_bytes,
+            limits: crate::input::Limits::from_config(&config.os),
+            origins: cors.clone(),
             scheduler: Arc::new(config.scheduler.clone()),
             mcp_server: Arc::new(config.mcp_server.clone()),
             mcp: None,
@@ -241,7 +243,6 @@ impl AgentOs {
         if config.mcp_server.enabled {
             state.mcp = Some(crate::mcp_server::service(&state));
         }
-        let cors = config.os.cors_policy().map_err(|e| StartError::Config(e.to_string()))?;
         let http = crate::serve::HttpSettings::from_config(&config.os);
         Ok(Self { state, max_body_bytes: config.os.max_body_bytes, http, cors })
     }

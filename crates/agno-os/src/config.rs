@@ -183,12 +183,44 @@ pub struct OsSection {
     /// Seconds a request body may stall between two reads (60 by default, as nginx); 408 beyond.
     #[serde(default = "default_body_timeout")]
     pub body_read_timeout_seconds: u64,
-    /// Connections served at once (1024 by default); more wait to be accepted.
+    /// Seconds a whole request body may take (300 by default); 408 beyond.
+    #[serde(default = "default_body_deadline")]
+    pub body_read_deadline_seconds: u64,
+    /// Slowest average rate of a request body once it has been read for 10 s, in bytes per
+    /// second (1024 by default); 408 below, so a client trickling a byte at a time cannot hold a
+    /// connection (0 turns the check off).
+    #[serde(default = "default_min_body_rate")]
+    pub min_body_bytes_per_second: u64,
+    /// Connections served at once (1024 by default). At the cap, a new connection takes the place
+    /// of the longest-idle connection that is not doing work (waiting for its headers, trickling
+    /// a body, idle between requests); when every connection is working, new ones wait to be
+    /// accepted.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Connections from one client address (256 by default). Beyond, the address's own idle or
+    /// slow connections are closed first; when all of them are working the new one is answered
+    /// 503. Behind a reverse proxy (every connection from one address) set it to
+    /// `max_connections`.
+    #[serde(default = "default_max_connections_per_client")]
+    pub max_connections_per_client: usize,
     /// Length of the listen backlog (2048 by default).
     #[serde(default = "default_backlog")]
     pub listen_backlog: u32,
+    /// Deepest nesting of a JSON text a request may carry (a JSON body, or a form field holding
+    /// JSON such as `session_state`), 24 by default; 422 beyond. MariaDB stores JSON up to 31
+    /// levels and a value is kept up to a few levels inside its record, so raise it only on
+    /// other databases.
+    #[serde(default = "default_json_depth")]
+    pub max_json_depth: usize,
+    /// Most values an example of an `output_schema` may hold (10,000 by default): a schema
+    /// whose smallest valid answer is larger (`minItems: 1000000000`) is refused with 422.
+    #[serde(default = "default_schema_values")]
+    pub max_schema_values: usize,
+    /// Bytes of events a stream may hold for a client that does not read them (8 MiB by
+    /// default); beyond, the stream is cut (the run goes on and is stored, as for a client that
+    /// left).
+    #[serde(default = "default_sse_buffer")]
+    pub sse_buffer_bytes: usize,
 }
 
 impl Default for OsSection {
@@ -208,8 +240,14 @@ impl Default for OsSection {
             keep_alive_timeout_seconds: default_keep_alive(),
             header_read_timeout_seconds: default_header_timeout(),
             body_read_timeout_seconds: default_body_timeout(),
+            body_read_deadline_seconds: default_body_deadline(),
+            min_body_bytes_per_second: default_min_body_rate(),
             max_connections: default_max_connections(),
+            max_connections_per_client: default_max_connections_per_client(),
             listen_backlog: default_backlog(),
+            max_json_depth: default_json_depth(),
+            max_schema_values: default_schema_values(),
+            sse_buffer_bytes: default_sse_buffer(),
         }
     }
 }
@@ -252,11 +290,29 @@ fn default_header_timeout() -> u64 {
 fn default_body_timeout() -> u64 {
     60
 }
+fn default_body_deadline() -> u64 {
+    300
+}
+fn default_min_body_rate() -> u64 {
+    1024
+}
+fn default_max_connections_per_client() -> usize {
+    256
+}
 fn default_max_connections() -> usize {
     1024
 }
 fn default_backlog() -> u32 {
     2048
+}
+fn default_json_depth() -> usize {
+    24
+}
+fn default_schema_values() -> usize {
+    agno_core::SchemaLimits::DEFAULT.max_values
+}
+fn default_sse_buffer() -> usize {
+    8 * 1024 * 1024
 }
 fn default_shutdown_grace() -> u64 {
     crate::serve::DEFAULT_SHUTDOWN_GRACE.as_secs()
@@ -750,9 +806,14 @@ impl OsConfig {
             ("keep_alive_timeout_seconds", self.os.keep_alive_timeout_seconds),
             ("header_read_timeout_seconds", self.os.header_read_timeout_seconds),
             ("body_read_timeout_seconds", self.os.body_read_timeout_seconds),
+            ("body_read_deadline_seconds", self.os.body_read_deadline_seconds),
             ("max_connections", self.os.max_connections as u64),
+            ("max_connections_per_client", self.os.max_connections_per_client as u64),
             ("listen_backlog", u64::from(self.os.listen_backlog)),
             ("max_form_field_bytes", self.os.max_form_field_bytes as u64),
+            ("max_json_depth", self.os.max_json_depth as u64),
+            ("max_schema_values", self.os.max_schema_values as u64),
+            ("sse_buffer_bytes", self.os.sse_buffer_bytes as u64),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(ConfigError::Invalid(format!("[os] {name} must be at least 1")));

@@ -22,12 +22,14 @@ pub struct ApiError {
     pub ctx: Option<Box<serde_json::Value>>,
     /// A 422 answered with a plain `detail` string, as a route's own `HTTPException(422)` is.
     pub plain: bool,
+    /// The refused input, for a 422 (pydantic's `input`; `null` when absent).
+    pub input: Option<Box<serde_json::Value>>,
 }
 
 impl ApiError {
     /// An error with a status and message.
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
-        Self { status, detail: detail.into(), error_type: None, location: None, ctx: None, plain: false }
+        Self { status, detail: detail.into(), error_type: None, location: None, ctx: None, plain: false, input: None }
     }
 
     /// 400.
@@ -85,6 +87,12 @@ impl ApiError {
         self
     }
 
+    /// The same 422 quoting the refused input.
+    pub fn with_input(mut self, input: serde_json::Value) -> Self {
+        self.input = Some(Box::new(input));
+        self
+    }
+
     /// A 422 whose `detail` is the message itself (a route's check rather than the body's
     /// validation, as FastAPI answers an `HTTPException(422, detail)`).
     pub fn unprocessable_plain(detail: impl Into<String>) -> Self {
@@ -105,7 +113,8 @@ impl IntoResponse for ApiError {
             let loc = self.location.map_or_else(Vec::new, |(place, name)| {
                 if name.is_empty() { vec![place.to_owned()] } else { vec![place.to_owned(), name] }
             });
-            let mut error = json!({"type": self.error_type.unwrap_or("value_error"), "loc": loc, "msg": self.detail, "input": null});
+            let input = self.input.map_or(serde_json::Value::Null, |i| *i);
+            let mut error = json!({"type": self.error_type.unwrap_or("value_error"), "loc": loc, "msg": self.detail, "input": input});
             if let Some(ctx) = self.ctx {
                 error["ctx"] = *ctx;
             }

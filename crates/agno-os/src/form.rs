@@ -3,7 +3,9 @@
 //! the body limit bounds them).
 //!
 //! One size limit holds for every encoding: the body limit (`[os] max_body_bytes`, enforced
-//! around the router), and each text field at most `[os] max_form_field_bytes` (413 beyond).
+//! around the router), and each text field at most `[os] max_form_field_bytes` (413 beyond). A
+//! field holding JSON nests at most `[os] max_json_depth` levels (422 beyond), checked here for
+//! every field, so no route can take deeper JSON than the OS can store and read back.
 //! Reading errors answer precisely: 413 for size, 408 for a client that stalls, 400 for a
 //! malformed body.
 
@@ -14,6 +16,7 @@ use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 
 use crate::error::{ApiError, ApiResult};
+use crate::input::{Limits, check_form_json, read_error};
 
 /// The text fields of a form (the last value wins for a repeated field) and its files.
 #[derive(Debug, Default)]
@@ -35,28 +38,15 @@ pub struct FormFile {
     pub bytes: axum::body::Bytes,
 }
 
-/// The error answered for a body that could not be read, by what went wrong.
-fn read_error(e: &axum::Error) -> ApiError {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
-        if err.is::<http_body_util::LengthLimitError>() {
-            return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than [os] max_body_bytes");
-        }
-        if let Some(timeout) = err.downcast_ref::<crate::serve::BodyTimeout>() {
-            return ApiError::new(StatusCode::REQUEST_TIMEOUT, timeout.to_string());
-        }
-        source = err.source();
-    }
-    ApiError::bad_request(format!("cannot read the request body: {e}"))
-}
-
 impl Form {
-    /// Reads the request body as a form; text fields longer than `field_limit` bytes are refused.
+    /// Reads the request body as a form; text fields longer than `limits.form_field_bytes` bytes,
+    /// or holding JSON deeper than `limits.json_depth`, are refused.
     ///
     /// # Errors
-    /// 422 for another content type; 400 for a malformed body; 408 for a body that stalls;
-    /// 413 when over the body or field limit.
-    pub async fn read(req: Request, field_limit: usize) -> ApiResult<Self> {
+    /// 422 for another content type or JSON too deep; 400 for a malformed body; 408 for a body
+    /// that stalls or trickles; 413 when over the body or field limit.
+    pub async fn read(req: Request, limits: &Limits) -> ApiResult<Self> {
+        let field_limit = limits.form_field_bytes;
         // The boundary is case-sensitive (browsers send mixed-case ones): keep the header as sent
         // and compare the media type without case.
         let header = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
@@ -103,6 +93,7 @@ impl Form {
                 if text.len() > field_limit {
                     return Err(too_long(&name));
                 }
+                check_form_json(&name, &text, limits.json_depth)?;
                 form.fields.insert(name, text);
             }
         } else if content_type.starts_with("application/x-www-form-urlencoded") {
@@ -110,6 +101,7 @@ impl Form {
                 if value.len() > field_limit {
                     return Err(too_long(&name));
                 }
+                check_form_json(&name, &value, limits.json_depth)?;
                 form.fields.insert(name, value);
             }
         } else {

@@ -24,6 +24,7 @@ pub mod cors;
 pub mod error;
 pub mod form;
 mod in_process;
+pub mod input;
 pub mod knowledge_config;
 pub mod mcp_config;
 pub mod mcp_server;

@@ -58,8 +58,10 @@ pub struct AppState {
     pub mcp: Option<crate::mcp_server::McpService>,
     /// `[scheduler]` settings (`/schedules/{id}/trigger` executes with them).
     pub scheduler: Arc<crate::scheduler::SchedulerSettings>,
-    /// Largest text field of a form (`[os] max_form_field_bytes`).
-    pub form_field_limit: usize,
+    /// What a request may carry (`[os]` limits).
+    pub limits: crate::input::Limits,
+    /// Which browser origins may call the OS (CORS, and state-changing requests).
+    pub origins: crate::cors::OriginPolicy,
     /// Cancelled near the end of a shutdown, once this process's runs have ended: tails of
     /// other replicas' runs end then (their clients resume elsewhere).
     pub stopping: tokio_util::sync::CancellationToken,
@@ -79,6 +81,11 @@ impl AppState {
     /// The workflow with this id.
     pub fn workflow(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow> {
         self.workflows.iter().find(|w| w.id() == id)
+    }
+
+    /// How streams are sent (heartbeat, buffer bound).
+    pub fn streaming(&self) -> crate::sse::Streaming {
+        crate::sse::Streaming { heartbeat: self.heartbeat, buffer_bytes: self.limits.sse_buffer_bytes }
     }
 
     /// The database, or 400 saying one is needed.

@@ -7,12 +7,11 @@
 //! `Last-Event-ID` (or `last_event_index`) gets each event exactly once.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::sse::Frame;
 use agno_core::{Db, JobStatus, JobStore, RunStatus, StoredEvent};
-use axum::response::sse::Event;
 use futures::Stream;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
@@ -53,8 +52,8 @@ impl Waiters {
 }
 
 /// An SSE frame of a logged event: its name, its JSON exactly as first streamed, its index as id.
-pub fn frame(event: &StoredEvent) -> Event {
-    Event::default().event(&event.event).data(&event.data).id(event.event_index.to_string())
+pub fn frame(event: &StoredEvent) -> Frame {
+    Frame::new(&event.event, &event.data, u64::try_from(event.event_index).ok())
 }
 
 /// What a tail needs: the stores, this replica's waiters, and the fallback poll.
@@ -87,7 +86,7 @@ fn settled(status: JobStatus, locked_by: Option<&str>) -> bool {
 
 /// The closing frame of a run whose log does not end with one (cancelled before it started, or
 /// its worker died): built from the stored run, without an id (it is not in the log).
-async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Event> {
+async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Frame> {
     let run = db.get_run(run_id, None).await.ok().flatten()?;
     if run.workflow_id.is_some() && run.agent_id.is_none() {
         let name = match run.status {
@@ -105,7 +104,7 @@ async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Event> {
             "content": run.content,
             "created_at": agno_core::now_epoch_secs(),
         });
-        return Some(Event::default().event(name).data(data.to_string()));
+        return Some(Frame::new(name, &data.to_string(), None));
     }
     let (name, extra) = match run.status {
         RunStatus::Cancelled => ("RunCancelled", json!({"reason": "the run was cancelled"})),
@@ -134,27 +133,28 @@ async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Event> {
     if let (Value::Object(d), Value::Object(e)) = (&mut data, extra) {
         d.extend(e);
     }
-    Some(Event::default().event(name).data(data.to_string()))
+    Some(Frame::new(&name, &data.to_string(), None))
 }
 
 /// Streams the events of `run_id` after index `after` (-1: from the start), then follows the
 /// log until the run's job settles. Ends early when the client goes away or the replica stops.
-pub fn tail(source: TailSource, run_id: String, after: i64) -> impl Stream<Item = Result<Event, Infallible>> {
-    let (tx, rx) = mpsc::channel::<Event>(64);
+pub fn tail(source: TailSource, run_id: String, after: i64) -> impl Stream<Item = Frame> {
+    // Few frames ahead: the response's own buffer bounds what waits for the client.
+    let (tx, rx) = mpsc::channel::<Frame>(8);
     tokio::spawn(async move {
         let mut wake = source.waiters.subscribe(&run_id);
         follow(&source, &run_id, after, &tx, wake.as_mut()).await;
         drop(wake);
         source.waiters.release(&run_id);
     });
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) })
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
 }
 
 async fn follow(
     source: &TailSource,
     run_id: &str,
     mut after: i64,
-    tx: &mpsc::Sender<Event>,
+    tx: &mpsc::Sender<Frame>,
     mut wake: Option<&mut watch::Receiver<()>>,
 ) {
     // The event at `after` tells whether the client already saw the end.

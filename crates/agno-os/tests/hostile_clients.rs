@@ -165,9 +165,44 @@ async fn idle_and_stalled_connections_are_closed() {
     }
 }
 
+/// An OS whose agent `slow` answers after `latency` (so its requests keep their connections
+/// working), with `[os]` settings.
+async fn with_slow_agent(os_section: &str, latency: Duration) -> (TestOs, agno_testkit::FakeProvider) {
+    let provider = agno_testkit::FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(agno_testkit::Reply::text("done slowly")));
+    provider.set_latency(latency);
+    let cfg = format!(
+        "[os]\n{os_section}\n[db]\nurl = \"memory://\"\n[[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    (TestOs::start(config(&cfg)).await, provider)
+}
+
+/// A non-streamed run of `slow` on a client of its own (from `from`), running in the background.
+fn slow_run(os: &TestOs, from: &str) -> tokio::task::JoinHandle<Result<u16, String>> {
+    let client = reqwest::Client::builder().local_address(from.parse::<std::net::IpAddr>().ok()).build().unwrap();
+    let url = format!("{}/agents/slow/runs", os.base);
+    tokio::spawn(async move {
+        let r = client.post(url).form(&[("message", "hi"), ("stream", "false")]).send().await;
+        r.map(|r| r.status().as_u16()).map_err(|e| e.to_string())
+    })
+}
+
+/// `/health` from `from` on a fresh connection, within `within`.
+async fn health_from(os: &TestOs, from: &str, within: Duration) -> Result<reqwest::Response, reqwest::Error> {
+    let client = reqwest::Client::builder()
+        .local_address(from.parse::<std::net::IpAddr>().ok())
+        .timeout(within)
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    client.get(format!("{}/health", os.base)).send().await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_beyond_the_cap_wait_and_the_backlog_is_configured() {
-    let os = TestOs::start(config(&with_os("max_connections = 2\nlisten_backlog = 1500"))).await;
+async fn at_the_cap_idle_connections_give_way_and_working_ones_do_not() {
+    let (os, _provider) = with_slow_agent("max_connections = 2\nlisten_backlog = 1500", Duration::from_secs(2)).await;
     let port = addr(&os).rsplit(':').next().unwrap().to_owned();
     // The listening socket's backlog (`ss` shows it as Send-Q).
     let ss = std::process::Command::new("ss").args(["-ltnH", &format!("sport = :{port}")]).output().unwrap();
@@ -176,21 +211,115 @@ async fn connections_beyond_the_cap_wait_and_the_backlog_is_configured() {
         line.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("ss: {line}"));
     assert_eq!(send_q, 1500, "{line}");
 
-    // Two connections hold both slots; a third request is not served until one closes.
-    let first = TcpStream::connect(addr(&os)).await.unwrap();
-    let _second = TcpStream::connect(addr(&os)).await.unwrap();
-    let client = reqwest::Client::builder().timeout(Duration::from_millis(500)).build().unwrap();
-    let held = client.get(format!("{}/health", os.base)).send().await;
-    assert!(held.is_err(), "a third connection was served beyond max_connections: {held:?}");
-    drop(first);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let fresh = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
-        if fresh.get(format!("{}/health", os.base)).send().await.is_ok_and(|r| r.status() == 200) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no slot was freed when a connection closed");
+    // Two connections that never send a request hold both slots; a third client is served at
+    // once, and the connection waiting longest is the one closed for it.
+    let mut first = TcpStream::connect(addr(&os)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut second = TcpStream::connect(addr(&os)).await.unwrap();
+    let served = health_from(&os, "127.0.0.1", Duration::from_secs(5)).await.expect("served beside two idle ones");
+    assert_eq!(served.status(), 200);
+    assert!(read_until_closed(&mut first, Duration::from_secs(5)).await.is_some(), "the oldest idle one gave way");
+    second.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut buf = [0u8; 256];
+    let n = tokio::time::timeout(Duration::from_secs(5), second.read(&mut buf)).await.unwrap().unwrap_or(0);
+    // The second one either still serves or was the one closed for the fresh client's slot.
+    assert!(n == 0 || String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    drop(second);
+
+    // Two connections doing work are never closed for a newcomer, who waits until one is done.
+    let runs = [slow_run(&os, "127.0.0.1"), slow_run(&os, "127.0.0.1")];
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = health_from(&os, "127.0.0.1", Duration::from_millis(400)).await;
+    assert!(held.is_err(), "a third connection was served while two were working: {held:?}");
+    for run in runs {
+        assert_eq!(run.await.unwrap(), Ok(200), "a working connection was cut");
     }
+    assert_eq!(health_from(&os, "127.0.0.1", Duration::from_secs(5)).await.unwrap().status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_address_cannot_take_every_connection() {
+    let (os, _provider) = with_slow_agent("max_connections_per_client = 2", Duration::from_secs(2)).await;
+    // 127.0.0.2 fills its share with idle connections: its newcomers replace them.
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        idle.push(socket.connect(addr(&os).parse().unwrap()).await.unwrap());
+    }
+    assert_eq!(health_from(&os, "127.0.0.2", Duration::from_secs(5)).await.unwrap().status(), 200);
+    // With its share working, the address's next connection is refused with 503 naming the
+    // setting; another address is served.
+    let runs = [slow_run(&os, "127.0.0.2"), slow_run(&os, "127.0.0.2")];
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let refused = health_from(&os, "127.0.0.2", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: Value = refused.json().await.unwrap();
+    assert!(detail(&body).contains("max_connections_per_client"), "{body}");
+    assert_eq!(health_from(&os, "127.0.0.1", Duration::from_secs(5)).await.unwrap().status(), 200);
+    for run in runs {
+        assert_eq!(run.await.unwrap(), Ok(200));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_must_arrive_whole_before_its_deadline_and_not_trickle() {
+    let os = TestOs::start(config(&with_os("body_read_deadline_seconds = 2\nbody_read_timeout_seconds = 60"))).await;
+    // A byte every 300 ms never stalls, but the whole body takes too long: 408 naming the setting.
+    let mut conn = TcpStream::connect(addr(&os)).await.unwrap();
+    conn.write_all(
+        b"POST /agents/calc/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+          Content-Length: 100\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let trickle = async {
+        loop {
+            if conn.write_all(b"m").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let mut buf = [0u8; 1024];
+            if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(1), conn.read(&mut buf)).await {
+                return String::from_utf8_lossy(&buf[..n]).into_owned();
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "never refused");
+        }
+        String::new()
+    };
+    let answer = trickle.await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("body_read_deadline_seconds"), "{answer}");
+    let sessions = os.get("/sessions", None).await;
+    assert_eq!(sessions.body["meta"]["total_count"], 0, "nothing was run for it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_slower_than_the_minimum_rate_is_refused_after_the_grace() {
+    let os = TestOs::start(config(&with_os("min_body_bytes_per_second = 1000"))).await;
+    let mut conn = TcpStream::connect(addr(&os)).await.unwrap();
+    conn.write_all(
+        b"POST /agents/calc/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+          Content-Length: 100000\r\n\r\nmessage=",
+    )
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let answer = loop {
+        if conn.write_all(b"m").await.is_err() {
+            break read_until_closed(&mut conn, Duration::from_secs(5)).await.unwrap_or_default();
+        }
+        let mut buf = [0u8; 1024];
+        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(500), conn.read(&mut buf)).await {
+            break String::from_utf8_lossy(&buf[..n]).into_owned();
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "never refused");
+    };
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("min_body_bytes_per_second"), "{answer}");
+    assert!(started.elapsed() >= agno_os::serve::RATE_GRACE, "refused before the grace");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,8 @@
 //! Who is calling and what they may do. One layer ([`authorize`]) runs on every route: it finds
-//! the route's declared access in [`crate::routes::ROUTES`], authenticates the caller (security
-//! key or JWT), checks the scopes, and hands the handler a [`Principal`].
+//! the route's declared access in [`crate::routes::ROUTES`], refuses state-changing requests from
+//! browser origins the OS does not allow, authenticates the caller (security key or JWT), checks
+//! the scopes, checks a JSON body as the route declares it ([`crate::input`]), and hands the
+//! handler a [`Principal`].
 
 pub mod jwt;
 pub mod scopes;
@@ -222,6 +224,9 @@ pub async fn authorize(
         req.extensions_mut().insert(Principal::internal(internal.owner, auth));
         return next.run(req).await;
     }
+    if let Err(e) = crate::input::check_origin(req.method(), req.headers(), &state.origins) {
+        return e.into_response();
+    }
     let principal = match route.access {
         Access::Public => Principal::admin(&auth.admin_scope),
         Access::Scope(required) => {
@@ -238,5 +243,11 @@ pub async fn authorize(
         }
     };
     req.extensions_mut().insert(principal);
+    if matches!(route.body, crate::routes::RequestBody::Json(_)) {
+        req = match crate::input::check_json_body(req, &state.limits).await {
+            Ok(req) => req,
+            Err(e) => return e.into_response(),
+        };
+    }
     next.run(req).await
 }

@@ -362,7 +362,7 @@ pub async fn create_run(
 ) -> ApiResult<Response> {
     let served = served(&state, &principal, &agent_id)?;
     let idempotency_key = idempotency_key(request.headers())?;
-    let mut form = Form::read(request, state.form_field_limit).await?;
+    let mut form = Form::read(request, &state.limits).await?;
     let message = form.take_required("message")?;
     let media = uploaded_media(&mut form)?;
     // As Agno: a token's `sub` is the run's user (over the form field), forced under isolation.
@@ -393,8 +393,10 @@ pub async fn create_run(
         req = req.metadata(m);
     }
     if let Some(schema) = json_object(&form, "output_schema")? {
+        let schema = Value::Object(schema);
+        crate::input::check_output_schema(&schema, state.limits.schema)?;
         let name = schema.get("title").and_then(Value::as_str).unwrap_or("output").to_owned();
-        req = req.output_schema(agno_runtime::OutputSchema::new(&name, Value::Object(schema)));
+        req = req.output_schema(agno_runtime::OutputSchema::new(&name, schema));
     }
     req.add_history_to_context = form.bool("add_history_to_context")?;
     if form.bool("background")?.unwrap_or(false) {
@@ -407,7 +409,7 @@ pub async fn create_run(
         DisconnectPolicy::KeepRunning
     };
     if form.bool("stream")?.unwrap_or(true) {
-        Ok(run_events(agent.run_stream(req), policy, state.heartbeat))
+        Ok(run_events(agent.run_stream(req), policy, state.streaming()))
     } else {
         Ok(await_run(agent.spawn_run(req), policy).await)
     }
@@ -469,7 +471,7 @@ pub(crate) fn tail_response(
         poll: std::time::Duration::from_millis(queue.settings.poll_interval_ms.max(50)),
         stop: state.stopping.clone(),
     };
-    Ok(crate::sse::sse_response(crate::tail::tail(source, run_id, after), state.heartbeat))
+    Ok(crate::sse::replay(crate::tail::tail(source, run_id, after), state.streaming()))
 }
 
 /// The index after which a resume starts: the form's `last_event_index`, else the standard
@@ -508,7 +510,7 @@ pub async fn resume_run(
 ) -> ApiResult<Response> {
     served(&state, &principal, &agent_id)?;
     let headers = request.headers().clone();
-    let form = Form::read(request, state.form_field_limit).await?;
+    let form = Form::read(request, &state.limits).await?;
     let after = resume_index(&form, &headers)?;
     let run =
         stored_run(&state, &principal, &agent_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
@@ -518,7 +520,7 @@ pub async fn resume_run(
         return tail_response(&state, queue, run_id, after);
     }
     // Not a background run: what was stored with it, then the end.
-    let events: Vec<axum::response::sse::Event> = run
+    let events: Vec<crate::sse::Frame> = run
         .events
         .iter()
         .flatten()
@@ -536,9 +538,9 @@ pub async fn resume_run(
             "Replaying the events stored with the run."
         },
     });
-    let first = axum::response::sse::Event::default().event("replay").data(meta.to_string());
-    let frames = std::iter::once(first).chain(events).map(Ok::<_, std::convert::Infallible>);
-    Ok(crate::sse::sse_response(futures::stream::iter(frames), state.heartbeat))
+    let first = crate::sse::Frame::new("replay", &meta.to_string(), None);
+    let frames = std::iter::once(first).chain(events);
+    Ok(crate::sse::replay(futures::stream::iter(frames), state.streaming()))
 }
 
 /// Query of `GET /agents/{agent_id}/runs`.
@@ -771,7 +773,7 @@ pub async fn continue_run(
     request: Request,
 ) -> ApiResult<Response> {
     let served = served(&state, &principal, &agent_id)?;
-    let form = Form::read(request, state.form_field_limit).await?;
+    let form = Form::read(request, &state.limits).await?;
     let run = stored_run(&state, &principal, &agent_id, &run_id, form.text("session_id")).await?;
     if run.status != RunStatus::Paused {
         return Err(ApiError::conflict(format!("Run {run_id} is not paused (status {:?})", run.status)));
@@ -802,7 +804,7 @@ pub async fn continue_run(
     }
     let agent = &served.agent;
     if form.bool("stream")?.unwrap_or(true) {
-        Ok(run_events(agent.continue_run_stream(req), DisconnectPolicy::KeepRunning, state.heartbeat))
+        Ok(run_events(agent.continue_run_stream(req), DisconnectPolicy::KeepRunning, state.streaming()))
     } else {
         Ok(await_run(agent.spawn_continue_run(req), DisconnectPolicy::KeepRunning).await)
     }

@@ -257,7 +257,7 @@ pub async fn update_content(
     let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
     contents(k)?;
-    let form = Form::read(request, state.form_field_limit).await?;
+    let form = Form::read(request, &state.limits).await?;
     let field = |name: &str| form.text(name).map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
     let metadata = match field("metadata") {
         None => None,
@@ -335,7 +335,7 @@ pub async fn upload_content(
     let q = query(q)?;
     let k = Arc::clone(pick(&state, q.knowledge_id.as_deref())?);
     contents(&k)?;
-    let mut form = Form::read(request, state.form_field_limit).await?;
+    let mut form = Form::read(request, &state.limits).await?;
     let metadata: Map<String, Value> = match form.text("metadata").map(str::trim).filter(|m| !m.is_empty()) {
         None => Map::new(),
         Some(text) => match serde_json::from_str::<Value>(text) {

@@ -8,7 +8,6 @@ use agno_runtime::{RunError, RunRequest};
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, Request, State};
-use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -156,17 +155,12 @@ pub const RUN_FORM: &[FormField] = &[
     },
 ];
 
-fn frame(event: &TeamStreamEvent) -> Event {
-    let data = serde_json::to_string(event).unwrap_or_default();
-    let mut frame = Event::default().event(event.name()).data(data);
-    if let Some(i) = event.event_index() {
-        frame = frame.id(i.to_string());
-    }
-    frame
+fn frame(event: &TeamStreamEvent) -> crate::sse::Frame {
+    crate::sse::Frame::json(&event.name(), event, event.event_index())
 }
 
-fn stream_response(stream: TeamStream, heartbeat: std::time::Duration) -> Response {
-    crate::sse::sse_response(stream.map(|e| Ok::<_, std::convert::Infallible>(frame(&e))), heartbeat)
+fn stream_response(stream: TeamStream, streaming: crate::sse::Streaming) -> Response {
+    crate::sse::live(stream.map(|e| frame(&e)), crate::sse::DisconnectPolicy::KeepRunning, streaming)
 }
 
 /// `POST /teams/{team_id}/runs`: form fields `message` (required), `stream` (default true),
@@ -180,7 +174,7 @@ pub async fn create_run(
     let team = served(&state, &principal, &team_id)?.clone();
     require_run_access(&principal, &team_id)?;
     let idempotency_key = super::agents::idempotency_key(request.headers())?;
-    let mut form = Form::read(request, state.form_field_limit).await?;
+    let mut form = Form::read(request, &state.limits).await?;
     let message = form.take_required("message")?;
     if form.has_files() {
         return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
@@ -208,7 +202,7 @@ pub async fn create_run(
         return background_run(&state, &team, req, stream, idempotency_key).await;
     }
     if stream {
-        return Ok(stream_response(team.run_stream(req), state.heartbeat));
+        return Ok(stream_response(team.run_stream(req), state.streaming()));
     }
     // On its own task: the run completes and is stored even if the client goes away.
     match team.run_stream(req).output().await {
@@ -374,7 +368,7 @@ pub async fn continue_run(
 ) -> ApiResult<Response> {
     let team = served(&state, &principal, &team_id)?.clone();
     require_run_access(&principal, &team_id)?;
-    let form = Form::read(request, state.form_field_limit).await?;
+    let form = Form::read(request, &state.limits).await?;
     let requirements: Vec<agno_core::RunRequirement> = match form.text("requirements").map(str::trim) {
         None | Some("") => Vec::new(),
         Some(text) => {
@@ -412,7 +406,7 @@ pub async fn continue_run(
         req = req.user_id(user);
     }
     if stream {
-        return Ok(stream_response(team.continue_run_stream(req), state.heartbeat));
+        return Ok(stream_response(team.continue_run_stream(req), state.streaming()));
     }
     // On its own task: the run completes and is stored even if the client goes away.
     match team.continue_run_stream(req).output().await {
@@ -439,7 +433,7 @@ pub async fn resume_run(
     served(&state, &principal, &team_id)?;
     require_run_access(&principal, &team_id)?;
     let headers = request.headers().clone();
-    let form = Form::read(request, state.form_field_limit).await?;
+    let form = Form::read(request, &state.limits).await?;
     let after = super::agents::resume_index(&form, &headers)?;
     stored_run(&state, &principal, &team_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
     super::background::resume(&state, run_id, after).await

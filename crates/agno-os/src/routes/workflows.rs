@@ -10,7 +10,6 @@ use agno_runtime::workflow::{
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, Request, State};
-use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -157,18 +156,13 @@ pub const RUN_FORM: &[FormField] = &[
 use super::agents::json_object;
 
 /// One event as an SSE frame (`event: <Name>`, `data: <JSON>`, `id: <event_index>`).
-fn frame(event: &WorkflowStreamEvent) -> Event {
-    let data = serde_json::to_string(event).unwrap_or_default();
-    let mut frame = Event::default().event(event.name()).data(data);
-    if let Some(i) = event.event_index() {
-        frame = frame.id(i.to_string());
-    }
-    frame
+fn frame(event: &WorkflowStreamEvent) -> crate::sse::Frame {
+    crate::sse::Frame::json(event.name(), event, event.event_index())
 }
 
 /// The run's events as SSE; the run goes on (and is stored) if the client leaves.
-fn stream_response(stream: WorkflowStream, heartbeat: std::time::Duration) -> Response {
-    crate::sse::sse_response(stream.map(|e| Ok::<_, std::convert::Infallible>(frame(&e))), heartbeat)
+fn stream_response(stream: WorkflowStream, streaming: crate::sse::Streaming) -> Response {
+    crate::sse::live(stream.map(|e| frame(&e)), crate::sse::DisconnectPolicy::KeepRunning, streaming)
 }
 
 fn run_response(result: Result<RunOutput, RunError>) -> ApiResult<Response> {
@@ -197,7 +191,7 @@ pub async fn create_run(
     let wf = served(&state, &principal, &workflow_id)?.clone();
     require_run_access(&principal, &workflow_id)?;
     let idempotency_key = super::agents::idempotency_key(request.headers())?;
-    let mut form = Form::read(request, state.form_field_limit).await?;
+    let mut form = Form::read(request, &state.limits).await?;
     let message = form.take_required("message")?;
     if form.has_files() {
         return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
@@ -230,7 +224,7 @@ pub async fn create_run(
         return background_run(&state, &wf, request, stream, idempotency_key).await;
     }
     if stream {
-        return Ok(stream_response(wf.run_stream(request), state.heartbeat));
+        return Ok(stream_response(wf.run_stream(request), state.streaming()));
     }
     // On its own task: the run completes and is stored even if the client goes away.
     let stream = wf.run_stream(request);
@@ -391,7 +385,7 @@ pub async fn continue_run(
 ) -> ApiResult<Response> {
     let wf = served(&state, &principal, &workflow_id)?.clone();
     require_run_access(&principal, &workflow_id)?;
-    let form = Form::read(request, state.form_field_limit).await?;
+    let form = Form::read(request, &state.limits).await?;
     let session_id = form.text("session_id").filter(|s| !s.is_empty()).map(str::to_owned);
     // Ownership first: another user's run is not found.
     stored_run(&state, &principal, &workflow_id, &run_id, session_id.as_deref()).await?;
@@ -419,7 +413,7 @@ pub async fn continue_run(
     }
     if stream {
         let stream = wf.continue_run_stream(continue_request).await.map_err(continue_error)?;
-        return Ok(stream_response(stream, state.heartbeat));
+        return Ok(stream_response(stream, state.streaming()));
     }
     match wf.continue_run(continue_request).await {
         Err(e @ (RunError::RunNotFound(_) | RunError::NotPaused { .. } | RunError::InvalidContinue(_))) => {
@@ -518,7 +512,7 @@ pub async fn resume_run(
     served(&state, &principal, &workflow_id)?;
     require_run_access(&principal, &workflow_id)?;
     let headers = request.headers().clone();
-    let form = Form::read(request, state.form_field_limit).await?;
+    let form = Form::read(request, &state.limits).await?;
     let after = super::agents::resume_index(&form, &headers)?;
     stored_run(&state, &principal, &workflow_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
     super::background::resume(&state, run_id, after).await

@@ -13,20 +13,24 @@
 //!    written get the rest of the grace, and [`serve`] returns — at the deadline at the latest,
 //!    whatever a client holds open.
 
+mod body;
+mod connections;
+
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioTimer;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
-use tower::ServiceExt;
 
 use crate::app::AgentOs;
+pub use body::{BodyPace, BodyTooSlow, RATE_GRACE};
+use connections::Connections;
+
+/// Most headers a request may carry (431 beyond).
+const MAX_HEADERS: usize = 500;
 
 /// The default grace of a shutdown (`[os] shutdown_grace_seconds`).
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -43,8 +47,14 @@ pub struct HttpSettings {
     pub header_read_timeout: Duration,
     /// How long a request body may stall between two reads (408 beyond).
     pub body_read_timeout: Duration,
-    /// Connections served at once; more wait in the listen backlog.
+    /// How long a whole request body may take (408 beyond).
+    pub body_read_deadline: Duration,
+    /// Slowest average rate of a request body after [`RATE_GRACE`] (0: no check).
+    pub min_body_bytes_per_second: u64,
+    /// Connections served at once (see [`connections`] for who gives way at the cap).
     pub max_connections: usize,
+    /// Connections from one client address.
+    pub max_connections_per_client: usize,
     /// Length of the listen backlog.
     pub listen_backlog: u32,
 }
@@ -57,8 +67,22 @@ impl HttpSettings {
             keep_alive: Duration::from_secs(os.keep_alive_timeout_seconds),
             header_read_timeout: Duration::from_secs(os.header_read_timeout_seconds),
             body_read_timeout: Duration::from_secs(os.body_read_timeout_seconds),
+            body_read_deadline: Duration::from_secs(os.body_read_deadline_seconds),
+            min_body_bytes_per_second: os.min_body_bytes_per_second,
             max_connections: os.max_connections,
+            max_connections_per_client: os.max_connections_per_client,
             listen_backlog: os.listen_backlog,
+        }
+    }
+}
+
+impl HttpSettings {
+    /// How fast request bodies must arrive.
+    pub fn body_pace(&self) -> BodyPace {
+        BodyPace {
+            stall: self.body_read_timeout,
+            deadline: self.body_read_deadline,
+            min_bytes_per_second: self.min_body_bytes_per_second,
         }
     }
 }
@@ -135,18 +159,50 @@ pub async fn serve(
     let connections = Connections::new(settings);
     let router = os.router();
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(settings.header_read_timeout);
+    // As uvicorn, which takes a few hundred headers (hyper's default is 100).
+    http.timer(TokioTimer::new()).header_read_timeout(settings.header_read_timeout).max_headers(MAX_HEADERS);
     let slots = Arc::new(tokio::sync::Semaphore::new(settings.max_connections));
     tokio::pin!(shutdown);
     loop {
-        // At the cap, new connections wait in the listen backlog until one closes.
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(error = %e, "cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let peer = peer.ip();
+        let registry = &connections.registry;
+        if registry.count_from(peer) >= settings.max_connections_per_client
+            && !registry.make_room(Some(peer), "max_connections_per_client")
+        {
+            registry.warn(|| {
+                tracing::warn!(client = %peer, limit = settings.max_connections_per_client,
+                    "refusing a connection: the client's connections are all working ([os] max_connections_per_client)");
+            });
+            connections::refuse(tcp, settings.max_connections_per_client);
+            continue;
+        }
+        // At the cap, the connection doing least gives way; when all are working, the new one
+        // waits (and the others in the listen backlog) until one closes.
         let slot = match slots.clone().try_acquire_owned() {
             Ok(slot) => slot,
             Err(_) => {
-                tracing::warn!(
-                    max_connections = settings.max_connections,
-                    "connection limit reached ([os] max_connections); new connections wait until one closes"
-                );
+                if !registry.make_room(None, "max_connections") {
+                    registry.warn(|| {
+                        tracing::warn!(
+                            max_connections = settings.max_connections,
+                            "connection limit reached and every connection is working ([os] max_connections); \
+                             new connections wait until one closes"
+                        );
+                    });
+                }
                 tokio::select! {
                     slot = slots.clone().acquire_owned() => match slot {
                         Ok(slot) => slot,
@@ -156,18 +212,7 @@ pub async fn serve(
                 }
             }
         };
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = &mut shutdown => break,
-        };
-        match accepted {
-            Ok((tcp, _peer)) => connections.serve(&http, tcp, router.clone(), slot),
-            Err(e) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(error = %e, "cannot accept a connection");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
+        connections.serve(&http, tcp, peer, router.clone(), slot);
     }
     drop(listener);
     let grace = settings.shutdown_grace;
@@ -203,100 +248,11 @@ pub async fn serve(
     Ok(())
 }
 
-/// The connections being served, and the two moments of a shutdown they react to.
-#[derive(Debug)]
-struct Connections {
-    settings: HttpSettings,
-    tasks: TaskTracker,
-    /// Shutdown began: connections without a request in progress close now, the others after
-    /// their response.
-    draining: CancellationToken,
-    /// The grace is over: every connection still open is dropped.
-    closing: CancellationToken,
-}
-
-impl Connections {
-    fn new(settings: HttpSettings) -> Self {
-        Self {
-            settings,
-            tasks: TaskTracker::new(),
-            draining: CancellationToken::new(),
-            closing: CancellationToken::new(),
-        }
-    }
-
-    /// Serves HTTP/1.1 on `tcp` with `router` on a task of its own, holding `slot` until the
-    /// connection ends.
-    fn serve(
-        &self,
-        http: &hyper::server::conn::http1::Builder,
-        tcp: tokio::net::TcpStream,
-        router: axum::Router,
-        slot: tokio::sync::OwnedSemaphorePermit,
-    ) {
-        // Without TCP_NODELAY, small SSE frames wait for delayed ACKs (~40 ms per event).
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-        let activity = Arc::new(Activity::new());
-        let body_timeout = self.settings.body_read_timeout;
-        let service = {
-            let activity = activity.clone();
-            hyper::service::service_fn(move |request: axum::http::Request<hyper::body::Incoming>| {
-                let busy = Busy::start(&activity);
-                let request = request.map(|body| axum::body::Body::new(TimedBody::new(body, body_timeout)));
-                let response = router.clone().oneshot(without_trailing_slash(request));
-                async move {
-                    let response = response.await?;
-                    Ok::<_, std::convert::Infallible>(response.map(|body| TrackedBody { body, _busy: busy }))
-                }
-            })
-        };
-        let connection = http.serve_connection(TokioIo::new(tcp), service);
-        let (draining, closing) = (self.draining.clone(), self.closing.clone());
-        let keep_alive = self.settings.keep_alive;
-        self.tasks.spawn(async move {
-            let _slot = slot;
-            tokio::pin!(connection);
-            let idle_closed = async {
-                // hyper times out a request's headers; a connection idle between requests is
-                // closed here after the keep-alive time.
-                loop {
-                    let idle = activity.idle_for();
-                    match idle {
-                        Some(idle) if idle >= keep_alive => return,
-                        Some(idle) => tokio::time::sleep(keep_alive - idle).await,
-                        None => tokio::time::sleep(keep_alive).await,
-                    }
-                }
-            };
-            let ended = tokio::select! {
-                ended = connection.as_mut() => ended,
-                () = idle_closed => return,
-                () = draining.cancelled() => {
-                    connection.as_mut().graceful_shutdown();
-                    // hyper closes a connection idle between requests, and one with a request in
-                    // progress after its response; one that has not sent a whole request yet
-                    // (a browser's preconnect, a half-sent header) it would wait for: close it.
-                    if activity.requests.load(Ordering::Acquire) == 0 {
-                        return;
-                    }
-                    tokio::select! {
-                        ended = connection.as_mut() => ended,
-                        () = closing.cancelled() => return,
-                    }
-                }
-            };
-            if let Err(e) = ended {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
-        });
-    }
-}
-
 /// `/agents/` as `/agents` (FastAPI, and so Python AgentOS, answers both); `/` and the Swagger UI
 /// under `/docs/` keep theirs.
-fn without_trailing_slash(mut request: axum::http::Request<axum::body::Body>) -> axum::http::Request<axum::body::Body> {
+pub(crate) fn without_trailing_slash(
+    mut request: axum::http::Request<axum::body::Body>,
+) -> axum::http::Request<axum::body::Body> {
     let path = request.uri().path();
     if path.len() > 1 && path.ends_with('/') && !path.starts_with("/docs/") {
         let trimmed = path.trim_end_matches('/');
@@ -310,134 +266,6 @@ fn without_trailing_slash(mut request: axum::http::Request<axum::body::Body>) ->
         }
     }
     request
-}
-
-/// Requests of one connection whose response has not been fully sent, and since when it has
-/// been idle after its last response.
-#[derive(Debug)]
-struct Activity {
-    requests: AtomicUsize,
-    /// Milliseconds since `epoch` when the last response was sent (0: none yet).
-    idle_since_ms: std::sync::atomic::AtomicU64,
-    epoch: std::time::Instant,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Self {
-            requests: AtomicUsize::new(0),
-            idle_since_ms: std::sync::atomic::AtomicU64::new(0),
-            epoch: std::time::Instant::now(),
-        }
-    }
-
-    /// How long the connection has been idle between requests (`None` while a request is in
-    /// progress, or before the first one: hyper's header timeout covers that).
-    fn idle_for(&self) -> Option<Duration> {
-        if self.requests.load(Ordering::Acquire) > 0 {
-            return None;
-        }
-        let since = self.idle_since_ms.load(Ordering::Acquire);
-        (since > 0).then(|| self.epoch.elapsed().saturating_sub(Duration::from_millis(since)))
-    }
-}
-
-/// One request in progress, until its response body is sent or dropped.
-#[derive(Debug)]
-struct Busy(Arc<Activity>);
-
-impl Busy {
-    fn start(activity: &Arc<Activity>) -> Self {
-        activity.requests.fetch_add(1, Ordering::AcqRel);
-        Self(activity.clone())
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let now = u64::try_from(self.0.epoch.elapsed().as_millis()).unwrap_or(u64::MAX).max(1);
-        self.0.idle_since_ms.store(now, Ordering::Release);
-        self.0.requests.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A request body that fails when the client stalls longer than `timeout` between two reads
-/// (or before the first), so a slow client cannot hold a handler (or anything it would hold).
-#[derive(Debug)]
-struct TimedBody {
-    body: hyper::body::Incoming,
-    timeout: Duration,
-    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
-}
-
-impl TimedBody {
-    fn new(body: hyper::body::Incoming, timeout: Duration) -> Self {
-        Self { body, timeout, deadline: Box::pin(tokio::time::sleep(timeout)) }
-    }
-}
-
-/// The error of a request body that stalled.
-#[derive(Debug, thiserror::Error)]
-#[error("the request body stalled for more than {0:?}")]
-pub struct BodyTimeout(pub Duration);
-
-impl http_body::Body for TimedBody {
-    type Data = axum::body::Bytes;
-    type Error = Box<dyn std::error::Error + Send + Sync>;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        use std::future::Future;
-        let this = &mut *self;
-        match std::pin::Pin::new(&mut this.body).poll_frame(cx) {
-            std::task::Poll::Ready(frame) => {
-                let next = tokio::time::Instant::now() + this.timeout;
-                this.deadline.as_mut().reset(next);
-                std::task::Poll::Ready(frame.map(|f| f.map_err(Into::into)))
-            }
-            std::task::Poll::Pending => match this.deadline.as_mut().poll(cx) {
-                std::task::Poll::Ready(()) => std::task::Poll::Ready(Some(Err(Box::new(BodyTimeout(this.timeout))))),
-                std::task::Poll::Pending => std::task::Poll::Pending,
-            },
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// A response body that keeps its request counted as in progress until it is sent or dropped.
-#[derive(Debug)]
-struct TrackedBody {
-    body: axum::body::Body,
-    _busy: Busy,
-}
-
-impl http_body::Body for TrackedBody {
-    type Data = axum::body::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
-    }
 }
 
 /// Waits until no run executes in this process and no claimed background job is unfinished, or
