@@ -89,14 +89,37 @@ impl Chunking {
 
     /// Splits `doc` into chunks. `id_prefix` names them (`<prefix>_<n>`).
     pub fn chunk(self, doc: &Document, id_prefix: &str) -> Vec<Document> {
+        self.chunk_within(doc, id_prefix, usize::MAX).unwrap_or_default()
+    }
+
+    /// The fewest chunks a text of `chars` characters (not counting whitespace, which chunks
+    /// may drop at their edges) can be cut into: every chunk holds at most `size` of them.
+    pub fn min_chunks(self, chars: usize) -> usize {
+        chars.div_ceil(self.size_overlap().0)
+    }
+
+    /// Its chunk size, in characters.
+    pub fn size(self) -> usize {
+        self.size_overlap().0
+    }
+
+    /// [`Chunking::chunk`], giving up (without building the rest) once more than `max` chunks
+    /// would be made.
+    ///
+    /// # Errors
+    /// [`TooManyChunks`].
+    pub fn chunk_within(self, doc: &Document, id_prefix: &str, max: usize) -> Result<Vec<Document>, TooManyChunks> {
         let (size, overlap) = self.size_overlap();
         let pieces = match self {
-            Chunking::FixedSize { .. } => windows(&doc.content, size, overlap, &[" ", "\n", "\t"]),
-            Chunking::Recursive { .. } => windows(&doc.content, size, overlap, RECURSIVE_SEPARATORS),
-            Chunking::Document { .. } => pack(split_paragraphs(&doc.content), size, overlap),
-            Chunking::Markdown { .. } => pack(split_sections(&doc.content), size, overlap),
+            Chunking::FixedSize { .. } => windows(&doc.content, size, overlap, &[" ", "\n", "\t"], max),
+            Chunking::Recursive { .. } => windows(&doc.content, size, overlap, RECURSIVE_SEPARATORS, max),
+            Chunking::Document { .. } => pack(split_paragraphs(&doc.content), size, overlap, max),
+            Chunking::Markdown { .. } => pack(split_sections(&doc.content), size, overlap, max),
         };
-        pieces
+        if pieces.len() > max {
+            return Err(TooManyChunks { max, size });
+        }
+        Ok(pieces
             .into_iter()
             .map(|p| p.trim().to_owned())
             .filter(|p| !p.is_empty())
@@ -115,8 +138,24 @@ impl Chunking {
                     reranking_score: None,
                 }
             })
-            .collect()
+            .collect())
     }
+}
+
+/// A document that would be cut into more chunks than allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("it would be cut into more than {max} chunks of {size} characters")]
+pub struct TooManyChunks {
+    /// The limit.
+    pub max: usize,
+    /// The chunk size.
+    pub size: usize,
+}
+
+/// Characters of UTF-8 `bytes` that are not whitespace (a lower bound on what chunks must hold;
+/// invalid UTF-8 counts byte by byte).
+pub fn non_whitespace_chars(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|b| !b.is_ascii_whitespace() && (**b & 0xC0) != 0x80).count()
 }
 
 const RECURSIVE_SEPARATORS: &[&str] = &["\n\n", "\n", ". ", " "];
@@ -128,10 +167,11 @@ fn char_offset(s: &str, n: usize) -> usize {
 
 /// Windows of at most `size` characters; each ends after the strongest separator found in the
 /// window's second half (else at the window's end), the next starts `overlap` characters back.
-fn windows(text: &str, size: usize, overlap: usize, separators: &[&str]) -> Vec<String> {
+/// Stops once it holds more than `max` windows.
+fn windows(text: &str, size: usize, overlap: usize, separators: &[&str], max: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = text;
-    while !rest.is_empty() {
+    while !rest.is_empty() && out.len() <= max {
         let end = char_offset(rest, size);
         if end == rest.len() {
             out.push(rest.to_owned());
@@ -179,18 +219,21 @@ fn split_sections(text: &str) -> Vec<String> {
 }
 
 /// Packs parts into chunks of at most `size` characters (joined by blank lines); a part longer
-/// than `size` is cut recursively.
-fn pack(parts: Vec<String>, size: usize, overlap: usize) -> Vec<String> {
+/// than `size` is cut recursively. Stops once it holds more than `max` chunks.
+fn pack(parts: Vec<String>, size: usize, overlap: usize, max: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     for part in parts {
+        if out.len() > max {
+            return out;
+        }
         let part = part.trim().to_owned();
         let len = part.chars().count();
         if len > size {
             if !current.is_empty() {
                 out.push(std::mem::take(&mut current));
             }
-            out.extend(windows(&part, size, overlap, RECURSIVE_SEPARATORS));
+            out.extend(windows(&part, size, overlap, RECURSIVE_SEPARATORS, max.saturating_sub(out.len())));
             continue;
         }
         if !current.is_empty() && current.chars().count() + 2 + len > size {
@@ -253,6 +296,26 @@ mod tests {
         assert!(Chunking::by_name("semantic", None, None).unwrap_err().contains("known"));
         assert!(Chunking::by_name("fixed", Some(10), Some(10)).is_err());
         assert!(Chunking::by_name("fixed", Some(0), None).is_err());
+    }
+
+    #[test]
+    fn chunking_stops_at_the_limit_without_building_the_rest() {
+        let text = "word ".repeat(100_000);
+        for strategy in [
+            Chunking::FixedSize { size: 1, overlap: 0 },
+            Chunking::Recursive { size: 10, overlap: 9 },
+            Chunking::Document { size: 2, overlap: 1 },
+            Chunking::Markdown { size: 2, overlap: 0 },
+        ] {
+            let err = strategy.chunk_within(&doc(&text), "c", 1000).unwrap_err();
+            assert_eq!(err.max, 1000, "{strategy:?}");
+        }
+        assert_eq!(
+            Chunking::FixedSize { size: 5000, overlap: 0 }.chunk_within(&doc(&text), "c", 1000).unwrap().len(),
+            100
+        );
+        assert_eq!(non_whitespace_chars("ab c\nżó".as_bytes()), 5);
+        assert_eq!(Chunking::FixedSize { size: 2, overlap: 0 }.min_chunks(5), 3);
     }
 
     #[test]

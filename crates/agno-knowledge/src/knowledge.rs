@@ -31,6 +31,10 @@ pub mod status {
 /// Largest content accepted by default (bytes).
 pub const DEFAULT_MAX_CONTENT_BYTES: usize = 50 * 1024 * 1024;
 
+/// Most chunks one content may be cut into, unless set otherwise: a 10 MB text at chunk size
+/// 200 fits; a chunk size of 1 on the same text (ten million chunks) does not.
+pub const DEFAULT_MAX_CHUNKS: usize = 50_000;
+
 /// Reorders (or trims) search results, e.g. with a cross-encoder (Agno's `reranker`).
 #[async_trait]
 pub trait Reranker: Send + Sync + std::fmt::Debug {
@@ -222,6 +226,7 @@ pub struct Knowledge {
     search_type: SearchType,
     reranker: Option<Arc<dyn Reranker>>,
     max_content_bytes: usize,
+    max_chunks: usize,
     private_urls: bool,
 }
 
@@ -240,6 +245,7 @@ impl Knowledge {
             search_type: SearchType::Keyword,
             reranker: None,
             max_content_bytes: DEFAULT_MAX_CONTENT_BYTES,
+            max_chunks: DEFAULT_MAX_CHUNKS,
             private_urls: true,
         }
     }
@@ -291,6 +297,39 @@ impl Knowledge {
     pub fn max_content_bytes(mut self, n: usize) -> Self {
         self.max_content_bytes = n;
         self
+    }
+
+    /// Most chunks one content may be cut into ([`DEFAULT_MAX_CHUNKS`] by default); a content
+    /// that would make more fails with the reason, before any chunk is embedded or stored.
+    pub fn max_chunks_per_content(mut self, n: usize) -> Self {
+        self.max_chunks = n.max(1);
+        self
+    }
+
+    /// Refuses a content whose parameters cannot work, before it is accepted: a text whose
+    /// length alone means more chunks than [`Knowledge::max_chunks_per_content`] at this base's
+    /// chunk size (contents read from PDF, Word, HTML or a URL are checked when read).
+    ///
+    /// # Errors
+    /// The reason, naming the limit and what to change.
+    pub fn check_content(&self, content: &Content) -> Result<(), String> {
+        let kind = content.kind.or_else(|| ContentKind::from_name(&content.name).ok());
+        if content.url.is_some() || !matches!(kind, Some(ContentKind::Text | ContentKind::Markdown | ContentKind::Csv))
+        {
+            return Ok(());
+        }
+        let chars = crate::chunking::non_whitespace_chars(&content.bytes);
+        let least = self.chunking.min_chunks(chars);
+        if least > self.max_chunks {
+            return Err(format!(
+                "{} would be cut into at least {least} chunks of {} characters, more than the limit of {} per \
+                 content: use a larger chunk_size (or raise [[knowledge]] max_chunks_per_content)",
+                content.name,
+                self.chunking.size(),
+                self.max_chunks
+            ));
+        }
+        Ok(())
     }
 
     /// Whether URL contents may point at loopback, private, link-local or otherwise internal
@@ -521,6 +560,13 @@ impl Knowledge {
             None => ContentKind::from_name(&content.name)?,
         };
         let mut chunks = Vec::new();
+        let too_many = |e: crate::chunking::TooManyChunks| {
+            KnowledgeError::Read(format!(
+                "{} would be cut into more than {} chunks of {} characters: use a larger chunk_size (or raise \
+                 [[knowledge]] max_chunks_per_content)",
+                content.name, e.max, e.size
+            ))
+        };
         for (i, mut doc) in read(kind, &content.name, &content.bytes)?.into_iter().enumerate() {
             let mut meta = content.metadata.clone();
             meta.extend(std::mem::take(&mut doc.meta_data));
@@ -529,7 +575,12 @@ impl Knowledge {
             doc.meta_data = meta;
             doc.content_id = Some(id.to_owned());
             let prefix = if i == 0 { id.to_owned() } else { format!("{id}_{i}") };
-            chunks.extend(self.chunking.chunk(&doc, &prefix));
+            let left = self.max_chunks.saturating_sub(chunks.len());
+            let more = self
+                .chunking
+                .chunk_within(&doc, &prefix, left)
+                .map_err(|e| too_many(crate::chunking::TooManyChunks { max: self.max_chunks, ..e }))?;
+            chunks.extend(more);
         }
         if chunks.is_empty() {
             return Err(KnowledgeError::Read(format!("{} has no text to index", content.name)));

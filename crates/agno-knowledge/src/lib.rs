@@ -29,9 +29,11 @@ pub mod reader;
 mod sqlite;
 mod store;
 
-pub use chunking::{Chunking, DEFAULT_CHUNK_SIZE};
+pub use chunking::{Chunking, DEFAULT_CHUNK_SIZE, TooManyChunks, non_whitespace_chars};
 pub use embedder::{Embedder, EmbeddingApi, HashEmbedder, OpenAiEmbedder, ProviderEmbedder};
-pub use knowledge::{Content, ContentPatch, DEFAULT_MAX_CONTENT_BYTES, Knowledge, Reranker, status};
+pub use knowledge::{
+    Content, ContentPatch, DEFAULT_MAX_CHUNKS, DEFAULT_MAX_CONTENT_BYTES, Knowledge, Reranker, status,
+};
 pub use pgvector::{PgVectorDb, VectorIndex};
 pub use reader::ContentKind;
 pub use sqlite::SqliteVectorDb;

@@ -133,6 +133,11 @@ pub struct KnowledgeSpec {
     /// caller cannot make the server read its internal network).
     #[serde(default)]
     pub allow_private_urls: Option<bool>,
+    /// Most chunks one content may be cut into (50,000 by default); a content that would make
+    /// more is refused (422 at upload when its length alone says so, else `failed` with the
+    /// reason).
+    #[serde(default)]
+    pub max_chunks_per_content: Option<usize>,
 }
 
 /// `[os]`.

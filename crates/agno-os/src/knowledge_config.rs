@@ -166,6 +166,9 @@ pub async fn build_knowledge(
         if let Some(n) = spec.max_results {
             k = k.max_results(n);
         }
+        if let Some(n) = spec.max_chunks_per_content {
+            k = k.max_chunks_per_content(n);
+        }
         if let Some(t) = &spec.search_type {
             k = k.search_type(parse_search_type(t).map_err(|e| fail(&spec.id, e))?);
         }

@@ -393,6 +393,8 @@ pub async fn upload_content(
         Some(chunking) => Arc::new(k.as_ref().clone().chunking(chunking)),
         None => k,
     };
+    k.check_content(&content)
+        .map_err(|e| ApiError::unprocessable(e).with_type("too_many_chunks").at("body", "chunk_size"))?;
     let row = k.accept(&content).await.map_err(knowledge_error)?;
     // As Python answers an accepted upload: what the request said, nothing measured yet.
     let accepted = json!({
