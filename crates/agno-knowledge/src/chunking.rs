@@ -52,6 +52,9 @@ impl Default for Chunking {
 }
 
 impl Chunking {
+    /// Agno's names of the strategies [`Chunking::by_name`] knows.
+    pub const NAMES: [&'static str; 4] = ["FixedSizeChunker", "RecursiveChunker", "DocumentChunker", "MarkdownChunker"];
+
     /// A strategy by Agno's name (`FixedSizeChunker`, `RecursiveChunker`, `DocumentChunker`,
     /// `MarkdownChunker`, or the short `fixed`, `recursive`, `document`, `markdown`).
     ///

@@ -66,30 +66,23 @@ impl Form {
             )
         };
         if content_type.starts_with("multipart/form-data") {
-            let boundary = multer::parse_boundary(&header)
+            let boundary = crate::multipart::boundary(&header)
+                .ok_or_else(|| ApiError::bad_request("malformed multipart body: the content type names no boundary"))?;
+            let parts = crate::multipart::parts(&bytes, &boundary)
                 .map_err(|e| ApiError::bad_request(format!("malformed multipart body: {e}")))?;
-            let body = futures::stream::once(async move { Ok::<_, std::convert::Infallible>(bytes) });
-            let mut multipart = multer::Multipart::new(body, boundary);
-            loop {
-                let field = match multipart.next_field().await {
-                    Ok(Some(f)) => f,
-                    Ok(None) => break,
-                    Err(e) => return Err(ApiError::bad_request(format!("malformed multipart body: {e}"))),
-                };
-                let name = field.name().unwrap_or_default().to_owned();
-                if let Some(file_name) = field.file_name().map(str::to_owned) {
-                    let content_type = field.content_type().map(ToString::to_string);
-                    let bytes = field
-                        .bytes()
-                        .await
-                        .map_err(|e| ApiError::bad_request(format!("cannot read file field {name}: {e}")))?;
-                    form.files.push(FormFile { field: name, file_name, content_type, bytes });
+            for part in parts {
+                let name = part.name;
+                if let Some(file_name) = part.file_name {
+                    form.files.push(FormFile {
+                        field: name,
+                        file_name,
+                        content_type: part.content_type,
+                        bytes: part.body,
+                    });
                     continue;
                 }
-                let text = field
-                    .text()
-                    .await
-                    .map_err(|e| ApiError::bad_request(format!("cannot read form field {name}: {e}")))?;
+                let text = String::from_utf8(part.body.to_vec())
+                    .map_err(|_| ApiError::bad_request(format!("form field {name} is not UTF-8 text")))?;
                 if text.len() > field_limit {
                     return Err(too_long(&name));
                 }

@@ -28,6 +28,7 @@ pub mod input;
 pub mod knowledge_config;
 pub mod mcp_config;
 pub mod mcp_server;
+mod multipart;
 pub mod queue;
 pub mod routes;
 pub mod scheduler;

@@ -46,12 +46,16 @@ async fn an_eval_runs_as_the_caller_and_only_they_see_it() {
 
     // Bad requests: nothing runs, the reason is named.
     for (body, status, reason) in [
-        (json!({"agent_id": "geo", "eval_type": "reliability", "input": "x"}), 400, "needs expected_tool_calls"),
-        (json!({"agent_id": "geo", "eval_type": "accuracy", "input": "x"}), 400, "needs expected_output"),
+        (json!({"agent_id": "geo", "eval_type": "reliability", "input": "x"}), 422, "expected_tool_calls"),
+        (json!({"agent_id": "geo", "eval_type": "accuracy", "input": "x"}), 422, "expected_output"),
         (json!({"agent_id": "geo", "eval_type": "guess", "input": "x"}), 422, "Input should be 'accuracy'"),
-        (json!({"agent_id": "nope", "eval_type": "accuracy", "input": "x"}), 404, "Agent nope not found"),
+        (
+            json!({"agent_id": "nope", "eval_type": "accuracy", "input": "x", "expected_output": "y"}),
+            404,
+            "Agent nope not found",
+        ),
         (json!({"agent_id": "geo", "eval_type": "accuracy", "input": "x", "num_iterations": 0}), 422, "num_iterations"),
-        (json!({"eval_type": "accuracy", "input": "x"}), 400, "agent_id"),
+        (json!({"eval_type": "accuracy", "input": "x"}), 422, "agent_id"),
     ] {
         let before = provider.request_count();
         let r = os.post_json("/eval-runs", &body, Some(&ann)).await;

@@ -40,8 +40,9 @@ fn every_ref_resolves_and_every_body_is_documented() {
         assert_eq!(op["operationId"], route.operation_id);
         match route.body {
             RequestBody::None => assert!(op.get("requestBody").is_none()),
-            RequestBody::Json(_) => {
-                assert!(op["requestBody"]["content"]["application/json"]["schema"]["$ref"].is_string())
+            RequestBody::Json(_) | RequestBody::OptionalJson(_) => {
+                assert!(op["requestBody"]["content"]["application/json"]["schema"]["$ref"].is_string());
+                assert_eq!(op["requestBody"]["required"], matches!(route.body, RequestBody::Json(_)));
             }
             RequestBody::Form(fields) => {
                 let schema = &op["requestBody"]["content"]["multipart/form-data"]["schema"];

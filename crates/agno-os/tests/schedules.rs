@@ -76,7 +76,6 @@ async fn bad_schedules_are_refused_with_the_reason_and_nothing_is_stored() {
         (with("cron_expr", json!("* * * *")), "cron_expr", "use 5 fields"),
         (with("cron_expr", json!("0 0 30 2 *")), "cron_expr", "has no next time"),
         (with("timezone", json!("Mars/Olympus")), "timezone", "Invalid timezone: Mars/Olympus"),
-        (with("endpoint", json!("/nowhere")), "endpoint", "POST /nowhere is not a route of this AgentOS"),
         (with("endpoint", json!("agents/echo/runs")), "endpoint", "Endpoint must start with '/'"),
         (with("endpoint", json!("/http://evil.example/x")), "endpoint", "Endpoint must be a path, not a full URL"),
         (with("method", json!("TRACE")), "method", "Method must be GET, POST, PUT, PATCH, or DELETE"),
@@ -92,6 +91,10 @@ async fn bad_schedules_are_refused_with_the_reason_and_nothing_is_stored() {
         // Validation errors name their field; the cron and time zone checks answer a plain detail.
         assert!(why.contains(message) && (why.contains(field) || r.body["detail"].is_string()), "{body}: {why}");
     }
+    // An endpoint this OS does not serve is a route not found.
+    let r = os.post_json("/schedules", &with("endpoint", json!("/nowhere")), Some(&ann)).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(detail(&r.body).contains("POST /nowhere is not a route of this AgentOS"), "{}", r.body);
     let r = os.post_json("/schedules", &json!({"name": "x"}), Some(&ann)).await;
     assert_eq!(r.status, 422, "{}", r.body);
     let r = os.client.post(format!("{}/schedules", os.base)).bearer_auth(&ann).body("{not json").send().await.unwrap();
@@ -112,7 +115,8 @@ async fn bad_schedules_are_refused_with_the_reason_and_nothing_is_stored() {
         (json!({"endpoint": "/elsewhere", "name": "renamed"}), "is not a route of this AgentOS"),
     ] {
         let r = os.patch_json(&format!("/schedules/{id}"), &body, Some(&ann)).await;
-        assert_eq!(r.status, 422, "{body}: {}", r.body);
+        let want = if body.get("endpoint").is_some() { 404 } else { 422 };
+        assert_eq!(r.status, want, "{body}: {}", r.body);
         assert!(detail(&r.body).contains(message), "{body}: {}", r.body);
     }
     let r = os.get(&format!("/schedules/{id}"), Some(&ann)).await;

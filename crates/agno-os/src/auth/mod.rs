@@ -243,7 +243,7 @@ pub async fn authorize(
         }
     };
     req.extensions_mut().insert(principal);
-    if matches!(route.body, crate::routes::RequestBody::Json(_)) {
+    if matches!(route.body, crate::routes::RequestBody::Json(_) | crate::routes::RequestBody::OptionalJson(_)) {
         req = match crate::input::check_json_body(req, &state.limits).await {
             Ok(req) => req,
             Err(e) => return e.into_response(),

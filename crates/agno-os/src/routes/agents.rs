@@ -2,13 +2,13 @@
 //! continue. Under user isolation the caller's `sub` is the run's user and another user's
 //! session or run answers 404.
 
+use crate::routes::query::{Query, QueryRejection};
 use std::collections::HashMap;
 
 use agno_core::{RunQuery, RunStatus, SortOrder};
 use agno_runtime::{Agent, ContinueRequest, RunError, RunHandle, RunRequest};
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, Request, State};
+use axum::extract::{Extension, Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -240,20 +240,20 @@ pub const RUN_FORM: &[FormField] = &[
     FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
     FormField {
         name: "session_state",
-        kind: "string",
+        kind: "object",
         required: false,
         description: "JSON object merged into the session state.",
     },
     FormField {
         name: "dependencies",
-        kind: "string",
+        kind: "object",
         required: false,
         description: "JSON object of dependencies for this run.",
     },
-    FormField { name: "metadata", kind: "string", required: false, description: "JSON object stored on the run." },
+    FormField { name: "metadata", kind: "object", required: false, description: "JSON object stored on the run." },
     FormField {
         name: "output_schema",
-        kind: "string",
+        kind: "object",
         required: false,
         description: "JSON schema the answer must match.",
     },
@@ -281,7 +281,7 @@ pub const RUN_FORM: &[FormField] = &[
 pub const CONTINUE_FORM: &[FormField] = &[
     FormField {
         name: "tools",
-        kind: "string",
+        kind: "array",
         required: false,
         description: "JSON list of the paused tool executions, resolved.",
     },
@@ -546,6 +546,8 @@ pub async fn resume_run(
 /// Query of `GET /agents/{agent_id}/runs`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct RunsQuery {
+    /// The session whose runs are listed (required, as in Agno).
+    #[schemars(required, length(min = 1))]
     session_id: Option<String>,
     status: Option<String>,
     limit: Option<usize>,
@@ -634,7 +636,7 @@ async fn stored_run(
     let db = state.require_db()?;
     let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
     run.filter(|r| r.agent_id.as_deref() == Some(agent_id))
-        .filter(|r| session_id.is_none_or(|s| r.session_id.as_deref() == Some(s)))
+        .filter(|r| session_id.filter(|s| !s.is_empty()).is_none_or(|s| r.session_id.as_deref() == Some(s)))
         .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
 }
 

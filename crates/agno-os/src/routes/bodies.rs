@@ -54,7 +54,22 @@ pub struct RenameSessionRequest {
 #[allow(dead_code)]
 pub struct DeleteSessionsRequest {
     /// The sessions to delete.
+    #[schemars(length(min = 1))]
     pub session_ids: Vec<String>,
     /// Their types (`agent`, `team`, `workflow`), one per id.
-    pub session_types: Vec<String>,
+    #[schemars(length(min = 1))]
+    pub session_types: Vec<SessionTypeName>,
+}
+
+/// `agent`, `team` or `workflow`.
+#[derive(Debug, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum SessionTypeName {
+    /// An agent's session.
+    Agent,
+    /// A team's session.
+    Team,
+    /// A workflow's session.
+    Workflow,
 }

@@ -2,14 +2,14 @@
 //! Agno's database router answers them. Also [`select_db`], the `db_id`/`table` query
 //! parameters every record route accepts.
 
+use crate::routes::query::{Query, QueryRejection};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agno_core::{Db, DbErrorKind};
 use agno_db::{Migrate, MigrationManager, VERSIONS};
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -25,10 +25,10 @@ pub(crate) fn select_db<'a>(
     db_id: Option<&str>,
     table: Option<&str>,
 ) -> ApiResult<&'a Arc<dyn Db>> {
-    if table.is_some() && db_id.is_none() {
-        return Err(ApiError::bad_request("The db_id query parameter is required when passing a table"));
-    }
-    if let Some(id) = db_id
+    // Python asks for `db_id` next to `table` to know which database is meant; this OS serves one,
+    // and its tables are fixed, so `table` alone is taken (and, as `table`, ignored).
+    let _ = table;
+    if let Some(id) = db_id.filter(|id| !id.is_empty())
         && (state.db.is_none() || id != &*state.db_id)
     {
         return Err(unknown_db(id));
@@ -43,6 +43,8 @@ fn unknown_db(db_id: &str) -> ApiError {
 /// Query of the migrate routes.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct MigrateParams {
+    /// A schema version (default: the latest).
+    #[schemars(extend("enum" = ["2.0.0", "2.3.0", "2.5.0", "2.5.6", "3.0.0", ""]))]
     target_version: Option<String>,
 }
 
@@ -82,7 +84,7 @@ async fn migrate(db: &dyn Migrate, target: Option<&str>) -> ApiResult<()> {
             .map(|(t, v)| format!("{} is at {v}", t.table))
             .collect();
         if !newer.is_empty() {
-            return Err(ApiError::bad_request(format!(
+            return Err(ApiError::conflict(format!(
                 "cannot migrate down to {target}: {}; agno-rs only migrates up",
                 newer.join(", ")
             )));

@@ -9,7 +9,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde_json::{Map, Value, json};
 
-use super::{Access, ROUTES, RequestBody};
+use super::{Access, ROUTES, RequestBody, RouteSpec};
 
 /// The query parameters a route reads, from the schema of the type its handler reads them into.
 fn query_parameters(query: Option<fn() -> schemars::Schema>) -> Vec<Value> {
@@ -38,22 +38,150 @@ fn request_body(body: RequestBody, generator: &mut schemars::SchemaGenerator) ->
             "required": true,
             "content": {"application/json": {"schema": schema(generator).to_value()}},
         })),
+        RequestBody::OptionalJson(schema) => Some(json!({
+            "required": false,
+            "content": {"application/json": {"schema": schema(generator).to_value()}},
+        })),
         RequestBody::Form(fields) => {
-            let properties: Map<String, Value> = fields
+            // A field holding JSON is a JSON part (`encoding`), as OpenAPI describes JSON in forms.
+            let properties: Map<String, Value> =
+                fields.iter().map(|f| (f.name.to_owned(), form_field_schema(f))).collect();
+            let encoding: Map<String, Value> = fields
                 .iter()
-                .map(|f| (f.name.to_owned(), json!({"type": f.kind, "description": f.description})))
+                .filter(|f| matches!(f.kind, "object" | "array"))
+                .map(|f| (f.name.to_owned(), json!({"contentType": "application/json"})))
                 .collect();
             let required: Vec<&str> = fields.iter().filter(|f| f.required).map(|f| f.name).collect();
             let schema = json!({"type": "object", "properties": properties, "required": required});
+            let media = |schema: &Value| {
+                let mut m = json!({"schema": schema});
+                if !encoding.is_empty() {
+                    m["encoding"] = Value::Object(encoding.clone());
+                }
+                m
+            };
+            // Forms are read in either encoding; the multipart one is documented, where JSON
+            // fields are parts of their own.
             Some(json!({
-                "required": true,
-                "content": {
-                    "multipart/form-data": {"schema": schema},
-                    "application/x-www-form-urlencoded": {"schema": schema},
-                },
+                "required": !required.is_empty(),
+                "content": {"multipart/form-data": media(&schema)},
             }))
         }
     }
+}
+
+/// A form field's schema: its type, and the rules its handlers apply to it (a boolean is any of
+/// the words [`crate::form::Form::bool`] reads; a message is not empty; an event index is a
+/// whole number from 0; a reader is one of `/knowledge/config`'s; JSON lists hold objects).
+fn form_field_schema(f: &super::FormField) -> Value {
+    let mut schema = json!({"type": f.kind, "description": f.description});
+    match (f.kind, f.name) {
+        ("boolean", _) => {
+            schema = json!({"description": f.description, "anyOf": [{"type": "boolean"},
+                {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", "on", "off",
+                                            "True", "False", "TRUE", "FALSE"]}]});
+        }
+        (_, "message") => schema["minLength"] = json!(1),
+        (_, "last_event_index") => {
+            schema = json!({"type": "integer", "minimum": 0, "maximum": i64::MAX, "description": f.description});
+        }
+        (_, "reader_id") => schema["enum"] = json!(super::knowledge::reader_ids()),
+        ("array", _) => schema["items"] = json!({"type": "object"}),
+        _ => {}
+    }
+    schema
+}
+
+/// An upload names what to read: a file, some text or a URL (400 otherwise); the chunker is one
+/// of Agno's, its sizes whole numbers.
+fn upload_needs_a_source(body: &mut Value) {
+    body["required"] = json!(true);
+    for media in ["multipart/form-data", "application/x-www-form-urlencoded"] {
+        let Some(schema) = body.pointer_mut(&format!("/content/{}/schema", media.replace('/', "~1"))) else { continue };
+        schema["anyOf"] = json!([
+            {"required": ["file"]},
+            {"required": ["text_content"], "properties": {"text_content": {"pattern": "\\S"}}},
+            {"required": ["url"], "properties": {"url": {"pattern": "^https?://"}}},
+        ]);
+        let properties = &mut schema["properties"];
+        properties["url"]["pattern"] = json!("^(?:https?://.*)?$");
+        properties["file"]["format"] = json!("binary");
+        properties["chunker"]["enum"] = json!(agno_knowledge::Chunking::NAMES);
+        properties["chunk_size"]["minimum"] = json!(1);
+        properties["chunk_overlap"]["minimum"] = json!(0);
+    }
+}
+
+/// The status of a route's success.
+fn success_status(r: &RouteSpec) -> &'static str {
+    match (r.method.as_str(), r.operation_id) {
+        (_, "delete_all_content") => "200",
+        ("DELETE", _) => "204",
+        (_, "create_session" | "create_schedule_schedules_post") => "201",
+        (_, "upload_content") => "202",
+        _ => "200",
+    }
+}
+
+/// The other answers a route gives when it succeeds.
+fn other_successes(r: &RouteSpec) -> &'static [(&'static str, &'static str)] {
+    match r.operation_id {
+        "refresh_metrics" => &[("202", "The recalculation started in the background")],
+        "migrate_all_databases" => &[("207", "Some databases migrated, some failed (each named)")],
+        _ => &[],
+    }
+}
+
+/// True for the routes answering `text/event-stream` when asked to stream.
+fn streams(r: &RouteSpec) -> bool {
+    r.operation_id.starts_with("create_") && r.operation_id.ends_with("_run")
+        || r.operation_id.starts_with("continue_")
+        || r.operation_id.starts_with("resume_")
+}
+
+/// Every status a route can answer, by what it does: its success; 400, 404, 422 and 500 on any
+/// route; 401, 403 and 503 (the database unavailable) behind auth; 408 and 413 where a body is
+/// read; 409 where state changes (a conflict, and 403 for a browser origin not allowed); 202 and
+/// 429 where a run may go to the queue; 406 on `/mcp`.
+fn responses(r: &RouteSpec, ok: Value) -> Value {
+    let mut out = Map::new();
+    let mut ok = ok;
+    if streams(r) {
+        ok["content"]["text/event-stream"] = json!({"schema": {"type": "string"}});
+    }
+    out.insert(success_status(r).to_owned(), ok);
+    for (code, description) in other_successes(r) {
+        out.insert((*code).to_owned(), json!({"description": description}));
+    }
+    let error = json!({"$ref": "#/components/responses/Error"});
+    let mut add = |code: &str, value: &Value| {
+        out.entry(code.to_owned()).or_insert_with(|| value.clone());
+    };
+    if let Access::Public = r.access {
+        add("500", &error);
+        return Value::Object(out);
+    }
+    for code in ["400", "401", "403", "404", "500", "503"] {
+        add(code, &error);
+    }
+    add("422", &json!({"$ref": "#/components/responses/ValidationError"}));
+    if !matches!(r.body, RequestBody::None) {
+        add("408", &error);
+        add("413", &error);
+    }
+    if r.method != axum::http::Method::GET {
+        add("409", &error);
+    }
+    let queued = ["create_agent_run", "create_team_run", "create_workflow_run"].contains(&r.operation_id)
+        || r.operation_id.starts_with("continue_");
+    if queued {
+        add("202", &json!({"description": "A background run accepted: {run_id, session_id, status}"}));
+        add("429", &error);
+    }
+    if r.operation_id.starts_with("mcp_") {
+        add("406", &error);
+    }
+    Value::Object(out)
 }
 
 /// The OpenAPI 3.1 document of every route in the table: Python AgentOS's operation ids, the
@@ -83,32 +211,18 @@ pub fn openapi() -> &'static Value {
             } else {
                 json!({"description": "Successful Response"})
             };
-            // Deletes answer 204, a created session 201, the rest 200 (a background run 202).
-            let success = match (r.method.as_str(), r.operation_id) {
-                ("DELETE", _) => "204",
-                (_, "create_session") => "201",
-                _ => "200",
-            };
-            let ok = if success == "204" { json!({"description": "Deleted"}) } else { ok };
+            let ok = if success_status(r) == "204" { json!({"description": "Deleted"}) } else { ok };
             let mut op = json!({
                 "tags": [r.tag],
                 "summary": r.summary,
                 "operationId": r.operation_id,
                 "parameters": params,
-                "responses": {
-                    success: ok,
-                    "400": {"$ref": "#/components/responses/Error"},
-                    "401": {"$ref": "#/components/responses/Error"},
-                    "403": {"$ref": "#/components/responses/Error"},
-                    "404": {"$ref": "#/components/responses/Error"},
-                    "422": {"$ref": "#/components/responses/ValidationError"},
-                },
+                "responses": responses(r, ok),
             });
-            if r.operation_id == "create_agent_run" {
-                op["responses"]["202"] =
-                    json!({"description": "A background run accepted: {run_id, session_id, status}"});
-            }
-            if let Some(body) = request_body(r.body, &mut generator) {
+            if let Some(mut body) = request_body(r.body, &mut generator) {
+                if r.operation_id == "upload_content" {
+                    upload_needs_a_source(&mut body);
+                }
                 op["requestBody"] = body;
             }
             if let Access::Scope(scope) = r.access {
@@ -119,6 +233,13 @@ pub fn openapi() -> &'static Value {
             entry[r.method.as_str().to_lowercase()] = op;
         }
         let mut schemas = generator.take_definitions(true);
+        // A schedule's time zone is one chrono-tz knows (the names the scheduler reads).
+        let zones: Vec<&str> = chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name()).collect();
+        for body in ["ScheduleCreate", "ScheduleUpdateBody"] {
+            if let Some(zone) = schemas.get_mut(body).and_then(|b| b.pointer_mut("/properties/timezone")) {
+                zone["enum"] = json!(zones);
+            }
+        }
         schemas.insert(
             "ValidationError".to_owned(),
             json!({"type": "object", "required": ["loc", "msg", "type"], "properties": {
@@ -146,17 +267,65 @@ pub fn openapi() -> &'static Value {
                 "responses": {
                     "Error": {"description": "Error", "content": {"application/json": {"schema": {
                         "$ref": "#/components/schemas/ErrorResponse"}}}},
-                    "ValidationError": {"description": "Validation Error", "content": {"application/json": {"schema": {
-                        "$ref": "#/components/schemas/HTTPValidationError"}}}},
+                    "ValidationError": {"description": "Validation Error (a list of field errors, or one message)",
+                        "content": {"application/json": {"schema": {"anyOf": [
+                            {"$ref": "#/components/schemas/HTTPValidationError"},
+                            {"$ref": "#/components/schemas/ErrorResponse"}]}}}},
                 },
             }
         })
     })
 }
 
+/// The document as this OS serves it: without auth, no operation asks for credentials (nor
+/// answers 401); a schedule's `endpoint` lists the run routes of this OS's agents, teams and
+/// workflows.
+pub fn openapi_for(state: &crate::state::AppState) -> Value {
+    let mut doc = openapi().clone();
+    if !state.auth.required() {
+        // Without a token's `sub`, a new memory's owner must be named.
+        let mut created = doc.pointer("/components/schemas/MemoryPayload").cloned().unwrap_or_default();
+        if let Some(memory) = created.as_object_mut() {
+            memory.insert("required".to_owned(), json!(["memory", "user_id"]));
+            if let Some(user) = memory.get_mut("properties").and_then(|p| p.get_mut("user_id")) {
+                *user = json!({"type": "string", "minLength": 1});
+            }
+        }
+        if let Some(schema) = doc.pointer_mut("/paths/~1memories/post/requestBody/content/application~1json/schema") {
+            *schema = created;
+        }
+        if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+            for op in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|m| m.values_mut()) {
+                if let Some(op) = op.as_object_mut() {
+                    op.remove("security");
+                    if let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) {
+                        responses.remove("401");
+                    }
+                }
+            }
+        }
+        if let Some(components) = doc.get_mut("components").and_then(Value::as_object_mut) {
+            components.remove("securitySchemes");
+        }
+    }
+    let mut endpoints: Vec<String> = state.agents.iter().map(|a| format!("/agents/{}/runs", a.agent.id())).collect();
+    endpoints.extend(state.teams.iter().map(|t| format!("/teams/{}/runs", t.id())));
+    endpoints.extend(state.workflows.iter().map(|w| format!("/workflows/{}/runs", w.id())));
+    for body in ["ScheduleCreate", "ScheduleUpdateBody"] {
+        if let Some(endpoint) =
+            doc.pointer_mut(&format!("/components/schemas/{body}/properties/endpoint")).and_then(Value::as_object_mut)
+        {
+            endpoint.remove("pattern");
+            endpoint.remove("maxLength");
+            endpoint.insert("enum".to_owned(), json!(endpoints));
+        }
+    }
+    doc
+}
+
 /// `GET /openapi.json`.
-pub async fn openapi_json() -> Json<Value> {
-    Json(openapi().clone())
+pub async fn openapi_json(axum::extract::State(state): axum::extract::State<crate::state::AppState>) -> Json<Value> {
+    Json(openapi_for(&state))
 }
 
 /// `GET /redoc`: the ReDoc page FastAPI serves (its script comes from the jsDelivr CDN, as in

@@ -2,11 +2,11 @@
 //! evaluation runs, as Agno's eval router serves them. Under user isolation only the caller's own
 //! eval runs exist, and an eval the caller runs is theirs.
 
+use crate::routes::query::{Query, QueryRejection};
 use agno_core::{EvalFilterType, EvalQuery, EvalRunRecord, EvalType, SortOrder};
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -51,11 +51,21 @@ pub struct ListEvalsParams {
     workflow_id: Option<String>,
     model_id: Option<String>,
     #[serde(rename = "type", alias = "filter_type")]
+    #[schemars(extend("enum" = ["agent", "team", "workflow"]))]
     filter_type: Option<String>,
+    /// Comma-separated eval types.
+    #[schemars(
+        regex(pattern = r"^(?:\s*(?:accuracy|agent_as_judge|performance|reliability)\s*(?:,\s*(?:accuracy|agent_as_judge|performance|reliability)\s*)*)?$"),
+        extend("x-message" = "Invalid eval_type in {value}. Valid types: accuracy, agent_as_judge, performance, reliability")
+    )]
     eval_types: Option<String>,
+    #[schemars(range(min = 1, max = i64::MAX))]
     limit: Option<usize>,
+    #[schemars(range(min = 1, max = i64::MAX))]
     page: Option<usize>,
+    #[schemars(extend("enum" = ["created_at"]))]
     sort_by: Option<String>,
+    #[schemars(extend("enum" = ["asc", "desc"]))]
     sort_order: Option<String>,
     db_id: Option<String>,
     table: Option<String>,
@@ -139,6 +149,7 @@ pub async fn get_eval_run(
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct RenameRequest {
     /// The new name (1 to 255 characters).
+    #[schemars(length(min = 1, max = 255))]
     name: String,
 }
 
@@ -165,6 +176,7 @@ pub async fn rename_eval_run(
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct DeleteEvalRunsRequest {
     /// The eval runs to delete.
+    #[schemars(length(min = 1))]
     eval_run_ids: Vec<String>,
 }
 
@@ -185,10 +197,21 @@ pub async fn delete_eval_runs(
     Ok(NoContent)
 }
 
-/// Body of `POST /eval-runs` (Agno's `EvalRunInput`).
+/// Body of `POST /eval-runs` (Agno's `EvalRunInput`). Each eval type needs its own field: an
+/// accuracy eval its `expected_output`, a judge its `criteria`, a reliability eval its
+/// `expected_tool_calls`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(extend("allOf" = [
+    {"if": {"properties": {"eval_type": {"const": "accuracy"}}},
+     "then": {"required": ["expected_output"], "properties": {"expected_output": {"type": "string", "minLength": 1}}}},
+    {"if": {"properties": {"eval_type": {"const": "agent_as_judge"}}},
+     "then": {"required": ["criteria"], "properties": {"criteria": {"type": "string", "minLength": 1}}}},
+    {"if": {"properties": {"eval_type": {"const": "reliability"}}},
+     "then": {"required": ["expected_tool_calls"], "properties": {"expected_tool_calls": {"type": "array", "minItems": 1}}}}
+]))]
 pub(crate) struct EvalRunInput {
     /// The agent evaluated.
+    #[schemars(required, length(min = 1))]
     agent_id: Option<String>,
     /// A team evaluated (not built yet: refused).
     team_id: Option<String>,
@@ -197,17 +220,21 @@ pub(crate) struct EvalRunInput {
     /// The judge's model provider (`openai`, ...).
     model_provider: Option<String>,
     /// `accuracy`, `agent_as_judge`, `performance` or `reliability`.
+    #[schemars(extend("enum" = ["accuracy", "agent_as_judge", "performance", "reliability"]))]
     eval_type: String,
     /// What the agent is asked.
+    #[schemars(length(min = 1))]
     input: String,
     additional_guidelines: Option<String>,
     additional_context: Option<String>,
     /// 1 to 100 (default 1).
+    #[schemars(range(min = 1, max = 100))]
     num_iterations: Option<usize>,
     name: Option<String>,
     expected_output: Option<String>,
     criteria: Option<String>,
     /// `binary` (default) or `numeric`.
+    #[schemars(extend("enum" = ["numeric", "binary"]))]
     scoring_strategy: Option<String>,
     /// 1 to 10 (default 7).
     threshold: Option<i64>,

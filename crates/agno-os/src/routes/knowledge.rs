@@ -4,14 +4,14 @@
 //! uploads as itself and sees (and deletes) its own contents plus shared ones (shared ones are
 //! deleted only by admins or without isolation).
 
+use crate::routes::query::{Query, QueryRejection};
 use std::sync::Arc;
 
 use agno_core::{Filter, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
 use agno_knowledge::{Chunking, Content, ContentKind, ContentPatch, Knowledge};
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, Request, State};
+use axum::extract::{Extension, Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -98,9 +98,13 @@ pub struct KnowledgeParams {
 /// Query of `GET /knowledge/content`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ListParams {
+    #[schemars(range(min = 1, max = i64::MAX))]
     limit: Option<usize>,
+    #[schemars(range(min = 1, max = i64::MAX))]
     page: Option<usize>,
+    #[schemars(extend("enum" = ["created_at", "updated_at", "name"]))]
     sort_by: Option<String>,
+    #[schemars(extend("enum" = ["asc", "desc"]))]
     sort_order: Option<String>,
     knowledge_id: Option<String>,
     #[allow(dead_code)]
@@ -221,7 +225,7 @@ pub const UPDATE_FORM: &[FormField] = &[
     FormField { name: "description", kind: "string", required: false, description: "Content description." },
     FormField {
         name: "metadata",
-        kind: "string",
+        kind: "object",
         required: false,
         description: "JSON object merged into the content's metadata (and its chunks').",
     },
@@ -234,6 +238,11 @@ pub const UPDATE_FORM: &[FormField] = &[
 ];
 
 /// The readers `/knowledge/config` lists: id, Agno's class name, description, file types.
+/// The ids of the readers `/knowledge/config` lists.
+pub(crate) fn reader_ids() -> Vec<&'static str> {
+    READERS.iter().map(|(id, ..)| *id).collect()
+}
+
 const READERS: &[(&str, &str, &str, &[&str])] = &[
     ("text", "TextReader", "Handles plain text files", &[".txt"]),
     ("markdown", "MarkdownReader", "Processes Markdown documents", &[".md", ".markdown"]),
@@ -295,7 +304,7 @@ fn knowledge_error(e: agno_core::KnowledgeError) -> ApiError {
 pub const UPLOAD_FORM: &[FormField] = &[
     FormField { name: "name", kind: "string", required: false, description: "Content name (default: the file's)." },
     FormField { name: "description", kind: "string", required: false, description: "Description." },
-    FormField { name: "metadata", kind: "string", required: false, description: "JSON object of metadata." },
+    FormField { name: "metadata", kind: "object", required: false, description: "JSON object of metadata." },
     FormField {
         name: "file",
         kind: "string",
@@ -308,6 +317,7 @@ pub const UPLOAD_FORM: &[FormField] = &[
         required: false,
         description: "Text to index instead of a file.",
     },
+    FormField { name: "url", kind: "string", required: false, description: "An http(s) URL to read instead." },
     FormField { name: "chunker", kind: "string", required: false, description: "Chunker (e.g. MarkdownChunker)." },
     FormField { name: "chunk_size", kind: "integer", required: false, description: "Chunk size in characters." },
     FormField { name: "chunk_overlap", kind: "integer", required: false, description: "Chunk overlap in characters." },
@@ -433,13 +443,16 @@ pub(crate) struct SearchRequest {
     db_id: Option<String>,
     /// `vector`, `keyword` or `hybrid` (default: the base's).
     #[serde(default)]
+    #[schemars(extend("enum" = ["vector", "keyword", "hybrid"]))]
     search_type: Option<String>,
     /// Most results (default: the base's `max_results`).
     #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
     max_results: Option<usize>,
-    /// Metadata filters (Agno's forms: `{key: value}`, a FilterExpr object, or a list).
+    /// Metadata filters (Agno's forms: `{key: value}` or a FilterExpr object; a list of them is
+    /// taken too).
     #[serde(default)]
-    #[schemars(with = "Option<Value>")]
+    #[schemars(with = "Option<Map<String, Value>>")]
     filters: Option<Value>,
     /// Paging of the results: `{limit, page}`.
     #[serde(default)]

@@ -2,14 +2,14 @@
 //! serves them. Under user isolation every read and write is scoped to the caller's `sub`: a
 //! created memory belongs to the caller, another user's memory answers 404.
 
+use crate::routes::query::{Query, QueryRejection};
 use std::sync::Arc;
 
 use agno_core::{MemoryQuery, MemorySort, UserMemory, UserMemoryStats};
 use agno_runtime::memory::MemoryError;
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -52,6 +52,7 @@ fn not_found(memory_id: &str) -> ApiError {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct MemoryPayload {
     /// The memory text (1 to 5,000 characters).
+    #[schemars(length(min = 1, max = 5000))]
     memory: String,
     /// Owner (the caller's `sub` under user isolation).
     #[serde(default)]
@@ -86,7 +87,9 @@ pub async fn create_memory(
     let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let payload = MemoryPayload::parse(&body)?;
-    let user_id = principal.user_scope(payload.user_id).ok_or_else(|| ApiError::bad_request("User ID is required"))?;
+    let user_id = principal
+        .user_scope(payload.user_id.filter(|u| !u.is_empty()))
+        .ok_or_else(|| ApiError::bad_request("User ID is required"))?;
     let mut memory = UserMemory::new(payload.memory, Some(user_id.as_str()));
     memory.memory_id = Some(agno_core::new_id());
     memory.topics = Some(payload.topics.unwrap_or_default());
@@ -100,11 +103,16 @@ pub struct ListMemoriesParams {
     user_id: Option<String>,
     agent_id: Option<String>,
     team_id: Option<String>,
-    topics: Option<String>,
+    /// Topics (any of): repeat the parameter, or separate them with commas.
+    topics: Option<Vec<String>>,
     search_content: Option<String>,
+    #[schemars(range(min = 1, max = i64::MAX))]
     limit: Option<usize>,
+    #[schemars(range(min = 1, max = i64::MAX))]
     page: Option<usize>,
+    #[schemars(extend("enum" = ["updated_at", "created_at"]))]
     sort_by: Option<String>,
+    #[schemars(extend("enum" = ["asc", "desc"]))]
     sort_order: Option<String>,
     db_id: Option<String>,
     table: Option<String>,
@@ -121,7 +129,7 @@ fn memory_sort(value: Option<&str>) -> ApiResult<MemorySort> {
 }
 
 /// `GET /memories`: a page of memories, newest update first by default. Filters `user_id`
-/// (forced to the caller under isolation), `agent_id`, `team_id`, `topics` (comma-separated,
+/// (forced to the caller under isolation), `agent_id`, `team_id`, `topics` (repeated or comma-separated,
 /// any of), `search_content`.
 pub async fn list_memories(
     State(state): State<AppState>,
@@ -133,7 +141,14 @@ pub async fn list_memories(
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let topics: Option<Vec<String>> = q
         .topics
-        .map(|t| t.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect::<Vec<_>>())
+        .map(|t| {
+            t.iter()
+                .flat_map(|t| t.split(','))
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
         .filter(|t| !t.is_empty());
     let page = db
         .get_user_memories(&MemoryQuery {
@@ -222,6 +237,7 @@ pub async fn delete_memory(
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct DeleteMemoriesRequest {
     /// The memories to delete.
+    #[schemars(length(min = 1))]
     memory_ids: Vec<String>,
     /// Their owner.
     #[serde(default)]
@@ -259,7 +275,9 @@ pub async fn memory_topics(
 /// Query of `GET /user_memory_stats`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct StatsParams {
+    #[schemars(range(min = 1, max = i64::MAX))]
     limit: Option<usize>,
+    #[schemars(range(min = 1, max = i64::MAX))]
     page: Option<usize>,
     user_id: Option<String>,
     db_id: Option<String>,
@@ -288,6 +306,7 @@ pub async fn user_memory_stats(
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct OptimizeMemoriesRequest {
     /// The user whose memories are summarized (the caller under user isolation).
+    #[schemars(length(min = 1))]
     user_id: String,
     /// `provider:model_id` of the summarizing model (default: Agno's `openai:gpt-4o`).
     #[serde(default)]
@@ -301,8 +320,8 @@ fn yes() -> bool {
     true
 }
 
-/// The model a memory optimization uses when the request names none (Agno's `MemoryManager`
-/// default).
+/// The model a memory optimization uses when the request names none and the OS serves no agent
+/// (Agno's `MemoryManager` default).
 const DEFAULT_OPTIMIZATION_MODEL: &str = "openai:gpt-4o";
 
 /// `POST /optimize-memories`: summarizes all of a user's memories into one (Agno's `SUMMARIZE`
@@ -321,8 +340,13 @@ pub async fn optimize_memories(
         .user_scope(Some(req.user_id))
         .filter(|u| !u.trim().is_empty())
         .ok_or_else(|| ApiError::bad_request("User ID is required"))?;
-    let spec = req.model.as_deref().unwrap_or(DEFAULT_OPTIMIZATION_MODEL);
-    let model = agno_models::model_from_str(spec).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    // Without a model named, the first agent's (as an eval's judge): a model this OS is set up
+    // for, rather than one it may have no key for.
+    let model = match (req.model.as_deref().filter(|m| !m.is_empty()), state.agents.first()) {
+        (None, Some(agent)) => Arc::clone(agent.agent.model()),
+        (spec, _) => agno_models::model_from_str(spec.unwrap_or(DEFAULT_OPTIMIZATION_MODEL))
+            .map_err(|e| ApiError::bad_request(e.to_string()))?,
+    };
     let manager = agno_runtime::memory::MemoryManager::new(model, Arc::clone(db));
     let outcome = manager.optimize_memories(&user_id, req.apply).await.map_err(|e| match e {
         MemoryError::NoMemories(_) => ApiError::not_found(format!("No memories found for user {user_id}")),

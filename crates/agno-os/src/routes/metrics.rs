@@ -8,14 +8,14 @@
 //! rule); `POST /metrics/refresh` recalculates now. One recalculation per database runs at a
 //! time: another request meanwhile answers `already_running`.
 
+use crate::routes::query::{Query, QueryRejection};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use agno_core::{Db, MetricsBucket, MetricsQuery, NaiveDate};
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Query, State};
+use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -225,7 +225,9 @@ fn days_json(buckets: &[MetricsBucket], owner: Option<&str>) -> Vec<Value> {
 /// Query of `GET /metrics`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct MetricsParams {
+    #[schemars(extend("format" = "date"))]
     starting_date: Option<String>,
+    #[schemars(extend("format" = "date"))]
     ending_date: Option<String>,
     user_id: Option<String>,
     db_id: Option<String>,
@@ -269,17 +271,9 @@ pub async fn get_metrics(
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct RefreshParams {
     user_id: Option<String>,
-    background: Option<String>,
+    background: Option<bool>,
     db_id: Option<String>,
     table: Option<String>,
-}
-
-fn bool_param(name: &str, value: Option<&str>) -> ApiResult<bool> {
-    match value.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("" | "false" | "0" | "no" | "off" | "f" | "n") => Ok(false),
-        Some("true" | "1" | "yes" | "on" | "t" | "y") => Ok(true),
-        Some(other) => Err(ApiError::unprocessable(format!("{name} must be a boolean, not {other:?}"))),
-    }
 }
 
 fn refresh_reply(status: StatusCode, state: &str, message: &str) -> Response {
@@ -296,7 +290,7 @@ pub async fn refresh_metrics(
     q: Result<Query<RefreshParams>, QueryRejection>,
 ) -> ApiResult<Response> {
     let q = query(q)?;
-    let background = bool_param("background", q.background.as_deref())?;
+    let background = q.background.unwrap_or(false);
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let owner = principal.user_scope(q.user_id);
     let running = "A metrics refresh is already in progress for this database";

@@ -13,11 +13,13 @@ pub mod knowledge;
 pub mod memories;
 pub mod metrics;
 pub mod params;
+pub mod query;
 pub mod queue;
 pub mod schedules;
 pub mod sessions;
 pub mod teams;
 pub mod unbuilt;
+pub(crate) mod validate;
 pub mod workflows;
 
 use axum::Router;
@@ -66,6 +68,8 @@ pub enum RequestBody {
     None,
     /// A JSON object of the type the handler reads.
     Json(fn(&mut schemars::SchemaGenerator) -> schemars::Schema),
+    /// A JSON object of this type that may be left out (an empty body is `{}`).
+    OptionalJson(fn(&mut schemars::SchemaGenerator) -> schemars::Schema),
     /// A form (`multipart/form-data` or `application/x-www-form-urlencoded`) with these fields.
     Form(&'static [FormField]),
 }
@@ -75,7 +79,8 @@ pub enum RequestBody {
 pub struct FormField {
     /// Field name.
     pub name: &'static str,
-    /// JSON-schema type of its value (`string`, `boolean`, `integer`; JSON texts are strings).
+    /// JSON-schema type of its value (`string`, `boolean`, `integer`; `object` or `array` for a
+    /// field holding JSON text).
     pub kind: &'static str,
     /// Whether it must be given.
     pub required: bool,
@@ -157,16 +162,16 @@ routes! {
     POST "/queue/jobs/{job_id}/requeue" as "requeue_queue_job", Scope("agent_os:admin"), "Queue", "Requeue a failed or cancelled job (admin)" => post(queue::requeue_job);
     GET "/queue/stats" as "get_queue_stats", Scope("agent_os:admin"), "Queue", "Background jobs per status (admin)" => get(queue::stats);
 
-    GET "/sessions" as "get_sessions", Scope("sessions:read"), "Sessions", "List sessions (paginated)" => get(sessions::list_sessions);
-    POST "/sessions" as "create_session", Scope("sessions:write"), "Sessions", "Create a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::CreateSessionRequest>()) => post(sessions::create_session);
-    DELETE "/sessions" as "delete_sessions", Scope("sessions:delete"), "Sessions", "Delete sessions", body: RequestBody::Json(|g| g.subschema_for::<bodies::DeleteSessionsRequest>()) => delete(sessions::delete_sessions);
-    GET "/sessions/{session_id}" as "get_session_by_id", Scope("sessions:read"), "Sessions", "Get a session" => get(sessions::get_session);
-    PATCH "/sessions/{session_id}" as "update_session", Scope("sessions:write"), "Sessions", "Update a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::UpdateSessionRequest>()) => patch(sessions::update_session);
-    DELETE "/sessions/{session_id}" as "delete_session", Scope("sessions:delete"), "Sessions", "Delete a session" => delete(sessions::delete_session);
-    POST "/sessions/{session_id}/rename" as "rename_session", Scope("sessions:write"), "Sessions", "Rename a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::RenameSessionRequest>()) => post(sessions::rename_session);
-    GET "/sessions/{session_id}/runs" as "get_session_runs", Scope("sessions:read"), "Sessions", "List a session's runs" => get(sessions::list_session_runs);
-    GET "/sessions/{session_id}/run-previews" as "get_session_run_previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews" => get(sessions::list_run_previews);
-    GET "/sessions/{session_id}/runs/{run_id}" as "get_session_run", Scope("sessions:read"), "Sessions", "Get a run of a session" => get(sessions::get_session_run);
+    GET "/sessions" as "get_sessions", Scope("sessions:read"), "Sessions", "List sessions (paginated)", query: sessions::ListQuery => get(sessions::list_sessions);
+    POST "/sessions" as "create_session", Scope("sessions:write"), "Sessions", "Create a session", body: RequestBody::OptionalJson(|g| g.subschema_for::<bodies::CreateSessionRequest>()), query: sessions::CreateQuery => post(sessions::create_session);
+    DELETE "/sessions" as "delete_sessions", Scope("sessions:delete"), "Sessions", "Delete sessions", body: RequestBody::Json(|g| g.subschema_for::<bodies::DeleteSessionsRequest>()), query: sessions::DeleteQuery => delete(sessions::delete_sessions);
+    GET "/sessions/{session_id}" as "get_session_by_id", Scope("sessions:read"), "Sessions", "Get a session", query: sessions::SessionParams => get(sessions::get_session);
+    PATCH "/sessions/{session_id}" as "update_session", Scope("sessions:write"), "Sessions", "Update a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::UpdateSessionRequest>()), query: sessions::SessionParams => patch(sessions::update_session);
+    DELETE "/sessions/{session_id}" as "delete_session", Scope("sessions:delete"), "Sessions", "Delete a session", query: sessions::DeleteQuery => delete(sessions::delete_session);
+    POST "/sessions/{session_id}/rename" as "rename_session", Scope("sessions:write"), "Sessions", "Rename a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::RenameSessionRequest>()), query: sessions::SessionParams => post(sessions::rename_session);
+    GET "/sessions/{session_id}/runs" as "get_session_runs", Scope("sessions:read"), "Sessions", "List a session's runs", query: sessions::RunsQuery => get(sessions::list_session_runs);
+    GET "/sessions/{session_id}/run-previews" as "get_session_run_previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews", query: sessions::RunsQuery => get(sessions::list_run_previews);
+    GET "/sessions/{session_id}/runs/{run_id}" as "get_session_run", Scope("sessions:read"), "Sessions", "Get a run of a session", query: sessions::SessionParams => get(sessions::get_session_run);
 
     GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams" => get(teams::list_teams);
     GET "/teams/{team_id}" as "get_team", Scope("teams:read"), "Teams", "Get a team" => get(teams::get_team);

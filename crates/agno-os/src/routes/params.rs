@@ -1,28 +1,32 @@
 //! Request and response helpers the CRUD routes share: JSON bodies, query rejections as 422,
 //! sort order, Agno's paging envelope and its timestamp format.
 
+use crate::routes::query::{Query, QueryRejection};
 use std::time::Instant;
 
 use agno_core::SortOrder;
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::Query;
-use axum::extract::rejection::QueryRejection;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
 
-/// Parses a JSON request body (whatever its content type): 422 with the parser's message when
-/// it is not valid JSON or not of the expected shape.
-pub(crate) fn json_body<T: DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
-    serde_json::from_slice(body).map_err(|e| ApiError::unprocessable(format!("invalid JSON body: {e}")))
+/// Parses a JSON request body (its content type and depth were checked where it entered,
+/// [`crate::input`]): 422 with the parser's message when it is not valid JSON, naming the field
+/// when it breaks a bound `T` declares ([`super::validate`]) or is not of the expected shape.
+pub(crate) fn json_body<T: DeserializeOwned + schemars::JsonSchema>(body: &Bytes) -> ApiResult<T> {
+    let mut value: Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::unprocessable(format!("invalid JSON body: {e}")))?;
+    super::validate::check::<T>(&value, "body")?;
+    super::validate::integers::<T>(&mut value);
+    serde_json::from_value(value).map_err(|e| ApiError::unprocessable(format!("invalid JSON body: {e}")))
 }
 
 /// The query of a request, or 422 saying which parameter is wrong.
 pub(crate) fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
-    q.map(|Query(q)| q).map_err(|e| ApiError::unprocessable(e.body_text()))
+    q.map(|Query(q)| q)
 }
 
 /// `asc` or `desc` (default `desc`), else 422.

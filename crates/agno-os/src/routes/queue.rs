@@ -1,10 +1,10 @@
 //! `/queue`: the operator's view of the durable queue (admin only): list jobs, read one, requeue
 //! a failed or cancelled one, and per-status counts.
 
+use crate::routes::query::{Query, QueryRejection};
 use agno_core::JobStatus;
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -31,8 +31,11 @@ fn parse_status(text: &str) -> ApiResult<JobStatus> {
 /// Query of `GET /queue/jobs`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct JobsQuery {
+    #[schemars(extend("enum" = ["queued", "running", "paused", "completed", "failed", "cancelled"]))]
     status: Option<String>,
+    #[schemars(range(min = 1, max = 1000))]
     limit: Option<usize>,
+    #[schemars(range(min = 1, max = i64::MAX))]
     page: Option<usize>,
 }
 

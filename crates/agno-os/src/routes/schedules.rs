@@ -8,13 +8,13 @@
 //! zone, an endpoint that is not a route of this OS, a payload that is not a JSON object,
 //! numbers out of Agno's ranges.
 
+use crate::routes::query::{Query, QueryRejection};
 use std::sync::LazyLock;
 
 use agno_core::{Schedule, ScheduleQuery, ScheduleRun, ScheduleUpdate, now_epoch_secs};
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -27,6 +27,22 @@ use crate::scheduler::executor::is_os_route;
 use crate::state::AppState;
 
 /// Agno's `_NAME_PATTERN`.
+/// What a schedule's `cron_expr` may be, as documented: five fields of numbers in range, `*`,
+/// ranges, lists and steps, or one of the `@` names.
+pub(crate) const CRON_PATTERN: &str = r"^(?:@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|(?:\*|(?:[0-5]?[0-9])(?:-(?:[0-5]?[0-9]))?)(?:/(?:[1-9]|[1-5][0-9]))?(?:,(?:\*|(?:[0-5]?[0-9])(?:-(?:[0-5]?[0-9]))?)(?:/(?:[1-9]|[1-5][0-9]))?)* (?:\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/(?:[1-9]|1[0-9]|2[0-3]))?(?:,(?:\*|(?:[01]?[0-9]|2[0-3])(?:-(?:[01]?[0-9]|2[0-3]))?)(?:/(?:[1-9]|1[0-9]|2[0-3]))?)* (?:(?:\*|(?:[1-9]|[12][0-9]|3[01])(?:-(?:[1-9]|[12][0-9]|3[01]))?)(?:/(?:[1-9]|[12][0-9]|3[01]))?|L)(?:,(?:(?:\*|(?:[1-9]|[12][0-9]|3[01])(?:-(?:[1-9]|[12][0-9]|3[01]))?)(?:/(?:[1-9]|[12][0-9]|3[01]))?|L))* (?:\*|(?:[1-9]|1[0-2])(?:-(?:[1-9]|1[0-2]))?|(?:[Jj][Aa][Nn]|[Ff][Ee][Bb]|[Mm][Aa][Rr]|[Aa][Pp][Rr]|[Mm][Aa][Yy]|[Jj][Uu][Nn]|[Jj][Uu][Ll]|[Aa][Uu][Gg]|[Ss][Ee][Pp]|[Oo][Cc][Tt]|[Nn][Oo][Vv]|[Dd][Ee][Cc])(?:-(?:[Jj][Aa][Nn]|[Ff][Ee][Bb]|[Mm][Aa][Rr]|[Aa][Pp][Rr]|[Mm][Aa][Yy]|[Jj][Uu][Nn]|[Jj][Uu][Ll]|[Aa][Uu][Gg]|[Ss][Ee][Pp]|[Oo][Cc][Tt]|[Nn][Oo][Vv]|[Dd][Ee][Cc]))?)(?:/(?:[1-9]|1[0-2]))?(?:,(?:\*|(?:[1-9]|1[0-2])(?:-(?:[1-9]|1[0-2]))?|(?:[Jj][Aa][Nn]|[Ff][Ee][Bb]|[Mm][Aa][Rr]|[Aa][Pp][Rr]|[Mm][Aa][Yy]|[Jj][Uu][Nn]|[Jj][Uu][Ll]|[Aa][Uu][Gg]|[Ss][Ee][Pp]|[Oo][Cc][Tt]|[Nn][Oo][Vv]|[Dd][Ee][Cc])(?:-(?:[Jj][Aa][Nn]|[Ff][Ee][Bb]|[Mm][Aa][Rr]|[Aa][Pp][Rr]|[Mm][Aa][Yy]|[Jj][Uu][Nn]|[Jj][Uu][Ll]|[Aa][Uu][Gg]|[Ss][Ee][Pp]|[Oo][Cc][Tt]|[Nn][Oo][Vv]|[Dd][Ee][Cc]))?)(?:/(?:[1-9]|1[0-2]))?)* (?:\*|[0-7](?:-[0-7])?|(?:[Ss][Uu][Nn]|[Mm][Oo][Nn]|[Tt][Uu][Ee]|[Ww][Ee][Dd]|[Tt][Hh][Uu]|[Ff][Rr][Ii]|[Ss][Aa][Tt])(?:-(?:[Ss][Uu][Nn]|[Mm][Oo][Nn]|[Tt][Uu][Ee]|[Ww][Ee][Dd]|[Tt][Hh][Uu]|[Ff][Rr][Ii]|[Ss][Aa][Tt]))?)(?:/[1-7])?(?:,(?:\*|[0-7](?:-[0-7])?|(?:[Ss][Uu][Nn]|[Mm][Oo][Nn]|[Tt][Uu][Ee]|[Ww][Ee][Dd]|[Tt][Hh][Uu]|[Ff][Rr][Ii]|[Ss][Aa][Tt])(?:-(?:[Ss][Uu][Nn]|[Mm][Oo][Nn]|[Tt][Uu][Ee]|[Ww][Ee][Dd]|[Tt][Hh][Uu]|[Ff][Rr][Ii]|[Ss][Aa][Tt]))?)(?:/[1-7])?)*)$";
+
+/// What a `cron_expr` outside [`CRON_PATTERN`] answers.
+const CRON_MESSAGE: &str = "Invalid cron expression: {value} (use 5 fields: minute hour day-of-month month day-of-week, \
+     each numbers in range, *, ranges, lists or steps, with month and day names and L for the last day of the month; \
+     or @daily, @hourly, ...)";
+/// What a `method` other than the five answers.
+const METHOD_MESSAGE: &str = "Value error, Method must be GET, POST, PUT, PATCH, or DELETE";
+/// What a `name` of other characters answers.
+const NAME_MESSAGE: &str =
+    "Value error, Name must start with alphanumeric and contain only alphanumeric, spaces, '.', '_', '-'";
+/// What an `endpoint` that is not a path answers.
+const ENDPOINT_MESSAGE: &str = "Value error, Endpoint must start with '/'";
+
 static NAME: LazyLock<regex::Regex> = LazyLock::new(|| {
     #[allow(clippy::unwrap_used)] // a constant pattern
     regex::Regex::new(r"^[a-zA-Z0-9][a-zA-Z0-9 ._-]*$").unwrap()
@@ -36,16 +52,27 @@ static NAME: LazyLock<regex::Regex> = LazyLock::new(|| {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ScheduleCreate {
     /// Unique per owner; letters, digits, spaces, `.`, `_`, `-`.
+    #[schemars(length(max = 255), regex(pattern = r"^[a-zA-Z0-9][a-zA-Z0-9 ._-]*$"), extend("x-message" = NAME_MESSAGE))]
     name: String,
     /// 5-field cron expression (or `@daily`, ...).
+    #[schemars(length(max = 128), regex(pattern = CRON_PATTERN), extend("x-message" = CRON_MESSAGE, "x-plain" = true))]
     cron_expr: String,
     /// A route of this OS, e.g. `/agents/helper/runs`.
+    #[schemars(length(max = 512), regex(pattern = r"^/"), extend("x-message" = ENDPOINT_MESSAGE))]
     endpoint: String,
     /// `GET`, `POST`, `PUT`, `PATCH` or `DELETE` (default `POST`).
     #[serde(default)]
+    #[schemars(
+        with = "String",
+        regex(
+            pattern = r"^(?:[Gg][Ee][Tt]|[Pp][Oo][Ss][Tt]|[Pp][Uu][Tt]|[Pp][Aa][Tt][Cc][Hh]|[Dd][Ee][Ll][Ee][Tt][Ee])$"
+        ),
+        extend("x-message" = METHOD_MESSAGE)
+    )]
     method: Option<String>,
     /// Free text.
     #[serde(default)]
+    #[schemars(length(max = 1024))]
     description: Option<String>,
     /// JSON object sent with the call (form fields for a run endpoint).
     #[serde(default)]
@@ -53,15 +80,19 @@ pub struct ScheduleCreate {
     payload: Option<Value>,
     /// IANA time zone of the cron expression (default `UTC`).
     #[serde(default)]
+    #[schemars(with = "String", length(max = 64))]
     timezone: Option<String>,
     /// Longest a firing may take, 1 to 86400 (default 3600).
     #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 86_400))]
     timeout_seconds: Option<i64>,
     /// Retries of a failed firing, 0 to 10 (default 0).
     #[serde(default)]
+    #[schemars(with = "i64", range(min = 0, max = 10))]
     max_retries: Option<i64>,
     /// Wait between retries, 1 to 3600 (default 60).
     #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 3600))]
     retry_delay_seconds: Option<i64>,
     /// Owner (ignored under user isolation: the caller owns it).
     #[serde(default)]
@@ -71,16 +102,39 @@ pub struct ScheduleCreate {
 /// Body of `PATCH /schedules/{id}` (Agno's `ScheduleUpdate`): any of these fields.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ScheduleUpdateBody {
+    #[serde(default)]
+    #[schemars(with = "String", length(max = 255), regex(pattern = r"^[a-zA-Z0-9][a-zA-Z0-9 ._-]*$"), extend("x-message" = NAME_MESSAGE))]
     name: Option<String>,
+    #[serde(default)]
+    #[schemars(with = "String", length(max = 128), regex(pattern = CRON_PATTERN), extend("x-message" = CRON_MESSAGE, "x-plain" = true))]
     cron_expr: Option<String>,
+    #[serde(default)]
+    #[schemars(with = "String", length(max = 512), regex(pattern = r"^/"), extend("x-message" = ENDPOINT_MESSAGE))]
     endpoint: Option<String>,
+    #[serde(default)]
+    #[schemars(
+        with = "String",
+        regex(
+            pattern = r"^(?:[Gg][Ee][Tt]|[Pp][Oo][Ss][Tt]|[Pp][Uu][Tt]|[Pp][Aa][Tt][Cc][Hh]|[Dd][Ee][Ll][Ee][Tt][Ee])$"
+        ),
+        extend("x-message" = METHOD_MESSAGE)
+    )]
     method: Option<String>,
+    #[schemars(length(max = 1024))]
     description: Option<String>,
     #[schemars(with = "Option<Map<String, Value>>")]
     payload: Option<Value>,
+    #[serde(default)]
+    #[schemars(with = "String", length(max = 64))]
     timezone: Option<String>,
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 86_400))]
     timeout_seconds: Option<i64>,
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 0, max = 10))]
     max_retries: Option<i64>,
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 3600))]
     retry_delay_seconds: Option<i64>,
 }
 
@@ -90,8 +144,10 @@ pub struct ListParams {
     /// Only enabled (or disabled) schedules.
     enabled: Option<bool>,
     /// Page size, 1 to 1000 (default 100).
+    #[schemars(range(min = 1, max = 1000))]
     limit: Option<usize>,
     /// 1-based page.
+    #[schemars(range(min = 1, max = i64::MAX))]
     page: Option<usize>,
 }
 
@@ -149,13 +205,14 @@ fn check_endpoint(endpoint: &str, method: &str) -> ApiResult<()> {
     if endpoint.contains("://") {
         return Err(invalid("endpoint", "Endpoint must be a path, not a full URL"));
     }
-    if endpoint.len() > 512 || !is_os_route(method, endpoint) {
-        return Err(invalid(
-            "endpoint",
-            format!(
-                "{method} {endpoint} is not a route of this AgentOS: a schedule can only call this OS's own routes"
-            ),
-        ));
+    if endpoint.len() > 512 {
+        return Err(invalid("endpoint", "Endpoint must be at most 512 characters"));
+    }
+    if !is_os_route(method, endpoint) {
+        // The route named does not exist here (as an unknown agent or team would not).
+        return Err(ApiError::not_found(format!(
+            "{method} {endpoint} is not a route of this AgentOS: a schedule can only call this OS's own routes"
+        )));
     }
     Ok(())
 }
@@ -310,8 +367,6 @@ pub async fn update_schedule(
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     let fields: Map<String, Value> = json_body(&body)?;
-    // The typed body checks the types; the map tells which fields were sent.
-    let body: ScheduleUpdateBody = json_body(&body)?;
     for field in
         ["name", "cron_expr", "endpoint", "method", "timezone", "timeout_seconds", "max_retries", "retry_delay_seconds"]
     {
@@ -321,6 +376,8 @@ pub async fn update_schedule(
                 .with_ctx(json!({"error": {}})));
         }
     }
+    // The typed body checks the types; the map tells which fields were sent.
+    let body: ScheduleUpdateBody = json_body(&body)?;
     let existing = visible(&state, &principal, &id).await?;
     let db = state.require_db()?;
     let method = body.method.as_deref().map(check_method).transpose()?;

@@ -2,12 +2,12 @@
 //! and cancel them. Under user isolation the caller's `sub` is the run's user and another user's
 //! session or run answers 404.
 
+use crate::routes::query::{Query, QueryRejection};
 use agno_core::{RunOutput, RunQuery, SortOrder, TeamStreamEvent};
 use agno_runtime::team::{Member, Team, TeamStream};
 use agno_runtime::{RunError, RunRequest};
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, Request, State};
+use axum::extract::{Extension, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -142,11 +142,11 @@ pub const RUN_FORM: &[FormField] = &[
     FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
     FormField {
         name: "session_state",
-        kind: "string",
+        kind: "object",
         required: false,
         description: "JSON object merged into the session state.",
     },
-    FormField { name: "metadata", kind: "string", required: false, description: "JSON object stored on the run." },
+    FormField { name: "metadata", kind: "object", required: false, description: "JSON object stored on the run." },
     FormField {
         name: "background",
         kind: "boolean",
@@ -243,6 +243,8 @@ async fn background_run(
 /// Query of `GET /teams/{team_id}/runs`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct RunsQuery {
+    /// The session whose runs are listed (required, as in Agno).
+    #[schemars(required, length(min = 1))]
     session_id: Option<String>,
 }
 
@@ -298,7 +300,7 @@ async fn stored_run(
     let db = state.require_db()?;
     let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
     run.filter(|r| r.extra.get("team_id").and_then(Value::as_str) == Some(team_id) && r.agent_id.is_none())
-        .filter(|r| session_id.is_none_or(|s| r.session_id.as_deref() == Some(s)))
+        .filter(|r| session_id.filter(|s| !s.is_empty()).is_none_or(|s| r.session_id.as_deref() == Some(s)))
         .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
 }
 
@@ -340,7 +342,7 @@ pub async fn cancel_run(
 pub const CONTINUE_FORM: &[FormField] = &[
     FormField {
         name: "requirements",
-        kind: "string",
+        kind: "array",
         required: false,
         description: "JSON list of the paused run's requirements, answered (each by its id).",
     },

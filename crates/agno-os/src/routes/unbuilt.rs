@@ -2,9 +2,8 @@
 //! as Python AgentOS answers them when none is configured, so clients that call them on every
 //! load (Agent UI calls `/teams`) see an empty OS rather than an error.
 
+use crate::routes::query::{Query, QueryRejection};
 use axum::Json;
-use axum::extract::Query;
-use axum::extract::rejection::QueryRejection;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
@@ -15,7 +14,9 @@ use crate::error::{ApiError, ApiResult};
 /// Paging of `GET /traces`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct TracesQuery {
+    #[schemars(range(min = 1, max = i64::MAX))]
     page: Option<usize>,
+    #[schemars(range(min = 1, max = i64::MAX))]
     limit: Option<usize>,
 }
 

@@ -2,14 +2,14 @@
 //! runs and cancel them. Under user isolation the caller's `sub` is the run's user and another
 //! user's session or run answers 404.
 
+use crate::routes::query::{Query, QueryRejection};
 use agno_core::{RunOutput, RunQuery, SortOrder, WorkflowStreamEvent};
 use agno_runtime::RunError;
 use agno_runtime::workflow::{
     Executor, StepNode, Workflow, WorkflowContinueRequest, WorkflowRunRequest, WorkflowStream,
 };
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, Request, State};
+use axum::extract::{Extension, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -134,17 +134,17 @@ pub const RUN_FORM: &[FormField] = &[
     FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
     FormField {
         name: "session_state",
-        kind: "string",
+        kind: "object",
         required: false,
         description: "JSON object merged into the session state.",
     },
     FormField {
         name: "additional_data",
-        kind: "string",
+        kind: "object",
         required: false,
         description: "JSON object every step sees as additional_data.",
     },
-    FormField { name: "metadata", kind: "string", required: false, description: "JSON object stored on the run." },
+    FormField { name: "metadata", kind: "object", required: false, description: "JSON object stored on the run." },
     FormField {
         name: "background",
         kind: "boolean",
@@ -236,6 +236,8 @@ use super::agents::check_session_owner;
 /// Query of `GET /workflows/{workflow_id}/runs`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct RunsQuery {
+    /// The session whose runs are listed (required, as in Agno).
+    #[schemars(required, length(min = 1))]
     session_id: Option<String>,
 }
 
@@ -301,7 +303,7 @@ async fn stored_run(
     let db = state.require_db()?;
     let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
     run.filter(|r| r.workflow_id.as_deref() == Some(workflow_id) && r.agent_id.is_none())
-        .filter(|r| session_id.is_none_or(|s| r.session_id.as_deref() == Some(s)))
+        .filter(|r| session_id.filter(|s| !s.is_empty()).is_none_or(|s| r.session_id.as_deref() == Some(s)))
         .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
 }
 
@@ -343,13 +345,13 @@ pub async fn cancel_run(
 pub const CONTINUE_FORM: &[FormField] = &[
     FormField {
         name: "step_requirements",
-        kind: "string",
+        kind: "array",
         required: false,
         description: "JSON list of the paused run's step requirements, answered.",
     },
     FormField {
         name: "error_requirements",
-        kind: "string",
+        kind: "array",
         required: false,
         description: "JSON list of error requirements with decision retry or skip (agno-rs).",
     },

@@ -63,7 +63,7 @@ impl CronSchedule {
         } else if fields != 5 {
             return Err(bad("use 5 fields: minute hour day-of-month month day-of-week"));
         }
-        let cron = Cron::from_str(trimmed).map_err(|e| bad(&e.to_string()))?;
+        let cron = Cron::from_str(&wrap_ranges(trimmed)).map_err(|e| bad(&e.to_string()))?;
         let tz = Tz::from_str(timezone.trim()).map_err(|_| CronError::Timezone(timezone.to_owned()))?;
         Ok(Self { cron, tz, expr: trimmed.to_owned() })
     }
@@ -90,6 +90,56 @@ impl CronSchedule {
     }
 }
 
+/// The bounds and names of the five fields.
+const FIELDS: [(u32, u32, &[&str]); 5] = [
+    (0, 59, &[]),
+    (0, 23, &[]),
+    (1, 31, &[]),
+    (1, 12, &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]),
+    (0, 6, &["sun", "mon", "tue", "wed", "thu", "fri", "sat"]),
+];
+
+/// A range that wraps around its field's end (`22-2` hours, `fri-mon`) as the two ranges it
+/// covers (`22-23,0-2`), each with the step given; other items as written.
+fn wrap_ranges(expr: &str) -> String {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    if fields.len() != FIELDS.len() {
+        return expr.to_owned();
+    }
+    let value = |text: &str, names: &[&str], first: u32| -> Option<u32> {
+        text.parse().ok().or_else(|| {
+            names
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(text))
+                .and_then(|i| u32::try_from(i).ok())
+                .map(|i| i + first)
+        })
+    };
+    fields
+        .iter()
+        .zip(FIELDS)
+        .map(|(field, (min, max, names))| {
+            let first = if names.len() == 12 { 1 } else { 0 };
+            field
+                .split(',')
+                .map(|item| {
+                    let (range, step) = item.split_once('/').map_or((item, None), |(r, s)| (r, Some(s)));
+                    let Some((from, to)) = range.split_once('-') else { return item.to_owned() };
+                    match (value(from, names, first), value(to, names, first)) {
+                        (Some(a), Some(b)) if a > b && a <= max.max(a) && b >= min => {
+                            let step = step.map(|s| format!("/{s}")).unwrap_or_default();
+                            format!("{a}-{max}{step},{min}-{b}{step}")
+                        }
+                        _ => item.to_owned(),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Checks a time zone name.
 ///
 /// # Errors
@@ -102,6 +152,14 @@ pub fn check_timezone(timezone: &str) -> Result<(), CronError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranges_wrap_around_the_end_of_their_field() {
+        assert_eq!(wrap_ranges("5-3 22-2 * * fri-mon"), "5-59,0-3 22-23,0-2 * * 5-6,0-1");
+        assert_eq!(wrap_ranges("0 9 * * MON-FRI"), "0 9 * * MON-FRI");
+        assert_eq!(wrap_ranges("*/5 1-3/2 * nov-feb *"), "*/5 1-3/2 * 11-12,1-2 *");
+        assert!(CronSchedule::parse("0 22-2 * * sat-mon", "UTC").is_ok());
+    }
 
     fn epoch(s: &str) -> i64 {
         DateTime::parse_from_rfc3339(s).unwrap().timestamp()

@@ -14,8 +14,7 @@ use agno_core::{
 };
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
@@ -46,11 +45,104 @@ pub(super) const PREVIEW_CHARS: usize = 280;
 /// The query string as `(name, value)` pairs; repeated names are kept (`status=A&status=B`).
 struct Params(Vec<(String, String)>);
 
-type RawQuery = Result<Query<Vec<(String, String)>>, QueryRejection>;
+type RawQuery = axum::extract::RawQuery;
+
+/// Query of `GET /sessions` (documents and bounds the parameters [`list_sessions`] reads).
+#[derive(Debug, schemars::JsonSchema)]
+#[allow(dead_code)]
+pub struct ListQuery {
+    /// `agent`, `team` or `workflow`.
+    #[schemars(rename = "type", extend("enum" = ["agent", "team", "workflow"]))]
+    kind: Option<String>,
+    /// Sessions of this agent, team or workflow.
+    component_id: Option<String>,
+    /// Sessions of this user (the caller's own under user isolation).
+    user_id: Option<String>,
+    /// Sessions whose name contains this.
+    session_name: Option<String>,
+    /// Page size (default 20).
+    #[schemars(range(min = 1, max = i64::MAX))]
+    limit: Option<u64>,
+    /// 1-based page.
+    #[schemars(range(min = 1, max = i64::MAX))]
+    page: Option<u64>,
+    #[schemars(extend("enum" = ["created_at", "updated_at"]))]
+    sort_by: Option<String>,
+    #[schemars(extend("enum" = ["asc", "desc"]))]
+    sort_order: Option<String>,
+    db_id: Option<String>,
+    table: Option<String>,
+}
+
+/// Query of `POST /sessions`.
+#[derive(Debug, schemars::JsonSchema)]
+#[allow(dead_code)]
+pub struct CreateQuery {
+    /// `agent` (default), `team` or `workflow`.
+    #[schemars(rename = "type", extend("enum" = ["agent", "team", "workflow"]))]
+    kind: Option<String>,
+    db_id: Option<String>,
+}
+
+/// Query of the routes reading or changing one session.
+#[derive(Debug, schemars::JsonSchema)]
+#[allow(dead_code)]
+pub struct SessionParams {
+    /// `agent`, `team` or `workflow`.
+    #[schemars(rename = "type", extend("enum" = ["agent", "team", "workflow"]))]
+    kind: Option<String>,
+    user_id: Option<String>,
+    db_id: Option<String>,
+    table: Option<String>,
+}
+
+/// Query of the session deletes.
+#[derive(Debug, schemars::JsonSchema)]
+#[allow(dead_code)]
+pub struct DeleteQuery {
+    user_id: Option<String>,
+    /// Also delete the media the runs stored.
+    delete_media: Option<bool>,
+    db_id: Option<String>,
+    table: Option<String>,
+}
+
+/// Query of a session's runs and run previews.
+#[derive(Debug, schemars::JsonSchema)]
+#[allow(dead_code)]
+pub struct RunsQuery {
+    #[schemars(rename = "type", extend("enum" = ["agent", "team", "workflow"]))]
+    kind: Option<String>,
+    user_id: Option<String>,
+    /// Runs created at or after this epoch second.
+    created_after: Option<i64>,
+    /// Runs created at or before this epoch second.
+    created_before: Option<i64>,
+    /// Runs in these statuses (repeat the parameter; any case).
+    #[schemars(
+        inner(regex(pattern = r"^(?:[Pp][Ee][Nn][Dd][Ii][Nn][Gg]|[Rr][Uu][Nn][Nn][Ii][Nn][Gg]|[Cc][Oo][Mm][Pp][Ll][Ee][Tt][Ee][Dd]|[Pp][Aa][Uu][Ss][Ee][Dd]|[Cc][Aa][Nn][Cc][Ee][Ll][Ll][Ee][Dd]|[Ee][Rr][Rr][Oo][Rr]|[Rr][Ee][Gg][Ee][Nn][Ee][Rr][Aa][Tt][Ee][Dd])$")),
+        extend("x-message" = "Invalid status value {value}: expected one of CANCELLED, COMPLETED, ERROR, PAUSED, PENDING, REGENERATED, RUNNING")
+    )]
+    status: Option<Vec<String>>,
+    db_id: Option<String>,
+    table: Option<String>,
+}
 
 impl Params {
-    fn read(query: RawQuery) -> ApiResult<Self> {
-        query.map(|Query(pairs)| Self(pairs)).map_err(|e| ApiError::unprocessable(format!("invalid query string: {e}")))
+    /// The query's pairs, once they keep the bounds `T` (the route's documented query) declares.
+    fn read<T: schemars::JsonSchema>(query: RawQuery) -> ApiResult<Self> {
+        let text = query.0.unwrap_or_default();
+        let pairs: Vec<(String, String)> =
+            form_urlencoded::parse(text.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        let mut grouped: Vec<(String, Vec<String>)> = Vec::new();
+        for (k, v) in &pairs {
+            match grouped.iter_mut().find(|(name, _)| name == k) {
+                Some((_, values)) => values.push(v.clone()),
+                None => grouped.push((k.clone(), vec![v.clone()])),
+            }
+        }
+        super::validate::check::<T>(&super::validate::query_value::<T>(&grouped), "query")?;
+        Ok(Self(pairs))
     }
 
     /// The last value given for `name` (FastAPI's rule for a scalar parameter).
@@ -219,7 +311,7 @@ pub async fn list_sessions(
     Extension(principal): Extension<Principal>,
     query: RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let params = Params::read(query)?;
+    let params = Params::read::<ListQuery>(query)?;
     let session_type = params.session_type()?;
     let limit = params.positive("limit", 20)?;
     let page = params.positive("page", 1)?;
@@ -297,7 +389,7 @@ pub async fn create_session(
     query: RawQuery,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let params = Params::read(query)?;
+    let params = Params::read::<CreateQuery>(query)?;
     let kind = params.session_type()?.unwrap_or(SessionType::Agent);
     let body = json_object(&body)?.unwrap_or_default();
     let requested_id = body_text(&body, "session_id")?;
@@ -355,7 +447,7 @@ pub async fn get_session(
     Path(session_id): Path<String>,
     query: RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let params = Params::read(query)?;
+    let params = Params::read::<SessionParams>(query)?;
     let kind = params.session_type()?;
     let db = database(&state, &params)?;
     let user_id = principal.user_scope(params.text("user_id"));
@@ -382,7 +474,7 @@ pub async fn update_session(
     query: RawQuery,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let params = Params::read(query)?;
+    let params = Params::read::<SessionParams>(query)?;
     let kind = params.session_type()?;
     let body = json_object(&body)?.ok_or_else(|| ApiError::unprocessable("a JSON body is required"))?;
     let name = body_text(&body, "session_name")?;
@@ -430,12 +522,10 @@ pub async fn delete_session(
     Path(session_id): Path<String>,
     query: RawQuery,
 ) -> ApiResult<NoContent> {
-    let params = Params::read(query)?;
-    let delete_media = params.bool("delete_media")?;
+    let params = Params::read::<DeleteQuery>(query)?;
+    // Media lives inside the runs here (no media store): deleting them deletes it.
+    params.bool("delete_media")?;
     let db = database(&state, &params)?;
-    if delete_media {
-        return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "Media storage is not configured on AgentOS"));
-    }
     let user_id = principal.user_scope(params.text("user_id"));
     if db.delete_session(&session_id, user_id.as_deref()).await? { Ok(NoContent) } else { Err(not_found(&session_id)) }
 }
@@ -448,9 +538,10 @@ pub async fn delete_sessions(
     query: RawQuery,
     body: Bytes,
 ) -> ApiResult<NoContent> {
-    let params = Params::read(query)?;
-    let delete_media = params.bool("delete_media")?;
+    let params = Params::read::<DeleteQuery>(query)?;
+    params.bool("delete_media")?;
     let body = json_object(&body)?.ok_or_else(|| ApiError::unprocessable("a JSON body is required"))?;
+    super::validate::check::<super::bodies::DeleteSessionsRequest>(&Value::Object(body.clone()), "body")?;
     let ids = body_list(&body, "session_ids", |v| v.as_str().map(str::to_owned), "a session id (string)")?;
     let types = body_list(
         &body,
@@ -458,13 +549,10 @@ pub async fn delete_sessions(
         |v| v.as_str().and_then(|t| parse_session_type(t).ok()),
         "'agent', 'team' or 'workflow'",
     )?;
-    if ids.len() != types.len() {
-        return Err(ApiError::bad_request("Session IDs and session types must have the same length"));
-    }
+    // The ids name the sessions; their types are checked but not needed to find them (Python
+    // refuses lists of different lengths).
+    let _ = types;
     let db = database(&state, &params)?;
-    if delete_media {
-        return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "Media storage is not configured on AgentOS"));
-    }
     let user_id = principal.user_scope(params.text("user_id"));
     db.delete_sessions(&ids, user_id.as_deref()).await?;
     Ok(NoContent)
@@ -478,7 +566,7 @@ pub async fn rename_session(
     query: RawQuery,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let params = Params::read(query)?;
+    let params = Params::read::<SessionParams>(query)?;
     let kind = params.session_type()?;
     let body = json_object(&body)?.ok_or_else(|| ApiError::unprocessable("a JSON body is required"))?;
     let name = body_text(&body, "session_name")?.ok_or_else(|| ApiError::unprocessable("session_name is required"))?;
@@ -519,7 +607,7 @@ async fn session_runs(
     session_id: &str,
     query: RawQuery,
 ) -> ApiResult<Vec<Value>> {
-    let params = Params::read(query)?;
+    let params = Params::read::<RunsQuery>(query)?;
     let kind = params.session_type()?;
     let created_after = params.int("created_after")?;
     let created_before = params.int("created_before")?;
@@ -596,7 +684,7 @@ pub async fn get_session_run(
     Path((session_id, run_id)): Path<(String, String)>,
     query: RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let params = Params::read(query)?;
+    let params = Params::read::<SessionParams>(query)?;
     params.session_type()?;
     let db = database(&state, &params)?;
     let user_id = principal.user_scope(params.text("user_id"));
