@@ -6,6 +6,10 @@ use agno_core::DbResult;
 use agno_core::{AgentSession, DbError, DbErrorKind, RunOutput};
 use serde_json::{Map, Value};
 
+/// Characters of a first run's text input read for a session's name in listings (a name shows
+/// 200; one more tells it was cut).
+pub(crate) const FIRST_INPUT_CHARS: usize = 201;
+
 /// `agent`, `team` or `workflow`, as Agno's `get_run_type` decides for a run dict.
 pub(crate) fn run_type(run: &Value) -> &'static str {
     let has = |k: &str| run.get(k).is_some_and(|v| !v.is_null() && v.as_str() != Some(""));

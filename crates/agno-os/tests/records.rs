@@ -138,6 +138,8 @@ async fn memories_are_created_listed_updated_and_deleted() {
     assert_eq!(r.body["meta"]["total_count"], 2);
     let r = os.get("/memories?topics=games,drinks", None).await;
     assert_eq!(r.body["meta"]["total_count"], 2, "topics match any of the list");
+    let r = os.get("/memories?topics=games&topics=drinks", None).await;
+    assert_eq!((r.status, &r.body["meta"]["total_count"]), (200, &json!(2)), "a repeated parameter is a list");
     let r = os.get("/memories?search_content=CHESS", None).await;
     assert_eq!(ids(&r.body, "memory"), ["plays chess"]);
     let r = os.get("/memories?agent_id=calc", None).await;

@@ -110,8 +110,21 @@ async fn every_route_times_every_caller() {
         c["aud"] = json!("agno-rs");
         unsigned(&c)
     };
+    let hs = |c: &Value| sign(Algorithm::HS256, &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(), c);
+    let with_aud = |mut c: Value| {
+        c["aud"] = json!("agno-rs");
+        c
+    };
+    let mut early = claims("admin", &["agent_os:admin"], 3600);
+    early["nbf"] = json!(chrono::Utc::now().timestamp() + 3600);
+    let not_yet = hs(&with_aud(early));
+    let nobody = hs(&with_aud(claims("", &["agent_os:admin"], 3600)));
+    let reserved = hs(&with_aud(claims("sa:robot", &["agent_os:admin"], 3600)));
     let bearer = |t: &str| format!("Bearer {t}");
     let refused: Vec<(&str, Option<String>)> = vec![
+        ("not yet valid", Some(bearer(&not_yet))),
+        ("empty subject", Some(bearer(&nobody))),
+        ("reserved subject", Some(bearer(&reserved))),
         ("no token", None),
         ("malformed token", Some(bearer("not.a.jwt"))),
         ("not bearer", Some(format!("Basic {admin}"))),
@@ -403,4 +416,45 @@ async fn an_open_os_refuses_a_public_address_unless_insecure() {
     assert!(agno_os::serve::check_exposure(&os, "127.0.0.1:0".parse().unwrap(), false).is_ok());
     let secured = agno_os::app::AgentOs::from_config(&config(&jwt_config(""))).await.unwrap();
     assert!(agno_os::serve::check_exposure(&secured, public, false).is_ok());
+}
+
+/// Time claims and subjects as Agno reads them (PyJWT with 10 s of leeway): no `exp` never
+/// expires, a far `exp` is fine, a future `nbf` is not yet valid, an empty or reserved subject is
+/// refused; each refusal says what is wrong.
+#[tokio::test]
+async fn time_claims_and_subjects_are_read_as_agno_reads_them() {
+    let os = TestOs::start(config(&jwt_config(""))).await;
+    let key = EncodingKey::from_secret(SECRET.as_bytes()).unwrap();
+    let now = chrono::Utc::now().timestamp();
+    let answer = |claims: Value| {
+        let token = sign(Algorithm::HS256, &key, &claims);
+        let os = &os;
+        async move {
+            let r = os.get("/agents", Some(&token)).await;
+            (r.status, r.body["detail"].as_str().unwrap_or_default().to_owned())
+        }
+    };
+    let admin = ["agent_os:admin"];
+    assert_eq!(answer(json!({"sub": "ann", "scopes": admin})).await.0, 200, "no exp: does not expire");
+    assert_eq!(answer(json!({"sub": "ann", "scopes": admin, "exp": 1e30})).await.0, 200, "a far exp");
+    assert_eq!(answer(json!({"sub": "ann", "scopes": admin, "exp": now - 5})).await.0, 200, "within the leeway");
+    assert_eq!(
+        answer(json!({"sub": "ann", "scopes": admin, "exp": now - 60})).await,
+        (401, "Token has expired".to_owned())
+    );
+    assert_eq!(
+        answer(json!({"sub": "ann", "scopes": admin, "nbf": now + 60})).await,
+        (401, "Invalid token: The token is not yet valid (nbf)".to_owned())
+    );
+    assert_eq!(
+        answer(json!({"sub": "ann", "scopes": admin, "exp": "tomorrow"})).await,
+        (401, "Invalid token: Expiration Time claim (exp) must be an integer.".to_owned())
+    );
+    for subject in [json!(""), json!("sa:robot"), json!("__scheduler__"), json!(42)] {
+        assert_eq!(
+            answer(json!({"sub": subject, "scopes": admin, "exp": now + 60})).await,
+            (401, "Invalid token subject".to_owned()),
+            "{subject}"
+        );
+    }
 }

@@ -320,13 +320,17 @@ impl SessionStore for PostgresDb {
         if session_ids.is_empty() {
             return Ok(std::collections::HashMap::new());
         }
-        // Only the `input` of each session's first top-level run leaves the database.
+        // Only the `input` of each session's first top-level run leaves the database, its text
+        // cut to what a session name shows.
         let sql = format!(
-            "SELECT DISTINCT ON (session_id) session_id, run_data->'input' FROM {} \
+            "SELECT DISTINCT ON (session_id) session_id, CASE WHEN jsonb_typeof(run_data->'input'->'input_content') = 'string' \
+             THEN jsonb_build_object('input_content', left(run_data->'input'->>'input_content', {keep})) \
+             ELSE run_data->'input' END FROM {} \
              WHERE session_id = ANY($1) AND parent_run_id IS NULL \
              AND ($2::text IS NULL OR user_id = $2 OR user_id IS NULL) \
              ORDER BY session_id, run_index ASC",
-            self.qualified(&self.tables().runs)
+            self.qualified(&self.tables().runs),
+            keep = crate::codec::FIRST_INPUT_CHARS
         );
         let rows: Vec<(String, Option<Value>)> = sqlx::query_as(AssertSqlSafe(sql))
             .bind(session_ids)

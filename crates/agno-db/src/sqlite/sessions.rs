@@ -261,13 +261,17 @@ impl SessionStore for SqliteDb {
             return Ok(std::collections::HashMap::new());
         }
         let t = &self.tables().runs;
-        // Only the `input` of each session's first top-level run leaves the database.
+        // Only the `input` of each session's first top-level run leaves the database, its text
+        // cut to what a session name shows.
         let sql = format!(
-            "SELECT r.session_id, r.run_data -> '$.input' FROM {t} r \
+            "SELECT r.session_id, CASE WHEN json_type(r.run_data, '$.input.input_content') = 'text' \
+             THEN json_object('input_content', substr(json_extract(r.run_data, '$.input.input_content'), 1, {keep})) \
+             ELSE r.run_data -> '$.input' END FROM {t} r \
              WHERE r.session_id IN (SELECT value FROM json_each(?)) AND r.parent_run_id IS NULL \
              AND (? IS NULL OR r.user_id = ? OR r.user_id IS NULL) \
              AND r.run_index = (SELECT MIN(r2.run_index) FROM {t} r2 \
-                                WHERE r2.session_id = r.session_id AND r2.parent_run_id IS NULL)"
+                                WHERE r2.session_id = r.session_id AND r2.parent_run_id IS NULL)",
+            keep = crate::codec::FIRST_INPUT_CHARS
         );
         let ids = serde_json::to_string(session_ids)
             .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode session ids: {e}")))?;

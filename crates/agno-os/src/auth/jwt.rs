@@ -1,6 +1,11 @@
 //! JWT verification with a list of keys (`verification_keys`), as Agno v3: HMAC secrets and PEM
 //! public keys (RSA, EC) tried in turn, JWKS keys tried first and matched by `kid`. A token is
 //! accepted only with an algorithm of its key's family (no HS/RS confusion, no `alg: none`).
+//!
+//! Time claims are read as PyJWT reads them for Agno (10 s of leeway): `exp` is optional (a token
+//! without one does not expire) and, when present, a number of seconds (`1e30` is far in the
+//! future); `nbf` and `iat` in the future make a token not yet valid; a claim that is not a
+//! number is refused as such.
 
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -12,9 +17,12 @@ pub enum TokenError {
     /// Not a JWT, or an unsupported algorithm (`none` included).
     #[error("Invalid token: {0}")]
     Malformed(String),
-    /// `exp` is in the past (or missing).
+    /// `exp` is in the past.
     #[error("Token has expired")]
     Expired,
+    /// `nbf` (or `iat`) is in the future.
+    #[error("Invalid token: The token is not yet valid ({0})")]
+    NotYetValid(&'static str),
     /// `aud` does not match.
     #[error("Invalid token audience")]
     Audience,
@@ -153,24 +161,31 @@ impl Verifier {
                 continue;
             }
             let mut validation = Validation::new(header.alg);
-            validation.leeway = 0;
+            // Time claims are checked below, as PyJWT checks them.
+            validation.validate_exp = false;
+            validation.validate_nbf = false;
             match &self.audience {
                 Some(aud) => {
                     validation.set_audience(aud);
                     // A token without `aud` must not pass an audience check.
-                    validation.set_required_spec_claims(&["exp", "aud"]);
+                    validation.set_required_spec_claims(&["aud"]);
                 }
-                None => validation.validate_aud = false,
+                None => {
+                    validation.validate_aud = false;
+                    validation.set_required_spec_claims::<&str>(&[]);
+                }
             }
             match jsonwebtoken::decode::<Value>(token, &key.key, &validation) {
-                Ok(data) => return Ok(Claims(data.claims)),
+                Ok(data) => {
+                    check_times(&data.claims, agno_core::now_epoch_secs())?;
+                    return Ok(Claims(data.claims));
+                }
                 Err(e) => {
                     use jsonwebtoken::errors::ErrorKind;
                     match e.kind() {
                         ErrorKind::InvalidSignature => {}
                         ErrorKind::ExpiredSignature => return Err(TokenError::Expired),
                         ErrorKind::InvalidAudience => return Err(TokenError::Audience),
-                        ErrorKind::MissingRequiredClaim(c) if c == "exp" => return Err(TokenError::Expired),
                         ErrorKind::MissingRequiredClaim(c) if c == "aud" => return Err(TokenError::Audience),
                         _ => last = TokenError::Malformed(e.to_string()),
                     }
@@ -178,5 +193,71 @@ impl Verifier {
             }
         }
         Err(last)
+    }
+}
+
+/// Seconds of clock skew allowed on time claims (PyJWT's leeway in Agno's middleware).
+pub const LEEWAY_SECONDS: i64 = 10;
+
+/// A time claim as PyJWT reads it (`int(value)`): a number (truncated) or a numeral.
+fn seconds(claims: &Value, name: &'static str, what: &str) -> Result<Option<i64>, TokenError> {
+    let Some(value) = claims.get(name) else { return Ok(None) };
+    let parsed = match value {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|f| f.is_finite()).map(saturate)),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    parsed.map(Some).ok_or_else(|| TokenError::Malformed(format!("{what} claim ({name}) must be an integer.")))
+}
+
+/// A float as whole seconds, saturating far past the range of dates.
+#[allow(clippy::cast_possible_truncation)]
+fn saturate(f: f64) -> i64 {
+    f.clamp(i64::MIN as f64, i64::MAX as f64) as i64
+}
+
+/// `exp` (optional), `nbf` and `iat` against `now`, with [`LEEWAY_SECONDS`].
+///
+/// # Errors
+/// [`TokenError::Expired`], [`TokenError::NotYetValid`], or [`TokenError::Malformed`] for a
+/// claim that is not a number.
+pub fn check_times(claims: &Value, now: i64) -> Result<(), TokenError> {
+    if let Some(exp) = seconds(claims, "exp", "Expiration Time")?
+        && exp <= now.saturating_sub(LEEWAY_SECONDS)
+    {
+        return Err(TokenError::Expired);
+    }
+    if let Some(iat) = seconds(claims, "iat", "Issued At")?
+        && iat > now.saturating_add(LEEWAY_SECONDS)
+    {
+        return Err(TokenError::NotYetValid("iat"));
+    }
+    if let Some(nbf) = seconds(claims, "nbf", "Not Before")?
+        && nbf > now.saturating_add(LEEWAY_SECONDS)
+    {
+        return Err(TokenError::NotYetValid("nbf"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn time_claims_are_read_as_pyjwt_reads_them() {
+        let now = 1_800_000_000;
+        assert_eq!(check_times(&json!({}), now), Ok(()), "no exp: does not expire");
+        assert_eq!(check_times(&json!({"exp": 1e30}), now), Ok(()), "far future");
+        assert_eq!(check_times(&json!({"exp": now - 5}), now), Ok(()), "within the leeway");
+        assert_eq!(check_times(&json!({"exp": now - 60}), now), Err(TokenError::Expired));
+        assert_eq!(check_times(&json!({"exp": (now + 60).to_string()}), now), Ok(()), "a numeral");
+        assert!(
+            matches!(check_times(&json!({"exp": "soon"}), now), Err(TokenError::Malformed(m)) if m.contains("(exp)"))
+        );
+        assert_eq!(check_times(&json!({"nbf": now + 60}), now), Err(TokenError::NotYetValid("nbf")));
+        assert_eq!(check_times(&json!({"iat": now + 60}), now), Err(TokenError::NotYetValid("iat")));
+        assert_eq!(check_times(&json!({"nbf": now - 60, "iat": now - 60, "exp": now + 60}), now), Ok(()));
     }
 }

@@ -159,6 +159,10 @@ impl Principal {
     }
 }
 
+/// Prefixes of the subjects Agno reserves for its own identities (`sa:` service accounts, the
+/// scheduler, `__oauth__:` clients).
+const RESERVED_SUBJECTS: [&str; 3] = ["sa:", "__scheduler__", "__oauth__:"];
+
 fn bearer(req: &Request) -> Option<&str> {
     let value = req.headers().get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
@@ -186,6 +190,13 @@ fn authenticate(auth: &AuthSettings, req: &Request) -> Result<Principal, ApiErro
         Authenticator::Jwt(verifier) => {
             let token = bearer(req).ok_or_else(|| ApiError::unauthenticated("Authorization header missing"))?;
             let claims = verifier.verify(token).map_err(|e| ApiError::unauthenticated(e.to_string()))?;
+            // As Agno: a subject naming a system identity (a service account, the scheduler, an
+            // OAuth client), or naming nobody, is refused rather than used.
+            if claims.subject().is_some_and(|s| s.is_empty() || RESERVED_SUBJECTS.iter().any(|p| s.starts_with(p)))
+                || claims.0.get("sub").is_some_and(|s| !s.is_string() && !s.is_null())
+            {
+                return Err(ApiError::unauthenticated("Invalid token subject"));
+            }
             let scopes = claims.scopes();
             let admin = scopes.iter().any(|s| s == admin_scope);
             if auth.user_isolation && !admin && claims.subject().is_none() {

@@ -549,6 +549,9 @@ pub struct RunsQuery {
     /// The session whose runs are listed (required, as in Agno).
     #[schemars(required, length(min = 1))]
     session_id: Option<String>,
+    #[schemars(regex(
+        pattern = r"^(?:[Pp][Ee][Nn][Dd][Ii][Nn][Gg]|[Rr][Uu][Nn][Nn][Ii][Nn][Gg]|[Cc][Oo][Mm][Pp][Ll][Ee][Tt][Ee][Dd]|[Pp][Aa][Uu][Ss][Ee][Dd]|[Cc][Aa][Nn][Cc][Ee][Ll][Ll][Ee][Dd]|[Ee][Rr][Rr][Oo][Rr]|[Rr][Ee][Gg][Ee][Nn][Ee][Rr][Aa][Tt][Ee][Dd])$"
+    ))]
     status: Option<String>,
     limit: Option<usize>,
 }

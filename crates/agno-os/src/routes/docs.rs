@@ -82,11 +82,19 @@ fn form_field_schema(f: &super::FormField) -> Value {
                                             "True", "False", "TRUE", "FALSE"]}]});
         }
         (_, "message") => schema["minLength"] = json!(1),
+        ("array", "step_requirements") => {
+            schema["items"] =
+                json!({"type": "object", "required": ["step_id"], "properties": {"step_id": {"type": "string"}}});
+        }
+        ("array", "tools") => {
+            schema["items"] = json!({"type": "object", "required": ["tool_call_id"], "properties": {"tool_call_id": {"type": "string"}}});
+        }
         (_, "last_event_index") => {
             schema = json!({"type": "integer", "minimum": 0, "maximum": i64::MAX, "description": f.description});
         }
         (_, "reader_id") => schema["enum"] = json!(super::knowledge::reader_ids()),
         ("array", _) => schema["items"] = json!({"type": "object"}),
+        ("string", _) if f.required => schema["minLength"] = json!(1),
         _ => {}
     }
     schema
@@ -147,7 +155,13 @@ fn responses(r: &RouteSpec, ok: Value) -> Value {
     let mut out = Map::new();
     let mut ok = ok;
     if streams(r) {
-        ok["content"]["text/event-stream"] = json!({"schema": {"type": "string"}});
+        // Each event: its name, its JSON data and its index (schemathesis and SSE clients read
+        // them as objects).
+        ok["content"]["text/event-stream"] = json!({"schema": {"type": "object", "properties": {
+            "event": {"type": "string"}, "data": {"type": "string"}, "id": {"type": "string"}}}});
+        if ok["content"].get("application/json").is_none() {
+            ok["content"]["application/json"] = json!({"schema": {"type": "object"}});
+        }
     }
     out.insert(success_status(r).to_owned(), ok);
     for (code, description) in other_successes(r) {
@@ -307,6 +321,13 @@ pub fn openapi_for(state: &crate::state::AppState) -> Value {
         if let Some(components) = doc.get_mut("components").and_then(Value::as_object_mut) {
             components.remove("securitySchemes");
         }
+    }
+    // A memory optimization's model: one this OS serves (its agents' models).
+    let mut models: Vec<Value> = state.agents.iter().map(|a| json!(a.model_spec)).collect();
+    models.dedup();
+    models.push(Value::Null);
+    if let Some(model) = doc.pointer_mut("/components/schemas/OptimizeMemoriesRequest/properties/model") {
+        *model = json!({"enum": models, "description": "The summarizing model (default: the first agent's)."});
     }
     let mut endpoints: Vec<String> = state.agents.iter().map(|a| format!("/agents/{}/runs", a.agent.id())).collect();
     endpoints.extend(state.teams.iter().map(|t| format!("/teams/{}/runs", t.id())));

@@ -237,8 +237,10 @@ pub(crate) struct EvalRunInput {
     #[schemars(extend("enum" = ["numeric", "binary"]))]
     scoring_strategy: Option<String>,
     /// 1 to 10 (default 7).
+    #[schemars(range(min = 1, max = 10))]
     threshold: Option<i64>,
     /// 0 to 10 (default 0).
+    #[schemars(range(min = 0, max = 10))]
     warmup_runs: Option<usize>,
     expected_tool_calls: Option<Vec<String>>,
     #[serde(default)]

@@ -361,6 +361,11 @@ pub async fn upload_content(
                 .map_err(|e| ApiError::unprocessable(e).at("body", "chunker"))?,
         ),
     };
+    if let Some(url) = form.text("url").map(str::trim).filter(|u| !u.is_empty())
+        && !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with('['))
+    {
+        return Err(ApiError::unprocessable("url must be an http:// or https:// URL").at("body", "url"));
+    }
     let name = form.text("name").map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned);
     let description = form.text("description").unwrap_or_default().to_owned();
     let mut content = if let Some(file) = form.take_file("file") {

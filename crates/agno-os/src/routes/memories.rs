@@ -342,9 +342,15 @@ pub async fn optimize_memories(
         .ok_or_else(|| ApiError::bad_request("User ID is required"))?;
     // Without a model named, the first agent's (as an eval's judge): a model this OS is set up
     // for, rather than one it may have no key for.
-    let model = match (req.model.as_deref().filter(|m| !m.is_empty()), state.agents.first()) {
-        (None, Some(agent)) => Arc::clone(agent.agent.model()),
-        (spec, _) => agno_models::model_from_str(spec.unwrap_or(DEFAULT_OPTIMIZATION_MODEL))
+    // A model an agent of this OS uses is that agent's (with its configured key and base URL).
+    let requested = req.model.as_deref().filter(|m| !m.is_empty());
+    let served = match requested {
+        None => state.agents.first(),
+        Some(spec) => state.agents.iter().find(|a| a.model_spec == spec),
+    };
+    let model = match served {
+        Some(agent) => Arc::clone(agent.agent.model()),
+        None => agno_models::model_from_str(requested.unwrap_or(DEFAULT_OPTIMIZATION_MODEL))
             .map_err(|e| ApiError::bad_request(e.to_string()))?,
     };
     let manager = agno_runtime::memory::MemoryManager::new(model, Arc::clone(db));

@@ -411,11 +411,10 @@ pub async fn create_session(
                 "Session with id '{session_id}' already exists. Use PATCH /sessions/{session_id} to update it."
             )));
         }
+        // Another user's session is answered as every route answers it, as one that is not
+        // found, not as a conflict that would tell it exists.
         if scoped.is_some() && db.get_session(&session_id, None, Some(0)).await?.is_some() {
-            return Err(ApiError::conflict(
-                "Could not create a session with the supplied session_id. \
-                 Omit session_id to have one generated, or choose a different one.",
-            ));
+            return Err(not_found(&session_id));
         }
     }
 

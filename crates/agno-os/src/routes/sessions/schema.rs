@@ -121,12 +121,27 @@ fn last_user_message(messages: &[Value]) -> Option<String> {
         .map(|m| m.get("content").map(text_of).unwrap_or_default())
 }
 
+/// Most characters of a session name taken from its first message (a display field: a 9 MB
+/// first message must not make every listing 9 MB per session).
+pub(crate) const DERIVED_NAME_CHARS: usize = 200;
+
 /// Agno's `get_session_name`: the stored name, else (from the runs, when read) the first user
-/// message or input; workflows fall back to `New <name> Session`.
+/// message or input, at most [`DERIVED_NAME_CHARS`] characters; workflows fall back to
+/// `New <name> Session`.
 pub(super) fn session_name(d: &Map<String, Value>, kind: SessionType) -> String {
     if let Some(name) = d.get("session_data").and_then(|s| s.get("session_name")).filter(|n| !n.is_null()) {
         return text_of(name);
     }
+    let mut name = derived_name(d, kind);
+    if let Some((cut, _)) = name.char_indices().nth(DERIVED_NAME_CHARS) {
+        name.truncate(cut);
+        name.push('…');
+    }
+    name
+}
+
+/// The name a session without one takes from its runs.
+fn derived_name(d: &Map<String, Value>, kind: SessionType) -> String {
     let runs: &[Value] = d.get("runs").and_then(Value::as_array).map_or(&[], Vec::as_slice);
     if kind == SessionType::Workflow {
         let Some(first) = runs.first() else { return String::new() };
