@@ -30,6 +30,15 @@ pub struct TableNames {
     pub versions: String,
 }
 
+impl TableNames {
+    /// The facts the metrics read of each run (`{runs}_facts`: its model and provider), written
+    /// with the run so daily metrics never parse runs' JSON (agno-rs's own table, which Python
+    /// Agno ignores; runs without a row there, written by Python, are read from their JSON).
+    pub fn run_facts(&self) -> String {
+        format!("{}_facts", self.runs)
+    }
+}
+
 impl Default for TableNames {
     fn default() -> Self {
         Self {

@@ -16,7 +16,7 @@ const TABLE_TYPES: [&str; 9] =
     ["sessions", "runs", "memories", "metrics", "evals", "knowledge", "versions", "schedules", "schedule_runs"];
 
 /// Tables (and their indexes) agno-rs adds that Agno does not create on SQLite.
-const OWN_TABLES: [&str; 2] = ["agno_jobs", "agno_run_events"];
+const OWN_TABLES: [&str; 3] = ["agno_jobs", "agno_run_events", "agno_runs_facts"];
 
 fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join("agno-rs-tests");

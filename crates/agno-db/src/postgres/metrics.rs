@@ -269,9 +269,20 @@ impl MetricsStore for PostgresDb {
         let sessions =
             rows.iter().map(|r| crate::metrics::session_row_facts(r, db_error)).collect::<DbResult<Vec<_>>>()?;
         let runs_t = self.qualified(&self.tables().runs);
+        // A run's model comes from its facts row; only runs without one (written by Python
+        // Agno) have their JSON read.
+        let (model, provider, join) = if self.has_run_facts() {
+            (
+                "CASE WHEN f.run_id IS NOT NULL THEN f.model ELSE r.run_data::jsonb ->> 'model' END",
+                "CASE WHEN f.run_id IS NOT NULL THEN f.model_provider ELSE r.run_data::jsonb ->> 'model_provider' END",
+                format!("LEFT JOIN {} f ON f.run_id = r.run_id", self.qualified(&self.tables().run_facts())),
+            )
+        } else {
+            ("r.run_data::jsonb ->> 'model'", "r.run_data::jsonb ->> 'model_provider'", String::new())
+        };
         let sql = format!(
-            "SELECT r.session_id, r.run_data::jsonb ->> 'model' AS model, r.run_data::jsonb ->> 'model_provider' AS provider, \
-             COUNT(*) AS n FROM {runs_t} r JOIN {sessions_t} s ON s.session_id = r.session_id \
+            "SELECT r.session_id, {model} AS model, {provider} AS provider, \
+             COUNT(*) AS n FROM {runs_t} r JOIN {sessions_t} s ON s.session_id = r.session_id {join} \
              WHERE s.created_at >= $1 AND s.created_at < $2 GROUP BY 1, 2, 3"
         );
         let rows = sqlx::query(AssertSqlSafe(sql.as_str()))

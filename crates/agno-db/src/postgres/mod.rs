@@ -35,6 +35,8 @@ pub struct PostgresDb {
     schema: String,
     /// The sessions table still has the v2 `runs` column (a legacy blob to merge on read).
     legacy_runs_column: AtomicBool,
+    /// Whether the run facts table exists (created beside the runs table).
+    run_facts_table: AtomicBool,
 }
 
 /// Maps a driver error to a portable [`DbError`] whose message starts with `what`.
@@ -184,7 +186,13 @@ impl PostgresDb {
             .connect_with(options)
             .await
             .map_err(|e| db_error(&format!("cannot connect to postgres at {target}"), e))?;
-        let db = Self { pool, tables, schema: schema.to_owned(), legacy_runs_column: AtomicBool::new(false) };
+        let db = Self {
+            pool,
+            tables,
+            schema: schema.to_owned(),
+            legacy_runs_column: AtomicBool::new(false),
+            run_facts_table: AtomicBool::new(false),
+        };
         db.ensure_schema().await?;
         db.refresh_legacy_flag().await?;
         Ok(db)
@@ -221,7 +229,26 @@ impl PostgresDb {
     pub(crate) async fn refresh_legacy_flag(&self) -> DbResult<()> {
         let has = self.column_exists(&self.tables.sessions, "runs").await?;
         self.legacy_runs_column.store(has, Ordering::Relaxed);
+        if self.table_exists(&self.tables.runs).await? {
+            let facts = self.tables.run_facts();
+            let ddl = schema::run_facts_ddl(&self.qualified(&facts), &self.qualified(&self.tables.runs));
+            match self.exec_ddl("cannot create the run facts table", &ddl).await {
+                Ok(()) => {}
+                // Two processes creating it at once: the loser sees a unique violation.
+                Err(e) if e.kind() == DbErrorKind::Conflict => {}
+                Err(e) => {
+                    tracing::warn!(table = %facts, error = %e, "cannot create the run facts table; metrics read runs' JSON")
+                }
+            }
+            let exists = self.table_exists(&facts).await?;
+            self.run_facts_table.store(exists, Ordering::Relaxed);
+        }
         Ok(())
+    }
+
+    /// Whether run facts are kept (see [`TableNames::run_facts`]).
+    pub(crate) fn has_run_facts(&self) -> bool {
+        self.run_facts_table.load(Ordering::Relaxed)
     }
 
     async fn ensure_schema(&self) -> DbResult<()> {

@@ -176,6 +176,21 @@ impl PostgresDb {
         let Some(index) = index else {
             return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
         };
+        if self.has_run_facts() {
+            // What the metrics read of the run, beside it (no JSON to read later).
+            let sql = format!(
+                "INSERT INTO {} (run_id, model, model_provider) VALUES ($1, $2, $3) ON CONFLICT (run_id) \
+                 DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider",
+                self.qualified(&self.tables().run_facts())
+            );
+            sqlx::query(AssertSqlSafe(sql))
+                .bind(run.id())
+                .bind(str_field(&data, "model"))
+                .bind(str_field(&data, "model_provider"))
+                .execute(&mut *conn)
+                .await
+                .map_err(|e| db_error(&format!("cannot write the facts of run {}", run.id()), e))?;
+        }
         Ok(index.unwrap_or(0))
     }
 }

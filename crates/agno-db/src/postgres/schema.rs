@@ -39,6 +39,14 @@ pub(crate) fn runs_ddl(q: &str, t: &str, sessions_q: &str) -> Vec<String> {
     ddl
 }
 
+/// The run facts table ([`crate::TableNames::run_facts`]): gone with its run.
+pub(crate) fn run_facts_ddl(facts_q: &str, runs_q: &str) -> Vec<String> {
+    vec![format!(
+        "CREATE TABLE IF NOT EXISTS {facts_q} (run_id VARCHAR NOT NULL PRIMARY KEY REFERENCES {runs_q} (run_id) \
+         ON DELETE CASCADE, model VARCHAR, model_provider VARCHAR)"
+    )]
+}
+
 /// The schema-versions table.
 pub(crate) fn versions_ddl(q: &str, t: &str) -> Vec<String> {
     vec![

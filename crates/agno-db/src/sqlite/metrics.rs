@@ -199,12 +199,27 @@ impl MetricsStore for SqliteDb {
             rows.iter().map(|r| crate::metrics::session_row_facts(r, db_error)).collect::<DbResult<Vec<_>>>()?;
         let mut runs = Vec::new();
         if self.has_runs_table() {
+            // A run's model comes from its facts row; only runs without one (written by Python
+            // Agno) have their JSON read, once each.
+            let from_json = |key: &str| {
+                format!("CASE WHEN json_valid(r.run_data) THEN CAST(json_extract(r.run_data, '$.{key}') AS TEXT) END")
+            };
+            let (model, provider, join) = if self.has_run_facts() {
+                (
+                    format!("CASE WHEN f.run_id IS NOT NULL THEN f.model ELSE {} END", from_json("model")),
+                    format!(
+                        "CASE WHEN f.run_id IS NOT NULL THEN f.model_provider ELSE {} END",
+                        from_json("model_provider")
+                    ),
+                    format!("LEFT JOIN {} f ON f.run_id = r.run_id", t.run_facts()),
+                )
+            } else {
+                (from_json("model"), from_json("model_provider"), String::new())
+            };
             let sql = format!(
-                "SELECT r.session_id AS session_id, \
-                 CAST(CASE WHEN json_valid(r.run_data) THEN json_extract(r.run_data, '$.model') END AS TEXT) AS model, \
-                 CAST(CASE WHEN json_valid(r.run_data) THEN json_extract(r.run_data, '$.model_provider') END AS TEXT) AS provider, \
-                 COUNT(*) AS n FROM {} r JOIN {} s ON s.session_id = r.session_id \
-                 WHERE s.created_at >= ? AND s.created_at < ? GROUP BY r.session_id, model, provider",
+                "SELECT r.session_id AS session_id, {model} AS model, {provider} AS provider, \
+                 COUNT(*) AS n FROM {} r JOIN {} s ON s.session_id = r.session_id {join} \
+                 WHERE s.created_at >= ? AND s.created_at < ? GROUP BY 1, 2, 3",
                 t.runs, t.sessions
             );
             let rows = sqlx::query(AssertSqlSafe(sql.as_str()))

@@ -34,6 +34,9 @@ pub struct SqliteDb {
     legacy_runs_column: AtomicBool,
     /// The runs table exists (absent in an unmigrated v2 database, whose runs are in the blob).
     runs_table: AtomicBool,
+    /// Whether the run facts table exists (created beside the runs table when the file can be
+    /// written).
+    run_facts_table: AtomicBool,
     /// Writes of this process go one at a time. SQLite has one writer anyway; queueing here
     /// instead of in SQLite keeps waiting writers from holding read snapshots, which would stop
     /// WAL checkpoints and let the WAL (and read latency) grow without bound.
@@ -88,6 +91,7 @@ impl SqliteDb {
             tables,
             legacy_runs_column: AtomicBool::new(false),
             runs_table: AtomicBool::new(false),
+            run_facts_table: AtomicBool::new(false),
             write_lock: tokio::sync::Mutex::new(()),
         };
         db.refresh_legacy_flag().await?;
@@ -152,7 +156,20 @@ impl SqliteDb {
         self.legacy_runs_column.store(has, Ordering::Relaxed);
         let runs = self.table_exists(&self.tables.runs).await?;
         self.runs_table.store(runs, Ordering::Relaxed);
+        if runs {
+            let facts = self.tables.run_facts();
+            if let Err(e) = self.exec_all(&schema::run_facts_ddl(&facts, &self.tables.runs)).await {
+                tracing::warn!(table = %facts, error = %e, "cannot create the run facts table; metrics read runs' JSON");
+            }
+            let exists = self.table_exists(&facts).await?;
+            self.run_facts_table.store(exists, Ordering::Relaxed);
+        }
         Ok(())
+    }
+
+    /// Whether run facts are kept (see [`TableNames::run_facts`]).
+    pub(crate) fn has_run_facts(&self) -> bool {
+        self.run_facts_table.load(Ordering::Relaxed)
     }
 
     pub(crate) async fn table_exists(&self, table: &str) -> DbResult<bool> {

@@ -162,9 +162,25 @@ impl SqliteDb {
                 .with_source(e),
                 _ => db_error(&format!("cannot write run {}", run.id()), e),
             })?;
-        match index.into_iter().next() {
-            Some(index) => Ok(index.unwrap_or(0)),
-            None => Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id()))),
+        let Some(index) = index.into_iter().next() else {
+            return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
+        };
+        if !self.has_run_facts() {
+            return Ok(index.unwrap_or(0));
         }
+        // What the metrics read of the run, beside it (no JSON to parse later).
+        let facts = self.tables().run_facts();
+        let sql = format!(
+            "INSERT INTO {facts} (run_id, model, model_provider) VALUES (?, ?, ?) \
+             ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider"
+        );
+        sqlx::query(AssertSqlSafe(sql.as_str()))
+            .bind(run.id())
+            .bind(str_field(&data, "model"))
+            .bind(str_field(&data, "model_provider"))
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| db_error(&format!("cannot write the facts of run {}", run.id()), e))?;
+        Ok(index.unwrap_or(0))
     }
 }

@@ -29,6 +29,14 @@ pub(crate) fn runs_ddl(t: &str, sessions: &str) -> Vec<String> {
     ddl
 }
 
+/// The run facts table ([`crate::TableNames::run_facts`]): gone with its run.
+pub(crate) fn run_facts_ddl(facts: &str, runs: &str) -> Vec<String> {
+    vec![format!(
+        "CREATE TABLE IF NOT EXISTS {facts} (run_id VARCHAR NOT NULL PRIMARY KEY REFERENCES {runs} (run_id) \
+         ON DELETE CASCADE, model VARCHAR, model_provider VARCHAR)"
+    )]
+}
+
 pub(crate) fn versions_ddl(t: &str) -> Vec<String> {
     vec![
         format!(
