@@ -232,7 +232,12 @@ impl PostgresDb {
         if self.table_exists(&self.tables.runs).await? {
             let facts = self.tables.run_facts();
             let ddl = schema::run_facts_ddl(&self.qualified(&facts), &self.qualified(&self.tables.runs));
-            match self.exec_ddl("cannot create the run facts table", &ddl).await {
+            let created = if self.table_exists(&facts).await? {
+                Ok(())
+            } else {
+                self.exec_ddl("cannot create the run facts table", &ddl).await
+            };
+            match created {
                 Ok(()) => {}
                 // Two processes creating it at once: the loser sees a unique violation.
                 Err(e) if e.kind() == DbErrorKind::Conflict => {}

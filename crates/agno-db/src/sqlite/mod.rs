@@ -157,13 +157,29 @@ impl SqliteDb {
         let runs = self.table_exists(&self.tables.runs).await?;
         self.runs_table.store(runs, Ordering::Relaxed);
         if runs {
-            let facts = self.tables.run_facts();
-            if let Err(e) = self.exec_all(&schema::run_facts_ddl(&facts, &self.tables.runs)).await {
-                tracing::warn!(table = %facts, error = %e, "cannot create the run facts table; metrics read runs' JSON");
-            }
-            let exists = self.table_exists(&facts).await?;
-            self.run_facts_table.store(exists, Ordering::Relaxed);
+            self.ensure_run_facts().await?;
         }
+        Ok(())
+    }
+
+    /// Creates the run facts table beside a runs table that has none (a database Python Agno
+    /// made) and records whether it exists.
+    ///
+    /// The DDL does not wait for the write turn: this runs inside writes that hold it (the
+    /// legacy cleanup re-reads the shapes before it returns), and the turn is not reentrant.
+    /// SQLite's own lock and busy timeout order it against other writers.
+    async fn ensure_run_facts(&self) -> DbResult<()> {
+        let facts = self.tables.run_facts();
+        if !self.table_exists(&facts).await? {
+            for sql in schema::run_facts_ddl(&facts, &self.tables.runs) {
+                if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(sql.as_str())).execute(&self.pool).await {
+                    tracing::warn!(table = %facts, error = %e, "cannot create the run facts table; metrics read runs' JSON");
+                    break;
+                }
+            }
+        }
+        let exists = self.table_exists(&facts).await?;
+        self.run_facts_table.store(exists, Ordering::Relaxed);
         Ok(())
     }
 
