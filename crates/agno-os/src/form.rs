@@ -18,7 +18,7 @@ use axum::http::header::CONTENT_TYPE;
 use crate::error::{ApiError, ApiResult};
 use crate::input::{Limits, check_form_json, read_error};
 
-/// The text fields of a form (the last value wins for a repeated field) and its files.
+/// The text fields of a form (each sent once) and its files.
 #[derive(Debug, Default)]
 pub struct Form {
     fields: HashMap<String, String>,
@@ -87,7 +87,7 @@ impl Form {
                     return Err(too_long(&name));
                 }
                 check_form_json(&name, &text, limits.json_depth)?;
-                form.fields.insert(name, text);
+                form.insert(name, text)?;
             }
         } else if content_type.starts_with("application/x-www-form-urlencoded") {
             for (name, value) in serde_urlencoded_pairs(&bytes)? {
@@ -95,7 +95,7 @@ impl Form {
                     return Err(too_long(&name));
                 }
                 check_form_json(&name, &value, limits.json_depth)?;
-                form.fields.insert(name, value);
+                form.insert(name, value)?;
             }
         } else {
             return Err(ApiError::unprocessable(
@@ -103,6 +103,17 @@ impl Form {
             ));
         }
         Ok(form)
+    }
+
+    /// Adds a text field; a field sent twice is refused (which value was meant is unknown).
+    fn insert(&mut self, name: String, value: String) -> ApiResult<()> {
+        if self.fields.contains_key(&name) {
+            return Err(ApiError::unprocessable(format!("form field {name} was sent more than once"))
+                .with_type("multiple_values")
+                .at("body", &name));
+        }
+        self.fields.insert(name, value);
+        Ok(())
     }
 
     /// Takes a required, non-empty text field out of the form (no copy of a large message).

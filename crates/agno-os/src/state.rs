@@ -83,6 +83,17 @@ impl AppState {
         self.workflows.iter().find(|w| w.id() == id)
     }
 
+    /// The model an agent of this OS uses, named by its `provider:id` (or its id, with `provider`
+    /// or alone), with that agent's own settings (key, base URL): what a request naming a model
+    /// gets when this OS serves it.
+    pub fn served_model(&self, model: &str, provider: Option<&str>) -> Option<Arc<dyn agno_core::Model>> {
+        let full = provider.map(|p| format!("{}:{model}", p.to_ascii_lowercase()));
+        self.agents
+            .iter()
+            .find(|a| a.model_spec == model || full.as_deref() == Some(a.model_spec.as_str()))
+            .map(|a| Arc::clone(a.agent.model()))
+    }
+
     /// How streams are sent (heartbeat, buffer bound).
     pub fn streaming(&self) -> crate::sse::Streaming {
         crate::sse::Streaming { heartbeat: self.heartbeat, buffer_bytes: self.limits.sse_buffer_bytes }

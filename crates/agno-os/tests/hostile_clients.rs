@@ -323,6 +323,19 @@ async fn a_body_slower_than_the_minimum_rate_is_refused_after_the_grace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_with_many_headers_are_served_as_uvicorn_serves_them() {
+    let os = TestOs::start(config(AGENT)).await;
+    for count in [101, 1000] {
+        let mut conn = TcpStream::connect(addr(&os)).await.unwrap();
+        let headers: String = (0..count).map(|i| format!("X-Header-{i}: v\r\n")).collect();
+        let request = format!("GET /health HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n");
+        conn.write_all(request.as_bytes()).await.unwrap();
+        let answer = read_until_closed(&mut conn, Duration::from_secs(10)).await.unwrap_or_default();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{count} headers: {answer}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listings_refuse_bad_paging_alike() {
     let os = TestOs::start(config(AGENT)).await;
     for route in ["/sessions", "/memories", "/eval-runs", "/user_memory_stats", "/traces"] {

@@ -79,7 +79,7 @@ fn form_field_schema(f: &super::FormField) -> Value {
         ("boolean", _) => {
             schema = json!({"description": f.description, "anyOf": [{"type": "boolean"},
                 {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", "on", "off",
-                                            "True", "False", "TRUE", "FALSE"]}]});
+                                            "True", "False", "TRUE", "FALSE", ""]}]});
         }
         (_, "message") => schema["minLength"] = json!(1),
         ("array", "step_requirements") => {
@@ -328,6 +328,22 @@ pub fn openapi_for(state: &crate::state::AppState) -> Value {
     models.push(Value::Null);
     if let Some(model) = doc.pointer_mut("/components/schemas/OptimizeMemoriesRequest/properties/model") {
         *model = json!({"enum": models, "description": "The summarizing model (default: the first agent's)."});
+    }
+    // An eval's judge: a model this OS serves, by its id (and provider).
+    let split =
+        |spec: &str| spec.split_once(':').map_or((None, spec.to_owned()), |(p, m)| (Some(p.to_owned()), m.to_owned()));
+    let mut ids: Vec<Value> = state.agents.iter().map(|a| json!(split(&a.model_spec).1)).collect();
+    ids.dedup();
+    ids.push(Value::Null);
+    let mut providers: Vec<Value> =
+        state.agents.iter().filter_map(|a| split(&a.model_spec).0).map(|p| json!(p)).collect();
+    providers.dedup();
+    providers.push(Value::Null);
+    if let Some(id) = doc.pointer_mut("/components/schemas/EvalRunInput/properties/model_id") {
+        *id = json!({"enum": ids, "description": "The judge's model (default: the agent's own)."});
+    }
+    if let Some(provider) = doc.pointer_mut("/components/schemas/EvalRunInput/properties/model_provider") {
+        *provider = json!({"enum": providers, "description": "The judge model's provider."});
     }
     let mut endpoints: Vec<String> = state.agents.iter().map(|a| format!("/agents/{}/runs", a.agent.id())).collect();
     endpoints.extend(state.teams.iter().map(|t| format!("/teams/{}/runs", t.id())));

@@ -301,11 +301,14 @@ pub async fn run_eval(
     spec.expected_tool_call_arguments = req.expected_tool_call_arguments.unwrap_or_default();
     let judge = match req.model_id.as_deref().filter(|m| !m.is_empty()) {
         None => std::sync::Arc::clone(agent.model()),
-        Some(model) => {
-            let provider = req.model_provider.as_deref().unwrap_or("openai").to_ascii_lowercase();
-            agno_models::model_from_str(&format!("{provider}:{model}"))
-                .map_err(|e| ApiError::bad_request(format!("cannot use the judge model {provider}:{model}: {e}")))?
-        }
+        Some(model) => match state.served_model(model, req.model_provider.as_deref()) {
+            Some(served) => served,
+            None => {
+                let provider = req.model_provider.as_deref().unwrap_or("openai").to_ascii_lowercase();
+                agno_models::model_from_str(&format!("{provider}:{model}"))
+                    .map_err(|e| ApiError::bad_request(format!("cannot use the judge model {provider}:{model}: {e}")))?
+            }
+        },
     };
     let sink = EvalSink {
         db: Some(db.clone()),

@@ -345,11 +345,11 @@ pub async fn optimize_memories(
     // A model an agent of this OS uses is that agent's (with its configured key and base URL).
     let requested = req.model.as_deref().filter(|m| !m.is_empty());
     let served = match requested {
-        None => state.agents.first(),
-        Some(spec) => state.agents.iter().find(|a| a.model_spec == spec),
+        None => state.agents.first().map(|a| Arc::clone(a.agent.model())),
+        Some(spec) => state.served_model(spec, None),
     };
     let model = match served {
-        Some(agent) => Arc::clone(agent.agent.model()),
+        Some(model) => model,
         None => agno_models::model_from_str(requested.unwrap_or(DEFAULT_OPTIMIZATION_MODEL))
             .map_err(|e| ApiError::bad_request(e.to_string()))?,
     };

@@ -35,6 +35,9 @@ pub(crate) const CRON_PATTERN: &str = r"^(?:@(?:yearly|annually|monthly|weekly|d
 const CRON_MESSAGE: &str = "Invalid cron expression: {value} (use 5 fields: minute hour day-of-month month day-of-week, \
      each numbers in range, *, ranges, lists or steps, with month and day names and L for the last day of the month; \
      or @daily, @hourly, ...)";
+/// The five methods, in any case.
+const METHOD_PATTERN: &str =
+    r"^(?:[Gg][Ee][Tt]|[Pp][Oo][Ss][Tt]|[Pp][Uu][Tt]|[Pp][Aa][Tt][Cc][Hh]|[Dd][Ee][Ll][Ee][Tt][Ee])$";
 /// What a `method` other than the five answers.
 const METHOD_MESSAGE: &str = "Value error, Method must be GET, POST, PUT, PATCH, or DELETE";
 /// What a `name` of other characters answers.
@@ -65,7 +68,7 @@ pub struct ScheduleCreate {
     #[schemars(
         with = "String",
         regex(
-            pattern = r"^(?:[Gg][Ee][Tt]|[Pp][Oo][Ss][Tt]|[Pp][Uu][Tt]|[Pp][Aa][Tt][Cc][Hh]|[Dd][Ee][Ll][Ee][Tt][Ee])$"
+            pattern = METHOD_PATTERN
         ),
         extend("x-message" = METHOD_MESSAGE)
     )]
@@ -115,7 +118,7 @@ pub struct ScheduleUpdateBody {
     #[schemars(
         with = "String",
         regex(
-            pattern = r"^(?:[Gg][Ee][Tt]|[Pp][Oo][Ss][Tt]|[Pp][Uu][Tt]|[Pp][Aa][Tt][Cc][Hh]|[Dd][Ee][Ll][Ee][Tt][Ee])$"
+            pattern = METHOD_PATTERN
         ),
         extend("x-message" = METHOD_MESSAGE)
     )]

@@ -63,7 +63,9 @@ impl CronSchedule {
         } else if fields != 5 {
             return Err(bad("use 5 fields: minute hour day-of-month month day-of-week"));
         }
-        let cron = Cron::from_str(&wrap_ranges(trimmed)).map_err(|e| bad(&e.to_string()))?;
+        // `@midnight` is `@daily` (Vixie cron's name for it).
+        let pattern = if trimmed.eq_ignore_ascii_case("@midnight") { "@daily" } else { trimmed };
+        let cron = Cron::from_str(&wrap_ranges(pattern)).map_err(|e| bad(&e.to_string()))?;
         let tz = Tz::from_str(timezone.trim()).map_err(|_| CronError::Timezone(timezone.to_owned()))?;
         Ok(Self { cron, tz, expr: trimmed.to_owned() })
     }
@@ -100,7 +102,8 @@ const FIELDS: [(u32, u32, &[&str]); 5] = [
 ];
 
 /// A range that wraps around its field's end (`22-2` hours, `fri-mon`) as the two ranges it
-/// covers (`22-23,0-2`), each with the step given; other items as written.
+/// covers (`22-23,0-2`), each with the step given; a range whose step passes its end as its first
+/// value (`2-7/29` fires only at 2); other items as written.
 fn wrap_ranges(expr: &str) -> String {
     let fields: Vec<&str> = expr.split_whitespace().collect();
     if fields.len() != FIELDS.len() {
@@ -125,11 +128,16 @@ fn wrap_ranges(expr: &str) -> String {
                 .map(|item| {
                     let (range, step) = item.split_once('/').map_or((item, None), |(r, s)| (r, Some(s)));
                     let Some((from, to)) = range.split_once('-') else { return item.to_owned() };
+                    let every = step.and_then(|s| s.parse::<u32>().ok());
+                    // One range with its step, or its first value when the step passes its end.
+                    let range_of = |a: u32, b: u32| match (every, step) {
+                        (Some(s), _) if s > b - a => a.to_string(),
+                        (_, Some(s)) => format!("{a}-{b}/{s}"),
+                        (_, None) => format!("{a}-{b}"),
+                    };
                     match (value(from, names, first), value(to, names, first)) {
-                        (Some(a), Some(b)) if a > b && a <= max.max(a) && b >= min => {
-                            let step = step.map(|s| format!("/{s}")).unwrap_or_default();
-                            format!("{a}-{max}{step},{min}-{b}{step}")
-                        }
+                        (Some(a), Some(b)) if a > b && b >= min => format!("{},{}", range_of(a, max), range_of(min, b)),
+                        (Some(a), Some(b)) if a <= b => range_of(a, b),
                         _ => item.to_owned(),
                     }
                 })
@@ -156,8 +164,13 @@ mod tests {
     #[test]
     fn ranges_wrap_around_the_end_of_their_field() {
         assert_eq!(wrap_ranges("5-3 22-2 * * fri-mon"), "5-59,0-3 22-23,0-2 * * 5-6,0-1");
-        assert_eq!(wrap_ranges("0 9 * * MON-FRI"), "0 9 * * MON-FRI");
+        assert_eq!(wrap_ranges("0 9 * * MON-FRI"), "0 9 * * 1-5", "names read as their numbers");
         assert_eq!(wrap_ranges("*/5 1-3/2 * nov-feb *"), "*/5 1-3/2 * 11-12,1-2 *");
+        assert_eq!(wrap_ranges("21-6/49 2-7/29 * * *"), "21,0 2 * * *", "steps past the range's end");
+        assert!(CronSchedule::parse("21-6/49 2-7/3 20-8,*/31 12,3-4,APR 4,WEd", "UTC").is_ok());
+        for nickname in ["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"] {
+            assert!(CronSchedule::parse(nickname, "UTC").is_ok(), "{nickname}");
+        }
         assert!(CronSchedule::parse("0 22-2 * * sat-mon", "UTC").is_ok());
     }
 

@@ -29,8 +29,9 @@ use crate::app::AgentOs;
 pub use body::{BodyPace, BodyTooSlow, RATE_GRACE};
 use connections::Connections;
 
-/// Most headers a request may carry (431 beyond).
-const MAX_HEADERS: usize = 500;
+/// Most headers a request may carry (431 beyond). Python AgentOS (uvicorn) counts none, only
+/// their bytes; here the read buffer bounds their bytes and this their number.
+const MAX_HEADERS: usize = 2000;
 
 /// The default grace of a shutdown (`[os] shutdown_grace_seconds`).
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -159,7 +160,7 @@ pub async fn serve(
     let connections = Connections::new(settings);
     let router = os.router();
     let mut http = hyper::server::conn::http1::Builder::new();
-    // As uvicorn, which takes a few hundred headers (hyper's default is 100).
+    // As uvicorn, which takes thousands of headers (hyper's default is 100).
     http.timer(TokioTimer::new()).header_read_timeout(settings.header_read_timeout).max_headers(MAX_HEADERS);
     let slots = Arc::new(tokio::sync::Semaphore::new(settings.max_connections));
     tokio::pin!(shutdown);
