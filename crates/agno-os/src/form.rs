@@ -18,7 +18,7 @@ use axum::http::header::CONTENT_TYPE;
 use crate::error::{ApiError, ApiResult};
 use crate::input::{Limits, check_form_json, read_error};
 
-/// The text fields of a form (each sent once) and its files.
+/// The text fields of a form (the last value of a repeated one) and its files.
 #[derive(Debug, Default)]
 pub struct Form {
     fields: HashMap<String, String>,
@@ -87,7 +87,8 @@ impl Form {
                     return Err(too_long(&name));
                 }
                 check_form_json(&name, &text, limits.json_depth)?;
-                form.insert(name, text)?;
+                // A repeated field keeps its last value, as Starlette reads it.
+                form.fields.insert(name, text);
             }
         } else if content_type.starts_with("application/x-www-form-urlencoded") {
             for (name, value) in serde_urlencoded_pairs(&bytes)? {
@@ -95,7 +96,7 @@ impl Form {
                     return Err(too_long(&name));
                 }
                 check_form_json(&name, &value, limits.json_depth)?;
-                form.insert(name, value)?;
+                form.fields.insert(name, value);
             }
         } else {
             return Err(ApiError::unprocessable(
@@ -103,17 +104,6 @@ impl Form {
             ));
         }
         Ok(form)
-    }
-
-    /// Adds a text field; a field sent twice is refused (which value was meant is unknown).
-    fn insert(&mut self, name: String, value: String) -> ApiResult<()> {
-        if self.fields.contains_key(&name) {
-            return Err(ApiError::unprocessable(format!("form field {name} was sent more than once"))
-                .with_type("multiple_values")
-                .at("body", &name));
-        }
-        self.fields.insert(name, value);
-        Ok(())
     }
 
     /// Takes a required, non-empty text field out of the form (no copy of a large message).
@@ -129,17 +119,23 @@ impl Form {
         self.fields.get(name).map(String::as_str)
     }
 
-    /// A boolean field (`true`/`false`/`1`/`0`/`yes`/`no`).
+    /// The texts [`Form::bool`] reads, in any case (pydantic's words for a boolean), and the
+    /// empty text (absent): the pattern `/openapi.json` states for a boolean form field.
+    pub const BOOL_PATTERN: &'static str =
+        "^(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Yy][Ee][Ss]|[Nn][Oo]|[Oo][Nn]|[Oo][Ff][Ff]|[TtFfYyNn01])?$";
+
+    /// A boolean field: `true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`, `t`/`f`, `y`/`n`, in
+    /// any case, as pydantic reads them; empty is absent.
     ///
     /// # Errors
     /// 422 for another value.
     pub fn bool(&self, name: &str) -> ApiResult<Option<bool>> {
-        match self.text(name).map(|t| t.trim().to_ascii_lowercase()) {
+        match self.text(name).map(str::to_ascii_lowercase) {
             None => Ok(None),
             Some(t) if t.is_empty() => Ok(None),
             Some(t) => match t.as_str() {
-                "true" | "1" | "yes" | "on" => Ok(Some(true)),
-                "false" | "0" | "no" | "off" => Ok(Some(false)),
+                "true" | "1" | "yes" | "on" | "t" | "y" => Ok(Some(true)),
+                "false" | "0" | "no" | "off" | "f" | "n" => Ok(Some(false)),
                 _ => Err(ApiError::unprocessable(format!("{name} must be true or false, not {t:?}"))),
             },
         }

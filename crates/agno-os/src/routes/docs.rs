@@ -78,8 +78,7 @@ fn form_field_schema(f: &super::FormField) -> Value {
     match (f.kind, f.name) {
         ("boolean", _) => {
             schema = json!({"description": f.description, "anyOf": [{"type": "boolean"},
-                {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", "on", "off",
-                                            "True", "False", "TRUE", "FALSE", ""]}]});
+                {"type": "string", "pattern": crate::form::Form::BOOL_PATTERN}]});
         }
         (_, "message") => schema["minLength"] = json!(1),
         ("array", "step_requirements") => {

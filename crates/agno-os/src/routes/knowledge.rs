@@ -350,7 +350,9 @@ pub async fn upload_content(
         None => Map::new(),
         Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(m)) => m,
-            // As Agno: a value that is not a JSON object is kept under "value".
+            // As Agno: JSON null is no metadata; anything else that is not an object is kept
+            // under "value".
+            Ok(Value::Null) => Map::new(),
             _ => Map::from_iter([("value".to_owned(), Value::String(text.to_owned()))]),
         },
     };

@@ -103,7 +103,8 @@ const FIELDS: [(u32, u32, &[&str]); 5] = [
 
 /// A range that wraps around its field's end (`22-2` hours, `fri-mon`) as the two ranges it
 /// covers (`22-23,0-2`), each with the step given; a range whose step passes its end as its first
-/// value (`2-7/29` fires only at 2); other items as written.
+/// value (`2-7/29` fires only at 2); names (in any case) and numbers with leading zeros as plain
+/// numbers; a list holding `*` as `*`; other items as written.
 fn wrap_ranges(expr: &str) -> String {
     let fields: Vec<&str> = expr.split_whitespace().collect();
     if fields.len() != FIELDS.len() {
@@ -123,14 +124,26 @@ fn wrap_ranges(expr: &str) -> String {
         .zip(FIELDS)
         .map(|(field, (min, max, names))| {
             let first = if names.len() == 12 { 1 } else { 0 };
+            // A list holding `*` is every value (croniter reads it so; croner refuses it).
+            if field.split(',').any(|item| item == "*") {
+                return "*".to_owned();
+            }
             field
                 .split(',')
                 .map(|item| {
                     let (range, step) = item.split_once('/').map_or((item, None), |(r, s)| (r, Some(s)));
-                    let Some((from, to)) = range.split_once('-') else { return item.to_owned() };
+                    let Some((from, to)) = range.split_once('-') else {
+                        // A single value as its number (a name in any case, `03`); `*`, `L`, ... as written.
+                        return match (value(range, names, first), step) {
+                            (Some(v), Some(s)) => format!("{v}/{s}"),
+                            (Some(v), None) => v.to_string(),
+                            (None, _) => item.to_owned(),
+                        };
+                    };
                     let every = step.and_then(|s| s.parse::<u32>().ok());
                     // One range with its step, or its first value when the step passes its end.
                     let range_of = |a: u32, b: u32| match (every, step) {
+                        _ if a == b => a.to_string(),
                         (Some(s), _) if s > b - a => a.to_string(),
                         (_, Some(s)) => format!("{a}-{b}/{s}"),
                         (_, None) => format!("{a}-{b}"),
@@ -168,6 +181,12 @@ mod tests {
         assert_eq!(wrap_ranges("*/5 1-3/2 * nov-feb *"), "*/5 1-3/2 * 11-12,1-2 *");
         assert_eq!(wrap_ranges("21-6/49 2-7/29 * * *"), "21,0 2 * * *", "steps past the range's end");
         assert!(CronSchedule::parse("21-6/49 2-7/3 20-8,*/31 12,3-4,APR 4,WEd", "UTC").is_ok());
+        // Found by the fuzz campaign: a range ending where its field starts, leading zeros.
+        let fuzzed = "3,*/1,*,*,02,*,1,*,13,*/34,*/10,3-8 21,10-23/10 30-2/16,5,31,3 10 3-0,*/3,2-0/3";
+        assert!(CronSchedule::parse(fuzzed, "UTC").is_ok(), "{}", wrap_ranges(fuzzed));
+        let fuzzed = "4-9/28 1,*,6,17,8,03,1,*,5-22,*/5,*,21 */30,31 2,Nov,*/10 WeD,sUN";
+        assert!(CronSchedule::parse(fuzzed, "UTC").is_ok(), "{}", wrap_ranges(fuzzed));
+        assert_eq!(wrap_ranges("0 03 * Nov WeD,sUN"), "0 3 * 11 3,0");
         for nickname in ["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"] {
             assert!(CronSchedule::parse(nickname, "UTC").is_ok(), "{nickname}");
         }
