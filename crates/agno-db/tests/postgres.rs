@@ -675,7 +675,7 @@ async fn an_unreachable_server_is_reported_as_unavailable() {
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     db.create_tables().await.unwrap();
     let mut c = conn().await;
-    exec(&mut c, &format!("DROP TABLE \"{}\".agno_runs", scratch.name)).await;
+    exec(&mut c, &format!("DROP TABLE \"{}\".agno_runs CASCADE", scratch.name)).await;
     let err = db.get_run("r1", None).await.unwrap_err();
     assert_eq!(err.kind(), DbErrorKind::SchemaTooOld, "{err}");
     assert!(err.to_string().contains("cannot read run r1"), "{err}");

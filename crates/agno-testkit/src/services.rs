@@ -7,13 +7,20 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-/// Records that `what` cannot run here (or fails under `CI=true`), naming what it needs.
+/// True under CI: `CI` set to anything but an empty value, `0`, `false` or `no` (CI services set
+/// `CI=true`, `CI=1`, `CI=yes`).
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no"))
+}
+
+/// Records that `what` cannot run here (or fails under CI, see [`under_ci`]), naming what it
+/// needs.
 ///
 /// # Panics
-/// Under `CI=true`.
+/// Under CI.
 pub fn skip(what: &str, needs: &str) {
     let message = format!("{what} needs {needs}");
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{message} (CI=true: nothing may skip)");
+    assert!(!under_ci(), "{message} (CI is set: nothing may skip)");
     eprintln!("SKIPPED: {message}");
     if let Ok(path) = std::env::var("AGNO_SKIP_LOG")
         && let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path)
