@@ -6,9 +6,9 @@
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-use agno::core::{ErrorRequirement, RunOutput, RunRequirement, RunStatus, StepRequirement};
-use agno::runtime::workflow::{Workflow, WorkflowContinueRequest, WorkflowRunRequest};
-use agno::runtime::{ContinueRequest, RunRequest};
+use agno::core::{ComponentKind, ErrorRequirement, RunInput, RunOutput, RunRequirement, RunStatus, StepRequirement};
+use agno::runtime::workflow::{Workflow, WorkflowContinueRequest};
+use agno::runtime::{ContinueRequest, RunSpec};
 use agno_os::app::AgentOs;
 use agno_os::config::OsConfig;
 use anyhow::{Context, Result, bail};
@@ -25,15 +25,14 @@ pub(crate) async fn run(config: &Path, args: &RunArgs) -> Result<()> {
     let output = if let Some(id) = &args.workflow {
         let wf =
             state.workflow(id).with_context(|| not_found("workflow", id, state.workflows.iter().map(Workflow::id)))?;
-        let request = WorkflowRunRequest { session_id: session, ..WorkflowRunRequest::from(message) };
-        let mut run = wf.arun(request).await?;
+        let mut run = wf.arun(spec(ComponentKind::Workflow, id, message, session).workflow_request()).await?;
         while run.status == RunStatus::Paused {
             run = review(wf, &run)?.await?;
         }
         run
     } else if let Some(id) = &args.team {
         let team = state.team(id).with_context(|| not_found("team", id, state.teams.iter().map(|t| t.id())))?;
-        let mut run = team.arun(request(message, session)).await?;
+        let mut run = team.arun(spec(ComponentKind::Team, id, message, session).request()).await?;
         while run.status == RunStatus::Paused {
             let mut answers = run.requirements.clone().unwrap_or_default();
             answer_tools(&mut Terminal::new(), &format!("team {id:?}"), &mut answers)?;
@@ -43,7 +42,7 @@ pub(crate) async fn run(config: &Path, args: &RunArgs) -> Result<()> {
     } else if let Some(id) = &args.agent_id {
         let served =
             state.agent(id).with_context(|| not_found("agent", id, state.agents.iter().map(|a| a.agent.id())))?;
-        let mut run = served.agent.arun(request(message, session)).await?;
+        let mut run = served.agent.arun(spec(ComponentKind::Agent, id, message, session).request()).await?;
         while run.status == RunStatus::Paused {
             let mut answers = run.requirements.clone().unwrap_or_default();
             answer_tools(&mut Terminal::new(), &format!("agent {id:?}"), &mut answers)?;
@@ -64,12 +63,13 @@ pub(crate) async fn run(config: &Path, args: &RunArgs) -> Result<()> {
     }
 }
 
-fn request(message: String, session: Option<String>) -> RunRequest {
-    let request = RunRequest::new(message);
-    match session {
-        Some(id) => request.session_id(id),
-        None => request,
+/// The run asked for on the command line: `message` to `id`, in `session` (else a new one).
+fn spec(kind: ComponentKind, id: &str, message: String, session: Option<String>) -> RunSpec {
+    let mut spec = RunSpec::new(kind, id, RunInput::text(message));
+    if let Some(session) = session {
+        spec.session_id = session;
     }
+    spec
 }
 
 fn not_found<'a>(kind: &str, id: &str, known: impl Iterator<Item = &'a str>) -> String {

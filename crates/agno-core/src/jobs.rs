@@ -58,6 +58,43 @@ impl JobStatus {
     }
 }
 
+/// The kinds of component a run belongs to (a job's `component_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ComponentKind {
+    /// An agent.
+    Agent,
+    /// A team of agents.
+    Team,
+    /// A workflow of steps.
+    Workflow,
+}
+
+impl ComponentKind {
+    /// Every kind.
+    pub const ALL: [ComponentKind; 3] = [ComponentKind::Agent, ComponentKind::Team, ComponentKind::Workflow];
+
+    /// The stored value (`agent`, `team`, `workflow`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ComponentKind::Agent => "agent",
+            ComponentKind::Team => "team",
+            ComponentKind::Workflow => "workflow",
+        }
+    }
+
+    /// Parses a stored value.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for ComponentKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One background job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
@@ -110,6 +147,22 @@ pub struct Job {
 }
 
 impl Job {
+    /// A queued run job of a component of `kind`.
+    pub fn run(
+        kind: ComponentKind,
+        run_id: impl Into<String>,
+        component_id: impl Into<String>,
+        session_id: impl Into<String>,
+        payload: Value,
+    ) -> Self {
+        Self { component_type: kind.as_str().to_owned(), ..Self::agent_run(run_id, component_id, session_id, payload) }
+    }
+
+    /// The kind of component the job runs; `None` for a `component_type` no version wrote.
+    pub fn kind(&self) -> Option<ComponentKind> {
+        ComponentKind::parse(&self.component_type)
+    }
+
     /// A queued workflow run job.
     pub fn workflow_run(
         run_id: impl Into<String>,

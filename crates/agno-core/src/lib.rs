@@ -38,7 +38,9 @@ pub use db::{
 };
 pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
 pub use event::{EventData, RunEvent};
-pub use jobs::{Continued, Enqueued, Job, JobLease, JobOutcome, JobSignal, JobStatus, RunWrite, StoredEvent};
+pub use jobs::{
+    ComponentKind, Continued, Enqueued, Job, JobLease, JobOutcome, JobSignal, JobStatus, RunWrite, StoredEvent,
+};
 pub use knowledge::{Document, Filter, KnowledgeBase, KnowledgeError, SearchType};
 pub use memory::{UserMemory, UserMemoryStats};
 pub use message::{FunctionCall, Message, Role, ToolCall, pair_tool_calls, tool_calls_paired};

@@ -8,15 +8,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agno_core::{
-    AgentSession, Job, JobOutcome, JobSignal, JobStatus, JobStore, RunEvent, RunInput, RunOutput, RunRequirement,
+    AgentSession, ComponentKind, Job, JobOutcome, JobSignal, JobStatus, JobStore, RunEvent, RunOutput, RunRequirement,
     RunStatus, StateUpdate, StoredEvent, TeamStreamEvent, WorkflowStreamEvent, now_epoch_secs,
 };
 use agno_runtime::team::{Team, TeamStream};
-use agno_runtime::workflow::{Durable, Workflow, WorkflowRunRequest};
-use agno_runtime::{Agent, ContinueRequest, RunError, RunRequest};
+use agno_runtime::workflow::{Durable, Workflow};
+use agno_runtime::{Agent, ContinueRequest, RunError, RunSpec};
 use futures::StreamExt;
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -246,68 +246,54 @@ pub const CANCELLED_LOST_WORKER: &str = "the run was cancelled and the replica r
 pub const LOST_WORKER: &str = "the replica running this background run stopped before it finished (its lease \
      expired) and no attempt is left; requeue it if it should run again";
 
-/// The run parameters kept in a job's payload.
-pub fn payload(
-    message: &str,
-    session_state: Option<Map<String, Value>>,
-    dependencies: Option<Map<String, Value>>,
-    metadata: Option<Map<String, Value>>,
-) -> Value {
-    let mut p = Map::new();
-    p.insert("message".to_owned(), Value::String(message.to_owned()));
-    for (k, v) in [("session_state", session_state), ("dependencies", dependencies), ("metadata", metadata)] {
-        if let Some(v) = v {
-            p.insert(k.to_owned(), Value::Object(v));
-        }
+/// The `PENDING` record of `spec`'s run, in the shape its component stores it; `None` when the
+/// component is not served here.
+pub fn pending_record(state: &AppState, spec: &RunSpec) -> Option<RunOutput> {
+    let id = spec.component_id.as_str();
+    match spec.kind {
+        ComponentKind::Agent => state.agent(id).map(|a| a.agent.pending_run(&spec.request())),
+        ComponentKind::Team => state.team(id).map(|t| t.pending_run(&spec.request())),
+        ComponentKind::Workflow => state.workflow(id).map(|w| w.pending_run(&spec.workflow_request())),
     }
-    Value::Object(p)
 }
 
 /// Writes the session (if new) and the `PENDING` run of a job about to be queued, so the run is
 /// visible before any worker can pick it up; true when the session was created here.
 ///
 /// # Errors
-/// The storage error.
+/// The storage error; a payload that is not a run, or a component not served here (kind
+/// `Other`, with the reason).
 pub async fn store_pending(state: &AppState, job: &Job) -> Result<bool, agno_core::DbError> {
-    let db = state.db.as_ref().ok_or_else(|| agno_core::DbError::new(agno_core::DbErrorKind::Other, "no database"))?;
-    let created = db.get_session(&job.session_id, None, Some(0)).await?.is_none();
-    if created {
-        let mut session = AgentSession::new(job.session_id.clone());
-        session.agent_id = Some(job.component_id.clone());
-        session.user_id.clone_from(&job.user_id);
-        db.upsert_session(&session, &StateUpdate::keep()).await?;
-    }
-    let mut run = RunOutput::new(job.id.clone(), job.session_id.clone());
-    run.agent_id = Some(job.component_id.clone());
-    run.user_id.clone_from(&job.user_id);
-    run.status = RunStatus::Pending;
-    run.created_at = job.created_at;
-    if let Some(m) = job.payload.get("message").and_then(Value::as_str) {
-        run.input = Some(RunInput::text(m));
-    }
-    db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
-    Ok(created)
+    let invalid = |reason: String| agno_core::DbError::new(agno_core::DbErrorKind::Other, reason);
+    let spec = RunSpec::from_job(job).map_err(|e| invalid(e.to_string()))?;
+    store_pending_spec(state, job, &spec)
+        .await?
+        .ok_or_else(|| invalid(format!("{} {} is not served here", spec.kind, spec.component_id)))
 }
 
-/// [`store_pending`] for a workflow or team run (`job.component_type`): its session (if new) and
-/// its `PENDING` run, in Agno's workflow or team run shape.
-///
-/// # Errors
-/// The storage error.
-pub async fn store_pending_record(state: &AppState, job: &Job, run: &RunOutput) -> Result<bool, agno_core::DbError> {
+/// [`store_pending`] of `spec`, the job's own; `None` when its component is not served here.
+pub(crate) async fn store_pending_spec(
+    state: &AppState,
+    job: &Job,
+    spec: &RunSpec,
+) -> Result<Option<bool>, agno_core::DbError> {
+    let Some(mut run) = pending_record(state, spec) else { return Ok(None) };
+    run.created_at = job.created_at;
     let db = state.db.as_ref().ok_or_else(|| agno_core::DbError::new(agno_core::DbErrorKind::Other, "no database"))?;
     let created = db.get_session(&job.session_id, None, Some(0)).await?.is_none();
     if created {
         let mut session = AgentSession::new(job.session_id.clone());
-        match job.component_type.as_str() {
-            "team" => session.team_id = Some(job.component_id.clone()),
-            _ => session.workflow_id = Some(job.component_id.clone()),
+        let id = Some(job.component_id.clone());
+        match spec.kind {
+            ComponentKind::Agent => session.agent_id = id,
+            ComponentKind::Team => session.team_id = id,
+            ComponentKind::Workflow => session.workflow_id = id,
         }
         session.user_id.clone_from(&job.user_id);
         db.upsert_session(&session, &StateUpdate::keep()).await?;
     }
-    db.upsert_run(run, &job.session_id, job.user_id.as_deref()).await?;
-    Ok(created)
+    db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
+    Ok(Some(created))
 }
 
 /// Jobs per status, in [`JobStatus::ALL`] order.
@@ -356,28 +342,6 @@ pub async fn requeue(
         Some(job) => Requeued::Done(Box::new(job)),
         None => Requeued::Missing,
     })
-}
-
-fn request_of(job: &Job) -> RunRequest {
-    let p = &job.payload;
-    let mut req = RunRequest::new(p.get("message").and_then(Value::as_str).unwrap_or_default())
-        .run_id(job.id.clone())
-        .session_id(job.session_id.clone());
-    if let Some(u) = &job.user_id {
-        req = req.user_id(u.clone());
-    }
-    if let Some(Value::Object(s)) = p.get("session_state") {
-        req = req.session_state(s.clone());
-    }
-    if let Some(Value::Object(d)) = p.get("dependencies") {
-        for (k, v) in d {
-            req = req.dependency(k, v.clone());
-        }
-    }
-    if let Some(Value::Object(m)) = p.get("metadata") {
-        req = req.metadata(m.clone());
-    }
-    req
 }
 
 /// A worker's claim on a job as a run fence: each write of the run is stored together with a
@@ -538,6 +502,44 @@ impl EventLog {
     }
 }
 
+/// What a job asks of its worker, read from its payload: a new run, or the continuation of a
+/// paused one with the answers (`payload.continue.requirements`).
+#[derive(Debug)]
+enum Work {
+    /// A new run.
+    Run(Box<RunSpec>),
+    /// The continuation of the paused run.
+    Continue(Vec<RunRequirement>),
+}
+
+/// Reads what `job` asks for; a payload no version of agno-rs wrote (or an unknown component
+/// kind) gives the reason, naming the field.
+fn work_of(job: &Job) -> Result<Work, String> {
+    if let Some(cont) = job.payload.get("continue") {
+        let requirements = match cont.get("requirements") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(r) => serde_path_to_error::deserialize(r).map_err(|e| {
+                format!(
+                    "the job's payload is not a continuation: `continue.requirements{}` {}",
+                    path_suffix(&e),
+                    e.inner()
+                )
+            })?,
+        };
+        return Ok(Work::Continue(requirements));
+    }
+    RunSpec::from_job(job).map(|spec| Work::Run(Box::new(spec))).map_err(|e| e.to_string())
+}
+
+/// A field path below a known one (`[0].status`), or nothing for the value itself.
+fn path_suffix<E>(e: &serde_path_to_error::Error<E>) -> String {
+    match e.path().to_string() {
+        p if p == "." => String::new(),
+        p if p.starts_with('[') => p,
+        p => format!(".{p}"),
+    }
+}
+
 /// The workflow run a job executes: a new run; or, for a later attempt (its worker died) or a
 /// continue (the route applied the answers), the stored run resumed from its journal, so the
 /// steps it completed are not run again.
@@ -545,9 +547,10 @@ async fn start_workflow(
     state: &AppState,
     wf: &Workflow,
     job: &Job,
+    work: Work,
     durable: Durable,
 ) -> agno_runtime::workflow::WorkflowStream {
-    let continued = job.payload.get("continue").is_some();
+    let continued = matches!(work, Work::Continue(_));
     if (continued || job.attempt > 1)
         && let Some(db) = &state.db
         && let Ok(Some(run)) = db.get_run(&job.id, job.user_id.as_deref()).await
@@ -555,48 +558,53 @@ async fn start_workflow(
     {
         return wf.resume_stream(run, durable);
     }
-    let p = &job.payload;
-    let object = |key: &str| p.get(key).and_then(Value::as_object).cloned();
-    let request = WorkflowRunRequest {
-        input: p.get("input").cloned().unwrap_or(Value::Null),
-        run_id: Some(job.id.clone()),
-        session_id: Some(job.session_id.clone()),
-        user_id: job.user_id.clone(),
-        session_state: object("session_state"),
-        additional_data: object("additional_data"),
-        metadata: object("metadata"),
-    };
-    wf.run_stream_durable(request, durable)
+    match work {
+        Work::Run(spec) => wf.run_stream_durable(spec.workflow_request(), durable),
+        // A continue whose run is gone: resuming the bare record reports that it is not paused.
+        Work::Continue(_) => {
+            let mut run = RunOutput::new(job.id.clone(), job.session_id.clone());
+            run.workflow_id = Some(job.component_id.clone());
+            wf.resume_stream(run, durable)
+        }
+    }
 }
 
-/// The run a job executes: a new run, or the continuation of a paused one (`payload.continue`).
-async fn start_run(
-    state: &AppState,
-    agent: &Agent,
-    job: &Job,
-    fence: Arc<LeaseFence>,
-    after: Option<u64>,
-) -> agno_runtime::RunStream {
-    let Some(cont) = job.payload.get("continue") else {
-        return agent.run_stream(request_of(job).fence(fence).after_event_index(after));
+/// The continuation of the paused run of `job` with `requirements`: the stored run (the route
+/// put it back to `PENDING` when it queued the continuation), else the run by id.
+async fn continuation(state: &AppState, job: &Job, requirements: Vec<RunRequirement>) -> ContinueRequest {
+    let stored = match &state.db {
+        Some(db) => db.get_run(&job.id, job.user_id.as_deref()).await.ok().flatten(),
+        None => None,
     };
-    let requirements: Vec<RunRequirement> =
-        cont.get("requirements").cloned().and_then(|r| serde_json::from_value(r).ok()).unwrap_or_default();
-    let mut req = match state.db.as_ref().map(|db| db.get_run(&job.id, job.user_id.as_deref())) {
-        Some(read) => match read.await {
-            Ok(Some(mut run)) => {
-                // The route put the run back to PENDING when it queued the continuation.
-                run.status = RunStatus::Paused;
-                ContinueRequest::output(run, requirements)
-            }
-            _ => ContinueRequest::run_id(job.id.clone(), requirements),
-        },
+    let mut req = match stored {
+        Some(mut run) => {
+            run.status = RunStatus::Paused;
+            ContinueRequest::output(run, requirements)
+        }
         None => ContinueRequest::run_id(job.id.clone(), requirements),
     };
     if let Some(u) = &job.user_id {
         req = req.user_id(u.clone());
     }
-    agent.continue_run_stream(req.fence(fence).after_event_index(after))
+    req
+}
+
+/// The agent run a job executes: a new run, or the continuation of a paused one.
+async fn start_run(
+    state: &AppState,
+    agent: &Agent,
+    job: &Job,
+    work: Work,
+    fence: Arc<LeaseFence>,
+    after: Option<u64>,
+) -> agno_runtime::RunStream {
+    match work {
+        Work::Run(spec) => agent.run_stream(spec.request().fence(fence).after_event_index(after)),
+        Work::Continue(requirements) => {
+            let req = continuation(state, job, requirements).await;
+            agent.continue_run_stream(req.fence(fence).after_event_index(after))
+        }
+    }
 }
 
 /// The last `event_index` an earlier attempt of the job logged.
@@ -670,44 +678,80 @@ fn outcome_of(queue: &Queue, job: &Job, result: Result<RunOutput, RunError>, tim
 }
 
 /// The team run a job executes: a new run (also for a later attempt: a team run starts over), or
-/// the continuation of a paused one (`payload.continue.requirements`).
+/// the continuation of a paused one.
 async fn start_team(
     state: &AppState,
     team: &Team,
     job: &Job,
+    work: Work,
     fence: Arc<LeaseFence>,
     after: Option<u64>,
 ) -> TeamStream {
-    let Some(cont) = job.payload.get("continue") else {
-        return team.run_stream(request_of(job).fence(fence).after_event_index(after));
-    };
-    let requirements: Vec<RunRequirement> =
-        cont.get("requirements").cloned().and_then(|r| serde_json::from_value(r).ok()).unwrap_or_default();
-    let stored = match &state.db {
-        Some(db) => db.get_run(&job.id, job.user_id.as_deref()).await.ok().flatten(),
-        None => None,
-    };
-    let mut req = match stored {
-        Some(mut run) => {
-            // The route put the run back to PENDING when it queued the continuation.
-            run.status = RunStatus::Paused;
-            ContinueRequest::output(run, requirements)
+    match work {
+        Work::Run(spec) => team.run_stream(spec.request().fence(fence).after_event_index(after)),
+        Work::Continue(requirements) => {
+            let req = continuation(state, job, requirements).await;
+            team.continue_run_stream(req.fence(fence).after_event_index(after))
         }
-        None => ContinueRequest::run_id(job.id.clone(), requirements),
-    };
-    if let Some(u) = &job.user_id {
-        req = req.user_id(u.clone());
     }
-    team.continue_run_stream(req.fence(fence).after_event_index(after))
 }
 
-/// One attempt of a workflow job, fenced by the claim, its events logged.
-async fn execute_workflow(state: &AppState, queue: &Queue, job: &Job, wf: &Workflow, earlier: bool) -> JobOutcome {
-    let fence: Arc<dyn agno_runtime::RunFence> = fence_of(queue, job);
-    let durable = Durable { fence: Some(fence), after_event_index: last_logged(queue, job, earlier).await };
-    let mut stream = start_workflow(state, wf, job, durable).await;
-    let timed_out = log_attempt(queue, job, &mut stream).await;
-    outcome_of(queue, job, stream.output().await, timed_out)
+/// One attempt of `work` by the component the job names, its events logged and its writes
+/// fenced by the claim. A retried or continued run numbers its events after those logged.
+async fn attempt(state: &AppState, queue: &Queue, job: &Job, work: Work, earlier: bool) -> JobOutcome {
+    let id = &job.component_id;
+    let not_served =
+        |kind: ComponentKind| JobOutcome::Settled(JobStatus::Failed, Some(format!("{kind} {id} is not served here")));
+    let Some(kind) = job.kind() else {
+        return JobOutcome::Settled(
+            JobStatus::Failed,
+            Some(format!("unknown component kind `{}`", job.component_type)),
+        );
+    };
+    let after = last_logged(queue, job, earlier).await;
+    match kind {
+        ComponentKind::Agent => {
+            let Some(served) = state.agent(id) else { return not_served(kind) };
+            let mut stream = start_run(state, &served.agent, job, work, fence_of(queue, job), after).await;
+            let timed_out = log_attempt(queue, job, &mut stream).await;
+            outcome_of(queue, job, stream.output().await, timed_out)
+        }
+        ComponentKind::Team => {
+            let Some(team) = state.team(id) else { return not_served(kind) };
+            let mut stream = start_team(state, team, job, work, fence_of(queue, job), after).await;
+            let timed_out = log_attempt(queue, job, &mut stream).await;
+            outcome_of(queue, job, stream.output().await, timed_out)
+        }
+        ComponentKind::Workflow => {
+            let Some(wf) = state.workflow(id) else { return not_served(kind) };
+            let fence: Arc<dyn agno_runtime::RunFence> = fence_of(queue, job);
+            let durable = Durable { fence: Some(fence), after_event_index: after };
+            let mut stream = start_workflow(state, wf, job, work, durable).await;
+            let timed_out = log_attempt(queue, job, &mut stream).await;
+            outcome_of(queue, job, stream.output().await, timed_out)
+        }
+    }
+}
+
+/// Ends the run of a job whose payload cannot be read: `ERROR`, with the reason as its content.
+async fn end_unreadable(state: &AppState, job: &Job, reason: &str) {
+    let Some(db) = &state.db else { return };
+    let mut run = match db.get_run(&job.id, None).await {
+        Ok(Some(run)) => run,
+        Ok(None) => {
+            tracing::warn!(job = %job.id, "the run of an unreadable job is gone");
+            return;
+        }
+        Err(e) => {
+            tracing::error!(job = %job.id, error = %e, "cannot read the run of an unreadable job");
+            return;
+        }
+    };
+    run.status = RunStatus::Error;
+    run.content = Some(Value::String(reason.to_owned()));
+    if let Err(e) = db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await {
+        tracing::error!(job = %job.id, error = %e, "cannot end the run of an unreadable job");
+    }
 }
 
 /// Runs one claimed job to the end of its attempt, logging its events.
@@ -742,38 +786,17 @@ async fn execute(state: AppState, queue: Queue, job: Job) {
         }
         _ => false,
     };
-    let workflow = (job.component_type == "workflow").then(|| state.workflow(&job.component_id));
-    let team = (job.component_type == "team").then(|| state.team(&job.component_id));
-    let outcome = match state.agent(&job.component_id) {
-        _ if done_before => {
-            tracing::info!(job = %job.id, attempt = job.attempt, "run already completed by an earlier attempt");
-            JobOutcome::Settled(JobStatus::Completed, None)
-        }
-        _ if workflow.is_some() => match workflow.flatten() {
-            None => JobOutcome::Settled(
-                JobStatus::Failed,
-                Some(format!("workflow {} is not served here", job.component_id)),
-            ),
-            Some(wf) => execute_workflow(&state, &queue, &job, wf, earlier).await,
-        },
-        _ if team.is_some() => match team.flatten() {
-            None => {
-                JobOutcome::Settled(JobStatus::Failed, Some(format!("team {} is not served here", job.component_id)))
+    let outcome = if done_before {
+        tracing::info!(job = %job.id, attempt = job.attempt, "run already completed by an earlier attempt");
+        JobOutcome::Settled(JobStatus::Completed, None)
+    } else {
+        match work_of(&job) {
+            Ok(work) => attempt(&state, &queue, &job, work, earlier).await,
+            Err(reason) => {
+                tracing::error!(job = %job.id, %reason, "unreadable job payload");
+                end_unreadable(&state, &job, &reason).await;
+                JobOutcome::Settled(JobStatus::Failed, Some(reason))
             }
-            Some(team) => {
-                let after = last_logged(&queue, &job, earlier).await;
-                let mut stream = start_team(&state, team, &job, fence_of(&queue, &job), after).await;
-                let timed_out = log_attempt(&queue, &job, &mut stream).await;
-                outcome_of(&queue, &job, stream.output().await, timed_out)
-            }
-        },
-        None => JobOutcome::Settled(JobStatus::Failed, Some(format!("agent {} is not served here", job.component_id))),
-        Some(served) => {
-            // A retried or continued run numbers its events after those already logged.
-            let after = last_logged(&queue, &job, earlier).await;
-            let mut stream = start_run(&state, &served.agent, &job, fence_of(&queue, &job), after).await;
-            let timed_out = log_attempt(&queue, &job, &mut stream).await;
-            outcome_of(&queue, &job, stream.output().await, timed_out)
         }
     };
     heartbeat.abort();
@@ -795,12 +818,12 @@ async fn end_swept_runs(state: &AppState, store: &dyn JobStore, jobs: Vec<Job>) 
             Ok(Some(run)) => run,
             Ok(None) => {
                 let mut r = RunOutput::new(job.id.clone(), job.session_id.clone());
-                match job.component_type.as_str() {
-                    "team" => {
+                match job.kind() {
+                    Some(ComponentKind::Team) => {
                         r.extra.insert("team_id".to_owned(), Value::String(job.component_id.clone()));
                     }
-                    "workflow" => r.workflow_id = Some(job.component_id.clone()),
-                    _ => r.agent_id = Some(job.component_id.clone()),
+                    Some(ComponentKind::Workflow) => r.workflow_id = Some(job.component_id.clone()),
+                    Some(ComponentKind::Agent) | None => r.agent_id = Some(job.component_id.clone()),
                 }
                 r
             }

@@ -97,6 +97,23 @@ impl Agent {
         &self.inner.id
     }
 
+    /// The record of `request` before it runs (`PENDING`): what a queued run shows until a
+    /// worker starts it, in the shape the run itself will store.
+    pub fn pending_run(&self, request: &crate::RunRequest) -> agno_core::RunOutput {
+        let run_id = request.run_id.clone().unwrap_or_else(agno_core::new_id);
+        let session_id = request.session_id.clone().unwrap_or_else(agno_core::new_id);
+        let mut out = agno_core::RunOutput::new(&run_id, &session_id);
+        out.agent_id = Some(self.inner.id.clone());
+        out.agent_name.clone_from(&self.inner.name);
+        out.user_id.clone_from(&request.user_id);
+        out.model = Some(self.inner.model.id().to_owned());
+        out.model_provider = Some(self.inner.model.provider().to_owned());
+        out.input = Some(request.input.clone());
+        out.metadata = request.metadata.clone().or_else(|| self.inner.metadata.clone());
+        out.status = agno_core::RunStatus::Pending;
+        out
+    }
+
     /// The agent name.
     pub fn name(&self) -> Option<&str> {
         self.inner.name.as_deref()

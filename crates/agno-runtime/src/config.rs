@@ -133,7 +133,7 @@ impl RetryConfig {
 }
 
 /// The schema structured output must match.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OutputSchema {
     /// Schema name (becomes `content_type`).
     pub name: String,

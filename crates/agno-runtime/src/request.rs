@@ -41,6 +41,10 @@ pub struct RunRequest {
     /// `Some(false)`: neither read nor write the agent's session. A workflow step's agent run is
     /// kept inside the workflow run (`step_executor_runs`), as Agno keeps it.
     pub store: Option<bool>,
+    /// `Some(false)`: keep none of this run's events on the stored run, even when it is streamed
+    /// and the agent keeps events (a run asked for without streaming keeps none, as Agno's; a
+    /// background worker streams every run to log its events).
+    pub store_events: Option<bool>,
     /// History messages to send before the input, in place of the stored session's (a team's
     /// leader reads its team's history this way).
     pub history: Option<Vec<agno_core::Message>>,

@@ -189,7 +189,8 @@ impl Agent {
         let agent = self.clone();
         let mut request = request.into();
         let run = register(&mut request);
-        spawn_stream(self.inner.store_events, move |em| agent.execute(request, em, run))
+        let store_events = self.inner.store_events && request.store_events != Some(false);
+        spawn_stream(store_events, move |em| agent.execute(request, em, run))
     }
 
     /// Continues a paused run with resolved requirements.

@@ -5,8 +5,8 @@
 use crate::routes::query::{Query, QueryRejection};
 use std::collections::HashMap;
 
-use agno_core::{RunQuery, RunStatus, SortOrder};
-use agno_runtime::{Agent, ContinueRequest, RunError, RunHandle, RunRequest};
+use agno_core::{ComponentKind, RunQuery, RunStatus, SortOrder};
+use agno_runtime::{Agent, ContinueRequest, RunError, RunHandle};
 use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
 use axum::http::StatusCode;
@@ -301,56 +301,6 @@ pub const RESUME_FORM: &[FormField] = &[
     FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
 ];
 
-/// The `files` of a run form, as Agno sorts them: images, and documents (PDF, text, JSON, CSV,
-/// Word). Empty files and other kinds are refused with the file's name.
-fn uploaded_media(form: &mut Form) -> ApiResult<Vec<(bool, agno_core::Media)>> {
-    use base64::Engine as _;
-    let mut out = Vec::new();
-    for file in form.take_files("files") {
-        if file.bytes.is_empty() {
-            return Err(ApiError::bad_request(format!("Empty file: {}", file.file_name)));
-        }
-        let ext = file.file_name.rsplit('.').next().unwrap_or_default().to_lowercase();
-        let by_extension = match ext.as_str() {
-            "png" => Some("image/png"),
-            "jpg" | "jpeg" => Some("image/jpeg"),
-            "gif" => Some("image/gif"),
-            "webp" => Some("image/webp"),
-            "pdf" => Some("application/pdf"),
-            "txt" | "md" => Some("text/plain"),
-            "csv" => Some("text/csv"),
-            "json" => Some("application/json"),
-            "docx" => Some("application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
-            _ => None,
-        };
-        let sent = file.content_type.clone().filter(|t| !t.is_empty() && t != "application/octet-stream");
-        let Some(mime) = sent.or_else(|| by_extension.map(str::to_owned)) else {
-            return Err(ApiError::bad_request(format!("Unsupported file type: {}", file.file_name)));
-        };
-        let is_image = mime.starts_with("image/");
-        let is_document = mime == "application/pdf"
-            || mime.starts_with("text/")
-            || mime == "application/json"
-            || mime.contains("wordprocessingml");
-        if mime.starts_with("audio/") || mime.starts_with("video/") {
-            return Err(ApiError::bad_request(format!(
-                "{} is {mime}: audio and video inputs are not supported by agno-rs yet (send images or documents)",
-                file.file_name
-            )));
-        }
-        if !is_image && !is_document {
-            return Err(ApiError::bad_request(format!("Unsupported file type: {} ({mime})", file.file_name)));
-        }
-        let mut media = agno_core::Media::bytes(base64::engine::general_purpose::STANDARD.encode(&file.bytes), &mime);
-        media.filename = Some(file.file_name.clone());
-        out.push((is_image, media));
-    }
-    if form.has_files() {
-        return Err(ApiError::bad_request("upload files in the `files` field"));
-    }
-    Ok(out)
-}
-
 /// `POST /agents/{agent_id}/runs`: form fields `message` (required), `stream` (default true),
 /// `session_id`, `user_id`, `session_state`, `dependencies`, `metadata`, `output_schema`,
 /// `add_history_to_context`, `cancel_on_disconnect`.
@@ -361,54 +311,18 @@ pub async fn create_run(
     request: Request,
 ) -> ApiResult<Response> {
     let served = served(&state, &principal, &agent_id)?;
-    let idempotency_key = idempotency_key(request.headers())?;
-    let mut form = Form::read(request, &state.limits).await?;
-    let message = form.take_required("message")?;
-    let media = uploaded_media(&mut form)?;
-    // As Agno: a token's `sub` is the run's user (over the form field), forced under isolation.
-    let user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
-    let run_id = agno_core::new_id();
-    let mut req = RunRequest::new(message).run_id(run_id.clone());
-    for (is_image, item) in media {
-        req = if is_image { req.image(item) } else { req.file(item) };
-    }
-    if let Some(session_id) = form.text("session_id").filter(|s| !s.is_empty()) {
-        check_session_owner(&state, session_id, user_id.as_deref()).await?;
-        req = req.session_id(session_id);
-    } else {
-        req = req.session_id(agno_core::new_id());
-    }
-    if let Some(user) = &user_id {
-        req = req.user_id(user.clone());
-    }
-    if let Some(s) = json_object(&form, "session_state")? {
-        req = req.session_state(s);
-    }
-    if let Some(deps) = json_object(&form, "dependencies")? {
-        for (k, v) in deps {
-            req = req.dependency(&k, v);
-        }
-    }
-    if let Some(m) = json_object(&form, "metadata")? {
-        req = req.metadata(m);
-    }
-    if let Some(schema) = json_object(&form, "output_schema")? {
-        let schema = Value::Object(schema);
-        crate::input::check_output_schema(&schema, state.limits.schema)?;
-        let name = schema.get("title").and_then(Value::as_str).unwrap_or("output").to_owned();
-        req = req.output_schema(agno_runtime::OutputSchema::new(&name, schema));
-    }
-    req.add_history_to_context = form.bool("add_history_to_context")?;
-    if form.bool("background")?.unwrap_or(false) {
-        return background_run(&state, &agent_id, &form, req, idempotency_key).await;
+    let form = super::run_form::read(&state, &principal, ComponentKind::Agent, &agent_id, request).await?;
+    let req = form.spec.request();
+    if form.background {
+        return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;
     }
     let agent: &Agent = &served.agent;
-    let policy = if form.bool("cancel_on_disconnect")?.unwrap_or(false) {
-        DisconnectPolicy::Cancel(run_id)
+    let policy = if form.cancel_on_disconnect {
+        DisconnectPolicy::Cancel(form.spec.run_id.clone())
     } else {
         DisconnectPolicy::KeepRunning
     };
-    if form.bool("stream")?.unwrap_or(true) {
+    if form.stream {
         Ok(run_events(agent.run_stream(req), policy, state.streaming()))
     } else {
         Ok(await_run(agent.spawn_run(req), policy).await)
@@ -423,38 +337,6 @@ pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Opti
         return Err(ApiError::unprocessable("Idempotency-Key must be at most 512 characters"));
     }
     Ok(Some(key.to_owned()).filter(|k| !k.is_empty()))
-}
-
-/// `background=true`: commit the job and the PENDING run, answer 202 `{run_id, session_id,
-/// status}`. The same idempotency key from the same user answers the original run (409 when it
-/// was for another agent); a full queue answers 429.
-async fn background_run(
-    state: &AppState,
-    agent_id: &str,
-    form: &Form,
-    req: RunRequest,
-    idempotency_key: Option<String>,
-) -> ApiResult<Response> {
-    // As Agno: stream=true (the default) tails the queued run's events; stream=false answers 202.
-    let stream = form.bool("stream")?.unwrap_or(true);
-    let queue = super::background::queue_of(state)?;
-    let session_id = req.session_id.clone().unwrap_or_else(agno_core::new_id);
-    let run_id = req.run_id.clone().unwrap_or_else(agno_core::new_id);
-    let message = req.input.input_content.as_ref().and_then(Value::as_str).unwrap_or_default();
-    let payload = crate::queue::payload(
-        message,
-        json_object(form, "session_state")?,
-        json_object(form, "dependencies")?,
-        json_object(form, "metadata")?,
-    );
-    let mut job = agno_core::Job::agent_run(run_id, agent_id, session_id, payload);
-    job.user_id.clone_from(&req.user_id);
-    job.idempotency_key = idempotency_key;
-    job.max_attempts = queue.settings.max_attempts.max(1);
-    // The PENDING run is written before the job can be claimed, so a worker's RUNNING write is
-    // never overwritten by it.
-    let created_session = crate::queue::store_pending(state, &job).await?;
-    super::background::enqueue(state, queue, &job, created_session, stream).await
 }
 
 /// An SSE response tailing a background run's event log after index `after`.

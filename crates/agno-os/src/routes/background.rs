@@ -2,6 +2,7 @@
 //! a job behind its `PENDING` run, and queueing a paused run's continuation under its run id.
 
 use agno_core::{Job, RunOutput, RunStatus};
+use agno_runtime::RunSpec;
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -33,6 +34,29 @@ fn accepted(state: &AppState, queue: &Queue, job: &Job, status: &str, stream: bo
     }
     Ok((StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
         .into_response())
+}
+
+/// `background=true` for a run of any kind: commits the job whose payload is `spec` behind the
+/// `PENDING` record of its run (and its session, when new), then answers 202 `{run_id,
+/// session_id, status}` or (with `stream`) tails the run's events. A worker on any replica runs
+/// the same spec, writing through its claim and logging its events (`/resume`).
+pub(crate) async fn submit(
+    state: &AppState,
+    spec: &RunSpec,
+    stream: bool,
+    idempotency_key: Option<String>,
+) -> ApiResult<Response> {
+    let queue = queue_of(state)?;
+    let mut job = Job::run(spec.kind, &spec.run_id, &spec.component_id, &spec.session_id, spec.to_payload());
+    job.user_id.clone_from(&spec.user_id);
+    job.idempotency_key = idempotency_key;
+    job.max_attempts = queue.settings.max_attempts.max(1);
+    // The PENDING run is written before the job can be claimed, so a worker's RUNNING write is
+    // never overwritten by it.
+    let created_session = crate::queue::store_pending_spec(state, &job, spec)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("{} {} not found", spec.kind, spec.component_id)))?;
+    enqueue(state, queue, &job, created_session, stream).await
 }
 
 /// Commits `job`, whose `PENDING` run (and, when `created_session`, its session) the caller has

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod params;
 pub mod query;
 pub mod queue;
+pub(crate) mod run_form;
 pub mod schedules;
 pub mod sessions;
 pub mod teams;

@@ -3,9 +3,9 @@
 //! session or run answers 404.
 
 use crate::routes::query::{Query, QueryRejection};
-use agno_core::{RunOutput, RunQuery, SortOrder, TeamStreamEvent};
+use agno_core::{ComponentKind, RunOutput, RunQuery, SortOrder, TeamStreamEvent};
+use agno_runtime::RunError;
 use agno_runtime::team::{Member, Team, TeamStream};
-use agno_runtime::{RunError, RunRequest};
 use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
 use axum::response::{IntoResponse, Response};
@@ -13,7 +13,6 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::agents::{check_session_owner, json_object};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -173,35 +172,12 @@ pub async fn create_run(
 ) -> ApiResult<Response> {
     let team = served(&state, &principal, &team_id)?.clone();
     require_run_access(&principal, &team_id)?;
-    let idempotency_key = super::agents::idempotency_key(request.headers())?;
-    let mut form = Form::read(request, &state.limits).await?;
-    let message = form.take_required("message")?;
-    if form.has_files() {
-        return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
+    let form = super::run_form::read(&state, &principal, ComponentKind::Team, &team_id, request).await?;
+    let req = form.spec.request();
+    if form.background {
+        return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;
     }
-    let user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
-    let session_id = match form.text("session_id").filter(|s| !s.is_empty()) {
-        Some(session_id) => {
-            check_session_owner(&state, session_id, user_id.as_deref()).await?;
-            session_id.to_owned()
-        }
-        None => agno_core::new_id(),
-    };
-    let mut req = RunRequest::new(message).run_id(agno_core::new_id()).session_id(session_id);
-    if let Some(user) = user_id {
-        req = req.user_id(user);
-    }
-    if let Some(s) = json_object(&form, "session_state")? {
-        req = req.session_state(s);
-    }
-    if let Some(m) = json_object(&form, "metadata")? {
-        req = req.metadata(m);
-    }
-    let stream = form.bool("stream")?.unwrap_or(true);
-    if form.bool("background")?.unwrap_or(false) {
-        return background_run(&state, &team, req, stream, idempotency_key).await;
-    }
-    if stream {
+    if form.stream {
         return Ok(stream_response(team.run_stream(req), state.streaming()));
     }
     // On its own task: the run completes and is stored even if the client goes away.
@@ -215,29 +191,6 @@ pub async fn create_run(
             },
         },
     }
-}
-
-/// `background=true`: commit the job and the `PENDING` team run, answer 202 `{run_id,
-/// session_id, status}` (or tail the run's events with `stream=true`); a worker on any replica
-/// runs it, writing through its claim and logging its events (`/resume`).
-async fn background_run(
-    state: &AppState,
-    team: &Team,
-    req: RunRequest,
-    stream: bool,
-    idempotency_key: Option<String>,
-) -> ApiResult<Response> {
-    let queue = super::background::queue_of(state)?;
-    let run = team.pending_run(&req);
-    let message = req.input.input_content.as_ref().and_then(Value::as_str).unwrap_or_default();
-    let payload = crate::queue::payload(message, req.session_state.clone(), None, req.metadata.clone());
-    let session_id = run.session_id.clone().unwrap_or_default();
-    let mut job = agno_core::Job::team_run(run.id(), team.id(), session_id, payload);
-    job.user_id.clone_from(&req.user_id);
-    job.idempotency_key = idempotency_key;
-    job.max_attempts = queue.settings.max_attempts.max(1);
-    let created_session = crate::queue::store_pending_record(state, &job, &run).await?;
-    super::background::enqueue(state, queue, &job, created_session, stream).await
 }
 
 /// Query of `GET /teams/{team_id}/runs`.

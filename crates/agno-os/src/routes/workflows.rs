@@ -3,17 +3,15 @@
 //! user's session or run answers 404.
 
 use crate::routes::query::{Query, QueryRejection};
-use agno_core::{RunOutput, RunQuery, SortOrder, WorkflowStreamEvent};
+use agno_core::{ComponentKind, RunOutput, RunQuery, SortOrder, WorkflowStreamEvent};
 use agno_runtime::RunError;
-use agno_runtime::workflow::{
-    Executor, StepNode, Workflow, WorkflowContinueRequest, WorkflowRunRequest, WorkflowStream,
-};
+use agno_runtime::workflow::{Executor, StepNode, Workflow, WorkflowContinueRequest, WorkflowStream};
 use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -153,8 +151,6 @@ pub const RUN_FORM: &[FormField] = &[
     },
 ];
 
-use super::agents::json_object;
-
 /// One event as an SSE frame (`event: <Name>`, `data: <JSON>`, `id: <event_index>`).
 fn frame(event: &WorkflowStreamEvent) -> crate::sse::Frame {
     crate::sse::Frame::json(event.name(), event, event.event_index())
@@ -190,48 +186,18 @@ pub async fn create_run(
 ) -> ApiResult<Response> {
     let wf = served(&state, &principal, &workflow_id)?.clone();
     require_run_access(&principal, &workflow_id)?;
-    let idempotency_key = super::agents::idempotency_key(request.headers())?;
-    let mut form = Form::read(request, &state.limits).await?;
-    let message = form.take_required("message")?;
-    if form.has_files() {
-        return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
+    let form = super::run_form::read(&state, &principal, ComponentKind::Workflow, &workflow_id, request).await?;
+    let request = form.spec.workflow_request();
+    if form.background {
+        return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;
     }
-    // As Agno: a token's `sub` is the run's user (over the form field), forced under isolation.
-    let user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
-    let session_id = match form.text("session_id").filter(|s| !s.is_empty()) {
-        Some(session_id) => {
-            check_session_owner(&state, session_id, user_id.as_deref()).await?;
-            session_id.to_owned()
-        }
-        None => agno_core::new_id(),
-    };
-    // Structured input (an input schema's dict) arrives as JSON text, as Agno's form sends it.
-    let input = match serde_json::from_str::<Value>(&message) {
-        Ok(v @ (Value::Object(_) | Value::Array(_))) => v,
-        _ => Value::String(message),
-    };
-    let request = WorkflowRunRequest {
-        input,
-        run_id: Some(agno_core::new_id()),
-        session_id: Some(session_id),
-        user_id,
-        session_state: json_object(&form, "session_state")?,
-        additional_data: json_object(&form, "additional_data")?,
-        metadata: json_object(&form, "metadata")?,
-    };
-    let stream = form.bool("stream")?.unwrap_or(true);
-    if form.bool("background")?.unwrap_or(false) {
-        return background_run(&state, &wf, request, stream, idempotency_key).await;
-    }
-    if stream {
+    if form.stream {
         return Ok(stream_response(wf.run_stream(request), state.streaming()));
     }
     // On its own task: the run completes and is stored even if the client goes away.
     let stream = wf.run_stream(request);
     run_response(stream.output().await)
 }
-
-use super::agents::check_session_owner;
 
 /// Query of `GET /workflows/{workflow_id}/runs`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -441,40 +407,6 @@ impl From<agno_core::DbError> for Failure {
     fn from(e: agno_core::DbError) -> Self {
         Failure::Api(e.into())
     }
-}
-
-/// `background=true`: commit the job and the `PENDING` run, answer 202 `{run_id, session_id,
-/// status}` (or tail the run's events with `stream=true`). The same idempotency key from the
-/// same user answers the original run; a full queue answers 429. A worker on any replica runs it,
-/// storing each completed step; a retried attempt (its worker died) resumes after the last
-/// completed step.
-async fn background_run(
-    state: &AppState,
-    wf: &Workflow,
-    request: WorkflowRunRequest,
-    stream: bool,
-    idempotency_key: Option<String>,
-) -> ApiResult<Response> {
-    let queue = super::background::queue_of(state)?;
-    let run = wf.pending_run(&request);
-    let mut payload = Map::new();
-    payload.insert("input".to_owned(), request.input.clone());
-    for (key, value) in [
-        ("session_state", &request.session_state),
-        ("additional_data", &request.additional_data),
-        ("metadata", &request.metadata),
-    ] {
-        if let Some(v) = value {
-            payload.insert(key.to_owned(), Value::Object(v.clone()));
-        }
-    }
-    let session_id = run.session_id.clone().unwrap_or_default();
-    let mut job = agno_core::Job::workflow_run(run.id(), wf.id(), session_id, Value::Object(payload));
-    job.user_id.clone_from(&request.user_id);
-    job.idempotency_key = idempotency_key;
-    job.max_attempts = queue.settings.max_attempts.max(1);
-    let created_session = crate::queue::store_pending_record(state, &job, &run).await?;
-    super::background::enqueue(state, queue, &job, created_session, stream).await
 }
 
 /// A background continue: the answers are checked and applied now (a misfit answers 422 and

@@ -38,6 +38,8 @@ pub(super) struct TeamRun {
     events: Mutex<(Option<mpsc::UnboundedSender<TeamStreamEvent>>, u64)>,
     /// What a streamed run keeps on its record (Agno's `events`: all but content deltas).
     stored_events: Mutex<Vec<Value>>,
+    /// Whether events are kept at all (a run asked for without streaming keeps none).
+    keep_events: std::sync::atomic::AtomicBool,
 }
 
 impl TeamRun {
@@ -60,7 +62,13 @@ impl TeamRun {
             pauses: Mutex::new(Vec::new()),
             events: Mutex::new((tx, after_event_index.map_or(0, |i| i + 1))),
             stored_events: Mutex::new(Vec::new()),
+            keep_events: std::sync::atomic::AtomicBool::new(true),
         })
+    }
+
+    /// Keeps none of the run's events on its record ([`RunRequest::store_events`]).
+    pub(super) fn drop_events(&self) {
+        self.keep_events.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Records a delegation call waiting on paused members.
@@ -96,7 +104,8 @@ impl TeamRun {
             let Some(tx) = tx else { return };
             event.event_index = Some(*next);
             *next += 1;
-            let keep = !matches!(event.data, agno_core::EventData::RunContent { .. });
+            let keep = self.keep_events.load(std::sync::atomic::Ordering::Relaxed)
+                && !matches!(event.data, agno_core::EventData::RunContent { .. });
             let event = wrap(Box::new(event));
             if keep && let (Ok(value), Ok(mut stored)) = (serde_json::to_value(&event), self.stored_events.lock()) {
                 stored.push(value);
@@ -376,6 +385,9 @@ pub(super) async fn execute(
     let history = if store { history(&team, &session_id, user_id.as_deref()).await? } else { Vec::new() };
 
     let run = TeamRun::new(&team, &run_id, &session_id, user_id.clone(), Vec::new(), tx, after);
+    if request.store_events == Some(false) {
+        run.drop_events();
+    }
     let leader = leader(&team, &run)?;
     let mut state = storage.initial.clone();
     if let Some(overrides) = request.session_state.take() {

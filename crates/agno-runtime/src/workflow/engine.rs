@@ -165,6 +165,8 @@ pub(super) struct Ctx {
     step_runs: Mutex<HashMap<String, RunOutput>>,
     /// True while replaying what the journal holds: events stay quiet.
     replaying: AtomicBool,
+    /// False for a run asked for without streaming: its steps' runs keep no events either.
+    pub(super) keep_events: bool,
 }
 
 impl Ctx {
@@ -339,6 +341,8 @@ pub(super) async fn execute(
     let fence = durable.fence.clone();
     // Nested workflows run inside their parent's run: nothing of their own is stored.
     let db = if depth == 0 { wf.db.clone() } else { None };
+    // `Some(false)`: a run asked for without streaming keeps no events, nor do its steps' runs.
+    let mut store_events = None;
     let (mut record, overrides, additional_data, continued) = match start {
         Start::New(request) => {
             let request = *request;
@@ -352,6 +356,7 @@ pub(super) async fn execute(
                 &request.input,
                 request.metadata.clone(),
             );
+            store_events = request.store_events;
             (record, request.session_state, request.additional_data, false)
         }
         Start::Continue(run) => {
@@ -391,6 +396,11 @@ pub(super) async fn execute(
     if let Some(data) = &additional_data {
         journal.insert("meta:additional_data".to_owned(), Value::Object(data.clone()));
     }
+    // Kept in the journal, so a resumed run (a retry, a continue) keeps the same rule.
+    if let Some(keep) = store_events {
+        journal.insert("meta:store_events".to_owned(), Value::Bool(keep));
+    }
+    let keep_events = journal.get("meta:store_events").and_then(Value::as_bool) != Some(false);
     let replaying = journal.keys().any(|k| k.starts_with("out:") || k.starts_with("answer:"));
     // Outputs and step runs are read once, typed.
     let mut outputs = HashMap::new();
@@ -445,7 +455,7 @@ pub(super) async fn execute(
         events: Mutex::new(Events {
             tx,
             next_index: durable.after_event_index.map_or(0, |i| i + 1),
-            stored: wf.store_events.then(Vec::new),
+            stored: (wf.store_events && keep_events).then(Vec::new),
             template,
         }),
         state: SessionState::new(state),
@@ -462,6 +472,7 @@ pub(super) async fn execute(
         outputs: Mutex::new(outputs),
         step_runs: Mutex::new(step_runs),
         replaying: AtomicBool::new(replaying),
+        keep_events,
     };
     if !continued {
         ctx.emit(|| WorkflowEventData::WorkflowStarted {}, None);

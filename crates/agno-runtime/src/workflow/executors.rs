@@ -101,6 +101,7 @@ pub(super) async fn run_nested(
                 user_id: ctx.user_id.clone(),
                 session_state: Some(ctx.state.snapshot()),
                 additional_data: ctx.additional_data.clone(),
+                store_events: (!ctx.keep_events).then_some(false),
                 ..WorkflowRunRequest::default()
             };
             (nested_run_id, Start::New(Box::new(request)))
@@ -174,6 +175,7 @@ pub(super) async fn run_team(
                 user_id: ctx.user_id.clone(),
                 session_state: Some(ctx.state.snapshot()),
                 parent_run_id: Some(ctx.run_id.clone()),
+                store_events: (!ctx.keep_events).then_some(false),
                 ..RunRequest::default()
             };
             (team_run_id, Ok(request))
@@ -268,6 +270,7 @@ pub(super) async fn run_agent(
             parent_run_id: Some(ctx.run_id.clone()),
             metadata: Some(Map::new()),
             store: Some(false),
+            store_events: (!ctx.keep_events).then_some(false),
             ..RunRequest::default()
         }
     };

@@ -243,6 +243,9 @@ pub struct WorkflowRunRequest {
     pub additional_data: Option<Map<String, Value>>,
     /// Metadata stored on the run.
     pub metadata: Option<Map<String, Value>>,
+    /// `Some(false)`: keep no events on the run nor on its steps' runs, even when it is streamed
+    /// (a run asked for without streaming, which a background worker streams to log its events).
+    pub store_events: Option<bool>,
 }
 
 impl From<&str> for WorkflowRunRequest {

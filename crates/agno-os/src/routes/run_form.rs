@@ -1,0 +1,159 @@
+//! The run forms of agents, teams and workflows, read once: each kind's `POST .../runs` form
+//! becomes an [`agno_runtime::RunSpec`] (what runs, inline or on the queue alike) and how it is to be
+//! answered (stream, background, disconnect policy).
+
+use agno_core::{ComponentKind, RunInput};
+use agno_runtime::{OutputSchema, RunSpec};
+use axum::extract::Request;
+use serde_json::Value;
+
+use super::agents::{check_session_owner, idempotency_key, json_object};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::form::Form;
+use crate::state::AppState;
+
+/// A run form, read.
+#[derive(Debug)]
+pub(crate) struct RunForm {
+    /// The run asked for.
+    pub spec: RunSpec,
+    /// Answer with its events (SSE) rather than its record (default true).
+    pub stream: bool,
+    /// Run it on the durable queue.
+    pub background: bool,
+    /// Cancel the run when the client goes away (agents).
+    pub cancel_on_disconnect: bool,
+    /// The `Idempotency-Key` header (background runs).
+    pub idempotency_key: Option<String>,
+}
+
+/// What a kind's run form reads beyond `message`, the ids, `session_state` and `metadata`: the
+/// fields its runner uses (a field a runner would ignore is not read).
+struct Takes {
+    /// `files` (images and documents) beside the message.
+    files: bool,
+    /// `dependencies`, `output_schema`, `add_history_to_context`, `cancel_on_disconnect`.
+    agent_options: bool,
+    /// `additional_data`, and a `message` of JSON read as structured input.
+    workflow_options: bool,
+}
+
+fn takes(kind: ComponentKind) -> Takes {
+    match kind {
+        ComponentKind::Agent => Takes { files: true, agent_options: true, workflow_options: false },
+        ComponentKind::Team => Takes { files: false, agent_options: false, workflow_options: false },
+        ComponentKind::Workflow => Takes { files: false, agent_options: false, workflow_options: true },
+    }
+}
+
+/// Reads the run form of `component_id` (a `kind`): `message` (required), `files`, `session_id`
+/// (another user's session answers 404), `user_id` (a token's `sub` wins, forced under
+/// isolation), `session_state`, `metadata`, and what the kind takes (see [`Takes`]).
+pub(crate) async fn read(
+    state: &AppState,
+    principal: &Principal,
+    kind: ComponentKind,
+    component_id: &str,
+    request: Request,
+) -> ApiResult<RunForm> {
+    let takes = takes(kind);
+    let idempotency_key = idempotency_key(request.headers())?;
+    let mut form = Form::read(request, &state.limits).await?;
+    let message = form.take_required("message")?;
+    let mut input = if takes.workflow_options {
+        // Structured input (an input schema's dict) arrives as JSON text, as Agno's form sends it.
+        match serde_json::from_str::<Value>(&message) {
+            Ok(v @ (Value::Object(_) | Value::Array(_))) => RunInput { input_content: Some(v), ..RunInput::default() },
+            _ => RunInput::text(message),
+        }
+    } else {
+        RunInput::text(message)
+    };
+    if takes.files {
+        for (is_image, media) in uploaded_media(&mut form)? {
+            if is_image { input.add_image(media) } else { input.add_file(media) }
+        }
+    } else if form.has_files() {
+        return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
+    }
+    let mut spec = RunSpec::new(kind, component_id, input);
+    // As Agno: a token's `sub` is the run's user (over the form field), forced under isolation.
+    spec.user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
+    if let Some(session_id) = form.text("session_id").filter(|s| !s.is_empty()) {
+        check_session_owner(state, session_id, spec.user_id.as_deref()).await?;
+        session_id.clone_into(&mut spec.session_id);
+    }
+    spec.session_state = json_object(&form, "session_state")?;
+    if takes.agent_options {
+        spec.dependencies = json_object(&form, "dependencies")?;
+    }
+    spec.metadata = json_object(&form, "metadata")?;
+    if takes.agent_options {
+        if let Some(schema) = json_object(&form, "output_schema")? {
+            let schema = Value::Object(schema);
+            crate::input::check_output_schema(&schema, state.limits.schema)?;
+            let name = schema.get("title").and_then(Value::as_str).unwrap_or("output").to_owned();
+            spec.output_schema = Some(OutputSchema::new(&name, schema));
+        }
+        spec.add_history_to_context = form.bool("add_history_to_context")?;
+    }
+    if takes.workflow_options {
+        spec.additional_data = json_object(&form, "additional_data")?;
+    }
+    let background = form.bool("background")?.unwrap_or(false);
+    let cancel_on_disconnect = takes.agent_options && form.bool("cancel_on_disconnect")?.unwrap_or(false);
+    let stream = form.bool("stream")?.unwrap_or(true);
+    spec.stream = stream;
+    Ok(RunForm { spec, stream, background, cancel_on_disconnect, idempotency_key })
+}
+
+/// The `files` of a run form, as Agno sorts them: images, and documents (PDF, text, JSON, CSV,
+/// Word). Empty files and other kinds are refused with the file's name.
+fn uploaded_media(form: &mut Form) -> ApiResult<Vec<(bool, agno_core::Media)>> {
+    use base64::Engine as _;
+    let mut out = Vec::new();
+    for file in form.take_files("files") {
+        if file.bytes.is_empty() {
+            return Err(ApiError::bad_request(format!("Empty file: {}", file.file_name)));
+        }
+        let ext = file.file_name.rsplit('.').next().unwrap_or_default().to_lowercase();
+        let by_extension = match ext.as_str() {
+            "png" => Some("image/png"),
+            "jpg" | "jpeg" => Some("image/jpeg"),
+            "gif" => Some("image/gif"),
+            "webp" => Some("image/webp"),
+            "pdf" => Some("application/pdf"),
+            "txt" | "md" => Some("text/plain"),
+            "csv" => Some("text/csv"),
+            "json" => Some("application/json"),
+            "docx" => Some("application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+            _ => None,
+        };
+        let sent = file.content_type.clone().filter(|t| !t.is_empty() && t != "application/octet-stream");
+        let Some(mime) = sent.or_else(|| by_extension.map(str::to_owned)) else {
+            return Err(ApiError::bad_request(format!("Unsupported file type: {}", file.file_name)));
+        };
+        let is_image = mime.starts_with("image/");
+        let is_document = mime == "application/pdf"
+            || mime.starts_with("text/")
+            || mime == "application/json"
+            || mime.contains("wordprocessingml");
+        if mime.starts_with("audio/") || mime.starts_with("video/") {
+            return Err(ApiError::bad_request(format!(
+                "{} is {mime}: audio and video inputs are not supported by agno-rs yet (send images or documents)",
+                file.file_name
+            )));
+        }
+        if !is_image && !is_document {
+            return Err(ApiError::bad_request(format!("Unsupported file type: {} ({mime})", file.file_name)));
+        }
+        let mut media = agno_core::Media::bytes(base64::engine::general_purpose::STANDARD.encode(&file.bytes), &mime);
+        media.filename = Some(file.file_name.clone());
+        out.push((is_image, media));
+    }
+    if form.has_files() {
+        return Err(ApiError::bad_request("upload files in the `files` field"));
+    }
+    Ok(out)
+}
