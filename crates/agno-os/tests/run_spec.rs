@@ -295,7 +295,16 @@ async fn an_unreadable_job_payload_ends_its_run_in_error_naming_the_field() {
         let run = ended_run(&os, id).await;
         assert_eq!(run["status"], "ERROR", "{run}");
         assert!(run["content"].as_str().unwrap().contains(reason), "{id}: {}", run["content"]);
-        let job = queue.store.get_job(id, None).await.unwrap().unwrap();
+        // The run is ended before the job's outcome is recorded: wait for the job to settle.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let job = loop {
+            let job = queue.store.get_job(id, None).await.unwrap().unwrap();
+            if job.status.is_terminal() {
+                break job;
+            }
+            assert!(Instant::now() < deadline, "job {id} never settled: {job:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         assert_eq!(job.status, agno_core::JobStatus::Failed);
         assert!(job.error.as_deref().unwrap_or_default().contains(reason), "{id}: {:?}", job.error);
     }

@@ -1,0 +1,152 @@
+//! The durable event log of a background run: events buffered and written in batches, fenced by
+//! the worker's claim, so `/resume` and tails on any replica read them.
+
+use std::time::Duration;
+
+use agno_core::{JobSignal, RunEvent, StoredEvent, TeamStreamEvent, WorkflowStreamEvent};
+use agno_runtime::Agent;
+use futures::StreamExt;
+
+use super::Queue;
+
+/// Events buffered before a write to the log.
+pub(super) const EVENT_BATCH: usize = 128;
+/// Longest an event waits in the buffer before it is written.
+pub(super) const EVENT_DELAY: Duration = Duration::from_millis(20);
+
+/// Writes a run's events to the durable log in batches, fenced by the worker's claim.
+pub(super) struct EventLog {
+    queue: Queue,
+    job_id: String,
+    attempt: i64,
+    buffer: Vec<StoredEvent>,
+    /// The claim no longer holds: nothing more is written (and the run is stopped).
+    fenced_out: bool,
+}
+
+/// An event a worker writes to the durable log: an agent's, or a workflow's (with its agents').
+pub(super) trait Logged: serde::Serialize {
+    fn index(&self) -> Option<u64>;
+    fn name(&self) -> std::borrow::Cow<'static, str>;
+    fn created_at(&self) -> i64;
+    fn terminal(&self) -> bool;
+}
+
+impl Logged for RunEvent {
+    fn index(&self) -> Option<u64> {
+        self.event_index
+    }
+    fn name(&self) -> std::borrow::Cow<'static, str> {
+        RunEvent::name(self).into()
+    }
+    fn created_at(&self) -> i64 {
+        self.created_at
+    }
+    fn terminal(&self) -> bool {
+        self.data.is_terminal()
+    }
+}
+
+impl Logged for WorkflowStreamEvent {
+    fn index(&self) -> Option<u64> {
+        self.event_index()
+    }
+    fn name(&self) -> std::borrow::Cow<'static, str> {
+        WorkflowStreamEvent::name(self).into()
+    }
+    fn created_at(&self) -> i64 {
+        match self {
+            WorkflowStreamEvent::Workflow(e) => e.created_at,
+            WorkflowStreamEvent::Agent(e) | WorkflowStreamEvent::Team(e) => e.created_at,
+        }
+    }
+    fn terminal(&self) -> bool {
+        self.is_terminal()
+    }
+}
+
+impl Logged for TeamStreamEvent {
+    fn index(&self) -> Option<u64> {
+        self.event_index()
+    }
+    fn name(&self) -> std::borrow::Cow<'static, str> {
+        TeamStreamEvent::name(self).into()
+    }
+    fn created_at(&self) -> i64 {
+        self.inner().created_at
+    }
+    fn terminal(&self) -> bool {
+        self.is_terminal()
+    }
+}
+
+impl EventLog {
+    /// The log of `job`'s current attempt.
+    pub(super) fn new(queue: &Queue, job: &agno_core::Job) -> Self {
+        Self {
+            queue: queue.clone(),
+            job_id: job.id.clone(),
+            attempt: job.attempt,
+            buffer: Vec::new(),
+            fenced_out: false,
+        }
+    }
+
+    fn push<E: Logged>(&mut self, event: &E) {
+        let Ok(data) = serde_json::to_string(event) else { return };
+        self.buffer.push(StoredEvent {
+            event_index: event.index().and_then(|i| i64::try_from(i).ok()).unwrap_or_default(),
+            attempt: self.attempt,
+            event: event.name().into_owned(),
+            data,
+            created_at: event.created_at(),
+        });
+    }
+
+    async fn flush(&mut self) {
+        if self.buffer.is_empty() || self.fenced_out {
+            self.buffer.clear();
+            return;
+        }
+        let q = &self.queue;
+        match q.store.append_events(&self.job_id, &q.worker_id, self.attempt, &self.buffer).await {
+            Ok(true) => {
+                q.signal(JobSignal::Events(self.job_id.clone()));
+            }
+            Ok(false) => {
+                tracing::warn!(job = %self.job_id, attempt = self.attempt, "claim lost: stopping the run");
+                self.fenced_out = true;
+                Agent::cancel_run(&self.job_id);
+            }
+            Err(e) => tracing::error!(job = %self.job_id, error = %e, "cannot write run events to the log"),
+        }
+        self.buffer.clear();
+    }
+
+    /// Consumes the run's events into the log until the stream ends.
+    pub(super) async fn record<E: Logged>(&mut self, stream: &mut (impl futures::Stream<Item = E> + Unpin)) {
+        let mut deadline = tokio::time::Instant::now();
+        loop {
+            let next = if self.buffer.is_empty() {
+                stream.next().await
+            } else {
+                tokio::select! {
+                    ev = stream.next() => ev,
+                    () = tokio::time::sleep_until(deadline) => {
+                        self.flush().await;
+                        continue;
+                    }
+                }
+            };
+            let Some(event) = next else { break };
+            if self.buffer.is_empty() {
+                deadline = tokio::time::Instant::now() + EVENT_DELAY;
+            }
+            self.push(&event);
+            if self.buffer.len() >= EVENT_BATCH || event.terminal() {
+                self.flush().await;
+            }
+        }
+        self.flush().await;
+    }
+}

@@ -1,0 +1,373 @@
+//! A worker's attempt at a claimed job: what the job asks for ([`Work`]), the run it starts for
+//! each kind of component, its events logged and its writes fenced by the claim, and the outcome
+//! recorded with the same fence.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agno_core::{
+    ComponentKind, Job, JobOutcome, JobSignal, JobStatus, JobStore, RunOutput, RunRequirement, RunStatus,
+    now_epoch_secs,
+};
+use agno_runtime::team::{Team, TeamStream};
+use agno_runtime::workflow::{Durable, Workflow};
+use agno_runtime::{Agent, ContinueRequest, RunError, RunSpec};
+use serde_json::Value;
+
+use super::event_log::{EventLog, Logged};
+use super::{Queue, QueueSettings};
+use crate::state::AppState;
+
+/// A worker's claim on a job as a run fence: each write of the run is stored together with a
+/// check of the claim (which also refreshes the lease), in one transaction.
+pub(super) struct LeaseFence {
+    store: Arc<dyn JobStore>,
+    lease: agno_core::JobLease,
+}
+
+impl std::fmt::Debug for LeaseFence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseFence").field("lease", &self.lease).finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl agno_runtime::RunFence for LeaseFence {
+    async fn save(&self, write: agno_core::RunWrite<'_>) -> Result<bool, agno_core::DbError> {
+        self.store.save_claimed_run(&self.lease, write, now_epoch_secs()).await
+    }
+}
+
+/// Exponential backoff with jitter, capped at 10x the base.
+pub(super) fn backoff(settings: &QueueSettings, attempt: i64) -> i64 {
+    let base = settings.retry_delay_seconds.max(0);
+    let exp = base.saturating_mul(1_i64 << attempt.clamp(1, 10).saturating_sub(1)).min(base.saturating_mul(10));
+    exp + fastrand::i64(0..=(exp / 4).max(0))
+}
+
+/// What a job asks of its worker, read from its payload: a new run, or the continuation of a
+/// paused one with the answers (`payload.continue.requirements`).
+#[derive(Debug)]
+pub(super) enum Work {
+    /// A new run.
+    Run(Box<RunSpec>),
+    /// The continuation of the paused run.
+    Continue(Vec<RunRequirement>),
+}
+
+/// Reads what `job` asks for; a payload no version of agno-rs wrote (or an unknown component
+/// kind) gives the reason, naming the field.
+pub(super) fn work_of(job: &Job) -> Result<Work, String> {
+    if let Some(cont) = job.payload.get("continue") {
+        let requirements = match cont.get("requirements") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(r) => serde_path_to_error::deserialize(r).map_err(|e| {
+                format!(
+                    "the job's payload is not a continuation: `continue.requirements{}` {}",
+                    path_suffix(&e),
+                    e.inner()
+                )
+            })?,
+        };
+        return Ok(Work::Continue(requirements));
+    }
+    RunSpec::from_job(job).map(|spec| Work::Run(Box::new(spec))).map_err(|e| e.to_string())
+}
+
+/// A field path below a known one (`[0].status`), or nothing for the value itself.
+pub(super) fn path_suffix<E>(e: &serde_path_to_error::Error<E>) -> String {
+    match e.path().to_string() {
+        p if p == "." => String::new(),
+        p if p.starts_with('[') => p,
+        p => format!(".{p}"),
+    }
+}
+
+/// The workflow run a job executes: a new run; or, for a later attempt (its worker died) or a
+/// continue (the route applied the answers), the stored run resumed from its journal, so the
+/// steps it completed are not run again.
+pub(super) async fn start_workflow(
+    state: &AppState,
+    wf: &Workflow,
+    job: &Job,
+    work: Work,
+    durable: Durable,
+) -> agno_runtime::workflow::WorkflowStream {
+    let continued = matches!(work, Work::Continue(_));
+    if (continued || job.attempt > 1)
+        && let Some(db) = &state.db
+        && let Ok(Some(run)) = db.get_run(&job.id, job.user_id.as_deref()).await
+        && (continued || run.status != RunStatus::Pending)
+    {
+        return wf.resume_stream(run, durable);
+    }
+    match work {
+        Work::Run(spec) => wf.run_stream_durable(spec.workflow_request(), durable),
+        // A continue whose run is gone: resuming the bare record reports that it is not paused.
+        Work::Continue(_) => {
+            let mut run = RunOutput::new(job.id.clone(), job.session_id.clone());
+            run.workflow_id = Some(job.component_id.clone());
+            wf.resume_stream(run, durable)
+        }
+    }
+}
+
+/// The continuation of the paused run of `job` with `requirements`: the stored run (the route
+/// put it back to `PENDING` when it queued the continuation), else the run by id.
+pub(super) async fn continuation(state: &AppState, job: &Job, requirements: Vec<RunRequirement>) -> ContinueRequest {
+    let stored = match &state.db {
+        Some(db) => db.get_run(&job.id, job.user_id.as_deref()).await.ok().flatten(),
+        None => None,
+    };
+    let mut req = match stored {
+        Some(mut run) => {
+            run.status = RunStatus::Paused;
+            ContinueRequest::output(run, requirements)
+        }
+        None => ContinueRequest::run_id(job.id.clone(), requirements),
+    };
+    if let Some(u) = &job.user_id {
+        req = req.user_id(u.clone());
+    }
+    req
+}
+
+/// The agent run a job executes: a new run, or the continuation of a paused one.
+pub(super) async fn start_run(
+    state: &AppState,
+    agent: &Agent,
+    job: &Job,
+    work: Work,
+    fence: Arc<LeaseFence>,
+    after: Option<u64>,
+) -> agno_runtime::RunStream {
+    match work {
+        Work::Run(spec) => agent.run_stream(spec.request().fence(fence).after_event_index(after)),
+        Work::Continue(requirements) => {
+            let req = continuation(state, job, requirements).await;
+            agent.continue_run_stream(req.fence(fence).after_event_index(after))
+        }
+    }
+}
+
+/// The last `event_index` an earlier attempt of the job logged.
+pub(super) async fn last_logged(queue: &Queue, job: &Job, earlier: bool) -> Option<u64> {
+    if !earlier {
+        return None;
+    }
+    match queue.store.last_event_index(&job.id).await {
+        Ok(last) => last.and_then(|i| u64::try_from(i).ok()),
+        Err(e) => {
+            tracing::warn!(job = %job.id, error = %e, "cannot read the event log");
+            None
+        }
+    }
+}
+
+/// The worker's claim on `job` as a run fence.
+pub(super) fn fence_of(queue: &Queue, job: &Job) -> Arc<LeaseFence> {
+    Arc::new(LeaseFence {
+        store: queue.store.clone(),
+        lease: agno_core::JobLease {
+            job_id: job.id.clone(),
+            worker_id: queue.worker_id.to_string(),
+            attempt: job.attempt,
+        },
+    })
+}
+
+/// Logs a run's events until it ends, cancelling it after `timeout_seconds` (and logging how it
+/// stopped); true when it timed out.
+pub(super) async fn log_attempt<E: Logged>(
+    queue: &Queue,
+    job: &Job,
+    stream: &mut (impl futures::Stream<Item = E> + Unpin),
+) -> bool {
+    let mut log = EventLog::new(queue, job);
+    let timeout = Duration::from_secs(queue.settings.timeout_seconds);
+    let timed_out = tokio::time::timeout(timeout, log.record(stream)).await.is_err();
+    if timed_out {
+        Agent::cancel_run(&job.id);
+        log.record(stream).await;
+    }
+    timed_out
+}
+
+/// How an attempt ended, for the job: a paused, cancelled or finished run settles it; a model
+/// error worth retrying queues it again (with backoff); any other failure fails it.
+pub(super) fn outcome_of(queue: &Queue, job: &Job, result: Result<RunOutput, RunError>, timed_out: bool) -> JobOutcome {
+    match result {
+        _ if timed_out => JobOutcome::Settled(
+            JobStatus::Failed,
+            Some(format!("timed out after {} s (timeout_seconds)", queue.settings.timeout_seconds)),
+        ),
+        Ok(run) => match run.status {
+            RunStatus::Paused => JobOutcome::Settled(JobStatus::Paused, None),
+            RunStatus::Cancelled => JobOutcome::Settled(JobStatus::Cancelled, None),
+            _ => JobOutcome::Settled(JobStatus::Completed, None),
+        },
+        Err(RunError::Model { source, .. }) if source.is_retryable() => JobOutcome::Retry {
+            error: source.to_string(),
+            available_at: now_epoch_secs() + backoff(&queue.settings, job.attempt),
+        },
+        Err(e) => JobOutcome::Settled(JobStatus::Failed, Some(e.to_string())),
+    }
+}
+
+/// The team run a job executes: a new run (also for a later attempt: a team run starts over), or
+/// the continuation of a paused one.
+pub(super) async fn start_team(
+    state: &AppState,
+    team: &Team,
+    job: &Job,
+    work: Work,
+    fence: Arc<LeaseFence>,
+    after: Option<u64>,
+) -> TeamStream {
+    match work {
+        Work::Run(spec) => team.run_stream(spec.request().fence(fence).after_event_index(after)),
+        Work::Continue(requirements) => {
+            let req = continuation(state, job, requirements).await;
+            team.continue_run_stream(req.fence(fence).after_event_index(after))
+        }
+    }
+}
+
+/// One attempt of `work` by the component the job names, its events logged and its writes
+/// fenced by the claim. A retried or continued run numbers its events after those logged.
+pub(super) async fn attempt(state: &AppState, queue: &Queue, job: &Job, work: Work, earlier: bool) -> JobOutcome {
+    let id = &job.component_id;
+    let not_served =
+        |kind: ComponentKind| JobOutcome::Settled(JobStatus::Failed, Some(format!("{kind} {id} is not served here")));
+    let Some(kind) = job.kind() else {
+        return JobOutcome::Settled(
+            JobStatus::Failed,
+            Some(format!("unknown component kind `{}`", job.component_type)),
+        );
+    };
+    let after = last_logged(queue, job, earlier).await;
+    match kind {
+        ComponentKind::Agent => {
+            let Some(served) = state.agent(id) else { return not_served(kind) };
+            let mut stream = start_run(state, &served.agent, job, work, fence_of(queue, job), after).await;
+            let timed_out = log_attempt(queue, job, &mut stream).await;
+            outcome_of(queue, job, stream.output().await, timed_out)
+        }
+        ComponentKind::Team => {
+            let Some(team) = state.team(id) else { return not_served(kind) };
+            let mut stream = start_team(state, team, job, work, fence_of(queue, job), after).await;
+            let timed_out = log_attempt(queue, job, &mut stream).await;
+            outcome_of(queue, job, stream.output().await, timed_out)
+        }
+        ComponentKind::Workflow => {
+            let Some(wf) = state.workflow(id) else { return not_served(kind) };
+            let fence: Arc<dyn agno_runtime::RunFence> = fence_of(queue, job);
+            let durable = Durable { fence: Some(fence), after_event_index: after };
+            let mut stream = start_workflow(state, wf, job, work, durable).await;
+            let timed_out = log_attempt(queue, job, &mut stream).await;
+            outcome_of(queue, job, stream.output().await, timed_out)
+        }
+    }
+}
+
+/// Ends the run of a job whose payload cannot be read: `ERROR`, with the reason as its content.
+pub(super) async fn end_unreadable(state: &AppState, job: &Job, reason: &str) {
+    let Some(db) = &state.db else { return };
+    let mut run = match db.get_run(&job.id, None).await {
+        Ok(Some(run)) => run,
+        Ok(None) => {
+            tracing::warn!(job = %job.id, "the run of an unreadable job is gone");
+            return;
+        }
+        Err(e) => {
+            tracing::error!(job = %job.id, error = %e, "cannot read the run of an unreadable job");
+            return;
+        }
+    };
+    run.status = RunStatus::Error;
+    run.content = Some(Value::String(reason.to_owned()));
+    if let Err(e) = db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await {
+        tracing::error!(job = %job.id, error = %e, "cannot end the run of an unreadable job");
+    }
+}
+
+/// Runs one claimed job to the end of its attempt, logging its events.
+pub(super) async fn execute(state: AppState, queue: Queue, job: Job) {
+    let grace = queue.settings.lock_grace_seconds.max(3);
+    let beat = Duration::from_secs(u64::try_from(grace / 3).unwrap_or(1).max(1));
+    let heartbeat = {
+        let (store, worker, id) = (queue.store.clone(), queue.worker_id.clone(), job.id.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(beat).await;
+                match store.heartbeat_jobs(&worker, std::slice::from_ref(&id), now_epoch_secs()).await {
+                    Ok(0) => {
+                        tracing::warn!(job = %id, "lease lost (cancelled, or another worker took the job over)");
+                        Agent::cancel_run(&id);
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(job = %id, error = %e, "heartbeat failed"),
+                }
+            }
+        })
+    };
+    // A later attempt (a retry, a requeue or a continue) may follow one that got somewhere; a
+    // first attempt has no earlier record, so it reads nothing here.
+    let earlier = job.attempt > 1;
+    // An earlier attempt stored the run COMPLETED and died before recording the job's outcome:
+    // the run is not executed again, the job is settled.
+    let done_before = match &state.db {
+        Some(db) if earlier => {
+            db.get_run(&job.id, None).await.ok().flatten().is_some_and(|r| r.status == RunStatus::Completed)
+        }
+        _ => false,
+    };
+    let outcome = if done_before {
+        tracing::info!(job = %job.id, attempt = job.attempt, "run already completed by an earlier attempt");
+        JobOutcome::Settled(JobStatus::Completed, None)
+    } else {
+        match work_of(&job) {
+            Ok(work) => attempt(&state, &queue, &job, work, earlier).await,
+            Err(reason) => {
+                tracing::error!(job = %job.id, %reason, "unreadable job payload");
+                end_unreadable(&state, &job, &reason).await;
+                JobOutcome::Settled(JobStatus::Failed, Some(reason))
+            }
+        }
+    };
+    heartbeat.abort();
+    match queue.store.finish_job(&job.id, &queue.worker_id, job.attempt, &outcome, now_epoch_secs()).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::warn!(job = %job.id, attempt = job.attempt, "outcome refused: a newer attempt owns the job")
+        }
+        Err(e) => tracing::error!(job = %job.id, error = %e, "cannot record the job's outcome"),
+    }
+    queue.signal(JobSignal::Events(job.id.clone()));
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::{QueueSettings, backoff};
+
+    /// The retry delay doubles per attempt from `retry_delay_seconds`, is capped at ten times it,
+    /// and adds at most a quarter of jitter.
+    #[test]
+    fn retry_backoff_doubles_with_bounded_jitter_and_a_cap() {
+        let settings = QueueSettings { retry_delay_seconds: 4, ..QueueSettings::default() };
+        for (attempt, expected) in [(1, 4), (2, 8), (3, 16), (4, 32), (5, 40), (9, 40)] {
+            for _ in 0..200 {
+                let delay = backoff(&settings, attempt);
+                assert!(
+                    (expected..=expected + expected / 4).contains(&delay),
+                    "attempt {attempt}: {delay} outside {expected}..={}",
+                    expected + expected / 4
+                );
+            }
+        }
+        let none = QueueSettings { retry_delay_seconds: 0, ..QueueSettings::default() };
+        assert_eq!(backoff(&none, 3), 0, "no delay configured, no delay");
+    }
+}
