@@ -375,9 +375,7 @@ async fn on_sqlite_a_background_team_runs_on_the_queue_through_its_claim() {
 #[tokio::test]
 async fn on_postgres_a_background_team_runs_on_the_queue_through_its_claim() {
     let Some(schema) = common::PgSchema::new("team_bg") else { return };
-    // Without the duplicate submission: on PostgreSQL a duplicate racing the worker sometimes
-    // answers 500 or stalls the run (found here, not yet diagnosed; see the stop's note).
-    background_team_round_trip(&schema.url, false).await;
+    background_team_round_trip(&schema.url, true).await;
 }
 
 /// A background team run on `db_url`: 202, the same key answers the same run (`duplicate`), the

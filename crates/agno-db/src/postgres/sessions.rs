@@ -362,7 +362,12 @@ impl PostgresDb {
                 .execute(&mut *conn)
                 .await
                 .map_err(|e| db_error(&format!("cannot lock session {id}"), e))?;
-            let sql = format!("SELECT session_data FROM {t} WHERE session_id = $1 FOR UPDATE");
+            // FOR NO KEY UPDATE, not FOR UPDATE: it still holds off other writers of the row, but
+            // not the KEY SHARE lock a run insert's foreign key check takes on its session. With
+            // FOR UPDATE, a worker saving a run (this lock, then the run-index lock) and another
+            // request writing a run of the same session (the run-index lock, then the key check)
+            // deadlocked, and PostgreSQL aborted one of them.
+            let sql = format!("SELECT session_data FROM {t} WHERE session_id = $1 FOR NO KEY UPDATE");
             let stored: Option<Option<Value>> = sqlx::query_scalar(AssertSqlSafe(sql))
                 .bind(id)
                 .fetch_optional(&mut *conn)
