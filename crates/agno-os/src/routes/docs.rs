@@ -89,7 +89,9 @@ fn form_field_schema(f: &super::FormField) -> Value {
             schema["items"] = json!({"type": "object", "required": ["tool_call_id"], "properties": {"tool_call_id": {"type": "string"}}});
         }
         (_, "last_event_index") => {
-            schema = json!({"type": "integer", "minimum": 0, "maximum": i64::MAX, "description": f.description});
+            // Empty is absent, as FastAPI reads an empty form value of an optional field.
+            schema = json!({"description": f.description, "anyOf": [
+                {"type": "integer", "minimum": 0, "maximum": i64::MAX}, {"type": "string", "maxLength": 0}]});
         }
         (_, "reader_id") => schema["enum"] = json!(super::knowledge::reader_ids()),
         ("array", _) => schema["items"] = json!({"type": "object"}),
