@@ -50,18 +50,20 @@ fn last_user(req: &ModelRequest) -> String {
 /// A memory model: on the user's first message it records "User said: <message>" with topic
 /// `facts`; when asked to forget, it deletes every memory it was shown.
 fn memory_model() -> Arc<dyn Model> {
-    model(|req| {
-        if req.messages.iter().any(|m| m.role == Role::Tool) {
-            return text("done");
-        }
-        let input = last_user(req);
-        if input.contains("forget") {
-            let ids: Vec<String> =
-                system(req).lines().filter_map(|l| l.strip_prefix("ID: ").map(str::to_owned)).collect();
-            return calls(&ids.iter().map(|id| ("delete_memory", json!({"memory_id": id}))).collect::<Vec<_>>());
-        }
-        calls(&[("add_memory", json!({"memory": format!("User said: {input}"), "topics": ["facts"]}))])
-    })
+    model(memory_answer)
+}
+
+/// The memory manager's model: adds what the user said, deletes everything on "forget".
+fn memory_answer(req: &ModelRequest) -> ModelResponse {
+    if req.messages.iter().any(|m| m.role == Role::Tool) {
+        return text("done");
+    }
+    let input = last_user(req);
+    if input.contains("forget") {
+        let ids: Vec<String> = system(req).lines().filter_map(|l| l.strip_prefix("ID: ").map(str::to_owned)).collect();
+        return calls(&ids.iter().map(|id| ("delete_memory", json!({"memory_id": id}))).collect::<Vec<_>>());
+    }
+    calls(&[("add_memory", json!({"memory": format!("User said: {input}"), "topics": ["facts"]}))])
 }
 
 async fn memories(db: &Arc<dyn Db>, user: &str) -> Vec<UserMemory> {
@@ -122,18 +124,27 @@ async fn the_memory_manager_adds_and_deletes_memories_of_one_user_only() {
     assert_eq!(memories(&db, "bob").await[0].memory, "User said: I like tea");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn update_memory_on_run_records_memories_after_the_run_off_the_response_path() {
     let db: Arc<dyn Db> = Arc::new(InMemoryDb::new());
+    // The memory model waits at the gate: the run must answer (and be stored) before it.
+    let gate = Arc::new(agno_testkit::Gate::default());
+    let held = Arc::clone(&gate);
+    let memory = model(move |req| {
+        held.wait();
+        memory_answer(req)
+    });
     let agent = Agent::builder(model(|_| text("hello")))
         .id("helper")
         .db(Arc::clone(&db))
-        .memory_manager(MemoryManager::new(memory_model(), Arc::clone(&db)))
+        .memory_manager(MemoryManager::new(memory, Arc::clone(&db)))
         .update_memory_on_run(true)
         .build()
         .unwrap();
     let run = agent.arun(RunRequest::new("My name is Ann").user_id("ann")).await.unwrap();
     assert_eq!(run.content_text(), "hello");
+    assert!(memories(&db, "ann").await.is_empty(), "the run answered before its memories were made");
+    gate.open();
     let found = wait_for(&db, "ann", 1).await;
     assert_eq!(found[0].memory, "User said: My name is Ann");
     assert_eq!(found[0].agent_id.as_deref(), Some("helper"));

@@ -3,7 +3,7 @@
 //! in its system message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agno_core::{Db, Model, ModelRequest, ModelResponse, Role, SessionSummary};
@@ -11,30 +11,11 @@ use agno_db::InMemoryDb;
 use agno_models::FunctionModel;
 use agno_runtime::summary::SessionSummaryManager;
 use agno_runtime::{Agent, BuildError, RunRequest};
+use agno_testkit::Gate;
 use serde_json::json;
 
 fn system(req: &ModelRequest) -> String {
     req.messages.iter().find(|m| m.role == Role::System).and_then(|m| m.content_text()).unwrap_or_default().to_owned()
-}
-
-/// A gate the summary model waits at until the test opens it (bounded wait).
-#[derive(Default)]
-struct Gate {
-    open: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Gate {
-    fn wait(&self) {
-        let guard = self.open.lock().unwrap();
-        let (guard, timeout) = self.cv.wait_timeout_while(guard, Duration::from_secs(20), |open| !*open).unwrap();
-        assert!(*guard && !timeout.timed_out(), "the gate was never opened");
-    }
-
-    fn open(&self) {
-        *self.open.lock().unwrap() = true;
-        self.cv.notify_all();
-    }
 }
 
 async fn wait_summary(db: &Arc<dyn Db>, session: &str, user: &str) -> SessionSummary {

@@ -39,4 +39,4 @@ pub use embeddings::bag_of_words_embedding;
 pub use python::agno_python;
 pub use script::{RecordedRequest, Reply};
 pub use server::FakeProvider;
-pub use wait::until;
+pub use wait::{Gate, until};
