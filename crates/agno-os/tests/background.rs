@@ -733,10 +733,10 @@ async fn the_server_deletes_ended_jobs_past_retention() {
 async fn a_live_worker_whose_lease_is_taken_over_writes_nothing_further() {
     let provider = FakeProvider::start().await.unwrap();
     provider.set_fallback(Some(Reply::text("the first worker's late answer")));
-    provider.set_latency(Duration::from_millis(1500));
+    provider.set_latency(Duration::from_secs(30));
     let url = common::sqlite_url("takeover");
     let cfg = format!(
-        "[db]\nurl = \"{url}\"\n[queue]\nmax_attempts = 3\nlock_grace_seconds = 60\npoll_interval_ms = 50\n\
+        "[db]\nurl = \"{url}\"\n[queue]\nmax_attempts = 3\nlock_grace_seconds = 6\npoll_interval_ms = 50\n\
          [[agents]]\nid = \"slow\"\n\
          model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
         provider.base_url()
@@ -753,6 +753,10 @@ async fn a_live_worker_whose_lease_is_taken_over_writes_nothing_further() {
     // the time is two minutes later), and writes the run as the new owner.
     let db = agno_db::open(&url).await.unwrap();
     let store = db.clone().job_store().unwrap();
+    // The model answers after 30 s, so the run is live until the takeover stops it (checked
+    // here, before the claim: once claimed, the first worker may notice at any moment; its
+    // heartbeat, every 2 s, notices at the latest).
+    assert!(agno_runtime::is_running(&run_id), "the first worker's run is live at the takeover");
     let later = agno_core::now_epoch_secs() + 120;
     let taken = store.claim_job("thief", 60, later).await.unwrap().expect("the lease is claimable at that time");
     assert_eq!((taken.id.as_str(), taken.attempt), (run_id.as_str(), 2));
@@ -761,9 +765,8 @@ async fn a_live_worker_whose_lease_is_taken_over_writes_nothing_further() {
     run.content = Some(serde_json::json!("the new owner's answer"));
     db.upsert_run(&run, &taken.session_id, None).await.unwrap();
 
-    // The first worker is still running the run; its next fenced write (an event-log append)
-    // is refused, so it stops the run, and writes nothing on the way out.
-    assert!(agno_runtime::is_running(&run_id), "the first worker's run is live at the takeover");
+    // The first worker was running the run; its next fenced write (an event-log append) is
+    // refused, so it stops the run, and writes nothing on the way out.
     let deadline = Instant::now() + Duration::from_secs(20);
     while agno_runtime::is_running(&run_id) {
         assert!(Instant::now() < deadline, "the first worker's run never ended");
