@@ -1,6 +1,8 @@
 //! Every run ends in a terminal state, whatever its client and the process do: a client that
 //! leaves a non-streaming run mid-call, SIGTERM with runs in flight, idle and half-open
-//! connections at shutdown. `agno serve` runs as its own process, on SQLite and PostgreSQL.
+//! connections at shutdown. Every uploaded knowledge content ends `completed` or `failed`, even
+//! when its replica is killed mid-ingestion. `agno serve` runs as its own process, on SQLite and
+//! PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
@@ -10,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use agno::core::{RunQuery, RunStatus};
 use agno_testkit::{FakeProvider, Reply};
-use common::{postgres_schema, scratch_dir, sigterm, slow_agent_config, start_serve_logged, wait_exit};
+use common::{
+    postgres_schema, scratch_dir, sigterm, slow_agent_config, start_serve_logged, start_serve_with_env, wait_exit,
+};
 
 /// A non-streaming run whose client gives up after `client_timeout`; the request fails on the
 /// client side.
@@ -296,4 +300,160 @@ async fn a_signal_keeps_a_streamed_run_whose_client_left(signal: &str) {
     assert_eq!(runs.len(), 1, "the in-flight run was stored");
     assert_eq!(runs[0].status, RunStatus::Completed);
     assert_eq!(runs[0].content_text(), "slow answer");
+}
+
+/// `/knowledge/content/{id}/status` of a content, or `None` once it is gone.
+async fn content_status(port: u16, id: &str) -> Option<serde_json::Value> {
+    let resp = reqwest::get(format!("http://127.0.0.1:{port}/knowledge/content/{id}/status")).await.unwrap();
+    if resp.status() == 404 {
+        return None;
+    }
+    assert_eq!(resp.status(), 200);
+    Some(resp.json().await.unwrap())
+}
+
+/// Uploads `text` as `name`; answers the content id (202, `processing`).
+async fn upload_text(port: u16, name: &str, text: String) -> String {
+    let form = reqwest::multipart::Form::new()
+        .text("name", name.to_owned())
+        .part("file", reqwest::multipart::Part::bytes(text.into_bytes()).file_name(name.to_owned()));
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/knowledge/content"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["status"], "processing", "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+/// Waits (bounded) until the embedder has received more than `seen` requests: the ingestion is
+/// in the middle of embedding.
+async fn embedding_started(provider: &FakeProvider, seen: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count() <= seen {
+        assert!(Instant::now() < deadline, "the ingestion never reached the embedder");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The ingestion of a large upload survives `kill -9` of the replica embedding it: after a restart
+/// the new replica takes the ingestion over and the content ends `completed` and searchable,
+/// never `processing`. Deleting a content while it is ingested cancels its ingestion and leaves
+/// no chunk behind.
+async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path) {
+    let provider = FakeProvider::start().await.unwrap();
+    // Each batch of 100 chunks takes a second to embed: the kill lands mid-ingestion.
+    provider.set_embedding_latency(Duration::from_secs(1));
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"{db_url}\"\n[queue]\nlock_grace_seconds = 2\npoll_interval_ms = 50\n[[knowledge]]\n\
+             id = \"docs\"\nvector_db = \"sqlite://{}\"\nembedder = \"openai:text-embedding-3-small\"\n\
+             dimensions = 16\nchunk_size = 1000\nsearch_type = \"keyword\"\n[[agents]]\nid = \"helper\"\nmodel = \"test\"\n\
+             knowledge = \"docs\"\n",
+            dir.join("vectors.db").display()
+        ),
+    )
+    .unwrap();
+    let env = [("OPENAI_BASE_URL", provider.base_url()), ("OPENAI_API_KEY", "sk-test".to_owned())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let log = dir.join("serve.log");
+    let (mut first, port) = start_serve_with_env(&config, &log, &env).await;
+    // ~300 chunks of 1,000 characters: three embedding calls.
+    let large: String =
+        (0..3000).map(|i| format!("Paragraph {i} of the handbook describes the zebra crossing rule.\n\n")).collect();
+    assert!(large.len() > 190_000);
+    let id = upload_text(port, "handbook.md", large).await;
+    embedding_started(&provider, 0).await;
+    assert_eq!(content_status(port, &id).await.unwrap()["status"], "processing");
+    first.kill().unwrap(); // SIGKILL: no drain, no final write
+    first.wait().unwrap();
+    let embedded_before = provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count();
+
+    let log = dir.join("serve-2.log");
+    let (mut second, port) = start_serve_with_env(&config, &log, &env).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let status = content_status(port, &id).await.expect("the content is still there");
+        if status["status"] != "processing" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the content stayed processing after the restart");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status["status"], "completed", "{status}");
+    let embedded_after = provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count();
+    assert!(embedded_after >= embedded_before + 3, "the new replica embedded the content again from the start");
+    let found: serde_json::Value = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/knowledge/search"))
+        .json(&serde_json::json!({"query": "zebra crossing", "max_results": 5}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let hits = found["data"].as_array().unwrap();
+    assert!(!hits.is_empty() && hits.iter().all(|h| h["content_id"] == id.as_str()), "{found}");
+    let jobs = get_json_at(port, "/queue/jobs?status=completed&limit=10").await;
+    let job = jobs["data"].as_array().unwrap().iter().find(|j| j["session_id"] == id.as_str()).cloned();
+    let job = job.unwrap_or_else(|| panic!("the ingestion's job is completed: {jobs}"));
+    assert_eq!((job["job_type"].as_str(), job["attempt"].as_i64()), (Some("ingest"), Some(2)), "{job}");
+
+    // A content deleted while it is ingested: its ingestion is cancelled, no chunk stays.
+    let seen = provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count();
+    let doomed: String = (0..3000).map(|i| format!("Line {i} about the quokka habitat.\n\n")).collect();
+    let doomed_id = upload_text(port, "doomed.md", doomed).await;
+    embedding_started(&provider, seen).await;
+    let resp = reqwest::Client::new()
+        .delete(format!("http://127.0.0.1:{port}/knowledge/content/{doomed_id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let job = loop {
+        let jobs = get_json_at(port, "/queue/jobs?status=cancelled&limit=10").await;
+        if let Some(job) = jobs["data"].as_array().unwrap().iter().find(|j| j["session_id"] == doomed_id.as_str()) {
+            break job.clone();
+        }
+        assert!(Instant::now() < deadline, "the deleted content's ingestion was never cancelled");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(job["error"].as_str().unwrap().contains("deleted"), "{job}");
+    assert!(content_status(port, &doomed_id).await.is_none());
+    let found: serde_json::Value = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/knowledge/search"))
+        .json(&serde_json::json!({"query": "quokka habitat"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(found["data"], serde_json::json!([]), "no chunk of a deleted content: {found}");
+    sigterm(&second);
+    wait_exit(&mut second, Duration::from_secs(20)).await;
+}
+
+/// `GET http://127.0.0.1:{port}{path}` as JSON.
+async fn get_json_at(port: u16, path: &str) -> serde_json::Value {
+    reqwest::get(format!("http://127.0.0.1:{port}{path}")).await.unwrap().json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_an_ingestion_survives_a_killed_replica() {
+    let dir = scratch_dir("ingest-kill");
+    ingestion_survives_a_killed_replica(&format!("sqlite://{}", dir.join("agno.db").display()), &dir).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_an_ingestion_survives_a_killed_replica() {
+    let dir = scratch_dir("ingest-kill-pg");
+    let Some(schema) = postgres_schema("ingest") else { return };
+    ingestion_survives_a_killed_replica(&schema.url, &dir).await;
 }

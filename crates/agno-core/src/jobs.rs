@@ -95,6 +95,31 @@ impl std::fmt::Display for ComponentKind {
     }
 }
 
+/// What a job does (its `job_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobType {
+    /// A run of an agent, team or workflow (`run`); the job's id is the run's.
+    Run,
+    /// The ingestion of a knowledge content (`ingest`): its `session_id` is the content's id, so
+    /// two ingestions of the same content never run at once.
+    Ingest,
+}
+
+impl JobType {
+    /// The stored value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobType::Run => "run",
+            JobType::Ingest => "ingest",
+        }
+    }
+
+    /// Parses a stored value.
+    pub fn parse(text: &str) -> Option<Self> {
+        [JobType::Run, JobType::Ingest].into_iter().find(|t| t.as_str() == text)
+    }
+}
+
 /// One background job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
@@ -102,7 +127,8 @@ pub struct Job {
     pub id: String,
     /// `agent`, `team` or `workflow`.
     pub component_type: String,
-    /// `run`.
+    /// What the job does: `run` (a run of the component), or `ingest` (reading a knowledge
+    /// content into its base; `component_type` is then `knowledge`). See [`JobType`].
     pub job_type: String,
     /// Only workers of this deployment may claim it (`None`: any).
     #[serde(default)]
@@ -158,9 +184,25 @@ impl Job {
         Self { component_type: kind.as_str().to_owned(), ..Self::agent_run(run_id, component_id, session_id, payload) }
     }
 
-    /// The kind of component the job runs; `None` for a `component_type` no version wrote.
+    /// The kind of component the job runs; `None` for a `component_type` no version wrote (and
+    /// for an ingestion, whose component is a knowledge base).
     pub fn kind(&self) -> Option<ComponentKind> {
         ComponentKind::parse(&self.component_type)
+    }
+
+    /// What the job does; `None` for a `job_type` no version wrote.
+    pub fn job_type(&self) -> Option<JobType> {
+        JobType::parse(&self.job_type)
+    }
+
+    /// A queued ingestion of content `content_id` into knowledge base `knowledge_id` (a fresh job
+    /// id; the content's id as its session, so ingestions of one content run one at a time).
+    pub fn ingest(knowledge_id: impl Into<String>, content_id: impl Into<String>, payload: Value) -> Self {
+        Self {
+            component_type: "knowledge".to_owned(),
+            job_type: JobType::Ingest.as_str().to_owned(),
+            ..Self::agent_run(crate::new_id(), knowledge_id, content_id, payload)
+        }
     }
 
     /// A queued workflow run job.

@@ -173,6 +173,7 @@ struct State {
     script: VecDeque<Reply>,
     fallback: Option<Reply>,
     latency: Duration,
+    embedding_latency: Duration,
     requests: Vec<RecordedRequest>,
     /// Number of replies handed out so far (used for response ids).
     served: u64,
@@ -220,6 +221,14 @@ impl Shared {
 
     pub(crate) fn latency(&self) -> Duration {
         self.lock().latency
+    }
+
+    pub(crate) fn set_embedding_latency(&self, latency: Duration) {
+        self.lock().embedding_latency = latency;
+    }
+
+    pub(crate) fn embedding_latency(&self) -> Duration {
+        self.lock().embedding_latency
     }
 
     pub(crate) fn record(&self, request: RecordedRequest) {

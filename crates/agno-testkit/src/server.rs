@@ -97,6 +97,12 @@ impl FakeProvider {
         self.inner.shared.set_latency(latency);
     }
 
+    /// Delay applied before answering each embeddings request (so that an ingestion can be
+    /// caught, or killed, while it embeds).
+    pub fn set_embedding_latency(&self, latency: Duration) {
+        self.inner.shared.set_embedding_latency(latency);
+    }
+
     /// Every request received (including invalid ones), in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.inner.shared.requests()
@@ -268,6 +274,10 @@ async fn embeddings(
             keyed_in_query: query.iter().any(|(k, _)| k == "key"),
         };
         return crate::wire::serve(&shared, &wire, &headers, &body).await;
+    }
+    let latency = shared.embedding_latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
     }
     match uri.path() {
         "/api/embed" => crate::embeddings::ollama(&body),

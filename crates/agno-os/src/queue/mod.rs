@@ -8,8 +8,10 @@
 //! durable event log it writes; `sweeper.rs` the repairs after a replica died; `signals.rs` the
 //! push notifications and the cancel poll. This module holds the queue handle, the submission
 //! side (`PENDING` records), the operators' requeue, and the loop that ties them together.
+//! `ingest.rs` is the queue's second kind of job: the ingestion of an uploaded knowledge content.
 
 mod event_log;
+pub mod ingest;
 mod settings;
 mod signals;
 mod sweeper;
@@ -21,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agno_core::{
-    AgentSession, ComponentKind, Job, JobSignal, JobStatus, JobStore, RunOutput, RunStatus, StateUpdate, now_epoch_secs,
+    AgentSession, ComponentKind, Job, JobSignal, JobStatus, JobStore, JobType, RunOutput, RunStatus, StateUpdate,
+    now_epoch_secs,
 };
 use agno_runtime::{Agent, RunSpec};
 use tokio::sync::{Notify, Semaphore};
@@ -234,7 +237,8 @@ pub enum Requeued {
     Done(Box<Job>),
 }
 
-/// Queues a failed or cancelled job again and puts its run back to `PENDING` (an operator's
+/// Queues a failed or cancelled job again and puts its run back to `PENDING` (an ingestion's
+/// content back to `processing`) (an operator's
 /// requeue, from `/queue` or `agno queue`).
 ///
 /// # Errors
@@ -248,7 +252,9 @@ pub async fn requeue(
     if !store.requeue_job(job_id, now_epoch_secs()).await? {
         return Ok(Requeued::Refused(job.status));
     }
-    if let Some(mut run) = db.get_run(job_id, None).await? {
+    if job.job_type() == Some(JobType::Ingest) {
+        ingest::reopen_content(db, &job.session_id).await;
+    } else if let Some(mut run) = db.get_run(job_id, None).await? {
         run.status = RunStatus::Pending;
         db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
     }

@@ -1,7 +1,7 @@
 //! What a replica that died leaves behind, repaired: runs of swept jobs ended `ERROR` (or
-//! `CANCELLED`), orphaned `PENDING` runs removed.
+//! `CANCELLED`), contents of swept ingestions `failed`, orphaned `PENDING` runs removed.
 
-use agno_core::{ComponentKind, Job, JobStatus, JobStore, RunOutput, RunStatus, now_epoch_secs};
+use agno_core::{ComponentKind, Job, JobStatus, JobStore, JobType, RunOutput, RunStatus, now_epoch_secs};
 use serde_json::Value;
 
 use super::{CANCELLED_LOST_WORKER, LOST_WORKER, Queue};
@@ -11,6 +11,11 @@ use crate::state::AppState;
 pub(super) async fn end_swept_runs(state: &AppState, store: &dyn JobStore, jobs: Vec<Job>) {
     let Some(db) = &state.db else { return };
     for job in jobs {
+        if job.job_type() == Some(JobType::Ingest) {
+            let reason = job.error.as_deref().filter(|e| *e != LOST_WORKER).unwrap_or(super::ingest::LOST_INGESTION);
+            super::ingest::end_content(db.as_ref(), &job.session_id, reason).await;
+            continue;
+        }
         let run = match db.get_run(&job.id, None).await {
             Ok(Some(run)) => run,
             Ok(None) => {

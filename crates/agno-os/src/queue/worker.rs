@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agno_core::{
-    ComponentKind, Job, JobOutcome, JobSignal, JobStatus, JobStore, RunOutput, RunRequirement, RunStatus,
+    ComponentKind, Job, JobOutcome, JobSignal, JobStatus, JobStore, JobType, RunOutput, RunRequirement, RunStatus,
     now_epoch_secs,
 };
 use agno_runtime::team::{Team, TeamStream};
 use agno_runtime::workflow::{Durable, Workflow};
 use agno_runtime::{Agent, ContinueRequest, RunError, RunSpec};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::event_log::{EventLog, Logged};
 use super::{Queue, QueueSettings};
@@ -291,27 +292,9 @@ pub(super) async fn end_unreadable(state: &AppState, job: &Job, reason: &str) {
     }
 }
 
-/// Runs one claimed job to the end of its attempt, logging its events.
-pub(super) async fn execute(state: AppState, queue: Queue, job: Job) {
-    let grace = queue.settings.lock_grace_seconds.max(3);
-    let beat = Duration::from_secs(u64::try_from(grace / 3).unwrap_or(1).max(1));
-    let heartbeat = {
-        let (store, worker, id) = (queue.store.clone(), queue.worker_id.clone(), job.id.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(beat).await;
-                match store.heartbeat_jobs(&worker, std::slice::from_ref(&id), now_epoch_secs()).await {
-                    Ok(0) => {
-                        tracing::warn!(job = %id, "lease lost (cancelled, or another worker took the job over)");
-                        Agent::cancel_run(&id);
-                        break;
-                    }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(job = %id, error = %e, "heartbeat failed"),
-                }
-            }
-        })
-    };
+/// One attempt at a run job: the run it asks for, or (an earlier attempt stored the run
+/// `COMPLETED` and died before recording the job's outcome) the job settled without running again.
+async fn run_attempt(state: &AppState, queue: &Queue, job: &Job) -> JobOutcome {
     // A later attempt (a retry, a requeue or a continue) may follow one that got somewhere; a
     // first attempt has no earlier record, so it reads nothing here.
     let earlier = job.attempt > 1;
@@ -323,17 +306,53 @@ pub(super) async fn execute(state: AppState, queue: Queue, job: Job) {
         }
         _ => false,
     };
-    let outcome = if done_before {
+    if done_before {
         tracing::info!(job = %job.id, attempt = job.attempt, "run already completed by an earlier attempt");
-        JobOutcome::Settled(JobStatus::Completed, None)
-    } else {
-        match work_of(&job) {
-            Ok(work) => attempt(&state, &queue, &job, work, earlier).await,
-            Err(reason) => {
-                tracing::error!(job = %job.id, %reason, "unreadable job payload");
-                end_unreadable(&state, &job, &reason).await;
-                JobOutcome::Settled(JobStatus::Failed, Some(reason))
+        return JobOutcome::Settled(JobStatus::Completed, None);
+    }
+    match work_of(job) {
+        Ok(work) => attempt(state, queue, job, work, earlier).await,
+        Err(reason) => {
+            tracing::error!(job = %job.id, %reason, "unreadable job payload");
+            end_unreadable(state, job, &reason).await;
+            JobOutcome::Settled(JobStatus::Failed, Some(reason))
+        }
+    }
+}
+
+/// Runs one claimed job to the end of its attempt, logging its events.
+pub(super) async fn execute(state: AppState, queue: Queue, job: Job) {
+    let grace = queue.settings.lock_grace_seconds.max(3);
+    let beat = Duration::from_secs(u64::try_from(grace / 3).unwrap_or(1).max(1));
+    // Cancelled when the lease is lost: a run is cancelled by its id, an ingestion by this.
+    let lost = CancellationToken::new();
+    let heartbeat = {
+        let (store, worker, id) = (queue.store.clone(), queue.worker_id.clone(), job.id.clone());
+        let lost = lost.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(beat).await;
+                match store.heartbeat_jobs(&worker, std::slice::from_ref(&id), now_epoch_secs()).await {
+                    Ok(0) => {
+                        tracing::warn!(job = %id, "lease lost (cancelled, or another worker took the job over)");
+                        Agent::cancel_run(&id);
+                        lost.cancel();
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(job = %id, error = %e, "heartbeat failed"),
+                }
             }
+        })
+    };
+    let outcome = match job.job_type() {
+        Some(JobType::Run) => run_attempt(&state, &queue, &job).await,
+        Some(JobType::Ingest) => super::ingest::attempt(&state, &queue, &job, &lost).await,
+        None => {
+            let reason = format!("unknown job type `{}`", job.job_type);
+            tracing::error!(job = %job.id, %reason, "unreadable job");
+            end_unreadable(&state, &job, &reason).await;
+            JobOutcome::Settled(JobStatus::Failed, Some(reason))
         }
     };
     heartbeat.abort();

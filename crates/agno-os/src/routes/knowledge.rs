@@ -1,6 +1,7 @@
 //! `/knowledge`: contents of the `[[knowledge]]` bases (upload, list, get, status, patch, delete) and
-//! search, in Agno's shapes. Uploads answer 202 with the `processing` row and are ingested in
-//! the background; `status` tells when they are searchable. Under user isolation a caller
+//! search, in Agno's shapes. Uploads answer 202 with the `processing` row and are ingested as a
+//! job of the durable queue (`queue::ingest`: bounded, claimed by any replica, taken over after a
+//! crash, cancelled by deleting the content); `status` tells when they are searchable. Under user isolation a caller
 //! uploads as itself and sees (and deletes) its own contents plus shared ones (shared ones are
 //! deleted only by admins or without isolation).
 
@@ -8,7 +9,7 @@ use crate::routes::query::{Query, QueryRejection};
 use std::sync::Arc;
 
 use agno_core::{Filter, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
-use agno_knowledge::{Chunking, Content, ContentKind, ContentPatch, Knowledge};
+use agno_knowledge::{Content, ContentKind, ContentPatch, Knowledge};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, Request, State};
@@ -22,6 +23,7 @@ use super::params::{Paging, iso, json_body, query, sort_order};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
+use crate::queue::ingest::{ChunkingSpec, IngestSpec};
 use crate::state::AppState;
 
 /// The base named by `knowledge_id`, or the only one.
@@ -334,7 +336,7 @@ fn number(form: &Form, name: &str) -> ApiResult<Option<usize>> {
 }
 
 /// `POST /knowledge/content`: accepts a file or `text_content`, answers 202 with the row
-/// (`processing`) and ingests it in the background. Bad metadata or chunker settings are
+/// (`processing`) and queues its ingestion. Bad metadata or chunker settings are
 /// refused before anything is stored; unreadable content ends `failed` with the reason.
 pub async fn upload_content(
     State(state): State<AppState>,
@@ -356,13 +358,17 @@ pub async fn upload_content(
             _ => Map::from_iter([("value".to_owned(), Value::String(text.to_owned()))]),
         },
     };
-    let chunking = match (form.text("chunker"), number(&form, "chunk_size")?, number(&form, "chunk_overlap")?) {
+    let chunking_spec = match (form.text("chunker"), number(&form, "chunk_size")?, number(&form, "chunk_overlap")?) {
         (None, None, None) => None,
-        (name, size, overlap) => Some(
-            Chunking::by_name(name.unwrap_or("FixedSizeChunker"), size, overlap)
-                .map_err(|e| ApiError::unprocessable(e).at("body", "chunker"))?,
-        ),
+        (chunker, chunk_size, chunk_overlap) => {
+            Some(ChunkingSpec { chunker: chunker.map(str::to_owned), chunk_size, chunk_overlap })
+        }
     };
+    let chunking = chunking_spec
+        .as_ref()
+        .map(ChunkingSpec::chunking)
+        .transpose()
+        .map_err(|e| ApiError::unprocessable(e).at("body", "chunker"))?;
     if let Some(url) = form.text("url").map(str::trim).filter(|u| !u.is_empty())
         && !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with('['))
     {
@@ -428,12 +434,44 @@ pub async fn upload_content(
         "created_at": Value::Null,
         "updated_at": Value::Null,
     });
-    tokio::spawn(async move {
-        if let Err(e) = k.process(&content, row).await {
-            tracing::error!(error = %e, "storing the knowledge content's status failed");
+    match &state.queue {
+        Some(queue) => {
+            let content_id = row.id.clone().unwrap_or_default();
+            let spec = IngestSpec::new(k.name(), &content_id, &content, chunking_spec);
+            enqueue_ingestion(&state, queue, &spec).await?;
         }
-    });
+        // A database without a job queue (JSON files): ingested in this process, not durably.
+        None => {
+            tokio::spawn(async move {
+                if let Err(e) = k.process(&content, row).await {
+                    tracing::error!(error = %e, "storing the knowledge content's status failed");
+                }
+            });
+        }
+    }
     Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
+}
+
+/// Commits the ingestion job of `spec`, whose `processing` row is stored. A full queue answers
+/// 429 and a storage error its status; either way the row ends `failed` with the reason rather
+/// than `processing` for good.
+async fn enqueue_ingestion(state: &AppState, queue: &crate::queue::Queue, spec: &IngestSpec) -> ApiResult<()> {
+    let job = spec.job(queue.settings.max_attempts);
+    let refused = match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
+        Ok(agno_core::Enqueued::Accepted(job) | agno_core::Enqueued::Duplicate(job)) => {
+            queue.signal(agno_core::JobSignal::Claimable(job.id));
+            return Ok(());
+        }
+        Ok(agno_core::Enqueued::QueueFull) => ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("the queue is full ({} jobs waiting); upload again later", queue.settings.max_queue_depth),
+        ),
+        Err(e) => ApiError::from(e),
+    };
+    if let Some(db) = &state.db {
+        crate::queue::ingest::end_content(db.as_ref(), &spec.content_id, &refused.detail).await;
+    }
+    Err(refused)
 }
 
 /// Body of `POST /knowledge/search` (Agno's `VectorSearchRequestSchema`).

@@ -49,7 +49,7 @@ pub async fn list_jobs(
     let paging = Paging::new(q.limit, q.page)?;
     let status = q.status.as_deref().map(parse_status).transpose()?;
     let (jobs, total) = queue.store.list_jobs(status, Some(paging.limit), Some(paging.page.max(1))).await?;
-    let data = jobs.into_iter().map(|j| serde_json::to_value(j).unwrap_or(Value::Null)).collect();
+    let data = jobs.iter().map(job_json).collect();
     Ok(paging.respond(data, total))
 }
 
@@ -57,7 +57,20 @@ pub async fn list_jobs(
 pub async fn get_job(State(state): State<AppState>, Path(job_id): Path<String>) -> ApiResult<Json<Value>> {
     let job = queue(&state)?.store.get_job(&job_id, None).await?;
     let job = job.ok_or_else(|| ApiError::not_found(format!("Job {job_id} not found")))?;
-    Ok(Json(serde_json::to_value(job).map_err(|e| ApiError::internal(e.to_string()))?))
+    Ok(Json(job_json(&job)))
+}
+
+/// A job as JSON; an ingestion's payload shows the size of its content's bytes rather than the
+/// bytes (up to the upload limit, base64).
+fn job_json(job: &agno_core::Job) -> Value {
+    let mut value = serde_json::to_value(job).unwrap_or(Value::Null);
+    if job.job_type() == Some(agno_core::JobType::Ingest)
+        && let Some(payload) = value.get_mut("payload").and_then(Value::as_object_mut)
+        && let Some(Value::String(bytes)) = payload.remove("bytes")
+    {
+        payload.insert("bytes_base64_length".to_owned(), json!(bytes.len()));
+    }
+    value
 }
 
 /// `POST /queue/jobs/{job_id}/requeue`: a failed or cancelled job runs again (its run goes back
@@ -72,7 +85,7 @@ pub async fn requeue_job(State(state): State<AppState>, Path(job_id): Path<Strin
         ))),
         Requeued::Done(job) => {
             queue.signal(agno_core::JobSignal::Claimable(job.id.clone()));
-            Ok(Json(serde_json::to_value(job).map_err(|e| ApiError::internal(e.to_string()))?))
+            Ok(Json(job_json(&job)))
         }
     }
 }
