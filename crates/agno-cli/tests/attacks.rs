@@ -93,14 +93,16 @@ impl Target {
     }
 }
 
-/// `/health` asked on a fresh connection every 200 ms until stopped; every answer must come within
-/// the liveness deadline.
+/// `/health` asked on a fresh connection every 200 ms until stopped; every probe must be answered
+/// before the liveness deadline. The deadline tells a server that answers from one that does not
+/// (a lockout holds a probe for the whole attack, 12 s or more); it is not a latency figure, which
+/// is printed instead (two cores running the whole suite have delayed single answers to ~1 s).
 struct HealthProbe {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<Vec<Result<Duration, String>>>,
 }
 
-const LIVENESS: Duration = Duration::from_secs(1);
+const LIVENESS: Duration = Duration::from_secs(5);
 
 impl HealthProbe {
     fn start(port: u16) -> Self {

@@ -6,7 +6,8 @@
 //! Only working connections do anything for anyone. When `max_connections` is reached, or one
 //! client address holds `max_connections_per_client`, a new connection takes the place of the
 //! connection doing least (idle longest, then waiting for headers longest, then the slowest
-//! body), which is closed; working connections are never closed for it. So a flood of
+//! body), which is closed; working connections are never closed for it, nor connections
+//! accepted within the last second (they have had no time to send their headers). So a flood of
 //! connections that never finish their requests cannot lock out `/health` or anyone else, and
 //! runs already accepted go on.
 
@@ -23,6 +24,10 @@ use tower::ServiceExt;
 
 use super::HttpSettings;
 use super::body::{GuardedBody, TrackedBody};
+
+/// How long a new connection may take to send its first request's headers before it counts as
+/// one that sends nothing, when the connection limits make a connection give way.
+const HEADERS_GRACE: Duration = Duration::from_secs(1);
 
 /// What a connection is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,13 +130,17 @@ impl Activity {
         (self.phase() == Phase::Idle && self.requests.load(Ordering::Acquire) == 0).then(|| self.in_phase_for())
     }
 
-    /// How much this connection should give way, or `None` when it is working: the higher the
-    /// sooner. Idle before waiting for headers before slow bodies; within each, the longest in
-    /// that phase (for bodies, the slowest).
+    /// How much this connection should give way, or `None` when it is working or has just
+    /// arrived: the higher the sooner. Idle before waiting for headers before slow bodies; within
+    /// each, the longest in that phase (for bodies, the slowest). A connection accepted less than
+    /// [`HEADERS_GRACE`] ago has had no time to send its headers: it is not taken for one that
+    /// sends nothing (else each newcomer would be the first to give way to the next one).
     fn give_way_rank(&self) -> Option<(u8, u64)> {
-        let waited = u64::try_from(self.in_phase_for().as_millis()).unwrap_or(u64::MAX);
+        let in_phase = self.in_phase_for();
+        let waited = u64::try_from(in_phase.as_millis()).unwrap_or(u64::MAX);
         match self.phase() {
             Phase::Idle => Some((3, waited)),
+            Phase::Headers if in_phase < HEADERS_GRACE => None,
             Phase::Headers => Some((2, waited)),
             Phase::Body => {
                 let rate = self.body_bytes.load(Ordering::Acquire).saturating_mul(1000) / waited.max(1);
@@ -384,4 +393,48 @@ pub(crate) fn refuse(mut tcp: tokio::net::TcpStream, limit: usize) {
         );
         let _ = tokio::time::timeout(Duration::from_secs(1), tcp.write_all(response.as_bytes())).await;
     });
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// An activity whose clock started `ago` earlier, in `phase` since then.
+    fn activity(phase: Phase, ago: Duration) -> Arc<Activity> {
+        let peer = IpAddr::from([127, 0, 0, 1]);
+        let a = Activity { epoch: std::time::Instant::now().checked_sub(ago).unwrap(), ..Activity::new(peer) };
+        a.phase.store(phase as u8, Ordering::Release);
+        Arc::new(a)
+    }
+
+    /// At the limit, a connection that has only just arrived is not the one to give way: the
+    /// slowest body goes first; a connection that has sent no headers for longer than the grace
+    /// goes before any body; working ones never go.
+    #[test]
+    fn a_newcomer_does_not_give_way_before_the_slow_bodies() {
+        let registry = Registry::default();
+        let newcomer = activity(Phase::Headers, Duration::ZERO);
+        let trickle = activity(Phase::Body, Duration::from_secs(10));
+        trickle.body_received(10);
+        let working = activity(Phase::Working, Duration::from_secs(60));
+        for a in [&newcomer, &trickle, &working] {
+            registry.add(Arc::clone(a));
+        }
+        assert!(registry.make_room(None, "test"));
+        assert_eq!(
+            (newcomer.phase(), trickle.phase(), working.phase()),
+            (Phase::Headers, Phase::Closing, Phase::Working)
+        );
+
+        let silent = activity(Phase::Headers, HEADERS_GRACE * 3);
+        let trickle = activity(Phase::Body, Duration::from_secs(10));
+        registry.add(Arc::clone(&silent));
+        registry.add(Arc::clone(&trickle));
+        assert!(registry.make_room(None, "test"));
+        assert_eq!((silent.phase(), trickle.phase(), newcomer.phase()), (Phase::Closing, Phase::Body, Phase::Headers));
+        assert!(registry.make_room(None, "test"), "the slow body goes next");
+        assert_eq!(trickle.phase(), Phase::Closing);
+        assert!(!registry.make_room(None, "test"), "a newcomer and a working connection: nobody gives way");
+    }
 }
