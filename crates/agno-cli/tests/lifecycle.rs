@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use agno::core::{RunQuery, RunStatus};
 use agno_testkit::{FakeProvider, Reply};
 use common::{
-    postgres_schema, scratch_dir, sigterm, slow_agent_config, start_serve_logged, start_serve_with_env, wait_exit,
+    get_json, postgres_schema, scratch_dir, sigterm, slow_agent_config, start_serve_logged, start_serve_with_env,
+    wait_exit,
 };
 
 /// A non-streaming run whose client gives up after `client_timeout`; the request fails on the
@@ -388,18 +389,10 @@ async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path
     assert_eq!(status["status"], "completed", "{status}");
     let embedded_after = provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count();
     assert!(embedded_after >= embedded_before + 3, "the new replica embedded the content again from the start");
-    let found: serde_json::Value = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/knowledge/search"))
-        .json(&serde_json::json!({"query": "zebra crossing", "max_results": 5}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let found = search(port, "zebra crossing").await;
     let hits = found["data"].as_array().unwrap();
     assert!(!hits.is_empty() && hits.iter().all(|h| h["content_id"] == id.as_str()), "{found}");
-    let jobs = get_json_at(port, "/queue/jobs?status=completed&limit=10").await;
+    let jobs = get_json(port, "/queue/jobs?status=completed&limit=10").await;
     let job = jobs["data"].as_array().unwrap().iter().find(|j| j["session_id"] == id.as_str()).cloned();
     let job = job.unwrap_or_else(|| panic!("the ingestion's job is completed: {jobs}"));
     assert_eq!((job["job_type"].as_str(), job["attempt"].as_i64()), (Some("ingest"), Some(2)), "{job}");
@@ -417,7 +410,7 @@ async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path
     assert_eq!(resp.status(), 200);
     let deadline = Instant::now() + Duration::from_secs(30);
     let job = loop {
-        let jobs = get_json_at(port, "/queue/jobs?status=cancelled&limit=10").await;
+        let jobs = get_json(port, "/queue/jobs?status=cancelled&limit=10").await;
         if let Some(job) = jobs["data"].as_array().unwrap().iter().find(|j| j["session_id"] == doomed_id.as_str()) {
             break job.clone();
         }
@@ -426,23 +419,22 @@ async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path
     };
     assert!(job["error"].as_str().unwrap().contains("deleted"), "{job}");
     assert!(content_status(port, &doomed_id).await.is_none());
-    let found: serde_json::Value = reqwest::Client::new()
-        .post(format!("http://127.0.0.1:{port}/knowledge/search"))
-        .json(&serde_json::json!({"query": "quokka habitat"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let found = search(port, "quokka habitat").await;
     assert_eq!(found["data"], serde_json::json!([]), "no chunk of a deleted content: {found}");
     sigterm(&second);
     wait_exit(&mut second, Duration::from_secs(20)).await;
 }
 
-/// `GET http://127.0.0.1:{port}{path}` as JSON.
-async fn get_json_at(port: u16, path: &str) -> serde_json::Value {
-    reqwest::get(format!("http://127.0.0.1:{port}{path}")).await.unwrap().json().await.unwrap()
+/// `POST /knowledge/search` for `query`.
+async fn search(port: u16, query: &str) -> serde_json::Value {
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/knowledge/search"))
+        .json(&serde_json::json!({"query": query}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.json().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
 //! What every component's `background=true` shares: the queue (or why there is none), committing
-//! a job behind its `PENDING` run, and queueing a paused run's continuation under its run id.
+//! a job behind its `PENDING` run, and queueing a paused run's continuation under its run id; and
+//! committing a knowledge upload's ingestion job behind its `processing` row.
 
 use agno_core::{Job, RunOutput, RunStatus};
 use agno_runtime::RunSpec;
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
 use crate::queue::Queue;
+use crate::queue::ingest::IngestSpec;
 use crate::state::AppState;
 
 /// The job queue, or 400 naming the databases that have one.
@@ -174,4 +176,26 @@ pub(crate) async fn resume(state: &AppState, run_id: String, after: i64) -> ApiR
         )));
     }
     super::agents::tail_response(state, queue, run_id, after)
+}
+
+/// Commits the ingestion job of `spec`, whose `processing` row is stored. A full queue answers
+/// 429 and a storage error its status; either way the row ends `failed` with the reason rather
+/// than `processing` for good.
+pub(crate) async fn enqueue_ingestion(state: &AppState, queue: &Queue, spec: &IngestSpec) -> ApiResult<()> {
+    let job = spec.job(queue.settings.max_attempts);
+    let refused = match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
+        Ok(agno_core::Enqueued::Accepted(job) | agno_core::Enqueued::Duplicate(job)) => {
+            queue.signal(agno_core::JobSignal::Claimable(job.id));
+            return Ok(());
+        }
+        Ok(agno_core::Enqueued::QueueFull) => ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("the queue is full ({} jobs waiting); upload again later", queue.settings.max_queue_depth),
+        ),
+        Err(e) => ApiError::from(e),
+    };
+    if let Some(db) = &state.db {
+        crate::queue::ingest::end_content(db.as_ref(), &spec.content_id, &refused.detail).await;
+    }
+    Err(refused)
 }

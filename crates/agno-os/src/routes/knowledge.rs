@@ -438,7 +438,7 @@ pub async fn upload_content(
         Some(queue) => {
             let content_id = row.id.clone().unwrap_or_default();
             let spec = IngestSpec::new(k.name(), &content_id, &content, chunking_spec);
-            enqueue_ingestion(&state, queue, &spec).await?;
+            super::background::enqueue_ingestion(&state, queue, &spec).await?;
         }
         // A database without a job queue (JSON files): ingested in this process, not durably.
         None => {
@@ -450,28 +450,6 @@ pub async fn upload_content(
         }
     }
     Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
-}
-
-/// Commits the ingestion job of `spec`, whose `processing` row is stored. A full queue answers
-/// 429 and a storage error its status; either way the row ends `failed` with the reason rather
-/// than `processing` for good.
-async fn enqueue_ingestion(state: &AppState, queue: &crate::queue::Queue, spec: &IngestSpec) -> ApiResult<()> {
-    let job = spec.job(queue.settings.max_attempts);
-    let refused = match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
-        Ok(agno_core::Enqueued::Accepted(job) | agno_core::Enqueued::Duplicate(job)) => {
-            queue.signal(agno_core::JobSignal::Claimable(job.id));
-            return Ok(());
-        }
-        Ok(agno_core::Enqueued::QueueFull) => ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("the queue is full ({} jobs waiting); upload again later", queue.settings.max_queue_depth),
-        ),
-        Err(e) => ApiError::from(e),
-    };
-    if let Some(db) = &state.db {
-        crate::queue::ingest::end_content(db.as_ref(), &spec.content_id, &refused.detail).await;
-    }
-    Err(refused)
 }
 
 /// Body of `POST /knowledge/search` (Agno's `VectorSearchRequestSchema`).
