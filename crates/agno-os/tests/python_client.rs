@@ -182,16 +182,45 @@ async fn agno_client_under_user_isolation() {
     assert_eq!(os.get(&format!("/agents/echo/runs/{run_id}"), Some(&bob)).await.status, 404);
 }
 
+/// Methods of the features that once were missing, each of which must pass.
+const SWEPT: &[&str] = &[
+    "get_team",
+    "aget_team",
+    "run_team",
+    "run_team_stream",
+    "cancel_team_run",
+    "get_workflow",
+    "aget_workflow",
+    "run_workflow",
+    "run_workflow_stream",
+    "cancel_workflow_run",
+    "optimize_memories",
+    "run_eval",
+    "upload_knowledge_content",
+    "get_knowledge_content_status",
+    "get_knowledge_content",
+    "list_knowledge_content",
+    "update_knowledge_content",
+    "search_knowledge",
+    "get_knowledge_config",
+    "delete_knowledge_content",
+    "delete_all_knowledge_content",
+];
+
 /// Every `AgentOSClient` method whose feature agno-rs has, each answer parsed by Agno's models:
 /// config, agents, runs (JSON, SSE, cancel, a paused run continued), sessions (list, read, runs,
 /// previews, rename, update, create, delete one and many), memories (CRUD, topics, stats), evals
-/// (list, bulk delete), metrics (refresh, read, status), traces, migrations, teams and
-/// workflows (none). Without auth and with a JWT.
+/// (run, list, bulk delete), metrics (refresh, read, status), traces, migrations, a team and a
+/// workflow (get, run, stream, cancel), a knowledge base (every content method). Without auth and
+/// with a JWT.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agno_client_sweep_passes_every_built_method() {
     let Some(py) = python() else { return };
     let agents = "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"echo\"\nmodel = \"test\"\n[[agents]]\nid = \"guarded\"\n\
-                  model = \"test\"\ntools = [{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }]\n";
+                  model = \"test\"\ntools = [{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }]\n\
+                  [[teams]]\nid = \"desk\"\nmodel = \"test\"\nmembers = [\"echo\"]\n\
+                  [[workflows]]\nid = \"flow\"\n[[workflows.steps]]\nname = \"answer\"\nagent = \"echo\"\n\
+                  [[knowledge]]\nid = \"docs\"\nembedder = \"hash:64\"\n";
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../scripts/interop/agno_client_sweep.py")
         .canonicalize()
@@ -199,8 +228,12 @@ async fn agno_client_sweep_passes_every_built_method() {
     let jwt = format!("[auth]\nmode = \"jwt\"\nverification_keys = [\"{SECRET}\"]\n{agents}");
     for (cfg, token) in [(agents.to_owned(), None), (jwt, Some(token("sweeper", &["agent_os:admin"])))] {
         let os = TestOs::start(config(&cfg)).await;
-        let mut args =
-            vec![os.base.clone(), "--agent".into(), "echo".into(), "--paused-agent".into(), "guarded".into()];
+        let mut args: Vec<String> =
+            [os.base.as_str(), "--agent", "echo", "--paused-agent", "guarded", "--team", "desk", "--workflow", "flow"]
+                .into_iter()
+                .chain(["--knowledge", "docs"])
+                .map(str::to_owned)
+                .collect();
         if let Some(t) = &token {
             args.extend(["--token".to_owned(), t.clone(), "--user".to_owned(), "sweeper".to_owned()]);
         }
@@ -217,7 +250,10 @@ async fn agno_client_sweep_passes_every_built_method() {
             "AgentOSClient methods failed (token: {})",
             token.is_some()
         );
-        let passed = result["passed"].as_array().unwrap().len();
-        assert!(passed >= 38, "only {passed} methods passed: {result}");
+        let passed: Vec<&str> = result["passed"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        for method in SWEPT {
+            assert!(passed.contains(method), "{method} was not swept: {result}");
+        }
+        assert!(passed.len() >= 59, "only {} methods passed: {result}", passed.len());
     }
 }
