@@ -6,8 +6,8 @@
 //! Only working connections do anything for anyone. When `max_connections` is reached, or one
 //! client address holds `max_connections_per_client`, a new connection takes the place of the
 //! connection doing least (idle longest, then waiting for headers longest, then the slowest
-//! body), which is closed; working connections are never closed for it, nor connections
-//! accepted within the last second (they have had no time to send their headers). So a flood of
+//! body, then connections accepted within the last second, which have had no time to send their
+//! headers), which is closed; working connections are never closed for it. So a flood of
 //! connections that never finish their requests cannot lock out `/health` or anyone else, and
 //! runs already accepted go on.
 
@@ -130,17 +130,18 @@ impl Activity {
         (self.phase() == Phase::Idle && self.requests.load(Ordering::Acquire) == 0).then(|| self.in_phase_for())
     }
 
-    /// How much this connection should give way, or `None` when it is working or has just
-    /// arrived: the higher the sooner. Idle before waiting for headers before slow bodies; within
-    /// each, the longest in that phase (for bodies, the slowest). A connection accepted less than
+    /// How much this connection should give way, or `None` when it is working: the higher the
+    /// sooner. Idle before waiting for headers before slow bodies before newcomers; within each,
+    /// the longest in that phase (for bodies, the slowest). A connection accepted less than
     /// [`HEADERS_GRACE`] ago has had no time to send its headers: it is not taken for one that
-    /// sends nothing (else each newcomer would be the first to give way to the next one).
+    /// sends nothing, and goes last (else each newcomer would be the first to give way to the
+    /// next one, while connections trickling a body byte by byte stayed).
     fn give_way_rank(&self) -> Option<(u8, u64)> {
         let in_phase = self.in_phase_for();
         let waited = u64::try_from(in_phase.as_millis()).unwrap_or(u64::MAX);
         match self.phase() {
             Phase::Idle => Some((3, waited)),
-            Phase::Headers if in_phase < HEADERS_GRACE => None,
+            Phase::Headers if in_phase < HEADERS_GRACE => Some((0, waited)),
             Phase::Headers => Some((2, waited)),
             Phase::Body => {
                 let rate = self.body_bytes.load(Ordering::Acquire).saturating_mul(1000) / waited.max(1);
@@ -410,7 +411,7 @@ mod tests {
 
     /// At the limit, a connection that has only just arrived is not the one to give way: the
     /// slowest body goes first; a connection that has sent no headers for longer than the grace
-    /// goes before any body; working ones never go.
+    /// goes before any body; the newcomer goes last; working ones never go.
     #[test]
     fn a_newcomer_does_not_give_way_before_the_slow_bodies() {
         let registry = Registry::default();
@@ -435,6 +436,8 @@ mod tests {
         assert_eq!((silent.phase(), trickle.phase(), newcomer.phase()), (Phase::Closing, Phase::Body, Phase::Headers));
         assert!(registry.make_room(None, "test"), "the slow body goes next");
         assert_eq!(trickle.phase(), Phase::Closing);
-        assert!(!registry.make_room(None, "test"), "a newcomer and a working connection: nobody gives way");
+        assert!(registry.make_room(None, "test"), "then the newcomer");
+        assert_eq!((newcomer.phase(), working.phase()), (Phase::Closing, Phase::Working));
+        assert!(!registry.make_room(None, "test"), "only working connections: nobody gives way");
     }
 }
