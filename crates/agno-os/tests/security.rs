@@ -135,6 +135,7 @@ async fn every_route_times_every_caller() {
         ("alg none", Some(bearer(&none))),
     ];
     let mut checked = 0;
+    let mut allowed = Vec::new();
     for route in ROUTES {
         let path = concrete(route.path);
         let m = &route.method;
@@ -155,6 +156,7 @@ async fn every_route_times_every_caller() {
                 let wrong = if scope == "config:read" { "sessions:read" } else { "config:read" };
                 let status = call(&os, m, &path, Some(&bearer(&token_with(SECRET, "u", &[wrong], aud.clone())))).await;
                 assert_eq!(status, 403, "{m} {path} with only {wrong}");
+                let mut statuses = Vec::new();
                 for (who, t) in [
                     ("admin", admin.clone()),
                     ("admin signed with the second key", second_key_admin.clone()),
@@ -170,12 +172,45 @@ async fn every_route_times_every_caller() {
                         || [400, 404, 409, 422].contains(&status)
                         || (status == 503 && route.path.starts_with("/knowledge"));
                     assert!(expected, "{m} {path} for {who} ({scope}) got {status}");
+                    statuses.push(status.to_string());
                 }
+                allowed.push(format!("{m} {} {}", route.path, statuses.join(" ")));
             }
         }
         checked += 1;
     }
     assert_eq!(checked, ROUTES.len());
+    same_as_recorded(&allowed);
+}
+
+/// Where each route's answers to the allowed callers are recorded.
+const ALLOWED_STATUSES: &str = "tests/fixtures/allowed_route_statuses.txt";
+
+/// Checks the allowed callers' statuses, a line per route (`METHOD path admin second-key
+/// exact-scope`), against [`ALLOWED_STATUSES`], so that each route's answer is the one expected
+/// and a change of any of them is seen. `AGNO_RECORD_STATUSES=1` rewrites the file (then review
+/// its diff).
+fn same_as_recorded(allowed: &[String]) {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(ALLOWED_STATUSES);
+    if std::env::var_os("AGNO_RECORD_STATUSES").is_some() {
+        let header = "# The statuses of every scoped route for the callers it lets through (an admin, an admin\n\
+                      # signed with the second key, a caller with exactly the route's scope), on the placeholder ids\n\
+                      # and empty bodies of tests/security.rs. AGNO_RECORD_STATUSES=1 rewrites it.\n";
+        std::fs::write(&file, format!("{header}{}\n", allowed.join("\n"))).unwrap();
+    }
+    let recorded = std::fs::read_to_string(&file).unwrap();
+    let recorded: Vec<&str> = recorded.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
+    let changed: Vec<String> = allowed
+        .iter()
+        .filter(|line| !recorded.contains(&line.as_str()))
+        .map(|line| {
+            let route = line.rsplitn(4, ' ').last().unwrap_or(line);
+            let was = recorded.iter().find(|r| r.starts_with(&format!("{route} "))).copied().unwrap_or("(no line)");
+            format!("now: {line}\n  was: {was}")
+        })
+        .collect();
+    assert!(changed.is_empty(), "routes answer otherwise than recorded in {ALLOWED_STATUSES}:\n{}", changed.join("\n"));
+    assert_eq!(recorded.len(), allowed.len(), "{ALLOWED_STATUSES} records routes that are gone");
 }
 
 /// The scopes a caller needs for a route: its table scope, plus run access for reading an
