@@ -1,7 +1,8 @@
 //! A real browser on another origin drives `agno serve`, as Agent UI and the control plane do:
 //! headless Chromium (Debian's `chromium`) through `playwright-core` (npm; no browser download)
 //! loads `scripts/browser/cors_page.html` from a second local server and calls the OS with
-//! Agent UI's requests: JSON-typed GETs (preflighted), bearer tokens, a multipart run, a streamed
+//! Agent UI's requests: JSON-typed GETs (preflighted), bearer tokens (also on a credentialed
+//! request, `credentials: "include"`, as Agent UI and os.agno.com send), a multipart run, a streamed
 //! run read as SSE, an error it must be able to read, a session read and delete. The same page
 //! against an OS that does not allow its origin must fail: CORS is what makes it work.
 //!
@@ -115,6 +116,8 @@ async fn a_page_on_another_origin_drives_the_os_in_chromium() {
     assert_eq!(r["health"]["body"]["status"], "ok", "{r}");
     assert_eq!(r["agents"]["status"], 200, "{r}");
     assert_eq!(r["agents"]["ids"], serde_json::json!(["demo"]), "{r}");
+    assert_eq!(r["credentialed"]["status"], 200, "a credentialed request (credentials: include): {r}");
+    assert_eq!(r["credentialed"]["ids"], serde_json::json!(["demo"]), "{r}");
     assert_eq!(r["unauthorized"]["status"], 401, "the error is readable by the page: {r}");
     assert_eq!(r["run"]["status"], 200, "{r}");
     assert_eq!(r["run"]["run_status"], "COMPLETED", "{r}");
@@ -132,7 +135,7 @@ async fn a_page_on_another_origin_drives_the_os_in_chromium() {
     // The same page against an OS that does not allow its origin: the browser blocks it all.
     let (_refused, port) = os_for(&dir, "refused", &provider, "\"http://localhost:3000\"").await;
     let r = run_page(&browser, page_port, port, "browser-key");
-    for step in ["health", "agents", "unauthorized", "run", "stream"] {
+    for step in ["health", "agents", "credentialed", "unauthorized", "run", "stream"] {
         let error = r[step]["error"].as_str().unwrap_or_else(|| panic!("{step} went through without CORS: {r}"));
         assert!(error.contains("Failed to fetch"), "{step}: {error}");
     }
