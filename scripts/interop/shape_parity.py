@@ -141,12 +141,17 @@ def sse_events(text):
     return events
 
 
+ORIGIN = "http://localhost:3000"
+
+
 class Side:
     """One server and what the sequence learned from it (ids differ per server)."""
 
     def __init__(self, name, base):
         self.name = name
-        self.client = httpx.Client(base_url=base, timeout=30)
+        # Every request comes from Agent UI's origin, as a browser sends it: both servers allow it
+        # by default, and what they answer to it (the allowed origin echoed) is compared too.
+        self.client = httpx.Client(base_url=base, timeout=30, headers={"Origin": ORIGIN})
         self.vars = {
             "session": "parity-" + uuid.uuid4().hex[:8],
             "wsession": "parity-wf-" + uuid.uuid4().hex[:8],
@@ -161,7 +166,8 @@ class Side:
 def answer(resp):
     """What is compared of a response: status, media type, and the body's shape."""
     media = resp.headers.get("content-type", "").split(";")[0].strip()
-    out = {"status": resp.status_code, "media": media}
+    out = {"status": resp.status_code, "media": media,
+           "allow_origin": resp.headers.get("access-control-allow-origin")}
     if media == "application/json":
         try:
             out["shape"] = shape(resp.json()) if resp.content else "empty body"
