@@ -330,11 +330,16 @@ async fn upload_text(port: u16, name: &str, text: String) -> String {
     body["id"].as_str().unwrap().to_owned()
 }
 
+/// Embedding requests the fake provider has received.
+fn embedding_calls(provider: &FakeProvider) -> usize {
+    provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count()
+}
+
 /// Waits (bounded) until the embedder has received more than `seen` requests: the ingestion is
 /// in the middle of embedding.
 async fn embedding_started(provider: &FakeProvider, seen: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count() <= seen {
+    while embedding_calls(provider) <= seen {
         assert!(Instant::now() < deadline, "the ingestion never reached the embedder");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -373,7 +378,7 @@ async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path
     assert_eq!(content_status(port, &id).await.unwrap()["status"], "processing");
     first.kill().unwrap(); // SIGKILL: no drain, no final write
     first.wait().unwrap();
-    let embedded_before = provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count();
+    let embedded_before = embedding_calls(&provider);
 
     let log = dir.join("serve-2.log");
     let (mut second, port) = start_serve_with_env(&config, &log, &env).await;
@@ -387,7 +392,7 @@ async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(status["status"], "completed", "{status}");
-    let embedded_after = provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count();
+    let embedded_after = embedding_calls(&provider);
     assert!(embedded_after >= embedded_before + 3, "the new replica embedded the content again from the start");
     let found = search(port, "zebra crossing").await;
     let hits = found["data"].as_array().unwrap();
@@ -398,7 +403,7 @@ async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path
     assert_eq!((job["job_type"].as_str(), job["attempt"].as_i64()), (Some("ingest"), Some(2)), "{job}");
 
     // A content deleted while it is ingested: its ingestion is cancelled, no chunk stays.
-    let seen = provider.requests().iter().filter(|r| r.path.ends_with("/embeddings")).count();
+    let seen = embedding_calls(&provider);
     let doomed: String = (0..3000).map(|i| format!("Line {i} about the quokka habitat.\n\n")).collect();
     let doomed_id = upload_text(port, "doomed.md", doomed).await;
     embedding_started(&provider, seen).await;
