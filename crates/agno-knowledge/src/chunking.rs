@@ -8,6 +8,25 @@ use serde_json::Value;
 /// Agno's default chunk size, in characters.
 pub const DEFAULT_CHUNK_SIZE: usize = 5000;
 
+/// Why [`Chunking::by_name`] refused a chunker.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkingError {
+    /// Not one of Agno's chunker names.
+    #[error("unknown chunker {0:?}; known: FixedSizeChunker, RecursiveChunker, DocumentChunker, MarkdownChunker")]
+    UnknownName(String),
+    /// A chunk size of zero.
+    #[error("chunk_size must be at least 1")]
+    EmptyChunks,
+    /// An overlap as large as the chunks (each chunk would start where the last one did).
+    #[error("chunk_overlap ({overlap}) must be smaller than chunk_size ({size})")]
+    OverlapTooLarge {
+        /// The overlap asked for.
+        overlap: usize,
+        /// The chunk size asked for (or the default).
+        size: usize,
+    },
+}
+
 /// How documents are split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chunking {
@@ -59,26 +78,25 @@ impl Chunking {
     /// `MarkdownChunker`, or the short `fixed`, `recursive`, `document`, `markdown`).
     ///
     /// # Errors
-    /// A message listing the known names, or saying why the sizes are invalid.
-    pub fn by_name(name: &str, size: Option<usize>, overlap: Option<usize>) -> Result<Chunking, String> {
+    /// An unknown name (checked first), then sizes that cannot chunk anything.
+    pub fn by_name(name: &str, size: Option<usize>, overlap: Option<usize>) -> Result<Chunking, ChunkingError> {
+        let key = name.trim().to_ascii_lowercase().replace(['_', '-'], "");
+        let make: fn(usize, usize) -> Chunking = match key.trim_end_matches("chunker").trim_end_matches("chunking") {
+            "fixedsize" | "fixed" => |size, overlap| Chunking::FixedSize { size, overlap },
+            "recursive" => |size, overlap| Chunking::Recursive { size, overlap },
+            "document" => |size, overlap| Chunking::Document { size, overlap },
+            "markdown" => |size, overlap| Chunking::Markdown { size, overlap },
+            _ => return Err(ChunkingError::UnknownName(name.to_owned())),
+        };
         let size = size.unwrap_or(DEFAULT_CHUNK_SIZE);
         let overlap = overlap.unwrap_or(0);
         if size == 0 {
-            return Err("chunk_size must be at least 1".to_owned());
+            return Err(ChunkingError::EmptyChunks);
         }
         if overlap >= size {
-            return Err(format!("chunk_overlap ({overlap}) must be smaller than chunk_size ({size})"));
+            return Err(ChunkingError::OverlapTooLarge { overlap, size });
         }
-        let key = name.trim().to_ascii_lowercase().replace(['_', '-'], "");
-        match key.trim_end_matches("chunker").trim_end_matches("chunking") {
-            "fixedsize" | "fixed" => Ok(Chunking::FixedSize { size, overlap }),
-            "recursive" => Ok(Chunking::Recursive { size, overlap }),
-            "document" => Ok(Chunking::Document { size, overlap }),
-            "markdown" => Ok(Chunking::Markdown { size, overlap }),
-            _ => Err(format!(
-                "unknown chunker {name:?}; known: FixedSizeChunker, RecursiveChunker, DocumentChunker, MarkdownChunker"
-            )),
-        }
+        Ok(make(size, overlap))
     }
 
     fn size_overlap(self) -> (usize, usize) {
@@ -296,9 +314,14 @@ mod tests {
             Ok(Chunking::Recursive { size: 10, overlap: 2 })
         );
         assert_eq!(Chunking::by_name("markdown", None, None), Ok(Chunking::Markdown { size: 5000, overlap: 0 }));
-        assert!(Chunking::by_name("semantic", None, None).unwrap_err().contains("known"));
-        assert!(Chunking::by_name("fixed", Some(10), Some(10)).is_err());
-        assert!(Chunking::by_name("fixed", Some(0), None).is_err());
+        assert!(Chunking::by_name("semantic", None, None).unwrap_err().to_string().contains("known"));
+        assert_eq!(
+            Chunking::by_name("fixed", Some(10), Some(10)),
+            Err(ChunkingError::OverlapTooLarge { overlap: 10, size: 10 })
+        );
+        assert_eq!(Chunking::by_name("fixed", Some(0), None), Err(ChunkingError::EmptyChunks));
+        // The name is judged before the sizes.
+        assert!(matches!(Chunking::by_name("semantic", Some(0), None), Err(ChunkingError::UnknownName(_))));
     }
 
     #[test]

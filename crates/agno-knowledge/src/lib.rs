@@ -29,7 +29,7 @@ pub mod reader;
 mod sqlite;
 mod store;
 
-pub use chunking::{Chunking, DEFAULT_CHUNK_SIZE, TooManyChunks, non_whitespace_chars};
+pub use chunking::{Chunking, ChunkingError, DEFAULT_CHUNK_SIZE, TooManyChunks, non_whitespace_chars};
 pub use embedder::{Embedder, EmbeddingApi, HashEmbedder, OpenAiEmbedder, ProviderEmbedder};
 pub use knowledge::{
     Content, ContentPatch, DEFAULT_MAX_CHUNKS, DEFAULT_MAX_CONTENT_BYTES, Knowledge, Reranker, status,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agno_core::{Db, Job, JobOutcome, JobStatus, KnowledgeRow, now_epoch_secs};
-use agno_knowledge::{Chunking, Content, ContentKind, Knowledge, status};
+use agno_knowledge::{Chunking, ChunkingError, Content, ContentKind, Knowledge, status};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -56,7 +56,7 @@ impl ChunkingSpec {
     ///
     /// # Errors
     /// An unknown chunker or sizes it refuses, with the reason.
-    pub fn chunking(&self) -> Result<Chunking, String> {
+    pub fn chunking(&self) -> Result<Chunking, ChunkingError> {
         Chunking::by_name(self.chunker.as_deref().unwrap_or("FixedSizeChunker"), self.chunk_size, self.chunk_overlap)
     }
 }
@@ -182,7 +182,7 @@ impl IngestSpec {
             .ok_or_else(|| format!("knowledge base {} is not served here", self.knowledge_id))?;
         Ok(match &self.chunking {
             None => Arc::clone(k),
-            Some(c) => Arc::new(k.as_ref().clone().chunking(c.chunking()?)),
+            Some(c) => Arc::new(k.as_ref().clone().chunking(c.chunking().map_err(|e| e.to_string())?)),
         })
     }
 }

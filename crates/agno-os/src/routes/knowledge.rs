@@ -9,7 +9,7 @@ use crate::routes::query::{Query, QueryRejection};
 use std::sync::Arc;
 
 use agno_core::{Filter, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
-use agno_knowledge::{Content, ContentKind, ContentPatch, Knowledge};
+use agno_knowledge::{ChunkingError, Content, ContentKind, ContentPatch, Knowledge};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, Request, State};
@@ -364,11 +364,19 @@ pub async fn upload_content(
             Some(ChunkingSpec { chunker: chunker.map(str::to_owned), chunk_size, chunk_overlap })
         }
     };
-    let chunking = chunking_spec
-        .as_ref()
-        .map(ChunkingSpec::chunking)
-        .transpose()
-        .map_err(|e| ApiError::unprocessable(e).at("body", "chunker"))?;
+    // An unknown chunker or an empty chunk size is refused here. An overlap as large as the chunks
+    // is accepted and the content fails with the reason, as Python Agno does: the API's document
+    // cannot say that one field must be smaller than another.
+    let (chunking, refused_sizes) = match chunking_spec.as_ref().map(ChunkingSpec::chunking).transpose() {
+        Ok(chunking) => (chunking, None),
+        Err(e @ ChunkingError::OverlapTooLarge { .. }) => (None, Some(e.to_string())),
+        Err(e @ ChunkingError::UnknownName(_)) => {
+            return Err(ApiError::unprocessable(e.to_string()).at("body", "chunker"));
+        }
+        Err(e @ ChunkingError::EmptyChunks) => {
+            return Err(ApiError::unprocessable(e.to_string()).at("body", "chunk_size"));
+        }
+    };
     if let Some(url) = form.text("url").map(str::trim).filter(|u| !u.is_empty())
         && !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with('['))
     {
@@ -434,14 +442,19 @@ pub async fn upload_content(
         "created_at": Value::Null,
         "updated_at": Value::Null,
     });
-    match &state.queue {
-        Some(queue) => {
-            let content_id = row.id.clone().unwrap_or_default();
+    let content_id = row.id.clone().unwrap_or_default();
+    match (&state.queue, refused_sizes) {
+        (_, Some(reason)) => {
+            if let Some(db) = k.contents() {
+                crate::queue::ingest::end_content(db.as_ref(), &content_id, &reason).await;
+            }
+        }
+        (Some(queue), None) => {
             let spec = IngestSpec::new(k.name(), &content_id, &content, chunking_spec);
             super::background::enqueue_ingestion(&state, queue, &spec).await?;
         }
         // A database without a job queue (JSON files): ingested in this process, not durably.
-        None => {
+        (None, None) => {
             tokio::spawn(async move {
                 if let Err(e) = k.process(&content, row).await {
                     tracing::error!(error = %e, "storing the knowledge content's status failed");
