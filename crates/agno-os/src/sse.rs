@@ -16,8 +16,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agno_core::RunEvent;
-use agno_runtime::{Agent, RunStream};
+use agno_core::StreamEvent;
+use agno_runtime::{Agent, EventStream};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
@@ -112,11 +112,9 @@ impl Frame {
     }
 }
 
-/// One run event as a frame.
-pub fn frame(event: &RunEvent) -> Frame {
-    let data = serde_json::to_value(event).unwrap_or_default();
-    let name = data.get("event").and_then(|v| v.as_str()).unwrap_or("message").to_owned();
-    Frame::new(&name, &data.to_string(), event.event_index)
+/// One event of a run (of any component) as a frame: `event:` its Agno name, `id:` its index.
+pub fn frame<E: StreamEvent>(event: &E) -> Frame {
+    Frame::json(&event.stream_name(), event, event.stream_index())
 }
 
 /// How streams are sent (`[os] sse_heartbeat_seconds`, `sse_buffer_bytes`).
@@ -143,9 +141,9 @@ pub enum Overflow {
 #[derive(Debug, Clone)]
 pub struct AbortConnection(pub CancellationToken);
 
-/// An SSE response of a run's events; the run goes on when the client leaves (or is cut)
-/// unless `policy` says otherwise.
-pub fn run_events(stream: RunStream, policy: DisconnectPolicy, streaming: Streaming) -> Response {
+/// An SSE response of a run's events (an agent's, a team's or a workflow's); the run goes on when
+/// the client leaves (or is cut) unless `policy` says otherwise.
+pub fn run_events<E: StreamEvent>(stream: EventStream<E>, policy: DisconnectPolicy, streaming: Streaming) -> Response {
     live(stream.map(|e| frame(&e)), policy, streaming)
 }
 

@@ -19,6 +19,7 @@ mod config;
 mod emitter;
 mod error;
 pub mod eval;
+mod event_stream;
 mod fence;
 mod hooks;
 mod knowledge;
@@ -44,6 +45,7 @@ pub use config::{
     ToolConfig,
 };
 pub use error::{BuildError, Result, RunError};
+pub use event_stream::EventStream;
 pub use fence::RunFence;
 pub use hooks::{HookError, PostHook, PreHook};
 pub use request::{ContinueFrom, ContinueRequest, RunRequest};

@@ -15,51 +15,24 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use agno_core::{EventData, Message, RunEvent, RunOutput, RunStatus};
-use futures::Stream;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::agent::{Agent, AgentInner};
-use crate::blocking::{block_on, spawn_handle};
+use crate::blocking::block_on;
 use crate::cancel::{self, Registration};
 use crate::emitter::Emitter;
 use crate::error::RunError;
+use crate::event_stream::{EventStream, spawn_run};
 use crate::persist::load_session;
 use crate::request::{ContinueFrom, ContinueRequest, RunRequest};
 use crate::run_loop::{drive_new, finish, model_loop, prepare};
 use crate::run_state::RunState;
 use crate::tool_batch::resolve_requirement;
 
-/// A stream of a run's events. Also yields the final output via [`RunStream::output`].
-#[derive(Debug)]
-pub struct RunStream {
-    events: mpsc::Receiver<RunEvent>,
-    task: Option<JoinHandle<Result<RunOutput, RunError>>>,
-}
-
-impl Stream for RunStream {
-    type Item = RunEvent;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<RunEvent>> {
-        self.events.poll_recv(cx)
-    }
-}
-
-impl RunStream {
-    /// Waits for the run to end (draining any unread events) and returns its output.
-    ///
-    /// # Errors
-    /// The run's [`RunError`].
-    pub async fn output(mut self) -> Result<RunOutput, RunError> {
-        self.events.close();
-        while self.events.recv().await.is_some() {}
-        match self.task.take() {
-            Some(task) => task.await.map_err(|e| RunError::Internal(e.to_string()))?,
-            None => Err(RunError::Internal("run stream already consumed".to_owned())),
-        }
-    }
-}
+/// An agent run's [`RunEvent`]s as they happen, and its output via [`EventStream::output`]. The
+/// channel is bounded: a reader that falls behind holds the run back.
+pub type RunStream = EventStream<RunEvent>;
 
 /// A run started with [`Agent::spawn_run`] or [`Agent::spawn_continue_run`], executing on its
 /// own task. Await it for the output; dropping it detaches the run, which goes on and is stored
@@ -94,20 +67,6 @@ impl std::future::Future for RunHandle {
     }
 }
 
-/// Spawns `fut` on the current runtime (else the shared one).
-fn spawn<F>(fut: F) -> Option<JoinHandle<Result<RunOutput, RunError>>>
-where
-    F: std::future::Future<Output = Result<RunOutput, RunError>> + Send + 'static,
-{
-    match spawn_handle() {
-        Ok(handle) => Some(handle.spawn(fut)),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot spawn run");
-            None
-        }
-    }
-}
-
 /// Spawns a streamed run; with `store_events`, its events (but content deltas) are kept on the
 /// stored run, as Agno does for streamed runs.
 fn spawn_stream<F>(store_events: bool, make: impl FnOnce(Emitter) -> F) -> RunStream
@@ -115,8 +74,8 @@ where
     F: std::future::Future<Output = Result<RunOutput, RunError>> + Send + 'static,
 {
     let (tx, rx) = crate::emitter::channel();
-    let task = spawn(make(Emitter::new(Some(tx), store_events)));
-    RunStream { events: rx, task }
+    let task = spawn_run("run", make(Emitter::new(Some(tx), store_events)));
+    EventStream::bounded(rx, task)
 }
 
 /// Emits a `RunError` for failures that happened before the run could emit one itself.
@@ -172,7 +131,7 @@ impl Agent {
         let run = register(&mut request);
         let run_id = request.run_id.clone().unwrap_or_default();
         let em = Emitter::new(None, false);
-        RunHandle { run_id, task: spawn(self.clone().execute(request, em, run)) }
+        RunHandle { run_id, task: spawn_run("run", self.clone().execute(request, em, run)) }
     }
 
     /// Blocking version of [`Agent::arun`]. Sync and async tools both work.
@@ -209,7 +168,7 @@ impl Agent {
         let run_id = request.target_run_id().to_owned();
         let run = Registration::new(&run_id);
         let em = Emitter::new(None, false);
-        RunHandle { run_id, task: spawn(self.clone().execute_continue(request, em, run)) }
+        RunHandle { run_id, task: spawn_run("continuation", self.clone().execute_continue(request, em, run)) }
     }
 
     /// Blocking version of [`Agent::acontinue_run`].

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use agno_core::{JobSignal, RunEvent, StoredEvent, TeamStreamEvent, WorkflowStreamEvent};
+use agno_core::{JobSignal, StoredEvent, StreamEvent};
 use agno_runtime::Agent;
 use futures::StreamExt;
 
@@ -24,62 +24,6 @@ pub(super) struct EventLog {
     fenced_out: bool,
 }
 
-/// An event a worker writes to the durable log: an agent's, or a workflow's (with its agents').
-pub(super) trait Logged: serde::Serialize {
-    fn index(&self) -> Option<u64>;
-    fn name(&self) -> std::borrow::Cow<'static, str>;
-    fn created_at(&self) -> i64;
-    fn terminal(&self) -> bool;
-}
-
-impl Logged for RunEvent {
-    fn index(&self) -> Option<u64> {
-        self.event_index
-    }
-    fn name(&self) -> std::borrow::Cow<'static, str> {
-        RunEvent::name(self).into()
-    }
-    fn created_at(&self) -> i64 {
-        self.created_at
-    }
-    fn terminal(&self) -> bool {
-        self.data.is_terminal()
-    }
-}
-
-impl Logged for WorkflowStreamEvent {
-    fn index(&self) -> Option<u64> {
-        self.event_index()
-    }
-    fn name(&self) -> std::borrow::Cow<'static, str> {
-        WorkflowStreamEvent::name(self).into()
-    }
-    fn created_at(&self) -> i64 {
-        match self {
-            WorkflowStreamEvent::Workflow(e) => e.created_at,
-            WorkflowStreamEvent::Agent(e) | WorkflowStreamEvent::Team(e) => e.created_at,
-        }
-    }
-    fn terminal(&self) -> bool {
-        self.is_terminal()
-    }
-}
-
-impl Logged for TeamStreamEvent {
-    fn index(&self) -> Option<u64> {
-        self.event_index()
-    }
-    fn name(&self) -> std::borrow::Cow<'static, str> {
-        TeamStreamEvent::name(self).into()
-    }
-    fn created_at(&self) -> i64 {
-        self.inner().created_at
-    }
-    fn terminal(&self) -> bool {
-        self.is_terminal()
-    }
-}
-
 impl EventLog {
     /// The log of `job`'s current attempt.
     pub(super) fn new(queue: &Queue, job: &agno_core::Job) -> Self {
@@ -92,12 +36,12 @@ impl EventLog {
         }
     }
 
-    fn push<E: Logged>(&mut self, event: &E) {
+    fn push<E: StreamEvent>(&mut self, event: &E) {
         let Ok(data) = serde_json::to_string(event) else { return };
         self.buffer.push(StoredEvent {
-            event_index: event.index().and_then(|i| i64::try_from(i).ok()).unwrap_or_default(),
+            event_index: event.stream_index().and_then(|i| i64::try_from(i).ok()).unwrap_or_default(),
             attempt: self.attempt,
-            event: event.name().into_owned(),
+            event: event.stream_name().into_owned(),
             data,
             created_at: event.created_at(),
         });
@@ -124,7 +68,7 @@ impl EventLog {
     }
 
     /// Consumes the run's events into the log until the stream ends.
-    pub(super) async fn record<E: Logged>(&mut self, stream: &mut (impl futures::Stream<Item = E> + Unpin)) {
+    pub(super) async fn record<E: StreamEvent>(&mut self, stream: &mut (impl futures::Stream<Item = E> + Unpin)) {
         let mut deadline = tokio::time::Instant::now();
         loop {
             let next = if self.buffer.is_empty() {
@@ -143,7 +87,7 @@ impl EventLog {
                 deadline = tokio::time::Instant::now() + EVENT_DELAY;
             }
             self.push(&event);
-            if self.buffer.len() >= EVENT_BATCH || event.terminal() {
+            if self.buffer.len() >= EVENT_BATCH || event.ends_run() {
                 self.flush().await;
             }
         }

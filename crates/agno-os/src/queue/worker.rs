@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use agno_core::{
     ComponentKind, Job, JobOutcome, JobSignal, JobStatus, JobStore, JobType, RunOutput, RunRequirement, RunStatus,
-    now_epoch_secs,
+    StreamEvent, now_epoch_secs,
 };
 use agno_runtime::team::{Team, TeamStream};
 use agno_runtime::workflow::{Durable, Workflow};
-use agno_runtime::{Agent, ContinueRequest, RunError, RunSpec};
+use agno_runtime::{Agent, ContinueRequest, EventStream, RunError, RunSpec};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::event_log::{EventLog, Logged};
+use super::event_log::EventLog;
 use super::{Queue, QueueSettings};
 use crate::state::AppState;
 
@@ -179,7 +179,7 @@ pub(super) fn fence_of(queue: &Queue, job: &Job) -> Arc<LeaseFence> {
 
 /// Logs a run's events until it ends, cancelling it after `timeout_seconds` (and logging how it
 /// stopped); true when it timed out.
-pub(super) async fn log_attempt<E: Logged>(
+pub(super) async fn log_attempt<E: StreamEvent>(
     queue: &Queue,
     job: &Job,
     stream: &mut (impl futures::Stream<Item = E> + Unpin),
@@ -250,25 +250,25 @@ pub(super) async fn attempt(state: &AppState, queue: &Queue, job: &Job, work: Wo
     match kind {
         ComponentKind::Agent => {
             let Some(served) = state.agent(id) else { return not_served(kind) };
-            let mut stream = start_run(state, &served.agent, job, work, fence_of(queue, job), after).await;
-            let timed_out = log_attempt(queue, job, &mut stream).await;
-            outcome_of(queue, job, stream.output().await, timed_out)
+            drive(queue, job, start_run(state, &served.agent, job, work, fence_of(queue, job), after).await).await
         }
         ComponentKind::Team => {
             let Some(team) = state.team(id) else { return not_served(kind) };
-            let mut stream = start_team(state, team, job, work, fence_of(queue, job), after).await;
-            let timed_out = log_attempt(queue, job, &mut stream).await;
-            outcome_of(queue, job, stream.output().await, timed_out)
+            drive(queue, job, start_team(state, team, job, work, fence_of(queue, job), after).await).await
         }
         ComponentKind::Workflow => {
             let Some(wf) = state.workflow(id) else { return not_served(kind) };
             let fence: Arc<dyn agno_runtime::RunFence> = fence_of(queue, job);
             let durable = Durable { fence: Some(fence), after_event_index: after };
-            let mut stream = start_workflow(state, wf, job, work, durable).await;
-            let timed_out = log_attempt(queue, job, &mut stream).await;
-            outcome_of(queue, job, stream.output().await, timed_out)
+            drive(queue, job, start_workflow(state, wf, job, work, durable).await).await
         }
     }
+}
+
+/// Logs the events of an attempt's run until it ends and tells how the attempt ended.
+async fn drive<E: StreamEvent>(queue: &Queue, job: &Job, mut stream: EventStream<E>) -> JobOutcome {
+    let timed_out = log_attempt(queue, job, &mut stream).await;
+    outcome_of(queue, job, stream.output().await, timed_out)
 }
 
 /// Ends the run of a job whose payload cannot be read: `ERROR`, with the reason as its content.

@@ -2,19 +2,17 @@
 //! continue. Under user isolation the caller's `sub` is the run's user and another user's
 //! session or run answers 404.
 
-use crate::routes::query::{Query, QueryRejection};
 use std::collections::HashMap;
 
-use agno_core::{ComponentKind, RunQuery, RunStatus, SortOrder};
-use agno_runtime::{Agent, ContinueRequest, RunError, RunHandle};
+use agno_core::{ComponentKind, RunStatus};
+use agno_runtime::{Agent, ContinueRequest, RunHandle};
 use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use super::core::visible_agents;
+use super::run_records;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -150,9 +148,10 @@ fn without_nulls(v: Value) -> Value {
 
 /// Finds an agent the caller may address, or 404 (never 403, so ids do not leak).
 fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a ServedAgent> {
-    let allowed = principal.accessible("agents", "read").is_none_or(|ids| ids.iter().any(|i| i == id))
-        || principal.accessible("agents", "run").is_none_or(|ids| ids.iter().any(|i| i == id));
-    state.agent(id).filter(|_| allowed).ok_or_else(|| ApiError::not_found(format!("Agent {id} not found")))
+    state
+        .agent(id)
+        .filter(|_| run_records::may_address(principal, ComponentKind::Agent, id))
+        .ok_or_else(|| run_records::not_found(ComponentKind::Agent, id))
 }
 
 /// `GET /agents`.
@@ -198,33 +197,13 @@ pub(crate) async fn check_session_owner(state: &AppState, session_id: &str, user
     Ok(())
 }
 
-fn run_response(result: Result<agno_core::RunOutput, RunError>) -> Response {
-    match result {
-        Ok(run) => Json(run).into_response(),
-        Err(e) => match e.run() {
-            // The failed run is stored with status ERROR; answer it as Agno does.
-            Some(run) => Json(run.clone()).into_response(),
-            None => run_error(e).into_response(),
-        },
-    }
-}
-
 /// Answers with a run executing on its own task. The run does not depend on the request: when
 /// the client goes away it completes and is stored, or is cancelled if `policy` asks for it.
 async fn await_run(run: RunHandle, policy: DisconnectPolicy) -> Response {
     let mut guard = DisconnectGuard::new(policy);
     let result = run.await;
     guard.finish();
-    run_response(result)
-}
-
-fn run_error(e: RunError) -> ApiError {
-    match e {
-        RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
-        RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
-        RunError::Storage(db) => db.into(),
-        other => ApiError::internal(other.to_string()),
-    }
+    run_records::answer(result)
 }
 
 /// The form of `POST /agents/{agent_id}/runs`.
@@ -394,8 +373,15 @@ pub async fn resume_run(
     let headers = request.headers().clone();
     let form = Form::read(request, &state.limits).await?;
     let after = resume_index(&form, &headers)?;
-    let run =
-        stored_run(&state, &principal, &agent_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
+    let run = run_records::stored_run(
+        &state,
+        &principal,
+        ComponentKind::Agent,
+        &agent_id,
+        &run_id,
+        form.text("session_id").filter(|s| !s.is_empty()),
+    )
+    .await?;
     if let Some(queue) = &state.queue
         && queue.store.get_job(&run_id, None).await?.is_some()
     {
@@ -423,186 +409,6 @@ pub async fn resume_run(
     let first = crate::sse::Frame::new("replay", &meta.to_string(), None);
     let frames = std::iter::once(first).chain(events);
     Ok(crate::sse::replay(futures::stream::iter(frames), state.streaming()))
-}
-
-/// Query of `GET /agents/{agent_id}/runs`.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct RunsQuery {
-    /// The session whose runs are listed (required, as in Agno).
-    #[schemars(required, length(min = 1))]
-    session_id: Option<String>,
-    #[schemars(regex(
-        pattern = r"^(?:[Pp][Ee][Nn][Dd][Ii][Nn][Gg]|[Rr][Uu][Nn][Nn][Ii][Nn][Gg]|[Cc][Oo][Mm][Pp][Ll][Ee][Tt][Ee][Dd]|[Pp][Aa][Uu][Ss][Ee][Dd]|[Cc][Aa][Nn][Cc][Ee][Ll][Ll][Ee][Dd]|[Ee][Rr][Rr][Oo][Rr]|[Rr][Ee][Gg][Ee][Nn][Ee][Rr][Aa][Tt][Ee][Dd])$"
-    ))]
-    status: Option<String>,
-    #[schemars(range(min = 1, max = i64::MAX))]
-    limit: Option<usize>,
-}
-
-fn parse_status(text: &str) -> ApiResult<RunStatus> {
-    serde_json::from_value(Value::String(text.to_uppercase()))
-        .map_err(|_| ApiError::unprocessable(format!("unknown run status {text:?}")))
-}
-
-/// Agno also requires run access to an agent (`agents:run`, `agents:<id>:run`) to read its runs.
-fn require_run_access(principal: &Principal, agent_id: &str) -> ApiResult<()> {
-    match principal.accessible("agents", "run") {
-        Some(ids) if !ids.iter().any(|i| i == agent_id) => {
-            Err(ApiError::forbidden(format!("Access denied to run agent {agent_id}")))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// `GET /agents/{agent_id}/runs?session_id=&status=`: the runs of one of the agent's sessions,
-/// oldest first (the session's order, as Agno). `session_id` is required; a session the caller
-/// cannot see answers 404.
-pub async fn list_runs(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(agent_id): Path<String>,
-    q: Result<Query<RunsQuery>, QueryRejection>,
-) -> ApiResult<Json<Value>> {
-    served(&state, &principal, &agent_id)?;
-    let q = super::params::query(q)?;
-    require_run_access(&principal, &agent_id)?;
-    let db = state.require_db()?;
-    let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
-    let user = principal.user_scope(None);
-    if db.get_session(&session_id, user.as_deref(), Some(0)).await?.is_none() {
-        return Err(ApiError::not_found(format!("Session {session_id} not found")));
-    }
-    let status = q.status.as_deref().map(parse_status).transpose()?;
-    let mut runs = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = db
-            .get_runs(&RunQuery {
-                session_id: Some(session_id.clone()),
-                user_id: user.clone(),
-                agent_id: Some(agent_id.clone()),
-                status,
-                limit: Some(500),
-                cursor,
-                sort: SortOrder::Asc,
-                ..RunQuery::default()
-            })
-            .await?;
-        runs.extend(page.runs);
-        match page.next_cursor {
-            Some(next) if q.limit.is_none_or(|l| runs.len() < l) => cursor = Some(next),
-            _ => break,
-        }
-    }
-    if let Some(limit) = q.limit {
-        runs.truncate(limit);
-    }
-    // Agno's `RunSchema` for each (as `/sessions/{id}/runs`, with unset fields as null).
-    let runs = runs
-        .iter()
-        .map(|run| super::sessions::schema::to_map(run).map(|r| super::sessions::schema::agent_run_schema(&r, None)))
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(Json(Value::Array(runs)))
-}
-
-/// Query carrying an optional `session_id`.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct SessionQuery {
-    session_id: Option<String>,
-}
-
-/// The stored run of this agent visible to the caller, or 404.
-async fn stored_run(
-    state: &AppState,
-    principal: &Principal,
-    agent_id: &str,
-    run_id: &str,
-    session_id: Option<&str>,
-) -> ApiResult<agno_core::RunOutput> {
-    let db = state.require_db()?;
-    let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
-    run.filter(|r| r.agent_id.as_deref() == Some(agent_id))
-        .filter(|r| session_id.filter(|s| !s.is_empty()).is_none_or(|s| r.session_id.as_deref() == Some(s)))
-        .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
-}
-
-/// `GET /agents/{agent_id}/runs/{run_id}`.
-pub async fn get_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((agent_id, run_id)): Path<(String, String)>,
-    q: Result<Query<SessionQuery>, QueryRejection>,
-) -> ApiResult<Json<Value>> {
-    served(&state, &principal, &agent_id)?;
-    let q = super::params::query(q)?;
-    require_run_access(&principal, &agent_id)?;
-    let run = stored_run(&state, &principal, &agent_id, &run_id, q.session_id.as_deref()).await?;
-    // As Agno answers a stored run: `events` always a list, `tools` only when some ran.
-    let mut run = super::sessions::schema::to_map(&run)?;
-    if run.get("tools").and_then(Value::as_array).is_some_and(Vec::is_empty) {
-        run.remove("tools");
-    }
-    run.entry("events").or_insert_with(|| json!([]));
-    Ok(Json(Value::Object(run)))
-}
-
-/// `POST /agents/{agent_id}/runs/{run_id}/cancel`: 200 `{}` when the run was running here, and
-/// (as Agno answers) for a run that already ended, which stays as it ended; 404 for an unknown
-/// run (or another user's); 409 for a run running in no process that answers for it.
-pub async fn cancel_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((agent_id, run_id)): Path<(String, String)>,
-    q: Result<Query<SessionQuery>, QueryRejection>,
-) -> ApiResult<Response> {
-    served(&state, &principal, &agent_id)?;
-    let q = super::params::query(q)?;
-    // Ownership first: the stored run must be the caller's (it is written when the run starts).
-    let stored = match &state.db {
-        Some(_) => stored_run(&state, &principal, &agent_id, &run_id, q.session_id.as_deref()).await.ok(),
-        None => None,
-    };
-    if state.db.is_some() && stored.is_none() {
-        return Err(ApiError::not_found(format!("Run {run_id} not found")));
-    }
-    let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
-    if let Some(run) = &stored
-        && let Some(answer) = cancel_queued(&state, run).await?
-    {
-        return Ok(answer);
-    }
-    if Agent::cancel_run(&run_id) {
-        return ok();
-    }
-    match stored {
-        // Already ended: nothing changes (Agno answers 200 here).
-        Some(run) if run.status.is_terminal() => ok(),
-        Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
-        None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
-    }
-}
-
-/// The cancel of a background run (`None` when the run has no job): recorded in the database, so
-/// it holds from any replica and even before the run starts. A queued or paused run ends here;
-/// a running one is stopped by its worker (at once here or through the notification, else at its
-/// next heartbeat), which records the partial output and `RunCancelled`; an ended one stays as it
-/// ended (Agno answers 200).
-pub(crate) async fn cancel_queued(state: &AppState, run: &agno_core::RunOutput) -> ApiResult<Option<Response>> {
-    let Some(queue) = &state.queue else { return Ok(None) };
-    let run_id = run.id().to_owned();
-    let Some(job) = queue.store.get_job(&run_id, None).await? else { return Ok(None) };
-    match queue.store.cancel_job(&run_id, agno_core::now_epoch_secs()).await? {
-        Some(agno_core::JobStatus::Queued | agno_core::JobStatus::Paused) => {
-            let mut run = run.clone();
-            run.status = RunStatus::Cancelled;
-            let session_id = run.session_id.clone().unwrap_or_default();
-            state.require_db()?.upsert_run(&run, &session_id, run.user_id.as_deref()).await?;
-            queue.signal(agno_core::JobSignal::Events(run_id.clone()));
-        }
-        Some(_) => queue.signal(agno_core::JobSignal::Cancelled(run_id.clone())),
-        None => tracing::debug!(run = %run_id, status = job.status.as_str(), "cancel of an ended background run"),
-    }
-    Ok(Some((StatusCode::OK, Json(json!({}))).into_response()))
 }
 
 /// Applies the caller's decisions (Agno's `tools` form field: the paused tool executions with
@@ -662,7 +468,9 @@ pub async fn continue_run(
 ) -> ApiResult<Response> {
     let served = served(&state, &principal, &agent_id)?;
     let form = Form::read(request, &state.limits).await?;
-    let run = stored_run(&state, &principal, &agent_id, &run_id, form.text("session_id")).await?;
+    let run =
+        run_records::stored_run(&state, &principal, ComponentKind::Agent, &agent_id, &run_id, form.text("session_id"))
+            .await?;
     if run.status != RunStatus::Paused {
         return Err(ApiError::conflict(format!("Run {run_id} is not paused (status {:?})", run.status)));
     }

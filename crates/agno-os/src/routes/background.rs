@@ -151,7 +151,7 @@ pub(crate) async fn requeue_paused(
 pub(crate) async fn cancel(state: &AppState, run_id: &str, stored: Option<RunOutput>) -> ApiResult<Response> {
     let ok = || Ok((StatusCode::OK, Json(json!({}))).into_response());
     if let Some(run) = &stored
-        && let Some(answer) = super::agents::cancel_queued(state, run).await?
+        && let Some(answer) = cancel_queued(state, run).await?
     {
         return Ok(answer);
     }
@@ -163,6 +163,29 @@ pub(crate) async fn cancel(state: &AppState, run_id: &str, stored: Option<RunOut
         Some(_) => Err(ApiError::conflict(format!("Run {run_id} is not running in this process"))),
         None => Err(ApiError::not_found(format!("Run {run_id} not found"))),
     }
+}
+
+/// The cancel of a background run (`None` when the run has no job): recorded in the database, so
+/// it holds from any replica and even before the run starts. A queued or paused run ends here;
+/// a running one is stopped by its worker (at once here or through the notification, else at its
+/// next heartbeat), which records the partial output and `RunCancelled`; an ended one stays as it
+/// ended (Agno answers 200).
+pub(crate) async fn cancel_queued(state: &AppState, run: &agno_core::RunOutput) -> ApiResult<Option<Response>> {
+    let Some(queue) = &state.queue else { return Ok(None) };
+    let run_id = run.id().to_owned();
+    let Some(job) = queue.store.get_job(&run_id, None).await? else { return Ok(None) };
+    match queue.store.cancel_job(&run_id, agno_core::now_epoch_secs()).await? {
+        Some(agno_core::JobStatus::Queued | agno_core::JobStatus::Paused) => {
+            let mut run = run.clone();
+            run.status = RunStatus::Cancelled;
+            let session_id = run.session_id.clone().unwrap_or_default();
+            state.require_db()?.upsert_run(&run, &session_id, run.user_id.as_deref()).await?;
+            queue.signal(agno_core::JobSignal::Events(run_id.clone()));
+        }
+        Some(_) => queue.signal(agno_core::JobSignal::Cancelled(run_id.clone())),
+        None => tracing::debug!(run = %run_id, status = job.status.as_str(), "cancel of an ended background run"),
+    }
+    Ok(Some((StatusCode::OK, Json(json!({}))).into_response()))
 }
 
 /// The end of `POST .../runs/{run_id}/resume` once the caller's access to the run is checked:

@@ -2,21 +2,20 @@
 //! and cancel them. Under user isolation the caller's `sub` is the run's user and another user's
 //! session or run answers 404.
 
-use crate::routes::query::{Query, QueryRejection};
-use agno_core::{ComponentKind, RunOutput, RunQuery, SortOrder, TeamStreamEvent};
+use agno_core::ComponentKind;
 use agno_runtime::RunError;
-use agno_runtime::team::{Member, Team, TeamStream};
+use agno_runtime::team::{Member, Team};
 use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::run_records;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::routes::FormField;
+use crate::sse::DisconnectPolicy;
 use crate::state::AppState;
 
 /// The teams the caller may read, in declaration order.
@@ -25,21 +24,12 @@ fn visible<'a>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item
     state.teams.iter().filter(move |t| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == t.id())))
 }
 
-/// A team the caller may address, or 404.
+/// A team the caller may address, or 404 (never 403, so ids do not leak).
 fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a Team> {
-    let allowed = principal.accessible("teams", "read").is_none_or(|ids| ids.iter().any(|i| i == id))
-        || principal.accessible("teams", "run").is_none_or(|ids| ids.iter().any(|i| i == id));
-    state.team(id).filter(|_| allowed).ok_or_else(|| ApiError::not_found(format!("Team not found: {id}")))
-}
-
-/// Agno also requires run access to a team to run it or read its runs.
-fn require_run_access(principal: &Principal, team_id: &str) -> ApiResult<()> {
-    match principal.accessible("teams", "run") {
-        Some(ids) if !ids.iter().any(|i| i == team_id) => {
-            Err(ApiError::forbidden(format!("Access denied to run team {team_id}")))
-        }
-        _ => Ok(()),
-    }
+    state
+        .team(id)
+        .filter(|_| run_records::may_address(principal, ComponentKind::Team, id))
+        .ok_or_else(|| run_records::not_found(ComponentKind::Team, id))
 }
 
 /// Agno's `TeamResponse`: the team, its model, the leader's delegation tools, and its members
@@ -154,14 +144,6 @@ pub const RUN_FORM: &[FormField] = &[
     },
 ];
 
-fn frame(event: &TeamStreamEvent) -> crate::sse::Frame {
-    crate::sse::Frame::json(&event.name(), event, event.event_index())
-}
-
-fn stream_response(stream: TeamStream, streaming: crate::sse::Streaming) -> Response {
-    crate::sse::live(stream.map(|e| frame(&e)), crate::sse::DisconnectPolicy::KeepRunning, streaming)
-}
-
 /// `POST /teams/{team_id}/runs`: form fields `message` (required), `stream` (default true),
 /// `session_id`, `user_id`, `session_state`, `metadata`.
 pub async fn create_run(
@@ -171,124 +153,17 @@ pub async fn create_run(
     request: Request,
 ) -> ApiResult<Response> {
     let team = served(&state, &principal, &team_id)?.clone();
-    require_run_access(&principal, &team_id)?;
+    run_records::require_run_access(&principal, ComponentKind::Team, &team_id)?;
     let form = super::run_form::read(&state, &principal, ComponentKind::Team, &team_id, request).await?;
     let req = form.spec.request();
     if form.background {
         return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;
     }
     if form.stream {
-        return Ok(stream_response(team.run_stream(req), state.streaming()));
+        return Ok(crate::sse::run_events(team.run_stream(req), DisconnectPolicy::KeepRunning, state.streaming()));
     }
     // On its own task: the run completes and is stored even if the client goes away.
-    match team.run_stream(req).output().await {
-        Ok(run) => Ok(Json(run).into_response()),
-        Err(e) => match e.run() {
-            Some(run) => Ok(Json(run.clone()).into_response()),
-            None => match e {
-                RunError::Storage(db) => Err(db.into()),
-                other => Err(ApiError::internal(other.to_string())),
-            },
-        },
-    }
-}
-
-/// Query of `GET /teams/{team_id}/runs`.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct RunsQuery {
-    /// The session whose runs are listed (required, as in Agno).
-    #[schemars(required, length(min = 1))]
-    session_id: Option<String>,
-}
-
-/// Query carrying an optional `session_id`.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct SessionQuery {
-    session_id: Option<String>,
-}
-
-/// `GET /teams/{team_id}/runs?session_id=`: the team's runs in one session (not its members'),
-/// oldest first, as Agno's `TeamRunSchema`.
-pub async fn list_runs(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(team_id): Path<String>,
-    q: Result<Query<RunsQuery>, QueryRejection>,
-) -> ApiResult<Json<Value>> {
-    served(&state, &principal, &team_id)?;
-    let q = super::params::query(q)?;
-    require_run_access(&principal, &team_id)?;
-    let db = state.require_db()?;
-    let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
-    let user = principal.user_scope(None);
-    if db.get_session(&session_id, user.as_deref(), Some(0)).await?.is_none() {
-        return Err(ApiError::not_found(format!("Session {session_id} not found")));
-    }
-    let page = db
-        .get_runs(&RunQuery {
-            session_id: Some(session_id),
-            user_id: user,
-            team_id: Some(team_id.clone()),
-            sort: SortOrder::Asc,
-            ..RunQuery::default()
-        })
-        .await?;
-    let runs = page
-        .runs
-        .iter()
-        .filter(|r| r.parent_run_id.is_none() && r.agent_id.is_none())
-        .map(|run| super::sessions::schema::to_map(run).map(|r| super::sessions::schema::team_run_schema(&r)))
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(Json(Value::Array(runs)))
-}
-
-/// The stored run of this team visible to the caller, or 404.
-async fn stored_run(
-    state: &AppState,
-    principal: &Principal,
-    team_id: &str,
-    run_id: &str,
-    session_id: Option<&str>,
-) -> ApiResult<RunOutput> {
-    let db = state.require_db()?;
-    let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
-    run.filter(|r| r.extra.get("team_id").and_then(Value::as_str) == Some(team_id) && r.agent_id.is_none())
-        .filter(|r| session_id.filter(|s| !s.is_empty()).is_none_or(|s| r.session_id.as_deref() == Some(s)))
-        .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
-}
-
-/// `GET /teams/{team_id}/runs/{run_id}?session_id=`.
-pub async fn get_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((team_id, run_id)): Path<(String, String)>,
-    q: Result<Query<SessionQuery>, QueryRejection>,
-) -> ApiResult<Json<RunOutput>> {
-    served(&state, &principal, &team_id)?;
-    let q = super::params::query(q)?;
-    require_run_access(&principal, &team_id)?;
-    let session_id = q.session_id.filter(|s| !s.is_empty());
-    Ok(Json(stored_run(&state, &principal, &team_id, &run_id, session_id.as_deref()).await?))
-}
-
-/// `POST /teams/{team_id}/runs/{run_id}/cancel`: 200 `{}` when the run was running here (its
-/// running members are cancelled with it) and for a run that already ended; 404 for an unknown
-/// run (or another user's); 409 for a run running in no process that answers for it.
-pub async fn cancel_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((team_id, run_id)): Path<(String, String)>,
-    q: Result<Query<SessionQuery>, QueryRejection>,
-) -> ApiResult<Response> {
-    served(&state, &principal, &team_id)?;
-    require_run_access(&principal, &team_id)?;
-    let q = super::params::query(q)?;
-    let session_id = q.session_id.filter(|s| !s.is_empty());
-    let stored = match &state.db {
-        Some(_) => Some(stored_run(&state, &principal, &team_id, &run_id, session_id.as_deref()).await?),
-        None => None,
-    };
-    super::background::cancel(&state, &run_id, stored).await
+    Ok(run_records::answer(team.run_stream(req).output().await))
 }
 
 /// The form of `POST /teams/{team_id}/runs/{run_id}/continue`.
@@ -322,7 +197,7 @@ pub async fn continue_run(
     request: Request,
 ) -> ApiResult<Response> {
     let team = served(&state, &principal, &team_id)?.clone();
-    require_run_access(&principal, &team_id)?;
+    run_records::require_run_access(&principal, ComponentKind::Team, &team_id)?;
     let form = Form::read(request, &state.limits).await?;
     let requirements: Vec<agno_core::RunRequirement> = match form.text("requirements").map(str::trim) {
         None | Some("") => Vec::new(),
@@ -337,7 +212,8 @@ pub async fn continue_run(
         .text("session_id")
         .filter(|s| !s.is_empty())
         .ok_or_else(|| ApiError::bad_request("session_id is required for this action"))?;
-    let run = stored_run(&state, &principal, &team_id, &run_id, Some(session_id)).await?;
+    let run =
+        run_records::stored_run(&state, &principal, ComponentKind::Team, &team_id, &run_id, Some(session_id)).await?;
     team.check_continue(&run, &requirements).map_err(|e| match e {
         RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
         RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
@@ -361,7 +237,11 @@ pub async fn continue_run(
         req = req.user_id(user);
     }
     if stream {
-        return Ok(stream_response(team.continue_run_stream(req), state.streaming()));
+        return Ok(crate::sse::run_events(
+            team.continue_run_stream(req),
+            DisconnectPolicy::KeepRunning,
+            state.streaming(),
+        ));
     }
     // On its own task: the run completes and is stored even if the client goes away.
     match team.continue_run_stream(req).output().await {
@@ -386,10 +266,18 @@ pub async fn resume_run(
     request: Request,
 ) -> ApiResult<Response> {
     served(&state, &principal, &team_id)?;
-    require_run_access(&principal, &team_id)?;
+    run_records::require_run_access(&principal, ComponentKind::Team, &team_id)?;
     let headers = request.headers().clone();
     let form = Form::read(request, &state.limits).await?;
     let after = super::agents::resume_index(&form, &headers)?;
-    stored_run(&state, &principal, &team_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
+    run_records::stored_run(
+        &state,
+        &principal,
+        ComponentKind::Team,
+        &team_id,
+        &run_id,
+        form.text("session_id").filter(|s| !s.is_empty()),
+    )
+    .await?;
     super::background::resume(&state, run_id, after).await
 }

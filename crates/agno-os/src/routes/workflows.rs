@@ -2,21 +2,20 @@
 //! runs and cancel them. Under user isolation the caller's `sub` is the run's user and another
 //! user's session or run answers 404.
 
-use crate::routes::query::{Query, QueryRejection};
-use agno_core::{ComponentKind, RunOutput, RunQuery, SortOrder, WorkflowStreamEvent};
+use agno_core::ComponentKind;
 use agno_runtime::RunError;
-use agno_runtime::workflow::{Executor, StepNode, Workflow, WorkflowContinueRequest, WorkflowStream};
+use agno_runtime::workflow::{Executor, StepNode, Workflow, WorkflowContinueRequest};
 use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
-use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
-use serde::Deserialize;
+use axum::response::Response;
 use serde_json::{Value, json};
 
+use super::run_records;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::routes::FormField;
+use crate::sse::DisconnectPolicy;
 use crate::state::AppState;
 
 /// The workflows the caller may read, in declaration order.
@@ -27,20 +26,10 @@ fn visible<'a>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item
 
 /// A workflow the caller may address, or 404 (never 403, so ids do not leak).
 fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a Workflow> {
-    let allowed = principal.accessible("workflows", "read").is_none_or(|ids| ids.iter().any(|i| i == id))
-        || principal.accessible("workflows", "run").is_none_or(|ids| ids.iter().any(|i| i == id));
-    state.workflow(id).filter(|_| allowed).ok_or_else(|| ApiError::not_found("Workflow not found"))
-}
-
-/// Agno also requires run access to a workflow (`workflows:run`, `workflows:<id>:run`) to run it
-/// or read its runs.
-fn require_run_access(principal: &Principal, workflow_id: &str) -> ApiResult<()> {
-    match principal.accessible("workflows", "run") {
-        Some(ids) if !ids.iter().any(|i| i == workflow_id) => {
-            Err(ApiError::forbidden(format!("Access denied to run workflow {workflow_id}")))
-        }
-        _ => Ok(()),
-    }
+    state
+        .workflow(id)
+        .filter(|_| run_records::may_address(principal, ComponentKind::Workflow, id))
+        .ok_or_else(|| run_records::not_found(ComponentKind::Workflow, id))
 }
 
 /// Agno's `WorkflowSummaryResponse`.
@@ -151,30 +140,6 @@ pub const RUN_FORM: &[FormField] = &[
     },
 ];
 
-/// One event as an SSE frame (`event: <Name>`, `data: <JSON>`, `id: <event_index>`).
-fn frame(event: &WorkflowStreamEvent) -> crate::sse::Frame {
-    crate::sse::Frame::json(event.name(), event, event.event_index())
-}
-
-/// The run's events as SSE; the run goes on (and is stored) if the client leaves.
-fn stream_response(stream: WorkflowStream, streaming: crate::sse::Streaming) -> Response {
-    crate::sse::live(stream.map(|e| frame(&e)), crate::sse::DisconnectPolicy::KeepRunning, streaming)
-}
-
-fn run_response(result: Result<RunOutput, RunError>) -> ApiResult<Response> {
-    match result {
-        Ok(run) => Ok(Json(run).into_response()),
-        Err(e) => match e.run() {
-            // The failed run is stored with status ERROR; answer it as Agno does.
-            Some(run) => Ok(Json(run.clone()).into_response()),
-            None => match e {
-                RunError::Storage(db) => Err(db.into()),
-                other => Err(ApiError::internal(other.to_string())),
-            },
-        },
-    }
-}
-
 /// `POST /workflows/{workflow_id}/runs`: form fields `message` (required; JSON object or list
 /// input when it parses as one, else text), `stream` (default true), `session_id`, `user_id`,
 /// `session_state`, `additional_data`, `metadata`.
@@ -185,126 +150,18 @@ pub async fn create_run(
     request: Request,
 ) -> ApiResult<Response> {
     let wf = served(&state, &principal, &workflow_id)?.clone();
-    require_run_access(&principal, &workflow_id)?;
+    run_records::require_run_access(&principal, ComponentKind::Workflow, &workflow_id)?;
     let form = super::run_form::read(&state, &principal, ComponentKind::Workflow, &workflow_id, request).await?;
     let request = form.spec.workflow_request();
     if form.background {
         return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;
     }
     if form.stream {
-        return Ok(stream_response(wf.run_stream(request), state.streaming()));
+        return Ok(crate::sse::run_events(wf.run_stream(request), DisconnectPolicy::KeepRunning, state.streaming()));
     }
     // On its own task: the run completes and is stored even if the client goes away.
     let stream = wf.run_stream(request);
-    run_response(stream.output().await)
-}
-
-/// Query of `GET /workflows/{workflow_id}/runs`.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct RunsQuery {
-    /// The session whose runs are listed (required, as in Agno).
-    #[schemars(required, length(min = 1))]
-    session_id: Option<String>,
-}
-
-/// Query carrying an optional `session_id`.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct SessionQuery {
-    session_id: Option<String>,
-}
-
-/// `GET /workflows/{workflow_id}/runs?session_id=`: the workflow's runs in one session, oldest
-/// first, as Agno's `WorkflowRunSchema`. `session_id` is required; a session the caller cannot
-/// see answers 404.
-pub async fn list_runs(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(workflow_id): Path<String>,
-    q: Result<Query<RunsQuery>, QueryRejection>,
-) -> ApiResult<Json<Value>> {
-    served(&state, &principal, &workflow_id)?;
-    let q = super::params::query(q)?;
-    require_run_access(&principal, &workflow_id)?;
-    let db = state.require_db()?;
-    let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
-    let user = principal.user_scope(None);
-    if db.get_session(&session_id, user.as_deref(), Some(0)).await?.is_none() {
-        return Err(ApiError::not_found(format!("Session {session_id} not found")));
-    }
-    let mut runs = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = db
-            .get_runs(&RunQuery {
-                session_id: Some(session_id.clone()),
-                user_id: user.clone(),
-                workflow_id: Some(workflow_id.clone()),
-                limit: Some(500),
-                cursor,
-                sort: SortOrder::Asc,
-                ..RunQuery::default()
-            })
-            .await?;
-        runs.extend(page.runs.into_iter().filter(|r| r.agent_id.is_none()));
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    let runs = runs
-        .iter()
-        .map(|run| super::sessions::schema::to_map(run).map(|r| super::sessions::schema::workflow_run_schema(&r)))
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(Json(Value::Array(runs)))
-}
-
-/// The stored run of this workflow visible to the caller, or 404.
-async fn stored_run(
-    state: &AppState,
-    principal: &Principal,
-    workflow_id: &str,
-    run_id: &str,
-    session_id: Option<&str>,
-) -> ApiResult<RunOutput> {
-    let db = state.require_db()?;
-    let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
-    run.filter(|r| r.workflow_id.as_deref() == Some(workflow_id) && r.agent_id.is_none())
-        .filter(|r| session_id.filter(|s| !s.is_empty()).is_none_or(|s| r.session_id.as_deref() == Some(s)))
-        .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
-}
-
-/// `GET /workflows/{workflow_id}/runs/{run_id}?session_id=`: the stored run.
-pub async fn get_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((workflow_id, run_id)): Path<(String, String)>,
-    q: Result<Query<SessionQuery>, QueryRejection>,
-) -> ApiResult<Json<RunOutput>> {
-    served(&state, &principal, &workflow_id)?;
-    let q = super::params::query(q)?;
-    require_run_access(&principal, &workflow_id)?;
-    let session_id = q.session_id.filter(|s| !s.is_empty());
-    Ok(Json(stored_run(&state, &principal, &workflow_id, &run_id, session_id.as_deref()).await?))
-}
-
-/// `POST /workflows/{workflow_id}/runs/{run_id}/cancel`: 200 `{}` when the run was running here,
-/// and (as Agno answers) for a run that already ended, which stays as it ended; 404 for an
-/// unknown run (or another user's); 409 for a run running in no process that answers for it.
-pub async fn cancel_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((workflow_id, run_id)): Path<(String, String)>,
-    q: Result<Query<SessionQuery>, QueryRejection>,
-) -> ApiResult<Response> {
-    served(&state, &principal, &workflow_id)?;
-    require_run_access(&principal, &workflow_id)?;
-    let q = super::params::query(q)?;
-    let session_id = q.session_id.filter(|s| !s.is_empty());
-    let stored = match &state.db {
-        Some(_) => Some(stored_run(&state, &principal, &workflow_id, &run_id, session_id.as_deref()).await?),
-        None => None,
-    };
-    super::background::cancel(&state, &run_id, stored).await
+    Ok(run_records::answer(stream.output().await))
 }
 
 /// The form of `POST /workflows/{workflow_id}/runs/{run_id}/continue`.
@@ -352,11 +209,12 @@ pub async fn continue_run(
     request: Request,
 ) -> ApiResult<Response> {
     let wf = served(&state, &principal, &workflow_id)?.clone();
-    require_run_access(&principal, &workflow_id)?;
+    run_records::require_run_access(&principal, ComponentKind::Workflow, &workflow_id)?;
     let form = Form::read(request, &state.limits).await?;
     let session_id = form.text("session_id").filter(|s| !s.is_empty()).map(str::to_owned);
     // Ownership first: another user's run is not found.
-    stored_run(&state, &principal, &workflow_id, &run_id, session_id.as_deref()).await?;
+    run_records::stored_run(&state, &principal, ComponentKind::Workflow, &workflow_id, &run_id, session_id.as_deref())
+        .await?;
     let continue_request = WorkflowContinueRequest {
         run_id: run_id.clone(),
         session_id,
@@ -381,13 +239,13 @@ pub async fn continue_run(
     }
     if stream {
         let stream = wf.continue_run_stream(continue_request).await.map_err(continue_error)?;
-        return Ok(stream_response(stream, state.streaming()));
+        return Ok(crate::sse::run_events(stream, DisconnectPolicy::KeepRunning, state.streaming()));
     }
     match wf.continue_run(continue_request).await {
         Err(e @ (RunError::RunNotFound(_) | RunError::NotPaused { .. } | RunError::InvalidContinue(_))) => {
             Err(continue_error(e))
         }
-        result => run_response(result),
+        result => Ok(run_records::answer(result)),
     }
 }
 
@@ -444,10 +302,18 @@ pub async fn resume_run(
     request: Request,
 ) -> ApiResult<Response> {
     served(&state, &principal, &workflow_id)?;
-    require_run_access(&principal, &workflow_id)?;
+    run_records::require_run_access(&principal, ComponentKind::Workflow, &workflow_id)?;
     let headers = request.headers().clone();
     let form = Form::read(request, &state.limits).await?;
     let after = super::agents::resume_index(&form, &headers)?;
-    stored_run(&state, &principal, &workflow_id, &run_id, form.text("session_id").filter(|s| !s.is_empty())).await?;
+    run_records::stored_run(
+        &state,
+        &principal,
+        ComponentKind::Workflow,
+        &workflow_id,
+        &run_id,
+        form.text("session_id").filter(|s| !s.is_empty()),
+    )
+    .await?;
     super::background::resume(&state, run_id, after).await
 }

@@ -36,6 +36,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::Agent;
 use crate::error::{BuildError, RunError};
+use crate::event_stream::{EventStream, spawn_run};
 use crate::request::{ContinueRequest, RunRequest};
 
 /// How the leader works with its members (Agno's `TeamMode`).
@@ -323,38 +324,9 @@ fn contains(member: &Member, id: &str) -> bool {
     }
 }
 
-/// The events of a team run as they happen; [`TeamStream::output`] waits for the run.
-#[derive(Debug)]
-pub struct TeamStream {
-    events: mpsc::UnboundedReceiver<TeamStreamEvent>,
-    task: Option<tokio::task::JoinHandle<Result<RunOutput, RunError>>>,
-}
-
-impl futures::Stream for TeamStream {
-    type Item = TeamStreamEvent;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<TeamStreamEvent>> {
-        self.events.poll_recv(cx)
-    }
-}
-
-impl TeamStream {
-    /// Waits for the run to end (dropping unread events) and returns its record.
-    ///
-    /// # Errors
-    /// As [`Team::arun`].
-    pub async fn output(mut self) -> Result<RunOutput, RunError> {
-        self.events.close();
-        while self.events.recv().await.is_some() {}
-        match self.task.take() {
-            Some(task) => task.await.map_err(|e| RunError::Internal(e.to_string()))?,
-            None => Err(RunError::Internal("team stream already consumed".to_owned())),
-        }
-    }
-}
+/// The events of a team run as they happen (the leader's as Agno's team events, the members' as
+/// their own), and its record via [`EventStream::output`].
+pub type TeamStream = EventStream<TeamStreamEvent>;
 
 impl Team {
     /// A builder.
@@ -486,14 +458,8 @@ impl Team {
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Arc::clone(&self.inner);
         let store = request.store.unwrap_or(true);
-        let task = match crate::blocking::spawn_handle() {
-            Ok(handle) => Some(handle.spawn(resume::continue_run(inner, request, Some(tx), store))),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot spawn team continuation");
-                None
-            }
-        };
-        TeamStream { events: rx, task }
+        let task = spawn_run("team continuation", resume::continue_run(inner, request, Some(tx), store));
+        EventStream::unbounded(rx, task)
     }
 
     /// Starts a run on its own task and streams the leader's events (as Agno's team events) and
@@ -503,13 +469,7 @@ impl Team {
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Arc::clone(&self.inner);
         let request = request.into();
-        let task = match crate::blocking::spawn_handle() {
-            Ok(handle) => Some(handle.spawn(engine::execute(inner, request, Some(tx), true))),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot spawn team run");
-                None
-            }
-        };
-        TeamStream { events: rx, task }
+        let task = spawn_run("team run", engine::execute(inner, request, Some(tx), true));
+        EventStream::unbounded(rx, task)
     }
 }

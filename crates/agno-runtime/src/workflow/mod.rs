@@ -53,6 +53,7 @@ pub use review::{HumanReview, OnError, OnReject, OnTimeout, OutputReview};
 pub use agno_core::{StepOutput, StepType, WorkflowEvent, WorkflowEventData, WorkflowStreamEvent as StreamEvent};
 
 use crate::error::{BuildError, RunError};
+use crate::event_stream::{EventStream, spawn_run};
 
 /// A workflow: named steps run in order. Cheap to clone (shared inside).
 #[derive(Clone)]
@@ -298,38 +299,9 @@ pub struct WorkflowContinueRequest {
     pub error_requirements: Vec<ErrorRequirement>,
 }
 
-/// The events of a workflow run as they happen; [`WorkflowStream::output`] waits for the run.
-#[derive(Debug)]
-pub struct WorkflowStream {
-    events: mpsc::UnboundedReceiver<WorkflowStreamEvent>,
-    task: Option<tokio::task::JoinHandle<Result<RunOutput, RunError>>>,
-}
-
-impl futures::Stream for WorkflowStream {
-    type Item = WorkflowStreamEvent;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<WorkflowStreamEvent>> {
-        self.events.poll_recv(cx)
-    }
-}
-
-impl WorkflowStream {
-    /// Waits for the run to end (dropping unread events) and returns its record.
-    ///
-    /// # Errors
-    /// As [`Workflow::arun`].
-    pub async fn output(mut self) -> Result<RunOutput, RunError> {
-        self.events.close();
-        while self.events.recv().await.is_some() {}
-        match self.task.take() {
-            Some(task) => task.await.map_err(|e| RunError::Internal(e.to_string()))?,
-            None => Err(RunError::Internal("workflow stream already consumed".to_owned())),
-        }
-    }
-}
+/// The events of a workflow run as they happen (its own, and its agents' and teams'), and its
+/// record via [`EventStream::output`].
+pub type WorkflowStream = EventStream<WorkflowStreamEvent>;
 
 impl Workflow {
     /// A builder.
@@ -474,14 +446,8 @@ impl Workflow {
     fn spawn(&self, start: engine::Start, durable: Durable) -> WorkflowStream {
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Arc::clone(&self.inner);
-        let task = match crate::blocking::spawn_handle() {
-            Ok(handle) => Some(handle.spawn(engine::execute(inner, start, Some(tx), 0, durable))),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot spawn workflow run");
-                None
-            }
-        };
-        WorkflowStream { events: rx, task }
+        let task = spawn_run("workflow run", engine::execute(inner, start, Some(tx), 0, durable));
+        EventStream::unbounded(rx, task)
     }
 
     async fn prepare_continue(&self, request: WorkflowContinueRequest) -> Result<RunOutput, RunError> {

@@ -1,0 +1,273 @@
+//! The stored-run routes, written once for every component kind: `GET /{agents|teams|workflows}
+//! /{id}/runs` (a session's runs), `GET .../runs/{run_id}` and `POST .../runs/{run_id}/cancel`.
+//! A handler is instantiated per kind (`list_runs::<Agents>`); what differs between kinds (Agno's
+//! messages, which runs belong to a component, the shape of a listed run) is decided here by
+//! [`ComponentKind`], nowhere else.
+
+use agno_core::{ComponentKind, RunOutput, RunQuery, RunStatus, SortOrder};
+use agno_runtime::RunError;
+use axum::Json;
+use axum::extract::{Extension, Path, State};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::sessions::schema;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::query::{Query, QueryRejection};
+use crate::state::AppState;
+
+/// A component kind as a type, so that one handler serves each kind's routes.
+pub trait Kind: Send + Sync + 'static {
+    /// The kind.
+    const KIND: ComponentKind;
+}
+
+/// `/agents/...`.
+#[derive(Debug)]
+pub struct Agents;
+/// `/teams/...`.
+#[derive(Debug)]
+pub struct Teams;
+/// `/workflows/...`.
+#[derive(Debug)]
+pub struct Workflows;
+
+impl Kind for Agents {
+    const KIND: ComponentKind = ComponentKind::Agent;
+}
+impl Kind for Teams {
+    const KIND: ComponentKind = ComponentKind::Team;
+}
+impl Kind for Workflows {
+    const KIND: ComponentKind = ComponentKind::Workflow;
+}
+
+/// The scope family of a kind (`agents`, `teams`, `workflows`).
+pub(crate) fn family(kind: ComponentKind) -> &'static str {
+    match kind {
+        ComponentKind::Agent => "agents",
+        ComponentKind::Team => "teams",
+        ComponentKind::Workflow => "workflows",
+    }
+}
+
+/// Whether the caller may address the component `id` (read or run it).
+pub(crate) fn may_address(principal: &Principal, kind: ComponentKind, id: &str) -> bool {
+    let may = |action| principal.accessible(family(kind), action).is_none_or(|ids| ids.iter().any(|i| i == id));
+    may("read") || may("run")
+}
+
+/// Agno's 404 for a component that is not served here or that the caller may not address (never
+/// 403, so ids do not leak).
+pub(crate) fn not_found(kind: ComponentKind, id: &str) -> ApiError {
+    ApiError::not_found(match kind {
+        ComponentKind::Agent => format!("Agent {id} not found"),
+        ComponentKind::Team => format!("Team not found: {id}"),
+        ComponentKind::Workflow => "Workflow not found".to_owned(),
+    })
+}
+
+/// A component served here that the caller may address, or [`not_found`].
+fn addressable(state: &AppState, principal: &Principal, kind: ComponentKind, id: &str) -> ApiResult<()> {
+    let served = match kind {
+        ComponentKind::Agent => state.agent(id).is_some(),
+        ComponentKind::Team => state.team(id).is_some(),
+        ComponentKind::Workflow => state.workflow(id).is_some(),
+    };
+    if served && may_address(principal, kind, id) { Ok(()) } else { Err(not_found(kind, id)) }
+}
+
+/// Agno also requires run access to a component (`agents:run`, `agents:<id>:run`, ...) to run it
+/// or read its runs: 403 naming it otherwise.
+pub(crate) fn require_run_access(principal: &Principal, kind: ComponentKind, id: &str) -> ApiResult<()> {
+    match principal.accessible(family(kind), "run") {
+        Some(ids) if !ids.iter().any(|i| i == id) => {
+            Err(ApiError::forbidden(format!("Access denied to run {kind} {id}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether `run` is a run of the component (a team's or a workflow's own run, not one of its
+/// members').
+fn belongs(run: &RunOutput, kind: ComponentKind, id: &str) -> bool {
+    match kind {
+        ComponentKind::Agent => run.agent_id.as_deref() == Some(id),
+        ComponentKind::Team => run.agent_id.is_none() && run.extra.get("team_id").and_then(Value::as_str) == Some(id),
+        ComponentKind::Workflow => run.agent_id.is_none() && run.workflow_id.as_deref() == Some(id),
+    }
+}
+
+/// The answer to a run that was awaited (`stream=false`): the run as stored, also when it failed
+/// (stored with status `ERROR`, as Agno answers it); an error only when there is no run to show.
+pub(crate) fn answer(result: Result<RunOutput, RunError>) -> Response {
+    match result {
+        Ok(run) => Json(run).into_response(),
+        Err(e) => match e.run() {
+            Some(run) => Json(run.clone()).into_response(),
+            None => run_error(e).into_response(),
+        },
+    }
+}
+
+/// The HTTP error of a run that could not be started or continued.
+pub(crate) fn run_error(e: RunError) -> ApiError {
+    match e {
+        RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
+        RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
+        RunError::Storage(db) => db.into(),
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+/// Query of `GET /{kind}s/{id}/runs`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct RunsQuery {
+    /// The session whose runs are listed (required, as in Agno).
+    #[schemars(required, length(min = 1))]
+    session_id: Option<String>,
+    /// Only runs of this status (any case).
+    #[schemars(regex(
+        pattern = r"^(?:[Pp][Ee][Nn][Dd][Ii][Nn][Gg]|[Rr][Uu][Nn][Nn][Ii][Nn][Gg]|[Cc][Oo][Mm][Pp][Ll][Ee][Tt][Ee][Dd]|[Pp][Aa][Uu][Ss][Ee][Dd]|[Cc][Aa][Nn][Cc][Ee][Ll][Ll][Ee][Dd]|[Ee][Rr][Rr][Oo][Rr]|[Rr][Ee][Gg][Ee][Nn][Ee][Rr][Aa][Tt][Ee][Dd])$"
+    ))]
+    status: Option<String>,
+    /// At most this many runs (the oldest).
+    #[schemars(range(min = 1, max = i64::MAX))]
+    limit: Option<usize>,
+}
+
+/// Query carrying an optional `session_id`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SessionQuery {
+    session_id: Option<String>,
+}
+
+fn parse_status(text: &str) -> ApiResult<RunStatus> {
+    serde_json::from_value(Value::String(text.to_uppercase()))
+        .map_err(|_| ApiError::unprocessable(format!("unknown run status {text:?}")))
+}
+
+/// The caller's stored run `run_id` of the component (in `session_id` when given), or 404.
+pub(crate) async fn stored_run(
+    state: &AppState,
+    principal: &Principal,
+    kind: ComponentKind,
+    id: &str,
+    run_id: &str,
+    session_id: Option<&str>,
+) -> ApiResult<RunOutput> {
+    let db = state.require_db()?;
+    let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
+    run.filter(|r| belongs(r, kind, id))
+        .filter(|r| session_id.filter(|s| !s.is_empty()).is_none_or(|s| r.session_id.as_deref() == Some(s)))
+        .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
+}
+
+/// `GET /{kind}s/{id}/runs?session_id=&status=&limit=`: the component's own runs in one of the
+/// caller's sessions, oldest first, each as Agno's run schema of the kind. `session_id` is
+/// required; a session the caller cannot see answers 404.
+pub async fn list_runs<K: Kind>(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+    q: Result<Query<RunsQuery>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let kind = K::KIND;
+    addressable(&state, &principal, kind, &id)?;
+    let q = super::params::query(q)?;
+    require_run_access(&principal, kind, &id)?;
+    let db = state.require_db()?;
+    let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
+    let user = principal.user_scope(None);
+    if db.get_session(&session_id, user.as_deref(), Some(0)).await?.is_none() {
+        return Err(ApiError::not_found(format!("Session {session_id} not found")));
+    }
+    let status = q.status.as_deref().map(parse_status).transpose()?;
+    let mut query = RunQuery {
+        session_id: Some(session_id),
+        user_id: user,
+        status,
+        limit: Some(500),
+        sort: SortOrder::Asc,
+        ..RunQuery::default()
+    };
+    match kind {
+        ComponentKind::Agent => query.agent_id = Some(id.clone()),
+        ComponentKind::Team => query.team_id = Some(id.clone()),
+        ComponentKind::Workflow => query.workflow_id = Some(id.clone()),
+    }
+    let mut runs = Vec::new();
+    loop {
+        let page = db.get_runs(&query).await?;
+        let own = page.runs.into_iter().filter(|r| belongs(r, kind, &id));
+        // A team's own runs only: not those of a nested team with its id.
+        runs.extend(own.filter(|r| kind != ComponentKind::Team || r.parent_run_id.is_none()));
+        match page.next_cursor {
+            Some(next) if q.limit.is_none_or(|l| runs.len() < l) => query.cursor = Some(next),
+            _ => break,
+        }
+    }
+    if let Some(limit) = q.limit {
+        runs.truncate(limit);
+    }
+    let runs = runs
+        .iter()
+        .map(|run| {
+            schema::to_map(run).map(|r| match kind {
+                ComponentKind::Agent => schema::agent_run_schema(&r, None),
+                ComponentKind::Team => schema::team_run_schema(&r),
+                ComponentKind::Workflow => schema::workflow_run_schema(&r),
+            })
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(Json(Value::Array(runs)))
+}
+
+/// `GET /{kind}s/{id}/runs/{run_id}?session_id=`: the stored run. An agent's run answers as Agno
+/// answers it (`events` always a list, `tools` only when some ran).
+pub async fn get_run<K: Kind>(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((id, run_id)): Path<(String, String)>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    let kind = K::KIND;
+    addressable(&state, &principal, kind, &id)?;
+    let q = super::params::query(q)?;
+    require_run_access(&principal, kind, &id)?;
+    let run = stored_run(&state, &principal, kind, &id, &run_id, q.session_id.as_deref()).await?;
+    if kind != ComponentKind::Agent {
+        return Ok(Json(run).into_response());
+    }
+    let mut run = schema::to_map(&run)?;
+    if run.get("tools").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        run.remove("tools");
+    }
+    run.entry("events").or_insert_with(|| json!([]));
+    Ok(Json(Value::Object(run)).into_response())
+}
+
+/// `POST /{kind}s/{id}/runs/{run_id}/cancel`: 200 `{}` when the run was running here (a team's
+/// running members are cancelled with it), for a background run (the cancel is recorded, so it
+/// holds from any replica) and (as Agno answers) for a run that already ended, which stays as it
+/// ended; 404 for an unknown run (or another user's); 409 for a run running in no process that
+/// answers for it.
+pub async fn cancel_run<K: Kind>(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((id, run_id)): Path<(String, String)>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
+) -> ApiResult<Response> {
+    let kind = K::KIND;
+    addressable(&state, &principal, kind, &id)?;
+    require_run_access(&principal, kind, &id)?;
+    let q = super::params::query(q)?;
+    // Ownership first: the stored run must be the caller's (it is written when the run starts).
+    let stored = match &state.db {
+        Some(_) => Some(stored_run(&state, &principal, kind, &id, &run_id, q.session_id.as_deref()).await?),
+        None => None,
+    };
+    super::background::cancel(&state, &run_id, stored).await
+}
