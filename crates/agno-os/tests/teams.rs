@@ -63,6 +63,12 @@ async fn teams_are_described_and_run_as_json_and_sse_and_their_runs_are_stored()
     let runs = os.get("/teams/desk/runs?session_id=t1", None).await;
     assert_eq!(runs.body.as_array().unwrap().len(), 1, "the team's runs, not its members': {}", runs.body);
     assert_eq!(runs.body[0]["run_id"], run_id.as_str());
+    // Filtered by status, as Agno's `status` query parameter.
+    let completed = os.get("/teams/desk/runs?session_id=t1&status=completed", None).await;
+    assert_eq!(completed.body.as_array().map(Vec::len), Some(1), "{}", completed.body);
+    let paused = os.get("/teams/desk/runs?session_id=t1&status=PAUSED", None).await;
+    assert_eq!(paused.body, serde_json::json!([]));
+    assert_eq!(os.get("/teams/desk/runs?session_id=t1&status=done", None).await.status, 422);
     let got = os.get(&format!("/teams/desk/runs/{run_id}?session_id=t1"), None).await;
     assert_eq!(got.body["member_responses"], r.body["member_responses"]);
     let sessions = os.get("/sessions?type=team", None).await;

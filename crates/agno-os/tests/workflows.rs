@@ -127,6 +127,10 @@ async fn a_run_chains_agents_through_condition_router_and_parallel_and_is_stored
     assert_eq!(runs.status, 200);
     assert_eq!(runs.body[0]["run_id"], run_id);
     assert_eq!(runs.body[0]["run_input"], "urgent: fix it");
+    let completed = os.get("/workflows/pipeline/runs?session_id=s1&status=COMPLETED", None).await;
+    assert_eq!(completed.body.as_array().map(Vec::len), Some(1), "{}", completed.body);
+    let errored = os.get("/workflows/pipeline/runs?session_id=s1&status=error", None).await;
+    assert_eq!(errored.body, serde_json::json!([]));
     let sessions = os.get("/sessions?type=workflow", None).await;
     assert_eq!(sessions.body["data"][0]["session_id"], "s1");
     assert_eq!(sessions.body["data"][0]["session_name"], "urgent: fix it");
