@@ -9,6 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
+#[path = "support/attacks.rs"]
+mod kit;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,8 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{Served, scratch_dir, start_serve_logged};
+use kit::{HealthProbe, form, open_files_limit, trickle, unread_stream, upload};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 /// One attack at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -93,42 +95,22 @@ impl Target {
     }
 }
 
-/// `/health` asked on a fresh connection every 200 ms until stopped; every probe must be answered
-/// before the liveness deadline. The deadline tells a server that answers from one that does not
-/// (a lockout holds a probe for the whole attack, 12 s or more); it is not a latency figure, which
-/// is printed instead (two cores running the whole suite have delayed single answers to ~1 s).
-struct HealthProbe {
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<Vec<Result<Duration, String>>>,
-}
+/// `/health` asked on a fresh connection every 200 ms during an attack; every probe must be
+/// answered before the liveness deadline. The deadline tells a server that answers from one that
+/// does not (a lockout holds a probe for the whole attack, 12 s or more); it is not a latency
+/// figure: latencies are printed here, and measured on a quiet machine by `benches/attacks.rs`
+/// (two cores running the whole suite have delayed single answers to ~1 s).
+struct Probe(HealthProbe);
 
 const LIVENESS: Duration = Duration::from_secs(5);
 
-impl HealthProbe {
+impl Probe {
     fn start(port: u16) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let task = tokio::spawn(async move {
-            let mut seen = Vec::new();
-            while !flag.load(Ordering::Relaxed) {
-                let client = reqwest::Client::builder().timeout(LIVENESS).pool_max_idle_per_host(0).build().unwrap();
-                let started = Instant::now();
-                let answer = client.get(format!("http://127.0.0.1:{port}/health")).send().await;
-                seen.push(match answer {
-                    Ok(r) if r.status() == 200 => Ok(started.elapsed()),
-                    Ok(r) => Err(format!("status {}", r.status())),
-                    Err(e) => Err(e.to_string()),
-                });
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            seen
-        });
-        Self { stop, task }
+        Self(HealthProbe::start(port, Duration::from_millis(200), LIVENESS))
     }
 
     async fn finish(self, what: &str) {
-        self.stop.store(true, Ordering::Relaxed);
-        let seen = self.task.await.unwrap();
+        let seen = self.0.finish().await;
         let mut ok: Vec<Duration> = seen.iter().filter_map(|r| r.as_ref().ok().copied()).collect();
         ok.sort();
         let failed: Vec<&String> = seen.iter().filter_map(|r| r.as_ref().err()).collect();
@@ -138,10 +120,6 @@ impl HealthProbe {
         assert!(!seen.is_empty(), "{what}: no probe ran");
         assert!(failed.is_empty(), "{what}: /health did not answer within {LIVENESS:?}: {failed:?}");
     }
-}
-
-fn form(fields: &[(&str, String)]) -> reqwest::multipart::Form {
-    fields.iter().fold(reqwest::multipart::Form::new(), |f, (k, v)| f.text((*k).to_owned(), v.clone()))
 }
 
 async fn post_form(target: &Target, path: &str, fields: &[(&str, String)]) -> (u16, Value) {
@@ -162,11 +140,8 @@ fn message(body: &Value) -> String {
 async fn defect_1_an_output_schema_cannot_make_a_huge_value() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let target = Target::start("schema", "").await;
-    let probe = HealthProbe::start(target.port);
-    let billion = r#"{"type":"object","properties":{"a":{"type":"array","items":{"type":"string"},"minItems":1000000000}},"required":["a"]}"#;
-    // 307 bytes: a thousand of a thousand of a thousand.
-    let nested = r#"{"type":"array","minItems":1000,"items":{"type":"array","minItems":1000,"items":{"type":"array","minItems":1000,"items":{"type":"string"}}}}"#;
-    for schema in [billion, nested] {
+    let probe = Probe::start(target.port);
+    for schema in kit::SCHEMA_BOMBS {
         let fields =
             [("message", "x".to_owned()), ("stream", "false".to_owned()), ("output_schema", schema.to_owned())];
         let (status, body) = post_form(&target, "/agents/demo/runs", &fields).await;
@@ -187,8 +162,8 @@ async fn defect_1_an_output_schema_cannot_make_a_huge_value() {
 async fn defect_2_json_too_deep_to_read_back_is_refused_and_lists_survive_unreadable_rows() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let target = Target::start("depth", "").await;
-    let probe = HealthProbe::start(target.port);
-    let deep = format!("{}1{}", "{\"a\":".repeat(127), "}".repeat(127));
+    let probe = Probe::start(target.port);
+    let deep = kit::deep_json(127);
     for path in ["/agents/demo/runs", "/teams/crew/runs"] {
         let fields = [
             ("message", "x".to_owned()),
@@ -247,7 +222,7 @@ async fn defect_2_on_postgres_rows_too_deep_to_read_leave_listings_whole() {
     let Some(pg) = common::postgres_schema("attack_depth") else { return };
     let _turn = ONE_AT_A_TIME.lock().await;
     let target = Target::start_on("depth-pg", "", Some(&pg.url)).await;
-    let deep = format!("{}1{}", "{\"a\":".repeat(127), "}".repeat(127));
+    let deep = kit::deep_json(127);
     let fields = [("message", "x".to_owned()), ("stream", "false".to_owned()), ("session_state", deep)];
     let (status, body) = post_form(&target, "/agents/demo/runs", &fields).await;
     assert_eq!(status, 422, "{body}");
@@ -285,25 +260,11 @@ async fn write_sqlite(db: &Path, sql: &str) {
 async fn defect_3_streams_of_clients_that_do_not_read_are_cut_and_their_runs_stored() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let target = Target::start("stream", "[os]\nsse_buffer_bytes = 4000000").await;
-    let probe = HealthProbe::start(target.port);
+    let probe = Probe::start(target.port);
     let message = "word ".repeat(200_000); // 1 MB: 200,000 content events
     let mut idle = Vec::new();
     for _ in 0..4 {
-        let boundary = "b0undary";
-        let body = format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\n{message}\r\n--{boundary}\r\n\
-             Content-Disposition: form-data; name=\"stream\"\r\n\r\ntrue\r\n--{boundary}--\r\n"
-        );
-        let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        socket.set_recv_buffer_size(4096).unwrap();
-        let mut conn = socket.connect(format!("127.0.0.1:{}", target.port).parse().unwrap()).await.unwrap();
-        let head = format!(
-            "POST /agents/demo/runs HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary={boundary}\r\n\
-             Content-Length: {}\r\n\r\n",
-            body.len()
-        );
-        conn.write_all(head.as_bytes()).await.unwrap();
-        conn.write_all(body.as_bytes()).await.unwrap();
+        let conn = unread_stream(target.port, &message).await;
         idle.push(conn); // never read
     }
     // The four streams are cut, and the four runs finish and are stored whatever their clients do.
@@ -335,17 +296,6 @@ fn s_names_are_short(sessions: &Value) -> bool {
     sessions["data"].as_array().unwrap().iter().all(|s| s["session_name"].as_str().unwrap().chars().count() <= 201)
 }
 
-/// Open files this process may hold.
-fn open_files_limit() -> usize {
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-    limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))
-        .and_then(|l| l.split_whitespace().nth(3))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1024)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn defect_4_connections_that_never_finish_do_not_lock_anyone_out() {
     let _turn = ONE_AT_A_TIME.lock().await;
@@ -363,7 +313,7 @@ async fn defect_4_connections_that_never_finish_do_not_lock_anyone_out() {
     }
     // Let them take the slots, then probe for a while.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let probe = HealthProbe::start(target.port);
+    let probe = Probe::start(target.port);
     tokio::time::sleep(Duration::from_secs(12)).await;
     probe.finish("defect 4").await;
     stop.store(true, Ordering::Relaxed);
@@ -376,60 +326,21 @@ async fn defect_4_connections_that_never_finish_do_not_lock_anyone_out() {
     target.assert_peak_under(300, "defect 4");
 }
 
-/// `count` connections from `source` that send a request head, then a body of 100,000 bytes a
-/// byte a second, reopening any the server closes; returns how many were reopened.
-async fn trickle(source: &str, port: u16, count: usize, stop: &AtomicBool) -> usize {
-    let open = || async {
-        let socket = tokio::net::TcpSocket::new_v4().ok()?;
-        socket.bind(format!("{source}:0").parse().ok()?).ok()?;
-        let mut conn = socket.connect(format!("127.0.0.1:{port}").parse().ok()?).await.ok()?;
-        let head = "POST /agents/demo/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
-                    Content-Length: 100000\r\n\r\nmessage=";
-        conn.write_all(head.as_bytes()).await.ok()?;
-        Some(conn)
-    };
-    let mut conns = Vec::new();
-    for _ in 0..count {
-        conns.extend(open().await);
-    }
-    let mut reopened = 0;
-    while !stop.load(Ordering::Relaxed) {
-        for conn in &mut conns {
-            if conn.write_all(b"m").await.is_err() {
-                if let Some(fresh) = open().await {
-                    *conn = fresh;
-                }
-                reopened += 1;
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-    reopened
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn defect_5_a_content_cannot_be_cut_into_millions_of_chunks() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let target = Target::start("chunks", "[os]\nmax_body_bytes = 20000000").await;
-    let probe = HealthProbe::start(target.port);
+    let probe = Probe::start(target.port);
     let client = reqwest::Client::new();
-    let upload = |bytes: Vec<u8>, name: &str, extra: &[(&str, &str)]| {
-        let mut form = reqwest::multipart::Form::new()
-            .part("file", reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()));
-        for (k, v) in extra {
-            form = form.text((*k).to_owned(), (*v).to_owned());
-        }
-        client.post(target.url("/knowledge/content")).multipart(form).send()
-    };
     // 9 MB at chunk size 1: refused at upload, naming the limit.
-    let nine = "lorem ipsum dolor sit amet ".repeat(350_000).into_bytes();
-    let r = upload(nine, "big9.txt", &[("chunk_size", "1")]).await.unwrap();
+    let r = upload(&client, target.port, kit::lorem(9_450_000), "big9.txt", &[("chunk_size", "1")]).await.unwrap();
     assert_eq!(r.status(), 422);
     let body: Value = r.json().await.unwrap();
     assert!(message(&body).contains("max_chunks_per_content"), "{body}");
     // 2 MB whose overlap would make millions of chunks: accepted, then failed with the reason.
-    let two = "lorem ipsum dolor sit amet ".repeat(75_000).into_bytes();
-    let r = upload(two, "big2.txt", &[("chunk_size", "100"), ("chunk_overlap", "99")]).await.unwrap();
+    let two = kit::lorem(2_025_000);
+    let r =
+        upload(&client, target.port, two, "big2.txt", &[("chunk_size", "100"), ("chunk_overlap", "99")]).await.unwrap();
     assert_eq!(r.status(), 202);
     let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + Duration::from_secs(60);
