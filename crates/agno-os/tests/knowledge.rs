@@ -261,6 +261,15 @@ async fn bad_uploads_fail_with_a_reason_or_are_refused_and_lose_nothing() {
         os.post_form("/knowledge/content", &[("text_content", "x"), ("chunker", "Semantic")], Some(&ann)).await,
         os.post_form("/knowledge/content", &[("text_content", "x"), ("chunk_size", "ten")], Some(&ann)).await,
         os.post_form("/knowledge/content", &[("text_content", "x"), ("chunk_size", "0")], Some(&ann)).await,
+        // Past the documented maximum (i64's largest).
+        os.post_form(
+            "/knowledge/content",
+            &[("text_content", "x"), ("chunk_overlap", "118618718254454434289015231944327168")],
+            Some(&ann),
+        )
+        .await,
+        os.post_form("/knowledge/content", &[("text_content", "x"), ("chunk_size", "9223372036854775808")], Some(&ann))
+            .await,
     ];
     for (i, r) in refused.iter().enumerate() {
         assert!(r.status == 400 || r.status == 422, "#{i}: {} {}", r.status, r.body);

@@ -319,3 +319,26 @@ async fn an_unreadable_job_payload_ends_its_run_in_error_naming_the_field() {
     assert_eq!(status, 202, "{body}");
     assert_eq!(ended_run(&os, body["run_id"].as_str().unwrap()).await["status"], "COMPLETED");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_fields_of_every_run_form_refuse_what_is_not_an_object() {
+    let url = common::sqlite_url("spec-json");
+    let os = TestOs::start(config(&os_config(&url))).await;
+    for path in ["/agents/a/runs", "/teams/t/runs", "/workflows/w/runs"] {
+        for field in ["session_state", "metadata"] {
+            for (value, want) in [("", 422), ("  ", 422), ("[1]", 422), ("{\"a\":", 422), ("null", 200), ("{}", 200)] {
+                let fields = [("message", "x".to_owned()), ("stream", "false".to_owned()), (field, value.to_owned())];
+                let (status, body) = post_run(&os, path, &fields, &[]).await;
+                assert_eq!(status, want, "{path} {field}={value:?}: {body}");
+                if want == 422 {
+                    assert_eq!(body["detail"][0]["loc"], json!(["body", field]), "{path} {field}={value:?}: {body}");
+                }
+            }
+        }
+    }
+    // The API document says so: JSON parts, null allowed where the field is optional.
+    let doc = os.get("/openapi.json", None).await.body;
+    let form = &doc["paths"]["/teams/{team_id}/runs"]["post"]["requestBody"]["content"]["multipart/form-data"];
+    assert_eq!(form["schema"]["properties"]["session_state"]["type"], json!(["object", "null"]));
+    assert_eq!(form["encoding"]["session_state"]["contentType"], "application/json");
+}

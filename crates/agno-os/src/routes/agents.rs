@@ -169,19 +169,6 @@ pub async fn get_agent(
     Ok(Json(agent_json(&state, a)))
 }
 
-pub(crate) fn json_object(form: &Form, field: &str) -> ApiResult<Option<Map<String, Value>>> {
-    match form.text(field) {
-        None => Ok(None),
-        Some(text) if text.trim().is_empty() => Ok(None),
-        Some(text) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(m)) => Ok(Some(m)),
-            Ok(Value::Null) => Ok(None),
-            Ok(_) => Err(ApiError::unprocessable(format!("{field} must be a JSON object"))),
-            Err(e) => Err(ApiError::unprocessable(format!("{field} is not valid JSON: {e}"))),
-        },
-    }
-}
-
 /// The session a run goes to must not belong to someone else: another user's session answers
 /// 404, as a missing one would under isolation.
 pub(crate) async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option<&str>) -> ApiResult<()> {

@@ -95,6 +95,8 @@ fn form_field_schema(f: &super::FormField) -> Value {
         }
         (_, "reader_id") => schema["enum"] = json!(super::knowledge::reader_ids()),
         ("array", _) => schema["items"] = json!({"type": "object"}),
+        // JSON `null` is no object (an empty part is refused).
+        ("object", _) if !f.required => schema["type"] = json!(["object", "null"]),
         ("string", _) if f.required => schema["minLength"] = json!(1),
         _ => {}
     }
@@ -116,8 +118,11 @@ fn upload_needs_a_source(body: &mut Value) {
         properties["url"]["pattern"] = json!("^(?:https?://.*)?$");
         properties["file"]["format"] = json!("binary");
         properties["chunker"]["enum"] = json!(agno_knowledge::Chunking::NAMES);
+        // Whole numbers a server reads (Python's int has no bound; ours is i64's).
         properties["chunk_size"]["minimum"] = json!(1);
+        properties["chunk_size"]["maximum"] = json!(i64::MAX);
         properties["chunk_overlap"]["minimum"] = json!(0);
+        properties["chunk_overlap"]["maximum"] = json!(i64::MAX);
     }
 }
 

@@ -328,10 +328,11 @@ pub const UPLOAD_FORM: &[FormField] = &[
 fn number(form: &Form, name: &str) -> ApiResult<Option<usize>> {
     match form.text(name).map(str::trim).filter(|t| !t.is_empty()) {
         None => Ok(None),
-        Some(t) => t
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::unprocessable(format!("{name} must be a whole number, not {t:?}")).at("body", name)),
+        // From 0 to i64's largest, as the API document says.
+        Some(t) => t.parse::<i64>().ok().and_then(|n| usize::try_from(n).ok()).map(Some).ok_or_else(|| {
+            ApiError::unprocessable(format!("{name} must be a whole number from 0 to {}, not {t:?}", i64::MAX))
+                .at("body", name)
+        }),
     }
 }
 

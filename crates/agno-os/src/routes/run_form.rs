@@ -7,7 +7,7 @@ use agno_runtime::{OutputSchema, RunSpec};
 use axum::extract::Request;
 use serde_json::Value;
 
-use super::agents::{check_session_owner, idempotency_key, json_object};
+use super::agents::{check_session_owner, idempotency_key};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -156,4 +156,20 @@ fn uploaded_media(form: &mut Form) -> ApiResult<Vec<(bool, agno_core::Media)>> {
         return Err(ApiError::bad_request("upload files in the `files` field"));
     }
     Ok(out)
+}
+
+/// A form field holding a JSON object: absent, or JSON `null`, is none. An empty value is refused
+/// (422): the API document describes the field as a JSON part, which an empty part is not.
+pub(crate) fn json_object(form: &Form, field: &str) -> ApiResult<Option<serde_json::Map<String, Value>>> {
+    let Some(text) = form.text(field) else { return Ok(None) };
+    if text.trim().is_empty() {
+        return Err(ApiError::unprocessable(format!("{field} is empty: send a JSON object, or leave the field out"))
+            .at("body", field));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(Some(m)),
+        Ok(Value::Null) => Ok(None),
+        Ok(_) => Err(ApiError::unprocessable(format!("{field} must be a JSON object")).at("body", field)),
+        Err(e) => Err(ApiError::unprocessable(format!("{field} is not valid JSON: {e}")).at("body", field)),
+    }
 }
