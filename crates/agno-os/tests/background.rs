@@ -203,16 +203,32 @@ async fn a_queued_run_is_cancelled_before_it_starts() {
 async fn a_run_whose_worker_died_ends_in_error() {
     let os = TestOs::start(config(FAST)).await;
     let queue = os.os.state.queue.clone().unwrap();
-    // A job claimed by a replica that then died: its lease is already older than the grace.
-    let mut job = agno_core::Job::agent_run("orphan", "calc", "orphan-session", serde_json::json!({"message": "lost"}));
-    job.available_at = 0;
-    assert!(matches!(queue.store.enqueue_job(&job, 0).await.unwrap(), agno_core::Enqueued::Accepted(_)));
-    agno_os::queue::store_pending(&os.os.state, &job).await.unwrap();
-    let claimed = queue.store.claim_job("dead-replica", 2, agno_core::now_epoch_secs() - 100).await.unwrap();
-    assert_eq!(claimed.map(|j| j.id), Some("orphan".to_owned()));
-    let run = wait_status(&os, "calc", "orphan", &["ERROR"]).await;
+    // A job claimed by a replica that then died: its lease is already older than the grace. This
+    // replica's own worker polls too and may claim a job first (then it simply runs it): the
+    // scenario is tried again with a new job until the dead replica holds the claim.
+    let mut orphan = None;
+    for attempt in 0..20 {
+        let id = format!("orphan-{attempt}");
+        let mut job = agno_core::Job::agent_run(
+            id.as_str(),
+            "calc",
+            format!("{id}-session"),
+            serde_json::json!({"message": "lost"}),
+        );
+        job.available_at = 0;
+        assert!(matches!(queue.store.enqueue_job(&job, 0).await.unwrap(), agno_core::Enqueued::Accepted(_)));
+        agno_os::queue::store_pending(&os.os.state, &job).await.unwrap();
+        let claimed = queue.store.claim_job("dead-replica", 2, agno_core::now_epoch_secs() - 100).await.unwrap();
+        if claimed.is_some_and(|j| j.id == id) {
+            orphan = Some(id);
+            break;
+        }
+        wait_status(&os, "calc", &id, &["COMPLETED"]).await;
+    }
+    let orphan = orphan.expect("in 20 tries the live worker claimed every job before the dead replica");
+    let run = wait_status(&os, "calc", &orphan, &["ERROR"]).await;
     assert_eq!(run["content"], agno_os::queue::LOST_WORKER);
-    let job = queue.store.get_job("orphan", None).await.unwrap().unwrap();
+    let job = queue.store.get_job(&orphan, None).await.unwrap().unwrap();
     assert_eq!((job.status, job.error.as_deref()), (agno_core::JobStatus::Failed, Some(agno_os::queue::LOST_WORKER)));
 }
 

@@ -316,9 +316,12 @@ pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::t
                 }
                 Ok(None) => {
                     drop(permit);
+                    // Idle until woken, the next poll, or the next sweep (a long poll interval
+                    // must not delay finding lost workers).
+                    let until = next_sweep.min(tokio::time::Instant::now() + poll);
                     tokio::select! {
                         () = queue.wake.notified() => {}
-                        () = tokio::time::sleep(poll) => {}
+                        () = tokio::time::sleep_until(until) => {}
                         () = stop.cancelled() => break,
                     }
                 }
