@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use agno_core::{ComponentKind, RunStatus};
-use agno_runtime::{Agent, ContinueRequest, RunHandle};
+use agno_runtime::{ContinueRequest, RunHandle};
 use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
 use axum::response::Response;
@@ -266,34 +266,6 @@ pub const RESUME_FORM: &[FormField] = &[
     },
     FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
 ];
-
-/// `POST /agents/{agent_id}/runs`: form fields `message` (required), `stream` (default true),
-/// `session_id`, `user_id`, `session_state`, `dependencies`, `metadata`, `output_schema`,
-/// `add_history_to_context`, `cancel_on_disconnect`.
-pub async fn create_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(agent_id): Path<String>,
-    request: Request,
-) -> ApiResult<Response> {
-    let served = served(&state, &principal, &agent_id)?;
-    let form = super::run_form::read(&state, &principal, ComponentKind::Agent, &agent_id, request).await?;
-    let req = form.spec.request();
-    if form.background {
-        return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;
-    }
-    let agent: &Agent = &served.agent;
-    let policy = if form.cancel_on_disconnect {
-        DisconnectPolicy::Cancel(form.spec.run_id.clone())
-    } else {
-        DisconnectPolicy::KeepRunning
-    };
-    if form.stream {
-        Ok(run_events(agent.run_stream(req), policy, state.streaming()))
-    } else {
-        Ok(await_run(agent.spawn_run(req), policy).await)
-    }
-}
 
 /// The `Idempotency-Key` header: at most 512 characters (422 beyond).
 pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Option<String>> {

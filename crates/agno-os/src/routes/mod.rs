@@ -5,6 +5,7 @@
 pub mod agents;
 pub(crate) mod background;
 pub mod bodies;
+pub mod component;
 pub mod core;
 pub mod databases;
 pub mod docs;
@@ -129,10 +130,10 @@ routes! {
 
     GET "/agents" as "get_agents", Scope("agents:read"), "Agents", "List agents" => get(agents::list_agents);
     GET "/agents/{agent_id}" as "get_agent", Scope("agents:read"), "Agents", "Get an agent" => get(agents::get_agent);
-    POST "/agents/{agent_id}/runs" as "create_agent_run", Scope("agents:run"), "Agents", "Create an agent run (form; SSE when stream=true)", body: RequestBody::Form(agents::RUN_FORM) => post(agents::create_run);
-    GET "/agents/{agent_id}/runs" as "list_agent_runs", Scope("agents:read"), "Agents", "List an agent's runs", query: run_records::RunsQuery => get(run_records::list_runs::<run_records::Agents>);
-    GET "/agents/{agent_id}/runs/{run_id}" as "get_agent_run", Scope("agents:read"), "Agents", "Get an agent run", query: run_records::SessionQuery => get(run_records::get_run::<run_records::Agents>);
-    POST "/agents/{agent_id}/runs/{run_id}/cancel" as "cancel_agent_run", Scope("agents:run"), "Agents", "Cancel an agent run", query: run_records::SessionQuery => post(run_records::cancel_run::<run_records::Agents>);
+    POST "/agents/{agent_id}/runs" as "create_agent_run", Scope("agents:run"), "Agents", "Create an agent run (form; SSE when stream=true)", body: RequestBody::Form(agents::RUN_FORM) => post(component::create_run::<component::Agents>);
+    GET "/agents/{agent_id}/runs" as "list_agent_runs", Scope("agents:read"), "Agents", "List an agent's runs", query: run_records::RunsQuery => get(run_records::list_runs::<component::Agents>);
+    GET "/agents/{agent_id}/runs/{run_id}" as "get_agent_run", Scope("agents:read"), "Agents", "Get an agent run", query: run_records::SessionQuery => get(run_records::get_run::<component::Agents>);
+    POST "/agents/{agent_id}/runs/{run_id}/cancel" as "cancel_agent_run", Scope("agents:run"), "Agents", "Cancel an agent run", query: run_records::SessionQuery => post(run_records::cancel_run::<component::Agents>);
     POST "/agents/{agent_id}/runs/{run_id}/continue" as "continue_agent_run", Scope("agents:run"), "Agents", "Continue a paused agent run", body: RequestBody::Form(agents::CONTINUE_FORM) => post(agents::continue_run);
     POST "/agents/{agent_id}/runs/{run_id}/resume" as "resume_agent_run_stream", Scope("agents:run"), "Agents", "Resume an agent run's event stream (SSE)", body: RequestBody::Form(agents::RESUME_FORM) => post(agents::resume_run);
 
@@ -177,20 +178,20 @@ routes! {
 
     GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams" => get(teams::list_teams);
     GET "/teams/{team_id}" as "get_team", Scope("teams:read"), "Teams", "Get a team" => get(teams::get_team);
-    POST "/teams/{team_id}/runs" as "create_team_run", Scope("teams:run"), "Teams", "Create a team run (form; SSE when stream=true)", body: RequestBody::Form(teams::RUN_FORM) => post(teams::create_run);
-    GET "/teams/{team_id}/runs" as "list_team_runs", Scope("teams:read"), "Teams", "List a team's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<run_records::Teams>);
-    GET "/teams/{team_id}/runs/{run_id}" as "get_team_run", Scope("teams:read"), "Teams", "Get a team run", query: run_records::SessionQuery => get(run_records::get_run::<run_records::Teams>);
+    POST "/teams/{team_id}/runs" as "create_team_run", Scope("teams:run"), "Teams", "Create a team run (form; SSE when stream=true)", body: RequestBody::Form(teams::RUN_FORM) => post(component::create_run::<component::Teams>);
+    GET "/teams/{team_id}/runs" as "list_team_runs", Scope("teams:read"), "Teams", "List a team's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<component::Teams>);
+    GET "/teams/{team_id}/runs/{run_id}" as "get_team_run", Scope("teams:read"), "Teams", "Get a team run", query: run_records::SessionQuery => get(run_records::get_run::<component::Teams>);
     POST "/teams/{team_id}/runs/{run_id}/continue" as "continue_team_run", Scope("teams:run"), "Teams", "Continue a team run paused on its members (answers in requirements)", body: RequestBody::Form(teams::CONTINUE_FORM) => post(teams::continue_run);
     POST "/teams/{team_id}/runs/{run_id}/resume" as "resume_team_run_stream", Scope("teams:run"), "Teams", "Replay a background team run's events, then follow it", body: RequestBody::Form(workflows::RESUME_FORM) => post(teams::resume_run);
-    POST "/teams/{team_id}/runs/{run_id}/cancel" as "cancel_team_run", Scope("teams:run"), "Teams", "Cancel a team run (its running members with it)", query: run_records::SessionQuery => post(run_records::cancel_run::<run_records::Teams>);
+    POST "/teams/{team_id}/runs/{run_id}/cancel" as "cancel_team_run", Scope("teams:run"), "Teams", "Cancel a team run (its running members with it)", query: run_records::SessionQuery => post(run_records::cancel_run::<component::Teams>);
     GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows" => get(workflows::list_workflows);
     GET "/workflows/{workflow_id}" as "get_workflow", Scope("workflows:read"), "Workflows", "Get a workflow" => get(workflows::get_workflow);
-    POST "/workflows/{workflow_id}/runs" as "create_workflow_run", Scope("workflows:run"), "Workflows", "Create a workflow run (form; SSE when stream=true)", body: RequestBody::Form(workflows::RUN_FORM) => post(workflows::create_run);
-    GET "/workflows/{workflow_id}/runs" as "list_workflow_runs", Scope("workflows:read"), "Workflows", "List a workflow's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<run_records::Workflows>);
-    GET "/workflows/{workflow_id}/runs/{run_id}" as "get_workflow_run", Scope("workflows:read"), "Workflows", "Get a workflow run", query: run_records::SessionQuery => get(run_records::get_run::<run_records::Workflows>);
+    POST "/workflows/{workflow_id}/runs" as "create_workflow_run", Scope("workflows:run"), "Workflows", "Create a workflow run (form; SSE when stream=true)", body: RequestBody::Form(workflows::RUN_FORM) => post(component::create_run::<component::Workflows>);
+    GET "/workflows/{workflow_id}/runs" as "list_workflow_runs", Scope("workflows:read"), "Workflows", "List a workflow's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<component::Workflows>);
+    GET "/workflows/{workflow_id}/runs/{run_id}" as "get_workflow_run", Scope("workflows:read"), "Workflows", "Get a workflow run", query: run_records::SessionQuery => get(run_records::get_run::<component::Workflows>);
     POST "/workflows/{workflow_id}/runs/{run_id}/continue" as "continue_workflow_run", Scope("workflows:run"), "Workflows", "Continue a paused workflow run (answers in step_requirements)", body: RequestBody::Form(workflows::CONTINUE_FORM) => post(workflows::continue_run);
     POST "/workflows/{workflow_id}/runs/{run_id}/resume" as "resume_workflow_run_stream", Scope("workflows:run"), "Workflows", "Resume a background workflow run's event stream (SSE)", body: RequestBody::Form(workflows::RESUME_FORM) => post(workflows::resume_run);
-    POST "/workflows/{workflow_id}/runs/{run_id}/cancel" as "cancel_workflow_run", Scope("workflows:run"), "Workflows", "Cancel a workflow run", query: run_records::SessionQuery => post(run_records::cancel_run::<run_records::Workflows>);
+    POST "/workflows/{workflow_id}/runs/{run_id}/cancel" as "cancel_workflow_run", Scope("workflows:run"), "Workflows", "Cancel a workflow run", query: run_records::SessionQuery => post(run_records::cancel_run::<component::Workflows>);
     GET "/schedules" as "list_schedules_schedules_get", Scope("schedules:read"), "Schedules", "List schedules", query: schedules::ListParams => get(schedules::list_schedules);
     POST "/schedules" as "create_schedule_schedules_post", Scope("schedules:write"), "Schedules", "Create a schedule (201)", body: RequestBody::Json(|g| g.subschema_for::<schedules::ScheduleCreate>()) => post(schedules::create_schedule);
     GET "/schedules/{schedule_id}" as "get_schedule_schedules__schedule_id__get", Scope("schedules:read"), "Schedules", "Get a schedule" => get(schedules::get_schedule);

@@ -1,8 +1,8 @@
 //! The stored-run routes, written once for every component kind: `GET /{agents|teams|workflows}
 //! /{id}/runs` (a session's runs), `GET .../runs/{run_id}` and `POST .../runs/{run_id}/cancel`.
-//! A handler is instantiated per kind (`list_runs::<Agents>`); what differs between kinds (Agno's
-//! messages, which runs belong to a component, the shape of a listed run) is decided here by
-//! [`ComponentKind`], nowhere else.
+//! A handler is instantiated per kind (`list_runs::<Agents>`, see [`Kind`]); what differs
+//! between kinds (Agno's messages, which runs belong to a component, the shape of a listed run)
+//! is decided here by [`ComponentKind`], nowhere else.
 
 use agno_core::{ComponentKind, RunOutput, RunQuery, RunStatus, SortOrder};
 use agno_runtime::RunError;
@@ -12,37 +12,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::component::Kind;
 use super::sessions::schema;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::query::{Query, QueryRejection};
 use crate::state::AppState;
-
-/// A component kind as a type, so that one handler serves each kind's routes.
-pub trait Kind: Send + Sync + 'static {
-    /// The kind.
-    const KIND: ComponentKind;
-}
-
-/// `/agents/...`.
-#[derive(Debug)]
-pub struct Agents;
-/// `/teams/...`.
-#[derive(Debug)]
-pub struct Teams;
-/// `/workflows/...`.
-#[derive(Debug)]
-pub struct Workflows;
-
-impl Kind for Agents {
-    const KIND: ComponentKind = ComponentKind::Agent;
-}
-impl Kind for Teams {
-    const KIND: ComponentKind = ComponentKind::Team;
-}
-impl Kind for Workflows {
-    const KIND: ComponentKind = ComponentKind::Workflow;
-}
 
 /// The scope family of a kind (`agents`, `teams`, `workflows`).
 pub(crate) fn family(kind: ComponentKind) -> &'static str {
@@ -67,16 +42,6 @@ pub(crate) fn not_found(kind: ComponentKind, id: &str) -> ApiError {
         ComponentKind::Team => format!("Team not found: {id}"),
         ComponentKind::Workflow => "Workflow not found".to_owned(),
     })
-}
-
-/// A component served here that the caller may address, or [`not_found`].
-fn addressable(state: &AppState, principal: &Principal, kind: ComponentKind, id: &str) -> ApiResult<()> {
-    let served = match kind {
-        ComponentKind::Agent => state.agent(id).is_some(),
-        ComponentKind::Team => state.team(id).is_some(),
-        ComponentKind::Workflow => state.workflow(id).is_some(),
-    };
-    if served && may_address(principal, kind, id) { Ok(()) } else { Err(not_found(kind, id)) }
 }
 
 /// Agno also requires run access to a component (`agents:run`, `agents:<id>:run`, ...) to run it
@@ -175,7 +140,7 @@ pub async fn list_runs<K: Kind>(
     q: Result<Query<RunsQuery>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let kind = K::KIND;
-    addressable(&state, &principal, kind, &id)?;
+    super::component::served::<K>(&state, &principal, &id)?;
     let q = super::params::query(q)?;
     require_run_access(&principal, kind, &id)?;
     let db = state.require_db()?;
@@ -234,7 +199,7 @@ pub async fn get_run<K: Kind>(
     q: Result<Query<SessionQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
     let kind = K::KIND;
-    addressable(&state, &principal, kind, &id)?;
+    super::component::served::<K>(&state, &principal, &id)?;
     let q = super::params::query(q)?;
     require_run_access(&principal, kind, &id)?;
     let run = stored_run(&state, &principal, kind, &id, &run_id, q.session_id.as_deref()).await?;
@@ -261,7 +226,7 @@ pub async fn cancel_run<K: Kind>(
     q: Result<Query<SessionQuery>, QueryRejection>,
 ) -> ApiResult<Response> {
     let kind = K::KIND;
-    addressable(&state, &principal, kind, &id)?;
+    super::component::served::<K>(&state, &principal, &id)?;
     require_run_access(&principal, kind, &id)?;
     let q = super::params::query(q)?;
     // Ownership first: the stored run must be the caller's (it is written when the run starts).

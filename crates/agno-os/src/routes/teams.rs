@@ -144,28 +144,6 @@ pub const RUN_FORM: &[FormField] = &[
     },
 ];
 
-/// `POST /teams/{team_id}/runs`: form fields `message` (required), `stream` (default true),
-/// `session_id`, `user_id`, `session_state`, `metadata`.
-pub async fn create_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(team_id): Path<String>,
-    request: Request,
-) -> ApiResult<Response> {
-    let team = served(&state, &principal, &team_id)?.clone();
-    run_records::require_run_access(&principal, ComponentKind::Team, &team_id)?;
-    let form = super::run_form::read(&state, &principal, ComponentKind::Team, &team_id, request).await?;
-    let req = form.spec.request();
-    if form.background {
-        return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;
-    }
-    if form.stream {
-        return Ok(crate::sse::run_events(team.run_stream(req), DisconnectPolicy::KeepRunning, state.streaming()));
-    }
-    // On its own task: the run completes and is stored even if the client goes away.
-    Ok(run_records::answer(team.run_stream(req).output().await))
-}
-
 /// The form of `POST /teams/{team_id}/runs/{run_id}/continue`.
 pub const CONTINUE_FORM: &[FormField] = &[
     FormField {

@@ -140,30 +140,6 @@ pub const RUN_FORM: &[FormField] = &[
     },
 ];
 
-/// `POST /workflows/{workflow_id}/runs`: form fields `message` (required; JSON object or list
-/// input when it parses as one, else text), `stream` (default true), `session_id`, `user_id`,
-/// `session_state`, `additional_data`, `metadata`.
-pub async fn create_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(workflow_id): Path<String>,
-    request: Request,
-) -> ApiResult<Response> {
-    let wf = served(&state, &principal, &workflow_id)?.clone();
-    run_records::require_run_access(&principal, ComponentKind::Workflow, &workflow_id)?;
-    let form = super::run_form::read(&state, &principal, ComponentKind::Workflow, &workflow_id, request).await?;
-    let request = form.spec.workflow_request();
-    if form.background {
-        return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;
-    }
-    if form.stream {
-        return Ok(crate::sse::run_events(wf.run_stream(request), DisconnectPolicy::KeepRunning, state.streaming()));
-    }
-    // On its own task: the run completes and is stored even if the client goes away.
-    let stream = wf.run_stream(request);
-    Ok(run_records::answer(stream.output().await))
-}
-
 /// The form of `POST /workflows/{workflow_id}/runs/{run_id}/continue`.
 pub const CONTINUE_FORM: &[FormField] = &[
     FormField {
