@@ -293,6 +293,18 @@ async fn bad_uploads_fail_with_a_reason_or_are_refused_and_lose_nothing() {
     assert_eq!(r.body["meta"]["total_count"], 0, "nothing of it is searchable: {}", r.body);
     let r = os.delete(&format!("/knowledge/content/{id}"), Some(&ann)).await;
     assert_eq!((r.status, &r.body), (200, &json!({"id": id})));
+    // Metadata that is not an object is kept under "value", as Agno keeps it, and the API
+    // document says so (any JSON).
+    let r = os.post_form("/knowledge/content", &[("text_content", "x"), ("metadata", "-9.5")], Some(&ann)).await;
+    assert_eq!((r.status, &r.body["metadata"]), (202, &json!({"value": "-9.5"})), "{}", r.body);
+    settled(&os, r.body["id"].as_str().unwrap(), &ann).await;
+    assert_eq!(
+        os.delete(&format!("/knowledge/content/{}", r.body["id"].as_str().unwrap()), Some(&ann)).await.status,
+        200
+    );
+    let doc = os.get("/openapi.json", None).await.body;
+    let upload = &doc["paths"]["/knowledge/content"]["post"]["requestBody"]["content"]["multipart/form-data"];
+    assert!(upload["schema"]["properties"]["metadata"].get("type").is_none(), "{upload}");
     // Text content with its own name and chunking is indexed too.
     let r = os
         .post_form(

@@ -104,7 +104,7 @@ fn form_field_schema(f: &super::FormField) -> Value {
 }
 
 /// An upload names what to read: a file, some text or a URL (400 otherwise); the chunker is one
-/// of Agno's, its sizes whole numbers.
+/// of Agno's, its sizes whole numbers; its metadata any JSON.
 fn upload_needs_a_source(body: &mut Value) {
     body["required"] = json!(true);
     for media in ["multipart/form-data", "application/x-www-form-urlencoded"] {
@@ -118,6 +118,9 @@ fn upload_needs_a_source(body: &mut Value) {
         properties["url"]["pattern"] = json!("^(?:https?://.*)?$");
         properties["file"]["format"] = json!("binary");
         properties["chunker"]["enum"] = json!(agno_knowledge::Chunking::NAMES);
+        // As Agno reads it: an object, or any other value kept under "value" (null is none).
+        properties["metadata"] = json!({"description":
+            "JSON object of metadata; any other value is kept under \"value\", as Agno does."});
         // Whole numbers a server reads (Python's int has no bound; ours is i64's).
         properties["chunk_size"]["minimum"] = json!(1);
         properties["chunk_size"]["maximum"] = json!(i64::MAX);
