@@ -417,6 +417,10 @@ async fn call_model(model: &dyn Model, request: ModelRequest, em: &mut Emitter, 
         () = token.cancelled() => return CallEnd::Cancelled(ModelResponse::default()),
     };
     loop {
+        // A model stream whose chunks are all ready (a buffered body, the test model) and a
+        // listener that left never make this loop wait: it yields once its share of the
+        // scheduler is spent, so other requests on the worker thread are not starved.
+        tokio::task::consume_budget().await;
         let next = tokio::select! {
             item = stream.next() => item,
             () = token.cancelled() => return CallEnd::Cancelled(assembler.finish()),
