@@ -193,11 +193,16 @@ async fn contents_are_patched_and_deleted_in_bulk_only_by_their_owner() {
     }
 
     // Bad fields are refused before anything changes.
-    let r = os.patch_form(&path, &[("name", "x.md"), ("metadata", "{not json")], Some(&ann)).await;
-    assert_eq!((r.status, detail(&r.body)), (400, "Invalid JSON format for metadata".to_owned()));
+    for bad in ["{not json", "", " "] {
+        let r = os.patch_form(&path, &[("name", "x.md"), ("metadata", bad)], Some(&ann)).await;
+        assert_eq!((r.status, detail(&r.body)), (400, "Invalid JSON format for metadata".to_owned()), "{bad:?}");
+    }
     let r = os.patch_form(&path, &[("name", "x.md"), ("reader_id", "nope")], Some(&ann)).await;
     assert_eq!((r.status, detail(&r.body)), (400, "Invalid reader_id: nope".to_owned()));
     assert_eq!(os.get(&path, Some(&ann)).await.body["name"], "tulips.md", "unchanged");
+    // JSON null (which the document allows) changes no metadata.
+    let r = os.patch_form(&path, &[("metadata", "null")], Some(&ann)).await;
+    assert_eq!((r.status, &r.body["metadata"]["topic"]), (200, &json!("flowers")), "{}", r.body);
     let r = os.patch_form("/knowledge/content/missing", &[("name", "x.md")], Some(&ann)).await;
     assert_eq!((r.status, detail(&r.body)), (404, "Content not found: missing".to_owned()));
 

@@ -270,10 +270,12 @@ pub async fn update_content(
     contents(k)?;
     let form = Form::read(request, &state.limits).await?;
     let field = |name: &str| form.text(name).map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned);
-    let metadata = match field("metadata") {
+    // A JSON part, as the API document says: null is no change; an empty part is not JSON.
+    let metadata = match form.text("metadata") {
         None => None,
-        Some(text) => match serde_json::from_str::<Value>(&text) {
+        Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(m)) => Some(m),
+            Ok(Value::Null) => None,
             Ok(_) => return Err(ApiError::bad_request("metadata must be a JSON object")),
             Err(_) => return Err(ApiError::bad_request("Invalid JSON format for metadata")),
         },
