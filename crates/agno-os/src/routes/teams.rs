@@ -10,7 +10,7 @@ use axum::extract::{Extension, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::run_records;
+use super::{component, run_records};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -22,14 +22,6 @@ use crate::state::AppState;
 fn visible<'a>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item = &'a Team> {
     let allowed = principal.accessible("teams", "read");
     state.teams.iter().filter(move |t| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == t.id())))
-}
-
-/// A team the caller may address, or 404 (never 403, so ids do not leak).
-fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a Team> {
-    state
-        .team(id)
-        .filter(|_| run_records::may_address(principal, ComponentKind::Team, id))
-        .ok_or_else(|| run_records::not_found(ComponentKind::Team, id))
 }
 
 /// Agno's `TeamResponse`: the team, its model, the leader's delegation tools, and its members
@@ -114,7 +106,7 @@ pub async fn get_team(
     Extension(principal): Extension<Principal>,
     Path(team_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let team = served(&state, &principal, &team_id)?;
+    let team = &component::served::<component::Teams>(&state, &principal, &team_id)?;
     Ok(Json(team_json(&state, team)))
 }
 
@@ -174,7 +166,7 @@ pub async fn continue_run(
     Path((team_id, run_id)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
-    let team = served(&state, &principal, &team_id)?.clone();
+    let team = component::served::<component::Teams>(&state, &principal, &team_id)?;
     run_records::require_run_access(&principal, ComponentKind::Team, &team_id)?;
     let form = Form::read(request, &state.limits).await?;
     let requirements: Vec<agno_core::RunRequirement> = match form.text("requirements").map(str::trim) {
@@ -243,7 +235,7 @@ pub async fn resume_run(
     Path((team_id, run_id)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
-    served(&state, &principal, &team_id)?;
+    component::served::<component::Teams>(&state, &principal, &team_id)?;
     run_records::require_run_access(&principal, ComponentKind::Team, &team_id)?;
     let headers = request.headers().clone();
     let form = Form::read(request, &state.limits).await?;

@@ -10,7 +10,7 @@ use axum::extract::{Extension, Path, Request, State};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::run_records;
+use super::{component, run_records};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -22,14 +22,6 @@ use crate::state::AppState;
 fn visible<'a>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item = &'a Workflow> {
     let allowed = principal.accessible("workflows", "read");
     state.workflows.iter().filter(move |w| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == w.id())))
-}
-
-/// A workflow the caller may address, or 404 (never 403, so ids do not leak).
-fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a Workflow> {
-    state
-        .workflow(id)
-        .filter(|_| run_records::may_address(principal, ComponentKind::Workflow, id))
-        .ok_or_else(|| run_records::not_found(ComponentKind::Workflow, id))
 }
 
 /// Agno's `WorkflowSummaryResponse`.
@@ -90,7 +82,7 @@ pub async fn get_workflow(
     Extension(principal): Extension<Principal>,
     Path(workflow_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let wf = served(&state, &principal, &workflow_id)?;
+    let wf = &component::served::<component::Workflows>(&state, &principal, &workflow_id)?;
     let mut body = json!({
         "id": wf.id(),
         "name": wf.name(),
@@ -184,7 +176,7 @@ pub async fn continue_run(
     Path((workflow_id, run_id)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
-    let wf = served(&state, &principal, &workflow_id)?.clone();
+    let wf = component::served::<component::Workflows>(&state, &principal, &workflow_id)?;
     run_records::require_run_access(&principal, ComponentKind::Workflow, &workflow_id)?;
     let form = Form::read(request, &state.limits).await?;
     let session_id = form.text("session_id").filter(|s| !s.is_empty()).map(str::to_owned);
@@ -277,7 +269,7 @@ pub async fn resume_run(
     Path((workflow_id, run_id)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
-    served(&state, &principal, &workflow_id)?;
+    component::served::<component::Workflows>(&state, &principal, &workflow_id)?;
     run_records::require_run_access(&principal, ComponentKind::Workflow, &workflow_id)?;
     let headers = request.headers().clone();
     let form = Form::read(request, &state.limits).await?;
