@@ -429,12 +429,16 @@ async fn background_team_round_trip(db_url: &str, duplicate: bool) {
     assert_eq!(reply.status, 200);
     assert_eq!(tailed.last().unwrap().0, "TeamRunCompleted");
     assert_eq!(tailed.last().unwrap().1["content"], "tailed");
-    // An inline run has no log to resume.
+    // An inline run has no log: a resume replays what was stored with the run, as Agno replays
+    // from the run's row.
     provider.push_all([Scripted::text("inline")]);
     let inline = os.post_form("/teams/desk/runs", &[("message", "x"), ("stream", "false")], None).await;
-    let r =
-        os.post_form(&format!("/teams/desk/runs/{}/resume", inline.body["run_id"].as_str().unwrap()), &[], None).await;
-    assert_eq!(r.status, 404);
+    let inline_id = inline.body["run_id"].as_str().unwrap();
+    let (r, replayed) = os.post_sse(&format!("/teams/desk/runs/{inline_id}/resume"), &[], None).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(replayed[0].0, "replay");
+    assert_eq!(replayed[0].1["run_id"], inline_id);
+    assert_eq!(replayed[0].1["status"], "COMPLETED");
 }
 
 #[tokio::test]

@@ -532,12 +532,15 @@ async fn a_background_workflow_runs_on_the_queue_and_its_events_can_be_tailed_an
         os.post_sse("/workflows/pipeline/runs", &[("message", "tail me"), ("background", "true")], None).await;
     assert_eq!(reply.status, 200);
     assert_eq!(tailed.last().unwrap().0, "WorkflowCompleted");
-    // An inline run has no log to resume.
+    // An inline run has no log: a resume replays what was stored with the run, as Agno replays
+    // from the run's row.
     let inline = os.post_form("/workflows/pipeline/runs", &[("message", "x"), ("stream", "false")], None).await;
-    let r = os
-        .post_form(&format!("/workflows/pipeline/runs/{}/resume", inline.body["run_id"].as_str().unwrap()), &[], None)
-        .await;
-    assert_eq!(r.status, 404);
+    let inline_id = inline.body["run_id"].as_str().unwrap();
+    let (r, replayed) = os.post_sse(&format!("/workflows/pipeline/runs/{inline_id}/resume"), &[], None).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(replayed[0].0, "replay");
+    assert_eq!(replayed[0].1["run_id"], inline_id);
+    assert_eq!(replayed[0].1["status"], "COMPLETED");
 }
 
 #[tokio::test]

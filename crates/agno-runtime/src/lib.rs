@@ -15,6 +15,7 @@
 mod agent;
 mod blocking;
 mod cancel;
+mod component;
 mod config;
 mod emitter;
 mod error;
@@ -40,13 +41,14 @@ pub mod workflow;
 
 pub use agent::{Agent, AgentBuilder, AgentSettings, ModelChoice};
 pub use cancel::{cancel_run, is_running, running_runs};
+pub use component::Component;
 pub use config::{
     HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, SummaryConfig,
     ToolConfig,
 };
 pub use error::{BuildError, Result, RunError};
 pub use event_stream::EventStream;
-pub use fence::RunFence;
+pub use fence::{Durable, RunFence};
 pub use hooks::{HookError, PostHook, PreHook};
 pub use request::{ContinueFrom, ContinueRequest, RunRequest};
 pub use run::{RunHandle, RunStream};

@@ -121,6 +121,14 @@ impl RunRequest {
         self
     }
 
+    /// Runs under a worker's claim (see [`crate::Durable`]): its writes fenced, its events
+    /// numbered after an earlier attempt's.
+    pub fn durable(mut self, durable: crate::Durable) -> Self {
+        self.fence = durable.fence;
+        self.after_event_index = durable.after_event_index;
+        self
+    }
+
     /// Sets the output schema for this run.
     pub fn output_schema(mut self, schema: OutputSchema) -> Self {
         self.output_schema = Some(schema);
@@ -211,6 +219,14 @@ impl ContinueRequest {
     /// Numbers the events after `index`.
     pub fn after_event_index(mut self, index: Option<u64>) -> Self {
         self.after_event_index = index;
+        self
+    }
+
+    /// Runs under a worker's claim (see [`crate::Durable`]): its writes fenced, its events
+    /// numbered after an earlier attempt's.
+    pub fn durable(mut self, durable: crate::Durable) -> Self {
+        self.fence = durable.fence;
+        self.after_event_index = durable.after_event_index;
         self
     }
 

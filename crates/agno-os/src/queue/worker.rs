@@ -9,9 +9,7 @@ use agno_core::{
     ComponentKind, Job, JobOutcome, JobSignal, JobStatus, JobStore, JobType, RunOutput, RunRequirement, RunStatus,
     StreamEvent, now_epoch_secs,
 };
-use agno_runtime::team::{Team, TeamStream};
-use agno_runtime::workflow::{Durable, Workflow};
-use agno_runtime::{Agent, ContinueRequest, EventStream, RunError, RunSpec};
+use agno_runtime::{Agent, Component, Durable, EventStream, RunError, RunSpec};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -84,73 +82,6 @@ pub(super) fn path_suffix<E>(e: &serde_path_to_error::Error<E>) -> String {
     }
 }
 
-/// The workflow run a job executes: a new run; or, for a later attempt (its worker died) or a
-/// continue (the route applied the answers), the stored run resumed from its journal, so the
-/// steps it completed are not run again.
-pub(super) async fn start_workflow(
-    state: &AppState,
-    wf: &Workflow,
-    job: &Job,
-    work: Work,
-    durable: Durable,
-) -> agno_runtime::workflow::WorkflowStream {
-    let continued = matches!(work, Work::Continue(_));
-    if (continued || job.attempt > 1)
-        && let Some(db) = &state.db
-        && let Ok(Some(run)) = db.get_run(&job.id, job.user_id.as_deref()).await
-        && (continued || run.status != RunStatus::Pending)
-    {
-        return wf.resume_stream(run, durable);
-    }
-    match work {
-        Work::Run(spec) => wf.run_stream_durable(spec.workflow_request(), durable),
-        // A continue whose run is gone: resuming the bare record reports that it is not paused.
-        Work::Continue(_) => {
-            let mut run = RunOutput::new(job.id.clone(), job.session_id.clone());
-            run.workflow_id = Some(job.component_id.clone());
-            wf.resume_stream(run, durable)
-        }
-    }
-}
-
-/// The continuation of the paused run of `job` with `requirements`: the stored run (the route
-/// put it back to `PENDING` when it queued the continuation), else the run by id.
-pub(super) async fn continuation(state: &AppState, job: &Job, requirements: Vec<RunRequirement>) -> ContinueRequest {
-    let stored = match &state.db {
-        Some(db) => db.get_run(&job.id, job.user_id.as_deref()).await.ok().flatten(),
-        None => None,
-    };
-    let mut req = match stored {
-        Some(mut run) => {
-            run.status = RunStatus::Paused;
-            ContinueRequest::output(run, requirements)
-        }
-        None => ContinueRequest::run_id(job.id.clone(), requirements),
-    };
-    if let Some(u) = &job.user_id {
-        req = req.user_id(u.clone());
-    }
-    req
-}
-
-/// The agent run a job executes: a new run, or the continuation of a paused one.
-pub(super) async fn start_run(
-    state: &AppState,
-    agent: &Agent,
-    job: &Job,
-    work: Work,
-    fence: Arc<LeaseFence>,
-    after: Option<u64>,
-) -> agno_runtime::RunStream {
-    match work {
-        Work::Run(spec) => agent.run_stream(spec.request().fence(fence).after_event_index(after)),
-        Work::Continue(requirements) => {
-            let req = continuation(state, job, requirements).await;
-            agent.continue_run_stream(req.fence(fence).after_event_index(after))
-        }
-    }
-}
-
 /// The last `event_index` an earlier attempt of the job logged.
 pub(super) async fn last_logged(queue: &Queue, job: &Job, earlier: bool) -> Option<u64> {
     if !earlier {
@@ -215,54 +146,69 @@ pub(super) fn outcome_of(queue: &Queue, job: &Job, result: Result<RunOutput, Run
     }
 }
 
-/// The team run a job executes: a new run (also for a later attempt: a team run starts over), or
-/// the continuation of a paused one.
-pub(super) async fn start_team(
-    state: &AppState,
-    team: &Team,
-    job: &Job,
-    work: Work,
-    fence: Arc<LeaseFence>,
-    after: Option<u64>,
-) -> TeamStream {
-    match work {
-        Work::Run(spec) => team.run_stream(spec.request().fence(fence).after_event_index(after)),
-        Work::Continue(requirements) => {
-            let req = continuation(state, job, requirements).await;
-            team.continue_run_stream(req.fence(fence).after_event_index(after))
-        }
-    }
-}
-
 /// One attempt of `work` by the component the job names, its events logged and its writes
 /// fenced by the claim. A retried or continued run numbers its events after those logged.
 pub(super) async fn attempt(state: &AppState, queue: &Queue, job: &Job, work: Work, earlier: bool) -> JobOutcome {
     let id = &job.component_id;
-    let not_served =
-        |kind: ComponentKind| JobOutcome::Settled(JobStatus::Failed, Some(format!("{kind} {id} is not served here")));
     let Some(kind) = job.kind() else {
         return JobOutcome::Settled(
             JobStatus::Failed,
             Some(format!("unknown component kind `{}`", job.component_type)),
         );
     };
-    let after = last_logged(queue, job, earlier).await;
-    match kind {
-        ComponentKind::Agent => {
-            let Some(served) = state.agent(id) else { return not_served(kind) };
-            drive(queue, job, start_run(state, &served.agent, job, work, fence_of(queue, job), after).await).await
+    let durable =
+        Durable { fence: Some(fence_of(queue, job)), after_event_index: last_logged(queue, job, earlier).await };
+    let outcome = match kind {
+        ComponentKind::Agent => match state.agent(id) {
+            Some(served) => Some(attempt_by(state, queue, job, &served.agent, work, durable).await),
+            None => None,
+        },
+        ComponentKind::Team => match state.team(id) {
+            Some(team) => Some(attempt_by(state, queue, job, team, work, durable).await),
+            None => None,
+        },
+        ComponentKind::Workflow => match state.workflow(id) {
+            Some(wf) => Some(attempt_by(state, queue, job, wf, work, durable).await),
+            None => None,
+        },
+    };
+    outcome.unwrap_or_else(|| JobOutcome::Settled(JobStatus::Failed, Some(format!("{kind} {id} is not served here"))))
+}
+
+/// The attempt by `component`: a new run; the continuation of the paused run (the route put it
+/// back to `PENDING` when it queued the answers); or, for a kind that carries on what an
+/// interrupted attempt stored (a workflow's journal), that run carried on.
+async fn attempt_by<C: Component>(
+    state: &AppState,
+    queue: &Queue,
+    job: &Job,
+    component: &C,
+    work: Work,
+    durable: Durable,
+) -> JobOutcome {
+    let reads_stored = match work {
+        Work::Continue(_) => true,
+        Work::Run(_) => C::CARRIES_ON_INTERRUPTED && job.attempt > 1,
+    };
+    let stored = match &state.db {
+        Some(db) if reads_stored => db.get_run(&job.id, job.user_id.as_deref()).await.ok().flatten(),
+        _ => None,
+    };
+    let user = job.user_id.clone();
+    let stream = match (work, stored) {
+        (Work::Continue(requirements), Some(run)) => component.carry_on(run, requirements, user, durable),
+        (Work::Continue(_), None) => {
+            return JobOutcome::Settled(
+                JobStatus::Failed,
+                Some(format!("run {} cannot be continued: it is no longer stored", job.id)),
+            );
         }
-        ComponentKind::Team => {
-            let Some(team) = state.team(id) else { return not_served(kind) };
-            drive(queue, job, start_team(state, team, job, work, fence_of(queue, job), after).await).await
+        (Work::Run(_), Some(run)) if run.status != RunStatus::Pending => {
+            component.carry_on(run, Vec::new(), user, durable)
         }
-        ComponentKind::Workflow => {
-            let Some(wf) = state.workflow(id) else { return not_served(kind) };
-            let fence: Arc<dyn agno_runtime::RunFence> = fence_of(queue, job);
-            let durable = Durable { fence: Some(fence), after_event_index: after };
-            drive(queue, job, start_workflow(state, wf, job, work, durable).await).await
-        }
-    }
+        (Work::Run(spec), _) => component.start(&spec, durable),
+    };
+    drive(queue, job, stream).await
 }
 
 /// Logs the events of an attempt's run until it ends and tells how the attempt ended.

@@ -5,10 +5,8 @@
 use std::collections::HashMap;
 
 use agno_core::{ComponentKind, RunStatus};
-use agno_runtime::{ContinueRequest, RunHandle};
 use axum::Json;
-use axum::extract::{Extension, Path, Request, State};
-use axum::response::Response;
+use axum::extract::{Extension, Path, State};
 use serde_json::{Map, Value, json};
 
 use super::core::visible_agents;
@@ -17,7 +15,6 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::routes::FormField;
-use crate::sse::{DisconnectGuard, DisconnectPolicy, run_events};
 use crate::state::{AppState, ServedAgent};
 
 /// Agno's `filter_meaningful_config`: the entries that are set and differ from Agno's defaults,
@@ -184,15 +181,6 @@ pub(crate) async fn check_session_owner(state: &AppState, session_id: &str, user
     Ok(())
 }
 
-/// Answers with a run executing on its own task. The run does not depend on the request: when
-/// the client goes away it completes and is stored, or is cancelled if `policy` asks for it.
-async fn await_run(run: RunHandle, policy: DisconnectPolicy) -> Response {
-    let mut guard = DisconnectGuard::new(policy);
-    let result = run.await;
-    guard.finish();
-    run_records::answer(result)
-}
-
 /// The form of `POST /agents/{agent_id}/runs`.
 pub const RUN_FORM: &[FormField] = &[
     FormField { name: "message", kind: "string", required: true, description: "The input message." },
@@ -254,17 +242,12 @@ pub const CONTINUE_FORM: &[FormField] = &[
     FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
     FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
     FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
-];
-
-/// The form of `POST /agents/{agent_id}/runs/{run_id}/resume`.
-pub const RESUME_FORM: &[FormField] = &[
     FormField {
-        name: "last_event_index",
-        kind: "integer",
+        name: "background",
+        kind: "boolean",
         required: false,
-        description: "Replay after this event_index (or the Last-Event-ID header).",
+        description: "Continue on the durable queue (a run started in the background).",
     },
-    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
 ];
 
 /// The `Idempotency-Key` header: at most 512 characters (422 beyond).
@@ -275,99 +258,6 @@ pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Opti
         return Err(ApiError::unprocessable("Idempotency-Key must be at most 512 characters"));
     }
     Ok(Some(key.to_owned()).filter(|k| !k.is_empty()))
-}
-
-/// An SSE response tailing a background run's event log after index `after`.
-pub(crate) fn tail_response(
-    state: &AppState,
-    queue: &crate::queue::Queue,
-    run_id: String,
-    after: i64,
-) -> ApiResult<Response> {
-    let source = crate::tail::TailSource {
-        jobs: queue.store.clone(),
-        db: state.require_db()?.clone(),
-        waiters: queue.waiters.clone(),
-        poll: std::time::Duration::from_millis(queue.settings.poll_interval_ms.max(50)),
-        stop: state.stopping.clone(),
-    };
-    Ok(crate::sse::replay(crate::tail::tail(source, run_id, after), state.streaming()))
-}
-
-/// The index after which a resume starts: the form's `last_event_index`, else the standard
-/// `Last-Event-ID` header, else -1 (everything). Negative or non-numeric values are refused.
-pub(crate) fn resume_index(form: &Form, headers: &axum::http::HeaderMap) -> ApiResult<i64> {
-    let (text, what) = match form.text("last_event_index").filter(|t| !t.trim().is_empty()) {
-        Some(t) => (t.trim().to_owned(), "last_event_index"),
-        None => match headers.get("last-event-id") {
-            Some(v) => (
-                v.to_str()
-                    .map_err(|_| ApiError::unprocessable("Last-Event-ID must be an event index"))?
-                    .trim()
-                    .to_owned(),
-                "Last-Event-ID",
-            ),
-            None => return Ok(-1),
-        },
-    };
-    match text.parse::<i64>() {
-        Ok(i) if i >= 0 => Ok(i),
-        Ok(_) => Err(ApiError::unprocessable(format!("{what} must be 0 or more (the last event_index you received)"))),
-        Err(_) => Err(ApiError::unprocessable(format!("{what} must be an integer event_index, got {text:?}"))),
-    }
-}
-
-/// `POST /agents/{agent_id}/runs/{run_id}/resume`: form `last_event_index` (or the
-/// `Last-Event-ID` header), `session_id`. A background run replays its logged events after that
-/// index and follows live ones until it ends, from any replica; a finished run replays and
-/// closes. A run executed inline replays the events stored with it (`store_events`). An unknown
-/// run answers 404.
-pub async fn resume_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((agent_id, run_id)): Path<(String, String)>,
-    request: Request,
-) -> ApiResult<Response> {
-    served(&state, &principal, &agent_id)?;
-    let headers = request.headers().clone();
-    let form = Form::read(request, &state.limits).await?;
-    let after = resume_index(&form, &headers)?;
-    let run = run_records::stored_run(
-        &state,
-        &principal,
-        ComponentKind::Agent,
-        &agent_id,
-        &run_id,
-        form.text("session_id").filter(|s| !s.is_empty()),
-    )
-    .await?;
-    if let Some(queue) = &state.queue
-        && queue.store.get_job(&run_id, None).await?.is_some()
-    {
-        return tail_response(&state, queue, run_id, after);
-    }
-    // Not a background run: what was stored with it, then the end.
-    let events: Vec<crate::sse::Frame> = run
-        .events
-        .iter()
-        .flatten()
-        .filter(|e| e.event_index.is_some_and(|i| i64::try_from(i).is_ok_and(|i| i > after)))
-        .map(crate::sse::frame)
-        .collect();
-    let meta = json!({
-        "event": "replay",
-        "run_id": run_id,
-        "status": run.status.as_str(),
-        "total_events": events.len(),
-        "message": if events.is_empty() {
-            "This run was not run in the background and stored no events: poll the run endpoint for its result."
-        } else {
-            "Replaying the events stored with the run."
-        },
-    });
-    let first = crate::sse::Frame::new("replay", &meta.to_string(), None);
-    let frames = std::iter::once(first).chain(events);
-    Ok(crate::sse::replay(futures::stream::iter(frames), state.streaming()))
 }
 
 /// Applies the caller's decisions (Agno's `tools` form field: the paused tool executions with
@@ -416,29 +306,19 @@ fn resolve(run: &agno_core::RunOutput, tools: &[Value]) -> ApiResult<Vec<agno_co
     Ok(out)
 }
 
-/// `POST /agents/{agent_id}/runs/{run_id}/continue`: form fields `tools` (JSON list),
-/// `session_id`, `user_id`, `stream` (default true). 404 for an unknown run, 409 for a run that
-/// is not paused.
-pub async fn continue_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((agent_id, run_id)): Path<(String, String)>,
-    request: Request,
-) -> ApiResult<Response> {
-    let served = served(&state, &principal, &agent_id)?;
-    let form = Form::read(request, &state.limits).await?;
-    let run =
-        run_records::stored_run(&state, &principal, ComponentKind::Agent, &agent_id, &run_id, form.text("session_id"))
-            .await?;
+/// The answers of an agent's continue form (Agno's `tools`: the paused tool executions,
+/// resolved) applied to the paused `run`: 409 for a run that is not paused, 422 for a list that
+/// is not JSON or leaves a requirement open.
+pub(crate) fn answer(run: &agno_core::RunOutput, form: &Form) -> ApiResult<Vec<agno_core::RunRequirement>> {
     if run.status != RunStatus::Paused {
-        return Err(ApiError::conflict(format!("Run {run_id} is not paused (status {:?})", run.status)));
+        return Err(ApiError::conflict(format!("Run {} is not paused (status {:?})", run.id(), run.status)));
     }
     let tools: Vec<Value> = match form.text("tools") {
         None => Vec::new(),
         Some(text) => serde_json::from_str(text)
             .map_err(|e| ApiError::unprocessable(format!("tools must be a JSON list of tool executions: {e}")))?,
     };
-    let requirements = resolve(&run, &tools)?;
+    let requirements = resolve(run, &tools)?;
     if let Some(open) = requirements.iter().find(|r| !r.is_resolved()) {
         return Err(ApiError::unprocessable(format!(
             "requirement {} (tool call {}) is not resolved: confirm or reject it, supply its input or its result",
@@ -446,34 +326,5 @@ pub async fn continue_run(
             open.tool_call_id().unwrap_or("?")
         )));
     }
-    // A paused background run keeps its job: the continuation is queued under the same run id.
-    if let Some(queue) = &state.queue
-        && queue.store.get_job(&run_id, None).await?.is_some()
-    {
-        return continue_in_background(&state, queue, run, requirements, form.bool("stream")?.unwrap_or(true)).await;
-    }
-    let mut req = ContinueRequest::run_id(run_id, requirements);
-    let requested = principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned));
-    if let Some(user) = principal.user_scope(requested).or(run.user_id.clone()) {
-        req = req.user_id(user);
-    }
-    let agent = &served.agent;
-    if form.bool("stream")?.unwrap_or(true) {
-        Ok(run_events(agent.continue_run_stream(req), DisconnectPolicy::KeepRunning, state.streaming()))
-    } else {
-        Ok(await_run(agent.spawn_continue_run(req), DisconnectPolicy::KeepRunning).await)
-    }
-}
-
-/// Queues the continuation of a paused background run under its run id; the run is `PENDING`
-/// again until a worker picks it up. `stream=true` tails its events from where they stopped.
-async fn continue_in_background(
-    state: &AppState,
-    queue: &crate::queue::Queue,
-    run: agno_core::RunOutput,
-    requirements: Vec<agno_core::RunRequirement>,
-    stream: bool,
-) -> ApiResult<Response> {
-    let continuation = json!({ "requirements": requirements });
-    super::background::requeue_paused(state, queue, run, &continuation, stream).await
+    Ok(requirements)
 }

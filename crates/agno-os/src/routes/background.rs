@@ -32,7 +32,7 @@ pub(crate) fn queue_of(state: &AppState) -> ApiResult<&Queue> {
 /// start.
 fn accepted(state: &AppState, queue: &Queue, job: &Job, status: &str, stream: bool) -> ApiResult<Response> {
     if stream {
-        return super::agents::tail_response(state, queue, job.id.clone(), -1);
+        return super::resume::tail_response(state, queue, job.id.clone(), -1);
     }
     Ok((StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
         .into_response())
@@ -136,7 +136,7 @@ pub(crate) async fn requeue_paused(
     }
     if stream {
         let after = queue.store.last_event_index(&run_id).await?.unwrap_or(-1);
-        return super::agents::tail_response(state, queue, run_id, after);
+        return super::resume::tail_response(state, queue, run_id, after);
     }
     let session_id = run.session_id.clone();
     Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id, "session_id": session_id, "status": "PENDING"})))
@@ -186,19 +186,6 @@ pub(crate) async fn cancel_queued(state: &AppState, run: &agno_core::RunOutput) 
         None => tracing::debug!(run = %run_id, status = job.status.as_str(), "cancel of an ended background run"),
     }
     Ok(Some((StatusCode::OK, Json(json!({}))).into_response()))
-}
-
-/// The end of `POST .../runs/{run_id}/resume` once the caller's access to the run is checked:
-/// the background run's logged events after `after`, then live ones until it ends. A run that did
-/// not run in the background answers 404 (its events were not logged).
-pub(crate) async fn resume(state: &AppState, run_id: String, after: i64) -> ApiResult<Response> {
-    let queue = queue_of(state)?;
-    if queue.store.get_job(&run_id, None).await?.is_none() {
-        return Err(ApiError::not_found(format!(
-            "Run {run_id} did not run in the background, so it has no event log to resume; read the run instead"
-        )));
-    }
-    super::agents::tail_response(state, queue, run_id, after)
 }
 
 /// Commits the ingestion job of `spec`, whose `processing` row is stored. A full queue answers

@@ -5,39 +5,47 @@
 
 use std::future::Future;
 
-use agno_core::{ComponentKind, RunOutput, StreamEvent};
+use agno_core::{ComponentKind, RunOutput, RunRequirement};
 use agno_runtime::team::Team;
 use agno_runtime::workflow::Workflow;
-use agno_runtime::{Agent, EventStream, RunError, RunSpec};
+use agno_runtime::{Agent, Component, Durable, RunError, RunSpec};
 use axum::extract::{Extension, Path, Request, State};
 use axum::response::Response;
 
 use super::run_records::{answer, may_address, not_found, require_run_access};
 use crate::auth::Principal;
 use crate::error::ApiResult;
+use crate::form::Form;
 use crate::sse::{DisconnectGuard, DisconnectPolicy};
 use crate::state::AppState;
 
 /// A component kind as a type, so that one handler serves each kind's routes
-/// (`create_run::<Agents>`).
+/// (`create_run::<Agents>`): where its runner ([`Component`]) is found.
 pub trait Kind: Send + Sync + 'static {
-    /// The kind.
-    const KIND: ComponentKind;
     /// What runs a component of the kind.
-    type Runner: Clone + Send + Sync + 'static;
-    /// The events of its runs.
-    type Event: StreamEvent;
+    type Runner: Component;
+    /// The kind.
+    const KIND: ComponentKind = <Self::Runner as Component>::KIND;
 
     /// The runner of the component `id` served here.
     fn runner(state: &AppState, id: &str) -> Option<Self::Runner>;
 
-    /// Starts the run `spec` describes on its own task, streaming its events.
-    fn start(runner: &Self::Runner, spec: &RunSpec) -> EventStream<Self::Event>;
+    /// Whether a continue must name the run's session (Agno's team route requires it: 400).
+    const CONTINUE_NEEDS_SESSION: bool = false;
+
+    /// Reads the answers of a continue form and checks them against the stored `run` (nothing
+    /// changes when they do not fit): the run to carry on (a workflow's with the answers in its
+    /// journal) and the requirements it carries on with.
+    fn answer(
+        runner: &Self::Runner,
+        run: RunOutput,
+        form: &Form,
+    ) -> impl Future<Output = ApiResult<(RunOutput, Vec<RunRequirement>)>> + Send;
 
     /// Runs `spec` on its own task to its end (it completes and is stored even if the caller goes
     /// away), without streaming.
     fn finish(runner: &Self::Runner, spec: &RunSpec) -> impl Future<Output = Result<RunOutput, RunError>> + Send {
-        Self::start(runner, spec).output()
+        runner.start(spec, Durable::default()).output()
     }
 }
 
@@ -52,15 +60,14 @@ pub struct Teams;
 pub struct Workflows;
 
 impl Kind for Agents {
-    const KIND: ComponentKind = ComponentKind::Agent;
     type Runner = Agent;
-    type Event = agno_core::RunEvent;
 
     fn runner(state: &AppState, id: &str) -> Option<Agent> {
         state.agent(id).map(|served| served.agent.clone())
     }
-    fn start(agent: &Agent, spec: &RunSpec) -> EventStream<Self::Event> {
-        agent.run_stream(spec.request())
+    async fn answer(_: &Agent, run: RunOutput, form: &Form) -> ApiResult<(RunOutput, Vec<RunRequirement>)> {
+        let requirements = super::agents::answer(&run, form)?;
+        Ok((run, requirements))
     }
     // Not streamed: no event channel at all.
     fn finish(agent: &Agent, spec: &RunSpec) -> impl Future<Output = Result<RunOutput, RunError>> + Send {
@@ -69,28 +76,28 @@ impl Kind for Agents {
 }
 
 impl Kind for Teams {
-    const KIND: ComponentKind = ComponentKind::Team;
     type Runner = Team;
-    type Event = agno_core::TeamStreamEvent;
+
+    const CONTINUE_NEEDS_SESSION: bool = true;
 
     fn runner(state: &AppState, id: &str) -> Option<Team> {
         state.team(id).cloned()
     }
-    fn start(team: &Team, spec: &RunSpec) -> EventStream<Self::Event> {
-        team.run_stream(spec.request())
+    async fn answer(team: &Team, run: RunOutput, form: &Form) -> ApiResult<(RunOutput, Vec<RunRequirement>)> {
+        let requirements = super::teams::answer(team, &run, form)?;
+        Ok((run, requirements))
     }
 }
 
 impl Kind for Workflows {
-    const KIND: ComponentKind = ComponentKind::Workflow;
     type Runner = Workflow;
-    type Event = agno_core::WorkflowStreamEvent;
 
     fn runner(state: &AppState, id: &str) -> Option<Workflow> {
         state.workflow(id).cloned()
     }
-    fn start(wf: &Workflow, spec: &RunSpec) -> EventStream<Self::Event> {
-        wf.run_stream(spec.workflow_request())
+    // The answers go into the run's journal.
+    async fn answer(wf: &Workflow, run: RunOutput, form: &Form) -> ApiResult<(RunOutput, Vec<RunRequirement>)> {
+        Ok((super::workflows::answer(wf, &run, form).await?, Vec::new()))
     }
 }
 
@@ -123,7 +130,7 @@ pub async fn create_run<K: Kind>(
         DisconnectPolicy::KeepRunning
     };
     if form.stream {
-        return Ok(crate::sse::run_events(K::start(&runner, &form.spec), policy, state.streaming()));
+        return Ok(crate::sse::run_events(runner.start(&form.spec, Durable::default()), policy, state.streaming()));
     }
     let mut guard = DisconnectGuard::new(policy);
     let result = K::finish(&runner, &form.spec).await;

@@ -2,20 +2,18 @@
 //! and cancel them. Under user isolation the caller's `sub` is the run's user and another user's
 //! session or run answers 404.
 
-use agno_core::ComponentKind;
+use agno_core::RunRequirement;
 use agno_runtime::RunError;
 use agno_runtime::team::{Member, Team};
 use axum::Json;
-use axum::extract::{Extension, Path, Request, State};
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Extension, Path, State};
 use serde_json::{Value, json};
 
-use super::{component, run_records};
+use super::component;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::routes::FormField;
-use crate::sse::DisconnectPolicy;
 use crate::state::AppState;
 
 /// The teams the caller may read, in declaration order.
@@ -155,21 +153,11 @@ pub const CONTINUE_FORM: &[FormField] = &[
     },
 ];
 
-/// `POST /teams/{team_id}/runs/{run_id}/continue`: form fields `requirements` (JSON list of the
-/// run's requirements, answered; a member's carry `member_agent_id`), `session_id` (required, as
-/// Agno), `user_id`, `stream` (default true). Each paused member continues with its answers, then
-/// the leader. 400 for requirements that are not JSON, 404 for an unknown run (or another
-/// user's), 409 for a run that is not paused, 422 for answers that do not fit (nothing changes).
-pub async fn continue_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((team_id, run_id)): Path<(String, String)>,
-    request: Request,
-) -> ApiResult<Response> {
-    let team = component::served::<component::Teams>(&state, &principal, &team_id)?;
-    run_records::require_run_access(&principal, ComponentKind::Team, &team_id)?;
-    let form = Form::read(request, &state.limits).await?;
-    let requirements: Vec<agno_core::RunRequirement> = match form.text("requirements").map(str::trim) {
+/// The answers of a team's continue form (`requirements`: the run's requirements, answered; a
+/// member's carry `member_agent_id`) checked against the paused `run`: 400 for answers that are
+/// not JSON, 409 for a run that is not paused, 422 for answers that do not fit.
+pub(crate) fn answer(team: &Team, run: &agno_core::RunOutput, form: &Form) -> ApiResult<Vec<RunRequirement>> {
+    let requirements: Vec<RunRequirement> = match form.text("requirements").map(str::trim) {
         None | Some("") => Vec::new(),
         Some(text) => {
             let value: Value = serde_json::from_str(text)
@@ -178,76 +166,10 @@ pub async fn continue_run(
                 .map_err(|e| ApiError::bad_request(format!("Invalid structure or content for requirements: {e}")))?
         }
     };
-    let session_id = form
-        .text("session_id")
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| ApiError::bad_request("session_id is required for this action"))?;
-    let run =
-        run_records::stored_run(&state, &principal, ComponentKind::Team, &team_id, &run_id, Some(session_id)).await?;
-    team.check_continue(&run, &requirements).map_err(|e| match e {
+    team.check_continue(run, &requirements).map_err(|e| match e {
         RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
         RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
         other => ApiError::unprocessable(other.to_string()),
     })?;
-    let stream = form.bool("stream")?.unwrap_or(true);
-    // A paused background run keeps its job: the continuation is queued under the same run id
-    // (also without `background=true`, as for agents).
-    let queued = match &state.queue {
-        Some(queue) => queue.store.get_job(&run_id, None).await?.is_some(),
-        None => false,
-    };
-    if queued || form.bool("background")?.unwrap_or(false) {
-        let queue = super::background::queue_of(&state)?;
-        let continuation = json!({ "requirements": requirements });
-        return super::background::requeue_paused(&state, queue, run, &continuation, stream).await;
-    }
-    let mut req = agno_runtime::ContinueRequest::run_id(run_id, requirements);
-    let requested = principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned));
-    if let Some(user) = principal.user_scope(requested).or(run.user_id.clone()) {
-        req = req.user_id(user);
-    }
-    if stream {
-        return Ok(crate::sse::run_events(
-            team.continue_run_stream(req),
-            DisconnectPolicy::KeepRunning,
-            state.streaming(),
-        ));
-    }
-    // On its own task: the run completes and is stored even if the client goes away.
-    match team.continue_run_stream(req).output().await {
-        Ok(run) => Ok(Json(run).into_response()),
-        Err(e) => match e.run() {
-            Some(run) => Ok(Json(run.clone()).into_response()),
-            None => match e {
-                RunError::Storage(db) => Err(db.into()),
-                other => Err(ApiError::internal(other.to_string())),
-            },
-        },
-    }
-}
-
-/// `POST /teams/{team_id}/runs/{run_id}/resume`: a background team run's logged events after
-/// `last_event_index` (or `Last-Event-ID`), then live ones until it ends, from any replica. A run
-/// that did not run in the background answers 404 here (its events were not logged).
-pub async fn resume_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((team_id, run_id)): Path<(String, String)>,
-    request: Request,
-) -> ApiResult<Response> {
-    component::served::<component::Teams>(&state, &principal, &team_id)?;
-    run_records::require_run_access(&principal, ComponentKind::Team, &team_id)?;
-    let headers = request.headers().clone();
-    let form = Form::read(request, &state.limits).await?;
-    let after = super::agents::resume_index(&form, &headers)?;
-    run_records::stored_run(
-        &state,
-        &principal,
-        ComponentKind::Team,
-        &team_id,
-        &run_id,
-        form.text("session_id").filter(|s| !s.is_empty()),
-    )
-    .await?;
-    super::background::resume(&state, run_id, after).await
+    Ok(requirements)
 }

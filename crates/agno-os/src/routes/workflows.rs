@@ -2,20 +2,17 @@
 //! runs and cancel them. Under user isolation the caller's `sub` is the run's user and another
 //! user's session or run answers 404.
 
-use agno_core::ComponentKind;
 use agno_runtime::RunError;
 use agno_runtime::workflow::{Executor, StepNode, Workflow, WorkflowContinueRequest};
 use axum::Json;
-use axum::extract::{Extension, Path, Request, State};
-use axum::response::Response;
+use axum::extract::{Extension, Path, State};
 use serde_json::{Value, json};
 
-use super::{component, run_records};
+use super::component;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::routes::FormField;
-use crate::sse::DisconnectPolicy;
 use crate::state::AppState;
 
 /// The workflows the caller may read, in declaration order.
@@ -165,123 +162,24 @@ fn json_list<T: serde::de::DeserializeOwned>(form: &Form, field: &str) -> ApiRes
     }
 }
 
-/// `POST /workflows/{workflow_id}/runs/{run_id}/continue`: form fields `step_requirements` (JSON
-/// list: the active requirement answered), `error_requirements` (agno-rs: a failed step's
-/// `decision`), `session_id`, `user_id`, `stream` (default true). The run continues from the step
-/// that paused, on any replica. 404 for an unknown run (or another user's), 409 for a run that is
-/// not paused, 422 for answers that do not fit (nothing changes).
-pub async fn continue_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((workflow_id, run_id)): Path<(String, String)>,
-    request: Request,
-) -> ApiResult<Response> {
-    let wf = component::served::<component::Workflows>(&state, &principal, &workflow_id)?;
-    run_records::require_run_access(&principal, ComponentKind::Workflow, &workflow_id)?;
-    let form = Form::read(request, &state.limits).await?;
-    let session_id = form.text("session_id").filter(|s| !s.is_empty()).map(str::to_owned);
-    // Ownership first: another user's run is not found.
-    run_records::stored_run(&state, &principal, ComponentKind::Workflow, &workflow_id, &run_id, session_id.as_deref())
-        .await?;
-    let continue_request = WorkflowContinueRequest {
-        run_id: run_id.clone(),
-        session_id,
-        user_id: principal.user_scope(None),
+/// The answers of a workflow's continue form (`step_requirements`: the active requirement
+/// answered; `error_requirements`, agno-rs: a failed step's `decision`) applied to the journal of
+/// the paused `run`, which then carries on from the step that paused: 409 for a run that is not
+/// paused, 422 for answers that do not fit (nothing changes).
+pub(crate) async fn answer(wf: &Workflow, run: &agno_core::RunOutput, form: &Form) -> ApiResult<agno_core::RunOutput> {
+    let request = WorkflowContinueRequest {
+        run_id: run.id().to_owned(),
+        session_id: run.session_id.clone(),
+        user_id: run.user_id.clone(),
         run: None,
-        step_requirements: json_list(&form, "step_requirements")?,
-        error_requirements: json_list(&form, "error_requirements")?,
+        step_requirements: json_list(form, "step_requirements")?,
+        error_requirements: json_list(form, "error_requirements")?,
     };
-    let continue_error = |e: RunError| match e {
+    wf.answered(request).await.map_err(|e| match e {
         RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
         RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
         RunError::InvalidContinue(why) => ApiError::unprocessable(why),
         RunError::Storage(db) => db.into(),
         other => ApiError::internal(other.to_string()),
-    };
-    let stream = form.bool("stream")?.unwrap_or(true);
-    if form.bool("background")?.unwrap_or(false) {
-        return background_continue(&state, &wf, continue_request, stream).await.map_err(|e| match e {
-            Failure::Run(e) => continue_error(e),
-            Failure::Api(e) => e,
-        });
-    }
-    if stream {
-        let stream = wf.continue_run_stream(continue_request).await.map_err(continue_error)?;
-        return Ok(crate::sse::run_events(stream, DisconnectPolicy::KeepRunning, state.streaming()));
-    }
-    match wf.continue_run(continue_request).await {
-        Err(e @ (RunError::RunNotFound(_) | RunError::NotPaused { .. } | RunError::InvalidContinue(_))) => {
-            Err(continue_error(e))
-        }
-        result => Ok(run_records::answer(result)),
-    }
-}
-
-/// Why a background continue was refused.
-enum Failure {
-    Run(RunError),
-    Api(ApiError),
-}
-
-impl From<ApiError> for Failure {
-    fn from(e: ApiError) -> Self {
-        Failure::Api(e)
-    }
-}
-
-impl From<agno_core::DbError> for Failure {
-    fn from(e: agno_core::DbError) -> Self {
-        Failure::Api(e.into())
-    }
-}
-
-/// A background continue: the answers are checked and applied now (a misfit answers 422 and
-/// changes nothing), the answered run is stored, and its job is queued again under the same
-/// `run_id`; a worker resumes it from the step that paused.
-async fn background_continue(
-    state: &AppState,
-    wf: &Workflow,
-    request: WorkflowContinueRequest,
-    stream: bool,
-) -> Result<Response, Failure> {
-    let queue = super::background::queue_of(state)?;
-    let run = wf.answered(request).await.map_err(Failure::Run)?;
-    Ok(super::background::requeue_paused(state, queue, run, &json!({ "continue": true }), stream).await?)
-}
-
-/// The form of `POST /workflows/{workflow_id}/runs/{run_id}/resume`.
-pub const RESUME_FORM: &[FormField] = &[
-    FormField {
-        name: "last_event_index",
-        kind: "integer",
-        required: false,
-        description: "Replay after this event_index (or the Last-Event-ID header).",
-    },
-    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
-];
-
-/// `POST /workflows/{workflow_id}/runs/{run_id}/resume`: a background run's logged events after
-/// `last_event_index` (or `Last-Event-ID`), then live ones until it ends, from any replica. A run
-/// that did not run in the background answers 404 here (its events were not logged).
-pub async fn resume_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((workflow_id, run_id)): Path<(String, String)>,
-    request: Request,
-) -> ApiResult<Response> {
-    component::served::<component::Workflows>(&state, &principal, &workflow_id)?;
-    run_records::require_run_access(&principal, ComponentKind::Workflow, &workflow_id)?;
-    let headers = request.headers().clone();
-    let form = Form::read(request, &state.limits).await?;
-    let after = super::agents::resume_index(&form, &headers)?;
-    run_records::stored_run(
-        &state,
-        &principal,
-        ComponentKind::Workflow,
-        &workflow_id,
-        &run_id,
-        form.text("session_id").filter(|s| !s.is_empty()),
-    )
-    .await?;
-    super::background::resume(&state, run_id, after).await
+    })
 }

@@ -26,6 +26,7 @@ use super::primitives::Step;
 use super::{WorkflowInner, WorkflowRunRequest, store, walk};
 use crate::cancel::Registration;
 use crate::error::RunError;
+use crate::fence::Durable;
 
 /// Where the journal lives in the stored run (Python Agno ignores the field).
 pub(super) const JOURNAL: &str = "agno_rs_journal";
@@ -298,26 +299,6 @@ impl Ctx {
 
     pub(super) fn executor_runs(&self) -> Vec<RunOutput> {
         self.executor_runs.lock().map(|r| r.clone()).unwrap_or_default()
-    }
-}
-
-/// What guards a background run: the worker's claim, which every write of the run goes through
-/// (a worker that lost it writes nothing and stops), and the last `event_index` an earlier
-/// attempt logged (this one numbers its events after it).
-#[derive(Default, Clone)]
-pub struct Durable {
-    /// The claim.
-    pub fence: Option<Arc<dyn crate::RunFence>>,
-    /// The last logged `event_index`.
-    pub after_event_index: Option<u64>,
-}
-
-impl std::fmt::Debug for Durable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Durable")
-            .field("fenced", &self.fence.is_some())
-            .field("after_event_index", &self.after_event_index)
-            .finish()
     }
 }
 

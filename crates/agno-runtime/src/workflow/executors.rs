@@ -108,7 +108,7 @@ pub(super) async fn run_nested(
         }
     };
     let run = {
-        let fut = execute(Arc::clone(&nested.inner), start, None, ctx.depth + 1, super::engine::Durable::default());
+        let fut = execute(Arc::clone(&nested.inner), start, None, ctx.depth + 1, crate::Durable::default());
         tokio::pin!(fut);
         tokio::select! {
             result = &mut fut => result,

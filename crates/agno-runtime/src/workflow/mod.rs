@@ -43,7 +43,7 @@ use agno_core::{Db, ErrorRequirement, RunOutput, RunStatus, StepRequirement, Wor
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-pub use engine::Durable;
+pub use crate::fence::Durable;
 pub use input::{SessionState, StepInput};
 pub use primitives::{
     Condition, EndCondition, Evaluator, Executor, Loop, Parallel, Router, Selector, Step, StepError, StepNode, Steps,

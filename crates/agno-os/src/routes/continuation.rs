@@ -1,0 +1,60 @@
+//! `POST /{agents|teams|workflows}/{id}/runs/{run_id}/continue`, written once for the three
+//! kinds: a paused run carries on with the caller's answers (what each kind's form holds and how
+//! it is checked is [`Kind::answer`]), inline or, for a run started in the background, on the
+//! durable queue under the same run id.
+
+use agno_runtime::{Component, Durable};
+use axum::extract::{Extension, Path, Request, State};
+use axum::response::Response;
+use serde_json::json;
+
+use super::component::{Kind, served};
+use super::run_records::{answer, require_run_access, stored_run};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::form::Form;
+use crate::sse::DisconnectPolicy;
+use crate::state::AppState;
+
+/// `POST /{kind}s/{id}/runs/{run_id}/continue`: the kind's answers, `session_id` (required for a
+/// team, as Agno), `user_id`, `stream` (default true) and `background`. The answers are checked
+/// before anything changes: 404 for an unknown run (or another user's), 409 for a run that is not
+/// paused, 400 or 422 for answers that do not fit. A paused background run keeps its job: its
+/// continuation is queued under the same run id (also without `background=true`), 202 or its
+/// events tailed. Inline, the continued run's events as SSE or the run once it ends; the run goes
+/// on when the client leaves.
+pub async fn continue_run<K: Kind>(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((id, run_id)): Path<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    let runner = served::<K>(&state, &principal, &id)?;
+    require_run_access(&principal, K::KIND, &id)?;
+    let form = Form::read(request, &state.limits).await?;
+    let session_id = form.text("session_id").filter(|s| !s.is_empty());
+    if K::CONTINUE_NEEDS_SESSION && session_id.is_none() {
+        return Err(ApiError::bad_request("session_id is required for this action"));
+    }
+    // Ownership first: another user's run is not found, whatever the answers.
+    let run = stored_run(&state, &principal, K::KIND, &id, &run_id, session_id).await?;
+    let (run, requirements) = K::answer(&runner, run, &form).await?;
+    let stream = form.bool("stream")?.unwrap_or(true);
+    let queued = match &state.queue {
+        Some(queue) => queue.store.get_job(&run_id, None).await?.is_some(),
+        None => false,
+    };
+    if queued || form.bool("background")?.unwrap_or(false) {
+        let queue = super::background::queue_of(&state)?;
+        let continuation = json!({ "requirements": requirements });
+        return super::background::requeue_paused(&state, queue, run, &continuation, stream).await;
+    }
+    let requested = principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned));
+    let user = principal.user_scope(requested).or_else(|| run.user_id.clone());
+    let events = runner.carry_on(run, requirements, user, Durable::default());
+    if stream {
+        return Ok(crate::sse::run_events(events, DisconnectPolicy::KeepRunning, state.streaming()));
+    }
+    // On its own task: the run completes and is stored even if the client goes away.
+    Ok(answer(events.output().await))
+}

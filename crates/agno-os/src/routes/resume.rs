@@ -1,0 +1,117 @@
+//! `POST /{agents|teams|workflows}/{id}/runs/{run_id}/resume`, written once for the three kinds:
+//! re-attach to a run's events after the last one the client received. A background run's
+//! logged events are replayed and its live ones followed until it ends, from any replica; a run
+//! executed inline replays the events stored with it (as Agno replays from the run's row).
+
+use agno_core::RunOutput;
+use axum::extract::{Extension, Path, Request, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde_json::json;
+
+use super::component::{Kind, served};
+use super::run_records::{require_run_access, stored_run};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::form::Form;
+use crate::queue::Queue;
+use crate::routes::FormField;
+use crate::sse::Frame;
+use crate::state::AppState;
+
+/// The form of `POST .../runs/{run_id}/resume`, for every kind.
+pub const RESUME_FORM: &[FormField] = &[
+    FormField {
+        name: "last_event_index",
+        kind: "integer",
+        required: false,
+        description: "Replay after this event_index (or the Last-Event-ID header).",
+    },
+    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
+];
+
+/// `POST /{kind}s/{id}/runs/{run_id}/resume`: form `last_event_index` (or the `Last-Event-ID`
+/// header) and `session_id`. A background run replays its logged events after that index and
+/// follows live ones until it ends; a finished one replays and closes. A run executed inline
+/// replays the events stored with it (`store_events`) after a first `replay` event that says how
+/// many follow. An unknown run (or another user's) answers 404.
+pub async fn resume_run<K: Kind>(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path((id, run_id)): Path<(String, String)>,
+    request: Request,
+) -> ApiResult<Response> {
+    served::<K>(&state, &principal, &id)?;
+    require_run_access(&principal, K::KIND, &id)?;
+    let headers = request.headers().clone();
+    let form = Form::read(request, &state.limits).await?;
+    let after = resume_index(&form, &headers)?;
+    let session_id = form.text("session_id").filter(|s| !s.is_empty());
+    let run = stored_run(&state, &principal, K::KIND, &id, &run_id, session_id).await?;
+    if let Some(queue) = &state.queue
+        && queue.store.get_job(&run_id, None).await?.is_some()
+    {
+        return tail_response(&state, queue, run_id, after);
+    }
+    Ok(replay_stored(&state, &run, after))
+}
+
+/// The events stored with an inline run after index `after`, behind a `replay` event that says
+/// how many follow (none: read the run instead), then the end of the stream.
+fn replay_stored(state: &AppState, run: &RunOutput, after: i64) -> Response {
+    let events: Vec<Frame> = run
+        .events
+        .iter()
+        .flatten()
+        .filter(|e| e.event_index.is_some_and(|i| i64::try_from(i).is_ok_and(|i| i > after)))
+        .map(crate::sse::frame)
+        .collect();
+    let meta = json!({
+        "event": "replay",
+        "run_id": run.id(),
+        "status": run.status.as_str(),
+        "total_events": events.len(),
+        "message": if events.is_empty() {
+            "This run was not run in the background and stored no events: poll the run endpoint for its result."
+        } else {
+            "Replaying the events stored with the run."
+        },
+    });
+    let first = Frame::new("replay", &meta.to_string(), None);
+    crate::sse::replay(futures::stream::iter(std::iter::once(first).chain(events)), state.streaming())
+}
+
+/// An SSE response tailing a background run's event log after index `after`, until the run ends.
+pub(crate) fn tail_response(state: &AppState, queue: &Queue, run_id: String, after: i64) -> ApiResult<Response> {
+    let source = crate::tail::TailSource {
+        jobs: queue.store.clone(),
+        db: state.require_db()?.clone(),
+        waiters: queue.waiters.clone(),
+        poll: std::time::Duration::from_millis(queue.settings.poll_interval_ms.max(50)),
+        stop: state.stopping.clone(),
+    };
+    Ok(crate::sse::replay(crate::tail::tail(source, run_id, after), state.streaming()))
+}
+
+/// The index after which a resume starts: the form's `last_event_index`, else the standard
+/// `Last-Event-ID` header, else -1 (everything). Negative or non-numeric values are refused.
+fn resume_index(form: &Form, headers: &HeaderMap) -> ApiResult<i64> {
+    let (text, what) = match form.text("last_event_index").filter(|t| !t.trim().is_empty()) {
+        Some(t) => (t.trim().to_owned(), "last_event_index"),
+        None => match headers.get("last-event-id") {
+            Some(v) => (
+                v.to_str()
+                    .map_err(|_| ApiError::unprocessable("Last-Event-ID must be an event index"))?
+                    .trim()
+                    .to_owned(),
+                "Last-Event-ID",
+            ),
+            None => return Ok(-1),
+        },
+    };
+    match text.parse::<i64>() {
+        Ok(i) if i >= 0 => Ok(i),
+        Ok(_) => Err(ApiError::unprocessable(format!("{what} must be 0 or more (the last event_index you received)"))),
+        Err(_) => Err(ApiError::unprocessable(format!("{what} must be an integer event_index, got {text:?}"))),
+    }
+}
