@@ -9,8 +9,7 @@
 use std::sync::Arc;
 
 use agno_core::{
-    AgentSession, Db, RunStatus, SessionQuery as StoreQuery, SessionSort, SessionSummary, SessionType, SortOrder,
-    StateUpdate,
+    AgentSession, Db, SessionQuery as StoreQuery, SessionSort, SessionSummary, SessionType, SortOrder, StateUpdate,
 };
 use axum::Json;
 use axum::body::Bytes;
@@ -19,14 +18,17 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
+mod query;
+mod runs;
 pub(crate) mod schema;
+
+pub use query::{CreateQuery, DeleteQuery, ListQuery, RunsQuery, SessionParams};
+use query::{Params, RawQuery, database, parse_session_type};
+pub use runs::{get_session_run, list_run_previews, list_session_runs};
 
 use super::params::{NoContent, Paging};
 
-use schema::{
-    agent_run_schema, classify_run, run_preview, session_detail, session_schema, session_type_of, team_run_schema,
-    to_map, without_nulls, workflow_run_schema,
-};
+use schema::{session_detail, session_schema, session_type_of, to_map, without_nulls};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -37,178 +39,6 @@ const RESERVED_METADATA_KEYS: [&str; 3] = ["agno_component_version", "agno_dispa
 
 /// Length of the `run_input` and `content_preview` texts of a run preview.
 pub(super) const PREVIEW_CHARS: usize = 280;
-
-// ---------------------------------------------------------------------------------------------
-// Query parameters
-// ---------------------------------------------------------------------------------------------
-
-/// The query string as `(name, value)` pairs; repeated names are kept (`status=A&status=B`).
-struct Params(Vec<(String, String)>);
-
-type RawQuery = axum::extract::RawQuery;
-
-/// Query of `GET /sessions` (documents and bounds the parameters [`list_sessions`] reads).
-#[derive(Debug, schemars::JsonSchema)]
-#[allow(dead_code)]
-pub struct ListQuery {
-    /// `agent`, `team` or `workflow`.
-    #[schemars(rename = "type", extend("enum" = ["agent", "team", "workflow"]))]
-    kind: Option<String>,
-    /// Sessions of this agent, team or workflow.
-    component_id: Option<String>,
-    /// Sessions of this user (the caller's own under user isolation).
-    user_id: Option<String>,
-    /// Sessions whose name contains this.
-    session_name: Option<String>,
-    /// Page size (default 20).
-    #[schemars(range(min = 1, max = i64::MAX))]
-    limit: Option<u64>,
-    /// 1-based page.
-    #[schemars(range(min = 1, max = i64::MAX))]
-    page: Option<u64>,
-    #[schemars(extend("enum" = ["created_at", "updated_at"]))]
-    sort_by: Option<String>,
-    #[schemars(extend("enum" = ["asc", "desc"]))]
-    sort_order: Option<String>,
-    db_id: Option<String>,
-    table: Option<String>,
-}
-
-/// Query of `POST /sessions`.
-#[derive(Debug, schemars::JsonSchema)]
-#[allow(dead_code)]
-pub struct CreateQuery {
-    /// `agent` (default), `team` or `workflow`.
-    #[schemars(rename = "type", extend("enum" = ["agent", "team", "workflow"]))]
-    kind: Option<String>,
-    db_id: Option<String>,
-}
-
-/// Query of the routes reading or changing one session.
-#[derive(Debug, schemars::JsonSchema)]
-#[allow(dead_code)]
-pub struct SessionParams {
-    /// `agent`, `team` or `workflow`.
-    #[schemars(rename = "type", extend("enum" = ["agent", "team", "workflow"]))]
-    kind: Option<String>,
-    user_id: Option<String>,
-    db_id: Option<String>,
-    table: Option<String>,
-}
-
-/// Query of the session deletes.
-#[derive(Debug, schemars::JsonSchema)]
-#[allow(dead_code)]
-pub struct DeleteQuery {
-    user_id: Option<String>,
-    /// Also delete the media the runs stored.
-    delete_media: Option<bool>,
-    db_id: Option<String>,
-    table: Option<String>,
-}
-
-/// Query of a session's runs and run previews.
-#[derive(Debug, schemars::JsonSchema)]
-#[allow(dead_code)]
-pub struct RunsQuery {
-    #[schemars(rename = "type", extend("enum" = ["agent", "team", "workflow"]))]
-    kind: Option<String>,
-    user_id: Option<String>,
-    /// Runs created at or after this epoch second.
-    created_after: Option<i64>,
-    /// Runs created at or before this epoch second.
-    created_before: Option<i64>,
-    /// Runs in these statuses (repeat the parameter; any case).
-    #[schemars(
-        inner(regex(pattern = r"^(?:[Pp][Ee][Nn][Dd][Ii][Nn][Gg]|[Rr][Uu][Nn][Nn][Ii][Nn][Gg]|[Cc][Oo][Mm][Pp][Ll][Ee][Tt][Ee][Dd]|[Pp][Aa][Uu][Ss][Ee][Dd]|[Cc][Aa][Nn][Cc][Ee][Ll][Ll][Ee][Dd]|[Ee][Rr][Rr][Oo][Rr]|[Rr][Ee][Gg][Ee][Nn][Ee][Rr][Aa][Tt][Ee][Dd])$")),
-        extend("x-message" = "Invalid status value {value}: expected one of CANCELLED, COMPLETED, ERROR, PAUSED, PENDING, REGENERATED, RUNNING")
-    )]
-    status: Option<Vec<String>>,
-    db_id: Option<String>,
-    table: Option<String>,
-}
-
-impl Params {
-    /// The query's pairs, once they keep the bounds `T` (the route's documented query) declares.
-    fn read<T: schemars::JsonSchema>(query: RawQuery) -> ApiResult<Self> {
-        let text = query.0.unwrap_or_default();
-        let pairs: Vec<(String, String)> =
-            form_urlencoded::parse(text.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-        let mut grouped: Vec<(String, Vec<String>)> = Vec::new();
-        for (k, v) in &pairs {
-            match grouped.iter_mut().find(|(name, _)| name == k) {
-                Some((_, values)) => values.push(v.clone()),
-                None => grouped.push((k.clone(), vec![v.clone()])),
-            }
-        }
-        super::validate::check::<T>(&super::validate::query_value::<T>(&grouped), "query")?;
-        Ok(Self(pairs))
-    }
-
-    /// The last value given for `name` (FastAPI's rule for a scalar parameter).
-    fn raw(&self, name: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-
-    /// A text parameter; an empty value counts as absent.
-    fn text(&self, name: &str) -> Option<String> {
-        self.raw(name).filter(|v| !v.is_empty()).map(str::to_owned)
-    }
-
-    /// Every value given for `name`.
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
-    }
-
-    fn int(&self, name: &str) -> ApiResult<Option<i64>> {
-        self.raw(name)
-            .map(|v| {
-                v.trim()
-                    .parse::<i64>()
-                    .map_err(|_| ApiError::unprocessable(format!("{name} must be an integer, got {v:?}")))
-            })
-            .transpose()
-    }
-
-    /// A positive integer (`>= 1`), or `default`.
-    fn positive(&self, name: &str, default: usize) -> ApiResult<usize> {
-        match self.int(name)? {
-            None => Ok(default),
-            Some(n) if n >= 1 => {
-                usize::try_from(n).map_err(|_| ApiError::unprocessable(format!("{name} is too large")))
-            }
-            Some(n) => Err(ApiError::unprocessable(format!("{name} must be greater than or equal to 1, got {n}"))),
-        }
-    }
-
-    fn bool(&self, name: &str) -> ApiResult<bool> {
-        match self.raw(name).map(str::to_ascii_lowercase).as_deref() {
-            None => Ok(false),
-            Some("true" | "1" | "yes" | "on" | "t" | "y") => Ok(true),
-            Some("false" | "0" | "no" | "off" | "f" | "n") => Ok(false),
-            Some(other) => Err(ApiError::unprocessable(format!("{name} must be a boolean, got {other:?}"))),
-        }
-    }
-
-    /// `type`: `agent`, `team` or `workflow`.
-    fn session_type(&self) -> ApiResult<Option<SessionType>> {
-        self.raw("type").map(parse_session_type).transpose()
-    }
-}
-
-pub(super) fn parse_session_type(text: &str) -> ApiResult<SessionType> {
-    match text {
-        "agent" => Ok(SessionType::Agent),
-        "team" => Ok(SessionType::Team),
-        "workflow" => Ok(SessionType::Workflow),
-        other => Err(ApiError::unprocessable(format!("type must be 'agent', 'team' or 'workflow', got {other:?}"))),
-    }
-}
-
-/// The database a request addresses (`db_id`, `table` as Agno's `get_db`): the OS has one.
-fn database<'a>(state: &'a AppState, params: &Params) -> ApiResult<&'a Arc<dyn Db>> {
-    super::databases::select_db(state, params.text("db_id").as_deref(), params.text("table").as_deref())
-}
 
 // ---------------------------------------------------------------------------------------------
 // JSON bodies
@@ -576,138 +406,6 @@ pub async fn rename_session(
     }
     let session = visible_session(db, &session_id, user_id.as_deref(), None, || not_found(&session_id)).await?;
     Ok(Json(detail_of(&session, kind)?))
-}
-
-/// Every status a run can have, sorted (for the error of an unknown one).
-const RUN_STATUSES: [RunStatus; 7] = [
-    RunStatus::Cancelled,
-    RunStatus::Completed,
-    RunStatus::Error,
-    RunStatus::Paused,
-    RunStatus::Pending,
-    RunStatus::Regenerated,
-    RunStatus::Running,
-];
-
-fn python_list(items: &[&str]) -> String {
-    format!("[{}]", items.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", "))
-}
-
-/// The runs of a session (`type`, `user_id`, `created_after`, `created_before`, repeatable
-/// `status`), each as the schema of its kind, oldest first.
-///
-/// Runs still in flight (`PENDING`, `RUNNING`) are left out unless `status` asks for them: Agno
-/// stores a run when it ends, and its UIs replace what they show with this list (a half-written
-/// run would wipe a reply being streamed). A session whose only runs are in flight answers 404,
-/// as in Agno, where it is not stored yet. `/agents/{id}/runs/{run_id}` and `/queue` show them.
-async fn session_runs(
-    state: &AppState,
-    principal: &Principal,
-    session_id: &str,
-    query: RawQuery,
-) -> ApiResult<Vec<Value>> {
-    let params = Params::read::<RunsQuery>(query)?;
-    let kind = params.session_type()?;
-    let created_after = params.int("created_after")?;
-    let created_before = params.int("created_before")?;
-    let wanted: Vec<String> = params.all("status").iter().map(|s| s.to_uppercase()).collect();
-    let mut unknown: Vec<&str> =
-        wanted.iter().map(String::as_str).filter(|w| !RUN_STATUSES.iter().any(|s| s.as_str() == *w)).collect();
-    if !unknown.is_empty() {
-        unknown.sort_unstable();
-        unknown.dedup();
-        let valid: Vec<&str> = RUN_STATUSES.iter().map(|s| s.as_str()).collect();
-        return Err(ApiError::bad_request(format!(
-            "Invalid status value(s) {}; expected one of {}",
-            python_list(&unknown),
-            python_list(&valid)
-        )));
-    }
-    let db = database(state, &params)?;
-    let user_id = principal.user_scope(params.text("user_id"));
-    let session = visible_session(db, session_id, user_id.as_deref(), None, || {
-        ApiError::not_found(format!("Session with ID {session_id} not found"))
-    })
-    .await?;
-    let d = to_map(&session)?;
-    let kind = kind.unwrap_or_else(|| session_type_of(&d));
-    let mut out = Vec::new();
-    let mut in_flight = 0;
-    for run in session.runs() {
-        let created = run.created_at;
-        if created_after.is_some_and(|t| created < t) || created_before.is_some_and(|t| created > t) {
-            continue;
-        }
-        if !wanted.is_empty() && !wanted.iter().any(|w| w == run.status.as_str()) {
-            continue;
-        }
-        if wanted.is_empty() && matches!(run.status, RunStatus::Pending | RunStatus::Running) {
-            in_flight += 1;
-            continue;
-        }
-        if let Some(schema) = classify_run(&to_map(run)?, kind, &d) {
-            out.push(without_nulls(schema));
-        }
-    }
-    if out.is_empty() && in_flight > 0 {
-        return Err(ApiError::not_found(format!("Session with ID {session_id} not found")));
-    }
-    Ok(out)
-}
-
-/// `GET /sessions/{session_id}/runs`.
-pub async fn list_session_runs(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(session_id): Path<String>,
-    query: RawQuery,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(Value::Array(session_runs(&state, &principal, &session_id, query).await?)))
-}
-
-/// `GET /sessions/{session_id}/run-previews`: the same runs, as short previews.
-pub async fn list_run_previews(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(session_id): Path<String>,
-    query: RawQuery,
-) -> ApiResult<Json<Value>> {
-    let runs = session_runs(&state, &principal, &session_id, query).await?;
-    Ok(Json(Value::Array(runs.iter().map(run_preview).collect())))
-}
-
-/// `GET /sessions/{session_id}/runs/{run_id}`: the run as the schema of its kind.
-pub async fn get_session_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path((session_id, run_id)): Path<(String, String)>,
-    query: RawQuery,
-) -> ApiResult<Json<Value>> {
-    let params = Params::read::<SessionParams>(query)?;
-    params.session_type()?;
-    let db = database(&state, &params)?;
-    let user_id = principal.user_scope(params.text("user_id"));
-    let session_missing = || ApiError::not_found(format!("Session with ID {session_id} not found"));
-    let mut session = visible_session(db, &session_id, user_id.as_deref(), Some(0), session_missing).await?;
-    // The run table first; a run only in a legacy session blob is found by reading the session.
-    let mut run =
-        db.get_run(&run_id, user_id.as_deref()).await?.filter(|r| r.session_id.as_deref() == Some(session_id.as_str()));
-    if run.is_none() {
-        session = visible_session(db, &session_id, user_id.as_deref(), None, session_missing).await?;
-        run = session.runs().iter().find(|r| r.id() == run_id).cloned();
-    }
-    let run =
-        run.ok_or_else(|| ApiError::not_found(format!("Run with ID {run_id} not found in session {session_id}")))?;
-    let r = to_map(&run)?;
-    let has = |k: &str| r.get(k).is_some_and(|v| !v.is_null());
-    let schema = if has("workflow_id") {
-        workflow_run_schema(&r)
-    } else if has("team_id") {
-        team_run_schema(&r)
-    } else {
-        agent_run_schema(&r, Some(&to_map(&session)?))
-    };
-    Ok(Json(schema))
 }
 
 #[cfg(test)]
