@@ -128,3 +128,37 @@ async fn documented_json_fields_are_accepted() {
     delete["session_types"] = json!(["agent"]);
     assert_eq!(os.delete_json("/sessions", &delete, None).await.status, 204);
 }
+
+/// Every schema of the document (components, request bodies, parameters) is a valid JSON Schema
+/// (2020-12, OpenAPI 3.1's dialect): a malformed keyword (an `enum` that is not a list) makes
+/// clients and fuzzers refuse the whole operation.
+#[test]
+fn every_schema_is_a_valid_json_schema() {
+    fn schemas<'a>(v: &'a Value, out: &mut Vec<(String, &'a Value)>, at: &str) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let here = format!("{at}/{k}");
+                    if k == "schema" {
+                        out.push((here.clone(), x));
+                    }
+                    schemas(x, out, &here);
+                }
+            }
+            Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| schemas(x, out, &format!("{at}/{i}"))),
+            _ => {}
+        }
+    }
+    let doc = agno_os::routes::docs::openapi();
+    let mut found: Vec<(String, &Value)> = Vec::new();
+    schemas(&doc["paths"], &mut found, "#/paths");
+    for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+        found.push((format!("#/components/schemas/{name}"), schema));
+    }
+    assert!(found.len() > 100, "{} schemas", found.len());
+    for (at, schema) in found {
+        if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
+            panic!("{at} is not a valid JSON Schema: {e}\n{schema:#}");
+        }
+    }
+}

@@ -100,6 +100,12 @@ fn form_field_schema(f: &super::FormField) -> Value {
         ("string", _) if f.required => schema["minLength"] = json!(1),
         _ => {}
     }
+    // An optional text may be absent, which Agno's document (FastAPI's) writes as null; a form
+    // part is text, so the null of a client that sends it as text ("null") is a text too. Not so
+    // for a number or a choice, where "null" is refused as Agno refuses it.
+    if !f.required && f.kind == "string" && schema["type"] == "string" && schema.get("enum").is_none() {
+        schema["type"] = json!(["string", "null"]);
+    }
     schema
 }
 
@@ -115,7 +121,8 @@ fn upload_needs_a_source(body: &mut Value) {
             {"required": ["url"], "properties": {"url": {"pattern": "^https?://"}}},
         ]);
         let properties = &mut schema["properties"];
-        properties["url"]["pattern"] = json!("^(?:https?://.*)?$");
+        properties["url"] = json!({"type": "string", "pattern": "^(?:https?://.*)?$",
+            "description": properties["url"]["description"]});
         properties["file"]["format"] = json!("binary");
         properties["chunker"]["enum"] = json!(agno_knowledge::Chunking::NAMES);
         // As Agno reads it: an object, or any other value kept under "value" (null is none).

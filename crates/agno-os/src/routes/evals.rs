@@ -205,7 +205,7 @@ pub async fn delete_eval_runs(
     {"if": {"properties": {"eval_type": {"const": "accuracy"}}},
      "then": {"required": ["expected_output"], "properties": {"expected_output": {"type": "string", "minLength": 1}}}},
     {"if": {"properties": {"eval_type": {"const": "agent_as_judge"}}},
-     "then": {"required": ["criteria"], "properties": {"criteria": {"type": "string", "minLength": 1}}}},
+     "then": {"required": ["criteria"], "properties": {"criteria": {"type": "string", "minLength": 1, "pattern": "\\S"}}}},
     {"if": {"properties": {"eval_type": {"const": "reliability"}}},
      "then": {"required": ["expected_tool_calls"], "properties": {"expected_tool_calls": {"type": "array", "minItems": 1}}}}
 ]))]
@@ -222,8 +222,8 @@ pub(crate) struct EvalRunInput {
     /// `accuracy`, `agent_as_judge`, `performance` or `reliability`.
     #[schemars(extend("enum" = ["accuracy", "agent_as_judge", "performance", "reliability"]))]
     eval_type: String,
-    /// What the agent is asked.
-    #[schemars(length(min = 1))]
+    /// What the agent is asked (not only whitespace).
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     input: String,
     additional_guidelines: Option<String>,
     additional_context: Option<String>,
