@@ -10,6 +10,7 @@ use axum::extract::{Extension, Path, State};
 use serde_json::{Map, Value, json};
 
 use super::core::visible_agents;
+use super::run_form::fields;
 use super::run_records;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -183,71 +184,26 @@ pub(crate) async fn check_session_owner(state: &AppState, session_id: &str, user
 
 /// The form of `POST /agents/{agent_id}/runs`.
 pub const RUN_FORM: &[FormField] = &[
-    FormField { name: "message", kind: "string", required: true, description: "The input message." },
-    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
-    FormField {
-        name: "session_id",
-        kind: "string",
-        required: false,
-        description: "Session to run in (new when absent).",
-    },
-    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
-    FormField {
-        name: "session_state",
-        kind: "object",
-        required: false,
-        description: "JSON object merged into the session state.",
-    },
-    FormField {
-        name: "dependencies",
-        kind: "object",
-        required: false,
-        description: "JSON object of dependencies for this run.",
-    },
-    FormField { name: "metadata", kind: "object", required: false, description: "JSON object stored on the run." },
-    FormField {
-        name: "output_schema",
-        kind: "object",
-        required: false,
-        description: "JSON schema the answer must match.",
-    },
-    FormField {
-        name: "add_history_to_context",
-        kind: "boolean",
-        required: false,
-        description: "Overrides the agent's setting.",
-    },
-    FormField {
-        name: "background",
-        kind: "boolean",
-        required: false,
-        description: "Run on the durable queue (202, or SSE tail with stream=true).",
-    },
-    FormField {
-        name: "cancel_on_disconnect",
-        kind: "boolean",
-        required: false,
-        description: "Cancel the run when the client goes away (agno-rs).",
-    },
+    fields::MESSAGE,
+    fields::STREAM,
+    fields::SESSION,
+    fields::USER,
+    fields::SESSION_STATE,
+    FormField::optional("dependencies", "object", "JSON object of dependencies for this run."),
+    fields::METADATA,
+    FormField::optional("output_schema", "object", "JSON schema the answer must match."),
+    FormField::optional("add_history_to_context", "boolean", "Overrides the agent's setting."),
+    fields::BACKGROUND,
+    FormField::optional("cancel_on_disconnect", "boolean", "Cancel the run when the client goes away (agno-rs)."),
 ];
 
 /// The form of `POST /agents/{agent_id}/runs/{run_id}/continue`.
 pub const CONTINUE_FORM: &[FormField] = &[
-    FormField {
-        name: "tools",
-        kind: "array",
-        required: false,
-        description: "JSON list of the paused tool executions, resolved.",
-    },
-    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
-    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
-    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
-    FormField {
-        name: "background",
-        kind: "boolean",
-        required: false,
-        description: "Continue on the durable queue (a run started in the background).",
-    },
+    FormField::optional("tools", "array", "JSON list of the paused tool executions, resolved."),
+    fields::RUN_SESSION,
+    fields::USER,
+    fields::STREAM,
+    fields::CONTINUE_BACKGROUND,
 ];
 
 /// The `Idempotency-Key` header: at most 512 characters (422 beyond).

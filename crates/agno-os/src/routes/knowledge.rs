@@ -223,20 +223,14 @@ pub async fn delete_all_content(
 
 /// The fields of `PATCH /knowledge/content/{content_id}`.
 pub const UPDATE_FORM: &[FormField] = &[
-    FormField { name: "name", kind: "string", required: false, description: "Content name." },
-    FormField { name: "description", kind: "string", required: false, description: "Content description." },
-    FormField {
-        name: "metadata",
-        kind: "object",
-        required: false,
-        description: "JSON object merged into the content's metadata (and its chunks').",
-    },
-    FormField {
-        name: "reader_id",
-        kind: "string",
-        required: false,
-        description: "A reader of /knowledge/config (checked; as in Agno it does not re-read the content).",
-    },
+    FormField::optional("name", "string", "Content name."),
+    FormField::optional("description", "string", "Content description."),
+    FormField::optional("metadata", "object", "JSON object merged into the content's metadata (and its chunks')."),
+    FormField::optional(
+        "reader_id",
+        "string",
+        "A reader of /knowledge/config (checked; as in Agno it does not re-read the content).",
+    ),
 ];
 
 /// The readers `/knowledge/config` lists: id, Agno's class name, description, file types.
@@ -306,25 +300,15 @@ fn knowledge_error(e: agno_core::KnowledgeError) -> ApiError {
 
 /// The fields of `POST /knowledge/content`.
 pub const UPLOAD_FORM: &[FormField] = &[
-    FormField { name: "name", kind: "string", required: false, description: "Content name (default: the file's)." },
-    FormField { name: "description", kind: "string", required: false, description: "Description." },
-    FormField { name: "metadata", kind: "object", required: false, description: "JSON object of metadata." },
-    FormField {
-        name: "file",
-        kind: "string",
-        required: false,
-        description: "The file (txt, md, csv, json, pdf, docx, html).",
-    },
-    FormField {
-        name: "text_content",
-        kind: "string",
-        required: false,
-        description: "Text to index instead of a file.",
-    },
-    FormField { name: "url", kind: "string", required: false, description: "An http(s) URL to read instead." },
-    FormField { name: "chunker", kind: "string", required: false, description: "Chunker (e.g. MarkdownChunker)." },
-    FormField { name: "chunk_size", kind: "integer", required: false, description: "Chunk size in characters." },
-    FormField { name: "chunk_overlap", kind: "integer", required: false, description: "Chunk overlap in characters." },
+    FormField::optional("name", "string", "Content name (default: the file's)."),
+    FormField::optional("description", "string", "Description."),
+    FormField::optional("metadata", "object", "JSON object of metadata."),
+    FormField::optional("file", "string", "The file (txt, md, csv, json, pdf, docx, html)."),
+    FormField::optional("text_content", "string", "Text to index instead of a file."),
+    FormField::optional("url", "string", "An http(s) URL to read instead."),
+    FormField::optional("chunker", "string", "Chunker (e.g. MarkdownChunker)."),
+    FormField::optional("chunk_size", "integer", "Chunk size in characters."),
+    FormField::optional("chunk_overlap", "integer", "Chunk overlap in characters."),
 ];
 
 fn number(form: &Form, name: &str) -> ApiResult<Option<usize>> {

@@ -93,6 +93,18 @@ pub struct FormField {
     pub description: &'static str,
 }
 
+impl FormField {
+    /// A field that must be given.
+    pub const fn required(name: &'static str, kind: &'static str, description: &'static str) -> Self {
+        Self { name, kind, required: true, description }
+    }
+
+    /// A field that may be left out.
+    pub const fn optional(name: &'static str, kind: &'static str, description: &'static str) -> Self {
+        Self { name, kind, required: false, description }
+    }
+}
+
 macro_rules! routes {
     (@body) => { RequestBody::None };
     (@body $body:expr) => { $body };

@@ -10,6 +10,7 @@ use axum::response::Response;
 use serde_json::json;
 
 use super::component::{Kind, served};
+use super::run_form::fields;
 use super::run_records::{require_run_access, stored_run};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -21,13 +22,8 @@ use crate::state::AppState;
 
 /// The form of `POST .../runs/{run_id}/resume`, for every kind.
 pub const RESUME_FORM: &[FormField] = &[
-    FormField {
-        name: "last_event_index",
-        kind: "integer",
-        required: false,
-        description: "Replay after this event_index (or the Last-Event-ID header).",
-    },
-    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
+    FormField::optional("last_event_index", "integer", "Replay after this event_index (or the Last-Event-ID header)."),
+    fields::RUN_SESSION,
 ];
 
 /// `POST /{kind}s/{id}/runs/{run_id}/resume`: form `last_event_index` (or the `Last-Event-ID`

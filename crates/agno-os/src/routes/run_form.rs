@@ -173,3 +173,34 @@ pub(crate) fn json_object(form: &Form, field: &str) -> ApiResult<Option<serde_js
         Err(e) => Err(ApiError::unprocessable(format!("{field} is not valid JSON: {e}")).at("body", field)),
     }
 }
+
+/// The fields that the run and continue forms of several kinds share.
+pub(crate) mod fields {
+    use crate::routes::FormField;
+
+    /// The input of an agent's or a team's run.
+    pub(crate) const MESSAGE: FormField = FormField::required("message", "string", "The input message.");
+    /// SSE or JSON.
+    pub(crate) const STREAM: FormField = FormField::optional("stream", "boolean", "Answer as SSE (default true).");
+    /// The session a new run goes into.
+    pub(crate) const SESSION: FormField =
+        FormField::optional("session_id", "string", "Session to run in (new when absent).");
+    /// The session of the run continued or resumed.
+    pub(crate) const RUN_SESSION: FormField = FormField::optional("session_id", "string", "The run's session.");
+    /// The user.
+    pub(crate) const USER: FormField = FormField::optional("user_id", "string", "The user (a token's sub wins).");
+    /// State merged into the session's.
+    pub(crate) const SESSION_STATE: FormField =
+        FormField::optional("session_state", "object", "JSON object merged into the session state.");
+    /// Metadata stored on the run.
+    pub(crate) const METADATA: FormField = FormField::optional("metadata", "object", "JSON object stored on the run.");
+    /// A new run on the durable queue.
+    pub(crate) const BACKGROUND: FormField =
+        FormField::optional("background", "boolean", "Run on the durable queue (202, or SSE tail with stream=true).");
+    /// A continuation on the durable queue.
+    pub(crate) const CONTINUE_BACKGROUND: FormField = FormField::optional(
+        "background",
+        "boolean",
+        "Continue on the durable queue (a run started in the background).",
+    );
+}

@@ -10,6 +10,7 @@ use axum::extract::{Extension, Path, State};
 use serde_json::{Value, json};
 
 use super::component;
+use super::run_form::fields;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -110,47 +111,26 @@ pub async fn get_team(
 
 /// The form of `POST /teams/{team_id}/runs`.
 pub const RUN_FORM: &[FormField] = &[
-    FormField { name: "message", kind: "string", required: true, description: "The input message." },
-    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
-    FormField {
-        name: "session_id",
-        kind: "string",
-        required: false,
-        description: "Session to run in (new when absent).",
-    },
-    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
-    FormField {
-        name: "session_state",
-        kind: "object",
-        required: false,
-        description: "JSON object merged into the session state.",
-    },
-    FormField { name: "metadata", kind: "object", required: false, description: "JSON object stored on the run." },
-    FormField {
-        name: "background",
-        kind: "boolean",
-        required: false,
-        description: "Queue the run on the durable queue (202, or its events with stream=true).",
-    },
+    fields::MESSAGE,
+    fields::STREAM,
+    fields::SESSION,
+    fields::USER,
+    fields::SESSION_STATE,
+    fields::METADATA,
+    fields::BACKGROUND,
 ];
 
 /// The form of `POST /teams/{team_id}/runs/{run_id}/continue`.
 pub const CONTINUE_FORM: &[FormField] = &[
-    FormField {
-        name: "requirements",
-        kind: "array",
-        required: false,
-        description: "JSON list of the paused run's requirements, answered (each by its id).",
-    },
-    FormField { name: "session_id", kind: "string", required: true, description: "The run's session." },
-    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
-    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
-    FormField {
-        name: "background",
-        kind: "boolean",
-        required: false,
-        description: "Continue on the durable queue (a run started in the background).",
-    },
+    FormField::optional(
+        "requirements",
+        "array",
+        "JSON list of the paused run's requirements, answered (each by its id).",
+    ),
+    FormField::required("session_id", "string", "The run's session."),
+    fields::USER,
+    fields::STREAM,
+    fields::CONTINUE_BACKGROUND,
 ];
 
 /// The answers of a team's continue form (`requirements`: the run's requirements, answered; a

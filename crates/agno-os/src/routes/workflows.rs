@@ -9,6 +9,7 @@ use axum::extract::{Extension, Path, State};
 use serde_json::{Value, json};
 
 use super::component;
+use super::run_form::fields;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -99,59 +100,28 @@ pub async fn get_workflow(
 
 /// The form of `POST /workflows/{workflow_id}/runs`.
 pub const RUN_FORM: &[FormField] = &[
-    FormField { name: "message", kind: "string", required: true, description: "The input (text or JSON)." },
-    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
-    FormField {
-        name: "session_id",
-        kind: "string",
-        required: false,
-        description: "Session to run in (new when absent).",
-    },
-    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
-    FormField {
-        name: "session_state",
-        kind: "object",
-        required: false,
-        description: "JSON object merged into the session state.",
-    },
-    FormField {
-        name: "additional_data",
-        kind: "object",
-        required: false,
-        description: "JSON object every step sees as additional_data.",
-    },
-    FormField { name: "metadata", kind: "object", required: false, description: "JSON object stored on the run." },
-    FormField {
-        name: "background",
-        kind: "boolean",
-        required: false,
-        description: "Run on the durable queue (202, or SSE tail with stream=true).",
-    },
+    FormField::required("message", "string", "The input (text or JSON)."),
+    fields::STREAM,
+    fields::SESSION,
+    fields::USER,
+    fields::SESSION_STATE,
+    FormField::optional("additional_data", "object", "JSON object every step sees as additional_data."),
+    fields::METADATA,
+    fields::BACKGROUND,
 ];
 
 /// The form of `POST /workflows/{workflow_id}/runs/{run_id}/continue`.
 pub const CONTINUE_FORM: &[FormField] = &[
-    FormField {
-        name: "step_requirements",
-        kind: "array",
-        required: false,
-        description: "JSON list of the paused run's step requirements, answered.",
-    },
-    FormField {
-        name: "error_requirements",
-        kind: "array",
-        required: false,
-        description: "JSON list of error requirements with decision retry or skip (agno-rs).",
-    },
-    FormField { name: "session_id", kind: "string", required: false, description: "The run's session." },
-    FormField { name: "user_id", kind: "string", required: false, description: "The user (a token's sub wins)." },
-    FormField { name: "stream", kind: "boolean", required: false, description: "Answer as SSE (default true)." },
-    FormField {
-        name: "background",
-        kind: "boolean",
-        required: false,
-        description: "Continue on the durable queue (a run started in the background).",
-    },
+    FormField::optional("step_requirements", "array", "JSON list of the paused run's step requirements, answered."),
+    FormField::optional(
+        "error_requirements",
+        "array",
+        "JSON list of error requirements with decision retry or skip (agno-rs).",
+    ),
+    fields::RUN_SESSION,
+    fields::USER,
+    fields::STREAM,
+    fields::CONTINUE_BACKGROUND,
 ];
 
 fn json_list<T: serde::de::DeserializeOwned>(form: &Form, field: &str) -> ApiResult<Vec<T>> {
