@@ -26,7 +26,6 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
@@ -34,18 +33,7 @@ use crate::error::ApiError;
 use crate::in_process::{Loopback, path_segment};
 use crate::state::AppState;
 
-/// `[mcp_server]` settings.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpServerSettings {
-    /// Serve `/mcp`.
-    #[serde(default)]
-    pub enabled: bool,
-    /// Host names (with port, if any) clients may address the server by, besides localhost
-    /// (DNS-rebinding protection of the MCP transport).
-    #[serde(default)]
-    pub allowed_hosts: Vec<String>,
-}
+pub use crate::config::McpServerSettings;
 
 /// Largest REST answer a tool reads back.
 const BODY_LIMIT: usize = 64 * 1024 * 1024;

@@ -12,9 +12,11 @@ use serde::Deserialize;
 
 mod components;
 mod os;
+mod services;
 
 pub use components::*;
 pub use os::*;
+pub use services::*;
 
 /// A configuration problem, with what to change.
 #[derive(Debug, thiserror::Error)]
@@ -74,16 +76,16 @@ pub struct OsConfig {
     pub workflows: Vec<WorkflowSpec>,
     /// Background runs (the durable queue).
     #[serde(default)]
-    pub queue: crate::queue::QueueSettings,
+    pub queue: QueueSettings,
     /// Knowledge bases, served under `/knowledge` and attached to agents by id.
     #[serde(default)]
     pub knowledge: Vec<KnowledgeSpec>,
     /// The scheduler (`/schedules` and the poller firing them).
     #[serde(default)]
-    pub scheduler: crate::scheduler::SchedulerSettings,
+    pub scheduler: SchedulerSettings,
     /// AgentOS as an MCP server (`/mcp`).
     #[serde(default)]
-    pub mcp_server: crate::mcp_server::McpServerSettings,
+    pub mcp_server: McpServerSettings,
 }
 
 /// Replaces `${NAME}` / `${NAME:-default}` with environment values.
@@ -180,10 +182,10 @@ impl OsConfig {
             }],
             teams: Vec::new(),
             workflows: Vec::new(),
-            queue: crate::queue::QueueSettings::default(),
+            queue: QueueSettings::default(),
             knowledge: Vec::new(),
-            scheduler: crate::scheduler::SchedulerSettings::default(),
-            mcp_server: crate::mcp_server::McpServerSettings::default(),
+            scheduler: SchedulerSettings::default(),
+            mcp_server: McpServerSettings::default(),
         }
     }
 

@@ -4,20 +4,19 @@
 //! worker and attempt. A sweeper turns runs whose worker died into a visible `ERROR` (or a retry
 //! while attempts remain). The database is the truth; nothing lives only in this process.
 //!
-//! `settings.rs` holds `[queue]`; `worker.rs` one attempt of a claimed job; `event_log.rs` the
-//! durable event log it writes; `sweeper.rs` the repairs after a replica died; `signals.rs` the
+//! `worker.rs` holds one attempt of a claimed job; `event_log.rs` the durable event log it
+//! writes; `sweeper.rs` the repairs after a replica died; `signals.rs` the
 //! push notifications and the cancel poll. This module holds the queue handle, the submission
 //! side (`PENDING` records), the operators' requeue, and the loop that ties them together.
 //! `ingest.rs` is the queue's second kind of job: the ingestion of an uploaded knowledge content.
 
 mod event_log;
 pub mod ingest;
-mod settings;
 mod signals;
 mod sweeper;
 mod worker;
 
-pub use settings::QueueSettings;
+pub use crate::config::QueueSettings;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -11,71 +11,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agno_core::{Schedule, ScheduleUpdate, now_epoch_secs};
-use serde::Deserialize;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use crate::config::SchedulerSettings;
 use crate::state::AppState;
 pub use executor::Executor;
 
-/// `[scheduler]` settings (Agno's `AgentOS(scheduler=..., scheduler_poll_interval=...)`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SchedulerSettings {
-    /// Poll for due schedules on this replica.
-    #[serde(default)]
-    pub enabled: bool,
-    /// Seconds between polls (Agno: 15).
-    #[serde(default = "default_poll")]
-    pub poll_interval_seconds: f64,
-    /// A claim older than this is considered abandoned (its replica died) and taken over.
-    #[serde(default = "default_grace")]
-    pub lock_grace_seconds: i64,
-    /// Schedules executing at once on this replica.
-    #[serde(default = "default_concurrent")]
-    pub max_concurrent: usize,
-    /// How often a scheduled background run is looked at until it ends, in milliseconds.
-    #[serde(default = "default_run_poll")]
-    pub run_poll_interval_ms: u64,
-    /// When the daily metrics are recalculated in the background (a cron expression, UTC); an
-    /// empty string turns the job off. The job is a system schedule (`agno-metrics-refresh`,
-    /// `POST /metrics/refresh`), so one replica computes each time and the others skip it.
-    #[serde(default = "default_metrics_cron")]
-    pub metrics_cron: String,
-}
-
-fn default_poll() -> f64 {
-    15.0
-}
-fn default_grace() -> i64 {
-    300
-}
-fn default_concurrent() -> usize {
-    10
-}
-fn default_run_poll() -> u64 {
-    1000
-}
-fn default_metrics_cron() -> String {
-    "*/15 * * * *".to_owned()
-}
-
 /// Name of the system schedule that recalculates the daily metrics.
 pub const METRICS_SCHEDULE: &str = "agno-metrics-refresh";
-
-impl Default for SchedulerSettings {
-    fn default() -> Self {
-        Self {
-            enabled: false,
-            poll_interval_seconds: default_poll(),
-            lock_grace_seconds: default_grace(),
-            max_concurrent: default_concurrent(),
-            run_poll_interval_ms: default_run_poll(),
-            metrics_cron: default_metrics_cron(),
-        }
-    }
-}
 
 impl SchedulerSettings {
     /// The executor these settings describe, over `state`.

@@ -1,4 +1,5 @@
-//! `[queue]` settings (Agno's `QueueConfig`) and their defaults.
+//! The settings of the OS's services: `[queue]` (Agno's `QueueConfig`), `[scheduler]` and
+//! `[mcp_server]`, with their defaults.
 
 use serde::Deserialize;
 
@@ -96,4 +97,72 @@ impl Default for QueueSettings {
             cancel_poll_ms: default_cancel_poll(),
         }
     }
+}
+
+/// `[scheduler]` settings (Agno's `AgentOS(scheduler=..., scheduler_poll_interval=...)`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerSettings {
+    /// Poll for due schedules on this replica.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Seconds between polls (Agno: 15).
+    #[serde(default = "default_schedule_poll")]
+    pub poll_interval_seconds: f64,
+    /// A claim older than this is considered abandoned (its replica died) and taken over.
+    #[serde(default = "default_schedule_grace")]
+    pub lock_grace_seconds: i64,
+    /// Schedules executing at once on this replica.
+    #[serde(default = "default_concurrent")]
+    pub max_concurrent: usize,
+    /// How often a scheduled background run is looked at until it ends, in milliseconds.
+    #[serde(default = "default_run_poll")]
+    pub run_poll_interval_ms: u64,
+    /// When the daily metrics are recalculated in the background (a cron expression, UTC); an
+    /// empty string turns the job off. The job is a system schedule (`agno-metrics-refresh`,
+    /// `POST /metrics/refresh`), so one replica computes each time and the others skip it.
+    #[serde(default = "default_metrics_cron")]
+    pub metrics_cron: String,
+}
+
+fn default_schedule_poll() -> f64 {
+    15.0
+}
+fn default_schedule_grace() -> i64 {
+    300
+}
+fn default_concurrent() -> usize {
+    10
+}
+fn default_run_poll() -> u64 {
+    1000
+}
+fn default_metrics_cron() -> String {
+    "*/15 * * * *".to_owned()
+}
+
+impl Default for SchedulerSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            poll_interval_seconds: default_schedule_poll(),
+            lock_grace_seconds: default_schedule_grace(),
+            max_concurrent: default_concurrent(),
+            run_poll_interval_ms: default_run_poll(),
+            metrics_cron: default_metrics_cron(),
+        }
+    }
+}
+
+/// `[mcp_server]` settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSettings {
+    /// Serve `/mcp`.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Host names (with port, if any) clients may address the server by, besides localhost
+    /// (DNS-rebinding protection of the MCP transport).
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
 }
