@@ -41,6 +41,36 @@ pub enum ModelErrorKind {
 }
 
 impl ModelErrorKind {
+    /// Every kind.
+    pub const ALL: [ModelErrorKind; 13] = [
+        ModelErrorKind::RateLimited,
+        ModelErrorKind::Server,
+        ModelErrorKind::Connection,
+        ModelErrorKind::Timeout,
+        ModelErrorKind::Auth,
+        ModelErrorKind::BadRequest,
+        ModelErrorKind::InvalidResponse,
+        ModelErrorKind::UnknownProvider,
+        ModelErrorKind::MissingApiKey,
+        ModelErrorKind::SchemaViolation,
+        ModelErrorKind::ModelNotFound,
+        ModelErrorKind::ContextTooLong,
+        ModelErrorKind::ContentFiltered,
+    ];
+
+    /// Whether Agno has an error of this kind, with the same `error_id` (its `ModelRateLimitError`,
+    /// `ModelProviderError`, `ModelAuthenticationError`, `ContextWindowExceededError`); the other
+    /// ids are agno-rs's own, finer than Agno's `model_provider_error`.
+    pub fn is_agnos(self) -> bool {
+        matches!(
+            self,
+            ModelErrorKind::RateLimited
+                | ModelErrorKind::Server
+                | ModelErrorKind::Auth
+                | ModelErrorKind::ContextTooLong
+        )
+    }
+
     /// True when retrying the same request may succeed.
     pub fn is_retryable(self) -> bool {
         matches!(
