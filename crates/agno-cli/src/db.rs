@@ -27,7 +27,7 @@ async fn migrate_vectors(url: &str, table: &str) -> Result<()> {
         (store.migrate_user_id().await?, store.count().await?)
     } else if url.starts_with("postgres") {
         // PgVector (schema from `?schema=`, default `ai`); the dimension is not needed to migrate.
-        let (base, schema) = agno_os::knowledge_config::split_schema(url);
+        let (base, schema) = agno_os::build::knowledge::split_schema(url);
         let store = agno_knowledge::PgVectorDb::connect(&base, &schema, table, 1)
             .await
             .with_context(|| format!("cannot open {shown}"))?;

@@ -35,7 +35,7 @@ pub(crate) async fn knowledge(args: KnowledgeArgs) -> Result<()> {
     if url.as_deref().is_none_or(|u| !u.starts_with("sqlite:")) {
         eprintln!("note: the [db] is not a SQLite file, so the embedded store lives in memory for this command only");
     }
-    let bases = agno_os::knowledge_config::build_knowledge(&config.knowledge, db.as_ref(), url.as_deref()).await?;
+    let bases = agno_os::build::knowledge::build_knowledge(&config.knowledge, db.as_ref(), url.as_deref()).await?;
     let base = match (&args.knowledge, bases.as_slice()) {
         (Some(id), _) => bases.iter().find(|k| k.name() == id).cloned().with_context(|| {
             let known: Vec<&str> = bases.iter().map(|k| k.name()).collect();
@@ -51,7 +51,7 @@ pub(crate) async fn knowledge(args: KnowledgeArgs) -> Result<()> {
         KnowledgeCommand::Search { search_type, limit, filter, query } => {
             let search_type = search_type
                 .as_deref()
-                .map(agno_os::knowledge_config::parse_search_type)
+                .map(agno_os::build::knowledge::parse_search_type)
                 .transpose()
                 .map_err(anyhow::Error::msg)?;
             let filter = match filter {

@@ -19,7 +19,7 @@ impl Loopback {
     /// The routes of `state`'s OS with its authorisation layer.
     pub(crate) fn new(state: &AppState) -> Self {
         let router = crate::routes::router()
-            .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::authorize))
+            .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::routes::guard::authorize))
             .layer(axum::middleware::map_response(crate::error::json_errors))
             .with_state(state.clone());
         Self { router }

@@ -2,7 +2,7 @@
 //! and SSE framing, so Agno's own clients work against it.
 //!
 //! - [`config`]: `agentos.toml` / YAML, `${ENV}` interpolation;
-//! - [`app::AgentOs`]: the OS built from a config, and its axum router;
+//! - [`app::AgentOs`]: the OS built from a config, and its axum router; [`build`] what it serves;
 //! - [`routes`]: the route table (method, path, scope, handler) everything else derives from;
 //! - [`auth`]: security key or JWT (`verification_keys`), Agno's RBAC scopes, user isolation;
 //! - [`cors`]: browser origins, preflights answered before auth, as Agno's AgentOS;
@@ -18,6 +18,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod build;
 pub mod config;
 pub mod coordination;
 pub mod cors;
@@ -25,8 +26,6 @@ pub mod error;
 pub mod form;
 mod in_process;
 pub mod input;
-pub mod knowledge_config;
-pub mod mcp_config;
 pub mod mcp_server;
 mod multipart;
 pub mod queue;
@@ -36,5 +35,3 @@ pub mod serve;
 pub mod sse;
 pub mod state;
 pub mod tail;
-pub mod team_config;
-pub mod workflow_config;

@@ -1,22 +1,16 @@
-//! Who is calling and what they may do. One layer ([`authorize`]) runs on every route: it finds
-//! the route's declared access in [`crate::routes::ROUTES`], refuses state-changing requests from
-//! browser origins the OS does not allow, authenticates the caller (security key or JWT), checks
-//! the scopes, checks a JSON body as the route declares it ([`crate::input`]), and hands the
-//! handler a [`Principal`].
+//! Who is calling and what they may do: the caller authenticated from a request (security key or
+//! JWT, [`authenticate`]) as a [`Principal`], and Agno's scopes ([`scopes`]). The layer that
+//! applies it to every route, by the route's declared access, is [`crate::routes::guard`].
 
 pub mod jwt;
 pub mod scopes;
 
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::extract::Request;
 
 use crate::config::{AuthMode, AuthSection};
 use crate::error::ApiError;
-use crate::routes::{Access, find_route};
-use crate::state::AppState;
 use jwt::Verifier;
 
 /// How requests are authenticated, built from `[auth]`.
@@ -143,7 +137,8 @@ impl Principal {
         Self { isolated: !admin, subject: owner, scopes, admin, admin_scope: auth.admin_scope.as_str().into() }
     }
 
-    fn admin(admin_scope: &str) -> Self {
+    /// The caller of a public route: no subject, every right.
+    pub fn admin(admin_scope: &str) -> Self {
         Self { subject: None, scopes: Vec::new(), admin: true, isolated: false, admin_scope: admin_scope.into() }
     }
 
@@ -175,7 +170,12 @@ fn same_key(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn authenticate(auth: &AuthSettings, req: &Request) -> Result<Principal, ApiError> {
+/// The caller of `req`, by the `Authorization` header as `[auth]` says: everyone is admin when
+/// auth is open; otherwise 401 without valid credentials.
+///
+/// # Errors
+/// 401 (`ApiError`) for a missing, malformed, expired or wrongly signed credential.
+pub fn authenticate(auth: &AuthSettings, req: &Request) -> Result<Principal, ApiError> {
     let admin_scope = auth.admin_scope.as_str();
     match &auth.authenticator {
         Authenticator::Open => Ok(Principal::admin(admin_scope)),
@@ -211,54 +211,4 @@ fn authenticate(auth: &AuthSettings, req: &Request) -> Result<Principal, ApiErro
             })
         }
     }
-}
-
-/// The one authorisation layer: every routed request passes here. A route missing from the
-/// route table is refused (500) rather than served unchecked.
-pub async fn authorize(
-    State(state): State<AppState>,
-    matched: Option<MatchedPath>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let Some(path) = matched.map(|m| m.as_str().to_owned()) else {
-        return ApiError::not_found("Not Found").into_response();
-    };
-    let Some(route) = find_route(req.method(), &path) else {
-        if crate::routes::ROUTES.iter().any(|r| r.path == path) {
-            return ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed").into_response();
-        }
-        return ApiError::internal(format!("route {} {path} has no access rule", req.method())).into_response();
-    };
-    let auth = &state.auth;
-    if let Some(internal) = req.extensions().get::<InternalCaller>().cloned() {
-        req.extensions_mut().insert(Principal::internal(internal.owner, auth));
-        return next.run(req).await;
-    }
-    if let Err(e) = crate::input::check_origin(req.method(), req.headers(), &state.origins) {
-        return e.into_response();
-    }
-    let principal = match route.access {
-        Access::Public => Principal::admin(&auth.admin_scope),
-        Access::Scope(required) => {
-            let principal = match authenticate(auth, &req) {
-                Ok(p) => p,
-                Err(e) => return e.into_response(),
-            };
-            let target = scopes::target_of(req.uri().path());
-            if !principal.admin && !scopes::has_required(&principal.scopes, &[required], target, &auth.admin_scope) {
-                return ApiError::forbidden(format!("Insufficient permissions: {required} is required"))
-                    .into_response();
-            }
-            principal
-        }
-    };
-    req.extensions_mut().insert(principal);
-    if matches!(route.body, crate::routes::RequestBody::Json(_) | crate::routes::RequestBody::OptionalJson(_)) {
-        req = match crate::input::check_json_body(req, &state.limits).await {
-            Ok(req) => req,
-            Err(e) => return e.into_response(),
-        };
-    }
-    next.run(req).await
 }

@@ -494,7 +494,7 @@ pub async fn search(
     let search_type = req
         .search_type
         .as_deref()
-        .map(crate::knowledge_config::parse_search_type)
+        .map(crate::build::knowledge::parse_search_type)
         .transpose()
         .map_err(|e| ApiError::unprocessable(e).at("body", "search_type"))?;
     let filter = req

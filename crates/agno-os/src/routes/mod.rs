@@ -11,6 +11,7 @@ pub mod core;
 pub mod databases;
 pub mod docs;
 pub mod evals;
+pub mod guard;
 pub mod knowledge;
 pub mod memories;
 pub mod metrics;

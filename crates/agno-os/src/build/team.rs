@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agno_core::Db;
 use agno_runtime::team::{Member, Team, TeamMode};
 
-use crate::app::StartError;
+use crate::build::StartError;
 use crate::config::TeamSpec;
 use crate::state::ServedAgent;
 
@@ -46,7 +46,7 @@ fn build(
         "tasks" => TeamMode::Tasks,
         other => return Err(fail(format!("mode {other:?} is not one of coordinate, route, broadcast, tasks"))),
     };
-    let (config, _) = crate::app::model_config(&spec.model).map_err(|e| fail(format!("model: {e}")))?;
+    let (config, _) = crate::build::model_config(&spec.model).map_err(|e| fail(format!("model: {e}")))?;
     let model = agno_models::build_model(&config).map_err(|e| fail(format!("model: {e}")))?;
     let mut builder = Team::builder().id(spec.id.clone()).mode(mode).model(model);
     if let Some(name) = &spec.name {

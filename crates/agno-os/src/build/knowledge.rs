@@ -9,7 +9,7 @@ use agno_knowledge::{
     VectorDb,
 };
 
-use crate::app::StartError;
+use crate::build::StartError;
 use crate::config::KnowledgeSpec;
 
 fn fail(id: &str, why: impl std::fmt::Display) -> StartError {

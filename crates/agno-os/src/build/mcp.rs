@@ -381,7 +381,7 @@ async fn connect(
 ///
 /// # Errors
 /// The agent and the reason, for a bad table or a server that cannot be used (unless optional).
-pub async fn connect_all(config: &OsConfig) -> Result<McpToolkits, crate::app::StartError> {
+pub async fn connect_all(config: &OsConfig) -> Result<McpToolkits, crate::build::StartError> {
     let mut kits = McpToolkits::default();
     for agent in &config.agents {
         for tool in &agent.tools {
@@ -389,7 +389,7 @@ pub async fn connect_all(config: &OsConfig) -> Result<McpToolkits, crate::app::S
             if !is_mcp_table(table) || kits.0.contains_key(&key(table)) {
                 continue;
             }
-            let fail = |message: String| crate::app::StartError::Agent { id: agent.id.clone(), message };
+            let fail = |message: String| crate::build::StartError::Agent { id: agent.id.clone(), message };
             let (server, optional, connected) = connect(table).await.map_err(fail)?;
             let kit = match connected {
                 Ok(kit) => Some(kit),

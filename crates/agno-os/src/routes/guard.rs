@@ -1,0 +1,64 @@
+//! The one authorisation layer ([`authorize`]): every routed request passes here. It finds the
+//! route's declared access in [`super::ROUTES`], refuses state-changing requests from browser
+//! origins the OS does not allow, authenticates the caller ([`crate::auth`]), checks the scopes,
+//! checks a JSON body as the route declares it ([`crate::input`]), and hands the handler a
+//! [`Principal`].
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{Access, ROUTES, RequestBody, find_route};
+use crate::auth::{InternalCaller, Principal, authenticate, scopes};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The one authorisation layer: every routed request passes here. A route missing from the
+/// route table is refused (500) rather than served unchecked.
+pub async fn authorize(
+    State(state): State<AppState>,
+    matched: Option<MatchedPath>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let Some(path) = matched.map(|m| m.as_str().to_owned()) else {
+        return ApiError::not_found("Not Found").into_response();
+    };
+    let Some(route) = find_route(req.method(), &path) else {
+        if ROUTES.iter().any(|r| r.path == path) {
+            return ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed").into_response();
+        }
+        return ApiError::internal(format!("route {} {path} has no access rule", req.method())).into_response();
+    };
+    let auth = &state.auth;
+    if let Some(internal) = req.extensions().get::<InternalCaller>().cloned() {
+        req.extensions_mut().insert(Principal::internal(internal.owner, auth));
+        return next.run(req).await;
+    }
+    if let Err(e) = crate::input::check_origin(req.method(), req.headers(), &state.origins) {
+        return e.into_response();
+    }
+    let principal = match route.access {
+        Access::Public => Principal::admin(&auth.admin_scope),
+        Access::Scope(required) => {
+            let principal = match authenticate(auth, &req) {
+                Ok(p) => p,
+                Err(e) => return e.into_response(),
+            };
+            let target = scopes::target_of(req.uri().path());
+            if !principal.admin && !scopes::has_required(&principal.scopes, &[required], target, &auth.admin_scope) {
+                return ApiError::forbidden(format!("Insufficient permissions: {required} is required"))
+                    .into_response();
+            }
+            principal
+        }
+    };
+    req.extensions_mut().insert(principal);
+    if matches!(route.body, RequestBody::Json(_) | RequestBody::OptionalJson(_)) {
+        req = match crate::input::check_json_body(req, &state.limits).await {
+            Ok(req) => req,
+            Err(e) => return e.into_response(),
+        };
+    }
+    next.run(req).await
+}
