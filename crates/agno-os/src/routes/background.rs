@@ -120,6 +120,9 @@ pub(crate) async fn requeue_paused(
     stream: bool,
 ) -> ApiResult<Response> {
     let run_id = run.id().to_owned();
+    // Where the tail starts, read before the continuation is queued: a worker may claim it and
+    // log (even finish) it before this request reads on.
+    let after = if stream { queue.store.last_event_index(&run_id).await?.unwrap_or(-1) } else { -1 };
     match queue.store.continue_job(&run_id, continuation, agno_core::now_epoch_secs()).await? {
         agno_core::Continued::Queued(job) => {
             run.status = RunStatus::Pending;
@@ -135,7 +138,6 @@ pub(crate) async fn requeue_paused(
         }
     }
     if stream {
-        let after = queue.store.last_event_index(&run_id).await?.unwrap_or(-1);
         return super::resume::tail_response(state, queue, run_id, after);
     }
     let session_id = run.session_id.clone();
