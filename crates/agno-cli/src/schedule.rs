@@ -89,7 +89,11 @@ pub(crate) async fn schedule(args: ScheduleArgs) -> Result<()> {
             let id = resolve(&os, &schedule, user).await?;
             // The fired run is a background run: this process works the queue until it ends.
             let stop = CancellationToken::new();
-            let workers = os.state.queue.clone().map(|q| agno_os::queue::start(os.state.clone(), q, stop.clone()));
+            let workers = os
+                .state
+                .queue
+                .clone()
+                .map(|q| agno_os::queue::start(std::sync::Arc::new(os.state.clone()), q, stop.clone()));
             let run = call(&executor, Method::POST, &format!("/schedules/{id}/trigger"), None, user).await;
             stop.cancel();
             if let Some(w) = workers {

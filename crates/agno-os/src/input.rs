@@ -216,7 +216,7 @@ pub fn read_error(e: &axum::Error) -> ApiError {
         if err.is::<http_body_util::LengthLimitError>() {
             return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "the request body is larger than [os] max_body_bytes");
         }
-        if let Some(slow) = err.downcast_ref::<crate::serve::BodyTooSlow>() {
+        if let Some(slow) = err.downcast_ref::<crate::serve::body::BodyTooSlow>() {
             return ApiError::new(StatusCode::REQUEST_TIMEOUT, slow.to_string());
         }
         source = err.source();

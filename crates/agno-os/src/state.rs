@@ -53,11 +53,11 @@ pub struct AppState {
     /// The durable queue of background runs, when the database has one.
     pub queue: Option<crate::queue::Queue>,
     /// `[mcp_server]` settings.
-    pub mcp_server: Arc<crate::mcp_server::McpServerSettings>,
+    pub mcp_server: Arc<crate::config::McpServerSettings>,
     /// The MCP endpoint's service, when `[mcp_server] enabled`.
     pub mcp: Option<crate::mcp_server::McpService>,
     /// `[scheduler]` settings (`/schedules/{id}/trigger` executes with them).
-    pub scheduler: Arc<crate::scheduler::SchedulerSettings>,
+    pub scheduler: Arc<crate::config::SchedulerSettings>,
     /// What a request may carry (`[os]` limits).
     pub limits: crate::input::Limits,
     /// Which browser origins may call the OS (CORS, and state-changing requests).
@@ -107,5 +107,23 @@ impl AppState {
         self.db.as_ref().ok_or_else(|| {
             crate::error::ApiError::bad_request("this AgentOS has no database; configure [db] url in agentos.toml")
         })
+    }
+}
+
+impl crate::queue::Served for AppState {
+    fn database(&self) -> Option<&Arc<dyn Db>> {
+        self.db.as_ref()
+    }
+    fn agent_of(&self, id: &str) -> Option<&Agent> {
+        self.agent(id).map(|served| &served.agent)
+    }
+    fn team_of(&self, id: &str) -> Option<&agno_runtime::team::Team> {
+        self.team(id)
+    }
+    fn workflow_of(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow> {
+        self.workflow(id)
+    }
+    fn knowledge_of(&self, name: &str) -> Option<&Arc<agno_knowledge::Knowledge>> {
+        self.knowledge.iter().find(|k| k.name() == name)
     }
 }

@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::Queue;
+use super::Served;
 use super::worker::backoff;
-use crate::state::AppState;
 
 /// The version of [`IngestSpec`] this build writes (and the only one it reads).
 pub const INGEST_SPEC_VERSION: u32 = 1;
@@ -174,11 +174,9 @@ impl IngestSpec {
     ///
     /// # Errors
     /// A base not served here, or a chunker it refuses.
-    pub fn knowledge(&self, state: &AppState) -> Result<Arc<Knowledge>, String> {
+    pub fn knowledge(&self, state: &dyn Served) -> Result<Arc<Knowledge>, String> {
         let k = state
-            .knowledge
-            .iter()
-            .find(|k| k.name() == self.knowledge_id)
+            .knowledge_of(&self.knowledge_id)
             .ok_or_else(|| format!("knowledge base {} is not served here", self.knowledge_id))?;
         Ok(match &self.chunking {
             None => Arc::clone(k),
@@ -190,14 +188,14 @@ impl IngestSpec {
 /// One attempt at an ingestion job: the content is read, chunked, embedded and stored, and its row
 /// ends `completed` or `failed`. A deleted content stops the attempt (its chunks are removed); a
 /// lost lease (`lost`) or the queue's `timeout_seconds` stops it too.
-pub(super) async fn attempt(state: &AppState, queue: &Queue, job: &Job, lost: &CancellationToken) -> JobOutcome {
+pub(super) async fn attempt(state: &dyn Served, queue: &Queue, job: &Job, lost: &CancellationToken) -> JobOutcome {
     let failed = |reason: String| JobOutcome::Settled(JobStatus::Failed, Some(reason));
     let prepared = IngestSpec::from_job(job).and_then(|spec| Ok((spec.knowledge(state)?, spec.content()?, spec)));
     let (k, content, spec) = match prepared {
         Ok(p) => p,
         Err(reason) => {
             tracing::error!(job = %job.id, %reason, "unreadable ingestion job");
-            if let Some(db) = &state.db {
+            if let Some(db) = state.database() {
                 end_content(db.as_ref(), &job.session_id, &reason).await;
             }
             return failed(reason);

@@ -29,7 +29,6 @@ use agno_runtime::{Agent, RunSpec};
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::state::AppState;
 use signals::listen;
 use sweeper::{end_swept_runs, reconcile_runs};
 use worker::execute;
@@ -158,18 +157,34 @@ impl std::fmt::Debug for Queue {
 pub const CANCELLED_LOST_WORKER: &str = "the run was cancelled and the replica running it stopped before recording \
      its end";
 
+/// What this replica serves, as the queue needs it: the components a job names, the knowledge
+/// bases uploads go into, and the database. The OS's state is one ([`crate::state::AppState`]);
+/// the queue knows nothing else of it.
+pub trait Served: Send + Sync + 'static {
+    /// The database, if the OS has one.
+    fn database(&self) -> Option<&Arc<dyn agno_core::Db>>;
+    /// The agent `id`, served here.
+    fn agent_of(&self, id: &str) -> Option<&Agent>;
+    /// The team `id`, served here.
+    fn team_of(&self, id: &str) -> Option<&agno_runtime::team::Team>;
+    /// The workflow `id`, served here.
+    fn workflow_of(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow>;
+    /// The knowledge base `name`, served here.
+    fn knowledge_of(&self, name: &str) -> Option<&Arc<agno_knowledge::Knowledge>>;
+}
+
 /// The error written on a run whose worker died with no attempt left.
 pub const LOST_WORKER: &str = "the replica running this background run stopped before it finished (its lease \
      expired) and no attempt is left; requeue it if it should run again";
 
 /// The `PENDING` record of `spec`'s run, in the shape its component stores it; `None` when the
 /// component is not served here.
-pub fn pending_record(state: &AppState, spec: &RunSpec) -> Option<RunOutput> {
+pub fn pending_record(state: &dyn Served, spec: &RunSpec) -> Option<RunOutput> {
     let id = spec.component_id.as_str();
     match spec.kind {
-        ComponentKind::Agent => state.agent(id).map(|a| a.agent.pending_run(&spec.request())),
-        ComponentKind::Team => state.team(id).map(|t| t.pending_run(&spec.request())),
-        ComponentKind::Workflow => state.workflow(id).map(|w| w.pending_run(&spec.workflow_request())),
+        ComponentKind::Agent => state.agent_of(id).map(|a| a.pending_run(&spec.request())),
+        ComponentKind::Team => state.team_of(id).map(|t| t.pending_run(&spec.request())),
+        ComponentKind::Workflow => state.workflow_of(id).map(|w| w.pending_run(&spec.workflow_request())),
     }
 }
 
@@ -179,7 +194,7 @@ pub fn pending_record(state: &AppState, spec: &RunSpec) -> Option<RunOutput> {
 /// # Errors
 /// The storage error; a payload that is not a run, or a component not served here (kind
 /// `Other`, with the reason).
-pub async fn store_pending(state: &AppState, job: &Job) -> Result<bool, agno_core::DbError> {
+pub async fn store_pending(state: &dyn Served, job: &Job) -> Result<bool, agno_core::DbError> {
     let invalid = |reason: String| agno_core::DbError::new(agno_core::DbErrorKind::Other, reason);
     let spec = RunSpec::from_job(job).map_err(|e| invalid(e.to_string()))?;
     store_pending_spec(state, job, &spec)
@@ -189,13 +204,13 @@ pub async fn store_pending(state: &AppState, job: &Job) -> Result<bool, agno_cor
 
 /// [`store_pending`] of `spec`, the job's own; `None` when its component is not served here.
 pub(crate) async fn store_pending_spec(
-    state: &AppState,
+    state: &dyn Served,
     job: &Job,
     spec: &RunSpec,
 ) -> Result<Option<bool>, agno_core::DbError> {
     let Some(mut run) = pending_record(state, spec) else { return Ok(None) };
     run.created_at = job.created_at;
-    let db = state.db.as_ref().ok_or_else(|| agno_core::DbError::new(agno_core::DbErrorKind::Other, "no database"))?;
+    let db = state.database().ok_or_else(|| agno_core::DbError::new(agno_core::DbErrorKind::Other, "no database"))?;
     let created = db.get_session(&job.session_id, None, Some(0)).await?.is_none();
     if created {
         let mut session = AgentSession::new(job.session_id.clone());
@@ -265,7 +280,7 @@ pub async fn requeue(
 
 /// Starts this replica's workers and sweeper; they stop claiming when `stop` is cancelled (in-flight runs
 /// keep going and are awaited by the caller's drain).
-pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+pub fn start(state: Arc<dyn Served>, queue: Queue, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
     listen(queue.clone(), stop.clone());
     if let Some(c) = queue.coordination.clone() {
         let q = queue.clone();
@@ -291,12 +306,12 @@ pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::t
                 match queue.store.sweep_jobs(queue.settings.lock_grace_seconds, now_epoch_secs(), LOST_WORKER).await {
                     Ok(swept) if !swept.is_empty() => {
                         tracing::warn!(jobs = swept.len(), "ended background runs whose worker was lost");
-                        end_swept_runs(&state, queue.store.as_ref(), swept).await;
+                        end_swept_runs(state.as_ref(), queue.store.as_ref(), swept).await;
                     }
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "sweep failed"),
                 }
-                reconcile_runs(&state, &queue).await;
+                reconcile_runs(state.as_ref(), &queue).await;
                 next_sweep = tokio::time::Instant::now() + sweep_every;
             }
             let permit = tokio::select! {
@@ -307,7 +322,7 @@ pub fn start(state: AppState, queue: Queue, stop: CancellationToken) -> tokio::t
             match queue.store.claim_job(&queue.worker_id, queue.settings.lock_grace_seconds, now_epoch_secs()).await {
                 Ok(Some(job)) => {
                     queue.claims.record(asked.elapsed());
-                    let (state, queue) = (state.clone(), queue.clone());
+                    let (state, queue) = (Arc::clone(&state), queue.clone());
                     queue.clone().tasks.spawn(async move {
                         execute(state, queue, job).await;
                         drop(permit);

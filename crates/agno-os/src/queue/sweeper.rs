@@ -4,12 +4,12 @@
 use agno_core::{ComponentKind, Job, JobStatus, JobStore, JobType, RunOutput, RunStatus, now_epoch_secs};
 use serde_json::Value;
 
+use super::Served;
 use super::{CANCELLED_LOST_WORKER, LOST_WORKER, Queue};
-use crate::state::AppState;
 
 /// Marks the runs of swept jobs `ERROR` with the reason.
-pub(super) async fn end_swept_runs(state: &AppState, store: &dyn JobStore, jobs: Vec<Job>) {
-    let Some(db) = &state.db else { return };
+pub(super) async fn end_swept_runs(state: &dyn Served, store: &dyn JobStore, jobs: Vec<Job>) {
+    let Some(db) = state.database() else { return };
     for job in jobs {
         if job.job_type() == Some(JobType::Ingest) {
             let reason = job.error.as_deref().filter(|e| *e != LOST_WORKER).unwrap_or(super::ingest::LOST_INGESTION);
@@ -70,8 +70,8 @@ pub(super) const RECONCILE_PAGE: usize = 200;
 /// was never acknowledged) is deleted; a `PENDING` or `RUNNING` run whose job already ended (the
 /// sweeper died before ending the run) is ended like a swept one. Runs without a job that are
 /// `RUNNING` are inline runs and are left alone.
-pub(super) async fn reconcile_runs(state: &AppState, queue: &Queue) {
-    let Some(db) = &state.db else { return };
+pub(super) async fn reconcile_runs(state: &dyn Served, queue: &Queue) {
+    let Some(db) = state.database() else { return };
     let old = now_epoch_secs() - queue.settings.lock_grace_seconds.max(1);
     let mut ended = Vec::new();
     for status in [RunStatus::Pending, RunStatus::Running] {

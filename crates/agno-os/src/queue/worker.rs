@@ -14,8 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::event_log::EventLog;
-use super::{Queue, QueueSettings};
-use crate::state::AppState;
+use super::{Queue, QueueSettings, Served};
 
 /// A worker's claim on a job as a run fence: each write of the run is stored together with a
 /// check of the claim (which also refreshes the lease), in one transaction.
@@ -148,7 +147,7 @@ pub(super) fn outcome_of(queue: &Queue, job: &Job, result: Result<RunOutput, Run
 
 /// One attempt of `work` by the component the job names, its events logged and its writes
 /// fenced by the claim. A retried or continued run numbers its events after those logged.
-pub(super) async fn attempt(state: &AppState, queue: &Queue, job: &Job, work: Work, earlier: bool) -> JobOutcome {
+pub(super) async fn attempt(state: &dyn Served, queue: &Queue, job: &Job, work: Work, earlier: bool) -> JobOutcome {
     let id = &job.component_id;
     let Some(kind) = job.kind() else {
         return JobOutcome::Settled(
@@ -159,15 +158,15 @@ pub(super) async fn attempt(state: &AppState, queue: &Queue, job: &Job, work: Wo
     let durable =
         Durable { fence: Some(fence_of(queue, job)), after_event_index: last_logged(queue, job, earlier).await };
     let outcome = match kind {
-        ComponentKind::Agent => match state.agent(id) {
-            Some(served) => Some(attempt_by(state, queue, job, &served.agent, work, durable).await),
+        ComponentKind::Agent => match state.agent_of(id) {
+            Some(agent) => Some(attempt_by(state, queue, job, agent, work, durable).await),
             None => None,
         },
-        ComponentKind::Team => match state.team(id) {
+        ComponentKind::Team => match state.team_of(id) {
             Some(team) => Some(attempt_by(state, queue, job, team, work, durable).await),
             None => None,
         },
-        ComponentKind::Workflow => match state.workflow(id) {
+        ComponentKind::Workflow => match state.workflow_of(id) {
             Some(wf) => Some(attempt_by(state, queue, job, wf, work, durable).await),
             None => None,
         },
@@ -179,7 +178,7 @@ pub(super) async fn attempt(state: &AppState, queue: &Queue, job: &Job, work: Wo
 /// back to `PENDING` when it queued the answers); or, for a kind that carries on what an
 /// interrupted attempt stored (a workflow's journal), that run carried on.
 async fn attempt_by<C: Component>(
-    state: &AppState,
+    state: &dyn Served,
     queue: &Queue,
     job: &Job,
     component: &C,
@@ -190,7 +189,7 @@ async fn attempt_by<C: Component>(
         Work::Continue(_) => true,
         Work::Run(_) => C::CARRIES_ON_INTERRUPTED && job.attempt > 1,
     };
-    let stored = match &state.db {
+    let stored = match state.database() {
         Some(db) if reads_stored => db.get_run(&job.id, job.user_id.as_deref()).await.ok().flatten(),
         _ => None,
     };
@@ -218,8 +217,8 @@ async fn drive<E: StreamEvent>(queue: &Queue, job: &Job, mut stream: EventStream
 }
 
 /// Ends the run of a job whose payload cannot be read: `ERROR`, with the reason as its content.
-pub(super) async fn end_unreadable(state: &AppState, job: &Job, reason: &str) {
-    let Some(db) = &state.db else { return };
+pub(super) async fn end_unreadable(state: &dyn Served, job: &Job, reason: &str) {
+    let Some(db) = state.database() else { return };
     let mut run = match db.get_run(&job.id, None).await {
         Ok(Some(run)) => run,
         Ok(None) => {
@@ -240,13 +239,13 @@ pub(super) async fn end_unreadable(state: &AppState, job: &Job, reason: &str) {
 
 /// One attempt at a run job: the run it asks for, or (an earlier attempt stored the run
 /// `COMPLETED` and died before recording the job's outcome) the job settled without running again.
-async fn run_attempt(state: &AppState, queue: &Queue, job: &Job) -> JobOutcome {
+async fn run_attempt(state: &dyn Served, queue: &Queue, job: &Job) -> JobOutcome {
     // A later attempt (a retry, a requeue or a continue) may follow one that got somewhere; a
     // first attempt has no earlier record, so it reads nothing here.
     let earlier = job.attempt > 1;
     // An earlier attempt stored the run COMPLETED and died before recording the job's outcome:
     // the run is not executed again, the job is settled.
-    let done_before = match &state.db {
+    let done_before = match state.database() {
         Some(db) if earlier => {
             db.get_run(&job.id, None).await.ok().flatten().is_some_and(|r| r.status == RunStatus::Completed)
         }
@@ -267,7 +266,7 @@ async fn run_attempt(state: &AppState, queue: &Queue, job: &Job) -> JobOutcome {
 }
 
 /// Runs one claimed job to the end of its attempt, logging its events.
-pub(super) async fn execute(state: AppState, queue: Queue, job: Job) {
+pub(super) async fn execute(state: Arc<dyn Served>, queue: Queue, job: Job) {
     let grace = queue.settings.lock_grace_seconds.max(3);
     let beat = Duration::from_secs(u64::try_from(grace / 3).unwrap_or(1).max(1));
     // Cancelled when the lease is lost: a run is cancelled by its id, an ingestion by this.
@@ -292,12 +291,12 @@ pub(super) async fn execute(state: AppState, queue: Queue, job: Job) {
         })
     };
     let outcome = match job.job_type() {
-        Some(JobType::Run) => run_attempt(&state, &queue, &job).await,
-        Some(JobType::Ingest) => super::ingest::attempt(&state, &queue, &job, &lost).await,
+        Some(JobType::Run) => run_attempt(state.as_ref(), &queue, &job).await,
+        Some(JobType::Ingest) => super::ingest::attempt(state.as_ref(), &queue, &job, &lost).await,
         None => {
             let reason = format!("unknown job type `{}`", job.job_type);
             tracing::error!(job = %job.id, %reason, "unreadable job");
-            end_unreadable(&state, &job, &reason).await;
+            end_unreadable(state.as_ref(), &job, &reason).await;
             JobOutcome::Settled(JobStatus::Failed, Some(reason))
         }
     };

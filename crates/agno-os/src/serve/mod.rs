@@ -13,7 +13,7 @@
 //!    written get the rest of the grace, and [`serve`] returns — at the deadline at the latest,
 //!    whatever a client holds open.
 
-mod body;
+pub(crate) mod body;
 mod connections;
 
 use std::net::SocketAddr;
@@ -153,7 +153,11 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let addr = listener.local_addr().map_err(|source| ServeError::Io { addr: ([0, 0, 0, 0], 0).into(), source })?;
     let stop_claiming = CancellationToken::new();
-    let workers = os.state.queue.clone().map(|q| crate::queue::start(os.state.clone(), q, stop_claiming.clone()));
+    let workers = os
+        .state
+        .queue
+        .clone()
+        .map(|q| crate::queue::start(std::sync::Arc::new(os.state.clone()), q, stop_claiming.clone()));
     let scheduler = (os.state.scheduler.enabled && os.state.db.is_some())
         .then(|| crate::scheduler::start(os.state.clone(), (*os.state.scheduler).clone(), stop_claiming.clone()));
     let settings = os.http;
