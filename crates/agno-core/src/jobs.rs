@@ -195,13 +195,15 @@ impl Job {
         JobType::parse(&self.job_type)
     }
 
-    /// A queued ingestion of content `content_id` into knowledge base `knowledge_id` (a fresh job
-    /// id; the content's id as its session, so ingestions of one content run one at a time).
+    /// A queued ingestion of content `content_id` into knowledge base `knowledge_id`: the
+    /// content's id is the job's id (a content's ingestion is found from the content) and its
+    /// session (ingestions of one content run one at a time).
     pub fn ingest(knowledge_id: impl Into<String>, content_id: impl Into<String>, payload: Value) -> Self {
+        let content_id: String = content_id.into();
         Self {
             component_type: "knowledge".to_owned(),
             job_type: JobType::Ingest.as_str().to_owned(),
-            ..Self::agent_run(crate::new_id(), knowledge_id, content_id, payload)
+            ..Self::agent_run(content_id.clone(), knowledge_id, content_id, payload)
         }
     }
 

@@ -126,4 +126,7 @@ impl crate::queue::Served for AppState {
     fn knowledge_of(&self, name: &str) -> Option<&Arc<agno_knowledge::Knowledge>> {
         self.knowledge.iter().find(|k| k.name() == name)
     }
+    fn knowledge_names(&self) -> Vec<String> {
+        self.knowledge.iter().map(|k| k.name().to_owned()).collect()
+    }
 }

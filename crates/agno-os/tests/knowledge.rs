@@ -381,3 +381,50 @@ async fn bad_uploads_fail_with_a_reason_or_are_refused_and_lose_nothing() {
     assert_eq!(cfg.status, 200);
     assert_eq!(cfg.body["vector_dbs"][0]["search_types"], json!(["vector", "keyword", "hybrid"]));
 }
+
+/// A replica that died between committing an upload's `processing` row and its ingestion job
+/// leaves a content no worker will ever take: the queue's repairs fail it with the reason once it
+/// is older than the lease grace, and leave alone the contents whose ingestion is queued.
+#[tokio::test]
+async fn an_upload_whose_job_was_never_committed_ends_failed_with_the_reason() {
+    let os = TestOs::start(config(
+        r#"
+[db]
+url = "memory://"
+[queue]
+poll_interval_ms = 50
+lock_grace_seconds = 2
+[[knowledge]]
+id = "docs"
+embedder = "hash:64"
+"#,
+    ))
+    .await;
+    let db = os.os.state.db.clone().unwrap();
+    // The row an upload commits first, without the job that would have followed it.
+    let orphan: agno_core::KnowledgeRow = serde_json::from_value(json!({
+        "id": "orphan-upload", "name": "orphan.md", "description": "", "linked_to": "docs", "status": "processing",
+    }))
+    .unwrap();
+    db.upsert_knowledge_content(&orphan).await.unwrap();
+    // An upload made the whole way ends completed, as ever.
+    let r = os.post_file("/knowledge/content", &[], ("kept.md", b"# Kept\nbody".to_vec()), None).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let kept = r.body["id"].as_str().unwrap().to_owned();
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ended = loop {
+        let r = os.get("/knowledge/content/orphan-upload/status", None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        if r.body["status"] != "processing" {
+            break r.body;
+        }
+        assert!(Instant::now() < deadline, "the orphaned upload is still processing: {}", r.body);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(ended["status"], "failed", "{ended}");
+    let why = ended["status_message"].as_str().unwrap();
+    assert!(why.contains("never queued") && why.contains("upload it again"), "{why}");
+    let r = os.get(&format!("/knowledge/content/{kept}/status"), None).await;
+    assert_eq!(r.body["status"], "completed", "{}", r.body);
+}

@@ -30,7 +30,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use signals::listen;
-use sweeper::{end_swept_runs, reconcile_runs};
+use sweeper::{end_swept_runs, reconcile_contents, reconcile_runs};
 use worker::execute;
 
 /// The queue of a running OS: its store, settings, and the signal that wakes local workers.
@@ -171,6 +171,8 @@ pub trait Served: Send + Sync + 'static {
     fn workflow_of(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow>;
     /// The knowledge base `name`, served here.
     fn knowledge_of(&self, name: &str) -> Option<&Arc<agno_knowledge::Knowledge>>;
+    /// The names of the knowledge bases served here.
+    fn knowledge_names(&self) -> Vec<String>;
 }
 
 /// The error written on a run whose worker died with no attempt left.
@@ -312,6 +314,7 @@ pub fn start(state: Arc<dyn Served>, queue: Queue, stop: CancellationToken) -> t
                     Err(e) => tracing::warn!(error = %e, "sweep failed"),
                 }
                 reconcile_runs(state.as_ref(), &queue).await;
+                reconcile_contents(state.as_ref(), &queue).await;
                 next_sweep = tokio::time::Instant::now() + sweep_every;
             }
             let permit = tokio::select! {

@@ -112,3 +112,47 @@ pub(super) async fn reconcile_runs(state: &dyn Served, queue: &Queue) {
         end_swept_runs(state, queue.store.as_ref(), ended).await;
     }
 }
+
+/// Why an uploaded content whose ingestion job was never committed is failed.
+pub(super) const NEVER_INGESTED: &str = "its ingestion was never queued (the server stopped while accepting the \
+     upload); upload it again";
+
+/// Fails the contents left `processing` without an ingestion job: the replica that accepted the
+/// upload died between committing the content's row and its job (the upload was never
+/// acknowledged). Scans each knowledge base's most recently updated contents, older than the
+/// lease grace (an upload in flight commits its job within that time).
+pub(super) async fn reconcile_contents(state: &dyn Served, queue: &Queue) {
+    let Some(db) = state.database() else { return };
+    let old = now_epoch_secs() - queue.settings.lock_grace_seconds.max(1);
+    for knowledge in state.knowledge_names() {
+        let query = agno_core::KnowledgeQuery {
+            linked_to: Some(knowledge),
+            limit: Some(RECONCILE_PAGE),
+            sort_by: agno_core::KnowledgeSort::UpdatedAt,
+            sort_order: agno_core::SortOrder::Desc,
+            ..agno_core::KnowledgeQuery::default()
+        };
+        let rows = match db.get_knowledge_contents(&query).await {
+            Ok((rows, _)) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot scan contents for repairs");
+                return;
+            }
+        };
+        let stale = rows.into_iter().filter(|row| {
+            row.status.as_deref() == Some(agno_knowledge::status::PROCESSING)
+                && row.updated_at.or(row.created_at).is_some_and(|t| t <= old)
+        });
+        for row in stale {
+            let Some(id) = row.id else { continue };
+            match queue.store.get_job(&id, None).await {
+                Ok(None) => {
+                    tracing::warn!(content = %id, reason = NEVER_INGESTED, "failing an orphaned upload");
+                    super::ingest::end_content(db.as_ref(), &id, NEVER_INGESTED).await;
+                }
+                Ok(Some(_)) => {}
+                Err(e) => tracing::warn!(content = %id, error = %e, "cannot read the job of a content"),
+            }
+        }
+    }
+}
