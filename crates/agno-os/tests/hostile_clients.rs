@@ -202,14 +202,22 @@ async fn health_from(os: &TestOs, from: &str, within: Duration) -> Result<reqwes
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_cap_idle_connections_give_way_and_working_ones_do_not() {
+    if !agno_testkit::services::program("the listen backlog check", "ss") {
+        return;
+    }
     let (os, _provider) = with_slow_agent("max_connections = 2\nlisten_backlog = 1500", Duration::from_secs(2)).await;
     let port = addr(&os).rsplit(':').next().unwrap().to_owned();
-    // The listening socket's backlog (`ss` shows it as Send-Q).
+    // The listening socket's backlog (`ss` shows it as Send-Q), which the kernel caps at
+    // `net.core.somaxconn`.
+    let somaxconn: u32 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(u32::MAX);
     let ss = std::process::Command::new("ss").args(["-ltnH", &format!("sport = :{port}")]).output().unwrap();
     let line = String::from_utf8_lossy(&ss.stdout).into_owned();
     let send_q: u32 =
         line.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("ss: {line}"));
-    assert_eq!(send_q, 1500, "{line}");
+    assert_eq!(send_q, 1500.min(somaxconn), "{line} (somaxconn {somaxconn})");
 
     // Two connections that never send a request hold both slots; a third client is served at
     // once, and the connection waiting longest is the one closed for it.

@@ -357,6 +357,10 @@ async fn per_agent_scopes_limit_runs_and_listings() {
 
 #[tokio::test]
 async fn rsa_ec_and_jwks_keys_verify_and_algorithm_confusion_is_refused() {
+    // The keys are made for this run (no private key is committed).
+    if !agno_testkit::services::program("the RSA and EC key checks", "openssl") {
+        return;
+    }
     let rsa_public = fixture("rsa_public.pem");
     let ec_public = fixture("ec_public.pem");
     let cfg = format!(

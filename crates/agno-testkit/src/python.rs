@@ -1,26 +1,53 @@
 //! Finding the Python with Agno 3.1 that interop tests drive.
 
+use std::sync::OnceLock;
+
+/// The modules every interop test imports; a venv that lacks one (a `pip install` cut short) is
+/// not one the tests can use.
+const NEEDED: &str = "agno, fastapi, uvicorn, sqlalchemy, psycopg, pymysql, redis";
+
 /// The Python interpreter with `agno==3.1.*` (and fastapi, sqlalchemy, psycopg, pymysql, redis) for
 /// interop tests: `AGNO_PYTHON`, else the venv `.ci/run` creates (`$HOME/.cache/agno-py-3.1`).
 ///
-/// Without one, the caller's check cannot run: under `CI=true` this panics (a check that cannot
-/// run must not pass); elsewhere it prints that `what` is skipped and returns `None`.
+/// Without one, or with one that cannot import what the tests need (a half-built venv), the
+/// caller's check cannot run: under `CI=true` this panics (a check that cannot run must not
+/// pass); elsewhere it prints that `what` is skipped, with the reason, and returns `None`.
 ///
 /// # Panics
-/// When no Python is found and `CI` is `true`.
+/// When no usable Python is found and `CI` is `true`.
 pub fn agno_python(what: &str) -> Option<String> {
+    static FOUND: OnceLock<Result<String, String>> = OnceLock::new();
+    match FOUND.get_or_init(find) {
+        Ok(python) => Some(python.clone()),
+        Err(needs) => {
+            crate::services::skip(what, needs);
+            None
+        }
+    }
+}
+
+/// The interpreter, or what is missing.
+fn find() -> Result<String, String> {
     let from_env = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty());
     let venv = std::env::var("HOME")
         .ok()
         .map(|home| std::path::Path::new(&home).join(".cache/agno-py-3.1/bin/python"))
         .filter(|p| p.exists())
         .map(|p| p.to_string_lossy().into_owned());
-    let found = from_env.or(venv);
-    if found.is_none() {
-        crate::services::skip(
-            what,
-            "a Python with Agno 3.1 (AGNO_PYTHON, or $HOME/.cache/agno-py-3.1, which scripts/test --all creates)",
-        );
+    let python = from_env.or(venv).ok_or_else(|| {
+        "a Python with Agno 3.1 (AGNO_PYTHON, or $HOME/.cache/agno-py-3.1, which scripts/test --all creates)".to_owned()
+    })?;
+    let check = std::process::Command::new(&python).args(["-c", &format!("import {NEEDED}")]).output();
+    match check {
+        Ok(out) if out.status.success() => Ok(python),
+        Ok(out) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr.lines().last().unwrap_or("").trim().to_owned();
+            Err(format!(
+                "a Python that imports {NEEDED}; {python} cannot ({last}): a half-built venv? delete it and run \
+                 scripts/test --all"
+            ))
+        }
+        Err(e) => Err(format!("a Python with Agno 3.1 that runs; {python} does not start ({e})")),
     }
-    found
 }
