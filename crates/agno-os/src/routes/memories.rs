@@ -338,7 +338,8 @@ pub async fn optimize_memories(
     let req: OptimizeMemoriesRequest = json_body(&body)?;
     let user_id = principal
         .user_scope(Some(req.user_id))
-        .filter(|u| !u.trim().is_empty())
+        // As Agno: any user id but none (the document's `minLength` refuses an empty one).
+        .filter(|u| !u.is_empty())
         .ok_or_else(|| ApiError::bad_request("User ID is required"))?;
     // Without a model named, the first agent's (as an eval's judge): a model this OS is set up
     // for, rather than one it may have no key for.

@@ -140,7 +140,7 @@ fn wrap_ranges(expr: &str) -> String {
                             (None, _) => item.to_owned(),
                         };
                     };
-                    let every = step.and_then(|s| s.parse::<u32>().ok());
+                    let every = step.and_then(|s| s.parse::<u32>().ok()).filter(|s| *s > 0);
                     // One range with its step, or its first value when the step passes its end.
                     let range_of = |a: u32, b: u32| match (every, step) {
                         _ if a == b => a.to_string(),
@@ -148,8 +148,19 @@ fn wrap_ranges(expr: &str) -> String {
                         (_, Some(s)) => format!("{a}-{b}/{s}"),
                         (_, None) => format!("{a}-{b}"),
                     };
-                    match (value(from, names, first), value(to, names, first)) {
-                        (Some(a), Some(b)) if a > b && b >= min => format!("{},{}", range_of(a, max), range_of(min, b)),
+                    // Day 7 of the week is Sunday, 0.
+                    let bound =
+                        |text: &str| value(text, names, first).map(|v| if names.len() == 7 && v == 7 { 0 } else { v });
+                    match (bound(from), bound(to)) {
+                        // croniter reads a range from a value to itself as the whole field.
+                        (Some(a), Some(b)) if a == b && a >= min && a <= max => match step {
+                            Some(s) => format!("*/{s}"),
+                            None => "*".to_owned(),
+                        },
+                        (Some(a), Some(b)) if a > b && b >= min && a <= max => match every {
+                            Some(s) => wrapped_steps(a, b, s, min, max),
+                            None => format!("{},{}", range_of(a, max), range_of(min, b)),
+                        },
                         (Some(a), Some(b)) if a <= b => range_of(a, b),
                         _ => item.to_owned(),
                     }
@@ -159,6 +170,23 @@ fn wrap_ranges(expr: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The values of a range that wraps around its field's end with a step (`54-41/11` minutes), as
+/// croniter lists them: from `a` to the field's end by `step`, then from the field's start to `b`,
+/// the start pushed on by what the step had left to cover when it passed the end (`54,6,17,28,39`).
+fn wrapped_steps(a: u32, b: u32, step: u32, min: u32, max: u32) -> String {
+    let first: Vec<u32> = (a..=max).step_by(step as usize).collect();
+    let mut skip = 0;
+    if let Some(&last) = first.last() {
+        let already = max - last;
+        if (last - min) + step > max - min + 1 && already < step {
+            skip = step - already;
+        }
+    }
+    let values: Vec<String> =
+        first.into_iter().chain((min + skip..=b).step_by(step as usize)).map(|v| v.to_string()).collect();
+    values.join(",")
 }
 
 /// Checks a time zone name.
@@ -179,7 +207,12 @@ mod tests {
         assert_eq!(wrap_ranges("5-3 22-2 * * fri-mon"), "5-59,0-3 22-23,0-2 * * 5-6,0-1");
         assert_eq!(wrap_ranges("0 9 * * MON-FRI"), "0 9 * * 1-5", "names read as their numbers");
         assert_eq!(wrap_ranges("*/5 1-3/2 * nov-feb *"), "*/5 1-3/2 * 11-12,1-2 *");
-        assert_eq!(wrap_ranges("21-6/49 2-7/29 * * *"), "21,0 2 * * *", "steps past the range's end");
+        assert_eq!(wrap_ranges("21-6/49 2-7/29 * * *"), "21 2 * * *", "steps past the range's end");
+        // As croniter: a stepped range that wraps goes on where the step left the field's end,
+        // day 7 of the week is Sunday, and a range from a value to itself is the whole field.
+        assert_eq!(wrap_ranges("54-41/11 20-11/6 30-2/5 11-6/11 5-2/2"), "54,6,17,28,39 20,3,9 30 11 5,0,2");
+        assert_eq!(wrap_ranges("58-3/1 * * * 6-7"), "58,59,0,1,2,3 * * * 6,0");
+        assert_eq!(wrap_ranges("5-5 3-3/2 * * 7-2"), "* */2 * * 0-2");
         assert!(CronSchedule::parse("21-6/49 2-7/3 20-8,*/31 12,3-4,APR 4,WEd", "UTC").is_ok());
         // Found by the fuzz campaign: a range ending where its field starts, leading zeros.
         let fuzzed = "3,*/1,*,*,02,*,1,*,13,*/34,*/10,3-8 21,10-23/10 30-2/16,5,31,3 10 3-0,*/3,2-0/3";
@@ -187,6 +220,8 @@ mod tests {
         let fuzzed = "4-9/28 1,*,6,17,8,03,1,*,5-22,*/5,*,21 */30,31 2,Nov,*/10 WeD,sUN";
         assert!(CronSchedule::parse(fuzzed, "UTC").is_ok(), "{}", wrap_ranges(fuzzed));
         assert_eq!(wrap_ranges("0 03 * Nov WeD,sUN"), "0 3 * 11 3,0");
+        let fuzzed = "25-0/10,08,10,54-41/11,24,5-02,51,*/8 20-11/6,*,21 L,L,3,L APr,11-6/11 7-5,5";
+        assert!(CronSchedule::parse(fuzzed, "UTC").is_ok(), "{}", wrap_ranges(fuzzed));
         for nickname in ["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"] {
             assert!(CronSchedule::parse(nickname, "UTC").is_ok(), "{nickname}");
         }
