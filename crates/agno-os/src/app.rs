@@ -23,7 +23,7 @@ pub struct AgentOs {
     /// Largest accepted body.
     pub max_body_bytes: usize,
     /// Connection limits and timeouts, and the shutdown grace (see [`crate::serve`]).
-    pub http: crate::serve::HttpSettings,
+    pub http: crate::serve::settings::HttpSettings,
     /// Browser origins allowed to call the OS.
     pub cors: crate::cors::OriginPolicy,
 }
@@ -94,9 +94,13 @@ impl AgentOs {
         };
         let mut state = state;
         if config.mcp_server.enabled {
-            state.mcp = Some(crate::mcp_server::service(&state));
+            state.mcp = Some(crate::mcp_server::service(
+                crate::routes::loopback(&state),
+                &state.mcp_server.allowed_hosts,
+                state.stopping.child_token(),
+            ));
         }
-        let http = crate::serve::HttpSettings::from_config(&config.os);
+        let http = crate::serve::settings::HttpSettings::from_config(&config.os);
         Ok(Self { state, max_body_bytes: config.os.max_body_bytes, http, cors })
     }
 

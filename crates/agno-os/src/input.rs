@@ -1,5 +1,5 @@
 //! What a request may carry, and the checks made where input enters the OS, once for every route
-//! (the route table says which routes take JSON; forms are read by [`crate::form::Form`]):
+//! (the route table says which routes take JSON; forms are read by `form.rs`):
 //!
 //! - **Origin.** A state-changing request (`POST`, `PUT`, `PATCH`, `DELETE`) sent from a browser
 //!   page carries `Origin`; one from a page the OS does not allow (the CORS origins, or the OS's

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rmcp::handler::server::ServerHandler;
@@ -29,9 +29,8 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
-use crate::error::ApiError;
 use crate::in_process::{Loopback, path_segment};
-use crate::state::AppState;
+use tokio_util::sync::CancellationToken;
 
 pub use crate::config::McpServerSettings;
 
@@ -54,24 +53,23 @@ impl std::fmt::Debug for McpService {
     }
 }
 
-/// The service for `state` (built once per OS).
-pub(crate) fn service(state: &AppState) -> McpService {
-    let mcp = OsMcp { routes: Loopback::new(state) };
+/// The service over the OS's `routes` (built once per OS): `allowed_hosts` besides localhost, and
+/// its sessions end with `stop`.
+pub(crate) fn service(routes: Loopback, allowed_hosts: &[String], stop: CancellationToken) -> McpService {
+    let mcp = OsMcp { routes };
     let mut config = StreamableHttpServerConfig::default();
-    config.allowed_hosts.extend(state.mcp_server.allowed_hosts.iter().cloned());
-    config.cancellation_token = state.stopping.child_token();
+    config.allowed_hosts.extend(allowed_hosts.iter().cloned());
+    config.cancellation_token = stop;
     McpService(StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(LocalSessionManager::default()), config))
 }
 
-/// `/mcp` (POST, GET, DELETE): the MCP streamable HTTP endpoint.
-pub async fn mcp(State(state): State<AppState>, request: Request) -> Response {
-    let Some(service) = state.mcp.as_ref() else {
-        return ApiError::not_found("the MCP server is off: set [mcp_server] enabled = true in agentos.toml")
-            .into_response();
-    };
-    match service.0.clone().oneshot(request).await {
-        Ok(response) => response.into_response(),
-        Err(never) => match never {},
+impl McpService {
+    /// Answers one request to `/mcp`.
+    pub async fn handle(&self, request: Request) -> Response {
+        match self.0.clone().oneshot(request).await {
+            Ok(response) => response.into_response(),
+            Err(never) => match never {},
+        }
     }
 }
 

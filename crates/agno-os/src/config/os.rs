@@ -184,7 +184,7 @@ fn default_sse_buffer() -> usize {
     8 * 1024 * 1024
 }
 fn default_shutdown_grace() -> u64 {
-    crate::serve::DEFAULT_SHUTDOWN_GRACE.as_secs()
+    crate::serve::settings::DEFAULT_SHUTDOWN_GRACE.as_secs()
 }
 
 /// `[db]`.

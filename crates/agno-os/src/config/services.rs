@@ -99,6 +99,16 @@ impl Default for QueueSettings {
     }
 }
 
+impl QueueSettings {
+    /// Seconds before attempt `attempt + 1` of a job whose attempt failed in a way worth
+    /// retrying: exponential from `retry_delay_seconds`, with jitter, capped at 10x the base.
+    pub fn backoff(&self, attempt: i64) -> i64 {
+        let base = self.retry_delay_seconds.max(0);
+        let exp = base.saturating_mul(1_i64 << attempt.clamp(1, 10).saturating_sub(1)).min(base.saturating_mul(10));
+        exp + fastrand::i64(0..=(exp / 4).max(0))
+    }
+}
+
 /// `[scheduler]` settings (Agno's `AgentOS(scheduler=..., scheduler_poll_interval=...)`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

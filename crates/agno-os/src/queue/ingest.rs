@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::Queue;
 use super::Served;
-use super::worker::backoff;
 
 /// The version of [`IngestSpec`] this build writes (and the only one it reads).
 pub const INGEST_SPEC_VERSION: u32 = 1;
@@ -210,7 +209,7 @@ pub(super) async fn attempt(state: &dyn Served, queue: &Queue, job: &Job, lost: 
         Err(e) => {
             return JobOutcome::Retry {
                 error: e.to_string(),
-                available_at: now_epoch_secs() + backoff(&queue.settings, job.attempt),
+                available_at: now_epoch_secs() + queue.settings.backoff(job.attempt),
             };
         }
     };
@@ -221,7 +220,7 @@ pub(super) async fn attempt(state: &dyn Served, queue: &Queue, job: &Job, lost: 
             Ok(_) => JobOutcome::Settled(JobStatus::Completed, None),
             Err(e) => JobOutcome::Retry {
                 error: e.to_string(),
-                available_at: now_epoch_secs() + backoff(&queue.settings, job.attempt),
+                available_at: now_epoch_secs() + queue.settings.backoff(job.attempt),
             },
         },
         () = deleted(db.as_ref(), &spec.content_id) => {

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::event_log::EventLog;
-use super::{Queue, QueueSettings, Served};
+use super::{Queue, Served};
 
 /// A worker's claim on a job as a run fence: each write of the run is stored together with a
 /// check of the claim (which also refreshes the lease), in one transaction.
@@ -34,13 +34,6 @@ impl agno_runtime::RunFence for LeaseFence {
     async fn save(&self, write: agno_core::RunWrite<'_>) -> Result<bool, agno_core::DbError> {
         self.store.save_claimed_run(&self.lease, write, now_epoch_secs()).await
     }
-}
-
-/// Exponential backoff with jitter, capped at 10x the base.
-pub(super) fn backoff(settings: &QueueSettings, attempt: i64) -> i64 {
-    let base = settings.retry_delay_seconds.max(0);
-    let exp = base.saturating_mul(1_i64 << attempt.clamp(1, 10).saturating_sub(1)).min(base.saturating_mul(10));
-    exp + fastrand::i64(0..=(exp / 4).max(0))
 }
 
 /// What a job asks of its worker, read from its payload: a new run, or the continuation of a
@@ -139,7 +132,7 @@ pub(super) fn outcome_of(queue: &Queue, job: &Job, result: Result<RunOutput, Run
         },
         Err(RunError::Model { source, .. }) if source.is_retryable() => JobOutcome::Retry {
             error: source.to_string(),
-            available_at: now_epoch_secs() + backoff(&queue.settings, job.attempt),
+            available_at: now_epoch_secs() + queue.settings.backoff(job.attempt),
         },
         Err(e) => JobOutcome::Settled(JobStatus::Failed, Some(e.to_string())),
     }
@@ -314,7 +307,7 @@ pub(super) async fn execute(state: Arc<dyn Served>, queue: Queue, job: Job) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::{QueueSettings, backoff};
+    use crate::config::QueueSettings;
 
     /// The retry delay doubles per attempt from `retry_delay_seconds`, is capped at ten times it,
     /// and adds at most a quarter of jitter.
@@ -323,7 +316,7 @@ mod tests {
         let settings = QueueSettings { retry_delay_seconds: 4, ..QueueSettings::default() };
         for (attempt, expected) in [(1, 4), (2, 8), (3, 16), (4, 32), (5, 40), (9, 40)] {
             for _ in 0..200 {
-                let delay = backoff(&settings, attempt);
+                let delay = settings.backoff(attempt);
                 assert!(
                     (expected..=expected + expected / 4).contains(&delay),
                     "attempt {attempt}: {delay} outside {expected}..={}",
@@ -332,6 +325,6 @@ mod tests {
             }
         }
         let none = QueueSettings { retry_delay_seconds: 0, ..QueueSettings::default() };
-        assert_eq!(backoff(&none, 3), 0, "no delay configured, no delay");
+        assert_eq!(none.backoff(3), 0, "no delay configured, no delay");
     }
 }

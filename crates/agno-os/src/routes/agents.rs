@@ -9,9 +9,8 @@ use axum::Json;
 use axum::extract::{Extension, Path, State};
 use serde_json::{Map, Value, json};
 
-use super::core::visible_agents;
+use super::component::{self, Kind};
 use super::run_form::fields;
-use super::run_records;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -39,6 +38,15 @@ fn meaningful(entries: Vec<(&str, Value)>) -> Option<Value> {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
     (!kept.is_empty()).then_some(Value::Object(kept))
+}
+
+/// Agent summaries the caller may see.
+pub(crate) fn visible_agents<'a>(
+    state: &'a AppState,
+    principal: &Principal,
+) -> impl Iterator<Item = &'a crate::state::ServedAgent> {
+    let allowed = principal.accessible("agents", "read");
+    state.agents.iter().filter(move |a| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == a.agent.id())))
 }
 
 /// An agent as Agno's `AgentResponse.from_agent` describes it (fields that are unset left out).
@@ -148,8 +156,8 @@ fn without_nulls(v: Value) -> Value {
 fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a ServedAgent> {
     state
         .agent(id)
-        .filter(|_| run_records::may_address(principal, ComponentKind::Agent, id))
-        .ok_or_else(|| run_records::not_found(ComponentKind::Agent, id))
+        .filter(|_| component::may_address(principal, ComponentKind::Agent, id))
+        .ok_or_else(|| component::not_found(ComponentKind::Agent, id))
 }
 
 /// `GET /agents`.
@@ -165,21 +173,6 @@ pub async fn get_agent(
 ) -> ApiResult<Json<Value>> {
     let a = served(&state, &principal, &agent_id)?;
     Ok(Json(agent_json(&state, a)))
-}
-
-/// The session a run goes to must not belong to someone else: another user's session answers
-/// 404, as a missing one would under isolation.
-pub(crate) async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option<&str>) -> ApiResult<()> {
-    let Some(db) = &state.db else { return Ok(()) };
-    if let Some(existing) = db.get_session(session_id, None, Some(0)).await? {
-        let owner = existing.user_id.as_deref();
-        // A run naming no user continues any session (Agno does); one naming a user never
-        // writes into another user's session.
-        if user_id.is_some() && owner.is_some() && owner != user_id {
-            return Err(ApiError::not_found(format!("Session {session_id} not found")));
-        }
-    }
-    Ok(())
 }
 
 /// The form of `POST /agents/{agent_id}/runs`.
@@ -205,16 +198,6 @@ pub const CONTINUE_FORM: &[FormField] = &[
     fields::STREAM,
     fields::CONTINUE_BACKGROUND,
 ];
-
-/// The `Idempotency-Key` header: at most 512 characters (422 beyond).
-pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Option<String>> {
-    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
-    let key = value.to_str().map_err(|_| ApiError::unprocessable("Idempotency-Key must be visible ASCII"))?.trim();
-    if key.len() > 512 {
-        return Err(ApiError::unprocessable("Idempotency-Key must be at most 512 characters"));
-    }
-    Ok(Some(key.to_owned()).filter(|k| !k.is_empty()))
-}
 
 /// Applies the caller's decisions (Agno's `tools` form field: the paused tool executions with
 /// `confirmed`, `confirmation_note`, `result` or filled `user_input_schema`) to the run's
@@ -283,4 +266,31 @@ pub(crate) fn answer(run: &agno_core::RunOutput, form: &Form) -> ApiResult<Vec<a
         )));
     }
     Ok(requirements)
+}
+
+/// `/agents/...` as a component kind.
+#[derive(Debug)]
+pub struct Agents;
+
+impl Kind for Agents {
+    type Runner = agno_runtime::Agent;
+
+    fn runner(state: &AppState, id: &str) -> Option<agno_runtime::Agent> {
+        state.agent(id).map(|served| served.agent.clone())
+    }
+    async fn answer(
+        _: &agno_runtime::Agent,
+        run: agno_core::RunOutput,
+        form: &Form,
+    ) -> ApiResult<(agno_core::RunOutput, Vec<agno_core::RunRequirement>)> {
+        let requirements = answer(&run, form)?;
+        Ok((run, requirements))
+    }
+    // Not streamed: no event channel at all.
+    fn finish(
+        agent: &agno_runtime::Agent,
+        spec: &agno_runtime::RunSpec,
+    ) -> impl std::future::Future<Output = Result<agno_core::RunOutput, agno_runtime::RunError>> + Send {
+        agent.spawn_run(spec.request())
+    }
 }

@@ -32,7 +32,7 @@ pub(crate) fn queue_of(state: &AppState) -> ApiResult<&Queue> {
 /// start.
 fn accepted(state: &AppState, queue: &Queue, job: &Job, status: &str, stream: bool) -> ApiResult<Response> {
     if stream {
-        return super::resume::tail_response(state, queue, job.id.clone(), -1);
+        return tail_response(state, queue, job.id.clone(), -1);
     }
     Ok((StatusCode::ACCEPTED, Json(json!({"run_id": job.id, "session_id": job.session_id, "status": status})))
         .into_response())
@@ -138,7 +138,7 @@ pub(crate) async fn requeue_paused(
         }
     }
     if stream {
-        return super::resume::tail_response(state, queue, run_id, after);
+        return tail_response(state, queue, run_id, after);
     }
     let session_id = run.session_id.clone();
     Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id, "session_id": session_id, "status": "PENDING"})))
@@ -210,4 +210,16 @@ pub(crate) async fn enqueue_ingestion(state: &AppState, queue: &Queue, spec: &In
         crate::queue::ingest::end_content(db.as_ref(), &spec.content_id, &refused.detail).await;
     }
     Err(refused)
+}
+
+/// An SSE response tailing a background run's event log after index `after`, until the run ends.
+pub(crate) fn tail_response(state: &AppState, queue: &Queue, run_id: String, after: i64) -> ApiResult<Response> {
+    let source = crate::tail::TailSource {
+        jobs: queue.store.clone(),
+        db: state.require_db()?.clone(),
+        waiters: queue.waiters.clone(),
+        poll: std::time::Duration::from_millis(queue.settings.poll_interval_ms.max(50)),
+        stop: state.stopping.clone(),
+    };
+    Ok(crate::sse::replay(crate::tail::tail(source, run_id, after), state.streaming()))
 }

@@ -6,15 +6,13 @@
 use std::future::Future;
 
 use agno_core::{ComponentKind, RunOutput, RunRequirement};
-use agno_runtime::team::Team;
-use agno_runtime::workflow::Workflow;
-use agno_runtime::{Agent, Component, Durable, RunError, RunSpec};
+use agno_runtime::{Component, Durable, RunError, RunSpec};
+use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
-use super::run_records::{answer, may_address, not_found, require_run_access};
 use crate::auth::Principal;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::sse::{DisconnectGuard, DisconnectPolicy};
 use crate::state::AppState;
@@ -46,58 +44,6 @@ pub trait Kind: Send + Sync + 'static {
     /// away), without streaming.
     fn finish(runner: &Self::Runner, spec: &RunSpec) -> impl Future<Output = Result<RunOutput, RunError>> + Send {
         runner.start(spec, Durable::default()).output()
-    }
-}
-
-/// `/agents/...`.
-#[derive(Debug)]
-pub struct Agents;
-/// `/teams/...`.
-#[derive(Debug)]
-pub struct Teams;
-/// `/workflows/...`.
-#[derive(Debug)]
-pub struct Workflows;
-
-impl Kind for Agents {
-    type Runner = Agent;
-
-    fn runner(state: &AppState, id: &str) -> Option<Agent> {
-        state.agent(id).map(|served| served.agent.clone())
-    }
-    async fn answer(_: &Agent, run: RunOutput, form: &Form) -> ApiResult<(RunOutput, Vec<RunRequirement>)> {
-        let requirements = super::agents::answer(&run, form)?;
-        Ok((run, requirements))
-    }
-    // Not streamed: no event channel at all.
-    fn finish(agent: &Agent, spec: &RunSpec) -> impl Future<Output = Result<RunOutput, RunError>> + Send {
-        agent.spawn_run(spec.request())
-    }
-}
-
-impl Kind for Teams {
-    type Runner = Team;
-
-    const CONTINUE_NEEDS_SESSION: bool = true;
-
-    fn runner(state: &AppState, id: &str) -> Option<Team> {
-        state.team(id).cloned()
-    }
-    async fn answer(team: &Team, run: RunOutput, form: &Form) -> ApiResult<(RunOutput, Vec<RunRequirement>)> {
-        let requirements = super::teams::answer(team, &run, form)?;
-        Ok((run, requirements))
-    }
-}
-
-impl Kind for Workflows {
-    type Runner = Workflow;
-
-    fn runner(state: &AppState, id: &str) -> Option<Workflow> {
-        state.workflow(id).cloned()
-    }
-    // The answers go into the run's journal.
-    async fn answer(wf: &Workflow, run: RunOutput, form: &Form) -> ApiResult<(RunOutput, Vec<RunRequirement>)> {
-        Ok((super::workflows::answer(wf, &run, form).await?, Vec::new()))
     }
 }
 
@@ -136,4 +82,62 @@ pub async fn create_run<K: Kind>(
     let result = K::finish(&runner, &form.spec).await;
     guard.finish();
     Ok(answer(result))
+}
+
+/// The scope family of a kind (`agents`, `teams`, `workflows`).
+pub(crate) fn family(kind: ComponentKind) -> &'static str {
+    match kind {
+        ComponentKind::Agent => "agents",
+        ComponentKind::Team => "teams",
+        ComponentKind::Workflow => "workflows",
+    }
+}
+
+/// Whether the caller may address the component `id` (read or run it).
+pub(crate) fn may_address(principal: &Principal, kind: ComponentKind, id: &str) -> bool {
+    let may = |action| principal.accessible(family(kind), action).is_none_or(|ids| ids.iter().any(|i| i == id));
+    may("read") || may("run")
+}
+
+/// Agno's 404 for a component that is not served here or that the caller may not address (never
+/// 403, so ids do not leak).
+pub(crate) fn not_found(kind: ComponentKind, id: &str) -> ApiError {
+    ApiError::not_found(match kind {
+        ComponentKind::Agent => format!("Agent {id} not found"),
+        ComponentKind::Team => format!("Team not found: {id}"),
+        ComponentKind::Workflow => "Workflow not found".to_owned(),
+    })
+}
+
+/// Agno also requires run access to a component (`agents:run`, `agents:<id>:run`, ...) to run it
+/// or read its runs: 403 naming it otherwise.
+pub(crate) fn require_run_access(principal: &Principal, kind: ComponentKind, id: &str) -> ApiResult<()> {
+    match principal.accessible(family(kind), "run") {
+        Some(ids) if !ids.iter().any(|i| i == id) => {
+            Err(ApiError::forbidden(format!("Access denied to run {kind} {id}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The answer to a run that was awaited (`stream=false`): the run as stored, also when it failed
+/// (stored with status `ERROR`, as Agno answers it); an error only when there is no run to show.
+pub(crate) fn answer(result: Result<RunOutput, RunError>) -> Response {
+    match result {
+        Ok(run) => Json(run).into_response(),
+        Err(e) => match e.run() {
+            Some(run) => Json(run.clone()).into_response(),
+            None => run_error(e).into_response(),
+        },
+    }
+}
+
+/// The HTTP error of a run that could not be started or continued.
+pub(crate) fn run_error(e: RunError) -> ApiError {
+    match e {
+        RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
+        RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
+        RunError::Storage(db) => db.into(),
+        other => ApiError::internal(other.to_string()),
+    }
 }

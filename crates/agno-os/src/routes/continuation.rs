@@ -8,8 +8,8 @@ use axum::extract::{Extension, Path, Request, State};
 use axum::response::Response;
 use serde_json::json;
 
-use super::component::{Kind, served};
-use super::run_records::{answer, require_run_access, stored_run};
+use super::component::{Kind, answer, require_run_access, served};
+use super::run_records::stored_run;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;

@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::{Extension, State};
 use serde_json::{Value, json};
 
+use super::agents::visible_agents;
 use crate::auth::Principal;
 use crate::state::AppState;
 
@@ -46,15 +47,6 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
 /// The `{id, provider}` of a model, as `available_models` lists them.
 fn model_json(model: &dyn agno_core::Model) -> Value {
     json!({"id": model.id(), "provider": model.provider()})
-}
-
-/// Agent summaries the caller may see.
-pub(crate) fn visible_agents<'a>(
-    state: &'a AppState,
-    principal: &Principal,
-) -> impl Iterator<Item = &'a crate::state::ServedAgent> {
-    let allowed = principal.accessible("agents", "read");
-    state.agents.iter().filter(move |a| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == a.agent.id())))
 }
 
 /// `GET /config`: the OS, its database, its agents and the models in use, as Agno's

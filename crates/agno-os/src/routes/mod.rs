@@ -13,6 +13,7 @@ pub mod docs;
 pub mod evals;
 pub mod guard;
 pub mod knowledge;
+pub mod mcp;
 pub mod memories;
 pub mod metrics;
 pub mod params;
@@ -145,12 +146,12 @@ routes! {
 
     GET "/agents" as "get_agents", Scope("agents:read"), "Agents", "List agents" => get(agents::list_agents);
     GET "/agents/{agent_id}" as "get_agent", Scope("agents:read"), "Agents", "Get an agent" => get(agents::get_agent);
-    POST "/agents/{agent_id}/runs" as "create_agent_run", Scope("agents:run"), "Agents", "Create an agent run (form; SSE when stream=true)", body: RequestBody::Form(agents::RUN_FORM) => post(component::create_run::<component::Agents>);
-    GET "/agents/{agent_id}/runs" as "list_agent_runs", Scope("agents:read"), "Agents", "List an agent's runs", query: run_records::RunsQuery => get(run_records::list_runs::<component::Agents>);
-    GET "/agents/{agent_id}/runs/{run_id}" as "get_agent_run", Scope("agents:read"), "Agents", "Get an agent run", query: run_records::SessionQuery => get(run_records::get_run::<component::Agents>);
-    POST "/agents/{agent_id}/runs/{run_id}/cancel" as "cancel_agent_run", Scope("agents:run"), "Agents", "Cancel an agent run", query: run_records::SessionQuery => post(run_records::cancel_run::<component::Agents>);
-    POST "/agents/{agent_id}/runs/{run_id}/continue" as "continue_agent_run", Scope("agents:run"), "Agents", "Continue a paused agent run", body: RequestBody::Form(agents::CONTINUE_FORM) => post(continuation::continue_run::<component::Agents>);
-    POST "/agents/{agent_id}/runs/{run_id}/resume" as "resume_agent_run_stream", Scope("agents:run"), "Agents", "Resume an agent run's event stream (SSE)", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<component::Agents>);
+    POST "/agents/{agent_id}/runs" as "create_agent_run", Scope("agents:run"), "Agents", "Create an agent run (form; SSE when stream=true)", body: RequestBody::Form(agents::RUN_FORM) => post(component::create_run::<agents::Agents>);
+    GET "/agents/{agent_id}/runs" as "list_agent_runs", Scope("agents:read"), "Agents", "List an agent's runs", query: run_records::RunsQuery => get(run_records::list_runs::<agents::Agents>);
+    GET "/agents/{agent_id}/runs/{run_id}" as "get_agent_run", Scope("agents:read"), "Agents", "Get an agent run", query: run_records::SessionQuery => get(run_records::get_run::<agents::Agents>);
+    POST "/agents/{agent_id}/runs/{run_id}/cancel" as "cancel_agent_run", Scope("agents:run"), "Agents", "Cancel an agent run", query: run_records::SessionQuery => post(run_records::cancel_run::<agents::Agents>);
+    POST "/agents/{agent_id}/runs/{run_id}/continue" as "continue_agent_run", Scope("agents:run"), "Agents", "Continue a paused agent run", body: RequestBody::Form(agents::CONTINUE_FORM) => post(continuation::continue_run::<agents::Agents>);
+    POST "/agents/{agent_id}/runs/{run_id}/resume" as "resume_agent_run_stream", Scope("agents:run"), "Agents", "Resume an agent run's event stream (SSE)", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<agents::Agents>);
 
     POST "/memories" as "create_memory", Scope("memories:write"), "Memory", "Create a memory", body: RequestBody::Json(|g| g.subschema_for::<memories::MemoryPayload>()), query: params::DbParams => post(memories::create_memory);
     GET "/memories" as "get_memories", Scope("memories:read"), "Memory", "List memories (paginated, filtered)", query: memories::ListMemoriesParams => get(memories::list_memories);
@@ -193,20 +194,20 @@ routes! {
 
     GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams" => get(teams::list_teams);
     GET "/teams/{team_id}" as "get_team", Scope("teams:read"), "Teams", "Get a team" => get(teams::get_team);
-    POST "/teams/{team_id}/runs" as "create_team_run", Scope("teams:run"), "Teams", "Create a team run (form; SSE when stream=true)", body: RequestBody::Form(teams::RUN_FORM) => post(component::create_run::<component::Teams>);
-    GET "/teams/{team_id}/runs" as "list_team_runs", Scope("teams:read"), "Teams", "List a team's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<component::Teams>);
-    GET "/teams/{team_id}/runs/{run_id}" as "get_team_run", Scope("teams:read"), "Teams", "Get a team run", query: run_records::SessionQuery => get(run_records::get_run::<component::Teams>);
-    POST "/teams/{team_id}/runs/{run_id}/continue" as "continue_team_run", Scope("teams:run"), "Teams", "Continue a team run paused on its members (answers in requirements)", body: RequestBody::Form(teams::CONTINUE_FORM) => post(continuation::continue_run::<component::Teams>);
-    POST "/teams/{team_id}/runs/{run_id}/resume" as "resume_team_run_stream", Scope("teams:run"), "Teams", "Replay a background team run's events, then follow it", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<component::Teams>);
-    POST "/teams/{team_id}/runs/{run_id}/cancel" as "cancel_team_run", Scope("teams:run"), "Teams", "Cancel a team run (its running members with it)", query: run_records::SessionQuery => post(run_records::cancel_run::<component::Teams>);
+    POST "/teams/{team_id}/runs" as "create_team_run", Scope("teams:run"), "Teams", "Create a team run (form; SSE when stream=true)", body: RequestBody::Form(teams::RUN_FORM) => post(component::create_run::<teams::Teams>);
+    GET "/teams/{team_id}/runs" as "list_team_runs", Scope("teams:read"), "Teams", "List a team's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<teams::Teams>);
+    GET "/teams/{team_id}/runs/{run_id}" as "get_team_run", Scope("teams:read"), "Teams", "Get a team run", query: run_records::SessionQuery => get(run_records::get_run::<teams::Teams>);
+    POST "/teams/{team_id}/runs/{run_id}/continue" as "continue_team_run", Scope("teams:run"), "Teams", "Continue a team run paused on its members (answers in requirements)", body: RequestBody::Form(teams::CONTINUE_FORM) => post(continuation::continue_run::<teams::Teams>);
+    POST "/teams/{team_id}/runs/{run_id}/resume" as "resume_team_run_stream", Scope("teams:run"), "Teams", "Replay a background team run's events, then follow it", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<teams::Teams>);
+    POST "/teams/{team_id}/runs/{run_id}/cancel" as "cancel_team_run", Scope("teams:run"), "Teams", "Cancel a team run (its running members with it)", query: run_records::SessionQuery => post(run_records::cancel_run::<teams::Teams>);
     GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows" => get(workflows::list_workflows);
     GET "/workflows/{workflow_id}" as "get_workflow", Scope("workflows:read"), "Workflows", "Get a workflow" => get(workflows::get_workflow);
-    POST "/workflows/{workflow_id}/runs" as "create_workflow_run", Scope("workflows:run"), "Workflows", "Create a workflow run (form; SSE when stream=true)", body: RequestBody::Form(workflows::RUN_FORM) => post(component::create_run::<component::Workflows>);
-    GET "/workflows/{workflow_id}/runs" as "list_workflow_runs", Scope("workflows:read"), "Workflows", "List a workflow's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<component::Workflows>);
-    GET "/workflows/{workflow_id}/runs/{run_id}" as "get_workflow_run", Scope("workflows:read"), "Workflows", "Get a workflow run", query: run_records::SessionQuery => get(run_records::get_run::<component::Workflows>);
-    POST "/workflows/{workflow_id}/runs/{run_id}/continue" as "continue_workflow_run", Scope("workflows:run"), "Workflows", "Continue a paused workflow run (answers in step_requirements)", body: RequestBody::Form(workflows::CONTINUE_FORM) => post(continuation::continue_run::<component::Workflows>);
-    POST "/workflows/{workflow_id}/runs/{run_id}/resume" as "resume_workflow_run_stream", Scope("workflows:run"), "Workflows", "Resume a background workflow run's event stream (SSE)", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<component::Workflows>);
-    POST "/workflows/{workflow_id}/runs/{run_id}/cancel" as "cancel_workflow_run", Scope("workflows:run"), "Workflows", "Cancel a workflow run", query: run_records::SessionQuery => post(run_records::cancel_run::<component::Workflows>);
+    POST "/workflows/{workflow_id}/runs" as "create_workflow_run", Scope("workflows:run"), "Workflows", "Create a workflow run (form; SSE when stream=true)", body: RequestBody::Form(workflows::RUN_FORM) => post(component::create_run::<workflows::Workflows>);
+    GET "/workflows/{workflow_id}/runs" as "list_workflow_runs", Scope("workflows:read"), "Workflows", "List a workflow's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<workflows::Workflows>);
+    GET "/workflows/{workflow_id}/runs/{run_id}" as "get_workflow_run", Scope("workflows:read"), "Workflows", "Get a workflow run", query: run_records::SessionQuery => get(run_records::get_run::<workflows::Workflows>);
+    POST "/workflows/{workflow_id}/runs/{run_id}/continue" as "continue_workflow_run", Scope("workflows:run"), "Workflows", "Continue a paused workflow run (answers in step_requirements)", body: RequestBody::Form(workflows::CONTINUE_FORM) => post(continuation::continue_run::<workflows::Workflows>);
+    POST "/workflows/{workflow_id}/runs/{run_id}/resume" as "resume_workflow_run_stream", Scope("workflows:run"), "Workflows", "Resume a background workflow run's event stream (SSE)", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<workflows::Workflows>);
+    POST "/workflows/{workflow_id}/runs/{run_id}/cancel" as "cancel_workflow_run", Scope("workflows:run"), "Workflows", "Cancel a workflow run", query: run_records::SessionQuery => post(run_records::cancel_run::<workflows::Workflows>);
     GET "/schedules" as "list_schedules_schedules_get", Scope("schedules:read"), "Schedules", "List schedules", query: schedules::ListParams => get(schedules::list_schedules);
     POST "/schedules" as "create_schedule_schedules_post", Scope("schedules:write"), "Schedules", "Create a schedule (201)", body: RequestBody::Json(|g| g.subschema_for::<schedules::ScheduleCreate>()) => post(schedules::create_schedule);
     GET "/schedules/{schedule_id}" as "get_schedule_schedules__schedule_id__get", Scope("schedules:read"), "Schedules", "Get a schedule" => get(schedules::get_schedule);
@@ -217,9 +218,9 @@ routes! {
     POST "/schedules/{schedule_id}/trigger" as "trigger_schedule_schedules__schedule_id__trigger_post", Scope("schedules:write"), "Schedules", "Fire a schedule now and follow it to its end" => post(schedules::trigger_schedule);
     GET "/schedules/{schedule_id}/runs" as "list_schedule_runs_schedules__schedule_id__runs_get", Scope("schedules:read"), "Schedules", "A schedule's runs, newest first", query: schedules::ListParams => get(schedules::list_schedule_runs);
     GET "/schedules/{schedule_id}/runs/{run_id}" as "get_schedule_run_schedules__schedule_id__runs__run_id__get", Scope("schedules:read"), "Schedules", "One run of a schedule" => get(schedules::get_schedule_run);
-    POST "/mcp" as "mcp_post", Scope("agents:read"), "MCP", "MCP streamable HTTP endpoint ([mcp_server] enabled): Python AgentOS 3.1's tools (run_agent, run_team, run_workflow, continue_run, cancel_run, get_sessions, ...)" => post(crate::mcp_server::mcp);
-    GET "/mcp" as "mcp_get", Scope("agents:read"), "MCP", "MCP server-to-client stream" => get(crate::mcp_server::mcp);
-    DELETE "/mcp" as "mcp_delete", Scope("agents:read"), "MCP", "End an MCP session" => delete(crate::mcp_server::mcp);
+    POST "/mcp" as "mcp_post", Scope("agents:read"), "MCP", "MCP streamable HTTP endpoint ([mcp_server] enabled): Python AgentOS 3.1's tools (run_agent, run_team, run_workflow, continue_run, cancel_run, get_sessions, ...)" => post(mcp::mcp);
+    GET "/mcp" as "mcp_get", Scope("agents:read"), "MCP", "MCP server-to-client stream" => get(mcp::mcp);
+    DELETE "/mcp" as "mcp_delete", Scope("agents:read"), "MCP", "End an MCP session" => delete(mcp::mcp);
     GET "/traces" as "get_traces", Scope("traces:read"), "Tracing", "List traces (tracing is off: empty)", query: unbuilt::TracesQuery => get(unbuilt::list_traces);
     GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)", query: knowledge::KnowledgeParams => get(knowledge::config);
     POST "/knowledge/content" as "upload_content", Scope("knowledge:write"), "Knowledge", "Upload content (202; ingested in the background)", body: RequestBody::Form(knowledge::UPLOAD_FORM), query: knowledge::KnowledgeParams => post(knowledge::upload_content);
@@ -235,6 +236,17 @@ routes! {
 /// The route declared for a method and matched path template.
 pub fn find_route(method: &Method, path: &str) -> Option<&'static RouteSpec> {
     ROUTES.iter().find(|r| r.method == *method && r.path == path)
+}
+
+/// The OS's routes of `state`, behind the authorisation layer and with JSON errors, to call in
+/// process (the scheduler's executor, the MCP server's tools).
+pub(crate) fn loopback(state: &AppState) -> crate::in_process::Loopback {
+    crate::in_process::Loopback::new(
+        router()
+            .route_layer(axum::middleware::from_fn_with_state(state.clone(), guard::authorize))
+            .layer(axum::middleware::map_response(crate::error::json_errors))
+            .with_state(state.clone()),
+    )
 }
 
 /// The router of every route in [`ROUTES`] (without state or layers).

@@ -9,13 +9,12 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::json;
 
-use super::component::{Kind, served};
+use super::component::{Kind, require_run_access, served};
 use super::run_form::fields;
-use super::run_records::{require_run_access, stored_run};
+use super::run_records::stored_run;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
-use crate::queue::Queue;
 use crate::routes::FormField;
 use crate::sse::Frame;
 use crate::state::AppState;
@@ -47,7 +46,7 @@ pub async fn resume_run<K: Kind>(
     if let Some(queue) = &state.queue
         && queue.store.get_job(&run_id, None).await?.is_some()
     {
-        return tail_response(&state, queue, run_id, after);
+        return super::background::tail_response(&state, queue, run_id, after);
     }
     Ok(replay_stored(&state, &run, after))
 }
@@ -75,18 +74,6 @@ fn replay_stored(state: &AppState, run: &RunOutput, after: i64) -> Response {
     });
     let first = Frame::new("replay", &meta.to_string(), None);
     crate::sse::replay(futures::stream::iter(std::iter::once(first).chain(events)), state.streaming())
-}
-
-/// An SSE response tailing a background run's event log after index `after`, until the run ends.
-pub(crate) fn tail_response(state: &AppState, queue: &Queue, run_id: String, after: i64) -> ApiResult<Response> {
-    let source = crate::tail::TailSource {
-        jobs: queue.store.clone(),
-        db: state.require_db()?.clone(),
-        waiters: queue.waiters.clone(),
-        poll: std::time::Duration::from_millis(queue.settings.poll_interval_ms.max(50)),
-        stop: state.stopping.clone(),
-    };
-    Ok(crate::sse::replay(crate::tail::tail(source, run_id, after), state.streaming()))
 }
 
 /// The index after which a resume starts: the form's `last_event_index`, else the standard

@@ -7,7 +7,6 @@ use agno_runtime::{OutputSchema, RunSpec};
 use axum::extract::Request;
 use serde_json::Value;
 
-use super::agents::{check_session_owner, idempotency_key};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -172,6 +171,31 @@ pub(crate) fn json_object(form: &Form, field: &str) -> ApiResult<Option<serde_js
         Ok(_) => Err(ApiError::unprocessable(format!("{field} must be a JSON object")).at("body", field)),
         Err(e) => Err(ApiError::unprocessable(format!("{field} is not valid JSON: {e}")).at("body", field)),
     }
+}
+
+/// The session a run goes to must not belong to someone else: another user's session answers
+/// 404, as a missing one would under isolation.
+pub(crate) async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option<&str>) -> ApiResult<()> {
+    let Some(db) = &state.db else { return Ok(()) };
+    if let Some(existing) = db.get_session(session_id, None, Some(0)).await? {
+        let owner = existing.user_id.as_deref();
+        // A run naming no user continues any session (Agno does); one naming a user never
+        // writes into another user's session.
+        if user_id.is_some() && owner.is_some() && owner != user_id {
+            return Err(ApiError::not_found(format!("Session {session_id} not found")));
+        }
+    }
+    Ok(())
+}
+
+/// The `Idempotency-Key` header: at most 512 characters (422 beyond).
+pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Option<String>> {
+    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
+    let key = value.to_str().map_err(|_| ApiError::unprocessable("Idempotency-Key must be visible ASCII"))?.trim();
+    if key.len() > 512 {
+        return Err(ApiError::unprocessable("Idempotency-Key must be at most 512 characters"));
+    }
+    Ok(Some(key.to_owned()).filter(|k| !k.is_empty()))
 }
 
 /// The fields that the run and continue forms of several kinds share.

@@ -5,55 +5,18 @@
 //! is decided here by [`ComponentKind`], nowhere else.
 
 use agno_core::{ComponentKind, RunOutput, RunQuery, RunStatus, SortOrder};
-use agno_runtime::RunError;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::component::Kind;
+use super::component::{Kind, require_run_access};
 use super::sessions::schema;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::query::{Query, QueryRejection};
 use crate::state::AppState;
-
-/// The scope family of a kind (`agents`, `teams`, `workflows`).
-pub(crate) fn family(kind: ComponentKind) -> &'static str {
-    match kind {
-        ComponentKind::Agent => "agents",
-        ComponentKind::Team => "teams",
-        ComponentKind::Workflow => "workflows",
-    }
-}
-
-/// Whether the caller may address the component `id` (read or run it).
-pub(crate) fn may_address(principal: &Principal, kind: ComponentKind, id: &str) -> bool {
-    let may = |action| principal.accessible(family(kind), action).is_none_or(|ids| ids.iter().any(|i| i == id));
-    may("read") || may("run")
-}
-
-/// Agno's 404 for a component that is not served here or that the caller may not address (never
-/// 403, so ids do not leak).
-pub(crate) fn not_found(kind: ComponentKind, id: &str) -> ApiError {
-    ApiError::not_found(match kind {
-        ComponentKind::Agent => format!("Agent {id} not found"),
-        ComponentKind::Team => format!("Team not found: {id}"),
-        ComponentKind::Workflow => "Workflow not found".to_owned(),
-    })
-}
-
-/// Agno also requires run access to a component (`agents:run`, `agents:<id>:run`, ...) to run it
-/// or read its runs: 403 naming it otherwise.
-pub(crate) fn require_run_access(principal: &Principal, kind: ComponentKind, id: &str) -> ApiResult<()> {
-    match principal.accessible(family(kind), "run") {
-        Some(ids) if !ids.iter().any(|i| i == id) => {
-            Err(ApiError::forbidden(format!("Access denied to run {kind} {id}")))
-        }
-        _ => Ok(()),
-    }
-}
 
 /// Whether `run` is a run of the component (a team's or a workflow's own run, not one of its
 /// members').
@@ -62,28 +25,6 @@ fn belongs(run: &RunOutput, kind: ComponentKind, id: &str) -> bool {
         ComponentKind::Agent => run.agent_id.as_deref() == Some(id),
         ComponentKind::Team => run.agent_id.is_none() && run.extra.get("team_id").and_then(Value::as_str) == Some(id),
         ComponentKind::Workflow => run.agent_id.is_none() && run.workflow_id.as_deref() == Some(id),
-    }
-}
-
-/// The answer to a run that was awaited (`stream=false`): the run as stored, also when it failed
-/// (stored with status `ERROR`, as Agno answers it); an error only when there is no run to show.
-pub(crate) fn answer(result: Result<RunOutput, RunError>) -> Response {
-    match result {
-        Ok(run) => Json(run).into_response(),
-        Err(e) => match e.run() {
-            Some(run) => Json(run.clone()).into_response(),
-            None => run_error(e).into_response(),
-        },
-    }
-}
-
-/// The HTTP error of a run that could not be started or continued.
-pub(crate) fn run_error(e: RunError) -> ApiError {
-    match e {
-        RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
-        RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
-        RunError::Storage(db) => db.into(),
-        other => ApiError::internal(other.to_string()),
     }
 }
 

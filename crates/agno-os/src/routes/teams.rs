@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::{Extension, Path, State};
 use serde_json::{Value, json};
 
-use super::component;
+use super::component::{self, Kind};
 use super::run_form::fields;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -105,7 +105,7 @@ pub async fn get_team(
     Extension(principal): Extension<Principal>,
     Path(team_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let team = &component::served::<component::Teams>(&state, &principal, &team_id)?;
+    let team = &component::served::<Teams>(&state, &principal, &team_id)?;
     Ok(Json(team_json(&state, team)))
 }
 
@@ -152,4 +152,26 @@ pub(crate) fn answer(team: &Team, run: &agno_core::RunOutput, form: &Form) -> Ap
         other => ApiError::unprocessable(other.to_string()),
     })?;
     Ok(requirements)
+}
+
+/// `/teams/...` as a component kind.
+#[derive(Debug)]
+pub struct Teams;
+
+impl Kind for Teams {
+    type Runner = Team;
+
+    const CONTINUE_NEEDS_SESSION: bool = true;
+
+    fn runner(state: &AppState, id: &str) -> Option<Team> {
+        state.team(id).cloned()
+    }
+    async fn answer(
+        team: &Team,
+        run: agno_core::RunOutput,
+        form: &Form,
+    ) -> ApiResult<(agno_core::RunOutput, Vec<RunRequirement>)> {
+        let requirements = answer(team, &run, form)?;
+        Ok((run, requirements))
+    }
 }

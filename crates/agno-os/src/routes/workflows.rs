@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{Extension, Path, State};
 use serde_json::{Value, json};
 
-use super::component;
+use super::component::{self, Kind};
 use super::run_form::fields;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -80,7 +80,7 @@ pub async fn get_workflow(
     Extension(principal): Extension<Principal>,
     Path(workflow_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let wf = &component::served::<component::Workflows>(&state, &principal, &workflow_id)?;
+    let wf = &component::served::<Workflows>(&state, &principal, &workflow_id)?;
     let mut body = json!({
         "id": wf.id(),
         "name": wf.name(),
@@ -152,4 +152,24 @@ pub(crate) async fn answer(wf: &Workflow, run: &agno_core::RunOutput, form: &For
         RunError::Storage(db) => db.into(),
         other => ApiError::internal(other.to_string()),
     })
+}
+
+/// `/workflows/...` as a component kind.
+#[derive(Debug)]
+pub struct Workflows;
+
+impl Kind for Workflows {
+    type Runner = Workflow;
+
+    fn runner(state: &AppState, id: &str) -> Option<Workflow> {
+        state.workflow(id).cloned()
+    }
+    // The answers go into the run's journal.
+    async fn answer(
+        wf: &Workflow,
+        run: agno_core::RunOutput,
+        form: &Form,
+    ) -> ApiResult<(agno_core::RunOutput, Vec<agno_core::RunRequirement>)> {
+        Ok((answer(wf, &run, form).await?, Vec::new()))
+    }
 }

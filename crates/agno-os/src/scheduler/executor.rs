@@ -81,7 +81,11 @@ impl Executor {
     /// An executor over `state`'s routes (with the authorisation layer, which lets internal
     /// calls through as their owner). `run_poll` is how often a background run is looked at.
     pub fn new(state: &AppState, run_poll: Duration) -> Self {
-        Self { state: state.clone(), routes: Loopback::new(state), run_poll: run_poll.max(Duration::from_millis(10)) }
+        Self {
+            state: state.clone(),
+            routes: crate::routes::loopback(state),
+            run_poll: run_poll.max(Duration::from_millis(10)),
+        }
     }
 
     /// Runs `schedule` now: up to `max_retries + 1` attempts, each recorded as a schedule run
