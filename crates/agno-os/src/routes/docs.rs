@@ -100,6 +100,11 @@ fn form_field_schema(f: &super::FormField) -> Value {
         ("string", _) if f.required => schema["minLength"] = json!(1),
         _ => {}
     }
+    // An optional number may be sent empty, which is no number, as FastAPI reads a form.
+    if !f.required && f.kind == "integer" && schema["type"] == "integer" {
+        schema =
+            json!({"description": f.description, "anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 0}]});
+    }
     // An optional text may be absent, which Agno's document (FastAPI's) writes as null; a form
     // part is text, so the null of a client that sends it as text ("null") is a text too. Not so
     // for a number or a choice, where "null" is refused as Agno refuses it.
@@ -129,10 +134,10 @@ fn upload_needs_a_source(body: &mut Value) {
         properties["metadata"] = json!({"description":
             "JSON object of metadata; any other value is kept under \"value\", as Agno does."});
         // Whole numbers a server reads (Python's int has no bound; ours is i64's).
-        properties["chunk_size"]["minimum"] = json!(1);
-        properties["chunk_size"]["maximum"] = json!(i64::MAX);
-        properties["chunk_overlap"]["minimum"] = json!(0);
-        properties["chunk_overlap"]["maximum"] = json!(i64::MAX);
+        properties["chunk_size"]["anyOf"][0]["minimum"] = json!(1);
+        properties["chunk_size"]["anyOf"][0]["maximum"] = json!(i64::MAX);
+        properties["chunk_overlap"]["anyOf"][0]["minimum"] = json!(0);
+        properties["chunk_overlap"]["anyOf"][0]["maximum"] = json!(i64::MAX);
     }
 }
 

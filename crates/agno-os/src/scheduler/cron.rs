@@ -128,7 +128,7 @@ fn wrap_ranges(expr: &str) -> String {
             if field.split(',').any(|item| item == "*") {
                 return "*".to_owned();
             }
-            field
+            let items: Vec<String> = field
                 .split(',')
                 .map(|item| {
                     let (range, step) = item.split_once('/').map_or((item, None), |(r, s)| (r, Some(s)));
@@ -165,8 +165,9 @@ fn wrap_ranges(expr: &str) -> String {
                         _ => item.to_owned(),
                     }
                 })
-                .collect::<Vec<_>>()
-                .join(",")
+                .collect();
+            // An item read as the whole field makes the list the whole field.
+            if items.iter().any(|item| item == "*") { "*".to_owned() } else { items.join(",") }
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -213,6 +214,9 @@ mod tests {
         assert_eq!(wrap_ranges("54-41/11 20-11/6 30-2/5 11-6/11 5-2/2"), "54,6,17,28,39 20,3,9 30 11 5,0,2");
         assert_eq!(wrap_ranges("58-3/1 * * * 6-7"), "58,59,0,1,2,3 * * * 6,0");
         assert_eq!(wrap_ranges("5-5 3-3/2 * * 7-2"), "* */2 * * 0-2");
+        let fuzzed = "2 */4,6-0,15,22,14,06,02-21/23 9,7,L,1,12,31,L,31,27,31-31 Oct,Feb-FEB,feB-jun,NOv-Mar/10 sAt";
+        assert_eq!(wrap_ranges(fuzzed), "2 */4,6-23,0,15,22,14,6,2 * * 6");
+        assert!(CronSchedule::parse(fuzzed, "UTC").is_ok(), "{}", wrap_ranges(fuzzed));
         assert!(CronSchedule::parse("21-6/49 2-7/3 20-8,*/31 12,3-4,APR 4,WEd", "UTC").is_ok());
         // Found by the fuzz campaign: a range ending where its field starts, leading zeros.
         let fuzzed = "3,*/1,*,*,02,*,1,*,13,*/34,*/10,3-8 21,10-23/10 30-2/16,5,31,3 10 3-0,*/3,2-0/3";
