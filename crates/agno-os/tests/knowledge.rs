@@ -428,3 +428,24 @@ embedder = "hash:64"
     let r = os.get(&format!("/knowledge/content/{kept}/status"), None).await;
     assert_eq!(r.body["status"], "completed", "{}", r.body);
 }
+
+/// A `url` part is checked whenever it is sent, also beside a file (which wins), as the document
+/// says: a URL, or Agno's JSON list of one URL.
+#[tokio::test]
+async fn an_upload_url_is_checked_even_beside_a_file() {
+    let os = TestOs::start(config("[db]\nurl = \"memory://\"\n[[knowledge]]\nid = \"docs\"\nembedder = \"hash:64\"\n"))
+        .await;
+    for (url, why) in [
+        ("[null, 1.5]", "a JSON list of one URL"),
+        (r#"{"a": false}"#, "http:// or https://"),
+        (r#"["https://a.example", "https://b.example"]"#, "one URL per upload"),
+    ] {
+        let r = os.post_file("/knowledge/content", &[("url", url)], ("a.md", b"# A".to_vec()), None).await;
+        assert_eq!(r.status, 422, "{url}: {}", r.body);
+        assert!(r.body.to_string().contains(why), "{url}: {}", r.body);
+    }
+    let r = os
+        .post_file("/knowledge/content", &[("url", r#"["https://a.example"]"#)], ("a.md", b"# A".to_vec()), None)
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+}

@@ -123,10 +123,10 @@ fn upload_needs_a_source(body: &mut Value) {
         schema["anyOf"] = json!([
             {"required": ["file"]},
             {"required": ["text_content"], "properties": {"text_content": {"pattern": "\\S"}}},
-            {"required": ["url"], "properties": {"url": {"pattern": "^https?://"}}},
+            {"required": ["url"], "properties": {"url": {"pattern": "^\\s*(?:https?://|\\[\\s*\"https?://)"}}},
         ]);
         let properties = &mut schema["properties"];
-        properties["url"] = json!({"type": "string", "pattern": "^(?:https?://.*)?$",
+        properties["url"] = json!({"type": "string", "pattern": "^\\s*(?:https?://.*|\\[\\s*\"https?://[^\"]*\"\\s*\\])?\\s*$",
             "description": properties["url"]["description"]});
         properties["file"]["format"] = json!("binary");
         properties["chunker"]["enum"] = json!(agno_knowledge::Chunking::NAMES);

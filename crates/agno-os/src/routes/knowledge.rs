@@ -298,6 +298,27 @@ fn knowledge_error(e: agno_core::KnowledgeError) -> ApiError {
     }
 }
 
+/// The URL of an upload's `url` part: a URL, or Agno's JSON list of URLs (one per upload here);
+/// 422 naming the field for anything but one http(s) URL.
+fn upload_url(text: &str) -> ApiResult<String> {
+    let url = if text.starts_with('[') {
+        match serde_json::from_str::<Vec<String>>(text) {
+            Ok(list) if list.len() == 1 => list[0].clone(),
+            Ok(_) => return Err(ApiError::unprocessable("send one URL per upload").at("body", "url")),
+            Err(_) => {
+                return Err(ApiError::unprocessable("url must be a URL or a JSON list of one URL").at("body", "url"));
+            }
+        }
+    } else {
+        text.to_owned()
+    };
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(url)
+    } else {
+        Err(ApiError::unprocessable("url must be an http:// or https:// URL").at("body", "url"))
+    }
+}
+
 /// The fields of `POST /knowledge/content`.
 pub const UPLOAD_FORM: &[FormField] = &[
     FormField::optional("name", "string", "Content name (default: the file's)."),
@@ -364,11 +385,8 @@ pub async fn upload_content(
             return Err(ApiError::unprocessable(e.to_string()).at("body", "chunk_size"));
         }
     };
-    if let Some(url) = form.text("url").map(str::trim).filter(|u| !u.is_empty())
-        && !(url.starts_with("http://") || url.starts_with("https://") || url.starts_with('['))
-    {
-        return Err(ApiError::unprocessable("url must be an http:// or https:// URL").at("body", "url"));
-    }
+    // Checked whenever it is sent (also beside a file, which wins), as the document says.
+    let url = form.text("url").map(str::trim).filter(|u| !u.is_empty()).map(upload_url).transpose()?;
     let name = form.text("name").map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned);
     let description = form.text("description").unwrap_or_default().to_owned();
     let mut content = if let Some(file) = form.take_file("file") {
@@ -386,16 +404,7 @@ pub async fn upload_content(
         c.source = Some("manual".to_owned());
         c.type_label = Some("manual".to_owned());
         c
-    } else if let Some(url) = form.text("url").map(str::trim).filter(|u| !u.is_empty()) {
-        // A URL, or Agno's JSON list of URLs (one per upload here).
-        let url = match serde_json::from_str::<Vec<String>>(url) {
-            Ok(list) if list.len() == 1 => list[0].clone(),
-            Ok(_) => return Err(ApiError::unprocessable("send one URL per upload").at("body", "url")),
-            Err(_) => url.to_owned(),
-        };
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ApiError::unprocessable("url must be an http:// or https:// URL").at("body", "url"));
-        }
+    } else if let Some(url) = url {
         let mut c = Content::url(url);
         if let Some(name) = &name {
             c.name.clone_from(name);
