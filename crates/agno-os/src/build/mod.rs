@@ -59,7 +59,14 @@ pub enum StartError {
     Config(String),
 }
 
-pub(crate) fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
+/// The model a `model` setting names, and the `provider:id` it is shown as; the reason otherwise.
+pub(crate) fn model(spec: &ModelSpec) -> Result<(Arc<dyn agno_core::Model>, String), String> {
+    let (config, shown) = model_config(spec)?;
+    let model = agno_models::build_model(&config).map_err(|e| e.to_string())?;
+    Ok((model, shown))
+}
+
+fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
     match spec {
         ModelSpec::Short(s) => Ok((ModelConfig::parse(s).map_err(|e| e.to_string())?, s.clone())),
         ModelSpec::Full { provider, id, base_url, api_key_env, api_key } => Ok((
@@ -83,8 +90,7 @@ pub(crate) fn build_agent(
     mcp: &crate::build::mcp::McpToolkits,
 ) -> Result<ServedAgent, StartError> {
     let fail = |message: String| StartError::Agent { id: spec.id.clone(), message };
-    let (config, model_spec) = model_config(&spec.model).map_err(fail)?;
-    let model = agno_models::build_model(&config).map_err(|e| fail(e.to_string()))?;
+    let (model, model_spec) = model(&spec.model).map_err(fail)?;
     // As AgentOS does for every agent it serves: streamed runs keep their events (resume, UIs).
     let mut builder = Agent::builder(model).id(spec.id.clone()).store_events(true);
     if let Some(name) = &spec.name {

@@ -46,8 +46,7 @@ fn build(
         "tasks" => TeamMode::Tasks,
         other => return Err(fail(format!("mode {other:?} is not one of coordinate, route, broadcast, tasks"))),
     };
-    let (config, _) = crate::build::model_config(&spec.model).map_err(|e| fail(format!("model: {e}")))?;
-    let model = agno_models::build_model(&config).map_err(|e| fail(format!("model: {e}")))?;
+    let (model, _) = crate::build::model(&spec.model).map_err(|e| fail(format!("model: {e}")))?;
     let mut builder = Team::builder().id(spec.id.clone()).mode(mode).model(model);
     if let Some(name) = &spec.name {
         builder = builder.name(name.clone());
