@@ -10,7 +10,6 @@ use axum::middleware;
 use crate::auth::AuthSettings;
 use crate::build::build_agent;
 use crate::config::OsConfig;
-use crate::routes::guard::authorize;
 use crate::state::AppState;
 
 pub use crate::build::StartError;
@@ -107,8 +106,7 @@ impl AgentOs {
     /// The HTTP app: every route of [`crate::routes::ROUTES`] behind the authorisation layer,
     /// with the body limit, and CORS outside everything (preflights never reach auth).
     pub fn router(&self) -> Router {
-        crate::routes::router()
-            .route_layer(middleware::from_fn_with_state(self.state.clone(), authorize))
+        crate::routes::guarded(&self.state)
             .fallback(|| async { crate::error::ApiError::not_found("Not Found") })
             // One body limit for every route and encoding: the configured one (axum's own 2 MB
             // default for extractors is lifted).

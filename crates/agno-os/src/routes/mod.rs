@@ -238,14 +238,17 @@ pub fn find_route(method: &Method, path: &str) -> Option<&'static RouteSpec> {
     ROUTES.iter().find(|r| r.method == *method && r.path == path)
 }
 
+/// Every route of [`ROUTES`] behind the authorisation layer ([`guard::authorize`]): what the
+/// served app ([`crate::app::AgentOs::router`]) and the in-process calls ([`loopback`]) share.
+pub fn guarded(state: &AppState) -> Router<AppState> {
+    router().route_layer(axum::middleware::from_fn_with_state(state.clone(), guard::authorize))
+}
+
 /// The OS's routes of `state`, behind the authorisation layer and with JSON errors, to call in
 /// process (the scheduler's executor, the MCP server's tools).
 pub(crate) fn loopback(state: &AppState) -> crate::in_process::Loopback {
     crate::in_process::Loopback::new(
-        router()
-            .route_layer(axum::middleware::from_fn_with_state(state.clone(), guard::authorize))
-            .layer(axum::middleware::map_response(crate::error::json_errors))
-            .with_state(state.clone()),
+        guarded(state).layer(axum::middleware::map_response(crate::error::json_errors)).with_state(state.clone()),
     )
 }
 
