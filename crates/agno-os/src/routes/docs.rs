@@ -89,9 +89,8 @@ fn form_field_schema(f: &super::FormField) -> Value {
             schema["items"] = json!({"type": "object", "required": ["tool_call_id"], "properties": {"tool_call_id": {"type": "string"}}});
         }
         (_, "last_event_index") => {
-            // Empty is absent, as FastAPI reads an empty form value of an optional field.
-            schema = json!({"description": f.description, "anyOf": [
-                {"type": "integer", "minimum": 0, "maximum": i64::MAX}, {"type": "string", "maxLength": 0}]});
+            schema["minimum"] = json!(0);
+            schema["maximum"] = json!(i64::MAX);
         }
         (_, "reader_id") => schema["enum"] = json!(super::knowledge::reader_ids()),
         ("array", _) => schema["items"] = json!({"type": "object"}),
@@ -102,8 +101,10 @@ fn form_field_schema(f: &super::FormField) -> Value {
     }
     // An optional number may be sent empty, which is no number, as FastAPI reads a form.
     if !f.required && f.kind == "integer" && schema["type"] == "integer" {
-        schema =
-            json!({"description": f.description, "anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 0}]});
+        if let Some(number) = schema.as_object_mut() {
+            number.remove("description");
+        }
+        schema = json!({"description": f.description, "anyOf": [schema, {"type": "string", "maxLength": 0}]});
     }
     // An optional text may be absent, which Agno's document (FastAPI's) writes as null; a form
     // part is text, so the null of a client that sends it as text ("null") is a text too. Not so
