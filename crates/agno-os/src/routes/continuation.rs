@@ -49,8 +49,7 @@ pub async fn continue_run<K: Kind>(
         let continuation = json!({ "requirements": requirements });
         return super::background::requeue_paused(&state, queue, run, &continuation, stream).await;
     }
-    let requested = principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned));
-    let user = principal.user_scope(requested).or_else(|| run.user_id.clone());
+    let user = super::run_form::form_user(&principal, &form).or_else(|| run.user_id.clone());
     let events = runner.carry_on(run, requirements, user, Durable::default());
     if stream {
         return Ok(crate::sse::run_events(events, DisconnectPolicy::KeepRunning, state.streaming()));

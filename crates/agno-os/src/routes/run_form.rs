@@ -77,8 +77,7 @@ pub(crate) async fn read(
         return Err(ApiError::bad_request("file uploads are not supported by agno-rs yet; send text in `message`"));
     }
     let mut spec = RunSpec::new(kind, component_id, input);
-    // As Agno: a token's `sub` is the run's user (over the form field), forced under isolation.
-    spec.user_id = principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)));
+    spec.user_id = form_user(principal, &form);
     if let Some(session_id) = form.text("session_id").filter(|s| !s.is_empty()) {
         check_session_owner(state, session_id, spec.user_id.as_deref()).await?;
         session_id.clone_into(&mut spec.session_id);
@@ -196,6 +195,12 @@ pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Opti
         return Err(ApiError::unprocessable("Idempotency-Key must be at most 512 characters"));
     }
     Ok(Some(key.to_owned()).filter(|k| !k.is_empty()))
+}
+
+/// The user a run or continue form runs as. As Agno: a token's `sub` (over the form's
+/// `user_id`), forced under isolation.
+pub(crate) fn form_user(principal: &Principal, form: &Form) -> Option<String> {
+    principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)))
 }
 
 /// The fields that the run and continue forms of several kinds share.
