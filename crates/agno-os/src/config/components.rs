@@ -18,50 +18,37 @@ pub struct KnowledgeSpec {
     /// Id (the `knowledge_id` of the routes; agents name it in `knowledge`).
     pub id: String,
     /// Display name (default: the id).
-    #[serde(default)]
     pub name: Option<String>,
     /// Description.
-    #[serde(default)]
     pub description: Option<String>,
     /// `embedded` (default: the OS's SQLite database, or an in-memory one with `memory://`) or
     /// a `sqlite://` URL.
-    #[serde(default)]
     pub vector_db: Option<String>,
     /// Table of the chunks (default `agno_vectors_<id>`).
-    #[serde(default)]
     pub table: Option<String>,
     /// `none` (default: keyword search), `hash:<dimensions>` (offline), `openai:<model>`
     /// (`OPENAI_BASE_URL`, `OPENAI_API_KEY`; any OpenAI-compatible server), `mistral:<model>`,
     /// `ollama:<model>` (`OLLAMA_HOST`), `cohere:<model>`, `gemini:<model>` or `voyage:<model>`
     /// (their `*_API_KEY`, and `*_BASE_URL` to point elsewhere).
-    #[serde(default)]
     pub embedder: Option<String>,
     /// The embedder's dimensions (default 1536 for OpenAI).
-    #[serde(default)]
     pub dimensions: Option<usize>,
     /// Chunker (`FixedSizeChunker`, `RecursiveChunker`, `DocumentChunker`, `MarkdownChunker`).
-    #[serde(default)]
     pub chunker: Option<String>,
     /// Chunk size in characters (default 5000).
-    #[serde(default)]
     pub chunk_size: Option<usize>,
     /// Chunk overlap in characters (default 0).
-    #[serde(default)]
     pub chunk_overlap: Option<usize>,
     /// Results per search (default 10).
-    #[serde(default)]
     pub max_results: Option<usize>,
     /// Default search type (`vector` with an embedder, else `keyword`; or `hybrid`).
-    #[serde(default)]
     pub search_type: Option<String>,
     /// Let uploaded URLs point at loopback, private or link-local addresses (default false: a
     /// caller cannot make the server read its internal network).
-    #[serde(default)]
     pub allow_private_urls: Option<bool>,
     /// Most chunks one content may be cut into (50,000 by default); a content that would make
     /// more is refused (422 at upload when its length alone says so, else `failed` with the
     /// reason).
-    #[serde(default)]
     pub max_chunks_per_content: Option<usize>,
 }
 
@@ -76,16 +63,12 @@ pub enum ModelSpec {
         /// Provider.
         provider: String,
         /// Model id.
-        #[serde(default)]
         id: Option<String>,
         /// Base URL.
-        #[serde(default)]
         base_url: Option<String>,
         /// Environment variable holding the key.
-        #[serde(default)]
         api_key_env: Option<String>,
         /// The key itself (write `"${MY_KEY}"` to keep it out of the file).
-        #[serde(default)]
         api_key: Option<String>,
     },
 }
@@ -127,64 +110,46 @@ pub struct AgentSpec {
     /// Agent id (used in routes).
     pub id: String,
     /// Display name.
-    #[serde(default)]
     pub name: Option<String>,
     /// Description.
-    #[serde(default)]
     pub description: Option<String>,
     /// The model.
     pub model: ModelSpec,
     /// Instructions.
-    #[serde(default)]
     pub instructions: Option<Lines>,
     /// Toolkits.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
     /// Send earlier runs of the session to the model.
-    #[serde(default)]
     pub add_history_to_context: Option<bool>,
     /// How many earlier runs.
-    #[serde(default)]
     pub num_history_runs: Option<usize>,
     /// Extract the user's memories after each run (needs the database).
-    #[serde(default)]
     pub update_memory_on_run: Option<bool>,
     /// Give the model the `update_user_memory` tool.
-    #[serde(default)]
     pub enable_agentic_memory: Option<bool>,
     /// Put the user's memories in the system message (default: on when memories are kept).
-    #[serde(default)]
     pub add_memories_to_context: Option<bool>,
     /// Rewrite the session's summary after each run (needs the database).
-    #[serde(default)]
     pub enable_session_summaries: Option<bool>,
     /// Put the session's summary in the system message (default: on with summaries).
-    #[serde(default)]
     pub add_session_summary_to_context: Option<bool>,
     /// The id of a `[[knowledge]]` base the agent searches (`search_knowledge_base` tool).
-    #[serde(default)]
     pub knowledge: Option<String>,
     /// Add references found for the user's input to the user message.
-    #[serde(default)]
     pub add_knowledge_to_context: Option<bool>,
     /// Give the model the `search_knowledge_base` tool (default on with a knowledge base).
-    #[serde(default)]
     pub search_knowledge: Option<bool>,
     /// Give the model `search_past_sessions` and `read_past_session` over the user's other
     /// sessions (needs the database).
-    #[serde(default)]
     pub search_past_sessions: Option<bool>,
     /// How many past sessions `search_past_sessions` lists (default 20).
-    #[serde(default)]
     pub num_past_sessions_to_search: Option<usize>,
     /// How many runs of each past session it previews (default 3).
-    #[serde(default)]
     pub num_past_session_runs_in_search: Option<usize>,
     /// Most tool calls per run.
-    #[serde(default)]
     pub tool_call_limit: Option<usize>,
     /// Ask for markdown.
-    #[serde(default)]
     pub markdown: Option<bool>,
 }
 
@@ -203,29 +168,22 @@ pub struct TeamSpec {
     /// Team id (used in routes).
     pub id: String,
     /// Display name.
-    #[serde(default)]
     pub name: Option<String>,
     /// Description.
-    #[serde(default)]
     pub description: Option<String>,
     /// `coordinate` (default), `route`, `broadcast` or `tasks`.
-    #[serde(default)]
     pub mode: Option<String>,
     /// Tasks mode: the most iterations over the task list (default 10).
-    #[serde(default)]
     pub max_iterations: Option<u32>,
     /// The leader's model.
     pub model: ModelSpec,
     /// Ids of the member agents and teams.
     pub members: Vec<String>,
     /// Instructions for the leader.
-    #[serde(default)]
     pub instructions: Option<Lines>,
     /// Send the team's earlier runs to the leader (default false, as Agno's `Team`).
-    #[serde(default)]
     pub add_history_to_context: Option<bool>,
     /// How many earlier runs.
-    #[serde(default)]
     pub num_history_runs: Option<usize>,
 }
 
@@ -250,13 +208,10 @@ pub struct WorkflowSpec {
     /// Workflow id (used in routes).
     pub id: String,
     /// Display name.
-    #[serde(default)]
     pub name: Option<String>,
     /// Description.
-    #[serde(default)]
     pub description: Option<String>,
     /// Default session state.
-    #[serde(default)]
     pub session_state: Option<serde_json::Map<String, serde_json::Value>>,
     /// The steps, in order.
     #[serde(default)]
@@ -271,25 +226,19 @@ pub struct StepSpec {
     /// Step name (unique among its siblings).
     pub name: String,
     /// Description.
-    #[serde(default)]
     pub description: Option<String>,
     /// `step` (default), `steps`, `loop`, `condition`, `router` or `parallel`.
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
     /// Id of the agent a step runs.
-    #[serde(default)]
     pub agent: Option<String>,
     /// Id of the workflow a step runs.
-    #[serde(default)]
     pub workflow: Option<String>,
     /// Id of the team a step runs.
-    #[serde(default)]
     pub team: Option<String>,
     /// Retries of a failed step (default 3).
-    #[serde(default)]
     pub max_retries: Option<u32>,
     /// Go on after a step that failed every attempt.
-    #[serde(default)]
     pub skip_on_failure: Option<bool>,
     /// The inner steps of a group (a router's choices).
     #[serde(default)]
@@ -298,20 +247,15 @@ pub struct StepSpec {
     #[serde(default)]
     pub else_steps: Vec<StepSpec>,
     /// A loop's iteration limit (default 3).
-    #[serde(default)]
     pub max_iterations: Option<u32>,
     /// A loop's iterations each start from the previous one's output.
-    #[serde(default)]
     pub forward_iteration_output: Option<bool>,
     /// A condition's expression (CEL subset over `input`, `previous_step_content`,
     /// `previous_step_outputs`, `additional_data`, `session_state`); default true.
-    #[serde(default)]
     pub condition: Option<String>,
     /// A router's expression naming the choice (or a list of choices) to run; default the first.
-    #[serde(default)]
     pub selector: Option<String>,
     /// Review by a person (Agno's `HumanReview`).
-    #[serde(default)]
     pub human_review: Option<HumanReviewSpec>,
 }
 
@@ -323,13 +267,11 @@ pub struct HumanReviewSpec {
     #[serde(default)]
     pub requires_confirmation: bool,
     /// The question.
-    #[serde(default)]
     pub confirmation_message: Option<String>,
     /// Ask for input before the step runs (a router: the reviewer picks the route).
     #[serde(default)]
     pub requires_user_input: bool,
     /// What is asked for.
-    #[serde(default)]
     pub user_input_message: Option<String>,
     /// The fields to fill: `{ name, field_type, description, required, allowed_values }`.
     #[serde(default)]
@@ -341,27 +283,20 @@ pub struct HumanReviewSpec {
     #[serde(default)]
     pub requires_output_review: bool,
     /// The question.
-    #[serde(default)]
     pub output_review_message: Option<String>,
     /// Ask for approval after each loop iteration.
     #[serde(default)]
     pub requires_iteration_review: bool,
     /// The question.
-    #[serde(default)]
     pub iteration_review_message: Option<String>,
     /// `skip` (default), `cancel`, `else` (condition) or `retry`.
-    #[serde(default)]
     pub on_reject: Option<String>,
     /// `skip` (default), `fail` or `pause`.
-    #[serde(default)]
     pub on_error: Option<String>,
     /// Most retries a reviewer may ask for (default 3).
-    #[serde(default)]
     pub max_retries: Option<u32>,
     /// Seconds a pause waits before `on_timeout` applies.
-    #[serde(default)]
     pub timeout: Option<u64>,
     /// `cancel` (default), `skip` or `approve`.
-    #[serde(default)]
     pub on_timeout: Option<String>,
 }

@@ -60,10 +60,8 @@ pub struct OsConfig {
     #[serde(default)]
     pub os: OsSection,
     /// Its database.
-    #[serde(default)]
     pub db: Option<DbSection>,
     /// Authentication and authorisation; absent means none.
-    #[serde(default)]
     pub auth: Option<AuthSection>,
     /// The agents served.
     #[serde(default)]

@@ -12,10 +12,8 @@ pub struct OsSection {
     #[serde(default = "default_os_id")]
     pub id: String,
     /// Display name.
-    #[serde(default)]
     pub name: Option<String>,
     /// Description.
-    #[serde(default)]
     pub description: Option<String>,
     /// Address to listen on.
     #[serde(default = "default_host")]
@@ -35,10 +33,8 @@ pub struct OsSection {
     pub shutdown_grace_seconds: u64,
     /// Browser origins allowed to call the OS (CORS); absent or empty: Agno's defaults
     /// (`http://localhost:3000` and Agno's hosted UIs).
-    #[serde(default)]
     pub cors_allowed_origins: Option<Vec<String>>,
     /// A regular expression for more allowed origins, matched against the whole `Origin`.
-    #[serde(default)]
     pub cors_origin_regex: Option<String>,
     /// Largest text field of a form, in bytes (1 MiB by default, as Python AgentOS); 413 beyond.
     #[serde(default = "default_form_field_limit")]
@@ -194,7 +190,6 @@ pub struct DbSection {
     /// Database URL (`sqlite://agno.db`, `postgresql://...`, `memory://`, ...).
     pub url: String,
     /// Id of this database in `/config` and `/databases/{db_id}/migrate`.
-    #[serde(default)]
     pub id: Option<String>,
 }
 
@@ -219,16 +214,13 @@ pub struct AuthSection {
     #[serde(default)]
     pub mode: AuthMode,
     /// Security key for `mode = "key"` (or `OS_SECURITY_KEY`).
-    #[serde(default)]
     pub security_key: Option<String>,
     /// JWT verification keys, tried in turn: HMAC secrets, or PEM public keys (RSA, EC).
     #[serde(default)]
     pub verification_keys: Vec<String>,
     /// A JWKS file whose keys are tried first (by `kid`).
-    #[serde(default)]
     pub jwks_file: Option<String>,
     /// Accepted algorithm (`HS256`, `RS256`, `ES256`, ...). Tokens signed otherwise are refused.
-    #[serde(default)]
     pub algorithm: Option<String>,
     /// Check the `aud` claim against `audience`.
     #[serde(default)]
@@ -237,12 +229,10 @@ pub struct AuthSection {
     #[serde(default)]
     pub audience: Vec<String>,
     /// Scope granting everything (`agent_os:admin`).
-    #[serde(default)]
     pub admin_scope: Option<String>,
     /// Force a non-admin caller's `sub` as `user_id` on every read and write.
     #[serde(default)]
     pub user_isolation: bool,
     /// Removed in Agno v3: refused with a pointer to `verification_keys`.
-    #[serde(default)]
     pub secret_key: Option<String>,
 }

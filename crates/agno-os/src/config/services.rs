@@ -36,7 +36,6 @@ pub struct QueueSettings {
     pub retention_seconds: i64,
     /// Optional Redis (`redis://host:6379`) carrying wake-ups and cancels between replicas at
     /// once, on any database; never the truth (see [`crate::coordination`]).
-    #[serde(default)]
     pub redis: Option<String>,
     /// The Redis pub/sub channel of this deployment's replicas.
     #[serde(default = "default_channel")]
