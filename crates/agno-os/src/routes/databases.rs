@@ -2,7 +2,7 @@
 //! Agno's database router answers them. Also [`select_db`], the `db_id`/`table` query
 //! parameters every record route accepts.
 
-use crate::routes::query::{Query, QueryRejection};
+use crate::routes::query::Query;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -14,7 +14,6 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::params::query;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -102,9 +101,8 @@ async fn migrate(db: &dyn Migrate, target: Option<&str>) -> ApiResult<()> {
 pub async fn migrate_database(
     State(state): State<AppState>,
     Path(db_id): Path<String>,
-    q: Result<Query<MigrateParams>, QueryRejection>,
+    Query(q): Query<MigrateParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let target = q.target()?;
     let db = state.migrate.as_ref().filter(|_| db_id == *state.db_id).ok_or_else(|| unknown_db(&db_id))?;
     migrate(db.as_ref(), target).await?;
@@ -115,9 +113,8 @@ pub async fn migrate_database(
 /// migrated, 207 with `failed: {db_id: error}` otherwise.
 pub async fn migrate_all_databases(
     State(state): State<AppState>,
-    q: Result<Query<MigrateParams>, QueryRejection>,
+    Query(q): Query<MigrateParams>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let q = query(q)?;
     let target = q.target()?;
     let mut failed = BTreeMap::new();
     let dbs: Vec<(&str, &Arc<dyn Migrate>)> = state.migrate.iter().map(|m| (&*state.db_id, m)).collect();

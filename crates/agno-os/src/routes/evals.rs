@@ -2,7 +2,7 @@
 //! evaluation runs, as Agno's eval router serves them. Under user isolation only the caller's own
 //! eval runs exist, and an eval the caller runs is theirs.
 
-use crate::routes::query::{Query, QueryRejection};
+use crate::routes::query::Query;
 use agno_core::{EvalFilterType, EvalQuery, EvalRunRecord, EvalType, SortOrder};
 use axum::Json;
 use axum::body::Bytes;
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::databases::select_db;
-use super::params::{DbParams, NoContent, Paging, iso, json_body, query, sort_order};
+use super::params::{DbParams, NoContent, Paging, iso, json_body, sort_order};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -106,9 +106,8 @@ fn eval_types(value: Option<&str>) -> ApiResult<Option<Vec<EvalType>>> {
 pub async fn list_eval_runs(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<ListEvalsParams>, QueryRejection>,
+    Query(q): Query<ListEvalsParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let paging = Paging::new(q.limit, q.page)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     if let Some(other) = q.sort_by.as_deref().filter(|s| *s != "created_at") {
@@ -137,9 +136,8 @@ pub async fn get_eval_run(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(eval_run_id): Path<String>,
-    q: Result<Query<DbParams>, QueryRejection>,
+    Query(q): Query<DbParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id(), q.table())?;
     let run = db.get_eval_run(&eval_run_id, principal.user_scope(None).as_deref()).await?;
     run.map(|r| Json(eval_json(&r))).ok_or_else(|| not_found(&eval_run_id))
@@ -158,10 +156,9 @@ pub async fn rename_eval_run(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(eval_run_id): Path<String>,
-    q: Result<Query<DbParams>, QueryRejection>,
+    Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id(), q.table())?;
     let req: RenameRequest = json_body(&body)?;
     let chars = req.name.chars().count();
@@ -184,10 +181,9 @@ pub(crate) struct DeleteEvalRunsRequest {
 pub async fn delete_eval_runs(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<DbParams>, QueryRejection>,
+    Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<NoContent> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id(), q.table())?;
     let req: DeleteEvalRunsRequest = json_body(&body)?;
     if req.eval_run_ids.is_empty() {
@@ -254,11 +250,10 @@ pub(crate) struct EvalRunInput {
 pub async fn run_eval(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<DbParams>, QueryRejection>,
+    Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     use agno_runtime::eval::{EvalError, EvalSink, EvalSpec, ScoringStrategy};
-    let q = query(q)?;
     let db = select_db(&state, q.db_id(), q.table())?;
     let req: EvalRunInput = json_body(&body)?;
     let eval_type = EVAL_TYPES.into_iter().find(|t| t.as_str() == req.eval_type).ok_or_else(|| {

@@ -5,7 +5,7 @@
 //! uploads as itself and sees (and deletes) its own contents plus shared ones (shared ones are
 //! deleted only by admins or without isolation).
 
-use crate::routes::query::{Query, QueryRejection};
+use crate::routes::query::Query;
 use std::sync::Arc;
 
 use agno_core::{Filter, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::FormField;
-use super::params::{Paging, iso, json_body, query, sort_order};
+use super::params::{Paging, iso, json_body, sort_order};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -117,9 +117,8 @@ pub struct ListParams {
 pub async fn list_content(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<ListParams>, QueryRejection>,
+    Query(q): Query<ListParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
     let paging = Paging::new(q.limit, q.page)?;
     let sort_by = match q.sort_by.as_deref() {
@@ -159,9 +158,8 @@ pub async fn get_content(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(content_id): Path<String>,
-    q: Result<Query<KnowledgeParams>, QueryRejection>,
+    Query(q): Query<KnowledgeParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
     Ok(Json(content_json(&visible_row(k, &principal, &content_id).await?)))
 }
@@ -171,9 +169,8 @@ pub async fn content_status(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(content_id): Path<String>,
-    q: Result<Query<KnowledgeParams>, QueryRejection>,
+    Query(q): Query<KnowledgeParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
     let row = visible_row(k, &principal, &content_id).await?;
     Ok(Json(json!({
@@ -190,9 +187,8 @@ pub async fn delete_content(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(content_id): Path<String>,
-    q: Result<Query<KnowledgeParams>, QueryRejection>,
+    Query(q): Query<KnowledgeParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
     visible_row(k, &principal, &content_id).await?;
     let scope = principal.user_scope(None);
@@ -210,9 +206,8 @@ pub async fn delete_content(
 pub async fn delete_all_content(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<KnowledgeParams>, QueryRejection>,
+    Query(q): Query<KnowledgeParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
     contents(k)?;
     let scope = principal.user_scope(None);
@@ -256,10 +251,9 @@ pub async fn update_content(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(content_id): Path<String>,
-    q: Result<Query<KnowledgeParams>, QueryRejection>,
+    Query(q): Query<KnowledgeParams>,
     request: Request,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let k = pick(&state, q.knowledge_id.as_deref())?;
     contents(k)?;
     let form = Form::read(request, &state.limits).await?;
@@ -349,10 +343,9 @@ fn number(form: &Form, name: &str) -> ApiResult<Option<usize>> {
 pub async fn upload_content(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<KnowledgeParams>, QueryRejection>,
+    Query(q): Query<KnowledgeParams>,
     request: Request,
 ) -> ApiResult<Response> {
-    let q = query(q)?;
     let k = Arc::clone(pick(&state, q.knowledge_id.as_deref())?);
     contents(&k)?;
     let mut form = Form::read(request, &state.limits).await?;
@@ -544,11 +537,7 @@ pub async fn search(
 }
 
 /// `GET /knowledge/config`: readers, chunkers and the vector store of the base.
-pub async fn config(
-    State(state): State<AppState>,
-    q: Result<Query<KnowledgeParams>, QueryRejection>,
-) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
+pub async fn config(State(state): State<AppState>, Query(q): Query<KnowledgeParams>) -> ApiResult<Json<Value>> {
     let k = pick(&state, q.knowledge_id.as_deref())?;
     let chunker_names = ["FixedSizeChunker", "RecursiveChunker", "DocumentChunker", "MarkdownChunker"];
     let readers: Map<String, Value> = READERS

@@ -2,7 +2,7 @@
 //! serves them. Under user isolation every read and write is scoped to the caller's `sub`: a
 //! created memory belongs to the caller, another user's memory answers 404.
 
-use crate::routes::query::{Query, QueryRejection};
+use crate::routes::query::Query;
 use std::sync::Arc;
 
 use agno_core::{MemoryQuery, MemorySort, UserMemory, UserMemoryStats};
@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::databases::select_db;
-use super::params::{DbParams, NoContent, Paging, iso, json_body, query, sort_order};
+use super::params::{DbParams, NoContent, Paging, iso, json_body, sort_order};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -81,10 +81,9 @@ impl MemoryPayload {
 pub async fn create_memory(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<DbParams>, QueryRejection>,
+    Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let payload = MemoryPayload::parse(&body)?;
     let user_id = principal
@@ -134,9 +133,8 @@ fn memory_sort(value: Option<&str>) -> ApiResult<MemorySort> {
 pub async fn list_memories(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<ListMemoriesParams>, QueryRejection>,
+    Query(q): Query<ListMemoriesParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let paging = Paging::new(q.limit, q.page)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let topics: Option<Vec<String>> = q
@@ -181,9 +179,8 @@ pub async fn get_memory(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(memory_id): Path<String>,
-    q: Result<Query<UserParams>, QueryRejection>,
+    Query(q): Query<UserParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let memory = db.get_user_memory(&memory_id, principal.user_scope(q.user_id).as_deref()).await?;
     memory.map(|m| Json(memory_json(&m))).ok_or_else(|| not_found(&memory_id))
@@ -195,10 +192,9 @@ pub async fn update_memory(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(memory_id): Path<String>,
-    q: Result<Query<DbParams>, QueryRejection>,
+    Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let payload = MemoryPayload::parse(&body)?;
     let existing = db
@@ -224,9 +220,8 @@ pub async fn delete_memory(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(memory_id): Path<String>,
-    q: Result<Query<UserParams>, QueryRejection>,
+    Query(q): Query<UserParams>,
 ) -> ApiResult<NoContent> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     // As Agno: 204 whether or not the memory existed (another user's is never touched).
     db.delete_user_memory(&memory_id, principal.user_scope(q.user_id).as_deref()).await?;
@@ -248,10 +243,9 @@ pub(crate) struct DeleteMemoriesRequest {
 pub async fn delete_memories(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<DbParams>, QueryRejection>,
+    Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<NoContent> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let req: DeleteMemoriesRequest = json_body(&body)?;
     if req.memory_ids.is_empty() {
@@ -265,9 +259,8 @@ pub async fn delete_memories(
 pub async fn memory_topics(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<UserParams>, QueryRejection>,
+    Query(q): Query<UserParams>,
 ) -> ApiResult<Json<Vec<String>>> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     Ok(Json(db.get_all_memory_topics(principal.user_scope(q.user_id).as_deref()).await?))
 }
@@ -289,9 +282,8 @@ pub struct StatsParams {
 pub async fn user_memory_stats(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<StatsParams>, QueryRejection>,
+    Query(q): Query<StatsParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let paging = Paging::new(q.limit, q.page)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let (stats, total) = db
@@ -330,10 +322,9 @@ const DEFAULT_OPTIMIZATION_MODEL: &str = "openai:gpt-4o";
 pub async fn optimize_memories(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<DbParams>, QueryRejection>,
+    Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let req: OptimizeMemoriesRequest = json_body(&body)?;
     let user_id = principal

@@ -8,7 +8,7 @@
 //! rule); `POST /metrics/refresh` recalculates now. One recalculation per database runs at a
 //! time: another request meanwhile answers `already_running`.
 
-use crate::routes::query::{Query, QueryRejection};
+use crate::routes::query::Query;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::databases::select_db;
-use super::params::{DbParams, iso, query};
+use super::params::{DbParams, iso};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -250,9 +250,8 @@ fn date_param(name: &str, value: Option<&str>) -> ApiResult<Option<NaiveDate>> {
 pub async fn get_metrics(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<MetricsParams>, QueryRejection>,
+    Query(q): Query<MetricsParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let starting_date = date_param("starting_date", q.starting_date.as_deref())?;
     let ending_date = date_param("ending_date", q.ending_date.as_deref())?;
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
@@ -287,9 +286,8 @@ fn refresh_reply(status: StatusCode, state: &str, message: &str) -> Response {
 pub async fn refresh_metrics(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<RefreshParams>, QueryRejection>,
+    Query(q): Query<RefreshParams>,
 ) -> ApiResult<Response> {
-    let q = query(q)?;
     let background = q.background.unwrap_or(false);
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
     let owner = principal.user_scope(q.user_id);
@@ -312,11 +310,7 @@ pub async fn refresh_metrics(
 
 /// `GET /metrics/refresh/status`: the last recalculation of this database in this process:
 /// `idle`, `running`, `completed` or `failed`.
-pub async fn refresh_status(
-    State(state): State<AppState>,
-    q: Result<Query<DbParams>, QueryRejection>,
-) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
+pub async fn refresh_status(State(state): State<AppState>, Query(q): Query<DbParams>) -> ApiResult<Json<Value>> {
     let db = select_db(&state, q.db_id(), q.table())?;
     let status = with_tracked(db, |t| {
         json!({

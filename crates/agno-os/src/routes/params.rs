@@ -1,7 +1,6 @@
-//! Request and response helpers the CRUD routes share: JSON bodies, query rejections as 422,
-//! sort order, Agno's paging envelope and its timestamp format.
+//! Request and response helpers the CRUD routes share: JSON bodies, sort
+//! order, Agno's paging envelope and its timestamp format.
 
-use crate::routes::query::{Query, QueryRejection};
 use std::time::Instant;
 
 use agno_core::SortOrder;
@@ -22,11 +21,6 @@ pub(crate) fn json_body<T: DeserializeOwned + schemars::JsonSchema>(body: &Bytes
     super::validate::check::<T>(&value, "body")?;
     super::validate::integers::<T>(&mut value);
     serde_json::from_value(value).map_err(|e| ApiError::unprocessable(format!("invalid JSON body: {e}")))
-}
-
-/// The query of a request, or 422 saying which parameter is wrong.
-pub(crate) fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
-    q.map(|Query(q)| q)
 }
 
 /// `asc` or `desc` (default `desc`), else 422.

@@ -16,9 +16,6 @@ use crate::error::ApiError;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Query<T>(pub T);
 
-/// What a query that does not fit answers: 422 naming the parameter.
-pub type QueryRejection = ApiError;
-
 impl<T: DeserializeOwned + schemars::JsonSchema, S: Send + Sync> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 

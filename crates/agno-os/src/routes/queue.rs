@@ -1,7 +1,7 @@
 //! `/queue`: the operator's view of the durable queue (admin only): list jobs, read one, requeue
 //! a failed or cancelled one, and per-status counts.
 
-use crate::routes::query::{Query, QueryRejection};
+use crate::routes::query::Query;
 use agno_core::JobStatus;
 use axum::Json;
 use axum::extract::{Path, State};
@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::params::{Paging, query};
+use super::params::Paging;
 use crate::error::{ApiError, ApiResult};
 use crate::queue::{Queue, Requeued};
 use crate::state::AppState;
@@ -40,11 +40,7 @@ pub struct JobsQuery {
 }
 
 /// `GET /queue/jobs?status=&limit=&page=`: jobs, newest first.
-pub async fn list_jobs(
-    State(state): State<AppState>,
-    q: Result<Query<JobsQuery>, QueryRejection>,
-) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
+pub async fn list_jobs(State(state): State<AppState>, Query(q): Query<JobsQuery>) -> ApiResult<Json<Value>> {
     let queue = queue(&state)?;
     let paging = Paging::new(q.limit, q.page)?;
     let status = q.status.as_deref().map(parse_status).transpose()?;

@@ -15,7 +15,7 @@ use super::component::{Kind, require_run_access};
 use super::sessions::schema;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::query::{Query, QueryRejection};
+use crate::routes::query::Query;
 use crate::state::AppState;
 
 /// Whether `run` is a run of the component (a team's or a workflow's own run, not one of its
@@ -78,11 +78,10 @@ pub async fn list_runs<K: Kind>(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
-    q: Result<Query<RunsQuery>, QueryRejection>,
+    Query(q): Query<RunsQuery>,
 ) -> ApiResult<Json<Value>> {
     let kind = K::KIND;
     super::component::served::<K>(&state, &principal, &id)?;
-    let q = super::params::query(q)?;
     require_run_access(&principal, kind, &id)?;
     let db = state.require_db()?;
     let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
@@ -137,11 +136,10 @@ pub async fn get_run<K: Kind>(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path((id, run_id)): Path<(String, String)>,
-    q: Result<Query<SessionQuery>, QueryRejection>,
+    Query(q): Query<SessionQuery>,
 ) -> ApiResult<Response> {
     let kind = K::KIND;
     super::component::served::<K>(&state, &principal, &id)?;
-    let q = super::params::query(q)?;
     require_run_access(&principal, kind, &id)?;
     let run = stored_run(&state, &principal, kind, &id, &run_id, q.session_id.as_deref()).await?;
     if kind != ComponentKind::Agent {
@@ -164,12 +162,11 @@ pub async fn cancel_run<K: Kind>(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path((id, run_id)): Path<(String, String)>,
-    q: Result<Query<SessionQuery>, QueryRejection>,
+    Query(q): Query<SessionQuery>,
 ) -> ApiResult<Response> {
     let kind = K::KIND;
     super::component::served::<K>(&state, &principal, &id)?;
     require_run_access(&principal, kind, &id)?;
-    let q = super::params::query(q)?;
     // Ownership first: the stored run must be the caller's (it is written when the run starts).
     let stored = match &state.db {
         Some(_) => Some(stored_run(&state, &principal, kind, &id, &run_id, q.session_id.as_deref()).await?),

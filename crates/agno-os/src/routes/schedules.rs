@@ -8,7 +8,7 @@
 //! zone, an endpoint that is not a route of this OS, a payload that is not a JSON object,
 //! numbers out of Agno's ranges.
 
-use crate::routes::query::{Query, QueryRejection};
+use crate::routes::query::Query;
 use std::sync::LazyLock;
 
 use agno_core::{Schedule, ScheduleQuery, ScheduleRun, ScheduleUpdate, now_epoch_secs};
@@ -19,7 +19,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::params::{NoContent, Paging, json_body, query};
+use super::params::{NoContent, Paging, json_body};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::scheduler::cron::{CronSchedule, check_timezone};
@@ -302,9 +302,8 @@ async fn visible(state: &AppState, principal: &Principal, id: &str) -> ApiResult
 pub async fn list_schedules(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
-    q: Result<Query<ListParams>, QueryRejection>,
+    Query(q): Query<ListParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     let paging = q.paging()?;
     let query = ScheduleQuery {
         enabled: q.enabled,
@@ -510,9 +509,8 @@ pub async fn list_schedule_runs(
     State(state): State<AppState>,
     Extension(principal): Extension<Principal>,
     Path(id): Path<String>,
-    q: Result<Query<ListParams>, QueryRejection>,
+    Query(q): Query<ListParams>,
 ) -> ApiResult<Json<Value>> {
-    let q = query(q)?;
     visible(&state, &principal, &id).await?;
     let paging = q.paging()?;
     let scope = principal.user_scope(None);
