@@ -292,56 +292,54 @@ struct AgentInnerDraft {
     knowledge_config: KnowledgeConfig,
 }
 
-macro_rules! setter {
-    ($(#[$doc:meta])* $name:ident: String) => {
-        $(#[$doc])*
-        pub fn $name(mut self, value: impl Into<String>) -> Self {
-            self.inner.$name = Some(value.into());
-            self
-        }
-    };
-    ($(#[$doc:meta])* $name:ident: bool) => {
-        $(#[$doc])*
-        pub fn $name(mut self, value: bool) -> Self {
-            self.inner.$name = value;
-            self
-        }
-    };
-}
-
 impl AgentBuilder {
     fn new(model: ModelChoice) -> Self {
         Self { model, inner: AgentInnerDraft::default() }
     }
 
-    setter!(/// Agent id (default: derived from the name, else a random id).
-        id: String);
-    setter!(/// Agent name.
-        name: String);
-    setter!(/// Description, the first part of the system message.
-        description: String);
-    setter!(/// Role, added to the system message.
-        role: String);
-    setter!(/// A complete system message, replacing the assembled one.
-        system_message: String);
-    setter!(/// What the output should look like.
-        expected_output: String);
-    setter!(/// Extra context appended to the system message.
-        additional_context: String);
-    setter!(/// Ask for Markdown output.
-        markdown: bool);
-    setter!(/// Tell the model its name.
-        add_name_to_context: bool);
-    setter!(/// Tell the model the current date and time.
-        add_datetime_to_context: bool);
-    setter!(/// Add the session state to the system message.
-        add_session_state_to_context: bool);
-    setter!(/// Default session id of runs that name none.
-        session_id: String);
-    setter!(/// Default user id of runs that name none.
-        user_id: String);
-    setter!(/// Keep the events of streamed runs on the stored run, content deltas excepted (`store_events`, as Agno: non-streaming runs store none).
-        store_events: bool);
+    setters! {
+        /// Agent id (default: derived from the name, else a random id).
+        id(value: impl Into<String>) => inner.id = Some(value.into());
+
+        /// Agent name.
+        name(value: impl Into<String>) => inner.name = Some(value.into());
+
+        /// Description, the first part of the system message.
+        description(value: impl Into<String>) => inner.description = Some(value.into());
+
+        /// Role, added to the system message.
+        role(value: impl Into<String>) => inner.role = Some(value.into());
+
+        /// A complete system message, replacing the assembled one.
+        system_message(value: impl Into<String>) => inner.system_message = Some(value.into());
+
+        /// What the output should look like.
+        expected_output(value: impl Into<String>) => inner.expected_output = Some(value.into());
+
+        /// Extra context appended to the system message.
+        additional_context(value: impl Into<String>) => inner.additional_context = Some(value.into());
+
+        /// Ask for Markdown output.
+        markdown(value: bool) => inner.markdown = value;
+
+        /// Tell the model its name.
+        add_name_to_context(value: bool) => inner.add_name_to_context = value;
+
+        /// Tell the model the current date and time.
+        add_datetime_to_context(value: bool) => inner.add_datetime_to_context = value;
+
+        /// Add the session state to the system message.
+        add_session_state_to_context(value: bool) => inner.add_session_state_to_context = value;
+
+        /// Default session id of runs that name none.
+        session_id(value: impl Into<String>) => inner.session_id = Some(value.into());
+
+        /// Default user id of runs that name none.
+        user_id(value: impl Into<String>) => inner.user_id = Some(value.into());
+
+        /// Keep the events of streamed runs on the stored run, content deltas excepted (`store_events`, as Agno: non-streaming runs store none).
+        store_events(value: bool) => inner.store_events = value;
+    }
 
     /// Instructions, one per line of the system message.
     pub fn instructions<I, S>(mut self, instructions: I) -> Self
@@ -385,16 +383,12 @@ impl AgentBuilder {
         self
     }
 
-    /// Tool execution settings.
-    pub fn tool_config(mut self, config: ToolConfig) -> Self {
-        self.inner.tool_config = config;
-        self
-    }
+    setters! {
+        /// Tool execution settings.
+        tool_config(config: ToolConfig) => inner.tool_config = config;
 
-    /// At most `limit` tool calls per run.
-    pub fn tool_call_limit(mut self, limit: usize) -> Self {
-        self.inner.tool_config.tool_call_limit = Some(limit);
-        self
+        /// At most `limit` tool calls per run.
+        tool_call_limit(limit: usize) => inner.tool_config.tool_call_limit = Some(limit);
     }
 
     /// Adds a tool hook (middleware around every tool call).
@@ -403,140 +397,76 @@ impl AgentBuilder {
         self
     }
 
-    /// History settings.
-    pub fn history(mut self, config: HistoryConfig) -> Self {
-        self.inner.history = config;
-        self
-    }
+    setters! {
+        /// History settings.
+        history(config: HistoryConfig) => inner.history = config;
 
-    /// Adds earlier runs of the session to the context (`add_history_to_context`).
-    pub fn add_history_to_context(mut self, on: bool) -> Self {
-        self.inner.history.add_history_to_context = on;
-        self
-    }
+        /// Adds earlier runs of the session to the context (`add_history_to_context`).
+        add_history_to_context(on: bool) => inner.history.add_history_to_context = on;
 
-    /// How many earlier runs to add (`num_history_runs`).
-    pub fn num_history_runs(mut self, n: usize) -> Self {
-        self.inner.history.num_history_runs = Some(n);
-        self
-    }
+        /// How many earlier runs to add (`num_history_runs`).
+        num_history_runs(n: usize) => inner.history.num_history_runs = Some(n);
 
-    /// At most this many history messages, the most recent (`num_history_messages`).
-    pub fn num_history_messages(mut self, n: usize) -> Self {
-        self.inner.history.num_history_messages = Some(n);
-        self
-    }
+        /// At most this many history messages, the most recent (`num_history_messages`).
+        num_history_messages(n: usize) => inner.history.num_history_messages = Some(n);
 
-    /// The memory manager (default: one on the agent's own model and db).
-    pub fn memory_manager(mut self, manager: crate::memory::MemoryManager) -> Self {
-        self.inner.memory_manager = Some(manager);
-        self
-    }
+        /// The memory manager (default: one on the agent's own model and db).
+        memory_manager(manager: crate::memory::MemoryManager) => inner.memory_manager = Some(manager);
 
-    /// Memory settings (`update_memory_on_run`, ...).
-    pub fn memory(mut self, config: MemoryConfig) -> Self {
-        self.inner.memory = config;
-        self
-    }
+        /// Memory settings (`update_memory_on_run`, ...).
+        memory(config: MemoryConfig) => inner.memory = config;
 
-    /// Extract user memories after each run (v3 name of `enable_user_memories`).
-    pub fn update_memory_on_run(mut self, on: bool) -> Self {
-        self.inner.memory.update_memory_on_run = on;
-        self
-    }
+        /// Extract user memories after each run (v3 name of `enable_user_memories`).
+        update_memory_on_run(on: bool) => inner.memory.update_memory_on_run = on;
 
-    /// Give the model the `update_user_memory` tool (`enable_agentic_memory`).
-    pub fn enable_agentic_memory(mut self, on: bool) -> Self {
-        self.inner.memory.enable_agentic_memory = on;
-        self
-    }
+        /// Give the model the `update_user_memory` tool (`enable_agentic_memory`).
+        enable_agentic_memory(on: bool) => inner.memory.enable_agentic_memory = on;
 
-    /// Put the user's memories in the system message (`add_memories_to_context`; default: on
-    /// when memories are updated or a memory manager is given).
-    pub fn add_memories_to_context(mut self, on: bool) -> Self {
-        self.inner.memory.add_memories_to_context = Some(on);
-        self
-    }
+        /// Put the user's memories in the system message (`add_memories_to_context`; default: on
+        /// when memories are updated or a memory manager is given).
+        add_memories_to_context(on: bool) => inner.memory.add_memories_to_context = Some(on);
 
-    /// Session-summary settings.
-    pub fn summaries(mut self, config: SummaryConfig) -> Self {
-        self.inner.summaries = config;
-        self
-    }
+        /// Session-summary settings.
+        summaries(config: SummaryConfig) => inner.summaries = config;
 
-    /// Refresh the session's summary after each completed run (`enable_session_summaries`).
-    pub fn enable_session_summaries(mut self, on: bool) -> Self {
-        self.inner.summaries.enable_session_summaries = on;
-        self
-    }
+        /// Refresh the session's summary after each completed run (`enable_session_summaries`).
+        enable_session_summaries(on: bool) => inner.summaries.enable_session_summaries = on;
 
-    /// Put the session's summary in the system message (`add_session_summary_to_context`;
-    /// default: on when summaries are enabled or a summary manager is given).
-    pub fn add_session_summary_to_context(mut self, on: bool) -> Self {
-        self.inner.summaries.add_session_summary_to_context = Some(on);
-        self
-    }
+        /// Put the session's summary in the system message (`add_session_summary_to_context`;
+        /// default: on when summaries are enabled or a summary manager is given).
+        add_session_summary_to_context(on: bool) => inner.summaries.add_session_summary_to_context = Some(on);
 
-    /// The session summary manager (default: one on the agent's own model).
-    pub fn session_summary_manager(mut self, manager: crate::summary::SessionSummaryManager) -> Self {
-        self.inner.summary_manager = Some(manager);
-        self
-    }
+        /// The session summary manager (default: one on the agent's own model).
+        session_summary_manager(manager: crate::summary::SessionSummaryManager) => inner.summary_manager = Some(manager);
 
-    /// The knowledge base (searched with the `search_knowledge_base` tool by default).
-    pub fn knowledge(mut self, knowledge: Arc<dyn agno_core::KnowledgeBase>) -> Self {
-        self.inner.knowledge = Some(knowledge);
-        self
-    }
+        /// The knowledge base (searched with the `search_knowledge_base` tool by default).
+        knowledge(knowledge: Arc<dyn agno_core::KnowledgeBase>) => inner.knowledge = Some(knowledge);
 
-    /// How the knowledge base is used.
-    pub fn knowledge_config(mut self, config: KnowledgeConfig) -> Self {
-        self.inner.knowledge_config = config;
-        self
-    }
+        /// How the knowledge base is used.
+        knowledge_config(config: KnowledgeConfig) => inner.knowledge_config = config;
 
-    /// Give the model the `search_knowledge_base` tool (`search_knowledge`, default on).
-    pub fn search_knowledge(mut self, on: bool) -> Self {
-        self.inner.knowledge_config.search_knowledge = on;
-        self
-    }
+        /// Give the model the `search_knowledge_base` tool (`search_knowledge`, default on).
+        search_knowledge(on: bool) => inner.knowledge_config.search_knowledge = on;
 
-    /// Search with the user's input before the run and add the results to the user message
-    /// (`add_knowledge_to_context`).
-    pub fn add_knowledge_to_context(mut self, on: bool) -> Self {
-        self.inner.knowledge_config.add_knowledge_to_context = on;
-        self
-    }
+        /// Search with the user's input before the run and add the results to the user message
+        /// (`add_knowledge_to_context`).
+        add_knowledge_to_context(on: bool) => inner.knowledge_config.add_knowledge_to_context = on;
 
-    /// A metadata filter for every knowledge search (`knowledge_filters`).
-    pub fn knowledge_filters(mut self, filter: agno_core::Filter) -> Self {
-        self.inner.knowledge_config.knowledge_filters = Some(filter);
-        self
-    }
+        /// A metadata filter for every knowledge search (`knowledge_filters`).
+        knowledge_filters(filter: agno_core::Filter) => inner.knowledge_config.knowledge_filters = Some(filter);
 
-    /// Past-session search settings.
-    pub fn past_sessions(mut self, config: PastSessionsConfig) -> Self {
-        self.inner.past_sessions = config;
-        self
-    }
+        /// Past-session search settings.
+        past_sessions(config: PastSessionsConfig) => inner.past_sessions = config;
 
-    /// Give the model a tool to search the user's past sessions (v3 name of
-    /// `search_session_history`).
-    pub fn search_past_sessions(mut self, on: bool) -> Self {
-        self.inner.past_sessions.search_past_sessions = on;
-        self
-    }
+        /// Give the model a tool to search the user's past sessions (v3 name of
+        /// `search_session_history`).
+        search_past_sessions(on: bool) => inner.past_sessions.search_past_sessions = on;
 
-    /// How many past sessions to search (v3 name of `num_history_sessions`).
-    pub fn num_past_sessions_to_search(mut self, n: usize) -> Self {
-        self.inner.past_sessions.num_past_sessions_to_search = Some(n);
-        self
-    }
+        /// How many past sessions to search (v3 name of `num_history_sessions`).
+        num_past_sessions_to_search(n: usize) => inner.past_sessions.num_past_sessions_to_search = Some(n);
 
-    /// How many runs per past session to read (v3 name of `num_past_session_runs`).
-    pub fn num_past_session_runs_in_search(mut self, n: usize) -> Self {
-        self.inner.past_sessions.num_past_session_runs_in_search = Some(n);
-        self
+        /// How many runs per past session to read (v3 name of `num_past_session_runs`).
+        num_past_session_runs_in_search(n: usize) => inner.past_sessions.num_past_session_runs_in_search = Some(n);
     }
 
     /// A native reasoning model called before the main model (v3: replaces `reasoning=True`).
@@ -545,16 +475,12 @@ impl AgentBuilder {
         Ok(self)
     }
 
-    /// Whole-run retries.
-    pub fn retries(mut self, config: RetryConfig) -> Self {
-        self.inner.retry = config;
-        self
-    }
+    setters! {
+        /// Whole-run retries.
+        retries(config: RetryConfig) => inner.retry = config;
 
-    /// Structured output.
-    pub fn output_schema(mut self, schema: OutputSchema) -> Self {
-        self.inner.output_schema = Some(schema);
-        self
+        /// Structured output.
+        output_schema(schema: OutputSchema) => inner.output_schema = Some(schema);
     }
 
     /// Adds a pre-hook.
@@ -569,16 +495,12 @@ impl AgentBuilder {
         self
     }
 
-    /// Storage for sessions and runs.
-    pub fn db(mut self, db: Arc<dyn Db>) -> Self {
-        self.inner.db = Some(db);
-        self
-    }
+    setters! {
+        /// Storage for sessions and runs.
+        db(db: Arc<dyn Db>) => inner.db = Some(db);
 
-    /// Default session state.
-    pub fn session_state(mut self, state: Map<String, Value>) -> Self {
-        self.inner.session_state = state;
-        self
+        /// Default session state.
+        session_state(state: Map<String, Value>) => inner.session_state = state;
     }
 
     /// Dependencies available to tools.

@@ -12,6 +12,8 @@
 //! There is one run loop (`run_loop.rs`): streaming is the primitive, `arun` is the same loop
 //! without listeners, and the blocking API is a thin wrapper at the edge.
 
+#[macro_use]
+mod builder;
 mod agent;
 mod blocking;
 mod cancel;

@@ -164,17 +164,13 @@ impl MemoryManager {
         &self.model
     }
 
-    /// What to capture (Agno's `memory_capture_instructions`; default: personal facts,
-    /// preferences, life events, context, ...).
-    pub fn capture_instructions(mut self, text: impl Into<String>) -> Self {
-        self.capture_instructions = Some(text.into());
-        self
-    }
+    setters! {
+        /// What to capture (Agno's `memory_capture_instructions`; default: personal facts,
+        /// preferences, life events, context, ...).
+        capture_instructions(text: impl Into<String>) => capture_instructions = Some(text.into());
 
-    /// Extra instructions appended to the manager's system message.
-    pub fn additional_instructions(mut self, text: impl Into<String>) -> Self {
-        self.additional_instructions = Some(text.into());
-        self
+        /// Extra instructions appended to the manager's system message.
+        additional_instructions(text: impl Into<String>) => additional_instructions = Some(text.into());
     }
 
     /// The user's memories, oldest first.

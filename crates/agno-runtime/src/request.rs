@@ -73,28 +73,18 @@ impl RunRequest {
         self
     }
 
-    /// Sets the session id.
-    pub fn session_id(mut self, id: impl Into<String>) -> Self {
-        self.session_id = Some(id.into());
-        self
-    }
+    setters! {
+        /// Sets the session id.
+        session_id(id: impl Into<String>) => session_id = Some(id.into());
 
-    /// Sets the user id.
-    pub fn user_id(mut self, id: impl Into<String>) -> Self {
-        self.user_id = Some(id.into());
-        self
-    }
+        /// Sets the user id.
+        user_id(id: impl Into<String>) => user_id = Some(id.into());
 
-    /// Sets the run id.
-    pub fn run_id(mut self, id: impl Into<String>) -> Self {
-        self.run_id = Some(id.into());
-        self
-    }
+        /// Sets the run id.
+        run_id(id: impl Into<String>) => run_id = Some(id.into());
 
-    /// Session state for this run.
-    pub fn session_state(mut self, state: Map<String, Value>) -> Self {
-        self.session_state = Some(state);
-        self
+        /// Session state for this run.
+        session_state(state: Map<String, Value>) => session_state = Some(state);
     }
 
     /// Adds a dependency.
@@ -103,22 +93,15 @@ impl RunRequest {
         self
     }
 
-    /// Metadata for this run.
-    pub fn metadata(mut self, metadata: Map<String, Value>) -> Self {
-        self.metadata = Some(metadata);
-        self
-    }
+    setters! {
+        /// Metadata for this run.
+        metadata(metadata: Map<String, Value>) => metadata = Some(metadata);
 
-    /// Fences the run's writes (see [`crate::RunFence`]).
-    pub fn fence(mut self, fence: std::sync::Arc<dyn crate::RunFence>) -> Self {
-        self.fence = Some(fence);
-        self
-    }
+        /// Fences the run's writes (see [`crate::RunFence`]).
+        fence(fence: std::sync::Arc<dyn crate::RunFence>) => fence = Some(fence);
 
-    /// Numbers the events after `index` (see [`RunRequest::after_event_index`]).
-    pub fn after_event_index(mut self, index: Option<u64>) -> Self {
-        self.after_event_index = index;
-        self
+        /// Numbers the events after `index` (see [`RunRequest::after_event_index`]).
+        after_event_index(index: Option<u64>) => after_event_index = index;
     }
 
     /// Runs under a worker's claim (see [`crate::Durable`]): its writes fenced, its events
@@ -204,22 +187,15 @@ impl ContinueRequest {
         Self::output(output, requirements)
     }
 
-    /// Sets the user id.
-    pub fn user_id(mut self, id: impl Into<String>) -> Self {
-        self.user_id = Some(id.into());
-        self
-    }
+    setters! {
+        /// Sets the user id.
+        user_id(id: impl Into<String>) => user_id = Some(id.into());
 
-    /// Fences the run's writes (see [`crate::RunFence`]).
-    pub fn fence(mut self, fence: std::sync::Arc<dyn crate::RunFence>) -> Self {
-        self.fence = Some(fence);
-        self
-    }
+        /// Fences the run's writes (see [`crate::RunFence`]).
+        fence(fence: std::sync::Arc<dyn crate::RunFence>) => fence = Some(fence);
 
-    /// Numbers the events after `index`.
-    pub fn after_event_index(mut self, index: Option<u64>) -> Self {
-        self.after_event_index = index;
-        self
+        /// Numbers the events after `index`.
+        after_event_index(index: Option<u64>) => after_event_index = index;
     }
 
     /// Runs under a worker's claim (see [`crate::Durable`]): its writes fenced, its events

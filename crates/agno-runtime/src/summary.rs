@@ -47,28 +47,18 @@ impl SessionSummaryManager {
         }
     }
 
-    /// Replaces Agno's summary prompt (`session_summary_prompt`); the conversation is appended.
-    pub fn prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.prompt = Some(prompt.into());
-        self
-    }
+    setters! {
+        /// Replaces Agno's summary prompt (`session_summary_prompt`); the conversation is appended.
+        prompt(prompt: impl Into<String>) => prompt = Some(prompt.into());
 
-    /// The user message asking for the summary (`summary_request_message`).
-    pub fn request_message(mut self, message: impl Into<String>) -> Self {
-        self.request_message = message.into();
-        self
-    }
+        /// The user message asking for the summary (`summary_request_message`).
+        request_message(message: impl Into<String>) => request_message = message.into();
 
-    /// Summarize only the latest `n` runs (`last_n_runs`; 0 means all).
-    pub fn last_n_runs(mut self, n: usize) -> Self {
-        self.last_n_runs = (n > 0).then_some(n);
-        self
-    }
+        /// Summarize only the latest `n` runs (`last_n_runs`; 0 means all).
+        last_n_runs(n: usize) => last_n_runs = (n > 0).then_some(n);
 
-    /// Summarize at most the latest `n` messages (`conversation_limit`; 0 means all).
-    pub fn conversation_limit(mut self, n: usize) -> Self {
-        self.conversation_limit = (n > 0).then_some(n);
-        self
+        /// Summarize at most the latest `n` messages (`conversation_limit`; 0 means all).
+        conversation_limit(n: usize) => conversation_limit = (n > 0).then_some(n);
     }
 
     /// The manager's model.

@@ -166,28 +166,18 @@ impl std::fmt::Debug for TeamBuilder {
 }
 
 impl TeamBuilder {
-    /// Team id (default: a new id).
-    pub fn id(mut self, id: impl Into<String>) -> Self {
-        self.id = Some(id.into());
-        self
-    }
+    setters! {
+        /// Team id (default: a new id).
+        id(id: impl Into<String>) => id = Some(id.into());
 
-    /// Display name.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
+        /// Display name.
+        name(name: impl Into<String>) => name = Some(name.into());
 
-    /// Description.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
+        /// Description.
+        description(description: impl Into<String>) => description = Some(description.into());
 
-    /// How the leader works with its members (default `Coordinate`).
-    pub fn mode(mut self, mode: TeamMode) -> Self {
-        self.mode = mode;
-        self
+        /// How the leader works with its members (default `Coordinate`).
+        mode(mode: TeamMode) => mode = mode;
     }
 
     /// Adds a member (an agent or a team).
@@ -218,43 +208,27 @@ impl TeamBuilder {
         self
     }
 
-    /// Storage for the team's sessions and runs.
-    pub fn db(mut self, db: Arc<dyn Db>) -> Self {
-        self.db = Some(db);
-        self
-    }
+    setters! {
+        /// Storage for the team's sessions and runs.
+        db(db: Arc<dyn Db>) => db = Some(db);
 
-    /// Send the team's earlier runs to the leader.
-    pub fn add_history_to_context(mut self, on: bool) -> Self {
-        self.add_history_to_context = on;
-        self
-    }
+        /// Send the team's earlier runs to the leader.
+        add_history_to_context(on: bool) => add_history_to_context = on;
 
-    /// How many earlier runs (default 3, as Agno).
-    pub fn num_history_runs(mut self, n: usize) -> Self {
-        self.num_history_runs = Some(n);
-        self
-    }
+        /// How many earlier runs (default 3, as Agno).
+        num_history_runs(n: usize) => num_history_runs = Some(n);
 
-    /// Default session state.
-    pub fn session_state(mut self, state: Map<String, Value>) -> Self {
-        self.session_state = state;
-        self
-    }
+        /// Default session state.
+        session_state(state: Map<String, Value>) => session_state = state;
 
-    /// Memory settings, with Agent's v3 names (`update_memory_on_run`, `enable_agentic_memory`,
-    /// `add_memories_to_context`). Refused when built: team memories are not built yet (an
-    /// agent's are).
-    pub fn memory(mut self, config: crate::config::MemoryConfig) -> Self {
-        self.memory = config;
-        self
-    }
+        /// Memory settings, with Agent's v3 names (`update_memory_on_run`, `enable_agentic_memory`,
+        /// `add_memories_to_context`). Refused when built: team memories are not built yet (an
+        /// agent's are).
+        memory(config: crate::config::MemoryConfig) => memory = config;
 
-    /// Tasks mode: the most iterations of the leader's work on the task list (default 10, as
-    /// Agno).
-    pub fn max_iterations(mut self, n: u32) -> Self {
-        self.max_iterations = Some(n);
-        self
+        /// Tasks mode: the most iterations of the leader's work on the task list (default 10, as
+        /// Agno).
+        max_iterations(n: u32) => max_iterations = Some(n);
     }
 
     /// Checks the team and builds it.

@@ -96,22 +96,15 @@ impl std::fmt::Debug for WorkflowBuilder {
 }
 
 impl WorkflowBuilder {
-    /// Workflow id (default: a new id).
-    pub fn id(mut self, id: impl Into<String>) -> Self {
-        self.id = Some(id.into());
-        self
-    }
+    setters! {
+        /// Workflow id (default: a new id).
+        id(id: impl Into<String>) => id = Some(id.into());
 
-    /// Display name.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
+        /// Display name.
+        name(name: impl Into<String>) => name = Some(name.into());
 
-    /// Description.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
+        /// Description.
+        description(description: impl Into<String>) => description = Some(description.into());
     }
 
     /// Appends a step (any primitive).
@@ -126,22 +119,15 @@ impl WorkflowBuilder {
         self
     }
 
-    /// Storage for the workflow's sessions and runs.
-    pub fn db(mut self, db: Arc<dyn Db>) -> Self {
-        self.db = Some(db);
-        self
-    }
+    setters! {
+        /// Storage for the workflow's sessions and runs.
+        db(db: Arc<dyn Db>) => db = Some(db);
 
-    /// Default session state (stored values win, then the run's).
-    pub fn session_state(mut self, state: Map<String, Value>) -> Self {
-        self.session_state = state;
-        self
-    }
+        /// Default session state (stored values win, then the run's).
+        session_state(state: Map<String, Value>) => session_state = state;
 
-    /// Keep the run's events on the stored run (`events`), as Agno's `store_events`.
-    pub fn store_events(mut self, on: bool) -> Self {
-        self.store_events = on;
-        self
+        /// Keep the run's events on the stored run (`events`), as Agno's `store_events`.
+        store_events(on: bool) => store_events = on;
     }
 
     /// Checks the steps and builds the workflow.
@@ -262,22 +248,15 @@ impl From<String> for WorkflowRunRequest {
 }
 
 impl WorkflowRunRequest {
-    /// Sets the session id.
-    pub fn session_id(mut self, id: impl Into<String>) -> Self {
-        self.session_id = Some(id.into());
-        self
-    }
+    setters! {
+        /// Sets the session id.
+        session_id(id: impl Into<String>) => session_id = Some(id.into());
 
-    /// Sets the user id.
-    pub fn user_id(mut self, id: impl Into<String>) -> Self {
-        self.user_id = Some(id.into());
-        self
-    }
+        /// Sets the user id.
+        user_id(id: impl Into<String>) => user_id = Some(id.into());
 
-    /// Sets the run id.
-    pub fn run_id(mut self, id: impl Into<String>) -> Self {
-        self.run_id = Some(id.into());
-        self
+        /// Sets the run id.
+        run_id(id: impl Into<String>) => run_id = Some(id.into());
     }
 }
 
