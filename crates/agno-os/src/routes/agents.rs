@@ -4,17 +4,15 @@
 
 use std::collections::HashMap;
 
-use agno_core::{ComponentKind, RunStatus};
-use axum::Json;
-use axum::extract::{Extension, Path, State};
+use agno_core::RunStatus;
 use serde_json::{Map, Value, json};
 
-use super::component::{self, Kind};
+use super::component::Kind;
 use super::run_form::fields;
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::routes::FormField;
+use crate::routes::without_nulls;
 use crate::state::{AppState, ServedAgent};
 
 /// Agno's `filter_meaningful_config`: the entries that are set and differ from Agno's defaults,
@@ -38,15 +36,6 @@ fn meaningful(entries: Vec<(&str, Value)>) -> Option<Value> {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
     (!kept.is_empty()).then_some(Value::Object(kept))
-}
-
-/// Agent summaries the caller may see.
-pub(crate) fn visible_agents<'a>(
-    state: &'a AppState,
-    principal: &Principal,
-) -> impl Iterator<Item = &'a crate::state::ServedAgent> {
-    let allowed = principal.accessible("agents", "read");
-    state.agents.iter().filter(move |a| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == a.agent.id())))
 }
 
 /// An agent as Agno's `AgentResponse.from_agent` describes it (fields that are unset left out).
@@ -142,37 +131,6 @@ pub(crate) fn agent_json(state: &AppState, a: &ServedAgent) -> Value {
         "is_component": false,
         "sandboxed": false,
     }))
-}
-
-/// Drops the top-level `null` fields (pydantic's `exclude_none`).
-fn without_nulls(v: Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(m.into_iter().filter(|(_, v)| !v.is_null()).collect()),
-        other => other,
-    }
-}
-
-/// Finds an agent the caller may address, or 404 (never 403, so ids do not leak).
-fn served<'a>(state: &'a AppState, principal: &Principal, id: &str) -> ApiResult<&'a ServedAgent> {
-    state
-        .agent(id)
-        .filter(|_| component::may_address(principal, ComponentKind::Agent, id))
-        .ok_or_else(|| component::not_found(ComponentKind::Agent, id))
-}
-
-/// `GET /agents`.
-pub async fn list_agents(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
-    Json(Value::Array(visible_agents(&state, &principal).map(|a| agent_json(&state, a)).collect()))
-}
-
-/// `GET /agents/{agent_id}`.
-pub async fn get_agent(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(agent_id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    let a = served(&state, &principal, &agent_id)?;
-    Ok(Json(agent_json(&state, a)))
 }
 
 /// The form of `POST /agents/{agent_id}/runs`.
@@ -277,6 +235,24 @@ impl Kind for Agents {
 
     fn runner(state: &AppState, id: &str) -> Option<agno_runtime::Agent> {
         state.agent(id).map(|served| served.agent.clone())
+    }
+    fn ids(state: &AppState) -> impl Iterator<Item = &str> {
+        state.agents.iter().map(|a| a.agent.id())
+    }
+    fn describe(state: &AppState, id: &str) -> Option<Value> {
+        state.agent(id).map(|a| agent_json(state, a))
+    }
+    // Agno's `AgentSummaryResponse`.
+    fn summarise(state: &AppState, id: &str) -> Option<Value> {
+        let agent = &state.agent(id)?.agent;
+        Some(without_nulls(json!({
+            "id": agent.id(),
+            "name": agent.name(),
+            "description": agent.description(),
+            "db_id": state.db.as_ref().map(|_| &*state.db_id),
+            "model": super::core::model_json(agent.model().as_ref()),
+            "sandboxed": false,
+        })))
     }
     async fn answer(
         _: &agno_runtime::Agent,

@@ -10,6 +10,7 @@ use agno_runtime::{Component, Durable, RunError, RunSpec};
 use axum::Json;
 use axum::extract::{Extension, Path, Request, State};
 use axum::response::{IntoResponse, Response};
+use serde_json::Value;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -27,6 +28,22 @@ pub trait Kind: Send + Sync + 'static {
 
     /// The runner of the component `id` served here.
     fn runner(state: &AppState, id: &str) -> Option<Self::Runner>;
+
+    /// The ids of the components of the kind served here, in configured order.
+    fn ids(state: &AppState) -> impl Iterator<Item = &str>;
+
+    /// The component `id` as `GET /{kind}s/{id}` describes it (Agno's `AgentResponse`,
+    /// `TeamResponse`, `WorkflowResponse`).
+    fn describe(state: &AppState, id: &str) -> Option<Value>;
+
+    /// The component `id` as `GET /{kind}s` lists it: described in full, unless the kind lists
+    /// summaries (as Agno's workflows).
+    fn listed(state: &AppState, id: &str) -> Option<Value> {
+        Self::describe(state, id)
+    }
+
+    /// The component `id` as `/config` summarises it (Agno's `...SummaryResponse`).
+    fn summarise(state: &AppState, id: &str) -> Option<Value>;
 
     /// Whether a continue must name the run's session (Agno's team route requires it: 400).
     const CONTINUE_NEEDS_SESSION: bool = false;
@@ -51,6 +68,32 @@ pub trait Kind: Send + Sync + 'static {
 /// run it), or Agno's 404 (never 403, so ids do not leak).
 pub(crate) fn served<K: Kind>(state: &AppState, principal: &Principal, id: &str) -> ApiResult<K::Runner> {
     K::runner(state, id).filter(|_| may_address(principal, K::KIND, id)).ok_or_else(|| not_found(K::KIND, id))
+}
+
+/// The ids of the components of the kind that the caller may read, in configured order.
+fn readable<'a, K: Kind>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item = &'a str> {
+    let allowed = principal.accessible(family(K::KIND), "read");
+    K::ids(state).filter(move |id| allowed.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id)))
+}
+
+/// `GET /{kind}s`: the components of the kind the caller may read.
+pub async fn list<K: Kind>(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
+    Json(readable::<K>(&state, &principal).filter_map(|id| K::listed(&state, id)).collect())
+}
+
+/// `GET /{kind}s/{id}`: the component, described.
+pub async fn get<K: Kind>(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Principal>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    served::<K>(&state, &principal, &id)?;
+    K::describe(&state, &id).map(Json).ok_or_else(|| not_found(K::KIND, &id))
+}
+
+/// The summaries of the components of the kind the caller may read (`/config`).
+pub(crate) fn summaries<K: Kind>(state: &AppState, principal: &Principal) -> Vec<Value> {
+    readable::<K>(state, principal).filter_map(|id| K::summarise(state, id)).collect()
 }
 
 /// `POST /{kind}s/{id}/runs`: the run form of the kind (see [`super::run_form::read`]). Inline,

@@ -4,7 +4,10 @@ use axum::Json;
 use axum::extract::{Extension, State};
 use serde_json::{Value, json};
 
-use super::agents::visible_agents;
+use super::agents::Agents;
+use super::component::summaries;
+use super::teams::Teams;
+use super::workflows::Workflows;
 use crate::auth::Principal;
 use crate::state::AppState;
 
@@ -45,7 +48,7 @@ pub async fn info(State(state): State<AppState>) -> Json<Value> {
 }
 
 /// The `{id, provider}` of a model, as `available_models` lists them.
-fn model_json(model: &dyn agno_core::Model) -> Value {
+pub(crate) fn model_json(model: &dyn agno_core::Model) -> Value {
     json!({"id": model.id(), "provider": model.provider()})
 }
 
@@ -61,22 +64,6 @@ pub async fn config(State(state): State<AppState>, Extension(principal): Extensi
         }
     }
     let db_id = state.db.as_ref().map(|_| &*state.db_id);
-    let agents: Vec<Value> = visible_agents(&state, &principal)
-        .map(|a| {
-            let mut summary = json!({
-                "id": a.agent.id(),
-                "name": a.agent.name(),
-                "description": a.agent.description(),
-                "db_id": db_id,
-                "model": model_json(a.agent.model().as_ref()),
-                "sandboxed": false,
-            });
-            if let Value::Object(m) = &mut summary {
-                m.retain(|_, v| !v.is_null());
-            }
-            summary
-        })
-        .collect();
     let tables = agno_db::TableNames::default();
     let domain = |table: Option<&str>| {
         let dbs: Vec<Value> = db_id
@@ -122,9 +109,9 @@ pub async fn config(State(state): State<AppState>, Extension(principal): Extensi
         "evals": domain(Some(&tables.evals)),
         "traces": domain(None),
         "queue": {"durable": false, "queue_per_session": false},
-        "agents": agents,
-        "teams": super::teams::summaries(&state, &principal),
-        "workflows": super::workflows::summaries(&state, &principal),
+        "agents": summaries::<Agents>(&state, &principal),
+        "teams": summaries::<Teams>(&state, &principal),
+        "workflows": summaries::<Workflows>(&state, &principal),
         "interfaces": [],
     });
     if let Value::Object(m) = &mut config {

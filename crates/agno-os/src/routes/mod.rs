@@ -35,6 +35,17 @@ use axum::routing::{MethodRouter, delete, get, patch, post};
 
 use crate::state::AppState;
 
+/// Drops the top-level `null` fields of a JSON object (pydantic's `exclude_none` on a response
+/// model); any other value is returned as it is.
+pub(crate) fn without_nulls(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => {
+            serde_json::Value::Object(m.into_iter().filter(|(_, v)| !v.is_null()).collect())
+        }
+        other => other,
+    }
+}
+
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -144,8 +155,8 @@ routes! {
     GET "/docs/" as "get_docs_index", Public, "Core", "Interactive API documentation" => get(docs::docs_file);
     GET "/docs/{*file}" as "get_docs_file", Public, "Core", "Interactive API documentation assets" => get(docs::docs_file);
 
-    GET "/agents" as "get_agents", Scope("agents:read"), "Agents", "List agents" => get(agents::list_agents);
-    GET "/agents/{agent_id}" as "get_agent", Scope("agents:read"), "Agents", "Get an agent" => get(agents::get_agent);
+    GET "/agents" as "get_agents", Scope("agents:read"), "Agents", "List agents" => get(component::list::<agents::Agents>);
+    GET "/agents/{agent_id}" as "get_agent", Scope("agents:read"), "Agents", "Get an agent" => get(component::get::<agents::Agents>);
     POST "/agents/{agent_id}/runs" as "create_agent_run", Scope("agents:run"), "Agents", "Create an agent run (form; SSE when stream=true)", body: RequestBody::Form(agents::RUN_FORM) => post(component::create_run::<agents::Agents>);
     GET "/agents/{agent_id}/runs" as "list_agent_runs", Scope("agents:read"), "Agents", "List an agent's runs", query: run_records::RunsQuery => get(run_records::list_runs::<agents::Agents>);
     GET "/agents/{agent_id}/runs/{run_id}" as "get_agent_run", Scope("agents:read"), "Agents", "Get an agent run", query: run_records::SessionQuery => get(run_records::get_run::<agents::Agents>);
@@ -192,16 +203,16 @@ routes! {
     GET "/sessions/{session_id}/run-previews" as "get_session_run_previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews", query: sessions::RunsQuery => get(sessions::list_run_previews);
     GET "/sessions/{session_id}/runs/{run_id}" as "get_session_run", Scope("sessions:read"), "Sessions", "Get a run of a session", query: sessions::SessionParams => get(sessions::get_session_run);
 
-    GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams" => get(teams::list_teams);
-    GET "/teams/{team_id}" as "get_team", Scope("teams:read"), "Teams", "Get a team" => get(teams::get_team);
+    GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams" => get(component::list::<teams::Teams>);
+    GET "/teams/{team_id}" as "get_team", Scope("teams:read"), "Teams", "Get a team" => get(component::get::<teams::Teams>);
     POST "/teams/{team_id}/runs" as "create_team_run", Scope("teams:run"), "Teams", "Create a team run (form; SSE when stream=true)", body: RequestBody::Form(teams::RUN_FORM) => post(component::create_run::<teams::Teams>);
     GET "/teams/{team_id}/runs" as "list_team_runs", Scope("teams:read"), "Teams", "List a team's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<teams::Teams>);
     GET "/teams/{team_id}/runs/{run_id}" as "get_team_run", Scope("teams:read"), "Teams", "Get a team run", query: run_records::SessionQuery => get(run_records::get_run::<teams::Teams>);
     POST "/teams/{team_id}/runs/{run_id}/continue" as "continue_team_run", Scope("teams:run"), "Teams", "Continue a team run paused on its members (answers in requirements)", body: RequestBody::Form(teams::CONTINUE_FORM) => post(continuation::continue_run::<teams::Teams>);
     POST "/teams/{team_id}/runs/{run_id}/resume" as "resume_team_run_stream", Scope("teams:run"), "Teams", "Replay a background team run's events, then follow it", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<teams::Teams>);
     POST "/teams/{team_id}/runs/{run_id}/cancel" as "cancel_team_run", Scope("teams:run"), "Teams", "Cancel a team run (its running members with it)", query: run_records::SessionQuery => post(run_records::cancel_run::<teams::Teams>);
-    GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows" => get(workflows::list_workflows);
-    GET "/workflows/{workflow_id}" as "get_workflow", Scope("workflows:read"), "Workflows", "Get a workflow" => get(workflows::get_workflow);
+    GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows" => get(component::list::<workflows::Workflows>);
+    GET "/workflows/{workflow_id}" as "get_workflow", Scope("workflows:read"), "Workflows", "Get a workflow" => get(component::get::<workflows::Workflows>);
     POST "/workflows/{workflow_id}/runs" as "create_workflow_run", Scope("workflows:run"), "Workflows", "Create a workflow run (form; SSE when stream=true)", body: RequestBody::Form(workflows::RUN_FORM) => post(component::create_run::<workflows::Workflows>);
     GET "/workflows/{workflow_id}/runs" as "list_workflow_runs", Scope("workflows:read"), "Workflows", "List a workflow's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<workflows::Workflows>);
     GET "/workflows/{workflow_id}/runs/{run_id}" as "get_workflow_run", Scope("workflows:read"), "Workflows", "Get a workflow run", query: run_records::SessionQuery => get(run_records::get_run::<workflows::Workflows>);

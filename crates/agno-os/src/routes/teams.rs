@@ -5,23 +5,15 @@
 use agno_core::RunRequirement;
 use agno_runtime::RunError;
 use agno_runtime::team::{Member, Team};
-use axum::Json;
-use axum::extract::{Extension, Path, State};
 use serde_json::{Value, json};
 
-use super::component::{self, Kind};
+use super::component::Kind;
 use super::run_form::fields;
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::routes::FormField;
+use crate::routes::without_nulls;
 use crate::state::AppState;
-
-/// The teams the caller may read, in declaration order.
-fn visible<'a>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item = &'a Team> {
-    let allowed = principal.accessible("teams", "read");
-    state.teams.iter().filter(move |t| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == t.id())))
-}
 
 /// Agno's `TeamResponse`: the team, its model, the leader's delegation tools, and its members
 /// (each agent as `GET /agents/{id}` describes it).
@@ -44,7 +36,7 @@ pub(crate) fn team_json(state: &AppState, team: &Team) -> Value {
             _ => json!({"id": m.id()}),
         })
         .collect();
-    let mut out = json!({
+    without_nulls(json!({
         "id": team.id(),
         "name": team.name(),
         "db_id": team.db().map(|_| &*state.db_id),
@@ -60,53 +52,7 @@ pub(crate) fn team_json(state: &AppState, team: &Team) -> Value {
         "is_factory": false,
         "is_component": false,
         "sandboxed": false,
-    });
-    if let Value::Object(m) = &mut out {
-        m.retain(|_, v| !v.is_null());
-    }
-    out
-}
-
-/// The teams the caller may read, described (`GET /teams`).
-pub(crate) fn teams_json(state: &AppState, principal: &Principal) -> Vec<Value> {
-    visible(state, principal).map(|t| team_json(state, t)).collect()
-}
-
-/// The teams the caller may read as `/config` lists them (Agno's `TeamSummaryResponse`).
-pub(crate) fn summaries(state: &AppState, principal: &Principal) -> Vec<Value> {
-    visible(state, principal)
-        .map(|team| {
-            let model = team.model();
-            let mut out = json!({
-                "id": team.id(),
-                "name": team.name(),
-                "description": team.description(),
-                "db_id": team.db().map(|_| &*state.db_id),
-                "mode": team.mode().as_str(),
-                "model": {"id": model.id(), "provider": model.provider()},
-                "sandboxed": false,
-            });
-            if let Value::Object(m) = &mut out {
-                m.retain(|_, v| !v.is_null());
-            }
-            out
-        })
-        .collect()
-}
-
-/// `GET /teams`.
-pub async fn list_teams(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
-    Json(Value::Array(teams_json(&state, &principal)))
-}
-
-/// `GET /teams/{team_id}`.
-pub async fn get_team(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(team_id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    let team = &component::served::<Teams>(&state, &principal, &team_id)?;
-    Ok(Json(team_json(&state, team)))
+    }))
 }
 
 /// The form of `POST /teams/{team_id}/runs`.
@@ -165,6 +111,25 @@ impl Kind for Teams {
 
     fn runner(state: &AppState, id: &str) -> Option<Team> {
         state.team(id).cloned()
+    }
+    fn ids(state: &AppState) -> impl Iterator<Item = &str> {
+        state.teams.iter().map(Team::id)
+    }
+    fn describe(state: &AppState, id: &str) -> Option<Value> {
+        state.team(id).map(|team| team_json(state, team))
+    }
+    // Agno's `TeamSummaryResponse`.
+    fn summarise(state: &AppState, id: &str) -> Option<Value> {
+        let team = state.team(id)?;
+        Some(without_nulls(json!({
+            "id": team.id(),
+            "name": team.name(),
+            "description": team.description(),
+            "db_id": team.db().map(|_| &*state.db_id),
+            "mode": team.mode().as_str(),
+            "model": super::core::model_json(team.model().as_ref()),
+            "sandboxed": false,
+        })))
     }
     async fn answer(
         team: &Team,

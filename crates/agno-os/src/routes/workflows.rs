@@ -4,35 +4,29 @@
 
 use agno_runtime::RunError;
 use agno_runtime::workflow::{Executor, StepNode, Workflow, WorkflowContinueRequest};
-use axum::Json;
-use axum::extract::{Extension, Path, State};
 use serde_json::{Value, json};
 
-use super::component::{self, Kind};
+use super::component::Kind;
 use super::run_form::fields;
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::routes::FormField;
+use crate::routes::without_nulls;
 use crate::state::AppState;
 
-/// The workflows the caller may read, in declaration order.
-fn visible<'a>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item = &'a Workflow> {
-    let allowed = principal.accessible("workflows", "read");
-    state.workflows.iter().filter(move |w| allowed.as_ref().is_none_or(|ids| ids.iter().any(|id| id == w.id())))
-}
-
-/// Agno's `WorkflowSummaryResponse`.
-fn summary(state: &AppState, wf: &Workflow) -> Value {
-    json!({
+/// Agno's `WorkflowResponse` (`steps` as names and types).
+fn workflow_json(state: &AppState, wf: &Workflow) -> Value {
+    without_nulls(json!({
         "id": wf.id(),
         "name": wf.name(),
-        "description": wf.description(),
         "db_id": wf.db().map(|_| &*state.db_id),
+        "description": wf.description(),
+        "steps": wf.steps().iter().map(|n| step_json(state, n)).collect::<Vec<_>>(),
+        "workflow_agent": false,
         "is_factory": false,
         "is_component": false,
         "sandboxed": false,
-    })
+    }))
 }
 
 /// A step as Agno's workflow detail lists it: `name`, `type`, an agent step's `agent` (as
@@ -62,40 +56,6 @@ fn step_json(state: &AppState, node: &StepNode) -> Value {
         out["else_steps"] = Value::Array(c.else_steps.iter().map(|n| step_json(state, n)).collect());
     }
     out
-}
-
-/// The summaries of the workflows the caller may read (`GET /workflows`, `/config`).
-pub(crate) fn summaries(state: &AppState, principal: &Principal) -> Vec<Value> {
-    visible(state, principal).map(|w| summary(state, w)).collect()
-}
-
-/// `GET /workflows`.
-pub async fn list_workflows(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
-    Json(Value::Array(summaries(&state, &principal)))
-}
-
-/// `GET /workflows/{workflow_id}`: Agno's `WorkflowResponse` (`steps` as names and types).
-pub async fn get_workflow(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(workflow_id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    let wf = &component::served::<Workflows>(&state, &principal, &workflow_id)?;
-    let mut body = json!({
-        "id": wf.id(),
-        "name": wf.name(),
-        "db_id": wf.db().map(|_| &*state.db_id),
-        "description": wf.description(),
-        "steps": wf.steps().iter().map(|n| step_json(&state, n)).collect::<Vec<_>>(),
-        "workflow_agent": false,
-        "is_factory": false,
-        "is_component": false,
-        "sandboxed": false,
-    });
-    if let Value::Object(m) = &mut body {
-        m.retain(|_, v| !v.is_null());
-    }
-    Ok(Json(body))
 }
 
 /// The form of `POST /workflows/{workflow_id}/runs`.
@@ -163,6 +123,29 @@ impl Kind for Workflows {
 
     fn runner(state: &AppState, id: &str) -> Option<Workflow> {
         state.workflow(id).cloned()
+    }
+    fn ids(state: &AppState) -> impl Iterator<Item = &str> {
+        state.workflows.iter().map(Workflow::id)
+    }
+    fn describe(state: &AppState, id: &str) -> Option<Value> {
+        state.workflow(id).map(|wf| workflow_json(state, wf))
+    }
+    // Agno lists workflows as summaries.
+    fn listed(state: &AppState, id: &str) -> Option<Value> {
+        Self::summarise(state, id)
+    }
+    // Agno's `WorkflowSummaryResponse` (its nulls kept).
+    fn summarise(state: &AppState, id: &str) -> Option<Value> {
+        let wf = state.workflow(id)?;
+        Some(json!({
+            "id": wf.id(),
+            "name": wf.name(),
+            "description": wf.description(),
+            "db_id": wf.db().map(|_| &*state.db_id),
+            "is_factory": false,
+            "is_component": false,
+            "sandboxed": false,
+        }))
     }
     // The answers go into the run's journal.
     async fn answer(

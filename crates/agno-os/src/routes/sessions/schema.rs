@@ -38,13 +38,7 @@ pub(super) fn iso(v: &Value) -> Value {
     }
 }
 
-/// Drops the top-level `null` fields (pydantic's `exclude_none` on a response model).
-pub(super) fn without_nulls(v: Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(m.into_iter().filter(|(_, v)| !v.is_null()).collect()),
-        other => other,
-    }
-}
+pub(super) use crate::routes::without_nulls;
 
 pub(crate) fn to_map<T: serde::Serialize>(value: &T) -> ApiResult<Map<String, Value>> {
     match serde_json::to_value(value) {
