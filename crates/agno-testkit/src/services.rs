@@ -69,13 +69,54 @@ pub fn pgvector_url() -> String {
         .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5433/postgres".to_owned())
 }
 
-/// True when the pgvector PostgreSQL ([`pgvector_url`]) answers.
+/// True when the PostgreSQL of [`pgvector_url`] can serve the PgVector tests (see
+/// [`pgvector_problem`]); otherwise `what` is skipped with the reason (fails under `CI=true`).
 pub fn pgvector(what: &str) -> bool {
-    service(
-        what,
-        "PostgreSQL with pgvector (scripts/pgvector-server)",
-        &host_port(Some(pgvector_url()), "127.0.0.1:5433"),
-    )
+    match pgvector_problem(&pgvector_url()) {
+        None => true,
+        Some(why) => {
+            skip(what, &format!("PostgreSQL with pgvector (scripts/pgvector-server): {why}"));
+            false
+        }
+    }
+}
+
+/// Why the server at the PostgreSQL `url` cannot serve the PgVector tests, or `None` when it can:
+/// it must answer, let us log in as PostgreSQL, and offer the `vector` extension. A port that is
+/// open but serves something else (another service, a second cluster without pgvector) is named
+/// as such here rather than failing every PgVector test with a driver error.
+pub fn pgvector_problem(url: &str) -> Option<String> {
+    let addr = host_port(Some(url.to_owned()), "127.0.0.1:5433");
+    if !reachable(&addr) {
+        return Some(format!("nothing answers on {addr}"));
+    }
+    let url = url.to_owned();
+    // Its own thread and runtime: callers are plain checks, often inside an async test.
+    let probe = std::thread::spawn(move || -> Result<(), String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("no runtime for the probe: {e}"))?;
+        runtime.block_on(async {
+            use sqlx::Connection;
+            let mut conn = tokio::time::timeout(Duration::from_secs(3), sqlx::PgConnection::connect(&url))
+                .await
+                .map_err(|_| format!("{addr} is not a PostgreSQL we can log into (no answer to a login in 3 s)"))?
+                .map_err(|e| format!("{addr} is not a PostgreSQL we can log into ({e})"))?;
+            let vector: Option<(String,)> =
+                sqlx::query_as("SELECT name::text FROM pg_available_extensions WHERE name = $1")
+                    .bind("vector")
+                    .fetch_optional(&mut conn)
+                    .await
+                    .map_err(|e| format!("{addr} answered the extension query with an error ({e})"))?;
+            let _ = conn.close().await;
+            match vector {
+                Some(_) => Ok(()),
+                None => Err(format!("the PostgreSQL on {addr} has no `vector` extension (another cluster?)")),
+            }
+        })
+    });
+    probe.join().unwrap_or_else(|_| Err("the probe panicked".to_owned())).err()
 }
 
 /// True when the test MariaDB/MySQL (`AGNO_TEST_MYSQL_URL`, default `127.0.0.1:3306`) answers.
@@ -133,7 +174,7 @@ pub fn mcp_reference_server(what: &str, package: &str) -> Option<std::path::Path
 
 #[cfg(test)]
 mod tests {
-    use super::host_port;
+    use super::{host_port, pgvector_problem, pgvector_url, postgres, redis};
 
     #[test]
     fn host_port_of_urls() {
@@ -144,5 +185,47 @@ mod tests {
         assert_eq!(host_port(Some("mysql://root@127.0.0.1:3307/test".into()), "d:1"), "127.0.0.1:3307");
         assert_eq!(host_port(None, "127.0.0.1:5432"), "127.0.0.1:5432");
         assert_eq!(host_port(Some("postgresql://localhost/test".into()), "127.0.0.1:5432"), "127.0.0.1:5432");
+    }
+
+    // A port that is open but serves something else must be named, not taken for pgvector.
+
+    #[test]
+    fn pgvector_probe_names_a_closed_port() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let why = pgvector_problem(&format!("postgresql://postgres@127.0.0.1:{port}/postgres"));
+        assert_eq!(why, Some(format!("nothing answers on 127.0.0.1:{port}")));
+    }
+
+    #[test]
+    fn pgvector_probe_names_a_service_that_is_not_postgres() {
+        if !redis("the pgvector probe against Redis") {
+            return;
+        }
+        let addr = host_port(std::env::var("AGNO_TEST_REDIS_URL").ok(), "127.0.0.1:6379");
+        let why = pgvector_problem(&format!("postgresql://postgres@{addr}/postgres")).unwrap_or_default();
+        assert!(why.contains("is not a PostgreSQL we can log into"), "{why}");
+    }
+
+    /// The test PostgreSQL is Debian's cluster, which has no pgvector package: a second cluster
+    /// without the extension, as a stray one on the pgvector port would be.
+    #[test]
+    fn pgvector_probe_names_a_postgres_without_the_extension() {
+        if !postgres("the pgvector probe against a PostgreSQL without pgvector") {
+            return;
+        }
+        let addr = host_port(std::env::var("AGNO_TEST_POSTGRES_URL").ok(), "127.0.0.1:5432");
+        let why = pgvector_problem(&format!("postgresql://postgres@{addr}/postgres")).unwrap_or_default();
+        assert!(why.contains("has no `vector` extension"), "{why}");
+    }
+
+    #[test]
+    fn pgvector_probe_accepts_the_pgvector_server() {
+        if let Some(why) = pgvector_problem(&pgvector_url()) {
+            super::skip("the pgvector probe against scripts/pgvector-server", &why);
+            return;
+        }
+        assert_eq!(pgvector_problem(&pgvector_url()), None);
     }
 }
