@@ -656,6 +656,50 @@ async fn a_completed_run_is_not_executed_again_by_a_retry() {
     assert_eq!(run.body["content"], "first execution");
 }
 
+/// A retry that cannot read what the earlier attempt stored (here the stored run is unreadable)
+/// does not take it for "nothing stored": it neither runs again nor ends the run, it retries, and
+/// the job fails with the storage error once its attempts are spent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_that_cannot_read_the_stored_run_does_not_run_again() {
+    use agno_core::JobStore;
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("second execution")));
+    let (url, db) = prepared_sqlite("unreadable").await;
+    let old = agno_core::now_epoch_secs() - 600;
+    let mut job = agno_core::Job::agent_run("unread", "slow", "s-unread", serde_json::json!({"message": "once"}));
+    job.created_at = old;
+    job.available_at = 0;
+    job.max_attempts = 2;
+    db.enqueue_job(&job, 0).await.unwrap();
+    db.claim_job("dead", 2, old).await.unwrap().unwrap();
+    let mut run = pending_run("unread", "s-unread", old);
+    run.agent_id = Some("slow".to_owned());
+    run.status = agno_core::RunStatus::Running;
+    put_run(&db, &run).await;
+    drop(db);
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let changed = sqlx::query("UPDATE agno_runs SET run_data = '{not json' WHERE run_id = 'unread'")
+        .execute(&pool)
+        .await
+        .unwrap()
+        .rows_affected();
+    assert_eq!(changed, 1);
+    pool.close().await;
+
+    let cfg = format!(
+        "[db]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\nretry_delay_seconds = 0\n\
+         [[agents]]\nid = \"slow\"\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let job = wait_job(&os, "unread").await;
+    assert_eq!(job.status, agno_core::JobStatus::Failed);
+    let error = job.error.unwrap_or_default();
+    assert!(error.starts_with("cannot read the stored run:"), "{error}");
+    assert_eq!(provider.request_count(), 0, "the model was not called over a run it could not read");
+}
+
 /// At `max_attempts = 1`, a worker that stored its run COMPLETED and died before recording the
 /// job's outcome: the sweeper marks the job completed instead of leaving it failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

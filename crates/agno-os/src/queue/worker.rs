@@ -183,7 +183,10 @@ async fn attempt_by<C: Component>(
         Work::Run(_) => C::CARRIES_ON_INTERRUPTED && job.attempt > 1,
     };
     let stored = match state.database() {
-        Some(db) if reads_stored => db.get_run(&job.id, job.user_id.as_deref()).await.ok().flatten(),
+        Some(db) if reads_stored => match db.get_run(&job.id, job.user_id.as_deref()).await {
+            Ok(run) => run,
+            Err(e) => return unread_run(queue, job, &e),
+        },
         _ => None,
     };
     let user = job.user_id.clone();
@@ -201,6 +204,16 @@ async fn attempt_by<C: Component>(
         (Work::Run(spec), _) => component.start(&spec, durable),
     };
     drive(queue, job, stream).await
+}
+
+/// The attempt could not read what an earlier attempt stored: tried again later (the database
+/// may be back), never taken for "nothing stored", which would run again or refuse a continue.
+fn unread_run(queue: &Queue, job: &Job, e: &agno_core::DbError) -> JobOutcome {
+    tracing::warn!(job = %job.id, error = %e, "cannot read the job's stored run");
+    JobOutcome::Retry {
+        error: format!("cannot read the stored run: {e}"),
+        available_at: now_epoch_secs() + queue.settings.backoff(job.attempt),
+    }
 }
 
 /// Logs the events of an attempt's run until it ends and tells how the attempt ended.
@@ -239,9 +252,10 @@ async fn run_attempt(state: &dyn Served, queue: &Queue, job: &Job) -> JobOutcome
     // An earlier attempt stored the run COMPLETED and died before recording the job's outcome:
     // the run is not executed again, the job is settled.
     let done_before = match state.database() {
-        Some(db) if earlier => {
-            db.get_run(&job.id, None).await.ok().flatten().is_some_and(|r| r.status == RunStatus::Completed)
-        }
+        Some(db) if earlier => match db.get_run(&job.id, None).await {
+            Ok(run) => run.is_some_and(|r| r.status == RunStatus::Completed),
+            Err(e) => return unread_run(queue, job, &e),
+        },
         _ => false,
     };
     if done_before {
