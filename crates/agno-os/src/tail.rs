@@ -87,7 +87,13 @@ fn settled(status: JobStatus, locked_by: Option<&str>) -> bool {
 /// The closing frame of a run whose log does not end with one (cancelled before it started, or
 /// its worker died): built from the stored run, without an id (it is not in the log).
 async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Frame> {
-    let run = db.get_run(run_id, None).await.ok().flatten()?;
+    let run = match db.get_run(run_id, None).await {
+        Ok(run) => run?,
+        Err(e) => {
+            tracing::warn!(run = %run_id, error = %e, "cannot read the run for its closing frame");
+            return None;
+        }
+    };
     if run.workflow_id.is_some() && run.agent_id.is_none() {
         let name = match run.status {
             RunStatus::Cancelled => "WorkflowCancelled",
