@@ -442,9 +442,11 @@ pub async fn upload_content(
             let spec = IngestSpec::new(k.name(), &content_id, &content, chunking_spec);
             super::background::enqueue_ingestion(&state, queue, &spec).await?;
         }
-        // A database without a job queue (JSON files): ingested in this process, not durably.
+        // A database without a job queue (JSON files): ingested in this process, not durably,
+        // at most LOCAL_INGESTIONS at a time (the others wait their turn).
         (None, None) => {
             tokio::spawn(async move {
+                let Ok(_turn) = LOCAL_INGESTIONS.acquire().await else { return };
                 if let Err(e) = k.process(&content, row).await {
                     tracing::error!(error = %e, "storing the knowledge content's status failed");
                 }
@@ -453,6 +455,10 @@ pub async fn upload_content(
     }
     Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
 }
+
+/// Ingestions run at once in this process when the database has no job queue (with one, the
+/// queue's `max_concurrency` bounds them).
+static LOCAL_INGESTIONS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(8);
 
 /// Body of `POST /knowledge/search` (Agno's `VectorSearchRequestSchema`).
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
