@@ -51,41 +51,32 @@ fn continuation(
     }
 }
 
-impl Component for Agent {
-    const KIND: ComponentKind = ComponentKind::Agent;
-    type Event = agno_core::RunEvent;
+/// Agents and teams take the same requests: a [`crate::RunRequest`] built from the spec, and a
+/// [`ContinueRequest`] for a paused run.
+macro_rules! request_driven {
+    ($runner:ty, $kind:ident, $event:ty) => {
+        impl Component for $runner {
+            const KIND: ComponentKind = ComponentKind::$kind;
+            type Event = $event;
 
-    fn start(&self, spec: &RunSpec, durable: Durable) -> EventStream<Self::Event> {
-        self.run_stream(spec.request().durable(durable))
-    }
-    fn carry_on(
-        &self,
-        run: RunOutput,
-        requirements: Vec<RunRequirement>,
-        user_id: Option<String>,
-        durable: Durable,
-    ) -> EventStream<Self::Event> {
-        self.continue_run_stream(continuation(run, requirements, user_id, durable))
-    }
+            fn start(&self, spec: &RunSpec, durable: Durable) -> EventStream<Self::Event> {
+                self.run_stream(spec.request().durable(durable))
+            }
+            fn carry_on(
+                &self,
+                run: RunOutput,
+                requirements: Vec<RunRequirement>,
+                user_id: Option<String>,
+                durable: Durable,
+            ) -> EventStream<Self::Event> {
+                self.continue_run_stream(continuation(run, requirements, user_id, durable))
+            }
+        }
+    };
 }
 
-impl Component for Team {
-    const KIND: ComponentKind = ComponentKind::Team;
-    type Event = agno_core::TeamStreamEvent;
-
-    fn start(&self, spec: &RunSpec, durable: Durable) -> EventStream<Self::Event> {
-        self.run_stream(spec.request().durable(durable))
-    }
-    fn carry_on(
-        &self,
-        run: RunOutput,
-        requirements: Vec<RunRequirement>,
-        user_id: Option<String>,
-        durable: Durable,
-    ) -> EventStream<Self::Event> {
-        self.continue_run_stream(continuation(run, requirements, user_id, durable))
-    }
-}
+request_driven!(Agent, Agent, agno_core::RunEvent);
+request_driven!(Team, Team, agno_core::TeamStreamEvent);
 
 impl Component for Workflow {
     const KIND: ComponentKind = ComponentKind::Workflow;
