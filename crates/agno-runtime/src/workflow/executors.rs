@@ -213,29 +213,9 @@ pub(super) async fn run_team(
         Ok(run) => run,
         Err(e) => return Err(StepFailure::Error(e.to_string())),
     };
-    if let Some(state) = run.session_state.clone() {
-        ctx.state.update(|s| s.extend(state));
-    }
     run.parent_run_id = Some(ctx.run_id.clone());
     run.extra.insert("workflow_step_id".to_owned(), json!(step.step_id));
-    let status = run.status;
-    if status == RunStatus::Paused {
-        // Kept by the pause (and continued later), not yet a run of the workflow.
-        return Err(StepFailure::Paused(Box::new(run)));
-    }
-    let output = StepOutput {
-        content: run.content.clone(),
-        step_run_id: Some(team_run_id),
-        metrics: run.metrics.clone(),
-        ..StepOutput::default()
-    };
-    if let Ok(mut runs) = ctx.executor_runs.lock() {
-        runs.push(run);
-    }
-    match status {
-        RunStatus::Cancelled => Err(StepFailure::Cancelled),
-        _ => Ok(output),
-    }
+    settle(ctx, run, team_run_id)
 }
 
 /// An agent step: a new run, or the continuation of the paused one (`start`).
@@ -334,17 +314,23 @@ pub(super) async fn run_agent(
             event.step_index = Some(pos.index.clone());
         }
     }
-    let status = run.status;
+    settle(ctx, run, agent_run_id)
+}
+
+/// What an executor's ended run gives its step: the run's session state merged into the
+/// workflow's; then the run kept by a pause (continued later, not yet a run of the workflow), or
+/// recorded among the step's executor runs with its content as the step's output.
+fn settle(ctx: &Ctx, run: RunOutput, run_id: String) -> Result<StepOutput, StepFailure> {
     if let Some(state) = run.session_state.clone() {
         ctx.state.update(|s| s.extend(state));
     }
+    let status = run.status;
     if status == RunStatus::Paused {
-        // Kept by the pause (and continued later), not yet a run of the workflow.
         return Err(StepFailure::Paused(Box::new(run)));
     }
     let output = StepOutput {
         content: run.content.clone(),
-        step_run_id: Some(agent_run_id),
+        step_run_id: Some(run_id),
         metrics: run.metrics.clone(),
         ..StepOutput::default()
     };
