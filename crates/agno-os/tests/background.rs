@@ -292,7 +292,8 @@ async fn a_stale_attempt_cannot_write_its_run() {
     }
     let db: std::sync::Arc<dyn agno_core::Db> = std::sync::Arc::new(agno_db::InMemoryDb::new());
     let agent = agno_runtime::Agent::builder("test").db(db.clone()).build().unwrap();
-    let req = agno_runtime::RunRequest::new("hello").run_id("fenced").session_id("s").fence(std::sync::Arc::new(Lost));
+    let durable = agno_runtime::Durable { fence: Some(std::sync::Arc::new(Lost)), after_event_index: None };
+    let req = agno_runtime::RunRequest::new("hello").run_id("fenced").session_id("s").durable(durable);
     let err = agent.arun(req).await.expect_err("the write is refused");
     assert!(err.to_string().contains("newer attempt"), "{err}");
     assert!(db.get_run("fenced", None).await.unwrap().is_none(), "nothing of the stale attempt was stored");

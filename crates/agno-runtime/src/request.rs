@@ -29,11 +29,10 @@ pub struct RunRequest {
     pub output_schema: Option<OutputSchema>,
     /// Overrides the agent's `add_history_to_context`.
     pub add_history_to_context: Option<bool>,
-    /// Refuses the run's writes once this execution no longer owns it (background workers).
-    pub fence: Option<std::sync::Arc<dyn crate::RunFence>>,
-    /// Numbers this run's events after this index (a retried background run continues its
-    /// event log instead of reusing indexes a client may have seen).
-    pub after_event_index: Option<u64>,
+    /// Under a worker's claim (background runs): its writes refused once this execution no
+    /// longer owns the run, its events numbered after those an earlier attempt logged (a retried
+    /// run continues its event log instead of reusing indexes a client may have seen).
+    pub durable: crate::Durable,
     /// The run this one is part of (a workflow step's agent run names its workflow run).
     pub parent_run_id: Option<String>,
     /// The workflow this run is a step of.
@@ -97,19 +96,9 @@ impl RunRequest {
         /// Metadata for this run.
         metadata(metadata: Map<String, Value>) => metadata = Some(metadata);
 
-        /// Fences the run's writes (see [`crate::RunFence`]).
-        fence(fence: std::sync::Arc<dyn crate::RunFence>) => fence = Some(fence);
-
-        /// Numbers the events after `index` (see [`RunRequest::after_event_index`]).
-        after_event_index(index: Option<u64>) => after_event_index = index;
-    }
-
-    /// Runs under a worker's claim (see [`crate::Durable`]): its writes fenced, its events
-    /// numbered after an earlier attempt's.
-    pub fn durable(mut self, durable: crate::Durable) -> Self {
-        self.fence = durable.fence;
-        self.after_event_index = durable.after_event_index;
-        self
+        /// Runs under a worker's claim (see [`crate::Durable`]): its writes fenced, its events
+        /// numbered after an earlier attempt's.
+        durable(durable: crate::Durable) => durable = durable;
     }
 
     /// Sets the output schema for this run.
@@ -149,10 +138,9 @@ pub struct ContinueRequest {
     pub requirements: Vec<RunRequirement>,
     /// The user continuing; must own the run.
     pub user_id: Option<String>,
-    /// Refuses the run's writes once this execution no longer owns it (background workers).
-    pub fence: Option<std::sync::Arc<dyn crate::RunFence>>,
-    /// Numbers the events after this index (beyond those stored on the run).
-    pub after_event_index: Option<u64>,
+    /// Under a worker's claim: writes fenced, events numbered after this index (beyond those
+    /// stored on the run).
+    pub durable: crate::Durable,
     /// `Some(false)`: neither read nor write the agent's session (a workflow step's agent run,
     /// kept inside the workflow run).
     pub store: Option<bool>,
@@ -160,7 +148,7 @@ pub struct ContinueRequest {
 
 impl ContinueRequest {
     fn new(from: ContinueFrom, requirements: Vec<RunRequirement>) -> Self {
-        Self { from, requirements, user_id: None, fence: None, after_event_index: None, store: None }
+        Self { from, requirements, user_id: None, durable: crate::Durable::default(), store: None }
     }
 
     /// Continue the stored run `run_id`.
@@ -191,19 +179,9 @@ impl ContinueRequest {
         /// Sets the user id.
         user_id(id: impl Into<String>) => user_id = Some(id.into());
 
-        /// Fences the run's writes (see [`crate::RunFence`]).
-        fence(fence: std::sync::Arc<dyn crate::RunFence>) => fence = Some(fence);
-
-        /// Numbers the events after `index`.
-        after_event_index(index: Option<u64>) => after_event_index = index;
-    }
-
-    /// Runs under a worker's claim (see [`crate::Durable`]): its writes fenced, its events
-    /// numbered after an earlier attempt's.
-    pub fn durable(mut self, durable: crate::Durable) -> Self {
-        self.fence = durable.fence;
-        self.after_event_index = durable.after_event_index;
-        self
+        /// Runs under a worker's claim (see [`crate::Durable`]): its writes fenced, its events
+        /// numbered after an earlier attempt's.
+        durable(durable: crate::Durable) => durable = durable;
     }
 
     /// `false`: the continued run is not stored (nor its session read), as a workflow step's.

@@ -101,7 +101,7 @@ fn register(request: &mut RunRequest) -> Registration {
 
 impl Agent {
     async fn execute(self, request: RunRequest, mut em: Emitter, run: Registration) -> Result<RunOutput, RunError> {
-        em.resume_after(request.after_event_index);
+        em.resume_after(request.durable.after_event_index);
         let result = match prepare(&self.inner, request).await {
             Ok(st) => drive_new(&self.inner, st, &mut em, run.token()).await,
             Err(e) => Err(e),
@@ -272,14 +272,14 @@ async fn continue_inner(
     prepared.initial_state = state.clone();
     prepared.session_state = std::sync::Arc::new(std::sync::Mutex::new(state));
     prepared.tool_calls_made = prepared.output.tools.iter().flatten().count();
-    prepared.fence = request.fence.clone();
+    prepared.fence = request.durable.fence.clone();
     // What the paused save already added to the session's metrics.
     prepared.metrics_counted.clone_from(&prepared.output.metrics);
     let mut st: RunState = prepared;
 
     em.bind(&agent.id, agent.name.as_deref().unwrap_or_default(), st.output.id(), &st.session.session_id);
     em.resume_after(st.output.events.iter().flatten().filter_map(|e| e.event_index).max());
-    em.resume_after(request.after_event_index);
+    em.resume_after(request.durable.after_event_index);
     em.emit(EventData::RunContinued {});
     for answer in &answers {
         resolve_requirement(&mut st, answer, em, token).await;

@@ -139,7 +139,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         session_state: Arc::new(Mutex::new(state)),
         dependencies: Arc::new(dependencies),
         schema,
-        fence: req.fence.clone(),
+        fence: req.durable.fence.clone(),
         started: std::time::Instant::now(),
         metrics_counted: None,
         store,

@@ -379,8 +379,8 @@ pub(super) async fn execute(
     let run_id = request.run_id.clone().unwrap_or_else(agno_core::new_id);
     let session_id = request.session_id.clone().unwrap_or_else(agno_core::new_id);
     let user_id = request.user_id.clone();
-    let fence = request.fence.take();
-    let after = request.after_event_index.take();
+    let fence = request.durable.fence.take();
+    let after = request.durable.after_event_index.take();
     let mut storage = Storage::load(&team, &session_id, user_id.as_deref(), store, fence).await?;
     let history = if store { history(&team, &session_id, user_id.as_deref()).await? } else { Vec::new() };
 

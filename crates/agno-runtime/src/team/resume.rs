@@ -130,8 +130,8 @@ pub(super) async fn continue_run(
 
     let session_id = record.session_id.clone().unwrap_or_default();
     let user_id = request.user_id.clone().or_else(|| record.user_id.clone());
-    let fence = request.fence.clone();
-    let after = request.after_event_index;
+    let fence = request.durable.fence.clone();
+    let after = request.durable.after_event_index;
     let mut storage = Storage::load(&team, &session_id, user_id.as_deref(), store, fence.clone()).await?;
     // What the pause already added to the session's metrics.
     storage.counted = super::engine::run_metrics(&members.iter().chain(std::iter::once(&record)).collect::<Vec<_>>());
