@@ -26,9 +26,51 @@ pub(super) struct Reviewed<'a> {
     pub(super) review: &'a HumanReview,
 }
 
-impl Reviewed<'_> {
+impl<'a> Reviewed<'a> {
+    /// The review of a step or container that has one (`human_review`), else `None`.
+    pub(super) fn of(
+        kind: StepType,
+        name: &'a str,
+        id: Option<&'a str>,
+        pos: &'a Pos,
+        review: Option<&'a HumanReview>,
+    ) -> Option<Self> {
+        review.map(|review| Self { kind, name, id, pos, review })
+    }
+
     fn node(&self) -> Option<(&str, Option<&str>, &Pos)> {
         Some((self.name, self.id, self.pos))
+    }
+
+    /// Pauses the run on the review of an output (`round` retries in; after loop `iteration`
+    /// when it is one), announced live as Agno's `StepOutputReview`.
+    fn ask_output_review(
+        &self,
+        ctx: &Ctx,
+        key: String,
+        message: &Option<String>,
+        round: u32,
+        output: Option<StepOutput>,
+        iteration: Option<u32>,
+    ) -> Halt {
+        let mut req = self.requirement(key);
+        req.requires_output_review = true;
+        req.output_review_message.clone_from(message);
+        req.is_post_execution = true;
+        req.retry_count = round;
+        req.step_output = output;
+        if let Some(iteration) = iteration {
+            req.extra.insert("iteration".to_owned(), json!(iteration));
+        }
+        ctx.live();
+        ctx.emit(
+            || WorkflowEventData::StepOutputReview {
+                output_review_message: req.output_review_message.clone(),
+                requires_output_review: true,
+            },
+            self.node(),
+        );
+        Halt::Paused(Box::new(Pause::Step(Box::new(req))))
     }
 
     fn requirement(&self, key: String) -> StepRequirement {
@@ -137,21 +179,7 @@ pub(super) fn after(ctx: &Ctx, node: &Reviewed<'_>, output: StepOutput, round: u
     let key = format!("post:{}:{round}", node.pos.key);
     let Some(answer) = ctx.answer(&key) else {
         ctx.journal_put(pending_key(node.pos, round), serde_json::to_value(&output).unwrap_or_default());
-        let mut req = node.requirement(key);
-        req.requires_output_review = true;
-        req.output_review_message.clone_from(&r.output_review_message);
-        req.is_post_execution = true;
-        req.retry_count = round;
-        req.step_output = Some(output);
-        ctx.live();
-        ctx.emit(
-            || WorkflowEventData::StepOutputReview {
-                output_review_message: req.output_review_message.clone(),
-                requires_output_review: true,
-            },
-            node.node(),
-        );
-        return Err(Halt::Paused(Box::new(Pause::Step(Box::new(req)))));
+        return Err(node.ask_output_review(ctx, key, &r.output_review_message, round, Some(output), None));
     };
     if answer.confirmed == Some(false) {
         return Ok(After::Rejected(node.on_reject(&answer), Box::new(answer)));
@@ -179,22 +207,8 @@ pub(super) fn iteration(
 ) -> Result<Option<(OnReject, StepRequirement)>, Halt> {
     let key = format!("iter:{}#{iteration}r{round}", node.pos.key);
     let Some(answer) = ctx.answer(&key) else {
-        let mut req = node.requirement(key);
-        req.requires_output_review = true;
-        req.output_review_message.clone_from(&node.review.iteration_review_message);
-        req.is_post_execution = true;
-        req.retry_count = round;
-        req.step_output = last.cloned();
-        req.extra.insert("iteration".to_owned(), json!(iteration));
-        ctx.live();
-        ctx.emit(
-            || WorkflowEventData::StepOutputReview {
-                output_review_message: req.output_review_message.clone(),
-                requires_output_review: true,
-            },
-            node.node(),
-        );
-        return Err(Halt::Paused(Box::new(Pause::Step(Box::new(req)))));
+        let message = &node.review.iteration_review_message;
+        return Err(node.ask_output_review(ctx, key, message, round, last.cloned(), Some(iteration)));
     };
     if answer.confirmed == Some(false) {
         return Ok(Some((node.on_reject(&answer), answer)));

@@ -101,13 +101,7 @@ async fn run_step(ctx: &Ctx, step: &Step, previous: Option<Value>, pos: &Pos) ->
         return Ok(output);
     }
     let node = Some((step.name.as_str(), step.step_id.as_deref(), pos));
-    let reviewed = step.human_review.as_ref().map(|review| Reviewed {
-        kind: StepType::Step,
-        name: &step.name,
-        id: step.step_id.as_deref(),
-        pos,
-        review,
-    });
+    let reviewed = Reviewed::of(StepType::Step, &step.name, step.step_id.as_deref(), pos, step.human_review.as_ref());
     let mut extra = Map::new();
     if let Some(r) = &reviewed {
         match pause::before(ctx, r, None)? {
@@ -323,13 +317,7 @@ fn confirm_container(ctx: &Ctx, reviewed: Option<&Reviewed<'_>>) -> Result<bool,
 async fn run_steps(ctx: &Ctx, group: &Steps, previous: Option<Value>, pos: &Pos) -> Result<Option<StepOutput>, Halt> {
     let id = group.step_id.as_deref();
     let node = Some((group.name.as_str(), id, pos));
-    let reviewed = group.human_review.as_ref().map(|review| Reviewed {
-        kind: StepType::Steps,
-        name: &group.name,
-        id,
-        pos,
-        review,
-    });
+    let reviewed = Reviewed::of(StepType::Steps, &group.name, id, pos, group.human_review.as_ref());
     if !confirm_container(ctx, reviewed.as_ref())? {
         return Ok(None);
     }
@@ -350,8 +338,7 @@ async fn run_steps(ctx: &Ctx, group: &Steps, previous: Option<Value>, pos: &Pos)
 async fn run_loop(ctx: &Ctx, lp: &Loop, previous: Option<Value>, pos: &Pos) -> Result<Option<StepOutput>, Halt> {
     let id = lp.step_id.as_deref();
     let node = Some((lp.name.as_str(), id, pos));
-    let reviewed =
-        lp.human_review.as_ref().map(|review| Reviewed { kind: StepType::Loop, name: &lp.name, id, pos, review });
+    let reviewed = Reviewed::of(StepType::Loop, &lp.name, id, pos, lp.human_review.as_ref());
     if !confirm_container(ctx, reviewed.as_ref())? {
         return Ok(None);
     }
@@ -422,13 +409,7 @@ async fn run_condition(
 ) -> Result<Option<StepOutput>, Halt> {
     let id = cond.step_id.as_deref();
     let node = Some((cond.name.as_str(), id, pos));
-    let reviewed = cond.human_review.as_ref().map(|review| Reviewed {
-        kind: StepType::Condition,
-        name: &cond.name,
-        id,
-        pos,
-        review,
-    });
+    let reviewed = Reviewed::of(StepType::Condition, &cond.name, id, pos, cond.human_review.as_ref());
     let mut forced_else = false;
     if let Some(r) = &reviewed {
         match pause::before(ctx, r, None)? {
@@ -486,13 +467,7 @@ async fn run_router(
     let id = router.step_id.as_deref();
     let node = Some((router.name.as_str(), id, pos));
     let names: Vec<&str> = router.choices.iter().map(StepNode::name).collect();
-    let reviewed = router.human_review.as_ref().map(|review| Reviewed {
-        kind: StepType::Router,
-        name: &router.name,
-        id,
-        pos,
-        review,
-    });
+    let reviewed = Reviewed::of(StepType::Router, &router.name, id, pos, router.human_review.as_ref());
     let mut picked_by_reviewer = None;
     if let Some(r) = &reviewed {
         match pause::before(ctx, r, Some(&names))? {
