@@ -173,6 +173,7 @@ pub fn mcp_reference_server(what: &str, package: &str) -> Option<std::path::Path
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::{host_port, pgvector_problem, pgvector_url, postgres, redis};
 
