@@ -376,6 +376,27 @@ impl EventData {
 }
 
 impl RunEvent {
+    /// An event of the top-level run `run_id` (of the agent or team `agent_id`) in
+    /// `session_id`, stamped now: not part of a workflow, not yet numbered.
+    pub fn new(data: EventData, agent_id: String, agent_name: String, run_id: String, session_id: String) -> Self {
+        Self {
+            created_at: crate::now_epoch_secs(),
+            data,
+            agent_id,
+            agent_name,
+            run_id: Some(run_id),
+            parent_run_id: None,
+            session_id: Some(session_id),
+            nested_depth: 0,
+            workflow_id: None,
+            workflow_run_id: None,
+            step_id: None,
+            step_name: None,
+            step_index: None,
+            event_index: None,
+        }
+    }
+
     /// Agno's name for the event.
     pub fn name(&self) -> &'static str {
         self.data.name()

@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use agno_core::{EventData, RunEvent, now_epoch_secs};
+use agno_core::{EventData, RunEvent};
 use tokio::sync::mpsc;
 
 /// Events waiting for a listener beyond which a streaming run waits for it.
@@ -72,22 +72,14 @@ impl Emitter {
         if !self.active() {
             return;
         }
-        let event = RunEvent {
-            created_at: now_epoch_secs(),
+        let mut event = RunEvent::new(
             data,
-            agent_id: self.agent_id.clone(),
-            agent_name: self.agent_name.clone(),
-            run_id: Some(self.run_id.clone()),
-            parent_run_id: None,
-            session_id: Some(self.session_id.clone()),
-            nested_depth: 0,
-            workflow_id: None,
-            workflow_run_id: None,
-            step_id: None,
-            step_name: None,
-            step_index: None,
-            event_index: Some(self.next_index),
-        };
+            self.agent_id.clone(),
+            self.agent_name.clone(),
+            self.run_id.clone(),
+            self.session_id.clone(),
+        );
+        event.event_index = Some(self.next_index);
         self.next_index += 1;
         if let Some(stored) = self.stored.as_mut() {
             // Content deltas are not stored, as in Agno; the final content is on the run.

@@ -119,22 +119,13 @@ impl TeamRun {
         if !self.streaming() {
             return;
         }
-        let event = RunEvent {
-            created_at: agno_core::now_epoch_secs(),
+        let event = RunEvent::new(
             data,
-            agent_id: self.team.id.clone(),
-            agent_name: self.team.name.clone().unwrap_or_default(),
-            run_id: Some(self.run_id.clone()),
-            parent_run_id: None,
-            session_id: Some(self.session_id.clone()),
-            nested_depth: 0,
-            workflow_id: None,
-            workflow_run_id: None,
-            step_id: None,
-            step_name: None,
-            step_index: None,
-            event_index: None,
-        };
+            self.team.id.clone(),
+            self.team.name.clone().unwrap_or_default(),
+            self.run_id.clone(),
+            self.session_id.clone(),
+        );
         self.send(event, TeamStreamEvent::Team);
     }
 

@@ -184,26 +184,28 @@ impl Ctx {
         }
     }
 
+    /// Stamps an event of the agent or team running `step` with the workflow run and the step,
+    /// as Agno stamps them.
+    pub(super) fn stamp(&self, event: &mut RunEvent, step: &Step, pos: &Pos) {
+        event.workflow_id = Some(self.workflow_id.clone());
+        event.workflow_run_id = Some(self.run_id.clone());
+        event.step_id.clone_from(&step.step_id);
+        event.step_name = Some(step.name.clone());
+        event.step_index = Some(pos.index.clone());
+    }
+
     /// Passes on an event of the agent running `step`, stamped with the step as Agno stamps it.
     pub(super) fn forward(&self, mut event: RunEvent, step: &Step, pos: &Pos) {
+        self.stamp(&mut event, step, pos);
         if let Ok(mut events) = self.events.lock() {
-            event.workflow_id.clone_from(&events.template.workflow_id);
-            event.workflow_run_id = Some(self.run_id.clone());
-            event.step_id.clone_from(&step.step_id);
-            event.step_name = Some(step.name.clone());
-            event.step_index = Some(pos.index.clone());
             events.forward(event);
         }
     }
 
     /// Passes on a team step's leader event (named as Agno's team events), stamped with the step.
     pub(super) fn forward_team(&self, mut event: RunEvent, step: &Step, pos: &Pos) {
+        self.stamp(&mut event, step, pos);
         if let Ok(mut events) = self.events.lock() {
-            event.workflow_id.clone_from(&events.template.workflow_id);
-            event.workflow_run_id = Some(self.run_id.clone());
-            event.step_id.clone_from(&step.step_id);
-            event.step_name = Some(step.name.clone());
-            event.step_index = Some(pos.index.clone());
             event.event_index = Some(events.next_index);
             events.next_index += 1;
             let keep = !matches!(event.data, agno_core::EventData::RunContent { .. });

@@ -50,7 +50,6 @@ pub(super) enum AgentStart {
     Continue(Box<RunOutput>, Vec<RunRequirement>),
 }
 
-/// One attempt of a step's executor, raced against the run's cancellation.
 /// One attempt of a step's executor, raced against the run's cancellation. `extra` is added to
 /// the step's `additional_data` (a reviewer's input, a rejection's feedback).
 pub(super) async fn execute_step(
@@ -307,11 +306,7 @@ pub(super) async fn run_agent(
             run.tools = None;
         }
         for event in run.events.get_or_insert_with(Vec::new) {
-            event.workflow_id = Some(ctx.workflow_id.clone());
-            event.workflow_run_id = Some(ctx.run_id.clone());
-            event.step_id.clone_from(&step.step_id);
-            event.step_name = Some(step.name.clone());
-            event.step_index = Some(pos.index.clone());
+            ctx.stamp(event, step, pos);
         }
     }
     settle(ctx, run, agent_run_id)
