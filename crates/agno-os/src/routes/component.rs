@@ -96,6 +96,14 @@ pub(crate) fn summaries<K: Kind>(state: &AppState, principal: &Principal) -> Vec
     readable::<K>(state, principal).filter_map(|id| K::summarise(state, id)).collect()
 }
 
+/// The runner of the component `id`, which the caller may run (or whose runs it may read): 404
+/// as [`served`] answers, then 403 as [`require_run_access`] does.
+pub(crate) fn runnable<K: Kind>(state: &AppState, principal: &Principal, id: &str) -> ApiResult<K::Runner> {
+    let runner = served::<K>(state, principal, id)?;
+    require_run_access(principal, K::KIND, id)?;
+    Ok(runner)
+}
+
 /// `POST /{kind}s/{id}/runs`: the run form of the kind (see [`super::run_form::read`]). Inline,
 /// the run's events as SSE (`stream=true`, the default) or the run once it ends; with
 /// `background=true`, a durable job (202, or its events tailed with `stream=true`). The run goes
@@ -107,8 +115,7 @@ pub async fn create_run<K: Kind>(
     request: Request,
 ) -> ApiResult<Response> {
     let kind = K::KIND;
-    let runner = served::<K>(&state, &principal, &id)?;
-    require_run_access(&principal, kind, &id)?;
+    let runner = runnable::<K>(&state, &principal, &id)?;
     let form = super::run_form::read(&state, &principal, kind, &id, request).await?;
     if form.background {
         return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;

@@ -8,7 +8,7 @@ use axum::extract::{Extension, Path, Request, State};
 use axum::response::Response;
 use serde_json::json;
 
-use super::component::{Kind, answer, require_run_access, served};
+use super::component::{Kind, answer, runnable};
 use super::run_records::stored_run;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -29,8 +29,7 @@ pub async fn continue_run<K: Kind>(
     Path((id, run_id)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
-    let runner = served::<K>(&state, &principal, &id)?;
-    require_run_access(&principal, K::KIND, &id)?;
+    let runner = runnable::<K>(&state, &principal, &id)?;
     let form = Form::read(request, &state.limits).await?;
     let session_id = form.text("session_id").filter(|s| !s.is_empty());
     if K::CONTINUE_NEEDS_SESSION && session_id.is_none() {

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::json;
 
-use super::component::{Kind, require_run_access, served};
+use super::component::{Kind, runnable};
 use super::run_form::fields;
 use super::run_records::stored_run;
 use crate::auth::Principal;
@@ -36,8 +36,7 @@ pub async fn resume_run<K: Kind>(
     Path((id, run_id)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
-    served::<K>(&state, &principal, &id)?;
-    require_run_access(&principal, K::KIND, &id)?;
+    runnable::<K>(&state, &principal, &id)?;
     let headers = request.headers().clone();
     let form = Form::read(request, &state.limits).await?;
     let after = resume_index(&form, &headers)?;

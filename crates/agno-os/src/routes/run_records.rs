@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::component::{Kind, require_run_access};
+use super::component::{Kind, runnable};
 use super::sessions::schema;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -81,8 +81,7 @@ pub async fn list_runs<K: Kind>(
     Query(q): Query<RunsQuery>,
 ) -> ApiResult<Json<Value>> {
     let kind = K::KIND;
-    super::component::served::<K>(&state, &principal, &id)?;
-    require_run_access(&principal, kind, &id)?;
+    runnable::<K>(&state, &principal, &id)?;
     let db = state.require_db()?;
     let session_id = q.session_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::missing("query", "session_id"))?;
     let user = principal.user_scope(None);
@@ -139,8 +138,7 @@ pub async fn get_run<K: Kind>(
     Query(q): Query<SessionQuery>,
 ) -> ApiResult<Response> {
     let kind = K::KIND;
-    super::component::served::<K>(&state, &principal, &id)?;
-    require_run_access(&principal, kind, &id)?;
+    runnable::<K>(&state, &principal, &id)?;
     let run = stored_run(&state, &principal, kind, &id, &run_id, q.session_id.as_deref()).await?;
     if kind != ComponentKind::Agent {
         return Ok(Json(run).into_response());
@@ -165,8 +163,7 @@ pub async fn cancel_run<K: Kind>(
     Query(q): Query<SessionQuery>,
 ) -> ApiResult<Response> {
     let kind = K::KIND;
-    super::component::served::<K>(&state, &principal, &id)?;
-    require_run_access(&principal, kind, &id)?;
+    runnable::<K>(&state, &principal, &id)?;
     // Ownership first: the stored run must be the caller's (it is written when the run starts).
     let stored = match &state.db {
         Some(_) => Some(stored_run(&state, &principal, kind, &id, &run_id, q.session_id.as_deref()).await?),

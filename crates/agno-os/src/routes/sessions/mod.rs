@@ -23,7 +23,7 @@ mod runs;
 pub(crate) mod schema;
 
 pub use query::{CreateQuery, DeleteQuery, ListQuery, RunsQuery, SessionParams};
-use query::{Params, RawQuery, database, parse_session_type};
+use query::{Params, RawQuery, database, parse_session_type, scoped};
 pub use runs::{get_session_run, list_run_previews, list_session_runs};
 
 use super::params::{NoContent, Paging};
@@ -54,6 +54,11 @@ fn json_object(body: &Bytes) -> ApiResult<Option<Map<String, Value>>> {
         Ok(_) => Err(ApiError::unprocessable("the body must be a JSON object")),
         Err(e) => Err(ApiError::unprocessable(format!("the body is not valid JSON: {e}"))),
     }
+}
+
+/// A JSON object body that must be there: 422 when it is empty.
+fn required_object(body: &Bytes) -> ApiResult<Map<String, Value>> {
+    json_object(body)?.ok_or_else(|| ApiError::unprocessable("a JSON body is required"))
 }
 
 fn body_text(body: &Map<String, Value>, field: &str) -> ApiResult<Option<String>> {
@@ -278,8 +283,7 @@ pub async fn get_session(
 ) -> ApiResult<Json<Value>> {
     let params = Params::read::<SessionParams>(query)?;
     let kind = params.session_type()?;
-    let db = database(&state, &params)?;
-    let user_id = principal.user_scope(params.text("user_id"));
+    let (db, user_id) = scoped(&state, &principal, &params)?;
     let missing = || {
         let title = match kind {
             Some(SessionType::Agent) => "Agent ",
@@ -305,7 +309,7 @@ pub async fn update_session(
 ) -> ApiResult<Json<Value>> {
     let params = Params::read::<SessionParams>(query)?;
     let kind = params.session_type()?;
-    let body = json_object(&body)?.ok_or_else(|| ApiError::unprocessable("a JSON body is required"))?;
+    let body = required_object(&body)?;
     let name = body_text(&body, "session_name")?;
     let session_state = body_object(&body, "session_state")?;
     let metadata = body_object(&body, "metadata")?;
@@ -316,8 +320,7 @@ pub async fn update_session(
             })?),
             None => None,
         };
-    let db = database(&state, &params)?;
-    let user_id = principal.user_scope(params.text("user_id"));
+    let (db, user_id) = scoped(&state, &principal, &params)?;
     let mut session = visible_session(db, &session_id, user_id.as_deref(), None, || not_found(&session_id)).await?;
 
     let update = match session_state {
@@ -354,8 +357,7 @@ pub async fn delete_session(
     let params = Params::read::<DeleteQuery>(query)?;
     // Media lives inside the runs here (no media store): deleting them deletes it.
     params.bool("delete_media")?;
-    let db = database(&state, &params)?;
-    let user_id = principal.user_scope(params.text("user_id"));
+    let (db, user_id) = scoped(&state, &principal, &params)?;
     if db.delete_session(&session_id, user_id.as_deref()).await? { Ok(NoContent) } else { Err(not_found(&session_id)) }
 }
 
@@ -369,7 +371,7 @@ pub async fn delete_sessions(
 ) -> ApiResult<NoContent> {
     let params = Params::read::<DeleteQuery>(query)?;
     params.bool("delete_media")?;
-    let body = json_object(&body)?.ok_or_else(|| ApiError::unprocessable("a JSON body is required"))?;
+    let body = required_object(&body)?;
     super::validate::check::<super::bodies::DeleteSessionsRequest>(&Value::Object(body.clone()), "body")?;
     let ids = body_list(&body, "session_ids", |v| v.as_str().map(str::to_owned), "a session id (string)")?;
     let types = body_list(
@@ -381,8 +383,7 @@ pub async fn delete_sessions(
     // The ids name the sessions; their types are checked but not needed to find them (Python
     // refuses lists of different lengths).
     let _ = types;
-    let db = database(&state, &params)?;
-    let user_id = principal.user_scope(params.text("user_id"));
+    let (db, user_id) = scoped(&state, &principal, &params)?;
     db.delete_sessions(&ids, user_id.as_deref()).await?;
     Ok(NoContent)
 }
@@ -397,10 +398,9 @@ pub async fn rename_session(
 ) -> ApiResult<Json<Value>> {
     let params = Params::read::<SessionParams>(query)?;
     let kind = params.session_type()?;
-    let body = json_object(&body)?.ok_or_else(|| ApiError::unprocessable("a JSON body is required"))?;
+    let body = required_object(&body)?;
     let name = body_text(&body, "session_name")?.ok_or_else(|| ApiError::unprocessable("session_name is required"))?;
-    let db = database(&state, &params)?;
-    let user_id = principal.user_scope(params.text("user_id"));
+    let (db, user_id) = scoped(&state, &principal, &params)?;
     if db.rename_session(&session_id, &name, user_id.as_deref()).await?.is_none() {
         return Err(not_found(&session_id));
     }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use agno_core::{Db, SessionType};
 
+use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -168,6 +169,16 @@ pub(super) fn parse_session_type(text: &str) -> ApiResult<SessionType> {
         "workflow" => Ok(SessionType::Workflow),
         other => Err(ApiError::unprocessable(format!("type must be 'agent', 'team' or 'workflow', got {other:?}"))),
     }
+}
+
+/// The database the query names and the user whose sessions the caller reaches: the query's
+/// `user_id` for an admin without isolation, the caller's own under it.
+pub(super) fn scoped<'a>(
+    state: &'a AppState,
+    principal: &Principal,
+    params: &Params,
+) -> ApiResult<(&'a Arc<dyn Db>, Option<String>)> {
+    Ok((database(state, params)?, principal.user_scope(params.text("user_id"))))
 }
 
 /// The database a request addresses (`db_id`, `table` as Agno's `get_db`): the OS has one.

@@ -122,8 +122,7 @@ pub async fn get_session_run(
 ) -> ApiResult<Json<Value>> {
     let params = Params::read::<SessionParams>(query)?;
     params.session_type()?;
-    let db = database(&state, &params)?;
-    let user_id = principal.user_scope(params.text("user_id"));
+    let (db, user_id) = scoped(&state, &principal, &params)?;
     let session_missing = || ApiError::not_found(format!("Session with ID {session_id} not found"));
     let mut session = visible_session(db, &session_id, user_id.as_deref(), Some(0), session_missing).await?;
     // The run table first; a run only in a legacy session blob is found by reading the session.
