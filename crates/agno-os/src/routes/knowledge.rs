@@ -293,24 +293,39 @@ fn knowledge_error(e: agno_core::KnowledgeError) -> ApiError {
 }
 
 /// The URL of an upload's `url` part: a URL, or Agno's JSON list of URLs (one per upload here);
-/// 422 naming the field for anything but one http(s) URL.
+/// 422 naming the field for anything but one http(s) URL. Everything the document's pattern for
+/// the field admits is read: the list also when it is not strict JSON (whitespace JSON does not
+/// know around it, control characters inside the quotes), as `["<no quote>"]`.
 fn upload_url(text: &str) -> ApiResult<String> {
-    let url = if text.starts_with('[') {
-        match serde_json::from_str::<Vec<String>>(text) {
+    let text = text.trim_matches(is_pattern_space);
+    let url = match text.strip_prefix('[') {
+        Some(rest) => match serde_json::from_str::<Vec<String>>(text) {
             Ok(list) if list.len() == 1 => list[0].clone(),
             Ok(_) => return Err(ApiError::unprocessable("send one URL per upload").at("body", "url")),
-            Err(_) => {
-                return Err(ApiError::unprocessable("url must be a URL or a JSON list of one URL").at("body", "url"));
-            }
-        }
-    } else {
-        text.to_owned()
+            Err(_) => one_quoted(rest).ok_or_else(|| {
+                ApiError::unprocessable("url must be a URL or a JSON list of one URL").at("body", "url")
+            })?,
+        },
+        None => text.to_owned(),
     };
     if url.starts_with("http://") || url.starts_with("https://") {
         Ok(url)
     } else {
         Err(ApiError::unprocessable("url must be an http:// or https:// URL").at("body", "url"))
     }
+}
+
+/// The text of `<space>"<no quote>"<space>]`, the rest of a one-URL list after its `[`.
+fn one_quoted(rest: &str) -> Option<String> {
+    let inner = rest.trim_start_matches(is_pattern_space).strip_prefix('"')?;
+    let (url, tail) = inner.split_once('"')?;
+    (tail.trim_matches(is_pattern_space) == "]").then(|| url.to_owned())
+}
+
+/// What `\s` matches in the document's patterns as clients evaluate them (Python's `re`: the
+/// Unicode spaces and the separators U+001C..U+001F).
+fn is_pattern_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// The fields of `POST /knowledge/content`.
@@ -379,7 +394,7 @@ pub async fn upload_content(
         }
     };
     // Checked whenever it is sent (also beside a file, which wins), as the document says.
-    let url = form.text("url").map(str::trim).filter(|u| !u.is_empty()).map(upload_url).transpose()?;
+    let url = form.text("url").filter(|u| !u.trim_matches(is_pattern_space).is_empty()).map(upload_url).transpose()?;
     let name = form.text("name").map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned);
     let description = form.text("description").unwrap_or_default().to_owned();
     let mut content = if let Some(file) = form.take_file("file") {
@@ -582,4 +597,31 @@ pub async fn config(State(state): State<AppState>, Query(q): Query<KnowledgePara
         "unavailable_readers": {},
         "unavailable_chunkers": {},
     })))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::upload_url;
+
+    #[test]
+    fn an_upload_url_is_read_as_the_document_describes_it() {
+        assert_eq!(upload_url("  https://a.example/x ").unwrap(), "https://a.example/x");
+        assert_eq!(upload_url(r#"["https://a.example/x"]"#).unwrap(), "https://a.example/x");
+        // Found by Schemathesis: the pattern's `\s` (form feed, CR) around and inside the list,
+        // a raw CR inside the quotes. Not JSON, but what the document admits.
+        let loose = "\u{c}[ \t\u{c}\r\"https://70\u{a7}r\u{94}|\r\"]";
+        assert_eq!(upload_url(loose).unwrap(), "https://70\u{a7}r\u{94}|\r");
+        assert_eq!(upload_url("\u{1c}https://a.example\u{1f}").unwrap(), "https://a.example");
+        for (bad, why) in [
+            (r#"["https://a.example", "https://b.example"]"#, "send one URL per upload"),
+            (r#"["https://a.example""#, "url must be a URL or a JSON list of one URL"),
+            (r#"["ftp://a.example"]"#, "url must be an http:// or https:// URL"),
+            ("a.example", "url must be an http:// or https:// URL"),
+        ] {
+            let e = upload_url(bad).unwrap_err();
+            assert_eq!(e.status.as_u16(), 422, "{bad}");
+            assert_eq!(e.detail, why, "{bad}");
+        }
+    }
 }
