@@ -622,34 +622,51 @@ async fn runs_left_behind_by_a_dead_replica_are_repaired() {
     assert_eq!(os.get("/agents/calc/runs/fresh", None).await.body["status"], "PENDING", "young runs are left alone");
 }
 
+/// The job of run `run_id` of the agent `slow`, claimed long ago by a worker that died after
+/// storing the run with `status` (and `content`): what the job's retry finds. At most
+/// `max_attempts` claims. The database's URL, and the database (drop it before the OS starts).
+async fn left_by_a_dead_worker(
+    run_id: &str,
+    max_attempts: i64,
+    status: agno_core::RunStatus,
+    content: Option<&str>,
+) -> (String, agno_db::SqliteDb) {
+    use agno_core::JobStore;
+    let (url, db) = prepared_sqlite(run_id).await;
+    let old = agno_core::now_epoch_secs() - 600;
+    let session = format!("s-{run_id}");
+    let mut job = agno_core::Job::agent_run(run_id, "slow", &session, serde_json::json!({"message": "once"}));
+    job.created_at = old;
+    job.available_at = 0;
+    job.max_attempts = max_attempts;
+    db.enqueue_job(&job, 0).await.unwrap();
+    db.claim_job("dead", 2, old).await.unwrap().unwrap();
+    let mut run = pending_run(run_id, &session, old);
+    run.agent_id = Some("slow".to_owned());
+    run.status = status;
+    run.content = content.map(|c| serde_json::json!(c));
+    put_run(&db, &run).await;
+    (url, db)
+}
+
+/// The configuration of an OS over `url` serving the agent `slow` (an OpenAI model on
+/// `provider`), its queue polling fast (`queue_extra`: more `[queue]` lines).
+fn slow_agent_over(url: &str, provider: &FakeProvider, queue_extra: &str) -> String {
+    format!(
+        "[db]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n{queue_extra}[[agents]]\n\
+         id = \"slow\"\nmodel = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    )
+}
+
 /// A run stored COMPLETED by an attempt that died before recording the job's outcome is not
 /// executed again by the retry: the job is settled completed without calling the model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_completed_run_is_not_executed_again_by_a_retry() {
-    use agno_core::JobStore;
     let provider = FakeProvider::start().await.unwrap();
     provider.set_fallback(Some(Reply::text("second execution")));
-    let (url, db) = prepared_sqlite("done").await;
-    let old = agno_core::now_epoch_secs() - 600;
-    let mut job = agno_core::Job::agent_run("done", "slow", "s-done", serde_json::json!({"message": "once"}));
-    job.created_at = old;
-    job.available_at = 0;
-    job.max_attempts = 3;
-    db.enqueue_job(&job, 0).await.unwrap();
-    db.claim_job("dead", 2, old).await.unwrap().unwrap();
-    let mut run = pending_run("done", "s-done", old);
-    run.agent_id = Some("slow".to_owned());
-    run.status = agno_core::RunStatus::Completed;
-    run.content = Some(serde_json::json!("first execution"));
-    put_run(&db, &run).await;
-    drop(db);
-
-    let cfg = format!(
-        "[db]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n[[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
-        provider.base_url()
-    );
-    let os = TestOs::start(config(&cfg)).await;
+    let (url, _) = left_by_a_dead_worker("done", 3, agno_core::RunStatus::Completed, Some("first execution")).await;
+    let os = TestOs::start(config(&slow_agent_over(&url, &provider, ""))).await;
     let job = wait_job(&os, "done").await;
     assert_eq!((job.status, job.attempt), (agno_core::JobStatus::Completed, 2));
     assert_eq!(provider.request_count(), 0, "the model was not called again");
@@ -662,21 +679,9 @@ async fn a_completed_run_is_not_executed_again_by_a_retry() {
 /// the job fails with the storage error once its attempts are spent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_that_cannot_read_the_stored_run_does_not_run_again() {
-    use agno_core::JobStore;
     let provider = FakeProvider::start().await.unwrap();
     provider.set_fallback(Some(Reply::text("second execution")));
-    let (url, db) = prepared_sqlite("unreadable").await;
-    let old = agno_core::now_epoch_secs() - 600;
-    let mut job = agno_core::Job::agent_run("unread", "slow", "s-unread", serde_json::json!({"message": "once"}));
-    job.created_at = old;
-    job.available_at = 0;
-    job.max_attempts = 2;
-    db.enqueue_job(&job, 0).await.unwrap();
-    db.claim_job("dead", 2, old).await.unwrap().unwrap();
-    let mut run = pending_run("unread", "s-unread", old);
-    run.agent_id = Some("slow".to_owned());
-    run.status = agno_core::RunStatus::Running;
-    put_run(&db, &run).await;
+    let (url, db) = left_by_a_dead_worker("unread", 2, agno_core::RunStatus::Running, None).await;
     drop(db);
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
     let changed = sqlx::query("UPDATE agno_runs SET run_data = '{not json' WHERE run_id = 'unread'")
@@ -687,13 +692,7 @@ async fn a_retry_that_cannot_read_the_stored_run_does_not_run_again() {
     assert_eq!(changed, 1);
     pool.close().await;
 
-    let cfg = format!(
-        "[db]\nurl = \"{url}\"\n[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\nretry_delay_seconds = 0\n\
-         [[agents]]\nid = \"slow\"\n\
-         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
-        provider.base_url()
-    );
-    let os = TestOs::start(config(&cfg)).await;
+    let os = TestOs::start(config(&slow_agent_over(&url, &provider, "retry_delay_seconds = 0\n"))).await;
     let job = wait_job(&os, "unread").await;
     assert_eq!(job.status, agno_core::JobStatus::Failed);
     let error = job.error.unwrap_or_default();
