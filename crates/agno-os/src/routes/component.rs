@@ -1,5 +1,6 @@
-//! What a component kind is to the routes ([`Kind`]: its runner and how a run of it starts and
-//! ends), and `POST /{agents|teams|workflows}/{id}/runs`, written once for the three kinds.
+//! What a component kind is to the routes ([`Kind`]: its runner, how it is described, how a run
+//! of it starts and ends), and `GET /{agents|teams|workflows}`, `GET /{kind}s/{id}` and
+//! `POST /{kind}s/{id}/runs`, written once for the three kinds.
 //! Every way a run starts goes through the same [`RunSpec`] (read by [`super::run_form`]); the
 //! kinds differ only in the runner that takes it.
 
