@@ -293,19 +293,29 @@ fn knowledge_error(e: agno_core::KnowledgeError) -> ApiError {
 }
 
 /// The URL of an upload's `url` part: a URL, or Agno's JSON list of URLs (one per upload here);
-/// 422 naming the field for anything but one http(s) URL. Everything the document's pattern for
-/// the field admits is read: the list also when it is not strict JSON (whitespace JSON does not
-/// know around it, control characters inside the quotes), as `["<no quote>"]`.
+/// 422 naming the field for anything but one http(s) URL. It accepts exactly what the
+/// document's pattern for the field admits: one URL on one line, or `["<no quote>"]` (also when
+/// that is not strict JSON: whitespace JSON does not know around it, control characters inside
+/// the quotes), whitespace around either.
 fn upload_url(text: &str) -> ApiResult<String> {
     let text = text.trim_matches(is_pattern_space);
     let url = match text.strip_prefix('[') {
-        Some(rest) => match serde_json::from_str::<Vec<String>>(text) {
-            Ok(list) if list.len() == 1 => list[0].clone(),
-            Ok(_) => return Err(ApiError::unprocessable("send one URL per upload").at("body", "url")),
-            Err(_) => one_quoted(rest).ok_or_else(|| {
-                ApiError::unprocessable("url must be a URL or a JSON list of one URL").at("body", "url")
-            })?,
+        Some(rest) => match one_quoted(rest) {
+            // JSON escapes are read as JSON reads them, when it is JSON.
+            Some(raw) => match serde_json::from_str::<Vec<String>>(text) {
+                Ok(mut list) if list.len() == 1 => list.swap_remove(0),
+                _ => raw.to_owned(),
+            },
+            None => {
+                let several = serde_json::from_str::<Vec<String>>(text).is_ok_and(|list| list.len() > 1);
+                let why =
+                    if several { "send one URL per upload" } else { "url must be a URL or a JSON list of one URL" };
+                return Err(ApiError::unprocessable(why).at("body", "url"));
+            }
         },
+        None if text.contains('\n') => {
+            return Err(ApiError::unprocessable("url must be one URL on one line").at("body", "url"));
+        }
         None => text.to_owned(),
     };
     if url.starts_with("http://") || url.starts_with("https://") {
@@ -316,10 +326,10 @@ fn upload_url(text: &str) -> ApiResult<String> {
 }
 
 /// The text of `<space>"<no quote>"<space>]`, the rest of a one-URL list after its `[`.
-fn one_quoted(rest: &str) -> Option<String> {
+fn one_quoted(rest: &str) -> Option<&str> {
     let inner = rest.trim_start_matches(is_pattern_space).strip_prefix('"')?;
     let (url, tail) = inner.split_once('"')?;
-    (tail.trim_matches(is_pattern_space) == "]").then(|| url.to_owned())
+    (tail.trim_matches(is_pattern_space) == "]").then_some(url)
 }
 
 /// What `\s` matches in the document's patterns as clients evaluate them (Python's `re`: the
@@ -613,11 +623,16 @@ mod tests {
         let loose = "\u{c}[ \t\u{c}\r\"https://70\u{a7}r\u{94}|\r\"]";
         assert_eq!(upload_url(loose).unwrap(), "https://70\u{a7}r\u{94}|\r");
         assert_eq!(upload_url("\u{1c}https://a.example\u{1f}").unwrap(), "https://a.example");
+        assert_eq!(upload_url(r#"["https://a.example/\u00e9"]"#).unwrap(), "https://a.example/\u{e9}");
         for (bad, why) in [
             (r#"["https://a.example", "https://b.example"]"#, "send one URL per upload"),
             (r#"["https://a.example""#, "url must be a URL or a JSON list of one URL"),
             (r#"["ftp://a.example"]"#, "url must be an http:// or https:// URL"),
             ("a.example", "url must be an http:// or https:// URL"),
+            // Found by Schemathesis: the pattern's `.` stops at a line end.
+            ("\u{c}\r\n http://\tw\t\u{c} \r\r\n\u{c}*", "url must be one URL on one line"),
+            // A quote inside the quotes is outside the pattern, JSON escape or not.
+            (r#"["https://a\"b"]"#, "url must be a URL or a JSON list of one URL"),
         ] {
             let e = upload_url(bad).unwrap_err();
             assert_eq!(e.status.as_u16(), 422, "{bad}");
