@@ -27,27 +27,30 @@ pub trait Component: Clone + Send + Sync + 'static {
     /// Carries on with the stored `run` of `user_id` on its own task: a paused run with its
     /// answered `requirements` (a workflow's answers are in its journal already, so it gets
     /// none), or an interrupted one when [`Self::CARRIES_ON_INTERRUPTED`].
-    fn carry_on(
-        &self,
-        run: RunOutput,
-        requirements: Vec<RunRequirement>,
-        user_id: Option<String>,
-        durable: Durable,
-    ) -> EventStream<Self::Event>;
+    fn carry_on(&self, stored: CarryOn, durable: Durable) -> EventStream<Self::Event>;
 }
 
-/// The continuation of the paused `run` (whatever status it was stored with while queued).
-fn continuation(
-    mut run: RunOutput,
-    requirements: Vec<RunRequirement>,
-    user_id: Option<String>,
-    durable: Durable,
-) -> ContinueRequest {
-    run.status = RunStatus::Paused;
-    let request = ContinueRequest::output(run, requirements).durable(durable);
-    match user_id {
-        Some(user) => request.user_id(user),
-        None => request,
+/// A stored run to carry on with, and what it is carried on with.
+#[derive(Debug, Clone)]
+pub struct CarryOn {
+    /// The run as stored.
+    pub run: RunOutput,
+    /// The answered requirements of a paused run (none for an interrupted one).
+    pub requirements: Vec<RunRequirement>,
+    /// The user the run goes on for.
+    pub user_id: Option<String>,
+}
+
+impl CarryOn {
+    /// The continuation of the paused run (whatever status it was stored with while queued).
+    fn continuation(self, durable: Durable) -> ContinueRequest {
+        let mut run = self.run;
+        run.status = RunStatus::Paused;
+        let request = ContinueRequest::output(run, self.requirements).durable(durable);
+        match self.user_id {
+            Some(user) => request.user_id(user),
+            None => request,
+        }
     }
 }
 
@@ -62,14 +65,8 @@ macro_rules! request_driven {
             fn start(&self, spec: &RunSpec, durable: Durable) -> EventStream<Self::Event> {
                 self.run_stream(spec.request().durable(durable))
             }
-            fn carry_on(
-                &self,
-                run: RunOutput,
-                requirements: Vec<RunRequirement>,
-                user_id: Option<String>,
-                durable: Durable,
-            ) -> EventStream<Self::Event> {
-                self.continue_run_stream(continuation(run, requirements, user_id, durable))
+            fn carry_on(&self, stored: CarryOn, durable: Durable) -> EventStream<Self::Event> {
+                self.continue_run_stream(stored.continuation(durable))
             }
         }
     };
@@ -88,13 +85,7 @@ impl Component for Workflow {
     }
     // The answers were applied to the journal when the continue was asked for; the run's own
     // user is its user.
-    fn carry_on(
-        &self,
-        run: RunOutput,
-        _requirements: Vec<RunRequirement>,
-        _user_id: Option<String>,
-        durable: Durable,
-    ) -> EventStream<Self::Event> {
-        self.resume_stream(run, durable)
+    fn carry_on(&self, stored: CarryOn, durable: Durable) -> EventStream<Self::Event> {
+        self.resume_stream(stored.run, durable)
     }
 }

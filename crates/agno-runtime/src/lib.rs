@@ -43,7 +43,7 @@ pub mod workflow;
 
 pub use agent::{Agent, AgentBuilder, AgentSettings, ModelChoice};
 pub use cancel::{cancel_run, is_running, running_runs};
-pub use component::Component;
+pub use component::{CarryOn, Component};
 pub use config::{
     HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, SummaryConfig,
     ToolConfig,

@@ -9,7 +9,7 @@ use agno_core::{
     ComponentKind, Job, JobOutcome, JobSignal, JobStatus, JobStore, JobType, RunOutput, RunRequirement, RunStatus,
     StreamEvent, now_epoch_secs,
 };
-use agno_runtime::{Agent, Component, Durable, EventStream, RunError, RunSpec};
+use agno_runtime::{Agent, CarryOn, Component, Durable, EventStream, RunError, RunSpec};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -189,9 +189,11 @@ async fn attempt_by<C: Component>(
         },
         _ => None,
     };
-    let user = job.user_id.clone();
+    let user_id = job.user_id.clone();
     let stream = match (work, stored) {
-        (Work::Continue(requirements), Some(run)) => component.carry_on(run, requirements, user, durable),
+        (Work::Continue(requirements), Some(run)) => {
+            component.carry_on(CarryOn { run, requirements, user_id }, durable)
+        }
         (Work::Continue(_), None) => {
             return JobOutcome::Settled(
                 JobStatus::Failed,
@@ -199,7 +201,7 @@ async fn attempt_by<C: Component>(
             );
         }
         (Work::Run(_), Some(run)) if run.status != RunStatus::Pending => {
-            component.carry_on(run, Vec::new(), user, durable)
+            component.carry_on(CarryOn { run, requirements: Vec::new(), user_id }, durable)
         }
         (Work::Run(spec), _) => component.start(&spec, durable),
     };

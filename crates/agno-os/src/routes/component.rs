@@ -4,12 +4,13 @@
 //! Every way a run starts goes through the same [`RunSpec`] (read by [`super::run_form`]); the
 //! kinds differ only in the runner that takes it.
 
+use crate::routes::guard::Caller;
 use std::future::Future;
 
 use agno_core::{ComponentKind, RunOutput, RunRequirement};
 use agno_runtime::{Component, Durable, RunError, RunSpec};
 use axum::Json;
-use axum::extract::{Extension, Path, Request, State};
+use axum::extract::{Path, Request};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
@@ -78,16 +79,12 @@ fn readable<'a, K: Kind>(state: &'a AppState, principal: &Principal) -> impl Ite
 }
 
 /// `GET /{kind}s`: the components of the kind the caller may read.
-pub async fn list<K: Kind>(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
+pub async fn list<K: Kind>(Caller { state, principal }: Caller) -> Json<Value> {
     Json(readable::<K>(&state, &principal).filter_map(|id| K::listed(&state, id)).collect())
 }
 
 /// `GET /{kind}s/{id}`: the component, described.
-pub async fn get<K: Kind>(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn get<K: Kind>(Caller { state, principal }: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     served::<K>(&state, &principal, &id)?;
     K::describe(&state, &id).map(Json).ok_or_else(|| not_found(K::KIND, &id))
 }
@@ -110,8 +107,7 @@ pub(crate) fn runnable<K: Kind>(state: &AppState, principal: &Principal, id: &st
 /// `background=true`, a durable job (202, or its events tailed with `stream=true`). The run goes
 /// on when the client leaves, unless it asked `cancel_on_disconnect`.
 pub async fn create_run<K: Kind>(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(id): Path<String>,
     request: Request,
 ) -> ApiResult<Response> {

@@ -3,18 +3,17 @@
 //! it is checked is [`Kind::answer`]), inline or, for a run started in the background, on the
 //! durable queue under the same run id.
 
-use agno_runtime::{Component, Durable};
-use axum::extract::{Extension, Path, Request, State};
+use crate::routes::guard::Caller;
+use agno_runtime::{CarryOn, Component, Durable};
+use axum::extract::{Path, Request};
 use axum::response::Response;
 use serde_json::json;
 
 use super::component::{Kind, answer, runnable};
 use super::run_records::stored_run;
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::sse::DisconnectPolicy;
-use crate::state::AppState;
 
 /// `POST /{kind}s/{id}/runs/{run_id}/continue`: the kind's answers, `session_id` (required for a
 /// team, as Agno), `user_id`, `stream` (default true) and `background`. The answers are checked
@@ -24,8 +23,7 @@ use crate::state::AppState;
 /// events tailed. Inline, the continued run's events as SSE or the run once it ends; the run goes
 /// on when the client leaves.
 pub async fn continue_run<K: Kind>(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path((id, run_id)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
@@ -36,7 +34,7 @@ pub async fn continue_run<K: Kind>(
         return Err(ApiError::bad_request("session_id is required for this action"));
     }
     // Ownership first: another user's run is not found, whatever the answers.
-    let run = stored_run(&state, &principal, K::KIND, &id, &run_id, session_id).await?;
+    let run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
     let (run, requirements) = K::answer(&runner, run, &form).await?;
     let stream = form.bool("stream")?.unwrap_or(true);
     let queued = match &state.queue {
@@ -48,8 +46,8 @@ pub async fn continue_run<K: Kind>(
         let continuation = json!({ "requirements": requirements });
         return super::background::requeue_paused(&state, queue, run, &continuation, stream).await;
     }
-    let user = super::run_form::form_user(&principal, &form).or_else(|| run.user_id.clone());
-    let events = runner.carry_on(run, requirements, user, Durable::default());
+    let user_id = super::run_form::form_user(&principal, &form).or_else(|| run.user_id.clone());
+    let events = runner.carry_on(CarryOn { run, requirements, user_id }, Durable::default());
     if stream {
         return Ok(crate::sse::run_events(events, DisconnectPolicy::KeepRunning, state.streaming()));
     }

@@ -1,14 +1,14 @@
 //! `/`, `/health`, `/info` (the one unauthenticated metadata route) and `/config`.
 
+use crate::routes::guard::Caller;
 use axum::Json;
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use serde_json::{Value, json};
 
 use super::agents::Agents;
 use super::component::summaries;
 use super::teams::Teams;
 use super::workflows::Workflows;
-use crate::auth::Principal;
 use crate::state::AppState;
 
 /// Version reported as `os_version`.
@@ -55,7 +55,7 @@ pub(crate) fn model_json(model: &dyn agno_core::Model) -> Value {
 /// `GET /config`: the OS, its database, its agents and the models in use, as Agno's
 /// `ConfigResponse` (unset fields left out; `company` an explicit null; sections of features
 /// agno-rs has no instance of are present and empty, as Python answers without them).
-pub async fn config(State(state): State<AppState>, Extension(principal): Extension<Principal>) -> Json<Value> {
+pub async fn config(Caller { state, principal }: Caller) -> Json<Value> {
     let mut models: Vec<Value> = Vec::new();
     for a in state.agents.iter() {
         let m = model_json(a.agent.model().as_ref());

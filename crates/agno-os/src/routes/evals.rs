@@ -2,19 +2,18 @@
 //! evaluation runs, as Agno's eval router serves them. Under user isolation only the caller's own
 //! eval runs exist, and an eval the caller runs is theirs.
 
+use crate::routes::guard::Caller;
 use crate::routes::query::Query;
 use agno_core::{EvalFilterType, EvalQuery, EvalRunRecord, EvalType, SortOrder};
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, State};
+use axum::extract::Path;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::databases::select_db;
 use super::params::{DbParams, NoContent, Paging, iso, json_body, sort_order};
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
 
 const EVAL_TYPES: [EvalType; 4] =
     [EvalType::Accuracy, EvalType::AgentAsJudge, EvalType::Performance, EvalType::Reliability];
@@ -104,8 +103,7 @@ fn eval_types(value: Option<&str>) -> ApiResult<Option<Vec<EvalType>>> {
 
 /// `GET /eval-runs`: a page of eval runs, newest first by default.
 pub async fn list_eval_runs(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<ListEvalsParams>,
 ) -> ApiResult<Json<Value>> {
     let paging = Paging::new(q.limit, q.page)?;
@@ -133,8 +131,7 @@ pub async fn list_eval_runs(
 
 /// `GET /eval-runs/{eval_run_id}`.
 pub async fn get_eval_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(eval_run_id): Path<String>,
     Query(q): Query<DbParams>,
 ) -> ApiResult<Json<Value>> {
@@ -153,8 +150,7 @@ pub(crate) struct RenameRequest {
 
 /// `PATCH /eval-runs/{eval_run_id}`: renames an eval run (`{"name"}`, 1 to 255 characters).
 pub async fn rename_eval_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(eval_run_id): Path<String>,
     Query(q): Query<DbParams>,
     body: Bytes,
@@ -179,8 +175,7 @@ pub(crate) struct DeleteEvalRunsRequest {
 
 /// `DELETE /eval-runs`: deletes the listed eval runs the caller can see; 204.
 pub async fn delete_eval_runs(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<NoContent> {
@@ -248,8 +243,7 @@ pub(crate) struct EvalRunInput {
 /// `POST /eval-runs`: runs one eval on an agent now (its runs and the record belong to the
 /// caller) and answers with the stored eval run.
 pub async fn run_eval(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {

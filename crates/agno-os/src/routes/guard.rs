@@ -4,7 +4,8 @@
 //! checks a JSON body as the route declares it ([`crate::input`]), and hands the handler a
 //! [`Principal`].
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -61,4 +62,28 @@ pub async fn authorize(
         };
     }
     next.run(req).await
+}
+
+/// What every guarded handler starts from: the OS's state and the caller [`authorize`] let in.
+///
+/// Taken as `Caller { state, principal }: Caller`. A handler reached without passing
+/// [`authorize`] (a route wired outside the route table) gets 500 instead of running unchecked.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The OS's state.
+    pub state: AppState,
+    /// Who calls, with their scopes and isolation.
+    pub principal: Principal,
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let principal =
+            parts.extensions.get::<Principal>().cloned().ok_or_else(|| {
+                ApiError::internal(format!("{} was routed without its access check", parts.uri.path()))
+            })?;
+        Ok(Self { state: state.clone(), principal })
+    }
 }

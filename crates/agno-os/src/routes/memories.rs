@@ -2,6 +2,7 @@
 //! serves them. Under user isolation every read and write is scoped to the caller's `sub`: a
 //! created memory belongs to the caller, another user's memory answers 404.
 
+use crate::routes::guard::Caller;
 use crate::routes::query::Query;
 use std::sync::Arc;
 
@@ -9,15 +10,13 @@ use agno_core::{MemoryQuery, MemorySort, UserMemory, UserMemoryStats};
 use agno_runtime::memory::MemoryError;
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, State};
+use axum::extract::Path;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::databases::select_db;
 use super::params::{DbParams, NoContent, Paging, iso, json_body, sort_order};
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
 
 /// Longest memory text accepted (Agno's `UserMemoryCreateSchema`).
 const MAX_MEMORY_CHARS: usize = 5000;
@@ -79,8 +78,7 @@ impl MemoryPayload {
 /// `POST /memories`: creates a memory; under isolation it belongs to the caller whatever
 /// `user_id` says. 400 without a user.
 pub async fn create_memory(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
@@ -131,8 +129,7 @@ fn memory_sort(value: Option<&str>) -> ApiResult<MemorySort> {
 /// (forced to the caller under isolation), `agent_id`, `team_id`, `topics` (repeated or comma-separated,
 /// any of), `search_content`.
 pub async fn list_memories(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<ListMemoriesParams>,
 ) -> ApiResult<Json<Value>> {
     let paging = Paging::new(q.limit, q.page)?;
@@ -176,8 +173,7 @@ pub struct UserParams {
 
 /// `GET /memories/{memory_id}`.
 pub async fn get_memory(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(memory_id): Path<String>,
     Query(q): Query<UserParams>,
 ) -> ApiResult<Json<Value>> {
@@ -189,8 +185,7 @@ pub async fn get_memory(
 /// `PATCH /memories/{memory_id}`: replaces the text and topics of a memory the caller can see
 /// (404 otherwise). Without `user_id` the memory keeps its owner.
 pub async fn update_memory(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(memory_id): Path<String>,
     Query(q): Query<DbParams>,
     body: Bytes,
@@ -217,8 +212,7 @@ pub async fn update_memory(
 
 /// `DELETE /memories/{memory_id}`: 204, or 404 when the caller has no such memory.
 pub async fn delete_memory(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(memory_id): Path<String>,
     Query(q): Query<UserParams>,
 ) -> ApiResult<NoContent> {
@@ -241,8 +235,7 @@ pub(crate) struct DeleteMemoriesRequest {
 
 /// `DELETE /memories`: deletes the listed memories the caller can see; 204.
 pub async fn delete_memories(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<NoContent> {
@@ -257,8 +250,7 @@ pub async fn delete_memories(
 
 /// `GET /memory_topics`: the topics of the memories the caller can see, sorted.
 pub async fn memory_topics(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<UserParams>,
 ) -> ApiResult<Json<Vec<String>>> {
     let db = select_db(&state, q.db_id.as_deref(), q.table.as_deref())?;
@@ -280,8 +272,7 @@ pub struct StatsParams {
 /// `GET /user_memory_stats`: memory counts per user, most recently updated first, paged. Under
 /// isolation only the caller's own row.
 pub async fn user_memory_stats(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<StatsParams>,
 ) -> ApiResult<Json<Value>> {
     let paging = Paging::new(q.limit, q.page)?;
@@ -320,8 +311,7 @@ const DEFAULT_OPTIMIZATION_MODEL: &str = "openai:gpt-4o";
 /// strategy). 404 when the user has none; 400 for a model string that cannot be built; with
 /// `apply = false` nothing is stored. Under isolation only the caller's memories are touched.
 pub async fn optimize_memories(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<DbParams>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {

@@ -8,6 +8,7 @@
 //! rule); `POST /metrics/refresh` recalculates now. One recalculation per database runs at a
 //! time: another request meanwhile answers `already_running`.
 
+use crate::routes::guard::Caller;
 use crate::routes::query::Query;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use agno_core::{Db, MetricsBucket, MetricsQuery, NaiveDate};
 use axum::Json;
-use axum::extract::{Extension, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -23,7 +24,6 @@ use serde_json::{Map, Value, json};
 
 use super::databases::select_db;
 use super::params::{DbParams, iso};
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -248,8 +248,7 @@ fn date_param(name: &str, value: Option<&str>) -> ApiResult<Option<NaiveDate>> {
 /// `GET /metrics?starting_date=&ending_date=&user_id=`: `{"metrics": [...], "updated_at"}`.
 /// A caller under user isolation reads only their own buckets; `user_id` selects one owner's.
 pub async fn get_metrics(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<MetricsParams>,
 ) -> ApiResult<Json<Value>> {
     let starting_date = date_param("starting_date", q.starting_date.as_deref())?;
@@ -284,8 +283,7 @@ fn refresh_reply(status: StatusCode, state: &str, message: &str) -> Response {
 /// day). With `background=true`, 202 `{"status": "started"}` at once. When a recalculation is
 /// already running, `{"status": "already_running"}`.
 pub async fn refresh_metrics(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<RefreshParams>,
 ) -> ApiResult<Response> {
     let background = q.background.unwrap_or(false);

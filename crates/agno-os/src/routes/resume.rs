@@ -3,8 +3,9 @@
 //! logged events are replayed and its live ones followed until it ends, from any replica; a run
 //! executed inline replays the events stored with it (as Agno replays from the run's row).
 
+use crate::routes::guard::Caller;
 use agno_core::RunOutput;
-use axum::extract::{Extension, Path, Request, State};
+use axum::extract::{Path, Request};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::json;
@@ -12,7 +13,6 @@ use serde_json::json;
 use super::component::{Kind, runnable};
 use super::run_form::fields;
 use super::run_records::stored_run;
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::routes::FormField;
@@ -31,8 +31,7 @@ pub const RESUME_FORM: &[FormField] = &[
 /// replays the events stored with it (`store_events`) after a first `replay` event that says how
 /// many follow. An unknown run (or another user's) answers 404.
 pub async fn resume_run<K: Kind>(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path((id, run_id)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
@@ -41,7 +40,7 @@ pub async fn resume_run<K: Kind>(
     let form = Form::read(request, &state.limits).await?;
     let after = resume_index(&form, &headers)?;
     let session_id = form.text("session_id").filter(|s| !s.is_empty());
-    let run = stored_run(&state, &principal, K::KIND, &id, &run_id, session_id).await?;
+    let run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
     if let Some(queue) = &state.queue
         && queue.store.get_job(&run_id, None).await?.is_some()
     {

@@ -4,9 +4,10 @@
 //! between kinds (Agno's messages, which runs belong to a component, the shape of a listed run)
 //! is decided here by [`ComponentKind`], nowhere else.
 
+use crate::routes::guard::Caller;
 use agno_core::{ComponentKind, RunOutput, RunQuery, RunStatus, SortOrder};
 use axum::Json;
-use axum::extract::{Extension, Path, State};
+use axum::extract::Path;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -56,17 +57,16 @@ fn parse_status(text: &str) -> ApiResult<RunStatus> {
 }
 
 /// The caller's stored run `run_id` of the component (in `session_id` when given), or 404.
-pub(crate) async fn stored_run(
+pub(crate) async fn stored_run<K: Kind>(
     state: &AppState,
     principal: &Principal,
-    kind: ComponentKind,
     id: &str,
     run_id: &str,
     session_id: Option<&str>,
 ) -> ApiResult<RunOutput> {
     let db = state.require_db()?;
     let run = db.get_run(run_id, principal.user_scope(None).as_deref()).await?;
-    run.filter(|r| belongs(r, kind, id))
+    run.filter(|r| belongs(r, K::KIND, id))
         .filter(|r| session_id.filter(|s| !s.is_empty()).is_none_or(|s| r.session_id.as_deref() == Some(s)))
         .ok_or_else(|| ApiError::not_found(format!("Run {run_id} not found")))
 }
@@ -75,8 +75,7 @@ pub(crate) async fn stored_run(
 /// caller's sessions, oldest first, each as Agno's run schema of the kind. `session_id` is
 /// required; a session the caller cannot see answers 404.
 pub async fn list_runs<K: Kind>(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(id): Path<String>,
     Query(q): Query<RunsQuery>,
 ) -> ApiResult<Json<Value>> {
@@ -132,15 +131,13 @@ pub async fn list_runs<K: Kind>(
 /// `GET /{kind}s/{id}/runs/{run_id}?session_id=`: the stored run. An agent's run answers as Agno
 /// answers it (`events` always a list, `tools` only when some ran).
 pub async fn get_run<K: Kind>(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path((id, run_id)): Path<(String, String)>,
     Query(q): Query<SessionQuery>,
 ) -> ApiResult<Response> {
-    let kind = K::KIND;
     runnable::<K>(&state, &principal, &id)?;
-    let run = stored_run(&state, &principal, kind, &id, &run_id, q.session_id.as_deref()).await?;
-    if kind != ComponentKind::Agent {
+    let run = stored_run::<K>(&state, &principal, &id, &run_id, q.session_id.as_deref()).await?;
+    if K::KIND != ComponentKind::Agent {
         return Ok(Json(run).into_response());
     }
     let mut run = schema::to_map(&run)?;
@@ -157,16 +154,14 @@ pub async fn get_run<K: Kind>(
 /// ended; 404 for an unknown run (or another user's); 409 for a run running in no process that
 /// answers for it.
 pub async fn cancel_run<K: Kind>(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path((id, run_id)): Path<(String, String)>,
     Query(q): Query<SessionQuery>,
 ) -> ApiResult<Response> {
-    let kind = K::KIND;
     runnable::<K>(&state, &principal, &id)?;
     // Ownership first: the stored run must be the caller's (it is written when the run starts).
     let stored = match &state.db {
-        Some(_) => Some(stored_run(&state, &principal, kind, &id, &run_id, q.session_id.as_deref()).await?),
+        Some(_) => Some(stored_run::<K>(&state, &principal, &id, &run_id, q.session_id.as_deref()).await?),
         None => None,
     };
     super::background::cancel(&state, &run_id, stored).await

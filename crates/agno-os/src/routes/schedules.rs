@@ -8,13 +8,14 @@
 //! zone, an endpoint that is not a route of this OS, a payload that is not a JSON object,
 //! numbers out of Agno's ranges.
 
+use crate::routes::guard::Caller;
 use crate::routes::query::Query;
 use std::sync::LazyLock;
 
 use agno_core::{Schedule, ScheduleQuery, ScheduleRun, ScheduleUpdate, now_epoch_secs};
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -300,8 +301,7 @@ async fn visible(state: &AppState, principal: &Principal, id: &str) -> ApiResult
 
 /// `GET /schedules`.
 pub async fn list_schedules(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<ListParams>,
 ) -> ApiResult<Json<Value>> {
     let paging = q.paging()?;
@@ -316,11 +316,7 @@ pub async fn list_schedules(
 }
 
 /// `POST /schedules`: 201 with the schedule, enabled, its next time computed.
-pub async fn create_schedule(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    body: Bytes,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+pub async fn create_schedule(Caller { state, principal }: Caller, body: Bytes) -> ApiResult<(StatusCode, Json<Value>)> {
     let body: ScheduleCreate = json_body(&body)?;
     let db = state.require_db()?;
     check_name(&body.name)?;
@@ -352,19 +348,14 @@ pub async fn create_schedule(
 }
 
 /// `GET /schedules/{schedule_id}`.
-pub async fn get_schedule(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn get_schedule(Caller { state, principal }: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     Ok(Json(schedule_json(&visible(&state, &principal, &id).await?)))
 }
 
 /// `PATCH /schedules/{schedule_id}`: changes the fields sent; a new cron expression or time zone
 /// recomputes the next time of an enabled schedule.
 pub async fn update_schedule(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
@@ -433,11 +424,7 @@ pub async fn update_schedule(
 }
 
 /// `DELETE /schedules/{schedule_id}`: 204; the schedule's runs go with it.
-pub async fn delete_schedule(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(id): Path<String>,
-) -> ApiResult<NoContent> {
+pub async fn delete_schedule(Caller { state, principal }: Caller, Path(id): Path<String>) -> ApiResult<NoContent> {
     visible(&state, &principal, &id).await?;
     let scope = principal.user_scope(None);
     if !state.require_db()?.delete_schedule(&id, scope.as_deref()).await? {
@@ -469,31 +456,19 @@ async fn set_enabled(state: &AppState, principal: &Principal, id: &str, enabled:
 }
 
 /// `POST /schedules/{schedule_id}/enable`: enabled, with its next time from now.
-pub async fn enable_schedule(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn enable_schedule(Caller { state, principal }: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     set_enabled(&state, &principal, &id, true).await
 }
 
 /// `POST /schedules/{schedule_id}/disable`.
-pub async fn disable_schedule(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn disable_schedule(Caller { state, principal }: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     set_enabled(&state, &principal, &id, false).await
 }
 
 /// `POST /schedules/{schedule_id}/trigger`: fires the schedule now (as its owner), follows it to
 /// its end and answers with the last attempt's run. The schedule's claim and next time are left
 /// alone, as in Agno. 409 for a disabled schedule.
-pub async fn trigger_schedule(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn trigger_schedule(Caller { state, principal }: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let schedule = visible(&state, &principal, &id).await?;
     if !schedule.enabled {
         return Err(ApiError::conflict("Schedule is disabled"));
@@ -506,8 +481,7 @@ pub async fn trigger_schedule(
 
 /// `GET /schedules/{schedule_id}/runs`: newest first.
 pub async fn list_schedule_runs(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(id): Path<String>,
     Query(q): Query<ListParams>,
 ) -> ApiResult<Json<Value>> {
@@ -521,8 +495,7 @@ pub async fn list_schedule_runs(
 
 /// `GET /schedules/{schedule_id}/runs/{run_id}`.
 pub async fn get_schedule_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path((id, run_id)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let scope = principal.user_scope(None);

@@ -7,6 +7,7 @@
 
 mod upload_url;
 
+use crate::routes::guard::Caller;
 use crate::routes::query::Query;
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use agno_core::{Filter, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
 use agno_knowledge::{ChunkingError, Content, ContentKind, ContentPatch, Knowledge};
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -117,11 +118,7 @@ pub struct ListParams {
 }
 
 /// `GET /knowledge/content`: the base's contents the caller can see, paginated.
-pub async fn list_content(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Query(q): Query<ListParams>,
-) -> ApiResult<Json<Value>> {
+pub async fn list_content(Caller { state, principal }: Caller, Query(q): Query<ListParams>) -> ApiResult<Json<Value>> {
     let k = pick(&state, q.knowledge_id.as_deref())?;
     let paging = Paging::new(q.limit, q.page)?;
     let sort_by = match q.sort_by.as_deref() {
@@ -156,44 +153,67 @@ async fn visible_row(k: &Knowledge, principal: &Principal, content_id: &str) -> 
         .ok_or_else(|| ApiError::not_found(format!("Content not found: {content_id}")))
 }
 
-/// `GET /knowledge/content/{content_id}`.
-pub async fn get_content(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    Path(content_id): Path<String>,
-    Query(q): Query<KnowledgeParams>,
-) -> ApiResult<Json<Value>> {
-    let k = pick(&state, q.knowledge_id.as_deref())?;
-    Ok(Json(content_json(&visible_row(k, &principal, &content_id).await?)))
+/// The base the query names and its row `content_id`, if the caller can see it: what the
+/// routes of one content start from.
+async fn addressed<'a>(
+    state: &'a AppState,
+    principal: &Principal,
+    q: &KnowledgeParams,
+    content_id: &str,
+) -> ApiResult<(&'a Arc<Knowledge>, KnowledgeRow)> {
+    let k = pick(state, q.knowledge_id.as_deref())?;
+    Ok((k, visible_row(k, principal, content_id).await?))
 }
 
-/// `GET /knowledge/content/{content_id}/status`.
-pub async fn content_status(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+/// What `GET /knowledge/content/{content_id}` and its `/status` answer about a content.
+pub trait ContentView {
+    /// The answer for the row.
+    fn answer(row: &KnowledgeRow) -> Value;
+}
+
+/// The content (`GET /knowledge/content/{content_id}`).
+#[derive(Debug)]
+pub struct Detail;
+
+impl ContentView for Detail {
+    fn answer(row: &KnowledgeRow) -> Value {
+        content_json(row)
+    }
+}
+
+/// Its processing status (`GET /knowledge/content/{content_id}/status`).
+#[derive(Debug)]
+pub struct Status;
+
+impl ContentView for Status {
+    fn answer(row: &KnowledgeRow) -> Value {
+        json!({
+            "id": row.id,
+            "status": row.status.as_deref().map_or("processing", status_of),
+            "status_message": row.status_message.clone().unwrap_or_default(),
+        })
+    }
+}
+
+/// `GET /knowledge/content/{content_id}` and `.../status`: the content the caller can see, as `V`.
+pub async fn content<V: ContentView>(
+    Caller { state, principal }: Caller,
     Path(content_id): Path<String>,
     Query(q): Query<KnowledgeParams>,
 ) -> ApiResult<Json<Value>> {
-    let k = pick(&state, q.knowledge_id.as_deref())?;
-    let row = visible_row(k, &principal, &content_id).await?;
-    Ok(Json(json!({
-        "id": row.id,
-        "status": row.status.as_deref().map_or("processing", status_of),
-        "status_message": row.status_message.unwrap_or_default(),
-    })))
+    let (_, row) = addressed(&state, &principal, &q, &content_id).await?;
+    Ok(Json(V::answer(&row)))
 }
 
 /// `DELETE /knowledge/content/{content_id}`: deletes the content's chunks and row; answers
 /// `{"id"}`. 404 for a content the caller cannot see or (a shared one under isolation) may
 /// not delete.
 pub async fn delete_content(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(content_id): Path<String>,
     Query(q): Query<KnowledgeParams>,
 ) -> ApiResult<Json<Value>> {
-    let k = pick(&state, q.knowledge_id.as_deref())?;
-    visible_row(k, &principal, &content_id).await?;
+    let (k, _) = addressed(&state, &principal, &q, &content_id).await?;
     let scope = principal.user_scope(None);
     let removed = k.remove_content(&content_id, scope.as_deref()).await.map_err(knowledge_error)?;
     if !removed {
@@ -207,8 +227,7 @@ pub async fn delete_content(
 /// user isolation, the caller's own; shared ones stay unless the caller is unscoped). Answers
 /// `"success"`, as Python AgentOS.
 pub async fn delete_all_content(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<KnowledgeParams>,
 ) -> ApiResult<Json<Value>> {
     let k = pick(&state, q.knowledge_id.as_deref())?;
@@ -251,8 +270,7 @@ const READERS: &[(&str, &str, &str, &[&str])] = &[
 /// content (metadata is merged, into its chunks too, so filters see it at once). Under user
 /// isolation only the caller's own content; 404 otherwise.
 pub async fn update_content(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(content_id): Path<String>,
     Query(q): Query<KnowledgeParams>,
     request: Request,
@@ -323,8 +341,7 @@ fn number(form: &Form, name: &str) -> ApiResult<Option<usize>> {
 /// (`processing`) and queues its ingestion. Bad metadata or chunker settings are
 /// refused before anything is stored; unreadable content ends `failed` with the reason.
 pub async fn upload_content(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Query(q): Query<KnowledgeParams>,
     request: Request,
 ) -> ApiResult<Response> {
@@ -474,11 +491,7 @@ pub(crate) struct SearchRequest {
 }
 
 /// `POST /knowledge/search`: documents for a query, paginated, visible to the caller.
-pub async fn search(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    body: Bytes,
-) -> ApiResult<Json<Value>> {
+pub async fn search(Caller { state, principal }: Caller, body: Bytes) -> ApiResult<Json<Value>> {
     let req: SearchRequest = json_body(&body)?;
     let k = pick(&state, req.knowledge_id.as_deref())?;
     let search_type = req

@@ -6,6 +6,7 @@
 //! user's session answers 404 exactly like a missing one, and listings only hold the caller's
 //! sessions. Listing never reads run bodies (`get_sessions`).
 
+use crate::routes::guard::Caller;
 use std::sync::Arc;
 
 use agno_core::{
@@ -13,7 +14,7 @@ use agno_core::{
 };
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
@@ -30,9 +31,7 @@ use super::params::{NoContent, Paging};
 
 use schema::{session_detail, session_schema, session_type_of, to_map, without_nulls};
 
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
 
 /// Metadata keys the runtime owns; Agno strips them from caller-supplied session metadata.
 const RESERVED_METADATA_KEYS: [&str; 3] = ["agno_component_version", "agno_dispatch_chain", "agno_dispatch_depth"];
@@ -141,11 +140,7 @@ fn detail_of(session: &AgentSession, kind: Option<SessionType>) -> ApiResult<Val
 /// `GET /sessions`: `type`, `component_id`, `user_id`, `session_name` (contains), `limit` (20),
 /// `page` (1), `sort_by` (`created_at` | `updated_at`), `sort_order` (`desc`); paginated
 /// `SessionSchema` rows.
-pub async fn list_sessions(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    query: RawQuery,
-) -> ApiResult<Json<Value>> {
+pub async fn list_sessions(Caller { state, principal }: Caller, query: RawQuery) -> ApiResult<Json<Value>> {
     let params = Params::read::<ListQuery>(query)?;
     let session_type = params.session_type()?;
     let limit = params.positive("limit", 20)?;
@@ -218,12 +213,7 @@ fn first_run_of(input: &Value) -> Value {
 /// `POST /sessions?type=agent`: body `CreateSessionRequest` (`session_id`, `session_name`,
 /// `session_state`, `metadata`, `user_id`, `agent_id`, `team_id`, `workflow_id`; all optional).
 /// 201 with the detail; 409 when the id is taken.
-pub async fn create_session(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
-    query: RawQuery,
-    body: Bytes,
-) -> ApiResult<Response> {
+pub async fn create_session(Caller { state, principal }: Caller, query: RawQuery, body: Bytes) -> ApiResult<Response> {
     let params = Params::read::<CreateQuery>(query)?;
     let kind = params.session_type()?.unwrap_or(SessionType::Agent);
     let body = json_object(&body)?.unwrap_or_default();
@@ -276,8 +266,7 @@ pub async fn create_session(
 
 /// `GET /sessions/{session_id}?type=&user_id=`: the session's detail with its chat history.
 pub async fn get_session(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(session_id): Path<String>,
     query: RawQuery,
 ) -> ApiResult<Json<Value>> {
@@ -301,8 +290,7 @@ pub async fn get_session(
 /// `metadata`, `summary`). An explicit `session_state` replaces the stored one; without it the
 /// stored state is kept (runs may be changing it meanwhile).
 pub async fn update_session(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(session_id): Path<String>,
     query: RawQuery,
     body: Bytes,
@@ -349,8 +337,7 @@ pub async fn update_session(
 
 /// `DELETE /sessions/{session_id}`: 204; 404 when the caller has no such session.
 pub async fn delete_session(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(session_id): Path<String>,
     query: RawQuery,
 ) -> ApiResult<NoContent> {
@@ -364,8 +351,7 @@ pub async fn delete_session(
 /// `DELETE /sessions`: body `DeleteSessionRequest` (`session_ids`, `session_types`, same
 /// length); deletes those of the caller's sessions; 204.
 pub async fn delete_sessions(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     query: RawQuery,
     body: Bytes,
 ) -> ApiResult<NoContent> {
@@ -390,8 +376,7 @@ pub async fn delete_sessions(
 
 /// `POST /sessions/{session_id}/rename`: body `{"session_name": "..."}`; the renamed detail.
 pub async fn rename_session(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(session_id): Path<String>,
     query: RawQuery,
     body: Bytes,

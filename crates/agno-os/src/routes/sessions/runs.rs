@@ -1,9 +1,10 @@
 //! `/sessions/{session_id}/runs`, `/run-previews` and `/runs/{run_id}`: a session's runs, each
 //! as the schema of its kind.
 
+use crate::routes::guard::Caller;
 use agno_core::RunStatus;
 use axum::Json;
-use axum::extract::{Extension, Path, State};
+use axum::extract::Path;
 use serde_json::Value;
 
 use super::schema::{
@@ -94,8 +95,7 @@ async fn session_runs(
 
 /// `GET /sessions/{session_id}/runs`.
 pub async fn list_session_runs(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(session_id): Path<String>,
     query: RawQuery,
 ) -> ApiResult<Json<Value>> {
@@ -104,8 +104,7 @@ pub async fn list_session_runs(
 
 /// `GET /sessions/{session_id}/run-previews`: the same runs, as short previews.
 pub async fn list_run_previews(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path(session_id): Path<String>,
     query: RawQuery,
 ) -> ApiResult<Json<Value>> {
@@ -115,8 +114,7 @@ pub async fn list_run_previews(
 
 /// `GET /sessions/{session_id}/runs/{run_id}`: the run as the schema of its kind.
 pub async fn get_session_run(
-    State(state): State<AppState>,
-    Extension(principal): Extension<Principal>,
+    Caller { state, principal }: Caller,
     Path((session_id, run_id)): Path<(String, String)>,
     query: RawQuery,
 ) -> ApiResult<Json<Value>> {
