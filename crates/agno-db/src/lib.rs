@@ -24,6 +24,7 @@ mod open;
 mod postgres;
 mod redis;
 mod schedules;
+mod sql;
 mod sqlite;
 mod tables;
 

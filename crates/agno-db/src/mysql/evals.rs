@@ -2,17 +2,14 @@
 //! `eval_data` and `eval_input` are JSON texts; filters, sort, paging and counts run in SQL. A
 //! given `user_id` (and every other id filter) is matched byte for byte.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, EvalType, now_epoch_secs,
-};
+use agno_core::{DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, now_epoch_secs};
 use async_trait::async_trait;
-use serde_json::Value;
-use sqlx::mysql::MySqlRow;
+use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
-use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries};
-use crate::codec::{object_column, to_json_text};
+use crate::codec::to_json_text;
+use crate::sql::evals::eval_from_row;
 
 const COLUMNS: &str = "run_id, eval_type, eval_data, eval_input, name, agent_id, team_id, workflow_id, model_id, \
                        model_provider, evaluated_component_name, created_at, updated_at, user_id";
@@ -46,34 +43,6 @@ pub(crate) fn evals_ddl(t: &str) -> String {
 /// `col` equal to a bound value byte for byte (the column collation ignores case); binds twice.
 pub(crate) fn exact(col: &str) -> String {
     format!("({col} = ? AND CAST({col} AS BINARY) = CAST(? AS BINARY))")
-}
-
-fn eval_from_row(row: &MySqlRow) -> DbResult<EvalRunRecord> {
-    let run_id = text_column(row, "run_id")?.unwrap_or_default();
-    let kind = text_column(row, "eval_type")?.unwrap_or_default();
-    let eval_type: EvalType = serde_json::from_value(Value::String(kind.clone())).map_err(|e| {
-        DbError::new(DbErrorKind::Other, format!("stored eval run {run_id} has an unknown eval_type {kind:?}"))
-            .with_source(e)
-    })?;
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read eval_runs.{col}"), e))
-    };
-    Ok(EvalRunRecord {
-        eval_type,
-        eval_data: object_column(text_column(row, "eval_data")?)?.unwrap_or_default(),
-        eval_input: object_column(text_column(row, "eval_input")?)?,
-        name: text_column(row, "name")?,
-        agent_id: text_column(row, "agent_id")?,
-        team_id: text_column(row, "team_id")?,
-        workflow_id: text_column(row, "workflow_id")?,
-        model_id: text_column(row, "model_id")?,
-        model_provider: text_column(row, "model_provider")?,
-        evaluated_component_name: text_column(row, "evaluated_component_name")?,
-        user_id: text_column(row, "user_id")?,
-        created_at: number("created_at")?,
-        updated_at: number("updated_at")?,
-        run_id,
-    })
 }
 
 /// The conditions of an eval listing and their binds, in order.
@@ -130,7 +99,7 @@ impl MySqlDb {
             .fetch_optional(executor)
             .await
             .map_err(|e| db_error(&format!("cannot read eval run {run_id}"), e))?;
-        row.as_ref().map(eval_from_row).transpose()
+        row.as_ref().map(eval_from_row::<MySql>).transpose()
     }
 
     /// One attempt at [`EvalStore::rename_eval_run`]: the update and the read back in one
@@ -211,7 +180,7 @@ impl EvalStore for MySqlDb {
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "eval runs").await?;
         let evals = crate::codec::readable(
             "eval run",
-            rows.iter().map(|r| (r.try_get::<String, _>("run_id").ok(), eval_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("run_id").ok(), eval_from_row::<MySql>(r))),
         );
         Ok((evals, total))
     }

@@ -16,12 +16,11 @@ use agno_core::{
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::mysql::MySqlRow;
-use sqlx::{AssertSqlSafe, Connection, MySqlConnection, Row};
+use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection, Row};
 
 use super::{MySqlDb, db_error, error_number, marks, with_retries};
 use crate::codec::to_json_text;
-use crate::schedules::JOB_COLUMNS;
+use crate::sql::jobs::{self, JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
 /// Jobs listed per page when no limit is given.
 const JOBS_PAGE: usize = 20;
@@ -84,57 +83,6 @@ pub(crate) fn events_ddl(t: &str) -> String {
     )
 }
 
-fn job_from_row(row: &MySqlRow) -> DbResult<Job> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get_unchecked::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read jobs.{col}"), e))
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read jobs.{col}"), e))
-    };
-    let id = text("id")?.unwrap_or_default();
-    let status = text("status")?.unwrap_or_default();
-    let status = JobStatus::parse(&status)
-        .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("job {id} has an unknown status {status:?}")))?;
-    let payload = match text("payload")? {
-        Some(t) => serde_json::from_str(&t).map_err(|e| {
-            DbError::new(DbErrorKind::Other, format!("job {id} has a corrupt payload: {e}")).with_source(e)
-        })?,
-        None => Value::Null,
-    };
-    Ok(Job {
-        component_type: text("component_type")?.unwrap_or_default(),
-        job_type: text("job_type")?.unwrap_or_default(),
-        deployment_id: text("deployment_id")?,
-        component_id: text("component_id")?.unwrap_or_default(),
-        session_id: text("session_id")?.unwrap_or_default(),
-        user_id: text("user_id")?,
-        payload,
-        status,
-        attempt: number("attempt")?.unwrap_or_default(),
-        max_attempts: number("max_attempts")?.unwrap_or(1),
-        idempotency_key: text("idempotency_key")?,
-        available_at: number("available_at")?.unwrap_or_default(),
-        locked_by: text("locked_by")?,
-        locked_at: number("locked_at")?,
-        error: text("error")?,
-        created_at: number("created_at")?.unwrap_or_default(),
-        updated_at: number("updated_at")?,
-        completed_at: number("completed_at")?,
-        id,
-    })
-}
-
-fn event_from_row(row: &MySqlRow) -> DbResult<StoredEvent> {
-    let read = |e| db_error("cannot read an event", e);
-    Ok(StoredEvent {
-        event_index: row.try_get("event_index").map_err(read)?,
-        attempt: row.try_get("attempt").map_err(read)?,
-        event: row.try_get_unchecked("event").map_err(read)?,
-        data: row.try_get_unchecked("data").map_err(read)?,
-        created_at: row.try_get("created_at").map_err(read)?,
-    })
-}
-
 fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -175,7 +123,7 @@ impl MySqlDb {
             .fetch_optional(conn)
             .await
             .map_err(|e| db_error(&format!("cannot read job {id}"), e))?;
-        row.as_ref().map(job_from_row).transpose()
+        row.as_ref().map(job_from_row::<MySql>).transpose()
     }
 
     /// Writes every changeable column of `job` (its row locked on `conn`).
@@ -234,7 +182,7 @@ impl MySqlDb {
             .fetch_optional(conn)
             .await
             .map_err(|e| db_error("cannot read the job of an idempotency key", e))?;
-        row.as_ref().map(job_from_row).transpose()
+        row.as_ref().map(job_from_row::<MySql>).transpose()
     }
 
     async fn try_enqueue(&self, job: &Job, key: Option<&str>, max_depth: usize) -> DbResult<Enqueued> {
@@ -265,29 +213,11 @@ impl MySqlDb {
                         return Ok((false, Some(Enqueued::QueueFull)));
                     }
                 }
-                let sql = format!("INSERT INTO `{}` ({JOB_COLUMNS}) VALUES ({})", t.jobs, marks(19));
-                let inserted = sqlx::query(AssertSqlSafe(sql))
-                    .bind(&job.id)
-                    .bind(&job.component_type)
-                    .bind(&job.job_type)
-                    .bind(&job.deployment_id)
-                    .bind(&job.component_id)
-                    .bind(&job.session_id)
-                    .bind(&job.user_id)
-                    .bind(to_json_text(&job.payload)?)
-                    .bind(job.status.as_str())
-                    .bind(job.attempt)
-                    .bind(job.max_attempts)
-                    .bind(key)
-                    .bind(job.available_at)
-                    .bind(&job.locked_by)
-                    .bind(job.locked_at)
-                    .bind(&job.error)
-                    .bind(job.created_at)
-                    .bind(job.updated_at)
-                    .bind(job.completed_at)
-                    .execute(&mut *conn)
-                    .await;
+                let sql = format!("INSERT INTO `{}` ({JOB_COLUMNS}) VALUES ({})", t.jobs, job_placeholders::<MySql>());
+                let inserted =
+                    crate::sql::bind_all::<MySql>(sqlx::query(AssertSqlSafe(sql)), job_cells::<MySql>(job, key))?
+                        .execute(&mut *conn)
+                        .await;
                 match inserted {
                     Ok(_) => {
                         let mut stored = job.clone();
@@ -350,7 +280,7 @@ impl MySqlDb {
                         .await
                         .map_err(|e| db_error(&what, e))?;
                     let Some(row) = row else { return Ok((false, None)) };
-                    let mut job = job_from_row(&row)?;
+                    let mut job = job_from_row::<MySql>(&row)?;
                     job.claim(worker_id, now);
                     self.put_job(conn, &job).await?;
                     Ok((true, Some(job)))
@@ -398,7 +328,7 @@ impl MySqlDb {
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
-            match row.as_ref().map(job_from_row).transpose()? {
+            match row.as_ref().map(job_from_row::<MySql>).transpose()? {
                 Some(job) if job.held_by(worker_id, attempt) => {}
                 _ => return Ok((false, false)),
             }
@@ -511,15 +441,7 @@ impl JobStore for MySqlDb {
     }
 
     async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
-        let sql = format!("SELECT id FROM `{}` WHERE status = 'cancelled' AND locked_by = ?", self.tables().jobs);
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(worker_id)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read cancelled jobs", e))?;
-        rows.iter()
-            .map(|r| r.try_get_unchecked::<String, _>(0).map_err(|e| db_error("cannot read a job id", e)))
-            .collect()
+        jobs::cancelled_jobs::<MySql>(self.pool(), &format!("`{}`", self.tables().jobs), worker_id).await
     }
 
     async fn append_events(
@@ -533,28 +455,11 @@ impl JobStore for MySqlDb {
     }
 
     async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
-        let sql = format!(
-            "SELECT event_index, attempt, event, data, created_at FROM `{}` WHERE run_id = ? AND event_index > ? \
-             ORDER BY event_index LIMIT ?",
-            self.tables().events
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(run_id)
-            .bind(after)
-            .bind(to_i64(limit))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))?;
-        rows.iter().map(event_from_row).collect()
+        jobs::read_events::<MySql>(self.pool(), &format!("`{}`", self.tables().events), run_id, after, limit).await
     }
 
     async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
-        let sql = format!("SELECT MAX(event_index) FROM `{}` WHERE run_id = ?", self.tables().events);
-        sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(run_id)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read the event log of run {run_id}"), e))
+        jobs::last_event_index::<MySql>(self.pool(), &format!("`{}`", self.tables().events), run_id).await
     }
 
     async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
@@ -626,7 +531,7 @@ impl JobStore for MySqlDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
-        let job = row.as_ref().map(job_from_row).transpose()?;
+        let job = row.as_ref().map(job_from_row::<MySql>).transpose()?;
         Ok(job.filter(|j| user_id.is_none() || j.user_id.as_deref() == user_id))
     }
 
@@ -645,6 +550,6 @@ impl JobStore for MySqlDb {
         let count = format!("SELECT COUNT(*) AS n FROM `{t}`{filter}");
         let (rows, total) =
             self.page_and_count(sql, &count, &args, (Some(limit.unwrap_or(JOBS_PAGE)), page), "jobs").await?;
-        Ok((rows.iter().map(job_from_row).collect::<DbResult<Vec<_>>>()?, total))
+        Ok((rows.iter().map(job_from_row::<MySql>).collect::<DbResult<Vec<_>>>()?, total))
     }
 }

@@ -6,13 +6,13 @@ use agno_core::{
     DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore, new_id, now_epoch_secs,
 };
 use async_trait::async_trait;
-use sqlx::mysql::MySqlRow;
+use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 use super::evals::exact;
-use super::sessions::text_column;
 use super::{Arg, MySqlDb, USER_MATCH, bind_args, db_error, marks, push_user, where_clause, with_retries};
-use crate::codec::{object_column, to_json_text};
+use crate::codec::to_json_text;
+use crate::sql::knowledge::knowledge_from_row;
 
 const COLUMNS: &str = "id, name, description, metadata, type, size, linked_to, access_count, created_at, updated_at, \
                        status, status_message, external_id, user_id";
@@ -41,28 +41,6 @@ pub(crate) fn knowledge_ddl(t: &str) -> String {
          \tINDEX `idx_{t}_user_id` (user_id)\n\
          )"
     )
-}
-
-fn knowledge_from_row(row: &MySqlRow) -> DbResult<KnowledgeRow> {
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read knowledge.{col}"), e))
-    };
-    Ok(KnowledgeRow {
-        id: text_column(row, "id")?,
-        name: text_column(row, "name")?.unwrap_or_default(),
-        description: text_column(row, "description")?.unwrap_or_default(),
-        metadata: object_column(text_column(row, "metadata")?)?,
-        kind: text_column(row, "type")?,
-        size: number("size")?,
-        linked_to: text_column(row, "linked_to")?,
-        access_count: number("access_count")?,
-        status: text_column(row, "status")?,
-        status_message: text_column(row, "status_message")?,
-        user_id: text_column(row, "user_id")?,
-        created_at: number("created_at")?,
-        updated_at: number("updated_at")?,
-        external_id: text_column(row, "external_id")?,
-    })
 }
 
 /// Rows visible to `user_id`: its own (byte for byte) and shared ones; every row when `None`.
@@ -135,7 +113,7 @@ impl MySqlDb {
             .ok_or_else(|| {
                 DbError::new(DbErrorKind::Other, format!("knowledge content {id} vanished while being written"))
             })?;
-        let stored = knowledge_from_row(&row)?;
+        let stored = knowledge_from_row::<MySql>(&row)?;
         if content.user_id.is_some() && stored.user_id != content.user_id {
             // Nothing was changed; end the transaction without a write.
             tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of knowledge content {id}"), e))?;
@@ -166,7 +144,7 @@ impl KnowledgeStore for MySqlDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read knowledge content {id}"), e))?;
-        row.as_ref().map(knowledge_from_row).transpose()
+        row.as_ref().map(knowledge_from_row::<MySql>).transpose()
     }
 
     async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
@@ -192,7 +170,7 @@ impl KnowledgeStore for MySqlDb {
             self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "knowledge contents").await?;
         let list = crate::codec::readable(
             "knowledge content",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row::<MySql>(r))),
         );
         Ok((list, total))
     }

@@ -7,13 +7,13 @@ use agno_core::{
     new_id, now_epoch_secs,
 };
 use async_trait::async_trait;
-use serde_json::Value;
-use sqlx::mysql::MySqlRow;
+use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_args, db_error, marks, push_user, where_clause, with_retries};
-use crate::codec::{json_column, to_json_text};
+use crate::codec::to_json_text;
+use crate::sql::memories::memory_from_row;
 
 const COLUMNS: &str = "memory_id, memory, input, agent_id, team_id, user_id, topics, feedback, created_at, updated_at";
 
@@ -38,33 +38,6 @@ pub(crate) fn memories_ddl(t: &str) -> String {
          \tINDEX `idx_{t}_user_id` (user_id)\n\
          )"
     )
-}
-
-fn memory_from_row(row: &MySqlRow) -> DbResult<UserMemory> {
-    let memory = match json_column(text_column(row, "memory")?)? {
-        Some(Value::String(s)) => s,
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
-    let topics = match json_column(text_column(row, "topics")?)? {
-        Some(Value::Array(list)) => Some(list.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()),
-        _ => None,
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read memories.{col}"), e))
-    };
-    Ok(UserMemory {
-        memory_id: text_column(row, "memory_id")?,
-        memory,
-        topics,
-        user_id: text_column(row, "user_id")?,
-        input: text_column(row, "input")?,
-        agent_id: text_column(row, "agent_id")?,
-        team_id: text_column(row, "team_id")?,
-        feedback: text_column(row, "feedback")?,
-        created_at: number("created_at")?,
-        updated_at: number("updated_at")?,
-    })
 }
 
 /// The conditions of a memory listing and their binds, in order.
@@ -131,7 +104,7 @@ impl MySqlDb {
             .await
             .map_err(|e| db_error(&format!("cannot read back memory {id}"), e))?
             .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("memory {id} vanished while being written")))?;
-        let stored = memory_from_row(&row)?;
+        let stored = memory_from_row::<MySql>(&row)?;
         if stored.user_id.is_some() && stored.user_id != memory.user_id {
             // Nothing was changed; end the transaction without a write.
             tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of memory {id}"), e))?;
@@ -159,7 +132,7 @@ impl MemoryStore for MySqlDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read memory {memory_id}"), e))?;
-        row.as_ref().map(memory_from_row).transpose()
+        row.as_ref().map(memory_from_row::<MySql>).transpose()
     }
 
     async fn get_user_memories(&self, query: &MemoryQuery) -> DbResult<MemoryPage> {
@@ -176,7 +149,7 @@ impl MemoryStore for MySqlDb {
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "memories").await?;
         let memories = crate::codec::readable(
             "memory",
-            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row::<MySql>(r))),
         );
         Ok(MemoryPage { memories, total })
     }

@@ -5,15 +5,13 @@
 use std::collections::HashMap;
 
 use agno_core::{DbError, DbErrorKind, DbResult, ScheduleRun, ScheduleRunUpdate};
-use sqlx::mysql::MySqlRow;
-use sqlx::{AssertSqlSafe, Connection, Row};
+use sqlx::{AssertSqlSafe, Connection, MySql, Row};
 
 use super::schedules::{conflict, int_arg, json_arg, set_clause, text_arg};
-use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries};
-use crate::codec::json_column;
 use crate::schedules::SCHEDULE_RUN_COLUMNS as RUN_COLUMNS;
 use crate::schedules::SCHEDULE_RUNS_PAGE;
+use crate::sql::schedules::schedule_run_from_row;
 
 /// The schedule runs table: Agno's Postgres columns with MySQL types, the same index names, and
 /// the foreign key to the schedules table with `ON DELETE CASCADE`, in one statement.
@@ -45,30 +43,6 @@ pub(crate) fn schedule_runs_ddl(t: &str, schedules: &str) -> String {
     )
 }
 
-fn run_from_row(row: &MySqlRow) -> DbResult<ScheduleRun> {
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read schedule_runs.{col}"), e))
-    };
-    let text = |col: &str| text_column(row, col);
-    Ok(ScheduleRun {
-        id: text("id")?.unwrap_or_default(),
-        schedule_id: text("schedule_id")?.unwrap_or_default(),
-        attempt: number("attempt")?.unwrap_or_default(),
-        triggered_at: number("triggered_at")?,
-        completed_at: number("completed_at")?,
-        status: text("status")?.unwrap_or_default(),
-        status_code: number("status_code")?,
-        run_id: text("run_id")?,
-        session_id: text("session_id")?,
-        error: text("error")?,
-        input: json_column(text("input")?)?,
-        output: json_column(text("output")?)?,
-        requirements: json_column(text("requirements")?)?,
-        user_id: text("user_id")?,
-        created_at: number("created_at")?.unwrap_or_default(),
-    })
-}
-
 impl MySqlDb {
     /// Reads one schedule run (only the owner's when `user_id` is given) on an executor.
     pub(super) async fn read_schedule_run<'c, E>(
@@ -89,7 +63,7 @@ impl MySqlDb {
             .fetch_optional(executor)
             .await
             .map_err(|e| db_error(&format!("cannot read schedule run {id}"), e))?;
-        row.as_ref().map(run_from_row).transpose()
+        row.as_ref().map(schedule_run_from_row::<MySql>).transpose()
     }
 
     /// One attempt at [`create_schedule_run`](agno_core::ScheduleStore::create_schedule_run): an
@@ -188,7 +162,7 @@ impl MySqlDb {
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, paging, "schedule runs").await?;
         let runs = crate::codec::readable(
             "schedule run",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), run_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_run_from_row::<MySql>(r))),
         );
         Ok((runs, total))
     }
@@ -212,7 +186,7 @@ impl MySqlDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot read the latest schedule runs", e))?;
-        rows.iter().map(run_from_row).map(|r| r.map(|r| (r.schedule_id.clone(), r))).collect()
+        rows.iter().map(schedule_run_from_row::<MySql>).map(|r| r.map(|r| (r.schedule_id.clone(), r))).collect()
     }
 
     /// [`delete_schedule_runs`](agno_core::ScheduleStore::delete_schedule_runs): completed runs

@@ -15,15 +15,15 @@ use agno_core::{
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::mysql::{MySqlDatabaseError, MySqlRow};
-use sqlx::{AssertSqlSafe, Connection, Row};
+use sqlx::mysql::MySqlDatabaseError;
+use sqlx::{AssertSqlSafe, Connection, MySql, Row};
 
 use super::evals::exact;
-use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries};
-use crate::codec::{json_column, to_json_text};
-use crate::schedules::SCHEDULE_COLUMNS;
+use crate::codec::to_json_text;
 use crate::schedules::SCHEDULES_PAGE;
+use crate::sql::bind_all;
+use crate::sql::schedules::{SCHEDULE_COLUMNS, schedule_cells, schedule_from_row};
 
 /// Due schedules a claim tries, soonest first, before giving up until the next poll.
 const CLAIM_CANDIDATES: i64 = 32;
@@ -135,72 +135,6 @@ fn name_conflict(name: &str, e: &sqlx::Error) -> DbError {
     conflict(&format!("a schedule named {name:?} already exists for this owner"), e)
 }
 
-fn schedule_from_row(row: &MySqlRow) -> DbResult<Schedule> {
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read schedules.{col}"), e))
-    };
-    let text = |col: &str| text_column(row, col);
-    Ok(Schedule {
-        id: text("id")?.unwrap_or_default(),
-        name: text("name")?.unwrap_or_default(),
-        description: text("description")?,
-        method: text("method")?.unwrap_or_default(),
-        endpoint: text("endpoint")?.unwrap_or_default(),
-        payload: json_column(text("payload")?)?,
-        cron_expr: text("cron_expr")?.unwrap_or_default(),
-        timezone: text("timezone")?.unwrap_or_default(),
-        timeout_seconds: number("timeout_seconds")?.unwrap_or_default(),
-        max_retries: number("max_retries")?.unwrap_or_default(),
-        retry_delay_seconds: number("retry_delay_seconds")?.unwrap_or_default(),
-        enabled: row.try_get::<bool, _>("enabled").map_err(|e| db_error("cannot read schedules.enabled", e))?,
-        next_run_at: number("next_run_at")?,
-        locked_by: text("locked_by")?,
-        locked_at: number("locked_at")?,
-        user_id: text("user_id")?,
-        managed_by: text("managed_by")?,
-        target_type: text("target_type")?,
-        target_id: text("target_id")?,
-        created_by_run_id: text("created_by_run_id")?,
-        created_by_session_id: text("created_by_session_id")?,
-        updated_by_run_id: text("updated_by_run_id")?,
-        updated_by_session_id: text("updated_by_session_id")?,
-        disabled_reason: text("disabled_reason")?,
-        created_at: number("created_at")?.unwrap_or_default(),
-        updated_at: number("updated_at")?,
-    })
-}
-
-fn schedule_args(s: &Schedule) -> DbResult<Vec<Arg>> {
-    Ok(vec![
-        Arg::Str(s.id.clone()),
-        Arg::Str(s.name.clone()),
-        text_arg(&s.description),
-        Arg::Str(s.method.clone()),
-        Arg::Str(s.endpoint.clone()),
-        json_arg(&s.payload)?,
-        Arg::Str(s.cron_expr.clone()),
-        Arg::Str(s.timezone.clone()),
-        Arg::Int(s.timeout_seconds),
-        Arg::Int(s.max_retries),
-        Arg::Int(s.retry_delay_seconds),
-        Arg::Int(i64::from(s.enabled)),
-        int_arg(s.next_run_at),
-        text_arg(&s.locked_by),
-        int_arg(s.locked_at),
-        text_arg(&s.user_id),
-        text_arg(&s.managed_by),
-        text_arg(&s.target_type),
-        text_arg(&s.target_id),
-        text_arg(&s.created_by_run_id),
-        text_arg(&s.created_by_session_id),
-        text_arg(&s.updated_by_run_id),
-        text_arg(&s.updated_by_session_id),
-        text_arg(&s.disabled_reason),
-        Arg::Int(s.created_at),
-        int_arg(s.updated_at),
-    ])
-}
-
 impl MySqlDb {
     /// Reads one schedule (only the owner's when `user_id` is given) on an executor.
     async fn read_schedule<'c, E>(&self, executor: E, id: &str, user_id: Option<&str>) -> DbResult<Option<Schedule>>
@@ -216,7 +150,7 @@ impl MySqlDb {
             .fetch_optional(executor)
             .await
             .map_err(|e| db_error(&format!("cannot read schedule {id}"), e))?;
-        row.as_ref().map(schedule_from_row).transpose()
+        row.as_ref().map(schedule_from_row::<MySql>).transpose()
     }
 
     /// One attempt at [`ScheduleStore::update_schedule`]: the update and the read back in one
@@ -334,7 +268,7 @@ impl ScheduleStore for MySqlDb {
         let t = &self.tables().schedules;
         let sql = format!("INSERT INTO `{t}` ({SCHEDULE_COLUMNS}) VALUES ({})", marks(26));
         let id = &schedule.id;
-        bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &schedule_args(schedule)?)
+        bind_all::<MySql>(sqlx::query(AssertSqlSafe(sql.as_str())), schedule_cells::<MySql>(schedule))?
             .execute(self.pool())
             .await
             .map_err(|e| match error_number(&e) {
@@ -364,7 +298,7 @@ impl ScheduleStore for MySqlDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read schedule {name:?}"), e))?;
-        row.as_ref().map(schedule_from_row).transpose()
+        row.as_ref().map(schedule_from_row::<MySql>).transpose()
     }
 
     async fn get_schedules(&self, query: &ScheduleQuery) -> DbResult<(Vec<Schedule>, u64)> {
@@ -384,7 +318,7 @@ impl ScheduleStore for MySqlDb {
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, paging, "schedules").await?;
         let schedules = crate::codec::readable(
             "schedule",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_from_row::<MySql>(r))),
         );
         Ok((schedules, total))
     }

@@ -6,6 +6,7 @@ use agno_core::{
 };
 use async_trait::async_trait;
 use serde_json::{Map, Value};
+use sqlx::MySql;
 use sqlx::mysql::MySqlRow;
 use sqlx::{AssertSqlSafe, Column, Connection, Row};
 
@@ -16,6 +17,7 @@ use crate::codec::{
     decode_listed_text, decode_run, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of,
     to_json_text,
 };
+use crate::sql::sessions::session_from_row;
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
      agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
@@ -24,31 +26,6 @@ const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, work
 /// MariaDB as `LONGTEXT`, and both send the JSON text.
 pub(crate) fn text_column(row: &MySqlRow, col: &str) -> DbResult<Option<String>> {
     row.try_get_unchecked::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read column {col}"), e))
-}
-
-pub(crate) fn session_from_row(row: &MySqlRow) -> DbResult<AgentSession> {
-    let session_id: String = row.try_get("session_id").map_err(|e| db_error("cannot read sessions.session_id", e))?;
-    let mut session = AgentSession::new(session_id);
-    session.agent_id = text_column(row, "agent_id")?;
-    session.team_id = text_column(row, "team_id")?;
-    session.workflow_id = text_column(row, "workflow_id")?;
-    session.user_id = text_column(row, "user_id")?;
-    session.session_data = object_column(text_column(row, "session_data")?)?;
-    session.agent_data = object_column(text_column(row, "agent_data")?)?;
-    session.metadata = object_column(text_column(row, "metadata")?)?;
-    session.summary = match json_column(text_column(row, "summary")?)? {
-        Some(v) => serde_json::from_value(v).ok(),
-        None => None,
-    };
-    for col in ["team_data", "workflow_data"] {
-        if let Some(v) = json_column(text_column(row, col)?)? {
-            session.extra.insert(col.to_owned(), v);
-        }
-    }
-    session.created_at = row.try_get::<Option<i64>, _>("created_at").map_err(|e| db_error("created_at", e))?;
-    session.updated_at = row.try_get::<Option<i64>, _>("updated_at").map_err(|e| db_error("updated_at", e))?;
-    session.runs = None;
-    Ok(session)
 }
 
 fn extra_json(session: &AgentSession, key: &str) -> Option<String> {
@@ -120,7 +97,7 @@ impl MySqlDb {
         let Some(row) = row else { return Ok(None) };
         let has_blob = with_blob && row.columns().iter().any(|c| c.name() == "runs");
         let blob = if has_blob { json_column(text_column(&row, "runs")?)? } else { None };
-        Ok(Some((session_from_row(&row)?, blob)))
+        Ok(Some((session_from_row::<MySql>(&row)?, blob)))
     }
 
     /// One attempt at [`SessionStore::upsert_session`]: a transaction that locks the row, checks
@@ -289,7 +266,7 @@ impl SessionStore for MySqlDb {
         let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "sessions").await?;
         let sessions = crate::codec::readable(
             "session",
-            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row::<MySql>(r))),
         );
         Ok(SessionPage { sessions, total })
     }

@@ -2,17 +2,16 @@
 //! `eval_data` and `eval_input` are JSONB; filters, paging and counts run in SQL, and a given
 //! `user_id` is part of every statement.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, EvalType, now_epoch_secs,
-};
+use agno_core::{DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, now_epoch_secs};
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::postgres::PgRow;
+use sqlx::Postgres;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::schema::index_ddl;
-use super::{PostgresDb, db_error, sanitize, value_column};
+use super::{PostgresDb, db_error, sanitize};
 use crate::memories::page_bounds;
+use crate::sql::evals::eval_from_row;
 
 const COLUMNS: &str = "run_id, eval_type, eval_data, eval_input, name, agent_id, team_id, workflow_id, model_id, \
      model_provider, evaluated_component_name, user_id, created_at, updated_at";
@@ -26,49 +25,6 @@ pub(crate) fn evals_ddl(q: &str, t: &str) -> Vec<String> {
         index_ddl(q, t, &["created_at"]),
         index_ddl(q, t, &["user_id"]),
     ]
-}
-
-fn eval_from_row(row: &PgRow) -> DbResult<EvalRunRecord> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read eval_runs.{col}"), e))
-    };
-    let json = |col: &str| -> DbResult<Option<Value>> {
-        row.try_get::<Option<Value>, _>(col)
-            .map(value_column)
-            .map_err(|e| db_error(&format!("cannot read eval_runs.{col}"), e))
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read eval_runs.{col}"), e))
-    };
-    let run_id = text("run_id")?.unwrap_or_default();
-    let kind = text("eval_type")?.unwrap_or_default();
-    let eval_type: EvalType = serde_json::from_value(Value::String(kind.clone())).map_err(|e| {
-        DbError::new(DbErrorKind::Other, format!("eval run {run_id} has an unknown eval_type {kind:?}")).with_source(e)
-    })?;
-    let eval_data = match json("eval_data")? {
-        Some(Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    };
-    let eval_input = match json("eval_input")? {
-        Some(Value::Object(m)) => Some(m),
-        _ => None,
-    };
-    Ok(EvalRunRecord {
-        eval_type,
-        eval_data,
-        eval_input,
-        name: text("name")?,
-        agent_id: text("agent_id")?,
-        team_id: text("team_id")?,
-        workflow_id: text("workflow_id")?,
-        model_id: text("model_id")?,
-        model_provider: text("model_provider")?,
-        evaluated_component_name: text("evaluated_component_name")?,
-        user_id: text("user_id")?,
-        created_at: number("created_at")?,
-        updated_at: number("updated_at")?,
-        run_id,
-    })
 }
 
 /// The WHERE clause of an eval listing; binds `$1` user, `$2` agent, `$3` team, `$4` workflow,
@@ -142,7 +98,7 @@ impl EvalStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read eval run {run_id}"), e))?;
-        row.as_ref().map(eval_from_row).transpose()
+        row.as_ref().map(eval_from_row::<Postgres>).transpose()
     }
 
     async fn get_eval_runs(&self, query: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
@@ -177,7 +133,7 @@ impl EvalStore for PostgresDb {
             .map_err(|e| db_error("cannot list eval runs", e))?;
         let evals = crate::codec::readable(
             "eval run",
-            rows.iter().map(|r| (r.try_get::<String, _>("run_id").ok(), eval_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("run_id").ok(), eval_from_row::<Postgres>(r))),
         );
         let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
         let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))
@@ -226,6 +182,6 @@ impl EvalStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot rename eval run {run_id}"), e))?;
-        row.as_ref().map(eval_from_row).transpose()
+        row.as_ref().map(eval_from_row::<Postgres>).transpose()
     }
 }

@@ -12,14 +12,13 @@ use agno_core::{
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::postgres::PgRow;
-use sqlx::{AssertSqlSafe, PgConnection, Row};
+use sqlx::{AssertSqlSafe, PgConnection, Postgres, Row};
 
 use super::schedules::{clean_json, clean_text, to_i64};
 use super::schema::index_ddl;
-use super::{PostgresDb, db_error, value_column};
+use super::{PostgresDb, db_error};
 use crate::memories::page_bounds;
-use crate::schedules::JOB_COLUMNS;
+use crate::sql::jobs::{self, JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
 /// Longest channel name PostgreSQL accepts (`NAMEDATALEN - 1`).
 const MAX_CHANNEL_BYTES: usize = 63;
@@ -121,42 +120,8 @@ impl PostgresDb {
             .fetch_optional(conn)
             .await
             .map_err(|e| db_error(&format!("cannot read the job of idempotency key {key:?}"), e))?;
-        row.as_ref().map(job_from_row).transpose()
+        row.as_ref().map(job_from_row::<Postgres>).transpose()
     }
-}
-
-fn job_from_row(row: &PgRow) -> DbResult<Job> {
-    let read = |col: &str, e| db_error(&format!("cannot read jobs.{col}"), e);
-    let text = |col: &str| -> DbResult<Option<String>> { row.try_get(col).map_err(|e| read(col, e)) };
-    let required = |col: &str| -> DbResult<String> { row.try_get(col).map_err(|e| read(col, e)) };
-    let int = |col: &str| -> DbResult<Option<i64>> { row.try_get(col).map_err(|e| read(col, e)) };
-    let count = |col: &str| -> DbResult<i64> { row.try_get(col).map_err(|e| read(col, e)) };
-    let status = required("status")?;
-    let status = JobStatus::parse(&status).ok_or_else(|| {
-        DbError::new(DbErrorKind::Other, format!("cannot read jobs.status: unknown status {status:?}"))
-    })?;
-    let payload = row.try_get::<Option<Value>, _>("payload").map(value_column).map_err(|e| read("payload", e))?;
-    Ok(Job {
-        id: required("id")?,
-        component_type: required("component_type")?,
-        job_type: required("job_type")?,
-        deployment_id: text("deployment_id")?,
-        component_id: required("component_id")?,
-        session_id: required("session_id")?,
-        user_id: text("user_id")?,
-        payload: payload.unwrap_or(Value::Null),
-        status,
-        attempt: count("attempt")?,
-        max_attempts: count("max_attempts")?,
-        idempotency_key: text("idempotency_key")?,
-        available_at: count("available_at")?,
-        locked_by: text("locked_by")?,
-        locked_at: int("locked_at")?,
-        error: text("error")?,
-        created_at: count("created_at")?,
-        updated_at: int("updated_at")?,
-        completed_at: int("completed_at")?,
-    })
 }
 
 /// The transaction every multi-statement queue write runs in: READ COMMITTED whatever the
@@ -201,30 +166,10 @@ impl JobStore for PostgresDb {
         }
         // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key (or id) and skips
         // once it commits; the winner is then read back.
-        let sql = format!(
-            "INSERT INTO {t} ({JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-             $15, $16, $17, $18, $19) ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}"
-        );
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(&job.id)
-            .bind(&job.component_type)
-            .bind(&job.job_type)
-            .bind(&job.deployment_id)
-            .bind(&job.component_id)
-            .bind(&job.session_id)
-            .bind(user_id)
-            .bind(clean_json(Some(&job.payload)))
-            .bind(job.status.as_str())
-            .bind(job.attempt)
-            .bind(job.max_attempts)
-            .bind(key)
-            .bind(job.available_at)
-            .bind(&job.locked_by)
-            .bind(job.locked_at)
-            .bind(clean_text(job.error.as_deref()))
-            .bind(job.created_at)
-            .bind(job.updated_at)
-            .bind(job.completed_at)
+        let values = job_placeholders::<Postgres>();
+        let sql =
+            format!("INSERT INTO {t} ({JOB_COLUMNS}) VALUES ({values}) ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}");
+        let row = crate::sql::bind_all::<Postgres>(sqlx::query(AssertSqlSafe(sql)), job_cells::<Postgres>(job, key))?
             .fetch_optional(&mut *tx)
             .await
             .map_err(|e| db_error(&what, e))?;
@@ -239,7 +184,7 @@ impl JobStore for PostgresDb {
             }
             return Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)));
         };
-        let stored = job_from_row(&row)?;
+        let stored = job_from_row::<Postgres>(&row)?;
         if stored.status == JobStatus::Queued {
             self.notify_job(&mut tx, &stored.id).await?;
         }
@@ -276,7 +221,7 @@ impl JobStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot claim a job for worker {worker_id}"), e))?;
-        row.as_ref().map(job_from_row).transpose()
+        row.as_ref().map(job_from_row::<Postgres>).transpose()
     }
 
     async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
@@ -374,7 +319,7 @@ impl JobStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot sweep expired jobs", e))?;
-        let mut swept = rows.iter().map(job_from_row).collect::<DbResult<Vec<_>>>()?;
+        let mut swept = rows.iter().map(job_from_row::<Postgres>).collect::<DbResult<Vec<_>>>()?;
         swept.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
         Ok(swept)
     }
@@ -463,15 +408,7 @@ impl JobStore for PostgresDb {
     }
 
     async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
-        let sql = format!(
-            "SELECT id FROM {} WHERE status = 'cancelled' AND locked_by = $1",
-            self.qualified(&self.tables().jobs)
-        );
-        sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(worker_id)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read cancelled jobs", e))
+        jobs::cancelled_jobs::<Postgres>(self.pool(), &self.qualified(&self.tables().jobs), worker_id).await
     }
 
     async fn append_events(
@@ -529,39 +466,11 @@ impl JobStore for PostgresDb {
     }
 
     async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
-        let sql = format!(
-            "SELECT event_index, attempt, event, data, created_at FROM {} WHERE run_id = $1 AND event_index > $2 \
-             ORDER BY event_index LIMIT $3",
-            self.qualified(&self.tables().events)
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(run_id)
-            .bind(after)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))?;
-        rows.iter()
-            .map(|row| {
-                let read = |e| db_error("cannot read an event", e);
-                Ok(StoredEvent {
-                    event_index: row.try_get("event_index").map_err(read)?,
-                    attempt: row.try_get("attempt").map_err(read)?,
-                    event: row.try_get("event").map_err(read)?,
-                    data: row.try_get("data").map_err(read)?,
-                    created_at: row.try_get("created_at").map_err(read)?,
-                })
-            })
-            .collect()
+        jobs::read_events::<Postgres>(self.pool(), &self.qualified(&self.tables().events), run_id, after, limit).await
     }
 
     async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
-        let sql = format!("SELECT MAX(event_index) FROM {} WHERE run_id = $1", self.qualified(&self.tables().events));
-        sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(run_id)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))
+        jobs::last_event_index::<Postgres>(self.pool(), &self.qualified(&self.tables().events), run_id).await
     }
 
     async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
@@ -607,7 +516,7 @@ impl JobStore for PostgresDb {
             .map_err(|e| db_error(&what, e))?;
         // Early answers end the transaction now: a dropped one rolls back only when its
         // connection is next used, and a claim would skip the locked row meanwhile.
-        let Some(job) = row.as_ref().map(job_from_row).transpose()? else {
+        let Some(job) = row.as_ref().map(job_from_row::<Postgres>).transpose()? else {
             tx.rollback().await.map_err(|e| db_error(&what, e))?;
             return Ok(Continued::Conflict(None));
         };
@@ -636,7 +545,7 @@ impl JobStore for PostgresDb {
         .map_err(|e| db_error(&what, e))?;
         self.notify_job(&mut tx, job_id).await?;
         tx.commit().await.map_err(|e| db_error(&what, e))?;
-        Ok(Continued::Queued(job_from_row(&row)?))
+        Ok(Continued::Queued(job_from_row::<Postgres>(&row)?))
     }
 
     async fn job_signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {
@@ -696,7 +605,7 @@ impl JobStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
-        row.as_ref().map(job_from_row).transpose()
+        row.as_ref().map(job_from_row::<Postgres>).transpose()
     }
 
     async fn list_jobs(
@@ -720,7 +629,7 @@ impl JobStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot list jobs", e))?;
-        let jobs = rows.iter().map(job_from_row).collect::<DbResult<Vec<_>>>()?;
+        let jobs = rows.iter().map(job_from_row::<Postgres>).collect::<DbResult<Vec<_>>>()?;
         let total: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {t} WHERE {clause}")))
             .bind(status)
             .fetch_one(self.pool())

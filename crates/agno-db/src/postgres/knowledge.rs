@@ -7,12 +7,13 @@ use agno_core::{
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::postgres::PgRow;
+use sqlx::Postgres;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::schema::index_ddl;
-use super::{PostgresDb, db_error, sanitize, value_column};
+use super::{PostgresDb, db_error, sanitize};
 use crate::memories::page_bounds;
+use crate::sql::knowledge::knowledge_from_row;
 
 const COLUMNS: &str = "id, name, description, metadata, type, size, linked_to, access_count, status, status_message, \
      created_at, updated_at, external_id, user_id";
@@ -27,39 +28,6 @@ pub(crate) fn knowledge_ddl(q: &str, t: &str) -> Vec<String> {
         index_ddl(q, t, &["user_id"]),
         index_ddl(q, t, &["user_id", "linked_to"]),
     ]
-}
-
-fn knowledge_from_row(row: &PgRow) -> DbResult<KnowledgeRow> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read knowledge.{col}"), e))
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read knowledge.{col}"), e))
-    };
-    let metadata = match row
-        .try_get::<Option<Value>, _>("metadata")
-        .map(value_column)
-        .map_err(|e| db_error("cannot read knowledge.metadata", e))?
-    {
-        Some(Value::Object(m)) => Some(m),
-        _ => None,
-    };
-    Ok(KnowledgeRow {
-        id: text("id")?,
-        name: text("name")?.unwrap_or_default(),
-        description: text("description")?.unwrap_or_default(),
-        metadata,
-        kind: text("type")?,
-        size: number("size")?,
-        linked_to: text("linked_to")?,
-        access_count: number("access_count")?,
-        status: text("status")?,
-        status_message: text("status_message")?,
-        user_id: text("user_id")?,
-        created_at: number("created_at")?,
-        updated_at: number("updated_at")?,
-        external_id: text("external_id")?,
-    })
 }
 
 /// A string without the characters PostgreSQL cannot store.
@@ -133,7 +101,7 @@ impl KnowledgeStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read knowledge content {id}"), e))?;
-        row.as_ref().map(knowledge_from_row).transpose()
+        row.as_ref().map(knowledge_from_row::<Postgres>).transpose()
     }
 
     async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
@@ -163,7 +131,7 @@ impl KnowledgeStore for PostgresDb {
             .map_err(|e| db_error("cannot list knowledge contents", e))?;
         let list = crate::codec::readable(
             "knowledge content",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row::<Postgres>(r))),
         );
         let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
         let total: i64 = sqlx::query_scalar(AssertSqlSafe(count_sql))

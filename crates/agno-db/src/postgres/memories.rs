@@ -7,12 +7,13 @@ use agno_core::{
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::postgres::PgRow;
+use sqlx::Postgres;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::schema::index_ddl;
-use super::{PostgresDb, db_error, sanitize, value_column};
+use super::{PostgresDb, db_error, sanitize};
 use crate::memories::page_bounds;
+use crate::sql::memories::memory_from_row;
 
 const COLUMNS: &str = "memory_id, memory, feedback, input, agent_id, team_id, user_id, topics, created_at, updated_at";
 
@@ -26,41 +27,6 @@ pub(crate) fn memories_ddl(q: &str, t: &str) -> Vec<String> {
         index_ddl(q, t, &["created_at"]),
         index_ddl(q, t, &["user_id"]),
     ]
-}
-
-fn memory_from_row(row: &PgRow) -> DbResult<UserMemory> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read memories.{col}"), e))
-    };
-    let json = |col: &str| -> DbResult<Option<Value>> {
-        row.try_get::<Option<Value>, _>(col)
-            .map(value_column)
-            .map_err(|e| db_error(&format!("cannot read memories.{col}"), e))
-    };
-    let memory = match json("memory")? {
-        Some(Value::String(s)) => s,
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
-    let topics = match json("topics")? {
-        Some(Value::Array(list)) => Some(list.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()),
-        _ => None,
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read memories.{col}"), e))
-    };
-    Ok(UserMemory {
-        memory_id: text("memory_id")?,
-        memory,
-        topics,
-        user_id: text("user_id")?,
-        input: text("input")?,
-        agent_id: text("agent_id")?,
-        team_id: text("team_id")?,
-        feedback: text("feedback")?,
-        created_at: number("created_at")?,
-        updated_at: number("updated_at")?,
-    })
 }
 
 /// A string without the characters PostgreSQL cannot store (as Python Agno sanitises).
@@ -120,7 +86,7 @@ impl MemoryStore for PostgresDb {
             .await
             .map_err(|e| db_error(&format!("cannot write memory {id}"), e))?;
         match row {
-            Some(row) => memory_from_row(&row),
+            Some(row) => memory_from_row::<Postgres>(&row),
             None => Err(DbError::new(DbErrorKind::Conflict, format!("memory {id} belongs to another user"))),
         }
     }
@@ -136,7 +102,7 @@ impl MemoryStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read memory {memory_id}"), e))?;
-        row.as_ref().map(memory_from_row).transpose()
+        row.as_ref().map(memory_from_row::<Postgres>).transpose()
     }
 
     async fn get_user_memories(&self, query: &MemoryQuery) -> DbResult<MemoryPage> {
@@ -172,7 +138,7 @@ impl MemoryStore for PostgresDb {
             .map_err(|e| db_error("cannot list memories", e))?;
         let memories = crate::codec::readable(
             "memory",
-            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row::<Postgres>(r))),
         );
         let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {FILTER}");
         let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))

@@ -13,6 +13,8 @@ mod schedules;
 mod schema;
 mod sessions;
 
+pub(crate) use schedules::{clean_json, clean_text};
+
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -11,15 +11,18 @@ use agno_core::{
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Postgres, Row};
 
 use super::schema::index_ddl;
-use super::{PostgresDb, db_error, sanitize, value_column};
-use crate::schedules::SCHEDULE_COLUMNS;
+use super::{PostgresDb, db_error, sanitize};
 use crate::schedules::SCHEDULE_RUN_COLUMNS as RUN_COLUMNS;
 use crate::schedules::{schedule_page, schedule_run_page};
+use crate::sql::bind_all;
+use crate::sql::schedules::{
+    SCHEDULE_COLUMNS, schedule_cells, schedule_from_row, schedule_placeholders, schedule_run_from_row,
+};
 
 /// The schedules table as Python Agno 3.1 creates it: columns, the single-column and composite
 /// indexes, and the partial unique indexes `{table}_uq_user_name` / `{table}_uq_unowned_name`
@@ -70,69 +73,6 @@ pub(crate) fn schedule_runs_ddl(q: &str, t: &str, schedules_q: &str) -> Vec<Stri
         ddl.push(index_ddl(q, t, &[col]));
     }
     ddl
-}
-
-fn schedule_from_row(row: &PgRow) -> DbResult<Schedule> {
-    let read = |col: &str, e| db_error(&format!("cannot read schedules.{col}"), e);
-    let text = |col: &str| -> DbResult<Option<String>> { row.try_get(col).map_err(|e| read(col, e)) };
-    let required = |col: &str| -> DbResult<String> { row.try_get(col).map_err(|e| read(col, e)) };
-    let int = |col: &str| -> DbResult<Option<i64>> { row.try_get(col).map_err(|e| read(col, e)) };
-    let count = |col: &str| -> DbResult<i64> { row.try_get(col).map_err(|e| read(col, e)) };
-    Ok(Schedule {
-        id: required("id")?,
-        name: required("name")?,
-        description: text("description")?,
-        method: required("method")?,
-        endpoint: required("endpoint")?,
-        payload: row.try_get::<Option<Value>, _>("payload").map(value_column).map_err(|e| read("payload", e))?,
-        cron_expr: required("cron_expr")?,
-        timezone: required("timezone")?,
-        timeout_seconds: count("timeout_seconds")?,
-        max_retries: count("max_retries")?,
-        retry_delay_seconds: count("retry_delay_seconds")?,
-        enabled: row.try_get("enabled").map_err(|e| read("enabled", e))?,
-        next_run_at: int("next_run_at")?,
-        locked_by: text("locked_by")?,
-        locked_at: int("locked_at")?,
-        user_id: text("user_id")?,
-        managed_by: text("managed_by")?,
-        target_type: text("target_type")?,
-        target_id: text("target_id")?,
-        created_by_run_id: text("created_by_run_id")?,
-        created_by_session_id: text("created_by_session_id")?,
-        updated_by_run_id: text("updated_by_run_id")?,
-        updated_by_session_id: text("updated_by_session_id")?,
-        disabled_reason: text("disabled_reason")?,
-        created_at: count("created_at")?,
-        updated_at: int("updated_at")?,
-    })
-}
-
-fn run_from_row(row: &PgRow) -> DbResult<ScheduleRun> {
-    let read = |col: &str, e| db_error(&format!("cannot read schedule_runs.{col}"), e);
-    let text = |col: &str| -> DbResult<Option<String>> { row.try_get(col).map_err(|e| read(col, e)) };
-    let required = |col: &str| -> DbResult<String> { row.try_get(col).map_err(|e| read(col, e)) };
-    let int = |col: &str| -> DbResult<Option<i64>> { row.try_get(col).map_err(|e| read(col, e)) };
-    let json = |col: &str| -> DbResult<Option<Value>> {
-        row.try_get::<Option<Value>, _>(col).map(value_column).map_err(|e| read(col, e))
-    };
-    Ok(ScheduleRun {
-        id: required("id")?,
-        schedule_id: required("schedule_id")?,
-        attempt: row.try_get("attempt").map_err(|e| read("attempt", e))?,
-        triggered_at: int("triggered_at")?,
-        completed_at: int("completed_at")?,
-        status: required("status")?,
-        status_code: int("status_code")?,
-        run_id: text("run_id")?,
-        session_id: text("session_id")?,
-        error: text("error")?,
-        input: json("input")?,
-        output: json("output")?,
-        requirements: json("requirements")?,
-        user_id: text("user_id")?,
-        created_at: row.try_get("created_at").map_err(|e| read("created_at", e))?,
-    })
 }
 
 /// A JSON column value with the characters PostgreSQL cannot store removed.
@@ -197,41 +137,15 @@ impl ScheduleStore for PostgresDb {
     async fn create_schedule(&self, schedule: &Schedule) -> DbResult<Schedule> {
         let s = schedule;
         let sql = format!(
-            "INSERT INTO {} ({SCHEDULE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-             $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26) RETURNING {SCHEDULE_COLUMNS}",
-            self.qualified(&self.tables().schedules)
+            "INSERT INTO {} ({SCHEDULE_COLUMNS}) VALUES ({}) RETURNING {SCHEDULE_COLUMNS}",
+            self.qualified(&self.tables().schedules),
+            schedule_placeholders::<Postgres>()
         );
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(&s.id)
-            .bind(clean_text(Some(&s.name)))
-            .bind(clean_text(s.description.as_deref()))
-            .bind(&s.method)
-            .bind(&s.endpoint)
-            .bind(clean_json(s.payload.as_ref()))
-            .bind(&s.cron_expr)
-            .bind(&s.timezone)
-            .bind(s.timeout_seconds)
-            .bind(s.max_retries)
-            .bind(s.retry_delay_seconds)
-            .bind(s.enabled)
-            .bind(s.next_run_at)
-            .bind(&s.locked_by)
-            .bind(s.locked_at)
-            .bind(&s.user_id)
-            .bind(&s.managed_by)
-            .bind(&s.target_type)
-            .bind(&s.target_id)
-            .bind(&s.created_by_run_id)
-            .bind(&s.created_by_session_id)
-            .bind(&s.updated_by_run_id)
-            .bind(&s.updated_by_session_id)
-            .bind(clean_text(s.disabled_reason.as_deref()))
-            .bind(s.created_at)
-            .bind(s.updated_at)
+        let row = bind_all::<Postgres>(sqlx::query(AssertSqlSafe(sql)), schedule_cells::<Postgres>(s))?
             .fetch_one(self.pool())
             .await
             .map_err(|e| write_error("create", &s.id, &s.name, e))?;
-        schedule_from_row(&row)
+        schedule_from_row::<Postgres>(&row)
     }
 
     async fn get_schedule(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<Schedule>> {
@@ -245,7 +159,7 @@ impl ScheduleStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read schedule {id}"), e))?;
-        row.as_ref().map(schedule_from_row).transpose()
+        row.as_ref().map(schedule_from_row::<Postgres>).transpose()
     }
 
     async fn get_schedule_by_name(&self, name: &str, user_id: Option<&str>) -> DbResult<Option<Schedule>> {
@@ -261,7 +175,7 @@ impl ScheduleStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read schedule {name:?}"), e))?;
-        row.as_ref().map(schedule_from_row).transpose()
+        row.as_ref().map(schedule_from_row::<Postgres>).transpose()
     }
 
     async fn get_schedules(&self, query: &ScheduleQuery) -> DbResult<(Vec<Schedule>, u64)> {
@@ -282,7 +196,7 @@ impl ScheduleStore for PostgresDb {
             .map_err(|e| db_error("cannot list schedules", e))?;
         let schedules = crate::codec::readable(
             "schedule",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_from_row::<Postgres>(r))),
         );
         let total: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {t} WHERE {clause}")))
             .bind(query.enabled)
@@ -318,7 +232,7 @@ impl ScheduleStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| write_error("update", id, &name, e))?;
-        row.as_ref().map(schedule_from_row).transpose()
+        row.as_ref().map(schedule_from_row::<Postgres>).transpose()
     }
 
     async fn delete_schedule(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
@@ -372,7 +286,7 @@ impl ScheduleStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error("cannot claim a due schedule", e))?;
-        row.as_ref().map(schedule_from_row).transpose()
+        row.as_ref().map(schedule_from_row::<Postgres>).transpose()
     }
 
     async fn release_schedule(
@@ -444,7 +358,7 @@ impl ScheduleStore for PostgresDb {
             .await;
         let missing = || DbError::new(DbErrorKind::NotFound, format!("schedule {} does not exist", run.schedule_id));
         match row {
-            Ok(Some(row)) => run_from_row(&row),
+            Ok(Some(row)) => schedule_run_from_row::<Postgres>(&row),
             Ok(None) => Err(missing()),
             Err(sqlx::Error::Database(d)) if d.is_unique_violation() => {
                 Err(DbError::new(DbErrorKind::Conflict, format!("schedule run {} already exists", run.id))
@@ -477,7 +391,7 @@ impl ScheduleStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot update schedule run {id}"), e))?;
-        row.as_ref().map(run_from_row).transpose()
+        row.as_ref().map(schedule_run_from_row::<Postgres>).transpose()
     }
 
     async fn get_schedule_run(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<ScheduleRun>> {
@@ -491,7 +405,7 @@ impl ScheduleStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read schedule run {id}"), e))?;
-        row.as_ref().map(run_from_row).transpose()
+        row.as_ref().map(schedule_run_from_row::<Postgres>).transpose()
     }
 
     async fn get_schedule_runs(
@@ -519,7 +433,7 @@ impl ScheduleStore for PostgresDb {
             .map_err(|e| db_error(&what, e))?;
         let runs = crate::codec::readable(
             "schedule run",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), run_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_run_from_row::<Postgres>(r))),
         );
         let total: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {t} WHERE {clause}")))
             .bind(schedule_id)
@@ -545,7 +459,7 @@ impl ScheduleStore for PostgresDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot read the latest schedule runs", e))?;
-        rows.iter().map(|row| run_from_row(row).map(|r| (r.schedule_id.clone(), r))).collect()
+        rows.iter().map(|row| schedule_run_from_row::<Postgres>(row).map(|r| (r.schedule_id.clone(), r))).collect()
     }
 
     async fn delete_schedule_runs(&self, schedule_id: &str, before: i64) -> DbResult<u64> {

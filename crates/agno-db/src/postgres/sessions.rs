@@ -6,53 +6,16 @@ use agno_core::{
     StateUpdate, now_epoch_secs,
 };
 use async_trait::async_trait;
-use serde_json::{Map, Value};
-use sqlx::postgres::PgRow;
+use serde_json::Value;
+use sqlx::Postgres;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{PostgresDb, db_error, sanitize, value_column};
 use crate::codec::{decode_listed_run, keep_latest, merge_legacy_runs, session_type_of};
+use crate::sql::sessions::session_from_row;
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
      agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
-
-fn session_from_row(row: &PgRow) -> DbResult<AgentSession> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read sessions.{col}"), e))
-    };
-    let json = |col: &str| -> DbResult<Option<Value>> {
-        row.try_get::<Option<Value>, _>(col)
-            .map(value_column)
-            .map_err(|e| db_error(&format!("cannot read sessions.{col}"), e))
-    };
-    let object = |col: &str| -> DbResult<Option<Map<String, Value>>> {
-        Ok(match json(col)? {
-            Some(Value::Object(m)) => Some(m),
-            _ => None,
-        })
-    };
-    let session_id: String = row.try_get("session_id").map_err(|e| db_error("cannot read sessions.session_id", e))?;
-    let mut session = AgentSession::new(session_id);
-    session.agent_id = text("agent_id")?;
-    session.team_id = text("team_id")?;
-    session.workflow_id = text("workflow_id")?;
-    session.user_id = text("user_id")?;
-    session.session_data = object("session_data")?;
-    session.agent_data = object("agent_data")?;
-    session.metadata = object("metadata")?;
-    session.summary = json("summary")?.and_then(|v| serde_json::from_value(v).ok());
-    for col in ["team_data", "workflow_data"] {
-        if let Some(v) = json(col)? {
-            session.extra.insert(col.to_owned(), v);
-        }
-    }
-    session.created_at =
-        row.try_get::<Option<i64>, _>("created_at").map_err(|e| db_error("cannot read sessions.created_at", e))?;
-    session.updated_at =
-        row.try_get::<Option<i64>, _>("updated_at").map_err(|e| db_error("cannot read sessions.updated_at", e))?;
-    session.runs = None;
-    Ok(session)
-}
 
 /// A JSONB column value to write: `None` stays SQL NULL.
 fn json_param<T: serde::Serialize>(value: Option<&T>, what: &str) -> DbResult<Option<Value>> {
@@ -152,7 +115,7 @@ impl PostgresDb {
         } else {
             None
         };
-        Ok(Some((session_from_row(&row)?, blob)))
+        Ok(Some((session_from_row::<Postgres>(&row)?, blob)))
     }
 }
 
@@ -236,7 +199,7 @@ impl SessionStore for PostgresDb {
             .map_err(|e| db_error("cannot list sessions", e))?;
         let sessions = crate::codec::readable(
             "session",
-            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row::<Postgres>(r))),
         );
         let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {filter}");
         let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))
@@ -268,7 +231,7 @@ impl SessionStore for PostgresDb {
             .fetch_optional(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot rename session {session_id}"), e))?;
-        row.as_ref().map(session_from_row).transpose()
+        row.as_ref().map(session_from_row::<Postgres>).transpose()
     }
 
     async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool> {

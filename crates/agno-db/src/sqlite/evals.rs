@@ -1,16 +1,14 @@
 //! Eval runs in SQLite (`agno_eval_runs`, as Python Agno 3.x shapes it): filters, paging and
 //! counts run in SQL, and a given `user_id` is part of every statement.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, EvalType, now_epoch_secs,
-};
+use agno_core::{DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, now_epoch_secs};
 use async_trait::async_trait;
-use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
+use sqlx::Sqlite;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{SqliteDb, db_error};
-use crate::codec::{json_column, object_column, to_json_text};
+use crate::codec::to_json_text;
+use crate::sql::evals::eval_from_row;
 
 const COLUMNS: &str = "run_id, eval_type, eval_data, eval_input, name, agent_id, team_id, workflow_id, model_id, \
      model_provider, evaluated_component_name, user_id, created_at, updated_at";
@@ -24,44 +22,6 @@ pub(crate) fn evals_ddl(t: &str) -> Vec<String> {
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_created_at ON {t} (created_at)"),
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_user_id ON {t} (user_id)"),
     ]
-}
-
-/// The stored `eval_type` text as an [`EvalType`].
-pub(crate) fn parse_eval_type(text: &str, run_id: &str) -> DbResult<EvalType> {
-    serde_json::from_value(Value::String(text.to_owned())).map_err(|e| {
-        DbError::new(DbErrorKind::Other, format!("eval run {run_id} has an unknown eval_type {text:?}")).with_source(e)
-    })
-}
-
-fn eval_from_row(row: &SqliteRow) -> DbResult<EvalRunRecord> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read eval_runs.{col}"), e))
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read eval_runs.{col}"), e))
-    };
-    let run_id = text("run_id")?.unwrap_or_default();
-    let eval_type = parse_eval_type(&text("eval_type")?.unwrap_or_default(), &run_id)?;
-    let eval_data = match json_column(text("eval_data")?)? {
-        Some(Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    };
-    Ok(EvalRunRecord {
-        eval_type,
-        eval_data,
-        eval_input: object_column(text("eval_input")?)?,
-        name: text("name")?,
-        agent_id: text("agent_id")?,
-        team_id: text("team_id")?,
-        workflow_id: text("workflow_id")?,
-        model_id: text("model_id")?,
-        model_provider: text("model_provider")?,
-        evaluated_component_name: text("evaluated_component_name")?,
-        user_id: text("user_id")?,
-        created_at: number("created_at")?,
-        updated_at: number("updated_at")?,
-        run_id,
-    })
 }
 
 /// The WHERE clause of an eval listing and its binds, in order.
@@ -144,7 +104,7 @@ impl EvalStore for SqliteDb {
             .await
             .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot read eval run {run_id}"), e))?;
-        row.as_ref().map(eval_from_row).transpose()
+        row.as_ref().map(eval_from_row::<Sqlite>).transpose()
     }
 
     async fn get_eval_runs(&self, query: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
@@ -157,7 +117,7 @@ impl EvalStore for SqliteDb {
             self.page_and_count(&select, &count, &binds, (query.limit, query.page), "eval runs").await?;
         let evals = crate::codec::readable(
             "eval run",
-            rows.iter().map(|r| (r.try_get::<String, _>("run_id").ok(), eval_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("run_id").ok(), eval_from_row::<Sqlite>(r))),
         );
         Ok((evals, total))
     }
@@ -204,6 +164,6 @@ impl EvalStore for SqliteDb {
             .await
             .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot rename eval run {run_id}"), e))?;
-        row.as_ref().map(eval_from_row).transpose()
+        row.as_ref().map(eval_from_row::<Sqlite>).transpose()
     }
 }

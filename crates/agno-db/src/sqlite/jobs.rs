@@ -10,12 +10,11 @@ use agno_core::{
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::{AssertSqlSafe, Sqlite};
 
 use super::{SqliteDb, db_error};
 use crate::codec::to_json_text;
-use crate::schedules::JOB_COLUMNS;
+use crate::sql::jobs::{self, JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
 /// Jobs listed per page when no limit is given.
 const JOBS_PAGE: usize = 20;
@@ -50,58 +49,6 @@ pub(crate) fn events_ddl(t: &str) -> Vec<String> {
     )]
 }
 
-fn event_from_row(row: &SqliteRow) -> DbResult<StoredEvent> {
-    let read = |e| db_error("cannot read an event", e);
-    Ok(StoredEvent {
-        event_index: row.try_get("event_index").map_err(read)?,
-        attempt: row.try_get("attempt").map_err(read)?,
-        event: row.try_get("event").map_err(read)?,
-        data: row.try_get("data").map_err(read)?,
-        created_at: row.try_get("created_at").map_err(read)?,
-    })
-}
-
-fn job_from_row(row: &SqliteRow) -> DbResult<Job> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read jobs.{col}"), e))
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read jobs.{col}"), e))
-    };
-    let id = text("id")?.unwrap_or_default();
-    let status = text("status")?.unwrap_or_default();
-    let status = JobStatus::parse(&status)
-        .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("job {id} has an unknown status {status:?}")))?;
-    // The table is new in 3.x: the payload is plain JSON text, never 2.x's double encoding.
-    let payload = match text("payload")? {
-        Some(t) => serde_json::from_str(&t).map_err(|e| {
-            DbError::new(DbErrorKind::Other, format!("job {id} has a corrupt payload: {e}")).with_source(e)
-        })?,
-        None => Value::Null,
-    };
-    Ok(Job {
-        component_type: text("component_type")?.unwrap_or_default(),
-        job_type: text("job_type")?.unwrap_or_default(),
-        deployment_id: text("deployment_id")?,
-        component_id: text("component_id")?.unwrap_or_default(),
-        session_id: text("session_id")?.unwrap_or_default(),
-        user_id: text("user_id")?,
-        payload,
-        status,
-        attempt: number("attempt")?.unwrap_or_default(),
-        max_attempts: number("max_attempts")?.unwrap_or(1),
-        idempotency_key: text("idempotency_key")?,
-        available_at: number("available_at")?.unwrap_or_default(),
-        locked_by: text("locked_by")?,
-        locked_at: number("locked_at")?,
-        error: text("error")?,
-        created_at: number("created_at")?.unwrap_or_default(),
-        updated_at: number("updated_at")?,
-        completed_at: number("completed_at")?,
-        id,
-    })
-}
-
 /// The predicate a worker writing for attempt `attempt` must still satisfy (three binds: id,
 /// worker, attempt): the job runs under its claim, or was cancelled while it ran.
 const HOLDS: &str = "id = ? AND locked_by = ? AND attempt = ? AND status IN ('running', 'cancelled')";
@@ -126,7 +73,7 @@ impl SqliteDb {
             .fetch_all(conn)
             .await
             .map_err(|e| db_error("cannot read the job of an idempotency key", e))?;
-        rows.first().map(job_from_row).transpose()
+        rows.first().map(job_from_row::<Sqlite>).transpose()
     }
 }
 
@@ -136,11 +83,10 @@ impl JobStore for SqliteDb {
         let t = &self.tables().jobs;
         // An empty key is no key (as in Agno): the unique indexes would otherwise cover ''.
         let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
-        let insert = format!(
-            "INSERT INTO {t} ({JOB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}"
-        );
-        let payload = to_json_text(&job.payload)?;
+        let values = job_placeholders::<Sqlite>();
+        let insert =
+            format!("INSERT INTO {t} ({JOB_COLUMNS}) VALUES ({values}) ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}");
+        let _payload = to_json_text(&job.payload)?;
         let _turn = self.write_turn().await;
         // IMMEDIATE: the depth count and the insert hold the write lock together, also against
         // other processes sharing the file.
@@ -159,35 +105,17 @@ impl JobStore for SqliteDb {
                 return Ok(existing.map_or(Enqueued::QueueFull, Enqueued::Duplicate));
             }
         }
-        let inserted = sqlx::query(AssertSqlSafe(insert))
-            .bind(&job.id)
-            .bind(&job.component_type)
-            .bind(&job.job_type)
-            .bind(&job.deployment_id)
-            .bind(&job.component_id)
-            .bind(&job.session_id)
-            .bind(&job.user_id)
-            .bind(payload)
-            .bind(job.status.as_str())
-            .bind(job.attempt)
-            .bind(job.max_attempts)
-            .bind(key)
-            .bind(job.available_at)
-            .bind(&job.locked_by)
-            .bind(job.locked_at)
-            .bind(&job.error)
-            .bind(job.created_at)
-            .bind(job.updated_at)
-            .bind(job.completed_at)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
+        let inserted =
+            crate::sql::bind_all::<Sqlite>(sqlx::query(AssertSqlSafe(insert)), job_cells::<Sqlite>(job, key))?
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
         // Nothing inserted: a unique index decided. The key's original job, else the id is taken.
         let existing =
             if inserted.is_empty() { self.job_by_key(&mut tx, key, job.user_id.as_deref()).await? } else { None };
         tx.commit().await.map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
         if let Some(row) = inserted.first() {
-            return Ok(Enqueued::Accepted(job_from_row(row)?));
+            return Ok(Enqueued::Accepted(job_from_row::<Sqlite>(row)?));
         }
         existing
             .map(Enqueued::Duplicate)
@@ -224,7 +152,7 @@ impl JobStore for SqliteDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot claim a job", e))?;
-        rows.first().map(job_from_row).transpose()
+        rows.first().map(job_from_row::<Sqlite>).transpose()
     }
 
     async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
@@ -327,7 +255,7 @@ impl JobStore for SqliteDb {
                 .await
                 .map_err(|e| db_error("cannot sweep abandoned cancelled jobs", e))?,
         );
-        rows.iter().map(job_from_row).collect()
+        rows.iter().map(job_from_row::<Sqlite>).collect()
     }
 
     async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
@@ -425,12 +353,7 @@ impl JobStore for SqliteDb {
     }
 
     async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
-        let sql = format!("SELECT id FROM {} WHERE status = 'cancelled' AND locked_by = ?", self.tables().jobs);
-        sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(worker_id)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read cancelled jobs", e))
+        jobs::cancelled_jobs::<Sqlite>(self.pool(), &self.tables().jobs, worker_id).await
     }
 
     async fn append_events(
@@ -474,29 +397,11 @@ impl JobStore for SqliteDb {
     }
 
     async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
-        let sql = format!(
-            "SELECT event_index, attempt, event, data, created_at FROM {} WHERE run_id = ? AND event_index > ? \
-             ORDER BY event_index LIMIT ?",
-            self.tables().events
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(run_id)
-            .bind(after)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))?;
-        rows.iter().map(event_from_row).collect()
+        jobs::read_events::<Sqlite>(self.pool(), &self.tables().events, run_id, after, limit).await
     }
 
     async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
-        let sql = format!("SELECT MAX(event_index) FROM {} WHERE run_id = ?", self.tables().events);
-        let rows: Vec<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(run_id)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read the events of run {run_id}"), e))?;
-        Ok(rows.into_iter().next().flatten())
+        jobs::last_event_index::<Sqlite>(self.pool(), &self.tables().events, run_id).await
     }
 
     async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
@@ -550,7 +455,7 @@ impl JobStore for SqliteDb {
             .await
             .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
         let rollback = |e| db_error(&format!("cannot continue job {job_id}"), e);
-        let Some(job) = rows.first().map(job_from_row).transpose()? else {
+        let Some(job) = rows.first().map(job_from_row::<Sqlite>).transpose()? else {
             tx.rollback().await.map_err(rollback)?;
             return Ok(Continued::Conflict(None));
         };
@@ -580,7 +485,7 @@ impl JobStore for SqliteDb {
         .map_err(|e| db_error(&format!("cannot continue job {job_id}"), e))?;
         tx.commit().await.map_err(|e| db_error(&format!("cannot continue job {job_id}"), e))?;
         match rows.first() {
-            Some(row) => Ok(Continued::Queued(job_from_row(row)?)),
+            Some(row) => Ok(Continued::Queued(job_from_row::<Sqlite>(row)?)),
             None => Ok(Continued::Conflict(Some(job))),
         }
     }
@@ -613,7 +518,7 @@ impl JobStore for SqliteDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
-        rows.first().map(job_from_row).transpose()
+        rows.first().map(job_from_row::<Sqlite>).transpose()
     }
 
     async fn list_jobs(
@@ -630,6 +535,6 @@ impl JobStore for SqliteDb {
         let binds = [status.clone(), status];
         let paging = (Some(limit.unwrap_or(JOBS_PAGE)), page);
         let (rows, total) = self.page_and_count(&select, &count, &binds, paging, "jobs").await?;
-        Ok((rows.iter().map(job_from_row).collect::<DbResult<_>>()?, total))
+        Ok((rows.iter().map(job_from_row::<Sqlite>).collect::<DbResult<_>>()?, total))
     }
 }

@@ -6,11 +6,12 @@ use agno_core::{
     DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore, new_id, now_epoch_secs,
 };
 use async_trait::async_trait;
-use sqlx::sqlite::SqliteRow;
+use sqlx::Sqlite;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{SqliteDb, db_error};
-use crate::codec::{object_column, to_json_text};
+use crate::codec::to_json_text;
+use crate::sql::knowledge::knowledge_from_row;
 
 const COLUMNS: &str = "id, name, description, metadata, type, size, linked_to, access_count, status, status_message, \
      created_at, updated_at, external_id, user_id";
@@ -25,31 +26,6 @@ pub(crate) fn knowledge_ddl(t: &str) -> Vec<String> {
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_user_id ON {t} (user_id)"),
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_user_id_linked_to ON {t} (user_id, linked_to)"),
     ]
-}
-
-fn knowledge_from_row(row: &SqliteRow) -> DbResult<KnowledgeRow> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read knowledge.{col}"), e))
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read knowledge.{col}"), e))
-    };
-    Ok(KnowledgeRow {
-        id: text("id")?,
-        name: text("name")?.unwrap_or_default(),
-        description: text("description")?.unwrap_or_default(),
-        metadata: object_column(text("metadata")?)?,
-        kind: text("type")?,
-        size: number("size")?,
-        linked_to: text("linked_to")?,
-        access_count: number("access_count")?,
-        status: text("status")?,
-        status_message: text("status_message")?,
-        user_id: text("user_id")?,
-        created_at: number("created_at")?,
-        updated_at: number("updated_at")?,
-        external_id: text("external_id")?,
-    })
 }
 
 /// Rows a caller sees: with a `user_id`, its own and the shared ones. Binds the user twice.
@@ -112,7 +88,7 @@ impl KnowledgeStore for SqliteDb {
             .await
             .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot read knowledge content {id}"), e))?;
-        row.as_ref().map(knowledge_from_row).transpose()
+        row.as_ref().map(knowledge_from_row::<Sqlite>).transpose()
     }
 
     async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
@@ -131,7 +107,7 @@ impl KnowledgeStore for SqliteDb {
             self.page_and_count(&select, &count, &binds, (query.limit, query.page), "knowledge contents").await?;
         let list = crate::codec::readable(
             "knowledge content",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row::<Sqlite>(r))),
         );
         Ok((list, total))
     }

@@ -5,13 +5,13 @@ use agno_core::{
     new_id, now_epoch_secs,
 };
 use async_trait::async_trait;
-use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
+use sqlx::Sqlite;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{SqliteDb, db_error};
-use crate::codec::{json_column, to_json_text};
+use crate::codec::to_json_text;
 use crate::memories::page_bounds;
+use crate::sql::memories::memory_from_row;
 
 const COLUMNS: &str = "memory_id, memory, input, agent_id, team_id, user_id, topics, feedback, created_at, updated_at";
 
@@ -24,33 +24,6 @@ pub(crate) fn memories_ddl(t: &str) -> Vec<String> {
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_user_id ON {t} (user_id)"),
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_created_at ON {t} (created_at)"),
     ]
-}
-
-fn memory_from_row(row: &SqliteRow) -> DbResult<UserMemory> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read memories.{col}"), e))
-    };
-    let memory = match json_column(text("memory")?)? {
-        Some(Value::String(s)) => s,
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
-    let topics = match json_column(text("topics")?)? {
-        Some(Value::Array(list)) => Some(list.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()),
-        _ => None,
-    };
-    Ok(UserMemory {
-        memory_id: text("memory_id")?,
-        memory,
-        topics,
-        user_id: text("user_id")?,
-        input: text("input")?,
-        agent_id: text("agent_id")?,
-        team_id: text("team_id")?,
-        feedback: text("feedback")?,
-        created_at: row.try_get("created_at").map_err(|e| db_error("created_at", e))?,
-        updated_at: row.try_get("updated_at").map_err(|e| db_error("updated_at", e))?,
-    })
 }
 
 /// The WHERE clause of a memory listing and its binds, in order.
@@ -122,7 +95,7 @@ impl MemoryStore for SqliteDb {
             .await
             .map(|rows| rows.into_iter().next())
             .map_err(|e| db_error(&format!("cannot read memory {memory_id}"), e))?;
-        row.as_ref().map(memory_from_row).transpose()
+        row.as_ref().map(memory_from_row::<Sqlite>).transpose()
     }
 
     async fn get_user_memories(&self, query: &MemoryQuery) -> DbResult<MemoryPage> {
@@ -138,7 +111,7 @@ impl MemoryStore for SqliteDb {
         let (rows, total) = self.page_and_count(&select, &count, &binds, (query.limit, query.page), "memories").await?;
         let memories = crate::codec::readable(
             "memory",
-            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row::<Sqlite>(r))),
         );
         Ok(MemoryPage { memories, total })
     }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use agno_core::{
-    Cell, DbError, DbErrorKind, DbResult, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleStore,
+    DbError, DbErrorKind, DbResult, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleStore,
     ScheduleUpdate, now_epoch_secs,
 };
 use async_trait::async_trait;
@@ -14,10 +14,13 @@ use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{AssertSqlSafe, Row, Sqlite};
 
 use super::{SqliteDb, db_error};
-use crate::codec::{json_column, to_json_text};
-use crate::schedules::SCHEDULE_COLUMNS;
+use crate::codec::to_json_text;
 use crate::schedules::SCHEDULE_RUN_COLUMNS as RUN_COLUMNS;
 use crate::schedules::{SCHEDULE_RUNS_PAGE, SCHEDULES_PAGE};
+use crate::sql::schedules::{
+    SCHEDULE_COLUMNS, schedule_cells, schedule_from_row, schedule_placeholders, schedule_run_from_row,
+};
+use crate::sql::{Dialect, bind_all};
 
 /// The schedules table as Python Agno 3.1 creates it (columns, indexes, the per-owner unique
 /// names as two partial indexes).
@@ -50,79 +53,7 @@ pub(crate) fn schedule_runs_ddl(t: &str, schedules: &str) -> Vec<String> {
     ddl
 }
 
-fn schedule_from_row(row: &SqliteRow) -> DbResult<Schedule> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read schedules.{col}"), e))
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read schedules.{col}"), e))
-    };
-    Ok(Schedule {
-        id: text("id")?.unwrap_or_default(),
-        name: text("name")?.unwrap_or_default(),
-        description: text("description")?,
-        method: text("method")?.unwrap_or_default(),
-        endpoint: text("endpoint")?.unwrap_or_default(),
-        payload: json_column(text("payload")?)?,
-        cron_expr: text("cron_expr")?.unwrap_or_default(),
-        timezone: text("timezone")?.unwrap_or_default(),
-        timeout_seconds: number("timeout_seconds")?.unwrap_or_default(),
-        max_retries: number("max_retries")?.unwrap_or_default(),
-        retry_delay_seconds: number("retry_delay_seconds")?.unwrap_or_default(),
-        enabled: number("enabled")?.unwrap_or_default() != 0,
-        next_run_at: number("next_run_at")?,
-        locked_by: text("locked_by")?,
-        locked_at: number("locked_at")?,
-        user_id: text("user_id")?,
-        managed_by: text("managed_by")?,
-        target_type: text("target_type")?,
-        target_id: text("target_id")?,
-        created_by_run_id: text("created_by_run_id")?,
-        created_by_session_id: text("created_by_session_id")?,
-        updated_by_run_id: text("updated_by_run_id")?,
-        updated_by_session_id: text("updated_by_session_id")?,
-        disabled_reason: text("disabled_reason")?,
-        created_at: number("created_at")?.unwrap_or_default(),
-        updated_at: number("updated_at")?,
-    })
-}
-
-fn run_from_row(row: &SqliteRow) -> DbResult<ScheduleRun> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read schedule_runs.{col}"), e))
-    };
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read schedule_runs.{col}"), e))
-    };
-    Ok(ScheduleRun {
-        id: text("id")?.unwrap_or_default(),
-        schedule_id: text("schedule_id")?.unwrap_or_default(),
-        attempt: number("attempt")?.unwrap_or(1),
-        triggered_at: number("triggered_at")?,
-        completed_at: number("completed_at")?,
-        status: text("status")?.unwrap_or_default(),
-        status_code: number("status_code")?,
-        run_id: text("run_id")?,
-        session_id: text("session_id")?,
-        error: text("error")?,
-        input: json_column(text("input")?)?,
-        output: json_column(text("output")?)?,
-        requirements: json_column(text("requirements")?)?,
-        user_id: text("user_id")?,
-        created_at: number("created_at")?.unwrap_or_default(),
-    })
-}
-
 type Query<'q> = sqlx::query::Query<'q, Sqlite, SqliteArguments>;
-
-fn bind_cell(q: Query<'_>, cell: Cell) -> DbResult<Query<'_>> {
-    Ok(match cell {
-        Cell::Text(v) => q.bind(v),
-        Cell::Int(v) => q.bind(v),
-        Cell::Bool(v) => q.bind(v),
-        Cell::Json(v) => q.bind(v.as_ref().map(to_json_text).transpose()?),
-    })
-}
 
 fn name_conflict(e: sqlx::Error, name: &str, id: &str) -> DbError {
     match &e {
@@ -148,35 +79,9 @@ impl SqliteDb {
 impl ScheduleStore for SqliteDb {
     async fn create_schedule(&self, s: &Schedule) -> DbResult<Schedule> {
         let _turn = self.write_turn().await;
-        let marks = vec!["?"; 26].join(", ");
+        let marks = schedule_placeholders::<Sqlite>();
         let sql = format!("INSERT INTO {} ({SCHEDULE_COLUMNS}) VALUES ({marks})", self.tables().schedules);
-        sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(&s.id)
-            .bind(&s.name)
-            .bind(&s.description)
-            .bind(&s.method)
-            .bind(&s.endpoint)
-            .bind(s.payload.as_ref().map(to_json_text).transpose()?)
-            .bind(&s.cron_expr)
-            .bind(&s.timezone)
-            .bind(s.timeout_seconds)
-            .bind(s.max_retries)
-            .bind(s.retry_delay_seconds)
-            .bind(s.enabled)
-            .bind(s.next_run_at)
-            .bind(&s.locked_by)
-            .bind(s.locked_at)
-            .bind(&s.user_id)
-            .bind(&s.managed_by)
-            .bind(&s.target_type)
-            .bind(&s.target_id)
-            .bind(&s.created_by_run_id)
-            .bind(&s.created_by_session_id)
-            .bind(&s.updated_by_run_id)
-            .bind(&s.updated_by_session_id)
-            .bind(&s.disabled_reason)
-            .bind(s.created_at)
-            .bind(s.updated_at)
+        bind_all::<Sqlite>(sqlx::query(AssertSqlSafe(sql.as_str())), schedule_cells::<Sqlite>(s))?
             .execute(self.pool())
             .await
             .map_err(|e| name_conflict(e, &s.name, &s.id))?;
@@ -189,14 +94,22 @@ impl ScheduleStore for SqliteDb {
             self.tables().schedules
         );
         let q = sqlx::query(AssertSqlSafe(sql)).bind(id).bind(user_id).bind(user_id);
-        self.first_row(q, &format!("cannot read schedule {id}")).await?.as_ref().map(schedule_from_row).transpose()
+        self.first_row(q, &format!("cannot read schedule {id}"))
+            .await?
+            .as_ref()
+            .map(schedule_from_row::<Sqlite>)
+            .transpose()
     }
 
     async fn get_schedule_by_name(&self, name: &str, user_id: Option<&str>) -> DbResult<Option<Schedule>> {
         // `IS` matches NULL to NULL: no owner addresses the unowned bucket only.
         let sql = format!("SELECT {SCHEDULE_COLUMNS} FROM {} WHERE name = ? AND user_id IS ?", self.tables().schedules);
         let q = sqlx::query(AssertSqlSafe(sql)).bind(name).bind(user_id);
-        self.first_row(q, &format!("cannot read schedule {name:?}")).await?.as_ref().map(schedule_from_row).transpose()
+        self.first_row(q, &format!("cannot read schedule {name:?}"))
+            .await?
+            .as_ref()
+            .map(schedule_from_row::<Sqlite>)
+            .transpose()
     }
 
     async fn get_schedules(&self, query: &ScheduleQuery) -> DbResult<(Vec<Schedule>, u64)> {
@@ -211,7 +124,7 @@ impl ScheduleStore for SqliteDb {
         Ok((
             crate::codec::readable(
                 "schedule",
-                rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_from_row(r))),
+                rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_from_row::<Sqlite>(r))),
             ),
             total,
         ))
@@ -233,7 +146,7 @@ impl ScheduleStore for SqliteDb {
         let _turn = self.write_turn().await;
         let mut q = sqlx::query(AssertSqlSafe(sql));
         for (_, cell) in cols {
-            q = bind_cell(q, cell)?;
+            q = Sqlite::bind(q, cell)?;
         }
         let rows = q
             .bind(id)
@@ -242,7 +155,7 @@ impl ScheduleStore for SqliteDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| name_conflict(e, &name, id))?;
-        rows.first().map(schedule_from_row).transpose()
+        rows.first().map(schedule_from_row::<Sqlite>).transpose()
     }
 
     async fn delete_schedule(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
@@ -296,7 +209,7 @@ impl ScheduleStore for SqliteDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot claim a due schedule", e))?;
-        rows.first().map(schedule_from_row).transpose()
+        rows.first().map(schedule_from_row::<Sqlite>).transpose()
     }
 
     async fn release_schedule(
@@ -374,7 +287,7 @@ impl ScheduleStore for SqliteDb {
                 _ => db_error(&format!("cannot write schedule run {}", run.id), e),
             })?;
         match rows.first() {
-            Some(row) => run_from_row(row),
+            Some(row) => schedule_run_from_row::<Sqlite>(row),
             None => Err(DbError::new(DbErrorKind::NotFound, format!("schedule {} does not exist", run.schedule_id))),
         }
     }
@@ -389,11 +302,11 @@ impl ScheduleStore for SqliteDb {
         let _turn = self.write_turn().await;
         let mut q = sqlx::query(AssertSqlSafe(sql));
         for (_, cell) in cols {
-            q = bind_cell(q, cell)?;
+            q = Sqlite::bind(q, cell)?;
         }
         let rows =
             q.bind(id).fetch_all(self.pool()).await.map_err(|e| db_error(&format!("cannot update run {id}"), e))?;
-        rows.first().map(run_from_row).transpose()
+        rows.first().map(schedule_run_from_row::<Sqlite>).transpose()
     }
 
     async fn get_schedule_run(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<ScheduleRun>> {
@@ -402,7 +315,11 @@ impl ScheduleStore for SqliteDb {
             self.tables().schedule_runs
         );
         let q = sqlx::query(AssertSqlSafe(sql)).bind(id).bind(user_id).bind(user_id);
-        self.first_row(q, &format!("cannot read schedule run {id}")).await?.as_ref().map(run_from_row).transpose()
+        self.first_row(q, &format!("cannot read schedule run {id}"))
+            .await?
+            .as_ref()
+            .map(schedule_run_from_row::<Sqlite>)
+            .transpose()
     }
 
     async fn get_schedule_runs(
@@ -423,7 +340,7 @@ impl ScheduleStore for SqliteDb {
         Ok((
             crate::codec::readable(
                 "schedule run",
-                rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), run_from_row(r))),
+                rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), schedule_run_from_row::<Sqlite>(r))),
             ),
             total,
         ))
@@ -445,7 +362,7 @@ impl ScheduleStore for SqliteDb {
             q = q.bind(id);
         }
         let rows = q.fetch_all(self.pool()).await.map_err(|e| db_error("cannot read the latest schedule runs", e))?;
-        rows.iter().map(run_from_row).map(|r| r.map(|r| (r.schedule_id.clone(), r))).collect()
+        rows.iter().map(schedule_run_from_row::<Sqlite>).map(|r| r.map(|r| (r.schedule_id.clone(), r))).collect()
     }
 
     async fn delete_schedule_runs(&self, schedule_id: &str, before: i64) -> DbResult<u64> {

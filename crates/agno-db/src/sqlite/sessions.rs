@@ -8,43 +8,16 @@ use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::Sqlite;
 
 use super::{SqliteDb, db_error};
 use crate::codec::{
     decode_listed_text, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of, to_json_text,
 };
+use crate::sql::sessions::session_from_row;
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
      agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
-
-pub(crate) fn session_from_row(row: &SqliteRow) -> DbResult<AgentSession> {
-    let get_text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read sessions.{col}"), e))
-    };
-    let session_id: String = row.try_get("session_id").map_err(|e| db_error("cannot read sessions.session_id", e))?;
-    let mut session = AgentSession::new(session_id);
-    session.agent_id = get_text("agent_id")?;
-    session.team_id = get_text("team_id")?;
-    session.workflow_id = get_text("workflow_id")?;
-    session.user_id = get_text("user_id")?;
-    session.session_data = object_column(get_text("session_data")?)?;
-    session.agent_data = object_column(get_text("agent_data")?)?;
-    session.metadata = object_column(get_text("metadata")?)?;
-    session.summary = match json_column(get_text("summary")?)? {
-        Some(v) => serde_json::from_value(v).ok(),
-        None => None,
-    };
-    for col in ["team_data", "workflow_data"] {
-        if let Some(v) = json_column(get_text(col)?)? {
-            session.extra.insert(col.to_owned(), v);
-        }
-    }
-    session.created_at = row.try_get::<Option<i64>, _>("created_at").map_err(|e| db_error("created_at", e))?;
-    session.updated_at = row.try_get::<Option<i64>, _>("updated_at").map_err(|e| db_error("updated_at", e))?;
-    session.runs = None;
-    Ok(session)
-}
 
 fn extra_json(session: &AgentSession, key: &str) -> Option<String> {
     session.extra.get(key).filter(|v| !v.is_null()).map(Value::to_string)
@@ -102,7 +75,7 @@ impl SqliteDb {
         } else {
             None
         };
-        Ok(Some((session_from_row(&row)?, blob)))
+        Ok(Some((session_from_row::<Sqlite>(&row)?, blob)))
     }
 }
 
@@ -181,7 +154,7 @@ impl SessionStore for SqliteDb {
             .map_err(|e| db_error("cannot list sessions", e))?;
         let sessions = crate::codec::readable(
             "session",
-            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row::<Sqlite>(r))),
         );
         let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {filter}");
         let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql.as_str())))

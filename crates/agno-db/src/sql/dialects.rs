@@ -1,0 +1,143 @@
+//! The three SQL dialects: SQLite, PostgreSQL and MySQL/MariaDB, as [`Dialect`]s.
+
+use agno_core::{Cell, DbError, DbResult};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use sqlx::mysql::MySqlRow;
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{MySql, Pool, Postgres, Row, Sqlite};
+
+use super::{Dialect, Query, parse_json};
+use crate::codec::to_json_text;
+use crate::postgres::{clean_json, clean_text};
+
+/// `n` question marks.
+fn question_marks(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+impl Dialect for Sqlite {
+    type DB = Sqlite;
+
+    fn placeholder(_n: usize) -> String {
+        "?".to_owned()
+    }
+    fn placeholders(_first: usize, n: usize) -> String {
+        question_marks(n)
+    }
+    // JSON columns are text holding the JSON.
+    fn bind<'q>(q: Query<'q, Sqlite>, cell: Cell) -> DbResult<Query<'q, Sqlite>> {
+        Ok(match cell {
+            Cell::Text(v) => q.bind(v),
+            Cell::Int(v) => q.bind(v),
+            Cell::Bool(v) => q.bind(v),
+            Cell::Json(v) => q.bind(v.as_ref().map(to_json_text).transpose()?),
+        })
+    }
+    fn read_text(row: &SqliteRow, column: &str) -> Result<Option<String>, sqlx::Error> {
+        row.try_get(column)
+    }
+    fn read_int(row: &SqliteRow, column: &str) -> Result<Option<i64>, sqlx::Error> {
+        row.try_get(column)
+    }
+    fn read_bool(row: &SqliteRow, column: &str) -> Result<Option<bool>, sqlx::Error> {
+        row.try_get::<Option<i64>, _>(column).map(|v| v.map(|v| v != 0))
+    }
+    fn read_json(row: &SqliteRow, column: &str) -> Result<Option<Value>, sqlx::Error> {
+        parse_json(row.try_get(column)?)
+    }
+    fn fetch_all<'a>(
+        pool: &'a Pool<Sqlite>,
+        q: Query<'a, Sqlite>,
+    ) -> BoxFuture<'a, Result<Vec<SqliteRow>, sqlx::Error>> {
+        Box::pin(q.fetch_all(pool))
+    }
+    fn error(what: &str, e: sqlx::Error) -> DbError {
+        crate::sqlite::db_error(what, e)
+    }
+}
+
+impl Dialect for Postgres {
+    type DB = Postgres;
+
+    fn placeholder(n: usize) -> String {
+        format!("${n}")
+    }
+    fn placeholders(first: usize, n: usize) -> String {
+        (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+    }
+    // JSONB, without the characters PostgreSQL cannot store (as Python Agno strips them).
+    fn bind<'q>(q: Query<'q, Postgres>, cell: Cell) -> DbResult<Query<'q, Postgres>> {
+        Ok(match cell {
+            Cell::Text(v) => q.bind(v),
+            Cell::Int(v) => q.bind(v),
+            Cell::Bool(v) => q.bind(v),
+            Cell::Json(v) => q.bind(clean_json(v.as_ref())),
+        })
+    }
+    fn storable(text: Option<&str>) -> Option<String> {
+        clean_text(text)
+    }
+    fn read_text(row: &PgRow, column: &str) -> Result<Option<String>, sqlx::Error> {
+        row.try_get(column)
+    }
+    fn read_int(row: &PgRow, column: &str) -> Result<Option<i64>, sqlx::Error> {
+        row.try_get(column)
+    }
+    fn read_bool(row: &PgRow, column: &str) -> Result<Option<bool>, sqlx::Error> {
+        row.try_get(column)
+    }
+    // JSONB, or a JSON column Python Agno wrote as a JSON string holding the document.
+    fn read_json(row: &PgRow, column: &str) -> Result<Option<Value>, sqlx::Error> {
+        Ok(crate::postgres::value_column(row.try_get(column)?))
+    }
+    fn fetch_all<'a>(
+        pool: &'a Pool<Postgres>,
+        q: Query<'a, Postgres>,
+    ) -> BoxFuture<'a, Result<Vec<PgRow>, sqlx::Error>> {
+        Box::pin(q.fetch_all(pool))
+    }
+    fn error(what: &str, e: sqlx::Error) -> DbError {
+        crate::postgres::db_error(what, e)
+    }
+}
+
+impl Dialect for MySql {
+    type DB = MySql;
+
+    fn placeholder(_n: usize) -> String {
+        "?".to_owned()
+    }
+    fn placeholders(_first: usize, n: usize) -> String {
+        question_marks(n)
+    }
+    // JSON columns take JSON text; booleans are TINYINT.
+    fn bind<'q>(q: Query<'q, MySql>, cell: Cell) -> DbResult<Query<'q, MySql>> {
+        Ok(match cell {
+            Cell::Text(v) => q.bind(v),
+            Cell::Int(v) => q.bind(v),
+            Cell::Bool(v) => q.bind(i64::from(v)),
+            Cell::Json(v) => q.bind(v.as_ref().map(to_json_text).transpose()?),
+        })
+    }
+    // Unchecked: text columns with a binary collation (and JSON) come back as bytes to sqlx.
+    fn read_text(row: &MySqlRow, column: &str) -> Result<Option<String>, sqlx::Error> {
+        row.try_get_unchecked(column)
+    }
+    fn read_int(row: &MySqlRow, column: &str) -> Result<Option<i64>, sqlx::Error> {
+        row.try_get(column)
+    }
+    fn read_bool(row: &MySqlRow, column: &str) -> Result<Option<bool>, sqlx::Error> {
+        row.try_get(column)
+    }
+    fn read_json(row: &MySqlRow, column: &str) -> Result<Option<Value>, sqlx::Error> {
+        parse_json(row.try_get_unchecked(column)?)
+    }
+    fn fetch_all<'a>(pool: &'a Pool<MySql>, q: Query<'a, MySql>) -> BoxFuture<'a, Result<Vec<MySqlRow>, sqlx::Error>> {
+        Box::pin(q.fetch_all(pool))
+    }
+    fn error(what: &str, e: sqlx::Error) -> DbError {
+        crate::mysql::db_error(what, e)
+    }
+}

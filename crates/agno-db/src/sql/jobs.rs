@@ -1,0 +1,152 @@
+//! `agno_jobs` (the durable queue) and its event log as every SQL adapter writes and reads
+//! them: the columns in table order, the values a job binds to them, and a row read back.
+
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, Job, JobStatus, StoredEvent};
+use serde_json::Value;
+use sqlx::{AssertSqlSafe, Database, Pool};
+
+use super::{Columns, Dialect, bind_all};
+
+pub(crate) use crate::schedules::JOB_COLUMNS;
+
+/// The table name errors give.
+const JOBS: &str = "agno_jobs";
+
+/// The placeholders of one job's [`JOB_COLUMNS`], numbered from 1.
+pub(crate) fn job_placeholders<D: Dialect>() -> String {
+    D::placeholders(1, 19)
+}
+
+/// The values of [`JOB_COLUMNS`] for `job`, with `key` as its idempotency key (an empty key is
+/// stored as none by the caller's choice).
+pub(crate) fn job_cells<D: Dialect>(job: &Job, key: Option<&str>) -> Vec<Cell> {
+    let text = |v: &Option<String>| Cell::Text(v.clone());
+    vec![
+        Cell::Text(Some(job.id.clone())),
+        Cell::Text(Some(job.component_type.clone())),
+        Cell::Text(Some(job.job_type.clone())),
+        text(&job.deployment_id),
+        Cell::Text(Some(job.component_id.clone())),
+        Cell::Text(Some(job.session_id.clone())),
+        text(&job.user_id),
+        Cell::Json(Some(job.payload.clone())),
+        Cell::Text(Some(job.status.as_str().to_owned())),
+        Cell::Int(Some(job.attempt)),
+        Cell::Int(Some(job.max_attempts)),
+        Cell::Text(key.map(str::to_owned)),
+        Cell::Int(Some(job.available_at)),
+        text(&job.locked_by),
+        Cell::Int(job.locked_at),
+        Cell::Text(D::storable(job.error.as_deref())),
+        Cell::Int(Some(job.created_at)),
+        Cell::Int(job.updated_at),
+        Cell::Int(job.completed_at),
+    ]
+}
+
+/// A job read back from a row holding [`JOB_COLUMNS`].
+///
+/// # Errors
+/// A column cannot be read, the status is not one of [`JobStatus`], or the payload is not JSON.
+pub(crate) fn job_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<Job> {
+    let c = Columns::<D>::of(row, JOBS);
+    let id = c.text("id")?.unwrap_or_default();
+    let status = c.text("status")?.unwrap_or_default();
+    let status = JobStatus::parse(&status)
+        .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("job {id} has an unknown status {status:?}")))?;
+    Ok(Job {
+        component_type: c.text("component_type")?.unwrap_or_default(),
+        job_type: c.text("job_type")?.unwrap_or_default(),
+        deployment_id: c.text("deployment_id")?,
+        component_id: c.text("component_id")?.unwrap_or_default(),
+        session_id: c.text("session_id")?.unwrap_or_default(),
+        user_id: c.text("user_id")?,
+        payload: c.json("payload")?.unwrap_or(Value::Null),
+        status,
+        attempt: c.int("attempt")?.unwrap_or_default(),
+        max_attempts: c.int("max_attempts")?.unwrap_or(1),
+        idempotency_key: c.text("idempotency_key")?,
+        available_at: c.int("available_at")?.unwrap_or_default(),
+        locked_by: c.text("locked_by")?,
+        locked_at: c.int("locked_at")?,
+        error: c.text("error")?,
+        created_at: c.int("created_at")?.unwrap_or_default(),
+        updated_at: c.int("updated_at")?,
+        completed_at: c.int("completed_at")?,
+        id,
+    })
+}
+
+/// A logged event read back from a row holding `event_index, attempt, event, data, created_at`.
+///
+/// # Errors
+/// A column cannot be read.
+pub(crate) fn event_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<StoredEvent> {
+    let c = Columns::<D>::of(row, "agno_job_events");
+    Ok(StoredEvent {
+        event_index: c.int("event_index")?.unwrap_or_default(),
+        attempt: c.int("attempt")?.unwrap_or_default(),
+        event: c.text("event")?.unwrap_or_default(),
+        data: c.text("data")?.unwrap_or_default(),
+        created_at: c.int("created_at")?.unwrap_or_default(),
+    })
+}
+
+/// The events of run `run_id` after index `after` (at most `limit`, in order) from the event
+/// log `table` (named as the dialect addresses it).
+///
+/// # Errors
+/// The statement fails or a row cannot be read.
+pub(crate) async fn read_events<D: Dialect>(
+    pool: &Pool<D::DB>,
+    table: &str,
+    run_id: &str,
+    after: i64,
+    limit: usize,
+) -> DbResult<Vec<StoredEvent>> {
+    let [run, after_mark, limit_mark] = [1, 2, 3].map(D::placeholder);
+    let sql = format!(
+        "SELECT event_index, attempt, event, data, created_at FROM {table} WHERE run_id = {run} \
+         AND event_index > {after_mark} ORDER BY event_index LIMIT {limit_mark}"
+    );
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let cells = [Cell::Text(Some(run_id.to_owned())), Cell::Int(Some(after)), Cell::Int(Some(limit))];
+    let q = bind_all::<D>(sqlx::query(AssertSqlSafe(sql)), cells)?;
+    let rows =
+        D::fetch_all(pool, q).await.map_err(|e| D::error(&format!("cannot read the events of run {run_id}"), e))?;
+    rows.iter().map(event_from_row::<D>).collect()
+}
+
+/// The index of the last event logged for run `run_id` in `table`, if any.
+///
+/// # Errors
+/// The statement fails.
+pub(crate) async fn last_event_index<D: Dialect>(
+    pool: &Pool<D::DB>,
+    table: &str,
+    run_id: &str,
+) -> DbResult<Option<i64>> {
+    let sql = format!("SELECT MAX(event_index) AS last_index FROM {table} WHERE run_id = {}", D::placeholder(1));
+    let q = bind_all::<D>(sqlx::query(AssertSqlSafe(sql)), [Cell::Text(Some(run_id.to_owned()))])?;
+    let rows =
+        D::fetch_all(pool, q).await.map_err(|e| D::error(&format!("cannot read the events of run {run_id}"), e))?;
+    match rows.first() {
+        Some(row) => Columns::<D>::of(row, "agno_job_events").int("last_index"),
+        None => Ok(None),
+    }
+}
+
+/// The ids of the jobs in `table` cancelled while `worker_id` ran them.
+///
+/// # Errors
+/// The statement fails.
+pub(crate) async fn cancelled_jobs<D: Dialect>(
+    pool: &Pool<D::DB>,
+    table: &str,
+    worker_id: &str,
+) -> DbResult<Vec<String>> {
+    let sql = format!("SELECT id FROM {table} WHERE status = 'cancelled' AND locked_by = {}", D::placeholder(1));
+    let q = bind_all::<D>(sqlx::query(AssertSqlSafe(sql)), [Cell::Text(Some(worker_id.to_owned()))])?;
+    let rows = D::fetch_all(pool, q).await.map_err(|e| D::error("cannot read cancelled jobs", e))?;
+    rows.iter().map(|row| Ok(Columns::<D>::of(row, JOBS).text("id")?.unwrap_or_default())).collect()
+}

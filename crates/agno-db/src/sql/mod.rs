@@ -1,0 +1,150 @@
+//! What the three SQL adapters (SQLite, PostgreSQL, MySQL/MariaDB) share, written once over a
+//! [`Dialect`]: how a value is bound and read back, how placeholders are spelled, how a driver
+//! error is classified. Each stored record has one description here (its columns in table
+//! order, the values it binds to them, and how a row reads back: [`jobs`], [`schedules`]) that
+//! every adapter uses;
+//! what truly differs per database (DDL, the claim statement, locks, notifications) stays in
+//! the adapter's own module.
+
+pub(crate) mod dialects;
+pub(crate) mod evals;
+pub(crate) mod jobs;
+pub(crate) mod knowledge;
+pub(crate) mod memories;
+pub(crate) mod schedules;
+pub(crate) mod sessions;
+
+use agno_core::{Cell, DbError, DbResult};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use sqlx::{Database, Pool};
+
+/// A query being bound, of the dialect's database.
+pub(crate) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments>;
+
+/// A row of the dialect's database.
+pub(crate) type Row<D> = <<D as Dialect>::DB as Database>::Row;
+
+/// What differs between the SQL databases in how records are written and read.
+pub(crate) trait Dialect {
+    /// The sqlx database.
+    type DB: Database;
+
+    /// The `n`th bind placeholder (`?`, or `$n`), counted from 1.
+    fn placeholder(n: usize) -> String;
+
+    /// `n` bind placeholders, comma-separated (`?, ?` or `$1, $2`), the first numbered `first`.
+    fn placeholders(first: usize, n: usize) -> String;
+
+    /// Binds one column value as the dialect stores its kind (JSON as text or JSONB, booleans
+    /// as integers or booleans).
+    ///
+    /// # Errors
+    /// A JSON value cannot be encoded.
+    fn bind<'q>(q: Query<'q, Self::DB>, cell: Cell) -> DbResult<Query<'q, Self::DB>>;
+
+    /// A free text a user or a model wrote (an error message) as the database can store it:
+    /// PostgreSQL cannot hold NUL and some other control characters, which are removed (as
+    /// Python Agno removes them); elsewhere unchanged.
+    fn storable(text: Option<&str>) -> Option<String> {
+        text.map(str::to_owned)
+    }
+
+    /// Reads a text column.
+    ///
+    /// # Errors
+    /// The column is missing or not text.
+    fn read_text(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<String>, sqlx::Error>;
+
+    /// Reads an integer column.
+    ///
+    /// # Errors
+    /// The column is missing or not an integer.
+    fn read_int(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<i64>, sqlx::Error>;
+
+    /// Reads a boolean column (an integer 0/1 where the dialect has no booleans).
+    ///
+    /// # Errors
+    /// The column is missing or not a boolean.
+    fn read_bool(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<bool>, sqlx::Error>;
+
+    /// Reads a JSON column as the dialect stores it (JSON text, JSONB), `None` for NULL.
+    ///
+    /// # Errors
+    /// The column is missing, or holds text that is not JSON (a decode error).
+    fn read_json(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<Value>, sqlx::Error>;
+
+    /// Runs `q` on `pool` and returns its rows.
+    fn fetch_all<'a>(
+        pool: &'a Pool<Self::DB>,
+        q: Query<'a, Self::DB>,
+    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
+
+    /// Classifies a driver error (conflict, unavailable, schema too old) with what was being done.
+    fn error(what: &str, e: sqlx::Error) -> DbError;
+}
+
+/// The columns of one row of `table`, read by name with errors that name the column.
+pub(crate) struct Columns<'r, D: Dialect> {
+    row: &'r <D::DB as Database>::Row,
+    table: &'static str,
+}
+
+impl<'r, D: Dialect> Columns<'r, D> {
+    /// The row, as a row of `table` (the name errors give).
+    pub(crate) fn of(row: &'r <D::DB as Database>::Row, table: &'static str) -> Self {
+        Self { row, table }
+    }
+
+    fn fail(&self, column: &str, e: sqlx::Error) -> DbError {
+        D::error(&format!("cannot read {}.{column}", self.table), e)
+    }
+
+    /// A text column.
+    pub(crate) fn text(&self, column: &str) -> DbResult<Option<String>> {
+        D::read_text(self.row, column).map_err(|e| self.fail(column, e))
+    }
+
+    /// An integer column.
+    pub(crate) fn int(&self, column: &str) -> DbResult<Option<i64>> {
+        D::read_int(self.row, column).map_err(|e| self.fail(column, e))
+    }
+
+    /// A JSON column holding an object (anything else reads as `None`).
+    pub(crate) fn object(&self, column: &str) -> DbResult<Option<serde_json::Map<String, Value>>> {
+        Ok(match self.json(column)? {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        })
+    }
+
+    /// A boolean column.
+    pub(crate) fn bool(&self, column: &str) -> DbResult<Option<bool>> {
+        D::read_bool(self.row, column).map_err(|e| self.fail(column, e))
+    }
+
+    /// A JSON column (JSON null reads as `None`).
+    pub(crate) fn json(&self, column: &str) -> DbResult<Option<Value>> {
+        D::read_json(self.row, column).map_err(|e| self.fail(column, e))
+    }
+}
+
+/// Binds `cells` in order.
+///
+/// # Errors
+/// A JSON value cannot be encoded.
+pub(crate) fn bind_all<D: Dialect>(
+    mut q: Query<'_, D::DB>,
+    cells: impl IntoIterator<Item = Cell>,
+) -> DbResult<Query<'_, D::DB>> {
+    for cell in cells {
+        q = D::bind(q, cell)?;
+    }
+    Ok(q)
+}
+
+/// A JSON column stored as text, read back as [`crate::codec::json_column`] reads it (JSON null
+/// is none; Agno 2.x's double encoding is undone); a decode error when it is not JSON.
+fn parse_json(text: Option<String>) -> Result<Option<Value>, sqlx::Error> {
+    crate::codec::json_column(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
