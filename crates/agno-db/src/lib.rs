@@ -14,6 +14,7 @@
 //! can share a database.
 
 mod codec;
+mod doc;
 mod json;
 mod memories;
 mod memory;

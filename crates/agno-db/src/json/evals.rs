@@ -2,19 +2,17 @@
 //! writes them: `EvalRunRecord.model_dump()` with epoch `created_at`/`updated_at`, plus the v3
 //! `user_id`). Filters, sort and paging run in process under the file lock.
 
+use crate::doc::evals::page_evals;
 use std::collections::BTreeSet;
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, EvalType, SortOrder,
-    now_epoch_secs,
-};
+use agno_core::{DbError, DbErrorKind, DbResult, EvalQuery, EvalRunRecord, EvalStore, EvalType, now_epoch_secs};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::JsonDb;
 use super::memories::epoch_value;
-use super::schema::{str_field, visible};
-use crate::memories::page_bounds;
+use super::schema::str_field;
+use crate::doc::visible;
 
 /// An object field; a JSON text holding an object is decoded too.
 pub(crate) fn object_of(value: Option<&Value>) -> Option<Map<String, Value>> {
@@ -76,21 +74,6 @@ fn doc_id(doc: &Value) -> Option<&str> {
     doc.get("run_id").and_then(Value::as_str)
 }
 
-fn eval_matches(e: &EvalRunRecord, q: &EvalQuery) -> bool {
-    let eq = |want: &Option<String>, have: &Option<String>| want.as_deref().is_none_or(|w| have.as_deref() == Some(w));
-    eq(&q.user_id, &e.user_id)
-        && eq(&q.agent_id, &e.agent_id)
-        && eq(&q.team_id, &e.team_id)
-        && eq(&q.workflow_id, &e.workflow_id)
-        && eq(&q.model_id, &e.model_id)
-        && q.filter_type.is_none_or(|f| match f {
-            EvalFilterType::Agent => e.agent_id.is_some(),
-            EvalFilterType::Team => e.team_id.is_some(),
-            EvalFilterType::Workflow => e.workflow_id.is_some(),
-        })
-        && q.eval_types.as_ref().is_none_or(|types| types.contains(&e.eval_type))
-}
-
 #[async_trait]
 impl EvalStore for JsonDb {
     async fn create_eval_run(&self, record: &EvalRunRecord) -> DbResult<EvalRunRecord> {
@@ -129,19 +112,7 @@ impl EvalStore for JsonDb {
         let query = query.clone();
         self.read(move |files| {
             let docs = files.read(&files.tables().evals)?;
-            let mut list: Vec<EvalRunRecord> = docs
-                .iter()
-                .filter_map(Value::as_object)
-                .filter_map(eval_from_doc)
-                .filter(|e| eval_matches(e, &query))
-                .collect();
-            list.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.run_id.cmp(&b.run_id)));
-            if query.sort_order == SortOrder::Desc {
-                list.reverse();
-            }
-            let total = list.len() as u64;
-            let (offset, limit) = page_bounds(query.limit, query.page);
-            Ok((list.into_iter().skip(offset).take(limit).collect(), total))
+            Ok(page_evals(docs.iter().filter_map(Value::as_object).filter_map(eval_from_doc), &query))
         })
         .await
     }

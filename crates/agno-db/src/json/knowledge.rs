@@ -2,10 +2,8 @@
 //! `JsonDb` writes them: `KnowledgeRow.model_dump()`, its keys and order). A document without
 //! `user_id` is shared. Visibility, filters, sort and paging run in process under the file lock.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore, SortOrder, new_id,
-    now_epoch_secs,
-};
+use crate::doc::knowledge::{knowledge_visible, page_knowledge};
+use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeStore, new_id, now_epoch_secs};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
@@ -14,7 +12,6 @@ use super::evals::object_of;
 use super::memories::epoch_value;
 use super::schema::str_field;
 use crate::codec::to_json_text;
-use crate::memories::page_bounds;
 
 /// A knowledge row from a stored document; `None` for a document without an `id`.
 fn knowledge_from_doc(doc: &Map<String, Value>) -> Option<KnowledgeRow> {
@@ -49,11 +46,6 @@ fn knowledge_doc(row: &KnowledgeRow) -> DbResult<Value> {
 
 fn doc_id(doc: &Value) -> Option<&str> {
     doc.get("id").and_then(Value::as_str)
-}
-
-/// Shared rows (no owner) are visible to everyone; owned rows to their owner.
-fn knowledge_visible(row: &KnowledgeRow, user_id: Option<&str>) -> bool {
-    user_id.is_none_or(|u| row.user_id.is_none() || row.user_id.as_deref() == Some(u))
 }
 
 #[async_trait]
@@ -106,27 +98,7 @@ impl KnowledgeStore for JsonDb {
         let query = query.clone();
         self.read(move |files| {
             let docs = files.read(&files.tables().knowledge)?;
-            let mut list: Vec<KnowledgeRow> = docs
-                .iter()
-                .filter_map(Value::as_object)
-                .filter_map(knowledge_from_doc)
-                .filter(|k| knowledge_visible(k, query.user_id.as_deref()))
-                .filter(|k| query.linked_to.as_deref().is_none_or(|l| k.linked_to.as_deref() == Some(l)))
-                .collect();
-            list.sort_by(|a, b| {
-                let primary = match query.sort_by {
-                    KnowledgeSort::CreatedAt => a.created_at.cmp(&b.created_at),
-                    KnowledgeSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
-                    KnowledgeSort::Name => a.name.cmp(&b.name),
-                };
-                primary.then_with(|| a.id.cmp(&b.id))
-            });
-            if query.sort_order == SortOrder::Desc {
-                list.reverse();
-            }
-            let total = list.len() as u64;
-            let (offset, limit) = page_bounds(query.limit, query.page);
-            Ok((list.into_iter().skip(offset).take(limit).collect(), total))
+            Ok(page_knowledge(docs.iter().filter_map(Value::as_object).filter_map(knowledge_from_doc), &query))
         })
         .await
     }

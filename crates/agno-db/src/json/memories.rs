@@ -1,20 +1,21 @@
 //! User memories of a `JsonDb` (`agno_memories.json`, documents shaped as Python Agno's
-//! `JsonDb` writes them), and what the document stores (`JsonDb`, `RedisDb`) share for memories:
-//! reading a stored document (epoch or ISO timestamps), the write rules of an upsert, and the
-//! in-process listing, topics and per-user stats.
+//! `JsonDb` writes them), and what the document stores (`JsonDb`, `RedisDb`) share for memory
+//! documents: reading a stored document (epoch or ISO timestamps) and the write rules of an
+//! upsert. Listing, topics and per-user stats are [`crate::doc::memories`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use agno_core::{
-    DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemorySort, MemoryStore, SortOrder, UserMemory,
-    UserMemoryStats, new_id, now_epoch_secs,
+    DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemoryStore, UserMemory, UserMemoryStats, new_id,
+    now_epoch_secs,
 };
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::JsonDb;
-use super::schema::{str_field, visible};
-use crate::memories::{matches_query, page_bounds};
+use super::schema::str_field;
+use crate::doc::memories::{memory_stats, memory_topics, page_memories};
+use crate::doc::visible;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
@@ -175,59 +176,6 @@ pub(crate) fn memory_write(
     returned.created_at = stored.created_at;
     returned.updated_at = Some(now);
     Ok(MemoryWrite { stored, returned })
-}
-
-/// Filters, sorts (by the query's column, then `memory_id`) and pages memories.
-pub(crate) fn page_memories(memories: Vec<UserMemory>, query: &MemoryQuery) -> MemoryPage {
-    let mut list: Vec<UserMemory> = memories.into_iter().filter(|m| matches_query(m, query)).collect();
-    let key = |m: &UserMemory| match query.sort_by {
-        MemorySort::UpdatedAt => m.updated_at,
-        MemorySort::CreatedAt => m.created_at,
-    };
-    list.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.memory_id.cmp(&b.memory_id)));
-    if query.sort_order == SortOrder::Desc {
-        list.reverse();
-    }
-    let total = list.len() as u64;
-    let (offset, limit) = page_bounds(query.limit, query.page);
-    MemoryPage { memories: list.into_iter().skip(offset).take(limit).collect(), total }
-}
-
-/// The distinct topics of the memories visible to `user_id`, sorted.
-pub(crate) fn memory_topics(memories: &[UserMemory], user_id: Option<&str>) -> Vec<String> {
-    let topics: BTreeSet<&String> = memories
-        .iter()
-        .filter(|m| visible(m.user_id.as_deref(), user_id))
-        .flat_map(|m| m.topics.iter().flatten())
-        .collect();
-    topics.into_iter().cloned().collect()
-}
-
-/// Per-user counts (memories without an owner form one group), most recently updated first
-/// (then by user), paged; and the number of groups.
-pub(crate) fn memory_stats(
-    memories: &[UserMemory],
-    limit: Option<usize>,
-    page: Option<usize>,
-    user_id: Option<&str>,
-) -> (Vec<UserMemoryStats>, u64) {
-    let mut by_user: BTreeMap<Option<&str>, UserMemoryStats> = BTreeMap::new();
-    for m in memories.iter().filter(|m| visible(m.user_id.as_deref(), user_id)) {
-        let entry = by_user.entry(m.user_id.as_deref()).or_insert_with(|| UserMemoryStats {
-            user_id: m.user_id.clone(),
-            total_memories: 0,
-            last_memory_updated_at: None,
-        });
-        entry.total_memories += 1;
-        entry.last_memory_updated_at = entry.last_memory_updated_at.max(m.updated_at);
-    }
-    let mut stats: Vec<UserMemoryStats> = by_user.into_values().collect();
-    stats.sort_by(|a, b| {
-        b.last_memory_updated_at.cmp(&a.last_memory_updated_at).then_with(|| a.user_id.cmp(&b.user_id))
-    });
-    let total = stats.len() as u64;
-    let (offset, limit) = page_bounds(limit, page);
-    (stats.into_iter().skip(offset).take(limit).collect(), total)
 }
 
 /// A memory document as Python Agno's `JsonDb` writes it: `UserMemory.to_dict()` (keys without

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::JsonDb;
-use super::schema::{RunRow, build_run_row, page_runs, scrub_blob, visible};
+use super::schema::{RunRow, build_run_row, page_runs, scrub_blob};
 use super::sessions::find_session;
+use crate::doc::visible;
 
 #[async_trait]
 impl RunStore for JsonDb {

@@ -19,8 +19,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::schema::visible;
 use super::{Files, JsonDb};
+use crate::doc::visible;
 use crate::schedules::{
     claimable, later_run, newest_run_first, newest_schedule_first, release, schedule_matches, schedule_page,
     schedule_run_page,

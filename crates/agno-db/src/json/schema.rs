@@ -3,6 +3,7 @@
 //! filtering, sorting and paging both need, and the rows the v3 migration builds from a legacy
 //! `runs` field.
 
+use crate::doc::visible;
 use agno_core::{
     AgentSession, DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, SessionPage, SessionQuery,
     SessionSort, SortOrder, StateUpdate,
@@ -130,11 +131,6 @@ pub(crate) fn session_from_doc(doc: &Map<String, Value>) -> DbResult<AgentSessio
 /// The legacy v2 `runs` field of a document, when it holds something.
 pub(crate) fn legacy_blob(doc: &Map<String, Value>) -> Option<&Value> {
     doc.get("runs").filter(|v| !v.is_null())
-}
-
-/// True when a document (owned by `owner`) is visible to a caller filtering on `user_id`.
-pub(crate) fn visible(owner: Option<&str>, user_id: Option<&str>) -> bool {
-    user_id.is_none_or(|u| owner == Some(u))
 }
 
 fn session_matches(doc: &Map<String, Value>, q: &SessionQuery) -> bool {

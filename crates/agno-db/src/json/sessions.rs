@@ -10,10 +10,10 @@ use serde_json::{Map, Value};
 
 use super::schema::{
     RunRow, legacy_blob, merged_session_data, page_sessions, session_doc, session_from_doc, sort_by_index, str_field,
-    visible,
 };
 use super::{Files, JsonDb};
 use crate::codec::{keep_latest, merge_legacy_runs};
+use crate::doc::visible;
 
 /// Position of the first document with this `session_id`.
 pub(crate) fn find_session(docs: &[Value], session_id: &str) -> Option<usize> {

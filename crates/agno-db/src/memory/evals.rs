@@ -1,27 +1,10 @@
 //! Eval runs of the in-memory store; the reference semantics the other adapters follow.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, SortOrder, now_epoch_secs,
-};
+use crate::doc::evals::page_evals;
+use agno_core::{DbError, DbErrorKind, DbResult, EvalQuery, EvalRunRecord, EvalStore, now_epoch_secs};
 use async_trait::async_trait;
 
 use super::{InMemoryDb, visible};
-use crate::memories::page_bounds;
-
-fn eval_matches(e: &EvalRunRecord, q: &EvalQuery) -> bool {
-    let eq = |want: &Option<String>, have: &Option<String>| want.as_deref().is_none_or(|w| have.as_deref() == Some(w));
-    eq(&q.user_id, &e.user_id)
-        && eq(&q.agent_id, &e.agent_id)
-        && eq(&q.team_id, &e.team_id)
-        && eq(&q.workflow_id, &e.workflow_id)
-        && eq(&q.model_id, &e.model_id)
-        && q.filter_type.is_none_or(|f| match f {
-            EvalFilterType::Agent => e.agent_id.is_some(),
-            EvalFilterType::Team => e.team_id.is_some(),
-            EvalFilterType::Workflow => e.workflow_id.is_some(),
-        })
-        && q.eval_types.as_ref().is_none_or(|types| types.contains(&e.eval_type))
-}
 
 #[async_trait]
 impl EvalStore for InMemoryDb {
@@ -45,14 +28,7 @@ impl EvalStore for InMemoryDb {
 
     async fn get_eval_runs(&self, query: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
         let tables = self.lock()?;
-        let mut list: Vec<EvalRunRecord> = tables.evals.values().filter(|e| eval_matches(e, query)).cloned().collect();
-        list.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.run_id.cmp(&b.run_id)));
-        if query.sort_order == SortOrder::Desc {
-            list.reverse();
-        }
-        let total = list.len() as u64;
-        let (offset, limit) = page_bounds(query.limit, query.page);
-        Ok((list.into_iter().skip(offset).take(limit).collect(), total))
+        Ok(page_evals(tables.evals.values().cloned(), query))
     }
 
     async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {

@@ -1,15 +1,14 @@
 //! User memories of the in-memory store.
 
-use std::collections::{BTreeMap, BTreeSet};
+use crate::doc::memories::{memory_stats, memory_topics, page_memories};
 
 use agno_core::{
-    DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemorySort, MemoryStore, SortOrder, UserMemory,
-    UserMemoryStats, new_id, now_epoch_secs,
+    DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemoryStore, UserMemory, UserMemoryStats, new_id,
+    now_epoch_secs,
 };
 use async_trait::async_trait;
 
 use super::{InMemoryDb, visible};
-use crate::memories::{matches_query, page_bounds};
 
 #[async_trait]
 impl MemoryStore for InMemoryDb {
@@ -37,18 +36,7 @@ impl MemoryStore for InMemoryDb {
 
     async fn get_user_memories(&self, query: &MemoryQuery) -> DbResult<MemoryPage> {
         let tables = self.lock()?;
-        let mut list: Vec<UserMemory> = tables.memories.values().filter(|m| matches_query(m, query)).cloned().collect();
-        let key = |m: &UserMemory| match query.sort_by {
-            MemorySort::UpdatedAt => m.updated_at,
-            MemorySort::CreatedAt => m.created_at,
-        };
-        list.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.memory_id.cmp(&b.memory_id)));
-        if query.sort_order == SortOrder::Desc {
-            list.reverse();
-        }
-        let total = list.len() as u64;
-        let (offset, limit) = page_bounds(query.limit, query.page);
-        Ok(MemoryPage { memories: list.into_iter().skip(offset).take(limit).collect(), total })
+        Ok(page_memories(tables.memories.values().cloned(), query))
     }
 
     async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<bool> {
@@ -69,13 +57,7 @@ impl MemoryStore for InMemoryDb {
 
     async fn get_all_memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
         let tables = self.lock()?;
-        let topics: BTreeSet<String> = tables
-            .memories
-            .values()
-            .filter(|m| visible(m.user_id.as_deref(), user_id))
-            .flat_map(|m| m.topics.iter().flatten().cloned())
-            .collect();
-        Ok(topics.into_iter().collect())
+        Ok(memory_topics(tables.memories.values(), user_id))
     }
 
     async fn get_user_memory_stats(
@@ -85,23 +67,7 @@ impl MemoryStore for InMemoryDb {
         user_id: Option<&str>,
     ) -> DbResult<(Vec<UserMemoryStats>, u64)> {
         let tables = self.lock()?;
-        let mut by_user: BTreeMap<Option<String>, UserMemoryStats> = BTreeMap::new();
-        for m in tables.memories.values().filter(|m| visible(m.user_id.as_deref(), user_id)) {
-            let entry = by_user.entry(m.user_id.clone()).or_insert_with(|| UserMemoryStats {
-                user_id: m.user_id.clone(),
-                total_memories: 0,
-                last_memory_updated_at: None,
-            });
-            entry.total_memories += 1;
-            entry.last_memory_updated_at = entry.last_memory_updated_at.max(m.updated_at);
-        }
-        let mut stats: Vec<UserMemoryStats> = by_user.into_values().collect();
-        stats.sort_by(|a, b| {
-            b.last_memory_updated_at.cmp(&a.last_memory_updated_at).then_with(|| a.user_id.cmp(&b.user_id))
-        });
-        let total = stats.len() as u64;
-        let (offset, limit) = page_bounds(limit, page);
-        Ok((stats.into_iter().skip(offset).take(limit).collect(), total))
+        Ok(memory_stats(tables.memories.values(), limit, page, user_id))
     }
 
     async fn clear_memories(&self) -> DbResult<()> {

@@ -57,10 +57,7 @@ impl InMemoryDb {
     }
 }
 
-/// True when a row owned by `owner` is visible to a caller filtering on `user_id`.
-fn visible(owner: Option<&str>, user_id: Option<&str>) -> bool {
-    user_id.is_none_or(|u| owner == Some(u))
-}
+use crate::doc::visible;
 
 #[async_trait]
 impl SchemaStore for InMemoryDb {

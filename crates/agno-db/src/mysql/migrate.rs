@@ -400,13 +400,7 @@ impl Migrate for MySqlDb {
     }
 
     async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
-        let mut out = Vec::new();
-        for (kind, name) in self.tables().migratable() {
-            if self.table_exists(name).await? {
-                out.push((kind, name.to_owned()));
-            }
-        }
-        Ok(out)
+        crate::sql::existing_tables(self).await
     }
 
     async fn migrate_table(

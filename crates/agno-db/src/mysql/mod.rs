@@ -320,6 +320,24 @@ where
     }
 }
 
+#[async_trait::async_trait]
+impl crate::sql::SqlDb for MySqlDb {
+    type D = sqlx::MySql;
+
+    fn pool(&self) -> &sqlx::Pool<sqlx::MySql> {
+        &self.pool
+    }
+    fn tables(&self) -> &TableNames {
+        MySqlDb::tables(self)
+    }
+    fn table(&self, table: &str) -> String {
+        format!("`{table}`")
+    }
+    async fn table_exists(&self, table: &str) -> DbResult<bool> {
+        MySqlDb::table_exists(self, table).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

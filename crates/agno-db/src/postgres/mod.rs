@@ -300,3 +300,21 @@ impl PostgresDb {
         Ok(found.is_some())
     }
 }
+
+#[async_trait::async_trait]
+impl crate::sql::SqlDb for PostgresDb {
+    type D = sqlx::Postgres;
+
+    fn pool(&self) -> &sqlx::Pool<sqlx::Postgres> {
+        &self.pool
+    }
+    fn tables(&self) -> &TableNames {
+        PostgresDb::tables(self)
+    }
+    fn table(&self, table: &str) -> String {
+        self.qualified(table)
+    }
+    async fn table_exists(&self, table: &str) -> DbResult<bool> {
+        PostgresDb::table_exists(self, table).await
+    }
+}

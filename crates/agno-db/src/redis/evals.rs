@@ -10,11 +10,10 @@
 //! scripts retried on contention (the owner check is decided on the document the write
 //! replaces); deletes are one script per batch, checking the owner inside the script.
 
+use crate::doc::evals::page_evals;
 use std::sync::LazyLock;
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, SortOrder, now_epoch_secs,
-};
+use agno_core::{DbError, DbErrorKind, DbResult, EvalQuery, EvalRunRecord, EvalStore, now_epoch_secs};
 use async_trait::async_trait;
 use redis::Script;
 use serde_json::{Map, Value};
@@ -22,8 +21,7 @@ use serde_json::{Map, Value};
 use super::sessions::user_args;
 use super::{MGET_CHUNK, RedisDb, glob_escape, parse_doc, redis_error};
 use crate::codec::to_json_text;
-use crate::json::schema::visible;
-use crate::memories::page_bounds;
+use crate::doc::visible;
 
 /// Fields with an index set `{prefix}:evals:index:{field}:{value}` (as Agno).
 const INDEX_FIELDS: [&str; 5] = ["agent_id", "team_id", "workflow_id", "model_id", "eval_type"];
@@ -149,21 +147,6 @@ fn not_an_eval(run_id: &str) -> DbError {
     DbError::new(DbErrorKind::Other, format!("stored eval run {run_id} is not a valid eval run document"))
 }
 
-fn eval_matches(e: &EvalRunRecord, q: &EvalQuery) -> bool {
-    let eq = |want: &Option<String>, have: &Option<String>| want.as_deref().is_none_or(|w| have.as_deref() == Some(w));
-    eq(&q.user_id, &e.user_id)
-        && eq(&q.agent_id, &e.agent_id)
-        && eq(&q.team_id, &e.team_id)
-        && eq(&q.workflow_id, &e.workflow_id)
-        && eq(&q.model_id, &e.model_id)
-        && q.filter_type.is_none_or(|f| match f {
-            EvalFilterType::Agent => e.agent_id.is_some(),
-            EvalFilterType::Team => e.team_id.is_some(),
-            EvalFilterType::Workflow => e.workflow_id.is_some(),
-        })
-        && q.eval_types.as_ref().is_none_or(|types| types.contains(&e.eval_type))
-}
-
 impl RedisDb {
     fn eval_key(&self, run_id: &str) -> String {
         format!("{}:evals:{run_id}", self.prefix)
@@ -217,22 +200,8 @@ impl EvalStore for RedisDb {
 
     async fn get_eval_runs(&self, query: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
         let keys = self.eval_keys().await?;
-        let mut list: Vec<EvalRunRecord> = self
-            .mget(&keys)
-            .await?
-            .into_iter()
-            .flatten()
-            .filter_map(|t| parse_doc(&t))
-            .filter_map(|d| eval_from_doc(&d))
-            .filter(|e| eval_matches(e, query))
-            .collect();
-        list.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.run_id.cmp(&b.run_id)));
-        if query.sort_order == SortOrder::Desc {
-            list.reverse();
-        }
-        let total = list.len() as u64;
-        let (offset, limit) = page_bounds(query.limit, query.page);
-        Ok((list.into_iter().skip(offset).take(limit).collect(), total))
+        let docs = self.mget(&keys).await?.into_iter().flatten().filter_map(|t| parse_doc(&t));
+        Ok(page_evals(docs.filter_map(|d| eval_from_doc(&d)), query))
     }
 
     async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {

@@ -8,12 +8,10 @@
 //! checks the owner. A row without `user_id` is shared: every user reads it, only an unscoped
 //! caller deletes it.
 
+use crate::doc::knowledge::{knowledge_visible, page_knowledge};
 use std::sync::LazyLock;
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore, SortOrder, new_id,
-    now_epoch_secs,
-};
+use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeStore, new_id, now_epoch_secs};
 use async_trait::async_trait;
 use redis::Script;
 use serde_json::{Map, Value};
@@ -21,7 +19,6 @@ use serde_json::{Map, Value};
 use super::sessions::user_args;
 use super::{RedisDb, glob_escape, parse_doc, redis_error};
 use crate::codec::to_json_text;
-use crate::memories::page_bounds;
 
 /// Attempts of a compare-and-set before giving up (each round, one contender always wins).
 const CAS_ATTEMPTS: usize = 10_000;
@@ -96,11 +93,6 @@ fn not_a_row(id: &str) -> DbError {
     DbError::new(DbErrorKind::Other, format!("stored knowledge content {id} is not a valid knowledge document"))
 }
 
-/// Shared rows (no owner) are visible to everyone; owned rows to their owner.
-fn knowledge_visible(row: &KnowledgeRow, user_id: Option<&str>) -> bool {
-    user_id.is_none_or(|u| row.user_id.is_none() || row.user_id.as_deref() == Some(u))
-}
-
 impl RedisDb {
     fn knowledge_key(&self, id: &str) -> String {
         format!("{}:knowledge:{id}", self.prefix)
@@ -167,30 +159,8 @@ impl KnowledgeStore for RedisDb {
 
     async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
         let keys = self.knowledge_keys().await?;
-        let mut list: Vec<KnowledgeRow> = self
-            .mget(&keys)
-            .await?
-            .into_iter()
-            .flatten()
-            .filter_map(|t| parse_doc(&t))
-            .filter_map(|d| knowledge_from_doc(&d))
-            .filter(|k| knowledge_visible(k, query.user_id.as_deref()))
-            .filter(|k| query.linked_to.as_deref().is_none_or(|l| k.linked_to.as_deref() == Some(l)))
-            .collect();
-        list.sort_by(|a, b| {
-            let primary = match query.sort_by {
-                KnowledgeSort::CreatedAt => a.created_at.cmp(&b.created_at),
-                KnowledgeSort::UpdatedAt => a.updated_at.cmp(&b.updated_at),
-                KnowledgeSort::Name => a.name.cmp(&b.name),
-            };
-            primary.then_with(|| a.id.cmp(&b.id))
-        });
-        if query.sort_order == SortOrder::Desc {
-            list.reverse();
-        }
-        let total = list.len() as u64;
-        let (offset, limit) = page_bounds(query.limit, query.page);
-        Ok((list.into_iter().skip(offset).take(limit).collect(), total))
+        let docs = self.mget(&keys).await?.into_iter().flatten().filter_map(|t| parse_doc(&t));
+        Ok(page_knowledge(docs.filter_map(|d| knowledge_from_doc(&d)), query))
     }
 
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {

@@ -29,7 +29,7 @@ use redis::Script;
 use super::sessions::user_args;
 use super::{RedisDb, glob_escape, redis_error};
 use crate::codec::to_json_text;
-use crate::json::schema::visible;
+use crate::doc::visible;
 use crate::schedules::{
     claimable, later_run, newest_run_first, newest_schedule_first, release, schedule_matches, schedule_page,
     schedule_run_page,

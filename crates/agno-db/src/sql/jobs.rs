@@ -3,9 +3,9 @@
 
 use agno_core::{Cell, DbError, DbErrorKind, DbResult, Job, JobStatus, StoredEvent};
 use serde_json::Value;
-use sqlx::{AssertSqlSafe, Database, Pool};
+use sqlx::{AssertSqlSafe, Database};
 
-use super::{Columns, Dialect, bind_all};
+use super::{Columns, Dialect, SqlDb, bind_all};
 
 pub(crate) use crate::schedules::JOB_COLUMNS;
 
@@ -93,60 +93,56 @@ pub(crate) fn event_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbRe
 }
 
 /// The events of run `run_id` after index `after` (at most `limit`, in order) from the event
-/// log `table` (named as the dialect addresses it).
+/// log of `db`.
 ///
 /// # Errors
 /// The statement fails or a row cannot be read.
-pub(crate) async fn read_events<D: Dialect>(
-    pool: &Pool<D::DB>,
-    table: &str,
+pub(crate) async fn read_events<A: SqlDb>(
+    db: &A,
     run_id: &str,
     after: i64,
     limit: usize,
 ) -> DbResult<Vec<StoredEvent>> {
-    let [run, after_mark, limit_mark] = [1, 2, 3].map(D::placeholder);
+    let table = db.table(&db.tables().events);
+    let [run, after_mark, limit_mark] = [1, 2, 3].map(A::D::placeholder);
     let sql = format!(
         "SELECT event_index, attempt, event, data, created_at FROM {table} WHERE run_id = {run} \
          AND event_index > {after_mark} ORDER BY event_index LIMIT {limit_mark}"
     );
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let cells = [Cell::Text(Some(run_id.to_owned())), Cell::Int(Some(after)), Cell::Int(Some(limit))];
-    let q = bind_all::<D>(sqlx::query(AssertSqlSafe(sql)), cells)?;
-    let rows =
-        D::fetch_all(pool, q).await.map_err(|e| D::error(&format!("cannot read the events of run {run_id}"), e))?;
-    rows.iter().map(event_from_row::<D>).collect()
+    let q = bind_all::<A::D>(sqlx::query(AssertSqlSafe(sql)), cells)?;
+    let rows = A::D::fetch_all(db.pool(), q)
+        .await
+        .map_err(|e| A::D::error(&format!("cannot read the events of run {run_id}"), e))?;
+    rows.iter().map(event_from_row::<A::D>).collect()
 }
 
-/// The index of the last event logged for run `run_id` in `table`, if any.
+/// The index of the last event logged for run `run_id`, if any.
 ///
 /// # Errors
 /// The statement fails.
-pub(crate) async fn last_event_index<D: Dialect>(
-    pool: &Pool<D::DB>,
-    table: &str,
-    run_id: &str,
-) -> DbResult<Option<i64>> {
-    let sql = format!("SELECT MAX(event_index) AS last_index FROM {table} WHERE run_id = {}", D::placeholder(1));
-    let q = bind_all::<D>(sqlx::query(AssertSqlSafe(sql)), [Cell::Text(Some(run_id.to_owned()))])?;
-    let rows =
-        D::fetch_all(pool, q).await.map_err(|e| D::error(&format!("cannot read the events of run {run_id}"), e))?;
+pub(crate) async fn last_event_index<A: SqlDb>(db: &A, run_id: &str) -> DbResult<Option<i64>> {
+    let table = db.table(&db.tables().events);
+    let sql = format!("SELECT MAX(event_index) AS last_index FROM {table} WHERE run_id = {}", A::D::placeholder(1));
+    let q = bind_all::<A::D>(sqlx::query(AssertSqlSafe(sql)), [Cell::Text(Some(run_id.to_owned()))])?;
+    let rows = A::D::fetch_all(db.pool(), q)
+        .await
+        .map_err(|e| A::D::error(&format!("cannot read the events of run {run_id}"), e))?;
     match rows.first() {
-        Some(row) => Columns::<D>::of(row, "agno_job_events").int("last_index"),
+        Some(row) => Columns::<A::D>::of(row, "agno_job_events").int("last_index"),
         None => Ok(None),
     }
 }
 
-/// The ids of the jobs in `table` cancelled while `worker_id` ran them.
+/// The ids of the jobs cancelled while `worker_id` ran them.
 ///
 /// # Errors
 /// The statement fails.
-pub(crate) async fn cancelled_jobs<D: Dialect>(
-    pool: &Pool<D::DB>,
-    table: &str,
-    worker_id: &str,
-) -> DbResult<Vec<String>> {
-    let sql = format!("SELECT id FROM {table} WHERE status = 'cancelled' AND locked_by = {}", D::placeholder(1));
-    let q = bind_all::<D>(sqlx::query(AssertSqlSafe(sql)), [Cell::Text(Some(worker_id.to_owned()))])?;
-    let rows = D::fetch_all(pool, q).await.map_err(|e| D::error("cannot read cancelled jobs", e))?;
-    rows.iter().map(|row| Ok(Columns::<D>::of(row, JOBS).text("id")?.unwrap_or_default())).collect()
+pub(crate) async fn cancelled_jobs<A: SqlDb>(db: &A, worker_id: &str) -> DbResult<Vec<String>> {
+    let table = db.table(&db.tables().jobs);
+    let sql = format!("SELECT id FROM {table} WHERE status = 'cancelled' AND locked_by = {}", A::D::placeholder(1));
+    let q = bind_all::<A::D>(sqlx::query(AssertSqlSafe(sql)), [Cell::Text(Some(worker_id.to_owned()))])?;
+    let rows = A::D::fetch_all(db.pool(), q).await.map_err(|e| A::D::error("cannot read cancelled jobs", e))?;
+    rows.iter().map(|row| Ok(Columns::<A::D>::of(row, JOBS).text("id")?.unwrap_or_default())).collect()
 }

@@ -15,12 +15,55 @@ pub(crate) mod schedules;
 pub(crate) mod sessions;
 
 use agno_core::{Cell, DbError, DbResult};
+use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use sqlx::{Database, Pool};
 
+use crate::TableNames;
+use crate::migration::TableKind;
+
 /// A query being bound, of the dialect's database.
 pub(crate) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments>;
+
+/// An SQL adapter as the shared store code sees it: its dialect, its pool and how it names its
+/// tables.
+#[async_trait]
+pub(crate) trait SqlDb: Send + Sync {
+    /// The adapter's dialect.
+    type D: Dialect;
+
+    /// The connection pool.
+    fn pool(&self) -> &Pool<<Self::D as Dialect>::DB>;
+
+    /// The configured table names.
+    fn tables(&self) -> &TableNames;
+
+    /// `table` as statements name it: schema-qualified and quoted on PostgreSQL, quoted on
+    /// MySQL, bare on SQLite.
+    fn table(&self, table: &str) -> String;
+
+    /// Whether `table` exists.
+    ///
+    /// # Errors
+    /// The catalog cannot be read.
+    async fn table_exists(&self, table: &str) -> DbResult<bool>;
+}
+
+/// The migratable tables of `db` that exist, with their names (`Migrate::existing_tables` of
+/// every SQL adapter).
+///
+/// # Errors
+/// The catalog cannot be read.
+pub(crate) async fn existing_tables<A: SqlDb>(db: &A) -> DbResult<Vec<(TableKind, String)>> {
+    let mut out = Vec::new();
+    for (kind, name) in db.tables().migratable() {
+        if db.table_exists(name).await? {
+            out.push((kind, name.to_owned()));
+        }
+    }
+    Ok(out)
+}
 
 /// A row of the dialect's database.
 pub(crate) type Row<D> = <<D as Dialect>::DB as Database>::Row;

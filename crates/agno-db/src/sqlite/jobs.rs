@@ -353,7 +353,7 @@ impl JobStore for SqliteDb {
     }
 
     async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
-        jobs::cancelled_jobs::<Sqlite>(self.pool(), &self.tables().jobs, worker_id).await
+        jobs::cancelled_jobs(self, worker_id).await
     }
 
     async fn append_events(
@@ -397,11 +397,11 @@ impl JobStore for SqliteDb {
     }
 
     async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
-        jobs::read_events::<Sqlite>(self.pool(), &self.tables().events, run_id, after, limit).await
+        jobs::read_events(self, run_id, after, limit).await
     }
 
     async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
-        jobs::last_event_index::<Sqlite>(self.pool(), &self.tables().events, run_id).await
+        jobs::last_event_index(self, run_id).await
     }
 
     async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {

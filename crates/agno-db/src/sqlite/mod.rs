@@ -209,3 +209,21 @@ impl SqliteDb {
         Ok(found.is_some())
     }
 }
+
+#[async_trait::async_trait]
+impl crate::sql::SqlDb for SqliteDb {
+    type D = sqlx::Sqlite;
+
+    fn pool(&self) -> &sqlx::Pool<sqlx::Sqlite> {
+        &self.pool
+    }
+    fn tables(&self) -> &TableNames {
+        SqliteDb::tables(self)
+    }
+    fn table(&self, table: &str) -> String {
+        table.to_owned()
+    }
+    async fn table_exists(&self, table: &str) -> DbResult<bool> {
+        SqliteDb::table_exists(self, table).await
+    }
+}
