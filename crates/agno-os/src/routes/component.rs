@@ -83,10 +83,11 @@ pub async fn list<K: Kind>(Caller { state, principal }: Caller) -> Json<Value> {
     Json(readable::<K>(&state, &principal).filter_map(|id| K::listed(&state, id)).collect())
 }
 
-/// `GET /{kind}s/{id}`: the component, described.
+/// `GET /{kind}s/{id}`: the component, described, when it is served here and the caller may
+/// address it (Agno's 404 otherwise, as [`served`] answers).
 pub async fn get<K: Kind>(Caller { state, principal }: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    served::<K>(&state, &principal, &id)?;
-    K::describe(&state, &id).map(Json).ok_or_else(|| not_found(K::KIND, &id))
+    let described = may_address(&principal, K::KIND, &id).then(|| K::describe(&state, &id)).flatten();
+    described.map(Json).ok_or_else(|| not_found(K::KIND, &id))
 }
 
 /// The summaries of the components of the kind the caller may read (`/config`).
