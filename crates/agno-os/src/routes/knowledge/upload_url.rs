@@ -11,12 +11,14 @@ use crate::error::{ApiError, ApiResult};
 /// the quotes), whitespace around either.
 pub(super) fn upload_url(text: &str) -> ApiResult<String> {
     let text = text.trim_matches(is_pattern_space);
-    let url = match text.strip_prefix('[') {
+    // The scheme is checked on the text as sent: the pattern wants it literally, so a JSON
+    // escape spelling it (`\u0068ttps://`) is refused like any other non-http text.
+    let (raw, url) = match text.strip_prefix('[') {
         Some(rest) => match one_quoted(rest) {
             // JSON escapes are read as JSON reads them, when it is JSON.
             Some(raw) => match serde_json::from_str::<Vec<String>>(text) {
-                Ok(mut list) if list.len() == 1 => list.swap_remove(0),
-                _ => raw.to_owned(),
+                Ok(mut list) if list.len() == 1 => (raw, list.swap_remove(0)),
+                _ => (raw, raw.to_owned()),
             },
             None => {
                 let several = serde_json::from_str::<Vec<String>>(text).is_ok_and(|list| list.len() > 1);
@@ -28,9 +30,9 @@ pub(super) fn upload_url(text: &str) -> ApiResult<String> {
         None if text.contains('\n') => {
             return Err(ApiError::unprocessable("url must be one URL on one line").at("body", "url"));
         }
-        None => text.to_owned(),
+        None => (text, text.to_owned()),
     };
-    if url.starts_with("http://") || url.starts_with("https://") {
+    if raw.starts_with("http://") || raw.starts_with("https://") {
         Ok(url)
     } else {
         Err(ApiError::unprocessable("url must be an http:// or https:// URL").at("body", "url"))
@@ -72,6 +74,8 @@ mod tests {
             ("a.example", "url must be an http:// or https:// URL"),
             // Found by Schemathesis: the pattern's `.` stops at a line end.
             ("\u{c}\r\n http://\tw\t\u{c} \r\r\n\u{c}*", "url must be one URL on one line"),
+            // The scheme as the pattern has it, literally, not spelled by a JSON escape.
+            (r#"["\u0068ttps://a.example"]"#, "url must be an http:// or https:// URL"),
             // A quote inside the quotes is outside the pattern, JSON escape or not.
             (r#"["https://a\"b"]"#, "url must be a URL or a JSON list of one URL"),
         ] {
