@@ -5,15 +5,15 @@
 //! The unique key follows the column collation (case-insensitive by default), as Python Agno's
 //! does: buckets of two users whose ids differ only in case share a row.
 
+use crate::sql::metrics::bucket_from_row;
 use agno_core::{DbError, DbErrorKind, DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate};
 use async_trait::async_trait;
-use serde_json::Value;
-use sqlx::mysql::MySqlRow;
+use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_args, db_error, marks, push_user, where_clause, with_retries};
-use crate::codec::{json_column, object_column, to_json_text};
+use crate::codec::to_json_text;
 
 /// The columns in insert order; `date` is read back as text (sqlx has no date codec here).
 const COLUMNS: &str = "id, agent_runs_count, team_runs_count, workflow_runs_count, agent_sessions_count, \
@@ -81,34 +81,6 @@ fn parse_day(text: Option<String>, what: &str) -> DbResult<Option<NaiveDate>> {
         })
     })
     .transpose()
-}
-
-fn bucket_from_row(row: &MySqlRow) -> DbResult<MetricsBucket> {
-    let number = |col: &str| -> DbResult<Option<i64>> {
-        row.try_get::<Option<i64>, _>(col).map_err(|e| db_error(&format!("cannot read metrics.{col}"), e))
-    };
-    let count = |col: &str| -> DbResult<i64> { Ok(number(col)?.unwrap_or(0)) };
-    let id = text_column(row, "id")?.unwrap_or_default();
-    let date = parse_day(text_column(row, "date")?, "metrics date")?
-        .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("metrics bucket {id} has no date")))?;
-    Ok(MetricsBucket {
-        user_id: text_column(row, "user_id")?.filter(|u| !u.is_empty()),
-        date,
-        aggregation_period: text_column(row, "aggregation_period")?.unwrap_or_default(),
-        agent_runs_count: count("agent_runs_count")?,
-        team_runs_count: count("team_runs_count")?,
-        workflow_runs_count: count("workflow_runs_count")?,
-        agent_sessions_count: count("agent_sessions_count")?,
-        team_sessions_count: count("team_sessions_count")?,
-        workflow_sessions_count: count("workflow_sessions_count")?,
-        users_count: count("users_count")?,
-        token_metrics: object_column(text_column(row, "token_metrics")?)?.unwrap_or_default(),
-        model_metrics: json_column(text_column(row, "model_metrics")?)?.unwrap_or(Value::Null),
-        created_at: count("created_at")?,
-        updated_at: number("updated_at")?,
-        completed: row.try_get::<bool, _>("completed").map_err(|e| db_error("cannot read metrics.completed", e))?,
-        id,
-    })
 }
 
 fn bucket_args(b: &MetricsBucket) -> DbResult<Vec<Arg>> {
@@ -196,7 +168,7 @@ impl MetricsStore for MySqlDb {
         }
         let buckets = crate::codec::readable(
             "metrics bucket",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row::<MySql>(r))),
         );
         // The latest update among the owner's buckets, whatever their date (as Agno).
         let sql = format!("SELECT MAX(updated_at) AS latest FROM `{t}`{}", where_clause(&owner));

@@ -2,16 +2,17 @@
 //! row per `(user_id, date, aggregation_period)`, the shared bucket stored with `user_id = ''`;
 //! `token_metrics` and `model_metrics` are JSONB, `date` a DATE.
 
+use crate::sql::metrics::bucket_from_row;
+use sqlx::Postgres;
 use std::collections::HashMap;
 
 use agno_core::{DbError, DbErrorKind, DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate};
 use async_trait::async_trait;
-use serde_json::{Map, Value};
-use sqlx::postgres::PgRow;
+use serde_json::Value;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::schema::index_ddl;
-use super::{PostgresDb, db_error, sanitize, value_column};
+use super::{PostgresDb, db_error, sanitize};
 
 /// The date travels as ISO text (`YYYY-MM-DD`): the driver has no date codec enabled.
 const COLUMNS: &str = "id, agent_runs_count, team_runs_count, workflow_runs_count, agent_sessions_count, \
@@ -38,40 +39,6 @@ fn parse_day(text: Option<String>, what: &str) -> DbResult<Option<NaiveDate>> {
         })
     })
     .transpose()
-}
-
-fn bucket_from_row(row: &PgRow) -> DbResult<MetricsBucket> {
-    let read = |col: &str, e| db_error(&format!("cannot read metrics.{col}"), e);
-    let count = |col: &str| -> DbResult<i64> { row.try_get::<i64, _>(col).map_err(|e| read(col, e)) };
-    let json = |col: &str| -> DbResult<Option<Value>> {
-        row.try_get::<Option<Value>, _>(col).map(value_column).map_err(|e| read(col, e))
-    };
-    let id: String = row.try_get("id").map_err(|e| read("id", e))?;
-    let date = parse_day(row.try_get("date").map_err(|e| read("date", e))?, &format!("metrics row {id}"))?
-        .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("metrics row {id} has no date")))?;
-    let owner: String = row.try_get("user_id").map_err(|e| read("user_id", e))?;
-    let token_metrics = match json("token_metrics")? {
-        Some(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    Ok(MetricsBucket {
-        user_id: Some(owner).filter(|o| !o.is_empty()),
-        date,
-        aggregation_period: row.try_get("aggregation_period").map_err(|e| read("aggregation_period", e))?,
-        agent_runs_count: count("agent_runs_count")?,
-        team_runs_count: count("team_runs_count")?,
-        workflow_runs_count: count("workflow_runs_count")?,
-        agent_sessions_count: count("agent_sessions_count")?,
-        team_sessions_count: count("team_sessions_count")?,
-        workflow_sessions_count: count("workflow_sessions_count")?,
-        users_count: count("users_count")?,
-        token_metrics,
-        model_metrics: json("model_metrics")?.unwrap_or(Value::Null),
-        created_at: count("created_at")?,
-        updated_at: row.try_get("updated_at").map_err(|e| read("updated_at", e))?,
-        completed: row.try_get("completed").map_err(|e| read("completed", e))?,
-        id,
-    })
 }
 
 /// Column arrays of one batch upsert (`INSERT ... SELECT * FROM UNNEST(...)`).
@@ -207,7 +174,7 @@ impl MetricsStore for PostgresDb {
         }
         let buckets = crate::codec::readable(
             "metrics bucket",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row::<Postgres>(r))),
         );
         // As Python Agno: the latest update is scoped by the owner, not by the dates.
         let sql = format!("SELECT MAX(updated_at) FROM {t} WHERE ($1::text IS NULL OR user_id = $1)");

@@ -11,6 +11,7 @@ pub(crate) mod evals;
 pub(crate) mod jobs;
 pub(crate) mod knowledge;
 pub(crate) mod memories;
+pub(crate) mod metrics;
 pub(crate) mod schedules;
 pub(crate) mod sessions;
 

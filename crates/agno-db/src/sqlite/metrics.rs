@@ -1,14 +1,14 @@
 //! Metrics buckets in SQLite (`agno_metrics`, as Python Agno 3.x shapes it): one row per
 //! `(user_id, date, aggregation_period)`, the shared bucket stored as `user_id = ''`.
 
-use agno_core::{DbError, DbErrorKind, DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate};
+use crate::sql::metrics::{bucket_from_row, parse_date};
+use agno_core::{DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate};
 use async_trait::async_trait;
-use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
+use sqlx::Sqlite;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{SqliteDb, db_error};
-use crate::codec::{json_column, to_json_text};
+use crate::codec::to_json_text;
 
 const COLUMNS: &str = "id, agent_runs_count, team_runs_count, workflow_runs_count, agent_sessions_count, \
      team_sessions_count, workflow_sessions_count, users_count, token_metrics, model_metrics, date, \
@@ -24,47 +24,6 @@ pub(crate) fn metrics_ddl(t: &str) -> Vec<String> {
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_date ON {t} (date)"),
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_user_id ON {t} (user_id)"),
     ]
-}
-
-fn parse_date(text: &str) -> DbResult<NaiveDate> {
-    // SQLAlchemy writes `YYYY-MM-DD`; tolerate a time part.
-    let day = text.get(..10).unwrap_or(text);
-    day.parse().map_err(|e| {
-        DbError::new(DbErrorKind::Other, format!("metrics row has an invalid date {text:?}")).with_source(e)
-    })
-}
-
-fn bucket_from_row(row: &SqliteRow) -> DbResult<MetricsBucket> {
-    let text = |col: &str| -> DbResult<Option<String>> {
-        row.try_get::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read metrics.{col}"), e))
-    };
-    let number = |col: &str| -> DbResult<i64> {
-        row.try_get::<Option<i64>, _>(col)
-            .map(Option::unwrap_or_default)
-            .map_err(|e| db_error(&format!("cannot read metrics.{col}"), e))
-    };
-    let token_metrics = match json_column(text("token_metrics")?)? {
-        Some(Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    };
-    Ok(MetricsBucket {
-        id: text("id")?.unwrap_or_default(),
-        user_id: text("user_id")?.filter(|u| !u.is_empty()),
-        date: parse_date(&text("date")?.unwrap_or_default())?,
-        aggregation_period: text("aggregation_period")?.unwrap_or_default(),
-        agent_runs_count: number("agent_runs_count")?,
-        team_runs_count: number("team_runs_count")?,
-        workflow_runs_count: number("workflow_runs_count")?,
-        agent_sessions_count: number("agent_sessions_count")?,
-        team_sessions_count: number("team_sessions_count")?,
-        workflow_sessions_count: number("workflow_sessions_count")?,
-        users_count: number("users_count")?,
-        token_metrics,
-        model_metrics: json_column(text("model_metrics")?)?.unwrap_or(Value::Array(Vec::new())),
-        created_at: number("created_at")?,
-        updated_at: row.try_get("updated_at").map_err(|e| db_error("cannot read metrics.updated_at", e))?,
-        completed: number("completed")? != 0,
-    })
 }
 
 #[async_trait]
@@ -135,7 +94,7 @@ impl MetricsStore for SqliteDb {
         }
         let buckets = crate::codec::readable(
             "metrics bucket",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row(r))),
+            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row::<Sqlite>(r))),
         );
         let latest_sql = format!("SELECT MAX(updated_at) FROM {t} WHERE (? IS NULL OR user_id = ?)");
         let latest: Option<i64> = sqlx::query_scalar(AssertSqlSafe(latest_sql.as_str()))
