@@ -582,6 +582,14 @@ pub async fn eval_runs_users_are_isolated(db: Arc<dyn EvalStore>) {
     assert!(list.is_empty() && n == 0);
     assert!(db.rename_eval_run("ea", "hijack", bob).await.expect("rename").is_none());
     assert_eq!(db.delete_eval_runs(&["ea".into()], bob).await.expect("delete"), 0);
+    // Another user whose id differs only in case is another user (MySQL's default collations
+    // ignore case; the comparison must not).
+    let alice_upper = Some("ALICE");
+    assert!(db.get_eval_run("ea", alice_upper).await.expect("get").is_none());
+    let upper = EvalQuery { user_id: Some("ALICE".into()), ..EvalQuery::default() };
+    assert_eq!(db.get_eval_runs(&upper).await.expect("l").1, 0);
+    assert!(db.rename_eval_run("ea", "hijack", alice_upper).await.expect("rename").is_none());
+    assert_eq!(db.delete_eval_runs(&["ea".into()], alice_upper).await.expect("delete"), 0);
     let kept = db.get_eval_run("ea", Some("alice")).await.expect("get").expect("present");
     assert_eq!(kept.name.as_deref(), Some("eval ea"));
 }
