@@ -333,6 +333,9 @@ impl crate::sql::SqlDb for MySqlDb {
     fn table(&self, table: &str) -> String {
         format!("`{table}`")
     }
+    fn table_ref(&self, table: &str) -> sea_query::TableRef {
+        sea_query::Alias::new(table).into()
+    }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         MySqlDb::table_exists(self, table).await
     }

@@ -314,6 +314,9 @@ impl crate::sql::SqlDb for PostgresDb {
     fn table(&self, table: &str) -> String {
         self.qualified(table)
     }
+    fn table_ref(&self, table: &str) -> sea_query::TableRef {
+        (sea_query::Alias::new(self.schema()), sea_query::Alias::new(table)).into()
+    }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         PostgresDb::table_exists(self, table).await
     }

@@ -2,11 +2,15 @@
 
 use agno_core::{Cell, DbError, DbResult};
 use futures::future::BoxFuture;
+use sea_query::{
+    Expr, ExprTrait, MysqlQueryBuilder, PostgresQueryBuilder, QueryBuilder, SqliteQueryBuilder, Value as SeaValue,
+};
+use sea_query_sqlx::SqlxValues;
 use serde_json::Value;
 use sqlx::mysql::MySqlRow;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{MySql, Pool, Postgres, Row, Sqlite};
+use sqlx::{AssertSqlSafe, MySql, Pool, Postgres, Row, Sqlite};
 
 use super::{Dialect, Query, parse_json};
 use crate::codec::to_json_text;
@@ -53,6 +57,34 @@ impl Dialect for Sqlite {
     ) -> BoxFuture<'a, Result<Vec<SqliteRow>, sqlx::Error>> {
         Box::pin(q.fetch_all(pool))
     }
+    fn builder() -> impl QueryBuilder {
+        SqliteQueryBuilder
+    }
+    fn value(cell: Cell) -> DbResult<SeaValue> {
+        Ok(match cell {
+            Cell::Text(v) => SeaValue::String(v),
+            Cell::Int(v) => SeaValue::BigInt(v),
+            Cell::Bool(v) => SeaValue::Bool(Some(v)),
+            Cell::Json(v) => SeaValue::String(v.as_ref().map(to_json_text).transpose()?),
+        })
+    }
+    fn byte_order(column: &'static str) -> Expr {
+        Expr::col(column)
+    }
+    fn fetch_built<'a>(
+        pool: &'a Pool<Sqlite>,
+        sql: &'a str,
+        values: SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<SqliteRow>, sqlx::Error>> {
+        Box::pin(sqlx::query_with(AssertSqlSafe(sql), values).fetch_all(pool))
+    }
+    fn execute_built<'a>(
+        pool: &'a Pool<Sqlite>,
+        sql: &'a str,
+        values: SqlxValues,
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
+        Box::pin(async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(pool).await?.rows_affected()) })
+    }
     fn error(what: &str, e: sqlx::Error) -> DbError {
         crate::sqlite::db_error(what, e)
     }
@@ -98,6 +130,36 @@ impl Dialect for Postgres {
     ) -> BoxFuture<'a, Result<Vec<PgRow>, sqlx::Error>> {
         Box::pin(q.fetch_all(pool))
     }
+    fn builder() -> impl QueryBuilder {
+        PostgresQueryBuilder
+    }
+    fn value(cell: Cell) -> DbResult<SeaValue> {
+        Ok(match cell {
+            Cell::Text(v) => SeaValue::String(v),
+            Cell::Int(v) => SeaValue::BigInt(v),
+            Cell::Bool(v) => SeaValue::Bool(Some(v)),
+            Cell::Json(v) => SeaValue::Json(clean_json(v.as_ref()).map(Box::new)),
+        })
+    }
+    // Byte order, whatever the database's collation.
+    fn byte_order(column: &'static str) -> Expr {
+        Expr::cust(format!("\"{column}\" COLLATE \"C\""))
+    }
+    const NULLS_LOW: bool = false;
+    fn fetch_built<'a>(
+        pool: &'a Pool<Postgres>,
+        sql: &'a str,
+        values: SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<PgRow>, sqlx::Error>> {
+        Box::pin(sqlx::query_with(AssertSqlSafe(sql), values).fetch_all(pool))
+    }
+    fn execute_built<'a>(
+        pool: &'a Pool<Postgres>,
+        sql: &'a str,
+        values: SqlxValues,
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
+        Box::pin(async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(pool).await?.rows_affected()) })
+    }
     fn error(what: &str, e: sqlx::Error) -> DbError {
         crate::postgres::db_error(what, e)
     }
@@ -136,6 +198,43 @@ impl Dialect for MySql {
     }
     fn fetch_all<'a>(pool: &'a Pool<MySql>, q: Query<'a, MySql>) -> BoxFuture<'a, Result<Vec<MySqlRow>, sqlx::Error>> {
         Box::pin(q.fetch_all(pool))
+    }
+    fn builder() -> impl QueryBuilder {
+        MysqlQueryBuilder
+    }
+    fn value(cell: Cell) -> DbResult<SeaValue> {
+        Ok(match cell {
+            Cell::Text(v) => SeaValue::String(v),
+            Cell::Int(v) => SeaValue::BigInt(v),
+            Cell::Bool(v) => SeaValue::Bool(Some(v)),
+            Cell::Json(v) => SeaValue::String(v.as_ref().map(to_json_text).transpose()?),
+        })
+    }
+    // Byte order, whatever the column's collation.
+    fn byte_order(column: &'static str) -> Expr {
+        Expr::cust(format!("CAST(`{column}` AS BINARY)"))
+    }
+    // The plain comparison keeps the column's index in use; the binary one decides.
+    fn exact(column: &'static str, value: &str) -> Expr {
+        let binary = Expr::cust_with_values(format!("CAST(`{column}` AS BINARY) = CAST(? AS BINARY)"), [value]);
+        Expr::col(column).eq(value).and(binary)
+    }
+    fn exact_in<'v>(column: &'static str, values: impl IntoIterator<Item = &'v str>) -> Expr {
+        Expr::cust(format!("CAST(`{column}` AS BINARY)")).is_in(values)
+    }
+    fn fetch_built<'a>(
+        pool: &'a Pool<MySql>,
+        sql: &'a str,
+        values: SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<MySqlRow>, sqlx::Error>> {
+        Box::pin(sqlx::query_with(AssertSqlSafe(sql), values).fetch_all(pool))
+    }
+    fn execute_built<'a>(
+        pool: &'a Pool<MySql>,
+        sql: &'a str,
+        values: SqlxValues,
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
+        Box::pin(async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(pool).await?.rows_affected()) })
     }
     fn error(what: &str, e: sqlx::Error) -> DbError {
         crate::mysql::db_error(what, e)

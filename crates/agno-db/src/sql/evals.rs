@@ -1,10 +1,14 @@
 //! `agno_eval_runs` as every SQL adapter reads it back.
 
-use agno_core::{DbError, DbErrorKind, DbResult, EvalRunRecord, EvalType};
+use agno_core::{
+    Cell, DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalType, SortOrder, now_epoch_secs,
+};
+use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query};
+use sea_query_sqlx::{SqlxBinder, SqlxValues};
 use serde_json::Value;
 use sqlx::Database;
 
-use super::{Columns, Dialect};
+use super::{Columns, Dialect, Row, SqlDb};
 
 /// An eval type as stored (`accuracy`, `agent_as_judge`, ...).
 ///
@@ -40,3 +44,241 @@ pub(crate) fn eval_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbRes
         run_id,
     })
 }
+
+/// The columns of the eval runs table, in table order.
+const COLUMNS: [&str; 14] = [
+    "run_id",
+    "eval_type",
+    "eval_data",
+    "eval_input",
+    "name",
+    "agent_id",
+    "team_id",
+    "workflow_id",
+    "model_id",
+    "model_provider",
+    "evaluated_component_name",
+    "user_id",
+    "created_at",
+    "updated_at",
+];
+
+/// The values of [`COLUMNS`] for `e`. A missing input is stored as JSON `null` (the column is
+/// NOT NULL), as SQLAlchemy stores it.
+fn eval_cells(e: &EvalRunRecord) -> [Cell; 14] {
+    let text = |v: &Option<String>| Cell::Text(v.clone());
+    [
+        Cell::Text(Some(e.run_id.clone())),
+        Cell::Text(Some(e.eval_type.as_str().to_owned())),
+        Cell::Json(Some(Value::Object(e.eval_data.clone()))),
+        Cell::Json(Some(e.eval_input.clone().map_or(Value::Null, Value::Object))),
+        text(&e.name),
+        text(&e.agent_id),
+        text(&e.team_id),
+        text(&e.workflow_id),
+        text(&e.model_id),
+        text(&e.model_provider),
+        text(&e.evaluated_component_name),
+        text(&e.user_id),
+        Cell::Int(e.created_at),
+        Cell::Int(e.updated_at),
+    ]
+}
+
+/// Only `user_id`'s rows when one is given.
+fn owned_by<D: Dialect>(user_id: Option<&str>) -> Condition {
+    let mut c = Condition::all();
+    if let Some(u) = user_id {
+        c = c.add(D::exact("user_id", u));
+    }
+    c
+}
+
+/// The conditions of a listing.
+fn listing<D: Dialect>(q: &EvalQuery) -> Condition {
+    let mut c = owned_by::<D>(q.user_id.as_deref());
+    for (column, value) in
+        [("agent_id", &q.agent_id), ("team_id", &q.team_id), ("workflow_id", &q.workflow_id), ("model_id", &q.model_id)]
+    {
+        if let Some(v) = value {
+            c = c.add(D::exact(column, v));
+        }
+    }
+    match q.filter_type {
+        Some(EvalFilterType::Agent) => c = c.add(Expr::col("agent_id").is_not_null()),
+        Some(EvalFilterType::Team) => c = c.add(Expr::col("team_id").is_not_null()),
+        Some(EvalFilterType::Workflow) => c = c.add(Expr::col("workflow_id").is_not_null()),
+        None => {}
+    }
+    if let Some(types) = &q.eval_types {
+        // An empty list matches nothing (`IN ()` is not SQL everywhere).
+        c = c.add(if types.is_empty() {
+            Expr::cust("1 = 0")
+        } else {
+            D::exact_in("eval_type", types.iter().map(|t| t.as_str()))
+        });
+    }
+    c
+}
+
+/// Runs a built statement and returns its rows, or the error saying what was being done.
+async fn rows<A: SqlDb>(db: &A, (sql, values): (String, SqlxValues), what: &str) -> DbResult<Vec<Row<A::D>>> {
+    A::D::fetch_built(db.pool(), &sql, values).await.map_err(|e| A::D::error(what, e))
+}
+
+/// Runs a built statement and returns the number of rows it changed.
+async fn changed<A: SqlDb>(db: &A, (sql, values): (String, SqlxValues), what: &str) -> DbResult<u64> {
+    let _turn = match db.write_lock() {
+        Some(lock) => Some(lock.lock().await),
+        None => None,
+    };
+    A::D::execute_built(db.pool(), &sql, values).await.map_err(|e| A::D::error(what, e))
+}
+
+/// `EvalStore::create_eval_run`: the record with its times filled in, or a conflict when the id
+/// exists.
+pub(crate) async fn create<A: SqlDb>(db: &A, record: &EvalRunRecord) -> DbResult<EvalRunRecord> {
+    let now = now_epoch_secs();
+    let mut row = record.clone();
+    row.created_at = Some(row.created_at.unwrap_or(now));
+    row.updated_at = Some(row.updated_at.unwrap_or(now));
+    let values = eval_cells(&row).into_iter().map(|c| A::D::value(c).map(Expr::val)).collect::<DbResult<Vec<_>>>()?;
+    let mut insert = Query::insert();
+    insert
+        .into_table(db.table_ref(&db.tables().evals))
+        .columns(COLUMNS)
+        .values(values)
+        .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot build the insert of eval run: {e}")))?;
+    let id = &row.run_id;
+    match changed(db, insert.build_sqlx(A::D::builder()), &format!("cannot write eval run {id}")).await {
+        Ok(_) => Ok(row),
+        Err(e) if e.kind() == DbErrorKind::Conflict => {
+            Err(DbError::new(DbErrorKind::Conflict, format!("eval run {id} already exists")).with_source(e))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `EvalStore::get_eval_run`.
+pub(crate) async fn get<A: SqlDb>(db: &A, run_id: &str, user_id: Option<&str>) -> DbResult<Option<EvalRunRecord>> {
+    let select = Query::select()
+        .columns(COLUMNS)
+        .from(db.table_ref(&db.tables().evals))
+        .and_where(Expr::col("run_id").eq(run_id))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    let found = rows(db, select, &format!("cannot read eval run {run_id}")).await?;
+    found.first().map(eval_from_row::<A::D>).transpose()
+}
+
+/// `EvalStore::get_eval_runs`: a page of the listing (by `created_at`, NULL oldest, then by the
+/// bytes of `run_id`) and the number of matching runs; a row no reader can decode is left out.
+pub(crate) async fn list<A: SqlDb>(db: &A, q: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
+    let table = db.table_ref(&db.tables().evals);
+    let order = match q.sort_order {
+        SortOrder::Asc => Order::Asc,
+        SortOrder::Desc => Order::Desc,
+    };
+    let mut select = Query::select();
+    select.columns(COLUMNS).from(table.clone()).cond_where(listing::<A::D>(q));
+    if A::D::NULLS_LOW {
+        select.order_by("created_at", order.clone());
+    } else {
+        let nulls = if q.sort_order == SortOrder::Asc { NullOrdering::First } else { NullOrdering::Last };
+        select.order_by_with_nulls("created_at", order.clone(), nulls);
+    }
+    select.order_by_expr(A::D::byte_order("run_id"), order);
+    if let Some(limit) = q.limit {
+        let (offset, limit) = crate::memories::page_bounds(Some(limit), q.page);
+        select.limit(u64::try_from(limit).unwrap_or(u64::MAX)).offset(u64::try_from(offset).unwrap_or(u64::MAX));
+    }
+    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list eval runs").await?;
+    let count = Query::select()
+        .expr_as(Expr::col(Asterisk).count(), "total")
+        .from(table)
+        .cond_where(listing::<A::D>(q))
+        .build_sqlx(A::D::builder());
+    let total = match rows(db, count, "cannot count eval runs").await?.first() {
+        Some(row) => Columns::<A::D>::of(row, "agno_eval_runs").int("total")?.unwrap_or_default(),
+        None => 0,
+    };
+    let evals = crate::codec::readable(
+        "eval run",
+        found.iter().map(|r| {
+            (Columns::<A::D>::of(r, "agno_eval_runs").text("run_id").ok().flatten(), eval_from_row::<A::D>(r))
+        }),
+    );
+    Ok((evals, u64::try_from(total).unwrap_or(0)))
+}
+
+/// `EvalStore::delete_eval_runs`: how many of `run_ids` (of `user_id`, when given) were deleted.
+pub(crate) async fn delete<A: SqlDb>(db: &A, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+    if run_ids.is_empty() {
+        return Ok(0);
+    }
+    let delete = Query::delete()
+        .from_table(db.table_ref(&db.tables().evals))
+        .and_where(Expr::col("run_id").is_in(run_ids.iter().map(String::as_str)))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    changed(db, delete, "cannot delete eval runs").await
+}
+
+/// `EvalStore::rename_eval_run`: the renamed run, or none when it is not the caller's.
+pub(crate) async fn rename<A: SqlDb>(
+    db: &A,
+    run_id: &str,
+    name: &str,
+    user_id: Option<&str>,
+) -> DbResult<Option<EvalRunRecord>> {
+    let update = Query::update()
+        .table(db.table_ref(&db.tables().evals))
+        .values([("name", Expr::val(name)), ("updated_at", Expr::val(now_epoch_secs()))])
+        .and_where(Expr::col("run_id").eq(run_id))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    if changed(db, update, &format!("cannot rename eval run {run_id}")).await? == 0 {
+        return Ok(None);
+    }
+    get(db, run_id, user_id).await
+}
+
+/// Implements `agno_core::EvalStore` for an SQL adapter with the functions above.
+macro_rules! eval_store {
+    ($db:ty) => {
+        #[async_trait::async_trait]
+        impl agno_core::EvalStore for $db {
+            async fn create_eval_run(
+                &self,
+                record: &agno_core::EvalRunRecord,
+            ) -> agno_core::DbResult<agno_core::EvalRunRecord> {
+                crate::sql::evals::create(self, record).await
+            }
+            async fn get_eval_run(
+                &self,
+                run_id: &str,
+                user_id: Option<&str>,
+            ) -> agno_core::DbResult<Option<agno_core::EvalRunRecord>> {
+                crate::sql::evals::get(self, run_id, user_id).await
+            }
+            async fn get_eval_runs(
+                &self,
+                query: &agno_core::EvalQuery,
+            ) -> agno_core::DbResult<(Vec<agno_core::EvalRunRecord>, u64)> {
+                crate::sql::evals::list(self, query).await
+            }
+            async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> agno_core::DbResult<u64> {
+                crate::sql::evals::delete(self, run_ids, user_id).await
+            }
+            async fn rename_eval_run(
+                &self,
+                run_id: &str,
+                name: &str,
+                user_id: Option<&str>,
+            ) -> agno_core::DbResult<Option<agno_core::EvalRunRecord>> {
+                crate::sql::evals::rename(self, run_id, name, user_id).await
+            }
+        }
+    };
+}
+pub(crate) use eval_store;

@@ -44,6 +44,15 @@ pub(crate) trait SqlDb: Send + Sync {
     /// MySQL, bare on SQLite.
     fn table(&self, table: &str) -> String;
 
+    /// `table` as a built statement names it (schema-qualified on PostgreSQL).
+    fn table_ref(&self, table: &str) -> sea_query::TableRef;
+
+    /// The lock writers of this process take turns on, where the database has a single writer
+    /// (SQLite); none elsewhere.
+    fn write_lock(&self) -> Option<&tokio::sync::Mutex<()>> {
+        None
+    }
+
     /// Whether `table` exists.
     ///
     /// # Errors
@@ -123,6 +132,48 @@ pub(crate) trait Dialect {
         pool: &'a Pool<Self::DB>,
         q: Query<'a, Self::DB>,
     ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
+
+    /// sea-query's builder of statements in the dialect.
+    fn builder() -> impl sea_query::QueryBuilder;
+
+    /// One column value as a built statement carries it (see [`Dialect::bind`]).
+    ///
+    /// # Errors
+    /// A JSON value cannot be encoded.
+    fn value(cell: Cell) -> DbResult<sea_query::Value>;
+
+    /// `column` equal to `value` byte for byte (MySQL's default collations ignore case: `Alice`
+    /// must never match `alice`'s rows).
+    fn exact(column: &'static str, value: &str) -> sea_query::Expr {
+        use sea_query::ExprTrait;
+        sea_query::Expr::col(column).eq(value)
+    }
+
+    /// `column` equal, byte for byte, to one of `values`.
+    fn exact_in<'v>(column: &'static str, values: impl IntoIterator<Item = &'v str>) -> sea_query::Expr {
+        use sea_query::ExprTrait;
+        sea_query::Expr::col(column).is_in(values)
+    }
+
+    /// `column` as an ordering by its bytes (so ids sort the same on every database).
+    fn byte_order(column: &'static str) -> sea_query::Expr;
+
+    /// Whether NULL sorts below every value (SQLite and MySQL), rather than above (PostgreSQL).
+    const NULLS_LOW: bool = true;
+
+    /// Runs a built statement on `pool` and returns its rows.
+    fn fetch_built<'a>(
+        pool: &'a Pool<Self::DB>,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
+
+    /// Runs a built statement on `pool` and returns the number of rows it changed.
+    fn execute_built<'a>(
+        pool: &'a Pool<Self::DB>,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>>;
 
     /// Classifies a driver error (conflict, unavailable, schema too old) with what was being done.
     fn error(what: &str, e: sqlx::Error) -> DbError;

@@ -223,6 +223,12 @@ impl crate::sql::SqlDb for SqliteDb {
     fn table(&self, table: &str) -> String {
         table.to_owned()
     }
+    fn table_ref(&self, table: &str) -> sea_query::TableRef {
+        sea_query::Alias::new(table).into()
+    }
+    fn write_lock(&self) -> Option<&tokio::sync::Mutex<()>> {
+        Some(&self.write_lock)
+    }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         SqliteDb::table_exists(self, table).await
     }
