@@ -682,6 +682,12 @@ pub async fn knowledge_users_are_isolated(db: Arc<dyn KnowledgeStore>) {
         .await
         .expect("list");
     assert_eq!(n, 2, "alice sees hers and the shared one: {alice:?}");
+    // A user id differing only in case is another user (MySQL's collations ignore case).
+    let upper = Some("ALICE");
+    assert!(db.get_knowledge_content("ka", upper).await.expect("get").is_none());
+    let query = KnowledgeQuery { user_id: Some("ALICE".into()), ..KnowledgeQuery::default() };
+    assert_eq!(db.get_knowledge_contents(&query).await.expect("list").1, 1, "only the shared row");
+    assert!(!db.delete_knowledge_content("ka", upper).await.expect("delete"));
 }
 
 // ----- Metrics and schedules --------------------------------------------------------------------
