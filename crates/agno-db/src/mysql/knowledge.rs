@@ -2,15 +2,11 @@
 //! shapes it): `metadata` is a JSON text; a row without `user_id` is shared. Visibility, filters,
 //! sort, paging and counts run in SQL; a given `user_id` is matched byte for byte.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore, new_id, now_epoch_secs,
-};
-use async_trait::async_trait;
+use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeRow, new_id, now_epoch_secs};
 use sqlx::MySql;
-use sqlx::{AssertSqlSafe, Connection, Row};
+use sqlx::{AssertSqlSafe, Connection};
 
-use super::evals::exact;
-use super::{Arg, MySqlDb, USER_MATCH, bind_args, db_error, marks, push_user, where_clause, with_retries};
+use super::{MySqlDb, db_error, marks, with_retries};
 use crate::codec::to_json_text;
 use crate::sql::knowledge::knowledge_from_row;
 
@@ -41,14 +37,6 @@ pub(crate) fn knowledge_ddl(t: &str) -> String {
          \tINDEX `idx_{t}_user_id` (user_id)\n\
          )"
     )
-}
-
-/// Rows visible to `user_id`: its own (byte for byte) and shared ones; every row when `None`.
-fn push_visible(conditions: &mut Vec<String>, args: &mut Vec<Arg>, user_id: Option<&str>) {
-    if let Some(u) = user_id {
-        conditions.push(format!("(user_id IS NULL OR {USER_MATCH})"));
-        args.extend([Arg::Str(u.to_owned()), Arg::Str(u.to_owned())]);
-    }
 }
 
 impl MySqlDb {
@@ -127,68 +115,12 @@ impl MySqlDb {
     }
 }
 
-#[async_trait]
-impl KnowledgeStore for MySqlDb {
-    async fn upsert_knowledge_content(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
+impl MySqlDb {
+    /// `KnowledgeStore::upsert_knowledge_content`, as this database writes it.
+    pub(crate) async fn upsert_knowledge(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
         let id = row.id.clone().unwrap_or_else(new_id);
         with_retries(|| self.try_upsert_knowledge(row, &id)).await
     }
-
-    async fn get_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<KnowledgeRow>> {
-        let t = &self.tables().knowledge;
-        let mut conditions = vec!["id = ?".to_owned()];
-        let mut args = vec![Arg::Str(id.to_owned())];
-        push_visible(&mut conditions, &mut args, user_id);
-        let sql = format!("SELECT {COLUMNS} FROM `{t}`{}", where_clause(&conditions));
-        let row = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read knowledge content {id}"), e))?;
-        row.as_ref().map(knowledge_from_row::<MySql>).transpose()
-    }
-
-    async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
-        let t = &self.tables().knowledge;
-        let mut conditions = Vec::new();
-        let mut args = Vec::new();
-        push_visible(&mut conditions, &mut args, query.user_id.as_deref());
-        if let Some(l) = &query.linked_to {
-            conditions.push(exact("linked_to"));
-            args.extend([Arg::Str(l.clone()), Arg::Str(l.clone())]);
-        }
-        let clause = where_clause(&conditions);
-        let order = match query.sort_by {
-            KnowledgeSort::CreatedAt => "created_at",
-            KnowledgeSort::UpdatedAt => "updated_at",
-            // Byte order, whatever the column collation.
-            KnowledgeSort::Name => "CAST(name AS BINARY)",
-        };
-        let dir = query.sort_order.sql();
-        let sql = format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY {order} {dir}, CAST(id AS BINARY) {dir}");
-        let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
-        let (rows, total) =
-            self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "knowledge contents").await?;
-        let list = crate::codec::readable(
-            "knowledge content",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row::<MySql>(r))),
-        );
-        Ok((list, total))
-    }
-
-    async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        let t = &self.tables().knowledge;
-        let mut conditions = vec!["id = ?".to_owned()];
-        let mut args = vec![Arg::Str(id.to_owned())];
-        // Only the user's own rows: never shared ones.
-        push_user(&mut conditions, &mut args, user_id);
-        let sql = format!("DELETE FROM `{t}`{}", where_clause(&conditions));
-        let done = with_retries(|| async {
-            bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-                .execute(self.pool())
-                .await
-                .map_err(|e| db_error(&format!("cannot delete knowledge content {id}"), e))
-        })
-        .await?;
-        Ok(done.rows_affected() > 0)
-    }
 }
+
+crate::sql::knowledge::knowledge_store!(MySqlDb);

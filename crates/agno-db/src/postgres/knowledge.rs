@@ -2,18 +2,12 @@
 //! it; `metadata` is JSONB). A row without `user_id` is shared: every user reads it, only an
 //! unscoped caller deletes it; the owner check of a write is part of the upsert statement.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore, new_id, now_epoch_secs,
-};
-use async_trait::async_trait;
+use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeRow, new_id, now_epoch_secs};
 use serde_json::Value;
-use sqlx::Postgres;
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::AssertSqlSafe;
 
 use super::schema::index_ddl;
 use super::{PostgresDb, db_error, sanitize};
-use crate::memories::page_bounds;
-use crate::sql::knowledge::knowledge_from_row;
 
 const COLUMNS: &str = "id, name, description, metadata, type, size, linked_to, access_count, status, status_message, \
      created_at, updated_at, external_id, user_id";
@@ -40,12 +34,9 @@ fn clean(text: &str) -> String {
     }
 }
 
-/// Rows a caller sees (`$1` the user): with a user, its own and the shared ones.
-const VISIBLE: &str = "($1::text IS NULL OR user_id = $1 OR user_id IS NULL)";
-
-#[async_trait]
-impl KnowledgeStore for PostgresDb {
-    async fn upsert_knowledge_content(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
+impl PostgresDb {
+    /// `KnowledgeStore::upsert_knowledge_content`, as this database writes it.
+    pub(crate) async fn upsert_knowledge(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
         let t = self.qualified(&self.tables().knowledge);
         let mut row = row.clone();
         let id = row.id.get_or_insert_with(new_id).clone();
@@ -91,70 +82,6 @@ impl KnowledgeStore for PostgresDb {
         row.updated_at = Some(now);
         Ok(row)
     }
-
-    async fn get_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<KnowledgeRow>> {
-        let sql =
-            format!("SELECT {COLUMNS} FROM {} WHERE {VISIBLE} AND id = $2", self.qualified(&self.tables().knowledge));
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(user_id)
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read knowledge content {id}"), e))?;
-        row.as_ref().map(knowledge_from_row::<Postgres>).transpose()
-    }
-
-    async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
-        let t = self.qualified(&self.tables().knowledge);
-        let clause = format!("{VISIBLE} AND ($2::text IS NULL OR linked_to = $2)");
-        let dir = query.sort_order.sql();
-        // NULLs sort as the smallest, as in SQLite; text in byte order.
-        let nulls = if dir == "ASC" { "NULLS FIRST" } else { "NULLS LAST" };
-        let order = match query.sort_by {
-            KnowledgeSort::CreatedAt => "created_at",
-            KnowledgeSort::UpdatedAt => "updated_at",
-            KnowledgeSort::Name => "name COLLATE \"C\"",
-        };
-        let (offset, _) = page_bounds(query.limit, query.page);
-        let limit = query.limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        let sql = format!(
-            "SELECT {COLUMNS} FROM {t} WHERE {clause} \
-             ORDER BY {order} {dir} {nulls}, id COLLATE \"C\" {dir} LIMIT $3 OFFSET $4"
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(&query.user_id)
-            .bind(&query.linked_to)
-            .bind(limit)
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list knowledge contents", e))?;
-        let list = crate::codec::readable(
-            "knowledge content",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row::<Postgres>(r))),
-        );
-        let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
-        let total: i64 = sqlx::query_scalar(AssertSqlSafe(count_sql))
-            .bind(&query.user_id)
-            .bind(&query.linked_to)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count knowledge contents", e))?;
-        Ok((list, u64::try_from(total).unwrap_or(0)))
-    }
-
-    async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        // A scoped caller deletes only its own rows, never shared ones.
-        let sql = format!(
-            "DELETE FROM {} WHERE id = $1 AND ($2::text IS NULL OR user_id = $2)",
-            self.qualified(&self.tables().knowledge)
-        );
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(id)
-            .bind(user_id)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot delete knowledge content {id}"), e))?;
-        Ok(done.rows_affected() > 0)
-    }
 }
+
+crate::sql::knowledge::knowledge_store!(PostgresDb);

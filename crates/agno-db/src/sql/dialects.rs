@@ -236,6 +236,9 @@ impl Dialect for MySql {
     ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
         Box::pin(async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(pool).await?.rows_affected()) })
     }
+    fn lost_race(error: &DbError) -> bool {
+        crate::mysql::is_transient(error)
+    }
     fn error(what: &str, e: sqlx::Error) -> DbError {
         crate::mysql::db_error(what, e)
     }

@@ -4,11 +4,11 @@ use agno_core::{
     Cell, DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalType, SortOrder, now_epoch_secs,
 };
 use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query};
-use sea_query_sqlx::{SqlxBinder, SqlxValues};
+use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::Database;
 
-use super::{Columns, Dialect, Row, SqlDb};
+use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
 
 /// An eval type as stored (`accuracy`, `agent_as_judge`, ...).
 ///
@@ -85,15 +85,6 @@ fn eval_cells(e: &EvalRunRecord) -> [Cell; 14] {
     ]
 }
 
-/// Only `user_id`'s rows when one is given.
-fn owned_by<D: Dialect>(user_id: Option<&str>) -> Condition {
-    let mut c = Condition::all();
-    if let Some(u) = user_id {
-        c = c.add(D::exact("user_id", u));
-    }
-    c
-}
-
 /// The conditions of a listing.
 fn listing<D: Dialect>(q: &EvalQuery) -> Condition {
     let mut c = owned_by::<D>(q.user_id.as_deref());
@@ -119,20 +110,6 @@ fn listing<D: Dialect>(q: &EvalQuery) -> Condition {
         });
     }
     c
-}
-
-/// Runs a built statement and returns its rows, or the error saying what was being done.
-async fn rows<A: SqlDb>(db: &A, (sql, values): (String, SqlxValues), what: &str) -> DbResult<Vec<Row<A::D>>> {
-    A::D::fetch_built(db.pool(), &sql, values).await.map_err(|e| A::D::error(what, e))
-}
-
-/// Runs a built statement and returns the number of rows it changed.
-async fn changed<A: SqlDb>(db: &A, (sql, values): (String, SqlxValues), what: &str) -> DbResult<u64> {
-    let _turn = match db.write_lock() {
-        Some(lock) => Some(lock.lock().await),
-        None => None,
-    };
-    A::D::execute_built(db.pool(), &sql, values).await.map_err(|e| A::D::error(what, e))
 }
 
 /// `EvalStore::create_eval_run`: the record with its times filled in, or a conflict when the id

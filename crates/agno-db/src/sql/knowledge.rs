@@ -1,9 +1,11 @@
 //! `agno_knowledge` (the contents of knowledge bases) as every SQL adapter reads it back.
 
-use agno_core::{DbResult, KnowledgeRow};
+use agno_core::{DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, SortOrder};
+use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query};
+use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
-use super::{Columns, Dialect};
+use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
 
 /// A content row read back from a row of the knowledge table.
 ///
@@ -28,3 +30,141 @@ pub(crate) fn knowledge_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> 
         external_id: c.text("external_id")?,
     })
 }
+
+/// The columns of the knowledge table, in table order.
+const COLUMNS: [&str; 14] = [
+    "id",
+    "name",
+    "description",
+    "metadata",
+    "type",
+    "size",
+    "linked_to",
+    "access_count",
+    "status",
+    "status_message",
+    "created_at",
+    "updated_at",
+    "external_id",
+    "user_id",
+];
+
+/// The rows `user_id` (none: unscoped) may see: its own and the shared ones.
+fn visible_to<D: Dialect>(user_id: Option<&str>) -> Condition {
+    let mut c = Condition::all();
+    if let Some(u) = user_id {
+        c = c.add(Condition::any().add(Expr::col("user_id").is_null()).add(D::exact("user_id", u)));
+    }
+    c
+}
+
+/// The conditions of a listing.
+fn listing<D: Dialect>(q: &KnowledgeQuery) -> Condition {
+    let mut c = visible_to::<D>(q.user_id.as_deref());
+    if let Some(l) = &q.linked_to {
+        c = c.add(D::exact("linked_to", l));
+    }
+    c
+}
+
+/// `KnowledgeStore::get_knowledge_content`: the row, when the caller may see it.
+pub(crate) async fn get<A: SqlDb>(db: &A, id: &str, user_id: Option<&str>) -> DbResult<Option<KnowledgeRow>> {
+    let select = Query::select()
+        .columns(COLUMNS)
+        .from(db.table_ref(&db.tables().knowledge))
+        .and_where(Expr::col("id").eq(id))
+        .cond_where(visible_to::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    let found = rows(db, select, &format!("cannot read knowledge content {id}")).await?;
+    found.first().map(knowledge_from_row::<A::D>).transpose()
+}
+
+/// `KnowledgeStore::get_knowledge_contents`: a page of the listing (in the query's order, NULL
+/// lowest, names and then ids by their bytes) and the number of matching rows; a row no reader
+/// can decode is left out.
+pub(crate) async fn list<A: SqlDb>(db: &A, q: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
+    let table = db.table_ref(&db.tables().knowledge);
+    let order = match q.sort_order {
+        SortOrder::Asc => Order::Asc,
+        SortOrder::Desc => Order::Desc,
+    };
+    let mut select = Query::select();
+    select.columns(COLUMNS).from(table.clone()).cond_where(listing::<A::D>(q));
+    let by = match q.sort_by {
+        KnowledgeSort::CreatedAt => Expr::col("created_at"),
+        KnowledgeSort::UpdatedAt => Expr::col("updated_at"),
+        KnowledgeSort::Name => A::D::byte_order("name"),
+    };
+    if A::D::NULLS_LOW {
+        select.order_by_expr(by, order.clone());
+    } else {
+        let nulls = if q.sort_order == SortOrder::Asc { NullOrdering::First } else { NullOrdering::Last };
+        select.order_by_expr_with_nulls(by, order.clone(), nulls);
+    }
+    select.order_by_expr(A::D::byte_order("id"), order);
+    if let Some(limit) = q.limit {
+        let (offset, limit) = crate::memories::page_bounds(Some(limit), q.page);
+        select.limit(u64::try_from(limit).unwrap_or(u64::MAX)).offset(u64::try_from(offset).unwrap_or(u64::MAX));
+    }
+    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list knowledge contents").await?;
+    let count = Query::select()
+        .expr_as(Expr::col(Asterisk).count(), "total")
+        .from(table)
+        .cond_where(listing::<A::D>(q))
+        .build_sqlx(A::D::builder());
+    let total = match rows(db, count, "cannot count knowledge contents").await?.first() {
+        Some(row) => Columns::<A::D>::of(row, "agno_knowledge").int("total")?.unwrap_or_default(),
+        None => 0,
+    };
+    let list = crate::codec::readable(
+        "knowledge content",
+        found.iter().map(|r| {
+            (Columns::<A::D>::of(r, "agno_knowledge").text("id").ok().flatten(), knowledge_from_row::<A::D>(r))
+        }),
+    );
+    Ok((list, u64::try_from(total).unwrap_or(0)))
+}
+
+/// `KnowledgeStore::delete_knowledge_content`: a scoped caller deletes only its own rows, never
+/// shared ones.
+pub(crate) async fn delete<A: SqlDb>(db: &A, id: &str, user_id: Option<&str>) -> DbResult<bool> {
+    let delete = Query::delete()
+        .from_table(db.table_ref(&db.tables().knowledge))
+        .and_where(Expr::col("id").eq(id))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    Ok(changed(db, delete, &format!("cannot delete knowledge content {id}")).await? > 0)
+}
+
+/// Implements `agno_core::KnowledgeStore` for an SQL adapter: its own upsert (an inherent
+/// `upsert_knowledge`; the conditional upsert differs per database), the rest above.
+macro_rules! knowledge_store {
+    ($db:ty) => {
+        #[async_trait::async_trait]
+        impl agno_core::KnowledgeStore for $db {
+            async fn upsert_knowledge_content(
+                &self,
+                row: &agno_core::KnowledgeRow,
+            ) -> agno_core::DbResult<agno_core::KnowledgeRow> {
+                self.upsert_knowledge(row).await
+            }
+            async fn get_knowledge_content(
+                &self,
+                id: &str,
+                user_id: Option<&str>,
+            ) -> agno_core::DbResult<Option<agno_core::KnowledgeRow>> {
+                crate::sql::knowledge::get(self, id, user_id).await
+            }
+            async fn get_knowledge_contents(
+                &self,
+                query: &agno_core::KnowledgeQuery,
+            ) -> agno_core::DbResult<(Vec<agno_core::KnowledgeRow>, u64)> {
+                crate::sql::knowledge::list(self, query).await
+            }
+            async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> agno_core::DbResult<bool> {
+                crate::sql::knowledge::delete(self, id, user_id).await
+            }
+        }
+    };
+}
+pub(crate) use knowledge_store;

@@ -175,6 +175,11 @@ pub(crate) trait Dialect {
         values: sea_query_sqlx::SqlxValues,
     ) -> BoxFuture<'a, Result<u64, sqlx::Error>>;
 
+    /// Whether a failed write lost a race and may succeed if run again (a MySQL deadlock).
+    fn lost_race(_error: &DbError) -> bool {
+        false
+    }
+
     /// Classifies a driver error (conflict, unavailable, schema too old) with what was being done.
     fn error(what: &str, e: sqlx::Error) -> DbError;
 }
@@ -242,4 +247,45 @@ pub(crate) fn bind_all<D: Dialect>(
 /// is none; Agno 2.x's double encoding is undone); a decode error when it is not JSON.
 fn parse_json(text: Option<String>) -> Result<Option<Value>, sqlx::Error> {
     crate::codec::json_column(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
+/// Only `user_id`'s rows when one is given.
+pub(crate) fn owned_by<D: Dialect>(user_id: Option<&str>) -> sea_query::Condition {
+    let mut c = sea_query::Condition::all();
+    if let Some(u) = user_id {
+        c = c.add(D::exact("user_id", u));
+    }
+    c
+}
+
+/// Runs a built statement and returns its rows, or the error saying what was being done.
+pub(crate) async fn rows<A: SqlDb>(
+    db: &A,
+    (sql, values): (String, sea_query_sqlx::SqlxValues),
+    what: &str,
+) -> DbResult<Vec<Row<A::D>>> {
+    A::D::fetch_built(db.pool(), &sql, values).await.map_err(|e| A::D::error(what, e))
+}
+
+/// How many times a write that lost a race (a MySQL deadlock) is tried in all.
+const WRITE_ATTEMPTS: usize = 8;
+
+/// Runs a built write (in the process's writer turn where the database has one writer) and
+/// returns the number of rows it changed; a write that lost a race is tried again.
+pub(crate) async fn changed<A: SqlDb>(
+    db: &A,
+    (sql, values): (String, sea_query_sqlx::SqlxValues),
+    what: &str,
+) -> DbResult<u64> {
+    let _turn = match db.write_lock() {
+        Some(lock) => Some(lock.lock().await),
+        None => None,
+    };
+    let mut tries = 1;
+    loop {
+        match A::D::execute_built(db.pool(), &sql, values.clone()).await.map_err(|e| A::D::error(what, e)) {
+            Err(e) if tries < WRITE_ATTEMPTS && A::D::lost_race(&e) => tries += 1,
+            other => return other,
+        }
+    }
 }

@@ -2,16 +2,11 @@
 //! `user_id` is shared: every user reads it, only an unscoped caller deletes it; the owner check
 //! of a write is part of the upsert statement.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore, new_id, now_epoch_secs,
-};
-use async_trait::async_trait;
-use sqlx::Sqlite;
-use sqlx::{AssertSqlSafe, Row};
+use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeRow, new_id, now_epoch_secs};
+use sqlx::AssertSqlSafe;
 
 use super::{SqliteDb, db_error};
 use crate::codec::to_json_text;
-use crate::sql::knowledge::knowledge_from_row;
 
 const COLUMNS: &str = "id, name, description, metadata, type, size, linked_to, access_count, status, status_message, \
      created_at, updated_at, external_id, user_id";
@@ -28,12 +23,9 @@ pub(crate) fn knowledge_ddl(t: &str) -> Vec<String> {
     ]
 }
 
-/// Rows a caller sees: with a `user_id`, its own and the shared ones. Binds the user twice.
-const VISIBLE: &str = "(? IS NULL OR user_id = ? OR user_id IS NULL)";
-
-#[async_trait]
-impl KnowledgeStore for SqliteDb {
-    async fn upsert_knowledge_content(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
+impl SqliteDb {
+    /// `KnowledgeStore::upsert_knowledge_content`, as this database writes it.
+    pub(crate) async fn upsert_knowledge(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
         let _turn = self.write_turn().await;
         let t = &self.tables().knowledge;
         let mut row = row.clone();
@@ -77,52 +69,6 @@ impl KnowledgeStore for SqliteDb {
         row.updated_at = Some(now);
         Ok(row)
     }
-
-    async fn get_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<KnowledgeRow>> {
-        let sql = format!("SELECT {COLUMNS} FROM {} WHERE id = ? AND {VISIBLE}", self.tables().knowledge);
-        let row = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(id)
-            .bind(user_id)
-            .bind(user_id)
-            .fetch_all(self.pool())
-            .await
-            .map(|rows| rows.into_iter().next())
-            .map_err(|e| db_error(&format!("cannot read knowledge content {id}"), e))?;
-        row.as_ref().map(knowledge_from_row::<Sqlite>).transpose()
-    }
-
-    async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
-        let t = &self.tables().knowledge;
-        let clause = format!("{VISIBLE} AND (? IS NULL OR linked_to = ?)");
-        let order = match query.sort_by {
-            KnowledgeSort::CreatedAt => "created_at",
-            KnowledgeSort::UpdatedAt => "updated_at",
-            KnowledgeSort::Name => "name",
-        };
-        let dir = query.sort_order.sql();
-        let select = format!("SELECT {COLUMNS} FROM {t} WHERE {clause} ORDER BY {order} {dir}, id {dir}");
-        let count = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
-        let binds = [query.user_id.clone(), query.user_id.clone(), query.linked_to.clone(), query.linked_to.clone()];
-        let (rows, total) =
-            self.page_and_count(&select, &count, &binds, (query.limit, query.page), "knowledge contents").await?;
-        let list = crate::codec::readable(
-            "knowledge content",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), knowledge_from_row::<Sqlite>(r))),
-        );
-        Ok((list, total))
-    }
-
-    async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        let _turn = self.write_turn().await;
-        // A scoped caller deletes only its own rows, never shared ones.
-        let sql = format!("DELETE FROM {} WHERE id = ? AND (? IS NULL OR user_id = ?)", self.tables().knowledge);
-        let done = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(id)
-            .bind(user_id)
-            .bind(user_id)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot delete knowledge content {id}"), e))?;
-        Ok(done.rows_affected() > 0)
-    }
 }
+
+crate::sql::knowledge::knowledge_store!(SqliteDb);
