@@ -447,6 +447,8 @@ pub async fn memory_listing_filters_and_pages(db: Arc<dyn MemoryStore>) {
     assert_eq!(ids, ["m1", "m3", "m4"]);
     let otters = db.get_user_memories(&q(&|q| q.search_content = Some("OTTERS".into()))).await.expect("list");
     assert_eq!(otters.total, 2, "search is case-insensitive");
+    let wildcard = db.get_user_memories(&q(&|q| q.search_content = Some("%".into()))).await.expect("list");
+    assert_eq!(wildcard.total, 0, "the search text is a plain substring, not a pattern");
     let agent2 = db.get_user_memories(&q(&|q| q.agent_id = Some("agent-2".into()))).await.expect("list");
     assert_eq!(agent2.total, 1);
     let page = db
@@ -493,6 +495,12 @@ pub async fn memory_users_are_isolated(db: Arc<dyn MemoryStore>) {
     assert_eq!(db.delete_user_memories(&["ma".into()], bob).await.expect("delete"), 0);
     let err = db.upsert_user_memory(&memory("ma", bob, "hijacked", &[])).await.expect_err("refused");
     assert_eq!(err.kind(), DbErrorKind::Conflict);
+    // A user id differing only in case is another user (MySQL's collations ignore case).
+    let upper = Some("ALICE");
+    assert!(db.get_user_memory("ma", upper).await.expect("get").is_none());
+    let listed = db.get_user_memories(&MemoryQuery { user_id: Some("ALICE".into()), ..MemoryQuery::default() }).await;
+    assert_eq!(listed.expect("list").total, 0);
+    assert_eq!(db.delete_user_memories(&["ma".into()], upper).await.expect("delete"), 0);
     let kept = db.get_user_memory("ma", Some("alice")).await.expect("get").expect("present");
     assert_eq!(kept.memory, "alice secret");
 }
