@@ -2,16 +2,12 @@
 //! it): `memory` is a JSON string, `topics` a JSON array; filters, paging and counts run in SQL.
 //! A given `user_id` is matched byte for byte, and per-user stats group users byte for byte.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemorySort, MemoryStore, UserMemory, UserMemoryStats,
-    new_id, now_epoch_secs,
-};
-use async_trait::async_trait;
+use agno_core::{DbError, DbErrorKind, DbResult, UserMemory, new_id, now_epoch_secs};
 use sqlx::MySql;
-use sqlx::{AssertSqlSafe, Connection, Row};
+use sqlx::{AssertSqlSafe, Connection};
 
 use super::sessions::text_column;
-use super::{Arg, MySqlDb, bind_args, db_error, marks, push_user, where_clause, with_retries};
+use super::{Arg, MySqlDb, bind_args, db_error, marks, where_clause, with_retries};
 use crate::codec::to_json_text;
 use crate::sql::memories::memory_from_row;
 
@@ -38,30 +34,6 @@ pub(crate) fn memories_ddl(t: &str) -> String {
          \tINDEX `idx_{t}_user_id` (user_id)\n\
          )"
     )
-}
-
-/// The conditions of a memory listing and their binds, in order.
-fn filter(q: &MemoryQuery) -> (Vec<String>, Vec<Arg>) {
-    let mut conditions = Vec::new();
-    let mut args = Vec::new();
-    push_user(&mut conditions, &mut args, q.user_id.as_deref());
-    for (col, value) in [("agent_id", &q.agent_id), ("team_id", &q.team_id)] {
-        if let Some(v) = value {
-            conditions.push(format!("{col} = ?"));
-            args.push(Arg::Str(v.clone()));
-        }
-    }
-    if let Some(topics) = q.topics.as_ref().filter(|t| !t.is_empty()) {
-        let any = vec!["JSON_CONTAINS(topics, JSON_QUOTE(?))"; topics.len()].join(" OR ");
-        conditions.push(format!("(topics IS NOT NULL AND ({any}))"));
-        args.extend(topics.iter().map(|t| Arg::Str(t.clone())));
-    }
-    if let Some(needle) = &q.search_content {
-        // A plain substring (no LIKE wildcards) of the memory text, case-insensitive.
-        conditions.push("LOCATE(LOWER(?), LOWER(JSON_UNQUOTE(memory))) > 0".to_owned());
-        args.push(Arg::Str(needle.clone()));
-    }
-    (conditions, args)
 }
 
 impl MySqlDb {
@@ -115,69 +87,15 @@ impl MySqlDb {
     }
 }
 
-#[async_trait]
-impl MemoryStore for MySqlDb {
-    async fn upsert_user_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
+impl MySqlDb {
+    /// `MemoryStore::upsert_user_memory`, as this database writes it.
+    pub(crate) async fn upsert_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
         let id = memory.memory_id.clone().unwrap_or_else(new_id);
         with_retries(|| self.try_upsert_memory(memory, &id)).await
     }
 
-    async fn get_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>> {
-        let t = &self.tables().memories;
-        let mut conditions = vec!["memory_id = ?".to_owned()];
-        let mut args = vec![Arg::Str(memory_id.to_owned())];
-        push_user(&mut conditions, &mut args, user_id);
-        let sql = format!("SELECT {COLUMNS} FROM `{t}`{}", where_clause(&conditions));
-        let row = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read memory {memory_id}"), e))?;
-        row.as_ref().map(memory_from_row::<MySql>).transpose()
-    }
-
-    async fn get_user_memories(&self, query: &MemoryQuery) -> DbResult<MemoryPage> {
-        let t = &self.tables().memories;
-        let (conditions, args) = filter(query);
-        let clause = where_clause(&conditions);
-        let order = match query.sort_by {
-            MemorySort::UpdatedAt => "updated_at",
-            MemorySort::CreatedAt => "created_at",
-        };
-        let dir = query.sort_order.sql();
-        let sql = format!("SELECT {COLUMNS} FROM `{t}`{clause} ORDER BY {order} {dir}, memory_id {dir}");
-        let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{clause}");
-        let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "memories").await?;
-        let memories = crate::codec::readable(
-            "memory",
-            rows.iter().map(|r| (r.try_get::<String, _>("memory_id").ok(), memory_from_row::<MySql>(r))),
-        );
-        Ok(MemoryPage { memories, total })
-    }
-
-    async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        Ok(self.delete_user_memories(&[memory_id.to_owned()], user_id).await? == 1)
-    }
-
-    async fn delete_user_memories(&self, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        if memory_ids.is_empty() {
-            return Ok(0);
-        }
-        let t = &self.tables().memories;
-        let mut conditions = vec![format!("memory_id IN ({})", marks(memory_ids.len()))];
-        let mut args: Vec<Arg> = memory_ids.iter().map(|id| Arg::Str(id.clone())).collect();
-        push_user(&mut conditions, &mut args, user_id);
-        let sql = format!("DELETE FROM `{t}`{}", where_clause(&conditions));
-        let done = with_retries(|| async {
-            bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-                .execute(self.pool())
-                .await
-                .map_err(|e| db_error("cannot delete memories", e))
-        })
-        .await?;
-        Ok(done.rows_affected())
-    }
-
-    async fn get_all_memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
+    /// `MemoryStore::get_all_memory_topics`, read with this database's JSON functions.
+    pub(crate) async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
         let t = &self.tables().memories;
         let mut conditions = vec!["m.topics IS NOT NULL".to_owned(), "j.topic IS NOT NULL".to_owned()];
         let mut args = Vec::new();
@@ -197,46 +115,6 @@ impl MemoryStore for MySqlDb {
             .map_err(|e| db_error("cannot read memory topics", e))?;
         rows.iter().map(|r| text_column(r, "topic").map(Option::unwrap_or_default)).collect()
     }
-
-    async fn get_user_memory_stats(
-        &self,
-        limit: Option<usize>,
-        page: Option<usize>,
-        user_id: Option<&str>,
-    ) -> DbResult<(Vec<UserMemoryStats>, u64)> {
-        let t = &self.tables().memories;
-        let mut conditions = Vec::new();
-        let mut args = Vec::new();
-        push_user(&mut conditions, &mut args, user_id);
-        let clause = where_clause(&conditions);
-        // Users are grouped byte for byte (the column collation ignores case); every name in a
-        // group is the same, so MIN gives it. Memories without an owner form one more group, as
-        // in SQLite.
-        let sql = format!(
-            "SELECT MIN(user_id) AS user_id, COUNT(*) AS total, MAX(updated_at) AS last FROM `{t}`{clause} \
-             GROUP BY CAST(user_id AS BINARY) ORDER BY MAX(updated_at) DESC, CAST(MIN(user_id) AS BINARY)"
-        );
-        let count_sql =
-            format!("SELECT COUNT(*) AS n FROM (SELECT 1 AS x FROM `{t}`{clause} GROUP BY CAST(user_id AS BINARY)) g");
-        let (rows, total) = self.page_and_count(sql, &count_sql, &args, (limit, page), "memory users").await?;
-        let stats = rows
-            .iter()
-            .map(|r| {
-                let total: i64 = r.try_get("total").map_err(|e| db_error("cannot read memory stats", e))?;
-                Ok(UserMemoryStats {
-                    user_id: text_column(r, "user_id")?,
-                    total_memories: u64::try_from(total).unwrap_or(0),
-                    last_memory_updated_at: r
-                        .try_get::<Option<i64>, _>("last")
-                        .map_err(|e| db_error("cannot read memory stats", e))?,
-                })
-            })
-            .collect::<DbResult<Vec<_>>>()?;
-        Ok((stats, total))
-    }
-
-    async fn clear_memories(&self) -> DbResult<()> {
-        let t = &self.tables().memories;
-        self.exec(&format!("DELETE FROM `{t}`"), "cannot clear memories").await
-    }
 }
+
+crate::sql::memories::memory_store!(MySqlDb);

@@ -68,8 +68,21 @@ impl Dialect for Sqlite {
             Cell::Json(v) => SeaValue::String(v.as_ref().map(to_json_text).transpose()?),
         })
     }
-    fn byte_order(column: &'static str) -> Expr {
-        Expr::col(column)
+    // Text compares by its bytes already (BINARY collation).
+    fn byte_order(sql: &'static str) -> Expr {
+        Expr::cust(sql)
+    }
+    // Topics are a JSON list in text.
+    fn any_topic(topics: &[String]) -> Expr {
+        let marks = vec!["?"; topics.len()].join(", ");
+        Expr::cust_with_values(
+            format!("EXISTS (SELECT 1 FROM json_each(topics) WHERE value IN ({marks}))"),
+            topics.iter().map(String::as_str),
+        )
+    }
+    // The memory is its JSON text; a plain substring, not a LIKE pattern.
+    fn memory_contains(needle: &str) -> Expr {
+        Expr::cust_with_values("instr(lower(memory), lower(?)) > 0", [needle])
     }
     fn fetch_built<'a>(
         pool: &'a Pool<Sqlite>,
@@ -142,8 +155,16 @@ impl Dialect for Postgres {
         })
     }
     // Byte order, whatever the database's collation.
-    fn byte_order(column: &'static str) -> Expr {
-        Expr::cust(format!("\"{column}\" COLLATE \"C\""))
+    fn byte_order(sql: &'static str) -> Expr {
+        Expr::cust(format!("{sql} COLLATE \"C\""))
+    }
+    fn any_topic(topics: &[String]) -> Expr {
+        let any = (1..=topics.len()).map(|i| format!("jsonb_exists(topics::jsonb, ${i})")).collect::<Vec<_>>();
+        let sql = format!("(jsonb_typeof(topics::jsonb) = 'array' AND ({}))", any.join(" OR "));
+        Expr::cust_with_values(sql, topics.iter().map(String::as_str))
+    }
+    fn memory_contains(needle: &str) -> Expr {
+        Expr::cust_with_values("strpos(lower(memory #>> '{}'), lower($1)) > 0", [needle])
     }
     const NULLS_LOW: bool = false;
     fn fetch_built<'a>(
@@ -211,8 +232,15 @@ impl Dialect for MySql {
         })
     }
     // Byte order, whatever the column's collation.
-    fn byte_order(column: &'static str) -> Expr {
-        Expr::cust(format!("CAST(`{column}` AS BINARY)"))
+    fn byte_order(sql: &'static str) -> Expr {
+        Expr::cust(format!("CAST({sql} AS BINARY)"))
+    }
+    fn any_topic(topics: &[String]) -> Expr {
+        let any = vec!["JSON_CONTAINS(topics, JSON_QUOTE(?))"; topics.len()].join(" OR ");
+        Expr::cust_with_values(format!("(topics IS NOT NULL AND ({any}))"), topics.iter().map(String::as_str))
+    }
+    fn memory_contains(needle: &str) -> Expr {
+        Expr::cust_with_values("LOCATE(LOWER(?), LOWER(JSON_UNQUOTE(memory))) > 0", [needle])
     }
     // The plain comparison keeps the column's index in use; the binary one decides.
     fn exact(column: &'static str, value: &str) -> Expr {

@@ -1,10 +1,12 @@
 //! `agno_memories` as every SQL adapter reads it back.
 
-use agno_core::{DbResult, UserMemory};
+use agno_core::{DbResult, MemoryPage, MemoryQuery, MemorySort, SortOrder, UserMemory, UserMemoryStats};
+use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query, SelectStatement};
+use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::Database;
 
-use super::{Columns, Dialect};
+use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
 
 /// A memory read back from a row of the memories table: `memory` is a JSON column holding the
 /// text (anything else reads as its JSON text), `topics` a JSON list of texts.
@@ -35,3 +37,231 @@ pub(crate) fn memory_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbR
         updated_at: c.int("updated_at")?,
     })
 }
+
+/// The columns of the memories table, in table order.
+const COLUMNS: [&str; 10] = [
+    "memory_id",
+    "memory",
+    "input",
+    "agent_id",
+    "team_id",
+    "user_id",
+    "topics",
+    "feedback",
+    "created_at",
+    "updated_at",
+];
+
+/// The conditions of a listing.
+fn listing<D: Dialect>(q: &MemoryQuery) -> Condition {
+    let mut c = owned_by::<D>(q.user_id.as_deref());
+    for (column, value) in [("agent_id", &q.agent_id), ("team_id", &q.team_id)] {
+        if let Some(v) = value {
+            c = c.add(D::exact(column, v));
+        }
+    }
+    if let Some(topics) = q.topics.as_ref().filter(|t| !t.is_empty()) {
+        c = c.add(D::any_topic(topics));
+    }
+    if let Some(needle) = &q.search_content {
+        c = c.add(D::memory_contains(needle));
+    }
+    c
+}
+
+/// `MemoryStore::get_user_memory`.
+pub(crate) async fn get<A: SqlDb>(db: &A, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>> {
+    let select = Query::select()
+        .columns(COLUMNS)
+        .from(db.table_ref(&db.tables().memories))
+        .and_where(Expr::col("memory_id").eq(memory_id))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    let found = rows(db, select, &format!("cannot read memory {memory_id}")).await?;
+    found.first().map(memory_from_row::<A::D>).transpose()
+}
+
+/// `MemoryStore::get_user_memories`: a page of the listing (by the query's time column, NULL
+/// oldest, then by the bytes of `memory_id`) and the number of matching memories; a row no
+/// reader can decode is left out.
+pub(crate) async fn list<A: SqlDb>(db: &A, q: &MemoryQuery) -> DbResult<MemoryPage> {
+    let table = db.table_ref(&db.tables().memories);
+    let order = match q.sort_order {
+        SortOrder::Asc => Order::Asc,
+        SortOrder::Desc => Order::Desc,
+    };
+    let by = match q.sort_by {
+        MemorySort::UpdatedAt => "updated_at",
+        MemorySort::CreatedAt => "created_at",
+    };
+    let mut select = Query::select();
+    select.columns(COLUMNS).from(table.clone()).cond_where(listing::<A::D>(q));
+    if A::D::NULLS_LOW {
+        select.order_by(by, order.clone());
+    } else {
+        let nulls = if q.sort_order == SortOrder::Asc { NullOrdering::First } else { NullOrdering::Last };
+        select.order_by_with_nulls(by, order.clone(), nulls);
+    }
+    select.order_by_expr(A::D::byte_order("memory_id"), order);
+    page(&mut select, q.limit, q.page);
+    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list memories").await?;
+    let count = Query::select()
+        .expr_as(Expr::col(Asterisk).count(), "total")
+        .from(table)
+        .cond_where(listing::<A::D>(q))
+        .build_sqlx(A::D::builder());
+    let total = count_of(db, count, "cannot count memories").await?;
+    let memories = crate::codec::readable(
+        "memory",
+        found.iter().map(|r| {
+            (Columns::<A::D>::of(r, "agno_memories").text("memory_id").ok().flatten(), memory_from_row::<A::D>(r))
+        }),
+    );
+    Ok(MemoryPage { memories, total })
+}
+
+/// `MemoryStore::delete_user_memories`: how many of `memory_ids` (of `user_id`, when given) were
+/// deleted.
+pub(crate) async fn delete<A: SqlDb>(db: &A, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+    if memory_ids.is_empty() {
+        return Ok(0);
+    }
+    let delete = Query::delete()
+        .from_table(db.table_ref(&db.tables().memories))
+        .and_where(Expr::col("memory_id").is_in(memory_ids.iter().map(String::as_str)))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    changed(db, delete, "cannot delete memories").await
+}
+
+/// `MemoryStore::clear_memories`.
+pub(crate) async fn clear<A: SqlDb>(db: &A) -> DbResult<()> {
+    let delete = Query::delete().from_table(db.table_ref(&db.tables().memories)).build_sqlx(A::D::builder());
+    changed(db, delete, "cannot clear memories").await.map(|_| ())
+}
+
+/// `MemoryStore::get_user_memory_stats`: memory counts per user (users grouped byte for byte;
+/// memories without an owner form one more group), most recently updated first, then by user,
+/// paged; and the number of groups.
+pub(crate) async fn stats<A: SqlDb>(
+    db: &A,
+    limit: Option<usize>,
+    page_number: Option<usize>,
+    user_id: Option<&str>,
+) -> DbResult<(Vec<UserMemoryStats>, u64)> {
+    let table = db.table_ref(&db.tables().memories);
+    let group = A::D::byte_order("user_id");
+    let mut select = Query::select();
+    select
+        .expr_as(Expr::cust("MIN(user_id)"), "user_id")
+        .expr_as(Expr::col(Asterisk).count(), "total")
+        .expr_as(Expr::cust("MAX(updated_at)"), "last")
+        .from(table.clone())
+        .cond_where(owned_by::<A::D>(user_id))
+        .add_group_by([group.clone()]);
+    let (newest, user) = (Expr::cust("MAX(updated_at)"), A::D::byte_order("MIN(user_id)"));
+    if A::D::NULLS_LOW {
+        select.order_by_expr(newest, Order::Desc).order_by_expr(user, Order::Asc);
+    } else {
+        select.order_by_expr_with_nulls(newest, Order::Desc, NullOrdering::Last).order_by_expr_with_nulls(
+            user,
+            Order::Asc,
+            NullOrdering::First,
+        );
+    }
+    page(&mut select, limit, page_number);
+    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot read memory stats").await?;
+    let stats = found
+        .iter()
+        .map(|r| {
+            let c = Columns::<A::D>::of(r, "agno_memories");
+            Ok(UserMemoryStats {
+                user_id: c.text("user_id")?,
+                total_memories: u64::try_from(c.int("total")?.unwrap_or_default()).unwrap_or(0),
+                last_memory_updated_at: c.int("last")?,
+            })
+        })
+        .collect::<DbResult<Vec<_>>>()?;
+    let groups = Query::select()
+        .expr_as(Expr::cust("1"), "one")
+        .from(table)
+        .cond_where(owned_by::<A::D>(user_id))
+        .add_group_by([group])
+        .take();
+    let count = Query::select()
+        .expr_as(Expr::col(Asterisk).count(), "total")
+        .from_subquery(groups, "g")
+        .build_sqlx(A::D::builder());
+    Ok((stats, count_of(db, count, "cannot count memory users").await?))
+}
+
+/// Limits a listing to the page asked for (no limit: every row).
+fn page(select: &mut SelectStatement, limit: Option<usize>, page: Option<usize>) {
+    if let Some(limit) = limit {
+        let (offset, limit) = crate::memories::page_bounds(Some(limit), page);
+        select.limit(u64::try_from(limit).unwrap_or(u64::MAX)).offset(u64::try_from(offset).unwrap_or(u64::MAX));
+    }
+}
+
+/// The `total` a counting statement returns.
+async fn count_of<A: SqlDb>(db: &A, count: (String, sea_query_sqlx::SqlxValues), what: &str) -> DbResult<u64> {
+    let total = match rows(db, count, what).await?.first() {
+        Some(row) => Columns::<A::D>::of(row, "count").int("total")?.unwrap_or_default(),
+        None => 0,
+    };
+    Ok(u64::try_from(total).unwrap_or(0))
+}
+
+/// Implements `agno_core::MemoryStore` for an SQL adapter: its own upsert and topic listing (an
+/// inherent `upsert_memory` and `memory_topics`; both differ per database), the rest above.
+macro_rules! memory_store {
+    ($db:ty) => {
+        #[async_trait::async_trait]
+        impl agno_core::MemoryStore for $db {
+            async fn upsert_user_memory(
+                &self,
+                memory: &agno_core::UserMemory,
+            ) -> agno_core::DbResult<agno_core::UserMemory> {
+                self.upsert_memory(memory).await
+            }
+            async fn get_user_memory(
+                &self,
+                memory_id: &str,
+                user_id: Option<&str>,
+            ) -> agno_core::DbResult<Option<agno_core::UserMemory>> {
+                crate::sql::memories::get(self, memory_id, user_id).await
+            }
+            async fn get_user_memories(
+                &self,
+                query: &agno_core::MemoryQuery,
+            ) -> agno_core::DbResult<agno_core::MemoryPage> {
+                crate::sql::memories::list(self, query).await
+            }
+            async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> agno_core::DbResult<bool> {
+                Ok(crate::sql::memories::delete(self, &[memory_id.to_owned()], user_id).await? == 1)
+            }
+            async fn delete_user_memories(
+                &self,
+                memory_ids: &[String],
+                user_id: Option<&str>,
+            ) -> agno_core::DbResult<u64> {
+                crate::sql::memories::delete(self, memory_ids, user_id).await
+            }
+            async fn get_all_memory_topics(&self, user_id: Option<&str>) -> agno_core::DbResult<Vec<String>> {
+                self.memory_topics(user_id).await
+            }
+            async fn get_user_memory_stats(
+                &self,
+                limit: Option<usize>,
+                page: Option<usize>,
+                user_id: Option<&str>,
+            ) -> agno_core::DbResult<(Vec<agno_core::UserMemoryStats>, u64)> {
+                crate::sql::memories::stats(self, limit, page, user_id).await
+            }
+            async fn clear_memories(&self) -> agno_core::DbResult<()> {
+                crate::sql::memories::clear(self).await
+            }
+        }
+    };
+}
+pub(crate) use memory_store;

@@ -155,8 +155,15 @@ pub(crate) trait Dialect {
         sea_query::Expr::col(column).is_in(values)
     }
 
-    /// `column` as an ordering by its bytes (so ids sort the same on every database).
-    fn byte_order(column: &'static str) -> sea_query::Expr;
+    /// `sql` (a column, or an expression over columns) as an ordering or grouping by its bytes,
+    /// so ids and names sort, and user ids group, the same on every database.
+    fn byte_order(sql: &'static str) -> sea_query::Expr;
+
+    /// Memories whose JSON `topics` list holds one of `topics` (not empty).
+    fn any_topic(topics: &[String]) -> sea_query::Expr;
+
+    /// Memories whose text holds `needle`, ignoring case: a plain substring, no wildcards.
+    fn memory_contains(needle: &str) -> sea_query::Expr;
 
     /// Whether NULL sorts below every value (SQLite and MySQL), rather than above (PostgreSQL).
     const NULLS_LOW: bool = true;
