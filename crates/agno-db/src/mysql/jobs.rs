@@ -22,8 +22,6 @@ use super::{MySqlDb, db_error, error_number, marks, with_retries};
 use crate::codec::to_json_text;
 use crate::sql::jobs::{self, JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
-/// Jobs listed per page when no limit is given.
-const JOBS_PAGE: usize = 20;
 /// Claimable jobs a claim tries, oldest first, before it gives up for this poll.
 const CLAIM_CANDIDATES: usize = 16;
 /// Rows per statement when deleting ended jobs.
@@ -525,14 +523,7 @@ impl JobStore for MySqlDb {
     }
 
     async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
-        let sql = format!("SELECT {JOB_COLUMNS} FROM `{}` WHERE id = ?", self.tables().jobs);
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(job_id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
-        let job = row.as_ref().map(job_from_row::<MySql>).transpose()?;
-        Ok(job.filter(|j| user_id.is_none() || j.user_id.as_deref() == user_id))
+        jobs::get_job(self, job_id, user_id).await
     }
 
     async fn list_jobs(
@@ -541,15 +532,6 @@ impl JobStore for MySqlDb {
         limit: Option<usize>,
         page: Option<usize>,
     ) -> DbResult<(Vec<Job>, u64)> {
-        let t = &self.tables().jobs;
-        let (filter, args) = match status {
-            Some(s) => (" WHERE status = ?", vec![super::Arg::Str(s.as_str().to_owned())]),
-            None => ("", Vec::new()),
-        };
-        let sql = format!("SELECT {JOB_COLUMNS} FROM `{t}`{filter} ORDER BY created_at DESC, CAST(id AS BINARY) DESC");
-        let count = format!("SELECT COUNT(*) AS n FROM `{t}`{filter}");
-        let (rows, total) =
-            self.page_and_count(sql, &count, &args, (Some(limit.unwrap_or(JOBS_PAGE)), page), "jobs").await?;
-        Ok((rows.iter().map(job_from_row::<MySql>).collect::<DbResult<Vec<_>>>()?, total))
+        jobs::list_jobs(self, status, limit, page).await
     }
 }

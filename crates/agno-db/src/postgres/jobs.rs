@@ -17,7 +17,6 @@ use sqlx::{AssertSqlSafe, PgConnection, Postgres, Row};
 use super::schedules::{clean_json, clean_text, to_i64};
 use super::schema::index_ddl;
 use super::{PostgresDb, db_error};
-use crate::memories::page_bounds;
 use crate::sql::jobs::{self, JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
 /// Longest channel name PostgreSQL accepts (`NAMEDATALEN - 1`).
@@ -595,17 +594,7 @@ impl JobStore for PostgresDb {
     }
 
     async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
-        let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM {} WHERE id = $1 AND ($2::text IS NULL OR user_id = $2)",
-            self.qualified(&self.tables().jobs)
-        );
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(job_id)
-            .bind(user_id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
-        row.as_ref().map(job_from_row::<Postgres>).transpose()
+        jobs::get_job(self, job_id, user_id).await
     }
 
     async fn list_jobs(
@@ -614,27 +603,6 @@ impl JobStore for PostgresDb {
         limit: Option<usize>,
         page: Option<usize>,
     ) -> DbResult<(Vec<Job>, u64)> {
-        let t = self.qualified(&self.tables().jobs);
-        let clause = "($1::text IS NULL OR status = $1)";
-        let status = status.map(JobStatus::as_str);
-        let (offset, limit) = page_bounds(Some(limit.unwrap_or(20)), page);
-        let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM {t} WHERE {clause} ORDER BY created_at DESC, id COLLATE \"C\" DESC \
-             LIMIT $2 OFFSET $3"
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(status)
-            .bind(to_i64(limit))
-            .bind(to_i64(offset))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list jobs", e))?;
-        let jobs = rows.iter().map(job_from_row::<Postgres>).collect::<DbResult<Vec<_>>>()?;
-        let total: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {t} WHERE {clause}")))
-            .bind(status)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count jobs", e))?;
-        Ok((jobs, u64::try_from(total).unwrap_or(0)))
+        jobs::list_jobs(self, status, limit, page).await
     }
 }

@@ -2,10 +2,12 @@
 //! them: the columns in table order, the values a job binds to them, and a row read back.
 
 use agno_core::{Cell, DbError, DbErrorKind, DbResult, Job, JobStatus, StoredEvent};
+use sea_query::{Asterisk, Condition, Expr, ExprTrait, Order, Query};
+use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::{AssertSqlSafe, Database};
 
-use super::{Columns, Dialect, SqlDb, bind_all};
+use super::{Columns, Dialect, SqlDb, bind_all, owned_by, rows};
 
 pub(crate) use crate::schedules::JOB_COLUMNS;
 
@@ -145,4 +147,67 @@ pub(crate) async fn cancelled_jobs<A: SqlDb>(db: &A, worker_id: &str) -> DbResul
     let q = bind_all::<A::D>(sqlx::query(AssertSqlSafe(sql)), [Cell::Text(Some(worker_id.to_owned()))])?;
     let rows = A::D::fetch_all(db.pool(), q).await.map_err(|e| A::D::error("cannot read cancelled jobs", e))?;
     rows.iter().map(|row| Ok(Columns::<A::D>::of(row, JOBS).text("id")?.unwrap_or_default())).collect()
+}
+
+/// Jobs listed per page when no limit is given.
+const JOBS_PAGE: usize = 20;
+
+/// [`JOB_COLUMNS`] as a statement's column list.
+fn job_columns() -> impl Iterator<Item = &'static str> {
+    JOB_COLUMNS.split(',').map(str::trim)
+}
+
+/// `JobStore::get_job`: the job, when it is `user_id`'s (or any, unscoped).
+///
+/// # Errors
+/// The statement fails or the row cannot be read.
+pub(crate) async fn get_job<A: SqlDb>(db: &A, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
+    let select = Query::select()
+        .columns(job_columns())
+        .from(db.table_ref(&db.tables().jobs))
+        .and_where(Expr::col("id").eq(job_id))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    let found = rows(db, select, &format!("cannot read job {job_id}")).await?;
+    found.first().map(job_from_row::<A::D>).transpose()
+}
+
+/// `JobStore::list_jobs`: newest first (then by the bytes of the id), a page of 20 unless asked
+/// otherwise, and the number of jobs with the status.
+///
+/// # Errors
+/// A statement fails or a row cannot be read.
+pub(crate) async fn list_jobs<A: SqlDb>(
+    db: &A,
+    status: Option<JobStatus>,
+    limit: Option<usize>,
+    page: Option<usize>,
+) -> DbResult<(Vec<Job>, u64)> {
+    let table = db.table_ref(&db.tables().jobs);
+    let mut filter = Condition::all();
+    if let Some(s) = status {
+        filter = filter.add(Expr::col("status").eq(s.as_str()));
+    }
+    let (offset, limit) = crate::memories::page_bounds(Some(limit.unwrap_or(JOBS_PAGE)), page);
+    let select = Query::select()
+        .columns(job_columns())
+        .from(table.clone())
+        .cond_where(filter.clone())
+        .order_by("created_at", Order::Desc)
+        .order_by_expr(A::D::byte_order("id"), Order::Desc)
+        .limit(u64::try_from(limit).unwrap_or(u64::MAX))
+        .offset(u64::try_from(offset).unwrap_or(u64::MAX))
+        .build_sqlx(A::D::builder());
+    let jobs =
+        rows(db, select, "cannot list jobs").await?.iter().map(job_from_row::<A::D>).collect::<DbResult<Vec<_>>>()?;
+    let count = Query::select()
+        .expr_as(Expr::col(Asterisk).count(), "total")
+        .from(table)
+        .cond_where(filter)
+        .build_sqlx(A::D::builder());
+    let total = match rows(db, count, "cannot count jobs").await?.first() {
+        Some(row) => Columns::<A::D>::of(row, JOBS).int("total")?.unwrap_or_default(),
+        None => 0,
+    };
+    Ok((jobs, u64::try_from(total).unwrap_or(0)))
 }

@@ -16,9 +16,6 @@ use super::{SqliteDb, db_error};
 use crate::codec::to_json_text;
 use crate::sql::jobs::{self, JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
-/// Jobs listed per page when no limit is given.
-const JOBS_PAGE: usize = 20;
-
 /// The jobs table as Agno 3.1's SQLite adapter creates a table from `JOBS_TABLE_SCHEMA`
 /// (columns, the single-column and composite indexes, the two partial unique indexes).
 pub(crate) fn jobs_ddl(t: &str) -> Vec<String> {
@@ -509,16 +506,7 @@ impl JobStore for SqliteDb {
     }
 
     async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
-        let sql =
-            format!("SELECT {JOB_COLUMNS} FROM {} WHERE id = ? AND (? IS NULL OR user_id = ?)", self.tables().jobs);
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(job_id)
-            .bind(user_id)
-            .bind(user_id)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read job {job_id}"), e))?;
-        rows.first().map(job_from_row::<Sqlite>).transpose()
+        jobs::get_job(self, job_id, user_id).await
     }
 
     async fn list_jobs(
@@ -527,14 +515,6 @@ impl JobStore for SqliteDb {
         limit: Option<usize>,
         page: Option<usize>,
     ) -> DbResult<(Vec<Job>, u64)> {
-        let t = &self.tables().jobs;
-        let clause = "(? IS NULL OR status = ?)";
-        let select = format!("SELECT {JOB_COLUMNS} FROM {t} WHERE {clause} ORDER BY created_at DESC, id DESC");
-        let count = format!("SELECT COUNT(*) FROM {t} WHERE {clause}");
-        let status = status.map(|s| s.as_str().to_owned());
-        let binds = [status.clone(), status];
-        let paging = (Some(limit.unwrap_or(JOBS_PAGE)), page);
-        let (rows, total) = self.page_and_count(&select, &count, &binds, paging, "jobs").await?;
-        Ok((rows.iter().map(job_from_row::<Sqlite>).collect::<DbResult<_>>()?, total))
+        jobs::list_jobs(self, status, limit, page).await
     }
 }
