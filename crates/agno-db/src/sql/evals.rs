@@ -1,13 +1,14 @@
 //! `agno_eval_runs` as every SQL adapter reads it back.
 
 use agno_core::{
-    Cell, DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalType, SortOrder, now_epoch_secs,
+    Cell, DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalType, now_epoch_secs,
 };
-use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query};
+use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::Database;
 
+use super::listing::Listing;
 use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
 
 /// An eval type as stored (`accuracy`, `agent_as_judge`, ...).
@@ -151,41 +152,19 @@ pub(crate) async fn get<A: SqlDb>(db: &A, run_id: &str, user_id: Option<&str>) -
 /// `EvalStore::get_eval_runs`: a page of the listing (by `created_at`, NULL oldest, then by the
 /// bytes of `run_id`) and the number of matching runs; a row no reader can decode is left out.
 pub(crate) async fn list<A: SqlDb>(db: &A, q: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
-    let table = db.table_ref(&db.tables().evals);
-    let order = match q.sort_order {
-        SortOrder::Asc => Order::Asc,
-        SortOrder::Desc => Order::Desc,
-    };
-    let mut select = Query::select();
-    select.columns(COLUMNS).from(table.clone()).cond_where(listing::<A::D>(q));
-    if A::D::NULLS_LOW {
-        select.order_by("created_at", order.clone());
-    } else {
-        let nulls = if q.sort_order == SortOrder::Asc { NullOrdering::First } else { NullOrdering::Last };
-        select.order_by_with_nulls("created_at", order.clone(), nulls);
-    }
-    select.order_by_expr(A::D::byte_order("run_id"), order);
-    if let Some(limit) = q.limit {
-        let (offset, limit) = crate::memories::page_bounds(Some(limit), q.page);
-        select.limit(u64::try_from(limit).unwrap_or(u64::MAX)).offset(u64::try_from(offset).unwrap_or(u64::MAX));
-    }
-    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list eval runs").await?;
-    let count = Query::select()
-        .expr_as(Expr::col(Asterisk).count(), "total")
-        .from(table)
-        .cond_where(listing::<A::D>(q))
-        .build_sqlx(A::D::builder());
-    let total = match rows(db, count, "cannot count eval runs").await?.first() {
-        Some(row) => Columns::<A::D>::of(row, "agno_eval_runs").int("total")?.unwrap_or_default(),
-        None => 0,
-    };
+    let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().evals), COLUMNS, listing::<A::D>(q))
+        .by(Expr::col("created_at"), q.sort_order)
+        .then_by_bytes("run_id", q.sort_order)
+        .page(q.limit, q.page)
+        .fetch(db, "eval runs")
+        .await?;
     let evals = crate::codec::readable(
         "eval run",
         found.iter().map(|r| {
             (Columns::<A::D>::of(r, "agno_eval_runs").text("run_id").ok().flatten(), eval_from_row::<A::D>(r))
         }),
     );
-    Ok((evals, u64::try_from(total).unwrap_or(0)))
+    Ok((evals, total))
 }
 
 /// `EvalStore::delete_eval_runs`: how many of `run_ids` (of `user_id`, when given) were deleted.

@@ -1,12 +1,13 @@
 //! `agno_jobs` (the durable queue) and its event log as every SQL adapter writes and reads
 //! them: the columns in table order, the values a job binds to them, and a row read back.
 
-use agno_core::{Cell, DbError, DbErrorKind, DbResult, Job, JobStatus, StoredEvent};
-use sea_query::{Asterisk, Condition, Expr, ExprTrait, Order, Query};
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, Job, JobStatus, SortOrder, StoredEvent};
+use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::{AssertSqlSafe, Database};
 
+use super::listing::Listing;
 use super::{Columns, Dialect, SqlDb, bind_all, owned_by, rows};
 
 pub(crate) use crate::schedules::JOB_COLUMNS;
@@ -183,31 +184,15 @@ pub(crate) async fn list_jobs<A: SqlDb>(
     limit: Option<usize>,
     page: Option<usize>,
 ) -> DbResult<(Vec<Job>, u64)> {
-    let table = db.table_ref(&db.tables().jobs);
     let mut filter = Condition::all();
     if let Some(s) = status {
         filter = filter.add(Expr::col("status").eq(s.as_str()));
     }
-    let (offset, limit) = crate::memories::page_bounds(Some(limit.unwrap_or(JOBS_PAGE)), page);
-    let select = Query::select()
-        .columns(job_columns())
-        .from(table.clone())
-        .cond_where(filter.clone())
-        .order_by("created_at", Order::Desc)
-        .order_by_expr(A::D::byte_order("id"), Order::Desc)
-        .limit(u64::try_from(limit).unwrap_or(u64::MAX))
-        .offset(u64::try_from(offset).unwrap_or(u64::MAX))
-        .build_sqlx(A::D::builder());
-    let jobs =
-        rows(db, select, "cannot list jobs").await?.iter().map(job_from_row::<A::D>).collect::<DbResult<Vec<_>>>()?;
-    let count = Query::select()
-        .expr_as(Expr::col(Asterisk).count(), "total")
-        .from(table)
-        .cond_where(filter)
-        .build_sqlx(A::D::builder());
-    let total = match rows(db, count, "cannot count jobs").await?.first() {
-        Some(row) => Columns::<A::D>::of(row, JOBS).int("total")?.unwrap_or_default(),
-        None => 0,
-    };
-    Ok((jobs, u64::try_from(total).unwrap_or(0)))
+    let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().jobs), job_columns(), filter)
+        .by(Expr::col("created_at"), SortOrder::Desc)
+        .then_by_bytes("id", SortOrder::Desc)
+        .page(Some(limit.unwrap_or(JOBS_PAGE)), page)
+        .fetch(db, "jobs")
+        .await?;
+    Ok((found.iter().map(job_from_row::<A::D>).collect::<DbResult<Vec<_>>>()?, total))
 }

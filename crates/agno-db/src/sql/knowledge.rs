@@ -1,10 +1,11 @@
 //! `agno_knowledge` (the contents of knowledge bases) as every SQL adapter reads it back.
 
-use agno_core::{DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, SortOrder};
-use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query};
+use agno_core::{DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
+use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
+use super::listing::Listing;
 use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
 
 /// A content row read back from a row of the knowledge table.
@@ -83,46 +84,24 @@ pub(crate) async fn get<A: SqlDb>(db: &A, id: &str, user_id: Option<&str>) -> Db
 /// lowest, names and then ids by their bytes) and the number of matching rows; a row no reader
 /// can decode is left out.
 pub(crate) async fn list<A: SqlDb>(db: &A, q: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
-    let table = db.table_ref(&db.tables().knowledge);
-    let order = match q.sort_order {
-        SortOrder::Asc => Order::Asc,
-        SortOrder::Desc => Order::Desc,
-    };
-    let mut select = Query::select();
-    select.columns(COLUMNS).from(table.clone()).cond_where(listing::<A::D>(q));
     let by = match q.sort_by {
         KnowledgeSort::CreatedAt => Expr::col("created_at"),
         KnowledgeSort::UpdatedAt => Expr::col("updated_at"),
         KnowledgeSort::Name => A::D::byte_order("name"),
     };
-    if A::D::NULLS_LOW {
-        select.order_by_expr(by, order.clone());
-    } else {
-        let nulls = if q.sort_order == SortOrder::Asc { NullOrdering::First } else { NullOrdering::Last };
-        select.order_by_expr_with_nulls(by, order.clone(), nulls);
-    }
-    select.order_by_expr(A::D::byte_order("id"), order);
-    if let Some(limit) = q.limit {
-        let (offset, limit) = crate::memories::page_bounds(Some(limit), q.page);
-        select.limit(u64::try_from(limit).unwrap_or(u64::MAX)).offset(u64::try_from(offset).unwrap_or(u64::MAX));
-    }
-    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list knowledge contents").await?;
-    let count = Query::select()
-        .expr_as(Expr::col(Asterisk).count(), "total")
-        .from(table)
-        .cond_where(listing::<A::D>(q))
-        .build_sqlx(A::D::builder());
-    let total = match rows(db, count, "cannot count knowledge contents").await?.first() {
-        Some(row) => Columns::<A::D>::of(row, "agno_knowledge").int("total")?.unwrap_or_default(),
-        None => 0,
-    };
+    let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().knowledge), COLUMNS, listing::<A::D>(q))
+        .by(by, q.sort_order)
+        .then_by_bytes("id", q.sort_order)
+        .page(q.limit, q.page)
+        .fetch(db, "knowledge contents")
+        .await?;
     let list = crate::codec::readable(
         "knowledge content",
         found.iter().map(|r| {
             (Columns::<A::D>::of(r, "agno_knowledge").text("id").ok().flatten(), knowledge_from_row::<A::D>(r))
         }),
     );
-    Ok((list, u64::try_from(total).unwrap_or(0)))
+    Ok((list, total))
 }
 
 /// `KnowledgeStore::delete_knowledge_content`: a scoped caller deletes only its own rows, never

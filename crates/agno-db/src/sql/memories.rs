@@ -1,11 +1,12 @@
 //! `agno_memories` as every SQL adapter reads it back.
 
-use agno_core::{DbResult, MemoryPage, MemoryQuery, MemorySort, SortOrder, UserMemory, UserMemoryStats};
-use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query, SelectStatement};
+use agno_core::{DbResult, MemoryPage, MemoryQuery, MemorySort, UserMemory, UserMemoryStats};
+use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::Database;
 
+use super::listing::{Listing, count_of, limit_to};
 use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
 
 /// A memory read back from a row of the memories table: `memory` is a JSON column holding the
@@ -85,32 +86,16 @@ pub(crate) async fn get<A: SqlDb>(db: &A, memory_id: &str, user_id: Option<&str>
 /// oldest, then by the bytes of `memory_id`) and the number of matching memories; a row no
 /// reader can decode is left out.
 pub(crate) async fn list<A: SqlDb>(db: &A, q: &MemoryQuery) -> DbResult<MemoryPage> {
-    let table = db.table_ref(&db.tables().memories);
-    let order = match q.sort_order {
-        SortOrder::Asc => Order::Asc,
-        SortOrder::Desc => Order::Desc,
-    };
     let by = match q.sort_by {
         MemorySort::UpdatedAt => "updated_at",
         MemorySort::CreatedAt => "created_at",
     };
-    let mut select = Query::select();
-    select.columns(COLUMNS).from(table.clone()).cond_where(listing::<A::D>(q));
-    if A::D::NULLS_LOW {
-        select.order_by(by, order.clone());
-    } else {
-        let nulls = if q.sort_order == SortOrder::Asc { NullOrdering::First } else { NullOrdering::Last };
-        select.order_by_with_nulls(by, order.clone(), nulls);
-    }
-    select.order_by_expr(A::D::byte_order("memory_id"), order);
-    page(&mut select, q.limit, q.page);
-    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list memories").await?;
-    let count = Query::select()
-        .expr_as(Expr::col(Asterisk).count(), "total")
-        .from(table)
-        .cond_where(listing::<A::D>(q))
-        .build_sqlx(A::D::builder());
-    let total = count_of(db, count, "cannot count memories").await?;
+    let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().memories), COLUMNS, listing::<A::D>(q))
+        .by(Expr::col(by), q.sort_order)
+        .then_by_bytes("memory_id", q.sort_order)
+        .page(q.limit, q.page)
+        .fetch(db, "memories")
+        .await?;
     let memories = crate::codec::readable(
         "memory",
         found.iter().map(|r| {
@@ -169,7 +154,7 @@ pub(crate) async fn stats<A: SqlDb>(
             NullOrdering::First,
         );
     }
-    page(&mut select, limit, page_number);
+    limit_to(&mut select, limit, page_number);
     let found = rows(db, select.build_sqlx(A::D::builder()), "cannot read memory stats").await?;
     let stats = found
         .iter()
@@ -193,23 +178,6 @@ pub(crate) async fn stats<A: SqlDb>(
         .from_subquery(groups, "g")
         .build_sqlx(A::D::builder());
     Ok((stats, count_of(db, count, "cannot count memory users").await?))
-}
-
-/// Limits a listing to the page asked for (no limit: every row).
-fn page(select: &mut SelectStatement, limit: Option<usize>, page: Option<usize>) {
-    if let Some(limit) = limit {
-        let (offset, limit) = crate::memories::page_bounds(Some(limit), page);
-        select.limit(u64::try_from(limit).unwrap_or(u64::MAX)).offset(u64::try_from(offset).unwrap_or(u64::MAX));
-    }
-}
-
-/// The `total` a counting statement returns.
-async fn count_of<A: SqlDb>(db: &A, count: (String, sea_query_sqlx::SqlxValues), what: &str) -> DbResult<u64> {
-    let total = match rows(db, count, what).await?.first() {
-        Some(row) => Columns::<A::D>::of(row, "count").int("total")?.unwrap_or_default(),
-        None => 0,
-    };
-    Ok(u64::try_from(total).unwrap_or(0))
 }
 
 /// Implements `agno_core::MemoryStore` for an SQL adapter: its own upsert and topic listing (an

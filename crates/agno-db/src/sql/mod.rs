@@ -10,6 +10,7 @@ pub(crate) mod dialects;
 pub(crate) mod evals;
 pub(crate) mod jobs;
 pub(crate) mod knowledge;
+pub(crate) mod listing;
 pub(crate) mod memories;
 pub(crate) mod metrics;
 pub(crate) mod schedules;
