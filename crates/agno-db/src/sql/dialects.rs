@@ -21,7 +21,34 @@ fn question_marks(n: usize) -> String {
     vec!["?"; n].join(", ")
 }
 
+/// The statement-running methods of a dialect, the same for every sqlx driver.
+macro_rules! runs_statements {
+    ($db:ty, $row:ty) => {
+        fn fetch_all<'a>(pool: &'a Pool<$db>, q: Query<'a, $db>) -> BoxFuture<'a, Result<Vec<$row>, sqlx::Error>> {
+            Box::pin(q.fetch_all(pool))
+        }
+        fn fetch_built<'a>(
+            pool: &'a Pool<$db>,
+            sql: &'a str,
+            values: SqlxValues,
+        ) -> BoxFuture<'a, Result<Vec<$row>, sqlx::Error>> {
+            Box::pin(sqlx::query_with(AssertSqlSafe(sql), values).fetch_all(pool))
+        }
+        fn execute_built<'a>(
+            pool: &'a Pool<$db>,
+            sql: &'a str,
+            values: SqlxValues,
+        ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
+            Box::pin(
+                async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(pool).await?.rows_affected()) },
+            )
+        }
+    };
+}
+
 impl Dialect for Sqlite {
+    runs_statements!(Sqlite, SqliteRow);
+
     type DB = Sqlite;
 
     fn placeholder(_n: usize) -> String {
@@ -51,12 +78,6 @@ impl Dialect for Sqlite {
     fn read_json(row: &SqliteRow, column: &str) -> Result<Option<Value>, sqlx::Error> {
         parse_json(row.try_get(column)?)
     }
-    fn fetch_all<'a>(
-        pool: &'a Pool<Sqlite>,
-        q: Query<'a, Sqlite>,
-    ) -> BoxFuture<'a, Result<Vec<SqliteRow>, sqlx::Error>> {
-        Box::pin(q.fetch_all(pool))
-    }
     fn builder() -> impl QueryBuilder {
         SqliteQueryBuilder
     }
@@ -84,26 +105,14 @@ impl Dialect for Sqlite {
     fn memory_contains(needle: &str) -> Expr {
         Expr::cust_with_values("instr(lower(memory), lower(?)) > 0", [needle])
     }
-    fn fetch_built<'a>(
-        pool: &'a Pool<Sqlite>,
-        sql: &'a str,
-        values: SqlxValues,
-    ) -> BoxFuture<'a, Result<Vec<SqliteRow>, sqlx::Error>> {
-        Box::pin(sqlx::query_with(AssertSqlSafe(sql), values).fetch_all(pool))
-    }
-    fn execute_built<'a>(
-        pool: &'a Pool<Sqlite>,
-        sql: &'a str,
-        values: SqlxValues,
-    ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
-        Box::pin(async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(pool).await?.rows_affected()) })
-    }
     fn error(what: &str, e: sqlx::Error) -> DbError {
         crate::sqlite::db_error(what, e)
     }
 }
 
 impl Dialect for Postgres {
+    runs_statements!(Postgres, PgRow);
+
     type DB = Postgres;
 
     fn placeholder(n: usize) -> String {
@@ -137,12 +146,6 @@ impl Dialect for Postgres {
     fn read_json(row: &PgRow, column: &str) -> Result<Option<Value>, sqlx::Error> {
         Ok(crate::postgres::value_column(row.try_get(column)?))
     }
-    fn fetch_all<'a>(
-        pool: &'a Pool<Postgres>,
-        q: Query<'a, Postgres>,
-    ) -> BoxFuture<'a, Result<Vec<PgRow>, sqlx::Error>> {
-        Box::pin(q.fetch_all(pool))
-    }
     fn builder() -> impl QueryBuilder {
         PostgresQueryBuilder
     }
@@ -167,26 +170,14 @@ impl Dialect for Postgres {
         Expr::cust_with_values("strpos(lower(memory #>> '{}'), lower($1)) > 0", [needle])
     }
     const NULLS_LOW: bool = false;
-    fn fetch_built<'a>(
-        pool: &'a Pool<Postgres>,
-        sql: &'a str,
-        values: SqlxValues,
-    ) -> BoxFuture<'a, Result<Vec<PgRow>, sqlx::Error>> {
-        Box::pin(sqlx::query_with(AssertSqlSafe(sql), values).fetch_all(pool))
-    }
-    fn execute_built<'a>(
-        pool: &'a Pool<Postgres>,
-        sql: &'a str,
-        values: SqlxValues,
-    ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
-        Box::pin(async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(pool).await?.rows_affected()) })
-    }
     fn error(what: &str, e: sqlx::Error) -> DbError {
         crate::postgres::db_error(what, e)
     }
 }
 
 impl Dialect for MySql {
+    runs_statements!(MySql, MySqlRow);
+
     type DB = MySql;
 
     fn placeholder(_n: usize) -> String {
@@ -217,9 +208,6 @@ impl Dialect for MySql {
     fn read_json(row: &MySqlRow, column: &str) -> Result<Option<Value>, sqlx::Error> {
         parse_json(row.try_get_unchecked(column)?)
     }
-    fn fetch_all<'a>(pool: &'a Pool<MySql>, q: Query<'a, MySql>) -> BoxFuture<'a, Result<Vec<MySqlRow>, sqlx::Error>> {
-        Box::pin(q.fetch_all(pool))
-    }
     fn builder() -> impl QueryBuilder {
         MysqlQueryBuilder
     }
@@ -249,20 +237,6 @@ impl Dialect for MySql {
     }
     fn exact_in<'v>(column: &'static str, values: impl IntoIterator<Item = &'v str>) -> Expr {
         Expr::cust(format!("CAST(`{column}` AS BINARY)")).is_in(values)
-    }
-    fn fetch_built<'a>(
-        pool: &'a Pool<MySql>,
-        sql: &'a str,
-        values: SqlxValues,
-    ) -> BoxFuture<'a, Result<Vec<MySqlRow>, sqlx::Error>> {
-        Box::pin(sqlx::query_with(AssertSqlSafe(sql), values).fetch_all(pool))
-    }
-    fn execute_built<'a>(
-        pool: &'a Pool<MySql>,
-        sql: &'a str,
-        values: SqlxValues,
-    ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
-        Box::pin(async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(pool).await?.rows_affected()) })
     }
     fn lost_race(error: &DbError) -> bool {
         crate::mysql::is_transient(error)
