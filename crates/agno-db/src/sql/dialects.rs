@@ -16,11 +16,6 @@ use super::{Dialect, Query, parse_json};
 use crate::codec::to_json_text;
 use crate::postgres::{clean_json, clean_text};
 
-/// `n` question marks.
-fn question_marks(n: usize) -> String {
-    vec!["?"; n].join(", ")
-}
-
 /// The statement-running methods of a dialect, the same for every sqlx driver.
 macro_rules! runs_statements {
     ($db:ty, $row:ty) => {
@@ -54,9 +49,6 @@ impl Dialect for Sqlite {
     fn placeholder(_n: usize) -> String {
         "?".to_owned()
     }
-    fn placeholders(_first: usize, n: usize) -> String {
-        question_marks(n)
-    }
     // JSON columns are text holding the JSON.
     fn bind<'q>(q: Query<'q, Sqlite>, cell: Cell) -> DbResult<Query<'q, Sqlite>> {
         Ok(match cell {
@@ -80,14 +72,6 @@ impl Dialect for Sqlite {
     }
     fn builder() -> impl QueryBuilder {
         SqliteQueryBuilder
-    }
-    fn value(cell: Cell) -> DbResult<SeaValue> {
-        Ok(match cell {
-            Cell::Text(v) => SeaValue::String(v),
-            Cell::Int(v) => SeaValue::BigInt(v),
-            Cell::Bool(v) => SeaValue::Bool(Some(v)),
-            Cell::Json(v) => SeaValue::String(v.as_ref().map(to_json_text).transpose()?),
-        })
     }
     // Text compares by its bytes already (BINARY collation).
     fn byte_order(sql: &'static str) -> Expr {
@@ -117,9 +101,6 @@ impl Dialect for Postgres {
 
     fn placeholder(n: usize) -> String {
         format!("${n}")
-    }
-    fn placeholders(first: usize, n: usize) -> String {
-        (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
     }
     // JSONB, without the characters PostgreSQL cannot store (as Python Agno strips them).
     fn bind<'q>(q: Query<'q, Postgres>, cell: Cell) -> DbResult<Query<'q, Postgres>> {
@@ -183,9 +164,6 @@ impl Dialect for MySql {
     fn placeholder(_n: usize) -> String {
         "?".to_owned()
     }
-    fn placeholders(_first: usize, n: usize) -> String {
-        question_marks(n)
-    }
     // JSON columns take JSON text; booleans are TINYINT.
     fn bind<'q>(q: Query<'q, MySql>, cell: Cell) -> DbResult<Query<'q, MySql>> {
         Ok(match cell {
@@ -210,14 +188,6 @@ impl Dialect for MySql {
     }
     fn builder() -> impl QueryBuilder {
         MysqlQueryBuilder
-    }
-    fn value(cell: Cell) -> DbResult<SeaValue> {
-        Ok(match cell {
-            Cell::Text(v) => SeaValue::String(v),
-            Cell::Int(v) => SeaValue::BigInt(v),
-            Cell::Bool(v) => SeaValue::Bool(Some(v)),
-            Cell::Json(v) => SeaValue::String(v.as_ref().map(to_json_text).transpose()?),
-        })
     }
     // Byte order, whatever the column's collation.
     fn byte_order(sql: &'static str) -> Expr {

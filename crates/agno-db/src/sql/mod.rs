@@ -88,7 +88,9 @@ pub(crate) trait Dialect {
     fn placeholder(n: usize) -> String;
 
     /// `n` bind placeholders, comma-separated (`?, ?` or `$1, $2`), the first numbered `first`.
-    fn placeholders(first: usize, n: usize) -> String;
+    fn placeholders(first: usize, n: usize) -> String {
+        (first..first + n).map(Self::placeholder).collect::<Vec<_>>().join(", ")
+    }
 
     /// Binds one column value as the dialect stores its kind (JSON as text or JSONB, booleans
     /// as integers or booleans).
@@ -137,11 +139,20 @@ pub(crate) trait Dialect {
     /// sea-query's builder of statements in the dialect.
     fn builder() -> impl sea_query::QueryBuilder;
 
-    /// One column value as a built statement carries it (see [`Dialect::bind`]).
+    /// One column value as a built statement carries it (see [`Dialect::bind`]): JSON as its
+    /// text, unless the dialect has a JSON type.
     ///
     /// # Errors
     /// A JSON value cannot be encoded.
-    fn value(cell: Cell) -> DbResult<sea_query::Value>;
+    fn value(cell: Cell) -> DbResult<sea_query::Value> {
+        use sea_query::Value;
+        Ok(match cell {
+            Cell::Text(v) => Value::String(v),
+            Cell::Int(v) => Value::BigInt(v),
+            Cell::Bool(v) => Value::Bool(Some(v)),
+            Cell::Json(v) => Value::String(v.as_ref().map(crate::codec::to_json_text).transpose()?),
+        })
+    }
 
     /// `column` equal to `value` byte for byte (MySQL's default collations ignore case: `Alice`
     /// must never match `alice`'s rows).
