@@ -6,16 +6,6 @@ use std::cmp::Ordering;
 
 use agno_core::{Schedule, ScheduleQuery, ScheduleRun};
 
-/// Columns of `agno_schedules`, in table order (the SQL adapters select and insert these).
-pub(crate) const SCHEDULE_COLUMNS: &str = "id, name, description, method, endpoint, payload, cron_expr, timezone, \
-     timeout_seconds, max_retries, retry_delay_seconds, enabled, next_run_at, locked_by, locked_at, user_id, \
-     managed_by, target_type, target_id, created_by_run_id, created_by_session_id, updated_by_run_id, \
-     updated_by_session_id, disabled_reason, created_at, updated_at";
-
-/// Columns of `agno_schedule_runs`, in table order.
-pub(crate) const SCHEDULE_RUN_COLUMNS: &str = "id, schedule_id, attempt, triggered_at, completed_at, status, \
-     status_code, run_id, session_id, error, input, output, requirements, user_id, created_at";
-
 /// Columns of `agno_jobs` (the durable queue), in table order.
 pub(crate) const JOB_COLUMNS: &str = "id, component_type, job_type, deployment_id, component_id, session_id, \
      user_id, payload, status, attempt, max_attempts, idempotency_key, available_at, locked_by, locked_at, error, \

@@ -30,9 +30,4 @@ pub(crate) fn evals_ddl(t: &str) -> String {
     )
 }
 
-/// `col` equal to a bound value byte for byte (the column collation ignores case); binds twice.
-pub(crate) fn exact(col: &str) -> String {
-    format!("({col} = ? AND CAST({col} AS BINARY) = CAST(? AS BINARY))")
-}
-
 crate::sql::evals::eval_store!(MySqlDb);

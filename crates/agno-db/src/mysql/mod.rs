@@ -12,7 +12,6 @@ mod memories;
 mod metrics;
 mod migrate;
 mod runs;
-mod schedule_runs;
 mod schedules;
 mod schema;
 mod sessions;
@@ -114,36 +113,7 @@ pub(crate) fn bind_args<'q>(
     query
 }
 
-impl MySqlDb {
-    /// Runs `select` for one page (`LIMIT/OFFSET` appended when `limit` is set) and `count` for
-    /// the number of matches, both with `args`; `what` names the rows in errors.
-    pub(crate) async fn page_and_count(
-        &self,
-        mut select: String,
-        count: &str,
-        args: &[Arg],
-        (limit, page): (Option<usize>, Option<usize>),
-        what: &str,
-    ) -> DbResult<(Vec<sqlx::mysql::MySqlRow>, u64)> {
-        let mut page_args = args.to_vec();
-        if limit.is_some() {
-            let (offset, limit) = crate::memories::page_bounds(limit, page);
-            select.push_str(" LIMIT ? OFFSET ?");
-            page_args.push(Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
-            page_args.push(Arg::Int(i64::try_from(offset).unwrap_or(i64::MAX)));
-        }
-        let rows = bind_args(sqlx::query(AssertSqlSafe(select.as_str())), &page_args)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot list {what}"), e))?;
-        let row = bind_args(sqlx::query(AssertSqlSafe(count)), args)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot count {what}"), e))?;
-        let total: i64 = row.try_get("n").map_err(|e| db_error(&format!("cannot count {what}"), e))?;
-        Ok((rows, u64::try_from(total).unwrap_or(0)))
-    }
-}
+impl MySqlDb {}
 
 /// `user_id` equal to a bound value, byte for byte (the column collation is case-insensitive);
 /// the first comparison keeps the index usable. Binds the user id twice.

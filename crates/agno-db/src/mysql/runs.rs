@@ -2,15 +2,12 @@
 //! while holding the session row's lock, so concurrent writers never collide and saving run N
 //! costs one indexed lookup for any N.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, RunStore, SortOrder, now_epoch_secs,
-};
-use async_trait::async_trait;
+use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use serde_json::Value;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
-use super::sessions::{decode_one_run, decode_runs, text_column};
-use super::{Arg, MySqlDb, USER_MATCH, bind_args, db_error, marks, push_user, where_clause, with_retries};
+use super::sessions::text_column;
+use super::{MySqlDb, USER_MATCH, db_error, marks, with_retries};
 use crate::codec::{run_type, to_json_text};
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -149,100 +146,11 @@ impl MySqlDb {
     }
 }
 
-#[async_trait]
-impl RunStore for MySqlDb {
-    async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
+impl MySqlDb {
+    /// `RunStore::upsert_run`: one transaction, tried again when it loses a race.
+    pub(crate) async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
         with_retries(|| self.try_upsert_run(run, session_id, user_id)).await
     }
-
-    async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
-        let mut conditions = vec!["run_id = ?".to_owned()];
-        let mut args = vec![Arg::Str(run_id.to_owned())];
-        push_user(&mut conditions, &mut args, user_id);
-        let sql = format!("SELECT run_data FROM `{}`{}", self.tables().runs, where_clause(&conditions));
-        let row = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read run {run_id}"), e))?;
-        Ok(match row {
-            Some(row) => decode_one_run(&row)?,
-            None => None,
-        })
-    }
-
-    async fn get_runs(&self, query: &RunQuery) -> DbResult<RunPage> {
-        let mut conditions = Vec::new();
-        let mut args = Vec::new();
-        for (col, value) in [
-            ("session_id", &query.session_id),
-            ("agent_id", &query.agent_id),
-            ("team_id", &query.team_id),
-            ("workflow_id", &query.workflow_id),
-        ] {
-            if let Some(v) = value {
-                conditions.push(format!("{col} = ?"));
-                args.push(Arg::Str(v.clone()));
-            }
-        }
-        push_user(&mut conditions, &mut args, query.user_id.as_deref());
-        if let Some(status) = query.status {
-            conditions.push("status = ?".to_owned());
-            args.push(Arg::Str(status.as_str().to_owned()));
-        }
-        let (cmp, order) = match query.sort {
-            SortOrder::Asc => (">", "ASC"),
-            SortOrder::Desc => ("<", "DESC"),
-        };
-        // Ties on created_at are broken by the run id's bytes, as every adapter does.
-        if let Some(cursor) = &query.cursor {
-            conditions.push(format!(
-                "(created_at {cmp} ? OR (created_at = ? AND CAST(run_id AS BINARY) {cmp} CAST(? AS BINARY)))"
-            ));
-            args.extend([Arg::Int(cursor.created_at), Arg::Int(cursor.created_at), Arg::Str(cursor.run_id.clone())]);
-        }
-        let mut sql = format!(
-            "SELECT run_data FROM `{}`{} ORDER BY created_at {order}, CAST(run_id AS BINARY) {order}",
-            self.tables().runs,
-            where_clause(&conditions)
-        );
-        if let Some(n) = query.limit {
-            sql.push_str(" LIMIT ?");
-            args.push(Arg::Int(i64::try_from(n.saturating_add(1)).unwrap_or(i64::MAX)));
-        }
-        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list runs", e))?;
-        let mut runs = decode_runs(&rows)?;
-        let next_cursor = match query.limit {
-            Some(n) if runs.len() > n => {
-                runs.truncate(n);
-                runs.last().map(|r| RunCursor { created_at: r.created_at, run_id: r.id().to_owned() })
-            }
-            _ => None,
-        };
-        Ok(RunPage { runs, next_cursor })
-    }
-
-    async fn delete_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        Ok(self.delete_runs(&[run_id.to_owned()], user_id).await? == 1)
-    }
-
-    async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        if run_ids.is_empty() {
-            return Ok(0);
-        }
-        let mut conditions = vec![format!("run_id IN ({})", marks(run_ids.len()))];
-        let mut args: Vec<Arg> = run_ids.iter().map(|id| Arg::Str(id.clone())).collect();
-        push_user(&mut conditions, &mut args, user_id);
-        let sql = format!("DELETE FROM `{}`{}", self.tables().runs, where_clause(&conditions));
-        let done = with_retries(|| async {
-            bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-                .execute(self.pool())
-                .await
-                .map_err(|e| db_error("cannot delete runs", e))
-        })
-        .await?;
-        Ok(done.rows_affected())
-    }
 }
+
+crate::sql::runs::run_store!(MySqlDb);

@@ -154,7 +154,7 @@ impl MySqlDb {
             self.upsert_schema_version(&t.schedules, LATEST_VERSION).await?;
         }
         if !self.table_exists(&t.schedule_runs).await? {
-            let ddl = super::schedule_runs::schedule_runs_ddl(&t.schedule_runs, &t.schedules);
+            let ddl = super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules);
             self.exec(&ddl, &format!("cannot create table {}", t.schedule_runs)).await?;
             self.upsert_schema_version(&t.schedule_runs, LATEST_VERSION).await?;
         }

@@ -1,10 +1,6 @@
 //! Sessions in MySQL: one row each, never carrying runs (except a legacy v2 blob, read only).
 
-use agno_core::{
-    AgentSession, DbError, DbErrorKind, DbResult, RunOutput, SessionPage, SessionQuery, SessionSort, SessionStore,
-    StateUpdate, now_epoch_secs,
-};
-use async_trait::async_trait;
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate, now_epoch_secs};
 use serde_json::{Map, Value};
 use sqlx::MySql;
 use sqlx::mysql::MySqlRow;
@@ -14,8 +10,7 @@ use super::{
     Arg, MySqlDb, USER_MATCH, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries,
 };
 use crate::codec::{
-    decode_listed_text, decode_run, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of,
-    to_json_text,
+    decode_listed_text, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of, to_json_text,
 };
 use crate::sql::sessions::session_from_row;
 
@@ -34,11 +29,6 @@ fn extra_json(session: &AgentSession, key: &str) -> Option<String> {
 
 fn opt_json<T: serde::Serialize>(v: Option<&T>) -> DbResult<Option<String>> {
     v.map(to_json_text).transpose()
-}
-
-/// Decodes the `run_data` of one row.
-pub(crate) fn decode_one_run(row: &MySqlRow) -> DbResult<Option<RunOutput>> {
-    json_column(text_column(row, "run_data")?)?.map(decode_run).transpose()
 }
 
 /// Decodes `run_data` texts into runs, leaving out (with a warning) those that cannot be read.
@@ -199,9 +189,9 @@ impl MySqlDb {
     }
 }
 
-#[async_trait]
-impl SessionStore for MySqlDb {
-    async fn get_session(
+impl MySqlDb {
+    /// `SessionStore::get_session`: the row, and its runs as this database reads them.
+    pub(crate) async fn read_session(
         &self,
         session_id: &str,
         user_id: Option<&str>,
@@ -222,104 +212,10 @@ impl SessionStore for MySqlDb {
         Ok(Some(session))
     }
 
-    async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+    /// `SessionStore::upsert_session`: the write in its own transaction.
+    pub(crate) async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
         with_retries(|| self.try_upsert_session(session, state)).await
     }
-
-    async fn get_sessions(&self, query: &SessionQuery) -> DbResult<SessionPage> {
-        let t = &self.tables().sessions;
-        let mut conditions = Vec::new();
-        let mut args = Vec::new();
-        if let Some(st) = query.session_type {
-            conditions.push("session_type = ?".to_owned());
-            args.push(Arg::Str(st.as_str().to_owned()));
-        }
-        push_user(&mut conditions, &mut args, query.user_id.as_deref());
-        if let Some(c) = &query.component_id {
-            conditions.push("(agent_id = ? OR team_id = ? OR workflow_id = ?)".to_owned());
-            args.extend([Arg::Str(c.clone()), Arg::Str(c.clone()), Arg::Str(c.clone())]);
-        }
-        if let Some(name) = &query.session_name {
-            conditions.push(
-                "LOWER(COALESCE(JSON_UNQUOTE(JSON_EXTRACT(session_data, '$.session_name')), '')) \
-                 LIKE CONCAT('%', LOWER(?), '%')"
-                    .to_owned(),
-            );
-            args.push(Arg::Str(name.clone()));
-        }
-        if let Some(ts) = query.start_timestamp {
-            conditions.push("created_at >= ?".to_owned());
-            args.push(Arg::Int(ts));
-        }
-        if let Some(ts) = query.end_timestamp {
-            conditions.push("created_at <= ?".to_owned());
-            args.push(Arg::Int(ts));
-        }
-        let filter = where_clause(&conditions);
-        let order = match query.sort_by {
-            SessionSort::CreatedAt => "created_at",
-            SessionSort::UpdatedAt => "updated_at",
-        };
-        let dir = query.sort_order.sql();
-        let sql = format!("SELECT {SESSION_COLUMNS} FROM `{t}`{filter} ORDER BY {order} {dir}, session_id {dir}");
-        let count_sql = format!("SELECT COUNT(*) AS n FROM `{t}`{filter}");
-        let (rows, total) = self.page_and_count(sql, &count_sql, &args, (query.limit, query.page), "sessions").await?;
-        let sessions = crate::codec::readable(
-            "session",
-            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row::<MySql>(r))),
-        );
-        Ok(SessionPage { sessions, total })
-    }
-
-    async fn rename_session(
-        &self,
-        session_id: &str,
-        session_name: &str,
-        user_id: Option<&str>,
-    ) -> DbResult<Option<AgentSession>> {
-        let t = &self.tables().sessions;
-        let mut conditions = vec!["session_id = ?".to_owned()];
-        let mut args = vec![Arg::Str(session_id.to_owned())];
-        push_user(&mut conditions, &mut args, user_id);
-        let sql = format!(
-            "UPDATE `{t}` SET session_data = CASE \
-             WHEN session_data IS NULL OR JSON_TYPE(session_data) <> 'OBJECT' THEN JSON_OBJECT('session_name', ?) \
-             ELSE JSON_SET(session_data, '$.session_name', ?) END, updated_at = ?{}",
-            where_clause(&conditions)
-        );
-        let q = sqlx::query(AssertSqlSafe(sql.as_str())).bind(session_name).bind(session_name).bind(now_epoch_secs());
-        // The connection reports matched rows (CLIENT_FOUND_ROWS), so a same-name rename counts.
-        let done = bind_args(q, &args)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot rename session {session_id}"), e))?;
-        if done.rows_affected() == 0 {
-            return Ok(None);
-        }
-        Ok(self.session_row(session_id, user_id, false).await?.map(|(s, _)| s))
-    }
-
-    async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        Ok(self.delete_sessions(&[session_id.to_owned()], user_id).await? == 1)
-    }
-
-    async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        if session_ids.is_empty() {
-            return Ok(0);
-        }
-        let t = &self.tables().sessions;
-        let mut conditions = vec![format!("session_id IN ({})", marks(session_ids.len()))];
-        let mut args: Vec<Arg> = session_ids.iter().map(|id| Arg::Str(id.clone())).collect();
-        push_user(&mut conditions, &mut args, user_id);
-        // The runs go with their session: the runs table's foreign key cascades.
-        let sql = format!("DELETE FROM `{t}`{}", where_clause(&conditions));
-        let done = with_retries(|| async {
-            bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-                .execute(self.pool())
-                .await
-                .map_err(|e| db_error("cannot delete sessions", e))
-        })
-        .await?;
-        Ok(done.rows_affected())
-    }
 }
+
+crate::sql::sessions::session_store!(MySqlDb);

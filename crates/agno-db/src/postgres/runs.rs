@@ -2,23 +2,20 @@
 //! transaction-scoped advisory lock on the session (as Python Agno does), so concurrent writers
 //! never collide and saving run N costs the same for any N.
 
-use agno_core::{
-    DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, RunStore, SortOrder, now_epoch_secs,
-};
-use async_trait::async_trait;
+use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
 
-use super::{PostgresDb, db_error, sanitize, value_column};
-use crate::codec::{decode_listed_run, decode_run, run_type};
+use super::{PostgresDb, db_error, sanitize};
+use crate::codec::run_type;
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
-#[async_trait]
-impl RunStore for PostgresDb {
-    async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
+impl PostgresDb {
+    /// `RunStore::upsert_run`: the write in its own transaction.
+    pub(crate) async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
         let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
         match self.write_run(&mut tx, run, session_id, user_id).await {
             Ok(index) => {
@@ -32,84 +29,9 @@ impl RunStore for PostgresDb {
             }
         }
     }
-
-    async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
-        let sql = format!(
-            "SELECT run_data FROM {} WHERE run_id = $1 AND ($2::text IS NULL OR user_id = $2)",
-            self.qualified(&self.tables().runs)
-        );
-        let data: Option<Option<Value>> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(run_id)
-            .bind(user_id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read run {run_id}"), e))?;
-        data.and_then(value_column).map(decode_run).transpose()
-    }
-
-    async fn get_runs(&self, query: &RunQuery) -> DbResult<RunPage> {
-        let (cmp, order) = match query.sort {
-            SortOrder::Asc => (">", "ASC"),
-            SortOrder::Desc => ("<", "DESC"),
-        };
-        let sql = format!(
-            "SELECT run_data FROM {} WHERE ($1::text IS NULL OR session_id = $1) AND ($2::text IS NULL OR user_id = $2) \
-             AND ($3::text IS NULL OR agent_id = $3) AND ($4::text IS NULL OR team_id = $4) \
-             AND ($5::text IS NULL OR workflow_id = $5) AND ($6::text IS NULL OR status = $6) \
-             AND ($7::bigint IS NULL OR (created_at, run_id) {cmp} ($7, $8::text)) \
-             ORDER BY created_at {order}, run_id {order} LIMIT $9",
-            self.qualified(&self.tables().runs)
-        );
-        let status = query.status.map(|s| s.as_str());
-        let cursor_at = query.cursor.as_ref().map(|c| c.created_at);
-        let cursor_id = query.cursor.as_ref().map(|c| c.run_id.as_str());
-        let limit = query.limit.map(|n| i64::try_from(n.saturating_add(1)).unwrap_or(i64::MAX));
-        let rows: Vec<Option<Value>> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(&query.session_id)
-            .bind(&query.user_id)
-            .bind(&query.agent_id)
-            .bind(&query.team_id)
-            .bind(&query.workflow_id)
-            .bind(status)
-            .bind(cursor_at)
-            .bind(cursor_id)
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list runs", e))?;
-        let mut runs: Vec<RunOutput> =
-            rows.into_iter().filter_map(value_column).filter_map(decode_listed_run).collect();
-        let next_cursor = match query.limit {
-            Some(n) if runs.len() > n => {
-                runs.truncate(n);
-                runs.last().map(|r| RunCursor { created_at: r.created_at, run_id: r.id().to_owned() })
-            }
-            _ => None,
-        };
-        Ok(RunPage { runs, next_cursor })
-    }
-
-    async fn delete_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        Ok(self.delete_runs(&[run_id.to_owned()], user_id).await? == 1)
-    }
-
-    async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        if run_ids.is_empty() {
-            return Ok(0);
-        }
-        let sql = format!(
-            "DELETE FROM {} WHERE run_id = ANY($1) AND ($2::text IS NULL OR user_id = $2)",
-            self.qualified(&self.tables().runs)
-        );
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(run_ids)
-            .bind(user_id)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error("cannot delete runs", e))?;
-        Ok(done.rows_affected())
-    }
 }
+
+crate::sql::runs::run_store!(PostgresDb);
 
 impl PostgresDb {
     /// The write of `upsert_run`, inside the caller's transaction (which holds the run-index lock

@@ -1,11 +1,7 @@
 //! Sessions in PostgreSQL: one row each, never carrying runs (except a legacy v2 `runs` blob,
 //! read only and merged with the runs table on read).
 
-use agno_core::{
-    AgentSession, DbError, DbErrorKind, DbResult, RunOutput, SessionPage, SessionQuery, SessionSort, SessionStore,
-    StateUpdate, now_epoch_secs,
-};
-use async_trait::async_trait;
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate, now_epoch_secs};
 use serde_json::Value;
 use sqlx::Postgres;
 use sqlx::{AssertSqlSafe, Row};
@@ -119,9 +115,9 @@ impl PostgresDb {
     }
 }
 
-#[async_trait]
-impl SessionStore for PostgresDb {
-    async fn get_session(
+impl PostgresDb {
+    /// `SessionStore::get_session`: the row, and its runs as this database reads them.
+    pub(crate) async fn read_session(
         &self,
         session_id: &str,
         user_id: Option<&str>,
@@ -145,7 +141,8 @@ impl SessionStore for PostgresDb {
         Ok(Some(session))
     }
 
-    async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+    /// `SessionStore::upsert_session`: the write in its own transaction.
+    pub(crate) async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
         let id = &session.session_id;
         let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
         if let Err(e) = self.write_session(&mut tx, session, state).await {
@@ -155,155 +152,9 @@ impl SessionStore for PostgresDb {
         }
         tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of session {id}"), e))
     }
-
-    async fn get_sessions(&self, query: &SessionQuery) -> DbResult<SessionPage> {
-        let t = self.qualified(&self.tables().sessions);
-        let filter = "($1::text IS NULL OR session_type = $1) AND ($2::text IS NULL OR user_id = $2) \
-             AND ($3::text IS NULL OR agent_id = $3 OR team_id = $3 OR workflow_id = $3) \
-             AND ($4::text IS NULL OR COALESCE(session_data ->> 'session_name', '') ILIKE '%' || $4 || '%') \
-             AND ($5::bigint IS NULL OR created_at >= $5) AND ($6::bigint IS NULL OR created_at <= $6)";
-        let order = match query.sort_by {
-            SessionSort::CreatedAt => "created_at",
-            SessionSort::UpdatedAt => "updated_at",
-        };
-        let dir = query.sort_order.sql();
-        let limit = query.limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-        let offset = query.limit.map_or(0, |n| n.saturating_mul(query.page.unwrap_or(1).max(1) - 1));
-        let session_type = query.session_type.map(|s| s.as_str());
-        macro_rules! bind_filters {
-            ($q:expr) => {
-                $q.bind(session_type)
-                    .bind(&query.user_id)
-                    .bind(&query.component_id)
-                    .bind(&query.session_name)
-                    .bind(query.start_timestamp)
-                    .bind(query.end_timestamp)
-            };
-        }
-        // NULL timestamps sort as the oldest, as in SQLite. `created_at` is NOT NULL: no clause,
-        // so the created_at index can serve the order.
-        let nulls = match (order, dir) {
-            ("created_at", _) => "",
-            (_, "ASC") => "NULLS FIRST",
-            _ => "NULLS LAST",
-        };
-        let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM {t} WHERE {filter} \
-             ORDER BY {order} {dir} {nulls}, session_id {dir} LIMIT $7 OFFSET $8"
-        );
-        let rows = bind_filters!(sqlx::query(AssertSqlSafe(sql)))
-            .bind(limit)
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list sessions", e))?;
-        let sessions = crate::codec::readable(
-            "session",
-            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row::<Postgres>(r))),
-        );
-        let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {filter}");
-        let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql)))
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count sessions", e))?;
-        Ok(SessionPage { sessions, total: u64::try_from(total).unwrap_or(0) })
-    }
-
-    async fn rename_session(
-        &self,
-        session_id: &str,
-        session_name: &str,
-        user_id: Option<&str>,
-    ) -> DbResult<Option<AgentSession>> {
-        let t = self.qualified(&self.tables().sessions);
-        let sql = format!(
-            "UPDATE {t} SET session_data = jsonb_set(CASE WHEN jsonb_typeof(session_data) = 'object' \
-             THEN session_data ELSE '{{}}'::jsonb END, '{{session_name}}', to_jsonb($1::text)), updated_at = $2 \
-             WHERE session_id = $3 AND ($4::text IS NULL OR user_id = $4) RETURNING {SESSION_COLUMNS}"
-        );
-        let mut name = Value::String(session_name.to_owned());
-        sanitize(&mut name);
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(name.as_str())
-            .bind(now_epoch_secs())
-            .bind(session_id)
-            .bind(user_id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot rename session {session_id}"), e))?;
-        row.as_ref().map(session_from_row::<Postgres>).transpose()
-    }
-
-    async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        Ok(self.delete_sessions(&[session_id.to_owned()], user_id).await? == 1)
-    }
-
-    async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        if session_ids.is_empty() {
-            return Ok(0);
-        }
-        let t = self.tables().clone();
-        let sessions = self.qualified(&t.sessions);
-        // Asked before the transaction: it takes a pool connection of its own, and asking while
-        // holding the transaction's lets concurrent deletes exhaust the pool and wait on each
-        // other until the acquire timeout.
-        let has_runs = self.table_exists(&t.runs).await?;
-        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
-        // The foreign key cascades too; deleting explicitly also covers a runs table created
-        // without it.
-        if has_runs {
-            let sql = format!(
-                "DELETE FROM {} WHERE session_id IN (SELECT session_id FROM {sessions} \
-                 WHERE session_id = ANY($1) AND ($2::text IS NULL OR user_id = $2))",
-                self.qualified(&t.runs)
-            );
-            sqlx::query(AssertSqlSafe(sql))
-                .bind(session_ids)
-                .bind(user_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| db_error("cannot delete the runs of the sessions", e))?;
-        }
-        let sql = format!("DELETE FROM {sessions} WHERE session_id = ANY($1) AND ($2::text IS NULL OR user_id = $2)");
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(session_ids)
-            .bind(user_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db_error("cannot delete sessions", e))?;
-        tx.commit().await.map_err(|e| db_error("cannot commit the delete of sessions", e))?;
-        Ok(done.rows_affected())
-    }
-
-    async fn first_run_inputs(
-        &self,
-        session_ids: &[String],
-        user_id: Option<&str>,
-    ) -> DbResult<std::collections::HashMap<String, Value>> {
-        if session_ids.is_empty() {
-            return Ok(std::collections::HashMap::new());
-        }
-        // Only the `input` of each session's first top-level run leaves the database, its text
-        // cut to what a session name shows.
-        let sql = format!(
-            "SELECT DISTINCT ON (session_id) session_id, CASE WHEN jsonb_typeof(run_data->'input'->'input_content') = 'string' \
-             THEN jsonb_build_object('input_content', left(run_data->'input'->>'input_content', {keep})) \
-             ELSE run_data->'input' END FROM {} \
-             WHERE session_id = ANY($1) AND parent_run_id IS NULL \
-             AND ($2::text IS NULL OR user_id = $2 OR user_id IS NULL) \
-             ORDER BY session_id, run_index ASC",
-            self.qualified(&self.tables().runs),
-            keep = crate::codec::FIRST_INPUT_CHARS
-        );
-        let rows: Vec<(String, Option<Value>)> = sqlx::query_as(AssertSqlSafe(sql))
-            .bind(session_ids)
-            .bind(user_id)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read the first runs of sessions", e))?;
-        Ok(rows.into_iter().filter_map(|(id, input)| Some((id, input.filter(|v| !v.is_null())?))).collect())
-    }
 }
+
+crate::sql::sessions::session_store!(PostgresDb);
 
 impl PostgresDb {
     /// The writes of `upsert_session`, inside the caller's transaction (which the caller rolls

@@ -2,15 +2,13 @@
 
 use agno_core::{Cell, DbError, DbResult};
 use futures::future::BoxFuture;
-use sea_query::{
-    Expr, ExprTrait, MysqlQueryBuilder, PostgresQueryBuilder, QueryBuilder, SqliteQueryBuilder, Value as SeaValue,
-};
+use sea_query::{Expr, ExprTrait, MysqlQueryBuilder, PostgresQueryBuilder, QueryBuilder, Value as SeaValue};
 use sea_query_sqlx::SqlxValues;
 use serde_json::Value;
 use sqlx::mysql::MySqlRow;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{AssertSqlSafe, MySql, Pool, Postgres, Row, Sqlite};
+use sqlx::{AssertSqlSafe, Database, MySql, Pool, Postgres, Row, Sqlite};
 
 use super::{Dialect, Query, parse_json};
 use crate::codec::to_json_text;
@@ -36,6 +34,22 @@ macro_rules! runs_statements {
         ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
             Box::pin(
                 async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(pool).await?.rows_affected()) },
+            )
+        }
+        fn fetch_on<'a>(
+            conn: &'a mut <$db as Database>::Connection,
+            sql: &'a str,
+            values: SqlxValues,
+        ) -> BoxFuture<'a, Result<Vec<$row>, sqlx::Error>> {
+            Box::pin(sqlx::query_with(AssertSqlSafe(sql), values).fetch_all(conn))
+        }
+        fn execute_on<'a>(
+            conn: &'a mut <$db as Database>::Connection,
+            sql: &'a str,
+            values: SqlxValues,
+        ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
+            Box::pin(
+                async move { Ok(sqlx::query_with(AssertSqlSafe(sql), values).execute(conn).await?.rows_affected()) },
             )
         }
     };
@@ -70,12 +84,13 @@ impl Dialect for Sqlite {
     fn read_json(row: &SqliteRow, column: &str) -> Result<Option<Value>, sqlx::Error> {
         parse_json(row.try_get(column)?)
     }
+    // Backticks: a missing column is an error, not a string literal.
     fn builder() -> impl QueryBuilder {
-        SqliteQueryBuilder
+        super::sqlite_builder::SqliteBuilder
     }
     // Text compares by its bytes already (BINARY collation).
-    fn byte_order(sql: &'static str) -> Expr {
-        Expr::cust(sql)
+    fn bytes_of(sql: &str) -> String {
+        sql.to_owned()
     }
     // Topics are a JSON list in text.
     fn any_topic(topics: &[String]) -> Expr {
@@ -85,9 +100,27 @@ impl Dialect for Sqlite {
             topics.iter().map(String::as_str),
         )
     }
+    fn session_name_like(name: &str) -> Expr {
+        Expr::cust_with_values("json_extract(session_data, '$.session_name') LIKE '%' || ? || '%'", [name])
+    }
+    fn first_input(keep: usize) -> String {
+        format!(
+            "CASE WHEN json_type(run_data, '$.input.input_content') = 'text' \
+             THEN json_object('input_content', substr(json_extract(run_data, '$.input.input_content'), 1, {keep})) \
+             ELSE run_data -> '$.input' END"
+        )
+    }
+    fn named_session_data(name: &str) -> Expr {
+        Expr::cust_with_values("json_set(COALESCE(NULLIF(session_data, 'null'), '{}'), '$.session_name', ?)", [name])
+    }
     // The memory is its JSON text; a plain substring, not a LIKE pattern.
     fn memory_contains(needle: &str) -> Expr {
         Expr::cust_with_values("instr(lower(memory), lower(?)) > 0", [needle])
+    }
+    const BEGIN: Option<&'static str> = Some("BEGIN IMMEDIATE");
+    // "UNIQUE constraint failed: <table>.id"
+    fn primary_key(e: &dyn sqlx::error::DatabaseError) -> bool {
+        e.message().ends_with(".id")
     }
     fn error(what: &str, e: sqlx::Error) -> DbError {
         crate::sqlite::db_error(what, e)
@@ -132,15 +165,15 @@ impl Dialect for Postgres {
     }
     fn value(cell: Cell) -> DbResult<SeaValue> {
         Ok(match cell {
-            Cell::Text(v) => SeaValue::String(v),
+            Cell::Text(v) => SeaValue::String(clean_text(v.as_deref())),
             Cell::Int(v) => SeaValue::BigInt(v),
             Cell::Bool(v) => SeaValue::Bool(Some(v)),
             Cell::Json(v) => SeaValue::Json(clean_json(v.as_ref()).map(Box::new)),
         })
     }
     // Byte order, whatever the database's collation.
-    fn byte_order(sql: &'static str) -> Expr {
-        Expr::cust(format!("{sql} COLLATE \"C\""))
+    fn bytes_of(sql: &str) -> String {
+        format!("{sql} COLLATE \"C\"")
     }
     fn any_topic(topics: &[String]) -> Expr {
         let any = (1..=topics.len()).map(|i| format!("jsonb_exists(topics::jsonb, ${i})")).collect::<Vec<_>>();
@@ -150,7 +183,27 @@ impl Dialect for Postgres {
     fn memory_contains(needle: &str) -> Expr {
         Expr::cust_with_values("strpos(lower(memory #>> '{}'), lower($1)) > 0", [needle])
     }
+    fn session_name_like(name: &str) -> Expr {
+        Expr::cust_with_values("COALESCE(session_data ->> 'session_name', '') ILIKE '%' || $1 || '%'", [name])
+    }
+    fn first_input(keep: usize) -> String {
+        format!(
+            "CASE WHEN jsonb_typeof(run_data->'input'->'input_content') = 'string' \
+             THEN jsonb_build_object('input_content', left(run_data->'input'->>'input_content', {keep})) \
+             ELSE run_data->'input' END"
+        )
+    }
+    fn named_session_data(name: &str) -> Expr {
+        Expr::cust_with_values(
+            "jsonb_set(CASE WHEN jsonb_typeof(session_data) = 'object' THEN session_data ELSE '{}'::jsonb END, \
+             '{session_name}', to_jsonb($1::text))",
+            [clean_text(Some(name))],
+        )
+    }
     const NULLS_LOW: bool = false;
+    fn primary_key(e: &dyn sqlx::error::DatabaseError) -> bool {
+        e.constraint().is_some_and(|c| c.ends_with("_pkey"))
+    }
     fn error(what: &str, e: sqlx::Error) -> DbError {
         crate::postgres::db_error(what, e)
     }
@@ -190,8 +243,8 @@ impl Dialect for MySql {
         MysqlQueryBuilder
     }
     // Byte order, whatever the column's collation.
-    fn byte_order(sql: &'static str) -> Expr {
-        Expr::cust(format!("CAST({sql} AS BINARY)"))
+    fn bytes_of(sql: &str) -> String {
+        format!("CAST({sql} AS BINARY)")
     }
     fn any_topic(topics: &[String]) -> Expr {
         let any = vec!["JSON_CONTAINS(topics, JSON_QUOTE(?))"; topics.len()].join(" OR ");
@@ -199,6 +252,26 @@ impl Dialect for MySql {
     }
     fn memory_contains(needle: &str) -> Expr {
         Expr::cust_with_values("LOCATE(LOWER(?), LOWER(JSON_UNQUOTE(memory))) > 0", [needle])
+    }
+    fn session_name_like(name: &str) -> Expr {
+        Expr::cust_with_values(
+            "LOWER(COALESCE(JSON_UNQUOTE(JSON_EXTRACT(session_data, '$.session_name')), '')) LIKE CONCAT('%', LOWER(?), '%')",
+            [name],
+        )
+    }
+    fn first_input(keep: usize) -> String {
+        format!(
+            "CASE WHEN JSON_TYPE(JSON_EXTRACT(run_data, '$.input.input_content')) = 'STRING' \
+             THEN JSON_OBJECT('input_content', LEFT(JSON_UNQUOTE(JSON_EXTRACT(run_data, '$.input.input_content')), {keep})) \
+             ELSE JSON_EXTRACT(run_data, '$.input') END"
+        )
+    }
+    fn named_session_data(name: &str) -> Expr {
+        Expr::cust_with_values(
+            "CASE WHEN session_data IS NULL OR JSON_TYPE(session_data) <> 'OBJECT' THEN JSON_OBJECT('session_name', ?) \
+             ELSE JSON_SET(session_data, '$.session_name', ?) END",
+            [name, name],
+        )
     }
     // The plain comparison keeps the column's index in use; the binary one decides.
     fn exact(column: &'static str, value: &str) -> Expr {
@@ -210,6 +283,11 @@ impl Dialect for MySql {
     }
     fn lost_race(error: &DbError) -> bool {
         crate::mysql::is_transient(error)
+    }
+    const BEGIN: Option<&'static str> = Some("SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION");
+    // "Duplicate entry '...' for key 'PRIMARY'"
+    fn primary_key(e: &dyn sqlx::error::DatabaseError) -> bool {
+        e.message().contains("PRIMARY")
     }
     fn error(what: &str, e: sqlx::Error) -> DbError {
         crate::mysql::db_error(what, e)

@@ -158,12 +158,7 @@ pub(crate) async fn list<A: SqlDb>(db: &A, q: &EvalQuery) -> DbResult<(Vec<EvalR
         .page(q.limit, q.page)
         .fetch(db, "eval runs")
         .await?;
-    let evals = crate::codec::readable(
-        "eval run",
-        found.iter().map(|r| {
-            (Columns::<A::D>::of(r, "agno_eval_runs").text("run_id").ok().flatten(), eval_from_row::<A::D>(r))
-        }),
-    );
+    let evals = super::listing::readable::<A::D, _>(&found, "eval run", "run_id", eval_from_row::<A::D>);
     Ok((evals, total))
 }
 

@@ -95,12 +95,7 @@ pub(crate) async fn list<A: SqlDb>(db: &A, q: &KnowledgeQuery) -> DbResult<(Vec<
         .page(q.limit, q.page)
         .fetch(db, "knowledge contents")
         .await?;
-    let list = crate::codec::readable(
-        "knowledge content",
-        found.iter().map(|r| {
-            (Columns::<A::D>::of(r, "agno_knowledge").text("id").ok().flatten(), knowledge_from_row::<A::D>(r))
-        }),
-    );
+    let list = super::listing::readable::<A::D, _>(&found, "knowledge content", "id", knowledge_from_row::<A::D>);
     Ok((list, total))
 }
 

@@ -34,6 +34,13 @@ impl<D: Dialect> Listing<D> {
         self
     }
 
+    /// Ordered by `column`, which is never NULL (no NULL placement: an index on the column can
+    /// serve the order).
+    pub(crate) fn by_never_null(mut self, column: &'static str, order: SortOrder) -> Self {
+        self.select.order_by(column, direction(order).0);
+        self
+    }
+
     /// Then by the bytes of `column` (ids: the same order on every database).
     pub(crate) fn then_by_bytes(self, column: &'static str, order: SortOrder) -> Self {
         self.by(D::byte_order(column), order)
@@ -90,4 +97,15 @@ pub(crate) async fn count_of<A: SqlDb>(
         None => 0,
     };
     Ok(u64::try_from(total).unwrap_or(0))
+}
+
+/// The records of `rows` that decode with `read`, each keyed by its `key` column in the warning
+/// about one that does not (see [`crate::codec::readable`]).
+pub(crate) fn readable<D: Dialect, T>(
+    rows: &[Row<D>],
+    what: &'static str,
+    key: &str,
+    read: impl Fn(&Row<D>) -> DbResult<T>,
+) -> Vec<T> {
+    crate::codec::readable(what, rows.iter().map(|r| (Columns::<D>::of(r, what).text(key).ok().flatten(), read(r))))
 }

@@ -96,12 +96,7 @@ pub(crate) async fn list<A: SqlDb>(db: &A, q: &MemoryQuery) -> DbResult<MemoryPa
         .page(q.limit, q.page)
         .fetch(db, "memories")
         .await?;
-    let memories = crate::codec::readable(
-        "memory",
-        found.iter().map(|r| {
-            (Columns::<A::D>::of(r, "agno_memories").text("memory_id").ok().flatten(), memory_from_row::<A::D>(r))
-        }),
-    );
+    let memories = super::listing::readable::<A::D, _>(&found, "memory", "memory_id", memory_from_row::<A::D>);
     Ok(MemoryPage { memories, total })
 }
 

@@ -13,8 +13,10 @@ pub(crate) mod knowledge;
 pub(crate) mod listing;
 pub(crate) mod memories;
 pub(crate) mod metrics;
+pub(crate) mod runs;
 pub(crate) mod schedules;
 pub(crate) mod sessions;
+pub(crate) mod sqlite_builder;
 
 use agno_core::{Cell, DbError, DbResult};
 use async_trait::async_trait;
@@ -52,6 +54,12 @@ pub(crate) trait SqlDb: Send + Sync {
     /// (SQLite); none elsewhere.
     fn write_lock(&self) -> Option<&tokio::sync::Mutex<()>> {
         None
+    }
+
+    /// Whether the runs table is known to exist (a Python Agno 2.x database not migrated yet has
+    /// none: its runs live in the sessions' legacy blob).
+    fn has_runs_table(&self) -> bool {
+        true
     }
 
     /// Whether `table` exists.
@@ -169,13 +177,30 @@ pub(crate) trait Dialect {
 
     /// `sql` (a column, or an expression over columns) as an ordering or grouping by its bytes,
     /// so ids and names sort, and user ids group, the same on every database.
-    fn byte_order(sql: &'static str) -> sea_query::Expr;
+    fn byte_order(sql: &'static str) -> sea_query::Expr {
+        sea_query::Expr::cust(Self::bytes_of(sql))
+    }
+
+    /// The SQL of [`Dialect::byte_order`].
+    fn bytes_of(sql: &str) -> String;
 
     /// Memories whose JSON `topics` list holds one of `topics` (not empty).
     fn any_topic(topics: &[String]) -> sea_query::Expr;
 
     /// Memories whose text holds `needle`, ignoring case: a plain substring, no wildcards.
     fn memory_contains(needle: &str) -> sea_query::Expr;
+
+    /// Sessions whose `session_data.session_name` holds `name`, ignoring case (a LIKE pattern,
+    /// as Python Agno matches it).
+    fn session_name_like(name: &str) -> sea_query::Expr;
+
+    /// The `session_data` of a session renamed `name`: its stored object with `session_name`
+    /// set (a new object when it holds none).
+    fn named_session_data(name: &str) -> sea_query::Expr;
+
+    /// The `input` of a run's `run_data` as JSON, its `input_content` text (when it is text) cut
+    /// to `keep` characters.
+    fn first_input(keep: usize) -> String;
 
     /// Whether NULL sorts below every value (SQLite and MySQL), rather than above (PostgreSQL).
     const NULLS_LOW: bool = true;
@@ -194,13 +219,146 @@ pub(crate) trait Dialect {
         values: sea_query_sqlx::SqlxValues,
     ) -> BoxFuture<'a, Result<u64, sqlx::Error>>;
 
+    /// Runs a built statement on one connection (a transaction's) and returns its rows.
+    fn fetch_on<'a>(
+        conn: &'a mut <Self::DB as Database>::Connection,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
+
+    /// Runs a built statement on one connection (a transaction's) and returns the number of
+    /// rows it changed.
+    fn execute_on<'a>(
+        conn: &'a mut <Self::DB as Database>::Connection,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>>;
+
+    /// The statement a [`Tx`] starts with, where plain `BEGIN` is not what the stores need
+    /// (SQLite takes the write lock up front; MySQL reads committed rows, so a conditional
+    /// write sees another worker's claim).
+    const BEGIN: Option<&'static str> = None;
+
     /// Whether a failed write lost a race and may succeed if run again (a MySQL deadlock).
     fn lost_race(_error: &DbError) -> bool {
         false
     }
 
+    /// What a unique or foreign key violation broke, or `None` for any other error.
+    fn violation(e: &sqlx::Error) -> Option<Violation> {
+        let sqlx::Error::Database(d) = e else { return None };
+        if d.is_foreign_key_violation() {
+            Some(Violation::ForeignKey)
+        } else if d.is_unique_violation() {
+            Some(if Self::primary_key(d.as_ref()) { Violation::PrimaryKey } else { Violation::Unique })
+        } else {
+            None
+        }
+    }
+
+    /// Whether a unique violation is of the primary key (rather than another unique index).
+    fn primary_key(e: &dyn sqlx::error::DatabaseError) -> bool;
+
     /// Classifies a driver error (conflict, unavailable, schema too old) with what was being done.
     fn error(what: &str, e: sqlx::Error) -> DbError;
+}
+
+/// What a write that broke a constraint broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Violation {
+    /// The primary key: the record exists already.
+    PrimaryKey,
+    /// Another unique index (a name unique per owner).
+    Unique,
+    /// A foreign key: the parent record does not exist (any more).
+    ForeignKey,
+}
+
+/// One transaction of the shared store code, in the process's writer turn where the database
+/// has one writer. Dropped without [`Tx::commit`], it rolls back.
+pub(crate) struct Tx<'a, A: SqlDb> {
+    tx: sqlx::Transaction<'static, <A::D as Dialect>::DB>,
+    _turn: Option<tokio::sync::MutexGuard<'a, ()>>,
+}
+
+impl<'a, A: SqlDb> Tx<'a, A> {
+    /// Starts a transaction on `db`.
+    ///
+    /// # Errors
+    /// No connection, or the database refuses the transaction.
+    pub(crate) async fn begin(db: &'a A) -> DbResult<Self> {
+        let turn = match db.write_lock() {
+            Some(lock) => Some(lock.lock().await),
+            None => None,
+        };
+        let tx = match A::D::BEGIN {
+            Some(begin) => db.pool().begin_with(begin).await,
+            None => db.pool().begin().await,
+        }
+        .map_err(|e| A::D::error("cannot start a transaction", e))?;
+        Ok(Self { tx, _turn: turn })
+    }
+
+    /// Runs a built statement and returns its rows, or the driver's error.
+    pub(crate) async fn try_rows(
+        &mut self,
+        (sql, values): (String, sea_query_sqlx::SqlxValues),
+    ) -> Result<Vec<Row<A::D>>, sqlx::Error> {
+        A::D::fetch_on(&mut self.tx, &sql, values).await
+    }
+
+    /// Runs a built statement and returns its rows, or the error saying what was being done.
+    pub(crate) async fn rows(
+        &mut self,
+        statement: (String, sea_query_sqlx::SqlxValues),
+        what: &str,
+    ) -> DbResult<Vec<Row<A::D>>> {
+        self.try_rows(statement).await.map_err(|e| A::D::error(what, e))
+    }
+
+    /// Runs a built write and returns the number of rows it changed, or the driver's error.
+    pub(crate) async fn try_changed(
+        &mut self,
+        (sql, values): (String, sea_query_sqlx::SqlxValues),
+    ) -> Result<u64, sqlx::Error> {
+        A::D::execute_on(&mut self.tx, &sql, values).await
+    }
+
+    /// Runs a built write and returns the number of rows it changed, or the error saying what
+    /// was being done.
+    pub(crate) async fn changed(
+        &mut self,
+        statement: (String, sea_query_sqlx::SqlxValues),
+        what: &str,
+    ) -> DbResult<u64> {
+        self.try_changed(statement).await.map_err(|e| A::D::error(what, e))
+    }
+
+    /// Commits the transaction.
+    ///
+    /// # Errors
+    /// The commit fails (nothing of the transaction is kept).
+    pub(crate) async fn commit(self, what: &str) -> DbResult<()> {
+        self.tx.commit().await.map_err(|e| A::D::error(what, e))
+    }
+}
+
+/// Runs `attempt` (a transaction) again while it fails by losing a race (a MySQL deadlock).
+///
+/// # Errors
+/// The last attempt's error.
+pub(crate) async fn retrying<D: Dialect, T, F, Fut>(mut attempt: F) -> DbResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = DbResult<T>>,
+{
+    let mut tries = 1;
+    loop {
+        match attempt().await {
+            Err(e) if tries < WRITE_ATTEMPTS && D::lost_race(&e) => tries += 1,
+            other => return other,
+        }
+    }
 }
 
 /// The columns of one row of `table`, read by name with errors that name the column.

@@ -111,36 +111,6 @@ impl SqliteDb {
         self.legacy_runs_column.load(Ordering::Relaxed)
     }
 
-    /// Runs `select` (filtered and ordered) for one page and `count` for the number of matches,
-    /// both with `binds`; `what` names the rows in errors.
-    pub(crate) async fn page_and_count(
-        &self,
-        select: &str,
-        count: &str,
-        binds: &[Option<String>],
-        (limit, page): (Option<usize>, Option<usize>),
-        what: &str,
-    ) -> DbResult<(Vec<sqlx::sqlite::SqliteRow>, u64)> {
-        let (offset, limit) = crate::memories::page_bounds(limit, page);
-        let sql = format!("{select} LIMIT ? OFFSET ?");
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()));
-        for b in binds {
-            q = q.bind(b);
-        }
-        let rows = q
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| db_error(&format!("cannot list {what}"), e))?;
-        let mut c = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(count));
-        for b in binds {
-            c = c.bind(b);
-        }
-        let total = c.fetch_one(&self.pool).await.map_err(|e| db_error(&format!("cannot count {what}"), e))?;
-        Ok((rows, u64::try_from(total).unwrap_or(0)))
-    }
-
     /// Waits for this process's turn to write.
     pub(crate) async fn write_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.write_lock.lock().await
@@ -228,6 +198,9 @@ impl crate::sql::SqlDb for SqliteDb {
     }
     fn write_lock(&self) -> Option<&tokio::sync::Mutex<()>> {
         Some(&self.write_lock)
+    }
+    fn has_runs_table(&self) -> bool {
+        SqliteDb::has_runs_table(self)
     }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         SqliteDb::table_exists(self, table).await

@@ -1,10 +1,6 @@
 //! Sessions in SQLite: one row each, never carrying runs (except a legacy v2 blob, read only).
 
-use agno_core::{
-    AgentSession, DbError, DbErrorKind, DbResult, RunOutput, SessionPage, SessionQuery, SessionSort, SessionStore,
-    StateUpdate, now_epoch_secs,
-};
-use async_trait::async_trait;
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate, now_epoch_secs};
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
 use sqlx::Row;
@@ -79,9 +75,9 @@ impl SqliteDb {
     }
 }
 
-#[async_trait]
-impl SessionStore for SqliteDb {
-    async fn get_session(
+impl SqliteDb {
+    /// `SessionStore::get_session`: the row, and its runs as this database reads them.
+    pub(crate) async fn read_session(
         &self,
         session_id: &str,
         user_id: Option<&str>,
@@ -102,162 +98,17 @@ impl SessionStore for SqliteDb {
         Ok(Some(session))
     }
 
-    async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+    /// `SessionStore::upsert_session`: the write in its own transaction.
+    pub(crate) async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
         let _turn = self.write_turn().await;
         let mut tx =
             self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot start a transaction", e))?;
         self.write_session(&mut tx, session, state).await?;
         tx.commit().await.map_err(|e| db_error("cannot commit session write", e))
     }
-
-    async fn get_sessions(&self, query: &SessionQuery) -> DbResult<SessionPage> {
-        let t = &self.tables().sessions;
-        let filter = "(? IS NULL OR session_type = ?) AND (? IS NULL OR user_id = ?) \
-             AND (? IS NULL OR agent_id = ? OR team_id = ? OR workflow_id = ?) \
-             AND (? IS NULL OR json_extract(session_data, '$.session_name') LIKE '%' || ? || '%') \
-             AND (? IS NULL OR created_at >= ?) AND (? IS NULL OR created_at <= ?)";
-        let order = match query.sort_by {
-            SessionSort::CreatedAt => "created_at",
-            SessionSort::UpdatedAt => "updated_at",
-        };
-        let limit = query.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        let offset = query.limit.map_or(0, |n| n.saturating_mul(query.page.unwrap_or(1).max(1) - 1));
-        let session_type = query.session_type.map(|s| s.as_str());
-        macro_rules! bind_filters {
-            ($q:expr) => {
-                $q.bind(session_type)
-                    .bind(session_type)
-                    .bind(&query.user_id)
-                    .bind(&query.user_id)
-                    .bind(&query.component_id)
-                    .bind(&query.component_id)
-                    .bind(&query.component_id)
-                    .bind(&query.component_id)
-                    .bind(&query.session_name)
-                    .bind(&query.session_name)
-                    .bind(query.start_timestamp)
-                    .bind(query.start_timestamp)
-                    .bind(query.end_timestamp)
-                    .bind(query.end_timestamp)
-            };
-        }
-        let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM {t} WHERE {filter} ORDER BY {order} {}, session_id {} LIMIT ? OFFSET ?",
-            query.sort_order.sql(),
-            query.sort_order.sql()
-        );
-        let rows = bind_filters!(sqlx::query(AssertSqlSafe(sql.as_str())))
-            .bind(limit)
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list sessions", e))?;
-        let sessions = crate::codec::readable(
-            "session",
-            rows.iter().map(|r| (r.try_get::<String, _>("session_id").ok(), session_from_row::<Sqlite>(r))),
-        );
-        let count_sql = format!("SELECT COUNT(*) FROM {t} WHERE {filter}");
-        let total: i64 = bind_filters!(sqlx::query_scalar(AssertSqlSafe(count_sql.as_str())))
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count sessions", e))?;
-        Ok(SessionPage { sessions, total: u64::try_from(total).unwrap_or(0) })
-    }
-
-    async fn rename_session(
-        &self,
-        session_id: &str,
-        session_name: &str,
-        user_id: Option<&str>,
-    ) -> DbResult<Option<AgentSession>> {
-        let _turn = self.write_turn().await;
-        let t = &self.tables().sessions;
-        let sql = format!(
-            "UPDATE {t} SET session_data = json_set(COALESCE(NULLIF(session_data, 'null'), '{{}}'), '$.session_name', ?), \
-             updated_at = ? WHERE session_id = ? AND (? IS NULL OR user_id = ?)"
-        );
-        let done = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(session_name)
-            .bind(now_epoch_secs())
-            .bind(session_id)
-            .bind(user_id)
-            .bind(user_id)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot rename session {session_id}"), e))?;
-        if done.rows_affected() == 0 {
-            return Ok(None);
-        }
-        Ok(self.session_row(session_id, user_id, false).await?.map(|(s, _)| s))
-    }
-
-    async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        Ok(self.delete_sessions(&[session_id.to_owned()], user_id).await? == 1)
-    }
-
-    async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        let _turn = self.write_turn().await;
-        if session_ids.is_empty() {
-            return Ok(0);
-        }
-        let t = self.tables().clone();
-        let marks = vec!["?"; session_ids.len()].join(", ");
-        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
-        let runs_sql = format!(
-            "DELETE FROM {} WHERE session_id IN (SELECT session_id FROM {} WHERE session_id IN ({marks}) AND (? IS NULL OR user_id = ?))",
-            t.runs, t.sessions
-        );
-        let mut q = sqlx::query(AssertSqlSafe(runs_sql.as_str()));
-        for id in session_ids {
-            q = q.bind(id);
-        }
-        if self.table_exists(&t.runs).await? {
-            q.bind(user_id).bind(user_id).execute(&mut *tx).await.map_err(|e| db_error("cannot delete runs", e))?;
-        }
-        let sql = format!("DELETE FROM {} WHERE session_id IN ({marks}) AND (? IS NULL OR user_id = ?)", t.sessions);
-        let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
-        for id in session_ids {
-            q = q.bind(id);
-        }
-        let done =
-            q.bind(user_id).bind(user_id).execute(&mut *tx).await.map_err(|e| db_error("cannot delete sessions", e))?;
-        tx.commit().await.map_err(|e| db_error("cannot commit delete", e))?;
-        Ok(done.rows_affected())
-    }
-
-    async fn first_run_inputs(
-        &self,
-        session_ids: &[String],
-        user_id: Option<&str>,
-    ) -> DbResult<std::collections::HashMap<String, Value>> {
-        if !self.has_runs_table() || session_ids.is_empty() {
-            return Ok(std::collections::HashMap::new());
-        }
-        let t = &self.tables().runs;
-        // Only the `input` of each session's first top-level run leaves the database, its text
-        // cut to what a session name shows.
-        let sql = format!(
-            "SELECT r.session_id, CASE WHEN json_type(r.run_data, '$.input.input_content') = 'text' \
-             THEN json_object('input_content', substr(json_extract(r.run_data, '$.input.input_content'), 1, {keep})) \
-             ELSE r.run_data -> '$.input' END FROM {t} r \
-             WHERE r.session_id IN (SELECT value FROM json_each(?)) AND r.parent_run_id IS NULL \
-             AND (? IS NULL OR r.user_id = ? OR r.user_id IS NULL) \
-             AND r.run_index = (SELECT MIN(r2.run_index) FROM {t} r2 \
-                                WHERE r2.session_id = r.session_id AND r2.parent_run_id IS NULL)",
-            keep = crate::codec::FIRST_INPUT_CHARS
-        );
-        let ids = serde_json::to_string(session_ids)
-            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode session ids: {e}")))?;
-        let rows: Vec<(String, Option<String>)> = sqlx::query_as(AssertSqlSafe(sql.as_str()))
-            .bind(ids)
-            .bind(user_id)
-            .bind(user_id)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read the first runs of sessions", e))?;
-        Ok(rows.into_iter().filter_map(|(id, input)| Some((id, serde_json::from_str(&input?).ok()?))).collect())
-    }
 }
+
+crate::sql::sessions::session_store!(SqliteDb);
 
 impl SqliteDb {
     /// The writes of `upsert_session`, inside the caller's `BEGIN IMMEDIATE` transaction (which

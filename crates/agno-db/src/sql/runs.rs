@@ -1,0 +1,146 @@
+//! `agno_runs` as every SQL adapter reads and deletes it. How a run is written (its
+//! `run_index` assigned in the statement, the session's row locks) differs per database and stays
+//! with each adapter (an inherent `upsert_run`).
+
+use agno_core::{DbResult, RunCursor, RunOutput, RunPage, RunQuery, SortOrder};
+use sea_query::{Condition, Expr, ExprTrait, Order, Query};
+use sea_query_sqlx::SqlxBinder;
+
+use super::{Columns, Dialect, Row, SqlDb, changed, owned_by, rows};
+use crate::codec::{decode_listed_run, decode_run, skip_unreadable_run};
+
+/// The runs of a listing whose `run_data` decodes; the others are left out with a warning.
+pub(crate) fn listed_runs<D: Dialect>(found: &[Row<D>]) -> Vec<RunOutput> {
+    found
+        .iter()
+        .filter_map(|r| match Columns::<D>::of(r, "agno_runs").json("run_data") {
+            Ok(data) => data.and_then(decode_listed_run),
+            Err(e) => {
+                skip_unreadable_run("(unknown)", &e);
+                None
+            }
+        })
+        .collect()
+}
+
+/// `RunStore::get_run`.
+pub(crate) async fn get<A: SqlDb>(db: &A, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
+    if !db.has_runs_table() {
+        return Ok(None);
+    }
+    let select = Query::select()
+        .column("run_data")
+        .from(db.table_ref(&db.tables().runs))
+        .and_where(Expr::col("run_id").eq(run_id))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    let found = rows(db, select, &format!("cannot read run {run_id}")).await?;
+    match found.first() {
+        Some(row) => Columns::<A::D>::of(row, "agno_runs").json("run_data")?.map(decode_run).transpose(),
+        None => Ok(None),
+    }
+}
+
+/// `RunStore::get_runs`: by creation time, then by the bytes of the run id, from after the
+/// query's cursor; a page ends with the cursor of its last run when more follow.
+pub(crate) async fn list<A: SqlDb>(db: &A, q: &RunQuery) -> DbResult<RunPage> {
+    if !db.has_runs_table() {
+        return Ok(RunPage::default());
+    }
+    let mut filter = owned_by::<A::D>(q.user_id.as_deref());
+    for (column, value) in [
+        ("session_id", &q.session_id),
+        ("agent_id", &q.agent_id),
+        ("team_id", &q.team_id),
+        ("workflow_id", &q.workflow_id),
+    ] {
+        if let Some(v) = value {
+            filter = filter.add(Expr::col(column).eq(v.as_str()));
+        }
+    }
+    if let Some(status) = q.status {
+        filter = filter.add(Expr::col("status").eq(status.as_str()));
+    }
+    let order = match q.sort {
+        SortOrder::Asc => Order::Asc,
+        SortOrder::Desc => Order::Desc,
+    };
+    if let Some(c) = &q.cursor {
+        let after = |a: Expr, b: Expr| if order == Order::Asc { a.gt(b) } else { a.lt(b) };
+        let id = Expr::cust(A::D::bytes_of("run_id"));
+        let cursor_id = Expr::cust_with_values(A::D::bytes_of(&A::D::placeholder(1)), [c.run_id.as_str()]);
+        filter = filter.add(
+            Condition::any()
+                .add(after(Expr::col("created_at"), Expr::val(c.created_at)))
+                .add(Expr::col("created_at").eq(c.created_at).and(after(id, cursor_id))),
+        );
+    }
+    let mut select = Query::select();
+    select
+        .column("run_data")
+        .from(db.table_ref(&db.tables().runs))
+        .cond_where(filter)
+        .order_by("created_at", order.clone())
+        .order_by_expr(A::D::byte_order("run_id"), order);
+    if let Some(n) = q.limit {
+        select.limit(u64::try_from(n.saturating_add(1)).unwrap_or(u64::MAX));
+    }
+    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list runs").await?;
+    let mut runs = listed_runs::<A::D>(&found);
+    let next_cursor = match q.limit {
+        Some(n) if runs.len() > n => {
+            runs.truncate(n);
+            runs.last().map(|r| RunCursor { created_at: r.created_at, run_id: r.id().to_owned() })
+        }
+        _ => None,
+    };
+    Ok(RunPage { runs, next_cursor })
+}
+
+/// `RunStore::delete_runs`: how many of `run_ids` (of `user_id`, when given) were deleted.
+pub(crate) async fn delete<A: SqlDb>(db: &A, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+    if run_ids.is_empty() || !db.has_runs_table() {
+        return Ok(0);
+    }
+    let delete = Query::delete()
+        .from_table(db.table_ref(&db.tables().runs))
+        .and_where(Expr::col("run_id").is_in(run_ids.iter().map(String::as_str)))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder());
+    changed(db, delete, "cannot delete runs").await
+}
+
+/// Implements `agno_core::RunStore` for an SQL adapter: its own write (an inherent
+/// `upsert_run`), the rest above.
+macro_rules! run_store {
+    ($db:ty) => {
+        #[async_trait::async_trait]
+        impl agno_core::RunStore for $db {
+            async fn upsert_run(
+                &self,
+                run: &agno_core::RunOutput,
+                session_id: &str,
+                user_id: Option<&str>,
+            ) -> agno_core::DbResult<i64> {
+                self.save_run(run, session_id, user_id).await
+            }
+            async fn get_run(
+                &self,
+                run_id: &str,
+                user_id: Option<&str>,
+            ) -> agno_core::DbResult<Option<agno_core::RunOutput>> {
+                crate::sql::runs::get(self, run_id, user_id).await
+            }
+            async fn get_runs(&self, query: &agno_core::RunQuery) -> agno_core::DbResult<agno_core::RunPage> {
+                crate::sql::runs::list(self, query).await
+            }
+            async fn delete_run(&self, run_id: &str, user_id: Option<&str>) -> agno_core::DbResult<bool> {
+                Ok(crate::sql::runs::delete(self, &[run_id.to_owned()], user_id).await? == 1)
+            }
+            async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> agno_core::DbResult<u64> {
+                crate::sql::runs::delete(self, run_ids, user_id).await
+            }
+        }
+    };
+}
+pub(crate) use run_store;
