@@ -14,6 +14,7 @@ pub(crate) mod listing;
 pub(crate) mod memories;
 pub(crate) mod metrics;
 pub(crate) mod runs;
+pub(crate) mod schedule_runs;
 pub(crate) mod schedules;
 pub(crate) mod sessions;
 pub(crate) mod sqlite_builder;

@@ -3,19 +3,14 @@
 //! transaction; names are unique per owner through each database's unique indexes (their DDL
 //! stays with the adapter), whose violation is a conflict naming the name.
 
-use std::collections::HashMap;
-
-use agno_core::{
-    Cell, DbError, DbErrorKind, DbResult, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleUpdate,
-    now_epoch_secs,
-};
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, Schedule, ScheduleQuery, ScheduleUpdate, now_epoch_secs};
 use sea_query::{Expr, ExprTrait, Order, Query, SelectStatement};
 use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
 use super::listing::{Listing, readable};
 use super::{Columns, Dialect, SqlDb, Tx, Violation, owned_by, retrying, rows};
-use crate::schedules::{SCHEDULE_RUNS_PAGE, SCHEDULES_PAGE};
+use crate::schedules::SCHEDULES_PAGE;
 
 /// The columns of the schedules table, in table order.
 const SCHEDULE: [&str; 26] = [
@@ -45,25 +40,6 @@ const SCHEDULE: [&str; 26] = [
     "disabled_reason",
     "created_at",
     "updated_at",
-];
-
-/// The columns of the schedule runs table, in table order.
-const RUN: [&str; 15] = [
-    "id",
-    "schedule_id",
-    "attempt",
-    "triggered_at",
-    "completed_at",
-    "status",
-    "status_code",
-    "run_id",
-    "session_id",
-    "error",
-    "input",
-    "output",
-    "requirements",
-    "user_id",
-    "created_at",
 ];
 
 /// The values of the schedule columns for `s`.
@@ -136,33 +112,8 @@ fn schedule_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<Sch
     })
 }
 
-/// A schedule run read back from a row of the schedule runs table.
-///
-/// # Errors
-/// A column cannot be read, or a JSON column holds text that is not JSON.
-fn schedule_run_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<ScheduleRun> {
-    let c = Columns::<D>::of(row, "agno_schedule_runs");
-    Ok(ScheduleRun {
-        id: c.text("id")?.unwrap_or_default(),
-        schedule_id: c.text("schedule_id")?.unwrap_or_default(),
-        attempt: c.int("attempt")?.unwrap_or(1),
-        triggered_at: c.int("triggered_at")?,
-        completed_at: c.int("completed_at")?,
-        status: c.text("status")?.unwrap_or_default(),
-        status_code: c.int("status_code")?,
-        run_id: c.text("run_id")?,
-        session_id: c.text("session_id")?,
-        error: c.text("error")?,
-        input: c.json("input")?,
-        output: c.json("output")?,
-        requirements: c.json("requirements")?,
-        user_id: c.text("user_id")?,
-        created_at: c.int("created_at")?.unwrap_or_default(),
-    })
-}
-
 /// `cells` as a built statement carries them.
-fn values<D: Dialect>(cells: impl IntoIterator<Item = Cell>) -> DbResult<Vec<Expr>> {
+pub(super) fn values<D: Dialect>(cells: impl IntoIterator<Item = Cell>) -> DbResult<Vec<Expr>> {
     cells.into_iter().map(|c| D::value(c).map(Expr::val)).collect()
 }
 
@@ -184,16 +135,6 @@ fn by_id<A: SqlDb>(db: &A, id: &str, user_id: Option<&str>) -> SelectStatement {
     Query::select()
         .columns(SCHEDULE)
         .from(db.table_ref(&db.tables().schedules))
-        .and_where(Expr::col("id").eq(id))
-        .cond_where(owned_by::<A::D>(user_id))
-        .take()
-}
-
-/// The schedule run `id` (of `user_id`, when given).
-fn run_by_id<A: SqlDb>(db: &A, id: &str, user_id: Option<&str>) -> SelectStatement {
-    Query::select()
-        .columns(RUN)
-        .from(db.table_ref(&db.tables().schedule_runs))
         .and_where(Expr::col("id").eq(id))
         .cond_where(owned_by::<A::D>(user_id))
         .take()
@@ -408,156 +349,6 @@ pub(crate) async fn renew<A: SqlDb>(db: &A, id: &str, worker_id: &str, now: i64)
     Ok(super::changed(db, statement, &format!("cannot renew the claim of schedule {id}")).await? > 0)
 }
 
-/// `ScheduleStore::create_schedule_run`: the run as stored, its owner copied from the schedule
-/// in the same statement; no schedule, no row (not found).
-pub(crate) async fn create_run<A: SqlDb>(db: &A, run: &ScheduleRun) -> DbResult<ScheduleRun> {
-    let t = db.tables();
-    let cells = [
-        Cell::Text(Some(run.id.clone())),
-        Cell::Int(Some(run.attempt)),
-        Cell::Int(run.triggered_at),
-        Cell::Int(run.completed_at),
-        Cell::Text(Some(run.status.clone())),
-        Cell::Int(run.status_code),
-        Cell::Text(run.run_id.clone()),
-        Cell::Text(run.session_id.clone()),
-        Cell::Text(A::D::storable(run.error.as_deref())),
-        Cell::Json(run.input.clone()),
-        Cell::Json(run.output.clone()),
-        Cell::Json(run.requirements.clone()),
-        Cell::Int(Some(run.created_at)),
-    ];
-    let mut exprs = values::<A::D>(cells)?;
-    // In table order: the schedule's id after the run's, its owner before `created_at`.
-    exprs.insert(1, Expr::col("id"));
-    exprs.insert(13, Expr::col("user_id"));
-    let from_schedule = Query::select()
-        .exprs(exprs)
-        .from(db.table_ref(&t.schedules))
-        .and_where(Expr::col("id").eq(run.schedule_id.as_str()))
-        .take();
-    let insert = Query::insert()
-        .into_table(db.table_ref(&t.schedule_runs))
-        .columns(RUN)
-        .select_from(from_schedule)
-        .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot write schedule run {}: {e}", run.id)))?
-        .build_sqlx(A::D::builder());
-    let missing = || DbError::new(DbErrorKind::NotFound, format!("schedule {} does not exist", run.schedule_id));
-    retrying::<A::D, _, _, _>(|| async {
-        let mut tx = Tx::begin(db).await?;
-        let written = tx.try_changed(insert.clone()).await.map_err(|e| match A::D::violation(&e) {
-            Some(Violation::PrimaryKey | Violation::Unique) => {
-                DbError::new(DbErrorKind::Conflict, format!("schedule run {} already exists", run.id))
-            }
-            // The schedule was deleted between the read and the insert.
-            Some(Violation::ForeignKey) => missing(),
-            None => A::D::error(&format!("cannot create schedule run {}", run.id), e),
-        })?;
-        if written == 0 {
-            return Err(missing());
-        }
-        let stored =
-            tx.rows(run_by_id(db, &run.id, None).build_sqlx(A::D::builder()), "cannot read schedule run").await?;
-        tx.commit(&format!("cannot create schedule run {}", run.id)).await?;
-        stored.first().map(schedule_run_from_row::<A::D>).transpose()?.ok_or_else(missing)
-    })
-    .await
-}
-
-/// `ScheduleStore::update_schedule_run`: the run as updated, `None` when it does not exist.
-pub(crate) async fn update_run<A: SqlDb>(
-    db: &A,
-    id: &str,
-    update: &ScheduleRunUpdate,
-) -> DbResult<Option<ScheduleRun>> {
-    let columns = update.columns();
-    if columns.is_empty() {
-        return get_run(db, id, None).await;
-    }
-    let mut set = Vec::new();
-    for (column, cell) in columns {
-        set.push((column, Expr::val(A::D::value(cell)?)));
-    }
-    let statement = Query::update()
-        .table(db.table_ref(&db.tables().schedule_runs))
-        .values(set)
-        .and_where(Expr::col("id").eq(id))
-        .build_sqlx(A::D::builder());
-    let what = format!("cannot update schedule run {id}");
-    retrying::<A::D, _, _, _>(|| async {
-        let mut tx = Tx::begin(db).await?;
-        if tx.changed(statement.clone(), &what).await? == 0 {
-            return Ok(None);
-        }
-        let updated = tx.rows(run_by_id(db, id, None).build_sqlx(A::D::builder()), &what).await?;
-        tx.commit(&what).await?;
-        updated.first().map(schedule_run_from_row::<A::D>).transpose()
-    })
-    .await
-}
-
-/// `ScheduleStore::get_schedule_run`.
-pub(crate) async fn get_run<A: SqlDb>(db: &A, id: &str, user_id: Option<&str>) -> DbResult<Option<ScheduleRun>> {
-    let select = run_by_id(db, id, user_id).build_sqlx(A::D::builder());
-    let found = rows(db, select, &format!("cannot read schedule run {id}")).await?;
-    found.first().map(schedule_run_from_row::<A::D>).transpose()
-}
-
-/// `ScheduleStore::get_schedule_runs`: newest first, then by the bytes of the id; a page of
-/// [`SCHEDULE_RUNS_PAGE`] unless asked otherwise.
-pub(crate) async fn list_runs<A: SqlDb>(
-    db: &A,
-    schedule_id: &str,
-    user_id: Option<&str>,
-    limit: Option<usize>,
-    page: Option<usize>,
-) -> DbResult<(Vec<ScheduleRun>, u64)> {
-    let filter = owned_by::<A::D>(user_id).add(Expr::col("schedule_id").eq(schedule_id));
-    let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().schedule_runs), RUN, filter)
-        .by(Expr::col("created_at"), agno_core::SortOrder::Desc)
-        .then_by_bytes("id", agno_core::SortOrder::Desc)
-        .page(Some(limit.unwrap_or(SCHEDULE_RUNS_PAGE)), page)
-        .fetch(db, "schedule runs")
-        .await?;
-    Ok((readable::<A::D, _>(&found, "schedule run", "id", schedule_run_from_row::<A::D>), total))
-}
-
-/// `ScheduleStore::get_latest_schedule_runs`: the run of each schedule triggered last (then
-/// created last, then the greatest id).
-pub(crate) async fn latest_runs<A: SqlDb>(db: &A, schedule_ids: &[String]) -> DbResult<HashMap<String, ScheduleRun>> {
-    if schedule_ids.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let last = if A::D::NULLS_LOW { "DESC" } else { "DESC NULLS LAST" };
-    let position = format!(
-        "ROW_NUMBER() OVER (PARTITION BY schedule_id ORDER BY triggered_at {last}, created_at DESC, {} DESC)",
-        A::D::bytes_of("id")
-    );
-    let ranked = Query::select()
-        .columns(RUN)
-        .expr_as(Expr::cust(position), "position")
-        .from(db.table_ref(&db.tables().schedule_runs))
-        .and_where(Expr::col("schedule_id").is_in(schedule_ids.iter().map(String::as_str)))
-        .take();
-    let select = Query::select()
-        .columns(RUN)
-        .from_subquery(ranked, "ranked")
-        .and_where(Expr::col("position").eq(1))
-        .build_sqlx(A::D::builder());
-    let found = rows(db, select, "cannot read the latest schedule runs").await?;
-    found.iter().map(|r| schedule_run_from_row::<A::D>(r).map(|r| (r.schedule_id.clone(), r))).collect()
-}
-
-/// `ScheduleStore::delete_schedule_runs`: the runs of `schedule_id` completed before `before`.
-pub(crate) async fn expire_runs<A: SqlDb>(db: &A, schedule_id: &str, before: i64) -> DbResult<u64> {
-    let statement = Query::delete()
-        .from_table(db.table_ref(&db.tables().schedule_runs))
-        .and_where(Expr::col("schedule_id").eq(schedule_id))
-        .and_where(Expr::col("completed_at").lt(before))
-        .build_sqlx(A::D::builder());
-    super::changed(db, statement, &format!("cannot expire the runs of schedule {schedule_id}")).await
-}
-
 /// Implements `agno_core::ScheduleStore` for an SQL adapter with the functions above.
 macro_rules! schedule_store {
     ($db:ty) => {
@@ -621,21 +412,21 @@ macro_rules! schedule_store {
                 &self,
                 run: &agno_core::ScheduleRun,
             ) -> agno_core::DbResult<agno_core::ScheduleRun> {
-                crate::sql::schedules::create_run(self, run).await
+                crate::sql::schedule_runs::create(self, run).await
             }
             async fn update_schedule_run(
                 &self,
                 id: &str,
                 update: &agno_core::ScheduleRunUpdate,
             ) -> agno_core::DbResult<Option<agno_core::ScheduleRun>> {
-                crate::sql::schedules::update_run(self, id, update).await
+                crate::sql::schedule_runs::update(self, id, update).await
             }
             async fn get_schedule_run(
                 &self,
                 id: &str,
                 user_id: Option<&str>,
             ) -> agno_core::DbResult<Option<agno_core::ScheduleRun>> {
-                crate::sql::schedules::get_run(self, id, user_id).await
+                crate::sql::schedule_runs::get(self, id, user_id).await
             }
             async fn get_schedule_runs(
                 &self,
@@ -644,16 +435,16 @@ macro_rules! schedule_store {
                 limit: Option<usize>,
                 page: Option<usize>,
             ) -> agno_core::DbResult<(Vec<agno_core::ScheduleRun>, u64)> {
-                crate::sql::schedules::list_runs(self, schedule_id, user_id, limit, page).await
+                crate::sql::schedule_runs::list(self, schedule_id, user_id, limit, page).await
             }
             async fn get_latest_schedule_runs(
                 &self,
                 schedule_ids: &[String],
             ) -> agno_core::DbResult<std::collections::HashMap<String, agno_core::ScheduleRun>> {
-                crate::sql::schedules::latest_runs(self, schedule_ids).await
+                crate::sql::schedule_runs::latest(self, schedule_ids).await
             }
             async fn delete_schedule_runs(&self, schedule_id: &str, before: i64) -> agno_core::DbResult<u64> {
-                crate::sql::schedules::expire_runs(self, schedule_id, before).await
+                crate::sql::schedule_runs::expire(self, schedule_id, before).await
             }
         }
     };
