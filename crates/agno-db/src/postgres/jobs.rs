@@ -15,7 +15,6 @@ use serde_json::Value;
 use sqlx::{AssertSqlSafe, PgConnection, Postgres, Row};
 
 use super::schedules::{clean_json, clean_text, to_i64};
-use super::schema::index_ddl;
 use super::{PostgresDb, db_error};
 use crate::sql::jobs::{self, JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
@@ -25,39 +24,6 @@ const MAX_CHANNEL_BYTES: usize = 63;
 /// Longest notification payload sent; a longer job id is announced with an empty payload
 /// (PostgreSQL refuses payloads of 8000 bytes or more).
 const MAX_PAYLOAD_BYTES: usize = 7_999;
-
-/// The jobs table as Python Agno 3.1 creates it: columns, the single-column and
-/// `(status, available_at)` indexes, and the partial unique indexes
-/// `{table}_uq_jobs_idempotency_key` (`idempotency_key, user_id`) and
-/// `{table}_uq_jobs_idempotency_key_anon` (`idempotency_key` where `user_id IS NULL`) that keep an
-/// idempotency key unique per user, anonymous submitters included.
-pub(crate) fn jobs_ddl(q: &str, t: &str) -> Vec<String> {
-    let mut ddl = vec![format!(
-        "CREATE TABLE IF NOT EXISTS {q} (\n\tid VARCHAR NOT NULL, \n\tcomponent_type VARCHAR NOT NULL, \n\tjob_type VARCHAR NOT NULL, \n\tdeployment_id VARCHAR, \n\tcomponent_id VARCHAR NOT NULL, \n\tsession_id VARCHAR NOT NULL, \n\tuser_id VARCHAR, \n\tpayload JSONB NOT NULL, \n\tstatus VARCHAR NOT NULL, \n\tattempt BIGINT NOT NULL, \n\tmax_attempts BIGINT NOT NULL, \n\tidempotency_key VARCHAR, \n\tavailable_at BIGINT NOT NULL, \n\tlocked_by VARCHAR, \n\tlocked_at BIGINT, \n\terror TEXT, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tcompleted_at BIGINT, \n\tPRIMARY KEY (id)\n)"
-    )];
-    for columns in [&["component_id"][..], &["session_id"], &["status"], &["created_at"], &["status", "available_at"]] {
-        ddl.push(index_ddl(q, t, columns));
-    }
-    ddl.push(format!(
-        "CREATE UNIQUE INDEX IF NOT EXISTS \"{t}_uq_jobs_idempotency_key\" ON {q} (idempotency_key, user_id) \
-         WHERE idempotency_key IS NOT NULL"
-    ));
-    ddl.push(format!(
-        "CREATE UNIQUE INDEX IF NOT EXISTS \"{t}_uq_jobs_idempotency_key_anon\" ON {q} (idempotency_key) \
-         WHERE idempotency_key IS NOT NULL AND user_id IS NULL"
-    ));
-    ddl
-}
-
-/// The durable event log of background runs: one row per event, keyed by run and index; the
-/// event's JSON is kept as text so a replay sends exactly the bytes first streamed.
-pub(crate) fn events_ddl(q: &str) -> Vec<String> {
-    vec![format!(
-        "CREATE TABLE IF NOT EXISTS {q} (run_id VARCHAR NOT NULL, event_index BIGINT NOT NULL, \
-         attempt BIGINT NOT NULL, event VARCHAR NOT NULL, data TEXT NOT NULL, created_at BIGINT NOT NULL, \
-         PRIMARY KEY (run_id, event_index))"
-    )]
-}
 
 /// The predicate a worker writing for its attempt must satisfy (`$1` id, `$2` worker, `$3`
 /// attempt): the job runs under its claim, or was cancelled while it ran.

@@ -114,8 +114,8 @@ impl PostgresDb {
             (&t.schedules, super::schedules::schedules_ddl(&schedules_q, &t.schedules)),
             // After the schedules table: its foreign key points there.
             (&t.schedule_runs, super::schedules::schedule_runs_ddl(&schedule_runs_q, &t.schedule_runs, &schedules_q)),
-            (&t.jobs, super::jobs::jobs_ddl(&jobs_q, &t.jobs)),
-            (&t.events, super::jobs::events_ddl(&events_q)),
+            (&t.jobs, jobs_ddl(&jobs_q, &t.jobs)),
+            (&t.events, events_ddl(&events_q)),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 self.upsert_schema_version(name, LATEST_VERSION).await?;
@@ -154,4 +154,37 @@ impl SchemaStore for PostgresDb {
             .map_err(|e| db_error(&format!("cannot stamp the schema version of {table_name}"), e))?;
         Ok(())
     }
+}
+
+/// The jobs table as Python Agno 3.1 creates it: columns, the single-column and
+/// `(status, available_at)` indexes, and the partial unique indexes
+/// `{table}_uq_jobs_idempotency_key` (`idempotency_key, user_id`) and
+/// `{table}_uq_jobs_idempotency_key_anon` (`idempotency_key` where `user_id IS NULL`) that keep an
+/// idempotency key unique per user, anonymous submitters included.
+pub(crate) fn jobs_ddl(q: &str, t: &str) -> Vec<String> {
+    let mut ddl = vec![format!(
+        "CREATE TABLE IF NOT EXISTS {q} (\n\tid VARCHAR NOT NULL, \n\tcomponent_type VARCHAR NOT NULL, \n\tjob_type VARCHAR NOT NULL, \n\tdeployment_id VARCHAR, \n\tcomponent_id VARCHAR NOT NULL, \n\tsession_id VARCHAR NOT NULL, \n\tuser_id VARCHAR, \n\tpayload JSONB NOT NULL, \n\tstatus VARCHAR NOT NULL, \n\tattempt BIGINT NOT NULL, \n\tmax_attempts BIGINT NOT NULL, \n\tidempotency_key VARCHAR, \n\tavailable_at BIGINT NOT NULL, \n\tlocked_by VARCHAR, \n\tlocked_at BIGINT, \n\terror TEXT, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tcompleted_at BIGINT, \n\tPRIMARY KEY (id)\n)"
+    )];
+    for columns in [&["component_id"][..], &["session_id"], &["status"], &["created_at"], &["status", "available_at"]] {
+        ddl.push(index_ddl(q, t, columns));
+    }
+    ddl.push(format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS \"{t}_uq_jobs_idempotency_key\" ON {q} (idempotency_key, user_id) \
+         WHERE idempotency_key IS NOT NULL"
+    ));
+    ddl.push(format!(
+        "CREATE UNIQUE INDEX IF NOT EXISTS \"{t}_uq_jobs_idempotency_key_anon\" ON {q} (idempotency_key) \
+         WHERE idempotency_key IS NOT NULL AND user_id IS NULL"
+    ));
+    ddl
+}
+
+/// The durable event log of background runs: one row per event, keyed by run and index; the
+/// event's JSON is kept as text so a replay sends exactly the bytes first streamed.
+pub(crate) fn events_ddl(q: &str) -> Vec<String> {
+    vec![format!(
+        "CREATE TABLE IF NOT EXISTS {q} (run_id VARCHAR NOT NULL, event_index BIGINT NOT NULL, \
+         attempt BIGINT NOT NULL, event VARCHAR NOT NULL, data TEXT NOT NULL, created_at BIGINT NOT NULL, \
+         PRIMARY KEY (run_id, event_index))"
+    )]
 }

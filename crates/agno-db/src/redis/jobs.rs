@@ -14,17 +14,19 @@
 //! atomic step, and retried on contention. Python Agno's WATCH/MULTI writers and these scripts
 //! exclude each other. Lease times come from the caller's `now`, as with the other stores.
 
-use std::sync::LazyLock;
-
 use agno_core::{
     Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, RunWrite,
     StoredEvent, now_epoch_secs,
 };
 use async_trait::async_trait;
-use redis::Script;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::cas::{Applied, Cas};
+use super::job_docs::{
+    Stored, corrupt, doc_of, event_member, event_of, job_from_doc, python_json_string, serialized, session_blocked,
+    session_seq, too_busy,
+};
 use super::runs::{run_index_values, split_row};
 use super::schema::SAVE_CLAIMED_RUN;
 use super::sessions::{CAS_ATTEMPTS, index_values, planned_session_doc, user_args};
@@ -37,260 +39,6 @@ use crate::json::schema::build_run_row;
 const JOBS_PAGE: usize = 20;
 /// Candidates read per step of a claim scan.
 const CLAIM_PAGE: isize = 64;
-
-/// A compare-and-set over any keys: every check must hold (else nothing changes), then every
-/// operation is applied. KEYS: the keys. ARGV: prefix (unused), the number of checks, each check
-/// as `kind, key index, value`, the number of operations, each as `kind, key index, a, b`.
-/// Checks: `eq` (the string value is `value`; '' means absent), `lt` (the sorted set has fewer
-/// than `value` members; else -1), `ztop` (the top score is `value`; '' means empty), `below`
-/// (the top score is below `value`; else -2). Operations: `set`, `del`, `zadd` (score `a`,
-/// member `b`), `zrem` (member `a`). Returns 1 when applied, 0 when a compared value changed.
-static CAS: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local i = 2
-local n = tonumber(ARGV[i]); i = i + 1
-for _ = 1, n do
-  local kind, key, v = ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2]; i = i + 3
-  if kind == 'eq' then
-    local cur = redis.call('GET', key)
-    if v == '' then
-      if cur then return 0 end
-    elseif cur ~= v then
-      return 0
-    end
-  elseif kind == 'lt' then
-    if redis.call('ZCARD', key) >= tonumber(v) then return -1 end
-  elseif kind == 'ztop' then
-    local top = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
-    if v == '' then
-      if #top > 0 then return 0 end
-    elseif #top == 0 or tonumber(top[2]) ~= tonumber(v) then
-      return 0
-    end
-  elseif kind == 'below' then
-    local top = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
-    if #top > 0 and tonumber(top[2]) >= tonumber(v) then return -2 end
-  end
-end
-n = tonumber(ARGV[i]); i = i + 1
-for _ = 1, n do
-  local kind, key, a, b = ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], ARGV[i + 3]; i = i + 4
-  if kind == 'set' then redis.call('SET', key, a)
-  elseif kind == 'del' then redis.call('DEL', key)
-  elseif kind == 'zadd' then redis.call('ZADD', key, a, b)
-  elseif kind == 'zrem' then redis.call('ZREM', key, a)
-  end
-end
-return 1
-",
-    )
-});
-
-/// What a [`Cas`] did.
-#[derive(Debug, PartialEq, Eq)]
-enum Applied {
-    Yes,
-    /// A compared value changed meanwhile: read again and retry.
-    Changed,
-    /// An `lt` check failed (the queue is full).
-    Full,
-    /// A `below` check failed (an event index is taken).
-    Taken,
-}
-
-/// A compare-and-set being built: keys are numbered as they are first named.
-#[derive(Default)]
-struct Cas {
-    keys: Vec<String>,
-    checks: Vec<[String; 3]>,
-    ops: Vec<[String; 4]>,
-}
-
-impl Cas {
-    fn key(&mut self, key: &str) -> String {
-        let i = match self.keys.iter().position(|k| k == key) {
-            Some(i) => i,
-            None => {
-                self.keys.push(key.to_owned());
-                self.keys.len() - 1
-            }
-        };
-        (i + 1).to_string()
-    }
-    fn check(&mut self, kind: &str, key: &str, value: &(impl ToString + ?Sized)) -> &mut Self {
-        let k = self.key(key);
-        self.checks.push([kind.to_owned(), k, value.to_string()]);
-        self
-    }
-    /// The string at `key` is still `text` (`None`: still absent).
-    fn unchanged(&mut self, key: &str, text: Option<&str>) -> &mut Self {
-        self.check("eq", key, text.unwrap_or(""))
-    }
-    fn op(&mut self, kind: &str, key: &str, a: &(impl ToString + ?Sized), b: &(impl ToString + ?Sized)) -> &mut Self {
-        let k = self.key(key);
-        self.ops.push([kind.to_owned(), k, a.to_string(), b.to_string()]);
-        self
-    }
-    fn set(&mut self, key: &str, value: &str) -> &mut Self {
-        self.op("set", key, value, "")
-    }
-    fn del(&mut self, key: &str) -> &mut Self {
-        self.op("del", key, "", "")
-    }
-    fn zadd(&mut self, key: &str, score: i64, member: &str) -> &mut Self {
-        self.op("zadd", key, &score, member)
-    }
-    fn zrem(&mut self, key: &str, member: &str) -> &mut Self {
-        self.op("zrem", key, member, "")
-    }
-
-    async fn apply(&self, db: &RedisDb, what: &str) -> DbResult<Applied> {
-        let mut call = CAS.prepare_invoke();
-        for k in &self.keys {
-            call.key(k);
-        }
-        call.arg(&db.prefix).arg(self.checks.len());
-        for c in &self.checks {
-            call.arg(&c[..]);
-        }
-        call.arg(self.ops.len());
-        for o in &self.ops {
-            call.arg(&o[..]);
-        }
-        let done: i64 = call.invoke_async(&mut db.conn()).await.map_err(|e| redis_error(what, e))?;
-        Ok(match done {
-            1 => Applied::Yes,
-            -1 => Applied::Full,
-            -2 => Applied::Taken,
-            _ => Applied::Changed,
-        })
-    }
-}
-
-/// A job as stored: its text (compared on write), its document (unknown fields kept), and the job.
-struct Stored {
-    text: String,
-    doc: Map<String, Value>,
-    job: Job,
-}
-
-/// Payload fields Agno's queue stamps for session ordering; kept in the document, hidden from
-/// [`Job`].
-const STAMPS: [&str; 2] = ["serialize_session", "session_seq"];
-
-fn corrupt(id: &str) -> DbError {
-    DbError::new(DbErrorKind::Other, format!("stored job {id} is not a job document"))
-}
-
-fn job_from_doc(id: &str, doc: &Map<String, Value>) -> DbResult<Job> {
-    let mut doc = doc.clone();
-    if let Some(Value::Object(payload)) = doc.get_mut("payload") {
-        for stamp in STAMPS {
-            payload.remove(stamp);
-        }
-    }
-    serde_json::from_value(Value::Object(doc)).map_err(|e| corrupt(id).with_source(e))
-}
-
-/// The document of `job` over `base` (a stored document: its other fields and payload stamps
-/// are kept).
-fn doc_of(job: &Job, base: &Map<String, Value>) -> DbResult<Map<String, Value>> {
-    let Value::Object(fields) = serde_json::to_value(job).map_err(|e| corrupt(&job.id).with_source(e))? else {
-        return Err(corrupt(&job.id));
-    };
-    let mut doc = base.clone();
-    let stamps: Vec<(&str, Value)> =
-        STAMPS.iter().filter_map(|s| base.get("payload").and_then(|p| p.get(*s)).map(|v| (*s, v.clone()))).collect();
-    doc.extend(fields);
-    if let Some(Value::Object(payload)) = doc.get_mut("payload") {
-        for (k, v) in stamps {
-            payload.insert(k.to_owned(), v);
-        }
-    }
-    Ok(doc)
-}
-
-fn serialized(doc: &Map<String, Value>) -> bool {
-    doc.get("payload").and_then(|p| p.get("serialize_session")) == Some(&Value::Bool(true))
-}
-
-fn session_seq(doc: &Map<String, Value>) -> i64 {
-    doc.get("payload").and_then(|p| p.get("session_seq")).and_then(Value::as_i64).unwrap_or(0)
-}
-
-fn str_of<'a>(doc: &'a Map<String, Value>, key: &str) -> &'a str {
-    doc.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
-/// Agno's `session_blocked`: a serialized job waits while another serialized job of its session
-/// runs or is paused, or (while queued) behind an earlier queued one.
-fn session_blocked(job: &Map<String, Value>, members: &[Map<String, Value>]) -> bool {
-    if !serialized(job) {
-        return false;
-    }
-    let order = (session_seq(job), str_of(job, "id"));
-    members.iter().any(|other| {
-        if str_of(other, "id") == str_of(job, "id")
-            || str_of(other, "session_id") != str_of(job, "session_id")
-            || !serialized(other)
-        {
-            return false;
-        }
-        let status = str_of(other, "status");
-        status == "running"
-            || status == "paused"
-            || (str_of(job, "status") == "queued"
-                && status == "queued"
-                && (session_seq(other), str_of(other, "id")) < order)
-    })
-}
-
-/// A string as Python's `json.dumps` writes it (`ensure_ascii`): the session identity Agno hashes.
-fn python_json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
-            c => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn event_member(e: &StoredEvent) -> String {
-    json!({"event_index": e.event_index, "attempt": e.attempt, "event": e.event, "data": e.data, "created_at": e.created_at})
-        .to_string()
-}
-
-fn event_of(member: &str) -> Option<StoredEvent> {
-    let v: Value = serde_json::from_str(member).ok()?;
-    Some(StoredEvent {
-        event_index: v.get("event_index")?.as_i64()?,
-        attempt: v.get("attempt")?.as_i64()?,
-        event: v.get("event")?.as_str()?.to_owned(),
-        data: v.get("data")?.as_str()?.to_owned(),
-        created_at: v.get("created_at")?.as_i64()?,
-    })
-}
-
-fn too_busy(job_id: &str) -> DbError {
-    DbError::new(DbErrorKind::Conflict, format!("job {job_id} changed too often concurrently; retry"))
-}
 
 impl RedisDb {
     fn q(&self, suffix: &str) -> String {
@@ -807,19 +555,5 @@ impl JobStore for RedisDb {
         let total = jobs.len() as u64;
         let (offset, limit) = crate::memories::page_bounds(Some(limit.unwrap_or(JOBS_PAGE)), page);
         Ok((jobs.into_iter().skip(offset).take(limit).collect(), total))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::python_json_string;
-
-    #[test]
-    fn session_identity_is_encoded_as_python_json_dumps_does() {
-        assert_eq!(python_json_string("sess-1"), "\"sess-1\"");
-        assert_eq!(python_json_string("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
-        assert_eq!(python_json_string("café"), "\"caf\\u00e9\"");
-        assert_eq!(python_json_string("😀"), "\"\\ud83d\\ude00\"");
-        assert_eq!(python_json_string("\u{1}"), "\"\\u0001\"");
     }
 }

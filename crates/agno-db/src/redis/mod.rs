@@ -16,13 +16,16 @@
 //! cascades), or as a compare-and-set script retried on contention (session documents, whose
 //! JSON is rebuilt in Rust so numbers and key order survive untouched).
 
+mod cas;
 mod evals;
+mod job_docs;
 mod jobs;
 mod knowledge;
 mod memories;
 mod metrics;
 mod migrate;
 mod runs;
+mod schedule_scripts;
 mod schedules;
 mod schema;
 mod sessions;
