@@ -135,17 +135,6 @@ pub(crate) fn decode_listed_run(value: Value) -> Option<RunOutput> {
     decode_run(value).map_err(|e| skip_unreadable_run(&run_id, &e)).ok()
 }
 
-/// [`decode_listed_run`] for a JSON text column.
-pub(crate) fn decode_listed_text(text: String) -> Option<RunOutput> {
-    match json_column(Some(text)) {
-        Ok(value) => value.and_then(decode_listed_run),
-        Err(e) => {
-            skip_unreadable_run("(unknown)", &e);
-            None
-        }
-    }
-}
-
 /// Logs a run a listing leaves out.
 pub(crate) fn skip_unreadable_run(run_id: &str, error: &DbError) {
     tracing::warn!(run_id, %error, "a stored run cannot be read; it is left out of the listing");

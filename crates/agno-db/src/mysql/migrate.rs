@@ -450,6 +450,7 @@ impl Migrate for MySqlDb {
         }
         self.exec(&format!("ALTER TABLE `{}` DROP COLUMN `runs`", t.sessions), "cannot drop the legacy runs column")
             .await?;
+        self.refresh_legacy_flag().await?;
         Ok(CleanupReport { removed: true, missing_runs: missing })
     }
 }

@@ -38,6 +38,8 @@ const MAX_ATTEMPTS: usize = 8;
 pub struct MySqlDb {
     pool: MySqlPool,
     tables: TableNames,
+    /// Whether the sessions table still has Agno 2.x's legacy `runs` column.
+    legacy_runs_column: std::sync::atomic::AtomicBool,
 }
 
 /// MySQL error numbers the adapter reacts to.
@@ -201,7 +203,16 @@ impl MySqlDb {
                 let e = db_error(&format!("cannot connect to mysql database {shown}"), e);
                 if e.kind() == DbErrorKind::Other { DbError::new(DbErrorKind::Unavailable, e.to_string()) } else { e }
             })?;
-        Ok(Self { pool, tables })
+        let db = Self { pool, tables, legacy_runs_column: std::sync::atomic::AtomicBool::new(false) };
+        db.refresh_legacy_flag().await?;
+        Ok(db)
+    }
+
+    /// Looks again whether the sessions table has the legacy `runs` column.
+    pub(crate) async fn refresh_legacy_flag(&self) -> DbResult<()> {
+        let has = self.column_exists(&self.tables.sessions, "runs").await?;
+        self.legacy_runs_column.store(has, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
     /// The table names in use.
@@ -305,6 +316,12 @@ impl crate::sql::SqlDb for MySqlDb {
     }
     fn table_ref(&self, table: &str) -> sea_query::TableRef {
         sea_query::Alias::new(table).into()
+    }
+    fn has_legacy_runs(&self) -> bool {
+        self.legacy_runs_column.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    async fn refresh_legacy_runs(&self) -> DbResult<()> {
+        self.refresh_legacy_flag().await
     }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         MySqlDb::table_exists(self, table).await

@@ -1,18 +1,12 @@
 //! Sessions in MySQL: one row each, never carrying runs (except a legacy v2 blob, read only).
 
-use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate, now_epoch_secs};
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_epoch_secs};
 use serde_json::{Map, Value};
-use sqlx::MySql;
 use sqlx::mysql::MySqlRow;
-use sqlx::{AssertSqlSafe, Column, Connection, Row};
+use sqlx::{AssertSqlSafe, Connection, Row};
 
-use super::{
-    Arg, MySqlDb, USER_MATCH, bind_args, code, db_error, error_number, marks, push_user, where_clause, with_retries,
-};
-use crate::codec::{
-    decode_listed_text, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of, to_json_text,
-};
-use crate::sql::sessions::session_from_row;
+use super::{MySqlDb, USER_MATCH, db_error, marks, with_retries};
+use crate::codec::{object_column, session_type_of, to_json_text};
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
      agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
@@ -31,65 +25,7 @@ fn opt_json<T: serde::Serialize>(v: Option<&T>) -> DbResult<Option<String>> {
     v.map(to_json_text).transpose()
 }
 
-/// Decodes `run_data` texts into runs, leaving out (with a warning) those that cannot be read.
-pub(crate) fn decode_runs(rows: &[MySqlRow]) -> DbResult<Vec<RunOutput>> {
-    let mut runs = Vec::with_capacity(rows.len());
-    for row in rows {
-        if let Some(text) = text_column(row, "run_data")? {
-            runs.extend(decode_listed_text(text));
-        }
-    }
-    Ok(runs)
-}
-
 impl MySqlDb {
-    async fn read_runs(&self, session_id: &str, limit: Option<usize>) -> DbResult<Vec<RunOutput>> {
-        let t = &self.tables().runs;
-        let mut sql = format!(
-            "SELECT run_data FROM `{t}` WHERE session_id = ? ORDER BY run_index DESC, created_at DESC, run_id DESC"
-        );
-        if limit.is_some() {
-            sql.push_str(" LIMIT ?");
-        }
-        let mut q = sqlx::query(AssertSqlSafe(sql.as_str())).bind(session_id);
-        if let Some(n) = limit {
-            q = q.bind(u64::try_from(n).unwrap_or(u64::MAX));
-        }
-        let rows = match q.fetch_all(self.pool()).await {
-            Ok(rows) => rows,
-            // A v2 database not migrated yet has no runs table: its runs are all in the blob.
-            Err(e) if error_number(&e) == Some(code::NO_SUCH_TABLE) => Vec::new(),
-            Err(e) => return Err(db_error(&format!("cannot read runs of session {session_id}"), e)),
-        };
-        let mut runs = decode_runs(&rows)?;
-        runs.reverse();
-        Ok(runs)
-    }
-
-    /// The session row and, with `with_blob`, its legacy `runs` blob when the column exists.
-    pub(crate) async fn session_row(
-        &self,
-        session_id: &str,
-        user_id: Option<&str>,
-        with_blob: bool,
-    ) -> DbResult<Option<(AgentSession, Option<Value>)>> {
-        let t = &self.tables().sessions;
-        // `*` picks up the legacy `runs` column exactly when it exists.
-        let columns = if with_blob { "*" } else { SESSION_COLUMNS };
-        let mut conditions = vec!["session_id = ?".to_owned()];
-        let mut args = vec![Arg::Str(session_id.to_owned())];
-        push_user(&mut conditions, &mut args, user_id);
-        let sql = format!("SELECT {columns} FROM `{t}`{}", where_clause(&conditions));
-        let row = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read session {session_id}"), e))?;
-        let Some(row) = row else { return Ok(None) };
-        let has_blob = with_blob && row.columns().iter().any(|c| c.name() == "runs");
-        let blob = if has_blob { json_column(text_column(&row, "runs")?)? } else { None };
-        Ok(Some((session_from_row::<MySql>(&row)?, blob)))
-    }
-
     /// One attempt at [`SessionStore::upsert_session`]: a transaction that locks the row, checks
     /// the owner, merges the state and writes.
     async fn try_upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
@@ -190,28 +126,6 @@ impl MySqlDb {
 }
 
 impl MySqlDb {
-    /// `SessionStore::get_session`: the row, and its runs as this database reads them.
-    pub(crate) async fn read_session(
-        &self,
-        session_id: &str,
-        user_id: Option<&str>,
-        runs_limit: Option<usize>,
-    ) -> DbResult<Option<AgentSession>> {
-        let Some((mut session, blob)) = self.session_row(session_id, user_id, runs_limit != Some(0)).await? else {
-            return Ok(None);
-        };
-        let runs = if runs_limit == Some(0) {
-            Vec::new()
-        } else if blob.is_some() {
-            // Merge first, then bound: blob-only runs count towards the latest N.
-            keep_latest(merge_legacy_runs(self.read_runs(session_id, None).await?, blob)?, runs_limit)
-        } else {
-            self.read_runs(session_id, runs_limit).await?
-        };
-        session.runs = Some(runs);
-        Ok(Some(session))
-    }
-
     /// `SessionStore::upsert_session`: the write in its own transaction.
     pub(crate) async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
         with_retries(|| self.try_upsert_session(session, state)).await

@@ -317,6 +317,12 @@ impl crate::sql::SqlDb for PostgresDb {
     fn table_ref(&self, table: &str) -> sea_query::TableRef {
         (sea_query::Alias::new(self.schema()), sea_query::Alias::new(table)).into()
     }
+    fn has_legacy_runs(&self) -> bool {
+        PostgresDb::has_legacy_runs(self)
+    }
+    async fn refresh_legacy_runs(&self) -> DbResult<()> {
+        self.refresh_legacy_flag().await
+    }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         PostgresDb::table_exists(self, table).await
     }

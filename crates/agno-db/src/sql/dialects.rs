@@ -135,6 +135,13 @@ impl Dialect for Postgres {
     fn placeholder(n: usize) -> String {
         format!("${n}")
     }
+    fn fetch_replanned<'a>(
+        pool: &'a Pool<Postgres>,
+        sql: &'a str,
+        values: SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<PgRow>, sqlx::Error>> {
+        Box::pin(sqlx::query_with(AssertSqlSafe(sql), values).persistent(false).fetch_all(pool))
+    }
     // JSONB, without the characters PostgreSQL cannot store (as Python Agno strips them).
     fn bind<'q>(q: Query<'q, Postgres>, cell: Cell) -> DbResult<Query<'q, Postgres>> {
         Ok(match cell {

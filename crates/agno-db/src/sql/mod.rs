@@ -63,6 +63,15 @@ pub(crate) trait SqlDb: Send + Sync {
         true
     }
 
+    /// Whether the sessions table is known to still have Agno 2.x's legacy `runs` column.
+    fn has_legacy_runs(&self) -> bool;
+
+    /// Looks again whether the legacy `runs` column exists (another process may have dropped it).
+    ///
+    /// # Errors
+    /// The catalog cannot be read.
+    async fn refresh_legacy_runs(&self) -> DbResult<()>;
+
     /// Whether `table` exists.
     ///
     /// # Errors
@@ -212,6 +221,18 @@ pub(crate) trait Dialect {
         sql: &'a str,
         values: sea_query_sqlx::SqlxValues,
     ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
+
+    /// Runs a built statement on `pool` and returns its rows, planned for these values (not a
+    /// cached prepared statement) where the database would otherwise settle on one generic plan
+    /// (PostgreSQL: a plan made while a session had few runs sorts all of them to return the
+    /// newest few, so run N of a session would cost O(N)).
+    fn fetch_replanned<'a>(
+        pool: &'a Pool<Self::DB>,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>> {
+        Self::fetch_built(pool, sql, values)
+    }
 
     /// Runs a built statement on `pool` and returns the number of rows it changed.
     fn execute_built<'a>(
@@ -394,6 +415,12 @@ impl<'r, D: Dialect> Columns<'r, D> {
             Some(Value::Object(m)) => Some(m),
             _ => None,
         })
+    }
+
+    /// Whether the row has `column` (a column only older schemas have).
+    pub(crate) fn has(&self, column: &str) -> bool {
+        use sqlx::{Column, Row};
+        self.row.columns().iter().any(|c| c.name() == column)
     }
 
     /// A boolean column.

@@ -66,6 +66,87 @@ pub(crate) fn by_id<A: SqlDb>(db: &A, session_id: &str, user_id: Option<&str>) -
         .take()
 }
 
+/// `SessionStore::get_session`: the session (of `user_id`, when given) with its latest
+/// `runs_limit` runs, oldest first (all without a limit, none with 0). A session of a Python Agno
+/// 2.x database still holding its runs in the legacy `runs` column has them merged with the runs
+/// table first, then bounded, so blob-only runs count towards the latest N.
+pub(crate) async fn read<A: SqlDb>(
+    db: &A,
+    session_id: &str,
+    user_id: Option<&str>,
+    runs_limit: Option<usize>,
+) -> DbResult<Option<AgentSession>> {
+    let with_runs = runs_limit != Some(0);
+    let legacy = with_runs && db.has_legacy_runs();
+    let found = match session_row(db, session_id, user_id, legacy).await {
+        // The legacy column was dropped by another process since this one looked: look again.
+        Err(e) if legacy && e.kind() == agno_core::DbErrorKind::SchemaTooOld => {
+            db.refresh_legacy_runs().await?;
+            session_row(db, session_id, user_id, db.has_legacy_runs()).await?
+        }
+        other => other?,
+    };
+    let Some(row) = found.first() else { return Ok(None) };
+    let c = Columns::<A::D>::of(row, "agno_sessions");
+    let legacy = c.has("runs");
+    let blob = if legacy { c.json("runs")? } else { None };
+    let mut session = session_from_row::<A::D>(row)?;
+    if !with_runs {
+        return Ok(Some(session));
+    }
+    let runs = match (session_runs(db, session_id, if blob.is_some() { None } else { runs_limit }).await, blob) {
+        // A 2.x database not migrated yet has no runs table: the blob is all there is.
+        (Err(e), blob) if legacy && e.kind() == agno_core::DbErrorKind::SchemaTooOld => {
+            crate::codec::keep_latest(crate::codec::merge_legacy_runs(Vec::new(), blob)?, runs_limit)
+        }
+        (Err(e), _) => return Err(e),
+        (Ok(runs), None) => runs,
+        (Ok(runs), blob) => crate::codec::keep_latest(crate::codec::merge_legacy_runs(runs, blob)?, runs_limit),
+    };
+    session.runs = Some(runs);
+    Ok(Some(session))
+}
+
+/// The row of the session `session_id` (of `user_id`, when given), with Agno 2.x's legacy `runs`
+/// column when `legacy`. Named columns, never `*`: a prepared `*` outlives a dropped column and
+/// then reads every column after it from the wrong place.
+async fn session_row<A: SqlDb>(
+    db: &A,
+    session_id: &str,
+    user_id: Option<&str>,
+    legacy: bool,
+) -> DbResult<Vec<super::Row<A::D>>> {
+    let mut select = by_id(db, session_id, user_id);
+    if legacy {
+        select.column("runs");
+    }
+    rows(db, select.build_sqlx(A::D::builder()), &format!("cannot read session {session_id}")).await
+}
+
+/// The latest `limit` runs of a session (all when `None`), oldest first.
+async fn session_runs<A: SqlDb>(db: &A, session_id: &str, limit: Option<usize>) -> DbResult<Vec<agno_core::RunOutput>> {
+    if !db.has_runs_table() {
+        return Ok(Vec::new());
+    }
+    let mut select = Query::select();
+    select
+        .column("run_data")
+        .from(db.table_ref(&db.tables().runs))
+        .and_where(Expr::col("session_id").eq(session_id))
+        .order_by("run_index", sea_query::Order::Desc)
+        .order_by("created_at", sea_query::Order::Desc);
+    if let Some(n) = limit {
+        select.limit(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+    let (sql, values) = select.build_sqlx(A::D::builder());
+    let found = A::D::fetch_replanned(db.pool(), &sql, values)
+        .await
+        .map_err(|e| A::D::error(&format!("cannot read the runs of session {session_id}"), e))?;
+    let mut runs = super::runs::listed_runs::<A::D>(&found);
+    runs.reverse();
+    Ok(runs)
+}
+
 /// `SessionStore::get_sessions`: a page of the listing (by the query's time column, NULL
 /// oldest, then by the bytes of the session id) and the number of matching sessions.
 pub(crate) async fn list<A: SqlDb>(db: &A, q: &SessionQuery) -> DbResult<SessionPage> {
@@ -207,8 +288,8 @@ pub(crate) async fn first_inputs<A: SqlDb>(
     Ok(inputs)
 }
 
-/// Implements `agno_core::SessionStore` for an SQL adapter: its own read with runs and write
-/// (inherent `read_session` and `save_session`: each differs per database), the rest above.
+/// Implements `agno_core::SessionStore` for an SQL adapter: its own write (an inherent
+/// `save_session`: the state merge under each database's locks), the rest above.
 macro_rules! session_store {
     ($db:ty) => {
         #[async_trait::async_trait]
@@ -219,7 +300,7 @@ macro_rules! session_store {
                 user_id: Option<&str>,
                 runs_limit: Option<usize>,
             ) -> agno_core::DbResult<Option<agno_core::AgentSession>> {
-                self.read_session(session_id, user_id, runs_limit).await
+                crate::sql::sessions::read(self, session_id, user_id, runs_limit).await
             }
             async fn upsert_session(
                 &self,

@@ -202,6 +202,12 @@ impl crate::sql::SqlDb for SqliteDb {
     fn has_runs_table(&self) -> bool {
         SqliteDb::has_runs_table(self)
     }
+    fn has_legacy_runs(&self) -> bool {
+        SqliteDb::has_legacy_runs(self)
+    }
+    async fn refresh_legacy_runs(&self) -> DbResult<()> {
+        self.refresh_legacy_flag().await
+    }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         SqliteDb::table_exists(self, table).await
     }

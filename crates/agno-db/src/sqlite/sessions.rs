@@ -1,16 +1,11 @@
 //! Sessions in SQLite: one row each, never carrying runs (except a legacy v2 blob, read only).
 
-use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate, now_epoch_secs};
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_epoch_secs};
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
-use sqlx::Row;
-use sqlx::Sqlite;
 
 use super::{SqliteDb, db_error};
-use crate::codec::{
-    decode_listed_text, json_column, keep_latest, merge_legacy_runs, object_column, session_type_of, to_json_text,
-};
-use crate::sql::sessions::session_from_row;
+use crate::codec::{object_column, session_type_of, to_json_text};
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
      agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
@@ -23,81 +18,9 @@ fn opt_json<T: serde::Serialize>(v: Option<&T>) -> DbResult<Option<String>> {
     v.map(to_json_text).transpose()
 }
 
-impl SqliteDb {
-    async fn read_runs(&self, session_id: &str, limit: Option<usize>) -> DbResult<Vec<RunOutput>> {
-        if !self.has_runs_table() {
-            return Ok(Vec::new());
-        }
-        let t = &self.tables().runs;
-        let sql =
-            format!("SELECT run_data FROM {t} WHERE session_id = ? ORDER BY run_index DESC, created_at DESC LIMIT ?");
-        let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        let rows: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
-            .bind(session_id)
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read runs of session {session_id}"), e))?;
-        let mut runs = rows.into_iter().filter_map(decode_listed_text).collect::<Vec<_>>();
-        runs.reverse();
-        Ok(runs)
-    }
-
-    /// The session row and, with `with_blob`, its legacy `runs` blob when the column exists.
-    pub(crate) async fn session_row(
-        &self,
-        session_id: &str,
-        user_id: Option<&str>,
-        with_blob: bool,
-    ) -> DbResult<Option<(AgentSession, Option<Value>)>> {
-        let t = &self.tables().sessions;
-        let with_blob = with_blob && self.has_legacy_runs();
-        let legacy = if with_blob { ", runs" } else { "" };
-        let sql =
-            format!("SELECT {SESSION_COLUMNS}{legacy} FROM {t} WHERE session_id = ? AND (? IS NULL OR user_id = ?)");
-        let row = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(session_id)
-            .bind(user_id)
-            .bind(user_id)
-            .fetch_all(self.pool())
-            .await
-            .map(|rows| rows.into_iter().next())
-            .map_err(|e| db_error(&format!("cannot read session {session_id}"), e))?;
-        let Some(row) = row else { return Ok(None) };
-        let blob = if with_blob {
-            json_column(
-                row.try_get::<Option<String>, _>("runs").map_err(|e| db_error("cannot read sessions.runs", e))?,
-            )?
-        } else {
-            None
-        };
-        Ok(Some((session_from_row::<Sqlite>(&row)?, blob)))
-    }
-}
+impl SqliteDb {}
 
 impl SqliteDb {
-    /// `SessionStore::get_session`: the row, and its runs as this database reads them.
-    pub(crate) async fn read_session(
-        &self,
-        session_id: &str,
-        user_id: Option<&str>,
-        runs_limit: Option<usize>,
-    ) -> DbResult<Option<AgentSession>> {
-        let Some((mut session, blob)) = self.session_row(session_id, user_id, runs_limit != Some(0)).await? else {
-            return Ok(None);
-        };
-        let runs = if runs_limit == Some(0) {
-            Vec::new()
-        } else if blob.is_some() {
-            // Merge first, then bound: blob-only runs count towards the latest N.
-            keep_latest(merge_legacy_runs(self.read_runs(session_id, None).await?, blob)?, runs_limit)
-        } else {
-            self.read_runs(session_id, runs_limit).await?
-        };
-        session.runs = Some(runs);
-        Ok(Some(session))
-    }
-
     /// `SessionStore::upsert_session`: the write in its own transaction.
     pub(crate) async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
         let _turn = self.write_turn().await;
