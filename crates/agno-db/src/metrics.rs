@@ -264,48 +264,6 @@ pub(crate) type SessionRowFacts = (String, String, Option<String>, i64, Option<V
 /// One group of a set-based runs read: session id, model, provider and how many runs.
 pub(crate) type RunGroupFacts = (String, Option<String>, Option<String>, i64);
 
-/// Decodes one row of the set-based sessions query (columns `session_id`, `session_type`,
-/// `user_id`, `created_at`, and `m`, the `session_metrics` as JSON text); `db_error` is the
-/// adapter's error mapping.
-pub(crate) fn session_row_facts<R>(
-    r: &R,
-    db_error: fn(&str, sqlx::Error) -> agno_core::DbError,
-) -> DbResult<SessionRowFacts>
-where
-    R: sqlx::Row,
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    let get =
-        |c: &str| r.try_get::<Option<String>, _>(c).map_err(|e| db_error(&format!("cannot read sessions.{c}"), e));
-    let metrics = get("m")?.and_then(|m| serde_json::from_str::<Value>(&m).ok());
-    let created_at: i64 = r.try_get("created_at").map_err(|e| db_error("cannot read sessions.created_at", e))?;
-    Ok((
-        get("session_id")?.unwrap_or_default(),
-        get("session_type")?.unwrap_or_default(),
-        get("user_id")?,
-        created_at,
-        metrics,
-    ))
-}
-
-/// Decodes one row of the set-based runs query (`session_id`, `model`, `provider`, `n`).
-pub(crate) fn run_group_facts<R>(
-    r: &R,
-    db_error: fn(&str, sqlx::Error) -> agno_core::DbError,
-) -> DbResult<RunGroupFacts>
-where
-    R: sqlx::Row,
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    let get = |c: &str| r.try_get::<Option<String>, _>(c).map_err(|e| db_error(&format!("cannot read runs.{c}"), e));
-    let n: i64 = r.try_get("n").map_err(|e| db_error("cannot read a run count", e))?;
-    Ok((get("session_id")?.unwrap_or_default(), get("model")?, get("provider")?, n))
-}
-
 /// [`SessionFacts`] from the rows of the two set-based queries (sessions of a window, and their
 /// runs grouped by model).
 pub(crate) fn facts_from(sessions: Vec<SessionRowFacts>, runs: Vec<RunGroupFacts>) -> Vec<SessionFacts> {

@@ -5,25 +5,16 @@
 //! The unique key follows the column collation (case-insensitive by default), as Python Agno's
 //! does: buckets of two users whose ids differ only in case share a row.
 
-use crate::sql::metrics::bucket_from_row;
-use agno_core::{DbError, DbErrorKind, DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate};
-use async_trait::async_trait;
-use sqlx::MySql;
-use sqlx::{AssertSqlSafe, Connection, Row};
+use agno_core::{DbResult, MetricsBucket};
+use sqlx::{AssertSqlSafe, Connection};
 
-use super::sessions::text_column;
-use super::{Arg, MySqlDb, bind_args, db_error, marks, push_user, where_clause, with_retries};
+use super::{Arg, MySqlDb, bind_args, db_error, marks, with_retries};
 use crate::codec::to_json_text;
 
 /// The columns in insert order; `date` is read back as text (sqlx has no date codec here).
 const COLUMNS: &str = "id, agent_runs_count, team_runs_count, workflow_runs_count, agent_sessions_count, \
                        team_sessions_count, workflow_sessions_count, users_count, token_metrics, model_metrics, \
                        date, aggregation_period, user_id, created_at, updated_at, completed";
-
-const SELECT_COLUMNS: &str = "id, agent_runs_count, team_runs_count, workflow_runs_count, agent_sessions_count, \
-                              team_sessions_count, workflow_sessions_count, users_count, token_metrics, \
-                              model_metrics, CAST(date AS CHAR) AS date, aggregation_period, user_id, created_at, \
-                              updated_at, completed";
 
 /// Columns rewritten when a bucket's key exists: all but the key, `id` and `created_at`, as
 /// Agno's `bulk_upsert_metrics`.
@@ -72,15 +63,6 @@ pub(crate) fn metrics_ddl(t: &str) -> String {
          \tINDEX `idx_{t}_date` (date)\n\
          )"
     )
-}
-
-fn parse_day(text: Option<String>, what: &str) -> DbResult<Option<NaiveDate>> {
-    text.map(|t| {
-        t.parse::<NaiveDate>().map_err(|e| {
-            DbError::new(DbErrorKind::Other, format!("stored {what} {t:?} is not a date: {e}")).with_source(e)
-        })
-    })
-    .transpose()
 }
 
 fn bucket_args(b: &MetricsBucket) -> DbResult<Vec<Arg>> {
@@ -132,68 +114,11 @@ impl MySqlDb {
     }
 }
 
-#[async_trait]
-impl MetricsStore for MySqlDb {
-    async fn upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
-        if buckets.is_empty() {
-            return Ok(());
-        }
+impl MySqlDb {
+    /// `MetricsStore::upsert_metrics` of a batch that is not empty, as this database writes it.
+    pub(crate) async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
         with_retries(|| self.try_upsert_metrics(buckets)).await
     }
-
-    async fn get_metrics(&self, query: &MetricsQuery) -> DbResult<(Vec<MetricsBucket>, Option<i64>)> {
-        let t = &self.tables().metrics;
-        let mut owner = Vec::new();
-        let mut owner_args = Vec::new();
-        push_user(&mut owner, &mut owner_args, query.user_id.as_deref());
-        let mut conditions = owner.clone();
-        let mut args = owner_args.clone();
-        for (op, day) in [(">=", query.starting_date), ("<=", query.ending_date)] {
-            if let Some(day) = day {
-                conditions.push(format!("date {op} ?"));
-                args.push(Arg::Str(day.to_string()));
-            }
-        }
-        let sql = format!(
-            "SELECT {SELECT_COLUMNS} FROM `{t}`{} ORDER BY date, CAST(user_id AS BINARY), \
-             CAST(aggregation_period AS BINARY)",
-            where_clause(&conditions)
-        );
-        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot list metrics", e))?;
-        if rows.is_empty() {
-            return Ok((Vec::new(), None));
-        }
-        let buckets = crate::codec::readable(
-            "metrics bucket",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row::<MySql>(r))),
-        );
-        // The latest update among the owner's buckets, whatever their date (as Agno).
-        let sql = format!("SELECT MAX(updated_at) AS latest FROM `{t}`{}", where_clause(&owner));
-        let row = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &owner_args)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read the latest metrics update", e))?;
-        let latest: Option<i64> =
-            row.try_get("latest").map_err(|e| db_error("cannot read the latest metrics update", e))?;
-        Ok((buckets, latest))
-    }
-
-    async fn metrics_progress(&self) -> DbResult<(Option<NaiveDate>, Option<NaiveDate>)> {
-        let t = &self.tables().metrics;
-        let sql = format!(
-            "SELECT CAST(d.done AS CHAR) AS done, CAST((SELECT MIN(m.date) FROM `{t}` m WHERE NOT m.completed \
-             AND (d.done IS NULL OR m.date > d.done)) AS CHAR) AS pending \
-             FROM (SELECT MAX(CASE WHEN completed THEN date END) AS done FROM `{t}`) d"
-        );
-        let row = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read the metrics progress", e))?;
-        let done = parse_day(text_column(&row, "done")?, "metrics date")?;
-        let pending = parse_day(text_column(&row, "pending")?, "metrics date")?;
-        Ok((done, pending))
-    }
 }
+
+crate::sql::metrics::metrics_store!(MySqlDb);

@@ -121,15 +121,6 @@ impl MySqlDb {}
 /// the first comparison keeps the index usable. Binds the user id twice.
 pub(crate) const USER_MATCH: &str = "(user_id = ? AND CAST(user_id AS BINARY) = CAST(? AS BINARY))";
 
-/// Appends the exact `user_id` predicate for `user_id` to `conditions`, when given.
-pub(crate) fn push_user(conditions: &mut Vec<String>, args: &mut Vec<Arg>, user_id: Option<&str>) {
-    if let Some(u) = user_id {
-        conditions.push(USER_MATCH.to_owned());
-        args.push(Arg::Str(u.to_owned()));
-        args.push(Arg::Str(u.to_owned()));
-    }
-}
-
 /// `WHERE a AND b ...`, or nothing.
 pub(crate) fn where_clause(conditions: &[String]) -> String {
     if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) }

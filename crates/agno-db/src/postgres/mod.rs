@@ -320,6 +320,9 @@ impl crate::sql::SqlDb for PostgresDb {
     fn has_legacy_runs(&self) -> bool {
         PostgresDb::has_legacy_runs(self)
     }
+    fn has_run_facts(&self) -> bool {
+        PostgresDb::has_run_facts(self)
+    }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
         self.refresh_legacy_flag().await
     }

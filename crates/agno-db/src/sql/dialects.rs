@@ -103,6 +103,15 @@ impl Dialect for Sqlite {
     fn session_name_like(name: &str) -> Expr {
         Expr::cust_with_values("json_extract(session_data, '$.session_name') LIKE '%' || ? || '%'", [name])
     }
+    fn date_text(sql: &str) -> String {
+        sql.to_owned()
+    }
+    fn json_member(column: &str, key: &str) -> String {
+        format!("CASE WHEN json_valid({column}) THEN json_extract({column}, '$.{key}') END")
+    }
+    fn json_text(column: &str, key: &str) -> String {
+        format!("CASE WHEN json_valid({column}) THEN CAST(json_extract({column}, '$.{key}') AS TEXT) END")
+    }
     fn first_input(keep: usize) -> String {
         format!(
             "CASE WHEN json_type(run_data, '$.input.input_content') = 'text' \
@@ -193,6 +202,18 @@ impl Dialect for Postgres {
     fn session_name_like(name: &str) -> Expr {
         Expr::cust_with_values("COALESCE(session_data ->> 'session_name', '') ILIKE '%' || $1 || '%'", [name])
     }
+    fn date_text(sql: &str) -> String {
+        format!("to_char({sql}, 'YYYY-MM-DD')")
+    }
+    fn date_value(day: &str) -> Expr {
+        Expr::cust_with_values("CAST($1 AS DATE)", [day])
+    }
+    fn json_member(column: &str, key: &str) -> String {
+        format!("({column}::jsonb -> '{key}')::text")
+    }
+    fn json_text(column: &str, key: &str) -> String {
+        format!("{column}::jsonb ->> '{key}'")
+    }
     fn first_input(keep: usize) -> String {
         format!(
             "CASE WHEN jsonb_typeof(run_data->'input'->'input_content') = 'string' \
@@ -264,6 +285,18 @@ impl Dialect for MySql {
         Expr::cust_with_values(
             "LOWER(COALESCE(JSON_UNQUOTE(JSON_EXTRACT(session_data, '$.session_name')), '')) LIKE CONCAT('%', LOWER(?), '%')",
             [name],
+        )
+    }
+    fn date_text(sql: &str) -> String {
+        format!("CAST({sql} AS CHAR)")
+    }
+    fn json_member(column: &str, key: &str) -> String {
+        format!("CASE WHEN JSON_VALID({column}) THEN JSON_EXTRACT({column}, '$.{key}') END")
+    }
+    fn json_text(column: &str, key: &str) -> String {
+        format!(
+            "CASE WHEN JSON_VALID({column}) AND JSON_TYPE(JSON_EXTRACT({column}, '$.{key}')) <> 'NULL' \
+             THEN JSON_UNQUOTE(JSON_EXTRACT({column}, '$.{key}')) END"
         )
     }
     fn first_input(keep: usize) -> String {

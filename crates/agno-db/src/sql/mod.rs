@@ -63,6 +63,11 @@ pub(crate) trait SqlDb: Send + Sync {
         true
     }
 
+    /// Whether the run facts table (each run's model, written beside it) exists.
+    fn has_run_facts(&self) -> bool {
+        false
+    }
+
     /// Whether the sessions table is known to still have Agno 2.x's legacy `runs` column.
     fn has_legacy_runs(&self) -> bool;
 
@@ -211,6 +216,22 @@ pub(crate) trait Dialect {
     /// The `input` of a run's `run_data` as JSON, its `input_content` text (when it is text) cut
     /// to `keep` characters.
     fn first_input(keep: usize) -> String;
+
+    /// A date column or expression as `YYYY-MM-DD` text.
+    fn date_text(sql: &str) -> String;
+
+    /// A day (`YYYY-MM-DD`) as a value compared with a date column.
+    fn date_value(day: &str) -> sea_query::Expr {
+        sea_query::Expr::val(day)
+    }
+
+    /// The JSON text of the member `key` of the JSON object in `column` (NULL when absent or
+    /// when the column is not JSON).
+    fn json_member(column: &str, key: &str) -> String;
+
+    /// The text of the member `key` of the JSON object in `column` (NULL when absent, JSON null,
+    /// or when the column is not JSON).
+    fn json_text(column: &str, key: &str) -> String;
 
     /// Whether NULL sorts below every value (SQLite and MySQL), rather than above (PostgreSQL).
     const NULLS_LOW: bool = true;

@@ -1,11 +1,8 @@
 //! Metrics buckets in SQLite (`agno_metrics`, as Python Agno 3.x shapes it): one row per
 //! `(user_id, date, aggregation_period)`, the shared bucket stored as `user_id = ''`.
 
-use crate::sql::metrics::{bucket_from_row, parse_date};
-use agno_core::{DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate};
-use async_trait::async_trait;
-use sqlx::Sqlite;
-use sqlx::{AssertSqlSafe, Row};
+use agno_core::{DbResult, MetricsBucket};
+use sqlx::AssertSqlSafe;
 
 use super::{SqliteDb, db_error};
 use crate::codec::to_json_text;
@@ -26,12 +23,9 @@ pub(crate) fn metrics_ddl(t: &str) -> Vec<String> {
     ]
 }
 
-#[async_trait]
-impl MetricsStore for SqliteDb {
-    async fn upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
-        if buckets.is_empty() {
-            return Ok(());
-        }
+impl SqliteDb {
+    /// `MetricsStore::upsert_metrics` of a batch that is not empty, as this database writes it.
+    pub(crate) async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
         let _turn = self.write_turn().await;
         let sql = format!(
             "INSERT INTO {} ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
@@ -69,126 +63,6 @@ impl MetricsStore for SqliteDb {
         }
         tx.commit().await.map_err(|e| db_error("cannot commit metrics", e))
     }
-
-    async fn get_metrics(&self, query: &MetricsQuery) -> DbResult<(Vec<MetricsBucket>, Option<i64>)> {
-        let t = &self.tables().metrics;
-        let from = query.starting_date.map(|d| d.to_string());
-        let to = query.ending_date.map(|d| d.to_string());
-        let user = query.user_id.as_deref();
-        let sql = format!(
-            "SELECT {COLUMNS} FROM {t} WHERE (? IS NULL OR date >= ?) AND (? IS NULL OR date <= ?) \
-             AND (? IS NULL OR user_id = ?) ORDER BY date, user_id, aggregation_period"
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(&from)
-            .bind(&from)
-            .bind(&to)
-            .bind(&to)
-            .bind(user)
-            .bind(user)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read metrics", e))?;
-        if rows.is_empty() {
-            return Ok((Vec::new(), None));
-        }
-        let buckets = crate::codec::readable(
-            "metrics bucket",
-            rows.iter().map(|r| (r.try_get::<String, _>("id").ok(), bucket_from_row::<Sqlite>(r))),
-        );
-        let latest_sql = format!("SELECT MAX(updated_at) FROM {t} WHERE (? IS NULL OR user_id = ?)");
-        let latest: Option<i64> = sqlx::query_scalar(AssertSqlSafe(latest_sql.as_str()))
-            .bind(user)
-            .bind(user)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read the latest metrics update", e))?;
-        Ok((buckets, latest))
-    }
-
-    async fn metrics_progress(&self) -> DbResult<(Option<NaiveDate>, Option<NaiveDate>)> {
-        let t = &self.tables().metrics;
-        let sql = format!(
-            "SELECT (SELECT MAX(date) FROM {t} WHERE completed), \
-             (SELECT MIN(date) FROM {t} WHERE NOT completed \
-              AND date > COALESCE((SELECT MAX(date) FROM {t} WHERE completed), ''))"
-        );
-        let row = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read metrics progress", e))?;
-        let day = |i: usize| -> DbResult<Option<NaiveDate>> {
-            let text: Option<String> = row.try_get(i).map_err(|e| db_error("cannot read metrics progress", e))?;
-            text.as_deref().map(parse_date).transpose()
-        };
-        Ok((day(0)?, day(1)?))
-    }
-
-    async fn metrics_facts(&self, from: i64, to: i64) -> DbResult<Option<Vec<agno_core::SessionFacts>>> {
-        let t = self.tables();
-        if self.has_legacy_runs() {
-            // Sessions still holding a legacy runs blob are read one by one (their runs merge).
-            let sql = format!(
-                "SELECT 1 FROM {} WHERE runs IS NOT NULL AND created_at >= ? AND created_at < ? LIMIT 1",
-                t.sessions
-            );
-            let blob: Option<i64> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
-                .bind(from)
-                .bind(to)
-                .fetch_optional(self.pool())
-                .await
-                .map_err(|e| db_error("cannot look for legacy runs", e))?;
-            if blob.is_some() {
-                return Ok(None);
-            }
-        }
-        let sql = format!(
-            "SELECT session_id, session_type, user_id, created_at, \
-             CASE WHEN json_valid(session_data) THEN json_extract(session_data, '$.session_metrics') END AS m \
-             FROM {} WHERE created_at >= ? AND created_at < ?",
-            t.sessions
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(from)
-            .bind(to)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read the sessions of the metrics window", e))?;
-        let sessions =
-            rows.iter().map(|r| crate::metrics::session_row_facts(r, db_error)).collect::<DbResult<Vec<_>>>()?;
-        let mut runs = Vec::new();
-        if self.has_runs_table() {
-            // A run's model comes from its facts row; only runs without one (written by Python
-            // Agno) have their JSON read, once each.
-            let from_json = |key: &str| {
-                format!("CASE WHEN json_valid(r.run_data) THEN CAST(json_extract(r.run_data, '$.{key}') AS TEXT) END")
-            };
-            let (model, provider, join) = if self.has_run_facts() {
-                (
-                    format!("CASE WHEN f.run_id IS NOT NULL THEN f.model ELSE {} END", from_json("model")),
-                    format!(
-                        "CASE WHEN f.run_id IS NOT NULL THEN f.model_provider ELSE {} END",
-                        from_json("model_provider")
-                    ),
-                    format!("LEFT JOIN {} f ON f.run_id = r.run_id", t.run_facts()),
-                )
-            } else {
-                (from_json("model"), from_json("model_provider"), String::new())
-            };
-            let sql = format!(
-                "SELECT r.session_id AS session_id, {model} AS model, {provider} AS provider, \
-                 COUNT(*) AS n FROM {} r JOIN {} s ON s.session_id = r.session_id {join} \
-                 WHERE s.created_at >= ? AND s.created_at < ? GROUP BY 1, 2, 3",
-                t.runs, t.sessions
-            );
-            let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
-                .bind(from)
-                .bind(to)
-                .fetch_all(self.pool())
-                .await
-                .map_err(|e| db_error("cannot read the runs of the metrics window", e))?;
-            runs = rows.iter().map(|r| crate::metrics::run_group_facts(r, db_error)).collect::<DbResult<Vec<_>>>()?;
-        }
-        Ok(Some(crate::metrics::facts_from(sessions, runs)))
-    }
 }
+
+crate::sql::metrics::metrics_store!(SqliteDb);

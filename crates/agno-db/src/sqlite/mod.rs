@@ -205,6 +205,9 @@ impl crate::sql::SqlDb for SqliteDb {
     fn has_legacy_runs(&self) -> bool {
         SqliteDb::has_legacy_runs(self)
     }
+    fn has_run_facts(&self) -> bool {
+        SqliteDb::has_run_facts(self)
+    }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
         self.refresh_legacy_flag().await
     }
