@@ -10,23 +10,15 @@
 //! indexes); the queue-depth bound serialises depth-bounded enqueues on the jobs table's row of
 //! the schema-versions table.
 
-use agno_core::{
-    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, RunWrite,
-    StoredEvent,
-};
-use async_trait::async_trait;
-use serde_json::Value;
-use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection, Row};
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, RunWrite, StoredEvent};
+use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection};
 
-use super::{MySqlDb, db_error, error_number, marks, with_retries};
+use super::{MySqlDb, db_error, error_number, with_retries};
 use crate::codec::to_json_text;
-use crate::sql::jobs::{self, JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
+use crate::sql::jobs::{JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
 /// Claimable jobs a claim tries, oldest first, before it gives up for this poll.
 const CLAIM_CANDIDATES: usize = 16;
-/// Rows per statement when deleting ended jobs.
-const CLEANUP_CHUNK: usize = 500;
-
 /// The jobs table: Agno's columns, plus `idempotency_scope` (user and key, the unique index
 /// that dedups submissions: a user's key, or an anonymous one, once).
 pub(crate) fn jobs_ddl(t: &str) -> String {
@@ -147,21 +139,6 @@ impl MySqlDb {
             .await
             .map_err(|e| db_error(&format!("cannot write job {}", job.id), e))?;
         Ok(())
-    }
-
-    /// Locks a job, applies `change` (None: leave it alone) and writes it back, in one
-    /// transaction retried on a deadlock; `Ok(None)` when the job is missing or `change` declines.
-    async fn update_job<T>(&self, id: &str, change: impl Fn(&mut Job) -> Option<T>) -> DbResult<Option<(T, Job)>> {
-        let what = format!("cannot write job {id}");
-        with_retries(|| {
-            self.transact(&what, async |conn| {
-                let Some(mut job) = self.lock_job(conn, id).await? else { return Ok((false, None)) };
-                let Some(out) = change(&mut job) else { return Ok((false, None)) };
-                self.put_job(conn, &job).await?;
-                Ok((true, Some((out, job))))
-            })
-        })
-        .await
     }
 
     /// The job holding idempotency key `key` for `user_id` (`None`: the anonymous bucket).
@@ -361,88 +338,28 @@ impl MySqlDb {
         })
         .await
     }
-
-    async fn job_ids(&self, filter: &str, args: &[i64]) -> DbResult<Vec<String>> {
-        let sql = format!("SELECT id FROM `{}` WHERE {filter}", self.tables().jobs);
-        let mut q = sqlx::query(AssertSqlSafe(sql));
-        for a in args {
-            q = q.bind(*a);
-        }
-        let rows = q.fetch_all(self.pool()).await.map_err(|e| db_error("cannot list jobs", e))?;
-        rows.iter()
-            .map(|r| r.try_get_unchecked::<String, _>(0).map_err(|e| db_error("cannot read a job id", e)))
-            .collect()
-    }
 }
 
-#[async_trait]
-impl JobStore for MySqlDb {
-    async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+impl MySqlDb {
+    /// `JobStore::enqueue_job`, as this database decides duplicates and depth.
+    pub(crate) async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
         // An empty key is no key (as in Agno).
         let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
         with_retries(|| self.try_enqueue(job, key, max_depth)).await
     }
 
-    async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
+    /// `JobStore::claim_job`, as this database picks and locks the first claimable job.
+    pub(crate) async fn claim(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
         with_retries(|| self.try_claim(worker_id, lock_grace_seconds, now)).await
     }
 
-    async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
-        let mut held = 0;
-        for id in job_ids {
-            held += u64::from(self.update_job(id, |j| j.heartbeat(worker_id, now).then_some(())).await?.is_some());
-        }
-        Ok(held)
-    }
-
-    async fn finish_job(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        outcome: &JobOutcome,
-        now: i64,
-    ) -> DbResult<bool> {
-        let done = self.update_job(job_id, |j| j.finish(worker_id, attempt, outcome, now).then_some(())).await?;
-        Ok(done.is_some())
-    }
-
-    async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
-        let stale = now - lock_grace_seconds;
-        let ids = self
-            .job_ids(
-                "locked_at <= ? AND ((status = 'cancelled' AND locked_by IS NOT NULL) \
-                 OR (status = 'running' AND attempt >= max_attempts))",
-                &[stale],
-            )
-            .await?;
-        let mut swept = Vec::new();
-        for id in ids {
-            // Decided again under the row lock: a heartbeat may have come in since the scan.
-            if let Some(((), job)) = self.update_job(&id, |j| j.sweep(stale, now, error).then_some(())).await? {
-                swept.push(job);
-            }
-        }
-        Ok(swept)
-    }
-
-    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
-        Ok(self.update_job(job_id, |j| j.cancel(now)).await?.map(|(before, _)| before))
-    }
-
-    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
-        Ok(self.update_job(job_id, |j| j.hold(worker_id, attempt, now).then_some(())).await?.is_some())
-    }
-
-    async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
+    /// `JobStore::save_claimed_run`: the lease check and the run write in one transaction.
+    pub(crate) async fn save_run_of(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
         with_retries(|| self.try_save_claimed_run(lease, write, now)).await
     }
 
-    async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
-        jobs::cancelled_jobs(self, worker_id).await
-    }
-
-    async fn append_events(
+    /// `JobStore::append_events`: the fence check and the insert in one transaction.
+    pub(crate) async fn log_events(
         &self,
         job_id: &str,
         worker_id: &str,
@@ -451,87 +368,6 @@ impl JobStore for MySqlDb {
     ) -> DbResult<bool> {
         with_retries(|| self.try_append_events(job_id, worker_id, attempt, events)).await
     }
-
-    async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
-        jobs::read_events(self, run_id, after, limit).await
-    }
-
-    async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
-        jobs::last_event_index(self, run_id).await
-    }
-
-    async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
-        Ok(self.update_job(job_id, |j| j.complete_swept(now).then_some(())).await?.is_some())
-    }
-
-    async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
-        let t = self.tables().clone();
-        let ended = "status IN ('completed', 'failed', 'cancelled') AND locked_by IS NULL AND completed_at <= ?";
-        let ids = self.job_ids(ended, &[before]).await?;
-        let mut removed = 0;
-        for chunk in ids.chunks(CLEANUP_CHUNK) {
-            let n = with_retries(|| {
-                self.transact("cannot delete ended jobs", async |conn| {
-                    // Deleted only if still ended: a job requeued since the scan is left alone.
-                    let sql = format!("DELETE FROM `{}` WHERE id IN ({}) AND {ended}", t.jobs, marks(chunk.len()));
-                    let mut q = sqlx::query(AssertSqlSafe(sql));
-                    for id in chunk {
-                        q = q.bind(id);
-                    }
-                    let done =
-                        q.bind(before).execute(&mut *conn).await.map_err(|e| db_error("cannot delete jobs", e))?;
-                    let sql = format!(
-                        "DELETE FROM `{}` WHERE run_id IN ({}) AND run_id NOT IN (SELECT id FROM `{}`)",
-                        t.events,
-                        marks(chunk.len()),
-                        t.jobs
-                    );
-                    let mut q = sqlx::query(AssertSqlSafe(sql));
-                    for id in chunk {
-                        q = q.bind(id);
-                    }
-                    q.execute(&mut *conn).await.map_err(|e| db_error("cannot delete event logs", e))?;
-                    Ok((true, done.rows_affected()))
-                })
-            })
-            .await?;
-            removed += n;
-        }
-        Ok(removed)
-    }
-
-    async fn continue_job(&self, job_id: &str, continuation: &Value, now: i64) -> DbResult<Continued> {
-        let what = format!("cannot continue job {job_id}");
-        with_retries(|| {
-            self.transact(&what, async |conn| {
-                let Some(mut job) = self.lock_job(conn, job_id).await? else {
-                    return Ok((false, Continued::Conflict(None)));
-                };
-                let outcome = job.continue_with(continuation, now);
-                let queued = matches!(outcome, Continued::Queued(_));
-                if queued {
-                    self.put_job(conn, &job).await?;
-                }
-                Ok((queued, outcome))
-            })
-        })
-        .await
-    }
-
-    async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
-        Ok(self.update_job(job_id, |j| j.requeue(now).then_some(())).await?.is_some())
-    }
-
-    async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
-        jobs::get_job(self, job_id, user_id).await
-    }
-
-    async fn list_jobs(
-        &self,
-        status: Option<JobStatus>,
-        limit: Option<usize>,
-        page: Option<usize>,
-    ) -> DbResult<(Vec<Job>, u64)> {
-        jobs::list_jobs(self, status, limit, page).await
-    }
 }
+
+crate::sql::jobs::job_store!(MySqlDb);

@@ -6,17 +6,12 @@
 //! `locked_by`, `attempt` and `status = 'running'`. A successful enqueue (and an operator
 //! requeue) sends a notification on [`PostgresDb::jobs_channel`] in the same transaction.
 
-use agno_core::{
-    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobOutcome, JobSignal, JobStatus, JobStore,
-    RunWrite, StoredEvent,
-};
-use async_trait::async_trait;
-use serde_json::Value;
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSignal, JobStatus, RunWrite, StoredEvent};
 use sqlx::{AssertSqlSafe, PgConnection, Postgres, Row};
 
-use super::schedules::{clean_json, clean_text, to_i64};
+use super::schedules::to_i64;
 use super::{PostgresDb, db_error};
-use crate::sql::jobs::{self, JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
+use crate::sql::jobs::{JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
 /// Longest channel name PostgreSQL accepts (`NAMEDATALEN - 1`).
 const MAX_CHANNEL_BYTES: usize = 63;
@@ -61,6 +56,17 @@ impl PostgresDb {
         channel
     }
 
+    /// The channel and payload of a queue notification.
+    pub(crate) fn notice_of(&self, notice: crate::sql::job_transitions::Notice<'_>) -> (String, String) {
+        use crate::sql::job_transitions::Notice;
+        let payload = match notice {
+            Notice::Claimable(id) => signal("", id),
+            Notice::Cancelled(id) => signal(Self::CANCEL_PREFIX, id),
+            Notice::Ended(id) => signal(Self::EVENTS_PREFIX, id),
+        };
+        (self.jobs_channel(), payload)
+    }
+
     /// Announces a claimable job on [`PostgresDb::jobs_channel`], inside the caller's transaction.
     async fn notify_job(&self, conn: &mut PgConnection, job_id: &str) -> DbResult<()> {
         let payload = if job_id.len() <= MAX_PAYLOAD_BYTES { job_id } else { "" };
@@ -94,9 +100,9 @@ impl PostgresDb {
 /// committed meanwhile.
 const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
 
-#[async_trait]
-impl JobStore for PostgresDb {
-    async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+impl PostgresDb {
+    /// `JobStore::enqueue_job`, as this database decides duplicates and depth.
+    pub(crate) async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
         let t = self.qualified(&self.tables().jobs);
         let what = format!("cannot enqueue job {}", job.id);
         // An empty key is no key (the partial indexes would otherwise cover '').
@@ -157,7 +163,8 @@ impl JobStore for PostgresDb {
         Ok(Enqueued::Accepted(stored))
     }
 
-    async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
+    /// `JobStore::claim_job`, as this database picks and locks the first claimable job.
+    pub(crate) async fn claim(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
         let t = self.qualified(&self.tables().jobs);
         // SKIP LOCKED passes over a row another worker is claiming; a row claimed and committed
         // since this statement's snapshot is re-checked against the predicate and skipped too.
@@ -189,149 +196,8 @@ impl JobStore for PostgresDb {
         row.as_ref().map(job_from_row::<Postgres>).transpose()
     }
 
-    async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64> {
-        if job_ids.is_empty() {
-            return Ok(0);
-        }
-        let sql = format!(
-            "UPDATE {} SET locked_at = $3 WHERE id = ANY($1) AND locked_by = $2 AND status = 'running'",
-            self.qualified(&self.tables().jobs)
-        );
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(job_ids)
-            .bind(worker_id)
-            .bind(now)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot refresh the leases of worker {worker_id}"), e))?;
-        Ok(done.rows_affected())
-    }
-
-    async fn finish_job(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        outcome: &JobOutcome,
-        now: i64,
-    ) -> DbResult<bool> {
-        let t = self.qualified(&self.tables().jobs);
-        // A job cancelled while it ran stays cancelled whatever the attempt's outcome; SET reads
-        // the old row. Tails of the run are told it ended ($7 channel, $8 payload).
-        let keep = "CASE WHEN status = 'cancelled' THEN status";
-        let query = match outcome {
-            JobOutcome::Retry { error, available_at } => sqlx::query(AssertSqlSafe(format!(
-                "WITH done AS (UPDATE {t} SET \
-                 status = {keep} WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, \
-                 available_at = CASE WHEN status <> 'cancelled' AND attempt < max_attempts THEN $6 \
-                 ELSE available_at END, \
-                 completed_at = CASE WHEN status = 'cancelled' OR attempt < max_attempts THEN completed_at \
-                 ELSE $4 END, \
-                 error = CASE WHEN status = 'cancelled' THEN error ELSE $5 END, \
-                 locked_by = NULL, locked_at = NULL, updated_at = $4 WHERE {HOLDS} RETURNING id) \
-                 SELECT pg_notify($7, $8) FROM done"
-            )))
-            .bind(job_id)
-            .bind(worker_id)
-            .bind(attempt)
-            .bind(now)
-            .bind(clean_text(Some(error)))
-            .bind(*available_at),
-            // Only a terminal status ends the job (`paused` waits for a continue).
-            JobOutcome::Settled(status, error) => sqlx::query(AssertSqlSafe(format!(
-                "WITH done AS (UPDATE {t} SET status = {keep} ELSE $5 END, \
-                 error = CASE WHEN status = 'cancelled' THEN error ELSE $6 END, \
-                 locked_by = NULL, locked_at = NULL, updated_at = $4, \
-                 completed_at = CASE WHEN status <> 'cancelled' AND $9 THEN $4 ELSE completed_at END \
-                 WHERE {HOLDS} RETURNING id) SELECT pg_notify($7, $8) FROM done"
-            )))
-            .bind(job_id)
-            .bind(worker_id)
-            .bind(attempt)
-            .bind(now)
-            .bind(status.as_str())
-            .bind(clean_text(error.as_deref())),
-        };
-        let query = query.bind(self.jobs_channel()).bind(signal(Self::EVENTS_PREFIX, job_id));
-        let query = match outcome {
-            JobOutcome::Settled(status, _) => query.bind(status.is_terminal()),
-            JobOutcome::Retry { .. } => query,
-        };
-        let rows = query
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot finish attempt {attempt} of job {job_id}"), e))?;
-        Ok(!rows.is_empty())
-    }
-
-    async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
-        // The predicate is re-checked on rows changed concurrently (a late heartbeat or finish
-        // wins), so a job is swept at most once. Jobs cancelled while running whose worker died
-        // before recording the end only lose their lease (they stay cancelled).
-        let t = self.qualified(&self.tables().jobs);
-        let sql = format!(
-            "WITH failed AS (UPDATE {t} SET status = 'failed', error = $3, locked_by = NULL, locked_at = NULL, \
-             completed_at = $1, updated_at = $1 \
-             WHERE status = 'running' AND locked_at <= $2 AND attempt >= max_attempts RETURNING *), \
-             cancelled AS (UPDATE {t} SET locked_by = NULL, locked_at = NULL, updated_at = $1 \
-             WHERE status = 'cancelled' AND locked_by IS NOT NULL AND locked_at <= $2 RETURNING *) \
-             SELECT {JOB_COLUMNS} FROM failed UNION ALL SELECT {JOB_COLUMNS} FROM cancelled"
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(now)
-            .bind(now.saturating_sub(lock_grace_seconds))
-            .bind(clean_text(Some(error)))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot sweep expired jobs", e))?;
-        let mut swept = rows.iter().map(job_from_row::<Postgres>).collect::<DbResult<Vec<_>>>()?;
-        swept.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)));
-        Ok(swept)
-    }
-
-    async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>> {
-        // A running job keeps its lease so its worker can record how the run ended; the
-        // notification tells that worker to stop now, not at its next heartbeat.
-        let t = self.qualified(&self.tables().jobs);
-        let sql = format!(
-            "WITH old AS (SELECT id, status FROM {t} WHERE id = $1 AND status IN ('queued', 'paused', 'running') \
-             FOR UPDATE), \
-             cancelled AS (UPDATE {t} j SET status = 'cancelled', completed_at = $2, updated_at = $2, \
-             locked_by = CASE WHEN old.status = 'running' THEN j.locked_by END, \
-             locked_at = CASE WHEN old.status = 'running' THEN j.locked_at END \
-             FROM old WHERE j.id = old.id RETURNING old.status AS before) \
-             SELECT before, pg_notify($3, $4) FROM cancelled"
-        );
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(job_id)
-            .bind(now)
-            .bind(self.jobs_channel())
-            .bind(signal(Self::CANCEL_PREFIX, job_id))
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot cancel job {job_id}"), e))?;
-        let Some(row) = rows.first() else { return Ok(None) };
-        let before: String = row.try_get("before").map_err(|e| db_error("cannot read a cancelled job", e))?;
-        Ok(JobStatus::parse(&before))
-    }
-
-    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
-        let sql = format!(
-            "UPDATE {} SET locked_at = CASE WHEN status = 'running' THEN $4 ELSE locked_at END WHERE {HOLDS}",
-            self.qualified(&self.tables().jobs)
-        );
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(job_id)
-            .bind(worker_id)
-            .bind(attempt)
-            .bind(now)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
-        Ok(done.rows_affected() > 0)
-    }
-
-    async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
+    /// `JobStore::save_claimed_run`: the lease check and the run write in one transaction.
+    pub(crate) async fn save_run_of(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
         let job_id = &lease.job_id;
         let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot begin a run write", e))?;
         // The UPDATE locks the job row until this transaction ends: a takeover claim skips it
@@ -372,11 +238,8 @@ impl JobStore for PostgresDb {
         }
     }
 
-    async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>> {
-        jobs::cancelled_jobs(self, worker_id).await
-    }
-
-    async fn append_events(
+    /// `JobStore::append_events`: the fence check and the insert in one transaction.
+    pub(crate) async fn log_events(
         &self,
         job_id: &str,
         worker_id: &str,
@@ -430,90 +293,8 @@ impl JobStore for PostgresDb {
         Ok(true)
     }
 
-    async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> DbResult<Vec<StoredEvent>> {
-        jobs::read_events(self, run_id, after, limit).await
-    }
-
-    async fn last_event_index(&self, run_id: &str) -> DbResult<Option<i64>> {
-        jobs::last_event_index(self, run_id).await
-    }
-
-    async fn complete_swept_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
-        let sql = format!(
-            "UPDATE {} SET status = 'completed', error = NULL, updated_at = $2 \
-             WHERE id = $1 AND status = 'failed' AND locked_by IS NULL",
-            self.qualified(&self.tables().jobs)
-        );
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(job_id)
-            .bind(now)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot complete swept job {job_id}"), e))?;
-        Ok(done.rows_affected() > 0)
-    }
-
-    async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
-        let t = self.tables();
-        let sql = format!(
-            "WITH gone AS (DELETE FROM {} WHERE status IN ('completed', 'failed', 'cancelled') \
-             AND locked_by IS NULL AND completed_at IS NOT NULL AND completed_at <= $1 RETURNING id), \
-             logs AS (DELETE FROM {} e USING gone WHERE e.run_id = gone.id) SELECT count(*) FROM gone",
-            self.qualified(&t.jobs),
-            self.qualified(&t.events)
-        );
-        let removed: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(before)
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot clean up old jobs", e))?;
-        Ok(u64::try_from(removed).unwrap_or_default())
-    }
-
-    async fn continue_job(&self, job_id: &str, continuation: &Value, now: i64) -> DbResult<Continued> {
-        let what = format!("cannot continue job {job_id}");
-        let t = self.qualified(&self.tables().jobs);
-        let mut tx = self.pool().begin_with(BEGIN).await.map_err(|e| db_error(&what, e))?;
-        let row = sqlx::query(AssertSqlSafe(format!("SELECT {JOB_COLUMNS} FROM {t} WHERE id = $1 FOR UPDATE")))
-            .bind(job_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| db_error(&what, e))?;
-        // Early answers end the transaction now: a dropped one rolls back only when its
-        // connection is next used, and a claim would skip the locked row meanwhile.
-        let Some(job) = row.as_ref().map(job_from_row::<Postgres>).transpose()? else {
-            tx.rollback().await.map_err(|e| db_error(&what, e))?;
-            return Ok(Continued::Conflict(None));
-        };
-        match job.status {
-            JobStatus::Paused => {}
-            JobStatus::Queued | JobStatus::Running => {
-                tx.rollback().await.map_err(|e| db_error(&what, e))?;
-                return Ok(Continued::Attach(job));
-            }
-            _ => {
-                tx.rollback().await.map_err(|e| db_error(&what, e))?;
-                return Ok(Continued::Conflict(Some(job)));
-            }
-        }
-        let payload = job.continued_payload(continuation);
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "UPDATE {t} SET status = 'queued', payload = $2, max_attempts = attempt + 1, available_at = $3, \
-             locked_by = NULL, locked_at = NULL, completed_at = NULL, updated_at = $3 WHERE id = $1 \
-             RETURNING {JOB_COLUMNS}"
-        )))
-        .bind(job_id)
-        .bind(clean_json(Some(&payload)))
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(|e| db_error(&what, e))?;
-        self.notify_job(&mut tx, job_id).await?;
-        tx.commit().await.map_err(|e| db_error(&what, e))?;
-        Ok(Continued::Queued(job_from_row::<Postgres>(&row)?))
-    }
-
-    async fn job_signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {
+    /// `JobStore::job_signals`: `LISTEN` on [`PostgresDb::jobs_channel`].
+    pub(crate) async fn signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {
         use futures::StreamExt;
         let channel = self.jobs_channel();
         let mut listener = sqlx::postgres::PgListener::connect_with(self.pool())
@@ -533,42 +314,12 @@ impl JobStore for PostgresDb {
         });
         Ok(Some(stream.boxed()))
     }
-
-    async fn requeue_job(&self, job_id: &str, now: i64) -> DbResult<bool> {
-        let what = format!("cannot requeue job {job_id}");
-        // A fresh budget: the attempts made so far plus the job's own allowance.
-        let sql = format!(
-            "UPDATE {} SET status = 'queued', max_attempts = attempt + GREATEST(max_attempts, 1), \
-             available_at = $2, locked_by = NULL, locked_at = NULL, completed_at = NULL, updated_at = $2 \
-             WHERE id = $1 AND status IN ('failed', 'cancelled')",
-            self.qualified(&self.tables().jobs)
-        );
-        let mut tx = self.pool().begin_with(BEGIN).await.map_err(|e| db_error(&what, e))?;
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(job_id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db_error(&what, e))?;
-        if done.rows_affected() == 0 {
-            tx.rollback().await.map_err(|e| db_error(&what, e))?;
-            return Ok(false);
-        }
-        self.notify_job(&mut tx, job_id).await?;
-        tx.commit().await.map_err(|e| db_error(&what, e))?;
-        Ok(true)
-    }
-
-    async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
-        jobs::get_job(self, job_id, user_id).await
-    }
-
-    async fn list_jobs(
-        &self,
-        status: Option<JobStatus>,
-        limit: Option<usize>,
-        page: Option<usize>,
-    ) -> DbResult<(Vec<Job>, u64)> {
-        jobs::list_jobs(self, status, limit, page).await
-    }
 }
+
+crate::sql::jobs::job_store!(PostgresDb, {
+    async fn job_signals(
+        &self,
+    ) -> agno_core::DbResult<Option<futures::stream::BoxStream<'static, agno_core::JobSignal>>> {
+        self.signals().await
+    }
+});

@@ -323,6 +323,26 @@ impl crate::sql::SqlDb for PostgresDb {
     fn has_run_facts(&self) -> bool {
         PostgresDb::has_run_facts(self)
     }
+    fn notice(&self, notice: crate::sql::job_transitions::Notice<'_>) -> Option<(String, sea_query_sqlx::SqlxValues)> {
+        let (channel, payload) = self.notice_of(notice);
+        Some((
+            "SELECT pg_notify($1, $2)".to_owned(),
+            sea_query_sqlx::SqlxValues(sea_query::Values(vec![channel.into(), payload.into()])),
+        ))
+    }
+    // One statement: the update, and the notification when it changed a row.
+    async fn changed_noticed(
+        &self,
+        (sql, mut values): (String, sea_query_sqlx::SqlxValues),
+        notice: crate::sql::job_transitions::Notice<'_>,
+        what: &str,
+    ) -> DbResult<u64> {
+        let n = values.0.0.len();
+        let (channel, payload) = self.notice_of(notice);
+        values.0.0.extend([channel.into(), payload.into()]);
+        let sql = format!("WITH done AS ({sql} RETURNING 1) SELECT pg_notify(${}, ${}) FROM done", n + 1, n + 2);
+        Ok(crate::sql::rows(self, (sql, values), what).await?.len() as u64)
+    }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
         self.refresh_legacy_flag().await
     }

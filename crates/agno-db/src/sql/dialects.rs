@@ -144,6 +144,8 @@ impl Dialect for Postgres {
     fn placeholder(n: usize) -> String {
         format!("${n}")
     }
+    // Whatever the server's default: a conditional write must see rows committed meanwhile.
+    const BEGIN: Option<&'static str> = Some("BEGIN ISOLATION LEVEL READ COMMITTED");
     fn fetch_replanned<'a>(
         pool: &'a Pool<Postgres>,
         sql: &'a str,

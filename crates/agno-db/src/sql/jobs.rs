@@ -153,10 +153,28 @@ pub(crate) async fn cancelled_jobs<A: SqlDb>(db: &A, worker_id: &str) -> DbResul
 /// Jobs listed per page when no limit is given.
 const JOBS_PAGE: usize = 20;
 
-/// [`JOB_COLUMNS`] as a statement's column list.
-fn job_columns() -> impl Iterator<Item = &'static str> {
-    JOB_COLUMNS.split(',').map(str::trim)
-}
+/// The columns of the jobs table, in table order.
+pub(crate) const JOB_COLUMN_LIST: [&str; 19] = [
+    "id",
+    "component_type",
+    "job_type",
+    "deployment_id",
+    "component_id",
+    "session_id",
+    "user_id",
+    "payload",
+    "status",
+    "attempt",
+    "max_attempts",
+    "idempotency_key",
+    "available_at",
+    "locked_by",
+    "locked_at",
+    "error",
+    "created_at",
+    "updated_at",
+    "completed_at",
+];
 
 /// `JobStore::get_job`: the job, when it is `user_id`'s (or any, unscoped).
 ///
@@ -164,7 +182,7 @@ fn job_columns() -> impl Iterator<Item = &'static str> {
 /// The statement fails or the row cannot be read.
 pub(crate) async fn get_job<A: SqlDb>(db: &A, job_id: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
     let select = Query::select()
-        .columns(job_columns())
+        .columns(JOB_COLUMN_LIST)
         .from(db.table_ref(&db.tables().jobs))
         .and_where(Expr::col("id").eq(job_id))
         .cond_where(owned_by::<A::D>(user_id))
@@ -188,7 +206,7 @@ pub(crate) async fn list_jobs<A: SqlDb>(
     if let Some(s) = status {
         filter = filter.add(Expr::col("status").eq(s.as_str()));
     }
-    let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().jobs), job_columns(), filter)
+    let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().jobs), JOB_COLUMN_LIST, filter)
         .by(Expr::col("created_at"), SortOrder::Desc)
         .then_by_bytes("id", SortOrder::Desc)
         .page(Some(limit.unwrap_or(JOBS_PAGE)), page)
@@ -196,3 +214,71 @@ pub(crate) async fn list_jobs<A: SqlDb>(
         .await?;
     Ok((found.iter().map(job_from_row::<A::D>).collect::<DbResult<Vec<_>>>()?, total))
 }
+
+/// Implements `agno_core::JobStore` for an SQL adapter: its own enqueue, claim and fenced writes
+/// (inherent `enqueue`, `claim`, `save_run_of` and `log_events`: each differs per database), the
+/// transitions of [`super::job_transitions`] and the reads above; `$extra` adds methods of its
+/// own (PostgreSQL's `job_signals`).
+macro_rules! job_store {
+    ($db:ty $(, { $($extra:tt)* })?) => {
+        #[async_trait::async_trait]
+        impl agno_core::JobStore for $db {
+            async fn enqueue_job(&self, job: &agno_core::Job, max_depth: usize) -> agno_core::DbResult<agno_core::Enqueued> {
+                self.enqueue(job, max_depth).await
+            }
+            async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> agno_core::DbResult<Option<agno_core::Job>> {
+                self.claim(worker_id, lock_grace_seconds, now).await
+            }
+            async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> agno_core::DbResult<u64> {
+                crate::sql::job_transitions::heartbeat(self, worker_id, job_ids, now).await
+            }
+            async fn finish_job(&self, job_id: &str, worker_id: &str, attempt: i64, outcome: &agno_core::JobOutcome, now: i64) -> agno_core::DbResult<bool> {
+                crate::sql::job_transitions::finish(self, job_id, worker_id, attempt, outcome, now).await
+            }
+            async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> agno_core::DbResult<Vec<agno_core::Job>> {
+                crate::sql::job_transitions::sweep(self, lock_grace_seconds, now, error).await
+            }
+            async fn cancel_job(&self, job_id: &str, now: i64) -> agno_core::DbResult<Option<agno_core::JobStatus>> {
+                crate::sql::job_transitions::cancel(self, job_id, now).await
+            }
+            async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> agno_core::DbResult<bool> {
+                crate::sql::job_transitions::holds(self, job_id, worker_id, attempt, now).await
+            }
+            async fn save_claimed_run(&self, lease: &agno_core::JobLease, write: agno_core::RunWrite<'_>, now: i64) -> agno_core::DbResult<bool> {
+                self.save_run_of(lease, write, now).await
+            }
+            async fn cancelled_jobs(&self, worker_id: &str) -> agno_core::DbResult<Vec<String>> {
+                crate::sql::jobs::cancelled_jobs(self, worker_id).await
+            }
+            async fn append_events(&self, job_id: &str, worker_id: &str, attempt: i64, events: &[agno_core::StoredEvent]) -> agno_core::DbResult<bool> {
+                self.log_events(job_id, worker_id, attempt, events).await
+            }
+            async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> agno_core::DbResult<Vec<agno_core::StoredEvent>> {
+                crate::sql::jobs::read_events(self, run_id, after, limit).await
+            }
+            async fn last_event_index(&self, run_id: &str) -> agno_core::DbResult<Option<i64>> {
+                crate::sql::jobs::last_event_index(self, run_id).await
+            }
+            async fn complete_swept_job(&self, job_id: &str, now: i64) -> agno_core::DbResult<bool> {
+                crate::sql::job_transitions::complete_swept(self, job_id, now).await
+            }
+            async fn cleanup_jobs(&self, before: i64) -> agno_core::DbResult<u64> {
+                crate::sql::job_transitions::cleanup(self, before).await
+            }
+            async fn continue_job(&self, job_id: &str, continuation: &serde_json::Value, now: i64) -> agno_core::DbResult<agno_core::Continued> {
+                crate::sql::job_transitions::resume(self, job_id, continuation, now).await
+            }
+            async fn requeue_job(&self, job_id: &str, now: i64) -> agno_core::DbResult<bool> {
+                crate::sql::job_transitions::requeue(self, job_id, now).await
+            }
+            async fn get_job(&self, job_id: &str, user_id: Option<&str>) -> agno_core::DbResult<Option<agno_core::Job>> {
+                crate::sql::jobs::get_job(self, job_id, user_id).await
+            }
+            async fn list_jobs(&self, status: Option<agno_core::JobStatus>, limit: Option<usize>, page: Option<usize>) -> agno_core::DbResult<(Vec<agno_core::Job>, u64)> {
+                crate::sql::jobs::list_jobs(self, status, limit, page).await
+            }
+            $($($extra)*)?
+        }
+    };
+}
+pub(crate) use job_store;

@@ -8,6 +8,7 @@
 
 pub(crate) mod dialects;
 pub(crate) mod evals;
+pub(crate) mod job_transitions;
 pub(crate) mod jobs;
 pub(crate) mod knowledge;
 pub(crate) mod listing;
@@ -61,6 +62,29 @@ pub(crate) trait SqlDb: Send + Sync {
     /// none: its runs live in the sessions' legacy blob).
     fn has_runs_table(&self) -> bool {
         true
+    }
+
+    /// The statement sending `notice` inside a transaction, where the database has
+    /// notifications (PostgreSQL's `NOTIFY`); none elsewhere.
+    fn notice(&self, _notice: job_transitions::Notice<'_>) -> Option<(String, sea_query_sqlx::SqlxValues)> {
+        None
+    }
+
+    /// Runs a built write with `notice` sent when it changed a row, in one statement where the
+    /// database can (PostgreSQL); the number of rows it changed.
+    ///
+    /// # Errors
+    /// The write fails.
+    async fn changed_noticed(
+        &self,
+        statement: (String, sea_query_sqlx::SqlxValues),
+        _notice: job_transitions::Notice<'_>,
+        what: &str,
+    ) -> DbResult<u64>
+    where
+        Self: Sized,
+    {
+        changed(self, statement, what).await
     }
 
     /// Whether the run facts table (each run's model, written beside it) exists.
@@ -375,6 +399,15 @@ impl<'a, A: SqlDb> Tx<'a, A> {
         what: &str,
     ) -> DbResult<u64> {
         self.try_changed(statement).await.map_err(|e| A::D::error(what, e))
+    }
+
+    /// Rolls the transaction back now (not when its connection is next used: a row it locked
+    /// would stay locked meanwhile).
+    ///
+    /// # Errors
+    /// The rollback fails.
+    pub(crate) async fn rollback(self, what: &str) -> DbResult<()> {
+        self.tx.rollback().await.map_err(|e| A::D::error(what, e))
     }
 
     /// Commits the transaction.
