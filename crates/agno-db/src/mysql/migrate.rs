@@ -6,52 +6,22 @@
 //! MySQL commits every DDL statement on its own, so each schema change checks first and is
 //! safe to repeat; the runs copy is one transaction of plain inserts.
 
-use std::collections::HashSet;
-
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 use super::sessions::text_column;
-use super::{Arg, MySqlDb, bind_arg, bind_args, db_error, marks};
+use super::{Arg, MySqlDb, bind_arg, db_error, marks};
 use crate::codec::{json_column, run_type, to_json_text};
 use crate::migration::{CleanupReport, Migrate, MigrationOptions, Progress, TableKind};
+use crate::sql::migrate::{BlobRun, blob_runs};
 
 /// MySQL refuses longer identifiers (error 1059).
 const MAX_IDENTIFIER_LENGTH: usize = 64;
 
 /// Rows per multi-row insert of copied runs (13 parameters each, far below the 65 535 limit).
 const INSERT_CHUNK: usize = 500;
-
-/// Sessions read per round trip when counting legacy runs.
-const SCAN_BATCH: i64 = 200;
-
-/// One legacy blob run, ready for the runs table.
-struct BlobRun {
-    run_id: String,
-    run_index: i64,
-    run: Value,
-}
-
-fn blob_runs(blob: Option<Value>) -> Vec<BlobRun> {
-    let list = match blob {
-        Some(Value::Array(list)) => list,
-        Some(Value::String(text)) => match serde_json::from_str(&text) {
-            Ok(Value::Array(list)) => list,
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    };
-    // The index counts every entry, as Agno's `enumerate`, even the ones skipped for lacking an id.
-    list.into_iter()
-        .enumerate()
-        .filter_map(|(i, run)| {
-            let run_id = run.get("run_id")?.as_str()?.to_owned();
-            Some(BlobRun { run_id, run_index: i64::try_from(i).unwrap_or(i64::MAX), run })
-        })
-        .collect()
-}
 
 /// One row of the runs table built from a blob run.
 fn run_row_args(session_id: &str, user_id: Option<&str>, blob: &BlobRun, now: i64) -> DbResult<Vec<Option<Arg>>> {
@@ -346,51 +316,6 @@ impl MySqlDb {
         tx.commit().await.map_err(|e| db_error("cannot commit the runs copy", e))?;
         Ok(done > 0)
     }
-
-    /// Legacy blob runs that are not in the runs table.
-    async fn missing_blob_runs(&self) -> DbResult<u64> {
-        let t = self.tables().clone();
-        if !self.column_exists(&t.sessions, "runs").await? {
-            return Ok(0);
-        }
-        let runs_table = self.table_exists(&t.runs).await?;
-        let select = format!(
-            "SELECT session_id, runs FROM `{}` WHERE runs IS NOT NULL AND session_id > ? ORDER BY session_id LIMIT ?",
-            t.sessions
-        );
-        let mut missing = 0u64;
-        let mut last_id = String::new();
-        loop {
-            let rows = sqlx::query(AssertSqlSafe(select.as_str()))
-                .bind(&last_id)
-                .bind(SCAN_BATCH)
-                .fetch_all(self.pool())
-                .await
-                .map_err(|e| db_error("cannot read legacy runs", e))?;
-            let Some(last) = rows.last() else { break };
-            last_id = last.try_get("session_id").map_err(|e| db_error("session_id", e))?;
-            let mut ids = Vec::new();
-            for row in &rows {
-                ids.extend(blob_runs(json_column(text_column(row, "runs")?)?).into_iter().map(|r| r.run_id));
-            }
-            let mut have = HashSet::new();
-            if runs_table {
-                for chunk in ids.chunks(INSERT_CHUNK) {
-                    let sql = format!("SELECT run_id FROM `{}` WHERE run_id IN ({})", t.runs, marks(chunk.len()));
-                    let args: Vec<Arg> = chunk.iter().map(|id| Arg::Str(id.clone())).collect();
-                    let found = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-                        .fetch_all(self.pool())
-                        .await
-                        .map_err(|e| db_error("cannot list runs", e))?;
-                    for row in found {
-                        have.insert(row.try_get::<String, _>(0).map_err(|e| db_error("run_id", e))?);
-                    }
-                }
-            }
-            missing += ids.iter().filter(|id| !have.contains(*id)).count() as u64;
-        }
-        Ok(missing)
-    }
 }
 
 #[async_trait]
@@ -430,27 +355,10 @@ impl Migrate for MySqlDb {
     }
 
     async fn legacy_runs_pending(&self) -> DbResult<u64> {
-        self.missing_blob_runs().await
+        crate::sql::migrate::missing_blob_runs(self).await
     }
 
     async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
-        let t = self.tables().clone();
-        if !self.column_exists(&t.sessions, "runs").await? {
-            return Ok(CleanupReport { removed: false, missing_runs: 0 });
-        }
-        let missing = self.missing_blob_runs().await?;
-        if missing > 0 && !force {
-            return Err(DbError::new(
-                DbErrorKind::Conflict,
-                format!(
-                    "{missing} legacy runs are not in {}: run `agno db migrate` first, or force the cleanup to drop them",
-                    t.runs
-                ),
-            ));
-        }
-        self.exec(&format!("ALTER TABLE `{}` DROP COLUMN `runs`", t.sessions), "cannot drop the legacy runs column")
-            .await?;
-        self.refresh_legacy_flag().await?;
-        Ok(CleanupReport { removed: true, missing_runs: missing })
+        crate::sql::migrate::cleanup_legacy_runs(self, force).await
     }
 }

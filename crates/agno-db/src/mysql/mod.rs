@@ -314,6 +314,9 @@ impl crate::sql::SqlDb for MySqlDb {
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
         self.refresh_legacy_flag().await
     }
+    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
+        MySqlDb::column_exists(self, table, column).await
+    }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         MySqlDb::table_exists(self, table).await
     }

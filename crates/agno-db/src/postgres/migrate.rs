@@ -13,9 +13,10 @@ use sqlx::{AssertSqlSafe, Row, Transaction};
 
 use super::schedules::name_backstop_ddl;
 use super::schema::{index_ddl, runs_ddl};
-use super::{PostgresDb, db_error, value_column};
+use super::{PostgresDb, db_error};
 use crate::codec::run_type;
 use crate::migration::{CleanupReport, LATEST_VERSION, Migrate, MigrationOptions, Progress, TableKind};
+use crate::sql::migrate::{BlobRun, blob_runs};
 
 /// Python Agno 3.x: nullable TEXT provenance columns on schedules, two of them indexed.
 const SCHEDULE_PROVENANCE_COLUMNS: &[&str] = &[
@@ -28,29 +29,6 @@ const SCHEDULE_PROVENANCE_COLUMNS: &[&str] = &[
     "updated_by_session_id",
     "disabled_reason",
 ];
-
-/// One legacy blob run, ready for the runs table.
-struct BlobRun {
-    run_id: String,
-    run_index: i64,
-    run: Value,
-}
-
-/// The runs of a legacy blob with their position in it (Python Agno's `run_index`), skipping
-/// entries without a `run_id`.
-fn blob_runs(blob: Option<Value>) -> Vec<BlobRun> {
-    let list = match value_column(blob) {
-        Some(Value::Array(list)) => list,
-        _ => Vec::new(),
-    };
-    list.into_iter()
-        .enumerate()
-        .filter_map(|(i, run)| {
-            let run_id = run.get("run_id")?.as_str()?.to_owned();
-            Some(BlobRun { run_id, run_index: i64::try_from(i).unwrap_or(i64::MAX), run })
-        })
-        .collect()
-}
 
 /// Column arrays of one batch insert (`INSERT ... SELECT * FROM UNNEST(...)`).
 #[derive(Default)]
@@ -405,30 +383,6 @@ impl PostgresDb {
         tx.commit().await.map_err(|e| db_error(&fail("commit"), e))?;
         Ok(changed)
     }
-
-    /// Legacy runs not in the runs table, counted by the server.
-    async fn missing_blob_runs(&self) -> DbResult<u64> {
-        let t = self.tables().clone();
-        if !self.column_exists(&t.sessions, "runs").await? {
-            return Ok(0);
-        }
-        let not_copied = if self.table_exists(&t.runs).await? {
-            format!("AND NOT EXISTS (SELECT 1 FROM {} x WHERE x.run_id = e.r ->> 'run_id')", self.qualified(&t.runs))
-        } else {
-            String::new()
-        };
-        let sql = format!(
-            "SELECT COUNT(*) FROM {} s CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(s.runs::jsonb) = 'array' \
-             THEN s.runs::jsonb ELSE '[]'::jsonb END) AS e(r) \
-             WHERE s.runs IS NOT NULL AND jsonb_typeof(e.r -> 'run_id') = 'string' {not_copied}",
-            self.qualified(&t.sessions)
-        );
-        let missing: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
-            .fetch_one(self.pool())
-            .await
-            .map_err(|e| db_error("cannot count legacy runs", e))?;
-        Ok(u64::try_from(missing).unwrap_or(0))
-    }
 }
 
 fn sorted(cols: &[String]) -> Vec<&str> {
@@ -562,28 +516,10 @@ impl Migrate for PostgresDb {
     }
 
     async fn legacy_runs_pending(&self) -> DbResult<u64> {
-        self.missing_blob_runs().await
+        crate::sql::migrate::missing_blob_runs(self).await
     }
 
     async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
-        let t = self.tables().clone();
-        if !self.column_exists(&t.sessions, "runs").await? {
-            return Ok(CleanupReport { removed: false, missing_runs: 0 });
-        }
-        let missing = self.missing_blob_runs().await?;
-        if missing > 0 && !force {
-            return Err(DbError::new(
-                DbErrorKind::Conflict,
-                format!(
-                    "{missing} legacy runs are not in {}.{}: run `agno db migrate` first, or force the cleanup to drop them",
-                    self.schema(),
-                    t.runs
-                ),
-            ));
-        }
-        let sql = format!("ALTER TABLE {} DROP COLUMN IF EXISTS runs", self.qualified(&t.sessions));
-        self.exec("cannot drop the legacy runs column", sql).await?;
-        self.refresh_legacy_flag().await?;
-        Ok(CleanupReport { removed: true, missing_runs: missing })
+        crate::sql::migrate::cleanup_legacy_runs(self, force).await
     }
 }

@@ -346,6 +346,9 @@ impl crate::sql::SqlDb for PostgresDb {
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
         self.refresh_legacy_flag().await
     }
+    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
+        PostgresDb::column_exists(self, table, column).await
+    }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         PostgresDb::table_exists(self, table).await
     }

@@ -14,6 +14,7 @@ pub(crate) mod knowledge;
 pub(crate) mod listing;
 pub(crate) mod memories;
 pub(crate) mod metrics;
+pub(crate) mod migrate;
 pub(crate) mod runs;
 pub(crate) mod schedule_runs;
 pub(crate) mod schedules;
@@ -100,6 +101,12 @@ pub(crate) trait SqlDb: Send + Sync {
     /// # Errors
     /// The catalog cannot be read.
     async fn refresh_legacy_runs(&self) -> DbResult<()>;
+
+    /// Whether `table` has `column`.
+    ///
+    /// # Errors
+    /// The catalog cannot be read.
+    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool>;
 
     /// Whether `table` exists.
     ///

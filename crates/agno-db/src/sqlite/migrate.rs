@@ -2,7 +2,6 @@
 //! the `user_id` columns, and the cleanup of the legacy `runs` column.
 
 use sqlx::AssertSqlSafe;
-use std::collections::HashSet;
 
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
 use async_trait::async_trait;
@@ -13,31 +12,7 @@ use super::schema::runs_ddl;
 use super::{SqliteDb, db_error};
 use crate::codec::{json_column, run_type, to_json_text};
 use crate::migration::{CleanupReport, Migrate, MigrationOptions, Progress, TableKind};
-
-/// One legacy blob run, ready for the runs table.
-struct BlobRun {
-    run_id: String,
-    run_index: i64,
-    run: Value,
-}
-
-fn blob_runs(blob: Option<Value>) -> Vec<BlobRun> {
-    let list = match blob {
-        Some(Value::Array(list)) => list,
-        Some(Value::String(text)) => match serde_json::from_str(&text) {
-            Ok(Value::Array(list)) => list,
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    };
-    list.into_iter()
-        .enumerate()
-        .filter_map(|(i, run)| {
-            let run_id = run.get("run_id")?.as_str()?.to_owned();
-            Some(BlobRun { run_id, run_index: i64::try_from(i).unwrap_or(i64::MAX), run })
-        })
-        .collect()
-}
+use crate::sql::migrate::{BlobRun, blob_runs};
 
 impl SqliteDb {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
@@ -174,34 +149,6 @@ impl SqliteDb {
         tx.commit().await.map_err(|e| db_error("cannot commit the runs copy", e))?;
         Ok(done > 0)
     }
-
-    /// Legacy runs, per session, that are not in the runs table.
-    async fn missing_blob_runs(&self) -> DbResult<u64> {
-        let t = self.tables().clone();
-        if !self.column_exists(&t.sessions, "runs").await? {
-            return Ok(0);
-        }
-        let have: HashSet<String> = if self.table_exists(&t.runs).await? {
-            sqlx::query_scalar::<_, String>(AssertSqlSafe(format!("SELECT run_id FROM {}", t.runs)))
-                .fetch_all(self.pool())
-                .await
-                .map_err(|e| db_error("cannot list runs", e))?
-                .into_iter()
-                .collect()
-        } else {
-            HashSet::new()
-        };
-        let blobs: Vec<Option<String>> =
-            sqlx::query_scalar(AssertSqlSafe(format!("SELECT runs FROM {} WHERE runs IS NOT NULL", t.sessions)))
-                .fetch_all(self.pool())
-                .await
-                .map_err(|e| db_error("cannot read legacy runs", e))?;
-        let mut missing = 0;
-        for blob in blobs {
-            missing += blob_runs(json_column(blob)?).iter().filter(|r| !have.contains(&r.run_id)).count() as u64;
-        }
-        Ok(missing)
-    }
 }
 
 #[async_trait]
@@ -271,31 +218,10 @@ impl Migrate for SqliteDb {
     }
 
     async fn legacy_runs_pending(&self) -> DbResult<u64> {
-        self.missing_blob_runs().await
+        crate::sql::migrate::missing_blob_runs(self).await
     }
 
     async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
-        let _turn = self.write_turn().await;
-        let t = self.tables().clone();
-        if !self.column_exists(&t.sessions, "runs").await? {
-            return Ok(CleanupReport { removed: false, missing_runs: 0 });
-        }
-        let missing = self.missing_blob_runs().await?;
-        if missing > 0 && !force {
-            return Err(DbError::new(
-                DbErrorKind::Conflict,
-                format!(
-                    "{missing} legacy runs are not in {}: run `agno db migrate` first, or force the cleanup to drop them",
-                    t.runs
-                ),
-            ));
-        }
-        let sql = format!("ALTER TABLE {} DROP COLUMN runs", t.sessions);
-        sqlx::query(AssertSqlSafe(sql.as_str()))
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error("cannot drop the legacy runs column", e))?;
-        self.refresh_legacy_flag().await?;
-        Ok(CleanupReport { removed: true, missing_runs: missing })
+        crate::sql::migrate::cleanup_legacy_runs(self, force).await
     }
 }

@@ -211,6 +211,9 @@ impl crate::sql::SqlDb for SqliteDb {
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
         self.refresh_legacy_flag().await
     }
+    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
+        SqliteDb::column_exists(self, table, column).await
+    }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         SqliteDb::table_exists(self, table).await
     }
