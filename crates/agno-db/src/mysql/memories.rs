@@ -2,16 +2,11 @@
 //! it): `memory` is a JSON string, `topics` a JSON array; filters, paging and counts run in SQL.
 //! A given `user_id` is matched byte for byte, and per-user stats group users byte for byte.
 
-use agno_core::{DbError, DbErrorKind, DbResult, UserMemory, new_id, now_epoch_secs};
-use sqlx::MySql;
-use sqlx::{AssertSqlSafe, Connection};
+use agno_core::DbResult;
+use sqlx::AssertSqlSafe;
 
 use super::sessions::text_column;
-use super::{Arg, MySqlDb, bind_args, db_error, marks, where_clause, with_retries};
-use crate::codec::to_json_text;
-use crate::sql::memories::memory_from_row;
-
-const COLUMNS: &str = "memory_id, memory, input, agent_id, team_id, user_id, topics, feedback, created_at, updated_at";
+use super::{Arg, MySqlDb, bind_args, db_error, where_clause};
 
 /// The memories table as Python Agno 3.1 creates it (column types and lengths, index names), in
 /// one statement. `JSON` becomes `LONGTEXT ... CHECK (json_valid(...))` on MariaDB, as for Agno.
@@ -36,64 +31,9 @@ pub(crate) fn memories_ddl(t: &str) -> String {
     )
 }
 
-impl MySqlDb {
-    /// One attempt at [`MemoryStore::upsert_user_memory`]: a single insert-or-update whose
-    /// assignments only apply when the stored owner is the writer (or nobody), then a read of
-    /// the row it locked, in one transaction.
-    async fn try_upsert_memory(&self, memory: &UserMemory, id: &str) -> DbResult<UserMemory> {
-        let t = &self.tables().memories;
-        let now = now_epoch_secs();
-        // Stored owner is nobody, or the writer byte for byte; NULL (refused) when the writer
-        // has no owner but the row has one.
-        let ok = "(user_id IS NULL OR CAST(user_id AS BINARY) = CAST(VALUES(user_id) AS BINARY))";
-        let sets = ["memory", "input", "agent_id", "team_id", "topics", "feedback", "updated_at"]
-            .iter()
-            .map(|c| format!("{c} = IF({ok}, VALUES({c}), {c})"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!("INSERT INTO `{t}` ({COLUMNS}) VALUES ({}) ON DUPLICATE KEY UPDATE {sets}", marks(10));
-        let mut conn = self.read_committed_conn().await?;
-        let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
-        sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(id)
-            .bind(to_json_text(&memory.memory)?)
-            .bind(&memory.input)
-            .bind(&memory.agent_id)
-            .bind(&memory.team_id)
-            .bind(&memory.user_id)
-            .bind(memory.topics.as_ref().map(to_json_text).transpose()?)
-            .bind(&memory.feedback)
-            .bind(memory.created_at.unwrap_or(now))
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db_error(&format!("cannot write memory {id}"), e))?;
-        // The statement above holds the row lock: this reads what it left.
-        let read = format!("SELECT {COLUMNS} FROM `{t}` WHERE memory_id = ? FOR UPDATE");
-        let row = sqlx::query(AssertSqlSafe(read.as_str()))
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| db_error(&format!("cannot read back memory {id}"), e))?
-            .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("memory {id} vanished while being written")))?;
-        let stored = memory_from_row::<MySql>(&row)?;
-        if stored.user_id.is_some() && stored.user_id != memory.user_id {
-            // Nothing was changed; end the transaction without a write.
-            tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of memory {id}"), e))?;
-            return Err(DbError::new(DbErrorKind::Conflict, format!("memory {id} belongs to another user")));
-        }
-        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of memory {id}"), e))?;
-        Ok(stored)
-    }
-}
+impl MySqlDb {}
 
 impl MySqlDb {
-    /// `MemoryStore::upsert_user_memory`, as this database writes it.
-    pub(crate) async fn upsert_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
-        let id = memory.memory_id.clone().unwrap_or_else(new_id);
-        with_retries(|| self.try_upsert_memory(memory, &id)).await
-    }
-
     /// `MemoryStore::get_all_memory_topics`, read with this database's JSON functions.
     pub(crate) async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
         let t = &self.tables().memories;

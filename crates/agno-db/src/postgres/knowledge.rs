@@ -2,15 +2,8 @@
 //! it; `metadata` is JSONB). A row without `user_id` is shared: every user reads it, only an
 //! unscoped caller deletes it; the owner check of a write is part of the upsert statement.
 
-use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeRow, new_id, now_epoch_secs};
-use serde_json::Value;
-use sqlx::AssertSqlSafe;
-
+use super::PostgresDb;
 use super::schema::index_ddl;
-use super::{PostgresDb, db_error, sanitize};
-
-const COLUMNS: &str = "id, name, description, metadata, type, size, linked_to, access_count, status, status_message, \
-     created_at, updated_at, external_id, user_id";
 
 /// The knowledge table as Python Agno 3.1 creates it (column order, types, indexes, including
 /// the v3 composite `(user_id, linked_to)` index).
@@ -22,66 +15,6 @@ pub(crate) fn knowledge_ddl(q: &str, t: &str) -> Vec<String> {
         index_ddl(q, t, &["user_id"]),
         index_ddl(q, t, &["user_id", "linked_to"]),
     ]
-}
-
-/// A string without the characters PostgreSQL cannot store.
-fn clean(text: &str) -> String {
-    let mut v = Value::String(text.to_owned());
-    sanitize(&mut v);
-    match v {
-        Value::String(s) => s,
-        _ => String::new(),
-    }
-}
-
-impl PostgresDb {
-    /// `KnowledgeStore::upsert_knowledge_content`, as this database writes it.
-    pub(crate) async fn upsert_knowledge(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
-        let t = self.qualified(&self.tables().knowledge);
-        let mut row = row.clone();
-        let id = row.id.get_or_insert_with(new_id).clone();
-        let now = now_epoch_secs();
-        let mut metadata = row.metadata.clone().map_or(Value::Null, Value::Object);
-        sanitize(&mut metadata);
-        // Another user's row is left as it is (the row lock of ON CONFLICT makes the check and
-        // the write one step) and no row comes back; a shared row may be written by anyone.
-        // `created_at` is kept.
-        let sql = format!(
-            "INSERT INTO {t} AS t ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-             ON CONFLICT (id) DO UPDATE SET name = excluded.name, description = excluded.description, \
-             metadata = excluded.metadata, type = excluded.type, size = excluded.size, \
-             linked_to = excluded.linked_to, access_count = excluded.access_count, status = excluded.status, \
-             status_message = excluded.status_message, external_id = excluded.external_id, \
-             user_id = excluded.user_id, updated_at = excluded.updated_at, \
-             created_at = COALESCE(t.created_at, $12) \
-             WHERE excluded.user_id IS NULL OR t.user_id IS NOT DISTINCT FROM excluded.user_id \
-             RETURNING created_at"
-        );
-        let created: Option<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(&id)
-            .bind(clean(&row.name))
-            .bind(clean(&row.description))
-            .bind(&metadata)
-            .bind(&row.kind)
-            .bind(row.size)
-            .bind(&row.linked_to)
-            .bind(row.access_count)
-            .bind(&row.status)
-            .bind(row.status_message.as_deref().map(clean))
-            .bind(row.created_at.unwrap_or(now))
-            .bind(now)
-            .bind(&row.external_id)
-            .bind(&row.user_id)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot write knowledge content {id}"), e))?;
-        let Some(created) = created else {
-            return Err(DbError::new(DbErrorKind::Conflict, format!("knowledge content {id} belongs to another user")));
-        };
-        row.created_at = Some(created.unwrap_or(now));
-        row.updated_at = Some(now);
-        Ok(row)
-    }
 }
 
 crate::sql::knowledge::knowledge_store!(PostgresDb);

@@ -1,11 +1,12 @@
 //! `agno_knowledge` (the contents of knowledge bases) as every SQL adapter reads it back.
 
-use agno_core::{DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort};
 use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
 use super::listing::Listing;
+use super::upsert::{Owned, upsert_owned};
 use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
 
 /// A content row read back from a row of the knowledge table.
@@ -49,6 +50,44 @@ const COLUMNS: [&str; 14] = [
     "external_id",
     "user_id",
 ];
+
+/// `KnowledgeStore::upsert_knowledge_content`: the content as stored (`created_at` kept from the
+/// stored row). An unscoped writer may replace any content, a user its own only (not a shared
+/// one); the owner is written as given; another user's content is a conflict and is left as it is.
+pub(crate) async fn upsert<A: SqlDb>(db: &A, content: &KnowledgeRow) -> DbResult<KnowledgeRow> {
+    let row = content;
+    let id = row.id.clone().unwrap_or_else(agno_core::new_id);
+    let now = agno_core::now_epoch_secs();
+    let record = Owned {
+        table: &db.tables().knowledge,
+        key: ("id", &id),
+        cells: vec![
+            ("id", Cell::Text(Some(id.clone()))),
+            ("name", Cell::Text(Some(row.name.clone()))),
+            ("description", Cell::Text(Some(row.description.clone()))),
+            ("metadata", Cell::Json(row.metadata.clone().map(serde_json::Value::Object))),
+            ("type", Cell::Text(row.kind.clone())),
+            ("size", Cell::Int(row.size)),
+            ("linked_to", Cell::Text(row.linked_to.clone())),
+            ("access_count", Cell::Int(row.access_count)),
+            ("status", Cell::Text(row.status.clone())),
+            ("status_message", Cell::Text(row.status_message.clone())),
+            ("created_at", Cell::Int(Some(row.created_at.unwrap_or(now)))),
+            ("updated_at", Cell::Int(Some(now))),
+            ("external_id", Cell::Text(row.external_id.clone())),
+            ("user_id", Cell::Text(row.user_id.clone())),
+        ],
+        kept: &["id", "created_at"],
+        read_back: &COLUMNS,
+    };
+    let writer = row.user_id.clone();
+    let may_replace = |owner: Option<&str>| writer.is_none() || owner == writer.as_deref();
+    let what = format!("cannot write knowledge content {id}");
+    match upsert_owned(db, &record, may_replace, &what).await? {
+        Some(stored) => knowledge_from_row::<A::D>(&stored),
+        None => Err(DbError::new(DbErrorKind::Conflict, format!("knowledge content {id} belongs to another user"))),
+    }
+}
 
 /// The rows `user_id` (none: unscoped) may see: its own and the shared ones.
 fn visible_to<D: Dialect>(user_id: Option<&str>) -> Condition {
@@ -120,7 +159,7 @@ macro_rules! knowledge_store {
                 &self,
                 row: &agno_core::KnowledgeRow,
             ) -> agno_core::DbResult<agno_core::KnowledgeRow> {
-                self.upsert_knowledge(row).await
+                crate::sql::knowledge::upsert(self, row).await
             }
             async fn get_knowledge_content(
                 &self,

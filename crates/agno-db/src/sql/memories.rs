@@ -1,12 +1,15 @@
 //! `agno_memories` as every SQL adapter reads it back.
 
-use agno_core::{DbResult, MemoryPage, MemoryQuery, MemorySort, UserMemory, UserMemoryStats};
+use agno_core::{
+    Cell, DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemorySort, UserMemory, UserMemoryStats,
+};
 use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::Database;
 
 use super::listing::{Listing, count_of, limit_to};
+use super::upsert::{Owned, upsert_owned};
 use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
 
 /// A memory read back from a row of the memories table: `memory` is a JSON column holding the
@@ -68,6 +71,40 @@ fn listing<D: Dialect>(q: &MemoryQuery) -> Condition {
         c = c.add(D::memory_contains(needle));
     }
     c
+}
+
+/// `MemoryStore::upsert_user_memory`: the memory as stored (`created_at` kept from the stored
+/// row). A memory may be replaced by its owner, or by anyone while it has none; its owner never
+/// changes; another user's memory is a conflict and is left as it is.
+pub(crate) async fn upsert<A: SqlDb>(db: &A, memory: &UserMemory) -> DbResult<UserMemory> {
+    let row = memory;
+    let id = row.memory_id.clone().unwrap_or_else(agno_core::new_id);
+    let now = agno_core::now_epoch_secs();
+    let topics = row.topics.as_ref().map(|list| Value::Array(list.iter().cloned().map(Value::String).collect()));
+    let record = Owned {
+        table: &db.tables().memories,
+        key: ("memory_id", &id),
+        cells: vec![
+            ("memory_id", Cell::Text(Some(id.clone()))),
+            ("memory", Cell::Json(Some(Value::String(row.memory.clone())))),
+            ("input", Cell::Text(row.input.clone())),
+            ("agent_id", Cell::Text(row.agent_id.clone())),
+            ("team_id", Cell::Text(row.team_id.clone())),
+            ("user_id", Cell::Text(row.user_id.clone())),
+            ("topics", Cell::Json(topics)),
+            ("feedback", Cell::Text(row.feedback.clone())),
+            ("created_at", Cell::Int(Some(row.created_at.unwrap_or(now)))),
+            ("updated_at", Cell::Int(Some(now))),
+        ],
+        kept: &["memory_id", "user_id", "created_at"],
+        read_back: &COLUMNS,
+    };
+    let writer = row.user_id.clone();
+    let may_replace = |owner: Option<&str>| owner.is_none() || owner == writer.as_deref();
+    match upsert_owned(db, &record, may_replace, &format!("cannot write memory {id}")).await? {
+        Some(stored) => memory_from_row::<A::D>(&stored),
+        None => Err(DbError::new(DbErrorKind::Conflict, format!("memory {id} belongs to another user"))),
+    }
 }
 
 /// `MemoryStore::get_user_memory`.
@@ -175,8 +212,8 @@ pub(crate) async fn stats<A: SqlDb>(
     Ok((stats, count_of(db, count, "cannot count memory users").await?))
 }
 
-/// Implements `agno_core::MemoryStore` for an SQL adapter: its own upsert and topic listing (an
-/// inherent `upsert_memory` and `memory_topics`; both differ per database), the rest above.
+/// Implements `agno_core::MemoryStore` for an SQL adapter: its own topic listing (an inherent
+/// `memory_topics`: each database's JSON functions), the rest above.
 macro_rules! memory_store {
     ($db:ty) => {
         #[async_trait::async_trait]
@@ -185,7 +222,7 @@ macro_rules! memory_store {
                 &self,
                 memory: &agno_core::UserMemory,
             ) -> agno_core::DbResult<agno_core::UserMemory> {
-                self.upsert_memory(memory).await
+                crate::sql::memories::upsert(self, memory).await
             }
             async fn get_user_memory(
                 &self,

@@ -1,9 +1,11 @@
 //! What the three SQL adapters (SQLite, PostgreSQL, MySQL/MariaDB) share, written once over a
-//! [`Dialect`]: how a value is bound and read back, how placeholders are spelled, how a driver
-//! error is classified. Each stored record has one description here (its columns in table
-//! order, the values it binds to them, and how a row reads back: [`jobs`], [`schedules`]) that
-//! every adapter uses;
-//! what truly differs per database (DDL, the claim statement, locks, notifications) stays in
+//! [`Dialect`] (how a value is bound and read back, the statement builder, byte order, the few
+//! JSON and date expressions, how a driver error is classified) and an [`SqlDb`] (an adapter's
+//! pool, tables and flags). Each stored record has one description here (its columns in table
+//! order, the values it binds, how a row reads back), and each store one implementation per area
+//! ([`schedules`], [`sessions`], [`runs`], [`evals`], [`metrics`], [`job_transitions`], ...) that
+//! an adapter's trait impl reaches through one macro. What truly differs per database (DDL,
+//! migration steps, conditional upserts, the queue's enqueue and claim, notifications) stays in
 //! the adapter's own module.
 
 pub(crate) mod dialects;
@@ -20,6 +22,7 @@ pub(crate) mod schedule_runs;
 pub(crate) mod schedules;
 pub(crate) mod sessions;
 pub(crate) mod sqlite_builder;
+pub(crate) mod upsert;
 
 use agno_core::{Cell, DbError, DbResult};
 use async_trait::async_trait;

@@ -1,6 +1,6 @@
-//! `agno_sessions` as every SQL adapter reads, lists, renames and deletes it. How a session is
-//! written (the state merge under each database's locks) and read with its runs stays with each
-//! adapter.
+//! `agno_sessions` as every SQL adapter reads (with its runs, and Agno 2.x's legacy blob), lists,
+//! renames and deletes it. How a session is written (the state merge under each database's
+//! locks) stays with each adapter.
 
 use agno_core::{AgentSession, DbResult, SessionPage, SessionQuery, SessionSort, now_epoch_secs};
 use sea_query::{Condition, Expr, ExprTrait, Query, SelectStatement};

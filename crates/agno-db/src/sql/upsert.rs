@@ -1,0 +1,111 @@
+//! The upsert of a user-scoped record (a memory, a knowledge content): insert it, or replace the
+//! stored row when the table's owner rule lets the writer; a row the writer may not replace is
+//! left as it is. One transaction that locks the stored row, on every SQL database.
+
+use agno_core::{Cell, DbError, DbErrorKind, DbResult};
+use sea_query::{Expr, ExprTrait, LockType, Query};
+use sea_query_sqlx::SqlxBinder;
+
+use super::{Columns, Dialect, Row, SqlDb, Tx, Violation, WRITE_ATTEMPTS};
+
+/// A record to upsert.
+pub(crate) struct Owned<'a> {
+    /// Its table, as configured.
+    pub(crate) table: &'a str,
+    /// Its key column and value.
+    pub(crate) key: (&'static str, &'a str),
+    /// Every column of the record and its value.
+    pub(crate) cells: Vec<(&'static str, Cell)>,
+    /// The columns a replacement leaves as stored (the key and `created_at`; the owner too where
+    /// it never changes).
+    pub(crate) kept: &'static [&'static str],
+    /// The columns read back once written.
+    pub(crate) read_back: &'static [&'static str],
+}
+
+/// Upserts `record` and answers the row as stored (what the database kept of it: PostgreSQL
+/// cannot hold NUL in text), or `None` when `may_replace`, given the stored row's owner, refuses
+/// (nothing is written). A replacement keeps the stored `created_at`, or sets it when the stored
+/// row has none.
+///
+/// # Errors
+/// A storage error.
+pub(crate) async fn upsert_owned<A: SqlDb>(
+    db: &A,
+    record: &Owned<'_>,
+    may_replace: impl Fn(Option<&str>) -> bool,
+    what: &str,
+) -> DbResult<Option<Row<A::D>>> {
+    let table = db.table_ref(record.table);
+    let (key, id) = record.key;
+    let lock = Query::select()
+        .columns(["user_id", "created_at"])
+        .from(table.clone())
+        .and_where(Expr::col(key).eq(id))
+        .lock(LockType::Update)
+        .build_sqlx(A::D::builder());
+    let (mut columns, mut values, mut set) = (Vec::new(), Vec::new(), Vec::new());
+    for (column, cell) in &record.cells {
+        let value = Expr::val(A::D::value(cell.clone())?);
+        if !record.kept.contains(column) {
+            set.push((*column, value.clone()));
+        }
+        columns.push(*column);
+        values.push(value);
+    }
+    let insert = Query::insert()
+        .into_table(table.clone())
+        .columns(columns)
+        .values(values)
+        .map_err(|e| DbError::new(DbErrorKind::Other, format!("{what}: {e}")))?
+        .build_sqlx(A::D::builder());
+    let update = Query::update().table(table.clone()).values(set).and_where(Expr::col(key).eq(id)).take();
+    let created = record.cells.iter().find_map(|(column, cell)| match (*column, cell) {
+        ("created_at", Cell::Int(at)) => *at,
+        _ => None,
+    });
+    let mut undated = update.clone();
+    let update = update.build_sqlx(A::D::builder());
+    let undated = undated.value("created_at", created).build_sqlx(A::D::builder());
+    let read_back = Query::select()
+        .columns(record.read_back.iter().copied())
+        .from(table)
+        .and_where(Expr::col(key).eq(id))
+        .build_sqlx(A::D::builder());
+    let mut attempt = 1;
+    loop {
+        let mut tx = Tx::begin(db).await?;
+        let stored = tx.rows(lock.clone(), what).await?;
+        let outcome = if let Some(row) = stored.first() {
+            let c = Columns::<A::D>::of(row, "user-scoped record");
+            if !may_replace(c.text("user_id")?.as_deref()) {
+                tx.rollback(what).await?;
+                return Ok(None);
+            }
+            let replace = if c.int("created_at")?.is_some() { &update } else { &undated };
+            tx.changed(replace.clone(), what).await
+        } else {
+            match tx.try_changed(insert.clone()).await {
+                Ok(n) => Ok(n),
+                // Another writer inserted it since the read: replace it (or refuse) as stored.
+                Err(e) if A::D::violation(&e) == Some(Violation::PrimaryKey) && attempt < WRITE_ATTEMPTS => {
+                    attempt += 1;
+                    continue;
+                }
+                Err(e) => Err(A::D::error(what, e)),
+            }
+        };
+        let stored = match outcome {
+            Ok(_) => tx.rows(read_back.clone(), what).await,
+            Err(e) => Err(e),
+        };
+        match stored {
+            Ok(mut stored) => {
+                tx.commit(what).await?;
+                return Ok(stored.pop());
+            }
+            Err(e) if A::D::lost_race(&e) && attempt < WRITE_ATTEMPTS => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
