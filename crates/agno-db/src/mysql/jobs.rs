@@ -13,7 +13,7 @@
 use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, RunWrite, StoredEvent};
 use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection};
 
-use super::{MySqlDb, db_error, error_number, with_retries};
+use super::{MySqlDb, db_error, error_number};
 use crate::codec::to_json_text;
 use crate::sql::jobs::{JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
@@ -345,17 +345,17 @@ impl MySqlDb {
     pub(crate) async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
         // An empty key is no key (as in Agno).
         let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
-        with_retries(|| self.try_enqueue(job, key, max_depth)).await
+        crate::sql::retrying::<MySql, _, _, _>(|| self.try_enqueue(job, key, max_depth)).await
     }
 
     /// `JobStore::claim_job`, as this database picks and locks the first claimable job.
     pub(crate) async fn claim(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
-        with_retries(|| self.try_claim(worker_id, lock_grace_seconds, now)).await
+        crate::sql::retrying::<MySql, _, _, _>(|| self.try_claim(worker_id, lock_grace_seconds, now)).await
     }
 
     /// `JobStore::save_claimed_run`: the lease check and the run write in one transaction.
     pub(crate) async fn save_run_of(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
-        with_retries(|| self.try_save_claimed_run(lease, write, now)).await
+        crate::sql::retrying::<MySql, _, _, _>(|| self.try_save_claimed_run(lease, write, now)).await
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.
@@ -366,7 +366,7 @@ impl MySqlDb {
         attempt: i64,
         events: &[StoredEvent],
     ) -> DbResult<bool> {
-        with_retries(|| self.try_append_events(job_id, worker_id, attempt, events)).await
+        crate::sql::retrying::<MySql, _, _, _>(|| self.try_append_events(job_id, worker_id, attempt, events)).await
     }
 }
 

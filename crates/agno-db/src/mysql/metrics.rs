@@ -6,9 +6,10 @@
 //! does: buckets of two users whose ids differ only in case share a row.
 
 use agno_core::{DbResult, MetricsBucket};
+use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Connection};
 
-use super::{Arg, MySqlDb, bind_args, db_error, marks, with_retries};
+use super::{Arg, MySqlDb, bind_args, db_error, marks};
 use crate::codec::to_json_text;
 
 /// The columns in insert order; `date` is read back as text (sqlx has no date codec here).
@@ -117,7 +118,7 @@ impl MySqlDb {
 impl MySqlDb {
     /// `MetricsStore::upsert_metrics` of a batch that is not empty, as this database writes it.
     pub(crate) async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
-        with_retries(|| self.try_upsert_metrics(buckets)).await
+        crate::sql::retrying::<MySql, _, _, _>(|| self.try_upsert_metrics(buckets)).await
     }
 }
 

@@ -30,9 +30,6 @@ use crate::tables::TableNames;
 /// The database Python Agno's `MySQLDb` uses when none is given (its `db_schema` default).
 const DEFAULT_DATABASE: &str = "ai";
 
-/// How often a transaction that lost a deadlock or an insert race is retried.
-const MAX_ATTEMPTS: usize = 8;
-
 /// A MySQL or MariaDB database.
 #[derive(Debug)]
 pub struct MySqlDb {
@@ -270,25 +267,6 @@ impl MySqlDb {
     pub(crate) async fn exec(&self, sql: &str, what: &str) -> DbResult<()> {
         sqlx::raw_sql(AssertSqlSafe(sql)).execute(&self.pool).await.map_err(|e| db_error(what, e))?;
         Ok(())
-    }
-}
-
-/// Runs `attempt` until it succeeds, fails for a reason other than a lost race, or has been
-/// tried [`MAX_ATTEMPTS`] times.
-pub(crate) async fn with_retries<T, F, Fut>(mut attempt: F) -> DbResult<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = DbResult<T>>,
-{
-    let mut tries = 1;
-    loop {
-        match attempt().await {
-            Err(e) if tries < MAX_ATTEMPTS && is_transient(&e) => {
-                tries += 1;
-                tracing::debug!(error = %e, tries, "retrying a mysql transaction that lost a race");
-            }
-            other => return other,
-        }
     }
 }
 

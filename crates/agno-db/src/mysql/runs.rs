@@ -4,10 +4,11 @@
 
 use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use serde_json::Value;
+use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 use super::sessions::text_column;
-use super::{MySqlDb, USER_MATCH, db_error, marks, with_retries};
+use super::{MySqlDb, USER_MATCH, db_error, marks};
 use crate::codec::{run_type, to_json_text};
 
 fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -149,7 +150,7 @@ impl MySqlDb {
 impl MySqlDb {
     /// `RunStore::upsert_run`: one transaction, tried again when it loses a race.
     pub(crate) async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
-        with_retries(|| self.try_upsert_run(run, session_id, user_id)).await
+        crate::sql::retrying::<MySql, _, _, _>(|| self.try_upsert_run(run, session_id, user_id)).await
     }
 }
 

@@ -2,10 +2,11 @@
 
 use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_epoch_secs};
 use serde_json::{Map, Value};
+use sqlx::MySql;
 use sqlx::mysql::MySqlRow;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
-use super::{MySqlDb, USER_MATCH, db_error, marks, with_retries};
+use super::{MySqlDb, USER_MATCH, db_error, marks};
 use crate::codec::{object_column, session_type_of, to_json_text};
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
@@ -128,7 +129,7 @@ impl MySqlDb {
 impl MySqlDb {
     /// `SessionStore::upsert_session`: the write in its own transaction.
     pub(crate) async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        with_retries(|| self.try_upsert_session(session, state)).await
+        crate::sql::retrying::<MySql, _, _, _>(|| self.try_upsert_session(session, state)).await
     }
 }
 

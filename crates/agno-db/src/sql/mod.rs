@@ -441,7 +441,10 @@ where
     let mut tries = 1;
     loop {
         match attempt().await {
-            Err(e) if tries < WRITE_ATTEMPTS && D::lost_race(&e) => tries += 1,
+            Err(e) if tries < WRITE_ATTEMPTS && D::lost_race(&e) => {
+                tries += 1;
+                tracing::debug!(error = %e, tries, "retrying a transaction that lost a race");
+            }
             other => return other,
         }
     }
