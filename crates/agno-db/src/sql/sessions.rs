@@ -262,12 +262,10 @@ pub(crate) async fn first_inputs<A: SqlDb>(
     let first = Expr::cust(format!(
         "(SELECT MIN(r2.run_index) FROM {t} r2 WHERE r2.session_id = {t}.session_id AND r2.parent_run_id IS NULL)"
     ));
-    let mut owner = Condition::any().add(Expr::col("user_id").is_null());
-    if let Some(u) = user_id {
-        owner = owner.add(A::D::exact("user_id", u));
-    } else {
-        owner = Condition::all();
-    }
+    let owner = match user_id {
+        Some(u) => Condition::any().add(Expr::col("user_id").is_null()).add(A::D::exact("user_id", u)),
+        None => Condition::all(),
+    };
     let select = Query::select()
         .column("session_id")
         .expr_as(Expr::cust(A::D::first_input(crate::codec::FIRST_INPUT_CHARS)), "input")
