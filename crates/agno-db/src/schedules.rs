@@ -6,12 +6,19 @@ use std::cmp::Ordering;
 
 use agno_core::{Schedule, ScheduleQuery, ScheduleRun};
 
-/// Columns of `agno_jobs` (the durable queue), in table order.
-pub(crate) const JOB_COLUMNS: &str = "id, component_type, job_type, deployment_id, component_id, session_id, \
-     user_id, payload, status, attempt, max_attempts, idempotency_key, available_at, locked_by, locked_at, error, \
-     created_at, updated_at, completed_at";
-
 /// Page size of a schedule listing without a limit (Agno's default).
+/// Python Agno 3.x: nullable TEXT provenance columns on schedules, two of them indexed.
+pub(crate) const SCHEDULE_PROVENANCE_COLUMNS: &[&str] = &[
+    "managed_by",
+    "target_type",
+    "target_id",
+    "created_by_run_id",
+    "created_by_session_id",
+    "updated_by_run_id",
+    "updated_by_session_id",
+    "disabled_reason",
+];
+
 pub(crate) const SCHEDULES_PAGE: usize = 100;
 /// Page size of a schedule-run listing without a limit (Agno's default).
 pub(crate) const SCHEDULE_RUNS_PAGE: usize = 20;

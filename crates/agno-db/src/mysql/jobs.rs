@@ -14,7 +14,6 @@ use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, RunWrit
 use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection};
 
 use super::{MySqlDb, db_error, error_number};
-use crate::codec::to_json_text;
 use crate::sql::jobs::{JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
 /// Claimable jobs a claim tries, oldest first, before it gives up for this poll.
@@ -118,24 +117,8 @@ impl MySqlDb {
 
     /// Writes every changeable column of `job` (its row locked on `conn`).
     async fn put_job(&self, conn: &mut MySqlConnection, job: &Job) -> DbResult<()> {
-        let sql = format!(
-            "UPDATE `{}` SET payload = ?, status = ?, attempt = ?, max_attempts = ?, available_at = ?, \
-             locked_by = ?, locked_at = ?, error = ?, updated_at = ?, completed_at = ? WHERE id = ?",
-            self.tables().jobs
-        );
-        sqlx::query(AssertSqlSafe(sql))
-            .bind(to_json_text(&job.payload)?)
-            .bind(job.status.as_str())
-            .bind(job.attempt)
-            .bind(job.max_attempts)
-            .bind(job.available_at)
-            .bind(&job.locked_by)
-            .bind(job.locked_at)
-            .bind(&job.error)
-            .bind(job.updated_at)
-            .bind(job.completed_at)
-            .bind(&job.id)
-            .execute(conn)
+        let (sql, values) = crate::sql::job_transitions::put(self, job)?;
+        <MySql as crate::sql::Dialect>::execute_on(conn, &sql, values)
             .await
             .map_err(|e| db_error(&format!("cannot write job {}", job.id), e))?;
         Ok(())

@@ -17,22 +17,6 @@ const COLUMNS: &str = "id, agent_runs_count, team_runs_count, workflow_runs_coun
                        team_sessions_count, workflow_sessions_count, users_count, token_metrics, model_metrics, \
                        date, aggregation_period, user_id, created_at, updated_at, completed";
 
-/// Columns rewritten when a bucket's key exists: all but the key, `id` and `created_at`, as
-/// Agno's `bulk_upsert_metrics`.
-const UPDATED: [&str; 11] = [
-    "agent_runs_count",
-    "team_runs_count",
-    "workflow_runs_count",
-    "agent_sessions_count",
-    "team_sessions_count",
-    "workflow_sessions_count",
-    "users_count",
-    "token_metrics",
-    "model_metrics",
-    "updated_at",
-    "completed",
-];
-
 /// Buckets per multi-row insert (16 parameters each, far below the 65 535 limit).
 const INSERT_CHUNK: usize = 500;
 
@@ -92,7 +76,8 @@ impl MySqlDb {
     /// whose key exists, all in one transaction.
     async fn try_upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
         let t = &self.tables().metrics;
-        let updates = UPDATED.iter().map(|c| format!("{c} = VALUES({c})")).collect::<Vec<_>>().join(", ");
+        let updates =
+            crate::sql::metrics::REPLACED.iter().map(|c| format!("{c} = VALUES({c})")).collect::<Vec<_>>().join(", ");
         let mut conn = self.read_committed_conn().await?;
         let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
         for chunk in buckets.chunks(INSERT_CHUNK) {

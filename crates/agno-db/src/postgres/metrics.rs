@@ -94,14 +94,9 @@ impl PostgresDb {
              SELECT * FROM UNNEST($1::varchar[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], \
              $6::bigint[], $7::bigint[], $8::bigint[], $9::jsonb[], $10::jsonb[], $11::text[]::date[], \
              $12::varchar[], $13::varchar[], $14::bigint[], $15::bigint[], $16::boolean[]) \
-             ON CONFLICT (user_id, date, aggregation_period) DO UPDATE SET \
-             agent_runs_count = excluded.agent_runs_count, team_runs_count = excluded.team_runs_count, \
-             workflow_runs_count = excluded.workflow_runs_count, agent_sessions_count = excluded.agent_sessions_count, \
-             team_sessions_count = excluded.team_sessions_count, \
-             workflow_sessions_count = excluded.workflow_sessions_count, users_count = excluded.users_count, \
-             token_metrics = excluded.token_metrics, model_metrics = excluded.model_metrics, \
-             updated_at = excluded.updated_at, completed = excluded.completed",
-            self.qualified(&self.tables().metrics)
+             ON CONFLICT (user_id, date, aggregation_period) DO UPDATE SET {}",
+            self.qualified(&self.tables().metrics),
+            crate::sql::metrics::replaced_from_excluded()
         );
         let BucketColumns {
             id,

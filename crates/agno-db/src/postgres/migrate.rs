@@ -18,18 +18,6 @@ use crate::codec::run_type;
 use crate::migration::{CleanupReport, LATEST_VERSION, Migrate, MigrationOptions, Progress, TableKind};
 use crate::sql::migrate::{BlobRun, blob_runs};
 
-/// Python Agno 3.x: nullable TEXT provenance columns on schedules, two of them indexed.
-const SCHEDULE_PROVENANCE_COLUMNS: &[&str] = &[
-    "managed_by",
-    "target_type",
-    "target_id",
-    "created_by_run_id",
-    "created_by_session_id",
-    "updated_by_run_id",
-    "updated_by_session_id",
-    "disabled_reason",
-];
-
 /// Column arrays of one batch insert (`INSERT ... SELECT * FROM UNNEST(...)`).
 #[derive(Default)]
 struct RunColumns {
@@ -257,7 +245,7 @@ impl PostgresDb {
             TableKind::Knowledge => indexes.push(vec!["user_id", "linked_to"]),
             TableKind::Schedules => {
                 indexes.push(vec!["user_id", "enabled", "next_run_at"]);
-                for column in SCHEDULE_PROVENANCE_COLUMNS {
+                for column in crate::schedules::SCHEDULE_PROVENANCE_COLUMNS {
                     changed |= self.add_column_if_missing(table, column, "VARCHAR").await?;
                 }
                 indexes.push(vec!["managed_by"]);

@@ -35,7 +35,7 @@ enum Applied<T> {
 }
 
 /// The statement writing every changeable column of `job`.
-fn put<A: SqlDb>(db: &A, job: &Job) -> DbResult<(String, SqlxValues)> {
+pub(crate) fn put<A: SqlDb>(db: &A, job: &Job) -> DbResult<(String, SqlxValues)> {
     let cells = [
         ("payload", Cell::Json(Some(job.payload.clone()))),
         ("status", Cell::Text(Some(job.status.as_str().to_owned()))),

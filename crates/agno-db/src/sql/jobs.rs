@@ -10,8 +10,6 @@ use sqlx::{AssertSqlSafe, Database};
 use super::listing::Listing;
 use super::{Columns, Dialect, SqlDb, bind_all, owned_by, rows};
 
-pub(crate) use crate::schedules::JOB_COLUMNS;
-
 /// The table name errors give.
 const JOBS: &str = "agno_jobs";
 
@@ -152,6 +150,9 @@ pub(crate) async fn cancelled_jobs<A: SqlDb>(db: &A, worker_id: &str) -> DbResul
 
 /// Jobs listed per page when no limit is given.
 const JOBS_PAGE: usize = 20;
+
+/// The columns of the jobs table as SQL text names them (`id, component_type, ...`).
+pub(crate) const JOB_COLUMNS: super::ColumnList = super::ColumnList(&JOB_COLUMN_LIST);
 
 /// The columns of the jobs table, in table order.
 pub(crate) const JOB_COLUMN_LIST: [&str; 19] = [

@@ -340,6 +340,17 @@ pub(crate) trait Dialect {
     fn error(what: &str, e: sqlx::Error) -> DbError;
 }
 
+/// Column names written out for SQL text, comma-separated (from the one list statements built
+/// with sea-query use too).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ColumnList(pub(crate) &'static [&'static str]);
+
+impl std::fmt::Display for ColumnList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.join(", "))
+    }
+}
+
 /// What a write that broke a constraint broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Violation {

@@ -29,14 +29,9 @@ impl SqliteDb {
         let _turn = self.write_turn().await;
         let sql = format!(
             "INSERT INTO {} ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (user_id, date, aggregation_period) DO UPDATE SET \
-             agent_runs_count = excluded.agent_runs_count, team_runs_count = excluded.team_runs_count, \
-             workflow_runs_count = excluded.workflow_runs_count, agent_sessions_count = excluded.agent_sessions_count, \
-             team_sessions_count = excluded.team_sessions_count, \
-             workflow_sessions_count = excluded.workflow_sessions_count, users_count = excluded.users_count, \
-             token_metrics = excluded.token_metrics, model_metrics = excluded.model_metrics, \
-             updated_at = excluded.updated_at, completed = excluded.completed",
-            self.tables().metrics
+             ON CONFLICT (user_id, date, aggregation_period) DO UPDATE SET {}",
+            self.tables().metrics,
+            crate::sql::metrics::replaced_from_excluded()
         );
         let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot begin a metrics write", e))?;
         for b in buckets {

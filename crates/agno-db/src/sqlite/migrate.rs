@@ -34,16 +34,7 @@ impl SqliteDb {
     /// fix.
     async fn schedules_v3(&self, table: &str) -> DbResult<bool> {
         let mut changed = false;
-        for column in [
-            "managed_by",
-            "target_type",
-            "target_id",
-            "created_by_run_id",
-            "created_by_session_id",
-            "updated_by_run_id",
-            "updated_by_session_id",
-            "disabled_reason",
-        ] {
+        for column in crate::schedules::SCHEDULE_PROVENANCE_COLUMNS {
             changed |= self.add_column_if_missing(table, column, "TEXT").await?;
         }
         let mut ddl = vec![
