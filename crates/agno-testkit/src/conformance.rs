@@ -211,6 +211,33 @@ pub async fn session_listing_pages_without_run_bodies(db: Arc<dyn Db>) {
     assert_eq!(ranged.total, 2);
 }
 
+/// The largest limits a client can send (`usize::MAX`, pages after the first) are answered like
+/// any other limit, never a panic or an error.
+pub async fn oversized_limits_are_answered(db: Arc<dyn Db>) {
+    let s = session("huge", Some("u"));
+    save_session(&db, &s).await;
+    db.upsert_run(&run("huge-r0", "huge", 0), "huge", Some("u")).await.expect("upsert");
+    let all = db
+        .get_sessions(&SessionQuery { limit: Some(usize::MAX), page: Some(1), ..SessionQuery::default() })
+        .await
+        .expect("list with the largest limit");
+    assert_eq!((all.total, all.sessions.len()), (1, 1));
+    let beyond = db
+        .get_sessions(&SessionQuery { limit: Some(usize::MAX), page: Some(2), ..SessionQuery::default() })
+        .await
+        .expect("a page past the end");
+    assert!(beyond.sessions.is_empty());
+    let got = db.get_session("huge", None, Some(usize::MAX)).await.expect("read").expect("session");
+    assert_eq!(got.runs().len(), 1);
+    let runs = db.get_runs(&RunQuery { limit: Some(usize::MAX), ..RunQuery::default() }).await.expect("runs");
+    assert_eq!(runs.runs.len(), 1);
+    let memories = db
+        .get_user_memories(&MemoryQuery { limit: Some(usize::MAX), page: Some(2), ..MemoryQuery::default() })
+        .await
+        .expect("memories");
+    assert!(memories.memories.is_empty());
+}
+
 /// Renaming sets `session_data.session_name`.
 pub async fn rename_session_sets_the_name(db: Arc<dyn Db>) {
     save_session(&db, &session("s1", Some("u1"))).await;
@@ -351,6 +378,7 @@ macro_rules! db_conformance {
                 get_runs_filters_and_pages_by_cursor,
                 deletes_cascade_from_sessions_to_runs,
                 session_listing_pages_without_run_bodies,
+                oversized_limits_are_answered,
                 rename_session_sets_the_name,
                 users_are_isolated,
                 session_state_updates_merge,

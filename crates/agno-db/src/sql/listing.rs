@@ -79,7 +79,7 @@ pub(crate) fn direction(order: SortOrder) -> (Order, NullOrdering) {
 pub(crate) fn limit_to(select: &mut SelectStatement, limit: Option<usize>, page: Option<usize>) {
     if let Some(limit) = limit {
         let (offset, limit) = crate::memories::page_bounds(Some(limit), page);
-        select.limit(u64::try_from(limit).unwrap_or(u64::MAX)).offset(u64::try_from(offset).unwrap_or(u64::MAX));
+        select.limit(super::bound(limit)).offset(super::bound(offset));
     }
 }
 

@@ -340,6 +340,13 @@ pub(crate) trait Dialect {
     fn error(what: &str, e: sqlx::Error) -> DbError;
 }
 
+/// `n` as a bound `LIMIT` or `OFFSET` value: at most `i64::MAX`, the databases' integer
+/// (sea-query-sqlx panics on a larger unsigned value, so a client's `limit=2^64-1` must never
+/// reach it).
+pub(crate) fn bound(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX).min(i64::MAX.unsigned_abs())
+}
+
 /// Column names written out for SQL text, comma-separated (from the one list statements built
 /// with sea-query use too).
 #[derive(Debug, Clone, Copy)]

@@ -83,7 +83,7 @@ pub(crate) async fn list<A: SqlDb>(db: &A, q: &RunQuery) -> DbResult<RunPage> {
         .order_by("created_at", order.clone())
         .order_by_expr(A::D::byte_order("run_id"), order);
     if let Some(n) = q.limit {
-        select.limit(u64::try_from(n.saturating_add(1)).unwrap_or(u64::MAX));
+        select.limit(super::bound(n.saturating_add(1)));
     }
     let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list runs").await?;
     let mut runs = listed_runs::<A::D>(&found);

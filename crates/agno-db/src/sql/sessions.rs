@@ -136,7 +136,7 @@ async fn session_runs<A: SqlDb>(db: &A, session_id: &str, limit: Option<usize>) 
         .order_by("run_index", sea_query::Order::Desc)
         .order_by("created_at", sea_query::Order::Desc);
     if let Some(n) = limit {
-        select.limit(u64::try_from(n).unwrap_or(u64::MAX));
+        select.limit(super::bound(n));
     }
     let (sql, values) = select.build_sqlx(A::D::builder());
     let found = A::D::fetch_replanned(db.pool(), &sql, values)
