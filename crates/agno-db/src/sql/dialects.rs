@@ -17,9 +17,6 @@ use crate::postgres::{clean_json, clean_text};
 /// The statement-running methods of a dialect, the same for every sqlx driver.
 macro_rules! runs_statements {
     ($db:ty, $row:ty) => {
-        fn fetch_all<'a>(pool: &'a Pool<$db>, q: Query<'a, $db>) -> BoxFuture<'a, Result<Vec<$row>, sqlx::Error>> {
-            Box::pin(q.fetch_all(pool))
-        }
         fn fetch_built<'a>(
             pool: &'a Pool<$db>,
             sql: &'a str,

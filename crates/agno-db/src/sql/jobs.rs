@@ -5,10 +5,10 @@ use agno_core::{Cell, DbError, DbErrorKind, DbResult, Job, JobStatus, SortOrder,
 use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
-use sqlx::{AssertSqlSafe, Database};
+use sqlx::Database;
 
 use super::listing::Listing;
-use super::{Columns, Dialect, SqlDb, bind_all, owned_by, rows};
+use super::{Columns, Dialect, SqlDb, owned_by, rows};
 
 /// The table name errors give.
 const JOBS: &str = "agno_jobs";
@@ -104,19 +104,16 @@ pub(crate) async fn read_events<A: SqlDb>(
     after: i64,
     limit: usize,
 ) -> DbResult<Vec<StoredEvent>> {
-    let table = db.table(&db.tables().events);
-    let [run, after_mark, limit_mark] = [1, 2, 3].map(A::D::placeholder);
-    let sql = format!(
-        "SELECT event_index, attempt, event, data, created_at FROM {table} WHERE run_id = {run} \
-         AND event_index > {after_mark} ORDER BY event_index LIMIT {limit_mark}"
-    );
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let cells = [Cell::Text(Some(run_id.to_owned())), Cell::Int(Some(after)), Cell::Int(Some(limit))];
-    let q = bind_all::<A::D>(sqlx::query(AssertSqlSafe(sql)), cells)?;
-    let rows = A::D::fetch_all(db.pool(), q)
-        .await
-        .map_err(|e| A::D::error(&format!("cannot read the events of run {run_id}"), e))?;
-    rows.iter().map(event_from_row::<A::D>).collect()
+    let select = Query::select()
+        .columns(["event_index", "attempt", "event", "data", "created_at"])
+        .from(db.table_ref(&db.tables().events))
+        .and_where(Expr::col("run_id").eq(run_id))
+        .and_where(Expr::col("event_index").gt(after))
+        .order_by("event_index", sea_query::Order::Asc)
+        .limit(super::bound(limit))
+        .build_sqlx(A::D::builder());
+    let found = rows(db, select, &format!("cannot read the events of run {run_id}")).await?;
+    found.iter().map(event_from_row::<A::D>).collect()
 }
 
 /// The index of the last event logged for run `run_id`, if any.
@@ -124,13 +121,12 @@ pub(crate) async fn read_events<A: SqlDb>(
 /// # Errors
 /// The statement fails.
 pub(crate) async fn last_event_index<A: SqlDb>(db: &A, run_id: &str) -> DbResult<Option<i64>> {
-    let table = db.table(&db.tables().events);
-    let sql = format!("SELECT MAX(event_index) AS last_index FROM {table} WHERE run_id = {}", A::D::placeholder(1));
-    let q = bind_all::<A::D>(sqlx::query(AssertSqlSafe(sql)), [Cell::Text(Some(run_id.to_owned()))])?;
-    let rows = A::D::fetch_all(db.pool(), q)
-        .await
-        .map_err(|e| A::D::error(&format!("cannot read the events of run {run_id}"), e))?;
-    match rows.first() {
+    let select = Query::select()
+        .expr_as(Expr::cust("MAX(event_index)"), "last_index")
+        .from(db.table_ref(&db.tables().events))
+        .and_where(Expr::col("run_id").eq(run_id))
+        .build_sqlx(A::D::builder());
+    match rows(db, select, &format!("cannot read the events of run {run_id}")).await?.first() {
         Some(row) => Columns::<A::D>::of(row, "agno_job_events").int("last_index"),
         None => Ok(None),
     }
@@ -141,11 +137,14 @@ pub(crate) async fn last_event_index<A: SqlDb>(db: &A, run_id: &str) -> DbResult
 /// # Errors
 /// The statement fails.
 pub(crate) async fn cancelled_jobs<A: SqlDb>(db: &A, worker_id: &str) -> DbResult<Vec<String>> {
-    let table = db.table(&db.tables().jobs);
-    let sql = format!("SELECT id FROM {table} WHERE status = 'cancelled' AND locked_by = {}", A::D::placeholder(1));
-    let q = bind_all::<A::D>(sqlx::query(AssertSqlSafe(sql)), [Cell::Text(Some(worker_id.to_owned()))])?;
-    let rows = A::D::fetch_all(db.pool(), q).await.map_err(|e| A::D::error("cannot read cancelled jobs", e))?;
-    rows.iter().map(|row| Ok(Columns::<A::D>::of(row, JOBS).text("id")?.unwrap_or_default())).collect()
+    let select = Query::select()
+        .column("id")
+        .from(db.table_ref(&db.tables().jobs))
+        .and_where(Expr::col("status").eq(JobStatus::Cancelled.as_str()))
+        .and_where(Expr::col("locked_by").eq(worker_id))
+        .build_sqlx(A::D::builder());
+    let found = rows(db, select, "cannot read cancelled jobs").await?;
+    found.iter().map(|row| Ok(Columns::<A::D>::of(row, JOBS).text("id")?.unwrap_or_default())).collect()
 }
 
 /// Jobs listed per page when no limit is given.

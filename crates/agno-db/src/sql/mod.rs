@@ -187,12 +187,6 @@ pub(crate) trait Dialect {
     /// The column is missing, or holds text that is not JSON (a decode error).
     fn read_json(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<Value>, sqlx::Error>;
 
-    /// Runs `q` on `pool` and returns its rows.
-    fn fetch_all<'a>(
-        pool: &'a Pool<Self::DB>,
-        q: Query<'a, Self::DB>,
-    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
-
     /// sea-query's builder of statements in the dialect.
     fn builder() -> impl sea_query::QueryBuilder;
 
