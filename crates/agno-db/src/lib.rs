@@ -15,9 +15,7 @@
 
 mod codec;
 mod doc;
-mod json;
 mod memories;
-mod memory;
 pub mod metrics;
 mod migration;
 mod mysql;
@@ -31,12 +29,11 @@ mod tables;
 
 pub use self::redis::RedisDb;
 pub use agno_core::redact_url;
-pub use json::JsonDb;
-pub use memory::InMemoryDb;
+pub use doc::{DocDb, InMemoryDb, JsonDb};
 pub use metrics::{MetricsReads, calculate_metrics, calculate_metrics_until, calculate_metrics_with};
 pub use migration::{
-    CleanupReport, LATEST_VERSION, Migrate, MigrationManager, MigrationOptions, Progress, SchemaStatus, TableKind,
-    TableStatus, UNSTAMPED_VERSION, VERSIONS,
+    CleanupReport, LATEST_VERSION, Migrate, MigrationManager, MigrationOptions, MigrationStep, Progress, SchemaStatus,
+    TableKind, TableStatus, UNSTAMPED_VERSION, VERSIONS,
 };
 pub use mysql::MySqlDb;
 pub use open::{open, open_ready};

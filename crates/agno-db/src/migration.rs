@@ -71,6 +71,29 @@ impl Default for MigrationOptions {
 /// Progress of a long step (for progress bars).
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Send + Sync);
 
+/// One migration step on one table: what [`Migrate::migrate_table`] applies.
+#[derive(Clone, Copy)]
+pub struct MigrationStep<'a> {
+    /// The table.
+    pub kind: TableKind,
+    /// The version the step brings the table to.
+    pub version: &'a str,
+    /// Batch size and fault injection.
+    pub options: &'a MigrationOptions,
+    /// Reports the progress of a long step.
+    pub progress: Progress<'a>,
+}
+
+impl std::fmt::Debug for MigrationStep<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MigrationStep")
+            .field("kind", &self.kind)
+            .field("version", &self.version)
+            .field("options", self.options)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What `cleanup_legacy_runs_*` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CleanupReport {
@@ -99,13 +122,7 @@ pub trait Migrate: Db {
     ///
     /// # Errors
     /// A storage error; nothing of the step is kept.
-    async fn migrate_table(
-        &self,
-        kind: TableKind,
-        version: &str,
-        options: &MigrationOptions,
-        progress: Progress<'_>,
-    ) -> DbResult<bool>;
+    async fn migrate_table(&self, step: MigrationStep<'_>) -> DbResult<bool>;
 
     /// Creates missing tables at the latest version and stamps them.
     ///
@@ -230,10 +247,13 @@ impl<'a> MigrationManager<'a> {
         for table in &before.tables {
             for version in &table.pending {
                 tracing::info!(table = %table.table, version, "applying migration");
-                self.db.migrate_table(table.kind, version, &self.options, progress).await.map_err(|e| {
-                    DbError::new(e.kind(), format!("migration of {} to {version} failed: {e}", table.table))
-                        .with_source(e)
-                })?;
+                self.db
+                    .migrate_table(MigrationStep { kind: table.kind, version, options: &self.options, progress })
+                    .await
+                    .map_err(|e| {
+                        DbError::new(e.kind(), format!("migration of {} to {version} failed: {e}", table.table))
+                            .with_source(e)
+                    })?;
                 self.db.upsert_schema_version(&table.table, version).await?;
             }
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use agno_core::{Db, DbError, DbErrorKind, DbResult, redact_url};
 
-use crate::memory::InMemoryDb;
+use crate::doc::InMemoryDb;
 use crate::migration::{Migrate, MigrationManager};
 use crate::sqlite::SqliteDb;
 
@@ -22,7 +22,7 @@ pub async fn open(url: &str) -> DbResult<Arc<dyn Migrate>> {
         Some("memory") => Ok(Arc::new(InMemoryDb::new())),
         Some("sqlite") => Ok(Arc::new(SqliteDb::connect(url).await?)),
         Some("redis") => Ok(Arc::new(crate::redis::RedisDb::connect(url).await?)),
-        Some("json") => Ok(Arc::new(crate::json::JsonDb::connect(url).await?)),
+        Some("json") => Ok(Arc::new(crate::doc::JsonDb::connect(url).await?)),
         Some(s) if s == "mysql" || s == "mariadb" || s.starts_with("mysql+") => {
             Ok(Arc::new(crate::mysql::MySqlDb::connect(url).await?))
         }

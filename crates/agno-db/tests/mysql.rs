@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use agno_core::{
     AgentSession, Db, DbErrorKind, RunOutput, RunQuery, RunStatus, RunStore, SchemaStore, SessionStore, StateUpdate,
 };
-use agno_db::{Migrate, MigrationManager, MigrationOptions, MySqlDb, TableNames};
+use agno_db::{Migrate, MigrationManager, MigrationOptions, MigrationStep, MySqlDb, TableNames};
 use serde_json::{Map, Value, json};
 use sqlx::{AssertSqlSafe, Connection, MySqlConnection, Row};
 
@@ -603,7 +603,8 @@ async fn v2_side_tables_gain_user_ids_and_the_per_user_metrics_key() {
         (agno_db::TableKind::Knowledge, "3.0.0"),
         (agno_db::TableKind::Sessions, "2.5.0"),
     ] {
-        let changed = db.migrate_table(kind, version, &MigrationOptions::default(), &|_, _| {}).await.unwrap();
+        let step = MigrationStep { kind, version, options: &MigrationOptions::default(), progress: &|_, _| {} };
+        let changed = db.migrate_table(step).await.unwrap();
         assert!(!changed, "{kind} {version} is idempotent");
     }
     t.drop().await;

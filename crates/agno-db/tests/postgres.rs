@@ -16,7 +16,7 @@ use agno_core::{
     RunOutput, RunQuery, RunStore, Schedule, ScheduleRun, ScheduleRunUpdate, ScheduleStore, SchemaStore, SessionStore,
     SortOrder, StateUpdate, UserMemory,
 };
-use agno_db::{Migrate, MigrationManager, MigrationOptions, PostgresDb, TableNames};
+use agno_db::{Migrate, MigrationManager, MigrationOptions, MigrationStep, PostgresDb, TableNames};
 use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
 
@@ -561,9 +561,14 @@ async fn metrics_get_the_per_user_key_in_place_of_the_daily_one() {
     .await;
     // Rerunning the step changes nothing.
     assert!(
-        !db.migrate_table(agno_db::TableKind::Metrics, "3.0.0", &MigrationOptions::default(), &|_, _| {})
-            .await
-            .unwrap()
+        !db.migrate_table(MigrationStep {
+            kind: agno_db::TableKind::Metrics,
+            version: "3.0.0",
+            options: &MigrationOptions::default(),
+            progress: &|_, _| {}
+        })
+        .await
+        .unwrap()
     );
 }
 

@@ -1,5 +1,10 @@
 //! User memories: which a listing shows and in which order, the topics and the per-user
 //! counts, over the memories an adapter read.
+//!
+//! User memories of a `JsonDb` (`agno_memories.json`, documents shaped as Python Agno's
+//! `JsonDb` writes them), and what the document stores (`JsonDb`, `RedisDb`) share for memory
+//! documents: reading a stored document (epoch or ISO timestamps) and the write rules of an
+//! upsert. Listing, topics and per-user stats are [`crate::doc::memories`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -58,4 +63,317 @@ pub(crate) fn memory_stats<'a>(
     let total = stats.len() as u64;
     let (offset, limit) = crate::memories::page_bounds(limit, page);
     (stats.into_iter().skip(offset).take(limit).collect(), total)
+}
+
+use agno_core::{DbError, DbErrorKind, DbResult, MemoryStore, new_id, now_epoch_secs};
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::schema::str_field;
+use super::{DocBackend, DocDb, Docs};
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a day number (days since 1970-01-01).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if month <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, month, day)
+}
+
+/// Epoch seconds as a naive ISO-8601 text in UTC (`1970-01-01T00:01:40`), the form
+/// `UserMemory.to_dict()` gives `created_at` and Python Agno reads back as UTC.
+pub(crate) fn iso_from_epoch(secs: i64) -> String {
+    let (date, time) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(date);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", time / 3600, time % 3600 / 60, time % 60)
+}
+
+/// A run of ASCII digits as a number; `None` when empty or not all digits.
+fn digits(text: &str) -> Option<i64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// `HH[:MM[:SS[.ffffff]]]` (or `HHMM[SS]`) as seconds; fractions are dropped.
+fn clock_secs(text: &str) -> Option<i64> {
+    let whole = text.split_once(['.', ',']).map_or(text, |(w, _)| w);
+    let parts: Vec<&str> = if whole.contains(':') {
+        whole.split(':').collect()
+    } else {
+        (0..whole.len()).step_by(2).filter_map(|i| whole.get(i..(i + 2).min(whole.len()))).collect()
+    };
+    if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.len() != 2) {
+        return None;
+    }
+    let mut secs = 0;
+    for (i, part) in parts.iter().enumerate() {
+        let n = digits(part)?;
+        secs += n * [3600, 60, 1][i];
+    }
+    Some(secs)
+}
+
+/// An ISO-8601 text as epoch seconds, as Python's `to_epoch_s` reads it (`datetime.fromisoformat`,
+/// a trailing `Z` is UTC, a naive time is UTC).
+pub(crate) fn epoch_from_iso(text: &str) -> Option<i64> {
+    let s = text.trim();
+    let (date, rest) = (s.get(..10)?, s.get(10..)?);
+    let mut fields = date.split('-');
+    let (y, m, d) = (digits(fields.next()?)?, digits(fields.next()?)?, digits(fields.next()?)?);
+    if fields.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let day_secs = days_from_civil(y, m, d) * 86_400;
+    if rest.is_empty() {
+        return Some(day_secs);
+    }
+    let rest = rest.strip_prefix(['T', 't', ' '])?;
+    let (clock, offset) = if let Some(clock) = rest.strip_suffix(['Z', 'z']) {
+        (clock, 0)
+    } else if let Some(at) = rest.find(['+', '-']) {
+        let (clock, zone) = rest.split_at(at);
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        (clock, sign * clock_secs(&zone[1..])?)
+    } else {
+        (rest, 0)
+    };
+    Some(day_secs + clock_secs(clock)? - offset)
+}
+
+/// A stored timestamp as epoch seconds: an integer, a float (truncated) or an ISO text.
+#[allow(clippy::cast_possible_truncation)]
+pub(crate) fn epoch_value(value: Option<&Value>) -> Option<i64> {
+    match value? {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Value::String(text) => epoch_from_iso(text),
+        _ => None,
+    }
+}
+
+/// A memory from a stored document (either store's shape, or Agno 2.x's `to_dict()` shape).
+pub(crate) fn memory_from_doc(doc: &Map<String, Value>) -> UserMemory {
+    let text = |key: &str| str_field(doc, key).map(str::to_owned);
+    let memory = match doc.get("memory") {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let topics = match doc.get("topics") {
+        Some(Value::Array(list)) => Some(list.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()),
+        _ => None,
+    };
+    UserMemory {
+        memory_id: text("memory_id"),
+        memory,
+        topics,
+        user_id: text("user_id"),
+        input: text("input"),
+        agent_id: text("agent_id"),
+        team_id: text("team_id"),
+        feedback: text("feedback"),
+        created_at: epoch_value(doc.get("created_at")),
+        updated_at: epoch_value(doc.get("updated_at")),
+    }
+}
+
+/// An upsert's outcome: the row to store and the memory to return to the caller.
+pub(crate) struct MemoryWrite {
+    /// The row to store.
+    pub(crate) stored: UserMemory,
+    /// What the upsert returns.
+    pub(crate) returned: UserMemory,
+}
+
+/// Applies the upsert rules (those of the SQLite store) to `memory` over the stored `existing`
+/// memory of the same id: the id is `id`; a memory owned by another user is a conflict; an update
+/// keeps the stored `created_at` and owner; `updated_at` is `now`.
+///
+/// # Errors
+/// [`DbErrorKind::Conflict`] when `existing` belongs to another user.
+pub(crate) fn memory_write(
+    memory: &UserMemory,
+    id: &str,
+    existing: Option<&UserMemory>,
+    now: i64,
+) -> DbResult<MemoryWrite> {
+    let mut returned = memory.clone();
+    returned.memory_id = Some(id.to_owned());
+    let mut stored = returned.clone();
+    match existing {
+        Some(old) => {
+            if old.user_id.is_some() && old.user_id != memory.user_id {
+                return Err(DbError::new(DbErrorKind::Conflict, format!("memory {id} belongs to another user")));
+            }
+            stored.user_id.clone_from(&old.user_id);
+            stored.created_at = Some(old.created_at.or(memory.created_at).unwrap_or(now));
+        }
+        None => stored.created_at = Some(memory.created_at.unwrap_or(now)),
+    }
+    stored.updated_at = Some(now);
+    returned.created_at = stored.created_at;
+    returned.updated_at = Some(now);
+    Ok(MemoryWrite { stored, returned })
+}
+
+/// A memory document as Python Agno's `JsonDb` writes it: `UserMemory.to_dict()` (keys without
+/// a value left out, `created_at` as naive ISO text in UTC) with `updated_at` in epoch seconds.
+fn json_doc(m: &UserMemory) -> Map<String, Value> {
+    let mut doc = Map::new();
+    let mut put = |key: &str, value: Option<Value>| {
+        if let Some(v) = value {
+            doc.insert(key.to_owned(), v);
+        }
+    };
+    let text = |v: &Option<String>| v.clone().map(Value::String);
+    put("memory_id", text(&m.memory_id));
+    put("memory", Some(Value::String(m.memory.clone())));
+    put("topics", m.topics.as_ref().map(|t| Value::Array(t.iter().cloned().map(Value::String).collect())));
+    put("created_at", m.created_at.map(|c| Value::String(iso_from_epoch(c))));
+    put("updated_at", m.updated_at.map(Value::from));
+    put("input", text(&m.input));
+    put("user_id", text(&m.user_id));
+    put("agent_id", text(&m.agent_id));
+    put("team_id", text(&m.team_id));
+    put("feedback", text(&m.feedback));
+    doc
+}
+
+fn doc_id(doc: &Value) -> Option<&str> {
+    doc.get("memory_id").and_then(Value::as_str)
+}
+
+/// The memories of the memory file (entries that are not documents are skipped).
+fn read_memories(files: &dyn Docs) -> DbResult<Vec<UserMemory>> {
+    Ok(files.read(&files.tables().memories)?.iter().filter_map(Value::as_object).map(memory_from_doc).collect())
+}
+
+#[async_trait]
+impl<B: DocBackend> MemoryStore for DocDb<B> {
+    async fn upsert_user_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
+        let memory = memory.clone();
+        self.write(move |files| {
+            let table = &files.tables().memories.clone();
+            let mut docs = files.read(table)?.into_owned();
+            let id = memory.memory_id.clone().unwrap_or_else(new_id);
+            let at = docs.iter().position(|d| doc_id(d) == Some(id.as_str()));
+            let existing = at.and_then(|i| docs[i].as_object()).map(memory_from_doc);
+            let write = memory_write(&memory, &id, existing.as_ref(), now_epoch_secs())?;
+            let doc = Value::Object(json_doc(&write.stored));
+            match at {
+                Some(i) => docs[i] = doc,
+                None => docs.push(doc),
+            }
+            files.write(table, docs)?;
+            Ok(write.returned)
+        })
+        .await
+    }
+
+    async fn get_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>> {
+        let (memory_id, user_id) = (memory_id.to_owned(), user_id.map(str::to_owned));
+        self.read(move |files| {
+            let docs = files.read(&files.tables().memories)?;
+            Ok(docs
+                .iter()
+                .find(|d| doc_id(d) == Some(memory_id.as_str()))
+                .and_then(Value::as_object)
+                .map(memory_from_doc)
+                .filter(|m| visible(m.user_id.as_deref(), user_id.as_deref())))
+        })
+        .await
+    }
+
+    async fn get_user_memories(&self, query: &MemoryQuery) -> DbResult<MemoryPage> {
+        let query = query.clone();
+        self.read(move |files| Ok(page_memories(read_memories(files)?, &query))).await
+    }
+
+    async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        Ok(self.delete_user_memories(&[memory_id.to_owned()], user_id).await? == 1)
+    }
+
+    async fn delete_user_memories(&self, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        if memory_ids.is_empty() {
+            return Ok(0);
+        }
+        let (ids, user_id) = (memory_ids.iter().cloned().collect::<BTreeSet<String>>(), user_id.map(str::to_owned));
+        self.write(move |files| {
+            let table = &files.tables().memories.clone();
+            let mut docs = files.read(table)?.into_owned();
+            let before = docs.len();
+            docs.retain(|d| {
+                let owner = d.get("user_id").and_then(Value::as_str);
+                !(doc_id(d).is_some_and(|id| ids.contains(id)) && visible(owner, user_id.as_deref()))
+            });
+            let deleted = (before - docs.len()) as u64;
+            if deleted > 0 {
+                files.write(table, docs)?;
+            }
+            Ok(deleted)
+        })
+        .await
+    }
+
+    async fn get_all_memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
+        let user_id = user_id.map(str::to_owned);
+        self.read(move |files| Ok(memory_topics(&read_memories(files)?, user_id.as_deref()))).await
+    }
+
+    async fn get_user_memory_stats(
+        &self,
+        limit: Option<usize>,
+        page: Option<usize>,
+        user_id: Option<&str>,
+    ) -> DbResult<(Vec<UserMemoryStats>, u64)> {
+        let user_id = user_id.map(str::to_owned);
+        self.read(move |files| Ok(memory_stats(&read_memories(files)?, limit, page, user_id.as_deref()))).await
+    }
+
+    async fn clear_memories(&self) -> DbResult<()> {
+        self.write(|files| {
+            let table = &files.tables().memories.clone();
+            if files.exists(table) { files.write(table, Vec::new()) } else { Ok(()) }
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{epoch_from_iso, iso_from_epoch};
+
+    #[test]
+    fn iso_timestamps_round_trip_as_python_reads_them() {
+        assert_eq!(iso_from_epoch(100), "1970-01-01T00:01:40");
+        assert_eq!(iso_from_epoch(1_735_689_600), "2025-01-01T00:00:00");
+        assert_eq!(iso_from_epoch(951_782_400), "2000-02-29T00:00:00");
+        for secs in [0, 100, 951_782_399, 1_735_689_600, 1_796_009_009, 4_102_444_800] {
+            assert_eq!(epoch_from_iso(&iso_from_epoch(secs)), Some(secs));
+        }
+        assert_eq!(epoch_from_iso("2025-01-01"), Some(1_735_689_600));
+        assert_eq!(epoch_from_iso("2025-01-01 00:00:00.123456"), Some(1_735_689_600));
+        assert_eq!(epoch_from_iso("2025-01-01T00:00:00Z"), Some(1_735_689_600));
+        assert_eq!(epoch_from_iso("2025-01-01T02:00:00+02:00"), Some(1_735_689_600));
+        assert_eq!(epoch_from_iso("2024-12-31T22:30:00-01:30"), Some(1_735_689_600));
+        assert_eq!(epoch_from_iso("not a date"), None);
+        assert_eq!(epoch_from_iso("2025-13-01"), None);
+    }
 }

@@ -1,12 +1,142 @@
-//! What the document adapters (in memory, JSON files, Redis) share: each area's filter, order
-//! and page rules, written once. An adapter only reads its documents into records and writes
-//! them back; which records a listing shows, in which order, is decided here.
+//! The document family: one implementation of every store over tables of JSON documents shaped
+//! as Python Agno's `JsonDb` writes them, for two backends — process memory ([`InMemoryDb`]) and a
+//! directory of JSON files ([`JsonDb`]). A backend only reads and writes whole tables under its
+//! lock ([`DocBackend`], [`Docs`]); every area's documents, filters, order, paging, owner checks
+//! and job transitions are written once here. `RedisDb` shares the document shapes and listing
+//! rules (`schema`, `memories`, `metrics`, ...) and keeps its own key layout and scripts.
 
 pub(crate) mod evals;
+mod files;
+pub(crate) mod jobs;
 pub(crate) mod knowledge;
 pub(crate) mod memories;
+mod memory;
+pub(crate) mod metrics;
+mod migrate;
+mod runs;
+mod schedules;
+pub(crate) mod schema;
+mod sessions;
 
-use agno_core::SortOrder;
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use agno_core::{DbResult, SortOrder};
+use serde_json::Value;
+
+use crate::tables::TableNames;
+
+/// A database of JSON-document tables over the backend `B`: [`InMemoryDb`] or [`JsonDb`].
+/// Cloning shares the same backend.
+pub struct DocDb<B> {
+    backend: Arc<B>,
+}
+
+/// A process-local store, for tests, examples and the CLI's one-shot runs: the document family
+/// over tables kept in memory. Nothing survives the process. Cloning shares the same data.
+pub type InMemoryDb = DocDb<memory::MemoryDocs>;
+
+/// A directory of JSON files, one per table (`agno_sessions.json`, `agno_runs.json`, ...), shaped
+/// as Python Agno's `JsonDb` writes them, so both can use the same directory.
+pub type JsonDb = DocDb<files::JsonFiles>;
+
+impl<B> Clone for DocDb<B> {
+    fn clone(&self) -> Self {
+        Self { backend: Arc::clone(&self.backend) }
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for DocDb<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.backend.fmt(f)
+    }
+}
+
+impl<B: DocBackend> DocDb<B> {
+    fn with_backend(backend: B) -> Self {
+        Self { backend: Arc::new(backend) }
+    }
+
+    /// The table names in use.
+    pub fn tables(&self) -> &TableNames {
+        self.backend.tables()
+    }
+
+    /// Runs `f` under the backend's shared lock: a consistent view of every table.
+    pub(crate) async fn read<T, F>(&self, f: F) -> DbResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Docs) -> DbResult<T> + Send + 'static,
+    {
+        self.backend.locked(false, f).await
+    }
+
+    /// Runs a read-modify-write `f` under the backend's exclusive lock; `f` reads what it changes.
+    pub(crate) async fn write<T, F>(&self, f: F) -> DbResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Docs) -> DbResult<T> + Send + 'static,
+    {
+        self.backend.locked(true, f).await
+    }
+}
+
+/// Where a [`DocDb`] keeps its tables. What a backend does is only lock and give a view of its
+/// tables; which documents they hold is the family's.
+pub trait DocBackend: Send + Sync + fmt::Debug + 'static {
+    /// True when the backend runs the durable job queue (`JobStore`).
+    const JOBS: bool;
+
+    /// The table names in use.
+    fn tables(&self) -> &TableNames;
+
+    /// Runs `f` over a view of the tables under the backend's lock (exclusive for writes, which
+    /// are read-modify-write); `f` may block.
+    fn locked<T, F>(&self, exclusive: bool, f: F) -> impl Future<Output = DbResult<T>> + Send
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Docs) -> DbResult<T> + Send + 'static;
+}
+
+/// The tables of a document store, while its lock is held.
+pub trait Docs {
+    /// The table names in use.
+    fn tables(&self) -> &TableNames;
+
+    /// The documents of a table; a missing table is empty.
+    ///
+    /// # Errors
+    /// A storage error, or a table that cannot be read as a list of documents.
+    fn read(&self, table: &str) -> DbResult<Cow<'_, [Value]>>;
+
+    /// Replaces the documents of a table (creating it).
+    ///
+    /// # Errors
+    /// A storage error; the table is then unchanged.
+    fn write(&mut self, table: &str, rows: Vec<Value>) -> DbResult<()>;
+
+    /// True when the table exists.
+    fn exists(&self, table: &str) -> bool;
+
+    /// The job queue, for a backend that runs one ([`DocBackend::JOBS`]).
+    fn job_tables(&mut self) -> Option<&mut jobs::JobTables> {
+        None
+    }
+
+    /// Creates a table holding no documents when it is missing; true when created.
+    ///
+    /// # Errors
+    /// As [`Docs::write`].
+    fn create_if_missing(&mut self, table: &str) -> DbResult<bool> {
+        if self.exists(table) {
+            return Ok(false);
+        }
+        self.write(table, Vec::new())?;
+        Ok(true)
+    }
+}
 
 /// True when a record owned by `owner` is visible to a caller filtering on `user_id` (none:
 /// unscoped, sees everything).

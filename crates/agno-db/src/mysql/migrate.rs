@@ -14,7 +14,7 @@ use sqlx::{AssertSqlSafe, Connection, Row};
 use super::sessions::text_column;
 use super::{Arg, MySqlDb, bind_arg, db_error, marks};
 use crate::codec::{json_column, run_type, to_json_text};
-use crate::migration::{CleanupReport, Migrate, MigrationOptions, Progress, TableKind};
+use crate::migration::{CleanupReport, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
 use crate::sql::migrate::{BlobRun, blob_runs};
 
 /// MySQL refuses longer identifiers (error 1059).
@@ -328,18 +328,12 @@ impl Migrate for MySqlDb {
         crate::sql::existing_tables(self).await
     }
 
-    async fn migrate_table(
-        &self,
-        kind: TableKind,
-        version: &str,
-        options: &MigrationOptions,
-        progress: Progress<'_>,
-    ) -> DbResult<bool> {
+    async fn migrate_table(&self, step: MigrationStep<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
-        match (kind, version) {
+        match (step.kind, step.version) {
             (TableKind::Memories, "2.3.0") => self.migrate_memories_2_3_0(&t.memories).await,
             (TableKind::Sessions, "2.5.0") => self.migrate_sessions_2_5_0(&t.sessions).await,
-            (TableKind::Sessions, "3.0.0") => self.copy_blob_runs(options, progress).await,
+            (TableKind::Sessions, "3.0.0") => self.copy_blob_runs(step.options, step.progress).await,
             (TableKind::Evals, "3.0.0") => self.add_user_id(&t.evals).await,
             (TableKind::Knowledge, "3.0.0") => self.add_user_id(&t.knowledge).await,
             (TableKind::Schedules, "3.0.0") => self.add_user_id(&t.schedules).await,

@@ -15,7 +15,7 @@ use super::schedules::name_backstop_ddl;
 use super::schema::{index_ddl, runs_ddl};
 use super::{PostgresDb, db_error};
 use crate::codec::run_type;
-use crate::migration::{CleanupReport, LATEST_VERSION, Migrate, MigrationOptions, Progress, TableKind};
+use crate::migration::{CleanupReport, LATEST_VERSION, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
 use crate::sql::migrate::{BlobRun, blob_runs};
 
 /// Column arrays of one batch insert (`INSERT ... SELECT * FROM UNNEST(...)`).
@@ -455,15 +455,9 @@ impl Migrate for PostgresDb {
         crate::sql::existing_tables(self).await
     }
 
-    async fn migrate_table(
-        &self,
-        kind: TableKind,
-        version: &str,
-        options: &MigrationOptions,
-        progress: Progress<'_>,
-    ) -> DbResult<bool> {
+    async fn migrate_table(&self, step: MigrationStep<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
-        let table = match kind {
+        let table = match step.kind {
             TableKind::Sessions => &t.sessions,
             TableKind::Memories => &t.memories,
             TableKind::Metrics => &t.metrics,
@@ -475,7 +469,7 @@ impl Migrate for PostgresDb {
         if !self.table_exists(table).await? {
             return Ok(false);
         }
-        match (kind, version) {
+        match (step.kind, step.version) {
             (TableKind::Memories, "2.3.0") => self.memories_2_3_0(table).await,
             (TableKind::Sessions, "2.3.0") => {
                 let cols = ["session_data", "agent_data", "team_data", "workflow_data", "metadata", "runs", "summary"];
@@ -486,12 +480,12 @@ impl Migrate for PostgresDb {
             (TableKind::Knowledge, "2.3.0") => self.json_to_jsonb(table, &["metadata"]).await,
             (TableKind::Sessions, "2.5.0") => self.sessions_2_5_0(table).await,
             (TableKind::Sessions, "3.0.0") => {
-                let copied = self.copy_blob_runs(options, progress).await;
+                let copied = self.copy_blob_runs(step.options, step.progress).await;
                 self.refresh_legacy_flag().await?;
                 copied
             }
             (TableKind::Evals | TableKind::Knowledge | TableKind::Schedules | TableKind::ScheduleRuns, "3.0.0") => {
-                self.user_id_3_0_0(kind, table).await
+                self.user_id_3_0_0(step.kind, table).await
             }
             (TableKind::Metrics, "3.0.0") => self.metrics_3_0_0(table).await,
             // Steps with no work for this table (2.5.6 only touches approvals).

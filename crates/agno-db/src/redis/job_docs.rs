@@ -2,7 +2,7 @@
 //! Agno's session-ordering stamps kept), an event as its sorted-set member.
 
 use agno_core::{DbError, DbErrorKind, DbResult, Job, StoredEvent};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// A job as stored: its text (compared on write), its document (unknown fields kept), and the job.
 pub(super) struct Stored {
@@ -109,19 +109,11 @@ pub(super) fn python_json_string(s: &str) -> String {
 }
 
 pub(super) fn event_member(e: &StoredEvent) -> String {
-    json!({"event_index": e.event_index, "attempt": e.attempt, "event": e.event, "data": e.data, "created_at": e.created_at})
-        .to_string()
+    crate::doc::jobs::event_value(e).to_string()
 }
 
 pub(super) fn event_of(member: &str) -> Option<StoredEvent> {
-    let v: Value = serde_json::from_str(member).ok()?;
-    Some(StoredEvent {
-        event_index: v.get("event_index")?.as_i64()?,
-        attempt: v.get("attempt")?.as_i64()?,
-        event: v.get("event")?.as_str()?.to_owned(),
-        data: v.get("data")?.as_str()?.to_owned(),
-        created_at: v.get("created_at")?.as_i64()?,
-    })
+    crate::doc::jobs::event_of(&serde_json::from_str(member).ok()?)
 }
 
 pub(super) fn too_busy(job_id: &str) -> DbError {

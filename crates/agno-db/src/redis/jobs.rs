@@ -32,8 +32,8 @@ use super::schema::SAVE_CLAIMED_RUN;
 use super::sessions::{CAS_ATTEMPTS, index_values, planned_session_doc, user_args};
 use super::{RedisDb, parse_doc, redis_error};
 use crate::codec::to_json_text;
+use crate::doc::schema::build_run_row;
 use crate::doc::visible;
-use crate::json::schema::build_run_row;
 
 /// Jobs listed per page when no limit is given.
 const JOBS_PAGE: usize = 20;

@@ -21,9 +21,9 @@ use serde_json::{Map, Value};
 use super::sessions::user_args;
 use super::{MGET_CHUNK, RedisDb, glob_escape, parse_doc, redis_error};
 use crate::codec::to_json_text;
+use crate::doc::memories::{memory_from_doc, memory_write};
 use crate::doc::memories::{memory_stats, memory_topics, page_memories};
 use crate::doc::visible;
-use crate::json::memories::{memory_from_doc, memory_write};
 
 /// Fields with an index set `{prefix}:memories:index:{field}:{value}` (as Agno).
 const INDEX_FIELDS: [&str; 4] = ["user_id", "agent_id", "team_id", "workflow_id"];

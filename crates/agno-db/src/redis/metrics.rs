@@ -1,6 +1,6 @@
 //! Metrics buckets in Redis, laid out as Python Agno's `RedisDb` lays them out: one JSON string
 //! per bucket at `{prefix}:metrics:{date}_{user_id}_{period}` (Agno's deterministic record id,
-//! `2026-11-01__daily` for the shared bucket), shaped as in [`crate::json::metrics`]; Agno keeps
+//! `2026-11-01__daily` for the shared bucket), shaped as in [`crate::doc::metrics`]; Agno keeps
 //! no index sets for metrics.
 //!
 //! A batch is written by one compare-and-set script over all its keys, retried on contention: a
@@ -17,8 +17,8 @@ use serde_json::{Map, Value};
 
 use super::{RedisDb, glob_escape, parse_doc, redis_error};
 use crate::codec::to_json_text;
-use crate::json::metrics::{all_buckets, metrics_doc, metrics_key_id, select_metrics};
-use crate::json::schema::str_field;
+use crate::doc::metrics::{all_buckets, metrics_doc, metrics_key_id, select_metrics};
+use crate::doc::schema::str_field;
 use crate::metrics::progress_of;
 
 /// Attempts of a compare-and-set before giving up (each round, one contender always wins).

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::runs::run_index_values;
 use super::schema::INSERT_RUN_IF_ABSENT;
 use super::{RedisDb, glob_escape, parse_doc, redis_error};
-use crate::json::schema::{blob_run_ids, legacy_blob, legacy_rows, str_field};
-use crate::migration::{CleanupReport, Migrate, MigrationOptions, Progress, TableKind};
+use crate::doc::schema::{blob_run_ids, legacy_blob, legacy_rows, str_field};
+use crate::migration::{CleanupReport, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
 
 impl RedisDb {
     /// True when some key `{prefix}:{table_type}:*` other than an index exists.
@@ -135,15 +135,9 @@ impl Migrate for RedisDb {
         Ok(out)
     }
 
-    async fn migrate_table(
-        &self,
-        kind: TableKind,
-        version: &str,
-        options: &MigrationOptions,
-        progress: Progress<'_>,
-    ) -> DbResult<bool> {
-        match (kind, version) {
-            (TableKind::Sessions, "3.0.0") => self.copy_blob_runs(options, progress).await,
+    async fn migrate_table(&self, step: MigrationStep<'_>) -> DbResult<bool> {
+        match (step.kind, step.version) {
+            (TableKind::Sessions, "3.0.0") => self.copy_blob_runs(step.options, step.progress).await,
             // The other steps change SQL schemas only; documents need nothing.
             _ => Ok(false),
         }

@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 use super::schema::{DELETE_RUN, RUN_INDEX_FIELDS, UPSERT_RUN};
 use super::sessions::user_args;
 use super::{RedisDb, redis_error};
+use crate::doc::schema::{RunRow, build_run_row, page_runs, scrub_blob, str_field};
 use crate::doc::visible;
-use crate::json::schema::{RunRow, build_run_row, page_runs, scrub_blob, str_field};
 
 /// The indexed values of a run row, as a JSON list in `RUN_INDEX_FIELDS` order.
 pub(crate) fn run_index_values(row: &Map<String, Value>) -> String {

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use super::schema::{CAS_SESSION, DELETE_SESSION, SESSION_INDEX_FIELDS};
 use super::{RedisDb, redis_error};
 use crate::codec::{keep_latest, merge_legacy_runs, to_json_text};
+use crate::doc::schema::{legacy_blob, merged_session_data, page_sessions, session_doc, session_from_doc, str_field};
 use crate::doc::visible;
-use crate::json::schema::{legacy_blob, merged_session_data, page_sessions, session_doc, session_from_doc, str_field};
 
 /// Attempts of a compare-and-set before giving up (each round, one contender always wins).
 pub(crate) const CAS_ATTEMPTS: usize = 10_000;

@@ -11,7 +11,7 @@ use sqlx::Row;
 use super::schema::runs_ddl;
 use super::{SqliteDb, db_error};
 use crate::codec::{json_column, run_type, to_json_text};
-use crate::migration::{CleanupReport, Migrate, MigrationOptions, Progress, TableKind};
+use crate::migration::{CleanupReport, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
 use crate::sql::migrate::{BlobRun, blob_runs};
 
 impl SqliteDb {
@@ -152,27 +152,21 @@ impl Migrate for SqliteDb {
         crate::sql::existing_tables(self).await
     }
 
-    async fn migrate_table(
-        &self,
-        kind: TableKind,
-        version: &str,
-        options: &MigrationOptions,
-        progress: Progress<'_>,
-    ) -> DbResult<bool> {
+    async fn migrate_table(&self, step: MigrationStep<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
-        let changed = match (kind, version) {
+        let changed = match (step.kind, step.version) {
             (TableKind::Memories, "2.3.0") => {
                 let a = self.add_column_if_missing(&t.memories, "created_at", "BIGINT").await?;
                 let b = self.add_column_if_missing(&t.memories, "feedback", "VARCHAR").await?;
                 a || b
             }
             (TableKind::Sessions, "3.0.0") => {
-                let copied = self.copy_blob_runs(options, progress).await?;
+                let copied = self.copy_blob_runs(step.options, step.progress).await?;
                 self.refresh_legacy_flag().await?;
                 copied
             }
             (TableKind::Evals | TableKind::Knowledge | TableKind::Schedules | TableKind::ScheduleRuns, "3.0.0") => {
-                let table = match kind {
+                let table = match step.kind {
                     TableKind::Evals => &t.evals,
                     TableKind::Knowledge => &t.knowledge,
                     TableKind::Schedules => &t.schedules,
@@ -184,7 +178,7 @@ impl Migrate for SqliteDb {
                     .execute(self.pool())
                     .await
                     .map_err(|e| db_error("cannot index user_id", e))?;
-                if kind == TableKind::Schedules { self.schedules_v3(table).await? || added } else { added }
+                if step.kind == TableKind::Schedules { self.schedules_v3(table).await? || added } else { added }
             }
             (TableKind::Metrics, "3.0.0") => {
                 let added = self.add_column_if_missing(&t.metrics, "user_id", "VARCHAR NOT NULL DEFAULT ''").await?;

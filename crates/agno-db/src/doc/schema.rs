@@ -3,7 +3,7 @@
 //! filtering, sorting and paging both need, and the rows the v3 migration builds from a legacy
 //! `runs` field.
 
-use crate::doc::visible;
+use crate::doc::{Docs, visible};
 use agno_core::{
     AgentSession, DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, SessionPage, SessionQuery,
     SessionSort, SortOrder, StateUpdate,
@@ -357,7 +357,7 @@ pub(crate) fn scrub_blob(doc: &mut Map<String, Value>, run_ids: &[String]) -> bo
 /// Schema versions in `agno_schema_versions.json`: `{"table_name", "version", "updated_at"}` rows
 /// (epoch seconds), as Python Agno's `JsonDb` writes them.
 #[async_trait::async_trait]
-impl agno_core::SchemaStore for super::JsonDb {
+impl<B: super::DocBackend> agno_core::SchemaStore for super::DocDb<B> {
     async fn get_latest_schema_version(&self, table_name: &str) -> DbResult<Option<String>> {
         let table_name = table_name.to_owned();
         self.read(move |files| Ok(stamped_version(&files.read(&files.tables().versions)?, &table_name))).await
@@ -379,14 +379,14 @@ pub(crate) fn stamped_version(rows: &[Value], table_name: &str) -> Option<String
 }
 
 /// Stamps a table's version (the caller holds the exclusive lock).
-pub(crate) fn stamp(files: &super::Files, table_name: &str, version: &str) -> DbResult<()> {
-    let versions = &files.tables().versions;
-    let mut rows = files.read(versions)?;
+pub(crate) fn stamp(files: &mut dyn Docs, table_name: &str, version: &str) -> DbResult<()> {
+    let versions = &files.tables().versions.clone();
+    let mut rows = files.read(versions)?.into_owned();
     rows.retain(|r| r.get("table_name").and_then(Value::as_str) != Some(table_name));
     let mut row = Map::new();
     row.insert("table_name".to_owned(), Value::String(table_name.to_owned()));
     row.insert("version".to_owned(), Value::String(version.to_owned()));
     row.insert("updated_at".to_owned(), Value::from(agno_core::now_epoch_secs()));
     rows.push(Value::Object(row));
-    files.write(versions, &rows)
+    files.write(versions, rows)
 }

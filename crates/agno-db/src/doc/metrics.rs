@@ -18,8 +18,8 @@ use agno_core::{DbResult, MetricsBucket, MetricsQuery, MetricsStore, NaiveDate};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::JsonDb;
 use super::schema::str_field;
+use super::{DocBackend, DocDb};
 use crate::metrics::{metrics_match, metrics_order, progress_of};
 
 /// Python Agno's deterministic id of a bucket, `{date}_{user_id}_{period}` (`2026-11-01__daily`
@@ -172,15 +172,15 @@ fn same_bucket(doc: &Map<String, Value>, b: &MetricsBucket) -> bool {
 }
 
 #[async_trait]
-impl MetricsStore for JsonDb {
+impl<B: DocBackend> MetricsStore for DocDb<B> {
     async fn upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
         if buckets.is_empty() {
             return Ok(());
         }
         let buckets = buckets.to_vec();
         self.write(move |files| {
-            let table = &files.tables().metrics;
-            let mut docs = files.read(table)?;
+            let table = &files.tables().metrics.clone();
+            let mut docs = files.read(table)?.into_owned();
             for b in buckets {
                 let mut row = b;
                 let slot = docs.iter().position(|d| d.as_object().is_some_and(|d| same_bucket(d, &row)));
@@ -199,7 +199,7 @@ impl MetricsStore for JsonDb {
                     None => docs.push(Value::Object(metrics_doc(&row))),
                 }
             }
-            files.write(table, &docs)
+            files.write(table, docs)
         })
         .await
     }

@@ -3,17 +3,18 @@
 //! nothing), and the cleanup of the legacy field.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
 use async_trait::async_trait;
 use serde_json::Value;
 
 use super::schema::{blob_run_ids, legacy_blob, legacy_rows, stamp, stamped_version};
-use super::{Files, JsonDb};
-use crate::migration::{CleanupReport, LATEST_VERSION, Migrate, MigrationOptions, Progress, TableKind};
+use super::{DocBackend, DocDb, Docs};
+use crate::migration::{CleanupReport, LATEST_VERSION, Migrate, MigrationOptions, MigrationStep, TableKind};
 
 /// Run ids present in the runs file.
-fn stored_run_ids(files: &Files) -> DbResult<HashSet<String>> {
+fn stored_run_ids(files: &dyn Docs) -> DbResult<HashSet<String>> {
     Ok(files
         .read(&files.tables().runs)?
         .iter()
@@ -22,7 +23,7 @@ fn stored_run_ids(files: &Files) -> DbResult<HashSet<String>> {
 }
 
 /// Legacy runs, over every session, that are not in the runs file.
-fn missing_blob_runs(files: &Files) -> DbResult<u64> {
+fn missing_blob_runs(files: &dyn Docs) -> DbResult<u64> {
     let docs = files.read(&files.tables().sessions)?;
     if !docs.iter().filter_map(Value::as_object).any(|d| legacy_blob(d).is_some()) {
         return Ok(0);
@@ -38,7 +39,7 @@ fn missing_blob_runs(files: &Files) -> DbResult<u64> {
 }
 
 /// Copies every legacy run not yet in the runs file; the file is written once at the end.
-fn copy_blob_runs(files: &Files, options: MigrationOptions, report: &dyn Fn(u64, u64)) -> DbResult<bool> {
+fn copy_blob_runs(files: &mut dyn Docs, options: MigrationOptions, report: &dyn Fn(u64, u64)) -> DbResult<bool> {
     let t = files.tables().clone();
     let docs = files.read(&t.sessions)?;
     let legacy: Vec<_> = docs.iter().filter_map(Value::as_object).filter(|d| legacy_blob(d).is_some()).collect();
@@ -46,7 +47,7 @@ fn copy_blob_runs(files: &Files, options: MigrationOptions, report: &dyn Fn(u64,
         return Ok(false);
     }
     let total = legacy.len() as u64;
-    let mut rows = files.read(&t.runs)?;
+    let mut rows = files.read(&t.runs)?.into_owned();
     let mut have = stored_run_ids(files)?;
     let now = now_epoch_secs();
     let mut done = 0u64;
@@ -69,12 +70,12 @@ fn copy_blob_runs(files: &Files, options: MigrationOptions, report: &dyn Fn(u64,
         report(done, total);
     }
     if added > 0 {
-        files.write(&t.runs, &rows)?;
+        files.write(&t.runs, rows)?;
     }
     Ok(true)
 }
 
-impl JsonDb {
+impl<B: DocBackend> DocDb<B> {
     /// Creates the missing table files (sessions, runs, metrics, schedules, schedule runs) holding
     /// `[]` and stamps them at the latest schema; an unstamped runs, schedules or schedule runs
     /// file (only ever written by v3) is stamped too. An existing sessions or metrics file is left
@@ -88,26 +89,30 @@ impl JsonDb {
             if files.create_if_missing(&t.sessions)? {
                 stamp(files, &t.sessions, LATEST_VERSION)?;
             }
-            let v3_only = |table: &str| -> DbResult<()> {
+            let v3_only = |files: &mut dyn Docs, table: &str| -> DbResult<()> {
                 files.create_if_missing(table)?;
                 if stamped_version(&files.read(&t.versions)?, table).is_none() {
                     stamp(files, table, LATEST_VERSION)?;
                 }
                 Ok(())
             };
-            v3_only(&t.runs)?;
+            v3_only(files, &t.runs)?;
             if files.create_if_missing(&t.metrics)? {
                 stamp(files, &t.metrics, LATEST_VERSION)?;
             }
-            v3_only(&t.schedules)?;
-            v3_only(&t.schedule_runs)
+            v3_only(files, &t.schedules)?;
+            v3_only(files, &t.schedule_runs)
         })
         .await
     }
 }
 
 #[async_trait]
-impl Migrate for JsonDb {
+impl<B: DocBackend> Migrate for DocDb<B> {
+    fn job_store(self: Arc<Self>) -> Option<Arc<dyn agno_core::JobStore>> {
+        B::JOBS.then_some(self as Arc<dyn agno_core::JobStore>)
+    }
+
     async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
         self.read(|files| {
             let t = files.tables().clone();
@@ -127,18 +132,12 @@ impl Migrate for JsonDb {
         .await
     }
 
-    async fn migrate_table(
-        &self,
-        kind: TableKind,
-        version: &str,
-        options: &MigrationOptions,
-        progress: Progress<'_>,
-    ) -> DbResult<bool> {
-        if (kind, version) != (TableKind::Sessions, "3.0.0") {
+    async fn migrate_table(&self, step: MigrationStep<'_>) -> DbResult<bool> {
+        if (step.kind, step.version) != (TableKind::Sessions, "3.0.0") {
             // The other steps change SQL schemas only; documents need nothing.
             return Ok(false);
         }
-        let options = *options;
+        let (options, progress) = (*step.options, step.progress);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
         let copy = self.write(move |files| {
             copy_blob_runs(files, options, &|done, total| {
@@ -155,17 +154,17 @@ impl Migrate for JsonDb {
     }
 
     async fn create_tables(&self) -> DbResult<()> {
-        JsonDb::create_tables(self).await
+        DocDb::create_tables(self).await
     }
 
     async fn legacy_runs_pending(&self) -> DbResult<u64> {
-        self.read(missing_blob_runs).await
+        self.read(|files| missing_blob_runs(files)).await
     }
 
     async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
         self.write(move |files| {
             let t = files.tables().clone();
-            let mut docs = files.read(&t.sessions)?;
+            let mut docs = files.read(&t.sessions)?.into_owned();
             if !docs.iter().filter_map(Value::as_object).any(|d| d.contains_key("runs")) {
                 return Ok(CleanupReport { removed: false, missing_runs: 0 });
             }
@@ -182,7 +181,7 @@ impl Migrate for JsonDb {
             for doc in docs.iter_mut().filter_map(Value::as_object_mut) {
                 doc.shift_remove("runs");
             }
-            files.write(&t.sessions, &docs)?;
+            files.write(&t.sessions, docs)?;
             Ok(CleanupReport { removed: true, missing_runs: missing })
         })
         .await

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::schema::{
     RunRow, legacy_blob, merged_session_data, page_sessions, session_doc, session_from_doc, sort_by_index, str_field,
 };
-use super::{Files, JsonDb};
+use super::{DocBackend, DocDb, Docs};
 use crate::codec::{keep_latest, merge_legacy_runs};
 use crate::doc::visible;
 
@@ -21,10 +21,11 @@ pub(crate) fn find_session(docs: &[Value], session_id: &str) -> Option<usize> {
 }
 
 /// The runs of a session from the runs file, in `run_index` order.
-fn session_runs(files: &Files, session_id: &str) -> DbResult<Vec<RunRow>> {
+fn session_runs(files: &dyn Docs, session_id: &str) -> DbResult<Vec<RunRow>> {
     let mut rows: Vec<RunRow> = files
         .read(&files.tables().runs)?
-        .into_iter()
+        .iter()
+        .cloned()
         .filter_map(RunRow::parse)
         .filter(|r| r.session_id.as_deref() == Some(session_id))
         .collect();
@@ -33,7 +34,7 @@ fn session_runs(files: &Files, session_id: &str) -> DbResult<Vec<RunRow>> {
 }
 
 fn read_session(
-    files: &Files,
+    files: &dyn Docs,
     session_id: &str,
     user_id: Option<&str>,
     runs_limit: Option<usize>,
@@ -66,7 +67,7 @@ fn read_session(
 }
 
 #[async_trait]
-impl SessionStore for JsonDb {
+impl<B: DocBackend> SessionStore for DocDb<B> {
     async fn get_session(
         &self,
         session_id: &str,
@@ -79,32 +80,7 @@ impl SessionStore for JsonDb {
 
     async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
         let (session, state) = (session.clone(), state.clone());
-        self.write(move |files| {
-            let table = &files.tables().sessions;
-            let mut docs = files.read(table)?;
-            let now = now_epoch_secs();
-            let found = find_session(&docs, &session.session_id);
-            let stored = found.and_then(|i| docs[i].as_object());
-            if let Some(stored) = stored {
-                let owner = str_field(stored, "user_id");
-                if owner.is_some() && owner != session.user_id.as_deref() {
-                    return Err(DbError::new(
-                        DbErrorKind::Conflict,
-                        format!("session {} belongs to another user", session.session_id),
-                    ));
-                }
-            }
-            let created_at =
-                stored.and_then(|d| d.get("created_at").and_then(Value::as_i64)).or(session.created_at).unwrap_or(now);
-            let data = merged_session_data(&session, &state, stored);
-            let doc = session_doc(&session, data, created_at, now, stored.and_then(legacy_blob))?;
-            match found {
-                Some(i) => docs[i] = Value::Object(doc),
-                None => docs.push(Value::Object(doc)),
-            }
-            files.write(table, &docs)
-        })
-        .await
+        self.write(move |files| write_session(files, &session, &state)).await
     }
 
     async fn get_sessions(&self, query: &SessionQuery) -> DbResult<SessionPage> {
@@ -124,8 +100,8 @@ impl SessionStore for JsonDb {
     ) -> DbResult<Option<AgentSession>> {
         let (session_id, name, user_id) = (session_id.to_owned(), session_name.to_owned(), user_id.map(str::to_owned));
         self.write(move |files| {
-            let table = &files.tables().sessions;
-            let mut docs = files.read(table)?;
+            let table = &files.tables().sessions.clone();
+            let mut docs = files.read(table)?.into_owned();
             let Some(i) = find_session(&docs, &session_id) else { return Ok(None) };
             let Some(doc) = docs[i].as_object_mut() else { return Ok(None) };
             if !visible(str_field(doc, "user_id"), user_id.as_deref()) {
@@ -140,7 +116,7 @@ impl SessionStore for JsonDb {
             }
             doc.insert("updated_at".to_owned(), Value::from(now_epoch_secs()));
             let session = session_from_doc(doc)?;
-            files.write(table, &docs)?;
+            files.write(table, docs)?;
             Ok(Some(session))
         })
         .await
@@ -154,7 +130,7 @@ impl SessionStore for JsonDb {
         let (ids, user_id) = (session_ids.to_vec(), user_id.map(str::to_owned));
         self.write(move |files| {
             let t = files.tables().clone();
-            let mut docs = files.read(&t.sessions)?;
+            let mut docs = files.read(&t.sessions)?.into_owned();
             let doomed = |d: &Value| {
                 d.as_object().is_some_and(|d| {
                     str_field(d, "session_id").is_some_and(|id| ids.iter().any(|x| x == id))
@@ -171,19 +147,47 @@ impl SessionStore for JsonDb {
                 return Ok(0);
             }
             // Runs first: a crash in between leaves a session without runs, never orphan runs.
-            let mut runs = files.read(&t.runs)?;
+            let mut runs = files.read(&t.runs)?.into_owned();
             let before = runs.len();
             runs.retain(|r| {
                 !r.get("session_id").and_then(Value::as_str).is_some_and(|sid| deleted.iter().any(|d| d == sid))
             });
             if runs.len() != before {
-                files.write(&t.runs, &runs)?;
+                files.write(&t.runs, runs)?;
             }
             docs.retain(|d| !doomed(d));
-            files.write(&t.sessions, &docs)?;
+            files.write(&t.sessions, docs)?;
             let unique: std::collections::HashSet<&String> = deleted.iter().collect();
             Ok(unique.len() as u64)
         })
         .await
     }
+}
+
+/// Writes a session (the rest of `upsert_session`): refused, changing nothing, when it belongs
+/// to another user.
+pub(super) fn write_session(files: &mut dyn Docs, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+    let table = files.tables().sessions.clone();
+    let mut docs = files.read(&table)?.into_owned();
+    let now = now_epoch_secs();
+    let found = find_session(&docs, &session.session_id);
+    let stored = found.and_then(|i| docs[i].as_object());
+    if let Some(stored) = stored {
+        let owner = str_field(stored, "user_id");
+        if owner.is_some() && owner != session.user_id.as_deref() {
+            return Err(DbError::new(
+                DbErrorKind::Conflict,
+                format!("session {} belongs to another user", session.session_id),
+            ));
+        }
+    }
+    let created_at =
+        stored.and_then(|d| d.get("created_at").and_then(Value::as_i64)).or(session.created_at).unwrap_or(now);
+    let data = merged_session_data(session, state, stored);
+    let doc = session_doc(session, data, created_at, now, stored.and_then(legacy_blob))?;
+    match found {
+        Some(i) => docs[i] = Value::Object(doc),
+        None => docs.push(Value::Object(doc)),
+    }
+    files.write(&table, docs)
 }

@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Files, JsonDb};
+use super::{DocBackend, DocDb, Docs};
 use crate::doc::visible;
 use crate::schedules::{
     claimable, later_run, newest_run_first, newest_schedule_first, release, schedule_matches, schedule_page,
@@ -64,7 +64,14 @@ fn name_conflict(name: &str) -> DbError {
 }
 
 /// Replaces document `i` of `table` with `value` and writes the table.
-fn put<T: Serialize>(files: &Files, table: &str, docs: &mut [Value], i: usize, value: &T, what: &str) -> DbResult<()> {
+fn put<T: Serialize>(
+    files: &mut dyn Docs,
+    table: &str,
+    mut docs: Vec<Value>,
+    i: usize,
+    value: &T,
+    what: &str,
+) -> DbResult<()> {
     if let Some(slot) = docs.get_mut(i) {
         *slot = to_doc(value, what)?;
     }
@@ -72,12 +79,12 @@ fn put<T: Serialize>(files: &Files, table: &str, docs: &mut [Value], i: usize, v
 }
 
 #[async_trait]
-impl ScheduleStore for JsonDb {
+impl<B: DocBackend> ScheduleStore for DocDb<B> {
     async fn create_schedule(&self, schedule: &Schedule) -> DbResult<Schedule> {
         let schedule = schedule.clone();
         self.write(move |files| {
-            let table = &files.tables().schedules;
-            let mut docs = files.read(table)?;
+            let table = &files.tables().schedules.clone();
+            let mut docs = files.read(table)?.into_owned();
             if docs.iter().any(|d| doc_id(d) == Some(schedule.id.as_str())) {
                 return Err(DbError::new(DbErrorKind::Conflict, format!("schedule {} already exists", schedule.id)));
             }
@@ -85,7 +92,7 @@ impl ScheduleStore for JsonDb {
                 return Err(name_conflict(&schedule.name));
             }
             docs.push(to_doc(&schedule, "schedule")?);
-            files.write(table, &docs)?;
+            files.write(table, docs)?;
             Ok(schedule)
         })
         .await
@@ -132,8 +139,8 @@ impl ScheduleStore for JsonDb {
     ) -> DbResult<Option<Schedule>> {
         let (id, user_id, update) = (id.to_owned(), user_id.map(str::to_owned), update.clone());
         self.write(move |files| {
-            let table = &files.tables().schedules;
-            let mut docs = files.read(table)?;
+            let table = &files.tables().schedules.clone();
+            let docs = files.read(table)?.into_owned();
             let Some((i, current)) = find::<Schedule>(&docs, &id, "schedule")? else { return Ok(None) };
             if !visible(current.user_id.as_deref(), user_id.as_deref()) {
                 return Ok(None);
@@ -143,7 +150,7 @@ impl ScheduleStore for JsonDb {
             if next.name != current.name && name_taken(&docs, &next.name, next.user_id.as_deref(), &id) {
                 return Err(name_conflict(&next.name));
             }
-            put(files, table, &mut docs, i, &next, "schedule")?;
+            put(files, table, docs, i, &next, "schedule")?;
             Ok(Some(next))
         })
         .await
@@ -154,22 +161,22 @@ impl ScheduleStore for JsonDb {
         self.write(move |files| {
             let t = files.tables().clone();
             // The cascade carries the same owner guard, so another user's runs are kept.
-            let mut runs = files.read(&t.schedule_runs)?;
+            let mut runs = files.read(&t.schedule_runs)?.into_owned();
             let before = runs.len();
             runs.retain(|r| {
                 !(r.get("schedule_id").and_then(Value::as_str) == Some(id.as_str())
                     && visible(r.get("user_id").and_then(Value::as_str), user_id.as_deref()))
             });
             if runs.len() != before {
-                files.write(&t.schedule_runs, &runs)?;
+                files.write(&t.schedule_runs, runs)?;
             }
-            let mut docs = files.read(&t.schedules)?;
+            let mut docs = files.read(&t.schedules)?.into_owned();
             let Some((i, s)) = find::<Schedule>(&docs, &id, "schedule")? else { return Ok(false) };
             if !visible(s.user_id.as_deref(), user_id.as_deref()) {
                 return Ok(false);
             }
             docs.remove(i);
-            files.write(&t.schedules, &docs)?;
+            files.write(&t.schedules, docs)?;
             Ok(true)
         })
         .await
@@ -183,8 +190,8 @@ impl ScheduleStore for JsonDb {
     ) -> DbResult<Option<Schedule>> {
         let worker_id = worker_id.to_owned();
         self.write(move |files| {
-            let table = &files.tables().schedules;
-            let mut docs = files.read(table)?;
+            let table = &files.tables().schedules.clone();
+            let docs = files.read(table)?.into_owned();
             let due = docs
                 .iter()
                 .enumerate()
@@ -194,7 +201,7 @@ impl ScheduleStore for JsonDb {
             let Some((i, mut s)) = due else { return Ok(None) };
             s.locked_by = Some(worker_id);
             s.locked_at = Some(now);
-            put(files, table, &mut docs, i, &s, "schedule")?;
+            put(files, table, docs, i, &s, "schedule")?;
             Ok(Some(s))
         })
         .await
@@ -209,13 +216,13 @@ impl ScheduleStore for JsonDb {
     ) -> DbResult<bool> {
         let (id, worker_id) = (id.to_owned(), worker_id.map(str::to_owned));
         self.write(move |files| {
-            let table = &files.tables().schedules;
-            let mut docs = files.read(table)?;
+            let table = &files.tables().schedules.clone();
+            let docs = files.read(table)?.into_owned();
             let Some((i, mut s)) = find::<Schedule>(&docs, &id, "schedule")? else { return Ok(false) };
             if !release(&mut s, next_run_at, worker_id.as_deref(), locked_at, now_epoch_secs()) {
                 return Ok(false);
             }
-            put(files, table, &mut docs, i, &s, "schedule")?;
+            put(files, table, docs, i, &s, "schedule")?;
             Ok(true)
         })
         .await
@@ -224,13 +231,13 @@ impl ScheduleStore for JsonDb {
     async fn renew_schedule_claim(&self, id: &str, worker_id: &str, now: i64) -> DbResult<bool> {
         let (id, worker_id) = (id.to_owned(), worker_id.to_owned());
         self.write(move |files| {
-            let table = &files.tables().schedules;
-            let mut docs = files.read(table)?;
+            let table = &files.tables().schedules.clone();
+            let docs = files.read(table)?.into_owned();
             let Some((i, mut s)) = find::<Schedule>(&docs, &id, "schedule")? else { return Ok(false) };
             if !crate::schedules::renew(&mut s, &worker_id, now) {
                 return Ok(false);
             }
-            put(files, table, &mut docs, i, &s, "schedule")?;
+            put(files, table, docs, i, &s, "schedule")?;
             Ok(true)
         })
         .await
@@ -247,13 +254,13 @@ impl ScheduleStore for JsonDb {
                     format!("schedule {} does not exist", row.schedule_id),
                 ));
             };
-            let mut runs = files.read(&t.schedule_runs)?;
+            let mut runs = files.read(&t.schedule_runs)?.into_owned();
             if runs.iter().any(|r| doc_id(r) == Some(row.id.as_str())) {
                 return Err(DbError::new(DbErrorKind::Conflict, format!("schedule run {} already exists", row.id)));
             }
             row.user_id = parent.user_id;
             runs.push(to_doc(&row, "schedule run")?);
-            files.write(&t.schedule_runs, &runs)?;
+            files.write(&t.schedule_runs, runs)?;
             Ok(row)
         })
         .await
@@ -262,11 +269,11 @@ impl ScheduleStore for JsonDb {
     async fn update_schedule_run(&self, id: &str, update: &ScheduleRunUpdate) -> DbResult<Option<ScheduleRun>> {
         let (id, update) = (id.to_owned(), update.clone());
         self.write(move |files| {
-            let table = &files.tables().schedule_runs;
-            let mut docs = files.read(table)?;
+            let table = &files.tables().schedule_runs.clone();
+            let docs = files.read(table)?.into_owned();
             let Some((i, mut r)) = find::<ScheduleRun>(&docs, &id, "schedule run")? else { return Ok(None) };
             update.apply(&mut r);
-            put(files, table, &mut docs, i, &r, "schedule run")?;
+            put(files, table, docs, i, &r, "schedule run")?;
             Ok(Some(r))
         })
         .await
@@ -323,8 +330,8 @@ impl ScheduleStore for JsonDb {
     async fn delete_schedule_runs(&self, schedule_id: &str, before: i64) -> DbResult<u64> {
         let schedule_id = schedule_id.to_owned();
         self.write(move |files| {
-            let table = &files.tables().schedule_runs;
-            let mut docs = files.read(table)?;
+            let table = &files.tables().schedule_runs.clone();
+            let mut docs = files.read(table)?.into_owned();
             let n = docs.len();
             docs.retain(|d| {
                 !(d.get("schedule_id").and_then(Value::as_str) == Some(schedule_id.as_str())
@@ -332,7 +339,7 @@ impl ScheduleStore for JsonDb {
             });
             let deleted = (n - docs.len()) as u64;
             if deleted > 0 {
-                files.write(table, &docs)?;
+                files.write(table, docs)?;
             }
             Ok(deleted)
         })

@@ -1,4 +1,4 @@
-//! `JsonDb`: a directory of JSON files, one per table (`agno_sessions.json`, `agno_runs.json`,
+//! The JSON-files backend of [`JsonDb`]: a directory of JSON files, one per table (`agno_sessions.json`, `agno_runs.json`,
 //! `agno_schema_versions.json`, ...), each a JSON list of documents shaped as Python Agno's
 //! `JsonDb` writes them, so both can use the same directory. Schedules and schedule runs, which
 //! Agno's `JsonDb` lacks, are stored the same way (`agno_schedules.json`,
@@ -10,32 +10,25 @@
 //! fsync of the directory. Reads take a shared lock. A file that is not valid JSON is reported,
 //! naming it, and never overwritten. File IO runs on the blocking thread pool.
 
-mod evals;
-mod knowledge;
-pub(crate) mod memories;
-pub(crate) mod metrics;
-mod migrate;
-mod runs;
-mod schedules;
-pub(crate) mod schema;
-mod sessions;
-
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::borrow::Cow;
+
 use agno_core::{DbError, DbErrorKind, DbResult};
 use serde_json::Value;
 
+use super::{DocBackend, DocDb, Docs, JsonDb};
 use crate::tables::TableNames;
 
 /// The lock file taken for every read (shared) and read-modify-write (exclusive).
 const LOCK_FILE: &str = ".agno-json.lock";
 
-/// A JSON-files database in one directory.
+/// The JSON-files backend: the directory and this instance's writer queue.
 #[derive(Debug)]
-pub struct JsonDb {
+pub struct JsonFiles {
     files: Arc<Files>,
     /// Queues this instance's writers before they block a thread on the file lock.
     local: tokio::sync::Mutex<()>,
@@ -43,7 +36,7 @@ pub struct JsonDb {
 
 /// The directory and its table files; every method is blocking and expects the lock held.
 #[derive(Debug)]
-pub(crate) struct Files {
+struct Files {
     dir: PathBuf,
     tables: TableNames,
 }
@@ -53,24 +46,15 @@ fn io_error(what: &str, e: std::io::Error) -> DbError {
 }
 
 impl Files {
-    pub(crate) fn tables(&self) -> &TableNames {
-        &self.tables
-    }
-
     fn path(&self, table: &str) -> PathBuf {
         self.dir.join(format!("{table}.json"))
-    }
-
-    /// True when the table's file exists.
-    pub(crate) fn exists(&self, table: &str) -> bool {
-        self.path(table).is_file()
     }
 
     /// The documents of a table; a missing file is an empty table.
     ///
     /// # Errors
     /// [`DbErrorKind::Other`] naming the file when it is not a JSON list.
-    pub(crate) fn read(&self, table: &str) -> DbResult<Vec<Value>> {
+    fn read(&self, table: &str) -> DbResult<Vec<Value>> {
         let path = self.path(table);
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
@@ -92,7 +76,7 @@ impl Files {
     }
 
     /// Replaces a table's file atomically (temp file, fsync, rename, directory fsync).
-    pub(crate) fn write(&self, table: &str, rows: &[Value]) -> DbResult<()> {
+    fn write(&self, table: &str, rows: &[Value]) -> DbResult<()> {
         let path = self.path(table);
         let tmp = self.dir.join(format!(".agno-json-{}.tmp", agno_core::new_id()));
         let result = Self::write_new(&tmp, &path, rows);
@@ -119,15 +103,6 @@ impl Files {
             std::fs::set_permissions(tmp, meta.permissions())?;
         }
         std::fs::rename(tmp, path)
-    }
-
-    /// Creates a table's file holding `[]` when it is missing; true when created.
-    pub(crate) fn create_if_missing(&self, table: &str) -> DbResult<bool> {
-        if self.path(table).exists() {
-            return Ok(false);
-        }
-        self.write(table, &[])?;
-        Ok(true)
     }
 
     fn lock(&self, exclusive: bool) -> DbResult<File> {
@@ -182,48 +157,57 @@ impl JsonDb {
             .await
             .map_err(|e| DbError::new(DbErrorKind::Other, format!("json store task failed: {e}")))?
             .map_err(|e| io_error(&format!("cannot create json db directory {}", dir.display()), e))?;
-        Ok(Self { files: Arc::new(Files { dir, tables }), local: tokio::sync::Mutex::new(()) })
+        Ok(DocDb::with_backend(JsonFiles {
+            files: Arc::new(Files { dir, tables }),
+            local: tokio::sync::Mutex::new(()),
+        }))
     }
 
     /// The directory holding the files.
     pub fn dir(&self) -> &Path {
-        &self.files.dir
+        &self.backend.files.dir
+    }
+}
+
+/// One locked view of the directory.
+struct View<'a>(&'a Files);
+
+impl Docs for View<'_> {
+    fn tables(&self) -> &TableNames {
+        &self.0.tables
     }
 
-    /// The table (file) names in use.
-    pub fn tables(&self) -> &TableNames {
+    fn read(&self, table: &str) -> DbResult<Cow<'_, [Value]>> {
+        self.0.read(table).map(Cow::Owned)
+    }
+
+    fn write(&mut self, table: &str, rows: Vec<Value>) -> DbResult<()> {
+        self.0.write(table, &rows)
+    }
+
+    fn exists(&self, table: &str) -> bool {
+        self.0.path(table).is_file()
+    }
+}
+
+impl DocBackend for JsonFiles {
+    const JOBS: bool = false;
+
+    fn tables(&self) -> &TableNames {
         &self.files.tables
     }
 
-    async fn blocking<T, F>(&self, exclusive: bool, f: F) -> DbResult<T>
+    async fn locked<T, F>(&self, exclusive: bool, f: F) -> DbResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Files) -> DbResult<T> + Send + 'static,
+        F: FnOnce(&mut dyn Docs) -> DbResult<T> + Send + 'static,
     {
+        let _queued = if exclusive { Some(self.local.lock().await) } else { None };
         let files = Arc::clone(&self.files);
         let task = tokio::task::spawn_blocking(move || {
             let _lock = files.lock(exclusive)?;
-            f(&files)
+            f(&mut View(&files))
         });
         task.await.map_err(|e| DbError::new(DbErrorKind::Other, format!("json store task failed: {e}")))?
-    }
-
-    /// Runs `f` under a shared lock: a consistent view of every file.
-    pub(crate) async fn read<T, F>(&self, f: F) -> DbResult<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Files) -> DbResult<T> + Send + 'static,
-    {
-        self.blocking(false, f).await
-    }
-
-    /// Runs a read-modify-write `f` under the exclusive lock; `f` re-reads what it changes.
-    pub(crate) async fn write<T, F>(&self, f: F) -> DbResult<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Files) -> DbResult<T> + Send + 'static,
-    {
-        let _queued = self.local.lock().await;
-        self.blocking(true, f).await
     }
 }
