@@ -766,19 +766,12 @@ pub trait JobStore: Send + Sync {
     /// A [`DbError`].
     async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> DbResult<u64>;
 
-    /// Ends the attempt `attempt` of `worker_id` on a job. False (and no change) when the
-    /// worker no longer holds that attempt.
+    /// Ends the claim `lease` on its job. False (and no change) when the worker no longer holds
+    /// that attempt.
     ///
     /// # Errors
     /// A [`DbError`].
-    async fn finish_job(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        outcome: &JobOutcome,
-        now: i64,
-    ) -> DbResult<bool>;
+    async fn finish_job(&self, lease: &crate::JobLease, outcome: &JobOutcome, now: i64) -> DbResult<bool>;
 
     /// Running jobs whose lease expired with no attempts left (their worker died): marked
     /// `failed` with `error`, and returned so their runs can be ended too. Jobs cancelled while
@@ -799,13 +792,13 @@ pub trait JobStore: Send + Sync {
     /// A [`DbError`].
     async fn cancel_job(&self, job_id: &str, now: i64) -> DbResult<Option<JobStatus>>;
 
-    /// True while `worker_id`'s claim `attempt` still holds the job: running (the lease is
-    /// refreshed) or cancelled while it ran (the worker records the end). The fence of every
-    /// write a worker makes for its run.
+    /// True while the claim `lease` still holds its job: running (the lease is refreshed) or
+    /// cancelled while it ran (the worker records the end). The fence of every write a worker
+    /// makes for its run.
     ///
     /// # Errors
     /// A [`DbError`].
-    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool>;
+    async fn holds_job(&self, lease: &crate::JobLease, now: i64) -> DbResult<bool>;
 
     /// Stores a claimed run's session and run (as `upsert_session` and `upsert_run` do) if, and
     /// only if, `lease` still holds the job (as [`holds_job`](Self::holds_job) decides, refreshing
@@ -824,17 +817,11 @@ pub trait JobStore: Send + Sync {
     async fn cancelled_jobs(&self, worker_id: &str) -> DbResult<Vec<String>>;
 
     /// Appends events to a run's durable log, fenced like every other write of the worker:
-    /// false (nothing written) when `worker_id`'s `attempt` no longer holds the job.
+    /// false (nothing written) when the claim `lease` no longer holds the job.
     ///
     /// # Errors
     /// A [`DbError`]; `Conflict` when an index is already taken.
-    async fn append_events(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        events: &[StoredEvent],
-    ) -> DbResult<bool>;
+    async fn append_events(&self, lease: &crate::JobLease, events: &[StoredEvent]) -> DbResult<bool>;
 
     /// Events of a run with `event_index > after`, oldest first, at most `limit`.
     ///

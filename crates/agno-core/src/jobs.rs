@@ -483,6 +483,18 @@ pub struct JobLease {
     pub attempt: i64,
 }
 
+impl JobLease {
+    /// The claim `attempt` of `worker_id` on job `job_id`.
+    pub fn new(job_id: impl Into<String>, worker_id: impl Into<String>, attempt: i64) -> Self {
+        Self { job_id: job_id.into(), worker_id: worker_id.into(), attempt }
+    }
+
+    /// The claim a job holds, when it is claimed.
+    pub fn of(job: &Job) -> Option<Self> {
+        Some(Self::new(&job.id, job.locked_by.as_deref()?, job.attempt))
+    }
+}
+
 /// One write of a run: its session (with the state change to apply) and the run row, stored
 /// together by [`JobStore::save_claimed_run`](crate::JobStore::save_claimed_run).
 #[derive(Debug, Clone, Copy)]

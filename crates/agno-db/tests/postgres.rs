@@ -1058,7 +1058,7 @@ async fn an_accepted_enqueue_notifies_the_jobs_channel() {
     let now = agno_core::now_epoch_secs();
     let claimed = db.claim_job("w", 60, now).await.unwrap().expect("n1");
     let failed = agno_core::JobOutcome::Settled(JobStatus::Failed, Some("boom".into()));
-    assert!(db.finish_job("n1", "w", claimed.attempt, &failed, now).await.unwrap());
+    assert!(db.finish_job(&agno_core::JobLease::new("n1", "w", claimed.attempt), &failed, now).await.unwrap());
     // The end of an attempt is announced to the run's tails, not as claimable work.
     assert_eq!(next_notification(&mut listener).await, Some((channel.clone(), "events:n1".to_owned())));
     assert_eq!(next_notification(&mut listener).await, None);
@@ -1226,7 +1226,7 @@ async fn python_agno_and_agno_rs_share_the_job_queue() {
     let claimed = db.claim_job("rs-worker", 60, now).await.unwrap().expect("python's job is claimable");
     assert_eq!((claimed.id.as_str(), claimed.attempt), ("py-job", 1));
     let done = JobOutcome::Settled(JobStatus::Completed, None);
-    assert!(db.finish_job("py-job", "rs-worker", 1, &done, now).await.unwrap());
+    assert!(db.finish_job(&agno_core::JobLease::new("py-job", "rs-worker", 1), &done, now).await.unwrap());
 
     // agno-rs enqueues, Python Agno reads, dedups, claims and completes.
     let mut mine = queued_job("rs-job", Some("rs-user"), Some("rs-key"));

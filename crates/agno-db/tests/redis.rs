@@ -852,7 +852,7 @@ async fn python_agno_and_agno_rs_share_the_job_queue() {
     claimed.sort();
     assert_eq!(claimed, ["b-job", "c-job"]);
     let completed = JobOutcome::Settled(JobStatus::Completed, None);
-    assert!(db.finish_job("c-job", "rs-worker", 1, &completed, now + 2).await.unwrap());
+    assert!(db.finish_job(&agno_core::JobLease::new("c-job", "rs-worker", 1), &completed, now + 2).await.unwrap());
     let out = std::process::Command::new(&py)
         .arg("-c")
         .arg(format!(

@@ -769,7 +769,12 @@ async fn the_server_deletes_ended_jobs_past_retention() {
         store.enqueue_job(&job, 0).await.unwrap();
         let claimed = store.claim_job("seeder", 60, now).await.unwrap().unwrap();
         let outcome = agno_core::JobOutcome::Settled(agno_core::JobStatus::Completed, None);
-        assert!(store.finish_job(&claimed.id, "seeder", claimed.attempt, &outcome, ended_at).await.unwrap());
+        assert!(
+            store
+                .finish_job(&agno_core::JobLease::new(&claimed.id, "seeder", claimed.attempt), &outcome, ended_at)
+                .await
+                .unwrap()
+        );
     }
     drop(store);
     drop(db);

@@ -1218,8 +1218,11 @@ pub async fn jobs_claims_are_exclusive_and_fenced<D: JobStore + ?Sized + 'static
     let j0 = claimed.iter().find(|j| j.id == "j0").expect("j0").clone();
     let holder = j0.locked_by.clone().expect("holder");
     let done = JobOutcome::Settled(JobStatus::Completed, None);
-    assert!(!db.finish_job("j0", "someone-else", 1, &done, now).await.expect("finish"), "another worker");
-    assert!(!db.finish_job("j0", &holder, 2, &done, now).await.expect("finish"), "another attempt");
+    assert!(
+        !db.finish_job(&JobLease::new("j0", "someone-else", 1), &done, now).await.expect("finish"),
+        "another worker"
+    );
+    assert!(!db.finish_job(&JobLease::new("j0", &holder, 2), &done, now).await.expect("finish"), "another attempt");
     assert!(db.heartbeat_jobs(&holder, &["j0".to_owned(), "j1".to_owned()], now + 30).await.expect("beat") >= 1);
 
     // The holder goes silent: after the grace its lease is taken over (attempts left).
@@ -1227,14 +1230,17 @@ pub async fn jobs_claims_are_exclusive_and_fenced<D: JobStore + ?Sized + 'static
     assert_eq!(stolen.id, "j0");
     assert_eq!((stolen.attempt, stolen.locked_by.as_deref()), (2, Some("w-new")));
     assert!(
-        !db.finish_job("j0", &holder, 1, &done, now + 100).await.expect("stale"),
+        !db.finish_job(&JobLease::new("j0", &holder, 1), &done, now + 100).await.expect("stale"),
         "the stale attempt is fenced out"
     );
     assert_eq!(db.heartbeat_jobs(&holder, &["j0".to_owned()], now + 100).await.expect("beat"), 0);
-    assert!(db.finish_job("j0", "w-new", 2, &done, now + 100).await.expect("finish"));
+    assert!(db.finish_job(&JobLease::new("j0", "w-new", 2), &done, now + 100).await.expect("finish"));
     let j = db.get_job("j0", None).await.expect("get").expect("present");
     assert_eq!((j.status, j.completed_at, j.locked_by), (JobStatus::Completed, Some(now + 100), None));
-    assert!(!db.finish_job("j0", "w-new", 2, &done, now + 101).await.expect("again"), "a finished job stays finished");
+    assert!(
+        !db.finish_job(&JobLease::new("j0", "w-new", 2), &done, now + 101).await.expect("again"),
+        "a finished job stays finished"
+    );
 }
 
 /// Retries wait for `available_at` while attempts remain, then fail; a lease that expires with no
@@ -1246,13 +1252,13 @@ pub async fn jobs_retry_sweep_cancel_requeue<D: JobStore + ?Sized>(db: Arc<D>) {
     db.enqueue_job(&r, 0).await.expect("enqueue");
     let c = db.claim_job("w", 60, now).await.expect("claim").expect("job");
     let retry = JobOutcome::Retry { error: "model timed out".into(), available_at: now + 30 };
-    assert!(db.finish_job(&c.id, "w", 1, &retry, now).await.expect("retry"));
+    assert!(db.finish_job(&JobLease::new(&c.id, "w", 1), &retry, now).await.expect("retry"));
     let j = db.get_job("retry", None).await.expect("get").expect("present");
     assert_eq!((j.status, j.error.as_deref()), (JobStatus::Queued, Some("model timed out")));
     assert!(db.claim_job("w", 60, now + 10).await.expect("claim").is_none(), "not before available_at");
     let c = db.claim_job("w", 60, now + 30).await.expect("claim").expect("due again");
     assert_eq!(c.attempt, 2);
-    assert!(db.finish_job("retry", "w", 2, &retry, now + 31).await.expect("retry"));
+    assert!(db.finish_job(&JobLease::new("retry", "w", 2), &retry, now + 31).await.expect("retry"));
     let j = db.get_job("retry", None).await.expect("get").expect("present");
     assert_eq!(j.status, JobStatus::Failed, "no attempts left: failed");
 
@@ -1283,14 +1289,17 @@ pub async fn jobs_retry_sweep_cancel_requeue<D: JobStore + ?Sized>(db: Arc<D>) {
     assert_eq!(db.heartbeat_jobs("w2", &["dead".to_owned()], now + 203).await.expect("beat"), 0);
     assert_eq!(db.cancelled_jobs("w2").await.expect("cancelled"), ["dead"]);
     assert!(db.claim_job("w3", 60, now + 400).await.expect("claim").is_none(), "a cancelled job is not claimed");
-    assert!(db.holds_job("dead", "w2", 2, now + 203).await.expect("holds"), "the worker records the end");
-    assert!(!db.holds_job("dead", "w3", 2, now + 203).await.expect("holds"), "not another worker");
+    assert!(
+        db.holds_job(&JobLease::new("dead", "w2", 2), now + 203).await.expect("holds"),
+        "the worker records the end"
+    );
+    assert!(!db.holds_job(&JobLease::new("dead", "w3", 2), now + 203).await.expect("holds"), "not another worker");
     let done = JobOutcome::Settled(JobStatus::Completed, None);
-    assert!(db.finish_job("dead", "w2", 2, &done, now + 204).await.expect("finish"));
+    assert!(db.finish_job(&JobLease::new("dead", "w2", 2), &done, now + 204).await.expect("finish"));
     let j = db.get_job("dead", None).await.expect("get").expect("present");
     assert_eq!((j.status, j.locked_by), (JobStatus::Cancelled, None), "the cancellation stands");
     assert!(db.cancelled_jobs("w2").await.expect("cancelled").is_empty());
-    assert!(!db.holds_job("dead", "w2", 2, now + 205).await.expect("holds"), "released");
+    assert!(!db.holds_job(&JobLease::new("dead", "w2", 2), now + 205).await.expect("holds"), "released");
     assert_eq!(db.cancel_job("dead", now + 205).await.expect("cancel again"), None, "already cancelled");
     assert_eq!(db.cancel_job("missing", now).await.expect("cancel missing"), None);
 
@@ -1335,33 +1344,43 @@ pub async fn jobs_event_log_is_fenced<D: JobStore + ?Sized>(db: Arc<D>) {
     let first = db.claim_job("a", 60, now).await.expect("claim").expect("ev");
     assert_eq!(db.last_event_index("ev").await.expect("last"), None);
     let batch: Vec<_> = (0..3).map(|i| event(i, 1, if i == 0 { "RunStarted" } else { "RunContent" })).collect();
-    assert!(db.append_events("ev", "a", first.attempt, &batch).await.expect("append"));
-    assert!(db.append_events("ev", "a", first.attempt, &[event(3, 1, "RunContent")]).await.expect("append"));
+    assert!(db.append_events(&JobLease::new("ev", "a", first.attempt), &batch).await.expect("append"));
+    assert!(
+        db.append_events(&JobLease::new("ev", "a", first.attempt), &[event(3, 1, "RunContent")]).await.expect("append")
+    );
     let read = db.read_events("ev", -1, 100).await.expect("read");
     assert_eq!(read.iter().map(|e| e.event_index).collect::<Vec<_>>(), [0, 1, 2, 3]);
     assert_eq!(read[0], batch[0], "the text comes back byte for byte");
     assert_eq!(db.read_events("ev", 1, 1).await.expect("read")[0].event_index, 2, "after and limit");
     assert!(db.read_events("other", -1, 10).await.expect("read").is_empty());
     assert_eq!(db.last_event_index("ev").await.expect("last"), Some(3));
-    let dup = db.append_events("ev", "a", first.attempt, &[event(3, 1, "RunContent")]).await;
+    let dup = db.append_events(&JobLease::new("ev", "a", first.attempt), &[event(3, 1, "RunContent")]).await;
     assert!(dup.is_err_and(|e| e.kind() == agno_core::DbErrorKind::Conflict), "an index is written once");
 
     // The lease expires; another worker takes attempt 2; the first worker is fenced out.
     let second = db.claim_job("b", 60, now + 61).await.expect("claim").expect("reclaimed");
     assert_eq!(second.attempt, 2);
-    assert!(!db.append_events("ev", "a", 1, &[event(4, 1, "RunCompleted")]).await.expect("stale append"));
-    assert!(!db.holds_job("ev", "a", 1, now + 62).await.expect("holds"));
-    assert!(db.holds_job("ev", "b", 2, now + 62).await.expect("holds"));
-    assert!(db.append_events("ev", "b", 2, &[event(4, 2, "RunStarted")]).await.expect("append"));
+    assert!(
+        !db.append_events(&JobLease::new("ev", "a", 1), &[event(4, 1, "RunCompleted")]).await.expect("stale append")
+    );
+    assert!(!db.holds_job(&JobLease::new("ev", "a", 1), now + 62).await.expect("holds"));
+    assert!(db.holds_job(&JobLease::new("ev", "b", 2), now + 62).await.expect("holds"));
+    assert!(db.append_events(&JobLease::new("ev", "b", 2), &[event(4, 2, "RunStarted")]).await.expect("append"));
     let read = db.read_events("ev", 3, 100).await.expect("read");
     assert_eq!(read.iter().map(|e| (e.event_index, e.attempt)).collect::<Vec<_>>(), [(4, 2)], "nothing from a");
 
     // Cancelled while running: the worker records its last events, then nobody can.
     assert_eq!(db.cancel_job("ev", now + 63).await.expect("cancel"), Some(JobStatus::Running));
-    assert!(db.append_events("ev", "b", 2, &[event(5, 2, "RunCancelled")]).await.expect("append after cancel"));
+    assert!(
+        db.append_events(&JobLease::new("ev", "b", 2), &[event(5, 2, "RunCancelled")])
+            .await
+            .expect("append after cancel")
+    );
     let done = JobOutcome::Settled(JobStatus::Cancelled, None);
-    assert!(db.finish_job("ev", "b", 2, &done, now + 64).await.expect("finish"));
-    assert!(!db.append_events("ev", "b", 2, &[event(6, 2, "RunContent")]).await.expect("append after end"));
+    assert!(db.finish_job(&JobLease::new("ev", "b", 2), &done, now + 64).await.expect("finish"));
+    assert!(
+        !db.append_events(&JobLease::new("ev", "b", 2), &[event(6, 2, "RunContent")]).await.expect("append after end")
+    );
     assert!(db.read_events("ev", 5, 10).await.expect("read").is_empty());
     assert!(db.read_events("ev", -1, 100).await.expect("read").last().is_some_and(agno_core::StoredEvent::ends_stream));
 
@@ -1369,8 +1388,10 @@ pub async fn jobs_event_log_is_fenced<D: JobStore + ?Sized>(db: Arc<D>) {
     db.enqueue_job(&job("waits", None, None, 2), 0).await.expect("enqueue");
     let w = db.claim_job("c", 60, now + 70).await.expect("claim").expect("waits");
     let paused = JobOutcome::Settled(JobStatus::Paused, None);
-    assert!(db.append_events("waits", "c", w.attempt, &[event(0, 1, "RunPaused")]).await.expect("append"));
-    assert!(db.finish_job("waits", "c", w.attempt, &paused, now + 71).await.expect("pause"));
+    assert!(
+        db.append_events(&JobLease::new("waits", "c", w.attempt), &[event(0, 1, "RunPaused")]).await.expect("append")
+    );
+    assert!(db.finish_job(&JobLease::new("waits", "c", w.attempt), &paused, now + 71).await.expect("pause"));
     assert_eq!(db.cleanup_jobs(now + 62).await.expect("cleanup"), 0, "ev ended after the cutoff");
     assert_eq!(db.cleanup_jobs(now + 1_000).await.expect("cleanup"), 1);
     assert!(db.get_job("ev", None).await.expect("get").is_none());
@@ -1386,7 +1407,7 @@ pub async fn jobs_continue_requeues_paused<D: JobStore + ?Sized>(db: Arc<D>) {
     db.enqueue_job(&job("hitl", None, None, 1), 0).await.expect("enqueue");
     let c = db.claim_job("w", 60, now).await.expect("claim").expect("hitl");
     let paused = JobOutcome::Settled(JobStatus::Paused, None);
-    assert!(db.finish_job("hitl", "w", c.attempt, &paused, now + 1).await.expect("pause"));
+    assert!(db.finish_job(&JobLease::new("hitl", "w", c.attempt), &paused, now + 1).await.expect("pause"));
     let answer = serde_json::json!({"tools": [{"tool_call_id": "t1", "confirmed": true}]});
     let queued = match db.continue_job("hitl", &answer, now + 2).await.expect("continue") {
         agno_core::Continued::Queued(j) => j,
@@ -1400,7 +1421,7 @@ pub async fn jobs_continue_requeues_paused<D: JobStore + ?Sized>(db: Arc<D>) {
     assert_eq!((again.id.as_str(), again.attempt), ("hitl", 2));
     assert_eq!(again.payload["continue"], answer);
     let done = JobOutcome::Settled(JobStatus::Completed, None);
-    assert!(db.finish_job("hitl", "w", 2, &done, now + 4).await.expect("finish"));
+    assert!(db.finish_job(&JobLease::new("hitl", "w", 2), &done, now + 4).await.expect("finish"));
     assert!(matches!(
         db.continue_job("hitl", &answer, now + 5).await.expect("ended"),
         agno_core::Continued::Conflict(Some(_))
@@ -1429,7 +1450,7 @@ pub async fn jobs_run_one_at_a_time_per_session<D: JobStore + ?Sized>(db: Arc<D>
     assert_eq!(second.id, "o-1", "s-2 waits for s-1; the other session goes ahead");
     assert!(db.claim_job("w", 60, now).await.expect("claim").is_none());
     let paused = JobOutcome::Settled(JobStatus::Paused, None);
-    assert!(db.finish_job("s-1", "w", 1, &paused, now).await.expect("pause"));
+    assert!(db.finish_job(&JobLease::new("s-1", "w", 1), &paused, now).await.expect("pause"));
     assert!(db.claim_job("w", 60, now).await.expect("claim").is_none(), "a paused run holds its session");
     assert_eq!(db.cancel_job("s-1", now).await.expect("cancel"), Some(JobStatus::Paused));
     let third = db.claim_job("w", 60, now).await.expect("claim").expect("s-2");
@@ -1506,7 +1527,7 @@ pub async fn jobs_claimed_run_writes_are_fenced<D: JobStore + Db + ?Sized + 'sta
     assert_eq!(db.cancel_job("fenced", now + 72).await.expect("cancel"), Some(JobStatus::Running));
     assert!(save_claimed(db.as_ref(), &lease2, &second, "w2-cancelled", now + 73).await);
     let cancelled = JobOutcome::Settled(JobStatus::Cancelled, None);
-    assert!(db.finish_job("fenced", "w2", 2, &cancelled, now + 74).await.expect("finish"));
+    assert!(db.finish_job(&JobLease::new("fenced", "w2", 2), &cancelled, now + 74).await.expect("finish"));
     assert!(!save_claimed(db.as_ref(), &lease2, &second, "after-release", now + 75).await);
     assert_eq!(last_writer(db.as_ref(), &second).await, (Some(json!("w2-cancelled")), Some(json!("w2-cancelled"))));
 

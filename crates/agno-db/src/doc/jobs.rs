@@ -138,16 +138,9 @@ impl<B: DocBackend> JobStore for DocDb<B> {
         .await
     }
 
-    async fn finish_job(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        outcome: &JobOutcome,
-        now: i64,
-    ) -> DbResult<bool> {
-        let (worker, outcome) = (worker_id.to_owned(), outcome.clone());
-        self.change_job(job_id, move |j| j.finish(&worker, attempt, &outcome, now)).await
+    async fn finish_job(&self, lease: &JobLease, outcome: &JobOutcome, now: i64) -> DbResult<bool> {
+        let (lease, outcome) = (lease.clone(), outcome.clone());
+        self.change_job(&lease.job_id.clone(), move |j| j.finish(&lease.worker_id, lease.attempt, &outcome, now)).await
     }
 
     async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
@@ -163,9 +156,9 @@ impl<B: DocBackend> JobStore for DocDb<B> {
         self.with_queue(move |q| Ok(q.jobs.get_mut(&id).and_then(|j| j.cancel(now)))).await
     }
 
-    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
-        let worker = worker_id.to_owned();
-        self.change_job(job_id, move |j| j.hold(&worker, attempt, now)).await
+    async fn holds_job(&self, lease: &JobLease, now: i64) -> DbResult<bool> {
+        let lease = lease.clone();
+        self.change_job(&lease.job_id.clone(), move |j| j.hold(&lease.worker_id, lease.attempt, now)).await
     }
 
     async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
@@ -199,16 +192,11 @@ impl<B: DocBackend> JobStore for DocDb<B> {
         .await
     }
 
-    async fn append_events(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        events: &[StoredEvent],
-    ) -> DbResult<bool> {
-        let (id, worker, events) = (job_id.to_owned(), worker_id.to_owned(), events.to_vec());
+    async fn append_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
+        let (lease, events) = (lease.clone(), events.to_vec());
         self.with_queue(move |q| {
-            if !q.jobs.get(&id).is_some_and(|j| j.held_by(&worker, attempt)) {
+            let id = lease.job_id;
+            if !q.jobs.get(&id).is_some_and(|j| j.held_by(&lease.worker_id, lease.attempt)) {
                 return Ok(false);
             }
             let log = q.events.entry(id.clone()).or_default();

@@ -268,13 +268,8 @@ impl MySqlDb {
         .await
     }
 
-    async fn try_append_events(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        events: &[StoredEvent],
-    ) -> DbResult<bool> {
+    async fn try_append_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
+        let (job_id, worker_id, attempt) = (lease.job_id.as_str(), lease.worker_id.as_str(), lease.attempt);
         let t = self.tables().clone();
         let what = format!("cannot log the events of run {job_id}");
         self.transact(&what, async |conn| {
@@ -342,14 +337,8 @@ impl MySqlDb {
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.
-    pub(crate) async fn log_events(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        events: &[StoredEvent],
-    ) -> DbResult<bool> {
-        crate::sql::retrying::<MySql, _, _, _>(|| self.try_append_events(job_id, worker_id, attempt, events)).await
+    pub(crate) async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
+        crate::sql::retrying::<MySql, _, _, _>(|| self.try_append_events(lease, events)).await
     }
 }
 

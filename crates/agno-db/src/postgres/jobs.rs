@@ -239,13 +239,8 @@ impl PostgresDb {
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.
-    pub(crate) async fn log_events(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        events: &[StoredEvent],
-    ) -> DbResult<bool> {
+    pub(crate) async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
+        let (job_id, worker_id, attempt) = (lease.job_id.as_str(), lease.worker_id.as_str(), lease.attempt);
         // One statement: the fence takes a share lock on the job row (a concurrent claim skips or
         // waits for it, and a newer attempt makes the check fail), the rows go in, and tails on
         // every replica are told on commit. A taken index writes nothing and is reported without

@@ -297,16 +297,9 @@ impl JobStore for RedisDb {
         Ok(held)
     }
 
-    async fn finish_job(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        outcome: &JobOutcome,
-        now: i64,
-    ) -> DbResult<bool> {
-        let done = self.update_job(job_id, |j| j.finish(worker_id, attempt, outcome, now).then_some(())).await?;
-        Ok(done.is_some())
+    async fn finish_job(&self, lease: &JobLease, outcome: &JobOutcome, now: i64) -> DbResult<bool> {
+        let finish = |j: &mut Job| j.finish(&lease.worker_id, lease.attempt, outcome, now).then_some(());
+        Ok(self.update_job(&lease.job_id, finish).await?.is_some())
     }
 
     async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> DbResult<Vec<Job>> {
@@ -325,8 +318,9 @@ impl JobStore for RedisDb {
         Ok(self.update_job(job_id, |j| j.cancel(now)).await?.map(|(before, _)| before))
     }
 
-    async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
-        Ok(self.update_job(job_id, |j| j.hold(worker_id, attempt, now).then_some(())).await?.is_some())
+    async fn holds_job(&self, lease: &JobLease, now: i64) -> DbResult<bool> {
+        let hold = |j: &mut Job| j.hold(&lease.worker_id, lease.attempt, now).then_some(());
+        Ok(self.update_job(&lease.job_id, hold).await?.is_some())
     }
 
     async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
@@ -410,13 +404,8 @@ impl JobStore for RedisDb {
             .collect())
     }
 
-    async fn append_events(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        events: &[StoredEvent],
-    ) -> DbResult<bool> {
+    async fn append_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
+        let (job_id, worker_id, attempt) = (lease.job_id.as_str(), lease.worker_id.as_str(), lease.attempt);
         let Some(first) = events.first() else {
             return Ok(self.load_job(job_id).await?.is_some_and(|s| s.job.held_by(worker_id, attempt)));
         };

@@ -5,7 +5,7 @@
 //! statements stating the same rules, so they cost one round trip. The claim, the enqueue and
 //! the fenced run and event writes differ per database and stay with each adapter.
 
-use agno_core::{Cell, Continued, DbResult, Job, JobOutcome, JobStatus};
+use agno_core::{Cell, Continued, DbResult, Job, JobLease, JobOutcome, JobStatus};
 use sea_query::{Condition, Expr, ExprTrait, LockType, Order, Query};
 use sea_query_sqlx::{SqlxBinder, SqlxValues};
 
@@ -205,13 +205,13 @@ pub(crate) async fn cleanup<A: SqlDb>(db: &A, before: i64) -> DbResult<u64> {
     .await
 }
 
-/// The jobs `worker_id`'s claim `attempt` holds (`Job::held_by`): `id`, running or cancelled
-/// while it ran, locked by the worker for that attempt.
-fn held<D: Dialect>(id: &str, worker_id: &str, attempt: i64) -> Condition {
+/// The job `lease` holds (`Job::held_by`): its id, running or cancelled while it ran, locked by
+/// the lease's worker for its attempt.
+fn held<D: Dialect>(lease: &JobLease) -> Condition {
     Condition::all()
-        .add(Expr::col("id").eq(id))
-        .add(D::exact("locked_by", worker_id))
-        .add(Expr::col("attempt").eq(attempt))
+        .add(Expr::col("id").eq(lease.job_id.as_str()))
+        .add(D::exact("locked_by", &lease.worker_id))
+        .add(Expr::col("attempt").eq(lease.attempt))
         .add(Expr::col("status").is_in([JobStatus::Running.as_str(), JobStatus::Cancelled.as_str()]))
 }
 
@@ -237,29 +237,23 @@ pub(crate) async fn heartbeat<A: SqlDb>(db: &A, worker_id: &str, job_ids: &[Stri
 
 /// `JobStore::holds_job` (`Job::hold`): whether the claim holds, its lease refreshed while the
 /// job runs. (The connections of every adapter count matched rows, so an unchanged row counts.)
-pub(crate) async fn holds<A: SqlDb>(db: &A, id: &str, worker_id: &str, attempt: i64, now: i64) -> DbResult<bool> {
+pub(crate) async fn holds<A: SqlDb>(db: &A, lease: &JobLease, now: i64) -> DbResult<bool> {
     let refreshed: Expr = Expr::case(Expr::col("status").eq(JobStatus::Running.as_str()), Expr::val(now))
         .finally(Expr::col("locked_at"))
         .into();
     let statement = Query::update()
         .table(db.table_ref(&db.tables().jobs))
         .value("locked_at", refreshed)
-        .cond_where(held::<A::D>(id, worker_id, attempt))
+        .cond_where(held::<A::D>(lease))
         .build_sqlx(A::D::builder());
-    Ok(super::changed(db, statement, &format!("cannot check the lease on job {id}")).await? > 0)
+    let what = format!("cannot check the lease on job {}", lease.job_id);
+    Ok(super::changed(db, statement, &what).await? > 0)
 }
 
 /// `JobStore::finish_job` (`Job::finish`): ends the attempt with `outcome` and releases the lease;
 /// a job cancelled while it ran stays cancelled; tails are told the attempt ended. Every
 /// expression reads the row as it was: MySQL assigns left to right, so `status` is set last.
-pub(crate) async fn finish<A: SqlDb>(
-    db: &A,
-    id: &str,
-    worker_id: &str,
-    attempt: i64,
-    outcome: &JobOutcome,
-    now: i64,
-) -> DbResult<bool> {
+pub(crate) async fn finish<A: SqlDb>(db: &A, lease: &JobLease, outcome: &JobOutcome, now: i64) -> DbResult<bool> {
     let keep = |column: &'static str, otherwise: Expr| -> Expr {
         Expr::case(cancelled(), Expr::col(column)).finally(otherwise).into()
     };
@@ -298,8 +292,9 @@ pub(crate) async fn finish<A: SqlDb>(
     let statement = Query::update()
         .table(db.table_ref(&db.tables().jobs))
         .values(set)
-        .cond_where(held::<A::D>(id, worker_id, attempt))
+        .cond_where(held::<A::D>(lease))
         .build_sqlx(A::D::builder());
+    let (id, attempt) = (&lease.job_id, lease.attempt);
     let what = format!("cannot finish attempt {attempt} of job {id}");
     Ok(db.changed_noticed(statement, Notice::Ended(id), &what).await? > 0)
 }

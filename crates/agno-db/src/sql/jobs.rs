@@ -232,8 +232,8 @@ macro_rules! job_store {
             async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> agno_core::DbResult<u64> {
                 crate::sql::job_transitions::heartbeat(self, worker_id, job_ids, now).await
             }
-            async fn finish_job(&self, job_id: &str, worker_id: &str, attempt: i64, outcome: &agno_core::JobOutcome, now: i64) -> agno_core::DbResult<bool> {
-                crate::sql::job_transitions::finish(self, job_id, worker_id, attempt, outcome, now).await
+            async fn finish_job(&self, lease: &agno_core::JobLease, outcome: &agno_core::JobOutcome, now: i64) -> agno_core::DbResult<bool> {
+                crate::sql::job_transitions::finish(self, lease, outcome, now).await
             }
             async fn sweep_jobs(&self, lock_grace_seconds: i64, now: i64, error: &str) -> agno_core::DbResult<Vec<agno_core::Job>> {
                 crate::sql::job_transitions::sweep(self, lock_grace_seconds, now, error).await
@@ -241,8 +241,8 @@ macro_rules! job_store {
             async fn cancel_job(&self, job_id: &str, now: i64) -> agno_core::DbResult<Option<agno_core::JobStatus>> {
                 crate::sql::job_transitions::cancel(self, job_id, now).await
             }
-            async fn holds_job(&self, job_id: &str, worker_id: &str, attempt: i64, now: i64) -> agno_core::DbResult<bool> {
-                crate::sql::job_transitions::holds(self, job_id, worker_id, attempt, now).await
+            async fn holds_job(&self, lease: &agno_core::JobLease, now: i64) -> agno_core::DbResult<bool> {
+                crate::sql::job_transitions::holds(self, lease, now).await
             }
             async fn save_claimed_run(&self, lease: &agno_core::JobLease, write: agno_core::RunWrite<'_>, now: i64) -> agno_core::DbResult<bool> {
                 self.save_run_of(lease, write, now).await
@@ -250,8 +250,8 @@ macro_rules! job_store {
             async fn cancelled_jobs(&self, worker_id: &str) -> agno_core::DbResult<Vec<String>> {
                 crate::sql::jobs::cancelled_jobs(self, worker_id).await
             }
-            async fn append_events(&self, job_id: &str, worker_id: &str, attempt: i64, events: &[agno_core::StoredEvent]) -> agno_core::DbResult<bool> {
-                self.log_events(job_id, worker_id, attempt, events).await
+            async fn append_events(&self, lease: &agno_core::JobLease, events: &[agno_core::StoredEvent]) -> agno_core::DbResult<bool> {
+                self.log_events(lease, events).await
             }
             async fn read_events(&self, run_id: &str, after: i64, limit: usize) -> agno_core::DbResult<Vec<agno_core::StoredEvent>> {
                 crate::sql::jobs::read_events(self, run_id, after, limit).await

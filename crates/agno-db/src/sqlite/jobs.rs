@@ -192,13 +192,8 @@ impl SqliteDb {
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.
-    pub(crate) async fn log_events(
-        &self,
-        job_id: &str,
-        worker_id: &str,
-        attempt: i64,
-        events: &[StoredEvent],
-    ) -> DbResult<bool> {
+    pub(crate) async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
+        let (job_id, worker_id, attempt) = (lease.job_id.as_str(), lease.worker_id.as_str(), lease.attempt);
         let t = self.tables();
         let _turn = self.write_turn().await;
         // IMMEDIATE: the fence check and the insert hold the write lock together.

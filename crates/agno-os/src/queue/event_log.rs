@@ -17,8 +17,7 @@ pub(super) const EVENT_DELAY: Duration = Duration::from_millis(20);
 /// Writes a run's events to the durable log in batches, fenced by the worker's claim.
 pub(super) struct EventLog {
     queue: Queue,
-    job_id: String,
-    attempt: i64,
+    lease: agno_core::JobLease,
     buffer: Vec<StoredEvent>,
     /// The claim no longer holds: nothing more is written (and the run is stopped).
     fenced_out: bool,
@@ -29,8 +28,7 @@ impl EventLog {
     pub(super) fn new(queue: &Queue, job: &agno_core::Job) -> Self {
         Self {
             queue: queue.clone(),
-            job_id: job.id.clone(),
-            attempt: job.attempt,
+            lease: agno_core::JobLease::new(&job.id, queue.worker_id.to_string(), job.attempt),
             buffer: Vec::new(),
             fenced_out: false,
         }
@@ -40,7 +38,7 @@ impl EventLog {
         let Ok(data) = serde_json::to_string(event) else { return };
         self.buffer.push(StoredEvent {
             event_index: event.stream_index().and_then(|i| i64::try_from(i).ok()).unwrap_or_default(),
-            attempt: self.attempt,
+            attempt: self.lease.attempt,
             event: event.stream_name().into_owned(),
             data,
             created_at: event.created_at(),
@@ -53,16 +51,16 @@ impl EventLog {
             return;
         }
         let q = &self.queue;
-        match q.store.append_events(&self.job_id, &q.worker_id, self.attempt, &self.buffer).await {
+        match q.store.append_events(&self.lease, &self.buffer).await {
             Ok(true) => {
-                q.signal(JobSignal::Events(self.job_id.clone()));
+                q.signal(JobSignal::Events(self.lease.job_id.clone()));
             }
             Ok(false) => {
-                tracing::warn!(job = %self.job_id, attempt = self.attempt, "claim lost: stopping the run");
+                tracing::warn!(job = %self.lease.job_id, attempt = self.lease.attempt, "claim lost: stopping the run");
                 self.fenced_out = true;
-                Agent::cancel_run(&self.job_id);
+                Agent::cancel_run(&self.lease.job_id);
             }
-            Err(e) => tracing::error!(job = %self.job_id, error = %e, "cannot write run events to the log"),
+            Err(e) => tracing::error!(job = %self.lease.job_id, error = %e, "cannot write run events to the log"),
         }
         self.buffer.clear();
     }

@@ -92,11 +92,7 @@ pub(super) async fn last_logged(queue: &Queue, job: &Job, earlier: bool) -> Opti
 pub(super) fn fence_of(queue: &Queue, job: &Job) -> Arc<LeaseFence> {
     Arc::new(LeaseFence {
         store: queue.store.clone(),
-        lease: agno_core::JobLease {
-            job_id: job.id.clone(),
-            worker_id: queue.worker_id.to_string(),
-            attempt: job.attempt,
-        },
+        lease: agno_core::JobLease::new(&job.id, queue.worker_id.to_string(), job.attempt),
     })
 }
 
@@ -310,7 +306,8 @@ pub(super) async fn execute(state: Arc<dyn Served>, queue: Queue, job: Job) {
         }
     };
     heartbeat.abort();
-    match queue.store.finish_job(&job.id, &queue.worker_id, job.attempt, &outcome, now_epoch_secs()).await {
+    let lease = agno_core::JobLease::new(&job.id, queue.worker_id.to_string(), job.attempt);
+    match queue.store.finish_job(&lease, &outcome, now_epoch_secs()).await {
         Ok(true) => {}
         Ok(false) => {
             tracing::warn!(job = %job.id, attempt = job.attempt, "outcome refused: a newer attempt owns the job")
