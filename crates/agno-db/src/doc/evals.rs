@@ -4,7 +4,18 @@
 //! writes them: `EvalRunRecord.model_dump()` with epoch `created_at`/`updated_at`, plus the v3
 //! `user_id`). Filters, sort and paging run in process under the file lock.
 
+use std::collections::BTreeSet;
+
+use agno_core::{DbError, DbErrorKind, DbResult, EvalStore, EvalType, now_epoch_secs};
 use agno_core::{EvalFilterType, EvalQuery, EvalRunRecord};
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::memories::epoch_value;
+use super::schema::str_field;
+use super::{DocBackend, DocDb};
+use super::{delete_visible, update_visible};
+use crate::doc::visible;
 
 /// True when `e` passes the listing's filters (owner, component ids, model, component kind,
 /// eval types).
@@ -31,17 +42,6 @@ pub(crate) fn page_evals(records: impl IntoIterator<Item = EvalRunRecord>, q: &E
         |a: &EvalRunRecord, b: &EvalRunRecord| a.created_at.cmp(&b.created_at).then_with(|| a.run_id.cmp(&b.run_id));
     super::sort_and_page(list, by_time, q.sort_order, q.limit, q.page)
 }
-
-use std::collections::BTreeSet;
-
-use agno_core::{DbError, DbErrorKind, DbResult, EvalStore, EvalType, now_epoch_secs};
-use async_trait::async_trait;
-use serde_json::{Map, Value};
-
-use super::memories::epoch_value;
-use super::schema::str_field;
-use super::{DocBackend, DocDb};
-use crate::doc::visible;
 
 /// An object field; a JSON text holding an object is decoded too.
 pub(crate) fn object_of(value: Option<&Value>) -> Option<Map<String, Value>> {
@@ -152,18 +152,8 @@ impl<B: DocBackend> EvalStore for DocDb<B> {
         }
         let (ids, user_id) = (run_ids.iter().cloned().collect::<BTreeSet<String>>(), user_id.map(str::to_owned));
         self.write(move |files| {
-            let table = &files.tables().evals.clone();
-            let mut docs = files.read(table)?.into_owned();
-            let before = docs.len();
-            docs.retain(|d| {
-                let owner = d.get("user_id").and_then(Value::as_str);
-                !(doc_id(d).is_some_and(|id| ids.contains(id)) && visible(owner, user_id.as_deref()))
-            });
-            let deleted = (before - docs.len()) as u64;
-            if deleted > 0 {
-                files.write(table, docs)?;
-            }
-            Ok(deleted)
+            let table = files.tables().evals.clone();
+            delete_visible(files, &table, "run_id", &ids, user_id.as_deref())
         })
         .await
     }
@@ -176,22 +166,13 @@ impl<B: DocBackend> EvalStore for DocDb<B> {
     ) -> DbResult<Option<EvalRunRecord>> {
         let (run_id, name, user_id) = (run_id.to_owned(), name.to_owned(), user_id.map(str::to_owned));
         self.write(move |files| {
-            let table = &files.tables().evals.clone();
-            let mut docs = files.read(table)?.into_owned();
-            let Some(doc) = docs
-                .iter_mut()
-                .filter_map(Value::as_object_mut)
-                .find(|d| str_field(d, "run_id") == Some(run_id.as_str()))
-                .filter(|d| visible(str_field(d, "user_id"), user_id.as_deref()))
-            else {
-                return Ok(None);
-            };
-            // Change only these keys: anything else a newer Agno stored is kept.
-            doc.insert("name".to_owned(), Value::String(name));
-            doc.insert("updated_at".to_owned(), Value::from(now_epoch_secs()));
-            let renamed = eval_from_doc(doc);
-            files.write(table, docs)?;
-            Ok(renamed)
+            let table = files.tables().evals.clone();
+            update_visible(files, &table, ("run_id", &run_id), user_id.as_deref(), |doc| {
+                // Change only these keys: anything else a newer Agno stored is kept.
+                doc.insert("name".to_owned(), Value::String(name));
+                doc.insert("updated_at".to_owned(), Value::from(now_epoch_secs()));
+                Ok(eval_from_doc(doc))
+            })
         })
         .await
     }

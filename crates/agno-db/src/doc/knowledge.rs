@@ -4,7 +4,19 @@
 //! `JsonDb` writes them: `KnowledgeRow.model_dump()`, its keys and order). A document without
 //! `user_id` is shared. Visibility, filters, sort and paging run in process under the file lock.
 
+use std::collections::BTreeSet;
+
+use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeStore, new_id, now_epoch_secs};
 use agno_core::{KnowledgeQuery, KnowledgeRow, KnowledgeSort};
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::delete_visible;
+use super::evals::object_of;
+use super::memories::epoch_value;
+use super::schema::str_field;
+use super::{DocBackend, DocDb};
+use crate::codec::to_json_text;
 
 /// True when `user_id` (none: unscoped) may see `row`: its own rows and the shared ones.
 pub(crate) fn knowledge_visible(row: &KnowledgeRow, user_id: Option<&str>) -> bool {
@@ -32,16 +44,6 @@ pub(crate) fn page_knowledge(
     };
     super::sort_and_page(list, order, q.sort_order, q.limit, q.page)
 }
-
-use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeStore, new_id, now_epoch_secs};
-use async_trait::async_trait;
-use serde_json::{Map, Value};
-
-use super::evals::object_of;
-use super::memories::epoch_value;
-use super::schema::str_field;
-use super::{DocBackend, DocDb};
-use crate::codec::to_json_text;
 
 /// A knowledge row from a stored document; `None` for a document without an `id`.
 fn knowledge_from_doc(doc: &Map<String, Value>) -> Option<KnowledgeRow> {
@@ -134,21 +136,11 @@ impl<B: DocBackend> KnowledgeStore for DocDb<B> {
     }
 
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        let (id, user_id) = (id.to_owned(), user_id.map(str::to_owned));
+        let (ids, user_id) = (BTreeSet::from([id.to_owned()]), user_id.map(str::to_owned));
+        // With a user, only that user's own rows: never shared ones.
         self.write(move |files| {
-            let table = &files.tables().knowledge.clone();
-            let mut docs = files.read(table)?.into_owned();
-            let before = docs.len();
-            // With a user, only that user's own rows: never shared ones.
-            docs.retain(|d| {
-                let owner = d.get("user_id").and_then(Value::as_str);
-                !(doc_id(d) == Some(id.as_str()) && user_id.as_deref().is_none_or(|u| owner == Some(u)))
-            });
-            let deleted = before != docs.len();
-            if deleted {
-                files.write(table, docs)?;
-            }
-            Ok(deleted)
+            let table = files.tables().knowledge.clone();
+            Ok(delete_visible(files, &table, "id", &ids, user_id.as_deref())? > 0)
         })
         .await
     }

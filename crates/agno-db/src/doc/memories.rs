@@ -8,8 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use agno_core::{DbError, DbErrorKind, DbResult, MemoryStore, new_id, now_epoch_secs};
 use agno_core::{MemoryPage, MemoryQuery, MemorySort, UserMemory, UserMemoryStats};
+use async_trait::async_trait;
+use serde_json::{Map, Value};
 
+use super::delete_visible;
+use super::schema::str_field;
+use super::{DocBackend, DocDb, Docs};
 use crate::doc::visible;
 use crate::memories::matches_query;
 
@@ -64,13 +70,6 @@ pub(crate) fn memory_stats<'a>(
     let (offset, limit) = crate::memories::page_bounds(limit, page);
     (stats.into_iter().skip(offset).take(limit).collect(), total)
 }
-
-use agno_core::{DbError, DbErrorKind, DbResult, MemoryStore, new_id, now_epoch_secs};
-use async_trait::async_trait;
-use serde_json::{Map, Value};
-
-use super::schema::str_field;
-use super::{DocBackend, DocDb, Docs};
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
@@ -316,18 +315,8 @@ impl<B: DocBackend> MemoryStore for DocDb<B> {
         }
         let (ids, user_id) = (memory_ids.iter().cloned().collect::<BTreeSet<String>>(), user_id.map(str::to_owned));
         self.write(move |files| {
-            let table = &files.tables().memories.clone();
-            let mut docs = files.read(table)?.into_owned();
-            let before = docs.len();
-            docs.retain(|d| {
-                let owner = d.get("user_id").and_then(Value::as_str);
-                !(doc_id(d).is_some_and(|id| ids.contains(id)) && visible(owner, user_id.as_deref()))
-            });
-            let deleted = (before - docs.len()) as u64;
-            if deleted > 0 {
-                files.write(table, docs)?;
-            }
-            Ok(deleted)
+            let table = files.tables().memories.clone();
+            delete_visible(files, &table, "memory_id", &ids, user_id.as_deref())
         })
         .await
     }

@@ -16,7 +16,7 @@ mod migrate;
 mod runs;
 mod schedules;
 pub(crate) mod schema;
-mod sessions;
+pub(crate) mod sessions;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -160,4 +160,58 @@ pub(crate) fn sort_and_page<T>(
     let total = list.len() as u64;
     let (offset, limit) = crate::memories::page_bounds(limit, page);
     (list.into_iter().skip(offset).take(limit).collect(), total)
+}
+
+/// The key of `doc` named `key`, when it is a string (a document's id).
+pub(crate) fn key_of<'a>(doc: &'a Value, key: &str) -> Option<&'a str> {
+    doc.get(key).and_then(Value::as_str)
+}
+
+/// Removes the documents of `table` whose `key` is in `ids` and that `user_id` may see (none:
+/// any owner); returns how many. The table is written only when one was removed.
+///
+/// # Errors
+/// A storage error; nothing is removed then.
+pub(crate) fn delete_visible(
+    files: &mut dyn Docs,
+    table: &str,
+    key: &str,
+    ids: &std::collections::BTreeSet<String>,
+    user_id: Option<&str>,
+) -> DbResult<u64> {
+    let mut docs = files.read(table)?.into_owned();
+    let before = docs.len();
+    docs.retain(|d| !(key_of(d, key).is_some_and(|id| ids.contains(id)) && visible(key_of(d, "user_id"), user_id)));
+    let deleted = (before - docs.len()) as u64;
+    if deleted > 0 {
+        files.write(table, docs)?;
+    }
+    Ok(deleted)
+}
+
+/// Applies `change` to the document of `table` whose `key` is `id`, when `user_id` may see it
+/// (none: any owner), and writes the table; `None` (nothing written) when there is no such
+/// document or `change` declines.
+///
+/// # Errors
+/// A storage error, or `change`'s; nothing is written then.
+pub(crate) fn update_visible<T>(
+    files: &mut dyn Docs,
+    table: &str,
+    (key, id): (&str, &str),
+    user_id: Option<&str>,
+    change: impl FnOnce(&mut serde_json::Map<String, Value>) -> DbResult<Option<T>>,
+) -> DbResult<Option<T>> {
+    let mut docs = files.read(table)?.into_owned();
+    let Some(doc) = docs
+        .iter_mut()
+        .filter_map(Value::as_object_mut)
+        .find(|d| d.get(key).and_then(Value::as_str) == Some(id))
+        .filter(|d| visible(d.get("user_id").and_then(Value::as_str), user_id))
+    else {
+        return Ok(None);
+    };
+    let Some(out) = change(doc)? else { return Ok(None) };
+    files.write(table, docs)?;
+    Ok(Some(out))
 }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::schema::{
     RunRow, legacy_blob, merged_session_data, page_sessions, session_doc, session_from_doc, sort_by_index, str_field,
 };
-use super::{DocBackend, DocDb, Docs};
+use super::{DocBackend, DocDb, Docs, update_visible};
 use crate::codec::{keep_latest, merge_legacy_runs};
 use crate::doc::visible;
 
@@ -100,24 +100,10 @@ impl<B: DocBackend> SessionStore for DocDb<B> {
     ) -> DbResult<Option<AgentSession>> {
         let (session_id, name, user_id) = (session_id.to_owned(), session_name.to_owned(), user_id.map(str::to_owned));
         self.write(move |files| {
-            let table = &files.tables().sessions.clone();
-            let mut docs = files.read(table)?.into_owned();
-            let Some(i) = find_session(&docs, &session_id) else { return Ok(None) };
-            let Some(doc) = docs[i].as_object_mut() else { return Ok(None) };
-            if !visible(str_field(doc, "user_id"), user_id.as_deref()) {
-                return Ok(None);
-            }
-            let data = doc.entry("session_data").or_insert(Value::Null);
-            if !data.is_object() {
-                *data = Value::Object(Map::new());
-            }
-            if let Value::Object(data) = data {
-                data.insert("session_name".to_owned(), Value::String(name));
-            }
-            doc.insert("updated_at".to_owned(), Value::from(now_epoch_secs()));
-            let session = session_from_doc(doc)?;
-            files.write(table, docs)?;
-            Ok(Some(session))
+            let table = files.tables().sessions.clone();
+            update_visible(files, &table, ("session_id", &session_id), user_id.as_deref(), |doc| {
+                rename_session_doc(doc, &name).map(Some)
+            })
         })
         .await
     }
@@ -190,4 +176,18 @@ pub(super) fn write_session(files: &mut dyn Docs, session: &AgentSession, state:
         None => docs.push(Value::Object(doc)),
     }
     files.write(&table, docs)
+}
+
+/// Names a stored session document `name` (in its `session_data`), as `rename_session` does on
+/// every document store; the session as renamed.
+pub(crate) fn rename_session_doc(doc: &mut Map<String, Value>, name: &str) -> DbResult<AgentSession> {
+    let data = doc.entry("session_data").or_insert(Value::Null);
+    if !data.is_object() {
+        *data = Value::Object(Map::new());
+    }
+    if let Value::Object(data) = data {
+        data.insert("session_name".to_owned(), Value::String(name.to_owned()));
+    }
+    doc.insert("updated_at".to_owned(), Value::from(now_epoch_secs()));
+    session_from_doc(doc)
 }

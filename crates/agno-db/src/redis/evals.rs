@@ -18,8 +18,7 @@ use async_trait::async_trait;
 use redis::Script;
 use serde_json::{Map, Value};
 
-use super::sessions::user_args;
-use super::{MGET_CHUNK, RedisDb, glob_escape, parse_doc, redis_error};
+use super::{RedisDb, redis_error};
 use crate::codec::to_json_text;
 use crate::doc::visible;
 
@@ -149,21 +148,7 @@ fn not_an_eval(run_id: &str) -> DbError {
 
 impl RedisDb {
     fn eval_key(&self, run_id: &str) -> String {
-        format!("{}:evals:{run_id}", self.prefix)
-    }
-
-    /// Keys of the eval run documents (not the index sets).
-    async fn eval_keys(&self) -> DbResult<Vec<String>> {
-        let index = format!("{}:evals:index:", self.prefix);
-        let keys = self.scan(&format!("{}:evals:*", glob_escape(&self.prefix))).await?;
-        Ok(keys.into_iter().filter(|k| !k.starts_with(&index)).collect())
-    }
-
-    /// One stored eval run document, with its text.
-    async fn eval_doc(&self, run_id: &str) -> DbResult<Option<(String, Map<String, Value>)>> {
-        let Some(text) = self.get(&self.eval_key(run_id)).await? else { return Ok(None) };
-        let doc = parse_doc(&text).ok_or_else(|| not_an_eval(run_id))?;
-        Ok(Some((text, doc)))
+        self.doc_key("evals", run_id)
     }
 }
 
@@ -193,34 +178,18 @@ impl EvalStore for RedisDb {
     }
 
     async fn get_eval_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<EvalRunRecord>> {
-        let Some((_, doc)) = self.eval_doc(run_id).await? else { return Ok(None) };
+        let Some((_, doc)) = self.doc_at("evals", run_id, "eval run").await? else { return Ok(None) };
         let record = eval_from_doc(&doc).ok_or_else(|| not_an_eval(run_id))?;
         Ok(visible(record.user_id.as_deref(), user_id).then_some(record))
     }
 
     async fn get_eval_runs(&self, query: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
-        let keys = self.eval_keys().await?;
-        let docs = self.mget(&keys).await?.into_iter().flatten().filter_map(|t| parse_doc(&t));
-        Ok(page_evals(docs.filter_map(|d| eval_from_doc(&d)), query))
+        let docs = self.docs_of("evals").await?;
+        Ok(page_evals(docs.iter().filter_map(eval_from_doc), query))
     }
 
     async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        let (has_user, user) = user_args(user_id);
-        let mut deleted = 0;
-        for chunk in run_ids.chunks(MGET_CHUNK) {
-            let mut call = DELETE_EVALS.prepare_invoke();
-            for id in chunk {
-                call.key(self.eval_key(id));
-            }
-            call.arg(&self.prefix).arg(has_user).arg(user);
-            for id in chunk {
-                call.arg(id);
-            }
-            let n: u64 =
-                call.invoke_async(&mut self.conn()).await.map_err(|e| redis_error("cannot delete eval runs", e))?;
-            deleted += n;
-        }
-        Ok(deleted)
+        self.delete_owned(&DELETE_EVALS, "evals", run_ids, user_id).await
     }
 
     async fn rename_eval_run(
@@ -231,7 +200,7 @@ impl EvalStore for RedisDb {
     ) -> DbResult<Option<EvalRunRecord>> {
         let key = self.eval_key(run_id);
         for _ in 0..CAS_ATTEMPTS {
-            let Some((text, doc)) = self.eval_doc(run_id).await? else { return Ok(None) };
+            let Some((text, doc)) = self.doc_at("evals", run_id, "eval run").await? else { return Ok(None) };
             let mut record = eval_from_doc(&doc).ok_or_else(|| not_an_eval(run_id))?;
             if !visible(record.user_id.as_deref(), user_id) {
                 return Ok(None);

@@ -17,7 +17,7 @@ use redis::Script;
 use serde_json::{Map, Value};
 
 use super::sessions::user_args;
-use super::{RedisDb, glob_escape, parse_doc, redis_error};
+use super::{RedisDb, parse_doc, redis_error};
 use crate::codec::to_json_text;
 
 /// Attempts of a compare-and-set before giving up (each round, one contender always wins).
@@ -95,14 +95,7 @@ fn not_a_row(id: &str) -> DbError {
 
 impl RedisDb {
     fn knowledge_key(&self, id: &str) -> String {
-        format!("{}:knowledge:{id}", self.prefix)
-    }
-
-    /// Keys of the knowledge documents (skipping any index set, as Agno does).
-    async fn knowledge_keys(&self) -> DbResult<Vec<String>> {
-        let index = format!("{}:knowledge:index:", self.prefix);
-        let keys = self.scan(&format!("{}:knowledge:*", glob_escape(&self.prefix))).await?;
-        Ok(keys.into_iter().filter(|k| !k.starts_with(&index)).collect())
+        self.doc_key("knowledge", id)
     }
 
     /// One stored knowledge row, with its document text.
@@ -158,7 +151,7 @@ impl KnowledgeStore for RedisDb {
     }
 
     async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
-        let keys = self.knowledge_keys().await?;
+        let keys = self.doc_keys("knowledge").await?;
         let docs = self.mget(&keys).await?.into_iter().flatten().filter_map(|t| parse_doc(&t));
         Ok(page_knowledge(docs.filter_map(|d| knowledge_from_doc(&d)), query))
     }

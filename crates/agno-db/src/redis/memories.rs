@@ -18,8 +18,7 @@ use async_trait::async_trait;
 use redis::Script;
 use serde_json::{Map, Value};
 
-use super::sessions::user_args;
-use super::{MGET_CHUNK, RedisDb, glob_escape, parse_doc, redis_error};
+use super::{MGET_CHUNK, RedisDb, glob_escape, redis_error};
 use crate::codec::to_json_text;
 use crate::doc::memories::{memory_from_doc, memory_write};
 use crate::doc::memories::{memory_stats, memory_topics, page_memories};
@@ -117,40 +116,14 @@ fn index_values(doc: Option<&Map<String, Value>>) -> String {
     Value::Array(values).to_string()
 }
 
-fn not_a_document(memory_id: &str) -> DbError {
-    DbError::new(DbErrorKind::Other, format!("stored memory {memory_id} is not a JSON document"))
-}
-
 impl RedisDb {
     fn memory_key(&self, memory_id: &str) -> String {
-        format!("{}:memories:{memory_id}", self.prefix)
-    }
-
-    /// Keys of the memory documents (not the index sets).
-    async fn memory_keys(&self) -> DbResult<Vec<String>> {
-        let index = format!("{}:memories:index:", self.prefix);
-        let keys = self.scan(&format!("{}:memories:*", glob_escape(&self.prefix))).await?;
-        Ok(keys.into_iter().filter(|k| !k.starts_with(&index)).collect())
+        self.doc_key("memories", memory_id)
     }
 
     /// Every stored memory (values that are not JSON documents are skipped).
     async fn all_memories(&self) -> DbResult<Vec<UserMemory>> {
-        let keys = self.memory_keys().await?;
-        Ok(self
-            .mget(&keys)
-            .await?
-            .into_iter()
-            .flatten()
-            .filter_map(|t| parse_doc(&t))
-            .map(|d| memory_from_doc(&d))
-            .collect())
-    }
-
-    /// One stored memory document, with its text.
-    async fn memory_doc(&self, memory_id: &str) -> DbResult<Option<(String, Map<String, Value>)>> {
-        let Some(text) = self.get(&self.memory_key(memory_id)).await? else { return Ok(None) };
-        let doc = parse_doc(&text).ok_or_else(|| not_a_document(memory_id))?;
-        Ok(Some((text, doc)))
+        Ok(self.docs_of("memories").await?.iter().map(memory_from_doc).collect())
     }
 }
 
@@ -160,7 +133,7 @@ impl MemoryStore for RedisDb {
         let id = memory.memory_id.clone().unwrap_or_else(new_id);
         let key = self.memory_key(&id);
         for _ in 0..CAS_ATTEMPTS {
-            let current = self.memory_doc(&id).await?;
+            let current = self.doc_at("memories", &id, "memory").await?;
             let existing = current.as_ref().map(|(_, doc)| memory_from_doc(doc));
             let write = memory_write(memory, &id, existing.as_ref(), now_epoch_secs())?;
             let doc = redis_doc(&write.stored);
@@ -184,7 +157,7 @@ impl MemoryStore for RedisDb {
     }
 
     async fn get_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>> {
-        let Some((_, doc)) = self.memory_doc(memory_id).await? else { return Ok(None) };
+        let Some((_, doc)) = self.doc_at("memories", memory_id, "memory").await? else { return Ok(None) };
         let memory = memory_from_doc(&doc);
         Ok(visible(memory.user_id.as_deref(), user_id).then_some(memory))
     }
@@ -198,22 +171,7 @@ impl MemoryStore for RedisDb {
     }
 
     async fn delete_user_memories(&self, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        let (has_user, user) = user_args(user_id);
-        let mut deleted = 0;
-        for chunk in memory_ids.chunks(MGET_CHUNK) {
-            let mut call = DELETE_MEMORIES.prepare_invoke();
-            for id in chunk {
-                call.key(self.memory_key(id));
-            }
-            call.arg(&self.prefix).arg(has_user).arg(user);
-            for id in chunk {
-                call.arg(id);
-            }
-            let n: u64 =
-                call.invoke_async(&mut self.conn()).await.map_err(|e| redis_error("cannot delete memories", e))?;
-            deleted += n;
-        }
-        Ok(deleted)
+        self.delete_owned(&DELETE_MEMORIES, "memories", memory_ids, user_id).await
     }
 
     async fn get_all_memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {

@@ -41,7 +41,7 @@ impl RedisDb {
 
     /// Keys of the session documents that hold a legacy `runs` field.
     async fn legacy_session_keys(&self) -> DbResult<Vec<String>> {
-        let keys = self.session_keys().await?;
+        let keys = self.doc_keys("sessions").await?;
         let docs = self.mget(&keys).await?;
         Ok(keys
             .into_iter()
@@ -152,7 +152,7 @@ impl Migrate for RedisDb {
     }
 
     async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
-        let keys = self.session_keys().await?;
+        let keys = self.doc_keys("sessions").await?;
         let with_field: Vec<String> = self
             .mget(&keys)
             .await?

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use agno_core::{DbError, DbErrorKind, DbResult};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, RedisError};
+use redis::{Client, RedisError, Script};
 use serde_json::{Map, Value};
 
 use crate::tables::TableNames;
@@ -191,11 +191,11 @@ impl RedisDb {
     }
 
     pub(crate) fn session_key(&self, session_id: &str) -> String {
-        format!("{}:sessions:{session_id}", self.prefix)
+        self.doc_key("sessions", session_id)
     }
 
     pub(crate) fn run_key(&self, run_id: &str) -> String {
-        format!("{}:runs:{run_id}", self.prefix)
+        self.doc_key("runs", run_id)
     }
 
     pub(crate) fn by_session_key(&self, session_id: &str) -> String {
@@ -229,11 +229,84 @@ impl RedisDb {
         }
     }
 
-    /// Keys of the session documents.
-    pub(crate) async fn session_keys(&self) -> DbResult<Vec<String>> {
-        let index = format!("{}:sessions:index:", self.prefix);
-        let keys = self.scan(&format!("{}:sessions:*", glob_escape(&self.prefix))).await?;
+    /// The key of document `id` of a kind (`{prefix}:{kind}:{id}`: `sessions`, `evals`, ...).
+    pub(crate) fn doc_key(&self, kind: &str, id: &str) -> String {
+        format!("{}:{kind}:{id}", self.prefix)
+    }
+
+    /// Keys of the documents of a kind, without its index sets (`{prefix}:{kind}:index:*`).
+    pub(crate) async fn doc_keys(&self, kind: &str) -> DbResult<Vec<String>> {
+        let index = format!("{}:{kind}:index:", self.prefix);
+        let keys = self.scan(&format!("{}:{kind}:*", glob_escape(&self.prefix))).await?;
         Ok(keys.into_iter().filter(|k| !k.starts_with(&index)).collect())
+    }
+
+    /// Every document of a kind (values that are not JSON documents are skipped).
+    pub(crate) async fn docs_of(&self, kind: &str) -> DbResult<Vec<Map<String, Value>>> {
+        let keys = self.doc_keys(kind).await?;
+        Ok(self.mget(&keys).await?.into_iter().flatten().filter_map(|t| parse_doc(&t)).collect())
+    }
+
+    /// Document `id` of a kind, with its text (what a compare-and-set compares); an error naming
+    /// it (`what`) when the stored value is not a JSON document.
+    pub(crate) async fn doc_at(
+        &self,
+        kind: &str,
+        id: &str,
+        what: &str,
+    ) -> DbResult<Option<(String, Map<String, Value>)>> {
+        let Some(text) = self.get(&self.doc_key(kind, id)).await? else { return Ok(None) };
+        let doc = parse_doc(&text)
+            .ok_or_else(|| DbError::new(DbErrorKind::Other, format!("stored {what} {id} is not a JSON document")))?;
+        Ok(Some((text, doc)))
+    }
+
+    /// Runs an owner-checked script on one document: `keys`, then the arguments such scripts
+    /// take (prefix, `id`, `1`/`0` for a user filter, the user).
+    pub(crate) async fn owned_script<T: redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        keys: &[String],
+        id: &str,
+        user_id: Option<&str>,
+        what: &str,
+    ) -> DbResult<T> {
+        let (has_user, user) = sessions::user_args(user_id);
+        let mut call = script.prepare_invoke();
+        for key in keys {
+            call.key(key);
+        }
+        call.arg(&self.prefix).arg(id).arg(has_user).arg(user);
+        call.invoke_async(&mut self.conn()).await.map_err(|e| redis_error(&format!("{what} {id}"), e))
+    }
+
+    /// Runs an owner-checked delete script over documents of a kind in batches (keys: the
+    /// documents; arguments: prefix, `1`/`0`, the user, then the ids); the number deleted.
+    pub(crate) async fn delete_owned(
+        &self,
+        script: &Script,
+        kind: &str,
+        ids: &[String],
+        user_id: Option<&str>,
+    ) -> DbResult<u64> {
+        let (has_user, user) = sessions::user_args(user_id);
+        let mut deleted = 0;
+        for chunk in ids.chunks(MGET_CHUNK) {
+            let mut call = script.prepare_invoke();
+            for id in chunk {
+                call.key(self.doc_key(kind, id));
+            }
+            call.arg(&self.prefix).arg(has_user).arg(user);
+            for id in chunk {
+                call.arg(id);
+            }
+            let n: u64 = call
+                .invoke_async(&mut self.conn())
+                .await
+                .map_err(|e| redis_error(&format!("cannot delete {kind}"), e))?;
+            deleted += n;
+        }
+        Ok(deleted)
     }
 
     /// Keys of the run rows.
@@ -270,18 +343,11 @@ impl RedisDb {
 
     /// Every session document.
     pub(crate) async fn session_docs(&self) -> DbResult<Vec<Map<String, Value>>> {
-        let keys = self.session_keys().await?;
-        Ok(self.mget(&keys).await?.into_iter().flatten().filter_map(|t| parse_doc(&t)).collect())
+        self.docs_of("sessions").await
     }
 
     /// One session document.
     pub(crate) async fn session_doc(&self, session_id: &str) -> DbResult<Option<(String, Map<String, Value>)>> {
-        let Some(text) = self.get(&self.session_key(session_id)).await? else { return Ok(None) };
-        match parse_doc(&text) {
-            Some(doc) => Ok(Some((text, doc))),
-            None => {
-                Err(DbError::new(DbErrorKind::Other, format!("stored session {session_id} is not a JSON document")))
-            }
-        }
+        self.doc_at("sessions", session_id, "session").await
     }
 }

@@ -158,19 +158,11 @@ impl RunStore for RedisDb {
     }
 
     async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        let (has_user, user) = user_args(user_id);
         let mut by_session: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut deleted = 0;
         for id in run_ids {
-            let reply: Vec<String> = DELETE_RUN
-                .key(self.run_key(id))
-                .arg(&self.prefix)
-                .arg(id)
-                .arg(has_user)
-                .arg(user)
-                .invoke_async(&mut self.conn())
-                .await
-                .map_err(|e| redis_error(&format!("cannot delete run {id}"), e))?;
+            let reply: Vec<String> =
+                self.owned_script(&DELETE_RUN, &[self.run_key(id)], id, user_id, "cannot delete run").await?;
             if reply.first().map(String::as_str) == Some("1") {
                 deleted += 1;
                 if let Some(sid) = reply.get(1).filter(|s| !s.is_empty()) {

@@ -222,17 +222,8 @@ impl ScheduleStore for RedisDb {
     }
 
     async fn delete_schedule(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        let (has_user, user) = user_args(user_id);
-        let deleted: i64 = DELETE_SCHEDULE
-            .key(self.schedule_key(id))
-            .key(self.schedule_runs_set(id))
-            .arg(&self.prefix)
-            .arg(id)
-            .arg(has_user)
-            .arg(user)
-            .invoke_async(&mut self.conn())
-            .await
-            .map_err(|e| redis_error(&format!("cannot delete schedule {id}"), e))?;
+        let keys = [self.schedule_key(id), self.schedule_runs_set(id)];
+        let deleted: i64 = self.owned_script(&DELETE_SCHEDULE, &keys, id, user_id, "cannot delete schedule").await?;
         Ok(deleted == 1)
     }
 

@@ -220,7 +220,7 @@ impl RedisDb {
     /// A storage error.
     pub async fn create_tables(&self) -> DbResult<()> {
         let t = self.tables().clone();
-        if self.get_latest_schema_version(&t.sessions).await?.is_none() && self.session_keys().await?.is_empty() {
+        if self.get_latest_schema_version(&t.sessions).await?.is_none() && self.doc_keys("sessions").await?.is_empty() {
             self.upsert_schema_version(&t.sessions, LATEST_VERSION).await?;
         }
         if self.get_latest_schema_version(&t.metrics).await?.is_none() && !self.has_keys("metrics").await? {

@@ -156,15 +156,7 @@ impl SessionStore for RedisDb {
             if !visible(str_field(doc, "user_id"), user_id) {
                 return Ok(None);
             }
-            let data = doc.entry("session_data").or_insert(Value::Null);
-            if !data.is_object() {
-                *data = Value::Object(Map::new());
-            }
-            if let Value::Object(data) = data {
-                data.insert("session_name".to_owned(), Value::String(session_name.to_owned()));
-            }
-            doc.insert("updated_at".to_owned(), Value::from(now_epoch_secs()));
-            session_from_doc(doc).map(Some)
+            crate::doc::sessions::rename_session_doc(doc, session_name).map(Some)
         })
         .await
     }
@@ -174,19 +166,10 @@ impl SessionStore for RedisDb {
     }
 
     async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        let (has_user, user) = user_args(user_id);
         let mut deleted = 0;
         for id in session_ids {
-            let done: i64 = DELETE_SESSION
-                .key(self.session_key(id))
-                .key(self.by_session_key(id))
-                .arg(&self.prefix)
-                .arg(id)
-                .arg(has_user)
-                .arg(user)
-                .invoke_async(&mut self.conn())
-                .await
-                .map_err(|e| redis_error(&format!("cannot delete session {id}"), e))?;
+            let keys = [self.session_key(id), self.by_session_key(id)];
+            let done: i64 = self.owned_script(&DELETE_SESSION, &keys, id, user_id, "cannot delete session").await?;
             deleted += u64::from(done == 1);
         }
         Ok(deleted)
