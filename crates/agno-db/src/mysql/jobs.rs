@@ -10,7 +10,7 @@
 //! indexes); the queue-depth bound serialises depth-bounded enqueues on the jobs table's row of
 //! the schema-versions table.
 
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, RunWrite, StoredEvent};
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, StoredEvent};
 use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection};
 
 use super::{MySqlDb, db_error, error_number};
@@ -102,17 +102,6 @@ impl MySqlDb {
                 Err(e)
             }
         }
-    }
-
-    /// The job `id`, its row locked until the transaction on `conn` ends.
-    async fn lock_job(&self, conn: &mut MySqlConnection, id: &str) -> DbResult<Option<Job>> {
-        let sql = format!("SELECT {JOB_COLUMNS} FROM `{}` WHERE id = ? FOR UPDATE", self.tables().jobs);
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(id)
-            .fetch_optional(conn)
-            .await
-            .map_err(|e| db_error(&format!("cannot read job {id}"), e))?;
-        row.as_ref().map(job_from_row::<MySql>).transpose()
     }
 
     /// Writes every changeable column of `job` (its row locked on `conn`).
@@ -251,23 +240,6 @@ impl MySqlDb {
         Ok(None)
     }
 
-    async fn try_save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
-        let what = format!("cannot write run {}", lease.job_id);
-        self.transact(&what, async |conn| {
-            // The job's row stays locked until commit: no claim, cancel or sweep comes between
-            // the lease check and the writes.
-            let Some(mut job) = self.lock_job(conn, &lease.job_id).await? else { return Ok((false, false)) };
-            if !job.hold(&lease.worker_id, lease.attempt, now) {
-                return Ok((false, false));
-            }
-            self.put_job(conn, &job).await?;
-            self.write_session(conn, write.session, write.state).await?;
-            self.write_run(conn, write.run, &write.session.session_id, write.user_id).await?;
-            Ok((true, true))
-        })
-        .await
-    }
-
     async fn try_append_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
         let (job_id, worker_id, attempt) = (lease.job_id.as_str(), lease.worker_id.as_str(), lease.attempt);
         let t = self.tables().clone();
@@ -329,11 +301,6 @@ impl MySqlDb {
     /// `JobStore::claim_job`, as this database picks and locks the first claimable job.
     pub(crate) async fn claim(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
         crate::sql::retrying::<MySql, _, _, _>(|| self.try_claim(worker_id, lock_grace_seconds, now)).await
-    }
-
-    /// `JobStore::save_claimed_run`: the lease check and the run write in one transaction.
-    pub(crate) async fn save_run_of(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
-        crate::sql::retrying::<MySql, _, _, _>(|| self.try_save_claimed_run(lease, write, now)).await
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.

@@ -19,7 +19,9 @@ mod sessions;
 use std::str::FromStr;
 use std::time::Duration;
 
-use agno_core::{DbError, DbErrorKind, DbResult};
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate};
+
+use crate::sql::Conn;
 use sqlx::mysql::{MySql, MySqlArguments, MySqlConnectOptions, MySqlDatabaseError, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::query::Query;
@@ -297,6 +299,12 @@ impl crate::sql::SqlDb for MySqlDb {
     }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         MySqlDb::table_exists(self, table).await
+    }
+    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+        self.write_session(conn, session, state).await
+    }
+    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64> {
+        self.write_run(conn, run, sid, user).await
     }
 }
 

@@ -6,7 +6,7 @@
 //! `locked_by`, `attempt` and `status = 'running'`. A successful enqueue (and an operator
 //! requeue) sends a notification on [`PostgresDb::jobs_channel`] in the same transaction.
 
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSignal, JobStatus, RunWrite, StoredEvent};
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSignal, JobStatus, StoredEvent};
 use sqlx::{AssertSqlSafe, PgConnection, Postgres, Row};
 
 use super::schedules::to_i64;
@@ -194,48 +194,6 @@ impl PostgresDb {
             .await
             .map_err(|e| db_error(&format!("cannot claim a job for worker {worker_id}"), e))?;
         row.as_ref().map(job_from_row::<Postgres>).transpose()
-    }
-
-    /// `JobStore::save_claimed_run`: the lease check and the run write in one transaction.
-    pub(crate) async fn save_run_of(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
-        let job_id = &lease.job_id;
-        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot begin a run write", e))?;
-        // The UPDATE locks the job row until this transaction ends: a takeover claim skips it
-        // (SKIP LOCKED), a cancel or sweep waits; so the lease cannot change between this check
-        // and the writes below.
-        let sql = format!(
-            "UPDATE {} SET locked_at = CASE WHEN status = 'running' THEN $4 ELSE locked_at END WHERE {HOLDS}",
-            self.qualified(&self.tables().jobs)
-        );
-        let held = sqlx::query(AssertSqlSafe(sql))
-            .bind(job_id)
-            .bind(&lease.worker_id)
-            .bind(lease.attempt)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
-        let written = if held.rows_affected() == 0 {
-            Ok(false)
-        } else {
-            match self.write_session(&mut tx, write.session, write.state).await {
-                Ok(()) => {
-                    let sid = &write.session.session_id;
-                    self.write_run(&mut tx, write.run, sid, write.user_id).await.map(|_| true)
-                }
-                Err(e) => Err(e),
-            }
-        };
-        match written {
-            Ok(true) => {
-                tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {job_id}"), e))?;
-                Ok(true)
-            }
-            other => {
-                tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of run {job_id}"), e))?;
-                other
-            }
-        }
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.

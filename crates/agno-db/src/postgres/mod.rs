@@ -19,7 +19,9 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use agno_core::{DbError, DbErrorKind, DbResult};
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate};
+
+use crate::sql::Conn;
 use serde_json::Value;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
@@ -351,5 +353,11 @@ impl crate::sql::SqlDb for PostgresDb {
     }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
         PostgresDb::table_exists(self, table).await
+    }
+    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+        self.write_session(conn, session, state).await
+    }
+    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64> {
+        self.write_run(conn, run, sid, user).await
     }
 }

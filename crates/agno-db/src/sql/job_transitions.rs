@@ -5,7 +5,7 @@
 //! statements stating the same rules, so they cost one round trip. The claim, the enqueue and
 //! the fenced run and event writes differ per database and stay with each adapter.
 
-use agno_core::{Cell, Continued, DbResult, Job, JobLease, JobOutcome, JobStatus};
+use agno_core::{Cell, Continued, DbResult, Job, JobLease, JobOutcome, JobStatus, RunWrite};
 use sea_query::{Condition, Expr, ExprTrait, LockType, Order, Query};
 use sea_query_sqlx::{SqlxBinder, SqlxValues};
 
@@ -235,19 +235,59 @@ pub(crate) async fn heartbeat<A: SqlDb>(db: &A, worker_id: &str, job_ids: &[Stri
     super::changed(db, statement, &format!("cannot refresh the leases of worker {worker_id}")).await
 }
 
-/// `JobStore::holds_job` (`Job::hold`): whether the claim holds, its lease refreshed while the
-/// job runs. (The connections of every adapter count matched rows, so an unchanged row counts.)
-pub(crate) async fn holds<A: SqlDb>(db: &A, lease: &JobLease, now: i64) -> DbResult<bool> {
+/// The claim check of `Job::hold`: matches the job while `lease` holds it, refreshing the lease
+/// while the job runs. (The connections of every adapter count matched rows, so an unchanged row
+/// counts.)
+fn hold<A: SqlDb>(db: &A, lease: &JobLease, now: i64) -> (String, SqlxValues) {
     let refreshed: Expr = Expr::case(Expr::col("status").eq(JobStatus::Running.as_str()), Expr::val(now))
         .finally(Expr::col("locked_at"))
         .into();
-    let statement = Query::update()
+    Query::update()
         .table(db.table_ref(&db.tables().jobs))
         .value("locked_at", refreshed)
         .cond_where(held::<A::D>(lease))
-        .build_sqlx(A::D::builder());
+        .build_sqlx(A::D::builder())
+}
+
+/// `JobStore::holds_job` (`Job::hold`): whether the claim holds, its lease refreshed while the
+/// job runs.
+pub(crate) async fn holds<A: SqlDb>(db: &A, lease: &JobLease, now: i64) -> DbResult<bool> {
     let what = format!("cannot check the lease on job {}", lease.job_id);
-    Ok(super::changed(db, statement, &what).await? > 0)
+    Ok(super::changed(db, hold(db, lease, now), &what).await? > 0)
+}
+
+/// `JobStore::save_claimed_run`: the claim check and the session and run writes in one
+/// transaction (the check's row lock, or SQLite's write lock, keeps every claim, cancel and
+/// sweep out until commit); tried again when it loses a race (a MySQL deadlock).
+pub(crate) async fn save_claimed_run<A: SqlDb>(
+    db: &A,
+    lease: &JobLease,
+    write: RunWrite<'_>,
+    now: i64,
+) -> DbResult<bool> {
+    super::retrying::<A::D, _, _, _>(|| async {
+        let what = format!("cannot write run {}", lease.job_id);
+        let mut tx = Tx::begin(db).await?;
+        let written = match tx.changed(hold(db, lease, now), &what).await {
+            Ok(0) => Ok(false),
+            Ok(_) => match db.put_session(&mut *tx.tx, write.session, write.state).await {
+                Ok(()) => {
+                    let sid = &write.session.session_id;
+                    db.put_run(&mut *tx.tx, write.run, sid, write.user_id).await.map(|_| true)
+                }
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(true) => tx.commit(&what).await.map(|()| true),
+            other => {
+                tx.rollback(&what).await?;
+                other
+            }
+        }
+    })
+    .await
 }
 
 /// `JobStore::finish_job` (`Job::finish`): ends the attempt with `outcome` and releases the lease;

@@ -215,9 +215,9 @@ pub(crate) async fn list_jobs<A: SqlDb>(
     Ok((found.iter().map(job_from_row::<A::D>).collect::<DbResult<Vec<_>>>()?, total))
 }
 
-/// Implements `agno_core::JobStore` for an SQL adapter: its own enqueue, claim and fenced writes
-/// (inherent `enqueue`, `claim`, `save_run_of` and `log_events`: each differs per database), the
-/// transitions of [`super::job_transitions`] and the reads above; `$extra` adds methods of its
+/// Implements `agno_core::JobStore` for an SQL adapter: its own enqueue, claim and event log
+/// (inherent `enqueue`, `claim` and `log_events`: each differs per database), the transitions
+/// and the claimed run write of [`super::job_transitions`] and the reads above; `$extra` adds methods of its
 /// own (PostgreSQL's `job_signals`).
 macro_rules! job_store {
     ($db:ty $(, { $($extra:tt)* })?) => {
@@ -245,7 +245,7 @@ macro_rules! job_store {
                 crate::sql::job_transitions::holds(self, lease, now).await
             }
             async fn save_claimed_run(&self, lease: &agno_core::JobLease, write: agno_core::RunWrite<'_>, now: i64) -> agno_core::DbResult<bool> {
-                self.save_run_of(lease, write, now).await
+                crate::sql::job_transitions::save_claimed_run(self, lease, write, now).await
             }
             async fn cancelled_jobs(&self, worker_id: &str) -> agno_core::DbResult<Vec<String>> {
                 crate::sql::jobs::cancelled_jobs(self, worker_id).await

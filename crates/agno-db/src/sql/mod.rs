@@ -24,7 +24,7 @@ pub(crate) mod sessions;
 pub(crate) mod sqlite_builder;
 pub(crate) mod upsert;
 
-use agno_core::{Cell, DbError, DbResult};
+use agno_core::{AgentSession, Cell, DbError, DbResult, RunOutput, StateUpdate};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -55,6 +55,13 @@ pub(crate) trait SqlDb: Send + Sync {
 
     /// `table` as a built statement names it (schema-qualified on PostgreSQL).
     fn table_ref(&self, table: &str) -> sea_query::TableRef;
+
+    /// Writes a session on `conn` (the caller's transaction): the write of `upsert_session`.
+    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()>;
+
+    /// Writes a run on `conn` (the caller's transaction): the write of `upsert_run`; its
+    /// `run_index`.
+    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64>;
 
     /// The lock writers of this process take turns on, where the database has a single writer
     /// (SQLite); none elsewhere.
@@ -135,6 +142,9 @@ pub(crate) async fn existing_tables<A: SqlDb>(db: &A) -> DbResult<Vec<(TableKind
 
 /// A row of the dialect's database.
 pub(crate) type Row<D> = <<D as Dialect>::DB as Database>::Row;
+
+/// A connection of the dialect's database (or the caller's transaction, dereferenced).
+pub(crate) type Conn<D> = <<D as Dialect>::DB as Database>::Connection;
 
 /// What differs between the SQL databases in how records are written and read.
 pub(crate) trait Dialect {

@@ -4,7 +4,7 @@
 //! read back. A claim is one conditional `UPDATE ... RETURNING`; every later write of a worker is
 //! fenced by its worker id, its attempt and the `running` status.
 
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, RunWrite, StoredEvent};
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, StoredEvent};
 use sqlx::{AssertSqlSafe, Sqlite};
 
 use super::{SqliteDb, db_error};
@@ -146,49 +146,6 @@ impl SqliteDb {
             .await
             .map_err(|e| db_error("cannot claim a job", e))?;
         rows.first().map(job_from_row::<Sqlite>).transpose()
-    }
-
-    /// `JobStore::save_claimed_run`: the lease check and the run write in one transaction.
-    pub(crate) async fn save_run_of(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
-        let job_id = &lease.job_id;
-        let _turn = self.write_turn().await;
-        // IMMEDIATE: the lease check and both writes hold the write lock together, so no claim,
-        // cancel or sweep can come between them.
-        let mut tx =
-            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot begin a run write", e))?;
-        let sql = format!(
-            "UPDATE {} SET locked_at = CASE WHEN status = 'running' THEN ? ELSE locked_at END WHERE {HOLDS}",
-            self.tables().jobs
-        );
-        let held = sqlx::query(AssertSqlSafe(sql))
-            .bind(now)
-            .bind(job_id)
-            .bind(&lease.worker_id)
-            .bind(lease.attempt)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
-        let written = if held.rows_affected() == 0 {
-            Ok(false)
-        } else {
-            match self.write_session(&mut tx, write.session, write.state).await {
-                Ok(()) => {
-                    let sid = &write.session.session_id;
-                    self.write_run(&mut tx, write.run, sid, write.user_id).await.map(|_| true)
-                }
-                Err(e) => Err(e),
-            }
-        };
-        match written {
-            Ok(true) => {
-                tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {job_id}"), e))?;
-                Ok(true)
-            }
-            other => {
-                tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of run {job_id}"), e))?;
-                other
-            }
-        }
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.
