@@ -8,41 +8,13 @@
 
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
 use async_trait::async_trait;
-use serde_json::Value;
-use sqlx::{AssertSqlSafe, Connection, Row};
+use sqlx::{AssertSqlSafe, Row};
 
-use super::sessions::text_column;
-use super::{Arg, MySqlDb, bind_arg, db_error, marks};
-use crate::codec::{json_column, run_type, to_json_text};
+use super::{MySqlDb, db_error};
 use crate::migration::{CleanupReport, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
-use crate::sql::migrate::{BlobRun, blob_runs};
 
 /// MySQL refuses longer identifiers (error 1059).
 const MAX_IDENTIFIER_LENGTH: usize = 64;
-
-/// Rows per multi-row insert of copied runs (13 parameters each, far below the 65 535 limit).
-const INSERT_CHUNK: usize = 500;
-
-/// One row of the runs table built from a blob run.
-fn run_row_args(session_id: &str, user_id: Option<&str>, blob: &BlobRun, now: i64) -> DbResult<Vec<Option<Arg>>> {
-    let run = &blob.run;
-    let field = |k: &str| run.get(k).and_then(Value::as_str).map(|s| Arg::Str(s.to_owned()));
-    Ok(vec![
-        Some(Arg::Str(blob.run_id.clone())),
-        Some(Arg::Str(session_id.to_owned())),
-        Some(Arg::Str(run_type(run).to_owned())),
-        field("agent_id"),
-        field("team_id"),
-        field("workflow_id"),
-        user_id.map(|u| Arg::Str(u.to_owned())),
-        field("parent_run_id"),
-        field("status"),
-        Some(Arg::Int(blob.run_index)),
-        Some(Arg::Str(to_json_text(run)?)),
-        Some(Arg::Int(run.get("created_at").and_then(Value::as_i64).unwrap_or(now))),
-        Some(Arg::Int(now)),
-    ])
-}
 
 impl MySqlDb {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
@@ -243,78 +215,11 @@ impl MySqlDb {
         Ok(changed)
     }
 
-    /// Copies every legacy blob run into the runs table, in batches of sessions, in one
-    /// transaction; runs already in the table are left as they are.
+    /// Creates the runs table (DDL commits on its own in MySQL: before the copy's transaction),
+    /// then copies the legacy blob runs into it (`sql::migrate`).
     async fn copy_blob_runs(&self, options: &MigrationOptions, progress: Progress<'_>) -> DbResult<bool> {
-        let t = self.tables().clone();
-        // DDL commits on its own in MySQL: the table exists before the copy transaction starts.
         self.ensure_runs_table().await?;
-        if !self.column_exists(&t.sessions, "runs").await? {
-            return Ok(false);
-        }
-        let total: i64 =
-            sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM `{}` WHERE runs IS NOT NULL", t.sessions)))
-                .fetch_one(self.pool())
-                .await
-                .map_err(|e| db_error("cannot count legacy sessions", e))?;
-        let total = u64::try_from(total).unwrap_or(0);
-        let mut conn = self.read_committed_conn().await?;
-        let mut tx = conn.begin().await.map_err(|e| db_error("cannot start the runs copy", e))?;
-        let now = now_epoch_secs();
-        let batch = i64::try_from(options.batch_size.max(1)).unwrap_or(50);
-        let select = format!(
-            "SELECT session_id, user_id, runs FROM `{}` WHERE runs IS NOT NULL AND session_id > ? \
-             ORDER BY session_id LIMIT ?",
-            t.sessions
-        );
-        let mut done = 0u64;
-        let mut batches = 0usize;
-        let mut last_id = String::new();
-        loop {
-            let rows = sqlx::query(AssertSqlSafe(select.as_str()))
-                .bind(&last_id)
-                .bind(batch)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| db_error("cannot read legacy sessions", e))?;
-            if rows.is_empty() {
-                break;
-            }
-            if options.fail_after_batches.is_some_and(|n| batches >= n) {
-                return Err(DbError::new(DbErrorKind::Other, "injected failure after copying some batches"));
-            }
-            let mut values: Vec<Vec<Option<Arg>>> = Vec::new();
-            for row in &rows {
-                let session_id: String = row.try_get("session_id").map_err(|e| db_error("session_id", e))?;
-                let user_id = text_column(row, "user_id")?;
-                for blob in blob_runs(json_column(text_column(row, "runs")?)?) {
-                    values.push(run_row_args(&session_id, user_id.as_deref(), &blob, now)?);
-                }
-                last_id = session_id;
-            }
-            for chunk in values.chunks(INSERT_CHUNK) {
-                let tuple = format!("({})", marks(13));
-                // Only a duplicate run id is skipped (unlike INSERT IGNORE, which would also
-                // swallow truncation and other errors).
-                let sql = format!(
-                    "INSERT INTO `{}` (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, \
-                     parent_run_id, status, run_index, run_data, created_at, updated_at) VALUES {} \
-                     ON DUPLICATE KEY UPDATE run_id = run_id",
-                    t.runs,
-                    vec![tuple; chunk.len()].join(", ")
-                );
-                let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
-                for arg in chunk.iter().flatten() {
-                    q = bind_arg(q, arg.as_ref().unwrap_or(&Arg::Null));
-                }
-                q.execute(&mut *tx).await.map_err(|e| db_error("cannot copy legacy runs", e))?;
-            }
-            done += rows.len() as u64;
-            batches += 1;
-            progress(done, total);
-        }
-        tx.commit().await.map_err(|e| db_error("cannot commit the runs copy", e))?;
-        Ok(done > 0)
+        crate::sql::migrate::copy_blob_runs(self, options, progress).await
     }
 }
 

@@ -7,54 +7,13 @@ use std::collections::BTreeMap;
 
 use agno_core::{DbError, DbErrorKind, DbResult, SchemaStore, now_epoch_secs};
 use async_trait::async_trait;
-use serde_json::Value;
 use sqlx::postgres::Postgres;
 use sqlx::{AssertSqlSafe, Row, Transaction};
 
 use super::schedules::name_backstop_ddl;
 use super::schema::{index_ddl, runs_ddl};
 use super::{PostgresDb, db_error};
-use crate::codec::run_type;
 use crate::migration::{CleanupReport, LATEST_VERSION, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
-use crate::sql::migrate::{BlobRun, blob_runs};
-
-/// Column arrays of one batch insert (`INSERT ... SELECT * FROM UNNEST(...)`).
-#[derive(Default)]
-struct RunColumns {
-    run_id: Vec<String>,
-    session_id: Vec<String>,
-    run_type: Vec<String>,
-    agent_id: Vec<Option<String>>,
-    team_id: Vec<Option<String>>,
-    workflow_id: Vec<Option<String>>,
-    user_id: Vec<Option<String>>,
-    parent_run_id: Vec<Option<String>>,
-    status: Vec<Option<String>>,
-    run_index: Vec<i64>,
-    run_data: Vec<Value>,
-    created_at: Vec<i64>,
-}
-
-impl RunColumns {
-    fn push(&mut self, session_id: &str, user_id: Option<&str>, blob: BlobRun, now: i64) {
-        let BlobRun { run_id, run_index, run } = blob;
-        let field = |k: &str| run.get(k).and_then(Value::as_str).map(str::to_owned);
-        self.agent_id.push(field("agent_id"));
-        self.team_id.push(field("team_id"));
-        self.workflow_id.push(field("workflow_id"));
-        self.parent_run_id.push(field("parent_run_id"));
-        self.status.push(field("status"));
-        self.run_type.push(run_type(&run).to_owned());
-        // Epoch seconds; Python Agno takes `created_at or now`.
-        let created_at = run.get("created_at").and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)));
-        self.created_at.push(created_at.filter(|t| *t != 0).unwrap_or(now));
-        self.run_id.push(run_id);
-        self.session_id.push(session_id.to_owned());
-        self.user_id.push(user_id.map(str::to_owned));
-        self.run_index.push(run_index);
-        self.run_data.push(run);
-    }
-}
 
 impl PostgresDb {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
@@ -169,70 +128,15 @@ impl PostgresDb {
         Ok(changed)
     }
 
-    /// Copies every legacy blob run into the runs table, in batches of sessions, in one
-    /// transaction; runs already in the table are left as they are.
+    /// Creates the runs table (stamped at creation, as Python Agno's table factory does), then
+    /// copies the legacy blob runs into it (`sql::migrate`).
     async fn copy_blob_runs(&self, options: &MigrationOptions, progress: Progress<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
-        let sessions_q = self.qualified(&t.sessions);
         let runs_q = self.qualified(&t.runs);
-        if self.create_table_if_missing(&t.runs, &runs_ddl(&runs_q, &t.runs, &sessions_q)).await? {
-            // As Python Agno, which creates it through its table factory: stamped at creation.
+        if self.create_table_if_missing(&t.runs, &runs_ddl(&runs_q, &t.runs, &self.qualified(&t.sessions))).await? {
             self.upsert_schema_version(&t.runs, LATEST_VERSION).await?;
         }
-        if !self.column_exists(&t.sessions, "runs").await? {
-            return Ok(false);
-        }
-        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start the runs copy", e))?;
-        let total: i64 =
-            sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {sessions_q} WHERE runs IS NOT NULL")))
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(|e| db_error("cannot count legacy sessions", e))?;
-        let total = u64::try_from(total).unwrap_or(0);
-        let select = format!(
-            "SELECT session_id, user_id, runs FROM {sessions_q} WHERE runs IS NOT NULL AND session_id > $1 \
-             ORDER BY session_id LIMIT $2"
-        );
-        let batch = i64::try_from(options.batch_size.max(1)).unwrap_or(50);
-        let now = now_epoch_secs();
-        let mut done = 0u64;
-        let mut batches = 0usize;
-        let mut last_id = String::new();
-        loop {
-            let rows = sqlx::query(AssertSqlSafe(select.as_str()))
-                .bind(&last_id)
-                .bind(batch)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| db_error("cannot read legacy sessions", e))?;
-            if rows.is_empty() {
-                break;
-            }
-            if options.fail_after_batches.is_some_and(|n| batches >= n) {
-                return Err(DbError::new(DbErrorKind::Other, "injected failure after copying some batches"));
-            }
-            let mut cols = RunColumns::default();
-            for row in &rows {
-                let session_id: String =
-                    row.try_get("session_id").map_err(|e| db_error("cannot read a legacy session id", e))?;
-                let user_id: Option<String> = row
-                    .try_get("user_id")
-                    .map_err(|e| db_error(&format!("cannot read the user of session {session_id}"), e))?;
-                let blob: Option<Value> = row
-                    .try_get("runs")
-                    .map_err(|e| db_error(&format!("cannot read the legacy runs of session {session_id}"), e))?;
-                for run in blob_runs(blob) {
-                    cols.push(&session_id, user_id.as_deref(), run, now);
-                }
-                last_id = session_id;
-            }
-            insert_batch(&mut tx, &runs_q, cols, now).await?;
-            done += rows.len() as u64;
-            batches += 1;
-            progress(done, total);
-        }
-        tx.commit().await.map_err(|e| db_error("cannot commit the runs copy", e))?;
-        Ok(done > 0)
+        crate::sql::migrate::copy_blob_runs(self, options, progress).await
     }
 
     /// 3.0.0 on evals, knowledge, schedules and schedule runs: a `user_id` column and index
@@ -405,44 +309,6 @@ async fn unique_indexes(
         out.entry(name).or_default().push(column);
     }
     Ok(out)
-}
-
-/// Inserts one batch of blob runs; runs already in the table are kept as they are.
-async fn insert_batch(
-    tx: &mut Transaction<'static, Postgres>,
-    runs_q: &str,
-    cols: RunColumns,
-    now: i64,
-) -> DbResult<()> {
-    if cols.run_id.is_empty() {
-        return Ok(());
-    }
-    let sql = format!(
-        "INSERT INTO {runs_q} (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, \
-         status, run_index, run_data, created_at, updated_at) \
-         SELECT u.*, $13::bigint FROM UNNEST($1::varchar[], $2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], \
-         $6::varchar[], $7::varchar[], $8::varchar[], $9::varchar[], $10::bigint[], $11::jsonb[], $12::bigint[]) AS u \
-         ON CONFLICT (run_id) DO NOTHING"
-    );
-    let first = cols.run_id.first().cloned().unwrap_or_default();
-    sqlx::query(AssertSqlSafe(sql))
-        .bind(cols.run_id)
-        .bind(cols.session_id)
-        .bind(cols.run_type)
-        .bind(cols.agent_id)
-        .bind(cols.team_id)
-        .bind(cols.workflow_id)
-        .bind(cols.user_id)
-        .bind(cols.parent_run_id)
-        .bind(cols.status)
-        .bind(cols.run_index)
-        .bind(cols.run_data)
-        .bind(cols.created_at)
-        .bind(now)
-        .execute(&mut **tx)
-        .await
-        .map_err(|e| db_error(&format!("cannot copy legacy runs (batch starting at run {first})"), e))?;
-    Ok(())
 }
 
 #[async_trait]

@@ -5,13 +5,34 @@
 
 use std::collections::HashSet;
 
-use agno_core::{DbError, DbErrorKind, DbResult};
-use sea_query::{Expr, ExprTrait, Order, Query};
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, now_epoch_secs};
+use sea_query::{Asterisk, Expr, ExprTrait, Func, OnConflict, Order, Query, SimpleExpr};
 use sea_query_sqlx::{SqlxBinder, SqlxValues};
 use serde_json::Value;
 
-use super::{Columns, Dialect, SqlDb, changed, rows};
-use crate::migration::CleanupReport;
+use super::{Columns, Dialect, SqlDb, Tx, changed, rows};
+use crate::codec::run_type;
+use crate::migration::{CleanupReport, MigrationOptions, Progress};
+
+/// The columns of a runs-table row, in Agno's order.
+const RUN_COLUMNS: [&str; 13] = [
+    "run_id",
+    "session_id",
+    "run_type",
+    "agent_id",
+    "team_id",
+    "workflow_id",
+    "user_id",
+    "parent_run_id",
+    "status",
+    "run_index",
+    "run_data",
+    "created_at",
+    "updated_at",
+];
+
+/// Legacy runs inserted per statement (13 binds each, under every database's bind limit).
+const INSERT_CHUNK: usize = 2_000;
 
 /// Sessions read per statement when counting legacy runs.
 const SCAN_BATCH: u64 = 200;
@@ -97,6 +118,101 @@ pub(crate) async fn missing_blob_runs<A: SqlDb>(db: &A) -> DbResult<u64> {
         }
     }
     Ok(missing)
+}
+
+/// The runs-table row of a legacy run of `session_id`, in [`RUN_COLUMNS`] order.
+fn blob_row<D: Dialect>(session_id: &str, user_id: Option<&str>, blob: BlobRun, now: i64) -> DbResult<Vec<SimpleExpr>> {
+    let BlobRun { run_id, run_index, run } = blob;
+    let text = |v: Option<&str>| D::value(Cell::Text(v.map(str::to_owned))).map(Expr::val);
+    let field = |k: &str| text(run.get(k).and_then(Value::as_str));
+    // Epoch seconds; Python Agno takes `created_at or now`.
+    let created_at = run.get("created_at").and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)));
+    Ok(vec![
+        text(Some(&run_id))?,
+        text(Some(session_id))?,
+        text(Some(run_type(&run)))?,
+        field("agent_id")?,
+        field("team_id")?,
+        field("workflow_id")?,
+        text(user_id)?,
+        field("parent_run_id")?,
+        field("status")?,
+        Expr::val(run_index),
+        Expr::val(D::value(Cell::Json(Some(run)))?),
+        Expr::val(created_at.filter(|t| *t != 0).unwrap_or(now)),
+        Expr::val(now),
+    ])
+}
+
+/// `MigrationStep` 3.0.0 on sessions: copies every legacy blob run into the runs table (which
+/// the adapter has created), in batches of `options.batch_size` sessions, in one transaction;
+/// runs already in the table are left as they are. False when there is no legacy column or no
+/// legacy run.
+///
+/// # Errors
+/// A storage error (or the injected failure of `options`); nothing is copied then.
+pub(crate) async fn copy_blob_runs<A: SqlDb>(
+    db: &A,
+    options: &MigrationOptions,
+    progress: Progress<'_>,
+) -> DbResult<bool> {
+    let t = db.tables();
+    if !db.column_exists(&t.sessions, "runs").await? {
+        return Ok(false);
+    }
+    let mut tx = Tx::begin(db).await?;
+    let count = Query::select()
+        .expr_as(Func::count(Expr::col(Asterisk)), "n")
+        .from(db.table_ref(&t.sessions))
+        .and_where(Expr::col("runs").is_not_null())
+        .build_sqlx(A::D::builder());
+    let counted = tx.rows(count, "cannot count legacy sessions").await?;
+    let total = counted.first().map(|r| Columns::<A::D>::of(r, "agno_sessions").int("n")).transpose()?.flatten();
+    let total = u64::try_from(total.unwrap_or(0)).unwrap_or(0);
+    let now = now_epoch_secs();
+    let (mut done, mut batches, mut after) = (0u64, 0usize, String::new());
+    loop {
+        let select = Query::select()
+            .columns(["session_id", "user_id", "runs"])
+            .from(db.table_ref(&t.sessions))
+            .and_where(Expr::col("runs").is_not_null())
+            .and_where(Expr::col("session_id").gt(after.as_str()))
+            .order_by("session_id", Order::Asc)
+            .limit(options.batch_size.max(1) as u64)
+            .build_sqlx(A::D::builder());
+        let found = tx.rows(select, "cannot read legacy sessions").await?;
+        if found.is_empty() {
+            break;
+        }
+        if options.fail_after_batches.is_some_and(|n| batches >= n) {
+            return Err(DbError::new(DbErrorKind::Other, "injected failure after copying some batches"));
+        }
+        let mut values = Vec::new();
+        for row in &found {
+            let cols = Columns::<A::D>::of(row, "agno_sessions");
+            let session_id = cols.text("session_id")?.unwrap_or_default();
+            let user_id = cols.text("user_id")?;
+            for blob in blob_runs(cols.json("runs")?) {
+                values.push(blob_row::<A::D>(&session_id, user_id.as_deref(), blob, now)?);
+            }
+            after = session_id;
+        }
+        for chunk in values.chunks(INSERT_CHUNK) {
+            let mut insert = Query::insert();
+            insert.into_table(db.table_ref(&t.runs)).columns(RUN_COLUMNS);
+            for row in chunk {
+                insert.values(row.iter().cloned()).map_err(|e| DbError::new(DbErrorKind::Other, e.to_string()))?;
+            }
+            // Only a duplicate run id is skipped: the runs table wins over the blob.
+            insert.on_conflict(OnConflict::column("run_id").do_nothing_on(["run_id"]).to_owned());
+            tx.changed(insert.build_sqlx(A::D::builder()), "cannot copy legacy runs").await?;
+        }
+        done += found.len() as u64;
+        batches += 1;
+        progress(done, total);
+    }
+    tx.commit("cannot commit the runs copy").await?;
+    Ok(done > 0)
 }
 
 /// `Migrate::cleanup_legacy_runs`: drops the legacy `runs` column once every run it holds is in

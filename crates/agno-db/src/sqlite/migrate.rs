@@ -3,16 +3,12 @@
 
 use sqlx::AssertSqlSafe;
 
-use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
+use agno_core::{DbError, DbErrorKind, DbResult};
 use async_trait::async_trait;
-use serde_json::Value;
-use sqlx::Row;
 
 use super::schema::runs_ddl;
 use super::{SqliteDb, db_error};
-use crate::codec::{json_column, run_type, to_json_text};
 use crate::migration::{CleanupReport, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
-use crate::sql::migrate::{BlobRun, blob_runs};
 
 impl SqliteDb {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
@@ -62,83 +58,11 @@ impl SqliteDb {
         Ok(changed)
     }
 
-    /// Copies every legacy blob run into the runs table, in batches, in one transaction; runs
-    /// already in the table are left as they are.
+    /// Creates the runs table, then copies the legacy blob runs into it (`sql::migrate`).
     async fn copy_blob_runs(&self, options: &MigrationOptions, progress: Progress<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
         self.exec_all(&runs_ddl(&t.runs, &t.sessions)).await?;
-        let _turn = self.write_turn().await;
-        if !self.column_exists(&t.sessions, "runs").await? {
-            return Ok(false);
-        }
-        let total: i64 =
-            sqlx::query_scalar(AssertSqlSafe(format!("SELECT COUNT(*) FROM {} WHERE runs IS NOT NULL", t.sessions)))
-                .fetch_one(self.pool())
-                .await
-                .map_err(|e| db_error("cannot count legacy sessions", e))?;
-        let total = u64::try_from(total).unwrap_or(0);
-        let mut tx =
-            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot start migration", e))?;
-        let insert = format!(
-            "INSERT INTO {} (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, status, \
-             run_index, run_data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (run_id) DO NOTHING",
-            t.runs
-        );
-        let now = now_epoch_secs();
-        let batch = i64::try_from(options.batch_size.max(1)).unwrap_or(50);
-        let mut done = 0u64;
-        let mut batches = 0usize;
-        let mut last_id = String::new();
-        loop {
-            let sql = format!(
-                "SELECT session_id, user_id, runs FROM {} WHERE runs IS NOT NULL AND session_id > ? ORDER BY session_id LIMIT ?",
-                t.sessions
-            );
-            let rows = sqlx::query(AssertSqlSafe(sql.as_str()))
-                .bind(&last_id)
-                .bind(batch)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| db_error("cannot read legacy sessions", e))?;
-            if rows.is_empty() {
-                break;
-            }
-            if options.fail_after_batches.is_some_and(|n| batches >= n) {
-                return Err(DbError::new(DbErrorKind::Other, "injected failure after copying some batches"));
-            }
-            for row in &rows {
-                let session_id: String = row.try_get("session_id").map_err(|e| db_error("session_id", e))?;
-                let user_id: Option<String> = row.try_get("user_id").map_err(|e| db_error("user_id", e))?;
-                let blob = json_column(row.try_get("runs").map_err(|e| db_error("runs", e))?)?;
-                for BlobRun { run_id, run_index, run } in blob_runs(blob) {
-                    let field = |k: &str| run.get(k).and_then(Value::as_str).map(str::to_owned);
-                    sqlx::query(AssertSqlSafe(insert.as_str()))
-                        .bind(&run_id)
-                        .bind(&session_id)
-                        .bind(run_type(&run))
-                        .bind(field("agent_id"))
-                        .bind(field("team_id"))
-                        .bind(field("workflow_id"))
-                        .bind(&user_id)
-                        .bind(field("parent_run_id"))
-                        .bind(field("status"))
-                        .bind(run_index)
-                        .bind(to_json_text(&run)?)
-                        .bind(run.get("created_at").and_then(Value::as_i64).unwrap_or(now))
-                        .bind(now)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(|e| db_error(&format!("cannot copy run {run_id}"), e))?;
-                }
-                last_id = session_id;
-            }
-            done += rows.len() as u64;
-            batches += 1;
-            progress(done, total);
-        }
-        tx.commit().await.map_err(|e| db_error("cannot commit the runs copy", e))?;
-        Ok(done > 0)
+        crate::sql::migrate::copy_blob_runs(self, options, progress).await
     }
 }
 
