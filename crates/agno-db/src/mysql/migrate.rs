@@ -7,11 +7,10 @@
 //! safe to repeat; the runs copy is one transaction of plain inserts.
 
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
-use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{MySqlDb, db_error};
-use crate::migration::{CleanupReport, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
+use crate::migration::{MigrationOptions, MigrationStep, Progress, TableKind};
 
 /// MySQL refuses longer identifiers (error 1059).
 const MAX_IDENTIFIER_LENGTH: usize = 64;
@@ -223,17 +222,9 @@ impl MySqlDb {
     }
 }
 
-#[async_trait]
-impl Migrate for MySqlDb {
-    fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn agno_core::JobStore>> {
-        Some(self)
-    }
-
-    async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
-        crate::sql::existing_tables(self).await
-    }
-
-    async fn migrate_table(&self, step: MigrationStep<'_>) -> DbResult<bool> {
+impl MySqlDb {
+    /// `Migrate::migrate_table`: this database's step to `step.version` on one table.
+    async fn migrate_step(&self, step: MigrationStep<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
         match (step.kind, step.version) {
             (TableKind::Memories, "2.3.0") => self.migrate_memories_2_3_0(&t.memories).await,
@@ -248,16 +239,6 @@ impl Migrate for MySqlDb {
             _ => Ok(false),
         }
     }
-
-    async fn create_tables(&self) -> DbResult<()> {
-        MySqlDb::create_tables(self).await
-    }
-
-    async fn legacy_runs_pending(&self) -> DbResult<u64> {
-        crate::sql::migrate::missing_blob_runs(self).await
-    }
-
-    async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
-        crate::sql::migrate::cleanup_legacy_runs(self, force).await
-    }
 }
+
+crate::sql::migrate::migrate_impl!(MySqlDb);

@@ -6,14 +6,13 @@
 use std::collections::BTreeMap;
 
 use agno_core::{DbError, DbErrorKind, DbResult, SchemaStore, now_epoch_secs};
-use async_trait::async_trait;
 use sqlx::postgres::Postgres;
 use sqlx::{AssertSqlSafe, Row, Transaction};
 
 use super::schedules::name_backstop_ddl;
 use super::schema::{index_ddl, runs_ddl};
 use super::{PostgresDb, db_error};
-use crate::migration::{CleanupReport, LATEST_VERSION, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
+use crate::migration::{LATEST_VERSION, MigrationOptions, MigrationStep, Progress, TableKind};
 
 impl PostgresDb {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
@@ -311,17 +310,9 @@ async fn unique_indexes(
     Ok(out)
 }
 
-#[async_trait]
-impl Migrate for PostgresDb {
-    fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn agno_core::JobStore>> {
-        Some(self)
-    }
-
-    async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
-        crate::sql::existing_tables(self).await
-    }
-
-    async fn migrate_table(&self, step: MigrationStep<'_>) -> DbResult<bool> {
+impl PostgresDb {
+    /// `Migrate::migrate_table`: this database's step to `step.version` on one table.
+    async fn migrate_step(&self, step: MigrationStep<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
         let table = match step.kind {
             TableKind::Sessions => &t.sessions,
@@ -358,16 +349,6 @@ impl Migrate for PostgresDb {
             _ => Ok(false),
         }
     }
-
-    async fn create_tables(&self) -> DbResult<()> {
-        PostgresDb::create_tables(self).await
-    }
-
-    async fn legacy_runs_pending(&self) -> DbResult<u64> {
-        crate::sql::migrate::missing_blob_runs(self).await
-    }
-
-    async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
-        crate::sql::migrate::cleanup_legacy_runs(self, force).await
-    }
 }
+
+crate::sql::migrate::migrate_impl!(PostgresDb);

@@ -247,3 +247,33 @@ pub(crate) async fn cleanup_legacy_runs<A: SqlDb>(db: &A, force: bool) -> DbResu
     db.refresh_legacy_runs().await?;
     Ok(CleanupReport { removed: true, missing_runs: missing })
 }
+
+/// Implements [`Migrate`](crate::migration::Migrate) for an SQL adapter: its own steps (an
+/// inherent `migrate_step`, its DDL differing per database) and `create_tables`, the queue, the
+/// table listing, the legacy-run count and the cleanup written once above.
+macro_rules! migrate_impl {
+    ($db:ty) => {
+        #[async_trait::async_trait]
+        impl crate::migration::Migrate for $db {
+            fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn agno_core::JobStore>> {
+                Some(self)
+            }
+            async fn existing_tables(&self) -> agno_core::DbResult<Vec<(crate::migration::TableKind, String)>> {
+                crate::sql::existing_tables(self).await
+            }
+            async fn migrate_table(&self, step: crate::migration::MigrationStep<'_>) -> agno_core::DbResult<bool> {
+                self.migrate_step(step).await
+            }
+            async fn create_tables(&self) -> agno_core::DbResult<()> {
+                <$db>::create_tables(self).await
+            }
+            async fn legacy_runs_pending(&self) -> agno_core::DbResult<u64> {
+                crate::sql::migrate::missing_blob_runs(self).await
+            }
+            async fn cleanup_legacy_runs(&self, force: bool) -> agno_core::DbResult<crate::migration::CleanupReport> {
+                crate::sql::migrate::cleanup_legacy_runs(self, force).await
+            }
+        }
+    };
+}
+pub(crate) use migrate_impl;

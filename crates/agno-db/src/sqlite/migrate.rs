@@ -4,11 +4,10 @@
 use sqlx::AssertSqlSafe;
 
 use agno_core::{DbError, DbErrorKind, DbResult};
-use async_trait::async_trait;
 
 use super::schema::runs_ddl;
 use super::{SqliteDb, db_error};
-use crate::migration::{CleanupReport, Migrate, MigrationOptions, MigrationStep, Progress, TableKind};
+use crate::migration::{MigrationOptions, MigrationStep, Progress, TableKind};
 
 impl SqliteDb {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
@@ -66,17 +65,9 @@ impl SqliteDb {
     }
 }
 
-#[async_trait]
-impl Migrate for SqliteDb {
-    fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn agno_core::JobStore>> {
-        Some(self)
-    }
-
-    async fn existing_tables(&self) -> DbResult<Vec<(TableKind, String)>> {
-        crate::sql::existing_tables(self).await
-    }
-
-    async fn migrate_table(&self, step: MigrationStep<'_>) -> DbResult<bool> {
+impl SqliteDb {
+    /// `Migrate::migrate_table`: this database's step to `step.version` on one table.
+    async fn migrate_step(&self, step: MigrationStep<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
         let changed = match (step.kind, step.version) {
             (TableKind::Memories, "2.3.0") => {
@@ -121,16 +112,6 @@ impl Migrate for SqliteDb {
         };
         Ok(changed)
     }
-
-    async fn create_tables(&self) -> DbResult<()> {
-        SqliteDb::create_tables(self).await
-    }
-
-    async fn legacy_runs_pending(&self) -> DbResult<u64> {
-        crate::sql::migrate::missing_blob_runs(self).await
-    }
-
-    async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
-        crate::sql::migrate::cleanup_legacy_runs(self, force).await
-    }
 }
+
+crate::sql::migrate::migrate_impl!(SqliteDb);
