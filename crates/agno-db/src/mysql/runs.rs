@@ -2,18 +2,13 @@
 //! while holding the session row's lock, so concurrent writers never collide and saving run N
 //! costs one indexed lookup for any N.
 
-use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
-use serde_json::Value;
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 use super::sessions::text_column;
 use super::{MySqlDb, USER_MATCH, db_error, marks};
-use crate::codec::{run_type, to_json_text};
-
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
+use crate::sql::runs::{RUN_HEAD, RUN_TAIL, RunCells, bind_cells};
 
 impl MySqlDb {
     /// One attempt at [`RunStore::upsert_run`], in one transaction.
@@ -37,10 +32,8 @@ impl MySqlDb {
     ) -> DbResult<i64> {
         let t = self.tables().clone();
         let run_id = run.id();
-        let data = serde_json::to_value(run)
-            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {run_id}: {e}")))?;
-        let run_data = to_json_text(&data)?;
         let now = now_epoch_secs();
+        let RunCells { head, tail, .. } = RunCells::of(run, session_id, user_id, now)?;
 
         let sql = format!("SELECT user_id, run_index FROM `{}` WHERE run_id = ? FOR UPDATE", t.runs);
         let existing = sqlx::query(AssertSqlSafe(sql.as_str()))
@@ -103,13 +96,10 @@ impl MySqlDb {
                  run_index = COALESCE(run_index, ?) WHERE run_id = ? AND {owner_match}",
                 t.runs
             );
-            let mut q = sqlx::query(AssertSqlSafe(sql.as_str()))
-                .bind(run.status.as_str())
-                .bind(&run_data)
-                .bind(str_field(&data, "parent_run_id"))
-                .bind(now)
-                .bind(index)
-                .bind(run_id);
+            let [.., parent_run_id, status] = head;
+            let [run_data, ..] = tail;
+            let changes = [status, run_data, parent_run_id, Cell::Int(Some(now)), Cell::Int(Some(index))];
+            let mut q = bind_cells::<MySql>(sqlx::query(AssertSqlSafe(sql.as_str())), changes)?.bind(run_id);
             if let Some(u) = user_id {
                 q = q.bind(u).bind(u);
             }
@@ -118,27 +108,10 @@ impl MySqlDb {
                 return Err(DbError::new(DbErrorKind::Conflict, format!("run {run_id} belongs to another user")));
             }
         } else {
-            let sql = format!(
-                "INSERT INTO `{}` (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, \
-                 status, run_index, run_data, created_at, updated_at) VALUES ({})",
-                t.runs,
-                marks(13)
-            );
+            let sql = format!("INSERT INTO `{}` ({RUN_HEAD}, run_index, {RUN_TAIL}) VALUES ({})", t.runs, marks(13));
             // A concurrent insert of the same run id fails here with a duplicate key: retried.
-            sqlx::query(AssertSqlSafe(sql.as_str()))
-                .bind(run_id)
-                .bind(session_id)
-                .bind(run_type(&data))
-                .bind(str_field(&data, "agent_id"))
-                .bind(str_field(&data, "team_id"))
-                .bind(str_field(&data, "workflow_id"))
-                .bind(user_id)
-                .bind(str_field(&data, "parent_run_id"))
-                .bind(run.status.as_str())
-                .bind(index)
-                .bind(&run_data)
-                .bind(run.created_at)
-                .bind(now)
+            let cells = head.into_iter().chain([Cell::Int(Some(index))]).chain(tail);
+            bind_cells::<MySql>(sqlx::query(AssertSqlSafe(sql.as_str())), cells)?
                 .execute(&mut *conn)
                 .await
                 .map_err(|e| db_error(&format!("cannot write run {run_id}"), e))?;

@@ -3,15 +3,10 @@
 //! never collide and saving run N costs the same for any N.
 
 use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
-use serde_json::Value;
-use sqlx::AssertSqlSafe;
+use sqlx::{AssertSqlSafe, Postgres, Row};
 
-use super::{PostgresDb, db_error, sanitize};
-use crate::codec::run_type;
-
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
+use super::{PostgresDb, db_error};
+use crate::sql::runs::{RUN_HEAD, RUN_TAIL, RunCells, bind_cells, write_error};
 
 impl PostgresDb {
     /// `RunStore::upsert_run`: the write in its own transaction.
@@ -44,9 +39,7 @@ impl PostgresDb {
         user_id: Option<&str>,
     ) -> DbResult<i64> {
         let t = self.qualified(&self.tables().runs);
-        let mut data = serde_json::to_value(run)
-            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {}: {e}", run.id())))?;
-        sanitize(&mut data);
+        let RunCells { head, tail, facts } = RunCells::of(run, session_id, user_id, now_epoch_secs())?;
         // Same lock key as Python Agno: writers of one session queue here, so `max + 1` is
         // read and written by one of them at a time; the lock goes with the transaction.
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('agno_run_index'), hashtext($1))")
@@ -55,8 +48,7 @@ impl PostgresDb {
             .await
             .map_err(|e| db_error(&format!("cannot lock the run index of session {session_id}"), e))?;
         let sql = format!(
-            "INSERT INTO {t} AS t (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, \
-             parent_run_id, status, run_index, run_data, created_at, updated_at) \
+            "INSERT INTO {t} AS t ({RUN_HEAD}, run_index, {RUN_TAIL}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
              (SELECT COALESCE(MAX(run_index) + 1, 0) FROM {t} WHERE session_id = $2), $10, $11, $12) \
              ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, \
@@ -68,33 +60,13 @@ impl PostgresDb {
         // Not a cached prepared statement: a generic plan made while the table was small keeps
         // scanning it whole for `MAX(run_index)`, so saving run N would cost O(N). A fresh plan
         // per call uses the (session_id, run_index) index once the table grows.
-        let index: Option<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .persistent(false)
-            .bind(run.id())
-            .bind(session_id)
-            .bind(run_type(&data))
-            .bind(str_field(&data, "agent_id"))
-            .bind(str_field(&data, "team_id"))
-            .bind(str_field(&data, "workflow_id"))
-            .bind(user_id)
-            .bind(str_field(&data, "parent_run_id"))
-            .bind(run.status.as_str())
-            .bind(&data)
-            .bind(run.created_at)
-            .bind(now_epoch_secs())
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => DbError::new(
-                    DbErrorKind::Conflict,
-                    format!(
-                        "cannot write run {}: session {session_id} does not exist; save the session first",
-                        run.id()
-                    ),
-                )
-                .with_source(e),
-                _ => db_error(&format!("cannot write run {}", run.id()), e),
-            })?;
+        let q =
+            bind_cells::<Postgres>(sqlx::query(AssertSqlSafe(sql)).persistent(false), head.into_iter().chain(tail))?;
+        let row = q.fetch_optional(&mut *conn).await.map_err(|e| write_error::<Postgres>(run.id(), session_id, e))?;
+        let index: Option<Option<i64>> = row
+            .map(|r| r.try_get(0))
+            .transpose()
+            .map_err(|e| db_error(&format!("cannot read the index of run {}", run.id()), e))?;
         let Some(index) = index else {
             return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
         };
@@ -105,10 +77,7 @@ impl PostgresDb {
                  DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider",
                 self.qualified(&self.tables().run_facts())
             );
-            sqlx::query(AssertSqlSafe(sql))
-                .bind(run.id())
-                .bind(str_field(&data, "model"))
-                .bind(str_field(&data, "model_provider"))
+            bind_cells::<Postgres>(sqlx::query(AssertSqlSafe(sql)), facts)?
                 .execute(&mut *conn)
                 .await
                 .map_err(|e| db_error(&format!("cannot write the facts of run {}", run.id()), e))?;

@@ -156,7 +156,10 @@ impl Dialect for Postgres {
             Cell::Text(v) => q.bind(v),
             Cell::Int(v) => q.bind(v),
             Cell::Bool(v) => q.bind(v),
-            Cell::Json(v) => q.bind(clean_json(v.as_ref())),
+            Cell::Json(v) => q.bind(v.map(|mut v| {
+                crate::postgres::sanitize(&mut v);
+                v
+            })),
         })
     }
     fn storable(text: Option<&str>) -> Option<String> {

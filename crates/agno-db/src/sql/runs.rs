@@ -2,12 +2,82 @@
 //! `run_index` assigned in the statement, the session's row locks) differs per database and stays
 //! with each adapter (an inherent `upsert_run`).
 
-use agno_core::{DbResult, RunCursor, RunOutput, RunPage, RunQuery, SortOrder};
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, SortOrder};
 use sea_query::{Condition, Expr, ExprTrait, Order, Query};
 use sea_query_sqlx::SqlxBinder;
+use serde_json::Value;
 
 use super::{Columns, Dialect, Row, SqlDb, changed, owned_by, rows};
-use crate::codec::{decode_listed_run, decode_run, skip_unreadable_run};
+use crate::codec::{decode_listed_run, decode_run, run_type, skip_unreadable_run};
+
+/// The columns of a run row before `run_index`, in table order ([`RunCells::head`]).
+pub(crate) const RUN_HEAD: &str =
+    "run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, status";
+
+/// The columns of a run row after `run_index`, in table order ([`RunCells::tail`]).
+pub(crate) const RUN_TAIL: &str = "run_data, created_at, updated_at";
+
+/// One run as the SQL adapters write it: its row in the runs table (Agno's `agno_runs`), but for
+/// `run_index`, which each database assigns in its own statement between `head` and `tail`; and
+/// its row in the run-facts table. Every adapter binds these, in this order.
+pub(crate) struct RunCells {
+    /// The values of [`RUN_HEAD`].
+    pub(crate) head: [Cell; 9],
+    /// The values of [`RUN_TAIL`].
+    pub(crate) tail: [Cell; 3],
+    /// `run_id, model, model_provider` of the run-facts table.
+    pub(crate) facts: [Cell; 3],
+}
+
+impl RunCells {
+    /// The cells of `run`, written at `now` into `session_id` for `user_id`.
+    ///
+    /// # Errors
+    /// The run cannot be encoded as JSON.
+    pub(crate) fn of(run: &RunOutput, session_id: &str, user_id: Option<&str>, now: i64) -> DbResult<Self> {
+        let data = serde_json::to_value(run)
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {}: {e}", run.id())))?;
+        let text = |v: Option<&str>| Cell::Text(v.map(str::to_owned));
+        let field = |key: &str| text(data.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()));
+        let head = [
+            text(Some(run.id())),
+            text(Some(session_id)),
+            text(Some(run_type(&data))),
+            field("agent_id"),
+            field("team_id"),
+            field("workflow_id"),
+            text(user_id),
+            field("parent_run_id"),
+            text(Some(run.status.as_str())),
+        ];
+        let facts = [text(Some(run.id())), field("model"), field("model_provider")];
+        Ok(Self { head, tail: [Cell::Json(Some(data)), Cell::Int(Some(run.created_at)), Cell::Int(Some(now))], facts })
+    }
+}
+
+/// Binds `cells` to `q`, in order, as the dialect stores each kind.
+///
+/// # Errors
+/// A JSON cell that cannot be encoded.
+pub(crate) fn bind_cells<'q, D: Dialect>(
+    mut q: super::Query<'q, D::DB>,
+    cells: impl IntoIterator<Item = Cell>,
+) -> DbResult<super::Query<'q, D::DB>> {
+    for cell in cells {
+        q = D::bind(q, cell)?;
+    }
+    Ok(q)
+}
+
+/// The error of a failed run write: a `Conflict` when the run's session does not exist (a
+/// foreign key), else a storage error naming the run.
+pub(crate) fn write_error<D: Dialect>(run_id: &str, session_id: &str, e: sqlx::Error) -> DbError {
+    if D::violation(&e) == Some(super::Violation::ForeignKey) {
+        let message = format!("cannot write run {run_id}: session {session_id} does not exist; save the session first");
+        return DbError::new(DbErrorKind::Conflict, message).with_source(e);
+    }
+    D::error(&format!("cannot write run {run_id}"), e)
+}
 
 /// The runs of a listing whose `run_data` decodes; the others are left out with a warning.
 pub(crate) fn listed_runs<D: Dialect>(found: &[Row<D>]) -> Vec<RunOutput> {

@@ -1,16 +1,11 @@
 //! Runs in SQLite: one row per run; `run_index` assigned inside the insert statement itself, so
 //! concurrent writers never collide and saving run N costs the same for any N.
 
-use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
-use serde_json::Value;
-use sqlx::AssertSqlSafe;
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
+use sqlx::{AssertSqlSafe, Row, Sqlite};
 
 use super::{SqliteDb, db_error};
-use crate::codec::{run_type, to_json_text};
-
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
-}
+use crate::sql::runs::{RUN_HEAD, RUN_TAIL, RunCells, bind_cells, write_error};
 
 impl SqliteDb {
     /// `RunStore::upsert_run`: the write on a connection of its own.
@@ -33,12 +28,9 @@ impl SqliteDb {
         user_id: Option<&str>,
     ) -> DbResult<i64> {
         let t = &self.tables().runs;
-        let data = serde_json::to_value(run)
-            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode run {}: {e}", run.id())))?;
-        let now = now_epoch_secs();
+        let RunCells { head, tail, facts } = RunCells::of(run, session_id, user_id, now_epoch_secs())?;
         let sql = format!(
-            "INSERT INTO {t} (run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, \
-             status, run_index, run_data, created_at, updated_at) \
+            "INSERT INTO {t} ({RUN_HEAD}, run_index, {RUN_TAIL}) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(run_index) + 1, 0) FROM {t} WHERE session_id = ?), ?, ?, ?) \
              ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, \
              parent_run_id = excluded.parent_run_id, updated_at = excluded.updated_at, \
@@ -46,33 +38,19 @@ impl SqliteDb {
              WHERE {t}.user_id IS excluded.user_id OR {t}.user_id IS NULL \
              RETURNING run_index"
         );
-        let index: Vec<Option<i64>> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
-            .bind(run.id())
-            .bind(session_id)
-            .bind(run_type(&data))
-            .bind(str_field(&data, "agent_id"))
-            .bind(str_field(&data, "team_id"))
-            .bind(str_field(&data, "workflow_id"))
-            .bind(user_id)
-            .bind(str_field(&data, "parent_run_id"))
-            .bind(run.status.as_str())
-            .bind(session_id)
-            .bind(to_json_text(&data)?)
-            .bind(run.created_at)
-            .bind(now)
+        let session = Cell::Text(Some(session_id.to_owned()));
+        let q = bind_cells::<Sqlite>(
+            sqlx::query(AssertSqlSafe(sql.as_str())),
+            head.into_iter().chain([session]).chain(tail),
+        )?;
+        let index: Vec<Option<i64>> = q
             .fetch_all(&mut *conn)
             .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => DbError::new(
-                    DbErrorKind::Conflict,
-                    format!(
-                        "cannot write run {}: session {session_id} does not exist; save the session first",
-                        run.id()
-                    ),
-                )
-                .with_source(e),
-                _ => db_error(&format!("cannot write run {}", run.id()), e),
-            })?;
+            .map_err(|e| write_error::<Sqlite>(run.id(), session_id, e))?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<Result<_, _>>()
+            .map_err(|e| db_error(&format!("cannot read the index of run {}", run.id()), e))?;
         let Some(index) = index.into_iter().next() else {
             return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
         };
@@ -80,15 +58,12 @@ impl SqliteDb {
             return Ok(index.unwrap_or(0));
         }
         // What the metrics read of the run, beside it (no JSON to parse later).
-        let facts = self.tables().run_facts();
         let sql = format!(
-            "INSERT INTO {facts} (run_id, model, model_provider) VALUES (?, ?, ?) \
-             ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider"
+            "INSERT INTO {} (run_id, model, model_provider) VALUES (?, ?, ?) \
+             ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider",
+            self.tables().run_facts()
         );
-        sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(run.id())
-            .bind(str_field(&data, "model"))
-            .bind(str_field(&data, "model_provider"))
+        bind_cells::<Sqlite>(sqlx::query(AssertSqlSafe(sql.as_str())), facts)?
             .execute(&mut *conn)
             .await
             .map_err(|e| db_error(&format!("cannot write the facts of run {}", run.id()), e))?;
