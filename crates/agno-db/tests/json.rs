@@ -3,6 +3,8 @@
 //! fields (content from fixtures/legacy_v2). Every test uses its own temp directory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -192,24 +194,7 @@ async fn files_are_shaped_as_python_agno_writes_them() {
     assert!(doc.get("runs").is_none(), "runs live in agno_runs.json");
     let row = &read_json(&dir.join("agno_runs.json"))[0];
     let keys: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(
-        keys,
-        [
-            "run_id",
-            "session_id",
-            "run_type",
-            "agent_id",
-            "team_id",
-            "workflow_id",
-            "user_id",
-            "parent_run_id",
-            "status",
-            "run_index",
-            "run_data",
-            "created_at",
-            "updated_at"
-        ]
-    );
+    assert_eq!(keys, common::RUN_ROW_KEYS);
     assert_eq!(row["run_index"], json!(0));
     assert_eq!(row["run_data"]["content"], json!("hi"));
     // Pretty-printed with two spaces, as Python's `json.dump(indent=2)`.

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::path::PathBuf;
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agno_core::{
@@ -688,22 +689,14 @@ async fn an_unreachable_server_is_reported_as_unavailable() {
 
 /// Python Agno 3.1 on Postgres, run by `AGNO_PYTHON` (needs `psycopg` next to `agno`).
 const PY_PROBE: &str = r#"
-import json, sys
-try:
-    import psycopg  # noqa: F401
-except ImportError:
-    print(json.dumps({"skip": "psycopg is not installed"}))
-    sys.exit(0)
 from agno.db.base import SessionType
-from agno.db.postgres import PostgresDb
 from agno.models.message import Message
 from agno.models.response import ToolExecution
 from agno.run.agent import RunInput, RunOutput
 from agno.run.base import RunStatus
 from agno.session.agent import AgentSession
 
-mode, url, schema, sid = sys.argv[1:5]
-db = PostgresDb(db_url=url, db_schema=schema)
+sid = sys.argv[4]
 if mode == "read":
     s = db.get_session(session_id=sid, session_type=SessionType.AGENT)
     runs = db.get_runs(session_id=sid)
@@ -726,18 +719,9 @@ else:
 
 /// Python Agno 3.1 on Postgres writing and reading schedules, schedule runs and metrics.
 const PY_SCHEDULES_PROBE: &str = r#"
-import json, sys
-try:
-    import psycopg  # noqa: F401
-except ImportError:
-    print(json.dumps({"skip": "psycopg is not installed"}))
-    sys.exit(0)
 from datetime import date
-from agno.db.postgres import PostgresDb
 from agno.db.postgres.utils import bulk_upsert_metrics
 
-mode, url, schema = sys.argv[1:4]
-db = PostgresDb(db_url=url, db_schema=schema)
 
 def plain(row):
     return {k: (v.isoformat() if isinstance(v, date) else v) for k, v in dict(row).items()} if row else None
@@ -923,27 +907,43 @@ fn py_probe(mode: &str, schema: &str, session_id: &str) -> Option<Value> {
     py_script(PY_PROBE, &[mode, schema, session_id])
 }
 
-/// Runs `script` with `AGNO_PYTHON` as `script <args[0]> <sqlalchemy url> <args[1..]>`; its last
-/// JSON line, or `None` when the check is skipped.
+/// What every embedded probe starts with: `mode`, `url` and `schema` from its arguments, and
+/// `db`, Python Agno's `PostgresDb` on them (or a `skip` line when `psycopg` is missing).
+const PY_PRELUDE: &str = r#"
+import json, sys
+try:
+    import psycopg  # noqa: F401
+except ImportError:
+    print(json.dumps({"skip": "psycopg is not installed"}))
+    sys.exit(0)
+from agno.db.postgres import PostgresDb
+
+mode, url, schema = sys.argv[1:4]
+db = PostgresDb(db_url=url, db_schema=schema)
+"#;
+
+/// Runs the probe `script` (after [`PY_PRELUDE`]) with `AGNO_PYTHON` as
+/// `script <args[0]> <sqlalchemy url> <args[1..]>`; its last JSON line, or `None` when the check
+/// is skipped.
 fn py_script(script: &str, args: &[&str]) -> Option<Value> {
     let py = agno_testkit::agno_python("the Python Agno interop check on Postgres")?;
     let sa_url = url().replacen("postgresql://", "postgresql+psycopg://", 1);
     let (mode, rest) = args.split_first().expect("a mode");
-    let out = std::process::Command::new(py)
-        .args(["-c", script, mode, &sa_url])
-        .args(rest)
-        .env("AGNO_TELEMETRY", "false")
-        .output()
-        .expect("python runs");
-    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().rev().find(|l| l.starts_with('{')).expect("json line");
-    let value: Value = serde_json::from_str(last).unwrap();
+    let value = python_json(Command::new(py).args(["-c", &format!("{PY_PRELUDE}{script}"), mode, &sa_url]).args(rest));
     if let Some(why) = value.get("skip") {
         eprintln!("skipping the Python Agno interop check on Postgres: {why}");
         return None;
     }
     Some(value)
+}
+
+/// Runs a Python Agno command (telemetry off) that must succeed; its last JSON line.
+fn python_json(command: &mut Command) -> Value {
+    let out = command.env("AGNO_TELEMETRY", "false").output().expect("python runs");
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rev().find(|l| l.starts_with('{')).expect("json line");
+    serde_json::from_str(last).unwrap()
 }
 
 #[tokio::test]
@@ -1174,16 +1174,7 @@ async fn no_takeover_while_a_claimed_run_write_is_in_flight() {
 
 /// Python Agno 3.1 on Postgres sharing the job queue: it enqueues, reads, claims and completes.
 const PY_JOBS_PROBE: &str = r#"
-import json, sys
-try:
-    import psycopg  # noqa: F401
-except ImportError:
-    print(json.dumps({"skip": "psycopg is not installed"}))
-    sys.exit(0)
-from agno.db.postgres import PostgresDb
 
-mode, url, schema = sys.argv[1:4]
-db = PostgresDb(db_url=url, db_schema=schema)
 
 if mode == "write":
     out = db.enqueue_job({"id": "py-job", "component_type": "agent", "job_type": "run", "deployment_id": None,
@@ -1252,16 +1243,7 @@ fn interop_probe(mode: &str, schema: &str, session_id: &str) -> Option<Value> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/agno_interop.py");
     let sep = if url().contains('?') { '&' } else { '?' };
     let target = format!("{}{sep}schema={schema}", url());
-    let out = std::process::Command::new(py)
-        .arg(script)
-        .args([mode, &target, session_id])
-        .env("AGNO_TELEMETRY", "false")
-        .output()
-        .expect("python runs");
-    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().rev().find(|l| l.starts_with('{')).expect("json line");
-    Some(serde_json::from_str(last).unwrap())
+    Some(python_json(Command::new(py).arg(script).args([mode, &target, session_id])))
 }
 
 /// Workflow and team sessions written by Python Agno 3.1 (a bare workflow `input`, `step_results`,

@@ -4,6 +4,8 @@
 //! uses its own key prefix and deletes its keys.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -320,24 +322,7 @@ async fn keys_are_laid_out_as_python_agno_lays_them_out() {
 
     let row = raw_json(&format!("{prefix}:runs:r1")).await;
     let keys: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(
-        keys,
-        [
-            "run_id",
-            "session_id",
-            "run_type",
-            "agent_id",
-            "team_id",
-            "workflow_id",
-            "user_id",
-            "parent_run_id",
-            "status",
-            "run_index",
-            "run_data",
-            "created_at",
-            "updated_at"
-        ]
-    );
+    assert_eq!(keys, common::RUN_ROW_KEYS);
     assert_eq!(row["run_index"], json!(0));
     assert_eq!(row["status"], json!("COMPLETED"));
     assert_eq!(row["run_data"]["content"], json!("hi"));
