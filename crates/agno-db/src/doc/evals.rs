@@ -1,6 +1,6 @@
 //! Eval runs: which a listing shows and in which order.
 //!
-//! Eval runs of a `JsonDb` (`agno_eval_runs.json`, documents shaped as Python Agno's `JsonDb`
+//! Eval runs of the document stores (`agno_eval_runs.json`, documents shaped as Python Agno's `JsonDb`
 //! writes them: `EvalRunRecord.model_dump()` with epoch `created_at`/`updated_at`, plus the v3
 //! `user_id`). Filters, sort and paging run in process under the file lock.
 

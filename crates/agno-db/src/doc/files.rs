@@ -1,8 +1,8 @@
-//! The JSON-files backend of [`JsonDb`]: a directory of JSON files, one per table (`agno_sessions.json`, `agno_runs.json`,
-//! `agno_schema_versions.json`, ...), each a JSON list of documents shaped as Python Agno's
-//! `JsonDb` writes them, so both can use the same directory. Schedules and schedule runs, which
-//! Agno's `JsonDb` lacks, are stored the same way (`agno_schedules.json`,
-//! `agno_schedule_runs.json`).
+//! The JSON-files backend of [`JsonDb`]: a directory of JSON files, one per table
+//! (`agno_sessions.json`, `agno_runs.json`, `agno_schema_versions.json`, ...), each a JSON list
+//! of documents shaped as Python Agno's `JsonDb` writes them, so both can use the same directory.
+//! Schedules and schedule runs, which Agno's `JsonDb` lacks, are stored the same way
+//! (`agno_schedules.json`, `agno_schedule_runs.json`).
 //!
 //! Every write is a read-modify-write under an exclusive advisory lock on `.agno-json.lock` in the
 //! directory (so two processes never lose each other's writes), re-reading the file under the

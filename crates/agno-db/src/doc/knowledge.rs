@@ -1,6 +1,6 @@
 //! Knowledge contents: who sees a row, which a listing shows and in which order.
 //!
-//! Knowledge contents of a `JsonDb` (`agno_knowledge.json`, documents shaped as Python Agno's
+//! Knowledge contents of the document stores (`agno_knowledge.json`, documents shaped as Python Agno's
 //! `JsonDb` writes them: `KnowledgeRow.model_dump()`, its keys and order). A document without
 //! `user_id` is shared. Visibility, filters, sort and paging run in process under the file lock.
 

@@ -1,7 +1,7 @@
 //! User memories: which a listing shows and in which order, the topics and the per-user
 //! counts, over the memories an adapter read.
 //!
-//! User memories of a `JsonDb` (`agno_memories.json`, documents shaped as Python Agno's
+//! User memories of the document stores (`agno_memories.json`, documents shaped as Python Agno's
 //! `JsonDb` writes them), and what the document stores (`JsonDb`, `RedisDb`) share for memory
 //! documents: reading a stored document (epoch or ISO timestamps) and the write rules of an
 //! upsert. Listing, topics and per-user stats are [`crate::doc::memories`].

@@ -1,4 +1,4 @@
-//! Metrics buckets of a `JsonDb` (`agno_metrics.json`), and their documents as Python Agno's
+//! Metrics buckets of the document stores (`agno_metrics.json`), and their documents as Python Agno's
 //! `JsonDb` and `RedisDb` store them (shared by both adapters): one document per `(user_id, date, aggregation_period)` with the keys, in order, of Agno's
 //! `calculate_date_metrics` record (`id, date, completed, token_metrics, model_metrics,
 //! created_at, updated_at, aggregation_period, user_id, users_count, agent_sessions_count,
@@ -8,7 +8,7 @@
 //!
 //! Reads follow Agno's: an owner filter compares the stored `user_id` exactly, and an unscoped
 //! read drops a pre-v3 record (no owner, but counting its users) whose day the per-user records
-//! already cover. A `JsonDb` upsert replaces the matching document in place (same stored
+//! already cover. A document-store upsert replaces the matching document in place (same stored
 //! `user_id`, day and period, as Agno matches it), keeping its `id` and `created_at`, and writes
 //! the whole batch in one read-modify-write under the file lock.
 

@@ -1,4 +1,4 @@
-//! Schema migrations of a `JsonDb`: file creation and stamping, the v3.0.0 copy of legacy
+//! Schema migrations of the document stores: file creation and stamping, the v3.0.0 copy of legacy
 //! `runs` fields into `agno_runs.json` (one atomic file write, so a failing copy changes
 //! nothing), and the cleanup of the legacy field.
 

@@ -1,5 +1,6 @@
-//! Runs of a `JsonDb`: one row per run in `agno_runs.json`, `run_index` assigned under the
-//! directory's exclusive lock, so writers in any number of processes never collide.
+//! Runs of the document stores: one row per run in `agno_runs` (`agno_runs.json`), `run_index`
+//! assigned under the backend's exclusive lock (the directory's file lock for JSON files), so
+//! writers in any number of processes never collide.
 
 use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, RunPage, RunQuery, RunStore, now_epoch_secs};
 use async_trait::async_trait;

@@ -1,4 +1,4 @@
-//! Schedules and schedule runs of a `JsonDb`. Python Agno's `JsonDb` has no schedules, so they
+//! Schedules and schedule runs of the document stores. Python Agno's `JsonDb` has no schedules, so they
 //! are stored the way it stores its other tables: one file per table (`agno_schedules.json`,
 //! `agno_schedule_runs.json`), each a JSON list of `Schedule.to_dict()` / `ScheduleRun.to_dict()`
 //! documents.

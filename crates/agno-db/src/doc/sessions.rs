@@ -1,4 +1,4 @@
-//! Sessions of a `JsonDb`: documents of `agno_sessions.json`, never carrying runs (except a
+//! Sessions of the document stores: documents of `agno_sessions.json`, never carrying runs (except a
 //! legacy v2 `runs` field, read only and carried forward).
 
 use agno_core::{
