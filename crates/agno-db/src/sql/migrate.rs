@@ -10,26 +10,10 @@ use sea_query::{Asterisk, Expr, ExprTrait, Func, OnConflict, Order, Query, Simpl
 use sea_query_sqlx::{SqlxBinder, SqlxValues};
 use serde_json::Value;
 
+use super::runs::RUN_COLUMNS;
 use super::{Columns, Dialect, SqlDb, Tx, changed, rows};
 use crate::codec::run_type;
 use crate::migration::{CleanupReport, MigrationOptions, Progress};
-
-/// The columns of a runs-table row, in Agno's order.
-const RUN_COLUMNS: [&str; 13] = [
-    "run_id",
-    "session_id",
-    "run_type",
-    "agent_id",
-    "team_id",
-    "workflow_id",
-    "user_id",
-    "parent_run_id",
-    "status",
-    "run_index",
-    "run_data",
-    "created_at",
-    "updated_at",
-];
 
 /// Legacy runs inserted per statement (13 binds each, under every database's bind limit).
 const INSERT_CHUNK: usize = 2_000;

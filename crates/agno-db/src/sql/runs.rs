@@ -10,6 +10,23 @@ use serde_json::Value;
 use super::{Columns, Dialect, Row, SqlDb, changed, owned_by, rows};
 use crate::codec::{decode_listed_run, decode_run, run_type, skip_unreadable_run};
 
+/// The columns of a run row, in table order (Agno's `agno_runs`).
+pub(crate) const RUN_COLUMNS: [&str; 13] = [
+    "run_id",
+    "session_id",
+    "run_type",
+    "agent_id",
+    "team_id",
+    "workflow_id",
+    "user_id",
+    "parent_run_id",
+    "status",
+    "run_index",
+    "run_data",
+    "created_at",
+    "updated_at",
+];
+
 /// The columns of a run row before `run_index`, in table order ([`RunCells::head`]).
 pub(crate) const RUN_HEAD: &str =
     "run_id, session_id, run_type, agent_id, team_id, workflow_id, user_id, parent_run_id, status";
@@ -214,3 +231,13 @@ macro_rules! run_store {
     };
 }
 pub(crate) use run_store;
+
+#[cfg(test)]
+mod tests {
+    use super::{RUN_COLUMNS, RUN_HEAD, RUN_TAIL};
+
+    #[test]
+    fn the_run_statements_name_the_columns_of_the_row() {
+        assert_eq!(format!("{RUN_HEAD}, run_index, {RUN_TAIL}"), RUN_COLUMNS.join(", "));
+    }
+}
