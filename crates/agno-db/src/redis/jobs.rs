@@ -23,13 +23,14 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::cas::{Applied, Cas};
+use super::docs::CAS_ATTEMPTS;
 use super::job_docs::{
     Stored, corrupt, doc_of, event_member, event_of, job_from_doc, python_json_string, serialized, session_blocked,
     session_seq, too_busy,
 };
 use super::runs::{run_index_values, split_row};
 use super::schema::SAVE_CLAIMED_RUN;
-use super::sessions::{CAS_ATTEMPTS, index_values, planned_session_doc, user_args};
+use super::sessions::{index_values, planned_session_doc, user_args};
 use super::{RedisDb, parse_doc, redis_error};
 use crate::codec::to_json_text;
 use crate::doc::schema::build_run_row;

@@ -3,63 +3,20 @@
 //! metadata, type, size, linked_to, access_count, status, status_message, user_id, created_at,
 //! updated_at, external_id`); Agno keeps no index sets for knowledge.
 //!
-//! Upserts are compare-and-set scripts retried on contention (the owner check and the kept
-//! `created_at` are decided on the document the write replaces); deletes are one script that
-//! checks the owner. A row without `user_id` is shared: every user reads it, only an unscoped
-//! caller deletes it.
-
-use crate::doc::knowledge::{knowledge_visible, page_knowledge};
-use std::sync::LazyLock;
+//! Upserts are the shared compare-and-set (`docs`; the owner check and the kept `created_at` are
+//! decided on the document the write replaces); a delete is the shared owner-checked script. A
+//! row without `user_id` is shared: every user reads it, only an unscoped caller deletes it.
 
 use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeStore, new_id, now_epoch_secs};
 use async_trait::async_trait;
-use redis::Script;
 use serde_json::{Map, Value};
 
-use super::sessions::user_args;
-use super::{RedisDb, parse_doc, redis_error};
-use crate::codec::to_json_text;
+use super::RedisDb;
+use super::docs::DocKind;
+use crate::doc::knowledge::{knowledge_visible, page_knowledge};
 
-/// Attempts of a compare-and-set before giving up (each round, one contender always wins).
-const CAS_ATTEMPTS: usize = 10_000;
-
-/// Compare-and-set of a knowledge document.
-/// KEYS: knowledge key. ARGV: expect_existing ('1'/'0'), expected text, new text.
-/// Returns 1 when written, 0 when the stored document changed meanwhile.
-static CAS_KNOWLEDGE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local cur = redis.call('GET', KEYS[1])
-if ARGV[1] == '1' then
-  if cur ~= ARGV[2] then return 0 end
-elseif cur then
-  return 0
-end
-redis.call('SET', KEYS[1], ARGV[3])
-return 1
-",
-    )
-});
-
-/// Deletes a knowledge row: any row for an unscoped caller, only the user's own otherwise
-/// (never a shared one). KEYS: knowledge key. ARGV: has_user ('1'/'0'), user_id.
-/// Returns 1 when deleted.
-static DELETE_KNOWLEDGE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local text = redis.call('GET', KEYS[1])
-if not text then return 0 end
-if ARGV[1] == '1' then
-  local ok, doc = pcall(cjson.decode, text)
-  if not ok or type(doc) ~= 'table' then return 0 end
-  local owner = doc['user_id']
-  if type(owner) ~= 'string' or owner ~= ARGV[2] then return 0 end
-end
-redis.call('DEL', KEYS[1])
-return 1
-",
-    )
-});
+/// Knowledge documents (Agno keeps no index sets for them).
+const KNOWLEDGE: DocKind = DocKind { name: "knowledge", index: &[] };
 
 /// A knowledge document as Python Agno's `RedisDb.upsert_knowledge_content` writes it
 /// (`KnowledgeRow.model_dump()`).
@@ -93,29 +50,15 @@ fn not_a_row(id: &str) -> DbError {
     DbError::new(DbErrorKind::Other, format!("stored knowledge content {id} is not a valid knowledge document"))
 }
 
-impl RedisDb {
-    fn knowledge_key(&self, id: &str) -> String {
-        self.doc_key("knowledge", id)
-    }
-
-    /// One stored knowledge row, with its document text.
-    async fn knowledge_row(&self, id: &str) -> DbResult<Option<(String, KnowledgeRow)>> {
-        let Some(text) = self.get(&self.knowledge_key(id)).await? else { return Ok(None) };
-        let row = parse_doc(&text).and_then(|d| knowledge_from_doc(&d)).ok_or_else(|| not_a_row(id))?;
-        Ok(Some((text, row)))
-    }
-}
-
 #[async_trait]
 impl KnowledgeStore for RedisDb {
     async fn upsert_knowledge_content(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
         let mut row = row.clone();
         let id = row.id.get_or_insert_with(new_id).clone();
-        let key = self.knowledge_key(&id);
-        for _ in 0..CAS_ATTEMPTS {
-            let current = self.knowledge_row(&id).await?;
+        self.upsert_doc(KNOWLEDGE, &id, "knowledge content", |current| {
             let mut write = row.clone();
-            if let Some((_, existing)) = &current {
+            if let Some(doc) = current {
+                let existing = knowledge_from_doc(doc).ok_or_else(|| not_a_row(&id))?;
                 if write.user_id.is_some() && existing.user_id != write.user_id {
                     return Err(DbError::new(
                         DbErrorKind::Conflict,
@@ -127,44 +70,23 @@ impl KnowledgeStore for RedisDb {
             let now = now_epoch_secs();
             write.created_at = Some(write.created_at.unwrap_or(now));
             write.updated_at = Some(now);
-            let written: i64 = CAS_KNOWLEDGE
-                .key(&key)
-                .arg(if current.is_some() { "1" } else { "0" })
-                .arg(current.as_ref().map_or("", |(text, _)| text.as_str()))
-                .arg(to_json_text(&knowledge_doc(&write))?)
-                .invoke_async(&mut self.conn())
-                .await
-                .map_err(|e| redis_error(&format!("cannot write knowledge content {id}"), e))?;
-            if written == 1 {
-                return Ok(write);
-            }
-        }
-        Err(DbError::new(
-            DbErrorKind::Conflict,
-            format!("knowledge content {id} changed too often concurrently; retry the write"),
-        ))
+            Ok((knowledge_doc(&write), write))
+        })
+        .await
     }
 
     async fn get_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<KnowledgeRow>> {
-        let Some((_, row)) = self.knowledge_row(id).await? else { return Ok(None) };
+        let Some((_, doc)) = self.doc_at(KNOWLEDGE.name, id, "knowledge content").await? else { return Ok(None) };
+        let row = knowledge_from_doc(&doc).ok_or_else(|| not_a_row(id))?;
         Ok(knowledge_visible(&row, user_id).then_some(row))
     }
 
     async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
-        let keys = self.doc_keys("knowledge").await?;
-        let docs = self.mget(&keys).await?.into_iter().flatten().filter_map(|t| parse_doc(&t));
-        Ok(page_knowledge(docs.filter_map(|d| knowledge_from_doc(&d)), query))
+        let docs = self.docs_of(KNOWLEDGE.name).await?;
+        Ok(page_knowledge(docs.iter().filter_map(knowledge_from_doc), query))
     }
 
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        let (has_user, user) = user_args(user_id);
-        let deleted: i64 = DELETE_KNOWLEDGE
-            .key(self.knowledge_key(id))
-            .arg(has_user)
-            .arg(user)
-            .invoke_async(&mut self.conn())
-            .await
-            .map_err(|e| redis_error(&format!("cannot delete knowledge content {id}"), e))?;
-        Ok(deleted == 1)
+        Ok(self.delete_docs(KNOWLEDGE, &[id.to_owned()], user_id).await? == 1)
     }
 }

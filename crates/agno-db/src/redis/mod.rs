@@ -17,6 +17,7 @@
 //! JSON is rebuilt in Rust so numbers and key order survive untouched).
 
 mod cas;
+mod docs;
 mod evals;
 mod job_docs;
 mod jobs;
@@ -278,35 +279,6 @@ impl RedisDb {
         }
         call.arg(&self.prefix).arg(id).arg(has_user).arg(user);
         call.invoke_async(&mut self.conn()).await.map_err(|e| redis_error(&format!("{what} {id}"), e))
-    }
-
-    /// Runs an owner-checked delete script over documents of a kind in batches (keys: the
-    /// documents; arguments: prefix, `1`/`0`, the user, then the ids); the number deleted.
-    pub(crate) async fn delete_owned(
-        &self,
-        script: &Script,
-        kind: &str,
-        ids: &[String],
-        user_id: Option<&str>,
-    ) -> DbResult<u64> {
-        let (has_user, user) = sessions::user_args(user_id);
-        let mut deleted = 0;
-        for chunk in ids.chunks(MGET_CHUNK) {
-            let mut call = script.prepare_invoke();
-            for id in chunk {
-                call.key(self.doc_key(kind, id));
-            }
-            call.arg(&self.prefix).arg(has_user).arg(user);
-            for id in chunk {
-                call.arg(id);
-            }
-            let n: u64 = call
-                .invoke_async(&mut self.conn())
-                .await
-                .map_err(|e| redis_error(&format!("cannot delete {kind}"), e))?;
-            deleted += n;
-        }
-        Ok(deleted)
     }
 
     /// Keys of the run rows.

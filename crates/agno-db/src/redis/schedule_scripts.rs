@@ -153,18 +153,6 @@ return 'ok'
     )
 });
 
-/// Compare-and-set of a run. KEYS: run key. ARGV: prefix, expected text, new text.
-/// Returns 1 when written.
-pub(super) static WRITE_RUN: LazyLock<Script> = LazyLock::new(|| {
-    script(
-        r"
-if redis.call('GET', KEYS[1]) ~= ARGV[2] then return 0 end
-redis.call('SET', KEYS[1], ARGV[3])
-return 1
-",
-    )
-});
-
 /// Deletes a schedule's runs completed before a cutoff. KEYS: the schedule's run set.
 /// ARGV: prefix, schedule id, cutoff. Returns how many were deleted.
 pub(super) static EXPIRE_RUNS: LazyLock<Script> = LazyLock::new(|| {

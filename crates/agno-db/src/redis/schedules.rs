@@ -23,9 +23,11 @@ use agno_core::{
     ScheduleUpdate, now_epoch_secs,
 };
 use async_trait::async_trait;
+use serde_json::Value;
 
+use super::docs::{CAS_ATTEMPTS, DocKind, to_doc, too_busy};
 use super::schedule_scripts::{
-    CLAIM_SCHEDULE, CREATE_RUN, CREATE_SCHEDULE, DELETE_SCHEDULE, EXPIRE_RUNS, WRITE_RUN, WRITE_SCHEDULE,
+    CLAIM_SCHEDULE, CREATE_RUN, CREATE_SCHEDULE, DELETE_SCHEDULE, EXPIRE_RUNS, WRITE_SCHEDULE,
 };
 use super::sessions::user_args;
 use super::{RedisDb, glob_escape, redis_error};
@@ -36,8 +38,8 @@ use crate::schedules::{
     schedule_run_page,
 };
 
-/// Attempts of a compare-and-set before giving up (each round, one contender always wins).
-const CAS_ATTEMPTS: usize = 10_000;
+/// Schedule run documents, with the set of each schedule's run ids.
+const SCHEDULE_RUNS: DocKind = DocKind { name: "schedule_runs", index: &["schedule_id"] };
 
 /// Claimable schedules offered to one claim script, soonest first.
 const CLAIM_CANDIDATES: usize = 32;
@@ -65,10 +67,6 @@ fn not_a_run(id: &str) -> DbError {
 
 fn name_conflict(name: &str) -> DbError {
     DbError::new(DbErrorKind::Conflict, format!("a schedule named {name:?} already exists for this owner"))
-}
-
-fn too_busy(what: &str) -> DbError {
-    DbError::new(DbErrorKind::Conflict, format!("{what} changed too often concurrently; retry"))
 }
 
 fn unexpected(what: &str, reply: &str) -> DbError {
@@ -118,6 +116,23 @@ impl RedisDb {
             .filter_map(|t| serde_json::from_str::<ScheduleRun>(&t).ok())
             .filter(|r| r.schedule_id == schedule_id)
             .collect())
+    }
+
+    /// Changes schedule `id` by compare-and-set, retried on contention: `change` edits the stored
+    /// schedule and answers, or declines (`None`, writing nothing).
+    async fn change_schedule<T>(
+        &self,
+        id: &str,
+        mut change: impl FnMut(&mut Schedule) -> Option<T>,
+    ) -> DbResult<Option<T>> {
+        for _ in 0..CAS_ATTEMPTS {
+            let Some((text, mut s)) = self.schedule_doc(id).await? else { return Ok(None) };
+            let Some(out) = change(&mut s) else { return Ok(None) };
+            if self.write_schedule(&text, &s).await? {
+                return Ok(Some(out));
+            }
+        }
+        Err(too_busy(&format!("schedule {id}")))
     }
 
     /// Writes `next` over the stored text `expected`; `Ok(false)` when it changed meanwhile.
@@ -207,18 +222,13 @@ impl ScheduleStore for RedisDb {
         user_id: Option<&str>,
         update: &ScheduleUpdate,
     ) -> DbResult<Option<Schedule>> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((text, current)) = self.schedule_doc(id).await? else { return Ok(None) };
-            if !visible(current.user_id.as_deref(), user_id) {
-                return Ok(None);
-            }
-            let mut next = current;
-            update.apply(&mut next, now_epoch_secs());
-            if self.write_schedule(&text, &next).await? {
-                return Ok(Some(next));
-            }
-        }
-        Err(too_busy(&format!("schedule {id}")))
+        self.change_schedule(id, |s| {
+            visible(s.user_id.as_deref(), user_id).then(|| {
+                update.apply(s, now_epoch_secs());
+                s.clone()
+            })
+        })
+        .await
     }
 
     async fn delete_schedule(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
@@ -282,29 +292,14 @@ impl ScheduleStore for RedisDb {
         worker_id: Option<&str>,
         locked_at: Option<i64>,
     ) -> DbResult<bool> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((text, mut s)) = self.schedule_doc(id).await? else { return Ok(false) };
-            if !release(&mut s, next_run_at, worker_id, locked_at, now_epoch_secs()) {
-                return Ok(false);
-            }
-            if self.write_schedule(&text, &s).await? {
-                return Ok(true);
-            }
-        }
-        Err(too_busy(&format!("schedule {id}")))
+        let released =
+            self.change_schedule(id, |s| release(s, next_run_at, worker_id, locked_at, now_epoch_secs()).then_some(()));
+        Ok(released.await?.is_some())
     }
 
     async fn renew_schedule_claim(&self, id: &str, worker_id: &str, now: i64) -> DbResult<bool> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((text, mut s)) = self.schedule_doc(id).await? else { return Ok(false) };
-            if !crate::schedules::renew(&mut s, worker_id, now) {
-                return Ok(false);
-            }
-            if self.write_schedule(&text, &s).await? {
-                return Ok(true);
-            }
-        }
-        Err(too_busy(&format!("schedule {id}")))
+        let renewed = self.change_schedule(id, |s| crate::schedules::renew(s, worker_id, now).then_some(()));
+        Ok(renewed.await?.is_some())
     }
 
     async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun> {
@@ -344,22 +339,13 @@ impl ScheduleStore for RedisDb {
     }
 
     async fn update_schedule_run(&self, id: &str, update: &ScheduleRunUpdate) -> DbResult<Option<ScheduleRun>> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((text, mut r)) = self.schedule_run_doc(id).await? else { return Ok(None) };
+        self.change_doc(SCHEDULE_RUNS, id, "schedule run", |current| {
+            let Some(doc) = current else { return Ok(None) };
+            let mut r: ScheduleRun = serde_json::from_value(Value::Object(doc.clone())).map_err(|_| not_a_run(id))?;
             update.apply(&mut r);
-            let written: i64 = WRITE_RUN
-                .key(self.schedule_run_key(id))
-                .arg(&self.prefix)
-                .arg(&text)
-                .arg(to_json_text(&r)?)
-                .invoke_async(&mut self.conn())
-                .await
-                .map_err(|e| redis_error(&format!("cannot write schedule run {id}"), e))?;
-            if written == 1 {
-                return Ok(Some(r));
-            }
-        }
-        Err(too_busy(&format!("schedule run {id}")))
+            Ok(Some((to_doc(&r)?, r)))
+        })
+        .await
     }
 
     async fn get_schedule_run(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<ScheduleRun>> {

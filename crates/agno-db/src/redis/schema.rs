@@ -172,20 +172,6 @@ return 1
     )
 });
 
-/// Compare-and-set of a session document, with its index sets.
-/// KEYS: session key. ARGV: prefix, session_id, expect_existing ('1'/'0'), expected text, new
-/// text, JSON list of old index values, JSON list of new index values (`SESSION_INDEX_FIELDS`).
-/// Returns 1 when written, 0 when the stored document changed meanwhile.
-pub(crate) static CAS_SESSION: LazyLock<Script> = LazyLock::new(|| {
-    script(
-        r"
-if not session_unchanged(KEYS[1], ARGV[3], ARGV[4]) then return 0 end
-session_write(KEYS[1], ARGV[2], ARGV[5], ARGV[6], ARGV[7])
-return 1
-",
-    )
-});
-
 /// A claimed run's write: the job document (the lease check, by compare-and-set on the text the
 /// caller read and found holding), the session compare-and-set and the run upsert, all or
 /// nothing (every check comes before the first write).

@@ -1,6 +1,6 @@
 //! Sessions in Redis: one JSON document per session at `{prefix}:sessions:{id}`, never carrying
-//! runs (except a legacy v2 `runs` field, read only and carried forward). Writes are
-//! compare-and-set scripts retried on contention, so concurrent merges lose nothing.
+//! runs (except a legacy v2 `runs` field, read only and carried forward). Writes are the shared
+//! compare-and-set (`docs`) retried on contention, so concurrent merges lose nothing.
 
 use agno_core::{
     AgentSession, DbError, DbErrorKind, DbResult, SessionPage, SessionQuery, SessionStore, StateUpdate, now_epoch_secs,
@@ -8,14 +8,15 @@ use agno_core::{
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::schema::{CAS_SESSION, DELETE_SESSION, SESSION_INDEX_FIELDS};
-use super::{RedisDb, redis_error};
-use crate::codec::{keep_latest, merge_legacy_runs, to_json_text};
+use super::RedisDb;
+use super::docs::DocKind;
+use super::schema::{DELETE_SESSION, SESSION_INDEX_FIELDS};
+use crate::codec::{keep_latest, merge_legacy_runs};
 use crate::doc::schema::{legacy_blob, merged_session_data, page_sessions, session_doc, session_from_doc, str_field};
 use crate::doc::visible;
 
-/// Attempts of a compare-and-set before giving up (each round, one contender always wins).
-pub(crate) const CAS_ATTEMPTS: usize = 10_000;
+/// Session documents, with the index sets Agno keeps for them.
+pub(crate) const SESSIONS: DocKind = DocKind { name: "sessions", index: &SESSION_INDEX_FIELDS };
 
 /// `('1', user)` when filtering on a user, `('0', "")` otherwise: the script arguments.
 pub(crate) fn user_args(user_id: Option<&str>) -> (&'static str, &str) {
@@ -55,34 +56,7 @@ pub(crate) fn index_values(doc: Option<&Map<String, Value>>) -> String {
     Value::Array(values).to_string()
 }
 
-fn too_busy(session_id: &str) -> DbError {
-    DbError::new(DbErrorKind::Conflict, format!("session {session_id} changed too often concurrently; retry the write"))
-}
-
 impl RedisDb {
-    /// Writes `new` over the stored document `expected` (`None`: the session must not exist);
-    /// false when the stored document changed meanwhile.
-    pub(crate) async fn cas_session(
-        &self,
-        session_id: &str,
-        expected: Option<(&str, &Map<String, Value>)>,
-        new: &Map<String, Value>,
-    ) -> DbResult<bool> {
-        let written: i64 = CAS_SESSION
-            .key(self.session_key(session_id))
-            .arg(&self.prefix)
-            .arg(session_id)
-            .arg(if expected.is_some() { "1" } else { "0" })
-            .arg(expected.map_or("", |(text, _)| text))
-            .arg(to_json_text(new)?)
-            .arg(index_values(expected.map(|(_, doc)| doc)))
-            .arg(index_values(Some(new)))
-            .invoke_async(&mut self.conn())
-            .await
-            .map_err(|e| redis_error(&format!("cannot write session {session_id}"), e))?;
-        Ok(written == 1)
-    }
-
     /// Applies `change` to a stored session document with compare-and-set, retrying on
     /// contention. `change` returns `None` to leave the document alone.
     pub(crate) async fn update_session_doc<T>(
@@ -90,15 +64,12 @@ impl RedisDb {
         session_id: &str,
         mut change: impl FnMut(&mut Map<String, Value>) -> DbResult<Option<T>>,
     ) -> DbResult<Option<T>> {
-        for _ in 0..CAS_ATTEMPTS {
-            let Some((text, doc)) = self.session_doc(session_id).await? else { return Ok(None) };
+        self.change_doc(SESSIONS, session_id, "session", |current| {
+            let Some(doc) = current else { return Ok(None) };
             let mut new = doc.clone();
-            let Some(out) = change(&mut new)? else { return Ok(None) };
-            if self.cas_session(session_id, Some((&text, &doc)), &new).await? {
-                return Ok(Some(out));
-            }
-        }
-        Err(too_busy(session_id))
+            Ok(change(&mut new)?.map(|out| (new, out)))
+        })
+        .await
     }
 }
 
@@ -129,16 +100,8 @@ impl SessionStore for RedisDb {
     }
 
     async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        let id = &session.session_id;
-        for _ in 0..CAS_ATTEMPTS {
-            let current = self.session_doc(id).await?;
-            let doc = planned_session_doc(session, state, current.as_ref().map(|(_, doc)| doc))?;
-            let expected = current.as_ref().map(|(text, doc)| (text.as_str(), doc));
-            if self.cas_session(id, expected, &doc).await? {
-                return Ok(());
-            }
-        }
-        Err(too_busy(id))
+        let write = |current: Option<&Map<String, Value>>| Ok((planned_session_doc(session, state, current)?, ()));
+        self.upsert_doc(SESSIONS, &session.session_id, "session", write).await
     }
 
     async fn get_sessions(&self, query: &SessionQuery) -> DbResult<SessionPage> {
