@@ -146,6 +146,15 @@ pub(crate) fn to_json_text<T: serde::Serialize>(value: &T) -> Result<String, DbE
         .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode record as JSON: {e}")).with_source(e))
 }
 
+/// A record as the JSON document it is stored as (its serialised fields, in order).
+pub(crate) fn to_doc<T: serde::Serialize>(record: &T) -> DbResult<Map<String, Value>> {
+    match serde_json::to_value(record) {
+        Ok(Value::Object(doc)) => Ok(doc),
+        Ok(_) => Err(DbError::new(DbErrorKind::Other, "a record did not encode as a JSON object")),
+        Err(e) => Err(DbError::new(DbErrorKind::Other, format!("cannot encode record as JSON: {e}")).with_source(e)),
+    }
+}
+
 /// Merges runs from the runs table (in `run_index` order) with a legacy blob (in its stored
 /// order): blob order first with the table's version substituted per `run_id`, then table-only
 /// runs. The table wins on conflicts; blob-only runs are kept.

@@ -78,8 +78,9 @@ fn eval_from_doc(doc: &Map<String, Value>) -> Option<EvalRunRecord> {
     })
 }
 
-/// The document Python Agno's `JsonDb` writes for an eval run (its key order), with `user_id`.
-fn eval_doc(e: &EvalRunRecord) -> Map<String, Value> {
+/// The fields of an eval run document that both of Python Agno's layouts write, in their order;
+/// each layout places the timestamps and `user_id` itself.
+pub(crate) fn eval_fields(e: &EvalRunRecord) -> Map<String, Value> {
     let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
     let mut doc = Map::new();
     doc.insert("agent_id".to_owned(), text(&e.agent_id));
@@ -93,7 +94,13 @@ fn eval_doc(e: &EvalRunRecord) -> Map<String, Value> {
     doc.insert("eval_type".to_owned(), Value::String(e.eval_type.as_str().to_owned()));
     doc.insert("eval_data".to_owned(), Value::Object(e.eval_data.clone()));
     doc.insert("eval_input".to_owned(), e.eval_input.clone().map_or(Value::Null, Value::Object));
-    doc.insert("user_id".to_owned(), text(&e.user_id));
+    doc
+}
+
+/// The document Python Agno's `JsonDb` writes for an eval run (its key order), with `user_id`.
+fn eval_doc(e: &EvalRunRecord) -> Map<String, Value> {
+    let mut doc = eval_fields(e);
+    doc.insert("user_id".to_owned(), e.user_id.clone().map_or(Value::Null, Value::String));
     doc.insert("created_at".to_owned(), e.created_at.map_or(Value::Null, Value::from));
     doc.insert("updated_at".to_owned(), e.updated_at.map_or(Value::Null, Value::from));
     doc

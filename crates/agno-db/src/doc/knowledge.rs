@@ -16,7 +16,7 @@ use super::evals::object_of;
 use super::memories::epoch_value;
 use super::schema::str_field;
 use super::{DocBackend, DocDb};
-use crate::codec::to_json_text;
+use crate::codec::to_doc;
 
 /// True when `user_id` (none: unscoped) may see `row`: its own rows and the shared ones.
 pub(crate) fn knowledge_visible(row: &KnowledgeRow, user_id: Option<&str>) -> bool {
@@ -68,12 +68,25 @@ fn knowledge_from_doc(doc: &Map<String, Value>) -> Option<KnowledgeRow> {
     })
 }
 
-/// The document Python Agno's `JsonDb` writes for a row (`KnowledgeRow.model_dump()`).
-fn knowledge_doc(row: &KnowledgeRow) -> DbResult<Value> {
-    let text = to_json_text(row)?;
-    serde_json::from_str(&text).map_err(|e| {
-        DbError::new(DbErrorKind::Other, format!("cannot encode knowledge content as JSON: {e}")).with_source(e)
-    })
+/// The row `upsert_knowledge_content` writes with id `id` over the stored `existing` (both of
+/// Agno's layouts store it as `KnowledgeRow.model_dump()`): refused when that belongs to another
+/// user; keeps its `created_at`.
+pub(crate) fn planned_knowledge(
+    row: &KnowledgeRow,
+    id: &str,
+    existing: Option<&KnowledgeRow>,
+) -> DbResult<KnowledgeRow> {
+    let mut row = row.clone();
+    if let Some(existing) = existing {
+        if row.user_id.is_some() && existing.user_id != row.user_id {
+            return Err(DbError::new(DbErrorKind::Conflict, format!("knowledge content {id} belongs to another user")));
+        }
+        row.created_at = existing.created_at;
+    }
+    let now = now_epoch_secs();
+    row.created_at = Some(row.created_at.unwrap_or(now));
+    row.updated_at = Some(now);
+    Ok(row)
 }
 
 fn doc_id(doc: &Value) -> Option<&str> {
@@ -89,19 +102,9 @@ impl<B: DocBackend> KnowledgeStore for DocDb<B> {
             let mut docs = files.read(table)?.into_owned();
             let id = row.id.get_or_insert_with(new_id).clone();
             let at = docs.iter().position(|d| doc_id(d) == Some(id.as_str()));
-            if let Some(existing) = at.and_then(|i| docs[i].as_object()).and_then(knowledge_from_doc) {
-                if row.user_id.is_some() && existing.user_id != row.user_id {
-                    return Err(DbError::new(
-                        DbErrorKind::Conflict,
-                        format!("knowledge content {id} belongs to another user"),
-                    ));
-                }
-                row.created_at = existing.created_at;
-            }
-            let now = now_epoch_secs();
-            row.created_at = Some(row.created_at.unwrap_or(now));
-            row.updated_at = Some(now);
-            let doc = knowledge_doc(&row)?;
+            let existing = at.and_then(|i| docs[i].as_object()).and_then(knowledge_from_doc);
+            let row = planned_knowledge(&row, &id, existing.as_ref())?;
+            let doc = Value::Object(to_doc(&row)?);
             match at {
                 Some(i) => docs[i] = doc,
                 None => docs.push(doc),

@@ -104,15 +104,6 @@ return deleted
     )
 });
 
-/// A record as the JSON document it is stored as (its serialised fields, in order).
-pub(crate) fn to_doc<T: serde::Serialize>(record: &T) -> DbResult<Map<String, Value>> {
-    match serde_json::to_value(record) {
-        Ok(Value::Object(doc)) => Ok(doc),
-        Ok(_) => Err(DbError::new(DbErrorKind::Other, "a record did not encode as a JSON object")),
-        Err(e) => Err(DbError::new(DbErrorKind::Other, format!("cannot encode record as JSON: {e}")).with_source(e)),
-    }
-}
-
 /// The error of a compare-and-set that lost `CAS_ATTEMPTS` rounds on `what`.
 pub(crate) fn too_busy(what: &str) -> DbError {
     DbError::new(DbErrorKind::Conflict, format!("{what} changed too often concurrently; retry the write"))

@@ -16,30 +16,20 @@ use serde_json::{Map, Value};
 
 use super::RedisDb;
 use super::docs::DocKind;
-use crate::doc::evals::page_evals;
+use crate::doc::evals::{eval_fields, page_evals};
 use crate::doc::visible;
 
 /// Eval run documents, with the index sets Agno keeps for them.
 const EVALS: DocKind =
     DocKind { name: "evals", index: &["agent_id", "team_id", "workflow_id", "model_id", "eval_type"] };
 
-/// An eval run document as Python Agno's `RedisDb.create_eval_run` writes it.
+/// An eval run document as Python Agno's `RedisDb.create_eval_run` writes it (timestamps first,
+/// `user_id` last and only for an owned run).
 fn eval_doc(e: &EvalRunRecord) -> Map<String, Value> {
-    let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
     let mut doc = Map::new();
     doc.insert("created_at".to_owned(), e.created_at.map_or(Value::Null, Value::from));
     doc.insert("updated_at".to_owned(), e.updated_at.map_or(Value::Null, Value::from));
-    doc.insert("agent_id".to_owned(), text(&e.agent_id));
-    doc.insert("model_id".to_owned(), text(&e.model_id));
-    doc.insert("model_provider".to_owned(), text(&e.model_provider));
-    doc.insert("team_id".to_owned(), text(&e.team_id));
-    doc.insert("workflow_id".to_owned(), text(&e.workflow_id));
-    doc.insert("name".to_owned(), text(&e.name));
-    doc.insert("evaluated_component_name".to_owned(), text(&e.evaluated_component_name));
-    doc.insert("run_id".to_owned(), Value::String(e.run_id.clone()));
-    doc.insert("eval_type".to_owned(), Value::String(e.eval_type.as_str().to_owned()));
-    doc.insert("eval_data".to_owned(), Value::Object(e.eval_data.clone()));
-    doc.insert("eval_input".to_owned(), e.eval_input.clone().map_or(Value::Null, Value::Object));
+    doc.extend(eval_fields(e));
     if let Some(user) = &e.user_id {
         doc.insert("user_id".to_owned(), Value::String(user.clone()));
     }

@@ -7,39 +7,17 @@
 //! decided on the document the write replaces); a delete is the shared owner-checked script. A
 //! row without `user_id` is shared: every user reads it, only an unscoped caller deletes it.
 
-use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeStore, new_id, now_epoch_secs};
+use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeStore, new_id};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::RedisDb;
 use super::docs::DocKind;
-use crate::doc::knowledge::{knowledge_visible, page_knowledge};
+use crate::codec::to_doc;
+use crate::doc::knowledge::{knowledge_visible, page_knowledge, planned_knowledge};
 
 /// Knowledge documents (Agno keeps no index sets for them).
 const KNOWLEDGE: DocKind = DocKind { name: "knowledge", index: &[] };
-
-/// A knowledge document as Python Agno's `RedisDb.upsert_knowledge_content` writes it
-/// (`KnowledgeRow.model_dump()`).
-fn knowledge_doc(k: &KnowledgeRow) -> Map<String, Value> {
-    let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
-    let int = |v: Option<i64>| v.map_or(Value::Null, Value::from);
-    let mut doc = Map::new();
-    doc.insert("id".to_owned(), text(&k.id));
-    doc.insert("name".to_owned(), Value::String(k.name.clone()));
-    doc.insert("description".to_owned(), Value::String(k.description.clone()));
-    doc.insert("metadata".to_owned(), k.metadata.clone().map_or(Value::Null, Value::Object));
-    doc.insert("type".to_owned(), text(&k.kind));
-    doc.insert("size".to_owned(), int(k.size));
-    doc.insert("linked_to".to_owned(), text(&k.linked_to));
-    doc.insert("access_count".to_owned(), int(k.access_count));
-    doc.insert("status".to_owned(), text(&k.status));
-    doc.insert("status_message".to_owned(), text(&k.status_message));
-    doc.insert("user_id".to_owned(), text(&k.user_id));
-    doc.insert("created_at".to_owned(), int(k.created_at));
-    doc.insert("updated_at".to_owned(), int(k.updated_at));
-    doc.insert("external_id".to_owned(), text(&k.external_id));
-    doc
-}
 
 /// Reads a knowledge row from its stored document; `None` when the document is not one.
 fn knowledge_from_doc(doc: &Map<String, Value>) -> Option<KnowledgeRow> {
@@ -55,22 +33,11 @@ impl KnowledgeStore for RedisDb {
     async fn upsert_knowledge_content(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
         let mut row = row.clone();
         let id = row.id.get_or_insert_with(new_id).clone();
+        // Written as `KnowledgeRow.model_dump()`, as Agno's `upsert_knowledge_content` writes it.
         self.upsert_doc(KNOWLEDGE, &id, "knowledge content", |current| {
-            let mut write = row.clone();
-            if let Some(doc) = current {
-                let existing = knowledge_from_doc(doc).ok_or_else(|| not_a_row(&id))?;
-                if write.user_id.is_some() && existing.user_id != write.user_id {
-                    return Err(DbError::new(
-                        DbErrorKind::Conflict,
-                        format!("knowledge content {id} belongs to another user"),
-                    ));
-                }
-                write.created_at = existing.created_at;
-            }
-            let now = now_epoch_secs();
-            write.created_at = Some(write.created_at.unwrap_or(now));
-            write.updated_at = Some(now);
-            Ok((knowledge_doc(&write), write))
+            let existing = current.map(|doc| knowledge_from_doc(doc).ok_or_else(|| not_a_row(&id))).transpose()?;
+            let write = planned_knowledge(&row, &id, existing.as_ref())?;
+            Ok((to_doc(&write)?, write))
         })
         .await
     }

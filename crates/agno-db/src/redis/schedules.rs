@@ -25,13 +25,13 @@ use agno_core::{
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::docs::{CAS_ATTEMPTS, DocKind, to_doc, too_busy};
+use super::docs::{CAS_ATTEMPTS, DocKind, too_busy};
 use super::schedule_scripts::{
     CLAIM_SCHEDULE, CREATE_RUN, CREATE_SCHEDULE, DELETE_SCHEDULE, EXPIRE_RUNS, WRITE_SCHEDULE,
 };
 use super::sessions::user_args;
 use super::{RedisDb, glob_escape, redis_error};
-use crate::codec::to_json_text;
+use crate::codec::{to_doc, to_json_text};
 use crate::doc::visible;
 use crate::schedules::{
     claimable, later_run, newest_run_first, newest_schedule_first, release, schedule_matches, schedule_page,
