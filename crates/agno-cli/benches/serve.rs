@@ -6,7 +6,8 @@
 //! PostgreSQL: accept rate, end-to-end runs/s (accepted -> all COMPLETED), the claim latency the
 //! server reports, and PostgreSQL statements (or transactions) per run.
 //!
-//! Run: `cargo bench -p agno-cli --bench serve`; for PostgreSQL add
+//! Run: `cargo bench -p agno-cli --bench serve` (`AGNO_BENCH_ONLY=statements`: only the SQLite
+//! statements per run, by statement); for PostgreSQL add
 //! `AGNO_BENCH_PG=postgresql://postgres@127.0.0.1:5432/agno_bench?schema=agno_bench_queue` (the
 //! schema is dropped and recreated per row; a database of its own keeps other clients out of the
 //! statement counts).
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
-use common::{percentile_ms, rss_mib, start_server};
+use common::{Usage, percentile_ms, rss_mib, start_logging_server, start_server};
 use futures::StreamExt;
 
 struct Figures {
@@ -249,6 +250,61 @@ async fn background(config: &std::path::Path, label: &str, concurrency: usize, t
     );
 }
 
+/// `line` without its terminal colour codes (`ESC [ ... m`).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// SQL statements one non-streaming run costs on SQLite (session new, then continued): a server
+/// logging every statement (sqlx's `sqlx::query` events) runs 100 runs, 2 per session, at c=1.
+async fn statements_per_run(config: &std::path::Path, dir: &std::path::Path, client: &reqwest::Client) {
+    let log = dir.join("statements.log");
+    let (server, _) = start_logging_server(config, "error,sqlx::query=debug", Some(&log)).await;
+    let url = format!("{}/agents/bench/runs", server.base);
+    let count =
+        || std::fs::read_to_string(&log).unwrap_or_default().lines().filter(|l| l.contains("sqlx::query")).count();
+    let before = count();
+    let runs = 100;
+    for i in 0..runs {
+        let form = reqwest::multipart::Form::new()
+            .text("message", format!("question {i}"))
+            .text("stream", "false")
+            .text("session_id", format!("statements-{}", i / 2));
+        let resp = client.post(&url).multipart(form).send().await.unwrap();
+        assert!(resp.status().is_success(), "run failed: {}", resp.status());
+        let _ = resp.bytes().await.unwrap();
+    }
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("sqlx::query")).skip(before).collect();
+    println!("  SQLite statements per non-streaming run (as sqlx logs them): {:.1}", lines.len() as f64 / runs as f64);
+    // Which statements: sqlx's `summary` field (the statement's first words).
+    let mut kinds: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for line in &lines {
+        let plain = strip_ansi(line);
+        let summary = plain.split("summary=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or("?");
+        *kinds.entry(summary.chars().take(70).collect()).or_default() += 1;
+    }
+    let mut kinds: Vec<_> = kinds.into_iter().collect();
+    kinds.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    for (summary, n) in kinds.iter().take(12) {
+        println!("    {:>5.2}/run  {summary}", *n as f64 / runs as f64);
+    }
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
@@ -268,10 +324,15 @@ fn main() {
             ),
         )
         .unwrap();
+        let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+        if std::env::var("AGNO_BENCH_ONLY").as_deref() == Ok("statements") {
+            statements_per_run(&config, &dir, &client).await;
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
         let (server, startup) = start_server(&config).await;
         let pid = server.child.id();
         let (_, idle_rss) = rss_mib(pid);
-        let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
         println!("AgentOS over HTTP (agno serve, SQLite, fake OpenAI model with 1 ms latency, loopback clients)");
         println!("  startup to first /health: {:.0} ms (Python AgentOS: 2.8 s); idle RSS {idle_rss:.1} MiB (Python: 146.5 MiB)", startup.as_secs_f64() * 1000.0);
 
@@ -297,9 +358,11 @@ fn main() {
         println!("  non-streaming runs:");
         for (concurrency, py) in python {
             let (c, u) = (client.clone(), url.clone());
-            let f = load(concurrency, 300 * concurrency.min(8), move |i| run_once(c.clone(), u.clone(), i, false)).await;
+            let (runs, before) = (300 * concurrency.min(8), Usage::of(pid));
+            let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, false)).await;
+            let (cpu, switches) = Usage::of(pid).per(before, runs);
             println!(
-                "    c={concurrency:>2}: {:>6.0} runs/s  p50 {:>6.2} ms  p99 {:>6.2} ms   (Python: {py})",
+                "    c={concurrency:>2}: {:>6.0} runs/s  p50 {:>6.2} ms  p99 {:>6.2} ms  server CPU {cpu:.2} ms/run, {switches:.0} context switches/run   (Python: {py})",
                 f.per_s, f.p50_ms, f.p99_ms
             );
         }
@@ -307,9 +370,11 @@ fn main() {
         let python = [(1, "p50 7.7 ms"), (8, "p50 52 ms"), (32, "p50 193 ms")];
         for (concurrency, py) in python {
             let (c, u) = (client.clone(), url.clone());
-            let f = load(concurrency, 200 * concurrency.min(8), move |i| run_once(c.clone(), u.clone(), i, true)).await;
+            let (runs, before) = (200 * concurrency.min(8), Usage::of(pid));
+            let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, true)).await;
+            let (cpu, switches) = Usage::of(pid).per(before, runs);
             println!(
-                "    c={concurrency:>2}: {:>6.0} runs/s  first content p50 {:>6.2} ms  run p99 {:>6.2} ms   (Python: 55-67 runs/s, first text {py})",
+                "    c={concurrency:>2}: {:>6.0} runs/s  first content p50 {:>6.2} ms  run p99 {:>6.2} ms  server CPU {cpu:.2} ms/run, {switches:.0} context switches/run   (Python: 55-67 runs/s, first text {py})",
                 f.per_s,
                 f.first_content_p50_ms.unwrap_or_default(),
                 f.p99_ms
@@ -318,6 +383,7 @@ fn main() {
         let (hwm, rss) = rss_mib(pid);
         println!("  server RSS after the runs: peak {hwm:.1} MiB, now {rss:.1} MiB (Python: 162 MB)");
         drop(server);
+        statements_per_run(&config, &dir, &client).await;
 
         println!(
             "  durable background runs, 1,000 per row from c clients to max_concurrency = c (accepted -> all COMPLETED; \

@@ -33,6 +33,49 @@ pub fn rss_mib(pid: u32) -> (f64, f64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
+/// What a process has used so far: CPU time (user + system, all threads) and context switches
+/// (voluntary + involuntary, summed over its threads), from `/proc`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    pub cpu: Duration,
+    pub switches: u64,
+}
+
+impl Usage {
+    /// The usage of `pid` now (zero where `/proc` cannot be read).
+    pub fn of(pid: u32) -> Usage {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Fields after the command name (which may hold spaces): utime and stime are the 14th
+        // and 15th fields of the line, the 12th and 13th after `) `.
+        let after = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+        let ticks: u64 = after.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum();
+        // USER_HZ: 100 on every Linux this runs on (x86_64 and arm64).
+        let hz = 100;
+        let mut switches = 0;
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for task in tasks.flatten() {
+                let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+                switches += status
+                    .lines()
+                    .filter(|l| {
+                        l.starts_with("voluntary_ctxt_switches:") || l.starts_with("nonvoluntary_ctxt_switches:")
+                    })
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                    .sum::<u64>();
+            }
+        }
+        Usage { cpu: Duration::from_micros(ticks * 1_000_000 / hz), switches }
+    }
+
+    /// What was used between `earlier` and `self`, per unit of `n` (a run): CPU in
+    /// milliseconds and context switches.
+    pub fn per(&self, earlier: Usage, n: usize) -> (f64, f64) {
+        let n = n.max(1) as f64;
+        let cpu = self.cpu.saturating_sub(earlier.cpu).as_secs_f64() * 1000.0 / n;
+        (cpu, self.switches.saturating_sub(earlier.switches) as f64 / n)
+    }
+}
+
 /// A running `agno serve`, killed when dropped.
 pub struct Server {
     pub child: Child,
@@ -51,12 +94,25 @@ impl Drop for Server {
 /// Starts `agno serve --config` on a free port (logging errors only) and waits until `/health`
 /// answers; returns it and the time that took.
 pub async fn start_server(config: &std::path::Path) -> (Server, Duration) {
+    start_logging_server(config, "error", None).await
+}
+
+/// [`start_server`] logging what `filter` (an `AGNO_LOG` filter) selects to the file `log`.
+pub async fn start_logging_server(
+    config: &std::path::Path,
+    filter: &str,
+    log: Option<&std::path::Path>,
+) -> (Server, Duration) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let started = Instant::now();
+    let stderr = match log {
+        Some(p) => Stdio::from(std::fs::File::create(p).unwrap()),
+        None => Stdio::null(),
+    };
     let child = Command::new(agno_bin())
         .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
-        .env("AGNO_LOG", "error")
-        .stderr(Stdio::null())
+        .env("AGNO_LOG", filter)
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");
