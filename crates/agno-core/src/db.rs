@@ -297,7 +297,7 @@ pub trait SessionStore: Send + Sync {
 
 /// Runs: one row each, `run_index` assigned per session on first write.
 #[async_trait]
-pub trait RunStore: Send + Sync {
+pub trait RunStore: SessionStore {
     /// Inserts or updates one run; returns its `run_index` (assigned atomically per session on
     /// first write, kept on update). Costs the same whatever the session's run count.
     ///
@@ -305,6 +305,19 @@ pub trait RunStore: Send + Sync {
     /// [`DbErrorKind::Conflict`](crate::DbErrorKind::Conflict) when the run belongs to another
     /// user.
     async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64>;
+
+    /// Writes a run and its session: `upsert_session` then `upsert_run`, as a run's save makes
+    /// them, in one transaction where the store has transactions (every store but Redis), so
+    /// either both are written or neither. Returns the run's `run_index`.
+    ///
+    /// # Errors
+    /// As [`SessionStore::upsert_session`] and [`RunStore::upsert_run`]. Where the store writes
+    /// the two one after the other (the default, Redis), an error of the run write comes after
+    /// the session was written.
+    async fn save_run_write(&self, write: crate::RunWrite<'_>) -> DbResult<i64> {
+        self.upsert_session(write.session, write.state).await?;
+        self.upsert_run(write.run, &write.session.session_id, write.user_id).await
+    }
 
     /// Reads one run.
     ///

@@ -145,10 +145,14 @@ pub(crate) async fn save(agent: &AgentInner, st: &mut RunState) -> Result<(), Db
                 Err(e) => (false, Err(e)),
             }
         }
-        None => match db.upsert_session(session, &update).await {
-            Ok(()) => (true, db.upsert_run(&st.output, &session.session_id, st.user_id.as_deref()).await.map(|_| ())),
-            Err(e) => (false, Err(e)),
-        },
+        // Session and run in one transaction: written together or not at all.
+        None => {
+            let write = RunWrite { session, state: &update, run: &st.output, user_id: st.user_id.as_deref() };
+            match db.save_run_write(write).await {
+                Ok(_) => (true, Ok(())),
+                Err(e) => (false, Err(e)),
+            }
+        }
     };
     session.runs = runs;
     if session_written && counted_now.is_some() {

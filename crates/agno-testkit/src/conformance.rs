@@ -10,7 +10,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agno_core::{AgentSession, Db, DbErrorKind, RunOutput, RunQuery, RunStatus, SessionQuery, SortOrder, StateUpdate};
+use agno_core::{
+    AgentSession, Db, DbErrorKind, RunOutput, RunQuery, RunStatus, RunWrite, SessionQuery, SortOrder, StateUpdate,
+};
 use serde_json::{Map, Value, json};
 
 fn session(id: &str, user: Option<&str>) -> AgentSession {
@@ -95,6 +97,41 @@ pub async fn run_update_keeps_its_index(db: Arc<dyn Db>) {
         .map(|r| r.id().to_owned())
         .collect();
     assert_eq!(ids, ["r0", "r1"]);
+}
+
+/// `save_run_write` stores a run with its session (merging the state change, assigning the
+/// run's index); a refused run (another user's) writes neither.
+pub async fn run_writes_store_session_and_run_together(db: Arc<dyn Db>) {
+    let save = |session: AgentSession, update: StateUpdate, run: RunOutput, user: Option<&'static str>| {
+        let db = Arc::clone(&db);
+        async move { db.save_run_write(RunWrite { session: &session, state: &update, run: &run, user_id: user }).await }
+    };
+    // A session carrying the state `{k: v}`, written as a change from no state: the second write
+    // (of a process that never saw `a`) merges into what the first stored.
+    let with_state = |id: &str, user: &str, k: &str, v: i64| {
+        let mut s = session(id, Some(user));
+        s.set_session_state(obj(json!({ k: v })));
+        let update = StateUpdate::diff(&Map::new(), &obj(json!({ k: v })));
+        (s, update)
+    };
+    let (s1, update) = with_state("s1", "u1", "a", 1);
+    assert_eq!(save(s1, update, run("r0", "s1", 1), Some("u1")).await.expect("first write"), 0);
+    let (s1, update) = with_state("s1", "u1", "b", 2);
+    assert_eq!(save(s1, update, run("r1", "s1", 2), Some("u1")).await.expect("second write"), 1);
+    let got = db.get_session("s1", None, None).await.expect("get").expect("stored");
+    assert_eq!(got.session_state(), Some(&obj(json!({"a": 1, "b": 2}))));
+    let ids: Vec<&str> = got.runs().iter().map(RunOutput::id).collect();
+    assert_eq!(ids, ["r0", "r1"]);
+
+    // r0 is u1's run: another user's write of it is refused, and the session of the refused
+    // write is not written either.
+    let (s2, update) = with_state("s2", "u2", "c", 3);
+    let err = save(s2, update, run("r0", "s2", 3), Some("u2")).await.expect_err("another user's run");
+    assert_eq!(err.kind(), DbErrorKind::Conflict, "{err}");
+    assert!(db.get_session("s2", None, None).await.expect("get").is_none(), "the refused write's session");
+    let r0 = db.get_run("r0", None).await.expect("get").expect("kept");
+    assert_eq!(r0.session_id.as_deref(), Some("s1"));
+    assert_eq!(r0.created_at, 1);
 }
 
 /// `runs_limit` reads only the latest N runs, oldest first.
@@ -374,6 +411,7 @@ macro_rules! db_conformance {
                 session_round_trip,
                 runs_are_stored_apart_and_read_in_order,
                 run_update_keeps_its_index,
+                run_writes_store_session_and_run_together,
                 runs_limit_reads_the_latest_runs,
                 get_runs_filters_and_pages_by_cursor,
                 deletes_cascade_from_sessions_to_runs,
@@ -1125,7 +1163,7 @@ pub async fn schedule_runs_record_history<D: ScheduleStore + ?Sized>(db: Arc<D>)
 
 // ----- Job queue ------------------------------------------------------------------------------
 
-use agno_core::{Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, RunWrite};
+use agno_core::{Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore};
 
 fn job(id: &str, user: Option<&str>, key: Option<&str>, created_at: i64) -> Job {
     let mut j = Job::agent_run(id, "agent-1", format!("session-{id}"), json!({"message": format!("run {id}")}));

@@ -13,7 +13,7 @@ pub(crate) mod memories;
 mod memory;
 pub(crate) mod metrics;
 mod migrate;
-mod runs;
+pub(crate) mod runs;
 mod schedules;
 pub(crate) mod schema;
 pub(crate) mod sessions;

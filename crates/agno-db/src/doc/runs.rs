@@ -18,6 +18,18 @@ impl<B: DocBackend> RunStore for DocDb<B> {
         self.write(move |files| write_run(files, &run, &session_id, user_id.as_deref())).await
     }
 
+    async fn save_run_write(&self, write: agno_core::RunWrite<'_>) -> DbResult<i64> {
+        let (session, state, run) = (write.session.clone(), write.state.clone(), write.run.clone());
+        let user_id = write.user_id.map(str::to_owned);
+        self.write(move |files| {
+            // Checked before the session is written, so a refused run changes nothing.
+            check_run(files, &run, &session.session_id, user_id.as_deref())?;
+            super::sessions::write_session(files, &session, &state)?;
+            write_run(files, &run, &session.session_id, user_id.as_deref())
+        })
+        .await
+    }
+
     async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
         let (run_id, user_id) = (run_id.to_owned(), user_id.map(str::to_owned));
         self.read(move |files| {
@@ -92,6 +104,14 @@ pub(super) fn check_run(
     let rows = files.read(&files.tables().runs)?;
     let found = rows.iter().position(|r| r.get("run_id").and_then(Value::as_str) == Some(run_id));
     let Some(existing) = found.and_then(|i| RunRow::parse(rows[i].clone())) else { return Ok((found, None)) };
+    run_conflict(&existing, session_id, user_id)?;
+    Ok((found, existing.run_index))
+}
+
+/// A `Conflict` when the stored row `existing` of a run belongs to another user or session than
+/// a write for `user_id` into `session_id`.
+pub(crate) fn run_conflict(existing: &RunRow, session_id: &str, user_id: Option<&str>) -> DbResult<()> {
+    let run_id = &existing.run_id;
     if existing.user_id.is_some() && existing.user_id.as_deref() != user_id {
         return Err(DbError::new(DbErrorKind::Conflict, format!("run {run_id} belongs to another user")));
     }
@@ -101,7 +121,7 @@ pub(super) fn check_run(
             format!("run {run_id} belongs to session {other}, not {session_id}"),
         ));
     }
-    Ok((found, existing.run_index))
+    Ok(())
 }
 
 /// Writes a run's row (the rest of `upsert_run`), keeping a stored `run_index` or assigning the

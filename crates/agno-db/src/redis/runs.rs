@@ -5,13 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, RunPage, RunQuery, RunStore, now_epoch_secs};
+use agno_core::{
+    DbError, DbErrorKind, DbResult, RunOutput, RunPage, RunQuery, RunStore, RunWrite, SessionStore, now_epoch_secs,
+};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::schema::{DELETE_RUN, RUN_INDEX_FIELDS, UPSERT_RUN};
 use super::sessions::user_args;
 use super::{RedisDb, redis_error};
+use crate::doc::runs::run_conflict;
 use crate::doc::schema::{RunRow, build_run_row, page_runs, scrub_blob, str_field};
 use crate::doc::visible;
 
@@ -122,6 +125,19 @@ impl RunStore for RedisDb {
             )),
             _ => Err(DbError::new(DbErrorKind::Other, format!("unexpected reply writing run {run_id}: {reply:?}"))),
         }
+    }
+
+    /// The session, then the run (Redis writes them in two scripts), the run checked against its
+    /// stored row first so that a refused run writes nothing; only a concurrent write of the same
+    /// run id between the check and the run's script can leave the session written alone.
+    async fn save_run_write(&self, write: RunWrite<'_>) -> DbResult<i64> {
+        let (run_id, session_id) = (write.run.id(), &write.session.session_id);
+        let stored = self.get(&self.run_key(run_id)).await?;
+        if let Some(existing) = stored.and_then(|t| serde_json::from_str(&t).ok()).and_then(RunRow::parse) {
+            run_conflict(&existing, session_id, write.user_id)?;
+        }
+        self.upsert_session(write.session, write.state).await?;
+        self.upsert_run(write.run, session_id, write.user_id).await
     }
 
     async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {

@@ -2,12 +2,12 @@
 //! `run_index` assigned in the statement, the session's row locks) differs per database and stays
 //! with each adapter (an inherent `upsert_run`).
 
-use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, SortOrder};
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, RunWrite, SortOrder};
 use sea_query::{Condition, Expr, ExprTrait, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 
-use super::{Columns, Dialect, Row, SqlDb, changed, owned_by, rows};
+use super::{Columns, Dialect, Row, SqlDb, Tx, changed, owned_by, rows};
 use crate::codec::{decode_listed_run, decode_run, run_type, skip_unreadable_run};
 
 /// The columns of a run row, in table order (Agno's `agno_runs`).
@@ -197,6 +197,28 @@ pub(crate) async fn delete<A: SqlDb>(db: &A, run_ids: &[String], user_id: Option
     changed(db, delete, "cannot delete runs").await
 }
 
+/// `RunStore::save_run_write`: the session and the run in one transaction (the writer's turn
+/// and the dialect's `BEGIN`, as [`Tx`] takes them), tried again when it lost a race.
+pub(crate) async fn save_write<A: SqlDb>(db: &A, write: RunWrite<'_>) -> DbResult<i64> {
+    super::retrying::<A::D, _, _, _>(|| async {
+        let what = format!("cannot write run {}", write.run.id());
+        let mut tx = Tx::begin(db).await?;
+        let sid = &write.session.session_id;
+        let written = match db.put_session(&mut *tx.tx, write.session, write.state).await {
+            Ok(()) => db.put_run(&mut *tx.tx, write.run, sid, write.user_id).await,
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(index) => tx.commit(&what).await.map(|()| index),
+            Err(e) => {
+                tx.rollback(&what).await?;
+                Err(e)
+            }
+        }
+    })
+    .await
+}
+
 /// Implements `agno_core::RunStore` for an SQL adapter: its own write (an inherent
 /// `upsert_run`), the rest above.
 macro_rules! run_store {
@@ -210,6 +232,9 @@ macro_rules! run_store {
                 user_id: Option<&str>,
             ) -> agno_core::DbResult<i64> {
                 self.save_run(run, session_id, user_id).await
+            }
+            async fn save_run_write(&self, write: agno_core::RunWrite<'_>) -> agno_core::DbResult<i64> {
+                crate::sql::runs::save_write(self, write).await
             }
             async fn get_run(
                 &self,

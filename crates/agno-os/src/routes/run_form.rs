@@ -176,11 +176,14 @@ pub(crate) fn json_object(form: &Form, field: &str) -> ApiResult<Option<serde_js
 /// 404, as a missing one would under isolation.
 pub(crate) async fn check_session_owner(state: &AppState, session_id: &str, user_id: Option<&str>) -> ApiResult<()> {
     let Some(db) = &state.db else { return Ok(()) };
+    // A run naming no user continues any session (Agno does): nothing to read.
+    if user_id.is_none() {
+        return Ok(());
+    }
     if let Some(existing) = db.get_session(session_id, None, Some(0)).await? {
         let owner = existing.user_id.as_deref();
-        // A run naming no user continues any session (Agno does); one naming a user never
-        // writes into another user's session.
-        if user_id.is_some() && owner.is_some() && owner != user_id {
+        // A run naming a user never writes into another user's session.
+        if owner.is_some() && owner != user_id {
             return Err(ApiError::not_found(format!("Session {session_id} not found")));
         }
     }

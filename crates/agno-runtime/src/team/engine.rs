@@ -351,8 +351,13 @@ impl Storage {
             }
             return Ok(true);
         }
-        db.upsert_session(session, &update).await?;
-        for run in runs {
+        // The first run goes with the session in one write; the others (members) after it.
+        let Some((first, rest)) = runs.split_first() else {
+            db.upsert_session(session, &update).await?;
+            return Ok(true);
+        };
+        db.save_run_write(RunWrite { session, state: &update, run: first, user_id: user_id.as_deref() }).await?;
+        for run in rest {
             db.upsert_run(run, &session.session_id, user_id.as_deref()).await?;
         }
         Ok(true)

@@ -127,8 +127,7 @@ pub(super) async fn save(
         let user_id = run.user_id.clone().or_else(|| session.user_id.clone());
         return fence.save(RunWrite { session, state: &update, run, user_id: user_id.as_deref() }).await;
     }
-    db.upsert_session(session, &update).await?;
-    let session_id = session.session_id.clone();
-    db.upsert_run(run, &session_id, session.user_id.as_deref()).await?;
+    let user_id = session.user_id.clone();
+    db.save_run_write(RunWrite { session, state: &update, run, user_id: user_id.as_deref() }).await?;
     Ok(true)
 }
