@@ -56,3 +56,29 @@ async fn metrics_read_run_facts_and_fall_back_to_json_without_them() {
     db.delete_session("s2", None).await.unwrap();
     assert_eq!(count(&path, "SELECT COUNT(*) FROM agno_runs_facts").await, 0);
 }
+
+/// A refused run write (another user's run) leaves the run's facts as they were; an accepted
+/// update changes them.
+#[tokio::test]
+async fn a_refused_run_write_keeps_its_facts() {
+    let dir = std::env::temp_dir().join("agno-rs-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("facts-{}.sqlite", agno_core::new_id())).display().to_string();
+    let db = SqliteDb::connect(&path).await.unwrap();
+    db.create_tables().await.unwrap();
+    let mut session = AgentSession::new("s1");
+    session.user_id = Some("u1".into());
+    db.upsert_session(&session, &StateUpdate::Replace).await.unwrap();
+    let with_model = |model: &str| {
+        let mut run = RunOutput::new("r1", "s1");
+        run.model = Some(model.to_owned());
+        run
+    };
+    db.upsert_run(&with_model("gpt-4o"), "s1", Some("u1")).await.unwrap();
+    let refused = db.upsert_run(&with_model("o3"), "s1", Some("u2")).await.expect_err("another user's run");
+    assert_eq!(refused.kind(), agno_core::DbErrorKind::Conflict, "{refused}");
+    let model = "SELECT COUNT(*) FROM agno_runs_facts WHERE run_id = 'r1' AND model = ";
+    assert_eq!(count(&path, &format!("{model}'gpt-4o'")).await, 1, "the refused write changed the facts");
+    db.upsert_run(&with_model("claude"), "s1", Some("u1")).await.unwrap();
+    assert_eq!(count(&path, &format!("{model}'claude'")).await, 1, "the owner's update is in the facts");
+}

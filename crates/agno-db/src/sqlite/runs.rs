@@ -29,7 +29,7 @@ impl SqliteDb {
     ) -> DbResult<i64> {
         let t = &self.tables().runs;
         let RunCells { head, tail, facts } = RunCells::of(run, session_id, user_id, now_epoch_secs())?;
-        let sql = format!(
+        let mut sql = format!(
             "INSERT INTO {t} ({RUN_HEAD}, run_index, {RUN_TAIL}) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(run_index) + 1, 0) FROM {t} WHERE session_id = ?), ?, ?, ?) \
              ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, \
@@ -38,10 +38,22 @@ impl SqliteDb {
              WHERE {t}.user_id IS excluded.user_id OR {t}.user_id IS NULL \
              RETURNING run_index"
         );
+        let facts = self.has_run_facts().then_some(facts);
+        if facts.is_some() {
+            // What the metrics read of the run, beside it (no JSON to parse later), in the same
+            // call to the connection's thread: sqlx runs the two statements one after the other,
+            // binding the values in order. Only when the run was written (`changes()` counts the
+            // rows of the statement before).
+            sql.push_str(&format!(
+                "; INSERT INTO {} (run_id, model, model_provider) SELECT ?, ?, ? WHERE changes() > 0 \
+                 ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider",
+                self.tables().run_facts()
+            ));
+        }
         let session = Cell::Text(Some(session_id.to_owned()));
         let q = bind_cells::<Sqlite>(
             sqlx::query(AssertSqlSafe(sql.as_str())),
-            head.into_iter().chain([session]).chain(tail),
+            head.into_iter().chain([session]).chain(tail).chain(facts.into_iter().flatten()),
         )?;
         let index: Vec<Option<i64>> = q
             .fetch_all(&mut *conn)
@@ -54,19 +66,6 @@ impl SqliteDb {
         let Some(index) = index.into_iter().next() else {
             return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
         };
-        if !self.has_run_facts() {
-            return Ok(index.unwrap_or(0));
-        }
-        // What the metrics read of the run, beside it (no JSON to parse later).
-        let sql = format!(
-            "INSERT INTO {} (run_id, model, model_provider) VALUES (?, ?, ?) \
-             ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider",
-            self.tables().run_facts()
-        );
-        bind_cells::<Sqlite>(sqlx::query(AssertSqlSafe(sql.as_str())), facts)?
-            .execute(&mut *conn)
-            .await
-            .map_err(|e| db_error(&format!("cannot write the facts of run {}", run.id()), e))?;
         Ok(index.unwrap_or(0))
     }
 }
