@@ -12,13 +12,19 @@ async fn count(path: &str, sql: &str) -> i64 {
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(&mut conn).await.unwrap()
 }
 
-#[tokio::test]
-async fn metrics_read_run_facts_and_fall_back_to_json_without_them() {
+/// A new SQLite database with Agno's tables, and its path.
+async fn fresh_db() -> (SqliteDb, String) {
     let dir = std::env::temp_dir().join("agno-rs-tests");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("facts-{}.sqlite", agno_core::new_id())).display().to_string();
     let db = SqliteDb::connect(&path).await.unwrap();
     db.create_tables().await.unwrap();
+    (db, path)
+}
+
+#[tokio::test]
+async fn metrics_read_run_facts_and_fall_back_to_json_without_them() {
+    let (db, path) = fresh_db().await;
     let day = chrono::NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
     let noon = day.and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
     for (s, models) in [("s1", ["gpt-4o", "gpt-4o", "claude"]), ("s2", ["claude", "gpt-4o", "o3"])] {
@@ -61,11 +67,7 @@ async fn metrics_read_run_facts_and_fall_back_to_json_without_them() {
 /// update changes them.
 #[tokio::test]
 async fn a_refused_run_write_keeps_its_facts() {
-    let dir = std::env::temp_dir().join("agno-rs-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("facts-{}.sqlite", agno_core::new_id())).display().to_string();
-    let db = SqliteDb::connect(&path).await.unwrap();
-    db.create_tables().await.unwrap();
+    let (db, path) = fresh_db().await;
     let mut session = AgentSession::new("s1");
     session.user_id = Some("u1".into());
     db.upsert_session(&session, &StateUpdate::Replace).await.unwrap();
