@@ -171,10 +171,7 @@ impl<B: DocBackend> JobStore for DocDb<B> {
                 return Ok(false);
             }
             // Every refusal is decided before anything changes: all or nothing.
-            let sid = &session.session_id;
-            super::runs::check_run(files, &run, sid, user_id.as_deref())?;
-            super::sessions::write_session(files, &session, &state)?;
-            super::runs::write_run(files, &run, sid, user_id.as_deref())?;
+            super::runs::write_with_session(files, &session, &state, &run, user_id.as_deref())?;
             Ok(true)
         })
         .await

@@ -2,7 +2,9 @@
 //! assigned under the backend's exclusive lock (the directory's file lock for JSON files), so
 //! writers in any number of processes never collide.
 
-use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, RunPage, RunQuery, RunStore, now_epoch_secs};
+use agno_core::{
+    AgentSession, DbError, DbErrorKind, DbResult, RunOutput, RunPage, RunQuery, RunStore, StateUpdate, now_epoch_secs,
+};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -21,13 +23,8 @@ impl<B: DocBackend> RunStore for DocDb<B> {
     async fn save_run_write(&self, write: agno_core::RunWrite<'_>) -> DbResult<i64> {
         let (session, state, run) = (write.session.clone(), write.state.clone(), write.run.clone());
         let user_id = write.user_id.map(str::to_owned);
-        self.write(move |files| {
-            // Checked before the session is written, so a refused run changes nothing.
-            check_run(files, &run, &session.session_id, user_id.as_deref())?;
-            super::sessions::write_session(files, &session, &state)?;
-            write_run(files, &run, &session.session_id, user_id.as_deref())
-        })
-        .await
+        let write = move |files: &mut dyn Docs| write_with_session(files, &session, &state, &run, user_id.as_deref());
+        self.write(write).await
     }
 
     async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
@@ -122,6 +119,23 @@ pub(crate) fn run_conflict(existing: &RunRow, session_id: &str, user_id: Option<
         ));
     }
     Ok(())
+}
+
+/// Writes a run and its session: the run is checked first ([`check_run`]), so a refused run
+/// changes nothing, then the session, then the run. The run's `run_index`.
+///
+/// # Errors
+/// As [`check_run`], [`super::sessions::write_session`] and [`write_run`].
+pub(super) fn write_with_session(
+    files: &mut dyn Docs,
+    session: &AgentSession,
+    state: &StateUpdate,
+    run: &RunOutput,
+    user_id: Option<&str>,
+) -> DbResult<i64> {
+    check_run(files, run, &session.session_id, user_id)?;
+    super::sessions::write_session(files, session, state)?;
+    write_run(files, run, &session.session_id, user_id)
 }
 
 /// Writes a run's row (the rest of `upsert_run`), keeping a stored `run_index` or assigning the

@@ -265,29 +265,7 @@ pub(crate) async fn save_claimed_run<A: SqlDb>(
     write: RunWrite<'_>,
     now: i64,
 ) -> DbResult<bool> {
-    super::retrying::<A::D, _, _, _>(|| async {
-        let what = format!("cannot write run {}", lease.job_id);
-        let mut tx = Tx::begin(db).await?;
-        let written = match tx.changed(hold(db, lease, now), &what).await {
-            Ok(0) => Ok(false),
-            Ok(_) => match db.put_session(&mut *tx.tx, write.session, write.state).await {
-                Ok(()) => {
-                    let sid = &write.session.session_id;
-                    db.put_run(&mut *tx.tx, write.run, sid, write.user_id).await.map(|_| true)
-                }
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        };
-        match written {
-            Ok(true) => tx.commit(&what).await.map(|()| true),
-            other => {
-                tx.rollback(&what).await?;
-                other
-            }
-        }
-    })
-    .await
+    Ok(super::runs::write_with_session(db, write, Some(hold(db, lease, now))).await?.is_some())
 }
 
 /// `JobStore::finish_job` (`Job::finish`): ends the attempt with `outcome` and releases the lease;

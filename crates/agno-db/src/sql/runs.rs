@@ -1,6 +1,6 @@
-//! `agno_runs` as every SQL adapter reads and deletes it. How a run is written (its
-//! `run_index` assigned in the statement, the session's row locks) differs per database and stays
-//! with each adapter (an inherent `upsert_run`).
+//! `agno_runs` as every SQL adapter reads, deletes and writes it with its session in one
+//! transaction. How the run row itself is written (its `run_index` assigned in the statement, the
+//! session's row locks) differs per database and stays with each adapter (`SqlDb::put_run`).
 
 use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, RunWrite, SortOrder};
 use sea_query::{Condition, Expr, ExprTrait, Order, Query};
@@ -197,26 +197,48 @@ pub(crate) async fn delete<A: SqlDb>(db: &A, run_ids: &[String], user_id: Option
     changed(db, delete, "cannot delete runs").await
 }
 
-/// `RunStore::save_run_write`: the session and the run in one transaction (the writer's turn
-/// and the dialect's `BEGIN`, as [`Tx`] takes them), tried again when it lost a race.
-pub(crate) async fn save_write<A: SqlDb>(db: &A, write: RunWrite<'_>) -> DbResult<i64> {
+/// Writes a run and its session in one transaction (the writer's turn and the dialect's `BEGIN`,
+/// as [`Tx`] takes them), tried again when it lost a race: first `guard` when given (a
+/// conditional write: when it changes no row, nothing is written and the answer is `None`), then
+/// the session, then the run. The run's `run_index`.
+///
+/// # Errors
+/// A failed write; the transaction is rolled back.
+pub(crate) async fn write_with_session<A: SqlDb>(
+    db: &A,
+    write: RunWrite<'_>,
+    guard: Option<(String, sea_query_sqlx::SqlxValues)>,
+) -> DbResult<Option<i64>> {
     super::retrying::<A::D, _, _, _>(|| async {
         let what = format!("cannot write run {}", write.run.id());
         let mut tx = Tx::begin(db).await?;
-        let sid = &write.session.session_id;
-        let written = match db.put_session(&mut *tx.tx, write.session, write.state).await {
-            Ok(()) => db.put_run(&mut *tx.tx, write.run, sid, write.user_id).await,
+        let guarded = match guard.clone() {
+            Some(statement) => tx.changed(statement, &what).await.map(|n| n > 0),
+            None => Ok(true),
+        };
+        let written = match guarded {
+            Ok(false) => Ok(None),
+            Ok(true) => match db.put_session(&mut *tx.tx, write.session, write.state).await {
+                Ok(()) => db.put_run(&mut *tx.tx, write.run, &write.session.session_id, write.user_id).await.map(Some),
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         match written {
-            Ok(index) => tx.commit(&what).await.map(|()| index),
-            Err(e) => {
+            Ok(Some(index)) => tx.commit(&what).await.map(|()| Some(index)),
+            other => {
                 tx.rollback(&what).await?;
-                Err(e)
+                other
             }
         }
     })
     .await
+}
+
+/// `RunStore::save_run_write`: [`write_with_session`] without a guard.
+pub(crate) async fn save_write<A: SqlDb>(db: &A, write: RunWrite<'_>) -> DbResult<i64> {
+    let index = write_with_session(db, write, None).await?;
+    index.ok_or_else(|| DbError::new(DbErrorKind::Other, format!("run {} was not written", write.run.id())))
 }
 
 /// Implements `agno_core::RunStore` for an SQL adapter: its own write (an inherent
