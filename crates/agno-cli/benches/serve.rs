@@ -7,10 +7,11 @@
 //! server reports, and PostgreSQL statements (or transactions) per run.
 //!
 //! Run: `cargo bench -p agno-cli --bench serve` (`AGNO_BENCH_ONLY=statements`: only the SQLite
-//! statements per run, by statement); for PostgreSQL add
+//! statements per run, by statement; `AGNO_BENCH_ONLY=queue`: only the background rows,
+//! `AGNO_BENCH_CONCURRENCY=32` only that concurrency); for PostgreSQL add
 //! `AGNO_BENCH_PG=postgresql://postgres@127.0.0.1:5432/agno_bench?schema=agno_bench_queue` (the
 //! schema is dropped and recreated per row; a database of its own keeps other clients out of the
-//! statement counts).
+//! statement counts, which are printed per statement when `pg_stat_statements` is loaded).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
@@ -162,6 +163,28 @@ impl PgTarget {
 
     fn recreate_schema(&self) {
         self.query(&format!("DROP SCHEMA IF EXISTS \"{0}\" CASCADE; CREATE SCHEMA \"{0}\"", self.schema));
+        if self.statements {
+            // Counted per statement from here on (the figure itself is a difference of sums).
+            self.query("SELECT pg_stat_statements_reset()");
+        }
+    }
+
+    /// The statements run most often since the last reset, per run: `(calls per run, first
+    /// words)`, the bench's own polls left out.
+    fn top_statements(&self, runs: usize) -> Vec<(f64, String)> {
+        if !self.statements {
+            return Vec::new();
+        }
+        let sql = "SELECT calls, regexp_replace(left(query, 110), '\\s+', ' ', 'g') FROM pg_stat_statements \
+                   WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                   AND query NOT LIKE '%pg_stat_statements%' AND query NOT LIKE 'SELECT count(*) FROM \"%' \
+                   ORDER BY calls DESC LIMIT 16";
+        self.query(sql)
+            .lines()
+            .filter_map(|l| l.split_once('|'))
+            .map(|(calls, q)| (calls.parse::<f64>().unwrap_or(0.0) / runs as f64, q.to_owned()))
+            .filter(|(per_run, _)| *per_run >= 0.05)
+            .collect()
     }
 
     fn completed_jobs(&self) -> u64 {
@@ -239,6 +262,7 @@ async fn background(config: &std::path::Path, label: &str, concurrency: usize, t
         let work = after.saturating_sub(before).saturating_sub(polls);
         format!("; {:.1} {}", work as f64 / total as f64, pg.counter_name())
     });
+    let top = pg.map(|pg| pg.top_statements(total)).unwrap_or_default();
     println!(
         "    {label} c={concurrency:>3}: accept {:>5.0}/s (p50 {:.1} ms, p99 {:.1} ms); all {total} COMPLETED after {:.2} s = {:.0} runs/s; {claim}; peak RSS {hwm:.1} MiB{}",
         accept.per_s,
@@ -248,6 +272,9 @@ async fn background(config: &std::path::Path, label: &str, concurrency: usize, t
         total as f64 / all_done.as_secs_f64(),
         per_run.unwrap_or_default()
     );
+    for (per_run, statement) in top {
+        println!("        {per_run:>5.2}/run  {statement}");
+    }
 }
 
 /// `line` without its terminal colour codes (`ESC [ ... m`).
@@ -325,66 +352,68 @@ fn main() {
         )
         .unwrap();
         let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
-        if std::env::var("AGNO_BENCH_ONLY").as_deref() == Ok("statements") {
+        let only = std::env::var("AGNO_BENCH_ONLY").unwrap_or_default();
+        if only == "statements" {
             statements_per_run(&config, &dir, &client).await;
             let _ = std::fs::remove_dir_all(&dir);
             return;
         }
-        let (server, startup) = start_server(&config).await;
-        let pid = server.child.id();
-        let (_, idle_rss) = rss_mib(pid);
-        println!("AgentOS over HTTP (agno serve, SQLite, fake OpenAI model with 1 ms latency, loopback clients)");
-        println!("  startup to first /health: {:.0} ms (Python AgentOS: 2.8 s); idle RSS {idle_rss:.1} MiB (Python: 146.5 MiB)", startup.as_secs_f64() * 1000.0);
+        if only != "queue" {
+            let (server, startup) = start_server(&config).await;
+            let pid = server.child.id();
+            let (_, idle_rss) = rss_mib(pid);
+            println!("AgentOS over HTTP (agno serve, SQLite, fake OpenAI model with 1 ms latency, loopback clients)");
+            println!("  startup to first /health: {:.0} ms (Python AgentOS: 2.8 s); idle RSS {idle_rss:.1} MiB (Python: 146.5 MiB)", startup.as_secs_f64() * 1000.0);
 
-        let health_url = format!("{}/health", server.base);
-        let c = client.clone();
-        let health = load(1, 3000, move |_| {
-            let (c, url) = (c.clone(), health_url.clone());
-            async move {
-                let t = Instant::now();
-                let _ = c.get(&url).send().await.unwrap().bytes().await.unwrap();
-                (t.elapsed(), None)
+            let health_url = format!("{}/health", server.base);
+            let c = client.clone();
+            let health = load(1, 3000, move |_| {
+                let (c, url) = (c.clone(), health_url.clone());
+                async move {
+                    let t = Instant::now();
+                    let _ = c.get(&url).send().await.unwrap().bytes().await.unwrap();
+                    (t.elapsed(), None)
+                }
+            })
+            .await;
+            println!("  GET /health, 1 client: {:.0} req/s, p50 {:.2} ms (Python: 2,900 req/s)", health.per_s, health.p50_ms);
+
+            let url = format!("{}/agents/bench/runs", server.base);
+            // Warm-up.
+            for i in 0..20 {
+                run_once(client.clone(), url.clone(), i, false).await;
             }
-        })
-        .await;
-        println!("  GET /health, 1 client: {:.0} req/s, p50 {:.2} ms (Python: 2,900 req/s)", health.per_s, health.p50_ms);
-
-        let url = format!("{}/agents/bench/runs", server.base);
-        // Warm-up.
-        for i in 0..20 {
-            run_once(client.clone(), url.clone(), i, false).await;
+            let python = [(1, "82/s, p50 11.7 ms"), (8, "108/s, p99 163 ms"), (32, "104/s, p50 284 ms, p99 499 ms")];
+            println!("  non-streaming runs:");
+            for (concurrency, py) in python {
+                let (c, u) = (client.clone(), url.clone());
+                let (runs, before) = (300 * concurrency.min(8), Usage::of(pid));
+                let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, false)).await;
+                let (cpu, switches) = Usage::of(pid).per(before, runs);
+                println!(
+                    "    c={concurrency:>2}: {:>6.0} runs/s  p50 {:>6.2} ms  p99 {:>6.2} ms  server CPU {cpu:.2} ms/run, {switches:.0} context switches/run   (Python: {py})",
+                    f.per_s, f.p50_ms, f.p99_ms
+                );
+            }
+            println!("  streaming runs (time to first RunContent):");
+            let python = [(1, "p50 7.7 ms"), (8, "p50 52 ms"), (32, "p50 193 ms")];
+            for (concurrency, py) in python {
+                let (c, u) = (client.clone(), url.clone());
+                let (runs, before) = (200 * concurrency.min(8), Usage::of(pid));
+                let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, true)).await;
+                let (cpu, switches) = Usage::of(pid).per(before, runs);
+                println!(
+                    "    c={concurrency:>2}: {:>6.0} runs/s  first content p50 {:>6.2} ms  run p99 {:>6.2} ms  server CPU {cpu:.2} ms/run, {switches:.0} context switches/run   (Python: 55-67 runs/s, first text {py})",
+                    f.per_s,
+                    f.first_content_p50_ms.unwrap_or_default(),
+                    f.p99_ms
+                );
+            }
+            let (hwm, rss) = rss_mib(pid);
+            println!("  server RSS after the runs: peak {hwm:.1} MiB, now {rss:.1} MiB (Python: 162 MB)");
+            drop(server);
+            statements_per_run(&config, &dir, &client).await;
         }
-        let python = [(1, "82/s, p50 11.7 ms"), (8, "108/s, p99 163 ms"), (32, "104/s, p50 284 ms, p99 499 ms")];
-        println!("  non-streaming runs:");
-        for (concurrency, py) in python {
-            let (c, u) = (client.clone(), url.clone());
-            let (runs, before) = (300 * concurrency.min(8), Usage::of(pid));
-            let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, false)).await;
-            let (cpu, switches) = Usage::of(pid).per(before, runs);
-            println!(
-                "    c={concurrency:>2}: {:>6.0} runs/s  p50 {:>6.2} ms  p99 {:>6.2} ms  server CPU {cpu:.2} ms/run, {switches:.0} context switches/run   (Python: {py})",
-                f.per_s, f.p50_ms, f.p99_ms
-            );
-        }
-        println!("  streaming runs (time to first RunContent):");
-        let python = [(1, "p50 7.7 ms"), (8, "p50 52 ms"), (32, "p50 193 ms")];
-        for (concurrency, py) in python {
-            let (c, u) = (client.clone(), url.clone());
-            let (runs, before) = (200 * concurrency.min(8), Usage::of(pid));
-            let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, true)).await;
-            let (cpu, switches) = Usage::of(pid).per(before, runs);
-            println!(
-                "    c={concurrency:>2}: {:>6.0} runs/s  first content p50 {:>6.2} ms  run p99 {:>6.2} ms  server CPU {cpu:.2} ms/run, {switches:.0} context switches/run   (Python: 55-67 runs/s, first text {py})",
-                f.per_s,
-                f.first_content_p50_ms.unwrap_or_default(),
-                f.p99_ms
-            );
-        }
-        let (hwm, rss) = rss_mib(pid);
-        println!("  server RSS after the runs: peak {hwm:.1} MiB, now {rss:.1} MiB (Python: 162 MB)");
-        drop(server);
-        statements_per_run(&config, &dir, &client).await;
-
         println!(
             "  durable background runs, 1,000 per row from c clients to max_concurrency = c (accepted -> all COMPLETED; \
              Python on PostgreSQL 15, c=32: accept 52/s, p50 579 ms, p99 988 ms; 19 runs/s; all done after 52 s):"
@@ -402,7 +431,12 @@ fn main() {
             .unwrap();
             path
         };
-        for concurrency in [8, 32, 128] {
+        // `AGNO_BENCH_CONCURRENCY=32`: only that row (comma-separated for several).
+        let rows: Vec<usize> = match std::env::var("AGNO_BENCH_CONCURRENCY") {
+            Ok(list) => list.split(',').map(|c| c.trim().parse().expect("AGNO_BENCH_CONCURRENCY: numbers")).collect(),
+            Err(_) => vec![8, 32, 128],
+        };
+        for &concurrency in &rows {
             let db = format!("sqlite://{}", dir.join(format!("bg-{concurrency}.db")).display());
             let sqlite = write_config(&format!("bg-sqlite-{concurrency}.toml"), &db, concurrency);
             background(&sqlite, "SQLite    ", concurrency, 1000, None).await;
@@ -410,7 +444,7 @@ fn main() {
         match std::env::var("AGNO_BENCH_PG") {
             Ok(url) => {
                 let target = PgTarget::new(&url);
-                for concurrency in [8, 32, 128] {
+                for &concurrency in &rows {
                     let pg = write_config(&format!("bg-pg-{concurrency}.toml"), &url, concurrency);
                     background(&pg, "PostgreSQL", concurrency, 1000, Some(&target)).await;
                 }

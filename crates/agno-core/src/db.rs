@@ -773,6 +773,24 @@ pub trait JobStore: Send + Sync {
     /// A [`DbError`].
     async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>>;
 
+    /// Claims up to `limit` jobs for `worker_id` as [`claim_job`](Self::claim_job) claims one,
+    /// oldest first: never two of one session (the older one runs first). A database that can
+    /// claims them in one statement; the default claims one at a time.
+    ///
+    /// # Errors
+    /// A [`DbError`]; the jobs claimed before it stay claimed (their leases expire as a lost
+    /// worker's would).
+    async fn claim_jobs(&self, worker_id: &str, limit: usize, lock_grace_seconds: i64, now: i64) -> DbResult<Vec<Job>> {
+        let mut claimed = Vec::new();
+        while claimed.len() < limit {
+            match self.claim_job(worker_id, lock_grace_seconds, now).await? {
+                Some(job) => claimed.push(job),
+                None => break,
+            }
+        }
+        Ok(claimed)
+    }
+
     /// Refreshes the leases `worker_id` holds on `job_ids`; returns how many it still holds.
     ///
     /// # Errors

@@ -389,6 +389,27 @@ pub async fn concurrent_state_merges_lose_nothing(db: Arc<dyn Db>) {
     assert_eq!(got.session_state().map(Map::len), Some(100));
 }
 
+/// 100 concurrent merges into a session nobody stored yet: one of them creates it, the others
+/// merge into it, and no key is lost.
+pub async fn concurrent_first_merges_lose_nothing(db: Arc<dyn Db>) {
+    let tasks: Vec<_> = (0..100)
+        .map(|i| {
+            let db = Arc::clone(&db);
+            tokio::spawn(async move {
+                let mut s = session("fresh", None);
+                let key = format!("k{i}");
+                s.set_session_state(obj(json!({ key.clone(): i })));
+                db.upsert_session(&s, &StateUpdate::diff(&Map::new(), &obj(json!({ key: i })))).await
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("join").expect("upsert");
+    }
+    let got = db.get_session("fresh", None, None).await.expect("get").expect("s");
+    assert_eq!(got.session_state().map(Map::len), Some(100));
+}
+
 /// Schema versions are stamped and read per table.
 pub async fn schema_versions_are_tracked(db: Arc<dyn Db>) {
     db.upsert_schema_version("agno_test_table", "2.5.0").await.expect("stamp");
@@ -422,6 +443,7 @@ macro_rules! db_conformance {
                 session_state_updates_merge,
                 concurrent_run_writes_lose_nothing,
                 concurrent_state_merges_lose_nothing,
+                concurrent_first_merges_lose_nothing,
                 schema_versions_are_tracked,
                 memory_round_trip,
                 memory_listing_filters_and_pages,
@@ -1617,6 +1639,60 @@ pub async fn jobs_claimed_run_writes_are_fenced<D: JobStore + Db + ?Sized + 'sta
     }
 }
 
+/// A batch claim takes the oldest claimable jobs, up to its limit, never two of one session
+/// (the newer waits for the older); concurrent batches never share a job.
+pub async fn jobs_claim_in_batches<D: JobStore + ?Sized + 'static>(db: Arc<D>) {
+    let now = 11_000;
+    let mk = |id: &str, session: &str, at: i64| {
+        let mut j = job(id, None, None, at);
+        j.session_id = session.to_owned();
+        j
+    };
+    for j in [mk("a-1", "a", 1), mk("a-2", "a", 2), mk("b-1", "b", 3), mk("c-1", "c", 4), mk("d-1", "d", 5)] {
+        db.enqueue_job(&j, 0).await.expect("enqueue");
+    }
+    assert!(db.claim_jobs("w", 0, 60, now).await.expect("claim none").is_empty());
+    let batch = db.claim_jobs("w", 2, 60, now).await.expect("claim");
+    let ids: Vec<&str> = batch.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a-1", "b-1"], "the two oldest, oldest first");
+    assert!(batch.iter().all(|j| j.status == JobStatus::Running && j.attempt == 1));
+    assert!(batch.iter().all(|j| j.locked_by.as_deref() == Some("w")));
+    let rest = db.claim_jobs("w", 10, 60, now).await.expect("claim");
+    let ids: Vec<&str> = rest.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["c-1", "d-1"], "a-2 waits for a-1 of its session");
+    let done = JobOutcome::Settled(JobStatus::Completed, None);
+    assert!(db.finish_job(&JobLease::new("a-1", "w", 1), &done, now).await.expect("finish"));
+    let last = db.claim_jobs("w", 10, 60, now).await.expect("claim");
+    assert_eq!(last.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(), ["a-2"]);
+
+    // 60 jobs, 6 workers claiming batches of 4 at once: every job claimed exactly once.
+    for i in 0..60 {
+        db.enqueue_job(&mk(&format!("many-{i:02}"), &format!("m{i}"), 100 + i), 0).await.expect("enqueue");
+    }
+    let mut tasks = Vec::new();
+    for w in 0..6 {
+        let db = Arc::clone(&db);
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let batch = db.claim_jobs(&format!("w{w}"), 4, 60, now).await.expect("claim");
+                if batch.is_empty() {
+                    break mine;
+                }
+                assert!(batch.len() <= 4);
+                mine.extend(batch.into_iter().map(|j| j.id));
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.expect("join"));
+    }
+    all.sort();
+    let expected: Vec<String> = (0..60).map(|i| format!("many-{i:02}")).collect();
+    assert_eq!(all, expected, "each job claimed once");
+}
+
 /// Expands into one `#[tokio::test]` per job-queue conformance case for an adapter.
 #[macro_export]
 macro_rules! jobs_conformance {
@@ -1629,6 +1705,7 @@ macro_rules! jobs_conformance {
                 jobs_claims_are_exclusive_and_fenced,
                 jobs_retry_sweep_cancel_requeue,
                 jobs_run_one_at_a_time_per_session,
+                jobs_claim_in_batches,
                 jobs_event_log_is_fenced,
                 jobs_continue_requeues_paused,
                 jobs_claimed_run_writes_are_fenced

@@ -298,9 +298,24 @@ impl MySqlDb {
         crate::sql::retrying::<MySql, _, _, _>(|| self.try_enqueue(job, key, max_depth)).await
     }
 
-    /// `JobStore::claim_job`, as this database picks and locks the first claimable job.
-    pub(crate) async fn claim(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
-        crate::sql::retrying::<MySql, _, _, _>(|| self.try_claim(worker_id, lock_grace_seconds, now)).await
+    /// `JobStore::claim_jobs`, as this database picks and locks the first claimable job: one at
+    /// a time, each in its own transaction.
+    pub(crate) async fn claim_batch(
+        &self,
+        worker_id: &str,
+        limit: usize,
+        lock_grace_seconds: i64,
+        now: i64,
+    ) -> DbResult<Vec<Job>> {
+        let mut claimed = Vec::new();
+        while claimed.len() < limit {
+            let one = crate::sql::retrying::<MySql, _, _, _>(|| self.try_claim(worker_id, lock_grace_seconds, now));
+            match one.await? {
+                Some(job) => claimed.push(job),
+                None => break,
+            }
+        }
+        Ok(claimed)
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.

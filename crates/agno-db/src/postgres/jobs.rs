@@ -67,18 +67,6 @@ impl PostgresDb {
         (self.jobs_channel(), payload)
     }
 
-    /// Announces a claimable job on [`PostgresDb::jobs_channel`], inside the caller's transaction.
-    async fn notify_job(&self, conn: &mut PgConnection, job_id: &str) -> DbResult<()> {
-        let payload = if job_id.len() <= MAX_PAYLOAD_BYTES { job_id } else { "" };
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(self.jobs_channel())
-            .bind(payload)
-            .execute(conn)
-            .await
-            .map_err(|e| db_error(&format!("cannot announce job {job_id}"), e))?;
-        Ok(())
-    }
-
     /// The job holding `key` for `user_id` (`None`: the anonymous bucket), read in `conn`.
     async fn job_by_key(&self, conn: &mut PgConnection, key: &str, user_id: Option<&str>) -> DbResult<Option<Job>> {
         let sql = format!(
@@ -119,32 +107,45 @@ impl PostgresDb {
         }
         if max_depth > 0 {
             // Depth-bounded enqueues on this table take turns until commit, so concurrent
-            // submitters cannot all count the same free slot.
+            // submitters cannot all count the same free slot. The count is the next statement's
+            // (a snapshot taken once the turn is ours).
             sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
                 .bind(format!("agno_jobs_depth:{t}"))
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| db_error(&what, e))?;
-            let sql = format!("SELECT COUNT(*) FROM {t} WHERE status = 'queued'");
-            let queued: i64 =
-                sqlx::query_scalar(AssertSqlSafe(sql)).fetch_one(&mut *tx).await.map_err(|e| db_error(&what, e))?;
-            if queued >= to_i64(max_depth) {
-                // Ends the transaction now, releasing the depth lock (a dropped transaction's
-                // rollback would only run when its connection is next used).
-                tx.rollback().await.map_err(|e| db_error(&what, e))?;
-                return Ok(Enqueued::QueueFull);
-            }
         }
-        // ON CONFLICT DO NOTHING waits for a concurrent insert of the same key (or id) and skips
-        // once it commits; the winner is then read back.
+        // One statement: the room left (counting at most `max_depth` queued rows, so its cost
+        // does not grow with a backlog past the bound), the insert when there is room, and the
+        // notification of a claimable job (sent on commit). ON CONFLICT DO NOTHING waits for a
+        // concurrent insert of the same key (or id) and skips once it commits; the winner is
+        // then read back.
         let values = job_placeholders::<Postgres>();
-        let sql =
-            format!("INSERT INTO {t} ({JOB_COLUMNS}) VALUES ({values}) ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}");
-        let row = crate::sql::bind_all::<Postgres>(sqlx::query(AssertSqlSafe(sql)), job_cells::<Postgres>(job, key))?
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| db_error(&what, e))?;
-        let Some(row) = row else {
+        let notify = if job.status == JobStatus::Queued { ", pg_notify($21, $22) AS notified" } else { "" };
+        let sql = format!(
+            "WITH room AS (SELECT $20::bigint = 0 OR (SELECT count(*) FROM (SELECT 1 FROM {t} \
+             WHERE status = 'queued' LIMIT $20::bigint) q) < $20::bigint AS ok), \
+             ins AS (INSERT INTO {t} ({JOB_COLUMNS}) SELECT {values} FROM room WHERE room.ok \
+             ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}{notify}) \
+             SELECT room.ok AS room, ins.* FROM room LEFT JOIN ins ON true"
+        );
+        let (channel, payload) = self.notice_of(crate::sql::job_transitions::Notice::Claimable(&job.id));
+        let mut insert =
+            crate::sql::bind_all::<Postgres>(sqlx::query(AssertSqlSafe(sql)), job_cells::<Postgres>(job, key))?
+                .bind(to_i64(max_depth));
+        if !notify.is_empty() {
+            insert = insert.bind(channel).bind(payload);
+        }
+        let row = insert.fetch_one(&mut *tx).await.map_err(|e| db_error(&what, e))?;
+        let room: bool = row.try_get("room").map_err(|e| db_error(&what, e))?;
+        let inserted: Option<String> = row.try_get("id").map_err(|e| db_error(&what, e))?;
+        if !room {
+            // Ends the transaction now, releasing the depth lock (a dropped transaction's
+            // rollback would only run when its connection is next used).
+            tx.rollback().await.map_err(|e| db_error(&what, e))?;
+            return Ok(Enqueued::QueueFull);
+        }
+        if inserted.is_none() {
             let existing = match key {
                 Some(key) => self.job_by_key(&mut tx, key, user_id).await?,
                 None => None,
@@ -154,17 +155,24 @@ impl PostgresDb {
                 return Ok(Enqueued::Duplicate(existing));
             }
             return Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)));
-        };
-        let stored = job_from_row::<Postgres>(&row)?;
-        if stored.status == JobStatus::Queued {
-            self.notify_job(&mut tx, &stored.id).await?;
         }
+        let stored = job_from_row::<Postgres>(&row)?;
         tx.commit().await.map_err(|e| db_error(&what, e))?;
         Ok(Enqueued::Accepted(stored))
     }
 
-    /// `JobStore::claim_job`, as this database picks and locks the first claimable job.
-    pub(crate) async fn claim(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
+    /// `JobStore::claim_jobs`, as this database picks and locks the first claimable jobs: one
+    /// statement for the whole batch.
+    pub(crate) async fn claim_batch(
+        &self,
+        worker_id: &str,
+        limit: usize,
+        lock_grace_seconds: i64,
+        now: i64,
+    ) -> DbResult<Vec<Job>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
         let t = self.qualified(&self.tables().jobs);
         // SKIP LOCKED passes over a row another worker is claiming; a row claimed and committed
         // since this statement's snapshot is re-checked against the predicate and skipped too.
@@ -176,24 +184,28 @@ impl PostgresDb {
         // backlog (221 ms against 8 ms per claim with 2,500 queued jobs).
         let sql = format!(
             "UPDATE {t} SET status = 'running', locked_by = $1, locked_at = $2, attempt = attempt + 1, \
-             updated_at = $2 WHERE id = (\
+             updated_at = $2 WHERE id IN (\
              SELECT id FROM {t} j WHERE available_at <= $2 AND deployment_id IS NULL \
              AND (status = 'queued' OR (status = 'running' AND locked_at <= $3 AND attempt < max_attempts)) \
              AND NOT EXISTS (SELECT 1 FROM {t} o WHERE o.session_id = j.session_id AND o.id <> j.id \
              AND ((o.status || '') IN ('running', 'paused') OR ((o.status || '') = 'queued' \
              AND (o.created_at < j.created_at \
              OR (o.created_at = j.created_at AND o.id COLLATE \"C\" < j.id COLLATE \"C\"))))) \
-             ORDER BY created_at ASC, id COLLATE \"C\" ASC LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             ORDER BY created_at ASC, id COLLATE \"C\" ASC LIMIT $4 FOR UPDATE SKIP LOCKED) \
              RETURNING {JOB_COLUMNS}"
         );
-        let row = sqlx::query(AssertSqlSafe(sql))
+        let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(worker_id)
             .bind(now)
             .bind(now.saturating_sub(lock_grace_seconds))
-            .fetch_optional(self.pool())
+            .bind(to_i64(limit))
+            .fetch_all(self.pool())
             .await
-            .map_err(|e| db_error(&format!("cannot claim a job for worker {worker_id}"), e))?;
-        row.as_ref().map(job_from_row::<Postgres>).transpose()
+            .map_err(|e| db_error(&format!("cannot claim jobs for worker {worker_id}"), e))?;
+        let mut jobs = rows.iter().map(job_from_row::<Postgres>).collect::<DbResult<Vec<_>>>()?;
+        // RETURNING keeps no order: the oldest starts first.
+        jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.as_bytes().cmp(b.id.as_bytes())));
+        Ok(jobs)
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.

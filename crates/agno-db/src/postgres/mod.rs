@@ -358,6 +358,15 @@ impl crate::sql::SqlDb for PostgresDb {
         self.write_session(conn, session, state).await
     }
     async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64> {
-        self.write_run(conn, run, sid, user).await
+        self.write_run(conn, run, sid, user, false).await
+    }
+    async fn put_stored_run(
+        &self,
+        conn: &mut Conn<Self::D>,
+        run: &RunOutput,
+        sid: &str,
+        user: Option<&str>,
+    ) -> DbResult<i64> {
+        self.write_run(conn, run, sid, user, true).await
     }
 }

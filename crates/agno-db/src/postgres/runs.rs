@@ -12,7 +12,7 @@ impl PostgresDb {
     /// `RunStore::upsert_run`: the write in its own transaction.
     pub(crate) async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
         let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
-        match self.write_run(&mut tx, run, session_id, user_id).await {
+        match self.write_run(&mut tx, run, session_id, user_id, false).await {
             Ok(index) => {
                 tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {}", run.id()), e))?;
                 Ok(index)
@@ -30,16 +30,63 @@ crate::sql::runs::run_store!(PostgresDb);
 
 impl PostgresDb {
     /// The write of `upsert_run`, inside the caller's transaction (which holds the run-index lock
-    /// taken here until it ends; the caller rolls back on an error).
+    /// taken here until it ends; the caller rolls back on an error). `stored`: the run's row most
+    /// likely exists with its index (a claimed job's run, written `PENDING` when it was
+    /// accepted), so it is updated first, without the run-index lock; a run not there after all
+    /// is inserted as any other.
     pub(super) async fn write_run(
         &self,
         conn: &mut sqlx::PgConnection,
         run: &RunOutput,
         session_id: &str,
         user_id: Option<&str>,
+        stored: bool,
     ) -> DbResult<i64> {
         let t = self.qualified(&self.tables().runs);
         let RunCells { head, tail, facts } = RunCells::of(run, session_id, user_id, now_epoch_secs())?;
+        // The run and, when it was written, what the metrics read of it (its model, beside it:
+        // no JSON to read later) in one statement; a run refused by the owner check writes no
+        // facts either. The run's cells are $1-$12 (RUN_HEAD, RUN_TAIL), its facts $13-$15.
+        let facts_cte = if self.has_run_facts() {
+            format!(
+                ", facts AS (INSERT INTO {} (run_id, model, model_provider) SELECT $13, $14, $15 FROM written \
+                 ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider)",
+                self.qualified(&self.tables().run_facts())
+            )
+        } else {
+            String::new()
+        };
+        let bind = |sql: String, persistent: bool| {
+            let q = sqlx::query(AssertSqlSafe(sql)).persistent(persistent);
+            let cells = head.clone().into_iter().chain(tail.clone());
+            if facts_cte.is_empty() {
+                bind_cells::<Postgres>(q, cells)
+            } else {
+                bind_cells::<Postgres>(q, cells.chain(facts.clone()))
+            }
+        };
+        let read_index = |row: Option<sqlx::postgres::PgRow>| -> DbResult<Option<Option<i64>>> {
+            row.map(|r| r.try_get(0))
+                .transpose()
+                .map_err(|e| db_error(&format!("cannot read the index of run {}", run.id()), e))
+        };
+        if stored {
+            // What the upsert below does to a stored row, by its key (an indexed row: no index
+            // left to assign). Every cell is bound, the unused ones too, to keep the numbering.
+            let sql = format!(
+                "WITH written AS (UPDATE {t} AS t SET status = $9, run_data = $10, parent_run_id = $8, \
+                 updated_at = $12 WHERE run_id = $1 AND run_index IS NOT NULL \
+                 AND (t.user_id IS NOT DISTINCT FROM $7 OR t.user_id IS NULL) \
+                 RETURNING run_index){facts_cte} SELECT run_index FROM written"
+            );
+            let row = bind(sql, true)?
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(|e| write_error::<Postgres>(run.id(), session_id, e))?;
+            if let Some(Some(index)) = read_index(row)? {
+                return Ok(index);
+            }
+        }
         // Same lock key as Python Agno: writers of one session queue here, so `max + 1` is
         // read and written by one of them at a time; the lock goes with the transaction.
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('agno_run_index'), hashtext($1))")
@@ -48,40 +95,25 @@ impl PostgresDb {
             .await
             .map_err(|e| db_error(&format!("cannot lock the run index of session {session_id}"), e))?;
         let sql = format!(
-            "INSERT INTO {t} AS t ({RUN_HEAD}, run_index, {RUN_TAIL}) \
+            "WITH written AS (INSERT INTO {t} AS t ({RUN_HEAD}, run_index, {RUN_TAIL}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
              (SELECT COALESCE(MAX(run_index) + 1, 0) FROM {t} WHERE session_id = $2), $10, $11, $12) \
              ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, run_data = excluded.run_data, \
              parent_run_id = excluded.parent_run_id, updated_at = excluded.updated_at, \
              run_index = COALESCE(t.run_index, excluded.run_index) \
              WHERE t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL \
-             RETURNING run_index"
+             RETURNING run_index){facts_cte} SELECT run_index FROM written"
         );
         // Not a cached prepared statement: a generic plan made while the table was small keeps
         // scanning it whole for `MAX(run_index)`, so saving run N would cost O(N). A fresh plan
         // per call uses the (session_id, run_index) index once the table grows.
-        let q =
-            bind_cells::<Postgres>(sqlx::query(AssertSqlSafe(sql)).persistent(false), head.into_iter().chain(tail))?;
-        let row = q.fetch_optional(&mut *conn).await.map_err(|e| write_error::<Postgres>(run.id(), session_id, e))?;
-        let index: Option<Option<i64>> = row
-            .map(|r| r.try_get(0))
-            .transpose()
-            .map_err(|e| db_error(&format!("cannot read the index of run {}", run.id()), e))?;
-        let Some(index) = index else {
+        let row = bind(sql, false)?
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(|e| write_error::<Postgres>(run.id(), session_id, e))?;
+        let Some(index) = read_index(row)? else {
             return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
         };
-        if self.has_run_facts() {
-            // What the metrics read of the run, beside it (no JSON to read later).
-            let sql = format!(
-                "INSERT INTO {} (run_id, model, model_provider) VALUES ($1, $2, $3) ON CONFLICT (run_id) \
-                 DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider",
-                self.qualified(&self.tables().run_facts())
-            );
-            bind_cells::<Postgres>(sqlx::query(AssertSqlSafe(sql)), facts)?
-                .execute(&mut *conn)
-                .await
-                .map_err(|e| db_error(&format!("cannot write the facts of run {}", run.id()), e))?;
-        }
         Ok(index.unwrap_or(0))
     }
 }

@@ -2,7 +2,7 @@
 //! read only and merged with the runs table on read).
 
 use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_epoch_secs};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sqlx::AssertSqlSafe;
 
 use super::{PostgresDb, db_error, sanitize, value_column};
@@ -55,57 +55,85 @@ impl PostgresDb {
     ) -> DbResult<()> {
         let t = self.qualified(&self.tables().sessions);
         let id = &session.session_id;
-        let mut session_data = session.session_data.clone().unwrap_or_default();
-        if let StateUpdate::Merge { .. } = state {
-            // Serialises merges of one session even before its row exists; the row lock then
-            // holds off plain writers until this merge commits.
-            sqlx::query("SELECT pg_advisory_xact_lock(hashtext('agno_session_state'), hashtext($1))")
-                .bind(id)
-                .execute(&mut *conn)
-                .await
-                .map_err(|e| db_error(&format!("cannot lock session {id}"), e))?;
-            // FOR NO KEY UPDATE, not FOR UPDATE: it still holds off other writers of the row, but
-            // not the KEY SHARE lock a run insert's foreign key check takes on its session. With
-            // FOR UPDATE, a worker saving a run (this lock, then the run-index lock) and another
-            // request writing a run of the same session (the run-index lock, then the key check)
-            // deadlocked, and PostgreSQL aborted one of them.
-            let sql = format!("SELECT session_data FROM {t} WHERE session_id = $1 FOR NO KEY UPDATE");
-            let stored: Option<Option<Value>> = sqlx::query_scalar(AssertSqlSafe(sql))
-                .bind(id)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(|e| db_error(&format!("cannot read session {id}"), e))?;
-            let stored = match stored.and_then(value_column) {
-                Some(Value::Object(stored)) => Some(stored),
-                _ => None,
-            };
-            session_data = state.session_data(session_data, stored.as_ref());
-        }
+        let base = session.session_data.clone().unwrap_or_default();
         let now = now_epoch_secs();
-        let sql = format!(
-            "INSERT INTO {t} AS t ({SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-             ON CONFLICT (session_id) DO UPDATE SET session_type = excluded.session_type, agent_id = excluded.agent_id, \
+        let columns = format!(
+            "INSERT INTO {t} AS t ({SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+        );
+        let write = |session_data: Map<String, Value>, sql: String| -> DbResult<_> {
+            Ok(sqlx::query(AssertSqlSafe(sql))
+                .bind(id)
+                .bind(session_type_of(session))
+                .bind(&session.agent_id)
+                .bind(&session.team_id)
+                .bind(&session.workflow_id)
+                .bind(&session.user_id)
+                .bind(json_param(Some(&session_data), "session_data")?)
+                .bind(json_param(session.agent_data.as_ref(), "agent_data")?)
+                .bind(json_param(session.extra.get("team_data"), "team_data")?)
+                .bind(json_param(session.extra.get("workflow_data"), "workflow_data")?)
+                .bind(json_param(session.metadata.as_ref(), "metadata")?)
+                .bind(json_param(session.summary.as_ref(), "summary")?)
+                .bind(session.created_at.unwrap_or(now))
+                .bind(now))
+        };
+        let upsert = format!(
+            "{columns} ON CONFLICT (session_id) DO UPDATE SET session_type = excluded.session_type, agent_id = excluded.agent_id, \
              team_id = excluded.team_id, workflow_id = excluded.workflow_id, user_id = excluded.user_id, \
              session_data = excluded.session_data, agent_data = excluded.agent_data, team_data = excluded.team_data, \
              workflow_data = excluded.workflow_data, metadata = excluded.metadata, summary = excluded.summary, \
              updated_at = excluded.updated_at \
              WHERE t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL"
         );
-        let result = sqlx::query(AssertSqlSafe(sql))
-            .bind(id)
-            .bind(session_type_of(session))
-            .bind(&session.agent_id)
-            .bind(&session.team_id)
-            .bind(&session.workflow_id)
-            .bind(&session.user_id)
-            .bind(json_param(Some(&session_data), "session_data")?)
-            .bind(json_param(session.agent_data.as_ref(), "agent_data")?)
-            .bind(json_param(session.extra.get("team_data"), "team_data")?)
-            .bind(json_param(session.extra.get("workflow_data"), "workflow_data")?)
-            .bind(json_param(session.metadata.as_ref(), "metadata")?)
-            .bind(json_param(session.summary.as_ref(), "summary")?)
-            .bind(session.created_at.unwrap_or(now))
-            .bind(now)
+        let session_data = match state {
+            StateUpdate::Replace => base,
+            StateUpdate::Merge { .. } => {
+                // A merge reads the stored state under the row's lock, then writes it back. A session
+                // not stored yet is inserted only if nobody inserted it meanwhile (ON CONFLICT DO
+                // NOTHING waits for a concurrent insert to end); otherwise the stored row is read
+                // again, now under its lock. So merges of one session take turns without an
+                // advisory lock, and a new session costs two statements, as a stored one does.
+                //
+                // FOR NO KEY UPDATE, not FOR UPDATE: it still holds off other writers of the row,
+                // but not the KEY SHARE lock a run insert's foreign key check takes on its session.
+                // With FOR UPDATE, a worker saving a run (this lock, then the run-index lock) and
+                // another request writing a run of the same session (the run-index lock, then the
+                // key check) deadlocked, and PostgreSQL aborted one of them.
+                let select = format!("SELECT session_data FROM {t} WHERE session_id = $1 FOR NO KEY UPDATE");
+                let mut tries = 0;
+                loop {
+                    let stored: Option<Option<Value>> = sqlx::query_scalar(AssertSqlSafe(select.clone()))
+                        .bind(id)
+                        .fetch_optional(&mut *conn)
+                        .await
+                        .map_err(|e| db_error(&format!("cannot read session {id}"), e))?;
+                    if let Some(stored) = stored {
+                        let stored = match value_column(stored) {
+                            Some(Value::Object(stored)) => Some(stored),
+                            _ => None,
+                        };
+                        break state.session_data(base, stored.as_ref());
+                    }
+                    let inserted =
+                        write(state.session_data(base.clone(), None), format!("{columns} ON CONFLICT DO NOTHING"))?
+                            .execute(&mut *conn)
+                            .await
+                            .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
+                    if inserted.rows_affected() == 1 {
+                        return Ok(());
+                    }
+                    tries += 1;
+                    if tries == 3 {
+                        // Created and deleted again under us, three times over.
+                        return Err(DbError::new(
+                            DbErrorKind::Conflict,
+                            format!("session {id} keeps changing under this write; try again"),
+                        ));
+                    }
+                }
+            }
+        };
+        let result = write(session_data, upsert)?
             .execute(&mut *conn)
             .await
             .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;

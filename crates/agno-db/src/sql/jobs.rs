@@ -216,7 +216,7 @@ pub(crate) async fn list_jobs<A: SqlDb>(
 }
 
 /// Implements `agno_core::JobStore` for an SQL adapter: its own enqueue, claim and event log
-/// (inherent `enqueue`, `claim` and `log_events`: each differs per database), the transitions
+/// (inherent `enqueue`, `claim_batch` and `log_events`: each differs per database), the transitions
 /// and the claimed run write of [`super::job_transitions`] and the reads above; `$extra` adds methods of its
 /// own (PostgreSQL's `job_signals`).
 macro_rules! job_store {
@@ -227,7 +227,10 @@ macro_rules! job_store {
                 self.enqueue(job, max_depth).await
             }
             async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> agno_core::DbResult<Option<agno_core::Job>> {
-                self.claim(worker_id, lock_grace_seconds, now).await
+                Ok(self.claim_batch(worker_id, 1, lock_grace_seconds, now).await?.pop())
+            }
+            async fn claim_jobs(&self, worker_id: &str, limit: usize, lock_grace_seconds: i64, now: i64) -> agno_core::DbResult<Vec<agno_core::Job>> {
+                self.claim_batch(worker_id, limit, lock_grace_seconds, now).await
             }
             async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> agno_core::DbResult<u64> {
                 crate::sql::job_transitions::heartbeat(self, worker_id, job_ids, now).await

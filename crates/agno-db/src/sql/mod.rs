@@ -63,6 +63,20 @@ pub(crate) trait SqlDb: Send + Sync {
     /// `run_index`.
     async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64>;
 
+    /// [`put_run`](Self::put_run) for a run whose row most likely exists already (a claimed
+    /// job's run, stored `PENDING` when it was accepted): a database may write it more cheaply
+    /// (PostgreSQL updates it by its key before taking the run-index lock). The answer is the
+    /// same either way.
+    async fn put_stored_run(
+        &self,
+        conn: &mut Conn<Self::D>,
+        run: &RunOutput,
+        sid: &str,
+        user: Option<&str>,
+    ) -> DbResult<i64> {
+        self.put_run(conn, run, sid, user).await
+    }
+
     /// The lock writers of this process take turns on, where the database has a single writer
     /// (SQLite); none elsewhere.
     fn write_lock(&self) -> Option<&tokio::sync::Mutex<()>> {

@@ -219,6 +219,10 @@ pub(crate) async fn write_with_session<A: SqlDb>(
         let written = match guarded {
             Ok(false) => Ok(None),
             Ok(true) => match db.put_session(&mut *tx.tx, write.session, write.state).await {
+                // A guarded write is a claimed job's: its run was stored when it was accepted.
+                Ok(()) if guard.is_some() => {
+                    db.put_stored_run(&mut *tx.tx, write.run, &write.session.session_id, write.user_id).await.map(Some)
+                }
                 Ok(()) => db.put_run(&mut *tx.tx, write.run, &write.session.session_id, write.user_id).await.map(Some),
                 Err(e) => Err(e),
             },

@@ -114,8 +114,18 @@ impl SqliteDb {
             .ok_or_else(|| DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)))
     }
 
-    /// `JobStore::claim_job`, as this database picks and locks the first claimable job.
-    pub(crate) async fn claim(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
+    /// `JobStore::claim_jobs`, as this database picks and locks the first claimable jobs: one
+    /// statement for the whole batch.
+    pub(crate) async fn claim_batch(
+        &self,
+        worker_id: &str,
+        limit: usize,
+        lock_grace_seconds: i64,
+        now: i64,
+    ) -> DbResult<Vec<Job>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
         let t = &self.tables().jobs;
         // One live run per session, in order: a job waits while another job of its session is
         // running or paused, or an older one of its session is still queued.
@@ -129,7 +139,7 @@ impl SqliteDb {
         // One statement: SQLite's single writer makes the pick and the claim atomic.
         let sql = format!(
             "UPDATE {t} SET status = 'running', locked_by = ?, locked_at = ?, attempt = attempt + 1, updated_at = ? \
-             WHERE id = (SELECT id FROM {t} WHERE {claimable} ORDER BY created_at, id LIMIT 1) AND {claimable} \
+             WHERE id IN (SELECT id FROM {t} WHERE {claimable} ORDER BY created_at, id LIMIT ?) AND {claimable} \
              RETURNING {JOB_COLUMNS}"
         );
         let stale = now - lock_grace_seconds;
@@ -140,12 +150,16 @@ impl SqliteDb {
             .bind(now)
             .bind(now)
             .bind(stale)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .bind(now)
             .bind(stale)
             .fetch_all(self.pool())
             .await
-            .map_err(|e| db_error("cannot claim a job", e))?;
-        rows.first().map(job_from_row::<Sqlite>).transpose()
+            .map_err(|e| db_error("cannot claim jobs", e))?;
+        let mut jobs = rows.iter().map(job_from_row::<Sqlite>).collect::<DbResult<Vec<_>>>()?;
+        // RETURNING keeps no order: the oldest starts first.
+        jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.as_bytes().cmp(b.id.as_bytes())));
+        Ok(jobs)
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.

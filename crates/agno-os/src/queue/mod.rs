@@ -33,6 +33,11 @@ use signals::listen;
 use sweeper::{end_swept_runs, reconcile_contents, reconcile_runs};
 use worker::execute;
 
+/// Most jobs one claim statement takes for this replica (each needs a free slot of
+/// `max_concurrency`): enough to pay one round trip for many runs under load, few enough that
+/// one replica does not take a backlog's head while others are idle.
+const CLAIM_BATCH: usize = 16;
+
 /// The queue of a running OS: its store, settings, and the signal that wakes local workers.
 #[derive(Clone)]
 pub struct Queue {
@@ -223,9 +228,13 @@ pub(crate) async fn store_pending_spec(
             ComponentKind::Workflow => session.workflow_id = id,
         }
         session.user_id.clone_from(&job.user_id);
-        db.upsert_session(&session, &StateUpdate::keep()).await?;
+        // The new session and its first run in one transaction.
+        let keep = StateUpdate::keep();
+        let write = agno_core::RunWrite { session: &session, state: &keep, run: &run, user_id: job.user_id.as_deref() };
+        db.save_run_write(write).await?;
+    } else {
+        db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
     }
-    db.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
     Ok(Some(created))
 }
 
@@ -317,22 +326,39 @@ pub fn start(state: Arc<dyn Served>, queue: Queue, stop: CancellationToken) -> t
                 reconcile_contents(state.as_ref(), &queue).await;
                 next_sweep = tokio::time::Instant::now() + sweep_every;
             }
-            let permit = tokio::select! {
+            let first = tokio::select! {
                 p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
                 () = stop.cancelled() => break,
             };
-            let asked = std::time::Instant::now();
-            match queue.store.claim_job(&queue.worker_id, queue.settings.lock_grace_seconds, now_epoch_secs()).await {
-                Ok(Some(job)) => {
-                    queue.claims.record(asked.elapsed());
-                    let (state, queue) = (Arc::clone(&state), queue.clone());
-                    queue.clone().tasks.spawn(async move {
-                        execute(state, queue, job).await;
-                        drop(permit);
-                    });
+            // One claim statement for as many jobs as there are free slots (up to CLAIM_BATCH):
+            // under load the claim's round trip is paid once per batch, not once per run.
+            let mut held = vec![first];
+            while held.len() < CLAIM_BATCH {
+                match permits.clone().try_acquire_owned() {
+                    Ok(p) => held.push(p),
+                    Err(_) => break,
                 }
-                Ok(None) => {
-                    drop(permit);
+            }
+            let asked = std::time::Instant::now();
+            let claimed = queue
+                .store
+                .claim_jobs(&queue.worker_id, held.len(), queue.settings.lock_grace_seconds, now_epoch_secs())
+                .await;
+            match claimed {
+                Ok(jobs) if !jobs.is_empty() => {
+                    queue.claims.record(asked.elapsed());
+                    // Slots left over go back at once.
+                    held.truncate(jobs.len());
+                    for (job, permit) in jobs.into_iter().zip(held) {
+                        let (state, queue) = (Arc::clone(&state), queue.clone());
+                        queue.clone().tasks.spawn(async move {
+                            execute(state, queue, job).await;
+                            drop(permit);
+                        });
+                    }
+                }
+                Ok(_) => {
+                    drop(held);
                     // Idle until woken, the next poll, or the next sweep (a long poll interval
                     // must not delay finding lost workers).
                     let until = next_sweep.min(tokio::time::Instant::now() + poll);
@@ -343,7 +369,7 @@ pub fn start(state: Arc<dyn Served>, queue: Queue, stop: CancellationToken) -> t
                     }
                 }
                 Err(e) => {
-                    drop(permit);
+                    drop(held);
                     tracing::warn!(error = %e, "cannot claim jobs; retrying");
                     tokio::select! {
                         () = tokio::time::sleep(poll) => {}
