@@ -371,32 +371,22 @@ pub async fn concurrent_run_writes_lose_nothing(db: Arc<dyn Db>) {
 /// 100 concurrent session writers, each setting its own state key, lose no key.
 pub async fn concurrent_state_merges_lose_nothing(db: Arc<dyn Db>) {
     save_session(&db, &session("s1", None)).await;
-    let tasks: Vec<_> = (0..100)
-        .map(|i| {
-            let db = Arc::clone(&db);
-            tokio::spawn(async move {
-                let mut s = session("s1", None);
-                let key = format!("k{i}");
-                s.set_session_state(obj(json!({ key.clone(): i })));
-                db.upsert_session(&s, &StateUpdate::diff(&Map::new(), &obj(json!({ key: i })))).await
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.expect("join").expect("upsert");
-    }
-    let got = db.get_session("s1", None, None).await.expect("get").expect("s");
-    assert_eq!(got.session_state().map(Map::len), Some(100));
+    merge_100_keys(db, "s1").await;
 }
 
 /// 100 concurrent merges into a session nobody stored yet: one of them creates it, the others
 /// merge into it, and no key is lost.
 pub async fn concurrent_first_merges_lose_nothing(db: Arc<dyn Db>) {
+    merge_100_keys(db, "fresh").await;
+}
+
+/// 100 concurrent writers of session `id`, each merging its own state key; every key is stored.
+async fn merge_100_keys(db: Arc<dyn Db>, id: &'static str) {
     let tasks: Vec<_> = (0..100)
         .map(|i| {
             let db = Arc::clone(&db);
             tokio::spawn(async move {
-                let mut s = session("fresh", None);
+                let mut s = session(id, None);
                 let key = format!("k{i}");
                 s.set_session_state(obj(json!({ key.clone(): i })));
                 db.upsert_session(&s, &StateUpdate::diff(&Map::new(), &obj(json!({ key: i })))).await
@@ -406,7 +396,7 @@ pub async fn concurrent_first_merges_lose_nothing(db: Arc<dyn Db>) {
     for t in tasks {
         t.await.expect("join").expect("upsert");
     }
-    let got = db.get_session("fresh", None, None).await.expect("get").expect("s");
+    let got = db.get_session(id, None, None).await.expect("get").expect("s");
     assert_eq!(got.session_state().map(Map::len), Some(100));
 }
 

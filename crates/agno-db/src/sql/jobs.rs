@@ -78,6 +78,12 @@ pub(crate) fn job_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResu
     })
 }
 
+/// `jobs` in claim order: oldest first, then by the bytes of the id.
+pub(crate) fn oldest_first(mut jobs: Vec<Job>) -> Vec<Job> {
+    jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.as_bytes().cmp(b.id.as_bytes())));
+    jobs
+}
+
 /// A logged event read back from a row holding `event_index, attempt, event, data, created_at`.
 ///
 /// # Errors

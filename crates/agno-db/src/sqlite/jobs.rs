@@ -156,10 +156,9 @@ impl SqliteDb {
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot claim jobs", e))?;
-        let mut jobs = rows.iter().map(job_from_row::<Sqlite>).collect::<DbResult<Vec<_>>>()?;
-        // RETURNING keeps no order: the oldest starts first.
-        jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.as_bytes().cmp(b.id.as_bytes())));
-        Ok(jobs)
+        let jobs = rows.iter().map(job_from_row::<Sqlite>).collect::<DbResult<Vec<_>>>()?;
+        // RETURNING keeps no order.
+        Ok(crate::sql::jobs::oldest_first(jobs))
     }
 
     /// `JobStore::append_events`: the fence check and the insert in one transaction.
