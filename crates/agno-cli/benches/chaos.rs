@@ -1,4 +1,5 @@
-//! Chaos for the durable queue: three `agno serve` replicas on one PostgreSQL schema share the
+//! Chaos for the durable queue: three `agno serve` replicas on one database (a PostgreSQL schema,
+//! or one SQLite file the three processes share) share the
 //! background work while a chaos task `kill -9`s a random replica every 2-4 s and restarts it on
 //! the same port. N background runs are submitted at a steady pace, spread over the replicas; a
 //! submission that fails (dead replica, connection cut mid-request) is retried on another replica
@@ -7,10 +8,11 @@
 //! completed, errored, cancelled, lost, stuck, executed more than once, and the kills. It exits
 //! with status 1 when a run was lost or stuck.
 //!
-//! Run: `cargo bench -p agno-cli --bench chaos [-- --runs 1000 --max-attempts 1 --seed 7]`.
-//! Environment (flags win): `AGNO_BENCH_PG` (default
+//! Run: `cargo bench -p agno-cli --bench chaos [-- --runs 1000 --max-attempts 1 --seed 7 --db sqlite]`.
+//! Environment (flags win): `AGNO_CHAOS_DB` / `--db` (a database URL, or `sqlite` for a new
+//! SQLite file in a temporary folder; default `AGNO_BENCH_PG`, else
 //! `postgresql://postgres@127.0.0.1:5432/test?schema=agno_chaos`; the schema is dropped and
-//! recreated), `AGNO_CHAOS_RUNS` (1000), `AGNO_CHAOS_MAX_ATTEMPTS` (3; 1 shows runs of killed
+//! recreated, a SQLite file removed), `AGNO_CHAOS_RUNS` (1000), `AGNO_CHAOS_MAX_ATTEMPTS` (3; 1 shows runs of killed
 //! replicas ending in ERROR), `AGNO_CHAOS_RATE` (submissions per second, 50),
 //! `AGNO_CHAOS_LATENCY_MS` (fake model latency, 200: about ten runs are executing when a kill
 //! lands), `AGNO_CHAOS_CLIENTS` (16), `AGNO_CHAOS_SEED`, `AGNO_BIN` (the `agno` binary to run).
@@ -62,41 +64,96 @@ impl Rng {
     }
 }
 
-/// The PostgreSQL database under test, read with `psql` (the URL without `?schema=`).
+/// The database under test, read with its own command-line client (`psql`, or `sqlite3` for a
+/// `sqlite://` URL) so that the report never goes through the code it checks.
 #[derive(Clone)]
-struct Pg {
+struct Db {
     url: String,
-    conn: String,
-    schema: String,
+    kind: DbKind,
 }
 
-impl Pg {
-    fn parse(url: &str) -> Pg {
+#[derive(Clone)]
+enum DbKind {
+    /// `conn` is the URL without `?schema=`.
+    Postgres {
+        conn: String,
+        schema: String,
+    },
+    Sqlite {
+        path: PathBuf,
+    },
+}
+
+impl Db {
+    fn parse(url: &str) -> Db {
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            let path = path.split('?').next().unwrap_or(path);
+            return Db { url: url.to_owned(), kind: DbKind::Sqlite { path: PathBuf::from(path) } };
+        }
         let (conn, query) = url.split_once('?').unwrap_or((url, ""));
         let schema = query.split('&').find_map(|kv| kv.strip_prefix("schema=")).unwrap_or("public").to_owned();
         assert!(
             schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
             "schema {schema:?}: use letters, digits and _"
         );
-        Pg { url: url.to_owned(), conn: conn.to_owned(), schema }
+        Db { url: url.to_owned(), kind: DbKind::Postgres { conn: conn.to_owned(), schema } }
     }
 
+    /// Rows as lines, columns separated by `|`.
     fn query_blocking(&self, sql: &str) -> String {
-        let out = Command::new("psql")
-            .args([self.conn.as_str(), "-X", "-q", "-At", "-F", "|", "-v", "ON_ERROR_STOP=1", "-c", sql])
-            .output()
-            .expect("psql is needed to read the database");
-        assert!(out.status.success(), "psql failed on {sql}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = match &self.kind {
+            DbKind::Postgres { conn, .. } => Command::new("psql")
+                .args([conn.as_str(), "-X", "-q", "-At", "-F", "|", "-v", "ON_ERROR_STOP=1", "-c", sql])
+                .output()
+                .expect("psql is needed to read the database"),
+            DbKind::Sqlite { path } => Command::new("sqlite3")
+                .args(["-batch", "-bail", "-separator", "|", "-cmd", ".timeout 10000"])
+                .arg(path)
+                .arg(sql)
+                .output()
+                .expect("sqlite3 is needed to read the database"),
+        };
+        assert!(out.status.success(), "query failed on {sql}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     async fn query(&self, sql: String) -> String {
-        let pg = self.clone();
-        tokio::task::spawn_blocking(move || pg.query_blocking(&sql)).await.unwrap()
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || db.query_blocking(&sql)).await.unwrap()
     }
 
     fn table(&self, name: &str) -> String {
-        format!("\"{}\".\"{name}\"", self.schema)
+        match &self.kind {
+            DbKind::Postgres { schema, .. } => format!("\"{schema}\".\"{name}\""),
+            DbKind::Sqlite { .. } => format!("\"{name}\""),
+        }
+    }
+
+    /// The first 200 characters of a text column on one line, without the column separator.
+    fn one_line(&self, column: &str) -> String {
+        match &self.kind {
+            DbKind::Postgres { .. } => format!("left(translate(coalesce({column}, ''), E'\\n\\r|', '   '), 200)"),
+            DbKind::Sqlite { .. } => format!(
+                "substr(replace(replace(replace(coalesce({column}, ''), char(10), ' '), char(13), ' '), '|', ' '), 1, 200)"
+            ),
+        }
+    }
+
+    /// Starts from an empty database: the schema dropped and created again, or the file (and its
+    /// WAL) removed.
+    async fn reset(&self) {
+        match &self.kind {
+            DbKind::Postgres { schema, .. } => {
+                self.query(format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE; CREATE SCHEMA \"{schema}\"")).await;
+            }
+            DbKind::Sqlite { path } => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut file = path.clone().into_os_string();
+                    file.push(suffix);
+                    let _ = std::fs::remove_file(file);
+                }
+            }
+        }
     }
 }
 
@@ -118,12 +175,12 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    async fn read(pg: &Pg) -> Snapshot {
-        let jobs = pg
+    async fn read(db: &Db) -> Snapshot {
+        let jobs = db
             .query(format!(
-                "SELECT id, status, attempt, coalesce(idempotency_key, ''), \
-                 left(translate(coalesce(error, ''), E'\\n\\r|', '   '), 200) FROM {}",
-                pg.table("agno_jobs")
+                "SELECT id, status, attempt, coalesce(idempotency_key, ''), {} FROM {}",
+                db.one_line("error"),
+                db.table("agno_jobs")
             ))
             .await;
         let jobs = jobs
@@ -141,7 +198,7 @@ impl Snapshot {
             })
             .collect();
         let rows =
-            pg.query(format!("SELECT run_id, coalesce(status, ''), session_id FROM {}", pg.table("agno_runs"))).await;
+            db.query(format!("SELECT run_id, coalesce(status, ''), session_id FROM {}", db.table("agno_runs"))).await;
         let (mut runs, mut sessions) = (HashMap::new(), HashMap::new());
         for line in rows.lines() {
             let mut f = line.splitn(3, '|');
@@ -187,7 +244,7 @@ struct Settings {
     latency_ms: u64,
     clients: usize,
     seed: u64,
-    pg: Pg,
+    db: Db,
 }
 
 /// The three replicas; the lock is never held across an await.
@@ -373,11 +430,17 @@ fn main() {
     let clients: usize = setting(&args, "--clients", "AGNO_CHAOS_CLIENTS", 16);
     let default_seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     let seed: u64 = setting(&args, "--seed", "AGNO_CHAOS_SEED", default_seed % 1_000_000);
-    let pg = Pg::parse(
-        &std::env::var("AGNO_BENCH_PG")
-            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test?schema=agno_chaos".to_owned()),
-    );
-    let settings = Settings { runs, max_attempts, rate, latency_ms, clients, seed, pg };
+    let default_db = std::env::var("AGNO_BENCH_PG")
+        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test?schema=agno_chaos".to_owned());
+    let mut url: String = setting(&args, "--db", "AGNO_CHAOS_DB", default_db);
+    if url == "sqlite" {
+        // One file the three replicas share, in a folder of this run's own.
+        let dir = std::env::temp_dir().join(format!("agno-chaos-db-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        url = format!("sqlite://{}", dir.join("chaos.db").display());
+    }
+    let db = Db::parse(&url);
+    let settings = Settings { runs, max_attempts, rate, latency_ms, clients, seed, db };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let failed = rt.block_on(chaos(&settings));
     if failed {
@@ -387,12 +450,12 @@ fn main() {
 
 #[allow(clippy::too_many_lines)]
 async fn chaos(settings: &Settings) -> bool {
-    let Settings { runs, max_attempts, rate, latency_ms, clients, seed, ref pg } = *settings;
+    let Settings { runs, max_attempts, rate, latency_ms, clients, seed, ref db } = *settings;
     let provider = FakeProvider::start().await.unwrap();
     provider.set_fallback(Some(Reply::Echo));
     provider.set_latency(Duration::from_millis(latency_ms));
 
-    pg.query(format!("DROP SCHEMA IF EXISTS \"{0}\" CASCADE; CREATE SCHEMA \"{0}\"", pg.schema)).await;
+    db.reset().await;
     let dir = std::env::temp_dir().join(format!("agno-chaos-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("agentos.toml");
@@ -403,7 +466,7 @@ async fn chaos(settings: &Settings) -> bool {
              lock_grace_seconds = {LOCK_GRACE_SECONDS}\nretry_delay_seconds = 1\npoll_interval_ms = 200\n\
              [[agents]]\nid = \"{AGENT}\"\n\
              model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-chaos\" }}\n",
-            pg.url,
+            db.url,
             (runs * 2).max(1000),
             provider.base_url()
         ),
@@ -413,7 +476,7 @@ async fn chaos(settings: &Settings) -> bool {
         "chaos: {REPLICAS} agno serve replicas on {}, {runs} background runs at {rate}/s from {clients} clients, \
          max_attempts = {max_attempts}, lock_grace_seconds = {LOCK_GRACE_SECONDS}, fake model {latency_ms} ms, \
          kill -9 of a random replica every 2-4 s, seed {seed}",
-        pg.url
+        db.url
     );
     println!("  agno binary: {}; replica logs: {}", agno_bin(), dir.display());
 
@@ -436,8 +499,8 @@ async fn chaos(settings: &Settings) -> bool {
     let stop = Arc::new(tokio::sync::Notify::new());
     let running_at_kills = Arc::new(AtomicUsize::new(0));
     let chaos_task = {
-        let (cluster, stop, pg, running_at_kills) =
-            (Arc::clone(&cluster), Arc::clone(&stop), pg.clone(), Arc::clone(&running_at_kills));
+        let (cluster, stop, db, running_at_kills) =
+            (Arc::clone(&cluster), Arc::clone(&stop), db.clone(), Arc::clone(&running_at_kills));
         tokio::spawn(async move {
             let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
             loop {
@@ -451,10 +514,10 @@ async fn chaos(settings: &Settings) -> bool {
                 let killed_at = Instant::now();
                 // The dead worker's jobs keep its id until another replica takes them over.
                 let held = match &worker {
-                    Some(w) => pg
+                    Some(w) => db
                         .query(format!(
                             "SELECT count(*) FROM {} WHERE status = 'running' AND locked_by = '{}'",
-                            pg.table("agno_jobs"),
+                            db.table("agno_jobs"),
                             w.replace('\'', "''")
                         ))
                         .await
@@ -501,13 +564,13 @@ async fn chaos(settings: &Settings) -> bool {
         }));
     }
     let submitting = {
-        let pg = pg.clone();
+        let db = db.clone();
         let subs = Arc::clone(&subs);
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(3)).await;
-                let counts = pg
-                    .query(format!("SELECT status, count(*) FROM {} GROUP BY status ORDER BY 1", pg.table("agno_jobs")))
+                let counts = db
+                    .query(format!("SELECT status, count(*) FROM {} GROUP BY status ORDER BY 1", db.table("agno_jobs")))
                     .await
                     .lines()
                     .map(|l| l.replace('|', " "))
@@ -566,7 +629,7 @@ async fn chaos(settings: &Settings) -> bool {
     let mut last = (usize::MAX, usize::MAX);
     let mut last_print = Instant::now();
     let snap = loop {
-        let snap = Snapshot::read(pg).await;
+        let snap = Snapshot::read(db).await;
         let now = outstanding(&snap);
         if now != last {
             last = now;
