@@ -1,11 +1,16 @@
 //! Errors as AgentOS answers them: a status code and `{"detail": "...", "error_type": ...}`; a
 //! 422 as FastAPI answers it, `{"detail": [{"type", "loc", "msg", "input"}]}`, so clients that
-//! read validation errors the FastAPI way (Agno's included) find them where they look.
+//! read validation errors the FastAPI way (Agno's included) find them where they look. A 429 or
+//! 503 (a full queue, a database down) carries `Retry-After`.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+
+/// The `Retry-After` of a 429 or 503, in seconds: the connection-level refusals
+/// (`serve::connections`) answer the same.
+pub(crate) const RETRY_AFTER_SECONDS: &str = "1";
 
 /// An error answered to an HTTP caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +129,12 @@ impl IntoResponse for ApiError {
         if let Some(t) = self.error_type {
             body["error_type"] = json!(t);
         }
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if matches!(self.status, StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE) {
+            // Load shed or a dependency down: the client may retry, after a pause.
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
+        }
+        response
     }
 }
 
@@ -165,4 +175,27 @@ pub async fn json_errors(resp: Response) -> Response {
     };
     let detail = if text.is_empty() { status.canonical_reason().unwrap_or("Error").to_owned() } else { text };
     ApiError::new(status, detail).into_response()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn retry_after(error: ApiError) -> (StatusCode, Option<String>) {
+        let response = error.into_response();
+        let retry = response.headers().get(header::RETRY_AFTER).map(|v| v.to_str().unwrap().to_owned());
+        (response.status(), retry)
+    }
+
+    #[test]
+    fn shed_and_unavailable_answers_say_when_to_retry() {
+        let down = agno_core::DbError::new(agno_core::DbErrorKind::Unavailable, "connection refused");
+        assert_eq!(retry_after(down.into()), (StatusCode::SERVICE_UNAVAILABLE, Some("1".to_owned())));
+        let full = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "the queue is full");
+        assert_eq!(retry_after(full), (StatusCode::TOO_MANY_REQUESTS, Some("1".to_owned())));
+        // Nothing to wait for in a client's own mistake.
+        assert_eq!(retry_after(ApiError::not_found("no such run")), (StatusCode::NOT_FOUND, None));
+        assert_eq!(retry_after(ApiError::conflict("key reused")), (StatusCode::CONFLICT, None));
+    }
 }

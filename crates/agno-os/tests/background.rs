@@ -173,6 +173,11 @@ async fn a_full_queue_answers_429_and_loses_no_accepted_run() {
             429 => {
                 refused += 1;
                 assert!(detail(&r.body).contains("full"));
+                assert_eq!(
+                    r.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+                    Some("1"),
+                    "a 429 says when to retry"
+                );
             }
             other => panic!("unexpected {other}: {:?}", r.body),
         }
