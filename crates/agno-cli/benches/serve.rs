@@ -1,14 +1,18 @@
-//! AgentOS over HTTP, measured the way Python Agno's figures were taken: `agno serve` as its own
-//! process, an agent on the fake OpenAI server (1 ms latency), SQLite storage, clients on
-//! loopback. Prints startup time, `GET /health` rate, non-streaming and streaming run rates and
-//! latencies at 1/8/32 concurrent clients, and the server's RSS, beside Python AgentOS 3.1.10.
-//! Then durable background runs at concurrency 8/32/128 on SQLite and (with `AGNO_BENCH_PG`) on
-//! PostgreSQL: accept rate, end-to-end runs/s (accepted -> all COMPLETED), the claim latency the
-//! server reports, and PostgreSQL statements (or transactions) per run.
+//! AgentOS over HTTP: `agno serve` as its own process and, when `AGNO_BENCH_PYTHON` names the
+//! interpreter of a venv with `agno==3.1.*` (what `scripts/bench/compare-python` sets up), Python
+//! AgentOS 3.1 the same way, one after the other, driven by the same load generator (this
+//! program's HTTP clients on loopback) against the same fake OpenAI server (1 ms latency, in this
+//! process) with the same ten agents on the same kind of database. Prints, per server: cold start
+//! to a healthy `/health` and idle RSS, the `GET /health` rate, non-streaming and streaming run
+//! rates, latencies and server CPU per run at 1/8/32 clients, peak RSS; then durable background
+//! runs (accepted -> all COMPLETED) on SQLite (agno only: Python's durable queue needs PostgreSQL
+//! or Redis) and, with `AGNO_BENCH_PG`, on PostgreSQL with statements per run; and at the end
+//! one table with each figure for both servers and the ratio.
 //!
-//! Run: `cargo bench -p agno-cli --bench serve` (`AGNO_BENCH_ONLY=statements`: only the SQLite
-//! statements per run, by statement; `AGNO_BENCH_ONLY=queue`: only the background rows,
-//! `AGNO_BENCH_CONCURRENCY=32` only that concurrency); for PostgreSQL add
+//! Run: `scripts/bench/compare-python` (both servers), or `cargo bench -p agno-cli --bench serve`
+//! (agno serve only; `AGNO_BENCH_ONLY=statements`: only the SQLite statements per run, by
+//! statement; `AGNO_BENCH_ONLY=queue`: only the background rows; `AGNO_BENCH_ONLY=http`: only the
+//! HTTP rows; `AGNO_BENCH_CONCURRENCY=32` only that background concurrency); for PostgreSQL add
 //! `AGNO_BENCH_PG=postgresql://postgres@127.0.0.1:5432/agno_bench?schema=agno_bench_queue` (the
 //! schema is dropped and recreated per row; a database of its own keeps other clients out of the
 //! statement counts, which are printed per statement when `pg_stat_statements` is loaded).
@@ -21,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
-use common::{Usage, percentile_ms, rss_mib, start_logging_server, start_server};
+use common::{Server, Usage, free_port, percentile_ms, rss_mib, start_command, start_logging_server, start_server};
 use futures::StreamExt;
 
 struct Figures {
@@ -193,16 +197,30 @@ impl PgTarget {
     }
 }
 
+/// What one background row measured.
+struct Background {
+    accept_per_s: f64,
+    runs_per_s: f64,
+    per_run: Option<f64>,
+}
+
 /// Durable background runs: `total` submissions from `concurrency` clients to a server with
 /// `max_concurrency = concurrency` (accept latency and rate), then the time until every run is
-/// COMPLETED; the claim latency the server reports; on PostgreSQL, the statements (or
-/// transactions) per run, the bench's own polls subtracted (server startup included).
-async fn background(config: &std::path::Path, label: &str, concurrency: usize, total: usize, pg: Option<&PgTarget>) {
+/// COMPLETED; the claim latency the server reports (agno serve); on PostgreSQL, the statements
+/// (or transactions) per run, the bench's own polls subtracted (server startup included).
+async fn background(
+    bench: &Bench,
+    side: Side,
+    db: &str,
+    concurrency: usize,
+    total: usize,
+    pg: Option<&PgTarget>,
+) -> Background {
     let before = pg.map(|pg| {
         pg.recreate_schema();
         pg.counter()
     });
-    let (server, _) = start_server(config).await;
+    let (server, _) = bench.start(side, db, Some(concurrency)).await;
     let client = reqwest::Client::builder().pool_max_idle_per_host(256).build().unwrap();
     let url = format!("{}/agents/bench/runs", server.base);
     let started = Instant::now();
@@ -244,15 +262,18 @@ async fn background(config: &std::path::Path, label: &str, concurrency: usize, t
         if completed == total as u64 {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(600), "background runs did not finish ({completed}/{total})");
+        assert!(started.elapsed() < Duration::from_secs(900), "background runs did not finish ({completed}/{total})");
         tokio::time::sleep(Duration::from_millis(if pg.is_some() { 50 } else { 20 })).await;
     }
     let all_done = started.elapsed();
     let (hwm, _) = rss_mib(server.child.id());
-    let stats: serde_json::Value = client.get(&stats_url).send().await.unwrap().json().await.unwrap();
-    let claim = match stats.get("claim_latency_ms") {
+    let stats: Option<serde_json::Value> = match client.get(&stats_url).send().await {
+        Ok(resp) => resp.json().await.ok(),
+        Err(_) => None,
+    };
+    let claim = match stats.as_ref().and_then(|s| s.get("claim_latency_ms")) {
         Some(c) => format!("claim p50 {} ms, p99 {} ms ({} claims)", c["p50"], c["p99"], c["samples"]),
-        None => "claim latency n/a".to_owned(),
+        None => "claim latency not reported".to_owned(),
     };
     drop(server);
     let per_run = pg.zip(before).map(|(pg, before)| {
@@ -260,21 +281,27 @@ async fn background(config: &std::path::Path, label: &str, concurrency: usize, t
         std::thread::sleep(Duration::from_millis(500));
         let after = pg.counter();
         let work = after.saturating_sub(before).saturating_sub(polls);
-        format!("; {:.1} {}", work as f64 / total as f64, pg.counter_name())
+        work as f64 / total as f64
     });
     let top = pg.map(|pg| pg.top_statements(total)).unwrap_or_default();
+    let runs_per_s = total as f64 / all_done.as_secs_f64();
     println!(
-        "    {label} c={concurrency:>3}: accept {:>5.0}/s (p50 {:.1} ms, p99 {:.1} ms); all {total} COMPLETED after {:.2} s = {:.0} runs/s; {claim}; peak RSS {hwm:.1} MiB{}",
+        "    {:<7} {:<10} c={concurrency:>3}: accept {:>5.0}/s (p50 {:.1} ms, p99 {:.1} ms); all {total} COMPLETED after {:.2} s = {runs_per_s:.0} runs/s; {claim}; peak RSS {hwm:.1} MiB{}",
+        side.name(),
+        if pg.is_some() { "PostgreSQL" } else { "SQLite" },
         accept.per_s,
         accept.p50_ms,
         accept.p99_ms,
         all_done.as_secs_f64(),
-        total as f64 / all_done.as_secs_f64(),
-        per_run.unwrap_or_default()
+        match (pg, per_run) {
+            (Some(pg), Some(n)) => format!("; {n:.1} {}", pg.counter_name()),
+            _ => String::new(),
+        }
     );
     for (per_run, statement) in top {
         println!("        {per_run:>5.2}/run  {statement}");
     }
+    Background { accept_per_s: accept.per_s, runs_per_s, per_run }
 }
 
 /// `line` without its terminal colour codes (`ESC [ ... m`).
@@ -332,6 +359,216 @@ async fn statements_per_run(config: &std::path::Path, dir: &std::path::Path, cli
     }
 }
 
+/// The Python side's script (a Python AgentOS configured like the agno serve it is compared with).
+const PYTHON_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/bench/python_agentos.py");
+
+/// The agents both servers are configured with (`bench` is the one measured): the cold-start
+/// target is for ten.
+const AGENTS: usize = 10;
+
+/// A server under measurement.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Agno,
+    Python,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Agno => "agno-rs",
+            Side::Python => "Python",
+        }
+    }
+}
+
+/// What the servers share: a folder for configs, databases and logs, the fake model's URL, and
+/// the Python interpreter when Python is compared.
+struct Bench {
+    dir: std::path::PathBuf,
+    model_url: String,
+    python: Option<String>,
+}
+
+impl Bench {
+    /// The agno serve config for `db` (a URL), with the durable queue at `queue` concurrency.
+    fn agno_config(&self, db: &str, queue: Option<usize>) -> std::path::PathBuf {
+        let mut text = format!("[db]\nurl = \"{db}\"\n");
+        if let Some(concurrency) = queue {
+            text.push_str(&format!("[queue]\nmax_concurrency = {concurrency}\npoll_interval_ms = 100\n"));
+        }
+        for i in 0..AGENTS {
+            let id = if i == 0 { "bench".to_owned() } else { format!("helper-{i}") };
+            text.push_str(&format!(
+                "[[agents]]\nid = \"{id}\"\n\
+                 model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
+                self.model_url
+            ));
+        }
+        let path = self.dir.join(format!("agentos-{}.toml", free_port()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Starts `side` on `db` (the durable queue on at `queue` concurrency) and waits until its
+    /// `/health` answers; returns it and the time that took.
+    async fn start(&self, side: Side, db: &str, queue: Option<usize>) -> (Server, Duration) {
+        match side {
+            Side::Agno => start_server(&self.agno_config(db, queue)).await,
+            Side::Python => {
+                let python = self.python.as_deref().expect("AGNO_BENCH_PYTHON");
+                let port = free_port();
+                let log = std::fs::File::create(self.dir.join(format!("python-{port}.log"))).unwrap();
+                let mut command = Command::new(python);
+                command
+                    .arg(PYTHON_SCRIPT)
+                    .args(["--port", &port.to_string(), "--db", db, "--model-base-url", &self.model_url])
+                    .args(["--agents", &AGENTS.to_string()])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(log);
+                if let Some(concurrency) = queue {
+                    command.args(["--queue-concurrency", &concurrency.to_string()]);
+                }
+                start_command(command, port).await
+            }
+        }
+    }
+
+    fn sides(&self) -> Vec<Side> {
+        let mut sides = vec![Side::Agno];
+        if self.python.is_some() {
+            sides.push(Side::Python);
+        }
+        sides
+    }
+}
+
+/// One figure of the closing table, for each server.
+struct Row {
+    name: String,
+    higher_is_better: bool,
+    agno: Option<f64>,
+    python: Option<f64>,
+}
+
+/// The closing table: each figure for both servers and how many times better agno-rs is.
+#[derive(Default)]
+struct Table {
+    rows: Vec<Row>,
+}
+
+impl Table {
+    fn set(&mut self, name: &str, higher_is_better: bool, side: Side, value: f64) {
+        let row = match self.rows.iter_mut().position(|r| r.name == name) {
+            Some(i) => &mut self.rows[i],
+            None => {
+                self.rows.push(Row { name: name.to_owned(), higher_is_better, agno: None, python: None });
+                self.rows.last_mut().unwrap()
+            }
+        };
+        match side {
+            Side::Agno => row.agno = Some(value),
+            Side::Python => row.python = Some(value),
+        }
+    }
+
+    fn print(&self) {
+        let cell = |v: Option<f64>| match v {
+            Some(v) if v >= 100.0 => format!("{v:.0}"),
+            Some(v) if v >= 10.0 => format!("{v:.1}"),
+            Some(v) => format!("{v:.2}"),
+            None => "n/a".to_owned(),
+        };
+        println!();
+        println!("| figure | agno-rs | Python AgentOS 3.1 | agno-rs is |");
+        println!("|---|---:|---:|---:|");
+        for row in &self.rows {
+            let ratio = match (row.agno, row.python) {
+                (Some(a), Some(p)) if a > 0.0 && p > 0.0 => {
+                    let times = if row.higher_is_better { a / p } else { p / a };
+                    format!("{times:.1}x {}", if times >= 1.0 { "better" } else { "worse" })
+                }
+                _ => String::new(),
+            };
+            println!("| {} | {} | {} | {ratio} |", row.name, cell(row.agno), cell(row.python));
+        }
+    }
+}
+
+/// The HTTP figures of one server on SQLite: cold start (median of three), idle RSS, `/health`
+/// rate, non-streaming and streaming runs at 1/8/32 clients with server CPU per run, peak RSS.
+async fn http(bench: &Bench, side: Side, client: &reqwest::Client, table: &mut Table) {
+    let db = format!("sqlite://{}", bench.dir.join(format!("http-{}.db", side.name())).display());
+    let mut starts = Vec::new();
+    for _ in 0..2 {
+        let (server, startup) = bench.start(side, &db, None).await;
+        starts.push(startup);
+        drop(server);
+    }
+    let (server, startup) = bench.start(side, &db, None).await;
+    starts.push(startup);
+    starts.sort();
+    let startup_ms = starts[1].as_secs_f64() * 1000.0;
+    let pid = server.child.id();
+    // Settled: what an idle server holds, not the tail of its start.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, idle_rss) = rss_mib(pid);
+    println!("{} (SQLite, {AGENTS} agents, fake OpenAI model with 1 ms latency, loopback clients)", side.name());
+    println!("  cold start to a healthy /health: {startup_ms:.0} ms (median of 3); idle RSS {idle_rss:.1} MiB");
+    table.set("cold start to /health, ms (10 agents)", false, side, startup_ms);
+    table.set("idle RSS, MiB", false, side, idle_rss);
+
+    let health_url = format!("{}/health", server.base);
+    let c = client.clone();
+    let health = load(1, 3000, move |_| {
+        let (c, url) = (c.clone(), health_url.clone());
+        async move {
+            let t = Instant::now();
+            let _ = c.get(&url).send().await.unwrap().bytes().await.unwrap();
+            (t.elapsed(), None)
+        }
+    })
+    .await;
+    println!("  GET /health, 1 client: {:.0} req/s, p50 {:.2} ms", health.per_s, health.p50_ms);
+    table.set("GET /health, 1 client, req/s", true, side, health.per_s);
+
+    let url = format!("{}/agents/bench/runs", server.base);
+    // Warm-up.
+    for i in 0..20 {
+        run_once(client.clone(), url.clone(), i, false).await;
+    }
+    for stream in [false, true] {
+        println!(
+            "  {} runs:",
+            if stream { "streamed (first content: the first RunContent event)" } else { "non-streaming" }
+        );
+        let kind = if stream { "streamed" } else { "non-streaming" };
+        for concurrency in [1, 8, 32] {
+            let (c, u) = (client.clone(), url.clone());
+            let runs = if stream { 200 } else { 300 } * concurrency.min(8);
+            let before = Usage::of(pid);
+            let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, stream)).await;
+            let (cpu, switches) = Usage::of(pid).per(before, runs);
+            let first =
+                f.first_content_p50_ms.map(|ms| format!("  first content p50 {ms:>6.2} ms")).unwrap_or_default();
+            println!(
+                "    c={concurrency:>2}: {:>6.0} runs/s  p50 {:>6.2} ms  p99 {:>6.2} ms{first}  server CPU {cpu:.2} ms/run, {switches:.0} context switches/run",
+                f.per_s, f.p50_ms, f.p99_ms
+            );
+            table.set(&format!("{kind} runs/s, c={concurrency}"), true, side, f.per_s);
+            table.set(&format!("{kind} p50 ms, c={concurrency}"), false, side, f.p50_ms);
+            table.set(&format!("{kind} p99 ms, c={concurrency}"), false, side, f.p99_ms);
+            if let Some(ms) = f.first_content_p50_ms {
+                table.set(&format!("streamed first content p50 ms, c={concurrency}"), false, side, ms);
+            }
+            table.set(&format!("{kind} server CPU ms/run, c={concurrency}"), false, side, cpu);
+        }
+    }
+    let (hwm, rss) = rss_mib(pid);
+    println!("  server RSS after the runs: peak {hwm:.1} MiB, now {rss:.1} MiB");
+    table.set("peak RSS after the runs, MiB", false, side, hwm);
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
@@ -340,121 +577,65 @@ fn main() {
         provider.set_latency(Duration::from_millis(1));
         let dir = std::env::temp_dir().join(format!("agno-bench-serve-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("agentos.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[db]\nurl = \"sqlite://{}\"\n[[agents]]\nid = \"bench\"\n\
-                 model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
-                dir.join("bench.db").display(),
-                provider.base_url()
-            ),
-        )
-        .unwrap();
+        let python = std::env::var("AGNO_BENCH_PYTHON").ok().filter(|p| !p.is_empty());
+        let bench = Bench { dir: dir.clone(), model_url: provider.base_url(), python };
         let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
         let only = std::env::var("AGNO_BENCH_ONLY").unwrap_or_default();
+        let sqlite_url = |name: &str| format!("sqlite://{}", dir.join(name).display());
         if only == "statements" {
-            statements_per_run(&config, &dir, &client).await;
+            statements_per_run(&bench.agno_config(&sqlite_url("statements.db"), None), &dir, &client).await;
             let _ = std::fs::remove_dir_all(&dir);
             return;
         }
-        if only != "queue" {
-            let (server, startup) = start_server(&config).await;
-            let pid = server.child.id();
-            let (_, idle_rss) = rss_mib(pid);
-            println!("AgentOS over HTTP (agno serve, SQLite, fake OpenAI model with 1 ms latency, loopback clients)");
-            println!("  startup to first /health: {:.0} ms (Python AgentOS: 2.8 s); idle RSS {idle_rss:.1} MiB (Python: 146.5 MiB)", startup.as_secs_f64() * 1000.0);
-
-            let health_url = format!("{}/health", server.base);
-            let c = client.clone();
-            let health = load(1, 3000, move |_| {
-                let (c, url) = (c.clone(), health_url.clone());
-                async move {
-                    let t = Instant::now();
-                    let _ = c.get(&url).send().await.unwrap().bytes().await.unwrap();
-                    (t.elapsed(), None)
-                }
-            })
-            .await;
-            println!("  GET /health, 1 client: {:.0} req/s, p50 {:.2} ms (Python: 2,900 req/s)", health.per_s, health.p50_ms);
-
-            let url = format!("{}/agents/bench/runs", server.base);
-            // Warm-up.
-            for i in 0..20 {
-                run_once(client.clone(), url.clone(), i, false).await;
-            }
-            let python = [(1, "82/s, p50 11.7 ms"), (8, "108/s, p99 163 ms"), (32, "104/s, p50 284 ms, p99 499 ms")];
-            println!("  non-streaming runs:");
-            for (concurrency, py) in python {
-                let (c, u) = (client.clone(), url.clone());
-                let (runs, before) = (300 * concurrency.min(8), Usage::of(pid));
-                let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, false)).await;
-                let (cpu, switches) = Usage::of(pid).per(before, runs);
-                println!(
-                    "    c={concurrency:>2}: {:>6.0} runs/s  p50 {:>6.2} ms  p99 {:>6.2} ms  server CPU {cpu:.2} ms/run, {switches:.0} context switches/run   (Python: {py})",
-                    f.per_s, f.p50_ms, f.p99_ms
-                );
-            }
-            println!("  streaming runs (time to first RunContent):");
-            let python = [(1, "p50 7.7 ms"), (8, "p50 52 ms"), (32, "p50 193 ms")];
-            for (concurrency, py) in python {
-                let (c, u) = (client.clone(), url.clone());
-                let (runs, before) = (200 * concurrency.min(8), Usage::of(pid));
-                let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, true)).await;
-                let (cpu, switches) = Usage::of(pid).per(before, runs);
-                println!(
-                    "    c={concurrency:>2}: {:>6.0} runs/s  first content p50 {:>6.2} ms  run p99 {:>6.2} ms  server CPU {cpu:.2} ms/run, {switches:.0} context switches/run   (Python: 55-67 runs/s, first text {py})",
-                    f.per_s,
-                    f.first_content_p50_ms.unwrap_or_default(),
-                    f.p99_ms
-                );
-            }
-            let (hwm, rss) = rss_mib(pid);
-            println!("  server RSS after the runs: peak {hwm:.1} MiB, now {rss:.1} MiB (Python: 162 MB)");
-            drop(server);
-            statements_per_run(&config, &dir, &client).await;
+        if bench.python.is_none() {
+            println!("(agno serve only: set AGNO_BENCH_PYTHON, or run scripts/bench/compare-python, to measure Python AgentOS beside it)");
         }
-        println!(
-            "  durable background runs, 1,000 per row from c clients to max_concurrency = c (accepted -> all COMPLETED; \
-             Python on PostgreSQL 15, c=32: accept 52/s, p50 579 ms, p99 988 ms; 19 runs/s; all done after 52 s):"
-        );
-        let write_config = |name: &str, url: &str, concurrency: usize| {
-            let path = dir.join(name);
-            std::fs::write(
-                &path,
-                format!(
-                    "[db]\nurl = \"{url}\"\n[queue]\nmax_concurrency = {concurrency}\npoll_interval_ms = 100\n[[agents]]\nid = \"bench\"\n\
-                     model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-bench\" }}\n",
-                    provider.base_url()
+        let mut table = Table::default();
+        if only.is_empty() || only == "http" {
+            for side in bench.sides() {
+                http(&bench, side, &client, &mut table).await;
+            }
+            statements_per_run(&bench.agno_config(&sqlite_url("statements.db"), None), &dir, &client).await;
+        }
+        if only.is_empty() || only == "queue" {
+            println!("durable background runs, 1,000 per row from c clients to max_concurrency = c (accepted -> all COMPLETED):");
+            // `AGNO_BENCH_CONCURRENCY=32`: only that row (comma-separated for several).
+            let rows: Vec<usize> = match std::env::var("AGNO_BENCH_CONCURRENCY") {
+                Ok(list) => list.split(',').map(|c| c.trim().parse().expect("AGNO_BENCH_CONCURRENCY: numbers")).collect(),
+                Err(_) => vec![8, 32, 128],
+            };
+            for &concurrency in &rows {
+                let db = sqlite_url(&format!("bg-{concurrency}.db"));
+                let figures = background(&bench, Side::Agno, &db, concurrency, 1000, None).await;
+                table.set(&format!("durable queue on SQLite, runs/s, c={concurrency}"), true, Side::Agno, figures.runs_per_s);
+            }
+            if bench.python.is_some() {
+                println!("    Python  SQLite: not measured (Python's durable queue needs PostgreSQL or Redis)");
+            }
+            match std::env::var("AGNO_BENCH_PG") {
+                Ok(url) => {
+                    let target = PgTarget::new(&url);
+                    for side in bench.sides() {
+                        for &concurrency in &rows {
+                            let f = background(&bench, side, &url, concurrency, 1000, Some(&target)).await;
+                            let label = format!("durable queue on PostgreSQL, c={concurrency}");
+                            table.set(&format!("{label}: accepted/s"), true, side, f.accept_per_s);
+                            table.set(&format!("{label}: runs/s"), true, side, f.runs_per_s);
+                            if let Some(n) = f.per_run {
+                                let what = if target.statements { "statements" } else { "transactions" };
+                                table.set(&format!("{label}: {what}/run"), false, side, n);
+                            }
+                        }
+                    }
+                    target.query(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", target.schema));
+                }
+                Err(_) => println!(
+                    "    PostgreSQL: set AGNO_BENCH_PG=postgresql://...?schema=agno_bench_queue to measure it \
+                     (a database of its own keeps other clients out of the statement counts)"
                 ),
-            )
-            .unwrap();
-            path
-        };
-        // `AGNO_BENCH_CONCURRENCY=32`: only that row (comma-separated for several).
-        let rows: Vec<usize> = match std::env::var("AGNO_BENCH_CONCURRENCY") {
-            Ok(list) => list.split(',').map(|c| c.trim().parse().expect("AGNO_BENCH_CONCURRENCY: numbers")).collect(),
-            Err(_) => vec![8, 32, 128],
-        };
-        for &concurrency in &rows {
-            let db = format!("sqlite://{}", dir.join(format!("bg-{concurrency}.db")).display());
-            let sqlite = write_config(&format!("bg-sqlite-{concurrency}.toml"), &db, concurrency);
-            background(&sqlite, "SQLite    ", concurrency, 1000, None).await;
-        }
-        match std::env::var("AGNO_BENCH_PG") {
-            Ok(url) => {
-                let target = PgTarget::new(&url);
-                for &concurrency in &rows {
-                    let pg = write_config(&format!("bg-pg-{concurrency}.toml"), &url, concurrency);
-                    background(&pg, "PostgreSQL", concurrency, 1000, Some(&target)).await;
-                }
-                target.query(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", target.schema));
             }
-            Err(_) => println!(
-                "    PostgreSQL: set AGNO_BENCH_PG=postgresql://...?schema=agno_bench_queue to measure it \
-                 (a database of its own keeps other clients out of the statement counts)"
-            ),
         }
+        table.print();
         let _ = std::fs::remove_dir_all(&dir);
     });
 }

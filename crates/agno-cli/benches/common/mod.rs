@@ -103,26 +103,41 @@ pub async fn start_logging_server(
     filter: &str,
     log: Option<&std::path::Path>,
 ) -> (Server, Duration) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let started = Instant::now();
+    let port = free_port();
     let stderr = match log {
         Some(p) => Stdio::from(std::fs::File::create(p).unwrap()),
         None => Stdio::null(),
     };
-    let child = Command::new(agno_bin())
+    let mut command = Command::new(agno_bin());
+    command
         .args(["serve", "--config", config.to_str().unwrap(), "--port", &port.to_string()])
         .env("AGNO_LOG", filter)
-        .stderr(stderr)
-        .spawn()
-        .unwrap();
+        .stderr(stderr);
+    start_command(command, port).await
+}
+
+/// A free port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Spawns `command` (a server that will listen on `port`) and waits until its `/health` answers
+/// (at most 60 s); returns it and the time that took.
+pub async fn start_command(mut command: Command, port: u16) -> (Server, Duration) {
+    let started = Instant::now();
+    let program = command.get_program().to_string_lossy().into_owned();
+    let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if client.get(format!("{base}/health")).send().await.is_ok_and(|r| r.status().is_success()) {
             break;
         }
-        assert!(Instant::now() < deadline, "agno serve did not start");
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{program} exited before serving /health: {status}");
+        }
+        assert!(Instant::now() < deadline, "{program} did not serve /health within 60 s");
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     (Server { child, port, base }, started.elapsed())

@@ -1,0 +1,88 @@
+# What scripts/test and scripts/bench/compare-python share: the local services and the Python
+# Agno 3.1 venv. Sourced; the caller defines `say` (its own prefix on messages).
+
+port_open() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+
+# Waits (bounded) until a local port accepts connections.
+wait_port() {
+  for _ in $(seq 1 60); do
+    if port_open "$1"; then return 0; fi
+    sleep 0.5
+  done
+  say "$2 on port $1 is still closed after 30 s" >&2
+  return 1
+}
+
+# Starts each service that is down (Debian packages postgresql, redis-server, mariadb-server;
+# run as a user allowed to start them) and waits until all accept connections.
+start_services() {
+  if ! port_open 5432; then
+    say "starting PostgreSQL"
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || say "PostgreSQL did not start"
+  fi
+  if ! port_open 6379; then
+    say "starting Redis"
+    redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+      --dir /var/lib/redis --logfile /var/log/redis/agno-tests.log || say "Redis did not start"
+  fi
+  if ! port_open 3306; then
+    say "starting MariaDB"
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd || say "MariaDB did not start"
+  fi
+  wait_port 5432 PostgreSQL
+  wait_port 6379 Redis
+  wait_port 3306 MariaDB
+}
+
+# Python Agno 3.1 for the interop tests (read what we write, write what we read, agno.client,
+# and a Python AgentOS for shape parity).
+ensure_python() {
+  local venv="$HOME/.cache/agno-py-3.1"
+  if ! "$venv/bin/python" -c 'import agno, sqlalchemy.ext.asyncio, psycopg, pymysql, redis, fastapi, uvicorn, multipart, openai, lancedb, tantivy, pgvector, croniter, pytz, mcp, toolbox_core, fastmcp, anthropic, google.genai, ollama, boto3' 2>/dev/null; then
+    say "creating the Python Agno 3.1 venv in $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'agno==3.1.10' 'sqlalchemy[asyncio]' 'psycopg[binary]' pymysql redis fastapi uvicorn python-multipart openai \
+      'lancedb==0.40.0' 'pylance==14.0.2' 'tantivy==0.27.0' 'pgvector==0.5.1' 'croniter==7.0.0' 'pytz==2026.6' 'mcp==2.3.0' 'toolbox-core==1.4.0' 'fastmcp==4.2.3' \
+      'anthropic==2.15.0' 'google-genai==3.6.1' 'ollama==0.6.3' 'boto3==1.44.8'
+  fi
+  export AGNO_PYTHON="$venv/bin/python"
+}
+
+# The npm packages the tests run, pinned: the tests assert their exact strings.
+PLAYWRIGHT_CORE=1.65.1
+MCP_SERVERS=2026.8.31
+
+# True when the npm package in directory $1 is at version $2.
+installed() {
+  [ -f "$1/package.json" ] && grep -q "\"version\": \"$2\"" "$1/package.json"
+}
+
+# A real browser for the CORS test: Debian's Chromium driven by playwright-core (no download of
+# a browser).
+ensure_browser() {
+  if [ ! -x /usr/bin/chromium ]; then
+    say "installing chromium"
+    apt-get install -y -q chromium >/dev/null || say "chromium did not install"
+  fi
+  local dir="$HOME/.cache/agno-browser"
+  if ! installed "$dir/node_modules/playwright-core" "$PLAYWRIGHT_CORE"; then
+    say "installing playwright-core $PLAYWRIGHT_CORE in $dir"
+    mkdir -p "$dir"
+    (cd "$dir" && npm init -y >/dev/null && npm install --silent "playwright-core@$PLAYWRIGHT_CORE") || say "playwright-core did not install"
+  fi
+  export AGNO_PLAYWRIGHT_CORE="$dir/node_modules/playwright-core"
+}
+
+# The MCP reference servers from the npm registry (the MCP tests run tools of servers we did not
+# write).
+ensure_mcp_servers() {
+  local dir="$HOME/.cache/agno-mcp-servers"
+  if ! installed "$dir/node_modules/@modelcontextprotocol/server-everything" "$MCP_SERVERS" \
+    || ! installed "$dir/node_modules/@modelcontextprotocol/server-filesystem" "$MCP_SERVERS"; then
+    say "installing the MCP reference servers $MCP_SERVERS in $dir"
+    mkdir -p "$dir"
+    (cd "$dir" && npm init -y >/dev/null && npm install --silent "@modelcontextprotocol/server-everything@$MCP_SERVERS" \
+      "@modelcontextprotocol/server-filesystem@$MCP_SERVERS") || say "the MCP reference servers did not install"
+  fi
+  export AGNO_MCP_SERVERS="$dir"
+}
