@@ -40,7 +40,8 @@ pub struct JobTables {
 
 /// The next claimable job, in Agno's order: one live run per session, in order (a job waits
 /// while another of its session is running or paused, or an older one is still queued); then
-/// the oldest queued or stale-running job with attempts left. One pass over the jobs.
+/// the queued or stale-running job with attempts left that became available first (then the
+/// oldest). One pass over the jobs.
 fn next_claimable(jobs: &HashMap<String, Job>, stale: i64, now: i64) -> Option<String> {
     let mut live: HashMap<&str, Vec<&str>> = HashMap::new();
     let mut oldest_queued: HashMap<&str, (i64, &str)> = HashMap::new();
@@ -66,7 +67,7 @@ fn next_claimable(jobs: &HashMap<String, Job>, stale: i64, now: i64) -> Option<S
                         && j.locked_at.is_some_and(|t| t <= stale)
                         && j.attempt < j.max_attempts))
         })
-        .min_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.cmp(&b.id)))
+        .min_by(|a, b| (a.available_at, a.created_at, &a.id).cmp(&(b.available_at, b.created_at, &b.id)))
         .map(|j| j.id.clone())
 }
 

@@ -207,7 +207,7 @@ impl MySqlDb {
         // matched, and concurrent claimers would skip them all); each is then locked alone with
         // SKIP LOCKED and checked again, so two workers never claim one job.
         let sql = format!(
-            "SELECT id FROM `{t}` j WHERE {claimable} ORDER BY created_at ASC, CAST(id AS BINARY) ASC LIMIT {CLAIM_CANDIDATES}"
+            "SELECT id FROM `{t}` j WHERE {claimable} ORDER BY available_at ASC, created_at ASC, CAST(id AS BINARY) ASC LIMIT {CLAIM_CANDIDATES}"
         );
         let candidates: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql))
             .bind(now)

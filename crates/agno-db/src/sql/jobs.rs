@@ -78,9 +78,11 @@ pub(crate) fn job_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResu
     })
 }
 
-/// `jobs` in claim order: oldest first, then by the bytes of the id.
+/// `jobs` in claim order: available first, then oldest, then by the bytes of the id.
 pub(crate) fn oldest_first(mut jobs: Vec<Job>) -> Vec<Job> {
-    jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then_with(|| a.id.as_bytes().cmp(b.id.as_bytes())));
+    jobs.sort_by(|a, b| {
+        (a.available_at, a.created_at, a.id.as_bytes()).cmp(&(b.available_at, b.created_at, b.id.as_bytes()))
+    });
     jobs
 }
 

@@ -129,30 +129,41 @@ impl SqliteDb {
         let t = &self.tables().jobs;
         // One live run per session, in order: a job waits while another job of its session is
         // running or paused, or an older one of its session is still queued.
-        let claimable = format!(
-            "available_at <= ? AND deployment_id IS NULL AND (status = 'queued' \
-             OR (status = 'running' AND locked_at <= ? AND attempt < max_attempts)) \
-             AND NOT EXISTS (SELECT 1 FROM {t} o WHERE o.session_id = {t}.session_id AND o.id <> {t}.id \
-             AND (o.status IN ('running', 'paused') OR (o.status = 'queued' AND (o.created_at < {t}.created_at \
-             OR (o.created_at = {t}.created_at AND o.id < {t}.id)))))"
+        let session_free = format!(
+            "NOT EXISTS (SELECT 1 FROM {t} o WHERE o.session_id = j.session_id AND o.id <> j.id \
+             AND (o.status IN ('running', 'paused') OR (o.status = 'queued' AND (o.created_at < j.created_at \
+             OR (o.created_at = j.created_at AND o.id < j.id)))))"
         );
+        // Queued jobs and stale running ones (a dead worker's) are picked apart, each walking the
+        // `(status, available_at)` index in claim order and stopping at the limit; one ORDER BY
+        // over `status = 'queued' OR ...` sorted every queued row per claim, so the claim cost
+        // grew with the backlog.
+        let branch = |which: &str| {
+            format!(
+                "SELECT * FROM (SELECT id, available_at, created_at FROM {t} j WHERE {which} AND available_at <= ? \
+                 AND deployment_id IS NULL AND {session_free} ORDER BY available_at, created_at, id LIMIT ?)"
+            )
+        };
         // One statement: SQLite's single writer makes the pick and the claim atomic.
         let sql = format!(
             "UPDATE {t} SET status = 'running', locked_by = ?, locked_at = ?, attempt = attempt + 1, updated_at = ? \
-             WHERE id IN (SELECT id FROM {t} WHERE {claimable} ORDER BY created_at, id LIMIT ?) AND {claimable} \
-             RETURNING {JOB_COLUMNS}"
+             WHERE id IN (SELECT id FROM ({} UNION ALL {}) ORDER BY available_at, created_at, id LIMIT ?) \
+             RETURNING {JOB_COLUMNS}",
+            branch("status = 'queued'"),
+            branch("status = 'running' AND locked_at <= ? AND attempt < max_attempts"),
         );
-        let stale = now - lock_grace_seconds;
+        let (stale, limit) = (now - lock_grace_seconds, i64::try_from(limit).unwrap_or(i64::MAX));
         let _turn = self.write_turn().await;
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(worker_id)
             .bind(now)
             .bind(now)
             .bind(now)
+            .bind(limit)
             .bind(stale)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .bind(now)
-            .bind(stale)
+            .bind(limit)
+            .bind(limit)
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error("cannot claim jobs", e))?;
