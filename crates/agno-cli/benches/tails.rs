@@ -1,6 +1,6 @@
 //! Many SSE tails of background runs on one replica: `R` background runs (SQLite, the fake model
-//! waiting 2 s before it streams a long answer) and `T` tails per run (`POST .../resume` from
-//! index -1: the logged events replayed, then the live ones followed), all open at once. Checks
+//! waiting 2 s before it streams a long answer) and `T` tails per run (`POST .../resume` without
+//! `last_event_index`: the logged events replayed, then the live ones followed), all open at once. Checks
 //! that every tail gets every event of its run, in order and ending with the run's completion,
 //! and prints the time until the last tail closed, the server's peak RSS, open file descriptors
 //! and CPU per tail.
@@ -41,9 +41,13 @@ fn raise_fd_limit() -> u64 {
 
 /// One tail: the events' names in order, until the stream ends.
 async fn tail(client: reqwest::Client, url: String) -> Vec<String> {
-    let form = reqwest::multipart::Form::new().text("last_event_index", "-1");
+    // No `last_event_index`: from the first event.
+    let form = reqwest::multipart::Form::new();
     let resp = client.post(&url).multipart(form).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 200, "tail {url}");
+    let status = resp.status().as_u16();
+    if status != 200 {
+        panic!("tail {url}: {status} {}", resp.text().await.unwrap_or_default());
+    }
     let mut names = Vec::new();
     let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
     while let Some(ev) = events.next().await {
@@ -83,7 +87,7 @@ fn main() {
         let (_, idle_rss) = rss_mib(pid);
         let idle_fds = fds(pid);
         println!(
-            "{total} SSE tails ({runs} background runs x {per_run} tails each, from index -1), agno serve on SQLite; \
+            "{total} SSE tails ({runs} background runs x {per_run} tails each, from the first event), agno serve on SQLite; \
              idle RSS {idle_rss:.1} MiB, {idle_fds} fds"
         );
         let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
