@@ -19,35 +19,118 @@ use tokio::sync::{mpsc, watch};
 /// Events read per round trip while catching up.
 const PAGE: usize = 256;
 
-/// Per-run wake-ups for tails of this replica: a writer (or a notification from another
-/// replica) marks the run changed; tails waiting on it read the log again. A wake-up is only a
-/// hint; the log decides what is sent.
+/// Per-run wake-ups and the shared log reads of this replica's tails: a writer (or a
+/// notification from another replica) marks the run changed; tails waiting on it look again. A
+/// wake-up is only a hint; the log decides what is sent. The tails of one run read the database
+/// once between them ([`RunLog`]), not once each.
 #[derive(Debug, Default)]
 pub struct Waiters {
-    runs: Mutex<HashMap<String, watch::Sender<()>>>,
+    runs: Mutex<HashMap<String, Shared>>,
+}
+
+/// What the tails of one run share: the wake-up channel and the events read so far.
+#[derive(Debug)]
+struct Shared {
+    wake: watch::Sender<()>,
+    log: Arc<tokio::sync::Mutex<RunLog>>,
+}
+
+/// The events of one run read so far (from the start of its log, in order) as encoded frames,
+/// whether its job had settled when they were read, and when that read started. Held while the
+/// run has tails; a frame's bytes are shared by every tail that sends it.
+#[derive(Debug, Default)]
+struct RunLog {
+    events: Vec<Logged>,
+    settled: bool,
+    read_at: Option<tokio::time::Instant>,
+}
+
+/// One event of the log, encoded once.
+#[derive(Debug, Clone)]
+struct Logged {
+    index: i64,
+    ends_stream: bool,
+    frame: Frame,
 }
 
 impl Waiters {
     /// Marks `run_id` changed, waking its tails (if any).
     pub fn wake(&self, run_id: &str) {
         if let Ok(runs) = self.runs.lock()
-            && let Some(tx) = runs.get(run_id)
+            && let Some(shared) = runs.get(run_id)
         {
-            tx.send_replace(());
+            shared.wake.send_replace(());
         }
     }
 
-    fn subscribe(&self, run_id: &str) -> Option<watch::Receiver<()>> {
+    fn subscribe(&self, run_id: &str) -> Option<(watch::Receiver<()>, Arc<tokio::sync::Mutex<RunLog>>)> {
         let mut runs = self.runs.lock().ok()?;
-        Some(runs.entry(run_id.to_owned()).or_insert_with(|| watch::channel(()).0).subscribe())
+        let shared =
+            runs.entry(run_id.to_owned()).or_insert_with(|| Shared { wake: watch::channel(()).0, log: Arc::default() });
+        Some((shared.wake.subscribe(), Arc::clone(&shared.log)))
     }
 
     fn release(&self, run_id: &str) {
         if let Ok(mut runs) = self.runs.lock()
-            && runs.get(run_id).is_some_and(|tx| tx.receiver_count() == 0)
+            && runs.get(run_id).is_some_and(|shared| shared.wake.receiver_count() == 0)
         {
             runs.remove(run_id);
         }
+    }
+}
+
+impl RunLog {
+    /// The events after index `after` and whether the job had settled, from a read of the
+    /// database that started at `since` or later: the first tail to ask after a wake-up reads
+    /// (the job's state, then the log past what is held), the others reuse what it read.
+    async fn since(
+        log: &tokio::sync::Mutex<RunLog>,
+        jobs: &dyn JobStore,
+        run_id: &str,
+        after: i64,
+        since: tokio::time::Instant,
+    ) -> (Vec<Logged>, bool) {
+        let mut log = log.lock().await;
+        if log.read_at.is_none_or(|at| at < since) {
+            log.read(jobs, run_id).await;
+        }
+        let first = log.events.partition_point(|e| e.index <= after);
+        (log.events[first..].to_vec(), log.settled)
+    }
+
+    async fn read(&mut self, jobs: &dyn JobStore, run_id: &str) {
+        let started = tokio::time::Instant::now();
+        // The job's state is read before the log: a settled job wrote its last event earlier.
+        let settled_now = match jobs.get_job(run_id, None).await {
+            Ok(Some(job)) => settled(job.status, job.locked_by.as_deref()),
+            Ok(None) => true,
+            Err(e) => {
+                tracing::warn!(run = %run_id, error = %e, "tail: cannot read the job; retrying");
+                return;
+            }
+        };
+        loop {
+            let after = self.events.last().map_or(-1, |e| e.index);
+            match jobs.read_events(run_id, after, PAGE).await {
+                Ok(batch) => {
+                    let full = batch.len() == PAGE;
+                    self.events.extend(batch.iter().map(|event| Logged {
+                        index: event.event_index,
+                        ends_stream: event.ends_stream(),
+                        frame: frame(event),
+                    }));
+                    if !full {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(run = %run_id, error = %e, "tail: cannot read the event log; retrying");
+                    return;
+                }
+            }
+        }
+        self.settled = settled_now;
+        self.read_at = Some(started);
     }
 }
 
@@ -148,8 +231,11 @@ pub fn tail(source: TailSource, run_id: String, after: i64) -> impl Stream<Item 
     // Few frames ahead: the response's own buffer bounds what waits for the client.
     let (tx, rx) = mpsc::channel::<Frame>(8);
     tokio::spawn(async move {
-        let mut wake = source.waiters.subscribe(&run_id);
-        follow(&source, &run_id, after, &tx, wake.as_mut()).await;
+        let (mut wake, log) = match source.waiters.subscribe(&run_id) {
+            Some((wake, log)) => (Some(wake), log),
+            None => (None, Arc::default()),
+        };
+        follow(&source, &run_id, after, &tx, wake.as_mut(), &log).await;
         drop(wake);
         source.waiters.release(&run_id);
     });
@@ -162,6 +248,7 @@ async fn follow(
     mut after: i64,
     tx: &mpsc::Sender<Frame>,
     mut wake: Option<&mut watch::Receiver<()>>,
+    log: &tokio::sync::Mutex<RunLog>,
 ) {
     // The event at `after` tells whether the client already saw the end.
     let mut ended = match after {
@@ -179,32 +266,16 @@ async fn follow(
         if let Some(w) = wake.as_deref_mut() {
             w.borrow_and_update();
         }
-        // The job's state is read before the log: a settled job wrote its last event earlier.
-        let done = match source.jobs.get_job(run_id, None).await {
-            Ok(Some(job)) => settled(job.status, job.locked_by.as_deref()),
-            Ok(None) => true,
-            Err(e) => {
-                tracing::warn!(run = %run_id, error = %e, "tail: cannot read the job; retrying");
-                false
-            }
-        };
-        let batch = match source.jobs.read_events(run_id, after, PAGE).await {
-            Ok(batch) => batch,
-            Err(e) => {
-                tracing::warn!(run = %run_id, error = %e, "tail: cannot read the event log; retrying");
-                Vec::new()
-            }
-        };
-        let full = batch.len() == PAGE;
-        for event in batch {
-            after = event.event_index;
-            ended = event.ends_stream();
-            if tx.send(frame(&event)).await.is_err() {
+        // What was written before this moment (the wake-up's write included) is in a read that
+        // starts now or later.
+        let woke = tokio::time::Instant::now();
+        let (events, done) = RunLog::since(log, source.jobs.as_ref(), run_id, after, woke).await;
+        for event in events {
+            after = event.index;
+            ended = event.ends_stream;
+            if tx.send(event.frame).await.is_err() {
                 return;
             }
-        }
-        if full {
-            continue;
         }
         if done {
             if !ended && let Some(last) = closing_frame(source.db.as_ref(), run_id).await {

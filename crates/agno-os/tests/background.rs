@@ -503,6 +503,46 @@ async fn a_resume_during_the_run_follows_it_live() {
     assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
 }
 
+/// Many tails of one live run (they share the replica's reads of its log): each gets every
+/// event after its index, once, in order, byte for byte the same as the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_tails_of_one_run_get_the_same_events() {
+    let (os, provider) = slow("", 10).await;
+    provider.push(Reply::text("first"));
+    provider.set_latency(Duration::from_millis(700));
+    let r = submit(&os, "slow", "follow me, all of you", None).await;
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    wait_status(&os, "slow", &run_id, &["RUNNING"]).await;
+    let mut tails = Vec::new();
+    for i in 0..24 {
+        let (client, base, run_id) = (os.client.clone(), os.base.clone(), run_id.clone());
+        tails.push(tokio::spawn(async move {
+            // Every third tail resumes after the first event.
+            let mut form = reqwest::multipart::Form::new();
+            if i % 3 == 0 {
+                form = form.text("last_event_index", "0");
+            }
+            let url = format!("{base}/agents/slow/runs/{run_id}/resume");
+            frames(client.post(url).multipart(form).send().await.unwrap()).await
+        }));
+    }
+    let mut seen = Vec::new();
+    for t in tails {
+        seen.push(t.await.unwrap());
+    }
+    let everything = &seen[1];
+    assert_eq!(everything.first().map(|f| f.event.as_str()), Some("RunStarted"), "{everything:?}");
+    assert_eq!(everything.last().map(|f| f.event.as_str()), Some("RunCompleted"), "{everything:?}");
+    let ids: Vec<u64> = everything.iter().map(|f| f.id.parse().unwrap()).collect();
+    assert!(ids.iter().enumerate().all(|(i, id)| *id == i as u64), "from 0, without gaps: {ids:?}");
+    for (i, tail) in seen.iter().enumerate() {
+        let want = if i % 3 == 0 { &everything[1..] } else { &everything[..] };
+        let got: Vec<(&str, &str)> = tail.iter().map(|f| (f.id.as_str(), f.data.as_str())).collect();
+        let want: Vec<(&str, &str)> = want.iter().map(|f| (f.id.as_str(), f.data.as_str())).collect();
+        assert_eq!(got, want, "tail {i}");
+    }
+}
+
 /// Cancelling a running background run: recorded in the database, the worker stops the run and
 /// records its end (`RunCancelled` in the log, the run CANCELLED); a second cancel is 409.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
