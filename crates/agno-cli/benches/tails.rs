@@ -9,7 +9,7 @@
 //! `AGNO_TAILS_PER_RUN`, default 100: 10,000 tails). Needs a file-descriptor limit above the
 //! tail count for this process and the server (`ulimit -n`); the bench raises its soft limit to
 //! the hard one.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 

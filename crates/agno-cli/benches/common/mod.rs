@@ -1,5 +1,5 @@
 //! What the benchmarks share: the `agno` binary, `agno serve` processes, percentiles and RSS.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
