@@ -170,7 +170,7 @@ impl PostgresDb {
     }
 
     /// `JobStore::claim_jobs`, as this database picks and locks the first claimable jobs: one
-    /// statement for the whole batch.
+    /// statement for the whole batch (`limit` is at least 1: `job_store!` answers 0 itself).
     pub(crate) async fn claim_batch(
         &self,
         worker_id: &str,
@@ -178,9 +178,6 @@ impl PostgresDb {
         lock_grace_seconds: i64,
         now: i64,
     ) -> DbResult<Vec<Job>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
         let t = self.qualified(&self.tables().jobs);
         // SKIP LOCKED passes over a row another worker is claiming; a row claimed and committed
         // since this statement's snapshot is re-checked against the predicate and skipped too.

@@ -238,6 +238,9 @@ macro_rules! job_store {
                 Ok(self.claim_batch(worker_id, 1, lock_grace_seconds, now).await?.pop())
             }
             async fn claim_jobs(&self, worker_id: &str, limit: usize, lock_grace_seconds: i64, now: i64) -> agno_core::DbResult<Vec<agno_core::Job>> {
+                if limit == 0 {
+                    return Ok(Vec::new());
+                }
                 self.claim_batch(worker_id, limit, lock_grace_seconds, now).await
             }
             async fn heartbeat_jobs(&self, worker_id: &str, job_ids: &[String], now: i64) -> agno_core::DbResult<u64> {

@@ -77,9 +77,9 @@ pub(crate) trait SqlDb: Send + Sync {
         self.put_run(conn, run, sid, user).await
     }
 
-    /// The lock writers of this process take turns on, where the database has a single writer
-    /// (SQLite); none elsewhere.
-    fn write_lock(&self) -> Option<&tokio::sync::Mutex<()>> {
+    /// This process's turn to write, where the database has a single writer (SQLite: held until
+    /// the guard drops); none elsewhere.
+    async fn writer_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         None
     }
 
@@ -400,10 +400,7 @@ impl<'a, A: SqlDb> Tx<'a, A> {
     /// # Errors
     /// No connection, or the database refuses the transaction.
     pub(crate) async fn begin(db: &'a A) -> DbResult<Self> {
-        let turn = match db.write_lock() {
-            Some(lock) => Some(lock.lock().await),
-            None => None,
-        };
+        let turn = db.writer_turn().await;
         let tx = match A::D::BEGIN {
             Some(begin) => db.pool().begin_with(begin).await,
             None => db.pool().begin().await,
@@ -585,10 +582,7 @@ pub(crate) async fn changed<A: SqlDb>(
     (sql, values): (String, sea_query_sqlx::SqlxValues),
     what: &str,
 ) -> DbResult<u64> {
-    let _turn = match db.write_lock() {
-        Some(lock) => Some(lock.lock().await),
-        None => None,
-    };
+    let _turn = db.writer_turn().await;
     let mut tries = 1;
     loop {
         match A::D::execute_built(db.pool(), &sql, values.clone()).await.map_err(|e| A::D::error(what, e)) {

@@ -115,7 +115,7 @@ impl SqliteDb {
     }
 
     /// `JobStore::claim_jobs`, as this database picks and locks the first claimable jobs: one
-    /// statement for the whole batch.
+    /// statement for the whole batch (`limit` is at least 1: `job_store!` answers 0 itself).
     pub(crate) async fn claim_batch(
         &self,
         worker_id: &str,
@@ -123,9 +123,6 @@ impl SqliteDb {
         lock_grace_seconds: i64,
         now: i64,
     ) -> DbResult<Vec<Job>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
         let t = &self.tables().jobs;
         // One live run per session, in order: a job waits while another job of its session is
         // running or paused, or an older one of its session is still queued.

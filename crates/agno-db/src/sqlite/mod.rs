@@ -65,31 +65,27 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 /// SQLite's own 1,000-page threshold would allow: a run's write touches a dozen pages).
 const CHECKPOINT_WRITES: u64 = 64;
 
-/// Checkpoints the WAL every [`CHECKPOINT_EVERY`] when the WAL file `wal` changed since the
-/// last checkpoint: first `PASSIVE` while writers go on (it copies most frames and never waits),
-/// then again in the write turn, so the few frames written meanwhile are copied too and the next
-/// write starts the WAL over (with writers never pausing, a checkpoint never catches up and the
-/// WAL grows without bound). Left to SQLite (`wal_autocheckpoint`), the whole checkpoint runs
-/// inside the commit that crosses 1,000 WAL pages, and that request pays for it (p99 at one
-/// client 8-10 ms against 4.7 ms here, and 130-200 ms p99 stalls at 32 clients seen in some
-/// runs: serve bench, 2026-12-05). Nothing is checkpointed without writes of this process or
-/// without a WAL file (in memory).
+/// Checkpoints the WAL every [`CHECKPOINT_EVERY`] after writes of this process (another
+/// process checkpoints its own): first `PASSIVE` while writers go on (it copies most frames and
+/// never waits), then again in the write turn, so the few frames written meanwhile are copied
+/// too and the next write starts the WAL over (with writers never pausing, a checkpoint never
+/// catches up and the WAL grows without bound). Left to SQLite (`wal_autocheckpoint`), the whole
+/// checkpoint runs inside the commit that crosses 1,000 WAL pages, and that request pays for it
+/// (p99 at one client 8-10 ms against 4.7 ms here, and 130-200 ms p99 stalls at 32 clients seen
+/// in some runs: serve bench, 2026-12-05). An idle server checkpoints nothing.
 fn spawn_checkpointer(
     pool: SqlitePool,
-    wal: std::path::PathBuf,
     write_lock: Arc<tokio::sync::Mutex<()>>,
     writes: Arc<std::sync::atomic::AtomicU64>,
     due: Arc<tokio::sync::Notify>,
 ) -> tokio::task::AbortHandle {
     tokio::spawn(async move {
-        let modified = |wal: &std::path::Path| std::fs::metadata(wal).and_then(|m| m.modified()).ok();
         let checkpoint = || async {
             if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&pool).await {
                 tracing::debug!(error = %e, "background WAL checkpoint failed; trying again later");
             }
         };
-        let mut checkpointed = modified(&wal);
-        let mut written = 0;
+        let mut checkpointed = 0;
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + CHECKPOINT_EVERY, CHECKPOINT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -100,15 +96,14 @@ fn spawn_checkpointer(
             if pool.is_closed() {
                 break;
             }
-            // Only after writes of this process (another process checkpoints its own).
-            let now = writes.load(Ordering::Relaxed);
-            if now == written || modified(&wal).is_none_or(|m| Some(m) == checkpointed) {
+            if writes.load(Ordering::Relaxed) == checkpointed {
                 continue;
             }
-            written = now;
             checkpoint().await;
             let _turn = write_lock.lock().await;
-            checkpointed = modified(&wal);
+            // Every write counted so far has ended (a writer counts itself inside its turn): the
+            // pass below copies it.
+            checkpointed = writes.load(Ordering::Relaxed);
             checkpoint().await;
         }
     })
@@ -157,21 +152,14 @@ impl SqliteDb {
             .pragma("wal_autocheckpoint", "0");
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
-            .connect_with(options.clone())
+            .connect_with(options)
             .await
             .map_err(|e| db_error(&format!("cannot open sqlite database {url}"), e))?;
         let write_lock = Arc::new(tokio::sync::Mutex::new(()));
-        let mut wal = options.get_filename().as_os_str().to_owned();
-        wal.push("-wal");
         let checkpoint_due = Arc::new(tokio::sync::Notify::new());
         let writes = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let checkpointer = spawn_checkpointer(
-            pool.clone(),
-            wal.into(),
-            Arc::clone(&write_lock),
-            Arc::clone(&writes),
-            Arc::clone(&checkpoint_due),
-        );
+        let checkpointer =
+            spawn_checkpointer(pool.clone(), Arc::clone(&write_lock), Arc::clone(&writes), Arc::clone(&checkpoint_due));
         let db = Self {
             pool,
             tables,
@@ -202,15 +190,13 @@ impl SqliteDb {
 
     /// Waits for this process's turn to write.
     pub(crate) async fn write_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.count_write();
-        self.write_lock.lock().await
-    }
-
-    /// Counts a write turn; every [`CHECKPOINT_WRITES`] wakes the checkpointer.
-    fn count_write(&self) {
+        let turn = self.write_lock.lock().await;
+        // Counted once the turn is ours: a checkpoint that holds the turn has seen every write
+        // counted before it end. Every [`CHECKPOINT_WRITES`] wakes the checkpointer.
         if self.writes.fetch_add(1, Ordering::Relaxed) % CHECKPOINT_WRITES == CHECKPOINT_WRITES - 1 {
             self.checkpoint_due.notify_one();
         }
+        turn
     }
 
     pub(crate) fn has_runs_table(&self) -> bool {
@@ -293,9 +279,8 @@ impl crate::sql::SqlDb for SqliteDb {
     fn table_ref(&self, table: &str) -> sea_query::TableRef {
         sea_query::Alias::new(table).into()
     }
-    fn write_lock(&self) -> Option<&tokio::sync::Mutex<()>> {
-        self.count_write();
-        Some(&self.write_lock)
+    async fn writer_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        Some(self.write_turn().await)
     }
     fn has_runs_table(&self) -> bool {
         SqliteDb::has_runs_table(self)
