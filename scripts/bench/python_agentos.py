@@ -13,20 +13,17 @@ every 100 ms like agno serve's bench config; Python's durable queue needs Postgr
 """
 
 import argparse
-import urllib.parse
+import importlib.util
+import pathlib
 
 
 def make_db(url):
-    if url.startswith("sqlite://"):
-        from agno.db.sqlite import SqliteDb
-
-        return SqliteDb(db_file=url[len("sqlite://"):])
-    from agno.db.postgres import PostgresDb
-
-    parsed = urllib.parse.urlparse(url)
-    schema = urllib.parse.parse_qs(parsed.query).get("schema", ["ai"])[0]
-    base = urllib.parse.urlunparse(parsed._replace(query="", scheme="postgresql+psycopg"))
-    return PostgresDb(db_url=base, db_schema=schema)
+    """The database as the interop script opens it (`scripts/interop/python_agentos.py`)."""
+    path = pathlib.Path(__file__).resolve().parent.parent / "interop" / "python_agentos.py"
+    spec = importlib.util.spec_from_file_location("interop_python_agentos", path)
+    interop = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(interop)
+    return interop.make_db(url)
 
 
 def main():

@@ -14,12 +14,10 @@
 mod common;
 
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
-use common::start_server;
+use common::{load, start_server};
 
 /// A model endpoint that accepts connections and never answers: the accepting replica's one
 /// worker slot stays busy, so everything it accepts stays queued.
@@ -67,17 +65,12 @@ async fn backlog(label: &str, db: &str, jobs: usize, dir: &std::path::Path, mode
 
     let (acceptor, _) = start_server(&accepting).await;
     let url = format!("{}/agents/bench/runs", acceptor.base);
-    let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
-    let mut clients = Vec::new();
-    for _ in 0..32 {
-        let (client, url, next) = (client.clone(), url.clone(), Arc::clone(&next));
-        clients.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= jobs {
-                    break;
-                }
+    let submit = {
+        let client = client.clone();
+        move |i: usize| {
+            let (client, url) = (client.clone(), url.clone());
+            async move {
                 let form = reqwest::multipart::Form::new()
                     .text("message", format!("backlog {i}"))
                     .text("stream", "false")
@@ -85,12 +78,11 @@ async fn backlog(label: &str, db: &str, jobs: usize, dir: &std::path::Path, mode
                     .text("session_id", format!("backlog-{i}"));
                 let resp = client.post(&url).multipart(form).send().await.unwrap();
                 assert_eq!(resp.status().as_u16(), 202, "submission {i}");
+                (Duration::ZERO, None)
             }
-        }));
-    }
-    for c in clients {
-        c.await.unwrap();
-    }
+        }
+    };
+    load(32, jobs, submit).await;
     let accepted_in = started.elapsed();
     let queued = stats(&client, &acceptor.base).await["jobs"]["queued"].as_u64().unwrap_or(0);
     drop(acceptor);

@@ -21,62 +21,11 @@
 mod common;
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agno_testkit::{FakeProvider, Reply};
-use common::{Server, Usage, free_port, percentile_ms, rss_mib, start_command, start_logging_server, start_server};
+use common::{Server, Usage, free_port, load, rss_mib, start_command, start_logging_server, start_server};
 use futures::StreamExt;
-
-struct Figures {
-    per_s: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    first_content_p50_ms: Option<f64>,
-}
-
-/// `total` requests from `concurrency` clients; each returns its latency (and, streaming, the
-/// time to the first content event).
-async fn load<F, Fut>(concurrency: usize, total: usize, one: F) -> Figures
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = (Duration, Option<Duration>)> + Send,
-{
-    let one = Arc::new(one);
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let (one, next) = (Arc::clone(&one), Arc::clone(&next));
-        tasks.push(tokio::spawn(async move {
-            let mut out = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= total {
-                    break out;
-                }
-                out.push(one(i).await);
-            }
-        }));
-    }
-    let mut latencies = Vec::new();
-    let mut firsts = Vec::new();
-    for t in tasks {
-        for (l, f) in t.await.unwrap() {
-            latencies.push(l);
-            firsts.extend(f);
-        }
-    }
-    let elapsed = started.elapsed();
-    latencies.sort();
-    firsts.sort();
-    Figures {
-        per_s: total as f64 / elapsed.as_secs_f64(),
-        p50_ms: percentile_ms(&latencies, 0.50),
-        p99_ms: percentile_ms(&latencies, 0.99),
-        first_content_p50_ms: (!firsts.is_empty()).then(|| percentile_ms(&firsts, 0.50)),
-    }
-}
 
 async fn run_once(client: reqwest::Client, url: String, i: usize, stream: bool) -> (Duration, Option<Duration>) {
     let started = Instant::now();
