@@ -486,16 +486,22 @@ async fn a_streamed_background_run_resumes_without_gaps_or_duplicates() {
     assert_eq!(resume(&os, "other", &run_id, None, None).await.status().as_u16(), 404, "another agent's run");
 }
 
+/// A background run of agent `slow` caught while it runs: its first model turn is quick, the
+/// next waits 700 ms, so what resumes it lands mid-run.
+async fn running_slow_run(message: &str) -> (TestOs, FakeProvider, String) {
+    let (os, provider) = slow("", 10).await;
+    provider.push(Reply::text("first"));
+    provider.set_latency(Duration::from_millis(700));
+    let r = submit(&os, "slow", message, None).await;
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    wait_status(&os, "slow", &run_id, &["RUNNING"]).await;
+    (os, provider, run_id)
+}
+
 /// A resume while the run executes replays what was logged and follows live events to the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_during_the_run_follows_it_live() {
-    let (os, provider) = slow("", 10).await;
-    // First model turn quick, then a slow one: the resume lands mid-run.
-    provider.push(Reply::text("first"));
-    provider.set_latency(Duration::from_millis(700));
-    let r = submit(&os, "slow", "follow me", None).await;
-    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
-    wait_status(&os, "slow", &run_id, &["RUNNING"]).await;
+    let (os, _provider, run_id) = running_slow_run("follow me").await;
     let live = frames(resume(&os, "slow", &run_id, None, None).await).await;
     assert_eq!(live.first().map(|f| f.event.as_str()), Some("RunStarted"), "{live:?}");
     assert_eq!(live.last().map(|f| f.event.as_str()), Some("RunCompleted"), "{live:?}");
@@ -507,12 +513,7 @@ async fn a_resume_during_the_run_follows_it_live() {
 /// event after its index, once, in order, byte for byte the same as the others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_tails_of_one_run_get_the_same_events() {
-    let (os, provider) = slow("", 10).await;
-    provider.push(Reply::text("first"));
-    provider.set_latency(Duration::from_millis(700));
-    let r = submit(&os, "slow", "follow me, all of you", None).await;
-    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
-    wait_status(&os, "slow", &run_id, &["RUNNING"]).await;
+    let (os, _provider, run_id) = running_slow_run("follow me, all of you").await;
     let mut tails = Vec::new();
     for i in 0..24 {
         let (client, base, run_id) = (os.client.clone(), os.base.clone(), run_id.clone());
