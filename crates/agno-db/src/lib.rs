@@ -38,5 +38,6 @@ pub use migration::{
 pub use mysql::MySqlDb;
 pub use open::{open, open_ready};
 pub use postgres::PostgresDb;
+pub use sql::SqlDb;
 pub use sqlite::SqliteDb;
 pub use tables::TableNames;

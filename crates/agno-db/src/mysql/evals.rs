@@ -2,8 +2,6 @@
 //! `eval_data` and `eval_input` are JSON texts; filters, sort, paging and counts run in SQL. A
 //! given `user_id` (and every other id filter) is matched byte for byte.
 
-use super::MySqlDb;
-
 /// The eval runs table as Python Agno 3.1 creates it (column types and lengths, index names), in
 /// one statement. `JSON` becomes `LONGTEXT ... CHECK (json_valid(...))` on MariaDB, as for Agno.
 pub(crate) fn evals_ddl(t: &str) -> String {
@@ -29,5 +27,3 @@ pub(crate) fn evals_ddl(t: &str) -> String {
          )"
     )
 }
-
-crate::sql::evals::eval_store!(MySqlDb);

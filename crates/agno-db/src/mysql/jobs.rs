@@ -13,7 +13,7 @@
 use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, StoredEvent};
 use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection};
 
-use super::{MySqlDb, db_error, error_number};
+use super::{MySqlState, db_error, error_number};
 use crate::sql::jobs::{JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
 /// Claimable jobs a claim tries, oldest first, before it gives up for this poll.
@@ -76,7 +76,7 @@ fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-impl MySqlDb {
+impl MySqlState {
     /// Runs `body` in a `READ COMMITTED` transaction that is committed when it answers
     /// `(true, _)` and rolled back at once otherwise (also on an error), so no row lock outlives
     /// the call.
@@ -290,17 +290,15 @@ impl MySqlDb {
     }
 }
 
-impl MySqlDb {
-    /// `JobStore::enqueue_job`, as this database decides duplicates and depth.
-    pub(crate) async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+#[async_trait::async_trait]
+impl crate::sql::jobs::SqlQueue for MySqlState {
+    async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
         // An empty key is no key (as in Agno).
         let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
         crate::sql::retrying::<MySql, _, _, _>(|| self.try_enqueue(job, key, max_depth)).await
     }
 
-    /// `JobStore::claim_jobs`, as this database picks and locks the first claimable job: one at
-    /// a time, each in its own transaction.
-    pub(crate) async fn claim_batch(
+    async fn claim_batch(
         &self,
         worker_id: &str,
         limit: usize,
@@ -318,10 +316,7 @@ impl MySqlDb {
         Ok(claimed)
     }
 
-    /// `JobStore::append_events`: the fence check and the insert in one transaction.
-    pub(crate) async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
+    async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
         crate::sql::retrying::<MySql, _, _, _>(|| self.try_append_events(lease, events)).await
     }
 }
-
-crate::sql::jobs::job_store!(MySqlDb);

@@ -2,8 +2,6 @@
 //! shapes it): `metadata` is a JSON text; a row without `user_id` is shared. Visibility, filters,
 //! sort, paging and counts run in SQL; a given `user_id` is matched byte for byte.
 
-use super::MySqlDb;
-
 /// The knowledge table as Python Agno 3.1's `MySQLDb` creates it (column types and lengths, index
 /// names), in one statement. Agno 3.1 declares no composite `(user_id, linked_to)` index for
 /// MySQL (only SQLite and Postgres have one), so none is created here either.
@@ -29,5 +27,3 @@ pub(crate) fn knowledge_ddl(t: &str) -> String {
          )"
     )
 }
-
-crate::sql::knowledge::knowledge_store!(MySqlDb);

@@ -6,7 +6,7 @@ use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
 use super::sessions::text_column;
-use super::{Arg, MySqlDb, bind_args, db_error, where_clause};
+use super::{Arg, MySqlState, bind_args, db_error, where_clause};
 
 /// The memories table as Python Agno 3.1 creates it (column types and lengths, index names), in
 /// one statement. `JSON` becomes `LONGTEXT ... CHECK (json_valid(...))` on MariaDB, as for Agno.
@@ -31,11 +31,9 @@ pub(crate) fn memories_ddl(t: &str) -> String {
     )
 }
 
-impl MySqlDb {}
-
-impl MySqlDb {
-    /// `MemoryStore::get_all_memory_topics`, read with this database's JSON functions.
-    pub(crate) async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
+#[async_trait::async_trait]
+impl crate::sql::memories::SqlMemories for MySqlState {
+    async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
         let t = &self.tables().memories;
         let mut conditions = vec!["m.topics IS NOT NULL".to_owned(), "j.topic IS NOT NULL".to_owned()];
         let mut args = Vec::new();
@@ -56,5 +54,3 @@ impl MySqlDb {
         rows.iter().map(|r| text_column(r, "topic").map(Option::unwrap_or_default)).collect()
     }
 }
-
-crate::sql::memories::memory_store!(MySqlDb);

@@ -9,7 +9,7 @@ use agno_core::{DbResult, MetricsBucket};
 use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Connection};
 
-use super::{Arg, MySqlDb, bind_args, db_error, marks};
+use super::{Arg, MySqlState, bind_args, db_error, marks};
 use crate::codec::to_json_text;
 
 /// The columns in insert order; `date` is read back as text (sqlx has no date codec here).
@@ -71,7 +71,7 @@ fn bucket_args(b: &MetricsBucket) -> DbResult<Vec<Arg>> {
     ])
 }
 
-impl MySqlDb {
+impl MySqlState {
     /// One attempt at [`MetricsStore::upsert_metrics`]: multi-row inserts that update a bucket
     /// whose key exists, all in one transaction.
     async fn try_upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
@@ -100,11 +100,9 @@ impl MySqlDb {
     }
 }
 
-impl MySqlDb {
-    /// `MetricsStore::upsert_metrics` of a batch that is not empty, as this database writes it.
-    pub(crate) async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
+#[async_trait::async_trait]
+impl crate::sql::metrics::SqlMetrics for MySqlState {
+    async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
         crate::sql::retrying::<MySql, _, _, _>(|| self.try_upsert_metrics(buckets)).await
     }
 }
-
-crate::sql::metrics::metrics_store!(MySqlDb);

@@ -9,13 +9,15 @@
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
 use sqlx::{AssertSqlSafe, Row};
 
-use super::{MySqlDb, db_error};
+use super::schema::{sessions_ddl, versions_ddl};
+use super::{MySqlState, db_error};
+use crate::migration::LATEST_VERSION;
 use crate::migration::{MigrationOptions, MigrationStep, Progress, TableKind};
 
 /// MySQL refuses longer identifiers (error 1059).
 const MAX_IDENTIFIER_LENGTH: usize = 64;
 
-impl MySqlDb {
+impl MySqlState {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
         if self.column_exists(table, column).await? {
             return Ok(false);
@@ -222,8 +224,64 @@ impl MySqlDb {
     }
 }
 
-impl MySqlDb {
-    /// `Migrate::migrate_table`: this database's step to `step.version` on one table.
+#[async_trait::async_trait]
+impl crate::sql::migrate::SqlSchema for MySqlState {
+    async fn create_tables(&self) -> DbResult<()> {
+        let t = self.tables().clone();
+        self.exec(&versions_ddl(&t.versions), &format!("cannot create table {}", t.versions)).await?;
+        if !self.table_exists(&t.sessions).await? {
+            self.exec(&sessions_ddl(&t.sessions), &format!("cannot create table {}", t.sessions)).await?;
+            crate::sql::versions::stamp_version(self, &t.sessions, LATEST_VERSION).await?;
+        }
+        self.ensure_runs_table().await?;
+        if !self.table_exists(&t.memories).await? {
+            let ddl = super::memories::memories_ddl(&t.memories);
+            self.exec(&ddl, &format!("cannot create table {}", t.memories)).await?;
+            crate::sql::versions::stamp_version(self, &t.memories, LATEST_VERSION).await?;
+        }
+        if !self.table_exists(&t.evals).await? {
+            let ddl = super::evals::evals_ddl(&t.evals);
+            self.exec(&ddl, &format!("cannot create table {}", t.evals)).await?;
+            crate::sql::versions::stamp_version(self, &t.evals, LATEST_VERSION).await?;
+        }
+        if !self.table_exists(&t.knowledge).await? {
+            let ddl = super::knowledge::knowledge_ddl(&t.knowledge);
+            self.exec(&ddl, &format!("cannot create table {}", t.knowledge)).await?;
+            crate::sql::versions::stamp_version(self, &t.knowledge, LATEST_VERSION).await?;
+        }
+        if !self.table_exists(&t.metrics).await? {
+            let ddl = super::metrics::metrics_ddl(&t.metrics);
+            self.exec(&ddl, &format!("cannot create table {}", t.metrics)).await?;
+            crate::sql::versions::stamp_version(self, &t.metrics, LATEST_VERSION).await?;
+        }
+        // Schedules first: the runs table's foreign key refers to it.
+        if !self.table_exists(&t.schedules).await? {
+            let ddl = super::schedules::schedules_ddl(&t.schedules);
+            self.exec(&ddl, &format!("cannot create table {}", t.schedules)).await?;
+            crate::sql::versions::stamp_version(self, &t.schedules, LATEST_VERSION).await?;
+        }
+        if !self.table_exists(&t.schedule_runs).await? {
+            let ddl = super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules);
+            self.exec(&ddl, &format!("cannot create table {}", t.schedule_runs)).await?;
+            crate::sql::versions::stamp_version(self, &t.schedule_runs, LATEST_VERSION).await?;
+        }
+        // The background-run queue and its event log (agno-rs's; Agno's MySQLDb has no queue).
+        // The jobs table's version row is also the lock of depth-bounded enqueues.
+        for (name, ddl) in [(&t.jobs, super::jobs::jobs_ddl(&t.jobs)), (&t.events, super::jobs::events_ddl(&t.events))]
+        {
+            if !self.table_exists(name).await? {
+                self.exec(&ddl, &format!("cannot create table {name}")).await?;
+                crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn ensure_versions_table(&self) -> DbResult<()> {
+        let t = &self.tables.versions;
+        self.exec(&super::schema::versions_ddl(t), &format!("cannot create table {t}")).await
+    }
+
     async fn migrate_step(&self, step: MigrationStep<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
         match (step.kind, step.version) {
@@ -240,5 +298,3 @@ impl MySqlDb {
         }
     }
 }
-
-crate::sql::migrate::migrate_impl!(MySqlDb);

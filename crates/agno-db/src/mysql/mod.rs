@@ -19,9 +19,8 @@ mod sessions;
 use std::str::FromStr;
 use std::time::Duration;
 
-use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate};
+use agno_core::{DbError, DbErrorKind, DbResult};
 
-use crate::sql::Conn;
 use sqlx::mysql::{MySql, MySqlArguments, MySqlConnectOptions, MySqlDatabaseError, MySqlPool, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::query::Query;
@@ -32,9 +31,12 @@ use crate::tables::TableNames;
 /// The database Python Agno's `MySQLDb` uses when none is given (its `db_schema` default).
 const DEFAULT_DATABASE: &str = "ai";
 
-/// A MySQL or MariaDB database.
+/// A MySQL or MariaDB database (the SQL family over [`MySqlState`]).
+pub type MySqlDb = crate::sql::SqlDb<MySqlState>;
+
+/// What a [`MySqlDb`] holds: its pool and what it knows of the tables.
 #[derive(Debug)]
-pub struct MySqlDb {
+pub struct MySqlState {
     pool: MySqlPool,
     tables: TableNames,
     /// Whether the sessions table still has Agno 2.x's legacy `runs` column.
@@ -114,8 +116,6 @@ pub(crate) fn bind_args<'q>(
     query
 }
 
-impl MySqlDb {}
-
 /// `user_id` equal to a bound value, byte for byte (the column collation is case-insensitive);
 /// the first comparison keeps the index usable. Binds the user id twice.
 pub(crate) const USER_MATCH: &str = "(user_id = ? AND CAST(user_id AS BINARY) = CAST(? AS BINARY))";
@@ -193,11 +193,17 @@ impl MySqlDb {
                 let e = db_error(&format!("cannot connect to mysql database {shown}"), e);
                 if e.kind() == DbErrorKind::Other { DbError::new(DbErrorKind::Unavailable, e.to_string()) } else { e }
             })?;
-        let db = Self { pool, tables, legacy_runs_column: std::sync::atomic::AtomicBool::new(false) };
+        let db = crate::sql::SqlDb(MySqlState {
+            pool,
+            tables,
+            legacy_runs_column: std::sync::atomic::AtomicBool::new(false),
+        });
         db.refresh_legacy_flag().await?;
         Ok(db)
     }
+}
 
+impl MySqlState {
     /// Looks again whether the sessions table has the legacy `runs` column.
     pub(crate) async fn refresh_legacy_flag(&self) -> DbResult<()> {
         let has = self.column_exists(&self.tables.sessions, "runs").await?;
@@ -273,14 +279,14 @@ impl MySqlDb {
 }
 
 #[async_trait::async_trait]
-impl crate::sql::SqlDb for MySqlDb {
+impl crate::sql::SqlAdapter for MySqlState {
     type D = sqlx::MySql;
 
     fn pool(&self) -> &sqlx::Pool<sqlx::MySql> {
         &self.pool
     }
     fn tables(&self) -> &TableNames {
-        MySqlDb::tables(self)
+        MySqlState::tables(self)
     }
     fn table(&self, table: &str) -> String {
         format!("`{table}`")
@@ -295,16 +301,10 @@ impl crate::sql::SqlDb for MySqlDb {
         self.refresh_legacy_flag().await
     }
     async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        MySqlDb::column_exists(self, table, column).await
+        MySqlState::column_exists(self, table, column).await
     }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        MySqlDb::table_exists(self, table).await
-    }
-    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        self.write_session(conn, session, state).await
-    }
-    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64> {
-        self.write_run(conn, run, sid, user).await
+        MySqlState::table_exists(self, table).await
     }
 }
 

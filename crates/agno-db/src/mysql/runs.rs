@@ -4,26 +4,15 @@
 
 use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use sqlx::MySql;
-use sqlx::{AssertSqlSafe, Connection, Row};
+use sqlx::{AssertSqlSafe, Row};
 
 use super::sessions::text_column;
-use super::{MySqlDb, USER_MATCH, db_error, marks};
+use super::{MySqlState, USER_MATCH, db_error, marks};
 use crate::sql::runs::{RUN_HEAD, RUN_TAIL, RunCells, bind_cells};
 
-impl MySqlDb {
-    /// One attempt at [`RunStore::upsert_run`], in one transaction.
-    async fn try_upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
-        let run_id = run.id();
-        let mut conn = self.read_committed_conn().await?;
-        let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
-        let index = self.write_run(&mut tx, run, session_id, user_id).await?;
-        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {run_id}"), e))?;
-        Ok(index)
-    }
-
-    /// The write of `upsert_run` inside the caller's (`READ COMMITTED`) transaction, which the
-    /// caller rolls back on an error.
-    pub(crate) async fn write_run(
+#[async_trait::async_trait]
+impl crate::sql::runs::SqlRuns for MySqlState {
+    async fn put_run(
         &self,
         conn: &mut sqlx::MySqlConnection,
         run: &RunOutput,
@@ -119,12 +108,3 @@ impl MySqlDb {
         Ok(index)
     }
 }
-
-impl MySqlDb {
-    /// `RunStore::upsert_run`: one transaction, tried again when it loses a race.
-    pub(crate) async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
-        crate::sql::retrying::<MySql, _, _, _>(|| self.try_upsert_run(run, session_id, user_id)).await
-    }
-}
-
-crate::sql::runs::run_store!(MySqlDb);

@@ -5,8 +5,6 @@
 //! and foreign key (`SCHEDULE_TABLE_SCHEMA`, `_get_schedule_runs_table_schema`) with the types
 //! its MySQL schemas use for the other tables.
 
-use super::MySqlDb;
-
 /// The schedules table: Agno's Postgres columns with MySQL types (`VARCHAR` lengths, `TEXT`,
 /// `JSON`, `BIGINT`, `BOOL`), the same index names, in one statement.
 ///
@@ -91,5 +89,3 @@ pub(crate) fn schedule_runs_ddl(t: &str, schedules: &str) -> String {
          )"
     )
 }
-
-crate::sql::schedules::schedule_store!(MySqlDb);

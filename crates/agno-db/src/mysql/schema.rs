@@ -4,11 +4,9 @@
 //! `JSON` columns become `LONGTEXT ... CHECK (json_valid(...))` on MariaDB, as they do for Agno.
 //! Indexes are declared inside `CREATE TABLE` so creation is one statement on MySQL and MariaDB.
 
-use agno_core::{DbResult, SchemaStore};
-use async_trait::async_trait;
-use sqlx::AssertSqlSafe;
+use agno_core::DbResult;
 
-use super::{MySqlDb, db_error};
+use super::{MySqlDb, MySqlState};
 use crate::migration::LATEST_VERSION;
 
 pub(crate) fn sessions_ddl(t: &str) -> String {
@@ -76,43 +74,20 @@ pub(crate) fn versions_ddl(t: &str) -> String {
     )
 }
 
-pub(crate) fn now_iso() -> String {
-    // Python Agno stamps `datetime.now().isoformat()`; keep the same shape in UTC.
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = i64::try_from(now.as_secs()).unwrap_or(0);
-    let micros = now.subsec_micros();
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}", rem / 3600, (rem % 3600) / 60, rem % 60)
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-impl MySqlDb {
+impl MySqlState {
     /// Creates the runs table (next to an existing sessions table) when missing, stamped at the
     /// latest version, as Agno does when it first needs it.
     pub(crate) async fn ensure_runs_table(&self) -> DbResult<()> {
         let t = self.tables().clone();
         if !self.table_exists(&t.runs).await? {
             self.exec(&runs_ddl(&t.runs, &t.sessions), &format!("cannot create table {}", t.runs)).await?;
-            self.upsert_schema_version(&t.runs, LATEST_VERSION).await?;
+            crate::sql::versions::stamp_version(self, &t.runs, LATEST_VERSION).await?;
         }
         Ok(())
     }
+}
 
+impl MySqlDb {
     /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics,
     /// schedules, schedule runs, schema versions) at the latest schema and stamps it. Existing
     /// tables are left alone: use the migrations for those.
@@ -120,87 +95,6 @@ impl MySqlDb {
     /// # Errors
     /// A storage error.
     pub async fn create_tables(&self) -> DbResult<()> {
-        let t = self.tables().clone();
-        self.exec(&versions_ddl(&t.versions), &format!("cannot create table {}", t.versions)).await?;
-        if !self.table_exists(&t.sessions).await? {
-            self.exec(&sessions_ddl(&t.sessions), &format!("cannot create table {}", t.sessions)).await?;
-            self.upsert_schema_version(&t.sessions, LATEST_VERSION).await?;
-        }
-        self.ensure_runs_table().await?;
-        if !self.table_exists(&t.memories).await? {
-            let ddl = super::memories::memories_ddl(&t.memories);
-            self.exec(&ddl, &format!("cannot create table {}", t.memories)).await?;
-            self.upsert_schema_version(&t.memories, LATEST_VERSION).await?;
-        }
-        if !self.table_exists(&t.evals).await? {
-            let ddl = super::evals::evals_ddl(&t.evals);
-            self.exec(&ddl, &format!("cannot create table {}", t.evals)).await?;
-            self.upsert_schema_version(&t.evals, LATEST_VERSION).await?;
-        }
-        if !self.table_exists(&t.knowledge).await? {
-            let ddl = super::knowledge::knowledge_ddl(&t.knowledge);
-            self.exec(&ddl, &format!("cannot create table {}", t.knowledge)).await?;
-            self.upsert_schema_version(&t.knowledge, LATEST_VERSION).await?;
-        }
-        if !self.table_exists(&t.metrics).await? {
-            let ddl = super::metrics::metrics_ddl(&t.metrics);
-            self.exec(&ddl, &format!("cannot create table {}", t.metrics)).await?;
-            self.upsert_schema_version(&t.metrics, LATEST_VERSION).await?;
-        }
-        // Schedules first: the runs table's foreign key refers to it.
-        if !self.table_exists(&t.schedules).await? {
-            let ddl = super::schedules::schedules_ddl(&t.schedules);
-            self.exec(&ddl, &format!("cannot create table {}", t.schedules)).await?;
-            self.upsert_schema_version(&t.schedules, LATEST_VERSION).await?;
-        }
-        if !self.table_exists(&t.schedule_runs).await? {
-            let ddl = super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules);
-            self.exec(&ddl, &format!("cannot create table {}", t.schedule_runs)).await?;
-            self.upsert_schema_version(&t.schedule_runs, LATEST_VERSION).await?;
-        }
-        // The background-run queue and its event log (agno-rs's; Agno's MySQLDb has no queue).
-        // The jobs table's version row is also the lock of depth-bounded enqueues.
-        for (name, ddl) in [(&t.jobs, super::jobs::jobs_ddl(&t.jobs)), (&t.events, super::jobs::events_ddl(&t.events))]
-        {
-            if !self.table_exists(name).await? {
-                self.exec(&ddl, &format!("cannot create table {name}")).await?;
-                self.upsert_schema_version(name, LATEST_VERSION).await?;
-            }
-        }
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl SchemaStore for MySqlDb {
-    async fn get_latest_schema_version(&self, table_name: &str) -> DbResult<Option<String>> {
-        if !self.table_exists(&self.tables().versions).await? {
-            return Ok(None);
-        }
-        let sql = format!("SELECT version FROM `{}` WHERE table_name = ?", self.tables().versions);
-        sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
-            .bind(table_name)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read the schema version of {table_name}"), e))
-    }
-
-    async fn upsert_schema_version(&self, table_name: &str, version: &str) -> DbResult<()> {
-        let t = &self.tables().versions;
-        self.exec(&versions_ddl(t), &format!("cannot create table {t}")).await?;
-        let sql = format!(
-            "INSERT INTO `{t}` (table_name, version, created_at, updated_at) VALUES (?, ?, ?, ?) \
-             ON DUPLICATE KEY UPDATE version = VALUES(version), updated_at = VALUES(updated_at)"
-        );
-        let now = now_iso();
-        sqlx::query(AssertSqlSafe(sql.as_str()))
-            .bind(table_name)
-            .bind(version)
-            .bind(&now)
-            .bind(&now)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot stamp {table_name} at version {version}"), e))?;
-        Ok(())
+        crate::sql::migrate::SqlSchema::create_tables(&self.0).await
     }
 }

@@ -2,11 +2,10 @@
 
 use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_epoch_secs};
 use serde_json::{Map, Value};
-use sqlx::MySql;
 use sqlx::mysql::MySqlRow;
-use sqlx::{AssertSqlSafe, Connection, Row};
+use sqlx::{AssertSqlSafe, Row};
 
-use super::{MySqlDb, USER_MATCH, db_error, marks};
+use super::{MySqlState, USER_MATCH, db_error, marks};
 use crate::codec::{object_column, session_type_of, to_json_text};
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
@@ -26,20 +25,9 @@ fn opt_json<T: serde::Serialize>(v: Option<&T>) -> DbResult<Option<String>> {
     v.map(to_json_text).transpose()
 }
 
-impl MySqlDb {
-    /// One attempt at [`SessionStore::upsert_session`]: a transaction that locks the row, checks
-    /// the owner, merges the state and writes.
-    async fn try_upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        let id = &session.session_id;
-        let mut conn = self.read_committed_conn().await?;
-        let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
-        self.write_session(&mut tx, session, state).await?;
-        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of session {id}"), e))
-    }
-
-    /// The writes of `upsert_session` inside the caller's (`READ COMMITTED`) transaction, which
-    /// the caller rolls back on an error.
-    pub(crate) async fn write_session(
+#[async_trait::async_trait]
+impl crate::sql::sessions::SqlSessions for MySqlState {
+    async fn put_session(
         &self,
         conn: &mut sqlx::MySqlConnection,
         session: &AgentSession,
@@ -125,12 +113,3 @@ impl MySqlDb {
         Ok(())
     }
 }
-
-impl MySqlDb {
-    /// `SessionStore::upsert_session`: the write in its own transaction.
-    pub(crate) async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        crate::sql::retrying::<MySql, _, _, _>(|| self.try_upsert_session(session, state)).await
-    }
-}
-
-crate::sql::sessions::session_store!(MySqlDb);

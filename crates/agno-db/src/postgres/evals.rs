@@ -2,7 +2,6 @@
 //! `eval_data` and `eval_input` are JSONB; filters, paging and counts run in SQL, and a given
 //! `user_id` is part of every statement.
 
-use super::PostgresDb;
 use super::schema::index_ddl;
 
 /// The eval runs table as Python Agno 3.1 creates it (column order, types, indexes).
@@ -15,5 +14,3 @@ pub(crate) fn evals_ddl(q: &str, t: &str) -> Vec<String> {
         index_ddl(q, t, &["user_id"]),
     ]
 }
-
-crate::sql::evals::eval_store!(PostgresDb);

@@ -10,7 +10,7 @@ use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSign
 use sqlx::{AssertSqlSafe, PgConnection, Postgres, Row};
 
 use super::schedules::to_i64;
-use super::{PostgresDb, db_error};
+use super::{PostgresDb, PostgresState, db_error};
 use crate::sql::jobs::{JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
 /// Longest channel name PostgreSQL accepts (`NAMEDATALEN - 1`).
@@ -46,11 +46,13 @@ impl PostgresDb {
     /// Prefix of the notification sent when a run's event log grew or its job ended
     /// (`events:<run id>`), so tails on every replica read again at once.
     pub const EVENTS_PREFIX: &'static str = "events:";
+}
 
+impl PostgresState {
     /// The channel job-queue notifications are sent on: the schema followed by
     /// [`PostgresDb::JOBS_CHANNEL_SUFFIX`], at most 63 bytes.
     pub fn jobs_channel(&self) -> String {
-        let mut channel = format!("{}{}", self.schema(), Self::JOBS_CHANNEL_SUFFIX);
+        let mut channel = format!("{}{}", self.schema(), PostgresDb::JOBS_CHANNEL_SUFFIX);
         // Schema names are validated ASCII identifiers: any byte is a character boundary.
         channel.truncate(MAX_CHANNEL_BYTES);
         channel
@@ -61,8 +63,8 @@ impl PostgresDb {
         use crate::sql::job_transitions::Notice;
         let payload = match notice {
             Notice::Claimable(id) => signal("", id),
-            Notice::Cancelled(id) => signal(Self::CANCEL_PREFIX, id),
-            Notice::Ended(id) => signal(Self::EVENTS_PREFIX, id),
+            Notice::Cancelled(id) => signal(PostgresDb::CANCEL_PREFIX, id),
+            Notice::Ended(id) => signal(PostgresDb::EVENTS_PREFIX, id),
         };
         (self.jobs_channel(), payload)
     }
@@ -96,9 +98,9 @@ const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
 /// 2026-12-05).
 const CLAIM_BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL enable_bitmapscan = off";
 
-impl PostgresDb {
-    /// `JobStore::enqueue_job`, as this database decides duplicates and depth.
-    pub(crate) async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+#[async_trait::async_trait]
+impl crate::sql::jobs::SqlQueue for PostgresState {
+    async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
         let t = self.qualified(&self.tables().jobs);
         let what = format!("cannot enqueue job {}", job.id);
         // An empty key is no key (the partial indexes would otherwise cover '').
@@ -169,9 +171,7 @@ impl PostgresDb {
         Ok(Enqueued::Accepted(stored))
     }
 
-    /// `JobStore::claim_jobs`, as this database picks and locks the first claimable jobs: one
-    /// statement for the whole batch (`limit` is at least 1: `job_store!` answers 0 itself).
-    pub(crate) async fn claim_batch(
+    async fn claim_batch(
         &self,
         worker_id: &str,
         limit: usize,
@@ -231,8 +231,7 @@ impl PostgresDb {
         Ok(crate::sql::jobs::oldest_first(jobs))
     }
 
-    /// `JobStore::append_events`: the fence check and the insert in one transaction.
-    pub(crate) async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
+    async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
         let (job_id, worker_id, attempt) = (lease.job_id.as_str(), lease.worker_id.as_str(), lease.attempt);
         // One statement: the fence takes a share lock on the job row (a concurrent claim skips or
         // waits for it, and a newer attempt makes the check fail), the rows go in, and tails on
@@ -265,7 +264,7 @@ impl PostgresDb {
             .bind(&data)
             .bind(&created)
             .bind(self.jobs_channel())
-            .bind(signal(Self::EVENTS_PREFIX, job_id))
+            .bind(signal(PostgresDb::EVENTS_PREFIX, job_id))
             .fetch_all(self.pool())
             .await
             .map_err(|e| db_error(&format!("cannot log the events of run {job_id}"), e))?;
@@ -281,8 +280,7 @@ impl PostgresDb {
         Ok(true)
     }
 
-    /// `JobStore::job_signals`: `LISTEN` on [`PostgresDb::jobs_channel`].
-    pub(crate) async fn signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {
+    async fn job_signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {
         use futures::StreamExt;
         let channel = self.jobs_channel();
         let mut listener = sqlx::postgres::PgListener::connect_with(self.pool())
@@ -292,9 +290,9 @@ impl PostgresDb {
         // The listener reconnects by itself; a delivery error is skipped (polling covers the gap).
         let stream = listener.into_stream().filter_map(|n| async move {
             let payload = n.ok()?.payload().to_owned();
-            Some(if let Some(id) = payload.strip_prefix(Self::CANCEL_PREFIX) {
+            Some(if let Some(id) = payload.strip_prefix(PostgresDb::CANCEL_PREFIX) {
                 JobSignal::Cancelled(id.to_owned())
-            } else if let Some(id) = payload.strip_prefix(Self::EVENTS_PREFIX) {
+            } else if let Some(id) = payload.strip_prefix(PostgresDb::EVENTS_PREFIX) {
                 JobSignal::Events(id.to_owned())
             } else {
                 JobSignal::Claimable(payload)
@@ -303,11 +301,3 @@ impl PostgresDb {
         Ok(Some(stream.boxed()))
     }
 }
-
-crate::sql::jobs::job_store!(PostgresDb, {
-    async fn job_signals(
-        &self,
-    ) -> agno_core::DbResult<Option<futures::stream::BoxStream<'static, agno_core::JobSignal>>> {
-        self.signals().await
-    }
-});

@@ -2,7 +2,6 @@
 //! it; `metadata` is JSONB). A row without `user_id` is shared: every user reads it, only an
 //! unscoped caller deletes it; the owner check of a write is part of the upsert statement.
 
-use super::PostgresDb;
 use super::schema::index_ddl;
 
 /// The knowledge table as Python Agno 3.1 creates it (column order, types, indexes, including
@@ -16,5 +15,3 @@ pub(crate) fn knowledge_ddl(q: &str, t: &str) -> Vec<String> {
         index_ddl(q, t, &["user_id", "linked_to"]),
     ]
 }
-
-crate::sql::knowledge::knowledge_store!(PostgresDb);

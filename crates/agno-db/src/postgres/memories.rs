@@ -5,7 +5,7 @@ use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
 use super::schema::index_ddl;
-use super::{PostgresDb, db_error};
+use super::{PostgresState, db_error};
 
 /// The memories table as Python Agno 3.1 creates it (column order, types, indexes).
 pub(crate) fn memories_ddl(q: &str, t: &str) -> Vec<String> {
@@ -19,9 +19,9 @@ pub(crate) fn memories_ddl(q: &str, t: &str) -> Vec<String> {
     ]
 }
 
-impl PostgresDb {
-    /// `MemoryStore::get_all_memory_topics`, read with this database's JSON functions.
-    pub(crate) async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
+#[async_trait::async_trait]
+impl crate::sql::memories::SqlMemories for PostgresState {
+    async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
         let sql = format!(
             "SELECT DISTINCT j.topic COLLATE \"C\" AS topic FROM {} AS m CROSS JOIN LATERAL \
              jsonb_array_elements_text(CASE WHEN jsonb_typeof(m.topics::jsonb) = 'array' THEN m.topics::jsonb \
@@ -36,5 +36,3 @@ impl PostgresDb {
             .map_err(|e| db_error("cannot read memory topics", e))
     }
 }
-
-crate::sql::memories::memory_store!(PostgresDb);

@@ -9,7 +9,7 @@ use serde_json::Value;
 use sqlx::AssertSqlSafe;
 
 use super::schema::index_ddl;
-use super::{PostgresDb, db_error, sanitize};
+use super::{PostgresState, db_error, sanitize};
 
 /// The metrics table as Python Agno 3.1 creates it (column order, types, the per-user unique key
 /// `{table}_uq_metrics_user_date_period`, indexes). Python's column defaults are client-side, so
@@ -81,9 +81,9 @@ impl BucketColumns {
     }
 }
 
-impl PostgresDb {
-    /// `MetricsStore::upsert_metrics` of a batch that is not empty, as this database writes it.
-    pub(crate) async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
+#[async_trait::async_trait]
+impl crate::sql::metrics::SqlMetrics for PostgresState {
+    async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
         let cols = BucketColumns::of(buckets);
         // One statement: the batch is written whole or not at all. As Python Agno's
         // bulk_upsert_metrics: a replaced bucket keeps id, date, created_at and its key.
@@ -129,5 +129,3 @@ impl PostgresDb {
         Ok(())
     }
 }
-
-crate::sql::metrics::metrics_store!(PostgresDb);

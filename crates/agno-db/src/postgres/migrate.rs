@@ -5,16 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use agno_core::{DbError, DbErrorKind, DbResult, SchemaStore, now_epoch_secs};
+use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
 use sqlx::postgres::Postgres;
 use sqlx::{AssertSqlSafe, Row, Transaction};
 
 use super::schedules::name_backstop_ddl;
-use super::schema::{index_ddl, runs_ddl};
-use super::{PostgresDb, db_error};
+use super::schema::{events_ddl, index_ddl, jobs_ddl, runs_ddl, sessions_ddl, versions_ddl};
+use super::{PostgresState, db_error};
 use crate::migration::{LATEST_VERSION, MigrationOptions, MigrationStep, Progress, TableKind};
 
-impl PostgresDb {
+impl PostgresState {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
         if self.column_exists(table, column).await? {
             return Ok(false);
@@ -133,7 +133,7 @@ impl PostgresDb {
         let t = self.tables().clone();
         let runs_q = self.qualified(&t.runs);
         if self.create_table_if_missing(&t.runs, &runs_ddl(&runs_q, &t.runs, &self.qualified(&t.sessions))).await? {
-            self.upsert_schema_version(&t.runs, LATEST_VERSION).await?;
+            crate::sql::versions::stamp_version(self, &t.runs, LATEST_VERSION).await?;
         }
         crate::sql::migrate::copy_blob_runs(self, options, progress).await
     }
@@ -310,8 +310,46 @@ async fn unique_indexes(
     Ok(out)
 }
 
-impl PostgresDb {
-    /// `Migrate::migrate_table`: this database's step to `step.version` on one table.
+#[async_trait::async_trait]
+impl crate::sql::migrate::SqlSchema for PostgresState {
+    async fn create_tables(&self) -> DbResult<()> {
+        let t = self.tables().clone();
+        self.ensure_versions_table().await?;
+        let sessions_q = self.qualified(&t.sessions);
+        let runs_q = self.qualified(&t.runs);
+        let memories_q = self.qualified(&t.memories);
+        let evals_q = self.qualified(&t.evals);
+        let knowledge_q = self.qualified(&t.knowledge);
+        let metrics_q = self.qualified(&t.metrics);
+        let schedules_q = self.qualified(&t.schedules);
+        let schedule_runs_q = self.qualified(&t.schedule_runs);
+        let jobs_q = self.qualified(&t.jobs);
+        let events_q = self.qualified(&t.events);
+        for (name, ddl) in [
+            (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
+            (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
+            (&t.memories, super::memories::memories_ddl(&memories_q, &t.memories)),
+            (&t.evals, super::evals::evals_ddl(&evals_q, &t.evals)),
+            (&t.knowledge, super::knowledge::knowledge_ddl(&knowledge_q, &t.knowledge)),
+            (&t.metrics, super::metrics::metrics_ddl(&metrics_q, &t.metrics)),
+            (&t.schedules, super::schedules::schedules_ddl(&schedules_q, &t.schedules)),
+            // After the schedules table: its foreign key points there.
+            (&t.schedule_runs, super::schedules::schedule_runs_ddl(&schedule_runs_q, &t.schedule_runs, &schedules_q)),
+            (&t.jobs, jobs_ddl(&jobs_q, &t.jobs)),
+            (&t.events, events_ddl(&events_q)),
+        ] {
+            if self.create_table_if_missing(name, &ddl).await? {
+                crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;
+            }
+        }
+        self.refresh_legacy_flag().await
+    }
+
+    async fn ensure_versions_table(&self) -> DbResult<()> {
+        let t = &self.tables().versions;
+        self.create_table_if_missing(t, &versions_ddl(&self.qualified(t), t)).await.map(|_| ())
+    }
+
     async fn migrate_step(&self, step: MigrationStep<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
         let table = match step.kind {
@@ -350,5 +388,3 @@ impl PostgresDb {
         }
     }
 }
-
-crate::sql::migrate::migrate_impl!(PostgresDb);

@@ -19,9 +19,8 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate};
+use agno_core::{DbError, DbErrorKind, DbResult};
 
-use crate::sql::Conn;
 use serde_json::Value;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
@@ -31,9 +30,13 @@ use crate::tables::TableNames;
 /// The schema Python Agno's `PostgresDb` uses when none is given.
 pub(crate) const DEFAULT_SCHEMA: &str = "ai";
 
-/// A PostgreSQL database: a connection pool and the schema holding the tables.
+/// A PostgreSQL database (the SQL family over [`PostgresState`]).
+pub type PostgresDb = crate::sql::SqlDb<PostgresState>;
+
+/// What a [`PostgresDb`] holds: a connection pool, the schema holding the tables, and what it
+/// knows of them.
 #[derive(Debug)]
-pub struct PostgresDb {
+pub struct PostgresState {
     pool: PgPool,
     tables: TableNames,
     schema: String,
@@ -190,18 +193,20 @@ impl PostgresDb {
             .connect_with(options)
             .await
             .map_err(|e| db_error(&format!("cannot connect to postgres at {target}"), e))?;
-        let db = Self {
+        let db = crate::sql::SqlDb(PostgresState {
             pool,
             tables,
             schema: schema.to_owned(),
             legacy_runs_column: AtomicBool::new(false),
             run_facts_table: AtomicBool::new(false),
-        };
+        });
         db.ensure_schema().await?;
         db.refresh_legacy_flag().await?;
         Ok(db)
     }
+}
 
+impl PostgresState {
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
         &self.tables
@@ -304,14 +309,14 @@ impl PostgresDb {
 }
 
 #[async_trait::async_trait]
-impl crate::sql::SqlDb for PostgresDb {
+impl crate::sql::SqlAdapter for PostgresState {
     type D = sqlx::Postgres;
 
     fn pool(&self) -> &sqlx::Pool<sqlx::Postgres> {
         &self.pool
     }
     fn tables(&self) -> &TableNames {
-        PostgresDb::tables(self)
+        PostgresState::tables(self)
     }
     fn table(&self, table: &str) -> String {
         self.qualified(table)
@@ -320,10 +325,10 @@ impl crate::sql::SqlDb for PostgresDb {
         (sea_query::Alias::new(self.schema()), sea_query::Alias::new(table)).into()
     }
     fn has_legacy_runs(&self) -> bool {
-        PostgresDb::has_legacy_runs(self)
+        PostgresState::has_legacy_runs(self)
     }
     fn has_run_facts(&self) -> bool {
-        PostgresDb::has_run_facts(self)
+        PostgresState::has_run_facts(self)
     }
     fn notice(&self, notice: crate::sql::job_transitions::Notice<'_>) -> Option<(String, sea_query_sqlx::SqlxValues)> {
         let (channel, payload) = self.notice_of(notice);
@@ -349,24 +354,9 @@ impl crate::sql::SqlDb for PostgresDb {
         self.refresh_legacy_flag().await
     }
     async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        PostgresDb::column_exists(self, table, column).await
+        PostgresState::column_exists(self, table, column).await
     }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        PostgresDb::table_exists(self, table).await
-    }
-    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        self.write_session(conn, session, state).await
-    }
-    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64> {
-        self.write_run(conn, run, sid, user, false).await
-    }
-    async fn put_stored_run(
-        &self,
-        conn: &mut Conn<Self::D>,
-        run: &RunOutput,
-        sid: &str,
-        user: Option<&str>,
-    ) -> DbResult<i64> {
-        self.write_run(conn, run, sid, user, true).await
+        PostgresState::table_exists(self, table).await
     }
 }

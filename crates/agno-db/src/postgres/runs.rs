@@ -5,30 +5,11 @@
 use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use sqlx::{AssertSqlSafe, Postgres, Row};
 
-use super::{PostgresDb, db_error};
+use super::{PostgresState, db_error};
+use crate::sql::Conn;
 use crate::sql::runs::{RUN_HEAD, RUN_TAIL, RunCells, bind_cells, write_error};
 
-impl PostgresDb {
-    /// `RunStore::upsert_run`: the write in its own transaction.
-    pub(crate) async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
-        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
-        match self.write_run(&mut tx, run, session_id, user_id, false).await {
-            Ok(index) => {
-                tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of run {}", run.id()), e))?;
-                Ok(index)
-            }
-            Err(e) => {
-                // Ends the transaction (and its advisory lock) now, not when the connection is next used.
-                tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of run {}", run.id()), e))?;
-                Err(e)
-            }
-        }
-    }
-}
-
-crate::sql::runs::run_store!(PostgresDb);
-
-impl PostgresDb {
+impl PostgresState {
     /// The write of `upsert_run`, inside the caller's transaction (which holds the run-index lock
     /// taken here until it ends; the caller rolls back on an error). `stored`: the run's row most
     /// likely exists with its index (a claimed job's run, written `PENDING` when it was
@@ -115,5 +96,21 @@ impl PostgresDb {
             return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
         };
         Ok(index.unwrap_or(0))
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::sql::runs::SqlRuns for PostgresState {
+    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64> {
+        self.write_run(conn, run, sid, user, false).await
+    }
+    async fn put_stored_run(
+        &self,
+        conn: &mut Conn<Self::D>,
+        run: &RunOutput,
+        sid: &str,
+        user: Option<&str>,
+    ) -> DbResult<i64> {
+        self.write_run(conn, run, sid, user, true).await
     }
 }

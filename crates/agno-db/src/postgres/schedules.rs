@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
+use super::sanitize;
 use super::schema::index_ddl;
-use super::{PostgresDb, sanitize};
 
 /// The schedules table as Python Agno 3.1 creates it: columns, the single-column and composite
 /// indexes, and the partial unique indexes `{table}_uq_user_name` / `{table}_uq_unowned_name`
@@ -84,5 +84,3 @@ pub(crate) fn clean_text(text: Option<&str>) -> Option<String> {
 pub(crate) fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
-
-crate::sql::schedules::schedule_store!(PostgresDb);

@@ -1,15 +1,10 @@
 //! DDL of the PostgreSQL tables, identical to what Python Agno 3.1's `PostgresDb` creates (as
 //! `pg_dump --schema-only` shows it), and the schema-version table.
 
-use agno_core::{DbResult, SchemaStore};
-use async_trait::async_trait;
+use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
-use super::{PostgresDb, db_error};
-use crate::migration::LATEST_VERSION;
-
-/// Python Agno stamps `datetime.now().isoformat()`: the same shape, in UTC, from the server clock.
-const NOW_ISO: &str = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')";
+use super::{PostgresDb, PostgresState, db_error};
 
 /// `CREATE INDEX IF NOT EXISTS "idx_{table}_{cols joined by _}" ON {qualified} (cols)`.
 pub(crate) fn index_ddl(qualified: &str, table: &str, columns: &[&str]) -> String {
@@ -57,7 +52,7 @@ pub(crate) fn versions_ddl(q: &str, t: &str) -> Vec<String> {
     ]
 }
 
-impl PostgresDb {
+impl PostgresState {
     /// Runs DDL statements in order, in one transaction.
     pub(crate) async fn exec_ddl(&self, what: &str, statements: &[String]) -> DbResult<()> {
         let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
@@ -78,81 +73,6 @@ impl PostgresDb {
             Err(e) if e.kind() == agno_core::DbErrorKind::Conflict && self.table_exists(table).await? => Ok(false),
             Err(e) => Err(e),
         }
-    }
-
-    async fn ensure_versions_table(&self) -> DbResult<()> {
-        let t = &self.tables().versions;
-        self.create_table_if_missing(t, &versions_ddl(&self.qualified(t), t)).await.map(|_| ())
-    }
-
-    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics,
-    /// schedules, schedule runs, jobs, schema versions) at the latest schema and stamps it. Existing
-    /// tables are left alone: use the migrations for those.
-    ///
-    /// # Errors
-    /// A storage error.
-    pub async fn create_tables(&self) -> DbResult<()> {
-        let t = self.tables().clone();
-        self.ensure_versions_table().await?;
-        let sessions_q = self.qualified(&t.sessions);
-        let runs_q = self.qualified(&t.runs);
-        let memories_q = self.qualified(&t.memories);
-        let evals_q = self.qualified(&t.evals);
-        let knowledge_q = self.qualified(&t.knowledge);
-        let metrics_q = self.qualified(&t.metrics);
-        let schedules_q = self.qualified(&t.schedules);
-        let schedule_runs_q = self.qualified(&t.schedule_runs);
-        let jobs_q = self.qualified(&t.jobs);
-        let events_q = self.qualified(&t.events);
-        for (name, ddl) in [
-            (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
-            (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
-            (&t.memories, super::memories::memories_ddl(&memories_q, &t.memories)),
-            (&t.evals, super::evals::evals_ddl(&evals_q, &t.evals)),
-            (&t.knowledge, super::knowledge::knowledge_ddl(&knowledge_q, &t.knowledge)),
-            (&t.metrics, super::metrics::metrics_ddl(&metrics_q, &t.metrics)),
-            (&t.schedules, super::schedules::schedules_ddl(&schedules_q, &t.schedules)),
-            // After the schedules table: its foreign key points there.
-            (&t.schedule_runs, super::schedules::schedule_runs_ddl(&schedule_runs_q, &t.schedule_runs, &schedules_q)),
-            (&t.jobs, jobs_ddl(&jobs_q, &t.jobs)),
-            (&t.events, events_ddl(&events_q)),
-        ] {
-            if self.create_table_if_missing(name, &ddl).await? {
-                self.upsert_schema_version(name, LATEST_VERSION).await?;
-            }
-        }
-        self.refresh_legacy_flag().await
-    }
-}
-
-#[async_trait]
-impl SchemaStore for PostgresDb {
-    async fn get_latest_schema_version(&self, table_name: &str) -> DbResult<Option<String>> {
-        if !self.table_exists(&self.tables().versions).await? {
-            return Ok(None);
-        }
-        let sql = format!("SELECT version FROM {} WHERE table_name = $1", self.qualified(&self.tables().versions));
-        sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(table_name)
-            .fetch_optional(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot read the schema version of {table_name}"), e))
-    }
-
-    async fn upsert_schema_version(&self, table_name: &str, version: &str) -> DbResult<()> {
-        self.ensure_versions_table().await?;
-        let sql = format!(
-            "INSERT INTO {} (table_name, version, created_at, updated_at) VALUES ($1, $2, {NOW_ISO}, {NOW_ISO}) \
-             ON CONFLICT (table_name) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at",
-            self.qualified(&self.tables().versions)
-        );
-        sqlx::query(AssertSqlSafe(sql))
-            .bind(table_name)
-            .bind(version)
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot stamp the schema version of {table_name}"), e))?;
-        Ok(())
     }
 }
 
@@ -187,4 +107,16 @@ pub(crate) fn events_ddl(q: &str) -> Vec<String> {
          attempt BIGINT NOT NULL, event VARCHAR NOT NULL, data TEXT NOT NULL, created_at BIGINT NOT NULL, \
          PRIMARY KEY (run_id, event_index))"
     )]
+}
+
+impl PostgresDb {
+    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics,
+    /// schedules, schedule runs, jobs, schema versions) at the latest schema and stamps it. Existing
+    /// tables are left alone: use the migrations for those.
+    ///
+    /// # Errors
+    /// A storage error.
+    pub async fn create_tables(&self) -> DbResult<()> {
+        crate::sql::migrate::SqlSchema::create_tables(&self.0).await
+    }
 }

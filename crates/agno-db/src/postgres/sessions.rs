@@ -5,7 +5,7 @@ use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_e
 use serde_json::{Map, Value};
 use sqlx::AssertSqlSafe;
 
-use super::{PostgresDb, db_error, sanitize, value_column};
+use super::{PostgresState, db_error, sanitize, value_column};
 use crate::codec::session_type_of;
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
@@ -26,28 +26,9 @@ fn json_param<T: serde::Serialize>(value: Option<&T>, what: &str) -> DbResult<Op
         .map(|v| v.filter(|v| !v.is_null()))
 }
 
-impl PostgresDb {}
-
-impl PostgresDb {
-    /// `SessionStore::upsert_session`: the write in its own transaction.
-    pub(crate) async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        let id = &session.session_id;
-        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
-        if let Err(e) = self.write_session(&mut tx, session, state).await {
-            // Ends the transaction (and its locks) now, not when the connection is next used.
-            tx.rollback().await.map_err(|e| db_error(&format!("cannot end the write of session {id}"), e))?;
-            return Err(e);
-        }
-        tx.commit().await.map_err(|e| db_error(&format!("cannot commit the write of session {id}"), e))
-    }
-}
-
-crate::sql::sessions::session_store!(PostgresDb);
-
-impl PostgresDb {
-    /// The writes of `upsert_session`, inside the caller's transaction (which the caller rolls
-    /// back on an error: the locks taken here are the transaction's).
-    pub(super) async fn write_session(
+#[async_trait::async_trait]
+impl crate::sql::sessions::SqlSessions for PostgresState {
+    async fn put_session(
         &self,
         conn: &mut sqlx::PgConnection,
         session: &AgentSession,

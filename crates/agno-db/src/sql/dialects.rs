@@ -1,4 +1,5 @@
-//! The three SQL dialects: SQLite, PostgreSQL and MySQL/MariaDB, as [`Dialect`]s.
+//! What differs between the SQL databases in how records are written and read ([`Dialect`]),
+//! and the three dialects: SQLite, PostgreSQL and MySQL/MariaDB.
 
 use agno_core::{Cell, DbError, DbResult};
 use futures::future::BoxFuture;
@@ -8,11 +9,215 @@ use serde_json::Value;
 use sqlx::mysql::MySqlRow;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
-use sqlx::{AssertSqlSafe, Database, MySql, Pool, Postgres, Row, Sqlite};
+use sqlx::{AssertSqlSafe, Database, MySql, Pool, Postgres, Row as _, Sqlite};
 
-use super::{Dialect, Query, parse_json};
+use super::{Query, Violation, parse_json};
 use crate::codec::to_json_text;
 use crate::postgres::{clean_json, clean_text};
+
+/// A row of the dialect's database.
+pub(crate) type Row<D> = <<D as Dialect>::DB as Database>::Row;
+
+/// A connection of the dialect's database (or the caller's transaction, dereferenced).
+pub(crate) type Conn<D> = <<D as Dialect>::DB as Database>::Connection;
+
+/// What differs between the SQL databases in how records are written and read.
+pub(crate) trait Dialect: Send + Sync + 'static {
+    /// The sqlx database.
+    type DB: Database;
+
+    /// The `n`th bind placeholder (`?`, or `$n`), counted from 1.
+    fn placeholder(n: usize) -> String;
+
+    /// `n` bind placeholders, comma-separated (`?, ?` or `$1, $2`), the first numbered `first`.
+    fn placeholders(first: usize, n: usize) -> String {
+        (first..first + n).map(Self::placeholder).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Binds one column value as the dialect stores its kind (JSON as text or JSONB, booleans
+    /// as integers or booleans).
+    ///
+    /// # Errors
+    /// A JSON value cannot be encoded.
+    fn bind<'q>(q: Query<'q, Self::DB>, cell: Cell) -> DbResult<Query<'q, Self::DB>>;
+
+    /// A free text a user or a model wrote (an error message) as the database can store it:
+    /// PostgreSQL cannot hold NUL and some other control characters, which are removed (as
+    /// Python Agno removes them); elsewhere unchanged.
+    fn storable(text: Option<&str>) -> Option<String> {
+        text.map(str::to_owned)
+    }
+
+    /// Reads a text column.
+    ///
+    /// # Errors
+    /// The column is missing or not text.
+    fn read_text(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<String>, sqlx::Error>;
+
+    /// Reads an integer column.
+    ///
+    /// # Errors
+    /// The column is missing or not an integer.
+    fn read_int(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<i64>, sqlx::Error>;
+
+    /// Reads a boolean column (an integer 0/1 where the dialect has no booleans).
+    ///
+    /// # Errors
+    /// The column is missing or not a boolean.
+    fn read_bool(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<bool>, sqlx::Error>;
+
+    /// Reads a JSON column as the dialect stores it (JSON text, JSONB), `None` for NULL.
+    ///
+    /// # Errors
+    /// The column is missing, or holds text that is not JSON (a decode error).
+    fn read_json(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<Value>, sqlx::Error>;
+
+    /// sea-query's builder of statements in the dialect.
+    fn builder() -> impl sea_query::QueryBuilder;
+
+    /// One column value as a built statement carries it (see [`Dialect::bind`]): JSON as its
+    /// text, unless the dialect has a JSON type.
+    ///
+    /// # Errors
+    /// A JSON value cannot be encoded.
+    fn value(cell: Cell) -> DbResult<sea_query::Value> {
+        use sea_query::Value;
+        Ok(match cell {
+            Cell::Text(v) => Value::String(v),
+            Cell::Int(v) => Value::BigInt(v),
+            Cell::Bool(v) => Value::Bool(Some(v)),
+            Cell::Json(v) => Value::String(v.as_ref().map(crate::codec::to_json_text).transpose()?),
+        })
+    }
+
+    /// `column` equal to `value` byte for byte (MySQL's default collations ignore case: `Alice`
+    /// must never match `alice`'s rows).
+    fn exact(column: &'static str, value: &str) -> sea_query::Expr {
+        use sea_query::ExprTrait;
+        sea_query::Expr::col(column).eq(value)
+    }
+
+    /// `column` equal, byte for byte, to one of `values`.
+    fn exact_in<'v>(column: &'static str, values: impl IntoIterator<Item = &'v str>) -> sea_query::Expr {
+        use sea_query::ExprTrait;
+        sea_query::Expr::col(column).is_in(values)
+    }
+
+    /// `sql` (a column, or an expression over columns) as an ordering or grouping by its bytes,
+    /// so ids and names sort, and user ids group, the same on every database.
+    fn byte_order(sql: &'static str) -> sea_query::Expr {
+        sea_query::Expr::cust(Self::bytes_of(sql))
+    }
+
+    /// The SQL of [`Dialect::byte_order`].
+    fn bytes_of(sql: &str) -> String;
+
+    /// Memories whose JSON `topics` list holds one of `topics` (not empty).
+    fn any_topic(topics: &[String]) -> sea_query::Expr;
+
+    /// Memories whose text holds `needle`, ignoring case: a plain substring, no wildcards.
+    fn memory_contains(needle: &str) -> sea_query::Expr;
+
+    /// Sessions whose `session_data.session_name` holds `name`, ignoring case (a LIKE pattern,
+    /// as Python Agno matches it).
+    fn session_name_like(name: &str) -> sea_query::Expr;
+
+    /// The `session_data` of a session renamed `name`: its stored object with `session_name`
+    /// set (a new object when it holds none).
+    fn named_session_data(name: &str) -> sea_query::Expr;
+
+    /// The `input` of a run's `run_data` as JSON, its `input_content` text (when it is text) cut
+    /// to `keep` characters.
+    fn first_input(keep: usize) -> String;
+
+    /// A date column or expression as `YYYY-MM-DD` text.
+    fn date_text(sql: &str) -> String;
+
+    /// A day (`YYYY-MM-DD`) as a value compared with a date column.
+    fn date_value(day: &str) -> sea_query::Expr {
+        sea_query::Expr::val(day)
+    }
+
+    /// The JSON text of the member `key` of the JSON object in `column` (NULL when absent or
+    /// when the column is not JSON).
+    fn json_member(column: &str, key: &str) -> String;
+
+    /// The text of the member `key` of the JSON object in `column` (NULL when absent, JSON null,
+    /// or when the column is not JSON).
+    fn json_text(column: &str, key: &str) -> String;
+
+    /// Whether NULL sorts below every value (SQLite and MySQL), rather than above (PostgreSQL).
+    const NULLS_LOW: bool = true;
+
+    /// Runs a built statement on `pool` and returns its rows.
+    fn fetch_built<'a>(
+        pool: &'a Pool<Self::DB>,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
+
+    /// Runs a built statement on `pool` and returns its rows, planned for these values (not a
+    /// cached prepared statement) where the database would otherwise settle on one generic plan
+    /// (PostgreSQL: a plan made while a session had few runs sorts all of them to return the
+    /// newest few, so run N of a session would cost O(N)).
+    fn fetch_replanned<'a>(
+        pool: &'a Pool<Self::DB>,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>> {
+        Self::fetch_built(pool, sql, values)
+    }
+
+    /// Runs a built statement on `pool` and returns the number of rows it changed.
+    fn execute_built<'a>(
+        pool: &'a Pool<Self::DB>,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>>;
+
+    /// Runs a built statement on one connection (a transaction's) and returns its rows.
+    fn fetch_on<'a>(
+        conn: &'a mut <Self::DB as Database>::Connection,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
+
+    /// Runs a built statement on one connection (a transaction's) and returns the number of
+    /// rows it changed.
+    fn execute_on<'a>(
+        conn: &'a mut <Self::DB as Database>::Connection,
+        sql: &'a str,
+        values: sea_query_sqlx::SqlxValues,
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>>;
+
+    /// The statement a [`Tx`] starts with, where plain `BEGIN` is not what the stores need
+    /// (SQLite takes the write lock up front; MySQL reads committed rows, so a conditional
+    /// write sees another worker's claim).
+    const BEGIN: Option<&'static str> = None;
+
+    /// Whether a failed write lost a race and may succeed if run again (a MySQL deadlock).
+    fn lost_race(_error: &DbError) -> bool {
+        false
+    }
+
+    /// What a unique or foreign key violation broke, or `None` for any other error.
+    fn violation(e: &sqlx::Error) -> Option<Violation> {
+        let sqlx::Error::Database(d) = e else { return None };
+        if d.is_foreign_key_violation() {
+            Some(Violation::ForeignKey)
+        } else if d.is_unique_violation() {
+            Some(if Self::primary_key(d.as_ref()) { Violation::PrimaryKey } else { Violation::Unique })
+        } else {
+            None
+        }
+    }
+
+    /// Whether a unique violation is of the primary key (rather than another unique index).
+    fn primary_key(e: &dyn sqlx::error::DatabaseError) -> bool;
+
+    /// Classifies a driver error (conflict, unavailable, schema too old) with what was being done.
+    fn error(what: &str, e: sqlx::Error) -> DbError;
+}
 
 /// The statement-running methods of a dialect, the same for every sqlx driver.
 macro_rules! runs_statements {

@@ -1,7 +1,7 @@
 //! `agno_eval_runs` as every SQL adapter reads it back.
 
 use agno_core::{
-    Cell, DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalType, now_epoch_secs,
+    Cell, DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, EvalType, now_epoch_secs,
 };
 use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
@@ -9,7 +9,7 @@ use serde_json::Value;
 use sqlx::Database;
 
 use super::listing::Listing;
-use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
+use super::{Columns, Dialect, SqlDb, SqlFamily, changed, owned_by, rows};
 
 /// An eval type as stored (`accuracy`, `agent_as_judge`, ...).
 ///
@@ -113,123 +113,91 @@ fn listing<D: Dialect>(q: &EvalQuery) -> Condition {
     c
 }
 
-/// `EvalStore::create_eval_run`: the record with its times filled in, or a conflict when the id
-/// exists.
-pub(crate) async fn create<A: SqlDb>(db: &A, record: &EvalRunRecord) -> DbResult<EvalRunRecord> {
-    let now = now_epoch_secs();
-    let mut row = record.clone();
-    row.created_at = Some(row.created_at.unwrap_or(now));
-    row.updated_at = Some(row.updated_at.unwrap_or(now));
-    let values = eval_cells(&row).into_iter().map(|c| A::D::value(c).map(Expr::val)).collect::<DbResult<Vec<_>>>()?;
-    let mut insert = Query::insert();
-    insert
-        .into_table(db.table_ref(&db.tables().evals))
-        .columns(COLUMNS)
-        .values(values)
-        .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot build the insert of eval run: {e}")))?;
-    let id = &row.run_id;
-    match changed(db, insert.build_sqlx(A::D::builder()), &format!("cannot write eval run {id}")).await {
-        Ok(_) => Ok(row),
-        Err(e) if e.kind() == DbErrorKind::Conflict => {
-            Err(DbError::new(DbErrorKind::Conflict, format!("eval run {id} already exists")).with_source(e))
+#[async_trait::async_trait]
+impl<A: SqlFamily> EvalStore for SqlDb<A> {
+    /// The record with its times filled in, or a conflict when the id
+    /// exists.
+    async fn create_eval_run(&self, record: &EvalRunRecord) -> DbResult<EvalRunRecord> {
+        let db = &self.0;
+        let now = now_epoch_secs();
+        let mut row = record.clone();
+        row.created_at = Some(row.created_at.unwrap_or(now));
+        row.updated_at = Some(row.updated_at.unwrap_or(now));
+        let values =
+            eval_cells(&row).into_iter().map(|c| A::D::value(c).map(Expr::val)).collect::<DbResult<Vec<_>>>()?;
+        let mut insert = Query::insert();
+        insert
+            .into_table(db.table_ref(&db.tables().evals))
+            .columns(COLUMNS)
+            .values(values)
+            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot build the insert of eval run: {e}")))?;
+        let id = &row.run_id;
+        match changed(db, insert.build_sqlx(A::D::builder()), &format!("cannot write eval run {id}")).await {
+            Ok(_) => Ok(row),
+            Err(e) if e.kind() == DbErrorKind::Conflict => {
+                Err(DbError::new(DbErrorKind::Conflict, format!("eval run {id} already exists")).with_source(e))
+            }
+            Err(e) => Err(e),
         }
-        Err(e) => Err(e),
     }
-}
 
-/// `EvalStore::get_eval_run`.
-pub(crate) async fn get<A: SqlDb>(db: &A, run_id: &str, user_id: Option<&str>) -> DbResult<Option<EvalRunRecord>> {
-    let select = Query::select()
-        .columns(COLUMNS)
-        .from(db.table_ref(&db.tables().evals))
-        .and_where(Expr::col("run_id").eq(run_id))
-        .cond_where(owned_by::<A::D>(user_id))
-        .build_sqlx(A::D::builder());
-    let found = rows(db, select, &format!("cannot read eval run {run_id}")).await?;
-    found.first().map(eval_from_row::<A::D>).transpose()
-}
-
-/// `EvalStore::get_eval_runs`: a page of the listing (by `created_at`, NULL oldest, then by the
-/// bytes of `run_id`) and the number of matching runs; a row no reader can decode is left out.
-pub(crate) async fn list<A: SqlDb>(db: &A, q: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
-    let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().evals), COLUMNS, listing::<A::D>(q))
-        .by(Expr::col("created_at"), q.sort_order)
-        .then_by_bytes("run_id", q.sort_order)
-        .page(q.limit, q.page)
-        .fetch(db, "eval runs")
-        .await?;
-    let evals = super::listing::readable::<A::D, _>(&found, "eval run", "run_id", eval_from_row::<A::D>);
-    Ok((evals, total))
-}
-
-/// `EvalStore::delete_eval_runs`: how many of `run_ids` (of `user_id`, when given) were deleted.
-pub(crate) async fn delete<A: SqlDb>(db: &A, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-    if run_ids.is_empty() {
-        return Ok(0);
+    async fn get_eval_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<EvalRunRecord>> {
+        let db = &self.0;
+        let select = Query::select()
+            .columns(COLUMNS)
+            .from(db.table_ref(&db.tables().evals))
+            .and_where(Expr::col("run_id").eq(run_id))
+            .cond_where(owned_by::<A::D>(user_id))
+            .build_sqlx(A::D::builder());
+        let found = rows(db, select, &format!("cannot read eval run {run_id}")).await?;
+        found.first().map(eval_from_row::<A::D>).transpose()
     }
-    let delete = Query::delete()
-        .from_table(db.table_ref(&db.tables().evals))
-        .and_where(Expr::col("run_id").is_in(run_ids.iter().map(String::as_str)))
-        .cond_where(owned_by::<A::D>(user_id))
-        .build_sqlx(A::D::builder());
-    changed(db, delete, "cannot delete eval runs").await
-}
 
-/// `EvalStore::rename_eval_run`: the renamed run, or none when it is not the caller's.
-pub(crate) async fn rename<A: SqlDb>(
-    db: &A,
-    run_id: &str,
-    name: &str,
-    user_id: Option<&str>,
-) -> DbResult<Option<EvalRunRecord>> {
-    let update = Query::update()
-        .table(db.table_ref(&db.tables().evals))
-        .values([("name", Expr::val(name)), ("updated_at", Expr::val(now_epoch_secs()))])
-        .and_where(Expr::col("run_id").eq(run_id))
-        .cond_where(owned_by::<A::D>(user_id))
-        .build_sqlx(A::D::builder());
-    if changed(db, update, &format!("cannot rename eval run {run_id}")).await? == 0 {
-        return Ok(None);
+    /// A page of the listing (by `created_at`, NULL oldest, then by the
+    /// bytes of `run_id`) and the number of matching runs; a row no reader can decode is left out.
+    async fn get_eval_runs(&self, q: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
+        let db = &self.0;
+        let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().evals), COLUMNS, listing::<A::D>(q))
+            .by(Expr::col("created_at"), q.sort_order)
+            .then_by_bytes("run_id", q.sort_order)
+            .page(q.limit, q.page)
+            .fetch(db, "eval runs")
+            .await?;
+        let evals = super::listing::readable::<A::D, _>(&found, "eval run", "run_id", eval_from_row::<A::D>);
+        Ok((evals, total))
     }
-    get(db, run_id, user_id).await
-}
 
-/// Implements `agno_core::EvalStore` for an SQL adapter with the functions above.
-macro_rules! eval_store {
-    ($db:ty) => {
-        #[async_trait::async_trait]
-        impl agno_core::EvalStore for $db {
-            async fn create_eval_run(
-                &self,
-                record: &agno_core::EvalRunRecord,
-            ) -> agno_core::DbResult<agno_core::EvalRunRecord> {
-                crate::sql::evals::create(self, record).await
-            }
-            async fn get_eval_run(
-                &self,
-                run_id: &str,
-                user_id: Option<&str>,
-            ) -> agno_core::DbResult<Option<agno_core::EvalRunRecord>> {
-                crate::sql::evals::get(self, run_id, user_id).await
-            }
-            async fn get_eval_runs(
-                &self,
-                query: &agno_core::EvalQuery,
-            ) -> agno_core::DbResult<(Vec<agno_core::EvalRunRecord>, u64)> {
-                crate::sql::evals::list(self, query).await
-            }
-            async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> agno_core::DbResult<u64> {
-                crate::sql::evals::delete(self, run_ids, user_id).await
-            }
-            async fn rename_eval_run(
-                &self,
-                run_id: &str,
-                name: &str,
-                user_id: Option<&str>,
-            ) -> agno_core::DbResult<Option<agno_core::EvalRunRecord>> {
-                crate::sql::evals::rename(self, run_id, name, user_id).await
-            }
+    /// How many of `run_ids` (of `user_id`, when given) were deleted.
+    async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        let db = &self.0;
+        if run_ids.is_empty() {
+            return Ok(0);
         }
-    };
+        let delete = Query::delete()
+            .from_table(db.table_ref(&db.tables().evals))
+            .and_where(Expr::col("run_id").is_in(run_ids.iter().map(String::as_str)))
+            .cond_where(owned_by::<A::D>(user_id))
+            .build_sqlx(A::D::builder());
+        changed(db, delete, "cannot delete eval runs").await
+    }
+
+    /// The renamed run, or none when it is not the caller's.
+    async fn rename_eval_run(
+        &self,
+        run_id: &str,
+        name: &str,
+        user_id: Option<&str>,
+    ) -> DbResult<Option<EvalRunRecord>> {
+        let db = &self.0;
+        let update = Query::update()
+            .table(db.table_ref(&db.tables().evals))
+            .values([("name", Expr::val(name)), ("updated_at", Expr::val(now_epoch_secs()))])
+            .and_where(Expr::col("run_id").eq(run_id))
+            .cond_where(owned_by::<A::D>(user_id))
+            .build_sqlx(A::D::builder());
+        if changed(db, update, &format!("cannot rename eval run {run_id}")).await? == 0 {
+            return Ok(None);
+        }
+        self.get_eval_run(run_id, user_id).await
+    }
 }
-pub(crate) use eval_store;

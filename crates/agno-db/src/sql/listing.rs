@@ -5,7 +5,7 @@ use agno_core::{DbResult, SortOrder};
 use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query, SelectStatement, TableRef};
 use sea_query_sqlx::SqlxBinder;
 
-use super::{Columns, Dialect, Row, SqlDb, rows};
+use super::{Columns, Dialect, Row, SqlAdapter, rows};
 
 /// A listing being described (see the module documentation).
 pub(crate) struct Listing<D: Dialect> {
@@ -56,7 +56,7 @@ impl<D: Dialect> Listing<D> {
     ///
     /// # Errors
     /// A statement fails.
-    pub(crate) async fn fetch<A: SqlDb<D = D>>(self, db: &A, what: &str) -> DbResult<(Vec<Row<D>>, u64)> {
+    pub(crate) async fn fetch<A: SqlAdapter<D = D>>(self, db: &A, what: &str) -> DbResult<(Vec<Row<D>>, u64)> {
         let found = rows(db, self.select.build_sqlx(D::builder()), &format!("cannot list {what}")).await?;
         let count = Query::select()
             .expr_as(Expr::col(Asterisk).count(), "total")
@@ -87,7 +87,7 @@ pub(crate) fn limit_to(select: &mut SelectStatement, limit: Option<usize>, page:
 ///
 /// # Errors
 /// The statement fails.
-pub(crate) async fn count_of<A: SqlDb>(
+pub(crate) async fn count_of<A: SqlAdapter>(
     db: &A,
     count: (String, sea_query_sqlx::SqlxValues),
     what: &str,

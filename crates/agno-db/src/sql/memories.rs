@@ -1,7 +1,7 @@
 //! `agno_memories` as every SQL adapter reads it back.
 
 use agno_core::{
-    Cell, DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemorySort, UserMemory, UserMemoryStats,
+    Cell, DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemorySort, MemoryStore, UserMemory, UserMemoryStats,
 };
 use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query};
 use sea_query_sqlx::SqlxBinder;
@@ -10,7 +10,14 @@ use sqlx::Database;
 
 use super::listing::{Listing, count_of, limit_to};
 use super::upsert::{Owned, upsert_owned};
-use super::{Columns, Dialect, SqlDb, changed, owned_by, rows};
+use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, changed, owned_by, rows};
+
+/// What a database reads its own way in the memories table.
+#[async_trait::async_trait]
+pub(crate) trait SqlMemories: SqlAdapter {
+    /// `MemoryStore::get_all_memory_topics`, read with the database's JSON functions.
+    async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>>;
+}
 
 /// A memory read back from a row of the memories table: `memory` is a JSON column holding the
 /// text (anything else reads as its JSON text), `topics` a JSON list of texts.
@@ -73,195 +80,156 @@ fn listing<D: Dialect>(q: &MemoryQuery) -> Condition {
     c
 }
 
-/// `MemoryStore::upsert_user_memory`: the memory as stored (`created_at` kept from the stored
-/// row). A memory may be replaced by its owner, or by anyone while it has none; its owner never
-/// changes; another user's memory is a conflict and is left as it is.
-pub(crate) async fn upsert<A: SqlDb>(db: &A, memory: &UserMemory) -> DbResult<UserMemory> {
-    let row = memory;
-    let id = row.memory_id.clone().unwrap_or_else(agno_core::new_id);
-    let now = agno_core::now_epoch_secs();
-    let topics = row.topics.as_ref().map(|list| Value::Array(list.iter().cloned().map(Value::String).collect()));
-    let record = Owned {
-        table: &db.tables().memories,
-        key: ("memory_id", &id),
-        cells: vec![
-            ("memory_id", Cell::Text(Some(id.clone()))),
-            ("memory", Cell::Json(Some(Value::String(row.memory.clone())))),
-            ("input", Cell::Text(row.input.clone())),
-            ("agent_id", Cell::Text(row.agent_id.clone())),
-            ("team_id", Cell::Text(row.team_id.clone())),
-            ("user_id", Cell::Text(row.user_id.clone())),
-            ("topics", Cell::Json(topics)),
-            ("feedback", Cell::Text(row.feedback.clone())),
-            ("created_at", Cell::Int(Some(row.created_at.unwrap_or(now)))),
-            ("updated_at", Cell::Int(Some(now))),
-        ],
-        kept: &["memory_id", "user_id", "created_at"],
-        read_back: &COLUMNS,
-    };
-    let writer = row.user_id.clone();
-    let may_replace = |owner: Option<&str>| owner.is_none() || owner == writer.as_deref();
-    match upsert_owned(db, &record, may_replace, &format!("cannot write memory {id}")).await? {
-        Some(stored) => memory_from_row::<A::D>(&stored),
-        None => Err(DbError::new(DbErrorKind::Conflict, format!("memory {id} belongs to another user"))),
-    }
-}
-
-/// `MemoryStore::get_user_memory`.
-pub(crate) async fn get<A: SqlDb>(db: &A, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>> {
-    let select = Query::select()
-        .columns(COLUMNS)
-        .from(db.table_ref(&db.tables().memories))
-        .and_where(Expr::col("memory_id").eq(memory_id))
-        .cond_where(owned_by::<A::D>(user_id))
-        .build_sqlx(A::D::builder());
-    let found = rows(db, select, &format!("cannot read memory {memory_id}")).await?;
-    found.first().map(memory_from_row::<A::D>).transpose()
-}
-
-/// `MemoryStore::get_user_memories`: a page of the listing (by the query's time column, NULL
-/// oldest, then by the bytes of `memory_id`) and the number of matching memories; a row no
-/// reader can decode is left out.
-pub(crate) async fn list<A: SqlDb>(db: &A, q: &MemoryQuery) -> DbResult<MemoryPage> {
-    let by = match q.sort_by {
-        MemorySort::UpdatedAt => "updated_at",
-        MemorySort::CreatedAt => "created_at",
-    };
-    let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().memories), COLUMNS, listing::<A::D>(q))
-        .by(Expr::col(by), q.sort_order)
-        .then_by_bytes("memory_id", q.sort_order)
-        .page(q.limit, q.page)
-        .fetch(db, "memories")
-        .await?;
-    let memories = super::listing::readable::<A::D, _>(&found, "memory", "memory_id", memory_from_row::<A::D>);
-    Ok(MemoryPage { memories, total })
-}
-
-/// `MemoryStore::delete_user_memories`: how many of `memory_ids` (of `user_id`, when given) were
-/// deleted.
-pub(crate) async fn delete<A: SqlDb>(db: &A, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-    if memory_ids.is_empty() {
-        return Ok(0);
-    }
-    let delete = Query::delete()
-        .from_table(db.table_ref(&db.tables().memories))
-        .and_where(Expr::col("memory_id").is_in(memory_ids.iter().map(String::as_str)))
-        .cond_where(owned_by::<A::D>(user_id))
-        .build_sqlx(A::D::builder());
-    changed(db, delete, "cannot delete memories").await
-}
-
-/// `MemoryStore::clear_memories`.
-pub(crate) async fn clear<A: SqlDb>(db: &A) -> DbResult<()> {
-    let delete = Query::delete().from_table(db.table_ref(&db.tables().memories)).build_sqlx(A::D::builder());
-    changed(db, delete, "cannot clear memories").await.map(|_| ())
-}
-
-/// `MemoryStore::get_user_memory_stats`: memory counts per user (users grouped byte for byte;
-/// memories without an owner form one more group), most recently updated first, then by user,
-/// paged; and the number of groups.
-pub(crate) async fn stats<A: SqlDb>(
-    db: &A,
-    limit: Option<usize>,
-    page_number: Option<usize>,
-    user_id: Option<&str>,
-) -> DbResult<(Vec<UserMemoryStats>, u64)> {
-    let table = db.table_ref(&db.tables().memories);
-    let group = A::D::byte_order("user_id");
-    let mut select = Query::select();
-    select
-        .expr_as(Expr::cust("MIN(user_id)"), "user_id")
-        .expr_as(Expr::col(Asterisk).count(), "total")
-        .expr_as(Expr::cust("MAX(updated_at)"), "last")
-        .from(table.clone())
-        .cond_where(owned_by::<A::D>(user_id))
-        .add_group_by([group.clone()]);
-    let (newest, user) = (Expr::cust("MAX(updated_at)"), A::D::byte_order("MIN(user_id)"));
-    if A::D::NULLS_LOW {
-        select.order_by_expr(newest, Order::Desc).order_by_expr(user, Order::Asc);
-    } else {
-        select.order_by_expr_with_nulls(newest, Order::Desc, NullOrdering::Last).order_by_expr_with_nulls(
-            user,
-            Order::Asc,
-            NullOrdering::First,
-        );
-    }
-    limit_to(&mut select, limit, page_number);
-    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot read memory stats").await?;
-    let stats = found
-        .iter()
-        .map(|r| {
-            let c = Columns::<A::D>::of(r, "agno_memories");
-            Ok(UserMemoryStats {
-                user_id: c.text("user_id")?,
-                total_memories: u64::try_from(c.int("total")?.unwrap_or_default()).unwrap_or(0),
-                last_memory_updated_at: c.int("last")?,
-            })
-        })
-        .collect::<DbResult<Vec<_>>>()?;
-    let groups = Query::select()
-        .expr_as(Expr::cust("1"), "one")
-        .from(table)
-        .cond_where(owned_by::<A::D>(user_id))
-        .add_group_by([group])
-        .take();
-    let count = Query::select()
-        .expr_as(Expr::col(Asterisk).count(), "total")
-        .from_subquery(groups, "g")
-        .build_sqlx(A::D::builder());
-    Ok((stats, count_of(db, count, "cannot count memory users").await?))
-}
-
-/// Implements `agno_core::MemoryStore` for an SQL adapter: its own topic listing (an inherent
-/// `memory_topics`: each database's JSON functions), the rest above.
-macro_rules! memory_store {
-    ($db:ty) => {
-        #[async_trait::async_trait]
-        impl agno_core::MemoryStore for $db {
-            async fn upsert_user_memory(
-                &self,
-                memory: &agno_core::UserMemory,
-            ) -> agno_core::DbResult<agno_core::UserMemory> {
-                crate::sql::memories::upsert(self, memory).await
-            }
-            async fn get_user_memory(
-                &self,
-                memory_id: &str,
-                user_id: Option<&str>,
-            ) -> agno_core::DbResult<Option<agno_core::UserMemory>> {
-                crate::sql::memories::get(self, memory_id, user_id).await
-            }
-            async fn get_user_memories(
-                &self,
-                query: &agno_core::MemoryQuery,
-            ) -> agno_core::DbResult<agno_core::MemoryPage> {
-                crate::sql::memories::list(self, query).await
-            }
-            async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> agno_core::DbResult<bool> {
-                Ok(crate::sql::memories::delete(self, &[memory_id.to_owned()], user_id).await? == 1)
-            }
-            async fn delete_user_memories(
-                &self,
-                memory_ids: &[String],
-                user_id: Option<&str>,
-            ) -> agno_core::DbResult<u64> {
-                crate::sql::memories::delete(self, memory_ids, user_id).await
-            }
-            async fn get_all_memory_topics(&self, user_id: Option<&str>) -> agno_core::DbResult<Vec<String>> {
-                self.memory_topics(user_id).await
-            }
-            async fn get_user_memory_stats(
-                &self,
-                limit: Option<usize>,
-                page: Option<usize>,
-                user_id: Option<&str>,
-            ) -> agno_core::DbResult<(Vec<agno_core::UserMemoryStats>, u64)> {
-                crate::sql::memories::stats(self, limit, page, user_id).await
-            }
-            async fn clear_memories(&self) -> agno_core::DbResult<()> {
-                crate::sql::memories::clear(self).await
-            }
+#[async_trait::async_trait]
+impl<A: SqlFamily> MemoryStore for SqlDb<A> {
+    /// The memory as stored (`created_at` kept from the stored
+    /// row). A memory may be replaced by its owner, or by anyone while it has none; its owner never
+    /// changes; another user's memory is a conflict and is left as it is.
+    async fn upsert_user_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
+        let db = &self.0;
+        let row = memory;
+        let id = row.memory_id.clone().unwrap_or_else(agno_core::new_id);
+        let now = agno_core::now_epoch_secs();
+        let topics = row.topics.as_ref().map(|list| Value::Array(list.iter().cloned().map(Value::String).collect()));
+        let record = Owned {
+            table: &db.tables().memories,
+            key: ("memory_id", &id),
+            cells: vec![
+                ("memory_id", Cell::Text(Some(id.clone()))),
+                ("memory", Cell::Json(Some(Value::String(row.memory.clone())))),
+                ("input", Cell::Text(row.input.clone())),
+                ("agent_id", Cell::Text(row.agent_id.clone())),
+                ("team_id", Cell::Text(row.team_id.clone())),
+                ("user_id", Cell::Text(row.user_id.clone())),
+                ("topics", Cell::Json(topics)),
+                ("feedback", Cell::Text(row.feedback.clone())),
+                ("created_at", Cell::Int(Some(row.created_at.unwrap_or(now)))),
+                ("updated_at", Cell::Int(Some(now))),
+            ],
+            kept: &["memory_id", "user_id", "created_at"],
+            read_back: &COLUMNS,
+        };
+        let writer = row.user_id.clone();
+        let may_replace = |owner: Option<&str>| owner.is_none() || owner == writer.as_deref();
+        match upsert_owned(db, &record, may_replace, &format!("cannot write memory {id}")).await? {
+            Some(stored) => memory_from_row::<A::D>(&stored),
+            None => Err(DbError::new(DbErrorKind::Conflict, format!("memory {id} belongs to another user"))),
         }
-    };
+    }
+
+    async fn get_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>> {
+        let db = &self.0;
+        let select = Query::select()
+            .columns(COLUMNS)
+            .from(db.table_ref(&db.tables().memories))
+            .and_where(Expr::col("memory_id").eq(memory_id))
+            .cond_where(owned_by::<A::D>(user_id))
+            .build_sqlx(A::D::builder());
+        let found = rows(db, select, &format!("cannot read memory {memory_id}")).await?;
+        found.first().map(memory_from_row::<A::D>).transpose()
+    }
+
+    /// A page of the listing (by the query's time column, NULL
+    /// oldest, then by the bytes of `memory_id`) and the number of matching memories; a row no
+    /// reader can decode is left out.
+    async fn get_user_memories(&self, q: &MemoryQuery) -> DbResult<MemoryPage> {
+        let db = &self.0;
+        let by = match q.sort_by {
+            MemorySort::UpdatedAt => "updated_at",
+            MemorySort::CreatedAt => "created_at",
+        };
+        let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().memories), COLUMNS, listing::<A::D>(q))
+            .by(Expr::col(by), q.sort_order)
+            .then_by_bytes("memory_id", q.sort_order)
+            .page(q.limit, q.page)
+            .fetch(db, "memories")
+            .await?;
+        let memories = super::listing::readable::<A::D, _>(&found, "memory", "memory_id", memory_from_row::<A::D>);
+        Ok(MemoryPage { memories, total })
+    }
+
+    async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        Ok(self.delete_user_memories(&[memory_id.to_owned()], user_id).await? == 1)
+    }
+
+    /// How many of `memory_ids` (of `user_id`, when given) were
+    /// deleted.
+    async fn delete_user_memories(&self, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        let db = &self.0;
+        if memory_ids.is_empty() {
+            return Ok(0);
+        }
+        let delete = Query::delete()
+            .from_table(db.table_ref(&db.tables().memories))
+            .and_where(Expr::col("memory_id").is_in(memory_ids.iter().map(String::as_str)))
+            .cond_where(owned_by::<A::D>(user_id))
+            .build_sqlx(A::D::builder());
+        changed(db, delete, "cannot delete memories").await
+    }
+
+    async fn get_all_memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
+        self.0.memory_topics(user_id).await
+    }
+
+    /// Memory counts per user (users grouped byte for byte;
+    /// memories without an owner form one more group), most recently updated first, then by user,
+    /// paged; and the number of groups.
+    async fn get_user_memory_stats(
+        &self,
+        limit: Option<usize>,
+        page_number: Option<usize>,
+        user_id: Option<&str>,
+    ) -> DbResult<(Vec<UserMemoryStats>, u64)> {
+        let db = &self.0;
+        let table = db.table_ref(&db.tables().memories);
+        let group = A::D::byte_order("user_id");
+        let mut select = Query::select();
+        select
+            .expr_as(Expr::cust("MIN(user_id)"), "user_id")
+            .expr_as(Expr::col(Asterisk).count(), "total")
+            .expr_as(Expr::cust("MAX(updated_at)"), "last")
+            .from(table.clone())
+            .cond_where(owned_by::<A::D>(user_id))
+            .add_group_by([group.clone()]);
+        let (newest, user) = (Expr::cust("MAX(updated_at)"), A::D::byte_order("MIN(user_id)"));
+        if A::D::NULLS_LOW {
+            select.order_by_expr(newest, Order::Desc).order_by_expr(user, Order::Asc);
+        } else {
+            select.order_by_expr_with_nulls(newest, Order::Desc, NullOrdering::Last).order_by_expr_with_nulls(
+                user,
+                Order::Asc,
+                NullOrdering::First,
+            );
+        }
+        limit_to(&mut select, limit, page_number);
+        let found = rows(db, select.build_sqlx(A::D::builder()), "cannot read memory stats").await?;
+        let stats = found
+            .iter()
+            .map(|r| {
+                let c = Columns::<A::D>::of(r, "agno_memories");
+                Ok(UserMemoryStats {
+                    user_id: c.text("user_id")?,
+                    total_memories: u64::try_from(c.int("total")?.unwrap_or_default()).unwrap_or(0),
+                    last_memory_updated_at: c.int("last")?,
+                })
+            })
+            .collect::<DbResult<Vec<_>>>()?;
+        let groups = Query::select()
+            .expr_as(Expr::cust("1"), "one")
+            .from(table)
+            .cond_where(owned_by::<A::D>(user_id))
+            .add_group_by([group])
+            .take();
+        let count = Query::select()
+            .expr_as(Expr::col(Asterisk).count(), "total")
+            .from_subquery(groups, "g")
+            .build_sqlx(A::D::builder());
+        Ok((stats, count_of(db, count, "cannot count memory users").await?))
+    }
+
+    async fn clear_memories(&self) -> DbResult<()> {
+        let db = &self.0;
+        let delete = Query::delete().from_table(db.table_ref(&db.tables().memories)).build_sqlx(A::D::builder());
+        changed(db, delete, "cannot clear memories").await.map(|_| ())
+    }
 }
-pub(crate) use memory_store;

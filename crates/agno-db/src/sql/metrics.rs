@@ -3,7 +3,7 @@
 //! `YYYY-MM-DD` text (sqlx has no date codec enabled here). How a batch of buckets is written
 //! differs per database and stays with each adapter (an inherent `save_metrics`).
 
-use agno_core::{DbError, DbErrorKind, DbResult, MetricsBucket, MetricsQuery, SessionFacts};
+use agno_core::{DbError, DbErrorKind, DbResult, MetricsBucket, MetricsQuery, MetricsStore, SessionFacts};
 use chrono::NaiveDate;
 use sea_query::{Expr, ExprTrait, Order, Query};
 use sea_query_sqlx::{SqlxBinder, SqlxValues};
@@ -11,7 +11,14 @@ use serde_json::Value;
 use sqlx::Database;
 
 use super::listing::readable;
-use super::{Columns, Dialect, SqlDb, owned_by, rows};
+use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, owned_by, rows};
+
+/// How a database upserts metrics buckets.
+#[async_trait::async_trait]
+pub(crate) trait SqlMetrics: SqlAdapter {
+    /// `MetricsStore::upsert_metrics`: the database's upsert of each bucket.
+    async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()>;
+}
 
 /// The columns of the metrics table but `date`, in table order.
 const COLUMNS: [&str; 15] = [
@@ -109,164 +116,143 @@ fn unbound(sql: String) -> (String, SqlxValues) {
     (sql, SqlxValues(sea_query::Values(Vec::new())))
 }
 
-/// `MetricsStore::get_metrics`: the buckets of the query's days and owner (`Some("")`: the
-/// shared bucket), by day, then owner and period byte for byte; and the latest update among the
-/// owner's buckets whatever their day (as Python Agno).
-pub(crate) async fn get<A: SqlDb>(db: &A, q: &MetricsQuery) -> DbResult<(Vec<MetricsBucket>, Option<i64>)> {
-    let table = db.table_ref(&db.tables().metrics);
-    let mut select = Query::select();
-    select
-        .columns(COLUMNS)
-        .expr_as(Expr::cust(A::D::date_text("date")), "date")
-        .from(table.clone())
-        .cond_where(owned_by::<A::D>(q.user_id.as_deref()));
-    if let Some(day) = q.starting_date {
-        select.and_where(Expr::col("date").gte(A::D::date_value(&day.to_string())));
-    }
-    if let Some(day) = q.ending_date {
-        select.and_where(Expr::col("date").lte(A::D::date_value(&day.to_string())));
-    }
-    select
-        .order_by("date", Order::Asc)
-        .order_by_expr(A::D::byte_order("user_id"), Order::Asc)
-        .order_by_expr(A::D::byte_order("aggregation_period"), Order::Asc);
-    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot read metrics").await?;
-    if found.is_empty() {
-        return Ok((Vec::new(), None));
-    }
-    let buckets = readable::<A::D, _>(&found, "metrics bucket", "id", bucket_from_row::<A::D>);
-    let latest = Query::select()
-        .expr_as(Expr::cust("MAX(updated_at)"), "latest")
-        .from(table)
-        .cond_where(owned_by::<A::D>(q.user_id.as_deref()))
-        .build_sqlx(A::D::builder());
-    let latest = rows(db, latest, "cannot read the latest metrics update").await?;
-    let latest = match latest.first() {
-        Some(row) => Columns::<A::D>::of(row, "agno_metrics").int("latest")?,
-        None => None,
-    };
-    Ok((buckets, latest))
-}
-
-/// `MetricsStore::metrics_progress`: the latest completed day, and the earliest incomplete day
-/// after it.
-pub(crate) async fn progress<A: SqlDb>(db: &A) -> DbResult<(Option<NaiveDate>, Option<NaiveDate>)> {
-    let t = db.table(&db.tables().metrics);
-    let sql = format!(
-        "SELECT {done} AS done, {pending} AS pending FROM (SELECT MAX(CASE WHEN completed THEN date END) AS done \
-         FROM {t}) d",
-        done = A::D::date_text("d.done"),
-        pending = A::D::date_text(&format!(
-            "(SELECT MIN(m.date) FROM {t} m WHERE NOT m.completed AND (d.done IS NULL OR m.date > d.done))"
-        )),
-    );
-    let found = rows(db, unbound(sql), "cannot read the metrics progress").await?;
-    let Some(row) = found.first() else { return Ok((None, None)) };
-    let c = Columns::<A::D>::of(row, "agno_metrics");
-    let day = |column: &str| c.text(column)?.as_deref().map(parse_date).transpose();
-    Ok((day("done")?, day("pending")?))
-}
-
-/// `MetricsStore::metrics_facts`: the sessions created in `[from, to)` and their runs grouped by
-/// model, read as sets; `None` while a session of the window still holds a legacy runs blob
-/// (those are read one by one).
-pub(crate) async fn facts<A: SqlDb>(db: &A, from: i64, to: i64) -> DbResult<Option<Vec<SessionFacts>>> {
-    let t = db.tables();
-    let (sessions_t, runs_t) = (db.table(&t.sessions), db.table(&t.runs));
-    if db.has_legacy_runs() {
-        let select = format!("SELECT 1 AS one FROM {sessions_t}");
-        let (sql, values) = in_window::<A::D>(&select, "runs IS NOT NULL AND", "created_at", from, to);
-        if !rows(db, (format!("{sql} LIMIT 1"), values), "cannot look for legacy runs").await?.is_empty() {
-            return Ok(None);
+#[async_trait::async_trait]
+impl<A: SqlFamily> MetricsStore for SqlDb<A> {
+    async fn upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
+        if buckets.is_empty() {
+            return Ok(());
         }
+        self.0.save_metrics(buckets).await
     }
-    let select = format!(
-        "SELECT session_id, session_type, user_id, created_at, {} AS m FROM {sessions_t}",
-        A::D::json_member("session_data", "session_metrics")
-    );
-    let found = rows(
-        db,
-        in_window::<A::D>(&select, "", "created_at", from, to),
-        "cannot read the sessions of the metrics window",
-    )
-    .await?;
-    let mut sessions = Vec::with_capacity(found.len());
-    for row in &found {
-        let c = Columns::<A::D>::of(row, "agno_sessions");
-        sessions.push((
-            c.text("session_id")?.unwrap_or_default(),
-            c.text("session_type")?.unwrap_or_default(),
-            c.text("user_id")?,
-            c.int("created_at")?.unwrap_or_default(),
-            c.text("m")?.and_then(|m| serde_json::from_str::<Value>(&m).ok()),
-        ));
-    }
-    let mut runs = Vec::new();
-    if db.has_runs_table() {
-        // A run's model comes from its facts row; only runs without one (written by Python
-        // Agno) have their JSON read, once each.
-        let (model, provider) =
-            (A::D::json_text("r.run_data", "model"), A::D::json_text("r.run_data", "model_provider"));
-        let (model, provider, join) = if db.has_run_facts() {
-            (
-                format!("CASE WHEN f.run_id IS NOT NULL THEN f.model ELSE {model} END"),
-                format!("CASE WHEN f.run_id IS NOT NULL THEN f.model_provider ELSE {provider} END"),
-                format!("LEFT JOIN {} f ON f.run_id = r.run_id", db.table(&t.run_facts())),
-            )
-        } else {
-            (model, provider, String::new())
+
+    /// The buckets of the query's days and owner (`Some("")`: the
+    /// shared bucket), by day, then owner and period byte for byte; and the latest update among the
+    /// owner's buckets whatever their day (as Python Agno).
+    async fn get_metrics(&self, q: &MetricsQuery) -> DbResult<(Vec<MetricsBucket>, Option<i64>)> {
+        let db = &self.0;
+        let table = db.table_ref(&db.tables().metrics);
+        let mut select = Query::select();
+        select
+            .columns(COLUMNS)
+            .expr_as(Expr::cust(A::D::date_text("date")), "date")
+            .from(table.clone())
+            .cond_where(owned_by::<A::D>(q.user_id.as_deref()));
+        if let Some(day) = q.starting_date {
+            select.and_where(Expr::col("date").gte(A::D::date_value(&day.to_string())));
+        }
+        if let Some(day) = q.ending_date {
+            select.and_where(Expr::col("date").lte(A::D::date_value(&day.to_string())));
+        }
+        select
+            .order_by("date", Order::Asc)
+            .order_by_expr(A::D::byte_order("user_id"), Order::Asc)
+            .order_by_expr(A::D::byte_order("aggregation_period"), Order::Asc);
+        let found = rows(db, select.build_sqlx(A::D::builder()), "cannot read metrics").await?;
+        if found.is_empty() {
+            return Ok((Vec::new(), None));
+        }
+        let buckets = readable::<A::D, _>(&found, "metrics bucket", "id", bucket_from_row::<A::D>);
+        let latest = Query::select()
+            .expr_as(Expr::cust("MAX(updated_at)"), "latest")
+            .from(table)
+            .cond_where(owned_by::<A::D>(q.user_id.as_deref()))
+            .build_sqlx(A::D::builder());
+        let latest = rows(db, latest, "cannot read the latest metrics update").await?;
+        let latest = match latest.first() {
+            Some(row) => Columns::<A::D>::of(row, "agno_metrics").int("latest")?,
+            None => None,
         };
-        let select = format!(
-            "SELECT r.session_id AS session_id, {model} AS model, {provider} AS provider, COUNT(*) AS n \
-             FROM {runs_t} r JOIN {sessions_t} s ON s.session_id = r.session_id {join}"
+        Ok((buckets, latest))
+    }
+
+    /// The latest completed day, and the earliest incomplete day
+    /// after it.
+    async fn metrics_progress(&self) -> DbResult<(Option<NaiveDate>, Option<NaiveDate>)> {
+        let db = &self.0;
+        let t = db.table(&db.tables().metrics);
+        let sql = format!(
+            "SELECT {done} AS done, {pending} AS pending FROM (SELECT MAX(CASE WHEN completed THEN date END) AS done \
+             FROM {t}) d",
+            done = A::D::date_text("d.done"),
+            pending = A::D::date_text(&format!(
+                "(SELECT MIN(m.date) FROM {t} m WHERE NOT m.completed AND (d.done IS NULL OR m.date > d.done))"
+            )),
         );
-        let (sql, values) = in_window::<A::D>(&select, "", "s.created_at", from, to);
-        let found =
-            rows(db, (format!("{sql} GROUP BY 1, 2, 3"), values), "cannot read the runs of the metrics window").await?;
+        let found = rows(db, unbound(sql), "cannot read the metrics progress").await?;
+        let Some(row) = found.first() else { return Ok((None, None)) };
+        let c = Columns::<A::D>::of(row, "agno_metrics");
+        let day = |column: &str| c.text(column)?.as_deref().map(parse_date).transpose();
+        Ok((day("done")?, day("pending")?))
+    }
+
+    /// The sessions created in `[from, to)` and their runs grouped by
+    /// model, read as sets; `None` while a session of the window still holds a legacy runs blob
+    /// (those are read one by one).
+    async fn metrics_facts(&self, from: i64, to: i64) -> DbResult<Option<Vec<SessionFacts>>> {
+        let db = &self.0;
+        let t = db.tables();
+        let (sessions_t, runs_t) = (db.table(&t.sessions), db.table(&t.runs));
+        if db.has_legacy_runs() {
+            let select = format!("SELECT 1 AS one FROM {sessions_t}");
+            let (sql, values) = in_window::<A::D>(&select, "runs IS NOT NULL AND", "created_at", from, to);
+            if !rows(db, (format!("{sql} LIMIT 1"), values), "cannot look for legacy runs").await?.is_empty() {
+                return Ok(None);
+            }
+        }
+        let select = format!(
+            "SELECT session_id, session_type, user_id, created_at, {} AS m FROM {sessions_t}",
+            A::D::json_member("session_data", "session_metrics")
+        );
+        let found = rows(
+            db,
+            in_window::<A::D>(&select, "", "created_at", from, to),
+            "cannot read the sessions of the metrics window",
+        )
+        .await?;
+        let mut sessions = Vec::with_capacity(found.len());
         for row in &found {
-            let c = Columns::<A::D>::of(row, "agno_runs");
-            runs.push((
+            let c = Columns::<A::D>::of(row, "agno_sessions");
+            sessions.push((
                 c.text("session_id")?.unwrap_or_default(),
-                c.text("model")?,
-                c.text("provider")?,
-                c.int("n")?.unwrap_or_default(),
+                c.text("session_type")?.unwrap_or_default(),
+                c.text("user_id")?,
+                c.int("created_at")?.unwrap_or_default(),
+                c.text("m")?.and_then(|m| serde_json::from_str::<Value>(&m).ok()),
             ));
         }
-    }
-    Ok(Some(crate::metrics::facts_from(sessions, runs)))
-}
-
-/// Implements `agno_core::MetricsStore` for an SQL adapter: its own batch write (an inherent
-/// `save_metrics`), the rest above.
-macro_rules! metrics_store {
-    ($db:ty) => {
-        #[async_trait::async_trait]
-        impl agno_core::MetricsStore for $db {
-            async fn upsert_metrics(&self, buckets: &[agno_core::MetricsBucket]) -> agno_core::DbResult<()> {
-                if buckets.is_empty() {
-                    return Ok(());
-                }
-                self.save_metrics(buckets).await
-            }
-            async fn get_metrics(
-                &self,
-                query: &agno_core::MetricsQuery,
-            ) -> agno_core::DbResult<(Vec<agno_core::MetricsBucket>, Option<i64>)> {
-                crate::sql::metrics::get(self, query).await
-            }
-            async fn metrics_progress(
-                &self,
-            ) -> agno_core::DbResult<(Option<agno_core::NaiveDate>, Option<agno_core::NaiveDate>)> {
-                crate::sql::metrics::progress(self).await
-            }
-            async fn metrics_facts(
-                &self,
-                from: i64,
-                to: i64,
-            ) -> agno_core::DbResult<Option<Vec<agno_core::SessionFacts>>> {
-                crate::sql::metrics::facts(self, from, to).await
+        let mut runs = Vec::new();
+        if db.has_runs_table() {
+            // A run's model comes from its facts row; only runs without one (written by Python
+            // Agno) have their JSON read, once each.
+            let (model, provider) =
+                (A::D::json_text("r.run_data", "model"), A::D::json_text("r.run_data", "model_provider"));
+            let (model, provider, join) = if db.has_run_facts() {
+                (
+                    format!("CASE WHEN f.run_id IS NOT NULL THEN f.model ELSE {model} END"),
+                    format!("CASE WHEN f.run_id IS NOT NULL THEN f.model_provider ELSE {provider} END"),
+                    format!("LEFT JOIN {} f ON f.run_id = r.run_id", db.table(&t.run_facts())),
+                )
+            } else {
+                (model, provider, String::new())
+            };
+            let select = format!(
+                "SELECT r.session_id AS session_id, {model} AS model, {provider} AS provider, COUNT(*) AS n \
+                 FROM {runs_t} r JOIN {sessions_t} s ON s.session_id = r.session_id {join}"
+            );
+            let (sql, values) = in_window::<A::D>(&select, "", "s.created_at", from, to);
+            let found =
+                rows(db, (format!("{sql} GROUP BY 1, 2, 3"), values), "cannot read the runs of the metrics window")
+                    .await?;
+            for row in &found {
+                let c = Columns::<A::D>::of(row, "agno_runs");
+                runs.push((
+                    c.text("session_id")?.unwrap_or_default(),
+                    c.text("model")?,
+                    c.text("provider")?,
+                    c.int("n")?.unwrap_or_default(),
+                ));
             }
         }
-    };
+        Ok(Some(crate::metrics::facts_from(sessions, runs)))
+    }
 }
-pub(crate) use metrics_store;

@@ -5,15 +5,28 @@
 
 use std::collections::HashSet;
 
-use agno_core::{Cell, DbError, DbErrorKind, DbResult, now_epoch_secs};
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, JobStore, now_epoch_secs};
 use sea_query::{Asterisk, Expr, ExprTrait, Func, OnConflict, Order, Query, SimpleExpr};
 use sea_query_sqlx::{SqlxBinder, SqlxValues};
 use serde_json::Value;
 
 use super::runs::RUN_COLUMNS;
-use super::{Columns, Dialect, SqlDb, Tx, changed, rows};
+use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, changed, rows};
 use crate::codec::run_type;
 use crate::migration::{CleanupReport, MigrationOptions, Progress};
+
+/// A database's DDL and migration steps.
+#[async_trait::async_trait]
+pub(crate) trait SqlSchema: SqlAdapter {
+    /// Creates the schema versions table when missing (the database's DDL).
+    async fn ensure_versions_table(&self) -> DbResult<()>;
+
+    /// `Migrate::create_tables`: the database's DDL.
+    async fn create_tables(&self) -> DbResult<()>;
+
+    /// `Migrate::migrate_table`: the database's step to `step.version` on one table.
+    async fn migrate_step(&self, step: crate::migration::MigrationStep<'_>) -> DbResult<bool>;
+}
 
 /// Legacy runs inserted per statement (13 binds each, under every database's bind limit).
 const INSERT_CHUNK: usize = 2_000;
@@ -55,55 +68,6 @@ pub(crate) fn blob_runs(blob: Option<Value>) -> Vec<BlobRun> {
         .collect()
 }
 
-/// `Migrate::legacy_runs_pending`: the runs of the legacy blobs that the runs table lacks, the
-/// sessions read in batches (memory stays bounded however many there are).
-pub(crate) async fn missing_blob_runs<A: SqlDb>(db: &A) -> DbResult<u64> {
-    let t = db.tables();
-    if !db.column_exists(&t.sessions, "runs").await? {
-        return Ok(0);
-    }
-    let runs_table = db.table_exists(&t.runs).await?;
-    let mut missing = 0u64;
-    let mut after = String::new();
-    loop {
-        let batch = Query::select()
-            .columns(["session_id", "runs"])
-            .from(db.table_ref(&t.sessions))
-            .and_where(Expr::col("runs").is_not_null())
-            .and_where(Expr::col("session_id").gt(after.as_str()))
-            .order_by("session_id", Order::Asc)
-            .limit(SCAN_BATCH)
-            .build_sqlx(A::D::builder());
-        let found = rows(db, batch, "cannot read legacy runs").await?;
-        let Some(last) = found.last() else { break };
-        after = Columns::<A::D>::of(last, "agno_sessions").text("session_id")?.unwrap_or_default();
-        let mut ids = Vec::new();
-        for row in &found {
-            ids.extend(
-                blob_runs(Columns::<A::D>::of(row, "agno_sessions").json("runs")?).into_iter().map(|r| r.run_id),
-            );
-        }
-        let mut have = HashSet::new();
-        if runs_table {
-            for chunk in ids.chunks(LOOKUP_CHUNK) {
-                let lookup = Query::select()
-                    .column("run_id")
-                    .from(db.table_ref(&t.runs))
-                    .and_where(Expr::col("run_id").is_in(chunk.iter().map(String::as_str)))
-                    .build_sqlx(A::D::builder());
-                for row in &rows(db, lookup, "cannot list runs").await? {
-                    have.extend(Columns::<A::D>::of(row, "agno_runs").text("run_id")?);
-                }
-            }
-        }
-        missing += ids.iter().filter(|id| !have.contains(*id)).count() as u64;
-        if (found.len() as u64) < SCAN_BATCH {
-            break;
-        }
-    }
-    Ok(missing)
-}
-
 /// The runs-table row of a legacy run of `session_id`, in [`RUN_COLUMNS`] order.
 fn blob_row<D: Dialect>(session_id: &str, user_id: Option<&str>, blob: BlobRun, now: i64) -> DbResult<Vec<SimpleExpr>> {
     let BlobRun { run_id, run_index, run } = blob;
@@ -135,7 +99,7 @@ fn blob_row<D: Dialect>(session_id: &str, user_id: Option<&str>, blob: BlobRun, 
 ///
 /// # Errors
 /// A storage error (or the injected failure of `options`); nothing is copied then.
-pub(crate) async fn copy_blob_runs<A: SqlDb>(
+pub(crate) async fn copy_blob_runs<A: SqlAdapter>(
     db: &A,
     options: &MigrationOptions,
     progress: Progress<'_>,
@@ -199,65 +163,105 @@ pub(crate) async fn copy_blob_runs<A: SqlDb>(
     Ok(done > 0)
 }
 
-/// `Migrate::cleanup_legacy_runs`: drops the legacy `runs` column once every run it holds is in
-/// the runs table (or anyway, with `force`).
-///
-/// # Errors
-/// A conflict naming how many runs would be lost, without `force`; a storage error.
-pub(crate) async fn cleanup_legacy_runs<A: SqlDb>(db: &A, force: bool) -> DbResult<CleanupReport> {
-    let t = db.tables();
-    if !db.column_exists(&t.sessions, "runs").await? {
-        return Ok(CleanupReport { removed: false, missing_runs: 0 });
+#[async_trait::async_trait]
+impl<A: SqlFamily> crate::migration::Migrate for SqlDb<A> {
+    fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn JobStore>> {
+        Some(self)
     }
-    let missing = missing_blob_runs(db).await?;
-    if missing > 0 && !force {
-        return Err(DbError::new(
-            DbErrorKind::Conflict,
-            format!(
-                "{missing} legacy runs are not in {}: run `agno db migrate` first, or force the cleanup to drop them",
-                db.table(&t.runs)
-            ),
-        ));
-    }
-    let drop = format!("ALTER TABLE {} DROP COLUMN runs", db.table(&t.sessions));
-    let dropped =
-        changed(db, (drop, SqlxValues(sea_query::Values(Vec::new()))), "cannot drop the legacy runs column").await;
-    // Another process dropping it meanwhile is the same outcome.
-    if let Err(e) = dropped
-        && db.column_exists(&t.sessions, "runs").await?
-    {
-        return Err(e);
-    }
-    db.refresh_legacy_runs().await?;
-    Ok(CleanupReport { removed: true, missing_runs: missing })
-}
 
-/// Implements [`Migrate`](crate::migration::Migrate) for an SQL adapter: its own steps (an
-/// inherent `migrate_step`, its DDL differing per database) and `create_tables`, the queue, the
-/// table listing, the legacy-run count and the cleanup written once above.
-macro_rules! migrate_impl {
-    ($db:ty) => {
-        #[async_trait::async_trait]
-        impl crate::migration::Migrate for $db {
-            fn job_store(self: std::sync::Arc<Self>) -> Option<std::sync::Arc<dyn agno_core::JobStore>> {
-                Some(self)
+    async fn existing_tables(&self) -> DbResult<Vec<(crate::migration::TableKind, String)>> {
+        crate::sql::existing_tables(&self.0).await
+    }
+
+    async fn migrate_table(&self, step: crate::migration::MigrationStep<'_>) -> DbResult<bool> {
+        self.0.migrate_step(step).await
+    }
+
+    async fn create_tables(&self) -> DbResult<()> {
+        self.0.create_tables().await
+    }
+
+    /// The runs of the legacy blobs that the runs table lacks, the
+    /// sessions read in batches (memory stays bounded however many there are).
+    async fn legacy_runs_pending(&self) -> DbResult<u64> {
+        let db = &self.0;
+        let t = db.tables();
+        if !db.column_exists(&t.sessions, "runs").await? {
+            return Ok(0);
+        }
+        let runs_table = db.table_exists(&t.runs).await?;
+        let mut missing = 0u64;
+        let mut after = String::new();
+        loop {
+            let batch = Query::select()
+                .columns(["session_id", "runs"])
+                .from(db.table_ref(&t.sessions))
+                .and_where(Expr::col("runs").is_not_null())
+                .and_where(Expr::col("session_id").gt(after.as_str()))
+                .order_by("session_id", Order::Asc)
+                .limit(SCAN_BATCH)
+                .build_sqlx(A::D::builder());
+            let found = rows(db, batch, "cannot read legacy runs").await?;
+            let Some(last) = found.last() else { break };
+            after = Columns::<A::D>::of(last, "agno_sessions").text("session_id")?.unwrap_or_default();
+            let mut ids = Vec::new();
+            for row in &found {
+                ids.extend(
+                    blob_runs(Columns::<A::D>::of(row, "agno_sessions").json("runs")?).into_iter().map(|r| r.run_id),
+                );
             }
-            async fn existing_tables(&self) -> agno_core::DbResult<Vec<(crate::migration::TableKind, String)>> {
-                crate::sql::existing_tables(self).await
+            let mut have = HashSet::new();
+            if runs_table {
+                for chunk in ids.chunks(LOOKUP_CHUNK) {
+                    let lookup = Query::select()
+                        .column("run_id")
+                        .from(db.table_ref(&t.runs))
+                        .and_where(Expr::col("run_id").is_in(chunk.iter().map(String::as_str)))
+                        .build_sqlx(A::D::builder());
+                    for row in &rows(db, lookup, "cannot list runs").await? {
+                        have.extend(Columns::<A::D>::of(row, "agno_runs").text("run_id")?);
+                    }
+                }
             }
-            async fn migrate_table(&self, step: crate::migration::MigrationStep<'_>) -> agno_core::DbResult<bool> {
-                self.migrate_step(step).await
-            }
-            async fn create_tables(&self) -> agno_core::DbResult<()> {
-                <$db>::create_tables(self).await
-            }
-            async fn legacy_runs_pending(&self) -> agno_core::DbResult<u64> {
-                crate::sql::migrate::missing_blob_runs(self).await
-            }
-            async fn cleanup_legacy_runs(&self, force: bool) -> agno_core::DbResult<crate::migration::CleanupReport> {
-                crate::sql::migrate::cleanup_legacy_runs(self, force).await
+            missing += ids.iter().filter(|id| !have.contains(*id)).count() as u64;
+            if (found.len() as u64) < SCAN_BATCH {
+                break;
             }
         }
-    };
+        Ok(missing)
+    }
+
+    /// Drops the legacy `runs` column once every run it holds is in
+    /// the runs table (or anyway, with `force`).
+    ///
+    /// # Errors
+    /// A conflict naming how many runs would be lost, without `force`; a storage error.
+    async fn cleanup_legacy_runs(&self, force: bool) -> DbResult<CleanupReport> {
+        let db = &self.0;
+        let t = db.tables();
+        if !db.column_exists(&t.sessions, "runs").await? {
+            return Ok(CleanupReport { removed: false, missing_runs: 0 });
+        }
+        let missing = self.legacy_runs_pending().await?;
+        if missing > 0 && !force {
+            return Err(DbError::new(
+                DbErrorKind::Conflict,
+                format!(
+                    "{missing} legacy runs are not in {}: run `agno db migrate` first, or force the cleanup to drop them",
+                    db.table(&t.runs)
+                ),
+            ));
+        }
+        let drop = format!("ALTER TABLE {} DROP COLUMN runs", db.table(&t.sessions));
+        let dropped =
+            changed(db, (drop, SqlxValues(sea_query::Values(Vec::new()))), "cannot drop the legacy runs column").await;
+        // Another process dropping it meanwhile is the same outcome.
+        if let Err(e) = dropped
+            && db.column_exists(&t.sessions, "runs").await?
+        {
+            return Err(e);
+        }
+        db.refresh_legacy_runs().await?;
+        Ok(CleanupReport { removed: true, missing_runs: missing })
+    }
 }
-pub(crate) use migrate_impl;

@@ -1,6 +1,6 @@
 //! What the three SQL adapters (SQLite, PostgreSQL, MySQL/MariaDB) share, written once over a
 //! [`Dialect`] (how a value is bound and read back, the statement builder, byte order, the few
-//! JSON and date expressions, how a driver error is classified) and an [`SqlDb`] (an adapter's
+//! JSON and date expressions, how a driver error is classified) and an [`SqlAdapter`] (an adapter's
 //! pool, tables and flags). Each stored record has one description here (its columns in table
 //! order, the values it binds, how a row reads back), and each store one implementation per area
 //! ([`schedules`], [`sessions`], [`runs`], [`evals`], [`metrics`], [`job_transitions`], ...) that
@@ -18,15 +18,16 @@ pub(crate) mod memories;
 pub(crate) mod metrics;
 pub(crate) mod migrate;
 pub(crate) mod runs;
-pub(crate) mod schedule_runs;
 pub(crate) mod schedules;
 pub(crate) mod sessions;
 pub(crate) mod sqlite_builder;
 pub(crate) mod upsert;
+pub(crate) mod versions;
 
-use agno_core::{AgentSession, Cell, DbError, DbResult, RunOutput, StateUpdate};
+pub(crate) use dialects::{Conn, Dialect, Row};
+
+use agno_core::{Cell, DbError, DbResult};
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use serde_json::Value;
 use sqlx::{Database, Pool};
 
@@ -36,10 +37,31 @@ use crate::migration::TableKind;
 /// A query being bound, of the dialect's database.
 pub(crate) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments>;
 
+/// A database of the SQL family: [`crate::SqliteDb`], [`crate::PostgresDb`] or
+/// [`crate::MySqlDb`], each `SqlDb` over its own state `S` (its pool and what it knows of the
+/// schema). Every store (sessions, runs, memories, evals, knowledge, metrics, schedules, the job
+/// queue, migrations) is implemented once for all three, generic over the database's
+/// [`SqlAdapter`] impl, which holds what truly differs (DDL, migration steps, the queue's claim).
+pub struct SqlDb<S>(pub(crate) S);
+
+impl<S> std::ops::Deref for SqlDb<S> {
+    type Target = S;
+
+    fn deref(&self) -> &S {
+        &self.0
+    }
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for SqlDb<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// An SQL adapter as the shared store code sees it: its dialect, its pool and how it names its
 /// tables.
 #[async_trait]
-pub(crate) trait SqlDb: Send + Sync {
+pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
     /// The adapter's dialect.
     type D: Dialect;
 
@@ -55,27 +77,6 @@ pub(crate) trait SqlDb: Send + Sync {
 
     /// `table` as a built statement names it (schema-qualified on PostgreSQL).
     fn table_ref(&self, table: &str) -> sea_query::TableRef;
-
-    /// Writes a session on `conn` (the caller's transaction): the write of `upsert_session`.
-    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()>;
-
-    /// Writes a run on `conn` (the caller's transaction): the write of `upsert_run`; its
-    /// `run_index`.
-    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64>;
-
-    /// [`put_run`](Self::put_run) for a run whose row most likely exists already (a claimed
-    /// job's run, stored `PENDING` when it was accepted): a database may write it more cheaply
-    /// (PostgreSQL updates it by its key before taking the run-index lock). The answer is the
-    /// same either way.
-    async fn put_stored_run(
-        &self,
-        conn: &mut Conn<Self::D>,
-        run: &RunOutput,
-        sid: &str,
-        user: Option<&str>,
-    ) -> DbResult<i64> {
-        self.put_run(conn, run, sid, user).await
-    }
 
     /// This process's turn to write, where the database has a single writer (SQLite: held until
     /// the guard drops); none elsewhere.
@@ -139,12 +140,35 @@ pub(crate) trait SqlDb: Send + Sync {
     async fn table_exists(&self, table: &str) -> DbResult<bool>;
 }
 
+/// Everything an SQL database implements itself: its [`SqlAdapter`] basics and, per area, what
+/// differs in how it writes (sessions, runs, memory topics, metrics), migrates and queues. The
+/// stores of [`SqlDb`] are implemented once over any `A: SqlFamily`.
+pub(crate) trait SqlFamily:
+    sessions::SqlSessions
+    + runs::SqlRuns
+    + memories::SqlMemories
+    + metrics::SqlMetrics
+    + migrate::SqlSchema
+    + jobs::SqlQueue
+{
+}
+
+impl<A> SqlFamily for A where
+    A: sessions::SqlSessions
+        + runs::SqlRuns
+        + memories::SqlMemories
+        + metrics::SqlMetrics
+        + migrate::SqlSchema
+        + jobs::SqlQueue
+{
+}
+
 /// The migratable tables of `db` that exist, with their names (`Migrate::existing_tables` of
 /// every SQL adapter).
 ///
 /// # Errors
 /// The catalog cannot be read.
-pub(crate) async fn existing_tables<A: SqlDb>(db: &A) -> DbResult<Vec<(TableKind, String)>> {
+pub(crate) async fn existing_tables<A: SqlAdapter>(db: &A) -> DbResult<Vec<(TableKind, String)>> {
     let mut out = Vec::new();
     for (kind, name) in db.tables().migratable() {
         if db.table_exists(name).await? {
@@ -152,210 +176,6 @@ pub(crate) async fn existing_tables<A: SqlDb>(db: &A) -> DbResult<Vec<(TableKind
         }
     }
     Ok(out)
-}
-
-/// A row of the dialect's database.
-pub(crate) type Row<D> = <<D as Dialect>::DB as Database>::Row;
-
-/// A connection of the dialect's database (or the caller's transaction, dereferenced).
-pub(crate) type Conn<D> = <<D as Dialect>::DB as Database>::Connection;
-
-/// What differs between the SQL databases in how records are written and read.
-pub(crate) trait Dialect {
-    /// The sqlx database.
-    type DB: Database;
-
-    /// The `n`th bind placeholder (`?`, or `$n`), counted from 1.
-    fn placeholder(n: usize) -> String;
-
-    /// `n` bind placeholders, comma-separated (`?, ?` or `$1, $2`), the first numbered `first`.
-    fn placeholders(first: usize, n: usize) -> String {
-        (first..first + n).map(Self::placeholder).collect::<Vec<_>>().join(", ")
-    }
-
-    /// Binds one column value as the dialect stores its kind (JSON as text or JSONB, booleans
-    /// as integers or booleans).
-    ///
-    /// # Errors
-    /// A JSON value cannot be encoded.
-    fn bind<'q>(q: Query<'q, Self::DB>, cell: Cell) -> DbResult<Query<'q, Self::DB>>;
-
-    /// A free text a user or a model wrote (an error message) as the database can store it:
-    /// PostgreSQL cannot hold NUL and some other control characters, which are removed (as
-    /// Python Agno removes them); elsewhere unchanged.
-    fn storable(text: Option<&str>) -> Option<String> {
-        text.map(str::to_owned)
-    }
-
-    /// Reads a text column.
-    ///
-    /// # Errors
-    /// The column is missing or not text.
-    fn read_text(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<String>, sqlx::Error>;
-
-    /// Reads an integer column.
-    ///
-    /// # Errors
-    /// The column is missing or not an integer.
-    fn read_int(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<i64>, sqlx::Error>;
-
-    /// Reads a boolean column (an integer 0/1 where the dialect has no booleans).
-    ///
-    /// # Errors
-    /// The column is missing or not a boolean.
-    fn read_bool(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<bool>, sqlx::Error>;
-
-    /// Reads a JSON column as the dialect stores it (JSON text, JSONB), `None` for NULL.
-    ///
-    /// # Errors
-    /// The column is missing, or holds text that is not JSON (a decode error).
-    fn read_json(row: &<Self::DB as Database>::Row, column: &str) -> Result<Option<Value>, sqlx::Error>;
-
-    /// sea-query's builder of statements in the dialect.
-    fn builder() -> impl sea_query::QueryBuilder;
-
-    /// One column value as a built statement carries it (see [`Dialect::bind`]): JSON as its
-    /// text, unless the dialect has a JSON type.
-    ///
-    /// # Errors
-    /// A JSON value cannot be encoded.
-    fn value(cell: Cell) -> DbResult<sea_query::Value> {
-        use sea_query::Value;
-        Ok(match cell {
-            Cell::Text(v) => Value::String(v),
-            Cell::Int(v) => Value::BigInt(v),
-            Cell::Bool(v) => Value::Bool(Some(v)),
-            Cell::Json(v) => Value::String(v.as_ref().map(crate::codec::to_json_text).transpose()?),
-        })
-    }
-
-    /// `column` equal to `value` byte for byte (MySQL's default collations ignore case: `Alice`
-    /// must never match `alice`'s rows).
-    fn exact(column: &'static str, value: &str) -> sea_query::Expr {
-        use sea_query::ExprTrait;
-        sea_query::Expr::col(column).eq(value)
-    }
-
-    /// `column` equal, byte for byte, to one of `values`.
-    fn exact_in<'v>(column: &'static str, values: impl IntoIterator<Item = &'v str>) -> sea_query::Expr {
-        use sea_query::ExprTrait;
-        sea_query::Expr::col(column).is_in(values)
-    }
-
-    /// `sql` (a column, or an expression over columns) as an ordering or grouping by its bytes,
-    /// so ids and names sort, and user ids group, the same on every database.
-    fn byte_order(sql: &'static str) -> sea_query::Expr {
-        sea_query::Expr::cust(Self::bytes_of(sql))
-    }
-
-    /// The SQL of [`Dialect::byte_order`].
-    fn bytes_of(sql: &str) -> String;
-
-    /// Memories whose JSON `topics` list holds one of `topics` (not empty).
-    fn any_topic(topics: &[String]) -> sea_query::Expr;
-
-    /// Memories whose text holds `needle`, ignoring case: a plain substring, no wildcards.
-    fn memory_contains(needle: &str) -> sea_query::Expr;
-
-    /// Sessions whose `session_data.session_name` holds `name`, ignoring case (a LIKE pattern,
-    /// as Python Agno matches it).
-    fn session_name_like(name: &str) -> sea_query::Expr;
-
-    /// The `session_data` of a session renamed `name`: its stored object with `session_name`
-    /// set (a new object when it holds none).
-    fn named_session_data(name: &str) -> sea_query::Expr;
-
-    /// The `input` of a run's `run_data` as JSON, its `input_content` text (when it is text) cut
-    /// to `keep` characters.
-    fn first_input(keep: usize) -> String;
-
-    /// A date column or expression as `YYYY-MM-DD` text.
-    fn date_text(sql: &str) -> String;
-
-    /// A day (`YYYY-MM-DD`) as a value compared with a date column.
-    fn date_value(day: &str) -> sea_query::Expr {
-        sea_query::Expr::val(day)
-    }
-
-    /// The JSON text of the member `key` of the JSON object in `column` (NULL when absent or
-    /// when the column is not JSON).
-    fn json_member(column: &str, key: &str) -> String;
-
-    /// The text of the member `key` of the JSON object in `column` (NULL when absent, JSON null,
-    /// or when the column is not JSON).
-    fn json_text(column: &str, key: &str) -> String;
-
-    /// Whether NULL sorts below every value (SQLite and MySQL), rather than above (PostgreSQL).
-    const NULLS_LOW: bool = true;
-
-    /// Runs a built statement on `pool` and returns its rows.
-    fn fetch_built<'a>(
-        pool: &'a Pool<Self::DB>,
-        sql: &'a str,
-        values: sea_query_sqlx::SqlxValues,
-    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
-
-    /// Runs a built statement on `pool` and returns its rows, planned for these values (not a
-    /// cached prepared statement) where the database would otherwise settle on one generic plan
-    /// (PostgreSQL: a plan made while a session had few runs sorts all of them to return the
-    /// newest few, so run N of a session would cost O(N)).
-    fn fetch_replanned<'a>(
-        pool: &'a Pool<Self::DB>,
-        sql: &'a str,
-        values: sea_query_sqlx::SqlxValues,
-    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>> {
-        Self::fetch_built(pool, sql, values)
-    }
-
-    /// Runs a built statement on `pool` and returns the number of rows it changed.
-    fn execute_built<'a>(
-        pool: &'a Pool<Self::DB>,
-        sql: &'a str,
-        values: sea_query_sqlx::SqlxValues,
-    ) -> BoxFuture<'a, Result<u64, sqlx::Error>>;
-
-    /// Runs a built statement on one connection (a transaction's) and returns its rows.
-    fn fetch_on<'a>(
-        conn: &'a mut <Self::DB as Database>::Connection,
-        sql: &'a str,
-        values: sea_query_sqlx::SqlxValues,
-    ) -> BoxFuture<'a, Result<Vec<Row<Self>>, sqlx::Error>>;
-
-    /// Runs a built statement on one connection (a transaction's) and returns the number of
-    /// rows it changed.
-    fn execute_on<'a>(
-        conn: &'a mut <Self::DB as Database>::Connection,
-        sql: &'a str,
-        values: sea_query_sqlx::SqlxValues,
-    ) -> BoxFuture<'a, Result<u64, sqlx::Error>>;
-
-    /// The statement a [`Tx`] starts with, where plain `BEGIN` is not what the stores need
-    /// (SQLite takes the write lock up front; MySQL reads committed rows, so a conditional
-    /// write sees another worker's claim).
-    const BEGIN: Option<&'static str> = None;
-
-    /// Whether a failed write lost a race and may succeed if run again (a MySQL deadlock).
-    fn lost_race(_error: &DbError) -> bool {
-        false
-    }
-
-    /// What a unique or foreign key violation broke, or `None` for any other error.
-    fn violation(e: &sqlx::Error) -> Option<Violation> {
-        let sqlx::Error::Database(d) = e else { return None };
-        if d.is_foreign_key_violation() {
-            Some(Violation::ForeignKey)
-        } else if d.is_unique_violation() {
-            Some(if Self::primary_key(d.as_ref()) { Violation::PrimaryKey } else { Violation::Unique })
-        } else {
-            None
-        }
-    }
-
-    /// Whether a unique violation is of the primary key (rather than another unique index).
-    fn primary_key(e: &dyn sqlx::error::DatabaseError) -> bool;
-
-    /// Classifies a driver error (conflict, unavailable, schema too old) with what was being done.
-    fn error(what: &str, e: sqlx::Error) -> DbError;
 }
 
 /// `n` as a bound `LIMIT` or `OFFSET` value: at most `i64::MAX`, the databases' integer
@@ -389,12 +209,12 @@ pub(crate) enum Violation {
 
 /// One transaction of the shared store code, in the process's writer turn where the database
 /// has one writer. Dropped without [`Tx::commit`], it rolls back.
-pub(crate) struct Tx<'a, A: SqlDb> {
+pub(crate) struct Tx<'a, A: SqlAdapter> {
     tx: sqlx::Transaction<'static, <A::D as Dialect>::DB>,
     _turn: Option<tokio::sync::MutexGuard<'a, ()>>,
 }
 
-impl<'a, A: SqlDb> Tx<'a, A> {
+impl<'a, A: SqlAdapter> Tx<'a, A> {
     /// Starts a transaction on `db`.
     ///
     /// # Errors
@@ -459,6 +279,22 @@ impl<'a, A: SqlDb> Tx<'a, A> {
     /// The commit fails (nothing of the transaction is kept).
     pub(crate) async fn commit(self, what: &str) -> DbResult<()> {
         self.tx.commit().await.map_err(|e| A::D::error(what, e))
+    }
+
+    /// Ends the transaction as `outcome` says: committed with its value, or rolled back now
+    /// (not when its connection is next used: a row it locked would stay locked meanwhile) with
+    /// its error.
+    ///
+    /// # Errors
+    /// `outcome`'s error, or the commit's or rollback's.
+    pub(crate) async fn end<T>(self, outcome: DbResult<T>, what: &str) -> DbResult<T> {
+        match outcome {
+            Ok(value) => self.commit(what).await.map(|()| value),
+            Err(e) => {
+                self.rollback(what).await?;
+                Err(e)
+            }
+        }
     }
 }
 
@@ -564,7 +400,7 @@ pub(crate) fn owned_by<D: Dialect>(user_id: Option<&str>) -> sea_query::Conditio
 }
 
 /// Runs a built statement and returns its rows, or the error saying what was being done.
-pub(crate) async fn rows<A: SqlDb>(
+pub(crate) async fn rows<A: SqlAdapter>(
     db: &A,
     (sql, values): (String, sea_query_sqlx::SqlxValues),
     what: &str,
@@ -577,7 +413,7 @@ const WRITE_ATTEMPTS: usize = 8;
 
 /// Runs a built write (in the process's writer turn where the database has one writer) and
 /// returns the number of rows it changed; a write that lost a race is tried again.
-pub(crate) async fn changed<A: SqlDb>(
+pub(crate) async fn changed<A: SqlAdapter>(
     db: &A,
     (sql, values): (String, sea_query_sqlx::SqlxValues),
     what: &str,

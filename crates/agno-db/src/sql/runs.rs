@@ -1,14 +1,54 @@
 //! `agno_runs` as every SQL adapter reads, deletes and writes it with its session in one
 //! transaction. How the run row itself is written (its `run_index` assigned in the statement, the
-//! session's row locks) differs per database and stays with each adapter (`SqlDb::put_run`).
+//! session's row locks) differs per database and stays with each adapter (`SqlAdapter::put_run`).
 
-use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, RunWrite, SortOrder};
+use agno_core::{
+    Cell, DbError, DbErrorKind, DbResult, RunCursor, RunOutput, RunPage, RunQuery, RunStore, RunWrite, SortOrder,
+};
 use sea_query::{Condition, Expr, ExprTrait, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 
-use super::{Columns, Dialect, Row, SqlDb, Tx, changed, owned_by, rows};
+use super::sessions::SqlSessions;
+use super::{Columns, Conn, Dialect, Row, SqlAdapter, SqlDb, SqlFamily, Tx, changed, owned_by, retrying, rows};
 use crate::codec::{decode_listed_run, decode_run, run_type, skip_unreadable_run};
+
+/// How a database writes a run (how it assigns `run_index` differs).
+#[async_trait::async_trait]
+pub(crate) trait SqlRuns: SqlAdapter {
+    /// Writes a run on `conn` (the caller's transaction): the write of `upsert_run`; its
+    /// `run_index`.
+    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64>;
+
+    /// [`put_run`](Self::put_run) for a run whose row most likely exists already (a claimed
+    /// job's run, stored `PENDING` when it was accepted): a database may write it more cheaply
+    /// (PostgreSQL updates it by its key before taking the run-index lock). The answer is the
+    /// same either way.
+    async fn put_stored_run(
+        &self,
+        conn: &mut Conn<Self::D>,
+        run: &RunOutput,
+        sid: &str,
+        user: Option<&str>,
+    ) -> DbResult<i64> {
+        self.put_run(conn, run, sid, user).await
+    }
+
+    /// `RunStore::upsert_run`: [`put_run`](Self::put_run) in a transaction of its own, tried
+    /// again when it lost a race; the run's `run_index`.
+    async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64>
+    where
+        Self: Sized,
+    {
+        retrying::<Self::D, _, _, _>(|| async {
+            let what = format!("cannot write run {}", run.id());
+            let mut tx = Tx::begin(self).await?;
+            let written = self.put_run(&mut *tx.tx, run, session_id, user_id).await;
+            tx.end(written, &what).await
+        })
+        .await
+    }
+}
 
 /// The columns of a run row, in table order (Agno's `agno_runs`).
 pub(crate) const RUN_COLUMNS: [&str; 13] = [
@@ -110,93 +150,6 @@ pub(crate) fn listed_runs<D: Dialect>(found: &[Row<D>]) -> Vec<RunOutput> {
         .collect()
 }
 
-/// `RunStore::get_run`.
-pub(crate) async fn get<A: SqlDb>(db: &A, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
-    if !db.has_runs_table() {
-        return Ok(None);
-    }
-    let select = Query::select()
-        .column("run_data")
-        .from(db.table_ref(&db.tables().runs))
-        .and_where(Expr::col("run_id").eq(run_id))
-        .cond_where(owned_by::<A::D>(user_id))
-        .build_sqlx(A::D::builder());
-    let found = rows(db, select, &format!("cannot read run {run_id}")).await?;
-    match found.first() {
-        Some(row) => Columns::<A::D>::of(row, "agno_runs").json("run_data")?.map(decode_run).transpose(),
-        None => Ok(None),
-    }
-}
-
-/// `RunStore::get_runs`: by creation time, then by the bytes of the run id, from after the
-/// query's cursor; a page ends with the cursor of its last run when more follow.
-pub(crate) async fn list<A: SqlDb>(db: &A, q: &RunQuery) -> DbResult<RunPage> {
-    if !db.has_runs_table() {
-        return Ok(RunPage::default());
-    }
-    let mut filter = owned_by::<A::D>(q.user_id.as_deref());
-    for (column, value) in [
-        ("session_id", &q.session_id),
-        ("agent_id", &q.agent_id),
-        ("team_id", &q.team_id),
-        ("workflow_id", &q.workflow_id),
-    ] {
-        if let Some(v) = value {
-            filter = filter.add(Expr::col(column).eq(v.as_str()));
-        }
-    }
-    if let Some(status) = q.status {
-        filter = filter.add(Expr::col("status").eq(status.as_str()));
-    }
-    let order = match q.sort {
-        SortOrder::Asc => Order::Asc,
-        SortOrder::Desc => Order::Desc,
-    };
-    if let Some(c) = &q.cursor {
-        let after = |a: Expr, b: Expr| if order == Order::Asc { a.gt(b) } else { a.lt(b) };
-        let id = Expr::cust(A::D::bytes_of("run_id"));
-        let cursor_id = Expr::cust_with_values(A::D::bytes_of(&A::D::placeholder(1)), [c.run_id.as_str()]);
-        filter = filter.add(
-            Condition::any()
-                .add(after(Expr::col("created_at"), Expr::val(c.created_at)))
-                .add(Expr::col("created_at").eq(c.created_at).and(after(id, cursor_id))),
-        );
-    }
-    let mut select = Query::select();
-    select
-        .column("run_data")
-        .from(db.table_ref(&db.tables().runs))
-        .cond_where(filter)
-        .order_by("created_at", order.clone())
-        .order_by_expr(A::D::byte_order("run_id"), order);
-    if let Some(n) = q.limit {
-        select.limit(super::bound(n.saturating_add(1)));
-    }
-    let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list runs").await?;
-    let mut runs = listed_runs::<A::D>(&found);
-    let next_cursor = match q.limit {
-        Some(n) if runs.len() > n => {
-            runs.truncate(n);
-            runs.last().map(|r| RunCursor { created_at: r.created_at, run_id: r.id().to_owned() })
-        }
-        _ => None,
-    };
-    Ok(RunPage { runs, next_cursor })
-}
-
-/// `RunStore::delete_runs`: how many of `run_ids` (of `user_id`, when given) were deleted.
-pub(crate) async fn delete<A: SqlDb>(db: &A, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-    if run_ids.is_empty() || !db.has_runs_table() {
-        return Ok(0);
-    }
-    let delete = Query::delete()
-        .from_table(db.table_ref(&db.tables().runs))
-        .and_where(Expr::col("run_id").is_in(run_ids.iter().map(String::as_str)))
-        .cond_where(owned_by::<A::D>(user_id))
-        .build_sqlx(A::D::builder());
-    changed(db, delete, "cannot delete runs").await
-}
-
 /// Writes a run and its session in one transaction (the writer's turn and the dialect's `BEGIN`,
 /// as [`Tx`] takes them), tried again when it lost a race: first `guard` when given (a
 /// conditional write: when it changes no row, nothing is written and the answer is `None`), then
@@ -204,7 +157,7 @@ pub(crate) async fn delete<A: SqlDb>(db: &A, run_ids: &[String], user_id: Option
 ///
 /// # Errors
 /// A failed write; the transaction is rolled back.
-pub(crate) async fn write_with_session<A: SqlDb>(
+pub(crate) async fn write_with_session<A: SqlSessions + SqlRuns>(
     db: &A,
     write: RunWrite<'_>,
     guard: Option<(String, sea_query_sqlx::SqlxValues)>,
@@ -239,49 +192,112 @@ pub(crate) async fn write_with_session<A: SqlDb>(
     .await
 }
 
-/// `RunStore::save_run_write`: [`write_with_session`] without a guard.
-pub(crate) async fn save_write<A: SqlDb>(db: &A, write: RunWrite<'_>) -> DbResult<i64> {
-    let index = write_with_session(db, write, None).await?;
-    index.ok_or_else(|| DbError::new(DbErrorKind::Other, format!("run {} was not written", write.run.id())))
-}
+#[async_trait::async_trait]
+impl<A: SqlFamily> RunStore for SqlDb<A> {
+    async fn upsert_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
+        self.0.save_run(run, session_id, user_id).await
+    }
 
-/// Implements `agno_core::RunStore` for an SQL adapter: its own write (an inherent
-/// `upsert_run`), the rest above.
-macro_rules! run_store {
-    ($db:ty) => {
-        #[async_trait::async_trait]
-        impl agno_core::RunStore for $db {
-            async fn upsert_run(
-                &self,
-                run: &agno_core::RunOutput,
-                session_id: &str,
-                user_id: Option<&str>,
-            ) -> agno_core::DbResult<i64> {
-                self.save_run(run, session_id, user_id).await
-            }
-            async fn save_run_write(&self, write: agno_core::RunWrite<'_>) -> agno_core::DbResult<i64> {
-                crate::sql::runs::save_write(self, write).await
-            }
-            async fn get_run(
-                &self,
-                run_id: &str,
-                user_id: Option<&str>,
-            ) -> agno_core::DbResult<Option<agno_core::RunOutput>> {
-                crate::sql::runs::get(self, run_id, user_id).await
-            }
-            async fn get_runs(&self, query: &agno_core::RunQuery) -> agno_core::DbResult<agno_core::RunPage> {
-                crate::sql::runs::list(self, query).await
-            }
-            async fn delete_run(&self, run_id: &str, user_id: Option<&str>) -> agno_core::DbResult<bool> {
-                Ok(crate::sql::runs::delete(self, &[run_id.to_owned()], user_id).await? == 1)
-            }
-            async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> agno_core::DbResult<u64> {
-                crate::sql::runs::delete(self, run_ids, user_id).await
+    /// [`write_with_session`] without a guard.
+    async fn save_run_write(&self, write: RunWrite<'_>) -> DbResult<i64> {
+        let db = &self.0;
+        let index = write_with_session(db, write, None).await?;
+        index.ok_or_else(|| DbError::new(DbErrorKind::Other, format!("run {} was not written", write.run.id())))
+    }
+
+    async fn get_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<RunOutput>> {
+        let db = &self.0;
+        if !db.has_runs_table() {
+            return Ok(None);
+        }
+        let select = Query::select()
+            .column("run_data")
+            .from(db.table_ref(&db.tables().runs))
+            .and_where(Expr::col("run_id").eq(run_id))
+            .cond_where(owned_by::<A::D>(user_id))
+            .build_sqlx(A::D::builder());
+        let found = rows(db, select, &format!("cannot read run {run_id}")).await?;
+        match found.first() {
+            Some(row) => Columns::<A::D>::of(row, "agno_runs").json("run_data")?.map(decode_run).transpose(),
+            None => Ok(None),
+        }
+    }
+
+    /// By creation time, then by the bytes of the run id, from after the
+    /// query's cursor; a page ends with the cursor of its last run when more follow.
+    async fn get_runs(&self, q: &RunQuery) -> DbResult<RunPage> {
+        let db = &self.0;
+        if !db.has_runs_table() {
+            return Ok(RunPage::default());
+        }
+        let mut filter = owned_by::<A::D>(q.user_id.as_deref());
+        for (column, value) in [
+            ("session_id", &q.session_id),
+            ("agent_id", &q.agent_id),
+            ("team_id", &q.team_id),
+            ("workflow_id", &q.workflow_id),
+        ] {
+            if let Some(v) = value {
+                filter = filter.add(Expr::col(column).eq(v.as_str()));
             }
         }
-    };
+        if let Some(status) = q.status {
+            filter = filter.add(Expr::col("status").eq(status.as_str()));
+        }
+        let order = match q.sort {
+            SortOrder::Asc => Order::Asc,
+            SortOrder::Desc => Order::Desc,
+        };
+        if let Some(c) = &q.cursor {
+            let after = |a: Expr, b: Expr| if order == Order::Asc { a.gt(b) } else { a.lt(b) };
+            let id = Expr::cust(A::D::bytes_of("run_id"));
+            let cursor_id = Expr::cust_with_values(A::D::bytes_of(&A::D::placeholder(1)), [c.run_id.as_str()]);
+            filter = filter.add(
+                Condition::any()
+                    .add(after(Expr::col("created_at"), Expr::val(c.created_at)))
+                    .add(Expr::col("created_at").eq(c.created_at).and(after(id, cursor_id))),
+            );
+        }
+        let mut select = Query::select();
+        select
+            .column("run_data")
+            .from(db.table_ref(&db.tables().runs))
+            .cond_where(filter)
+            .order_by("created_at", order.clone())
+            .order_by_expr(A::D::byte_order("run_id"), order);
+        if let Some(n) = q.limit {
+            select.limit(super::bound(n.saturating_add(1)));
+        }
+        let found = rows(db, select.build_sqlx(A::D::builder()), "cannot list runs").await?;
+        let mut runs = listed_runs::<A::D>(&found);
+        let next_cursor = match q.limit {
+            Some(n) if runs.len() > n => {
+                runs.truncate(n);
+                runs.last().map(|r| RunCursor { created_at: r.created_at, run_id: r.id().to_owned() })
+            }
+            _ => None,
+        };
+        Ok(RunPage { runs, next_cursor })
+    }
+
+    async fn delete_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        Ok(self.delete_runs(&[run_id.to_owned()], user_id).await? == 1)
+    }
+
+    /// How many of `run_ids` (of `user_id`, when given) were deleted.
+    async fn delete_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        let db = &self.0;
+        if run_ids.is_empty() || !db.has_runs_table() {
+            return Ok(0);
+        }
+        let delete = Query::delete()
+            .from_table(db.table_ref(&db.tables().runs))
+            .and_where(Expr::col("run_id").is_in(run_ids.iter().map(String::as_str)))
+            .cond_where(owned_by::<A::D>(user_id))
+            .build_sqlx(A::D::builder());
+        changed(db, delete, "cannot delete runs").await
+    }
 }
-pub(crate) use run_store;
 
 #[cfg(test)]
 mod tests {

@@ -2,13 +2,38 @@
 //! renames and deletes it. How a session is written (the state merge under each database's
 //! locks) stays with each adapter.
 
-use agno_core::{AgentSession, DbResult, SessionPage, SessionQuery, SessionSort, now_epoch_secs};
+use agno_core::{
+    AgentSession, DbErrorKind, DbResult, RunOutput, SessionPage, SessionQuery, SessionSort, SessionStore, StateUpdate,
+    now_epoch_secs,
+};
 use sea_query::{Condition, Expr, ExprTrait, Query, SelectStatement};
 use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
 use super::listing::{Listing, readable};
-use super::{Columns, Dialect, SqlDb, Tx, owned_by, retrying, rows};
+use super::{Columns, Conn, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, owned_by, retrying, rows};
+
+/// How a database writes a session (its upsert, owner check and state merge differ).
+#[async_trait::async_trait]
+pub(crate) trait SqlSessions: SqlAdapter {
+    /// Writes a session on `conn` (the caller's transaction): the write of `upsert_session`.
+    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()>;
+
+    /// `SessionStore::upsert_session`: [`put_session`](Self::put_session) in a transaction of its
+    /// own, tried again when it lost a race.
+    async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()>
+    where
+        Self: Sized,
+    {
+        retrying::<Self::D, _, _, _>(|| async {
+            let what = format!("cannot write session {}", session.session_id);
+            let mut tx = Tx::begin(self).await?;
+            let written = self.put_session(&mut *tx.tx, session, state).await;
+            tx.end(written, &what).await
+        })
+        .await
+    }
+}
 
 /// The columns of the sessions table (without Agno 2.x's legacy `runs`), in table order.
 pub(crate) const COLUMNS: [&str; 14] = [
@@ -57,7 +82,7 @@ pub(crate) fn session_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> Db
 }
 
 /// The session `session_id` (of `user_id`, when given), without its runs.
-pub(crate) fn by_id<A: SqlDb>(db: &A, session_id: &str, user_id: Option<&str>) -> SelectStatement {
+pub(crate) fn by_id<A: SqlAdapter>(db: &A, session_id: &str, user_id: Option<&str>) -> SelectStatement {
     Query::select()
         .columns(COLUMNS)
         .from(db.table_ref(&db.tables().sessions))
@@ -66,51 +91,10 @@ pub(crate) fn by_id<A: SqlDb>(db: &A, session_id: &str, user_id: Option<&str>) -
         .take()
 }
 
-/// `SessionStore::get_session`: the session (of `user_id`, when given) with its latest
-/// `runs_limit` runs, oldest first (all without a limit, none with 0). A session of a Python Agno
-/// 2.x database still holding its runs in the legacy `runs` column has them merged with the runs
-/// table first, then bounded, so blob-only runs count towards the latest N.
-pub(crate) async fn read<A: SqlDb>(
-    db: &A,
-    session_id: &str,
-    user_id: Option<&str>,
-    runs_limit: Option<usize>,
-) -> DbResult<Option<AgentSession>> {
-    let with_runs = runs_limit != Some(0);
-    let legacy = with_runs && db.has_legacy_runs();
-    let found = match session_row(db, session_id, user_id, legacy).await {
-        // The legacy column was dropped by another process since this one looked: look again.
-        Err(e) if legacy && e.kind() == agno_core::DbErrorKind::SchemaTooOld => {
-            db.refresh_legacy_runs().await?;
-            session_row(db, session_id, user_id, db.has_legacy_runs()).await?
-        }
-        other => other?,
-    };
-    let Some(row) = found.first() else { return Ok(None) };
-    let c = Columns::<A::D>::of(row, "agno_sessions");
-    let legacy = c.has("runs");
-    let blob = if legacy { c.json("runs")? } else { None };
-    let mut session = session_from_row::<A::D>(row)?;
-    if !with_runs {
-        return Ok(Some(session));
-    }
-    let runs = match (session_runs(db, session_id, if blob.is_some() { None } else { runs_limit }).await, blob) {
-        // A 2.x database not migrated yet has no runs table: the blob is all there is.
-        (Err(e), blob) if legacy && e.kind() == agno_core::DbErrorKind::SchemaTooOld => {
-            crate::codec::keep_latest(crate::codec::merge_legacy_runs(Vec::new(), blob)?, runs_limit)
-        }
-        (Err(e), _) => return Err(e),
-        (Ok(runs), None) => runs,
-        (Ok(runs), blob) => crate::codec::keep_latest(crate::codec::merge_legacy_runs(runs, blob)?, runs_limit),
-    };
-    session.runs = Some(runs);
-    Ok(Some(session))
-}
-
 /// The row of the session `session_id` (of `user_id`, when given), with Agno 2.x's legacy `runs`
 /// column when `legacy`. Named columns, never `*`: a prepared `*` outlives a dropped column and
 /// then reads every column after it from the wrong place.
-async fn session_row<A: SqlDb>(
+async fn session_row<A: SqlAdapter>(
     db: &A,
     session_id: &str,
     user_id: Option<&str>,
@@ -124,7 +108,7 @@ async fn session_row<A: SqlDb>(
 }
 
 /// The latest `limit` runs of a session (all when `None`), oldest first.
-async fn session_runs<A: SqlDb>(db: &A, session_id: &str, limit: Option<usize>) -> DbResult<Vec<agno_core::RunOutput>> {
+async fn session_runs<A: SqlAdapter>(db: &A, session_id: &str, limit: Option<usize>) -> DbResult<Vec<RunOutput>> {
     if !db.has_runs_table() {
         return Ok(Vec::new());
     }
@@ -147,194 +131,201 @@ async fn session_runs<A: SqlDb>(db: &A, session_id: &str, limit: Option<usize>) 
     Ok(runs)
 }
 
-/// `SessionStore::get_sessions`: a page of the listing (by the query's time column, NULL
-/// oldest, then by the bytes of the session id) and the number of matching sessions.
-pub(crate) async fn list<A: SqlDb>(db: &A, q: &SessionQuery) -> DbResult<SessionPage> {
-    let mut filter = owned_by::<A::D>(q.user_id.as_deref());
-    if let Some(t) = q.session_type {
-        filter = filter.add(Expr::col("session_type").eq(t.as_str()));
-    }
-    if let Some(c) = &q.component_id {
-        filter = filter.add(
-            Condition::any()
-                .add(A::D::exact("agent_id", c))
-                .add(A::D::exact("team_id", c))
-                .add(A::D::exact("workflow_id", c)),
-        );
-    }
-    if let Some(name) = &q.session_name {
-        filter = filter.add(A::D::session_name_like(name));
-    }
-    if let Some(at) = q.start_timestamp {
-        filter = filter.add(Expr::col("created_at").gte(at));
-    }
-    if let Some(at) = q.end_timestamp {
-        filter = filter.add(Expr::col("created_at").lte(at));
-    }
-    let listing = Listing::<A::D>::of(db.table_ref(&db.tables().sessions), COLUMNS, filter);
-    let listing = match q.sort_by {
-        SessionSort::CreatedAt => listing.by_never_null("created_at", q.sort_order),
-        SessionSort::UpdatedAt => listing.by(Expr::col("updated_at"), q.sort_order),
-    };
-    let (found, total) =
-        listing.then_by_bytes("session_id", q.sort_order).page(q.limit, q.page).fetch(db, "sessions").await?;
-    Ok(SessionPage { sessions: readable::<A::D, _>(&found, "session", "session_id", session_from_row::<A::D>), total })
-}
-
-/// `SessionStore::rename_session`: the session renamed, `None` when it is not `user_id`'s (or
-/// does not exist).
-pub(crate) async fn rename<A: SqlDb>(
-    db: &A,
-    session_id: &str,
-    name: &str,
-    user_id: Option<&str>,
-) -> DbResult<Option<AgentSession>> {
-    let update = Query::update()
-        .table(db.table_ref(&db.tables().sessions))
-        .values([("session_data", A::D::named_session_data(name)), ("updated_at", Expr::val(now_epoch_secs()))])
-        .and_where(Expr::col("session_id").eq(session_id))
-        .cond_where(owned_by::<A::D>(user_id))
-        .build_sqlx(A::D::builder());
-    let what = format!("cannot rename session {session_id}");
-    retrying::<A::D, _, _, _>(|| async {
-        let mut tx = Tx::begin(db).await?;
-        // Matched rows count (MySQL's connection reports them), so a same-name rename counts.
-        if tx.changed(update.clone(), &what).await? == 0 {
-            return Ok(None);
+#[async_trait::async_trait]
+impl<A: SqlFamily> SessionStore for SqlDb<A> {
+    /// The session (of `user_id`, when given) with its latest
+    /// `runs_limit` runs, oldest first (all without a limit, none with 0). A session of a Python Agno
+    /// 2.x database still holding its runs in the legacy `runs` column has them merged with the runs
+    /// table first, then bounded, so blob-only runs count towards the latest N.
+    async fn get_session(
+        &self,
+        session_id: &str,
+        user_id: Option<&str>,
+        runs_limit: Option<usize>,
+    ) -> DbResult<Option<AgentSession>> {
+        let db = &self.0;
+        let with_runs = runs_limit != Some(0);
+        let legacy = with_runs && db.has_legacy_runs();
+        let found = match session_row(db, session_id, user_id, legacy).await {
+            // The legacy column was dropped by another process since this one looked: look again.
+            Err(e) if legacy && e.kind() == DbErrorKind::SchemaTooOld => {
+                db.refresh_legacy_runs().await?;
+                session_row(db, session_id, user_id, db.has_legacy_runs()).await?
+            }
+            other => other?,
+        };
+        let Some(row) = found.first() else { return Ok(None) };
+        let c = Columns::<A::D>::of(row, "agno_sessions");
+        let legacy = c.has("runs");
+        let blob = if legacy { c.json("runs")? } else { None };
+        let mut session = session_from_row::<A::D>(row)?;
+        if !with_runs {
+            return Ok(Some(session));
         }
-        let renamed = tx.rows(by_id(db, session_id, user_id).build_sqlx(A::D::builder()), &what).await?;
-        tx.commit(&what).await?;
-        renamed.first().map(session_from_row::<A::D>).transpose()
-    })
-    .await
-}
-
-/// `SessionStore::delete_sessions`: how many of `session_ids` (of `user_id`, when given) were
-/// deleted, with their runs (explicitly: a runs table made without the cascading foreign key
-/// keeps no orphans).
-pub(crate) async fn delete<A: SqlDb>(db: &A, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-    if session_ids.is_empty() {
-        return Ok(0);
+        let runs = match (session_runs(db, session_id, if blob.is_some() { None } else { runs_limit }).await, blob) {
+            // A 2.x database not migrated yet has no runs table: the blob is all there is.
+            (Err(e), blob) if legacy && e.kind() == DbErrorKind::SchemaTooOld => {
+                crate::codec::keep_latest(crate::codec::merge_legacy_runs(Vec::new(), blob)?, runs_limit)
+            }
+            (Err(e), _) => return Err(e),
+            (Ok(runs), None) => runs,
+            (Ok(runs), blob) => crate::codec::keep_latest(crate::codec::merge_legacy_runs(runs, blob)?, runs_limit),
+        };
+        session.runs = Some(runs);
+        Ok(Some(session))
     }
-    let t = db.tables();
-    let ids = || Expr::col("session_id").is_in(session_ids.iter().map(String::as_str));
-    // Asked before the transaction: it takes a connection of its own.
-    let has_runs = db.has_runs_table() && db.table_exists(&t.runs).await?;
-    let owned = Query::select()
-        .column("session_id")
-        .from(db.table_ref(&t.sessions))
-        .and_where(ids())
-        .cond_where(owned_by::<A::D>(user_id))
-        .take();
-    let runs = Query::delete()
-        .from_table(db.table_ref(&t.runs))
-        .and_where(Expr::col("session_id").in_subquery(owned))
-        .build_sqlx(A::D::builder());
-    let sessions = Query::delete()
-        .from_table(db.table_ref(&t.sessions))
-        .and_where(ids())
-        .cond_where(owned_by::<A::D>(user_id))
-        .build_sqlx(A::D::builder());
-    retrying::<A::D, _, _, _>(|| async {
-        let mut tx = Tx::begin(db).await?;
-        if has_runs {
-            tx.changed(runs.clone(), "cannot delete the runs of the sessions").await?;
-        }
-        let deleted = tx.changed(sessions.clone(), "cannot delete sessions").await?;
-        tx.commit("cannot delete sessions").await?;
-        Ok(deleted)
-    })
-    .await
-}
 
-/// `SessionStore::first_run_inputs`: the `input` of each session's first top-level run, its
-/// text cut to what a session name shows; only that leaves the database. Runs without an owner
-/// count for every user (as Python Agno wrote them).
-pub(crate) async fn first_inputs<A: SqlDb>(
-    db: &A,
-    session_ids: &[String],
-    user_id: Option<&str>,
-) -> DbResult<std::collections::HashMap<String, serde_json::Value>> {
-    if session_ids.is_empty() || !db.has_runs_table() {
-        return Ok(std::collections::HashMap::new());
+    async fn upsert_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
+        self.0.save_session(session, state).await
     }
-    let t = db.table(&db.tables().runs);
-    let first = Expr::cust(format!(
-        "(SELECT MIN(r2.run_index) FROM {t} r2 WHERE r2.session_id = {t}.session_id AND r2.parent_run_id IS NULL)"
-    ));
-    let owner = match user_id {
-        Some(u) => Condition::any().add(Expr::col("user_id").is_null()).add(A::D::exact("user_id", u)),
-        None => Condition::all(),
-    };
-    let select = Query::select()
-        .column("session_id")
-        .expr_as(Expr::cust(A::D::first_input(crate::codec::FIRST_INPUT_CHARS)), "input")
-        .from(db.table_ref(&db.tables().runs))
-        .and_where(Expr::col("session_id").is_in(session_ids.iter().map(String::as_str)))
-        .and_where(Expr::col("parent_run_id").is_null())
-        .cond_where(owner)
-        .and_where(Expr::col("run_index").eq(first))
-        .build_sqlx(A::D::builder());
-    let found = rows(db, select, "cannot read the first runs of sessions").await?;
-    let mut inputs = std::collections::HashMap::new();
-    for row in &found {
-        let c = Columns::<A::D>::of(row, "agno_runs");
-        if let (Some(id), Some(input)) = (c.text("session_id")?, c.json("input")?) {
-            inputs.insert(id, input);
-        }
-    }
-    Ok(inputs)
-}
 
-/// Implements `agno_core::SessionStore` for an SQL adapter: its own write (an inherent
-/// `save_session`: the state merge under each database's locks), the rest above.
-macro_rules! session_store {
-    ($db:ty) => {
-        #[async_trait::async_trait]
-        impl agno_core::SessionStore for $db {
-            async fn get_session(
-                &self,
-                session_id: &str,
-                user_id: Option<&str>,
-                runs_limit: Option<usize>,
-            ) -> agno_core::DbResult<Option<agno_core::AgentSession>> {
-                crate::sql::sessions::read(self, session_id, user_id, runs_limit).await
+    /// A page of the listing (by the query's time column, NULL
+    /// oldest, then by the bytes of the session id) and the number of matching sessions.
+    async fn get_sessions(&self, q: &SessionQuery) -> DbResult<SessionPage> {
+        let db = &self.0;
+        let mut filter = owned_by::<A::D>(q.user_id.as_deref());
+        if let Some(t) = q.session_type {
+            filter = filter.add(Expr::col("session_type").eq(t.as_str()));
+        }
+        if let Some(c) = &q.component_id {
+            filter = filter.add(
+                Condition::any()
+                    .add(A::D::exact("agent_id", c))
+                    .add(A::D::exact("team_id", c))
+                    .add(A::D::exact("workflow_id", c)),
+            );
+        }
+        if let Some(name) = &q.session_name {
+            filter = filter.add(A::D::session_name_like(name));
+        }
+        if let Some(at) = q.start_timestamp {
+            filter = filter.add(Expr::col("created_at").gte(at));
+        }
+        if let Some(at) = q.end_timestamp {
+            filter = filter.add(Expr::col("created_at").lte(at));
+        }
+        let listing = Listing::<A::D>::of(db.table_ref(&db.tables().sessions), COLUMNS, filter);
+        let listing = match q.sort_by {
+            SessionSort::CreatedAt => listing.by_never_null("created_at", q.sort_order),
+            SessionSort::UpdatedAt => listing.by(Expr::col("updated_at"), q.sort_order),
+        };
+        let (found, total) =
+            listing.then_by_bytes("session_id", q.sort_order).page(q.limit, q.page).fetch(db, "sessions").await?;
+        Ok(SessionPage {
+            sessions: readable::<A::D, _>(&found, "session", "session_id", session_from_row::<A::D>),
+            total,
+        })
+    }
+
+    /// The session renamed, `None` when it is not `user_id`'s (or
+    /// does not exist).
+    async fn rename_session(
+        &self,
+        session_id: &str,
+        name: &str,
+        user_id: Option<&str>,
+    ) -> DbResult<Option<AgentSession>> {
+        let db = &self.0;
+        let update = Query::update()
+            .table(db.table_ref(&db.tables().sessions))
+            .values([("session_data", A::D::named_session_data(name)), ("updated_at", Expr::val(now_epoch_secs()))])
+            .and_where(Expr::col("session_id").eq(session_id))
+            .cond_where(owned_by::<A::D>(user_id))
+            .build_sqlx(A::D::builder());
+        let what = format!("cannot rename session {session_id}");
+        retrying::<A::D, _, _, _>(|| async {
+            let mut tx = Tx::begin(db).await?;
+            // Matched rows count (MySQL's connection reports them), so a same-name rename counts.
+            if tx.changed(update.clone(), &what).await? == 0 {
+                return Ok(None);
             }
-            async fn upsert_session(
-                &self,
-                session: &agno_core::AgentSession,
-                state: &agno_core::StateUpdate,
-            ) -> agno_core::DbResult<()> {
-                self.save_session(session, state).await
+            let renamed = tx.rows(by_id(db, session_id, user_id).build_sqlx(A::D::builder()), &what).await?;
+            tx.commit(&what).await?;
+            renamed.first().map(session_from_row::<A::D>).transpose()
+        })
+        .await
+    }
+
+    async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> DbResult<bool> {
+        Ok(self.delete_sessions(&[session_id.to_owned()], user_id).await? == 1)
+    }
+
+    /// How many of `session_ids` (of `user_id`, when given) were
+    /// deleted, with their runs (explicitly: a runs table made without the cascading foreign key
+    /// keeps no orphans).
+    async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        let db = &self.0;
+        if session_ids.is_empty() {
+            return Ok(0);
+        }
+        let t = db.tables();
+        let ids = || Expr::col("session_id").is_in(session_ids.iter().map(String::as_str));
+        // Asked before the transaction: it takes a connection of its own.
+        let has_runs = db.has_runs_table() && db.table_exists(&t.runs).await?;
+        let owned = Query::select()
+            .column("session_id")
+            .from(db.table_ref(&t.sessions))
+            .and_where(ids())
+            .cond_where(owned_by::<A::D>(user_id))
+            .take();
+        let runs = Query::delete()
+            .from_table(db.table_ref(&t.runs))
+            .and_where(Expr::col("session_id").in_subquery(owned))
+            .build_sqlx(A::D::builder());
+        let sessions = Query::delete()
+            .from_table(db.table_ref(&t.sessions))
+            .and_where(ids())
+            .cond_where(owned_by::<A::D>(user_id))
+            .build_sqlx(A::D::builder());
+        retrying::<A::D, _, _, _>(|| async {
+            let mut tx = Tx::begin(db).await?;
+            if has_runs {
+                tx.changed(runs.clone(), "cannot delete the runs of the sessions").await?;
             }
-            async fn get_sessions(
-                &self,
-                query: &agno_core::SessionQuery,
-            ) -> agno_core::DbResult<agno_core::SessionPage> {
-                crate::sql::sessions::list(self, query).await
-            }
-            async fn rename_session(
-                &self,
-                session_id: &str,
-                session_name: &str,
-                user_id: Option<&str>,
-            ) -> agno_core::DbResult<Option<agno_core::AgentSession>> {
-                crate::sql::sessions::rename(self, session_id, session_name, user_id).await
-            }
-            async fn delete_session(&self, session_id: &str, user_id: Option<&str>) -> agno_core::DbResult<bool> {
-                Ok(crate::sql::sessions::delete(self, &[session_id.to_owned()], user_id).await? == 1)
-            }
-            async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> agno_core::DbResult<u64> {
-                crate::sql::sessions::delete(self, session_ids, user_id).await
-            }
-            async fn first_run_inputs(
-                &self,
-                session_ids: &[String],
-                user_id: Option<&str>,
-            ) -> agno_core::DbResult<std::collections::HashMap<String, serde_json::Value>> {
-                crate::sql::sessions::first_inputs(self, session_ids, user_id).await
+            let deleted = tx.changed(sessions.clone(), "cannot delete sessions").await?;
+            tx.commit("cannot delete sessions").await?;
+            Ok(deleted)
+        })
+        .await
+    }
+
+    /// The `input` of each session's first top-level run, its
+    /// text cut to what a session name shows; only that leaves the database. Runs without an owner
+    /// count for every user (as Python Agno wrote them).
+    async fn first_run_inputs(
+        &self,
+        session_ids: &[String],
+        user_id: Option<&str>,
+    ) -> DbResult<std::collections::HashMap<String, serde_json::Value>> {
+        let db = &self.0;
+        if session_ids.is_empty() || !db.has_runs_table() {
+            return Ok(std::collections::HashMap::new());
+        }
+        let t = db.table(&db.tables().runs);
+        let first = Expr::cust(format!(
+            "(SELECT MIN(r2.run_index) FROM {t} r2 WHERE r2.session_id = {t}.session_id AND r2.parent_run_id IS NULL)"
+        ));
+        let owner = match user_id {
+            Some(u) => Condition::any().add(Expr::col("user_id").is_null()).add(A::D::exact("user_id", u)),
+            None => Condition::all(),
+        };
+        let select = Query::select()
+            .column("session_id")
+            .expr_as(Expr::cust(A::D::first_input(crate::codec::FIRST_INPUT_CHARS)), "input")
+            .from(db.table_ref(&db.tables().runs))
+            .and_where(Expr::col("session_id").is_in(session_ids.iter().map(String::as_str)))
+            .and_where(Expr::col("parent_run_id").is_null())
+            .cond_where(owner)
+            .and_where(Expr::col("run_index").eq(first))
+            .build_sqlx(A::D::builder());
+        let found = rows(db, select, "cannot read the first runs of sessions").await?;
+        let mut inputs = std::collections::HashMap::new();
+        for row in &found {
+            let c = Columns::<A::D>::of(row, "agno_runs");
+            if let (Some(id), Some(input)) = (c.text("session_id")?, c.json("input")?) {
+                inputs.insert(id, input);
             }
         }
-    };
+        Ok(inputs)
+    }
 }
-pub(crate) use session_store;

@@ -6,7 +6,7 @@ use agno_core::{Cell, DbError, DbErrorKind, DbResult};
 use sea_query::{Expr, ExprTrait, LockType, Query};
 use sea_query_sqlx::SqlxBinder;
 
-use super::{Columns, Dialect, Row, SqlDb, Tx, Violation, WRITE_ATTEMPTS};
+use super::{Columns, Dialect, Row, SqlAdapter, Tx, Violation, WRITE_ATTEMPTS};
 
 /// A record to upsert.
 pub(crate) struct Owned<'a> {
@@ -30,7 +30,7 @@ pub(crate) struct Owned<'a> {
 ///
 /// # Errors
 /// A storage error.
-pub(crate) async fn upsert_owned<A: SqlDb>(
+pub(crate) async fn upsert_owned<A: SqlAdapter>(
     db: &A,
     record: &Owned<'_>,
     may_replace: impl Fn(Option<&str>) -> bool,

@@ -1,8 +1,6 @@
 //! Eval runs in SQLite (`agno_eval_runs`, as Python Agno 3.x shapes it): filters, paging and
 //! counts run in SQL, and a given `user_id` is part of every statement.
 
-use super::SqliteDb;
-
 /// The eval runs table as Python Agno 3.1 creates it (column order, types, indexes).
 pub(crate) fn evals_ddl(t: &str) -> Vec<String> {
     vec![
@@ -13,5 +11,3 @@ pub(crate) fn evals_ddl(t: &str) -> Vec<String> {
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_user_id ON {t} (user_id)"),
     ]
 }
-
-crate::sql::evals::eval_store!(SqliteDb);

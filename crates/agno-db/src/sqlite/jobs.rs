@@ -7,7 +7,7 @@
 use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, StoredEvent};
 use sqlx::{AssertSqlSafe, Sqlite};
 
-use super::{SqliteDb, db_error};
+use super::{SqliteState, db_error};
 use crate::codec::to_json_text;
 use crate::sql::jobs::{JOB_COLUMNS, job_cells, job_from_row, job_placeholders};
 
@@ -45,7 +45,7 @@ pub(crate) fn events_ddl(t: &str) -> Vec<String> {
 /// worker, attempt): the job runs under its claim, or was cancelled while it ran.
 const HOLDS: &str = "id = ? AND locked_by = ? AND attempt = ? AND status IN ('running', 'cancelled')";
 
-impl SqliteDb {
+impl SqliteState {
     /// The job holding idempotency key `key` (if any) for `user_id` (`None`: the anonymous
     /// bucket), read in `conn`.
     async fn job_by_key(
@@ -69,9 +69,9 @@ impl SqliteDb {
     }
 }
 
-impl SqliteDb {
-    /// `JobStore::enqueue_job`, as this database decides duplicates and depth.
-    pub(crate) async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+#[async_trait::async_trait]
+impl crate::sql::jobs::SqlQueue for SqliteState {
+    async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
         let t = &self.tables().jobs;
         // An empty key is no key (as in Agno): the unique indexes would otherwise cover ''.
         let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
@@ -114,9 +114,7 @@ impl SqliteDb {
             .ok_or_else(|| DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)))
     }
 
-    /// `JobStore::claim_jobs`, as this database picks and locks the first claimable jobs: one
-    /// statement for the whole batch (`limit` is at least 1: `job_store!` answers 0 itself).
-    pub(crate) async fn claim_batch(
+    async fn claim_batch(
         &self,
         worker_id: &str,
         limit: usize,
@@ -169,8 +167,7 @@ impl SqliteDb {
         Ok(crate::sql::jobs::oldest_first(jobs))
     }
 
-    /// `JobStore::append_events`: the fence check and the insert in one transaction.
-    pub(crate) async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
+    async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
         let (job_id, worker_id, attempt) = (lease.job_id.as_str(), lease.worker_id.as_str(), lease.attempt);
         let t = self.tables();
         let _turn = self.write_turn().await;
@@ -205,5 +202,3 @@ impl SqliteDb {
         Ok(true)
     }
 }
-
-crate::sql::jobs::job_store!(SqliteDb);

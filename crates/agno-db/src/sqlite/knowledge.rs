@@ -2,8 +2,6 @@
 //! `user_id` is shared: every user reads it, only an unscoped caller deletes it; the owner check
 //! of a write is part of the upsert statement.
 
-use super::SqliteDb;
-
 /// The knowledge table as Python Agno 3.1 creates it (column order, types, indexes, including
 /// the v3 composite `(user_id, linked_to)` index).
 pub(crate) fn knowledge_ddl(t: &str) -> Vec<String> {
@@ -15,5 +13,3 @@ pub(crate) fn knowledge_ddl(t: &str) -> Vec<String> {
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_user_id_linked_to ON {t} (user_id, linked_to)"),
     ]
 }
-
-crate::sql::knowledge::knowledge_store!(SqliteDb);

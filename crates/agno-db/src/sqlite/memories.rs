@@ -3,7 +3,7 @@
 use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
-use super::{SqliteDb, db_error};
+use super::{SqliteState, db_error};
 
 pub(crate) fn memories_ddl(t: &str) -> Vec<String> {
     vec![
@@ -16,9 +16,9 @@ pub(crate) fn memories_ddl(t: &str) -> Vec<String> {
     ]
 }
 
-impl SqliteDb {
-    /// `MemoryStore::get_all_memory_topics`, read with this database's JSON functions.
-    pub(crate) async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
+#[async_trait::async_trait]
+impl crate::sql::memories::SqlMemories for SqliteState {
+    async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
         let sql = format!(
             "SELECT DISTINCT j.value FROM {} AS m, json_each(m.topics) AS j \
              WHERE (? IS NULL OR m.user_id = ?) AND json_valid(m.topics) ORDER BY j.value",
@@ -32,5 +32,3 @@ impl SqliteDb {
             .map_err(|e| db_error("cannot read memory topics", e))
     }
 }
-
-crate::sql::memories::memory_store!(SqliteDb);

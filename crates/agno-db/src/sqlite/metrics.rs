@@ -4,7 +4,7 @@
 use agno_core::{DbResult, MetricsBucket};
 use sqlx::AssertSqlSafe;
 
-use super::{SqliteDb, db_error};
+use super::{SqliteState, db_error};
 use crate::codec::to_json_text;
 
 const COLUMNS: &str = "id, agent_runs_count, team_runs_count, workflow_runs_count, agent_sessions_count, \
@@ -23,9 +23,9 @@ pub(crate) fn metrics_ddl(t: &str) -> Vec<String> {
     ]
 }
 
-impl SqliteDb {
-    /// `MetricsStore::upsert_metrics` of a batch that is not empty, as this database writes it.
-    pub(crate) async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
+#[async_trait::async_trait]
+impl crate::sql::metrics::SqlMetrics for SqliteState {
+    async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
         let _turn = self.write_turn().await;
         let sql = format!(
             "INSERT INTO {} ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
@@ -59,5 +59,3 @@ impl SqliteDb {
         tx.commit().await.map_err(|e| db_error("cannot commit metrics", e))
     }
 }
-
-crate::sql::metrics::metrics_store!(SqliteDb);

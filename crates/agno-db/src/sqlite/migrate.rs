@@ -5,11 +5,12 @@ use sqlx::AssertSqlSafe;
 
 use agno_core::{DbError, DbErrorKind, DbResult};
 
-use super::schema::runs_ddl;
-use super::{SqliteDb, db_error};
+use super::schema::{runs_ddl, sessions_ddl, versions_ddl};
+use super::{SqliteState, db_error};
+use crate::migration::LATEST_VERSION;
 use crate::migration::{MigrationOptions, MigrationStep, Progress, TableKind};
 
-impl SqliteDb {
+impl SqliteState {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
         let _turn = self.write_turn().await;
         if self.column_exists(table, column).await? {
@@ -65,8 +66,39 @@ impl SqliteDb {
     }
 }
 
-impl SqliteDb {
-    /// `Migrate::migrate_table`: this database's step to `step.version` on one table.
+#[async_trait::async_trait]
+impl crate::sql::migrate::SqlSchema for SqliteState {
+    async fn create_tables(&self) -> DbResult<()> {
+        let t = self.tables().clone();
+        self.exec_all(&versions_ddl(&t.versions)).await?;
+        for (name, ddl) in [
+            (&t.sessions, sessions_ddl(&t.sessions)),
+            (&t.runs, runs_ddl(&t.runs, &t.sessions)),
+            (&t.memories, super::memories::memories_ddl(&t.memories)),
+            (&t.evals, super::evals::evals_ddl(&t.evals)),
+            (&t.knowledge, super::knowledge::knowledge_ddl(&t.knowledge)),
+            (&t.metrics, super::metrics::metrics_ddl(&t.metrics)),
+            (&t.schedules, super::schedules::schedules_ddl(&t.schedules)),
+            (&t.schedule_runs, super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules)),
+            (&t.jobs, super::jobs::jobs_ddl(&t.jobs)),
+            (&t.events, super::jobs::events_ddl(&t.events)),
+        ] {
+            if !self.table_exists(name).await? {
+                self.exec_all(&ddl).await?;
+                crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;
+            }
+        }
+        // The runs table only ever exists in its v3 shape (the 3.0.0 step may have created it).
+        if crate::sql::versions::latest_version(self, &t.runs).await?.is_none() {
+            crate::sql::versions::stamp_version(self, &t.runs, LATEST_VERSION).await?;
+        }
+        self.refresh_legacy_flag().await
+    }
+
+    async fn ensure_versions_table(&self) -> DbResult<()> {
+        self.exec_all(&super::schema::versions_ddl(&self.tables.versions)).await
+    }
+
     async fn migrate_step(&self, step: MigrationStep<'_>) -> DbResult<bool> {
         let t = self.tables().clone();
         let changed = match (step.kind, step.version) {
@@ -113,5 +145,3 @@ impl SqliteDb {
         Ok(changed)
     }
 }
-
-crate::sql::migrate::migrate_impl!(SqliteDb);

@@ -21,16 +21,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, RunOutput, StateUpdate};
+use agno_core::{DbError, DbErrorKind, DbResult};
 
-use crate::sql::Conn;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::tables::TableNames;
 
-/// A SQLite database.
+/// A SQLite database (the SQL family over [`SqliteState`]).
+pub type SqliteDb = crate::sql::SqlDb<SqliteState>;
+
+/// What a [`SqliteDb`] holds: its pool, what it knows of the file's tables, its writer turn and
+/// WAL checkpointer.
 #[derive(Debug)]
-pub struct SqliteDb {
+pub struct SqliteState {
     pool: SqlitePool,
     tables: TableNames,
     /// The sessions table still has the v2 `runs` column (a legacy blob to merge on read).
@@ -52,7 +55,7 @@ pub struct SqliteDb {
     checkpointer: tokio::task::AbortHandle,
 }
 
-impl Drop for SqliteDb {
+impl Drop for SqliteState {
     fn drop(&mut self) {
         self.checkpointer.abort();
     }
@@ -160,7 +163,7 @@ impl SqliteDb {
         let writes = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let checkpointer =
             spawn_checkpointer(pool.clone(), Arc::clone(&write_lock), Arc::clone(&writes), Arc::clone(&checkpoint_due));
-        let db = Self {
+        let db = crate::sql::SqlDb(SqliteState {
             pool,
             tables,
             legacy_runs_column: AtomicBool::new(false),
@@ -170,11 +173,13 @@ impl SqliteDb {
             writes,
             checkpoint_due,
             checkpointer,
-        };
+        });
         db.refresh_legacy_flag().await?;
         Ok(db)
     }
+}
 
+impl SqliteState {
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
         &self.tables
@@ -264,14 +269,14 @@ impl SqliteDb {
 }
 
 #[async_trait::async_trait]
-impl crate::sql::SqlDb for SqliteDb {
+impl crate::sql::SqlAdapter for SqliteState {
     type D = sqlx::Sqlite;
 
     fn pool(&self) -> &sqlx::Pool<sqlx::Sqlite> {
         &self.pool
     }
     fn tables(&self) -> &TableNames {
-        SqliteDb::tables(self)
+        SqliteState::tables(self)
     }
     fn table(&self, table: &str) -> String {
         table.to_owned()
@@ -283,27 +288,21 @@ impl crate::sql::SqlDb for SqliteDb {
         Some(self.write_turn().await)
     }
     fn has_runs_table(&self) -> bool {
-        SqliteDb::has_runs_table(self)
+        SqliteState::has_runs_table(self)
     }
     fn has_legacy_runs(&self) -> bool {
-        SqliteDb::has_legacy_runs(self)
+        SqliteState::has_legacy_runs(self)
     }
     fn has_run_facts(&self) -> bool {
-        SqliteDb::has_run_facts(self)
+        SqliteState::has_run_facts(self)
     }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
         self.refresh_legacy_flag().await
     }
     async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        SqliteDb::column_exists(self, table, column).await
+        SqliteState::column_exists(self, table, column).await
     }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        SqliteDb::table_exists(self, table).await
-    }
-    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        self.write_session(conn, session, state).await
-    }
-    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64> {
-        self.write_run(conn, run, sid, user).await
+        SqliteState::table_exists(self, table).await
     }
 }

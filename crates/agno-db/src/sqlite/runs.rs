@@ -4,23 +4,18 @@
 use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use sqlx::{AssertSqlSafe, Row, Sqlite};
 
-use super::{SqliteDb, db_error};
+use super::{SqliteState, db_error};
 use crate::sql::runs::{RUN_HEAD, RUN_TAIL, RunCells, bind_cells, write_error};
 
-impl SqliteDb {
-    /// `RunStore::upsert_run`: the write on a connection of its own.
-    pub(crate) async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
+#[async_trait::async_trait]
+impl crate::sql::runs::SqlRuns for SqliteState {
+    async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64> {
+        // One statement, no transaction: the run's row is written whole by its insert.
         let _turn = self.write_turn().await;
         let mut conn = self.pool().acquire().await.map_err(|e| db_error("cannot get a connection", e))?;
-        self.write_run(&mut conn, run, session_id, user_id).await
+        self.put_run(&mut conn, run, session_id, user_id).await
     }
-}
-
-crate::sql::runs::run_store!(SqliteDb);
-
-impl SqliteDb {
-    /// The write of `upsert_run` on `conn` (a connection, or the caller's transaction).
-    pub(super) async fn write_run(
+    async fn put_run(
         &self,
         conn: &mut sqlx::SqliteConnection,
         run: &RunOutput,

@@ -2,8 +2,6 @@
 //! 3.x shapes them): their DDL, names unique per owner through Agno's two partial unique indexes.
 //! The store is [`crate::sql::schedules`].
 
-use super::SqliteDb;
-
 /// The schedules table as Python Agno 3.1 creates it (columns, indexes, the per-owner unique
 /// names as two partial indexes).
 pub(crate) fn schedules_ddl(t: &str) -> Vec<String> {
@@ -34,5 +32,3 @@ pub(crate) fn schedule_runs_ddl(t: &str, schedules: &str) -> Vec<String> {
     }
     ddl
 }
-
-crate::sql::schedules::schedule_store!(SqliteDb);

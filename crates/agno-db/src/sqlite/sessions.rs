@@ -4,7 +4,7 @@ use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_e
 use serde_json::Value;
 use sqlx::AssertSqlSafe;
 
-use super::{SqliteDb, db_error};
+use super::{SqliteState, db_error};
 use crate::codec::{object_column, session_type_of, to_json_text};
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
@@ -18,25 +18,9 @@ fn opt_json<T: serde::Serialize>(v: Option<&T>) -> DbResult<Option<String>> {
     v.map(to_json_text).transpose()
 }
 
-impl SqliteDb {}
-
-impl SqliteDb {
-    /// `SessionStore::upsert_session`: the write in its own transaction.
-    pub(crate) async fn save_session(&self, session: &AgentSession, state: &StateUpdate) -> DbResult<()> {
-        let _turn = self.write_turn().await;
-        let mut tx =
-            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot start a transaction", e))?;
-        self.write_session(&mut tx, session, state).await?;
-        tx.commit().await.map_err(|e| db_error("cannot commit session write", e))
-    }
-}
-
-crate::sql::sessions::session_store!(SqliteDb);
-
-impl SqliteDb {
-    /// The writes of `upsert_session`, inside the caller's `BEGIN IMMEDIATE` transaction (which
-    /// the caller rolls back on an error).
-    pub(super) async fn write_session(
+#[async_trait::async_trait]
+impl crate::sql::sessions::SqlSessions for SqliteState {
+    async fn put_session(
         &self,
         conn: &mut sqlx::SqliteConnection,
         session: &AgentSession,
