@@ -10,6 +10,7 @@
 //! indexes); the queue-depth bound serialises depth-bounded enqueues on the jobs table's row of
 //! the schema-versions table.
 
+use crate::sql::SqlAdapter;
 use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, StoredEvent};
 use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection};
 

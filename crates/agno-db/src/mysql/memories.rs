@@ -2,6 +2,7 @@
 //! it): `memory` is a JSON string, `topics` a JSON array; filters, paging and counts run in SQL.
 //! A given `user_id` is matched byte for byte, and per-user stats group users byte for byte.
 
+use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 

@@ -6,6 +6,7 @@
 //! MySQL commits every DDL statement on its own, so each schema change checks first and is
 //! safe to repeat; the runs copy is one transaction of plain inserts.
 
+use crate::sql::SqlAdapter;
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
 use sqlx::{AssertSqlSafe, Row};
 

@@ -16,6 +16,7 @@ mod schedules;
 mod schema;
 mod sessions;
 
+use crate::sql::SqlAdapter;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -198,26 +199,15 @@ impl MySqlDb {
             tables,
             legacy_runs_column: std::sync::atomic::AtomicBool::new(false),
         });
-        db.refresh_legacy_flag().await?;
+        db.refresh_legacy_runs().await?;
         Ok(db)
     }
 }
 
 impl MySqlState {
-    /// Looks again whether the sessions table has the legacy `runs` column.
-    pub(crate) async fn refresh_legacy_flag(&self) -> DbResult<()> {
-        let has = self.column_exists(&self.tables.sessions, "runs").await?;
-        self.legacy_runs_column.store(has, std::sync::atomic::Ordering::Relaxed);
-        Ok(())
-    }
-
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
         &self.tables
-    }
-
-    pub(crate) fn pool(&self) -> &MySqlPool {
-        &self.pool
     }
 
     /// A pooled connection whose next transaction runs at `READ COMMITTED`: plain reads inside
@@ -230,30 +220,6 @@ impl MySqlState {
             .await
             .map_err(|e| db_error("cannot set the transaction isolation level", e))?;
         Ok(conn)
-    }
-
-    pub(crate) async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
-        )
-        .bind(table)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| db_error("cannot read information_schema.TABLES", e))?;
-        Ok(n > 0)
-    }
-
-    pub(crate) async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? \
-             AND COLUMN_NAME = ?",
-        )
-        .bind(table)
-        .bind(column)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
-        Ok(n > 0)
     }
 
     /// The columns of index `index` on `table`, in index order; empty when there is no such index.
@@ -286,7 +252,7 @@ impl crate::sql::SqlAdapter for MySqlState {
         &self.pool
     }
     fn tables(&self) -> &TableNames {
-        MySqlState::tables(self)
+        &self.tables
     }
     fn table(&self, table: &str) -> String {
         format!("`{table}`")
@@ -298,13 +264,31 @@ impl crate::sql::SqlAdapter for MySqlState {
         self.legacy_runs_column.load(std::sync::atomic::Ordering::Relaxed)
     }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
-        self.refresh_legacy_flag().await
+        let has = self.column_exists(&self.tables.sessions, "runs").await?;
+        self.legacy_runs_column.store(has, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
     async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        MySqlState::column_exists(self, table, column).await
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? \
+             AND COLUMN_NAME = ?",
+        )
+        .bind(table)
+        .bind(column)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
+        Ok(n > 0)
     }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        MySqlState::table_exists(self, table).await
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+        )
+        .bind(table)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| db_error("cannot read information_schema.TABLES", e))?;
+        Ok(n > 0)
     }
 }
 

@@ -4,6 +4,7 @@
 //! `JSON` columns become `LONGTEXT ... CHECK (json_valid(...))` on MariaDB, as they do for Agno.
 //! Indexes are declared inside `CREATE TABLE` so creation is one statement on MySQL and MariaDB.
 
+use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 
 use super::{MySqlDb, MySqlState};

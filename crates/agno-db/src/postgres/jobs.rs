@@ -6,6 +6,7 @@
 //! `locked_by`, `attempt` and `status = 'running'`. A successful enqueue (and an operator
 //! requeue) sends a notification on [`PostgresDb::jobs_channel`] in the same transaction.
 
+use crate::sql::SqlAdapter;
 use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSignal, JobStatus, StoredEvent};
 use sqlx::{AssertSqlSafe, PgConnection, Postgres, Row};
 

@@ -1,22 +1,21 @@
 //! User memories in PostgreSQL (`agno_memories`, as Python Agno 3.x's `PostgresDb` shapes it):
 //! `memory` is a JSONB string, `topics` a JSONB array; filters, paging and counts run in SQL.
 
+use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
-use super::schema::index_ddl;
+use super::schema::table_ddl;
 use super::{PostgresState, db_error};
 
 /// The memories table as Python Agno 3.1 creates it (column order, types, indexes).
 pub(crate) fn memories_ddl(q: &str, t: &str) -> Vec<String> {
-    vec![
-        format!(
-            "CREATE TABLE IF NOT EXISTS {q} (\n\tmemory_id VARCHAR NOT NULL, \n\tmemory JSONB NOT NULL, \n\tfeedback TEXT, \n\tinput TEXT, \n\tagent_id VARCHAR, \n\tteam_id VARCHAR, \n\tuser_id VARCHAR, \n\ttopics JSONB, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tPRIMARY KEY (memory_id)\n)"
-        ),
-        index_ddl(q, t, &["updated_at"]),
-        index_ddl(q, t, &["created_at"]),
-        index_ddl(q, t, &["user_id"]),
-    ]
+    table_ddl(
+        q,
+        t,
+        "CREATE TABLE IF NOT EXISTS {q} (\n\tmemory_id VARCHAR NOT NULL, \n\tmemory JSONB NOT NULL, \n\tfeedback TEXT, \n\tinput TEXT, \n\tagent_id VARCHAR, \n\tteam_id VARCHAR, \n\tuser_id VARCHAR, \n\ttopics JSONB, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tPRIMARY KEY (memory_id)\n)",
+        &[&["updated_at"], &["created_at"], &["user_id"]],
+    )
 }
 
 #[async_trait::async_trait]

@@ -3,6 +3,7 @@
 //! legacy blob runs into the runs table, `user_id` columns, the per-user metrics key, the
 //! per-owner schedule name keys), and the cleanup of the legacy `runs` column.
 
+use crate::sql::SqlAdapter;
 use std::collections::BTreeMap;
 
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
@@ -342,7 +343,7 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
                 crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;
             }
         }
-        self.refresh_legacy_flag().await
+        self.refresh_legacy_runs().await
     }
 
     async fn ensure_versions_table(&self) -> DbResult<()> {
@@ -376,7 +377,7 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
             (TableKind::Sessions, "2.5.0") => self.sessions_2_5_0(table).await,
             (TableKind::Sessions, "3.0.0") => {
                 let copied = self.copy_blob_runs(step.options, step.progress).await;
-                self.refresh_legacy_flag().await?;
+                self.refresh_legacy_runs().await?;
                 copied
             }
             (TableKind::Evals | TableKind::Knowledge | TableKind::Schedules | TableKind::ScheduleRuns, "3.0.0") => {

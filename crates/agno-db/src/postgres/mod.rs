@@ -15,6 +15,7 @@ mod sessions;
 
 pub(crate) use schedules::{clean_json, clean_text};
 
+use crate::sql::SqlAdapter;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -201,7 +202,7 @@ impl PostgresDb {
             run_facts_table: AtomicBool::new(false),
         });
         db.ensure_schema().await?;
-        db.refresh_legacy_flag().await?;
+        db.refresh_legacy_runs().await?;
         Ok(db)
     }
 }
@@ -222,20 +223,73 @@ impl PostgresState {
         self.pool.close().await;
     }
 
-    pub(crate) fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
     /// `"schema".table`, for SQL text. Both parts are validated identifiers.
     pub(crate) fn qualified(&self, table: &str) -> String {
         format!("\"{}\".\"{table}\"", self.schema)
     }
 
-    pub(crate) fn has_legacy_runs(&self) -> bool {
+    async fn ensure_schema(&self) -> DbResult<()> {
+        let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_namespace WHERE nspname = $1")
+            .bind(&self.schema)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| db_error(&format!("cannot look up schema {}", self.schema), e))?;
+        if exists.is_some() {
+            return Ok(());
+        }
+        let sql = format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", self.schema);
+        match sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&self.pool).await {
+            Ok(_) => Ok(()),
+            // Two processes creating the schema at once: the loser sees a unique violation.
+            Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Ok(()),
+            Err(e) => Err(db_error(&format!("cannot create schema {}", self.schema), e)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::sql::SqlAdapter for PostgresState {
+    type D = sqlx::Postgres;
+
+    fn pool(&self) -> &sqlx::Pool<sqlx::Postgres> {
+        &self.pool
+    }
+    fn tables(&self) -> &TableNames {
+        &self.tables
+    }
+    fn table(&self, table: &str) -> String {
+        self.qualified(table)
+    }
+    fn table_ref(&self, table: &str) -> sea_query::TableRef {
+        (sea_query::Alias::new(self.schema()), sea_query::Alias::new(table)).into()
+    }
+    fn has_legacy_runs(&self) -> bool {
         self.legacy_runs_column.load(Ordering::Relaxed)
     }
-
-    pub(crate) async fn refresh_legacy_flag(&self) -> DbResult<()> {
+    fn has_run_facts(&self) -> bool {
+        self.run_facts_table.load(Ordering::Relaxed)
+    }
+    fn notice(&self, notice: crate::sql::job_transitions::Notice<'_>) -> Option<(String, sea_query_sqlx::SqlxValues)> {
+        let (channel, payload) = self.notice_of(notice);
+        Some((
+            "SELECT pg_notify($1, $2)".to_owned(),
+            sea_query_sqlx::SqlxValues(sea_query::Values(vec![channel.into(), payload.into()])),
+        ))
+    }
+    // One statement: the update, and the notification when it changed a row.
+    async fn changed_noticed(
+        &self,
+        (sql, mut values): (String, sea_query_sqlx::SqlxValues),
+        notice: crate::sql::job_transitions::Notice<'_>,
+        what: &str,
+    ) -> DbResult<u64> {
+        let n = values.0.0.len();
+        let (channel, payload) = self.notice_of(notice);
+        values.0.0.extend([channel.into(), payload.into()]);
+        let sql = format!("WITH done AS ({sql} RETURNING 1) SELECT pg_notify(${}, ${}) FROM done", n + 1, n + 2);
+        Ok(crate::sql::rows(self, (sql, values), what).await?.len() as u64)
+    }
+    async fn refresh_legacy_runs(&self) -> DbResult<()> {
         let has = self.column_exists(&self.tables.sessions, "runs").await?;
         self.legacy_runs_column.store(has, Ordering::Relaxed);
         if self.table_exists(&self.tables.runs).await? {
@@ -259,42 +313,7 @@ impl PostgresState {
         }
         Ok(())
     }
-
-    /// Whether run facts are kept (see [`TableNames::run_facts`]).
-    pub(crate) fn has_run_facts(&self) -> bool {
-        self.run_facts_table.load(Ordering::Relaxed)
-    }
-
-    async fn ensure_schema(&self) -> DbResult<()> {
-        let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_namespace WHERE nspname = $1")
-            .bind(&self.schema)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| db_error(&format!("cannot look up schema {}", self.schema), e))?;
-        if exists.is_some() {
-            return Ok(());
-        }
-        let sql = format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", self.schema);
-        match sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&self.pool).await {
-            Ok(_) => Ok(()),
-            // Two processes creating the schema at once: the loser sees a unique violation.
-            Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Ok(()),
-            Err(e) => Err(db_error(&format!("cannot create schema {}", self.schema), e)),
-        }
-    }
-
-    pub(crate) async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        let found: Option<i32> =
-            sqlx::query_scalar("SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2")
-                .bind(&self.schema)
-                .bind(table)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(|e| db_error(&format!("cannot look up table {}.{table}", self.schema), e))?;
-        Ok(found.is_some())
-    }
-
-    pub(crate) async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
+    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
         let found: Option<i32> = sqlx::query_scalar(
             "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
         )
@@ -306,57 +325,14 @@ impl PostgresState {
         .map_err(|e| db_error(&format!("cannot read the columns of {}.{table}", self.schema), e))?;
         Ok(found.is_some())
     }
-}
-
-#[async_trait::async_trait]
-impl crate::sql::SqlAdapter for PostgresState {
-    type D = sqlx::Postgres;
-
-    fn pool(&self) -> &sqlx::Pool<sqlx::Postgres> {
-        &self.pool
-    }
-    fn tables(&self) -> &TableNames {
-        PostgresState::tables(self)
-    }
-    fn table(&self, table: &str) -> String {
-        self.qualified(table)
-    }
-    fn table_ref(&self, table: &str) -> sea_query::TableRef {
-        (sea_query::Alias::new(self.schema()), sea_query::Alias::new(table)).into()
-    }
-    fn has_legacy_runs(&self) -> bool {
-        PostgresState::has_legacy_runs(self)
-    }
-    fn has_run_facts(&self) -> bool {
-        PostgresState::has_run_facts(self)
-    }
-    fn notice(&self, notice: crate::sql::job_transitions::Notice<'_>) -> Option<(String, sea_query_sqlx::SqlxValues)> {
-        let (channel, payload) = self.notice_of(notice);
-        Some((
-            "SELECT pg_notify($1, $2)".to_owned(),
-            sea_query_sqlx::SqlxValues(sea_query::Values(vec![channel.into(), payload.into()])),
-        ))
-    }
-    // One statement: the update, and the notification when it changed a row.
-    async fn changed_noticed(
-        &self,
-        (sql, mut values): (String, sea_query_sqlx::SqlxValues),
-        notice: crate::sql::job_transitions::Notice<'_>,
-        what: &str,
-    ) -> DbResult<u64> {
-        let n = values.0.0.len();
-        let (channel, payload) = self.notice_of(notice);
-        values.0.0.extend([channel.into(), payload.into()]);
-        let sql = format!("WITH done AS ({sql} RETURNING 1) SELECT pg_notify(${}, ${}) FROM done", n + 1, n + 2);
-        Ok(crate::sql::rows(self, (sql, values), what).await?.len() as u64)
-    }
-    async fn refresh_legacy_runs(&self) -> DbResult<()> {
-        self.refresh_legacy_flag().await
-    }
-    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        PostgresState::column_exists(self, table, column).await
-    }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        PostgresState::table_exists(self, table).await
+        let found: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2")
+                .bind(&self.schema)
+                .bind(table)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| db_error(&format!("cannot look up table {}.{table}", self.schema), e))?;
+        Ok(found.is_some())
     }
 }

@@ -2,6 +2,7 @@
 //! transaction-scoped advisory lock on the session (as Python Agno does), so concurrent writers
 //! never collide and saving run N costs the same for any N.
 
+use crate::sql::SqlAdapter;
 use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use sqlx::{AssertSqlSafe, Postgres, Row};
 

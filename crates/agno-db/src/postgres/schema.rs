@@ -1,6 +1,7 @@
 //! DDL of the PostgreSQL tables, identical to what Python Agno 3.1's `PostgresDb` creates (as
 //! `pg_dump --schema-only` shows it), and the schema-version table.
 
+use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
@@ -11,15 +12,22 @@ pub(crate) fn index_ddl(qualified: &str, table: &str, columns: &[&str]) -> Strin
     format!("CREATE INDEX IF NOT EXISTS \"idx_{table}_{}\" ON {qualified} ({})", columns.join("_"), columns.join(", "))
 }
 
+/// A table as Python Agno 3.1 creates it: `create` (its `CREATE TABLE`, naming it `{q}`
+/// qualified and `{t}` bare), then one index per entry of `indexes`.
+pub(crate) fn table_ddl(q: &str, t: &str, create: &str, indexes: &[&[&str]]) -> Vec<String> {
+    let mut ddl = vec![create.replace("{q}", q).replace("{t}", t)];
+    ddl.extend(indexes.iter().map(|columns| index_ddl(q, t, columns)));
+    ddl
+}
+
 /// The sessions table (v3: no `runs` column).
 pub(crate) fn sessions_ddl(q: &str, t: &str) -> Vec<String> {
-    vec![
-        format!(
-            "CREATE TABLE IF NOT EXISTS {q} (\n\tsession_id VARCHAR NOT NULL, \n\tsession_type VARCHAR NOT NULL, \n\tagent_id VARCHAR, \n\tteam_id VARCHAR, \n\tworkflow_id VARCHAR, \n\tuser_id VARCHAR, \n\tsession_data JSONB, \n\tagent_data JSONB, \n\tteam_data JSONB, \n\tworkflow_data JSONB, \n\tmetadata JSONB, \n\tsummary JSONB, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tPRIMARY KEY (session_id)\n)"
-        ),
-        index_ddl(q, t, &["session_type"]),
-        index_ddl(q, t, &["created_at"]),
-    ]
+    table_ddl(
+        q,
+        t,
+        "CREATE TABLE IF NOT EXISTS {q} (\n\tsession_id VARCHAR NOT NULL, \n\tsession_type VARCHAR NOT NULL, \n\tagent_id VARCHAR, \n\tteam_id VARCHAR, \n\tworkflow_id VARCHAR, \n\tuser_id VARCHAR, \n\tsession_data JSONB, \n\tagent_data JSONB, \n\tteam_data JSONB, \n\tworkflow_data JSONB, \n\tmetadata JSONB, \n\tsummary JSONB, \n\tcreated_at BIGINT NOT NULL, \n\tupdated_at BIGINT, \n\tPRIMARY KEY (session_id)\n)",
+        &[&["session_type"], &["created_at"]],
+    )
 }
 
 /// The runs table, its foreign key to the sessions table (`ON DELETE CASCADE`) and indexes.
@@ -44,12 +52,12 @@ pub(crate) fn run_facts_ddl(facts_q: &str, runs_q: &str) -> Vec<String> {
 
 /// The schema-versions table.
 pub(crate) fn versions_ddl(q: &str, t: &str) -> Vec<String> {
-    vec![
-        format!(
-            "CREATE TABLE IF NOT EXISTS {q} (\n\ttable_name VARCHAR NOT NULL, \n\tversion VARCHAR NOT NULL, \n\tcreated_at VARCHAR NOT NULL, \n\tupdated_at VARCHAR, \n\tPRIMARY KEY (table_name)\n)"
-        ),
-        index_ddl(q, t, &["created_at"]),
-    ]
+    table_ddl(
+        q,
+        t,
+        "CREATE TABLE IF NOT EXISTS {q} (\n\ttable_name VARCHAR NOT NULL, \n\tversion VARCHAR NOT NULL, \n\tcreated_at VARCHAR NOT NULL, \n\tupdated_at VARCHAR, \n\tPRIMARY KEY (table_name)\n)",
+        &[&["created_at"]],
+    )
 }
 
 impl PostgresState {

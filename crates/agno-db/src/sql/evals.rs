@@ -9,7 +9,7 @@ use serde_json::Value;
 use sqlx::Database;
 
 use super::listing::Listing;
-use super::{Columns, Dialect, SqlDb, SqlFamily, changed, owned_by, rows};
+use super::{Columns, Dialect, SqlDb, SqlFamily, changed, delete_owned, owned_by, rows};
 
 /// An eval type as stored (`accuracy`, `agent_as_judge`, ...).
 ///
@@ -173,11 +173,7 @@ impl<A: SqlFamily> EvalStore for SqlDb<A> {
         if run_ids.is_empty() {
             return Ok(0);
         }
-        let delete = Query::delete()
-            .from_table(db.table_ref(&db.tables().evals))
-            .and_where(Expr::col("run_id").is_in(run_ids.iter().map(String::as_str)))
-            .cond_where(owned_by::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
+        let delete = delete_owned(db, &db.tables().evals, "run_id", run_ids, user_id);
         changed(db, delete, "cannot delete eval runs").await
     }
 

@@ -7,7 +7,7 @@ use sqlx::Database;
 
 use super::listing::Listing;
 use super::upsert::{Owned, upsert_owned};
-use super::{Columns, Dialect, SqlDb, SqlFamily, changed, owned_by, rows};
+use super::{Columns, Dialect, SqlDb, SqlFamily, changed, delete_owned, rows};
 
 /// A content row read back from a row of the knowledge table.
 ///
@@ -147,11 +147,7 @@ impl<A: SqlFamily> KnowledgeStore for SqlDb<A> {
     /// shared ones.
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
         let db = &self.0;
-        let delete = Query::delete()
-            .from_table(db.table_ref(&db.tables().knowledge))
-            .and_where(Expr::col("id").eq(id))
-            .cond_where(owned_by::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
+        let delete = delete_owned(db, &db.tables().knowledge, "id", &[id.to_owned()], user_id);
         Ok(changed(db, delete, &format!("cannot delete knowledge content {id}")).await? > 0)
     }
 }

@@ -10,7 +10,7 @@ use sqlx::Database;
 
 use super::listing::{Listing, count_of, limit_to};
 use super::upsert::{Owned, upsert_owned};
-use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, changed, owned_by, rows};
+use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, changed, delete_owned, owned_by, rows};
 
 /// What a database reads its own way in the memories table.
 #[async_trait::async_trait]
@@ -159,11 +159,7 @@ impl<A: SqlFamily> MemoryStore for SqlDb<A> {
         if memory_ids.is_empty() {
             return Ok(0);
         }
-        let delete = Query::delete()
-            .from_table(db.table_ref(&db.tables().memories))
-            .and_where(Expr::col("memory_id").is_in(memory_ids.iter().map(String::as_str)))
-            .cond_where(owned_by::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
+        let delete = delete_owned(db, &db.tables().memories, "memory_id", memory_ids, user_id);
         changed(db, delete, "cannot delete memories").await
     }
 

@@ -1,12 +1,13 @@
-//! What the three SQL adapters (SQLite, PostgreSQL, MySQL/MariaDB) share, written once over a
-//! [`Dialect`] (how a value is bound and read back, the statement builder, byte order, the few
-//! JSON and date expressions, how a driver error is classified) and an [`SqlAdapter`] (an adapter's
-//! pool, tables and flags). Each stored record has one description here (its columns in table
-//! order, the values it binds, how a row reads back), and each store one implementation per area
-//! ([`schedules`], [`sessions`], [`runs`], [`evals`], [`metrics`], [`job_transitions`], ...) that
-//! an adapter's trait impl reaches through one macro. What truly differs per database (DDL,
-//! migration steps, conditional upserts, the queue's enqueue and claim, notifications) stays in
-//! the adapter's own module.
+//! The SQL family: SQLite, PostgreSQL and MySQL/MariaDB as one type, [`SqlDb<S>`] over each
+//! database's state, with every store implemented once, generic over a [`Dialect`] (how a value
+//! is bound and read back, the statement builder, byte order, the few JSON and date expressions,
+//! how a driver error is classified) and an [`SqlAdapter`] (a state's pool, tables and flags).
+//! Each stored record has one description here (its columns in table order, the values it
+//! binds, how a row reads back), and each store one `impl<A: SqlFamily> ... for SqlDb<A>` per
+//! area ([`schedules`], [`sessions`], [`runs`], [`evals`], [`metrics`], [`job_transitions`],
+//! ...). What truly differs per database is a trait of its area ([`sessions::SqlSessions`],
+//! [`runs::SqlRuns`], [`memories::SqlMemories`], [`metrics::SqlMetrics`], [`migrate::SqlSchema`],
+//! [`jobs::SqlQueue`]) implemented in the adapter's own module of that area.
 
 pub(crate) mod dialects;
 pub(crate) mod evals;
@@ -397,6 +398,24 @@ pub(crate) fn owned_by<D: Dialect>(user_id: Option<&str>) -> sea_query::Conditio
         c = c.add(D::exact("user_id", u));
     }
     c
+}
+
+/// The delete of the rows of `table` whose `key` is one of `ids` and, when `user_id` is given,
+/// that it owns (another user's rows are "not found": left as they are).
+pub(crate) fn delete_owned<A: SqlAdapter>(
+    db: &A,
+    table: &str,
+    key: &'static str,
+    ids: &[String],
+    user_id: Option<&str>,
+) -> (String, sea_query_sqlx::SqlxValues) {
+    use sea_query::ExprTrait;
+    use sea_query_sqlx::SqlxBinder;
+    sea_query::Query::delete()
+        .from_table(db.table_ref(table))
+        .and_where(sea_query::Expr::col(key).is_in(ids.iter().map(String::as_str)))
+        .cond_where(owned_by::<A::D>(user_id))
+        .build_sqlx(A::D::builder())
 }
 
 /// Runs a built statement and returns its rows, or the error saying what was being done.

@@ -10,7 +10,9 @@ use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 
 use super::sessions::SqlSessions;
-use super::{Columns, Conn, Dialect, Row, SqlAdapter, SqlDb, SqlFamily, Tx, changed, owned_by, retrying, rows};
+use super::{
+    Columns, Conn, Dialect, Row, SqlAdapter, SqlDb, SqlFamily, Tx, changed, delete_owned, owned_by, retrying, rows,
+};
 use crate::codec::{decode_listed_run, decode_run, run_type, skip_unreadable_run};
 
 /// How a database writes a run (how it assigns `run_index` differs).
@@ -290,11 +292,7 @@ impl<A: SqlFamily> RunStore for SqlDb<A> {
         if run_ids.is_empty() || !db.has_runs_table() {
             return Ok(0);
         }
-        let delete = Query::delete()
-            .from_table(db.table_ref(&db.tables().runs))
-            .and_where(Expr::col("run_id").is_in(run_ids.iter().map(String::as_str)))
-            .cond_where(owned_by::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
+        let delete = delete_owned(db, &db.tables().runs, "run_id", run_ids, user_id);
         changed(db, delete, "cannot delete runs").await
     }
 }

@@ -14,7 +14,7 @@ use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
 use super::listing::{Listing, readable};
-use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, Violation, owned_by, retrying, rows};
+use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, Violation, delete_owned, owned_by, retrying, rows};
 use crate::schedules::SCHEDULE_RUNS_PAGE;
 use crate::schedules::SCHEDULES_PAGE;
 
@@ -315,16 +315,9 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
     async fn delete_schedule(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
         let db = &self.0;
         let t = db.tables();
-        let runs = Query::delete()
-            .from_table(db.table_ref(&t.schedule_runs))
-            .and_where(Expr::col("schedule_id").eq(id))
-            .cond_where(owned_by::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
-        let schedule = Query::delete()
-            .from_table(db.table_ref(&t.schedules))
-            .and_where(Expr::col("id").eq(id))
-            .cond_where(owned_by::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
+        let ids = [id.to_owned()];
+        let runs = delete_owned(db, &t.schedule_runs, "schedule_id", &ids, user_id);
+        let schedule = delete_owned(db, &t.schedules, "id", &ids, user_id);
         let what = format!("cannot delete schedule {id}");
         retrying::<A::D, _, _, _>(|| async {
             let mut tx = Tx::begin(db).await?;

@@ -11,7 +11,7 @@ use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
 use super::listing::{Listing, readable};
-use super::{Columns, Conn, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, owned_by, retrying, rows};
+use super::{Columns, Conn, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, delete_owned, owned_by, retrying, rows};
 
 /// How a database writes a session (its upsert, owner check and state merge differ).
 #[async_trait::async_trait]
@@ -259,24 +259,19 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
             return Ok(0);
         }
         let t = db.tables();
-        let ids = || Expr::col("session_id").is_in(session_ids.iter().map(String::as_str));
         // Asked before the transaction: it takes a connection of its own.
         let has_runs = db.has_runs_table() && db.table_exists(&t.runs).await?;
         let owned = Query::select()
             .column("session_id")
             .from(db.table_ref(&t.sessions))
-            .and_where(ids())
+            .and_where(Expr::col("session_id").is_in(session_ids.iter().map(String::as_str)))
             .cond_where(owned_by::<A::D>(user_id))
             .take();
         let runs = Query::delete()
             .from_table(db.table_ref(&t.runs))
             .and_where(Expr::col("session_id").in_subquery(owned))
             .build_sqlx(A::D::builder());
-        let sessions = Query::delete()
-            .from_table(db.table_ref(&t.sessions))
-            .and_where(ids())
-            .cond_where(owned_by::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
+        let sessions = delete_owned(db, &t.sessions, "session_id", session_ids, user_id);
         retrying::<A::D, _, _, _>(|| async {
             let mut tx = Tx::begin(db).await?;
             if has_runs {

@@ -4,6 +4,7 @@
 //! read back. A claim is one conditional `UPDATE ... RETURNING`; every later write of a worker is
 //! fenced by its worker id, its attempt and the `running` status.
 
+use crate::sql::SqlAdapter;
 use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, StoredEvent};
 use sqlx::{AssertSqlSafe, Sqlite};
 

@@ -1,5 +1,6 @@
 //! User memories in SQLite (`agno_memories`, as Python Agno 3.x shapes it).
 
+use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 

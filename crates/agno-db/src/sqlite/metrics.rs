@@ -1,6 +1,7 @@
 //! Metrics buckets in SQLite (`agno_metrics`, as Python Agno 3.x shapes it): one row per
 //! `(user_id, date, aggregation_period)`, the shared bucket stored as `user_id = ''`.
 
+use crate::sql::SqlAdapter;
 use agno_core::{DbResult, MetricsBucket};
 use sqlx::AssertSqlSafe;
 

@@ -1,6 +1,7 @@
 //! Schema migrations of a SQLite database: the v2 -> v3 copy of blob runs into the runs table,
 //! the `user_id` columns, and the cleanup of the legacy `runs` column.
 
+use crate::sql::SqlAdapter;
 use sqlx::AssertSqlSafe;
 
 use agno_core::{DbError, DbErrorKind, DbResult};
@@ -92,7 +93,7 @@ impl crate::sql::migrate::SqlSchema for SqliteState {
         if crate::sql::versions::latest_version(self, &t.runs).await?.is_none() {
             crate::sql::versions::stamp_version(self, &t.runs, LATEST_VERSION).await?;
         }
-        self.refresh_legacy_flag().await
+        self.refresh_legacy_runs().await
     }
 
     async fn ensure_versions_table(&self) -> DbResult<()> {
@@ -109,7 +110,7 @@ impl crate::sql::migrate::SqlSchema for SqliteState {
             }
             (TableKind::Sessions, "3.0.0") => {
                 let copied = self.copy_blob_runs(step.options, step.progress).await?;
-                self.refresh_legacy_flag().await?;
+                self.refresh_legacy_runs().await?;
                 copied
             }
             (TableKind::Evals | TableKind::Knowledge | TableKind::Schedules | TableKind::ScheduleRuns, "3.0.0") => {

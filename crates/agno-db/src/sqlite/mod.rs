@@ -16,6 +16,7 @@ mod schedules;
 mod schema;
 mod sessions;
 
+use crate::sql::SqlAdapter;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -174,7 +175,7 @@ impl SqliteDb {
             checkpoint_due,
             checkpointer,
         });
-        db.refresh_legacy_flag().await?;
+        db.refresh_legacy_runs().await?;
         Ok(db)
     }
 }
@@ -183,14 +184,6 @@ impl SqliteState {
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
         &self.tables
-    }
-
-    pub(crate) fn pool(&self) -> &SqlitePool {
-        &self.pool
-    }
-
-    pub(crate) fn has_legacy_runs(&self) -> bool {
-        self.legacy_runs_column.load(Ordering::Relaxed)
     }
 
     /// Waits for this process's turn to write.
@@ -202,22 +195,6 @@ impl SqliteState {
             self.checkpoint_due.notify_one();
         }
         turn
-    }
-
-    pub(crate) fn has_runs_table(&self) -> bool {
-        self.runs_table.load(Ordering::Relaxed)
-    }
-
-    /// Re-reads which optional shapes the database has (legacy column, runs table).
-    pub(crate) async fn refresh_legacy_flag(&self) -> DbResult<()> {
-        let has = self.column_exists(&self.tables.sessions, "runs").await?;
-        self.legacy_runs_column.store(has, Ordering::Relaxed);
-        let runs = self.table_exists(&self.tables.runs).await?;
-        self.runs_table.store(runs, Ordering::Relaxed);
-        if runs {
-            self.ensure_run_facts().await?;
-        }
-        Ok(())
     }
 
     /// Creates the run facts table beside a runs table that has none (a database Python Agno
@@ -240,32 +217,6 @@ impl SqliteState {
         self.run_facts_table.store(exists, Ordering::Relaxed);
         Ok(())
     }
-
-    /// Whether run facts are kept (see [`TableNames::run_facts`]).
-    pub(crate) fn has_run_facts(&self) -> bool {
-        self.run_facts_table.load(Ordering::Relaxed)
-    }
-
-    pub(crate) async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
-            .bind(table)
-            .fetch_all(&self.pool)
-            .await
-            .map(|rows| rows.into_iter().next())
-            .map_err(|e| db_error("cannot read sqlite_master", e))?;
-        Ok(found.is_some())
-    }
-
-    pub(crate) async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
-            .bind(table)
-            .bind(column)
-            .fetch_all(&self.pool)
-            .await
-            .map(|rows| rows.into_iter().next())
-            .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
-        Ok(found.is_some())
-    }
 }
 
 #[async_trait::async_trait]
@@ -276,7 +227,7 @@ impl crate::sql::SqlAdapter for SqliteState {
         &self.pool
     }
     fn tables(&self) -> &TableNames {
-        SqliteState::tables(self)
+        &self.tables
     }
     fn table(&self, table: &str) -> String {
         table.to_owned()
@@ -288,21 +239,41 @@ impl crate::sql::SqlAdapter for SqliteState {
         Some(self.write_turn().await)
     }
     fn has_runs_table(&self) -> bool {
-        SqliteState::has_runs_table(self)
+        self.runs_table.load(Ordering::Relaxed)
     }
     fn has_legacy_runs(&self) -> bool {
-        SqliteState::has_legacy_runs(self)
+        self.legacy_runs_column.load(Ordering::Relaxed)
     }
     fn has_run_facts(&self) -> bool {
-        SqliteState::has_run_facts(self)
+        self.run_facts_table.load(Ordering::Relaxed)
     }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
-        self.refresh_legacy_flag().await
+        let has = self.column_exists(&self.tables.sessions, "runs").await?;
+        self.legacy_runs_column.store(has, Ordering::Relaxed);
+        let runs = self.table_exists(&self.tables.runs).await?;
+        self.runs_table.store(runs, Ordering::Relaxed);
+        if runs {
+            self.ensure_run_facts().await?;
+        }
+        Ok(())
     }
     async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        SqliteState::column_exists(self, table, column).await
+        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
+            .bind(table)
+            .bind(column)
+            .fetch_all(&self.pool)
+            .await
+            .map(|rows| rows.into_iter().next())
+            .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
+        Ok(found.is_some())
     }
     async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        SqliteState::table_exists(self, table).await
+        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+            .bind(table)
+            .fetch_all(&self.pool)
+            .await
+            .map(|rows| rows.into_iter().next())
+            .map_err(|e| db_error("cannot read sqlite_master", e))?;
+        Ok(found.is_some())
     }
 }

@@ -1,6 +1,7 @@
 //! Runs in SQLite: one row per run; `run_index` assigned inside the insert statement itself, so
 //! concurrent writers never collide and saving run N costs the same for any N.
 
+use crate::sql::SqlAdapter;
 use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use sqlx::{AssertSqlSafe, Row, Sqlite};
 

@@ -1,6 +1,7 @@
 //! DDL of the SQLite tables, identical to what Python Agno 3.1 creates, and the schema-version
 //! table.
 
+use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
