@@ -191,10 +191,9 @@ impl MySqlState {
         Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)))
     }
 
-    async fn try_claim(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
+    async fn try_claim(&self, worker_id: &str, stale: i64, now: i64) -> DbResult<Option<Job>> {
         let t = &self.tables().jobs;
         let what = format!("cannot claim a job for worker {worker_id}");
-        let stale = now.saturating_sub(lock_grace_seconds);
         // Claimable, and first of its session: one live run per session, in order (a job waits
         // while another of its session is running or paused, or an older one is still queued).
         let claimable = format!(
@@ -299,16 +298,10 @@ impl crate::sql::jobs::SqlQueue for MySqlState {
         crate::sql::retrying::<MySql, _, _, _>(|| self.try_enqueue(job, key, max_depth)).await
     }
 
-    async fn claim_batch(
-        &self,
-        worker_id: &str,
-        limit: usize,
-        lock_grace_seconds: i64,
-        now: i64,
-    ) -> DbResult<Vec<Job>> {
+    async fn claim_batch(&self, worker_id: &str, limit: usize, stale_before: i64, now: i64) -> DbResult<Vec<Job>> {
         let mut claimed = Vec::new();
         while claimed.len() < limit {
-            let one = crate::sql::retrying::<MySql, _, _, _>(|| self.try_claim(worker_id, lock_grace_seconds, now));
+            let one = crate::sql::retrying::<MySql, _, _, _>(|| self.try_claim(worker_id, stale_before, now));
             match one.await? {
                 Some(job) => claimed.push(job),
                 None => break,

@@ -18,6 +18,7 @@ impl crate::sql::runs::SqlRuns for MySqlState {
         run: &RunOutput,
         session_id: &str,
         user_id: Option<&str>,
+        _stored: bool,
     ) -> DbResult<i64> {
         let t = self.tables().clone();
         let run_id = run.id();

@@ -172,13 +172,7 @@ impl crate::sql::jobs::SqlQueue for PostgresState {
         Ok(Enqueued::Accepted(stored))
     }
 
-    async fn claim_batch(
-        &self,
-        worker_id: &str,
-        limit: usize,
-        lock_grace_seconds: i64,
-        now: i64,
-    ) -> DbResult<Vec<Job>> {
+    async fn claim_batch(&self, worker_id: &str, limit: usize, stale_before: i64, now: i64) -> DbResult<Vec<Job>> {
         let t = self.qualified(&self.tables().jobs);
         // SKIP LOCKED passes over a row another worker is claiming; a row claimed and committed
         // since this statement's snapshot is re-checked against the predicate and skipped too.
@@ -221,7 +215,7 @@ impl crate::sql::jobs::SqlQueue for PostgresState {
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(worker_id)
             .bind(now)
-            .bind(now.saturating_sub(lock_grace_seconds))
+            .bind(stale_before)
             .bind(to_i64(limit))
             .fetch_all(&mut *tx)
             .await

@@ -7,16 +7,14 @@ use agno_core::{DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use sqlx::{AssertSqlSafe, Postgres, Row};
 
 use super::{PostgresState, db_error};
-use crate::sql::Conn;
 use crate::sql::runs::{RUN_HEAD, RUN_TAIL, RunCells, bind_cells, write_error};
 
-impl PostgresState {
-    /// The write of `upsert_run`, inside the caller's transaction (which holds the run-index lock
-    /// taken here until it ends; the caller rolls back on an error). `stored`: the run's row most
-    /// likely exists with its index (a claimed job's run, written `PENDING` when it was
-    /// accepted), so it is updated first, without the run-index lock; a run not there after all
-    /// is inserted as any other.
-    pub(super) async fn write_run(
+#[async_trait::async_trait]
+impl crate::sql::runs::SqlRuns for PostgresState {
+    // Inside the caller's transaction, which holds the run-index lock taken here until it ends.
+    // A `stored` run is updated first, without that lock; one not there after all is inserted
+    // as any other.
+    async fn put_run(
         &self,
         conn: &mut sqlx::PgConnection,
         run: &RunOutput,
@@ -97,21 +95,5 @@ impl PostgresState {
             return Err(DbError::new(DbErrorKind::Conflict, format!("run {} belongs to another user", run.id())));
         };
         Ok(index.unwrap_or(0))
-    }
-}
-
-#[async_trait::async_trait]
-impl crate::sql::runs::SqlRuns for PostgresState {
-    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64> {
-        self.write_run(conn, run, sid, user, false).await
-    }
-    async fn put_stored_run(
-        &self,
-        conn: &mut Conn<Self::D>,
-        run: &RunOutput,
-        sid: &str,
-        user: Option<&str>,
-    ) -> DbResult<i64> {
-        self.write_run(conn, run, sid, user, true).await
     }
 }

@@ -140,14 +140,14 @@ impl<A: SqlFamily> JobStore for SqlDb<A> {
     }
 
     async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {
-        Ok(self.0.claim_batch(worker_id, 1, lock_grace_seconds, now).await?.pop())
+        Ok(self.0.claim_batch(worker_id, 1, now.saturating_sub(lock_grace_seconds), now).await?.pop())
     }
 
     async fn claim_jobs(&self, worker_id: &str, limit: usize, lock_grace_seconds: i64, now: i64) -> DbResult<Vec<Job>> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        self.0.claim_batch(worker_id, limit, lock_grace_seconds, now).await
+        self.0.claim_batch(worker_id, limit, now.saturating_sub(lock_grace_seconds), now).await
     }
 
     /// `JobStore::heartbeat_jobs` (`Job::heartbeat`): how many of `job_ids` `worker_id` still runs.

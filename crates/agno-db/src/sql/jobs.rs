@@ -15,10 +15,10 @@ pub(crate) trait SqlQueue: SqlAdapter {
     /// same statement or transaction).
     async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued>;
 
-    /// Claims up to `limit` (at least 1) claimable jobs for `worker_id`, in Agno's order: the
-    /// database's claim statement.
-    async fn claim_batch(&self, worker_id: &str, limit: usize, lock_grace_seconds: i64, now: i64)
-    -> DbResult<Vec<Job>>;
+    /// Claims up to `limit` (at least 1) claimable jobs for `worker_id`, in Agno's order (a
+    /// running job locked at or before `stale_before` was abandoned): the database's claim
+    /// statement.
+    async fn claim_batch(&self, worker_id: &str, limit: usize, stale_before: i64, now: i64) -> DbResult<Vec<Job>>;
 
     /// `JobStore::append_events`: the database's insert of a lease holder's events.
     async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool>;

@@ -19,22 +19,18 @@ use crate::codec::{decode_listed_run, decode_run, run_type, skip_unreadable_run}
 #[async_trait::async_trait]
 pub(crate) trait SqlRuns: SqlAdapter {
     /// Writes a run on `conn` (the caller's transaction): the write of `upsert_run`; its
-    /// `run_index`.
-    async fn put_run(&self, conn: &mut Conn<Self::D>, run: &RunOutput, sid: &str, user: Option<&str>) -> DbResult<i64>;
-
-    /// [`put_run`](Self::put_run) for a run whose row most likely exists already (a claimed
-    /// job's run, stored `PENDING` when it was accepted): a database may write it more cheaply
-    /// (PostgreSQL updates it by its key before taking the run-index lock). The answer is the
+    /// `run_index`. `stored`: the run's row most likely exists already (a claimed job's run,
+    /// stored `PENDING` when it was accepted), which a database may use to write it more cheaply
+    /// (PostgreSQL updates it by its key before taking the run-index lock); the answer is the
     /// same either way.
-    async fn put_stored_run(
+    async fn put_run(
         &self,
         conn: &mut Conn<Self::D>,
         run: &RunOutput,
         sid: &str,
         user: Option<&str>,
-    ) -> DbResult<i64> {
-        self.put_run(conn, run, sid, user).await
-    }
+        stored: bool,
+    ) -> DbResult<i64>;
 
     /// `RunStore::upsert_run`: [`put_run`](Self::put_run) in a transaction of its own, tried
     /// again when it lost a race; the run's `run_index`.
@@ -45,7 +41,7 @@ pub(crate) trait SqlRuns: SqlAdapter {
         retrying::<Self::D, _, _, _>(|| async {
             let what = format!("cannot write run {}", run.id());
             let mut tx = Tx::begin(self).await?;
-            let written = self.put_run(&mut *tx.tx, run, session_id, user_id).await;
+            let written = self.put_run(&mut *tx.tx, run, session_id, user_id, false).await;
             tx.end(written, &what).await
         })
         .await
@@ -175,10 +171,10 @@ pub(crate) async fn write_with_session<A: SqlSessions + SqlRuns>(
             Ok(false) => Ok(None),
             Ok(true) => match db.put_session(&mut *tx.tx, write.session, write.state).await {
                 // A guarded write is a claimed job's: its run was stored when it was accepted.
-                Ok(()) if guard.is_some() => {
-                    db.put_stored_run(&mut *tx.tx, write.run, &write.session.session_id, write.user_id).await.map(Some)
+                Ok(()) => {
+                    let stored = guard.is_some();
+                    db.put_run(&mut *tx.tx, write.run, &write.session.session_id, write.user_id, stored).await.map(Some)
                 }
-                Ok(()) => db.put_run(&mut *tx.tx, write.run, &write.session.session_id, write.user_id).await.map(Some),
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),

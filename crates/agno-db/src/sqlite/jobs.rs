@@ -115,13 +115,7 @@ impl crate::sql::jobs::SqlQueue for SqliteState {
             .ok_or_else(|| DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)))
     }
 
-    async fn claim_batch(
-        &self,
-        worker_id: &str,
-        limit: usize,
-        lock_grace_seconds: i64,
-        now: i64,
-    ) -> DbResult<Vec<Job>> {
+    async fn claim_batch(&self, worker_id: &str, limit: usize, stale_before: i64, now: i64) -> DbResult<Vec<Job>> {
         let t = &self.tables().jobs;
         // One live run per session, in order: a job waits while another job of its session is
         // running or paused, or an older one of its session is still queued.
@@ -148,7 +142,7 @@ impl crate::sql::jobs::SqlQueue for SqliteState {
             branch("status = 'queued'"),
             branch("status = 'running' AND locked_at <= ? AND attempt < max_attempts"),
         );
-        let (stale, limit) = (now - lock_grace_seconds, i64::try_from(limit).unwrap_or(i64::MAX));
+        let (stale, limit) = (stale_before, i64::try_from(limit).unwrap_or(i64::MAX));
         let _turn = self.write_turn().await;
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(worker_id)

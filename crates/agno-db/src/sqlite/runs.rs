@@ -14,7 +14,7 @@ impl crate::sql::runs::SqlRuns for SqliteState {
         // One statement, no transaction: the run's row is written whole by its insert.
         let _turn = self.write_turn().await;
         let mut conn = self.pool().acquire().await.map_err(|e| db_error("cannot get a connection", e))?;
-        self.put_run(&mut conn, run, session_id, user_id).await
+        self.put_run(&mut conn, run, session_id, user_id, false).await
     }
     async fn put_run(
         &self,
@@ -22,6 +22,7 @@ impl crate::sql::runs::SqlRuns for SqliteState {
         run: &RunOutput,
         session_id: &str,
         user_id: Option<&str>,
+        _stored: bool,
     ) -> DbResult<i64> {
         let t = &self.tables().runs;
         let RunCells { head, tail, facts } = RunCells::of(run, session_id, user_id, now_epoch_secs())?;
