@@ -11,7 +11,7 @@
 //! the schema-versions table.
 
 use crate::sql::SqlAdapter;
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, StoredEvent};
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job};
 use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection};
 
 use super::{MySqlState, db_error, error_number};
@@ -239,55 +239,6 @@ impl MySqlState {
         }
         Ok(None)
     }
-
-    async fn try_append_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
-        let (job_id, worker_id, attempt) = (lease.job_id.as_str(), lease.worker_id.as_str(), lease.attempt);
-        let t = self.tables().clone();
-        let what = format!("cannot log the events of run {job_id}");
-        self.transact(&what, async |conn| {
-            // A shared lock: a claim or cancel (which lock the row for update) waits for the
-            // append, and the check holds until commit.
-            let sql = format!("SELECT {JOB_COLUMNS} FROM `{}` WHERE id = ? LOCK IN SHARE MODE", t.jobs);
-            let row = sqlx::query(AssertSqlSafe(sql))
-                .bind(job_id)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
-            match row.as_ref().map(job_from_row::<MySql>).transpose()? {
-                Some(job) if job.held_by(worker_id, attempt) => {}
-                _ => return Ok((false, false)),
-            }
-            for chunk in events.chunks(1000) {
-                let rows = vec!["(?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
-                let sql = format!(
-                    "INSERT INTO `{}` (run_id, event_index, attempt, event, data, created_at) VALUES {rows}",
-                    t.events
-                );
-                let mut q = sqlx::query(AssertSqlSafe(sql));
-                for e in chunk {
-                    q = q
-                        .bind(job_id)
-                        .bind(e.event_index)
-                        .bind(e.attempt)
-                        .bind(&e.event)
-                        .bind(&e.data)
-                        .bind(e.created_at);
-                }
-                match q.execute(&mut *conn).await {
-                    Ok(_) => {}
-                    Err(e) if error_number(&e) == Some(super::code::DUPLICATE_KEY) => {
-                        return Err(DbError::new(
-                            DbErrorKind::Conflict,
-                            format!("an event of run {job_id} is already in the log"),
-                        ));
-                    }
-                    Err(e) => return Err(db_error(&what, e)),
-                }
-            }
-            Ok((true, true))
-        })
-        .await
-    }
 }
 
 #[async_trait::async_trait]
@@ -308,9 +259,5 @@ impl crate::sql::jobs::SqlQueue for MySqlState {
             }
         }
         Ok(claimed)
-    }
-
-    async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
-        crate::sql::retrying::<MySql, _, _, _>(|| self.try_append_events(lease, events)).await
     }
 }

@@ -115,8 +115,7 @@ fn listing<D: Dialect>(q: &EvalQuery) -> Condition {
 
 #[async_trait::async_trait]
 impl<A: SqlFamily> EvalStore for SqlDb<A> {
-    /// The record with its times filled in, or a conflict when the id
-    /// exists.
+    /// The record with its times filled in, or a conflict when the id exists.
     async fn create_eval_run(&self, record: &EvalRunRecord) -> DbResult<EvalRunRecord> {
         let db = &self.0;
         let now = now_epoch_secs();
@@ -153,8 +152,8 @@ impl<A: SqlFamily> EvalStore for SqlDb<A> {
         found.first().map(eval_from_row::<A::D>).transpose()
     }
 
-    /// A page of the listing (by `created_at`, NULL oldest, then by the
-    /// bytes of `run_id`) and the number of matching runs; a row no reader can decode is left out.
+    /// A page of the listing (by `created_at`, NULL oldest, then by the bytes of `run_id`) and the
+    /// number of matching runs; a row no reader can decode is left out.
     async fn get_eval_runs(&self, q: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
         let db = &self.0;
         let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().evals), COLUMNS, listing::<A::D>(q))

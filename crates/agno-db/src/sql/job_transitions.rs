@@ -102,7 +102,7 @@ async fn apply<A: SqlAdapter, T>(
 
 /// The job `lease` holds (`Job::held_by`): its id, running or cancelled while it ran, locked by
 /// the lease's worker for its attempt.
-fn held<D: Dialect>(lease: &JobLease) -> Condition {
+pub(crate) fn held<D: Dialect>(lease: &JobLease) -> Condition {
     Condition::all()
         .add(Expr::col("id").eq(lease.job_id.as_str()))
         .add(D::exact("locked_by", &lease.worker_id))
@@ -271,9 +271,9 @@ impl<A: SqlFamily> JobStore for SqlDb<A> {
         Ok(super::changed(db, hold(db, lease, now), &what).await? > 0)
     }
 
-    /// The claim check and the session and run writes in one
-    /// transaction (the check's row lock, or SQLite's write lock, keeps every claim, cancel and
-    /// sweep out until commit); tried again when it loses a race (a MySQL deadlock).
+    /// The claim check and the session and run writes in one transaction (the check's row lock, or
+    /// SQLite's write lock, keeps every claim, cancel and sweep out until commit); tried again when
+    /// it loses a race (a MySQL deadlock).
     async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
         let db = &self.0;
         Ok(super::runs::write_with_session(db, write, Some(hold(db, lease, now))).await?.is_some())
@@ -343,8 +343,8 @@ impl<A: SqlFamily> JobStore for SqlDb<A> {
         Ok(matches!(applied, Applied::Done(..)))
     }
 
-    /// The ended, released jobs completed at or before `before`, with their
-    /// event logs; how many jobs.
+    /// The ended, released jobs completed at or before `before`, with their event logs; how many
+    /// jobs.
     async fn cleanup_jobs(&self, before: i64) -> DbResult<u64> {
         let db = &self.0;
         let t = db.tables();
@@ -415,8 +415,8 @@ impl<A: SqlFamily> JobStore for SqlDb<A> {
         found.first().map(job_from_row::<A::D>).transpose()
     }
 
-    /// Newest first (then by the bytes of the id), a page of 20 unless asked
-    /// otherwise, and the number of jobs with the status.
+    /// Newest first (then by the bytes of the id), a page of 20 unless asked otherwise, and the
+    /// number of jobs with the status.
     ///
     /// # Errors
     /// A statement fails or a row cannot be read.

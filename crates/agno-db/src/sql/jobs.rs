@@ -2,10 +2,19 @@
 //! them: the columns in table order, the values a job binds to them, and a row read back.
 
 use agno_core::{Cell, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSignal, JobStatus, StoredEvent};
+use sea_query::Query;
+use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::Database;
 
-use super::{Columns, Dialect, SqlAdapter};
+use super::job_transitions::held;
+use super::{Columns, Dialect, SqlAdapter, Tx};
+
+/// Events inserted per statement (6 binds each: within every database's bind limit).
+pub(crate) const EVENTS_PER_STATEMENT: usize = 1000;
+
+/// The columns of the event log, in table order.
+const EVENT_COLUMNS: [&str; 6] = ["run_id", "event_index", "attempt", "event", "data", "created_at"];
 
 /// What differs per database in the durable queue: the enqueue, the claim, the event log and
 /// notifications.
@@ -20,8 +29,57 @@ pub(crate) trait SqlQueue: SqlAdapter {
     /// statement.
     async fn claim_batch(&self, worker_id: &str, limit: usize, stale_before: i64, now: i64) -> DbResult<Vec<Job>>;
 
-    /// `JobStore::append_events`: the database's insert of a lease holder's events.
-    async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool>;
+    /// `JobStore::append_events`: in one transaction, the lease check (the job row share-locked
+    /// where the database has row locks, so a claim or cancel waits for the append) and the
+    /// events inserted [`EVENTS_PER_STATEMENT`] at a time; false (nothing written) when the lease
+    /// is not held, a conflict (nothing written) when an event index is already in the log.
+    /// PostgreSQL does it in one statement.
+    async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool>
+    where
+        Self: Sized,
+    {
+        let job_id = lease.job_id.as_str();
+        let what = format!("cannot log the events of run {job_id}");
+        let t = self.tables();
+        let fence = Query::select()
+            .column("id")
+            .from(self.table_ref(&t.jobs))
+            .cond_where(held::<Self::D>(lease))
+            .lock_shared()
+            .build_sqlx(Self::D::builder());
+        let mut inserts = Vec::new();
+        for chunk in events.chunks(EVENTS_PER_STATEMENT) {
+            let mut insert = Query::insert();
+            insert.into_table(self.table_ref(&t.events)).columns(EVENT_COLUMNS);
+            for e in chunk {
+                let row = [job_id.into(), e.event_index.into(), e.attempt.into(), e.event.as_str().into()];
+                insert
+                    .values(row.into_iter().chain([e.data.as_str().into(), e.created_at.into()]))
+                    .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot build an event insert: {e}")))?;
+            }
+            inserts.push(insert.build_sqlx(Self::D::builder()));
+        }
+        super::retrying::<Self::D, _, _, _>(|| async {
+            let mut tx = Tx::begin(self).await?;
+            if tx.rows(fence.clone(), &format!("cannot check the lease on job {job_id}")).await?.is_empty() {
+                tx.rollback(&what).await?;
+                return Ok(false);
+            }
+            for insert in &inserts {
+                let written = match tx.try_changed(insert.clone()).await {
+                    Ok(_) => continue,
+                    Err(e) if Self::D::violation(&e).is_some() => Err(DbError::new(
+                        DbErrorKind::Conflict,
+                        format!("an event index of run {job_id} is already in the log; nothing was written over it"),
+                    )),
+                    Err(e) => Err(Self::D::error(&what, e)),
+                };
+                return tx.end(written, &what).await;
+            }
+            tx.commit(&what).await.map(|()| true)
+        })
+        .await
+    }
 
     /// `JobStore::job_signals`: where the database pushes queue changes (PostgreSQL's `LISTEN`).
     async fn job_signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {

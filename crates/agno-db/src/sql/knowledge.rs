@@ -71,9 +71,9 @@ fn listing<D: Dialect>(q: &KnowledgeQuery) -> Condition {
 
 #[async_trait::async_trait]
 impl<A: SqlFamily> KnowledgeStore for SqlDb<A> {
-    /// The content as stored (`created_at` kept from the
-    /// stored row). An unscoped writer may replace any content, a user its own only (not a shared
-    /// one); the owner is written as given; another user's content is a conflict and is left as it is.
+    /// The content as stored (`created_at` kept from the stored row). An unscoped writer may
+    /// replace any content, a user its own only (not a shared one); the owner is written as given;
+    /// another user's content is a conflict and is left as it is.
     async fn upsert_knowledge_content(&self, content: &KnowledgeRow) -> DbResult<KnowledgeRow> {
         let db = &self.0;
         let row = content;
@@ -123,9 +123,8 @@ impl<A: SqlFamily> KnowledgeStore for SqlDb<A> {
         found.first().map(knowledge_from_row::<A::D>).transpose()
     }
 
-    /// A page of the listing (in the query's order, NULL
-    /// lowest, names and then ids by their bytes) and the number of matching rows; a row no reader
-    /// can decode is left out.
+    /// A page of the listing (in the query's order, NULL lowest, names and then ids by their bytes)
+    /// and the number of matching rows; a row no reader can decode is left out.
     async fn get_knowledge_contents(&self, q: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
         let db = &self.0;
         let by = match q.sort_by {
@@ -143,8 +142,7 @@ impl<A: SqlFamily> KnowledgeStore for SqlDb<A> {
         Ok((list, total))
     }
 
-    /// A scoped caller deletes only its own rows, never
-    /// shared ones.
+    /// A scoped caller deletes only its own rows, never shared ones.
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
         let db = &self.0;
         let delete = delete_owned(db, &db.tables().knowledge, "id", &[id.to_owned()], user_id);

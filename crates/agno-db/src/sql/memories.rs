@@ -82,9 +82,9 @@ fn listing<D: Dialect>(q: &MemoryQuery) -> Condition {
 
 #[async_trait::async_trait]
 impl<A: SqlFamily> MemoryStore for SqlDb<A> {
-    /// The memory as stored (`created_at` kept from the stored
-    /// row). A memory may be replaced by its owner, or by anyone while it has none; its owner never
-    /// changes; another user's memory is a conflict and is left as it is.
+    /// The memory as stored (`created_at` kept from the stored row). A memory may be replaced by
+    /// its owner, or by anyone while it has none; its owner never changes; another user's memory is
+    /// a conflict and is left as it is.
     async fn upsert_user_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
         let db = &self.0;
         let row = memory;
@@ -129,9 +129,8 @@ impl<A: SqlFamily> MemoryStore for SqlDb<A> {
         found.first().map(memory_from_row::<A::D>).transpose()
     }
 
-    /// A page of the listing (by the query's time column, NULL
-    /// oldest, then by the bytes of `memory_id`) and the number of matching memories; a row no
-    /// reader can decode is left out.
+    /// A page of the listing (by the query's time column, NULL oldest, then by the bytes of
+    /// `memory_id`) and the number of matching memories; a row no reader can decode is left out.
     async fn get_user_memories(&self, q: &MemoryQuery) -> DbResult<MemoryPage> {
         let db = &self.0;
         let by = match q.sort_by {
@@ -152,8 +151,7 @@ impl<A: SqlFamily> MemoryStore for SqlDb<A> {
         Ok(self.delete_user_memories(&[memory_id.to_owned()], user_id).await? == 1)
     }
 
-    /// How many of `memory_ids` (of `user_id`, when given) were
-    /// deleted.
+    /// How many of `memory_ids` (of `user_id`, when given) were deleted.
     async fn delete_user_memories(&self, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
         let db = &self.0;
         if memory_ids.is_empty() {
@@ -167,9 +165,8 @@ impl<A: SqlFamily> MemoryStore for SqlDb<A> {
         self.0.memory_topics(user_id).await
     }
 
-    /// Memory counts per user (users grouped byte for byte;
-    /// memories without an owner form one more group), most recently updated first, then by user,
-    /// paged; and the number of groups.
+    /// Memory counts per user (users grouped byte for byte; memories without an owner form one more
+    /// group), most recently updated first, then by user, paged; and the number of groups.
     async fn get_user_memory_stats(
         &self,
         limit: Option<usize>,

@@ -125,9 +125,9 @@ impl<A: SqlFamily> MetricsStore for SqlDb<A> {
         self.0.save_metrics(buckets).await
     }
 
-    /// The buckets of the query's days and owner (`Some("")`: the
-    /// shared bucket), by day, then owner and period byte for byte; and the latest update among the
-    /// owner's buckets whatever their day (as Python Agno).
+    /// The buckets of the query's days and owner (`Some("")`: the shared bucket), by day, then
+    /// owner and period byte for byte; and the latest update among the owner's buckets whatever
+    /// their day (as Python Agno).
     async fn get_metrics(&self, q: &MetricsQuery) -> DbResult<(Vec<MetricsBucket>, Option<i64>)> {
         let db = &self.0;
         let table = db.table_ref(&db.tables().metrics);
@@ -165,8 +165,7 @@ impl<A: SqlFamily> MetricsStore for SqlDb<A> {
         Ok((buckets, latest))
     }
 
-    /// The latest completed day, and the earliest incomplete day
-    /// after it.
+    /// The latest completed day, and the earliest incomplete day after it.
     async fn metrics_progress(&self) -> DbResult<(Option<NaiveDate>, Option<NaiveDate>)> {
         let db = &self.0;
         let t = db.table(&db.tables().metrics);
@@ -185,9 +184,8 @@ impl<A: SqlFamily> MetricsStore for SqlDb<A> {
         Ok((day("done")?, day("pending")?))
     }
 
-    /// The sessions created in `[from, to)` and their runs grouped by
-    /// model, read as sets; `None` while a session of the window still holds a legacy runs blob
-    /// (those are read one by one).
+    /// The sessions created in `[from, to)` and their runs grouped by model, read as sets; `None`
+    /// while a session of the window still holds a legacy runs blob (those are read one by one).
     async fn metrics_facts(&self, from: i64, to: i64) -> DbResult<Option<Vec<SessionFacts>>> {
         let db = &self.0;
         let t = db.tables();

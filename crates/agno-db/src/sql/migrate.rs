@@ -181,8 +181,8 @@ impl<A: SqlFamily> crate::migration::Migrate for SqlDb<A> {
         self.0.create_tables().await
     }
 
-    /// The runs of the legacy blobs that the runs table lacks, the
-    /// sessions read in batches (memory stays bounded however many there are).
+    /// The runs of the legacy blobs that the runs table lacks, the sessions read in batches (memory
+    /// stays bounded however many there are).
     async fn legacy_runs_pending(&self) -> DbResult<u64> {
         let db = &self.0;
         let t = db.tables();
@@ -231,8 +231,8 @@ impl<A: SqlFamily> crate::migration::Migrate for SqlDb<A> {
         Ok(missing)
     }
 
-    /// Drops the legacy `runs` column once every run it holds is in
-    /// the runs table (or anyway, with `force`).
+    /// Drops the legacy `runs` column once every run it holds is in the runs table (or anyway, with
+    /// `force`).
     ///
     /// # Errors
     /// A conflict naming how many runs would be lost, without `force`; a storage error.

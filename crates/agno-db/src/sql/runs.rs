@@ -221,8 +221,8 @@ impl<A: SqlFamily> RunStore for SqlDb<A> {
         }
     }
 
-    /// By creation time, then by the bytes of the run id, from after the
-    /// query's cursor; a page ends with the cursor of its last run when more follow.
+    /// By creation time, then by the bytes of the run id, from after the query's cursor; a page
+    /// ends with the cursor of its last run when more follow.
     async fn get_runs(&self, q: &RunQuery) -> DbResult<RunPage> {
         let db = &self.0;
         if !db.has_runs_table() {

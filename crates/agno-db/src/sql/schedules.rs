@@ -258,8 +258,8 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         found.first().map(schedule_from_row::<A::D>).transpose()
     }
 
-    /// Newest first, then by the bytes of the id; a page of
-    /// [`SCHEDULES_PAGE`] unless the query says otherwise.
+    /// Newest first, then by the bytes of the id; a page of [`SCHEDULES_PAGE`] unless the query
+    /// says otherwise.
     async fn get_schedules(&self, q: &ScheduleQuery) -> DbResult<(Vec<Schedule>, u64)> {
         let db = &self.0;
         let mut filter = owned_by::<A::D>(q.user_id.as_deref());
@@ -275,8 +275,7 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         Ok((readable::<A::D, _>(&found, "schedule", "id", schedule_from_row::<A::D>), total))
     }
 
-    /// The schedule as updated, `None` when `id` is not
-    /// `user_id`'s (or does not exist).
+    /// The schedule as updated, `None` when `id` is not `user_id`'s (or does not exist).
     async fn update_schedule(
         &self,
         id: &str,
@@ -310,8 +309,8 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         .await
     }
 
-    /// The schedule and its runs, `user_id`'s only (as Python
-    /// Agno: the cascade carries the owner guard, so another user's runs are kept).
+    /// The schedule and its runs, `user_id`'s only (as Python Agno: the cascade carries the owner
+    /// guard, so another user's runs are kept).
     async fn delete_schedule(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
         let db = &self.0;
         let t = db.tables();
@@ -329,11 +328,10 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         .await
     }
 
-    /// The due schedule that fires first (then by the bytes of
-    /// its id) locked by `worker_id` at `now`. Each candidate is taken by a conditional update that
-    /// re-checks it is due (every database evaluates it on the row's latest version, under the
-    /// row's lock), so two workers never hold the same schedule; a worker that loses one race tries
-    /// the next candidate.
+    /// The due schedule that fires first (then by the bytes of its id) locked by `worker_id` at
+    /// `now`. Each candidate is taken by a conditional update that re-checks it is due (every
+    /// database evaluates it on the row's latest version, under the row's lock), so two workers
+    /// never hold the same schedule; a worker that loses one race tries the next candidate.
     async fn claim_due_schedule(
         &self,
         worker_id: &str,
@@ -367,9 +365,9 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         Ok(None)
     }
 
-    /// Unlocks `id` (when still held by `worker_id` since
-    /// `locked_at`, when given) and re-arms it at `next_run_at`; an on-demand schedule (no cron) is
-    /// never re-armed from the executor's snapshot.
+    /// Unlocks `id` (when still held by `worker_id` since `locked_at`, when given) and re-arms it
+    /// at `next_run_at`; an on-demand schedule (no cron) is never re-armed from the executor's
+    /// snapshot.
     async fn release_schedule(
         &self,
         id: &str,
@@ -412,8 +410,8 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         Ok(super::changed(db, statement, &format!("cannot renew the claim of schedule {id}")).await? > 0)
     }
 
-    /// The run as stored, its owner copied from the schedule
-    /// in the same statement; no schedule, no row (not found).
+    /// The run as stored, its owner copied from the schedule in the same statement; no schedule, no
+    /// row (not found).
     async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun> {
         let db = &self.0;
         let t = db.tables();
@@ -505,8 +503,8 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         found.first().map(schedule_run_from_row::<A::D>).transpose()
     }
 
-    /// Newest first, then by the bytes of the id; a page of
-    /// [`SCHEDULE_RUNS_PAGE`] unless asked otherwise.
+    /// Newest first, then by the bytes of the id; a page of [`SCHEDULE_RUNS_PAGE`] unless asked
+    /// otherwise.
     async fn get_schedule_runs(
         &self,
         schedule_id: &str,
@@ -525,8 +523,7 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         Ok((readable::<A::D, _>(&found, "schedule run", "id", schedule_run_from_row::<A::D>), total))
     }
 
-    /// The run of each schedule triggered last (then
-    /// created last, then the greatest id).
+    /// The run of each schedule triggered last (then created last, then the greatest id).
     async fn get_latest_schedule_runs(&self, schedule_ids: &[String]) -> DbResult<HashMap<String, ScheduleRun>> {
         let db = &self.0;
         if schedule_ids.is_empty() {

@@ -133,10 +133,10 @@ async fn session_runs<A: SqlAdapter>(db: &A, session_id: &str, limit: Option<usi
 
 #[async_trait::async_trait]
 impl<A: SqlFamily> SessionStore for SqlDb<A> {
-    /// The session (of `user_id`, when given) with its latest
-    /// `runs_limit` runs, oldest first (all without a limit, none with 0). A session of a Python Agno
-    /// 2.x database still holding its runs in the legacy `runs` column has them merged with the runs
-    /// table first, then bounded, so blob-only runs count towards the latest N.
+    /// The session (of `user_id`, when given) with its latest `runs_limit` runs, oldest first (all
+    /// without a limit, none with 0). A session of a Python Agno 2.x database still holding its
+    /// runs in the legacy `runs` column has them merged with the runs table first, then bounded, so
+    /// blob-only runs count towards the latest N.
     async fn get_session(
         &self,
         session_id: &str,
@@ -179,8 +179,8 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
         self.0.save_session(session, state).await
     }
 
-    /// A page of the listing (by the query's time column, NULL
-    /// oldest, then by the bytes of the session id) and the number of matching sessions.
+    /// A page of the listing (by the query's time column, NULL oldest, then by the bytes of the
+    /// session id) and the number of matching sessions.
     async fn get_sessions(&self, q: &SessionQuery) -> DbResult<SessionPage> {
         let db = &self.0;
         let mut filter = owned_by::<A::D>(q.user_id.as_deref());
@@ -217,8 +217,7 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
         })
     }
 
-    /// The session renamed, `None` when it is not `user_id`'s (or
-    /// does not exist).
+    /// The session renamed, `None` when it is not `user_id`'s (or does not exist).
     async fn rename_session(
         &self,
         session_id: &str,
@@ -250,9 +249,8 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
         Ok(self.delete_sessions(&[session_id.to_owned()], user_id).await? == 1)
     }
 
-    /// How many of `session_ids` (of `user_id`, when given) were
-    /// deleted, with their runs (explicitly: a runs table made without the cascading foreign key
-    /// keeps no orphans).
+    /// How many of `session_ids` (of `user_id`, when given) were deleted, with their runs
+    /// (explicitly: a runs table made without the cascading foreign key keeps no orphans).
     async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
         let db = &self.0;
         if session_ids.is_empty() {
@@ -284,9 +282,9 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
         .await
     }
 
-    /// The `input` of each session's first top-level run, its
-    /// text cut to what a session name shows; only that leaves the database. Runs without an owner
-    /// count for every user (as Python Agno wrote them).
+    /// The `input` of each session's first top-level run, its text cut to what a session name
+    /// shows; only that leaves the database. Runs without an owner count for every user (as Python
+    /// Agno wrote them).
     async fn first_run_inputs(
         &self,
         session_ids: &[String],

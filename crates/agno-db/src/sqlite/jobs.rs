@@ -5,7 +5,7 @@
 //! fenced by its worker id, its attempt and the `running` status.
 
 use crate::sql::SqlAdapter;
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, StoredEvent};
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job};
 use sqlx::{AssertSqlSafe, Sqlite};
 
 use super::{SqliteState, db_error};
@@ -41,10 +41,6 @@ pub(crate) fn events_ddl(t: &str) -> Vec<String> {
          PRIMARY KEY (run_id, event_index))"
     )]
 }
-
-/// The predicate a worker writing for attempt `attempt` must still satisfy (three binds: id,
-/// worker, attempt): the job runs under its claim, or was cancelled while it ran.
-const HOLDS: &str = "id = ? AND locked_by = ? AND attempt = ? AND status IN ('running', 'cancelled')";
 
 impl SqliteState {
     /// The job holding idempotency key `key` (if any) for `user_id` (`None`: the anonymous
@@ -160,40 +156,5 @@ impl crate::sql::jobs::SqlQueue for SqliteState {
         let jobs = rows.iter().map(job_from_row::<Sqlite>).collect::<DbResult<Vec<_>>>()?;
         // RETURNING keeps no order.
         Ok(crate::sql::jobs::oldest_first(jobs))
-    }
-
-    async fn log_events(&self, lease: &JobLease, events: &[StoredEvent]) -> DbResult<bool> {
-        let (job_id, worker_id, attempt) = (lease.job_id.as_str(), lease.worker_id.as_str(), lease.attempt);
-        let t = self.tables();
-        let _turn = self.write_turn().await;
-        // IMMEDIATE: the fence check and the insert hold the write lock together.
-        let mut tx =
-            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot begin an event write", e))?;
-        let held: Option<i64> = sqlx::query_scalar(AssertSqlSafe(format!("SELECT 1 FROM {} WHERE {HOLDS}", t.jobs)))
-            .bind(job_id)
-            .bind(worker_id)
-            .bind(attempt)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| db_error(&format!("cannot check the lease on job {job_id}"), e))?;
-        if held.is_none() {
-            tx.rollback().await.map_err(|e| db_error(&format!("cannot log the events of run {job_id}"), e))?;
-            return Ok(false);
-        }
-        // SQLite allows 32,766 binds: 6 per row, so at most 5,000 rows per statement.
-        for chunk in events.chunks(5000) {
-            let rows = vec!["(?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
-            let sql = format!(
-                "INSERT INTO {} (run_id, event_index, attempt, event, data, created_at) VALUES {rows}",
-                t.events
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql));
-            for e in chunk {
-                q = q.bind(job_id).bind(e.event_index).bind(e.attempt).bind(&e.event).bind(&e.data).bind(e.created_at);
-            }
-            q.execute(&mut *tx).await.map_err(|e| db_error(&format!("cannot log the events of run {job_id}"), e))?;
-        }
-        tx.commit().await.map_err(|e| db_error(&format!("cannot log the events of run {job_id}"), e))?;
-        Ok(true)
     }
 }
