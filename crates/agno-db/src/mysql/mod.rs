@@ -16,7 +16,7 @@ mod schedules;
 mod schema;
 mod sessions;
 
-use crate::sql::SqlAdapter;
+use crate::sql::{SqlAdapter, catalog_values};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -268,27 +268,19 @@ impl crate::sql::SqlAdapter for MySqlState {
         self.legacy_runs_column.store(has, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
-    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? \
-             AND COLUMN_NAME = ?",
-        )
-        .bind(table)
-        .bind(column)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
-        Ok(n > 0)
-    }
-    async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
-        )
-        .bind(table)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| db_error("cannot read information_schema.TABLES", e))?;
-        Ok(n > 0)
+    fn catalog(&self, table: &str, column: Option<&str>) -> (String, sea_query_sqlx::SqlxValues) {
+        match column {
+            Some(column) => (
+                "SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? \
+                 AND COLUMN_NAME = ?"
+                    .to_owned(),
+                catalog_values([table, column]),
+            ),
+            None => (
+                "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?".to_owned(),
+                catalog_values([table]),
+            ),
+        }
     }
 }
 

@@ -15,7 +15,7 @@ mod sessions;
 
 pub(crate) use schedules::{clean_json, clean_text};
 
-use crate::sql::SqlAdapter;
+use crate::sql::{SqlAdapter, catalog_values};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -313,26 +313,19 @@ impl crate::sql::SqlAdapter for PostgresState {
         }
         Ok(())
     }
-    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        let found: Option<i32> = sqlx::query_scalar(
-            "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
-        )
-        .bind(&self.schema)
-        .bind(table)
-        .bind(column)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| db_error(&format!("cannot read the columns of {}.{table}", self.schema), e))?;
-        Ok(found.is_some())
-    }
-    async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        let found: Option<i32> =
-            sqlx::query_scalar("SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2")
-                .bind(&self.schema)
-                .bind(table)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(|e| db_error(&format!("cannot look up table {}.{table}", self.schema), e))?;
-        Ok(found.is_some())
+    fn catalog(&self, table: &str, column: Option<&str>) -> (String, sea_query_sqlx::SqlxValues) {
+        let schema = self.schema.as_str();
+        match column {
+            Some(column) => (
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 \
+                 AND column_name = $3"
+                    .to_owned(),
+                catalog_values([schema, table, column]),
+            ),
+            None => (
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2".to_owned(),
+                catalog_values([schema, table]),
+            ),
+        }
     }
 }

@@ -128,17 +128,32 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
     /// The catalog cannot be read.
     async fn refresh_legacy_runs(&self) -> DbResult<()>;
 
+    /// The database's catalog query that returns a row when `table` exists (and has `column`,
+    /// when one is given).
+    fn catalog(&self, table: &str, column: Option<&str>) -> (String, sea_query_sqlx::SqlxValues);
+
     /// Whether `table` has `column`.
     ///
     /// # Errors
     /// The catalog cannot be read.
-    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool>;
+    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool>
+    where
+        Self: Sized,
+    {
+        let what = format!("cannot read the columns of {table}");
+        Ok(!rows(self, self.catalog(table, Some(column)), &what).await?.is_empty())
+    }
 
     /// Whether `table` exists.
     ///
     /// # Errors
     /// The catalog cannot be read.
-    async fn table_exists(&self, table: &str) -> DbResult<bool>;
+    async fn table_exists(&self, table: &str) -> DbResult<bool>
+    where
+        Self: Sized,
+    {
+        Ok(!rows(self, self.catalog(table, None), &format!("cannot look up table {table}")).await?.is_empty())
+    }
 }
 
 /// Everything an SQL database implements itself: its [`SqlAdapter`] basics and, per area, what
@@ -162,6 +177,11 @@ impl<A> SqlFamily for A where
         + migrate::SqlSchema
         + jobs::SqlQueue
 {
+}
+
+/// Values bound to a catalog query (see [`SqlAdapter::catalog`]).
+pub(crate) fn catalog_values<const N: usize>(values: [&str; N]) -> sea_query_sqlx::SqlxValues {
+    sea_query_sqlx::SqlxValues(sea_query::Values(values.iter().map(|v| (*v).into()).collect()))
 }
 
 /// The migratable tables of `db` that exist, with their names (`Migrate::existing_tables` of

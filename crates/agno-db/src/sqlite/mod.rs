@@ -16,7 +16,7 @@ mod schedules;
 mod schema;
 mod sessions;
 
-use crate::sql::SqlAdapter;
+use crate::sql::{SqlAdapter, catalog_values};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -257,23 +257,14 @@ impl crate::sql::SqlAdapter for SqliteState {
         }
         Ok(())
     }
-    async fn column_exists(&self, table: &str, column: &str) -> DbResult<bool> {
-        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM pragma_table_info(?) WHERE name = ?")
-            .bind(table)
-            .bind(column)
-            .fetch_all(&self.pool)
-            .await
-            .map(|rows| rows.into_iter().next())
-            .map_err(|e| db_error(&format!("cannot read the columns of {table}"), e))?;
-        Ok(found.is_some())
-    }
-    async fn table_exists(&self, table: &str) -> DbResult<bool> {
-        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
-            .bind(table)
-            .fetch_all(&self.pool)
-            .await
-            .map(|rows| rows.into_iter().next())
-            .map_err(|e| db_error("cannot read sqlite_master", e))?;
-        Ok(found.is_some())
+    fn catalog(&self, table: &str, column: Option<&str>) -> (String, sea_query_sqlx::SqlxValues) {
+        match column {
+            Some(column) => {
+                ("SELECT 1 FROM pragma_table_info(?) WHERE name = ?".to_owned(), catalog_values([table, column]))
+            }
+            None => {
+                ("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?".to_owned(), catalog_values([table]))
+            }
+        }
     }
 }
