@@ -5,6 +5,7 @@
 //! The unique key follows the column collation (case-insensitive by default), as Python Agno's
 //! does: buckets of two users whose ids differ only in case share a row.
 
+use crate::sql::SqlAdapter;
 use agno_core::{DbResult, MetricsBucket};
 use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Connection};

@@ -32,7 +32,7 @@ use crate::tables::TableNames;
 /// The database Python Agno's `MySQLDb` uses when none is given (its `db_schema` default).
 const DEFAULT_DATABASE: &str = "ai";
 
-/// A MySQL or MariaDB database (the SQL family over [`MySqlState`]).
+/// A MySQL or MariaDB database (the SQL family over `MySqlState`).
 pub type MySqlDb = crate::sql::SqlDb<MySqlState>;
 
 /// What a [`MySqlDb`] holds: its pool and what it knows of the tables.
@@ -202,14 +202,14 @@ impl MySqlDb {
         db.refresh_legacy_runs().await?;
         Ok(db)
     }
-}
 
-impl MySqlState {
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
         &self.tables
     }
+}
 
+impl MySqlState {
     /// A pooled connection whose next transaction runs at `READ COMMITTED`: plain reads inside
     /// it see what committed before each statement, so a value read after taking a row lock is
     /// current.

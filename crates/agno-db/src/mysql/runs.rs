@@ -2,6 +2,7 @@
 //! while holding the session row's lock, so concurrent writers never collide and saving run N
 //! costs one indexed lookup for any N.
 
+use crate::sql::SqlAdapter;
 use agno_core::{Cell, DbError, DbErrorKind, DbResult, RunOutput, now_epoch_secs};
 use sqlx::MySql;
 use sqlx::{AssertSqlSafe, Row};

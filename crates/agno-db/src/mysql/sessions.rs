@@ -1,5 +1,6 @@
 //! Sessions in MySQL: one row each, never carrying runs (except a legacy v2 blob, read only).
 
+use crate::sql::SqlAdapter;
 use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_epoch_secs};
 use serde_json::{Map, Value};
 use sqlx::mysql::MySqlRow;

@@ -47,18 +47,23 @@ impl PostgresDb {
     /// Prefix of the notification sent when a run's event log grew or its job ended
     /// (`events:<run id>`), so tails on every replica read again at once.
     pub const EVENTS_PREFIX: &'static str = "events:";
-}
 
-impl PostgresState {
     /// The channel job-queue notifications are sent on: the schema followed by
     /// [`PostgresDb::JOBS_CHANNEL_SUFFIX`], at most 63 bytes.
     pub fn jobs_channel(&self) -> String {
-        let mut channel = format!("{}{}", self.schema(), PostgresDb::JOBS_CHANNEL_SUFFIX);
-        // Schema names are validated ASCII identifiers: any byte is a character boundary.
-        channel.truncate(MAX_CHANNEL_BYTES);
-        channel
+        channel_of(&self.schema)
     }
+}
 
+/// The channel job-queue notifications of `schema` are sent on (see [`PostgresDb::jobs_channel`]).
+fn channel_of(schema: &str) -> String {
+    let mut channel = format!("{schema}{}", PostgresDb::JOBS_CHANNEL_SUFFIX);
+    // Schema names are validated ASCII identifiers: any byte is a character boundary.
+    channel.truncate(MAX_CHANNEL_BYTES);
+    channel
+}
+
+impl PostgresState {
     /// The channel and payload of a queue notification.
     pub(crate) fn notice_of(&self, notice: crate::sql::job_transitions::Notice<'_>) -> (String, String) {
         use crate::sql::job_transitions::Notice;
@@ -67,7 +72,7 @@ impl PostgresState {
             Notice::Cancelled(id) => signal(PostgresDb::CANCEL_PREFIX, id),
             Notice::Ended(id) => signal(PostgresDb::EVENTS_PREFIX, id),
         };
-        (self.jobs_channel(), payload)
+        (channel_of(&self.schema), payload)
     }
 
     /// The job holding `key` for `user_id` (`None`: the anonymous bucket), read in `conn`.
@@ -258,7 +263,7 @@ impl crate::sql::jobs::SqlQueue for PostgresState {
             .bind(&names)
             .bind(&data)
             .bind(&created)
-            .bind(self.jobs_channel())
+            .bind(channel_of(&self.schema))
             .bind(signal(PostgresDb::EVENTS_PREFIX, job_id))
             .fetch_all(self.pool())
             .await
@@ -277,7 +282,7 @@ impl crate::sql::jobs::SqlQueue for PostgresState {
 
     async fn job_signals(&self) -> DbResult<Option<futures::stream::BoxStream<'static, JobSignal>>> {
         use futures::StreamExt;
-        let channel = self.jobs_channel();
+        let channel = channel_of(&self.schema);
         let mut listener = sqlx::postgres::PgListener::connect_with(self.pool())
             .await
             .map_err(|e| db_error("cannot listen for job notifications", e))?;

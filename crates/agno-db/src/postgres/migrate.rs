@@ -36,7 +36,7 @@ impl PostgresState {
     async fn index_exists(&self, name: &str) -> DbResult<bool> {
         let found: Option<i32> =
             sqlx::query_scalar("SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = $2")
-                .bind(self.schema())
+                .bind(self.schema.as_str())
                 .bind(name)
                 .fetch_optional(self.pool())
                 .await
@@ -52,7 +52,7 @@ impl PostgresState {
                 "SELECT data_type::text FROM information_schema.columns \
                  WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
             )
-            .bind(self.schema())
+            .bind(self.schema.as_str())
             .bind(table)
             .bind(column)
             .fetch_optional(self.pool())
@@ -101,7 +101,7 @@ impl PostgresState {
                 "SELECT 1 FROM information_schema.table_constraints WHERE table_schema = $1 AND table_name = $2 \
                  AND constraint_type = $3 AND ($4::text IS NULL OR constraint_name = $4)",
             )
-            .bind(self.schema())
+            .bind(self.schema.as_str())
             .bind(table)
             .bind(kind)
             .bind(name)
@@ -215,7 +215,7 @@ impl PostgresState {
             sqlx::query(AssertSqlSafe(sql)).execute(&mut *tx).await.map_err(|e| db_error(&fail("add user_id"), e))?;
             changed = true;
         }
-        let unique = unique_indexes(&mut tx, self.schema(), table).await?;
+        let unique = unique_indexes(&mut tx, self.schema.as_str(), table).await?;
         let has_key = unique.values().any(|cols| sorted(cols) == ["aggregation_period", "date", "user_id"]);
         if !has_key {
             let sql = format!("ALTER TABLE {q} ADD CONSTRAINT \"{key}\" UNIQUE (user_id, date, aggregation_period)");
@@ -227,7 +227,7 @@ impl PostgresState {
             if sorted(cols) == ["aggregation_period", "date"] {
                 for sql in [
                     format!("ALTER TABLE {q} DROP CONSTRAINT IF EXISTS \"{name}\""),
-                    format!("DROP INDEX IF EXISTS \"{}\".\"{name}\"", self.schema()),
+                    format!("DROP INDEX IF EXISTS \"{}\".\"{name}\"", self.schema.as_str()),
                 ] {
                     sqlx::query(AssertSqlSafe(sql))
                         .execute(&mut *tx)
@@ -257,7 +257,7 @@ impl PostgresState {
             "SELECT column_default::text FROM information_schema.columns \
              WHERE table_schema = $1 AND table_name = $2 AND column_name = 'user_id'",
         )
-        .bind(self.schema())
+        .bind(self.schema.as_str())
         .bind(table)
         .fetch_optional(&mut *tx)
         .await

@@ -31,7 +31,7 @@ use crate::tables::TableNames;
 /// The schema Python Agno's `PostgresDb` uses when none is given.
 pub(crate) const DEFAULT_SCHEMA: &str = "ai";
 
-/// A PostgreSQL database (the SQL family over [`PostgresState`]).
+/// A PostgreSQL database (the SQL family over `PostgresState`).
 pub type PostgresDb = crate::sql::SqlDb<PostgresState>;
 
 /// What a [`PostgresDb`] holds: a connection pool, the schema holding the tables, and what it
@@ -205,9 +205,7 @@ impl PostgresDb {
         db.refresh_legacy_runs().await?;
         Ok(db)
     }
-}
 
-impl PostgresState {
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
         &self.tables
@@ -222,7 +220,9 @@ impl PostgresState {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
 
+impl PostgresState {
     /// `"schema".table`, for SQL text. Both parts are validated identifiers.
     pub(crate) fn qualified(&self, table: &str) -> String {
         format!("\"{}\".\"{table}\"", self.schema)
@@ -261,7 +261,7 @@ impl crate::sql::SqlAdapter for PostgresState {
         self.qualified(table)
     }
     fn table_ref(&self, table: &str) -> sea_query::TableRef {
-        (sea_query::Alias::new(self.schema()), sea_query::Alias::new(table)).into()
+        (sea_query::Alias::new(self.schema.as_str()), sea_query::Alias::new(table)).into()
     }
     fn has_legacy_runs(&self) -> bool {
         self.legacy_runs_column.load(Ordering::Relaxed)

@@ -76,7 +76,7 @@ impl PostgresState {
         if self.table_exists(table).await? {
             return Ok(false);
         }
-        match self.exec_ddl(&format!("cannot create table {}.{table}", self.schema()), ddl).await {
+        match self.exec_ddl(&format!("cannot create table {}.{table}", self.schema), ddl).await {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == agno_core::DbErrorKind::Conflict && self.table_exists(table).await? => Ok(false),
             Err(e) => Err(e),

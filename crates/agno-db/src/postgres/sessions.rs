@@ -1,6 +1,7 @@
 //! Sessions in PostgreSQL: one row each, never carrying runs (except a legacy v2 `runs` blob,
 //! read only and merged with the runs table on read).
 
+use crate::sql::SqlAdapter;
 use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_epoch_secs};
 use serde_json::{Map, Value};
 use sqlx::AssertSqlSafe;

@@ -42,7 +42,7 @@ pub(crate) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arg
 /// [`crate::MySqlDb`], each `SqlDb` over its own state `S` (its pool and what it knows of the
 /// schema). Every store (sessions, runs, memories, evals, knowledge, metrics, schedules, the job
 /// queue, migrations) is implemented once for all three, generic over the database's
-/// [`SqlAdapter`] impl, which holds what truly differs (DDL, migration steps, the queue's claim).
+/// `SqlAdapter` impl, which holds what truly differs (DDL, migration steps, the queue's claim).
 pub struct SqlDb<S>(pub(crate) S);
 
 impl<S> std::ops::Deref for SqlDb<S> {

@@ -196,7 +196,7 @@ impl<A: SqlFamily> RunStore for SqlDb<A> {
         self.0.save_run(run, session_id, user_id).await
     }
 
-    /// [`write_with_session`] without a guard.
+    /// `write_with_session` without a guard.
     async fn save_run_write(&self, write: RunWrite<'_>) -> DbResult<i64> {
         let db = &self.0;
         let index = write_with_session(db, write, None).await?;

@@ -258,7 +258,7 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         found.first().map(schedule_from_row::<A::D>).transpose()
     }
 
-    /// Newest first, then by the bytes of the id; a page of [`SCHEDULES_PAGE`] unless the query
+    /// Newest first, then by the bytes of the id; a page of `SCHEDULES_PAGE` unless the query
     /// says otherwise.
     async fn get_schedules(&self, q: &ScheduleQuery) -> DbResult<(Vec<Schedule>, u64)> {
         let db = &self.0;
@@ -503,7 +503,7 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         found.first().map(schedule_run_from_row::<A::D>).transpose()
     }
 
-    /// Newest first, then by the bytes of the id; a page of [`SCHEDULE_RUNS_PAGE`] unless asked
+    /// Newest first, then by the bytes of the id; a page of `SCHEDULE_RUNS_PAGE` unless asked
     /// otherwise.
     async fn get_schedule_runs(
         &self,

@@ -28,7 +28,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 
 use crate::tables::TableNames;
 
-/// A SQLite database (the SQL family over [`SqliteState`]).
+/// A SQLite database (the SQL family over `SqliteState`).
 pub type SqliteDb = crate::sql::SqlDb<SqliteState>;
 
 /// What a [`SqliteDb`] holds: its pool, what it knows of the file's tables, its writer turn and
@@ -178,14 +178,14 @@ impl SqliteDb {
         db.refresh_legacy_runs().await?;
         Ok(db)
     }
-}
 
-impl SqliteState {
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
         &self.tables
     }
+}
 
+impl SqliteState {
     /// Waits for this process's turn to write.
     pub(crate) async fn write_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
         let turn = self.write_lock.lock().await;
