@@ -765,6 +765,18 @@ pub trait JobStore: Send + Sync {
     /// A [`DbError`]; `Conflict` when the id exists.
     async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued>;
 
+    /// Stores a queued run job as [`enqueue_job`](Self::enqueue_job) does, together with what a
+    /// submitted run is before any worker has it: its session, inserted when missing (a stored
+    /// session is left as it is), and its `PENDING` run (as `upsert_run` writes it, owned by
+    /// `job.user_id`). One transaction where the database has them: a job that is not
+    /// accepted (a duplicate key, a full queue, an error) leaves neither session nor run behind,
+    /// and a worker never sees the job before its run.
+    ///
+    /// # Errors
+    /// As [`enqueue_job`](Self::enqueue_job) and `upsert_run` (`Conflict`: the run id is another
+    /// user's or another session's); nothing is written then.
+    async fn enqueue_run(&self, job: &Job, max_depth: usize, pending: crate::PendingRun<'_>) -> DbResult<Enqueued>;
+
     /// Claims the oldest claimable job for `worker_id`: queued and available, or running with a
     /// lease older than `lock_grace_seconds` and attempts left. Increments `attempt`, sets the
     /// lease; two workers never claim the same job at once.

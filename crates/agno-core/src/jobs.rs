@@ -495,6 +495,17 @@ impl JobLease {
     }
 }
 
+/// What [`JobStore::enqueue_run`](crate::JobStore::enqueue_run) stores beside a run job: the
+/// session the run belongs to (written only when it is not stored yet) and the run as it is
+/// before a worker takes it (`PENDING`).
+#[derive(Debug, Clone, Copy)]
+pub struct PendingRun<'a> {
+    /// The run's session, as a new one would be stored (without runs).
+    pub session: &'a crate::AgentSession,
+    /// The run's record.
+    pub run: &'a crate::RunOutput,
+}
+
 /// One write of a run: its session (with the state change to apply) and the run row, stored
 /// together by [`JobStore::save_claimed_run`](crate::JobStore::save_claimed_run).
 #[derive(Debug, Clone, Copy)]

@@ -40,7 +40,8 @@ pub use db::{
 pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
 pub use event::{EventData, RunEvent};
 pub use jobs::{
-    ComponentKind, Continued, Enqueued, Job, JobLease, JobOutcome, JobSignal, JobStatus, JobType, RunWrite, StoredEvent,
+    ComponentKind, Continued, Enqueued, Job, JobLease, JobOutcome, JobSignal, JobStatus, JobType, PendingRun, RunWrite,
+    StoredEvent,
 };
 pub use knowledge::{Document, Filter, KnowledgeBase, KnowledgeError, SearchType};
 pub use memory::{UserMemory, UserMemoryStats};

@@ -91,6 +91,34 @@ async fn python_agno_reads_what_agno_rs_wrote() {
     assert!(seen["first_run_by_id"]["run_id"].as_str().unwrap().starts_with("rs-run-"));
 }
 
+/// A background run's session and `PENDING` run, written beside its job by `enqueue_run` (the
+/// session by a plain insert, not the upsert above), read by Python Agno.
+#[tokio::test]
+async fn python_agno_reads_a_queued_run_and_its_new_session() {
+    use agno_core::{Enqueued, JobStore, PendingRun};
+    let Some(py) = python() else { return };
+    let (db, path) = fresh_db().await;
+    let mut session = AgentSession::new("rs-session");
+    session.agent_id = Some("rs-agent".into());
+    session.user_id = Some("rs-user".into());
+    let mut run = rust_run(0);
+    run.status = RunStatus::Pending;
+    run.content = None;
+    let mut job = agno_core::Job::agent_run("rs-run-0", "rs-agent", "rs-session", json!({"message": "q0"}));
+    job.user_id = Some("rs-user".into());
+    let queued = db.enqueue_run(&job, 0, PendingRun { session: &session, run: &run }).await.unwrap();
+    assert!(matches!(queued, Enqueued::Accepted(_)), "{queued:?}");
+    let seen = probe(&py, &["read", path.to_str().unwrap(), "rs-session"]);
+    let s = &seen["session"];
+    assert_eq!((s["session_id"].as_str(), s["user_id"].as_str()), (Some("rs-session"), Some("rs-user")));
+    assert_eq!(s["agent_id"], "rs-agent");
+    assert_eq!(s["session_data"], json!({}), "an empty session_data object, as Agno writes one");
+    let runs = seen["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!((runs[0]["run_id"].as_str(), runs[0]["status"].as_str()), (Some("rs-run-0"), Some("PENDING")));
+    let _ = std::fs::remove_file(path);
+}
+
 #[tokio::test]
 async fn agno_rs_reads_what_python_agno_wrote() {
     let Some(py) = python() else { return };

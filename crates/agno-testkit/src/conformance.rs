@@ -1683,6 +1683,76 @@ pub async fn jobs_claim_in_batches<D: JobStore + ?Sized + 'static>(db: Arc<D>) {
     assert_eq!(all, expected, "each job claimed once");
 }
 
+/// A run job is stored with its `PENDING` run and (when new) its session, all or nothing: an
+/// existing session is left as it is; a duplicate key, a full queue or a run id of another user
+/// leaves no run, session or job behind.
+pub async fn jobs_enqueue_run_is_all_or_nothing<D: JobStore + Db + ?Sized + 'static>(db: Arc<D>) {
+    use agno_core::PendingRun;
+    let pending = |j: &Job| {
+        let s = session(&j.session_id, j.user_id.as_deref());
+        let mut r = run(&j.id, &j.session_id, j.created_at);
+        r.status = RunStatus::Pending;
+        r.content = None;
+        (s, r)
+    };
+    let enqueue = |j: Job, depth: usize| {
+        let db = Arc::clone(&db);
+        async move {
+            let (s, r) = pending(&j);
+            db.enqueue_run(&j, depth, PendingRun { session: &s, run: &r }).await
+        }
+    };
+    let nothing_of = |id: &'static str, session_id: String| {
+        let db = Arc::clone(&db);
+        async move {
+            assert!(db.get_run(id, None).await.expect("get run").is_none(), "no run {id} left behind");
+            assert!(db.get_job(id, None).await.expect("get job").is_none(), "no job {id} left behind");
+            let s = db.get_session(&session_id, None, Some(0)).await.expect("get session");
+            assert!(s.is_none(), "no session {session_id} left behind");
+        }
+    };
+
+    // Into a stored session: the session is left as it is, the run is PENDING beside the job.
+    let mut stored = session("shared", Some("u1"));
+    stored.set_session_state(obj(json!({"kept": 1})));
+    stored.agent_data = Some(obj(json!({"name": "stored agent"})));
+    db.upsert_session(&stored, &StateUpdate::Replace).await.expect("upsert session");
+    let mut first = job("r1", Some("u1"), Some("key-1"), 1);
+    first.session_id = "shared".to_owned();
+    assert!(matches!(enqueue(first.clone(), 0).await.expect("enqueue"), Enqueued::Accepted(_)));
+    let s = db.get_session("shared", Some("u1"), None).await.expect("get").expect("session kept");
+    assert_eq!(s.session_state().and_then(|st| st.get("kept").cloned()), Some(json!(1)), "state kept");
+    assert_eq!(s.agent_data.as_ref().and_then(|d| d.get("name").cloned()), Some(json!("stored agent")));
+    assert_eq!(s.runs.as_ref().map(Vec::len), Some(1), "the pending run is the session's");
+    let r = db.get_run("r1", Some("u1")).await.expect("get run").expect("pending run");
+    assert_eq!((r.status, r.session_id.as_deref()), (RunStatus::Pending, Some("shared")));
+    assert_eq!(db.get_job("r1", Some("u1")).await.expect("get job").map(|j| j.status), Some(JobStatus::Queued));
+
+    // Into a new session: created as the pending session says.
+    assert!(matches!(enqueue(job("r2", Some("u1"), None, 2), 0).await.expect("enqueue"), Enqueued::Accepted(_)));
+    let s = db.get_session("session-r2", Some("u1"), Some(0)).await.expect("get").expect("new session");
+    assert_eq!(s.agent_id.as_deref(), Some("agent-1"));
+    assert_eq!(db.get_run("r2", None).await.expect("get").map(|r| r.status), Some(RunStatus::Pending));
+
+    // Refused: nothing of the refused job is kept.
+    match enqueue(job("r3", Some("u1"), Some("key-1"), 3), 0).await.expect("duplicate") {
+        Enqueued::Duplicate(original) => assert_eq!(original.id, "r1"),
+        other => panic!("expected the original job, got {other:?}"),
+    }
+    nothing_of("r3", "session-r3".to_owned()).await;
+    assert_eq!(enqueue(job("r4", Some("u1"), None, 4), 2).await.expect("full"), Enqueued::QueueFull);
+    nothing_of("r4", "session-r4".to_owned()).await;
+    let theirs = run("r5", "their-session", 5);
+    db.upsert_session(&session("their-session", Some("u2")), &StateUpdate::Replace).await.expect("their session");
+    db.upsert_run(&theirs, "their-session", Some("u2")).await.expect("their run");
+    let err = enqueue(job("r5", Some("u1"), None, 5), 0).await.expect_err("another user's run id");
+    assert_eq!(err.kind(), agno_core::DbErrorKind::Conflict, "{err}");
+    assert!(db.get_job("r5", None).await.expect("get job").is_none(), "no job for a refused run");
+    assert!(db.get_session("session-r5", None, Some(0)).await.expect("get").is_none(), "no session left behind");
+    let kept = db.get_run("r5", Some("u2")).await.expect("get").expect("their run kept");
+    assert_eq!((kept.status, kept.content), (RunStatus::Completed, theirs.content));
+}
+
 /// Expands into one `#[tokio::test]` per job-queue conformance case for an adapter.
 #[macro_export]
 macro_rules! jobs_conformance {
@@ -1698,7 +1768,8 @@ macro_rules! jobs_conformance {
                 jobs_claim_in_batches,
                 jobs_event_log_is_fenced,
                 jobs_continue_requeues_paused,
-                jobs_claimed_run_writes_are_fenced
+                jobs_claimed_run_writes_are_fenced,
+                jobs_enqueue_run_is_all_or_nothing
             );
         }
     };

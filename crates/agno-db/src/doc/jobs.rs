@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use agno_core::{
-    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, RunWrite,
-    StoredEvent,
+    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, PendingRun,
+    RunWrite, StateUpdate, StoredEvent,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -71,6 +71,30 @@ fn next_claimable(jobs: &HashMap<String, Job>, stale: i64, now: i64) -> Option<S
         .map(|j| j.id.clone())
 }
 
+/// What enqueueing `job` comes to, decided before anything is written: `Ok` with the row to
+/// insert, or the answer without one (the original job of a used idempotency key, a full queue).
+///
+/// # Errors
+/// `Conflict` when the id exists.
+fn admission(q: &JobTables, job: &Job, max_depth: usize) -> DbResult<Result<Job, Enqueued>> {
+    let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
+    if let Some(key) = key
+        && let Some(existing) =
+            q.jobs.values().find(|j| j.idempotency_key.as_deref() == Some(key) && j.user_id == job.user_id)
+    {
+        return Ok(Err(Enqueued::Duplicate(existing.clone())));
+    }
+    if max_depth > 0 && q.jobs.values().filter(|j| j.status == JobStatus::Queued).count() >= max_depth {
+        return Ok(Err(Enqueued::QueueFull));
+    }
+    if q.jobs.contains_key(&job.id) {
+        return Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)));
+    }
+    let mut row = job.clone();
+    row.idempotency_key = key.map(str::to_owned);
+    Ok(Ok(row))
+}
+
 /// The queue of `files`; an error for a backend without one.
 fn queue(files: &mut dyn Docs) -> DbResult<&mut JobTables> {
     files.job_tables().ok_or_else(|| DbError::new(DbErrorKind::Other, "this store has no job queue"))
@@ -98,22 +122,32 @@ impl<B: DocBackend> JobStore for DocDb<B> {
     async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
         let job = job.clone();
         self.with_queue(move |q| {
-            let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
-            if let Some(key) = key
-                && let Some(existing) =
-                    q.jobs.values().find(|j| j.idempotency_key.as_deref() == Some(key) && j.user_id == job.user_id)
-            {
-                return Ok(Enqueued::Duplicate(existing.clone()));
+            Ok(match admission(q, &job, max_depth)? {
+                Ok(row) => {
+                    q.jobs.insert(row.id.clone(), row.clone());
+                    Enqueued::Accepted(row)
+                }
+                Err(answer) => answer,
+            })
+        })
+        .await
+    }
+
+    async fn enqueue_run(&self, job: &Job, max_depth: usize, pending: PendingRun<'_>) -> DbResult<Enqueued> {
+        let (job, session, run) = (job.clone(), pending.session.clone(), pending.run.clone());
+        self.write(move |files| {
+            let row = match admission(queue(files)?, &job, max_depth)? {
+                Ok(row) => row,
+                Err(answer) => return Ok(answer),
+            };
+            // Every refusal is decided before anything changes: all or nothing.
+            let user_id = job.user_id.as_deref();
+            super::runs::check_run(files, &run, &job.session_id, user_id)?;
+            if super::sessions::find_session(&files.read(&files.tables().sessions)?, &job.session_id).is_none() {
+                super::sessions::write_session(files, &session, &StateUpdate::Replace)?;
             }
-            if max_depth > 0 && q.jobs.values().filter(|j| j.status == JobStatus::Queued).count() >= max_depth {
-                return Ok(Enqueued::QueueFull);
-            }
-            if q.jobs.contains_key(&job.id) {
-                return Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)));
-            }
-            let mut row = job.clone();
-            row.idempotency_key = key.map(str::to_owned);
-            q.jobs.insert(row.id.clone(), row.clone());
+            super::runs::write_run(files, &run, &job.session_id, user_id)?;
+            queue(files)?.jobs.insert(row.id.clone(), row.clone());
             Ok(Enqueued::Accepted(row))
         })
         .await

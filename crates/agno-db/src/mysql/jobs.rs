@@ -11,7 +11,7 @@
 //! the schema-versions table.
 
 use crate::sql::SqlAdapter;
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job};
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, PendingRun};
 use sqlx::{AssertSqlSafe, Connection, MySql, MySqlConnection};
 
 use super::{MySqlState, db_error, error_number};
@@ -133,7 +133,13 @@ impl MySqlState {
         row.as_ref().map(job_from_row::<MySql>).transpose()
     }
 
-    async fn try_enqueue(&self, job: &Job, key: Option<&str>, max_depth: usize) -> DbResult<Enqueued> {
+    async fn try_enqueue(
+        &self,
+        job: &Job,
+        key: Option<&str>,
+        max_depth: usize,
+        pending: Option<PendingRun<'_>>,
+    ) -> DbResult<Enqueued> {
         let t = self.tables().clone();
         let what = format!("cannot enqueue job {}", job.id);
         let inserted = self
@@ -142,6 +148,11 @@ impl MySqlState {
                     && let Some(existing) = self.job_by_key(conn, key, job.user_id.as_deref()).await?
                 {
                     return Ok((false, Some(Enqueued::Duplicate(existing))));
+                }
+                // The session and run first: the depth turn below is then held only for the
+                // count and the insert.
+                if let Some(pending) = pending {
+                    crate::sql::jobs::put_pending(self, conn, job, pending).await?;
                 }
                 if max_depth > 0 {
                     // Depth-bounded enqueues take turns on one row until commit, so concurrent
@@ -243,10 +254,10 @@ impl MySqlState {
 
 #[async_trait::async_trait]
 impl crate::sql::jobs::SqlQueue for MySqlState {
-    async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+    async fn enqueue(&self, job: &Job, max_depth: usize, pending: Option<PendingRun<'_>>) -> DbResult<Enqueued> {
         // An empty key is no key (as in Agno).
         let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
-        crate::sql::retrying::<MySql, _, _, _>(|| self.try_enqueue(job, key, max_depth)).await
+        crate::sql::retrying::<MySql, _, _, _>(|| self.try_enqueue(job, key, max_depth, pending)).await
     }
 
     async fn claim_batch(&self, worker_id: &str, limit: usize, stale_before: i64, now: i64) -> DbResult<Vec<Job>> {

@@ -7,7 +7,9 @@
 //! requeue) sends a notification on [`PostgresDb::jobs_channel`] in the same transaction.
 
 use crate::sql::SqlAdapter;
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSignal, JobStatus, StoredEvent};
+use agno_core::{
+    DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSignal, JobStatus, PendingRun, StoredEvent,
+};
 use sqlx::{AssertSqlSafe, PgConnection, Postgres, Row};
 
 use super::schedules::to_i64;
@@ -106,7 +108,7 @@ const CLAIM_BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL enabl
 
 #[async_trait::async_trait]
 impl crate::sql::jobs::SqlQueue for PostgresState {
-    async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+    async fn enqueue(&self, job: &Job, max_depth: usize, pending: Option<PendingRun<'_>>) -> DbResult<Enqueued> {
         let t = self.qualified(&self.tables().jobs);
         let what = format!("cannot enqueue job {}", job.id);
         // An empty key is no key (the partial indexes would otherwise cover '').
@@ -120,6 +122,14 @@ impl crate::sql::jobs::SqlQueue for PostgresState {
         {
             tx.rollback().await.map_err(|e| db_error(&what, e))?;
             return Ok(Enqueued::Duplicate(existing));
+        }
+        // The session and run first: the depth turn below is then held only for the count and
+        // the insert.
+        if let Some(pending) = pending
+            && let Err(e) = crate::sql::jobs::put_pending(self, &mut tx, job, pending).await
+        {
+            let _ = tx.rollback().await;
+            return Err(e);
         }
         if max_depth > 0 {
             // Depth-bounded enqueues on this table take turns until commit, so concurrent

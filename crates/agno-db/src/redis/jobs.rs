@@ -15,8 +15,8 @@
 //! exclude each other. Lease times come from the caller's `now`, as with the other stores.
 
 use agno_core::{
-    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, RunWrite,
-    StoredEvent, now_epoch_secs,
+    Continued, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobOutcome, JobStatus, JobStore, PendingRun,
+    RunStore, RunWrite, SessionStore, StateUpdate, StoredEvent, now_epoch_secs,
 };
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -30,6 +30,7 @@ use super::job_docs::{
 };
 use super::runs::{run_index_values, split_row};
 use super::schema::SAVE_CLAIMED_RUN;
+use super::sessions::SESSIONS;
 use super::sessions::{index_values, planned_session_doc, user_args};
 use super::{RedisDb, parse_doc, redis_error};
 use crate::codec::to_json_text;
@@ -257,6 +258,34 @@ impl JobStore for RedisDb {
             }
         }
         Err(too_busy(&row.id))
+    }
+
+    /// Redis has no transaction across the session, run and job writes (each is its own script):
+    /// the session (when missing) and the run are written first, so a worker never sees the job
+    /// before its run, and taken away again when the job is not accepted.
+    async fn enqueue_run(&self, job: &Job, max_depth: usize, pending: PendingRun<'_>) -> DbResult<Enqueued> {
+        let (session_id, user_id) = (job.session_id.as_str(), job.user_id.as_deref());
+        let created = self
+            .change_doc(SESSIONS, session_id, "session", |current| match current {
+                Some(_) => Ok(None),
+                None => Ok(Some((planned_session_doc(pending.session, &StateUpdate::Replace, None)?, ()))),
+            })
+            .await?
+            .is_some();
+        // A run refused here (another user's id) is not this job's to take back.
+        let (queued, run_written) = match self.upsert_run(pending.run, session_id, user_id).await {
+            Ok(_) => (self.enqueue_job(job, max_depth).await, true),
+            Err(e) => (Err(e), false),
+        };
+        if !matches!(queued, Ok(Enqueued::Accepted(_))) {
+            if run_written && let Err(e) = self.delete_run(&job.id, None).await {
+                tracing::warn!(run = %job.id, error = %e, "cannot take back the run of a job not queued");
+            }
+            if created && let Err(e) = self.delete_session(session_id, None).await {
+                tracing::warn!(session = %session_id, error = %e, "cannot take back the session of a job not queued");
+            }
+        }
+        queued
     }
 
     async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {

@@ -7,8 +7,8 @@
 //! the one `JobStore` of the SQL family, with the queue's reads.
 
 use agno_core::{
-    Cell, Continued, DbResult, Enqueued, Job, JobLease, JobOutcome, JobSignal, JobStatus, JobStore, RunWrite,
-    SortOrder, StoredEvent,
+    Cell, Continued, DbResult, Enqueued, Job, JobLease, JobOutcome, JobSignal, JobStatus, JobStore, PendingRun,
+    RunWrite, SortOrder, StoredEvent,
 };
 use sea_query::{Condition, Expr, ExprTrait, LockType, Order, Query};
 use sea_query_sqlx::{SqlxBinder, SqlxValues};
@@ -136,7 +136,11 @@ impl<A: SqlFamily> JobStore for SqlDb<A> {
     }
 
     async fn enqueue_job(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
-        self.0.enqueue(job, max_depth).await
+        self.0.enqueue(job, max_depth, None).await
+    }
+
+    async fn enqueue_run(&self, job: &Job, max_depth: usize, pending: PendingRun<'_>) -> DbResult<Enqueued> {
+        self.0.enqueue(job, max_depth, Some(pending)).await
     }
 
     async fn claim_job(&self, worker_id: &str, lock_grace_seconds: i64, now: i64) -> DbResult<Option<Job>> {

@@ -1,7 +1,9 @@
 //! `agno_jobs` (the durable queue) and its event log as every SQL adapter writes and reads
 //! them: the columns in table order, the values a job binds to them, and a row read back.
 
-use agno_core::{Cell, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSignal, JobStatus, StoredEvent};
+use agno_core::{
+    Cell, DbError, DbErrorKind, DbResult, Enqueued, Job, JobLease, JobSignal, JobStatus, PendingRun, StoredEvent,
+};
 use sea_query::Query;
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
@@ -21,8 +23,10 @@ const EVENT_COLUMNS: [&str; 6] = ["run_id", "event_index", "attempt", "event", "
 #[async_trait::async_trait]
 pub(crate) trait SqlQueue: SqlAdapter {
     /// `JobStore::enqueue_job`: the database's insert (idempotency key and depth checked in the
-    /// same statement or transaction).
-    async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued>;
+    /// same statement or transaction); with `pending` (`JobStore::enqueue_run`), its session and
+    /// run written first in the same transaction ([`put_pending`]), which rolls back unless the
+    /// job is accepted.
+    async fn enqueue(&self, job: &Job, max_depth: usize, pending: Option<PendingRun<'_>>) -> DbResult<Enqueued>;
 
     /// Claims up to `limit` (at least 1) claimable jobs for `worker_id`, in Agno's order (a
     /// running job locked at or before `stale_before` was abandoned): the database's claim
@@ -206,3 +210,33 @@ pub(crate) const JOB_COLUMN_LIST: [&str; 19] = [
     "updated_at",
     "completed_at",
 ];
+
+/// Writes on `conn` (an enqueue's transaction) what `JobStore::enqueue_run` stores beside the
+/// job: the session unless one of its id is stored (that one is left as it is: one statement,
+/// no read), then the `PENDING` run as `upsert_run` writes it, owned by the job's user.
+///
+/// # Errors
+/// A storage error, or the run's `Conflict` (another user's or another session's id).
+pub(crate) async fn put_pending<A: super::SqlFamily>(
+    db: &A,
+    conn: &mut super::Conn<A::D>,
+    job: &Job,
+    pending: PendingRun<'_>,
+) -> DbResult<()> {
+    let session_id = job.session_id.as_str();
+    let mut values = Vec::with_capacity(super::sessions::COLUMNS.len());
+    for cell in super::sessions::session_cells(pending.session, agno_core::now_epoch_secs())? {
+        values.push(sea_query::Expr::val(A::D::value(cell)?));
+    }
+    let what = format!("cannot write session {session_id}");
+    let (sql, values) = sea_query::Query::insert()
+        .into_table(db.table_ref(&db.tables().sessions))
+        .columns(super::sessions::COLUMNS)
+        .values(values)
+        .map_err(|e| agno_core::DbError::new(agno_core::DbErrorKind::Other, format!("{what}: {e}")))?
+        .on_conflict(sea_query::OnConflict::column("session_id").do_nothing_on(["session_id"]).to_owned())
+        .build_sqlx(A::D::builder());
+    A::D::execute_on(conn, &sql, values).await.map_err(|e| A::D::error(&what, e))?;
+    super::runs::SqlRuns::put_run(db, conn, pending.run, session_id, job.user_id.as_deref(), false).await?;
+    Ok(())
+}

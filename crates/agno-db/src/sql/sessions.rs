@@ -3,11 +3,12 @@
 //! locks) stays with each adapter.
 
 use agno_core::{
-    AgentSession, DbErrorKind, DbResult, RunOutput, SessionPage, SessionQuery, SessionSort, SessionStore, StateUpdate,
-    now_epoch_secs,
+    AgentSession, Cell, DbError, DbErrorKind, DbResult, RunOutput, SessionPage, SessionQuery, SessionSort,
+    SessionStore, StateUpdate, now_epoch_secs,
 };
 use sea_query::{Condition, Expr, ExprTrait, Query, SelectStatement};
 use sea_query_sqlx::SqlxBinder;
+use serde_json::Value;
 use sqlx::Database;
 
 use super::listing::{Listing, readable};
@@ -52,6 +53,39 @@ pub(crate) const COLUMNS: [&str; 14] = [
     "created_at",
     "updated_at",
 ];
+
+/// The cells of `session`'s row, in [`COLUMNS`] order, as a new session is stored (its
+/// `created_at` kept when set, else `now`).
+///
+/// # Errors
+/// A JSON field that cannot be written as JSON.
+pub(crate) fn session_cells(session: &AgentSession, now: i64) -> DbResult<[Cell; 14]> {
+    let json = |v: Option<&Value>| Cell::Json(v.filter(|v| !v.is_null()).cloned());
+    let summary = session
+        .summary
+        .as_ref()
+        .map(|s| {
+            serde_json::to_value(s)
+                .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot write a session summary: {e}")))
+        })
+        .transpose()?;
+    Ok([
+        Cell::Text(Some(session.session_id.clone())),
+        Cell::Text(Some(crate::codec::session_type_of(session).to_owned())),
+        Cell::Text(session.agent_id.clone()),
+        Cell::Text(session.team_id.clone()),
+        Cell::Text(session.workflow_id.clone()),
+        Cell::Text(session.user_id.clone()),
+        Cell::Json(Some(Value::Object(session.session_data.clone().unwrap_or_default()))),
+        Cell::Json(session.agent_data.clone().map(Value::Object)),
+        json(session.extra.get("team_data")),
+        json(session.extra.get("workflow_data")),
+        Cell::Json(session.metadata.clone().map(Value::Object)),
+        Cell::Json(summary),
+        Cell::Int(Some(session.created_at.unwrap_or(now))),
+        Cell::Int(Some(now)),
+    ])
+}
 
 /// A session (without its runs) read back from a row of the sessions table: the JSON columns
 /// as stored (an object column holding anything else reads as none; a summary that is not

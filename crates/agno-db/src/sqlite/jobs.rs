@@ -5,7 +5,7 @@
 //! fenced by its worker id, its attempt and the `running` status.
 
 use crate::sql::SqlAdapter;
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job};
+use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, PendingRun};
 use sqlx::{AssertSqlSafe, Sqlite};
 
 use super::{SqliteState, db_error};
@@ -68,7 +68,7 @@ impl SqliteState {
 
 #[async_trait::async_trait]
 impl crate::sql::jobs::SqlQueue for SqliteState {
-    async fn enqueue(&self, job: &Job, max_depth: usize) -> DbResult<Enqueued> {
+    async fn enqueue(&self, job: &Job, max_depth: usize, pending: Option<PendingRun<'_>>) -> DbResult<Enqueued> {
         let t = &self.tables().jobs;
         // An empty key is no key (as in Agno): the unique indexes would otherwise cover ''.
         let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
@@ -94,6 +94,12 @@ impl crate::sql::jobs::SqlQueue for SqliteState {
                 return Ok(existing.map_or(Enqueued::QueueFull, Enqueued::Duplicate));
             }
         }
+        if let Some(pending) = pending
+            && let Err(e) = crate::sql::jobs::put_pending(self, &mut tx, job, pending).await
+        {
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
         let inserted =
             crate::sql::bind_all::<Sqlite>(sqlx::query(AssertSqlSafe(insert)), job_cells::<Sqlite>(job, key))?
                 .fetch_all(&mut *tx)
@@ -102,7 +108,9 @@ impl crate::sql::jobs::SqlQueue for SqliteState {
         // Nothing inserted: a unique index decided. The key's original job, else the id is taken.
         let existing =
             if inserted.is_empty() { self.job_by_key(&mut tx, key, job.user_id.as_deref()).await? } else { None };
-        tx.commit().await.map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
+        // A job not inserted keeps nothing of its transaction (the pending session and run).
+        let end = if inserted.is_empty() { tx.rollback().await } else { tx.commit().await };
+        end.map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
         if let Some(row) = inserted.first() {
             return Ok(Enqueued::Accepted(job_from_row::<Sqlite>(row)?));
         }

@@ -209,25 +209,29 @@ pub async fn store_pending(state: &dyn Served, job: &Job) -> Result<bool, agno_c
         .ok_or_else(|| invalid(format!("{} {} is not served here", spec.kind, spec.component_id)))
 }
 
-/// [`store_pending`] of `spec`, the job's own; `None` when its component is not served here.
-pub(crate) async fn store_pending_spec(
-    state: &dyn Served,
-    job: &Job,
-    spec: &RunSpec,
-) -> Result<Option<bool>, agno_core::DbError> {
-    let Some(mut run) = pending_record(state, spec) else { return Ok(None) };
+/// What a submitted run job is stored with: the session it runs in, as a new one (written only
+/// when none of its id is stored), and its `PENDING` run; `None` when its component is not served
+/// here.
+pub(crate) fn pending_parts(state: &dyn Served, job: &Job, spec: &RunSpec) -> Option<(AgentSession, RunOutput)> {
+    let mut run = pending_record(state, spec)?;
     run.created_at = job.created_at;
+    let mut session = AgentSession::new(job.session_id.clone());
+    let id = Some(job.component_id.clone());
+    match spec.kind {
+        ComponentKind::Agent => session.agent_id = id,
+        ComponentKind::Team => session.team_id = id,
+        ComponentKind::Workflow => session.workflow_id = id,
+    }
+    session.user_id.clone_from(&job.user_id);
+    Some((session, run))
+}
+
+/// [`store_pending`] of `spec`, the job's own; `None` when its component is not served here.
+async fn store_pending_spec(state: &dyn Served, job: &Job, spec: &RunSpec) -> Result<Option<bool>, agno_core::DbError> {
+    let Some((session, run)) = pending_parts(state, job, spec) else { return Ok(None) };
     let db = state.database().ok_or_else(|| agno_core::DbError::new(agno_core::DbErrorKind::Other, "no database"))?;
     let created = db.get_session(&job.session_id, None, Some(0)).await?.is_none();
     if created {
-        let mut session = AgentSession::new(job.session_id.clone());
-        let id = Some(job.component_id.clone());
-        match spec.kind {
-            ComponentKind::Agent => session.agent_id = id,
-            ComponentKind::Team => session.team_id = id,
-            ComponentKind::Workflow => session.workflow_id = id,
-        }
-        session.user_id.clone_from(&job.user_id);
         // The new session and its first run in one transaction.
         let keep = StateUpdate::keep();
         let write = agno_core::RunWrite { session: &session, state: &keep, run: &run, user_id: job.user_id.as_deref() };

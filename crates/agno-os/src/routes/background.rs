@@ -53,59 +53,40 @@ pub(crate) async fn submit(
     job.user_id.clone_from(&spec.user_id);
     job.idempotency_key = idempotency_key;
     job.max_attempts = queue.settings.max_attempts.max(1);
-    // The PENDING run is written before the job can be claimed, so a worker's RUNNING write is
-    // never overwritten by it.
-    let created_session = crate::queue::store_pending_spec(state, &job, spec)
-        .await?
+    let (session, run) = crate::queue::pending_parts(state, &job, spec)
         .ok_or_else(|| ApiError::not_found(format!("{} {} not found", spec.kind, spec.component_id)))?;
-    enqueue(state, queue, &job, created_session, stream).await
+    enqueue(state, queue, &job, agno_core::PendingRun { session: &session, run: &run }, stream).await
 }
 
-/// Commits `job`, whose `PENDING` run (and, when `created_session`, its session) the caller has
-/// just written so a worker's `RUNNING` write can never be overwritten by it. The same
+/// Commits `job` together with its `PENDING` run (and its session, when new), so a worker never
+/// sees the job before its run and its `RUNNING` write can never be overwritten by it. The same
 /// idempotency key from the same user answers the original run (409 when it was for another
-/// component); a full queue answers 429. A job that is not accepted takes its run (and the
-/// session made for it) away again.
+/// component); a full queue answers 429. A job that is not accepted leaves neither run nor
+/// session behind (one transaction on the SQL databases).
 pub(crate) async fn enqueue(
     state: &AppState,
     queue: &Queue,
     job: &Job,
-    created_session: bool,
+    pending: agno_core::PendingRun<'_>,
     stream: bool,
 ) -> ApiResult<Response> {
     let db = state.require_db()?;
-    let discard = || async {
-        db.delete_run(&job.id, None).await?;
-        if created_session {
-            db.delete_session(&job.session_id, None).await?;
-        }
-        Ok::<(), ApiError>(())
-    };
-    match queue.store.enqueue_job(job, queue.settings.max_queue_depth).await {
-        Ok(agno_core::Enqueued::Accepted(job)) => {
+    match queue.store.enqueue_run(job, queue.settings.max_queue_depth, pending).await? {
+        agno_core::Enqueued::Accepted(job) => {
             queue.signal(agno_core::JobSignal::Claimable(job.id.clone()));
             accepted(state, queue, &job, RunStatus::Pending.as_str(), stream)
         }
-        Ok(agno_core::Enqueued::Duplicate(original)) if original.component_id == job.component_id => {
-            discard().await?;
+        agno_core::Enqueued::Duplicate(original) if original.component_id == job.component_id => {
             let status = db.get_run(&original.id, None).await?.map_or(RunStatus::Pending, |run| run.status);
             accepted(state, queue, &original, status.as_str(), stream)
         }
-        Ok(agno_core::Enqueued::Duplicate(_)) => {
-            discard().await?;
+        agno_core::Enqueued::Duplicate(_) => {
             Err(ApiError::conflict("this Idempotency-Key was already used for another component"))
         }
-        Ok(agno_core::Enqueued::QueueFull) => {
-            discard().await?;
-            Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("the queue is full ({} runs waiting); retry later", queue.settings.max_queue_depth),
-            ))
-        }
-        Err(e) => {
-            discard().await?;
-            Err(e.into())
-        }
+        agno_core::Enqueued::QueueFull => Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("the queue is full ({} runs waiting); retry later", queue.settings.max_queue_depth),
+        )),
     }
 }
 
