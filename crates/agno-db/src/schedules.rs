@@ -6,7 +6,6 @@ use std::cmp::Ordering;
 
 use agno_core::{Schedule, ScheduleQuery, ScheduleRun};
 
-/// Page size of a schedule listing without a limit (Agno's default).
 /// Python Agno 3.x: nullable TEXT provenance columns on schedules, two of them indexed.
 pub(crate) const SCHEDULE_PROVENANCE_COLUMNS: &[&str] = &[
     "managed_by",
@@ -19,6 +18,7 @@ pub(crate) const SCHEDULE_PROVENANCE_COLUMNS: &[&str] = &[
     "disabled_reason",
 ];
 
+/// Page size of a schedule listing without a limit (Agno's default).
 pub(crate) const SCHEDULES_PAGE: usize = 100;
 /// Page size of a schedule-run listing without a limit (Agno's default).
 pub(crate) const SCHEDULE_RUNS_PAGE: usize = 20;
