@@ -160,6 +160,12 @@ impl StateUpdate {
         StateUpdate::Merge { set: Map::new(), removed: Vec::new(), metrics: None }
     }
 
+    /// True for a merge that sets, removes and adds nothing ([`StateUpdate::keep`], or the diff of
+    /// a state a run has not changed yet): the stored state and metrics stay exactly as stored.
+    pub fn changes_nothing(&self) -> bool {
+        matches!(self, StateUpdate::Merge { set, removed, metrics: None } if set.is_empty() && removed.is_empty())
+    }
+
     /// The same merge, also adding `metrics` to the stored `session_metrics`.
     pub fn with_metrics(self, metrics: crate::Metrics) -> Self {
         match self {

@@ -34,6 +34,14 @@ async fn fresh_db() -> (SqliteDb, PathBuf) {
     (db, path)
 }
 
+/// The session `rust_run`'s runs belong to (agent `rs-agent`, user `rs-user`).
+fn rust_session() -> AgentSession {
+    let mut session = AgentSession::new("rs-session");
+    session.agent_id = Some("rs-agent".into());
+    session.user_id = Some("rs-user".into());
+    session
+}
+
 fn rust_run(i: usize) -> RunOutput {
     let mut run = RunOutput::new(format!("rs-run-{i}"), "rs-session");
     run.agent_id = Some("rs-agent".into());
@@ -61,9 +69,7 @@ fn rust_run(i: usize) -> RunOutput {
 async fn python_agno_reads_what_agno_rs_wrote() {
     let Some(py) = python() else { return };
     let (db, path) = fresh_db().await;
-    let mut session = AgentSession::new("rs-session");
-    session.agent_id = Some("rs-agent".into());
-    session.user_id = Some("rs-user".into());
+    let mut session = rust_session();
     session.set_session_state(json!({"from": "rust"}).as_object().unwrap().clone());
     db.upsert_session(&session, &StateUpdate::Replace).await.unwrap();
     for i in 0..3 {
@@ -98,9 +104,7 @@ async fn python_agno_reads_a_queued_run_and_its_new_session() {
     use agno_core::{Enqueued, JobStore, PendingRun};
     let Some(py) = python() else { return };
     let (db, path) = fresh_db().await;
-    let mut session = AgentSession::new("rs-session");
-    session.agent_id = Some("rs-agent".into());
-    session.user_id = Some("rs-user".into());
+    let session = rust_session();
     let mut run = rust_run(0);
     run.status = RunStatus::Pending;
     run.content = None;

@@ -350,6 +350,51 @@ pub async fn session_state_updates_merge(db: Arc<dyn Db>) {
     assert_eq!(got.session_state(), Some(&obj(json!({"a": 2, "b": 3}))));
 }
 
+/// A merge that changes no state key (a run's first write) keeps the stored state and metrics,
+/// whatever the writer's copy holds, and writes the rest of the session; it removes metrics the
+/// stored session does not have, creates a missing session as written, and refuses another
+/// user's session.
+pub async fn session_merge_that_changes_nothing_keeps_what_is_stored(db: Arc<dyn Db>) {
+    let data = |v: Value| Some(obj(v));
+    let mut stored = session("kept", Some("alice"));
+    stored.session_data =
+        data(json!({"session_state": {"a": 1}, "session_metrics": {"input_tokens": 5}, "session_name": "old"}));
+    stored.agent_data = data(json!({"name": "old"}));
+    save_session(&db, &stored).await;
+    let mut stale = session("kept", Some("alice"));
+    stale.session_data = data(json!({"session_state": {}, "session_name": "new"}));
+    stale.agent_data = data(json!({"name": "new"}));
+    db.upsert_session(&stale, &StateUpdate::keep()).await.expect("keep");
+    let got = db.get_session("kept", Some("alice"), Some(0)).await.expect("get").expect("present");
+    let got_data = got.session_data.clone().unwrap_or_default();
+    assert_eq!(got_data.get("session_state"), Some(&json!({"a": 1})), "stored state kept");
+    assert_eq!(got_data.get("session_metrics"), Some(&json!({"input_tokens": 5})), "stored metrics kept");
+    assert_eq!(got_data.get("session_name"), Some(&json!("new")), "the rest is the writer's");
+    assert_eq!(got.agent_data.and_then(|d| d.get("name").cloned()), Some(json!("new")));
+
+    let mut bare = session("bare", None);
+    bare.session_data = data(json!({"session_state": {"b": 2}}));
+    save_session(&db, &bare).await;
+    let mut counted = session("bare", None);
+    counted.session_data = data(json!({"session_state": {}, "session_metrics": {"input_tokens": 9}}));
+    db.upsert_session(&counted, &StateUpdate::keep()).await.expect("keep");
+    let got = db.get_session("bare", None, Some(0)).await.expect("get").expect("present").session_data;
+    assert_eq!(got, data(json!({"session_state": {"b": 2}})), "no stored metrics: none kept");
+
+    let mut fresh = session("fresh-keep", Some("bob"));
+    fresh.session_data = data(json!({"session_state": {"c": 3}}));
+    db.upsert_session(&fresh, &StateUpdate::keep()).await.expect("create");
+    let got = db.get_session("fresh-keep", Some("bob"), Some(0)).await.expect("get").expect("created");
+    assert_eq!(got.session_state(), Some(&obj(json!({"c": 3}))));
+
+    let mut intruder = session("kept", Some("mallory"));
+    intruder.agent_data = data(json!({"name": "mallory's"}));
+    let err = db.upsert_session(&intruder, &StateUpdate::keep()).await.expect_err("another user's session");
+    assert_eq!(err.kind(), agno_core::DbErrorKind::Conflict, "{err}");
+    let got = db.get_session("kept", Some("alice"), Some(0)).await.expect("get").expect("present");
+    assert_eq!(got.agent_data.and_then(|d| d.get("name").cloned()), Some(json!("new")), "untouched");
+}
+
 /// 100 concurrent run writes on one session give 100 rows with distinct indexes.
 pub async fn concurrent_run_writes_lose_nothing(db: Arc<dyn Db>) {
     save_session(&db, &session("s1", None)).await;
@@ -431,6 +476,7 @@ macro_rules! db_conformance {
                 rename_session_sets_the_name,
                 users_are_isolated,
                 session_state_updates_merge,
+                session_merge_that_changes_nothing_keeps_what_is_stored,
                 concurrent_run_writes_lose_nothing,
                 concurrent_state_merges_lose_nothing,
                 concurrent_first_merges_lose_nothing,

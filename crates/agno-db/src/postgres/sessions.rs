@@ -59,14 +59,44 @@ impl crate::sql::sessions::SqlSessions for PostgresState {
                 .bind(session.created_at.unwrap_or(now))
                 .bind(now))
         };
-        let upsert = format!(
-            "{columns} ON CONFLICT (session_id) DO UPDATE SET session_type = excluded.session_type, agent_id = excluded.agent_id, \
-             team_id = excluded.team_id, workflow_id = excluded.workflow_id, user_id = excluded.user_id, \
-             session_data = excluded.session_data, agent_data = excluded.agent_data, team_data = excluded.team_data, \
-             workflow_data = excluded.workflow_data, metadata = excluded.metadata, summary = excluded.summary, \
-             updated_at = excluded.updated_at \
-             WHERE t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL"
-        );
+        // The upsert writing `session_data` as `data`, where `guard` holds (and the writer may
+        // replace the stored row).
+        let upsert_with = |data: &str, guard: &str| {
+            format!(
+                "{columns} ON CONFLICT (session_id) DO UPDATE SET session_type = excluded.session_type, \
+                 agent_id = excluded.agent_id, team_id = excluded.team_id, workflow_id = excluded.workflow_id, \
+                 user_id = excluded.user_id, session_data = {data}, agent_data = excluded.agent_data, \
+                 team_data = excluded.team_data, workflow_data = excluded.workflow_data, \
+                 metadata = excluded.metadata, summary = excluded.summary, updated_at = excluded.updated_at \
+                 WHERE (t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL){guard}"
+            )
+        };
+        let upsert = upsert_with("excluded.session_data", "");
+        if state.changes_nothing() {
+            // A run's first write: nothing of the stored state changes, so nothing is read. The
+            // upsert keeps the stored `session_state` and `session_metrics` itself (what the read
+            // below and `StateUpdate::session_data` would keep), one statement under the row's
+            // lock. A stored `session_data` that is a JSON string (text a client double-encoded)
+            // is left to the read below, as is another user's session (nothing written here:
+            // the read path refuses it).
+            let kept = "CASE WHEN jsonb_typeof(t.session_data) = 'object' THEN \
+                 (excluded.session_data - 'session_state' - 'session_metrics') \
+                 || jsonb_build_object('session_state', \
+                 CASE WHEN jsonb_typeof(t.session_data -> 'session_state') = 'object' \
+                 THEN t.session_data -> 'session_state' ELSE '{}'::jsonb END) \
+                 || CASE WHEN t.session_data ? 'session_metrics' \
+                 THEN jsonb_build_object('session_metrics', t.session_data -> 'session_metrics') \
+                 ELSE '{}'::jsonb END \
+                 ELSE excluded.session_data END";
+            let sql = upsert_with(kept, " AND jsonb_typeof(t.session_data) IS DISTINCT FROM 'string'");
+            let written = write(base.clone(), sql)?
+                .execute(&mut *conn)
+                .await
+                .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
+            if written.rows_affected() == 1 {
+                return Ok(());
+            }
+        }
         let session_data = match state {
             StateUpdate::Replace => base,
             StateUpdate::Merge { .. } => {
