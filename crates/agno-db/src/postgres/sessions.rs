@@ -4,28 +4,13 @@
 use crate::sql::SqlAdapter;
 use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_epoch_secs};
 use serde_json::{Map, Value};
-use sqlx::AssertSqlSafe;
+use sqlx::{AssertSqlSafe, Postgres};
 
-use super::{PostgresState, db_error, sanitize, value_column};
-use crate::codec::session_type_of;
+use super::{PostgresState, db_error, value_column};
+use crate::sql::runs::bind_cells;
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
      agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
-
-/// A JSONB column value to write: `None` stays SQL NULL.
-fn json_param<T: serde::Serialize>(value: Option<&T>, what: &str) -> DbResult<Option<Value>> {
-    value
-        .map(|v| {
-            serde_json::to_value(v)
-                .map(|mut v| {
-                    sanitize(&mut v);
-                    v
-                })
-                .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot encode {what} as JSON: {e}")))
-        })
-        .transpose()
-        .map(|v| v.filter(|v| !v.is_null()))
-}
 
 #[async_trait::async_trait]
 impl crate::sql::sessions::SqlSessions for PostgresState {
@@ -42,22 +27,9 @@ impl crate::sql::sessions::SqlSessions for PostgresState {
         let columns = format!(
             "INSERT INTO {t} AS t ({SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
         );
-        let write = |session_data: Map<String, Value>, sql: String| -> DbResult<_> {
-            Ok(sqlx::query(AssertSqlSafe(sql))
-                .bind(id)
-                .bind(session_type_of(session))
-                .bind(&session.agent_id)
-                .bind(&session.team_id)
-                .bind(&session.workflow_id)
-                .bind(&session.user_id)
-                .bind(json_param(Some(&session_data), "session_data")?)
-                .bind(json_param(session.agent_data.as_ref(), "agent_data")?)
-                .bind(json_param(session.extra.get("team_data"), "team_data")?)
-                .bind(json_param(session.extra.get("workflow_data"), "workflow_data")?)
-                .bind(json_param(session.metadata.as_ref(), "metadata")?)
-                .bind(json_param(session.summary.as_ref(), "summary")?)
-                .bind(session.created_at.unwrap_or(now))
-                .bind(now))
+        let write = |session_data: Map<String, Value>, sql: String| {
+            let cells = crate::sql::sessions::session_cells(session, session_data, now)?;
+            bind_cells::<Postgres>(sqlx::query(AssertSqlSafe(sql)), cells)
         };
         // The upsert writing `session_data` as `data`, where `guard` holds (and the writer may
         // replace the stored row).

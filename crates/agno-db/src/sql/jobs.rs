@@ -225,7 +225,8 @@ pub(crate) async fn put_pending<A: super::SqlFamily>(
 ) -> DbResult<()> {
     let session_id = job.session_id.as_str();
     let mut values = Vec::with_capacity(super::sessions::COLUMNS.len());
-    for cell in super::sessions::session_cells(pending.session, agno_core::now_epoch_secs())? {
+    let data = pending.session.session_data.clone().unwrap_or_default();
+    for cell in super::sessions::session_cells(pending.session, data, agno_core::now_epoch_secs())? {
         values.push(sea_query::Expr::val(A::D::value(cell)?));
     }
     let what = format!("cannot write session {session_id}");

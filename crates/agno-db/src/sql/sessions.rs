@@ -54,12 +54,17 @@ pub(crate) const COLUMNS: [&str; 14] = [
     "updated_at",
 ];
 
-/// The cells of `session`'s row, in [`COLUMNS`] order, as a new session is stored (its
-/// `created_at` kept when set, else `now`).
+/// The cells of `session`'s row, in [`COLUMNS`] order, with `session_data` as its session data
+/// (what a merge made of the session's own) and `now` as `updated_at` (and `created_at`, unless
+/// the session has one).
 ///
 /// # Errors
 /// A JSON field that cannot be written as JSON.
-pub(crate) fn session_cells(session: &AgentSession, now: i64) -> DbResult<[Cell; 14]> {
+pub(crate) fn session_cells(
+    session: &AgentSession,
+    session_data: serde_json::Map<String, Value>,
+    now: i64,
+) -> DbResult<[Cell; 14]> {
     let json = |v: Option<&Value>| Cell::Json(v.filter(|v| !v.is_null()).cloned());
     let summary = session
         .summary
@@ -76,7 +81,7 @@ pub(crate) fn session_cells(session: &AgentSession, now: i64) -> DbResult<[Cell;
         Cell::Text(session.team_id.clone()),
         Cell::Text(session.workflow_id.clone()),
         Cell::Text(session.user_id.clone()),
-        Cell::Json(Some(Value::Object(session.session_data.clone().unwrap_or_default()))),
+        Cell::Json(Some(Value::Object(session_data))),
         Cell::Json(session.agent_data.clone().map(Value::Object)),
         json(session.extra.get("team_data")),
         json(session.extra.get("workflow_data")),

@@ -3,21 +3,14 @@
 use crate::sql::SqlAdapter;
 use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, StateUpdate, now_epoch_secs};
 use serde_json::{Map, Value};
-use sqlx::AssertSqlSafe;
+use sqlx::{AssertSqlSafe, Sqlite};
 
 use super::{SqliteState, db_error};
-use crate::codec::{object_column, session_type_of, to_json_text};
+use crate::codec::object_column;
+use crate::sql::runs::bind_cells;
 
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
      agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
-
-fn extra_json(session: &AgentSession, key: &str) -> Option<String> {
-    session.extra.get(key).filter(|v| !v.is_null()).map(Value::to_string)
-}
-
-fn opt_json<T: serde::Serialize>(v: Option<&T>) -> DbResult<Option<String>> {
-    v.map(to_json_text).transpose()
-}
 
 #[async_trait::async_trait]
 impl crate::sql::sessions::SqlSessions for SqliteState {
@@ -43,22 +36,9 @@ impl crate::sql::sessions::SqlSessions for SqliteState {
                  WHERE ({t}.user_id IS excluded.user_id OR {t}.user_id IS NULL){guard}"
             )
         };
-        let write = |session_data: &Map<String, Value>, sql: String| -> DbResult<_> {
-            Ok(sqlx::query(AssertSqlSafe(sql))
-                .bind(id)
-                .bind(session_type_of(session))
-                .bind(&session.agent_id)
-                .bind(&session.team_id)
-                .bind(&session.workflow_id)
-                .bind(&session.user_id)
-                .bind(to_json_text(session_data)?)
-                .bind(opt_json(session.agent_data.as_ref())?)
-                .bind(extra_json(session, "team_data"))
-                .bind(extra_json(session, "workflow_data"))
-                .bind(opt_json(session.metadata.as_ref())?)
-                .bind(opt_json(session.summary.as_ref())?)
-                .bind(session.created_at.unwrap_or(now))
-                .bind(now))
+        let write = |session_data: &Map<String, Value>, sql: String| {
+            let cells = crate::sql::sessions::session_cells(session, session_data.clone(), now)?;
+            bind_cells::<Sqlite>(sqlx::query(AssertSqlSafe(sql)), cells)
         };
         let mut session_data = session.session_data.clone().unwrap_or_default();
         if state.changes_nothing() {
