@@ -22,7 +22,8 @@ impl crate::sql::sessions::SqlSessions for PostgresState {
     ) -> DbResult<()> {
         let t = self.qualified(&self.tables().sessions);
         let id = &session.session_id;
-        let base = session.session_data.clone().unwrap_or_default();
+        // The session's own `session_data`, copied where a write takes it.
+        let base = || session.session_data.clone().unwrap_or_default();
         let now = now_epoch_secs();
         let columns = format!(
             "INSERT INTO {t} AS t ({SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
@@ -61,7 +62,7 @@ impl crate::sql::sessions::SqlSessions for PostgresState {
                  ELSE '{}'::jsonb END \
                  ELSE excluded.session_data END";
             let sql = upsert_with(kept, " AND jsonb_typeof(t.session_data) IS DISTINCT FROM 'string'");
-            let written = write(base.clone(), sql)?
+            let written = write(base(), sql)?
                 .execute(&mut *conn)
                 .await
                 .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
@@ -70,7 +71,7 @@ impl crate::sql::sessions::SqlSessions for PostgresState {
             }
         }
         let session_data = match state {
-            StateUpdate::Replace => base,
+            StateUpdate::Replace => base(),
             StateUpdate::Merge { .. } => {
                 // A merge reads the stored state under the row's lock, then writes it back. A session
                 // not stored yet is inserted only if nobody inserted it meanwhile (ON CONFLICT DO
@@ -96,10 +97,10 @@ impl crate::sql::sessions::SqlSessions for PostgresState {
                             Some(Value::Object(stored)) => Some(stored),
                             _ => None,
                         };
-                        break state.session_data(base, stored.as_ref());
+                        break state.session_data(base(), stored.as_ref());
                     }
                     let inserted =
-                        write(state.session_data(base.clone(), None), format!("{columns} ON CONFLICT DO NOTHING"))?
+                        write(state.session_data(base(), None), format!("{columns} ON CONFLICT DO NOTHING"))?
                             .execute(&mut *conn)
                             .await
                             .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;

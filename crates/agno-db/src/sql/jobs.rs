@@ -230,11 +230,11 @@ pub(crate) async fn put_pending<A: super::SqlFamily>(
         values.push(sea_query::Expr::val(A::D::value(cell)?));
     }
     let what = format!("cannot write session {session_id}");
-    let (sql, values) = sea_query::Query::insert()
+    let (sql, values) = Query::insert()
         .into_table(db.table_ref(&db.tables().sessions))
         .columns(super::sessions::COLUMNS)
         .values(values)
-        .map_err(|e| agno_core::DbError::new(agno_core::DbErrorKind::Other, format!("{what}: {e}")))?
+        .map_err(|e| DbError::new(DbErrorKind::Other, format!("{what}: {e}")))?
         .on_conflict(sea_query::OnConflict::column("session_id").do_nothing_on(["session_id"]).to_owned())
         .build_sqlx(A::D::builder());
     A::D::execute_on(conn, &sql, values).await.map_err(|e| A::D::error(&what, e))?;

@@ -36,11 +36,12 @@ impl crate::sql::sessions::SqlSessions for SqliteState {
                  WHERE ({t}.user_id IS excluded.user_id OR {t}.user_id IS NULL){guard}"
             )
         };
-        let write = |session_data: &Map<String, Value>, sql: String| {
-            let cells = crate::sql::sessions::session_cells(session, session_data.clone(), now)?;
+        let write = |session_data: Map<String, Value>, sql: String| {
+            let cells = crate::sql::sessions::session_cells(session, session_data, now)?;
             bind_cells::<Sqlite>(sqlx::query(AssertSqlSafe(sql)), cells)
         };
-        let mut session_data = session.session_data.clone().unwrap_or_default();
+        // The session's own `session_data`, copied where a write takes it.
+        let base = || session.session_data.clone().unwrap_or_default();
         if state.changes_nothing() {
             // A run's first write: nothing of the stored state changes, so nothing is read. The
             // upsert keeps the stored `session_state` and `session_metrics` itself (in place, as
@@ -61,7 +62,7 @@ impl crate::sql::sessions::SqlSessions for SqliteState {
                  THEN {t}.session_data -> '$.session_state' ELSE json('{{}}') END) \
                  ELSE excluded.session_data END"
             );
-            let written = write(&session_data, upsert_with(&kept, &format!(" AND {stored_object}")))?
+            let written = write(base(), upsert_with(&kept, &format!(" AND {stored_object}")))?
                 .execute(&mut *conn)
                 .await
                 .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
@@ -69,6 +70,7 @@ impl crate::sql::sessions::SqlSessions for SqliteState {
                 return Ok(());
             }
         }
+        let mut session_data = base();
         if let StateUpdate::Merge { .. } = state {
             let sql = format!("SELECT session_data FROM {t} WHERE session_id = ?");
             let stored: Option<Option<String>> = sqlx::query_scalar(AssertSqlSafe(sql.as_str()))
@@ -79,7 +81,7 @@ impl crate::sql::sessions::SqlSessions for SqliteState {
                 .map_err(|e| db_error(&format!("cannot read session {id}"), e))?;
             session_data = state.session_data(session_data, object_column(stored.flatten())?.as_ref());
         }
-        let result = write(&session_data, upsert_with("excluded.session_data", ""))?
+        let result = write(session_data, upsert_with("excluded.session_data", ""))?
             .execute(&mut *conn)
             .await
             .map_err(|e| db_error(&format!("cannot write session {id}"), e))?;
