@@ -134,6 +134,65 @@ pub async fn run_writes_store_session_and_run_together(db: Arc<dyn Db>) {
     assert_eq!(r0.created_at, 1);
 }
 
+/// 96 concurrent run writes over four sessions, each merging its own state key and adding its
+/// run's tokens to the session's metrics, with a refused write among every twelve (another
+/// user's run id): every accepted run is stored with its own index, every key and every token
+/// counted, and each refused write gets its conflict and leaves nothing (where the store commits
+/// concurrent writes together, a refused write must not take its neighbours down, nor be
+/// half-kept with them).
+pub async fn concurrent_run_writes_with_their_sessions_lose_nothing(db: Arc<dyn Db>) {
+    save_session(&db, &session("taken", Some("other"))).await;
+    let mut theirs = run("theirs", "taken", 1);
+    theirs.user_id = Some("other".to_owned());
+    db.upsert_run(&theirs, "taken", Some("other")).await.expect("another user's run");
+    let tasks: Vec<_> = (0..96u64)
+        .map(|i| {
+            let db = Arc::clone(&db);
+            tokio::spawn(async move {
+                let sid = format!("s{}", i % 4);
+                let refused = i % 12 == 5;
+                let id = if refused { "theirs".to_owned() } else { format!("r{i}") };
+                let mut s = session(&sid, Some("u1"));
+                let key = format!("k{i}");
+                s.set_session_state(obj(json!({ key.clone(): i })));
+                let tokens = agno_core::Metrics { input_tokens: 1, output_tokens: i, ..Default::default() };
+                let update = StateUpdate::diff(&Map::new(), &obj(json!({ key: i }))).with_metrics(tokens);
+                let mut r = run(&id, &sid, i64::try_from(i).expect("small"));
+                r.user_id = Some("u1".to_owned());
+                let written =
+                    db.save_run_write(RunWrite { session: &s, state: &update, run: &r, user_id: Some("u1") }).await;
+                (i, refused, written)
+            })
+        })
+        .collect();
+    let mut indexes: Vec<HashSet<i64>> = vec![HashSet::new(); 4];
+    for t in tasks {
+        let (i, refused, written) = t.await.expect("join");
+        if refused {
+            let err = written.expect_err("another user's run id");
+            assert_eq!(err.kind(), DbErrorKind::Conflict, "write {i}: {err}");
+        } else {
+            indexes[usize::try_from(i % 4).expect("small")]
+                .insert(written.unwrap_or_else(|e| panic!("write {i}: {e}")));
+        }
+    }
+    for n in 0..4u64 {
+        let sid = format!("s{n}");
+        let got = db.get_session(&sid, None, None).await.expect("get").expect("stored");
+        let accepted: Vec<u64> = (0..96u64).filter(|i| i % 4 == n && i % 12 != 5).collect();
+        let keys: HashSet<String> = got.session_state().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        assert_eq!(keys, accepted.iter().map(|i| format!("k{i}")).collect(), "{sid}: state keys");
+        let metrics = got.session_data.as_ref().and_then(|d| d.get("session_metrics")).expect("metrics");
+        assert_eq!(metrics["input_tokens"], json!(accepted.len()), "{sid}: one token per accepted run");
+        assert_eq!(metrics["output_tokens"], json!(accepted.iter().sum::<u64>()), "{sid}: output tokens");
+        assert_eq!(got.runs().len(), accepted.len(), "{sid}: runs");
+        let n = usize::try_from(n).expect("small");
+        assert_eq!(indexes[n].len(), accepted.len(), "{sid}: one index per run");
+    }
+    let theirs = db.get_run("theirs", None).await.expect("get").expect("kept");
+    assert_eq!(theirs.session_id.as_deref(), Some("taken"), "the refused writes left another user's run alone");
+}
+
 /// `runs_limit` reads only the latest N runs, oldest first.
 pub async fn runs_limit_reads_the_latest_runs(db: Arc<dyn Db>) {
     save_session(&db, &session("s1", None)).await;
@@ -468,6 +527,7 @@ macro_rules! db_conformance {
                 runs_are_stored_apart_and_read_in_order,
                 run_update_keeps_its_index,
                 run_writes_store_session_and_run_together,
+                concurrent_run_writes_with_their_sessions_lose_nothing,
                 runs_limit_reads_the_latest_runs,
                 get_runs_filters_and_pages_by_cursor,
                 deletes_cascade_from_sessions_to_runs,

@@ -11,6 +11,7 @@
 
 pub(crate) mod dialects;
 pub(crate) mod evals;
+pub(crate) mod group_commit;
 pub(crate) mod job_transitions;
 pub(crate) mod jobs;
 pub(crate) mod knowledge;
@@ -82,6 +83,17 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
     /// This process's turn to write, where the database has a single writer (SQLite: held until
     /// the guard drops); none elsewhere.
     async fn writer_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        None
+    }
+
+    /// The writer turn when nobody holds it now (SQLite); none where writers do not take turns.
+    fn try_writer_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        None
+    }
+
+    /// Where run writes waiting for the writer turn are committed together (SQLite); none
+    /// where writers do not take turns.
+    fn group_commit(&self) -> Option<&group_commit::GroupCommit> {
         None
     }
 
@@ -242,12 +254,20 @@ impl<'a, A: SqlAdapter> Tx<'a, A> {
     /// No connection, or the database refuses the transaction.
     pub(crate) async fn begin(db: &'a A) -> DbResult<Self> {
         let turn = db.writer_turn().await;
+        Ok(Self { _turn: turn, ..Self::begin_in_turn(db).await? })
+    }
+
+    /// Starts a transaction on `db` whose writer turn the caller holds already.
+    ///
+    /// # Errors
+    /// No connection, or the database refuses the transaction.
+    pub(crate) async fn begin_in_turn(db: &'a A) -> DbResult<Self> {
         let tx = match A::D::BEGIN {
             Some(begin) => db.pool().begin_with(begin).await,
             None => db.pool().begin().await,
         }
         .map_err(|e| A::D::error("cannot start a transaction", e))?;
-        Ok(Self { tx, _turn: turn })
+        Ok(Self { tx, _turn: None })
     }
 
     /// Runs a built statement and returns its rows, or the driver's error.

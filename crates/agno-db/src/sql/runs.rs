@@ -148,38 +148,39 @@ pub(crate) fn listed_runs<D: Dialect>(found: &[Row<D>]) -> Vec<RunOutput> {
         .collect()
 }
 
-/// Writes a run and its session in one transaction (the writer's turn and the dialect's `BEGIN`,
-/// as [`Tx`] takes them), tried again when it lost a race: first `guard` when given (a
-/// conditional write: when it changes no row, nothing is written and the answer is `None`), then
-/// the session, then the run. The run's `run_index`.
+/// A built statement and its values.
+pub(crate) type Statement = (String, sea_query_sqlx::SqlxValues);
+
+/// Writes a run and its session in one transaction, after `guard` (a claimed job's lease check)
+/// changed a row: the run's `run_index`, `None` (nothing written) when the guard did not hold.
+/// Where the database has one writer (SQLite), concurrent writes share a transaction
+/// ([`group_commit`](super::group_commit)).
 ///
 /// # Errors
-/// A failed write; the transaction is rolled back.
+/// A statement fails, or the session or run belongs to another user.
 pub(crate) async fn write_with_session<A: SqlSessions + SqlRuns>(
     db: &A,
     write: RunWrite<'_>,
-    guard: Option<(String, sea_query_sqlx::SqlxValues)>,
+    guard: Option<Statement>,
+) -> DbResult<Option<i64>> {
+    match db.group_commit() {
+        Some(group) => super::group_commit::write(db, group, write, guard).await,
+        None => write_alone(db, write, guard, false).await,
+    }
+}
+
+/// [`write_with_session`] in a transaction of its own (taking the writer turn, unless the
+/// caller holds it: `in_turn`), tried again when it lost a race.
+pub(crate) async fn write_alone<A: SqlSessions + SqlRuns>(
+    db: &A,
+    write: RunWrite<'_>,
+    guard: Option<Statement>,
+    in_turn: bool,
 ) -> DbResult<Option<i64>> {
     super::retrying::<A::D, _, _, _>(|| async {
         let what = format!("cannot write run {}", write.run.id());
-        let mut tx = Tx::begin(db).await?;
-        let guarded = match guard.clone() {
-            Some(statement) => tx.changed(statement, &what).await.map(|n| n > 0),
-            None => Ok(true),
-        };
-        let written = match guarded {
-            Ok(false) => Ok(None),
-            Ok(true) => match db.put_session(&mut *tx.tx, write.session, write.state).await {
-                // A guarded write is a claimed job's: its run was stored when it was accepted.
-                Ok(()) => {
-                    let stored = guard.is_some();
-                    db.put_run(&mut *tx.tx, write.run, &write.session.session_id, write.user_id, stored).await.map(Some)
-                }
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        };
-        match written {
+        let mut tx = if in_turn { Tx::begin_in_turn(db).await? } else { Tx::begin(db).await? };
+        match write_once(db, &mut *tx.tx, write, guard.as_ref()).await {
             Ok(Some(index)) => tx.commit(&what).await.map(|()| Some(index)),
             other => {
                 tx.rollback(&what).await?;
@@ -188,6 +189,26 @@ pub(crate) async fn write_with_session<A: SqlSessions + SqlRuns>(
         }
     })
     .await
+}
+
+/// The statements of [`write_with_session`] on `conn` (the caller's transaction): the guard,
+/// then the session, then the run.
+pub(crate) async fn write_once<A: SqlSessions + SqlRuns>(
+    db: &A,
+    conn: &mut Conn<A::D>,
+    write: RunWrite<'_>,
+    guard: Option<&Statement>,
+) -> DbResult<Option<i64>> {
+    if let Some(statement) = guard {
+        let what = format!("cannot write run {}", write.run.id());
+        let (sql, values) = statement.clone();
+        if A::D::execute_on(&mut *conn, &sql, values).await.map_err(|e| A::D::error(&what, e))? == 0 {
+            return Ok(None);
+        }
+    }
+    db.put_session(&mut *conn, write.session, write.state).await?;
+    // A guarded write is a claimed job's: its run was stored when it was accepted.
+    db.put_run(&mut *conn, write.run, &write.session.session_id, write.user_id, guard.is_some()).await.map(Some)
 }
 
 #[async_trait::async_trait]

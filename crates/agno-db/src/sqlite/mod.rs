@@ -51,6 +51,8 @@ pub struct SqliteState {
     /// Write turns taken, and the checkpointer's wake-up every [`CHECKPOINT_WRITES`] of them.
     writes: Arc<std::sync::atomic::AtomicU64>,
     checkpoint_due: Arc<tokio::sync::Notify>,
+    /// Run writes waiting for the write turn, committed together.
+    group: crate::sql::group_commit::GroupCommit,
     /// The background WAL checkpoints of this handle (see [`spawn_checkpointer`]), stopped when
     /// it is dropped.
     checkpointer: tokio::task::AbortHandle,
@@ -173,6 +175,7 @@ impl SqliteDb {
             write_lock,
             writes,
             checkpoint_due,
+            group: crate::sql::group_commit::GroupCommit::default(),
             checkpointer,
         });
         db.refresh_legacy_runs().await?;
@@ -189,12 +192,16 @@ impl SqliteState {
     /// Waits for this process's turn to write.
     pub(crate) async fn write_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
         let turn = self.write_lock.lock().await;
-        // Counted once the turn is ours: a checkpoint that holds the turn has seen every write
-        // counted before it end. Every [`CHECKPOINT_WRITES`] wakes the checkpointer.
+        self.count_write();
+        turn
+    }
+
+    /// Counts a write whose turn was just taken: a checkpoint that holds the turn has seen every
+    /// write counted before it end. Every [`CHECKPOINT_WRITES`] wakes the checkpointer.
+    fn count_write(&self) {
         if self.writes.fetch_add(1, Ordering::Relaxed) % CHECKPOINT_WRITES == CHECKPOINT_WRITES - 1 {
             self.checkpoint_due.notify_one();
         }
-        turn
     }
 
     /// Creates the run facts table beside a runs table that has none (a database Python Agno
@@ -237,6 +244,14 @@ impl crate::sql::SqlAdapter for SqliteState {
     }
     async fn writer_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         Some(self.write_turn().await)
+    }
+    fn try_writer_turn(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        let turn = self.write_lock.try_lock().ok()?;
+        self.count_write();
+        Some(turn)
+    }
+    fn group_commit(&self) -> Option<&crate::sql::group_commit::GroupCommit> {
+        Some(&self.group)
     }
     fn has_runs_table(&self) -> bool {
         self.runs_table.load(Ordering::Relaxed)
