@@ -1859,6 +1859,47 @@ pub async fn jobs_enqueue_run_is_all_or_nothing<D: JobStore + Db + ?Sized + 'sta
     assert_eq!((kept.status, kept.content), (RunStatus::Completed, theirs.content));
 }
 
+/// 60 concurrent background submissions: 30 with distinct keys, 30 resubmitting one key
+/// (where a store commits concurrent writes together, a refused resubmission, whose pending
+/// session and run are taken back, must not take the accepted ones down with it). 31 jobs,
+/// each with its `PENDING` run and session; the 29 duplicates leave nothing.
+pub async fn jobs_concurrent_submissions_keep_only_the_accepted<D: JobStore + Db + ?Sized + 'static>(db: Arc<D>) {
+    use agno_core::PendingRun;
+    let tasks: Vec<_> = (0..60)
+        .map(|i| {
+            let db = Arc::clone(&db);
+            tokio::spawn(async move {
+                let key = if i % 2 == 0 { format!("own-{i}") } else { "shared-key".to_owned() };
+                let j = job(&format!("c{i}"), Some("u1"), Some(&key), i);
+                let s = session(&j.session_id, Some("u1"));
+                let mut r = run(&j.id, &j.session_id, j.created_at);
+                r.status = RunStatus::Pending;
+                let enqueued = db.enqueue_run(&j, 0, PendingRun { session: &s, run: &r }).await;
+                (i, enqueued)
+            })
+        })
+        .collect();
+    let mut accepted = Vec::new();
+    for t in tasks {
+        let (i, enqueued) = t.await.expect("join");
+        match enqueued.unwrap_or_else(|e| panic!("submission {i}: {e}")) {
+            Enqueued::Accepted(j) => accepted.push(j.id),
+            Enqueued::Duplicate(j) => assert_eq!(j.idempotency_key.as_deref(), Some("shared-key"), "submission {i}"),
+            Enqueued::QueueFull => panic!("submission {i}: no depth bound, yet refused"),
+        }
+    }
+    assert_eq!(accepted.len(), 31, "30 own keys and one of the shared key: {accepted:?}");
+    for i in 0..60 {
+        let id = format!("c{i}");
+        let kept = accepted.contains(&id);
+        let run = db.get_run(&id, None).await.expect("get run");
+        let session = db.get_session(&format!("session-{id}"), None, Some(0)).await.expect("get session");
+        assert_eq!(run.is_some(), kept, "run {id}: stored exactly when its job was accepted");
+        assert_eq!(session.is_some(), kept, "session of {id}: stored exactly when its job was accepted");
+        assert_eq!(db.get_job(&id, None).await.expect("get job").is_some(), kept, "job {id}");
+    }
+}
+
 /// Expands into one `#[tokio::test]` per job-queue conformance case for an adapter.
 #[macro_export]
 macro_rules! jobs_conformance {
@@ -1875,7 +1916,8 @@ macro_rules! jobs_conformance {
                 jobs_event_log_is_fenced,
                 jobs_continue_requeues_paused,
                 jobs_claimed_run_writes_are_fenced,
-                jobs_enqueue_run_is_all_or_nothing
+                jobs_enqueue_run_is_all_or_nothing,
+                jobs_concurrent_submissions_keep_only_the_accepted
             );
         }
     };

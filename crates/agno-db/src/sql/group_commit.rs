@@ -1,13 +1,14 @@
-//! Group commit: the run writes (session + run, `RunStore::save_run_write` and a claimed job's
-//! `save_claimed_run`) that wait for a single-writer database's write turn go in together, in one
-//! transaction.
+//! Group commit: the writes that wait for a single-writer database's write turn go in together,
+//! in one transaction: run writes (session + run: `RunStore::save_run_write`, a claimed job's
+//! `save_claimed_run`), a job's event log appends, and every single-statement write
+//! (`sql::changed`: finishing a job, heartbeats, deletes).
 //!
 //! SQLite has one writer, and every statement is a round trip to the connection's worker thread,
 //! so a write's `BEGIN` and `COMMIT` cost as much as its session and run statements, all inside
 //! the write turn that every other writer waits for. Here a writer queues its write and waits for
 //! the turn; whoever gets the turn first leads: it takes every write queued by then, runs them
 //! one after the other in one transaction and commits once, and each writer gets its own
-//! result. At 32 clients a transaction carries about a dozen runs' writes.
+//! result. At 32 clients a transaction carries about a dozen writes.
 //!
 //! What a write sees and leaves is what it would alone: the writes run in queue order on one
 //! connection (a merge reads what an earlier write of the batch stored), and nothing of a batch is
@@ -19,64 +20,64 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agno_core::{AgentSession, DbResult, RunOutput, RunWrite, StateUpdate};
+use agno_core::DbResult;
+use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
-use super::Tx;
-use super::runs::SqlRuns;
-use super::runs::{Statement, write_alone, write_once};
-use super::sessions::SqlSessions;
+use super::{Conn, SqlAdapter, Tx};
+
+/// A queued write as a leader runs it: owned (it outlives its writer's borrow), on the leader's
+/// connection, inside the batch's transaction.
+pub(crate) type Work<A> =
+    Arc<dyn for<'c> Fn(&'c A, &'c mut Conn<<A as SqlAdapter>::D>) -> BoxFuture<'c, DbResult<Done>> + Send + Sync>;
+
+/// What a write of a batch answered.
+#[derive(Debug)]
+pub(crate) enum Done {
+    /// A run write: the run's `run_index`, `None` when its guard did not hold.
+    Index(Option<i64>),
+    /// A statement: the rows it changed.
+    Rows(u64),
+    /// An event log append: whether the lease held (nothing written when not).
+    Held(bool),
+    /// An enqueue: accepted, or refused without writing anything (a full queue).
+    Enqueued(Box<agno_core::Enqueued>),
+}
 
 /// The writes waiting for the write turn of one database.
-#[derive(Debug, Default)]
-pub(crate) struct GroupCommit {
-    queued: Mutex<Vec<Queued>>,
+pub(crate) struct GroupCommit<A: SqlAdapter> {
+    queued: Mutex<Vec<Queued<A>>>,
+}
+
+impl<A: SqlAdapter> Default for GroupCommit<A> {
+    fn default() -> Self {
+        Self { queued: Mutex::new(Vec::new()) }
+    }
+}
+
+impl<A: SqlAdapter> std::fmt::Debug for GroupCommit<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit").field("queued", &self.queued.lock().map(|q| q.len()).ok()).finish()
+    }
 }
 
 /// A queued write and where its outcome goes.
-#[derive(Debug)]
-struct Queued {
-    write: Arc<OwnedWrite>,
+struct Queued<A: SqlAdapter> {
+    work: Work<A>,
     done: oneshot::Sender<Outcome>,
-}
-
-/// A run write, owned so that another writer's future (the leader) can run it.
-#[derive(Debug)]
-struct OwnedWrite {
-    session: AgentSession,
-    state: StateUpdate,
-    run: RunOutput,
-    user_id: Option<String>,
-    guard: Option<Statement>,
-}
-
-impl OwnedWrite {
-    fn of(write: RunWrite<'_>, guard: Option<Statement>) -> Self {
-        Self {
-            session: write.session.clone(),
-            state: write.state.clone(),
-            run: write.run.clone(),
-            user_id: write.user_id.map(str::to_owned),
-            guard,
-        }
-    }
-
-    fn as_write(&self) -> RunWrite<'_> {
-        RunWrite { session: &self.session, state: &self.state, run: &self.run, user_id: self.user_id.as_deref() }
-    }
 }
 
 /// What became of a queued write.
 #[derive(Debug)]
 enum Outcome {
-    /// Committed with its batch: the run's `run_index`, or `None` when its guard did not hold.
-    Written(Option<i64>),
+    /// Committed with its batch.
+    Written(Done),
     /// Not written: write it again alone.
     Alone,
 }
 
-impl GroupCommit {
-    fn queue(&self, queued: Queued) {
+impl<A: SqlAdapter> GroupCommit<A> {
+    fn queue(&self, queued: Queued<A>) {
         self.queued.lock().unwrap_or_else(PoisonError::into_inner).push(queued);
     }
 
@@ -84,72 +85,72 @@ impl GroupCommit {
         self.queued.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
     }
 
-    fn take(&self) -> Vec<Queued> {
+    fn take(&self) -> Vec<Queued<A>> {
         std::mem::take(&mut *self.queued.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
 
-/// Writes `write` (after `guard`, when given, changed a row) with whatever other run writes of
-/// `db` are waiting, in one transaction: the run's `run_index`, `None` when the guard did not
-/// hold.
+/// Writes with whatever other writes of `db` are waiting, in one transaction. `work` makes the
+/// write a leader runs; `alone` is the write in a transaction of its own (taking the writer turn,
+/// unless told the caller holds it), for when nobody else writes or waits, and when the batch
+/// failed or its leader was dropped; `answer` reads the batch's answer.
 ///
 /// # Errors
-/// As the write alone.
-pub(crate) async fn write<A: SqlSessions + SqlRuns>(
+/// As `alone`.
+pub(crate) async fn submit<A: SqlAdapter, T>(
     db: &A,
-    group: &GroupCommit,
-    write: RunWrite<'_>,
-    guard: Option<Statement>,
-) -> DbResult<Option<i64>> {
+    group: &GroupCommit<A>,
+    work: impl FnOnce() -> Work<A>,
+    alone: impl AsyncFnOnce(bool) -> DbResult<T>,
+    answer: impl FnOnce(Done) -> DbResult<T>,
+) -> DbResult<T> {
     // Nobody writing, nobody waiting: this write goes alone, as without group commit (nothing
     // to copy, no commit task).
     if group.is_empty()
         && let Some(turn) = db.try_writer_turn()
     {
-        let written = write_alone(db, write, guard, true).await;
+        let written = alone(true).await;
         drop(turn);
         return written;
     }
     let (done, mut outcome) = oneshot::channel();
-    let mine = Arc::new(OwnedWrite::of(write, guard.clone()));
-    group.queue(Queued { write: Arc::clone(&mine), done });
+    let mine = work();
+    group.queue(Queued { work: Arc::clone(&mine), done });
     let turn = tokio::select! {
         biased;
         // A leader took this write and ended it.
-        ended = &mut outcome => return finish(db, ended.ok(), write, guard).await,
-        turn = db.writer_turn() => turn,
+        ended = &mut outcome => Err(ended.ok()),
+        turn = db.writer_turn() => Ok(turn),
     };
-    if let Ok(ended) = outcome.try_recv() {
-        drop(turn);
-        return finish(db, Some(ended), write, guard).await;
-    }
-    let batch = group.take();
-    if !batch.is_empty() {
-        lead(db, batch, &mine).await;
-    }
-    // Written in the batch above, or (an earlier leader took it and was dropped) not at all.
-    let ended = outcome.await.ok();
-    drop(turn);
-    finish(db, ended, write, guard).await
-}
-
-async fn finish<A: SqlSessions + SqlRuns>(
-    db: &A,
-    ended: Option<Outcome>,
-    write: RunWrite<'_>,
-    guard: Option<Statement>,
-) -> DbResult<Option<i64>> {
+    let ended = match turn {
+        Err(ended) => ended,
+        Ok(turn) => {
+            if let Ok(ended) = outcome.try_recv() {
+                Some(ended)
+            } else {
+                let batch = group.take();
+                if !batch.is_empty() {
+                    lead(db, batch, &mine).await;
+                }
+                // Written in the batch above, or (an earlier leader took it and was dropped)
+                // not at all.
+                let ended = (&mut outcome).await.ok();
+                drop(turn);
+                ended
+            }
+        }
+    };
     match ended {
-        Some(Outcome::Written(index)) => Ok(index),
+        Some(Outcome::Written(done)) => answer(done),
         // Rolled back with its batch, or its leader was dropped before the commit.
-        Some(Outcome::Alone) | None => write_alone(db, write, guard, false).await,
+        Some(Outcome::Alone) | None => alone(false).await,
     }
 }
 
 /// Runs `batch` in one transaction (the caller, whose write is `mine`, holds the write turn) and
 /// sends each write its outcome.
-async fn lead<A: SqlSessions + SqlRuns>(db: &A, batch: Vec<Queued>, mine: &Arc<OwnedWrite>) {
-    let alone = |batch: Vec<Queued>| {
+async fn lead<A: SqlAdapter>(db: &A, batch: Vec<Queued<A>>, mine: &Work<A>) {
+    let alone = |batch: Vec<Queued<A>>| {
         for q in batch {
             let _ = q.done.send(Outcome::Alone);
         }
@@ -157,18 +158,18 @@ async fn lead<A: SqlSessions + SqlRuns>(db: &A, batch: Vec<Queued>, mine: &Arc<O
     let mut tx = match Tx::begin_in_turn(db).await {
         Ok(tx) => tx,
         Err(e) => {
-            tracing::debug!(error = %e, writes = batch.len(), "cannot start a group of run writes; each writes alone");
+            tracing::debug!(error = %e, writes = batch.len(), "cannot start a group of writes; each writes alone");
             return alone(batch);
         }
     };
-    let batch_is_mine = matches!(batch.as_slice(), [only] if Arc::ptr_eq(&only.write, mine));
-    let mut indexes = Vec::with_capacity(batch.len());
+    let batch_is_mine = matches!(batch.as_slice(), [only] if Arc::ptr_eq(&only.work, mine));
+    let mut answers = Vec::with_capacity(batch.len());
     for q in &batch {
-        match write_once(db, &mut *tx.tx, q.write.as_write(), q.write.guard.as_ref()).await {
-            Ok(index) => indexes.push(index),
+        match (q.work)(db, &mut *tx.tx).await {
+            Ok(done) => answers.push(done),
             Err(e) => {
                 tracing::debug!(error = %e, writes = batch.len(), "a write of a group failed; each writes alone");
-                let _ = tx.rollback("cannot roll back a group of run writes").await;
+                let _ = tx.rollback("cannot roll back a group of writes").await;
                 return alone(batch);
             }
         }
@@ -180,12 +181,12 @@ async fn lead<A: SqlSessions + SqlRuns>(db: &A, batch: Vec<Queued>, mine: &Arc<O
     let commit = async move {
         match tx.commit().await {
             Ok(()) => {
-                for (q, index) in batch.into_iter().zip(indexes) {
-                    let _ = q.done.send(Outcome::Written(index));
+                for (q, done) in batch.into_iter().zip(answers) {
+                    let _ = q.done.send(Outcome::Written(done));
                 }
             }
             Err(e) => {
-                tracing::debug!(error = %e, writes = batch.len(), "a group of run writes did not commit; each writes alone");
+                tracing::debug!(error = %e, writes = batch.len(), "a group of writes did not commit; each writes alone");
                 alone(batch);
             }
         }

@@ -9,8 +9,12 @@ use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::Database;
 
+use std::sync::Arc;
+
+use super::group_commit::Done;
 use super::job_transitions::held;
-use super::{Columns, Dialect, SqlAdapter, Tx};
+use super::runs::Statement;
+use super::{Columns, Conn, Dialect, SqlAdapter, Tx};
 
 /// Events inserted per statement (6 binds each: within every database's bind limit).
 pub(crate) const EVENTS_PER_STATEMENT: usize = 1000;
@@ -63,24 +67,28 @@ pub(crate) trait SqlQueue: SqlAdapter {
             }
             inserts.push(insert.build_sqlx(Self::D::builder()));
         }
-        super::retrying::<Self::D, _, _, _>(|| async {
-            let mut tx = Tx::begin(self).await?;
-            if tx.rows(fence.clone(), &format!("cannot check the lease on job {job_id}")).await?.is_empty() {
-                tx.rollback(&what).await?;
-                return Ok(false);
-            }
-            for insert in &inserts {
-                let written = match tx.try_changed(insert.clone()).await {
-                    Ok(_) => continue,
-                    Err(e) if Self::D::violation(&e).is_some() => Err(DbError::new(
-                        DbErrorKind::Conflict,
-                        format!("an event index of run {job_id} is already in the log; nothing was written over it"),
-                    )),
-                    Err(e) => Err(Self::D::error(&what, e)),
-                };
-                return tx.end(written, &what).await;
-            }
-            tx.commit(&what).await.map(|()| true)
+        let alone = async |in_turn: bool| {
+            super::retrying::<Self::D, _, _, _>(|| async {
+                let mut tx = if in_turn { Tx::begin_in_turn(self).await? } else { Tx::begin(self).await? };
+                let logged = log_once::<Self::D>(&mut *tx.tx, &fence, &inserts, job_id).await;
+                tx.end(logged, &what).await
+            })
+            .await
+        };
+        let Some(group) = self.group_commit() else { return alone(false).await };
+        let work = || -> super::group_commit::Work<Self> {
+            let owned = Arc::new((fence.clone(), inserts.clone(), job_id.to_owned()));
+            Arc::new(move |_, conn| {
+                let owned = Arc::clone(&owned);
+                Box::pin(async move {
+                    let (fence, inserts, job_id) = &*owned;
+                    log_once::<Self::D>(conn, fence, inserts, job_id).await.map(Done::Held)
+                })
+            })
+        };
+        super::group_commit::submit(self, group, work, alone, |done| match done {
+            Done::Held(held) => Ok(held),
+            other => Err(DbError::new(DbErrorKind::Other, format!("{what}: answered {other:?}"))),
         })
         .await
     }
@@ -93,6 +101,36 @@ pub(crate) trait SqlQueue: SqlAdapter {
 
 /// The table name errors give.
 pub(crate) const JOBS: &str = "agno_jobs";
+
+/// The statements of `SqlQueue::log_events` on `conn` (the caller's transaction): the lease
+/// check, then the inserts; false (nothing written) when the lease is not held.
+async fn log_once<D: Dialect>(
+    conn: &mut Conn<D>,
+    fence: &Statement,
+    inserts: &[Statement],
+    job_id: &str,
+) -> DbResult<bool> {
+    let (sql, values) = fence.clone();
+    let held = D::fetch_on(&mut *conn, &sql, values)
+        .await
+        .map_err(|e| D::error(&format!("cannot check the lease on job {job_id}"), e))?;
+    if held.is_empty() {
+        return Ok(false);
+    }
+    for (sql, values) in inserts.iter().cloned() {
+        match D::execute_on(&mut *conn, &sql, values).await {
+            Ok(_) => {}
+            Err(e) if D::violation(&e).is_some() => {
+                return Err(DbError::new(
+                    DbErrorKind::Conflict,
+                    format!("an event index of run {job_id} is already in the log; nothing was written over it"),
+                ));
+            }
+            Err(e) => return Err(D::error(&format!("cannot log the events of run {job_id}"), e)),
+        }
+    }
+    Ok(true)
+}
 
 /// The placeholders of one job's [`JOB_COLUMNS`], numbered from 1.
 pub(crate) fn job_placeholders<D: Dialect>() -> String {

@@ -28,7 +28,9 @@ pub(crate) mod versions;
 
 pub(crate) use dialects::{Conn, Dialect, Row};
 
-use agno_core::{Cell, DbError, DbResult};
+use std::sync::Arc;
+
+use agno_core::{Cell, DbError, DbErrorKind, DbResult};
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::{Database, Pool};
@@ -93,7 +95,10 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
 
     /// Where run writes waiting for the writer turn are committed together (SQLite); none
     /// where writers do not take turns.
-    fn group_commit(&self) -> Option<&group_commit::GroupCommit> {
+    fn group_commit(&self) -> Option<&group_commit::GroupCommit<Self>>
+    where
+        Self: Sized,
+    {
         None
     }
 
@@ -477,12 +482,34 @@ pub(crate) async fn changed<A: SqlAdapter>(
     (sql, values): (String, sea_query_sqlx::SqlxValues),
     what: &str,
 ) -> DbResult<u64> {
-    let _turn = db.writer_turn().await;
-    let mut tries = 1;
-    loop {
-        match A::D::execute_built(db.pool(), &sql, values.clone()).await.map_err(|e| A::D::error(what, e)) {
-            Err(e) if tries < WRITE_ATTEMPTS && A::D::lost_race(&e) => tries += 1,
-            other => return other,
+    let alone = async |in_turn: bool| {
+        let _turn = if in_turn { None } else { db.writer_turn().await };
+        let mut tries = 1;
+        loop {
+            match A::D::execute_built(db.pool(), &sql, values.clone()).await.map_err(|e| A::D::error(what, e)) {
+                Err(e) if tries < WRITE_ATTEMPTS && A::D::lost_race(&e) => tries += 1,
+                other => return other,
+            }
         }
-    }
+    };
+    let Some(group) = db.group_commit() else { return alone(false).await };
+    let work = || -> group_commit::Work<A> {
+        let statement = Arc::new((sql.clone(), values.clone()));
+        let what = what.to_owned();
+        Arc::new(move |_, conn| {
+            let (statement, what) = (Arc::clone(&statement), what.clone());
+            Box::pin(async move {
+                let (sql, values) = &*statement;
+                A::D::execute_on(conn, sql, values.clone())
+                    .await
+                    .map(group_commit::Done::Rows)
+                    .map_err(|e| A::D::error(&what, e))
+            })
+        })
+    };
+    group_commit::submit(db, group, work, alone, |done| match done {
+        group_commit::Done::Rows(n) => Ok(n),
+        other => Err(DbError::new(DbErrorKind::Other, format!("{what}: a write was answered {other:?}"))),
+    })
+    .await
 }

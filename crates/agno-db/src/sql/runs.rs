@@ -9,6 +9,9 @@ use sea_query::{Condition, Expr, ExprTrait, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use super::group_commit::{self, Done, Work};
 use super::sessions::SqlSessions;
 use super::{
     Columns, Conn, Dialect, Row, SqlAdapter, SqlDb, SqlFamily, Tx, changed, delete_owned, owned_by, retrying, rows,
@@ -163,9 +166,44 @@ pub(crate) async fn write_with_session<A: SqlSessions + SqlRuns>(
     write: RunWrite<'_>,
     guard: Option<Statement>,
 ) -> DbResult<Option<i64>> {
-    match db.group_commit() {
-        Some(group) => super::group_commit::write(db, group, write, guard).await,
-        None => write_alone(db, write, guard, false).await,
+    let Some(group) = db.group_commit() else { return write_alone(db, write, guard, false).await };
+    let work = || -> Work<A> {
+        let owned = Arc::new(OwnedWrite::of(write, guard.clone()));
+        Arc::new(move |db, conn| {
+            let owned = Arc::clone(&owned);
+            Box::pin(async move { write_once(db, conn, owned.as_write(), owned.guard.as_ref()).await.map(Done::Index) })
+        })
+    };
+    let alone = async |in_turn| write_alone(db, write, guard.clone(), in_turn).await;
+    group_commit::submit(db, group, work, alone, |done| match done {
+        Done::Index(index) => Ok(index),
+        other => Err(DbError::new(DbErrorKind::Other, format!("a run write was answered {other:?}"))),
+    })
+    .await
+}
+
+/// A run write, owned so that another writer's future (a group commit's leader) can run it.
+struct OwnedWrite {
+    session: agno_core::AgentSession,
+    state: agno_core::StateUpdate,
+    run: RunOutput,
+    user_id: Option<String>,
+    guard: Option<Statement>,
+}
+
+impl OwnedWrite {
+    fn of(write: RunWrite<'_>, guard: Option<Statement>) -> Self {
+        Self {
+            session: write.session.clone(),
+            state: write.state.clone(),
+            run: write.run.clone(),
+            user_id: write.user_id.map(str::to_owned),
+            guard,
+        }
+    }
+
+    fn as_write(&self) -> RunWrite<'_> {
+        RunWrite { session: &self.session, state: &self.state, run: &self.run, user_id: self.user_id.as_deref() }
     }
 }
 

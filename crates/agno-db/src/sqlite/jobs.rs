@@ -4,7 +4,10 @@
 //! read back. A claim is one conditional `UPDATE ... RETURNING`; every later write of a worker is
 //! fenced by its worker id, its attempt and the `running` status.
 
+use std::sync::Arc;
+
 use crate::sql::SqlAdapter;
+use crate::sql::group_commit::{self, Done, Work};
 use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, PendingRun};
 use sqlx::{AssertSqlSafe, Sqlite};
 
@@ -43,6 +46,57 @@ pub(crate) fn events_ddl(t: &str) -> Vec<String> {
 }
 
 impl SqliteState {
+    /// The statements of an enqueue on `conn` (the caller's transaction, `BEGIN IMMEDIATE`): the
+    /// depth count (at most `max_depth` queued rows counted), the pending session and run, the
+    /// job. The answer, and whether the transaction keeps what it wrote (false: the job was not
+    /// inserted, and its pending session and run are to be rolled back).
+    async fn enqueue_once(
+        &self,
+        conn: &mut sqlx::SqliteConnection,
+        job: &Job,
+        max_depth: usize,
+        pending: Option<PendingRun<'_>>,
+    ) -> DbResult<(DbResult<Enqueued>, bool)> {
+        let t = &self.tables().jobs;
+        // An empty key is no key (as in Agno): the unique indexes would otherwise cover ''.
+        let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
+        if max_depth > 0 {
+            // Counting at most `max_depth` rows: the cost does not grow with a backlog past it.
+            let sql = format!("SELECT COUNT(*) FROM (SELECT 1 FROM {t} WHERE status = 'queued' LIMIT ?)");
+            let depth = i64::try_from(max_depth).unwrap_or(i64::MAX);
+            let queued: Vec<i64> = sqlx::query_scalar(AssertSqlSafe(sql))
+                .bind(depth)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(|e| db_error("cannot count queued jobs", e))?;
+            if queued.first().copied().unwrap_or(0) >= depth {
+                // A resubmission of an accepted job is answered with it even when the queue is full.
+                let existing = self.job_by_key(&mut *conn, key, job.user_id.as_deref()).await?;
+                return Ok((Ok(existing.map_or(Enqueued::QueueFull, Enqueued::Duplicate)), true));
+            }
+        }
+        if let Some(pending) = pending {
+            crate::sql::jobs::put_pending(self, &mut *conn, job, pending).await?;
+        }
+        let values = job_placeholders::<Sqlite>();
+        let insert =
+            format!("INSERT INTO {t} ({JOB_COLUMNS}) VALUES ({values}) ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}");
+        let inserted =
+            crate::sql::bind_all::<Sqlite>(sqlx::query(AssertSqlSafe(insert)), job_cells::<Sqlite>(job, key))?
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
+        if let Some(row) = inserted.first() {
+            return Ok((job_from_row::<Sqlite>(row).map(Enqueued::Accepted), true));
+        }
+        // Nothing inserted: a unique index decided. The key's original job, else the id is taken.
+        let answer = match self.job_by_key(&mut *conn, key, job.user_id.as_deref()).await? {
+            Some(existing) => Ok(Enqueued::Duplicate(existing)),
+            None => Err(DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id))),
+        };
+        Ok((answer, false))
+    }
+
     /// The job holding idempotency key `key` (if any) for `user_id` (`None`: the anonymous
     /// bucket), read in `conn`.
     async fn job_by_key(
@@ -68,55 +122,49 @@ impl SqliteState {
 
 #[async_trait::async_trait]
 impl crate::sql::jobs::SqlQueue for SqliteState {
+    /// In the write turn; with other writes of the turn in one transaction when they wait
+    /// (`sql::group_commit`). The depth count and the insert hold the write lock together
+    /// (`BEGIN IMMEDIATE`), also against other processes sharing the file.
     async fn enqueue(&self, job: &Job, max_depth: usize, pending: Option<PendingRun<'_>>) -> DbResult<Enqueued> {
-        let t = &self.tables().jobs;
-        // An empty key is no key (as in Agno): the unique indexes would otherwise cover ''.
-        let key = job.idempotency_key.as_deref().filter(|k| !k.is_empty());
-        let values = job_placeholders::<Sqlite>();
-        let insert =
-            format!("INSERT INTO {t} ({JOB_COLUMNS}) VALUES ({values}) ON CONFLICT DO NOTHING RETURNING {JOB_COLUMNS}");
         let _payload = to_json_text(&job.payload)?;
-        let _turn = self.write_turn().await;
-        // IMMEDIATE: the depth count and the insert hold the write lock together, also against
-        // other processes sharing the file.
-        let mut tx =
-            self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot begin an enqueue", e))?;
-        if max_depth > 0 {
-            let sql = format!("SELECT COUNT(*) FROM {t} WHERE status = 'queued'");
-            let queued: Vec<i64> = sqlx::query_scalar(AssertSqlSafe(sql))
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| db_error("cannot count queued jobs", e))?;
-            if queued.first().copied().unwrap_or(0) >= i64::try_from(max_depth).unwrap_or(i64::MAX) {
-                // A resubmission of an accepted job is answered with it even when the queue is full.
-                let existing = self.job_by_key(&mut tx, key, job.user_id.as_deref()).await?;
-                tx.commit().await.map_err(|e| db_error("cannot end an enqueue", e))?;
-                return Ok(existing.map_or(Enqueued::QueueFull, Enqueued::Duplicate));
-            }
-        }
-        if let Some(pending) = pending
-            && let Err(e) = crate::sql::jobs::put_pending(self, &mut tx, job, pending).await
-        {
-            let _ = tx.rollback().await;
-            return Err(e);
-        }
-        let inserted =
-            crate::sql::bind_all::<Sqlite>(sqlx::query(AssertSqlSafe(insert)), job_cells::<Sqlite>(job, key))?
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
-        // Nothing inserted: a unique index decided. The key's original job, else the id is taken.
-        let existing =
-            if inserted.is_empty() { self.job_by_key(&mut tx, key, job.user_id.as_deref()).await? } else { None };
-        // A job not inserted keeps nothing of its transaction (the pending session and run).
-        let end = if inserted.is_empty() { tx.rollback().await } else { tx.commit().await };
-        end.map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
-        if let Some(row) = inserted.first() {
-            return Ok(Enqueued::Accepted(job_from_row::<Sqlite>(row)?));
-        }
-        existing
-            .map(Enqueued::Duplicate)
-            .ok_or_else(|| DbError::new(DbErrorKind::Conflict, format!("job {} already exists", job.id)))
+        let alone = async |in_turn: bool| {
+            let _turn = if in_turn { None } else { Some(self.write_turn().await) };
+            let mut tx =
+                self.pool().begin_with("BEGIN IMMEDIATE").await.map_err(|e| db_error("cannot begin an enqueue", e))?;
+            let (enqueued, keep) = match self.enqueue_once(&mut tx, job, max_depth, pending).await {
+                Ok(done) => done,
+                Err(e) => {
+                    let _ = tx.rollback().await;
+                    return Err(e);
+                }
+            };
+            // A job not inserted keeps nothing of its transaction (the pending session and run).
+            let end = if keep { tx.commit().await } else { tx.rollback().await };
+            end.map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
+            enqueued
+        };
+        let Some(group) = self.group_commit() else { return alone(false).await };
+        let work = || -> Work<Self> {
+            let owned = Arc::new((job.clone(), pending.map(|p| (p.session.clone(), p.run.clone()))));
+            Arc::new(move |db: &SqliteState, conn| {
+                let owned = Arc::clone(&owned);
+                Box::pin(async move {
+                    let (job, pending) = &*owned;
+                    let pending = pending.as_ref().map(|(session, run)| PendingRun { session, run });
+                    match db.enqueue_once(conn, job, max_depth, pending).await? {
+                        (Ok(enqueued), true) => Ok(Done::Enqueued(Box::new(enqueued))),
+                        // A job not inserted, whose pending session and run are to be taken
+                        // back: the batch goes back, and this one is answered alone.
+                        _ => Err(DbError::new(DbErrorKind::Conflict, format!("job {} was not inserted", job.id))),
+                    }
+                })
+            })
+        };
+        group_commit::submit(self, group, work, alone, |done| match done {
+            Done::Enqueued(enqueued) => Ok(*enqueued),
+            other => Err(DbError::new(DbErrorKind::Other, format!("an enqueue was answered {other:?}"))),
+        })
+        .await
     }
 
     async fn claim_batch(&self, worker_id: &str, limit: usize, stale_before: i64, now: i64) -> DbResult<Vec<Job>> {

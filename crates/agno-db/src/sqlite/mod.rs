@@ -52,7 +52,7 @@ pub struct SqliteState {
     writes: Arc<std::sync::atomic::AtomicU64>,
     checkpoint_due: Arc<tokio::sync::Notify>,
     /// Run writes waiting for the write turn, committed together.
-    group: crate::sql::group_commit::GroupCommit,
+    group: crate::sql::group_commit::GroupCommit<SqliteState>,
     /// The background WAL checkpoints of this handle (see [`spawn_checkpointer`]), stopped when
     /// it is dropped.
     checkpointer: tokio::task::AbortHandle,
@@ -250,7 +250,7 @@ impl crate::sql::SqlAdapter for SqliteState {
         self.count_write();
         Some(turn)
     }
-    fn group_commit(&self) -> Option<&crate::sql::group_commit::GroupCommit> {
+    fn group_commit(&self) -> Option<&crate::sql::group_commit::GroupCommit<Self>> {
         Some(&self.group)
     }
     fn has_runs_table(&self) -> bool {
