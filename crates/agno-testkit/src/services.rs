@@ -172,6 +172,23 @@ pub fn mcp_reference_server(what: &str, package: &str) -> Option<std::path::Path
     }
 }
 
+/// The two statements that drop a test's scratch PostgreSQL schema `name`: first ending the
+/// sessions that hold locks on its tables, then the drop. A test server stopped while a worker's
+/// transaction was open (its claim sent, the answer not read yet) leaves that transaction open
+/// until its connection is used again, which, with the test's runtime blocked in this drop, is
+/// never; a plain `DROP SCHEMA` then waits for its locks forever.
+pub fn drop_schema_statements(name: &str) -> [String; 2] {
+    let literal = name.replace('\'', "''");
+    let ident = name.replace('"', "\"\"");
+    [
+        format!(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '{literal}' AND l.pid <> pg_backend_pid()"
+        ),
+        format!("DROP SCHEMA IF EXISTS \"{ident}\" CASCADE"),
+    ]
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -80,17 +80,9 @@ pub struct PgSchema {
 
 impl Drop for PgSchema {
     fn drop(&mut self) {
-        let _ = Command::new("psql")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-U",
-                "postgres",
-                "test",
-                "-c",
-                &format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name),
-            ])
-            .output();
+        let [end, drop] = agno_testkit::services::drop_schema_statements(&self.name);
+        let _ =
+            Command::new("psql").args(["-h", "127.0.0.1", "-U", "postgres", "test", "-c", &end, "-c", &drop]).output();
     }
 }
 

@@ -40,6 +40,8 @@ pub(crate) enum Done {
     Rows(u64),
     /// An event log append: whether the lease held (nothing written when not).
     Held(bool),
+    /// A claim: the jobs claimed, oldest first.
+    Jobs(Vec<agno_core::Job>),
     /// An enqueue: accepted, or refused without writing anything (a full queue).
     Enqueued(Box<agno_core::Enqueued>),
 }

@@ -195,22 +195,52 @@ impl crate::sql::jobs::SqlQueue for SqliteState {
             branch("status = 'running' AND locked_at <= ? AND attempt < max_attempts"),
         );
         let (stale, limit) = (stale_before, i64::try_from(limit).unwrap_or(i64::MAX));
-        let _turn = self.write_turn().await;
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(worker_id)
-            .bind(now)
-            .bind(now)
-            .bind(now)
-            .bind(limit)
-            .bind(stale)
-            .bind(now)
-            .bind(limit)
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot claim jobs", e))?;
-        let jobs = rows.iter().map(job_from_row::<Sqlite>).collect::<DbResult<Vec<_>>>()?;
-        // RETURNING keeps no order.
-        Ok(crate::sql::jobs::oldest_first(jobs))
+        let worker = worker_id.to_owned();
+        let alone = async |in_turn: bool| {
+            let _turn = if in_turn { None } else { Some(self.write_turn().await) };
+            let mut conn = self.pool().acquire().await.map_err(|e| db_error("cannot claim jobs", e))?;
+            claim_on(&mut conn, &sql, &worker, now, limit, stale).await
+        };
+        let Some(group) = self.group_commit() else { return alone(false).await };
+        let work = || -> Work<Self> {
+            let owned = Arc::new((sql.clone(), worker.clone()));
+            Arc::new(move |_, conn| {
+                let owned = Arc::clone(&owned);
+                Box::pin(async move { claim_on(conn, &owned.0, &owned.1, now, limit, stale).await.map(Done::Jobs) })
+            })
+        };
+        group_commit::submit(self, group, work, alone, |done| match done {
+            Done::Jobs(jobs) => Ok(jobs),
+            other => Err(DbError::new(DbErrorKind::Other, format!("a claim was answered {other:?}"))),
+        })
+        .await
     }
+}
+
+/// Runs the claim statement `sql` (`SqlQueue::claim_batch`) on `conn`: the jobs claimed, oldest
+/// first.
+async fn claim_on(
+    conn: &mut sqlx::SqliteConnection,
+    sql: &str,
+    worker: &str,
+    now: i64,
+    limit: i64,
+    stale: i64,
+) -> DbResult<Vec<Job>> {
+    let rows = sqlx::query(AssertSqlSafe(sql))
+        .bind(worker)
+        .bind(now)
+        .bind(now)
+        .bind(now)
+        .bind(limit)
+        .bind(stale)
+        .bind(now)
+        .bind(limit)
+        .bind(limit)
+        .fetch_all(conn)
+        .await
+        .map_err(|e| db_error("cannot claim jobs", e))?;
+    let jobs = rows.iter().map(job_from_row::<Sqlite>).collect::<DbResult<Vec<_>>>()?;
+    // RETURNING keeps no order.
+    Ok(crate::sql::jobs::oldest_first(jobs))
 }

@@ -215,9 +215,10 @@ impl PgSchema {
 
 impl Drop for PgSchema {
     fn drop(&mut self) {
-        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
-        let _ =
-            std::process::Command::new("psql").args(["-h", "127.0.0.1", "-U", "postgres", "test", "-c", &sql]).output();
+        let [end, drop] = agno_testkit::services::drop_schema_statements(&self.name);
+        let _ = std::process::Command::new("psql")
+            .args(["-h", "127.0.0.1", "-U", "postgres", "test", "-c", &end, "-c", &drop])
+            .output();
     }
 }
 
