@@ -20,7 +20,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agno_core::DbResult;
+use agno_core::{DbError, DbErrorKind, DbResult};
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
@@ -28,23 +28,15 @@ use super::{Conn, SqlAdapter, Tx};
 
 /// A queued write as a leader runs it: owned (it outlives its writer's borrow), on the leader's
 /// connection, inside the batch's transaction.
-pub(crate) type Work<A> =
+type Work<A> =
     Arc<dyn for<'c> Fn(&'c A, &'c mut Conn<<A as SqlAdapter>::D>) -> BoxFuture<'c, DbResult<Done>> + Send + Sync>;
 
-/// What a write of a batch answered.
-#[derive(Debug)]
-pub(crate) enum Done {
-    /// A run write: the run's `run_index`, `None` when its guard did not hold.
-    Index(Option<i64>),
-    /// A statement: the rows it changed.
-    Rows(u64),
-    /// An event log append: whether the lease held (nothing written when not).
-    Held(bool),
-    /// A claim: the jobs claimed, oldest first.
-    Jobs(Vec<agno_core::Job>),
-    /// An enqueue: accepted, or refused without writing anything (a full queue).
-    Enqueued(Box<agno_core::Enqueued>),
-}
+/// How a leader runs a queued write on its connection, from what the writer gave it to own.
+pub(crate) type Run<A, O, T> =
+    for<'c> fn(&'c A, &'c mut Conn<<A as SqlAdapter>::D>, &'c O) -> BoxFuture<'c, DbResult<T>>;
+
+/// What a write of a batch answered: the writer's own answer type, which it reads back.
+type Done = Box<dyn std::any::Any + Send>;
 
 /// The writes waiting for the write turn of one database.
 pub(crate) struct GroupCommit<A: SqlAdapter> {
@@ -92,20 +84,22 @@ impl<A: SqlAdapter> GroupCommit<A> {
     }
 }
 
-/// Writes with whatever other writes of `db` are waiting, in one transaction. `work` makes the
-/// write a leader runs; `alone` is the write in a transaction of its own (taking the writer turn,
-/// unless told the caller holds it), for when nobody else writes or waits, and when the batch
-/// failed or its leader was dropped; `answer` reads the batch's answer.
+/// Writes with whatever other writes of `db` are waiting, in one transaction, where the
+/// database's writers take turns (elsewhere `alone` at once). `owned` makes what a leader needs
+/// to run the write (it outlives the writer's borrows), and `run` runs it on the leader's
+/// connection; `alone` is the write in a transaction of its own (taking the writer turn, unless
+/// told the caller holds it), for when nobody else writes or waits, and when the batch failed or
+/// its leader was dropped.
 ///
 /// # Errors
 /// As `alone`.
-pub(crate) async fn submit<A: SqlAdapter, T>(
+pub(crate) async fn submit<A: SqlAdapter, O: Send + Sync + 'static, T: Send + 'static>(
     db: &A,
-    group: &GroupCommit<A>,
-    work: impl FnOnce() -> Work<A>,
+    owned: impl FnOnce() -> O,
+    run: Run<A, O, T>,
     alone: impl AsyncFnOnce(bool) -> DbResult<T>,
-    answer: impl FnOnce(Done) -> DbResult<T>,
 ) -> DbResult<T> {
+    let Some(group) = db.group_commit() else { return alone(false).await };
     // Nobody writing, nobody waiting: this write goes alone, as without group commit (nothing
     // to copy, no commit task).
     if group.is_empty()
@@ -116,7 +110,11 @@ pub(crate) async fn submit<A: SqlAdapter, T>(
         return written;
     }
     let (done, mut outcome) = oneshot::channel();
-    let mine = work();
+    let owned = Arc::new(owned());
+    let mine: Work<A> = Arc::new(move |db, conn| {
+        let owned = Arc::clone(&owned);
+        Box::pin(async move { run(db, conn, &owned).await.map(|answer| Box::new(answer) as Done) })
+    });
     group.queue(Queued { work: Arc::clone(&mine), done });
     let turn = tokio::select! {
         biased;
@@ -143,7 +141,10 @@ pub(crate) async fn submit<A: SqlAdapter, T>(
         }
     };
     match ended {
-        Some(Outcome::Written(done)) => answer(done),
+        Some(Outcome::Written(done)) => done
+            .downcast::<T>()
+            .map(|answer| *answer)
+            .map_err(|_| DbError::new(DbErrorKind::Other, "a grouped write was answered another write's answer")),
         // Rolled back with its batch, or its leader was dropped before the commit.
         Some(Outcome::Alone) | None => alone(false).await,
     }

@@ -9,9 +9,6 @@ use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 use sqlx::Database;
 
-use std::sync::Arc;
-
-use super::group_commit::Done;
 use super::job_transitions::held;
 use super::runs::Statement;
 use super::{Columns, Conn, Dialect, SqlAdapter, Tx};
@@ -75,21 +72,13 @@ pub(crate) trait SqlQueue: SqlAdapter {
             })
             .await
         };
-        let Some(group) = self.group_commit() else { return alone(false).await };
-        let work = || -> super::group_commit::Work<Self> {
-            let owned = Arc::new((fence.clone(), inserts.clone(), job_id.to_owned()));
-            Arc::new(move |_, conn| {
-                let owned = Arc::clone(&owned);
-                Box::pin(async move {
-                    let (fence, inserts, job_id) = &*owned;
-                    log_once::<Self::D>(conn, fence, inserts, job_id).await.map(Done::Held)
-                })
-            })
-        };
-        super::group_commit::submit(self, group, work, alone, |done| match done {
-            Done::Held(held) => Ok(held),
-            other => Err(DbError::new(DbErrorKind::Other, format!("{what}: answered {other:?}"))),
-        })
+        let owned = || (fence.clone(), inserts.clone(), job_id.to_owned());
+        super::group_commit::submit(
+            self,
+            owned,
+            |_, conn, (fence, inserts, job_id)| Box::pin(log_once::<Self::D>(conn, fence, inserts, job_id)),
+            alone,
+        )
         .await
     }
 

@@ -28,9 +28,7 @@ pub(crate) mod versions;
 
 pub(crate) use dialects::{Conn, Dialect, Row};
 
-use std::sync::Arc;
-
-use agno_core::{Cell, DbError, DbErrorKind, DbResult};
+use agno_core::{Cell, DbError, DbResult};
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::{Database, Pool};
@@ -492,24 +490,14 @@ pub(crate) async fn changed<A: SqlAdapter>(
             }
         }
     };
-    let Some(group) = db.group_commit() else { return alone(false).await };
-    let work = || -> group_commit::Work<A> {
-        let statement = Arc::new((sql.clone(), values.clone()));
-        let what = what.to_owned();
-        Arc::new(move |_, conn| {
-            let (statement, what) = (Arc::clone(&statement), what.clone());
-            Box::pin(async move {
-                let (sql, values) = &*statement;
-                A::D::execute_on(conn, sql, values.clone())
-                    .await
-                    .map(group_commit::Done::Rows)
-                    .map_err(|e| A::D::error(&what, e))
-            })
-        })
-    };
-    group_commit::submit(db, group, work, alone, |done| match done {
-        group_commit::Done::Rows(n) => Ok(n),
-        other => Err(DbError::new(DbErrorKind::Other, format!("{what}: a write was answered {other:?}"))),
-    })
+    let owned = || (sql.clone(), values.clone(), what.to_owned());
+    group_commit::submit(
+        db,
+        owned,
+        |_, conn, (sql, values, what)| {
+            Box::pin(async move { A::D::execute_on(conn, sql, values.clone()).await.map_err(|e| A::D::error(what, e)) })
+        },
+        alone,
+    )
     .await
 }

@@ -9,9 +9,7 @@ use sea_query::{Condition, Expr, ExprTrait, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 
-use std::sync::Arc;
-
-use super::group_commit::{self, Done, Work};
+use super::group_commit;
 use super::sessions::SqlSessions;
 use super::{
     Columns, Conn, Dialect, Row, SqlAdapter, SqlDb, SqlFamily, Tx, changed, delete_owned, owned_by, retrying, rows,
@@ -166,20 +164,9 @@ pub(crate) async fn write_with_session<A: SqlSessions + SqlRuns>(
     write: RunWrite<'_>,
     guard: Option<Statement>,
 ) -> DbResult<Option<i64>> {
-    let Some(group) = db.group_commit() else { return write_alone(db, write, guard, false).await };
-    let work = || -> Work<A> {
-        let owned = Arc::new(OwnedWrite::of(write, guard.clone()));
-        Arc::new(move |db, conn| {
-            let owned = Arc::clone(&owned);
-            Box::pin(async move { write_once(db, conn, owned.as_write(), owned.guard.as_ref()).await.map(Done::Index) })
-        })
-    };
+    let owned = || OwnedWrite::of(write, guard.clone());
     let alone = async |in_turn| write_alone(db, write, guard.clone(), in_turn).await;
-    group_commit::submit(db, group, work, alone, |done| match done {
-        Done::Index(index) => Ok(index),
-        other => Err(DbError::new(DbErrorKind::Other, format!("a run write was answered {other:?}"))),
-    })
-    .await
+    group_commit::submit(db, owned, |db, conn, owned| Box::pin(owned.write_on(db, conn)), alone).await
 }
 
 /// A run write, owned so that another writer's future (a group commit's leader) can run it.
@@ -202,8 +189,11 @@ impl OwnedWrite {
         }
     }
 
-    fn as_write(&self) -> RunWrite<'_> {
-        RunWrite { session: &self.session, state: &self.state, run: &self.run, user_id: self.user_id.as_deref() }
+    /// [`write_once`] of this write.
+    async fn write_on<A: SqlSessions + SqlRuns>(&self, db: &A, conn: &mut Conn<A::D>) -> DbResult<Option<i64>> {
+        let write =
+            RunWrite { session: &self.session, state: &self.state, run: &self.run, user_id: self.user_id.as_deref() };
+        write_once(db, conn, write, self.guard.as_ref()).await
     }
 }
 

@@ -4,11 +4,9 @@
 //! read back. A claim is one conditional `UPDATE ... RETURNING`; every later write of a worker is
 //! fenced by its worker id, its attempt and the `running` status.
 
-use std::sync::Arc;
-
 use crate::sql::SqlAdapter;
-use crate::sql::group_commit::{self, Done, Work};
-use agno_core::{DbError, DbErrorKind, DbResult, Enqueued, Job, PendingRun};
+use crate::sql::group_commit;
+use agno_core::{AgentSession, DbError, DbErrorKind, DbResult, Enqueued, Job, PendingRun, RunOutput};
 use sqlx::{AssertSqlSafe, Sqlite};
 
 use super::{SqliteState, db_error};
@@ -143,28 +141,8 @@ impl crate::sql::jobs::SqlQueue for SqliteState {
             end.map_err(|e| db_error(&format!("cannot enqueue job {}", job.id), e))?;
             enqueued
         };
-        let Some(group) = self.group_commit() else { return alone(false).await };
-        let work = || -> Work<Self> {
-            let owned = Arc::new((job.clone(), pending.map(|p| (p.session.clone(), p.run.clone()))));
-            Arc::new(move |db: &SqliteState, conn| {
-                let owned = Arc::clone(&owned);
-                Box::pin(async move {
-                    let (job, pending) = &*owned;
-                    let pending = pending.as_ref().map(|(session, run)| PendingRun { session, run });
-                    match db.enqueue_once(conn, job, max_depth, pending).await? {
-                        (Ok(enqueued), true) => Ok(Done::Enqueued(Box::new(enqueued))),
-                        // A job not inserted, whose pending session and run are to be taken
-                        // back: the batch goes back, and this one is answered alone.
-                        _ => Err(DbError::new(DbErrorKind::Conflict, format!("job {} was not inserted", job.id))),
-                    }
-                })
-            })
-        };
-        group_commit::submit(self, group, work, alone, |done| match done {
-            Done::Enqueued(enqueued) => Ok(*enqueued),
-            other => Err(DbError::new(DbErrorKind::Other, format!("an enqueue was answered {other:?}"))),
-        })
-        .await
+        let owned = || (job.clone(), pending.map(|p| (p.session.clone(), p.run.clone())), max_depth);
+        group_commit::submit(self, owned, |db, conn, owned| Box::pin(enqueue_in_group(db, conn, owned)), alone).await
     }
 
     async fn claim_batch(&self, worker_id: &str, limit: usize, stale_before: i64, now: i64) -> DbResult<Vec<Job>> {
@@ -201,19 +179,33 @@ impl crate::sql::jobs::SqlQueue for SqliteState {
             let mut conn = self.pool().acquire().await.map_err(|e| db_error("cannot claim jobs", e))?;
             claim_on(&mut conn, &sql, &worker, now, limit, stale).await
         };
-        let Some(group) = self.group_commit() else { return alone(false).await };
-        let work = || -> Work<Self> {
-            let owned = Arc::new((sql.clone(), worker.clone()));
-            Arc::new(move |_, conn| {
-                let owned = Arc::clone(&owned);
-                Box::pin(async move { claim_on(conn, &owned.0, &owned.1, now, limit, stale).await.map(Done::Jobs) })
-            })
-        };
-        group_commit::submit(self, group, work, alone, |done| match done {
-            Done::Jobs(jobs) => Ok(jobs),
-            other => Err(DbError::new(DbErrorKind::Other, format!("a claim was answered {other:?}"))),
-        })
+        let owned = || (sql.clone(), worker.clone(), now, limit, stale);
+        group_commit::submit(
+            self,
+            owned,
+            |_, conn, (sql, worker, now, limit, stale)| Box::pin(claim_on(conn, sql, worker, *now, *limit, *stale)),
+            alone,
+        )
         .await
+    }
+}
+
+/// An enqueue (its job, its pending session and run, the depth bound) as a group commit's leader
+/// runs it: committed with the batch when the job is accepted or refused without a write (a full
+/// queue).
+///
+/// # Errors
+/// A job not inserted, whose pending session and run are to be taken back: the batch goes back,
+/// and the enqueue is answered alone.
+async fn enqueue_in_group(
+    db: &SqliteState,
+    conn: &mut sqlx::SqliteConnection,
+    (job, pending, max_depth): &(Job, Option<(AgentSession, RunOutput)>, usize),
+) -> DbResult<Enqueued> {
+    let pending = pending.as_ref().map(|(session, run)| PendingRun { session, run });
+    match db.enqueue_once(conn, job, *max_depth, pending).await? {
+        (Ok(enqueued), true) => Ok(enqueued),
+        _ => Err(DbError::new(DbErrorKind::Conflict, format!("job {} was not inserted", job.id))),
     }
 }
 
