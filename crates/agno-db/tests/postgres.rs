@@ -1172,6 +1172,78 @@ async fn no_takeover_while_a_claimed_run_write_is_in_flight() {
     assert!(!db.save_claimed_run(&lease, write, now + 101).await.unwrap(), "and the old owner is fenced out");
 }
 
+/// A claimed run's writes take PostgreSQL's short path (the lease check, the session and the run
+/// in one statement) only where it writes what the generic transaction would: a session whose
+/// `session_data` a client stored double-encoded (a JSON string) takes the generic write, which
+/// reads the state out of the text, and so does a session deleted while the run ran (written
+/// again, with the run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claimed_run_writes_fall_back_where_the_short_path_cannot_write() {
+    if !agno_testkit::services::postgres("claimed_run_writes_fall_back_where_the_short_path_cannot_write") {
+        return;
+    }
+    use agno_core::{JobLease, JobStore, PendingRun, RunStatus, RunWrite};
+    let scratch = Scratch::new("claimed_fallback");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    let now = agno_core::now_epoch_secs();
+    let mut c = conn().await;
+    for (n, how) in ["double-encoded", "deleted"].into_iter().enumerate() {
+        let job = queued_job(&format!("fallback-{n}"), Some("u1"), None);
+        let mut session = AgentSession::new(&job.session_id);
+        session.user_id = Some("u1".to_owned());
+        let mut pending = RunOutput::new(&job.id, &job.session_id);
+        pending.status = RunStatus::Pending;
+        db.enqueue_run(&job, 0, PendingRun { session: &session, run: &pending }).await.unwrap();
+        let claimed = db.claim_job("w", 60, now).await.unwrap().unwrap();
+        let lease = JobLease::new(&claimed.id, "w", claimed.attempt);
+        let t = format!("\"{}\".agno_sessions", scratch.name);
+        match how {
+            "double-encoded" => {
+                let text = r#"{"session_state": {"a": 1}, "session_metrics": {"input_tokens": 5}}"#;
+                let sql = format!("UPDATE {t} SET session_data = to_jsonb($1::text) WHERE session_id = $2");
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(text).bind(&job.session_id).execute(&mut c).await.unwrap();
+            }
+            _ => {
+                let sql = format!("DELETE FROM {t} WHERE session_id = $1");
+                sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&job.session_id).execute(&mut c).await.unwrap();
+            }
+        }
+        let mut run = RunOutput::new(&job.id, &job.session_id);
+        run.status = RunStatus::Running;
+        let keep = StateUpdate::keep();
+        let write = RunWrite { session: &session, state: &keep, run: &run, user_id: Some("u1") };
+        assert!(db.save_claimed_run(&lease, write, now + 1).await.unwrap(), "{how}: first write");
+        let stored = db.get_session(&job.session_id, Some("u1"), None).await.unwrap().expect("the session");
+        let state = stored.session_state().cloned().unwrap_or_default();
+        let runs = stored.runs.clone().unwrap_or_default();
+        assert_eq!(runs.iter().map(|r| r.status).collect::<Vec<_>>(), vec![RunStatus::Running], "{how}");
+        if how == "double-encoded" {
+            assert_eq!(state.get("a"), Some(&json!(1)), "the state read out of the text is kept");
+            let sql = format!("SELECT jsonb_typeof(session_data) FROM {t} WHERE session_id = $1");
+            let kind: String =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(&job.session_id).fetch_one(&mut c).await.unwrap();
+            assert_eq!(kind, "object", "and written back as an object");
+        }
+        let mut mine = session.clone();
+        mine.set_session_state(serde_json::Map::from_iter([("b".to_owned(), json!(2))]));
+        run.status = RunStatus::Completed;
+        let merge = StateUpdate::Merge {
+            set: serde_json::Map::from_iter([("b".to_owned(), json!(2))]),
+            removed: Vec::new(),
+            metrics: None,
+        };
+        let write = RunWrite { session: &mine, state: &merge, run: &run, user_id: Some("u1") };
+        assert!(db.save_claimed_run(&lease, write, now + 2).await.unwrap(), "{how}: last write");
+        let stored = db.get_session(&job.session_id, Some("u1"), None).await.unwrap().expect("the session");
+        let state = stored.session_state().cloned().unwrap_or_default();
+        assert_eq!(state.get("b"), Some(&json!(2)), "{how}");
+        assert_eq!(state.get("a").is_some(), how == "double-encoded", "{how}: {state:?}");
+        let runs = stored.runs.unwrap_or_default();
+        assert_eq!(runs.iter().map(|r| r.status).collect::<Vec<_>>(), vec![RunStatus::Completed], "{how}");
+    }
+}
+
 /// Python Agno 3.1 on Postgres sharing the job queue: it enqueues, reads, claims and completes.
 const PY_JOBS_PROBE: &str = r#"
 

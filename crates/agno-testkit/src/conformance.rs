@@ -1735,6 +1735,113 @@ pub async fn jobs_claimed_run_writes_are_fenced<D: JobStore + Db + ?Sized + 'sta
     }
 }
 
+/// A claimed run's first write (`StateUpdate::keep`) keeps the stored state and metrics; its
+/// last (a merge with the run's metrics) changes only the keys the run changed and adds its
+/// metrics, so a key another run wrote meanwhile survives. Both hold for a run accepted with its
+/// `PENDING` row and for one that was not stored yet; both are refused after a takeover and for
+/// another user's session, writing nothing. (Where a database writes these in fewer statements
+/// than the generic transaction, PostgreSQL, every branch of that path is here.)
+pub async fn jobs_claimed_run_writes_keep_and_merge_state<D: JobStore + Db + ?Sized + 'static>(db: Arc<D>) {
+    use agno_core::{Metrics, PendingRun};
+    let now = 9_000;
+    let metrics = |tokens: u64| Metrics { input_tokens: tokens, total_tokens: tokens, ..Metrics::default() };
+    let stored_metrics = |s: &AgentSession| {
+        s.session_data.as_ref().and_then(|d| d.get("session_metrics")).and_then(|m| m.get("input_tokens")).cloned()
+    };
+    for (n, pending) in [(0, true), (1, false)] {
+        let mut j = job(&format!("kept-{n}"), Some("u1"), None, 10 + n);
+        j.max_attempts = 2;
+        let mut stored = session(&j.session_id, Some("u1"));
+        stored.set_session_state(obj(json!({"a": 1, "b": 1})));
+        let mut data = stored.session_data.clone().unwrap_or_default();
+        data.insert("session_metrics".to_owned(), json!({"input_tokens": 5, "total_tokens": 5}));
+        stored.session_data = Some(data);
+        db.upsert_session(&stored, &StateUpdate::Replace).await.expect("stored session");
+        if pending {
+            let mut r = run(&j.id, &j.session_id, j.created_at);
+            r.status = RunStatus::Pending;
+            let s = session(&j.session_id, Some("u1"));
+            db.enqueue_run(&j, 0, PendingRun { session: &s, run: &r }).await.expect("enqueue run");
+        } else {
+            db.enqueue_job(&j, 0).await.expect("enqueue");
+        }
+        let claimed = db.claim_job("w1", 60, now).await.expect("claim").expect("job");
+        let lease1 = lease(&claimed);
+
+        // The first write: the worker's copy of the session has no state, the stored one stays.
+        let blank = session(&j.session_id, Some("u1"));
+        let mut r = run(&j.id, &j.session_id, j.created_at);
+        r.status = RunStatus::Running;
+        r.content = None;
+        let keep = StateUpdate::keep();
+        let write = RunWrite { session: &blank, state: &keep, run: &r, user_id: Some("u1") };
+        assert!(db.save_claimed_run(&lease1, write, now + 1).await.expect("first write"), "case {n}");
+        let s = db.get_session(&j.session_id, Some("u1"), None).await.expect("get").expect("session");
+        assert_eq!(s.session_state().cloned(), Some(obj(json!({"a": 1, "b": 1}))), "case {n}: state kept");
+        assert_eq!(stored_metrics(&s), Some(json!(5)), "case {n}: metrics kept");
+        let runs = s.runs.unwrap_or_default();
+        assert_eq!(runs.len(), 1, "case {n}: one run");
+        assert_eq!(runs[0].status, RunStatus::Running, "case {n}");
+        let index = db.get_runs(&agno_core::RunQuery::default()).await.expect("runs");
+        assert!(index.runs.iter().any(|x| x.id() == j.id), "case {n}: the run is listed");
+        let held = db.get_job(&j.id, None).await.expect("get").expect("job");
+        assert_eq!(held.locked_at, Some(now + 1), "case {n}: the write refreshed the lease");
+
+        // Meanwhile another run of the session changes `b`.
+        let mut other = session(&j.session_id, Some("u1"));
+        other.set_session_state(obj(json!({"b": 2})));
+        let changed = StateUpdate::Merge { set: obj(json!({"b": 2})), removed: Vec::new(), metrics: None };
+        db.upsert_session(&other, &changed).await.expect("another run's merge");
+
+        // The last write: `a` removed, `c` set, metrics added; `b` is the other run's.
+        let mut mine = session(&j.session_id, Some("u1"));
+        mine.set_session_state(obj(json!({"b": 1, "c": 3})));
+        r.status = RunStatus::Completed;
+        r.content = Some(json!("done"));
+        let merge = StateUpdate::Merge { set: obj(json!({"c": 3})), removed: vec!["a".to_owned()], metrics: None }
+            .with_metrics(metrics(7));
+        let write = RunWrite { session: &mine, state: &merge, run: &r, user_id: Some("u1") };
+        assert!(db.save_claimed_run(&lease1, write, now + 2).await.expect("last write"), "case {n}");
+        let s = db.get_session(&j.session_id, Some("u1"), None).await.expect("get").expect("session");
+        assert_eq!(s.session_state().cloned(), Some(obj(json!({"b": 2, "c": 3}))), "case {n}: merged");
+        assert_eq!(stored_metrics(&s), Some(json!(12)), "case {n}: metrics added");
+        let runs = s.runs.unwrap_or_default();
+        assert_eq!(runs.len(), 1, "case {n}: still one run");
+        assert_eq!((runs[0].status, runs[0].content.clone()), (RunStatus::Completed, Some(json!("done"))));
+
+        // Taken over: the old claim's writes, first or last, change nothing.
+        let second = db.claim_job("w2", 60, now + 2 + 61).await.expect("claim").expect("taken over");
+        assert_eq!(second.attempt, 2, "case {n}");
+        r.content = Some(json!("stale"));
+        for state in [StateUpdate::keep(), merge.clone()] {
+            let write = RunWrite { session: &mine, state: &state, run: &r, user_id: Some("u1") };
+            assert!(!db.save_claimed_run(&lease1, write, now + 70).await.expect("stale write"), "case {n}");
+        }
+        let s = db.get_session(&j.session_id, Some("u1"), None).await.expect("get").expect("session");
+        assert_eq!(s.session_state().cloned(), Some(obj(json!({"b": 2, "c": 3}))), "case {n}: untouched");
+        assert_eq!(stored_metrics(&s), Some(json!(12)), "case {n}: metrics untouched");
+        assert_eq!(db.get_run(&j.id, None).await.expect("get").and_then(|x| x.content), Some(json!("done")));
+
+        // Another user's session: refused, nothing written, whichever write it is.
+        let theirs = format!("theirs-{n}");
+        let mut owned = session(&theirs, Some("u2"));
+        owned.set_session_state(obj(json!({"owner": "u2"})));
+        db.upsert_session(&owned, &StateUpdate::Replace).await.expect("u2's session");
+        let lease2 = lease(&second);
+        for (k, state) in [StateUpdate::keep(), merge.clone()].into_iter().enumerate() {
+            let intruder = session(&theirs, Some("u1"));
+            let r = run(&format!("intruding-{n}-{k}"), &theirs, 20);
+            let write = RunWrite { session: &intruder, state: &state, run: &r, user_id: Some("u1") };
+            let err = db.save_claimed_run(&lease2, write, now + 71).await.expect_err("another user's session");
+            assert_eq!(err.kind(), DbErrorKind::Conflict, "case {n}.{k}");
+            assert!(db.get_run(r.id(), None).await.expect("get").is_none(), "case {n}.{k}: no run written");
+        }
+        let kept = db.get_session(&theirs, None, Some(0)).await.expect("get").expect("kept");
+        assert_eq!(kept.user_id.as_deref(), Some("u2"));
+        assert_eq!(kept.session_state().cloned(), Some(obj(json!({"owner": "u2"}))));
+    }
+}
+
 /// A batch claim takes the oldest claimable jobs, up to its limit, never two of one session
 /// (the newer waits for the older); concurrent batches never share a job.
 pub async fn jobs_claim_in_batches<D: JobStore + ?Sized + 'static>(db: Arc<D>) {
@@ -1916,6 +2023,7 @@ macro_rules! jobs_conformance {
                 jobs_event_log_is_fenced,
                 jobs_continue_requeues_paused,
                 jobs_claimed_run_writes_are_fenced,
+                jobs_claimed_run_writes_keep_and_merge_state,
                 jobs_enqueue_run_is_all_or_nothing,
                 jobs_concurrent_submissions_keep_only_the_accepted
             );

@@ -93,6 +93,30 @@ impl PostgresState {
     }
 }
 
+impl PostgresState {
+    /// `sql::jobs::put_pending` in two statements: the session insert with the run-index lock
+    /// (taken once the insert is done, as the generic write orders them), then the run with the
+    /// enqueue's depth turn `depth_turn` (its lock key) when given, taken once the run is written.
+    async fn put_pending(
+        &self,
+        conn: &mut PgConnection,
+        job: &Job,
+        pending: PendingRun<'_>,
+        depth_turn: Option<&str>,
+    ) -> DbResult<()> {
+        let (sql, mut values) = crate::sql::jobs::pending_session(self, job, pending)?;
+        values.0.0.push(job.session_id.clone().into());
+        let lock = super::runs::run_index_lock(values.0.0.len());
+        let sql = format!("WITH s AS ({sql} RETURNING 1) SELECT {lock} FROM (SELECT count(*) FROM s) AS written");
+        let what = format!("cannot write session {}", job.session_id);
+        <Postgres as crate::sql::Dialect>::execute_on(&mut *conn, &sql, values)
+            .await
+            .map_err(|e| db_error(&what, e))?;
+        self.insert_run(conn, pending.run, &job.session_id, job.user_id.as_deref(), depth_turn).await?;
+        Ok(())
+    }
+}
+
 /// The transaction every multi-statement queue write runs in: READ COMMITTED whatever the
 /// server's default, since the dedup read after `ON CONFLICT DO NOTHING` must see the winner
 /// committed meanwhile.
@@ -123,20 +147,21 @@ impl crate::sql::jobs::SqlQueue for PostgresState {
             tx.rollback().await.map_err(|e| db_error(&what, e))?;
             return Ok(Enqueued::Duplicate(existing));
         }
-        // The session and run first: the depth turn below is then held only for the count and
-        // the insert.
-        if let Some(pending) = pending
-            && let Err(e) = crate::sql::jobs::put_pending(self, &mut tx, job, pending).await
-        {
-            let _ = tx.rollback().await;
-            return Err(e);
-        }
-        if max_depth > 0 {
+        // The session and run first: the depth turn is then held only for the count and the
+        // insert. Taken in the run's statement (once the run is written), or alone.
+        let depth_key = format!("agno_jobs_depth:{t}");
+        let depth_turn = (max_depth > 0).then_some(depth_key.as_str());
+        if let Some(pending) = pending {
+            if let Err(e) = self.put_pending(&mut tx, job, pending, depth_turn).await {
+                let _ = tx.rollback().await;
+                return Err(e);
+            }
+        } else if let Some(key) = depth_turn {
             // Depth-bounded enqueues on this table take turns until commit, so concurrent
             // submitters cannot all count the same free slot. The count is the next statement's
             // (a snapshot taken once the turn is ours).
             sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-                .bind(format!("agno_jobs_depth:{t}"))
+                .bind(key)
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| db_error(&what, e))?;

@@ -12,6 +12,45 @@ use crate::sql::runs::bind_cells;
 const SESSION_COLUMNS: &str = "session_id, session_type, agent_id, team_id, workflow_id, user_id, session_data, \
      agent_data, team_data, workflow_data, metadata, summary, created_at, updated_at";
 
+/// `$from, $from + 1, ..., $from + n - 1`: the placeholders of `n` values bound in order.
+pub(super) fn params(from: usize, n: usize) -> String {
+    (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The `session_data` a run's first write stores ([`StateUpdate::changes_nothing`]): the
+/// session's own (`excluded`), keeping the stored `session_state` and `session_metrics` (what the
+/// read of a merge and `StateUpdate::session_data` would keep), stated in the upsert so that
+/// nothing is read first.
+pub(super) const KEEP_STORED_STATE: &str = "CASE WHEN jsonb_typeof(t.session_data) = 'object' THEN \
+     (excluded.session_data - 'session_state' - 'session_metrics') \
+     || jsonb_build_object('session_state', \
+     CASE WHEN jsonb_typeof(t.session_data -> 'session_state') = 'object' \
+     THEN t.session_data -> 'session_state' ELSE '{}'::jsonb END) \
+     || CASE WHEN t.session_data ? 'session_metrics' \
+     THEN jsonb_build_object('session_metrics', t.session_data -> 'session_metrics') \
+     ELSE '{}'::jsonb END \
+     ELSE excluded.session_data END";
+
+/// The condition [`KEEP_STORED_STATE`] is written under: a stored `session_data` that is a JSON
+/// string (text a client double-encoded) is left to the read of a merge.
+pub(super) const KEEPS_ONLY_OBJECTS: &str = " AND jsonb_typeof(t.session_data) IS DISTINCT FROM 'string'";
+
+/// The session upsert into `t` (qualified) of the row `source` gives (the session's cells in
+/// `session_cells` order: a `VALUES` list or a `SELECT`), writing `session_data` as `data`;
+/// a stored row is replaced only when it is the same user's (or nobody's) and `guard` holds. It
+/// changes no row otherwise.
+pub(super) fn upsert_sql(t: &str, source: &str, data: &str, guard: &str) -> String {
+    format!(
+        "INSERT INTO {t} AS t ({SESSION_COLUMNS}) {source} ON CONFLICT (session_id) DO UPDATE SET \
+         session_type = excluded.session_type, agent_id = excluded.agent_id, team_id = excluded.team_id, \
+         workflow_id = excluded.workflow_id, user_id = excluded.user_id, session_data = {data}, \
+         agent_data = excluded.agent_data, team_data = excluded.team_data, \
+         workflow_data = excluded.workflow_data, metadata = excluded.metadata, summary = excluded.summary, \
+         updated_at = excluded.updated_at \
+         WHERE (t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL){guard}"
+    )
+}
+
 #[async_trait::async_trait]
 impl crate::sql::sessions::SqlSessions for PostgresState {
     async fn put_session(
@@ -25,25 +64,13 @@ impl crate::sql::sessions::SqlSessions for PostgresState {
         // The session's own `session_data`, copied where a write takes it.
         let base = || session.session_data.clone().unwrap_or_default();
         let now = now_epoch_secs();
-        let columns = format!(
-            "INSERT INTO {t} AS t ({SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
-        );
+        let values = format!("VALUES ({})", params(1, 14));
+        let columns = format!("INSERT INTO {t} AS t ({SESSION_COLUMNS}) {values}");
         let write = |session_data: Map<String, Value>, sql: String| {
             let cells = crate::sql::sessions::session_cells(session, session_data, now)?;
             bind_cells::<Postgres>(sqlx::query(AssertSqlSafe(sql)), cells)
         };
-        // The upsert writing `session_data` as `data`, where `guard` holds (and the writer may
-        // replace the stored row).
-        let upsert_with = |data: &str, guard: &str| {
-            format!(
-                "{columns} ON CONFLICT (session_id) DO UPDATE SET session_type = excluded.session_type, \
-                 agent_id = excluded.agent_id, team_id = excluded.team_id, workflow_id = excluded.workflow_id, \
-                 user_id = excluded.user_id, session_data = {data}, agent_data = excluded.agent_data, \
-                 team_data = excluded.team_data, workflow_data = excluded.workflow_data, \
-                 metadata = excluded.metadata, summary = excluded.summary, updated_at = excluded.updated_at \
-                 WHERE (t.user_id IS NOT DISTINCT FROM excluded.user_id OR t.user_id IS NULL){guard}"
-            )
-        };
+        let upsert_with = |data: &str, guard: &str| upsert_sql(&t, &values, data, guard);
         let upsert = upsert_with("excluded.session_data", "");
         if state.changes_nothing() {
             // A run's first write: nothing of the stored state changes, so nothing is read. The
@@ -52,16 +79,7 @@ impl crate::sql::sessions::SqlSessions for PostgresState {
             // lock. A stored `session_data` that is a JSON string (text a client double-encoded)
             // is left to the read below, as is another user's session (nothing written here:
             // the read path refuses it).
-            let kept = "CASE WHEN jsonb_typeof(t.session_data) = 'object' THEN \
-                 (excluded.session_data - 'session_state' - 'session_metrics') \
-                 || jsonb_build_object('session_state', \
-                 CASE WHEN jsonb_typeof(t.session_data -> 'session_state') = 'object' \
-                 THEN t.session_data -> 'session_state' ELSE '{}'::jsonb END) \
-                 || CASE WHEN t.session_data ? 'session_metrics' \
-                 THEN jsonb_build_object('session_metrics', t.session_data -> 'session_metrics') \
-                 ELSE '{}'::jsonb END \
-                 ELSE excluded.session_data END";
-            let sql = upsert_with(kept, " AND jsonb_typeof(t.session_data) IS DISTINCT FROM 'string'");
+            let sql = upsert_with(KEEP_STORED_STATE, KEEPS_ONLY_OBJECTS);
             let written = write(base(), sql)?
                 .execute(&mut *conn)
                 .await

@@ -195,6 +195,13 @@ pub(crate) trait Dialect: Send + Sync + 'static {
     /// write sees another worker's claim).
     const BEGIN: Option<&'static str> = None;
 
+    /// Whether a session and its runs are read in one statement (a union of the session's row
+    /// and its runs' rows) rather than two: where each statement is a round trip to a server.
+    /// In-process SQLite pays no round trip, and runs the union (which it sorts) no faster than
+    /// the two statements: the durable queue's medians were 801 against 838 runs/s in four pairs
+    /// (2026-12-06).
+    const SESSION_AND_RUNS_IN_ONE: bool = true;
+
     /// Whether a failed write lost a race and may succeed if run again (a MySQL deadlock).
     fn lost_race(_error: &DbError) -> bool {
         false
@@ -329,6 +336,7 @@ impl Dialect for Sqlite {
         Expr::cust_with_values("instr(lower(memory), lower(?)) > 0", [needle])
     }
     const BEGIN: Option<&'static str> = Some("BEGIN IMMEDIATE");
+    const SESSION_AND_RUNS_IN_ONE: bool = false;
     // "UNIQUE constraint failed: <table>.id"
     fn primary_key(e: &dyn sqlx::error::DatabaseError) -> bool {
         e.message().ends_with(".id")

@@ -280,7 +280,8 @@ impl<A: SqlFamily> JobStore for SqlDb<A> {
     /// it loses a race (a MySQL deadlock).
     async fn save_claimed_run(&self, lease: &JobLease, write: RunWrite<'_>, now: i64) -> DbResult<bool> {
         let db = &self.0;
-        Ok(super::runs::write_with_session(db, write, Some(hold(db, lease, now))).await?.is_some())
+        let guard = super::runs::Guard { lease: lease.clone(), now, statement: hold(db, lease, now) };
+        Ok(super::runs::write_with_session(db, write, Some(guard)).await?.is_some())
     }
 
     /// The ids of the jobs cancelled while `worker_id` ran them.

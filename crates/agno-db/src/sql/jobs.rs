@@ -250,21 +250,34 @@ pub(crate) async fn put_pending<A: super::SqlFamily>(
     job: &Job,
     pending: PendingRun<'_>,
 ) -> DbResult<()> {
-    let session_id = job.session_id.as_str();
+    let (sql, values) = pending_session(db, job, pending)?;
+    let what = format!("cannot write session {}", job.session_id);
+    A::D::execute_on(&mut *conn, &sql, values).await.map_err(|e| A::D::error(&what, e))?;
+    super::runs::SqlRuns::put_run(db, conn, pending.run, &job.session_id, job.user_id.as_deref(), false).await?;
+    Ok(())
+}
+
+/// The insert of [`put_pending`]'s session, which changes nothing when a session of its id is
+/// stored.
+///
+/// # Errors
+/// A JSON field of the session that cannot be written as JSON.
+pub(crate) fn pending_session<A: SqlAdapter>(
+    db: &A,
+    job: &Job,
+    pending: PendingRun<'_>,
+) -> DbResult<super::runs::Statement> {
     let mut values = Vec::with_capacity(super::sessions::COLUMNS.len());
     let data = pending.session.session_data.clone().unwrap_or_default();
     for cell in super::sessions::session_cells(pending.session, data, agno_core::now_epoch_secs())? {
         values.push(sea_query::Expr::val(A::D::value(cell)?));
     }
-    let what = format!("cannot write session {session_id}");
-    let (sql, values) = Query::insert()
+    let what = format!("cannot write session {}", job.session_id);
+    Ok(Query::insert()
         .into_table(db.table_ref(&db.tables().sessions))
         .columns(super::sessions::COLUMNS)
         .values(values)
         .map_err(|e| DbError::new(DbErrorKind::Other, format!("{what}: {e}")))?
         .on_conflict(sea_query::OnConflict::column("session_id").do_nothing_on(["session_id"]).to_owned())
-        .build_sqlx(A::D::builder());
-    A::D::execute_on(conn, &sql, values).await.map_err(|e| A::D::error(&what, e))?;
-    super::runs::SqlRuns::put_run(db, conn, pending.run, session_id, job.user_id.as_deref(), false).await?;
-    Ok(())
+        .build_sqlx(A::D::builder()))
 }

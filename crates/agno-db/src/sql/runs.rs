@@ -33,6 +33,14 @@ pub(crate) trait SqlRuns: SqlAdapter {
         stored: bool,
     ) -> DbResult<i64>;
 
+    /// A claimed run's write (`guard` checks the claim) in the fewest statements this database
+    /// can state it in, or [`Claimed::Generic`] to leave it to the transaction of
+    /// [`write_once`]'s statements. Nothing may be left half written: what this writes before
+    /// answering `Generic` is what that transaction writes again.
+    async fn write_claimed(&self, _write: RunWrite<'_>, _guard: &Guard) -> DbResult<Claimed> {
+        Ok(Claimed::Generic)
+    }
+
     /// `RunStore::upsert_run`: [`put_run`](Self::put_run) in a transaction of its own, tried
     /// again when it lost a race; the run's `run_index`.
     async fn save_run(&self, run: &RunOutput, session_id: &str, user_id: Option<&str>) -> DbResult<i64>
@@ -152,6 +160,30 @@ pub(crate) fn listed_runs<D: Dialect>(found: &[Row<D>]) -> Vec<RunOutput> {
 /// A built statement and its values.
 pub(crate) type Statement = (String, sea_query_sqlx::SqlxValues);
 
+/// A claimed job's lease check, which a worker's run write is conditioned on: the claim it
+/// checks (refreshing the lease at `now`) and the statement checking it, for databases that
+/// write it on its own before the run.
+#[derive(Debug, Clone)]
+pub(crate) struct Guard {
+    /// The claim.
+    pub(crate) lease: agno_core::JobLease,
+    /// When the check is made: the lease's new `locked_at` while the job runs.
+    pub(crate) now: i64,
+    /// The check as one statement: it changes (matches) a row while the claim holds.
+    pub(crate) statement: Statement,
+}
+
+/// What a database did with a claimed run's write ([`SqlRuns::write_claimed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claimed {
+    /// Written, with its session: the run's `run_index`.
+    Written(i64),
+    /// The claim no longer holds: nothing written.
+    Refused,
+    /// Left to the generic write (a transaction of [`write_once`]'s statements).
+    Generic,
+}
+
 /// Writes a run and its session in one transaction, after `guard` (a claimed job's lease check)
 /// changed a row: the run's `run_index`, `None` (nothing written) when the guard did not hold.
 /// Where the database has one writer (SQLite), concurrent writes share a transaction
@@ -162,8 +194,15 @@ pub(crate) type Statement = (String, sea_query_sqlx::SqlxValues);
 pub(crate) async fn write_with_session<A: SqlSessions + SqlRuns>(
     db: &A,
     write: RunWrite<'_>,
-    guard: Option<Statement>,
+    guard: Option<Guard>,
 ) -> DbResult<Option<i64>> {
+    if let Some(g) = &guard {
+        match db.write_claimed(write, g).await? {
+            Claimed::Written(index) => return Ok(Some(index)),
+            Claimed::Refused => return Ok(None),
+            Claimed::Generic => {}
+        }
+    }
     let owned = || OwnedWrite::of(write, guard.clone());
     let alone = async |in_turn| write_alone(db, write, guard.clone(), in_turn).await;
     group_commit::submit(db, owned, |db, conn, owned| Box::pin(owned.write_on(db, conn)), alone).await
@@ -175,11 +214,11 @@ struct OwnedWrite {
     state: agno_core::StateUpdate,
     run: RunOutput,
     user_id: Option<String>,
-    guard: Option<Statement>,
+    guard: Option<Guard>,
 }
 
 impl OwnedWrite {
-    fn of(write: RunWrite<'_>, guard: Option<Statement>) -> Self {
+    fn of(write: RunWrite<'_>, guard: Option<Guard>) -> Self {
         Self {
             session: write.session.clone(),
             state: write.state.clone(),
@@ -202,7 +241,7 @@ impl OwnedWrite {
 pub(crate) async fn write_alone<A: SqlSessions + SqlRuns>(
     db: &A,
     write: RunWrite<'_>,
-    guard: Option<Statement>,
+    guard: Option<Guard>,
     in_turn: bool,
 ) -> DbResult<Option<i64>> {
     super::retrying::<A::D, _, _, _>(|| async {
@@ -225,11 +264,11 @@ pub(crate) async fn write_once<A: SqlSessions + SqlRuns>(
     db: &A,
     conn: &mut Conn<A::D>,
     write: RunWrite<'_>,
-    guard: Option<&Statement>,
+    guard: Option<&Guard>,
 ) -> DbResult<Option<i64>> {
-    if let Some(statement) = guard {
+    if let Some(guard) = guard {
         let what = format!("cannot write run {}", write.run.id());
-        let (sql, values) = statement.clone();
+        let (sql, values) = guard.statement.clone();
         if A::D::execute_on(&mut *conn, &sql, values).await.map_err(|e| A::D::error(&what, e))? == 0 {
             return Ok(None);
         }

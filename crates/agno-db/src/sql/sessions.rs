@@ -170,6 +170,51 @@ async fn session_runs<A: SqlAdapter>(db: &A, session_id: &str, limit: Option<usi
     Ok(runs)
 }
 
+/// The session `session_id` (of `user_id`, when given) and its latest `limit` runs (all when
+/// `None`) in one statement: the session's row first, then one row per run, newest first, whose
+/// session columns are NULL (so a first row without a `session_id` means no such session).
+fn session_with_runs<A: SqlAdapter>(
+    db: &A,
+    session_id: &str,
+    user_id: Option<&str>,
+    limit: Option<usize>,
+) -> super::runs::Statement {
+    let null = || Expr::cust("NULL");
+    let mut head = by_id(db, session_id, user_id);
+    head.expr_as(Expr::cust("0"), "part")
+        .expr_as(null(), "run_data")
+        .expr_as(null(), "run_index")
+        .expr_as(null(), "run_created_at");
+    let mut latest = Query::select();
+    latest
+        .column("run_data")
+        .column("run_index")
+        .expr_as(Expr::col("created_at"), "run_created_at")
+        .from(db.table_ref(&db.tables().runs))
+        .and_where(Expr::col("session_id").eq(session_id))
+        .order_by("run_index", sea_query::Order::Desc)
+        .order_by("created_at", sea_query::Order::Desc);
+    if let Some(n) = limit {
+        latest.limit(super::bound(n));
+    }
+    let mut tail = Query::select();
+    for column in COLUMNS {
+        tail.expr_as(null(), column);
+    }
+    tail.expr_as(Expr::cust("1"), "part")
+        .column("run_data")
+        .column("run_index")
+        .column("run_created_at")
+        .from_subquery(latest, "latest");
+    let mut both = Query::select();
+    both.column(sea_query::Asterisk)
+        .from_subquery(head.union(sea_query::UnionType::All, tail).take(), "found")
+        .order_by("part", sea_query::Order::Asc)
+        .order_by("run_index", sea_query::Order::Desc)
+        .order_by("run_created_at", sea_query::Order::Desc);
+    both.build_sqlx(A::D::builder())
+}
+
 #[async_trait::async_trait]
 impl<A: SqlFamily> SessionStore for SqlDb<A> {
     /// The session (of `user_id`, when given) with its latest `runs_limit` runs, oldest first (all
@@ -185,6 +230,23 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
         let db = &self.0;
         let with_runs = runs_limit != Some(0);
         let legacy = with_runs && db.has_legacy_runs();
+        if A::D::SESSION_AND_RUNS_IN_ONE && with_runs && !legacy && db.has_runs_table() {
+            // The session and its runs in one statement (planned for these values: see
+            // `Dialect::fetch_replanned`).
+            let (sql, values) = session_with_runs(db, session_id, user_id, runs_limit);
+            let found = A::D::fetch_replanned(db.pool(), &sql, values)
+                .await
+                .map_err(|e| A::D::error(&format!("cannot read session {session_id}"), e))?;
+            let Some((row, runs)) = found.split_first() else { return Ok(None) };
+            if Columns::<A::D>::of(row, "agno_sessions").text("session_id")?.is_none() {
+                return Ok(None);
+            }
+            let mut session = session_from_row::<A::D>(row)?;
+            let mut runs = super::runs::listed_runs::<A::D>(runs);
+            runs.reverse();
+            session.runs = Some(runs);
+            return Ok(Some(session));
+        }
         let found = match session_row(db, session_id, user_id, legacy).await {
             // The legacy column was dropped by another process since this one looked: look again.
             Err(e) if legacy && e.kind() == DbErrorKind::SchemaTooOld => {

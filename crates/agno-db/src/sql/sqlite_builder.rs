@@ -10,8 +10,8 @@ use std::fmt::Write;
 
 use sea_query::{
     BinOper, EscapeBuilder, ExplainStatement, Expr, LockClause, OperLeftAssocDecider, PrecedenceDecider, QueryBuilder,
-    Quote, QuotedBuilder, SelectInto, SqlWriter, SqliteQueryBuilder, SubQueryOper, SubQueryStatement, TableRefBuilder,
-    Value, WithClause,
+    Quote, QuotedBuilder, SelectInto, SelectStatement, SqlWriter, SqliteQueryBuilder, SubQueryOper, SubQueryStatement,
+    TableRefBuilder, UnionType, Value, WithClause,
 };
 
 /// [`SqliteQueryBuilder`], quoting identifiers in backticks (see the module documentation).
@@ -61,6 +61,18 @@ impl QueryBuilder for SqliteBuilder {
     }
     fn prepare_bin_oper(&self, bin_oper: &BinOper, sql: &mut impl SqlWriter) {
         SqliteQueryBuilder.prepare_bin_oper(bin_oper, sql);
+    }
+    // SQLite takes no parentheses around the members of a compound select.
+    fn prepare_union_statement(&self, union_type: UnionType, select: &SelectStatement, sql: &mut impl SqlWriter) {
+        let keyword = match union_type {
+            UnionType::Intersect => " INTERSECT ",
+            UnionType::Distinct => " UNION ",
+            UnionType::Except => " EXCEPT ",
+            // `UnionType::All`, and any kind a later sea-query adds (the non-exhaustive enum).
+            _ => " UNION ALL ",
+        };
+        let _ = sql.write_str(keyword);
+        self.prepare_select_statement(select, sql);
     }
     fn prepare_query_statement(&self, query: &SubQueryStatement, sql: &mut impl SqlWriter) {
         match query {

@@ -1,0 +1,215 @@
+//! A claimed run's write on PostgreSQL in the fewest round trips (`SqlRuns::write_claimed`).
+//!
+//! The generic write is a transaction of five or six statements: `BEGIN`, the lease check, the
+//! session (read under its lock when the run's state changes, then written), the run, `COMMIT`.
+//! Here the lease check, the session and the run are one statement of data-modifying CTEs, each
+//! part conditioned on the one before (the session is written only if the claim holds, the run
+//! only if the session was written):
+//!
+//! - a run's first write (`RUNNING`: its state changes nothing, [`KEEP_STORED_STATE`] keeps the
+//!   stored one) is that one statement alone, which PostgreSQL commits as it ends: 1 statement;
+//! - a write that merges the run's state reads the stored session under its lock first (with the
+//!   lease check, in one statement) and writes in a transaction: `BEGIN`, read, write, `COMMIT`.
+//!
+//! What neither covers (a stored `session_data` that is not a JSON object, another user's session,
+//! a run not stored yet, a session gone) is left to the generic write, which writes again
+//! whatever the one statement did: the same rows with the same values.
+
+use agno_core::{DbError, DbErrorKind, DbResult, RunWrite, StateUpdate, now_epoch_secs};
+use serde_json::Value;
+use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, Postgres, Row};
+
+use super::sessions::{KEEP_STORED_STATE, KEEPS_ONLY_OBJECTS, params, upsert_sql};
+use super::{PostgresState, db_error, value_column};
+use crate::sql::SqlAdapter;
+use crate::sql::runs::{Claimed, Guard, RunCells, SqlRuns, bind_cells, write_error};
+use crate::sql::sessions::session_cells;
+
+/// The transaction of a merging write: READ COMMITTED whatever the server's default, so the
+/// locked read sees the latest committed session.
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
+/// Where each value of the write statement is bound: the session's 14 cells from `$1`, the run's
+/// 12 from `$15` (`RUN_HEAD`, then `RUN_TAIL`), its 3 facts from `$27`, the lease check's 4
+/// (`now`, job id, worker, attempt) from `$30`.
+const RUN: usize = 15;
+const FACTS: usize = 27;
+const LEASE: usize = 30;
+
+impl PostgresState {
+    /// The lease check as a CTE named `guard` (one row while the claim holds, the lease refreshed
+    /// while the job runs), its values bound from `$first`: `now`, job id, worker, attempt.
+    fn guard_cte(&self, first: usize) -> String {
+        let [now, id, worker, attempt] = [first, first + 1, first + 2, first + 3];
+        format!(
+            "guard AS (UPDATE {} SET locked_at = CASE WHEN status = 'running' THEN ${now} ELSE locked_at END \
+             WHERE id = ${id} AND locked_by = ${worker} AND attempt = ${attempt} \
+             AND status IN ('running', 'cancelled') RETURNING 1)",
+            self.qualified(&self.tables().jobs)
+        )
+    }
+
+    /// The write statement: the lease check when `guarded`, the session upsert writing
+    /// `session_data` as `data` under `only`, the run updated by its key and its facts. One row:
+    /// `held` (the claim holds), `session` (the session was written), `run_index` (the run was:
+    /// stored, and now updated).
+    fn write_sql(&self, guarded: bool, data: &str, only: &str) -> String {
+        let sessions = self.qualified(&self.tables().sessions);
+        let runs = self.qualified(&self.tables().runs);
+        let row = params(1, 14);
+        let (with, source, held) = if guarded {
+            (
+                format!("WITH {}, ", self.guard_cte(LEASE)),
+                format!("SELECT {row} FROM guard"),
+                "EXISTS (SELECT 1 FROM guard)",
+            )
+        } else {
+            ("WITH ".to_owned(), format!("VALUES ({row})"), "true")
+        };
+        let upsert = upsert_sql(&sessions, &source, data, only);
+        // RUN_HEAD: run_id +0, user_id +6, parent_run_id +7, status +8; RUN_TAIL: run_data +9,
+        // updated_at +11.
+        let [run_id, user_id, parent, status, run_data, updated] = [0, 6, 7, 8, 9, 11].map(|i| RUN + i);
+        let facts = if self.has_run_facts() {
+            format!(
+                ", facts AS (INSERT INTO {} (run_id, model, model_provider) SELECT {} FROM written \
+                 ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider)",
+                self.qualified(&self.tables().run_facts()),
+                params(FACTS, 3)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{with}s AS ({upsert} RETURNING 1), \
+             written AS (UPDATE {runs} AS r SET status = ${status}, run_data = ${run_data}, \
+             parent_run_id = ${parent}, updated_at = ${updated} WHERE r.run_id = ${run_id} \
+             AND r.run_index IS NOT NULL AND (r.user_id IS NOT DISTINCT FROM ${user_id} OR r.user_id IS NULL) \
+             AND EXISTS (SELECT 1 FROM s) RETURNING r.run_index){facts} \
+             SELECT {held} AS held, EXISTS (SELECT 1 FROM s) AS session, (SELECT run_index FROM written) AS run_index"
+        )
+    }
+
+    /// The write statement ([`write_sql`](Self::write_sql)) with `write`'s values bound, the
+    /// session's `session_data` as `session_data`.
+    fn bind_write<'q>(
+        &self,
+        sql: String,
+        write: RunWrite<'_>,
+        session_data: serde_json::Map<String, Value>,
+        guard: Option<&Guard>,
+    ) -> DbResult<sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>> {
+        let now = now_epoch_secs();
+        let session = session_cells(write.session, session_data, now)?;
+        let sid = &write.session.session_id;
+        let RunCells { head, tail, facts } = RunCells::of(write.run, sid, write.user_id, now)?;
+        let cells = session.into_iter().chain(head).chain(tail).chain(facts);
+        let q = bind_cells::<Postgres>(sqlx::query(AssertSqlSafe(sql)), cells)?;
+        Ok(match guard {
+            Some(g) => q.bind(g.now).bind(g.lease.job_id.clone()).bind(g.lease.worker_id.clone()).bind(g.lease.attempt),
+            None => q,
+        })
+    }
+
+    /// A run's first write in one statement, committed as it ends.
+    async fn first_write(&self, write: RunWrite<'_>, guard: &Guard) -> DbResult<Claimed> {
+        let sql = self.write_sql(true, KEEP_STORED_STATE, KEEPS_ONLY_OBJECTS);
+        let base = write.session.session_data.clone().unwrap_or_default();
+        let row = self
+            .bind_write(sql, write, base, Some(guard))?
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| write_error::<Postgres>(write.run.id(), &write.session.session_id, e))?;
+        let (held, session, index) = written(&row, write)?;
+        Ok(match (held, session, index) {
+            (false, ..) => Claimed::Refused,
+            (true, true, Some(index)) => Claimed::Written(index),
+            _ => Claimed::Generic,
+        })
+    }
+
+    /// A write merging the run's state: the lease check and the session's locked read, then the
+    /// session and the run, in one transaction.
+    async fn merging_write(&self, write: RunWrite<'_>, guard: &Guard) -> DbResult<Claimed> {
+        let sid = &write.session.session_id;
+        let what = format!("cannot write run {}", write.run.id());
+        let sessions = self.qualified(&self.tables().sessions);
+        let read = format!(
+            "WITH {} SELECT g.held, s.found, s.session_data \
+             FROM (SELECT EXISTS (SELECT 1 FROM guard) AS held) g LEFT JOIN LATERAL \
+             (SELECT true AS found, session_data FROM {sessions} WHERE session_id = $1 AND g.held \
+             FOR NO KEY UPDATE) s ON true",
+            self.guard_cte(2)
+        );
+        let mut tx = self.pool().begin_with(BEGIN).await.map_err(|e| db_error(&what, e))?;
+        let row = sqlx::query(AssertSqlSafe(read))
+            .bind(sid)
+            .bind(guard.now)
+            .bind(&guard.lease.job_id)
+            .bind(&guard.lease.worker_id)
+            .bind(guard.lease.attempt)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| db_error(&format!("cannot read session {sid}"), e))?;
+        let cell = |e: sqlx::Error| db_error(&format!("cannot read session {sid}"), e);
+        let held: bool = row.try_get("held").map_err(cell)?;
+        let found: Option<bool> = row.try_get("found").map_err(cell)?;
+        if !held || found != Some(true) {
+            tx.rollback().await.map_err(|e| db_error(&what, e))?;
+            return Ok(if held { Claimed::Generic } else { Claimed::Refused });
+        }
+        let stored = match value_column(row.try_get("session_data").map_err(cell)?) {
+            Some(Value::Object(stored)) => Some(stored),
+            _ => None,
+        };
+        let base = write.session.session_data.clone().unwrap_or_default();
+        let session_data = write.state.session_data(base, stored.as_ref());
+        let sql = self.write_sql(false, "excluded.session_data", "");
+        let row = self
+            .bind_write(sql, write, session_data, None)?
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| write_error::<Postgres>(write.run.id(), sid, e))?;
+        let index = match written(&row, write)? {
+            (_, false, _) => {
+                tx.rollback().await.map_err(|e| db_error(&what, e))?;
+                return Err(DbError::new(DbErrorKind::Conflict, format!("session {sid} belongs to another user")));
+            }
+            (_, true, Some(index)) => index,
+            // Not stored yet: inserted as any other, under the run-index lock.
+            (_, true, None) => match self.put_run(&mut tx, write.run, sid, write.user_id, false).await {
+                Ok(index) => index,
+                Err(e) => {
+                    let _ = tx.rollback().await;
+                    return Err(e);
+                }
+            },
+        };
+        tx.commit().await.map_err(|e| db_error(&what, e))?;
+        Ok(Claimed::Written(index))
+    }
+}
+
+/// The `held`, `session` and `run_index` columns of the write statement's row.
+fn written(row: &PgRow, write: RunWrite<'_>) -> DbResult<(bool, bool, Option<i64>)> {
+    let cell = |e: sqlx::Error| db_error(&format!("cannot read the write of run {}", write.run.id()), e);
+    Ok((
+        row.try_get("held").map_err(cell)?,
+        row.try_get("session").map_err(cell)?,
+        row.try_get("run_index").map_err(cell)?,
+    ))
+}
+
+/// `SqlRuns::write_claimed` on PostgreSQL: a first write in one statement, a merge in a
+/// transaction of four; a replaced state, and whatever these leave, in the generic transaction.
+pub(super) async fn write_claimed(db: &PostgresState, write: RunWrite<'_>, guard: &Guard) -> DbResult<Claimed> {
+    crate::sql::retrying::<Postgres, _, _, _>(|| async {
+        match write.state {
+            s if s.changes_nothing() => db.first_write(write, guard).await,
+            StateUpdate::Merge { .. } => db.merging_write(write, guard).await,
+            StateUpdate::Replace => Ok(Claimed::Generic),
+        }
+    })
+    .await
+}
