@@ -146,11 +146,8 @@ async fn session_row<A: SqlAdapter>(
     rows(db, select.build_sqlx(A::D::builder()), &format!("cannot read session {session_id}")).await
 }
 
-/// The latest `limit` runs of a session (all when `None`), oldest first.
-async fn session_runs<A: SqlAdapter>(db: &A, session_id: &str, limit: Option<usize>) -> DbResult<Vec<RunOutput>> {
-    if !db.has_runs_table() {
-        return Ok(Vec::new());
-    }
+/// The `run_data` of the latest `limit` runs of a session (all when `None`), newest first.
+fn latest_runs<A: SqlAdapter>(db: &A, session_id: &str, limit: Option<usize>) -> SelectStatement {
     let mut select = Query::select();
     select
         .column("run_data")
@@ -161,7 +158,15 @@ async fn session_runs<A: SqlAdapter>(db: &A, session_id: &str, limit: Option<usi
     if let Some(n) = limit {
         select.limit(super::bound(n));
     }
-    let (sql, values) = select.build_sqlx(A::D::builder());
+    select
+}
+
+/// The latest `limit` runs of a session (all when `None`), oldest first.
+async fn session_runs<A: SqlAdapter>(db: &A, session_id: &str, limit: Option<usize>) -> DbResult<Vec<RunOutput>> {
+    if !db.has_runs_table() {
+        return Ok(Vec::new());
+    }
+    let (sql, values) = latest_runs(db, session_id, limit).build_sqlx(A::D::builder());
     let found = A::D::fetch_replanned(db.pool(), &sql, values)
         .await
         .map_err(|e| A::D::error(&format!("cannot read the runs of session {session_id}"), e))?;
@@ -185,18 +190,8 @@ fn session_with_runs<A: SqlAdapter>(
         .expr_as(null(), "run_data")
         .expr_as(null(), "run_index")
         .expr_as(null(), "run_created_at");
-    let mut latest = Query::select();
-    latest
-        .column("run_data")
-        .column("run_index")
-        .expr_as(Expr::col("created_at"), "run_created_at")
-        .from(db.table_ref(&db.tables().runs))
-        .and_where(Expr::col("session_id").eq(session_id))
-        .order_by("run_index", sea_query::Order::Desc)
-        .order_by("created_at", sea_query::Order::Desc);
-    if let Some(n) = limit {
-        latest.limit(super::bound(n));
-    }
+    let mut latest = latest_runs(db, session_id, limit);
+    latest.column("run_index").expr_as(Expr::col("created_at"), "run_created_at");
     let mut tail = Query::select();
     for column in COLUMNS {
         tail.expr_as(null(), column);
