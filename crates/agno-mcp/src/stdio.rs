@@ -15,7 +15,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::{Mutex, mpsc};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::notes::Notes;
 
@@ -38,7 +38,7 @@ pub(crate) enum StdioError {
 pub(crate) struct ChildTransport {
     stdin: Arc<Mutex<ChildStdin>>,
     inbox: mpsc::Receiver<ServerJsonRpcMessage>,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: Vec<AbortHandle>,
 }
 
 impl Drop for ChildTransport {
@@ -71,24 +71,31 @@ impl ChildTransport {
         let stdout = child.stdout.take().ok_or_else(missing)?;
         let stderr = child.stderr.take().ok_or_else(missing)?;
         let (tx, inbox) = mpsc::channel(64);
-        let reader = tokio::spawn(read_messages(child, BufReader::new(stdout), tx, Arc::clone(&notes)));
-        let errors = tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(target: "agno_mcp::server_stderr", "{line}");
-                notes.stderr(&line);
+        let errors = tokio::spawn({
+            let notes = Arc::clone(&notes);
+            async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::debug!(target: "agno_mcp::server_stderr", "{line}");
+                    notes.stderr(&line);
+                }
             }
         });
-        Ok(Self { stdin: Arc::new(Mutex::new(stdin)), inbox, tasks: vec![reader, errors] })
+        let stop_errors = errors.abort_handle();
+        let reader = tokio::spawn(read_messages(child, BufReader::new(stdout), tx, notes, errors));
+        Ok(Self { stdin: Arc::new(Mutex::new(stdin)), inbox, tasks: vec![reader.abort_handle(), stop_errors] })
     }
 }
 
-/// Reads lines until the child closes stdout, then records how it exited.
+/// Reads lines until the child closes stdout, then records how it exited, once `errors` (the
+/// reader of its stderr) has read the server's last words: a call failing because the server
+/// exited is told both (bounded: a grandchild may hold stderr open).
 async fn read_messages(
     mut child: Child,
     mut stdout: BufReader<tokio::process::ChildStdout>,
     tx: mpsc::Sender<ServerJsonRpcMessage>,
     notes: Arc<Notes>,
+    errors: JoinHandle<()>,
 ) {
     let mut line = Vec::new();
     loop {
@@ -117,11 +124,13 @@ async fn read_messages(
             }
         }
     }
-    match tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await {
-        Ok(Ok(status)) => notes.exited(&status.to_string()),
-        Ok(Err(e)) => notes.exited(&format!("unknown status ({e})")),
-        Err(_) => notes.exited("closed its stdout"),
-    }
+    let how = match tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await {
+        Ok(Ok(status)) => status.to_string(),
+        Ok(Err(e)) => format!("unknown status ({e})"),
+        Err(_) => "closed its stdout".to_owned(),
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), errors).await;
+    notes.exited(&how);
 }
 
 enum Line {
