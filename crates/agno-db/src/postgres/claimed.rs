@@ -20,6 +20,7 @@ use serde_json::Value;
 use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, Postgres, Row};
 
+use super::runs::stored_run_update;
 use super::sessions::{KEEP_STORED_STATE, KEEPS_ONLY_OBJECTS, params, upsert_sql};
 use super::{PostgresState, db_error, value_column};
 use crate::sql::SqlAdapter;
@@ -41,12 +42,11 @@ impl PostgresState {
     /// The lease check as a CTE named `guard` (one row while the claim holds, the lease refreshed
     /// while the job runs), its values bound from `$first`: `now`, job id, worker, attempt.
     fn guard_cte(&self, first: usize) -> String {
-        let [now, id, worker, attempt] = [first, first + 1, first + 2, first + 3];
         format!(
-            "guard AS (UPDATE {} SET locked_at = CASE WHEN status = 'running' THEN ${now} ELSE locked_at END \
-             WHERE id = ${id} AND locked_by = ${worker} AND attempt = ${attempt} \
-             AND status IN ('running', 'cancelled') RETURNING 1)",
-            self.qualified(&self.tables().jobs)
+            "guard AS (UPDATE {} SET locked_at = CASE WHEN status = 'running' THEN ${first} ELSE locked_at END \
+             WHERE {} RETURNING 1)",
+            self.qualified(&self.tables().jobs),
+            super::jobs::holds(first + 1)
         )
     }
 
@@ -68,26 +68,11 @@ impl PostgresState {
             ("WITH ".to_owned(), format!("VALUES ({row})"), "true")
         };
         let upsert = upsert_sql(&sessions, &source, data, only);
-        // RUN_HEAD: run_id +0, user_id +6, parent_run_id +7, status +8; RUN_TAIL: run_data +9,
-        // updated_at +11.
-        let [run_id, user_id, parent, status, run_data, updated] = [0, 6, 7, 8, 9, 11].map(|i| RUN + i);
-        let facts = if self.has_run_facts() {
-            format!(
-                ", facts AS (INSERT INTO {} (run_id, model, model_provider) SELECT {} FROM written \
-                 ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider)",
-                self.qualified(&self.tables().run_facts()),
-                params(FACTS, 3)
-            )
-        } else {
-            String::new()
-        };
+        let run = stored_run_update(&runs, RUN, " AND EXISTS (SELECT 1 FROM s)");
+        let facts = self.facts_cte(FACTS);
         format!(
-            "{with}s AS ({upsert} RETURNING 1), \
-             written AS (UPDATE {runs} AS r SET status = ${status}, run_data = ${run_data}, \
-             parent_run_id = ${parent}, updated_at = ${updated} WHERE r.run_id = ${run_id} \
-             AND r.run_index IS NOT NULL AND (r.user_id IS NOT DISTINCT FROM ${user_id} OR r.user_id IS NULL) \
-             AND EXISTS (SELECT 1 FROM s) RETURNING r.run_index){facts} \
-             SELECT {held} AS held, EXISTS (SELECT 1 FROM s) AS session, (SELECT run_index FROM written) AS run_index"
+            "{with}s AS ({upsert} RETURNING 1), {run}{facts} SELECT {held} AS held, \
+             EXISTS (SELECT 1 FROM s) AS session, (SELECT run_index FROM written) AS run_index"
         )
     }
 

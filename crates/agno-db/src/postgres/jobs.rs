@@ -23,9 +23,12 @@ const MAX_CHANNEL_BYTES: usize = 63;
 /// (PostgreSQL refuses payloads of 8000 bytes or more).
 const MAX_PAYLOAD_BYTES: usize = 7_999;
 
-/// The predicate a worker writing for its attempt must satisfy (`$1` id, `$2` worker, `$3`
-/// attempt): the job runs under its claim, or was cancelled while it ran.
-const HOLDS: &str = "id = $1 AND locked_by = $2 AND attempt = $3 AND status IN ('running', 'cancelled')";
+/// The predicate a worker writing for its attempt must satisfy (job id, worker and attempt bound
+/// from `$first`): the job runs under its claim, or was cancelled while it ran.
+pub(super) fn holds(first: usize) -> String {
+    let [id, worker, attempt] = [first, first + 1, first + 2];
+    format!("id = ${id} AND locked_by = ${worker} AND attempt = ${attempt} AND status IN ('running', 'cancelled')")
+}
 
 /// A notification payload, or an empty one when it would be too long for PostgreSQL.
 fn signal(prefix: &str, id: &str) -> String {
@@ -276,14 +279,15 @@ impl crate::sql::jobs::SqlQueue for PostgresState {
         let t = self.tables();
         let (jobs, log) = (self.qualified(&t.jobs), self.qualified(&t.events));
         let sql = format!(
-            "WITH held AS (SELECT id FROM {jobs} WHERE {HOLDS} FOR SHARE), \
+            "WITH held AS (SELECT id FROM {jobs} WHERE {} FOR SHARE), \
              clash AS (SELECT 1 FROM {log} WHERE run_id = $1 AND event_index = ANY($4::bigint[]) LIMIT 1), \
              ins AS (INSERT INTO {log} (run_id, event_index, attempt, event, data, created_at) \
              SELECT held.id, u.i, $3, u.e, u.d, u.c FROM held, \
              unnest($4::bigint[], $5::text[], $6::text[], $7::bigint[]) AS u(i, e, d, c) \
              WHERE NOT EXISTS (SELECT 1 FROM clash) ON CONFLICT DO NOTHING RETURNING 1) \
              SELECT EXISTS (SELECT 1 FROM clash) AS clash, (SELECT count(*) FROM ins) AS written, \
-             pg_notify($8, $9) FROM held"
+             pg_notify($8, $9) FROM held",
+            holds(1)
         );
         let indexes: Vec<i64> = events.iter().map(|e| e.event_index).collect();
         let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();

@@ -34,7 +34,7 @@ impl crate::sql::runs::SqlRuns for PostgresState {
         let RunCells { head, tail, facts } = RunCells::of(run, session_id, user_id, now_epoch_secs())?;
         // The run and its facts in one statement: its cells are $1-$12 (RUN_HEAD, RUN_TAIL), its
         // facts $13-$15 (bound also when there is no facts table, to keep the numbering).
-        let facts_cte = self.facts_cte();
+        let facts_cte = self.facts_cte(13);
         let bind = |sql: String, persistent: bool| {
             let q = sqlx::query(AssertSqlSafe(sql)).persistent(persistent);
             bind_cells::<Postgres>(q, head.clone().into_iter().chain(tail.clone()).chain(facts.clone()))
@@ -47,12 +47,7 @@ impl crate::sql::runs::SqlRuns for PostgresState {
         if stored {
             // What the upsert below does to a stored row, by its key (an indexed row: no index
             // left to assign). Every cell is bound, the unused ones too, to keep the numbering.
-            let sql = format!(
-                "WITH written AS (UPDATE {t} AS t SET status = $9, run_data = $10, parent_run_id = $8, \
-                 updated_at = $12 WHERE run_id = $1 AND run_index IS NOT NULL \
-                 AND (t.user_id IS NOT DISTINCT FROM $7 OR t.user_id IS NULL) \
-                 RETURNING run_index){facts_cte} SELECT run_index FROM written"
-            );
+            let sql = format!("WITH {}{facts_cte} SELECT run_index FROM written", stored_run_update(&t, 1, ""));
             let row = bind(sql, true)?
                 .fetch_optional(&mut *conn)
                 .await
@@ -64,6 +59,20 @@ impl crate::sql::runs::SqlRuns for PostgresState {
         self.lock_run_index(conn, session_id).await?;
         self.insert_run(conn, run, session_id, user_id, None).await
     }
+}
+
+/// The update of a stored run in `t` by its key (an indexed row: no index left to assign), as the
+/// run upsert changes a stored row, as a CTE named `written` returning the run's `run_index`;
+/// the run's cells bound from `$first` in `RunCells` order (`RUN_HEAD`, then `RUN_TAIL`; the
+/// unused ones too, to keep the numbering); `only`: a further condition.
+pub(super) fn stored_run_update(t: &str, first: usize, only: &str) -> String {
+    let [run_id, user_id, parent, status, run_data, updated] = [0, 6, 7, 8, 9, 11].map(|i| first + i);
+    format!(
+        "written AS (UPDATE {t} AS r SET status = ${status}, run_data = ${run_data}, \
+         parent_run_id = ${parent}, updated_at = ${updated} WHERE r.run_id = ${run_id} \
+         AND r.run_index IS NOT NULL AND (r.user_id IS NOT DISTINCT FROM ${user_id} OR r.user_id IS NULL){only} \
+         RETURNING r.run_index)"
+    )
 }
 
 /// The statement taking the run-index lock of the session bound at `$n`.
@@ -100,7 +109,7 @@ impl PostgresState {
     ) -> DbResult<i64> {
         let t = self.qualified(&self.tables().runs);
         let RunCells { head, tail, facts } = RunCells::of(run, session_id, user_id, now_epoch_secs())?;
-        let facts_cte = self.facts_cte();
+        let facts_cte = self.facts_cte(13);
         let turn = if then.is_some() { ", pg_advisory_xact_lock(hashtextextended($16, 0)) AS turn" } else { "" };
         let sql = format!(
             "WITH written AS (INSERT INTO {t} AS t ({RUN_HEAD}, run_index, {RUN_TAIL}) \
@@ -131,14 +140,17 @@ impl PostgresState {
         Ok(index.unwrap_or(0))
     }
 
-    /// The CTE writing a run's facts (`$13`-`$15`) beside it, when the facts table exists: what
-    /// the metrics read of it (its model), no JSON to read later; a run refused by the owner
-    /// check writes no facts either.
-    fn facts_cte(&self) -> String {
+    /// The CTE writing the facts of the run a CTE named `written` wrote (bound from `$first`:
+    /// run id, model, provider), after a comma, when the facts table exists: what the metrics read
+    /// of a run (its model), no JSON to read later; a run refused by the owner check writes no
+    /// facts either.
+    pub(super) fn facts_cte(&self, first: usize) -> String {
         if self.has_run_facts() {
+            let [id, model, provider] = [first, first + 1, first + 2];
             format!(
-                ", facts AS (INSERT INTO {} (run_id, model, model_provider) SELECT $13, $14, $15 FROM written \
-                 ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, model_provider = excluded.model_provider)",
+                ", facts AS (INSERT INTO {} (run_id, model, model_provider) SELECT ${id}, ${model}, ${provider} \
+                 FROM written ON CONFLICT (run_id) DO UPDATE SET model = excluded.model, \
+                 model_provider = excluded.model_provider)",
                 self.qualified(&self.tables().run_facts())
             )
         } else {
