@@ -944,9 +944,10 @@ pub trait JobStore: Send + Sync {
 }
 
 /// A complete storage backend: sessions, runs, memories, metrics, eval runs, knowledge contents,
-/// schedules and schema versions.
+/// schedules, traces and schema versions.
 pub trait Db:
     SessionStore
+    + crate::TraceStore
     + RunStore
     + MemoryStore
     + MetricsStore
@@ -960,6 +961,7 @@ pub trait Db:
 
 impl<T> Db for T where
     T: SessionStore
+        + crate::TraceStore
         + RunStore
         + MemoryStore
         + MetricsStore

@@ -27,6 +27,7 @@ mod stream_event;
 mod team;
 pub mod tool;
 mod tool_execution;
+mod traces;
 mod usage;
 mod workflow;
 
@@ -62,5 +63,9 @@ pub use stream_event::StreamEvent;
 pub use team::TeamStreamEvent;
 pub use tool::{DynTool, ToolContext, ToolDefinition, ToolFlags, ToolOutput};
 pub use tool_execution::{ToolCallMetrics, ToolExecution, UserInputField};
+pub use traces::{
+    CompareOp, FilterValue, SpanRecord, TraceField, TraceFilter, TraceQuery, TraceRecord, TraceSessionStats,
+    TraceStatsQuery, TraceStore, component_level, duration_ms, fold_trace, session_stats, trace_of_spans,
+};
 pub use usage::{MetricsBucket, MetricsQuery, SessionFacts};
 pub use workflow::{StepOutput, StepType, WorkflowEvent, WorkflowEventData, WorkflowStreamEvent};

@@ -28,6 +28,10 @@ pub struct TableNames {
     pub events: String,
     /// Schema versions (`agno_schema_versions`).
     pub versions: String,
+    /// Traces (`agno_traces`).
+    pub traces: String,
+    /// The spans of the traces (`agno_spans`).
+    pub spans: String,
 }
 
 impl TableNames {
@@ -53,6 +57,8 @@ impl Default for TableNames {
             jobs: "agno_jobs".to_owned(),
             events: "agno_run_events".to_owned(),
             versions: "agno_schema_versions".to_owned(),
+            traces: "agno_traces".to_owned(),
+            spans: "agno_spans".to_owned(),
         }
     }
 }
@@ -96,6 +102,8 @@ impl TableNames {
             &self.jobs,
             &self.events,
             &self.versions,
+            &self.traces,
+            &self.spans,
         ] {
             let ok = !name.is_empty()
                 && name.len() <= 63

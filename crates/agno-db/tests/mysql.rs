@@ -222,7 +222,7 @@ async fn assert_all_runs_copied(t: &TestDb, db: &MySqlDb) {
 
 /// Agno's table types that Python Agno 3.1's `MySQLDb` and agno-rs's `MySqlDb` both create, with
 /// their table names.
-const TABLES: [(&str, &str); 7] = [
+const TABLES: [(&str, &str); 9] = [
     ("sessions", "agno_sessions"),
     ("runs", "agno_runs"),
     ("versions", "agno_schema_versions"),
@@ -230,6 +230,8 @@ const TABLES: [(&str, &str); 7] = [
     ("metrics", "agno_metrics"),
     ("evals", "agno_eval_runs"),
     ("knowledge", "agno_knowledge"),
+    ("traces", "agno_traces"),
+    ("spans", "agno_spans"),
 ];
 
 /// `SHOW CREATE TABLE` of each table as Python Agno 3.1 creates it, live, in a database of its

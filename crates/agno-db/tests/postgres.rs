@@ -253,6 +253,26 @@ async fn metrics_and_schedule_tables_are_created_exactly_as_python_agno_creates_
     }
 }
 
+/// The traces and spans tables (the spans' foreign key to the traces) are created as Python Agno
+/// 3.1 creates them, live.
+#[tokio::test]
+async fn trace_tables_are_created_exactly_as_python_agno_creates_them() {
+    if !agno_testkit::services::postgres("trace_tables_are_created_exactly_as_python_agno_creates_them") {
+        return;
+    }
+    let scratch = Scratch::new("ddl_traces");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    db.create_tables().await.unwrap(); // idempotent
+    let tables = ["agno_traces", "agno_spans"];
+    let got = catalog(&scratch.name, &tables).await;
+    let Some(want) = python_catalog(&["traces", "spans"], &tables).await else { return };
+    assert_eq!(got, want);
+    for table in tables {
+        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
+    }
+}
+
 #[tokio::test]
 async fn agno_2x_postgres_data_migrates_to_v3_without_loss() {
     if !agno_testkit::services::postgres("agno_2x_postgres_data_migrates_to_v3_without_loss") {

@@ -12,8 +12,19 @@ use sqlx::Row;
 
 /// Agno's table types that agno-rs implements on SQLite (Agno 3.1 has no SQLite jobs table; the
 /// one agno-rs adds, and its event log, are agno-rs's own).
-const TABLE_TYPES: [&str; 9] =
-    ["sessions", "runs", "memories", "metrics", "evals", "knowledge", "versions", "schedules", "schedule_runs"];
+const TABLE_TYPES: [&str; 11] = [
+    "sessions",
+    "runs",
+    "memories",
+    "metrics",
+    "evals",
+    "knowledge",
+    "versions",
+    "schedules",
+    "schedule_runs",
+    "traces",
+    "spans",
+];
 
 /// Tables (and their indexes) agno-rs adds that Agno does not create on SQLite.
 const OWN_TABLES: [&str; 3] = ["agno_jobs", "agno_run_events", "agno_runs_facts"];

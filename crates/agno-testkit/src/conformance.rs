@@ -554,7 +554,9 @@ macro_rules! db_conformance {
                 schedules_round_trip_and_update,
                 schedules_users_are_isolated,
                 schedule_claims_are_exclusive,
-                schedule_runs_record_history
+                schedule_runs_record_history,
+                traces_fold_batches_and_count_spans,
+                traces_list_filter_and_stats
             );
         }
     };
@@ -571,6 +573,8 @@ macro_rules! db_conformance {
         )*
     };
 }
+
+pub use crate::conformance_traces::{traces_fold_batches_and_count_spans, traces_list_filter_and_stats};
 
 // ----- Memories -------------------------------------------------------------------------------
 

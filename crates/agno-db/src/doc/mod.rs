@@ -17,6 +17,7 @@ pub(crate) mod runs;
 mod schedules;
 pub(crate) mod schema;
 pub(crate) mod sessions;
+pub(crate) mod traces;
 
 use std::borrow::Cow;
 use std::fmt;

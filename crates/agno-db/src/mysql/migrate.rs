@@ -268,8 +268,13 @@ impl crate::sql::migrate::SqlSchema for MySqlState {
         }
         // The background-run queue and its event log (agno-rs's; Agno's MySQLDb has no queue).
         // The jobs table's version row is also the lock of depth-bounded enqueues.
-        for (name, ddl) in [(&t.jobs, super::jobs::jobs_ddl(&t.jobs)), (&t.events, super::jobs::events_ddl(&t.events))]
-        {
+        // Then traces and their spans (after the traces table: the spans' foreign key points there).
+        for (name, ddl) in [
+            (&t.jobs, super::jobs::jobs_ddl(&t.jobs)),
+            (&t.events, super::jobs::events_ddl(&t.events)),
+            (&t.traces, super::traces::traces_ddl(&t.traces)),
+            (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
+        ] {
             if !self.table_exists(name).await? {
                 self.exec(&ddl, &format!("cannot create table {name}")).await?;
                 crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;

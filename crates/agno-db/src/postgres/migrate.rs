@@ -326,6 +326,8 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
         let schedule_runs_q = self.qualified(&t.schedule_runs);
         let jobs_q = self.qualified(&t.jobs);
         let events_q = self.qualified(&t.events);
+        let traces_q = self.qualified(&t.traces);
+        let spans_q = self.qualified(&t.spans);
         for (name, ddl) in [
             (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
             (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
@@ -338,6 +340,9 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
             (&t.schedule_runs, super::schedules::schedule_runs_ddl(&schedule_runs_q, &t.schedule_runs, &schedules_q)),
             (&t.jobs, jobs_ddl(&jobs_q, &t.jobs)),
             (&t.events, events_ddl(&events_q)),
+            (&t.traces, super::traces::traces_ddl(&traces_q, &t.traces)),
+            // After the traces table: its foreign key points there.
+            (&t.spans, super::traces::spans_ddl(&spans_q, &t.spans, &traces_q)),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;

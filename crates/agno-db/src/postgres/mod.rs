@@ -13,6 +13,7 @@ mod runs;
 mod schedules;
 mod schema;
 mod sessions;
+pub(crate) mod traces;
 
 pub(crate) use schedules::{clean_json, clean_text};
 

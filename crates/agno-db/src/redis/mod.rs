@@ -30,6 +30,7 @@ mod schedule_scripts;
 mod schedules;
 mod schema;
 mod sessions;
+mod traces;
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -284,8 +284,13 @@ impl Dialect for Sqlite {
     fn read_text(row: &SqliteRow, column: &str) -> Result<Option<String>, sqlx::Error> {
         row.try_get(column)
     }
+    // A REAL where an integer belongs (Python Agno's SQLite trace upsert stores `duration_ms` as
+    // a `julianday` difference) reads rounded.
     fn read_int(row: &SqliteRow, column: &str) -> Result<Option<i64>, sqlx::Error> {
-        row.try_get(column)
+        row.try_get(column).or_else(|e| match row.try_get::<Option<f64>, _>(column) {
+            Ok(real) => Ok(real.map(|r| r.round() as i64)),
+            Err(_) => Err(e),
+        })
     }
     fn read_bool(row: &SqliteRow, column: &str) -> Result<Option<bool>, sqlx::Error> {
         row.try_get::<Option<i64>, _>(column).map(|v| v.map(|v| v != 0))

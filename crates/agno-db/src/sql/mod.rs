@@ -23,6 +23,7 @@ pub(crate) mod runs;
 pub(crate) mod schedules;
 pub(crate) mod sessions;
 pub(crate) mod sqlite_builder;
+pub(crate) mod traces;
 pub(crate) mod upsert;
 pub(crate) mod versions;
 

@@ -83,6 +83,9 @@ impl crate::sql::migrate::SqlSchema for SqliteState {
             (&t.schedule_runs, super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules)),
             (&t.jobs, super::jobs::jobs_ddl(&t.jobs)),
             (&t.events, super::jobs::events_ddl(&t.events)),
+            (&t.traces, super::traces::traces_ddl(&t.traces)),
+            // After the traces table: its foreign key points there.
+            (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;

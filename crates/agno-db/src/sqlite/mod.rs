@@ -15,6 +15,7 @@ mod runs;
 mod schedules;
 mod schema;
 mod sessions;
+pub(crate) mod traces;
 
 use crate::sql::{SqlAdapter, catalog_values};
 use std::str::FromStr;

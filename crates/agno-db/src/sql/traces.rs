@@ -1,0 +1,413 @@
+//! `agno_traces` and `agno_spans` as every SQL adapter writes and reads them: a batch of spans
+//! and the traces they fold into in one transaction, the span counts of a trace counted on read
+//! (never stored), listings and per-session stats, and Agno's filter expression as a condition.
+
+use std::collections::{BTreeSet, HashMap};
+
+use agno_core::{
+    Cell, CompareOp, DbError, DbErrorKind, DbResult, FilterValue, SortOrder, SpanRecord, TraceField, TraceFilter,
+    TraceQuery, TraceRecord, TraceSessionStats, TraceStatsQuery, TraceStore, fold_trace,
+};
+use sea_query::{Condition, Expr, ExprTrait, Func, LikeExpr, LockType, OnConflict, Order, Query};
+use sea_query_sqlx::SqlxBinder;
+use sqlx::Database;
+
+use super::listing::{Listing, count_of, readable};
+use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, rows};
+
+/// The columns of the traces table, in table order.
+const TRACE_COLUMNS: [&str; 13] = [
+    "trace_id",
+    "name",
+    "status",
+    "start_time",
+    "end_time",
+    "duration_ms",
+    "run_id",
+    "session_id",
+    "user_id",
+    "agent_id",
+    "team_id",
+    "workflow_id",
+    "created_at",
+];
+
+/// The columns of the spans table, in table order.
+const SPAN_COLUMNS: [&str; 12] = [
+    "span_id",
+    "trace_id",
+    "parent_span_id",
+    "name",
+    "span_kind",
+    "status_code",
+    "status_message",
+    "start_time",
+    "end_time",
+    "duration_ms",
+    "attributes",
+    "created_at",
+];
+
+/// The indexed columns of the traces table, as Agno indexes them (each alone).
+pub(crate) const TRACE_INDEXES: [&str; 9] =
+    ["status", "start_time", "run_id", "session_id", "user_id", "agent_id", "team_id", "workflow_id", "created_at"];
+
+/// The indexed columns of the spans table.
+pub(crate) const SPAN_INDEXES: [&str; 4] = ["trace_id", "parent_span_id", "start_time", "created_at"];
+
+/// Spans inserted per statement (12 binds each, under every database's bind limit).
+const SPAN_CHUNK: usize = 400;
+
+/// Trace ids whose spans are counted per statement.
+const COUNT_CHUNK: usize = 500;
+
+/// A trace read back from a row of the traces table (span counts zero until counted).
+fn trace_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<TraceRecord> {
+    let c = Columns::<D>::of(row, "agno_traces");
+    Ok(TraceRecord {
+        trace_id: c.text("trace_id")?.unwrap_or_default(),
+        name: c.text("name")?.unwrap_or_default(),
+        status: c.text("status")?.unwrap_or_default(),
+        start_time: c.text("start_time")?.unwrap_or_default(),
+        end_time: c.text("end_time")?.unwrap_or_default(),
+        duration_ms: c.int("duration_ms")?.unwrap_or_default(),
+        run_id: c.text("run_id")?,
+        session_id: c.text("session_id")?,
+        user_id: c.text("user_id")?,
+        agent_id: c.text("agent_id")?,
+        team_id: c.text("team_id")?,
+        workflow_id: c.text("workflow_id")?,
+        created_at: c.text("created_at")?.unwrap_or_default(),
+        total_spans: 0,
+        error_count: 0,
+    })
+}
+
+/// A span read back from a row of the spans table.
+fn span_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<SpanRecord> {
+    let c = Columns::<D>::of(row, "agno_spans");
+    Ok(SpanRecord {
+        span_id: c.text("span_id")?.unwrap_or_default(),
+        trace_id: c.text("trace_id")?.unwrap_or_default(),
+        parent_span_id: c.text("parent_span_id")?,
+        name: c.text("name")?.unwrap_or_default(),
+        span_kind: c.text("span_kind")?.unwrap_or_default(),
+        status_code: c.text("status_code")?.unwrap_or_default(),
+        status_message: c.text("status_message")?,
+        start_time: c.text("start_time")?.unwrap_or_default(),
+        end_time: c.text("end_time")?.unwrap_or_default(),
+        duration_ms: c.int("duration_ms")?.unwrap_or_default(),
+        attributes: c.object("attributes")?.unwrap_or_default(),
+        created_at: c.text("created_at")?.unwrap_or_default(),
+    })
+}
+
+fn trace_cells<D: Dialect>(t: &TraceRecord) -> [Cell; 13] {
+    let text = |s: &str| Cell::Text(Some(s.to_owned()));
+    [
+        text(&t.trace_id),
+        Cell::Text(D::storable(Some(&t.name))),
+        text(&t.status),
+        text(&t.start_time),
+        text(&t.end_time),
+        Cell::Int(Some(t.duration_ms)),
+        Cell::Text(t.run_id.clone()),
+        Cell::Text(t.session_id.clone()),
+        Cell::Text(t.user_id.clone()),
+        Cell::Text(t.agent_id.clone()),
+        Cell::Text(t.team_id.clone()),
+        Cell::Text(t.workflow_id.clone()),
+        text(&t.created_at),
+    ]
+}
+
+/// A span's cells; its free texts (a name, an error) as the database can store them.
+fn span_cells<D: Dialect>(s: &SpanRecord) -> [Cell; 12] {
+    let text = |s: &str| Cell::Text(Some(s.to_owned()));
+    [
+        text(&s.span_id),
+        text(&s.trace_id),
+        Cell::Text(s.parent_span_id.clone()),
+        Cell::Text(D::storable(Some(&s.name))),
+        text(&s.span_kind),
+        text(&s.status_code),
+        Cell::Text(D::storable(s.status_message.as_deref())),
+        text(&s.start_time),
+        text(&s.end_time),
+        Cell::Int(Some(s.duration_ms)),
+        Cell::Json(Some(serde_json::Value::Object(s.attributes.clone()))),
+        text(&s.created_at),
+    ]
+}
+
+fn values<D: Dialect, const N: usize>(cells: [Cell; N]) -> DbResult<Vec<Expr>> {
+    cells.into_iter().map(|c| D::value(c).map(Expr::val)).collect()
+}
+
+fn build_error(what: &str, e: impl std::fmt::Display) -> DbError {
+    DbError::new(DbErrorKind::Other, format!("{what}: {e}"))
+}
+
+/// `value` as `field` is bound: `duration_ms` as an integer, the other fields as text.
+fn bound_value(field: TraceField, value: &FilterValue) -> sea_query::Value {
+    match value {
+        FilterValue::Text(t) => t.clone().into(),
+        FilterValue::Number(n) if field == TraceField::DurationMs => (n.round() as i64).into(),
+        FilterValue::Number(n) => n.to_string().into(),
+    }
+}
+
+/// `field` compared as `op` says with `value`, as Agno's filter converter compares: `CONTAINS`
+/// and `STARTSWITH` ignore case and match `%`, `_` and `/` literally.
+fn compared(field: TraceField, op: CompareOp, value: &FilterValue) -> Expr {
+    let column = Expr::col(field.column());
+    let like = |pattern: String| Expr::expr(Func::lower(column.clone())).like(LikeExpr::new(pattern).escape('/'));
+    let escaped = || {
+        let text = match value {
+            FilterValue::Text(t) => t.to_lowercase(),
+            FilterValue::Number(n) => n.to_string(),
+        };
+        text.replace('/', "//").replace('%', "/%").replace('_', "/_")
+    };
+    let v = || Expr::val(bound_value(field, value));
+    match op {
+        CompareOp::Eq => column.eq(v()),
+        CompareOp::Neq => column.ne(v()),
+        CompareOp::Gt => column.gt(v()),
+        CompareOp::Gte => column.gte(v()),
+        CompareOp::Lt => column.lt(v()),
+        CompareOp::Lte => column.lte(v()),
+        CompareOp::Contains => like(format!("%{}%", escaped())),
+        CompareOp::StartsWith => like(format!("{}%", escaped())),
+    }
+}
+
+/// `filter` as a condition on the traces table.
+fn filter_condition(filter: &TraceFilter) -> Condition {
+    match filter {
+        TraceFilter::Compare(field, op, value) => Condition::all().add(compared(*field, *op, value)),
+        TraceFilter::In(_, values) if values.is_empty() => Condition::all().add(Expr::val(1).eq(0)),
+        TraceFilter::In(field, values) => {
+            Condition::all().add(Expr::col(field.column()).is_in(values.iter().map(|v| bound_value(*field, v))))
+        }
+        TraceFilter::And(all) => all.iter().fold(Condition::all(), |c, f| c.add(filter_condition(f))),
+        TraceFilter::Or(any) => any.iter().fold(Condition::any(), |c, f| c.add(filter_condition(f))),
+        TraceFilter::Not(inner) => filter_condition(inner).not(),
+    }
+}
+
+/// The traces a query asks for (all of its filters but the paging); `by_creation` bounds
+/// `created_at` by the query's times (the session stats) rather than `start_time`/`end_time`.
+fn query_condition<D: Dialect>(q: &TraceQuery, by_creation: bool) -> Condition {
+    let mut c = Condition::all();
+    for (column, value) in [
+        ("run_id", &q.run_id),
+        ("session_id", &q.session_id),
+        ("user_id", &q.user_id),
+        ("agent_id", &q.agent_id),
+        ("team_id", &q.team_id),
+        ("workflow_id", &q.workflow_id),
+        ("status", &q.status),
+    ] {
+        if let Some(v) = value {
+            c = c.add(D::exact(column, v));
+        }
+    }
+    let (from, to) = if by_creation { ("created_at", "created_at") } else { ("start_time", "end_time") };
+    if let Some(t) = &q.start_time {
+        c = c.add(Expr::col(from).gte(t.as_str()));
+    }
+    if let Some(t) = &q.end_time {
+        c = c.add(Expr::col(to).lte(t.as_str()));
+    }
+    if let Some(f) = &q.filter {
+        c = c.add(filter_condition(f));
+    }
+    c
+}
+
+/// Sets the span counts of `traces` from the spans table.
+async fn count_spans<A: SqlAdapter>(db: &A, traces: &mut [TraceRecord]) -> DbResult<()> {
+    let spans_table = &db.tables().spans;
+    let mut counts: HashMap<String, (u64, u64)> = HashMap::new();
+    let ids: Vec<&str> = traces.iter().map(|t| t.trace_id.as_str()).collect();
+    for chunk in ids.chunks(COUNT_CHUNK) {
+        let select = Query::select()
+            .column("trace_id")
+            .expr_as(Expr::col("span_id").count(), "total")
+            // COUNT, not SUM: an integer on every database (MySQL's SUM is a DECIMAL).
+            .expr_as(Expr::expr(Expr::case(Expr::col("status_code").eq("ERROR"), 1)).count(), "errors")
+            .from(db.table_ref(spans_table))
+            .and_where(Expr::col("trace_id").is_in(chunk.iter().copied()))
+            .group_by_col("trace_id")
+            .build_sqlx(A::D::builder());
+        for row in rows(db, select, "cannot count spans").await? {
+            let c = Columns::<A::D>::of(&row, "agno_spans");
+            let id = c.text("trace_id")?.unwrap_or_default();
+            let total = c.int("total")?.unwrap_or_default();
+            let errors = c.int("errors")?.unwrap_or_default();
+            counts.insert(id, (u64::try_from(total).unwrap_or(0), u64::try_from(errors).unwrap_or(0)));
+        }
+    }
+    for t in traces {
+        (t.total_spans, t.error_count) = counts.get(&t.trace_id).copied().unwrap_or_default();
+    }
+    Ok(())
+}
+
+#[async_trait::async_trait]
+impl<A: SqlFamily> TraceStore for SqlDb<A> {
+    /// One transaction: the stored traces of the batch locked and folded with the new ones, the
+    /// traces written, then the spans (a span written before is left as it is).
+    async fn write_spans(&self, traces: &[TraceRecord], spans: &[SpanRecord]) -> DbResult<()> {
+        let db = &self.0;
+        if traces.is_empty() && spans.is_empty() {
+            return Ok(());
+        }
+        let t = db.tables();
+        let what = "cannot write traces";
+        let mut tx = Tx::begin(db).await?;
+        let outcome = async {
+            let ids: BTreeSet<&str> = traces.iter().map(|t| t.trace_id.as_str()).collect();
+            let stored = if ids.is_empty() {
+                Vec::new()
+            } else {
+                let lock = Query::select()
+                    .columns(TRACE_COLUMNS)
+                    .from(db.table_ref(&t.traces))
+                    .and_where(Expr::col("trace_id").is_in(ids.iter().copied()))
+                    .lock(LockType::Update)
+                    .build_sqlx(A::D::builder());
+                tx.rows(lock, what).await?
+            };
+            let mut stored: HashMap<String, TraceRecord> = stored
+                .iter()
+                .map(trace_from_row::<A::D>)
+                .map(|r| r.map(|t| (t.trace_id.clone(), t)))
+                .collect::<DbResult<_>>()?;
+            for new in traces {
+                let merged = match stored.get(&new.trace_id) {
+                    Some(old) => fold_trace(old, new),
+                    None => new.clone(),
+                };
+                let upsert = Query::insert()
+                    .into_table(db.table_ref(&t.traces))
+                    .columns(TRACE_COLUMNS)
+                    .values(values::<A::D, 13>(trace_cells::<A::D>(&merged))?)
+                    .map_err(|e| build_error(what, e))?
+                    .on_conflict(
+                        OnConflict::column("trace_id").update_columns(TRACE_COLUMNS[1..12].iter().copied()).to_owned(),
+                    )
+                    .build_sqlx(A::D::builder());
+                tx.changed(upsert, what).await?;
+                stored.insert(merged.trace_id.clone(), merged);
+            }
+            for chunk in spans.chunks(SPAN_CHUNK) {
+                let mut insert = Query::insert();
+                insert.into_table(db.table_ref(&t.spans)).columns(SPAN_COLUMNS);
+                for span in chunk {
+                    insert.values(values::<A::D, 12>(span_cells::<A::D>(span))?).map_err(|e| build_error(what, e))?;
+                }
+                insert.on_conflict(OnConflict::column("span_id").do_nothing_on(["span_id"]).to_owned());
+                tx.changed(insert.build_sqlx(A::D::builder()), "cannot write spans").await?;
+            }
+            Ok(())
+        }
+        .await;
+        tx.end(outcome, what).await
+    }
+
+    async fn get_trace(&self, trace_id: Option<&str>, run_id: Option<&str>) -> DbResult<Option<TraceRecord>> {
+        let db = &self.0;
+        let by = match (trace_id, run_id) {
+            (Some(id), _) if !id.is_empty() => Expr::col("trace_id").eq(id),
+            (_, Some(run)) if !run.is_empty() => Expr::col("run_id").eq(run),
+            _ => return Ok(None),
+        };
+        let select = Query::select()
+            .columns(TRACE_COLUMNS)
+            .from(db.table_ref(&db.tables().traces))
+            .and_where(by)
+            .order_by("start_time", Order::Desc)
+            .limit(1)
+            .build_sqlx(A::D::builder());
+        let found = rows(db, select, "cannot read trace").await?;
+        let Some(row) = found.first() else { return Ok(None) };
+        let mut trace = [trace_from_row::<A::D>(row)?];
+        count_spans(db, &mut trace).await?;
+        let [trace] = trace;
+        Ok(Some(trace))
+    }
+
+    async fn get_traces(&self, q: &TraceQuery) -> DbResult<(Vec<TraceRecord>, u64)> {
+        let db = &self.0;
+        let (found, total) =
+            Listing::<A::D>::of(db.table_ref(&db.tables().traces), TRACE_COLUMNS, query_condition::<A::D>(q, false))
+                .by_never_null("start_time", SortOrder::Desc)
+                .then_by_bytes("trace_id", SortOrder::Desc)
+                .page(q.limit, q.page)
+                .fetch(db, "traces")
+                .await?;
+        let mut list = readable::<A::D, _>(&found, "trace", "trace_id", trace_from_row::<A::D>);
+        count_spans(db, &mut list).await?;
+        Ok((list, total))
+    }
+
+    async fn get_spans(&self, trace_id: &str) -> DbResult<Vec<SpanRecord>> {
+        let db = &self.0;
+        let select = Query::select()
+            .columns(SPAN_COLUMNS)
+            .from(db.table_ref(&db.tables().spans))
+            .and_where(Expr::col("trace_id").eq(trace_id))
+            .order_by("start_time", Order::Asc)
+            .build_sqlx(A::D::builder());
+        let found = rows(db, select, &format!("cannot read the spans of trace {trace_id}")).await?;
+        Ok(readable::<A::D, _>(&found, "span", "span_id", span_from_row::<A::D>))
+    }
+
+    async fn get_trace_session_stats(&self, q: &TraceStatsQuery) -> DbResult<(Vec<TraceSessionStats>, u64)> {
+        let db = &self.0;
+        let table = db.table_ref(&db.tables().traces);
+        let filter = query_condition::<A::D>(q, true).add(Expr::col("session_id").is_not_null());
+        let mut select = Query::select();
+        select
+            .column("session_id")
+            .expr_as(Expr::col("user_id").max(), "user_id")
+            .expr_as(Expr::col("agent_id").max(), "agent_id")
+            .expr_as(Expr::col("team_id").max(), "team_id")
+            .expr_as(Expr::col("workflow_id").max(), "workflow_id")
+            .expr_as(Expr::col("trace_id").count(), "total_traces")
+            .expr_as(Expr::col("created_at").min(), "first_trace_at")
+            .expr_as(Expr::col("created_at").max(), "last_trace_at")
+            .from(table.clone())
+            .cond_where(filter.clone())
+            .group_by_col("session_id")
+            .order_by_expr(Expr::col("created_at").max(), Order::Desc)
+            .order_by_expr(A::D::byte_order("session_id"), Order::Asc);
+        super::listing::limit_to(&mut select, q.limit, q.page);
+        let found = rows(db, select.build_sqlx(A::D::builder()), "cannot read trace session stats").await?;
+        let count = Query::select()
+            .expr_as(Expr::col("session_id").count_distinct(), "total")
+            .from(table)
+            .cond_where(filter)
+            .build_sqlx(A::D::builder());
+        let total = count_of(db, count, "cannot count trace sessions").await?;
+        let list = found
+            .iter()
+            .map(|row| {
+                let c = Columns::<A::D>::of(row, "agno_traces");
+                Ok(TraceSessionStats {
+                    session_id: c.text("session_id")?.unwrap_or_default(),
+                    user_id: c.text("user_id")?,
+                    agent_id: c.text("agent_id")?,
+                    team_id: c.text("team_id")?,
+                    workflow_id: c.text("workflow_id")?,
+                    total_traces: u64::try_from(c.int("total_traces")?.unwrap_or_default()).unwrap_or(0),
+                    first_trace_at: c.text("first_trace_at")?.unwrap_or_default(),
+                    last_trace_at: c.text("last_trace_at")?.unwrap_or_default(),
+                })
+            })
+            .collect::<DbResult<Vec<_>>>()?;
+        Ok((list, total))
+    }
+}
