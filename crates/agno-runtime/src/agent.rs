@@ -50,6 +50,11 @@ pub(crate) struct AgentInner {
     pub(crate) metadata: Option<Map<String, Value>>,
     /// Asked when the model answers without a tool call (a team's tasks mode).
     pub(crate) follow_up: Option<Arc<dyn FollowUp>>,
+    /// A team's leader: its runs are the team's, traced under the team's span, not as runs of
+    /// their own.
+    pub(crate) leads_team: bool,
+    /// Where its runs are traced when the context they start in does not trace.
+    pub(crate) tracing: Option<crate::Tracing>,
     /// User memories: what to do with them, and who manages them (set when any is on).
     pub(crate) memory: MemoryConfig,
     pub(crate) memory_manager: Option<crate::memory::MemoryManager>,
@@ -285,6 +290,8 @@ struct AgentInnerDraft {
     store_events: bool,
     metadata: Option<Map<String, Value>>,
     follow_up: Option<Arc<dyn FollowUp>>,
+    leads_team: bool,
+    tracing: Option<crate::Tracing>,
     memory_manager: Option<crate::memory::MemoryManager>,
     summaries: SummaryConfig,
     summary_manager: Option<crate::summary::SessionSummaryManager>,
@@ -360,6 +367,20 @@ impl AgentBuilder {
     /// Adds a shared tool.
     pub fn tool_arc(mut self, tool: Arc<dyn DynTool>) -> Self {
         self.inner.tools.push(tool);
+        self
+    }
+
+    /// Traces the agent's runs with `tracing` (as OpenTelemetry spans, stored or exported),
+    /// unless they start in a context that traces already (a team's member runs under its
+    /// leader's delegation).
+    pub fn tracing(mut self, tracing: crate::Tracing) -> Self {
+        self.inner.tracing = Some(tracing);
+        self
+    }
+
+    /// Makes the agent a team's leader (its runs are traced as the team's).
+    pub(crate) fn leads_team(mut self) -> Self {
+        self.inner.leads_team = true;
         self
     }
 
@@ -605,6 +626,8 @@ impl AgentBuilder {
                 store_events: d.store_events,
                 metadata: d.metadata,
                 follow_up: d.follow_up,
+                leads_team: d.leads_team,
+                tracing: d.tracing,
                 memory: d.memory,
                 memory_manager,
                 summaries: d.summaries,

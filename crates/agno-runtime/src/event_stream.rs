@@ -105,7 +105,7 @@ where
     F: std::future::Future<Output = Result<RunOutput, RunError>> + Send + 'static,
 {
     match crate::blocking::spawn_handle() {
-        Ok(handle) => Some(handle.spawn(fut)),
+        Ok(handle) => Some(handle.spawn(crate::trace::propagate(fut))),
         Err(e) => {
             tracing::error!(error = %e, "cannot spawn {what}");
             None

@@ -9,6 +9,9 @@
 //!   decisions ([`agno_core::RunRequirement`]s);
 //! - [`cancel_run`] to stop a running run by id.
 //!
+//! Runs are traced as OpenTelemetry spans (stored as Agno stores them, or exported) while a
+//! [`Tracing`] is in their context: see [`trace`].
+//!
 //! There is one run loop (`run_loop.rs`): streaming is the primitive, `arun` is the same loop
 //! without listeners, and the blocking API is a thin wrapper at the edge.
 
@@ -39,6 +42,7 @@ mod structured;
 pub mod summary;
 pub mod team;
 mod tool_batch;
+pub mod trace;
 pub mod workflow;
 
 pub use agent::{Agent, AgentBuilder, AgentSettings, ModelChoice};
@@ -55,3 +59,4 @@ pub use hooks::{HookError, PostHook, PreHook};
 pub use request::{ContinueFrom, ContinueRequest, RunRequest};
 pub use run::{RunHandle, RunStream};
 pub use spec::{RUN_SPEC_VERSION, RunSpec, SpecError};
+pub use trace::{Tracing, TracingBuilder, TracingStats};

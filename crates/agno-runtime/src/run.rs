@@ -29,6 +29,7 @@ use crate::request::{ContinueFrom, ContinueRequest, RunRequest};
 use crate::run_loop::{drive_new, finish, model_loop, prepare};
 use crate::run_state::RunState;
 use crate::tool_batch::resolve_requirement;
+use crate::trace::{RunSpan, Runner, in_span};
 
 /// An agent run's [`RunEvent`]s as they happen, and its output via [`EventStream::output`]. The
 /// channel is bounded: a reader that falls behind holds the run back.
@@ -100,12 +101,40 @@ fn register(request: &mut RunRequest) -> Registration {
 }
 
 impl Agent {
+    /// The root span of a run of this agent (none for a team's leader: its runs are the team's).
+    fn run_span(
+        &self,
+        method: &str,
+        input: impl FnOnce() -> String,
+        ids: (Option<&str>, Option<&str>, Option<&str>),
+    ) -> Option<RunSpan> {
+        if self.inner.leads_team {
+            return None;
+        }
+        RunSpan::start(
+            Runner::Agent,
+            self.inner.tracing.as_ref(),
+            (&self.inner.id, self.inner.name.as_deref()),
+            method,
+            input,
+            ids,
+        )
+    }
+
     async fn execute(self, request: RunRequest, mut em: Emitter, run: Registration) -> Result<RunOutput, RunError> {
         em.resume_after(request.durable.after_event_index);
-        let result = match prepare(&self.inner, request).await {
-            Ok(st) => drive_new(&self.inner, st, &mut em, run.token()).await,
-            Err(e) => Err(e),
+        let ids = (request.run_id.as_deref(), request.session_id.as_deref(), request.user_id.as_deref());
+        let span = self.run_span("run", || request.input.as_text(), ids);
+        let work = async {
+            match prepare(&self.inner, request).await {
+                Ok(st) => drive_new(&self.inner, st, &mut em, run.token()).await,
+                Err(e) => Err(e),
+            }
         };
+        let result = in_span(span.as_ref().map(RunSpan::scope), work).await;
+        if let Some(span) = span {
+            span.finish(&result);
+        }
         close_with_error(&mut em, &result);
         result
     }
@@ -197,7 +226,13 @@ impl Agent {
         mut em: Emitter,
         run: Registration,
     ) -> Result<RunOutput, RunError> {
-        let result = continue_inner(&self.inner, request, &mut em, run.token()).await;
+        let ids = (Some(request.target_run_id()), None, request.user_id.as_deref());
+        let span = self.run_span("continue_run", String::new, ids);
+        let work = continue_inner(&self.inner, request, &mut em, run.token());
+        let result = in_span(span.as_ref().map(RunSpan::scope), work).await;
+        if let Some(span) = span {
+            span.finish(&result);
+        }
         close_with_error(&mut em, &result);
         result
     }

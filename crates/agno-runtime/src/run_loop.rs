@@ -25,6 +25,7 @@ use crate::request::RunRequest;
 use crate::run_state::RunState;
 use crate::structured::parse_structured;
 use crate::tool_batch::{BatchEnd, execute_batch};
+use crate::trace::{SpanScope, in_span};
 
 /// How the model loop ended.
 pub(crate) enum LoopEnd {
@@ -262,6 +263,50 @@ async fn reason(model: &dyn Model, st: &mut RunState, em: &mut Emitter) -> Resul
     Ok(())
 }
 
+/// The span of one model call (`{Model}.invoke`, or `.invoke_stream` for a streamed run), with
+/// the messages and tools it is sent.
+fn model_span(model: &dyn agno_core::Model, request: &ModelRequest, streamed: bool) -> Option<SpanScope> {
+    SpanScope::start("LLM", || {
+        let method = if streamed { "invoke_stream" } else { "invoke" };
+        let messages = serde_json::json!({ "messages": request.messages });
+        let attributes = vec![
+            ("llm.model_name", Some(model.id().to_owned())),
+            ("llm.provider", Some(model.provider().to_owned())),
+            ("input.mime_type", Some("application/json".to_owned())),
+            ("input.value", Some(messages.to_string())),
+        ];
+        (format!("{}.{method}", model.name()), attributes)
+    })
+}
+
+/// Ends a model call's span with its answer and token counts, or its failure.
+fn end_model_span(span: SpanScope, ended: &CallEnd) {
+    match ended {
+        CallEnd::Done(response) => {
+            let output = if response.tool_calls.is_empty() {
+                response.content.clone()
+            } else {
+                serde_json::json!({ "content": response.content, "tool_calls": response.tool_calls }).to_string()
+            };
+            span.text("output.value", output);
+            if let Some(usage) = &response.usage {
+                for (key, n) in [
+                    ("llm.token_count.prompt", usage.input_tokens),
+                    ("llm.token_count.completion", usage.output_tokens),
+                    ("llm.token_count.total", usage.total_tokens),
+                ] {
+                    if n > 0 {
+                        span.int(key, i64::try_from(n).unwrap_or(i64::MAX));
+                    }
+                }
+            }
+            span.ok();
+        }
+        CallEnd::Cancelled(_) => span.fail("the run was cancelled during the model call"),
+        CallEnd::Failed(e) => span.fail(&e.to_string()),
+    }
+}
+
 /// Model turns and tool batches until the run ends.
 pub(crate) async fn model_loop(
     agent: &AgentInner,
@@ -294,7 +339,12 @@ pub(crate) async fn model_loop(
             model_provider: agent.model.provider().to_owned(),
         });
         let call_started = std::time::Instant::now();
-        let response = match call_model(agent.model.as_ref(), request, em, token).await {
+        let llm = model_span(agent.model.as_ref(), &request, em.streaming());
+        let ended = in_span(llm.as_ref(), call_model(agent.model.as_ref(), request, em, token)).await;
+        if let Some(llm) = llm {
+            end_model_span(llm, &ended);
+        }
+        let response = match ended {
             CallEnd::Done(r) => r,
             CallEnd::Cancelled(partial) => {
                 if !partial.content.is_empty() {

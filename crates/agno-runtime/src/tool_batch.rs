@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::emitter::Emitter;
 use crate::run_state::RunState;
+use crate::trace::{SpanScope, in_span};
 
 /// How a batch ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +62,20 @@ pub(crate) fn parse_arguments(raw: &str) -> Result<Map<String, Value>, ToolError
         ))),
         Err(e) => Err(ToolError::invalid_arguments(format!("arguments are not valid JSON: {e}"))),
     }
+}
+
+/// The span of one tool call (named after the tool), with its arguments.
+fn tool_span(exec: &ToolExecution, args: Option<&Map<String, Value>>) -> Option<SpanScope> {
+    SpanScope::start("TOOL", || {
+        let arguments = args.map(|a| Value::Object(a.clone()).to_string());
+        let attributes = vec![
+            ("tool.name", Some(exec.name().to_owned())),
+            ("tool.parameters", arguments.clone()),
+            ("input.mime_type", Some("application/json".to_owned())),
+            ("input.value", arguments),
+        ];
+        (exec.name().to_owned(), attributes)
+    })
 }
 
 /// Executes `calls` and appends their results to the run.
@@ -132,16 +147,35 @@ pub(crate) async fn execute_batch(
         let cancel = cancel.clone();
         async move {
             match plan {
-                Plan::Fail(exec, err) => (exec, Some(Err(err))),
+                Plan::Fail(exec, err) => {
+                    if let Some(span) = tool_span(&exec, None) {
+                        span.fail(&err.to_string());
+                    }
+                    (exec, Some(Err(err)))
+                }
                 Plan::Pause(exec) => (exec, None),
                 Plan::Run(tool, mut exec, args) => {
                     ctx.tool_call_id = exec.call_id().to_owned();
                     let started = Instant::now();
                     let start_time = epoch_f64();
-                    let result = tokio::select! {
-                        r = call_with_hooks(tool.as_ref(), &hooks, args, ctx) => r,
-                        () = cancel.cancelled() => Err(ToolError::new(ToolErrorKind::Cancelled, "the run was cancelled while the tool ran")),
+                    let span = tool_span(&exec, Some(&args));
+                    let call = async {
+                        tokio::select! {
+                            r = call_with_hooks(tool.as_ref(), &hooks, args, ctx) => r,
+                            () = cancel.cancelled() => Err(ToolError::new(ToolErrorKind::Cancelled, "the run was cancelled while the tool ran")),
+                        }
                     };
+                    let result = in_span(span.as_ref(), call).await;
+                    if let Some(span) = span {
+                        match &result {
+                            Ok(text) => {
+                                span.text("output.value", text.clone());
+                                span.text("output.mime_type", "text/plain");
+                                span.ok();
+                            }
+                            Err(e) => span.fail(&e.to_string()),
+                        }
+                    }
                     exec.metrics = Some(ToolCallMetrics {
                         start_time: Some(start_time),
                         end_time: Some(epoch_f64()),

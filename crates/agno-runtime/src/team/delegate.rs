@@ -255,7 +255,7 @@ pub(super) async fn delegate(
     let mut guard = CancelOnDrop { run_id: member_run_id.clone(), armed: true };
     let (done, answer) = oneshot::channel();
     let shared = Arc::clone(run);
-    let handle = tokio::spawn(async move {
+    let handle = tokio::spawn(crate::trace::propagate(async move {
         let result = match member {
             Member::Agent(agent) if shared.streaming() => {
                 let mut stream = agent.run_stream(request);
@@ -275,7 +275,7 @@ pub(super) async fn delegate(
             members.push(out);
         }
         let _ = done.send(result);
-    });
+    }));
     if let Ok(mut in_flight) = run.in_flight.lock() {
         in_flight.push(handle);
     }

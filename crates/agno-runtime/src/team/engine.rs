@@ -18,6 +18,7 @@ use super::{Member, TeamInner, TeamMode};
 use crate::agent::Agent;
 use crate::error::RunError;
 use crate::request::{ContinueRequest, RunRequest};
+use crate::trace::{RunSpan, Runner, in_span};
 
 /// Longest a finished leader waits for member runs it stopped to store themselves.
 const MEMBER_DRAIN: Duration = Duration::from_secs(10);
@@ -205,6 +206,7 @@ async fn history(
 /// delegation tools of the mode bound to `run`.
 pub(super) fn leader(team: &TeamInner, run: &Arc<TeamRun>) -> Result<Agent, RunError> {
     let mut builder = Agent::builder(Arc::clone(&team.model))
+        .leads_team()
         .id(team.id.clone())
         .additional_context(members_message(team))
         .instructions(team.instructions.clone());
@@ -368,6 +370,28 @@ impl Storage {
 /// team run, its member runs and the session.
 pub(super) async fn execute(
     team: Arc<TeamInner>,
+    request: RunRequest,
+    tx: Option<mpsc::UnboundedSender<TeamStreamEvent>>,
+    store: bool,
+) -> Result<RunOutput, RunError> {
+    let ids = (request.run_id.as_deref(), request.session_id.as_deref(), request.user_id.as_deref());
+    let span = RunSpan::start(
+        Runner::Team,
+        team.tracing.as_ref(),
+        (&team.id, team.name.as_deref()),
+        "run",
+        || request.input.as_text(),
+        ids,
+    );
+    let result = in_span(span.as_ref().map(RunSpan::scope), execute_run(team, request, tx, store)).await;
+    if let Some(span) = span {
+        span.finish(&result);
+    }
+    result
+}
+
+async fn execute_run(
+    team: Arc<TeamInner>,
     mut request: RunRequest,
     tx: Option<mpsc::UnboundedSender<TeamStreamEvent>>,
     store: bool,
@@ -517,7 +541,7 @@ pub(super) async fn execute_member(
     let (tx, mut rx) = mpsc::unbounded_channel::<TeamStreamEvent>();
     let forward = outer.streaming();
     let tx = forward.then_some(tx);
-    let run = tokio::spawn(execute(team, request, tx, false));
+    let run = tokio::spawn(crate::trace::propagate(execute(team, request, tx, false)));
     if forward {
         while let Some(event) = rx.recv().await {
             outer.forward_member(event.inner().clone());

@@ -139,6 +139,7 @@ pub(crate) struct TeamInner {
     pub(crate) num_history_runs: usize,
     pub(crate) session_state: Map<String, Value>,
     pub(crate) max_iterations: u32,
+    pub(crate) tracing: Option<crate::Tracing>,
 }
 
 /// Builds a [`Team`] with named settings.
@@ -157,6 +158,7 @@ pub struct TeamBuilder {
     session_state: Map<String, Value>,
     max_iterations: Option<u32>,
     memory: crate::config::MemoryConfig,
+    tracing: Option<crate::Tracing>,
 }
 
 impl std::fmt::Debug for TeamBuilder {
@@ -229,6 +231,10 @@ impl TeamBuilder {
         /// Tasks mode: the most iterations of the leader's work on the task list (default 10, as
         /// Agno).
         max_iterations(n: u32) => max_iterations = Some(n);
+
+        /// Traces the team's runs (its members' runs nested in them) with `tracing`, unless they
+        /// start in a context that traces already.
+        tracing(tracing: crate::Tracing) => tracing = Some(tracing);
     }
 
     /// Checks the team and builds it.
@@ -285,6 +291,7 @@ impl TeamBuilder {
                 num_history_runs: self.num_history_runs.unwrap_or(3),
                 session_state: self.session_state,
                 max_iterations: self.max_iterations.unwrap_or(10),
+                tracing: self.tracing,
             }),
         })
     }

@@ -15,6 +15,7 @@ use super::engine::{LeaderCall, Storage, TeamRun, conclude, drive, find_member, 
 use super::{Member, TeamInner};
 use crate::error::RunError;
 use crate::request::{ContinueFrom, ContinueRequest};
+use crate::trace::{RunSpan, Runner, in_span};
 
 /// Where a paused team run keeps its delegation calls waiting on members.
 const PAUSES_KEY: &str = "member_pauses";
@@ -109,6 +110,28 @@ pub(super) fn pause_on_members(out: &mut RunOutput, pauses: &[DelegationPause], 
 /// requirements (found by requirement id), then the leader continues with the members' answers
 /// as the results of its delegation calls. A member that pauses again keeps the team paused.
 pub(super) async fn continue_run(
+    team: Arc<TeamInner>,
+    request: ContinueRequest,
+    tx: Option<mpsc::UnboundedSender<TeamStreamEvent>>,
+    store: bool,
+) -> Result<RunOutput, RunError> {
+    let ids = (Some(request.target_run_id()), None, request.user_id.as_deref());
+    let span = RunSpan::start(
+        Runner::Team,
+        team.tracing.as_ref(),
+        (&team.id, team.name.as_deref()),
+        "continue_run",
+        String::new,
+        ids,
+    );
+    let result = in_span(span.as_ref().map(RunSpan::scope), continue_team_run(team, request, tx, store)).await;
+    if let Some(span) = span {
+        span.finish(&result);
+    }
+    result
+}
+
+async fn continue_team_run(
     team: Arc<TeamInner>,
     request: ContinueRequest,
     tx: Option<mpsc::UnboundedSender<TeamStreamEvent>>,
@@ -297,7 +320,11 @@ async fn continue_member(member: Member, request: ContinueRequest, run: Arc<Team
         Member::Team(team) => {
             let (tx, mut rx) = mpsc::unbounded_channel::<TeamStreamEvent>();
             let forward = run.streaming();
-            let task = tokio::spawn(continue_nested(Arc::clone(&team.inner), request, forward.then_some(tx)));
+            let task = tokio::spawn(crate::trace::propagate(continue_nested(
+                Arc::clone(&team.inner),
+                request,
+                forward.then_some(tx),
+            )));
             if forward {
                 while let Some(event) = rx.recv().await {
                     run.forward_member(event.inner().clone());

@@ -27,6 +27,7 @@ use super::{WorkflowInner, WorkflowRunRequest, store, walk};
 use crate::cancel::Registration;
 use crate::error::RunError;
 use crate::fence::Durable;
+use crate::trace::{RunSpan, Runner, in_span};
 
 /// Where the journal lives in the stored run (Python Agno ignores the field).
 pub(super) const JOURNAL: &str = "agno_rs_journal";
@@ -314,6 +315,51 @@ pub(super) enum Start {
 
 /// Runs one workflow run, new or continued, to its end or its next pause.
 pub(super) async fn execute(
+    wf: Arc<WorkflowInner>,
+    start: Start,
+    tx: Option<mpsc::UnboundedSender<WorkflowStreamEvent>>,
+    depth: u32,
+    durable: Durable,
+) -> Result<RunOutput, RunError> {
+    let span = workflow_span(&wf, &start);
+    let result =
+        in_span(span.as_ref().map(RunSpan::scope), execute_run(Arc::clone(&wf), start, tx, depth, durable)).await;
+    if let Some(span) = span {
+        span.finish(&result);
+    }
+    result
+}
+
+/// The root span of a workflow run (`{Name}.run`, or `.continue_run`), with its steps as Agno's
+/// tracing describes them.
+fn workflow_span(wf: &WorkflowInner, start: &Start) -> Option<RunSpan> {
+    let who = (wf.id.as_str(), wf.name.as_deref());
+    let span = match start {
+        Start::New(request) => {
+            let ids = (request.run_id.as_deref(), request.session_id.as_deref(), request.user_id.as_deref());
+            let input = || match &request.input {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            RunSpan::start(Runner::Workflow, wf.tracing.as_ref(), who, "run", input, ids)
+        }
+        Start::Continue(run) => {
+            let ids = (Some(run.id()), run.session_id.as_deref(), run.user_id.as_deref());
+            RunSpan::start(Runner::Workflow, wf.tracing.as_ref(), who, "continue_run", String::new, ids)
+        }
+    }?;
+    let scope = span.scope();
+    if let Some(description) = &wf.description {
+        scope.text("agno.workflow.description", description.clone());
+    }
+    scope.int("agno.workflow.steps_count", i64::try_from(wf.steps.len()).unwrap_or(i64::MAX));
+    scope.texts("agno.workflow.steps", wf.steps.iter().map(|s| s.name().to_owned()).collect());
+    scope.texts("agno.workflow.step_types", wf.steps.iter().map(|s| format!("{:?}", s.step_type())).collect());
+    Some(span)
+}
+
+/// [`execute`] without its span.
+async fn execute_run(
     wf: Arc<WorkflowInner>,
     start: Start,
     tx: Option<mpsc::UnboundedSender<WorkflowStreamEvent>>,

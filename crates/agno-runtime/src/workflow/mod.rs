@@ -75,6 +75,7 @@ pub(crate) struct WorkflowInner {
     pub(crate) db: Option<Arc<dyn Db>>,
     pub(crate) session_state: Map<String, Value>,
     pub(crate) store_events: bool,
+    pub(crate) tracing: Option<crate::Tracing>,
 }
 
 /// Builds a [`Workflow`] with named settings.
@@ -87,6 +88,7 @@ pub struct WorkflowBuilder {
     db: Option<Arc<dyn Db>>,
     session_state: Map<String, Value>,
     store_events: bool,
+    tracing: Option<crate::Tracing>,
 }
 
 impl std::fmt::Debug for WorkflowBuilder {
@@ -128,6 +130,10 @@ impl WorkflowBuilder {
 
         /// Keep the run's events on the stored run (`events`), as Agno's `store_events`.
         store_events(on: bool) => store_events = on;
+
+        /// Traces the workflow's runs (its steps and their agents' runs nested in them) with
+        /// `tracing`, unless they start in a context that traces already.
+        tracing(tracing: crate::Tracing) => tracing = Some(tracing);
     }
 
     /// Checks the steps and builds the workflow.
@@ -151,6 +157,7 @@ impl WorkflowBuilder {
                 db: self.db,
                 session_state: self.session_state,
                 store_events: self.store_events,
+                tracing: self.tracing,
             }),
         })
     }

@@ -11,6 +11,7 @@ use super::executors::{StepFailure, execute_step};
 use super::pause::{self, After, Before, ErrorDecision, Reviewed};
 use super::primitives::{Condition, Evaluator, Executor, Loop, Parallel, Router, Step, StepNode, Steps};
 use super::review::{OnError, OnReject};
+use crate::trace::{SpanScope, in_span};
 
 /// Runs `nodes` one after the other, each on the content the previous one produced.
 pub(super) fn run_sequence<'a>(
@@ -49,6 +50,51 @@ pub(super) fn run_node<'a>(
 ) -> BoxFuture<'a, Result<Option<StepOutput>, Halt>> {
     Box::pin(async move {
         ctx.check()?;
+        let span = step_span(node, previous.as_ref());
+        let result = in_span(span.as_ref(), run_node_untraced(ctx, node, previous, pos)).await;
+        if let Some(span) = span {
+            match &result {
+                Ok(Some(output)) if output.success => {
+                    span.text("output.value", output.content_text());
+                    span.ok();
+                }
+                Ok(Some(output)) => span.fail(output.error.as_deref().unwrap_or("the step failed")),
+                Ok(None) => span.ok(),
+                Err(Halt::Failed { message, .. }) => span.fail(message),
+                Err(Halt::Cancelled(reason)) => span.fail(reason.as_deref().unwrap_or("the run was cancelled")),
+                // A pause is no failure: the step's span ends unset, and the continue traces it anew.
+                Err(Halt::Paused(_)) => drop(span),
+            }
+        }
+        result
+    })
+}
+
+/// The span of one node (`{Name}.execute`, CHAIN), with the input it is given.
+fn step_span(node: &StepNode, previous: Option<&Value>) -> Option<SpanScope> {
+    SpanScope::start("CHAIN", || {
+        let input = previous.map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        let attributes = vec![
+            ("input.value", input),
+            ("agno.step.type", Some(format!("{:?}", node.step_type()))),
+            ("agno.step.name", Some(node.name().to_owned())),
+            ("agno.step.id", node.step_id().map(str::to_owned)),
+        ];
+        (format!("{}.execute", node.name().replace([' ', '-'], "_")), attributes)
+    })
+}
+
+/// [`run_node`] without its span.
+async fn run_node_untraced(
+    ctx: &Ctx,
+    node: &StepNode,
+    previous: Option<Value>,
+    pos: Pos,
+) -> Result<Option<StepOutput>, Halt> {
+    {
         let output = match node {
             StepNode::Step(step) => return run_step(ctx, step, previous, &pos).await,
             StepNode::Steps(group) => run_steps(ctx, group, previous, &pos).await?,
@@ -61,7 +107,7 @@ pub(super) fn run_node<'a>(
             ctx.record(node.name(), output);
         }
         Ok(output)
-    })
+    }
 }
 
 /// The output of a container: its summary text, and its inner outputs in `steps`.

@@ -1,0 +1,216 @@
+//! Tracing of runs as OpenTelemetry spans, in the OpenInference conventions Agno's tracing uses:
+//! one trace per run attempt of an agent, team or workflow, with a span for each model call,
+//! tool call (a team's delegations among them, the members' runs nested under them) and
+//! workflow step.
+//!
+//! A [`Tracing`] holds an OpenTelemetry tracer provider of its own (no global state: two
+//! [`Tracing`]s in one process trace to two places). Runs are traced while a `Tracing` is in
+//! their OpenTelemetry context: [`Tracing::in_scope`] for a future, [`Tracing::enter`] while a
+//! run is started; the run's own task, and the tasks it starts, carry the context on. Without
+//! one, a run makes no span and pays a thread-local lookup per span it would have made.
+//!
+//! With [`TracingBuilder::store`], ended spans go through a bounded buffer to one writer task
+//! that stores them in batches in `agno_traces`/`agno_spans` (off the run's path: a slow
+//! database never holds a run back; when the buffer is full, spans are dropped and counted).
+//! Any other OpenTelemetry span processor (an OTLP exporter) can be added beside it.
+
+mod spans;
+mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry::Context;
+use opentelemetry::context::{ContextGuard, FutureExt as _, WithContext};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, SpanProcessor};
+
+pub(crate) use spans::{RunSpan, Runner, SpanScope, in_span, propagate};
+pub use store::TracingStats;
+
+/// The longest string attribute kept whole (longer ones are cut, never rejected).
+pub const DEFAULT_MAX_ATTRIBUTE_LEN: usize = 16 * 1024;
+
+/// Spans waiting to be stored beyond which new ones are dropped (and counted).
+pub const DEFAULT_BUFFER: usize = 8192;
+
+/// Where runs' spans go, and how many; cloning shares it. See the module documentation.
+#[derive(Clone)]
+pub struct Tracing {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tracer: SdkTracer,
+    provider: SdkTracerProvider,
+    writer: Option<store::Writer>,
+    max_attribute_len: usize,
+}
+
+impl std::fmt::Debug for Tracing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracing").field("stats", &self.stats()).finish_non_exhaustive()
+    }
+}
+
+impl Tracing {
+    /// A tracing setup to build.
+    pub fn builder() -> TracingBuilder {
+        TracingBuilder {
+            store: None,
+            processors: Vec::new(),
+            sample_ratio: 1.0,
+            buffer: DEFAULT_BUFFER,
+            max_attribute_len: DEFAULT_MAX_ATTRIBUTE_LEN,
+        }
+    }
+
+    /// The current OpenTelemetry context with this tracing in it: runs started (or futures
+    /// polled) under it are traced here.
+    pub fn context(&self) -> Context {
+        Context::current_with_value(self.clone())
+    }
+
+    /// `fut`, traced here while it runs.
+    pub fn in_scope<F>(&self, fut: F) -> WithContext<F> {
+        fut.with_context(self.context())
+    }
+
+    /// Traces here what the current thread starts until the guard drops (a run started with
+    /// `run_stream` or `spawn_run` meanwhile carries it on its own task).
+    pub fn enter(&self) -> ContextGuard {
+        self.context().attach()
+    }
+
+    /// Waits until every span that ended before this call is stored (or dropped); at once
+    /// without a store.
+    pub async fn flush(&self) {
+        if let Some(writer) = &self.inner.writer {
+            writer.flush().await;
+        }
+    }
+
+    /// What the store has done so far: spans written, dropped and batches that failed.
+    pub fn stats(&self) -> TracingStats {
+        self.inner.writer.as_ref().map(store::Writer::stats).unwrap_or_default()
+    }
+
+    /// Ends the span processors (the OTLP exporter's last batch goes out); spans ended after
+    /// this are not exported.
+    pub fn shutdown(&self) {
+        if let Err(e) = self.inner.provider.shutdown() {
+            tracing::debug!(error = %e, "tracing shut down with an error");
+        }
+    }
+
+    /// The tracing in the current context, if any.
+    pub(crate) fn current() -> Option<Tracing> {
+        Context::map_current(|cx| cx.get::<Tracing>().cloned())
+    }
+}
+
+/// Builds a [`Tracing`].
+pub struct TracingBuilder {
+    store: Option<Arc<dyn agno_core::TraceStore>>,
+    processors: Vec<Box<dyn SpanProcessor>>,
+    sample_ratio: f64,
+    buffer: usize,
+    max_attribute_len: usize,
+}
+
+impl std::fmt::Debug for TracingBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TracingBuilder")
+            .field("stores", &self.store.is_some())
+            .field("processors", &self.processors.len())
+            .field("sample_ratio", &self.sample_ratio)
+            .field("buffer", &self.buffer)
+            .finish()
+    }
+}
+
+impl TracingBuilder {
+    /// Stores spans and their traces in `store` (`agno_traces`, `agno_spans`).
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn agno_core::TraceStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Also hands every span to `processor` (e.g. a batch processor over an OTLP exporter).
+    #[must_use]
+    pub fn processor(mut self, processor: impl SpanProcessor + 'static) -> Self {
+        self.processors.push(Box::new(processor));
+        self
+    }
+
+    /// Traces this share of runs (0.0 to 1.0; default all), decided per trace.
+    #[must_use]
+    pub fn sample_ratio(mut self, ratio: f64) -> Self {
+        self.sample_ratio = if ratio.is_finite() { ratio.clamp(0.0, 1.0) } else { 1.0 };
+        self
+    }
+
+    /// Spans waiting to be stored beyond which new ones are dropped (default
+    /// [`DEFAULT_BUFFER`]).
+    #[must_use]
+    pub fn buffer(mut self, spans: usize) -> Self {
+        self.buffer = spans.max(1);
+        self
+    }
+
+    /// The longest string attribute kept whole (default [`DEFAULT_MAX_ATTRIBUTE_LEN`] bytes).
+    #[must_use]
+    pub fn max_attribute_len(mut self, bytes: usize) -> Self {
+        self.max_attribute_len = bytes.max(64);
+        self
+    }
+
+    /// The tracing. With a store, its writer task starts on the current tokio runtime.
+    ///
+    /// # Errors
+    /// A store is given outside a tokio runtime.
+    pub fn build(self) -> Result<Tracing, String> {
+        let sampler = if self.sample_ratio >= 1.0 {
+            Sampler::AlwaysOn
+        } else {
+            Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(self.sample_ratio)))
+        };
+        let mut provider = SdkTracerProvider::builder().with_sampler(sampler);
+        let writer = match self.store {
+            Some(store) => {
+                let handle = tokio::runtime::Handle::try_current()
+                    .map_err(|_| "storing spans needs a tokio runtime: build the tracing inside one".to_owned())?;
+                let (writer, processor) = store::Writer::start(store, self.buffer, &handle);
+                provider = provider.with_span_processor(processor);
+                Some(writer)
+            }
+            None => None,
+        };
+        for processor in self.processors {
+            provider = provider.with_span_processor(BoxedProcessor(processor));
+        }
+        let provider = provider.build();
+        let tracer = provider.tracer("agno");
+        Ok(Tracing { inner: Arc::new(Inner { tracer, provider, writer, max_attribute_len: self.max_attribute_len }) })
+    }
+}
+
+/// A boxed processor as the provider's builder takes one.
+#[derive(Debug)]
+struct BoxedProcessor(Box<dyn SpanProcessor>);
+
+impl SpanProcessor for BoxedProcessor {
+    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &Context) {
+        self.0.on_start(span, cx);
+    }
+    fn on_end(&self, span: opentelemetry_sdk::trace::SpanData) {
+        self.0.on_end(span);
+    }
+    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.force_flush()
+    }
+    fn shutdown_with_timeout(&self, timeout: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+}

@@ -1,0 +1,222 @@
+//! The spans the engines open: a run's root (`{Name}.run`, AGENT for agents and teams, CHAIN for
+//! workflows), a model call (`{Model}.invoke`, LLM), a tool call (its name, TOOL) and a workflow
+//! step (`{Step}.execute`, CHAIN), each a child of the current context's span and current while
+//! its work runs. Every helper is a no-op when no [`Tracing`] is in the current context.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+
+use agno_core::{RunOutput, RunStatus};
+use futures::future::Either;
+use opentelemetry::context::FutureExt as _;
+use opentelemetry::trace::{SpanBuilder, SpanKind, Status, TraceContextExt as _, Tracer as _};
+use opentelemetry::{Context, KeyValue};
+use serde_json::Value;
+
+use super::Tracing;
+use crate::error::RunError;
+
+/// One open span, current for the futures run [`in_span`]; ended when dropped (at the latest).
+pub(crate) struct SpanScope {
+    cx: Context,
+    max_len: usize,
+}
+
+impl std::fmt::Debug for SpanScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpanScope").field("span", self.cx.span().span_context()).finish()
+    }
+}
+
+impl SpanScope {
+    /// A span of OpenInference kind `kind` (`AGENT`, `CHAIN`, `LLM`, `TOOL`) under the current
+    /// context's span, named and described by `describe` (called only when the current context
+    /// traces: none otherwise).
+    pub(crate) fn start<N: Into<Cow<'static, str>>>(
+        kind: &'static str,
+        describe: impl FnOnce() -> (N, Vec<(&'static str, Option<String>)>),
+    ) -> Option<SpanScope> {
+        Self::start_under(None, kind, describe)
+    }
+
+    /// As [`SpanScope::start`], traced by `own` when the current context does not trace (a run
+    /// of a component built with its own [`Tracing`]).
+    pub(crate) fn start_under<N: Into<Cow<'static, str>>>(
+        own: Option<&Tracing>,
+        kind: &'static str,
+        describe: impl FnOnce() -> (N, Vec<(&'static str, Option<String>)>),
+    ) -> Option<SpanScope> {
+        Context::map_current(|current| {
+            let owned;
+            let cx = match (current.get::<Tracing>(), own) {
+                (Some(_), _) => current,
+                (None, Some(own)) => {
+                    owned = current.with_value(own.clone());
+                    &owned
+                }
+                (None, None) => return None,
+            };
+            let tracing = cx.get::<Tracing>()?;
+            let max_len = tracing.inner.max_attribute_len;
+            let (name, attributes) = describe();
+            let mut attrs = vec![KeyValue::new("openinference.span.kind", kind)];
+            attrs.extend(attributes.into_iter().filter_map(|(k, v)| v.map(|v| KeyValue::new(k, cut(v, max_len)))));
+            let builder = SpanBuilder::from_name(name).with_kind(SpanKind::Internal).with_attributes(attrs);
+            let span = tracing.inner.tracer.build_with_context(builder, cx);
+            Some(SpanScope { cx: cx.with_span(span), max_len })
+        })
+    }
+
+    /// Sets a text attribute (cut to the size limit).
+    pub(crate) fn text(&self, key: &'static str, value: impl Into<String>) {
+        self.cx.span().set_attribute(KeyValue::new(key, cut(value.into(), self.max_len)));
+    }
+
+    /// Sets an integer attribute.
+    pub(crate) fn int(&self, key: &'static str, value: i64) {
+        self.cx.span().set_attribute(KeyValue::new(key, value));
+    }
+
+    /// Sets a list-of-text attribute.
+    pub(crate) fn texts(&self, key: &'static str, values: Vec<String>) {
+        let values: Vec<opentelemetry::StringValue> = values.into_iter().map(Into::into).collect();
+        self.cx.span().set_attribute(KeyValue::new(key, opentelemetry::Value::Array(values.into())));
+    }
+
+    /// Ends the span as succeeded.
+    pub(crate) fn ok(self) {
+        self.cx.span().set_status(Status::Ok);
+    }
+
+    /// Ends the span as failed with `message` (also its `exception.message`).
+    pub(crate) fn fail(self, message: &str) {
+        let message = cut(message.to_owned(), self.max_len);
+        self.cx.span().set_attribute(KeyValue::new("exception.message", message.clone()));
+        self.cx.span().set_status(Status::error(message));
+    }
+}
+
+impl Drop for SpanScope {
+    fn drop(&mut self) {
+        self.cx.span().end();
+    }
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), marked as cut.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut_bytes = text.len() - end;
+        text.truncate(end);
+        text.push_str(&format!("... [{cut_bytes} more bytes]"));
+    }
+    text
+}
+
+/// `fut` with `scope`'s span current while it runs (as it is without one). Boxed: the futures of
+/// runs and steps are large, and a wrapper holding one inline would make every future that
+/// awaits it larger still (a nested workflow's steps would need more stack than a thread has).
+pub(crate) fn in_span<F: Future>(
+    scope: Option<&SpanScope>,
+    fut: F,
+) -> Either<opentelemetry::context::WithContext<Pin<Box<F>>>, Pin<Box<F>>> {
+    match scope {
+        Some(scope) => Either::Left(Box::pin(fut).with_context(scope.cx.clone())),
+        None => Either::Right(Box::pin(fut)),
+    }
+}
+
+/// `fut` carrying the current context onto the task it is spawned on, when it traces.
+pub(crate) fn propagate<F: Future>(fut: F) -> Either<opentelemetry::context::WithContext<F>, F> {
+    if Tracing::current().is_some() { Either::Left(fut.with_current_context()) } else { Either::Right(fut) }
+}
+
+/// The kind of component whose run a [`RunSpan`] is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Runner {
+    Agent,
+    Team,
+    Workflow,
+}
+
+/// The root span of a run (or of a member's run, under its leader's delegation).
+#[derive(Debug)]
+pub(crate) struct RunSpan(SpanScope);
+
+impl RunSpan {
+    /// `{Name}.{method}` (`method`: `run`, `continue_run`) of the component `id`, with its
+    /// input and the ids known at the start.
+    pub(crate) fn start(
+        runner: Runner,
+        own: Option<&Tracing>,
+        (id, name): (&str, Option<&str>),
+        method: &str,
+        input: impl FnOnce() -> String,
+        (run_id, session_id, user_id): (Option<&str>, Option<&str>, Option<&str>),
+    ) -> Option<RunSpan> {
+        let (kind, default_name, id_key, name_key) = match runner {
+            Runner::Agent => ("AGENT", "Agent", "agno.agent.id", "agno.agent"),
+            Runner::Team => ("AGENT", "Team", "agno.team.id", "agno.team"),
+            Runner::Workflow => ("CHAIN", "Workflow", "agno.workflow.id", "agno.workflow"),
+        };
+        let some = |s: Option<&str>| s.map(str::to_owned);
+        let scope = SpanScope::start_under(own, kind, || {
+            let shown =
+                name.filter(|n| !n.is_empty()).map_or_else(|| default_name.to_owned(), |n| n.replace([' ', '-'], "_"));
+            let attributes = vec![
+                ("input.value", Some(input())),
+                (id_key, Some(id.to_owned())),
+                (name_key, some(name)),
+                ("agno.run.id", some(run_id)),
+                ("agno.session.id", some(session_id)),
+                ("session.id", some(session_id)),
+                ("agno.user.id", some(user_id)),
+                ("user.id", some(user_id)),
+            ];
+            (format!("{shown}.{method}"), attributes)
+        })?;
+        Some(RunSpan(scope))
+    }
+
+    /// The span, for the futures of the run.
+    pub(crate) fn scope(&self) -> &SpanScope {
+        &self.0
+    }
+
+    /// Ends the span with how the run ended: its output, ids and status.
+    pub(crate) fn finish(self, result: &Result<RunOutput, RunError>) {
+        let span = self.0;
+        let run = match result {
+            Ok(run) => Some(run),
+            Err(e) => e.run(),
+        };
+        if let Some(run) = run {
+            span.text("agno.run.id", run.id());
+            if let Some(session) = run.session_id.as_deref().filter(|s| !s.is_empty()) {
+                span.text("agno.session.id", session);
+                span.text("session.id", session);
+            }
+            if let Some(user) = run.user_id.as_deref() {
+                span.text("agno.user.id", user);
+                span.text("user.id", user);
+            }
+            if let Some(content) = &run.content {
+                let (text, mime) = match content {
+                    Value::String(s) => (s.clone(), "text/plain"),
+                    other => (other.to_string(), "application/json"),
+                };
+                span.text("output.value", text);
+                span.text("output.mime_type", mime);
+            }
+        }
+        match result {
+            Ok(run) if run.status == RunStatus::Error => span.fail("run status: error"),
+            Ok(_) => span.ok(),
+            Err(e) => span.fail(&e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Ended spans into `agno_traces`/`agno_spans`: the span processor hands each ended span to a
+//! bounded buffer without waiting (a full buffer drops it and counts the drop); one writer task
+//! takes whatever has gathered, folds it into traces and stores the batch in one write.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use agno_core::{SpanRecord, TraceStore, trace_of_spans};
+use opentelemetry::trace::{SpanId, SpanKind, Status};
+use opentelemetry::{Array, Value as OtelValue};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+/// Spans one write stores at most.
+const BATCH: usize = 512;
+
+/// What the store has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TracingStats {
+    /// Spans stored.
+    pub written: u64,
+    /// Spans dropped: the buffer was full, or their batch failed to store.
+    pub dropped: u64,
+    /// Batches the store refused (their spans are counted in `dropped`).
+    pub failed_batches: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    written: AtomicU64,
+    dropped: AtomicU64,
+    failed_batches: AtomicU64,
+}
+
+enum Msg {
+    Span(Box<SpanRecord>),
+    Flush(oneshot::Sender<()>),
+}
+
+/// The writer's side a [`super::Tracing`] keeps: to flush and to read the counts.
+pub(crate) struct Writer {
+    tx: mpsc::Sender<Msg>,
+    counters: Arc<Counters>,
+}
+
+impl Writer {
+    /// Starts the writer task on `runtime`; the processor feeding it.
+    pub(crate) fn start(
+        store: Arc<dyn TraceStore>,
+        buffer: usize,
+        runtime: &tokio::runtime::Handle,
+    ) -> (Writer, StoreProcessor) {
+        let (tx, rx) = mpsc::channel(buffer);
+        let counters = Arc::new(Counters::default());
+        runtime.spawn(write_loop(store, rx, Arc::clone(&counters)));
+        (Writer { tx: tx.clone(), counters: Arc::clone(&counters) }, StoreProcessor { tx, counters })
+    }
+
+    /// Waits until what was handed over before is stored (the flush queues behind it); a full
+    /// buffer is waited for here, never in a run.
+    pub(crate) async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Msg::Flush(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+    }
+
+    pub(crate) fn stats(&self) -> TracingStats {
+        TracingStats {
+            written: self.counters.written.load(Ordering::Relaxed),
+            dropped: self.counters.dropped.load(Ordering::Relaxed),
+            failed_batches: self.counters.failed_batches.load(Ordering::Relaxed),
+        }
+    }
+}
+
+async fn write_loop(store: Arc<dyn TraceStore>, mut rx: mpsc::Receiver<Msg>, counters: Arc<Counters>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        if rx.recv_many(&mut batch, BATCH).await == 0 {
+            return;
+        }
+        let mut spans = Vec::with_capacity(batch.len());
+        let mut flushes = Vec::new();
+        for msg in batch.drain(..) {
+            match msg {
+                Msg::Span(span) => spans.push(*span),
+                Msg::Flush(done) => flushes.push(done),
+            }
+        }
+        if !spans.is_empty() {
+            write_batch(store.as_ref(), &spans, &counters).await;
+        }
+        for done in flushes {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Stores `spans` with the traces they fold into (one per trace id, in order of appearance).
+async fn write_batch(store: &dyn TraceStore, spans: &[SpanRecord], counters: &Counters) {
+    let now = iso(SystemTime::now());
+    let mut by_trace: Vec<(&str, Vec<&SpanRecord>)> = Vec::new();
+    for span in spans {
+        match by_trace.iter_mut().find(|(id, _)| *id == span.trace_id) {
+            Some((_, list)) => list.push(span),
+            None => by_trace.push((&span.trace_id, vec![span])),
+        }
+    }
+    let traces: Vec<_> = by_trace.iter().filter_map(|(_, list)| trace_of_spans(list, &now)).collect();
+    let n = spans.len() as u64;
+    match store.write_spans(&traces, spans).await {
+        Ok(()) => {
+            counters.written.fetch_add(n, Ordering::Relaxed);
+        }
+        Err(e) => {
+            counters.dropped.fetch_add(n, Ordering::Relaxed);
+            let failed = counters.failed_batches.fetch_add(1, Ordering::Relaxed);
+            if failed.is_power_of_two() || failed == 0 {
+                tracing::warn!(error = %e, spans = n, failed_batches = failed + 1, "cannot store trace spans; they are dropped");
+            }
+        }
+    }
+}
+
+/// The span processor of a store: hands ended spans to the writer without waiting.
+#[derive(Debug)]
+pub(crate) struct StoreProcessor {
+    tx: mpsc::Sender<Msg>,
+    counters: Arc<Counters>,
+}
+
+impl SpanProcessor for StoreProcessor {
+    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        if !span.span_context.is_sampled() {
+            return;
+        }
+        if let Err(mpsc::error::TrySendError::Full(_) | mpsc::error::TrySendError::Closed(_)) =
+            self.tx.try_send(Msg::Span(Box::new(record(span))))
+        {
+            let dropped = self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            if dropped.is_power_of_two() || dropped == 0 {
+                tracing::warn!(dropped = dropped + 1, "the trace buffer is full; spans are dropped");
+            }
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+        Ok(())
+    }
+}
+
+/// An ISO-8601 time in UTC with microseconds, as Agno stores span times.
+pub(crate) fn iso(at: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Micros, false)
+}
+
+/// An ended span as Agno stores it.
+fn record(span: SpanData) -> SpanRecord {
+    let (status_code, status_message) = match span.status {
+        Status::Unset => ("UNSET", None),
+        Status::Ok => ("OK", None),
+        Status::Error { description } => ("ERROR", Some(description.into_owned()).filter(|d| !d.is_empty())),
+    };
+    let kind = match span.span_kind {
+        SpanKind::Client => "CLIENT",
+        SpanKind::Server => "SERVER",
+        SpanKind::Producer => "PRODUCER",
+        SpanKind::Consumer => "CONSUMER",
+        SpanKind::Internal => "INTERNAL",
+    };
+    let duration = span.end_time.duration_since(span.start_time).unwrap_or_default();
+    let attributes: Map<String, Value> =
+        span.attributes.into_iter().map(|kv| (kv.key.as_str().to_owned(), json(kv.value))).collect();
+    SpanRecord {
+        span_id: format!("{:016x}", span.span_context.span_id()),
+        trace_id: format!("{:032x}", span.span_context.trace_id()),
+        parent_span_id: (span.parent_span_id != SpanId::INVALID).then(|| format!("{:016x}", span.parent_span_id)),
+        name: span.name.into_owned(),
+        span_kind: kind.to_owned(),
+        status_code: status_code.to_owned(),
+        status_message,
+        start_time: iso(span.start_time),
+        end_time: iso(span.end_time),
+        duration_ms: i64::try_from(duration.as_millis()).unwrap_or(i64::MAX),
+        attributes,
+        created_at: iso(SystemTime::now()),
+    }
+}
+
+fn json(value: OtelValue) -> Value {
+    match value {
+        OtelValue::Bool(b) => Value::Bool(b),
+        OtelValue::I64(i) => Value::from(i),
+        OtelValue::F64(f) => Value::from(f),
+        OtelValue::String(s) => Value::String(s.to_string()),
+        OtelValue::Array(Array::Bool(v)) => Value::from(v),
+        OtelValue::Array(Array::I64(v)) => Value::from(v),
+        OtelValue::Array(Array::F64(v)) => Value::from(v),
+        OtelValue::Array(Array::String(v)) => Value::from(v.into_iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+        other => Value::String(other.to_string()),
+    }
+}
