@@ -52,16 +52,26 @@ impl AgentOs {
             }
             None => (None, None, None),
         };
+        let tracing = match (&db, config.tracing.enabled) {
+            (Some(db), true) => Some(crate::build::tracing(&config.tracing, Arc::clone(db))?),
+            (None, true) => {
+                return Err(StartError::Config(
+                    "[tracing] enabled = true stores traces in the OS's database: configure [db]".to_owned(),
+                ));
+            }
+            (_, false) => None,
+        };
         let db_url = config.db.as_ref().map(|d| d.url.as_str());
         let knowledge = crate::build::knowledge::build_knowledge(&config.knowledge, db.as_ref(), db_url).await?;
         let mcp = crate::build::mcp::connect_all(config).await?;
         let agents = config
             .agents
             .iter()
-            .map(|spec| build_agent(spec, db.clone(), &knowledge, &mcp))
+            .map(|spec| build_agent(spec, db.clone(), &knowledge, &mcp, tracing.as_ref()))
             .collect::<Result<Vec<_>, _>>()?;
-        let teams = crate::build::team::build_teams(&config.teams, &agents, db.as_ref())?;
-        let workflows = crate::build::workflow::build_workflows(&config.workflows, &agents, &teams, db.clone())?;
+        let teams = crate::build::team::build_teams(&config.teams, &agents, db.as_ref(), tracing.as_ref())?;
+        let workflows =
+            crate::build::workflow::build_workflows(&config.workflows, &agents, &teams, db.clone(), tracing.as_ref())?;
         let queue = match migrate.clone().and_then(|m| m.job_store()) {
             Some(store) => Some(crate::queue::Queue::new(store, config.queue.clone()).map_err(StartError::Queue)?),
             None => None,
@@ -90,6 +100,7 @@ impl AgentOs {
             scheduler: Arc::new(config.scheduler.clone()),
             mcp_server: Arc::new(config.mcp_server.clone()),
             mcp: None,
+            tracing,
         };
         let mut state = state;
         if config.mcp_server.enabled {

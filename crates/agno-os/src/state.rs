@@ -56,6 +56,8 @@ pub struct AppState {
     pub mcp_server: Arc<crate::config::McpServerSettings>,
     /// The MCP endpoint's service, when `[mcp_server] enabled`.
     pub mcp: Option<crate::mcp_server::McpService>,
+    /// Where runs are traced (`[tracing] enabled`); its store is [`AppState::db`].
+    pub tracing: Option<agno_runtime::Tracing>,
     /// `[scheduler]` settings (`/schedules/{id}/trigger` executes with them).
     pub scheduler: Arc<crate::config::SchedulerSettings>,
     /// What a request may carry (`[os]` limits).

@@ -275,6 +275,8 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /workflows/*/runs/*/resume", "workflows:run"),
         ("GET /traces", "traces:read"),
         ("GET /traces/*", "traces:read"),
+        ("GET /trace_session_stats", "traces:read"),
+        ("POST /traces/search", "traces:read"),
         // Not in Agno's mapping (its MCP server sits outside the RBAC middleware): listing the
         // agents as tools needs agents:read; each call also needs agents:run on its agent.
         ("POST /mcp", "agents:read"),

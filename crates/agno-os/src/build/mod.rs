@@ -88,6 +88,7 @@ pub(crate) fn build_agent(
     db: Option<Arc<dyn Db>>,
     knowledge: &[Arc<agno_knowledge::Knowledge>],
     mcp: &crate::build::mcp::McpToolkits,
+    tracing: Option<&agno_runtime::Tracing>,
 ) -> Result<ServedAgent, StartError> {
     let fail = |message: String| StartError::Agent { id: spec.id.clone(), message };
     let (model, model_spec) = model(&spec.model).map_err(fail)?;
@@ -168,6 +169,28 @@ pub(crate) fn build_agent(
         num_past_sessions_to_search: spec.num_past_sessions_to_search,
         num_past_session_runs_in_search: spec.num_past_session_runs_in_search,
     });
+    if let Some(tracing) = tracing {
+        builder = builder.tracing(tracing.clone());
+    }
     let agent = builder.build().map_err(|e| fail(e.to_string()))?;
     Ok(ServedAgent { agent, model_spec, tool_names })
+}
+
+/// The tracing of `[tracing]`: spans stored in the OS's database.
+///
+/// # Errors
+/// [`StartError::Config`] when it cannot start (outside a tokio runtime).
+pub(crate) fn tracing(
+    settings: &crate::config::TracingSettings,
+    db: Arc<dyn Db>,
+) -> Result<agno_runtime::Tracing, StartError> {
+    // Every database stores traces (`Db` has `TraceStore` among its parts).
+    let store: Arc<dyn agno_core::TraceStore> = db;
+    agno_runtime::Tracing::builder()
+        .store(store)
+        .sample_ratio(settings.sample_ratio)
+        .buffer(settings.buffer)
+        .max_attribute_len(settings.max_attribute_len)
+        .build()
+        .map_err(StartError::Config)
 }

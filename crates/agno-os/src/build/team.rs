@@ -18,10 +18,11 @@ pub fn build_teams(
     specs: &[TeamSpec],
     agents: &[ServedAgent],
     db: Option<&Arc<dyn Db>>,
+    tracing: Option<&agno_runtime::Tracing>,
 ) -> Result<Vec<Team>, StartError> {
     let mut built: Vec<Team> = Vec::new();
     for spec in specs {
-        build(spec, specs, agents, db, &mut built, &mut Vec::new())?;
+        build(spec, specs, agents, (db, tracing), &mut built, &mut Vec::new())?;
     }
     Ok(specs.iter().filter_map(|s| built.iter().find(|t| t.id() == s.id).cloned()).collect())
 }
@@ -30,7 +31,7 @@ fn build(
     spec: &TeamSpec,
     specs: &[TeamSpec],
     agents: &[ServedAgent],
-    db: Option<&Arc<dyn Db>>,
+    (db, tracing): (Option<&Arc<dyn Db>>, Option<&agno_runtime::Tracing>),
     built: &mut Vec<Team>,
     stack: &mut Vec<String>,
 ) -> Result<Team, StartError> {
@@ -76,13 +77,16 @@ fn build(
                     stack.join(" -> ")
                 )));
             }
-            build(team, specs, agents, db, built, stack)?.into()
+            build(team, specs, agents, (db, tracing), built, stack)?.into()
         } else {
             return Err(fail(format!("members[{i}]: no agent or team has the id {id:?}")));
         };
         builder = builder.member(member);
     }
     stack.pop();
+    if let Some(tracing) = tracing {
+        builder = builder.tracing(tracing.clone());
+    }
     let team = builder.build().map_err(|e| fail(e.to_string()))?;
     built.push(team.clone());
     Ok(team)

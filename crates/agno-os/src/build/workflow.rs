@@ -78,8 +78,10 @@ pub fn build_workflows(
     agents: &[ServedAgent],
     teams: &[agno_runtime::team::Team],
     db: Option<Arc<dyn Db>>,
+    tracing: Option<&agno_runtime::Tracing>,
 ) -> Result<Vec<Workflow>, WorkflowConfigError> {
-    let mut builder = Builder { specs, agents, teams, db, built: HashMap::new(), stack: Vec::new() };
+    let tracing = tracing.cloned();
+    let mut builder = Builder { specs, agents, teams, db, tracing, built: HashMap::new(), stack: Vec::new() };
     specs.iter().map(|spec| builder.build(&spec.id)).collect()
 }
 
@@ -88,6 +90,7 @@ struct Builder<'a> {
     agents: &'a [ServedAgent],
     teams: &'a [agno_runtime::team::Team],
     db: Option<Arc<dyn Db>>,
+    tracing: Option<agno_runtime::Tracing>,
     built: HashMap<String, Workflow>,
     /// Workflows being built (to find cycles).
     stack: Vec<String>,
@@ -124,6 +127,9 @@ impl Builder<'_> {
         }
         if let Some(db) = &self.db {
             builder = builder.db(Arc::clone(db));
+        }
+        if let Some(tracing) = &self.tracing {
+            builder = builder.tracing(tracing.clone());
         }
         let workflow = builder.build().map_err(|e| fail(e.to_string()))?;
         self.built.insert(id.to_owned(), workflow.clone());

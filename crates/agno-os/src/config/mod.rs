@@ -84,6 +84,9 @@ pub struct OsConfig {
     /// AgentOS as an MCP server (`/mcp`).
     #[serde(default)]
     pub mcp_server: McpServerSettings,
+    /// Tracing of runs (`/traces`).
+    #[serde(default)]
+    pub tracing: TracingSettings,
 }
 
 /// Replaces `${NAME}` / `${NAME:-default}` with environment values.
@@ -184,6 +187,7 @@ impl OsConfig {
             knowledge: Vec::new(),
             scheduler: SchedulerSettings::default(),
             mcp_server: McpServerSettings::default(),
+            tracing: TracingSettings::default(),
         }
     }
 

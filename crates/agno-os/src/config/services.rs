@@ -175,3 +175,43 @@ pub struct McpServerSettings {
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
 }
+
+/// `[tracing]` settings (Agno's `AgentOS(tracing=True)`): runs traced as OpenTelemetry spans and
+/// stored in the OS's database (`agno_traces`, `agno_spans`), served on `/traces`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TracingSettings {
+    /// Trace runs.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The share of runs traced, 0.0 to 1.0 (decided per trace).
+    #[serde(default = "default_sample_ratio")]
+    pub sample_ratio: f64,
+    /// Spans waiting to be stored beyond which new ones are dropped (and counted).
+    #[serde(default = "default_trace_buffer")]
+    pub buffer: usize,
+    /// The longest text attribute kept whole, in bytes (longer ones are cut).
+    #[serde(default = "default_max_attribute_len")]
+    pub max_attribute_len: usize,
+}
+
+fn default_sample_ratio() -> f64 {
+    1.0
+}
+fn default_trace_buffer() -> usize {
+    agno_runtime::trace::DEFAULT_BUFFER
+}
+fn default_max_attribute_len() -> usize {
+    agno_runtime::trace::DEFAULT_MAX_ATTRIBUTE_LEN
+}
+
+impl Default for TracingSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            sample_ratio: default_sample_ratio(),
+            buffer: default_trace_buffer(),
+            max_attribute_len: default_max_attribute_len(),
+        }
+    }
+}

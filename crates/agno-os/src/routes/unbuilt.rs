@@ -1,29 +1,9 @@
-//! Routes of features agno-rs does not have yet (tracing, knowledge), answered
-//! as Python AgentOS answers them when none is configured, so clients that call them on every
-//! load (Agent UI calls `/teams`) see an empty OS rather than an error.
+//! Answers of features agno-rs serves only when configured (knowledge), answered as Python
+//! AgentOS answers them when none is configured.
 
-use crate::routes::query::Query;
-use axum::Json;
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::Value;
 
-use super::params::Paging;
-use crate::error::{ApiError, ApiResult};
-
-/// Paging of `GET /traces`.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub struct TracesQuery {
-    #[schemars(range(min = 1, max = i64::MAX))]
-    page: Option<usize>,
-    #[schemars(range(min = 1, max = i64::MAX))]
-    limit: Option<usize>,
-}
-
-/// `GET /traces`: tracing is off, so an empty page.
-pub async fn list_traces(Query(q): Query<TracesQuery>) -> ApiResult<Json<Value>> {
-    Ok(Paging::new(q.limit, q.page)?.respond(Vec::new(), 0))
-}
+use crate::error::ApiError;
 
 /// The answer of `/knowledge` routes when no knowledge base is configured: 503, as Python answers.
 pub(crate) fn no_knowledge() -> ApiError {

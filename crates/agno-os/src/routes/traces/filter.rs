@@ -1,0 +1,200 @@
+//! Agno's filter expression (`POST /traces/search`'s `filter`) read into an
+//! [`agno_core::TraceFilter`], and times read as Agno reads them. Anything the stores could not
+//! run (an unknown field or operator, a missing value, a time that is no time) is refused here
+//! with a message naming it, before anything runs.
+
+use agno_core::{CompareOp, FilterValue, TraceField, TraceFilter};
+use serde_json::Value;
+
+/// How deep an expression may nest (Agno's `MAX_FILTER_DEPTH`).
+const MAX_DEPTH: usize = 10;
+
+/// The filter schema `GET /traces/filter-schema` answers: each field, its type and operators.
+pub(super) fn filter_schema() -> Value {
+    let text_ops = ["EQ", "NEQ", "CONTAINS", "STARTSWITH", "IN"];
+    let time_ops = ["GT", "GTE", "LT", "LTE"];
+    let field = |key: &str, label: &str, kind: &str, ops: &[&str]| serde_json::json!({"key": key, "label": label, "type": kind, "operators": ops, "values": null});
+    let mut status = field("status", "Status", "enum", &["EQ", "NEQ", "IN"]);
+    status["values"] = serde_json::json!(["OK", "ERROR"]);
+    serde_json::json!({
+        "fields": [
+            status,
+            field("user_id", "User ID", "string", &text_ops),
+            field("agent_id", "Agent ID", "string", &text_ops),
+            field("team_id", "Team ID", "string", &text_ops),
+            field("workflow_id", "Workflow ID", "string", &text_ops),
+            field("session_id", "Session ID", "string", &text_ops),
+            field("run_id", "Run ID", "string", &text_ops),
+            field("name", "Trace Name", "string", &["EQ", "NEQ", "CONTAINS", "STARTSWITH"]),
+            field("trace_id", "Trace ID", "string", &text_ops),
+            field("duration_ms", "Duration (ms)", "number", &["EQ", "NEQ", "GT", "GTE", "LT", "LTE"]),
+            field("start_time", "Start Time", "datetime", &time_ops),
+            field("end_time", "End Time", "datetime", &time_ops),
+            field("created_at", "Created At", "datetime", &time_ops),
+        ],
+        "logical_operators": ["AND", "OR"],
+    })
+}
+
+/// An ISO-8601 time as Agno reads one (`Z` or an offset; none means UTC; a date alone is its
+/// midnight), in UTC as traces store it; the error names `what`.
+pub(crate) fn utc_time(text: &str, what: &str) -> Result<String, String> {
+    let text = text.trim();
+    let parsed = chrono::DateTime::parse_from_rfc3339(&text.replace(' ', "T"))
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .or_else(|_| {
+            chrono::NaiveDateTime::parse_from_str(&text.replace(' ', "T"), "%Y-%m-%dT%H:%M:%S%.f").map(|t| t.and_utc())
+        })
+        .or_else(|_| {
+            chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        });
+    match parsed {
+        Ok(t) => Ok(t.to_rfc3339_opts(chrono::SecondsFormat::Micros, false)),
+        Err(_) => Err(format!(
+            "Invalid {what} format. Use ISO 8601 format (e.g., '2025-11-19T10:00:00Z' or \
+             '2025-11-19T10:00:00+05:30'): {text:?}"
+        )),
+    }
+}
+
+/// The expression `value`; an error naming what is wrong.
+pub(super) fn parse(value: &Value) -> Result<TraceFilter, String> {
+    parse_at(value, 0)
+}
+
+fn parse_at(value: &Value, depth: usize) -> Result<TraceFilter, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("Filter expression exceeds maximum nesting depth of {MAX_DEPTH}"));
+    }
+    let Some(op) = value.get("op").and_then(Value::as_str) else {
+        return Err(format!("Invalid filter dictionary: must contain 'op' key. Got: {value}"));
+    };
+    let compare = match op {
+        "EQ" => Some(CompareOp::Eq),
+        "NEQ" => Some(CompareOp::Neq),
+        "GT" => Some(CompareOp::Gt),
+        "GTE" => Some(CompareOp::Gte),
+        "LT" => Some(CompareOp::Lt),
+        "LTE" => Some(CompareOp::Lte),
+        "CONTAINS" => Some(CompareOp::Contains),
+        "STARTSWITH" => Some(CompareOp::StartsWith),
+        _ => None,
+    };
+    if let Some(cmp) = compare {
+        let (Some(key), Some(v)) = (value.get("key"), value.get("value").filter(|v| !v.is_null())) else {
+            return Err(format!("{op} filter requires 'key' and 'value' fields. Got: {value}"));
+        };
+        let field = field(key)?;
+        return Ok(TraceFilter::Compare(field, cmp, operand(field, v)?));
+    }
+    match op {
+        "IN" => {
+            let (Some(key), Some(Value::Array(values))) = (value.get("key"), value.get("values")) else {
+                return Err(format!("IN filter requires 'key' and 'values' fields. Got: {value}"));
+            };
+            let field = field(key)?;
+            Ok(TraceFilter::In(field, values.iter().map(|v| operand(field, v)).collect::<Result<_, _>>()?))
+        }
+        "AND" | "OR" => {
+            let Some(Value::Array(conditions)) =
+                value.get("conditions").filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+            else {
+                return Err(format!("{op} filter requires 'conditions' field. Got: {value}"));
+            };
+            let parts = conditions.iter().map(|c| parse_at(c, depth + 1)).collect::<Result<Vec<_>, _>>()?;
+            Ok(if op == "AND" { TraceFilter::And(parts) } else { TraceFilter::Or(parts) })
+        }
+        "NOT" => {
+            let Some(inner) = value.get("condition").filter(|c| c.is_object()) else {
+                return Err(format!("NOT filter requires 'condition' field. Got: {value}"));
+            };
+            Ok(TraceFilter::Not(Box::new(parse_at(inner, depth + 1)?)))
+        }
+        other => Err(format!("Unknown filter operator: {other}")),
+    }
+}
+
+fn field(key: &Value) -> Result<TraceField, String> {
+    let name = key.as_str().unwrap_or_default();
+    TraceField::from_column(name).ok_or_else(|| {
+        let mut allowed: Vec<&str> = TraceField::ALL.iter().map(|f| f.column()).collect();
+        allowed.sort_unstable();
+        format!("Invalid filter field: {key}. Allowed: {allowed:?}")
+    })
+}
+
+/// A value compared with `field`: a number for `duration_ms`, a UTC time for the times, text
+/// for the rest.
+fn operand(field: TraceField, value: &Value) -> Result<FilterValue, String> {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Null => return Err(format!("a value compared with {} must not be null", field.column())),
+        other => other.to_string(),
+    };
+    match field {
+        TraceField::DurationMs => match value.as_f64().or_else(|| text.trim().parse().ok()) {
+            Some(n) => Ok(FilterValue::Number(n)),
+            None => Err(format!("duration_ms is compared with a number, not {value}")),
+        },
+        TraceField::StartTime | TraceField::EndTime | TraceField::CreatedAt => {
+            utc_time(&text, field.column()).map(FilterValue::Text)
+        }
+        _ => Ok(FilterValue::Text(text)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_every_operator_and_refuses_what_no_store_can_run() {
+        let f = parse(&json!({"op": "AND", "conditions": [
+            {"op": "EQ", "key": "status", "value": "OK"},
+            {"op": "NOT", "condition": {"op": "CONTAINS", "key": "user_id", "value": "adm"}},
+            {"op": "IN", "key": "agent_id", "values": ["a", "b"]},
+            {"op": "GTE", "key": "duration_ms", "value": "15"},
+            {"op": "LT", "key": "start_time", "value": "2025-11-19T10:00:00+05:30"},
+        ]}))
+        .unwrap();
+        let TraceFilter::And(parts) = f else { panic!("an AND") };
+        assert_eq!(parts[3], TraceFilter::Compare(TraceField::DurationMs, CompareOp::Gte, FilterValue::Number(15.0)));
+        assert_eq!(
+            parts[4],
+            TraceFilter::Compare(
+                TraceField::StartTime,
+                CompareOp::Lt,
+                FilterValue::Text("2025-11-19T04:30:00.000000+00:00".into())
+            )
+        );
+        for (bad, says) in [
+            (json!({"op": "EQ", "key": "password", "value": "x"}), "Invalid filter field: \"password\""),
+            (json!({"op": "LIKE", "key": "name", "value": "x"}), "Unknown filter operator: LIKE"),
+            (json!({"op": "eq", "key": "name", "value": "x"}), "Unknown filter operator: eq"),
+            (json!({"op": "EQ", "key": "name"}), "EQ filter requires 'key' and 'value'"),
+            (json!({"op": "OR", "conditions": []}), "OR filter requires 'conditions'"),
+            (json!({"op": "GT", "key": "created_at", "value": "yesterday"}), "Invalid created_at format"),
+            (json!({"op": "GT", "key": "duration_ms", "value": "long"}), "duration_ms is compared with a number"),
+            (json!({"key": "name"}), "must contain 'op' key"),
+        ] {
+            let err = parse(&bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        let mut deep = json!({"op": "EQ", "key": "name", "value": "x"});
+        for _ in 0..11 {
+            deep = json!({"op": "NOT", "condition": deep});
+        }
+        assert!(parse(&deep).unwrap_err().contains("maximum nesting depth"));
+    }
+
+    #[test]
+    fn times_read_as_agno_reads_them() {
+        assert_eq!(utc_time("2025-11-19T10:00:00Z", "t").unwrap(), "2025-11-19T10:00:00.000000+00:00");
+        assert_eq!(utc_time("2025-11-19 10:00:00", "t").unwrap(), "2025-11-19T10:00:00.000000+00:00");
+        assert_eq!(utc_time("2025-11-19", "t").unwrap(), "2025-11-19T00:00:00.000000+00:00");
+        assert!(utc_time("bad", "start_time").unwrap_err().starts_with("Invalid start_time format"));
+    }
+}

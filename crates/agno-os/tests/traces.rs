@@ -1,0 +1,282 @@
+//! Tracing against a real server: `[tracing] enabled` stores a span tree per run (a team's
+//! delegations with its member's run nested under them, a workflow's parallel branches under their
+//! step), served on `/traces`, `/traces/{id}`, `/trace_session_stats` and `POST /traces/search`
+//! as Python AgentOS shapes them, with bad filters refused and user isolation.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use agno_testkit::{FakeProvider, Reply as Scripted};
+use common::{SECRET, TestOs, config, detail, token};
+use serde_json::{Value, json};
+
+fn delegate(member: &str, task: &str) -> Scripted {
+    Scripted::ToolCalls {
+        content: None,
+        calls: vec![("delegate_task_to_member".into(), json!({"member_id": member, "task": task}).to_string())],
+    }
+}
+
+/// A team `desk` (leader on the fake provider) over the `test`-model agent `writer`, and a
+/// workflow `fan` with a parallel step, traced in a SQLite file.
+fn traced(provider: &FakeProvider, extra: &str) -> String {
+    format!(
+        "[db]\nurl = \"{}\"\n[tracing]\nenabled = true\n{extra}\n\
+         [[agents]]\nid = \"writer\"\nname = \"Writer\"\nmodel = \"test\"\n\
+         [[teams]]\nid = \"desk\"\nname = \"News Desk\"\nmembers = [\"writer\"]\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
+         [[workflows]]\nid = \"fan\"\nname = \"Fan\"\ndescription = \"Draft then fan out\"\n\
+         [[workflows.steps]]\nname = \"draft\"\nagent = \"writer\"\n\
+         [[workflows.steps]]\nname = \"fanout\"\ntype = \"parallel\"\n\
+         steps = [{{ name = \"left\", agent = \"writer\" }}, {{ name = \"right\", agent = \"writer\" }}]\n",
+        common::sqlite_url("traces"),
+        provider.base_url()
+    )
+}
+
+/// Every span ended so far is stored.
+async fn flushed(os: &TestOs) {
+    os.os.state.tracing.as_ref().expect("tracing is on").flush().await;
+}
+
+/// `(name, type, children)` of a node and its descendants.
+fn shape(node: &Value) -> Value {
+    let children: Vec<Value> = node["spans"].as_array().map(|c| c.iter().map(shape).collect()).unwrap_or_default();
+    json!([node["name"], node["type"], children])
+}
+
+#[tokio::test]
+async fn a_team_run_is_one_trace_with_its_members_run_nested_under_the_delegation() {
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&traced(&provider, ""))).await;
+    provider.push_all([delegate("writer", "draft the news"), Scripted::text("the desk is done")]);
+    let r =
+        os.post_form("/teams/desk/runs", &[("message", "news"), ("stream", "false"), ("session_id", "t1")], None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    flushed(&os).await;
+
+    let list = os.get("/traces", None).await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    assert_eq!(list.body["meta"]["total_count"], 1, "{}", list.body);
+    let summary = &list.body["data"][0];
+    assert_eq!(summary["name"], "News_Desk.run");
+    assert_eq!(summary["status"], "OK");
+    assert_eq!(summary["run_id"], run_id.as_str());
+    assert_eq!(summary["session_id"], "t1");
+    assert_eq!(summary["team_id"], "desk");
+    assert_eq!(summary["input"], "news");
+    assert_eq!(summary["total_spans"], 6, "team, 2 model calls, delegation, member run, its model call");
+    assert_eq!(summary["error_count"], 0);
+    assert!(summary.get("agent_id").is_none() && summary.get("user_id").is_none(), "nulls are left out");
+    assert!(
+        summary["duration"].as_str().unwrap().ends_with("ms") || summary["duration"].as_str().unwrap().ends_with('s')
+    );
+    assert!(summary["start_time"].as_str().unwrap().ends_with('Z'));
+    let trace_id = summary["trace_id"].as_str().unwrap().to_owned();
+    assert_eq!(trace_id.len(), 32);
+
+    let detail_r = os.get(&format!("/traces/{trace_id}"), None).await;
+    assert_eq!(detail_r.status, 200, "{}", detail_r.body);
+    let d = &detail_r.body;
+    assert_eq!((&d["input"], &d["output"]), (&json!("news"), &json!("the desk is done")));
+    assert_eq!(d["tree"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        shape(&d["tree"][0]),
+        json!([
+            "News_Desk.run",
+            "TEAM",
+            [
+                ["OpenAIChat.invoke", "LLM", []],
+                ["delegate_task_to_member", "TOOL", [["Writer.run", "AGENT", [["Test.invoke", "LLM", []]]]]],
+                ["OpenAIChat.invoke", "LLM", []],
+            ]
+        ])
+    );
+    let root = &d["tree"][0];
+    assert!(root.get("input").is_none(), "the root's input is the trace's");
+    let llm = &root["spans"][0];
+    assert_eq!(llm["metadata"]["model"], "gpt-4o-mini");
+    let tool = &root["spans"][1];
+    assert_eq!(tool["metadata"]["tool_name"], "delegate_task_to_member");
+    assert_eq!(
+        serde_json::from_str::<Value>(tool["metadata"]["parameters"].as_str().unwrap()).unwrap()["member_id"],
+        "writer"
+    );
+    let member = &tool["spans"][0];
+    assert_eq!(member["input"], "draft the news");
+    assert_eq!(member["output"], "This is the test model answering: draft the news");
+    assert_eq!(member["metadata"]["run_id"], r.body["member_responses"][0]["run_id"]);
+
+    // One span alone, and the refusals of a span of another trace and of no trace.
+    let span_id = member["id"].as_str().unwrap();
+    let one = os.get(&format!("/traces/{trace_id}?span_id={span_id}"), None).await;
+    assert_eq!((one.status, &one.body["name"], &one.body["type"]), (200, &json!("Writer.run"), &json!("AGENT")));
+    assert!(one.body.get("spans").is_none());
+    let stray = os.get(&format!("/traces/{trace_id}?span_id=ffffffffffffffff"), None).await;
+    assert_eq!(stray.status, 404);
+    assert_eq!(detail(&stray.body), format!("Span ffffffffffffffff does not belong to trace {trace_id}"));
+    let missing = os.get("/traces/00000000000000000000000000000000", None).await;
+    assert_eq!((missing.status, detail(&missing.body)), (404, "Trace not found".to_owned()));
+
+    let by_run = os.get(&format!("/traces?run_id={run_id}"), None).await;
+    assert_eq!(by_run.body["meta"]["total_count"], 1);
+    let none = os.get("/traces?status=ERROR", None).await;
+    assert_eq!(none.body["meta"]["total_count"], 0);
+    let bad_time = os.get("/traces?start_time=yesterday", None).await;
+    assert_eq!(bad_time.status, 422, "{}", bad_time.body);
+    assert!(detail(&bad_time.body).contains("Invalid start_time format"), "{}", bad_time.body);
+
+    let stats = os.get("/trace_session_stats", None).await;
+    assert_eq!(stats.status, 200, "{}", stats.body);
+    assert_eq!(stats.body["data"][0]["session_id"], "t1");
+    assert_eq!(stats.body["data"][0]["total_traces"], 1);
+    assert_eq!(stats.body["data"][0]["team_id"], "desk");
+}
+
+#[tokio::test]
+async fn a_workflow_run_nests_its_parallel_branches_under_their_step() {
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&traced(&provider, ""))).await;
+    let r = os.post_form("/workflows/fan/runs", &[("message", "topic"), ("stream", "false")], None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    flushed(&os).await;
+    let list = os.get(&format!("/traces?workflow_id=fan&run_id={}", r.body["run_id"].as_str().unwrap()), None).await;
+    assert_eq!(list.body["meta"]["total_count"], 1, "{}", list.body);
+    let trace_id = list.body["data"][0]["trace_id"].as_str().unwrap();
+    let d = os.get(&format!("/traces/{trace_id}"), None).await.body;
+    assert_eq!(d["name"], "Fan.run");
+    let writer = |step: &str| {
+        json!([format!("{step}.execute"), "WORKFLOW", [["Writer.run", "AGENT", [["Test.invoke", "LLM", []]]]]])
+    };
+    assert_eq!(
+        shape(&d["tree"][0]),
+        json!([
+            "Fan.run",
+            "WORKFLOW",
+            [writer("draft"), ["fanout.execute", "WORKFLOW", [writer("left"), writer("right")]]]
+        ])
+    );
+    let root = &d["tree"][0];
+    assert_eq!(root["metadata"]["steps_count"], 2);
+    assert_eq!(root["metadata"]["steps"], json!(["draft", "fanout"]));
+    assert_eq!(root["metadata"]["step_types"], json!(["Step", "Parallel"]));
+    assert_eq!(root["metadata"]["description"], "Draft then fan out");
+    assert_eq!((&root["spans"][0]["step_type"], &root["spans"][1]["step_type"]), (&json!("Step"), &json!("Parallel")));
+    assert_eq!(d["output"], r.body["content"], "a workflow's output is its run's");
+}
+
+#[tokio::test]
+async fn search_filters_by_expression_and_refuses_what_it_cannot_run() {
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&traced(&provider, ""))).await;
+    for (i, session) in ["s-a", "s-a", "s-b"].iter().enumerate() {
+        provider.push_all([delegate("writer", &format!("task {i}")), Scripted::text("done")]);
+        let r = os
+            .post_form("/teams/desk/runs", &[("message", "go"), ("stream", "false"), ("session_id", session)], None)
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let w = os.post_form("/workflows/fan/runs", &[("message", "topic"), ("stream", "false")], None).await;
+    assert_eq!(w.status, 200, "{}", w.body);
+    flushed(&os).await;
+
+    let schema = os.get("/traces/filter-schema", None).await;
+    assert_eq!(schema.status, 200);
+    assert_eq!(schema.body["fields"].as_array().unwrap().len(), 13);
+    assert_eq!(
+        schema.body["fields"][0],
+        json!({"key": "status", "label": "Status", "type": "enum", "operators": ["EQ", "NEQ", "IN"], "values": ["OK", "ERROR"]})
+    );
+
+    let search = |body: Value| {
+        let os = &os;
+        async move { os.post_json("/traces/search", &body, None).await }
+    };
+    let teams = search(json!({"filter": {"op": "AND", "conditions": [
+        {"op": "EQ", "key": "team_id", "value": "desk"},
+        {"op": "STARTSWITH", "key": "name", "value": "news_"},
+    ]}}))
+    .await;
+    assert_eq!(teams.status, 200, "{}", teams.body);
+    assert_eq!(teams.body["meta"]["total_count"], 3);
+    assert!(teams.body["data"][0]["tree"].is_array(), "group_by run answers traces with their trees");
+
+    let not_s_a = search(
+        json!({"filter": {"op": "NOT", "condition": {"op": "IN", "key": "session_id", "values": ["s-a"]}}, "limit": 1}),
+    )
+    .await;
+    assert_eq!(not_s_a.body["meta"]["total_count"], 2, "{}", not_s_a.body);
+    assert_eq!(not_s_a.body["data"].as_array().unwrap().len(), 1);
+
+    let sessions =
+        search(json!({"filter": {"op": "EQ", "key": "team_id", "value": "desk"}, "group_by": "session"})).await;
+    assert_eq!(sessions.status, 200, "{}", sessions.body);
+    let counts: Vec<(Value, Value)> = sessions.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["session_id"].clone(), s["total_traces"].clone()))
+        .collect();
+    assert_eq!(counts, vec![(json!("s-b"), json!(1)), (json!("s-a"), json!(2))], "latest activity first");
+
+    for (body, names) in [
+        (json!({"filter": {"op": "EQ", "key": "password", "value": "x"}}), "Invalid filter field"),
+        (json!({"filter": {"op": "LIKE", "key": "name", "value": "x"}}), "Unknown filter operator: LIKE"),
+        (json!({"filter": {"op": "GT", "key": "start_time", "value": "soon"}}), "Invalid start_time format"),
+        (json!({"filter": {"op": "EQ", "key": "name"}}), "EQ filter requires 'key' and 'value'"),
+        (json!({"limit": 101}), "less than or equal to 100"),
+        (json!({"group_by": "user"}), "'run' or 'session'"),
+    ] {
+        let r = search(body.clone()).await;
+        assert_eq!(r.status, 422, "{body}: {}", r.body);
+        assert!(detail(&r.body).contains(names), "{body}: {}", r.body);
+    }
+    let malformed = os
+        .client
+        .post(format!("{}/traces/search", os.base))
+        .header("content-type", "application/json")
+        .body("{\"filter\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status().as_u16(), 422);
+}
+
+#[tokio::test]
+async fn under_isolation_a_user_sees_only_the_traces_of_their_runs() {
+    let provider = FakeProvider::start().await.unwrap();
+    let auth = format!("[auth]\nmode = \"jwt\"\nverification_keys = [\"{SECRET}\"]\nuser_isolation = true");
+    let os = TestOs::start(config(&traced(&provider, &auth))).await;
+    let alice = token("alice", &["teams:read", "teams:run", "traces:read"]);
+    let bob = token("bob", &["teams:read", "teams:run", "traces:read"]);
+    provider.push_all([delegate("writer", "x"), Scripted::text("alice's answer")]);
+    let r = os
+        .post_form("/teams/desk/runs", &[("message", "mine"), ("stream", "false"), ("session_id", "a-s")], Some(&alice))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    flushed(&os).await;
+
+    let mine = os.get("/traces", Some(&alice)).await;
+    assert_eq!(mine.body["meta"]["total_count"], 1, "{}", mine.body);
+    assert_eq!(mine.body["data"][0]["user_id"], "alice");
+    let trace_id = mine.body["data"][0]["trace_id"].as_str().unwrap().to_owned();
+    assert_eq!(os.get(&format!("/traces/{trace_id}"), Some(&alice)).await.status, 200);
+
+    let theirs = os.get("/traces?user_id=alice", Some(&bob)).await;
+    assert_eq!(theirs.body["meta"]["total_count"], 0, "a spoofed user_id is replaced by the caller's");
+    let stolen = os.get(&format!("/traces/{trace_id}"), Some(&bob)).await;
+    assert_eq!((stolen.status, detail(&stolen.body)), (404, "Trace not found".to_owned()));
+    let span = os.get(&format!("/traces/{trace_id}?span_id=0000000000000000"), Some(&bob)).await;
+    assert_eq!(span.status, 404);
+    let stats = os.get("/trace_session_stats", Some(&bob)).await;
+    assert_eq!(stats.body["meta"]["total_count"], 0);
+    let search = os
+        .post_json("/traces/search", &json!({"filter": {"op": "EQ", "key": "user_id", "value": "alice"}}), Some(&bob))
+        .await;
+    assert_eq!(search.body["meta"]["total_count"], 0, "{}", search.body);
+    let grouped = os.post_json("/traces/search", &json!({"group_by": "session"}), Some(&bob)).await;
+    assert_eq!(grouped.body["meta"]["total_count"], 0);
+    let alices = os.post_json("/traces/search", &json!({"group_by": "session"}), Some(&alice)).await;
+    assert_eq!(alices.body["data"][0]["session_id"], "a-s");
+}
