@@ -1,7 +1,7 @@
 """Start a Python AgentOS 3.1 the way the shape-parity test (and a developer comparing by hand)
 needs it: one agent `demo` on an OpenAI-compatible server, storage in SQLite or PostgreSQL.
 
-Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret SECRET] [--mcp]
+Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret SECRET] [--mcp] [--tracing]
 
     --db sqlite:///path/to.db  or  postgresql://user@host:port/db?schema=name
 
@@ -70,6 +70,11 @@ def main():
     parser.add_argument("--knowledge-dir", help="serve knowledge base `docs` (LanceDb in this folder)")
     parser.add_argument("--scheduler", action="store_true", help="serve /schedules (the OS database, a poller)")
     parser.add_argument("--mcp", action="store_true", help="serve /mcp (mcp_server=True; needs fastmcp)")
+    parser.add_argument(
+        "--tracing",
+        action="store_true",
+        help="trace runs into the database (tracing=True; needs opentelemetry-sdk and openinference-instrumentation-agno)",
+    )
     args = parser.parse_args()
 
     from agno.agent import Agent
@@ -135,6 +140,21 @@ def main():
         )
     if args.mcp:
         kwargs["mcp_server"] = True
+    if args.tracing:
+        kwargs["tracing"] = True
+        # FastAPI 0.16x traces every HTTP request itself once an OpenTelemetry provider is set, so
+        # each of AgentOS's run traces would hang under a request span with none of the run's ids
+        # (named after its first child, `fastapi.dependencies`). AgentOS 3.1.10 roots its traces at
+        # runs, as with the FastAPI it was released with: its HTTP spans are turned off here.
+        import fastapi
+
+        plain_init = fastapi.FastAPI.__init__
+
+        def init_without_http_spans(self, *a, **kw):
+            kw.setdefault("telemetry", {"tracing": False})
+            plain_init(self, *a, **kw)
+
+        fastapi.FastAPI.__init__ = init_without_http_spans
     agent_os = AgentOS(id="parity-os", agents=[agent], teams=[team], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 

@@ -18,6 +18,7 @@ values are data, not shape), except against a missing key.
 import argparse
 import json
 import sys
+import time
 import uuid
 
 import httpx
@@ -58,6 +59,20 @@ ALLOWED = {
     ("knowledge config", "$.unavailable_"): "Python lists readers and chunkers whose packages are missing",
     ("*", "$.metadata._agno: missing in rs"): "Python's internal indexing marker in content metadata",
     ("*", "$.data[].metadata._agno: missing in rs"): "Python's internal indexing marker in content metadata",
+    # Traces: input Python answers with 200 (an empty page), 400 or 500 is refused with a 422 naming it.
+    ("trace search bad field", ""): "an unknown filter field is a 422 (Python 3.1.10: 200 with no traces)",
+    ("trace search bad operator", ""): "an unknown filter operator is a 422 (Python 3.1.10: 400)",
+    ("traces bad time", ""): "a malformed time is a 422 (Python 3.1.10: 500)",
+    # The fake model answers a team's leader with a delegation without arguments, which fails on
+    # both sides. Python 3.1.10 makes no span for a team's delegations; agno-rs makes a TOOL span
+    # (the member's run nests under it), so its team trace shows the failed call and is ERROR
+    # (left out of the steps that filter on status OK).
+    ("team trace", "$.output: missing in rs"): "agno-rs traces a team's (failed) delegation: the trace is ERROR",
+    ("team trace", "$.tree[].spans[].error: extra in rs"): "agno-rs traces a team's delegations as TOOL spans",
+    ("team trace", "$.tree[].spans[].metadata.parameters: extra in rs"): "agno-rs traces a team's delegations",
+    ("team trace", "$.tree[].spans[].metadata.tool_name: extra in rs"): "agno-rs traces a team's delegations",
+    ("traces of a user", "$.data[].team_id: missing in rs"): "agno-rs's team trace is ERROR (its failed delegation)",
+    ("trace search", "$.data[].team_id: missing in rs"): "agno-rs's team trace is ERROR (its failed delegation)",
     # Schedules: agno-rs refuses an endpoint that is not one of its routes (the schedule could only
     # fail); Python 3.1.10 stores it.
     ("schedule outside the os", ""): "agno-rs refuses a schedule of an endpoint that is not a route of the OS (422)",
@@ -465,18 +480,89 @@ def schedule_steps():
     ]
 
 
+def traces_appear(at_least):
+    """A capture waiting (up to 30 s) until the side lists `at_least` traces: Python writes a span
+    when it ends, agno-rs a moment later (off the run's path). Records the ids later steps use."""
+
+    def capture(side, _body):
+        deadline = time.time() + 30
+        while True:
+            listed = side.request("GET", "/traces?limit=50").json()
+            if listed.get("meta", {}).get("total_count", 0) >= at_least:
+                break
+            if time.time() > deadline:
+                raise KeyError(f"{at_least} traces within 30 s (listed: {listed.get('meta')})")
+            time.sleep(0.2)
+        by_kind = {}
+        for t in listed["data"]:
+            kind = "workflow" if t.get("workflow_id") else "team" if t.get("team_id") else "agent"
+            by_kind.setdefault(kind, t["trace_id"])
+        side.vars.update(agent_trace=by_kind["agent"], team_trace=by_kind["team"], workflow_trace=by_kind["workflow"])
+
+    return capture
+
+
+def capture_span(side, body):
+    side.vars["span"] = body["tree"][0]["spans"][0]["id"]
+
+
+def trace_steps():
+    """The traces sequence (both servers trace into their database): an agent, a team and a
+    workflow run, then every trace route, good and bad input."""
+    run = lambda session: {"data": {"message": "trace me", "stream": "false", "session_id": session, "user_id": "u1"}}  # noqa: E731
+    search = lambda body: {"json": body}  # noqa: E731
+    missing = "0" * 32
+    return [
+        ("traces empty", "GET", "/traces", {}, None),
+        ("traced agent run", "POST", "/agents/demo/runs", run("{session}"), lambda s, b: s.vars.update(run=b["run_id"])),
+        ("traced team run", "POST", "/teams/desk/runs", run("{tsession}"), None),
+        ("traced workflow run", "POST", "/workflows/flow/runs", run("{wsession}"), traces_appear(3)),
+        ("traces", "GET", "/traces", {}, None),
+        ("traces paged", "GET", "/traces?limit=1&page=2", {}, None),
+        ("traces of a run", "GET", "/traces?run_id={run}", {}, None),
+        ("traces of a user", "GET", "/traces?user_id=u1&status=OK", {}, None),
+        ("traces in a window", "GET", "/traces?start_time=2020-01-01T00:00:00Z&end_time=2099-01-01T00:00:00Z", {}, None),
+        ("agent trace", "GET", "/traces/{agent_trace}", {}, capture_span),
+        ("agent trace span", "GET", "/traces/{agent_trace}?span_id={span}", {}, None),
+        ("team trace", "GET", "/traces/{team_trace}", {}, None),
+        ("workflow trace", "GET", "/traces/{workflow_trace}", {}, None),
+        ("trace missing", "GET", f"/traces/{missing}", {}, None),
+        ("trace span missing", "GET", "/traces/{agent_trace}?span_id=ffffffffffffffff", {}, None),
+        ("trace filter schema", "GET", "/traces/filter-schema", {}, None),
+        ("trace session stats", "GET", "/trace_session_stats", {}, None),
+        ("trace session stats of a user", "GET", "/trace_session_stats?user_id=u1&limit=2", {}, None),
+        ("trace search", "POST", "/traces/search", search({"filter": {"op": "EQ", "key": "status", "value": "OK"}}), None),
+        ("trace search by session", "POST", "/traces/search", search({"group_by": "session", "limit": 5}), None),
+        (
+            "trace search nested",
+            "POST",
+            "/traces/search",
+            search({"filter": {"op": "AND", "conditions": [
+                {"op": "CONTAINS", "key": "name", "value": "run"},
+                {"op": "NOT", "condition": {"op": "IN", "key": "session_id", "values": ["nope"]}},
+            ]}}),
+            None,
+        ),
+        ("trace search limit over 100", "POST", "/traces/search", search({"limit": 101}), None),
+        ("trace search bad group", "POST", "/traces/search", search({"group_by": "user"}), None),
+        ("trace search bad field", "POST", "/traces/search", search({"filter": {"op": "EQ", "key": "secret", "value": "x"}}), None),
+        ("trace search bad operator", "POST", "/traces/search", search({"filter": {"op": "LIKE", "key": "name", "value": "x"}}), None),
+        ("traces bad time", "GET", "/traces?start_time=yesterday", {}, None),
+    ]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rs", required=True)
     parser.add_argument("--py", required=True)
-    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules"])
+    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces"])
     args = parser.parse_args()
     rs, py = Side("rs", args.rs), Side("py", args.py)
     py.vars["session"] = rs.vars["session"]
     py.vars["wsession"] = rs.vars["wsession"]
     py.vars["tsession"] = rs.vars["tsession"]
     differences, allowed_seen, answers = {}, {}, {}
-    suites = {"main": steps, "knowledge": knowledge_steps, "schedules": schedule_steps}
+    suites = {"main": steps, "knowledge": knowledge_steps, "schedules": schedule_steps, "traces": trace_steps}
     for name, method, path, kwargs, capture in suites[args.suite]():
         results = {}
         for side in (rs, py):

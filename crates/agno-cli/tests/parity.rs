@@ -93,9 +93,21 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
         start_python_agentos(&python, &provider, &dir, &format!("sqlite://{}", dir.join("python.db").display()), &[])
             .await;
 
+    let config = python_agentos_twin(&dir, &provider, "");
+    // Models named by string in requests (`/optimize-memories`) reach the fake provider.
+    let base_url = provider.base_url();
+    let env = [("OPENAI_BASE_URL", base_url.as_str()), ("OPENAI_API_KEY", "sk-test")];
+    let (_rs, rs_port) = start_serve_with_env(&config, &dir.join("agno-rs.log"), &env).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "main", 40);
+}
+
+/// The `agentos.toml` (in `dir`, on a SQLite file there) of what `python_agentos.py` serves:
+/// agent `demo` (named Demo, history on), workflow `flow` and team `desk`, on the fake provider;
+/// `extra` is appended.
+fn python_agentos_twin(dir: &std::path::Path, provider: &FakeProvider, extra: &str) -> std::path::PathBuf {
     let db_url = format!("sqlite://{}", dir.join("agno-rs.db").display());
-    let config = slow_agent_config(&dir, "agentos.toml", &db_url, &provider.base_url(), "");
-    // The same agent as the Python side: `demo`, named Demo, history on.
+    let config = slow_agent_config(dir, "agentos.toml", &db_url, &provider.base_url(), "");
     let toml = std::fs::read_to_string(&config)
         .unwrap()
         .replace("id = \"slow\"\n", "id = \"demo\"\nname = \"Demo\"\nadd_history_to_context = true\n")
@@ -107,14 +119,26 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
             "[[teams]]\nid = \"desk\"\nname = \"Desk\"\ndescription = \"A desk\"\nmembers = [\"demo\"]\n\
              model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n",
             provider.base_url()
-        );
+        )
+        + extra;
     std::fs::write(&config, toml).unwrap();
-    // Models named by string in requests (`/optimize-memories`) reach the fake provider.
-    let base_url = provider.base_url();
-    let env = [("OPENAI_BASE_URL", base_url.as_str()), ("OPENAI_API_KEY", "sk-test")];
-    let (_rs, rs_port) = start_serve_with_env(&config, &dir.join("agno-rs.log"), &env).await;
+    config
+}
 
-    assert_shape_parity(&python, rs_port, &py_base, "main", 40);
+/// With tracing on both sides (Python's `tracing=True`, agno-rs's `[tracing]`), an agent, a team
+/// and a workflow run are traced and every trace route answers in Python AgentOS's shapes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the traces parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("tparity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--tracing".into()]).await;
+    let config = python_agentos_twin(&dir, &provider, "[tracing]\nenabled = true\n");
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "traces", 25);
 }
 
 /// GET `path` on a server: status and JSON body.

@@ -184,6 +184,12 @@ async fn agno_client_under_user_isolation() {
 
 /// Methods of the features that once were missing, each of which must pass.
 const SWEPT: &[&str] = &[
+    "get_traces",
+    "get_trace",
+    "get_trace (span)",
+    "get_trace_session_stats",
+    "search_traces",
+    "search_traces (by session)",
     "get_team",
     "aget_team",
     "run_team",
@@ -216,7 +222,7 @@ const SWEPT: &[&str] = &[
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agno_client_sweep_passes_every_built_method() {
     let Some(py) = python() else { return };
-    let agents = "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"echo\"\nmodel = \"test\"\n[[agents]]\nid = \"guarded\"\n\
+    let agents = "[db]\nurl = \"memory://\"\n[tracing]\nenabled = true\n[[agents]]\nid = \"echo\"\nmodel = \"test\"\n[[agents]]\nid = \"guarded\"\n\
                   model = \"test\"\ntools = [{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }]\n\
                   [[teams]]\nid = \"desk\"\nmodel = \"test\"\nmembers = [\"echo\"]\n\
                   [[workflows]]\nid = \"flow\"\n[[workflows.steps]]\nname = \"answer\"\nagent = \"echo\"\n\
