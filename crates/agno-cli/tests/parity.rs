@@ -141,6 +141,101 @@ async fn trace_routes_answer_as_python_agentos_does() {
     assert_shape_parity(&python, rs_port, &py_base, "traces", 25);
 }
 
+/// What both servers must answer alike of a trace (`TraceSummary` or `TraceDetail`, its tree
+/// node by node): everything but the human-readable `duration` (Python's SQLite upsert stores a
+/// fractional `duration_ms`, which Python shows as `94.0039…ms` and agno-rs rounds).
+fn comparable_trace(trace: &serde_json::Value) -> serde_json::Value {
+    match trace {
+        serde_json::Value::Object(m) => serde_json::Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "duration" | "search_time_ms"))
+                .map(|(k, v)| (k.clone(), comparable_trace(v)))
+                .collect(),
+        ),
+        serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(comparable_trace).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Runs an agent and a workflow on `base` (a traced server) and waits until it lists 2 traces;
+/// their ids.
+async fn traced_runs(base: &str) -> Vec<String> {
+    let client = reqwest::Client::new();
+    for (path, session) in [("/agents/demo/runs", "interop-a"), ("/workflows/flow/runs", "interop-w")] {
+        let form = [("message", "trace me"), ("stream", "false"), ("session_id", session), ("user_id", "u1")];
+        let r = client.post(format!("{base}{path}")).form(&form).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{path}: {}", r.text().await.unwrap_or_default());
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, listed) = get_both(base, "/traces").await;
+        let ids: Vec<String> = listed["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["trace_id"].as_str().map(str::to_owned))
+            .collect();
+        if ids.len() >= 2 {
+            return ids;
+        }
+        assert!(Instant::now() < deadline, "{base} did not list 2 traces within 30 s: {listed}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Traces written by either side are read alike by both: Python AgentOS 3.1.10 serving the
+/// database agno-rs traced answers `/traces` and each `/traces/{id}` (names, kinds, parent links,
+/// token counts, inputs and outputs) as agno-rs does, and agno-rs serving the database Python
+/// traced answers as Python does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_are_read_alike_by_both_servers_whoever_wrote_them() {
+    let Some(python) = agno_testkit::agno_python("the traces interop check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("tinterop");
+    let python_db = format!("sqlite://{}", dir.join("python.db").display());
+    let rs_db = format!("sqlite://{}", dir.join("agno-rs.db").display());
+
+    // Each side traces its own runs into its own database.
+    let (py_writer, py_base) = start_python_agentos(&python, &provider, &dir, &python_db, &["--tracing".into()]).await;
+    let config = python_agentos_twin(&dir, &provider, "[tracing]\nenabled = true\n");
+    let (rs_writer, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+    let rs_base = format!("http://127.0.0.1:{rs_port}");
+    let python_traces = traced_runs(&py_base).await;
+    let rs_traces = traced_runs(&rs_base).await;
+
+    // Then each reads the other's: a Python AgentOS on agno-rs's database, agno-rs on Python's.
+    let py_dir = dir.join("py-reader");
+    std::fs::create_dir_all(&py_dir).unwrap();
+    let (_py_reader, py_reader_base) = start_python_agentos(&python, &provider, &py_dir, &rs_db, &[]).await;
+    let rs_dir = dir.join("rs-reader");
+    std::fs::create_dir_all(&rs_dir).unwrap();
+    let reader_config = slow_agent_config(&rs_dir, "agentos.toml", &python_db, &provider.base_url(), "");
+    let (_rs_reader, rs_reader_port) = start_serve_logged(&reader_config, &rs_dir.join("agno-rs.log")).await;
+    let rs_reader_base = format!("http://127.0.0.1:{rs_reader_port}");
+
+    for (what, ids, writer, reader) in [
+        ("Python's traces", &python_traces, &py_base, &rs_reader_base),
+        ("agno-rs's traces", &rs_traces, &rs_base, &py_reader_base),
+    ] {
+        let (s1, listed_by_writer) = get_both(writer, "/traces").await;
+        let (s2, listed_by_reader) = get_both(reader, "/traces").await;
+        assert_eq!((s1, s2), (200, 200), "{what}");
+        assert_eq!(comparable_trace(&listed_by_reader), comparable_trace(&listed_by_writer), "{what}: the list");
+        for id in ids {
+            let (s1, by_writer) = get_both(writer, &format!("/traces/{id}")).await;
+            let (s2, by_reader) = get_both(reader, &format!("/traces/{id}")).await;
+            assert_eq!((s1, s2), (200, 200), "{what}: {id}");
+            assert!(by_writer["tree"][0]["spans"].as_array().is_some_and(|s| !s.is_empty()), "{what}: {by_writer}");
+            assert_eq!(comparable_trace(&by_reader), comparable_trace(&by_writer), "{what}: trace {id}");
+        }
+        let (_, stats_by_writer) = get_both(writer, "/trace_session_stats").await;
+        let (_, stats_by_reader) = get_both(reader, "/trace_session_stats").await;
+        assert_eq!(comparable_trace(&stats_by_reader), comparable_trace(&stats_by_writer), "{what}: session stats");
+    }
+    drop((py_writer, rs_writer));
+}
+
 /// GET `path` on a server: status and JSON body.
 async fn get_both(base: &str, path: &str) -> (u16, serde_json::Value) {
     let r = reqwest::get(format!("{base}{path}")).await.unwrap();
