@@ -49,6 +49,18 @@ ensure_python() {
   export AGNO_PYTHON="$venv/bin/python"
 }
 
+# Arize Phoenix, the OpenTelemetry collector the tracing tests export spans to (a venv of its own:
+# its dependencies are not Agno's).
+ensure_phoenix() {
+  local venv="$HOME/.cache/agno-phoenix"
+  if ! "$venv/bin/python" -c 'import phoenix' 2>/dev/null; then
+    say "creating the Arize Phoenix venv in $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'arize-phoenix==20.26.1'
+  fi
+  export AGNO_PHOENIX="$venv/bin/phoenix"
+}
+
 # The npm packages the tests run, pinned: the tests assert their exact strings.
 PLAYWRIGHT_CORE=1.65.1
 MCP_SERVERS=2026.8.31

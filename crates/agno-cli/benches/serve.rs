@@ -12,7 +12,8 @@
 //! Run: `scripts/bench/compare-python` (both servers), or `cargo bench -p agno-cli --bench serve`
 //! (agno serve only; `AGNO_BENCH_ONLY=statements`: only the SQLite statements per run, by
 //! statement; `AGNO_BENCH_ONLY=queue`: only the background rows; `AGNO_BENCH_ONLY=http`: only the
-//! HTTP rows; `AGNO_BENCH_CONCURRENCY=32` only that background concurrency); for PostgreSQL add
+//! HTTP rows; `AGNO_BENCH_ONLY=tracing`: only what `[tracing]` costs per run;
+//! `AGNO_BENCH_CONCURRENCY=32` only that background concurrency); for PostgreSQL add
 //! `AGNO_BENCH_PG=postgresql://postgres@127.0.0.1:5432/agno_bench?schema=agno_bench_queue` (the
 //! schema is dropped and recreated per row; a database of its own keeps other clients out of the
 //! statement counts, which are printed per statement when `pg_stat_statements` is loaded).
@@ -525,6 +526,84 @@ async fn http(bench: &Bench, side: Side, client: &reqwest::Client, table: &mut T
     table.set("peak RSS after the runs, MiB", false, side, hwm);
 }
 
+/// The cost of tracing: agno serve on SQLite with `[tracing]` off and on (spans stored in the
+/// same database), non-streaming runs at 1 and 32 clients, rounds alternating off/on so that
+/// both see the same machine; medians of the rounds, and what tracing adds.
+async fn tracing_overhead(bench: &Bench, client: &reqwest::Client) {
+    const ROUNDS: usize = 3;
+    // 50 warm-up runs, then 300 at 1 client and 2,400 at 32.
+    const TOTAL_RUNS: u64 = 50 + 300 + 2400;
+    println!("tracing overhead (agno serve, SQLite, non-streaming runs; {ROUNDS} rounds alternating off/on, medians):");
+    let mut figures: std::collections::BTreeMap<(bool, usize), (Vec<f64>, Vec<f64>)> = Default::default();
+    let mut stored = 0;
+    for round in 0..ROUNDS {
+        for traced in [false, true] {
+            let db = format!("sqlite://{}", bench.dir.join(format!("tracing-{round}-{traced}.db")).display());
+            let config = bench.agno_config(&db, None);
+            if traced {
+                let mut text = std::fs::read_to_string(&config).unwrap();
+                text.push_str("[tracing]\nenabled = true\n");
+                std::fs::write(&config, text).unwrap();
+            }
+            let (server, _) = start_server(&config).await;
+            let pid = server.child.id();
+            let url = format!("{}/agents/bench/runs", server.base);
+            for i in 0..50 {
+                run_once(client.clone(), url.clone(), i, false).await;
+            }
+            for concurrency in [1, 32] {
+                let runs = 300 * concurrency.min(8);
+                let (c, u) = (client.clone(), url.clone());
+                let before = Usage::of(pid);
+                let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, false)).await;
+                let (cpu, _) = Usage::of(pid).per(before, runs);
+                let entry = figures.entry((traced, concurrency)).or_default();
+                entry.0.push(f.per_s);
+                entry.1.push(cpu);
+            }
+            if traced {
+                // The spans are stored: every run is a trace (checked once the writer caught up).
+                let deadline = Instant::now() + Duration::from_secs(30);
+                loop {
+                    let listed: serde_json::Value = client
+                        .get(format!("{}/traces?limit=1", server.base))
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    stored = listed["meta"]["total_count"].as_u64().unwrap_or(0);
+                    if stored >= TOTAL_RUNS || Instant::now() > deadline {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            drop(server);
+        }
+    }
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for concurrency in [1, 32] {
+        let (off_rate, off_cpu) = &figures[&(false, concurrency)];
+        let (on_rate, on_cpu) = &figures[&(true, concurrency)];
+        let (off_cpu, on_cpu) = (median(off_cpu), median(on_cpu));
+        println!(
+            "    c={concurrency:>2}: off {:>6.0} runs/s, {off_cpu:.3} ms CPU/run; stored {:>6.0} runs/s, {on_cpu:.3} ms CPU/run \
+             ({:+.1}% CPU per run)",
+            median(off_rate),
+            median(on_rate),
+            (on_cpu / off_cpu - 1.0) * 100.0
+        );
+    }
+    println!("    traces stored by the last traced server: {stored} of its {TOTAL_RUNS} runs (with the warm-up)");
+    println!("    with OTLP export: not measured (agno-rs does not export over OTLP yet)");
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
@@ -540,6 +619,11 @@ fn main() {
         let sqlite_url = |name: &str| format!("sqlite://{}", dir.join(name).display());
         if only == "statements" {
             statements_per_run(&bench.agno_config(&sqlite_url("statements.db"), None), &dir, &client).await;
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        if only == "tracing" {
+            tracing_overhead(&bench, &client).await;
             let _ = std::fs::remove_dir_all(&dir);
             return;
         }

@@ -454,9 +454,10 @@ pub fn duration_ms(start: &str, end: &str) -> i64 {
 }
 
 /// The importance of a trace's name when two folds of it meet: a workflow's run (3) over a
-/// team's (2) over an agent's (1) over a child span's (0), as Agno ranks them.
+/// team's (2) over an agent's (1) over a child span's (0), as Agno ranks them (a continued run's
+/// `.continue_run` counts as a run, which Agno's ranking misses).
 pub fn component_level(trace: &TraceRecord) -> u8 {
-    let root_name = trace.name.contains(".run") || trace.name.contains(".arun");
+    let root_name = [".run", ".arun", ".continue_run", ".acontinue_run"].iter().any(|r| trace.name.contains(r));
     match () {
         () if !root_name => 0,
         () if trace.workflow_id.is_some() => 3,
@@ -466,17 +467,21 @@ pub fn component_level(trace: &TraceRecord) -> u8 {
     }
 }
 
-/// `stored` with `new` folded in, as an upsert of `new` over `stored` keeps them: the earliest
-/// start, the latest end, `ERROR` when either failed (Agno takes the newer fold's status, so a
-/// later batch of healthy child spans would hide an error), the higher component's name, the
-/// stored ids first.
+/// `stored` with `new` folded in, as an upsert of `new` over `stored` keeps them: the name of the
+/// root's batch or of the higher component, the earliest start, the latest end, `ERROR` when either failed (Agno takes the newer fold's status, so a
+/// later batch of healthy child spans would hide an error), the stored ids first.
 pub fn fold_trace(stored: &TraceRecord, new: &TraceRecord) -> TraceRecord {
     let start = stored.start_time.clone().min(new.start_time.clone());
     let end = stored.end_time.clone().max(new.end_time.clone());
     let keep = |old: &Option<String>, new: &Option<String>| old.clone().or_else(|| new.clone());
     TraceRecord {
         trace_id: stored.trace_id.clone(),
-        name: if component_level(new) > component_level(stored) { new.name.clone() } else { stored.name.clone() },
+        // The batch with the root (the run's ids) names the trace when the first had only children.
+        name: if component_level(new) > component_level(stored) || (stored.run_id.is_none() && new.run_id.is_some()) {
+            new.name.clone()
+        } else {
+            stored.name.clone()
+        },
         status: if stored.status == "ERROR" { stored.status.clone() } else { new.status.clone() },
         duration_ms: duration_ms(&start, &end),
         start_time: start,

@@ -53,7 +53,7 @@ impl AgentOs {
             None => (None, None, None),
         };
         let tracing = match (&db, config.tracing.enabled) {
-            (Some(db), true) => Some(crate::build::tracing(&config.tracing, Arc::clone(db))?),
+            (Some(db), true) => Some(crate::build::tracing(&config.tracing, config.os.id.as_str(), Arc::clone(db))?),
             (None, true) => {
                 return Err(StartError::Config(
                     "[tracing] enabled = true stores traces in the OS's database: configure [db]".to_owned(),

@@ -280,3 +280,199 @@ async fn under_isolation_a_user_sees_only_the_traces_of_their_runs() {
     let alices = os.post_json("/traces/search", &json!({"group_by": "session"}), Some(&alice)).await;
     assert_eq!(alices.body["data"][0]["session_id"], "a-s");
 }
+
+/// The traces of run `run_id`, waited for (each attempt's spans are stored a moment after it
+/// ends, off its path) until there are `n`.
+async fn traces_of_run(os: &TestOs, run_id: &str, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        flushed(os).await;
+        let list = os.get(&format!("/traces?run_id={run_id}"), None).await;
+        let data = list.body["data"].as_array().cloned().unwrap_or_default();
+        if data.len() >= n {
+            return data;
+        }
+        assert!(std::time::Instant::now() < deadline, "{n} traces of run {run_id} within 30 s: {}", list.body);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn background_and_continued_runs_are_traced_each_attempt_with_their_runs_ids() {
+    let provider = FakeProvider::start().await.unwrap();
+    let guarded = "[[agents]]\nid = \"guarded\"\nmodel = \"test\"\n\
+                   tools = [{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }]\n";
+    let os = TestOs::start(config(&traced(&provider, guarded))).await;
+
+    // A background run: traced by the worker that ran it, with the run's ids.
+    let r = os
+        .post_form(
+            "/agents/writer/runs",
+            &[("message", "later"), ("stream", "false"), ("background", "true"), ("session_id", "bg")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let traces = traces_of_run(&os, &run_id, 1).await;
+    assert_eq!((&traces[0]["name"], &traces[0]["session_id"]), (&json!("Writer.run"), &json!("bg")));
+    assert_eq!(traces[0]["agent_id"], "writer");
+    assert_eq!(traces[0]["total_spans"], 2, "the run and its model call");
+
+    // A run paused on a confirmation, then continued: one trace per attempt, both of the run.
+    let paused = os
+        .post_form(
+            "/agents/guarded/runs",
+            &[("message", "add please"), ("stream", "false"), ("session_id", "hitl")],
+            None,
+        )
+        .await;
+    assert_eq!(paused.body["status"], "PAUSED", "{}", paused.body);
+    let run_id = paused.body["run_id"].as_str().unwrap().to_owned();
+    let mut tools = paused.body["tools"].as_array().unwrap().clone();
+    for t in &mut tools {
+        t["confirmed"] = json!(true);
+    }
+    let done = os
+        .post_form(
+            &format!("/agents/guarded/runs/{run_id}/continue"),
+            &[("tools", &Value::Array(tools).to_string()), ("stream", "false"), ("session_id", "hitl")],
+            None,
+        )
+        .await;
+    assert_eq!(done.body["status"], "COMPLETED", "{}", done.body);
+    let traces = traces_of_run(&os, &run_id, 2).await;
+    let mut names: Vec<&str> = traces.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["Agent.continue_run", "Agent.run"]);
+    let continued = traces.iter().find(|t| t["name"] == "Agent.continue_run").unwrap();
+    assert_eq!(continued["session_id"], "hitl");
+    let tree = os.get(&format!("/traces/{}", continued["trace_id"].as_str().unwrap()), None).await.body;
+    let kinds: Vec<Value> =
+        tree["tree"][0]["spans"].as_array().unwrap().iter().map(|s| json!([s["name"], s["type"]])).collect();
+    assert_eq!(kinds[0], json!(["add", "TOOL"]), "the confirmed tool runs in the continue: {tree}");
+    assert_eq!(tree["tree"][0]["spans"][0]["output"], r#"{"operation":"addition","result":2.0}"#, "{tree}");
+    assert_eq!(tree["tree"][0]["spans"][1]["name"], "Test.invoke", "then the model answers: {tree}");
+}
+
+/// A Phoenix server (`phoenix serve`) on free ports with a working directory of its own, killed
+/// when dropped.
+struct Phoenix {
+    child: std::process::Child,
+    base: String,
+}
+
+impl Drop for Phoenix {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn start_phoenix(command: &str) -> Phoenix {
+    let dir = std::env::temp_dir().join(format!("agno-phoenix-{}", agno_core::new_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let log = std::fs::File::create(dir.join("phoenix.log")).unwrap();
+    let child = std::process::Command::new(command)
+        .arg("serve")
+        .current_dir(&dir)
+        .env("PHOENIX_WORKING_DIR", &dir)
+        .env("PHOENIX_HOST", "127.0.0.1")
+        .env("PHOENIX_PORT", port.to_string())
+        .env("PHOENIX_GRPC_PORT", free_port().to_string())
+        .env("PHOENIX_TELEMETRY_ENABLED", "false")
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let phoenix = Phoenix { child, base: format!("http://127.0.0.1:{port}") };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    let client = reqwest::Client::new();
+    loop {
+        if client.get(format!("{}/healthz", phoenix.base)).send().await.is_ok_and(|r| r.status().is_success()) {
+            return phoenix;
+        }
+        let log = std::fs::read_to_string(dir.join("phoenix.log")).unwrap_or_default();
+        assert!(std::time::Instant::now() < deadline, "Phoenix did not start within 180 s:\n{log}");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+/// `(name, parent name)` of each span Phoenix holds, read back through its REST API, once it
+/// holds at least `n`.
+async fn phoenix_spans(phoenix: &Phoenix, n: usize) -> Vec<(String, Option<String>)> {
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let body: Value = client
+            .get(format!("{}/v1/projects/default/spans?limit=1000", phoenix.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap_or(Value::Null);
+        let spans = body["data"].as_array().cloned().unwrap_or_default();
+        if spans.len() >= n {
+            let name_of = |id: &Value| {
+                spans
+                    .iter()
+                    .find(|s| s["context"]["span_id"] == *id)
+                    .and_then(|s| s["name"].as_str())
+                    .map(str::to_owned)
+            };
+            return spans
+                .iter()
+                .map(|s| (s["name"].as_str().unwrap_or_default().to_owned(), name_of(&s["parent_id"])))
+                .collect();
+        }
+        assert!(std::time::Instant::now() < deadline, "Phoenix holds {} spans, not {n}: {body}", spans.len());
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_collector_receives_the_spans_over_otlp_nested_as_stored() {
+    let Some(command) = agno_testkit::phoenix("the OTLP export to Arize Phoenix") else { return };
+    let phoenix = start_phoenix(&command).await;
+    let provider = FakeProvider::start().await.unwrap();
+    let otlp = format!("otlp_endpoint = \"{}\"", phoenix.base);
+    let os = TestOs::start(config(&traced(&provider, &otlp))).await;
+    provider.push_all([delegate("writer", "draft the news"), Scripted::text("the desk is done")]);
+    let team = os.post_form("/teams/desk/runs", &[("message", "news"), ("stream", "false")], None).await;
+    assert_eq!(team.status, 200, "{}", team.body);
+    let flow = os.post_form("/workflows/fan/runs", &[("message", "topic"), ("stream", "false")], None).await;
+    assert_eq!(flow.status, 200, "{}", flow.body);
+    flushed(&os).await;
+
+    // The team: 6 spans; the workflow: its run, 3 steps, 3 agent runs and their model calls.
+    let spans = phoenix_spans(&phoenix, 6 + 10).await;
+    let parent_of = |name: &str| {
+        let found: Vec<&Option<String>> = spans.iter().filter(|(n, _)| n == name).map(|(_, p)| p).collect();
+        assert!(!found.is_empty(), "Phoenix has no span {name}: {spans:?}");
+        found[0].clone()
+    };
+    assert_eq!(parent_of("News_Desk.run"), None, "the team's run is its trace's root");
+    assert_eq!(parent_of("delegate_task_to_member").as_deref(), Some("News_Desk.run"));
+    assert_eq!(parent_of("OpenAIChat.invoke").as_deref(), Some("News_Desk.run"));
+    assert_eq!(parent_of("Fan.run"), None);
+    assert_eq!(parent_of("fanout.execute").as_deref(), Some("Fan.run"));
+    assert_eq!(parent_of("left.execute").as_deref(), Some("fanout.execute"));
+    assert_eq!(parent_of("right.execute").as_deref(), Some("fanout.execute"));
+    let writers: Vec<&Option<String>> = spans.iter().filter(|(n, _)| n == "Writer.run").map(|(_, p)| p).collect();
+    let mut parents: Vec<&str> = writers.iter().filter_map(|p| p.as_deref()).collect();
+    parents.sort_unstable();
+    assert_eq!(
+        parents,
+        ["delegate_task_to_member", "draft.execute", "left.execute", "right.execute"],
+        "the member's run under its delegation, each step's agent run under its step"
+    );
+    // The same spans are stored: the collector and /traces agree.
+    let stored = os.get("/traces", None).await;
+    assert_eq!(stored.body["meta"]["total_count"], 2, "{}", stored.body);
+}

@@ -62,11 +62,6 @@ impl Emitter {
         }
     }
 
-    /// True when the run streams its events to a listener.
-    pub(crate) fn streaming(&self) -> bool {
-        self.tx.is_some()
-    }
-
     /// True when events are wanted at all (a listener or storage).
     pub(crate) fn active(&self) -> bool {
         self.tx.as_ref().is_some_and(|tx| !tx.is_closed()) || self.stored.is_some()

@@ -263,11 +263,10 @@ async fn reason(model: &dyn Model, st: &mut RunState, em: &mut Emitter) -> Resul
     Ok(())
 }
 
-/// The span of one model call (`{Model}.invoke`, or `.invoke_stream` for a streamed run), with
-/// the messages and tools it is sent.
-fn model_span(model: &dyn agno_core::Model, request: &ModelRequest, streamed: bool) -> Option<SpanScope> {
+/// The span of one model call (`{Model}.invoke`, streamed or not: the OS streams every run
+/// internally, so the name says only that the model was called), with the messages it is sent.
+fn model_span(model: &dyn agno_core::Model, request: &ModelRequest) -> Option<SpanScope> {
     SpanScope::start("LLM", || {
-        let method = if streamed { "invoke_stream" } else { "invoke" };
         let messages = serde_json::json!({ "messages": request.messages });
         let attributes = vec![
             ("llm.model_name", Some(model.id().to_owned())),
@@ -275,7 +274,7 @@ fn model_span(model: &dyn agno_core::Model, request: &ModelRequest, streamed: bo
             ("input.mime_type", Some("application/json".to_owned())),
             ("input.value", Some(messages.to_string())),
         ];
-        (format!("{}.{method}", model.name()), attributes)
+        (format!("{}.invoke", model.name()), attributes)
     })
 }
 
@@ -339,7 +338,7 @@ pub(crate) async fn model_loop(
             model_provider: agent.model.provider().to_owned(),
         });
         let call_started = std::time::Instant::now();
-        let llm = model_span(agent.model.as_ref(), &request, em.streaming());
+        let llm = model_span(agent.model.as_ref(), &request);
         let ended = in_span(llm.as_ref(), call_model(agent.model.as_ref(), request, em, token)).await;
         if let Some(llm) = llm {
             end_model_span(llm, &ended);

@@ -78,6 +78,36 @@ fn tool_span(exec: &ToolExecution, args: Option<&Map<String, Value>>) -> Option<
     })
 }
 
+/// Runs `tool` (its hooks around it) as the call `exec`, traced as its TOOL span; a cancel ends it.
+async fn run_tool(
+    tool: &dyn DynTool,
+    hooks: &[Arc<dyn agno_tools::ToolHook>],
+    exec: &ToolExecution,
+    args: Map<String, Value>,
+    ctx: agno_core::ToolContext,
+    cancel: &CancellationToken,
+) -> Result<agno_core::ToolOutput, ToolError> {
+    let span = tool_span(exec, Some(&args));
+    let call = async {
+        tokio::select! {
+            r = call_with_hooks(tool, hooks, args, ctx) => r,
+            () = cancel.cancelled() => Err(ToolError::new(ToolErrorKind::Cancelled, "the run was cancelled while the tool ran")),
+        }
+    };
+    let result = in_span(span.as_ref(), call).await;
+    if let Some(span) = span {
+        match &result {
+            Ok(text) => {
+                span.text("output.value", text.clone());
+                span.text("output.mime_type", "text/plain");
+                span.ok();
+            }
+            Err(e) => span.fail(&e.to_string()),
+        }
+    }
+    result
+}
+
 /// Executes `calls` and appends their results to the run.
 pub(crate) async fn execute_batch(
     st: &mut RunState,
@@ -158,24 +188,7 @@ pub(crate) async fn execute_batch(
                     ctx.tool_call_id = exec.call_id().to_owned();
                     let started = Instant::now();
                     let start_time = epoch_f64();
-                    let span = tool_span(&exec, Some(&args));
-                    let call = async {
-                        tokio::select! {
-                            r = call_with_hooks(tool.as_ref(), &hooks, args, ctx) => r,
-                            () = cancel.cancelled() => Err(ToolError::new(ToolErrorKind::Cancelled, "the run was cancelled while the tool ran")),
-                        }
-                    };
-                    let result = in_span(span.as_ref(), call).await;
-                    if let Some(span) = span {
-                        match &result {
-                            Ok(text) => {
-                                span.text("output.value", text.clone());
-                                span.text("output.mime_type", "text/plain");
-                                span.ok();
-                            }
-                            Err(e) => span.fail(&e.to_string()),
-                        }
-                    }
+                    let result = run_tool(tool.as_ref(), &hooks, &exec, args, ctx, &cancel).await;
                     exec.metrics = Some(ToolCallMetrics {
                         start_time: Some(start_time),
                         end_time: Some(epoch_f64()),
@@ -303,11 +316,7 @@ pub(crate) async fn resolve_requirement(
                 let mut ctx = st.tool_context();
                 ctx.tool_call_id = exec.call_id().to_owned();
                 let hooks = st.tool_hooks.clone();
-                let result = tokio::select! {
-                    r = call_with_hooks(tool.as_ref(), &hooks, args, ctx) => r,
-                    () = cancel.cancelled() => Err(ToolError::new(ToolErrorKind::Cancelled, "the run was cancelled while the tool ran")),
-                };
-                match result {
+                match run_tool(tool.as_ref(), &hooks, &exec, args, ctx, cancel).await {
                     Ok(text) => (text, false),
                     Err(e) => (e.model_text(), true),
                 }

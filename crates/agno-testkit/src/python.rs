@@ -51,3 +51,31 @@ fn find() -> Result<String, String> {
         Err(e) => Err(format!("a Python with Agno 3.1 that runs; {python} does not start ({e})")),
     }
 }
+
+/// The `phoenix` command of Arize Phoenix (an OpenTelemetry collector and trace viewer, from
+/// PyPI) for the tests that export spans to a real collector: `AGNO_PHOENIX`, else the venv
+/// `scripts/test --all` creates (`$HOME/.cache/agno-phoenix`).
+///
+/// Without one the caller's check cannot run: under `CI=true` this panics; elsewhere it prints
+/// that `what` is skipped and returns `None`.
+///
+/// # Panics
+/// When no Phoenix is found and `CI` is `true`.
+pub fn phoenix(what: &str) -> Option<String> {
+    let from_env = std::env::var("AGNO_PHOENIX").ok().filter(|p| !p.is_empty());
+    let venv = std::env::var("HOME")
+        .ok()
+        .map(|home| std::path::Path::new(&home).join(".cache/agno-phoenix/bin/phoenix"))
+        .filter(|p| p.exists())
+        .map(|p| p.to_string_lossy().into_owned());
+    match from_env.or(venv) {
+        Some(phoenix) => Some(phoenix),
+        None => {
+            crate::services::skip(
+                what,
+                "Arize Phoenix (AGNO_PHOENIX, or $HOME/.cache/agno-phoenix, which scripts/test --all creates)",
+            );
+            None
+        }
+    }
+}

@@ -182,15 +182,24 @@ pub(crate) fn build_agent(
 /// [`StartError::Config`] when it cannot start (outside a tokio runtime).
 pub(crate) fn tracing(
     settings: &crate::config::TracingSettings,
+    os_id: &str,
     db: Arc<dyn Db>,
 ) -> Result<agno_runtime::Tracing, StartError> {
     // Every database stores traces (`Db` has `TraceStore` among its parts).
     let store: Arc<dyn agno_core::TraceStore> = db;
-    agno_runtime::Tracing::builder()
+    let mut builder = agno_runtime::Tracing::builder()
         .store(store)
+        .service_name(os_id)
         .sample_ratio(settings.sample_ratio)
         .buffer(settings.buffer)
-        .max_attribute_len(settings.max_attribute_len)
-        .build()
-        .map_err(StartError::Config)
+        .max_attribute_len(settings.max_attribute_len);
+    let from_env = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
+    if settings.otlp_endpoint.is_some() || from_env {
+        builder = builder
+            .otlp(settings.otlp_endpoint.as_deref())
+            .map_err(|e| StartError::Config(format!("[tracing] otlp_endpoint: {e}")))?;
+    }
+    builder.build().map_err(StartError::Config)
 }

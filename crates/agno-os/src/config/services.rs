@@ -193,6 +193,11 @@ pub struct TracingSettings {
     /// The longest text attribute kept whole, in bytes (longer ones are cut).
     #[serde(default = "default_max_attribute_len")]
     pub max_attribute_len: usize,
+    /// Also export every span over OTLP (HTTP, protobuf) to this collector
+    /// (`http://collector:4318`); without it, spans are exported only when the standard
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set.
+    #[serde(default)]
+    pub otlp_endpoint: Option<String>,
 }
 
 fn default_sample_ratio() -> f64 {
@@ -212,6 +217,7 @@ impl Default for TracingSettings {
             sample_ratio: default_sample_ratio(),
             buffer: default_trace_buffer(),
             max_attribute_len: default_max_attribute_len(),
+            otlp_endpoint: None,
         }
     }
 }

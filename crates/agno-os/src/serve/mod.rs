@@ -197,6 +197,13 @@ pub async fn serve(
         tracing::warn!("closing connections still open at the end of the shutdown grace");
     }
     connections.closing.cancel();
+    if let Some(spans) = os.state.tracing.clone() {
+        // The last runs' spans: stored, and handed to the OTLP exporter's last batch.
+        if tokio::time::timeout_at(deadline, spans.flush()).await.is_err() {
+            tracing::warn!("spans of the last runs were not all stored before the shutdown deadline");
+        }
+        let _ = tokio::task::spawn_blocking(move || spans.shutdown()).await;
+    }
     Ok(())
 }
 

@@ -62,6 +62,7 @@ impl Tracing {
             sample_ratio: 1.0,
             buffer: DEFAULT_BUFFER,
             max_attribute_len: DEFAULT_MAX_ATTRIBUTE_LEN,
+            service_name: "agno".to_owned(),
         }
     }
 
@@ -82,11 +83,15 @@ impl Tracing {
         self.context().attach()
     }
 
-    /// Waits until every span that ended before this call is stored (or dropped); at once
-    /// without a store.
+    /// Waits until every span that ended before this call is stored (or dropped) and handed to
+    /// the other processors' exporters (the OTLP batch sent).
     pub async fn flush(&self) {
         if let Some(writer) = &self.inner.writer {
             writer.flush().await;
+        }
+        let provider = self.inner.provider.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || provider.force_flush()).await.unwrap_or(Ok(())) {
+            tracing::debug!(error = %e, "flushing the span processors failed");
         }
     }
 
@@ -116,6 +121,7 @@ pub struct TracingBuilder {
     sample_ratio: f64,
     buffer: usize,
     max_attribute_len: usize,
+    service_name: String,
 }
 
 impl std::fmt::Debug for TracingBuilder {
@@ -141,6 +147,36 @@ impl TracingBuilder {
     #[must_use]
     pub fn processor(mut self, processor: impl SpanProcessor + 'static) -> Self {
         self.processors.push(Box::new(processor));
+        self
+    }
+
+    /// Also exports every span over OTLP (HTTP, protobuf) to `endpoint` (`http://collector:4318`,
+    /// `/v1/traces` added when missing), or, when `None`, where the standard
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT` say (default
+    /// `http://localhost:4318/v1/traces`; `OTEL_EXPORTER_OTLP_HEADERS` and `_TIMEOUT` are read too).
+    /// Spans are batched and sent from a thread of their own: a collector that is down or slow
+    /// never holds a run back; spans beyond the batch queue (2,048) are dropped.
+    ///
+    /// # Errors
+    /// The exporter cannot be built (an invalid endpoint).
+    pub fn otlp(mut self, endpoint: Option<&str>) -> Result<Self, String> {
+        use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+        let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
+        if let Some(endpoint) = endpoint {
+            let endpoint = endpoint.trim_end_matches('/');
+            let url =
+                if endpoint.ends_with("/v1/traces") { endpoint.to_owned() } else { format!("{endpoint}/v1/traces") };
+            exporter = exporter.with_endpoint(url);
+        }
+        let exporter = exporter.build().map_err(|e| format!("cannot build the OTLP exporter: {e}"))?;
+        self.processors.push(Box::new(opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter).build()));
+        Ok(self)
+    }
+
+    /// The `service.name` the spans are exported under (default `agno`; `OTEL_SERVICE_NAME` wins).
+    #[must_use]
+    pub fn service_name(mut self, name: impl Into<String>) -> Self {
+        self.service_name = name.into();
         self
     }
 
@@ -176,7 +212,13 @@ impl TracingBuilder {
         } else {
             Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(self.sample_ratio)))
         };
-        let mut provider = SdkTracerProvider::builder().with_sampler(sampler);
+        // `OTEL_SERVICE_NAME` (read by the resource's builder) wins over the name given here.
+        let mut resource = opentelemetry_sdk::Resource::builder();
+        if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+            resource = resource.with_service_name(self.service_name);
+        }
+        let resource = resource.build();
+        let mut provider = SdkTracerProvider::builder().with_sampler(sampler).with_resource(resource);
         let writer = match self.store {
             Some(store) => {
                 let handle = tokio::runtime::Handle::try_current()
