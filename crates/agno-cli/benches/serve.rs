@@ -526,23 +526,72 @@ async fn http(bench: &Bench, side: Side, client: &reqwest::Client, table: &mut T
     table.set("peak RSS after the runs, MiB", false, side, hwm);
 }
 
-/// The cost of tracing: agno serve on SQLite with `[tracing]` off and on (spans stored in the
-/// same database), non-streaming runs at 1 and 32 clients, rounds alternating off/on so that
-/// both see the same machine; medians of the rounds, and what tracing adds.
+/// An OTLP/HTTP collector that takes every export and answers 200 (what a collector costs the
+/// exporting server, without a collector's own work on the same cores); its address.
+async fn otlp_sink() -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut conn = tokio::io::BufReader::new(conn);
+                loop {
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if conn.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if conn.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if conn.get_mut().write_all(ok).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// The cost of tracing: agno serve on SQLite with `[tracing]` off, on (spans stored in the same
+/// database) and on with OTLP export too, non-streaming runs at 1 and 32 clients, rounds
+/// alternating the three so that each sees the same machine; medians of the rounds, and what
+/// tracing adds.
 async fn tracing_overhead(bench: &Bench, client: &reqwest::Client) {
     const ROUNDS: usize = 3;
     // 50 warm-up runs, then 300 at 1 client and 2,400 at 32.
     const TOTAL_RUNS: u64 = 50 + 300 + 2400;
-    println!("tracing overhead (agno serve, SQLite, non-streaming runs; {ROUNDS} rounds alternating off/on, medians):");
-    let mut figures: std::collections::BTreeMap<(bool, usize), (Vec<f64>, Vec<f64>)> = Default::default();
+    const MODES: [&str; 3] = ["off", "stored", "stored + OTLP"];
+    println!(
+        "tracing overhead (agno serve, SQLite, non-streaming runs; {ROUNDS} rounds alternating off / stored / \
+         stored + OTLP to a local sink, medians):"
+    );
+    let sink = otlp_sink().await;
+    let mut figures: std::collections::BTreeMap<(usize, usize), (Vec<f64>, Vec<f64>)> = Default::default();
     let mut stored = 0;
     for round in 0..ROUNDS {
-        for traced in [false, true] {
-            let db = format!("sqlite://{}", bench.dir.join(format!("tracing-{round}-{traced}.db")).display());
+        for (mode, name) in MODES.iter().enumerate() {
+            let traced = mode > 0;
+            let db = format!("sqlite://{}", bench.dir.join(format!("tracing-{round}-{mode}.db")).display());
             let config = bench.agno_config(&db, None);
             if traced {
                 let mut text = std::fs::read_to_string(&config).unwrap();
                 text.push_str("[tracing]\nenabled = true\n");
+                if *name == "stored + OTLP" {
+                    text.push_str(&format!("otlp_endpoint = \"{sink}\"\n"));
+                }
                 std::fs::write(&config, text).unwrap();
             }
             let (server, _) = start_server(&config).await;
@@ -557,7 +606,7 @@ async fn tracing_overhead(bench: &Bench, client: &reqwest::Client) {
                 let before = Usage::of(pid);
                 let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, false)).await;
                 let (cpu, _) = Usage::of(pid).per(before, runs);
-                let entry = figures.entry((traced, concurrency)).or_default();
+                let entry = figures.entry((mode, concurrency)).or_default();
                 entry.0.push(f.per_s);
                 entry.1.push(cpu);
             }
@@ -589,19 +638,22 @@ async fn tracing_overhead(bench: &Bench, client: &reqwest::Client) {
         v[v.len() / 2]
     };
     for concurrency in [1, 32] {
-        let (off_rate, off_cpu) = &figures[&(false, concurrency)];
-        let (on_rate, on_cpu) = &figures[&(true, concurrency)];
-        let (off_cpu, on_cpu) = (median(off_cpu), median(on_cpu));
-        println!(
-            "    c={concurrency:>2}: off {:>6.0} runs/s, {off_cpu:.3} ms CPU/run; stored {:>6.0} runs/s, {on_cpu:.3} ms CPU/run \
-             ({:+.1}% CPU per run)",
-            median(off_rate),
-            median(on_rate),
-            (on_cpu / off_cpu - 1.0) * 100.0
-        );
+        let off_cpu = median(&figures[&(0, concurrency)].1);
+        for (mode, name) in MODES.iter().enumerate() {
+            let (rate, cpu) = &figures[&(mode, concurrency)];
+            let cpu = median(cpu);
+            let added = if mode == 0 {
+                String::new()
+            } else {
+                format!(" ({:+.1}% CPU per run)", (cpu / off_cpu - 1.0) * 100.0)
+            };
+            println!(
+                "    c={concurrency:>2} {name:>14}: {:>6.0} runs/s, {cpu:.3} ms server CPU/run{added}",
+                median(rate)
+            );
+        }
     }
     println!("    traces stored by the last traced server: {stored} of its {TOTAL_RUNS} runs (with the warm-up)");
-    println!("    with OTLP export: not measured (agno-rs does not export over OTLP yet)");
 }
 
 fn main() {

@@ -15,7 +15,7 @@ pub(crate) async fn chat(args: AgentArgs) -> Result<()> {
         Some(db) => db,
         None => Arc::new(InMemoryDb::new()),
     };
-    let agent = build_agent(&args, Some(db)).await?;
+    let agent = build_agent(&args, Some(db), None).await?;
     let session_id = args.session_id.clone().unwrap_or_else(agno::core::new_id);
     eprintln!("Chatting with {} on model {}. Type /exit or press Ctrl-D to leave.", args.name, args.model);
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(1);

@@ -371,6 +371,10 @@ pub(crate) struct RunArgs {
     /// Print the whole run record as JSON (Agno's RunOutput shape) instead of the answer.
     #[arg(long, conflicts_with = "stream")]
     pub(crate) json: bool,
+    /// Trace the run and print its span tree to stderr after the answer: the run, each model
+    /// call (with its tokens) and each tool call, with their times.
+    #[arg(long, conflicts_with = "config")]
+    pub(crate) trace: bool,
     /// The message.
     #[arg(required = true)]
     pub(crate) message: Vec<String>,

@@ -11,10 +11,17 @@ use serde_json::{Map, Value};
 
 use crate::cli::{AgentArgs, RunArgs};
 
-/// Builds the agent the flags describe (connecting its `--mcp` servers).
-pub(crate) async fn build_agent(args: &AgentArgs, db: Option<Arc<dyn Db>>) -> Result<Agent> {
+/// Builds the agent the flags describe (connecting its `--mcp` servers), traced with `tracing`.
+pub(crate) async fn build_agent(
+    args: &AgentArgs,
+    db: Option<Arc<dyn Db>>,
+    tracing: Option<&agno::runtime::Tracing>,
+) -> Result<Agent> {
     let mut builder =
         Agent::builder(args.model.as_str()).name(args.name.clone()).instructions(args.instructions.clone());
+    if let Some(tracing) = tracing {
+        builder = builder.tracing(tracing.clone());
+    }
     for name in &args.tools {
         let mut options = Map::new();
         if name == "file" {
@@ -74,8 +81,25 @@ pub(crate) async fn run(args: RunArgs) -> Result<()> {
         return crate::run_config::run(config, &args).await;
     }
     let db = open_db(&args.agent).await?;
-    let agent = build_agent(&args.agent, db).await?;
+    // `--trace`: the spans kept in memory for this process, printed after the answer.
+    let spans: Arc<dyn agno::core::TraceStore> = Arc::new(agno::db::InMemoryDb::new());
+    let tracing = if args.trace {
+        Some(agno::runtime::Tracing::builder().store(Arc::clone(&spans)).build().map_err(anyhow::Error::msg)?)
+    } else {
+        None
+    };
+    let agent = build_agent(&args.agent, db, tracing.as_ref()).await?;
     let message = with_media(request(&args.agent, &args.message.join(" ")), &args)?;
+    let result = answer(&agent, message, &args).await;
+    if let (Some(tracing), Ok(output)) = (&tracing, &result) {
+        tracing.flush().await;
+        print_trace(spans.as_ref(), output.id(), &mut std::io::stderr()).await?;
+    }
+    result.and_then(|output| check(&output))
+}
+
+/// Runs the agent on `message` and prints its answer as the flags ask (streamed, JSON or text).
+async fn answer(agent: &Agent, message: RunRequest, args: &RunArgs) -> Result<RunOutput> {
     if args.stream {
         let mut stream = agent.run_stream(message);
         let mut out = std::io::stdout();
@@ -84,8 +108,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<()> {
             printer.print(&mut out, &event)?;
         }
         printer.finish(&mut out)?;
-        let output = stream.output().await?;
-        check(&output)
+        Ok(stream.output().await?)
     } else {
         let output = agent.arun(message).await?;
         if args.json {
@@ -93,8 +116,36 @@ pub(crate) async fn run(args: RunArgs) -> Result<()> {
         } else {
             println!("{}", output.content_text());
         }
-        check(&output)
+        Ok(output)
     }
+}
+
+/// Prints the span tree of run `run_id`'s trace: one line a span, indented by depth, with its
+/// kind, duration, status and (for a model call) its tokens.
+async fn print_trace(store: &dyn agno::core::TraceStore, run_id: &str, out: &mut impl Write) -> Result<()> {
+    let Some(trace) = store.get_trace(None, Some(run_id)).await? else {
+        writeln!(out, "(no trace of run {run_id}: it was not sampled)")?;
+        return Ok(());
+    };
+    let spans = store.get_spans(&trace.trace_id).await?;
+    writeln!(out, "trace {} ({} spans, {} failed)", trace.trace_id, trace.total_spans, trace.error_count)?;
+    fn line(node: &agno::core::SpanNode<'_>, depth: usize, out: &mut impl Write) -> std::io::Result<()> {
+        let s = node.span;
+        let kind = s.attribute("openinference.span.kind").unwrap_or("SPAN");
+        let tokens = match (s.attributes.get("llm.token_count.prompt"), s.attributes.get("llm.token_count.completion"))
+        {
+            (Some(i), Some(o)) => format!("  tokens {i} in, {o} out"),
+            _ => String::new(),
+        };
+        let failed =
+            s.status_message.as_deref().filter(|_| s.failed()).map(|m| format!("  ERROR: {m}")).unwrap_or_default();
+        writeln!(out, "{}{}  {kind}  {} ms{tokens}{failed}", "  ".repeat(depth), s.name, s.duration_ms)?;
+        node.children.iter().try_for_each(|c| line(c, depth + 1, out))
+    }
+    for root in agno::core::span_tree(&spans) {
+        line(&root, 0, out)?;
+    }
+    Ok(())
 }
 
 /// The `--image` and `--file` attachments, read and encoded.

@@ -32,6 +32,20 @@ fn run_with_a_toolkit_streams_tool_calls() {
 }
 
 #[test]
+fn run_trace_prints_the_span_tree_after_the_answer() {
+    let out = agno().args(["run", "--trace", "-t", "calculator", "--name", "Math Bot", "add please"]).output().unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("Tool results: add"), "the answer on stdout: {stdout}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines[0].starts_with("trace ") && lines[0].contains("spans, 0 failed)"), "{stderr}");
+    assert!(lines[1].starts_with("Math_Bot.run  AGENT  "), "the run at the root: {stderr}");
+    assert!(lines[2].starts_with("  Test.invoke  LLM  ") && lines[2].contains("tokens"), "{stderr}");
+    assert!(lines.iter().any(|l| l.starts_with("  add  TOOL  ")), "each tool call under the run: {stderr}");
+    assert!(lines.last().is_some_and(|l| l.starts_with("  Test.invoke  LLM  ")), "then the answer: {stderr}");
+}
+
+#[test]
 fn run_json_prints_the_run_record() {
     let out = agno().args(["run", "--json", "hi"]).output().unwrap();
     let (stdout, _) = text(&out);

@@ -64,8 +64,8 @@ pub use team::TeamStreamEvent;
 pub use tool::{DynTool, ToolContext, ToolDefinition, ToolFlags, ToolOutput};
 pub use tool_execution::{ToolCallMetrics, ToolExecution, UserInputField};
 pub use traces::{
-    CompareOp, FilterValue, SpanRecord, TraceField, TraceFilter, TraceQuery, TraceRecord, TraceSessionStats,
-    TraceStatsQuery, TraceStore, component_level, duration_ms, fold_trace, session_stats, trace_of_spans,
+    CompareOp, FilterValue, SpanNode, SpanRecord, TraceField, TraceFilter, TraceQuery, TraceRecord, TraceSessionStats,
+    TraceStatsQuery, TraceStore, component_level, duration_ms, fold_trace, session_stats, span_tree, trace_of_spans,
 };
 pub use usage::{MetricsBucket, MetricsQuery, SessionFacts};
 pub use workflow::{StepOutput, StepType, WorkflowEvent, WorkflowEventData, WorkflowStreamEvent};

@@ -497,3 +497,35 @@ pub fn fold_trace(stored: &TraceRecord, new: &TraceRecord) -> TraceRecord {
         error_count: stored.error_count,
     }
 }
+
+/// A span with the spans nested in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanNode<'a> {
+    /// The span.
+    pub span: &'a SpanRecord,
+    /// Its children, by start time.
+    pub children: Vec<SpanNode<'a>>,
+}
+
+/// The tree of `spans`: the roots (spans without a parent) by start time, each with its
+/// descendants, as Agno's trace view nests them (a span whose parent is not among `spans` is
+/// left out, as Agno leaves it out).
+pub fn span_tree(spans: &[SpanRecord]) -> Vec<SpanNode<'_>> {
+    let mut children: std::collections::HashMap<Option<&str>, Vec<&SpanRecord>> = std::collections::HashMap::new();
+    for s in spans {
+        children.entry(s.parent_span_id.as_deref().filter(|p| !p.is_empty())).or_default().push(s);
+    }
+    for list in children.values_mut() {
+        list.sort_by(|a, b| a.start_time.cmp(&b.start_time));
+    }
+    fn grow<'a>(
+        span: &'a SpanRecord,
+        children: &std::collections::HashMap<Option<&str>, Vec<&'a SpanRecord>>,
+        depth: usize,
+    ) -> SpanNode<'a> {
+        // A cycle of parent links (a corrupt row) stops at a depth no real trace reaches.
+        let below = if depth > 256 { None } else { children.get(&Some(span.span_id.as_str())) };
+        SpanNode { span, children: below.into_iter().flatten().map(|c| grow(c, children, depth + 1)).collect() }
+    }
+    children.get(&None).into_iter().flatten().map(|r| grow(r, &children, 0)).collect()
+}

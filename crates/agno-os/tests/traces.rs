@@ -176,6 +176,8 @@ async fn search_filters_by_expression_and_refuses_what_it_cannot_run() {
             .post_form("/teams/desk/runs", &[("message", "go"), ("stream", "false"), ("session_id", session)], None)
             .await;
         assert_eq!(r.status, 200, "{}", r.body);
+        // Stored now: each run's trace is created after the one before (a batch shares one time).
+        flushed(&os).await;
     }
     let w = os.post_form("/workflows/fan/runs", &[("message", "topic"), ("stream", "false")], None).await;
     assert_eq!(w.status, 200, "{}", w.body);

@@ -267,12 +267,16 @@ async fn reason(model: &dyn Model, st: &mut RunState, em: &mut Emitter) -> Resul
 /// internally, so the name says only that the model was called), with the messages it is sent.
 fn model_span(model: &dyn agno_core::Model, request: &ModelRequest) -> Option<SpanScope> {
     SpanScope::start("LLM", || {
-        let messages = serde_json::json!({ "messages": request.messages });
+        #[derive(serde::Serialize)]
+        struct Input<'a> {
+            messages: &'a [agno_core::Message],
+        }
+        let messages = serde_json::to_string(&Input { messages: &request.messages }).unwrap_or_default();
         let attributes = vec![
             ("llm.model_name", Some(model.id().to_owned())),
             ("llm.provider", Some(model.provider().to_owned())),
             ("input.mime_type", Some("application/json".to_owned())),
-            ("input.value", Some(messages.to_string())),
+            ("input.value", Some(messages)),
         ];
         (format!("{}.invoke", model.name()), attributes)
     })

@@ -55,6 +55,9 @@ pub(crate) const TRACE_INDEXES: [&str; 9] =
 /// The indexed columns of the spans table.
 pub(crate) const SPAN_INDEXES: [&str; 4] = ["trace_id", "parent_span_id", "start_time", "created_at"];
 
+/// Traces upserted per statement.
+const TRACE_CHUNK: usize = 400;
+
 /// Spans inserted per statement (12 binds each, under every database's bind limit).
 const SPAN_CHUNK: usize = 400;
 
@@ -285,22 +288,30 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
                 .map(trace_from_row::<A::D>)
                 .map(|r| r.map(|t| (t.trace_id.clone(), t)))
                 .collect::<DbResult<_>>()?;
+            // Each trace once, folded over what is stored (and over its other folds in the batch).
+            let mut order: Vec<&str> = Vec::new();
             for new in traces {
                 let merged = match stored.get(&new.trace_id) {
                     Some(old) => fold_trace(old, new),
                     None => new.clone(),
                 };
-                let upsert = Query::insert()
-                    .into_table(db.table_ref(&t.traces))
-                    .columns(TRACE_COLUMNS)
-                    .values(values::<A::D, 13>(trace_cells::<A::D>(&merged))?)
-                    .map_err(|e| build_error(what, e))?
-                    .on_conflict(
-                        OnConflict::column("trace_id").update_columns(TRACE_COLUMNS[1..12].iter().copied()).to_owned(),
-                    )
-                    .build_sqlx(A::D::builder());
-                tx.changed(upsert, what).await?;
+                if !order.contains(&new.trace_id.as_str()) {
+                    order.push(&new.trace_id);
+                }
                 stored.insert(merged.trace_id.clone(), merged);
+            }
+            // One statement per chunk of traces (13 binds each, under every database's bind limit).
+            for chunk in order.chunks(TRACE_CHUNK) {
+                let mut upsert = Query::insert();
+                upsert.into_table(db.table_ref(&t.traces)).columns(TRACE_COLUMNS);
+                for id in chunk {
+                    let Some(trace) = stored.get(*id) else { continue };
+                    upsert.values(values::<A::D, 13>(trace_cells::<A::D>(trace))?).map_err(|e| build_error(what, e))?;
+                }
+                upsert.on_conflict(
+                    OnConflict::column("trace_id").update_columns(TRACE_COLUMNS[1..12].iter().copied()).to_owned(),
+                );
+                tx.changed(upsert.build_sqlx(A::D::builder()), what).await?;
             }
             for chunk in spans.chunks(SPAN_CHUNK) {
                 let mut insert = Query::insert();

@@ -1,6 +1,7 @@
 //! Ended spans into `agno_traces`/`agno_spans`: the span processor hands each ended span to a
 //! bounded buffer without waiting (a full buffer drops it and counts the drop); one writer task
-//! takes whatever has gathered, folds it into traces and stores the batch in one write.
+//! gathers spans for a moment ([`GATHER`]), folds them into traces and stores the batch in one
+//! write.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +17,10 @@ use tokio::sync::{mpsc, oneshot};
 
 /// Spans one write stores at most.
 const BATCH: usize = 512;
+
+/// How long the writer gathers spans after the first of a batch before it writes them (a flush
+/// writes at once): a run's spans and those of the runs beside it go in one write, not one each.
+const GATHER: Duration = Duration::from_millis(200);
 
 /// What the store has done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -82,6 +87,14 @@ async fn write_loop(store: Arc<dyn TraceStore>, mut rx: mpsc::Receiver<Msg>, cou
     loop {
         if rx.recv_many(&mut batch, BATCH).await == 0 {
             return;
+        }
+        let deadline = tokio::time::Instant::now() + GATHER;
+        while batch.len() < BATCH && !batch.iter().any(|m| matches!(m, Msg::Flush(_))) {
+            let room = BATCH - batch.len();
+            match tokio::time::timeout_at(deadline, rx.recv_many(&mut batch, room)).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
         }
         let mut spans = Vec::with_capacity(batch.len());
         let mut flushes = Vec::new();

@@ -2,9 +2,7 @@
 //! its span tree of `TraceNode`s), a lone `TraceNode`, and `TraceSessionStats`; unset fields left
 //! out, as its trace routes answer (`response_model_exclude_none`).
 
-use std::collections::HashMap;
-
-use agno_core::{SpanRecord, TraceRecord, TraceSessionStats};
+use agno_core::{SpanNode, SpanRecord, TraceRecord, TraceSessionStats, span_tree};
 use serde_json::{Map, Value, json};
 
 /// A duration as Agno shows one: `999ms`, `1.23s`.
@@ -227,43 +225,29 @@ pub(super) fn detail(t: &TraceRecord, spans: &[SpanRecord]) -> Value {
     compact(Value::Object(m))
 }
 
-/// The span tree: roots and each span's children by start time; the root shown with the
-/// trace's times and the token totals of its model calls.
+/// The span tree ([`span_tree`]): the root shown with the trace's times and the token totals of
+/// its model calls, its direct children (a workflow's steps) with their step types.
 fn tree(t: &TraceRecord, spans: &[SpanRecord]) -> Vec<Value> {
-    let mut children: HashMap<Option<&str>, Vec<&SpanRecord>> = HashMap::new();
-    for s in spans {
-        children.entry(s.parent_span_id.as_deref().filter(|p| !p.is_empty())).or_default().push(s);
-    }
-    for list in children.values_mut() {
-        list.sort_by(|a, b| a.start_time.cmp(&b.start_time));
+    fn below(n: &SpanNode<'_>) -> Option<Vec<Value>> {
+        (!n.children.is_empty()).then(|| n.children.iter().map(|c| node(c.span, below(c), None)).collect())
     }
     let tokens = |key: &str| -> i64 {
         spans.iter().filter(|s| kind(s) == "LLM").filter_map(|s| s.attributes.get(key).and_then(Value::as_i64)).sum()
     };
     let (input_tokens, output_tokens) = (tokens("llm.token_count.prompt"), tokens("llm.token_count.completion"));
-    let roots = children.get(&None).cloned().unwrap_or_default();
+    let roots = span_tree(spans);
     let step_types: Vec<Value> = roots
         .iter()
-        .find(|r| kind(r) == "CHAIN")
-        .and_then(|r| attr(r, "agno.workflow.step_types"))
+        .find(|r| kind(r.span) == "CHAIN")
+        .and_then(|r| attr(r.span, "agno.workflow.step_types"))
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-
-    fn below(span: &SpanRecord, children: &HashMap<Option<&str>, Vec<&SpanRecord>>) -> Option<Vec<Value>> {
-        let list = children.get(&Some(span.span_id.as_str()))?;
-        Some(list.iter().map(|c| node(c, below(c, children), None)).collect())
-    }
-
     roots
         .iter()
         .map(|r| {
-            let steps: Option<Vec<Value>> = children.get(&Some(r.span_id.as_str())).map(|list| {
-                list.iter()
-                    .enumerate()
-                    .map(|(i, c)| node(c, below(c, &children), step_types.get(i).filter(|_| !step_types.is_empty())))
-                    .collect()
-            });
+            let steps: Vec<Value> =
+                r.children.iter().enumerate().map(|(i, c)| node(c.span, below(c), step_types.get(i))).collect();
             let mut metadata = Map::new();
             if input_tokens > 0 {
                 metadata.insert("total_input_tokens".to_owned(), input_tokens.into());
@@ -271,18 +255,18 @@ fn tree(t: &TraceRecord, spans: &[SpanRecord]) -> Vec<Value> {
             if output_tokens > 0 {
                 metadata.insert("total_output_tokens".to_owned(), output_tokens.into());
             }
-            if kind(r) == "CHAIN" {
-                workflow_metadata(r, &mut metadata);
+            if kind(r.span) == "CHAIN" {
+                workflow_metadata(r.span, &mut metadata);
             }
             compact(json!({
-                "id": r.span_id,
-                "name": r.name,
-                "type": node_type(r),
+                "id": r.span.span_id,
+                "name": r.span.name,
+                "type": node_type(r.span),
                 "duration": duration(t.duration_ms),
                 "start_time": time(&t.start_time),
                 "end_time": time(&t.end_time),
-                "status": r.status_code,
-                "spans": steps.filter(|s| !s.is_empty()),
+                "status": r.span.status_code,
+                "spans": (!steps.is_empty()).then_some(steps),
                 "metadata": (!metadata.is_empty()).then_some(Value::Object(metadata)),
             }))
         })
