@@ -15,6 +15,7 @@ mod memory;
 mod message;
 mod metrics;
 pub mod model;
+mod python;
 mod records;
 mod redact;
 mod requirement;
@@ -51,6 +52,7 @@ pub use metrics::{Metrics, Usage};
 pub use model::{
     Capabilities, Model, ModelChunk, ModelRequest, ModelResponse, ModelStream, ResponseAssembler, ResponseFormat,
 };
+pub use python::truthy;
 pub use records::{EvalFilterType, EvalRunRecord, EvalType, KnowledgeRow};
 pub use redact::redact_url;
 pub use requirement::{PauseType, RunRequirement};

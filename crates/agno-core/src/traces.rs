@@ -416,9 +416,11 @@ pub trait TraceStore: Send + Sync {
 
 /// The trace a batch of spans of one trace makes (`spans` non-empty, all of `trace_id`), as Agno
 /// folds them: named after and carrying the ids of the batch's root span (none in a batch of
-/// child spans only, so a later fold keeps the root's), `ERROR` when any span failed.
-pub fn trace_of_spans(spans: &[&SpanRecord], created_at: &str) -> Option<TraceRecord> {
+/// child spans only, so a later fold keeps the root's), `ERROR` when any span failed, created
+/// when its first span was (Agno writes each span as it ends: its trace is created then).
+pub fn trace_of_spans(spans: &[&SpanRecord]) -> Option<TraceRecord> {
     let first = spans.first()?;
+    let created_at = spans.iter().map(|s| s.created_at.as_str()).min().unwrap_or_default();
     let start = spans.iter().map(|s| s.start_time.as_str()).min().unwrap_or_default();
     let end = spans.iter().map(|s| s.end_time.as_str()).max().unwrap_or_default();
     let root = spans.iter().find(|s| s.parent_span_id.is_none());

@@ -34,15 +34,18 @@ fn span(trace: &str, id: &str, parent: Option<&str>, (start, end): (u32, u32), a
     }
 }
 
-/// Writes `spans` as the tracing writer does: the traces they fold into, then the spans.
+/// Writes `spans`, ended (and handed to the writer) at `now`, as the tracing writer does: the
+/// traces they fold into, then the spans.
 async fn write<D: TraceStore + ?Sized>(db: &D, spans: &[SpanRecord], now: &str) {
+    let spans: Vec<SpanRecord> =
+        spans.iter().cloned().map(|s| SpanRecord { created_at: now.to_owned(), ..s }).collect();
     let mut ids: Vec<&str> = spans.iter().map(|s| s.trace_id.as_str()).collect();
     ids.dedup();
     let traces: Vec<TraceRecord> = ids
         .iter()
-        .filter_map(|id| trace_of_spans(&spans.iter().filter(|s| s.trace_id == *id).collect::<Vec<_>>(), now))
+        .filter_map(|id| trace_of_spans(&spans.iter().filter(|s| s.trace_id == *id).collect::<Vec<_>>()))
         .collect();
-    db.write_spans(&traces, spans).await.expect("spans are written");
+    db.write_spans(&traces, &spans).await.expect("spans are written");
 }
 
 /// An agent run's root span with its ids.

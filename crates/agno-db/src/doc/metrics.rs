@@ -63,14 +63,7 @@ fn int_of(doc: &Map<String, Value>, key: &str) -> Option<i64> {
 
 /// Python truthiness of a field, as Agno tests `completed` and `users_count`.
 fn truthy(doc: &Map<String, Value>, key: &str) -> bool {
-    match doc.get(key) {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(Value::Object(o)) => !o.is_empty(),
-        Some(Value::Null) | None => false,
-    }
+    agno_core::truthy(doc.get(key))
 }
 
 /// The day of a stored record: an ISO day or date-time, or epoch seconds (as Agno reads it).

@@ -237,7 +237,7 @@ routes! {
     GET "/traces/filter-schema" as "get_traces_filter_schema", Scope("traces:read"), "Traces", "The fields, operators and values a trace search filters on" => get(traces::filter_schema);
     GET "/traces/{trace_id}" as "get_trace", Scope("traces:read"), "Traces", "A trace with its span tree, or one of its spans (span_id)", query: traces::TraceQueryParams => get(traces::get_trace);
     GET "/trace_session_stats" as "get_trace_stats", Scope("traces:read"), "Traces", "Trace counts per session, latest activity first", query: traces::StatsQuery => get(traces::session_stats);
-    POST "/traces/search" as "search_traces", Scope("traces:read"), "Traces", "Search traces with a filter expression, by run or by session", body: RequestBody::Json(|g| g.subschema_for::<traces::SearchRequest>()), query: traces::DbQuery => post(traces::search);
+    POST "/traces/search" as "search_traces", Scope("traces:read"), "Traces", "Search traces with a filter expression, by run or by session", body: RequestBody::Json(|g| g.subschema_for::<traces::TraceSearchRequest>()), query: traces::DbQuery => post(traces::search);
     GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)", query: knowledge::KnowledgeParams => get(knowledge::config);
     POST "/knowledge/content" as "upload_content", Scope("knowledge:write"), "Knowledge", "Upload content (202; ingested in the background)", body: RequestBody::Form(knowledge::UPLOAD_FORM), query: knowledge::KnowledgeParams => post(knowledge::upload_content);
     GET "/knowledge/content" as "get_content", Scope("knowledge:read"), "Knowledge", "List contents (paginated)", query: knowledge::ListParams => get(knowledge::list_content);

@@ -115,7 +115,6 @@ async fn write_loop(store: Arc<dyn TraceStore>, mut rx: mpsc::Receiver<Msg>, cou
 
 /// Stores `spans` with the traces they fold into (one per trace id, in order of appearance).
 async fn write_batch(store: &dyn TraceStore, spans: &[SpanRecord], counters: &Counters) {
-    let now = iso(SystemTime::now());
     let mut by_trace: Vec<(&str, Vec<&SpanRecord>)> = Vec::new();
     for span in spans {
         match by_trace.iter_mut().find(|(id, _)| *id == span.trace_id) {
@@ -123,7 +122,7 @@ async fn write_batch(store: &dyn TraceStore, spans: &[SpanRecord], counters: &Co
             None => by_trace.push((&span.trace_id, vec![span])),
         }
     }
-    let traces: Vec<_> = by_trace.iter().filter_map(|(_, list)| trace_of_spans(list, &now)).collect();
+    let traces: Vec<_> = by_trace.iter().filter_map(|(_, list)| trace_of_spans(list)).collect();
     let n = spans.len() as u64;
     match store.write_spans(&traces, spans).await {
         Ok(()) => {

@@ -363,14 +363,7 @@ fn number(n: f64) -> Value {
 }
 
 fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
+    agno_core::truthy(Some(v))
 }
 
 fn eval(node: &Node, ctx: &Map<String, Value>) -> Value {

@@ -7,17 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::{PREVIEW_CHARS, parse_session_type};
 use crate::error::{ApiError, ApiResult};
-/// Python truthiness of a JSON value.
-fn truthy(v: Option<&Value>) -> bool {
-    match v {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(Value::Object(o)) => !o.is_empty(),
-    }
-}
+use agno_core::truthy;
 
 /// `dict.get(key, default)`: the stored value (even `null`), else the default.
 fn get_or(d: &Map<String, Value>, key: &str, default: Value) -> Value {

@@ -78,7 +78,7 @@ pub struct DbQuery {
 /// Body of `POST /traces/search` (Agno's `TraceSearchRequest`).
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SearchRequest {
+pub struct TraceSearchRequest {
     /// Agno's filter expression over trace fields (`{"op": "AND", "conditions": [...]}`).
     filter: Option<serde_json::Map<String, Value>>,
     /// `run` (traces with their span trees) or `session` (per-session stats).
@@ -193,7 +193,7 @@ pub async fn search(
     Query(q): Query<DbQuery>,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let request: SearchRequest = json_body(&body)?;
+    let request: TraceSearchRequest = json_body(&body)?;
     if request.limit.is_some_and(|l| l > 100) {
         return Err(ApiError::unprocessable("Input should be less than or equal to 100").at("body", "limit"));
     }

@@ -92,20 +92,9 @@ pub(super) fn session_stats(s: &TraceSessionStats) -> Value {
     }))
 }
 
+/// An attribute of `span` when it is truthy (as Agno's `if value := attributes.get(key)`).
 fn attr<'a>(span: &'a SpanRecord, key: &str) -> Option<&'a Value> {
-    span.attributes.get(key).filter(|v| truthy(v))
-}
-
-/// Python's truthiness of an attribute value.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
+    span.attributes.get(key).filter(|v| agno_core::truthy(Some(v)))
 }
 
 fn kind(span: &SpanRecord) -> &str {
