@@ -1,0 +1,129 @@
+//! Tracing never holds a run back: a store that hangs or fails costs spans (counted), never a
+//! run; a text attribute over the size limit is cut, never refused.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agno_core::{
+    DbError, DbErrorKind, DbResult, SpanRecord, TraceQuery, TraceRecord, TraceSessionStats, TraceStatsQuery, TraceStore,
+};
+use agno_db::InMemoryDb;
+use agno_runtime::{Agent, Tracing};
+use tokio::sync::Semaphore;
+
+/// A store whose writes wait until it is opened (`hang`) or fail (`fail`), else go to memory.
+#[derive(Debug)]
+struct Unreliable {
+    /// Told when a write starts.
+    entered: tokio::sync::Notify,
+    gate: Semaphore,
+    fail: AtomicBool,
+    inner: InMemoryDb,
+}
+
+#[async_trait::async_trait]
+impl TraceStore for Unreliable {
+    async fn write_spans(&self, traces: &[TraceRecord], spans: &[SpanRecord]) -> DbResult<()> {
+        self.entered.notify_one();
+        let _open = self.gate.acquire().await.expect("the gate is never closed");
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(DbError::new(DbErrorKind::Unavailable, "the database is down"));
+        }
+        self.inner.write_spans(traces, spans).await
+    }
+    async fn get_trace(&self, trace_id: Option<&str>, run_id: Option<&str>) -> DbResult<Option<TraceRecord>> {
+        self.inner.get_trace(trace_id, run_id).await
+    }
+    async fn get_traces(&self, query: &TraceQuery) -> DbResult<(Vec<TraceRecord>, u64)> {
+        self.inner.get_traces(query).await
+    }
+    async fn get_spans(&self, trace_id: &str) -> DbResult<Vec<SpanRecord>> {
+        self.inner.get_spans(trace_id).await
+    }
+    async fn get_trace_session_stats(&self, query: &TraceStatsQuery) -> DbResult<(Vec<TraceSessionStats>, u64)> {
+        self.inner.get_trace_session_stats(query).await
+    }
+}
+
+fn unreliable(open: bool) -> Arc<Unreliable> {
+    Arc::new(Unreliable {
+        entered: tokio::sync::Notify::new(),
+        gate: Semaphore::new(if open { Semaphore::MAX_PERMITS } else { 0 }),
+        fail: AtomicBool::new(false),
+        inner: InMemoryDb::new(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_store_drops_spans_and_counts_them_but_never_holds_a_run_back() {
+    let store = unreliable(false);
+    let tracing = Tracing::builder().store(Arc::clone(&store) as Arc<dyn TraceStore>).buffer(4).build().unwrap();
+    let agent = Agent::builder("test").tracing(tracing.clone()).build().unwrap();
+    let complete = |i: usize| {
+        let agent = agent.clone();
+        async move {
+            // The deadline only guards the test against a hang.
+            let run = tokio::time::timeout(Duration::from_secs(30), agent.arun(format!("question {i}"))).await;
+            let out = run.expect("a run is never held back by its spans").unwrap();
+            assert_eq!(out.status, agno_core::RunStatus::Completed);
+        }
+    };
+    // The first run's spans: the writer takes them and hangs in the store.
+    complete(0).await;
+    tokio::time::timeout(Duration::from_secs(30), store.entered.notified()).await.expect("the writer writes");
+    // 19 more runs, 38 spans, while it hangs: 4 wait in the buffer, the rest are dropped.
+    for i in 1..20 {
+        complete(i).await;
+    }
+    let stats = tracing.stats();
+    assert_eq!((stats.written, stats.dropped), (0, 34), "{stats:?}");
+
+    // Once the store answers, what was kept is written; every span is either written or counted.
+    store.gate.add_permits(Semaphore::MAX_PERMITS / 2);
+    tracing.flush().await;
+    let stats = tracing.stats();
+    assert_eq!(stats.written + stats.dropped, 40, "{stats:?}");
+    let (traces, _) = store.get_traces(&TraceQuery::default()).await.unwrap();
+    assert!(!traces.is_empty(), "the spans kept in the buffer reached the store");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_store_costs_its_batches_not_the_runs() {
+    let store = unreliable(true);
+    store.fail.store(true, Ordering::SeqCst);
+    let tracing = Tracing::builder().store(Arc::clone(&store) as Arc<dyn TraceStore>).build().unwrap();
+    let agent = Agent::builder("test").tracing(tracing.clone()).build().unwrap();
+    for i in 0..3 {
+        let out = agent.arun(format!("question {i}")).await.unwrap();
+        assert_eq!(out.status, agno_core::RunStatus::Completed);
+        tracing.flush().await;
+    }
+    let stats = tracing.stats();
+    assert_eq!((stats.written, stats.dropped, stats.failed_batches), (0, 6, 3), "{stats:?}");
+
+    store.fail.store(false, Ordering::SeqCst);
+    let out = agent.arun("after the outage").await.unwrap();
+    tracing.flush().await;
+    assert_eq!(tracing.stats().written, 2, "the store takes spans again");
+    let trace = store.get_trace(None, Some(out.id())).await.unwrap().expect("the run's trace");
+    assert_eq!((trace.name.as_str(), trace.total_spans), ("Agent.run", 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_attribute_over_the_limit_is_cut_never_refused() {
+    let store = unreliable(true);
+    let tracing =
+        Tracing::builder().store(Arc::clone(&store) as Arc<dyn TraceStore>).max_attribute_len(100).build().unwrap();
+    let agent = Agent::builder("test").tracing(tracing.clone()).build().unwrap();
+    let long = "é".repeat(1000);
+    let out = agent.arun(long.as_str()).await.unwrap();
+    tracing.flush().await;
+    let trace = store.get_trace(None, Some(out.id())).await.unwrap().expect("the run is traced");
+    let spans = store.get_spans(&trace.trace_id).await.unwrap();
+    let root = spans.iter().find(|s| s.parent_span_id.is_none()).unwrap();
+    let input = root.attribute("input.value").unwrap();
+    assert!(input.starts_with(&"é".repeat(50)), "cut on a character boundary: {input}");
+    assert!(input.ends_with("... [1900 more bytes]"), "{input}");
+}
