@@ -412,6 +412,13 @@ pub trait TraceStore: Send + Sync {
     /// # Errors
     /// A [`crate::DbError`].
     async fn get_trace_session_stats(&self, query: &TraceStatsQuery) -> crate::DbResult<(Vec<TraceSessionStats>, u64)>;
+
+    /// Deletes the traces created before `before` (ISO-8601) with their spans (the retention of
+    /// `[tracing]`); how many traces.
+    ///
+    /// # Errors
+    /// A [`crate::DbError`]; nothing is deleted then.
+    async fn delete_traces_created_before(&self, before: &str) -> crate::DbResult<u64>;
 }
 
 /// The trace a batch of spans of one trace makes (`spans` non-empty, all of `trace_id`), as Agno

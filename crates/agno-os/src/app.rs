@@ -101,6 +101,10 @@ impl AgentOs {
             mcp_server: Arc::new(config.mcp_server.clone()),
             mcp: None,
             tracing,
+            trace_retention: config
+                .tracing
+                .retention_days
+                .map(|days| std::time::Duration::from_secs(u64::from(days) * 24 * 3600)),
         };
         let mut state = state;
         if config.mcp_server.enabled {

@@ -35,3 +35,4 @@ pub mod serve;
 pub mod sse;
 pub mod state;
 pub mod tail;
+mod trace_retention;

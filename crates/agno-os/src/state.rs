@@ -58,6 +58,8 @@ pub struct AppState {
     pub mcp: Option<crate::mcp_server::McpService>,
     /// Where runs are traced (`[tracing] enabled`); its store is [`AppState::db`].
     pub tracing: Option<agno_runtime::Tracing>,
+    /// How long traces are kept (`[tracing] retention_days`); none: for ever.
+    pub trace_retention: Option<std::time::Duration>,
     /// `[scheduler]` settings (`/schedules/{id}/trigger` executes with them).
     pub scheduler: Arc<crate::config::SchedulerSettings>,
     /// What a request may carry (`[os]` limits).

@@ -478,3 +478,52 @@ async fn a_real_collector_receives_the_spans_over_otlp_nested_as_stored() {
     let stored = os.get("/traces", None).await;
     assert_eq!(stored.body["meta"]["total_count"], 2, "{}", stored.body);
 }
+
+#[tokio::test]
+async fn traces_past_the_retention_are_deleted_with_their_spans() {
+    let url = common::sqlite_url("retention");
+    let db = agno_db::open(&url).await.unwrap();
+    db.create_tables().await.unwrap();
+    // A trace of two days ago and one of now, written as the tracing writer writes them.
+    let at = |ago: chrono::Duration| (chrono::Utc::now() - ago).to_rfc3339_opts(chrono::SecondsFormat::Micros, false);
+    for (trace, ago) in [("0000000000000000000000000000000a", 48), ("0000000000000000000000000000000b", 0)] {
+        let span = agno_core::SpanRecord {
+            span_id: format!("{}000000000000001", &trace[31..]),
+            trace_id: trace.to_owned(),
+            parent_span_id: None,
+            name: "Writer.run".to_owned(),
+            span_kind: "INTERNAL".to_owned(),
+            status_code: "OK".to_owned(),
+            status_message: None,
+            start_time: at(chrono::Duration::hours(ago)),
+            end_time: at(chrono::Duration::hours(ago)),
+            duration_ms: 0,
+            attributes: serde_json::Map::new(),
+            created_at: at(chrono::Duration::hours(ago)),
+        };
+        let traces: Vec<_> = agno_core::trace_of_spans(&[&span]).into_iter().collect();
+        db.write_spans(&traces, &[span]).await.unwrap();
+    }
+    drop(db);
+    let provider = FakeProvider::start().await.unwrap();
+    // The OS on that database (traced()'s own file swapped for it).
+    let toml = traced(&provider, "retention_days = 1");
+    let own = &toml[toml.find("url = \"").unwrap()..toml.find("\n[tracing]").unwrap()];
+    let toml = toml.replacen(own, &format!("url = \"{url}\""), 1);
+    let os = TestOs::start(config(&toml)).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let list = os.get("/traces", None).await;
+        let ids: Vec<&str> =
+            list.body["data"].as_array().unwrap().iter().filter_map(|t| t["trace_id"].as_str()).collect();
+        if ids == ["0000000000000000000000000000000b"] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the old trace is still listed: {}", list.body);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let gone = os.get("/traces/0000000000000000000000000000000a", None).await;
+    assert_eq!(gone.status, 404);
+    let kept = os.get("/traces/0000000000000000000000000000000b", None).await;
+    assert_eq!(kept.body["total_spans"], 1, "{}", kept.body);
+}

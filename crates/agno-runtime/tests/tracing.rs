@@ -45,6 +45,9 @@ impl TraceStore for Unreliable {
     async fn get_trace_session_stats(&self, query: &TraceStatsQuery) -> DbResult<(Vec<TraceSessionStats>, u64)> {
         self.inner.get_trace_session_stats(query).await
     }
+    async fn delete_traces_created_before(&self, before: &str) -> DbResult<u64> {
+        self.inner.delete_traces_created_before(before).await
+    }
 }
 
 fn unreliable(open: bool) -> Arc<Unreliable> {

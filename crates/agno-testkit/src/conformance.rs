@@ -556,7 +556,8 @@ macro_rules! db_conformance {
                 schedule_claims_are_exclusive,
                 schedule_runs_record_history,
                 traces_fold_batches_and_count_spans,
-                traces_list_filter_and_stats
+                traces_list_filter_and_stats,
+                old_traces_are_deleted_with_their_spans
             );
         }
     };
@@ -574,7 +575,9 @@ macro_rules! db_conformance {
     };
 }
 
-pub use crate::conformance_traces::{traces_fold_batches_and_count_spans, traces_list_filter_and_stats};
+pub use crate::conformance_traces::{
+    old_traces_are_deleted_with_their_spans, traces_fold_batches_and_count_spans, traces_list_filter_and_stats,
+};
 
 // ----- Memories -------------------------------------------------------------------------------
 

@@ -199,3 +199,20 @@ pub async fn traces_list_filter_and_stats<D: TraceStore + ?Sized>(db: Arc<D>) {
     let (stats, total) = db.get_trace_session_stats(&paged).await.unwrap();
     assert_eq!((stats.len(), total, stats[0].session_id.as_str()), (1, 2, "s-a"));
 }
+
+/// The retention: traces created before a time are deleted with their spans; later ones stay.
+pub async fn old_traces_are_deleted_with_their_spans<D: TraceStore + ?Sized>(db: Arc<D>) {
+    let (old, new) = ("0000000000000000000000000000aaaa", "0000000000000000000000000000bbbb");
+    let spans = |t: &str, first: char| {
+        let id = |n: u8| format!("{first}00000000000000{n}");
+        vec![root(t, &id(1), (1, 3), "alice", "s"), span(t, &id(2), Some(&id(1)), (1, 2), json!({}))]
+    };
+    write(db.as_ref(), &spans(old, 'a'), "2025-11-18T10:00:00.000000+00:00").await;
+    write(db.as_ref(), &spans(new, 'b'), "2025-11-19T10:00:00.000000+00:00").await;
+    assert_eq!(db.delete_traces_created_before("2025-11-19T00:00:00.000000+00:00").await.unwrap(), 1);
+    assert!(db.get_trace(Some(old), None).await.unwrap().is_none(), "the old trace is gone");
+    assert!(db.get_spans(old).await.unwrap().is_empty(), "with its spans");
+    let kept = db.get_trace(Some(new), None).await.unwrap().expect("the newer trace stays");
+    assert_eq!(kept.total_spans, 2);
+    assert_eq!(db.delete_traces_created_before("2025-11-19T00:00:00.000000+00:00").await.unwrap(), 0);
+}

@@ -143,6 +143,28 @@ impl<B: DocBackend> TraceStore for DocDb<B> {
         .await
     }
 
+    async fn delete_traces_created_before(&self, before: &str) -> DbResult<u64> {
+        let before = before.to_owned();
+        self.write(move |files| {
+            let t = files.tables().clone();
+            let traces = files.read(&t.traces)?.into_owned();
+            let (old, kept): (Vec<Value>, Vec<Value>) = traces
+                .into_iter()
+                .partition(|d| d.get("created_at").and_then(Value::as_str).is_some_and(|c| c < before.as_str()));
+            if old.is_empty() {
+                return Ok(0);
+            }
+            let gone: std::collections::HashSet<&str> =
+                old.iter().filter_map(|d| d.get("trace_id").and_then(Value::as_str)).collect();
+            let mut spans = files.read(&t.spans)?.into_owned();
+            spans.retain(|s| !s.get("trace_id").and_then(Value::as_str).is_some_and(|id| gone.contains(id)));
+            files.write(&t.spans, spans)?;
+            files.write(&t.traces, kept)?;
+            Ok(old.len() as u64)
+        })
+        .await
+    }
+
     async fn get_trace_session_stats(&self, query: &TraceStatsQuery) -> DbResult<(Vec<TraceSessionStats>, u64)> {
         let query = query.clone();
         self.read(move |files| {

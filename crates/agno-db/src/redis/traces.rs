@@ -111,6 +111,23 @@ impl TraceStore for RedisDb {
         self.spans_of(&[trace_id]).await
     }
 
+    /// Each old trace's spans, then the traces (with their index entries).
+    async fn delete_traces_created_before(&self, before: &str) -> DbResult<u64> {
+        let old: Vec<String> = self
+            .all_traces()
+            .await?
+            .into_iter()
+            .filter(|t| t.created_at.as_str() < before)
+            .map(|t| t.trace_id)
+            .collect();
+        for chunk in old.chunks(100) {
+            let ids: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            let spans: Vec<String> = self.spans_of(&ids).await?.into_iter().map(|s| s.span_id).collect();
+            self.delete_docs(SPANS, &spans, None).await?;
+        }
+        self.delete_docs(TRACES, &old, None).await
+    }
+
     async fn get_trace_session_stats(&self, query: &TraceStatsQuery) -> DbResult<(Vec<TraceSessionStats>, u64)> {
         Ok(page_session_stats(&self.all_traces().await?, query))
     }

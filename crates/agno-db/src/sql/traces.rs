@@ -376,6 +376,33 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
         Ok(readable::<A::D, _>(&found, "span", "span_id", span_from_row::<A::D>))
     }
 
+    /// Spans first (their foreign key), then the traces, in one transaction.
+    async fn delete_traces_created_before(&self, before: &str) -> DbResult<u64> {
+        let db = &self.0;
+        let t = db.tables();
+        let what = "cannot delete old traces";
+        let old = Query::select()
+            .column("trace_id")
+            .from(db.table_ref(&t.traces))
+            .and_where(Expr::col("created_at").lt(before))
+            .to_owned();
+        let spans = Query::delete()
+            .from_table(db.table_ref(&t.spans))
+            .and_where(Expr::col("trace_id").in_subquery(old))
+            .build_sqlx(A::D::builder());
+        let traces = Query::delete()
+            .from_table(db.table_ref(&t.traces))
+            .and_where(Expr::col("created_at").lt(before))
+            .build_sqlx(A::D::builder());
+        let mut tx = Tx::begin(db).await?;
+        let outcome = async {
+            tx.changed(spans, what).await?;
+            tx.changed(traces, what).await
+        }
+        .await;
+        tx.end(outcome, what).await
+    }
+
     async fn get_trace_session_stats(&self, q: &TraceStatsQuery) -> DbResult<(Vec<TraceSessionStats>, u64)> {
         let db = &self.0;
         let table = db.table_ref(&db.tables().traces);

@@ -198,6 +198,10 @@ pub struct TracingSettings {
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set.
     #[serde(default)]
     pub otlp_endpoint: Option<String>,
+    /// Delete traces (and their spans) older than this many days, at start and every hour;
+    /// none: kept for ever.
+    #[serde(default)]
+    pub retention_days: Option<u32>,
 }
 
 fn default_sample_ratio() -> f64 {
@@ -218,6 +222,7 @@ impl Default for TracingSettings {
             buffer: default_trace_buffer(),
             max_attribute_len: default_max_attribute_len(),
             otlp_endpoint: None,
+            retention_days: None,
         }
     }
 }

@@ -105,6 +105,9 @@ pub async fn serve(
         .queue
         .clone()
         .map(|q| crate::queue::start(std::sync::Arc::new(os.state.clone()), q, stop_claiming.clone()));
+    if let (Some(keep), Some(db)) = (os.state.trace_retention, os.state.db.clone()) {
+        tokio::spawn(crate::trace_retention::run(db, keep, os.state.stopping.clone()));
+    }
     let scheduler = (os.state.scheduler.enabled && os.state.db.is_some())
         .then(|| crate::scheduler::start(os.state.clone(), (*os.state.scheduler).clone(), stop_claiming.clone()));
     let settings = os.http;
