@@ -29,7 +29,7 @@ use crate::request::{ContinueFrom, ContinueRequest, RunRequest};
 use crate::run_loop::{drive_new, finish, model_loop, prepare};
 use crate::run_state::RunState;
 use crate::tool_batch::resolve_requirement;
-use crate::trace::{RunSpan, Runner, in_span};
+use crate::trace::{RunSpan, Runner};
 
 /// An agent run's [`RunEvent`]s as they happen, and its output via [`EventStream::output`]. The
 /// channel is bounded: a reader that falls behind holds the run back.
@@ -131,10 +131,7 @@ impl Agent {
                 Err(e) => Err(e),
             }
         };
-        let result = in_span(span.as_ref().map(RunSpan::scope), work).await;
-        if let Some(span) = span {
-            span.finish(&result);
-        }
+        let result = RunSpan::around(span, work).await;
         close_with_error(&mut em, &result);
         result
     }
@@ -228,11 +225,7 @@ impl Agent {
     ) -> Result<RunOutput, RunError> {
         let ids = (Some(request.target_run_id()), None, request.user_id.as_deref());
         let span = self.run_span("continue_run", String::new, ids);
-        let work = continue_inner(&self.inner, request, &mut em, run.token());
-        let result = in_span(span.as_ref().map(RunSpan::scope), work).await;
-        if let Some(span) = span {
-            span.finish(&result);
-        }
+        let result = RunSpan::around(span, continue_inner(&self.inner, request, &mut em, run.token())).await;
         close_with_error(&mut em, &result);
         result
     }

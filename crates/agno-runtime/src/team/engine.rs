@@ -18,7 +18,7 @@ use super::{Member, TeamInner, TeamMode};
 use crate::agent::Agent;
 use crate::error::RunError;
 use crate::request::{ContinueRequest, RunRequest};
-use crate::trace::{RunSpan, Runner, in_span};
+use crate::trace::{RunSpan, Runner};
 
 /// Longest a finished leader waits for member runs it stopped to store themselves.
 const MEMBER_DRAIN: Duration = Duration::from_secs(10);
@@ -383,11 +383,7 @@ pub(super) async fn execute(
         || request.input.as_text(),
         ids,
     );
-    let result = in_span(span.as_ref().map(RunSpan::scope), execute_run(team, request, tx, store)).await;
-    if let Some(span) = span {
-        span.finish(&result);
-    }
-    result
+    RunSpan::around(span, execute_run(team, request, tx, store)).await
 }
 
 async fn execute_run(

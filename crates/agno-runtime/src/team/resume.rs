@@ -15,7 +15,7 @@ use super::engine::{LeaderCall, Storage, TeamRun, conclude, drive, find_member, 
 use super::{Member, TeamInner};
 use crate::error::RunError;
 use crate::request::{ContinueFrom, ContinueRequest};
-use crate::trace::{RunSpan, Runner, in_span};
+use crate::trace::{RunSpan, Runner};
 
 /// Where a paused team run keeps its delegation calls waiting on members.
 const PAUSES_KEY: &str = "member_pauses";
@@ -124,11 +124,7 @@ pub(super) async fn continue_run(
         String::new,
         ids,
     );
-    let result = in_span(span.as_ref().map(RunSpan::scope), continue_team_run(team, request, tx, store)).await;
-    if let Some(span) = span {
-        span.finish(&result);
-    }
-    result
+    RunSpan::around(span, continue_team_run(team, request, tx, store)).await
 }
 
 async fn continue_team_run(

@@ -182,6 +182,23 @@ impl RunSpan {
         Some(RunSpan(scope))
     }
 
+    /// Runs `run` under `span` (as it is without one) and ends the span with how it ended: what
+    /// every engine's entry does around its run. Not an `async fn`: `run` is boxed before the
+    /// returned future holds it (inline, a nested workflow's runs overflow a thread's stack).
+    pub(crate) fn around(
+        span: Option<RunSpan>,
+        run: impl Future<Output = Result<RunOutput, RunError>>,
+    ) -> impl Future<Output = Result<RunOutput, RunError>> {
+        let run = in_span(span.as_ref().map(RunSpan::scope), run);
+        async move {
+            let result = run.await;
+            if let Some(span) = span {
+                span.finish(&result);
+            }
+            result
+        }
+    }
+
     /// The span, for the futures of the run.
     pub(crate) fn scope(&self) -> &SpanScope {
         &self.0

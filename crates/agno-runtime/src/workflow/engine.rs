@@ -27,7 +27,7 @@ use super::{WorkflowInner, WorkflowRunRequest, store, walk};
 use crate::cancel::Registration;
 use crate::error::RunError;
 use crate::fence::Durable;
-use crate::trace::{RunSpan, Runner, in_span};
+use crate::trace::{RunSpan, Runner};
 
 /// Where the journal lives in the stored run (Python Agno ignores the field).
 pub(super) const JOURNAL: &str = "agno_rs_journal";
@@ -322,12 +322,7 @@ pub(super) async fn execute(
     durable: Durable,
 ) -> Result<RunOutput, RunError> {
     let span = workflow_span(&wf, &start);
-    let result =
-        in_span(span.as_ref().map(RunSpan::scope), execute_run(Arc::clone(&wf), start, tx, depth, durable)).await;
-    if let Some(span) = span {
-        span.finish(&result);
-    }
-    result
+    RunSpan::around(span, execute_run(Arc::clone(&wf), start, tx, depth, durable)).await
 }
 
 /// The root span of a workflow run (`{Name}.run`, or `.continue_run`), with its steps as Agno's

@@ -94,20 +94,18 @@ async fn run_node_untraced(
     previous: Option<Value>,
     pos: Pos,
 ) -> Result<Option<StepOutput>, Halt> {
-    {
-        let output = match node {
-            StepNode::Step(step) => return run_step(ctx, step, previous, &pos).await,
-            StepNode::Steps(group) => run_steps(ctx, group, previous, &pos).await?,
-            StepNode::Loop(lp) => run_loop(ctx, lp, previous, &pos).await?,
-            StepNode::Condition(cond) => run_condition(ctx, cond, previous, &pos).await?,
-            StepNode::Router(router) => run_router(ctx, router, previous, &pos).await?,
-            StepNode::Parallel(par) => Some(run_parallel(ctx, par, previous, &pos).await?),
-        };
-        if let Some(output) = &output {
-            ctx.record(node.name(), output);
-        }
-        Ok(output)
+    let output = match node {
+        StepNode::Step(step) => return run_step(ctx, step, previous, &pos).await,
+        StepNode::Steps(group) => run_steps(ctx, group, previous, &pos).await?,
+        StepNode::Loop(lp) => run_loop(ctx, lp, previous, &pos).await?,
+        StepNode::Condition(cond) => run_condition(ctx, cond, previous, &pos).await?,
+        StepNode::Router(router) => run_router(ctx, router, previous, &pos).await?,
+        StepNode::Parallel(par) => Some(run_parallel(ctx, par, previous, &pos).await?),
+    };
+    if let Some(output) = &output {
+        ctx.record(node.name(), output);
     }
+    Ok(output)
 }
 
 /// The output of a container: its summary text, and its inner outputs in `steps`.
