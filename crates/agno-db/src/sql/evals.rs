@@ -122,8 +122,7 @@ impl<A: SqlFamily> EvalStore for SqlDb<A> {
         let mut row = record.clone();
         row.created_at = Some(row.created_at.unwrap_or(now));
         row.updated_at = Some(row.updated_at.unwrap_or(now));
-        let values =
-            eval_cells(&row).into_iter().map(|c| A::D::value(c).map(Expr::val)).collect::<DbResult<Vec<_>>>()?;
+        let values = super::values::<A::D>(eval_cells(&row))?;
         let mut insert = Query::insert();
         insert
             .into_table(db.table_ref(&db.tables().evals))

@@ -415,6 +415,14 @@ impl<'r, D: Dialect> Columns<'r, D> {
     }
 }
 
+/// `cells` as a built statement carries them, in order.
+///
+/// # Errors
+/// A JSON value cannot be encoded.
+pub(crate) fn values<D: Dialect>(cells: impl IntoIterator<Item = Cell>) -> DbResult<Vec<sea_query::Expr>> {
+    cells.into_iter().map(|c| D::value(c).map(sea_query::Expr::val)).collect()
+}
+
 /// Binds `cells` in order.
 ///
 /// # Errors

@@ -14,7 +14,9 @@ use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
 use super::listing::{Listing, readable};
-use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, Violation, delete_owned, owned_by, retrying, rows};
+use super::{
+    Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, Violation, delete_owned, owned_by, retrying, rows, values,
+};
 use crate::schedules::SCHEDULE_RUNS_PAGE;
 use crate::schedules::SCHEDULES_PAGE;
 
@@ -116,11 +118,6 @@ fn schedule_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<Sch
         created_at: c.int("created_at")?.unwrap_or_default(),
         updated_at: c.int("updated_at")?,
     })
-}
-
-/// `cells` as a built statement carries them.
-pub(super) fn values<D: Dialect>(cells: impl IntoIterator<Item = Cell>) -> DbResult<Vec<Expr>> {
-    cells.into_iter().map(|c| D::value(c).map(Expr::val)).collect()
 }
 
 /// The error of a schedule write that broke a constraint: a conflict naming the id or the name.

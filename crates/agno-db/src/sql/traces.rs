@@ -13,7 +13,7 @@ use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
 use super::listing::{Listing, count_of, readable};
-use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, rows};
+use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, rows, values};
 
 /// The columns of the traces table, in table order.
 const TRACE_COLUMNS: [&str; 13] = [
@@ -141,10 +141,6 @@ fn span_cells<D: Dialect>(s: &SpanRecord) -> [Cell; 12] {
         Cell::Json(Some(serde_json::Value::Object(s.attributes.clone()))),
         text(&s.created_at),
     ]
-}
-
-fn values<D: Dialect, const N: usize>(cells: [Cell; N]) -> DbResult<Vec<Expr>> {
-    cells.into_iter().map(|c| D::value(c).map(Expr::val)).collect()
 }
 
 fn build_error(what: &str, e: impl std::fmt::Display) -> DbError {
@@ -306,7 +302,7 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
                 upsert.into_table(db.table_ref(&t.traces)).columns(TRACE_COLUMNS);
                 for id in chunk {
                     let Some(trace) = stored.get(*id) else { continue };
-                    upsert.values(values::<A::D, 13>(trace_cells::<A::D>(trace))?).map_err(|e| build_error(what, e))?;
+                    upsert.values(values::<A::D>(trace_cells::<A::D>(trace))?).map_err(|e| build_error(what, e))?;
                 }
                 upsert.on_conflict(
                     OnConflict::column("trace_id").update_columns(TRACE_COLUMNS[1..12].iter().copied()).to_owned(),
@@ -317,7 +313,7 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
                 let mut insert = Query::insert();
                 insert.into_table(db.table_ref(&t.spans)).columns(SPAN_COLUMNS);
                 for span in chunk {
-                    insert.values(values::<A::D, 12>(span_cells::<A::D>(span))?).map_err(|e| build_error(what, e))?;
+                    insert.values(values::<A::D>(span_cells::<A::D>(span))?).map_err(|e| build_error(what, e))?;
                 }
                 insert.on_conflict(OnConflict::column("span_id").do_nothing_on(["span_id"]).to_owned());
                 tx.changed(insert.build_sqlx(A::D::builder()), "cannot write spans").await?;
