@@ -94,4 +94,10 @@ pub trait DynTool: Send + Sync + Debug {
     fn name(&self) -> &str {
         &self.definition().name
     }
+
+    /// Attributes its trace span carries beside the call's own (where a remote tool runs: an
+    /// MCP server's method, tool and address). None by default.
+    fn trace_attributes(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }

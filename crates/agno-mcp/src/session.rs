@@ -92,6 +92,24 @@ impl Transport {
         }
     }
 
+    /// The attributes of a span of a call over this transport (OpenTelemetry's MCP conventions:
+    /// `network.transport` is `pipe` for stdio, `tcp` for HTTP, with the server's address).
+    pub fn trace_attributes(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Transport::Stdio { command, .. } => {
+                vec![("network.transport", "pipe".to_owned()), ("mcp.server.command", command.clone())]
+            }
+            Transport::StreamableHttp { url, .. } | Transport::Sse { url, .. } => {
+                let mut attributes = vec![("network.transport", "tcp".to_owned()), ("url.full", url.clone())];
+                if let Ok(parsed) = reqwest::Url::parse(url) {
+                    attributes.extend(parsed.host_str().map(|h| ("server.address", h.to_owned())));
+                    attributes.extend(parsed.port_or_known_default().map(|p| ("server.port", p.to_string())));
+                }
+                attributes
+            }
+        }
+    }
+
     /// Whether the transport carries HTTP headers (stdio does not).
     pub fn has_headers(&self) -> bool {
         !matches!(self, Transport::Stdio { .. })

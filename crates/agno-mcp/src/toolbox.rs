@@ -28,8 +28,8 @@ use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 use tokio::sync::RwLock;
 
-use crate::session::{HeaderProvider, McpError, header_map};
-use crate::toolkit::{DEFAULT_MAX_RESULT_BYTES, check_result_size, empty_schema};
+use crate::session::{HeaderProvider, McpError, Transport, header_map};
+use crate::toolkit::{DEFAULT_MAX_RESULT_BYTES, check_result_size, empty_schema, mcp_call_attributes};
 
 /// The MCP protocol version asked for (Toolbox serves 2024-11-05 to 2025-11-25).
 const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -569,6 +569,11 @@ impl DynTool for ToolboxTool {
             return Err(ToolError::execution(text));
         }
         Ok(text)
+    }
+
+    fn trace_attributes(&self) -> Vec<(&'static str, String)> {
+        let transport = Transport::StreamableHttp { url: self.client.endpoint.clone(), headers: Vec::new() };
+        mcp_call_attributes(&self.server_name, &transport)
     }
 }
 

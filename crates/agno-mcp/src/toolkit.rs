@@ -233,4 +233,16 @@ impl DynTool for McpTool {
         }
         Ok(text)
     }
+
+    fn trace_attributes(&self) -> Vec<(&'static str, String)> {
+        mcp_call_attributes(&self.server_name, &self.sessions.transport)
+    }
+}
+
+/// The attributes of a `tools/call` span: the method, the tool's name on the server, and where
+/// the server is (OpenTelemetry's MCP conventions).
+pub(crate) fn mcp_call_attributes(tool: &str, transport: &Transport) -> Vec<(&'static str, String)> {
+    let mut attributes = vec![("mcp.method.name", "tools/call".to_owned()), ("gen_ai.tool.name", tool.to_owned())];
+    attributes.extend(transport.trace_attributes());
+    attributes
 }

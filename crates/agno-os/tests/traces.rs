@@ -362,6 +362,8 @@ async fn background_and_continued_runs_are_traced_each_attempt_with_their_runs_i
 struct Phoenix {
     child: std::process::Child,
     base: String,
+    /// Its OTLP gRPC receiver.
+    grpc: String,
 }
 
 impl Drop for Phoenix {
@@ -378,7 +380,7 @@ fn free_port() -> u16 {
 async fn start_phoenix(command: &str) -> Phoenix {
     let dir = std::env::temp_dir().join(format!("agno-phoenix-{}", agno_core::new_id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
+    let (port, grpc_port) = (free_port(), free_port());
     let log = std::fs::File::create(dir.join("phoenix.log")).unwrap();
     let child = std::process::Command::new(command)
         .arg("serve")
@@ -386,13 +388,14 @@ async fn start_phoenix(command: &str) -> Phoenix {
         .env("PHOENIX_WORKING_DIR", &dir)
         .env("PHOENIX_HOST", "127.0.0.1")
         .env("PHOENIX_PORT", port.to_string())
-        .env("PHOENIX_GRPC_PORT", free_port().to_string())
+        .env("PHOENIX_GRPC_PORT", grpc_port.to_string())
         .env("PHOENIX_TELEMETRY_ENABLED", "false")
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
         .unwrap();
-    let phoenix = Phoenix { child, base: format!("http://127.0.0.1:{port}") };
+    let phoenix =
+        Phoenix { child, base: format!("http://127.0.0.1:{port}"), grpc: format!("http://127.0.0.1:{grpc_port}") };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
     let client = reqwest::Client::new();
     loop {
@@ -477,6 +480,31 @@ async fn a_real_collector_receives_the_spans_over_otlp_nested_as_stored() {
     // The same spans are stored: the collector and /traces agree.
     let stored = os.get("/traces", None).await;
     assert_eq!(stored.body["meta"]["total_count"], 2, "{}", stored.body);
+    drop(os);
+
+    // Over gRPC, to Phoenix's gRPC receiver: the team's trace again, nested the same way.
+    let otlp = format!("otlp_endpoint = \"{}\"\notlp_protocol = \"grpc\"", phoenix.grpc);
+    let os = TestOs::start(config(&traced(&provider, &otlp))).await;
+    provider.push_all([delegate("writer", "draft again"), Scripted::text("the desk is done again")]);
+    let team = os.post_form("/teams/desk/runs", &[("message", "more news"), ("stream", "false")], None).await;
+    assert_eq!(team.status, 200, "{}", team.body);
+    flushed(&os).await;
+    let spans = phoenix_spans(&phoenix, 6 + 10 + 6).await;
+    let roots = spans.iter().filter(|(n, p)| n == "News_Desk.run" && p.is_none()).count();
+    assert_eq!(roots, 2, "the team's second run arrived over gRPC: {spans:?}");
+    let delegations: Vec<&Option<String>> =
+        spans.iter().filter(|(n, _)| n == "delegate_task_to_member").map(|(_, p)| p).collect();
+    assert_eq!(delegations, [&Some("News_Desk.run".to_owned()); 2]);
+}
+
+#[test]
+fn a_bad_otlp_protocol_is_refused_at_start_naming_the_setting() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let toml = "[db]\nurl = \"memory://\"\n[tracing]\nenabled = true\notlp_endpoint = \"http://127.0.0.1:4317\"\n\
+                otlp_protocol = \"carrier-pigeon\"\n";
+    let Err(err) = rt.block_on(agno_os::app::AgentOs::from_config(&config(toml))) else { panic!("started") };
+    let text = err.to_string();
+    assert!(text.contains("otlp_protocol") && text.contains("carrier-pigeon") && text.contains("grpc"), "{text}");
 }
 
 #[tokio::test]
@@ -526,4 +554,149 @@ async fn traces_past_the_retention_are_deleted_with_their_spans() {
     assert_eq!(gone.status, 404);
     let kept = os.get("/traces/0000000000000000000000000000000b", None).await;
     assert_eq!(kept.body["total_spans"], 1, "{}", kept.body);
+}
+
+/// The spans of trace `trace_id` as stored, once one named `name` is among them (spans of work
+/// that outlives the run, a memory update, are stored a moment after it ends).
+async fn spans_with(os: &TestOs, trace_id: &str, name: &str) -> Vec<agno_core::SpanRecord> {
+    let db = os.os.state.db.clone().expect("a database");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        flushed(os).await;
+        let spans = db.get_spans(trace_id).await.unwrap();
+        if spans.iter().any(|s| s.name == name) {
+            return spans;
+        }
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+        assert!(std::time::Instant::now() < deadline, "no span {name} in trace {trace_id} within 30 s: {names:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// The one trace of run `run_id` and its spans (as stored) once `name` is among them.
+async fn trace_with(os: &TestOs, run_id: &str, name: &str) -> (String, Vec<agno_core::SpanRecord>) {
+    let trace = traces_of_run(os, run_id, 1).await.remove(0);
+    let trace_id = trace["trace_id"].as_str().unwrap().to_owned();
+    let spans = spans_with(os, &trace_id, name).await;
+    (trace_id, spans)
+}
+
+fn span<'a>(spans: &'a [agno_core::SpanRecord], name: &str) -> &'a agno_core::SpanRecord {
+    spans.iter().find(|s| s.name == name).unwrap_or_else(|| {
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+        panic!("no span {name} among {names:?}")
+    })
+}
+
+fn parent<'a>(spans: &'a [agno_core::SpanRecord], child: &agno_core::SpanRecord) -> &'a str {
+    let id = child.parent_span_id.as_deref().expect("a parent");
+    &spans.iter().find(|s| s.span_id == id).expect("the parent is in the trace").name
+}
+
+#[tokio::test]
+async fn knowledge_searches_and_memory_updates_are_spans_of_the_run() {
+    let provider = FakeProvider::start().await.unwrap();
+    let toml = format!(
+        "[db]\nurl = \"{}\"\n[tracing]\nenabled = true\n\
+         [[knowledge]]\nid = \"docs\"\nembedder = \"hash:64\"\n\
+         [[agents]]\nid = \"helper\"\nname = \"Helper\"\nknowledge = \"docs\"\nupdate_memory_on_run = true\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        common::sqlite_url("traces-kb"),
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&toml)).await;
+    let up = os
+        .post_file("/knowledge/content", &[], ("ferris.md", b"Ferris the crab is the Rust mascot.".to_vec()), None)
+        .await;
+    assert_eq!(up.status, 202, "{}", up.body);
+    let content = up.body["id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while os.get(&format!("/knowledge/content/{content}/status"), None).await.body["status"] == "processing" {
+        assert!(std::time::Instant::now() < deadline, "the content is still processing");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    provider.push_all([
+        Scripted::tool_call("search_knowledge_base", r#"{"query": "Rust mascot"}"#),
+        Scripted::text("Ferris."),
+        // The memory manager, after the run.
+        Scripted::tool_call("add_memory", r#"{"memory": "Ann likes Rust", "topics": ["rust"]}"#),
+        Scripted::text("added"),
+    ]);
+    let form = [("message", "Who is the Rust mascot?"), ("stream", "false"), ("user_id", "ann")];
+    let r = os.post_form("/agents/helper/runs", &form, None).await;
+    assert_eq!((r.status, &r.body["content"]), (200, &json!("Ferris.")), "{}", r.body);
+    let run_id = r.body["run_id"].as_str().unwrap();
+
+    let (trace_id, spans) = trace_with(&os, run_id, "MemoryManager.run").await;
+    // The search: a RETRIEVER span under the tool call, with the query and what it found.
+    let search = span(&spans, "docs.search");
+    assert_eq!(search.span_kind, "INTERNAL");
+    assert_eq!(search.attribute("openinference.span.kind"), Some("RETRIEVER"));
+    assert_eq!(parent(&spans, search), "search_knowledge_base");
+    assert_eq!(search.attribute("input.value"), Some("Rust mascot"));
+    assert_eq!(search.attribute("agno.knowledge.name"), Some("docs"));
+    assert_eq!(search.attribute("agno.user.id"), Some("ann"));
+    assert_eq!(search.attribute("retrieval.documents.0.document.content"), Some("Ferris the crab is the Rust mascot."));
+    assert!(search.attributes["retrieval.documents.0.document.id"].as_str().is_some_and(|id| id.starts_with(&content)));
+    assert_eq!(search.attributes["agno.knowledge.documents"], 1);
+    // The memory update: the manager's own run under the run it read, its model and tool calls
+    // under it; the trace stays the run's.
+    let memory = span(&spans, "MemoryManager.run");
+    assert_eq!(parent(&spans, memory), "Helper.run");
+    assert_eq!(memory.attribute("openinference.span.kind"), Some("AGENT"));
+    assert_eq!(memory.attribute("input.value"), Some("Who is the Rust mascot?"));
+    assert_eq!(memory.attribute("user.id"), Some("ann"));
+    assert_eq!(memory.attribute("agno.agent.id"), Some("memory-manager"));
+    let add = span(&spans, "add_memory");
+    assert_eq!(parent(&spans, add), "MemoryManager.run");
+    let llm_under_memory = spans.iter().filter(|s| s.parent_span_id.as_deref() == Some(memory.span_id.as_str()));
+    assert_eq!(llm_under_memory.filter(|s| s.name == "OpenAIChat.invoke").count(), 2);
+
+    let list = os.get(&format!("/traces?run_id={run_id}"), None).await;
+    assert_eq!(list.body["meta"]["total_count"], 1, "{}", list.body);
+    let summary = &list.body["data"][0];
+    assert_eq!((&summary["name"], &summary["agent_id"]), (&json!("Helper.run"), &json!("helper")));
+    assert_eq!(summary["total_spans"], spans.len(), "every span, the later ones too");
+    let detail_r = os.get(&format!("/traces/{trace_id}"), None).await;
+    let root = &detail_r.body["tree"][0];
+    let children: Vec<&str> = root["spans"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        children,
+        ["OpenAIChat.invoke", "search_knowledge_base", "OpenAIChat.invoke", "MemoryManager.run"],
+        "{}",
+        detail_r.body
+    );
+    assert_eq!(root["spans"][1]["spans"][0]["type"], "RETRIEVER");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_tool_call_is_a_tool_span_naming_its_server() {
+    let Some(entry) = agno_testkit::services::mcp_reference_server("MCP tool call spans", "server-everything") else {
+        return;
+    };
+    let provider = FakeProvider::start().await.unwrap();
+    let tools = format!(
+        "{{ toolkit = \"mcp\", command = \"node {}\", args = [\"stdio\"], include_tools = [\"get-sum\"], tool_name_prefix = \"ev_\" }}",
+        entry.display()
+    );
+    let toml = format!(
+        "[db]\nurl = \"{}\"\n[tracing]\nenabled = true\n[[agents]]\nid = \"helper\"\nname = \"Helper\"\ntools = [{tools}]\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        common::sqlite_url("traces-mcp"),
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&toml)).await;
+    provider.push_all([Scripted::tool_call("ev_get-sum", r#"{"a": 20, "b": 22}"#), Scripted::text("42")]);
+    let r = os.post_form("/agents/helper/runs", &[("message", "20 + 22?"), ("stream", "false")], None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (_, spans) = trace_with(&os, r.body["run_id"].as_str().unwrap(), "ev_get-sum").await;
+    let call = span(&spans, "ev_get-sum");
+    assert_eq!(parent(&spans, call), "Helper.run");
+    assert_eq!(call.attribute("openinference.span.kind"), Some("TOOL"));
+    assert_eq!(call.attribute("mcp.method.name"), Some("tools/call"));
+    assert_eq!(call.attribute("gen_ai.tool.name"), Some("get-sum"), "the tool's name on the server");
+    assert_eq!(call.attribute("network.transport"), Some("pipe"));
+    assert_eq!(call.attribute("mcp.server.command"), Some("node"));
+    assert_eq!(call.attribute("output.value"), Some("The sum of 20 and 22 is 42."));
+    assert_eq!(call.status_code, "OK");
 }

@@ -5,10 +5,12 @@
 
 use std::sync::Arc;
 
-use agno_core::{Document, DynTool, Filter, KnowledgeBase, ToolError};
+use agno_core::{Document, DynTool, Filter, KnowledgeBase, KnowledgeError, ToolError};
 use agno_tools::Function;
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+use crate::trace::{SpanScope, traced};
 
 /// Agno's instructions for the `search_knowledge_base` tool.
 pub(crate) const SEARCH_INSTRUCTIONS: &str = "<knowledge_base>\nYou have a knowledge base you can search using the \
@@ -40,6 +42,45 @@ pub(crate) fn format_documents(docs: &[Document]) -> String {
     serde_json::to_string_pretty(&list).unwrap_or_default()
 }
 
+/// `knowledge.search(...)` for a run, traced as a RETRIEVER span (`{Knowledge}.search`) with the
+/// query and the documents found, in OpenInference's `retrieval.documents.*` attributes.
+pub(crate) async fn search(
+    knowledge: &dyn KnowledgeBase,
+    query: &str,
+    filter: Option<&Filter>,
+    user_id: Option<&str>,
+) -> Result<Vec<Document>, KnowledgeError> {
+    let span = SpanScope::start("RETRIEVER", || {
+        let name = knowledge.name();
+        let shown = if name.is_empty() { "Knowledge".to_owned() } else { name.replace([' ', '-'], "_") };
+        let attributes = vec![
+            ("input.value", Some(query.to_owned())),
+            ("input.mime_type", Some("text/plain".to_owned())),
+            ("agno.knowledge.name", Some(name.to_owned())),
+            ("agno.knowledge.filters", filter.and_then(|f| serde_json::to_string(f).ok())),
+            ("agno.user.id", user_id.map(str::to_owned)),
+        ];
+        (format!("{shown}.search"), attributes)
+    });
+    traced(span, knowledge.search(query, None, filter, user_id), |span, docs| {
+        for (i, doc) in docs.iter().enumerate() {
+            let key = |field: &str| format!("retrieval.documents.{i}.document.{field}");
+            span.text(key("content"), doc.content.clone());
+            if let Some(id) = &doc.id {
+                span.text(key("id"), id.clone());
+            }
+            if let Some(score) = doc.reranking_score {
+                span.float(key("score"), score);
+            }
+            if !doc.meta_data.is_empty() {
+                span.text(key("metadata"), Value::Object(doc.meta_data.clone()).to_string());
+            }
+        }
+        span.int("agno.knowledge.documents", i64::try_from(docs.len()).unwrap_or(i64::MAX));
+    })
+    .await
+}
+
 /// The `search_knowledge_base` tool for one run.
 pub(crate) fn search_tool(
     knowledge: Arc<dyn KnowledgeBase>,
@@ -56,7 +97,7 @@ pub(crate) fn search_tool(
                 if query.is_empty() {
                     return Err(ToolError::invalid_arguments("query must not be empty"));
                 }
-                match knowledge.search(query, None, filter.as_ref(), user_id.as_deref()).await {
+                match search(knowledge.as_ref(), query, filter.as_ref(), user_id.as_deref()).await {
                     Ok(docs) => Ok(format_documents(&docs)),
                     Err(e) => {
                         tracing::warn!(error = %e, "knowledge search failed");

@@ -351,7 +351,7 @@ impl MemoryManager {
             team_id: team_id.map(str::to_owned),
             input: message.to_owned(),
         };
-        self.manage(owner, message).await
+        self.manage(owner).await
     }
 
     /// Carries out `task` on the user's memories (Agno's `update_memory_task`, behind the
@@ -371,13 +371,18 @@ impl MemoryManager {
             team_id: None,
             input: task.to_owned(),
         };
-        self.manage(owner, task).await
+        self.manage(owner).await
     }
 
-    async fn manage(&self, owner: Owner, input: &str) -> Result<String, RunError> {
+    /// Runs the manager's model with its memory tools on `owner.input`: an agent run of its own
+    /// (not stored), traced as `MemoryManager.run` under the span current when it starts (the
+    /// run whose memories it updates), for the user whose memories they are.
+    async fn manage(&self, owner: Owner) -> Result<String, RunError> {
+        let input = owner.input.clone();
         let existing = self.get_user_memories(&owner.user_id).await?;
         let agent = Agent::builder(Arc::clone(&self.model))
             .id("memory-manager")
+            .name("MemoryManager")
             .system_message(self.system_message(&existing))
             .function(self.add_tool(&owner))
             .function(self.update_tool(&owner))
@@ -385,7 +390,8 @@ impl MemoryManager {
             .function(self.clear_tool(&owner))
             .build()
             .map_err(|e| RunError::Internal(format!("cannot build the memory manager: {e}")))?;
-        let run = agent.arun(RunRequest { store: Some(false), ..RunRequest::new(input) }).await?;
+        let user_id = Some(owner.user_id.clone());
+        let run = agent.arun(RunRequest { store: Some(false), user_id, ..RunRequest::new(input) }).await?;
         Ok(run.content_text())
     }
 

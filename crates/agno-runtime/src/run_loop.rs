@@ -115,7 +115,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         Some(knowledge) => {
             let query = req.input.as_text();
             let filter = kc.knowledge_filters.as_ref();
-            match knowledge.search(&query, None, filter, user_id.as_deref()).await {
+            match crate::knowledge::search(knowledge.as_ref(), &query, filter, user_id.as_deref()).await {
                 Ok(docs) if !docs.is_empty() => Some(crate::knowledge::references_block(&docs)),
                 Ok(_) => None,
                 Err(e) => {
@@ -627,11 +627,12 @@ fn refresh_summary(agent: &AgentInner, st: &RunState) {
     spawn_after_run(work, "update the session summary");
 }
 
-/// Runs `work` on its own task (never on the run's path); `what` names it if it cannot start.
+/// Runs `work` on its own task (never on the run's path), in the run's trace; `what` names it if
+/// it cannot start.
 fn spawn_after_run(work: impl std::future::Future<Output = ()> + Send + 'static, what: &str) {
     match crate::blocking::spawn_handle() {
         Ok(handle) => {
-            handle.spawn(work);
+            handle.spawn(crate::trace::propagate(work));
         }
         Err(e) => tracing::warn!(error = %e, "cannot {what}: no runtime"),
     }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::emitter::Emitter;
 use crate::run_state::RunState;
-use crate::trace::{SpanScope, in_span};
+use crate::trace::{SpanScope, traced};
 
 /// How a batch ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,18 +64,22 @@ pub(crate) fn parse_arguments(raw: &str) -> Result<Map<String, Value>, ToolError
     }
 }
 
-/// The span of one tool call (named after the tool), with its arguments.
-fn tool_span(exec: &ToolExecution, args: Option<&Map<String, Value>>) -> Option<SpanScope> {
-    SpanScope::start("TOOL", || {
-        let arguments = args.map(|a| Value::Object(a.clone()).to_string());
-        let attributes = vec![
-            ("tool.name", Some(exec.name().to_owned())),
-            ("tool.parameters", arguments.clone()),
-            ("input.mime_type", Some("application/json".to_owned())),
-            ("input.value", arguments),
-        ];
-        (exec.name().to_owned(), attributes)
-    })
+/// The name and attributes of a tool call's span: the tool's name, its arguments and the tool's
+/// own attributes (an MCP tool's server).
+fn describe_tool_call(
+    tool: Option<&dyn DynTool>,
+    exec: &ToolExecution,
+    args: Option<&Map<String, Value>>,
+) -> (String, Vec<(&'static str, Option<String>)>) {
+    let arguments = args.map(|a| Value::Object(a.clone()).to_string());
+    let mut attributes = vec![
+        ("tool.name", Some(exec.name().to_owned())),
+        ("tool.parameters", arguments.clone()),
+        ("input.mime_type", Some("application/json".to_owned())),
+        ("input.value", arguments),
+    ];
+    attributes.extend(tool.into_iter().flat_map(|t| t.trace_attributes()).map(|(k, v)| (k, Some(v))));
+    (exec.name().to_owned(), attributes)
 }
 
 /// Runs `tool` (its hooks around it) as the call `exec`, traced as its TOOL span; a cancel ends it.
@@ -87,25 +91,18 @@ async fn run_tool(
     ctx: agno_core::ToolContext,
     cancel: &CancellationToken,
 ) -> Result<agno_core::ToolOutput, ToolError> {
-    let span = tool_span(exec, Some(&args));
+    let span = SpanScope::start("TOOL", || describe_tool_call(Some(tool), exec, Some(&args)));
     let call = async {
         tokio::select! {
             r = call_with_hooks(tool, hooks, args, ctx) => r,
             () = cancel.cancelled() => Err(ToolError::new(ToolErrorKind::Cancelled, "the run was cancelled while the tool ran")),
         }
     };
-    let result = in_span(span.as_ref(), call).await;
-    if let Some(span) = span {
-        match &result {
-            Ok(text) => {
-                span.text("output.value", text.clone());
-                span.text("output.mime_type", "text/plain");
-                span.ok();
-            }
-            Err(e) => span.fail(&e.to_string()),
-        }
-    }
-    result
+    traced(span, call, |span, text| {
+        span.text("output.value", text.clone());
+        span.text("output.mime_type", "text/plain");
+    })
+    .await
 }
 
 /// Executes `calls` and appends their results to the run.
@@ -178,7 +175,7 @@ pub(crate) async fn execute_batch(
         async move {
             match plan {
                 Plan::Fail(exec, err) => {
-                    if let Some(span) = tool_span(&exec, None) {
+                    if let Some(span) = SpanScope::start("TOOL", || describe_tool_call(None, &exec, None)) {
                         span.fail(&err.to_string());
                     }
                     (exec, Some(Err(err)))

@@ -197,8 +197,12 @@ pub(crate) fn tracing(
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
     if settings.otlp_endpoint.is_some() || from_env {
+        let protocol = match settings.otlp_protocol.as_deref() {
+            Some(p) => Some(p.parse().map_err(|e| StartError::Config(format!("[tracing] otlp_protocol: {e}")))?),
+            None => None,
+        };
         builder = builder
-            .otlp(settings.otlp_endpoint.as_deref())
+            .otlp(settings.otlp_endpoint.as_deref(), protocol)
             .map_err(|e| StartError::Config(format!("[tracing] otlp_endpoint: {e}")))?;
     }
     builder.build().map_err(StartError::Config)

@@ -193,11 +193,15 @@ pub struct TracingSettings {
     /// The longest text attribute kept whole, in bytes (longer ones are cut).
     #[serde(default = "default_max_attribute_len")]
     pub max_attribute_len: usize,
-    /// Also export every span over OTLP (HTTP, protobuf) to this collector
-    /// (`http://collector:4318`); without it, spans are exported only when the standard
+    /// Also export every span over OTLP to this collector (`http://collector:4318` over HTTP,
+    /// `http://collector:4317` over gRPC); without it, spans are exported only when the standard
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set.
     #[serde(default)]
     pub otlp_endpoint: Option<String>,
+    /// `"grpc"` or `"http/protobuf"`; unset: the standard `OTEL_EXPORTER_OTLP_PROTOCOL`, else
+    /// gRPC for an endpoint on port 4317, else HTTP.
+    #[serde(default)]
+    pub otlp_protocol: Option<String>,
     /// Delete traces (and their spans) older than this many days, at start and every hour;
     /// none: kept for ever.
     #[serde(default)]
@@ -222,6 +226,7 @@ impl Default for TracingSettings {
             buffer: default_trace_buffer(),
             max_attribute_len: default_max_attribute_len(),
             otlp_endpoint: None,
+            otlp_protocol: None,
             retention_days: None,
         }
     }

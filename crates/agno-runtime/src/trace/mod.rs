@@ -25,7 +25,7 @@ use opentelemetry::context::{ContextGuard, FutureExt as _, WithContext};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, SpanProcessor};
 
-pub(crate) use spans::{RunSpan, Runner, SpanScope, in_span, propagate};
+pub(crate) use spans::{RunSpan, Runner, SpanScope, in_span, propagate, traced};
 pub use store::TracingStats;
 
 /// The longest string attribute kept whole (longer ones are cut, never rejected).
@@ -150,25 +150,46 @@ impl TracingBuilder {
         self
     }
 
-    /// Also exports every span over OTLP (HTTP, protobuf) to `endpoint` (`http://collector:4318`,
-    /// `/v1/traces` added when missing), or, when `None`, where the standard
+    /// Also exports every span over OTLP to `endpoint`, or, when `None`, where the standard
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT` say (default
-    /// `http://localhost:4318/v1/traces`; `OTEL_EXPORTER_OTLP_HEADERS` and `_TIMEOUT` are read too).
-    /// Spans are batched and sent from a thread of their own: a collector that is down or slow
-    /// never holds a run back; spans beyond the batch queue (2,048) are dropped.
+    /// `http://localhost:4318`, or `:4317` for gRPC; `OTEL_EXPORTER_OTLP_HEADERS` and `_TIMEOUT`
+    /// are read too), over `protocol` (see [`OtlpProtocol::resolve`]). Over HTTP, `/v1/traces`
+    /// is added to an endpoint without it. Spans are batched and sent from a thread of their own:
+    /// a collector that is down or slow never holds a run back; spans beyond the batch queue
+    /// (2,048) are dropped.
     ///
     /// # Errors
-    /// The exporter cannot be built (an invalid endpoint).
-    pub fn otlp(mut self, endpoint: Option<&str>) -> Result<Self, String> {
+    /// The exporter cannot be built (an invalid endpoint; gRPC outside a tokio runtime).
+    pub fn otlp(mut self, endpoint: Option<&str>, protocol: Option<OtlpProtocol>) -> Result<Self, String> {
         use opentelemetry_otlp::{Protocol, WithExportConfig as _};
-        let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
-        if let Some(endpoint) = endpoint {
-            let endpoint = endpoint.trim_end_matches('/');
-            let url =
-                if endpoint.ends_with("/v1/traces") { endpoint.to_owned() } else { format!("{endpoint}/v1/traces") };
-            exporter = exporter.with_endpoint(url);
-        }
-        let exporter = exporter.build().map_err(|e| format!("cannot build the OTLP exporter: {e}"))?;
+        let endpoint = endpoint.map(|e| e.trim_end_matches('/'));
+        let built = match OtlpProtocol::resolve(protocol, endpoint)? {
+            OtlpProtocol::Grpc => {
+                if tokio::runtime::Handle::try_current().is_err() {
+                    return Err("the gRPC exporter needs a tokio runtime: build the tracing inside one".to_owned());
+                }
+                let mut exporter =
+                    opentelemetry_otlp::SpanExporter::builder().with_tonic().with_protocol(Protocol::Grpc);
+                if let Some(endpoint) = endpoint {
+                    exporter = exporter.with_endpoint(endpoint);
+                }
+                exporter.build()
+            }
+            OtlpProtocol::HttpProtobuf => {
+                let mut exporter =
+                    opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
+                if let Some(endpoint) = endpoint {
+                    let url = if endpoint.ends_with("/v1/traces") {
+                        endpoint.to_owned()
+                    } else {
+                        format!("{endpoint}/v1/traces")
+                    };
+                    exporter = exporter.with_endpoint(url);
+                }
+                exporter.build()
+            }
+        };
+        let exporter = built.map_err(|e| format!("cannot build the OTLP exporter: {e}"))?;
         self.processors.push(Box::new(opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter).build()));
         Ok(self)
     }
@@ -238,6 +259,51 @@ impl TracingBuilder {
     }
 }
 
+/// How spans are sent to an OTLP collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    /// gRPC (`grpc`; collectors listen on port 4317).
+    Grpc,
+    /// Protobuf over HTTP (`http/protobuf`; port 4318).
+    HttpProtobuf,
+}
+
+impl std::str::FromStr for OtlpProtocol {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "grpc" => Ok(OtlpProtocol::Grpc),
+            "http/protobuf" | "http" => Ok(OtlpProtocol::HttpProtobuf),
+            other => Err(format!("unknown OTLP protocol {other:?}: use \"grpc\" or \"http/protobuf\"")),
+        }
+    }
+}
+
+impl OtlpProtocol {
+    /// The protocol to use: `given`, else the standard `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL`, else gRPC for an endpoint on port 4317 (the collectors'
+    /// gRPC port), else HTTP.
+    ///
+    /// # Errors
+    /// A protocol variable names a protocol not spoken here.
+    pub fn resolve(given: Option<OtlpProtocol>, endpoint: Option<&str>) -> Result<OtlpProtocol, String> {
+        if let Some(protocol) = given {
+            return Ok(protocol);
+        }
+        for var in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
+            if let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
+                return value.parse().map_err(|e| format!("{var}: {e}"));
+            }
+        }
+        let port = endpoint.and_then(|e| e.split("://").nth(1)).and_then(|rest| {
+            let authority = rest.split('/').next().unwrap_or_default();
+            authority.rsplit_once(':').map(|(_, port)| port)
+        });
+        Ok(if port == Some("4317") { OtlpProtocol::Grpc } else { OtlpProtocol::HttpProtobuf })
+    }
+}
+
 /// A boxed processor as the provider's builder takes one.
 #[derive(Debug)]
 struct BoxedProcessor(Box<dyn SpanProcessor>);
@@ -254,5 +320,31 @@ impl SpanProcessor for BoxedProcessor {
     }
     fn shutdown_with_timeout(&self, timeout: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
         self.0.shutdown_with_timeout(timeout)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::OtlpProtocol;
+
+    #[test]
+    fn the_protocol_is_the_given_one_else_grpc_on_the_grpc_port() {
+        assert_eq!("grpc".parse::<OtlpProtocol>().unwrap(), OtlpProtocol::Grpc);
+        assert_eq!("http/protobuf".parse::<OtlpProtocol>().unwrap(), OtlpProtocol::HttpProtobuf);
+        assert!("http/json".parse::<OtlpProtocol>().unwrap_err().contains("\"grpc\" or \"http/protobuf\""));
+        let given = OtlpProtocol::resolve(Some(OtlpProtocol::HttpProtobuf), Some("http://c:4317")).unwrap();
+        assert_eq!(given, OtlpProtocol::HttpProtobuf);
+        if ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
+        {
+            return; // The environment decides; what follows is the default without it.
+        }
+        assert_eq!(OtlpProtocol::resolve(None, Some("http://collector:4317")).unwrap(), OtlpProtocol::Grpc);
+        assert_eq!(OtlpProtocol::resolve(None, Some("http://collector:4317/")).unwrap(), OtlpProtocol::Grpc);
+        assert_eq!(OtlpProtocol::resolve(None, Some("http://collector:4318")).unwrap(), OtlpProtocol::HttpProtobuf);
+        assert_eq!(OtlpProtocol::resolve(None, Some("http://collector:43170")).unwrap(), OtlpProtocol::HttpProtobuf);
+        assert_eq!(OtlpProtocol::resolve(None, None).unwrap(), OtlpProtocol::HttpProtobuf);
     }
 }

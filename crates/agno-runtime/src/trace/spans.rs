@@ -1,7 +1,8 @@
 //! The spans the engines open: a run's root (`{Name}.run`, AGENT for agents and teams, CHAIN for
-//! workflows), a model call (`{Model}.invoke`, LLM), a tool call (its name, TOOL) and a workflow
-//! step (`{Step}.execute`, CHAIN), each a child of the current context's span and current while
-//! its work runs. Every helper is a no-op when no [`Tracing`] is in the current context.
+//! workflows), a model call (`{Model}.invoke`, LLM), a tool call (its name, TOOL; an MCP tool's
+//! with its server), a workflow step (`{Step}.execute`, CHAIN), a knowledge search
+//! (`{Knowledge}.search`, RETRIEVER) and a memory update (`MemoryManager.{method}`, CHAIN), each
+//! a child of the current context's span and current while its work runs. Every helper is a no-op when no [`Tracing`] is in the current context.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -69,12 +70,17 @@ impl SpanScope {
     }
 
     /// Sets a text attribute (cut to the size limit).
-    pub(crate) fn text(&self, key: &'static str, value: impl Into<String>) {
+    pub(crate) fn text(&self, key: impl Into<opentelemetry::Key>, value: impl Into<String>) {
         self.cx.span().set_attribute(KeyValue::new(key, cut(value.into(), self.max_len)));
     }
 
     /// Sets an integer attribute.
-    pub(crate) fn int(&self, key: &'static str, value: i64) {
+    pub(crate) fn int(&self, key: impl Into<opentelemetry::Key>, value: i64) {
+        self.cx.span().set_attribute(KeyValue::new(key, value));
+    }
+
+    /// Sets a floating-point attribute.
+    pub(crate) fn float(&self, key: impl Into<opentelemetry::Key>, value: f64) {
         self.cx.span().set_attribute(KeyValue::new(key, value));
     }
 
@@ -128,6 +134,26 @@ pub(crate) fn in_span<F: Future>(
         Some(scope) => Either::Left(Box::pin(fut).with_context(scope.cx.clone())),
         None => Either::Right(Box::pin(fut)),
     }
+}
+
+/// Runs `work` in `span` (as it is without one), ended with how `work` ended: `output` records
+/// a success on the span before it is marked OK; an error fails it.
+pub(crate) async fn traced<T, E: std::fmt::Display>(
+    span: Option<SpanScope>,
+    work: impl Future<Output = Result<T, E>>,
+    output: impl FnOnce(&SpanScope, &T),
+) -> Result<T, E> {
+    let result = in_span(span.as_ref(), work).await;
+    if let Some(span) = span {
+        match &result {
+            Ok(value) => {
+                output(&span, value);
+                span.ok();
+            }
+            Err(e) => span.fail(&e.to_string()),
+        }
+    }
+    result
 }
 
 /// `fut` carrying the current context onto the task it is spawned on, when it traces.
