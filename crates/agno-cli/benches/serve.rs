@@ -12,7 +12,8 @@
 //! Run: `scripts/bench/compare-python` (both servers), or `cargo bench -p agno-cli --bench serve`
 //! (agno serve only; `AGNO_BENCH_ONLY=statements`: only the SQLite statements per run, by
 //! statement; `AGNO_BENCH_ONLY=queue`: only the background rows; `AGNO_BENCH_ONLY=http`: only the
-//! HTTP rows; `AGNO_BENCH_ONLY=tracing`: only what `[tracing]` costs per run;
+//! HTTP rows; `AGNO_BENCH_ONLY=tracing`: only what `[tracing]` costs per run, with
+//! `AGNO_BENCH_PERF_DIR=<dir>` a `perf record` profile of the server per mode at 32 clients;
 //! `AGNO_BENCH_CONCURRENCY=32` only that background concurrency); for PostgreSQL add
 //! `AGNO_BENCH_PG=postgresql://postgres@127.0.0.1:5432/agno_bench?schema=agno_bench_queue` (the
 //! schema is dropped and recreated per row; a database of its own keeps other clients out of the
@@ -565,6 +566,38 @@ async fn otlp_sink() -> String {
     format!("http://{addr}")
 }
 
+/// `perf record` (CPU-clock samples with call graphs) of process `pid` while it lives, into
+/// `$AGNO_BENCH_PERF_DIR/{name}.data`, when that variable is set (nothing otherwise). Read it
+/// with `perf report -i <file> --no-children --sort sym`.
+struct Profile(Option<std::process::Child>);
+
+impl Profile {
+    fn start(pid: u32, name: &str) -> Profile {
+        let Some(dir) = std::env::var_os("AGNO_BENCH_PERF_DIR") else { return Profile(None) };
+        let out = std::path::Path::new(&dir).join(format!("{name}.data"));
+        let child = Command::new("perf")
+            .args(["record", "-q", "-e", "cpu-clock", "-g", "-p", &pid.to_string(), "-o"])
+            .arg(&out)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| eprintln!("cannot start perf (AGNO_BENCH_PERF_DIR is set): {e}"))
+            .ok();
+        // perf attaches asynchronously: give it a moment before the load starts.
+        std::thread::sleep(Duration::from_millis(300));
+        Profile(child)
+    }
+}
+
+impl Drop for Profile {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            // SIGINT: perf writes its file and exits.
+            let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// The cost of tracing: agno serve on SQLite with `[tracing]` off, on (spans stored in the same
 /// database) and on with OTLP export too, non-streaming runs at 1 and 32 clients, rounds
 /// alternating the three so that each sees the same machine; medians of the rounds, and what
@@ -603,9 +636,11 @@ async fn tracing_overhead(bench: &Bench, client: &reqwest::Client) {
             for concurrency in [1, 32] {
                 let runs = 300 * concurrency.min(8);
                 let (c, u) = (client.clone(), url.clone());
+                let profile = (concurrency == 32).then(|| Profile::start(pid, &format!("tracing-{round}-{mode}")));
                 let before = Usage::of(pid);
                 let f = load(concurrency, runs, move |i| run_once(c.clone(), u.clone(), i, false)).await;
                 let (cpu, _) = Usage::of(pid).per(before, runs);
+                drop(profile);
                 let entry = figures.entry((mode, concurrency)).or_default();
                 entry.0.push(f.per_s);
                 entry.1.push(cpu);

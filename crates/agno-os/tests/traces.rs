@@ -286,10 +286,15 @@ async fn under_isolation_a_user_sees_only_the_traces_of_their_runs() {
 /// The traces of run `run_id`, waited for (each attempt's spans are stored a moment after it
 /// ends, off its path) until there are `n`.
 async fn traces_of_run(os: &TestOs, run_id: &str, n: usize) -> Vec<Value> {
+    traces_of_run_as(os, run_id, n, None).await
+}
+
+/// [`traces_of_run`] as the holder of token `who`.
+async fn traces_of_run_as(os: &TestOs, run_id: &str, n: usize, who: Option<&str>) -> Vec<Value> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         flushed(os).await;
-        let list = os.get(&format!("/traces?run_id={run_id}"), None).await;
+        let list = os.get(&format!("/traces?run_id={run_id}"), who).await;
         let data = list.body["data"].as_array().cloned().unwrap_or_default();
         if data.len() >= n {
             return data;
@@ -699,4 +704,40 @@ async fn an_mcp_tool_call_is_a_tool_span_naming_its_server() {
     assert_eq!(call.attribute("mcp.server.command"), Some("node"));
     assert_eq!(call.attribute("output.value"), Some("The sum of 20 and 22 is 42."));
     assert_eq!(call.status_code, "OK");
+}
+
+#[tokio::test]
+async fn a_schedule_firing_is_traced_as_its_run_for_the_schedules_owner() {
+    let toml = format!(
+        "[db]\nurl = \"{}\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{SECRET}\"]\nuser_isolation = true\n\
+         [tracing]\nenabled = true\n[queue]\npoll_interval_ms = 20\n\
+         [scheduler]\nenabled = true\npoll_interval_seconds = 0.05\nrun_poll_interval_ms = 20\n\
+         [[agents]]\nid = \"echo\"\nname = \"Echo\"\nmodel = \"test\"\n",
+        common::sqlite_url("traces-schedule")
+    );
+    let os = TestOs::start(config(&toml)).await;
+    let ann = token("ann", &["schedules:read", "schedules:write", "agents:run", "traces:read"]);
+    let body = json!({
+        "name": "nightly", "cron_expr": "0 3 * * *", "endpoint": "/agents/echo/runs",
+        "payload": {"message": "report please", "user_id": "mallory"},
+    });
+    let r = os.post_json("/schedules", &body, Some(&ann)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let fired =
+        os.post_json(&format!("/schedules/{}/trigger", r.body["id"].as_str().unwrap()), &json!({}), Some(&ann)).await;
+    assert_eq!((fired.status, &fired.body["status"]), (200, &json!("success")), "{}", fired.body);
+    let run_id = fired.body["run_id"].as_str().unwrap();
+
+    let traces = traces_of_run_as(&os, run_id, 1, Some(&ann)).await;
+    assert_eq!(traces.len(), 1, "one trace per firing: {traces:?}");
+    let trace = &traces[0];
+    assert_eq!((&trace["name"], &trace["agent_id"]), (&json!("Echo.run"), &json!("echo")));
+    assert_eq!(trace["user_id"], "ann", "the schedule's owner, not the payload's user");
+    assert_eq!(trace["session_id"], fired.body["session_id"]);
+    assert_eq!(trace["input"], "report please");
+    let mine = os.get(&format!("/traces?run_id={run_id}"), Some(&ann)).await;
+    assert_eq!(mine.body["meta"]["total_count"], 1, "{}", mine.body);
+    let bob = token("bob", &["traces:read"]);
+    let theirs = os.get(&format!("/traces?run_id={run_id}"), Some(&bob)).await;
+    assert_eq!(theirs.body["meta"]["total_count"], 0, "{}", theirs.body);
 }
