@@ -897,3 +897,32 @@ async fn a_live_worker_whose_lease_is_taken_over_writes_nothing_further() {
     );
     assert_eq!(job.status, agno_core::JobStatus::Running);
 }
+
+/// The retry of a run whose worker died mid-run is traced as its own attempt: one trace (the
+/// dead attempt's spans died with it) with the run's ids, made by the replica that retried it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_attempt_is_traced_with_the_runs_ids() {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("second attempt")));
+    let (url, db) = left_by_a_dead_worker("retried", 3, agno_core::RunStatus::Running, None).await;
+    drop(db);
+    let cfg = format!("{}[tracing]\nenabled = true\n", slow_agent_over(&url, &provider, "retry_delay_seconds = 0\n"));
+    let os = TestOs::start(config(&cfg)).await;
+    let job = wait_job(&os, "retried").await;
+    assert_eq!((job.status, job.attempt), (agno_core::JobStatus::Completed, 2), "{job:?}");
+    let tracing = os.os.state.tracing.clone().expect("tracing is on");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let trace = loop {
+        tracing.flush().await;
+        let list = os.get("/traces?run_id=retried", None).await;
+        if list.body["meta"]["total_count"] == 1 {
+            break list.body["data"][0].clone();
+        }
+        assert!(Instant::now() < deadline, "no trace of the retried run: {}", list.body);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!((&trace["name"], &trace["agent_id"]), (&serde_json::json!("Agent.run"), &serde_json::json!("slow")));
+    assert_eq!(trace["session_id"], "s-retried");
+    assert_eq!(trace["status"], "OK");
+    assert_eq!(trace["total_spans"], 2, "the run and its model call: {trace}");
+}

@@ -485,6 +485,9 @@ async fn a_real_collector_receives_the_spans_over_otlp_nested_as_stored() {
     // The same spans are stored: the collector and /traces agree.
     let stored = os.get("/traces", None).await;
     assert_eq!(stored.body["meta"]["total_count"], 2, "{}", stored.body);
+    let stats = os.os.state.tracing.as_ref().unwrap().stats();
+    assert!(stats.otlp_handed >= 16 && stats.otlp_exported == stats.otlp_handed, "all exported: {stats:?}");
+    assert_eq!(stats.otlp_failed, 0);
     drop(os);
 
     // Over gRPC, to Phoenix's gRPC receiver: the team's trace again, nested the same way.

@@ -130,3 +130,28 @@ async fn a_text_attribute_over_the_limit_is_cut_never_refused() {
     assert!(input.starts_with(&"é".repeat(50)), "cut on a character boundary: {input}");
     assert!(input.ends_with("... [1900 more bytes]"), "{input}");
 }
+
+/// A collector that is down costs the spans sent to it (counted as failed), never a run: over
+/// HTTP and over gRPC, to a port nothing listens on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_is_down_costs_its_spans_counted_never_a_run() {
+    for protocol in [agno_runtime::trace::OtlpProtocol::HttpProtobuf, agno_runtime::trace::OtlpProtocol::Grpc] {
+        // A port that was free a moment ago: connections to it are refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let tracing = Tracing::builder().otlp(Some(&endpoint), Some(protocol)).unwrap().build().unwrap();
+        let agent = Agent::builder("test").tracing(tracing.clone()).build().unwrap();
+        for i in 0..3 {
+            let run = tokio::time::timeout(Duration::from_secs(30), agent.arun(format!("question {i}"))).await;
+            assert_eq!(run.expect("never held back").unwrap().status, agno_core::RunStatus::Completed);
+        }
+        tracing.flush().await;
+        let stats = tracing.stats();
+        assert_eq!(
+            (stats.otlp_handed, stats.otlp_exported, stats.otlp_failed),
+            (6, 0, 6),
+            "{protocol:?}: each run's 2 spans handed to the exporter and lost with its exports: {stats:?}"
+        );
+        tracing.shutdown();
+    }
+}

@@ -14,6 +14,7 @@
 //! database never holds a run back; when the buffer is full, spans are dropped and counted).
 //! Any other OpenTelemetry span processor (an OTLP exporter) can be added beside it.
 
+mod otlp;
 mod spans;
 mod store;
 
@@ -25,6 +26,7 @@ use opentelemetry::context::{ContextGuard, FutureExt as _, WithContext};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, SpanProcessor};
 
+pub use otlp::OtlpProtocol;
 pub(crate) use spans::{RunSpan, Runner, SpanScope, in_span, propagate, traced};
 pub use store::TracingStats;
 
@@ -44,6 +46,7 @@ struct Inner {
     tracer: SdkTracer,
     provider: SdkTracerProvider,
     writer: Option<store::Writer>,
+    otlp: Arc<otlp::Counters>,
     max_attribute_len: usize,
 }
 
@@ -59,6 +62,7 @@ impl Tracing {
         TracingBuilder {
             store: None,
             processors: Vec::new(),
+            otlp_counters: Arc::default(),
             sample_ratio: 1.0,
             buffer: DEFAULT_BUFFER,
             max_attribute_len: DEFAULT_MAX_ATTRIBUTE_LEN,
@@ -95,9 +99,15 @@ impl Tracing {
         }
     }
 
-    /// What the store has done so far: spans written, dropped and batches that failed.
+    /// What became of the spans so far: written to the store, dropped, batches that failed, and
+    /// handed to, exported by or lost by the OTLP exporters.
     pub fn stats(&self) -> TracingStats {
-        self.inner.writer.as_ref().map(store::Writer::stats).unwrap_or_default()
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut stats = self.inner.writer.as_ref().map(store::Writer::stats).unwrap_or_default();
+        stats.otlp_handed = self.inner.otlp.handed.load(Relaxed);
+        stats.otlp_exported = self.inner.otlp.exported.load(Relaxed);
+        stats.otlp_failed = self.inner.otlp.failed.load(Relaxed);
+        stats
     }
 
     /// Ends the span processors (the OTLP exporter's last batch goes out); spans ended after
@@ -118,6 +128,7 @@ impl Tracing {
 pub struct TracingBuilder {
     store: Option<Arc<dyn agno_core::TraceStore>>,
     processors: Vec<Box<dyn SpanProcessor>>,
+    otlp_counters: Arc<otlp::Counters>,
     sample_ratio: f64,
     buffer: usize,
     max_attribute_len: usize,
@@ -156,41 +167,12 @@ impl TracingBuilder {
     /// are read too), over `protocol` (see [`OtlpProtocol::resolve`]). Over HTTP, `/v1/traces`
     /// is added to an endpoint without it. Spans are batched and sent from a thread of their own:
     /// a collector that is down or slow never holds a run back; spans beyond the batch queue
-    /// (2,048) are dropped.
+    /// (2,048) are dropped. What happened to them is counted in [`TracingStats`].
     ///
     /// # Errors
     /// The exporter cannot be built (an invalid endpoint; gRPC outside a tokio runtime).
     pub fn otlp(mut self, endpoint: Option<&str>, protocol: Option<OtlpProtocol>) -> Result<Self, String> {
-        use opentelemetry_otlp::{Protocol, WithExportConfig as _};
-        let endpoint = endpoint.map(|e| e.trim_end_matches('/'));
-        let built = match OtlpProtocol::resolve(protocol, endpoint)? {
-            OtlpProtocol::Grpc => {
-                if tokio::runtime::Handle::try_current().is_err() {
-                    return Err("the gRPC exporter needs a tokio runtime: build the tracing inside one".to_owned());
-                }
-                let mut exporter =
-                    opentelemetry_otlp::SpanExporter::builder().with_tonic().with_protocol(Protocol::Grpc);
-                if let Some(endpoint) = endpoint {
-                    exporter = exporter.with_endpoint(endpoint);
-                }
-                exporter.build()
-            }
-            OtlpProtocol::HttpProtobuf => {
-                let mut exporter =
-                    opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
-                if let Some(endpoint) = endpoint {
-                    let url = if endpoint.ends_with("/v1/traces") {
-                        endpoint.to_owned()
-                    } else {
-                        format!("{endpoint}/v1/traces")
-                    };
-                    exporter = exporter.with_endpoint(url);
-                }
-                exporter.build()
-            }
-        };
-        let exporter = built.map_err(|e| format!("cannot build the OTLP exporter: {e}"))?;
-        self.processors.push(Box::new(opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter).build()));
+        self.processors.push(Box::new(otlp::processor(endpoint, protocol, Arc::clone(&self.otlp_counters))?));
         Ok(self)
     }
 
@@ -239,112 +221,59 @@ impl TracingBuilder {
             resource = resource.with_service_name(self.service_name);
         }
         let resource = resource.build();
-        let mut provider = SdkTracerProvider::builder().with_sampler(sampler).with_resource(resource);
-        let writer = match self.store {
+        let provider = SdkTracerProvider::builder().with_sampler(sampler).with_resource(resource);
+        let (writer, store) = match self.store {
             Some(store) => {
                 let handle = tokio::runtime::Handle::try_current()
                     .map_err(|_| "storing spans needs a tokio runtime: build the tracing inside one".to_owned())?;
                 let (writer, processor) = store::Writer::start(store, self.buffer, &handle);
-                provider = provider.with_span_processor(processor);
-                Some(writer)
+                (Some(writer), Some(processor))
             }
-            None => None,
+            None => (None, None),
         };
-        for processor in self.processors {
-            provider = provider.with_span_processor(BoxedProcessor(processor));
-        }
-        let provider = provider.build();
+        let provider = provider.with_span_processor(Fanout { store, others: self.processors }).build();
         let tracer = provider.tracer("agno");
-        Ok(Tracing { inner: Arc::new(Inner { tracer, provider, writer, max_attribute_len: self.max_attribute_len }) })
+        let inner =
+            Inner { tracer, provider, writer, otlp: self.otlp_counters, max_attribute_len: self.max_attribute_len };
+        Ok(Tracing { inner: Arc::new(inner) })
     }
 }
 
-/// How spans are sent to an OTLP collector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OtlpProtocol {
-    /// gRPC (`grpc`; collectors listen on port 4317).
-    Grpc,
-    /// Protobuf over HTTP (`http/protobuf`; port 4318).
-    HttpProtobuf,
-}
-
-impl std::str::FromStr for OtlpProtocol {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "grpc" => Ok(OtlpProtocol::Grpc),
-            "http/protobuf" | "http" => Ok(OtlpProtocol::HttpProtobuf),
-            other => Err(format!("unknown OTLP protocol {other:?}: use \"grpc\" or \"http/protobuf\"")),
-        }
-    }
-}
-
-impl OtlpProtocol {
-    /// The protocol to use: `given`, else the standard `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or
-    /// `OTEL_EXPORTER_OTLP_PROTOCOL`, else gRPC for an endpoint on port 4317 (the collectors'
-    /// gRPC port), else HTTP.
-    ///
-    /// # Errors
-    /// A protocol variable names a protocol not spoken here.
-    pub fn resolve(given: Option<OtlpProtocol>, endpoint: Option<&str>) -> Result<OtlpProtocol, String> {
-        if let Some(protocol) = given {
-            return Ok(protocol);
-        }
-        for var in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
-            if let Some(value) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) {
-                return value.parse().map_err(|e| format!("{var}: {e}"));
-            }
-        }
-        let port = endpoint.and_then(|e| e.split("://").nth(1)).and_then(|rest| {
-            let authority = rest.split('/').next().unwrap_or_default();
-            authority.rsplit_once(':').map(|(_, port)| port)
-        });
-        Ok(if port == Some("4317") { OtlpProtocol::Grpc } else { OtlpProtocol::HttpProtobuf })
-    }
-}
-
-/// A boxed processor as the provider's builder takes one.
+/// The one processor the provider has: each ended span goes to the store by reference, then to
+/// the other processors, moved to the last (the SDK would clone a span for every processor but
+/// the last; here only processors beyond the first export pay a clone).
 #[derive(Debug)]
-struct BoxedProcessor(Box<dyn SpanProcessor>);
+struct Fanout {
+    store: Option<store::StoreProcessor>,
+    others: Vec<Box<dyn SpanProcessor>>,
+}
 
-impl SpanProcessor for BoxedProcessor {
+impl SpanProcessor for Fanout {
     fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &Context) {
-        self.0.on_start(span, cx);
+        for processor in &self.others {
+            processor.on_start(span, cx);
+        }
     }
     fn on_end(&self, span: opentelemetry_sdk::trace::SpanData) {
-        self.0.on_end(span);
+        if let Some(store) = &self.store {
+            store.take(&span);
+        }
+        if let Some((last, first)) = self.others.split_last() {
+            for processor in first {
+                processor.on_end(span.clone());
+            }
+            last.on_end(span);
+        }
     }
     fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
-        self.0.force_flush()
+        self.others.iter().map(|p| p.force_flush()).fold(Ok(()), Result::and)
     }
     fn shutdown_with_timeout(&self, timeout: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
-        self.0.shutdown_with_timeout(timeout)
+        self.others.iter().map(|p| p.shutdown_with_timeout(timeout)).fold(Ok(()), Result::and)
     }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::OtlpProtocol;
-
-    #[test]
-    fn the_protocol_is_the_given_one_else_grpc_on_the_grpc_port() {
-        assert_eq!("grpc".parse::<OtlpProtocol>().unwrap(), OtlpProtocol::Grpc);
-        assert_eq!("http/protobuf".parse::<OtlpProtocol>().unwrap(), OtlpProtocol::HttpProtobuf);
-        assert!("http/json".parse::<OtlpProtocol>().unwrap_err().contains("\"grpc\" or \"http/protobuf\""));
-        let given = OtlpProtocol::resolve(Some(OtlpProtocol::HttpProtobuf), Some("http://c:4317")).unwrap();
-        assert_eq!(given, OtlpProtocol::HttpProtobuf);
-        if ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some())
-        {
-            return; // The environment decides; what follows is the default without it.
+    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        for processor in &mut self.others {
+            processor.set_resource(resource);
         }
-        assert_eq!(OtlpProtocol::resolve(None, Some("http://collector:4317")).unwrap(), OtlpProtocol::Grpc);
-        assert_eq!(OtlpProtocol::resolve(None, Some("http://collector:4317/")).unwrap(), OtlpProtocol::Grpc);
-        assert_eq!(OtlpProtocol::resolve(None, Some("http://collector:4318")).unwrap(), OtlpProtocol::HttpProtobuf);
-        assert_eq!(OtlpProtocol::resolve(None, Some("http://collector:43170")).unwrap(), OtlpProtocol::HttpProtobuf);
-        assert_eq!(OtlpProtocol::resolve(None, None).unwrap(), OtlpProtocol::HttpProtobuf);
     }
 }

@@ -3,6 +3,7 @@
 //! gathers spans for a moment ([`GATHER`]), folds them into traces and stores the batch in one
 //! write.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
@@ -10,16 +11,16 @@ use std::time::{Duration, SystemTime};
 use agno_core::{SpanRecord, TraceStore, trace_of_spans};
 use opentelemetry::trace::{SpanId, SpanKind, Status};
 use opentelemetry::{Array, Value as OtelValue};
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
+use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 /// Spans one write stores at most.
-const BATCH: usize = 512;
+const BATCH: usize = 4096;
 
-/// How long the writer gathers spans after the first of a batch before it writes them (a flush
-/// writes at once): a run's spans and those of the runs beside it go in one write, not one each.
+/// How long the writer lets spans gather after the first of a batch before it writes them (a
+/// flush ends the wait): a run's spans and those of the runs beside it go in one write, not one
+/// each. The writer sleeps meanwhile instead of waking for every span that arrives.
 const GATHER: Duration = Duration::from_millis(200);
 
 /// What the store has done so far.
@@ -31,6 +32,13 @@ pub struct TracingStats {
     pub dropped: u64,
     /// Batches the store refused (their spans are counted in `dropped`).
     pub failed_batches: u64,
+    /// Spans handed to the OTLP exporters' queues.
+    pub otlp_handed: u64,
+    /// Spans the collector took.
+    pub otlp_exported: u64,
+    /// Spans lost with an export that failed (the collector down, slow or refusing them).
+    /// Once flushed, `otlp_handed - otlp_exported - otlp_failed` were dropped by a full queue.
+    pub otlp_failed: u64,
 }
 
 #[derive(Debug, Default)]
@@ -49,6 +57,8 @@ enum Msg {
 pub(crate) struct Writer {
     tx: mpsc::Sender<Msg>,
     counters: Arc<Counters>,
+    /// Ends the writer's gathering wait early (a flush is queued).
+    wake: Arc<Notify>,
 }
 
 impl Writer {
@@ -60,8 +70,9 @@ impl Writer {
     ) -> (Writer, StoreProcessor) {
         let (tx, rx) = mpsc::channel(buffer);
         let counters = Arc::new(Counters::default());
-        runtime.spawn(write_loop(store, rx, Arc::clone(&counters)));
-        (Writer { tx: tx.clone(), counters: Arc::clone(&counters) }, StoreProcessor { tx, counters })
+        let wake = Arc::new(Notify::new());
+        runtime.spawn(write_loop(store, rx, Arc::clone(&counters), Arc::clone(&wake)));
+        (Writer { tx: tx.clone(), counters: Arc::clone(&counters), wake }, StoreProcessor { tx, counters })
     }
 
     /// Waits until what was handed over before is stored (the flush queues behind it); a full
@@ -69,6 +80,7 @@ impl Writer {
     pub(crate) async fn flush(&self) {
         let (done, wait) = oneshot::channel();
         if self.tx.send(Msg::Flush(done)).await.is_ok() {
+            self.wake.notify_one();
             let _ = wait.await;
         }
     }
@@ -78,23 +90,42 @@ impl Writer {
             written: self.counters.written.load(Ordering::Relaxed),
             dropped: self.counters.dropped.load(Ordering::Relaxed),
             failed_batches: self.counters.failed_batches.load(Ordering::Relaxed),
+            ..TracingStats::default()
         }
     }
 }
 
-async fn write_loop(store: Arc<dyn TraceStore>, mut rx: mpsc::Receiver<Msg>, counters: Arc<Counters>) {
+/// Takes messages already waiting into `batch`, up to [`BATCH`], without waiting.
+fn take_waiting(rx: &mut mpsc::Receiver<Msg>, batch: &mut Vec<Msg>) {
+    while batch.len() < BATCH {
+        match rx.try_recv() {
+            Ok(msg) => batch.push(msg),
+            Err(_) => break,
+        }
+    }
+}
+
+async fn write_loop(
+    store: Arc<dyn TraceStore>,
+    mut rx: mpsc::Receiver<Msg>,
+    counters: Arc<Counters>,
+    wake: Arc<Notify>,
+) {
     let mut batch = Vec::with_capacity(BATCH);
+    let flush_queued = |batch: &[Msg]| batch.iter().any(|m| matches!(m, Msg::Flush(_)));
     loop {
+        // One wake-up for the first message of a batch...
         if rx.recv_many(&mut batch, BATCH).await == 0 {
             return;
         }
-        let deadline = tokio::time::Instant::now() + GATHER;
-        while batch.len() < BATCH && !batch.iter().any(|m| matches!(m, Msg::Flush(_))) {
-            let room = BATCH - batch.len();
-            match tokio::time::timeout_at(deadline, rx.recv_many(&mut batch, room)).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+        take_waiting(&mut rx, &mut batch);
+        // ...and one when the batch has gathered (a backlog, a full batch or a flush: at once).
+        if batch.len() < BATCH && !flush_queued(&batch) {
+            tokio::select! {
+                () = tokio::time::sleep(GATHER) => {}
+                () = wake.notified() => {}
             }
+            take_waiting(&mut rx, &mut batch);
         }
         let mut spans = Vec::with_capacity(batch.len());
         let mut flushes = Vec::new();
@@ -115,14 +146,16 @@ async fn write_loop(store: Arc<dyn TraceStore>, mut rx: mpsc::Receiver<Msg>, cou
 
 /// Stores `spans` with the traces they fold into (one per trace id, in order of appearance).
 async fn write_batch(store: &dyn TraceStore, spans: &[SpanRecord], counters: &Counters) {
-    let mut by_trace: Vec<(&str, Vec<&SpanRecord>)> = Vec::new();
+    let mut by_trace: Vec<Vec<&SpanRecord>> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
     for span in spans {
-        match by_trace.iter_mut().find(|(id, _)| *id == span.trace_id) {
-            Some((_, list)) => list.push(span),
-            None => by_trace.push((&span.trace_id, vec![span])),
-        }
+        let at = *index.entry(&span.trace_id).or_insert_with(|| {
+            by_trace.push(Vec::new());
+            by_trace.len() - 1
+        });
+        by_trace[at].push(span);
     }
-    let traces: Vec<_> = by_trace.iter().filter_map(|(_, list)| trace_of_spans(list)).collect();
+    let traces: Vec<_> = by_trace.iter().filter_map(|list| trace_of_spans(list)).collect();
     let n = spans.len() as u64;
     match store.write_spans(&traces, spans).await {
         Ok(()) => {
@@ -138,17 +171,16 @@ async fn write_batch(store: &dyn TraceStore, spans: &[SpanRecord], counters: &Co
     }
 }
 
-/// The span processor of a store: hands ended spans to the writer without waiting.
+/// The store's side of the span processor: hands ended spans to the writer without waiting.
 #[derive(Debug)]
 pub(crate) struct StoreProcessor {
     tx: mpsc::Sender<Msg>,
     counters: Arc<Counters>,
 }
 
-impl SpanProcessor for StoreProcessor {
-    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &opentelemetry::Context) {}
-
-    fn on_end(&self, span: SpanData) {
+impl StoreProcessor {
+    /// Hands an ended span to the writer without waiting (a full buffer drops it, counted).
+    pub(crate) fn take(&self, span: &SpanData) {
         if !span.span_context.is_sampled() {
             return;
         }
@@ -161,14 +193,6 @@ impl SpanProcessor for StoreProcessor {
             }
         }
     }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        Ok(())
-    }
-
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
-        Ok(())
-    }
 }
 
 /// An ISO-8601 time in UTC with microseconds, as Agno stores span times.
@@ -177,11 +201,11 @@ pub(crate) fn iso(at: SystemTime) -> String {
 }
 
 /// An ended span as Agno stores it.
-fn record(span: SpanData) -> SpanRecord {
-    let (status_code, status_message) = match span.status {
+fn record(span: &SpanData) -> SpanRecord {
+    let (status_code, status_message) = match &span.status {
         Status::Unset => ("UNSET", None),
         Status::Ok => ("OK", None),
-        Status::Error { description } => ("ERROR", Some(description.into_owned()).filter(|d| !d.is_empty())),
+        Status::Error { description } => ("ERROR", Some(description.to_string()).filter(|d| !d.is_empty())),
     };
     let kind = match span.span_kind {
         SpanKind::Client => "CLIENT",
@@ -192,12 +216,12 @@ fn record(span: SpanData) -> SpanRecord {
     };
     let duration = span.end_time.duration_since(span.start_time).unwrap_or_default();
     let attributes: Map<String, Value> =
-        span.attributes.into_iter().map(|kv| (kv.key.as_str().to_owned(), json(kv.value))).collect();
+        span.attributes.iter().map(|kv| (kv.key.as_str().to_owned(), json(&kv.value))).collect();
     SpanRecord {
         span_id: format!("{:016x}", span.span_context.span_id()),
         trace_id: format!("{:032x}", span.span_context.trace_id()),
         parent_span_id: (span.parent_span_id != SpanId::INVALID).then(|| format!("{:016x}", span.parent_span_id)),
-        name: span.name.into_owned(),
+        name: span.name.to_string(),
         span_kind: kind.to_owned(),
         status_code: status_code.to_owned(),
         status_message,
@@ -209,16 +233,16 @@ fn record(span: SpanData) -> SpanRecord {
     }
 }
 
-fn json(value: OtelValue) -> Value {
+fn json(value: &OtelValue) -> Value {
     match value {
-        OtelValue::Bool(b) => Value::Bool(b),
-        OtelValue::I64(i) => Value::from(i),
-        OtelValue::F64(f) => Value::from(f),
-        OtelValue::String(s) => Value::String(s.to_string()),
-        OtelValue::Array(Array::Bool(v)) => Value::from(v),
-        OtelValue::Array(Array::I64(v)) => Value::from(v),
-        OtelValue::Array(Array::F64(v)) => Value::from(v),
-        OtelValue::Array(Array::String(v)) => Value::from(v.into_iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+        OtelValue::Bool(b) => Value::Bool(*b),
+        OtelValue::I64(i) => Value::from(*i),
+        OtelValue::F64(f) => Value::from(*f),
+        OtelValue::String(s) => Value::String(s.as_str().to_owned()),
+        OtelValue::Array(Array::Bool(v)) => Value::from(v.clone()),
+        OtelValue::Array(Array::I64(v)) => Value::from(v.clone()),
+        OtelValue::Array(Array::F64(v)) => Value::from(v.clone()),
+        OtelValue::Array(Array::String(v)) => Value::from(v.iter().map(|s| s.as_str().to_owned()).collect::<Vec<_>>()),
         other => Value::String(other.to_string()),
     }
 }
