@@ -603,18 +603,19 @@ impl Drop for Profile {
 /// alternating the three so that each sees the same machine; medians of the rounds, and what
 /// tracing adds.
 async fn tracing_overhead(bench: &Bench, client: &reqwest::Client) {
-    const ROUNDS: usize = 3;
+    // More rounds (`AGNO_BENCH_ROUNDS`) narrow the medians: rounds differ by several percent here.
+    let rounds: usize = std::env::var("AGNO_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(3).max(1);
     // 50 warm-up runs, then 300 at 1 client and 2,400 at 32.
     const TOTAL_RUNS: u64 = 50 + 300 + 2400;
     const MODES: [&str; 3] = ["off", "stored", "stored + OTLP"];
     println!(
-        "tracing overhead (agno serve, SQLite, non-streaming runs; {ROUNDS} rounds alternating off / stored / \
+        "tracing overhead (agno serve, SQLite, non-streaming runs; {rounds} rounds alternating off / stored / \
          stored + OTLP to a local sink, medians):"
     );
     let sink = otlp_sink().await;
     let mut figures: std::collections::BTreeMap<(usize, usize), (Vec<f64>, Vec<f64>)> = Default::default();
     let mut stored = 0;
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         for (mode, name) in MODES.iter().enumerate() {
             let traced = mode > 0;
             let db = format!("sqlite://{}", bench.dir.join(format!("tracing-{round}-{mode}.db")).display());
@@ -675,15 +676,17 @@ async fn tracing_overhead(bench: &Bench, client: &reqwest::Client) {
     for concurrency in [1, 32] {
         let off_cpu = median(&figures[&(0, concurrency)].1);
         for (mode, name) in MODES.iter().enumerate() {
-            let (rate, cpu) = &figures[&(mode, concurrency)];
-            let cpu = median(cpu);
+            let (rate, cpus) = &figures[&(mode, concurrency)];
+            let cpu = median(cpus);
+            let (low, high) = cpus.iter().fold((f64::MAX, 0.0f64), |(l, h), c| (l.min(*c), h.max(*c)));
             let added = if mode == 0 {
                 String::new()
             } else {
                 format!(" ({:+.1}% CPU per run)", (cpu / off_cpu - 1.0) * 100.0)
             };
             println!(
-                "    c={concurrency:>2} {name:>14}: {:>6.0} runs/s, {cpu:.3} ms server CPU/run{added}",
+                "    c={concurrency:>2} {name:>14}: {:>6.0} runs/s, {cpu:.3} ms server CPU/run{added} \
+                 [rounds {low:.3}..{high:.3}]",
                 median(rate)
             );
         }

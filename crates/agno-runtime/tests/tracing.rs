@@ -155,3 +155,20 @@ async fn a_collector_that_is_down_costs_its_spans_counted_never_a_run() {
         tracing.shutdown();
     }
 }
+
+/// `sample_ratio(0.0)` traces nothing (runs unchanged); a ratio of 1 traces every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sample_ratio_decides_which_runs_are_traced() {
+    for (ratio, spans) in [(0.0, 0), (1.0, 8)] {
+        let store = unreliable(true);
+        let tracing =
+            Tracing::builder().store(Arc::clone(&store) as Arc<dyn TraceStore>).sample_ratio(ratio).build().unwrap();
+        let agent = Agent::builder("test").tracing(tracing.clone()).build().unwrap();
+        for i in 0..4 {
+            let out = agent.arun(format!("question {i}")).await.unwrap();
+            assert_eq!(out.status, agno_core::RunStatus::Completed);
+        }
+        tracing.flush().await;
+        assert_eq!(tracing.stats().written, spans, "ratio {ratio}: {:?}", tracing.stats());
+    }
+}

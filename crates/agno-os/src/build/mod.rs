@@ -190,9 +190,11 @@ pub(crate) fn tracing(
     let mut builder = agno_runtime::Tracing::builder()
         .store(store)
         .service_name(os_id)
-        .sample_ratio(settings.sample_ratio)
         .buffer(settings.buffer)
         .max_attribute_len(settings.max_attribute_len);
+    if let Some(ratio) = settings.sample_ratio {
+        builder = builder.sample_ratio(ratio);
+    }
     let from_env = ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));

@@ -184,9 +184,10 @@ pub struct TracingSettings {
     /// Trace runs.
     #[serde(default)]
     pub enabled: bool,
-    /// The share of runs traced, 0.0 to 1.0 (decided per trace).
-    #[serde(default = "default_sample_ratio")]
-    pub sample_ratio: f64,
+    /// The share of runs traced, 0.0 to 1.0 (decided per trace); unset: the standard
+    /// `OTEL_TRACES_SAMPLER` decides when set, else every run is traced.
+    #[serde(default)]
+    pub sample_ratio: Option<f64>,
     /// Spans waiting to be stored beyond which new ones are dropped (and counted).
     #[serde(default = "default_trace_buffer")]
     pub buffer: usize,
@@ -208,9 +209,6 @@ pub struct TracingSettings {
     pub retention_days: Option<u32>,
 }
 
-fn default_sample_ratio() -> f64 {
-    1.0
-}
 fn default_trace_buffer() -> usize {
     agno_runtime::trace::DEFAULT_BUFFER
 }
@@ -222,7 +220,7 @@ impl Default for TracingSettings {
     fn default() -> Self {
         Self {
             enabled: false,
-            sample_ratio: default_sample_ratio(),
+            sample_ratio: None,
             buffer: default_trace_buffer(),
             max_attribute_len: default_max_attribute_len(),
             otlp_endpoint: None,

@@ -63,7 +63,7 @@ impl Tracing {
             store: None,
             processors: Vec::new(),
             otlp_counters: Arc::default(),
-            sample_ratio: 1.0,
+            sample_ratio: None,
             buffer: DEFAULT_BUFFER,
             max_attribute_len: DEFAULT_MAX_ATTRIBUTE_LEN,
             service_name: "agno".to_owned(),
@@ -129,7 +129,7 @@ pub struct TracingBuilder {
     store: Option<Arc<dyn agno_core::TraceStore>>,
     processors: Vec<Box<dyn SpanProcessor>>,
     otlp_counters: Arc<otlp::Counters>,
-    sample_ratio: f64,
+    sample_ratio: Option<f64>,
     buffer: usize,
     max_attribute_len: usize,
     service_name: String,
@@ -183,10 +183,12 @@ impl TracingBuilder {
         self
     }
 
-    /// Traces this share of runs (0.0 to 1.0; default all), decided per trace.
+    /// Traces this share of runs (0.0 to 1.0), decided per trace. Without it, the standard
+    /// `OTEL_TRACES_SAMPLER` (with `OTEL_TRACES_SAMPLER_ARG`) decides when set, else all runs are
+    /// traced.
     #[must_use]
     pub fn sample_ratio(mut self, ratio: f64) -> Self {
-        self.sample_ratio = if ratio.is_finite() { ratio.clamp(0.0, 1.0) } else { 1.0 };
+        self.sample_ratio = Some(if ratio.is_finite() { ratio.clamp(0.0, 1.0) } else { 1.0 });
         self
     }
 
@@ -210,10 +212,12 @@ impl TracingBuilder {
     /// # Errors
     /// A store is given outside a tokio runtime.
     pub fn build(self) -> Result<Tracing, String> {
-        let sampler = if self.sample_ratio >= 1.0 {
-            Sampler::AlwaysOn
-        } else {
-            Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(self.sample_ratio)))
+        let sampler = match self.sample_ratio {
+            Some(ratio) if ratio < 1.0 => Some(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio)))),
+            Some(_) => Some(Sampler::AlwaysOn),
+            // The SDK's default reads `OTEL_TRACES_SAMPLER`.
+            None if std::env::var_os("OTEL_TRACES_SAMPLER").is_some() => None,
+            None => Some(Sampler::AlwaysOn),
         };
         // `OTEL_SERVICE_NAME` (read by the resource's builder) wins over the name given here.
         let mut resource = opentelemetry_sdk::Resource::builder();
@@ -221,7 +225,10 @@ impl TracingBuilder {
             resource = resource.with_service_name(self.service_name);
         }
         let resource = resource.build();
-        let provider = SdkTracerProvider::builder().with_sampler(sampler).with_resource(resource);
+        let mut provider = SdkTracerProvider::builder().with_resource(resource);
+        if let Some(sampler) = sampler {
+            provider = provider.with_sampler(sampler);
+        }
         let (writer, store) = match self.store {
             Some(store) => {
                 let handle = tokio::runtime::Handle::try_current()

@@ -120,12 +120,16 @@ async fn write_loop(
         }
         take_waiting(&mut rx, &mut batch);
         // ...and one when the batch has gathered (a backlog, a full batch or a flush: at once).
-        if batch.len() < BATCH && !flush_queued(&batch) {
+        let deadline = tokio::time::Instant::now() + GATHER;
+        while batch.len() < BATCH && !flush_queued(&batch) {
             tokio::select! {
-                () = tokio::time::sleep(GATHER) => {}
-                () = wake.notified() => {}
+                () = tokio::time::sleep_until(deadline) => {
+                    take_waiting(&mut rx, &mut batch);
+                    break;
+                }
+                // A flush was queued (or an earlier flush's wake-up was left over: gather on).
+                () = wake.notified() => take_waiting(&mut rx, &mut batch),
             }
-            take_waiting(&mut rx, &mut batch);
         }
         let mut spans = Vec::with_capacity(batch.len());
         let mut flushes = Vec::new();
