@@ -107,7 +107,17 @@ async fn agno_serve_answers_with_python_agentos_shapes() {
 /// `extra` is appended.
 fn python_agentos_twin(dir: &std::path::Path, provider: &FakeProvider, extra: &str) -> std::path::PathBuf {
     let db_url = format!("sqlite://{}", dir.join("agno-rs.db").display());
-    let config = slow_agent_config(dir, "agentos.toml", &db_url, &provider.base_url(), "");
+    python_agentos_twin_on(dir, provider, extra, &db_url)
+}
+
+/// [`python_agentos_twin`] on the database `db_url`.
+fn python_agentos_twin_on(
+    dir: &std::path::Path,
+    provider: &FakeProvider,
+    extra: &str,
+    db_url: &str,
+) -> std::path::PathBuf {
+    let config = slow_agent_config(dir, "agentos.toml", db_url, &provider.base_url(), "");
     let toml = std::fs::read_to_string(&config)
         .unwrap()
         .replace("id = \"slow\"\n", "id = \"demo\"\nname = \"Demo\"\nadd_history_to_context = true\n")
@@ -186,19 +196,37 @@ async fn traced_runs(base: &str) -> Vec<String> {
 /// Traces written by either side are read alike by both: Python AgentOS 3.1.10 serving the
 /// database agno-rs traced answers `/traces` and each `/traces/{id}` (names, kinds, parent links,
 /// token counts, inputs and outputs) as agno-rs does, and agno-rs serving the database Python
-/// traced answers as Python does.
+/// traced answers as Python does; on SQLite files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn traces_are_read_alike_by_both_servers_whoever_wrote_them() {
     let Some(python) = agno_testkit::agno_python("the traces interop check against Python AgentOS") else { return };
-    let provider = FakeProvider::start().await.unwrap();
-    provider.set_fallback(Some(Reply::Echo));
     let dir = scratch_dir("tinterop");
     let python_db = format!("sqlite://{}", dir.join("python.db").display());
     let rs_db = format!("sqlite://{}", dir.join("agno-rs.db").display());
+    traces_interop(&python, &dir, &python_db, &rs_db).await;
+}
+
+/// [`traces_are_read_alike_by_both_servers_whoever_wrote_them`] on PostgreSQL: each side writes
+/// its traces into a schema of its own, and reads the other's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_traces_are_read_alike_by_both_servers_whoever_wrote_them() {
+    let Some(python) = agno_testkit::agno_python("the traces interop check on PostgreSQL") else { return };
+    let (Some(python_db), Some(rs_db)) = (common::postgres_schema("tpy"), common::postgres_schema("trs")) else {
+        return;
+    };
+    let dir = scratch_dir("tinterop-pg");
+    traces_interop(&python, &dir, &python_db.url, &rs_db.url).await;
+}
+
+/// Python AgentOS traces runs into `python_db`, agno serve into `rs_db`; then each serves the
+/// other's database and must answer the trace routes as the writer does.
+async fn traces_interop(python: &str, dir: &std::path::Path, python_db: &str, rs_db: &str) {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
 
     // Each side traces its own runs into its own database.
-    let (py_writer, py_base) = start_python_agentos(&python, &provider, &dir, &python_db, &["--tracing".into()]).await;
-    let config = python_agentos_twin(&dir, &provider, "[tracing]\nenabled = true\n");
+    let (py_writer, py_base) = start_python_agentos(python, &provider, dir, python_db, &["--tracing".into()]).await;
+    let config = python_agentos_twin_on(dir, &provider, "[tracing]\nenabled = true\n", rs_db);
     let (rs_writer, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
     let rs_base = format!("http://127.0.0.1:{rs_port}");
     let python_traces = traced_runs(&py_base).await;
@@ -207,10 +235,10 @@ async fn traces_are_read_alike_by_both_servers_whoever_wrote_them() {
     // Then each reads the other's: a Python AgentOS on agno-rs's database, agno-rs on Python's.
     let py_dir = dir.join("py-reader");
     std::fs::create_dir_all(&py_dir).unwrap();
-    let (_py_reader, py_reader_base) = start_python_agentos(&python, &provider, &py_dir, &rs_db, &[]).await;
+    let (_py_reader, py_reader_base) = start_python_agentos(python, &provider, &py_dir, rs_db, &[]).await;
     let rs_dir = dir.join("rs-reader");
     std::fs::create_dir_all(&rs_dir).unwrap();
-    let reader_config = slow_agent_config(&rs_dir, "agentos.toml", &python_db, &provider.base_url(), "");
+    let reader_config = slow_agent_config(&rs_dir, "agentos.toml", python_db, &provider.base_url(), "");
     let (_rs_reader, rs_reader_port) = start_serve_logged(&reader_config, &rs_dir.join("agno-rs.log")).await;
     let rs_reader_base = format!("http://127.0.0.1:{rs_reader_port}");
 
