@@ -264,14 +264,15 @@ async fn reason(model: &dyn Model, st: &mut RunState, em: &mut Emitter) -> Resul
 }
 
 /// The span of one model call (`{Model}.invoke`, streamed or not: the OS streams every run
-/// internally, so the name says only that the model was called), with the messages it is sent.
+/// internally, so the name says only that the model was called), with the messages it is sent
+/// (serialised no further than the attribute size limit).
 fn model_span(model: &dyn agno_core::Model, request: &ModelRequest) -> Option<SpanScope> {
-    SpanScope::start("LLM", || {
+    SpanScope::start_bounded("LLM", |max_len| {
         #[derive(serde::Serialize)]
         struct Input<'a> {
             messages: &'a [agno_core::Message],
         }
-        let messages = serde_json::to_string(&Input { messages: &request.messages }).unwrap_or_default();
+        let messages = crate::trace::json_cut(&Input { messages: &request.messages }, max_len);
         let attributes = vec![
             ("llm.model_name", Some(model.id().to_owned())),
             ("llm.provider", Some(model.provider().to_owned())),

@@ -129,6 +129,11 @@ async fn a_text_attribute_over_the_limit_is_cut_never_refused() {
     let input = root.attribute("input.value").unwrap();
     assert!(input.starts_with(&"é".repeat(50)), "cut on a character boundary: {input}");
     assert!(input.ends_with("... [1900 more bytes]"), "{input}");
+    // The model call's messages are serialised no further than the limit.
+    let llm = spans.iter().find(|s| s.attribute("openinference.span.kind") == Some("LLM")).unwrap();
+    let messages = llm.attribute("input.value").unwrap();
+    assert!(messages.len() <= 100 && messages.ends_with("... [cut]"), "{messages}");
+    assert!(messages.starts_with("{\"messages\":["), "{messages}");
 }
 
 /// A collector that is down costs the spans sent to it (counted as failed), never a run: over

@@ -27,7 +27,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, SpanProcessor};
 
 pub use otlp::OtlpProtocol;
-pub(crate) use spans::{RunSpan, Runner, SpanScope, in_span, propagate, traced};
+pub(crate) use spans::{RunSpan, Runner, SpanScope, in_span, json_cut, propagate, traced};
 pub use store::TracingStats;
 
 /// The longest string attribute kept whole (longer ones are cut, never rejected).

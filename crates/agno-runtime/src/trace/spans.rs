@@ -38,6 +38,15 @@ impl SpanScope {
         kind: &'static str,
         describe: impl FnOnce() -> (N, Vec<(&'static str, Option<String>)>),
     ) -> Option<SpanScope> {
+        Self::start_under(None, kind, |_| describe())
+    }
+
+    /// As [`SpanScope::start`], `describe` told the longest text attribute kept (to bound work
+    /// on text that would be cut anyway).
+    pub(crate) fn start_bounded<N: Into<Cow<'static, str>>>(
+        kind: &'static str,
+        describe: impl FnOnce(usize) -> (N, Vec<(&'static str, Option<String>)>),
+    ) -> Option<SpanScope> {
         Self::start_under(None, kind, describe)
     }
 
@@ -46,7 +55,7 @@ impl SpanScope {
     pub(crate) fn start_under<N: Into<Cow<'static, str>>>(
         own: Option<&Tracing>,
         kind: &'static str,
-        describe: impl FnOnce() -> (N, Vec<(&'static str, Option<String>)>),
+        describe: impl FnOnce(usize) -> (N, Vec<(&'static str, Option<String>)>),
     ) -> Option<SpanScope> {
         Context::map_current(|current| {
             let owned;
@@ -60,7 +69,7 @@ impl SpanScope {
             };
             let tracing = cx.get::<Tracing>()?;
             let max_len = tracing.inner.max_attribute_len;
-            let (name, attributes) = describe();
+            let (name, attributes) = describe(max_len);
             let mut attrs = vec![KeyValue::new("openinference.span.kind", kind)];
             attrs.extend(attributes.into_iter().filter_map(|(k, v)| v.map(|v| KeyValue::new(k, cut(v, max_len)))));
             let builder = SpanBuilder::from_name(name).with_kind(SpanKind::Internal).with_attributes(attrs);
@@ -121,6 +130,43 @@ fn cut(mut text: String, max: usize) -> String {
         text.push_str(&format!("... [{cut_bytes} more bytes]"));
     }
     text
+}
+
+/// `value` as JSON text of at most `max` bytes: serialising stops at the limit (a long history
+/// is not serialised whole only to be cut), and a cut text ends, on a character boundary, with
+/// `... [cut]`.
+pub(crate) fn json_cut<T: serde::Serialize + ?Sized>(value: &T, max: usize) -> String {
+    const MARK: &str = "... [cut]";
+    /// Takes bytes up to `limit`, then refuses (which stops the serialiser).
+    struct Limited {
+        buf: Vec<u8>,
+        limit: usize,
+    }
+    impl std::io::Write for Limited {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            let room = self.limit.saturating_sub(self.buf.len());
+            if data.len() > room {
+                self.buf.extend_from_slice(&data[..room]);
+                return Err(std::io::Error::other("the attribute is full"));
+            }
+            self.buf.extend_from_slice(data);
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // One byte past the limit tells a text that fits from one that does not.
+    let mut out = Limited { buf: Vec::new(), limit: max.saturating_add(1) };
+    let whole = serde_json::to_writer(&mut out, value).is_ok() && out.buf.len() <= max;
+    let end = if whole { out.buf.len() } else { max.saturating_sub(MARK.len()).min(out.buf.len()) };
+    let kept = &out.buf[..end];
+    let text = match std::str::from_utf8(kept) {
+        Ok(text) => text,
+        // Cut inside a character: keep what precedes it.
+        Err(e) => std::str::from_utf8(&kept[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    if whole { text.to_owned() } else { format!("{text}{MARK}") }
 }
 
 /// `fut` with `scope`'s span current while it runs (as it is without one). Boxed: the futures of
@@ -190,7 +236,7 @@ impl RunSpan {
             Runner::Workflow => ("CHAIN", "Workflow", "agno.workflow.id", "agno.workflow"),
         };
         let some = |s: Option<&str>| s.map(str::to_owned);
-        let scope = SpanScope::start_under(own, kind, || {
+        let scope = SpanScope::start_under(own, kind, |_| {
             let shown =
                 name.filter(|n| !n.is_empty()).map_or_else(|| default_name.to_owned(), |n| n.replace([' ', '-'], "_"));
             let attributes = vec![
@@ -260,6 +306,27 @@ impl RunSpan {
             Ok(run) if run.status == RunStatus::Error => span.fail("run status: error"),
             Ok(_) => span.ok(),
             Err(e) => span.fail(&e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::json_cut;
+
+    #[test]
+    fn json_cut_keeps_what_fits_and_stops_at_the_limit() {
+        let small = serde_json::json!({"messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(json_cut(&small, 1000), small.to_string());
+        let exact = small.to_string();
+        assert_eq!(json_cut(&small, exact.len()), exact, "a text of exactly the limit is whole");
+        let long: Vec<String> = (0..10_000).map(|i| format!("é{i}")).collect();
+        for max in [64, 65, 66, 1000] {
+            let cut = json_cut(&long, max);
+            assert!(cut.len() <= max, "{max}: {} bytes", cut.len());
+            assert!(cut.ends_with("... [cut]"), "{cut}");
+            assert!(cut.starts_with("[\"é0\",\"é1\""), "{cut}");
         }
     }
 }
