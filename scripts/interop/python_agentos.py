@@ -20,6 +20,12 @@ def make_db(url):
         from agno.db.sqlite import SqliteDb
 
         return SqliteDb(db_file=url[len("sqlite://"):])
+    if url.startswith("mysql://"):
+        from agno.db.mysql import MySQLDb
+
+        parsed = urllib.parse.urlparse(url)
+        database = parsed.path.lstrip("/")
+        return MySQLDb(db_url=urllib.parse.urlunparse(parsed._replace(scheme="mysql+pymysql")), db_schema=database)
     from agno.db.postgres import PostgresDb
 
     parsed = urllib.parse.urlparse(url)

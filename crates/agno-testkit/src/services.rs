@@ -124,6 +124,43 @@ pub fn mariadb(what: &str) -> bool {
     service(what, "MariaDB", &host_port(std::env::var("AGNO_TEST_MYSQL_URL").ok(), "127.0.0.1:3306"))
 }
 
+/// A fresh database on the test MariaDB/MySQL (`AGNO_TEST_MYSQL_URL`, default root on the local
+/// server), dropped when this goes out of scope; made with the `mysql` client.
+#[derive(Debug)]
+pub struct MySqlDatabase {
+    /// Its URL (`mysql://root@127.0.0.1:3306/agno_<tag>_<id>`).
+    pub url: String,
+    name: String,
+}
+
+impl MySqlDatabase {
+    /// A new database for the test `tag`, or `None` when MariaDB is not running here: the test is
+    /// then skipped (and fails under `CI=true`).
+    ///
+    /// # Panics
+    /// The `mysql` client cannot create it.
+    pub fn new(tag: &str) -> Option<Self> {
+        if !mariadb(&format!("test on MariaDB ({tag})")) {
+            return None;
+        }
+        let name = format!("agno_{tag}_{}", &agno_core::new_id().replace('-', "")[..12]);
+        let sql = format!("CREATE DATABASE `{name}`");
+        let out = std::process::Command::new("mysql").args(["-h", "127.0.0.1", "-u", "root", "-e", &sql]).output();
+        assert!(out.is_ok_and(|o| o.status.success()), "cannot create database {name} with the mysql client");
+        let base =
+            std::env::var("AGNO_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+        let server = base.rsplit_once('/').map_or(base.as_str(), |(server, _)| server);
+        Some(Self { url: format!("{server}/{name}"), name })
+    }
+}
+
+impl Drop for MySqlDatabase {
+    fn drop(&mut self) {
+        let sql = format!("DROP DATABASE IF EXISTS `{}`", self.name);
+        let _ = std::process::Command::new("mysql").args(["-h", "127.0.0.1", "-u", "root", "-e", &sql]).output();
+    }
+}
+
 /// True when the test Redis (`AGNO_TEST_REDIS_URL`, default `127.0.0.1:6379`) answers.
 pub fn redis(what: &str) -> bool {
     service(what, "Redis", &host_port(std::env::var("AGNO_TEST_REDIS_URL").ok(), "127.0.0.1:6379"))

@@ -222,36 +222,8 @@ impl Drop for PgSchema {
     }
 }
 
-/// A fresh database on the test MariaDB/MySQL (`AGNO_TEST_MYSQL_URL`, default root on the local
-/// server), dropped at the end. `None` when MariaDB is not running here: the test is then skipped
-/// (and fails under `CI=true`).
-pub struct MySqlDatabase {
-    pub url: String,
-    name: String,
-}
-
-impl MySqlDatabase {
-    pub fn new(tag: &str) -> Option<Self> {
-        if !agno_testkit::services::mariadb(&format!("agno-os test on MariaDB ({tag})")) {
-            return None;
-        }
-        let name = format!("agno_os_{tag}_{}", &agno_core::new_id().replace('-', "")[..12]);
-        let sql = format!("CREATE DATABASE `{name}`");
-        let out = std::process::Command::new("mysql").args(["-h", "127.0.0.1", "-u", "root", "-e", &sql]).output();
-        assert!(out.is_ok_and(|o| o.status.success()), "cannot create database {name} with the mysql client");
-        let base =
-            std::env::var("AGNO_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
-        let server = base.rsplit_once('/').map_or(base.as_str(), |(server, _)| server);
-        Some(Self { url: format!("{server}/{name}"), name })
-    }
-}
-
-impl Drop for MySqlDatabase {
-    fn drop(&mut self) {
-        let sql = format!("DROP DATABASE IF EXISTS `{}`", self.name);
-        let _ = std::process::Command::new("mysql").args(["-h", "127.0.0.1", "-u", "root", "-e", &sql]).output();
-    }
-}
+#[allow(unused_imports)]
+pub use agno_testkit::services::MySqlDatabase;
 
 /// A fresh key prefix on the test Redis (`AGNO_TEST_REDIS_URL`, default the local server's db 0),
 /// whose keys are deleted at the end. `None` when Redis is not running here: the test is then
