@@ -177,3 +177,81 @@ async fn the_sample_ratio_decides_which_runs_are_traced() {
         assert_eq!(tracing.stats().written, spans, "ratio {ratio}: {:?}", tracing.stats());
     }
 }
+
+/// One OTLP/HTTP request a [`collector`] took: its content type and body.
+type Received = (String, Vec<u8>);
+
+/// A minimal OTLP/HTTP collector on a free port: answers every request 200 and hands over what
+/// it received.
+async fn collector() -> (String, tokio::sync::mpsc::UnboundedReceiver<Received>) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut conn = BufReader::new(socket);
+                loop {
+                    let (mut length, mut kind) = (0usize, String::new());
+                    let mut line = String::new();
+                    // The request line, then headers up to the blank line.
+                    if conn.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        line.clear();
+                        if conn.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let header = line.trim_end().to_ascii_lowercase();
+                        if header.is_empty() {
+                            break;
+                        }
+                        if let Some(v) = header.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        if let Some(v) = header.strip_prefix("content-type:") {
+                            kind = v.trim().to_owned();
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if conn.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    let _ = tx.send((kind, body));
+                    let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                    if conn.get_mut().write_all(ok).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, rx)
+}
+
+/// `http/json`: the spans reach the collector as OTLP JSON (`resourceSpans`), the run's name and
+/// kind in them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_are_exported_as_otlp_json_when_asked() {
+    let (url, mut received) = collector().await;
+    let tracing = Tracing::builder()
+        .otlp(Some(&url), Some(agno_runtime::trace::OtlpProtocol::HttpJson))
+        .unwrap()
+        .build()
+        .unwrap();
+    let agent = Agent::builder("test").tracing(tracing.clone()).build().unwrap();
+    assert_eq!(agent.arun("hello").await.unwrap().status, agno_core::RunStatus::Completed);
+    tracing.flush().await;
+    let (kind, body) = tokio::time::timeout(Duration::from_secs(30), received.recv()).await.unwrap().unwrap();
+    assert_eq!(kind, "application/json");
+    let export: serde_json::Value = serde_json::from_slice(&body).expect("a JSON body");
+    let spans = &export["resourceSpans"][0]["scopeSpans"][0]["spans"];
+    let names: Vec<&str> = spans.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"Agent.run") && names.contains(&"Test.invoke"), "{names:?}");
+    let stats = tracing.stats();
+    assert_eq!((stats.otlp_handed, stats.otlp_exported, stats.otlp_failed), (2, 2, 0), "{stats:?}");
+    tracing.shutdown();
+}

@@ -199,8 +199,8 @@ pub struct TracingSettings {
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set.
     #[serde(default)]
     pub otlp_endpoint: Option<String>,
-    /// `"grpc"` or `"http/protobuf"`; unset: the standard `OTEL_EXPORTER_OTLP_PROTOCOL`, else
-    /// gRPC for an endpoint on port 4317, else HTTP.
+    /// `"grpc"`, `"http/protobuf"` or `"http/json"`; unset: the standard
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL`, else gRPC for an endpoint on port 4317, else protobuf over HTTP.
     #[serde(default)]
     pub otlp_protocol: Option<String>,
     /// Delete traces (and their spans) older than this many days, at start and every hour;

@@ -17,6 +17,8 @@ pub enum OtlpProtocol {
     Grpc,
     /// Protobuf over HTTP (`http/protobuf`; port 4318).
     HttpProtobuf,
+    /// JSON over HTTP (`http/json`; port 4318).
+    HttpJson,
 }
 
 impl std::str::FromStr for OtlpProtocol {
@@ -26,7 +28,8 @@ impl std::str::FromStr for OtlpProtocol {
         match s.trim() {
             "grpc" => Ok(OtlpProtocol::Grpc),
             "http/protobuf" | "http" => Ok(OtlpProtocol::HttpProtobuf),
-            other => Err(format!("unknown OTLP protocol {other:?}: use \"grpc\" or \"http/protobuf\"")),
+            "http/json" => Ok(OtlpProtocol::HttpJson),
+            other => Err(format!("unknown OTLP protocol {other:?}: use \"grpc\", \"http/protobuf\" or \"http/json\"")),
         }
     }
 }
@@ -83,9 +86,9 @@ pub(crate) fn processor(
             }
             exporter.build()
         }
-        OtlpProtocol::HttpProtobuf => {
-            let mut exporter =
-                opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
+        http @ (OtlpProtocol::HttpProtobuf | OtlpProtocol::HttpJson) => {
+            let protocol = if http == OtlpProtocol::HttpJson { Protocol::HttpJson } else { Protocol::HttpBinary };
+            let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(protocol);
             if let Some(endpoint) = endpoint {
                 let url = if endpoint.ends_with("/v1/traces") {
                     endpoint.to_owned()
@@ -182,7 +185,8 @@ mod tests {
     fn the_protocol_is_the_given_one_else_grpc_on_the_grpc_port() {
         assert_eq!("grpc".parse::<OtlpProtocol>().unwrap(), OtlpProtocol::Grpc);
         assert_eq!("http/protobuf".parse::<OtlpProtocol>().unwrap(), OtlpProtocol::HttpProtobuf);
-        assert!("http/json".parse::<OtlpProtocol>().unwrap_err().contains("\"grpc\" or \"http/protobuf\""));
+        assert_eq!("http/json".parse::<OtlpProtocol>().unwrap(), OtlpProtocol::HttpJson);
+        assert!("thrift".parse::<OtlpProtocol>().unwrap_err().contains("\"grpc\", \"http/protobuf\" or \"http/json\""));
         let given = OtlpProtocol::resolve(Some(OtlpProtocol::HttpProtobuf), Some("http://c:4317")).unwrap();
         assert_eq!(given, OtlpProtocol::HttpProtobuf);
         if ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"]
