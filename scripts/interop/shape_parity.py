@@ -485,18 +485,20 @@ def traces_appear(at_least):
     when it ends, agno-rs a moment later (off the run's path). Records the ids later steps use."""
 
     def capture(side, _body):
+        # Until each kind is known: a trace can be listed before its root span is stored (the
+        # children's batch first), without the ids that tell its kind.
         deadline = time.time() + 30
         while True:
             listed = side.request("GET", "/traces?limit=50").json()
-            if listed.get("meta", {}).get("total_count", 0) >= at_least:
+            by_kind = {}
+            for t in listed.get("data", []):
+                kind = "workflow" if t.get("workflow_id") else "team" if t.get("team_id") else "agent"
+                by_kind.setdefault(kind, t["trace_id"])
+            if listed.get("meta", {}).get("total_count", 0) >= at_least and len(by_kind) == 3:
                 break
             if time.time() > deadline:
-                raise KeyError(f"{at_least} traces within 30 s (listed: {listed.get('meta')})")
+                raise KeyError(f"{at_least} traces of each kind within 30 s (listed: {listed.get('meta')})")
             time.sleep(0.2)
-        by_kind = {}
-        for t in listed["data"]:
-            kind = "workflow" if t.get("workflow_id") else "team" if t.get("team_id") else "agent"
-            by_kind.setdefault(kind, t["trace_id"])
         side.vars.update(agent_trace=by_kind["agent"], team_trace=by_kind["team"], workflow_trace=by_kind["workflow"])
 
     return capture
