@@ -68,6 +68,7 @@ pub use tool_execution::{ToolCallMetrics, ToolExecution, UserInputField};
 pub use traces::{
     CompareOp, FilterValue, SpanNode, SpanRecord, TraceField, TraceFilter, TraceQuery, TraceRecord, TraceSessionStats,
     TraceStatsQuery, TraceStore, component_level, duration_ms, fold_trace, session_stats, span_tree, trace_of_spans,
+    trace_time,
 };
 pub use usage::{MetricsBucket, MetricsQuery, SessionFacts};
 pub use workflow::{StepOutput, StepType, WorkflowEvent, WorkflowEventData, WorkflowStreamEvent};

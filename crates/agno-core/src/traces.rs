@@ -454,6 +454,13 @@ pub fn trace_of_spans(spans: &[&SpanRecord]) -> Option<TraceRecord> {
     })
 }
 
+/// `at` as traces store their times (ISO-8601 in UTC with microseconds, as Agno writes them):
+/// span and trace times, and every time they are compared with (filters, retention), so that
+/// comparing the text compares the times.
+pub fn trace_time(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, false)
+}
+
 /// Milliseconds from `start` to `end` (ISO-8601); 0 when either does not parse.
 pub fn duration_ms(start: &str, end: &str) -> i64 {
     match (chrono::DateTime::parse_from_rfc3339(start), chrono::DateTime::parse_from_rfc3339(end)) {

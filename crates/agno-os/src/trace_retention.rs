@@ -13,12 +13,11 @@ const EVERY: Duration = Duration::from_secs(3600);
 
 /// Deletes the traces created more than `keep` ago, now and every [`EVERY`], until `stop`.
 pub(crate) async fn run(db: Arc<dyn Db>, keep: Duration, stop: CancellationToken) {
+    let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
     loop {
-        let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
-        let before = chrono::Utc::now()
-            .checked_sub_signed(keep)
-            .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC)
-            .to_rfc3339_opts(chrono::SecondsFormat::Micros, false);
+        let before = agno_core::trace_time(
+            chrono::Utc::now().checked_sub_signed(keep).unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC),
+        );
         match db.delete_traces_created_before(&before).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(traces = n, before, "deleted traces past [tracing] retention_days"),

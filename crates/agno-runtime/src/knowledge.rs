@@ -10,7 +10,7 @@ use agno_tools::Function;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::trace::{SpanScope, traced};
+use crate::trace::{SpanScope, span_name, traced};
 
 /// Agno's instructions for the `search_knowledge_base` tool.
 pub(crate) const SEARCH_INSTRUCTIONS: &str = "<knowledge_base>\nYou have a knowledge base you can search using the \
@@ -52,7 +52,6 @@ pub(crate) async fn search(
 ) -> Result<Vec<Document>, KnowledgeError> {
     let span = SpanScope::start("RETRIEVER", || {
         let name = knowledge.name();
-        let shown = if name.is_empty() { "Knowledge".to_owned() } else { name.replace([' ', '-'], "_") };
         let attributes = vec![
             ("input.value", Some(query.to_owned())),
             ("input.mime_type", Some("text/plain".to_owned())),
@@ -60,7 +59,7 @@ pub(crate) async fn search(
             ("agno.knowledge.filters", filter.and_then(|f| serde_json::to_string(f).ok())),
             ("agno.user.id", user_id.map(str::to_owned)),
         ];
-        (format!("{shown}.search"), attributes)
+        (span_name(if name.is_empty() { "Knowledge" } else { name }, "search"), attributes)
     });
     traced(span, knowledge.search(query, None, filter, user_id), |span, docs| {
         for (i, doc) in docs.iter().enumerate() {

@@ -27,7 +27,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, SpanProcessor};
 
 pub use otlp::OtlpProtocol;
-pub(crate) use spans::{RunSpan, Runner, SpanScope, in_span, json_cut, propagate, traced};
+pub(crate) use spans::{RunSpan, Runner, SpanScope, in_span, json_cut, propagate, span_name, traced};
 pub use store::TracingStats;
 
 /// The longest string attribute kept whole (longer ones are cut, never rejected).
@@ -246,6 +246,13 @@ impl TracingBuilder {
     }
 }
 
+/// Whether a count of lost spans (or batches) that went from `before` to `before + added` is
+/// worth a log line: the first loss, then each time the count passes a power of two, so an
+/// outage is logged a few times, not once per span.
+pub(crate) fn worth_logging(before: u64, added: u64) -> bool {
+    before == 0 || before.saturating_add(added).ilog2() > before.ilog2()
+}
+
 /// The one processor the provider has: each ended span goes to the store by reference, then to
 /// the other processors, moved to the last (the SDK would clone a span for every processor but
 /// the last; here only processors beyond the first export pay a clone).
@@ -282,5 +289,19 @@ impl SpanProcessor for Fanout {
         for processor in &mut self.others {
             processor.set_resource(resource);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::worth_logging;
+
+    #[test]
+    fn losses_are_logged_at_the_first_and_each_power_of_two_passed() {
+        let logged: Vec<u64> = (0..40).filter(|&before| worth_logging(before, 1)).map(|b| b + 1).collect();
+        assert_eq!(logged, [1, 2, 4, 8, 16, 32], "the counts at which a loss of one is logged");
+        assert!(worth_logging(6, 6), "6 -> 12 passes 8");
+        assert!(!worth_logging(8, 6), "8 -> 14 passes none");
+        assert!(!worth_logging(u64::MAX, 1), "no overflow");
     }
 }

@@ -105,8 +105,8 @@ pub(crate) fn processor(
     Ok(Handing { inner: BatchSpanProcessor::builder(counting).build(), counters })
 }
 
-/// An exporter counting the spans of each export as exported or failed (logging failures at
-/// the first and every power of two).
+/// An exporter counting the spans of each export as exported or failed (failures logged as
+/// [`super::worth_logging`] says).
 #[derive(Debug)]
 struct Counting<E> {
     inner: E,
@@ -123,7 +123,7 @@ impl<E: SpanExporter> SpanExporter for Counting<E> {
             }
             Err(e) => {
                 let before = self.counters.failed.fetch_add(n, Ordering::Relaxed);
-                if before == 0 || (before + n).ilog2() > before.ilog2() {
+                if super::worth_logging(before, n) {
                     tracing::warn!(error = %e, spans = n, failed = before + n, "cannot export spans over OTLP; they are lost");
                 }
             }

@@ -1,8 +1,9 @@
 //! The spans the engines open: a run's root (`{Name}.run`, AGENT for agents and teams, CHAIN for
 //! workflows), a model call (`{Model}.invoke`, LLM), a tool call (its name, TOOL; an MCP tool's
-//! with its server), a workflow step (`{Step}.execute`, CHAIN), a knowledge search
-//! (`{Knowledge}.search`, RETRIEVER) and a memory update (`MemoryManager.{method}`, CHAIN), each
-//! a child of the current context's span and current while its work runs. Every helper is a no-op when no [`Tracing`] is in the current context.
+//! with its server), a workflow step (`{Step}.execute`, CHAIN) and a knowledge search
+//! (`{Knowledge}.search`, RETRIEVER), each a child of the current context's span and current
+//! while its work runs (a memory update is the memory manager's own run, a root like any other
+//! nested where it starts). Every helper is a no-op when no [`Tracing`] is in the current context.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -132,6 +133,12 @@ fn cut(mut text: String, max: usize) -> String {
     text
 }
 
+/// A span's name as Agno's instrumentation forms it: `{name}.{method}`, spaces and dashes in the
+/// name turned into underscores.
+pub(crate) fn span_name(name: &str, method: &str) -> String {
+    format!("{}.{method}", name.replace([' ', '-'], "_"))
+}
+
 /// `value` as JSON text of at most `max` bytes: serialising stops at the limit (a long history
 /// is not serialised whole only to be cut), and a cut text ends, on a character boundary, with
 /// `... [cut]`.
@@ -237,8 +244,6 @@ impl RunSpan {
         };
         let some = |s: Option<&str>| s.map(str::to_owned);
         let scope = SpanScope::start_under(own, kind, |_| {
-            let shown =
-                name.filter(|n| !n.is_empty()).map_or_else(|| default_name.to_owned(), |n| n.replace([' ', '-'], "_"));
             let attributes = vec![
                 ("input.value", Some(input())),
                 (id_key, Some(id.to_owned())),
@@ -249,7 +254,7 @@ impl RunSpan {
                 ("agno.user.id", some(user_id)),
                 ("user.id", some(user_id)),
             ];
-            (format!("{shown}.{method}"), attributes)
+            (span_name(name.filter(|n| !n.is_empty()).unwrap_or(default_name), method), attributes)
         })?;
         Some(RunSpan(scope))
     }

@@ -168,7 +168,7 @@ async fn write_batch(store: &dyn TraceStore, spans: &[SpanRecord], counters: &Co
         Err(e) => {
             counters.dropped.fetch_add(n, Ordering::Relaxed);
             let failed = counters.failed_batches.fetch_add(1, Ordering::Relaxed);
-            if failed.is_power_of_two() || failed == 0 {
+            if super::worth_logging(failed, 1) {
                 tracing::warn!(error = %e, spans = n, failed_batches = failed + 1, "cannot store trace spans; they are dropped");
             }
         }
@@ -192,16 +192,16 @@ impl StoreProcessor {
             self.tx.try_send(Msg::Span(Box::new(record(span))))
         {
             let dropped = self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-            if dropped.is_power_of_two() || dropped == 0 {
+            if super::worth_logging(dropped, 1) {
                 tracing::warn!(dropped = dropped + 1, "the trace buffer is full; spans are dropped");
             }
         }
     }
 }
 
-/// An ISO-8601 time in UTC with microseconds, as Agno stores span times.
-pub(crate) fn iso(at: SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Micros, false)
+/// A span time as traces store it.
+fn iso(at: SystemTime) -> String {
+    agno_core::trace_time(at.into())
 }
 
 /// An ended span as Agno stores it.

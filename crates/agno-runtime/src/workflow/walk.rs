@@ -11,7 +11,7 @@ use super::executors::{StepFailure, execute_step};
 use super::pause::{self, After, Before, ErrorDecision, Reviewed};
 use super::primitives::{Condition, Evaluator, Executor, Loop, Parallel, Router, Step, StepNode, Steps};
 use super::review::{OnError, OnReject};
-use crate::trace::{SpanScope, in_span};
+use crate::trace::{SpanScope, in_span, span_name};
 
 /// Runs `nodes` one after the other, each on the content the previous one produced.
 pub(super) fn run_sequence<'a>(
@@ -83,7 +83,7 @@ fn step_span(node: &StepNode, previous: Option<&Value>) -> Option<SpanScope> {
             ("agno.step.name", Some(node.name().to_owned())),
             ("agno.step.id", node.step_id().map(str::to_owned)),
         ];
-        (format!("{}.execute", node.name().replace([' ', '-'], "_")), attributes)
+        (span_name(node.name(), "execute"), attributes)
     })
 }
 

@@ -50,7 +50,7 @@ pub(crate) fn utc_time(text: &str, what: &str) -> Result<String, String> {
                 .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
         });
     match parsed {
-        Ok(t) => Ok(t.to_rfc3339_opts(chrono::SecondsFormat::Micros, false)),
+        Ok(t) => Ok(agno_core::trace_time(t)),
         Err(_) => Err(format!(
             "Invalid {what} format. Use ISO 8601 format (e.g., '2025-11-19T10:00:00Z' or \
              '2025-11-19T10:00:00+05:30'): {text:?}"
