@@ -944,10 +944,11 @@ pub trait JobStore: Send + Sync {
 }
 
 /// A complete storage backend: sessions, runs, memories, metrics, eval runs, knowledge contents,
-/// schedules, traces and schema versions.
+/// schedules, traces, approvals and schema versions.
 pub trait Db:
     SessionStore
     + crate::TraceStore
+    + crate::ApprovalStore
     + RunStore
     + MemoryStore
     + MetricsStore
@@ -962,6 +963,7 @@ pub trait Db:
 impl<T> Db for T where
     T: SessionStore
         + crate::TraceStore
+        + crate::ApprovalStore
         + RunStore
         + MemoryStore
         + MetricsStore

@@ -5,6 +5,7 @@
 //! crate. JSON shapes match Python Agno 3.x `to_dict()` output so the same database and API
 //! payloads are shared with it; unknown fields are preserved on read-modify-write.
 
+mod approvals;
 mod clock;
 pub mod db;
 mod error;
@@ -32,6 +33,10 @@ mod traces;
 mod usage;
 mod workflow;
 
+pub use approvals::{
+    APPROVAL_APPROVED, APPROVAL_CANCELLED, APPROVAL_EXPIRED, APPROVAL_PENDING, APPROVAL_REJECTED, APPROVAL_STATUSES,
+    ApprovalDecision, ApprovalQuery, ApprovalRecord, ApprovalStore, ApprovalType, Resolved,
+};
 pub use chrono::NaiveDate;
 pub use clock::{new_id, now_epoch_secs};
 pub use db::{

@@ -44,12 +44,30 @@ pub struct ToolFlags {
     pub stop_after_tool_call: bool,
     /// Show the result to the user as the answer.
     pub show_result: bool,
+    /// An admin's approval the call needs (`Required`: the run pauses until an admin resolves
+    /// it), or a record of the decision a person made on it (`Audit`; the call must pause for
+    /// some other reason).
+    pub approval: Option<crate::ApprovalType>,
 }
 
 impl ToolFlags {
+    /// Sets the approval a call needs, as Agno's `@approval` does: a `Required` approval on a
+    /// tool that pauses for nothing else pauses it for confirmation.
+    pub fn set_approval(&mut self, approval: crate::ApprovalType) {
+        if approval == crate::ApprovalType::Required && !self.pauses_for_a_person() {
+            self.requires_confirmation = true;
+        }
+        self.approval = Some(approval);
+    }
+
+    /// Whether a call pauses for a confirmation, input or an external result.
+    pub fn pauses_for_a_person(&self) -> bool {
+        self.requires_confirmation || self.requires_user_input || self.external_execution
+    }
+
     /// True when a call of this tool pauses the run.
     pub fn pauses(&self) -> bool {
-        self.requires_confirmation || self.requires_user_input || self.external_execution
+        self.pauses_for_a_person() || self.approval == Some(crate::ApprovalType::Required)
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agno_core::{
-    DynTool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolFlags, ToolOutput, UserInputField,
+    ApprovalType, DynTool, ToolContext, ToolDefinition, ToolError, ToolErrorKind, ToolFlags, ToolOutput, UserInputField,
 };
 use async_trait::async_trait;
 use futures::FutureExt;
@@ -183,6 +183,15 @@ impl Function {
     /// The caller executes this tool and supplies its result when continuing the run.
     pub fn external_execution(mut self) -> Self {
         self.flags.external_execution = true;
+        self
+    }
+
+    /// Needs an admin's approval (Agno's `@approval`): `Required` pauses each call until the
+    /// approval is resolved through `/approvals` (asking for confirmation when the tool asks for
+    /// nothing else); `Audit` records the decision a person made on a call that pauses for a
+    /// confirmation, input or an external result.
+    pub fn approval(mut self, approval: ApprovalType) -> Self {
+        self.flags.set_approval(approval);
         self
     }
 

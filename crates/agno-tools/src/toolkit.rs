@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use agno_core::{DynTool, ToolFlags};
+use agno_core::{ApprovalType, DynTool, ToolFlags};
 use serde_json::{Map, Value};
 
 use crate::function::Function;
@@ -62,6 +62,8 @@ pub struct Toolkit {
     requires_confirmation_tools: Vec<String>,
     external_execution_required_tools: Vec<String>,
     stop_after_tool_call_tools: Vec<String>,
+    approval_required_tools: Vec<String>,
+    approval_audit_tools: Vec<String>,
 }
 
 impl Toolkit {
@@ -81,6 +83,8 @@ impl Toolkit {
             requires_confirmation_tools: Vec::new(),
             external_execution_required_tools: Vec::new(),
             stop_after_tool_call_tools: Vec::new(),
+            approval_required_tools: Vec::new(),
+            approval_audit_tools: Vec::new(),
         }
     }
 
@@ -212,10 +216,24 @@ impl Toolkit {
         self
     }
 
+    /// Calls of these tools pause the run until an admin resolves their approval (Agno's
+    /// `@approval`).
+    pub fn approval_required_tools(mut self, names: &[&str]) -> Self {
+        self.approval_required_tools = names.iter().map(|s| (*s).to_owned()).collect();
+        self
+    }
+
+    /// The decisions a person makes on calls of these tools are recorded as audit approvals
+    /// (`@approval(type="audit")`); each must also pause (confirmation, input or external).
+    pub fn approval_audit_tools(mut self, names: &[&str]) -> Self {
+        self.approval_audit_tools = names.iter().map(|s| (*s).to_owned()).collect();
+        self
+    }
+
     /// Applies configuration options: per-tool flags (`factorial = false`, or the deprecated
     /// `enable_factorial = false`), `all`, `include_tools`, `exclude_tools`,
     /// `requires_confirmation_tools`, `external_execution_required_tools`,
-    /// `stop_after_tool_call_tools` and `id`. Keys in `ignore` are left to the caller.
+    /// `stop_after_tool_call_tools`, `approval_required_tools`, `approval_audit_tools` and `id`. Keys in `ignore` are left to the caller.
     ///
     /// # Errors
     /// A [`ToolkitError`] naming the bad option.
@@ -241,6 +259,8 @@ impl Toolkit {
                     self.external_execution_required_tools = self.list_of(key, value)?;
                 }
                 "stop_after_tool_call_tools" => self.stop_after_tool_call_tools = self.list_of(key, value)?,
+                "approval_required_tools" => self.approval_required_tools = self.list_of(key, value)?,
+                "approval_audit_tools" => self.approval_audit_tools = self.list_of(key, value)?,
                 flag if flag.starts_with("enable_") => {
                     let on = self.bool_of(key, value)?;
                     self = self.set_legacy(flag, on)?;
@@ -251,7 +271,31 @@ impl Toolkit {
                 }
             }
         }
+        self.check_approval_lists()?;
         Ok(self)
+    }
+
+    /// Every tool an approval list names exists, and an audited tool pauses for a person (Agno
+    /// refuses `@approval(type="audit")` on a tool that does not: nothing would be recorded).
+    fn check_approval_lists(&self) -> Result<(), ToolkitError> {
+        let listed = |list: &[String], name: &str| list.iter().any(|n| n == name);
+        for name in self.approval_required_tools.iter().chain(&self.approval_audit_tools) {
+            self.resolve(name)?;
+        }
+        for name in &self.approval_audit_tools {
+            let own =
+                self.tools.iter().find(|t| DynTool::name(*t) == name).is_some_and(|t| t.flags().pauses_for_a_person());
+            if !own
+                && !listed(&self.requires_confirmation_tools, name)
+                && !listed(&self.external_execution_required_tools, name)
+            {
+                return Err(self.invalid(
+                    "approval_audit_tools",
+                    "tools that pause for a person (list them in requires_confirmation_tools too)",
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn invalid(&self, option: &str, expected: &'static str) -> ToolkitError {
@@ -302,6 +346,11 @@ impl Toolkit {
                 flags.requires_confirmation |= listed(&self.requires_confirmation_tools, &name);
                 flags.external_execution |= listed(&self.external_execution_required_tools, &name);
                 flags.stop_after_tool_call |= listed(&self.stop_after_tool_call_tools, &name);
+                if listed(&self.approval_required_tools, &name) {
+                    flags.set_approval(ApprovalType::Required);
+                } else if listed(&self.approval_audit_tools, &name) {
+                    flags.set_approval(ApprovalType::Audit);
+                }
                 Arc::new(t) as Arc<dyn DynTool>
             })
             .collect()
