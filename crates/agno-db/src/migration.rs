@@ -37,6 +37,8 @@ pub enum TableKind {
     Schedules,
     /// Schedule runs.
     ScheduleRuns,
+    /// Approvals (2.5.6 added their `run_status`).
+    Approvals,
 }
 
 impl fmt::Display for TableKind {
@@ -49,6 +51,7 @@ impl fmt::Display for TableKind {
             TableKind::Knowledge => "knowledge",
             TableKind::Schedules => "schedules",
             TableKind::ScheduleRuns => "schedule_runs",
+            TableKind::Approvals => "approvals",
         })
     }
 }

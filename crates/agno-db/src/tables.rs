@@ -32,6 +32,8 @@ pub struct TableNames {
     pub traces: String,
     /// The spans of the traces (`agno_spans`).
     pub spans: String,
+    /// Approvals (`agno_approvals`).
+    pub approvals: String,
 }
 
 impl TableNames {
@@ -59,6 +61,7 @@ impl Default for TableNames {
             versions: "agno_schema_versions".to_owned(),
             traces: "agno_traces".to_owned(),
             spans: "agno_spans".to_owned(),
+            approvals: "agno_approvals".to_owned(),
         }
     }
 }
@@ -72,7 +75,7 @@ impl TableNames {
     }
 
     /// The tables the migrations walk, with their kinds.
-    pub fn migratable(&self) -> [(TableKind, &str); 7] {
+    pub fn migratable(&self) -> [(TableKind, &str); 8] {
         [
             (TableKind::Sessions, &self.sessions),
             (TableKind::Memories, &self.memories),
@@ -81,6 +84,7 @@ impl TableNames {
             (TableKind::Knowledge, &self.knowledge),
             (TableKind::Schedules, &self.schedules),
             (TableKind::ScheduleRuns, &self.schedule_runs),
+            (TableKind::Approvals, &self.approvals),
         ]
     }
 
@@ -104,6 +108,7 @@ impl TableNames {
             &self.versions,
             &self.traces,
             &self.spans,
+            &self.approvals,
         ] {
             let ok = !name.is_empty()
                 && name.len() <= 63

@@ -273,6 +273,23 @@ async fn trace_tables_are_created_exactly_as_python_agno_creates_them() {
     }
 }
 
+/// The approvals table is created as Python Agno 3.1 creates it, live (columns, JSONB, indexes).
+#[tokio::test]
+async fn approvals_table_is_created_exactly_as_python_agno_creates_it() {
+    if !agno_testkit::services::postgres("approvals_table_is_created_exactly_as_python_agno_creates_it") {
+        return;
+    }
+    let scratch = Scratch::new("ddl_approvals");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    db.create_tables().await.unwrap(); // idempotent
+    let tables = ["agno_approvals"];
+    let got = catalog(&scratch.name, &tables).await;
+    let Some(want) = python_catalog(&["approvals"], &tables).await else { return };
+    assert_eq!(got, want);
+    assert_eq!(db.get_latest_schema_version("agno_approvals").await.unwrap().as_deref(), Some("3.0.0"));
+}
+
 #[tokio::test]
 async fn agno_2x_postgres_data_migrates_to_v3_without_loss() {
     if !agno_testkit::services::postgres("agno_2x_postgres_data_migrates_to_v3_without_loss") {

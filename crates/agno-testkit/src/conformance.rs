@@ -557,7 +557,9 @@ macro_rules! db_conformance {
                 schedule_runs_record_history,
                 traces_fold_batches_and_count_spans,
                 traces_list_filter_and_stats,
-                old_traces_are_deleted_with_their_spans
+                old_traces_are_deleted_with_their_spans,
+                approvals_round_trip_filter_and_count,
+                approvals_resolve_once_and_expire
             );
         }
     };
@@ -575,6 +577,7 @@ macro_rules! db_conformance {
     };
 }
 
+pub use crate::conformance_approvals::{approvals_resolve_once_and_expire, approvals_round_trip_filter_and_count};
 pub use crate::conformance_traces::{
     old_traces_are_deleted_with_their_spans, traces_fold_batches_and_count_spans, traces_list_filter_and_stats,
 };

@@ -19,6 +19,7 @@
 mod anthropic;
 pub mod bedrock;
 pub mod conformance;
+mod conformance_approvals;
 mod conformance_traces;
 mod embeddings;
 mod gemini;

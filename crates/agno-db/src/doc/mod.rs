@@ -5,6 +5,7 @@
 //! and job transitions are written once here. `RedisDb` shares the document shapes and listing
 //! rules (`schema`, `memories`, `metrics`, ...) and keeps its own key layout and scripts.
 
+pub(crate) mod approvals;
 pub(crate) mod evals;
 mod files;
 pub(crate) mod jobs;

@@ -274,6 +274,7 @@ impl crate::sql::migrate::SqlSchema for MySqlState {
             (&t.events, super::jobs::events_ddl(&t.events)),
             (&t.traces, super::traces::traces_ddl(&t.traces)),
             (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
+            (&t.approvals, super::approvals::approvals_ddl(&t.approvals)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec(&ddl, &format!("cannot create table {name}")).await?;
@@ -299,7 +300,13 @@ impl crate::sql::migrate::SqlSchema for MySqlState {
             (TableKind::Schedules, "3.0.0") => self.add_user_id(&t.schedules).await,
             (TableKind::ScheduleRuns, "3.0.0") => self.add_user_id(&t.schedule_runs).await,
             (TableKind::Metrics, "3.0.0") => self.migrate_metrics_3_0_0(&t.metrics).await,
-            // Steps with no MySQL work for this table (2.5.6 touches approvals only).
+            (TableKind::Approvals, "2.5.6") => {
+                let table = &t.approvals;
+                let added = self.add_column_if_missing(table, "run_status", "VARCHAR(50)").await?;
+                let name = format!("idx_{table}_run_status");
+                Ok(self.add_index_if_missing(table, &name, &["run_status"], false).await? || added)
+            }
+            // Steps with no MySQL work for this table.
             _ => Ok(false),
         }
     }

@@ -5,6 +5,7 @@
 //! transaction holding a row lock (`SELECT ... FOR UPDATE`), and are retried on a deadlock or a
 //! lost insert race. A given `user_id` is matched byte for byte, whatever the column collation.
 
+pub(crate) mod approvals;
 mod evals;
 mod jobs;
 mod knowledge;

@@ -343,6 +343,7 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
             (&t.traces, super::traces::traces_ddl(&traces_q, &t.traces)),
             // After the traces table: its foreign key points there.
             (&t.spans, super::traces::spans_ddl(&spans_q, &t.spans, &traces_q)),
+            (&t.approvals, super::approvals::approvals_ddl(&self.qualified(&t.approvals), &t.approvals)),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;
@@ -366,6 +367,7 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
             TableKind::Knowledge => &t.knowledge,
             TableKind::Schedules => &t.schedules,
             TableKind::ScheduleRuns => &t.schedule_runs,
+            TableKind::Approvals => &t.approvals,
         };
         if !self.table_exists(table).await? {
             return Ok(false);
@@ -389,7 +391,17 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
                 self.user_id_3_0_0(step.kind, table).await
             }
             (TableKind::Metrics, "3.0.0") => self.metrics_3_0_0(table).await,
-            // Steps with no work for this table (2.5.6 only touches approvals).
+            (TableKind::Approvals, "2.5.6") => {
+                let mut changed = self.add_column_if_missing(table, "run_status", "VARCHAR").await?;
+                let name = format!("idx_{table}_run_status");
+                if !self.index_exists(&name).await? {
+                    let ddl = index_ddl(&self.qualified(table), table, &["run_status"]);
+                    self.exec(&format!("cannot create index {name}"), ddl).await?;
+                    changed = true;
+                }
+                Ok(changed)
+            }
+            // Steps with no work for this table.
             _ => Ok(false),
         }
     }

@@ -2,6 +2,7 @@
 //! Agno 3.1's `PostgresDb` creates them (JSONB columns, same names, indexes and keys), so either
 //! can open the other's database.
 
+pub(crate) mod approvals;
 mod claimed;
 mod evals;
 mod jobs;

@@ -16,6 +16,7 @@
 //! cascades), or as a compare-and-set script retried on contention (session documents, whose
 //! JSON is rebuilt in Rust so numbers and key order survive untouched).
 
+mod approvals;
 mod cas;
 mod docs;
 mod evals;

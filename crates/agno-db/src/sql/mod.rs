@@ -9,6 +9,7 @@
 //! [`runs::SqlRuns`], [`memories::SqlMemories`], [`metrics::SqlMetrics`], [`migrate::SqlSchema`],
 //! [`jobs::SqlQueue`]) implemented in the adapter's own module of that area.
 
+pub(crate) mod approvals;
 pub(crate) mod dialects;
 pub(crate) mod evals;
 pub(crate) mod group_commit;

@@ -86,6 +86,7 @@ impl crate::sql::migrate::SqlSchema for SqliteState {
             (&t.traces, super::traces::traces_ddl(&t.traces)),
             // After the traces table: its foreign key points there.
             (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
+            (&t.approvals, super::approvals::approvals_ddl(&t.approvals)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;
@@ -143,7 +144,17 @@ impl crate::sql::migrate::SqlSchema for SqliteState {
                     .map_err(|e| db_error("cannot add metrics key", e))?;
                 added
             }
-            // Steps with no SQLite work for this table (2.5.0 primary key, 2.5.6 approvals).
+            (TableKind::Approvals, "2.5.6") => {
+                let table = &t.approvals;
+                let added = self.add_column_if_missing(table, "run_status", "VARCHAR").await?;
+                let sql = format!("CREATE INDEX IF NOT EXISTS idx_{table}_run_status ON {table} (run_status)");
+                sqlx::query(AssertSqlSafe(sql.as_str()))
+                    .execute(self.pool())
+                    .await
+                    .map_err(|e| db_error("cannot index run_status", e))?;
+                added
+            }
+            // Steps with no SQLite work for this table (2.5.0 primary key).
             _ => false,
         };
         Ok(changed)

@@ -5,6 +5,7 @@
 //! unfinished keeps its snapshot (and, for `INSERT ... RETURNING`, its write) open, which stops
 //! WAL checkpoints; the WAL then grows without bound and reads slow down.
 
+pub(crate) mod approvals;
 mod evals;
 mod jobs;
 mod knowledge;
