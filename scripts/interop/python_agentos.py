@@ -2,12 +2,16 @@
 needs it: one agent `demo` on an OpenAI-compatible server, storage in SQLite or PostgreSQL.
 
 Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret SECRET] [--mcp] [--tracing]
+                          [--approvals]
 
     --db sqlite:///path/to.db  or  postgresql://user@host:port/db?schema=name
 
 The agent mirrors what the test configures in agno serve: `demo`, OpenAIChat gpt-4o-mini at the
 given base URL, history on; team `desk` (leader on the same model, member demo); and workflow
-`flow`: step `draft` (agent demo), then loop `polish` (two iterations of step `again`, agent demo). Prints "ready" on stdout once uvicorn serves; runs until killed.
+`flow`: step `draft` (agent demo), then loop `polish` (two iterations of step `again`, agent demo).
+With --approvals, also agent `approver` (named Approver, same model) whose tool `add` needs an
+admin's approval (`@approval`), and `/approvals` on the OS database. Prints "ready" on stdout
+once uvicorn serves; runs until killed.
 Needs `agno==3.1.*` with fastapi, uvicorn, sqlalchemy and psycopg (the CI venv has them).
 """
 
@@ -80,6 +84,9 @@ def main():
         "--tracing",
         action="store_true",
         help="trace runs into the database (tracing=True; needs opentelemetry-sdk and openinference-instrumentation-agno)",
+    )
+    parser.add_argument(
+        "--approvals", action="store_true", help="serve agent `approver` (its `add` needs approval) and /approvals"
     )
     args = parser.parse_args()
 
@@ -161,7 +168,28 @@ def main():
             plain_init(self, *a, **kw)
 
         fastapi.FastAPI.__init__ = init_without_http_spans
-    agent_os = AgentOS(id="parity-os", agents=[agent], teams=[team], workflows=[workflow], **kwargs)
+    agents = [agent]
+    if args.approvals:
+        from agno.approval import approval
+        from agno.tools import tool
+
+        @approval
+        @tool
+        def add(a: int = 0, b: int = 0) -> str:
+            """Add two numbers."""
+            return str(a + b)
+
+        agents.append(
+            Agent(
+                id="approver",
+                name="Approver",
+                model=OpenAIChat(id="gpt-4o-mini", base_url=args.model_base_url, api_key="sk-test"),
+                db=make_db(args.db),
+                tools=[add],
+            )
+        )
+        kwargs["db"] = make_db(args.db)
+    agent_os = AgentOS(id="parity-os", agents=agents, teams=[team], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 
     import uvicorn

@@ -76,6 +76,9 @@ ALLOWED = {
     # Schedules: agno-rs refuses an endpoint that is not one of its routes (the schedule could only
     # fail); Python 3.1.10 stores it.
     ("schedule outside the os", ""): "agno-rs refuses a schedule of an endpoint that is not a route of the OS (422)",
+    # Approvals: deleting an approval that does not exist is a 404 (Python 3.1.10: 500 "Failed to
+    # delete approval").
+    ("delete approval missing", ""): "deleting an unknown approval is a 404 (Python 3.1.10: 500)",
     ("*", "$RunCompleted.session_state.current_"): (
         "Agno's workflow adds current_run_id/current_session_id/current_user_id to the state it hands to "
         "steps; agno-rs keeps bookkeeping keys out of user state"
@@ -171,6 +174,7 @@ class Side:
             "session": "parity-" + uuid.uuid4().hex[:8],
             "wsession": "parity-wf-" + uuid.uuid4().hex[:8],
             "tsession": "parity-team-" + uuid.uuid4().hex[:8],
+            "asession": "parity-approval-" + uuid.uuid4().hex[:8],
         }
 
     def request(self, method, path, **kwargs):
@@ -553,18 +557,74 @@ def trace_steps():
     ]
 
 
+def capture_approval(side, body):
+    side.vars["run"] = body["run_id"]
+    side.vars["approval"] = body["tools"][0]["approval_id"]
+
+
+def approval_steps():
+    """The approvals sequence (both servers serve agent `approver`, whose `add` needs an admin's
+    approval, without auth: every caller may resolve): a run pauses on the call, the approval is
+    listed, counted and read, a continue before the decision is refused, the approval is resolved
+    (then again, 409), the continue completes the run, the approval follows it, and bad input."""
+    run = {"data": {"message": "add please", "stream": "false", "session_id": "{asession}", "user_id": "u1"}}
+    cont = {"data": {"stream": "false", "session_id": "{asession}"}}
+    return [
+        ("approvals empty", "GET", "/approvals", {}, None),
+        ("approvals count empty", "GET", "/approvals/count", {}, None),
+        ("approval run", "POST", "/agents/approver/runs", run, capture_approval),
+        ("approvals", "GET", "/approvals", {}, None),
+        ("approvals filtered", "GET", "/approvals?status=pending&approval_type=required&user_id=u1&run_id={run}", {}, None),
+        ("approvals paged", "GET", "/approvals?limit=1&page=2", {}, None),
+        ("approvals count", "GET", "/approvals/count", {}, None),
+        ("approvals count of a user", "GET", "/approvals/count?user_id=u1", {}, None),
+        ("approval", "GET", "/approvals/{approval}", {}, None),
+        ("approval status", "GET", "/approvals/{approval}/status", {}, None),
+        ("approval missing", "GET", "/approvals/missing-approval", {}, None),
+        ("approval status missing", "GET", "/approvals/missing-approval/status", {}, None),
+        ("continue before the decision", "POST", "/agents/approver/runs/{run}/continue", cont, None),
+        ("resolve bad status", "POST", "/approvals/{approval}/resolve", {"json": {"status": "maybe"}}, None),
+        ("resolve without status", "POST", "/approvals/{approval}/resolve", {"json": {}}, None),
+        ("resolve missing", "POST", "/approvals/missing-approval/resolve", {"json": {"status": "approved"}}, None),
+        (
+            "resolve",
+            "POST",
+            "/approvals/{approval}/resolve",
+            {"json": {"status": "approved", "resolved_by": "admin", "resolution_data": {"note": "ok"}}},
+            None,
+        ),
+        ("resolve again", "POST", "/approvals/{approval}/resolve", {"json": {"status": "rejected"}}, None),
+        ("continue approved", "POST", "/agents/approver/runs/{run}/continue", cont, None),
+        ("approval after the run", "GET", "/approvals/{approval}", {}, None),
+        ("approvals bad status", "GET", "/approvals?status=bogus", {}, None),
+        ("approvals bad type", "GET", "/approvals?approval_type=maybe", {}, None),
+        ("approvals bad limit", "GET", "/approvals?limit=0", {}, None),
+        ("approvals limit too large", "GET", "/approvals?limit=1001", {}, None),
+        ("delete approval", "DELETE", "/approvals/{approval}", {}, None),
+        ("delete approval missing", "DELETE", "/approvals/{approval}", {}, None),
+        ("approval deleted", "GET", "/approvals/{approval}", {}, None),
+    ]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rs", required=True)
     parser.add_argument("--py", required=True)
-    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces"])
+    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals"])
     args = parser.parse_args()
     rs, py = Side("rs", args.rs), Side("py", args.py)
     py.vars["session"] = rs.vars["session"]
     py.vars["wsession"] = rs.vars["wsession"]
     py.vars["tsession"] = rs.vars["tsession"]
+    py.vars["asession"] = rs.vars["asession"]
     differences, allowed_seen, answers = {}, {}, {}
-    suites = {"main": steps, "knowledge": knowledge_steps, "schedules": schedule_steps, "traces": trace_steps}
+    suites = {
+        "main": steps,
+        "knowledge": knowledge_steps,
+        "schedules": schedule_steps,
+        "traces": trace_steps,
+        "approvals": approval_steps,
+    }
     for name, method, path, kwargs, capture in suites[args.suite]():
         results = {}
         for side in (rs, py):

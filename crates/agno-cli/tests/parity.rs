@@ -151,6 +151,30 @@ async fn trace_routes_answer_as_python_agentos_does() {
     assert_shape_parity(&python, rs_port, &py_base, "traces", 25);
 }
 
+/// With an agent whose `add` needs an admin's approval on both sides (Python's `@approval`,
+/// agno-rs's `approval_required_tools`), every `/approvals` route and the continue gate answer in
+/// Python AgentOS's shapes and statuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the approvals parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    // The echo calls the first tool of a request with no arguments: `add` pauses on both sides.
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("aparity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--approvals".into()]).await;
+    let approver = format!(
+        "[[agents]]\nid = \"approver\"\nname = \"Approver\"\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n\
+         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], approval_required_tools = [\"add\"] }}]\n",
+        provider.base_url()
+    );
+    let config = python_agentos_twin(&dir, &provider, &approver);
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "approvals", 25);
+}
+
 /// What both servers must answer alike of a trace (`TraceSummary` or `TraceDetail`, its tree
 /// node by node): everything but the human-readable `duration` (Python's SQLite upsert stores a
 /// fractional `duration_ms`, which Python shows as `94.0039…ms` and agno-rs rounds).

@@ -303,6 +303,12 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("DELETE /knowledge/content/*", "knowledge:delete"),
         ("POST /databases/all/migrate", "config:write"),
         ("POST /databases/*/migrate", "config:write"),
+        ("GET /approvals", "approvals:read"),
+        ("GET /approvals/count", "approvals:read"),
+        ("GET /approvals/*/status", "approvals:read"),
+        ("GET /approvals/*", "approvals:read"),
+        ("POST /approvals/*/resolve", "approvals:write"),
+        ("DELETE /approvals/*", "approvals:delete"),
         // The queue routes are admin-gated by a router dependency in Agno, not by the mapping.
         ("GET /queue/*", "agent_os:admin"),
         ("POST /queue/*", "agent_os:admin"),

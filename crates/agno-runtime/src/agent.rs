@@ -410,6 +410,10 @@ impl AgentBuilder {
 
         /// At most `limit` tool calls per run.
         tool_call_limit(limit: usize) => inner.tool_config.tool_call_limit = Some(limit);
+
+        /// The approval of a paused `required` call expires after `timeout` undecided (the call
+        /// is then rejected).
+        approval_timeout(timeout: std::time::Duration) => inner.tool_config.approval_timeout = Some(timeout);
     }
 
     /// Adds a tool hook (middleware around every tool call).

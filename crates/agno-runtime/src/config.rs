@@ -95,6 +95,9 @@ pub struct ToolConfig {
     pub tool_choice: Option<Value>,
     /// Middleware around every tool call.
     pub tool_hooks: Vec<Arc<dyn ToolHook>>,
+    /// How long the approval of a paused `required` call waits for an admin before it expires
+    /// (the call is then rejected); `None`: it waits until resolved.
+    pub approval_timeout: Option<std::time::Duration>,
 }
 
 /// Reasoning with a separate native reasoning model (`reasoning_model`; v3 removed

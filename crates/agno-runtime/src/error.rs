@@ -90,6 +90,9 @@ pub enum RunError {
     /// A continue's answers do not fit the paused run (nothing changed).
     #[error("cannot continue: {0}")]
     InvalidContinue(String),
+    /// A call's approval does not let the run continue yet (nothing changed).
+    #[error("cannot continue: {0}")]
+    Approval(#[from] crate::approvals::ApprovalGate),
     /// A workflow step failed after its retries (without `skip_on_failure`).
     #[error("workflow run failed: {message}")]
     StepFailed {
@@ -129,6 +132,7 @@ impl RunError {
             RunError::UnresolvedRequirement { .. } => "requirement_unresolved",
             RunError::StepFailed { .. } => "workflow_step_failed",
             RunError::InvalidContinue(_) => "invalid_continue",
+            RunError::Approval(_) => "approval_unresolved",
             RunError::Internal(_) => "internal_error",
         }
     }

@@ -18,6 +18,7 @@
 #[macro_use]
 mod builder;
 mod agent;
+pub mod approvals;
 mod blocking;
 mod cancel;
 mod component;

@@ -158,5 +158,8 @@ pub(crate) async fn save(agent: &AgentInner, st: &mut RunState) -> Result<(), Db
     if session_written && counted_now.is_some() {
         st.metrics_counted = counted_now;
     }
+    if result.is_ok() {
+        crate::approvals::follow_run_status(db.as_ref(), &st.output).await;
+    }
     result
 }

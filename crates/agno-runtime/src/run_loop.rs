@@ -389,7 +389,10 @@ pub(crate) async fn model_loop(
         let mut msg_metrics = Metrics::default();
         msg_metrics.add_usage(&usage);
         msg_metrics.duration = call_duration;
-        msg_metrics.time_to_first_token = response.time_to_first_token.or(Some(call_duration));
+        // As Agno: an answer of tool calls alone has no first token.
+        if !response.content.is_empty() || response.tool_calls.is_empty() {
+            msg_metrics.time_to_first_token = response.time_to_first_token.or(Some(call_duration));
+        }
         assistant.metrics = msg_metrics;
         assistant.provider_data.clone_from(&response.provider_data);
         st.messages.push(assistant);
@@ -519,12 +522,26 @@ pub(crate) async fn finish(
         LoopEnd::Completed => None,
         LoopEnd::Paused => {
             st.output.status = RunStatus::Paused;
+            if st.output.content.is_none() {
+                st.output.content = paused_content(st.output.tools.iter().flatten()).map(Value::String);
+            }
             em.emit(EventData::RunPaused {
                 tools: Some(
                     st.output.tools.iter().flatten().filter(|t| t.is_paused() && t.result.is_none()).cloned().collect(),
                 ),
                 requirements: Some(st.output.active_requirements().into_iter().cloned().collect()),
             });
+            if let Some(db) = &agent.db {
+                let source = crate::approvals::ApprovalSource {
+                    source_type: "agent",
+                    agent_id: Some(agent.id.clone()),
+                    name: agent.name.clone(),
+                    user_id: st.user_id.clone(),
+                    expires_in: agent.tool_config.approval_timeout,
+                    ..Default::default()
+                };
+                crate::approvals::record_pause(db.as_ref(), &mut st.output, &source).await;
+            }
             return store(agent, st, em, None).await;
         }
         LoopEnd::Cancelled => {
@@ -589,6 +606,32 @@ pub(crate) async fn finish(
             store(agent, st, em, Some(err)).await
         }
     }
+}
+
+/// What a paused run says while it waits, as Agno says it (`get_paused_content`): what its last
+/// paused call needs (confirmation, user input, external execution).
+fn paused_content<'a>(tools: impl Iterator<Item = &'a agno_core::ToolExecution>) -> Option<String> {
+    let mut said = None;
+    for t in tools.filter(|t| t.external_execution_silent != Some(true)) {
+        let confirm = t.requires_confirmation == Some(true) && t.confirmed != Some(true);
+        let input = t.requires_user_input == Some(true);
+        let external = t.external_execution_required == Some(true);
+        let needs = match (confirm, input, external) {
+            (true, true, true) => "confirmation, user input, or external execution.",
+            (true, true, false) => "confirmation or user input.",
+            (true, false, true) => "confirmation or external execution.",
+            (false, true, true) => "user input or external execution.",
+            (true, false, false) => "confirmation.",
+            (false, true, false) => "user input.",
+            (false, false, true) => {
+                said = Some("I have tools to execute, but it needs external execution.".to_owned());
+                continue;
+            }
+            (false, false, false) => continue,
+        };
+        said = Some(format!("I have tools to execute, but I need {needs}"));
+    }
+    said
 }
 
 /// `update_memory_on_run`: the memory manager reads what the user said, on its own task (off the

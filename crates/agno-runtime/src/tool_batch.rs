@@ -138,7 +138,9 @@ pub(crate) async fn execute_batch(
                 let flags = tool.flags();
                 if flags.pauses() {
                     let mut exec = exec;
-                    if flags.requires_confirmation {
+                    exec.approval_type = flags.approval.map(|a| a.as_str().to_owned());
+                    // A `required` approval on a call that pauses for nothing else asks for confirmation.
+                    if flags.requires_confirmation || !flags.pauses_for_a_person() {
                         exec.requires_confirmation = Some(true);
                     }
                     if flags.requires_user_input {

@@ -148,6 +148,12 @@ impl Principal {
         if self.isolated { self.subject.clone() } else { requested }
     }
 
+    /// Whether the caller holds `scope` (an admin holds every scope; so does everyone when
+    /// auth is off or the security key was used).
+    pub fn holds(&self, scope: &str) -> bool {
+        self.admin || scopes::has_required(&self.scopes, &[scope], None, &self.admin_scope)
+    }
+
     /// Which ids of `family` (`agents`, ...) the caller may `action`; `None` means all.
     pub fn accessible(&self, family: &str, action: &str) -> Option<Vec<String>> {
         if self.admin { None } else { scopes::accessible_ids(&self.scopes, family, action, &self.admin_scope) }

@@ -133,6 +133,9 @@ pub(crate) fn build_agent(
         builder = builder.toolkit(&toolkit);
         tool_names.push(toolkit.id().to_owned());
     }
+    if let Some(seconds) = spec.approval_timeout_seconds {
+        builder = builder.approval_timeout(std::time::Duration::from_secs(seconds));
+    }
     if let Some(limit) = spec.tool_call_limit {
         builder = builder.tool_call_limit(limit);
     }

@@ -149,6 +149,9 @@ pub struct AgentSpec {
     pub num_past_session_runs_in_search: Option<usize>,
     /// Most tool calls per run.
     pub tool_call_limit: Option<usize>,
+    /// The approval of a paused call of a tool listed in `approval_required_tools` expires after
+    /// this many seconds undecided (the call is then rejected); unset, it waits until resolved.
+    pub approval_timeout_seconds: Option<u64>,
     /// Ask for markdown.
     pub markdown: Option<bool>,
 }

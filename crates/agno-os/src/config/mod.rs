@@ -179,6 +179,7 @@ impl OsConfig {
                 num_past_sessions_to_search: None,
                 num_past_session_runs_in_search: None,
                 tool_call_limit: None,
+                approval_timeout_seconds: None,
                 markdown: None,
             }],
             teams: Vec::new(),

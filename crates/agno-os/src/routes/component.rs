@@ -185,6 +185,7 @@ pub(crate) fn run_error(e: RunError) -> ApiError {
     match e {
         RunError::RunNotFound(id) => ApiError::not_found(format!("Run {id} not found")),
         RunError::NotPaused { .. } => ApiError::conflict(e.to_string()),
+        RunError::Approval(_) | RunError::UnresolvedRequirement { .. } => ApiError::bad_request(e.to_string()),
         RunError::Storage(db) => db.into(),
         other => ApiError::internal(other.to_string()),
     }

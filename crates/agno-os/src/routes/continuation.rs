@@ -34,8 +34,40 @@ pub async fn continue_run<K: Kind>(
         return Err(ApiError::bad_request("session_id is required for this action"));
     }
     // Ownership first: another user's run is not found, whatever the answers.
-    let run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
-    let (run, requirements) = K::answer(&runner, run, &form).await?;
+    let mut run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
+    super::approvals::gate_continue(&state, &principal, &run).await?;
+    // The decisions of resolved approvals answer their calls: the form need not repeat them.
+    let answered = ["tools", "requirements", "step_requirements"]
+        .iter()
+        .any(|field| form.text(field).is_some_and(|t| !matches!(t.trim(), "" | "[]")));
+    let (from_approvals, approval) = approved_answers(&state, &principal, &run, answered).await?;
+    // The kind reads its answers from the form with these calls already decided; the run itself
+    // keeps them pending, and the decisions go in as answers.
+    let mut pending = Vec::new();
+    for answer in &from_approvals {
+        if let Some(req) = run.requirements.iter_mut().flatten().find(|r| r.id == answer.id) {
+            pending.push(std::mem::replace(req, answer.clone()));
+        }
+    }
+    let (mut run, mut requirements) = K::answer(&runner, run, &form).await?;
+    for original in pending {
+        if let Some(req) = run.requirements.iter_mut().flatten().find(|r| r.id == original.id) {
+            *req = original;
+        }
+    }
+    for answer in from_approvals {
+        if !requirements.iter().any(|r| r.id == answer.id) {
+            requirements.push(answer);
+        }
+    }
+    if let Some(db) = &state.db {
+        agno_runtime::approvals::record_audits(db.as_ref(), &run, &requirements).await;
+    }
+    // As Agno: the resolved approval the continue acts on is the run's `metadata["approval"]`.
+    if let Some(approval) = approval.and_then(|a| serde_json::to_value(a).ok()) {
+        run.metadata.get_or_insert_default().insert("approval".to_owned(), approval);
+    }
+
     let stream = form.bool("stream")?.unwrap_or(true);
     let queued = match &state.queue {
         Some(queue) => queue.store.get_job(&run_id, None).await?.is_some(),
@@ -53,4 +85,32 @@ pub async fn continue_run<K: Kind>(
     }
     // On its own task: the run completes and is stored even if the client goes away.
     Ok(answer(events.output().await))
+}
+
+/// The answers resolved approvals give the paused run's `required` calls (none without a
+/// database). A caller who may resolve approvals continues past a pending one with answers of
+/// their own (`answered`), as Agno's admin does; without, a pending approval is 400 (Agno's
+/// words).
+async fn approved_answers(
+    state: &crate::state::AppState,
+    principal: &crate::auth::Principal,
+    run: &agno_core::RunOutput,
+    answered: bool,
+) -> ApiResult<(Vec<agno_core::RunRequirement>, Option<agno_core::ApprovalRecord>)> {
+    let Some(db) = &state.db else { return Ok((Vec::new(), None)) };
+    if run.status != agno_core::RunStatus::Paused {
+        return Ok((Vec::new(), None));
+    }
+    match agno_runtime::approvals::answers_from_approvals(db.as_ref(), run, &[]).await {
+        Ok(found) => Ok(found),
+        Err(agno_runtime::RunError::Approval(_)) if answered && principal.holds("approvals:write") => {
+            Ok((Vec::new(), None))
+        }
+        Err(agno_runtime::RunError::Approval(gate)) => Err(ApiError::bad_request(format!(
+            "Run has unresolved HITL requirements. Provide the `requirements` parameter (or resolve an admin \
+             approval first): {gate}"
+        ))),
+        Err(agno_runtime::RunError::Storage(e)) => Err(e.into()),
+        Err(e) => Err(ApiError::internal(e.to_string())),
+    }
 }

@@ -3,6 +3,7 @@
 //! served without an access rule. The OpenAPI document is generated from it too.
 
 pub mod agents;
+pub mod approvals;
 pub(crate) mod background;
 pub mod bodies;
 pub mod component;
@@ -237,6 +238,12 @@ routes! {
     GET "/traces/filter-schema" as "get_traces_filter_schema", Scope("traces:read"), "Traces", "The fields, operators and values a trace search filters on" => get(traces::filter_schema);
     GET "/traces/{trace_id}" as "get_trace", Scope("traces:read"), "Traces", "A trace with its span tree, or one of its spans (span_id)", query: traces::TraceQueryParams => get(traces::get_trace);
     GET "/trace_session_stats" as "get_trace_stats", Scope("traces:read"), "Traces", "Trace counts per session, latest activity first", query: traces::StatsQuery => get(traces::session_stats);
+    GET "/approvals" as "list_approvals_approvals_get", Scope("approvals:read"), "Approvals", "List approvals, newest first (paginated, filtered)", query: approvals::ListQuery => get(approvals::list_approvals);
+    GET "/approvals/count" as "get_approval_count_approvals_count_get", Scope("approvals:read"), "Approvals", "Count pending approvals", query: approvals::CountQuery => get(approvals::count_approvals);
+    GET "/approvals/{approval_id}/status" as "get_approval_status_approvals__approval_id__status_get", Scope("approvals:read"), "Approvals", "An approval's status" => get(approvals::approval_status);
+    GET "/approvals/{approval_id}" as "get_approval_approvals__approval_id__get", Scope("approvals:read"), "Approvals", "Get an approval" => get(approvals::get_approval);
+    POST "/approvals/{approval_id}/resolve" as "resolve_approval_approvals__approval_id__resolve_post", Scope("approvals:write"), "Approvals", "Approve or reject a pending approval (409 when it is no longer pending)", body: RequestBody::Json(|g| g.subschema_for::<approvals::ResolveRequest>()) => post(approvals::resolve_approval);
+    DELETE "/approvals/{approval_id}" as "delete_approval_approvals__approval_id__delete", Scope("approvals:delete"), "Approvals", "Delete an approval (204)" => delete(approvals::delete_approval);
     POST "/traces/search" as "search_traces", Scope("traces:read"), "Traces", "Search traces with a filter expression, by run or by session", body: RequestBody::Json(|g| g.subschema_for::<traces::TraceSearchRequest>()), query: traces::DbQuery => post(traces::search);
     GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)", query: knowledge::KnowledgeParams => get(knowledge::config);
     POST "/knowledge/content" as "upload_content", Scope("knowledge:write"), "Knowledge", "Upload content (202; ingested in the background)", body: RequestBody::Form(knowledge::UPLOAD_FORM), query: knowledge::KnowledgeParams => post(knowledge::upload_content);

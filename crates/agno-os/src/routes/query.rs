@@ -39,7 +39,18 @@ pub fn from_query<T: DeserializeOwned + schemars::JsonSchema>(query: &str) -> Re
         let name = e.field.clone().unwrap_or_default();
         ApiError::unprocessable(e.message).at("query", &name)
     })?;
-    super::validate::check::<T>(&super::validate::query_value::<T>(&pairs), "query")?;
+    super::validate::check::<T>(&super::validate::query_value::<T>(&pairs), "query").map_err(|mut e| {
+        // FastAPI quotes a query parameter's refused input as the text it was sent as.
+        let given = e.location.as_ref().and_then(|(_, name)| pairs.iter().find(|(n, _)| n == name));
+        if let (Some(input), Some((_, values))) = (e.input.as_mut(), given)
+            && !input.is_string()
+            && !input.is_null()
+            && let Some(text) = values.last()
+        {
+            **input = serde_json::Value::String(text.clone());
+        }
+        e
+    })?;
     Ok(parsed)
 }
 

@@ -496,13 +496,20 @@ pub(super) async fn conclude(
         }
         out
     };
-    let (record, error) = match result {
+    let (mut record, error) = match result {
         Ok(out) => (finish(out), None),
         Err(e) => match e.run().cloned() {
             Some(out) => (finish(out), Some(e)),
             None => return Err(e),
         },
     };
+    // A paused team's record covers the `required` calls no member's own record covers.
+    if record.status == RunStatus::Paused
+        && let Some(db) = &storage.db
+    {
+        let source = crate::approvals::ApprovalSource::of_run(&record);
+        crate::approvals::record_pause(db.as_ref(), &mut record, &source).await;
+    }
     let state = record.session_state.clone().unwrap_or_default();
     let mut runs: Vec<&RunOutput> = members.iter().collect();
     runs.push(&record);
@@ -511,6 +518,8 @@ pub(super) async fn conclude(
     let delta = total.since(&storage.counted);
     if !storage.write(team, state, &runs, Some(delta)).await? {
         tracing::warn!(run_id = record.id(), "claim lost: the team run's end was not written by this worker");
+    } else if let Some(db) = &storage.db {
+        crate::approvals::follow_run_status(db.as_ref(), &record).await;
     }
     match error {
         None => Ok(record),
