@@ -235,6 +235,8 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /agents/*/runs/*/cancel", "agents:run"),
         // Not in Agno's mapping: its route dependency `require_resource_access("agents", "run")` gates it.
         ("POST /agents/*/runs/*/resume", "agents:run"),
+        // Not in Agno's mapping: its route dependency `require_resource_access("agents", "run")` gates it.
+        ("POST /agents/*/sessions/*/fork", "agents:run"),
         ("GET /sessions", "sessions:read"),
         ("GET /sessions/*", "sessions:read"),
         ("POST /sessions", "sessions:write"),
@@ -266,6 +268,8 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /teams/*/runs/*/cancel", "teams:run"),
         // Not in Agno's mapping: its route dependency `require_resource_access("teams", "run")` gates it.
         ("POST /teams/*/runs/*/resume", "teams:run"),
+        // Not in Agno's mapping: its route dependency `require_resource_access("teams", "run")` gates it.
+        ("POST /teams/*/sessions/*/fork", "teams:run"),
         ("GET /workflows", "workflows:read"),
         ("GET /workflows/*", "workflows:read"),
         ("POST /workflows/*/runs", "workflows:run"),

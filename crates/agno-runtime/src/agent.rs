@@ -414,6 +414,10 @@ impl AgentBuilder {
         /// The approval of a paused `required` call expires after `timeout` undecided (the call
         /// is then rejected).
         approval_timeout(timeout: std::time::Duration) => inner.tool_config.approval_timeout = Some(timeout);
+
+        /// When runs are written while they execute (Agno's `checkpoint`): `ToolBatch` writes the
+        /// run after each model turn's tool results, a checkpoint it can be read back at.
+        checkpoint(mode: crate::Checkpoint) => inner.tool_config.checkpoint = mode;
     }
 
     /// Adds a tool hook (middleware around every tool call).

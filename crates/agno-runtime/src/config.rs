@@ -98,6 +98,31 @@ pub struct ToolConfig {
     /// How long the approval of a paused `required` call waits for an admin before it expires
     /// (the call is then rejected); `None`: it waits until resolved.
     pub approval_timeout: Option<std::time::Duration>,
+    /// When a run is written while it executes (Agno's `checkpoint`).
+    pub checkpoint: Checkpoint,
+}
+
+/// When a run is written while it executes (Agno's `checkpoint`): always when it starts (as
+/// `RUNNING`) and when it ends or pauses; with `ToolBatch`, also after each model turn's tool
+/// results, marked as a checkpoint it can be read back at (`/runs/{run_id}/checkpoints`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Checkpoint {
+    /// Only at its start and end (Agno's `"runs"`, the default).
+    #[default]
+    Runs,
+    /// Also after each batch of tool results (Agno's `"tool-batch"`).
+    ToolBatch,
+}
+
+impl Checkpoint {
+    /// The mode Agno names `name` (`runs`, `tool-batch`).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "runs" => Some(Checkpoint::Runs),
+            "tool-batch" => Some(Checkpoint::ToolBatch),
+            _ => None,
+        }
+    }
 }
 
 /// Reasoning with a separate native reasoning model (`reasoning_model`; v3 removed

@@ -28,6 +28,7 @@ mod error;
 pub mod eval;
 mod event_stream;
 mod fence;
+pub mod fork;
 mod hooks;
 mod knowledge;
 pub mod memory;
@@ -50,8 +51,8 @@ pub use agent::{Agent, AgentBuilder, AgentSettings, ModelChoice};
 pub use cancel::{cancel_run, is_running, running_runs};
 pub use component::{CarryOn, Component};
 pub use config::{
-    HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig, SummaryConfig,
-    ToolConfig,
+    Checkpoint, HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig,
+    SummaryConfig, ToolConfig,
 };
 pub use error::{BuildError, Result, RunError};
 pub use event_stream::EventStream;

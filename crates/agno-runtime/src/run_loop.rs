@@ -436,7 +436,7 @@ pub(crate) async fn model_loop(
             });
         }
         match execute_batch(st, &response.tool_calls, em, token).await {
-            BatchEnd::Continue => {}
+            BatchEnd::Continue => checkpoint(agent, st).await,
             BatchEnd::Paused => return LoopEnd::Paused,
             BatchEnd::Cancelled => return LoopEnd::Cancelled,
             BatchEnd::Stop => {
@@ -605,6 +605,25 @@ pub(crate) async fn finish(
             });
             store(agent, st, em, Some(err)).await
         }
+    }
+}
+
+/// With `checkpoint = ToolBatch`, writes the running run after a batch of tool results, its last
+/// message marked as a checkpoint (Agno's `checkpoint_run`). A failed write is logged: the run
+/// goes on, and is written again at its next checkpoint or its end.
+async fn checkpoint(agent: &AgentInner, st: &mut RunState) {
+    if agent.tool_config.checkpoint != crate::Checkpoint::ToolBatch || !st.store || agent.db.is_none() {
+        return;
+    }
+    st.output.status = RunStatus::Running;
+    let status = st.output.status.as_str();
+    if let Some(last) = st.messages.iter_mut().rev().find(|m| !m.from_history) {
+        last.mark_checkpoint(status, agno_core::now_epoch_secs());
+    }
+    let kept = st.messages.iter().filter(|m| !m.from_history).count();
+    st.output.set_last_checkpoint(kept);
+    if let Err(e) = save(agent, st).await {
+        tracing::warn!(run_id = st.output.id(), error = %e, "cannot write the run's checkpoint");
     }
 }
 

@@ -133,6 +133,11 @@ pub(crate) fn build_agent(
         builder = builder.toolkit(&toolkit);
         tool_names.push(toolkit.id().to_owned());
     }
+    if let Some(mode) = &spec.checkpoint {
+        let mode = agno_runtime::Checkpoint::parse(mode)
+            .ok_or_else(|| fail(format!("checkpoint must be \"runs\" or \"tool-batch\", not {mode:?}")))?;
+        builder = builder.checkpoint(mode);
+    }
     if let Some(seconds) = spec.approval_timeout_seconds {
         builder = builder.approval_timeout(std::time::Duration::from_secs(seconds));
     }

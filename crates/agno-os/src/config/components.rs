@@ -152,6 +152,10 @@ pub struct AgentSpec {
     /// The approval of a paused call of a tool listed in `approval_required_tools` expires after
     /// this many seconds undecided (the call is then rejected); unset, it waits until resolved.
     pub approval_timeout_seconds: Option<u64>,
+    /// When runs are written while they execute: `"runs"` (at start and end, the default) or
+    /// `"tool-batch"` (also after each model turn's tool results: a checkpoint the run can be
+    /// read back at), as Agno's `checkpoint`.
+    pub checkpoint: Option<String>,
     /// Ask for markdown.
     pub markdown: Option<bool>,
 }

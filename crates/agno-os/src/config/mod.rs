@@ -180,6 +180,7 @@ impl OsConfig {
                 num_past_session_runs_in_search: None,
                 tool_call_limit: None,
                 approval_timeout_seconds: None,
+                checkpoint: None,
                 markdown: None,
             }],
             teams: Vec::new(),

@@ -6,12 +6,14 @@ pub mod agents;
 pub mod approvals;
 pub(crate) mod background;
 pub mod bodies;
+pub mod checkpoints;
 pub mod component;
 pub mod continuation;
 pub mod core;
 pub mod databases;
 pub mod docs;
 pub mod evals;
+pub mod fork;
 pub mod guard;
 pub mod knowledge;
 pub mod mcp;
@@ -164,6 +166,9 @@ routes! {
     GET "/agents/{agent_id}/runs/{run_id}" as "get_agent_run", Scope("agents:read"), "Agents", "Get an agent run", query: run_records::SessionQuery => get(run_records::get_run::<agents::Agents>);
     POST "/agents/{agent_id}/runs/{run_id}/cancel" as "cancel_agent_run", Scope("agents:run"), "Agents", "Cancel an agent run", query: run_records::SessionQuery => post(run_records::cancel_run::<agents::Agents>);
     POST "/agents/{agent_id}/runs/{run_id}/continue" as "continue_agent_run", Scope("agents:run"), "Agents", "Continue a paused agent run", body: RequestBody::Form(agents::CONTINUE_FORM) => post(continuation::continue_run::<agents::Agents>);
+    GET "/agents/{agent_id}/runs/{run_id}/checkpoints" as "list_agent_run_checkpoints", Scope("agents:read"), "Agents", "The boundaries a stored run can be read back and continued at", query: checkpoints::CheckpointQuery => get(checkpoints::list_checkpoints::<agents::Agents>);
+    GET "/agents/{agent_id}/runs/{run_id}/checkpoints/{message_index}" as "get_agent_run_checkpoint_snapshot", Scope("agents:read"), "Agents", "The run as it stood after a number of messages (400 past its messages)", query: checkpoints::CheckpointQuery => get(checkpoints::checkpoint_snapshot::<agents::Agents>);
+    POST "/agents/{agent_id}/sessions/{session_id}/fork" as "fork_agent_session", Scope("agents:run"), "Agents", "Copy one of the agent's sessions into a new one, every run with a fresh id", query: fork::ForkQuery => post(fork::fork_session::<agents::Agents>);
     POST "/agents/{agent_id}/runs/{run_id}/resume" as "resume_agent_run_stream", Scope("agents:run"), "Agents", "Resume an agent run's event stream (SSE)", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<agents::Agents>);
 
     POST "/memories" as "create_memory", Scope("memories:write"), "Memory", "Create a memory", body: RequestBody::Json(|g| g.subschema_for::<memories::MemoryPayload>()), query: params::DbParams => post(memories::create_memory);
@@ -211,6 +216,9 @@ routes! {
     GET "/teams/{team_id}/runs" as "list_team_runs", Scope("teams:read"), "Teams", "List a team's runs in a session", query: run_records::RunsQuery => get(run_records::list_runs::<teams::Teams>);
     GET "/teams/{team_id}/runs/{run_id}" as "get_team_run", Scope("teams:read"), "Teams", "Get a team run", query: run_records::SessionQuery => get(run_records::get_run::<teams::Teams>);
     POST "/teams/{team_id}/runs/{run_id}/continue" as "continue_team_run", Scope("teams:run"), "Teams", "Continue a team run paused on its members (answers in requirements)", body: RequestBody::Form(teams::CONTINUE_FORM) => post(continuation::continue_run::<teams::Teams>);
+    GET "/teams/{team_id}/runs/{run_id}/checkpoints" as "list_team_run_checkpoints", Scope("teams:read"), "Teams", "The boundaries a stored team run can be read back and continued at", query: checkpoints::CheckpointQuery => get(checkpoints::list_checkpoints::<teams::Teams>);
+    GET "/teams/{team_id}/runs/{run_id}/checkpoints/{message_index}" as "get_team_run_checkpoint_snapshot", Scope("teams:read"), "Teams", "The team run as it stood after a number of messages (400 past its messages)", query: checkpoints::CheckpointQuery => get(checkpoints::checkpoint_snapshot::<teams::Teams>);
+    POST "/teams/{team_id}/sessions/{session_id}/fork" as "fork_team_session", Scope("teams:run"), "Teams", "Copy one of the team's sessions into a new one, every run with a fresh id", query: fork::ForkQuery => post(fork::fork_session::<teams::Teams>);
     POST "/teams/{team_id}/runs/{run_id}/resume" as "resume_team_run_stream", Scope("teams:run"), "Teams", "Replay a background team run's events, then follow it", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<teams::Teams>);
     POST "/teams/{team_id}/runs/{run_id}/cancel" as "cancel_team_run", Scope("teams:run"), "Teams", "Cancel a team run (its running members with it)", query: run_records::SessionQuery => post(run_records::cancel_run::<teams::Teams>);
     GET "/workflows" as "get_workflows", Scope("workflows:read"), "Workflows", "List workflows" => get(component::list::<workflows::Workflows>);
