@@ -175,6 +175,102 @@ async fn approval_routes_answer_as_python_agentos_does() {
     assert_shape_parity(&python, rs_port, &py_base, "approvals", 25);
 }
 
+/// One database, two servers: an approval a run paused on in agno-rs is listed and resolved by a
+/// Python AgentOS 3.1.10, and the agno-rs run then continues on that decision; one a Python run
+/// paused on is resolved by agno-rs, and Python's continue runs on it. The record is read alike by
+/// both, field for field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_are_shared_with_python_agentos_on_one_database() {
+    let Some(python) = agno_testkit::agno_python("the approvals interop check with Python AgentOS") else { return };
+    let dir = scratch_dir("ainterop");
+    let db = format!("sqlite://{}", dir.join("shared.db").display());
+    approvals_interop(&python, &dir, &db).await;
+}
+
+/// [`approvals_are_shared_with_python_agentos_on_one_database`] on PostgreSQL (one schema).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_approvals_are_shared_with_python_agentos() {
+    let Some(python) = agno_testkit::agno_python("the approvals interop check on PostgreSQL") else { return };
+    let Some(schema) = common::postgres_schema("ainterop") else { return };
+    approvals_interop(&python, &scratch_dir("ainterop-pg"), &schema.url).await;
+}
+
+async fn approvals_interop(python: &str, dir: &std::path::Path, db: &str) {
+    let (python, dir) = (python.to_owned(), dir.to_owned());
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let approver = format!(
+        "[[agents]]\nid = \"approver\"\nname = \"Approver\"\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n\
+         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], approval_required_tools = [\"add\"] }}]\n",
+        provider.base_url()
+    );
+    let config = python_agentos_twin_on(&dir, &provider, &approver, db);
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+    let rs = format!("http://127.0.0.1:{rs_port}");
+    let (_python, py) = start_python_agentos(&python, &provider, &dir, db, &["--approvals".into()]).await;
+    let client = reqwest::Client::new();
+    let post_form = |base: &str, path: &str, form: Vec<(&'static str, String)>| {
+        let request = client.post(format!("{base}{path}")).form(&form);
+        async move {
+            let r = request.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<serde_json::Value>().await.unwrap_or_default())
+        }
+    };
+    let post_json = |base: &str, path: &str, body: serde_json::Value| {
+        let request = client.post(format!("{base}{path}")).json(&body);
+        async move {
+            let r = request.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<serde_json::Value>().await.unwrap_or_default())
+        }
+    };
+
+    for (writer, resolver, session) in [(&rs, &py, "interop-rs"), (&py, &rs, "interop-py")] {
+        let run_form = vec![
+            ("message", "add please".to_owned()),
+            ("stream", "false".to_owned()),
+            ("session_id", session.to_owned()),
+            ("user_id", "u1".to_owned()),
+        ];
+        let (status, paused) = post_form(writer, "/agents/approver/runs", run_form).await;
+        assert_eq!((status, paused["status"].as_str()), (200, Some("PAUSED")), "{writer}: {paused}");
+        let run_id = paused["run_id"].as_str().unwrap().to_owned();
+        let approval_id = paused["tools"][0]["approval_id"].as_str().expect("stamped").to_owned();
+        let (_, by_writer) = get_both(writer, &format!("/approvals/{approval_id}")).await;
+        let (status, by_resolver) = get_both(resolver, &format!("/approvals/{approval_id}")).await;
+        assert_eq!(status, 200, "{resolver} reads {writer}'s approval: {by_resolver}");
+        assert_eq!(by_resolver, by_writer, "read alike");
+        assert_eq!(
+            (by_resolver["status"].as_str(), by_resolver["run_id"].as_str()),
+            (Some("pending"), Some(run_id.as_str()))
+        );
+        assert_eq!((by_resolver["user_id"].as_str(), by_resolver["tool_name"].as_str()), (Some("u1"), Some("add")));
+        let (_, listed) = get_both(resolver, "/approvals?status=pending").await;
+        assert!(listed["data"].as_array().unwrap().iter().any(|a| a["id"] == approval_id.as_str()), "{listed}");
+
+        let body = serde_json::json!({"status": "approved", "resolved_by": "admin"});
+        let (status, resolved) = post_json(resolver, &format!("/approvals/{approval_id}/resolve"), body).await;
+        assert_eq!((status, resolved["status"].as_str()), (200, Some("approved")), "{resolved}");
+        let (status, again) =
+            post_json(writer, &format!("/approvals/{approval_id}/resolve"), serde_json::json!({"status": "rejected"}))
+                .await;
+        assert_eq!(status, 409, "the writer sees it resolved: {again}");
+
+        let form = vec![("stream", "false".to_owned()), ("session_id", session.to_owned())];
+        let (status, done) = post_form(writer, &format!("/agents/approver/runs/{run_id}/continue"), form).await;
+        assert_eq!(
+            (status, done["status"].as_str()),
+            (200, Some("COMPLETED")),
+            "{writer} continues on the decision: {done}"
+        );
+        assert_eq!(done["tools"][0]["confirmed"], true, "{done}");
+        let (_, after) = get_both(resolver, &format!("/approvals/{approval_id}")).await;
+        assert_eq!(after["run_status"], "COMPLETED", "the record follows its run: {after}");
+    }
+}
+
 /// What both servers must answer alike of a trace (`TraceSummary` or `TraceDetail`, its tree
 /// node by node): everything but the human-readable `duration` (Python's SQLite upsert stores a
 /// fractional `duration_ms`, which Python shows as `94.0039…ms` and agno-rs rounds).

@@ -39,7 +39,11 @@ const DECIDED_ELSEWHERE: &[(&str, &str, &str)] = &[
     ("POST", "/agents/{agent_id}/runs/{run_id}/resume", "Agno checks only the run's owner; we also ask run access"),
     ("POST", "/teams/{team_id}/runs/{run_id}/resume", "as for agents"),
     ("POST", "/workflows/{workflow_id}/runs/{run_id}/resume", "as for agents"),
-    ("POST", "/agents/{agent_id}/sessions/{session_id}/fork", "Agno's route dependency asks run access to the agent, as we do"),
+    (
+        "POST",
+        "/agents/{agent_id}/sessions/{session_id}/fork",
+        "Agno's route dependency asks run access to the agent, as we do",
+    ),
     ("POST", "/teams/{team_id}/sessions/{session_id}/fork", "as for agents"),
     ("GET", "/queue/jobs", "Agno's queue router requires the admin scope itself"),
     ("GET", "/queue/jobs/{job_id}", "as /queue/jobs"),
