@@ -271,6 +271,105 @@ async fn approvals_interop(python: &str, dir: &std::path::Path, db: &str) {
     }
 }
 
+/// `/continue` beyond a pause, on both servers with the same scripted model: regenerate (the
+/// original marked REGENERATED), a fork from the last user message, a follow-up `input` to a
+/// completed run (which forks it), and refused combinations. Each server's runs, read back, carry
+/// the same lineage (`forked_from_run_id` naming the same run of the sequence,
+/// `forked_from_message_index`, `regenerated_from`, status) and the same messages (roles and
+/// contents).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_variants_store_the_lineage_python_agentos_stores() {
+    let Some(python) = agno_testkit::agno_python("the continue lineage check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("lineage");
+    let py_db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py) = start_python_agentos(&python, &provider, &dir, &py_db, &[]).await;
+    let config = python_agentos_twin(&dir, &provider, "");
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+    let rs = format!("http://127.0.0.1:{rs_port}");
+    let (from_rs, from_py) = (lineage_sequence(&rs).await, lineage_sequence(&py).await);
+    assert_eq!(from_rs, from_py, "agno-rs (left) and Python AgentOS (right) store different lineages");
+}
+
+/// Runs the continue sequence on `base`; what it stored, with run ids named by their place in
+/// the sequence (`r0`, `r1`, ...), and the statuses of the refused requests.
+async fn lineage_sequence(base: &str) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let client = reqwest::Client::new();
+    let session = format!("lineage-{}", &agno::core::new_id()[..8]);
+    let post = |path: String, fields: Vec<(&'static str, String)>| {
+        let mut form = vec![("stream", "false".to_owned()), ("session_id", session.clone())];
+        form.extend(fields);
+        let request = client.post(format!("{base}{path}")).form(&form);
+        async move {
+            let r = request.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap_or_default())
+        }
+    };
+    let mut ids: Vec<String> = Vec::new();
+    let (status, first) =
+        post("/agents/demo/runs".into(), vec![("message", "hello there".into()), ("user_id", "u1".into())]).await;
+    assert_eq!(status, 200, "{base}: {first}");
+    ids.push(first["run_id"].as_str().unwrap().to_owned());
+    let steps: Vec<(usize, Vec<(&'static str, String)>)> = vec![
+        (0, vec![("regenerate", "true".into())]),
+        (1, vec![("continue_from", "last_user".into()), ("fork", "true".into())]),
+        (2, vec![("input", "and one more thing".into())]),
+        (
+            3,
+            vec![
+                ("regenerate", "true".into()),
+                ("replace_original", "false".into()),
+                ("additional_instructions", "shorter".into()),
+            ],
+        ),
+    ];
+    for (from, fields) in steps {
+        let (status, run) = post(format!("/agents/demo/runs/{}/continue", ids[from]), fields).await;
+        assert_eq!(status, 200, "{base}: continue of r{from}: {run}");
+        ids.push(run["run_id"].as_str().unwrap().to_owned());
+    }
+    let mut refused = serde_json::Map::new();
+    for (name, fields) in [
+        ("regenerate and fork", vec![("regenerate", "true".to_owned()), ("fork", "true".to_owned())]),
+        ("replace_original alone", vec![("replace_original", "true".to_owned())]),
+        (
+            "input and additional_instructions",
+            vec![
+                ("regenerate", "true".to_owned()),
+                ("input", "a".to_owned()),
+                ("additional_instructions", "b".to_owned()),
+            ],
+        ),
+        ("regenerate from an index", vec![("regenerate", "true".to_owned()), ("continue_from", "1".to_owned())]),
+        ("continue_from not a boundary", vec![("continue_from", "soon".to_owned())]),
+    ] {
+        let (status, body) = post(format!("/agents/demo/runs/{}/continue", ids[4]), fields).await;
+        refused.insert(name.to_owned(), json!([status, body["detail"]]));
+    }
+    let name = |id: &Value| -> Value {
+        id.as_str().and_then(|id| ids.iter().position(|i| i == id)).map_or(Value::Null, |i| json!(format!("r{i}")))
+    };
+    let mut runs = Vec::new();
+    for id in &ids {
+        let r = client.get(format!("{base}/agents/demo/runs/{id}?session_id={session}")).send().await.unwrap();
+        let run: Value = r.json().await.unwrap();
+        let messages: Vec<Value> =
+            run["messages"].as_array().into_iter().flatten().map(|m| json!([m["role"], m["content"]])).collect();
+        runs.push(json!({
+            "status": run["status"],
+            "forked_from_run_id": name(&run["forked_from_run_id"]),
+            "forked_from_message_index": run["forked_from_message_index"],
+            "regenerated_from": name(&run["regenerated_from"]),
+            "content": run["content"],
+            "messages": messages,
+        }));
+    }
+    json!({"runs": runs, "refused": refused})
+}
+
 /// What both servers must answer alike of a trace (`TraceSummary` or `TraceDetail`, its tree
 /// node by node): everything but the human-readable `duration` (Python's SQLite upsert stores a
 /// fractional `duration_ms`, which Python shows as `94.0039…ms` and agno-rs rounds).

@@ -6,6 +6,7 @@
 //! payloads are shared with it; unknown fields are preserved on read-modify-write.
 
 mod approvals;
+mod branch;
 mod checkpoints;
 mod clock;
 pub mod db;
@@ -38,6 +39,7 @@ pub use approvals::{
     APPROVAL_APPROVED, APPROVAL_CANCELLED, APPROVAL_EXPIRED, APPROVAL_PENDING, APPROVAL_REJECTED, APPROVAL_STATUSES,
     ApprovalDecision, ApprovalQuery, ApprovalRecord, ApprovalStore, ApprovalType, Resolved,
 };
+pub use branch::{Boundary, Branch, BranchError, BranchOptions, branch, lineage};
 pub use checkpoints::{
     CHECKPOINT_CREATED_AT_FIELD, CHECKPOINT_STATUS_FIELD, CheckpointOutOfRange, LAST_CHECKPOINT_FIELD,
     checkpoint_snapshot, run_checkpoints, safe_truncation_index,

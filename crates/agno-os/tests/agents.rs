@@ -163,8 +163,14 @@ async fn cancel_and_continue_of_unknown_or_finished_runs() {
     let c = os.post_form(&format!("/agents/calc/runs/{run_id}/cancel"), &[], None).await;
     assert_eq!((c.status, &c.body), (200, &json!({})), "{:?}", c.body);
     assert_eq!(os.get(&format!("/agents/calc/runs/{run_id}"), None).await.body["status"], "COMPLETED");
-    let c = os.post_form(&format!("/agents/calc/runs/{run_id}/continue"), &[("tools", "[]")], None).await;
-    assert_eq!(c.status, 409, "{:?}", c.body);
+    // As Agno 3.1: a finished run continues as a fork, a new sibling run; the original stays.
+    let c = os
+        .post_form(&format!("/agents/calc/runs/{run_id}/continue"), &[("tools", "[]"), ("stream", "false")], None)
+        .await;
+    assert_eq!(c.status, 200, "{:?}", c.body);
+    assert_ne!(c.body["run_id"], run_id);
+    assert_eq!(c.body["forked_from_run_id"], run_id);
+    assert_eq!(os.get(&format!("/agents/calc/runs/{run_id}"), None).await.body["status"], "COMPLETED");
 }
 
 #[tokio::test]
@@ -203,8 +209,13 @@ async fn a_paused_run_continues_with_the_tools_field() {
     assert_eq!(c.status, 200, "{:?}", c.body);
     assert_eq!(c.body["status"], "COMPLETED");
     assert_eq!(c.body["run_id"], run_id.as_str());
-    let c = os.post_form(&format!("/agents/guarded/runs/{run_id}/continue"), &[("tools", "[]")], None).await;
-    assert_eq!(c.status, 409, "no longer paused");
+    // No longer paused: a continue forks it (the fork asks for the call's confirmation again).
+    let c = os
+        .post_form(&format!("/agents/guarded/runs/{run_id}/continue"), &[("tools", "[]"), ("stream", "false")], None)
+        .await;
+    assert_eq!(c.status, 200, "{:?}", c.body);
+    assert_eq!(c.body["forked_from_run_id"], run_id.as_str());
+    assert_ne!(c.body["run_id"], run_id.as_str());
 }
 
 #[tokio::test]

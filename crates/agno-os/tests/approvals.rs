@@ -152,8 +152,11 @@ async fn approval_lifecycle_across_replicas(db_url: &str) {
     // The approval follows its run.
     let followed = wait_approval(&two, &approval_id, &admin, "approved").await;
     assert_eq!(followed["run_status"], "COMPLETED", "{followed}");
+    // No longer paused: a continue is a fork (a new run), the approved original kept.
     let c = two.post_form(&format!("/agents/ops/runs/{run_id}/continue"), &[("stream", "false")], Some(&alice)).await;
-    assert_eq!(c.status, 409, "no longer paused: {:?}", c.body);
+    assert_eq!(c.status, 200, "{:?}", c.body);
+    assert_eq!(c.body["forked_from_run_id"], run_id.as_str());
+    assert_ne!(c.body["run_id"], run_id.as_str());
 
     // The admin deletes it; a second delete finds nothing.
     assert_eq!(one.delete(&format!("/approvals/{approval_id}"), Some(&admin)).await.status, 204);

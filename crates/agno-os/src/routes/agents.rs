@@ -151,6 +151,28 @@ pub const RUN_FORM: &[FormField] = &[
 /// The form of `POST /agents/{agent_id}/runs/{run_id}/continue`.
 pub const CONTINUE_FORM: &[FormField] = &[
     FormField::optional("tools", "array", "JSON list of the paused tool executions, resolved."),
+    FormField::optional(
+        "input",
+        "string",
+        "A user message appended before the run goes on (a follow-up to a completed run).",
+    ),
+    FormField::optional(
+        "continue_from",
+        "string",
+        "Where the run goes on from: 'end' (default), 'last_user', or a message index (a checkpoint's).",
+    ),
+    FormField::optional(
+        "fork",
+        "boolean",
+        "Go on as a new sibling run (forked_from_run_id), the original untouched; a completed run always forks.",
+    ),
+    FormField::optional("regenerate", "boolean", "Make the run's last answer again, as a fork from before it."),
+    FormField::optional(
+        "replace_original",
+        "boolean",
+        "With regenerate: mark the original REGENERATED, hidden from history (default true).",
+    ),
+    FormField::optional("additional_instructions", "string", "With regenerate: guidance appended as a user message."),
     fields::RUN_SESSION,
     fields::USER,
     fields::STREAM,

@@ -4,6 +4,7 @@
 //! durable queue under the same run id.
 
 use crate::routes::guard::Caller;
+use agno_core::{BranchError, BranchOptions, ComponentKind, RunStatus};
 use agno_runtime::{CarryOn, Component, Durable};
 use axum::extract::{Path, Request};
 use axum::response::Response;
@@ -36,6 +37,10 @@ pub async fn continue_run<K: Kind>(
     // Ownership first: another user's run is not found, whatever the answers.
     let mut run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
     super::approvals::gate_continue(&state, &principal, &run).await?;
+    let options = branch_options(&form)?;
+    if !options.is_plain() || (K::KIND == ComponentKind::Agent && run.status != RunStatus::Paused) {
+        return branch_run::<K>(&state, &principal, &runner, run, &options, &form).await;
+    }
     // The decisions of resolved approvals answer their calls: the form need not repeat them.
     let answered = ["tools", "requirements", "step_requirements"]
         .iter()
@@ -113,4 +118,70 @@ async fn approved_answers(
         Err(agno_runtime::RunError::Storage(e)) => Err(e.into()),
         Err(e) => Err(ApiError::internal(e.to_string())),
     }
+}
+
+/// The branch a continue form asks for (Agno's `input`, `continue_from`, `fork`, `regenerate`,
+/// `replace_original`, `additional_instructions`).
+fn branch_options(form: &Form) -> ApiResult<BranchOptions> {
+    let text = |name: &str| form.text(name).filter(|t| !t.is_empty()).map(str::to_owned);
+    Ok(BranchOptions {
+        input: text("input"),
+        boundary: agno_core::Boundary::parse(form.text("continue_from").unwrap_or_default()).map_err(branch_error)?,
+        fork: form.bool("fork")?.unwrap_or(false),
+        regenerate: form.bool("regenerate")?.unwrap_or(false),
+        replace_original: form.bool("replace_original")?,
+        additional_instructions: text("additional_instructions"),
+    })
+}
+
+fn branch_error(e: BranchError) -> ApiError {
+    match e {
+        BranchError::NotContinuable(why) => ApiError::conflict(why),
+        other => ApiError::bad_request(other.to_string()),
+    }
+}
+
+/// Continues a stored agent run from a boundary of its transcript (`agno_core::branch`): a
+/// completed run as a fork (a new sibling run), a regenerate replacing the original's answer, an
+/// errored or interrupted one as itself; inline, as a continue of a paused run answers.
+async fn branch_run<K: Kind>(
+    state: &crate::state::AppState,
+    principal: &crate::auth::Principal,
+    runner: &K::Runner,
+    run: agno_core::RunOutput,
+    options: &BranchOptions,
+    form: &Form,
+) -> ApiResult<Response> {
+    if K::KIND != ComponentKind::Agent {
+        return Err(ApiError::bad_request(
+            "input, continue_from, fork and regenerate continue agent runs only in this version",
+        ));
+    }
+    if matches!(run.status, RunStatus::Running | RunStatus::Pending) {
+        return Err(ApiError::conflict(format!(
+            "Run {} is {}: wait for it to end (or cancel it) before continuing it",
+            run.id(),
+            run.status.as_str()
+        )));
+    }
+    if !run.active_requirements().is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "Run {} waits for its requirements: continue it with its answers first, without fork, regenerate, \
+             continue_from or input",
+            run.id()
+        )));
+    }
+    let branch = agno_core::branch(&run, options, agno_core::now_epoch_secs()).map_err(branch_error)?;
+    let db = state.require_db()?;
+    let session_id = run.session_id.clone().unwrap_or_default();
+    if let Some(original) = &branch.replaced {
+        db.upsert_run(original, &session_id, original.user_id.as_deref()).await?;
+    }
+    let stream = form.bool("stream")?.unwrap_or(true);
+    let user_id = super::run_form::form_user(principal, form).or_else(|| run.user_id.clone());
+    let events = runner.carry_on(CarryOn { run: branch.run, requirements: Vec::new(), user_id }, Durable::default());
+    if stream {
+        return Ok(crate::sse::run_events(events, DisconnectPolicy::KeepRunning, state.streaming()));
+    }
+    Ok(answer(events.output().await))
 }
