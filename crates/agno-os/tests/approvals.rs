@@ -350,3 +350,38 @@ async fn a_members_approval_pauses_the_team_until_an_admin_resolves_it() {
     assert_eq!(c.body["content"], "the desk says 5");
     assert_eq!(c.body["member_responses"][0]["tools"][0]["result"], r#"{"operation":"addition","result":5.0}"#);
 }
+
+/// A workflow step's agent that calls a tool needing approval pauses the workflow; the run's
+/// owner cannot answer the call until an admin approved it (a pending or rejected approval keeps
+/// it an admin's), then continues with the step's answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_steps_approval_keeps_the_workflow_paused_for_an_admin() {
+    let cfg = format!(
+        "{}[[workflows]]\nid = \"flow\"\n[[workflows.steps]]\nname = \"compute\"\nagent = \"ops\"\n",
+        replica("memory://", "")
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let alice = token("alice", &["workflows:read", "workflows:run", "approvals:read"]);
+    let admin = token("root", &["agent_os:admin"]);
+    let form = [("message", "add"), ("stream", "false"), ("session_id", "w1")];
+    let r = os.post_form("/workflows/flow/runs", &form, Some(&alice)).await;
+    assert_eq!((r.status, r.body["status"].as_str()), (200, Some("PAUSED")), "{}", r.body);
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+    let step = r.body["step_requirements"].as_array().unwrap().last().cloned().unwrap();
+    let call = &step["executor_requirements"][0]["tool_execution"];
+    assert_eq!(call["approval_type"], "required", "{step}");
+    let approval_id = call["approval_id"].as_str().expect("the step's call carries its approval").to_owned();
+    let mut answered = step.clone();
+    answered["executor_requirements"][0]["confirmation"] = json!(true);
+    answered["executor_requirements"][0]["tool_execution"]["confirmed"] = json!(true);
+    let answers = Value::Array(vec![answered]).to_string();
+    let path = format!("/workflows/flow/runs/{run_id}/continue");
+    let fields = [("step_requirements", answers.as_str()), ("session_id", "w1"), ("stream", "false")];
+    let c = os.post_form(&path, &fields, Some(&alice)).await;
+    assert_eq!(c.status, 403, "pending: {:?}", c.body);
+    let body = json!({"status": "approved"});
+    let resolved = os.post_json(&format!("/approvals/{approval_id}/resolve"), &body, Some(&admin)).await;
+    assert_eq!(resolved.status, 200, "{:?}", resolved.body);
+    let c = os.post_form(&path, &fields, Some(&alice)).await;
+    assert_eq!((c.status, c.body["status"].as_str()), (200, Some("COMPLETED")), "{:?}", c.body);
+}

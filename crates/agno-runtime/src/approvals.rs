@@ -125,6 +125,52 @@ fn stamp(run: &mut RunOutput, approval_id: &str) {
     }
 }
 
+/// A record of `run`'s call `tool` (the first the approval covers) naming the calls `names`, as
+/// Agno builds one: its ids, its source, `context` with the tool names and the source's name.
+fn new_record(
+    run: &RunOutput,
+    source: &ApprovalSource,
+    tool: &ToolExecution,
+    kind: ApprovalType,
+    names: &[&str],
+    now: i64,
+) -> ApprovalRecord {
+    let mut context = Map::new();
+    if !names.is_empty() {
+        context.insert("tool_names".to_owned(), json!(names));
+    }
+    if let Some(name) = &source.name {
+        context.insert("source_name".to_owned(), json!(name));
+    }
+    ApprovalRecord {
+        id: new_id(),
+        run_id: run.id().to_owned(),
+        session_id: run.session_id.clone().unwrap_or_default(),
+        status: String::new(),
+        source_type: source.source_type.to_owned(),
+        approval_type: Some(kind.as_str().to_owned()),
+        pause_type: pause_type(tool).to_owned(),
+        tool_name: tool.tool_name.clone(),
+        tool_args: tool.tool_args.clone(),
+        expires_at: None,
+        agent_id: source.agent_id.clone(),
+        team_id: source.team_id.clone(),
+        workflow_id: None,
+        user_id: source.user_id.clone(),
+        schedule_id: None,
+        schedule_run_id: None,
+        source_name: source.name.clone(),
+        requirements: None,
+        context: (!context.is_empty()).then_some(context),
+        resolution_data: None,
+        resolved_by: None,
+        resolved_at: None,
+        created_at: now,
+        updated_at: None,
+        run_status: None,
+    }
+}
+
 /// Writes the approval record of a run that paused on `required` calls, stamping its id on them
 /// (before the run is stored, so the stored run carries it). Nothing when the pause has no such
 /// call, or each already has a record (a member's own). A failed write is logged: the run is
@@ -144,43 +190,14 @@ pub async fn record_pause(db: &dyn ApprovalStore, run: &mut RunOutput, source: &
         })
         .filter_map(|r| serde_json::to_value(r).ok())
         .collect();
-    let mut context = Map::new();
     let names: Vec<&str> = pending.iter().filter_map(|t| t.tool_name.as_deref()).collect();
-    if !names.is_empty() {
-        context.insert("tool_names".to_owned(), json!(names));
-    }
-    if let Some(name) = &source.name {
-        context.insert("source_name".to_owned(), json!(name));
-    }
-    let record = ApprovalRecord {
-        id: new_id(),
-        run_id: run.id().to_owned(),
-        session_id: run.session_id.clone().unwrap_or_default(),
-        status: APPROVAL_PENDING.to_owned(),
-        source_type: source.source_type.to_owned(),
-        approval_type: Some(ApprovalType::Required.as_str().to_owned()),
-        pause_type: pause_type(first).to_owned(),
-        tool_name: first.tool_name.clone(),
-        tool_args: first.tool_args.clone(),
-        expires_at: source
-            .expires_in
-            .map(|d| now_epoch_secs().saturating_add(i64::try_from(d.as_secs()).unwrap_or(i64::MAX))),
-        agent_id: source.agent_id.clone(),
-        team_id: source.team_id.clone(),
-        workflow_id: source.workflow_id.clone(),
-        user_id: source.user_id.clone(),
-        schedule_id: None,
-        schedule_run_id: None,
-        source_name: source.name.clone(),
-        requirements: (!requirements.is_empty()).then_some(requirements),
-        context: (!context.is_empty()).then_some(context),
-        resolution_data: None,
-        resolved_by: None,
-        resolved_at: None,
-        created_at: now_epoch_secs(),
-        updated_at: None,
-        run_status: Some(RunStatus::Paused.as_str().to_owned()),
-    };
+    let now = now_epoch_secs();
+    let mut record = new_record(run, source, first, ApprovalType::Required, &names, now);
+    record.status = APPROVAL_PENDING.to_owned();
+    record.expires_at = source.expires_in.map(|d| now.saturating_add(i64::try_from(d.as_secs()).unwrap_or(i64::MAX)));
+    record.workflow_id.clone_from(&source.workflow_id);
+    record.requirements = (!requirements.is_empty()).then_some(requirements);
+    record.run_status = Some(RunStatus::Paused.as_str().to_owned());
     match db.create_approval(&record).await {
         Ok(()) => {
             stamp(run, &record.id);
@@ -306,40 +323,10 @@ pub async fn record_audits(db: &dyn ApprovalStore, run: &RunOutput, answers: &[R
             continue;
         }
         let status = if answer.confirmation == Some(false) { APPROVAL_REJECTED } else { APPROVAL_APPROVED };
-        let mut context = Map::new();
-        if let Some(name) = &t.tool_name {
-            context.insert("tool_names".to_owned(), json!([name]));
-        }
-        if let Some(name) = &source.name {
-            context.insert("source_name".to_owned(), json!(name));
-        }
-        let record = ApprovalRecord {
-            id: new_id(),
-            run_id: run.id().to_owned(),
-            session_id: run.session_id.clone().unwrap_or_default(),
-            status: status.to_owned(),
-            source_type: source.source_type.to_owned(),
-            approval_type: Some(ApprovalType::Audit.as_str().to_owned()),
-            pause_type: pause_type(t).to_owned(),
-            tool_name: t.tool_name.clone(),
-            tool_args: t.tool_args.clone(),
-            expires_at: None,
-            agent_id: source.agent_id.clone(),
-            team_id: source.team_id.clone(),
-            workflow_id: None,
-            user_id: source.user_id.clone(),
-            schedule_id: None,
-            schedule_run_id: None,
-            source_name: source.name.clone(),
-            requirements: None,
-            context: (!context.is_empty()).then_some(context),
-            resolution_data: None,
-            resolved_by: None,
-            resolved_at: Some(now),
-            created_at: now,
-            updated_at: None,
-            run_status: None,
-        };
+        let names: Vec<&str> = t.tool_name.as_deref().into_iter().collect();
+        let mut record = new_record(run, &source, t, ApprovalType::Audit, &names, now);
+        status.clone_into(&mut record.status);
+        record.resolved_at = Some(now);
         if let Err(e) = db.create_approval(&record).await {
             tracing::warn!(run_id = record.run_id, error = %e, "cannot write an audit approval");
         }

@@ -229,6 +229,12 @@ pub(crate) async fn gate_continue(
         .into_iter()
         .filter_map(|r| r.tool_execution.as_ref()?.approval_id.as_deref())
         .collect();
+    // A workflow's paused step carries its agent's (or team's) requirements; their decisions are
+    // the caller's to send, so only an approved call may be answered by the run's owner.
+    let mut in_steps = Vec::new();
+    if let Some(steps) = run.extra.get("step_requirements") {
+        required_approval_ids(steps, &mut in_steps);
+    }
     let q = ApprovalQuery {
         run_id: Some(run.id().to_owned()),
         status: Some(agno_core::APPROVAL_PENDING.to_owned()),
@@ -246,6 +252,11 @@ pub(crate) async fn gate_continue(
                 return Ok(true);
             }
         }
+        for id in &in_steps {
+            if db.get_approval(id).await?.is_none_or(|a| a.status != agno_core::APPROVAL_APPROVED) {
+                return Ok(true);
+            }
+        }
         Ok::<_, agno_core::DbError>(false)
     };
     match pending.await {
@@ -255,5 +266,23 @@ pub(crate) async fn gate_continue(
             tracing::warn!(run_id = run.id(), error = %e, "cannot read the run's approvals; refusing the continue");
             Err(ApiError::forbidden("This run's approval state could not be verified; try again"))
         }
+    }
+}
+
+/// The ids of the `required` approvals stamped on the tool calls anywhere in `value` (a
+/// workflow's step requirements, which carry their executors' requirements).
+fn required_approval_ids(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if map.get("approval_type").and_then(Value::as_str) == Some("required")
+                && let Some(id) = map.get("approval_id").and_then(Value::as_str)
+                && !out.iter().any(|o| o == id)
+            {
+                out.push(id.to_owned());
+            }
+            map.values().for_each(|v| required_approval_ids(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| required_approval_ids(v, out)),
+        _ => {}
     }
 }
