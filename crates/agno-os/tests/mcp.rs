@@ -387,3 +387,61 @@ async fn the_mcp_endpoint_serves_an_official_client_as_each_user() {
     let r = os.post_json("/mcp", &init, None).await;
     assert_eq!((r.status, common::detail(&r.body)), (401, "Authorization header missing".to_owned()));
 }
+
+/// Over MCP as over REST: a run paused on a call that needs an admin's approval cannot be
+/// continued by its owner (not even with a confirmation of their own) until an admin approved
+/// it; then the owner's `continue_run` without any answer runs the approved call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_mcp_a_run_waiting_for_approval_continues_only_once_approved() {
+    let Some(python) = agno_testkit::agno_python("approvals over /mcp with the Python mcp client") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&format!(
+        "[db]\nurl = \"memory://\"\n[auth]\nmode = \"jwt\"\nverification_keys = [\"{}\"]\nuser_isolation = true\n\
+         [mcp_server]\nenabled = true\n\
+         [[agents]]\nid = \"ops\"\ntools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], approval_required_tools = [\"add\"] }}]\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        common::SECRET,
+        provider.base_url()
+    )))
+    .await;
+    let url = format!("{}/mcp", os.base);
+    let ann = common::token("ann", &["agents:read", "agents:run", "sessions:read"]);
+    provider.push(Reply::tool_call("add", r#"{"a": 2, "b": 3}"#));
+    let out = python_client(
+        &python,
+        &url,
+        Some(&ann),
+        &calls(&[call("run_agent", &json!({"agent_id": "ops", "message": "2+3?"}))]),
+    );
+    let paused = out["calls"][0]["structured"].clone();
+    assert_eq!(paused["status"], "PAUSED", "{out}");
+    let approval_id = paused["requirements"][0]["tool_execution"]["approval_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_owned();
+    let mut own = paused["requirements"].as_array().unwrap().clone();
+    own[0]["confirmation"] = json!(true);
+    let ids = json!({"run_id": paused["run_id"], "session_id": paused["session_id"], "agent_id": "ops"});
+    let mut with_own = ids.clone();
+    with_own["requirements"] = json!(own);
+    let out = python_client(
+        &python,
+        &url,
+        Some(&ann),
+        &calls(&[call("continue_run", &ids), call("continue_run", &with_own)]),
+    );
+    for refused in [&out["calls"][0], &out["calls"][1]] {
+        assert_eq!(refused["is_error"], true, "{out}");
+        assert!(refused["text"].as_str().unwrap().contains("requires admin approval"), "{out}");
+    }
+    let admin = common::token("root", &["agent_os:admin"]);
+    let r =
+        os.post_json(&format!("/approvals/{approval_id}/resolve"), &json!({"status": "approved"}), Some(&admin)).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    provider.push(Reply::text("It is 5."));
+    let out = python_client(&python, &url, Some(&ann), &calls(&[call("continue_run", &ids)]));
+    let done = &out["calls"][0]["structured"];
+    assert_eq!((done["status"].as_str(), done["content"].as_str()), (Some("COMPLETED"), Some("It is 5.")), "{out}");
+    let bodies: Vec<String> = provider.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(bodies.iter().any(|b| b.contains(r#"\"result\":5.0"#)), "the approved call ran: {bodies:?}");
+}
