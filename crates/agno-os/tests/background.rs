@@ -598,10 +598,12 @@ async fn a_paused_background_run_continues_under_its_run_id() {
     let names: Vec<&str> = log.iter().map(|f| f.event.as_str()).collect();
     assert!(names.contains(&"RunPaused") && names.contains(&"RunContinued"), "{names:?}");
     assert_eq!(names.last(), Some(&"RunCompleted"));
-    // No longer paused: a continue forks it into a new run (inline), the original kept.
-    let c = os
-        .post_form(&format!("/agents/guarded/runs/{run_id}/continue"), &[("tools", &tools), ("stream", "false")], None)
-        .await;
+    // No longer paused: answers are refused; a plain continue forks it into a new run (inline).
+    let path = format!("/agents/guarded/runs/{run_id}/continue");
+    let c = os.post_form(&path, &[("tools", &tools), ("stream", "false")], None).await;
+    assert_eq!(c.status, 400, "{:?}", c.body);
+    assert!(common::detail(&c.body).contains("waits for no answers"), "{:?}", c.body);
+    let c = os.post_form(&path, &[("stream", "false")], None).await;
     assert_eq!(c.status, 200, "{:?}", c.body);
     assert_eq!(c.body["forked_from_run_id"], run_id.as_str());
     assert_eq!(os.get(&format!("/agents/guarded/runs/{run_id}"), None).await.body["status"], "COMPLETED");

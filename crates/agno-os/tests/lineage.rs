@@ -233,3 +233,64 @@ async fn a_session_fork_copies_its_runs_under_fresh_ids() {
     let listed = os.get("/sessions?type=agent", Some(&bob)).await;
     assert!(!listed.body.to_string().contains(&fork), "bob sees nothing of it");
 }
+
+/// A team's run goes on beyond its end as an agent's does: a plain continue of a finished run
+/// forks it, a regenerate replaces its answer (the original REGENERATED), `input` asks a
+/// follow-up; each branch is a run of the team, stored with its lineage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_run_forks_regenerates_and_follows_up() {
+    let provider = FakeProvider::start().await.unwrap();
+    let os = TestOs::start(config(&os_config(&provider, ""))).await;
+    let alice = token("alice", &["teams:read", "teams:run"]);
+    provider.push_all([Scripted::text("the desk answers")]);
+    let r = os
+        .post_form(
+            "/teams/desk/runs",
+            &[("message", "hi desk"), ("stream", "false"), ("session_id", "t1")],
+            Some(&alice),
+        )
+        .await;
+    assert_eq!((r.status, r.body["status"].as_str()), (200, Some("COMPLETED")), "{:?}", r.body);
+    let first = r.body["run_id"].as_str().unwrap().to_owned();
+    let go = |run: &str, fields: &[(&'static str, &'static str)]| {
+        let mut form = vec![("stream", "false"), ("session_id", "t1")];
+        form.extend_from_slice(fields);
+        let path = format!("/teams/desk/runs/{run}/continue");
+        let (os, alice) = (&os, alice.clone());
+        async move { os.post_form(&path, &form, Some(&alice)).await }
+    };
+
+    provider.push_all([Scripted::text("the desk answers again")]);
+    let fork = go(&first, &[]).await;
+    assert_eq!(fork.status, 200, "{:?}", fork.body);
+    let fork_id = fork.body["run_id"].as_str().unwrap().to_owned();
+    assert_ne!(fork_id, first);
+    assert_eq!(
+        (fork.body["forked_from_run_id"].as_str(), fork.body["team_id"].as_str()),
+        (Some(first.as_str()), Some("desk"))
+    );
+    assert_eq!(fork.body["content"], "the desk answers again");
+
+    provider.push_all([Scripted::text("a better answer")]);
+    let regenerated = go(&fork_id, &[("regenerate", "true")]).await;
+    assert_eq!(regenerated.status, 200, "{:?}", regenerated.body);
+    assert_eq!(regenerated.body["regenerated_from"], fork_id.as_str());
+    assert_eq!(regenerated.body["content"], "a better answer");
+    let replaced = os.get(&format!("/teams/desk/runs/{fork_id}?session_id=t1"), Some(&alice)).await;
+    assert_eq!(replaced.body["status"], "REGENERATED");
+
+    let last = regenerated.body["run_id"].as_str().unwrap().to_owned();
+    provider.push_all([Scripted::text("and the follow-up")]);
+    let follow = go(&last, &[("input", "one more question")]).await;
+    assert_eq!(follow.status, 200, "{:?}", follow.body);
+    let said: Vec<&str> =
+        follow.body["messages"].as_array().unwrap().iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(said.contains(&"one more question") && said.contains(&"and the follow-up"), "{said:?}");
+    // The regenerated run's answer is not in what the follow-up's leader was sent.
+    let sent = provider.requests().last().map(|r| r.body.to_string()).unwrap_or_default();
+    assert!(!sent.contains("the desk answers again"), "a REGENERATED run stays out of history: {sent}");
+    assert_eq!(
+        os.get(&format!("/teams/desk/runs/{first}?session_id=t1"), Some(&alice)).await.body["status"],
+        "COMPLETED"
+    );
+}

@@ -321,8 +321,20 @@ async fn a_members_confirmation_pauses_the_team_and_continue_over_http_finishes_
     // The clerk's tool result reached its model, and the clerk's answer reached the leader.
     let bodies: Vec<String> = provider.requests().iter().map(|r| r.body.to_string()).collect();
     assert!(bodies.iter().any(|b| b.contains("it is 5") && b.contains("delegate_task_to_member")), "{bodies:?}");
+    // A finished run is no longer paused: answers for its old requirements change nothing, and
+    // a continue is a fork of it (a new run, as Agno 3.1 forks it).
     let r = post(form(&answers), Some(alice.clone())).await;
-    assert_eq!(r.status, 409, "a finished run cannot be continued: {}", r.body);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(detail(&r.body).contains("waits for no answers"), "{}", r.body);
+    provider.push_all([Scripted::text("the desk says 5 again")]);
+    let r = post(vec![("stream", "false".into()), ("session_id", "p1".into())], Some(alice.clone())).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["forked_from_run_id"], run_id.as_str());
+    assert_ne!(r.body["run_id"], run_id.as_str());
+    assert_eq!(
+        os.get(&format!("/teams/desk/runs/{run_id}?session_id=p1"), Some(&alice)).await.body["status"],
+        "COMPLETED"
+    );
 }
 
 const QUEUED: &str = "[queue]\npoll_interval_ms = 50\nlock_grace_seconds = 2\n";

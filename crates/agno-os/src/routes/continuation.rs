@@ -38,7 +38,7 @@ pub async fn continue_run<K: Kind>(
     let mut run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
     super::approvals::gate_continue(&state, &principal, &run).await?;
     let options = branch_options(&form)?;
-    if !options.is_plain() || (K::KIND == ComponentKind::Agent && run.status != RunStatus::Paused) {
+    if !options.is_plain() || (K::KIND != ComponentKind::Workflow && run.status != RunStatus::Paused) {
         return branch_run::<K>(&state, &principal, &runner, run, &options, &form).await;
     }
     // The decisions of resolved approvals answer their calls: the form need not repeat them.
@@ -141,9 +141,9 @@ fn branch_error(e: BranchError) -> ApiError {
     }
 }
 
-/// Continues a stored agent run from a boundary of its transcript (`agno_core::branch`): a
-/// completed run as a fork (a new sibling run), a regenerate replacing the original's answer, an
-/// errored or interrupted one as itself; inline, as a continue of a paused run answers.
+/// Continues a stored agent or team run from a boundary of its transcript (`agno_core::branch`):
+/// a completed run as a fork (a new sibling run), a regenerate replacing the original's answer,
+/// an errored or interrupted one as itself; inline, as a continue of a paused run answers.
 async fn branch_run<K: Kind>(
     state: &crate::state::AppState,
     principal: &crate::auth::Principal,
@@ -152,14 +152,23 @@ async fn branch_run<K: Kind>(
     options: &BranchOptions,
     form: &Form,
 ) -> ApiResult<Response> {
-    if K::KIND != ComponentKind::Agent {
+    if K::KIND == ComponentKind::Workflow {
         return Err(ApiError::bad_request(
-            "input, continue_from, fork and regenerate continue agent runs only in this version",
+            "input, continue_from, fork and regenerate continue agent and team runs; a workflow run continues from its pause",
         ));
     }
     if matches!(run.status, RunStatus::Running | RunStatus::Pending) {
         return Err(ApiError::conflict(format!(
             "Run {} is {}: wait for it to end (or cancel it) before continuing it",
+            run.id(),
+            run.status.as_str()
+        )));
+    }
+    let answers =
+        ["tools", "requirements"].iter().any(|f| form.text(f).is_some_and(|t| !matches!(t.trim(), "" | "[]")));
+    if answers && run.status != RunStatus::Paused {
+        return Err(ApiError::bad_request(format!(
+            "Run {} is {} and waits for no answers: continue it without tools or requirements",
             run.id(),
             run.status.as_str()
         )));

@@ -140,6 +140,12 @@ async fn continue_team_run(
             db.get_run(&run_id, request.user_id.as_deref()).await?.ok_or(RunError::RunNotFound(run_id))?
         }
     };
+    if record.extra.get(PAUSES_KEY).is_none()
+        && record.active_requirements().is_empty()
+        && request.requirements.is_empty()
+    {
+        return carry_on_leader(team, record, request.user_id.clone(), &request.durable, tx, store).await;
+    }
     let answers = check_continuable(&team, &record, &request.requirements)?;
     let run_id = record.id().to_owned();
     let mut pauses: Vec<DelegationPause> = take_json(&mut record, PAUSES_KEY)
@@ -247,6 +253,42 @@ async fn continue_team_run(
     }
     let leader = leader(&team, &run)?;
     let call = ContinueRequest::output(record, leader_requirements).store(false);
+    let call = match &user_id {
+        Some(user) => call.user_id(user.clone()),
+        None => call,
+    };
+    let result = drive(&run, &leader, LeaderCall::Continue(call)).await;
+    conclude(&team, &run, result, storage).await
+}
+
+/// Carries on a team run that waits on no member and no requirement (a branch of a finished or
+/// failed run, `agno_core::branch`): the leader goes on from the run's messages, delegating as
+/// it sees fit, and the team's run is stored as any run of the team.
+async fn carry_on_leader(
+    team: Arc<TeamInner>,
+    mut record: RunOutput,
+    user_id: Option<String>,
+    durable: &crate::Durable,
+    tx: Option<mpsc::UnboundedSender<TeamStreamEvent>>,
+    store: bool,
+) -> Result<RunOutput, RunError> {
+    let run_id = record.id().to_owned();
+    if record.extra.get("team_id").and_then(Value::as_str) != Some(team.id.as_str()) {
+        return Err(RunError::RunNotFound(run_id));
+    }
+    let members: Vec<RunOutput> = take_json(&mut record, "member_responses").unwrap_or_default();
+    let session_id = record.session_id.clone().unwrap_or_default();
+    let user_id = user_id.or_else(|| record.user_id.clone());
+    let mut storage = Storage::load(&team, &session_id, user_id.as_deref(), store, durable.fence.clone()).await?;
+    // The members' runs it carries were counted when they were made.
+    storage.counted = super::engine::run_metrics(&members.iter().chain(std::iter::once(&record)).collect::<Vec<_>>());
+    let mut running = record.clone();
+    running.status = RunStatus::Running;
+    running.extra.insert("member_responses".to_owned(), serde_json::to_value(&members).unwrap_or_default());
+    storage.start(&team, &running).await?;
+    let run = TeamRun::new(&team, &run_id, &session_id, user_id.clone(), members, tx, durable.after_event_index);
+    let leader = leader(&team, &run)?;
+    let call = ContinueRequest::output(record, Vec::new()).store(false);
     let call = match &user_id {
         Some(user) => call.user_id(user.clone()),
         None => call,
