@@ -114,6 +114,11 @@ impl Form {
         self.fields.remove(name).filter(|t| !t.is_empty()).ok_or_else(|| ApiError::missing("body", name))
     }
 
+    /// Sets a text field (an answer the server fills in for the caller).
+    pub fn set_text(&mut self, name: &str, value: String) {
+        self.fields.insert(name.to_owned(), value);
+    }
+
     /// A text field.
     pub fn text(&self, name: &str) -> Option<&str> {
         self.fields.get(name).map(String::as_str)

@@ -382,6 +382,9 @@ async fn a_workflow_steps_approval_keeps_the_workflow_paused_for_an_admin() {
     let body = json!({"status": "approved"});
     let resolved = os.post_json(&format!("/approvals/{approval_id}/resolve"), &body, Some(&admin)).await;
     assert_eq!(resolved.status, 200, "{:?}", resolved.body);
-    let c = os.post_form(&path, &fields, Some(&alice)).await;
+    // Approved: the owner continues without sending the step's answers again.
+    let c = os.post_form(&path, &[("session_id", "w1"), ("stream", "false")], Some(&alice)).await;
     assert_eq!((c.status, c.body["status"].as_str()), (200, Some("COMPLETED")), "{:?}", c.body);
+    let ran = c.body["step_executor_runs"][0]["tools"][0].clone();
+    assert_eq!((ran["confirmed"].as_bool(), ran["result"].is_string()), (Some(true), true), "{ran}");
 }

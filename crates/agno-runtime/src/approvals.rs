@@ -269,6 +269,36 @@ pub async fn answers_from_approvals(
     Ok((answers, first))
 }
 
+/// The answers resolved approvals give `requirements` (a workflow step's executor's), when each of
+/// them is a `required` call with its own record: `None` when one needs an answer no approval
+/// gives (the caller's to send).
+///
+/// # Errors
+/// [`RunError::Approval`] when a call's approval is still pending; a storage error.
+pub async fn answers_for(
+    db: &dyn ApprovalStore,
+    requirements: &[RunRequirement],
+) -> Result<Option<Vec<RunRequirement>>, RunError> {
+    let now = now_epoch_secs();
+    let mut answers = Vec::with_capacity(requirements.len());
+    for pending in requirements {
+        let Some(id) = pending.tool_execution.as_ref().filter(|t| is_required(t)).and_then(|t| t.approval_id.clone())
+        else {
+            return Ok(None);
+        };
+        let Some(mut record) = db.get_approval(&id).await? else { return Ok(None) };
+        if record.expired_at(now) {
+            db.expire_approvals(now).await?;
+            record = db.get_approval(&id).await?.unwrap_or(record);
+        }
+        if record.is_pending() {
+            return Err(RunError::Approval(ApprovalGate::Pending { approval_id: record.id }));
+        }
+        answers.push(answer_of(pending, &record));
+    }
+    Ok((!answers.is_empty()).then_some(answers))
+}
+
 /// The answer an approval's decision gives a requirement: approved confirms it (with the
 /// resolver's `values` for user input, its `result` for an external execution); any other
 /// decision (rejected, expired, cancelled) rejects the call.

@@ -29,7 +29,7 @@ pub async fn continue_run<K: Kind>(
     request: Request,
 ) -> ApiResult<Response> {
     let runner = runnable::<K>(&state, &principal, &id)?;
-    let form = Form::read(request, &state.limits).await?;
+    let mut form = Form::read(request, &state.limits).await?;
     let session_id = form.text("session_id").filter(|s| !s.is_empty());
     if K::CONTINUE_NEEDS_SESSION && session_id.is_none() {
         return Err(ApiError::bad_request("session_id is required for this action"));
@@ -46,6 +46,9 @@ pub async fn continue_run<K: Kind>(
         .iter()
         .any(|field| form.text(field).is_some_and(|t| !matches!(t.trim(), "" | "[]")));
     let (from_approvals, approval) = approved_answers(&state, &principal, &run, answered).await?;
+    if K::KIND == ComponentKind::Workflow && !answered {
+        step_answers_from_approvals(&state, &run, &mut form).await?;
+    }
     // The kind reads its answers from the form with these calls already decided; the run itself
     // keeps them pending, and the decisions go in as answers.
     let mut pending = Vec::new();
@@ -193,4 +196,40 @@ async fn branch_run<K: Kind>(
         return Ok(crate::sse::run_events(events, DisconnectPolicy::KeepRunning, state.streaming()));
     }
     Ok(answer(events.output().await))
+}
+
+/// A workflow paused on a step whose agent (or team) waits only on approved or refused calls:
+/// the step's answers, from the records, written into the form as the caller would send them.
+async fn step_answers_from_approvals(
+    state: &crate::state::AppState,
+    run: &agno_core::RunOutput,
+    form: &mut Form,
+) -> ApiResult<()> {
+    let Some(db) = &state.db else { return Ok(()) };
+    let Some(mut step) = run
+        .extra
+        .get("step_requirements")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|steps| steps.last())
+        .filter(|s| s.get("executor_requirements").is_some())
+        .cloned()
+    else {
+        return Ok(());
+    };
+    let Ok(pending) = serde_json::from_value::<Vec<agno_core::RunRequirement>>(step["executor_requirements"].clone())
+    else {
+        return Ok(());
+    };
+    let answers = agno_runtime::approvals::answers_for(db.as_ref(), &pending).await.map_err(|e| match e {
+        agno_runtime::RunError::Storage(db) => db.into(),
+        other => ApiError::bad_request(format!(
+            "Run has unresolved HITL requirements. Provide the `step_requirements` parameter (or resolve an admin \
+             approval first): {other}"
+        )),
+    })?;
+    if let Some(answers) = answers {
+        step["executor_requirements"] = serde_json::to_value(answers).unwrap_or_default();
+        form.set_text("step_requirements", serde_json::Value::Array(vec![step]).to_string());
+    }
+    Ok(())
 }
