@@ -253,16 +253,10 @@ pub async fn answers_from_approvals(
                 named.is_empty() || named.contains(&call_id.as_str())
             });
         }
-        let Some(mut record) = record else {
+        let Some(record) = record else {
             return Err(RunError::Approval(ApprovalGate::Missing { tool_call_id: call_id }));
         };
-        if record.expired_at(now) {
-            db.expire_approvals(now).await?;
-            record = db.get_approval(&record.id).await?.unwrap_or(record);
-        }
-        if record.is_pending() {
-            return Err(RunError::Approval(ApprovalGate::Pending { approval_id: record.id }));
-        }
+        let record = decided(db, record, now).await?;
         answers.push(answer_of(pending, &record));
         first.get_or_insert(record);
     }
@@ -286,17 +280,26 @@ pub async fn answers_for(
         else {
             return Ok(None);
         };
-        let Some(mut record) = db.get_approval(&id).await? else { return Ok(None) };
-        if record.expired_at(now) {
-            db.expire_approvals(now).await?;
-            record = db.get_approval(&id).await?.unwrap_or(record);
-        }
-        if record.is_pending() {
-            return Err(RunError::Approval(ApprovalGate::Pending { approval_id: record.id }));
-        }
+        let Some(record) = db.get_approval(&id).await? else { return Ok(None) };
+        let record = decided(db, record, now).await?;
         answers.push(answer_of(pending, &record));
     }
     Ok((!answers.is_empty()).then_some(answers))
+}
+
+/// `record` as decided at `now` (a pending one past its `expires_at` expires first).
+///
+/// # Errors
+/// [`RunError::Approval`] when it is still pending; a storage error.
+async fn decided(db: &dyn ApprovalStore, mut record: ApprovalRecord, now: i64) -> Result<ApprovalRecord, RunError> {
+    if record.expired_at(now) {
+        db.expire_approvals(now).await?;
+        record = db.get_approval(&record.id).await?.unwrap_or(record);
+    }
+    if record.is_pending() {
+        return Err(RunError::Approval(ApprovalGate::Pending { approval_id: record.id }));
+    }
+    Ok(record)
 }
 
 /// The answer an approval's decision gives a requirement: approved confirms it (with the
