@@ -56,7 +56,10 @@ async fn a_tool_batch_checkpoint_is_readable_while_the_run_goes_on() {
     let (listed, run) = loop {
         let listed = checkpoints(&os, &run_id, "s1", &alice).await;
         let run = os.get(&format!("/agents/calc/runs/{run_id}?session_id=s1"), Some(&alice)).await.body;
-        if listed["checkpoints"].as_array().is_some_and(|l| l.iter().any(|c| c["status"] == "RUNNING")) {
+        // The run is stored RUNNING when it starts (its user message alone): wait for the
+        // boundary after the tool's result.
+        let at_tool = |c: &Value| c["status"] == "RUNNING" && c["message_role"] == "tool";
+        if listed["checkpoints"].as_array().is_some_and(|l| l.iter().any(at_tool)) {
             break (listed, run);
         }
         assert!(Instant::now() < deadline, "no checkpoint was written: {listed}");
