@@ -127,21 +127,10 @@ fn resolve(run: &RunOutput, boundary: Boundary, regenerate: bool) -> Result<usiz
 /// Cuts `run` after `index` messages (never inside a tool exchange), keeping the tools and
 /// requirements the kept messages name; nothing when `index` keeps everything.
 fn truncate(run: &mut RunOutput, index: usize) {
-    let messages = run.messages();
-    if index >= messages.len() {
-        return;
+    if index < run.messages().len() {
+        let safe = safe_truncation_index(run.messages(), index);
+        crate::checkpoints::keep_messages(run, safe);
     }
-    let safe = safe_truncation_index(messages, index);
-    let kept: Vec<Message> = messages[..safe].to_vec();
-    let ids: std::collections::HashSet<String> = kept
-        .iter()
-        .flat_map(|m| m.tool_call_id.iter().cloned().chain(m.tool_calls.iter().flatten().map(|c| c.id.clone())))
-        .collect();
-    let named = |id: Option<&str>| id.is_some_and(|id| ids.contains(id));
-    run.tools = run.tools.take().map(|t| t.into_iter().filter(|t| named(t.tool_call_id.as_deref())).collect());
-    run.requirements = run.requirements.take().map(|r| r.into_iter().filter(|r| named(r.tool_call_id())).collect());
-    run.messages = Some(kept);
-    run.set_last_checkpoint(safe);
 }
 
 /// Continues `run` as `options` say (Agno's `continue_run_dispatch` before the run goes on): a

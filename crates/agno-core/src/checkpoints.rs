@@ -146,6 +146,23 @@ pub fn safe_truncation_index(messages: &[Message], index: usize) -> usize {
     index
 }
 
+/// Keeps the first `count` messages of `run` (a boundary [`safe_truncation_index`] gave), with
+/// the tools and requirements those messages name, and records the cut as its last checkpoint:
+/// what a snapshot shows and what a continue from a boundary goes on from.
+pub(crate) fn keep_messages(run: &mut RunOutput, count: usize) {
+    let kept: Vec<Message> = run.messages().iter().take(count).cloned().collect();
+    let ids: std::collections::HashSet<&str> = kept
+        .iter()
+        .flat_map(|m| m.tool_call_id.as_deref().into_iter().chain(m.tool_calls.iter().flatten().map(|c| c.id.as_str())))
+        .collect();
+    let named = |id: Option<&str>| id.is_some_and(|id| ids.contains(id));
+    run.tools = run.tools.take().map(|t| t.into_iter().filter(|t| named(t.tool_call_id.as_deref())).collect());
+    run.requirements = run.requirements.take().map(|r| r.into_iter().filter(|r| named(r.tool_call_id())).collect());
+    let count = kept.len();
+    run.messages = Some(kept);
+    run.set_last_checkpoint(count);
+}
+
 /// Why a snapshot cannot be taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("message_index must be between 0 and {count}")]
@@ -166,20 +183,8 @@ pub fn checkpoint_snapshot(run: &RunOutput, index: i64) -> Result<Value, Checkpo
         .ok()
         .filter(|i| *i <= messages.len())
         .ok_or(CheckpointOutOfRange { count: messages.len() })?;
-    let safe = safe_truncation_index(messages, index);
     let mut snapshot = run.clone();
-    let kept: Vec<Message> = messages[..safe].to_vec();
-    let ids: std::collections::HashSet<&str> = kept
-        .iter()
-        .flat_map(|m| m.tool_call_id.as_deref().into_iter().chain(m.tool_calls.iter().flatten().map(|c| c.id.as_str())))
-        .collect();
-    let named = |id: Option<&str>| id.is_some_and(|id| ids.contains(id));
-    snapshot.tools =
-        run.tools.as_ref().map(|t| t.iter().filter(|t| named(t.tool_call_id.as_deref())).cloned().collect());
-    snapshot.requirements =
-        run.requirements.as_ref().map(|r| r.iter().filter(|r| named(r.tool_call_id())).cloned().collect());
-    snapshot.messages = Some(kept);
-    snapshot.set_last_checkpoint(safe);
+    keep_messages(&mut snapshot, safe_truncation_index(messages, index));
     let mut checkpoint = entry(run, messages, index, Reason::Snapshot);
     if let Some(known) = run_checkpoints(run).into_iter().find(|e| e.get("message_index") == Some(&json!(index))) {
         checkpoint.insert("checkpoint_id".to_owned(), known.get("checkpoint_id").cloned().unwrap_or(Value::Null));

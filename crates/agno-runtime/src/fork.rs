@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use agno_core::{AgentSession, Db, DbError, RunOutput, RunWrite, StateUpdate, new_id, now_epoch_secs};
+use agno_core::{AgentSession, ComponentKind, Db, DbError, RunOutput, RunWrite, StateUpdate, new_id, now_epoch_secs};
 use serde_json::Value;
 
 /// Why a session was not forked (nothing was written).
@@ -19,6 +19,9 @@ pub enum ForkError {
     /// The source session is missing (or the caller's user may not read it), or has no runs.
     #[error("Source session has no runs to fork.")]
     NothingToFork,
+    /// The source session is another component's.
+    #[error("Session {0} not found")]
+    OtherComponent(String),
     /// The database failed.
     #[error(transparent)]
     Storage(#[from] DbError),
@@ -63,15 +66,17 @@ pub fn forked_session(source: &AgentSession, user_id: Option<&str>) -> (AgentSes
     (session, copies)
 }
 
-/// Forks session `source_session_id` as `read_as` reads it (`None`: whoever owns it), the copy
-/// owned by `owner` (else the source's owner): writes the new session and its copied runs, and
-/// returns the new session's id. A failure part way removes what was written.
+/// Forks session `source_session_id` of the component `(kind, id)` as `read_as` reads it
+/// (`None`: whoever owns it), the copy owned by `owner` (else the source's owner): writes the new
+/// session and its copied runs, and returns the new session's id. A failure part way removes what
+/// was written.
 ///
 /// # Errors
-/// [`ForkError::NothingToFork`] for a session the caller cannot read or one without runs; a
-/// storage error.
+/// [`ForkError::OtherComponent`] for another component's session; [`ForkError::NothingToFork`]
+/// for a session the caller cannot read or one without runs; a storage error.
 pub async fn fork_session(
     db: &dyn Db,
+    (kind, id): (ComponentKind, &str),
     source_session_id: &str,
     read_as: Option<&str>,
     owner: Option<&str>,
@@ -79,6 +84,14 @@ pub async fn fork_session(
     let Some(source) = db.get_session(source_session_id, read_as, None).await? else {
         return Err(ForkError::NothingToFork);
     };
+    let component = match kind {
+        ComponentKind::Agent => source.agent_id.as_deref(),
+        ComponentKind::Team => source.team_id.as_deref(),
+        ComponentKind::Workflow => source.workflow_id.as_deref(),
+    };
+    if component != Some(id) {
+        return Err(ForkError::OtherComponent(source_session_id.to_owned()));
+    }
     if source.runs.as_ref().is_none_or(Vec::is_empty) {
         return Err(ForkError::NothingToFork);
     }

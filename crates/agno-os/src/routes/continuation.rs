@@ -37,14 +37,14 @@ pub async fn continue_run<K: Kind>(
     // Ownership first: another user's run is not found, whatever the answers.
     let mut run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
     super::approvals::gate_continue(&state, &principal, &run).await?;
-    let options = branch_options(&form)?;
-    if !options.is_plain() || (K::KIND != ComponentKind::Workflow && run.status != RunStatus::Paused) {
-        return branch_run::<K>(&state, &principal, &runner, run, &options, &form).await;
-    }
-    // The decisions of resolved approvals answer their calls: the form need not repeat them.
     let answered = ["tools", "requirements", "step_requirements"]
         .iter()
         .any(|field| form.text(field).is_some_and(|t| !matches!(t.trim(), "" | "[]")));
+    let options = branch_options(&form)?;
+    if !options.is_plain() || (K::KIND != ComponentKind::Workflow && run.status != RunStatus::Paused) {
+        return branch_run::<K>(&state, &principal, &runner, run, &options, &form, answered).await;
+    }
+    // The decisions of resolved approvals answer their calls: the form need not repeat them.
     let (from_approvals, approval) = approved_answers(&state, &principal, &run, answered).await?;
     if K::KIND == ComponentKind::Workflow && !answered {
         step_answers_from_approvals(&state, &run, &mut form).await?;
@@ -154,6 +154,7 @@ async fn branch_run<K: Kind>(
     run: agno_core::RunOutput,
     options: &BranchOptions,
     form: &Form,
+    answered: bool,
 ) -> ApiResult<Response> {
     if K::KIND == ComponentKind::Workflow {
         return Err(ApiError::bad_request(
@@ -167,9 +168,7 @@ async fn branch_run<K: Kind>(
             run.status.as_str()
         )));
     }
-    let answers =
-        ["tools", "requirements"].iter().any(|f| form.text(f).is_some_and(|t| !matches!(t.trim(), "" | "[]")));
-    if answers && run.status != RunStatus::Paused {
+    if answered && run.status != RunStatus::Paused {
         return Err(ApiError::bad_request(format!(
             "Run {} is {} and waits for no answers: continue it without tools or requirements",
             run.id(),

@@ -3,7 +3,6 @@
 //! (`agno_runtime::fork`), as Python AgentOS 3.1 forks it. The caller forks only what it may
 //! read: another user's session, like a missing or empty one, is "nothing to fork" (400).
 
-use agno_core::ComponentKind;
 use axum::Json;
 use axum::extract::Path;
 use serde::Deserialize;
@@ -32,22 +31,13 @@ pub async fn fork_session<K: Kind>(
     let db = state.require_db()?;
     let user = principal.user_scope(q.user_id.filter(|u| !u.is_empty()));
     // The session must be the component's: the route's access was granted for `id`.
-    let source = db.get_session(&session_id, principal.user_scope(None).as_deref(), Some(0)).await?;
-    if let Some(source) = &source {
-        let owner = match K::KIND {
-            ComponentKind::Agent => source.agent_id.as_deref(),
-            ComponentKind::Team => source.team_id.as_deref(),
-            ComponentKind::Workflow => source.workflow_id.as_deref(),
-        };
-        if owner != Some(id.as_str()) {
-            return Err(ApiError::not_found(format!("Session {session_id} not found")));
-        }
-    }
     let read_as = principal.user_scope(None);
-    let new_id = agno_runtime::fork::fork_session(db.as_ref(), &session_id, read_as.as_deref(), user.as_deref())
+    let of = (K::KIND, id.as_str());
+    let new_id = agno_runtime::fork::fork_session(db.as_ref(), of, &session_id, read_as.as_deref(), user.as_deref())
         .await
         .map_err(|e| match e {
             agno_runtime::fork::ForkError::Storage(db) => db.into(),
+            agno_runtime::fork::ForkError::OtherComponent(_) => ApiError::not_found(e.to_string()),
             other => ApiError::bad_request(other.to_string()),
         })?;
     Ok(Json(json!({ "session_id": new_id, "forked_from_session_id": session_id })))
