@@ -944,11 +944,12 @@ pub trait JobStore: Send + Sync {
 }
 
 /// A complete storage backend: sessions, runs, memories, metrics, eval runs, knowledge contents,
-/// schedules, traces, approvals and schema versions.
+/// schedules, traces, approvals, compactions and schema versions.
 pub trait Db:
     SessionStore
     + crate::TraceStore
     + crate::ApprovalStore
+    + crate::CompactionStore
     + RunStore
     + MemoryStore
     + MetricsStore
@@ -964,6 +965,7 @@ impl<T> Db for T where
     T: SessionStore
         + crate::TraceStore
         + crate::ApprovalStore
+        + crate::CompactionStore
         + RunStore
         + MemoryStore
         + MetricsStore

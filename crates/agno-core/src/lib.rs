@@ -9,6 +9,7 @@ mod approvals;
 mod branch;
 mod checkpoints;
 mod clock;
+pub mod compaction;
 pub mod db;
 mod error;
 mod event;
@@ -46,6 +47,7 @@ pub use checkpoints::{
 };
 pub use chrono::NaiveDate;
 pub use clock::{new_id, now_epoch_secs};
+pub use compaction::{CompactionRecord, CompactionSettings, CompactionStatus, CompactionStore};
 pub use db::{
     Db, DbResult, EvalQuery, EvalStore, JobStore, KnowledgeQuery, KnowledgeSort, KnowledgeStore, MemoryPage,
     MemoryQuery, MemorySort, MemoryStore, MetricsStore, RunCursor, RunPage, RunQuery, RunStore, ScheduleStore,

@@ -34,6 +34,8 @@ pub struct TableNames {
     pub spans: String,
     /// Approvals (`agno_approvals`).
     pub approvals: String,
+    /// Compaction records (`agno_compactions`).
+    pub compactions: String,
 }
 
 impl TableNames {
@@ -62,6 +64,7 @@ impl Default for TableNames {
             traces: "agno_traces".to_owned(),
             spans: "agno_spans".to_owned(),
             approvals: "agno_approvals".to_owned(),
+            compactions: "agno_compactions".to_owned(),
         }
     }
 }
@@ -109,6 +112,7 @@ impl TableNames {
             &self.traces,
             &self.spans,
             &self.approvals,
+            &self.compactions,
         ] {
             let ok = !name.is_empty()
                 && name.len() <= 63

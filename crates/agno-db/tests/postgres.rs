@@ -273,21 +273,25 @@ async fn trace_tables_are_created_exactly_as_python_agno_creates_them() {
     }
 }
 
-/// The approvals table is created as Python Agno 3.1 creates it, live (columns, JSONB, indexes).
+/// The approvals and compactions tables are created as Python Agno 3.1 creates them, live
+/// (columns, JSONB, indexes).
 #[tokio::test]
-async fn approvals_table_is_created_exactly_as_python_agno_creates_it() {
-    if !agno_testkit::services::postgres("approvals_table_is_created_exactly_as_python_agno_creates_it") {
+async fn approvals_and_compactions_tables_are_created_exactly_as_python_agno_creates_them() {
+    if !agno_testkit::services::postgres(
+        "approvals_and_compactions_tables_are_created_exactly_as_python_agno_creates_them",
+    ) {
         return;
     }
-    let scratch = Scratch::new("ddl_approvals");
-    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
-    db.create_tables().await.unwrap();
-    db.create_tables().await.unwrap(); // idempotent
-    let tables = ["agno_approvals"];
-    let got = catalog(&scratch.name, &tables).await;
-    let Some(want) = python_catalog(&["approvals"], &tables).await else { return };
-    assert_eq!(got, want);
-    assert_eq!(db.get_latest_schema_version("agno_approvals").await.unwrap().as_deref(), Some("3.0.0"));
+    for (kind, table) in [("approvals", "agno_approvals"), ("compactions", "agno_compactions")] {
+        let scratch = Scratch::new(&format!("ddl_{kind}"));
+        let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+        db.create_tables().await.unwrap();
+        db.create_tables().await.unwrap(); // idempotent
+        let got = catalog(&scratch.name, &[table]).await;
+        let Some(want) = python_catalog(&[kind], &[table]).await else { return };
+        assert_eq!(got, want, "{table}");
+        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
+    }
 }
 
 #[tokio::test]

@@ -559,7 +559,8 @@ macro_rules! db_conformance {
                 traces_list_filter_and_stats,
                 old_traces_are_deleted_with_their_spans,
                 approvals_round_trip_filter_and_count,
-                approvals_resolve_once_and_expire
+                approvals_resolve_once_and_expire,
+                compactions_round_trip_search_and_cascade
             );
         }
     };
@@ -578,6 +579,7 @@ macro_rules! db_conformance {
 }
 
 pub use crate::conformance_approvals::{approvals_resolve_once_and_expire, approvals_round_trip_filter_and_count};
+pub use crate::conformance_compactions::compactions_round_trip_search_and_cascade;
 pub use crate::conformance_traces::{
     old_traces_are_deleted_with_their_spans, traces_fold_batches_and_count_spans, traces_list_filter_and_stats,
 };

@@ -20,6 +20,7 @@ mod anthropic;
 pub mod bedrock;
 pub mod conformance;
 mod conformance_approvals;
+mod conformance_compactions;
 mod conformance_traces;
 mod embeddings;
 mod gemini;

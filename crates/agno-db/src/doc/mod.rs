@@ -6,6 +6,7 @@
 //! rules (`schema`, `memories`, `metrics`, ...) and keeps its own key layout and scripts.
 
 pub(crate) mod approvals;
+pub(crate) mod compactions;
 pub(crate) mod evals;
 mod files;
 pub(crate) mod jobs;

@@ -141,6 +141,7 @@ impl<B: DocBackend> SessionStore for DocDb<B> {
             if runs.len() != before {
                 files.write(&t.runs, runs)?;
             }
+            super::compactions::delete_in(files, &deleted)?;
             docs.retain(|d| !doomed(d));
             files.write(&t.sessions, docs)?;
             let unique: std::collections::HashSet<&String> = deleted.iter().collect();

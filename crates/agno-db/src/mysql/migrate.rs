@@ -275,6 +275,7 @@ impl crate::sql::migrate::SqlSchema for MySqlState {
             (&t.traces, super::traces::traces_ddl(&t.traces)),
             (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
             (&t.approvals, super::approvals::approvals_ddl(&t.approvals)),
+            (&t.compactions, super::compactions::compactions_ddl(&t.compactions)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec(&ddl, &format!("cannot create table {name}")).await?;

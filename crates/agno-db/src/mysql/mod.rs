@@ -6,6 +6,7 @@
 //! lost insert race. A given `user_id` is matched byte for byte, whatever the column collation.
 
 pub(crate) mod approvals;
+mod compactions;
 mod evals;
 mod jobs;
 mod knowledge;

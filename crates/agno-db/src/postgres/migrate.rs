@@ -344,6 +344,7 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
             // After the traces table: its foreign key points there.
             (&t.spans, super::traces::spans_ddl(&spans_q, &t.spans, &traces_q)),
             (&t.approvals, super::approvals::approvals_ddl(&self.qualified(&t.approvals), &t.approvals)),
+            (&t.compactions, super::compactions::compactions_ddl(&self.qualified(&t.compactions), &t.compactions)),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;

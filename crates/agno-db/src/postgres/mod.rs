@@ -4,6 +4,7 @@
 
 pub(crate) mod approvals;
 mod claimed;
+mod compactions;
 mod evals;
 mod jobs;
 mod knowledge;

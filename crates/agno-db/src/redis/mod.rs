@@ -18,6 +18,7 @@
 
 mod approvals;
 mod cas;
+mod compactions;
 mod docs;
 mod evals;
 mod job_docs;

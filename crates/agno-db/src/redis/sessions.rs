@@ -133,6 +133,10 @@ impl SessionStore for RedisDb {
         for id in session_ids {
             let keys = [self.session_key(id), self.by_session_key(id)];
             let done: i64 = self.owned_script(&DELETE_SESSION, &keys, id, user_id, "cannot delete session").await?;
+            if done == 1 {
+                // Its folds hold its messages verbatim: they go with it.
+                agno_core::CompactionStore::delete_compactions(self, std::slice::from_ref(id)).await?;
+            }
             deleted += u64::from(done == 1);
         }
         Ok(deleted)

@@ -10,6 +10,7 @@
 //! [`jobs::SqlQueue`]) implemented in the adapter's own module of that area.
 
 pub(crate) mod approvals;
+mod compactions;
 pub(crate) mod dialects;
 pub(crate) mod evals;
 pub(crate) mod group_commit;

@@ -346,7 +346,8 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
     }
 
     /// How many of `session_ids` (of `user_id`, when given) were deleted, with their runs
-    /// (explicitly: a runs table made without the cascading foreign key keeps no orphans).
+    /// (explicitly: a runs table made without the cascading foreign key keeps no orphans) and
+    /// their compactions.
     async fn delete_sessions(&self, session_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
         let db = &self.0;
         if session_ids.is_empty() {
@@ -361,8 +362,14 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
             .and_where(Expr::col("session_id").is_in(session_ids.iter().map(String::as_str)))
             .cond_where(owned_by::<A::D>(user_id))
             .take();
+        let has_compactions = db.table_exists(&t.compactions).await?;
         let runs = Query::delete()
             .from_table(db.table_ref(&t.runs))
+            .and_where(Expr::col("session_id").in_subquery(owned.clone()))
+            .build_sqlx(A::D::builder());
+        // A session's folds hold its messages verbatim: they go with it (as in Agno).
+        let compactions = Query::delete()
+            .from_table(db.table_ref(&t.compactions))
             .and_where(Expr::col("session_id").in_subquery(owned))
             .build_sqlx(A::D::builder());
         let sessions = delete_owned(db, &t.sessions, "session_id", session_ids, user_id);
@@ -370,6 +377,9 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
             let mut tx = Tx::begin(db).await?;
             if has_runs {
                 tx.changed(runs.clone(), "cannot delete the runs of the sessions").await?;
+            }
+            if has_compactions {
+                tx.changed(compactions.clone(), "cannot delete the compactions of the sessions").await?;
             }
             let deleted = tx.changed(sessions.clone(), "cannot delete sessions").await?;
             tx.commit("cannot delete sessions").await?;

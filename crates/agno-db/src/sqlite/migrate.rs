@@ -87,6 +87,7 @@ impl crate::sql::migrate::SqlSchema for SqliteState {
             // After the traces table: its foreign key points there.
             (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
             (&t.approvals, super::approvals::approvals_ddl(&t.approvals)),
+            (&t.compactions, super::compactions::compactions_ddl(&t.compactions)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;

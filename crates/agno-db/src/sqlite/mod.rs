@@ -6,6 +6,7 @@
 //! WAL checkpoints; the WAL then grows without bound and reads slow down.
 
 pub(crate) mod approvals;
+mod compactions;
 mod evals;
 mod jobs;
 mod knowledge;
