@@ -64,6 +64,8 @@ pub(crate) struct AgentInner {
     /// The knowledge base and how it is used.
     pub(crate) knowledge: Option<Arc<dyn agno_core::KnowledgeBase>>,
     pub(crate) knowledge_config: KnowledgeConfig,
+    /// Folding older history into a summary (Agno's `compaction`).
+    pub(crate) compaction: Option<crate::Compaction>,
 }
 
 /// Asked when the model answers without calling a tool: a message to send it next instead of
@@ -142,6 +144,26 @@ impl Agent {
     /// The storage backend, if any.
     pub fn db(&self) -> Option<&Arc<dyn Db>> {
         self.inner.db.as_ref()
+    }
+
+    /// The agent's compaction, if it compacts.
+    pub fn compaction(&self) -> Option<&crate::Compaction> {
+        self.inner.compaction.as_ref()
+    }
+
+    /// Folds the older history of session `session_id` (of `user_id`) into a summary now
+    /// (Agno's `agent.compact()`), without waiting for the threshold. A fold the rules decline
+    /// (nothing before the kept tail, already folded, not compaction-enabled) is an outcome, not
+    /// an error.
+    ///
+    /// # Errors
+    /// A [`crate::CompactError`]: no db, or reading the session or storing the record failed.
+    pub async fn compact(
+        &self,
+        session_id: &str,
+        user_id: Option<&str>,
+    ) -> Result<crate::CompactionOutcome, crate::CompactError> {
+        crate::compaction::compact_session(&self.inner, session_id, user_id).await
     }
 
     /// The agent's settings, read-only (what AgentOS describes in `/agents`).
@@ -297,6 +319,7 @@ struct AgentInnerDraft {
     summary_manager: Option<crate::summary::SessionSummaryManager>,
     knowledge: Option<Arc<dyn agno_core::KnowledgeBase>>,
     knowledge_config: KnowledgeConfig,
+    compaction: Option<crate::Compaction>,
 }
 
 impl AgentBuilder {
@@ -438,6 +461,10 @@ impl AgentBuilder {
 
         /// At most this many history messages, the most recent (`num_history_messages`).
         num_history_messages(n: usize) => inner.history.num_history_messages = Some(n);
+
+        /// Fold older history into a summary (Agno's `compaction`): automatically past its
+        /// threshold, or when asked ([`Agent::compact`]). Needs a db.
+        compaction(compaction: crate::Compaction) => inner.compaction = Some(compaction);
 
         /// The memory manager (default: one on the agent's own model and db).
         memory_manager(manager: crate::memory::MemoryManager) => inner.memory_manager = Some(manager);
@@ -591,6 +618,15 @@ impl AgentBuilder {
         let summary_manager = (summaries_on && d.summaries.enable_session_summaries).then(|| {
             d.summary_manager.clone().unwrap_or_else(|| crate::summary::SessionSummaryManager::new(Arc::clone(&model)))
         });
+        if let Some(c) = &d.compaction {
+            c.settings().validate().map_err(|why| BuildError::Invalid { option: "compaction", why })?;
+            if d.db.is_none() {
+                return Err(BuildError::Invalid {
+                    option: "compaction",
+                    why: "a fold lasts only as long as its record: give the agent a db".to_owned(),
+                });
+            }
+        }
         if d.past_sessions.search_past_sessions && d.db.is_none() {
             return Err(BuildError::Invalid {
                 option: "search_past_sessions",
@@ -642,6 +678,7 @@ impl AgentBuilder {
                 summary_manager,
                 knowledge: d.knowledge,
                 knowledge_config: d.knowledge_config,
+                compaction: d.compaction,
             }),
         })
     }

@@ -21,6 +21,7 @@ mod agent;
 pub mod approvals;
 mod blocking;
 mod cancel;
+pub mod compaction;
 mod component;
 mod config;
 mod emitter;
@@ -49,6 +50,7 @@ pub mod workflow;
 
 pub use agent::{Agent, AgentBuilder, AgentSettings, ModelChoice};
 pub use cancel::{cancel_run, is_running, running_runs};
+pub use compaction::{CompactError, Compaction, CompactionOutcome};
 pub use component::{CarryOn, Component};
 pub use config::{
     Checkpoint, HistoryConfig, MemoryConfig, OutputSchema, PastSessionsConfig, ReasoningConfig, RetryConfig,

@@ -19,6 +19,11 @@ pub(crate) async fn load_session(
     history: bool,
 ) -> Result<AgentSession, DbError> {
     let existing = match &agent.db {
+        // A compacting agent reads the planner's window: a fold needs what lies before its tail.
+        Some(db) if history && agent.compaction.is_some() => {
+            let window = crate::compaction::planner_window(agent);
+            load_with_history(db.as_ref(), session_id, user_id, Some(window), None).await?
+        }
         Some(db) if history => {
             load_with_history(
                 db.as_ref(),

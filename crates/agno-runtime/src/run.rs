@@ -285,8 +285,14 @@ async fn continue_inner(
     let stored = output.messages().to_vec();
     let split = stored.iter().take_while(|m| m.role == agno_core::Role::System).count();
     messages.extend_from_slice(&stored[..split]);
-    if agent.history.add_history_to_context && store {
-        messages.extend(session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages));
+    match &agent.compaction {
+        Some(c) if agent.history.add_history_to_context && store => {
+            messages.extend(crate::compaction::history_for_continue(agent, c, &session).await);
+        }
+        _ if agent.history.add_history_to_context && store => {
+            messages.extend(session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages));
+        }
+        _ => {}
     }
     messages.extend_from_slice(&stored[split..]);
 

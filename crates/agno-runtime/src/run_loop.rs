@@ -105,6 +105,9 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     if let Some(manager) = agent.memory_manager.as_ref().filter(|_| agent.memory.enable_agentic_memory) {
         tools.push(Arc::new(crate::memory::update_user_memory_tool(manager.clone(), memory_user, agent.id.clone())));
     }
+    if let Some(search) = crate::compaction::tools_for_run(agent, &session_id).await {
+        tools.push(search);
+    }
     let kc = &agent.knowledge_config;
     if let Some(knowledge) = agent.knowledge.as_ref().filter(|_| kc.search_knowledge) {
         let filter = kc.knowledge_filters.clone();
@@ -152,6 +155,14 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         st.messages.push(system);
     }
     if let Some(history) = history {
+        st.messages.extend(history);
+    } else if let (true, true, Some(c)) = (add_history, store, &agent.compaction) {
+        let mut metrics = st.output.metrics.take().unwrap_or_default();
+        let run_id = st.output.id().to_owned();
+        let history =
+            crate::compaction::history_for_run(agent, c, &st.session, &run_id, &st.messages, &st.tools, &mut metrics)
+                .await;
+        st.output.metrics = (!metrics.is_empty()).then_some(metrics);
         st.messages.extend(history);
     } else if add_history {
         st.messages.extend(st.session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages));
