@@ -12,6 +12,9 @@ has `agno==3.1.*` and `sqlalchemy[asyncio]`; .ci/run sets that up).
     python agno_interop.py read-workflow <db-url> <session-id>    # Agno's view of workflow and team sessions
     python agno_interop.py workflow-shape <db-url> <session-id>   # streams the reference workflow (every
                                                                   # primitive); prints its events and steps
+    python agno_interop.py compacted-run <sqlite-file> <session-id> <agent-id> <openai-base-url> <user-id>
+                          # one run of a compacting Agent (manual folds only) in a session agno-rs compacted;
+                          # the model is the fake provider at the base URL; prints the run and the fold in force
 
 <db-url> is a SQLite file path or a postgresql:// URL.
 """
@@ -333,6 +336,25 @@ def read_workflow(url: str, session_id: str) -> None:
     )
 
 
+def compacted_run(path: str, session_id: str) -> None:
+    from agno.agent import Agent
+    from agno.compaction import Compaction
+    from agno.models.openai import OpenAIChat
+
+    agent_id, base_url, user_id = sys.argv[4], sys.argv[5], sys.argv[6]
+    db = SqliteDb(db_file=path)
+    agent = Agent(
+        id=agent_id,
+        db=db,
+        model=OpenAIChat(id="gpt-4o-mini", base_url=base_url, api_key="sk-test"),
+        add_history_to_context=True,
+        compaction=Compaction(compact_at_tokens=None, uncompacted_runs=5),
+    )
+    run = agent.run("question from python", session_id=session_id, user_id=user_id)
+    folds = db.get_compactions_for_session(session_id)
+    print(json.dumps({"run": run.to_dict(), "folds": folds}, default=str))
+
+
 if __name__ == "__main__":
     mode, path, key = sys.argv[1], sys.argv[2], sys.argv[3]
     modes = {
@@ -343,5 +365,6 @@ if __name__ == "__main__":
         "write-workflow": write_workflow,
         "read-workflow": read_workflow,
         "workflow-shape": workflow_shape,
+        "compacted-run": compacted_run,
     }
     modes[mode](path, key)

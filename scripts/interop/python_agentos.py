@@ -2,7 +2,7 @@
 needs it: one agent `demo` on an OpenAI-compatible server, storage in SQLite or PostgreSQL.
 
 Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret SECRET] [--mcp] [--tracing]
-                          [--approvals]
+                          [--approvals] [--compaction]
 
     --db sqlite:///path/to.db  or  postgresql://user@host:port/db?schema=name
 
@@ -10,7 +10,9 @@ The agent mirrors what the test configures in agno serve: `demo`, OpenAIChat gpt
 given base URL, history on; team `desk` (leader on the same model, member demo); and workflow
 `flow`: step `draft` (agent demo), then loop `polish` (two iterations of step `again`, agent demo).
 With --approvals, also agent `approver` (named Approver, same model) whose tool `add` needs an
-admin's approval (`@approval`), and `/approvals` on the OS database. Prints "ready" on stdout
+admin's approval (`@approval`), and `/approvals` on the OS database. With --compaction, also agent
+`folder` (named Folder, same model, history on) that compacts when asked, keeping its newest run
+(`Compaction(compact_at_tokens=None, uncompacted_runs=1)`). Prints "ready" on stdout
 once uvicorn serves; runs until killed.
 Needs `agno==3.1.*` with fastapi, uvicorn, sqlalchemy and psycopg (the CI venv has them).
 """
@@ -88,6 +90,7 @@ def main():
     parser.add_argument(
         "--approvals", action="store_true", help="serve agent `approver` (its `add` needs approval) and /approvals"
     )
+    parser.add_argument("--compaction", action="store_true", help="serve agent `folder`, which compacts when asked")
     args = parser.parse_args()
 
     from agno.agent import Agent
@@ -189,6 +192,19 @@ def main():
             )
         )
         kwargs["db"] = make_db(args.db)
+    if args.compaction:
+        from agno.compaction import Compaction
+
+        agents.append(
+            Agent(
+                id="folder",
+                name="Folder",
+                model=OpenAIChat(id="gpt-4o-mini", base_url=args.model_base_url, api_key="sk-test"),
+                db=make_db(args.db),
+                add_history_to_context=True,
+                compaction=Compaction(compact_at_tokens=None, uncompacted_runs=1),
+            )
+        )
     agent_os = AgentOS(id="parity-os", agents=agents, teams=[team], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 

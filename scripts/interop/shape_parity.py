@@ -87,6 +87,9 @@ ALLOWED = {
     # Approvals: deleting an approval that does not exist is a 404 (Python 3.1.10: 500 "Failed to
     # delete approval").
     ("delete approval missing", ""): "deleting an unknown approval is a 404 (Python 3.1.10: 500)",
+    # Compaction: another agent's session is a 404 whether or not auth is on (Python 3.1.10 checks
+    # that the session is the agent's only under authorization, and folds it with the wrong agent).
+    ("compact of another agent", ""): "another agent's session is a 404 (Python 3.1.10: only with auth on)",
     ("*", "$RunCompleted.session_state.current_"): (
         "Agno's workflow adds current_run_id/current_session_id/current_user_id to the state it hands to "
         "steps; agno-rs keeps bookkeeping keys out of user state"
@@ -628,11 +631,32 @@ def approval_steps():
     ]
 
 
+def compaction_steps():
+    """The compaction sequence (both servers serve agent `folder`, compacting when asked and keeping
+    its newest run, beside `demo`, which does not compact)."""
+    folder_run = {"message": "fold me", "stream": "false", "session_id": "{session}", "user_id": "u1"}
+    demo_run = {"message": "keep me", "stream": "false", "session_id": "{asession}", "user_id": "u1"}
+    return [
+        ("folder run 1", "POST", "/agents/folder/runs", {"data": folder_run}, None),
+        ("folder run 2", "POST", "/agents/folder/runs", {"data": folder_run}, None),
+        ("folder run 3", "POST", "/agents/folder/runs", {"data": folder_run}, None),
+        ("compact", "POST", "/agents/folder/sessions/{session}/compact?user_id=u1", {}, None),
+        ("compact again", "POST", "/agents/folder/sessions/{session}/compact?user_id=u1", {}, None),
+        ("compact of another user", "POST", "/agents/folder/sessions/{session}/compact?user_id=u2", {}, None),
+        ("compact missing session", "POST", "/agents/folder/sessions/missing-session/compact", {}, None),
+        ("compact missing agent", "POST", "/agents/missing/sessions/{session}/compact", {}, None),
+        ("demo run", "POST", "/agents/demo/runs", {"data": demo_run}, None),
+        ("compact not enabled", "POST", "/agents/demo/sessions/{asession}/compact?user_id=u1", {}, None),
+        ("compact of another agent", "POST", "/agents/demo/sessions/{session}/compact?user_id=u1", {}, None),
+        ("folder run after the fold", "POST", "/agents/folder/runs", {"data": folder_run}, None),
+    ]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rs", required=True)
     parser.add_argument("--py", required=True)
-    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals"])
+    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction"])
     args = parser.parse_args()
     rs, py = Side("rs", args.rs), Side("py", args.py)
     py.vars["session"] = rs.vars["session"]
@@ -646,6 +670,7 @@ def main():
         "schedules": schedule_steps,
         "traces": trace_steps,
         "approvals": approval_steps,
+        "compaction": compaction_steps,
     }
     for name, method, path, kwargs, capture in suites[args.suite]():
         results = {}

@@ -175,6 +175,30 @@ async fn approval_routes_answer_as_python_agentos_does() {
     assert_shape_parity(&python, rs_port, &py_base, "approvals", 25);
 }
 
+/// With an agent compacting when asked on both sides (Python's `Compaction(compact_at_tokens=None,
+/// uncompacted_runs=1)`, agno-rs's `compaction = { compact_at_tokens = 0, uncompacted_runs = 1 }`),
+/// `POST .../sessions/{id}/compact` answers in Python AgentOS's shapes and statuses: a fold, the
+/// declines, and a missing session, agent or another agent's session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_route_answers_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the compaction parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("cparity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--compaction".into()]).await;
+    let folder = format!(
+        "[[agents]]\nid = \"folder\"\nname = \"Folder\"\nadd_history_to_context = true\n\
+         compaction = {{ compact_at_tokens = 0, uncompacted_runs = 1 }}\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n",
+        provider.base_url()
+    );
+    let config = python_agentos_twin(&dir, &provider, &folder);
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "compaction", 12);
+}
+
 /// One database, two servers: an approval a run paused on in agno-rs is listed and resolved by a
 /// Python AgentOS 3.1.10, and the agno-rs run then continues on that decision; one a Python run
 /// paused on is resolved by agno-rs, and Python's continue runs on it. The record is read alike by

@@ -275,6 +275,11 @@ const COVERAGE: &[(&str, &str, &str)] = &[
         "write: A's session is nothing to fork (tests/lineage.rs)",
     ),
     ("POST", "/teams/{team_id}/sessions/{session_id}/fork", "write: A's session is nothing to fork (tests/lineage.rs)"),
+    (
+        "POST",
+        "/agents/{agent_id}/sessions/{session_id}/compact",
+        "write: A's session is not found (tests/compaction.rs)",
+    ),
     ("GET", "/approvals", "listing: own approvals (tests/approvals.rs)"),
     ("GET", "/approvals/count", "listing: own pending count (tests/approvals.rs)"),
     ("GET", "/approvals/{approval_id}", "read: A's approval is not found (tests/approvals.rs)"),

@@ -45,6 +45,7 @@ const DECIDED_ELSEWHERE: &[(&str, &str, &str)] = &[
         "Agno's route dependency asks run access to the agent, as we do",
     ),
     ("POST", "/teams/{team_id}/sessions/{session_id}/fork", "as for agents"),
+    ("POST", "/agents/{agent_id}/sessions/{session_id}/compact", "as fork: Agno's route dependency asks run access"),
     ("GET", "/queue/jobs", "Agno's queue router requires the admin scope itself"),
     ("GET", "/queue/jobs/{job_id}", "as /queue/jobs"),
     ("POST", "/queue/jobs/{job_id}/requeue", "as /queue/jobs"),

@@ -237,6 +237,8 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /agents/*/runs/*/resume", "agents:run"),
         // Not in Agno's mapping: its route dependency `require_resource_access("agents", "run")` gates it.
         ("POST /agents/*/sessions/*/fork", "agents:run"),
+        // Not in Agno's mapping: its route dependency `require_resource_access("agents", "run")` gates it.
+        ("POST /agents/*/sessions/*/compact", "agents:run"),
         ("GET /sessions", "sessions:read"),
         ("GET /sessions/*", "sessions:read"),
         ("POST /sessions", "sessions:write"),

@@ -138,6 +138,15 @@ pub(crate) fn build_agent(
             .ok_or_else(|| fail(format!("checkpoint must be \"runs\" or \"tool-batch\", not {mode:?}")))?;
         builder = builder.checkpoint(mode);
     }
+    if let Some(compaction) = &spec.compaction {
+        let settings = compaction.settings().map_err(|why| fail(format!("compaction: {why}")))?;
+        if let Some(settings) = settings {
+            if db.is_none() {
+                return Err(fail("compaction keeps its folds in the database: configure [db] url".to_owned()));
+            }
+            builder = builder.compaction(agno_runtime::Compaction::with_settings(settings));
+        }
+    }
     if let Some(seconds) = spec.approval_timeout_seconds {
         builder = builder.approval_timeout(std::time::Duration::from_secs(seconds));
     }

@@ -156,8 +156,90 @@ pub struct AgentSpec {
     /// `"tool-batch"` (also after each model turn's tool results: a checkpoint the run can be
     /// read back at), as Agno's `checkpoint`.
     pub checkpoint: Option<String>,
+    /// Fold the session's older history into a summary (Agno's `compaction`; needs the
+    /// database): `true` folds only when asked (`POST .../sessions/{id}/compact`), a table sets
+    /// Agno's fields (see [`CompactionSpec`]).
+    pub compaction: Option<CompactionSpec>,
     /// Ask for markdown.
     pub markdown: Option<bool>,
+}
+
+/// An agent's `compaction`: `true`, or a table of Agno's `Compaction` fields.
+///
+/// ```toml
+/// [[agents]]
+/// id = "long-chat"
+/// model = "openai:gpt-4o-mini"
+/// compaction = { compact_at_tokens = 60000, uncompacted_runs = 5, instructions = "Keep every ticket id" }
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum CompactionSpec {
+    /// `true`: fold only when asked; `false`: no compaction.
+    On(bool),
+    /// Agno's fields.
+    Settings(CompactionTable),
+}
+
+/// The fields of a `compaction` table (Agno's names and defaults).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionTable {
+    /// Fold automatically once the context reaches this many tokens (default 150000; `0`: only
+    /// when asked, as Agno's `None`).
+    pub compact_at_tokens: Option<usize>,
+    /// Keep the newest runs verbatim (default 5).
+    pub uncompacted_runs: Option<usize>,
+    /// Keep about this many tokens verbatim instead (not with `uncompacted_runs`).
+    pub uncompacted_tokens: Option<usize>,
+    /// Store the folded messages with the record (default true).
+    pub store_compacted_messages: Option<bool>,
+    /// Give the agent `search_compacted_history` over them (default: as storing).
+    pub search_compacted_messages: Option<bool>,
+    /// Extra guidance for the summarizer.
+    pub instructions: Option<String>,
+}
+
+impl CompactionSpec {
+    /// The settings, or why they are refused; `None` for `false`.
+    ///
+    /// # Errors
+    /// A message naming the contradiction.
+    pub fn settings(&self) -> Result<Option<agno_core::CompactionSettings>, String> {
+        let t = match self {
+            CompactionSpec::On(false) => return Ok(None),
+            CompactionSpec::On(true) => {
+                return Ok(Some(agno_core::CompactionSettings { compact_at_tokens: None, ..Default::default() }));
+            }
+            CompactionSpec::Settings(t) => t,
+        };
+        if t.uncompacted_runs.is_some() && t.uncompacted_tokens.is_some() {
+            return Err("uncompacted_runs and uncompacted_tokens cannot both be set - they describe the same kept \
+                        tail in different units"
+                .to_owned());
+        }
+        let defaults = agno_core::CompactionSettings::default();
+        let store = t.store_compacted_messages.unwrap_or(true);
+        let settings = agno_core::CompactionSettings {
+            compact_at_tokens: match t.compact_at_tokens {
+                Some(0) => None,
+                Some(n) => Some(n),
+                None => defaults.compact_at_tokens,
+            },
+            uncompacted_runs: if t.uncompacted_tokens.is_some() {
+                None
+            } else {
+                t.uncompacted_runs.or(defaults.uncompacted_runs)
+            },
+            uncompacted_tokens: t.uncompacted_tokens,
+            store_compacted_messages: store,
+            search_compacted_messages: t.search_compacted_messages.unwrap_or(store),
+            instructions: t.instructions.clone(),
+            ..defaults
+        };
+        settings.validate()?;
+        Ok(Some(settings))
+    }
 }
 
 /// `[[teams]]`: a leader model over members (agents or other teams, by id).

@@ -181,6 +181,7 @@ impl OsConfig {
                 tool_call_limit: None,
                 approval_timeout_seconds: None,
                 checkpoint: None,
+                compaction: None,
                 markdown: None,
             }],
             teams: Vec::new(),

@@ -7,6 +7,7 @@ pub mod approvals;
 pub(crate) mod background;
 pub mod bodies;
 pub mod checkpoints;
+pub mod compact;
 pub mod component;
 pub mod continuation;
 pub mod core;
@@ -169,6 +170,7 @@ routes! {
     GET "/agents/{agent_id}/runs/{run_id}/checkpoints" as "list_agent_run_checkpoints", Scope("agents:read"), "Agents", "The boundaries a stored run can be read back and continued at", query: checkpoints::CheckpointQuery => get(checkpoints::list_checkpoints::<agents::Agents>);
     GET "/agents/{agent_id}/runs/{run_id}/checkpoints/{message_index}" as "get_agent_run_checkpoint_snapshot", Scope("agents:read"), "Agents", "The run as it stood after a number of messages (400 past its messages)", query: checkpoints::CheckpointQuery => get(checkpoints::checkpoint_snapshot::<agents::Agents>);
     POST "/agents/{agent_id}/sessions/{session_id}/fork" as "fork_agent_session", Scope("agents:run"), "Agents", "Copy one of the agent's sessions into a new one, every run with a fresh id", query: fork::ForkQuery => post(fork::fork_session::<agents::Agents>);
+    POST "/agents/{agent_id}/sessions/{session_id}/compact" as "compact_agent_session", Scope("agents:run"), "Agents", "Fold the session's older history into a summary now (a decline is reported, not raised)", query: compact::CompactQuery => post(compact::compact_session);
     POST "/agents/{agent_id}/runs/{run_id}/resume" as "resume_agent_run_stream", Scope("agents:run"), "Agents", "Resume an agent run's event stream (SSE)", body: RequestBody::Form(resume::RESUME_FORM) => post(resume::resume_run::<agents::Agents>);
 
     POST "/memories" as "create_memory", Scope("memories:write"), "Memory", "Create a memory", body: RequestBody::Json(|g| g.subschema_for::<memories::MemoryPayload>()), query: params::DbParams => post(memories::create_memory);
