@@ -108,6 +108,8 @@ pub struct SessionQuery {
     pub start_timestamp: Option<i64>,
     /// Only sessions created at or before (epoch seconds).
     pub end_timestamp: Option<i64>,
+    /// An expression the sessions must also match (`POST /sessions/search`).
+    pub filter: Option<crate::FilterExpr<crate::SessionField>>,
     /// Page size.
     pub limit: Option<usize>,
     /// 1-based page number.

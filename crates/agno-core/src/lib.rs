@@ -13,6 +13,7 @@ pub mod compaction;
 pub mod db;
 mod error;
 mod event;
+mod filter;
 mod jobs;
 mod knowledge;
 mod memory;
@@ -55,6 +56,7 @@ pub use db::{
 };
 pub use error::{BoxError, DbError, DbErrorKind, ModelError, ModelErrorKind, ToolError, ToolErrorKind};
 pub use event::{EventData, RunEvent};
+pub use filter::{CompareOp, FilterExpr, FilterField, FilterValue};
 pub use jobs::{
     ComponentKind, Continued, Enqueued, Job, JobLease, JobOutcome, JobSignal, JobStatus, JobType, PendingRun, RunWrite,
     StoredEvent,
@@ -74,15 +76,14 @@ pub use review::{ErrorRequirement, StepInputField, StepRequirement};
 pub use run::{Media, RunInput, RunOutput, RunStatus};
 pub use schedule::{Cell, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleUpdate};
 pub use schema_example::{SchemaLimits, SchemaTooLarge, check_schema, example_value, example_within};
-pub use session::{AgentSession, SessionSummary, SessionType};
+pub use session::{AgentSession, SessionField, SessionSummary, SessionType};
 pub use stream_event::StreamEvent;
 pub use team::TeamStreamEvent;
 pub use tool::{DynTool, ToolContext, ToolDefinition, ToolFlags, ToolOutput};
 pub use tool_execution::{ToolCallMetrics, ToolExecution, UserInputField};
 pub use traces::{
-    CompareOp, FilterValue, SpanNode, SpanRecord, TraceField, TraceFilter, TraceQuery, TraceRecord, TraceSessionStats,
-    TraceStatsQuery, TraceStore, component_level, duration_ms, fold_trace, session_stats, span_tree, trace_of_spans,
-    trace_time,
+    SpanNode, SpanRecord, TraceField, TraceFilter, TraceQuery, TraceRecord, TraceSessionStats, TraceStatsQuery,
+    TraceStore, component_level, duration_ms, fold_trace, session_stats, span_tree, trace_of_spans, trace_time,
 };
 pub use usage::{MetricsBucket, MetricsQuery, SessionFacts};
 pub use workflow::{StepOutput, StepType, WorkflowEvent, WorkflowEventData, WorkflowStreamEvent};

@@ -166,3 +166,80 @@ impl AgentSession {
         out
     }
 }
+
+/// A field of a session that a search filters on (`POST /sessions/search`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionField {
+    /// `session_id`.
+    SessionId,
+    /// `session_name` (in `session_data`).
+    SessionName,
+    /// `session_type`: `agent`, `team` or `workflow`.
+    SessionType,
+    /// `user_id`.
+    UserId,
+    /// `agent_id`.
+    AgentId,
+    /// `team_id`.
+    TeamId,
+    /// `workflow_id`.
+    WorkflowId,
+    /// `created_at` (epoch seconds).
+    CreatedAt,
+    /// `updated_at` (epoch seconds).
+    UpdatedAt,
+}
+
+impl crate::FilterField for SessionField {
+    const ALL: &'static [SessionField] = &[
+        SessionField::SessionType,
+        SessionField::UserId,
+        SessionField::AgentId,
+        SessionField::TeamId,
+        SessionField::WorkflowId,
+        SessionField::SessionId,
+        SessionField::SessionName,
+        SessionField::CreatedAt,
+        SessionField::UpdatedAt,
+    ];
+
+    fn column(self) -> &'static str {
+        match self {
+            SessionField::SessionId => "session_id",
+            SessionField::SessionName => "session_name",
+            SessionField::SessionType => "session_type",
+            SessionField::UserId => "user_id",
+            SessionField::AgentId => "agent_id",
+            SessionField::TeamId => "team_id",
+            SessionField::WorkflowId => "workflow_id",
+            SessionField::CreatedAt => "created_at",
+            SessionField::UpdatedAt => "updated_at",
+        }
+    }
+}
+
+impl SessionField {
+    /// True for the times (compared as epoch seconds).
+    pub fn is_time(self) -> bool {
+        matches!(self, SessionField::CreatedAt | SessionField::UpdatedAt)
+    }
+
+    /// The field's value in `session` (times as numbers, the rest as text).
+    pub fn value_in(self, session: &AgentSession) -> Option<crate::FilterValue> {
+        use crate::FilterValue::{Number, Text};
+        let text = |s: &Option<String>| s.clone().map(Text);
+        #[allow(clippy::cast_precision_loss)]
+        let time = |t: Option<i64>| t.map(|t| Number(t as f64));
+        match self {
+            SessionField::SessionId => Some(Text(session.session_id.clone())),
+            SessionField::SessionName => session.session_name().map(|n| Text(n.to_owned())),
+            SessionField::SessionType => Some(Text(session.session_type().as_str().to_owned())),
+            SessionField::UserId => text(&session.user_id),
+            SessionField::AgentId => text(&session.agent_id),
+            SessionField::TeamId => text(&session.team_id),
+            SessionField::WorkflowId => text(&session.workflow_id),
+            SessionField::CreatedAt => time(session.created_at),
+            SessionField::UpdatedAt => time(session.updated_at),
+        }
+    }
+}

@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::filter::{FilterExpr, FilterField, FilterValue};
+
 /// One trace (`agno_traces`): the aggregate of its spans, named after its root span and carrying
 /// the root's run, session, user and component ids.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,9 +121,8 @@ pub enum TraceField {
     CreatedAt,
 }
 
-impl TraceField {
-    /// Every field, in the order of Agno's filter schema.
-    pub const ALL: [TraceField; 13] = [
+impl FilterField for TraceField {
+    const ALL: &'static [TraceField] = &[
         TraceField::Status,
         TraceField::UserId,
         TraceField::AgentId,
@@ -137,8 +138,7 @@ impl TraceField {
         TraceField::CreatedAt,
     ];
 
-    /// The column (and JSON key) name.
-    pub fn column(self) -> &'static str {
+    fn column(self) -> &'static str {
         match self {
             TraceField::TraceId => "trace_id",
             TraceField::Name => "name",
@@ -155,12 +155,9 @@ impl TraceField {
             TraceField::CreatedAt => "created_at",
         }
     }
+}
 
-    /// The field named `column`.
-    pub fn from_column(column: &str) -> Option<TraceField> {
-        TraceField::ALL.into_iter().find(|f| f.column() == column)
-    }
-
+impl TraceField {
     /// The field's value in `trace` (`duration_ms` as a number, the others as text).
     pub fn value_in(self, trace: &TraceRecord) -> Option<FilterValue> {
         let text = |s: &Option<String>| s.clone().map(FilterValue::Text);
@@ -182,91 +179,8 @@ impl TraceField {
     }
 }
 
-/// A value a [`TraceFilter`] compares with.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FilterValue {
-    /// Text (ids, names, ISO-8601 times).
-    Text(String),
-    /// A number (`duration_ms`).
-    Number(f64),
-}
-
-/// How a [`TraceFilter`] compares a field with a value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompareOp {
-    /// `EQ`.
-    Eq,
-    /// `NEQ`.
-    Neq,
-    /// `GT`.
-    Gt,
-    /// `GTE`.
-    Gte,
-    /// `LT`.
-    Lt,
-    /// `LTE`.
-    Lte,
-    /// `CONTAINS` (a substring, ignoring case, as Agno's converter matches).
-    Contains,
-    /// `STARTSWITH` (a prefix, ignoring case, as Agno's converter matches).
-    StartsWith,
-}
-
 /// Agno's filter expression over trace fields (`POST /traces/search`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum TraceFilter {
-    /// A field compared with a value.
-    Compare(TraceField, CompareOp, FilterValue),
-    /// A field equal to one of the values.
-    In(TraceField, Vec<FilterValue>),
-    /// Every condition holds.
-    And(Vec<TraceFilter>),
-    /// Some condition holds.
-    Or(Vec<TraceFilter>),
-    /// The condition does not hold.
-    Not(Box<TraceFilter>),
-}
-
-impl TraceFilter {
-    /// Whether `trace` matches (a missing field matches no comparison, as SQL's NULL).
-    pub fn matches(&self, trace: &TraceRecord) -> bool {
-        match self {
-            TraceFilter::Compare(field, op, value) => {
-                field.value_in(trace).is_some_and(|actual| compare(&actual, *op, value))
-            }
-            TraceFilter::In(field, values) => {
-                field.value_in(trace).is_some_and(|actual| values.iter().any(|v| compare(&actual, CompareOp::Eq, v)))
-            }
-            TraceFilter::And(all) => all.iter().all(|f| f.matches(trace)),
-            TraceFilter::Or(any) => any.iter().any(|f| f.matches(trace)),
-            TraceFilter::Not(inner) => !inner.matches(trace),
-        }
-    }
-}
-
-fn compare(actual: &FilterValue, op: CompareOp, expected: &FilterValue) -> bool {
-    use std::cmp::Ordering;
-    let order = match (actual, expected) {
-        (FilterValue::Number(a), FilterValue::Number(b)) => a.partial_cmp(b),
-        (FilterValue::Text(a), FilterValue::Text(b)) => match op {
-            CompareOp::Contains => return a.to_lowercase().contains(&b.to_lowercase()),
-            CompareOp::StartsWith => return a.to_lowercase().starts_with(&b.to_lowercase()),
-            _ => Some(a.as_str().cmp(b.as_str())),
-        },
-        (FilterValue::Number(a), FilterValue::Text(b)) => b.parse::<f64>().ok().and_then(|b| a.partial_cmp(&b)),
-        (FilterValue::Text(_), FilterValue::Number(_)) => None,
-    };
-    let Some(order) = order else { return false };
-    match op {
-        CompareOp::Eq => order == Ordering::Equal,
-        CompareOp::Neq => order != Ordering::Equal,
-        CompareOp::Gt => order == Ordering::Greater,
-        CompareOp::Gte => order != Ordering::Less,
-        CompareOp::Lt => order == Ordering::Less,
-        CompareOp::Lte => order != Ordering::Greater,
-        CompareOp::Contains | CompareOp::StartsWith => false,
-    }
-}
+pub type TraceFilter = FilterExpr<TraceField>;
 
 /// Filters and paging for [`TraceStore::get_traces`] (newest first by `start_time`).
 #[derive(Debug, Clone, Default)]
@@ -310,7 +224,7 @@ impl TraceQuery {
             && self.status.as_ref().is_none_or(|s| *s == trace.status)
             && self.start_time.as_ref().is_none_or(|t| trace.start_time.as_str() >= t.as_str())
             && self.end_time.as_ref().is_none_or(|t| trace.end_time.as_str() <= t.as_str())
-            && self.filter.as_ref().is_none_or(|f| f.matches(trace))
+            && self.filter.as_ref().is_none_or(|f| f.holds(&|field| field.value_in(trace)))
     }
 }
 

@@ -142,6 +142,15 @@ async fn no_route_leaks_or_touches_another_users_data() {
         assert!(!seen.is_empty(), "B sees its own in {path}");
         assert!(seen.iter().all(|id| !id.contains("alice") && *id != alice.memory), "{path} leaked {seen:?}");
     }
+    // A session search never reaches past the caller, whatever it filters on.
+    for (body, own) in [(json!({}), true), (json!({"filter": {"op": "EQ", "key": "user_id", "value": "alice"}}), false)]
+    {
+        let r = os.post_json("/sessions/search", &body, b).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        let seen = ids(&r.body, "session_id");
+        assert_eq!(!seen.is_empty(), own, "B's search {body}: {seen:?}");
+        assert!(seen.iter().all(|id| !id.contains("alice")), "search leaked {seen:?}");
+    }
     let topics = os.get("/memory_topics", b).await;
     assert!(!topics.body.to_string().contains("alice"), "topics leaked: {}", topics.body);
     let stats = os.get("/user_memory_stats", b).await;
@@ -233,6 +242,8 @@ const COVERAGE: &[(&str, &str, &str)] = &[
     ("GET", "/docs/", "public"),
     ("GET", "/docs/{*file}", "public"),
     ("GET", "/config", "no user data"),
+    ("GET", "/sessions/filter-schema", "no user data"),
+    ("POST", "/sessions/search", "listing: own sessions only, whatever the filter (above)"),
     ("GET", "/agents", "no user data"),
     ("GET", "/agents/{agent_id}", "no user data"),
     ("GET", "/teams", "no user data"),

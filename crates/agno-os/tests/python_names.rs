@@ -46,6 +46,7 @@ const DECIDED_ELSEWHERE: &[(&str, &str, &str)] = &[
     ),
     ("POST", "/teams/{team_id}/sessions/{session_id}/fork", "as for agents"),
     ("POST", "/agents/{agent_id}/sessions/{session_id}/compact", "as fork: Agno's route dependency asks run access"),
+    ("POST", "/sessions/search", "not in Agno 3.1.10 (3.1.11's); a search only reads sessions: sessions:read"),
     ("GET", "/queue/jobs", "Agno's queue router requires the admin scope itself"),
     ("GET", "/queue/jobs/{job_id}", "as /queue/jobs"),
     ("POST", "/queue/jobs/{job_id}/requeue", "as /queue/jobs"),

@@ -241,6 +241,8 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /agents/*/sessions/*/compact", "agents:run"),
         ("GET /sessions", "sessions:read"),
         ("GET /sessions/*", "sessions:read"),
+        // Not in Agno 3.1.10's mapping (3.1.11's route): a search only reads.
+        ("POST /sessions/search", "sessions:read"),
         ("POST /sessions", "sessions:write"),
         ("POST /sessions/*/rename", "sessions:write"),
         ("PATCH /sessions/*", "sessions:write"),

@@ -307,6 +307,69 @@ pub async fn session_listing_pages_without_run_bodies(db: Arc<dyn Db>) {
     assert_eq!(ranged.total, 2);
 }
 
+/// A session search (`SessionQuery::filter`) gives the same sessions on every adapter, whether
+/// the store compiles it to SQL or evaluates it in process: types, ids, names (case-insensitive,
+/// `%` and `_` literal), times, IN, NOT and OR with SQL's NULL, within the caller's user scope.
+pub async fn session_search_filters_in_the_store(db: Arc<dyn Db>) {
+    use agno_core::{CompareOp, FilterExpr as Filter, FilterValue, SessionField as F};
+    let make = |id: &str, user: Option<&str>, name: Option<&str>, at: i64, set: &dyn Fn(&mut AgentSession)| {
+        let mut s = AgentSession::new(id);
+        s.user_id = user.map(str::to_owned);
+        if let Some(n) = name {
+            s.session_data = Some(obj(json!({"session_name": n})));
+        }
+        s.created_at = Some(at);
+        set(&mut s);
+        s
+    };
+    let sessions = [
+        make("a1", Some("alice"), Some("Q3 report_final"), 1000, &|s| s.agent_id = Some("writer".into())),
+        make("a2", Some("bob"), Some("groceries 100%"), 2000, &|s| s.agent_id = Some("writer".into())),
+        make("t1", Some("alice"), Some("Team sync"), 3000, &|s| s.team_id = Some("desk".into())),
+        make("w1", None, None, 4000, &|s| s.workflow_id = Some("flow".into())),
+    ];
+    for s in &sessions {
+        save_session(&db, s).await;
+    }
+    let text = |f: F, op: CompareOp, v: &str| Filter::Compare(f, op, FilterValue::Text(v.into()));
+    let time = |op: CompareOp, at: f64| Filter::Compare(F::CreatedAt, op, FilterValue::Number(at));
+    let cases: Vec<(Filter<F>, &[&str])> = vec![
+        (text(F::SessionType, CompareOp::Eq, "team"), &["t1"]),
+        (text(F::SessionName, CompareOp::Contains, "REPORT"), &["a1"]),
+        (text(F::SessionName, CompareOp::StartsWith, "q3 report_"), &["a1"]),
+        (text(F::SessionName, CompareOp::StartsWith, "q3 report%"), &[]),
+        (text(F::SessionName, CompareOp::Contains, "100%"), &["a2"]),
+        (text(F::SessionName, CompareOp::Contains, "_"), &["a1"]),
+        (
+            Filter::In(F::AgentId, vec![FilterValue::Text("writer".into()), FilterValue::Text("x".into())]),
+            &["a1", "a2"],
+        ),
+        (Filter::Not(Box::new(text(F::UserId, CompareOp::Eq, "alice"))), &["a2"]),
+        (Filter::And(vec![time(CompareOp::Gte, 2000.0), time(CompareOp::Lt, 4000.0)]), &["a2", "t1"]),
+        (
+            Filter::Or(vec![text(F::TeamId, CompareOp::Eq, "desk"), text(F::WorkflowId, CompareOp::Eq, "flow")]),
+            &["t1", "w1"],
+        ),
+        (text(F::SessionId, CompareOp::Neq, "a1"), &["a2", "t1", "w1"]),
+    ];
+    for (filter, want) in cases {
+        let q = SessionQuery { filter: Some(filter.clone()), sort_order: SortOrder::Asc, ..SessionQuery::default() };
+        let found = db.get_sessions(&q).await.expect("search");
+        let ids: Vec<&str> = found.sessions.iter().map(|s| s.session_id.as_str()).collect();
+        assert_eq!(ids, want, "{filter:?}");
+        assert_eq!(found.total, want.len() as u64, "{filter:?}");
+    }
+    // Within a user's scope the filter never reaches another user's sessions.
+    let q = SessionQuery {
+        user_id: Some("alice".into()),
+        filter: Some(text(F::UserId, CompareOp::Neq, "nobody")),
+        sort_order: SortOrder::Asc,
+        ..SessionQuery::default()
+    };
+    let found = db.get_sessions(&q).await.expect("search");
+    assert_eq!(found.sessions.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), ["a1", "t1"]);
+}
+
 /// The largest limits a client can send (`usize::MAX`, pages after the first) are answered like
 /// any other limit, never a panic or an error.
 pub async fn oversized_limits_are_answered(db: Arc<dyn Db>) {
@@ -532,6 +595,7 @@ macro_rules! db_conformance {
                 get_runs_filters_and_pages_by_cursor,
                 deletes_cascade_from_sessions_to_runs,
                 session_listing_pages_without_run_bodies,
+                session_search_filters_in_the_store,
                 oversized_limits_are_answered,
                 rename_session_sets_the_name,
                 users_are_isolated,

@@ -161,6 +161,9 @@ pub(crate) fn page_sessions<'a>(
             .filter(|d| session_matches(d, query))
             .map(|d| (d.get("session_id").and_then(Value::as_str).map(str::to_owned), session_from_doc(d))),
     );
+    if let Some(filter) = &query.filter {
+        sessions.retain(|s| filter.holds(&|field| field.value_in(s)));
+    }
     let key = |s: &AgentSession| match query.sort_by {
         SessionSort::CreatedAt => s.created_at,
         SessionSort::UpdatedAt => s.updated_at,

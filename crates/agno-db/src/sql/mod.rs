@@ -13,6 +13,7 @@ pub(crate) mod approvals;
 mod compactions;
 pub(crate) mod dialects;
 pub(crate) mod evals;
+mod filter;
 pub(crate) mod group_commit;
 pub(crate) mod job_transitions;
 pub(crate) mod jobs;

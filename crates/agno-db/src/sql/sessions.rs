@@ -300,6 +300,9 @@ impl<A: SqlFamily> SessionStore for SqlDb<A> {
         if let Some(at) = q.end_timestamp {
             filter = filter.add(Expr::col("created_at").lte(at));
         }
+        if let Some(f) = &q.filter {
+            filter = filter.add(super::filter::condition::<A::D, _>(f));
+        }
         let listing = Listing::<A::D>::of(db.table_ref(&db.tables().sessions), COLUMNS, filter);
         let listing = match q.sort_by {
             SessionSort::CreatedAt => listing.by_never_null("created_at", q.sort_order),

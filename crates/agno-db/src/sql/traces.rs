@@ -5,10 +5,10 @@
 use std::collections::{BTreeSet, HashMap};
 
 use agno_core::{
-    Cell, CompareOp, DbError, DbErrorKind, DbResult, FilterValue, SortOrder, SpanRecord, TraceField, TraceFilter,
-    TraceQuery, TraceRecord, TraceSessionStats, TraceStatsQuery, TraceStore, fold_trace,
+    Cell, DbError, DbErrorKind, DbResult, SortOrder, SpanRecord, TraceQuery, TraceRecord, TraceSessionStats,
+    TraceStatsQuery, TraceStore, fold_trace,
 };
-use sea_query::{Condition, Expr, ExprTrait, Func, LikeExpr, LockType, OnConflict, Order, Query};
+use sea_query::{Condition, Expr, ExprTrait, LockType, OnConflict, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 use sqlx::Database;
 
@@ -147,54 +147,6 @@ fn build_error(what: &str, e: impl std::fmt::Display) -> DbError {
     DbError::new(DbErrorKind::Other, format!("{what}: {e}"))
 }
 
-/// `value` as `field` is bound: `duration_ms` as an integer, the other fields as text.
-fn bound_value(field: TraceField, value: &FilterValue) -> sea_query::Value {
-    match value {
-        FilterValue::Text(t) => t.clone().into(),
-        FilterValue::Number(n) if field == TraceField::DurationMs => (n.round() as i64).into(),
-        FilterValue::Number(n) => n.to_string().into(),
-    }
-}
-
-/// `field` compared as `op` says with `value`, as Agno's filter converter compares: `CONTAINS`
-/// and `STARTSWITH` ignore case and match `%`, `_` and `/` literally.
-fn compared(field: TraceField, op: CompareOp, value: &FilterValue) -> Expr {
-    let column = Expr::col(field.column());
-    let like = |pattern: String| Expr::expr(Func::lower(column.clone())).like(LikeExpr::new(pattern).escape('/'));
-    let escaped = || {
-        let text = match value {
-            FilterValue::Text(t) => t.to_lowercase(),
-            FilterValue::Number(n) => n.to_string(),
-        };
-        text.replace('/', "//").replace('%', "/%").replace('_', "/_")
-    };
-    let v = || Expr::val(bound_value(field, value));
-    match op {
-        CompareOp::Eq => column.eq(v()),
-        CompareOp::Neq => column.ne(v()),
-        CompareOp::Gt => column.gt(v()),
-        CompareOp::Gte => column.gte(v()),
-        CompareOp::Lt => column.lt(v()),
-        CompareOp::Lte => column.lte(v()),
-        CompareOp::Contains => like(format!("%{}%", escaped())),
-        CompareOp::StartsWith => like(format!("{}%", escaped())),
-    }
-}
-
-/// `filter` as a condition on the traces table.
-fn filter_condition(filter: &TraceFilter) -> Condition {
-    match filter {
-        TraceFilter::Compare(field, op, value) => Condition::all().add(compared(*field, *op, value)),
-        TraceFilter::In(_, values) if values.is_empty() => Condition::all().add(Expr::val(1).eq(0)),
-        TraceFilter::In(field, values) => {
-            Condition::all().add(Expr::col(field.column()).is_in(values.iter().map(|v| bound_value(*field, v))))
-        }
-        TraceFilter::And(all) => all.iter().fold(Condition::all(), |c, f| c.add(filter_condition(f))),
-        TraceFilter::Or(any) => any.iter().fold(Condition::any(), |c, f| c.add(filter_condition(f))),
-        TraceFilter::Not(inner) => filter_condition(inner).not(),
-    }
-}
-
 /// The traces a query asks for (all of its filters but the paging); `by_creation` bounds
 /// `created_at` by the query's times (the session stats) rather than `start_time`/`end_time`.
 fn query_condition<D: Dialect>(q: &TraceQuery, by_creation: bool) -> Condition {
@@ -220,7 +172,7 @@ fn query_condition<D: Dialect>(q: &TraceQuery, by_creation: bool) -> Condition {
         c = c.add(Expr::col(to).lte(t.as_str()));
     }
     if let Some(f) = &q.filter {
-        c = c.add(filter_condition(f));
+        c = c.add(super::filter::condition::<D, _>(f));
     }
     c
 }

@@ -14,6 +14,7 @@ pub mod core;
 pub mod databases;
 pub mod docs;
 pub mod evals;
+pub(crate) mod filter_expr;
 pub mod fork;
 pub mod guard;
 pub mod knowledge;
@@ -204,6 +205,8 @@ routes! {
     GET "/sessions" as "get_sessions", Scope("sessions:read"), "Sessions", "List sessions (paginated)", query: sessions::ListQuery => get(sessions::list_sessions);
     POST "/sessions" as "create_session", Scope("sessions:write"), "Sessions", "Create a session", body: RequestBody::OptionalJson(|g| g.subschema_for::<bodies::CreateSessionRequest>()), query: sessions::CreateQuery => post(sessions::create_session);
     DELETE "/sessions" as "delete_sessions", Scope("sessions:delete"), "Sessions", "Delete sessions", body: RequestBody::Json(|g| g.subschema_for::<bodies::DeleteSessionsRequest>()), query: sessions::DeleteQuery => delete(sessions::delete_sessions);
+    GET "/sessions/filter-schema" as "get_sessions_filter_schema", Scope("sessions:read"), "Sessions", "The fields, operators and values a session search filters on" => get(sessions::filter_schema);
+    POST "/sessions/search" as "search_sessions", Scope("sessions:read"), "Sessions", "Search sessions with a filter expression (paginated)", body: RequestBody::OptionalJson(|g| g.subschema_for::<sessions::SessionSearchRequest>()), query: sessions::SearchQuery => post(sessions::search_sessions);
     GET "/sessions/{session_id}" as "get_session_by_id", Scope("sessions:read"), "Sessions", "Get a session", query: sessions::SessionParams => get(sessions::get_session);
     PATCH "/sessions/{session_id}" as "update_session", Scope("sessions:write"), "Sessions", "Update a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::UpdateSessionRequest>()), query: sessions::SessionParams => patch(sessions::update_session);
     DELETE "/sessions/{session_id}" as "delete_session", Scope("sessions:delete"), "Sessions", "Delete a session", query: sessions::DeleteQuery => delete(sessions::delete_session);

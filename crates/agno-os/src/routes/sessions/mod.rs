@@ -22,10 +22,12 @@ use serde_json::{Map, Value, json};
 mod query;
 mod runs;
 pub(crate) mod schema;
+mod search;
 
 pub use query::{CreateQuery, DeleteQuery, ListQuery, RunsQuery, SessionParams};
 use query::{Params, RawQuery, database, parse_session_type, scoped};
 pub use runs::{get_session_run, list_run_previews, list_session_runs};
+pub use search::{SearchQuery, SessionSearchRequest, filter_schema, search_sessions};
 
 use super::params::{NoContent, Paging};
 
@@ -161,19 +163,24 @@ pub async fn list_sessions(Caller { state, principal }: Caller, query: RawQuery)
     };
     let db = database(&state, &params)?;
     let paging = Paging::new(Some(limit), Some(page))?;
-    let found = db
-        .get_sessions(&StoreQuery {
-            session_type,
-            user_id: principal.user_scope(params.text("user_id")),
-            component_id: params.text("component_id"),
-            session_name: params.text("session_name"),
-            limit: Some(limit),
-            page: Some(page),
-            sort_by,
-            sort_order,
-            ..StoreQuery::default()
-        })
-        .await?;
+    let query = StoreQuery {
+        session_type,
+        user_id: principal.user_scope(params.text("user_id")),
+        component_id: params.text("component_id"),
+        session_name: params.text("session_name"),
+        limit: Some(limit),
+        page: Some(page),
+        sort_by,
+        sort_order,
+        ..StoreQuery::default()
+    };
+    listed(db.as_ref(), &query, &paging).await
+}
+
+/// One page of the sessions `query` asks for, as `GET /sessions` answers them (Agno's
+/// `SessionSchema` each, in its paginated envelope).
+pub(super) async fn listed(db: &dyn Db, query: &StoreQuery, paging: &Paging) -> ApiResult<Json<Value>> {
+    let found = db.get_sessions(query).await?;
     // A session without a stored name is named after its first run's input (Agno reads every
     // run for it; only the first runs' inputs are read here).
     let unnamed: Vec<String> = found
@@ -182,9 +189,9 @@ pub async fn list_sessions(Caller { state, principal }: Caller, query: RawQuery)
         .filter(|s| s.session_data.as_ref().is_none_or(|d| d.get("session_name").is_none_or(Value::is_null)))
         .map(|s| s.session_id.clone())
         .collect();
-    let user_id = principal.user_scope(params.text("user_id"));
+    let user_id = query.user_id.as_deref();
     let first_inputs =
-        if unnamed.is_empty() { Default::default() } else { db.first_run_inputs(&unnamed, user_id.as_deref()).await? };
+        if unnamed.is_empty() { Default::default() } else { db.first_run_inputs(&unnamed, user_id).await? };
     let data = found
         .sessions
         .iter()

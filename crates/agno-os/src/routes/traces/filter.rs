@@ -1,13 +1,10 @@
-//! Agno's filter expression (`POST /traces/search`'s `filter`) read into an
-//! [`agno_core::TraceFilter`], and times read as Agno reads them. Anything the stores could not
-//! run (an unknown field or operator, a missing value, a time that is no time) is refused here
-//! with a message naming it, before anything runs.
+//! What a trace search filters on: the filter schema, trace fields' values as the expression
+//! ([`crate::routes::filter_expr`]) reads them, and times read as Agno reads them.
 
-use agno_core::{CompareOp, FilterValue, TraceField, TraceFilter};
+use agno_core::{FilterField, FilterValue, TraceField};
 use serde_json::Value;
 
-/// How deep an expression may nest (Agno's `MAX_FILTER_DEPTH`).
-const MAX_DEPTH: usize = 10;
+use crate::routes::filter_expr::Operand;
 
 /// The filter schema `GET /traces/filter-schema` answers: each field, its type and operators.
 pub(super) fn filter_schema() -> Value {
@@ -58,89 +55,26 @@ pub(crate) fn utc_time(text: &str, what: &str) -> Result<String, String> {
     }
 }
 
-/// The expression `value`; an error naming what is wrong.
-pub(super) fn parse(value: &Value) -> Result<TraceFilter, String> {
-    parse_at(value, 0)
-}
-
-fn parse_at(value: &Value, depth: usize) -> Result<TraceFilter, String> {
-    if depth > MAX_DEPTH {
-        return Err(format!("Filter expression exceeds maximum nesting depth of {MAX_DEPTH}"));
-    }
-    let Some(op) = value.get("op").and_then(Value::as_str) else {
-        return Err(format!("Invalid filter dictionary: must contain 'op' key. Got: {value}"));
-    };
-    let compare = match op {
-        "EQ" => Some(CompareOp::Eq),
-        "NEQ" => Some(CompareOp::Neq),
-        "GT" => Some(CompareOp::Gt),
-        "GTE" => Some(CompareOp::Gte),
-        "LT" => Some(CompareOp::Lt),
-        "LTE" => Some(CompareOp::Lte),
-        "CONTAINS" => Some(CompareOp::Contains),
-        "STARTSWITH" => Some(CompareOp::StartsWith),
-        _ => None,
-    };
-    if let Some(cmp) = compare {
-        let (Some(key), Some(v)) = (value.get("key"), value.get("value").filter(|v| !v.is_null())) else {
-            return Err(format!("{op} filter requires 'key' and 'value' fields. Got: {value}"));
+/// A value compared with a trace field: a number for `duration_ms`, a UTC time for the times,
+/// text for the rest.
+impl Operand for TraceField {
+    fn operand(self, value: &Value) -> Result<FilterValue, String> {
+        let field = self;
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Null => return Err(format!("a value compared with {} must not be null", field.column())),
+            other => other.to_string(),
         };
-        let field = field(key)?;
-        return Ok(TraceFilter::Compare(field, cmp, operand(field, v)?));
-    }
-    match op {
-        "IN" => {
-            let (Some(key), Some(Value::Array(values))) = (value.get("key"), value.get("values")) else {
-                return Err(format!("IN filter requires 'key' and 'values' fields. Got: {value}"));
-            };
-            let field = field(key)?;
-            Ok(TraceFilter::In(field, values.iter().map(|v| operand(field, v)).collect::<Result<_, _>>()?))
+        match field {
+            TraceField::DurationMs => match value.as_f64().or_else(|| text.trim().parse().ok()) {
+                Some(n) => Ok(FilterValue::Number(n)),
+                None => Err(format!("duration_ms is compared with a number, not {value}")),
+            },
+            TraceField::StartTime | TraceField::EndTime | TraceField::CreatedAt => {
+                utc_time(&text, field.column()).map(FilterValue::Text)
+            }
+            _ => Ok(FilterValue::Text(text)),
         }
-        "AND" | "OR" => {
-            let Some(Value::Array(conditions)) =
-                value.get("conditions").filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
-            else {
-                return Err(format!("{op} filter requires 'conditions' field. Got: {value}"));
-            };
-            let parts = conditions.iter().map(|c| parse_at(c, depth + 1)).collect::<Result<Vec<_>, _>>()?;
-            Ok(if op == "AND" { TraceFilter::And(parts) } else { TraceFilter::Or(parts) })
-        }
-        "NOT" => {
-            let Some(inner) = value.get("condition").filter(|c| c.is_object()) else {
-                return Err(format!("NOT filter requires 'condition' field. Got: {value}"));
-            };
-            Ok(TraceFilter::Not(Box::new(parse_at(inner, depth + 1)?)))
-        }
-        other => Err(format!("Unknown filter operator: {other}")),
-    }
-}
-
-fn field(key: &Value) -> Result<TraceField, String> {
-    let name = key.as_str().unwrap_or_default();
-    TraceField::from_column(name).ok_or_else(|| {
-        let mut allowed: Vec<&str> = TraceField::ALL.iter().map(|f| f.column()).collect();
-        allowed.sort_unstable();
-        format!("Invalid filter field: {key}. Allowed: {allowed:?}")
-    })
-}
-
-/// A value compared with `field`: a number for `duration_ms`, a UTC time for the times, text
-/// for the rest.
-fn operand(field: TraceField, value: &Value) -> Result<FilterValue, String> {
-    let text = match value {
-        Value::String(s) => s.clone(),
-        Value::Null => return Err(format!("a value compared with {} must not be null", field.column())),
-        other => other.to_string(),
-    };
-    match field {
-        TraceField::DurationMs => match value.as_f64().or_else(|| text.trim().parse().ok()) {
-            Some(n) => Ok(FilterValue::Number(n)),
-            None => Err(format!("duration_ms is compared with a number, not {value}")),
-        },
-        TraceField::StartTime | TraceField::EndTime | TraceField::CreatedAt => {
-            utc_time(&text, field.column()).map(FilterValue::Text)
-        }
-        _ => Ok(FilterValue::Text(text)),
     }
 }
 
@@ -148,7 +82,12 @@ fn operand(field: TraceField, value: &Value) -> Result<FilterValue, String> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
+    use agno_core::{CompareOp, TraceFilter};
     use serde_json::json;
+
+    fn parse(value: &Value) -> Result<TraceFilter, String> {
+        crate::routes::filter_expr::parse(value)
+    }
 
     #[test]
     fn reads_every_operator_and_refuses_what_no_store_can_run() {

@@ -6,6 +6,8 @@
 mod filter;
 mod shape;
 
+pub(crate) use filter::utc_time;
+
 use agno_core::{SpanRecord, TraceQuery, TraceRecord};
 use axum::Json;
 use axum::body::Bytes;
@@ -207,7 +209,7 @@ pub async fn search(
     };
     let filter = match request.filter.filter(|f| !f.is_empty()) {
         Some(f) => Some(
-            filter::parse(&Value::Object(f))
+            crate::routes::filter_expr::parse::<agno_core::TraceField>(&Value::Object(f))
                 .map_err(|e| ApiError::unprocessable(format!("Invalid filter expression: {e}")).at("body", "filter"))?,
         ),
         None => None,
