@@ -1236,7 +1236,9 @@ async fn claimed_run_writes_fall_back_where_the_short_path_cannot_write() {
         let mut pending = RunOutput::new(&job.id, &job.session_id);
         pending.status = RunStatus::Pending;
         db.enqueue_run(&job, 0, PendingRun { session: &session, run: &pending }).await.unwrap();
-        let claimed = db.claim_job("w", 60, now).await.unwrap().unwrap();
+        // Claimed at the time after the enqueue: a second that ticks in between leaves the job
+        // not yet available at `now` (CI caught it).
+        let claimed = db.claim_job("w", 60, agno_core::now_epoch_secs()).await.unwrap().unwrap();
         let lease = JobLease::new(&claimed.id, "w", claimed.attempt);
         let t = format!("\"{}\".agno_sessions", scratch.name);
         match how {

@@ -240,3 +240,31 @@ async fn compacting_bad_targets_is_refused_precisely() {
     let db = agno_db::open(&url).await.unwrap();
     assert!(db.get_compactions("short", None).await.unwrap().is_empty(), "nothing was written");
 }
+
+/// A fold far behind the history window (25 runs after it, the window being 3) is still found
+/// and applied: the run reads back to the fold's anchor, and sends the summary and every run from
+/// the anchor on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fold_far_behind_the_window_is_still_applied() {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Scripted::Echo));
+    let url = sqlite_url("compaction-far");
+    let compaction = "compaction = { compact_at_tokens = 0, uncompacted_runs = 1, search_compacted_messages = false }";
+    let os = TestOs::start(config(&os_config(&url, &provider, compaction, true))).await;
+    for i in 0..3 {
+        run(&os, "chat", "far", &format!("q{i}")).await;
+    }
+    provider.push(Scripted::text("the first two questions"));
+    let r = os.post_json("/agents/chat/sessions/far/compact", &Value::Null, None).await;
+    assert_eq!((r.status, r.body["status"].as_str()), (200, Some("compacted")), "{:?}", r.body);
+    for i in 3..28 {
+        run(&os, "chat", "far", &format!("q{i}")).await;
+    }
+    let prompt = last_prompt(&provider);
+    let at = prompt.iter().position(|(_, c)| c.starts_with(PREFIX)).expect("the summary is sent");
+    assert_eq!(prompt[at].1, format!("{PREFIX}the first two questions"), "no search promised without the tool");
+    let rest: Vec<&str> = prompt[at + 1..].iter().map(|(_, c)| c.as_str()).collect();
+    let mut want: Vec<String> = (2..27).flat_map(|i| [format!("q{i}"), format!("echo: q{i}")]).collect();
+    want.push("q27".into());
+    assert_eq!(rest, want.iter().map(String::as_str).collect::<Vec<_>>());
+}

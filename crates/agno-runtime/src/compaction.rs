@@ -168,26 +168,39 @@ fn anchored_in(record: &CompactionRecord, history: &[Message]) -> bool {
     record.first_kept_message_id.as_deref().is_some_and(|anchor| history.iter().any(|m| m.id == anchor))
 }
 
-/// The history the planner reads: the newest [`PLANNER_WINDOW_RUNS`] runs (or the configured
-/// window when larger), and, when the fold in force is anchored further back, everything from its
-/// anchor on (read from the whole session).
-async fn planner_history(
+/// Loads the session a compacting agent's run works from, reading no more runs than it needs:
+/// with a fold in force, the runs back to the fold's anchor (read in doubling windows from the
+/// usual history window, so a recent fold costs a short read); before any fold, the planner's
+/// window when `compact_at_tokens` is set (the context the threshold measures), else the usual
+/// history window (nothing is folded before it is asked for).
+///
+/// # Errors
+/// A storage error.
+pub(crate) async fn load_session(
     agent: &AgentInner,
+    c: &Compaction,
     db: &dyn Db,
-    session: &AgentSession,
-    record: Option<&CompactionRecord>,
-) -> Result<Vec<Message>, agno_core::DbError> {
-    let history = session.history_messages(Some(planner_window(agent)), None);
-    match record {
-        Some(r) if !anchored_in(r, &history) && r.first_kept_message_id.is_some() => {
-            let Some(whole) = db.get_session(&session.session_id, session.user_id.as_deref(), None).await? else {
-                return Ok(history);
-            };
-            let everything = whole.history_messages(None, None);
-            let start = compaction::resolved_boundary(&everything, Some(r));
-            Ok(if anchored_in(r, &everything) { everything[start..].to_vec() } else { history })
+    session_id: &str,
+    user_id: Option<&str>,
+) -> Result<Option<AgentSession>, agno_core::DbError> {
+    let usual = agent.history.runs_limit();
+    match latest(db, session_id).await.filter(|r| r.first_kept_message_id.is_some()) {
+        Some(record) => {
+            let mut limit = usual.unwrap_or(PLANNER_WINDOW_RUNS) + 8;
+            loop {
+                let Some(session) = db.get_session(session_id, user_id, Some(limit)).await? else { return Ok(None) };
+                if session.runs().len() < limit || anchored_in(&record, &session.history_messages(None, None)) {
+                    return Ok(Some(session));
+                }
+                limit = limit.saturating_mul(2);
+            }
         }
-        _ => Ok(history),
+        None if c.settings.compact_at_tokens.is_some() => {
+            db.get_session(session_id, user_id, Some(planner_window(agent))).await
+        }
+        None => {
+            crate::persist::load_with_history(db, session_id, user_id, usual, agent.history.num_history_messages).await
+        }
     }
 }
 
@@ -292,7 +305,7 @@ async fn make_fold(
 pub(crate) async fn history_for_run(
     agent: &AgentInner,
     c: &Compaction,
-    session: &AgentSession,
+    (session, record): (&AgentSession, Option<CompactionRecord>),
     run_id: &str,
     prefix: &[Message],
     tools: &[Arc<dyn DynTool>],
@@ -301,14 +314,8 @@ pub(crate) async fn history_for_run(
     let replay = || session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages);
     let Some(db) = agent.db.as_deref() else { return replay() };
     let s = &c.settings;
-    let record = latest(db, &session.session_id).await;
-    let history = match planner_history(agent, db, session, record.as_ref()).await {
-        Ok(h) => h,
-        Err(e) => {
-            tracing::warn!(session_id = %session.session_id, error = %e, "cannot read the history to compact");
-            return replay();
-        }
-    };
+    // What `load_session` read: the runs back to the fold's anchor, or the planner's window.
+    let history = session.history_messages(None, None);
     let applies = record.as_ref().is_some_and(|r| anchored_in(r, &history));
     let in_context = match (applies, s.compact_at_tokens) {
         (true, _) | (false, Some(_)) => compaction::build_view(&history, record.as_ref(), s.search_compacted_messages),
@@ -344,12 +351,18 @@ pub(crate) async fn history_for_continue(agent: &AgentInner, c: &Compaction, ses
     let replay = || session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages);
     let Some(db) = agent.db.as_deref() else { return replay() };
     let Some(record) = latest(db, &session.session_id).await else { return replay() };
-    match planner_history(agent, db, session, Some(&record)).await {
-        Ok(history) if anchored_in(&record, &history) => {
-            compaction::build_view(&history, Some(&record), c.settings.search_compacted_messages)
-        }
-        _ => replay(),
+    let history = session.history_messages(None, None);
+    if anchored_in(&record, &history) {
+        compaction::build_view(&history, Some(&record), c.settings.search_compacted_messages)
+    } else {
+        replay()
     }
+}
+
+/// The fold in force for a run of `session_id` (one read, shared by the run's tools and history).
+pub(crate) async fn fold_in_force(agent: &AgentInner, session_id: &str) -> Option<CompactionRecord> {
+    agent.compaction.as_ref()?;
+    latest(agent.db.as_deref()?, session_id).await
 }
 
 /// Folds session `session_id` of `user_id` now (Agno's `agent.compact()`), without waiting for
@@ -472,13 +485,16 @@ pub(crate) fn search_tool(db: Arc<dyn Db>, session_id: String) -> Arc<dyn DynToo
     ))
 }
 
-/// The search tool when the agent searches its folds and this session has one.
-pub(crate) async fn tools_for_run(agent: &AgentInner, session_id: &str) -> Option<Arc<dyn DynTool>> {
+/// The search tool when the agent searches its folds and the fold in force stored its messages.
+pub(crate) fn tools_for_run(
+    agent: &AgentInner,
+    session_id: &str,
+    fold: Option<&CompactionRecord>,
+) -> Option<Arc<dyn DynTool>> {
     let c = agent.compaction.as_ref()?;
     if !(c.settings.search_compacted_messages && c.settings.store_compacted_messages) {
         return None;
     }
-    let db = agent.db.as_ref()?;
-    latest(db.as_ref(), session_id).await.filter(CompactionRecord::archived)?;
-    Some(search_tool(Arc::clone(db), session_id.to_owned()))
+    fold.filter(|r| r.archived())?;
+    Some(search_tool(Arc::clone(agent.db.as_ref()?), session_id.to_owned()))
 }

@@ -19,11 +19,11 @@ pub(crate) async fn load_session(
     history: bool,
 ) -> Result<AgentSession, DbError> {
     let existing = match &agent.db {
-        // A compacting agent reads the planner's window: a fold needs what lies before its tail.
-        Some(db) if history && agent.compaction.is_some() => {
-            let window = crate::compaction::planner_window(agent);
-            load_with_history(db.as_ref(), session_id, user_id, Some(window), None).await?
-        }
+        // A compacting agent reads what its fold (or its planner) needs.
+        Some(db) if history && agent.compaction.is_some() => match &agent.compaction {
+            Some(c) => crate::compaction::load_session(agent, c, db.as_ref(), session_id, user_id).await?,
+            None => None,
+        },
         Some(db) if history => {
             load_with_history(
                 db.as_ref(),
@@ -44,7 +44,7 @@ pub(crate) async fn load_session(
 /// only a message limit, `messages` history messages), doubling the read when runs skipped in
 /// history (errors, cancellations, member runs) leave too few; stops when the session has no
 /// more. Neither limit: every run (Agno's unbounded history).
-async fn load_with_history(
+pub(crate) async fn load_with_history(
     db: &dyn agno_core::Db,
     session_id: &str,
     user_id: Option<&str>,

@@ -105,7 +105,9 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     if let Some(manager) = agent.memory_manager.as_ref().filter(|_| agent.memory.enable_agentic_memory) {
         tools.push(Arc::new(crate::memory::update_user_memory_tool(manager.clone(), memory_user, agent.id.clone())));
     }
-    if let Some(search) = crate::compaction::tools_for_run(agent, &session_id).await {
+    // The fold in force (compacting agents): its search tool, and later the history it cuts.
+    let fold = crate::compaction::fold_in_force(agent, &session_id).await;
+    if let Some(search) = crate::compaction::tools_for_run(agent, &session_id, fold.as_ref()) {
         tools.push(search);
     }
     let kc = &agent.knowledge_config;
@@ -159,9 +161,16 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     } else if let (true, true, Some(c)) = (add_history, store, &agent.compaction) {
         let mut metrics = st.output.metrics.take().unwrap_or_default();
         let run_id = st.output.id().to_owned();
-        let history =
-            crate::compaction::history_for_run(agent, c, &st.session, &run_id, &st.messages, &st.tools, &mut metrics)
-                .await;
+        let history = crate::compaction::history_for_run(
+            agent,
+            c,
+            (&st.session, fold),
+            &run_id,
+            &st.messages,
+            &st.tools,
+            &mut metrics,
+        )
+        .await;
         st.output.metrics = (!metrics.is_empty()).then_some(metrics);
         st.messages.extend(history);
     } else if add_history {
