@@ -15,6 +15,9 @@ has `agno==3.1.*` and `sqlalchemy[asyncio]`; .ci/run sets that up).
     python agno_interop.py compacted-run <sqlite-file> <session-id> <agent-id> <openai-base-url> <user-id>
                           # one run of a compacting Agent (manual folds only) in a session agno-rs compacted;
                           # the model is the fake provider at the base URL; prints the run and the fold in force
+    python agno_interop.py media-run <sqlite-file> <session-id> <openai-base-url> <media-dir> <user-id>
+                          # one run of an Agent with LocalMediaStorage(media-dir) on an attached PNG: the
+                          # image is offloaded; prints the run (its media_reference) and the PNG's base64
 
 <db-url> is a SQLite file path or a postgresql:// URL.
 """
@@ -355,6 +358,30 @@ def compacted_run(path: str, session_id: str) -> None:
     print(json.dumps({"run": run.to_dict(), "folds": folds}, default=str))
 
 
+def media_run(path: str, session_id: str) -> None:
+    import base64
+
+    from agno.agent import Agent
+    from agno.media import Image
+    from agno.media.storage.local import LocalMediaStorage
+    from agno.models.openai import OpenAIChat
+
+    base_url, media_dir, user_id = sys.argv[4], sys.argv[5], sys.argv[6]
+    # A 1x1 PNG.
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    agent = Agent(
+        id="viewer",
+        db=SqliteDb(db_file=path),
+        model=OpenAIChat(id="gpt-4o-mini", base_url=base_url, api_key="sk-test"),
+        media_storage=LocalMediaStorage(base_path=media_dir),
+    )
+    run = agent.run("what is this?", images=[Image(content=png, mime_type="image/png")], session_id=session_id, user_id=user_id)
+    stored = SqliteDb(db_file=path).get_run(run.run_id)
+    print(json.dumps({"run": stored.to_dict() if stored else None, "png": base64.b64encode(png).decode()}, default=str))
+
+
 if __name__ == "__main__":
     mode, path, key = sys.argv[1], sys.argv[2], sys.argv[3]
     modes = {
@@ -366,5 +393,6 @@ if __name__ == "__main__":
         "read-workflow": read_workflow,
         "workflow-shape": workflow_shape,
         "compacted-run": compacted_run,
+        "media-run": media_run,
     }
     modes[mode](path, key)

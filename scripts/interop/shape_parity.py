@@ -287,6 +287,7 @@ def steps():
         ("session run", "GET", "/sessions/{session}/runs/{run}", {}, None),
         ("session run previews", "GET", "/sessions/{session}/run-previews", {}, None),
         ("session missing", "GET", "/sessions/missing-session", {}, None),
+        ("session media without a media storage", "GET", "/sessions/{session}/media/some-key.png", {}, None),
         ("rename session", "POST", "/sessions/{session}/rename", {"json": {"session_name": "renamed"}}, None),
         ("sessions after rename", "GET", "/sessions", {}, None),
         ("update session", "PATCH", "/sessions/{session}", {"json": {"metadata": {"k": "v"}}}, None),

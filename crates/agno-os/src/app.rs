@@ -78,6 +78,19 @@ impl AgentOs {
         };
         let db_id = config.db.as_ref().and_then(|d| d.id.clone()).unwrap_or_else(|| "default".to_owned());
         let cors = config.os.cors_policy().map_err(|e| StartError::Config(e.to_string()))?;
+        let media_storage =
+            match &config.media_storage {
+                None => None,
+                Some(m) if m.backend.as_deref().is_some_and(|b| b != "local") => {
+                    return Err(StartError::Config(format!(
+                        "[media_storage] backend {:?} is not one agno-rs has: use \"local\"",
+                        m.backend.as_deref().unwrap_or_default()
+                    )));
+                }
+                Some(m) => Some(crate::media::LocalMediaStorage::open(std::path::Path::new(&m.path)).map_err(|e| {
+                    StartError::Config(format!("[media_storage] path {:?} cannot be used: {e}", m.path))
+                })?),
+            };
         let state = AppState {
             os_id: config.os.id.as_str().into(),
             name: config.os.name.as_deref().map(Into::into),
@@ -98,6 +111,7 @@ impl AgentOs {
             limits: crate::input::Limits::from_config(&config.os),
             origins: cors.clone(),
             scheduler: Arc::new(config.scheduler.clone()),
+            media_storage,
             mcp_server: Arc::new(config.mcp_server.clone()),
             mcp: None,
             tracing,

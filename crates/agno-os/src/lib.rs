@@ -27,6 +27,7 @@ pub mod form;
 mod in_process;
 pub mod input;
 pub mod mcp_server;
+pub mod media;
 mod multipart;
 pub mod queue;
 pub mod routes;

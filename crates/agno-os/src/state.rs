@@ -60,6 +60,8 @@ pub struct AppState {
     pub tracing: Option<agno_runtime::Tracing>,
     /// How long traces are kept (`[tracing] retention_days`); none: for ever.
     pub trace_retention: Option<std::time::Duration>,
+    /// Where run media offloaded out of the database is kept (`[media_storage]`).
+    pub media_storage: Option<crate::media::LocalMediaStorage>,
     /// `[scheduler]` settings (`/schedules/{id}/trigger` executes with them).
     pub scheduler: Arc<crate::config::SchedulerSettings>,
     /// What a request may carry (`[os]` limits).

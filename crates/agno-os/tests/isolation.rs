@@ -244,6 +244,7 @@ const COVERAGE: &[(&str, &str, &str)] = &[
     ("GET", "/config", "no user data"),
     ("GET", "/sessions/filter-schema", "no user data"),
     ("POST", "/sessions/search", "listing: own sessions only, whatever the filter (above)"),
+    ("GET", "/sessions/{session_id}/media/{*storage_key}", "read: A's session is not found (tests/media.rs)"),
     ("GET", "/agents", "no user data"),
     ("GET", "/agents/{agent_id}", "no user data"),
     ("GET", "/teams", "no user data"),

@@ -1,115 +1,108 @@
-//! Media uploads to `POST /agents/{id}/runs` (`files`, as Python AgentOS takes them): images
-//! and documents reach the model as its own media blocks (Anthropic's, here, on the fake
-//! server), the stored run keeps them in Agno's `images` / `files`, and what cannot be sent is
-//! refused with the file's name.
+//! `GET /sessions/{session_id}/media/{storage_key}`: media a Python Agno 3.1 agent offloaded to
+//! its `LocalMediaStorage` is served by agno-rs from the same database and directory, byte for
+//! byte, with Python AgentOS's headers; keys of other sessions, outside the directory or of
+//! another backend are 404; another user's session is 404 under isolation; without
+//! `[media_storage]` the route answers 503.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 
-use agno_testkit::{FakeProvider, Reply};
-use base64::Engine as _;
-use common::{TestOs, config};
-use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::Command;
 
-async fn post(os: &TestOs, files: Vec<(&str, &str, Vec<u8>)>) -> (u16, Value) {
-    let mut form = reqwest::multipart::Form::new().text("message", "What is in these?").text("stream", "false");
-    for (name, mime, bytes) in files {
-        form = form
-            .part("files", reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()).mime_str(mime).unwrap());
-    }
-    let r =
-        reqwest::Client::new().post(format!("{}/agents/looker/runs", os.base)).multipart(form).send().await.unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+use agno_testkit::{FakeProvider, Reply as Scripted};
+use base64::Engine;
+use common::{SECRET, TestOs, config, detail, token};
+use serde_json::Value;
+
+fn interop_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/agno_interop.py")
+}
+
+/// The `media_reference` of the first input image of a stored run.
+fn reference(run: &Value) -> &Value {
+    &run["input"]["images"][0]["media_reference"]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn uploaded_images_and_documents_reach_the_model_and_the_stored_run() {
+async fn media_python_agno_offloaded_is_served_from_the_same_directory() {
+    let Some(py) = agno_testkit::agno_python("agno-rs serves media Python Agno offloaded") else { return };
     let provider = FakeProvider::start().await.unwrap();
-    let os = TestOs::start(config(&format!(
-        "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"looker\"\n\
-         model = {{ provider = \"anthropic\", id = \"claude-sonnet-4-5\", base_url = \"{}\", api_key = \"k\" }}\n",
-        provider.root_url()
-    )))
-    .await;
-    provider.push(Reply::text("a chart and a memo"));
-    let png = b"\x89PNG\r\n\x1a\nchart".to_vec();
-    let pdf = b"%PDF-1.7 memo".to_vec();
-    let (status, body) =
-        post(&os, vec![("chart.png", "image/png", png.clone()), ("memo.pdf", "application/pdf", pdf.clone())]).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["content"], "a chart and a memo");
-    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
-    let content = provider.requests()[0].body["messages"][0]["content"].clone();
-    let kinds: Vec<&str> = content.as_array().unwrap().iter().map(|b| b["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["text", "image", "document"]);
-    assert_eq!(content[1]["source"]["data"], b64(&png));
-    assert_eq!(content[2]["source"]["data"], b64(&pdf));
-    // Stored as Agno stores them.
-    let input = &body["input"];
-    assert_eq!(input["input_content"], "What is in these?");
-    assert_eq!(input["images"][0]["mime_type"], "image/png");
-    assert_eq!(input["images"][0]["content"], b64(&png));
-    assert_eq!(
-        (input["files"][0]["filename"].as_str(), input["files"][0]["format"].as_str()),
-        (Some("memo.pdf"), Some("pdf"))
+    provider.set_fallback(Some(Scripted::text("a pixel")));
+    let dir = std::env::temp_dir().join(format!("agno-os-media-{}", agno_core::new_id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (db_file, media_dir) = (dir.join("shared.db"), dir.join("media"));
+    let out = Command::new(&py)
+        .arg(interop_script())
+        .args([
+            "media-run",
+            db_file.to_str().unwrap(),
+            "pics",
+            &provider.base_url(),
+            media_dir.to_str().unwrap(),
+            "alice",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let written: Value = serde_json::from_str(stdout.lines().rev().find(|l| l.starts_with('{')).unwrap()).unwrap();
+    let png = base64::engine::general_purpose::STANDARD.decode(written["png"].as_str().unwrap()).unwrap();
+    let r = reference(&written["run"]);
+    assert_eq!(r["storage_backend"], "local", "Python offloaded the image: {r}");
+    let key = r["storage_key"].as_str().unwrap().to_owned();
+
+    let db_url = format!("sqlite://{}", db_file.display());
+    let media = format!("[media_storage]\npath = \"{}\"\n", media_dir.display());
+    let os = TestOs::start(config(&format!("[db]\nurl = \"{db_url}\"\n{media}"))).await;
+    let got = os.get(&format!("/sessions/pics/media/{key}"), None).await;
+    assert_eq!(got.status, 200, "{:?}", got.body);
+    assert_eq!(got.headers["content-type"], "image/png");
+    assert_eq!(got.headers["x-content-type-options"], "nosniff");
+    let raw = reqwest::get(format!("{}/sessions/pics/media/{key}?type=agent&user_id=alice", os.base)).await.unwrap();
+    assert_eq!(raw.bytes().await.unwrap().as_ref(), png.as_slice(), "the bytes Python stored");
+
+    for (path, status, says) in [
+        (format!("/sessions/nope/media/{key}"), 404, "Session 'nope' not found".to_owned()),
+        ("/sessions/pics/media/not-a-key.png".to_owned(), 404, "Media not found in this session".to_owned()),
+        ("/sessions/pics/media/..%2F..%2Fetc%2Fpasswd".to_owned(), 404, "Media not found in this session".to_owned()),
+        (format!("/sessions/pics/media/{key}?type=team"), 404, "Session 'pics' not found".to_owned()),
+        (format!("/sessions/pics/media/{key}?type=robot"), 422, "Input should be 'agent', 'team' or 'workflow'".to_owned()),
+    ] {
+        let r = os.get(&path, None).await;
+        assert_eq!(r.status, status, "{path}: {:?}", r.body);
+        assert!(detail(&r.body).contains(&says), "{path}: {}", detail(&r.body));
+    }
+    // The object gone from the directory: 404, not a 500.
+    std::fs::rename(media_dir.join(&key), dir.join("moved")).unwrap();
+    let r = os.get(&format!("/sessions/pics/media/{key}"), None).await;
+    assert_eq!((r.status, detail(&r.body)), (404, "Media object not found".to_owned()));
+    std::fs::rename(dir.join("moved"), media_dir.join(&key)).unwrap();
+    drop(os);
+
+    // Another directory is another bucket: the reference is not its to serve.
+    let other = format!("[media_storage]\npath = \"{}\"\n", dir.join("other").display());
+    let os = TestOs::start(config(&format!("[db]\nurl = \"{db_url}\"\n{other}"))).await;
+    let r = os.get(&format!("/sessions/pics/media/{key}"), None).await;
+    assert_eq!((r.status, detail(&r.body)), (404, "Media is not served by the configured storage backend".to_owned()));
+    drop(os);
+
+    // Under isolation only the session's owner reads it.
+    let jwt = format!(
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}]\nuser_isolation = true\n[db]\nurl = \"{db_url}\"\n{media}",
+        serde_json::to_string(SECRET).unwrap()
     );
-
-    for (file, reason) in [
-        (("clip.mp4", "video/mp4", b"x".to_vec()), "audio and video inputs are not supported"),
-        (("empty.png", "image/png", Vec::new()), "Empty file: empty.png"),
-        (("data.bin", "application/octet-stream", b"x".to_vec()), "Unsupported file type: data.bin"),
-    ] {
-        let before = provider.request_count();
-        let (status, body) = post(&os, vec![file]).await;
-        assert_eq!(status, 400, "{body}");
-        assert!(common::detail(&body).contains(reason), "{body}");
-        assert_eq!(provider.request_count(), before, "nothing reached the model");
+    let os = TestOs::start(config(&jwt)).await;
+    let (alice, bob) = (token("alice", &["sessions:read"]), token("bob", &["sessions:read"]));
+    assert_eq!(os.get(&format!("/sessions/pics/media/{key}"), Some(&alice)).await.status, 200);
+    for path in [format!("/sessions/pics/media/{key}"), format!("/sessions/pics/media/{key}?user_id=alice")] {
+        let r = os.get(&path, Some(&bob)).await;
+        assert_eq!(r.status, 404, "{path}: {:?}", r.body);
     }
-}
+    drop(os);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn config_lists_the_models_in_use_with_their_providers() {
-    let provider = FakeProvider::start().await.unwrap();
-    let os = TestOs::start(config(&format!(
-        "[[agents]]\nid = \"a\"\nmodel = {{ provider = \"anthropic\", id = \"claude-sonnet-4-5\", base_url = \"{0}\", api_key = \"k\" }}\n\
-         [[agents]]\nid = \"b\"\nmodel = {{ provider = \"google\", id = \"gemini-2.5-flash\", base_url = \"{0}\", api_key = \"k\" }}\n\
-         [[agents]]\nid = \"c\"\nmodel = {{ provider = \"ollama\", id = \"llama3.2\", base_url = \"{0}\" }}\n",
-        provider.root_url()
-    )))
-    .await;
-    let r = os.get("/config", None).await;
-    assert_eq!(r.status, 200);
-    let models = r.body["available_models"].as_array().unwrap().clone();
-    for expected in [
-        json!({"id": "claude-sonnet-4-5", "provider": "Anthropic"}),
-        json!({"id": "gemini-2.5-flash", "provider": "Google"}),
-        json!({"id": "llama3.2", "provider": "Ollama"}),
-    ] {
-        assert!(models.contains(&expected), "{expected} in {models:?}");
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_providers_refusal_ends_the_run_with_a_run_error_naming_its_cause() {
-    let provider = FakeProvider::start().await.unwrap();
-    let os = TestOs::start(config(&format!(
-        "[db]\nurl = \"memory://\"\n[[agents]]\nid = \"looker\"\n\
-         model = {{ provider = \"anthropic\", id = \"claude-sonnet-4-5\", base_url = \"{}\", api_key = \"k\" }}\n",
-        provider.root_url()
-    )))
-    .await;
-    for (status, message, error_id) in [
-        (400, "prompt is too long: 210000 tokens > 200000 maximum", "context_window_exceeded_error"),
-        (401, "invalid x-api-key", "model_authentication_error"),
-        (404, "model: claude-sonnet-4-5 not found", "model_not_found_error"),
-    ] {
-        provider.push(Reply::Error { status, message: message.into(), retry_after: None });
-        let (reply, events) = os.post_sse("/agents/looker/runs", &[("message", "hi"), ("stream", "true")], None).await;
-        assert_eq!(reply.status, 200);
-        let (name, error) = events.last().unwrap();
-        assert_eq!(name, "RunError", "{events:?}");
-        assert_eq!(error["error_id"], error_id, "{error}");
-        let text = error["content"].as_str().unwrap();
-        assert_eq!(text.matches(message).count(), 1, "the provider's words, once: {text}");
-    }
+    // Without [media_storage]: 503, as Python AgentOS without a media storage.
+    let os = TestOs::start(config(&format!("[db]\nurl = \"{db_url}\"\n"))).await;
+    let r = os.get(&format!("/sessions/pics/media/{key}"), None).await;
+    assert_eq!((r.status, detail(&r.body)), (503, "Media storage is not configured on AgentOS".to_owned()));
 }

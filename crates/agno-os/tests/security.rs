@@ -40,10 +40,13 @@ model = "test"
 "#;
 
 fn jwt_config(extra_auth: &str) -> String {
+    // A media storage, so the media route answers for what it is asked (not 503).
+    let media = std::env::temp_dir().join("agno-os-security-media");
     format!(
-        "[auth]\nmode = \"jwt\"\nverification_keys = [{}, {}]\n{extra_auth}\n{AGENTS}",
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}, {}]\n{extra_auth}\n{AGENTS}[media_storage]\npath = {}\n",
         toml_str(SECRET),
-        toml_str(SECRET2)
+        toml_str(SECRET2),
+        toml_str(&media.to_string_lossy())
     )
 }
 

@@ -87,6 +87,23 @@ pub struct OsConfig {
     /// Tracing of runs (`/traces`).
     #[serde(default)]
     pub tracing: TracingSettings,
+    /// Where run media offloaded out of the database is kept (`/sessions/{id}/media/{key}`).
+    pub media_storage: Option<MediaStorageSettings>,
+}
+
+/// `[media_storage]`: Agno's `LocalMediaStorage`, a directory of media files.
+///
+/// ```toml
+/// [media_storage]
+/// path = "./media_storage"   # the directory Agno's LocalMediaStorage(base_path=...) writes
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaStorageSettings {
+    /// `local` (the only backend).
+    pub backend: Option<String>,
+    /// The directory (created when missing).
+    pub path: String,
 }
 
 /// Replaces `${NAME}` / `${NAME:-default}` with environment values.
@@ -191,6 +208,7 @@ impl OsConfig {
             scheduler: SchedulerSettings::default(),
             mcp_server: McpServerSettings::default(),
             tracing: TracingSettings::default(),
+            media_storage: None,
         }
     }
 

@@ -237,6 +237,8 @@ pub fn openapi() -> &'static Value {
                 .path
                 .split('/')
                 .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+                // A catch-all (`{*storage_key}`: the rest of the path) is one parameter in OpenAPI.
+                .map(|name| name.trim_start_matches('*'))
                 .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
                 .collect();
             params.extend(query_parameters(r.query));
@@ -265,7 +267,7 @@ pub fn openapi() -> &'static Value {
                 op["security"] = json!([{"HTTPBearer": []}]);
                 op["x-required-scope"] = json!(scope);
             }
-            let entry = paths.entry(r.path.to_owned()).or_insert_with(|| json!({}));
+            let entry = paths.entry(r.path.replace("{*", "{")).or_insert_with(|| json!({}));
             entry[r.method.as_str().to_lowercase()] = op;
         }
         let mut schemas = generator.take_definitions(true);

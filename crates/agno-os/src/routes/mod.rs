@@ -19,6 +19,7 @@ pub mod fork;
 pub mod guard;
 pub mod knowledge;
 pub mod mcp;
+pub mod media;
 pub mod memories;
 pub mod metrics;
 pub mod params;
@@ -213,6 +214,7 @@ routes! {
     POST "/sessions/{session_id}/rename" as "rename_session", Scope("sessions:write"), "Sessions", "Rename a session", body: RequestBody::Json(|g| g.subschema_for::<bodies::RenameSessionRequest>()), query: sessions::SessionParams => post(sessions::rename_session);
     GET "/sessions/{session_id}/runs" as "get_session_runs", Scope("sessions:read"), "Sessions", "List a session's runs", query: sessions::RunsQuery => get(sessions::list_session_runs);
     GET "/sessions/{session_id}/run-previews" as "get_session_run_previews", Scope("sessions:read"), "Sessions", "List a session's runs as previews", query: sessions::RunsQuery => get(sessions::list_run_previews);
+    GET "/sessions/{session_id}/media/{*storage_key}" as "get_session_media", Scope("sessions:read"), "Media", "The bytes of media a run of the session stored in the media storage", query: media::MediaQuery => get(media::get_session_media);
     GET "/sessions/{session_id}/runs/{run_id}" as "get_session_run", Scope("sessions:read"), "Sessions", "Get a run of a session", query: sessions::SessionParams => get(sessions::get_session_run);
 
     GET "/teams" as "get_teams", Scope("teams:read"), "Teams", "List teams" => get(component::list::<teams::Teams>);
