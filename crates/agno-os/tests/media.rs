@@ -67,7 +67,11 @@ async fn media_python_agno_offloaded_is_served_from_the_same_directory() {
         ("/sessions/pics/media/not-a-key.png".to_owned(), 404, "Media not found in this session".to_owned()),
         ("/sessions/pics/media/..%2F..%2Fetc%2Fpasswd".to_owned(), 404, "Media not found in this session".to_owned()),
         (format!("/sessions/pics/media/{key}?type=team"), 404, "Session 'pics' not found".to_owned()),
-        (format!("/sessions/pics/media/{key}?type=robot"), 422, "Input should be 'agent', 'team' or 'workflow'".to_owned()),
+        (
+            format!("/sessions/pics/media/{key}?type=robot"),
+            422,
+            "Input should be 'agent', 'team' or 'workflow'".to_owned(),
+        ),
     ] {
         let r = os.get(&path, None).await;
         assert_eq!(r.status, status, "{path}: {:?}", r.body);

@@ -18,6 +18,29 @@ pub(crate) trait Operand: FilterField {
     fn operand(self, value: &Value) -> Result<FilterValue, String>;
 }
 
+/// Operators of a text field.
+pub(crate) const TEXT_OPS: &[&str] = &["EQ", "NEQ", "CONTAINS", "STARTSWITH", "IN"];
+/// Operators of a name (no `IN`).
+pub(crate) const NAME_OPS: &[&str] = &["EQ", "NEQ", "CONTAINS", "STARTSWITH"];
+/// Operators of an enum.
+pub(crate) const ENUM_OPS: &[&str] = &["EQ", "NEQ", "IN"];
+
+/// One field of a filter schema: key, label, type, operators, and the values of an enum.
+pub(crate) type SchemaField =
+    (&'static str, &'static str, &'static str, &'static [&'static str], Option<&'static [&'static str]>);
+
+/// A filter schema (`GET /{traces|sessions}/filter-schema`, Agno's `FilterSchemaResponse`):
+/// each field with its type and operators, and the logical operators.
+pub(crate) fn filter_schema(fields: &[SchemaField]) -> Value {
+    let fields: Vec<Value> = fields
+        .iter()
+        .map(|(key, label, kind, ops, values)| {
+            serde_json::json!({"key": key, "label": label, "type": kind, "operators": ops, "values": values})
+        })
+        .collect();
+    serde_json::json!({"fields": fields, "logical_operators": ["AND", "OR"]})
+}
+
 /// The expression `value`; an error naming what is wrong.
 pub(crate) fn parse<F: Operand>(value: &Value) -> Result<FilterExpr<F>, String> {
     parse_at(value, 0)

@@ -9,7 +9,7 @@ use agno_core::{FilterField, FilterValue, SessionField, SessionQuery as StoreQue
 use axum::Json;
 use axum::body::Bytes;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
 use crate::routes::filter_expr::Operand;
@@ -73,25 +73,19 @@ impl Operand for SessionField {
 /// `GET /sessions/filter-schema`: the fields `POST /sessions/search` filters on, their types and
 /// operators (the shape of `GET /traces/filter-schema`).
 pub async fn filter_schema() -> Json<Value> {
-    let text_ops = ["EQ", "NEQ", "CONTAINS", "STARTSWITH", "IN"];
-    let time_ops = ["EQ", "GT", "GTE", "LT", "LTE"];
-    let field = |key: &str, label: &str, kind: &str, ops: &[&str]| json!({"key": key, "label": label, "type": kind, "operators": ops, "values": null});
-    let mut session_type = field("session_type", "Session Type", "enum", &["EQ", "NEQ", "IN"]);
-    session_type["values"] = json!(["agent", "team", "workflow"]);
-    Json(json!({
-        "fields": [
-            session_type,
-            field("user_id", "User ID", "string", &text_ops),
-            field("agent_id", "Agent ID", "string", &text_ops),
-            field("team_id", "Team ID", "string", &text_ops),
-            field("workflow_id", "Workflow ID", "string", &text_ops),
-            field("session_id", "Session ID", "string", &text_ops),
-            field("session_name", "Session Name", "string", &["EQ", "NEQ", "CONTAINS", "STARTSWITH"]),
-            field("created_at", "Created At", "datetime", &time_ops),
-            field("updated_at", "Updated At", "datetime", &time_ops),
-        ],
-        "logical_operators": ["AND", "OR"],
-    }))
+    use crate::routes::filter_expr::{ENUM_OPS, NAME_OPS, TEXT_OPS};
+    const TIME_OPS: &[&str] = &["EQ", "GT", "GTE", "LT", "LTE"];
+    Json(crate::routes::filter_expr::filter_schema(&[
+        ("session_type", "Session Type", "enum", ENUM_OPS, Some(&["agent", "team", "workflow"])),
+        ("user_id", "User ID", "string", TEXT_OPS, None),
+        ("agent_id", "Agent ID", "string", TEXT_OPS, None),
+        ("team_id", "Team ID", "string", TEXT_OPS, None),
+        ("workflow_id", "Workflow ID", "string", TEXT_OPS, None),
+        ("session_id", "Session ID", "string", TEXT_OPS, None),
+        ("session_name", "Session Name", "string", NAME_OPS, None),
+        ("created_at", "Created At", "datetime", TIME_OPS, None),
+        ("updated_at", "Updated At", "datetime", TIME_OPS, None),
+    ]))
 }
 
 /// `POST /sessions/search`: the sessions matching the body's filter, in `GET /sessions`'s

@@ -8,29 +8,23 @@ use crate::routes::filter_expr::Operand;
 
 /// The filter schema `GET /traces/filter-schema` answers: each field, its type and operators.
 pub(super) fn filter_schema() -> Value {
-    let text_ops = ["EQ", "NEQ", "CONTAINS", "STARTSWITH", "IN"];
-    let time_ops = ["GT", "GTE", "LT", "LTE"];
-    let field = |key: &str, label: &str, kind: &str, ops: &[&str]| serde_json::json!({"key": key, "label": label, "type": kind, "operators": ops, "values": null});
-    let mut status = field("status", "Status", "enum", &["EQ", "NEQ", "IN"]);
-    status["values"] = serde_json::json!(["OK", "ERROR"]);
-    serde_json::json!({
-        "fields": [
-            status,
-            field("user_id", "User ID", "string", &text_ops),
-            field("agent_id", "Agent ID", "string", &text_ops),
-            field("team_id", "Team ID", "string", &text_ops),
-            field("workflow_id", "Workflow ID", "string", &text_ops),
-            field("session_id", "Session ID", "string", &text_ops),
-            field("run_id", "Run ID", "string", &text_ops),
-            field("name", "Trace Name", "string", &["EQ", "NEQ", "CONTAINS", "STARTSWITH"]),
-            field("trace_id", "Trace ID", "string", &text_ops),
-            field("duration_ms", "Duration (ms)", "number", &["EQ", "NEQ", "GT", "GTE", "LT", "LTE"]),
-            field("start_time", "Start Time", "datetime", &time_ops),
-            field("end_time", "End Time", "datetime", &time_ops),
-            field("created_at", "Created At", "datetime", &time_ops),
-        ],
-        "logical_operators": ["AND", "OR"],
-    })
+    use crate::routes::filter_expr::{ENUM_OPS, NAME_OPS, TEXT_OPS};
+    const TIME_OPS: &[&str] = &["GT", "GTE", "LT", "LTE"];
+    crate::routes::filter_expr::filter_schema(&[
+        ("status", "Status", "enum", ENUM_OPS, Some(&["OK", "ERROR"])),
+        ("user_id", "User ID", "string", TEXT_OPS, None),
+        ("agent_id", "Agent ID", "string", TEXT_OPS, None),
+        ("team_id", "Team ID", "string", TEXT_OPS, None),
+        ("workflow_id", "Workflow ID", "string", TEXT_OPS, None),
+        ("session_id", "Session ID", "string", TEXT_OPS, None),
+        ("run_id", "Run ID", "string", TEXT_OPS, None),
+        ("name", "Trace Name", "string", NAME_OPS, None),
+        ("trace_id", "Trace ID", "string", TEXT_OPS, None),
+        ("duration_ms", "Duration (ms)", "number", &["EQ", "NEQ", "GT", "GTE", "LT", "LTE"], None),
+        ("start_time", "Start Time", "datetime", TIME_OPS, None),
+        ("end_time", "End Time", "datetime", TIME_OPS, None),
+        ("created_at", "Created At", "datetime", TIME_OPS, None),
+    ])
 }
 
 /// An ISO-8601 time as Agno reads one (`Z` or an offset; none means UTC; a date alone is its
