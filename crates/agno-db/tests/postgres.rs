@@ -1162,7 +1162,9 @@ async fn no_takeover_while_a_claimed_run_write_is_in_flight() {
     let mut job = queued_job("fenced", None, None);
     job.max_attempts = 2;
     db.enqueue_job(&job, 0).await.unwrap();
-    let claimed = db.claim_job("old", 60, now).await.unwrap().unwrap();
+    // Claimed at the time after the enqueue (the job is available from when it was made, which
+    // may be a second after `now`).
+    let claimed = db.claim_job("old", 60, agno_core::now_epoch_secs()).await.unwrap().unwrap();
     let session = AgentSession::new(&claimed.session_id);
     db.upsert_session(&session, &StateUpdate::Replace).await.unwrap();
 
