@@ -172,13 +172,34 @@ pub struct AgentSpec {
 /// model = "openai:gpt-4o-mini"
 /// compaction = { compact_at_tokens = 60000, uncompacted_runs = 5, instructions = "Keep every ticket id" }
 /// ```
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum CompactionSpec {
     /// `true`: fold only when asked; `false`: no compaction.
     On(bool),
     /// Agno's fields.
     Settings(CompactionTable),
+}
+
+/// `true`/`false` or a table; a table's own error (an unknown key, a wrong type) is kept, so
+/// it names the key.
+impl<'de> Deserialize<'de> for CompactionSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Spec;
+        impl<'de> serde::de::Visitor<'de> for Spec {
+            type Value = CompactionSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true, false, or a table of compaction settings")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<CompactionSpec, E> {
+                Ok(CompactionSpec::On(on))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<CompactionSpec, M::Error> {
+                CompactionTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(CompactionSpec::Settings)
+            }
+        }
+        deserializer.deserialize_any(Spec)
+    }
 }
 
 /// The fields of a `compaction` table (Agno's names and defaults).
@@ -198,6 +219,11 @@ pub struct CompactionTable {
     pub search_compacted_messages: Option<bool>,
     /// Extra guidance for the summarizer.
     pub instructions: Option<String>,
+    /// Skip a fold that would not shrink the context (default false).
+    pub enforce_min_fold_ratio: Option<bool>,
+    /// With `enforce_min_fold_ratio`: how many times the kept tail the folded span must be
+    /// (default 2.0).
+    pub min_fold_ratio: Option<f64>,
 }
 
 impl CompactionSpec {
@@ -235,7 +261,8 @@ impl CompactionSpec {
             store_compacted_messages: store,
             search_compacted_messages: t.search_compacted_messages.unwrap_or(store),
             instructions: t.instructions.clone(),
-            ..defaults
+            enforce_min_fold_ratio: t.enforce_min_fold_ratio.unwrap_or(defaults.enforce_min_fold_ratio),
+            min_fold_ratio: t.min_fold_ratio.unwrap_or(defaults.min_fold_ratio),
         };
         settings.validate()?;
         Ok(Some(settings))

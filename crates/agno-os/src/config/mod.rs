@@ -301,6 +301,38 @@ impl OsConfig {
 mod tests {
     use super::*;
 
+    /// `compaction` reads `true`/`false` or a table; a wrong key or value is named, and
+    /// contradicting settings are refused with the reason.
+    #[test]
+    fn compaction_settings_are_read_and_their_errors_named() {
+        let agent = |compaction: &str| format!("[[agents]]\nid = \"a\"\nmodel = \"test\"\ncompaction = {compaction}\n");
+        let read = |compaction: &str| {
+            OsConfig::parse(&agent(compaction), false, "t.toml").map(|c| c.agents[0].compaction.clone())
+        };
+        let manual = read("true").unwrap().unwrap().settings().unwrap().unwrap();
+        assert_eq!((manual.compact_at_tokens, manual.uncompacted_runs), (None, Some(5)));
+        assert!(read("false").unwrap().unwrap().settings().unwrap().is_none());
+        let table = read("{ compact_at_tokens = 60000, uncompacted_tokens = 8000, enforce_min_fold_ratio = true }")
+            .unwrap()
+            .unwrap()
+            .settings()
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (table.compact_at_tokens, table.uncompacted_runs, table.uncompacted_tokens),
+            (Some(60000), None, Some(8000))
+        );
+        assert!(table.enforce_min_fold_ratio && table.search_compacted_messages);
+        let typo = read("{ compact_at_token = 10 }").unwrap_err().to_string();
+        assert!(typo.contains("compact_at_token"), "{typo}");
+        let wrong = read("\"yes\"").unwrap_err().to_string();
+        assert!(wrong.contains("true, false, or a table of compaction settings"), "{wrong}");
+        let both = read("{ uncompacted_runs = 3, uncompacted_tokens = 100 }").unwrap().unwrap().settings();
+        assert!(both.unwrap_err().contains("cannot both be set"));
+        let search = read("{ store_compacted_messages = false, search_compacted_messages = true }").unwrap().unwrap();
+        assert!(search.settings().unwrap_err().contains("store_compacted_messages"));
+    }
+
     #[test]
     fn toml_with_env_and_defaults() {
         let text = r#"
