@@ -1,6 +1,7 @@
 //! Approvals in Redis: `{prefix}:approvals:{id}` holds the document (Agno's 25 keys; Agno 3.1's
 //! `RedisDb` has no approvals, so the layout follows its other document kinds), with index sets
-//! per `run_id`, `status` and `user_id`. A decision is the shared compare-and-set (`docs`), so
+//! per `run_id`, `status` and `user_id`, which reads go through (a listing naming none of them,
+//! the admin's full list, reads every approval). A decision is the shared compare-and-set (`docs`), so
 //! of two concurrent resolves one wins; the listing and decision rules are the document
 //! family's (`doc::approvals`).
 
@@ -22,6 +23,36 @@ impl RedisDb {
     async fn all_approvals(&self) -> DbResult<Vec<ApprovalRecord>> {
         let docs = self.docs_of(APPROVALS.name).await?;
         Ok(docs.into_iter().filter_map(|d| approval_from_doc(&Value::Object(d))).collect())
+    }
+
+    /// The approvals whose indexed `field` is `value` (its index set, then the documents; the
+    /// caller still filters, as a document may have changed since the set was read).
+    async fn approvals_where(&self, field: &str, value: &str) -> DbResult<Vec<ApprovalRecord>> {
+        let ids: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(format!("{}:{}:index:{field}:{value}", self.prefix, APPROVALS.name))
+            .query_async(&mut self.conn())
+            .await
+            .map_err(|e| super::redis_error(&format!("cannot read the approvals of {field} {value}"), e))?;
+        let keys: Vec<String> = ids.iter().map(|id| self.doc_key(APPROVALS.name, id)).collect();
+        Ok(self
+            .mget(&keys)
+            .await?
+            .into_iter()
+            .flatten()
+            .filter_map(|text| serde_json::from_str::<Value>(&text).ok())
+            .filter_map(|doc| approval_from_doc(&doc))
+            .collect())
+    }
+
+    /// The approvals a query can match: through the narrowest index it names (run, user,
+    /// status), else every approval.
+    async fn candidates(&self, q: &ApprovalQuery) -> DbResult<Vec<ApprovalRecord>> {
+        match (&q.run_id, &q.user_id, &q.status) {
+            (Some(run), _, _) => self.approvals_where("run_id", run).await,
+            (None, Some(user), _) => self.approvals_where("user_id", user).await,
+            (None, None, Some(status)) => self.approvals_where("status", status).await,
+            (None, None, None) => self.all_approvals().await,
+        }
     }
 
     /// Rewrites approval `id` by compare-and-set with what `change` makes of it (none: nothing);
@@ -61,7 +92,7 @@ impl ApprovalStore for RedisDb {
     }
 
     async fn get_approvals(&self, query: &ApprovalQuery) -> DbResult<(Vec<ApprovalRecord>, u64)> {
-        Ok(page_approvals(self.all_approvals().await?, query))
+        Ok(page_approvals(self.candidates(query).await?, query))
     }
 
     async fn resolve_approval(&self, id: &str, decision: &ApprovalDecision) -> DbResult<Resolved> {
@@ -96,12 +127,12 @@ impl ApprovalStore for RedisDb {
             user_id: user_id.map(str::to_owned),
             ..Default::default()
         };
-        Ok(self.all_approvals().await?.iter().filter(|a| q.matches(a)).count() as u64)
+        Ok(self.candidates(&q).await?.iter().filter(|a| q.matches(a)).count() as u64)
     }
 
     async fn set_approval_run_status(&self, run_id: &str, run_status: &str, now: i64) -> DbResult<u64> {
         let mut n = 0;
-        for a in self.all_approvals().await?.into_iter().filter(|a| a.run_id == run_id) {
+        for a in self.approvals_where("run_id", run_id).await?.into_iter().filter(|a| a.run_id == run_id) {
             let changed = self
                 .change_approval(&a.id, |a| {
                     Some(ApprovalRecord { run_status: Some(run_status.to_owned()), updated_at: Some(now), ..a.clone() })
@@ -114,7 +145,7 @@ impl ApprovalStore for RedisDb {
 
     async fn expire_approvals(&self, now: i64) -> DbResult<u64> {
         let mut n = 0;
-        for a in self.all_approvals().await?.into_iter().filter(|a| a.expired_at(now)) {
+        for a in self.approvals_where("status", APPROVAL_PENDING).await?.into_iter().filter(|a| a.expired_at(now)) {
             n += u64::from(self.change_approval(&a.id, |a| expired(a, now)).await?);
         }
         Ok(n)
