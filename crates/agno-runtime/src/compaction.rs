@@ -172,7 +172,8 @@ fn anchored_in(record: &CompactionRecord, history: &[Message]) -> bool {
 /// with a fold in force, the runs back to the fold's anchor (read in doubling windows from the
 /// usual history window, so a recent fold costs a short read); before any fold, the planner's
 /// window when `compact_at_tokens` is set (the context the threshold measures), else the usual
-/// history window (nothing is folded before it is asked for).
+/// history window (nothing is folded before it is asked for). Returns the session with the fold
+/// in force, read once for the whole run (its history, and its search tool).
 ///
 /// # Errors
 /// A storage error.
@@ -182,26 +183,29 @@ pub(crate) async fn load_session(
     db: &dyn Db,
     session_id: &str,
     user_id: Option<&str>,
-) -> Result<Option<AgentSession>, agno_core::DbError> {
+) -> Result<(Option<AgentSession>, Option<CompactionRecord>), agno_core::DbError> {
     let usual = agent.history.runs_limit();
-    match latest(db, session_id).await.filter(|r| r.first_kept_message_id.is_some()) {
+    let fold = latest(db, session_id).await;
+    let session = match fold.as_ref().filter(|r| r.first_kept_message_id.is_some()) {
         Some(record) => {
             let mut limit = usual.unwrap_or(PLANNER_WINDOW_RUNS) + 8;
             loop {
-                let Some(session) = db.get_session(session_id, user_id, Some(limit)).await? else { return Ok(None) };
-                if session.runs().len() < limit || anchored_in(&record, &session.history_messages(None, None)) {
-                    return Ok(Some(session));
+                let Some(session) = db.get_session(session_id, user_id, Some(limit)).await? else { break None };
+                if session.runs().len() < limit || anchored_in(record, &session.history_messages(None, None)) {
+                    break Some(session);
                 }
                 limit = limit.saturating_mul(2);
             }
         }
         None if c.settings.compact_at_tokens.is_some() => {
-            db.get_session(session_id, user_id, Some(planner_window(agent))).await
+            db.get_session(session_id, user_id, Some(planner_window(agent))).await?
         }
         None => {
-            crate::persist::load_with_history(db, session_id, user_id, usual, agent.history.num_history_messages).await
+            crate::persist::load_with_history(db, session_id, user_id, usual, agent.history.num_history_messages)
+                .await?
         }
-    }
+    };
+    Ok((session, fold))
 }
 
 /// The runs the planner window holds.
@@ -321,6 +325,10 @@ pub(crate) async fn history_for_run(
         (true, _) | (false, Some(_)) => compaction::build_view(&history, record.as_ref(), s.search_compacted_messages),
         (false, None) => replay(),
     };
+    if s.compact_at_tokens.is_none() {
+        // Nothing reads a size without a threshold: no tokens are counted.
+        return in_context;
+    }
     let overhead = compaction::estimate_tokens(prefix) + tools_tokens(tools);
     if !s.should_compact(overhead + compaction::estimate_tokens(&in_context)) {
         return in_context;
@@ -345,21 +353,25 @@ pub(crate) async fn history_for_run(
     }
 }
 
-/// What a continued run sends as its history: the fold in force applied (no new fold is made
-/// while a run continues).
-pub(crate) async fn history_for_continue(agent: &AgentInner, c: &Compaction, session: &AgentSession) -> Vec<Message> {
-    let replay = || session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages);
-    let Some(db) = agent.db.as_deref() else { return replay() };
-    let Some(record) = latest(db, &session.session_id).await else { return replay() };
+/// What a continued run sends as its history: `fold` (the fold in force, read with the session)
+/// applied; no new fold is made while a run continues.
+pub(crate) fn history_for_continue(
+    agent: &AgentInner,
+    c: &Compaction,
+    session: &AgentSession,
+    fold: Option<&CompactionRecord>,
+) -> Vec<Message> {
     let history = session.history_messages(None, None);
-    if anchored_in(&record, &history) {
-        compaction::build_view(&history, Some(&record), c.settings.search_compacted_messages)
-    } else {
-        replay()
+    match fold {
+        Some(record) if anchored_in(record, &history) => {
+            compaction::build_view(&history, Some(record), c.settings.search_compacted_messages)
+        }
+        _ => session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages),
     }
 }
 
-/// The fold in force for a run of `session_id` (one read, shared by the run's tools and history).
+/// The fold in force for a run of `session_id`, when its session was not loaded with it (the
+/// run sends no history, or stores nothing).
 pub(crate) async fn fold_in_force(agent: &AgentInner, session_id: &str) -> Option<CompactionRecord> {
     agent.compaction.as_ref()?;
     latest(agent.db.as_deref()?, session_id).await

@@ -11,20 +11,22 @@ use crate::run_state::RunState;
 
 /// Loads the session with the stored runs its history needs (none when `history` is off), or
 /// creates a new one (not yet saved) when it does not exist. What is read is bounded by the
-/// history used, never by the session's length.
+/// history used, never by the session's length. A compacting agent's history load also reads the
+/// fold in force (returned beside the session; `None` otherwise).
 pub(crate) async fn load_session(
     agent: &AgentInner,
     session_id: &str,
     user_id: Option<&str>,
     history: bool,
-) -> Result<AgentSession, DbError> {
-    let existing = match &agent.db {
+) -> Result<(AgentSession, Option<agno_core::CompactionRecord>), DbError> {
+    let existing = match (&agent.db, &agent.compaction) {
         // A compacting agent reads what its fold (or its planner) needs.
-        Some(db) if history && agent.compaction.is_some() => match &agent.compaction {
-            Some(c) => crate::compaction::load_session(agent, c, db.as_ref(), session_id, user_id).await?,
-            None => None,
-        },
-        Some(db) if history => {
+        (Some(db), Some(c)) if history => {
+            let (session, fold) = crate::compaction::load_session(agent, c, db.as_ref(), session_id, user_id).await?;
+            let session = session.unwrap_or_else(|| new_session(agent, session_id, user_id));
+            return Ok((session, fold));
+        }
+        (Some(db), _) if history => {
             load_with_history(
                 db.as_ref(),
                 session_id,
@@ -34,10 +36,10 @@ pub(crate) async fn load_session(
             )
             .await?
         }
-        Some(db) => db.get_session(session_id, user_id, Some(0)).await?,
-        None => None,
+        (Some(db), _) => db.get_session(session_id, user_id, Some(0)).await?,
+        (None, _) => None,
     };
-    Ok(existing.unwrap_or_else(|| new_session(agent, session_id, user_id)))
+    Ok((existing.unwrap_or_else(|| new_session(agent, session_id, user_id)), None))
 }
 
 /// Reads the newest runs of the session until they hold `runs` runs usable as history (or, with

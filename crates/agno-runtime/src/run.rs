@@ -275,10 +275,10 @@ async fn continue_inner(
     let session_id = output.session_id.clone().unwrap_or_default();
     let user_id = request.user_id.clone().or_else(|| output.user_id.clone());
     let store = request.store.unwrap_or(true);
-    let session = if store {
+    let (session, fold) = if store {
         load_session(agent, &session_id, user_id.as_deref(), agent.history.add_history_to_context).await?
     } else {
-        crate::persist::new_session(agent, &session_id, user_id.as_deref())
+        (crate::persist::new_session(agent, &session_id, user_id.as_deref()), None)
     };
     let state = output.session_state.clone().or_else(|| session.session_state().cloned()).unwrap_or_default();
     let mut messages: Vec<Message> = Vec::new();
@@ -287,7 +287,7 @@ async fn continue_inner(
     messages.extend_from_slice(&stored[..split]);
     match &agent.compaction {
         Some(c) if agent.history.add_history_to_context && store => {
-            messages.extend(crate::compaction::history_for_continue(agent, c, &session).await);
+            messages.extend(crate::compaction::history_for_continue(agent, c, &session, fold.as_ref()));
         }
         _ if agent.history.add_history_to_context && store => {
             messages.extend(session.history_messages(agent.history.runs_limit(), agent.history.num_history_messages));

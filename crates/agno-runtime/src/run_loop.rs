@@ -49,10 +49,10 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     let add_history = req.add_history_to_context.unwrap_or(agent.history.add_history_to_context);
     let store = req.store.unwrap_or(true);
     let history = req.history.clone();
-    let session = if store {
+    let (session, loaded_fold) = if store {
         load_session(agent, &session_id, user_id.as_deref(), add_history).await?
     } else {
-        persist::new_session(agent, &session_id, user_id.as_deref())
+        (persist::new_session(agent, &session_id, user_id.as_deref()), None)
     };
 
     // Stored state, then the agent's defaults for missing keys, then the request's values. The
@@ -105,8 +105,10 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     if let Some(manager) = agent.memory_manager.as_ref().filter(|_| agent.memory.enable_agentic_memory) {
         tools.push(Arc::new(crate::memory::update_user_memory_tool(manager.clone(), memory_user, agent.id.clone())));
     }
-    // The fold in force (compacting agents): its search tool, and later the history it cuts.
-    let fold = crate::compaction::fold_in_force(agent, &session_id).await;
+    // The fold in force (compacting agents): its search tool, and later the history it cuts;
+    // read with the session when the run sends history, else on its own.
+    let fold =
+        if store && add_history { loaded_fold } else { crate::compaction::fold_in_force(agent, &session_id).await };
     if let Some(search) = crate::compaction::tools_for_run(agent, &session_id, fold.as_ref()) {
         tools.push(search);
     }
