@@ -25,23 +25,10 @@ impl RedisDb {
         Ok(docs.into_iter().filter_map(|d| approval_from_doc(&Value::Object(d))).collect())
     }
 
-    /// The approvals whose indexed `field` is `value` (its index set, then the documents; the
-    /// caller still filters, as a document may have changed since the set was read).
+    /// The approvals whose indexed `field` is `value` (callers still filter).
     async fn approvals_where(&self, field: &str, value: &str) -> DbResult<Vec<ApprovalRecord>> {
-        let ids: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(format!("{}:{}:index:{field}:{value}", self.prefix, APPROVALS.name))
-            .query_async(&mut self.conn())
-            .await
-            .map_err(|e| super::redis_error(&format!("cannot read the approvals of {field} {value}"), e))?;
-        let keys: Vec<String> = ids.iter().map(|id| self.doc_key(APPROVALS.name, id)).collect();
-        Ok(self
-            .mget(&keys)
-            .await?
-            .into_iter()
-            .flatten()
-            .filter_map(|text| serde_json::from_str::<Value>(&text).ok())
-            .filter_map(|doc| approval_from_doc(&doc))
-            .collect())
+        let docs = self.indexed_docs(APPROVALS, field, value).await?;
+        Ok(docs.iter().filter_map(approval_from_doc).collect())
     }
 
     /// The approvals a query can match: through the narrowest index it names (run, user,

@@ -5,36 +5,18 @@
 
 use agno_core::{CompactionRecord, CompactionStore, DbResult};
 use async_trait::async_trait;
-use serde_json::Value;
 
+use super::RedisDb;
 use super::docs::DocKind;
-use super::{RedisDb, redis_error};
 use crate::doc::compactions::{archive_mentions, compaction_from_doc, newest_first};
 
 /// Compaction documents, indexed by session.
 pub(super) const COMPACTIONS: DocKind = DocKind { name: "compactions", index: &["session_id"] };
 
 impl RedisDb {
-    /// The ids of the records of `session_id` (its index set).
-    async fn compaction_ids(&self, session_id: &str) -> DbResult<Vec<String>> {
-        redis::cmd("SMEMBERS")
-            .arg(format!("{}:{}:index:session_id:{session_id}", self.prefix, COMPACTIONS.name))
-            .query_async(&mut self.conn())
-            .await
-            .map_err(|e| redis_error(&format!("cannot read the compactions of session {session_id}"), e))
-    }
-
     async fn compactions_of(&self, session_id: &str) -> DbResult<Vec<CompactionRecord>> {
-        let keys: Vec<String> =
-            self.compaction_ids(session_id).await?.iter().map(|id| self.doc_key(COMPACTIONS.name, id)).collect();
-        Ok(self
-            .mget(&keys)
-            .await?
-            .into_iter()
-            .flatten()
-            .filter_map(|t| serde_json::from_str::<Value>(&t).ok())
-            .filter_map(|d| compaction_from_doc(&d))
-            .collect())
+        let docs = self.indexed_docs(COMPACTIONS, "session_id", session_id).await?;
+        Ok(docs.iter().filter_map(compaction_from_doc).collect())
     }
 }
 
@@ -63,7 +45,7 @@ impl CompactionStore for RedisDb {
     async fn delete_compactions(&self, session_ids: &[String]) -> DbResult<u64> {
         let mut n = 0;
         for session_id in session_ids {
-            let ids = self.compaction_ids(session_id).await?;
+            let ids = self.indexed_ids(COMPACTIONS, "session_id", session_id).await?;
             n += self.delete_docs(COMPACTIONS, &ids, None).await?;
         }
         Ok(n)

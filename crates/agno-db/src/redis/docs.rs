@@ -110,6 +110,30 @@ pub(crate) fn too_busy(what: &str) -> DbError {
 }
 
 impl RedisDb {
+    /// The ids in the index set of `kind` for `field` = `value`.
+    pub(crate) async fn indexed_ids(&self, kind: DocKind, field: &str, value: &str) -> DbResult<Vec<String>> {
+        redis::cmd("SMEMBERS")
+            .arg(format!("{}:{}:index:{field}:{value}", self.prefix, kind.name))
+            .query_async(&mut self.conn())
+            .await
+            .map_err(|e| redis_error(&format!("cannot read the {} of {field} {value}", kind.name), e))
+    }
+
+    /// The documents of `kind` whose indexed `field` is `value` (the set, then the documents;
+    /// values that are not JSON documents are skipped, and callers still filter: a document may
+    /// have changed since the set was read).
+    pub(crate) async fn indexed_docs(&self, kind: DocKind, field: &str, value: &str) -> DbResult<Vec<Value>> {
+        let keys: Vec<String> =
+            self.indexed_ids(kind, field, value).await?.iter().map(|id| self.doc_key(kind.name, id)).collect();
+        Ok(self
+            .mget(&keys)
+            .await?
+            .into_iter()
+            .flatten()
+            .filter_map(|text| serde_json::from_str::<Value>(&text).ok())
+            .collect())
+    }
+
     /// Writes `new` as document `id` of `kind` when the stored one is still `expected` (its
     /// text; `None`: none is stored); false when it changed meanwhile.
     pub(crate) async fn put_doc(
