@@ -58,8 +58,7 @@ impl Operand for SessionField {
             if let Some(n) = value.as_f64().or_else(|| text.trim().parse().ok()) {
                 return Ok(FilterValue::Number(n));
             }
-            let iso = crate::routes::traces::utc_time(&text, self.column())?;
-            let at = chrono::DateTime::parse_from_rfc3339(&iso).map_err(|e| e.to_string())?;
+            let at = crate::routes::traces::utc_instant(&text, self.column())?;
             #[allow(clippy::cast_precision_loss)]
             return Ok(FilterValue::Number(at.timestamp() as f64));
         }

@@ -30,8 +30,13 @@ pub(super) fn filter_schema() -> Value {
 /// An ISO-8601 time as Agno reads one (`Z` or an offset; none means UTC; a date alone is its
 /// midnight), in UTC as traces store it; the error names `what`.
 pub(crate) fn utc_time(text: &str, what: &str) -> Result<String, String> {
+    utc_instant(text, what).map(agno_core::trace_time)
+}
+
+/// The instant an ISO-8601 time names, read as [`utc_time`] reads it; the error names `what`.
+pub(crate) fn utc_instant(text: &str, what: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
     let text = text.trim();
-    let parsed = chrono::DateTime::parse_from_rfc3339(&text.replace(' ', "T"))
+    chrono::DateTime::parse_from_rfc3339(&text.replace(' ', "T"))
         .map(|t| t.with_timezone(&chrono::Utc))
         .or_else(|_| {
             chrono::NaiveDateTime::parse_from_str(&text.replace(' ', "T"), "%Y-%m-%dT%H:%M:%S%.f").map(|t| t.and_utc())
@@ -39,14 +44,13 @@ pub(crate) fn utc_time(text: &str, what: &str) -> Result<String, String> {
         .or_else(|_| {
             chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
                 .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
-        });
-    match parsed {
-        Ok(t) => Ok(agno_core::trace_time(t)),
-        Err(_) => Err(format!(
-            "Invalid {what} format. Use ISO 8601 format (e.g., '2025-11-19T10:00:00Z' or \
-             '2025-11-19T10:00:00+05:30'): {text:?}"
-        )),
-    }
+        })
+        .map_err(|_| {
+            format!(
+                "Invalid {what} format. Use ISO 8601 format (e.g., '2025-11-19T10:00:00Z' or \
+                 '2025-11-19T10:00:00+05:30'): {text:?}"
+            )
+        })
 }
 
 /// A value compared with a trace field: a number for `duration_ms`, a UTC time for the times,

@@ -6,7 +6,7 @@
 mod filter;
 mod shape;
 
-pub(crate) use filter::utc_time;
+pub(crate) use filter::utc_instant;
 
 use agno_core::{SpanRecord, TraceQuery, TraceRecord};
 use axum::Json;
