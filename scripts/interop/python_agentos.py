@@ -2,7 +2,7 @@
 needs it: one agent `demo` on an OpenAI-compatible server, storage in SQLite or PostgreSQL.
 
 Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret SECRET] [--mcp] [--tracing]
-                          [--approvals] [--compaction]
+                          [--approvals] [--compaction] [--media-dir DIR]
 
     --db sqlite:///path/to.db  or  postgresql://user@host:port/db?schema=name
 
@@ -12,7 +12,8 @@ given base URL, history on; team `desk` (leader on the same model, member demo);
 With --approvals, also agent `approver` (named Approver, same model) whose tool `add` needs an
 admin's approval (`@approval`), and `/approvals` on the OS database. With --compaction, also agent
 `folder` (named Folder, same model, history on) that compacts when asked, keeping its newest run
-(`Compaction(compact_at_tokens=None, uncompacted_runs=1)`). Prints "ready" on stdout
+(`Compaction(compact_at_tokens=None, uncompacted_runs=1)`). With --media-dir, the OS serves media
+from `LocalMediaStorage(base_path=DIR)`. Prints "ready" on stdout
 once uvicorn serves; runs until killed.
 Needs `agno==3.1.*` with fastapi, uvicorn, sqlalchemy and psycopg (the CI venv has them).
 """
@@ -91,6 +92,7 @@ def main():
         "--approvals", action="store_true", help="serve agent `approver` (its `add` needs approval) and /approvals"
     )
     parser.add_argument("--compaction", action="store_true", help="serve agent `folder`, which compacts when asked")
+    parser.add_argument("--media-dir", help="serve /sessions/{id}/media/{key} from this LocalMediaStorage directory")
     args = parser.parse_args()
 
     from agno.agent import Agent
@@ -205,6 +207,10 @@ def main():
                 compaction=Compaction(compact_at_tokens=None, uncompacted_runs=1),
             )
         )
+    if args.media_dir:
+        from agno.media.storage.local import LocalMediaStorage
+
+        kwargs["media_storage"] = LocalMediaStorage(base_path=args.media_dir)
     agent_os = AgentOS(id="parity-os", agents=agents, teams=[team], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 

@@ -199,6 +199,58 @@ async fn compact_route_answers_as_python_agentos_does() {
     assert_shape_parity(&python, rs_port, &py_base, "compaction", 12);
 }
 
+/// One database and one media directory, two servers: media a Python Agno 3.1.10 agent offloaded
+/// to its `LocalMediaStorage` is answered alike by Python AgentOS 3.1.10 and agno-rs on
+/// `GET /sessions/{session_id}/media/{storage_key}` (status, content type, `nosniff`, the bytes),
+/// and so are a key of no session, a missing session, a wrong session type and a key outside the
+/// directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_media_is_served_as_python_agentos_serves_it() {
+    let Some(python) = agno_testkit::agno_python("the session media parity check against Python AgentOS") else {
+        return;
+    };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::text("a pixel")));
+    let dir = scratch_dir("mparity");
+    let (db_file, media) = (dir.join("shared.db"), dir.join("media"));
+    let out = Command::new(&python)
+        .arg(repo_file("scripts/interop/agno_interop.py"))
+        .args(["media-run", db_file.to_str().unwrap(), "pics", &provider.base_url(), media.to_str().unwrap(), "u1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let written: serde_json::Value =
+        serde_json::from_str(stdout.lines().rev().find(|l| l.starts_with('{')).unwrap()).unwrap();
+    let key = written["run"]["input"]["images"][0]["media_reference"]["storage_key"].as_str().unwrap().to_owned();
+    let db = format!("sqlite://{}", db_file.display());
+    let media_arg = ["--media-dir".into(), media.clone().into_os_string()];
+    let (_python, py) = start_python_agentos(&python, &provider, &dir, &db, &media_arg).await;
+    let extra = format!("[media_storage]\npath = {}\n", serde_json::to_string(&media.to_string_lossy()).unwrap());
+    let config = python_agentos_twin_on(&dir, &provider, &extra, &db);
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+    let rs = format!("http://127.0.0.1:{rs_port}");
+    let client = reqwest::Client::new();
+    for path in [
+        format!("/sessions/pics/media/{key}"),
+        format!("/sessions/pics/media/{key}?type=agent&user_id=u1"),
+        format!("/sessions/pics/media/{key}?type=team"),
+        "/sessions/pics/media/not-a-key.png".to_owned(),
+        format!("/sessions/nope/media/{key}"),
+        "/sessions/pics/media/..%2F..%2Fshared.db".to_owned(),
+    ] {
+        let mut answers = Vec::new();
+        for base in [&rs, &py] {
+            let r = client.get(format!("{base}{path}")).send().await.unwrap();
+            let header = |name: &str| r.headers().get(name).map(|v| v.to_str().unwrap_or_default().to_owned());
+            let head = (r.status().as_u16(), header("content-type"), header("x-content-type-options"));
+            let body = r.bytes().await.unwrap().to_vec();
+            answers.push((head, body));
+        }
+        assert_eq!(answers[0], answers[1], "{path}: agno-rs (left) and Python AgentOS (right) answer alike");
+    }
+}
+
 /// One database, two servers: an approval a run paused on in agno-rs is listed and resolved by a
 /// Python AgentOS 3.1.10, and the agno-rs run then continues on that decision; one a Python run
 /// paused on is resolved by agno-rs, and Python's continue runs on it. The record is read alike by

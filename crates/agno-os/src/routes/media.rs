@@ -33,7 +33,8 @@ const ACTIVE_CONTENT_TYPES: [&str; 8] = [
 /// Query of the media route.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct MediaQuery {
-    /// Session type (`agent`, `team` or `workflow`); not given, any.
+    /// Session type (`agent`, `team` or `workflow`), validated; as in Python AgentOS 3.1.10 it
+    /// does not narrow the lookup (a session of another type is served all the same).
     #[serde(rename = "type")]
     #[schemars(rename = "type", extend("enum" = ["agent", "team", "workflow"]))]
     session_type: Option<String>,
@@ -73,7 +74,6 @@ pub async fn get_session_media(
     let session = db
         .get_session(&session_id, user.as_deref(), None)
         .await?
-        .filter(|s| q.session_type.as_deref().is_none_or(|k| s.session_type().as_str() == k))
         .ok_or_else(|| ApiError::not_found(format!("Session '{session_id}' not found")))?;
     let runs: Vec<Value> = session.runs().iter().filter_map(|r| serde_json::to_value(r).ok()).collect();
     let reference = runs
@@ -84,7 +84,8 @@ pub async fn get_session_media(
         return Err(ApiError::not_found("Media is not served by the configured storage backend"));
     }
     // `redirect`: a local file has no URL a browser could follow, so the bytes are streamed.
-    let _ = q.redirect;
+    // `type` is only validated (by the query's schema): like Python, it does not narrow the lookup.
+    let _ = (q.redirect, q.session_type);
     let bytes = storage.download(&storage_key).await.map_err(|e| match e {
         MediaError::NotFound => ApiError::not_found("Media object not found"),
         MediaError::Io(err) => {
