@@ -94,6 +94,16 @@ ALLOWED = {
         "Agno's workflow adds current_run_id/current_session_id/current_user_id to the state it hands to "
         "steps; agno-rs keeps bookkeeping keys out of user state"
     ),
+    # A2A: the protocol's errors (JSON-RPC error objects, HTTP 200) where Python 3.1.10 answers
+    # HTTP errors; a streamed answer as artifact updates and a final status update carrying it
+    # (the A2A SDK clients refuse Python's streamed messages and its second task).
+    ("a2a task get missing", ""): "an unknown task is A2A's TaskNotFoundError (Python 3.1.10: HTTP 404)",
+    ("a2a cancel ended", ""): "cancelling an ended task is A2A's TaskNotCancelableError (Python: canceled)",
+    ("a2a send from an agent role", ""): "a message not from the user is JSON-RPC -32602 (Python 3.1.10: HTTP 400)",
+    ("a2a stream", "events "): "deltas are artifact updates and the final status update carries the answer",
+    ("a2a stream", "$TaskStatusUpdateEvent.result.status.message: extra in rs"): (
+        "the final status update carries the answer (Python sends a Task after it)"
+    ),
 }
 
 
@@ -653,11 +663,69 @@ def compaction_steps():
     ]
 
 
+def capture_task(side, body):
+    side.vars["task"] = body["result"]["id"]
+
+
+def a2a_message(text, context="{session}"):
+    message = {"role": "user", "messageId": str(uuid.uuid4()), "parts": [{"kind": "text", "text": text}]}
+    if context:
+        message["contextId"] = context
+    return message
+
+
+def a2a_steps():
+    """The A2A sequence (both servers serve the A2A interface: Python's `a2a_interface=True`,
+    agno-rs's `[a2a] enabled`)."""
+    def rpc(method, params):
+        return {"json": {"jsonrpc": "2.0", "id": "parity-1", "method": method, "params": params}}
+
+    return [
+        ("agent card", "GET", "/a2a/agents/demo/.well-known/agent-card.json", {}, None),
+        ("team card", "GET", "/a2a/teams/desk/.well-known/agent-card.json", {}, None),
+        ("workflow card", "GET", "/a2a/workflows/flow/.well-known/agent-card.json", {}, None),
+        ("card missing", "GET", "/a2a/agents/missing/.well-known/agent-card.json", {}, None),
+        ("a2a send", "POST", "/a2a/agents/demo/v1/message:send",
+         rpc("message/send", {"message": a2a_message("hello over a2a")}), capture_task),
+        ("a2a send again", "POST", "/a2a/agents/demo/v1/message:send",
+         rpc("message/send", {"message": a2a_message("second turn")}), None),
+        ("a2a team send", "POST", "/a2a/teams/desk/v1/message:send",
+         rpc("message/send", {"message": a2a_message("hello team", None)}), None),
+        ("a2a workflow send", "POST", "/a2a/workflows/flow/v1/message:send",
+         rpc("message/send", {"message": a2a_message("hello flow", None)}), None),
+        ("a2a task get", "POST", "/a2a/agents/demo/v1/tasks:get",
+         rpc("tasks/get", {"id": "{task}", "contextId": "{session}"}), None),
+        ("a2a task get missing", "POST", "/a2a/agents/demo/v1/tasks:get",
+         rpc("tasks/get", {"id": "missing-task", "contextId": "{session}"}), None),
+        ("a2a cancel ended", "POST", "/a2a/agents/demo/v1/tasks:cancel",
+         rpc("tasks/cancel", {"id": "{task}", "contextId": "{session}"}), None),
+        ("a2a send non-blocking", "POST", "/a2a/agents/demo/v1/message:send",
+         rpc("message/send", {"message": a2a_message("later", None), "configuration": {"blocking": False}}), None),
+        ("a2a stream", "POST", "/a2a/agents/demo/v1/message:stream",
+         rpc("message/stream", {"message": a2a_message("stream over a2a")}), None),
+        ("a2a send from an agent role", "POST", "/a2a/agents/demo/v1/message:send",
+         rpc("message/send", {"message": dict(a2a_message("x", None), role="agent")}), None),
+        ("a2a send missing agent", "POST", "/a2a/agents/missing/v1/message:send",
+         rpc("message/send", {"message": a2a_message("x", None)}), None),
+    ]
+
+
+def formatted(value, variables):
+    """`value` with every string formatted with `variables` (a JSON body's placeholders)."""
+    if isinstance(value, str):
+        return value.format(**variables)
+    if isinstance(value, list):
+        return [formatted(v, variables) for v in value]
+    if isinstance(value, dict):
+        return {k: formatted(v, variables) for k, v in value.items()}
+    return value
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rs", required=True)
     parser.add_argument("--py", required=True)
-    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction"])
+    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a"])
     args = parser.parse_args()
     rs, py = Side("rs", args.rs), Side("py", args.py)
     py.vars["session"] = rs.vars["session"]
@@ -672,6 +740,7 @@ def main():
         "traces": trace_steps,
         "approvals": approval_steps,
         "compaction": compaction_steps,
+        "a2a": a2a_steps,
     }
     for name, method, path, kwargs, capture in suites[args.suite]():
         results = {}
@@ -679,6 +748,8 @@ def main():
             kw = json.loads(json.dumps(kwargs)) if "files" not in kwargs else dict(kwargs)
             if "data" in kw:
                 kw["data"] = {k: v.format(**side.vars) for k, v in kw["data"].items()}
+            if "json" in kw:
+                kw["json"] = formatted(kw["json"], side.vars)
             try:
                 resp = side.request(method, path, **kw)
             except (KeyError, IndexError) as exc:

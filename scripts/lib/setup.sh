@@ -38,13 +38,13 @@ start_services() {
 # and a Python AgentOS for shape parity).
 ensure_python() {
   local venv="$HOME/.cache/agno-py-3.1"
-  if ! "$venv/bin/python" -c 'import agno, sqlalchemy.ext.asyncio, psycopg, pymysql, redis, fastapi, uvicorn, multipart, openai, lancedb, tantivy, pgvector, croniter, pytz, mcp, toolbox_core, fastmcp, anthropic, google.genai, ollama, boto3, opentelemetry.sdk, openinference.instrumentation.agno' 2>/dev/null; then
+  if ! "$venv/bin/python" -c 'import agno, sqlalchemy.ext.asyncio, psycopg, pymysql, redis, fastapi, uvicorn, multipart, openai, lancedb, tantivy, pgvector, croniter, pytz, mcp, toolbox_core, fastmcp, anthropic, google.genai, ollama, boto3, opentelemetry.sdk, openinference.instrumentation.agno, a2a.client' 2>/dev/null; then
     say "creating the Python Agno 3.1 venv in $venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q 'agno==3.1.10' 'sqlalchemy[asyncio]' 'psycopg[binary]' pymysql redis fastapi uvicorn python-multipart openai \
       'lancedb==0.40.0' 'pylance==14.0.2' 'tantivy==0.27.0' 'pgvector==0.5.1' 'croniter==7.0.0' 'pytz==2026.6' 'mcp==2.3.0' 'toolbox-core==1.4.0' 'fastmcp==4.2.3' \
       'anthropic==2.15.0' 'google-genai==3.6.1' 'ollama==0.6.3' 'boto3==1.44.8' \
-      'opentelemetry-sdk==1.45.2' 'openinference-instrumentation-agno==1.0.15'
+      'opentelemetry-sdk==1.45.2' 'openinference-instrumentation-agno==1.0.15' 'a2a-sdk==0.3.26'
   fi
   export AGNO_PYTHON="$venv/bin/python"
 }

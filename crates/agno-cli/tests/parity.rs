@@ -199,6 +199,23 @@ async fn compact_route_answers_as_python_agentos_does() {
     assert_shape_parity(&python, rs_port, &py_base, "compaction", 12);
 }
 
+/// Both servers serve the A2A interface (Python's `a2a_interface=True`, agno-rs's `[a2a]`): agent
+/// cards, `message/send` (blocking, non-blocking, in a context), `tasks/get`, `tasks/cancel`, a
+/// stream and bad input answer in the same shapes, except the differences the README documents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the A2A parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("a2aparity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--a2a".into()]).await;
+    let config = python_agentos_twin(&dir, &provider, "[a2a]\nenabled = true\n");
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "a2a", 15);
+}
+
 /// One database and one media directory, two servers: media a Python Agno 3.1.10 agent offloaded
 /// to its `LocalMediaStorage` is answered alike by Python AgentOS 3.1.10 and agno-rs on
 /// `GET /sessions/{session_id}/media/{storage_key}` (status, content type, `nosniff`, the bytes),

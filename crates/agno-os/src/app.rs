@@ -113,6 +113,7 @@ impl AgentOs {
             scheduler: Arc::new(config.scheduler.clone()),
             media_storage,
             mcp_server: Arc::new(config.mcp_server.clone()),
+            a2a: config.a2a.enabled,
             mcp: None,
             tracing,
             trace_retention: config

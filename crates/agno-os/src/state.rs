@@ -54,6 +54,8 @@ pub struct AppState {
     pub queue: Option<crate::queue::Queue>,
     /// `[mcp_server]` settings.
     pub mcp_server: Arc<crate::config::McpServerSettings>,
+    /// Whether the A2A interface is served (`[a2a] enabled`).
+    pub a2a: bool,
     /// The MCP endpoint's service, when `[mcp_server] enabled`.
     pub mcp: Option<crate::mcp_server::McpService>,
     /// Where runs are traced (`[tracing] enabled`); its store is [`AppState::db`].

@@ -1,5 +1,6 @@
 //! The names agno-rs shares with Python Agno 3.1, read from the Python Agno in the CI venv rather
-//! than written on both sides: the scope each route requires (Agno's default scope mappings), the
+//! than written on both sides: the scope each route requires (Agno's default scope mappings, with
+//! its A2A interface's), the
 //! scope names, the admin scope, the default CORS origins and the model `error_id`s that Agno
 //! has. Needs `AGNO_PYTHON` (`.ci/run` creates the venv); without it the test fails under `CI`
 //! and says so elsewhere.
@@ -19,9 +20,12 @@ import json, re, sys
 from agno.os.scopes import AgentOSScope, get_all_scopes, get_default_scope_mappings, get_required_scopes_for_route
 from agno.os.utils import resolve_origins
 import agno.exceptions as exceptions
+from agno.os.interfaces.a2a.scopes import get_a2a_scope_mappings
 
 routes = json.load(sys.stdin)
 mappings = get_default_scope_mappings()
+# What AgentOS merges in when it serves the A2A interface (agno-rs's `[a2a]`).
+mappings.update(get_a2a_scope_mappings("/a2a"))
 required = [get_required_scopes_for_route(mappings, r["method"], re.sub(r"\{[^}]+\}", "x", r["path"])) for r in routes]
 source = open(exceptions.__file__).read()
 print(json.dumps({

@@ -40,10 +40,11 @@ model = "test"
 "#;
 
 fn jwt_config(extra_auth: &str) -> String {
-    // A media storage, so the media route answers for what it is asked (not 503).
+    // A media storage, so the media route answers for what it is asked (not 503), and the A2A
+    // interface, so its routes answer as served.
     let media = std::env::temp_dir().join("agno-os-security-media");
     format!(
-        "[auth]\nmode = \"jwt\"\nverification_keys = [{}, {}]\n{extra_auth}\n{AGENTS}[media_storage]\npath = {}\n",
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}, {}]\n{extra_auth}\n{AGENTS}[a2a]\nenabled = true\n[media_storage]\npath = {}\n",
         toml_str(SECRET),
         toml_str(SECRET2),
         toml_str(&media.to_string_lossy())
@@ -52,9 +53,11 @@ fn jwt_config(extra_auth: &str) -> String {
 
 /// A concrete path for a route template.
 fn concrete(path: &str) -> String {
+    let a2a_agent = path.starts_with("/a2a/agents/");
     path.split('/')
         .map(|seg| match seg {
             "{agent_id}" => "calc".to_owned(),
+            "{id}" if a2a_agent => "calc".to_owned(),
             "{db_id}" => "default".to_owned(),
             "{*file}" => "index.html".to_owned(),
             s if s.starts_with('{') => format!("{}-1", s.trim_matches(['{', '}', '*'])),
@@ -293,6 +296,20 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("POST /mcp", "agents:read"),
         ("GET /mcp", "agents:read"),
         ("DELETE /mcp", "agents:read"),
+        // Agno's A2A interface mappings (`get_a2a_scope_mappings`, merged when it is served).
+        ("GET /a2a/agents/*/.well-known/agent-card.json", "agents:read"),
+        ("POST /a2a/agents/*/v1/message:send", "agents:run"),
+        ("POST /a2a/agents/*/v1/message:stream", "agents:run"),
+        ("POST /a2a/agents/*/v1/tasks:get", "agents:read"),
+        ("POST /a2a/agents/*/v1/tasks:cancel", "agents:run"),
+        ("GET /a2a/teams/*/.well-known/agent-card.json", "teams:read"),
+        ("POST /a2a/teams/*/v1/message:send", "teams:run"),
+        ("POST /a2a/teams/*/v1/message:stream", "teams:run"),
+        ("POST /a2a/teams/*/v1/tasks:get", "teams:read"),
+        ("POST /a2a/teams/*/v1/tasks:cancel", "teams:run"),
+        ("GET /a2a/workflows/*/.well-known/agent-card.json", "workflows:read"),
+        ("POST /a2a/workflows/*/v1/message:send", "workflows:run"),
+        ("POST /a2a/workflows/*/v1/message:stream", "workflows:run"),
         ("GET /schedules", "schedules:read"),
         ("GET /schedules/*", "schedules:read"),
         ("POST /schedules", "schedules:write"),

@@ -79,7 +79,9 @@ pub fn accessible_ids(scopes: &[String], family: &str, action: &str, admin_scope
 
 /// The resource family and id a path addresses (`/agents/a1/runs` -> `("agents", "a1")`).
 pub fn target_of(path: &str) -> Option<(&str, &str)> {
-    let mut parts = path.trim_start_matches('/').split('/');
+    let path = path.trim_start_matches('/');
+    // The A2A interface's routes name their component after its prefix, as Agno reads them.
+    let mut parts = path.strip_prefix("a2a/").unwrap_or(path).split('/');
     let family = parts.next()?;
     let id = parts.next().filter(|s| !s.is_empty())?;
     RESOURCE_FAMILIES.contains(&family).then_some((family, id))

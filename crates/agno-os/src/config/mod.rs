@@ -87,6 +87,9 @@ pub struct OsConfig {
     /// Tracing of runs (`/traces`).
     #[serde(default)]
     pub tracing: TracingSettings,
+    /// The A2A interface (`/a2a`): every agent, team and workflow over the Agent2Agent protocol.
+    #[serde(default)]
+    pub a2a: A2aSettings,
     /// Where run media offloaded out of the database is kept (`/sessions/{id}/media/{key}`).
     pub media_storage: Option<MediaStorageSettings>,
 }
@@ -208,6 +211,7 @@ impl OsConfig {
             scheduler: SchedulerSettings::default(),
             mcp_server: McpServerSettings::default(),
             tracing: TracingSettings::default(),
+            a2a: A2aSettings::default(),
             media_storage: None,
         }
     }

@@ -163,6 +163,23 @@ impl Default for SchedulerSettings {
     }
 }
 
+/// `[a2a]` settings: Python AgentOS's `a2a_interface=True`. Every agent, team and workflow is served
+/// over A2A v0.3 under `/a2a` (`/a2a/{agents|teams|workflows}/{id}/.well-known/agent-card.json`
+/// and `.../v1/message:send`, `message:stream`, `tasks:get`, `tasks:cancel`), behind the same
+/// authentication, scopes and user isolation as the REST routes.
+///
+/// ```toml
+/// [a2a]
+/// enabled = true
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct A2aSettings {
+    /// Serve `/a2a`.
+    #[serde(default)]
+    pub enabled: bool,
+}
+
 /// `[mcp_server]` settings.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

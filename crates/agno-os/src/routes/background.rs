@@ -48,6 +48,26 @@ pub(crate) async fn submit(
     stream: bool,
     idempotency_key: Option<String>,
 ) -> ApiResult<Response> {
+    let committed = commit(state, spec, idempotency_key).await?;
+    accepted(state, queue_of(state)?, &committed.job, committed.status.as_str(), stream)
+}
+
+/// A background run's committed job: the one just accepted, or the original of a repeated
+/// `Idempotency-Key`, with its run's status.
+#[derive(Debug)]
+pub(crate) struct Committed {
+    /// The job.
+    pub job: Job,
+    /// Its run's status (`PENDING` when just accepted).
+    pub status: RunStatus,
+}
+
+/// Commits the job whose payload is `spec` together with its `PENDING` run (and its session,
+/// when new), so a worker never sees the job before its run and its `RUNNING` write can never be
+/// overwritten by it. The same idempotency key from the same user answers the original run (409
+/// when it was for another component); a full queue answers 429. A job that is not accepted
+/// leaves neither run nor session behind (one transaction on the SQL databases).
+pub(crate) async fn commit(state: &AppState, spec: &RunSpec, idempotency_key: Option<String>) -> ApiResult<Committed> {
     let queue = queue_of(state)?;
     let mut job = Job::run(spec.kind, &spec.run_id, &spec.component_id, &spec.session_id, spec.to_payload());
     job.user_id.clone_from(&spec.user_id);
@@ -55,30 +75,16 @@ pub(crate) async fn submit(
     job.max_attempts = queue.settings.max_attempts.max(1);
     let (session, run) = crate::queue::pending_parts(state, &job, spec)
         .ok_or_else(|| ApiError::not_found(format!("{} {} not found", spec.kind, spec.component_id)))?;
-    enqueue(state, queue, &job, agno_core::PendingRun { session: &session, run: &run }, stream).await
-}
-
-/// Commits `job` together with its `PENDING` run (and its session, when new), so a worker never
-/// sees the job before its run and its `RUNNING` write can never be overwritten by it. The same
-/// idempotency key from the same user answers the original run (409 when it was for another
-/// component); a full queue answers 429. A job that is not accepted leaves neither run nor
-/// session behind (one transaction on the SQL databases).
-pub(crate) async fn enqueue(
-    state: &AppState,
-    queue: &Queue,
-    job: &Job,
-    pending: agno_core::PendingRun<'_>,
-    stream: bool,
-) -> ApiResult<Response> {
+    let pending = agno_core::PendingRun { session: &session, run: &run };
     let db = state.require_db()?;
-    match queue.store.enqueue_run(job, queue.settings.max_queue_depth, pending).await? {
+    match queue.store.enqueue_run(&job, queue.settings.max_queue_depth, pending).await? {
         agno_core::Enqueued::Accepted(job) => {
             queue.signal(agno_core::JobSignal::Claimable(job.id.clone()));
-            accepted(state, queue, &job, RunStatus::Pending.as_str(), stream)
+            Ok(Committed { job, status: RunStatus::Pending })
         }
         agno_core::Enqueued::Duplicate(original) if original.component_id == job.component_id => {
             let status = db.get_run(&original.id, None).await?.map_or(RunStatus::Pending, |run| run.status);
-            accepted(state, queue, &original, status.as_str(), stream)
+            Ok(Committed { job: original, status })
         }
         agno_core::Enqueued::Duplicate(_) => {
             Err(ApiError::conflict("this Idempotency-Key was already used for another component"))

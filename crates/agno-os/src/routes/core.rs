@@ -112,10 +112,20 @@ pub async fn config(Caller { state, principal }: Caller) -> Json<Value> {
         "agents": summaries::<Agents>(&state, &principal),
         "teams": summaries::<Teams>(&state, &principal),
         "workflows": summaries::<Workflows>(&state, &principal),
-        "interfaces": [],
+        "interfaces": interfaces(&state),
     });
     if let Value::Object(m) = &mut config {
         m.retain(|k, v| !v.is_null() || k == "company");
     }
     Json(config)
+}
+
+/// The interfaces served, as Agno's `/config` lists them (`InterfaceResponse`: type, version,
+/// route).
+fn interfaces(state: &AppState) -> Vec<Value> {
+    let mut out = Vec::new();
+    if state.a2a {
+        out.push(json!({"type": "a2a", "version": "1.0", "route": super::a2a::PREFIX}));
+    }
+    out
 }

@@ -2,6 +2,7 @@
 //! The router is built from the table and the authorisation layer reads it, so a route cannot be
 //! served without an access rule. The OpenAPI document is generated from it too.
 
+pub mod a2a;
 pub mod agents;
 pub mod approvals;
 pub(crate) mod background;
@@ -260,6 +261,19 @@ routes! {
     POST "/approvals/{approval_id}/resolve" as "resolve_approval_approvals__approval_id__resolve_post", Scope("approvals:write"), "Approvals", "Approve or reject a pending approval (409 when it is no longer pending)", body: RequestBody::Json(|g| g.subschema_for::<approvals::ResolveRequest>()) => post(approvals::resolve_approval);
     DELETE "/approvals/{approval_id}" as "delete_approval_approvals__approval_id__delete", Scope("approvals:delete"), "Approvals", "Delete an approval (204)" => delete(approvals::delete_approval);
     POST "/traces/search" as "search_traces", Scope("traces:read"), "Traces", "Search traces with a filter expression, by run or by session", body: RequestBody::Json(|g| g.subschema_for::<traces::TraceSearchRequest>()), query: traces::DbQuery => post(traces::search);
+    GET "/a2a/agents/{id}/.well-known/agent-card.json" as "get_agent_card_a2a_agents__id___well_known_agent_card_json_get", Scope("agents:read"), "A2A", "The agent's A2A agent card ([a2a] enabled)" => get(a2a::card::<agents::Agents>);
+    POST "/a2a/agents/{id}/v1/message:send" as "run_message_agent", Scope("agents:run"), "A2A", "Send a message to the agent (A2A JSON-RPC; blocking=false queues it)" => post(a2a::message_send::<agents::Agents>);
+    POST "/a2a/agents/{id}/v1/message:stream" as "stream_message_agent", Scope("agents:run"), "A2A", "Stream a message to the agent (A2A JSON-RPC, SSE)" => post(a2a::message_stream::<agents::Agents>);
+    POST "/a2a/agents/{id}/v1/tasks:get" as "get_agent_task", Scope("agents:read"), "A2A", "A task (a run) of the agent (A2A JSON-RPC)" => post(a2a::tasks_get::<agents::Agents>);
+    POST "/a2a/agents/{id}/v1/tasks:cancel" as "cancel_agent_task", Scope("agents:run"), "A2A", "Cancel a task (a run) of the agent (A2A JSON-RPC)" => post(a2a::tasks_cancel::<agents::Agents>);
+    GET "/a2a/teams/{id}/.well-known/agent-card.json" as "get_team_card_a2a_teams__id___well_known_agent_card_json_get", Scope("teams:read"), "A2A", "The team's A2A agent card ([a2a] enabled)" => get(a2a::card::<teams::Teams>);
+    POST "/a2a/teams/{id}/v1/message:send" as "run_message_team", Scope("teams:run"), "A2A", "Send a message to the team (A2A JSON-RPC; blocking=false queues it)" => post(a2a::message_send::<teams::Teams>);
+    POST "/a2a/teams/{id}/v1/message:stream" as "stream_message_team", Scope("teams:run"), "A2A", "Stream a message to the team (A2A JSON-RPC, SSE)" => post(a2a::message_stream::<teams::Teams>);
+    POST "/a2a/teams/{id}/v1/tasks:get" as "get_team_task", Scope("teams:read"), "A2A", "A task (a run) of the team (A2A JSON-RPC)" => post(a2a::tasks_get::<teams::Teams>);
+    POST "/a2a/teams/{id}/v1/tasks:cancel" as "cancel_team_task", Scope("teams:run"), "A2A", "Cancel a task (a run) of the team (A2A JSON-RPC)" => post(a2a::tasks_cancel::<teams::Teams>);
+    GET "/a2a/workflows/{id}/.well-known/agent-card.json" as "get_workflow_card_a2a_workflows__id___well_known_agent_card_json_get", Scope("workflows:read"), "A2A", "The workflow's A2A agent card ([a2a] enabled)" => get(a2a::card::<workflows::Workflows>);
+    POST "/a2a/workflows/{id}/v1/message:send" as "run_message_workflow", Scope("workflows:run"), "A2A", "Send a message to the workflow (A2A JSON-RPC; blocking=false queues it)" => post(a2a::message_send::<workflows::Workflows>);
+    POST "/a2a/workflows/{id}/v1/message:stream" as "stream_message_workflow", Scope("workflows:run"), "A2A", "Stream a message to the workflow (A2A JSON-RPC, SSE)" => post(a2a::message_stream::<workflows::Workflows>);
     GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)", query: knowledge::KnowledgeParams => get(knowledge::config);
     POST "/knowledge/content" as "upload_content", Scope("knowledge:write"), "Knowledge", "Upload content (202; ingested in the background)", body: RequestBody::Form(knowledge::UPLOAD_FORM), query: knowledge::KnowledgeParams => post(knowledge::upload_content);
     GET "/knowledge/content" as "get_content", Scope("knowledge:read"), "Knowledge", "List contents (paginated)", query: knowledge::ListParams => get(knowledge::list_content);

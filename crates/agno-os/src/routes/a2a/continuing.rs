@@ -1,0 +1,220 @@
+//! A message naming the `taskId` of an `input-required` task: the answers it carries are applied
+//! to the paused run's open requirements, checked as the REST continue checks them
+//! ([`Kind::answer`], with the form it would have been sent), and the run carries on under its
+//! own id, inline (answered or streamed as a new message would be) or, for a background run, on
+//! the durable queue.
+//!
+//! Answers, from the message's parts: a data part `{"requirements": [{"id", "confirmed",
+//! "note", "values", "result"}]}` per requirement (by requirement id or tool call id); or one
+//! data part `{"confirmed": bool, "note"?}`, `{"values": {...}}` or `{"result": ...}` for every
+//! open requirement of that kind; or the text `yes` / `no` confirming or rejecting every open
+//! confirmation.
+
+use agno_core::{ComponentKind, RunOutput, RunRequirement, RunStatus};
+use agno_runtime::{CarryOn, Component, Durable};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+
+use super::jsonrpc::{Failure, RpcError, result_response};
+use super::task::{self, Incoming};
+use super::{Target, finished_task, stream_response};
+use crate::form::Form;
+use crate::routes::component::Kind;
+
+/// What an answer says of one requirement.
+#[derive(Debug, Default)]
+struct Answer {
+    confirmed: Option<bool>,
+    note: Option<String>,
+    values: Option<Map<String, Value>>,
+    result: Option<Value>,
+}
+
+impl Answer {
+    fn from_json(value: &Map<String, Value>) -> Self {
+        Self {
+            confirmed: value.get("confirmed").and_then(Value::as_bool),
+            note: value.get("note").and_then(Value::as_str).map(str::to_owned),
+            values: value.get("values").and_then(Value::as_object).cloned(),
+            result: value.get("result").filter(|r| !r.is_null()).cloned(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.confirmed.is_none() && self.values.is_none() && self.result.is_none()
+    }
+
+    fn apply(&self, req: &mut RunRequirement) {
+        if req.needs_confirmation() {
+            match self.confirmed {
+                Some(true) => req.confirm(),
+                Some(false) => req.reject(self.note.clone()),
+                None => {}
+            }
+        }
+        if req.needs_user_input()
+            && let Some(values) = &self.values
+        {
+            req.provide_user_input(values);
+        }
+        if req.needs_external_execution()
+            && let Some(result) = &self.result
+        {
+            req.set_external_execution_result(result.as_str().map_or_else(|| result.to_string(), str::to_owned));
+        }
+    }
+}
+
+/// A yes or a no, as a person types it.
+fn yes_or_no(text: &str) -> Option<bool> {
+    match text.trim().trim_end_matches(['.', '!']).to_lowercase().as_str() {
+        "yes" | "y" | "approve" | "approved" | "confirm" | "confirmed" | "ok" => Some(true),
+        "no" | "n" | "reject" | "rejected" | "deny" | "denied" => Some(false),
+        _ => None,
+    }
+}
+
+/// The paused run's requirements with the message's answers applied.
+fn answered(run: &RunOutput, incoming: &Incoming) -> Result<Vec<RunRequirement>, RpcError> {
+    let mut requirements: Vec<RunRequirement> = run.requirements.clone().unwrap_or_default();
+    let per_requirement = incoming.data.iter().find_map(|d| d.get("requirements").and_then(Value::as_array));
+    if let Some(entries) = per_requirement {
+        for entry in entries {
+            let Some(entry) = entry.as_object() else {
+                return Err(RpcError::invalid_params("every entry of requirements must be an object"));
+            };
+            let id = entry.get("id").or_else(|| entry.get("tool_call_id")).and_then(Value::as_str).unwrap_or_default();
+            let req = requirements
+                .iter_mut()
+                .find(|r| r.id == id || r.tool_call_id() == Some(id))
+                .ok_or_else(|| RpcError::invalid_params(format!("the task has no requirement {id:?}")))?;
+            Answer::from_json(entry).apply(req);
+        }
+    } else {
+        let mut answer = incoming
+            .data
+            .iter()
+            .filter_map(Value::as_object)
+            .map(Answer::from_json)
+            .find(|a| !a.is_empty())
+            .unwrap_or_default();
+        if answer.is_empty() {
+            answer.confirmed = incoming.texts.iter().find_map(|t| yes_or_no(t));
+        }
+        if answer.is_empty() {
+            return Err(RpcError::invalid_params(
+                "the task waits for an answer: send a data part {\"confirmed\": true|false}, {\"values\": {...}} or \
+                 {\"result\": ...}, or the text yes or no",
+            ));
+        }
+        requirements.iter_mut().for_each(|r| answer.apply(r));
+    }
+    if let Some(open) = requirements.iter().find(|r| !r.is_resolved()) {
+        return Err(RpcError::invalid_params(format!(
+            "requirement {} (tool call {}) is still open: confirm or reject it, give its values or its result",
+            open.id,
+            open.tool_call_id().unwrap_or("?")
+        ))
+        .with_data(json!({"requirement_id": open.id})));
+    }
+    Ok(requirements)
+}
+
+/// The REST continue form carrying `requirements`: an agent's `tools` and a team's
+/// `requirements` (Agno's two spellings), so each kind reads and checks them as its route does.
+fn continue_form(requirements: &[RunRequirement]) -> Form {
+    let tools: Vec<Value> = requirements
+        .iter()
+        .filter_map(|r| {
+            let mut tool = json!({"tool_call_id": r.tool_call_id()?});
+            if let Some(confirmed) = r.confirmation {
+                tool["confirmed"] = json!(confirmed);
+            }
+            if let Some(note) = &r.confirmation_note {
+                tool["confirmation_note"] = json!(note);
+            }
+            if let Some(fields) = &r.user_input_schema {
+                tool["user_input_schema"] = json!(fields);
+            }
+            if let Some(result) = &r.external_execution_result {
+                tool["result"] = json!(result);
+            }
+            Some(tool)
+        })
+        .collect();
+    let mut form = Form::default();
+    form.set_text("tools", Value::Array(tools).to_string());
+    form.set_text("requirements", json!(requirements).to_string());
+    form
+}
+
+/// Carries on with the paused `run` the message's `taskId` names.
+pub(super) async fn continue_task<K: Kind>(
+    target: &Target<'_>,
+    runner: &K::Runner,
+    run: RunOutput,
+    incoming: &Incoming,
+    user_id: Option<String>,
+    request_id: Value,
+    stream: bool,
+) -> Result<Response, Failure> {
+    let task_id = run.id().to_owned();
+    if run.status != RunStatus::Paused {
+        return Err(RpcError::invalid_params(format!(
+            "task {task_id} is {}: only an input-required task takes an answer; send a message without taskId to \
+             start a new task in its context",
+            task::state_of(run.status)
+        ))
+        .into());
+    }
+    if K::KIND == ComponentKind::Workflow {
+        return Err(RpcError::unsupported(format!(
+            "a paused workflow is continued through POST /workflows/{}/runs/{task_id}/continue, not over A2A yet",
+            target.component_id
+        ))
+        .into());
+    }
+    crate::routes::approvals::gate_continue(target.state, target.principal, &run).await?;
+    let requirements = answered(&run, incoming)?;
+    let (run, requirements) = K::answer(runner, run, &continue_form(&requirements)).await?;
+    if let Some(db) = &target.state.db {
+        agno_runtime::approvals::record_audits(db.as_ref(), &run, &requirements).await;
+    }
+    let session_id = run.session_id.clone().unwrap_or_default();
+    if let Some(queue) = &target.state.queue
+        && queue.store.get_job(&task_id, None).await?.is_some()
+    {
+        if stream {
+            return Err(RpcError::unsupported(
+                "a background task is continued with message/send (then tasks/get), not message/stream",
+            )
+            .into());
+        }
+        let continuation = json!({ "requirements": requirements });
+        crate::routes::background::requeue_paused(target.state, queue, run.clone(), &continuation, false).await?;
+        let mut queued = run;
+        queued.status = RunStatus::Pending;
+        return Ok(result_response(&request_id, task::task_of(&queued), StatusCode::ACCEPTED));
+    }
+    let user_id = user_id.or_else(|| run.user_id.clone());
+    let events = runner.carry_on(CarryOn { run, requirements, user_id }, Durable::default());
+    if stream {
+        return Ok(stream_response(target.state, events, request_id, &task_id, &session_id));
+    }
+    Ok(result_response(&request_id, finished_task(events.output().await, &task_id, &session_id), StatusCode::OK))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn people_answer_yes_and_no_in_several_ways() {
+        assert_eq!(yes_or_no(" Yes. "), Some(true));
+        assert_eq!(yes_or_no("APPROVE"), Some(true));
+        assert_eq!(yes_or_no("no!"), Some(false));
+        assert_eq!(yes_or_no("maybe"), None);
+    }
+}

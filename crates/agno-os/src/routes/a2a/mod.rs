@@ -1,0 +1,347 @@
+//! The A2A interface (`[a2a] enabled`): every agent, team and workflow over the Agent2Agent
+//! protocol v0.3, as Python AgentOS 3.1.10's `a2a_interface=True` serves them, written once for
+//! the three kinds (`card::<Agents>`, ...).
+//!
+//! - `GET /a2a/{kind}s/{id}/.well-known/agent-card.json`: the agent card (its `url` the
+//!   component's `message:stream` endpoint, as Agno's).
+//! - `POST /a2a/{kind}s/{id}/v1/message:send`, `message:stream`, and (agents, teams)
+//!   `tasks:get`, `tasks:cancel`: JSON-RPC 2.0. Each endpoint serves its own method when the
+//!   request names none (as Agno) and any A2A method a request names, so a client that posts
+//!   every method to the card's URL (the A2A SDKs do) is answered.
+//!
+//! A task is a run (`taskId` = run id) and its `contextId` the session: another user's context is
+//! refused as the REST run form refuses another user's session, and `tasks/get` and
+//! `tasks/cancel` reach only the caller's runs of that component. `configuration.blocking =
+//! false` commits the run to the durable queue (`submitted`, 202). A paused run is an
+//! `input-required` task saying what it waits for, continued by a message naming its `taskId`.
+//! Malformed requests are JSON-RPC errors (`-32700`, `-32600`, `-32601`, `-32602`) and unknown
+//! tasks A2A's `TaskNotFoundError` (`-32001`); authentication and scopes are the REST routes'.
+
+mod continuing;
+mod frames;
+mod jsonrpc;
+mod task;
+
+use agno_core::{RunStatus, StreamEvent};
+use agno_runtime::{Component, Durable, EventStream, RunSpec};
+use axum::Json;
+use axum::extract::{Path, Request};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use self::jsonrpc::{Call, Failure, Method, RpcError, error_response, result_response};
+use super::component::{Kind, served};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::guard::Caller;
+use crate::sse::DisconnectPolicy;
+use crate::state::AppState;
+
+/// Where the interface is mounted (Agno's default prefix).
+pub const PREFIX: &str = "/a2a";
+
+fn enabled(state: &AppState) -> ApiResult<()> {
+    if state.a2a {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("the A2A interface is off: set [a2a] enabled = true in agentos.toml"))
+    }
+}
+
+/// The URL the server was reached at (`http://` and the `Host` header, as Starlette's
+/// `request.base_url`; `X-Forwarded-Proto` names the scheme behind a proxy).
+fn base_url(headers: &HeaderMap) -> String {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
+    let scheme = header("x-forwarded-proto").filter(|p| matches!(*p, "http" | "https")).unwrap_or("http");
+    format!("{scheme}://{}", header("host").unwrap_or("localhost"))
+}
+
+/// `GET /a2a/{kind}s/{id}/.well-known/agent-card.json`: the component's A2A agent card, as Agno
+/// 3.1.10 builds it (one skill, the component itself; streaming for agents and teams).
+pub async fn card<K: Kind>(
+    Caller { state, principal }: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Json<Value>> {
+    enabled(&state)?;
+    served::<K>(&state, &principal, &id)?;
+    let described = K::describe(&state, &id).unwrap_or_default();
+    let text = |key: &str| described.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let (name, description) = (text("name"), text("description"));
+    let family = super::component::family(K::KIND);
+    let streaming = K::KIND != agno_core::ComponentKind::Workflow;
+    Ok(Json(json!({
+        "additionalInterfaces": null,
+        "capabilities": {
+            "extensions": null,
+            "pushNotifications": false,
+            "stateTransitionHistory": false,
+            "streaming": streaming,
+        },
+        "defaultInputModes": ["text"],
+        "defaultOutputModes": ["text"],
+        "description": description,
+        "documentationUrl": null,
+        "iconUrl": null,
+        "name": name,
+        "preferredTransport": "JSONRPC",
+        "protocolVersion": "0.3.0",
+        "provider": null,
+        "security": null,
+        "securitySchemes": null,
+        "signatures": null,
+        "skills": [{
+            "description": description,
+            "examples": ["search", "ok"],
+            "id": id,
+            "inputModes": null,
+            "name": name,
+            "outputModes": ["application/json"],
+            "security": null,
+            "tags": ["agno"],
+        }],
+        "supportsAuthenticatedExtendedCard": false,
+        "url": format!("{}{PREFIX}/{family}/{id}/v1/message:stream", base_url(&headers)),
+        "version": "1.0.0",
+    })))
+}
+
+/// `POST /a2a/{kind}s/{id}/v1/message:send`.
+pub async fn message_send<K: Kind>(caller: Caller, Path(id): Path<String>, request: Request) -> Response {
+    rpc::<K>(caller, id, request, Method::Send).await
+}
+
+/// `POST /a2a/{kind}s/{id}/v1/message:stream`.
+pub async fn message_stream<K: Kind>(caller: Caller, Path(id): Path<String>, request: Request) -> Response {
+    rpc::<K>(caller, id, request, Method::Stream).await
+}
+
+/// `POST /a2a/{kind}s/{id}/v1/tasks:get`.
+pub async fn tasks_get<K: Kind>(caller: Caller, Path(id): Path<String>, request: Request) -> Response {
+    rpc::<K>(caller, id, request, Method::GetTask).await
+}
+
+/// `POST /a2a/{kind}s/{id}/v1/tasks:cancel`.
+pub async fn tasks_cancel<K: Kind>(caller: Caller, Path(id): Path<String>, request: Request) -> Response {
+    rpc::<K>(caller, id, request, Method::CancelTask).await
+}
+
+/// One JSON-RPC request to the component `id`: the component first (404, 403 as REST), then
+/// the envelope, then the method.
+async fn rpc<K: Kind>(Caller { state, principal }: Caller, id: String, request: Request, default: Method) -> Response {
+    if let Err(e) = enabled(&state) {
+        return e.into_response();
+    }
+    let runner = match served::<K>(&state, &principal, &id) {
+        Ok(runner) => runner,
+        Err(e) => return e.into_response(),
+    };
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(body) => body,
+        Err(e) => return crate::input::read_error(&e).into_response(),
+    };
+    let call = match Call::read(&body, default) {
+        Ok(call) => call,
+        Err(refused) => return error_response(&refused.0, &refused.1),
+    };
+    let request_id = call.id.clone();
+    // Reading a task needs the component's read scope (the route's, as Agno's); anything else
+    // needs run access to it, as its REST routes do.
+    if call.method != Method::GetTask
+        && let Err(e) = super::component::require_run_access(&principal, K::KIND, &id)
+    {
+        return e.into_response();
+    }
+    let target = Target { state: &state, principal: &principal, component_id: &id, headers: &parts.headers };
+    let answered = match call.method {
+        Method::Send => send::<K>(&target, &runner, call, false).await,
+        Method::Stream => send::<K>(&target, &runner, call, true).await,
+        Method::GetTask => get_task::<K>(&target, &call).await,
+        Method::CancelTask => cancel_task::<K>(&target, &call).await,
+    };
+    answered.unwrap_or_else(|failure| failure.into_response(&request_id))
+}
+
+/// Who asks what of which component.
+struct Target<'a> {
+    state: &'a AppState,
+    principal: &'a Principal,
+    component_id: &'a str,
+    headers: &'a HeaderMap,
+}
+
+impl Target<'_> {
+    /// The run's user, as Agno's `resolve_run_user_id`: a token's subject (forced under
+    /// isolation); the client's `X-User-ID` header or `message.metadata.userId` only when the
+    /// server assigned no identity.
+    fn user(&self, from_message: Option<String>) -> Option<String> {
+        let header = self.headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
+        let client = header.map(str::to_owned).or(from_message);
+        self.principal.user_scope(self.principal.subject.clone().or(client))
+    }
+}
+
+/// The `params.id` of a task method (`-32602` without).
+fn task_id(call: &Call) -> Result<&str, RpcError> {
+    call.params
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| RpcError::invalid_params("Task ID (params.id) is required"))
+}
+
+/// The caller's stored run `task_id` of the component (A2A's `TaskNotFoundError` for an unknown
+/// one, another user's, another component's, or one outside the `contextId` given).
+async fn stored_task<K: Kind>(
+    target: &Target<'_>,
+    task_id: &str,
+    call: &Call,
+) -> Result<agno_core::RunOutput, Failure> {
+    let context = call.params.get("contextId").and_then(Value::as_str);
+    match super::run_records::stored_run::<K>(target.state, target.principal, target.component_id, task_id, context)
+        .await
+    {
+        Ok(run) => Ok(run),
+        Err(e) if e.status == StatusCode::NOT_FOUND => Err(RpcError::task_not_found(task_id).into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `message/send` and `message/stream`: a new run in the message's context, or the continue of
+/// the paused run its `taskId` names.
+async fn send<K: Kind>(target: &Target<'_>, runner: &K::Runner, call: Call, stream: bool) -> Result<Response, Failure> {
+    let incoming = task::incoming(&call.params)?;
+    let user_id = target.user(incoming.user_id.clone());
+    if let Some(task_id) = incoming.task_id.clone() {
+        let run = stored_task::<K>(target, &task_id, &call).await?;
+        return continuing::continue_task::<K>(target, runner, run, &incoming, user_id, call.id, stream).await;
+    }
+    let mut spec = RunSpec::new(K::KIND, target.component_id, incoming.input);
+    spec.user_id = user_id;
+    if let Some(context_id) = incoming.context_id {
+        super::run_form::check_session_owner(target.state, &context_id, spec.user_id.as_deref()).await?;
+        spec.session_id = context_id;
+    }
+    spec.stream = stream;
+    if stream {
+        let events = runner.start(&spec, Durable::default());
+        return Ok(stream_response(target.state, events, call.id, &spec.run_id, &spec.session_id));
+    }
+    let blocking = call.params.get("configuration").and_then(|c| c.get("blocking")).and_then(Value::as_bool);
+    if blocking == Some(false) {
+        let idempotency_key = super::run_form::idempotency_key(target.headers)?;
+        let committed = super::background::commit(target.state, &spec, idempotency_key).await?;
+        let mut run = agno_core::RunOutput::new(&committed.job.id, &committed.job.session_id);
+        run.status = committed.status;
+        run.user_id.clone_from(&committed.job.user_id);
+        return Ok(result_response(&call.id, task::task_of(&run), StatusCode::ACCEPTED));
+    }
+    let finished = K::finish(runner, &spec).await;
+    Ok(result_response(&call.id, finished_task(finished, &spec.run_id, &spec.session_id), StatusCode::OK))
+}
+
+/// The task of a run that was awaited: the run as stored (a failed one `failed` with its
+/// error), or a failed task naming the error when no run was stored.
+fn finished_task(
+    result: Result<agno_core::RunOutput, agno_runtime::RunError>,
+    run_id: &str,
+    session_id: &str,
+) -> Value {
+    match result {
+        Ok(run) => task::task_of(&run),
+        Err(e) => match e.run() {
+            Some(run) => task::task_of(run),
+            None => {
+                let message = task::agent_message(
+                    &agno_core::new_id(),
+                    vec![task::text_part(&format!("Error: {e}"))],
+                    session_id,
+                    run_id,
+                    None,
+                );
+                task::task(run_id, session_id, "failed", None, vec![message], Vec::new())
+            }
+        },
+    }
+}
+
+/// An SSE response of a run's events as A2A frames; the run goes on when the client leaves.
+fn stream_response<E: StreamEvent>(
+    state: &AppState,
+    events: EventStream<E>,
+    request_id: Value,
+    run_id: &str,
+    session_id: &str,
+) -> Response {
+    enum Step<E> {
+        Running(EventStream<E>, Box<frames::Translator>),
+        Done,
+    }
+    let db = state.db.clone();
+    let run_id = run_id.to_owned();
+    let translator = Box::new(frames::Translator::new(request_id, &run_id, session_id));
+    let frames = futures::stream::unfold(Step::Running(events, translator), move |step| {
+        let db = db.clone();
+        let run_id = run_id.clone();
+        async move {
+            let Step::Running(mut events, mut translator) = step else { return None };
+            while let Some(event) = events.next().await {
+                let value = serde_json::to_value(&event).unwrap_or_default();
+                if let Some(frame) = translator.event(&event.stream_name(), &value) {
+                    return Some((vec![frame], Step::Running(events, translator)));
+                }
+            }
+            let paused = match (&db, translator.paused()) {
+                (Some(db), true) => db.get_run(&run_id, None).await.ok().flatten(),
+                _ => None,
+            };
+            Some((translator.finish(paused.as_ref()), Step::Done))
+        }
+    })
+    .flat_map(futures::stream::iter);
+    crate::sse::live(frames, DisconnectPolicy::KeepRunning, state.streaming())
+}
+
+/// `tasks/get`: the caller's stored run as a task, its unset fields `null` (as Python AgentOS
+/// answers this method, unlike `message/send`).
+async fn get_task<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Response, Failure> {
+    let run = stored_task::<K>(target, task_id(call)?, call).await?;
+    Ok(result_response(&call.id, task::with_nulls(task::task_of(&run)), StatusCode::OK))
+}
+
+/// `tasks/cancel`: cancels the caller's run (a background one from any replica, through its
+/// job; a paused one is ended `CANCELLED`); a run that already ended otherwise is A2A's
+/// `TaskNotCancelableError`.
+async fn cancel_task<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Response, Failure> {
+    let task_id = task_id(call)?;
+    let mut run = stored_task::<K>(target, task_id, call).await?;
+    let not_cancelable =
+        |run: &agno_core::RunOutput| RpcError::task_not_cancelable(task_id, task::state_of(run.status));
+    if run.status.is_terminal() && run.status != RunStatus::Cancelled {
+        return Err(not_cancelable(&run).into());
+    }
+    let queued = match &target.state.queue {
+        Some(queue) => queue.store.get_job(task_id, None).await?.is_some(),
+        None => false,
+    };
+    if run.status == RunStatus::Paused && !queued {
+        run.status = RunStatus::Cancelled;
+        let session_id = run.session_id.clone().unwrap_or_default();
+        target.state.require_db()?.upsert_run(&run, &session_id, run.user_id.as_deref()).await?;
+    } else if run.status != RunStatus::Cancelled {
+        match super::background::cancel(target.state, task_id, Some(run.clone())).await {
+            Ok(_) => {}
+            Err(e) if e.status == StatusCode::CONFLICT => return Err(not_cancelable(&run).into()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let context_id = run.session_id.as_deref().unwrap_or_default();
+    Ok(result_response(
+        &call.id,
+        task::task(task_id, context_id, "canceled", None, Vec::new(), Vec::new()),
+        StatusCode::OK,
+    ))
+}

@@ -1,0 +1,500 @@
+//! The A2A interface (`[a2a] enabled`) end to end on a real server: cards, `message/send`
+//! (blocking and queued), `message/stream`, `tasks/get`, `tasks/cancel` on an agent, a team and a
+//! workflow; a paused run as an `input-required` task continued by the next message; JSON-RPC
+//! errors for bad input with nothing stored; user isolation of contexts and tasks; and the
+//! official A2A Python SDK (0.3.x) as the client.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::{SECRET, TestOs, config, token};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+const OS: &str = r#"
+[db]
+url = "memory://"
+[queue]
+poll_interval_ms = 50
+[a2a]
+enabled = true
+[[agents]]
+id = "calc"
+name = "Calc"
+description = "Adds numbers"
+model = "test"
+[[agents]]
+id = "guarded"
+model = "test"
+tools = [{ toolkit = "calculator", include_tools = ["add"], requires_confirmation_tools = ["add"] }]
+[[teams]]
+id = "desk"
+name = "Desk"
+model = "test"
+members = ["calc"]
+[[workflows]]
+id = "flow"
+name = "Flow"
+[[workflows.steps]]
+name = "first"
+agent = "calc"
+"#;
+
+fn message(text: &str) -> Value {
+    json!({"role": "user", "messageId": agno_core::new_id(), "parts": [{"kind": "text", "text": text}]})
+}
+
+fn rpc(method: &str, params: Value) -> Value {
+    let mut request = json!({"jsonrpc": "2.0", "id": "req-1", "method": method});
+    request["params"] = params;
+    request
+}
+
+/// Reads an SSE answer to its end: the `data` of every frame, as JSON.
+async fn stream(os: &TestOs, path: &str, body: &Value, token: Option<&str>) -> (u16, Vec<Value>) {
+    let mut req = os.client.post(format!("{}{path}", os.base)).json(body);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    assert_eq!(resp.headers()["content-type"].to_str().unwrap().split(';').next(), Some("text/event-stream"));
+    let mut frames = Vec::new();
+    let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+    while let Some(ev) = events.next().await {
+        frames.push(serde_json::from_str(&ev.unwrap().data).unwrap());
+    }
+    (status, frames)
+}
+
+#[tokio::test]
+async fn cards_describe_every_component_kind_and_the_interface_is_listed() {
+    let os = TestOs::start(config(OS)).await;
+    for (path, name, streaming) in
+        [("agents/calc", "Calc", true), ("teams/desk", "Desk", true), ("workflows/flow", "Flow", false)]
+    {
+        let r = os.get(&format!("/a2a/{path}/.well-known/agent-card.json"), None).await;
+        assert_eq!(r.status, 200, "{path}: {:?}", r.body);
+        assert_eq!(r.body["name"], name);
+        assert_eq!(r.body["protocolVersion"], "0.3.0");
+        assert_eq!(r.body["capabilities"]["streaming"], streaming);
+        let host = os.base.trim_start_matches("http://");
+        assert_eq!(r.body["url"], format!("http://{host}/a2a/{path}/v1/message:stream"));
+        assert_eq!(r.body["skills"][0]["id"], path.split('/').nth(1).unwrap());
+    }
+    assert_eq!(os.get("/a2a/agents/calc/.well-known/agent-card.json", None).await.body["description"], "Adds numbers");
+    assert_eq!(os.get("/a2a/agents/nope/.well-known/agent-card.json", None).await.status, 404);
+    let interfaces = os.get("/config", None).await.body["interfaces"].clone();
+    assert_eq!(interfaces, json!([{"type": "a2a", "version": "1.0", "route": "/a2a"}]));
+
+    let off = TestOs::start(config(&OS.replace("[a2a]\nenabled = true", ""))).await;
+    let r = off.get("/a2a/agents/calc/.well-known/agent-card.json", None).await;
+    assert_eq!(r.status, 404);
+    assert!(common::detail(&r.body).contains("[a2a] enabled"), "{:?}", r.body);
+    let r = off.post_json("/a2a/agents/calc/v1/message:send", &rpc("message/send", json!({})), None).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(off.get("/config", None).await.body["interfaces"], json!([]));
+}
+
+#[tokio::test]
+async fn send_get_and_a_second_turn_in_the_same_context() {
+    let os = TestOs::start(config(OS)).await;
+    for path in ["agents/calc", "teams/desk", "workflows/flow"] {
+        let mut first = message("first question");
+        first["contextId"] = json!(format!("ctx-{}", path.replace('/', "-")));
+        let r = os
+            .post_json(&format!("/a2a/{path}/v1/message:send"), &rpc("message/send", json!({"message": first})), None)
+            .await;
+        assert_eq!(r.status, 200, "{path}: {:?}", r.body);
+        assert_eq!(r.body["id"], "req-1");
+        let task = &r.body["result"];
+        assert_eq!(
+            (task["kind"].as_str(), task["status"]["state"].as_str()),
+            (Some("task"), Some("completed")),
+            "{path}"
+        );
+        assert_eq!(task["contextId"], first["contextId"]);
+        let answer = task["history"][0]["parts"][0]["text"].as_str().unwrap();
+        assert!(answer.contains("first question"), "{path}: {answer}");
+        let task_id = task["id"].as_str().unwrap().to_owned();
+
+        // The task is the stored run, in the session the context names.
+        let r = os
+            .post_json(&format!("/a2a/{path}/v1/message:stream"), &rpc("tasks/get", json!({"id": task_id})), None)
+            .await;
+        assert_eq!(r.status, 200, "{path}: {:?}", r.body);
+        assert_eq!(r.body["result"]["id"], task_id);
+        assert_eq!(r.body["result"]["status"]["state"], "completed");
+        let session = os.get(&format!("/sessions/{}/runs", first["contextId"].as_str().unwrap()), None).await;
+        let runs = session.body.as_array().unwrap();
+        assert!(runs.iter().any(|r| r["run_id"] == task_id), "{path}: {runs:?}");
+
+        let mut second = message("second question");
+        second["contextId"] = first["contextId"].clone();
+        let r = os
+            .post_json(&format!("/a2a/{path}/v1/message:send"), &rpc("message/send", json!({"message": second})), None)
+            .await;
+        assert_eq!(r.body["result"]["contextId"], first["contextId"]);
+        assert_ne!(r.body["result"]["id"], task_id);
+    }
+    // tasks:get at its own endpoint (no method named), with Agno's contextId.
+    let r = os
+        .post_json("/a2a/agents/calc/v1/message:send", &rpc("message/send", json!({"message": message("x")})), None)
+        .await;
+    let (task_id, context) = (r.body["result"]["id"].clone(), r.body["result"]["contextId"].clone());
+    let body = json!({"jsonrpc": "2.0", "id": 9, "params": {"id": task_id, "contextId": context}});
+    let r = os.post_json("/a2a/agents/calc/v1/tasks:get", &body, None).await;
+    assert_eq!((r.body["id"].as_i64(), r.body["result"]["id"].clone()), (Some(9), task_id.clone()));
+    // Another component's task is not found there.
+    let r = os.post_json("/a2a/agents/guarded/v1/tasks:get", &rpc("tasks/get", json!({"id": task_id})), None).await;
+    assert_eq!(r.body["error"]["code"], -32001, "{:?}", r.body);
+}
+
+#[tokio::test]
+async fn a_stream_sends_status_updates_and_artifact_deltas_and_ends_with_the_answer() {
+    let os = TestOs::start(config(OS)).await;
+    for path in ["agents/calc", "teams/desk", "workflows/flow"] {
+        let (status, frames) = stream(
+            &os,
+            &format!("/a2a/{path}/v1/message:stream"),
+            &rpc("message/stream", json!({"message": message("stream me")})),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert!(frames.iter().all(|f| f["jsonrpc"] == "2.0" && f["id"] == "req-1"), "{path}");
+        let first = &frames[0]["result"];
+        assert_eq!(
+            (first["kind"].as_str(), first["status"]["state"].as_str()),
+            (Some("status-update"), Some("working")),
+            "{path}"
+        );
+        let task_id = first["taskId"].as_str().unwrap().to_owned();
+        assert!(frames.iter().all(|f| f["result"]["taskId"] == task_id), "{path}: one task throughout");
+        let deltas: String = frames
+            .iter()
+            .filter(|f| f["result"]["kind"] == "artifact-update")
+            .map(|f| f["result"]["artifact"]["parts"][0]["text"].as_str().unwrap().to_owned())
+            .collect();
+        let last = &frames.last().unwrap()["result"];
+        assert_eq!(
+            (last["final"].as_bool(), last["status"]["state"].as_str()),
+            (Some(true), Some("completed")),
+            "{path}"
+        );
+        let answer = last["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+        assert!(answer.contains("stream me"), "{path}: {answer}");
+        if path != "workflows/flow" {
+            assert_eq!(deltas, answer, "{path}: the deltas add up to the answer");
+        }
+        assert_eq!(frames.iter().filter(|f| f["result"]["final"] == true).count(), 1);
+        // The streamed task is stored like any run.
+        let kind = path.split('/').next().unwrap();
+        if kind != "workflows" {
+            let r = os
+                .post_json(&format!("/a2a/{path}/v1/tasks:get"), &rpc("tasks/get", json!({"id": task_id})), None)
+                .await;
+            assert_eq!(r.body["result"]["status"]["state"], "completed", "{path}");
+        }
+    }
+    // The team's members' events are not its task's end; the workflow's step events ride status updates.
+    let (_, frames) = stream(
+        &os,
+        "/a2a/workflows/flow/v1/message:stream",
+        &rpc("message/stream", json!({"message": message("w")})),
+        None,
+    )
+    .await;
+    let types: Vec<&str> = frames.iter().filter_map(|f| f["result"]["metadata"]["agno_event_type"].as_str()).collect();
+    assert!(types.contains(&"workflow_step_started") && types.contains(&"workflow_step_completed"), "{types:?}");
+}
+
+#[tokio::test]
+async fn a_non_blocking_send_is_queued_and_its_task_ends_completed() {
+    let os = TestOs::start(config(OS)).await;
+    let params = json!({"message": message("later"), "configuration": {"blocking": false}});
+    let r = os.post_json("/a2a/agents/calc/v1/message:send", &rpc("message/send", params), None).await;
+    assert_eq!(r.status, 202, "{:?}", r.body);
+    assert_eq!(r.body["result"]["status"]["state"], "submitted");
+    let task_id = r.body["result"]["id"].as_str().unwrap().to_owned();
+    let job = os.get(&format!("/queue/jobs/{task_id}"), None).await;
+    assert_eq!(job.status, 200, "a committed job: {:?}", job.body);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = os.post_json("/a2a/agents/calc/v1/tasks:get", &rpc("tasks/get", json!({"id": task_id})), None).await;
+        if r.body["result"]["status"]["state"] == "completed" {
+            assert!(r.body["result"]["history"][0]["parts"][0]["text"].as_str().unwrap().contains("later"));
+            break;
+        }
+        assert!(Instant::now() < deadline, "the queued task did not complete: {:?}", r.body);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // An ended task cannot be canceled; an unknown one is not found.
+    let r = os.post_json("/a2a/agents/calc/v1/tasks:cancel", &rpc("tasks/cancel", json!({"id": task_id})), None).await;
+    assert_eq!(r.body["error"]["code"], -32002, "{:?}", r.body);
+    assert_eq!(r.body["error"]["data"]["state"], "completed");
+    let r = os.post_json("/a2a/agents/calc/v1/tasks:cancel", &rpc("tasks/cancel", json!({"id": "nope"})), None).await;
+    assert_eq!(r.body["error"]["code"], -32001);
+}
+
+#[tokio::test]
+async fn a_paused_run_is_an_input_required_task_continued_by_the_next_message() {
+    let os = TestOs::start(config(OS)).await;
+    let r = os
+        .post_json(
+            "/a2a/agents/guarded/v1/message:send",
+            &rpc("message/send", json!({"message": message("add them")})),
+            None,
+        )
+        .await;
+    let task = r.body["result"].clone();
+    assert_eq!(task["status"]["state"], "input-required", "{task:?}");
+    let open = &task["status"]["message"]["parts"][1]["data"]["requirements"];
+    assert_eq!(open[0]["tool_name"], "add");
+    assert_eq!(open[0]["needs_confirmation"], true);
+    let task_id = task["id"].as_str().unwrap().to_owned();
+
+    // An answer that answers nothing is refused, and the run stays paused.
+    let mut vague = message("perhaps");
+    vague["taskId"] = json!(task_id);
+    let r = os
+        .post_json("/a2a/agents/guarded/v1/message:send", &rpc("message/send", json!({"message": vague})), None)
+        .await;
+    assert_eq!(r.body["error"]["code"], -32602, "{:?}", r.body);
+    let r = os.post_json("/a2a/agents/guarded/v1/tasks:get", &rpc("tasks/get", json!({"id": task_id})), None).await;
+    assert_eq!(r.body["result"]["status"]["state"], "input-required");
+
+    // "yes" confirms the call: the run carries on under its id, streamed.
+    let mut yes = message("yes");
+    yes["taskId"] = json!(task_id);
+    let (_, frames) =
+        stream(&os, "/a2a/agents/guarded/v1/message:stream", &rpc("message/stream", json!({"message": yes})), None)
+            .await;
+    let last = &frames.last().unwrap()["result"];
+    assert_eq!(
+        (last["taskId"].as_str(), last["status"]["state"].as_str()),
+        (Some(task_id.as_str()), Some("completed"))
+    );
+    assert!(frames.iter().any(|f| f["result"]["metadata"]["agno_event_type"] == "tool_call_completed"), "{frames:?}");
+    let run = os.get(&format!("/agents/guarded/runs/{task_id}"), None).await;
+    assert_eq!(run.body["status"], "COMPLETED");
+    assert_eq!(run.body["tools"][0]["confirmed"], true, "{:?}", run.body["tools"]);
+
+    // An ended task takes no answer.
+    let r = os
+        .post_json("/a2a/agents/guarded/v1/message:send", &rpc("message/send", json!({"message": vague})), None)
+        .await;
+    assert_eq!(r.body["error"]["code"], -32602);
+
+    // A rejection by data part, and a cancel of a paused task.
+    let r = os
+        .post_json(
+            "/a2a/agents/guarded/v1/message:send",
+            &rpc("message/send", json!({"message": message("again")})),
+            None,
+        )
+        .await;
+    let second = r.body["result"]["id"].as_str().unwrap().to_owned();
+    let mut no = message("");
+    no["parts"] = json!([{"kind": "data", "data": {"confirmed": false, "note": "not today"}}]);
+    no["taskId"] = json!(second);
+    let r =
+        os.post_json("/a2a/agents/guarded/v1/message:send", &rpc("message/send", json!({"message": no})), None).await;
+    assert_eq!(r.body["result"]["status"]["state"], "completed", "{:?}", r.body);
+    let run = os.get(&format!("/agents/guarded/runs/{second}"), None).await;
+    assert_eq!(run.body["tools"][0]["confirmed"], false);
+    let r = os
+        .post_json(
+            "/a2a/agents/guarded/v1/message:send",
+            &rpc("message/send", json!({"message": message("third")})),
+            None,
+        )
+        .await;
+    let third = r.body["result"]["id"].as_str().unwrap().to_owned();
+    let r = os.post_json("/a2a/agents/guarded/v1/tasks:cancel", &rpc("tasks/cancel", json!({"id": third})), None).await;
+    assert_eq!(r.body["result"]["status"]["state"], "canceled", "{:?}", r.body);
+    assert_eq!(os.get(&format!("/agents/guarded/runs/{third}"), None).await.body["status"], "CANCELLED");
+}
+
+#[tokio::test]
+async fn bad_requests_are_json_rpc_errors_and_store_nothing() {
+    let os = TestOs::start(config(OS)).await;
+    let url = format!("{}/a2a/agents/calc/v1/message:send", os.base);
+    let send_raw = |body: &'static str| {
+        let client = os.client.clone();
+        let url = url.clone();
+        async move {
+            let resp = client.post(url).header("content-type", "application/json").body(body).send().await.unwrap();
+            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, body) = send_raw("{bad").await;
+    assert_eq!((status, body["error"]["code"].as_i64(), body["id"].clone()), (200, Some(-32700), Value::Null));
+    let cases = [
+        (json!({"jsonrpc": "1.0", "id": 1, "method": "message/send"}), -32600),
+        (json!({"id": 1, "method": "message/send"}), -32600),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "message/teleport"}), -32601),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/resubscribe", "params": {"id": "x"}}), -32004),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": "x"}), -32602),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}), -32602),
+        (rpc("message/send", json!({"message": {"role": "user", "messageId": "m", "parts": []}})), -32602),
+        (
+            rpc(
+                "message/send",
+                json!({"message": {"role": "agent", "messageId": "m", "parts": [{"kind": "text", "text": "x"}]}}),
+            ),
+            -32602,
+        ),
+        (
+            rpc("message/send", json!({"message": {"role": "user", "messageId": "m", "parts": [{"kind": "blob"}]}})),
+            -32602,
+        ),
+        (
+            rpc(
+                "message/send",
+                json!({"message": {"role": "user", "messageId": "m", "taskId": "nope", "parts": [{"kind": "text", "text": "yes"}]}}),
+            ),
+            -32001,
+        ),
+        (rpc("tasks/get", json!({})), -32602),
+        (rpc("tasks/get", json!({"id": "nope"})), -32001),
+    ];
+    for (body, code) in cases {
+        let r = os.post_json("/a2a/agents/calc/v1/message:send", &body, None).await;
+        assert_eq!(r.status, 200, "{body}");
+        assert_eq!(r.body["error"]["code"], code, "{body} -> {:?}", r.body);
+        assert!(r.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    // None of them stored a run or a session.
+    assert_eq!(os.get("/sessions", None).await.body["data"], json!([]));
+    // A stream's bad request is answered as JSON, not as a stream.
+    let r =
+        os.post_json("/a2a/agents/calc/v1/message:stream", &rpc("message/stream", json!({"message": {}})), None).await;
+    assert_eq!(r.body["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn contexts_and_tasks_are_the_callers_own() {
+    let cfg = format!(
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}]\nuser_isolation = true\n{}",
+        serde_json::to_string(SECRET).unwrap(),
+        OS
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let all =
+        ["agents:read", "agents:run", "teams:read", "teams:run", "workflows:read", "workflows:run", "sessions:read"];
+    let (alice, bob) = (token("alice", &all), token("bob", &all));
+
+    // No token: 401 on every A2A route.
+    for path in
+        ["/a2a/agents/calc/v1/message:send", "/a2a/teams/desk/v1/tasks:get", "/a2a/workflows/flow/v1/message:stream"]
+    {
+        assert_eq!(os.post_json(path, &rpc("message/send", json!({})), None).await.status, 401, "{path}");
+    }
+    assert_eq!(os.get("/a2a/agents/calc/.well-known/agent-card.json", None).await.status, 401);
+    // A scope short of running: 403.
+    let reader = token("carol", &["agents:read"]);
+    assert_eq!(
+        os.post_json("/a2a/agents/calc/v1/message:send", &rpc("message/send", json!({})), Some(&reader)).await.status,
+        403
+    );
+
+    for path in ["agents/calc", "teams/desk", "workflows/flow"] {
+        let mut m = message("alice's secret");
+        m["contextId"] = json!(format!("alice-{}", path.replace('/', "-")));
+        // A client-sent user id does not override the token's.
+        m["metadata"] = json!({"userId": "bob"});
+        let r = os
+            .post_json(
+                &format!("/a2a/{path}/v1/message:send"),
+                &rpc("message/send", json!({"message": m})),
+                Some(&alice),
+            )
+            .await;
+        assert_eq!(r.body["result"]["status"]["state"], "completed", "{path}: {:?}", r.body);
+        assert_eq!(r.body["result"]["history"][0]["metadata"]["userId"], "alice");
+        let task_id = r.body["result"]["id"].clone();
+
+        // Bob cannot run in Alice's context ...
+        let mut intrude = message("bob was here");
+        intrude["contextId"] = m["contextId"].clone();
+        let r = os
+            .post_json(
+                &format!("/a2a/{path}/v1/message:send"),
+                &rpc("message/send", json!({"message": intrude})),
+                Some(&bob),
+            )
+            .await;
+        assert_eq!(r.status, 404, "{path}: {:?}", r.body);
+        // ... nor read, cancel or continue her task.
+        for method in ["tasks/get", "tasks/cancel"] {
+            let r = os
+                .post_json(&format!("/a2a/{path}/v1/message:send"), &rpc(method, json!({"id": task_id})), Some(&bob))
+                .await;
+            assert_eq!(r.body["error"]["code"], -32001, "{path} {method}: {:?}", r.body);
+        }
+        let mut answer = message("yes");
+        answer["taskId"] = task_id.clone();
+        let r = os
+            .post_json(
+                &format!("/a2a/{path}/v1/message:send"),
+                &rpc("message/send", json!({"message": answer})),
+                Some(&bob),
+            )
+            .await;
+        assert_eq!(r.body["error"]["code"], -32001, "{path}: {:?}", r.body);
+        // Alice reads it.
+        let r = os
+            .post_json(&format!("/a2a/{path}/v1/message:send"), &rpc("tasks/get", json!({"id": task_id})), Some(&alice))
+            .await;
+        assert_eq!(r.body["result"]["id"], task_id);
+    }
+    // Bob's session list holds none of Alice's contexts.
+    let r = os.get("/sessions", Some(&bob)).await;
+    assert_eq!(r.body["data"], json!([]), "{:?}", r.body);
+}
+
+fn sdk_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/a2a_sdk_client.py")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_a2a_python_sdk_drives_an_agent_a_team_and_a_workflow() {
+    let Some(python) = agno_testkit::agno_python("the A2A Python SDK check") else { return };
+    let os = TestOs::start(config(OS)).await;
+    let paths = ["/a2a/agents/calc", "/a2a/teams/desk", "/a2a/workflows/flow"];
+    let run =
+        tokio::process::Command::new(&python).arg(sdk_script()).arg(&os.base).args(paths).kill_on_drop(true).output();
+    let out = tokio::time::timeout(Duration::from_secs(180), run).await.expect("the SDK client ends").unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "python failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\n{stderr}"));
+    assert_eq!(result["errors"], json!({}), "{stderr}");
+    for path in paths {
+        let r = &result[path];
+        assert_eq!(r["send"]["state"], "completed", "{path}: {r}");
+        assert!(r["send"]["text"].as_str().unwrap().contains("first turn"), "{path}: {r}");
+        assert_eq!(r["second"]["context_id"], r["send"]["context_id"], "{path}");
+        assert_eq!(r["get"]["id"], r["send"]["task_id"]);
+        assert_eq!(r["get"]["state"], "completed");
+        assert_eq!(r["get_unknown"], -32001);
+        assert_eq!(r["cancel_ended"], -32002);
+        assert_eq!(r["background"]["states"][0], "submitted", "{path}: {r}");
+        assert_eq!(r["background"]["states"].as_array().unwrap().last().unwrap(), "completed", "{path}: {r}");
+    }
+    for path in ["/a2a/agents/calc", "/a2a/teams/desk"] {
+        let s = &result[path]["stream"];
+        assert_eq!(s["last_state"], "completed", "{path}: {s}");
+        assert!(s["answer"].as_str().unwrap().contains("stream turn"), "{path}: {s}");
+        assert_eq!(s["artifact_text"], s["answer"], "{path}: the artifact holds the streamed answer");
+        assert_eq!(s["kinds"], json!(["artifact-update", "status-update"]), "{path}: {s}");
+    }
+    // The workflow's card says it does not stream: the SDK sent message/send instead.
+    assert_eq!(result["/a2a/workflows/flow"]["card"]["streaming"], false);
+    assert_eq!(result["/a2a/workflows/flow"]["stream"]["last_state"], "completed");
+}
