@@ -2,7 +2,7 @@
 needs it: one agent `demo` on an OpenAI-compatible server, storage in SQLite or PostgreSQL.
 
 Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret SECRET] [--mcp] [--tracing]
-                          [--approvals] [--compaction] [--media-dir DIR] [--a2a]
+                          [--approvals] [--compaction] [--media-dir DIR] [--a2a] [--agui]
 
     --db sqlite:///path/to.db  or  postgresql://user@host:port/db?schema=name
 
@@ -14,7 +14,8 @@ admin's approval (`@approval`), and `/approvals` on the OS database. With --comp
 `folder` (named Folder, same model, history on) that compacts when asked, keeping its newest run
 (`Compaction(compact_at_tokens=None, uncompacted_runs=1)`). With --media-dir, the OS serves media
 from `LocalMediaStorage(base_path=DIR)`. With --a2a, the agents, the team and the workflow are
-also served over A2A v0.3 at `/a2a` (`a2a_interface=True`). Prints "ready" on stdout
+also served over A2A v0.3 at `/a2a` (`a2a_interface=True`); with --agui, agent `demo` over AG-UI at `/agui`
+(`interfaces=[AGUI(agent=demo)]`). Prints "ready" on stdout
 once uvicorn serves; runs until killed.
 Needs `agno==3.1.*` with fastapi, uvicorn, sqlalchemy and psycopg (the CI venv has them).
 """
@@ -95,6 +96,7 @@ def main():
     parser.add_argument("--compaction", action="store_true", help="serve agent `folder`, which compacts when asked")
     parser.add_argument("--media-dir", help="serve /sessions/{id}/media/{key} from this LocalMediaStorage directory")
     parser.add_argument("--a2a", action="store_true", help="serve the A2A interface at /a2a (a2a_interface=True; needs a2a-sdk<1.0)")
+    parser.add_argument("--agui", action="store_true", help="serve agent demo over AG-UI at /agui (needs ag-ui-protocol)")
     args = parser.parse_args()
 
     from agno.agent import Agent
@@ -215,6 +217,10 @@ def main():
         kwargs["media_storage"] = LocalMediaStorage(base_path=args.media_dir)
     if args.a2a:
         kwargs["a2a_interface"] = True
+    if args.agui:
+        from agno.os.interfaces.agui import AGUI
+
+        kwargs["interfaces"] = [AGUI(agent=agent)]
     agent_os = AgentOS(id="parity-os", agents=agents, teams=[team], workflows=[workflow], **kwargs)
     app = agent_os.get_app()
 

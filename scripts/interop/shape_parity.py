@@ -17,6 +17,7 @@ values are data, not shape), except against a missing key.
 
 import argparse
 import json
+import re
 import sys
 import time
 import uuid
@@ -216,8 +217,9 @@ def answer(resp):
     elif media == "text/event-stream":
         # agno-rs sends no content event for a provider's empty first chunk (README: deliberate
         # differences); Python's empty ones are left out of the comparison.
+        # A frame without an `event:` line (AG-UI's) is named by its `type`.
         out["events"] = [
-            (name, shape(data))
+            (name or (data.get("type") if isinstance(data, dict) else None), shape(data))
             for name, data in sse_events(resp.text)
             if not (name in ("RunContent", "TeamRunContent") and isinstance(data, dict) and data.get("content") in ("", None))
         ]
@@ -710,10 +712,29 @@ def a2a_steps():
     ]
 
 
+def agui_steps():
+    """The AG-UI sequence (both servers serve agent `demo` over AG-UI: Python's
+    `interfaces=[AGUI(agent=demo)]`, agno-rs's `[agui] agent = "demo"`)."""
+    def body(run, messages, **extra):
+        return {"json": dict({"threadId": "{session}", "runId": run, "messages": messages, "tools": [],
+                              "context": [], "forwardedProps": {}}, **extra)}
+
+    user = {"id": "m1", "role": "user", "content": "hello over ag-ui"}
+    return [
+        ("agui status", "GET", "/status", {}, None),
+        ("agui run", "POST", "/agui", body("agui-run-1", [user]), None),
+        ("agui run with state", "POST", "/agui", body("agui-run-2", [user], state={"theme": "dark"}), None),
+        ("agui tool message answering nothing", "POST", "/agui",
+         body("agui-run-3", [user, {"id": "t1", "role": "tool", "toolCallId": "nope", "content": "{}"}]), None),
+        ("agui without threadId", "POST", "/agui", {"json": {"runId": "x", "messages": []}}, None),
+    ]
+
+
 def formatted(value, variables):
     """`value` with every string formatted with `variables` (a JSON body's placeholders)."""
     if isinstance(value, str):
-        return value.format(**variables)
+        # Only `{name}` placeholders: JSON text inside a body keeps its braces.
+        return re.sub(r"\{(\w+)\}", lambda m: str(variables[m.group(1)]), value)
     if isinstance(value, list):
         return [formatted(v, variables) for v in value]
     if isinstance(value, dict):
@@ -725,7 +746,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rs", required=True)
     parser.add_argument("--py", required=True)
-    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a"])
+    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a", "agui"])
     args = parser.parse_args()
     rs, py = Side("rs", args.rs), Side("py", args.py)
     py.vars["session"] = rs.vars["session"]
@@ -741,6 +762,7 @@ def main():
         "approvals": approval_steps,
         "compaction": compaction_steps,
         "a2a": a2a_steps,
+        "agui": agui_steps,
     }
     for name, method, path, kwargs, capture in suites[args.suite]():
         results = {}

@@ -38,13 +38,13 @@ start_services() {
 # and a Python AgentOS for shape parity).
 ensure_python() {
   local venv="$HOME/.cache/agno-py-3.1"
-  if ! "$venv/bin/python" -c 'import agno, sqlalchemy.ext.asyncio, psycopg, pymysql, redis, fastapi, uvicorn, multipart, openai, lancedb, tantivy, pgvector, croniter, pytz, mcp, toolbox_core, fastmcp, anthropic, google.genai, ollama, boto3, opentelemetry.sdk, openinference.instrumentation.agno, a2a.client' 2>/dev/null; then
+  if ! "$venv/bin/python" -c 'import agno, sqlalchemy.ext.asyncio, psycopg, pymysql, redis, fastapi, uvicorn, multipart, openai, lancedb, tantivy, pgvector, croniter, pytz, mcp, toolbox_core, fastmcp, anthropic, google.genai, ollama, boto3, opentelemetry.sdk, openinference.instrumentation.agno, a2a.client, ag_ui.core' 2>/dev/null; then
     say "creating the Python Agno 3.1 venv in $venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q 'agno==3.1.10' 'sqlalchemy[asyncio]' 'psycopg[binary]' pymysql redis fastapi uvicorn python-multipart openai \
       'lancedb==0.40.0' 'pylance==14.0.2' 'tantivy==0.27.0' 'pgvector==0.5.1' 'croniter==7.0.0' 'pytz==2026.6' 'mcp==2.3.0' 'toolbox-core==1.4.0' 'fastmcp==4.2.3' \
       'anthropic==2.15.0' 'google-genai==3.6.1' 'ollama==0.6.3' 'boto3==1.44.8' \
-      'opentelemetry-sdk==1.45.2' 'openinference-instrumentation-agno==1.0.15' 'a2a-sdk==0.3.26'
+      'opentelemetry-sdk==1.45.2' 'openinference-instrumentation-agno==1.0.15' 'a2a-sdk==0.3.26' 'ag-ui-protocol==1.0.0'
   fi
   export AGNO_PYTHON="$venv/bin/python"
 }
@@ -64,6 +64,7 @@ ensure_phoenix() {
 # The npm packages the tests run, pinned: the tests assert their exact strings.
 PLAYWRIGHT_CORE=1.65.1
 MCP_SERVERS=2026.8.31
+AGUI_CLIENT=1.0.0
 
 # True when the npm package in directory $1 is at version $2.
 installed() {
@@ -98,4 +99,16 @@ ensure_mcp_servers() {
       "@modelcontextprotocol/server-filesystem@$MCP_SERVERS") || say "the MCP reference servers did not install"
   fi
   export AGNO_MCP_SERVERS="$dir"
+}
+
+# AG-UI's own TypeScript client (`@ag-ui/client`'s HttpAgent), which the AG-UI tests drive the
+# server with.
+ensure_agui_client() {
+  local dir="$HOME/.cache/agno-agui-client"
+  if ! installed "$dir/node_modules/@ag-ui/client" "$AGUI_CLIENT"; then
+    say "installing @ag-ui/client $AGUI_CLIENT in $dir"
+    mkdir -p "$dir"
+    (cd "$dir" && npm init -y >/dev/null && npm install --silent "@ag-ui/client@$AGUI_CLIENT") || say "@ag-ui/client did not install"
+  fi
+  export AGNO_AGUI_CLIENT="$dir"
 }

@@ -216,6 +216,23 @@ async fn a2a_routes_answer_as_python_agentos_does() {
     assert_shape_parity(&python, rs_port, &py_base, "a2a", 15);
 }
 
+/// Both servers serve agent `demo` over AG-UI (Python's `interfaces=[AGUI(agent=demo)]`, agno-rs's
+/// `[agui] agent = "demo"`): `/status`, a streamed turn (with and without state), tool messages
+/// answering nothing and a malformed input answer in the same shapes and event sequences.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agui_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the AG-UI parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("aguiparity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--agui".into()]).await;
+    let config = python_agentos_twin(&dir, &provider, "[agui]\nenabled = true\nagent = \"demo\"\n");
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "agui", 5);
+}
+
 /// One database and one media directory, two servers: media a Python Agno 3.1.10 agent offloaded
 /// to its `LocalMediaStorage` is answered alike by Python AgentOS 3.1.10 and agno-rs on
 /// `GET /sessions/{session_id}/media/{storage_key}` (status, content type, `nosniff`, the bytes),

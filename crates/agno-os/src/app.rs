@@ -114,6 +114,13 @@ impl AgentOs {
             media_storage,
             mcp_server: Arc::new(config.mcp_server.clone()),
             a2a: config.a2a.enabled,
+            agui: config.agui.enabled.then(|| {
+                let (kind, id) = match (&config.agui.agent, &config.agui.team) {
+                    (Some(agent), _) => (agno_core::ComponentKind::Agent, agent.clone()),
+                    (None, team) => (agno_core::ComponentKind::Team, team.clone().unwrap_or_default()),
+                };
+                crate::state::AguiTarget { kind, id, background: config.agui.background }
+            }),
             mcp: None,
             tracing,
             trace_retention: config

@@ -87,6 +87,18 @@ impl Frame {
         Self(Bytes::from(out))
     }
 
+    /// A frame of `data` alone (no `event:` name, no `id:`), as AG-UI's encoder writes one.
+    pub fn data(data: &str) -> Self {
+        let mut out = String::with_capacity(data.len() + 8);
+        for line in data.split('\n') {
+            out.push_str("data: ");
+            out.push_str(line.strip_suffix('\r').unwrap_or(line));
+            out.push('\n');
+        }
+        out.push('\n');
+        Self(Bytes::from(out))
+    }
+
     /// A JSON-serialisable event named `name`.
     pub fn json<T: serde::Serialize>(name: &str, event: &T, id: Option<u64>) -> Self {
         Self::new(name, &serde_json::to_string(event).unwrap_or_default(), id)
@@ -94,6 +106,21 @@ impl Frame {
 
     fn heartbeat() -> Self {
         Self(Bytes::from_static(b": heartbeat\n\n"))
+    }
+
+    /// Its `event:` name and its data (the `data:` lines joined), read back from its bytes.
+    pub fn name_and_data(&self) -> (Option<String>, String) {
+        let text = String::from_utf8_lossy(&self.0);
+        let mut name = None;
+        let mut data: Vec<&str> = Vec::new();
+        for line in text.lines() {
+            if let Some(value) = line.strip_prefix("event: ") {
+                name = Some(value.to_owned());
+            } else if let Some(value) = line.strip_prefix("data: ") {
+                data.push(value);
+            }
+        }
+        (name, data.join("\n"))
     }
 
     /// Its size, in bytes.

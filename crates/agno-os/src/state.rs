@@ -56,6 +56,8 @@ pub struct AppState {
     pub mcp_server: Arc<crate::config::McpServerSettings>,
     /// Whether the A2A interface is served (`[a2a] enabled`).
     pub a2a: bool,
+    /// The component answering AG-UI clients (`[agui] enabled`).
+    pub agui: Option<AguiTarget>,
     /// The MCP endpoint's service, when `[mcp_server] enabled`.
     pub mcp: Option<crate::mcp_server::McpService>,
     /// Where runs are traced (`[tracing] enabled`); its store is [`AppState::db`].
@@ -137,4 +139,15 @@ impl crate::queue::Served for AppState {
     fn knowledge_names(&self) -> Vec<String> {
         self.knowledge.iter().map(|k| k.name().to_owned()).collect()
     }
+}
+
+/// The agent or team the AG-UI interface runs.
+#[derive(Debug, Clone)]
+pub struct AguiTarget {
+    /// Agent or team.
+    pub kind: agno_core::ComponentKind,
+    /// Its id.
+    pub id: String,
+    /// Its runs go on the durable queue (`[agui] background`).
+    pub background: bool,
 }

@@ -311,6 +311,8 @@ const COVERAGE: &[(&str, &str, &str)] = &[
     ("GET", "/a2a/workflows/{id}/.well-known/agent-card.json", "no user data"),
     ("POST", "/a2a/workflows/{id}/v1/message:send", "write: run into A's context, continue A's task (tests/a2a.rs)"),
     ("POST", "/a2a/workflows/{id}/v1/message:stream", "write: run into A's context (tests/a2a.rs)"),
+    ("POST", "/agui", "write: run into A's thread, answer A's paused run (tests/agui.rs)"),
+    ("GET", "/status", "no user data"),
     ("POST", "/mcp", "write: runs as the caller, never in another's session (tests/mcp.rs)"),
     ("GET", "/mcp", "read: the caller's own MCP session stream (tests/mcp.rs)"),
     ("DELETE", "/mcp", "write: ends the caller's MCP session (tests/mcp.rs)"),

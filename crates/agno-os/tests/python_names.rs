@@ -26,6 +26,10 @@ routes = json.load(sys.stdin)
 mappings = get_default_scope_mappings()
 # What AgentOS merges in when it serves the A2A interface (agno-rs's `[a2a]`).
 mappings.update(get_a2a_scope_mappings("/a2a"))
+# And its AG-UI interface for an agent, at Agno's default prefix (agno-rs's `[agui] agent`).
+from agno.agent import Agent
+from agno.os.interfaces.agui import AGUI
+mappings.update(AGUI(agent=Agent(id="any")).get_scope_mappings())
 required = [get_required_scopes_for_route(mappings, r["method"], re.sub(r"\{[^}]+\}", "x", r["path"])) for r in routes]
 source = open(exceptions.__file__).read()
 print(json.dumps({
@@ -88,7 +92,7 @@ async fn scopes_origins_and_error_ids_are_python_agnos() {
         .iter()
         .filter_map(|r| match r.access {
             Access::Scope(scope) => Some((r.method.as_str(), r.path, scope)),
-            Access::Public => None,
+            Access::Public | Access::Authenticated => None,
         })
         .collect();
     assert!(scoped.len() > 60, "{} scoped routes", scoped.len());

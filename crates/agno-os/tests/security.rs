@@ -44,7 +44,7 @@ fn jwt_config(extra_auth: &str) -> String {
     // interface, so its routes answer as served.
     let media = std::env::temp_dir().join("agno-os-security-media");
     format!(
-        "[auth]\nmode = \"jwt\"\nverification_keys = [{}, {}]\n{extra_auth}\n{AGENTS}[a2a]\nenabled = true\n[media_storage]\npath = {}\n",
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}, {}]\n{extra_auth}\n{AGENTS}[a2a]\nenabled = true\n[agui]\nenabled = true\nagent = \"calc\"\n[media_storage]\npath = {}\n",
         toml_str(SECRET),
         toml_str(SECRET2),
         toml_str(&media.to_string_lossy())
@@ -151,6 +151,15 @@ async fn every_route_times_every_caller() {
                     let status = call(&os, m, &path, auth.as_deref()).await;
                     assert!(status < 400, "{m} {path} is public, {who} got {status}");
                 }
+            }
+            Access::Authenticated => {
+                for (who, auth) in &refused {
+                    let status = call(&os, m, &path, auth.as_deref()).await;
+                    assert_eq!(status, 401, "{m} {path} for {who}");
+                }
+                let status = call(&os, m, &path, Some(&bearer(&no_scopes))).await;
+                assert!(status < 400, "{m} {path} needs no scope, got {status}");
+                allowed.push(format!("{m} {} {status}", route.path));
             }
             Access::Scope(scope) => {
                 for (who, auth) in &refused {
@@ -310,6 +319,8 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("GET /a2a/workflows/*/.well-known/agent-card.json", "workflows:read"),
         ("POST /a2a/workflows/*/v1/message:send", "workflows:run"),
         ("POST /a2a/workflows/*/v1/message:stream", "workflows:run"),
+        // Agno's AGUI interface mapping (its `get_scope_mappings`, for an agent).
+        ("POST /agui", "agents:run"),
         ("GET /schedules", "schedules:read"),
         ("GET /schedules/*", "schedules:read"),
         ("POST /schedules", "schedules:write"),
@@ -365,6 +376,11 @@ fn every_route_has_agnos_scope_or_is_public_by_design() {
         match route.access {
             Access::Public => {
                 assert!(PUBLIC.contains(&route.path), "{} {} must not be public", route.method, route.path)
+            }
+            // Behind authentication, with no scope, as Agno leaves it out of its mappings.
+            Access::Authenticated => {
+                assert_eq!(route.path, "/status", "{} {} must name its scope", route.method, route.path);
+                assert_eq!(agno_default_scope(route.method.as_str(), route.path), None);
             }
             Access::Scope(scope) => {
                 let path = concrete(route.path);

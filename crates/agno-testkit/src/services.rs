@@ -209,6 +209,25 @@ pub fn mcp_reference_server(what: &str, package: &str) -> Option<std::path::Path
     }
 }
 
+/// The directory holding `node_modules/@ag-ui/client` (AG-UI's TypeScript client, from npm):
+/// `$AGNO_AGUI_CLIENT` (default `$HOME/.cache/agno-agui-client`, where `scripts/test --all`
+/// installs it), with `node` on `PATH`; otherwise `None` and the test is skipped (failing under
+/// `CI=true`).
+pub fn agui_client(what: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("AGNO_AGUI_CLIENT")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/agno-agui-client")));
+    match dir {
+        Some(dir) if dir.join("node_modules/@ag-ui/client/package.json").exists() => {
+            program(what, "node").then_some(dir)
+        }
+        _ => {
+            skip(what, "@ag-ui/client from npm (scripts/test --all installs it)");
+            None
+        }
+    }
+}
+
 /// The two statements that drop a test's scratch PostgreSQL schema `name`: first ending the
 /// sessions that hold locks on its tables, then the drop. A test server stopped while a worker's
 /// transaction was open (its claim sent, the answer not read yet) leaves that transaction open

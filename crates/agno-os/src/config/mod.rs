@@ -90,6 +90,9 @@ pub struct OsConfig {
     /// The A2A interface (`/a2a`): every agent, team and workflow over the Agent2Agent protocol.
     #[serde(default)]
     pub a2a: A2aSettings,
+    /// The AG-UI interface (`/agui`): one agent or team for AG-UI front-ends.
+    #[serde(default)]
+    pub agui: AguiSettings,
     /// Where run media offloaded out of the database is kept (`/sessions/{id}/media/{key}`).
     pub media_storage: Option<MediaStorageSettings>,
 }
@@ -212,6 +215,7 @@ impl OsConfig {
             mcp_server: McpServerSettings::default(),
             tracing: TracingSettings::default(),
             a2a: A2aSettings::default(),
+            agui: AguiSettings::default(),
             media_storage: None,
         }
     }
@@ -230,6 +234,24 @@ impl OsConfig {
                     "[auth] mode = \"jwt\" needs verification_keys (HMAC secrets or PEM public keys) or a jwks_file"
                         .to_owned(),
                 ));
+            }
+        }
+        if self.agui.enabled {
+            let agent = self.agui.agent.as_ref().map(|id| (id, self.agents.iter().any(|a| &a.id == id)));
+            let team = self.agui.team.as_ref().map(|id| (id, self.teams.iter().any(|t| &t.id == id)));
+            match (agent, team) {
+                (Some(_), Some(_)) | (None, None) => {
+                    return Err(ConfigError::Invalid(
+                        "[agui] needs one of agent = \"<agent id>\" or team = \"<team id>\": the component AG-UI clients talk to"
+                            .to_owned(),
+                    ));
+                }
+                (Some((id, false)), None) | (None, Some((id, false))) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "[agui] names {id:?}, which no [[agents]] or [[teams]] entry has"
+                    )));
+                }
+                _ => {}
             }
         }
         if !(1..=15).contains(&self.os.sse_heartbeat_seconds) {

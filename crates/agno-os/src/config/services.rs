@@ -180,6 +180,32 @@ pub struct A2aSettings {
     pub enabled: bool,
 }
 
+/// `[agui]` settings: Python AgentOS's `interfaces=[AGUI(agent=...)]`. One agent (or team) answers
+/// AG-UI clients at `POST /agui` (and `GET /status`), behind the same authentication, scopes and
+/// user isolation as the REST routes.
+///
+/// ```toml
+/// [agui]
+/// enabled = true
+/// agent = "assistant"   # or team = "..."
+/// background = true      # runs on the durable queue: re-attach by runId after a disconnect
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AguiSettings {
+    /// Serve `/agui` and `/status`.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The agent answering (one of `agent`, `team`).
+    pub agent: Option<String>,
+    /// The team answering.
+    pub team: Option<String>,
+    /// Run every AG-UI run on the durable queue and stream it from its event log, so a client
+    /// that lost its connection re-attaches (the same `runId` again) on any replica.
+    #[serde(default)]
+    pub background: bool,
+}
+
 /// `[mcp_server]` settings.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -201,6 +201,17 @@ pub(crate) async fn enqueue_ingestion(state: &AppState, queue: &Queue, spec: &In
 
 /// An SSE response tailing a background run's event log after index `after`, until the run ends.
 pub(crate) fn tail_response(state: &AppState, queue: &Queue, run_id: String, after: i64) -> ApiResult<Response> {
+    Ok(crate::sse::replay(tail_frames(state, queue, run_id, after)?, state.streaming()))
+}
+
+/// The frames of a background run's event log after index `after`, as they are logged, until the
+/// run ends (what [`tail_response`] sends; an interface translates them).
+pub(crate) fn tail_frames(
+    state: &AppState,
+    queue: &Queue,
+    run_id: String,
+    after: i64,
+) -> ApiResult<impl futures::Stream<Item = crate::sse::Frame> + Send + 'static> {
     let source = crate::tail::TailSource {
         jobs: queue.store.clone(),
         db: state.require_db()?.clone(),
@@ -208,5 +219,5 @@ pub(crate) fn tail_response(state: &AppState, queue: &Queue, run_id: String, aft
         poll: std::time::Duration::from_millis(queue.settings.poll_interval_ms.max(50)),
         stop: state.stopping.clone(),
     };
-    Ok(crate::sse::replay(crate::tail::tail(source, run_id, after), state.streaming()))
+    Ok(crate::tail::tail(source, run_id, after))
 }

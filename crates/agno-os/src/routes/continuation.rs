@@ -4,11 +4,11 @@
 //! durable queue under the same run id.
 
 use crate::routes::guard::Caller;
-use agno_core::{BranchError, BranchOptions, ComponentKind, RunStatus};
+use agno_core::{BranchError, BranchOptions, ComponentKind, RunRequirement, RunStatus};
 use agno_runtime::{CarryOn, Component, Durable};
 use axum::extract::{Path, Request};
 use axum::response::Response;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::component::{Kind, answer, runnable};
 use super::run_records::stored_run;
@@ -231,4 +231,33 @@ async fn step_answers_from_approvals(
         form.set_text("step_requirements", serde_json::Value::Array(vec![step]).to_string());
     }
     Ok(())
+}
+
+/// The continue form carrying resolved `requirements` (an interface's answers: A2A's, AG-UI's):
+/// an agent's `tools` and a team's `requirements` (Agno's two spellings), so each kind reads and
+/// checks them as its route does ([`Kind::answer`]).
+pub(crate) fn answers_form(requirements: &[RunRequirement]) -> Form {
+    let tools: Vec<Value> = requirements
+        .iter()
+        .filter_map(|r| {
+            let mut tool = json!({"tool_call_id": r.tool_call_id()?});
+            if let Some(confirmed) = r.confirmation {
+                tool["confirmed"] = json!(confirmed);
+            }
+            if let Some(note) = &r.confirmation_note {
+                tool["confirmation_note"] = json!(note);
+            }
+            if let Some(fields) = &r.user_input_schema {
+                tool["user_input_schema"] = json!(fields);
+            }
+            if let Some(result) = &r.external_execution_result {
+                tool["result"] = json!(result);
+            }
+            Some(tool)
+        })
+        .collect();
+    let mut form = Form::default();
+    form.set_text("tools", Value::Array(tools).to_string());
+    form.set_text("requirements", json!(requirements).to_string());
+    form
 }

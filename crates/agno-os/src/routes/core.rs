@@ -127,5 +127,9 @@ fn interfaces(state: &AppState) -> Vec<Value> {
     if state.a2a {
         out.push(json!({"type": "a2a", "version": "1.0", "route": super::a2a::PREFIX}));
     }
+    if state.agui.is_some() {
+        // Agno's AGUI interface is mounted at its prefix, "" by default.
+        out.push(json!({"type": "agui", "version": "1.0", "route": ""}));
+    }
     out
 }

@@ -263,8 +263,10 @@ pub fn openapi() -> &'static Value {
                 }
                 op["requestBody"] = body;
             }
-            if let Access::Scope(scope) = r.access {
+            if !matches!(r.access, Access::Public) {
                 op["security"] = json!([{"HTTPBearer": []}]);
+            }
+            if let Access::Scope(scope) = r.access {
                 op["x-required-scope"] = json!(scope);
             }
             let entry = paths.entry(r.path.replace("{*", "{")).or_insert_with(|| json!({}));

@@ -41,6 +41,10 @@ pub async fn authorize(
     }
     let principal = match route.access {
         Access::Public => Principal::admin(&auth.admin_scope),
+        Access::Authenticated => match authenticate(auth, &req) {
+            Ok(p) => p,
+            Err(e) => return e.into_response(),
+        },
         Access::Scope(required) => {
             let principal = match authenticate(auth, &req) {
                 Ok(p) => p,

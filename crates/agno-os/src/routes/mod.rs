@@ -4,6 +4,7 @@
 
 pub mod a2a;
 pub mod agents;
+pub mod agui;
 pub mod approvals;
 pub(crate) mod background;
 pub mod bodies;
@@ -59,6 +60,9 @@ pub(crate) fn without_nulls(v: serde_json::Value) -> serde_json::Value {
 pub enum Access {
     /// Anyone, without credentials (`/`, `/health`, `/info`, docs).
     Public,
+    /// Any authenticated caller, whatever its scopes: a route Agno's scope mappings leave out
+    /// behind its authentication (AG-UI's `GET /status`).
+    Authenticated,
     /// Callers holding this scope (Agno's `resource:action`; per-resource forms accepted on
     /// `/agents/{id}/...` routes).
     Scope(&'static str),
@@ -150,7 +154,7 @@ macro_rules! routes {
     };
 }
 
-use Access::{Public, Scope};
+use Access::{Authenticated, Public, Scope};
 
 routes! {
     GET "/" as "get_landing", Public, "Core", "Landing: links to the docs, info and health" => get(core::landing);
@@ -274,6 +278,8 @@ routes! {
     GET "/a2a/workflows/{id}/.well-known/agent-card.json" as "get_workflow_card_a2a_workflows__id___well_known_agent_card_json_get", Scope("workflows:read"), "A2A", "The workflow's A2A agent card ([a2a] enabled)" => get(a2a::card::<workflows::Workflows>);
     POST "/a2a/workflows/{id}/v1/message:send" as "run_message_workflow", Scope("workflows:run"), "A2A", "Send a message to the workflow (A2A JSON-RPC; blocking=false queues it)" => post(a2a::message_send::<workflows::Workflows>);
     POST "/a2a/workflows/{id}/v1/message:stream" as "stream_message_workflow", Scope("workflows:run"), "A2A", "Stream a message to the workflow (A2A JSON-RPC, SSE)" => post(a2a::message_stream::<workflows::Workflows>);
+    POST "/agui" as "run_agent_agui_post", Scope("agents:run"), "AGUI", "Run the [agui] agent or team on AG-UI's RunAgentInput (SSE of AG-UI events)", body: RequestBody::Json(|g| g.subschema_for::<agui::RunAgentInput>()) => post(agui::run);
+    GET "/status" as "get_status_status_get", Authenticated, "AGUI", "The AG-UI interface's status" => get(agui::status);
     GET "/knowledge/config" as "get_knowledge_config", Scope("knowledge:read"), "Knowledge", "Knowledge configuration (503: no knowledge base)", query: knowledge::KnowledgeParams => get(knowledge::config);
     POST "/knowledge/content" as "upload_content", Scope("knowledge:write"), "Knowledge", "Upload content (202; ingested in the background)", body: RequestBody::Form(knowledge::UPLOAD_FORM), query: knowledge::KnowledgeParams => post(knowledge::upload_content);
     GET "/knowledge/content" as "get_content", Scope("knowledge:read"), "Knowledge", "List contents (paginated)", query: knowledge::ListParams => get(knowledge::list_content);

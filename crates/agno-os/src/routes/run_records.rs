@@ -21,7 +21,7 @@ use crate::state::AppState;
 
 /// Whether `run` is a run of the component (a team's or a workflow's own run, not one of its
 /// members').
-fn belongs(run: &RunOutput, kind: ComponentKind, id: &str) -> bool {
+pub(crate) fn belongs(run: &RunOutput, kind: ComponentKind, id: &str) -> bool {
     match kind {
         ComponentKind::Agent => run.agent_id.as_deref() == Some(id),
         ComponentKind::Team => run.agent_id.is_none() && run.extra.get("team_id").and_then(Value::as_str) == Some(id),

@@ -19,7 +19,6 @@ use serde_json::{Map, Value, json};
 use super::jsonrpc::{Failure, RpcError, result_response};
 use super::task::{self, Incoming};
 use super::{Target, finished_task, stream_response};
-use crate::form::Form;
 use crate::routes::component::Kind;
 
 /// What an answer says of one requirement.
@@ -121,34 +120,6 @@ fn answered(run: &RunOutput, incoming: &Incoming) -> Result<Vec<RunRequirement>,
     Ok(requirements)
 }
 
-/// The REST continue form carrying `requirements`: an agent's `tools` and a team's
-/// `requirements` (Agno's two spellings), so each kind reads and checks them as its route does.
-fn continue_form(requirements: &[RunRequirement]) -> Form {
-    let tools: Vec<Value> = requirements
-        .iter()
-        .filter_map(|r| {
-            let mut tool = json!({"tool_call_id": r.tool_call_id()?});
-            if let Some(confirmed) = r.confirmation {
-                tool["confirmed"] = json!(confirmed);
-            }
-            if let Some(note) = &r.confirmation_note {
-                tool["confirmation_note"] = json!(note);
-            }
-            if let Some(fields) = &r.user_input_schema {
-                tool["user_input_schema"] = json!(fields);
-            }
-            if let Some(result) = &r.external_execution_result {
-                tool["result"] = json!(result);
-            }
-            Some(tool)
-        })
-        .collect();
-    let mut form = Form::default();
-    form.set_text("tools", Value::Array(tools).to_string());
-    form.set_text("requirements", json!(requirements).to_string());
-    form
-}
-
 /// Carries on with the paused `run` the message's `taskId` names.
 pub(super) async fn continue_task<K: Kind>(
     target: &Target<'_>,
@@ -177,7 +148,7 @@ pub(super) async fn continue_task<K: Kind>(
     }
     crate::routes::approvals::gate_continue(target.state, target.principal, &run).await?;
     let requirements = answered(&run, incoming)?;
-    let (run, requirements) = K::answer(runner, run, &continue_form(&requirements)).await?;
+    let (run, requirements) = K::answer(runner, run, &crate::routes::continuation::answers_form(&requirements)).await?;
     if let Some(db) = &target.state.db {
         agno_runtime::approvals::record_audits(db.as_ref(), &run, &requirements).await;
     }
