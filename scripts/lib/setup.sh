@@ -71,6 +71,21 @@ installed() {
   [ -f "$1/package.json" ] && grep -q "\"version\": \"$2\"" "$1/package.json"
 }
 
+# Installs the npm packages $3... at version $2 in directory $1 (a cache of their own) unless they
+# are there at that version already.
+npm_packages() {
+  local dir="$1" version="$2" missing=false
+  shift 2
+  for package in "$@"; do
+    installed "$dir/node_modules/$package" "$version" || missing=true
+  done
+  if $missing; then
+    say "installing $* $version in $dir"
+    mkdir -p "$dir"
+    (cd "$dir" && npm init -y >/dev/null && npm install --silent "${@/%/@$version}") || say "$* did not install"
+  fi
+}
+
 # A real browser for the CORS test: Debian's Chromium driven by playwright-core (no download of
 # a browser).
 ensure_browser() {
@@ -78,37 +93,21 @@ ensure_browser() {
     say "installing chromium"
     apt-get install -y -q chromium >/dev/null || say "chromium did not install"
   fi
-  local dir="$HOME/.cache/agno-browser"
-  if ! installed "$dir/node_modules/playwright-core" "$PLAYWRIGHT_CORE"; then
-    say "installing playwright-core $PLAYWRIGHT_CORE in $dir"
-    mkdir -p "$dir"
-    (cd "$dir" && npm init -y >/dev/null && npm install --silent "playwright-core@$PLAYWRIGHT_CORE") || say "playwright-core did not install"
-  fi
-  export AGNO_PLAYWRIGHT_CORE="$dir/node_modules/playwright-core"
+  npm_packages "$HOME/.cache/agno-browser" "$PLAYWRIGHT_CORE" playwright-core
+  export AGNO_PLAYWRIGHT_CORE="$HOME/.cache/agno-browser/node_modules/playwright-core"
 }
 
 # The MCP reference servers from the npm registry (the MCP tests run tools of servers we did not
 # write).
 ensure_mcp_servers() {
-  local dir="$HOME/.cache/agno-mcp-servers"
-  if ! installed "$dir/node_modules/@modelcontextprotocol/server-everything" "$MCP_SERVERS" \
-    || ! installed "$dir/node_modules/@modelcontextprotocol/server-filesystem" "$MCP_SERVERS"; then
-    say "installing the MCP reference servers $MCP_SERVERS in $dir"
-    mkdir -p "$dir"
-    (cd "$dir" && npm init -y >/dev/null && npm install --silent "@modelcontextprotocol/server-everything@$MCP_SERVERS" \
-      "@modelcontextprotocol/server-filesystem@$MCP_SERVERS") || say "the MCP reference servers did not install"
-  fi
-  export AGNO_MCP_SERVERS="$dir"
+  npm_packages "$HOME/.cache/agno-mcp-servers" "$MCP_SERVERS" \
+    @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem
+  export AGNO_MCP_SERVERS="$HOME/.cache/agno-mcp-servers"
 }
 
 # AG-UI's own TypeScript client (`@ag-ui/client`'s HttpAgent), which the AG-UI tests drive the
 # server with.
 ensure_agui_client() {
-  local dir="$HOME/.cache/agno-agui-client"
-  if ! installed "$dir/node_modules/@ag-ui/client" "$AGUI_CLIENT"; then
-    say "installing @ag-ui/client $AGUI_CLIENT in $dir"
-    mkdir -p "$dir"
-    (cd "$dir" && npm init -y >/dev/null && npm install --silent "@ag-ui/client@$AGUI_CLIENT") || say "@ag-ui/client did not install"
-  fi
-  export AGNO_AGUI_CLIENT="$dir"
+  npm_packages "$HOME/.cache/agno-agui-client" "$AGUI_CLIENT" @ag-ui/client
+  export AGNO_AGUI_CLIENT="$HOME/.cache/agno-agui-client"
 }
