@@ -45,6 +45,9 @@ pub struct ModelRequest {
     pub tool_choice: Option<Value>,
     /// Structured-output request.
     pub response_format: Option<ResponseFormat>,
+    /// The run's session, for a model that keeps the conversation itself (a remote A2A agent's
+    /// context); providers that are sent the whole conversation ignore it.
+    pub session_id: Option<String>,
 }
 
 /// What a model supports; the runtime adapts requests to it.

@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod a2a;
 pub mod anthropic;
 pub mod bedrock;
 mod fallback;
@@ -30,6 +31,7 @@ mod parts;
 pub mod presets;
 mod test_model;
 
+pub use a2a::A2aAgent;
 pub use agno_core::example_value;
 pub use anthropic::Claude;
 pub use bedrock::{AwsBedrock, AwsCredentials, BedrockAuth};

@@ -498,3 +498,89 @@ async fn the_official_a2a_python_sdk_drives_an_agent_a_team_and_a_workflow() {
     assert_eq!(result["/a2a/workflows/flow"]["card"]["streaming"], false);
     assert_eq!(result["/a2a/workflows/flow"]["stream"]["last_state"], "completed");
 }
+
+/// The local OS of the remote-agent test: agent `far` is the remote's `calc` over A2A, alone, as
+/// the member of team `crew` and as the step of workflow `relay`.
+fn local_config(remote: &str, leader: &agno_testkit::FakeProvider) -> String {
+    let leader = format!(
+        "{{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}",
+        leader.base_url()
+    );
+    format!(
+        "[db]\nurl = \"memory://\"\n\
+         [[agents]]\nid = \"far\"\nname = \"Far\"\na2a_url = \"{remote}/a2a/agents/calc\"\n\
+         [[agents]]\nid = \"gone\"\na2a_url = \"http://127.0.0.1:9/a2a/agents/calc\"\n\
+         [[teams]]\nid = \"crew\"\nmodel = {leader}\nmembers = [\"far\"]\n\
+         [[workflows]]\nid = \"relay\"\n[[workflows.steps]]\nname = \"ask\"\nagent = \"far\"\n"
+    )
+}
+
+/// How many runs the OS has stored, over all its sessions.
+async fn stored_runs(os: &TestOs) -> usize {
+    let sessions = os.get("/sessions?limit=100", None).await;
+    let mut n = 0;
+    for s in sessions.body["data"].as_array().unwrap() {
+        let runs = os.get(&format!("/sessions/{}/runs", s["session_id"].as_str().unwrap()), None).await;
+        n += runs.body.as_array().map_or(0, Vec::len);
+    }
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_a2a_agent_answers_alone_as_a_team_member_and_as_a_workflow_step() {
+    let remote = TestOs::start(config(OS)).await;
+    let leader = agno_testkit::FakeProvider::start().await.unwrap();
+    let local = TestOs::start(config(&local_config(&remote.base, &leader))).await;
+
+    // Alone: each run is a task in the remote's context named after the local session.
+    let form = [("message", "hello remote"), ("stream", "false"), ("session_id", "far-session")];
+    let r = local.post_form("/agents/far/runs", &form, None).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["status"], "COMPLETED", "{:?}", r.body);
+    assert!(r.body["content"].as_str().unwrap().contains("hello remote"), "{:?}", r.body["content"]);
+    assert_eq!(r.body["model_provider"], "A2A");
+    let form = [("message", "and again"), ("stream", "true"), ("session_id", "far-session")];
+    let (_, events) = local.post_sse("/agents/far/runs", &form, None).await;
+    let streamed: String = events
+        .iter()
+        .filter(|(n, _)| n == "RunContent")
+        .filter_map(|(_, e)| e["content"].as_str().map(str::to_owned))
+        .collect();
+    assert!(streamed.contains("and again"), "{events:?}");
+    let remote_runs = remote.get("/sessions/far-session/runs", None).await;
+    let inputs: Vec<&str> =
+        remote_runs.body.as_array().unwrap().iter().map(|r| r["run_input"].as_str().unwrap_or_default()).collect();
+    assert_eq!(inputs, ["hello remote", "and again"], "{:?}", remote_runs.body);
+
+    // As a team member and as a workflow step.
+    let before = stored_runs(&remote).await;
+    leader.push(agno_testkit::Reply::tool_call(
+        "delegate_task_to_member",
+        r#"{"member_id": "far", "task": "team task"}"#,
+    ));
+    leader.push(agno_testkit::Reply::text("the crew is done"));
+    let r = local.post_form("/teams/crew/runs", &[("message", "team task"), ("stream", "false")], None).await;
+    assert_eq!(r.body["status"], "COMPLETED", "{:?}", r.body);
+    let delegation = &r.body["tools"][0];
+    assert!(delegation["tool_name"].as_str().unwrap().starts_with("delegate"), "{:?}", r.body["tools"]);
+    let remote_answer = delegation["result"].as_str().unwrap_or_default();
+    assert!(remote_answer.contains("team task"), "the remote agent's answer: {delegation}");
+    assert_eq!(stored_runs(&remote).await, before + 1, "the member's run went to the remote");
+    let r = local.post_form("/workflows/relay/runs", &[("message", "workflow task"), ("stream", "false")], None).await;
+    assert_eq!(r.body["status"], "COMPLETED", "{:?}", r.body);
+    assert!(r.body["content"].as_str().unwrap().contains("workflow task"), "{:?}", r.body["content"]);
+    assert_eq!(stored_runs(&remote).await, before + 2);
+
+    // A remote that cannot be reached fails the run with the reason; the server goes on.
+    let r = local.post_form("/agents/gone/runs", &[("message", "anyone?"), ("stream", "false")], None).await;
+    assert_eq!(r.body["status"], "ERROR", "{:?}", r.body);
+    assert!(r.body["content"].as_str().unwrap().contains("127.0.0.1:9"), "{:?}", r.body["content"]);
+
+    // An agent needs a model or an a2a_url, not both.
+    let both = "[[agents]]\nid = \"x\"\nmodel = \"test\"\na2a_url = \"http://h\"\n";
+    let err = agno_os::config::OsConfig::parse(both, false, "x.toml").unwrap_err().to_string();
+    assert!(err.contains("both a model and an a2a_url"), "{err}");
+    let none = "[[agents]]\nid = \"x\"\n";
+    let err = agno_os::config::OsConfig::parse(none, false, "x.toml").unwrap_err().to_string();
+    assert!(err.contains("needs a model"), "{err}");
+}

@@ -359,6 +359,7 @@ pub(crate) async fn model_loop(
             tools,
             tool_choice: agent.tool_config.tool_choice.clone(),
             response_format: response_format.clone(),
+            session_id: Some(st.session.session_id.clone()),
         };
         em.emit(EventData::ModelRequestStarted {
             model: agent.model.id().to_owned(),

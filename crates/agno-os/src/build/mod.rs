@@ -83,6 +83,17 @@ fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
     }
 }
 
+/// The remote A2A agent at `url` as the model of an agent, with `headers` on every request.
+fn remote_a2a(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<Arc<dyn agno_core::Model>, String> {
+    let mut config = agno_models::ClientConfig::new(url);
+    config.headers = headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let agent = agno_models::A2aAgent::new(config).map_err(|e| format!("a2a_url: {e}"))?;
+    Ok(Arc::new(agent))
+}
+
 pub(crate) fn build_agent(
     spec: &AgentSpec,
     db: Option<Arc<dyn Db>>,
@@ -91,7 +102,11 @@ pub(crate) fn build_agent(
     tracing: Option<&agno_runtime::Tracing>,
 ) -> Result<ServedAgent, StartError> {
     let fail = |message: String| StartError::Agent { id: spec.id.clone(), message };
-    let (model, model_spec) = model(&spec.model).map_err(fail)?;
+    let (model, model_spec) = match (&spec.model, &spec.a2a_url) {
+        (Some(m), _) => model(m).map_err(fail)?,
+        (None, Some(url)) => (remote_a2a(url, &spec.a2a_headers).map_err(fail)?, format!("a2a:{url}")),
+        (None, None) => return Err(fail("a model or an a2a_url is required".to_owned())),
+    };
     // As AgentOS does for every agent it serves: streamed runs keep their events (resume, UIs).
     let mut builder = Agent::builder(model).id(spec.id.clone()).store_events(true);
     if let Some(name) = &spec.name {

@@ -113,8 +113,16 @@ pub struct AgentSpec {
     pub name: Option<String>,
     /// Description.
     pub description: Option<String>,
-    /// The model.
-    pub model: ModelSpec,
+    /// The model (required, unless the agent is a remote A2A agent: `a2a_url`).
+    #[serde(default)]
+    pub model: Option<ModelSpec>,
+    /// A remote A2A agent (any framework) this agent is: its A2A base URL, where
+    /// `/.well-known/agent-card.json` is (`http://host/a2a/agents/<id>` for an AgentOS). Each run
+    /// sends its input to it in the A2A context of the run's session.
+    pub a2a_url: Option<String>,
+    /// Headers sent to the remote A2A agent (`{ Authorization = "Bearer ${TOKEN}" }`).
+    #[serde(default)]
+    pub a2a_headers: std::collections::BTreeMap<String, String>,
     /// Instructions.
     pub instructions: Option<Lines>,
     /// Toolkits.

@@ -185,7 +185,9 @@ impl OsConfig {
                 description: Some(
                     "Answers with the offline test model; configure a real model in agentos.toml.".into(),
                 ),
-                model: ModelSpec::Short("test".to_owned()),
+                model: Some(ModelSpec::Short("test".to_owned())),
+                a2a_url: None,
+                a2a_headers: std::collections::BTreeMap::new(),
                 instructions: None,
                 tools: vec![ToolSpec::Name("calculator".to_owned())],
                 add_history_to_context: Some(true),
@@ -234,6 +236,23 @@ impl OsConfig {
                     "[auth] mode = \"jwt\" needs verification_keys (HMAC secrets or PEM public keys) or a jwks_file"
                         .to_owned(),
                 ));
+            }
+        }
+        for agent in &self.agents {
+            match (&agent.model, &agent.a2a_url) {
+                (None, None) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "[[agents]] {:?} needs a model (model = \"openai:gpt-4o-mini\"), or a2a_url = \"https://...\" for a remote A2A agent",
+                        agent.id
+                    )));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(ConfigError::Invalid(format!(
+                        "[[agents]] {:?} has both a model and an a2a_url: a remote A2A agent brings its own model; keep one",
+                        agent.id
+                    )));
+                }
+                _ => {}
             }
         }
         if self.agui.enabled {
