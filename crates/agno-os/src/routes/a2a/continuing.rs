@@ -17,8 +17,8 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use super::jsonrpc::{Failure, RpcError, result_response};
+use super::reply::{Target, finished_task, stream_response};
 use super::task::{self, Incoming};
-use super::{Target, finished_task, stream_response};
 use crate::routes::component::Kind;
 
 /// What an answer says of one requirement.

@@ -20,23 +20,22 @@
 mod continuing;
 mod frames;
 mod jsonrpc;
+mod reply;
 mod task;
 
-use agno_core::{RunStatus, StreamEvent};
-use agno_runtime::{Component, Durable, EventStream, RunSpec};
+use agno_core::RunStatus;
+use agno_runtime::{Component, Durable, RunSpec};
 use axum::Json;
 use axum::extract::{Path, Request};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use self::jsonrpc::{Call, Failure, Method, RpcError, error_response, result_response};
+use self::reply::{Target, finished_task, stream_response};
 use super::component::{Kind, served};
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::guard::Caller;
-use crate::sse::DisconnectPolicy;
 use crate::state::AppState;
 
 /// Where the interface is mounted (Agno's default prefix).
@@ -165,25 +164,6 @@ async fn rpc<K: Kind>(Caller { state, principal }: Caller, id: String, request: 
     answered.unwrap_or_else(|failure| failure.into_response(&request_id))
 }
 
-/// Who asks what of which component.
-struct Target<'a> {
-    state: &'a AppState,
-    principal: &'a Principal,
-    component_id: &'a str,
-    headers: &'a HeaderMap,
-}
-
-impl Target<'_> {
-    /// The run's user, as Agno's `resolve_run_user_id`: a token's subject (forced under
-    /// isolation); the client's `X-User-ID` header or `message.metadata.userId` only when the
-    /// server assigned no identity.
-    fn user(&self, from_message: Option<String>) -> Option<String> {
-        let header = self.headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
-        let client = header.map(str::to_owned).or(from_message);
-        self.principal.user_scope(self.principal.subject.clone().or(client))
-    }
-}
-
 /// The `params.id` of a task method (`-32602` without).
 fn task_id(call: &Call) -> Result<&str, RpcError> {
     call.params
@@ -241,68 +221,6 @@ async fn send<K: Kind>(target: &Target<'_>, runner: &K::Runner, call: Call, stre
     }
     let finished = K::finish(runner, &spec).await;
     Ok(result_response(&call.id, finished_task(finished, &spec.run_id, &spec.session_id), StatusCode::OK))
-}
-
-/// The task of a run that was awaited: the run as stored (a failed one `failed` with its
-/// error), or a failed task naming the error when no run was stored.
-fn finished_task(
-    result: Result<agno_core::RunOutput, agno_runtime::RunError>,
-    run_id: &str,
-    session_id: &str,
-) -> Value {
-    match result {
-        Ok(run) => task::task_of(&run),
-        Err(e) => match e.run() {
-            Some(run) => task::task_of(run),
-            None => {
-                let message = task::agent_message(
-                    &agno_core::new_id(),
-                    vec![task::text_part(&format!("Error: {e}"))],
-                    session_id,
-                    run_id,
-                    None,
-                );
-                task::task(run_id, session_id, "failed", None, vec![message], Vec::new())
-            }
-        },
-    }
-}
-
-/// An SSE response of a run's events as A2A frames; the run goes on when the client leaves.
-fn stream_response<E: StreamEvent>(
-    state: &AppState,
-    events: EventStream<E>,
-    request_id: Value,
-    run_id: &str,
-    session_id: &str,
-) -> Response {
-    enum Step<E> {
-        Running(EventStream<E>, Box<frames::Translator>),
-        Done,
-    }
-    let db = state.db.clone();
-    let run_id = run_id.to_owned();
-    let translator = Box::new(frames::Translator::new(request_id, &run_id, session_id));
-    let frames = futures::stream::unfold(Step::Running(events, translator), move |step| {
-        let db = db.clone();
-        let run_id = run_id.clone();
-        async move {
-            let Step::Running(mut events, mut translator) = step else { return None };
-            while let Some(event) = events.next().await {
-                let value = serde_json::to_value(&event).unwrap_or_default();
-                if let Some(frame) = translator.event(&event.stream_name(), &value) {
-                    return Some((vec![frame], Step::Running(events, translator)));
-                }
-            }
-            let paused = match (&db, translator.paused()) {
-                (Some(db), true) => db.get_run(&run_id, None).await.ok().flatten(),
-                _ => None,
-            };
-            Some((translator.finish(paused.as_ref()), Step::Done))
-        }
-    })
-    .flat_map(futures::stream::iter);
-    crate::sse::live(frames, DisconnectPolicy::KeepRunning, state.streaming())
 }
 
 /// `tasks/get`: the caller's stored run as a task, its unset fields `null` (as Python AgentOS
