@@ -65,6 +65,7 @@ ensure_phoenix() {
 PLAYWRIGHT_CORE=1.65.1
 MCP_SERVERS=2026.8.31
 AGUI_CLIENT=1.0.0
+A2A_JS=0.3.14
 
 # True when the npm package in directory $1 is at version $2.
 installed() {
@@ -110,4 +111,10 @@ ensure_mcp_servers() {
 ensure_agui_client() {
   npm_packages "$HOME/.cache/agno-agui-client" "$AGUI_CLIENT" @ag-ui/client
   export AGNO_AGUI_CLIENT="$HOME/.cache/agno-agui-client"
+}
+
+# The official JavaScript A2A SDK (`@a2a-js/sdk`), whose client the A2A tests drive the server with.
+ensure_a2a_js() {
+  npm_packages "$HOME/.cache/agno-a2a-js" "$A2A_JS" @a2a-js/sdk
+  export AGNO_A2A_JS="$HOME/.cache/agno-a2a-js"
 }

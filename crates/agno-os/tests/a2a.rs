@@ -584,3 +584,40 @@ async fn a_remote_a2a_agent_answers_alone_as_a_team_member_and_as_a_workflow_ste
     let err = agno_os::config::OsConfig::parse(none, false, "x.toml").unwrap_err().to_string();
     assert!(err.contains("needs a model"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_javascript_a2a_sdk_sends_and_streams() {
+    let Some(dir) = agno_testkit::services::a2a_js("the @a2a-js/sdk client check") else { return };
+    let os = TestOs::start(config(OS)).await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/a2a_js_client.cjs");
+    let paths = ["/a2a/agents/calc", "/a2a/teams/desk", "/a2a/workflows/flow"];
+    let run = tokio::process::Command::new("node")
+        .arg(script)
+        .arg(&os.base)
+        .args(paths)
+        .env("NODE_PATH", dir.join("node_modules"))
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), run).await.expect("the client ends").unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(result["errors"], json!({}), "{result}");
+    for path in paths {
+        let r = &result[path];
+        assert_eq!(
+            (r["send"]["kind"].as_str(), r["send"]["state"].as_str()),
+            (Some("task"), Some("completed")),
+            "{path}: {r}"
+        );
+        assert!(r["send"]["text"].as_str().unwrap().contains("hello from js"), "{path}: {r}");
+    }
+    for path in ["/a2a/agents/calc", "/a2a/teams/desk"] {
+        let s = &result[path]["stream"];
+        assert_eq!((s["final"].as_bool(), s["state"].as_str()), (Some(true), Some("completed")), "{path}: {s}");
+        assert!(s["text"].as_str().unwrap().contains("stream from js"), "{path}: {s}");
+        assert_eq!(s["kinds"], json!(["status-update", "artifact-update"]), "{path}: {s}");
+    }
+    // The workflow's card does not stream: the SDK sends it message/send and yields the task.
+    assert_eq!(result["/a2a/workflows/flow"]["stream"]["state"], "completed");
+}

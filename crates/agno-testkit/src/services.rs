@@ -209,23 +209,32 @@ pub fn mcp_reference_server(what: &str, package: &str) -> Option<std::path::Path
     }
 }
 
-/// The directory holding `node_modules/@ag-ui/client` (AG-UI's TypeScript client, from npm):
-/// `$AGNO_AGUI_CLIENT` (default `$HOME/.cache/agno-agui-client`, where `scripts/test --all`
-/// installs it), with `node` on `PATH`; otherwise `None` and the test is skipped (failing under
-/// `CI=true`).
-pub fn agui_client(what: &str) -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("AGNO_AGUI_CLIENT")
+/// The directory holding `node_modules/<package>` (a client from npm the tests drive the server
+/// with): `$<env>` (default `$HOME/.cache/<dir>`, where `scripts/test --all` installs it), with
+/// `node` on `PATH`; otherwise `None` and the test is skipped (failing under `CI=true`).
+fn npm_client(what: &str, env: &str, dir: &str, package: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var_os(env)
         .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/agno-agui-client")));
-    match dir {
-        Some(dir) if dir.join("node_modules/@ag-ui/client/package.json").exists() => {
-            program(what, "node").then_some(dir)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache").join(dir)));
+    match found {
+        Some(found) if found.join("node_modules").join(package).join("package.json").exists() => {
+            program(what, "node").then_some(found)
         }
         _ => {
-            skip(what, "@ag-ui/client from npm (scripts/test --all installs it)");
+            skip(what, &format!("{package} from npm (scripts/test --all installs it)"));
             None
         }
     }
+}
+
+/// Where AG-UI's TypeScript client (`@ag-ui/client`) is installed (see [`npm_client`]).
+pub fn agui_client(what: &str) -> Option<std::path::PathBuf> {
+    npm_client(what, "AGNO_AGUI_CLIENT", "agno-agui-client", "@ag-ui/client")
+}
+
+/// Where the JavaScript A2A SDK (`@a2a-js/sdk`) is installed (see [`npm_client`]).
+pub fn a2a_js(what: &str) -> Option<std::path::PathBuf> {
+    npm_client(what, "AGNO_A2A_JS", "agno-a2a-js", "@a2a-js/sdk")
 }
 
 /// The two statements that drop a test's scratch PostgreSQL schema `name`: first ending the
