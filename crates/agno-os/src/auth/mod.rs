@@ -148,6 +148,13 @@ impl Principal {
         if self.isolated { self.subject.clone() } else { requested }
     }
 
+    /// The user a run is for, as Agno's run routes and interfaces resolve it
+    /// (`resolve_run_user_id`): the token's `sub` over the user the client names (`claimed`: a
+    /// form's `user_id`, a header, forwarded props), forced under isolation.
+    pub fn run_user(&self, claimed: Option<String>) -> Option<String> {
+        self.user_scope(self.subject.clone().or(claimed))
+    }
+
     /// Whether the caller holds `scope` (an admin holds every scope; so does everyone when
     /// auth is off or the security key was used).
     pub fn holds(&self, scope: &str) -> bool {

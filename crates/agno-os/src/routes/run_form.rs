@@ -203,7 +203,7 @@ pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> ApiResult<Opti
 /// The user a run or continue form runs as. As Agno: a token's `sub` (over the form's
 /// `user_id`), forced under isolation.
 pub(crate) fn form_user(principal: &Principal, form: &Form) -> Option<String> {
-    principal.user_scope(principal.subject.clone().or_else(|| form.text("user_id").map(str::to_owned)))
+    principal.run_user(form.text("user_id").map(str::to_owned))
 }
 
 /// The fields that the run and continue forms of several kinds share.

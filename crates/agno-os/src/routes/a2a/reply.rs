@@ -29,7 +29,7 @@ impl Target<'_> {
     pub(super) fn user(&self, from_message: Option<String>) -> Option<String> {
         let header = self.headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
         let client = header.map(str::to_owned).or(from_message);
-        self.principal.user_scope(self.principal.subject.clone().or(client))
+        self.principal.run_user(client)
     }
 }
 

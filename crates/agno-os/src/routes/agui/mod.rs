@@ -136,7 +136,7 @@ async fn run_kind<K: Kind>(
     let id = target.id.as_str();
     let runner = runnable::<K>(state, principal, id)?;
     let forwarded = input.forwarded_props.as_ref().and_then(|p| p.get("user_id")).and_then(Value::as_str);
-    let user_id = principal.user_scope(principal.subject.clone().or_else(|| forwarded.map(str::to_owned)));
+    let user_id = principal.run_user(forwarded.map(str::to_owned));
     super::run_form::check_session_owner(state, &input.thread_id, user_id.as_deref()).await?;
     let session_state = match &input.state {
         Some(Value::Object(m)) => Some(m.clone()),
