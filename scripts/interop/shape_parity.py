@@ -105,6 +105,10 @@ ALLOWED = {
     ("a2a stream", "$TaskStatusUpdateEvent.result.status.message: extra in rs"): (
         "the final status update carries the answer (Python sends a Task after it)"
     ),
+    ("agui run with a client tool", "events "): (
+        "Python opens and closes an empty text message for the model's tool-call turn (its agent streams a "
+        "RunContent without content); agno-rs streams no empty content"
+    ),
 }
 
 
@@ -724,6 +728,12 @@ def agui_steps():
         ("agui status", "GET", "/status", {}, None),
         ("agui run", "POST", "/agui", body("agui-run-1", [user]), None),
         ("agui run with state", "POST", "/agui", body("agui-run-2", [user], state={"theme": "dark"}), None),
+        # The client's own tool: the model calls it (the fake model calls the first tool it is
+        # offered) and the run waits for the client's result.
+        ("agui run with a client tool", "POST", "/agui",
+         body("agui-run-4", [user], state={"theme": "dark"}, tools=[{
+             "name": "change_background", "description": "Changes the background colour",
+             "parameters": {"type": "object", "properties": {"color": {"type": "string"}}}}]), None),
         ("agui tool message answering nothing", "POST", "/agui",
          body("agui-run-3", [user, {"id": "t1", "role": "tool", "toolCallId": "nope", "content": "{}"}]), None),
         ("agui without threadId", "POST", "/agui", {"json": {"runId": "x", "messages": []}}, None),

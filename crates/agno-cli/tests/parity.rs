@@ -217,8 +217,9 @@ async fn a2a_routes_answer_as_python_agentos_does() {
 }
 
 /// Both servers serve agent `demo` over AG-UI (Python's `interfaces=[AGUI(agent=demo)]`, agno-rs's
-/// `[agui] agent = "demo"`): `/status`, a streamed turn (with and without state), tool messages
-/// answering nothing and a malformed input answer in the same shapes and event sequences.
+/// `[agui] agent = "demo"`): `/status`, a streamed turn (with and without state), a turn whose
+/// model calls the client's own tool, tool messages answering nothing and a malformed input
+/// answer in the same shapes and event sequences.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agui_routes_answer_as_python_agentos_does() {
     let Some(python) = agno_testkit::agno_python("the AG-UI parity check against Python AgentOS") else { return };
@@ -230,7 +231,7 @@ async fn agui_routes_answer_as_python_agentos_does() {
     let config = python_agentos_twin(&dir, &provider, "[agui]\nenabled = true\nagent = \"demo\"\n");
     let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
 
-    assert_shape_parity(&python, rs_port, &py_base, "agui", 5);
+    assert_shape_parity(&python, rs_port, &py_base, "agui", 6);
 }
 
 /// One database and one media directory, two servers: media a Python Agno 3.1.10 agent offloaded

@@ -204,6 +204,10 @@ pub enum EventData {
         /// The result text.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<Value>,
+        /// The session state after the call, when the call changed it and the run's client
+        /// follows the state (an agno-rs addition, absent otherwise: AG-UI's `STATE_DELTA`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_state: Option<Map<String, Value>>,
     },
     /// A tool call failed.
     ToolCallError {

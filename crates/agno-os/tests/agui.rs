@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 fn os_config(provider: &FakeProvider, auth: &str) -> String {
     format!(
         "{auth}[db]\nurl = \"memory://\"\n[agui]\nenabled = true\nagent = \"helper\"\n\
-         [[agents]]\nid = \"helper\"\nname = \"Helper\"\nadd_history_to_context = true\n\
+         [[agents]]\nid = \"helper\"\nname = \"Helper\"\nadd_history_to_context = true\nenable_agentic_state = true\n\
          model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n\
          tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], requires_confirmation_tools = [\"add\"] }}]\n",
         provider.base_url()
@@ -337,6 +337,9 @@ async fn ag_uis_own_client_chats_and_answers_a_confirmation() {
     provider.push(Scripted::text("Hello from the helper"));
     provider.push(Scripted::tool_call("add", r#"{"a": 2, "b": 3}"#));
     provider.push(Scripted::text("2 + 3 = 5"));
+    provider.push(Scripted::tool_call("update_session_state", r#"{"session_state_updates": {"theme": "light"}}"#));
+    provider.push(Scripted::tool_call("change_background", r#"{"color": "blue"}"#));
+    provider.push(Scripted::text("Light and blue"));
     let os = TestOs::start(config(&os_config(&provider, ""))).await;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/agui_client.cjs");
     let run = tokio::process::Command::new("node")
@@ -364,4 +367,100 @@ async fn ag_uis_own_client_chats_and_answers_a_confirmation() {
     assert_eq!(result["last"]["content"], "2 + 3 = 5", "{result}");
     let run = os.get("/sessions/ts-thread/runs", None).await;
     assert!(run.body.as_array().unwrap().iter().any(|r| r["status"] == "COMPLETED" && r["content"] == "2 + 3 = 5"));
+
+    // The front-end tool: the client applied the state delta, executed the call it was asked
+    // for and sent its result back; the run ended with the answer after it.
+    let frontend = result["frontend"].as_array().unwrap();
+    assert!(frontend.iter().any(|t| t == "STATE_DELTA"), "{result}");
+    assert_eq!(result["state_after_frontend"], json!({"theme": "light"}), "{result}");
+    assert_eq!(result["frontend_call"], json!({"name": "change_background", "arguments": {"color": "blue"}}));
+    assert_eq!(result["final"]["content"], "Light and blue", "{result}");
+    assert_eq!(result["state"], json!({"theme": "light"}), "{result}");
+}
+
+#[tokio::test]
+async fn client_tools_pause_for_the_clients_result_and_state_changes_stream_as_deltas() {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.push(Scripted::tool_call("update_session_state", r#"{"session_state_updates": {"theme": "light"}}"#));
+    provider.push(Scripted::tool_call("change_background", r#"{"color": "blue"}"#));
+    provider.push(Scripted::text("Done: light and blue"));
+    let os = TestOs::start(config(&os_config(&provider, ""))).await;
+    let tools = json!([{
+        "name": "change_background",
+        "description": "Changes the page's background colour",
+        "parameters": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+    }]);
+    let user = json!({"id": "m1", "role": "user", "content": "make it light and blue"});
+    let mut body = input("thread-c", "front-1", json!([user]));
+    body["tools"] = tools.clone();
+    body["state"] = json!({"theme": "dark", "size": 2});
+    let (status, events) = agui(&os, &body, None).await;
+    assert_eq!(status, 200);
+    let seen = types(&events);
+    assert_eq!(
+        seen,
+        [
+            "RUN_STARTED",
+            "STATE_SNAPSHOT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_END",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_RESULT",
+            "STATE_DELTA",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_END",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "STATE_SNAPSHOT",
+            "RUN_FINISHED"
+        ],
+        "{events:?}"
+    );
+    let delta = events.iter().find(|e| e["type"] == "STATE_DELTA").unwrap();
+    assert_eq!(delta["delta"], json!([{"op": "replace", "path": "/theme", "value": "light"}]));
+    let snapshot = events.iter().rev().find(|e| e["type"] == "STATE_SNAPSHOT").unwrap();
+    assert_eq!(snapshot["snapshot"], json!({"theme": "light", "size": 2}));
+    let waiting = events.iter().filter(|e| e["type"] == "TOOL_CALL_START").nth(1).unwrap();
+    assert_eq!(waiting["toolCallName"], "change_background");
+    let call = waiting["toolCallId"].as_str().unwrap().to_owned();
+    // The model was offered the client's tool beside the agent's own.
+    let offered: Vec<String> = provider.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(offered.contains(&"change_background".to_owned()) && offered.contains(&"add".to_owned()), "{offered:?}");
+    let run = os.get("/agents/helper/runs/front-1?session_id=thread-c", None).await;
+    assert_eq!(run.body["status"], "PAUSED", "{:?}", run.body);
+
+    // The client executed the call and sends its result as a tool message (with its tools again).
+    let assistant = json!({"id": "a1", "role": "assistant", "toolCalls": [{"id": call, "type": "function", "function": {"name": "change_background", "arguments": "{\"color\": \"blue\"}"}}]});
+    let result = json!({"id": "t1", "role": "tool", "toolCallId": call, "content": "the background is blue"});
+    let mut body = input("thread-c", "front-2", json!([user, assistant, result]));
+    body["tools"] = tools;
+    let (_, events) = agui(&os, &body, None).await;
+    let seen = types(&events);
+    assert_eq!(seen.last(), Some(&"RUN_FINISHED"), "{events:?}");
+    assert!(!seen.contains(&"RUN_ERROR"), "{events:?}");
+    let last = provider.requests().last().unwrap().body.clone();
+    assert!(last["messages"].to_string().contains("the background is blue"), "{last}");
+    assert!(last["tools"].to_string().contains("change_background"), "the continued run offers the tool again");
+    let run = os.get("/agents/helper/runs/front-1?session_id=thread-c", None).await;
+    assert_eq!(
+        (run.body["status"].as_str(), run.body["content"].as_str()),
+        (Some("COMPLETED"), Some("Done: light and blue"))
+    );
+    let session = os.get("/sessions/thread-c", None).await;
+    assert_eq!(session.body["session_state"]["theme"], "light", "{:?}", session.body);
+
+    // A tool without a name is refused before anything runs.
+    let mut body = input("thread-c", "front-3", json!([{"id": "m9", "role": "user", "content": "x"}]));
+    body["tools"] = json!([{"description": "nameless"}]);
+    let (status, body) = agui(&os, &body, None).await;
+    assert_eq!(status, 422, "{body:?}");
+    assert!(body[0].to_string().contains("tools[0] needs a name"), "{body:?}");
 }

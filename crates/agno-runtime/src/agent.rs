@@ -30,6 +30,7 @@ pub(crate) struct AgentInner {
     pub(crate) add_name_to_context: bool,
     pub(crate) add_datetime_to_context: bool,
     pub(crate) add_session_state_to_context: bool,
+    pub(crate) enable_agentic_state: bool,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) tools: Vec<Arc<dyn DynTool>>,
     pub(crate) tool_instructions: Vec<String>,
@@ -293,6 +294,7 @@ struct AgentInnerDraft {
     add_name_to_context: bool,
     add_datetime_to_context: bool,
     add_session_state_to_context: bool,
+    enable_agentic_state: bool,
     tools: Vec<Arc<dyn DynTool>>,
     tool_instructions: Vec<String>,
     tool_config: ToolConfig,
@@ -360,6 +362,9 @@ impl AgentBuilder {
 
         /// Add the session state to the system message.
         add_session_state_to_context(value: bool) => inner.add_session_state_to_context = value;
+
+        /// Give the model the `update_session_state` tool (Agno's `enable_agentic_state`).
+        enable_agentic_state(value: bool) => inner.enable_agentic_state = value;
 
         /// Default session id of runs that name none.
         session_id(value: impl Into<String>) => inner.session_id = Some(value.into());
@@ -651,6 +656,7 @@ impl AgentBuilder {
                 add_name_to_context: d.add_name_to_context,
                 add_datetime_to_context: d.add_datetime_to_context,
                 add_session_state_to_context: d.add_session_state_to_context,
+                enable_agentic_state: d.enable_agentic_state,
                 model,
                 tools: d.tools,
                 tool_instructions: d.tool_instructions,

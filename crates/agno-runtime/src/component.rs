@@ -39,6 +39,8 @@ pub struct CarryOn {
     pub requirements: Vec<RunRequirement>,
     /// The user the run goes on for.
     pub user_id: Option<String>,
+    /// What the client brings to the rest of the run.
+    pub client: crate::ClientSide,
 }
 
 impl CarryOn {
@@ -46,7 +48,8 @@ impl CarryOn {
     fn continuation(self, durable: Durable) -> ContinueRequest {
         let mut run = self.run;
         run.status = RunStatus::Paused;
-        let request = ContinueRequest::output(run, self.requirements).durable(durable);
+        let mut request = ContinueRequest::output(run, self.requirements).durable(durable);
+        request.client = self.client;
         match self.user_id {
             Some(user) => request.user_id(user),
             None => request,

@@ -18,9 +18,11 @@
 #[macro_use]
 mod builder;
 mod agent;
+mod agentic_state;
 pub mod approvals;
 mod blocking;
 mod cancel;
+mod client_side;
 pub mod compaction;
 mod component;
 mod config;
@@ -50,6 +52,7 @@ pub mod workflow;
 
 pub use agent::{Agent, AgentBuilder, AgentSettings, ModelChoice};
 pub use cancel::{cancel_run, is_running, running_runs};
+pub use client_side::ClientSide;
 pub use compaction::{CompactError, Compaction, CompactionOutcome};
 pub use component::{CarryOn, Component};
 pub use config::{

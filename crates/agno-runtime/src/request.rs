@@ -47,6 +47,8 @@ pub struct RunRequest {
     /// History messages to send before the input, in place of the stored session's (a team's
     /// leader reads its team's history this way).
     pub history: Option<Vec<agno_core::Message>>,
+    /// What the client brings: tools it executes, whether it follows the session state.
+    pub client: crate::ClientSide,
 }
 
 impl RunRequest {
@@ -144,11 +146,21 @@ pub struct ContinueRequest {
     /// `Some(false)`: neither read nor write the agent's session (a workflow step's agent run,
     /// kept inside the workflow run).
     pub store: Option<bool>,
+    /// What the client brings to the rest of the run (its tools again, as AG-UI clients send
+    /// them with every request).
+    pub client: crate::ClientSide,
 }
 
 impl ContinueRequest {
     fn new(from: ContinueFrom, requirements: Vec<RunRequirement>) -> Self {
-        Self { from, requirements, user_id: None, durable: crate::Durable::default(), store: None }
+        Self {
+            from,
+            requirements,
+            user_id: None,
+            durable: crate::Durable::default(),
+            store: None,
+            client: crate::ClientSide::default(),
+        }
     }
 
     /// Continue the stored run `run_id`.

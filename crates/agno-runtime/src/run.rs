@@ -296,14 +296,17 @@ async fn continue_inner(
     }
     messages.extend_from_slice(&stored[split..]);
 
+    let client = request.client.clone();
     let mut prepared =
-        prepare(agent, RunRequest { store: Some(store), ..RunRequest::new("").session_id(&session_id) }).await?;
+        prepare(agent, RunRequest { store: Some(store), client, ..RunRequest::new("").session_id(&session_id) })
+            .await?;
     prepared.output = output;
     prepared.output.status = RunStatus::Running;
     prepared.messages = messages;
     prepared.session = session;
     prepared.user_id = user_id;
     prepared.initial_state = state.clone();
+    prepared.reported_state = request.client.follows_state.then(|| state.clone());
     prepared.session_state = std::sync::Arc::new(std::sync::Mutex::new(state));
     prepared.tool_calls_made = prepared.output.tools.iter().flatten().count();
     prepared.fence = request.durable.fence.clone();

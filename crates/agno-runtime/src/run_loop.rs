@@ -117,6 +117,11 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         let filter = kc.knowledge_filters.clone();
         tools.push(crate::knowledge::search_tool(Arc::clone(knowledge), filter, user_id.clone()));
     }
+    if agent.enable_agentic_state {
+        tools.push(Arc::new(crate::agentic_state::UpdateSessionState::default()));
+    }
+    let client_tools = req.client.tools_beside(&tools);
+    tools.extend(client_tools);
     // `add_knowledge_to_context`: references for the user's input, found before the run.
     let references = match agent.knowledge.as_ref().filter(|_| kc.add_knowledge_to_context) {
         Some(knowledge) => {
@@ -134,6 +139,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         None => None,
     };
 
+    let reported_state = req.client.follows_state.then(|| state.clone());
     let mut st = RunState {
         output,
         messages: Vec::new(),
@@ -151,6 +157,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
         started: std::time::Instant::now(),
         metrics_counted: None,
         store,
+        reported_state,
     };
     let native = st.schema.is_some() && agent.model.capabilities().native_structured_output;
     let summary = st.session.summary.as_ref().filter(|_| agent.summaries.add_session_summary_to_context == Some(true));

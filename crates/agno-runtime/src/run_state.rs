@@ -37,6 +37,9 @@ pub(crate) struct RunState {
     /// False for a run kept inside its parent (a workflow step): its session is not read or
     /// written.
     pub(crate) store: bool,
+    /// The session state the client last saw, when it follows the state (see
+    /// [`crate::ClientSide::follows_state`]): a tool call that changes it reports the new state.
+    pub(crate) reported_state: Option<Map<String, Value>>,
 }
 
 impl RunState {
@@ -67,6 +70,17 @@ impl RunState {
 
     pub(crate) fn add_requirement(&mut self, req: RunRequirement) {
         self.output.requirements.get_or_insert_with(Vec::new).push(req);
+    }
+
+    /// The session state when the client follows it and it changed since it last saw it.
+    pub(crate) fn changed_state(&mut self) -> Option<Map<String, Value>> {
+        let seen = self.reported_state.as_ref()?;
+        let now = self.state_snapshot();
+        if &now == seen {
+            return None;
+        }
+        self.reported_state = Some(now.clone());
+        Some(now)
     }
 
     /// A snapshot of the session state.

@@ -64,6 +64,10 @@ pub struct RunSpec {
     /// when a background worker streams it to log its events.
     #[serde(default = "asked_as_stream")]
     pub stream: bool,
+    /// What the client brings (agents and teams): tools it executes, whether it follows the
+    /// session state.
+    #[serde(default, skip_serializing_if = "crate::ClientSide::is_empty")]
+    pub client: crate::ClientSide,
 }
 
 /// A payload without `stream` was streamed by its worker, as every background run was.
@@ -120,6 +124,7 @@ impl RunSpec {
             output_schema: None,
             add_history_to_context: None,
             stream: true,
+            client: crate::ClientSide::default(),
         }
     }
 
@@ -136,6 +141,7 @@ impl RunSpec {
             output_schema: self.output_schema.clone(),
             add_history_to_context: self.add_history_to_context,
             store_events: (!self.stream).then_some(false),
+            client: self.client.clone(),
             ..RunRequest::default()
         }
     }
@@ -242,6 +248,7 @@ impl RunSpec {
             output_schema: None,
             add_history_to_context: None,
             stream: true,
+            client: crate::ClientSide::default(),
         })
     }
 }
@@ -277,6 +284,7 @@ mod tests {
             output_schema: Some(OutputSchema::new("answer", json!({"type": "object"}))),
             add_history_to_context: Some(false),
             stream: false,
+            client: crate::ClientSide { tools: vec![crate::ClientSide::tool("t", None, None)], follows_state: true },
             ..RunSpec::new(kind, "c1", input)
         }
     }

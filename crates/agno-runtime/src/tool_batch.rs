@@ -233,6 +233,7 @@ pub(crate) async fn execute_batch(
                 em.emit(EventData::ToolCallCompleted {
                     tool: exec.clone(),
                     content: Some(Value::String(text.clone())),
+                    session_state: st.changed_state(),
                 });
                 if is_error {
                     em.emit(EventData::ToolCallError { tool: exec.clone(), error: Some(text.clone()) });
@@ -324,7 +325,12 @@ pub(crate) async fn resolve_requirement(
     };
     exec.result = Some(text.clone());
     exec.tool_call_error = Some(is_error);
-    em.emit(EventData::ToolCallCompleted { tool: exec.clone(), content: Some(Value::String(text.clone())) });
+    let session_state = st.changed_state();
+    em.emit(EventData::ToolCallCompleted {
+        tool: exec.clone(),
+        content: Some(Value::String(text.clone())),
+        session_state,
+    });
     let mut msg = Message::tool_result(exec.call_id(), exec.name(), text, is_error);
     msg.tool_args = exec.tool_args.clone().map(Value::Object);
     st.messages.push(msg);

@@ -176,6 +176,9 @@ pub(crate) fn build_agent(
     if let Some(n) = spec.num_history_runs {
         builder = builder.num_history_runs(n);
     }
+    builder = builder
+        .enable_agentic_state(spec.enable_agentic_state.unwrap_or(false))
+        .add_session_state_to_context(spec.add_session_state_to_context.unwrap_or(false));
     builder = builder.memory(agno_runtime::MemoryConfig {
         update_memory_on_run: spec.update_memory_on_run.unwrap_or(false),
         enable_agentic_memory: spec.enable_agentic_memory.unwrap_or(false),

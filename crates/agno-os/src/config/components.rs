@@ -136,6 +136,11 @@ pub struct AgentSpec {
     pub update_memory_on_run: Option<bool>,
     /// Give the model the `update_user_memory` tool.
     pub enable_agentic_memory: Option<bool>,
+    /// Give the model the `update_session_state` tool, which merges its updates into the
+    /// session state (Agno's `enable_agentic_state`).
+    pub enable_agentic_state: Option<bool>,
+    /// Put the session state in the system message.
+    pub add_session_state_to_context: Option<bool>,
     /// Put the user's memories in the system message (default: on when memories are kept).
     pub add_memories_to_context: Option<bool>,
     /// Rewrite the session's summary after each run (needs the database).

@@ -194,6 +194,8 @@ impl OsConfig {
                 num_history_runs: None,
                 update_memory_on_run: None,
                 enable_agentic_memory: None,
+                enable_agentic_state: None,
+                add_session_state_to_context: None,
                 add_memories_to_context: None,
                 enable_session_summaries: None,
                 add_session_summary_to_context: None,

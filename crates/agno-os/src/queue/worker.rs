@@ -9,7 +9,7 @@ use agno_core::{
     ComponentKind, Job, JobOutcome, JobSignal, JobStatus, JobStore, JobType, RunOutput, RunRequirement, RunStatus,
     StreamEvent, now_epoch_secs,
 };
-use agno_runtime::{Agent, CarryOn, Component, Durable, EventStream, RunError, RunSpec};
+use agno_runtime::{Agent, CarryOn, ClientSide, Component, Durable, EventStream, RunError, RunSpec};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -42,8 +42,9 @@ impl agno_runtime::RunFence for LeaseFence {
 pub(super) enum Work {
     /// A new run.
     Run(Box<RunSpec>),
-    /// The continuation of the paused run.
-    Continue(Vec<RunRequirement>),
+    /// The continuation of the paused run: its answered requirements, and what the client
+    /// brings to the rest of it (the continue's, else the run's first request's).
+    Continue(Vec<RunRequirement>, ClientSide),
 }
 
 /// Reads what `job` asks for; a payload no version of agno-rs wrote (or an unknown component
@@ -60,7 +61,12 @@ pub(super) fn work_of(job: &Job) -> Result<Work, String> {
                 )
             })?,
         };
-        return Ok(Work::Continue(requirements));
+        let client = match cont.get("client").or_else(|| job.payload.get("client")) {
+            None | Some(Value::Null) => ClientSide::default(),
+            Some(c) => serde_path_to_error::deserialize(c)
+                .map_err(|e| format!("the job's payload names no client: `client{}` {}", path_suffix(&e), e.inner()))?,
+        };
+        return Ok(Work::Continue(requirements, client));
     }
     RunSpec::from_job(job).map(|spec| Work::Run(Box::new(spec))).map_err(|e| e.to_string())
 }
@@ -175,7 +181,7 @@ async fn attempt_by<C: Component>(
     durable: Durable,
 ) -> JobOutcome {
     let reads_stored = match work {
-        Work::Continue(_) => true,
+        Work::Continue(..) => true,
         Work::Run(_) => C::CARRIES_ON_INTERRUPTED && job.attempt > 1,
     };
     let stored = match state.database() {
@@ -187,17 +193,17 @@ async fn attempt_by<C: Component>(
     };
     let user_id = job.user_id.clone();
     let stream = match (work, stored) {
-        (Work::Continue(requirements), Some(run)) => {
-            component.carry_on(CarryOn { run, requirements, user_id }, durable)
+        (Work::Continue(requirements, client), Some(run)) => {
+            component.carry_on(CarryOn { run, requirements, user_id, client }, durable)
         }
-        (Work::Continue(_), None) => {
+        (Work::Continue(..), None) => {
             return JobOutcome::Settled(
                 JobStatus::Failed,
                 Some(format!("run {} cannot be continued: it is no longer stored", job.id)),
             );
         }
-        (Work::Run(_), Some(run)) if run.status != RunStatus::Pending => {
-            component.carry_on(CarryOn { run, requirements: Vec::new(), user_id }, durable)
+        (Work::Run(spec), Some(run)) if run.status != RunStatus::Pending => {
+            component.carry_on(CarryOn { run, requirements: Vec::new(), user_id, client: spec.client }, durable)
         }
         (Work::Run(spec), _) => component.start(&spec, durable),
     };
@@ -318,9 +324,36 @@ pub(super) async fn execute(state: Arc<dyn Served>, queue: Queue, job: Job) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
+    use agno_core::{ComponentKind, Job, RunInput};
+    use agno_runtime::{ClientSide, RunSpec};
+    use serde_json::json;
+
+    use super::{Work, work_of};
     use crate::config::QueueSettings;
+
+    /// A continued job carries on with the client's tools of its continue, else of the run's
+    /// first request; a client that is not one is refused, naming the field.
+    #[test]
+    fn a_continuation_brings_the_clients_tools() {
+        let mut spec = RunSpec::new(ComponentKind::Agent, "a", RunInput::text("hi"));
+        spec.client = ClientSide { tools: vec![ClientSide::tool("first", None, None)], follows_state: true };
+        let mut payload = spec.to_payload();
+        payload["continue"] = json!({"requirements": []});
+        let job = Job::run(spec.kind, &spec.run_id, "a", &spec.session_id, payload.clone());
+        let Ok(Work::Continue(_, client)) = work_of(&job) else { panic!("a continuation") };
+        assert_eq!(client, spec.client);
+        payload["continue"]["client"] = json!({"tools": [{"name": "again", "parameters": {"type": "object"}}]});
+        let job = Job::run(spec.kind, &spec.run_id, "a", &spec.session_id, payload.clone());
+        let Ok(Work::Continue(_, client)) = work_of(&job) else { panic!("a continuation") };
+        assert_eq!(client.tools[0].name, "again");
+        assert!(!client.follows_state);
+        payload["continue"]["client"] = json!({"tools": "nope"});
+        let job = Job::run(spec.kind, &spec.run_id, "a", &spec.session_id, payload);
+        let Err(why) = work_of(&job) else { panic!("refused") };
+        assert!(why.contains("`client.tools`"), "{why}");
+    }
 
     /// The retry delay doubles per attempt from `retry_delay_seconds`, is capped at ten times it,
     /// and adds at most a quarter of jitter.

@@ -5,7 +5,7 @@
 
 use crate::routes::guard::Caller;
 use agno_core::{BranchError, BranchOptions, ComponentKind, RunRequirement, RunStatus};
-use agno_runtime::{CarryOn, Component, Durable};
+use agno_runtime::{CarryOn, ClientSide, Component, Durable};
 use axum::extract::{Path, Request};
 use axum::response::Response;
 use serde_json::{Value, json};
@@ -87,7 +87,8 @@ pub async fn continue_run<K: Kind>(
         return super::background::requeue_paused(&state, queue, run, &continuation, stream).await;
     }
     let user_id = super::run_form::form_user(&principal, &form).or_else(|| run.user_id.clone());
-    let events = runner.carry_on(CarryOn { run, requirements, user_id }, Durable::default());
+    let events =
+        runner.carry_on(CarryOn { run, requirements, user_id, client: ClientSide::default() }, Durable::default());
     if stream {
         return Ok(crate::sse::run_events(events, DisconnectPolicy::KeepRunning, state.streaming()));
     }
@@ -190,7 +191,10 @@ async fn branch_run<K: Kind>(
     }
     let stream = form.bool("stream")?.unwrap_or(true);
     let user_id = super::run_form::form_user(principal, form).or_else(|| run.user_id.clone());
-    let events = runner.carry_on(CarryOn { run: branch.run, requirements: Vec::new(), user_id }, Durable::default());
+    let events = runner.carry_on(
+        CarryOn { run: branch.run, requirements: Vec::new(), user_id, client: ClientSide::default() },
+        Durable::default(),
+    );
     if stream {
         return Ok(crate::sse::run_events(events, DisconnectPolicy::KeepRunning, state.streaming()));
     }

@@ -11,7 +11,7 @@
 //! confirmation.
 
 use agno_core::{ComponentKind, RunOutput, RunRequirement, RunStatus};
-use agno_runtime::{CarryOn, Component, Durable};
+use agno_runtime::{CarryOn, ClientSide, Component, Durable};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
@@ -169,7 +169,8 @@ pub(super) async fn continue_task<K: Kind>(
         return Ok(result_response(&request_id, task::task_of(&queued), StatusCode::ACCEPTED));
     }
     let user_id = user_id.or_else(|| run.user_id.clone());
-    let events = runner.carry_on(CarryOn { run, requirements, user_id }, Durable::default());
+    let events =
+        runner.carry_on(CarryOn { run, requirements, user_id, client: ClientSide::default() }, Durable::default());
     if stream {
         return Ok(stream_response(target.state, events, request_id, &task_id, &session_id));
     }

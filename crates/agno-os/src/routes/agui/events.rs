@@ -20,8 +20,9 @@ pub(super) struct Translator {
     tool_parent: Option<String>,
     open_tools: Vec<String>,
     reasoning: Option<String>,
-    /// The state the client sent (a final snapshot is sent only then).
-    has_state: bool,
+    /// The session state as the client last saw it: the state it sent, then as each
+    /// `STATE_DELTA` changed it (none when it sent none: no deltas, no final snapshot).
+    client_state: Option<Value>,
     terminal: Option<(String, Value)>,
 }
 
@@ -32,7 +33,7 @@ fn base_name(name: &str) -> &str {
 impl Translator {
     /// The translator of the Agno run `agno_run_id`, answering the client's `run_id` in
     /// `thread_id`.
-    pub(super) fn new(thread_id: &str, run_id: &str, agno_run_id: &str, has_state: bool) -> Self {
+    pub(super) fn new(thread_id: &str, run_id: &str, agno_run_id: &str, state: Option<&Map<String, Value>>) -> Self {
         Self {
             thread_id: thread_id.to_owned(),
             run_id: run_id.to_owned(),
@@ -41,7 +42,7 @@ impl Translator {
             tool_parent: None,
             open_tools: Vec::new(),
             reasoning: None,
-            has_state,
+            client_state: state.map(|s| Value::Object(s.clone())),
             terminal: None,
         }
     }
@@ -177,6 +178,17 @@ impl Translator {
                     let content = result.as_str().map_or_else(|| result.to_string(), str::to_owned);
                     out.push(json!({"type": "TOOL_CALL_RESULT", "messageId": call, "toolCallId": call, "content": content, "role": "tool"}));
                 }
+                // The state the call left (agno-rs reports it on the completion when the client
+                // follows the state), as the patch from what the client saw last.
+                if let (Some(seen), Some(now)) =
+                    (self.client_state.as_mut(), event.get("session_state").filter(|s| s.is_object()))
+                {
+                    let delta = super::patch::diff(seen, now);
+                    if !delta.is_empty() {
+                        out.push(json!({"type": "STATE_DELTA", "delta": delta}));
+                        *seen = now.clone();
+                    }
+                }
             }
             "ReasoningStarted" => {
                 self.open_reasoning(&mut out);
@@ -225,9 +237,10 @@ impl Translator {
             let content = event.get("content").and_then(Value::as_str);
             self.waiting_calls(&waiting, content, &mut out);
         }
-        if self.has_state
-            && let Some(state) = event.get("session_state").filter(|s| s.is_object())
-        {
+        // The final state: the run's own when its end carries it, else the state as the
+        // client's deltas left it (as Agno falls back to the state it tracked).
+        if let Some(seen) = &self.client_state {
+            let state = event.get("session_state").filter(|s| s.is_object()).unwrap_or(seen);
             out.push(json!({"type": "STATE_SNAPSHOT", "snapshot": state}));
         }
         out.push(json!({"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}));
@@ -259,7 +272,7 @@ mod tests {
 
     #[test]
     fn a_tool_call_between_two_texts_keeps_every_span_closed() {
-        let mut t = Translator::new("th", "r", "agno", false);
+        let mut t = Translator::new("th", "r", "agno", None);
         let mut all = t.started(None);
         all.extend(t.event("RunStarted", &json!({"run_id": "agno"})));
         all.extend(t.event("RunContent", &json!({"run_id": "agno", "content": "Let me add"})));
@@ -296,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_paused_run_shows_its_waiting_calls_and_a_failed_one_ends_in_run_error() {
-        let mut t = Translator::new("th", "r", "agno", true);
+        let mut t = Translator::new("th", "r", "agno", Some(&Map::new()));
         let waiting = json!({"id": "q", "tool_execution": {"tool_call_id": "c9", "tool_name": "add", "tool_args": {}, "requires_confirmation": true}});
         t.event("RunPaused", &json!({"run_id": "agno", "requirements": [waiting], "session_state": {"n": 1}}));
         let end = t.finish();
@@ -314,12 +327,35 @@ mod tests {
         );
         assert_eq!(end[2]["toolCallId"], "c9");
 
-        let mut t = Translator::new("th", "r", "agno", false);
+        let mut t = Translator::new("th", "r", "agno", None);
         t.event("RunContent", &json!({"run_id": "agno", "content": "half"}));
         t.event("RunError", &json!({"run_id": "agno", "content": "boom", "error_type": "model_error"}));
         let end = t.finish();
         assert_eq!(types(&end), ["TEXT_MESSAGE_END", "RUN_ERROR"]);
         assert_eq!((end[1]["message"].as_str(), end[1]["code"].as_str()), (Some("boom"), Some("model_error")));
-        assert_eq!(types(&Translator::new("th", "r", "agno", false).finish()), ["RUN_ERROR"]);
+        assert_eq!(types(&Translator::new("th", "r", "agno", None).finish()), ["RUN_ERROR"]);
+    }
+
+    #[test]
+    fn a_tool_call_that_changes_the_state_is_followed_by_its_delta() {
+        let sent = json!({"theme": "dark", "n": 1});
+        let mut t = Translator::new("th", "r", "agno", sent.as_object());
+        let tool = json!({"tool_call_id": "c1", "tool_name": "set_theme", "tool_args": {}});
+        t.event("ToolCallStarted", &json!({"run_id": "agno", "tool": tool}));
+        let mut done = tool.clone();
+        done["result"] = json!("ok");
+        let changed = json!({"run_id": "agno", "tool": done, "session_state": {"theme": "light", "n": 1}});
+        let out = t.event("ToolCallCompleted", &changed);
+        assert_eq!(types(&out), ["TOOL_CALL_END", "TOOL_CALL_RESULT", "STATE_DELTA"]);
+        assert_eq!(out[2]["delta"], json!([{"op": "replace", "path": "/theme", "value": "light"}]));
+        // A completion without a state (the call changed nothing) says nothing of it.
+        t.event("ToolCallStarted", &json!({"run_id": "agno", "tool": {"tool_call_id": "c2", "tool_name": "x"}}));
+        let out =
+            t.event("ToolCallCompleted", &json!({"run_id": "agno", "tool": {"tool_call_id": "c2", "result": "1"}}));
+        assert_eq!(types(&out), ["TOOL_CALL_END", "TOOL_CALL_RESULT"]);
+        // Without a state from the client, no deltas.
+        let mut t = Translator::new("th", "r", "agno", None);
+        t.event("ToolCallStarted", &json!({"run_id": "agno", "tool": tool}));
+        assert_eq!(types(&t.event("ToolCallCompleted", &changed)), ["TOOL_CALL_END", "TOOL_CALL_RESULT"]);
     }
 }

@@ -13,9 +13,10 @@
 //! `RUN_ERROR` naming the problem and change nothing.
 
 mod events;
+mod patch;
 
 use agno_core::{ComponentKind, RunInput, RunOutput, RunQuery, RunRequirement, RunStatus, StreamEvent};
-use agno_runtime::{CarryOn, Component, Durable, EventStream, RunSpec};
+use agno_runtime::{CarryOn, ClientSide, Component, Durable, EventStream, RunSpec};
 use axum::Json;
 use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
@@ -50,7 +51,8 @@ pub struct RunAgentInput {
     /// answer a paused run.
     #[serde(default)]
     pub messages: Vec<Value>,
-    /// Tools the client executes itself (not offered to the model by agno-rs yet).
+    /// Tools the client executes itself (`name`, `description`, `parameters`): offered to the
+    /// model; a call pauses the run until a tool message brings its result.
     #[serde(default)]
     pub tools: Vec<Value>,
     /// Context entries (`description`, `value`): the run's dependencies.
@@ -104,6 +106,25 @@ fn trailing_tool_messages(messages: &[Value]) -> Vec<&Value> {
     out
 }
 
+/// What the client brings: its tools (as Agno's `parse_client_tools`: a call pauses the run for
+/// the client's result) and, when it sent a state, that it follows the state. A tool without a
+/// name is a 422 naming it.
+fn client_side(tools: &[Value], follows_state: bool) -> ApiResult<ClientSide> {
+    let tools = tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| {
+            let name = tool.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()).ok_or_else(|| {
+                ApiError::unprocessable(format!(
+                    "tools[{i}] needs a name: {{\"name\", \"description\", \"parameters\"}}"
+                ))
+            })?;
+            Ok(ClientSide::tool(name, tool.get("description").and_then(Value::as_str), tool.get("parameters")))
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(ClientSide { tools, follows_state })
+}
+
 /// The context entries as dependencies (`description` or `context_N` -> the value, JSON when it
 /// parses).
 fn dependencies(context: &[Value]) -> Option<Map<String, Value>> {
@@ -142,6 +163,7 @@ async fn run_kind<K: Kind>(
         Some(Value::Object(m)) => Some(m.clone()),
         _ => None,
     };
+    let client = client_side(&input.tools, session_state.is_some())?;
     let tool_messages = trailing_tool_messages(&input.messages);
     if !tool_messages.is_empty() {
         let (run, requirements) =
@@ -161,13 +183,13 @@ async fn run_kind<K: Kind>(
             // A background run carries on on the queue; its events are followed from where they
             // stopped.
             let after = queue.store.last_event_index(&agno_run_id).await?.unwrap_or(-1);
-            let continuation = json!({ "requirements": requirements });
+            let continuation = json!({ "requirements": requirements, "client": client });
             super::background::requeue_paused(state, queue, run, &continuation, false).await?;
             let frames = super::background::tail_frames(state, queue, agno_run_id.clone(), after)?;
             return Ok(respond_logged(state, frames, &input, &agno_run_id, session_state.as_ref()));
         }
         let user_id = user_id.or_else(|| run.user_id.clone());
-        let events = runner.carry_on(CarryOn { run, requirements, user_id }, Durable::default());
+        let events = runner.carry_on(CarryOn { run, requirements, user_id, client }, Durable::default());
         return Ok(respond(state, events, &input, &agno_run_id, session_state.as_ref()));
     }
     if let Some(db) = &state.db
@@ -201,6 +223,7 @@ async fn run_kind<K: Kind>(
     spec.user_id = user_id;
     spec.session_state.clone_from(&session_state);
     spec.dependencies = dependencies(&input.context);
+    spec.client = client;
     spec.stream = true;
     if target.background {
         let queue = super::background::queue_of(state)?;
@@ -285,7 +308,7 @@ fn refused(
     session_state: Option<&Map<String, Value>>,
     problem: &str,
 ) -> Response {
-    let translator = Translator::new(&input.thread_id, &input.run_id, "", false);
+    let translator = Translator::new(&input.thread_id, &input.run_id, "", None);
     let mut all = translator.started(session_state);
     all.push(Translator::refused(problem));
     let frames: Vec<Frame> = all.iter().map(frame).collect();
@@ -329,7 +352,7 @@ fn translated(
     agno_run_id: &str,
     session_state: Option<&Map<String, Value>>,
 ) -> Response {
-    let translator = Box::new(Translator::new(&input.thread_id, &input.run_id, agno_run_id, session_state.is_some()));
+    let translator = Box::new(Translator::new(&input.thread_id, &input.run_id, agno_run_id, session_state));
     let first: Vec<Frame> = translator.started(session_state).iter().map(frame).collect();
     let events = Box::pin(events);
     let rest = futures::stream::unfold(Some((events, translator)), |step| async move {
