@@ -109,6 +109,11 @@ ALLOWED = {
         "Python opens and closes an empty text message for the model's tool-call turn (its agent streams a "
         "RunContent without content); agno-rs streams no empty content"
     ),
+    # A2A v1.0 beside v0.3 (as Agno 3.2): the card lists both protocol versions of the endpoint.
+    **{
+        (f"{kind} card", "$.supportedInterfaces: extra in rs"): "the card lists the endpoint at A2A 1.0 and 0.3"
+        for kind in ("agent", "team", "workflow")
+    },
 }
 
 

@@ -61,6 +61,19 @@ ensure_phoenix() {
   export AGNO_PHOENIX="$venv/bin/phoenix"
 }
 
+# The official A2A Python SDK at 1.x (a venv of its own: Agno 3.1.10's venv pins 0.3.x), whose
+# client the A2A v1.0 tests drive the server with.
+A2A_SDK_V1=1.3.0
+ensure_a2a_v1() {
+  local venv="$HOME/.cache/agno-a2a-sdk-1"
+  if ! "$venv/bin/python" -c "import a2a.client, httpx, importlib.metadata as m; assert m.version('a2a-sdk') == '$A2A_SDK_V1'" 2>/dev/null; then
+    say "creating the a2a-sdk $A2A_SDK_V1 venv in $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q "a2a-sdk==$A2A_SDK_V1" httpx
+  fi
+  export AGNO_A2A_V1_PYTHON="$venv/bin/python"
+}
+
 # The npm packages the tests run, pinned: the tests assert their exact strings.
 PLAYWRIGHT_CORE=1.65.1
 MCP_SERVERS=2026.8.31

@@ -337,7 +337,8 @@ async fn bad_requests_are_json_rpc_errors_and_store_nothing() {
         (json!({"jsonrpc": "1.0", "id": 1, "method": "message/send"}), -32600),
         (json!({"id": 1, "method": "message/send"}), -32600),
         (json!({"jsonrpc": "2.0", "id": 1, "method": "message/teleport"}), -32601),
-        (json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/resubscribe", "params": {"id": "x"}}), -32004),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/resubscribe", "params": {"id": "x"}}), -32001),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/pushNotificationConfig/set", "params": {}}), -32003),
         (json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": "x"}), -32602),
         (json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}), -32602),
         (rpc("message/send", json!({"message": {"role": "user", "messageId": "m", "parts": []}})), -32602),
@@ -620,4 +621,189 @@ async fn the_official_javascript_a2a_sdk_sends_and_streams() {
     }
     // The workflow's card does not stream: the SDK sends it message/send and yields the task.
     assert_eq!(result["/a2a/workflows/flow"]["stream"]["state"], "completed");
+}
+
+/// A2A v1.0 requests by hand: the method names the version, its header is needed, the answers
+/// are v1.0's spelling (one-of results, `TASK_STATE_*`, parts without `kind`), a v0.3 request to
+/// the same endpoint is still answered in v0.3's.
+#[tokio::test]
+async fn v1_requests_are_answered_in_v1_and_v03_ones_in_v03_on_the_same_endpoint() {
+    let os = TestOs::start(config(OS)).await;
+    let card = os.get("/a2a/agents/calc/.well-known/agent-card.json", None).await.body;
+    let url = card["url"].as_str().unwrap().to_owned();
+    assert_eq!(
+        card["supportedInterfaces"],
+        json!([
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        ])
+    );
+    let endpoint = "/a2a/agents/calc/v1/message:stream";
+    let send = |text: &str| {
+        rpc(
+            "SendMessage",
+            json!({"message": {"messageId": agno_core::new_id(), "role": "ROLE_USER", "parts": [{"text": text}]}}),
+        )
+    };
+    let post = |body: Value, version: Option<&'static str>| {
+        let mut req = os.client.post(format!("{}{endpoint}", os.base)).json(&body);
+        if let Some(v) = version {
+            req = req.header("A2A-Version", v);
+        }
+        async move {
+            let resp = req.send().await.unwrap();
+            (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+        }
+    };
+    // Without the header a v1.0 method is refused (0.3 is assumed), and nothing runs.
+    let (status, body) = post(send("no header"), None).await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (200, Some(-32009)), "{body}");
+    assert_eq!(body["error"]["data"][0]["reason"], "VERSION_NOT_SUPPORTED");
+    assert_eq!(stored_runs(&os).await, 0);
+
+    let (status, body) = post(send("hello v1"), Some("1.0")).await;
+    assert_eq!(status, 200, "{body}");
+    let task = &body["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{body}");
+    assert!(task.get("kind").is_none(), "{body}");
+    let answer = &task["history"][0];
+    assert_eq!(answer["role"], "ROLE_AGENT");
+    assert!(answer["parts"][0]["text"].as_str().unwrap().contains("hello v1"), "{body}");
+    assert!(answer["parts"][0].get("kind").is_none());
+    let task_id = task["id"].as_str().unwrap().to_owned();
+
+    let (_, got) = post(rpc("GetTask", json!({"id": task_id, "historyLength": 0})), Some("1.0")).await;
+    assert_eq!(got["result"]["id"], task_id.as_str(), "{got}");
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert!(got["result"].get("history").is_none_or(|h| h == &json!([])), "historyLength 0: {got}");
+    let (_, missing) = post(rpc("GetTask", json!({"id": "nope"})), Some("1.0")).await;
+    assert_eq!(missing["error"]["code"], -32001);
+    assert_eq!(missing["error"]["data"][0]["reason"], "TASK_NOT_FOUND");
+    assert_eq!(missing["error"]["data"][0]["metadata"]["taskId"], "nope");
+
+    // The same endpoint still speaks v0.3 to a v0.3 request, header or not.
+    let (_, old) = post(rpc("tasks/get", json!({"id": task_id})), Some("1.0")).await;
+    assert_eq!(
+        (old["result"]["kind"].as_str(), old["result"]["status"]["state"].as_str()),
+        (Some("task"), Some("completed"))
+    );
+
+    // A v1.0 stream: the task first, then updates without `kind` or `final`.
+    let mut req = os.client.post(format!("{}{endpoint}", os.base)).header("A2A-Version", "1.0");
+    req = req.json(&rpc(
+        "SendStreamingMessage",
+        json!({"message": {"messageId": "s1", "role": "ROLE_USER", "parts": [{"text": "stream v1"}]}}),
+    ));
+    let resp = req.send().await.unwrap();
+    let mut frames = Vec::new();
+    let mut events = eventsource_stream::EventStream::new(resp.bytes_stream());
+    while let Some(ev) = events.next().await {
+        let ev = ev.unwrap();
+        assert_eq!(ev.event, "message", "v1.0 frames carry no event name");
+        frames.push(serde_json::from_str::<Value>(&ev.data).unwrap());
+    }
+    assert_eq!(frames[0]["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED", "{frames:?}");
+    let last = &frames.last().unwrap()["result"]["statusUpdate"];
+    assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED", "{frames:?}");
+    assert!(last.get("final").is_none() && last.get("kind").is_none(), "{last}");
+    assert!(frames.iter().any(|f| f["result"].get("artifactUpdate").is_some()), "{frames:?}");
+
+    // ListTasks: the caller's tasks of this agent, newest first, in pages.
+    let (_, listed) = post(rpc("ListTasks", json!({"pageSize": 1})), Some("1.0")).await;
+    let listed = &listed["result"];
+    assert_eq!(listed["tasks"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["pageSize"], 1);
+    let token = listed["nextPageToken"].as_str().unwrap().to_owned();
+    assert!(!token.is_empty(), "{listed}");
+    let (_, rest) = post(rpc("ListTasks", json!({"pageSize": 100, "pageToken": token})), Some("1.0")).await;
+    let rest = rest["result"]["tasks"].as_array().unwrap().clone();
+    assert_eq!(rest.len(), 1, "two tasks in all: {rest:?}");
+    // The two pages hold the two tasks (newest first by the second they started in; tasks of
+    // the same second in a stable order), each once.
+    let mut ids = vec![listed["tasks"][0]["id"].as_str().unwrap(), rest[0]["id"].as_str().unwrap()];
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "{listed} {rest:?}");
+    assert!(ids.contains(&task_id.as_str()));
+    let (_, all) = post(rpc("ListTasks", json!({"status": "TASK_STATE_COMPLETED"})), Some("1.0")).await;
+    assert_eq!(all["result"]["totalSize"], 2, "{all}");
+    for bad in [json!({"pageSize": 101}), json!({"pageToken": "garbage!"}), json!({"status": "TASK_STATE_NAPPING"})] {
+        let (_, refused) = post(rpc("ListTasks", bad.clone()), Some("1.0")).await;
+        assert_eq!(refused["error"]["code"], -32602, "{bad}: {refused}");
+    }
+    // An ended task cannot be followed; push notifications are not offered.
+    let (_, ended) = post(rpc("SubscribeToTask", json!({"id": task_id})), Some("1.0")).await;
+    assert_eq!(ended["error"]["code"], -32004, "{ended}");
+    let (_, push) = post(rpc("CreateTaskPushNotificationConfig", json!({})), Some("1.0")).await;
+    assert_eq!(push["error"]["code"], -32003, "{push}");
+}
+
+fn v1_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/a2a_v1_client.py")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_a2a_sdk_1x_drives_an_agent_a_team_and_a_workflow_over_v1() {
+    let Some(python) = agno_testkit::a2a_v1_python("the A2A 1.x Python SDK check") else { return };
+    // `slow` answers after 700 ms: its queued task is still going when the client subscribes.
+    let provider = agno_testkit::FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(agno_testkit::Reply::text("slow answer")));
+    provider.set_latency(Duration::from_millis(700));
+    let slow = format!(
+        "[[agents]]\nid = \"slow\"\nname = \"Slow\"\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&format!("{OS}{slow}"))).await;
+    let paths = ["/a2a/agents/calc", "/a2a/teams/desk", "/a2a/workflows/flow", "/a2a/agents/slow"];
+    let run = tokio::process::Command::new(&python)
+        .arg(v1_script())
+        .arg(&os.base)
+        .args(paths)
+        .args(["--follow", "/a2a/agents/slow"])
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), run).await.expect("the SDK client ends").unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "python failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\n{stderr}"));
+    assert_eq!(result["errors"], json!({}), "{stderr}");
+    for path in paths {
+        let r = &result[path];
+        assert_eq!(r["card"]["interfaces"][0], json!(["JSONRPC", "1.0"]), "{path}: {r}");
+        assert_eq!(r["send"]["state"], "TASK_STATE_COMPLETED", "{path}: {r}");
+        let expected = if path.ends_with("slow") { "slow answer" } else { "first turn" };
+        assert!(r["send"]["text"].as_str().unwrap().contains(expected), "{path}: {r}");
+        assert_eq!(r["second"]["context_id"], r["send"]["context_id"], "{path}");
+        assert_eq!(
+            (r["get"]["id"].as_str(), r["get"]["state"].as_str()),
+            (r["send"]["task_id"].as_str(), Some("TASK_STATE_COMPLETED"))
+        );
+        assert_eq!(r["get_unknown"], "TaskNotFoundError", "{path}");
+        assert_eq!(r["cancel_ended"], "TaskNotCancelableError", "{path}");
+        assert_eq!(r["stream"]["last_state"], "TASK_STATE_COMPLETED", "{path}: {r}");
+        // Both turns of the context (the stream ran in a context of its own), two per page.
+        assert_eq!(r["list"]["first_page"].as_array().unwrap().len(), 2, "{path}: {r}");
+        assert_eq!(r["list"]["states"], json!(["TASK_STATE_COMPLETED"]), "{path}: {r}");
+        assert_eq!(r["background"]["states"][0], "TASK_STATE_SUBMITTED", "{path}: {r}");
+        assert_eq!(
+            r["background"]["states"].as_array().unwrap().last().unwrap(),
+            "TASK_STATE_COMPLETED",
+            "{path}: {r}"
+        );
+    }
+    for path in ["/a2a/agents/calc", "/a2a/teams/desk"] {
+        let s = &result[path]["stream"];
+        assert_eq!(s["first"], "task", "{path}: {s}");
+        assert_eq!(s["payloads"], json!(["artifact_update", "status_update", "task"]), "{path}: {s}");
+        assert!(s["answer"].as_str().unwrap().contains("stream turn"), "{path}: {s}");
+    }
+    // The workflow's card does not stream: the client sent SendMessage instead.
+    assert_eq!(result["/a2a/workflows/flow"]["card"]["streaming"], false);
+    // The queued task of `slow` was followed from its start to its end.
+    let followed = &result["/a2a/agents/slow"]["background"];
+    assert_eq!(followed["followed_first"][0], "task", "{followed}");
+    assert_eq!(followed["followed_last"], json!(["status_update", "TASK_STATE_COMPLETED"]), "{followed}");
 }

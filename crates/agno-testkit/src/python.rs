@@ -79,3 +79,34 @@ pub fn phoenix(what: &str) -> Option<String> {
         }
     }
 }
+
+/// The Python with the official A2A SDK at 1.x (`a2a-sdk` 1.3.0, whose client speaks A2A v1.0)
+/// for the A2A v1.0 interop tests: `AGNO_A2A_V1_PYTHON`, else the venv `scripts/test --all`
+/// creates (`$HOME/.cache/agno-a2a-sdk-1`).
+///
+/// Without one the caller's check cannot run: under `CI=true` this panics; elsewhere it prints
+/// that `what` is skipped and returns `None`.
+///
+/// # Panics
+/// When no such Python is found and `CI` is `true`.
+pub fn a2a_v1_python(what: &str) -> Option<String> {
+    let from_env = std::env::var("AGNO_A2A_V1_PYTHON").ok().filter(|p| !p.is_empty());
+    let venv = std::env::var("HOME")
+        .ok()
+        .map(|home| std::path::Path::new(&home).join(".cache/agno-a2a-sdk-1/bin/python"))
+        .filter(|p| p.exists())
+        .map(|p| p.to_string_lossy().into_owned());
+    let found = from_env.or(venv).filter(|python| {
+        std::process::Command::new(python)
+            .args(["-c", "import a2a.client, httpx"])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    });
+    if found.is_none() {
+        crate::services::skip(
+            what,
+            "a Python with a2a-sdk 1.x (AGNO_A2A_V1_PYTHON, or $HOME/.cache/agno-a2a-sdk-1, which scripts/test --all creates)",
+        );
+    }
+    found
+}

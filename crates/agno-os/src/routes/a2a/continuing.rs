@@ -16,8 +16,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
-use super::jsonrpc::{Failure, RpcError, result_response};
-use super::reply::{Target, finished_task, stream_response};
+use super::jsonrpc::{Failure, RpcError};
+use super::reply::{Target, finished_task};
 use super::task::{self, Incoming};
 use crate::routes::component::Kind;
 
@@ -158,7 +158,7 @@ pub(super) async fn continue_task<K: Kind>(
     {
         if stream {
             return Err(RpcError::unsupported(
-                "a background task is continued with message/send (then tasks/get), not message/stream",
+                "a background task is continued with message/send or SendMessage (then tasks/get), not by a stream",
             )
             .into());
         }
@@ -166,15 +166,15 @@ pub(super) async fn continue_task<K: Kind>(
         crate::routes::background::requeue_paused(target.state, queue, run.clone(), &continuation, false).await?;
         let mut queued = run;
         queued.status = RunStatus::Pending;
-        return Ok(result_response(&request_id, task::task_of(&queued), StatusCode::ACCEPTED));
+        return Ok(target.sent(&request_id, &task::task_of(&queued), StatusCode::ACCEPTED));
     }
     let user_id = user_id.or_else(|| run.user_id.clone());
     let events =
         runner.carry_on(CarryOn { run, requirements, user_id, client: ClientSide::default() }, Durable::default());
     if stream {
-        return Ok(stream_response(target.state, events, request_id, &task_id, &session_id));
+        return Ok(target.stream(events, request_id, (&task_id, &session_id), "working"));
     }
-    Ok(result_response(&request_id, finished_task(events.output().await, &task_id, &session_id), StatusCode::OK))
+    Ok(target.sent(&request_id, &finished_task(events.output().await, &task_id, &session_id), StatusCode::OK))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::jsonrpc::Version;
 use super::task::{agent_message, state_of, text_part, waiting_for};
 use crate::sse::Frame;
 
@@ -37,6 +38,9 @@ pub(super) struct Translator {
     artifact_id: String,
     accumulated: String,
     ending: Option<Ending>,
+    /// The protocol version of the request: v1.0's frames are `data:` only, their results
+    /// one-ofs (see [`super::v1`]).
+    version: Version,
 }
 
 /// An event's Agno name without a team's `Team` prefix (`TeamRunContent` is `RunContent`).
@@ -70,7 +74,7 @@ const WORKFLOW_EVENTS: &[(&str, &str, &[&str])] = &[
 impl Translator {
     /// A translator for the run `task_id` in the session `context_id`, answering the JSON-RPC
     /// request `request_id`.
-    pub(super) fn new(request_id: Value, task_id: &str, context_id: &str) -> Self {
+    pub(super) fn new(request_id: Value, task_id: &str, context_id: &str, version: Version) -> Self {
         Self {
             request_id,
             task_id: task_id.to_owned(),
@@ -79,11 +83,17 @@ impl Translator {
             artifact_id: agno_core::new_id(),
             accumulated: String::new(),
             ending: None,
+            version,
         }
     }
 
     fn frame(&self, name: &str, result: Value) -> Frame {
-        Frame::json(name, &super::jsonrpc::envelope(&self.request_id, result), None)
+        match self.version {
+            Version::V0_3 => Frame::json(name, &super::jsonrpc::envelope(&self.request_id, result), None),
+            Version::V1_0 => {
+                Frame::data(&super::jsonrpc::envelope(&self.request_id, super::v1::one_of(&result)).to_string())
+            }
+        }
     }
 
     fn status(&self, state: &str, is_final: bool, metadata: Option<Map<String, Value>>) -> Frame {
@@ -345,7 +355,7 @@ mod tests {
 
     #[test]
     fn a_completed_run_streams_its_deltas_as_one_artifact_and_ends_with_its_answer() {
-        let mut t = Translator::new(json!("r1"), "run", "ctx");
+        let mut t = Translator::new(json!("r1"), "run", "ctx", Version::V0_3);
         let mut frames = Vec::new();
         frames.extend(t.event("TeamRunStarted", &json!({"run_id": "run"})));
         frames.extend(t.event("TeamRunContent", &json!({"run_id": "run", "content": "Hel"})));
@@ -387,13 +397,13 @@ mod tests {
 
     #[test]
     fn failed_cancelled_and_cut_runs_end_their_task_so() {
-        let mut t = Translator::new(json!(1), "run", "ctx");
+        let mut t = Translator::new(json!(1), "run", "ctx", Version::V0_3);
         t.event("RunError", &json!({"run_id": "run", "content": "model exploded"}));
         let frames: Vec<(String, Value)> = t.finish(None).iter().map(data).collect();
         assert_eq!(frames[0].1["result"]["status"]["state"], "failed");
         assert_eq!(frames[0].1["result"]["status"]["message"]["parts"][0]["text"], "Error: model exploded");
 
-        let mut t = Translator::new(json!(1), "run", "ctx");
+        let mut t = Translator::new(json!(1), "run", "ctx", Version::V0_3);
         t.event("RunContent", &json!({"run_id": "run", "content": "part"}));
         t.event("RunCancelled", &json!({"run_id": "run", "reason": "asked"}));
         let frames: Vec<(String, Value)> = t.finish(None).iter().map(data).collect();
@@ -402,7 +412,7 @@ mod tests {
         assert_eq!(frames[0].1["result"]["status"]["message"]["parts"][1]["text"], "Run was cancelled: asked");
 
         let frames: Vec<(String, Value)> =
-            Translator::new(json!(1), "run", "ctx").finish(None).iter().map(data).collect();
+            Translator::new(json!(1), "run", "ctx", Version::V0_3).finish(None).iter().map(data).collect();
         assert_eq!(frames[0].1["result"]["status"]["state"], "failed");
     }
 }

@@ -1,6 +1,9 @@
 //! The A2A interface (`[a2a] enabled`): every agent, team and workflow over the Agent2Agent
-//! protocol v0.3, as Python AgentOS 3.1.10's `a2a_interface=True` serves them, written once for
-//! the three kinds (`card::<Agents>`, ...).
+//! protocol, v0.3 as Python AgentOS 3.1.10's `a2a_interface=True` serves them and v1.0 beside it
+//! on the same endpoints (as Agno 3.2), written once for the three kinds (`card::<Agents>`, ...)
+//! and for both versions: answers are made in v0.3's shape and respelled for a v1.0 request
+//! ([`v1`]); the request's method says its version (`message/send` or `SendMessage`, the latter
+//! needing the `A2A-Version: 1.0` header).
 //!
 //! - `GET /a2a/{kind}s/{id}/.well-known/agent-card.json`: the agent card (its `url` the
 //!   component's `message:stream` endpoint, as Agno's).
@@ -22,6 +25,7 @@ mod frames;
 mod jsonrpc;
 mod reply;
 mod task;
+mod v1;
 
 use agno_core::RunStatus;
 use agno_runtime::{Component, Durable, RunSpec};
@@ -31,8 +35,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use self::jsonrpc::{Call, Failure, Method, RpcError, error_response, result_response};
-use self::reply::{Target, finished_task, stream_response};
+use self::jsonrpc::{Call, Failure, Method, RpcError, Version, result_response};
+use self::reply::{Target, finished_task};
 use super::component::{Kind, served};
 use crate::error::{ApiError, ApiResult};
 use crate::routes::guard::Caller;
@@ -58,7 +62,9 @@ fn base_url(headers: &HeaderMap) -> String {
 }
 
 /// `GET /a2a/{kind}s/{id}/.well-known/agent-card.json`: the component's A2A agent card, as Agno
-/// 3.1.10 builds it (one skill, the component itself; streaming for agents and teams).
+/// 3.1.10 builds it (one skill, the component itself; streaming for agents and teams), plus
+/// v1.0's `supportedInterfaces`: the same JSON-RPC endpoint speaking 1.0 and 0.3 (a 1.x client
+/// takes the 1.0 entry, a 0.3 client the top-level `url`).
 pub async fn card<K: Kind>(
     Caller { state, principal }: Caller,
     Path(id): Path<String>,
@@ -71,6 +77,7 @@ pub async fn card<K: Kind>(
     let (name, description) = (text("name"), text("description"));
     let family = super::component::family(K::KIND);
     let streaming = K::KIND != agno_core::ComponentKind::Workflow;
+    let url = format!("{}{PREFIX}/{family}/{id}/v1/message:stream", base_url(&headers));
     Ok(Json(json!({
         "additionalInterfaces": null,
         "capabilities": {
@@ -101,8 +108,12 @@ pub async fn card<K: Kind>(
             "security": null,
             "tags": ["agno"],
         }],
+        "supportedInterfaces": [
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        ],
         "supportsAuthenticatedExtendedCard": false,
-        "url": format!("{}{PREFIX}/{family}/{id}/v1/message:stream", base_url(&headers)),
+        "url": url,
         "version": "1.0.0",
     })))
 }
@@ -142,26 +153,29 @@ async fn rpc<K: Kind>(Caller { state, principal }: Caller, id: String, request: 
         Ok(body) => body,
         Err(e) => return crate::input::read_error(&e).into_response(),
     };
-    let call = match Call::read(&body, default) {
+    let header = parts.headers.get("a2a-version").and_then(|v| v.to_str().ok());
+    let call = match Call::read(&body, default, header) {
         Ok(call) => call,
-        Err(refused) => return error_response(&refused.0, &refused.1),
+        Err(refused) => return refused.into_response(),
     };
-    let request_id = call.id.clone();
+    let (request_id, version) = (call.id.clone(), call.version);
     // Reading a task needs the component's read scope (the route's, as Agno's); anything else
     // needs run access to it, as its REST routes do.
-    if call.method != Method::GetTask
+    if !matches!(call.method, Method::GetTask | Method::ListTasks)
         && let Err(e) = super::component::require_run_access(&principal, K::KIND, &id)
     {
         return e.into_response();
     }
-    let target = Target { state: &state, principal: &principal, component_id: &id, headers: &parts.headers };
+    let target = Target { state: &state, principal: &principal, component_id: &id, headers: &parts.headers, version };
     let answered = match call.method {
         Method::Send => send::<K>(&target, &runner, call, false).await,
         Method::Stream => send::<K>(&target, &runner, call, true).await,
         Method::GetTask => get_task::<K>(&target, &call).await,
         Method::CancelTask => cancel_task::<K>(&target, &call).await,
+        Method::ListTasks => list_tasks::<K>(&target, &call).await,
+        Method::Subscribe => subscribe::<K>(&target, &call).await,
     };
-    answered.unwrap_or_else(|failure| failure.into_response(&request_id))
+    answered.unwrap_or_else(|failure| failure.into_response(&request_id, version))
 }
 
 /// The `params.id` of a task method (`-32602` without).
@@ -208,26 +222,36 @@ async fn send<K: Kind>(target: &Target<'_>, runner: &K::Runner, call: Call, stre
     spec.stream = stream;
     if stream {
         let events = runner.start(&spec, Durable::default());
-        return Ok(stream_response(target.state, events, call.id, &spec.run_id, &spec.session_id));
+        return Ok(target.stream(events, call.id, (&spec.run_id, &spec.session_id), "submitted"));
     }
-    let blocking = call.params.get("configuration").and_then(|c| c.get("blocking")).and_then(Value::as_bool);
-    if blocking == Some(false) {
+    // v0.3's `blocking: false`, v1.0's `returnImmediately: true`: answered once queued.
+    let configuration = call.params.get("configuration");
+    let blocking = configuration.and_then(|c| c.get("blocking")).and_then(Value::as_bool);
+    let immediately = configuration.and_then(|c| c.get("returnImmediately")).and_then(Value::as_bool);
+    if blocking == Some(false) || immediately == Some(true) {
         let idempotency_key = super::run_form::idempotency_key(target.headers)?;
         let committed = super::background::commit(target.state, &spec, idempotency_key).await?;
         let mut run = agno_core::RunOutput::new(&committed.job.id, &committed.job.session_id);
         run.status = committed.status;
         run.user_id.clone_from(&committed.job.user_id);
-        return Ok(result_response(&call.id, task::task_of(&run), StatusCode::ACCEPTED));
+        return Ok(target.sent(&call.id, &task::task_of(&run), StatusCode::ACCEPTED));
     }
     let finished = K::finish(runner, &spec).await;
-    Ok(result_response(&call.id, finished_task(finished, &spec.run_id, &spec.session_id), StatusCode::OK))
+    Ok(target.sent(&call.id, &finished_task(finished, &spec.run_id, &spec.session_id), StatusCode::OK))
 }
 
 /// `tasks/get`: the caller's stored run as a task, its unset fields `null` (as Python AgentOS
 /// answers this method, unlike `message/send`).
 async fn get_task<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Response, Failure> {
     let run = stored_task::<K>(target, task_id(call)?, call).await?;
-    Ok(result_response(&call.id, task::with_nulls(task::task_of(&run)), StatusCode::OK))
+    let mut found = task::task_of(&run);
+    if let Some(n) = history_length(call)? {
+        keep_last(&mut found, "history", n);
+    }
+    match target.version {
+        Version::V0_3 => Ok(result_response(&call.id, task::with_nulls(found), StatusCode::OK)),
+        Version::V1_0 => Ok(target.task(&call.id, &found)),
+    }
 }
 
 /// `tasks/cancel`: cancels the caller's run (a background one from any replica, through its
@@ -257,9 +281,143 @@ async fn cancel_task<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Respon
         }
     }
     let context_id = run.session_id.as_deref().unwrap_or_default();
-    Ok(result_response(
-        &call.id,
-        task::task(task_id, context_id, "canceled", None, Vec::new(), Vec::new()),
-        StatusCode::OK,
-    ))
+    Ok(target.task(&call.id, &task::task(task_id, context_id, "canceled", None, Vec::new(), Vec::new())))
+}
+
+/// `params.historyLength`: how many history messages a task keeps (`-32602` when not a
+/// non-negative integer).
+fn history_length(call: &Call) -> Result<Option<usize>, RpcError> {
+    match call.params.get("historyLength") {
+        None | Some(Value::Null) => Ok(None),
+        Some(n) => n
+            .as_u64()
+            .map(|n| Some(usize::try_from(n).unwrap_or(usize::MAX)))
+            .ok_or_else(|| RpcError::invalid_params("historyLength must be a non-negative integer")),
+    }
+}
+
+/// Keeps the last `n` entries of the task's list `key`.
+fn keep_last(task: &mut Value, key: &str, n: usize) {
+    if let Some(list) = task.get_mut(key).and_then(Value::as_array_mut) {
+        let cut = list.len().saturating_sub(n);
+        list.drain(..cut);
+    }
+}
+
+/// Most tasks a `ListTasks` page holds (A2A's limit), and its default.
+const MAX_PAGE: u64 = 100;
+const DEFAULT_PAGE: u64 = 50;
+
+/// `ListTasks` (v1.0): the caller's tasks of the component, newest first, in pages of
+/// `pageSize` (at most 100) continued by `nextPageToken`; filtered by `contextId` and `status`
+/// (a `TASK_STATE_*`); artifacts only with `includeArtifacts`, history cut to `historyLength`.
+/// Tasks are the runs the component was asked for (a team member's or a step's runs are not).
+/// `totalSize` is given when the listing started at its beginning and fits in the page.
+async fn list_tasks<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Response, Failure> {
+    let db = target.state.require_db()?;
+    let params = &call.params;
+    let text = |key: &str| params.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let page_size = match params.get("pageSize") {
+        None | Some(Value::Null) => DEFAULT_PAGE,
+        Some(n) => match n.as_u64() {
+            Some(n @ 1..=MAX_PAGE) => n,
+            _ => return Err(RpcError::invalid_params(format!("pageSize must be between 1 and {MAX_PAGE}")).into()),
+        },
+    };
+    let page_size = usize::try_from(page_size).unwrap_or(50);
+    let status = match text("status") {
+        None => None,
+        Some(state) => Some(task::status_of_state(state).ok_or_else(|| {
+            RpcError::invalid_params(format!("status {state:?} is not a task state (TASK_STATE_COMPLETED, ...)"))
+        })?),
+    };
+    let cursor = text("pageToken").map(task::read_page_token).transpose()?;
+    let started_at_beginning = cursor.is_none();
+    let mut query = agno_core::RunQuery {
+        session_id: text("contextId").map(str::to_owned),
+        user_id: target.principal.user_scope(None),
+        status,
+        limit: Some(page_size + 1),
+        cursor,
+        sort: agno_core::SortOrder::Desc,
+        ..agno_core::RunQuery::default()
+    };
+    let id = target.component_id.to_owned();
+    match K::KIND {
+        agno_core::ComponentKind::Agent => query.agent_id = Some(id.clone()),
+        agno_core::ComponentKind::Team => query.team_id = Some(id.clone()),
+        agno_core::ComponentKind::Workflow => query.workflow_id = Some(id.clone()),
+    }
+    let mut runs = Vec::new();
+    let mut more = false;
+    loop {
+        let page = db.get_runs(&query).await?;
+        let own = page.runs.into_iter().filter(|r| super::run_records::belongs(r, K::KIND, &id));
+        runs.extend(own.filter(|r| r.parent_run_id.is_none()));
+        if runs.len() > page_size {
+            more = true;
+            break;
+        }
+        match page.next_cursor {
+            Some(next) => query.cursor = Some(next),
+            None => break,
+        }
+    }
+    runs.truncate(page_size);
+    let next_page_token = match runs.last() {
+        Some(last) if more => task::page_token(last),
+        _ => String::new(),
+    };
+    let include_artifacts = params.get("includeArtifacts").and_then(Value::as_bool).unwrap_or(false);
+    let history = history_length(call)?;
+    let tasks: Vec<Value> = runs
+        .iter()
+        .map(|run| {
+            let mut found = task::task_of(run);
+            if !include_artifacts && let Value::Object(t) = &mut found {
+                t.remove("artifacts");
+            }
+            if let Some(n) = history {
+                keep_last(&mut found, "history", n);
+            }
+            v1::task(&found)
+        })
+        .collect();
+    let mut listed = serde_json::json!({"tasks": tasks, "nextPageToken": next_page_token, "pageSize": page_size});
+    if started_at_beginning && !more {
+        listed["totalSize"] = Value::from(tasks_len(&listed));
+    }
+    Ok(result_response(&call.id, listed, StatusCode::OK))
+}
+
+fn tasks_len(listed: &Value) -> usize {
+    listed["tasks"].as_array().map_or(0, Vec::len)
+}
+
+/// `SubscribeToTask` (`tasks/resubscribe` in v0.3): the task as it stands, then its events as
+/// they come, from whichever replica runs it, for a task on the durable queue that has not
+/// ended (one sent with `returnImmediately` / `blocking: false`). A paused task is answered with
+/// itself; an ended task, or one running outside the queue, is `UnsupportedOperationError`.
+async fn subscribe<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Response, Failure> {
+    let task_id = task_id(call)?;
+    let run = stored_task::<K>(target, task_id, call).await?;
+    let state = task::state_of(run.status);
+    if run.status.is_terminal() {
+        return Err(RpcError::unsupported(format!("task {task_id} is {state}: read it with GetTask")).into());
+    }
+    let current = task::task_of(&run);
+    if run.status == RunStatus::Paused {
+        return Ok(target.stream_of_task(&call.id, &current));
+    }
+    let queue = match &target.state.queue {
+        Some(queue) if queue.store.get_job(task_id, None).await?.is_some() => queue,
+        _ => {
+            return Err(RpcError::unsupported(format!(
+                "task {task_id} runs outside the durable queue and cannot be followed: read it with GetTask"
+            ))
+            .into());
+        }
+    };
+    let frames = super::background::tail_frames(target.state, queue, task_id.to_owned(), -1)?;
+    Ok(target.follow(frames, call.id.clone(), current))
 }

@@ -22,6 +22,35 @@ pub(super) fn state_of(status: RunStatus) -> &'static str {
     }
 }
 
+/// The run status a task state names, in either version's spelling (`completed`,
+/// `TASK_STATE_COMPLETED`); `None` for a state no run has.
+pub(super) fn status_of_state(state: &str) -> Option<RunStatus> {
+    let bare = state.strip_prefix("TASK_STATE_").unwrap_or(state).to_ascii_lowercase().replace('_', "-");
+    Some(match bare.as_str() {
+        "submitted" => RunStatus::Pending,
+        "working" => RunStatus::Running,
+        "completed" => RunStatus::Completed,
+        "input-required" => RunStatus::Paused,
+        "canceled" => RunStatus::Cancelled,
+        "failed" => RunStatus::Error,
+        _ => return None,
+    })
+}
+
+/// The opaque token of the listing position after `run` (`ListTasks`' `nextPageToken`).
+pub(super) fn page_token(run: &RunOutput) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{}:{}", run.created_at, run.id()))
+}
+
+/// The listing position a `pageToken` names (`-32602` for one this server did not give).
+pub(super) fn read_page_token(token: &str) -> Result<agno_core::RunCursor, RpcError> {
+    let bad = || RpcError::invalid_params("pageToken is not a token this server gave: start again without it");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (created_at, run_id) = text.split_once(':').ok_or_else(bad)?;
+    Ok(agno_core::RunCursor { created_at: created_at.parse().map_err(|_| bad())?, run_id: run_id.to_owned() })
+}
+
 /// A text part.
 pub(super) fn text_part(text: &str) -> Value {
     json!({"kind": "text", "text": text})
@@ -218,8 +247,10 @@ pub(super) fn incoming(params: &Map<String, Value>) -> Result<Incoming, RpcError
     let Some(Value::Object(message)) = params.get("message") else {
         return Err(RpcError::invalid_params("params.message is required: an object with role, parts and messageId"));
     };
-    if message.get("role").and_then(Value::as_str) != Some("user") {
-        return Err(RpcError::invalid_params("Only user messages are accepted (message.role must be \"user\")"));
+    if !matches!(message.get("role").and_then(Value::as_str), Some("user" | "ROLE_USER")) {
+        return Err(RpcError::invalid_params(
+            "Only user messages are accepted (message.role must be \"user\", or \"ROLE_USER\" in A2A 1.0)",
+        ));
     }
     if text_field(message, "messageId")?.is_none() {
         return Err(RpcError::invalid_params("message.messageId is required"));
@@ -236,10 +267,13 @@ pub(super) fn incoming(params: &Map<String, Value>) -> Result<Incoming, RpcError
         let Value::Object(part) = part else {
             return Err(RpcError::invalid_params(format!("message.parts[{i}] must be an object")));
         };
-        let kind = part
-            .get("kind")
-            .and_then(Value::as_str)
-            .or_else(|| ["text", "file", "data"].into_iter().find(|k| part.contains_key(*k)));
+        // v0.3 names the kind; a v1.0 part is one of `text`, `data`, `url` or `raw`.
+        let kind = part.get("kind").and_then(Value::as_str).or_else(|| {
+            ["text", "file", "data", "url", "raw"].into_iter().find(|k| part.contains_key(*k)).map(|k| match k {
+                "url" | "raw" => "file",
+                other => other,
+            })
+        });
         match kind {
             Some("text") => {
                 let text = part
@@ -252,13 +286,16 @@ pub(super) fn incoming(params: &Map<String, Value>) -> Result<Incoming, RpcError
             Some("data") => {
                 let value = part
                     .get("data")
-                    .filter(|d| d.is_object())
-                    .ok_or_else(|| RpcError::invalid_params(format!("message.parts[{i}].data must be an object")))?;
+                    .filter(|d| !d.is_null())
+                    .ok_or_else(|| RpcError::invalid_params(format!("message.parts[{i}].data must be JSON")))?;
                 lines.push(value.to_string());
                 data.push(value.clone());
             }
             Some("file") => {
-                let (is_image, media) = file_part(part.get("file"), i)?;
+                let (is_image, media) = match part.get("file") {
+                    Some(file) => file_part(Some(file), i)?,
+                    None => file_part(Some(&v1_file(part)), i)?,
+                };
                 if is_image { input.add_image(media) } else { input.add_file(media) }
             }
             other => {
@@ -282,6 +319,17 @@ pub(super) fn incoming(params: &Map<String, Value>) -> Result<Incoming, RpcError
         data,
         texts,
     })
+}
+
+/// A v1.0 file part (`url` or `raw`, `mediaType`, `filename`) as v0.3's `file` object.
+fn v1_file(part: &Map<String, Value>) -> Value {
+    let mut file = Map::new();
+    for (from, to) in [("url", "uri"), ("raw", "bytes"), ("mediaType", "mimeType"), ("filename", "name")] {
+        if let Some(v) = part.get(from).filter(|v| !v.is_null()) {
+            file.insert(to.into(), v.clone());
+        }
+    }
+    Value::Object(file)
 }
 
 /// A file part: an image or a file, by URI or base64 bytes, with its media type.
