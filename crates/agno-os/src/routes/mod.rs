@@ -34,6 +34,7 @@ pub mod schedules;
 pub mod sessions;
 pub mod teams;
 pub mod traces;
+pub(crate) mod translated;
 pub mod unbuilt;
 pub(crate) mod validate;
 pub mod workflows;

@@ -6,12 +6,12 @@ use agno_core::StreamEvent;
 use agno_runtime::EventStream;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::jsonrpc::{Version, result_response};
 use super::{frames, task, v1};
 use crate::auth::Principal;
+use crate::routes::translated::{self, Translate};
 use crate::sse::DisconnectPolicy;
 use crate::state::AppState;
 
@@ -61,7 +61,7 @@ impl Target<'_> {
         ids: (&str, &str),
         state: &str,
     ) -> Response {
-        let events = events.map(|e| (e.stream_name().into_owned(), serde_json::to_value(&e).unwrap_or_default()));
+        let events = translated::named(events);
         let first = (self.version == Version::V1_0)
             .then(|| json!({"id": ids.0, "contextId": ids.1, "kind": "task", "status": {"state": state}}));
         stream_response(self.state, events, request_id, ids, (self.version, first))
@@ -81,10 +81,7 @@ impl Target<'_> {
         request_id: Value,
         task: Value,
     ) -> Response {
-        let events = frames.filter_map(|frame| async move {
-            let (name, data) = frame.name_and_data();
-            Some((name?, serde_json::from_str::<Value>(&data).ok()?))
-        });
+        let events = translated::logged(frames);
         let run_id = task.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
         let session_id = task.get("contextId").and_then(Value::as_str).unwrap_or_default().to_owned();
         stream_response(self.state, events, request_id, (&run_id, &session_id), (self.version, Some(task)))
@@ -124,6 +121,28 @@ fn task_frame(version: Version, request_id: &Value, task: &Value) -> crate::sse:
     }
 }
 
+/// A2A's view of a run's events, with what its end needs: the database, to say what a paused
+/// run waits for.
+struct A2aStream {
+    translator: frames::Translator,
+    db: Option<std::sync::Arc<dyn agno_core::Db>>,
+    run_id: String,
+}
+
+impl Translate for A2aStream {
+    fn event(&mut self, name: &str, event: &Value) -> Vec<crate::sse::Frame> {
+        self.translator.event(name, event).into_iter().collect()
+    }
+
+    async fn finish(self) -> Vec<crate::sse::Frame> {
+        let paused = match (&self.db, self.translator.paused()) {
+            (Some(db), true) => db.get_run(&self.run_id, None).await.ok().flatten(),
+            _ => None,
+        };
+        self.translator.finish(paused.as_ref())
+    }
+}
+
 /// An SSE response of a run's events (`(Agno name, JSON)`) as A2A frames (`ids`: the run's
 /// and its session's) in `version`, after `first` (a task, v0.3's spelling) when given; the run
 /// goes on when the client leaves.
@@ -134,29 +153,8 @@ fn stream_response(
     (run_id, session_id): (&str, &str),
     (version, first): (Version, Option<Value>),
 ) -> Response {
-    let db = state.db.clone();
-    let run_id = run_id.to_owned();
-    let first = first.map(|task| task_frame(version, &request_id, &task));
-    let translator = Box::new(frames::Translator::new(request_id, &run_id, session_id, version));
-    let events = Box::pin(events);
-    let frames = futures::stream::unfold(Some((events, translator)), move |step| {
-        let db = db.clone();
-        let run_id = run_id.clone();
-        async move {
-            let (mut events, mut translator) = step?;
-            while let Some((name, value)) = events.next().await {
-                if let Some(frame) = translator.event(&name, &value) {
-                    return Some((vec![frame], Some((events, translator))));
-                }
-            }
-            let paused = match (&db, translator.paused()) {
-                (Some(db), true) => db.get_run(&run_id, None).await.ok().flatten(),
-                _ => None,
-            };
-            Some((translator.finish(paused.as_ref()), None))
-        }
-    })
-    .flat_map(futures::stream::iter);
-    let frames = futures::stream::iter(first).chain(frames);
-    crate::sse::live(frames, DisconnectPolicy::KeepRunning, state.streaming())
+    let first = first.map(|task| task_frame(version, &request_id, &task)).into_iter().collect();
+    let translator = frames::Translator::new(request_id, run_id, session_id, version);
+    let stream = A2aStream { translator, db: state.db.clone(), run_id: run_id.to_owned() };
+    translated::respond(state, first, events, stream)
 }

@@ -20,7 +20,6 @@ use agno_runtime::{CarryOn, ClientSide, Component, Durable, EventStream, RunSpec
 use axum::Json;
 use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -31,6 +30,7 @@ use super::teams::Teams;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::guard::Caller;
+use crate::routes::translated::{self, Translate};
 use crate::sse::{DisconnectPolicy, Frame};
 use crate::state::{AguiTarget, AppState};
 
@@ -324,11 +324,7 @@ fn respond_logged(
     agno_run_id: &str,
     session_state: Option<&Map<String, Value>>,
 ) -> Response {
-    let events = frames.filter_map(|frame| async move {
-        let (name, data) = frame.name_and_data();
-        Some((name?, serde_json::from_str::<Value>(&data).ok()?))
-    });
-    translated(state, events, input, agno_run_id, session_state)
+    translated(state, translated::logged(frames), input, agno_run_id, session_state)
 }
 
 /// The SSE response of a run's events as AG-UI events; the run goes on when the client leaves.
@@ -339,9 +335,17 @@ fn respond<E: StreamEvent>(
     agno_run_id: &str,
     session_state: Option<&Map<String, Value>>,
 ) -> Response {
-    let events =
-        events.map(|event| (event.stream_name().into_owned(), serde_json::to_value(&event).unwrap_or_default()));
-    translated(state, events, input, agno_run_id, session_state)
+    translated(state, translated::named(events), input, agno_run_id, session_state)
+}
+
+impl Translate for Translator {
+    fn event(&mut self, name: &str, event: &Value) -> Vec<Frame> {
+        Translator::event(self, name, event).iter().map(frame).collect()
+    }
+
+    async fn finish(mut self) -> Vec<Frame> {
+        Translator::finish(&mut self).iter().map(frame).collect()
+    }
 }
 
 /// The SSE response of `(Agno name, JSON)` events as AG-UI events.
@@ -352,22 +356,9 @@ fn translated(
     agno_run_id: &str,
     session_state: Option<&Map<String, Value>>,
 ) -> Response {
-    let translator = Box::new(Translator::new(&input.thread_id, &input.run_id, agno_run_id, session_state));
+    let translator = Translator::new(&input.thread_id, &input.run_id, agno_run_id, session_state);
     let first: Vec<Frame> = translator.started(session_state).iter().map(frame).collect();
-    let events = Box::pin(events);
-    let rest = futures::stream::unfold(Some((events, translator)), |step| async move {
-        let (mut events, mut translator) = step?;
-        while let Some((name, value)) = events.next().await {
-            let out = translator.event(&name, &value);
-            if !out.is_empty() {
-                return Some((out.iter().map(frame).collect::<Vec<_>>(), Some((events, translator))));
-            }
-        }
-        Some((translator.finish().iter().map(frame).collect(), None))
-    })
-    .flat_map(futures::stream::iter);
-    let frames = futures::stream::iter(first).chain(rest);
-    crate::sse::live(frames, DisconnectPolicy::KeepRunning, state.streaming())
+    translated::respond(state, first, events, translator)
 }
 
 #[cfg(test)]
