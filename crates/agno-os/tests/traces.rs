@@ -619,10 +619,15 @@ async fn knowledge_searches_and_memory_updates_are_spans_of_the_run() {
     assert_eq!(up.status, 202, "{}", up.body);
     let content = up.body["id"].as_str().unwrap().to_owned();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while os.get(&format!("/knowledge/content/{content}/status"), None).await.body["status"] == "processing" {
+    let status = loop {
+        let status = os.get(&format!("/knowledge/content/{content}/status"), None).await.body;
+        if status["status"] != "processing" {
+            break status;
+        }
         assert!(std::time::Instant::now() < deadline, "the content is still processing");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    };
+    assert_eq!(status["status"], "completed", "{status}");
     provider.push_all([
         Scripted::tool_call("search_knowledge_base", r#"{"query": "Rust mascot"}"#),
         Scripted::text("Ferris."),
