@@ -437,6 +437,20 @@ async fn contexts_and_tasks_are_the_callers_own() {
                 .await;
             assert_eq!(r.body["error"]["code"], -32001, "{path} {method}: {:?}", r.body);
         }
+        // The same over A2A v1.0, and her tasks are not in his listing.
+        let v1 = |method: &str, params: Value, who: &str| {
+            let req = os.client.post(format!("{}/a2a/{path}/v1/message:send", os.base)).bearer_auth(who);
+            let req = req.header("A2A-Version", "1.0").json(&rpc(method, params));
+            async move { req.send().await.unwrap().json::<Value>().await.unwrap() }
+        };
+        for method in ["GetTask", "CancelTask", "SubscribeToTask"] {
+            let r = v1(method, json!({"id": task_id}), &bob).await;
+            assert_eq!(r["error"]["code"], -32001, "{path} {method}: {r}");
+        }
+        let theirs = v1("ListTasks", json!({}), &bob).await;
+        assert_eq!(theirs["result"]["tasks"], json!([]), "{path}: {theirs}");
+        let hers = v1("ListTasks", json!({"contextId": m["contextId"]}), &alice).await;
+        assert_eq!(hers["result"]["tasks"][0]["id"], task_id, "{path}: {hers}");
         let mut answer = message("yes");
         answer["taskId"] = task_id.clone();
         let r = os
