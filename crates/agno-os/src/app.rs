@@ -119,7 +119,12 @@ impl AgentOs {
                     (Some(agent), _) => (agno_core::ComponentKind::Agent, agent.clone()),
                     (None, team) => (agno_core::ComponentKind::Team, team.clone().unwrap_or_default()),
                 };
-                crate::state::AguiTarget { kind, id, background: config.agui.background }
+                crate::state::AguiTarget {
+                    kind,
+                    id,
+                    background: config.agui.background,
+                    prefix: config.agui.prefix.clone(),
+                }
             }),
             mcp: None,
             tracing,

@@ -150,4 +150,6 @@ pub struct AguiTarget {
     pub id: String,
     /// Its runs go on the durable queue (`[agui] background`).
     pub background: bool,
+    /// Where `/agui` and `/status` are mounted (`[agui] prefix`, `""` by default).
+    pub prefix: String,
 }

@@ -464,3 +464,27 @@ async fn client_tools_pause_for_the_clients_result_and_state_changes_stream_as_d
     assert_eq!(status, 422, "{body:?}");
     assert!(body[0].to_string().contains("tools[0] needs a name"), "{body:?}");
 }
+
+#[tokio::test]
+async fn a_prefix_mounts_the_interface_under_it() {
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Scripted::text("under a prefix")));
+    let config_text =
+        os_config(&provider, "").replace("[agui]\nenabled = true\n", "[agui]\nenabled = true\nprefix = \"/copilot\"\n");
+    let os = TestOs::start(config(&config_text)).await;
+    assert_eq!(os.get("/copilot/status", None).await.body, json!({"status": "available"}));
+    assert_eq!(os.get("/status", None).await.status, 404);
+    let interfaces = os.get("/config", None).await.body["interfaces"].clone();
+    assert_eq!(interfaces, json!([{"type": "agui", "version": "1.0", "route": "/copilot"}]));
+    let doc = os.get("/openapi.json", None).await.body;
+    assert!(doc["paths"].get("/copilot/agui").is_some() && doc["paths"].get("/agui").is_none(), "{:?}", doc["paths"]);
+    let body = input("thread-p", "run-p", json!([{"id": "m1", "role": "user", "content": "hi"}]));
+    let resp = os.client.post(format!("{}/agui", os.base)).json(&body).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 404);
+    let resp = os.client.post(format!("{}/copilot/agui", os.base)).json(&body).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let text = resp.text().await.unwrap();
+    assert!(text.contains("TEXT_MESSAGE_CONTENT") && text.contains("RUN_FINISHED"), "{text}");
+    // The REST routes are where they were.
+    assert_eq!(os.get("/agents", None).await.status, 200);
+}

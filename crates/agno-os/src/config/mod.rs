@@ -258,6 +258,16 @@ impl OsConfig {
             }
         }
         if self.agui.enabled {
+            let prefix = &self.agui.prefix;
+            let segment_ok =
+                |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.~".contains(c));
+            let valid =
+                prefix.is_empty() || prefix.strip_prefix('/').is_some_and(|rest| rest.split('/').all(segment_ok));
+            if !valid {
+                return Err(ConfigError::Invalid(format!(
+                    "[agui] prefix {prefix:?} must be a path like \"/copilot\" (segments of letters, digits, -, _, ., ~; no trailing /)"
+                )));
+            }
             let agent = self.agui.agent.as_ref().map(|id| (id, self.agents.iter().any(|a| &a.id == id)));
             let team = self.agui.team.as_ref().map(|id| (id, self.teams.iter().any(|t| &t.id == id)));
             match (agent, team) {
@@ -416,6 +426,19 @@ model = { provider = "openai", id = "llama3", base_url = "http://127.0.0.1:1/v1"
         assert!(err.to_string().contains("prot"), "{err}");
         let err = OsConfig::parse("[db]\nurl = \"${AGNO_RS_SURELY_UNSET}\"\n", false, "c.toml").unwrap_err();
         assert!(err.to_string().contains("AGNO_RS_SURELY_UNSET"), "{err}");
+        let agui = |prefix: &str| {
+            let text = format!(
+                "[agui]\nenabled = true\nagent = \"a\"\nprefix = \"{prefix}\"\n[[agents]]\nid = \"a\"\nmodel = \"test\"\n"
+            );
+            OsConfig::parse(&text, false, "c.toml")
+        };
+        for bad in ["copilot", "/copilot/", "/co pilot", "/{id}", "//x"] {
+            let err = agui(bad).unwrap_err();
+            assert!(err.to_string().contains("[agui] prefix"), "{bad}: {err}");
+        }
+        for good in ["", "/copilot", "/ui/v1.0"] {
+            assert!(agui(good).is_ok(), "{good}");
+        }
     }
 
     #[test]

@@ -189,6 +189,7 @@ pub struct A2aSettings {
 /// enabled = true
 /// agent = "assistant"   # or team = "..."
 /// background = true      # runs on the durable queue: re-attach by runId after a disconnect
+/// prefix = "/copilot"    # optional: serve /copilot/agui and /copilot/status (Agno's `prefix`)
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -204,6 +205,10 @@ pub struct AguiSettings {
     /// that lost its connection re-attaches (the same `runId` again) on any replica.
     #[serde(default)]
     pub background: bool,
+    /// Where the interface is mounted (Agno's `AGUI(prefix=...)`): `""` (the default) serves
+    /// `/agui` and `/status`, `"/copilot"` serves `/copilot/agui` and `/copilot/status`.
+    #[serde(default)]
+    pub prefix: String,
 }
 
 /// `[mcp_server]` settings.

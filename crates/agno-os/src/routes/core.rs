@@ -129,7 +129,8 @@ fn interfaces(state: &AppState) -> Vec<Value> {
     }
     if state.agui.is_some() {
         // Agno's AGUI interface is mounted at its prefix, "" by default.
-        out.push(json!({"type": "agui", "version": "1.0", "route": ""}));
+        let prefix = state.agui.as_ref().map(|a| a.prefix.as_str()).unwrap_or_default();
+        out.push(json!({"type": "agui", "version": "1.0", "route": prefix}));
     }
     out
 }

@@ -371,6 +371,16 @@ pub fn openapi_for(state: &crate::state::AppState) -> Value {
     if let Some(provider) = doc.pointer_mut("/components/schemas/EvalRunInput/properties/model_provider") {
         *provider = json!({"enum": providers, "description": "The judge model's provider."});
     }
+    // The AG-UI routes at `[agui] prefix`.
+    if let Some(prefix) = state.agui.as_ref().map(|a| a.prefix.as_str()).filter(|p| !p.is_empty())
+        && let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut)
+    {
+        for route in super::ROUTES.iter().filter(|r| r.tag == super::AGUI_TAG) {
+            if let Some(item) = paths.remove(route.path) {
+                paths.insert(format!("{prefix}{}", route.path), item);
+            }
+        }
+    }
     let mut endpoints: Vec<String> = state.agents.iter().map(|a| format!("/agents/{}/runs", a.agent.id())).collect();
     endpoints.extend(state.teams.iter().map(|t| format!("/teams/{}/runs", t.id())));
     endpoints.extend(state.workflows.iter().map(|w| format!("/workflows/{}/runs", w.id())));

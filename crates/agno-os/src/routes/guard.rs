@@ -9,7 +9,7 @@ use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{Access, ROUTES, RequestBody, find_route};
+use super::{Access, ROUTES, RequestBody, served_route};
 use crate::auth::{InternalCaller, Principal, authenticate, scopes};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -25,8 +25,8 @@ pub async fn authorize(
     let Some(path) = matched.map(|m| m.as_str().to_owned()) else {
         return ApiError::not_found("Not Found").into_response();
     };
-    let Some(route) = find_route(req.method(), &path) else {
-        if ROUTES.iter().any(|r| r.path == path) {
+    let Some(route) = served_route(&state, req.method(), &path) else {
+        if ROUTES.iter().any(|r| super::served_path(&state, r) == path) {
             return ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed").into_response();
         }
         return ApiError::internal(format!("route {} {path} has no access rule", req.method())).into_response();

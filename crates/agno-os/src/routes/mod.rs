@@ -297,10 +297,36 @@ pub fn find_route(method: &Method, path: &str) -> Option<&'static RouteSpec> {
     ROUTES.iter().find(|r| r.method == *method && r.path == path)
 }
 
-/// Every route of [`ROUTES`] behind the authorisation layer ([`guard::authorize`]): what the
-/// served app ([`crate::app::AgentOs::router`]) and the in-process calls ([`loopback`]) share.
+/// The route of [`ROUTES`] served at `path` by `state`: as [`find_route`], with the AG-UI
+/// routes at `[agui] prefix` when one is set.
+pub fn served_route(state: &AppState, method: &Method, path: &str) -> Option<&'static RouteSpec> {
+    let Some(prefix) = state.agui.as_ref().map(|a| a.prefix.as_str()).filter(|p| !p.is_empty()) else {
+        return find_route(method, path);
+    };
+    let under_prefix = path.strip_prefix(prefix).filter(|rest| rest.starts_with('/'));
+    under_prefix
+        .and_then(|rest| find_route(method, rest).filter(|r| r.tag == AGUI_TAG))
+        .or_else(|| find_route(method, path).filter(|r| r.tag != AGUI_TAG))
+}
+
+/// The OpenAPI tag of the AG-UI interface's routes (mounted at `[agui] prefix`).
+pub(crate) const AGUI_TAG: &str = "AGUI";
+
+/// The path `state` serves `spec` at (an AG-UI route under `[agui] prefix`).
+pub fn served_path(state: &AppState, spec: &RouteSpec) -> String {
+    match state.agui.as_ref().map(|a| a.prefix.as_str()) {
+        Some(prefix) if spec.tag == AGUI_TAG => format!("{prefix}{}", spec.path),
+        _ => spec.path.to_owned(),
+    }
+}
+
+/// Every route of [`ROUTES`] behind the authorisation layer ([`guard::authorize`]), at the paths
+/// `state` serves them at: what the served app ([`crate::app::AgentOs::router`]) and the
+/// in-process calls ([`loopback`]) share.
 pub fn guarded(state: &AppState) -> Router<AppState> {
-    router().route_layer(axum::middleware::from_fn_with_state(state.clone(), guard::authorize))
+    let router =
+        ROUTES.iter().fold(Router::new(), |router, spec| router.route(&served_path(state, spec), (spec.handler)()));
+    router.route_layer(axum::middleware::from_fn_with_state(state.clone(), guard::authorize))
 }
 
 /// The OS's routes of `state`, behind the authorisation layer and with JSON errors, to call in
