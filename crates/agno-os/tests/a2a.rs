@@ -821,3 +821,64 @@ async fn the_official_a2a_sdk_1x_drives_an_agent_a_team_and_a_workflow_over_v1()
     assert_eq!(followed["followed_first"][0], "task", "{followed}");
     assert_eq!(followed["followed_last"], json!(["status_update", "TASK_STATE_COMPLETED"]), "{followed}");
 }
+
+/// A workflow step under Agno's `HumanReview` over A2A: the paused workflow is an
+/// `input-required` task naming the step's review, and the next message answers it (a wrong
+/// answer is `-32602` and changes nothing; yes runs the step, no applies its `on_reject`).
+#[tokio::test]
+async fn a_reviewed_workflow_step_is_an_input_required_task_answered_by_the_next_message() {
+    let reviewed = "[[workflows]]\nid = \"reviewed\"\n[[workflows.steps]]\nname = \"publish\"\nagent = \"calc\"\n\
+                    human_review = { requires_confirmation = true, confirmation_message = \"Publish it?\", on_reject = \"cancel\" }\n\
+                    [[workflows.steps]]\nname = \"tone\"\ntype = \"router\"\n\
+                    steps = [{ name = \"formal\", agent = \"calc\" }, { name = \"casual\", agent = \"calc\" }]\n\
+                    human_review = { requires_user_input = true, user_input_message = \"Which tone?\" }\n";
+    let os = TestOs::start(config(&format!("{OS}{reviewed}"))).await;
+    let endpoint = "/a2a/workflows/reviewed/v1/message:send";
+    let send = |m: Value| {
+        let os = &os;
+        async move { os.post_json(endpoint, &rpc("message/send", json!({"message": m})), None).await.body }
+    };
+    let task = send(message("news")).await["result"].clone();
+    assert_eq!(task["status"]["state"], "input-required", "{task}");
+    let step = &task["status"]["message"]["parts"][1]["data"]["step_requirements"][0];
+    assert_eq!(
+        (step["step_name"].as_str(), step["confirmation_message"].as_str()),
+        (Some("publish"), Some("Publish it?"))
+    );
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    let answer = |text: &str, data: Option<Value>| {
+        let mut m = message(text);
+        m["taskId"] = json!(task_id);
+        if let Some(data) = data {
+            m["parts"] = json!([{"kind": "data", "data": data}]);
+        }
+        m
+    };
+
+    // Values where a confirmation is asked: refused, and the run still waits.
+    let r = send(answer("", Some(json!({"values": {"x": 1}})))).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let run = os.get(&format!("/workflows/reviewed/runs/{task_id}"), None).await;
+    assert_eq!(run.body["status"], "PAUSED", "{:?}", run.body);
+
+    // Yes: the step runs, and the router's review waits for a route.
+    let r = send(answer("yes", None)).await;
+    assert_eq!(r["result"]["status"]["state"], "input-required", "{r}");
+    let step = &r["result"]["status"]["message"]["parts"][1]["data"]["step_requirements"][0];
+    assert_eq!(step["step_name"], "tone", "{r}");
+    assert_eq!(step["available_choices"], json!(["formal", "casual"]), "{r}");
+    let r = send(answer("", Some(json!({"choices": ["casual"]})))).await;
+    assert_eq!(r["result"]["status"]["state"], "completed", "{r}");
+    let run = os.get(&format!("/workflows/reviewed/runs/{task_id}"), None).await;
+    assert_eq!(run.body["status"], "COMPLETED", "{:?}", run.body);
+    let steps: Vec<&str> =
+        run.body["step_results"].as_array().unwrap().iter().filter_map(|s| s["step_name"].as_str()).collect();
+    assert!(steps.contains(&"publish") && steps.contains(&"tone"), "{steps:?}");
+
+    // No: the step's on_reject (cancel) ends the task.
+    let task = send(message("more news")).await["result"].clone();
+    let mut no = message("no");
+    no["taskId"] = task["id"].clone();
+    let r = send(no).await;
+    assert_eq!(r["result"]["status"]["state"], "canceled", "{r}");
+}

@@ -8,9 +8,10 @@
 //! "note", "values", "result"}]}` per requirement (by requirement id or tool call id); or one
 //! data part `{"confirmed": bool, "note"?}`, `{"values": {...}}` or `{"result": ...}` for every
 //! open requirement of that kind; or the text `yes` / `no` confirming or rejecting every open
-//! confirmation.
+//! confirmation. A paused workflow's step (Agno's `HumanReview`) takes the same answers, plus
+//! `{"choices": [...]}` for a router's routes; the calls its agent waits on, as an agent's.
 
-use agno_core::{ComponentKind, RunOutput, RunRequirement, RunStatus};
+use agno_core::{ComponentKind, RunOutput, RunRequirement, RunStatus, StepRequirement};
 use agno_runtime::{CarryOn, ClientSide, Component, Durable};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -28,6 +29,7 @@ struct Answer {
     note: Option<String>,
     values: Option<Map<String, Value>>,
     result: Option<Value>,
+    choices: Option<Vec<String>>,
 }
 
 impl Answer {
@@ -37,11 +39,36 @@ impl Answer {
             note: value.get("note").and_then(Value::as_str).map(str::to_owned),
             values: value.get("values").and_then(Value::as_object).cloned(),
             result: value.get("result").filter(|r| !r.is_null()).cloned(),
+            choices: value
+                .get("choices")
+                .and_then(Value::as_array)
+                .map(|c| c.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.confirmed.is_none() && self.values.is_none() && self.result.is_none()
+        self.confirmed.is_none() && self.values.is_none() && self.result.is_none() && self.choices.is_none()
+    }
+
+    /// Applies the answer to a workflow step's review.
+    fn apply_to_step(&self, step: &mut StepRequirement) {
+        if step.requires_confirmation || step.requires_output_review {
+            match self.confirmed {
+                Some(true) => step.confirm(),
+                Some(false) => step.reject(self.note.clone()),
+                None => {}
+            }
+        }
+        if step.requires_user_input
+            && let Some(values) = &self.values
+        {
+            step.set_user_input(values.clone());
+        }
+        if step.requires_route_selection
+            && let Some(choices) = &self.choices
+        {
+            step.select(&choices.iter().map(String::as_str).collect::<Vec<_>>());
+        }
     }
 
     fn apply(&self, req: &mut RunRequirement) {
@@ -74,6 +101,62 @@ fn yes_or_no(text: &str) -> Option<bool> {
     }
 }
 
+/// The one answer a message gives every open requirement: its first data part that answers
+/// anything, else its text's yes or no.
+fn single_answer(incoming: &Incoming) -> Result<Answer, RpcError> {
+    let mut answer = incoming
+        .data
+        .iter()
+        .filter_map(Value::as_object)
+        .map(Answer::from_json)
+        .find(|a| !a.is_empty())
+        .unwrap_or_default();
+    if answer.is_empty() {
+        answer.confirmed = incoming.texts.iter().find_map(|t| yes_or_no(t));
+    }
+    if answer.is_empty() {
+        return Err(RpcError::invalid_params(
+            "the task waits for an answer: send a data part {\"confirmed\": true|false}, {\"values\": {...}}, \
+             {\"choices\": [...]} or {\"result\": ...}, or the text yes or no",
+        ));
+    }
+    Ok(answer)
+}
+
+/// The continue form of a paused workflow: its waiting step's review answered (and the calls
+/// its agent waits on, as an agent's are), as `step_requirements` (what the REST continue takes).
+fn step_form(run: &RunOutput, incoming: &Incoming) -> Result<crate::form::Form, RpcError> {
+    let Some(Value::Object(last)) = run.extra.get("step_requirements").and_then(Value::as_array).and_then(|s| s.last())
+    else {
+        return Err(RpcError::invalid_params("the workflow waits on no step review: nothing to answer"));
+    };
+    let mut step_json = last.clone();
+    let mut step: StepRequirement = serde_json::from_value(Value::Object(last.clone()))
+        .map_err(|e| RpcError::invalid_params(format!("the stored step review cannot be read: {e}")))?;
+    if let Some(Value::Array(waiting)) = last.get("executor_requirements") {
+        let calls: Vec<RunRequirement> = serde_json::from_value(Value::Array(waiting.clone()))
+            .map_err(|e| RpcError::invalid_params(format!("the step's waiting calls cannot be read: {e}")))?;
+        let mut executor = RunOutput::new(run.id(), run.session_id.as_deref().unwrap_or_default());
+        executor.requirements = Some(calls);
+        let answers = answered(&executor, incoming)?;
+        step_json.insert("executor_requirements".into(), json!(answers));
+    } else {
+        single_answer(incoming)?.apply_to_step(&mut step);
+        if let Some(missing) = step.missing() {
+            return Err(RpcError::invalid_params(format!(
+                "step {} still waits: {missing}",
+                step.step_name.as_deref().unwrap_or(&step.step_id)
+            )));
+        }
+        if let Value::Object(answered) = serde_json::to_value(&step).unwrap_or_default() {
+            step_json.extend(answered);
+        }
+    }
+    let mut form = crate::form::Form::default();
+    form.set_text("step_requirements", Value::Array(vec![Value::Object(step_json)]).to_string());
+    Ok(form)
+}
+
 /// The paused run's requirements with the message's answers applied.
 fn answered(run: &RunOutput, incoming: &Incoming) -> Result<Vec<RunRequirement>, RpcError> {
     let mut requirements: Vec<RunRequirement> = run.requirements.clone().unwrap_or_default();
@@ -91,22 +174,7 @@ fn answered(run: &RunOutput, incoming: &Incoming) -> Result<Vec<RunRequirement>,
             Answer::from_json(entry).apply(req);
         }
     } else {
-        let mut answer = incoming
-            .data
-            .iter()
-            .filter_map(Value::as_object)
-            .map(Answer::from_json)
-            .find(|a| !a.is_empty())
-            .unwrap_or_default();
-        if answer.is_empty() {
-            answer.confirmed = incoming.texts.iter().find_map(|t| yes_or_no(t));
-        }
-        if answer.is_empty() {
-            return Err(RpcError::invalid_params(
-                "the task waits for an answer: send a data part {\"confirmed\": true|false}, {\"values\": {...}} or \
-                 {\"result\": ...}, or the text yes or no",
-            ));
-        }
+        let answer = single_answer(incoming)?;
         requirements.iter_mut().for_each(|r| answer.apply(r));
     }
     if let Some(open) = requirements.iter().find(|r| !r.is_resolved()) {
@@ -139,16 +207,18 @@ pub(super) async fn continue_task<K: Kind>(
         ))
         .into());
     }
-    if K::KIND == ComponentKind::Workflow {
-        return Err(RpcError::unsupported(format!(
-            "a paused workflow is continued through POST /workflows/{}/runs/{task_id}/continue, not over A2A yet",
-            target.component_id
-        ))
-        .into());
-    }
     crate::routes::approvals::gate_continue(target.state, target.principal, &run).await?;
-    let requirements = answered(&run, incoming)?;
-    let (run, requirements) = K::answer(runner, run, &crate::routes::continuation::answers_form(&requirements)).await?;
+    let form = if K::KIND == ComponentKind::Workflow {
+        step_form(&run, incoming)?
+    } else {
+        crate::routes::continuation::answers_form(&answered(&run, incoming)?)
+    };
+    // The kind checks the answers as its REST continue does; what it refuses is the request's
+    // fault (invalid params), nothing changed.
+    let (run, requirements) = K::answer(runner, run, &form).await.map_err(|e| match e.status {
+        StatusCode::UNPROCESSABLE_ENTITY | StatusCode::CONFLICT => Failure::from(RpcError::invalid_params(e.detail)),
+        _ => Failure::from(e),
+    })?;
     if let Some(db) = &target.state.db {
         agno_runtime::approvals::record_audits(db.as_ref(), &run, &requirements).await;
     }

@@ -172,11 +172,17 @@ pub(super) fn waiting_for(run: &RunOutput) -> Value {
         })
         .collect();
     let text = "The run waits for your answer: send a message with this taskId whose data part is \
-                {\"confirmed\": true|false}, {\"values\": {...}} or {\"result\": ...} (or per requirement: \
-                {\"requirements\": [{\"id\", \"confirmed\" | \"values\" | \"result\"}]}), or the text yes or no";
+                {\"confirmed\": true|false}, {\"values\": {...}}, {\"choices\": [...]} or {\"result\": ...} (or per \
+                requirement: {\"requirements\": [{\"id\", \"confirmed\" | \"values\" | \"result\"}]}), or the text yes or no";
+    let mut waiting = json!({"requirements": open});
+    // A paused workflow: the step review it waits on (Agno's step requirement: what it asks,
+    // whether it needs a confirmation, input values or a route choice).
+    if let Some(step) = run.extra.get("step_requirements").and_then(Value::as_array).and_then(|s| s.last()) {
+        waiting["step_requirements"] = json!([step]);
+    }
     agent_message(
         &agno_core::new_id(),
-        vec![text_part(text), json!({"kind": "data", "data": {"requirements": open}})],
+        vec![text_part(text), json!({"kind": "data", "data": waiting})],
         run.session_id.as_deref().unwrap_or_default(),
         run.id(),
         None,
