@@ -12,7 +12,8 @@
 //! Run: `scripts/bench/compare-python` (both servers), or `cargo bench -p agno-cli --bench serve`
 //! (agno serve only; `AGNO_BENCH_ONLY=statements`: only the SQLite statements per run, by
 //! statement; `AGNO_BENCH_ONLY=queue`: only the background rows; `AGNO_BENCH_ONLY=http`: only the
-//! HTTP rows; `AGNO_BENCH_ONLY=tracing`: only what `[tracing]` costs per run, with
+//! HTTP rows; `AGNO_BENCH_ONLY=interfaces`: the same turn over REST, A2A v0.3 and v1.0 and
+//! AG-UI; `AGNO_BENCH_ONLY=tracing`: only what `[tracing]` costs per run, with
 //! `AGNO_BENCH_PERF_DIR=<dir>` a `perf record` profile of the server per mode at 32 clients;
 //! `AGNO_BENCH_CONCURRENCY=32` only that background concurrency); for PostgreSQL add
 //! `AGNO_BENCH_PG=postgresql://postgres@127.0.0.1:5432/agno_bench?schema=agno_bench_queue` (the
@@ -694,6 +695,84 @@ async fn tracing_overhead(bench: &Bench, client: &reqwest::Client) {
     println!("    traces stored by the last traced server: {stored} of its {TOTAL_RUNS} runs (with the warm-up)");
 }
 
+/// One request of `protocol` for a non-streaming turn (an AG-UI turn is a stream, read to its
+/// end): REST's run form, A2A v0.3's `message/send`, A2A v1.0's `SendMessage`, AG-UI's POST.
+async fn interface_turn(
+    client: reqwest::Client,
+    base: String,
+    protocol: &'static str,
+    i: usize,
+) -> (Duration, Option<Duration>) {
+    let started = Instant::now();
+    let message = |role: &str, with_kind: bool| {
+        let part = if with_kind {
+            serde_json::json!({"kind": "text", "text": format!("question {i}")})
+        } else {
+            serde_json::json!({"text": format!("question {i}")})
+        };
+        serde_json::json!({"role": role, "messageId": format!("m-{i}-{protocol}"), "parts": [part]})
+    };
+    let resp = match protocol {
+        "REST" => {
+            return run_once(client, format!("{base}/agents/bench/runs"), i, false).await;
+        }
+        "A2A v0.3" => {
+            let body = serde_json::json!({"jsonrpc": "2.0", "id": i, "method": "message/send", "params": {"message": message("user", true)}});
+            client.post(format!("{base}/a2a/agents/bench/v1/message:send")).json(&body).send().await.unwrap()
+        }
+        "A2A v1.0" => {
+            let body = serde_json::json!({"jsonrpc": "2.0", "id": i, "method": "SendMessage", "params": {"message": message("ROLE_USER", false)}});
+            let req = client.post(format!("{base}/a2a/agents/bench/v1/message:send")).header("A2A-Version", "1.0");
+            req.json(&body).send().await.unwrap()
+        }
+        _ => {
+            let body = serde_json::json!({"threadId": format!("thread-{i}"), "runId": format!("agui-{i}"), "state": {},
+                "messages": [{"id": "m", "role": "user", "content": format!("question {i}")}], "tools": [], "context": [], "forwardedProps": {}});
+            client.post(format!("{base}/agui")).json(&body).send().await.unwrap()
+        }
+    };
+    assert!(resp.status().is_success(), "{protocol}: {}", resp.status());
+    let text = resp.text().await.unwrap();
+    assert!(!text.contains("\"error\"") && !text.contains("RUN_ERROR"), "{protocol}: {text}");
+    (started.elapsed(), None)
+}
+
+/// The same turn over REST, A2A v0.3, A2A v1.0 and AG-UI on one server (SQLite): runs/s, p50 /
+/// p99 latency and server CPU per turn at 1 and 8 clients, so what each interface adds to a run
+/// is read beside REST's.
+async fn interfaces_overhead(bench: &Bench) {
+    let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+    let config = bench.agno_config(&format!("sqlite://{}", bench.dir.join("interfaces.db").display()), None);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[a2a]\nenabled = true\n[agui]\nenabled = true\nagent = \"bench\"\n");
+    std::fs::write(&config, text).unwrap();
+    let (server, _) = start_server(&config).await;
+    let pid = server.child.id();
+    println!("one turn per request over each interface (agno serve, SQLite, fake model at 1 ms):");
+    println!(
+        "    {:<10} {:>8} {:>9} {:>9} {:>9} {:>9}",
+        "interface", "clients", "turns/s", "p50 ms", "p99 ms", "CPU ms"
+    );
+    for protocol in ["REST", "A2A v0.3", "A2A v1.0", "AG-UI"] {
+        for i in 0..30 {
+            interface_turn(client.clone(), server.base.clone(), protocol, 100_000 + i).await;
+        }
+        for concurrency in [1, 8] {
+            let turns = 200 * concurrency.min(4);
+            let (c, base) = (client.clone(), server.base.clone());
+            let offset = concurrency * 1_000_000;
+            let before = Usage::of(pid);
+            let f =
+                load(concurrency, turns, move |i| interface_turn(c.clone(), base.clone(), protocol, offset + i)).await;
+            let (cpu, _) = Usage::of(pid).per(before, turns);
+            println!(
+                "    {protocol:<10} {concurrency:>8} {:>9.0} {:>9.2} {:>9.2} {:>9.2}",
+                f.per_s, f.p50_ms, f.p99_ms, cpu
+            );
+        }
+    }
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
@@ -709,6 +788,11 @@ fn main() {
         let sqlite_url = |name: &str| format!("sqlite://{}", dir.join(name).display());
         if only == "statements" {
             statements_per_run(&bench.agno_config(&sqlite_url("statements.db"), None), &dir, &client).await;
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        if only == "interfaces" {
+            interfaces_overhead(&bench).await;
             let _ = std::fs::remove_dir_all(&dir);
             return;
         }
