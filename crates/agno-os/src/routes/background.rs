@@ -204,6 +204,13 @@ pub(crate) fn tail_response(state: &AppState, queue: &Queue, run_id: String, aft
     Ok(crate::sse::replay(tail_frames(state, queue, run_id, after)?, state.streaming()))
 }
 
+/// The queue that holds `run_id`'s job: a run started (or continued) in the background, on any
+/// replica; `None` for a run that is not on the queue, or without one.
+pub(crate) async fn queue_holding<'a>(state: &'a AppState, run_id: &str) -> ApiResult<Option<&'a Queue>> {
+    let Some(queue) = &state.queue else { return Ok(None) };
+    Ok(queue.store.get_job(run_id, None).await?.is_some().then_some(queue))
+}
+
 /// The frames of a background run's event log after index `after`, as they are logged, until the
 /// run ends (what [`tail_response`] sends; an interface translates them).
 pub(crate) fn tail_frames(

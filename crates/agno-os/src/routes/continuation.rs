@@ -77,10 +77,7 @@ pub async fn continue_run<K: Kind>(
     }
 
     let stream = form.bool("stream")?.unwrap_or(true);
-    let queued = match &state.queue {
-        Some(queue) => queue.store.get_job(&run_id, None).await?.is_some(),
-        None => false,
-    };
+    let queued = super::background::queue_holding(&state, &run_id).await?.is_some();
     if queued || form.bool("background")?.unwrap_or(false) {
         let queue = super::background::queue_of(&state)?;
         let continuation = json!({ "requirements": requirements });

@@ -41,9 +41,7 @@ pub async fn resume_run<K: Kind>(
     let after = resume_index(&form, &headers)?;
     let session_id = form.text("session_id").filter(|s| !s.is_empty());
     let run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
-    if let Some(queue) = &state.queue
-        && queue.store.get_job(&run_id, None).await?.is_some()
-    {
+    if let Some(queue) = super::background::queue_holding(&state, &run_id).await? {
         return super::background::tail_response(&state, queue, run_id, after);
     }
     Ok(replay_stored(&state, &run, after))

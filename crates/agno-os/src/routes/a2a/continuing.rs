@@ -223,9 +223,7 @@ pub(super) async fn continue_task<K: Kind>(
         agno_runtime::approvals::record_audits(db.as_ref(), &run, &requirements).await;
     }
     let session_id = run.session_id.clone().unwrap_or_default();
-    if let Some(queue) = &target.state.queue
-        && queue.store.get_job(&task_id, None).await?.is_some()
-    {
+    if let Some(queue) = crate::routes::background::queue_holding(target.state, &task_id).await? {
         if stream {
             return Err(RpcError::unsupported(
                 "a background task is continued with message/send or SendMessage (then tasks/get), not by a stream",

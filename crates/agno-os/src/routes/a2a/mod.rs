@@ -265,10 +265,7 @@ async fn cancel_task<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Respon
     if run.status.is_terminal() && run.status != RunStatus::Cancelled {
         return Err(not_cancelable(&run).into());
     }
-    let queued = match &target.state.queue {
-        Some(queue) => queue.store.get_job(task_id, None).await?.is_some(),
-        None => false,
-    };
+    let queued = super::background::queue_holding(target.state, task_id).await?.is_some();
     if run.status == RunStatus::Paused && !queued {
         run.status = RunStatus::Cancelled;
         let session_id = run.session_id.clone().unwrap_or_default();
@@ -409,14 +406,11 @@ async fn subscribe<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Response
     if run.status == RunStatus::Paused {
         return Ok(target.stream_of_task(&call.id, &current));
     }
-    let queue = match &target.state.queue {
-        Some(queue) if queue.store.get_job(task_id, None).await?.is_some() => queue,
-        _ => {
-            return Err(RpcError::unsupported(format!(
-                "task {task_id} runs outside the durable queue and cannot be followed: read it with GetTask"
-            ))
-            .into());
-        }
+    let Some(queue) = super::background::queue_holding(target.state, task_id).await? else {
+        return Err(RpcError::unsupported(format!(
+            "task {task_id} runs outside the durable queue and cannot be followed: read it with GetTask"
+        ))
+        .into());
     };
     let frames = super::background::tail_frames(target.state, queue, task_id.to_owned(), -1)?;
     Ok(target.follow(frames, call.id.clone(), current))

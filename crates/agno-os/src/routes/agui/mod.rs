@@ -177,9 +177,7 @@ async fn run_kind<K: Kind>(
             agno_runtime::approvals::record_audits(db.as_ref(), &run, &requirements).await;
         }
         let agno_run_id = run.id().to_owned();
-        if let Some(queue) = &state.queue
-            && queue.store.get_job(&agno_run_id, None).await?.is_some()
-        {
+        if let Some(queue) = super::background::queue_holding(state, &agno_run_id).await? {
             // A background run carries on on the queue; its events are followed from where they
             // stopped.
             let after = queue.store.last_event_index(&agno_run_id).await?.unwrap_or(-1);
@@ -200,10 +198,7 @@ async fn run_kind<K: Kind>(
         let own = existing.session_id.as_deref() == Some(input.thread_id.as_str())
             && super::run_records::belongs(&existing, K::KIND, id)
             && (user_id.is_none() || existing.user_id == user_id);
-        if own
-            && let Some(queue) = &state.queue
-            && queue.store.get_job(&input.run_id, None).await?.is_some()
-        {
+        if own && let Some(queue) = super::background::queue_holding(state, &input.run_id).await? {
             let frames = super::background::tail_frames(state, queue, input.run_id.clone(), -1)?;
             return Ok(respond_logged(state, frames, &input, &input.run_id, session_state.as_ref()));
         }
