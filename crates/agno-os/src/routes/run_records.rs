@@ -29,6 +29,17 @@ pub(crate) fn belongs(run: &RunOutput, kind: ComponentKind, id: &str) -> bool {
     }
 }
 
+/// Narrows `query` to the runs of the component `id` of `kind` (as stored: an agent's
+/// `agent_id`, a team's `team_id`, a workflow's `workflow_id`; [`belongs`] says which rows truly are).
+pub(crate) fn only_component(query: &mut RunQuery, kind: ComponentKind, id: &str) {
+    let id = Some(id.to_owned());
+    match kind {
+        ComponentKind::Agent => query.agent_id = id,
+        ComponentKind::Team => query.team_id = id,
+        ComponentKind::Workflow => query.workflow_id = id,
+    }
+}
+
 /// Query of `GET /{kind}s/{id}/runs`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct RunsQuery {
@@ -96,11 +107,7 @@ pub async fn list_runs<K: Kind>(
         sort: SortOrder::Asc,
         ..RunQuery::default()
     };
-    match kind {
-        ComponentKind::Agent => query.agent_id = Some(id.clone()),
-        ComponentKind::Team => query.team_id = Some(id.clone()),
-        ComponentKind::Workflow => query.workflow_id = Some(id.clone()),
-    }
+    only_component(&mut query, kind, &id);
     let mut runs = Vec::new();
     loop {
         let page = db.get_runs(&query).await?;

@@ -329,6 +329,8 @@ async fn list_tasks<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Respons
         })?),
     };
     let cursor = text("pageToken").map(task::read_page_token).transpose()?;
+    let include_artifacts = params.get("includeArtifacts").and_then(Value::as_bool).unwrap_or(false);
+    let history = history_length(call)?;
     let started_at_beginning = cursor.is_none();
     let mut query = agno_core::RunQuery {
         session_id: text("contextId").map(str::to_owned),
@@ -339,17 +341,13 @@ async fn list_tasks<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Respons
         sort: agno_core::SortOrder::Desc,
         ..agno_core::RunQuery::default()
     };
-    let id = target.component_id.to_owned();
-    match K::KIND {
-        agno_core::ComponentKind::Agent => query.agent_id = Some(id.clone()),
-        agno_core::ComponentKind::Team => query.team_id = Some(id.clone()),
-        agno_core::ComponentKind::Workflow => query.workflow_id = Some(id.clone()),
-    }
+    let id = target.component_id;
+    super::run_records::only_component(&mut query, K::KIND, id);
     let mut runs = Vec::new();
     let mut more = false;
     loop {
         let page = db.get_runs(&query).await?;
-        let own = page.runs.into_iter().filter(|r| super::run_records::belongs(r, K::KIND, &id));
+        let own = page.runs.into_iter().filter(|r| super::run_records::belongs(r, K::KIND, id));
         runs.extend(own.filter(|r| r.parent_run_id.is_none()));
         if runs.len() > page_size {
             more = true;
@@ -365,8 +363,6 @@ async fn list_tasks<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Respons
         Some(last) if more => task::page_token(last),
         _ => String::new(),
     };
-    let include_artifacts = params.get("includeArtifacts").and_then(Value::as_bool).unwrap_or(false);
-    let history = history_length(call)?;
     let tasks: Vec<Value> = runs
         .iter()
         .map(|run| {
@@ -380,15 +376,12 @@ async fn list_tasks<K: Kind>(target: &Target<'_>, call: &Call) -> Result<Respons
             v1::task(&found)
         })
         .collect();
+    let total = (started_at_beginning && !more).then_some(tasks.len());
     let mut listed = serde_json::json!({"tasks": tasks, "nextPageToken": next_page_token, "pageSize": page_size});
-    if started_at_beginning && !more {
-        listed["totalSize"] = Value::from(tasks_len(&listed));
+    if let Some(total) = total {
+        listed["totalSize"] = Value::from(total);
     }
     Ok(result_response(&call.id, listed, StatusCode::OK))
-}
-
-fn tasks_len(listed: &Value) -> usize {
-    listed["tasks"].as_array().map_or(0, Vec::len)
 }
 
 /// `SubscribeToTask` (`tasks/resubscribe` in v0.3): the task as it stands, then its events as
