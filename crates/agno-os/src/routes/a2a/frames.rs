@@ -17,6 +17,16 @@ use super::jsonrpc::Version;
 use super::task::{agent_message, state_of, text_part, waiting_for};
 use crate::sse::Frame;
 
+/// One stream frame answering the request `request_id` with `result` (v0.3's spelling; `name`
+/// its A2A type, v0.3's `event:`): v0.3 as Python AgentOS frames it, v1.0 `data:` only with
+/// the result respelled (see [`super::v1`]).
+pub(super) fn frame(version: Version, request_id: &Value, name: &str, result: Value) -> Frame {
+    match version {
+        Version::V0_3 => Frame::json(name, &super::jsonrpc::envelope(request_id, result), None),
+        Version::V1_0 => Frame::data(&super::jsonrpc::envelope(request_id, super::v1::one_of(&result)).to_string()),
+    }
+}
+
 /// How a run ended, by the event that ended it.
 #[derive(Debug)]
 enum Ending {
@@ -88,12 +98,7 @@ impl Translator {
     }
 
     fn frame(&self, name: &str, result: Value) -> Frame {
-        match self.version {
-            Version::V0_3 => Frame::json(name, &super::jsonrpc::envelope(&self.request_id, result), None),
-            Version::V1_0 => {
-                Frame::data(&super::jsonrpc::envelope(&self.request_id, super::v1::one_of(&result)).to_string())
-            }
-        }
+        frame(self.version, &self.request_id, name, result)
     }
 
     fn status(&self, state: &str, is_final: bool, metadata: Option<Map<String, Value>>) -> Frame {

@@ -69,7 +69,7 @@ impl Target<'_> {
 
     /// An SSE answer of `task` alone (a task that waits for its user has nothing to follow).
     pub(super) fn stream_of_task(&self, request_id: &Value, task: &Value) -> Response {
-        let frame = task_frame(self.version, request_id, task);
+        let frame = frames::frame(self.version, request_id, "Task", task.clone());
         crate::sse::live(futures::stream::iter([frame]), DisconnectPolicy::KeepRunning, self.state.streaming())
     }
 
@@ -113,14 +113,6 @@ pub(super) fn finished_task(
     }
 }
 
-/// A stream frame carrying `task` (v0.3's spelling) in `version`.
-fn task_frame(version: Version, request_id: &Value, task: &Value) -> crate::sse::Frame {
-    match version {
-        Version::V1_0 => crate::sse::Frame::data(&super::jsonrpc::envelope(request_id, v1::one_of(task)).to_string()),
-        Version::V0_3 => crate::sse::Frame::json("Task", &super::jsonrpc::envelope(request_id, task.clone()), None),
-    }
-}
-
 /// A2A's view of a run's events, with what its end needs: the database, to say what a paused
 /// run waits for.
 struct A2aStream {
@@ -153,7 +145,7 @@ fn stream_response(
     (run_id, session_id): (&str, &str),
     (version, first): (Version, Option<Value>),
 ) -> Response {
-    let first = first.map(|task| task_frame(version, &request_id, &task)).into_iter().collect();
+    let first = first.map(|task| frames::frame(version, &request_id, "Task", task)).into_iter().collect();
     let translator = frames::Translator::new(request_id, run_id, session_id, version);
     let stream = A2aStream { translator, db: state.db.clone(), run_id: run_id.to_owned() };
     translated::respond(state, first, events, stream)
