@@ -28,13 +28,8 @@ pub fn agno_python(what: &str) -> Option<String> {
 
 /// The interpreter, or what is missing.
 fn find() -> Result<String, String> {
-    let from_env = std::env::var("AGNO_PYTHON").ok().filter(|p| !p.is_empty());
-    let venv = std::env::var("HOME")
-        .ok()
-        .map(|home| std::path::Path::new(&home).join(".cache/agno-py-3.1/bin/python"))
-        .filter(|p| p.exists())
-        .map(|p| p.to_string_lossy().into_owned());
-    let python = from_env.or(venv).ok_or_else(|| {
+    let found = env_or_cache("AGNO_PYTHON", "agno-py-3.1/bin/python");
+    let python = found.ok_or_else(|| {
         "a Python with Agno 3.1 (AGNO_PYTHON, or $HOME/.cache/agno-py-3.1, which scripts/test --all creates)".to_owned()
     })?;
     let check = std::process::Command::new(&python).args(["-c", &format!("import {NEEDED}")]).output();
@@ -62,13 +57,8 @@ fn find() -> Result<String, String> {
 /// # Panics
 /// When no Phoenix is found and `CI` is `true`.
 pub fn phoenix(what: &str) -> Option<String> {
-    let from_env = std::env::var("AGNO_PHOENIX").ok().filter(|p| !p.is_empty());
-    let venv = std::env::var("HOME")
-        .ok()
-        .map(|home| std::path::Path::new(&home).join(".cache/agno-phoenix/bin/phoenix"))
-        .filter(|p| p.exists())
-        .map(|p| p.to_string_lossy().into_owned());
-    match from_env.or(venv) {
+    let found = env_or_cache("AGNO_PHOENIX", "agno-phoenix/bin/phoenix");
+    match found {
         Some(phoenix) => Some(phoenix),
         None => {
             crate::services::skip(
@@ -90,13 +80,8 @@ pub fn phoenix(what: &str) -> Option<String> {
 /// # Panics
 /// When no such Python is found and `CI` is `true`.
 pub fn a2a_v1_python(what: &str) -> Option<String> {
-    let from_env = std::env::var("AGNO_A2A_V1_PYTHON").ok().filter(|p| !p.is_empty());
-    let venv = std::env::var("HOME")
-        .ok()
-        .map(|home| std::path::Path::new(&home).join(".cache/agno-a2a-sdk-1/bin/python"))
-        .filter(|p| p.exists())
-        .map(|p| p.to_string_lossy().into_owned());
-    let found = from_env.or(venv).filter(|python| {
+    let found = env_or_cache("AGNO_A2A_V1_PYTHON", "agno-a2a-sdk-1/bin/python");
+    let found = found.filter(|python| {
         std::process::Command::new(python)
             .args(["-c", "import a2a.client, httpx"])
             .output()
@@ -109,4 +94,15 @@ pub fn a2a_v1_python(what: &str) -> Option<String> {
         );
     }
     found
+}
+
+/// The program `var` names, else `$HOME/.cache/<under_cache>` when it exists (the venvs
+/// `scripts/test --all` makes).
+fn env_or_cache(var: &str, under_cache: &str) -> Option<String> {
+    let from_env = std::env::var(var).ok().filter(|p| !p.is_empty());
+    from_env.or_else(|| {
+        let home = std::env::var("HOME").ok()?;
+        let path = std::path::Path::new(&home).join(".cache").join(under_cache);
+        path.exists().then(|| path.to_string_lossy().into_owned())
+    })
 }
