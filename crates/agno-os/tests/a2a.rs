@@ -481,14 +481,9 @@ async fn the_official_a2a_python_sdk_drives_an_agent_a_team_and_a_workflow() {
     let Some(python) = agno_testkit::agno_python("the A2A Python SDK check") else { return };
     let os = TestOs::start(config(OS)).await;
     let paths = ["/a2a/agents/calc", "/a2a/teams/desk", "/a2a/workflows/flow"];
-    let run =
-        tokio::process::Command::new(&python).arg(sdk_script()).arg(&os.base).args(paths).kill_on_drop(true).output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run).await.expect("the SDK client ends").unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "python failed: {stderr}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\n{stderr}"));
+    let mut client = tokio::process::Command::new(&python);
+    client.arg(sdk_script()).arg(&os.base).args(paths);
+    let (result, stderr) = common::client_json(client, Duration::from_secs(180)).await;
     assert_eq!(result["errors"], json!({}), "{stderr}");
     for path in paths {
         let r = &result[path];
@@ -606,17 +601,9 @@ async fn the_official_javascript_a2a_sdk_sends_and_streams() {
     let os = TestOs::start(config(OS)).await;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/a2a_js_client.cjs");
     let paths = ["/a2a/agents/calc", "/a2a/teams/desk", "/a2a/workflows/flow"];
-    let run = tokio::process::Command::new("node")
-        .arg(script)
-        .arg(&os.base)
-        .args(paths)
-        .env("NODE_PATH", dir.join("node_modules"))
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), run).await.expect("the client ends").unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let mut client = tokio::process::Command::new("node");
+    client.arg(script).arg(&os.base).args(paths).env("NODE_PATH", dir.join("node_modules"));
+    let (result, _) = common::client_json(client, Duration::from_secs(120)).await;
     assert_eq!(result["errors"], json!({}), "{result}");
     for path in paths {
         let r = &result[path];
@@ -770,19 +757,9 @@ async fn the_official_a2a_sdk_1x_drives_an_agent_a_team_and_a_workflow_over_v1()
     );
     let os = TestOs::start(config(&format!("{OS}{slow}"))).await;
     let paths = ["/a2a/agents/calc", "/a2a/teams/desk", "/a2a/workflows/flow", "/a2a/agents/slow"];
-    let run = tokio::process::Command::new(&python)
-        .arg(v1_script())
-        .arg(&os.base)
-        .args(paths)
-        .args(["--follow", "/a2a/agents/slow"])
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run).await.expect("the SDK client ends").unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "python failed: {stderr}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\n{stderr}"));
+    let mut client = tokio::process::Command::new(&python);
+    client.arg(v1_script()).arg(&os.base).args(paths).args(["--follow", "/a2a/agents/slow"]);
+    let (result, stderr) = common::client_json(client, Duration::from_secs(180)).await;
     assert_eq!(result["errors"], json!({}), "{stderr}");
     for path in paths {
         let r = &result[path];

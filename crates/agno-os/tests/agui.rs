@@ -342,19 +342,9 @@ async fn ag_uis_own_client_chats_and_answers_a_confirmation() {
     provider.push(Scripted::text("Light and blue"));
     let os = TestOs::start(config(&os_config(&provider, ""))).await;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/agui_client.cjs");
-    let run = tokio::process::Command::new("node")
-        .arg(script)
-        .arg(format!("{}/agui", os.base))
-        .arg("ts-thread")
-        .env("NODE_PATH", dir.join("node_modules"))
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), run).await.expect("the client ends").unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\n{stderr}"));
-    assert!(out.status.success(), "{result}\n{stderr}");
+    let mut client = tokio::process::Command::new("node");
+    client.arg(script).arg(format!("{}/agui", os.base)).arg("ts-thread").env("NODE_PATH", dir.join("node_modules"));
+    let (result, _) = common::client_json(client, Duration::from_secs(120)).await;
     assert_eq!(result["errors"], json!([]), "{result}");
     assert_eq!(result["chat_answer"], "Hello from the helper", "{result}");
     assert_eq!(result["chat"][0], "RUN_STARTED");

@@ -243,13 +243,9 @@ async fn agno_client_sweep_passes_every_built_method() {
         if let Some(t) = &token {
             args.extend(["--token".to_owned(), t.clone(), "--user".to_owned(), "sweeper".to_owned()]);
         }
-        let run = tokio::process::Command::new(&py).arg(&script).args(&args).kill_on_drop(true).output();
-        let out = tokio::time::timeout(Duration::from_secs(180), run).await.expect("the sweep ends").unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "python failed: {stderr}");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
-            .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+        let mut client = tokio::process::Command::new(&py);
+        client.arg(&script).args(&args);
+        let (result, _) = common::client_json(client, Duration::from_secs(180)).await;
         assert_eq!(
             result["errors"],
             serde_json::json!({}),

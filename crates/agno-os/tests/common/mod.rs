@@ -290,3 +290,17 @@ pub fn detail(body: &Value) -> String {
         other => panic!("no detail in {other:?} ({body})"),
     }
 }
+
+/// Runs a client we did not write (a Python or Node script that prints one JSON line last)
+/// within `limit`, and returns that line as JSON with the client's stderr. Panics, showing the
+/// client's output, when it prints no JSON or fails.
+pub async fn client_json(mut command: tokio::process::Command, limit: Duration) -> (Value, String) {
+    let run = command.kill_on_drop(true).output();
+    let out = tokio::time::timeout(limit, run).await.expect("the client ends in time").unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no JSON line ({e}): {stdout}\n{stderr}"));
+    assert!(out.status.success(), "the client failed: {result}\n{stderr}");
+    (result, stderr)
+}
