@@ -86,6 +86,16 @@ impl SqliteVectorDb {
         Ok(Self { pool, table: table.to_owned(), cache: Arc::default(), user_column: UserColumn::default() })
     }
 
+    /// A write transaction that holds SQLite's write lock from its start (`BEGIN IMMEDIATE`).
+    ///
+    /// A deferred transaction that reads before it writes cannot wait for the lock: when another
+    /// connection to the file (the OS's own storage writes traces, runs and jobs to the same
+    /// file) committed in between, SQLite answers `database is locked` at once, without the busy
+    /// timeout. Taking the lock first makes every writer wait its turn instead.
+    async fn write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, KnowledgeError> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(store_err)
+    }
+
     /// The table's name.
     pub fn table(&self) -> &str {
         &self.table
@@ -280,7 +290,7 @@ impl VectorDb for SqliteVectorDb {
             .fetch_optional(&self.pool)
             .await
             .map_err(store_err)?;
-        let mut tx = self.pool.begin().await.map_err(store_err)?;
+        let mut tx = self.write().await?;
         for statement in statements {
             sqlx::query(sql(statement)).execute(&mut *tx).await.map_err(store_err)?;
         }
@@ -304,7 +314,7 @@ impl VectorDb for SqliteVectorDb {
     async fn replace_content(&self, content_id: &str, rows: &[VectorRow]) -> Result<(), KnowledgeError> {
         let t = &self.table;
         let now = agno_core::now_epoch_secs();
-        let mut tx = self.pool.begin().await.map_err(store_err)?;
+        let mut tx = self.write().await?;
         sqlx::query(sql(format!("DELETE FROM {t} WHERE content_id = ?1")))
             .bind(content_id)
             .execute(&mut *tx)
@@ -339,7 +349,7 @@ impl VectorDb for SqliteVectorDb {
     }
 
     async fn delete_by_content_id(&self, content_id: &str) -> Result<u64, KnowledgeError> {
-        let mut tx = self.pool.begin().await.map_err(store_err)?;
+        let mut tx = self.write().await?;
         let done = sqlx::query(sql(format!("DELETE FROM {} WHERE content_id = ?1", self.table)))
             .bind(content_id)
             .execute(&mut *tx)
@@ -352,7 +362,7 @@ impl VectorDb for SqliteVectorDb {
 
     async fn update_metadata(&self, content_id: &str, metadata: &Map<String, Value>) -> Result<u64, KnowledgeError> {
         let t = &self.table;
-        let mut tx = self.pool.begin().await.map_err(store_err)?;
+        let mut tx = self.write().await?;
         let rows = sqlx::query(sql(format!("SELECT rid, meta_data FROM {t} WHERE content_id = ?1")))
             .bind(content_id)
             .fetch_all(&mut *tx)
@@ -483,7 +493,7 @@ impl VectorDb for SqliteVectorDb {
             return Ok(false);
         }
         let t = &self.table;
-        let mut tx = self.pool.begin().await.map_err(store_err)?;
+        let mut tx = self.write().await?;
         sqlx::query(sql(format!("ALTER TABLE {t} ADD COLUMN user_id TEXT")))
             .execute(&mut *tx)
             .await
