@@ -946,12 +946,13 @@ pub trait JobStore: Send + Sync {
 }
 
 /// A complete storage backend: sessions, runs, memories, metrics, eval runs, knowledge contents,
-/// schedules, traces, approvals, compactions and schema versions.
+/// schedules, traces, approvals, compactions, components and schema versions.
 pub trait Db:
     SessionStore
     + crate::TraceStore
     + crate::ApprovalStore
     + crate::CompactionStore
+    + crate::ComponentStore
     + RunStore
     + MemoryStore
     + MetricsStore
@@ -968,6 +969,7 @@ impl<T> Db for T where
         + crate::TraceStore
         + crate::ApprovalStore
         + crate::CompactionStore
+        + crate::ComponentStore
         + RunStore
         + MemoryStore
         + MetricsStore

@@ -10,6 +10,7 @@ mod branch;
 mod checkpoints;
 mod clock;
 pub mod compaction;
+pub mod components;
 pub mod db;
 mod error;
 mod event;
@@ -49,6 +50,10 @@ pub use checkpoints::{
 pub use chrono::NaiveDate;
 pub use clock::{new_id, now_epoch_secs};
 pub use compaction::{CompactionRecord, CompactionSettings, CompactionStatus, CompactionStore};
+pub use components::{
+    ComponentChange, ComponentConfig, ComponentError, ComponentErrorKind, ComponentLink, ComponentQuery,
+    ComponentRecord, ComponentStore, ConfigChoice, ConfigWrite, LinkSpec, NewComponent,
+};
 pub use db::{
     Db, DbResult, EvalQuery, EvalStore, JobStore, KnowledgeQuery, KnowledgeSort, KnowledgeStore, MemoryPage,
     MemoryQuery, MemorySort, MemoryStore, MetricsStore, RunCursor, RunPage, RunQuery, RunStore, ScheduleStore,

@@ -36,6 +36,13 @@ pub struct TableNames {
     pub approvals: String,
     /// Compaction records (`agno_compactions`).
     pub compactions: String,
+    /// Components kept in the database (`agno_components`).
+    pub components: String,
+    /// Their config versions (`agno_component_configs`).
+    pub component_configs: String,
+    /// The links of team and workflow versions to their members and steps
+    /// (`agno_component_links`).
+    pub component_links: String,
 }
 
 impl TableNames {
@@ -65,6 +72,9 @@ impl Default for TableNames {
             spans: "agno_spans".to_owned(),
             approvals: "agno_approvals".to_owned(),
             compactions: "agno_compactions".to_owned(),
+            components: "agno_components".to_owned(),
+            component_configs: "agno_component_configs".to_owned(),
+            component_links: "agno_component_links".to_owned(),
         }
     }
 }
@@ -113,6 +123,9 @@ impl TableNames {
             &self.spans,
             &self.approvals,
             &self.compactions,
+            &self.components,
+            &self.component_configs,
+            &self.component_links,
         ] {
             let ok = !name.is_empty()
                 && name.len() <= 63

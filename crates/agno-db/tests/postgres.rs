@@ -294,6 +294,28 @@ async fn approvals_and_compactions_tables_are_created_exactly_as_python_agno_cre
     }
 }
 
+/// The three component tables are created as Python Agno 3.1 creates them, live (INTEGER
+/// versions, the foreign keys from configs and links).
+#[tokio::test]
+async fn component_tables_are_created_exactly_as_python_agno_creates_them() {
+    if !agno_testkit::services::postgres("component_tables_are_created_exactly_as_python_agno_creates_them") {
+        return;
+    }
+    let scratch = Scratch::new("ddl_components");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    db.create_tables().await.unwrap(); // idempotent
+    let tables = ["agno_components", "agno_component_configs", "agno_component_links"];
+    let got = catalog(&scratch.name, &tables).await;
+    let Some(want) = python_catalog(&["components", "component_configs", "component_links"], &tables).await else {
+        return;
+    };
+    assert_eq!(got, want);
+    for table in tables {
+        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
+    }
+}
+
 #[tokio::test]
 async fn agno_2x_postgres_data_migrates_to_v3_without_loss() {
     if !agno_testkit::services::postgres("agno_2x_postgres_data_migrates_to_v3_without_loss") {

@@ -12,7 +12,7 @@ use sqlx::Row;
 
 /// Agno's table types that agno-rs implements on SQLite (Agno 3.1 has no SQLite jobs table; the
 /// one agno-rs adds, and its event log, are agno-rs's own).
-const TABLE_TYPES: [&str; 13] = [
+const TABLE_TYPES: [&str; 16] = [
     "sessions",
     "runs",
     "memories",
@@ -26,6 +26,9 @@ const TABLE_TYPES: [&str; 13] = [
     "spans",
     "approvals",
     "compactions",
+    "components",
+    "component_configs",
+    "component_links",
 ];
 
 /// Tables (and their indexes) agno-rs adds that Agno does not create on SQLite.

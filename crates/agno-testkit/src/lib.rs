@@ -21,6 +21,7 @@ pub mod bedrock;
 pub mod conformance;
 mod conformance_approvals;
 mod conformance_compactions;
+mod conformance_components;
 mod conformance_traces;
 mod embeddings;
 mod gemini;

@@ -7,6 +7,7 @@
 
 pub(crate) mod approvals;
 pub(crate) mod compactions;
+pub(crate) mod components;
 pub(crate) mod evals;
 mod files;
 pub(crate) mod jobs;

@@ -276,6 +276,10 @@ impl crate::sql::migrate::SqlSchema for MySqlState {
             (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
             (&t.approvals, super::approvals::approvals_ddl(&t.approvals)),
             (&t.compactions, super::compactions::compactions_ddl(&t.compactions)),
+            // The components table's version row is also the lock of catalog writes.
+            (&t.components, super::components::components_ddl(&t.components)),
+            (&t.component_configs, super::components::component_configs_ddl(&t.component_configs)),
+            (&t.component_links, super::components::component_links_ddl(&t.component_links)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec(&ddl, &format!("cannot create table {name}")).await?;

@@ -7,6 +7,7 @@
 
 pub(crate) mod approvals;
 mod compactions;
+pub(crate) mod components;
 mod evals;
 mod jobs;
 mod knowledge;
@@ -265,6 +266,12 @@ impl crate::sql::SqlAdapter for MySqlState {
     }
     fn has_legacy_runs(&self) -> bool {
         self.legacy_runs_column.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    fn catalog_lock(&self) -> Option<(String, sea_query_sqlx::SqlxValues)> {
+        // The components table's row in the versions table, stamped when the table was created:
+        // a row every process locks the same way (MySQL has no transaction-scoped named lock).
+        let sql = format!("SELECT version FROM `{}` WHERE table_name = ? FOR UPDATE", self.tables.versions);
+        Some((sql, crate::sql::catalog_values([self.tables.components.as_str()])))
     }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
         let has = self.column_exists(&self.tables.sessions, "runs").await?;

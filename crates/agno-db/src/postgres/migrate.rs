@@ -328,6 +328,9 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
         let events_q = self.qualified(&t.events);
         let traces_q = self.qualified(&t.traces);
         let spans_q = self.qualified(&t.spans);
+        let components_q = self.qualified(&t.components);
+        let configs_q = self.qualified(&t.component_configs);
+        let links_q = self.qualified(&t.component_links);
         for (name, ddl) in [
             (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
             (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
@@ -345,6 +348,16 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
             (&t.spans, super::traces::spans_ddl(&spans_q, &t.spans, &traces_q)),
             (&t.approvals, super::approvals::approvals_ddl(&self.qualified(&t.approvals), &t.approvals)),
             (&t.compactions, super::compactions::compactions_ddl(&self.qualified(&t.compactions), &t.compactions)),
+            (&t.components, super::components::components_ddl(&components_q, &t.components)),
+            // After the components table (and the configs table): their foreign keys point there.
+            (
+                &t.component_configs,
+                super::components::component_configs_ddl(&configs_q, &t.component_configs, &components_q),
+            ),
+            (
+                &t.component_links,
+                super::components::component_links_ddl(&links_q, &t.component_links, &components_q, &configs_q),
+            ),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;

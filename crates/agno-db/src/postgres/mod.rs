@@ -5,6 +5,7 @@
 pub(crate) mod approvals;
 mod claimed;
 mod compactions;
+pub(crate) mod components;
 mod evals;
 mod jobs;
 mod knowledge;
@@ -272,6 +273,10 @@ impl crate::sql::SqlAdapter for PostgresState {
     }
     fn has_run_facts(&self) -> bool {
         self.run_facts_table.load(Ordering::Relaxed)
+    }
+    fn catalog_lock(&self) -> Option<(String, sea_query_sqlx::SqlxValues)> {
+        let key = self.qualified(&self.tables.components);
+        Some(("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))".to_owned(), crate::sql::catalog_values([&key])))
     }
     fn notice(&self, notice: crate::sql::job_transitions::Notice<'_>) -> Option<(String, sea_query_sqlx::SqlxValues)> {
         let (channel, payload) = self.notice_of(notice);

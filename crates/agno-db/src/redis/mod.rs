@@ -19,6 +19,7 @@
 mod approvals;
 mod cas;
 mod compactions;
+mod components;
 mod docs;
 mod evals;
 mod job_docs;

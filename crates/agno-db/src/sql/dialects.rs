@@ -386,8 +386,12 @@ impl Dialect for Postgres {
     fn read_text(row: &PgRow, column: &str) -> Result<Option<String>, sqlx::Error> {
         row.try_get(column)
     }
+    // BIGINT, or INTEGER (Agno's component tables number versions with it).
     fn read_int(row: &PgRow, column: &str) -> Result<Option<i64>, sqlx::Error> {
-        row.try_get(column)
+        row.try_get(column).or_else(|e| match row.try_get::<Option<i32>, _>(column) {
+            Ok(small) => Ok(small.map(i64::from)),
+            Err(_) => Err(e),
+        })
     }
     fn read_bool(row: &PgRow, column: &str) -> Result<Option<bool>, sqlx::Error> {
         row.try_get(column)

@@ -11,6 +11,7 @@
 
 pub(crate) mod approvals;
 mod compactions;
+pub(crate) mod components;
 pub(crate) mod dialects;
 pub(crate) mod evals;
 mod filter;
@@ -131,6 +132,14 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
         Self: Sized,
     {
         changed(self, statement, what).await
+    }
+
+    /// The statement a catalog write starts with so that the catalog writes of every process
+    /// sharing the database take turns: PostgreSQL's transaction advisory lock, MySQL's row lock
+    /// on the components table's schema version; none where the transaction alone takes the
+    /// database's one write turn (SQLite's `BEGIN IMMEDIATE`).
+    fn catalog_lock(&self) -> Option<(String, sea_query_sqlx::SqlxValues)> {
+        None
     }
 
     /// Whether the run facts table (each run's model, written beside it) exists.

@@ -88,6 +88,9 @@ impl crate::sql::migrate::SqlSchema for SqliteState {
             (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
             (&t.approvals, super::approvals::approvals_ddl(&t.approvals)),
             (&t.compactions, super::compactions::compactions_ddl(&t.compactions)),
+            (&t.components, super::components::components_ddl(&t.components)),
+            (&t.component_configs, super::components::component_configs_ddl(&t.component_configs)),
+            (&t.component_links, super::components::component_links_ddl(&t.component_links)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;

@@ -7,6 +7,7 @@
 
 pub(crate) mod approvals;
 mod compactions;
+pub(crate) mod components;
 mod evals;
 mod jobs;
 mod knowledge;
