@@ -316,6 +316,24 @@ async fn component_tables_are_created_exactly_as_python_agno_creates_them() {
     }
 }
 
+/// Python Agno 3.1 and agno-rs share a PostgreSQL component catalog: each reads what the other
+/// wrote, and each one's rules hold on the other's rows.
+#[tokio::test]
+async fn python_agno_and_agno_rs_share_a_postgres_component_catalog() {
+    if !agno_testkit::services::postgres("python_agno_and_agno_rs_share_a_postgres_component_catalog") {
+        return;
+    }
+    let Some(py) = agno_testkit::agno_python("the PostgreSQL component catalog shared with Python Agno") else {
+        return;
+    };
+    let scratch = Scratch::new("components");
+    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
+    db.create_tables().await.unwrap();
+    let sa_url = url().replacen("postgresql://", "postgresql+psycopg://", 1);
+    let target = ["postgres".to_owned(), sa_url, scratch.name.clone()];
+    agno_testkit::conformance::components_interop(std::sync::Arc::new(db), &py, &target).await;
+}
+
 #[tokio::test]
 async fn agno_2x_postgres_data_migrates_to_v3_without_loss() {
     if !agno_testkit::services::postgres("agno_2x_postgres_data_migrates_to_v3_without_loss") {

@@ -192,3 +192,113 @@ pub async fn components_refuse_cycles_and_serialise_appends<D: ComponentStore + 
     assert_eq!(got, (2..=9).collect::<Vec<i64>>(), "each append has its own version");
     assert_eq!(db.component_configs("t", false).await.unwrap().len(), 9);
 }
+
+/// Runs `scripts/interop/components_interop.py <action> <target...>` with `python` and reads its
+/// JSON line.
+fn python_catalog(python: &str, action: &str, target: &[String]) -> Value {
+    let script =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop/components_interop.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .arg(action)
+        .args(target)
+        .env("AGNO_TELEMETRY", "false")
+        .output()
+        .expect("Python runs");
+    assert!(out.status.success(), "components_interop.py {action} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.starts_with('{')).expect("a JSON line");
+    serde_json::from_str(line).expect("JSON")
+}
+
+/// Python Agno 3.1 and agno-rs share one catalog (`target`: the arguments naming the database
+/// to the script, `sqlite FILE` or `postgres URL SCHEMA`): Python reads every row agno-rs wrote
+/// exactly as agno-rs reads it; agno-rs reads what Python wrote; Python publishes a draft
+/// agno-rs wrote and refuses to delete a component agno-rs's team pins.
+pub async fn components_interop<D: ComponentStore + ?Sized>(db: Arc<D>, python: &str, target: &[String]) {
+    // agno-rs writes: an agent (v1 published, v2 draft) and a team pinning v1.
+    let agent =
+        json!({"name": "Rs Agent", "model": {"id": "gpt-4o-mini", "provider": "OpenAI"}, "tools": [{"name": "now"}]});
+    let mut first = new("rs-agent", "agent", Some("ann"), agent.clone(), "published");
+    first.config.label = Some("first".to_owned());
+    db.create_component(&first, 1_700_000_000).await.unwrap();
+    let draft = ConfigWrite {
+        config: Some(object(json!({"name": "Rs Agent Two"}))),
+        notes: Some("wip ✓".into()),
+        ..Default::default()
+    };
+    db.write_config("rs-agent", &draft, None, 1_700_000_001).await.unwrap();
+    let mut team =
+        new("rs-team", "team", None, json!({"members": [{"type": "agent", "agent_id": "rs-agent"}]}), "published");
+    team.config.links = Some(vec![member("rs-agent", 1)]);
+    db.create_component(&team, 1_700_000_002).await.unwrap();
+
+    // Python reads each row as agno-rs does.
+    let read = python_catalog(python, "read", target);
+    let theirs = read["components"].as_array().expect("components");
+    assert_eq!(theirs.len(), 2, "{read}");
+    for entry in theirs {
+        let id = entry["component"]["component_id"].as_str().expect("an id");
+        let ours = db.get_component(id, None, false).await.unwrap().expect("ours");
+        assert_eq!(entry["component"], serde_json::to_value(&ours).unwrap(), "component {id}");
+        let configs = db.component_configs(id, false).await.unwrap();
+        assert_eq!(entry["configs"], serde_json::to_value(&configs).unwrap(), "configs of {id}");
+        for c in &configs {
+            let links = db.component_links(id, c.version).await.unwrap();
+            assert_eq!(
+                entry["links"][c.version.to_string()],
+                serde_json::to_value(&links).unwrap(),
+                "links of {id} v{}",
+                c.version
+            );
+        }
+    }
+
+    // Python publishes agno-rs's draft; its dependency rule holds on agno-rs's links.
+    let published = python_catalog(python, "publish", target);
+    assert_eq!(
+        (published["published"].as_i64(), published["current_version"].as_i64()),
+        (Some(2), Some(2)),
+        "{published}"
+    );
+    let refused = published["refused"].as_str().expect("Agno refused to delete a pinned agent");
+    assert!(refused.starts_with("ComponentDependencyError") && refused.contains("rs-team"), "{refused}");
+    let a = db.get_component("rs-agent", None, false).await.unwrap().expect("still there");
+    assert_eq!(
+        (a.current_version, a.name.as_deref()),
+        (Some(2), Some("Rs Agent Two")),
+        "published by Python, read here"
+    );
+
+    // agno-rs reads what Python wrote, and its rules hold on Python's rows.
+    python_catalog(python, "write", target);
+    let py = db.get_component("py-agent", None, false).await.unwrap().expect("Python's agent");
+    assert_eq!(
+        (py.current_version, py.name.as_deref(), py.description.as_deref()),
+        (Some(1), Some("Py Agent"), Some("written by Python"))
+    );
+    assert_eq!(py.metadata, Some(object(json!({"origin": "python"}))));
+    let configs = db.component_configs("py-agent", false).await.unwrap();
+    assert_eq!(
+        configs.iter().map(|c| (c.version, c.stage.as_str())).collect::<Vec<_>>(),
+        [(2, "draft"), (1, "published")]
+    );
+    assert_eq!(configs[1].config["instructions"], json!(["Be brief"]));
+    assert_eq!(configs[1].label.as_deref(), Some("first"));
+    let links = db.component_links("py-team", 1).await.unwrap();
+    assert_eq!((links[0].child_component_id.as_str(), links[0].child_version), ("py-agent", Some(1)));
+    let (kind, _) = refusal(db.archive_component("py-agent", None, None, 1_700_000_010).await);
+    assert_eq!(kind, Kind::Dependency, "Python's team pins it");
+    let publish = ConfigWrite { version: Some(2), stage: Some("published".into()), ..Default::default() };
+    db.write_config("py-agent", &publish, None, 1_700_000_011).await.unwrap();
+    let read = python_catalog(python, "read", target);
+    let py_agent = read["components"]
+        .as_array()
+        .expect("components")
+        .iter()
+        .find(|e| e["component"]["component_id"] == "py-agent")
+        .cloned()
+        .expect("py-agent");
+    assert_eq!(py_agent["component"]["current_version"], 2, "Python reads agno-rs's publish");
+    assert_eq!(py_agent["component"]["name"], "Py Agent Two");
+}
