@@ -1,0 +1,410 @@
+//! `/components` and `/registry` over HTTP, as Python AgentOS 3.1 serves them: a component's
+//! life (create, draft, publish, guard, rollback, tombstone, archive, restore), a team pinning
+//! its member's version, bad input refused with nothing changed, and the isolation matrix of
+//! every component route (own, shared and published components; drafts only for their owner).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{SECRET, TestOs, config, detail, sqlite_url, token};
+use serde_json::{Value, json};
+
+const USER: &[&str] = &["components:read", "components:write", "components:delete", "registry:read"];
+
+fn open_os(tag: &str) -> String {
+    format!(
+        "[db]\nurl = \"{}\"\n[[agents]]\nid = \"code-agent\"\nname = \"Code Agent\"\nmodel = \"test\"\ntools = [\"calculator\"]\n\
+         [[knowledge]]\nid = \"docs\"\nembedder = \"hash:16\"\n",
+        sqlite_url(tag)
+    )
+}
+
+fn isolated_os(tag: &str) -> String {
+    format!(
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{}]\nuser_isolation = true\n[db]\nurl = \"{}\"\n\
+         [[agents]]\nid = \"code-agent\"\nmodel = \"test\"\n",
+        serde_json::to_string(SECRET).unwrap(),
+        sqlite_url(tag)
+    )
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    k.sort_unstable();
+    k
+}
+
+fn ids(body: &Value) -> Vec<String> {
+    let list = body.get("data").unwrap_or(body);
+    list.as_array().unwrap().iter().map(|c| c["component_id"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn a_component_is_drafted_published_rolled_back_archived_and_restored() {
+    let os = TestOs::start(config(&open_os("components-life"))).await;
+    let r = os.post_json("/components", &json!({"name": "My First Agent!", "component_type": "agent"}), None).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["component_id"], "my-first-agent", "the id is made from the name");
+    assert_eq!(keys(&r.body), ["component_id", "component_type", "created_at", "name"], "nulls are left out");
+
+    let body = json!({"name": "Support", "component_id": "support", "component_type": "agent", "description": "Tickets",
+                      "metadata": {"team": "cx"}, "config": {"name": "Support", "instructions": "Be kind."},
+                      "label": "initial", "notes": "first"});
+    assert_eq!(os.post_json("/components", &body, None).await.status, 201);
+    let configs = os.get("/components/support/configs", None).await;
+    assert_eq!(configs.status, 200);
+    assert_eq!(configs.body[0]["version"], 1);
+    assert_eq!(configs.body[0]["stage"], "draft");
+    assert_eq!(configs.body[0]["config"]["instructions"], "Be kind.");
+    let current = os.get("/components/support/configs/current", None).await;
+    assert_eq!(
+        (current.status, &current.body["version"]),
+        (200, &json!(1)),
+        "a draft-only component's current is its draft"
+    );
+
+    // v2, guarded; a stale guard is 409; publishing v2 serves it with its name.
+    let v2 = json!({"config": {"name": "Support Two", "instructions": "Be brief."}, "guard": {"latest_version": 1}});
+    let r = os.post_json("/components/support/configs", &v2, None).await;
+    assert_eq!((r.status, &r.body["version"], &r.body["stage"]), (201, &json!(2), &json!("draft")), "{}", r.body);
+    let stale = os.post_json("/components/support/configs", &v2, None).await;
+    assert_eq!(
+        (stale.status, detail(&stale.body)),
+        (409, "Component support latest version is 2, expected 1".to_owned())
+    );
+    let wrong_guard = os
+        .post_json("/components/support/configs", &json!({"config": {}, "guard": {"current_version": 0}}), None)
+        .await;
+    assert_eq!(wrong_guard.status, 400, "this route checks the latest version only");
+    let publish = os.patch_json("/components/support/configs/2", &json!({"stage": "published"}), None).await;
+    assert_eq!((publish.status, &publish.body["stage"]), (200, &json!("published")), "{}", publish.body);
+    let c = os.get("/components/support", None).await.body;
+    assert_eq!((&c["current_version"], &c["name"]), (&json!(2), &json!("Support Two")));
+    let frozen = os.patch_json("/components/support/configs/2", &json!({"notes": "x"}), None).await;
+    assert_eq!((frozen.status, detail(&frozen.body)), (400, "Cannot update published config support v2".to_owned()));
+
+    // v3 published at once; rollback to v2 (guarded); a draft cannot be current.
+    let v3 = json!({"config": {"name": "Support Three"}, "stage": "published", "label": "stable"});
+    assert_eq!(os.post_json("/components/support/configs", &v3, None).await.status, 201);
+    let stale = os
+        .post_json("/components/support/configs/2/set-current", &json!({"guard": {"current_version": 2}}), None)
+        .await;
+    assert_eq!(
+        (stale.status, detail(&stale.body)),
+        (409, "Component support current version is 3, expected 2".to_owned())
+    );
+    let back = os
+        .post_json("/components/support/configs/2/set-current", &json!({"guard": {"current_version": 3}}), None)
+        .await;
+    assert_eq!(
+        (back.status, &back.body["current_version"], &back.body["name"]),
+        (200, &json!(2), &json!("Support Two"))
+    );
+    let draft = os.post_json("/components/support/configs/1/set-current", &json!({}), None).await;
+    assert_eq!(draft.status, 400, "{}", draft.body);
+    let current = os.get("/components/support/configs/current", None).await.body;
+    assert_eq!(current["version"], 2);
+
+    // Drafts are deleted (204), published ones are not; numbers are not reused.
+    assert_eq!(os.delete("/components/support/configs/2", None).await.status, 400);
+    assert_eq!(os.delete("/components/support/configs/1", None).await.status, 204);
+    assert_eq!(os.delete("/components/support/configs/1", None).await.status, 404);
+    let v4 = os.post_json("/components/support/configs", &json!({"config": {}}), None).await;
+    assert_eq!(v4.body["version"], 4);
+    let versions: Vec<i64> = os
+        .get("/components/support/configs", None)
+        .await
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["version"].as_i64().unwrap())
+        .collect();
+    assert_eq!(versions, [4, 3, 2]);
+    let last = os
+        .post_json("/components", &json!({"name": "Lonely", "component_id": "lonely", "component_type": "agent"}), None)
+        .await;
+    assert_eq!(last.status, 201);
+    let r = os.delete("/components/lonely/configs/1", None).await;
+    assert_eq!((r.status, detail(&r.body)), (409, "Cannot delete the last visible config of lonely".to_owned()));
+
+    // The listing leaves out what the OS serves from its configuration; pages.
+    let list = os.get("/components?component_type=agent&limit=2&page=1", None).await;
+    assert_eq!(list.status, 200);
+    assert_eq!(
+        (list.body["meta"]["total_count"].as_u64(), list.body["meta"]["total_pages"].as_u64()),
+        (Some(3), Some(2))
+    );
+    assert!(!ids(&os.get("/components", None).await.body).contains(&"code-agent".to_owned()));
+
+    // Archive (stale guard refused), hidden, its id reserved; restore.
+    let stale = os.delete("/components/support?expected_current_version=3", None).await;
+    assert_eq!(stale.status, 409);
+    assert_eq!(os.delete("/components/support?expected_current_version=2", None).await.status, 204);
+    assert_eq!(os.get("/components/support", None).await.status, 404);
+    assert_eq!(os.get("/components/support?include_deleted=true", None).await.body["component_id"], "support");
+    let again = os
+        .post_json("/components", &json!({"name": "S", "component_id": "support", "component_type": "agent"}), None)
+        .await;
+    assert_eq!((again.status, detail(&again.body)), (400, "Component ID support is not available".to_owned()));
+    assert_eq!(os.post_json("/components/support/restore", &json!({}), None).await.status, 200);
+    let r = os.post_json("/components/support/restore", &json!({}), None).await;
+    assert_eq!((r.status, detail(&r.body)), (409, "Component is not archived".to_owned()));
+
+    // The registry lists what a component can be built from.
+    let reg = os.get("/registry", None).await;
+    assert_eq!(reg.status, 200, "{}", reg.body);
+    let names: Vec<(String, String)> = reg.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["type"].as_str().unwrap().to_owned(), e["name"].as_str().unwrap().to_owned()))
+        .collect();
+    for want in [("agent", "Code Agent"), ("db", "agno-rs-db"), ("knowledge", "docs"), ("tool", "calculator")] {
+        assert!(names.iter().any(|(t, n)| t == want.0 && (n == want.1 || want.0 == "db")), "{want:?} in {names:?}");
+    }
+    let tools = os.get("/registry?resource_type=tool&name=CALC", None).await.body;
+    assert_eq!(tools["meta"]["total_count"], 1);
+    assert!(tools["data"][0]["metadata"]["functions"].as_array().unwrap().iter().any(|f| f["name"] == "add"));
+    assert_eq!(os.get("/registry?resource_type=robot", None).await.status, 422);
+}
+
+#[tokio::test]
+async fn a_team_pins_its_members_version_and_the_member_cannot_be_archived_under_it() {
+    let os = TestOs::start(config(&open_os("components-pins"))).await;
+    let agent = json!({"name": "Helper", "component_id": "helper", "component_type": "agent", "stage": "published",
+                       "config": {"name": "Helper"}});
+    assert_eq!(os.post_json("/components", &agent, None).await.status, 201);
+    let team = json!({"name": "Crew", "component_id": "crew", "component_type": "team", "stage": "published",
+                      "config": {"name": "Crew", "mode": "coordinate",
+                                 "members": [{"type": "agent", "agent_id": "helper"}, {"type": "agent", "agent_id": "code-agent"}]}});
+    let r = os.post_json("/components", &team, None).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let db = os.os.state.db.clone().unwrap();
+    let links = db.component_links("crew", 1).await.unwrap();
+    assert_eq!(links.len(), 1, "the served code agent is not pinned: {links:?}");
+    assert_eq!(
+        (links[0].child_component_id.as_str(), links[0].child_version, links[0].link_key.as_str()),
+        ("helper", Some(1), "member_0")
+    );
+
+    let v2 = json!({"config": {"name": "Helper Two"}, "stage": "published"});
+    assert_eq!(os.post_json("/components/helper/configs", &v2, None).await.status, 201);
+    assert_eq!(db.component_links("crew", 1).await.unwrap()[0].child_version, Some(1), "the team keeps v1");
+    let r = os.delete("/components/helper", None).await;
+    assert_eq!((r.status, detail(&r.body)), (409, "Cannot delete helper: referenced by crew".to_owned()));
+
+    // A workflow's steps are pinned too; a new team version pins the member's new version.
+    let flow = json!({"name": "Flow", "component_id": "flow", "component_type": "workflow",
+                      "config": {"steps": [{"type": "Step", "name": "triage", "agent_id": "helper"},
+                                           {"type": "Step", "name": "escalate", "team_id": "crew"}]}});
+    assert_eq!(os.post_json("/components", &flow, None).await.status, 201);
+    let steps = db.component_links("flow", 1).await.unwrap();
+    let pins: Vec<(&str, &str, Option<i64>)> =
+        steps.iter().map(|l| (l.link_kind.as_str(), l.child_component_id.as_str(), l.child_version)).collect();
+    assert_eq!(pins, [("step_agent", "helper", Some(2)), ("step_team", "crew", Some(1))]);
+    let crew2 = os.post_json("/components/crew/configs", &json!({"config": team["config"].clone()}), None).await;
+    assert_eq!(crew2.status, 201);
+    assert_eq!(db.component_links("crew", 2).await.unwrap()[0].child_version, Some(2));
+
+    // A link back from the member to the team is a cycle.
+    let cycle = json!({"config": {}, "links": [{"link_kind": "member", "link_key": "m", "child_component_id": "crew", "child_version": 1, "position": 0}]});
+    let r = os.post_json("/components/helper/configs", &cycle, None).await;
+    assert_eq!((r.status, detail(&r.body)), (409, "Linking helper -> crew would close a reference cycle".to_owned()));
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_naming_what_is_wrong_and_changes_nothing() {
+    let os = TestOs::start(config(&open_os("components-bad"))).await;
+    let base = json!({"name": "A", "component_id": "a", "component_type": "agent", "config": {"x": 1}});
+    assert_eq!(os.post_json("/components", &base, None).await.status, 201);
+    let before = os.get("/components?include_deleted=true", None).await.body;
+    let configs_before = os.get("/components/a/configs", None).await.body;
+
+    let cases: Vec<(&str, &str, Value, u16, &str)> = vec![
+        (
+            "POST",
+            "/components",
+            json!({"name": "X", "component_type": "robot"}),
+            422,
+            "body.component_type: Input should be 'agent', 'team' or 'workflow'",
+        ),
+        ("POST", "/components", json!({"component_type": "agent"}), 422, ""),
+        (
+            "POST",
+            "/components",
+            json!({"name": "X", "component_id": "a/b", "component_type": "agent"}),
+            400,
+            "component_id must not contain '/'",
+        ),
+        (
+            "POST",
+            "/components",
+            json!({"name": "X", "component_type": "agent", "stage": "live"}),
+            400,
+            "Invalid stage: live",
+        ),
+        (
+            "POST",
+            "/components",
+            json!({"name": "T", "component_type": "team", "config": {"members": [{"type": "agent", "agent_id": "ghost"}]}}),
+            400,
+            "Cannot create team 'T': the following members could not be resolved: ghost. Referenced agents/teams must exist as components or be registered with the AgentOS instance.",
+        ),
+        ("POST", "/components/a/configs", json!({"notes": "no config"}), 422, ""),
+        ("POST", "/components/a/configs", json!({"config": {}, "guard": {"latest_version": true}}), 422, ""),
+        (
+            "POST",
+            "/components/a/configs",
+            json!({"config": {}, "links": [{"link_kind": "member", "link_key": "m", "child_component_id": "b", "child_version": 2.5}]}),
+            400,
+            "Link child_version 2.5 is not an integer version number",
+        ),
+        (
+            "POST",
+            "/components/a/configs",
+            json!({"config": {}, "links": [{"link_kind": "member", "link_key": "m", "child_component_id": "a", "child_version": 1}]}),
+            409,
+            "Component a cannot reference itself",
+        ),
+        ("PATCH", "/components/a/configs/99", json!({"notes": "x"}), 400, "Config a v99 not found"),
+        (
+            "PATCH",
+            "/components/a/configs/abc",
+            json!({"notes": "x"}),
+            422,
+            "path.version: Input should be a valid integer, unable to parse string as an integer",
+        ),
+        (
+            "PATCH",
+            "/components/a",
+            json!({"component_type": "team"}),
+            400,
+            "Cannot change component a from agent to team; a component's type is fixed at creation.",
+        ),
+        ("PATCH", "/components/a", json!({"current_version": 77}), 404, "Config a v77 not found"),
+        ("PATCH", "/components/a", json!({"guard": {"latest_version": 1}}), 400, ""),
+        ("PATCH", "/components/nope", json!({"name": "x"}), 404, "Component nope not found"),
+        ("POST", "/components/a/configs/9/set-current", json!({}), 404, "Component a or config version 9 not found"),
+    ];
+    for (method, path, body, status, message) in cases {
+        let r = match method {
+            "POST" => os.post_json(path, &body, None).await,
+            _ => os.patch_json(path, &body, None).await,
+        };
+        assert_eq!(r.status, status, "{method} {path} {body}: {}", r.body);
+        if !message.is_empty() {
+            assert_eq!(detail(&r.body), message, "{method} {path}");
+        }
+    }
+    let bad_json = os
+        .client
+        .post(format!("{}/components", os.base))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_json.status(), 422);
+    assert_eq!(os.get("/components?limit=101", None).await.status, 422);
+    assert_eq!(os.get("/components/a/configs/abc", None).await.status, 422);
+    assert_eq!(
+        os.get("/components?include_deleted=true", None).await.body["data"],
+        before["data"],
+        "no component changed"
+    );
+    assert_eq!(os.get("/components/a/configs", None).await.body, configs_before, "no config changed");
+}
+
+#[tokio::test]
+async fn under_isolation_users_see_own_shared_and_published_components_and_change_only_their_own() {
+    let os = TestOs::start(config(&isolated_os("components-isolation"))).await;
+    let (ann, bob) = (token("ann", USER), token("bob", USER));
+    let admin = token("root", &["agent_os:admin"]);
+    let create = |id: &str, stage: &str| json!({"name": id, "component_id": id, "component_type": "agent", "stage": stage, "config": {"name": id, "db": {"id": "x", "db_url": "secret://", "session_table": "s"}}});
+    for (id, stage) in [("ann-draft", "draft"), ("ann-live", "published")] {
+        let r = os.post_json("/components", &create(id, stage), Some(&ann)).await;
+        assert_eq!((r.status, &r.body["user_id"]), (201, &json!("ann")), "{}", r.body);
+    }
+    let r = os.post_json("/components/ann-live/configs", &json!({"config": {"name": "next"}}), Some(&ann)).await;
+    assert_eq!(r.status, 201);
+    let by_admin = os.post_json("/components", &create("admins", "draft"), Some(&admin)).await;
+    assert_eq!((by_admin.status, &by_admin.body["user_id"]), (201, &json!("root")), "owned by its creator, as in Agno");
+    // A shared component (no owner), as the store keeps one written without a user.
+    let db = os.os.state.db.clone().unwrap();
+    let shared = agno_core::NewComponent {
+        component_id: "shared".into(),
+        component_type: "agent".into(),
+        config: agno_core::ConfigWrite { config: Some(serde_json::Map::new()), ..Default::default() },
+        ..Default::default()
+    };
+    db.create_component(&shared, 1).await.unwrap();
+    let minted = os.post_json("/components", &json!({"name": "Support", "component_type": "agent"}), Some(&bob)).await;
+    assert!(
+        minted.body["component_id"].as_str().unwrap().starts_with("support-"),
+        "a scoped id carries its owner's hash"
+    );
+    let bobs = minted.body["component_id"].as_str().unwrap().to_owned();
+
+    // Listing: own, shared and published.
+    let mut seen = ids(&os.get("/components", Some(&bob)).await.body);
+    seen.sort();
+    let mut want = vec!["ann-live".to_owned(), bobs.clone(), "shared".to_owned()];
+    want.sort();
+    assert_eq!(seen, want);
+    assert_eq!(ids(&os.get("/components", Some(&admin)).await.body).len(), 5);
+
+    // Reads: another's draft-only component is not found; of a published one, published versions only, db redacted.
+    assert_eq!(os.get("/components/ann-draft", Some(&bob)).await.status, 404);
+    assert_eq!(os.get("/components/ann-draft/configs", Some(&bob)).await.status, 404);
+    let configs = os.get("/components/ann-live/configs", Some(&bob)).await.body;
+    let versions: Vec<i64> = configs.as_array().unwrap().iter().map(|c| c["version"].as_i64().unwrap()).collect();
+    assert_eq!(versions, [1], "ann's draft v2 is hers");
+    assert_eq!(
+        configs[0]["config"]["db"],
+        json!({"id": "x", "session_table": "s"}),
+        "another owner's db settings are redacted"
+    );
+    assert_eq!(os.get("/components/ann-live/configs/2", Some(&bob)).await.status, 404);
+    assert_eq!(os.get("/components/ann-live/configs/2", Some(&ann)).await.status, 200);
+    assert_eq!(os.get("/components/ann-live/configs/1", Some(&ann)).await.body["config"]["db"]["db_url"], "secret://");
+
+    // Writes: 403 on visible ones not theirs, 404 on invisible ones; nothing changes.
+    let writes: Vec<(&str, String, Value, u16)> = vec![
+        ("PATCH", "/components/ann-live".into(), json!({"name": "mine"}), 403),
+        ("PATCH", "/components/shared".into(), json!({"name": "mine"}), 403),
+        ("PATCH", "/components/ann-draft".into(), json!({"name": "mine"}), 404),
+        ("POST", "/components/ann-live/configs".into(), json!({"config": {}}), 403),
+        ("PATCH", "/components/ann-live/configs/2".into(), json!({"stage": "published"}), 403),
+        ("POST", "/components/ann-live/configs/1/set-current".into(), json!({}), 403),
+        ("DELETE", "/components/ann-live/configs/2".into(), json!({}), 403),
+        ("DELETE", "/components/ann-live".into(), json!({}), 403),
+        ("DELETE", "/components/ann-draft".into(), json!({}), 404),
+        ("POST", "/components/ann-draft/restore".into(), json!({}), 404),
+    ];
+    for (method, path, body, status) in writes {
+        let r = match method {
+            "POST" => os.post_json(&path, &body, Some(&bob)).await,
+            "PATCH" => os.patch_json(&path, &body, Some(&bob)).await,
+            _ => os.delete_json(&path, &body, Some(&bob)).await,
+        };
+        assert_eq!(r.status, status, "bob {method} {path}: {}", r.body);
+    }
+    let live = os.get("/components/ann-live", Some(&ann)).await.body;
+    assert_eq!((&live["name"], &live["current_version"]), (&json!("ann-live"), &json!(1)), "unchanged");
+    assert_eq!(os.get("/components/ann-live/configs", Some(&ann)).await.body.as_array().unwrap().len(), 2);
+    assert_eq!(os.get("/components/ann-draft", Some(&ann)).await.status, 200);
+
+    // A team of bob's cannot pin ann's draft-only agent (not found to him).
+    let team = json!({"name": "T", "component_type": "team", "config": {"members": [{"type": "agent", "agent_id": "ann-draft"}]}});
+    let r = os.post_json("/components", &team, Some(&bob)).await;
+    assert_eq!((r.status, detail(&r.body)), (404, "Component ann-draft not found".to_owned()));
+
+    // Ann changes her own; an admin changes anyone's.
+    assert_eq!(os.patch_json("/components/ann-live", &json!({"name": "renamed"}), Some(&ann)).await.status, 200);
+    assert_eq!(os.patch_json("/components/shared", &json!({"name": "by admin"}), Some(&admin)).await.status, 200);
+    assert_eq!(os.delete("/components/ann-draft", Some(&admin)).await.status, 204);
+    // Without the scope, 403.
+    let reader = token("carl", &["components:read"]);
+    assert_eq!(os.post_json("/components", &create("carl", "draft"), Some(&reader)).await.status, 403);
+}
