@@ -2,7 +2,7 @@
 needs it: one agent `demo` on an OpenAI-compatible server, storage in SQLite or PostgreSQL.
 
 Usage: python_agentos.py --port PORT --db URL --model-base-url URL [--jwt-secret SECRET] [--mcp] [--tracing]
-                          [--approvals] [--compaction] [--media-dir DIR] [--a2a] [--agui]
+                          [--approvals] [--compaction] [--media-dir DIR] [--a2a] [--agui] [--components]
 
     --db sqlite:///path/to.db  or  postgresql://user@host:port/db?schema=name
 
@@ -13,7 +13,8 @@ With --approvals, also agent `approver` (named Approver, same model) whose tool 
 admin's approval (`@approval`), and `/approvals` on the OS database. With --compaction, also agent
 `folder` (named Folder, same model, history on) that compacts when asked, keeping its newest run
 (`Compaction(compact_at_tokens=None, uncompacted_runs=1)`). With --media-dir, the OS serves media
-from `LocalMediaStorage(base_path=DIR)`. With --a2a, the agents, the team and the workflow are
+from `LocalMediaStorage(base_path=DIR)`. With --components, `/components` and `/registry` on the OS
+database. With --a2a, the agents, the team and the workflow are
 also served over A2A v0.3 at `/a2a` (`a2a_interface=True`); with --agui, agent `demo` over AG-UI at `/agui`
 (`interfaces=[AGUI(agent=demo)]`). Prints "ready" on stdout
 once uvicorn serves; runs until killed.
@@ -97,6 +98,7 @@ def main():
     parser.add_argument("--media-dir", help="serve /sessions/{id}/media/{key} from this LocalMediaStorage directory")
     parser.add_argument("--a2a", action="store_true", help="serve the A2A interface at /a2a (a2a_interface=True; needs a2a-sdk<1.0)")
     parser.add_argument("--agui", action="store_true", help="serve agent demo over AG-UI at /agui (needs ag-ui-protocol)")
+    parser.add_argument("--components", action="store_true", help="serve /components and /registry (the OS database)")
     args = parser.parse_args()
 
     from agno.agent import Agent
@@ -217,6 +219,8 @@ def main():
         kwargs["media_storage"] = LocalMediaStorage(base_path=args.media_dir)
     if args.a2a:
         kwargs["a2a_interface"] = True
+    if args.components:
+        kwargs["db"] = make_db(args.db)
     if args.agui:
         from agno.os.interfaces.agui import AGUI
 

@@ -74,6 +74,10 @@ ALLOWED = {
     ("team trace", "$.tree[].spans[].metadata.tool_name: extra in rs"): "agno-rs traces a team's delegations",
     ("traces of a user", "$.data[].team_id: missing in rs"): "agno-rs's team trace is ERROR (its failed delegation)",
     ("trace search", "$.data[].team_id: missing in rs"): "agno-rs's team trace is ERROR (its failed delegation)",
+    # The registry: agno-rs lists its built-in toolkits (as Agno lists a toolkit: `is_toolkit` and its
+    # `functions`); the Python AgentOS of the test registers no tools.
+    ("registry", "$.data[].metadata.functions: extra in rs"): "agno-rs's registry lists its built-in toolkits",
+    ("registry", "$.data[].metadata.is_toolkit: extra in rs"): "agno-rs's registry lists its built-in toolkits",
     # Schedules: agno-rs refuses an endpoint that is not one of its routes (the schedule could only
     # fail); Python 3.1.10 stores it.
     ("schedule outside the os", ""): "agno-rs refuses a schedule of an endpoint that is not a route of the OS (422)",
@@ -745,6 +749,108 @@ def agui_steps():
     ]
 
 
+def component_steps():
+    """The components sequence (both servers keep components in the OS database, serve the code
+    agent `demo`, and answer without auth): a component's life (create, drafts, guards, publish,
+    rollback, tombstones, archive, restore), a team and a workflow pinning it, bad input, and the
+    registry. Every id is given or made from a name, so both sides use the same ones."""
+    agent = {"name": "Support", "component_id": "support", "component_type": "agent", "description": "Tickets",
+             "metadata": {"team": "cx"}, "config": {"name": "Support", "instructions": "Be kind."},
+             "label": "initial", "notes": "first"}
+    v2 = {"config": {"name": "Support Two", "instructions": "Be brief."}, "guard": {"latest_version": 1}}
+    team = {"name": "Crew", "component_id": "crew", "component_type": "team", "stage": "published",
+            "config": {"name": "Crew", "mode": "coordinate",
+                       "members": [{"type": "agent", "agent_id": "support"}, {"type": "agent", "agent_id": "demo"}]}}
+    flow = {"name": "Ticket Flow", "component_id": "ticket-flow", "component_type": "workflow",
+            "config": {"name": "Ticket Flow", "steps": [{"type": "Step", "name": "triage", "agent_id": "support"},
+                                                        {"type": "Step", "name": "escalate", "team_id": "crew"}]}}
+    link = lambda child, version: {"link_kind": "member", "link_key": "m", "child_component_id": child,
+                                   "child_version": version, "position": 0}
+    return [
+        ("components empty", "GET", "/components", {}, None),
+        ("create minimal", "POST", "/components", {"json": {"name": "My First Agent!", "component_type": "agent"}}, None),
+        ("create with config", "POST", "/components", {"json": agent}, None),
+        ("create bad type", "POST", "/components", {"json": {"name": "X", "component_type": "robot"}}, None),
+        ("create duplicate", "POST", "/components", {"json": dict(agent, name="Dup")}, None),
+        ("create bad id", "POST", "/components", {"json": {"name": "X", "component_id": "a/b", "component_type": "agent"}}, None),
+        ("create bad stage", "POST", "/components", {"json": {"name": "X", "component_type": "agent", "stage": "live"}}, None),
+        ("create without name", "POST", "/components", {"json": {"component_type": "agent"}}, None),
+        ("components", "GET", "/components", {}, None),
+        ("components bad type", "GET", "/components?component_type=robot", {}, None),
+        ("components limit too large", "GET", "/components?limit=101", {}, None),
+        ("component", "GET", "/components/support", {}, None),
+        ("component missing", "GET", "/components/nope", {}, None),
+        ("configs", "GET", "/components/support/configs", {}, None),
+        ("current config of a draft", "GET", "/components/support/configs/current", {}, None),
+        ("configs missing", "GET", "/components/nope/configs", {}, None),
+        ("create config", "POST", "/components/support/configs", {"json": v2}, None),
+        ("create config stale", "POST", "/components/support/configs", {"json": v2}, None),
+        ("create config current guard", "POST", "/components/support/configs",
+         {"json": {"config": {}, "guard": {"current_version": 0}}}, None),
+        ("create config label taken", "POST", "/components/support/configs", {"json": {"config": {}, "label": "initial"}}, None),
+        ("create config without config", "POST", "/components/support/configs", {"json": {"notes": "x"}}, None),
+        ("create config missing", "POST", "/components/nope/configs", {"json": {"config": {}}}, None),
+        ("edit draft", "PATCH", "/components/support/configs/2", {"json": {"notes": "edited", "label": "two"}}, None),
+        ("publish draft", "PATCH", "/components/support/configs/2", {"json": {"stage": "published", "guard": {"latest_version": 2}}}, None),
+        ("component after publish", "GET", "/components/support", {}, None),
+        ("edit published", "PATCH", "/components/support/configs/2", {"json": {"notes": "x"}}, None),
+        ("edit missing version", "PATCH", "/components/support/configs/99", {"json": {"notes": "x"}}, None),
+        ("edit bad stage", "PATCH", "/components/support/configs/1", {"json": {"stage": "live"}}, None),
+        ("publish directly", "POST", "/components/support/configs", {"json": {"config": {"name": "Support Three"}, "stage": "published"}}, None),
+        ("rollback", "POST", "/components/support/configs/2/set-current", {"json": {"guard": {"current_version": 3}}}, None),
+        ("rollback stale", "POST", "/components/support/configs/3/set-current", {"json": {"guard": {"current_version": 3}}}, None),
+        ("rollback latest guard", "POST", "/components/support/configs/3/set-current", {"json": {"guard": {"latest_version": 3}}}, None),
+        ("rollback to a draft", "POST", "/components/support/configs/1/set-current", {}, None),
+        ("rollback to a missing version", "POST", "/components/support/configs/9/set-current", {}, None),
+        ("rollback missing component", "POST", "/components/nope/configs/1/set-current", {}, None),
+        ("current config", "GET", "/components/support/configs/current", {}, None),
+        ("config", "GET", "/components/support/configs/1", {}, None),
+        ("config missing", "GET", "/components/support/configs/99", {}, None),
+        ("config bad version", "GET", "/components/support/configs/abc", {}, None),
+        ("delete published config", "DELETE", "/components/support/configs/2", {}, None),
+        ("draft v4", "POST", "/components/support/configs", {"json": {"config": {"name": "Four"}}}, None),
+        ("delete draft", "DELETE", "/components/support/configs/4", {}, None),
+        ("delete draft again", "DELETE", "/components/support/configs/4", {}, None),
+        ("draft after a tombstone", "POST", "/components/support/configs", {"json": {"config": {}, "label": "two-b"}}, None),
+        ("deleted config", "GET", "/components/support/configs/4", {}, None),
+        ("lonely", "POST", "/components", {"json": {"name": "Lonely", "component_id": "lonely", "component_type": "agent"}}, None),
+        ("delete last config", "DELETE", "/components/lonely/configs/1", {}, None),
+        ("update", "PATCH", "/components/support", {"json": {"name": "Renamed", "description": "New", "metadata": {"k": 1}}}, None),
+        ("update stale", "PATCH", "/components/support", {"json": {"name": "x", "guard": {"current_version": 9}}}, None),
+        ("update latest guard", "PATCH", "/components/support", {"json": {"guard": {"latest_version": 1}}}, None),
+        ("update type", "PATCH", "/components/support", {"json": {"component_type": "team"}}, None),
+        ("update bogus type", "PATCH", "/components/support", {"json": {"component_type": "robot"}}, None),
+        ("update current", "PATCH", "/components/support", {"json": {"current_version": 3, "guard": {"current_version": 2}}}, None),
+        ("update current to a draft", "PATCH", "/components/support", {"json": {"current_version": 5}}, None),
+        ("update current missing", "PATCH", "/components/support", {"json": {"current_version": 77}}, None),
+        ("update missing", "PATCH", "/components/nope", {"json": {"name": "x"}}, None),
+        ("team unresolved", "POST", "/components",
+         {"json": {"name": "T", "component_type": "team", "config": {"members": [{"type": "agent", "agent_id": "ghost"}]}}}, None),
+        ("team", "POST", "/components", {"json": team}, None),
+        ("workflow", "POST", "/components", {"json": flow}, None),
+        ("components paged", "GET", "/components?component_type=team&page=1&limit=1", {}, None),
+        ("components past the last page", "GET", "/components?component_type=workflow&page=2&limit=1", {}, None),
+        ("self link", "POST", "/components/crew/configs", {"json": {"config": team["config"], "links": [link("crew", 1)]}}, None),
+        ("cycle", "POST", "/components/support/configs", {"json": {"config": {}, "links": [link("crew", 1)]}}, None),
+        ("link bad version", "POST", "/components/crew/configs", {"json": {"config": team["config"], "links": [link("support", 2.5)]}}, None),
+        ("delete pinned", "DELETE", "/components/support", {}, None),
+        ("delete stale", "DELETE", "/components/my-first-agent?expected_current_version=1", {}, None),
+        ("delete", "DELETE", "/components/my-first-agent", {}, None),
+        ("delete again", "DELETE", "/components/my-first-agent", {}, None),
+        ("archived", "GET", "/components/my-first-agent", {}, None),
+        ("archived included", "GET", "/components/my-first-agent?include_deleted=true", {}, None),
+        ("components with archived", "GET", "/components?include_deleted=true", {}, None),
+        ("reuse archived id", "POST", "/components", {"json": {"name": "X", "component_id": "my-first-agent", "component_type": "agent"}}, None),
+        ("restore", "POST", "/components/my-first-agent/restore", {}, None),
+        ("restore again", "POST", "/components/my-first-agent/restore", {}, None),
+        ("restore missing", "POST", "/components/nope/restore", {}, None),
+        ("registry", "GET", "/registry", {}, None),
+        ("registry agents", "GET", "/registry?resource_type=agent", {}, None),
+        ("registry bad type", "GET", "/registry?resource_type=robot", {}, None),
+        ("registry limit too large", "GET", "/registry?limit=101", {}, None),
+    ]
+
+
 def formatted(value, variables):
     """`value` with every string formatted with `variables` (a JSON body's placeholders)."""
     if isinstance(value, str):
@@ -761,7 +867,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rs", required=True)
     parser.add_argument("--py", required=True)
-    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a", "agui"])
+    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a", "agui", "components"])
     args = parser.parse_args()
     rs, py = Side("rs", args.rs), Side("py", args.py)
     py.vars["session"] = rs.vars["session"]
@@ -778,6 +884,7 @@ def main():
         "compaction": compaction_steps,
         "a2a": a2a_steps,
         "agui": agui_steps,
+        "components": component_steps,
     }
     for name, method, path, kwargs, capture in suites[args.suite]():
         results = {}

@@ -175,6 +175,22 @@ async fn approval_routes_answer_as_python_agentos_does() {
     assert_shape_parity(&python, rs_port, &py_base, "approvals", 25);
 }
 
+/// With components kept in the OS database on both sides, every `/components` route and
+/// `/registry` answer in Python AgentOS's shapes and statuses: a component's life, a team and a
+/// workflow pinning it, and bad input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn component_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the components parity check against Python AgentOS") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    let dir = scratch_dir("cparity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--components".into()]).await;
+    let config = python_agentos_twin(&dir, &provider, "");
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "components", 75);
+}
+
 /// With an agent compacting when asked on both sides (Python's `Compaction(compact_at_tokens=None,
 /// uncompacted_runs=1)`, agno-rs's `compaction = { compact_at_tokens = 0, uncompacted_runs = 1 }`),
 /// `POST .../sessions/{id}/compact` answers in Python AgentOS's shapes and statuses: a fold, the
