@@ -74,6 +74,9 @@ ALLOWED = {
     ("team trace", "$.tree[].spans[].metadata.tool_name: extra in rs"): "agno-rs traces a team's delegations",
     ("traces of a user", "$.data[].team_id: missing in rs"): "agno-rs's team trace is ERROR (its failed delegation)",
     ("trace search", "$.data[].team_id: missing in rs"): "agno-rs's team trace is ERROR (its failed delegation)",
+    # A published config must build on agno-rs (a model it knows, its toolkits, its knowledge);
+    # Python 3.1.10 stores any config and fails when it runs.
+    ("publish what cannot run", ""): "agno-rs refuses to publish a config it cannot build (422 naming the field)",
     # The registry: agno-rs lists its built-in toolkits (as Agno lists a toolkit: `is_toolkit` and its
     # `functions`); the Python AgentOS of the test registers no tools.
     ("registry", "$.data[].metadata.functions: extra in rs"): "agno-rs's registry lists its built-in toolkits",
@@ -757,9 +760,10 @@ def component_steps():
     agent = {"name": "Support", "component_id": "support", "component_type": "agent", "description": "Tickets",
              "metadata": {"team": "cx"}, "config": {"name": "Support", "instructions": "Be kind."},
              "label": "initial", "notes": "first"}
-    v2 = {"config": {"name": "Support Two", "instructions": "Be brief."}, "guard": {"latest_version": 1}}
+    model = {"id": "gpt-4o-mini", "provider": "OpenAI", "name": "OpenAIChat"}
+    v2 = {"config": {"name": "Support Two", "instructions": "Be brief.", "model": model}, "guard": {"latest_version": 1}}
     team = {"name": "Crew", "component_id": "crew", "component_type": "team", "stage": "published",
-            "config": {"name": "Crew", "mode": "coordinate",
+            "config": {"name": "Crew", "mode": "coordinate", "model": model,
                        "members": [{"type": "agent", "agent_id": "support"}, {"type": "agent", "agent_id": "demo"}]}}
     flow = {"name": "Ticket Flow", "component_id": "ticket-flow", "component_type": "workflow",
             "config": {"name": "Ticket Flow", "steps": [{"type": "Step", "name": "triage", "agent_id": "support"},
@@ -771,6 +775,7 @@ def component_steps():
         ("create minimal", "POST", "/components", {"json": {"name": "My First Agent!", "component_type": "agent"}}, None),
         ("create with config", "POST", "/components", {"json": agent}, None),
         ("create bad type", "POST", "/components", {"json": {"name": "X", "component_type": "robot"}}, None),
+        ("create to publish later", "POST", "/components", {"json": {"name": "L2", "component_id": "lonely-2", "component_type": "agent"}}, None),
         ("create duplicate", "POST", "/components", {"json": dict(agent, name="Dup")}, None),
         ("create bad id", "POST", "/components", {"json": {"name": "X", "component_id": "a/b", "component_type": "agent"}}, None),
         ("create bad stage", "POST", "/components", {"json": {"name": "X", "component_type": "agent", "stage": "live"}}, None),
@@ -796,7 +801,8 @@ def component_steps():
         ("edit published", "PATCH", "/components/support/configs/2", {"json": {"notes": "x"}}, None),
         ("edit missing version", "PATCH", "/components/support/configs/99", {"json": {"notes": "x"}}, None),
         ("edit bad stage", "PATCH", "/components/support/configs/1", {"json": {"stage": "live"}}, None),
-        ("publish directly", "POST", "/components/support/configs", {"json": {"config": {"name": "Support Three"}, "stage": "published"}}, None),
+        ("publish directly", "POST", "/components/support/configs", {"json": {"config": {"name": "Support Three", "model": model}, "stage": "published"}}, None),
+        ("publish what cannot run", "POST", "/components/lonely-2/configs", {"json": {"config": {"name": "No model"}, "stage": "published"}}, None),
         ("rollback", "POST", "/components/support/configs/2/set-current", {"json": {"guard": {"current_version": 3}}}, None),
         ("rollback stale", "POST", "/components/support/configs/3/set-current", {"json": {"guard": {"current_version": 3}}}, None),
         ("rollback latest guard", "POST", "/components/support/configs/3/set-current", {"json": {"guard": {"latest_version": 3}}}, None),

@@ -64,7 +64,8 @@ async fn a_component_is_drafted_published_rolled_back_archived_and_restored() {
     );
 
     // v2, guarded; a stale guard is 409; publishing v2 serves it with its name.
-    let v2 = json!({"config": {"name": "Support Two", "instructions": "Be brief."}, "guard": {"latest_version": 1}});
+    let v2 = json!({"config": {"name": "Support Two", "instructions": "Be brief.", "model": {"id": "gpt-4o-mini", "provider": "OpenAI", "name": "OpenAIChat"}},
+                    "guard": {"latest_version": 1}});
     let r = os.post_json("/components/support/configs", &v2, None).await;
     assert_eq!((r.status, &r.body["version"], &r.body["stage"]), (201, &json!(2), &json!("draft")), "{}", r.body);
     let stale = os.post_json("/components/support/configs", &v2, None).await;
@@ -84,7 +85,7 @@ async fn a_component_is_drafted_published_rolled_back_archived_and_restored() {
     assert_eq!((frozen.status, detail(&frozen.body)), (400, "Cannot update published config support v2".to_owned()));
 
     // v3 published at once; rollback to v2 (guarded); a draft cannot be current.
-    let v3 = json!({"config": {"name": "Support Three"}, "stage": "published", "label": "stable"});
+    let v3 = json!({"config": {"name": "Support Three", "model": "test"}, "stage": "published", "label": "stable"});
     assert_eq!(os.post_json("/components/support/configs", &v3, None).await.status, 201);
     let stale = os
         .post_json("/components/support/configs/2/set-current", &json!({"guard": {"current_version": 2}}), None)
@@ -173,10 +174,10 @@ async fn a_component_is_drafted_published_rolled_back_archived_and_restored() {
 async fn a_team_pins_its_members_version_and_the_member_cannot_be_archived_under_it() {
     let os = TestOs::start(config(&open_os("components-pins"))).await;
     let agent = json!({"name": "Helper", "component_id": "helper", "component_type": "agent", "stage": "published",
-                       "config": {"name": "Helper"}});
+                       "config": {"name": "Helper", "model": "test", "tools": ["calculator"]}});
     assert_eq!(os.post_json("/components", &agent, None).await.status, 201);
     let team = json!({"name": "Crew", "component_id": "crew", "component_type": "team", "stage": "published",
-                      "config": {"name": "Crew", "mode": "coordinate",
+                      "config": {"name": "Crew", "mode": "coordinate", "model": "test",
                                  "members": [{"type": "agent", "agent_id": "helper"}, {"type": "agent", "agent_id": "code-agent"}]}});
     let r = os.post_json("/components", &team, None).await;
     assert_eq!(r.status, 201, "{}", r.body);
@@ -188,7 +189,7 @@ async fn a_team_pins_its_members_version_and_the_member_cannot_be_archived_under
         ("helper", Some(1), "member_0")
     );
 
-    let v2 = json!({"config": {"name": "Helper Two"}, "stage": "published"});
+    let v2 = json!({"config": {"name": "Helper Two", "model": "test"}, "stage": "published"});
     assert_eq!(os.post_json("/components/helper/configs", &v2, None).await.status, 201);
     assert_eq!(db.component_links("crew", 1).await.unwrap()[0].child_version, Some(1), "the team keeps v1");
     let r = os.delete("/components/helper", None).await;
@@ -286,6 +287,44 @@ async fn bad_input_is_refused_naming_what_is_wrong_and_changes_nothing() {
         ("PATCH", "/components/a", json!({"guard": {"latest_version": 1}}), 400, ""),
         ("PATCH", "/components/nope", json!({"name": "x"}), 404, "Component nope not found"),
         ("POST", "/components/a/configs/9/set-current", json!({}), 404, "Component a or config version 9 not found"),
+        // A published config must build here: each refusal names the field.
+        (
+            "POST",
+            "/components/a/configs",
+            json!({"config": {"name": "no model"}, "stage": "published"}),
+            422,
+            "Cannot publish this config: config.model: is required (\"provider:id\", or {\"provider\", \"id\"})",
+        ),
+        ("POST", "/components/a/configs", json!({"config": {"model": "nope:x"}, "stage": "published"}), 422, ""),
+        (
+            "POST",
+            "/components/a/configs",
+            json!({"config": {"model": "test", "tools": ["teleport"]}, "stage": "published"}),
+            422,
+            "",
+        ),
+        (
+            "POST",
+            "/components/a/configs",
+            json!({"config": {"model": "test", "knowledge": "missing"}, "stage": "published"}),
+            422,
+            "",
+        ),
+        (
+            "POST",
+            "/components/a/configs",
+            json!({"config": {"model": "test", "respond_in_haiku": true}, "stage": "published"}),
+            422,
+            "Cannot publish this config: config.respond_in_haiku: is not a setting this OS knows",
+        ),
+        ("PATCH", "/components/a/configs/1", json!({"stage": "published"}), 422, ""),
+        (
+            "POST",
+            "/components",
+            json!({"name": "T2", "component_type": "team", "stage": "published", "config": {"model": "test", "mode": "chaos"}}),
+            422,
+            "Cannot publish this config: config.mode: \"chaos\" is not one of coordinate, route, broadcast, tasks",
+        ),
     ];
     for (method, path, body, status, message) in cases {
         let r = match method {
@@ -321,7 +360,7 @@ async fn under_isolation_users_see_own_shared_and_published_components_and_chang
     let os = TestOs::start(config(&isolated_os("components-isolation"))).await;
     let (ann, bob) = (token("ann", USER), token("bob", USER));
     let admin = token("root", &["agent_os:admin"]);
-    let create = |id: &str, stage: &str| json!({"name": id, "component_id": id, "component_type": "agent", "stage": stage, "config": {"name": id, "db": {"id": "x", "db_url": "secret://", "session_table": "s"}}});
+    let create = |id: &str, stage: &str| json!({"name": id, "component_id": id, "component_type": "agent", "stage": stage, "config": {"name": id, "model": "test", "db": {"id": "x", "db_url": "secret://", "session_table": "s"}}});
     for (id, stage) in [("ann-draft", "draft"), ("ann-live", "published")] {
         let r = os.post_json("/components", &create(id, stage), Some(&ann)).await;
         assert_eq!((r.status, &r.body["user_id"]), (201, &json!("ann")), "{}", r.body);

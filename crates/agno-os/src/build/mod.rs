@@ -66,6 +66,16 @@ pub(crate) fn model(spec: &ModelSpec) -> Result<(Arc<dyn agno_core::Model>, Stri
     Ok((model, shown))
 }
 
+/// Whether the model a `model` setting names can be built here, a missing API key aside (a key
+/// is the environment's, and may come before the first run); the reason otherwise.
+pub(crate) fn check_model(spec: &ModelSpec) -> Result<(), String> {
+    let (config, _) = model_config(spec)?;
+    match agno_models::build_model(&config) {
+        Err(e) if e.kind != agno_core::ModelErrorKind::MissingApiKey => Err(e.to_string()),
+        _ => Ok(()),
+    }
+}
+
 fn model_config(spec: &ModelSpec) -> Result<(ModelConfig, String), String> {
     match spec {
         ModelSpec::Short(s) => Ok((ModelConfig::parse(s).map_err(|e| e.to_string())?, s.clone())),

@@ -13,6 +13,7 @@ use serde::Deserialize;
 mod components;
 mod os;
 mod services;
+pub mod stored;
 
 pub use components::*;
 pub use os::*;

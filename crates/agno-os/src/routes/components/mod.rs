@@ -10,6 +10,7 @@
 //! isolation, admins) see and change everything.
 
 mod bodies;
+mod buildable;
 mod links;
 
 use std::sync::Arc;
@@ -224,6 +225,10 @@ pub async fn create_component(
         None => id_from_name(&body.name, viewer.scope()),
     };
     let config = stored_config(body.config.unwrap_or_default());
+    let stage = body.stage.unwrap_or_else(|| "draft".to_owned());
+    if stage == "published" {
+        buildable::check(&state, &body.component_type, &id, &config)?;
+    }
     let target = links::Target { component_type: &body.component_type, id: &id, name: &body.name };
     let links = links::derive(&state, db, &target, &config, viewer.scope()).await?;
     let new = NewComponent {
@@ -236,7 +241,7 @@ pub async fn create_component(
         config: ConfigWrite {
             config: Some(config),
             label: body.label,
-            stage: Some(body.stage.unwrap_or_else(|| "draft".to_owned())),
+            stage: Some(stage),
             notes: body.notes,
             links,
             ..Default::default()
@@ -386,12 +391,16 @@ pub async fn create_config(
     viewer.may_change(&c, "modify")?;
     let expected = body.guard.as_ref().map(Guard::latest_only).transpose()?.flatten();
     let config = stored_config(body.config);
+    let stage = body.stage.unwrap_or_else(|| "draft".to_owned());
+    if stage == "published" {
+        buildable::check(&state, &c.component_type, &id, &config)?;
+    }
     let links = write_links(&state, db, &c, body.links.as_deref(), Some(&config), &viewer).await?;
     let write = ConfigWrite {
         version: None,
         config: Some(config),
         label: body.label,
-        stage: Some(body.stage.unwrap_or_else(|| "draft".to_owned())),
+        stage: Some(stage),
         notes: body.notes,
         links,
         expected_latest_version: expected,
@@ -415,6 +424,18 @@ pub async fn update_config(
     viewer.may_change(&c, "modify")?;
     let expected = body.guard.as_ref().map(Guard::latest_only).transpose()?.flatten();
     let config = body.config.map(stored_config);
+    if body.stage.as_deref() == Some("published") {
+        let stored = match &config {
+            Some(config) => Some(config.clone()),
+            None => {
+                db.component_configs(&id, false).await?.into_iter().find(|v| v.version == version).map(|v| v.config)
+            }
+        };
+        // A version that does not exist is the store's to refuse.
+        if let Some(stored) = stored {
+            buildable::check(&state, &c.component_type, &id, &stored)?;
+        }
+    }
     let links = write_links(&state, db, &c, body.links.as_deref(), config.as_ref(), &viewer).await?;
     let write = ConfigWrite {
         version: Some(version),
