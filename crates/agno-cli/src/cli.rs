@@ -26,6 +26,7 @@ pub(crate) enum Command {
     ///   agno run --model test "What is 2+2?"
     ///   agno run --config agentos.toml --team desk "Write the news"
     ///   agno run --config agentos.toml --workflow review "Draft a post"   (asks at a review pause)
+    #[command(verbatim_doc_comment)]
     Run(RunArgs),
     /// Chat with an agent interactively; answers stream as they are generated.
     ///
@@ -47,6 +48,7 @@ pub(crate) enum Command {
     ///   agno knowledge search --config agentos.toml "how do I deploy?"
     ///   agno knowledge list --config agentos.toml --user ann
     ///   agno knowledge optimize --config agentos.toml                (PgVector: builds the HNSW index)
+    #[command(verbatim_doc_comment)]
     Knowledge(KnowledgeArgs),
     /// Create, list and fire cron schedules of an AgentOS config's endpoints, and read their runs.
     ///
@@ -58,7 +60,20 @@ pub(crate) enum Command {
     ///   agno schedule list --config agentos.toml
     ///   agno schedule trigger --config agentos.toml nightly --user ann
     ///   agno schedule runs --config agentos.toml nightly --user ann
+    #[command(verbatim_doc_comment)]
     Schedule(ScheduleArgs),
+    /// Publish, list, read and roll back the agents, teams and workflows kept in the OS database.
+    ///
+    /// A published component is served by every `agno serve` on that database. `publish` takes
+    /// the tables agentos.toml has ([[agents]], [[teams]], [[workflows]]; TOML, YAML or JSON).
+    ///
+    /// Examples:
+    ///   agno component publish --config agentos.toml helper.toml     (creates it, or a new version)
+    ///   agno component list --config agentos.toml
+    ///   agno component get --config agentos.toml helper --at 2
+    ///   agno component rollback --config agentos.toml helper 1
+    #[command(verbatim_doc_comment)]
+    Component(ComponentArgs),
     /// Run eval cases against the agents of an AgentOS config, for CI: prints a table and exits
     /// with status 1 when a case fails.
     ///
@@ -88,6 +103,53 @@ pub(crate) enum EvalCommand {
         config: std::path::PathBuf,
         /// The cases file (.toml, .yaml or .yml).
         file: std::path::PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ComponentArgs {
+    /// The AgentOS config whose [db] keeps the components.
+    #[arg(long, short, global = true, default_value = "agentos.toml")]
+    pub(crate) config: std::path::PathBuf,
+    /// Act as this user: what is created is theirs; lists show what they may see.
+    #[arg(long, short, global = true)]
+    pub(crate) user: Option<String>,
+    #[command(subcommand)]
+    pub(crate) command: ComponentCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ComponentCommand {
+    /// The components, newest first, with the version each serves.
+    List {
+        /// Only `agent`, `team` or `workflow`.
+        #[arg(long = "type")]
+        component_type: Option<String>,
+        /// Archived ones too.
+        #[arg(long)]
+        archived: bool,
+    },
+    /// A component, its served config (or `--version`'s) and its versions, as JSON.
+    Get {
+        /// The component id.
+        id: String,
+        /// This version rather than the served one.
+        #[arg(long, value_name = "VERSION")]
+        at: Option<i64>,
+    },
+    /// Publish every [[agents]], [[teams]] and [[workflows]] table of FILE (a new component, or a
+    /// new version of an existing one); a config that does not build is refused, naming the field.
+    Publish {
+        /// The file (TOML, YAML or JSON).
+        file: std::path::PathBuf,
+    },
+    /// Serve an earlier published version of a component again.
+    Rollback {
+        /// The component id.
+        id: String,
+        /// The published version to serve.
+        #[arg(value_name = "VERSION")]
+        to: i64,
     },
 }
 

@@ -2,6 +2,7 @@
 
 mod chat;
 mod cli;
+mod component;
 mod db;
 mod eval;
 mod knowledge;
@@ -44,6 +45,7 @@ fn main() -> std::process::ExitCode {
             Command::Queue(args) => queue::queue(args).await,
             Command::Knowledge(args) => knowledge::knowledge(args).await,
             Command::Schedule(args) => schedule::schedule(args).await,
+            Command::Component(args) => component::component(args).await,
             Command::Eval(args) => eval::eval(args).await,
         }
     });
