@@ -1,13 +1,17 @@
 //! `agno component` against an OS config's database: publish agentos.toml-style tables (created,
 //! then a new version), list, read a version, roll back; a config that does not build and another
 //! user's write are refused with the route's reason and a failing exit, nothing changed. A
-//! second process (`agno serve` on the same file) reads what the CLI published.
+//! second process (`agno serve` on the same file) reads what the CLI published. Two replicas on
+//! one PostgreSQL: what one publishes or rolls back, the other serves within its poll interval
+//! (the delay is printed).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 
-use common::{get_json, scratch_dir, start_serve_logged};
-use serde_json::Value;
+use std::time::{Duration, Instant};
+
+use common::{get_json, postgres_schema, scratch_dir, start_serve_logged};
+use serde_json::{Value, json};
 
 fn agno_component(config: &std::path::Path, args: &[&str]) -> (bool, String, String) {
     let out = common::agno().arg("component").arg("--config").arg(config).args(args).output().unwrap();
@@ -79,4 +83,85 @@ async fn agno_component_publishes_lists_reads_and_rolls_back() {
         listed["data"].as_array().unwrap().iter().map(|c| c["component_id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 2, "{listed}");
     assert!(ids.contains(&"helper") && ids.contains(&"crew"));
+}
+
+/// Waits (bounded) until `GET path` on `port` answers 200 with `field` equal to `want`; how long
+/// it took from `since`.
+async fn served_within(port: u16, path: &str, field: &str, want: &Value, since: Instant) -> Duration {
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let r = client.get(format!("http://127.0.0.1:{port}{path}")).send().await.unwrap();
+        if r.status() == 200 {
+            let body: Value = r.json().await.unwrap();
+            if &body[field] == want {
+                return since.elapsed();
+            }
+        }
+        assert!(Instant::now() < deadline, "{path} on port {port} never had {field} = {want}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_on_postgres_serve_what_either_publishes_and_rolls_back() {
+    let Some(schema) = postgres_schema("components") else { return };
+    let dir = scratch_dir("component-replicas");
+    let config = dir.join("agentos.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[db]\nurl = \"{}\"\n[components]\npoll_interval_ms = 200\n[[agents]]\nid = \"code-agent\"\nmodel = \"test\"\n",
+            schema.url
+        ),
+    )
+    .unwrap();
+    let (_a, a) = start_serve_logged(&config, &dir.join("a.log")).await;
+    let (_b, b) = start_serve_logged(&config, &dir.join("b.log")).await;
+    let client = reqwest::Client::new();
+    let post = |port: u16, path: &str, body: Value| {
+        let req = client.post(format!("http://127.0.0.1:{port}{path}")).json(&body);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let agent = |name: &str| json!({"name": name, "model": "test", "instructions": ["Be brief."]});
+
+    let since = Instant::now();
+    let created = post(
+        a,
+        "/components",
+        json!({"name": "Helper", "component_id": "helper", "component_type": "agent",
+                                               "stage": "published", "config": agent("Helper")}),
+    )
+    .await;
+    assert_eq!(created.0, 201, "{}", created.1);
+    let published = served_within(b, "/agents/helper", "name", &json!("Helper"), since).await;
+    let run = client
+        .post(format!("http://127.0.0.1:{b}/agents/helper/runs"))
+        .form(&[("message", "hi"), ("stream", "false")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(run.status(), 200);
+    assert_eq!(run.json::<Value>().await.unwrap()["status"], "COMPLETED", "replica B runs what A published");
+
+    let since = Instant::now();
+    assert_eq!(
+        post(a, "/components/helper/configs", json!({"config": agent("Helper Two"), "stage": "published"})).await.0,
+        201
+    );
+    let second = served_within(b, "/agents/helper", "name", &json!("Helper Two"), since).await;
+    let since = Instant::now();
+    assert_eq!(post(a, "/components/helper/configs/1/set-current", json!({})).await.0, 200);
+    let rollback = served_within(b, "/agents/helper", "name", &json!("Helper"), since).await;
+    eprintln!(
+        "publish -> served on the other replica (poll 200 ms): first {} ms, new version {} ms, rollback {} ms",
+        published.as_millis(),
+        second.as_millis(),
+        rollback.as_millis()
+    );
+    let listed = get_json(b, "/agents").await;
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
 }

@@ -91,11 +91,35 @@ impl AgentOs {
                     StartError::Config(format!("[media_storage] path {:?} cannot be used: {e}", m.path))
                 })?),
             };
+        let agents = Arc::new(agents);
+        let published = match (&db, config.components.enabled) {
+            (Some(db), true) => {
+                let mut reserved: Vec<String> = agents.iter().map(|a| a.agent.id().to_owned()).collect();
+                reserved.extend(teams.iter().map(|t| t.id().to_owned()));
+                reserved.extend(workflows.iter().map(|w| w.id().to_owned()));
+                let context = crate::published::BuildContext {
+                    db: Arc::clone(db),
+                    knowledge: Arc::new(knowledge.clone()),
+                    tracing: tracing.clone(),
+                    configured: Arc::clone(&agents),
+                    reserved,
+                };
+                let published = Arc::new(crate::published::Published::new(context));
+                published
+                    .refresh()
+                    .await
+                    .map_err(|source| StartError::Db { url: url.clone().unwrap_or_default(), source })?;
+                Some(published)
+            }
+            _ => None,
+        };
         let state = AppState {
             os_id: config.os.id.as_str().into(),
             name: config.os.name.as_deref().map(Into::into),
             description: config.os.description.as_deref().map(Into::into),
-            agents: Arc::new(agents),
+            agents,
+            published,
+            components: Arc::new(config.components.clone()),
             teams: Arc::new(teams),
             workflows: Arc::new(workflows),
             knowledge: Arc::new(knowledge),

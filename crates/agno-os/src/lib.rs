@@ -29,6 +29,7 @@ pub mod input;
 pub mod mcp_server;
 pub mod media;
 mod multipart;
+pub mod published;
 pub mod queue;
 pub mod routes;
 pub mod scheduler;

@@ -60,6 +60,11 @@ pub struct AppState {
     pub agui: Option<AguiTarget>,
     /// The MCP endpoint's service, when `[mcp_server] enabled`.
     pub mcp: Option<crate::mcp_server::McpService>,
+    /// The agents and teams published in the database's catalog, served beside the
+    /// configuration's (none without a database, or with `[components] enabled = false`).
+    pub published: Option<Arc<crate::published::Published>>,
+    /// `[components]` settings.
+    pub components: Arc<crate::config::ComponentsSettings>,
     /// Where runs are traced (`[tracing] enabled`); its store is [`AppState::db`].
     pub tracing: Option<agno_runtime::Tracing>,
     /// How long traces are kept (`[tracing] retention_days`); none: for ever.
@@ -86,6 +91,22 @@ impl AppState {
     /// The team with this id.
     pub fn team(&self, id: &str) -> Option<&agno_runtime::team::Team> {
         self.teams.iter().find(|t| t.id() == id)
+    }
+
+    /// The agent with this id, from the configuration or else the catalog (its published
+    /// version).
+    pub fn any_agent(&self, id: &str) -> Option<ServedAgent> {
+        self.agent(id).cloned().or_else(|| self.published.as_ref()?.agent(id).map(|a| a.served))
+    }
+
+    /// The team with this id, from the configuration or else the catalog.
+    pub fn any_team(&self, id: &str) -> Option<agno_runtime::team::Team> {
+        self.team(id).cloned().or_else(|| self.published.as_ref()?.team(id).map(|t| t.team))
+    }
+
+    /// The published catalog components served now (nothing without one).
+    pub fn published_now(&self) -> Arc<crate::published::Snapshot> {
+        self.published.as_ref().map(|p| p.snapshot()).unwrap_or_default()
     }
 
     /// The workflow with this id.
@@ -124,11 +145,11 @@ impl crate::queue::Served for AppState {
     fn database(&self) -> Option<&Arc<dyn Db>> {
         self.db.as_ref()
     }
-    fn agent_of(&self, id: &str) -> Option<&Agent> {
-        self.agent(id).map(|served| &served.agent)
+    fn agent_of(&self, id: &str) -> Option<Agent> {
+        self.any_agent(id).map(|served| served.agent)
     }
-    fn team_of(&self, id: &str) -> Option<&agno_runtime::team::Team> {
-        self.team(id)
+    fn team_of(&self, id: &str) -> Option<agno_runtime::team::Team> {
+        self.any_team(id)
     }
     fn workflow_of(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow> {
         self.workflow(id)

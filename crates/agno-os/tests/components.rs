@@ -447,3 +447,59 @@ async fn under_isolation_users_see_own_shared_and_published_components_and_chang
     let reader = token("carl", &["components:read"]);
     assert_eq!(os.post_json("/components", &create("carl", "draft"), Some(&reader)).await.status, 403);
 }
+
+#[tokio::test]
+async fn a_published_agent_and_team_are_served_run_and_follow_a_rollback() {
+    let os = TestOs::start(config(&open_os("components-served"))).await;
+    let agent =
+        |name: &str| json!({"name": name, "model": "test", "instructions": ["Be brief."], "tools": ["calculator"]});
+    let body = json!({"name": "Helper", "component_id": "helper", "component_type": "agent", "stage": "published", "config": agent("Helper")});
+    assert_eq!(os.post_json("/components", &body, None).await.status, 201);
+    let draft_only =
+        json!({"name": "Draft", "component_id": "draft-only", "component_type": "agent", "config": agent("Draft")});
+    assert_eq!(os.post_json("/components", &draft_only, None).await.status, 201);
+
+    // Served beside the configuration's agent, marked as Agno marks catalog components.
+    let agents = os.get("/agents", None).await.body;
+    let ids: Vec<&str> = agents.as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["code-agent", "helper"], "a draft-only component is not served");
+    let helper = &agents[1];
+    assert_eq!(
+        (&helper["is_component"], &helper["current_version"], &helper["stage"]),
+        (&json!(true), &json!(1), &json!("published"))
+    );
+    assert!(os.get("/config", None).await.body["agents"].as_array().unwrap().iter().any(|a| a["id"] == "helper"));
+    let run = os.post_form("/agents/helper/runs", &[("message", "hi"), ("stream", "false")], None).await;
+    assert_eq!((run.status, &run.body["status"]), (200, &json!("COMPLETED")), "{}", run.body);
+    assert_eq!(
+        os.post_form("/agents/draft-only/runs", &[("message", "hi"), ("stream", "false")], None).await.status,
+        404
+    );
+
+    // A new version is served at once; a rollback too.
+    let v2 = json!({"config": agent("Helper Two"), "stage": "published"});
+    assert_eq!(os.post_json("/components/helper/configs", &v2, None).await.status, 201);
+    assert_eq!(os.get("/agents/helper", None).await.body["name"], "Helper Two");
+    assert_eq!(os.post_json("/components/helper/configs/1/set-current", &json!({}), None).await.status, 200);
+    let back = os.get("/agents/helper", None).await.body;
+    assert_eq!((&back["name"], &back["current_version"]), (&json!("Helper"), &json!(1)));
+
+    // A team of the published agent (pinned at v1) and the configured one runs.
+    let team = json!({"name": "Crew", "component_id": "crew", "component_type": "team", "stage": "published",
+                      "config": {"name": "Crew", "model": "test", "members": [{"type": "agent", "agent_id": "helper"}, "code-agent"]}});
+    assert_eq!(os.post_json("/components", &team, None).await.status, 201);
+    let crew = os.get("/teams/crew", None).await;
+    assert_eq!((crew.status, &crew.body["is_component"]), (200, &json!(true)), "{}", crew.body);
+    let members: Vec<&str> =
+        crew.body["members"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(members, ["helper", "code-agent"]);
+    let run = os.post_form("/teams/crew/runs", &[("message", "hi"), ("stream", "false")], None).await;
+    assert_eq!((run.status, &run.body["status"]), (200, &json!("COMPLETED")), "{}", run.body);
+
+    // Archived: no longer served.
+    assert_eq!(os.delete("/components/crew", None).await.status, 204);
+    assert_eq!(os.get("/teams/crew", None).await.status, 404);
+    assert_eq!(os.delete("/components/helper", None).await.status, 204);
+    assert_eq!(os.post_form("/agents/helper/runs", &[("message", "hi"), ("stream", "false")], None).await.status, 404);
+    assert_eq!(os.get("/agents", None).await.body.as_array().unwrap().len(), 1);
+}

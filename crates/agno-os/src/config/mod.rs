@@ -88,6 +88,9 @@ pub struct OsConfig {
     /// Tracing of runs (`/traces`).
     #[serde(default)]
     pub tracing: TracingSettings,
+    /// The components published in the database (`/components`): served beside these.
+    #[serde(default)]
+    pub components: ComponentsSettings,
     /// The A2A interface (`/a2a`): every agent, team and workflow over the Agent2Agent protocol.
     #[serde(default)]
     pub a2a: A2aSettings,
@@ -217,6 +220,7 @@ impl OsConfig {
             queue: QueueSettings::default(),
             knowledge: Vec::new(),
             scheduler: SchedulerSettings::default(),
+            components: ComponentsSettings::default(),
             mcp_server: McpServerSettings::default(),
             tracing: TracingSettings::default(),
             a2a: A2aSettings::default(),

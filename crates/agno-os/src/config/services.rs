@@ -163,6 +163,38 @@ impl Default for SchedulerSettings {
     }
 }
 
+/// `[components]` settings: how this replica follows the components published in the database
+/// (`/components`, `agno component`).
+///
+/// ```toml
+/// [components]
+/// poll_interval_ms = 1000   # how soon another replica's publish is served here
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentsSettings {
+    /// Serve the agents and teams published in the catalog (default true when there is a
+    /// database).
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// How often the catalog is read for what other replicas published, in milliseconds.
+    #[serde(default = "default_components_poll")]
+    pub poll_interval_ms: u64,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_components_poll() -> u64 {
+    1000
+}
+
+impl Default for ComponentsSettings {
+    fn default() -> Self {
+        Self { enabled: true, poll_interval_ms: default_components_poll() }
+    }
+}
+
 /// `[a2a]` settings: Python AgentOS's `a2a_interface=True`. Every agent, team and workflow is served
 /// over A2A v0.3 under `/a2a` (`/a2a/{agents|teams|workflows}/{id}/.well-known/agent-card.json`
 /// and `.../v1/message:send`, `message:stream`, `tasks:get`, `tasks:cancel`), behind the same

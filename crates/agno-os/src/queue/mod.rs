@@ -168,10 +168,10 @@ pub const CANCELLED_LOST_WORKER: &str = "the run was cancelled and the replica r
 pub trait Served: Send + Sync + 'static {
     /// The database, if the OS has one.
     fn database(&self) -> Option<&Arc<dyn agno_core::Db>>;
-    /// The agent `id`, served here.
-    fn agent_of(&self, id: &str) -> Option<&Agent>;
-    /// The team `id`, served here.
-    fn team_of(&self, id: &str) -> Option<&agno_runtime::team::Team>;
+    /// The agent `id`, served here (from the configuration or the catalog).
+    fn agent_of(&self, id: &str) -> Option<Agent>;
+    /// The team `id`, served here (from the configuration or the catalog).
+    fn team_of(&self, id: &str) -> Option<agno_runtime::team::Team>;
     /// The workflow `id`, served here.
     fn workflow_of(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow>;
     /// The knowledge base `name`, served here.

@@ -154,11 +154,11 @@ pub(super) async fn attempt(state: &dyn Served, queue: &Queue, job: &Job, work: 
         Durable { fence: Some(fence_of(queue, job)), after_event_index: last_logged(queue, job, earlier).await };
     let outcome = match kind {
         ComponentKind::Agent => match state.agent_of(id) {
-            Some(agent) => Some(attempt_by(state, queue, job, agent, work, durable).await),
+            Some(agent) => Some(attempt_by(state, queue, job, &agent, work, durable).await),
             None => None,
         },
         ComponentKind::Team => match state.team_of(id) {
-            Some(team) => Some(attempt_by(state, queue, job, team, work, durable).await),
+            Some(team) => Some(attempt_by(state, queue, job, &team, work, durable).await),
             None => None,
         },
         ComponentKind::Workflow => match state.workflow_of(id) {

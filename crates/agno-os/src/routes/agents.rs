@@ -256,17 +256,23 @@ impl Kind for Agents {
     type Runner = agno_runtime::Agent;
 
     fn runner(state: &AppState, id: &str) -> Option<agno_runtime::Agent> {
-        state.agent(id).map(|served| served.agent.clone())
+        state.any_agent(id).map(|served| served.agent)
     }
-    fn ids(state: &AppState) -> impl Iterator<Item = &str> {
-        state.agents.iter().map(|a| a.agent.id())
+    fn ids(state: &AppState) -> Vec<String> {
+        let configured = state.agents.iter().map(|a| a.agent.id().to_owned());
+        configured.chain(state.published_now().agents.keys().cloned()).collect()
     }
     fn describe(state: &AppState, id: &str) -> Option<Value> {
-        state.agent(id).map(|a| agent_json(state, a))
+        if let Some(a) = state.agent(id) {
+            return Some(agent_json(state, a));
+        }
+        let published = state.published.as_ref()?.agent(id)?;
+        Some(super::component::from_catalog(agent_json(state, &published.served), published.version))
     }
     // Agno's `AgentSummaryResponse`.
     fn summarise(state: &AppState, id: &str) -> Option<Value> {
-        let agent = &state.agent(id)?.agent;
+        let served = state.any_agent(id)?;
+        let agent = &served.agent;
         Some(without_nulls(json!({
             "id": agent.id(),
             "name": agent.name(),

@@ -31,8 +31,9 @@ pub trait Kind: Send + Sync + 'static {
     /// The runner of the component `id` served here.
     fn runner(state: &AppState, id: &str) -> Option<Self::Runner>;
 
-    /// The ids of the components of the kind served here, in configured order.
-    fn ids(state: &AppState) -> impl Iterator<Item = &str>;
+    /// The ids of the components of the kind served here: the configuration's in configured
+    /// order, then the catalog's published ones.
+    fn ids(state: &AppState) -> Vec<String>;
 
     /// The component `id` as `GET /{kind}s/{id}` describes it (Agno's `AgentResponse`,
     /// `TeamResponse`, `WorkflowResponse`).
@@ -73,14 +74,25 @@ pub(crate) fn served<K: Kind>(state: &AppState, principal: &Principal, id: &str)
 }
 
 /// The ids of the components of the kind that the caller may read, in configured order.
-fn readable<'a, K: Kind>(state: &'a AppState, principal: &Principal) -> impl Iterator<Item = &'a str> {
+fn readable<K: Kind>(state: &AppState, principal: &Principal) -> Vec<String> {
     let allowed = principal.accessible(family(K::KIND), "read");
-    K::ids(state).filter(move |id| allowed.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id)))
+    K::ids(state).into_iter().filter(|id| allowed.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id))).collect()
+}
+
+/// `described` of a component served from the catalog, marked as Agno marks it
+/// (`is_component`, the `current_version` served, `stage`).
+pub(crate) fn from_catalog(mut described: Value, version: i64) -> Value {
+    if let Value::Object(m) = &mut described {
+        m.insert("is_component".into(), Value::Bool(true));
+        m.insert("current_version".into(), Value::from(version));
+        m.insert("stage".into(), Value::from("published"));
+    }
+    described
 }
 
 /// `GET /{kind}s`: the components of the kind the caller may read.
 pub async fn list<K: Kind>(Caller { state, principal }: Caller) -> Json<Value> {
-    Json(readable::<K>(&state, &principal).filter_map(|id| K::listed(&state, id)).collect())
+    Json(readable::<K>(&state, &principal).iter().filter_map(|id| K::listed(&state, id)).collect())
 }
 
 /// `GET /{kind}s/{id}`: the component, described, when it is served here and the caller may
@@ -92,7 +104,7 @@ pub async fn get<K: Kind>(Caller { state, principal }: Caller, Path(id): Path<St
 
 /// The summaries of the components of the kind the caller may read (`/config`).
 pub(crate) fn summaries<K: Kind>(state: &AppState, principal: &Principal) -> Vec<Value> {
-    readable::<K>(state, principal).filter_map(|id| K::summarise(state, id)).collect()
+    readable::<K>(state, principal).iter().filter_map(|id| K::summarise(state, id)).collect()
 }
 
 /// The runner of the component `id`, which the caller may run (or whose runs it may read): 404

@@ -110,17 +110,22 @@ impl Kind for Teams {
     const CONTINUE_NEEDS_SESSION: bool = true;
 
     fn runner(state: &AppState, id: &str) -> Option<Team> {
-        state.team(id).cloned()
+        state.any_team(id)
     }
-    fn ids(state: &AppState) -> impl Iterator<Item = &str> {
-        state.teams.iter().map(Team::id)
+    fn ids(state: &AppState) -> Vec<String> {
+        let configured = state.teams.iter().map(|t| t.id().to_owned());
+        configured.chain(state.published_now().teams.keys().cloned()).collect()
     }
     fn describe(state: &AppState, id: &str) -> Option<Value> {
-        state.team(id).map(|team| team_json(state, team))
+        if let Some(team) = state.team(id) {
+            return Some(team_json(state, team));
+        }
+        let published = state.published.as_ref()?.team(id)?;
+        Some(super::component::from_catalog(team_json(state, &published.team), published.version))
     }
     // Agno's `TeamSummaryResponse`.
     fn summarise(state: &AppState, id: &str) -> Option<Value> {
-        let team = state.team(id)?;
+        let team = &state.any_team(id)?;
         Some(without_nulls(json!({
             "id": team.id(),
             "name": team.name(),

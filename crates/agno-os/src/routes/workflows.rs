@@ -124,8 +124,8 @@ impl Kind for Workflows {
     fn runner(state: &AppState, id: &str) -> Option<Workflow> {
         state.workflow(id).cloned()
     }
-    fn ids(state: &AppState) -> impl Iterator<Item = &str> {
-        state.workflows.iter().map(Workflow::id)
+    fn ids(state: &AppState) -> Vec<String> {
+        state.workflows.iter().map(|w| w.id().to_owned()).collect()
     }
     fn describe(state: &AppState, id: &str) -> Option<Value> {
         state.workflow(id).map(|wf| workflow_json(state, wf))

@@ -178,6 +178,15 @@ fn served_ids(state: &crate::state::AppState, kind: Option<&str>) -> Vec<String>
     ids
 }
 
+/// After a catalog write: this replica serves what changed at once (others within their poll).
+async fn serve_changes(state: &crate::state::AppState) {
+    if let Some(published) = &state.published
+        && let Err(e) = published.refresh().await
+    {
+        tracing::warn!(error = %e, "cannot read the component catalog after a write; the poll will pick it up");
+    }
+}
+
 /// `GET /components`: a page of components, newest first.
 pub async fn list_components(
     Caller { state, principal }: Caller,
@@ -248,6 +257,7 @@ pub async fn create_component(
         },
     };
     let (component, _) = db.create_component(&new, now_epoch_secs()).await.map_err(refused)?;
+    serve_changes(&state).await;
     Ok((StatusCode::CREATED, Json(component_json(&component))))
 }
 
@@ -284,6 +294,7 @@ pub async fn update_component(
         expected_current_version: expected,
     };
     let c = db.update_component(&id, &change, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
+    serve_changes(&state).await;
     Ok(Json(component_json(&c)))
 }
 
@@ -311,6 +322,7 @@ pub async fn delete_component(
     let c = visible(db, &viewer, &id, false).await?;
     viewer.may_change(&c, "delete")?;
     db.archive_component(&id, expected, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
+    serve_changes(&state).await;
     Ok(NoContent)
 }
 
@@ -321,6 +333,7 @@ pub async fn restore_component(Caller { state, principal }: Caller, Path(id): Pa
     let c = visible(db, &viewer, &id, true).await?;
     viewer.may_change(&c, "modify")?;
     let c = db.restore_component(&id, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
+    serve_changes(&state).await;
     Ok(Json(component_json(&c)))
 }
 
@@ -406,6 +419,7 @@ pub async fn create_config(
         expected_latest_version: expected,
     };
     let written = db.write_config(&id, &write, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
+    serve_changes(&state).await;
     Ok((StatusCode::CREATED, Json(config_json(&written, true))))
 }
 
@@ -452,6 +466,7 @@ pub async fn update_config(
         ComponentError::Refused(agno_core::ComponentErrorKind::NotFound, message) => ApiError::bad_request(message),
         other => refused(other),
     })?;
+    serve_changes(&state).await;
     Ok(Json(config_json(&written, true)))
 }
 
@@ -513,5 +528,6 @@ pub async fn set_current_config(
     let c = visible(db, &viewer, &id, false).await?;
     viewer.may_change(&c, "modify")?;
     let c = db.set_current_config(&id, version, expected, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
+    serve_changes(&state).await;
     Ok(Json(component_json(&c)))
 }

@@ -1,0 +1,244 @@
+//! The agents and teams published in the database's catalog (`/components`), built with the same
+//! builders as `agentos.toml`'s and served beside them: in `/agents`, `/teams`, `/config`, their
+//! run routes, the queue's workers and the interfaces. What is served is the component's current
+//! (published) version; a team's members are built at the versions its version pins.
+//!
+//! Every replica keeps its own [`Snapshot`] and refreshes it when the catalog changes: after each
+//! catalog write it answers, and by polling the catalog's listing (`[components]
+//! poll_interval_ms`), so a component published or rolled back through one replica is served by
+//! every replica within the poll interval, without restart. A refresh rebuilds only what changed;
+//! a version that fails to build (a key its config names went missing, a member archived) is
+//! logged and the version served before stays served. A component `agentos.toml` also defines
+//! is the configuration's (the catalog's is not served under that id).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use agno_core::{ComponentQuery, ComponentRecord, ConfigChoice, Db, DbResult};
+use agno_runtime::team::Team;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::stored::{agent_spec, team_spec};
+use crate::state::ServedAgent;
+
+/// An agent served from the catalog.
+#[derive(Debug, Clone)]
+pub struct PublishedAgent {
+    /// The version served.
+    pub version: i64,
+    /// The component's row.
+    pub record: ComponentRecord,
+    /// The built agent.
+    pub served: ServedAgent,
+}
+
+/// A team served from the catalog.
+#[derive(Debug, Clone)]
+pub struct PublishedTeam {
+    /// The version served.
+    pub version: i64,
+    /// The component's row.
+    pub record: ComponentRecord,
+    /// The built team.
+    pub team: Team,
+}
+
+/// What one replica serves from the catalog, as of its last refresh.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Agents by id.
+    pub agents: BTreeMap<String, PublishedAgent>,
+    /// Teams by id.
+    pub teams: BTreeMap<String, PublishedTeam>,
+    /// What the catalog's listing said (id, current version, last change) when this was built.
+    seen: Vec<(String, Option<i64>, Option<i64>)>,
+}
+
+/// What a catalog component is built with: the OS's database, knowledge bases, tracing and the
+/// agents of its configuration (team members may name them).
+#[derive(Debug, Clone)]
+pub struct BuildContext {
+    /// The OS database (the catalog's, and the built components').
+    pub db: Arc<dyn Db>,
+    /// The knowledge bases agents may name.
+    pub knowledge: Arc<Vec<Arc<agno_knowledge::Knowledge>>>,
+    /// Where runs are traced.
+    pub tracing: Option<agno_runtime::Tracing>,
+    /// The agents of `agentos.toml`.
+    pub configured: Arc<Vec<ServedAgent>>,
+    /// The ids `agentos.toml` serves (agents, teams, workflows): the catalog's are not served
+    /// under them.
+    pub reserved: Vec<String>,
+}
+
+/// The catalog's published components, built, for one replica.
+#[derive(Debug)]
+pub struct Published {
+    context: BuildContext,
+    snapshot: RwLock<Arc<Snapshot>>,
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl Published {
+    /// Nothing served yet: [`Published::refresh`] builds what the catalog holds.
+    pub fn new(context: BuildContext) -> Self {
+        Self { context, snapshot: RwLock::default(), refreshing: tokio::sync::Mutex::new(()) }
+    }
+
+    /// What is served now.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        match self.snapshot.read() {
+            Ok(s) => Arc::clone(&s),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// The published agent `id`.
+    pub fn agent(&self, id: &str) -> Option<PublishedAgent> {
+        self.snapshot().agents.get(id).cloned()
+    }
+
+    /// The published team `id`.
+    pub fn team(&self, id: &str) -> Option<PublishedTeam> {
+        self.snapshot().teams.get(id).cloned()
+    }
+
+    /// Reads the catalog and rebuilds what changed since the last refresh; whether anything did.
+    ///
+    /// # Errors
+    /// The catalog cannot be read (what is served stays as it was).
+    pub async fn refresh(&self) -> DbResult<bool> {
+        let _turn = self.refreshing.lock().await;
+        let db = &self.context.db;
+        let (listed, _) = db.list_components(&ComponentQuery::default()).await?;
+        let live: Vec<ComponentRecord> = listed
+            .into_iter()
+            .filter(|c| c.current_version.is_some() && !self.context.reserved.contains(&c.component_id))
+            .collect();
+        let seen: Vec<_> = live.iter().map(|c| (c.component_id.clone(), c.current_version, c.updated_at)).collect();
+        let before = self.snapshot();
+        if seen == before.seen {
+            return Ok(false);
+        }
+        let mut next = Snapshot { seen, ..Snapshot::default() };
+        let mut versions: BTreeMap<(String, i64), ServedAgent> = BTreeMap::new();
+        for c in live.iter().filter(|c| c.component_type == "agent") {
+            let Some(version) = c.current_version else { continue };
+            let reused = before.agents.get(&c.component_id).filter(|a| a.version == version).cloned();
+            let built = match reused {
+                Some(a) => Some(a.served),
+                None => self
+                    .agent_at(&c.component_id, version)
+                    .await
+                    .ok()
+                    .or_else(|| before.agents.get(&c.component_id).map(|a| a.served.clone())),
+            };
+            if let Some(served) = built {
+                versions.insert((c.component_id.clone(), version), served.clone());
+                next.agents.insert(c.component_id.clone(), PublishedAgent { version, record: c.clone(), served });
+            }
+        }
+        for c in live.iter().filter(|c| c.component_type == "team") {
+            let Some(version) = c.current_version else { continue };
+            if let Some(t) = before.teams.get(&c.component_id).filter(|t| t.version == version) {
+                next.teams.insert(c.component_id.clone(), PublishedTeam { record: c.clone(), ..t.clone() });
+                continue;
+            }
+            match self.team_at(c, version, &mut versions).await {
+                Ok(team) => {
+                    next.teams.insert(c.component_id.clone(), PublishedTeam { version, record: c.clone(), team });
+                }
+                Err(message) => {
+                    tracing::warn!(team = %c.component_id, version, %message, "cannot build a published team; the version served before stays served");
+                    if let Some(old) = before.teams.get(&c.component_id) {
+                        next.teams.insert(c.component_id.clone(), old.clone());
+                    }
+                }
+            }
+        }
+        let published = Arc::new(next);
+        match self.snapshot.write() {
+            Ok(mut s) => *s = published,
+            Err(poisoned) => *poisoned.into_inner() = published,
+        }
+        Ok(true)
+    }
+
+    /// Agent `id` built at `version` (a published one).
+    async fn agent_at(&self, id: &str, version: i64) -> Result<ServedAgent, String> {
+        let ctx = &self.context;
+        let result = async {
+            let configs = ctx.db.component_configs(id, false).await.map_err(|e| e.to_string())?;
+            let config = ConfigChoice::Version(version)
+                .pick(&configs, None)
+                .ok_or_else(|| format!("version {version} is not stored"))?;
+            let spec = agent_spec(id, &config.config).map_err(|e| e.to_string())?;
+            let mcp = crate::build::mcp::McpToolkits::default();
+            crate::build::build_agent(&spec, Some(Arc::clone(&ctx.db)), &ctx.knowledge, &mcp, ctx.tracing.as_ref())
+                .map_err(|e| e.to_string())
+        }
+        .await;
+        if let Err(message) = &result {
+            tracing::warn!(agent = %id, version, %message, "cannot build a published agent");
+        }
+        result
+    }
+
+    /// Team `c` built at `version`, its members at the versions the version's links pin
+    /// (`versions`: agents built so far, by id and version).
+    async fn team_at(
+        &self,
+        c: &ComponentRecord,
+        version: i64,
+        versions: &mut BTreeMap<(String, i64), ServedAgent>,
+    ) -> Result<Team, String> {
+        let ctx = &self.context;
+        let id = &c.component_id;
+        let configs = ctx.db.component_configs(id, false).await.map_err(|e| e.to_string())?;
+        let config = ConfigChoice::Version(version).pick(&configs, None).ok_or("the version is not stored")?;
+        let spec = team_spec(id, &config.config).map_err(|e| e.to_string())?;
+        let links = ctx.db.component_links(id, version).await.map_err(|e| e.to_string())?;
+        let mut members: Vec<ServedAgent> = Vec::new();
+        for (i, member) in spec.members.iter().enumerate() {
+            if let Some(agent) = ctx.configured.iter().find(|a| a.agent.id() == member) {
+                members.push(agent.clone());
+                continue;
+            }
+            let pinned = links.iter().find(|l| &l.child_component_id == member).and_then(|l| l.child_version);
+            let Some(pinned) = pinned else {
+                return Err(format!("members[{i}]: {member:?} is neither served nor pinned at a published version"));
+            };
+            let key = (member.clone(), pinned);
+            let agent = match versions.get(&key) {
+                Some(a) => a.clone(),
+                None => {
+                    let a = self
+                        .agent_at(member, pinned)
+                        .await
+                        .map_err(|e| format!("members[{i}]: {member} v{pinned}: {e}"))?;
+                    versions.insert(key, a.clone());
+                    a
+                }
+            };
+            members.push(agent);
+        }
+        let teams =
+            crate::build::team::build_teams(std::slice::from_ref(&spec), &members, Some(&ctx.db), ctx.tracing.as_ref())
+                .map_err(|e| e.to_string())?;
+        teams.into_iter().next().ok_or_else(|| "the team was not built".to_owned())
+    }
+}
+
+/// Refreshes `published` every `every` until `stop` (a replica's view of what others publish).
+pub(crate) async fn poll(published: Arc<Published>, every: Duration, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        if let Err(e) = published.refresh().await {
+            tracing::warn!(error = %e, "cannot read the component catalog; serving what was published before");
+        }
+    }
+}
