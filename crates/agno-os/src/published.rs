@@ -78,12 +78,29 @@ pub struct Published {
     context: BuildContext,
     snapshot: RwLock<Arc<Snapshot>>,
     refreshing: tokio::sync::Mutex<()>,
+    /// Versions built for runs asked of a version no longer served (a few, newest kept).
+    earlier: tokio::sync::Mutex<Earlier>,
 }
+
+/// Versions built for runs asked of them after another was published.
+#[derive(Debug, Default)]
+struct Earlier {
+    agents: BTreeMap<(String, i64), ServedAgent>,
+    teams: BTreeMap<(String, i64), Team>,
+}
+
+/// How many earlier versions are kept built.
+const EARLIER_KEPT: usize = 32;
 
 impl Published {
     /// Nothing served yet: [`Published::refresh`] builds what the catalog holds.
     pub fn new(context: BuildContext) -> Self {
-        Self { context, snapshot: RwLock::default(), refreshing: tokio::sync::Mutex::new(()) }
+        Self {
+            context,
+            snapshot: RwLock::default(),
+            refreshing: tokio::sync::Mutex::new(()),
+            earlier: tokio::sync::Mutex::default(),
+        }
     }
 
     /// What is served now.
@@ -102,6 +119,49 @@ impl Published {
     /// The published team `id`.
     pub fn team(&self, id: &str) -> Option<PublishedTeam> {
         self.snapshot().teams.get(id).cloned()
+    }
+
+    /// Agent `id` at `version`: the one served when it is that version, else built (and kept).
+    pub async fn agent_version(&self, id: &str, version: i64) -> Option<ServedAgent> {
+        if let Some(a) = self.agent(id).filter(|a| a.version == version) {
+            return Some(a.served);
+        }
+        let key = (id.to_owned(), version);
+        let mut earlier = self.earlier.lock().await;
+        if let Some(a) = earlier.agents.get(&key) {
+            return Some(a.clone());
+        }
+        let built = self.agent_at(id, version).await.ok()?;
+        if earlier.agents.len() >= EARLIER_KEPT {
+            earlier.agents.clear();
+        }
+        earlier.agents.insert(key, built.clone());
+        Some(built)
+    }
+
+    /// Team `id` at `version`: the one served when it is that version, else built (and kept).
+    pub async fn team_version(&self, id: &str, version: i64) -> Option<Team> {
+        if let Some(t) = self.team(id).filter(|t| t.version == version) {
+            return Some(t.team);
+        }
+        let key = (id.to_owned(), version);
+        let mut earlier = self.earlier.lock().await;
+        if let Some(t) = earlier.teams.get(&key) {
+            return Some(t.clone());
+        }
+        let record = self.context.db.get_component(id, None, true).await.ok()??;
+        let team = match self.team_at(&record, version, &mut BTreeMap::new()).await {
+            Ok(team) => team,
+            Err(message) => {
+                tracing::warn!(team = %id, version, %message, "cannot build the team version a run was asked of");
+                return None;
+            }
+        };
+        if earlier.teams.len() >= EARLIER_KEPT {
+            earlier.teams.clear();
+        }
+        earlier.teams.insert(key, team.clone());
+        Some(team)
     }
 
     /// Reads the catalog and rebuilds what changed since the last refresh; whether anything did.

@@ -104,6 +104,17 @@ impl AppState {
         self.team(id).cloned().or_else(|| self.published.as_ref()?.team(id).map(|t| t.team))
     }
 
+    /// The version served of catalog component `id` of `kind` (none: not one, or the
+    /// configuration's).
+    pub fn published_version(&self, kind: agno_core::ComponentKind, id: &str) -> Option<i64> {
+        let published = self.published.as_ref()?;
+        match kind {
+            agno_core::ComponentKind::Agent if self.agent(id).is_none() => published.agent(id).map(|a| a.version),
+            agno_core::ComponentKind::Team if self.team(id).is_none() => published.team(id).map(|t| t.version),
+            _ => None,
+        }
+    }
+
     /// The published catalog components served now (nothing without one).
     pub fn published_now(&self) -> Arc<crate::published::Snapshot> {
         self.published.as_ref().map(|p| p.snapshot()).unwrap_or_default()
@@ -150,6 +161,28 @@ impl crate::queue::Served for AppState {
     }
     fn team_of(&self, id: &str) -> Option<agno_runtime::team::Team> {
         self.any_team(id)
+    }
+    fn agent_version<'a>(&'a self, id: &'a str, version: i64) -> futures::future::BoxFuture<'a, Option<Agent>> {
+        Box::pin(async move {
+            match &self.published {
+                Some(published) if self.agent(id).is_none() => {
+                    published.agent_version(id, version).await.map(|served| served.agent)
+                }
+                _ => self.agent_of(id),
+            }
+        })
+    }
+    fn team_version<'a>(
+        &'a self,
+        id: &'a str,
+        version: i64,
+    ) -> futures::future::BoxFuture<'a, Option<agno_runtime::team::Team>> {
+        Box::pin(async move {
+            match &self.published {
+                Some(published) if self.team(id).is_none() => published.team_version(id, version).await,
+                _ => self.team_of(id),
+            }
+        })
     }
     fn workflow_of(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow> {
         self.workflow(id)

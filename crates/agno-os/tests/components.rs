@@ -503,3 +503,62 @@ async fn a_published_agent_and_team_are_served_run_and_follow_a_rollback() {
     assert_eq!(os.post_form("/agents/helper/runs", &[("message", "hi"), ("stream", "false")], None).await.status, 404);
     assert_eq!(os.get("/agents", None).await.body.as_array().unwrap().len(), 1);
 }
+
+/// Waits (bounded) until run `run_id` of agent `agent` has one of `want` statuses; the run.
+async fn run_reaches(os: &TestOs, agent: &str, run_id: &str, want: &[&str]) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let r = os.get(&format!("/agents/{agent}/runs/{run_id}"), None).await;
+        if r.status == 200 && want.iter().any(|w| r.body["status"] == *w) {
+            return r.body;
+        }
+        assert!(std::time::Instant::now() < deadline, "run {run_id} never reached {want:?}: {} {}", r.status, r.body);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_run_queued_before_a_publish_runs_the_version_it_was_asked_of() {
+    use agno_testkit::{FakeProvider, Reply};
+    let provider = FakeProvider::start().await.unwrap();
+    // The first run holds the only worker until the test cancels it.
+    provider.push(Reply::Delayed(std::time::Duration::from_secs(600), Box::new(Reply::text("blocker"))));
+    let cfg = format!(
+        "[db]\nurl = \"{}\"\n[queue]\nmax_concurrency = 1\npoll_interval_ms = 20\n\
+         [[agents]]\nid = \"slow\"\nmodel = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        sqlite_url("components-pinned-run"),
+        provider.base_url()
+    );
+    let os = TestOs::start(config(&cfg)).await;
+    let helper = |name: &str| json!({"name": name, "model": "test"});
+    let body = json!({"name": "Helper", "component_id": "helper", "component_type": "agent", "stage": "published", "config": helper("Helper")});
+    assert_eq!(os.post_json("/components", &body, None).await.status, 201);
+
+    let background = [("message", "hi"), ("stream", "false"), ("background", "true")];
+    let blocker =
+        os.post_form("/agents/slow/runs", &background, None).await.body["run_id"].as_str().unwrap().to_owned();
+    run_reaches(&os, "slow", &blocker, &["RUNNING"]).await;
+    let queued = os.post_form("/agents/helper/runs", &background, None).await;
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    let run_id = queued.body["run_id"].as_str().unwrap().to_owned();
+    let job = os.get(&format!("/queue/jobs/{run_id}"), None).await.body;
+    assert_eq!(job["payload"]["component_version"], 1, "the job names the version it was asked of: {job}");
+
+    // v2 is published while the run waits; the run still runs v1.
+    let v2 = json!({"config": helper("Helper Two"), "stage": "published"});
+    assert_eq!(os.post_json("/components/helper/configs", &v2, None).await.status, 201);
+    assert_eq!(os.get("/agents/helper", None).await.body["name"], "Helper Two");
+    let cancelled = os.post_json(&format!("/agents/slow/runs/{blocker}/cancel"), &json!({}), None).await;
+    assert!(cancelled.status < 300, "{}", cancelled.body);
+    let run = run_reaches(&os, "helper", &run_id, &["COMPLETED", "ERROR"]).await;
+    assert_eq!((&run["status"], &run["agent_name"]), (&json!("COMPLETED"), &json!("Helper")), "{run}");
+
+    // A run asked for now runs v2.
+    let now = os.post_form("/agents/helper/runs", &[("message", "hi"), ("stream", "false")], None).await;
+    assert_eq!(
+        (&now.body["status"], &now.body["agent_name"]),
+        (&json!("COMPLETED"), &json!("Helper Two")),
+        "{}",
+        now.body
+    );
+}

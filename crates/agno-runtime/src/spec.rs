@@ -68,6 +68,11 @@ pub struct RunSpec {
     /// session state.
     #[serde(default, skip_serializing_if = "crate::ClientSide::is_empty")]
     pub client: crate::ClientSide,
+    /// The version of the component it was asked of, for a component kept in the database's
+    /// catalog: a background run runs that version even when another is published while it
+    /// waits. None: whatever is served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component_version: Option<i64>,
 }
 
 /// A payload without `stream` was streamed by its worker, as every background run was.
@@ -125,6 +130,7 @@ impl RunSpec {
             add_history_to_context: None,
             stream: true,
             client: crate::ClientSide::default(),
+            component_version: None,
         }
     }
 
@@ -249,6 +255,7 @@ impl RunSpec {
             add_history_to_context: None,
             stream: true,
             client: crate::ClientSide::default(),
+            component_version: None,
         })
     }
 }
@@ -285,6 +292,7 @@ mod tests {
             add_history_to_context: Some(false),
             stream: false,
             client: crate::ClientSide { tools: vec![crate::ClientSide::tool("t", None, None)], follows_state: true },
+            component_version: Some(3),
             ..RunSpec::new(kind, "c1", input)
         }
     }

@@ -172,6 +172,15 @@ pub trait Served: Send + Sync + 'static {
     fn agent_of(&self, id: &str) -> Option<Agent>;
     /// The team `id`, served here (from the configuration or the catalog).
     fn team_of(&self, id: &str) -> Option<agno_runtime::team::Team>;
+    /// The agent `id` at catalog `version` (a run asked of that version), built if it is no
+    /// longer the one served.
+    fn agent_version<'a>(&'a self, id: &'a str, version: i64) -> futures::future::BoxFuture<'a, Option<Agent>>;
+    /// The team `id` at catalog `version`.
+    fn team_version<'a>(
+        &'a self,
+        id: &'a str,
+        version: i64,
+    ) -> futures::future::BoxFuture<'a, Option<agno_runtime::team::Team>>;
     /// The workflow `id`, served here.
     fn workflow_of(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow>;
     /// The knowledge base `name`, served here.

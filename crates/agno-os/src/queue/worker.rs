@@ -152,15 +152,32 @@ pub(super) async fn attempt(state: &dyn Served, queue: &Queue, job: &Job, work: 
     };
     let durable =
         Durable { fence: Some(fence_of(queue, job)), after_event_index: last_logged(queue, job, earlier).await };
+    // A run asked of a catalog component's version runs that version.
+    let pinned = match &work {
+        Work::Run(spec) => spec.component_version,
+        Work::Continue(..) => None,
+    };
     let outcome = match kind {
-        ComponentKind::Agent => match state.agent_of(id) {
-            Some(agent) => Some(attempt_by(state, queue, job, &agent, work, durable).await),
-            None => None,
-        },
-        ComponentKind::Team => match state.team_of(id) {
-            Some(team) => Some(attempt_by(state, queue, job, &team, work, durable).await),
-            None => None,
-        },
+        ComponentKind::Agent => {
+            let agent = match pinned {
+                Some(v) => state.agent_version(id, v).await,
+                None => state.agent_of(id),
+            };
+            match agent {
+                Some(agent) => Some(attempt_by(state, queue, job, &agent, work, durable).await),
+                None => None,
+            }
+        }
+        ComponentKind::Team => {
+            let team = match pinned {
+                Some(v) => state.team_version(id, v).await,
+                None => state.team_of(id),
+            };
+            match team {
+                Some(team) => Some(attempt_by(state, queue, job, &team, work, durable).await),
+                None => None,
+            }
+        }
         ComponentKind::Workflow => match state.workflow_of(id) {
             Some(wf) => Some(attempt_by(state, queue, job, wf, work, durable).await),
             None => None,

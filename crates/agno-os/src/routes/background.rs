@@ -69,6 +69,16 @@ pub(crate) struct Committed {
 /// leaves neither run nor session behind (one transaction on the SQL databases).
 pub(crate) async fn commit(state: &AppState, spec: &RunSpec, idempotency_key: Option<String>) -> ApiResult<Committed> {
     let queue = queue_of(state)?;
+    // A catalog component's run names the version it was asked of: a publish while it waits
+    // does not change what it runs.
+    let pinned;
+    let spec = match (spec.component_version, state.published_version(spec.kind, &spec.component_id)) {
+        (None, Some(version)) => {
+            pinned = RunSpec { component_version: Some(version), ..spec.clone() };
+            &pinned
+        }
+        _ => spec,
+    };
     let mut job = Job::run(spec.kind, &spec.run_id, &spec.component_id, &spec.session_id, spec.to_payload());
     job.user_id.clone_from(&spec.user_id);
     job.idempotency_key = idempotency_key;
