@@ -496,12 +496,24 @@ async fn a_published_agent_and_team_are_served_run_and_follow_a_rollback() {
     let run = os.post_form("/teams/crew/runs", &[("message", "hi"), ("stream", "false")], None).await;
     assert_eq!((run.status, &run.body["status"]), (200, &json!("COMPLETED")), "{}", run.body);
 
+    // A schedule of the agent (another user's too) is disabled when the agent is archived.
+    let schedule = json!({"name": "nightly", "cron_expr": "0 3 * * *", "endpoint": "/agents/helper/runs", "method": "POST",
+                          "payload": {"message": "hi"}, "user_id": "ann"});
+    let created = os.post_json("/schedules", &schedule, None).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let schedule_id = created.body["id"].as_str().unwrap().to_owned();
+
     // Archived: no longer served.
     assert_eq!(os.delete("/components/crew", None).await.status, 204);
     assert_eq!(os.get("/teams/crew", None).await.status, 404);
     assert_eq!(os.delete("/components/helper", None).await.status, 204);
     assert_eq!(os.post_form("/agents/helper/runs", &[("message", "hi"), ("stream", "false")], None).await.status, 404);
     assert_eq!(os.get("/agents", None).await.body.as_array().unwrap().len(), 1);
+    let schedule = os.get(&format!("/schedules/{schedule_id}"), None).await.body;
+    assert_eq!(
+        (&schedule["enabled"], &schedule["disabled_reason"]),
+        (&json!(false), &json!("target_archived:agent:helper"))
+    );
 }
 
 /// Waits (bounded) until run `run_id` of agent `agent` has one of `want` statuses; the run.

@@ -187,6 +187,36 @@ async fn serve_changes(state: &crate::state::AppState) {
     }
 }
 
+/// After an archive: every enabled schedule of any owner aimed at the component (its
+/// `target_type`/`target_id`, or its run endpoint) is disabled with Agno's reason
+/// (`target_archived:{type}:{id}`), since it could only fail. Agno does this in the archive's
+/// transaction; here it follows it, and a failure is logged (the schedules would fail visibly).
+async fn disable_schedules_of(db: &Arc<dyn Db>, component_type: &str, id: &str) {
+    let endpoint = format!("/{component_type}s/{id}/runs");
+    let query = agno_core::ScheduleQuery { enabled: Some(true), ..Default::default() };
+    let schedules = match db.get_schedules(&query).await {
+        Ok((schedules, _)) => schedules,
+        Err(e) => {
+            tracing::warn!(error = %e, component = %id, "cannot read the schedules of an archived component");
+            return;
+        }
+    };
+    let aimed = schedules.into_iter().filter(|s| {
+        (s.target_type.as_deref() == Some(component_type) && s.target_id.as_deref() == Some(id))
+            || s.endpoint.trim_end_matches('/') == endpoint
+    });
+    for s in aimed {
+        let update = agno_core::ScheduleUpdate {
+            enabled: Some(false),
+            disabled_reason: Some(Some(format!("target_archived:{component_type}:{id}"))),
+            ..Default::default()
+        };
+        if let Err(e) = db.update_schedule(&s.id, None, &update).await {
+            tracing::warn!(error = %e, schedule = %s.id, "cannot disable a schedule of an archived component");
+        }
+    }
+}
+
 /// `GET /components`: a page of components, newest first.
 pub async fn list_components(
     Caller { state, principal }: Caller,
@@ -323,6 +353,7 @@ pub async fn delete_component(
     viewer.may_change(&c, "delete")?;
     db.archive_component(&id, expected, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
     serve_changes(&state).await;
+    disable_schedules_of(db, &c.component_type, &id).await;
     Ok(NoContent)
 }
 
