@@ -161,18 +161,7 @@ async fn call(
     body: Option<Value>,
     user: Option<&str>,
 ) -> Result<Value> {
-    let (status, text) = executor.request(&method, uri, body, user).await.map_err(anyhow::Error::msg)?;
-    let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    if !status.is_success() {
-        let detail = match &body["detail"] {
-            Value::String(s) => s.clone(),
-            Value::Array(items) => items.iter().filter_map(|i| i["msg"].as_str()).collect::<Vec<_>>().join("; "),
-            _ => body.to_string(),
-        };
-        let hint = if status == axum::http::StatusCode::NOT_FOUND { " (see `agno component list`)" } else { "" };
-        bail!("{detail}{hint}");
-    }
-    Ok(body)
+    crate::loopback::call(executor, method, uri, body, user, "agno component list").await
 }
 
 fn text(v: &Value) -> String {

@@ -6,6 +6,7 @@ mod component;
 mod db;
 mod eval;
 mod knowledge;
+mod loopback;
 mod queue;
 mod run;
 mod run_config;

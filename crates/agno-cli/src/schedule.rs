@@ -7,7 +7,7 @@ use agno_os::app::AgentOs;
 use agno_os::config::OsConfig;
 use agno_os::scheduler::Executor;
 use anyhow::{Context, Result, bail};
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use chrono::{TimeZone, Utc};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -144,18 +144,7 @@ async fn call(
     body: Option<Value>,
     user: Option<&str>,
 ) -> Result<Value> {
-    let (status, text) = executor.request(&method, uri, body, user).await.map_err(anyhow::Error::msg)?;
-    let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    if !status.is_success() {
-        let detail = match &body["detail"] {
-            Value::String(s) => s.clone(),
-            Value::Array(items) => items.iter().filter_map(|i| i["msg"].as_str()).collect::<Vec<_>>().join("; "),
-            _ => body.to_string(),
-        };
-        let hint = if status == StatusCode::NOT_FOUND { " (see `agno schedule list`)" } else { "" };
-        bail!("{detail}{hint}");
-    }
-    Ok(body)
+    crate::loopback::call(executor, method, uri, body, user, "agno schedule list").await
 }
 
 fn print_run(run: &Value) {

@@ -83,6 +83,12 @@ impl ComponentRecord {
         }
     }
 
+    /// Whether a reader scoped to `viewer` gets it: visible to them, and live unless
+    /// `include_deleted`.
+    pub fn readable(&self, viewer: Option<&str>, include_deleted: bool) -> bool {
+        self.visible_to(viewer) && (include_deleted || !self.archived())
+    }
+
     /// Whether a caller scoped to `owner` (none: unscoped) may change it: only its owner.
     pub fn writable_by(&self, owner: Option<&str>) -> bool {
         owner.is_none_or(|o| self.user_id.as_deref() == Some(o))

@@ -59,15 +59,6 @@ pub(crate) fn links_of(links: impl IntoIterator<Item = ComponentLink>, id: &str,
     mine
 }
 
-/// `component` as `viewer` may read it.
-pub(crate) fn readable_by(
-    component: Option<ComponentRecord>,
-    viewer: Option<&str>,
-    include_deleted: bool,
-) -> Option<ComponentRecord> {
-    component.filter(|c| c.visible_to(viewer) && (include_deleted || !c.archived()))
-}
-
 fn read_catalog(files: &dyn Docs) -> DbResult<Catalog> {
     let t = files.tables();
     Ok(Catalog::from_rows(
@@ -150,7 +141,7 @@ impl<B: DocBackend> ComponentStore for DocDb<B> {
         let (id, viewer) = (id.to_owned(), viewer.map(str::to_owned));
         self.read(move |files| {
             let all = records::<ComponentRecord>(&files.read(&files.tables().components)?);
-            Ok(readable_by(all.into_iter().find(|c| c.component_id == id), viewer.as_deref(), include_deleted))
+            Ok(all.into_iter().find(|c| c.component_id == id && c.readable(viewer.as_deref(), include_deleted)))
         })
         .await
     }

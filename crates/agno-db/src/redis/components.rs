@@ -18,7 +18,7 @@ use super::RedisDb;
 use super::cas::{Applied, Cas};
 use super::docs::{CAS_ATTEMPTS, too_busy};
 use crate::codec::to_json_text;
-use crate::doc::components::{configs_of, doc, links_of, page_components, readable_by};
+use crate::doc::components::{configs_of, doc, links_of, page_components};
 
 const COMPONENTS: &str = "components";
 const CONFIGS: &str = "component_configs";
@@ -102,8 +102,8 @@ impl ComponentStore for RedisDb {
         include_deleted: bool,
     ) -> DbResult<Option<ComponentRecord>> {
         let found = self.doc_at(COMPONENTS, id, "component").await?;
-        let component = found.and_then(|(_, d)| serde_json::from_value(Value::Object(d)).ok());
-        Ok(readable_by(component, viewer, include_deleted))
+        let component: Option<ComponentRecord> = found.and_then(|(_, d)| serde_json::from_value(Value::Object(d)).ok());
+        Ok(component.filter(|c| c.readable(viewer, include_deleted)))
     }
 
     async fn list_components(&self, query: &ComponentQuery) -> DbResult<(Vec<ComponentRecord>, u64)> {

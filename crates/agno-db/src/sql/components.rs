@@ -333,7 +333,7 @@ impl<A: SqlFamily> ComponentStore for SqlDb<A> {
             .build_sqlx(A::D::builder());
         let found = rows(db, select, &format!("cannot read component {id}")).await?;
         let component = found.first().map(component_from_row::<A::D>).transpose()?;
-        Ok(component.filter(|c| c.visible_to(viewer) && (include_deleted || !c.archived())))
+        Ok(component.filter(|c| c.readable(viewer, include_deleted)))
     }
 
     async fn list_components(&self, q: &ComponentQuery) -> DbResult<(Vec<ComponentRecord>, u64)> {

@@ -57,6 +57,17 @@ impl Paging {
         Ok(Self { limit, page, started: Instant::now() })
     }
 
+    /// 422 when `limit` is above `most`, as FastAPI answers a `le` bound.
+    pub(crate) fn at_most(self, most: usize) -> ApiResult<Self> {
+        if self.limit <= most {
+            return Ok(self);
+        }
+        Err(ApiError::unprocessable(format!("Input should be less than or equal to {most}"))
+            .with_type("less_than_equal")
+            .at("query", "limit")
+            .with_ctx(json!({"le": most})))
+    }
+
     /// `{"data": [...], "meta": {...}}` for `total` matching items.
     pub(crate) fn respond(&self, data: Vec<Value>, total: u64) -> Json<Value> {
         let limit = self.limit as u64;

@@ -142,13 +142,7 @@ pub async fn list_registry(Caller { state, .. }: Caller, Query(q): Query<Registr
             .with_input(json!(kind))
             .with_ctx(json!({"expected": expected})));
     }
-    let paging = Paging::new(q.limit, q.page)?;
-    if paging.limit > 100 {
-        return Err(ApiError::unprocessable("Input should be less than or equal to 100")
-            .with_type("less_than_equal")
-            .at("query", "limit")
-            .with_ctx(json!({"le": 100})));
-    }
+    let paging = Paging::new(q.limit, q.page)?.at_most(100)?;
     let mut all = entries(&state);
     let key = |e: &Value| {
         (e["type"].as_str().unwrap_or_default().to_owned(), e["name"].as_str().unwrap_or_default().to_owned())

@@ -225,13 +225,7 @@ pub async fn list_components(
     if let Some(t) = &q.component_type {
         check_component_type(t, "query")?;
     }
-    let paging = Paging::new(q.limit, q.page)?;
-    if paging.limit > 100 {
-        return Err(ApiError::unprocessable("Input should be less than or equal to 100")
-            .with_type("less_than_equal")
-            .at("query", "limit")
-            .with_ctx(json!({"le": 100})));
-    }
+    let paging = Paging::new(q.limit, q.page)?.at_most(100)?;
     let viewer = Viewer::of(&principal)?;
     let db = state.require_db()?;
     let query = ComponentQuery {

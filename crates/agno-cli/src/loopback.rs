@@ -1,0 +1,31 @@
+//! What the commands that go through the OS's own routes in process (`agno schedule`, `agno
+//! component`) share: one call, answered with its JSON or with the route's reason as the error.
+
+use agno_os::scheduler::Executor;
+use anyhow::{Result, bail};
+use axum::http::{Method, StatusCode};
+use serde_json::Value;
+
+/// Calls `method uri` with `body` as `user`; the answer's JSON, or an error with the route's
+/// `detail` (a 404 adds `hint`, the command that lists what exists).
+pub(crate) async fn call(
+    executor: &Executor,
+    method: Method,
+    uri: &str,
+    body: Option<Value>,
+    user: Option<&str>,
+    hint: &str,
+) -> Result<Value> {
+    let (status, text) = executor.request(&method, uri, body, user).await.map_err(anyhow::Error::msg)?;
+    let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    if !status.is_success() {
+        let detail = match &body["detail"] {
+            Value::String(s) => s.clone(),
+            Value::Array(items) => items.iter().filter_map(|i| i["msg"].as_str()).collect::<Vec<_>>().join("; "),
+            _ => body.to_string(),
+        };
+        let hint = if status == StatusCode::NOT_FOUND { format!(" (see `{hint}`)") } else { String::new() };
+        bail!("{detail}{hint}");
+    }
+    Ok(body)
+}
