@@ -102,6 +102,7 @@ impl AgentOs {
                     knowledge: Arc::new(knowledge.clone()),
                     tracing: tracing.clone(),
                     configured: Arc::clone(&agents),
+                    configured_teams: Arc::new(teams.clone()),
                     reserved,
                 };
                 let published = Arc::new(crate::published::Published::new(context));

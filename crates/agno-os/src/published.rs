@@ -19,7 +19,7 @@ use agno_core::{ComponentQuery, ComponentRecord, ConfigChoice, Db, DbResult};
 use agno_runtime::team::Team;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::stored::{agent_spec, team_spec};
+use crate::config::stored::{agent_spec, team_spec, workflow_spec};
 use crate::state::ServedAgent;
 
 /// An agent served from the catalog.
@@ -44,6 +44,17 @@ pub struct PublishedTeam {
     pub team: Team,
 }
 
+/// A workflow served from the catalog.
+#[derive(Debug, Clone)]
+pub struct PublishedWorkflow {
+    /// The version served.
+    pub version: i64,
+    /// The component's row.
+    pub record: ComponentRecord,
+    /// The built workflow.
+    pub workflow: agno_runtime::workflow::Workflow,
+}
+
 /// What one replica serves from the catalog, as of its last refresh.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -51,6 +62,8 @@ pub struct Snapshot {
     pub agents: BTreeMap<String, PublishedAgent>,
     /// Teams by id.
     pub teams: BTreeMap<String, PublishedTeam>,
+    /// Workflows by id.
+    pub workflows: BTreeMap<String, PublishedWorkflow>,
     /// What the catalog's listing said (id, current version, last change) when this was built.
     seen: Vec<(String, Option<i64>, Option<i64>)>,
 }
@@ -67,6 +80,8 @@ pub struct BuildContext {
     pub tracing: Option<agno_runtime::Tracing>,
     /// The agents of `agentos.toml`.
     pub configured: Arc<Vec<ServedAgent>>,
+    /// The teams of `agentos.toml` (workflow steps may name them).
+    pub configured_teams: Arc<Vec<Team>>,
     /// The ids `agentos.toml` serves (agents, teams, workflows): the catalog's are not served
     /// under them.
     pub reserved: Vec<String>,
@@ -119,6 +134,11 @@ impl Published {
     /// The published team `id`.
     pub fn team(&self, id: &str) -> Option<PublishedTeam> {
         self.snapshot().teams.get(id).cloned()
+    }
+
+    /// The published workflow `id`.
+    pub fn workflow(&self, id: &str) -> Option<PublishedWorkflow> {
+        self.snapshot().workflows.get(id).cloned()
     }
 
     /// Agent `id` at `version`: the one served when it is that version, else built (and kept).
@@ -217,6 +237,25 @@ impl Published {
                 }
             }
         }
+        for c in live.iter().filter(|c| c.component_type == "workflow") {
+            let Some(version) = c.current_version else { continue };
+            if let Some(w) = before.workflows.get(&c.component_id).filter(|w| w.version == version) {
+                next.workflows.insert(c.component_id.clone(), PublishedWorkflow { record: c.clone(), ..w.clone() });
+                continue;
+            }
+            match self.workflow_at(c, version, &next, &mut versions).await {
+                Ok(workflow) => {
+                    let w = PublishedWorkflow { version, record: c.clone(), workflow };
+                    next.workflows.insert(c.component_id.clone(), w);
+                }
+                Err(message) => {
+                    tracing::warn!(workflow = %c.component_id, version, %message, "cannot build a published workflow; the version served before stays served");
+                    if let Some(old) = before.workflows.get(&c.component_id) {
+                        next.workflows.insert(c.component_id.clone(), old.clone());
+                    }
+                }
+            }
+        }
         let published = Arc::new(next);
         match self.snapshot.write() {
             Ok(mut s) => *s = published,
@@ -287,6 +326,74 @@ impl Published {
             crate::build::team::build_teams(std::slice::from_ref(&spec), &members, Some(&ctx.db), ctx.tracing.as_ref())
                 .map_err(|e| e.to_string())?;
         teams.into_iter().next().ok_or_else(|| "the team was not built".to_owned())
+    }
+}
+
+impl Published {
+    /// Workflow `c` built at `version`: its steps' agents at the versions its links pin (else the
+    /// ones served), its teams the configuration's or the catalog's (`next`, being built).
+    async fn workflow_at(
+        &self,
+        c: &ComponentRecord,
+        version: i64,
+        next: &Snapshot,
+        versions: &mut BTreeMap<(String, i64), ServedAgent>,
+    ) -> Result<agno_runtime::workflow::Workflow, String> {
+        let ctx = &self.context;
+        let id = &c.component_id;
+        let configs = ctx.db.component_configs(id, false).await.map_err(|e| e.to_string())?;
+        let config = ConfigChoice::Version(version).pick(&configs, None).ok_or("the version is not stored")?;
+        let spec = workflow_spec(id, &config.config).map_err(|e| e.to_string())?;
+        let links = ctx.db.component_links(id, version).await.map_err(|e| e.to_string())?;
+        let mut agents: Vec<ServedAgent> = ctx.configured.as_ref().clone();
+        let mut teams: Vec<Team> = ctx.configured_teams.as_ref().clone();
+        for link in &links {
+            let Some(pinned) = link.child_version else { continue };
+            let child = &link.child_component_id;
+            match link.link_kind.as_str() {
+                "step_agent" if !agents.iter().any(|a| a.agent.id() == child) => {
+                    let key = (child.clone(), pinned);
+                    let agent = match versions.get(&key) {
+                        Some(a) => a.clone(),
+                        None => self
+                            .agent_at(child, pinned)
+                            .await
+                            .map_err(|e| format!("step agent {child} v{pinned}: {e}"))?,
+                    };
+                    versions.insert(key, agent.clone());
+                    agents.push(agent);
+                }
+                "step_team" if !teams.iter().any(|t| t.id() == child) => {
+                    let team = self
+                        .team_version(child, pinned)
+                        .await
+                        .ok_or_else(|| format!("step team {child} v{pinned} cannot be built"))?;
+                    teams.push(team);
+                }
+                _ => {}
+            }
+        }
+        // Steps naming a catalog component that is not pinned (published after this version)
+        // run the version served now.
+        for (child, a) in &next.agents {
+            if !agents.iter().any(|x| x.agent.id() == child) {
+                agents.push(a.served.clone());
+            }
+        }
+        for (child, t) in &next.teams {
+            if !teams.iter().any(|x| x.id() == child) {
+                teams.push(t.team.clone());
+            }
+        }
+        let built = crate::build::workflow::build_workflows(
+            std::slice::from_ref(&spec),
+            &agents,
+            &teams,
+            Some(Arc::clone(&ctx.db)),
+            ctx.tracing.as_ref(),
+        )
+        .map_err(|e| e.to_string())?;
+        built.into_iter().next().ok_or_else(|| "the workflow was not built".to_owned())
     }
 }
 

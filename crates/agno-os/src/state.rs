@@ -104,6 +104,11 @@ impl AppState {
         self.team(id).cloned().or_else(|| self.published.as_ref()?.team(id).map(|t| t.team))
     }
 
+    /// The workflow with this id, from the configuration or else the catalog.
+    pub fn any_workflow(&self, id: &str) -> Option<agno_runtime::workflow::Workflow> {
+        self.workflow(id).cloned().or_else(|| self.published.as_ref()?.workflow(id).map(|w| w.workflow))
+    }
+
     /// The version served of catalog component `id` of `kind` (none: not one, or the
     /// configuration's).
     pub fn published_version(&self, kind: agno_core::ComponentKind, id: &str) -> Option<i64> {
@@ -111,6 +116,9 @@ impl AppState {
         match kind {
             agno_core::ComponentKind::Agent if self.agent(id).is_none() => published.agent(id).map(|a| a.version),
             agno_core::ComponentKind::Team if self.team(id).is_none() => published.team(id).map(|t| t.version),
+            agno_core::ComponentKind::Workflow if self.workflow(id).is_none() => {
+                published.workflow(id).map(|w| w.version)
+            }
             _ => None,
         }
     }
@@ -184,8 +192,8 @@ impl crate::queue::Served for AppState {
             }
         })
     }
-    fn workflow_of(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow> {
-        self.workflow(id)
+    fn workflow_of(&self, id: &str) -> Option<agno_runtime::workflow::Workflow> {
+        self.any_workflow(id)
     }
     fn knowledge_of(&self, name: &str) -> Option<&Arc<agno_knowledge::Knowledge>> {
         self.knowledge.iter().find(|k| k.name() == name)

@@ -496,6 +496,31 @@ async fn a_published_agent_and_team_are_served_run_and_follow_a_rollback() {
     let run = os.post_form("/teams/crew/runs", &[("message", "hi"), ("stream", "false")], None).await;
     assert_eq!((run.status, &run.body["status"]), (200, &json!("COMPLETED")), "{}", run.body);
 
+    // A workflow over the published agent (Agno's step dicts) is served and runs.
+    let flow = json!({"name": "Flow", "component_id": "flow", "component_type": "workflow", "stage": "published",
+                      "config": {"name": "Flow", "steps": [{"type": "Step", "name": "triage", "agent_id": "helper"},
+                                                           {"type": "Step", "name": "check", "agent_id": "code-agent"}]}});
+    let r = os.post_json("/components", &flow, None).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let listed = os.get("/workflows", None).await.body;
+    let mine = listed.as_array().unwrap().iter().find(|w| w["id"] == "flow").cloned().expect("listed");
+    assert_eq!((&mine["is_component"], &mine["current_version"]), (&json!(true), &json!(1)));
+    let run = os.post_form("/workflows/flow/runs", &[("message", "hi"), ("stream", "false")], None).await;
+    assert_eq!((run.status, &run.body["status"]), (200, &json!("COMPLETED")), "{}", run.body);
+    let ghost = json!({"name": "G", "component_type": "workflow", "stage": "published",
+                       "config": {"steps": [{"type": "Step", "name": "s", "agent_id": "ghost"}]}});
+    let r = os.post_json("/components", &ghost, None).await;
+    assert_eq!(
+        (r.status, detail(&r.body)),
+        (
+            422,
+            "Cannot publish this config: config.steps[0]: agent \"ghost\" is neither served here nor a component"
+                .to_owned()
+        )
+    );
+    assert_eq!(os.delete("/components/flow", None).await.status, 204);
+    assert_eq!(os.get("/workflows/flow", None).await.status, 404);
+
     // A schedule of the agent (another user's too) is disabled when the agent is archived.
     let schedule = json!({"name": "nightly", "cron_expr": "0 3 * * *", "endpoint": "/agents/helper/runs", "method": "POST",
                           "payload": {"message": "hi"}, "user_id": "ann"});

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{AgentSpec, TeamSpec};
+use super::{AgentSpec, TeamSpec, WorkflowSpec};
 
 /// A stored config that does not describe a component this OS can build.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -156,6 +156,54 @@ fn members(value: &Value) -> Result<Value, StoredConfigError> {
         .map(Value::Array)
 }
 
+/// Keys of Agno's step dicts that change nothing agno-rs runs differently.
+const STEP_IGNORED: [&str; 2] = ["step_id", "strict_input_validation"];
+
+/// Agno's step dict (or `agentos.toml`'s step table) as a step table, at `at` (`steps[1]`).
+fn step(value: &Value, at: &str) -> Result<Value, StoredConfigError> {
+    let Value::Object(s) = value else { return Err(error(at, "must be a step table")) };
+    let mut out = Map::new();
+    for (key, v) in s {
+        if STEP_IGNORED.contains(&key.as_str()) || v.is_null() {
+            continue;
+        }
+        let (key, v) = match key.as_str() {
+            "type" => match v.as_str().map(str::to_ascii_lowercase).as_deref() {
+                Some("step") => continue,
+                Some(kind) => ("type".to_owned(), Value::String(kind.to_owned())),
+                None => return Err(error(format!("{at}.type"), "must be a step type")),
+            },
+            "agent_id" => ("agent".to_owned(), v.clone()),
+            "team_id" => ("team".to_owned(), v.clone()),
+            "workflow_id" => ("workflow".to_owned(), v.clone()),
+            "steps" | "else_steps" | "choices" => {
+                let Value::Array(items) = v else { return Err(error(format!("{at}.{key}"), "must be a list")) };
+                let inner = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| step(item, &format!("{at}.{key}[{i}]")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let key = if key == "choices" { "steps" } else { key.as_str() };
+                (key.to_owned(), Value::Array(inner))
+            }
+            // A condition's evaluator: a CEL expression or a constant (a Python function cannot run here).
+            "evaluator" => match v {
+                Value::String(cel) if s.get("evaluator_type").and_then(Value::as_str) != Some("function") => {
+                    ("condition".to_owned(), Value::String(cel.clone()))
+                }
+                Value::Bool(b) => ("condition".to_owned(), Value::String(b.to_string())),
+                _ => {
+                    return Err(error(format!("{at}.evaluator"), "is a Python function; this OS runs CEL expressions"));
+                }
+            },
+            "evaluator_type" => continue,
+            _ => (key.clone(), v.clone()),
+        };
+        out.insert(key, v);
+    }
+    Ok(Value::Object(out))
+}
+
 /// `t` read as `T`, an error naming the field that does not fit.
 fn read<T: serde::de::DeserializeOwned>(t: Map<String, Value>) -> Result<T, StoredConfigError> {
     serde_path_to_error::deserialize(Value::Object(t)).map_err(|e| {
@@ -191,6 +239,25 @@ pub fn team_spec(id: &str, config: &Map<String, Value>) -> Result<TeamSpec, Stor
         return Err(error("model", "is required (the team leader's model)"));
     }
     t.entry("members").or_insert_with(|| Value::Array(Vec::new()));
+    read(t)
+}
+
+/// The `[[workflows]]` table workflow `id`'s stored `config` is.
+///
+/// # Errors
+/// The field that does not describe a workflow this OS can build.
+pub fn workflow_spec(id: &str, config: &Map<String, Value>) -> Result<WorkflowSpec, StoredConfigError> {
+    let mut t = table(id, config)?;
+    if let Some(steps) = t.remove("steps") {
+        let Value::Array(items) = steps else { return Err(error("steps", "must be a list")) };
+        let steps =
+            items.iter().enumerate().map(|(i, s)| step(s, &format!("steps[{i}]"))).collect::<Result<Vec<_>, _>>()?;
+        t.insert("steps".into(), Value::Array(steps));
+    }
+    // Agno's workflow keys that change nothing here.
+    for key in ["stream_executor_events", "store_executor_outputs", "add_workflow_history_to_steps"] {
+        t.remove(key);
+    }
     read(t)
 }
 
@@ -248,5 +315,34 @@ mod tests {
                 .unwrap();
         assert_eq!(team.members, ["a", "b"]);
         assert_eq!(team_spec("t", &object(json!({"members": []}))).unwrap_err().field, "model");
+    }
+
+    #[test]
+    fn agnos_workflow_steps_are_read_as_agentos_toml_steps() {
+        let wf = workflow_spec(
+            "w",
+            &object(json!({"name": "Flow", "steps": [
+                {"type": "Step", "name": "triage", "step_id": "s1", "agent_id": "a"},
+                {"type": "Condition", "name": "c", "evaluator": "input.contains(\"x\")", "evaluator_type": "cel",
+                 "steps": [{"name": "yes", "team_id": "t"}], "else_steps": [{"name": "no", "agent_id": "a"}]},
+                {"type": "Router", "name": "r", "choices": [{"name": "one", "workflow_id": "w2"}]}
+            ]})),
+        )
+        .unwrap();
+        assert_eq!(wf.steps[0].agent.as_deref(), Some("a"));
+        assert_eq!(
+            (wf.steps[1].kind.as_deref(), wf.steps[1].condition.as_deref()),
+            (Some("condition"), Some("input.contains(\"x\")"))
+        );
+        assert_eq!(wf.steps[1].steps[0].team.as_deref(), Some("t"));
+        assert_eq!(wf.steps[1].else_steps[0].name, "no");
+        assert_eq!(wf.steps[2].steps[0].workflow.as_deref(), Some("w2"));
+        let err = workflow_spec(
+            "w",
+            &object(
+                json!({"steps": [{"type": "Condition", "name": "c", "evaluator": "is_urgent", "evaluator_type": "function"}]}),
+            ),
+        );
+        assert_eq!(err.unwrap_err().field, "steps[0].evaluator");
     }
 }

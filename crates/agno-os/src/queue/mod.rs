@@ -182,7 +182,7 @@ pub trait Served: Send + Sync + 'static {
         version: i64,
     ) -> futures::future::BoxFuture<'a, Option<agno_runtime::team::Team>>;
     /// The workflow `id`, served here.
-    fn workflow_of(&self, id: &str) -> Option<&agno_runtime::workflow::Workflow>;
+    fn workflow_of(&self, id: &str) -> Option<agno_runtime::workflow::Workflow>;
     /// The knowledge base `name`, served here.
     fn knowledge_of(&self, name: &str) -> Option<&Arc<agno_knowledge::Knowledge>>;
     /// The names of the knowledge bases served here.

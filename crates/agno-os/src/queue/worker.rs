@@ -179,7 +179,7 @@ pub(super) async fn attempt(state: &dyn Served, queue: &Queue, job: &Job, work: 
             }
         }
         ComponentKind::Workflow => match state.workflow_of(id) {
-            Some(wf) => Some(attempt_by(state, queue, job, wf, work, durable).await),
+            Some(wf) => Some(attempt_by(state, queue, job, &wf, work, durable).await),
             None => None,
         },
     };

@@ -122,13 +122,18 @@ impl Kind for Workflows {
     type Runner = Workflow;
 
     fn runner(state: &AppState, id: &str) -> Option<Workflow> {
-        state.workflow(id).cloned()
+        state.any_workflow(id)
     }
     fn ids(state: &AppState) -> Vec<String> {
-        state.workflows.iter().map(|w| w.id().to_owned()).collect()
+        let configured = state.workflows.iter().map(|w| w.id().to_owned());
+        configured.chain(state.published_now().workflows.keys().cloned()).collect()
     }
     fn describe(state: &AppState, id: &str) -> Option<Value> {
-        state.workflow(id).map(|wf| workflow_json(state, wf))
+        if let Some(wf) = state.workflow(id) {
+            return Some(workflow_json(state, wf));
+        }
+        let published = state.published.as_ref()?.workflow(id)?;
+        Some(super::component::from_catalog(workflow_json(state, &published.workflow), published.version))
     }
     // Agno lists workflows as summaries.
     fn listed(state: &AppState, id: &str) -> Option<Value> {
@@ -136,16 +141,22 @@ impl Kind for Workflows {
     }
     // Agno's `WorkflowSummaryResponse` (its nulls kept).
     fn summarise(state: &AppState, id: &str) -> Option<Value> {
-        let wf = state.workflow(id)?;
-        Some(json!({
+        let published = state.workflow(id).is_none().then(|| state.published.as_ref()?.workflow(id)).flatten();
+        let wf = &state.any_workflow(id)?;
+        let mut summary = json!({
             "id": wf.id(),
             "name": wf.name(),
             "description": wf.description(),
             "db_id": wf.db().map(|_| &*state.db_id),
             "is_factory": false,
-            "is_component": false,
+            "is_component": published.is_some(),
             "sandboxed": false,
-        }))
+        });
+        if let Some(p) = published {
+            summary["current_version"] = json!(p.version);
+            summary["stage"] = json!("published");
+        }
+        Some(summary)
     }
     // The answers go into the run's journal.
     async fn answer(

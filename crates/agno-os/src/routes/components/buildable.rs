@@ -7,7 +7,8 @@
 use serde_json::{Map, Value};
 
 use crate::config::ModelSpec;
-use crate::config::stored::{agent_spec, team_spec};
+use crate::config::StepSpec;
+use crate::config::stored::{agent_spec, team_spec, workflow_spec};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -15,8 +16,27 @@ fn refused(message: impl std::fmt::Display) -> ApiError {
     ApiError::unprocessable_plain(format!("Cannot publish this config: {message}"))
 }
 
+/// Every (field, kind, id) a workflow's steps name, depth first.
+fn named(steps: &[StepSpec], at: &str, out: &mut Vec<(String, &'static str, String)>) {
+    for (i, s) in steps.iter().enumerate() {
+        let here = format!("{at}[{i}]");
+        for (kind, id) in [("agent", &s.agent), ("team", &s.team), ("workflow", &s.workflow)] {
+            if let Some(id) = id {
+                out.push((here.clone(), kind, id.clone()));
+            }
+        }
+        named(&s.steps, &format!("{here}.steps"), out);
+        named(&s.else_steps, &format!("{here}.else_steps"), out);
+    }
+}
+
 /// 422 unless `config` of a `component_type` component `id` builds here.
-pub(crate) fn check(state: &AppState, component_type: &str, id: &str, config: &Map<String, Value>) -> ApiResult<()> {
+pub(crate) async fn check(
+    state: &AppState,
+    component_type: &str,
+    id: &str,
+    config: &Map<String, Value>,
+) -> ApiResult<()> {
     match component_type {
         "agent" => {
             let mut spec = agent_spec(id, config).map_err(refused)?;
@@ -44,8 +64,29 @@ pub(crate) fn check(state: &AppState, component_type: &str, id: &str, config: &M
             }
             Ok(())
         }
-        // A workflow's steps are checked when its links are derived (every step's agent, team or
-        // workflow must exist); its options are read when it is served.
+        // A workflow's steps must name what this OS serves or the catalog holds.
+        "workflow" => {
+            let spec = workflow_spec(id, config).map_err(refused)?;
+            let mut names = Vec::new();
+            named(&spec.steps, "config.steps", &mut names);
+            for (field, kind, child) in names {
+                let served = match kind {
+                    "agent" => state.agent(&child).is_some(),
+                    "team" => state.team(&child).is_some(),
+                    _ => state.workflow(&child).is_some(),
+                };
+                let stored = match &state.db {
+                    Some(db) if !served => {
+                        db.get_component(&child, None, false).await?.is_some_and(|c| c.component_type == kind)
+                    }
+                    _ => false,
+                };
+                if !served && !stored {
+                    return Err(refused(format!("{field}: {kind} {child:?} is neither served here nor a component")));
+                }
+            }
+            Ok(())
+        }
         _ => Ok(()),
     }
 }

@@ -260,7 +260,7 @@ pub async fn create_component(
     let config = stored_config(body.config.unwrap_or_default());
     let stage = body.stage.unwrap_or_else(|| "draft".to_owned());
     if stage == "published" {
-        buildable::check(&state, &body.component_type, &id, &config)?;
+        buildable::check(&state, &body.component_type, &id, &config).await?;
     }
     let target = links::Target { component_type: &body.component_type, id: &id, name: &body.name };
     let links = links::derive(&state, db, &target, &config, viewer.scope()).await?;
@@ -431,7 +431,7 @@ pub async fn create_config(
     let config = stored_config(body.config);
     let stage = body.stage.unwrap_or_else(|| "draft".to_owned());
     if stage == "published" {
-        buildable::check(&state, &c.component_type, &id, &config)?;
+        buildable::check(&state, &c.component_type, &id, &config).await?;
     }
     let links = write_links(&state, db, &c, body.links.as_deref(), Some(&config), &viewer).await?;
     let write = ConfigWrite {
@@ -472,7 +472,7 @@ pub async fn update_config(
         };
         // A version that does not exist is the store's to refuse.
         if let Some(stored) = stored {
-            buildable::check(&state, &c.component_type, &id, &stored)?;
+            buildable::check(&state, &c.component_type, &id, &stored).await?;
         }
     }
     let links = write_links(&state, db, &c, body.links.as_deref(), config.as_ref(), &viewer).await?;
