@@ -2,8 +2,8 @@
 //! then a new version), list, read a version, roll back; a config that does not build and another
 //! user's write are refused with the route's reason and a failing exit, nothing changed. A
 //! second process (`agno serve` on the same file) reads what the CLI published. Two replicas on
-//! one PostgreSQL: what one publishes or rolls back, the other serves within its poll interval
-//! (the delay is printed).
+//! one database: what one publishes or rolls back, the other serves, told by PostgreSQL's
+//! notifications or by its poll on SQLite (the delays are printed).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
@@ -103,16 +103,29 @@ async fn served_within(port: u16, path: &str, field: &str, want: &Value, since: 
     }
 }
 
+/// On PostgreSQL the replicas hear of each other's catalog writes (`LISTEN`): the poll is set to
+/// a minute, so only the notification can make the other replica serve within the deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_on_postgres_serve_what_either_publishes_and_rolls_back() {
     let Some(schema) = postgres_schema("components") else { return };
-    let dir = scratch_dir("component-replicas");
+    replicas_follow_each_other(&schema.url, 60_000, "component-replicas-pg").await;
+}
+
+/// On one SQLite file (two processes) the replicas poll the catalog.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_on_one_sqlite_file_serve_what_either_publishes_and_rolls_back() {
+    let dir = scratch_dir("component-replicas-sqlite-db");
+    replicas_follow_each_other(&format!("sqlite://{}", dir.join("os.db").display()), 200, "component-replicas-sqlite")
+        .await;
+}
+
+async fn replicas_follow_each_other(db_url: &str, poll_ms: u64, tag: &str) {
+    let dir = scratch_dir(tag);
     let config = dir.join("agentos.toml");
     std::fs::write(
         &config,
         format!(
-            "[db]\nurl = \"{}\"\n[components]\npoll_interval_ms = 200\n[[agents]]\nid = \"code-agent\"\nmodel = \"test\"\n",
-            schema.url
+            "[db]\nurl = \"{db_url}\"\n[components]\npoll_interval_ms = {poll_ms}\n[[agents]]\nid = \"code-agent\"\nmodel = \"test\"\n"
         ),
     )
     .unwrap();
@@ -157,7 +170,7 @@ async fn two_replicas_on_postgres_serve_what_either_publishes_and_rolls_back() {
     assert_eq!(post(a, "/components/helper/configs/1/set-current", json!({})).await.0, 200);
     let rollback = served_within(b, "/agents/helper", "name", &json!("Helper"), since).await;
     eprintln!(
-        "publish -> served on the other replica (poll 200 ms): first {} ms, new version {} ms, rollback {} ms",
+        "publish -> served on the other replica ({db_url:.10}.., poll {poll_ms} ms): first {} ms, new version {} ms, rollback {} ms",
         published.as_millis(),
         second.as_millis(),
         rollback.as_millis()

@@ -1,12 +1,13 @@
-//! The agents and teams published in the database's catalog (`/components`), built with the same
-//! builders as `agentos.toml`'s and served beside them: in `/agents`, `/teams`, `/config`, their
-//! run routes, the queue's workers and the interfaces. What is served is the component's current
-//! (published) version; a team's members are built at the versions its version pins.
+//! The agents, teams and workflows published in the database's catalog (`/components`), built
+//! with the same builders as `agentos.toml`'s and served beside them: in `/agents`, `/teams`,
+//! `/workflows`, `/config`, their run routes, the queue's workers and the interfaces. What is
+//! served is the component's current (published) version; a team's members and a workflow's step
+//! agents and teams are built at the versions its version pins.
 //!
 //! Every replica keeps its own [`Snapshot`] and refreshes it when the catalog changes: after each
-//! catalog write it answers, and by polling the catalog's listing (`[components]
-//! poll_interval_ms`), so a component published or rolled back through one replica is served by
-//! every replica within the poll interval, without restart. A refresh rebuilds only what changed;
+//! catalog write it answers, when PostgreSQL announces another replica's write (`LISTEN`), and by
+//! polling the catalog's listing (`[components] poll_interval_ms`), so a component published or
+//! rolled back through one replica is served by every replica without restart. A refresh rebuilds only what changed;
 //! a version that fails to build (a key its config names went missing, a member archived) is
 //! logged and the version served before stays served. A component `agentos.toml` also defines
 //! is the configuration's (the catalog's is not served under that id).
@@ -397,12 +398,33 @@ impl Published {
     }
 }
 
-/// Refreshes `published` every `every` until `stop` (a replica's view of what others publish).
-pub(crate) async fn poll(published: Arc<Published>, every: Duration, stop: CancellationToken) {
+/// Refreshes `published` when the database announces a catalog write (PostgreSQL) and every
+/// `every` in any case, until `stop`: a replica's view of what others publish.
+pub(crate) async fn follow(published: Arc<Published>, every: Duration, stop: CancellationToken) {
+    use futures::StreamExt;
+    let mut announced = match published.context.db.catalog_changes().await {
+        Ok(stream) => stream,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for catalog writes; polling the catalog only");
+            None
+        }
+    };
     loop {
+        let heard = async {
+            match announced.as_mut() {
+                Some(stream) => stream.next().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(every) => {}
+            change = heard => {
+                if change.is_none() {
+                    // The subscription ended: polling alone from now on.
+                    announced = None;
+                }
+            }
         }
         if let Err(e) = published.refresh().await {
             tracing::warn!(error = %e, "cannot read the component catalog; serving what was published before");

@@ -446,6 +446,16 @@ pub trait ComponentStore: Send + Sync {
     /// A [`crate::DbError`].
     async fn component_links(&self, id: &str, version: i64) -> crate::DbResult<Vec<ComponentLink>>;
 
+    /// Push notifications of catalog writes (the id each write was about), for stores that have
+    /// them (PostgreSQL `LISTEN`): a hint to read the catalog again, sent when the write commits.
+    /// `None`: readers rely on polling.
+    ///
+    /// # Errors
+    /// A [`crate::DbError`] when the subscription cannot be made.
+    async fn catalog_changes(&self) -> crate::DbResult<Option<futures::stream::BoxStream<'static, String>>> {
+        Ok(None)
+    }
+
     /// Creates a component with its config version 1 (and that version's links); a `published`
     /// version 1 is current at once.
     ///

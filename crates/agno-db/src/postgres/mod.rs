@@ -228,6 +228,14 @@ impl PostgresDb {
 }
 
 impl PostgresState {
+    /// The channel catalog writes are announced on: `<schema>_agno_catalog`, at most 63 bytes.
+    pub(crate) fn catalog_channel(&self) -> String {
+        let mut channel = format!("{}_agno_catalog", self.schema);
+        // Schema names are validated ASCII identifiers: any byte is a character boundary.
+        channel.truncate(63);
+        channel
+    }
+
     /// `"schema".table`, for SQL text. Both parts are validated identifiers.
     pub(crate) fn qualified(&self, table: &str) -> String {
         format!("\"{}\".\"{table}\"", self.schema)
@@ -277,6 +285,21 @@ impl crate::sql::SqlAdapter for PostgresState {
     fn catalog_lock(&self) -> Option<(String, sea_query_sqlx::SqlxValues)> {
         let key = self.qualified(&self.tables.components);
         Some(("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))".to_owned(), crate::sql::catalog_values([&key])))
+    }
+    fn catalog_notice(&self, target: &str) -> Option<(String, sea_query_sqlx::SqlxValues)> {
+        let channel = self.catalog_channel();
+        Some(("SELECT pg_notify($1, $2)".to_owned(), crate::sql::catalog_values([&channel, target])))
+    }
+    async fn catalog_listen(&self) -> DbResult<Option<futures::stream::BoxStream<'static, String>>> {
+        use futures::StreamExt;
+        let channel = self.catalog_channel();
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .map_err(|e| db_error("cannot listen for catalog notifications", e))?;
+        listener.listen(&channel).await.map_err(|e| db_error(&format!("cannot LISTEN on {channel}"), e))?;
+        // The listener reconnects by itself; a delivery error is skipped (polling covers the gap).
+        let stream = listener.into_stream().filter_map(|n| async move { Some(n.ok()?.payload().to_owned()) });
+        Ok(Some(stream.boxed()))
     }
     fn notice(&self, notice: crate::sql::job_transitions::Notice<'_>) -> Option<(String, sea_query_sqlx::SqlxValues)> {
         let (channel, payload) = self.notice_of(notice);

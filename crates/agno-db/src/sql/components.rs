@@ -292,7 +292,15 @@ async fn attempt<A: SqlAdapter>(db: &A, target: &str, plan: &CatalogPlan) -> DbR
         Err(e) => return tx.end(Err(e), "cannot read the catalog").await,
     };
     let outcome = match plan(&catalog) {
-        Ok((change, written)) => apply(db, &mut tx, &change).await.map(|()| written),
+        Ok((change, written)) => match apply(db, &mut tx, &change).await {
+            Ok(()) => match db.catalog_notice(target) {
+                Some(notice) => {
+                    tx.changed(notice, "cannot announce a catalog write").await.map(|_| written).map_err(Into::into)
+                }
+                None => Ok(written),
+            },
+            Err(e) => Err(e),
+        },
         Err(refusal) => Err(refusal),
     };
     match outcome {
@@ -376,6 +384,10 @@ impl<A: SqlFamily> ComponentStore for SqlDb<A> {
         }
         let found = rows(db, select.build_sqlx(A::D::builder()), &format!("cannot read the configs of {id}")).await?;
         Ok(readable::<A::D, _>(&found, "component config", "component_id", config_from_row::<A::D>))
+    }
+
+    async fn catalog_changes(&self) -> DbResult<Option<futures::stream::BoxStream<'static, String>>> {
+        self.0.catalog_listen().await
     }
 
     async fn component_links(&self, id: &str, version: i64) -> DbResult<Vec<ComponentLink>> {

@@ -142,6 +142,20 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
         None
     }
 
+    /// The statement a catalog write about `target` ends with so that every replica hears of it
+    /// when it commits (PostgreSQL's `pg_notify`); none where there are no notifications.
+    fn catalog_notice(&self, _target: &str) -> Option<(String, sea_query_sqlx::SqlxValues)> {
+        None
+    }
+
+    /// The catalog notifications (see `ComponentStore::catalog_changes`); none by default.
+    ///
+    /// # Errors
+    /// The subscription cannot be made.
+    async fn catalog_listen(&self) -> DbResult<Option<futures::stream::BoxStream<'static, String>>> {
+        Ok(None)
+    }
+
     /// Whether the run facts table (each run's model, written beside it) exists.
     fn has_run_facts(&self) -> bool {
         false

@@ -107,7 +107,7 @@ pub async fn serve(
         .map(|q| crate::queue::start(std::sync::Arc::new(os.state.clone()), q, stop_claiming.clone()));
     if let Some(published) = os.state.published.clone() {
         let every = std::time::Duration::from_millis(os.state.components.poll_interval_ms.max(10));
-        tokio::spawn(crate::published::poll(published, every, os.state.stopping.clone()));
+        tokio::spawn(crate::published::follow(published, every, os.state.stopping.clone()));
     }
     if let (Some(keep), Some(db)) = (os.state.trace_retention, os.state.db.clone()) {
         tokio::spawn(crate::trace_retention::run(db, keep, os.state.stopping.clone()));
