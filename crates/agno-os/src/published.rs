@@ -265,15 +265,30 @@ impl Published {
         Ok(true)
     }
 
+    /// The stored config of `id` at `version`, with the version's links when `links`.
+    async fn stored(
+        &self,
+        id: &str,
+        version: i64,
+        links: bool,
+    ) -> Result<(serde_json::Map<String, serde_json::Value>, Vec<agno_core::ComponentLink>), String> {
+        let db = &self.context.db;
+        let configs = db.component_configs(id, false).await.map_err(|e| e.to_string())?;
+        let config = ConfigChoice::Version(version)
+            .pick(&configs, None)
+            .ok_or_else(|| format!("version {version} is not stored"))?
+            .config
+            .clone();
+        let links = if links { db.component_links(id, version).await.map_err(|e| e.to_string())? } else { Vec::new() };
+        Ok((config, links))
+    }
+
     /// Agent `id` built at `version` (a published one).
     async fn agent_at(&self, id: &str, version: i64) -> Result<ServedAgent, String> {
         let ctx = &self.context;
         let result = async {
-            let configs = ctx.db.component_configs(id, false).await.map_err(|e| e.to_string())?;
-            let config = ConfigChoice::Version(version)
-                .pick(&configs, None)
-                .ok_or_else(|| format!("version {version} is not stored"))?;
-            let spec = agent_spec(id, &config.config).map_err(|e| e.to_string())?;
+            let (config, _) = self.stored(id, version, false).await?;
+            let spec = agent_spec(id, &config).map_err(|e| e.to_string())?;
             let mcp = crate::build::mcp::McpToolkits::default();
             crate::build::build_agent(&spec, Some(Arc::clone(&ctx.db)), &ctx.knowledge, &mcp, ctx.tracing.as_ref())
                 .map_err(|e| e.to_string())
@@ -295,10 +310,8 @@ impl Published {
     ) -> Result<Team, String> {
         let ctx = &self.context;
         let id = &c.component_id;
-        let configs = ctx.db.component_configs(id, false).await.map_err(|e| e.to_string())?;
-        let config = ConfigChoice::Version(version).pick(&configs, None).ok_or("the version is not stored")?;
-        let spec = team_spec(id, &config.config).map_err(|e| e.to_string())?;
-        let links = ctx.db.component_links(id, version).await.map_err(|e| e.to_string())?;
+        let (config, links) = self.stored(id, version, true).await?;
+        let spec = team_spec(id, &config).map_err(|e| e.to_string())?;
         let mut members: Vec<ServedAgent> = Vec::new();
         for (i, member) in spec.members.iter().enumerate() {
             if let Some(agent) = ctx.configured.iter().find(|a| a.agent.id() == member) {
@@ -342,10 +355,8 @@ impl Published {
     ) -> Result<agno_runtime::workflow::Workflow, String> {
         let ctx = &self.context;
         let id = &c.component_id;
-        let configs = ctx.db.component_configs(id, false).await.map_err(|e| e.to_string())?;
-        let config = ConfigChoice::Version(version).pick(&configs, None).ok_or("the version is not stored")?;
-        let spec = workflow_spec(id, &config.config).map_err(|e| e.to_string())?;
-        let links = ctx.db.component_links(id, version).await.map_err(|e| e.to_string())?;
+        let (config, links) = self.stored(id, version, true).await?;
+        let spec = workflow_spec(id, &config).map_err(|e| e.to_string())?;
         let mut agents: Vec<ServedAgent> = ctx.configured.as_ref().clone();
         let mut teams: Vec<Team> = ctx.configured_teams.as_ref().clone();
         for link in &links {
