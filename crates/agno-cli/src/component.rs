@@ -8,8 +8,6 @@
 
 use std::path::Path;
 
-use agno_os::app::AgentOs;
-use agno_os::config::OsConfig;
 use agno_os::scheduler::Executor;
 use anyhow::{Context, Result, bail};
 use axum::http::Method;
@@ -18,15 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::cli::{ComponentArgs, ComponentCommand};
 
 pub(crate) async fn component(args: ComponentArgs) -> Result<()> {
-    let config = OsConfig::load(&args.config).with_context(|| format!("cannot load {}", args.config.display()))?;
-    if config.db.is_none() {
-        bail!(
-            "{} has no [db]: components are kept in the OS database; add [db] url = \"sqlite://agno.db\"",
-            args.config.display()
-        );
-    }
-    let os = AgentOs::from_config(&config).await?;
-    let executor = Executor::new(&os.state, std::time::Duration::from_millis(200));
+    let (_os, executor) = crate::loopback::open(&args.config, "components are kept").await?;
     let user = args.user.as_deref();
     match args.command {
         ComponentCommand::List { component_type, archived } => {

@@ -1,10 +1,26 @@
 //! What the commands that go through the OS's own routes in process (`agno schedule`, `agno
 //! component`) share: one call, answered with its JSON or with the route's reason as the error.
 
+use std::path::Path;
+
+use agno_os::app::AgentOs;
+use agno_os::config::OsConfig;
 use agno_os::scheduler::Executor;
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use axum::http::{Method, StatusCode};
 use serde_json::Value;
+
+/// The OS of `config` and an executor over its routes; an error saying what to add when the
+/// config has no database (`kept`: what the command keeps there, "schedules are stored").
+pub(crate) async fn open(config: &Path, kept: &str) -> Result<(AgentOs, Executor)> {
+    let loaded = OsConfig::load(config).with_context(|| format!("cannot load {}", config.display()))?;
+    if loaded.db.is_none() {
+        bail!("{} has no [db]: {kept} in the OS database; add [db] url = \"sqlite://agno.db\"", config.display());
+    }
+    let os = AgentOs::from_config(&loaded).await?;
+    let executor = Executor::new(&os.state, std::time::Duration::from_millis(200));
+    Ok((os, executor))
+}
 
 /// Calls `method uri` with `body` as `user`; the answer's JSON, or an error with the route's
 /// `detail` (a 404 adds `hint`, the command that lists what exists).

@@ -4,7 +4,6 @@
 //! fired run takes.
 
 use agno_os::app::AgentOs;
-use agno_os::config::OsConfig;
 use agno_os::scheduler::Executor;
 use anyhow::{Context, Result, bail};
 use axum::http::Method;
@@ -15,15 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::{ScheduleArgs, ScheduleCommand};
 
 pub(crate) async fn schedule(args: ScheduleArgs) -> Result<()> {
-    let config = OsConfig::load(&args.config).with_context(|| format!("cannot load {}", args.config.display()))?;
-    if config.db.is_none() {
-        bail!(
-            "{} has no [db]: schedules are stored in the OS database; add [db] url = \"sqlite://agno.db\"",
-            args.config.display()
-        );
-    }
-    let os = AgentOs::from_config(&config).await?;
-    let executor = Executor::new(&os.state, std::time::Duration::from_millis(200));
+    let (os, executor) = crate::loopback::open(&args.config, "schedules are stored").await?;
     let user = args.user.as_deref();
     match args.command {
         ScheduleCommand::List { enabled } => {
