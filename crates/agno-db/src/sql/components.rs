@@ -225,8 +225,14 @@ async fn put_row<A: SqlAdapter, const N: usize>(
     Ok(())
 }
 
-/// Writes what a plan changed.
-async fn apply<A: SqlAdapter>(db: &A, tx: &mut Tx<'_, A>, change: &CatalogChange) -> Result<(), ComponentError> {
+/// Writes what a plan about `target` changed, and announces it where the database can (sent when
+/// the transaction commits).
+async fn apply<A: SqlAdapter>(
+    db: &A,
+    tx: &mut Tx<'_, A>,
+    target: &str,
+    change: &CatalogChange,
+) -> Result<(), ComponentError> {
     let t = db.tables();
     for Put { row, new } in &change.components {
         let taken = || {
@@ -277,6 +283,9 @@ async fn apply<A: SqlAdapter>(db: &A, tx: &mut Tx<'_, A>, change: &CatalogChange
         }
         tx.changed(insert.build_sqlx(A::D::builder()), "cannot write a version's links").await?;
     }
+    if let Some(notice) = db.catalog_notice(target) {
+        tx.changed(notice, "cannot announce a catalog write").await?;
+    }
     Ok(())
 }
 
@@ -292,15 +301,7 @@ async fn attempt<A: SqlAdapter>(db: &A, target: &str, plan: &CatalogPlan) -> DbR
         Err(e) => return tx.end(Err(e), "cannot read the catalog").await,
     };
     let outcome = match plan(&catalog) {
-        Ok((change, written)) => match apply(db, &mut tx, &change).await {
-            Ok(()) => match db.catalog_notice(target) {
-                Some(notice) => {
-                    tx.changed(notice, "cannot announce a catalog write").await.map(|_| written).map_err(Into::into)
-                }
-                None => Ok(written),
-            },
-            Err(e) => Err(e),
-        },
+        Ok((change, written)) => apply(db, &mut tx, target, &change).await.map(|()| written),
         Err(refusal) => Err(refusal),
     };
     match outcome {
