@@ -23,37 +23,44 @@ use tokio_util::sync::CancellationToken;
 use crate::config::stored::{agent_spec, team_spec, workflow_spec};
 use crate::state::ServedAgent;
 
+/// A component served from the catalog: what was built of its served version.
+#[derive(Debug, Clone)]
+pub struct Versioned<T> {
+    /// The version served.
+    pub version: i64,
+    /// The component's row.
+    pub record: ComponentRecord,
+    /// The built agent, team or workflow.
+    pub built: T,
+}
+
 /// An agent served from the catalog.
-#[derive(Debug, Clone)]
-pub struct PublishedAgent {
-    /// The version served.
-    pub version: i64,
-    /// The component's row.
-    pub record: ComponentRecord,
-    /// The built agent.
-    pub served: ServedAgent,
-}
-
+pub type PublishedAgent = Versioned<ServedAgent>;
 /// A team served from the catalog.
-#[derive(Debug, Clone)]
-pub struct PublishedTeam {
-    /// The version served.
-    pub version: i64,
-    /// The component's row.
-    pub record: ComponentRecord,
-    /// The built team.
-    pub team: Team,
-}
-
+pub type PublishedTeam = Versioned<Team>;
 /// A workflow served from the catalog.
-#[derive(Debug, Clone)]
-pub struct PublishedWorkflow {
-    /// The version served.
-    pub version: i64,
-    /// The component's row.
-    pub record: ComponentRecord,
-    /// The built workflow.
-    pub workflow: agno_runtime::workflow::Workflow,
+pub type PublishedWorkflow = Versioned<agno_runtime::workflow::Workflow>;
+
+/// What `record` serves after a refresh: `old` when it already serves `version` (with the new
+/// row); else what `build` makes of `version`; else, the build having failed (logged), `old`, the
+/// version served before (none when there was none).
+async fn next_version<T: Clone>(
+    old: Option<&Versioned<T>>,
+    record: &ComponentRecord,
+    version: i64,
+    build: impl std::future::Future<Output = Result<T, String>>,
+) -> Option<Versioned<T>> {
+    if let Some(same) = old.filter(|o| o.version == version) {
+        return Some(Versioned { record: record.clone(), ..same.clone() });
+    }
+    match build.await {
+        Ok(built) => Some(Versioned { version, record: record.clone(), built }),
+        Err(message) => {
+            let (kind, id) = (&record.component_type, &record.component_id);
+            tracing::warn!(%kind, %id, version, %message, "cannot build a published component; the version served before stays served");
+            old.cloned()
+        }
+    }
 }
 
 /// What one replica serves from the catalog, as of its last refresh.
@@ -145,14 +152,20 @@ impl Published {
     /// Agent `id` at `version`: the one served when it is that version, else built (and kept).
     pub async fn agent_version(&self, id: &str, version: i64) -> Option<ServedAgent> {
         if let Some(a) = self.agent(id).filter(|a| a.version == version) {
-            return Some(a.served);
+            return Some(a.built);
         }
         let key = (id.to_owned(), version);
         let mut earlier = self.earlier.lock().await;
         if let Some(a) = earlier.agents.get(&key) {
             return Some(a.clone());
         }
-        let built = self.agent_at(id, version).await.ok()?;
+        let built = match self.agent_at(id, version).await {
+            Ok(built) => built,
+            Err(message) => {
+                tracing::warn!(agent = %id, version, %message, "cannot build the agent version a run was asked of");
+                return None;
+            }
+        };
         if earlier.agents.len() >= EARLIER_KEPT {
             earlier.agents.clear();
         }
@@ -163,7 +176,7 @@ impl Published {
     /// Team `id` at `version`: the one served when it is that version, else built (and kept).
     pub async fn team_version(&self, id: &str, version: i64) -> Option<Team> {
         if let Some(t) = self.team(id).filter(|t| t.version == version) {
-            return Some(t.team);
+            return Some(t.built);
         }
         let key = (id.to_owned(), version);
         let mut earlier = self.earlier.lock().await;
@@ -204,58 +217,26 @@ impl Published {
         }
         let mut next = Snapshot { seen, ..Snapshot::default() };
         let mut versions: BTreeMap<(String, i64), ServedAgent> = BTreeMap::new();
-        for c in live.iter().filter(|c| c.component_type == "agent") {
-            let Some(version) = c.current_version else { continue };
-            let reused = before.agents.get(&c.component_id).filter(|a| a.version == version).cloned();
-            let built = match reused {
-                Some(a) => Some(a.served),
-                None => self
-                    .agent_at(&c.component_id, version)
-                    .await
-                    .ok()
-                    .or_else(|| before.agents.get(&c.component_id).map(|a| a.served.clone())),
-            };
-            if let Some(served) = built {
-                versions.insert((c.component_id.clone(), version), served.clone());
-                next.agents.insert(c.component_id.clone(), PublishedAgent { version, record: c.clone(), served });
+        let of = |kind: &'static str| live.iter().filter(move |c| c.component_type == kind);
+        // Agents first: teams and workflows are built of them.
+        for c in of("agent") {
+            let (Some(version), id) = (c.current_version, &c.component_id) else { continue };
+            if let Some(a) = next_version(before.agents.get(id), c, version, self.agent_at(id, version)).await {
+                versions.insert((id.clone(), version), a.built.clone());
+                next.agents.insert(id.clone(), a);
             }
         }
-        for c in live.iter().filter(|c| c.component_type == "team") {
-            let Some(version) = c.current_version else { continue };
-            if let Some(t) = before.teams.get(&c.component_id).filter(|t| t.version == version) {
-                next.teams.insert(c.component_id.clone(), PublishedTeam { record: c.clone(), ..t.clone() });
-                continue;
-            }
-            match self.team_at(c, version, &mut versions).await {
-                Ok(team) => {
-                    next.teams.insert(c.component_id.clone(), PublishedTeam { version, record: c.clone(), team });
-                }
-                Err(message) => {
-                    tracing::warn!(team = %c.component_id, version, %message, "cannot build a published team; the version served before stays served");
-                    if let Some(old) = before.teams.get(&c.component_id) {
-                        next.teams.insert(c.component_id.clone(), old.clone());
-                    }
-                }
-            }
+        for c in of("team") {
+            let (Some(version), id) = (c.current_version, &c.component_id) else { continue };
+            let team = next_version(before.teams.get(id), c, version, self.team_at(c, version, &mut versions)).await;
+            next.teams.extend(team.map(|t| (id.clone(), t)));
         }
-        for c in live.iter().filter(|c| c.component_type == "workflow") {
-            let Some(version) = c.current_version else { continue };
-            if let Some(w) = before.workflows.get(&c.component_id).filter(|w| w.version == version) {
-                next.workflows.insert(c.component_id.clone(), PublishedWorkflow { record: c.clone(), ..w.clone() });
-                continue;
-            }
-            match self.workflow_at(c, version, &next, &mut versions).await {
-                Ok(workflow) => {
-                    let w = PublishedWorkflow { version, record: c.clone(), workflow };
-                    next.workflows.insert(c.component_id.clone(), w);
-                }
-                Err(message) => {
-                    tracing::warn!(workflow = %c.component_id, version, %message, "cannot build a published workflow; the version served before stays served");
-                    if let Some(old) = before.workflows.get(&c.component_id) {
-                        next.workflows.insert(c.component_id.clone(), old.clone());
-                    }
-                }
-            }
+        // Workflows last: their steps may run the teams just built.
+        for c in of("workflow") {
+            let (Some(version), id) = (c.current_version, &c.component_id) else { continue };
+            let build = self.workflow_at(c, version, &next, &mut versions);
+            let workflow = next_version(before.workflows.get(id), c, version, build).await;
+            next.workflows.extend(workflow.map(|w| (id.clone(), w)));
         }
         let published = Arc::new(next);
         match self.snapshot.write() {
@@ -286,18 +267,11 @@ impl Published {
     /// Agent `id` built at `version` (a published one).
     async fn agent_at(&self, id: &str, version: i64) -> Result<ServedAgent, String> {
         let ctx = &self.context;
-        let result = async {
-            let (config, _) = self.stored(id, version, false).await?;
-            let spec = agent_spec(id, &config).map_err(|e| e.to_string())?;
-            let mcp = crate::build::mcp::McpToolkits::default();
-            crate::build::build_agent(&spec, Some(Arc::clone(&ctx.db)), &ctx.knowledge, &mcp, ctx.tracing.as_ref())
-                .map_err(|e| e.to_string())
-        }
-        .await;
-        if let Err(message) = &result {
-            tracing::warn!(agent = %id, version, %message, "cannot build a published agent");
-        }
-        result
+        let (config, _) = self.stored(id, version, false).await?;
+        let spec = agent_spec(id, &config).map_err(|e| e.to_string())?;
+        let mcp = crate::build::mcp::McpToolkits::default();
+        crate::build::build_agent(&spec, Some(Arc::clone(&ctx.db)), &ctx.knowledge, &mcp, ctx.tracing.as_ref())
+            .map_err(|e| e.to_string())
     }
 
     /// Team `c` built at `version`, its members at the versions the version's links pin
@@ -389,12 +363,12 @@ impl Published {
         // run the version served now.
         for (child, a) in &next.agents {
             if !agents.iter().any(|x| x.agent.id() == child) {
-                agents.push(a.served.clone());
+                agents.push(a.built.clone());
             }
         }
         for (child, t) in &next.teams {
             if !teams.iter().any(|x| x.id() == child) {
-                teams.push(t.team.clone());
+                teams.push(t.built.clone());
             }
         }
         let built = crate::build::workflow::build_workflows(

@@ -96,17 +96,17 @@ impl AppState {
     /// The agent with this id, from the configuration or else the catalog (its published
     /// version).
     pub fn any_agent(&self, id: &str) -> Option<ServedAgent> {
-        self.agent(id).cloned().or_else(|| self.published.as_ref()?.agent(id).map(|a| a.served))
+        self.agent(id).cloned().or_else(|| self.published.as_ref()?.agent(id).map(|a| a.built))
     }
 
     /// The team with this id, from the configuration or else the catalog.
     pub fn any_team(&self, id: &str) -> Option<agno_runtime::team::Team> {
-        self.team(id).cloned().or_else(|| self.published.as_ref()?.team(id).map(|t| t.team))
+        self.team(id).cloned().or_else(|| self.published.as_ref()?.team(id).map(|t| t.built))
     }
 
     /// The workflow with this id, from the configuration or else the catalog.
     pub fn any_workflow(&self, id: &str) -> Option<agno_runtime::workflow::Workflow> {
-        self.workflow(id).cloned().or_else(|| self.published.as_ref()?.workflow(id).map(|w| w.workflow))
+        self.workflow(id).cloned().or_else(|| self.published.as_ref()?.workflow(id).map(|w| w.built))
     }
 
     /// The version served of catalog component `id` of `kind` (none: not one, or the

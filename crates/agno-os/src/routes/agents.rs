@@ -267,7 +267,7 @@ impl Kind for Agents {
             return Some(agent_json(state, a));
         }
         let published = state.published.as_ref()?.agent(id)?;
-        Some(super::component::from_catalog(agent_json(state, &published.served), published.version))
+        Some(super::component::from_catalog(agent_json(state, &published.built), published.version))
     }
     // Agno's `AgentSummaryResponse`.
     fn summarise(state: &AppState, id: &str) -> Option<Value> {

@@ -121,7 +121,7 @@ impl Kind for Teams {
             return Some(team_json(state, team));
         }
         let published = state.published.as_ref()?.team(id)?;
-        Some(super::component::from_catalog(team_json(state, &published.team), published.version))
+        Some(super::component::from_catalog(team_json(state, &published.built), published.version))
     }
     // Agno's `TeamSummaryResponse`.
     fn summarise(state: &AppState, id: &str) -> Option<Value> {

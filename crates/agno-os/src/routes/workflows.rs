@@ -133,7 +133,7 @@ impl Kind for Workflows {
             return Some(workflow_json(state, wf));
         }
         let published = state.published.as_ref()?.workflow(id)?;
-        Some(super::component::from_catalog(workflow_json(state, &published.workflow), published.version))
+        Some(super::component::from_catalog(workflow_json(state, &published.built), published.version))
     }
     // Agno lists workflows as summaries.
     fn listed(state: &AppState, id: &str) -> Option<Value> {
@@ -141,22 +141,23 @@ impl Kind for Workflows {
     }
     // Agno's `WorkflowSummaryResponse` (its nulls kept).
     fn summarise(state: &AppState, id: &str) -> Option<Value> {
-        let published = state.workflow(id).is_none().then(|| state.published.as_ref()?.workflow(id)).flatten();
-        let wf = &state.any_workflow(id)?;
-        let mut summary = json!({
+        let (wf, version) = match state.workflow(id) {
+            Some(wf) => (wf.clone(), None),
+            None => state.published.as_ref()?.workflow(id).map(|p| (p.built, Some(p.version)))?,
+        };
+        let summary = json!({
             "id": wf.id(),
             "name": wf.name(),
             "description": wf.description(),
             "db_id": wf.db().map(|_| &*state.db_id),
             "is_factory": false,
-            "is_component": published.is_some(),
+            "is_component": false,
             "sandboxed": false,
         });
-        if let Some(p) = published {
-            summary["current_version"] = json!(p.version);
-            summary["stage"] = json!("published");
-        }
-        Some(summary)
+        Some(match version {
+            Some(v) => super::component::from_catalog(summary, v),
+            None => summary,
+        })
     }
     // The answers go into the run's journal.
     async fn answer(
