@@ -127,6 +127,23 @@ async fn visible(db: &Arc<dyn Db>, viewer: &Viewer, id: &str, include_deleted: b
     db.get_component(id, viewer.scope(), include_deleted).await?.ok_or_else(|| not_found(id))
 }
 
+/// Component `id` as a caller about to change it sees it (archived ones too with
+/// `include_deleted`), with the caller and the database: 404 when they cannot see it, 403 when
+/// it is not theirs (`verb`: what Agno's message says they tried).
+async fn changeable<'a>(
+    state: &'a crate::state::AppState,
+    principal: &Principal,
+    id: &str,
+    verb: &str,
+    include_deleted: bool,
+) -> ApiResult<(Viewer, &'a Arc<dyn Db>, ComponentRecord)> {
+    let viewer = Viewer::of(principal)?;
+    let db = state.require_db()?;
+    let c = visible(db, &viewer, id, include_deleted).await?;
+    viewer.may_change(&c, verb)?;
+    Ok((viewer, db, c))
+}
+
 /// An optional JSON body (empty: the default).
 fn optional_body<T: Default + serde::de::DeserializeOwned + schemars::JsonSchema>(body: &Bytes) -> ApiResult<T> {
     if body.iter().all(u8::is_ascii_whitespace) { Ok(T::default()) } else { json_body(body) }
@@ -304,10 +321,7 @@ pub async fn update_component(
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     let body: ComponentUpdate = json_body(&body)?;
-    let viewer = Viewer::of(&principal)?;
-    let db = state.require_db()?;
-    let c = visible(db, &viewer, &id, false).await?;
-    viewer.may_change(&c, "modify")?;
+    let (viewer, db, _) = changeable(&state, &principal, &id, "modify", false).await?;
     let expected = body.guard.as_ref().map(Guard::current_only).transpose()?.flatten();
     let change = ComponentChange {
         name: body.name,
@@ -341,10 +355,7 @@ pub async fn delete_component(
         }
         (a, b) => a.or(b),
     };
-    let viewer = Viewer::of(&principal)?;
-    let db = state.require_db()?;
-    let c = visible(db, &viewer, &id, false).await?;
-    viewer.may_change(&c, "delete")?;
+    let (viewer, db, c) = changeable(&state, &principal, &id, "delete", false).await?;
     db.archive_component(&id, expected, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
     serve_changes(&state).await;
     disable_schedules_of(db, &c.component_type, &id).await;
@@ -353,10 +364,7 @@ pub async fn delete_component(
 
 /// `POST /components/{component_id}/restore`.
 pub async fn restore_component(Caller { state, principal }: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let viewer = Viewer::of(&principal)?;
-    let db = state.require_db()?;
-    let c = visible(db, &viewer, &id, true).await?;
-    viewer.may_change(&c, "modify")?;
+    let (viewer, db, _) = changeable(&state, &principal, &id, "modify", true).await?;
     let c = db.restore_component(&id, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
     serve_changes(&state).await;
     Ok(Json(component_json(&c)))
@@ -423,10 +431,7 @@ pub async fn create_config(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let body: ConfigCreate = json_body(&body)?;
-    let viewer = Viewer::of(&principal)?;
-    let db = state.require_db()?;
-    let c = visible(db, &viewer, &id, false).await?;
-    viewer.may_change(&c, "modify")?;
+    let (viewer, db, c) = changeable(&state, &principal, &id, "modify", false).await?;
     let expected = body.guard.as_ref().map(Guard::latest_only).transpose()?.flatten();
     let config = stored_config(body.config);
     let stage = body.stage.unwrap_or_else(|| "draft".to_owned());
@@ -457,10 +462,7 @@ pub async fn update_config(
 ) -> ApiResult<Json<Value>> {
     let version = version_of(&version)?;
     let body: ConfigUpdate = json_body(&body)?;
-    let viewer = Viewer::of(&principal)?;
-    let db = state.require_db()?;
-    let c = visible(db, &viewer, &id, false).await?;
-    viewer.may_change(&c, "modify")?;
+    let (viewer, db, c) = changeable(&state, &principal, &id, "modify", false).await?;
     let expected = body.guard.as_ref().map(Guard::latest_only).transpose()?.flatten();
     let config = body.config.map(stored_config);
     if body.stage.as_deref() == Some("published") {
@@ -530,10 +532,7 @@ pub async fn delete_config(
     Path((id, version)): Path<(String, String)>,
 ) -> ApiResult<NoContent> {
     let version = version_of(&version)?;
-    let viewer = Viewer::of(&principal)?;
-    let db = state.require_db()?;
-    let c = visible(db, &viewer, &id, false).await?;
-    viewer.may_change(&c, "delete")?;
+    let (viewer, db, _) = changeable(&state, &principal, &id, "delete", false).await?;
     db.delete_config(&id, version, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
     Ok(NoContent)
 }
@@ -548,10 +547,7 @@ pub async fn set_current_config(
     let version = version_of(&version)?;
     let body: GuardOnly = optional_body(&body)?;
     let expected = body.guard.as_ref().map(Guard::current_only).transpose()?.flatten();
-    let viewer = Viewer::of(&principal)?;
-    let db = state.require_db()?;
-    let c = visible(db, &viewer, &id, false).await?;
-    viewer.may_change(&c, "modify")?;
+    let (viewer, db, _) = changeable(&state, &principal, &id, "modify", false).await?;
     let c = db.set_current_config(&id, version, expected, viewer.scope(), now_epoch_secs()).await.map_err(refused)?;
     serve_changes(&state).await;
     Ok(Json(component_json(&c)))
