@@ -110,9 +110,10 @@ pub struct Published {
 struct Earlier {
     agents: BTreeMap<(String, i64), ServedAgent>,
     teams: BTreeMap<(String, i64), Team>,
+    workflows: BTreeMap<(String, i64), agno_runtime::workflow::Workflow>,
 }
 
-/// How many earlier versions are kept built.
+/// How many earlier versions of each kind are kept built.
 const EARLIER_KEPT: usize = 32;
 
 impl Published {
@@ -149,53 +150,76 @@ impl Published {
         self.snapshot().workflows.get(id).cloned()
     }
 
-    /// Agent `id` at `version`: the one served when it is that version, else built (and kept).
-    pub async fn agent_version(&self, id: &str, version: i64) -> Option<ServedAgent> {
+    /// Agent `id` at `version` (published or a draft): the one served when it is that version,
+    /// else built (and kept when published).
+    ///
+    /// # Errors
+    /// Why that version cannot be built (it is not stored, or its config no longer builds).
+    pub async fn agent_version(&self, id: &str, version: i64) -> Result<ServedAgent, String> {
         if let Some(a) = self.agent(id).filter(|a| a.version == version) {
-            return Some(a.built);
+            return Ok(a.built);
         }
-        let key = (id.to_owned(), version);
-        let mut earlier = self.earlier.lock().await;
-        if let Some(a) = earlier.agents.get(&key) {
-            return Some(a.clone());
-        }
-        let built = match self.agent_at(id, version).await {
-            Ok(built) => built,
-            Err(message) => {
-                tracing::warn!(agent = %id, version, %message, "cannot build the agent version a run was asked of");
-                return None;
-            }
-        };
-        if earlier.agents.len() >= EARLIER_KEPT {
-            earlier.agents.clear();
-        }
-        earlier.agents.insert(key, built.clone());
-        Some(built)
+        self.earlier_or(|e| &mut e.agents, id, version, self.agent_at(id, version)).await
     }
 
-    /// Team `id` at `version`: the one served when it is that version, else built (and kept).
-    pub async fn team_version(&self, id: &str, version: i64) -> Option<Team> {
+    /// Team `id` at `version`, as [`Published::agent_version`].
+    ///
+    /// # Errors
+    /// As [`Published::agent_version`].
+    pub async fn team_version(&self, id: &str, version: i64) -> Result<Team, String> {
         if let Some(t) = self.team(id).filter(|t| t.version == version) {
-            return Some(t.built);
+            return Ok(t.built);
         }
+        let record = self.record(id).await?;
+        self.earlier_or(|e| &mut e.teams, id, version, self.team_at(&record, version, &mut BTreeMap::new())).await
+    }
+
+    /// Workflow `id` at `version`, as [`Published::agent_version`]: its steps' components at the
+    /// versions it pins, else the ones served now.
+    ///
+    /// # Errors
+    /// As [`Published::agent_version`].
+    pub async fn workflow_version(&self, id: &str, version: i64) -> Result<agno_runtime::workflow::Workflow, String> {
+        if let Some(w) = self.workflow(id).filter(|w| w.version == version) {
+            return Ok(w.built);
+        }
+        let record = self.record(id).await?;
+        let (now, mut versions) = (self.snapshot(), BTreeMap::new());
+        let build = self.workflow_at(&record, version, &now, &mut versions);
+        self.earlier_or(|e| &mut e.workflows, id, version, build).await
+    }
+
+    /// The catalog row of `id` (archived too: a run queued before the archive still runs).
+    async fn record(&self, id: &str) -> Result<ComponentRecord, String> {
+        let found = self.context.db.get_component(id, None, true).await.map_err(|e| e.to_string())?;
+        found.ok_or_else(|| format!("component {id} is not in the catalog"))
+    }
+
+    /// What `slot` keeps of `id` at `version`, else what `build` makes of it, kept when that
+    /// version is published (a draft may still change, so it is built for each run). The build
+    /// runs without the lock: a workflow's build asks for its teams' versions.
+    async fn earlier_or<T: Clone>(
+        &self,
+        slot: fn(&mut Earlier) -> &mut BTreeMap<(String, i64), T>,
+        id: &str,
+        version: i64,
+        build: impl std::future::Future<Output = Result<T, String>>,
+    ) -> Result<T, String> {
         let key = (id.to_owned(), version);
-        let mut earlier = self.earlier.lock().await;
-        if let Some(t) = earlier.teams.get(&key) {
-            return Some(t.clone());
+        if let Some(kept) = slot(&mut *self.earlier.lock().await).get(&key) {
+            return Ok(kept.clone());
         }
-        let record = self.context.db.get_component(id, None, true).await.ok()??;
-        let team = match self.team_at(&record, version, &mut BTreeMap::new()).await {
-            Ok(team) => team,
-            Err(message) => {
-                tracing::warn!(team = %id, version, %message, "cannot build the team version a run was asked of");
-                return None;
+        let built = build.await?;
+        let configs = self.context.db.component_configs(id, false).await.map_err(|e| e.to_string())?;
+        if configs.iter().any(|c| c.version == version && c.published()) {
+            let mut earlier = self.earlier.lock().await;
+            let kept = slot(&mut earlier);
+            if kept.len() >= EARLIER_KEPT {
+                kept.clear();
             }
-        };
-        if earlier.teams.len() >= EARLIER_KEPT {
-            earlier.teams.clear();
+            kept.insert(key, built.clone());
         }
-        earlier.teams.insert(key, team.clone());
-        Some(team)
+        Ok(built)
     }
 
     /// Reads the catalog and rebuilds what changed since the last refresh; whether anything did.
@@ -264,7 +288,7 @@ impl Published {
         Ok((config, links))
     }
 
-    /// Agent `id` built at `version` (a published one).
+    /// Agent `id` built at `version`.
     async fn agent_at(&self, id: &str, version: i64) -> Result<ServedAgent, String> {
         let ctx = &self.context;
         let (config, _) = self.stored(id, version, false).await?;
@@ -353,7 +377,7 @@ impl Published {
                     let team = self
                         .team_version(child, pinned)
                         .await
-                        .ok_or_else(|| format!("step team {child} v{pinned} cannot be built"))?;
+                        .map_err(|e| format!("step team {child} v{pinned}: {e}"))?;
                     teams.push(team);
                 }
                 _ => {}

@@ -26,6 +26,7 @@ use agno_core::{
     now_epoch_secs,
 };
 use agno_runtime::{Agent, RunSpec};
+use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -172,17 +173,29 @@ pub trait Served: Send + Sync + 'static {
     fn agent_of(&self, id: &str) -> Option<Agent>;
     /// The team `id`, served here (from the configuration or the catalog).
     fn team_of(&self, id: &str) -> Option<agno_runtime::team::Team>;
-    /// The agent `id` at catalog `version` (a run asked of that version), built if it is no
-    /// longer the one served.
-    fn agent_version<'a>(&'a self, id: &'a str, version: i64) -> futures::future::BoxFuture<'a, Option<Agent>>;
-    /// The team `id` at catalog `version`.
-    fn team_version<'a>(
+    /// The workflow `id`, served here.
+    fn workflow_of(&self, id: &str) -> Option<agno_runtime::workflow::Workflow>;
+    /// The agent `id` at catalog `version` (a run asked of that version), built if it is not the
+    /// one served; the configuration's agent `id` whatever the version (it has none).
+    ///
+    /// # Errors
+    /// Why that version cannot be run here (not stored, no longer builds, no catalog).
+    fn agent_version<'a>(&'a self, id: &'a str, version: i64) -> BoxFuture<'a, Result<Agent, String>>;
+    /// The team `id` at catalog `version`, as [`Served::agent_version`].
+    ///
+    /// # Errors
+    /// As [`Served::agent_version`].
+    fn team_version<'a>(&'a self, id: &'a str, version: i64)
+    -> BoxFuture<'a, Result<agno_runtime::team::Team, String>>;
+    /// The workflow `id` at catalog `version`, as [`Served::agent_version`].
+    ///
+    /// # Errors
+    /// As [`Served::agent_version`].
+    fn workflow_version<'a>(
         &'a self,
         id: &'a str,
         version: i64,
-    ) -> futures::future::BoxFuture<'a, Option<agno_runtime::team::Team>>;
-    /// The workflow `id`, served here.
-    fn workflow_of(&self, id: &str) -> Option<agno_runtime::workflow::Workflow>;
+    ) -> BoxFuture<'a, Result<agno_runtime::workflow::Workflow, String>>;
     /// The knowledge base `name`, served here.
     fn knowledge_of(&self, name: &str) -> Option<&Arc<agno_knowledge::Knowledge>>;
     /// The names of the knowledge bases served here.
@@ -193,14 +206,20 @@ pub trait Served: Send + Sync + 'static {
 pub const LOST_WORKER: &str = "the replica running this background run stopped before it finished (its lease \
      expired) and no attempt is left; requeue it if it should run again";
 
-/// The `PENDING` record of `spec`'s run, in the shape its component stores it; `None` when the
-/// component is not served here.
-pub fn pending_record(state: &dyn Served, spec: &RunSpec) -> Option<RunOutput> {
+/// The `PENDING` record of `spec`'s run, in the shape its component (at the catalog version the
+/// run names, if any) stores it; `None` when the component is not served here.
+pub async fn pending_record(state: &dyn Served, spec: &RunSpec) -> Option<RunOutput> {
     let id = spec.component_id.as_str();
-    match spec.kind {
-        ComponentKind::Agent => state.agent_of(id).map(|a| a.pending_run(&spec.request())),
-        ComponentKind::Team => state.team_of(id).map(|t| t.pending_run(&spec.request())),
-        ComponentKind::Workflow => state.workflow_of(id).map(|w| w.pending_run(&spec.workflow_request())),
+    let (request, version) = (spec.request(), spec.component_version);
+    match (spec.kind, version) {
+        (ComponentKind::Agent, None) => state.agent_of(id).map(|a| a.pending_run(&request)),
+        (ComponentKind::Agent, Some(v)) => state.agent_version(id, v).await.ok().map(|a| a.pending_run(&request)),
+        (ComponentKind::Team, None) => state.team_of(id).map(|t| t.pending_run(&request)),
+        (ComponentKind::Team, Some(v)) => state.team_version(id, v).await.ok().map(|t| t.pending_run(&request)),
+        (ComponentKind::Workflow, None) => state.workflow_of(id).map(|w| w.pending_run(&spec.workflow_request())),
+        (ComponentKind::Workflow, Some(v)) => {
+            state.workflow_version(id, v).await.ok().map(|w| w.pending_run(&spec.workflow_request()))
+        }
     }
 }
 
@@ -221,8 +240,8 @@ pub async fn store_pending(state: &dyn Served, job: &Job) -> Result<bool, agno_c
 /// What a submitted run job is stored with: the session it runs in, as a new one (written only
 /// when none of its id is stored), and its `PENDING` run; `None` when its component is not served
 /// here.
-pub(crate) fn pending_parts(state: &dyn Served, job: &Job, spec: &RunSpec) -> Option<(AgentSession, RunOutput)> {
-    let mut run = pending_record(state, spec)?;
+pub(crate) async fn pending_parts(state: &dyn Served, job: &Job, spec: &RunSpec) -> Option<(AgentSession, RunOutput)> {
+    let mut run = pending_record(state, spec).await?;
     run.created_at = job.created_at;
     let mut session = AgentSession::new(job.session_id.clone());
     let id = Some(job.component_id.clone());
@@ -237,7 +256,7 @@ pub(crate) fn pending_parts(state: &dyn Served, job: &Job, spec: &RunSpec) -> Op
 
 /// [`store_pending`] of `spec`, the job's own; `None` when its component is not served here.
 async fn store_pending_spec(state: &dyn Served, job: &Job, spec: &RunSpec) -> Result<Option<bool>, agno_core::DbError> {
-    let Some((session, run)) = pending_parts(state, job, spec) else { return Ok(None) };
+    let Some((session, run)) = pending_parts(state, job, spec).await else { return Ok(None) };
     let db = state.database().ok_or_else(|| agno_core::DbError::new(agno_core::DbErrorKind::Other, "no database"))?;
     let created = db.get_session(&job.session_id, None, Some(0)).await?.is_none();
     if created {

@@ -152,38 +152,44 @@ pub(super) async fn attempt(state: &dyn Served, queue: &Queue, job: &Job, work: 
     };
     let durable =
         Durable { fence: Some(fence_of(queue, job)), after_event_index: last_logged(queue, job, earlier).await };
-    // A run asked of a catalog component's version runs that version.
-    let pinned = match &work {
-        Work::Run(spec) => spec.component_version,
-        Work::Continue(..) => None,
-    };
-    let outcome = match kind {
+    // A run asked of a catalog component's version runs that version, continued or not: the
+    // job's payload keeps the version it was queued with.
+    let pinned = job.payload.get("component_version").and_then(Value::as_i64);
+    let why = |e: String| format!("{kind} {id} v{}: {e}", pinned.unwrap_or_default());
+    let not_served = || format!("{kind} {id} is not served here");
+    let failed = |reason: String| JobOutcome::Settled(JobStatus::Failed, Some(reason));
+    match kind {
         ComponentKind::Agent => {
             let agent = match pinned {
-                Some(v) => state.agent_version(id, v).await,
-                None => state.agent_of(id),
+                Some(v) => state.agent_version(id, v).await.map_err(why),
+                None => state.agent_of(id).ok_or_else(not_served),
             };
             match agent {
-                Some(agent) => Some(attempt_by(state, queue, job, &agent, work, durable).await),
-                None => None,
+                Ok(agent) => attempt_by(state, queue, job, &agent, work, durable).await,
+                Err(reason) => failed(reason),
             }
         }
         ComponentKind::Team => {
             let team = match pinned {
-                Some(v) => state.team_version(id, v).await,
-                None => state.team_of(id),
+                Some(v) => state.team_version(id, v).await.map_err(why),
+                None => state.team_of(id).ok_or_else(not_served),
             };
             match team {
-                Some(team) => Some(attempt_by(state, queue, job, &team, work, durable).await),
-                None => None,
+                Ok(team) => attempt_by(state, queue, job, &team, work, durable).await,
+                Err(reason) => failed(reason),
             }
         }
-        ComponentKind::Workflow => match state.workflow_of(id) {
-            Some(wf) => Some(attempt_by(state, queue, job, &wf, work, durable).await),
-            None => None,
-        },
-    };
-    outcome.unwrap_or_else(|| JobOutcome::Settled(JobStatus::Failed, Some(format!("{kind} {id} is not served here"))))
+        ComponentKind::Workflow => {
+            let workflow = match pinned {
+                Some(v) => state.workflow_version(id, v).await.map_err(why),
+                None => state.workflow_of(id).ok_or_else(not_served),
+            };
+            match workflow {
+                Ok(workflow) => attempt_by(state, queue, job, &workflow, work, durable).await,
+                Err(reason) => failed(reason),
+            }
+        }
+    }
 }
 
 /// The attempt by `component`: a new run; the continuation of the paused run (the route put it

@@ -84,6 +84,7 @@ pub(crate) async fn commit(state: &AppState, spec: &RunSpec, idempotency_key: Op
     job.idempotency_key = idempotency_key;
     job.max_attempts = queue.settings.max_attempts.max(1);
     let (session, run) = crate::queue::pending_parts(state, &job, spec)
+        .await
         .ok_or_else(|| ApiError::not_found(format!("{} {} not found", spec.kind, spec.component_id)))?;
     let pending = agno_core::PendingRun { session: &session, run: &run };
     let db = state.require_db()?;
