@@ -830,6 +830,8 @@ def component_steps():
         ("update current to a draft", "PATCH", "/components/support", {"json": {"current_version": 5}}, None),
         ("update current missing", "PATCH", "/components/support", {"json": {"current_version": 77}}, None),
         ("update missing", "PATCH", "/components/nope", {"json": {"name": "x"}}, None),
+        ("run a version not stored", "POST", "/agents/support/runs", {"data": {"message": "hi", "stream": "false", "version": "77"}}, None),
+        ("run a version not an integer", "POST", "/agents/support/runs", {"data": {"message": "hi", "stream": "false", "version": "two"}}, None),
         ("team unresolved", "POST", "/components",
          {"json": {"name": "T", "component_type": "team", "config": {"members": [{"type": "agent", "agent_id": "ghost"}]}}}, None),
         ("team", "POST", "/components", {"json": team}, None),

@@ -146,6 +146,22 @@ impl Form {
         }
     }
 
+    /// An integer field, as pydantic reads one (surrounding spaces allowed); empty is absent.
+    ///
+    /// # Errors
+    /// 422 for another value, as FastAPI answers it (`int_parsing`, naming the field).
+    pub fn int(&self, name: &str) -> ApiResult<Option<i64>> {
+        match self.text(name).map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(t) => t.parse::<i64>().map(Some).map_err(|_| {
+                ApiError::unprocessable("Input should be a valid integer, unable to parse string as an integer")
+                    .with_type("int_parsing")
+                    .at("body", name)
+                    .with_input(serde_json::Value::from(t))
+            }),
+        }
+    }
+
     /// True when the form carried file parts.
     pub fn has_files(&self) -> bool {
         !self.files.is_empty()

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use agno_core::Db;
 use agno_runtime::Agent;
+use futures::future::BoxFuture;
 
 use crate::auth::AuthSettings;
 
@@ -109,6 +110,16 @@ impl AppState {
         self.workflow(id).cloned().or_else(|| self.published.as_ref()?.workflow(id).map(|w| w.built))
     }
 
+    /// Whether `agentos.toml` defines the component `id` of `kind` (then the catalog's is not
+    /// served under that id).
+    pub fn configured(&self, kind: agno_core::ComponentKind, id: &str) -> bool {
+        match kind {
+            agno_core::ComponentKind::Agent => self.agent(id).is_some(),
+            agno_core::ComponentKind::Team => self.team(id).is_some(),
+            agno_core::ComponentKind::Workflow => self.workflow(id).is_some(),
+        }
+    }
+
     /// The version served of catalog component `id` of `kind` (none: not one, or the
     /// configuration's).
     pub fn published_version(&self, kind: agno_core::ComponentKind, id: &str) -> Option<i64> {
@@ -160,6 +171,9 @@ impl AppState {
     }
 }
 
+/// Why a catalog version cannot be run by an OS without a database.
+const NO_CATALOG: &str = "this AgentOS has no database, so no catalog of components";
+
 impl crate::queue::Served for AppState {
     fn database(&self) -> Option<&Arc<dyn Db>> {
         self.db.as_ref()
@@ -170,13 +184,15 @@ impl crate::queue::Served for AppState {
     fn team_of(&self, id: &str) -> Option<agno_runtime::team::Team> {
         self.any_team(id)
     }
-    fn agent_version<'a>(&'a self, id: &'a str, version: i64) -> futures::future::BoxFuture<'a, Option<Agent>> {
+    fn workflow_of(&self, id: &str) -> Option<agno_runtime::workflow::Workflow> {
+        self.any_workflow(id)
+    }
+    fn agent_version<'a>(&'a self, id: &'a str, version: i64) -> BoxFuture<'a, Result<Agent, String>> {
         Box::pin(async move {
-            match &self.published {
-                Some(published) if self.agent(id).is_none() => {
-                    published.agent_version(id, version).await.map(|served| served.agent)
-                }
-                _ => self.agent_of(id),
+            match (self.agent(id), &self.published) {
+                (Some(configured), _) => Ok(configured.agent.clone()),
+                (None, Some(published)) => published.agent_version(id, version).await.map(|served| served.agent),
+                (None, None) => Err(NO_CATALOG.to_owned()),
             }
         })
     }
@@ -184,16 +200,27 @@ impl crate::queue::Served for AppState {
         &'a self,
         id: &'a str,
         version: i64,
-    ) -> futures::future::BoxFuture<'a, Option<agno_runtime::team::Team>> {
+    ) -> BoxFuture<'a, Result<agno_runtime::team::Team, String>> {
         Box::pin(async move {
-            match &self.published {
-                Some(published) if self.team(id).is_none() => published.team_version(id, version).await,
-                _ => self.team_of(id),
+            match (self.team(id), &self.published) {
+                (Some(configured), _) => Ok(configured.clone()),
+                (None, Some(published)) => published.team_version(id, version).await,
+                (None, None) => Err(NO_CATALOG.to_owned()),
             }
         })
     }
-    fn workflow_of(&self, id: &str) -> Option<agno_runtime::workflow::Workflow> {
-        self.any_workflow(id)
+    fn workflow_version<'a>(
+        &'a self,
+        id: &'a str,
+        version: i64,
+    ) -> BoxFuture<'a, Result<agno_runtime::workflow::Workflow, String>> {
+        Box::pin(async move {
+            match (self.workflow(id), &self.published) {
+                (Some(configured), _) => Ok(configured.clone()),
+                (None, Some(published)) => published.workflow_version(id, version).await,
+                (None, None) => Err(NO_CATALOG.to_owned()),
+            }
+        })
     }
     fn knowledge_of(&self, name: &str) -> Option<&Arc<agno_knowledge::Knowledge>> {
         self.knowledge.iter().find(|k| k.name() == name)

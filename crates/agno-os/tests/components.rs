@@ -599,3 +599,128 @@ async fn a_background_run_queued_before_a_publish_runs_the_version_it_was_asked_
         now.body
     );
 }
+
+/// Agno's `version` field of the run routes: a published version is anyone's who may run the
+/// component, a draft only its owner's or an admin's (others get the component's 404, as for a
+/// version not stored); the version is stamped in the run's metadata (a forged stamp is dropped),
+/// a background run is pinned to it, a draft that does not build is a 422 naming it, and a
+/// draft-only component runs for its owner only when asked by version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_asks_for_a_version_published_for_anyone_a_draft_for_its_owner() {
+    let os = TestOs::start(config(&isolated_os("components-run-version"))).await;
+    let runner: Vec<&str> = USER.iter().copied().chain(["agents:read", "agents:run"]).collect();
+    let (ann, bob) = (token("ann", &runner), token("bob", &runner));
+    let admin = token("root", &["agent_os:admin"]);
+    let agent = |name: &str| json!({"name": name, "model": "test"});
+    let body = json!({"name": "Helper", "component_id": "helper", "component_type": "agent", "stage": "published", "config": agent("Helper")});
+    assert_eq!(os.post_json("/components", &body, Some(&ann)).await.status, 201);
+    let draft = json!({"config": agent("Helper Draft")});
+    assert_eq!(os.post_json("/components/helper/configs", &draft, Some(&ann)).await.status, 201);
+
+    let run = |version: Option<&'static str>, who: String| {
+        let os = &os;
+        async move {
+            let mut form = vec![("message", "hi"), ("stream", "false")];
+            form.extend(version.map(|v| ("version", v)));
+            os.post_form("/agents/helper/runs", &form, Some(&who)).await
+        }
+    };
+    let as_ann = run(Some("2"), ann.clone()).await;
+    assert_eq!((as_ann.status, &as_ann.body["agent_name"]), (200, &json!("Helper Draft")), "{}", as_ann.body);
+    assert_eq!(as_ann.body["metadata"]["agno_component_version"], 2, "the version is stamped on the run");
+    let as_admin = run(Some("2"), admin.clone()).await;
+    assert_eq!((as_admin.status, &as_admin.body["agent_name"]), (200, &json!("Helper Draft")));
+    let as_bob = run(Some("2"), bob.clone()).await;
+    assert_eq!(
+        (as_bob.status, detail(&as_bob.body).as_str()),
+        (404, "Agent helper not found"),
+        "another's draft is not disclosed"
+    );
+    for (version, name) in [(Some("1"), "Helper"), (None, "Helper")] {
+        let r = run(version, bob.clone()).await;
+        assert_eq!((r.status, &r.body["agent_name"]), (200, &json!(name)), "{version:?}: {}", r.body);
+    }
+    assert_eq!(run(Some("9"), ann.clone()).await.status, 404, "a version not stored");
+    let bad = run(Some("two"), ann.clone()).await;
+    assert_eq!((bad.status, &bad.body["detail"][0]["loc"]), (422, &json!(["body", "version"])), "{}", bad.body);
+
+    // A forged stamp in the caller's metadata is dropped; the caller's own keys are kept.
+    let forged =
+        [("message", "hi"), ("stream", "false"), ("metadata", r#"{"agno_component_version": 2, "ticket": 7}"#)];
+    let r = os.post_form("/agents/helper/runs", &forged, Some(&bob)).await;
+    assert_eq!((&r.body["agent_name"], &r.body["metadata"]), (&json!("Helper"), &json!({"ticket": 7})), "{}", r.body);
+
+    // A draft that does not build answers 422 naming it; nothing else changes.
+    let broken = json!({"config": {"name": "Broken", "model": "test", "tools": ["teleport"]}});
+    assert_eq!(os.post_json("/components/helper/configs", &broken, Some(&ann)).await.status, 201);
+    let r = run(Some("3"), ann.clone()).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(detail(&r.body).contains("version 3") && detail(&r.body).contains("teleport"), "{}", r.body);
+    assert_eq!(os.get("/agents/helper", Some(&ann)).await.body["name"], "Helper", "v1 is still served");
+
+    // In the background: the job is pinned to the draft asked for.
+    let background = [("message", "hi"), ("stream", "false"), ("background", "true"), ("version", "2")];
+    let queued = os.post_form("/agents/helper/runs", &background, Some(&ann)).await;
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    let run_id = queued.body["run_id"].as_str().unwrap().to_owned();
+    let job = os.get(&format!("/queue/jobs/{run_id}"), Some(&admin)).await.body;
+    assert_eq!(job["payload"]["component_version"], 2, "{job}");
+    let session = queued.body["session_id"].as_str().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let done = loop {
+        let r = os.get(&format!("/agents/helper/runs/{run_id}?session_id={session}"), Some(&ann)).await;
+        if r.status == 200 && r.body["status"] == "COMPLETED" {
+            break r.body;
+        }
+        assert!(std::time::Instant::now() < deadline, "the background run never completed: {} {}", r.status, r.body);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(done["agent_name"], "Helper Draft");
+
+    // A paused run of a draft goes on at that draft (the stamp), not at the version served.
+    let guarded = json!({"config": {"name": "Guarded Draft", "model": "test",
+        "tools": [{"toolkit": "calculator", "include_tools": ["add"], "requires_confirmation_tools": ["add"]}]}});
+    assert_eq!(os.post_json("/components/helper/configs", &guarded, Some(&ann)).await.status, 201);
+    let paused = os
+        .post_form(
+            "/agents/helper/runs",
+            &[("message", "add please"), ("stream", "false"), ("version", "4")],
+            Some(&ann),
+        )
+        .await;
+    assert_eq!(
+        (&paused.body["status"], &paused.body["agent_name"]),
+        (&json!("PAUSED"), &json!("Guarded Draft")),
+        "{}",
+        paused.body
+    );
+    let (run_id, session) = (paused.body["run_id"].as_str().unwrap(), paused.body["session_id"].as_str().unwrap());
+    let mut tools = paused.body["tools"].as_array().unwrap().clone();
+    for t in &mut tools {
+        t["confirmed"] = json!(true);
+    }
+    let answers =
+        [("tools", Value::Array(tools).to_string()), ("stream", "false".into()), ("session_id", session.into())];
+    let answers: Vec<(&str, &str)> = answers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let path = format!("/agents/helper/runs/{run_id}/continue");
+    assert_eq!(os.post_form(&path, &answers, Some(&bob)).await.status, 404, "another user's run");
+    let carried = os.post_form(&path, &answers, Some(&ann)).await;
+    assert_eq!(carried.body["status"], "COMPLETED", "{}", carried.body);
+    let call = &carried.body["tools"][0];
+    assert_eq!(
+        (&call["tool_call_error"], &call["result"]),
+        (&json!(false), &json!(r#"{"operation":"addition","result":2.0}"#)),
+        "the draft's own toolkit ran the confirmed call (the version served has no tools): {call}"
+    );
+
+    // A draft-only component: its owner runs it by version; nobody runs it without one.
+    let sketch =
+        json!({"name": "Sketch", "component_id": "sketch", "component_type": "agent", "config": agent("Sketch")});
+    assert_eq!(os.post_json("/components", &sketch, Some(&ann)).await.status, 201);
+    let by_version = [("message", "hi"), ("stream", "false"), ("version", "1")];
+    let r = os.post_form("/agents/sketch/runs", &by_version, Some(&ann)).await;
+    assert_eq!((r.status, &r.body["agent_name"]), (200, &json!("Sketch")), "{}", r.body);
+    assert_eq!(os.post_form("/agents/sketch/runs", &by_version, Some(&bob)).await.status, 404);
+    let unversioned = [("message", "hi"), ("stream", "false")];
+    assert_eq!(os.post_form("/agents/sketch/runs", &unversioned, Some(&ann)).await.status, 404);
+}

@@ -144,6 +144,7 @@ pub const RUN_FORM: &[FormField] = &[
     fields::METADATA,
     FormField::optional("output_schema", "object", "JSON schema the answer must match."),
     FormField::optional("add_history_to_context", "boolean", "Overrides the agent's setting."),
+    fields::VERSION,
     fields::BACKGROUND,
     FormField::optional("cancel_on_disconnect", "boolean", "Cancel the run when the client goes away (agno-rs)."),
 ];
@@ -257,6 +258,9 @@ impl Kind for Agents {
 
     fn runner(state: &AppState, id: &str) -> Option<agno_runtime::Agent> {
         state.any_agent(id).map(|served| served.agent)
+    }
+    async fn at_version(state: &AppState, id: &str, version: i64) -> Result<agno_runtime::Agent, String> {
+        crate::queue::Served::agent_version(state, id, version).await
     }
     fn ids(state: &AppState) -> Vec<String> {
         let configured = state.agents.iter().map(|a| a.agent.id().to_owned());

@@ -31,6 +31,14 @@ pub trait Kind: Send + Sync + 'static {
     /// The runner of the component `id` served here.
     fn runner(state: &AppState, id: &str) -> Option<Self::Runner>;
 
+    /// The component `id` at catalog `version` (a run asked of it), see
+    /// [`crate::queue::Served::agent_version`]; the configuration's component whatever the version.
+    fn at_version(
+        state: &AppState,
+        id: &str,
+        version: i64,
+    ) -> impl Future<Output = Result<Self::Runner, String>> + Send;
+
     /// The ids of the components of the kind served here: the configuration's in configured
     /// order, then the catalog's published ones.
     fn ids(state: &AppState) -> Vec<String>;
@@ -125,8 +133,12 @@ pub async fn create_run<K: Kind>(
     request: Request,
 ) -> ApiResult<Response> {
     let kind = K::KIND;
-    let runner = runnable::<K>(&state, &principal, &id)?;
-    let form = super::run_form::read(&state, &principal, kind, &id, request).await?;
+    let found = find::<K>(&state, &principal, &id).await?;
+    let mut form = super::run_form::read(&state, &principal, kind, &id, request).await?;
+    if found.catalog {
+        form.spec.component_version = form.version;
+    }
+    let runner = found.at::<K>(&state, &principal, &id, form.version).await?;
     if form.background {
         return super::background::submit(&state, &form.spec, form.stream, form.idempotency_key).await;
     }
@@ -142,6 +154,69 @@ pub async fn create_run<K: Kind>(
     let result = K::finish(&runner, &form.spec).await;
     guard.finish();
     Ok(answer(result))
+}
+
+/// What a run route finds of component `id` before it reads its form: the runner served here
+/// (or why there is none), and whether the catalog may give a version of it instead.
+pub(crate) struct Found<R> {
+    served: ApiResult<R>,
+    /// A catalog component (`agentos.toml` does not define it) the caller may address.
+    pub catalog: bool,
+}
+
+/// [`Found`] of `id`: [`runnable`]'s error at once, unless it is the 404 of a component the
+/// catalog holds (one with nothing published may still be run at a version of its own) and the
+/// caller may address.
+pub(crate) async fn find<K: Kind>(state: &AppState, principal: &Principal, id: &str) -> ApiResult<Found<K::Runner>> {
+    let served = runnable::<K>(state, principal, id);
+    let catalog = state.published.is_some() && !state.configured(K::KIND, id) && may_address(principal, K::KIND, id);
+    let Err(e) = served else { return Ok(Found { served, catalog }) };
+    if !catalog || e.status != axum::http::StatusCode::NOT_FOUND {
+        return Err(e);
+    }
+    let db = state.require_db()?;
+    match db.get_component(id, None, false).await? {
+        Some(c) if c.component_type == K::KIND.as_str() => Ok(Found { served: Err(e), catalog }),
+        _ => Err(e),
+    }
+}
+
+impl<R> Found<R> {
+    /// The runner of a run asked of `version` (none: the one served); see [`version_runner`].
+    pub(crate) async fn at<K: Kind<Runner = R>>(
+        self,
+        state: &AppState,
+        principal: &Principal,
+        id: &str,
+        version: Option<i64>,
+    ) -> ApiResult<R> {
+        match version {
+            Some(version) if self.catalog => version_runner::<K>(state, principal, id, version).await,
+            _ => self.served,
+        }
+    }
+}
+
+/// The runner of catalog component `id` at `version`, for a caller who may run it: Agno's rules
+/// of a run asked of a version (a published version for whoever may run the component, a draft
+/// for its owner or an admin; anything else the component's 404, so drafts are not disclosed),
+/// then 422 when that version does not build.
+async fn version_runner<K: Kind>(
+    state: &AppState,
+    principal: &Principal,
+    id: &str,
+    version: i64,
+) -> ApiResult<K::Runner> {
+    if !may_address(principal, K::KIND, id) {
+        return Err(not_found(K::KIND, id));
+    }
+    require_run_access(principal, K::KIND, id)?;
+    if !super::components::may_run_version(state, principal, K::KIND, id, version).await? {
+        return Err(not_found(K::KIND, id));
+    }
+    K::at_version(state, id, version).await.map_err(|e| {
+        ApiError::unprocessable(format!("{} {id} version {version} cannot be run: {e}", K::KIND)).at("body", "version")
+    })
 }
 
 /// The scope family of a kind (`agents`, `teams`, `workflows`).

@@ -10,7 +10,8 @@ use axum::extract::{Path, Request};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::component::{Kind, answer, runnable};
+use super::component::{Kind, answer, find};
+use super::run_form::COMPONENT_VERSION_KEY;
 use super::run_records::stored_run;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
@@ -28,7 +29,7 @@ pub async fn continue_run<K: Kind>(
     Path((id, run_id)): Path<(String, String)>,
     request: Request,
 ) -> ApiResult<Response> {
-    let runner = runnable::<K>(&state, &principal, &id)?;
+    let found = find::<K>(&state, &principal, &id).await?;
     let mut form = Form::read(request, &state.limits).await?;
     let session_id = form.text("session_id").filter(|s| !s.is_empty());
     if K::CONTINUE_NEEDS_SESSION && session_id.is_none() {
@@ -36,6 +37,9 @@ pub async fn continue_run<K: Kind>(
     }
     // Ownership first: another user's run is not found, whatever the answers.
     let mut run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
+    // A run asked of a catalog version goes on at that version (the stamp in its metadata).
+    let stamp = run.metadata.as_ref().and_then(|m| m.get(COMPONENT_VERSION_KEY)).and_then(Value::as_i64);
+    let runner = found.at::<K>(&state, &principal, &id, stamp).await?;
     super::approvals::gate_continue(&state, &principal, &run).await?;
     let answered = ["tools", "requirements", "step_requirements"]
         .iter()

@@ -25,6 +25,34 @@ pub(crate) struct RunForm {
     pub cancel_on_disconnect: bool,
     /// The `Idempotency-Key` header (background runs).
     pub idempotency_key: Option<String>,
+    /// The catalog version asked for (Agno's `version` field), also stamped in the run's
+    /// metadata ([`COMPONENT_VERSION_KEY`]).
+    pub version: Option<i64>,
+}
+
+/// The run-metadata key that records the catalog version a run was asked of (Agno's
+/// `COMPONENT_VERSION_METADATA_KEY`).
+pub(crate) const COMPONENT_VERSION_KEY: &str = "agno_component_version";
+
+/// Metadata keys the runtime owns: Agno strips them from what callers send.
+pub(crate) const RESERVED_METADATA_KEYS: [&str; 3] =
+    [COMPONENT_VERSION_KEY, "agno_dispatch_chain", "agno_dispatch_depth"];
+
+/// `metadata` as a caller sent it, without the keys the runtime owns, and stamped with the
+/// version asked for: a forged stamp never decides what a continuation runs.
+fn stamped(
+    metadata: Option<serde_json::Map<String, Value>>,
+    version: Option<i64>,
+) -> Option<serde_json::Map<String, Value>> {
+    let sent = metadata.is_some();
+    let mut m = metadata.unwrap_or_default();
+    for key in RESERVED_METADATA_KEYS {
+        m.remove(key);
+    }
+    if let Some(v) = version {
+        m.insert(COMPONENT_VERSION_KEY.to_owned(), Value::from(v));
+    }
+    (sent || !m.is_empty()).then_some(m)
 }
 
 /// What a kind's run form reads beyond `message`, the ids, `session_state` and `metadata`: the
@@ -86,7 +114,8 @@ pub(crate) async fn read(
     if takes.agent_options {
         spec.dependencies = json_object(&form, "dependencies")?;
     }
-    spec.metadata = json_object(&form, "metadata")?;
+    let version = form.int("version")?;
+    spec.metadata = stamped(json_object(&form, "metadata")?, version);
     if takes.agent_options {
         if let Some(schema) = json_object(&form, "output_schema")? {
             let schema = Value::Object(schema);
@@ -103,7 +132,7 @@ pub(crate) async fn read(
     let cancel_on_disconnect = takes.agent_options && form.bool("cancel_on_disconnect")?.unwrap_or(false);
     let stream = form.bool("stream")?.unwrap_or(true);
     spec.stream = stream;
-    Ok(RunForm { spec, stream, background, cancel_on_disconnect, idempotency_key })
+    Ok(RunForm { spec, stream, background, cancel_on_disconnect, idempotency_key, version })
 }
 
 /// The `files` of a run form, as Agno sorts them: images, and documents (PDF, text, JSON, CSV,
@@ -226,6 +255,12 @@ pub(crate) mod fields {
         FormField::optional("session_state", "object", "JSON object merged into the session state.");
     /// Metadata stored on the run.
     pub(crate) const METADATA: FormField = FormField::optional("metadata", "object", "JSON object stored on the run.");
+    /// The catalog version to run.
+    pub(crate) const VERSION: FormField = FormField::optional(
+        "version",
+        "integer",
+        "The component version to run (a catalog component's; a draft only for its owner or an admin).",
+    );
     /// A new run on the durable queue.
     pub(crate) const BACKGROUND: FormField =
         FormField::optional("background", "boolean", "Run on the durable queue (202, or SSE tail with stream=true).");

@@ -63,6 +63,7 @@ pub const RUN_FORM: &[FormField] = &[
     fields::USER,
     fields::SESSION_STATE,
     fields::METADATA,
+    fields::VERSION,
     fields::BACKGROUND,
 ];
 
@@ -111,6 +112,9 @@ impl Kind for Teams {
 
     fn runner(state: &AppState, id: &str) -> Option<Team> {
         state.any_team(id)
+    }
+    async fn at_version(state: &AppState, id: &str, version: i64) -> Result<Team, String> {
+        crate::queue::Served::team_version(state, id, version).await
     }
     fn ids(state: &AppState) -> Vec<String> {
         let configured = state.teams.iter().map(|t| t.id().to_owned());

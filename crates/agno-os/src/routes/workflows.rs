@@ -67,6 +67,7 @@ pub const RUN_FORM: &[FormField] = &[
     fields::SESSION_STATE,
     FormField::optional("additional_data", "object", "JSON object every step sees as additional_data."),
     fields::METADATA,
+    fields::VERSION,
     fields::BACKGROUND,
 ];
 
@@ -123,6 +124,9 @@ impl Kind for Workflows {
 
     fn runner(state: &AppState, id: &str) -> Option<Workflow> {
         state.any_workflow(id)
+    }
+    async fn at_version(state: &AppState, id: &str, version: i64) -> Result<Workflow, String> {
+        crate::queue::Served::workflow_version(state, id, version).await
     }
     fn ids(state: &AppState) -> Vec<String> {
         let configured = state.workflows.iter().map(|w| w.id().to_owned());

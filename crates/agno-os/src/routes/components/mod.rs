@@ -144,6 +144,33 @@ async fn changeable<'a>(
     Ok((viewer, db, c))
 }
 
+/// Whether the caller may run catalog component `id` (a `kind`) at `version`, as Agno's
+/// `allow_draft_preview` decides: a published version whoever sees the component may; a draft
+/// only its owner (the token's `sub`) or an admin (everyone when auth is off). False also
+/// when the caller does not see the component or the version is not stored (each answered as
+/// the component's 404 by the run route).
+///
+/// # Errors
+/// No database (400); a storage error; isolation on with a token naming no user (403).
+pub(crate) async fn may_run_version(
+    state: &crate::state::AppState,
+    principal: &Principal,
+    kind: agno_core::ComponentKind,
+    id: &str,
+    version: i64,
+) -> ApiResult<bool> {
+    let viewer = Viewer::of(principal)?;
+    let db = state.require_db()?;
+    let Some(c) = db.get_component(id, viewer.scope(), false).await? else { return Ok(false) };
+    if c.component_type != kind.as_str() {
+        return Ok(false);
+    }
+    let configs = db.component_configs(id, false).await?;
+    let Some(config) = configs.iter().find(|cfg| cfg.version == version) else { return Ok(false) };
+    let owner = principal.subject.is_some() && c.user_id == principal.subject;
+    Ok(config.published() || principal.admin || owner)
+}
+
 /// An optional JSON body (empty: the default).
 fn optional_body<T: Default + serde::de::DeserializeOwned + schemars::JsonSchema>(body: &Bytes) -> ApiResult<T> {
     if body.iter().all(u8::is_ascii_whitespace) { Ok(T::default()) } else { json_body(body) }

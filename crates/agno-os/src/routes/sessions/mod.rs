@@ -35,8 +35,7 @@ use schema::{session_detail, session_schema, session_type_of, to_map, without_nu
 
 use crate::error::{ApiError, ApiResult};
 
-/// Metadata keys the runtime owns; Agno strips them from caller-supplied session metadata.
-const RESERVED_METADATA_KEYS: [&str; 3] = ["agno_component_version", "agno_dispatch_chain", "agno_dispatch_depth"];
+use super::run_form::RESERVED_METADATA_KEYS;
 
 /// Length of the `run_input` and `content_preview` texts of a run preview.
 pub(super) const PREVIEW_CHARS: usize = 280;
