@@ -173,3 +173,51 @@ pub fn scratch_dir(tag: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// A file of this repository, by its path from the root.
+pub fn repo_file(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
+}
+
+/// Waits (bounded) until `GET url` answers 200.
+pub async fn wait_ready(url: &str, what: &str, log: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if reqwest::get(url).await.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Starts `scripts/interop/python_agentos.py` on a free port with its database at `db_url`
+/// (plus `extra` arguments), models on the fake provider (also for models named by string in
+/// requests, as `/optimize-memories` does), and waits until it is healthy.
+pub async fn start_python_agentos(
+    python: &str,
+    provider: &agno_testkit::FakeProvider,
+    dir: &std::path::Path,
+    db_url: &str,
+    extra: &[std::ffi::OsString],
+) -> (Served, String) {
+    let port = free_port();
+    let log = dir.join("python.log");
+    let child = Command::new(python)
+        .arg(repo_file("scripts/interop/python_agentos.py"))
+        .args(["--port", &port.to_string(), "--model-base-url", &provider.base_url(), "--db", db_url])
+        .args(extra)
+        .envs([("OPENAI_BASE_URL", provider.base_url()), ("OPENAI_API_KEY", "sk-test".to_owned())])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let served = Served(child);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&format!("{base}/health"), "Python AgentOS", &log).await;
+    (served, base)
+}
