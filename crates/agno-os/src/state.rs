@@ -171,8 +171,21 @@ impl AppState {
     }
 }
 
-/// Why a catalog version cannot be run by an OS without a database.
-const NO_CATALOG: &str = "this AgentOS has no database, so no catalog of components";
+/// The component a run asked of a catalog version runs: the configuration's (it has no
+/// versions) when there is one, else that version from the catalog.
+fn at_version<'a, T: Send + 'a>(
+    configured: Option<T>,
+    published: Option<&'a crate::published::Published>,
+    build: impl FnOnce(&'a crate::published::Published) -> BoxFuture<'a, Result<T, String>>,
+) -> BoxFuture<'a, Result<T, String>> {
+    match (configured, published) {
+        (Some(configured), _) => Box::pin(std::future::ready(Ok(configured))),
+        (None, Some(published)) => build(published),
+        (None, None) => {
+            Box::pin(std::future::ready(Err("this AgentOS has no database, so no catalog of components".to_owned())))
+        }
+    }
+}
 
 impl crate::queue::Served for AppState {
     fn database(&self) -> Option<&Arc<dyn Db>> {
@@ -188,12 +201,9 @@ impl crate::queue::Served for AppState {
         self.any_workflow(id)
     }
     fn agent_version<'a>(&'a self, id: &'a str, version: i64) -> BoxFuture<'a, Result<Agent, String>> {
-        Box::pin(async move {
-            match (self.agent(id), &self.published) {
-                (Some(configured), _) => Ok(configured.agent.clone()),
-                (None, Some(published)) => published.agent_version(id, version).await.map(|served| served.agent),
-                (None, None) => Err(NO_CATALOG.to_owned()),
-            }
+        let configured = self.agent(id).map(|a| a.agent.clone());
+        at_version(configured, self.published.as_deref(), move |p| {
+            Box::pin(async move { p.agent_version(id, version).await.map(|served| served.agent) })
         })
     }
     fn team_version<'a>(
@@ -201,26 +211,15 @@ impl crate::queue::Served for AppState {
         id: &'a str,
         version: i64,
     ) -> BoxFuture<'a, Result<agno_runtime::team::Team, String>> {
-        Box::pin(async move {
-            match (self.team(id), &self.published) {
-                (Some(configured), _) => Ok(configured.clone()),
-                (None, Some(published)) => published.team_version(id, version).await,
-                (None, None) => Err(NO_CATALOG.to_owned()),
-            }
-        })
+        at_version(self.team(id).cloned(), self.published.as_deref(), move |p| Box::pin(p.team_version(id, version)))
     }
     fn workflow_version<'a>(
         &'a self,
         id: &'a str,
         version: i64,
     ) -> BoxFuture<'a, Result<agno_runtime::workflow::Workflow, String>> {
-        Box::pin(async move {
-            match (self.workflow(id), &self.published) {
-                (Some(configured), _) => Ok(configured.clone()),
-                (None, Some(published)) => published.workflow_version(id, version).await,
-                (None, None) => Err(NO_CATALOG.to_owned()),
-            }
-        })
+        let configured = self.workflow(id).cloned();
+        at_version(configured, self.published.as_deref(), move |p| Box::pin(p.workflow_version(id, version)))
     }
     fn knowledge_of(&self, name: &str) -> Option<&Arc<agno_knowledge::Knowledge>> {
         self.knowledge.iter().find(|k| k.name() == name)

@@ -155,40 +155,50 @@ pub(super) async fn attempt(state: &dyn Served, queue: &Queue, job: &Job, work: 
     // A run asked of a catalog component's version runs that version, continued or not: the
     // job's payload keeps the version it was queued with.
     let pinned = job.payload.get("component_version").and_then(Value::as_i64);
-    let why = |e: String| format!("{kind} {id} v{}: {e}", pinned.unwrap_or_default());
-    let not_served = || format!("{kind} {id} is not served here");
-    let failed = |reason: String| JobOutcome::Settled(JobStatus::Failed, Some(reason));
     match kind {
         ComponentKind::Agent => {
-            let agent = match pinned {
-                Some(v) => state.agent_version(id, v).await.map_err(why),
-                None => state.agent_of(id).ok_or_else(not_served),
-            };
-            match agent {
-                Ok(agent) => attempt_by(state, queue, job, &agent, work, durable).await,
-                Err(reason) => failed(reason),
-            }
+            let agent = chosen_version(kind, id, pinned, |v| state.agent_version(id, v), || state.agent_of(id)).await;
+            attempt_or_fail(state, queue, job, agent, work, durable).await
         }
         ComponentKind::Team => {
-            let team = match pinned {
-                Some(v) => state.team_version(id, v).await.map_err(why),
-                None => state.team_of(id).ok_or_else(not_served),
-            };
-            match team {
-                Ok(team) => attempt_by(state, queue, job, &team, work, durable).await,
-                Err(reason) => failed(reason),
-            }
+            let team = chosen_version(kind, id, pinned, |v| state.team_version(id, v), || state.team_of(id)).await;
+            attempt_or_fail(state, queue, job, team, work, durable).await
         }
         ComponentKind::Workflow => {
-            let workflow = match pinned {
-                Some(v) => state.workflow_version(id, v).await.map_err(why),
-                None => state.workflow_of(id).ok_or_else(not_served),
-            };
-            match workflow {
-                Ok(workflow) => attempt_by(state, queue, job, &workflow, work, durable).await,
-                Err(reason) => failed(reason),
-            }
+            let workflow =
+                chosen_version(kind, id, pinned, |v| state.workflow_version(id, v), || state.workflow_of(id)).await;
+            attempt_or_fail(state, queue, job, workflow, work, durable).await
         }
+    }
+}
+
+/// The component a job runs: the catalog version it names (`pinned`), else the one served; why
+/// there is none otherwise.
+async fn chosen_version<'a, T>(
+    kind: ComponentKind,
+    id: &str,
+    pinned: Option<i64>,
+    at: impl FnOnce(i64) -> futures::future::BoxFuture<'a, Result<T, String>>,
+    served: impl FnOnce() -> Option<T>,
+) -> Result<T, String> {
+    match pinned {
+        Some(v) => at(v).await.map_err(|e| format!("{kind} {id} v{v}: {e}")),
+        None => served().ok_or_else(|| format!("{kind} {id} is not served here")),
+    }
+}
+
+/// [`attempt_by`] the component found, else the job failed with the reason there is none.
+async fn attempt_or_fail<C: Component>(
+    state: &dyn Served,
+    queue: &Queue,
+    job: &Job,
+    component: Result<C, String>,
+    work: Work,
+    durable: Durable,
+) -> JobOutcome {
+    match component {
+        Ok(component) => attempt_by(state, queue, job, &component, work, durable).await,
+        Err(reason) => JobOutcome::Settled(JobStatus::Failed, Some(reason)),
     }
 }
 
