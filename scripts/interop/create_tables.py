@@ -9,7 +9,7 @@ AGNO_PYTHON a Python that has `agno==3.1.*`, `sqlalchemy[asyncio]`, `psycopg` an
     python create_tables.py mysql    <sqlalchemy-url> <db>     <table-type>...
 
 Table types are Agno's: sessions, runs, memories, metrics, evals, knowledge, versions, schedules,
-schedule_runs, jobs. Prints one JSON line: {"created": [table-type, ...]}.
+schedule_runs, jobs, approvals, components, service_accounts, .... Prints one JSON line: {"created": [table-type, ...]}.
 """
 import json
 import sys

@@ -953,6 +953,7 @@ pub trait Db:
     + crate::ApprovalStore
     + crate::CompactionStore
     + crate::ComponentStore
+    + crate::ServiceAccountStore
     + RunStore
     + MemoryStore
     + MetricsStore
@@ -970,6 +971,7 @@ impl<T> Db for T where
         + crate::ApprovalStore
         + crate::CompactionStore
         + crate::ComponentStore
+        + crate::ServiceAccountStore
         + RunStore
         + MemoryStore
         + MetricsStore

@@ -246,6 +246,8 @@ pub enum DbErrorKind {
     SchemaTooOld,
     /// The database could not be reached.
     Unavailable,
+    /// This kind of database does not keep what was asked for (Agno answers 503).
+    Unsupported,
     /// Anything else.
     Other,
 }

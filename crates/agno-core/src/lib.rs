@@ -29,6 +29,7 @@ mod review;
 mod run;
 mod schedule;
 pub mod schema_example;
+mod service_accounts;
 mod session;
 mod stream_event;
 mod team;
@@ -81,6 +82,10 @@ pub use review::{ErrorRequirement, StepInputField, StepRequirement};
 pub use run::{Media, RunInput, RunOutput, RunStatus};
 pub use schedule::{Cell, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleUpdate};
 pub use schema_example::{SchemaLimits, SchemaTooLarge, check_schema, example_value, example_within};
+pub use service_accounts::{
+    SERVICE_ACCOUNT_PRINCIPAL_PREFIX, SERVICE_ACCOUNT_SORTABLE, ServiceAccount, ServiceAccountQuery,
+    ServiceAccountStore,
+};
 pub use session::{AgentSession, SessionField, SessionSummary, SessionType};
 pub use stream_event::StreamEvent;
 pub use team::TeamStreamEvent;

@@ -43,6 +43,8 @@ pub struct TableNames {
     /// The links of team and workflow versions to their members and steps
     /// (`agno_component_links`).
     pub component_links: String,
+    /// Service accounts (`agno_service_accounts`).
+    pub service_accounts: String,
 }
 
 impl TableNames {
@@ -75,6 +77,7 @@ impl Default for TableNames {
             components: "agno_components".to_owned(),
             component_configs: "agno_component_configs".to_owned(),
             component_links: "agno_component_links".to_owned(),
+            service_accounts: "agno_service_accounts".to_owned(),
         }
     }
 }
@@ -126,6 +129,7 @@ impl TableNames {
             &self.components,
             &self.component_configs,
             &self.component_links,
+            &self.service_accounts,
         ] {
             let ok = !name.is_empty()
                 && name.len() <= 63

@@ -346,3 +346,25 @@ mod jobs {
     agno_testkit::jobs_conformance!(redis, crate::redis_store().await);
     agno_testkit::jobs_conformance!(mysql, crate::mysql_store().await);
 }
+
+/// Service accounts are kept by the SQL databases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_accounts_on_the_sql_databases() {
+    agno_testkit::conformance::service_accounts_mint_find_list_revoke(sqlite_db().await).await;
+    if agno_testkit::services::for_adapter("postgres", "service accounts on PostgreSQL") {
+        agno_testkit::conformance::service_accounts_mint_find_list_revoke(postgres_db().await).await;
+    }
+    if agno_testkit::services::for_adapter("mysql", "service accounts on MySQL") {
+        agno_testkit::conformance::service_accounts_mint_find_list_revoke(mysql_db().await).await;
+    }
+}
+
+/// The document databases do not keep service accounts, and say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_accounts_are_unsupported_on_the_document_databases() {
+    agno_testkit::conformance::service_accounts_unsupported(memory_db().await).await;
+    agno_testkit::conformance::service_accounts_unsupported(json_db().await).await;
+    if agno_testkit::services::for_adapter("redis", "service accounts on Redis") {
+        agno_testkit::conformance::service_accounts_unsupported(redis_db().await).await;
+    }
+}

@@ -297,17 +297,20 @@ async fn approvals_and_compactions_tables_are_created_exactly_as_python_agno_cre
 /// The three component tables are created as Python Agno 3.1 creates them, live (INTEGER
 /// versions, the foreign keys from configs and links).
 #[tokio::test]
-async fn component_tables_are_created_exactly_as_python_agno_creates_them() {
-    if !agno_testkit::services::postgres("component_tables_are_created_exactly_as_python_agno_creates_them") {
+async fn component_and_service_account_tables_are_created_exactly_as_python_agno_creates_them() {
+    if !agno_testkit::services::postgres(
+        "component_and_service_account_tables_are_created_exactly_as_python_agno_creates_them",
+    ) {
         return;
     }
     let scratch = Scratch::new("ddl_components");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     db.create_tables().await.unwrap();
     db.create_tables().await.unwrap(); // idempotent
-    let tables = ["agno_components", "agno_component_configs", "agno_component_links"];
+    let tables = ["agno_components", "agno_component_configs", "agno_component_links", "agno_service_accounts"];
     let got = catalog(&scratch.name, &tables).await;
-    let Some(want) = python_catalog(&["components", "component_configs", "component_links"], &tables).await else {
+    let kinds = ["components", "component_configs", "component_links", "service_accounts"];
+    let Some(want) = python_catalog(&kinds, &tables).await else {
         return;
     };
     assert_eq!(got, want);

@@ -12,7 +12,7 @@ use sqlx::Row;
 
 /// Agno's table types that agno-rs implements on SQLite (Agno 3.1 has no SQLite jobs table; the
 /// one agno-rs adds, and its event log, are agno-rs's own).
-const TABLE_TYPES: [&str; 16] = [
+const TABLE_TYPES: [&str; 17] = [
     "sessions",
     "runs",
     "memories",
@@ -29,6 +29,7 @@ const TABLE_TYPES: [&str; 16] = [
     "components",
     "component_configs",
     "component_links",
+    "service_accounts",
 ];
 
 /// Tables (and their indexes) agno-rs adds that Agno does not create on SQLite.

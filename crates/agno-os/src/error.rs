@@ -144,6 +144,7 @@ impl From<agno_core::DbError> for ApiError {
         match e.kind() {
             DbErrorKind::NotFound => ApiError::not_found(e.to_string()),
             DbErrorKind::Conflict => ApiError::conflict(e.to_string()),
+            DbErrorKind::Unsupported => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             DbErrorKind::Unavailable => {
                 tracing::error!(error = %e, "database unavailable");
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the database is unavailable, try again later")

@@ -649,6 +649,7 @@ pub use crate::conformance_compactions::compactions_round_trip_search_and_cascad
 pub use crate::conformance_components::{
     components_interop, components_refuse_cycles_and_serialise_appends, components_version_publish_and_pin,
 };
+pub use crate::conformance_service_accounts::{service_accounts_mint_find_list_revoke, service_accounts_unsupported};
 pub use crate::conformance_traces::{
     old_traces_are_deleted_with_their_spans, traces_fold_batches_and_count_spans, traces_list_filter_and_stats,
 };

@@ -22,6 +22,7 @@ pub mod conformance;
 mod conformance_approvals;
 mod conformance_compactions;
 mod conformance_components;
+mod conformance_service_accounts;
 mod conformance_traces;
 mod embeddings;
 mod gemini;

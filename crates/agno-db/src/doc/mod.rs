@@ -219,3 +219,7 @@ pub(crate) fn update_visible<T>(
     files.write(table, docs)?;
     Ok(Some(out))
 }
+
+/// Service accounts are kept by the SQL databases only (as Python Agno's): the document
+/// databases answer that they do not keep them.
+impl<B: DocBackend> agno_core::ServiceAccountStore for DocDb<B> {}

@@ -358,6 +358,13 @@ impl crate::sql::migrate::SqlSchema for PostgresState {
                 &t.component_links,
                 super::components::component_links_ddl(&links_q, &t.component_links, &components_q, &configs_q),
             ),
+            (
+                &t.service_accounts,
+                super::service_accounts::service_accounts_ddl(
+                    &self.qualified(&t.service_accounts),
+                    &t.service_accounts,
+                ),
+            ),
         ] {
             if self.create_table_if_missing(name, &ddl).await? {
                 crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;

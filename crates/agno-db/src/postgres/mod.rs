@@ -15,6 +15,7 @@ mod migrate;
 mod runs;
 mod schedules;
 mod schema;
+pub(crate) mod service_accounts;
 mod sessions;
 pub(crate) mod traces;
 

@@ -327,3 +327,7 @@ impl RedisDb {
         self.doc_at("sessions", session_id, "session").await
     }
 }
+
+/// Service accounts are kept by the SQL databases only (as Python Agno's): Redis answers that it
+/// does not keep them.
+impl agno_core::ServiceAccountStore for RedisDb {}

@@ -25,6 +25,7 @@ pub(crate) mod metrics;
 pub(crate) mod migrate;
 pub(crate) mod runs;
 pub(crate) mod schedules;
+mod service_accounts;
 pub(crate) mod sessions;
 pub(crate) mod sqlite_builder;
 pub(crate) mod traces;

@@ -91,6 +91,7 @@ impl crate::sql::migrate::SqlSchema for SqliteState {
             (&t.components, super::components::components_ddl(&t.components)),
             (&t.component_configs, super::components::component_configs_ddl(&t.component_configs)),
             (&t.component_links, super::components::component_links_ddl(&t.component_links)),
+            (&t.service_accounts, super::service_accounts::service_accounts_ddl(&t.service_accounts)),
         ] {
             if !self.table_exists(name).await? {
                 self.exec_all(&ddl).await?;
