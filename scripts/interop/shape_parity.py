@@ -859,6 +859,54 @@ def component_steps():
     ]
 
 
+def service_account_steps():
+    """The service-accounts sequence (both servers verify HS256 JWTs with the same secret and keep
+    service accounts in their SQL database): mint (defaults, privileged, refusals), list, use a
+    token within and beyond its scopes, revoke, and a revoked token."""
+    admin = {"Authorization": "Bearer {admin}"}
+    pat = {"Authorization": "Bearer {pat}"}
+
+    def keep(side, body):
+        side.vars.update(sa=body["id"], pat=body["token"])
+
+    return [
+        ("accounts empty", "GET", "/service-accounts", {"headers": admin}, None),
+        ("mint without auth", "POST", "/service-accounts", {"json": {"name": "nobody"}}, None),
+        ("mint", "POST", "/service-accounts", {"json": {"name": "ci"}, "headers": admin}, keep),
+        ("mint scoped", "POST", "/service-accounts",
+         {"json": {"name": "reader", "scopes": [{"scope": "agents:read"}, {"scope": "agents:demo:run"}], "expires_in_days": 7},
+          "headers": admin}, None),
+        ("mint privileged", "POST", "/service-accounts",
+         {"json": {"name": "boss", "scopes": [{"scope": "agents:write"}], "allow_privileged_scopes": True, "never_expires": True},
+          "headers": admin}, None),
+        ("mint duplicate", "POST", "/service-accounts", {"json": {"name": "ci"}, "headers": admin}, None),
+        ("mint bad name", "POST", "/service-accounts", {"json": {"name": "Bad Name"}, "headers": admin}, None),
+        ("mint long name", "POST", "/service-accounts", {"json": {"name": "x" * 64}, "headers": admin}, None),
+        ("mint deny", "POST", "/service-accounts",
+         {"json": {"name": "d", "scopes": [{"scope": "agents:run", "effect": "deny"}]}, "headers": admin}, None),
+        ("mint unknown scope", "POST", "/service-accounts",
+         {"json": {"name": "u", "scopes": [{"scope": "nonsense"}]}, "headers": admin}, None),
+        ("mint privileged unasked", "POST", "/service-accounts",
+         {"json": {"name": "p", "scopes": [{"scope": "agents:delete"}]}, "headers": admin}, None),
+        ("mint zero days", "POST", "/service-accounts", {"json": {"name": "z", "expires_in_days": 0}, "headers": admin}, None),
+        ("mint without name", "POST", "/service-accounts", {"json": {}, "headers": admin}, None),
+        ("accounts", "GET", "/service-accounts", {"headers": admin}, None),
+        ("accounts by name", "GET", "/service-accounts?sort_by=name&sort_order=asc&limit=2&page=2", {"headers": admin}, None),
+        ("accounts limit too large", "GET", "/service-accounts?limit=101", {"headers": admin}, None),
+        ("token reads agents", "GET", "/agents", {"headers": pat}, None),
+        ("token runs", "POST", "/agents/demo/runs", {"data": {"message": "hi", "stream": "false"}, "headers": pat}, None),
+        ("token beyond its scopes", "GET", "/memories", {"headers": pat}, None),
+        ("token lists accounts", "GET", "/service-accounts", {"headers": pat}, None),
+        ("revoke", "DELETE", "/service-accounts/{sa}", {"headers": admin}, None),
+        ("revoke again", "DELETE", "/service-accounts/{sa}", {"headers": admin}, None),
+        ("revoke missing", "DELETE", "/service-accounts/nope", {"headers": admin}, None),
+        ("revoked token", "GET", "/agents", {"headers": pat}, None),
+        ("unknown token", "GET", "/agents", {"headers": {"Authorization": "Bearer agno_pat_unknown"}}, None),
+        ("accounts live", "GET", "/service-accounts?include_revoked=false", {"headers": admin}, None),
+        ("mint again", "POST", "/service-accounts", {"json": {"name": "ci"}, "headers": admin}, None),
+    ]
+
+
 def formatted(value, variables):
     """`value` with every string formatted with `variables` (a JSON body's placeholders)."""
     if isinstance(value, str):
@@ -875,7 +923,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rs", required=True)
     parser.add_argument("--py", required=True)
-    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a", "agui", "components"])
+    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a", "agui", "components", "service_accounts"])
+    parser.add_argument("--jwt-secret", help="HS256 secret both servers verify; `{admin}` in a step's headers is an admin token")
     args = parser.parse_args()
     rs, py = Side("rs", args.rs), Side("py", args.py)
     py.vars["session"] = rs.vars["session"]
@@ -893,7 +942,15 @@ def main():
         "a2a": a2a_steps,
         "agui": agui_steps,
         "components": component_steps,
+        "service_accounts": service_account_steps,
     }
+    if args.jwt_secret:
+        import jwt
+
+        now = int(time.time())
+        claims = {"sub": "root", "scopes": ["agent_os:admin"], "iat": now, "exp": now + 3600}
+        admin = jwt.encode(claims, args.jwt_secret, algorithm="HS256")
+        rs.vars["admin"] = py.vars["admin"] = admin
     for name, method, path, kwargs, capture in suites[args.suite]():
         results = {}
         for side in (rs, py):
@@ -902,6 +959,8 @@ def main():
                 kw["data"] = {k: v.format(**side.vars) for k, v in kw["data"].items()}
             if "json" in kw:
                 kw["json"] = formatted(kw["json"], side.vars)
+            if "headers" in kw:
+                kw["headers"] = {k: v.format(**side.vars) for k, v in kw["headers"].items()}
             try:
                 resp = side.request(method, path, **kw)
             except (KeyError, IndexError) as exc:

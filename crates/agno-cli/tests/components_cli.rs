@@ -3,7 +3,10 @@
 //! user's write are refused with the route's reason and a failing exit, nothing changed. A
 //! second process (`agno serve` on the same file) reads what the CLI published. Two replicas on
 //! one database: what one publishes or rolls back, the other serves, told by PostgreSQL's
-//! notifications or by its poll on SQLite (the delays are printed).
+//! notifications or by its poll on SQLite (the delays are printed); a background run queued
+//! before a publish runs its version on either replica. A Python AgentOS 3.1.10 and `agno serve`
+//! share one catalog. And the other OS-database object replicas must agree on at once: a
+//! service-account token revoked through one replica is refused by the other (delay printed).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
@@ -379,4 +382,50 @@ async fn a_background_run_queued_before_a_publish_runs_that_version_on_either_po
         client.post(format!("http://127.0.0.1:{b}/agents/helper/runs")).form(&[("message", "hi"), ("stream", "false")]);
     let now: Value = now.send().await.unwrap().json().await.unwrap();
     assert_eq!((&now["status"], &now["agent_name"]), (&json!("COMPLETED"), &json!("Helper Two")), "{now}");
+}
+
+/// Two replicas on one PostgreSQL: a service-account token minted through A works on B; once
+/// revoked through A, B refuses it within its token cache's time (printed; `[auth]
+/// service_account_cache_ms`, 500 ms by default), A at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_account_revoked_on_one_replica_is_refused_by_the_other() {
+    let Some(schema) = postgres_schema("service_accounts") else { return };
+    let dir = scratch_dir("service-accounts-pg");
+    let config = dir.join("agentos.toml");
+    let url = &schema.url;
+    std::fs::write(
+        &config,
+        format!("[auth]\nmode = \"key\"\nsecurity_key = \"root-key\"\n[db]\nurl = \"{url}\"\n[[agents]]\nid = \"echo\"\nmodel = \"test\"\n"),
+    )
+    .unwrap();
+    let (_a, a) = start_serve_logged(&config, &dir.join("a.log")).await;
+    let (_b, b) = start_serve_logged(&config, &dir.join("b.log")).await;
+    let client = reqwest::Client::new();
+    let minted = client
+        .post(format!("http://127.0.0.1:{a}/service-accounts"))
+        .bearer_auth("root-key")
+        .json(&json!({"name": "ci", "scopes": [{"scope": "agents:read"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(minted.status(), 201);
+    let minted: Value = minted.json().await.unwrap();
+    let token = minted["token"].as_str().unwrap().to_owned();
+    let agents_on = |port: u16| client.get(format!("http://127.0.0.1:{port}/agents")).bearer_auth(&token).send();
+    assert_eq!(agents_on(b).await.unwrap().status(), 200, "a token minted through A works on B");
+
+    let revoked_at = Instant::now();
+    let id = minted["id"].as_str().unwrap();
+    let revoke = client.delete(format!("http://127.0.0.1:{a}/service-accounts/{id}")).bearer_auth("root-key");
+    assert_eq!(revoke.send().await.unwrap().status(), 204);
+    assert_eq!(agents_on(a).await.unwrap().status(), 401, "the revoking replica refuses it at once");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if agents_on(b).await.unwrap().status() == 401 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "replica B still accepts a token revoked through A");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    eprintln!("revoked through A -> refused by B after {} ms", revoked_at.elapsed().as_millis());
 }

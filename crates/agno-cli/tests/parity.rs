@@ -18,9 +18,15 @@ use common::{
 /// Runs `scripts/interop/shape_parity.py` (suite `suite`) against both servers and asserts that
 /// it ran at least `min_steps` steps and found no difference outside its allow-list.
 fn assert_shape_parity(python: &str, rs_port: u16, py_base: &str, suite: &str, min_steps: u64) {
+    assert_shape_parity_with(python, rs_port, py_base, &["--suite", suite], min_steps);
+}
+
+/// [`assert_shape_parity`] with the script's arguments after `--rs` and `--py`.
+fn assert_shape_parity_with(python: &str, rs_port: u16, py_base: &str, args: &[&str], min_steps: u64) {
     let out = Command::new(python)
         .arg(repo_file("scripts/interop/shape_parity.py"))
-        .args(["--rs", &format!("http://127.0.0.1:{rs_port}"), "--py", py_base, "--suite", suite])
+        .args(["--rs", &format!("http://127.0.0.1:{rs_port}"), "--py", py_base])
+        .args(args)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -144,6 +150,91 @@ async fn component_routes_answer_as_python_agentos_does() {
     let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
 
     assert_shape_parity(&python, rs_port, &py_base, "components", 75);
+}
+
+/// Both servers verify the same HS256 secret and keep service accounts in their database: minting
+/// (defaults, privileged, every refusal), listing, a token used within and beyond its scopes,
+/// revoking and a revoked token answer alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the service accounts parity check against Python AgentOS") else {
+        return;
+    };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("saparity");
+    let secret = "parity-secret-0123456789abcdef0123";
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let extra = ["--components".into(), "--jwt-secret".into(), secret.into()];
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &extra).await;
+    let auth = format!("[auth]\nmode = \"jwt\"\nverification_keys = [\"{secret}\"]\nalgorithm = \"HS256\"\n");
+    let config = python_agentos_twin(&dir, &provider, &auth);
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    let args = ["--suite", "service_accounts", "--jwt-secret", secret];
+    assert_shape_parity_with(&python, rs_port, &py_base, &args, 27);
+}
+
+/// Python AgentOS 3.1.10 and `agno serve` (both with the security key) on one SQLite file: a
+/// token either mints authenticates on the other (one table, one hash), and one revoked through
+/// agno-rs is refused by Python AgentOS once its own verification cache lets go (its default
+/// 30 s is set to 0 here), one revoked through Python by agno-rs within its 500 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_accounts_are_shared_with_python_agentos_on_one_database() {
+    let Some(python) = agno_testkit::agno_python("the service accounts interop check with Python AgentOS") else {
+        return;
+    };
+    let provider = FakeProvider::start().await.unwrap();
+    let dir = scratch_dir("sainterop");
+    let db = format!("sqlite://{}", dir.join("shared.db").display());
+    let key = "shared-root-key";
+    let config =
+        python_agentos_twin_on(&dir, &provider, &format!("[auth]\nmode = \"key\"\nsecurity_key = \"{key}\"\n"), &db);
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+    let rs = format!("http://127.0.0.1:{rs_port}");
+    let env = [("OS_SECURITY_KEY", key), ("SERVICE_ACCOUNT_CACHE_TTL_SECONDS", "0")];
+    let (_python, py) =
+        common::start_python_agentos_with_env(&python, &provider, &dir, &db, &["--components".into()], &env).await;
+    let client = reqwest::Client::new();
+    let mint = |base: &str, name: &str| {
+        let request = client
+            .post(format!("{base}/service-accounts"))
+            .bearer_auth(key)
+            .json(&serde_json::json!({"name": name, "scopes": [{"scope": "agents:read"}]}));
+        async move {
+            let r = request.send().await.unwrap();
+            assert_eq!(r.status(), 201);
+            r.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let agents = |base: &str, token: &str| {
+        let request = client.get(format!("{base}/agents")).bearer_auth(token);
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    let from_python = mint(&py, "from-python").await;
+    let from_rs = mint(&rs, "from-rs").await;
+    let (py_token, rs_token) = (from_python["token"].as_str().unwrap(), from_rs["token"].as_str().unwrap());
+    assert_eq!(agents(&rs, py_token).await, 200, "agno-rs accepts a token Python AgentOS minted");
+    assert_eq!(agents(&py, rs_token).await, 200, "Python AgentOS accepts a token agno-rs minted");
+    // Each lists the other's account, field for field.
+    let listed = |base: &str| {
+        let request = client.get(format!("{base}/service-accounts?sort_by=name&sort_order=asc")).bearer_auth(key);
+        async move { request.send().await.unwrap().json::<serde_json::Value>().await.unwrap()["data"].clone() }
+    };
+    assert_eq!(listed(&rs).await, listed(&py).await);
+    // Revocations cross over.
+    let revoke = |base: &str, id: &str| {
+        let request = client.delete(format!("{base}/service-accounts/{id}")).bearer_auth(key);
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(revoke(&rs, from_python["id"].as_str().unwrap()).await, 204);
+    assert_eq!(agents(&py, py_token).await, 401, "Python refuses its own token agno-rs revoked");
+    assert_eq!(revoke(&py, from_rs["id"].as_str().unwrap()).await, 204);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while agents(&rs, rs_token).await != 401 {
+        assert!(Instant::now() < deadline, "agno-rs still accepts a token Python AgentOS revoked");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// With an agent compacting when asked on both sides (Python's `Compaction(compact_at_tokens=None,

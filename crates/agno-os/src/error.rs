@@ -37,6 +37,13 @@ impl ApiError {
         Self { status, detail: detail.into(), error_type: None, location: None, ctx: None, plain: false, input: None }
     }
 
+    /// 422 as pydantic reports a body validator's `ValueError` on `field`: `Value error, ...`.
+    pub fn value_error(field: &str, message: impl std::fmt::Display) -> Self {
+        Self::unprocessable(format!("Value error, {message}"))
+            .at("body", field)
+            .with_ctx(serde_json::json!({"error": {}}))
+    }
+
     /// 400.
     pub fn bad_request(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, detail)

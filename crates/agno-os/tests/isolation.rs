@@ -298,6 +298,13 @@ const COVERAGE: &[(&str, &str, &str)] = &[
     ("GET", "/approvals/{approval_id}/status", "read: A's approval is not found (tests/approvals.rs)"),
     ("POST", "/approvals/{approval_id}/resolve", "write: admin only under isolation, 404 (tests/approvals.rs)"),
     ("DELETE", "/approvals/{approval_id}", "write: admin only under isolation, 404 (tests/approvals.rs)"),
+    ("POST", "/service-accounts", "write: owned by its minter (tests/service_accounts.rs)"),
+    ("GET", "/service-accounts", "listing: own and workspace-level accounts (tests/service_accounts.rs)"),
+    (
+        "DELETE",
+        "/service-accounts/{service_account_id}",
+        "write: another's account is not found, a workspace-level one 403 (tests/service_accounts.rs)",
+    ),
     ("GET", "/components", "listing: own, shared and published (tests/components.rs)"),
     ("POST", "/components", "write: owned by the caller; pins only what the caller sees (tests/components.rs)"),
     ("GET", "/components/{component_id}", "read: A's draft-only component is not found (tests/components.rs)"),

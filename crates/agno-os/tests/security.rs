@@ -185,7 +185,10 @@ async fn every_route_times_every_caller() {
                     // empty bodies of this matrix (never a 5xx, never 401/403).
                     let expected = (200..300).contains(&status)
                         || [400, 404, 409, 422].contains(&status)
-                        || (status == 503 && route.path.starts_with("/knowledge"));
+                        || (status == 503 && route.path.starts_with("/knowledge"))
+                        // This OS keeps memory:// storage, which holds no service accounts (as
+                        // Agno's document databases: 503); tests/service_accounts.rs runs them on SQL.
+                        || (status == 503 && route.path.starts_with("/service-accounts"));
                     assert!(expected, "{m} {path} for {who} ({scope}) got {status}");
                     statuses.push(status.to_string());
                 }
@@ -348,6 +351,9 @@ fn agno_default_scope(method: &str, path: &str) -> Option<&'static str> {
         ("GET /approvals/*", "approvals:read"),
         ("POST /approvals/*/resolve", "approvals:write"),
         ("DELETE /approvals/*", "approvals:delete"),
+        ("POST /service-accounts", "service_accounts:write"),
+        ("GET /service-accounts", "service_accounts:read"),
+        ("DELETE /service-accounts/*", "service_accounts:delete"),
         ("GET /components", "components:read"),
         ("POST /components", "components:write"),
         ("GET /components/*/configs/current", "components:read"),

@@ -205,6 +205,18 @@ pub async fn start_python_agentos(
     db_url: &str,
     extra: &[std::ffi::OsString],
 ) -> (Served, String) {
+    start_python_agentos_with_env(python, provider, dir, db_url, extra, &[]).await
+}
+
+/// [`start_python_agentos`] with extra environment variables (`OS_SECURITY_KEY`, ...).
+pub async fn start_python_agentos_with_env(
+    python: &str,
+    provider: &agno_testkit::FakeProvider,
+    dir: &std::path::Path,
+    db_url: &str,
+    extra: &[std::ffi::OsString],
+    env: &[(&str, &str)],
+) -> (Served, String) {
     let port = free_port();
     let log = dir.join("python.log");
     let child = Command::new(python)
@@ -212,6 +224,7 @@ pub async fn start_python_agentos(
         .args(["--port", &port.to_string(), "--model-base-url", &provider.base_url(), "--db", db_url])
         .args(extra)
         .envs([("OPENAI_BASE_URL", provider.base_url()), ("OPENAI_API_KEY", "sk-test".to_owned())])
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

@@ -4,6 +4,7 @@
 
 pub mod jwt;
 pub mod scopes;
+pub mod service_accounts;
 
 use std::sync::Arc;
 
@@ -33,6 +34,8 @@ pub struct AuthSettings {
     pub admin_scope: String,
     /// Force non-admin callers' `sub` as `user_id`.
     pub user_isolation: bool,
+    /// Service-account verifications, kept briefly.
+    pub tokens: service_accounts::TokenCache,
 }
 
 impl AuthSettings {
@@ -73,6 +76,9 @@ impl AuthSettings {
             authenticator,
             admin_scope: section.admin_scope.clone().unwrap_or_else(|| scopes::DEFAULT_ADMIN_SCOPE.to_owned()),
             user_isolation: section.user_isolation,
+            tokens: service_accounts::TokenCache::new(std::time::Duration::from_millis(
+                section.service_account_cache_ms,
+            )),
         })
     }
 
@@ -82,6 +88,7 @@ impl AuthSettings {
             authenticator: Authenticator::Open,
             admin_scope: scopes::DEFAULT_ADMIN_SCOPE.to_owned(),
             user_isolation: false,
+            tokens: service_accounts::TokenCache::new(std::time::Duration::ZERO),
         }
     }
 
@@ -142,6 +149,25 @@ impl Principal {
         Self { subject: None, scopes: Vec::new(), admin: true, isolated: false, admin_scope: admin_scope.into() }
     }
 
+    /// The caller holding service account `account`'s token: `sa:<name>` with the account's
+    /// scopes (an admin only if they include the admin scope), isolated as users are.
+    pub fn service_account(account: &agno_core::ServiceAccount, auth: &AuthSettings) -> Self {
+        let admin = account.scopes.contains(&auth.admin_scope);
+        Self {
+            subject: Some(account.principal()),
+            scopes: account.scopes.clone(),
+            admin,
+            isolated: auth.user_isolation && !admin,
+            admin_scope: auth.admin_scope.as_str().into(),
+        }
+    }
+
+    /// Whether the caller authenticated with the OS's security key (an admin without scopes or
+    /// subject, on an OS that requires authentication).
+    pub fn is_root(&self, auth: &AuthSettings) -> bool {
+        auth.required() && self.admin && self.subject.is_none() && self.scopes.is_empty()
+    }
+
     /// The `user_id` a read or write is scoped to: the caller's own `sub` under user isolation
     /// (whatever was requested), else what the request asked for.
     pub fn user_scope(&self, requested: Option<String>) -> Option<String> {
@@ -171,7 +197,8 @@ impl Principal {
 /// scheduler, `__oauth__:` clients).
 const RESERVED_SUBJECTS: [&str; 3] = ["sa:", "__scheduler__", "__oauth__:"];
 
-fn bearer(req: &Request) -> Option<&str> {
+/// The bearer token of `req`, if it carries one.
+pub fn bearer(req: &Request) -> Option<&str> {
     let value = req.headers().get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())

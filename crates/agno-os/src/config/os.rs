@@ -235,4 +235,12 @@ pub struct AuthSection {
     pub user_isolation: bool,
     /// Removed in Agno v3: refused with a pointer to `verification_keys`.
     pub secret_key: Option<String>,
+    /// How long a replica keeps a service-account token's verification (milliseconds; 0: read
+    /// the database on every request). A revoked token is refused everywhere within it.
+    #[serde(default = "default_service_account_cache_ms")]
+    pub service_account_cache_ms: u64,
+}
+
+fn default_service_account_cache_ms() -> u64 {
+    500
 }

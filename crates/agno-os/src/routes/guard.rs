@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::{Access, ROUTES, RequestBody, served_route};
-use crate::auth::{InternalCaller, Principal, authenticate, scopes};
+use crate::auth::{InternalCaller, Principal, authenticate, bearer, scopes};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -39,21 +39,29 @@ pub async fn authorize(
     if let Err(e) = crate::input::check_origin(req.method(), req.headers(), &state.origins) {
         return e.into_response();
     }
+    // A service-account token (on an OS that requires authentication), held apart from the
+    // request so that checking it does not hold the request across the database read.
+    let pat = bearer(&req)
+        .filter(|t| auth.required() && t.starts_with(crate::auth::service_accounts::TOKEN_PREFIX))
+        .map(str::to_owned);
     let principal = match route.access {
         Access::Public => Principal::admin(&auth.admin_scope),
-        Access::Authenticated => match authenticate(auth, &req) {
-            Ok(p) => p,
-            Err(e) => return e.into_response(),
-        },
-        Access::Scope(required) => {
-            let principal = match authenticate(auth, &req) {
+        Access::Authenticated | Access::Scope(_) => {
+            let found = match pat.as_deref() {
+                Some(token) => service_account(&state, token).await,
+                None => authenticate(auth, &req),
+            };
+            let principal = match found {
                 Ok(p) => p,
                 Err(e) => return e.into_response(),
             };
-            let target = scopes::target_of(req.uri().path());
-            if !principal.admin && !scopes::has_required(&principal.scopes, &[required], target, &auth.admin_scope) {
-                return ApiError::forbidden(format!("Insufficient permissions: {required} is required"))
-                    .into_response();
+            if let Access::Scope(required) = route.access {
+                let target = scopes::target_of(req.uri().path());
+                if !principal.admin && !scopes::has_required(&principal.scopes, &[required], target, &auth.admin_scope)
+                {
+                    return ApiError::forbidden(format!("Insufficient permissions: {required} is required"))
+                        .into_response();
+                }
             }
             principal
         }
@@ -66,6 +74,23 @@ pub async fn authorize(
         };
     }
     next.run(req).await
+}
+
+/// The caller bearing the service-account token `token` (`agno_pat_...`): its account, if the
+/// token is known, not revoked and not expired.
+async fn service_account(state: &AppState, token: &str) -> Result<Principal, ApiError> {
+    use crate::auth::service_accounts::Refusal;
+    let auth = &state.auth;
+    let Some(db) = &state.db else {
+        return Err(ApiError::unauthenticated("Service accounts are not enabled on this AgentOS instance"));
+    };
+    match auth.tokens.verify(db.as_ref(), token, agno_core::now_epoch_secs()).await {
+        Ok(account) => Ok(Principal::service_account(&account, auth)),
+        Err(Refusal::Invalid) => Err(ApiError::unauthenticated("Invalid or expired service account token")),
+        Err(Refusal::Unavailable) => {
+            Err(ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, "Authentication is temporarily unavailable"))
+        }
+    }
 }
 
 /// What every guarded handler starts from: the OS's state and the caller [`authorize`] let in.

@@ -33,6 +33,7 @@ pub mod resume;
 pub(crate) mod run_form;
 pub mod run_records;
 pub mod schedules;
+pub mod service_accounts;
 pub mod sessions;
 pub mod teams;
 pub mod traces;
@@ -267,6 +268,9 @@ routes! {
     GET "/approvals/{approval_id}" as "get_approval_approvals__approval_id__get", Scope("approvals:read"), "Approvals", "Get an approval" => get(approvals::get_approval);
     POST "/approvals/{approval_id}/resolve" as "resolve_approval_approvals__approval_id__resolve_post", Scope("approvals:write"), "Approvals", "Approve or reject a pending approval (409 when it is no longer pending)", body: RequestBody::Json(|g| g.subschema_for::<approvals::ResolveRequest>()) => post(approvals::resolve_approval);
     DELETE "/approvals/{approval_id}" as "delete_approval_approvals__approval_id__delete", Scope("approvals:delete"), "Approvals", "Delete an approval (204)" => delete(approvals::delete_approval);
+    POST "/service-accounts" as "create_service_account_service_accounts_post", Scope("service_accounts:write"), "Service Accounts", "Mint a service account token (shown once)", body: RequestBody::Json(|g| g.subschema_for::<service_accounts::CreateRequest>()) => post(service_accounts::create_service_account);
+    GET "/service-accounts" as "list_service_accounts_service_accounts_get", Scope("service_accounts:read"), "Service Accounts", "List service accounts (never their tokens)", query: service_accounts::ListQuery => get(service_accounts::list_service_accounts);
+    DELETE "/service-accounts/{service_account_id}" as "revoke_service_account_service_accounts__service_account_id__delete", Scope("service_accounts:delete"), "Service Accounts", "Revoke a service account (204)" => delete(service_accounts::revoke_service_account);
     GET "/components" as "list_components", Scope("components:read"), "Components", "List components, newest first (paginated)", query: components::ListQuery => get(components::list_components);
     POST "/components" as "create_component", Scope("components:write"), "Components", "Create a component with its config version 1 (201)", body: RequestBody::Json(|g| g.subschema_for::<components::ComponentCreate>()) => post(components::create_component);
     GET "/components/{component_id}" as "get_component", Scope("components:read"), "Components", "Get a component", query: components::GetQuery => get(components::get_component);

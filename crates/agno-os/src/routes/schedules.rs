@@ -181,7 +181,7 @@ pub(crate) fn run_json(r: &ScheduleRun) -> Value {
 
 /// A body validator's refusal, as pydantic reports a `ValueError`.
 fn invalid(field: &str, message: impl std::fmt::Display) -> ApiError {
-    ApiError::unprocessable(format!("Value error, {message}")).at("body", field).with_ctx(json!({"error": {}}))
+    ApiError::value_error(field, message)
 }
 
 fn check_name(name: &str) -> ApiResult<()> {
