@@ -130,6 +130,15 @@ pub trait ServiceAccountStore: Send + Sync {
         Err(unsupported())
     }
 
+    /// Records that account `id`'s token was used at `at` (an account not revoked).
+    ///
+    /// # Errors
+    /// A storage error.
+    async fn touch_service_account(&self, id: &str, at: i64) -> DbResult<()> {
+        let _ = (id, at);
+        Err(unsupported())
+    }
+
     /// Revokes account `id` at `at` unless it already is; whether this call revoked it.
     ///
     /// # Errors

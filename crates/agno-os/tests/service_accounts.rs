@@ -78,6 +78,10 @@ async fn a_minted_token_authenticates_with_its_scopes_until_it_is_revoked() {
     let forged = os.get("/agents", Some(&format!("{pat}x"))).await;
     assert_eq!((forged.status, detail(&forged.body).as_str()), (401, "Invalid or expired service account token"));
 
+    // Its use is recorded.
+    let listed = os.get("/service-accounts", Some(&admin)).await;
+    assert!(listed.body["data"][0]["last_used_at"].as_i64().is_some(), "{}", listed.body);
+
     // Listings show no token and no hash.
     let listed = os.get("/service-accounts", Some(&admin)).await;
     assert_eq!((listed.status, names(&listed.body)), (200, vec!["ci"]), "{}", listed.body);
@@ -265,9 +269,64 @@ async fn every_route_enforces_a_service_account_tokens_scopes() {
                 }
             }
         }
-        assert_eq!(call(revoked.clone()).await, 401, "{} {path} with a revoked token", route.method);
+        // Refused: 401, then 429 once this client's failed lookups pass Agno's 20 a minute.
+        let refused = call(revoked.clone()).await;
+        assert!([401, 429].contains(&refused), "{} {path} with a revoked token: {refused}", route.method);
         checked += 1;
     }
     assert!(checked > 100, "{checked} routes");
     eprintln!("{checked} routes x {} service-account tokens", tokens.len() + 2);
+}
+
+/// As Agno's verifier: a client whose token lookups failed 20 times within a minute is answered
+/// 429 (not 401) from then on, while a valid token from the same client still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_bad_tokens_is_throttled_without_locking_out_a_valid_one() {
+    let os = TestOs::start(config(&jwt_os("service-accounts-flood"))).await;
+    let admin = token("root", &["agent_os:admin"]);
+    let minted = os.post_json("/service-accounts", &json!({"name": "ci"}), Some(&admin)).await;
+    let pat = minted.body["token"].as_str().unwrap().to_owned();
+    for i in 0..20 {
+        let r = os.get("/agents", Some(&format!("agno_pat_guess{i}"))).await;
+        assert_eq!(r.status, 401, "failure {i}");
+    }
+    let r = os.get("/agents", Some("agno_pat_guess20")).await;
+    assert_eq!((r.status, detail(&r.body).as_str()), (429, "Too many failed authentication attempts"));
+    assert_eq!(os.get("/config", Some(&pat)).await.status, 200, "a valid token is never throttled");
+}
+
+/// An expired token is refused like a revoked one, also while a verification of it is cached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_token_is_refused() {
+    let os = TestOs::start(config(&jwt_os("service-accounts-expired"))).await;
+    let db = os.os.state.db.clone().unwrap();
+    let now = agno_core::now_epoch_secs();
+    let (token, hash, prefix) = agno_os::auth::service_accounts::generate_token();
+    let account = |id: &str, name: &str, token_hash: String, expires_at: i64| agno_core::ServiceAccount {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        user_id: None,
+        token_hash,
+        token_prefix: prefix.clone(),
+        scopes: vec!["agents:read".to_owned()],
+        created_at: now - 100,
+        expires_at: Some(expires_at),
+        last_used_at: None,
+        revoked_at: None,
+        created_by: None,
+    };
+    db.create_service_account(&account("old", "old", hash, now - 1)).await.unwrap();
+    let r = os.get("/agents", Some(&token)).await;
+    assert_eq!((r.status, detail(&r.body).as_str()), (401, "Invalid or expired service account token"));
+
+    // A token that expires while its verification is cached stops working when it expires.
+    let (soon, soon_hash, _) = agno_os::auth::service_accounts::generate_token();
+    db.create_service_account(&account("soon", "soon", soon_hash, now + 2)).await.unwrap();
+    assert_eq!(os.get("/agents", Some(&soon)).await.status, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while os.get("/agents", Some(&soon)).await.status != 401 {
+        assert!(std::time::Instant::now() < deadline, "a token past its expiry still works");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(agno_core::now_epoch_secs() >= now + 2, "refused only once expired");
 }

@@ -69,6 +69,10 @@ pub async fn service_accounts_mint_find_list_revoke<D: ServiceAccountStore + ?Si
     let paged = db.get_service_accounts(&paged).await.unwrap();
     assert_eq!((names(&paged), paged.1), (vec!["bot"], 3));
 
+    // A use is recorded on a live account.
+    db.touch_service_account("a3", 700).await.unwrap();
+    assert_eq!(db.get_service_account("a3", None).await.unwrap().unwrap().last_used_at, Some(700));
+
     // A revoke happens once, frees the name, and keeps the row.
     assert!(db.revoke_service_account("a1", 900).await.unwrap());
     assert!(!db.revoke_service_account("a1", 950).await.unwrap(), "revocation is one way and happens once");
@@ -95,4 +99,5 @@ pub async fn service_accounts_unsupported<D: ServiceAccountStore + ?Sized>(db: A
         db.get_service_accounts(&query(None, true, "created_at", SortOrder::Desc)).await.err().map(|e| e.kind()),
     );
     unsupported(db.revoke_service_account("a1", 1).await.err().map(|e| e.kind()));
+    unsupported(db.touch_service_account("a1", 1).await.err().map(|e| e.kind()));
 }

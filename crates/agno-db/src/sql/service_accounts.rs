@@ -148,6 +148,17 @@ impl<A: SqlFamily> ServiceAccountStore for SqlDb<A> {
         Ok((readable::<A::D, _>(&found, "service account", "id", account_from_row::<A::D>), total))
     }
 
+    async fn touch_service_account(&self, id: &str, at: i64) -> DbResult<()> {
+        let db = &self.0;
+        let update = Query::update()
+            .table(db.table_ref(&db.tables().service_accounts))
+            .value("last_used_at", at)
+            .and_where(Expr::col("id").eq(id))
+            .and_where(Expr::col("revoked_at").is_null())
+            .build_sqlx(A::D::builder());
+        changed(db, update, &format!("cannot record the use of service account {id}")).await.map(|_| ())
+    }
+
     async fn revoke_service_account(&self, id: &str, at: i64) -> DbResult<bool> {
         let db = &self.0;
         let update = Query::update()

@@ -5,13 +5,17 @@
 //!
 //! Verifications are kept per replica for a short time (`[auth] service_account_cache_ms`, 500 ms
 //! by default; 0 reads the database on every request), so a token revoked through any replica is
-//! refused by every replica within that time; the replica that revokes forgets it at once.
+//! refused by every replica within that time; the replica that revokes forgets it at once. As
+//! Agno's verifier: a use is recorded (`last_used_at`) at most once a minute per account, and a
+//! client whose lookups failed 20 times within a minute is answered 429 instead of 401 (a valid
+//! token is always looked up first, so a flood of bad ones never locks out its holder).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agno_core::{Db, DbErrorKind, ServiceAccount};
+use agno_core::{Db, ServiceAccount};
 use sha2::{Digest, Sha256};
 
 /// What every token starts with (greppable by secret scanners).
@@ -20,8 +24,18 @@ pub const TOKEN_PREFIX: &str = "agno_pat_";
 /// How many characters of a token are kept for display.
 const DISPLAY_PREFIX: usize = 16;
 
-/// How many verifications are kept at most.
+/// How many verifications (and clients with failed lookups, and accounts' last use) are kept
+/// at most.
 const CACHE_ENTRIES: usize = 2048;
+
+/// Failed lookups a client may make within [`FAILURE_WINDOW`] before it is answered 429.
+const MAX_FAILURES: usize = 20;
+
+/// The window failed lookups are counted in.
+const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+
+/// The least time between two writes of an account's `last_used_at`.
+const LAST_USED_EVERY: Duration = Duration::from_secs(60);
 
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -69,6 +83,8 @@ pub enum Refusal {
     Invalid,
     /// The database does not keep service accounts, or cannot be reached.
     Unavailable,
+    /// Too many failed lookups from this client lately.
+    Throttled,
 }
 
 /// Verifications of tokens, kept briefly.
@@ -76,12 +92,14 @@ pub enum Refusal {
 pub struct TokenCache {
     ttl: Duration,
     entries: Mutex<HashMap<String, (ServiceAccount, Instant)>>,
+    failures: Mutex<HashMap<Option<IpAddr>, Vec<Instant>>>,
+    used: Mutex<HashMap<String, Instant>>,
 }
 
 impl TokenCache {
     /// A cache keeping a verification for `ttl` (zero: none kept).
     pub fn new(ttl: Duration) -> Self {
-        Self { ttl, entries: Mutex::default() }
+        Self { ttl, entries: Mutex::default(), failures: Mutex::default(), used: Mutex::default() }
     }
 
     fn cached(&self, hash: &str) -> Option<ServiceAccount> {
@@ -112,32 +130,76 @@ impl TokenCache {
         }
     }
 
-    /// The account `token` authenticates at `now` (epoch seconds): from the cache while its
-    /// entry is fresh (expiry is checked on every use), else from `db`.
+    /// The account `token` authenticates at `now` (epoch seconds) for a request from `client`:
+    /// from the cache while its entry is fresh (expiry is checked on every use), else from `db`.
     ///
     /// # Errors
     /// [`Refusal`].
-    pub async fn verify(&self, db: &dyn Db, token: &str, now: i64) -> Result<ServiceAccount, Refusal> {
+    pub async fn verify(
+        &self,
+        db: &dyn Db,
+        token: &str,
+        now: i64,
+        client: Option<IpAddr>,
+    ) -> Result<ServiceAccount, Refusal> {
         let hash = hash_token(token);
-        let account = match self.cached(&hash) {
-            Some(account) => account,
-            None => match db.service_account_by_token(&hash).await {
-                Ok(Some(account)) if account.usable_at(now) => {
-                    self.keep(hash, account.clone());
-                    account
-                }
-                Ok(_) => return Err(Refusal::Invalid),
-                Err(e) if e.kind() == DbErrorKind::Unsupported || e.kind() == DbErrorKind::Unavailable => {
-                    tracing::warn!(error = %e, "a service-account token could not be verified");
-                    return Err(Refusal::Unavailable);
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "a service-account token could not be verified");
-                    return Err(Refusal::Unavailable);
-                }
-            },
-        };
-        if account.usable_at(now) { Ok(account) } else { Err(Refusal::Invalid) }
+        if let Some(account) = self.cached(&hash).filter(|a| a.usable_at(now)) {
+            self.record_use(db, &account, now).await;
+            return Ok(account);
+        }
+        match db.service_account_by_token(&hash).await {
+            Ok(Some(account)) if account.usable_at(now) => {
+                self.keep(hash, account.clone());
+                self.record_use(db, &account, now).await;
+                Ok(account)
+            }
+            Ok(_) => {
+                self.forget(&hash);
+                Err(self.failed(client))
+            }
+            Err(e) => {
+                // Never counted as a failure: a database blip must not lock clients out.
+                tracing::warn!(error = %e, "a service-account token could not be verified");
+                Err(Refusal::Unavailable)
+            }
+        }
+    }
+
+    /// A failed lookup by `client`: [`Refusal::Invalid`], or [`Refusal::Throttled`] once it
+    /// failed [`MAX_FAILURES`] times within [`FAILURE_WINDOW`].
+    fn failed(&self, client: Option<IpAddr>) -> Refusal {
+        let Ok(mut failures) = self.failures.lock() else { return Refusal::Invalid };
+        if failures.len() >= CACHE_ENTRIES && !failures.contains_key(&client) {
+            failures.retain(|_, at| at.iter().any(|t| t.elapsed() < FAILURE_WINDOW));
+            if failures.len() >= CACHE_ENTRIES {
+                failures.clear();
+            }
+        }
+        let recent = failures.entry(client).or_default();
+        recent.retain(|t| t.elapsed() < FAILURE_WINDOW);
+        if recent.len() >= MAX_FAILURES {
+            return Refusal::Throttled;
+        }
+        recent.push(Instant::now());
+        Refusal::Invalid
+    }
+
+    /// Records `account`'s use at `now`, at most once per [`LAST_USED_EVERY`] (a failed write is
+    /// logged: it never refuses the request).
+    async fn record_use(&self, db: &dyn Db, account: &ServiceAccount, now: i64) {
+        {
+            let Ok(mut used) = self.used.lock() else { return };
+            if used.get(&account.id).is_some_and(|at| at.elapsed() < LAST_USED_EVERY) {
+                return;
+            }
+            if used.len() >= CACHE_ENTRIES {
+                used.clear();
+            }
+            used.insert(account.id.clone(), Instant::now());
+        }
+        if let Err(e) = db.touch_service_account(&account.id, now).await {
+            tracing::warn!(error = %e, account = %account.name, "cannot record a service account's use");
+        }
     }
 }
 

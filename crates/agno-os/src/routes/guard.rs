@@ -41,6 +41,7 @@ pub async fn authorize(
     }
     // A service-account token (on an OS that requires authentication), held apart from the
     // request so that checking it does not hold the request across the database read.
+    let peer = req.extensions().get::<crate::serve::Peer>().map(|p| p.0);
     let pat = bearer(&req)
         .filter(|t| auth.required() && t.starts_with(crate::auth::service_accounts::TOKEN_PREFIX))
         .map(str::to_owned);
@@ -48,7 +49,7 @@ pub async fn authorize(
         Access::Public => Principal::admin(&auth.admin_scope),
         Access::Authenticated | Access::Scope(_) => {
             let found = match pat.as_deref() {
-                Some(token) => service_account(&state, token).await,
+                Some(token) => service_account(&state, token, peer).await,
                 None => authenticate(auth, &req),
             };
             let principal = match found {
@@ -78,15 +79,18 @@ pub async fn authorize(
 
 /// The caller bearing the service-account token `token` (`agno_pat_...`): its account, if the
 /// token is known, not revoked and not expired.
-async fn service_account(state: &AppState, token: &str) -> Result<Principal, ApiError> {
+async fn service_account(state: &AppState, token: &str, peer: Option<std::net::IpAddr>) -> Result<Principal, ApiError> {
     use crate::auth::service_accounts::Refusal;
     let auth = &state.auth;
     let Some(db) = &state.db else {
         return Err(ApiError::unauthenticated("Service accounts are not enabled on this AgentOS instance"));
     };
-    match auth.tokens.verify(db.as_ref(), token, agno_core::now_epoch_secs()).await {
+    match auth.tokens.verify(db.as_ref(), token, agno_core::now_epoch_secs(), peer).await {
         Ok(account) => Ok(Principal::service_account(&account, auth)),
         Err(Refusal::Invalid) => Err(ApiError::unauthenticated("Invalid or expired service account token")),
+        Err(Refusal::Throttled) => {
+            Err(ApiError::new(axum::http::StatusCode::TOO_MANY_REQUESTS, "Too many failed authentication attempts"))
+        }
         Err(Refusal::Unavailable) => {
             Err(ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, "Authentication is temporarily unavailable"))
         }

@@ -287,7 +287,9 @@ impl Connections {
                 use http_body::Body as _;
                 let busy = Busy::start(&activity, !request.body().is_end_stream());
                 let guarded = activity.clone();
-                let request = request.map(|body| axum::body::Body::new(GuardedBody::new(body, pace, guarded.clone())));
+                let mut request =
+                    request.map(|body| axum::body::Body::new(GuardedBody::new(body, pace, guarded.clone())));
+                request.extensions_mut().insert(super::Peer(peer));
                 let response = router.clone().oneshot(super::without_trailing_slash(request));
                 let activity = activity.clone();
                 async move {

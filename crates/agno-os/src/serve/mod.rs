@@ -214,6 +214,11 @@ pub async fn serve(
     Ok(())
 }
 
+/// The address of the peer a request came from, put in its extensions by the server (the key
+/// of per-client limits such as failed service-account token lookups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer(pub std::net::IpAddr);
+
 /// `/agents/` as `/agents` (FastAPI, and so Python AgentOS, answers both); `/` and the Swagger UI
 /// under `/docs/` keep theirs.
 pub(crate) fn without_trailing_slash(
