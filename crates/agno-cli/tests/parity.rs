@@ -147,7 +147,10 @@ async fn component_routes_answer_as_python_agentos_does() {
     let db = format!("sqlite://{}", dir.join("python.db").display());
     let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--components".into()]).await;
     let config = python_agentos_twin(&dir, &provider, "");
-    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+    // The catalog's models read the environment Python AgentOS is given (its key, the fake server).
+    let base_url = provider.base_url();
+    let env = [("OPENAI_BASE_URL", base_url.as_str()), ("OPENAI_API_KEY", "sk-test")];
+    let (_rs, rs_port) = start_serve_with_env(&config, &dir.join("agno-rs.log"), &env).await;
 
     assert_shape_parity(&python, rs_port, &py_base, "components", 75);
 }

@@ -63,6 +63,19 @@ async fn next_version<T: Clone>(
     }
 }
 
+/// `config` with Agno's default model (`OpenAIResponses` `gpt-5.4`, what an Agno agent or team
+/// leader without a model runs on) when it names none: a draft saved without one, or a version
+/// a Python AgentOS published (agno-rs refuses to publish one, naming the field).
+fn with_agno_default_model(
+    mut config: serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Map<String, serde_json::Value> {
+    if !config.contains_key("model") && !config.contains_key("a2a_url") {
+        let default = serde_json::json!({"provider": "openai-responses", "id": "gpt-5.4"});
+        config.insert("model".to_owned(), default);
+    }
+    config
+}
+
 /// What one replica serves from the catalog, as of its last refresh.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -292,7 +305,7 @@ impl Published {
     async fn agent_at(&self, id: &str, version: i64) -> Result<ServedAgent, String> {
         let ctx = &self.context;
         let (config, _) = self.stored(id, version, false).await?;
-        let spec = agent_spec(id, &config).map_err(|e| e.to_string())?;
+        let spec = agent_spec(id, &with_agno_default_model(config)).map_err(|e| e.to_string())?;
         let mcp = crate::build::mcp::McpToolkits::default();
         crate::build::build_agent(&spec, Some(Arc::clone(&ctx.db)), &ctx.knowledge, &mcp, ctx.tracing.as_ref())
             .map_err(|e| e.to_string())
@@ -309,7 +322,7 @@ impl Published {
         let ctx = &self.context;
         let id = &c.component_id;
         let (config, links) = self.stored(id, version, true).await?;
-        let spec = team_spec(id, &config).map_err(|e| e.to_string())?;
+        let spec = team_spec(id, &with_agno_default_model(config)).map_err(|e| e.to_string())?;
         let mut members: Vec<ServedAgent> = Vec::new();
         for (i, member) in spec.members.iter().enumerate() {
             if let Some(agent) = ctx.configured.iter().find(|a| a.agent.id() == member) {

@@ -462,7 +462,8 @@ async fn a_published_agent_and_team_are_served_run_and_follow_a_rollback() {
     // Served beside the configuration's agent, marked as Agno marks catalog components.
     let agents = os.get("/agents", None).await.body;
     let ids: Vec<&str> = agents.as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["code-agent", "helper"], "a draft-only component is not served");
+    assert_eq!(ids, ["code-agent", "helper", "draft-only"], "a draft-only component is listed last, as a draft");
+    assert_eq!((&agents[2]["stage"], agents[2].get("current_version")), (&json!("draft"), None));
     let helper = &agents[1];
     assert_eq!(
         (&helper["is_component"], &helper["current_version"], &helper["stage"]),
@@ -533,7 +534,9 @@ async fn a_published_agent_and_team_are_served_run_and_follow_a_rollback() {
     assert_eq!(os.get("/teams/crew", None).await.status, 404);
     assert_eq!(os.delete("/components/helper", None).await.status, 204);
     assert_eq!(os.post_form("/agents/helper/runs", &[("message", "hi"), ("stream", "false")], None).await.status, 404);
-    assert_eq!(os.get("/agents", None).await.body.as_array().unwrap().len(), 1);
+    let agents = os.get("/agents", None).await.body;
+    let ids: Vec<&str> = agents.as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["code-agent", "draft-only"], "an archived component is neither served nor listed");
     let schedule = os.get(&format!("/schedules/{schedule_id}"), None).await.body;
     assert_eq!(
         (&schedule["enabled"], &schedule["disabled_reason"]),
@@ -717,6 +720,32 @@ async fn a_run_asks_for_a_version_published_for_anyone_a_draft_for_its_owner() {
     let sketch =
         json!({"name": "Sketch", "component_id": "sketch", "component_type": "agent", "config": agent("Sketch")});
     assert_eq!(os.post_json("/components", &sketch, Some(&ann)).await.status, 201);
+    // Listed (as Agno lists it: a draft) and described for its owner and an admin, not for others.
+    let listed = |who: String| {
+        let os = &os;
+        async move {
+            let agents = os.get("/agents", Some(&who)).await.body;
+            agents
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| (a["id"].as_str().unwrap().to_owned(), a["stage"].clone()))
+                .collect::<Vec<_>>()
+        }
+    };
+    let anns = listed(ann.clone()).await;
+    assert!(anns.contains(&("sketch".to_owned(), json!("draft"))), "{anns:?}");
+    assert!(anns.contains(&("helper".to_owned(), json!("published"))), "{anns:?}");
+    assert!(listed(admin.clone()).await.contains(&("sketch".to_owned(), json!("draft"))));
+    assert!(!listed(bob.clone()).await.iter().any(|(id, _)| id == "sketch"), "another's draft is not listed");
+    let described = os.get("/agents/sketch", Some(&ann)).await;
+    assert_eq!(
+        (described.status, &described.body["name"], &described.body["is_component"]),
+        (200, &json!("Sketch"), &json!(true)),
+        "described as Agno's GET describes a stored draft (no stage)"
+    );
+    assert_eq!(os.get("/agents/sketch", Some(&bob)).await.status, 404);
+
     let by_version = [("message", "hi"), ("stream", "false"), ("version", "1")];
     let r = os.post_form("/agents/sketch/runs", &by_version, Some(&ann)).await;
     assert_eq!((r.status, &r.body["agent_name"]), (200, &json!("Sketch")), "{}", r.body);

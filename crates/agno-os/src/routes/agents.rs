@@ -262,6 +262,10 @@ impl Kind for Agents {
     async fn at_version(state: &AppState, id: &str, version: i64) -> Result<agno_runtime::Agent, String> {
         crate::queue::Served::agent_version(state, id, version).await
     }
+    async fn describe_version(state: &AppState, id: &str, version: i64) -> Option<Value> {
+        let served = state.published.as_ref()?.agent_version(id, version).await.ok()?;
+        Some(agent_json(state, &served))
+    }
     fn ids(state: &AppState) -> Vec<String> {
         let configured = state.agents.iter().map(|a| a.agent.id().to_owned());
         configured.chain(state.published_now().agents.keys().cloned()).collect()

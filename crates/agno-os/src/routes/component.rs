@@ -53,6 +53,13 @@ pub trait Kind: Send + Sync + 'static {
         Self::describe(state, id)
     }
 
+    /// The component `id` at catalog `version` (a draft too) as `GET /{kind}s/{id}` describes
+    /// it; none when the kind does not describe drafts or the version does not build.
+    fn describe_version(state: &AppState, id: &str, version: i64) -> impl Future<Output = Option<Value>> + Send {
+        let _ = (state, id, version);
+        std::future::ready(None)
+    }
+
     /// The component `id` as `/config` summarises it (Agno's `...SummaryResponse`).
     fn summarise(state: &AppState, id: &str) -> Option<Value>;
 
@@ -98,16 +105,61 @@ pub(crate) fn from_catalog(mut described: Value, version: i64) -> Value {
     described
 }
 
-/// `GET /{kind}s`: the components of the kind the caller may read.
-pub async fn list<K: Kind>(Caller { state, principal }: Caller) -> Json<Value> {
-    Json(readable::<K>(&state, &principal).iter().filter_map(|id| K::listed(&state, id)).collect())
+/// `described` of a catalog component with nothing published, at its latest (draft) version, as
+/// Agno describes one: `is_component`, no current version, `stage: draft` in listings, and no
+/// model when the draft names none (it would run on Agno's default).
+fn from_draft(mut described: Value, listed: bool, names_model: bool) -> Value {
+    if let Value::Object(m) = &mut described {
+        m.insert("is_component".into(), Value::Bool(true));
+        if listed {
+            m.insert("stage".into(), Value::from("draft"));
+        }
+        if !names_model {
+            m.remove("model");
+        }
+    }
+    described
 }
 
-/// `GET /{kind}s/{id}`: the component, described, when it is served here and the caller may
-/// address it (Agno's 404 otherwise, as [`served`] answers).
+/// The catalog components of the kind with nothing published yet that the caller may read and
+/// see the drafts of (their owner, an admin, an unscoped caller), each described at its latest
+/// version; `only`: just that id (described as `GET /{kind}s/{id}` does, else as listed). A
+/// draft that does not build is left out (logged).
+async fn drafts<K: Kind>(state: &AppState, principal: &Principal, only: Option<&str>) -> ApiResult<Vec<Value>> {
+    let allowed = principal.accessible(family(K::KIND), "read");
+    let mut out = Vec::new();
+    for (id, version, names_model) in super::components::draft_only(state, principal, K::KIND, only).await? {
+        if allowed.as_ref().is_some_and(|ids| !ids.contains(&id)) {
+            continue;
+        }
+        if let Some(described) = K::describe_version(state, &id, version).await {
+            out.push(from_draft(described, only.is_none(), names_model));
+        }
+    }
+    Ok(out)
+}
+
+/// `GET /{kind}s`: the components of the kind the caller may read: the configuration's, the
+/// catalog's published ones, then (as Agno) the catalog's draft-only ones the caller may see.
+pub async fn list<K: Kind>(Caller { state, principal }: Caller) -> ApiResult<Json<Value>> {
+    let mut listed: Vec<Value> =
+        readable::<K>(&state, &principal).iter().filter_map(|id| K::listed(&state, id)).collect();
+    listed.extend(drafts::<K>(&state, &principal, None).await?);
+    Ok(Json(Value::Array(listed)))
+}
+
+/// `GET /{kind}s/{id}`: the component, described, when it is served here (or is a catalog draft
+/// the caller may see) and the caller may address it (Agno's 404 otherwise, as [`served`]
+/// answers).
 pub async fn get<K: Kind>(Caller { state, principal }: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let described = may_address(&principal, K::KIND, &id).then(|| K::describe(&state, &id)).flatten();
-    described.map(Json).ok_or_else(|| not_found(K::KIND, &id))
+    if !may_address(&principal, K::KIND, &id) {
+        return Err(not_found(K::KIND, &id));
+    }
+    if let Some(described) = K::describe(&state, &id) {
+        return Ok(Json(described));
+    }
+    let draft = drafts::<K>(&state, &principal, Some(&id)).await?.into_iter().next();
+    draft.map(Json).ok_or_else(|| not_found(K::KIND, &id))
 }
 
 /// The summaries of the components of the kind the caller may read (`/config`).

@@ -116,6 +116,10 @@ impl Kind for Teams {
     async fn at_version(state: &AppState, id: &str, version: i64) -> Result<Team, String> {
         crate::queue::Served::team_version(state, id, version).await
     }
+    async fn describe_version(state: &AppState, id: &str, version: i64) -> Option<Value> {
+        let served = state.published.as_ref()?.team_version(id, version).await.ok()?;
+        Some(team_json(state, &served))
+    }
     fn ids(state: &AppState) -> Vec<String> {
         let configured = state.teams.iter().map(|t| t.id().to_owned());
         configured.chain(state.published_now().teams.keys().cloned()).collect()

@@ -171,6 +171,44 @@ pub(crate) async fn may_run_version(
     Ok(config.published() || principal.admin || owner)
 }
 
+/// The catalog components of `kind` with nothing published whose drafts the caller sees (owned,
+/// or shared, or any for a privileged or unscoped caller), not defined by `agentos.toml`, each
+/// with its latest version and whether that version names a model; `only`: just that id.
+/// Nothing without a database.
+///
+/// # Errors
+/// A storage error; isolation on with a token naming no user (403).
+pub(crate) async fn draft_only(
+    state: &crate::state::AppState,
+    principal: &Principal,
+    kind: agno_core::ComponentKind,
+    only: Option<&str>,
+) -> ApiResult<Vec<(String, i64, bool)>> {
+    let (Some(db), Some(_)) = (&state.db, &state.published) else { return Ok(Vec::new()) };
+    let viewer = Viewer::of(principal)?;
+    let query = ComponentQuery {
+        component_type: Some(kind.as_str().to_owned()),
+        viewer: viewer.scope.clone(),
+        ..ComponentQuery::default()
+    };
+    let (found, _) = db.list_components(&query).await?;
+    let mut out = Vec::new();
+    for c in found {
+        let id = &c.component_id;
+        if c.current_version.is_some() || state.configured(kind, id) || only.is_some_and(|o| o != id) {
+            continue;
+        }
+        if !viewer.reads_drafts(&c) {
+            continue;
+        }
+        let configs = db.component_configs(id, false).await?;
+        if let Some(latest) = configs.iter().max_by_key(|cfg| cfg.version) {
+            out.push((c.component_id.clone(), latest.version, latest.config.contains_key("model")));
+        }
+    }
+    Ok(out)
+}
+
 /// An optional JSON body (empty: the default).
 fn optional_body<T: Default + serde::de::DeserializeOwned + schemars::JsonSchema>(body: &Bytes) -> ApiResult<T> {
     if body.iter().all(u8::is_ascii_whitespace) { Ok(T::default()) } else { json_body(body) }
