@@ -69,6 +69,24 @@ fn owned_or_shared<D: Dialect>(user_id: &str) -> Condition {
     Condition::any().add(D::exact("user_id", user_id)).add(Expr::col("user_id").is_null())
 }
 
+/// Sets `column` to `at` on account `id` if it is not revoked; how many rows changed (0 or 1).
+async fn set_on_live<A: SqlFamily>(
+    db: &SqlDb<A>,
+    id: &str,
+    column: &'static str,
+    at: i64,
+    what: &str,
+) -> DbResult<u64> {
+    let db = &db.0;
+    let update = Query::update()
+        .table(db.table_ref(&db.tables().service_accounts))
+        .value(column, at)
+        .and_where(Expr::col("id").eq(id))
+        .and_where(Expr::col("revoked_at").is_null())
+        .build_sqlx(A::D::builder());
+    changed(db, update, what).await
+}
+
 /// The accounts of `db` matching `filter` (at most a few: an id, a name, a hash).
 async fn accounts_where<A: SqlFamily>(db: &SqlDb<A>, filter: Condition, what: &str) -> DbResult<Vec<ServiceAccount>> {
     let db = &db.0;
@@ -149,24 +167,11 @@ impl<A: SqlFamily> ServiceAccountStore for SqlDb<A> {
     }
 
     async fn touch_service_account(&self, id: &str, at: i64) -> DbResult<()> {
-        let db = &self.0;
-        let update = Query::update()
-            .table(db.table_ref(&db.tables().service_accounts))
-            .value("last_used_at", at)
-            .and_where(Expr::col("id").eq(id))
-            .and_where(Expr::col("revoked_at").is_null())
-            .build_sqlx(A::D::builder());
-        changed(db, update, &format!("cannot record the use of service account {id}")).await.map(|_| ())
+        let what = format!("cannot record the use of service account {id}");
+        set_on_live(self, id, "last_used_at", at, &what).await.map(|_| ())
     }
 
     async fn revoke_service_account(&self, id: &str, at: i64) -> DbResult<bool> {
-        let db = &self.0;
-        let update = Query::update()
-            .table(db.table_ref(&db.tables().service_accounts))
-            .value("revoked_at", at)
-            .and_where(Expr::col("id").eq(id))
-            .and_where(Expr::col("revoked_at").is_null())
-            .build_sqlx(A::D::builder());
-        Ok(changed(db, update, &format!("cannot revoke service account {id}")).await? == 1)
+        Ok(set_on_live(self, id, "revoked_at", at, &format!("cannot revoke service account {id}")).await? == 1)
     }
 }
