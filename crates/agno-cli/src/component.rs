@@ -14,6 +14,7 @@ use axum::http::Method;
 use serde_json::{Map, Value, json};
 
 use crate::cli::{ComponentArgs, ComponentCommand};
+use crate::loopback::text;
 
 pub(crate) async fn component(args: ComponentArgs) -> Result<()> {
     let (_os, executor) = crate::loopback::open(&args.config, "components are kept").await?;
@@ -152,8 +153,4 @@ async fn call(
     user: Option<&str>,
 ) -> Result<Value> {
     crate::loopback::call(executor, method, uri, body, user, "agno component list").await
-}
-
-fn text(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
 }

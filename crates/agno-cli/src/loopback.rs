@@ -45,3 +45,8 @@ pub(crate) async fn call(
     }
     Ok(body)
 }
+
+/// A JSON value as a line of text shows it: a string as itself, anything else as JSON.
+pub(crate) fn text(v: &serde_json::Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+}

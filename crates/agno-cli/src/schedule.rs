@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{ScheduleArgs, ScheduleCommand};
+use crate::loopback::text;
 
 pub(crate) async fn schedule(args: ScheduleArgs) -> Result<()> {
     let (os, executor) = crate::loopback::open(&args.config, "schedules are stored").await?;
@@ -151,10 +152,6 @@ fn print_run(run: &Value) {
             .map(|e| format!("  error: {}", e.chars().take(200).collect::<String>()))
             .unwrap_or_default(),
     );
-}
-
-fn text(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
 }
 
 fn when(v: &Value) -> String {
