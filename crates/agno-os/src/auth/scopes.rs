@@ -51,6 +51,31 @@ fn grants(held: &str, required: &str, target: Option<(&str, &str)>) -> bool {
     }
 }
 
+/// Agno's legacy resource names (`LEGACY_RESOURCE_ALIASES`): `system` stands for `config`.
+fn resource_name(resource: &str) -> &str {
+    match resource {
+        "system" => "config",
+        other => other,
+    }
+}
+
+/// `raw` split as Agno's `split_scope` splits a scope: its resource (legacy names mapped), the
+/// resource id of a per-resource scope (`agents:<id>:run`), and its action. What is not
+/// `resource:...:action` is `(raw, None, "unknown")`.
+pub fn split(raw: &str) -> (&str, Option<&str>, &str) {
+    let Some((resource, rest)) = raw.split_once(':') else { return (raw, None, "unknown") };
+    match rest.rsplit_once(':') {
+        None => (resource_name(resource), None, rest),
+        Some((id, action)) => (resource_name(resource), Some(id), action),
+    }
+}
+
+/// Whether Agno's `parse_scope` reads `raw` as a scope: the admin scope, `resource:action` or
+/// `resource:<id>:action`.
+pub fn is_scope(raw: &str, admin_scope: &str) -> bool {
+    raw == admin_scope || matches!(raw.split(':').count(), 2 | 3)
+}
+
 /// True when `scopes` satisfy every scope in `required` on the route's target resource.
 pub fn has_required(scopes: &[String], required: &[&str], target: Option<(&str, &str)>, admin_scope: &str) -> bool {
     if scopes.iter().any(|s| s == admin_scope) {
@@ -115,5 +140,11 @@ mod tests {
         assert_eq!(target_of("/agents/a1/runs"), Some(("agents", "a1")));
         assert_eq!(target_of("/agents"), None);
         assert_eq!(target_of("/sessions/x"), None);
+        assert_eq!(split("agents:read"), ("agents", None, "read"));
+        assert_eq!(split("agents:*:run"), ("agents", Some("*"), "run"));
+        assert_eq!(split("system:read"), ("config", None, "read"));
+        assert_eq!(split("a:b:c:d"), ("a", Some("b:c"), "d"));
+        assert_eq!(split("root"), ("root", None, "unknown"));
+        assert!(is_scope("root", "root") && is_scope("agents:a1:run", admin) && !is_scope("a:b:c:d", admin));
     }
 }

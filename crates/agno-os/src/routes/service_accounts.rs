@@ -107,14 +107,8 @@ fn shape(a: &ServiceAccount) -> Value {
 
 /// A scope in the RBAC read shape (`ScopeSchema.from_raw`).
 fn scope_shape(raw: &str) -> Value {
-    let alias = |ns: &str| if ns == "system" { "config".to_owned() } else { ns.to_owned() };
-    let parts: Vec<&str> = raw.split(':').collect();
-    let (namespace, sub, permission) = match parts.as_slice() {
-        [ns, action] => (alias(ns), None, (*action).to_owned()),
-        [ns, middle @ .., action] if !middle.is_empty() => (alias(ns), Some(middle.join(":")), (*action).to_owned()),
-        _ => (parts.first().map_or_else(|| "unknown".to_owned(), |p| (*p).to_owned()), None, "unknown".to_owned()),
-    };
-    json!({"id": null, "raw": raw, "namespace": namespace, "sub_namespace": sub, "permission": permission, "value": "allow"})
+    let (namespace, sub_namespace, permission) = scopes::split(raw);
+    json!({"id": null, "raw": raw, "namespace": namespace, "sub_namespace": sub_namespace, "permission": permission, "value": "allow"})
 }
 
 /// 400 for scopes that are not scopes, or privileged ones not asked for explicitly; 401 on an
@@ -122,22 +116,18 @@ fn scope_shape(raw: &str) -> Value {
 /// key hold every one).
 fn check_grants(state: &AppState, principal: &Principal, scopes: &[String], privileged_ok: bool) -> ApiResult<()> {
     let admin_scope = state.auth.admin_scope.as_str();
-    let bad: Vec<&str> = scopes
-        .iter()
-        .filter(|s| *s != admin_scope && !matches!(s.split(':').count(), 2 | 3))
-        .map(String::as_str)
-        .collect();
+    let bad: Vec<&str> = scopes.iter().filter(|s| !scopes::is_scope(s, admin_scope)).map(String::as_str).collect();
     if !bad.is_empty() {
         return Err(ApiError::bad_request(format!("Invalid scope(s): {}", bad.join(", "))));
     }
     let privileged: Vec<&str> = scopes
         .iter()
         .filter(|s| {
-            let parts: Vec<&str> = s.split(':').collect();
+            let (resource, _, action) = scopes::split(s);
             *s == admin_scope
                 || *s == scopes::DEFAULT_ADMIN_SCOPE
-                || parts.last().is_some_and(|a| *a == "write" || *a == "delete")
-                || parts.first().is_some_and(|r| *r == "service_accounts")
+                || matches!(action, "write" | "delete")
+                || resource == "service_accounts"
         })
         .map(String::as_str)
         .collect();
@@ -165,8 +155,8 @@ fn check_grants(state: &AppState, principal: &Principal, scopes: &[String], priv
 
 /// Whether `held` covers `scope`: a per-resource scope on its resource, any other as itself.
 fn holds(held: &[String], scope: &str, admin_scope: &str) -> bool {
-    match scope.split(':').collect::<Vec<_>>().as_slice() {
-        [family, id, action] => {
+    match scopes::split(scope) {
+        (family, Some(id), action) => {
             scopes::has_required(held, &[&format!("{family}:{action}")], Some((family, id)), admin_scope)
         }
         _ => scopes::has_required(held, &[scope], None, admin_scope),
