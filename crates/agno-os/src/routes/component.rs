@@ -249,19 +249,16 @@ impl<R> Found<R> {
     }
 }
 
-/// The runner of catalog component `id` at `version`, for a caller who may run it: Agno's rules
-/// of a run asked of a version (a published version for whoever may run the component, a draft
-/// for its owner or an admin; anything else the component's 404, so drafts are not disclosed),
-/// then 422 when that version does not build.
+/// The runner of catalog component `id` at `version`, for a caller who may address it (as
+/// [`Found::catalog`] says): Agno's rules of a run asked of a version (a published version for
+/// whoever may run the component, a draft for its owner or an admin; anything else the
+/// component's 404, so drafts are not disclosed), then 422 when that version does not build.
 async fn version_runner<K: Kind>(
     state: &AppState,
     principal: &Principal,
     id: &str,
     version: i64,
 ) -> ApiResult<K::Runner> {
-    if !may_address(principal, K::KIND, id) {
-        return Err(not_found(K::KIND, id));
-    }
     require_run_access(principal, K::KIND, id)?;
     if !super::components::may_run_version(state, principal, K::KIND, id, version).await? {
         return Err(not_found(K::KIND, id));

@@ -35,8 +35,16 @@ pub(crate) struct RunForm {
 pub(crate) const COMPONENT_VERSION_KEY: &str = "agno_component_version";
 
 /// Metadata keys the runtime owns: Agno strips them from what callers send.
-pub(crate) const RESERVED_METADATA_KEYS: [&str; 3] =
-    [COMPONENT_VERSION_KEY, "agno_dispatch_chain", "agno_dispatch_depth"];
+const RESERVED_METADATA_KEYS: [&str; 3] = [COMPONENT_VERSION_KEY, "agno_dispatch_chain", "agno_dispatch_depth"];
+
+/// Removes from caller metadata `m` the keys the runtime owns; whether there were any.
+pub(crate) fn strip_reserved(m: &mut serde_json::Map<String, Value>) -> bool {
+    let before = m.len();
+    for key in RESERVED_METADATA_KEYS {
+        m.remove(key);
+    }
+    m.len() != before
+}
 
 /// `metadata` as a caller sent it, without the keys the runtime owns, and stamped with the
 /// version asked for: a forged stamp never decides what a continuation runs.
@@ -46,9 +54,7 @@ fn stamped(
 ) -> Option<serde_json::Map<String, Value>> {
     let sent = metadata.is_some();
     let mut m = metadata.unwrap_or_default();
-    for key in RESERVED_METADATA_KEYS {
-        m.remove(key);
-    }
+    strip_reserved(&mut m);
     if let Some(v) = version {
         m.insert(COMPONENT_VERSION_KEY.to_owned(), Value::from(v));
     }

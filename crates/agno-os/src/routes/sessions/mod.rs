@@ -35,7 +35,7 @@ use schema::{session_detail, session_schema, session_type_of, to_map, without_nu
 
 use crate::error::{ApiError, ApiResult};
 
-use super::run_form::RESERVED_METADATA_KEYS;
+use super::run_form::strip_reserved;
 
 /// Length of the `run_input` and `content_preview` texts of a run preview.
 pub(super) const PREVIEW_CHARS: usize = 280;
@@ -99,11 +99,8 @@ fn body_list<T>(
 /// Caller metadata without the keys the runtime owns; `None` when nothing is left of it.
 fn sanitize_metadata(metadata: Option<Map<String, Value>>) -> Option<Map<String, Value>> {
     let mut m = metadata?;
-    if !RESERVED_METADATA_KEYS.iter().any(|k| m.contains_key(*k)) {
+    if !strip_reserved(&mut m) {
         return Some(m);
-    }
-    for k in RESERVED_METADATA_KEYS {
-        m.remove(k);
     }
     (!m.is_empty()).then_some(m)
 }
