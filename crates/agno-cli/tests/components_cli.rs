@@ -17,12 +17,7 @@ use common::{get_json, postgres_schema, scratch_dir, start_serve_logged};
 use serde_json::{Value, json};
 
 fn agno_component(config: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let out = common::agno().arg("component").arg("--config").arg(config).args(args).output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::agno_command("component", config, args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

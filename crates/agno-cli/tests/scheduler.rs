@@ -201,12 +201,7 @@ async fn on_sqlite_a_killed_replicas_claim_is_taken_over_after_the_grace() {
 }
 
 fn agno_schedule(config: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let out = common::agno().arg("schedule").arg("--config").arg(config).args(args).output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::agno_command("schedule", config, args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

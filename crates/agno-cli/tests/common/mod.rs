@@ -12,6 +12,16 @@ pub fn agno() -> Command {
     cmd
 }
 
+/// Runs `agno <command> --config <config> <args>`: whether it succeeded, its stdout and stderr.
+pub fn agno_command(command: &str, config: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = agno().arg(command).arg("--config").arg(config).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A TCP port free right now on 127.0.0.1.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
