@@ -954,6 +954,8 @@ pub trait Db:
     + crate::CompactionStore
     + crate::ComponentStore
     + crate::ServiceAccountStore
+    + crate::FileStore
+    + crate::LearningStore
     + RunStore
     + MemoryStore
     + MetricsStore
@@ -972,6 +974,8 @@ impl<T> Db for T where
         + crate::CompactionStore
         + crate::ComponentStore
         + crate::ServiceAccountStore
+        + crate::FileStore
+        + crate::LearningStore
         + RunStore
         + MemoryStore
         + MetricsStore

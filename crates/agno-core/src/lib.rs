@@ -5,6 +5,7 @@
 //! crate. JSON shapes match Python Agno 3.x `to_dict()` output so the same database and API
 //! payloads are shared with it; unknown fields are preserved on read-modify-write.
 
+pub mod agent_files;
 mod approvals;
 mod branch;
 mod checkpoints;
@@ -17,6 +18,7 @@ mod event;
 mod filter;
 mod jobs;
 mod knowledge;
+mod learnings;
 mod memory;
 mod message;
 mod metrics;
@@ -39,6 +41,7 @@ mod traces;
 mod usage;
 mod workflow;
 
+pub use agent_files::{FileMeta, FileStore, FileSystem, FileSystemSettings, FsError, Partition, StoredFile};
 pub use approvals::{
     APPROVAL_APPROVED, APPROVAL_CANCELLED, APPROVAL_EXPIRED, APPROVAL_PENDING, APPROVAL_REJECTED, APPROVAL_STATUSES,
     ApprovalDecision, ApprovalQuery, ApprovalRecord, ApprovalStore, ApprovalType, Resolved,
@@ -68,6 +71,10 @@ pub use jobs::{
     StoredEvent,
 };
 pub use knowledge::{Document, Filter, KnowledgeBase, KnowledgeError, SearchType};
+pub use learnings::{
+    DEFAULT_LEARNING_NAMESPACE, IDENTITY_KEYED_LEARNING_TYPES, LEARNING_SORTABLE, LearningIdentity, LearningQuery,
+    LearningRecord, LearningStore, LearningUser, learning_id,
+};
 pub use memory::{UserMemory, UserMemoryStats};
 pub use message::{FunctionCall, Message, Role, ToolCall, pair_tool_calls, tool_calls_paired};
 pub use metrics::{Metrics, Usage};

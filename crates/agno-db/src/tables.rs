@@ -45,6 +45,10 @@ pub struct TableNames {
     pub component_links: String,
     /// Service accounts (`agno_service_accounts`).
     pub service_accounts: String,
+    /// Agent files (`agno_fs`; on PostgreSQL in the schema `fs`, as Agno's `DbFileSystem`).
+    pub files: String,
+    /// Learnings (`agno_learnings`).
+    pub learnings: String,
 }
 
 impl TableNames {
@@ -78,6 +82,8 @@ impl Default for TableNames {
             component_configs: "agno_component_configs".to_owned(),
             component_links: "agno_component_links".to_owned(),
             service_accounts: "agno_service_accounts".to_owned(),
+            files: "agno_fs".to_owned(),
+            learnings: "agno_learnings".to_owned(),
         }
     }
 }
@@ -130,6 +136,8 @@ impl TableNames {
             &self.component_configs,
             &self.component_links,
             &self.service_accounts,
+            &self.files,
+            &self.learnings,
         ] {
             let ok = !name.is_empty()
                 && name.len() <= 63

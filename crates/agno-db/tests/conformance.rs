@@ -347,6 +347,43 @@ mod jobs {
     agno_testkit::jobs_conformance!(mysql, crate::mysql_store().await);
 }
 
+/// Agent files (`agno_fs`) are kept by the SQL databases and the document stores.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_files_on_every_database_that_keeps_them() {
+    let mut dbs = vec![("sqlite", sqlite_db().await), ("memory", memory_db().await), ("json", json_db().await)];
+    if agno_testkit::services::for_adapter("postgres", "agent files on PostgreSQL") {
+        dbs.push(("postgres", postgres_db().await));
+    }
+    if agno_testkit::services::for_adapter("mysql", "agent files on MySQL") {
+        dbs.push(("mysql", mysql_db().await));
+    }
+    for (name, db) in dbs {
+        eprintln!("agent files on {name}");
+        agno_testkit::conformance::agent_files_round_trip_and_isolate(std::sync::Arc::clone(&db)).await;
+        agno_testkit::conformance::agent_files_follow_agnos_rules(db).await;
+    }
+    if agno_testkit::services::for_adapter("redis", "agent files on Redis") {
+        agno_testkit::conformance::agent_files_unsupported(redis_db().await).await;
+    }
+}
+
+/// Learnings (`agno_learnings`) are kept by the SQL databases; the others say they are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn learnings_on_the_sql_databases_and_not_elsewhere() {
+    agno_testkit::conformance::learnings_round_trip_list_and_delete(sqlite_db().await).await;
+    if agno_testkit::services::for_adapter("postgres", "learnings on PostgreSQL") {
+        agno_testkit::conformance::learnings_round_trip_list_and_delete(postgres_db().await).await;
+    }
+    if agno_testkit::services::for_adapter("mysql", "learnings on MySQL") {
+        agno_testkit::conformance::learnings_round_trip_list_and_delete(mysql_db().await).await;
+    }
+    agno_testkit::conformance::learnings_unsupported(memory_db().await).await;
+    agno_testkit::conformance::learnings_unsupported(json_db().await).await;
+    if agno_testkit::services::for_adapter("redis", "learnings on Redis") {
+        agno_testkit::conformance::learnings_unsupported(redis_db().await).await;
+    }
+}
+
 /// Service accounts are kept by the SQL databases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_accounts_on_the_sql_databases() {

@@ -644,11 +644,15 @@ macro_rules! db_conformance {
     };
 }
 
+pub use crate::conformance_agent_files::{
+    agent_files_follow_agnos_rules, agent_files_round_trip_and_isolate, agent_files_unsupported,
+};
 pub use crate::conformance_approvals::{approvals_resolve_once_and_expire, approvals_round_trip_filter_and_count};
 pub use crate::conformance_compactions::compactions_round_trip_search_and_cascade;
 pub use crate::conformance_components::{
     components_interop, components_refuse_cycles_and_serialise_appends, components_version_publish_and_pin,
 };
+pub use crate::conformance_learnings::{learnings_round_trip_list_and_delete, learnings_unsupported};
 pub use crate::conformance_service_accounts::{service_accounts_mint_find_list_revoke, service_accounts_unsupported};
 pub use crate::conformance_traces::{
     old_traces_are_deleted_with_their_spans, traces_fold_batches_and_count_spans, traces_list_filter_and_stats,

@@ -19,9 +19,11 @@
 mod anthropic;
 pub mod bedrock;
 pub mod conformance;
+mod conformance_agent_files;
 mod conformance_approvals;
 mod conformance_compactions;
 mod conformance_components;
+mod conformance_learnings;
 mod conformance_service_accounts;
 mod conformance_traces;
 mod embeddings;

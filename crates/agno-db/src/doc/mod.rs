@@ -5,6 +5,7 @@
 //! and job transitions are written once here. `RedisDb` shares the document shapes and listing
 //! rules (`schema`, `memories`, `metrics`, ...) and keeps its own key layout and scripts.
 
+mod agent_files;
 pub(crate) mod approvals;
 pub(crate) mod compactions;
 pub(crate) mod components;
@@ -223,3 +224,7 @@ pub(crate) fn update_visible<T>(
 /// Service accounts are kept by the SQL databases only (as Python Agno's): the document
 /// databases answer that they do not keep them.
 impl<B: DocBackend> agno_core::ServiceAccountStore for DocDb<B> {}
+
+/// Learnings are kept by the SQL databases (as Python Agno's: its in-memory and JSON databases
+/// answer 501): the document databases say they do not keep them.
+impl<B: DocBackend> agno_core::LearningStore for DocDb<B> {}

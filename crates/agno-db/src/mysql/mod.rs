@@ -5,12 +5,14 @@
 //! transaction holding a row lock (`SELECT ... FOR UPDATE`), and are retried on a deadlock or a
 //! lost insert race. A given `user_id` is matched byte for byte, whatever the column collation.
 
+pub(crate) mod agent_files;
 pub(crate) mod approvals;
 mod compactions;
 pub(crate) mod components;
 mod evals;
 mod jobs;
 mod knowledge;
+pub(crate) mod learnings;
 mod memories;
 mod metrics;
 mod migrate;
@@ -47,6 +49,8 @@ pub struct MySqlState {
     tables: TableNames,
     /// Whether the sessions table still has Agno 2.x's legacy `runs` column.
     legacy_runs_column: std::sync::atomic::AtomicBool,
+    /// Set once each table created on first use is known to exist.
+    lazy_tables: crate::sql::LazyLatches,
 }
 
 /// MySQL error numbers the adapter reacts to.
@@ -203,6 +207,7 @@ impl MySqlDb {
             pool,
             tables,
             legacy_runs_column: std::sync::atomic::AtomicBool::new(false),
+            lazy_tables: Default::default(),
         });
         db.refresh_legacy_runs().await?;
         Ok(db)
@@ -255,6 +260,15 @@ impl crate::sql::SqlAdapter for MySqlState {
 
     fn pool(&self) -> &sqlx::Pool<sqlx::MySql> {
         &self.pool
+    }
+    fn lazy_ddl(&self, table: crate::sql::LazyTable) -> Vec<String> {
+        match table {
+            crate::sql::LazyTable::Files => agent_files::files_ddl(&self.tables.files),
+            crate::sql::LazyTable::Learnings => learnings::learnings_ddl(&self.tables.learnings),
+        }
+    }
+    fn lazy_ready(&self, table: crate::sql::LazyTable) -> &tokio::sync::OnceCell<()> {
+        &self.lazy_tables[table as usize]
     }
     fn tables(&self) -> &TableNames {
         &self.tables

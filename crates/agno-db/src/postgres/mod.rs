@@ -2,6 +2,7 @@
 //! Agno 3.1's `PostgresDb` creates them (JSONB columns, same names, indexes and keys), so either
 //! can open the other's database.
 
+pub(crate) mod agent_files;
 pub(crate) mod approvals;
 mod claimed;
 mod compactions;
@@ -9,6 +10,7 @@ pub(crate) mod components;
 mod evals;
 mod jobs;
 mod knowledge;
+pub(crate) mod learnings;
 mod memories;
 mod metrics;
 mod migrate;
@@ -49,6 +51,8 @@ pub struct PostgresState {
     schema: String,
     /// The sessions table still has the v2 `runs` column (a legacy blob to merge on read).
     legacy_runs_column: AtomicBool,
+    /// Set once each table created on first use is known to exist.
+    lazy_tables: crate::sql::LazyLatches,
     /// Whether the run facts table exists (created beside the runs table).
     run_facts_table: AtomicBool,
 }
@@ -205,6 +209,7 @@ impl PostgresDb {
             tables,
             schema: schema.to_owned(),
             legacy_runs_column: AtomicBool::new(false),
+            lazy_tables: Default::default(),
             run_facts_table: AtomicBool::new(false),
         });
         db.ensure_schema().await?;
@@ -267,6 +272,20 @@ impl crate::sql::SqlAdapter for PostgresState {
 
     fn pool(&self) -> &sqlx::Pool<sqlx::Postgres> {
         &self.pool
+    }
+    fn files_table(&self) -> sea_query::TableRef {
+        (sea_query::Alias::new(agent_files::FILES_SCHEMA), sea_query::Alias::new(self.tables.files.as_str())).into()
+    }
+    fn lazy_ddl(&self, table: crate::sql::LazyTable) -> Vec<String> {
+        match table {
+            crate::sql::LazyTable::Files => agent_files::files_ddl(&self.tables.files),
+            crate::sql::LazyTable::Learnings => {
+                learnings::learnings_ddl(&self.qualified(&self.tables.learnings), &self.tables.learnings)
+            }
+        }
+    }
+    fn lazy_ready(&self, table: crate::sql::LazyTable) -> &tokio::sync::OnceCell<()> {
+        &self.lazy_tables[table as usize]
     }
     fn tables(&self) -> &TableNames {
         &self.tables

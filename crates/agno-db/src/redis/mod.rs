@@ -331,3 +331,10 @@ impl RedisDb {
 /// Service accounts are kept by the SQL databases only (as Python Agno's): Redis answers that it
 /// does not keep them.
 impl agno_core::ServiceAccountStore for RedisDb {}
+
+/// Agent files are kept by the SQL databases and the document stores: Redis answers that it
+/// does not keep them (Agno's `DbFileSystem` needs an SQL engine).
+impl agno_core::FileStore for RedisDb {}
+
+/// Learnings are kept by the SQL databases (Python Agno's Redis answers 501 too).
+impl agno_core::LearningStore for RedisDb {}

@@ -9,6 +9,7 @@
 //! [`runs::SqlRuns`], [`memories::SqlMemories`], [`metrics::SqlMetrics`], [`migrate::SqlSchema`],
 //! [`jobs::SqlQueue`]) implemented in the adapter's own module of that area.
 
+mod agent_files;
 pub(crate) mod approvals;
 mod compactions;
 pub(crate) mod components;
@@ -19,6 +20,7 @@ pub(crate) mod group_commit;
 pub(crate) mod job_transitions;
 pub(crate) mod jobs;
 pub(crate) mod knowledge;
+pub(crate) mod learnings;
 pub(crate) mod listing;
 pub(crate) mod memories;
 pub(crate) mod metrics;
@@ -78,6 +80,18 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
 
     /// The configured table names.
     fn tables(&self) -> &TableNames;
+
+    /// The agent files table as built statements name it (on PostgreSQL in the schema `fs`).
+    fn files_table(&self) -> sea_query::TableRef {
+        self.table_ref(&self.tables().files)
+    }
+
+    /// The statements creating a table Agno creates on first use (and its schema), as Agno 3.1
+    /// does.
+    fn lazy_ddl(&self, table: LazyTable) -> Vec<String>;
+
+    /// Set once this process made sure the table exists.
+    fn lazy_ready(&self, table: LazyTable) -> &tokio::sync::OnceCell<()>;
 
     /// `table` as statements name it: schema-qualified and quoted on PostgreSQL, quoted on
     /// MySQL, bare on SQLite.
@@ -197,6 +211,48 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
     {
         Ok(!rows(self, self.catalog(table, None), &format!("cannot look up table {table}")).await?.is_empty())
     }
+}
+
+/// The tables Agno creates on first use rather than with the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LazyTable {
+    /// Agent files (`agno_fs`).
+    Files = 0,
+    /// Learnings (`agno_learnings`).
+    Learnings = 1,
+}
+
+/// The latches of the [`LazyTable`]s of one database.
+pub(crate) type LazyLatches = [tokio::sync::OnceCell<()>; 2];
+
+/// Creates `table` on first use in this process (as Agno creates it lazily). `IF NOT EXISTS`
+/// checks, then creates: a process creating it at the same moment makes this one fail once, and
+/// the second try finds it. A schema that cannot be created (a role that may create tables in an
+/// existing schema only) is left to the table's statement, as Agno does.
+///
+/// # Errors
+/// The table cannot be created.
+pub(crate) async fn ensure<A: SqlAdapter>(db: &A, table: LazyTable) -> DbResult<()> {
+    db.lazy_ready(table)
+        .get_or_try_init(|| async {
+            for ddl in db.lazy_ddl(table) {
+                let schema = ddl.starts_with("CREATE SCHEMA");
+                let run = || {
+                    let empty = sea_query_sqlx::SqlxValues(sea_query::Values(Vec::new()));
+                    changed(db, (ddl.clone(), empty), "cannot create a table on first use")
+                };
+                match run().await {
+                    Err(e) if schema => tracing::warn!(error = %e, "could not create a schema on first use"),
+                    Err(_) => {
+                        run().await?;
+                    }
+                    Ok(_) => {}
+                }
+            }
+            Ok(())
+        })
+        .await
+        .map(|_| ())
 }
 
 /// Everything an SQL database implements itself: its [`SqlAdapter`] basics and, per area, what

@@ -5,12 +5,14 @@
 //! unfinished keeps its snapshot (and, for `INSERT ... RETURNING`, its write) open, which stops
 //! WAL checkpoints; the WAL then grows without bound and reads slow down.
 
+pub(crate) mod agent_files;
 pub(crate) mod approvals;
 mod compactions;
 pub(crate) mod components;
 mod evals;
 mod jobs;
 mod knowledge;
+pub(crate) mod learnings;
 mod memories;
 mod metrics;
 mod migrate;
@@ -44,6 +46,8 @@ pub struct SqliteState {
     tables: TableNames,
     /// The sessions table still has the v2 `runs` column (a legacy blob to merge on read).
     legacy_runs_column: AtomicBool,
+    /// Set once each table created on first use is known to exist.
+    lazy_tables: crate::sql::LazyLatches,
     /// The runs table exists (absent in an unmigrated v2 database, whose runs are in the blob).
     runs_table: AtomicBool,
     /// Whether the run facts table exists (created beside the runs table when the file can be
@@ -175,6 +179,7 @@ impl SqliteDb {
             pool,
             tables,
             legacy_runs_column: AtomicBool::new(false),
+            lazy_tables: Default::default(),
             runs_table: AtomicBool::new(false),
             run_facts_table: AtomicBool::new(false),
             write_lock,
@@ -237,6 +242,15 @@ impl crate::sql::SqlAdapter for SqliteState {
 
     fn pool(&self) -> &sqlx::Pool<sqlx::Sqlite> {
         &self.pool
+    }
+    fn lazy_ddl(&self, table: crate::sql::LazyTable) -> Vec<String> {
+        match table {
+            crate::sql::LazyTable::Files => agent_files::files_ddl(&self.tables.files),
+            crate::sql::LazyTable::Learnings => learnings::learnings_ddl(&self.tables.learnings),
+        }
+    }
+    fn lazy_ready(&self, table: crate::sql::LazyTable) -> &tokio::sync::OnceCell<()> {
+        &self.lazy_tables[table as usize]
     }
     fn tables(&self) -> &TableNames {
         &self.tables
