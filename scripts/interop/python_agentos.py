@@ -99,6 +99,7 @@ def main():
     parser.add_argument("--a2a", action="store_true", help="serve the A2A interface at /a2a (a2a_interface=True; needs a2a-sdk<1.0)")
     parser.add_argument("--agui", action="store_true", help="serve agent demo over AG-UI at /agui (needs ag-ui-protocol)")
     parser.add_argument("--components", action="store_true", help="serve /components and /registry (the OS database)")
+    parser.add_argument("--filesystem", action="store_true", help="serve agent `notes` with filesystem=True, seeded (seed_files.py)")
     args = parser.parse_args()
 
     from agno.agent import Agent
@@ -221,6 +222,19 @@ def main():
         kwargs["a2a_interface"] = True
     if args.components:
         kwargs["db"] = make_db(args.db)
+    if args.filesystem:
+        from seed_files import seed
+
+        seed(make_db(args.db))
+        agents.append(
+            Agent(
+                id="notes",
+                name="Notes",
+                model=OpenAIChat(id="gpt-4o-mini", base_url=args.model_base_url, api_key="sk-test"),
+                db=make_db(args.db),
+                filesystem=True,
+            )
+        )
     if args.agui:
         from agno.os.interfaces.agui import AGUI
 

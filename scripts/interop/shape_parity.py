@@ -914,6 +914,36 @@ def service_account_steps():
     ]
 
 
+def filesystem_steps():
+    """The filesystem sequence (both servers serve agent `notes` with `filesystem=True`, its store
+    seeded by scripts/interop/seed_files.py, no authentication): listings, a directory, previews
+    with offsets, search, and every refusal."""
+    return [
+        ("files", "GET", "/filesystem/files", {}, None),
+        ("files of notes", "GET", "/filesystem/files?agent_id=notes&sort_by=size&sort_order=desc", {}, None),
+        ("files matching", "GET", "/filesystem/files?query=step", {}, None),
+        ("files of another namespace", "GET", "/filesystem/files?namespace=elsewhere", {}, None),
+        ("files bad sort", "GET", "/filesystem/files?sort_by=name", {}, None),
+        ("entries root", "GET", "/filesystem/entries?agent_id=notes", {}, None),
+        ("entries by namespace", "GET", "/filesystem/entries?namespace=notes&directory=notes", {}, None),
+        ("entries by type", "GET", "/filesystem/entries?agent_id=notes&sort_by=type&sort_order=desc&limit=1&page=2", {}, None),
+        ("entries without target", "GET", "/filesystem/entries", {}, None),
+        ("entries of an agent without files", "GET", "/filesystem/entries?agent_id=demo", {}, None),
+        ("entries of an unknown agent", "GET", "/filesystem/entries?agent_id=ghost", {}, None),
+        ("entries unknown namespace", "GET", "/filesystem/entries?namespace=elsewhere", {}, None),
+        ("entries bad directory", "GET", "/filesystem/entries?agent_id=notes&directory=../up", {}, None),
+        ("entries limit too large", "GET", "/filesystem/entries?agent_id=notes&limit=101", {}, None),
+        ("content", "GET", "/filesystem/content?agent_id=notes&path=notes/plan.md", {}, None),
+        ("content window", "GET", "/filesystem/content?agent_id=notes&path=notes/plan.md&offset=5&limit=4", {}, None),
+        ("content missing", "GET", "/filesystem/content?agent_id=notes&path=nope.md", {}, None),
+        ("content escaping", "GET", "/filesystem/content?agent_id=notes&path=../etc/passwd", {}, None),
+        ("content without path", "GET", "/filesystem/content?agent_id=notes", {}, None),
+        ("search", "GET", "/filesystem/search?agent_id=notes&query=STEP", {}, None),
+        ("search in a directory", "GET", "/filesystem/search?namespace=notes&query=step&directory=notes/deep", {}, None),
+        ("search without query", "GET", "/filesystem/search?agent_id=notes", {}, None),
+    ]
+
+
 def formatted(value, variables):
     """`value` with every string formatted with `variables` (a JSON body's placeholders)."""
     if isinstance(value, str):
@@ -930,7 +960,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rs", required=True)
     parser.add_argument("--py", required=True)
-    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a", "agui", "components", "service_accounts"])
+    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a", "agui", "components", "service_accounts", "filesystem"])
     parser.add_argument("--jwt-secret", help="HS256 secret both servers verify; `{admin}` in a step's headers is an admin token")
     args = parser.parse_args()
     rs, py = Side("rs", args.rs), Side("py", args.py)
@@ -950,6 +980,7 @@ def main():
         "agui": agui_steps,
         "components": component_steps,
         "service_accounts": service_account_steps,
+        "filesystem": filesystem_steps,
     }
     if args.jwt_secret:
         import jwt

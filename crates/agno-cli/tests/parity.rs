@@ -178,6 +178,37 @@ async fn service_account_routes_answer_as_python_agentos_does() {
     assert_shape_parity_with(&python, rs_port, &py_base, &args, 27);
 }
 
+/// Both servers serve agent `notes` with Agno's `filesystem=True` over stores seeded alike by
+/// Python Agno's own `FileSystem` (scripts/interop/seed_files.py, on each side's database): the
+/// listings, a directory, previews, search and every refusal answer alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filesystem_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the filesystem parity check against Python AgentOS") else {
+        return;
+    };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("fsparity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &["--filesystem".into()]).await;
+    let notes = format!(
+        "[[agents]]\nid = \"notes\"\nname = \"Notes\"\nfilesystem = true\n\
+         model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk-test\" }}\n",
+        provider.base_url()
+    );
+    let rs_db = format!("sqlite://{}", dir.join("agno-rs.db").display());
+    let seeded = std::process::Command::new(&python)
+        .arg(repo_file("scripts/interop/seed_files.py"))
+        .arg(&rs_db)
+        .output()
+        .unwrap();
+    assert!(seeded.status.success(), "{}", String::from_utf8_lossy(&seeded.stderr));
+    let config = python_agentos_twin_on(&dir, &provider, &notes, &rs_db);
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "filesystem", 22);
+}
+
 /// Python AgentOS 3.1.10 and `agno serve` (both with the security key) on one SQLite file: a
 /// token either mints authenticates on the other (one table, one hash), and one revoked through
 /// agno-rs is refused by Python AgentOS once its own verification cache lets go (its default

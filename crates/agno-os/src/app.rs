@@ -64,10 +64,11 @@ impl AgentOs {
         let db_url = config.db.as_ref().map(|d| d.url.as_str());
         let knowledge = crate::build::knowledge::build_knowledge(&config.knowledge, db.as_ref(), db_url).await?;
         let mcp = crate::build::mcp::connect_all(config).await?;
+        let user_isolation = config.auth.as_ref().is_some_and(|a| a.user_isolation);
         let agents = config
             .agents
             .iter()
-            .map(|spec| build_agent(spec, db.clone(), &knowledge, &mcp, tracing.as_ref()))
+            .map(|spec| build_agent(spec, db.clone(), &knowledge, &mcp, tracing.as_ref(), user_isolation))
             .collect::<Result<Vec<_>, _>>()?;
         let teams = crate::build::team::build_teams(&config.teams, &agents, db.as_ref(), tracing.as_ref())?;
         let workflows =
@@ -104,6 +105,7 @@ impl AgentOs {
                     configured: Arc::clone(&agents),
                     configured_teams: Arc::new(teams.clone()),
                     reserved,
+                    user_isolation,
                 };
                 let published = Arc::new(crate::published::Published::new(context));
                 published

@@ -106,6 +106,8 @@ pub struct BuildContext {
     /// The ids `agentos.toml` serves (agents, teams, workflows): the catalog's are not served
     /// under them.
     pub reserved: Vec<String>,
+    /// `[auth] user_isolation`: agent filesystems are partitioned by user when on.
+    pub user_isolation: bool,
 }
 
 /// The catalog's published components, built, for one replica.
@@ -307,8 +309,15 @@ impl Published {
         let (config, _) = self.stored(id, version, false).await?;
         let spec = agent_spec(id, &with_agno_default_model(config)).map_err(|e| e.to_string())?;
         let mcp = crate::build::mcp::McpToolkits::default();
-        crate::build::build_agent(&spec, Some(Arc::clone(&ctx.db)), &ctx.knowledge, &mcp, ctx.tracing.as_ref())
-            .map_err(|e| e.to_string())
+        crate::build::build_agent(
+            &spec,
+            Some(Arc::clone(&ctx.db)),
+            &ctx.knowledge,
+            &mcp,
+            ctx.tracing.as_ref(),
+            ctx.user_isolation,
+        )
+        .map_err(|e| e.to_string())
     }
 
     /// Team `c` built at `version`, its members at the versions the version's links pin

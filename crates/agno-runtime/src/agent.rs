@@ -67,6 +67,10 @@ pub(crate) struct AgentInner {
     pub(crate) knowledge_config: KnowledgeConfig,
     /// Folding older history into a summary (Agno's `compaction`).
     pub(crate) compaction: Option<crate::Compaction>,
+    /// Its durable files (Agno's `filesystem`), when it has them.
+    pub(crate) filesystem: Option<agno_core::FileSystemSettings>,
+    /// What it learns about its users (Agno's `learning`), when it learns.
+    pub(crate) learning: Option<crate::learning::LearningMachine>,
 }
 
 /// Asked when the model answers without calling a tool: a message to send it next instead of
@@ -140,6 +144,11 @@ impl Agent {
     /// The tools the model can call.
     pub fn tools(&self) -> &[Arc<dyn DynTool>] {
         &self.inner.tools
+    }
+
+    /// Its durable files' settings (Agno's `filesystem`), when it has them.
+    pub fn filesystem(&self) -> Option<&agno_core::FileSystemSettings> {
+        self.inner.filesystem.as_ref()
     }
 
     /// The storage backend, if any.
@@ -322,6 +331,8 @@ struct AgentInnerDraft {
     knowledge: Option<Arc<dyn agno_core::KnowledgeBase>>,
     knowledge_config: KnowledgeConfig,
     compaction: Option<crate::Compaction>,
+    filesystem: Option<agno_core::FileSystemSettings>,
+    learning: Option<crate::learning::LearningConfig>,
 }
 
 impl AgentBuilder {
@@ -362,6 +373,14 @@ impl AgentBuilder {
 
         /// Add the session state to the system message.
         add_session_state_to_context(value: bool) => inner.add_session_state_to_context = value;
+
+        /// Durable files in the agent's database (Agno's `Agent(filesystem=...)`): the tools
+        /// over them, and the instructions on using them in the system message.
+        filesystem(settings: agno_core::FileSystemSettings) => inner.filesystem = Some(settings);
+
+        /// Learn about the run's users (Agno's `learning`): their profile, memories and the
+        /// entities they mention, kept in the agent's database and put in its system message.
+        learning(config: crate::learning::LearningConfig) => inner.learning = Some(config);
 
         /// Give the model the `update_session_state` tool (Agno's `enable_agentic_state`).
         enable_agentic_state(value: bool) => inner.enable_agentic_state = value;
@@ -589,6 +608,37 @@ impl AgentBuilder {
         m.add_memories_to_context.get_or_insert(memories_kept);
         let summaries_kept = d.summaries.enable_session_summaries || d.summary_manager.is_some();
         d.summaries.add_session_summary_to_context.get_or_insert(summaries_kept);
+        let id = d.id.take().unwrap_or_else(|| match &d.name {
+            Some(name) => agno_tools::id_from_name(name),
+            None => agno_core::new_id(),
+        });
+        if let Some(settings) = d.filesystem.take() {
+            let settings =
+                settings.validated().map_err(|e| BuildError::Invalid { option: "filesystem", why: e.to_string() })?;
+            let Some(db) = &d.db else {
+                return Err(BuildError::Invalid {
+                    option: "filesystem",
+                    why: "the files are kept in the agent's database: give the agent a db".to_owned(),
+                });
+            };
+            d.tool_instructions.push(settings.system_instructions());
+            for tool in crate::filesystem::filesystem_tools(Arc::clone(db), settings.clone(), &id) {
+                d.tools.push(Arc::new(tool));
+            }
+            d.filesystem = Some(settings);
+        }
+        let learning = match (d.learning.take(), &d.db) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(BuildError::Invalid {
+                    option: "learning",
+                    why: "learnings are kept in the agent's database: give the agent a db".to_owned(),
+                });
+            }
+            (Some(config), Some(db)) => {
+                Some(crate::learning::LearningMachine::new(config, Arc::clone(db), Arc::clone(&model)))
+            }
+        };
         let mut seen = HashSet::new();
         for tool in &d.tools {
             if !seen.insert(tool.name().to_owned()) {
@@ -638,10 +688,6 @@ impl AgentBuilder {
                 why: "searching past sessions needs a db".to_owned(),
             });
         }
-        let id = d.id.unwrap_or_else(|| match &d.name {
-            Some(name) => agno_tools::id_from_name(name),
-            None => agno_core::new_id(),
-        });
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 id,
@@ -685,6 +731,8 @@ impl AgentBuilder {
                 knowledge: d.knowledge,
                 knowledge_config: d.knowledge_config,
                 compaction: d.compaction,
+                filesystem: d.filesystem,
+                learning,
             }),
         })
     }

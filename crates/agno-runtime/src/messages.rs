@@ -14,6 +14,8 @@ pub(crate) struct Context<'a> {
     pub(crate) memories: Option<&'a [agno_core::UserMemory]>,
     /// The session's summary (`add_session_summary_to_context`).
     pub(crate) summary: Option<&'a agno_core::SessionSummary>,
+    /// What the agent learned about the run's user (Agno's `learning`).
+    pub(crate) learnings: Option<&'a str>,
 }
 
 /// The system message, or `None` when there is nothing to say.
@@ -96,6 +98,9 @@ pub(crate) fn system_message(
              be outdated. You should ALWAYS prefer information from this conversation over the past summary.",
             summary.summary
         ));
+    }
+    if let Some(learned) = context.learnings.filter(|l| !l.is_empty()) {
+        parts.push(learned.to_owned());
     }
     let kc = &agent.knowledge_config;
     if agent.knowledge.is_some() && kc.search_knowledge && kc.add_search_knowledge_instructions {

@@ -297,9 +297,10 @@ async fn continue_inner(
     messages.extend_from_slice(&stored[split..]);
 
     let client = request.client.clone();
-    let mut prepared =
-        prepare(agent, RunRequest { store: Some(store), client, ..RunRequest::new("").session_id(&session_id) })
-            .await?;
+    // The run's user, so that the tools bound to a user (memories, learning) are the same as
+    // before the pause.
+    let again = RunRequest { store: Some(store), client, user_id: user_id.clone(), ..RunRequest::new("") };
+    let mut prepared = prepare(agent, again.session_id(&session_id)).await?;
     prepared.output = output;
     prepared.output.status = RunStatus::Running;
     prepared.messages = messages;

@@ -120,6 +120,22 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     if agent.enable_agentic_state {
         tools.push(Arc::new(crate::agentic_state::UpdateSessionState::default()));
     }
+    // Learning: its tools (agentic stores) and what it knows of the user, for this run's user.
+    let learned = match (&agent.learning, user_id.as_deref()) {
+        (Some(machine), Some(user)) => {
+            tools.extend(
+                machine.agent_tools(user, &agent.id).into_iter().map(|t| Arc::new(t) as Arc<dyn agno_core::DynTool>),
+            );
+            match machine.context(Some(user), &req.input.as_text()).await {
+                Ok(text) => Some(text),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read what the agent learned about the user");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let client_tools = req.client.tools_beside(&tools);
     tools.extend(client_tools);
     // `add_knowledge_to_context`: references for the user's input, found before the run.
@@ -161,7 +177,7 @@ pub(crate) async fn prepare(agent: &AgentInner, req: RunRequest) -> Result<RunSt
     };
     let native = st.schema.is_some() && agent.model.capabilities().native_structured_output;
     let summary = st.session.summary.as_ref().filter(|_| agent.summaries.add_session_summary_to_context == Some(true));
-    let context = crate::messages::Context { memories: memories.as_deref(), summary };
+    let context = crate::messages::Context { memories: memories.as_deref(), summary, learnings: learned.as_deref() };
     if let Some(system) = system_message(agent, &st.state_snapshot(), st.schema.as_ref(), native, context) {
         st.messages.push(system);
     }
@@ -599,6 +615,7 @@ pub(crate) async fn finish(
         None => {
             st.output.status = RunStatus::Completed;
             update_memories(agent, st);
+            learn(agent, st);
             em.emit(EventData::RunContentCompleted {});
             em.emit(EventData::RunCompleted {
                 content: st.output.content.clone(),
@@ -701,6 +718,36 @@ fn update_memories(agent: &AgentInner, st: &RunState) {
         }
     };
     spawn_after_run(work, "update memories");
+}
+
+/// `learning`: each `always` store's model reads the run's conversation, on its own task (off the
+/// response path, as memories are).
+fn learn(agent: &AgentInner, st: &RunState) {
+    let (Some(machine), Some(user)) = (agent.learning.clone(), st.user_id.clone()) else { return };
+    let conversation: Vec<String> = st
+        .messages
+        .iter()
+        .filter_map(|m| {
+            let who = match m.role {
+                agno_core::Role::User => "User",
+                agno_core::Role::Assistant => "Assistant",
+                _ => return None,
+            };
+            let text = m.content_text()?;
+            (!text.trim().is_empty()).then(|| format!("{who}: {text}"))
+        })
+        .collect();
+    if conversation.is_empty() {
+        return;
+    }
+    let agent_id = agent.id.clone();
+    let run_id = st.output.id().to_owned();
+    let work = async move {
+        if let Err(e) = machine.extract(&conversation.join("\n"), &user, &agent_id).await {
+            tracing::warn!(run_id, error = %e, "learning from the run failed");
+        }
+    };
+    spawn_after_run(work, "learn from the run");
 }
 
 /// `enable_session_summaries`: once the run is stored, the summary manager rewrites the

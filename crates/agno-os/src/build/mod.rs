@@ -110,6 +110,7 @@ pub(crate) fn build_agent(
     knowledge: &[Arc<agno_knowledge::Knowledge>],
     mcp: &crate::build::mcp::McpToolkits,
     tracing: Option<&agno_runtime::Tracing>,
+    user_isolation: bool,
 ) -> Result<ServedAgent, StartError> {
     let fail = |message: String| StartError::Agent { id: spec.id.clone(), message };
     let (model, model_spec) = match (&spec.model, &spec.a2a_url) {
@@ -171,6 +172,22 @@ pub(crate) fn build_agent(
             }
             builder = builder.compaction(agno_runtime::Compaction::with_settings(settings));
         }
+    }
+    if let Some(filesystem) = &spec.filesystem
+        && let Some(settings) = filesystem.settings(user_isolation).map_err(|why| fail(format!("filesystem: {why}")))?
+    {
+        if db.is_none() {
+            return Err(fail("filesystem keeps the agent's files in the database: configure [db] url".to_owned()));
+        }
+        builder = builder.filesystem(settings);
+    }
+    if let Some(learning) = &spec.learning
+        && let Some(config) = learning.config().map_err(|why| fail(format!("learning: {why}")))?
+    {
+        if db.is_none() {
+            return Err(fail("learning keeps what it learns in the database: configure [db] url".to_owned()));
+        }
+        builder = builder.learning(config);
     }
     if let Some(seconds) = spec.approval_timeout_seconds {
         builder = builder.approval_timeout(std::time::Duration::from_secs(seconds));

@@ -175,6 +175,198 @@ pub struct AgentSpec {
     pub compaction: Option<CompactionSpec>,
     /// Ask for markdown.
     pub markdown: Option<bool>,
+    /// Durable files in the OS's database (Agno's `filesystem`): `true` (one store per agent,
+    /// partitioned by user when `[auth] user_isolation` is on), or a table of Agno's
+    /// `FileSystem` fields (see [`FileSystemSpec`]).
+    pub filesystem: Option<FileSystemSpec>,
+    /// Learn about the users (Agno's `learning`; needs the database): `true` (their profile and
+    /// memories after every run), or a table of stores and modes (see [`LearningSpec`]).
+    pub learning: Option<LearningSpec>,
+}
+
+/// An agent's `learning`: `true`, or a table naming each store's mode (`true` is the store's
+/// default mode, as Agno's `LearningMachine(user_profile=True, ...)`).
+///
+/// ```toml
+/// [[agents]]
+/// id = "assistant"
+/// model = "openai:gpt-4o-mini"
+/// learning = { user_profile = "always", user_memory = "agentic", entity_memory = "always" }
+/// ```
+#[derive(Debug, Clone)]
+pub enum LearningSpec {
+    /// `true`: profile and memories, always; `false`: none.
+    On(bool),
+    /// Per store.
+    Settings(serde_json::Map<String, serde_json::Value>),
+}
+
+impl<'de> Deserialize<'de> for LearningSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::Bool(on) => Ok(LearningSpec::On(on)),
+            serde_json::Value::Object(m) => Ok(LearningSpec::Settings(m)),
+            other => Err(serde::de::Error::custom(format!("learning must be true, false or a table, not {other}"))),
+        }
+    }
+}
+
+impl LearningSpec {
+    /// The config (`None` for `false`).
+    ///
+    /// # Errors
+    /// An unknown store or mode, or a store agno-rs does not learn with.
+    pub fn config(&self) -> Result<Option<agno_runtime::learning::LearningConfig>, String> {
+        use agno_runtime::learning::{LearningConfig, LearningMode};
+        let table = match self {
+            LearningSpec::On(false) => return Ok(None),
+            LearningSpec::On(true) => return Ok(Some(LearningConfig::default())),
+            LearningSpec::Settings(t) => t,
+        };
+        let mut config = LearningConfig { user_profile: None, user_memory: None, ..LearningConfig::default() };
+        for (key, value) in table {
+            let mode = |default: LearningMode| -> Result<Option<LearningMode>, String> {
+                match value {
+                    serde_json::Value::Bool(false) | serde_json::Value::Null => Ok(None),
+                    serde_json::Value::Bool(true) => Ok(Some(default)),
+                    serde_json::Value::String(m) => LearningMode::parse(m).map(Some).ok_or_else(|| {
+                        format!("{key} = {m:?}: a mode is \"always\", \"agentic\", \"propose\" or \"hitl\"")
+                    }),
+                    serde_json::Value::Object(c) => match c.get("mode").and_then(|m| m.as_str()) {
+                        Some(m) => {
+                            LearningMode::parse(m).map(Some).ok_or_else(|| format!("{key}.mode = {m:?} is not a mode"))
+                        }
+                        None => Ok(Some(default)),
+                    },
+                    other => Err(format!("{key} must be true, false, a mode or a table, not {other}")),
+                }
+            };
+            match key.as_str() {
+                "user_profile" => config.user_profile = mode(LearningMode::Always)?,
+                "user_memory" => config.user_memory = mode(LearningMode::Always)?,
+                // Agno's entity memory is agentic by default.
+                "entity_memory" => config.entity_memory = mode(LearningMode::Agentic)?,
+                "namespace" => {
+                    config.entity_namespace =
+                        value.as_str().filter(|n| !n.is_empty()).ok_or("namespace must be a name")?.to_owned();
+                }
+                "max_updates_per_run" => {
+                    config.max_updates_per_run = value
+                        .as_u64()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .filter(|n| *n > 0)
+                        .ok_or("max_updates_per_run must be a positive integer")?;
+                }
+                "session_context" | "decision_log" | "learned_knowledge" if mode(LearningMode::Always)?.is_none() => {}
+                "session_context" | "decision_log" | "learned_knowledge" => {
+                    return Err(format!(
+                        "the {key} store is not implemented by agno-rs yet (it learns user_profile, user_memory and \
+                         entity_memory); remove it or set it to false"
+                    ));
+                }
+                other => return Err(format!("unknown store {other:?} (user_profile, user_memory, entity_memory)")),
+            }
+        }
+        Ok(Some(config))
+    }
+}
+
+/// An agent's `filesystem`: `true`, or a table of Agno's `FileSystem.to_dict()` fields.
+///
+/// ```toml
+/// [[agents]]
+/// id = "notes"
+/// model = "openai:gpt-4o-mini"
+/// filesystem = { namespace = "team-notes", allow_delete = true, max_file_bytes = 200000 }
+/// ```
+#[derive(Debug, Clone)]
+pub enum FileSystemSpec {
+    /// `true`: the default store; `false`: none.
+    On(bool),
+    /// Agno's fields.
+    Settings(FileSystemTable),
+}
+
+/// The fields of a `filesystem` table (Agno's names and defaults).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSystemTable {
+    /// The namespace (default `{agent_id}`); may hold `{user_id}`, `{agent_id}`, `{team_id}`.
+    pub namespace: Option<String>,
+    /// Partition by the run's user (default: as `[auth] user_isolation`).
+    pub user_scoped: Option<bool>,
+    /// Only the read tools.
+    pub read_only: Option<bool>,
+    /// Add `delete_file`.
+    pub allow_delete: Option<bool>,
+    /// Exactly these tools.
+    pub include_tools: Option<Vec<String>>,
+    /// Per-file cap in bytes (default 1,000,000).
+    pub max_file_bytes: Option<i64>,
+    /// Per-partition cap in bytes (default 20,000,000).
+    pub max_namespace_bytes: Option<i64>,
+    /// Instructions instead of Agno's default.
+    pub instructions: Option<String>,
+    /// Where Agno keeps the files (`{"type": "db", ...}` in a stored config): always the OS's
+    /// database here; another backend is refused.
+    pub backend: Option<serde_json::Value>,
+    /// Agno's marker of a namespace already canonical.
+    pub namespace_is_normalized: Option<bool>,
+}
+
+impl<'de> Deserialize<'de> for FileSystemSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Spec;
+        impl<'de> serde::de::Visitor<'de> for Spec {
+            type Value = FileSystemSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true, false, or a table of filesystem settings")
+            }
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<FileSystemSpec, E> {
+                Ok(FileSystemSpec::On(on))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<FileSystemSpec, M::Error> {
+                FileSystemTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(FileSystemSpec::Settings)
+            }
+        }
+        deserializer.deserialize_any(Spec)
+    }
+}
+
+impl FileSystemSpec {
+    /// The settings (`None` for `false`), partitioned by user as `os_isolation` when the spec
+    /// leaves it unset (as AgentOS applies its `user_isolation` to every agent store).
+    ///
+    /// # Errors
+    /// A backend other than the database, or settings Agno refuses.
+    pub fn settings(&self, os_isolation: bool) -> Result<Option<agno_core::FileSystemSettings>, String> {
+        let defaults = agno_core::FileSystemSettings::default();
+        let settings = match self {
+            FileSystemSpec::On(false) => return Ok(None),
+            FileSystemSpec::On(true) => defaults,
+            FileSystemSpec::Settings(t) => {
+                if let Some(kind) = t.backend.as_ref().and_then(|b| b.get("type")).and_then(|k| k.as_str())
+                    && kind != "db"
+                {
+                    return Err(format!("backend type {kind:?}: agno-rs keeps agent files in the OS's database only"));
+                }
+                agno_core::FileSystemSettings {
+                    namespace: t.namespace.clone().unwrap_or(defaults.namespace),
+                    user_scoped: t.user_scoped,
+                    read_only: t.read_only.unwrap_or(false),
+                    allow_delete: t.allow_delete.unwrap_or(false),
+                    include_tools: t.include_tools.clone(),
+                    max_file_bytes: t.max_file_bytes.unwrap_or(defaults.max_file_bytes),
+                    max_namespace_bytes: t.max_namespace_bytes.unwrap_or(defaults.max_namespace_bytes),
+                    instructions: t.instructions.clone(),
+                }
+            }
+        };
+        let mut settings = settings.validated().map_err(|e| e.to_string())?;
+        settings.user_scoped.get_or_insert(os_isolation);
+        Ok(Some(settings))
+    }
 }
 
 /// An agent's `compaction`: `true`, or a table of Agno's `Compaction` fields.

@@ -214,6 +214,8 @@ impl OsConfig {
                 checkpoint: None,
                 compaction: None,
                 markdown: None,
+                filesystem: None,
+                learning: None,
             }],
             teams: Vec::new(),
             workflows: Vec::new(),

@@ -48,7 +48,7 @@ pub(crate) async fn check(
             spec.model = Some(ModelSpec::Short("test".to_owned()));
             spec.a2a_url = None;
             let mcp = crate::build::mcp::McpToolkits::default();
-            crate::build::build_agent(&spec, state.db.clone(), &state.knowledge, &mcp, None)
+            crate::build::build_agent(&spec, state.db.clone(), &state.knowledge, &mcp, None, state.auth.user_isolation)
                 .map(|_| ())
                 .map_err(refused)
         }
