@@ -919,6 +919,7 @@ def filesystem_steps():
     seeded by scripts/interop/seed_files.py, no authentication): listings, a directory, previews
     with offsets, search, and every refusal."""
     return [
+        ("config with a filesystem", "GET", "/config", {}, None),
         ("files", "GET", "/filesystem/files", {}, None),
         ("files of notes", "GET", "/filesystem/files?agent_id=notes&sort_by=size&sort_order=desc", {}, None),
         ("files matching", "GET", "/filesystem/files?query=step", {}, None),
@@ -944,6 +945,58 @@ def filesystem_steps():
     ]
 
 
+def learning_steps():
+    """The learnings sequence (both servers keep learnings in their SQLite database, no
+    authentication): creating each kind of record and every refusal, reading, listing with
+    filters, order and pages, the users, replacing and deleting."""
+
+    def keep(side, body):
+        side.vars.update(note=body["learning_id"])
+
+    profile = {"learning_type": "user_profile", "user_id": "ann", "content": {"user_id": "ann", "name": "Ann"},
+               "metadata": {"src": "api"}}
+    return [
+        ("learnings empty", "GET", "/learnings", {}, None),
+        ("learning users empty", "GET", "/learnings/users", {}, None),
+        ("create profile", "POST", "/learnings", {"json": profile}, None),
+        ("create profile again", "POST", "/learnings", {"json": profile}, None),
+        ("create note", "POST", "/learnings",
+         {"json": {"learning_type": "note", "user_id": "bob", "agent_id": "demo", "content": {"text": "hi"}}}, keep),
+        ("create shared entity", "POST", "/learnings",
+         {"json": {"learning_type": "entity_memory", "entity_id": "acme", "entity_type": "company", "content": {"name": "Acme"}}}, None),
+        ("create user entity", "POST", "/learnings",
+         {"json": {"learning_type": "entity_memory", "namespace": "user", "user_id": "ann", "entity_id": "acme",
+                   "entity_type": "company", "content": {"name": "Acme"}}}, None),
+        ("create entity without user", "POST", "/learnings",
+         {"json": {"learning_type": "entity_memory", "namespace": "user", "entity_id": "x", "entity_type": "y", "content": {}}}, None),
+        ("create without identity", "POST", "/learnings", {"json": {"learning_type": "user_memory", "content": {}}}, None),
+        ("create reserved namespace", "POST", "/learnings",
+         {"json": {"learning_type": "entity_memory", "namespace": "user_0123456789abcdef", "entity_id": "x",
+                   "entity_type": "y", "content": {}}}, None),
+        ("create content not an object", "POST", "/learnings", {"json": {"learning_type": "note", "content": [1]}}, None),
+        ("create without type", "POST", "/learnings", {"json": {"content": {}}}, None),
+        ("learning", "GET", "/learnings/user_profile_ann", {}, None),
+        ("learning missing", "GET", "/learnings/nope", {}, None),
+        ("learnings", "GET", "/learnings", {}, None),
+        ("learnings of ann", "GET", "/learnings?user_id=ann&learning_type=user_profile", {}, None),
+        ("learnings page", "GET", "/learnings?learning_type=entity_memory&sort_by=learning_id&sort_order=asc&limit=1&page=2", {}, None),
+        ("learnings limit zero", "GET", "/learnings?limit=0", {}, None),
+        ("learnings limit too large", "GET", "/learnings?limit=1001", {}, None),
+        ("learnings bad order", "GET", "/learnings?sort_order=up", {}, None),
+        ("learning users", "GET", "/learnings/users", {}, None),
+        ("learning users by name", "GET", "/learnings/users?sort_by=user_id&sort_order=asc&limit=1", {}, None),
+        ("replace content", "PATCH", "/learnings/user_profile_ann", {"json": {"content": {"user_id": "ann", "name": "Annie"}}}, None),
+        ("clear metadata", "PATCH", "/learnings/user_profile_ann", {"json": {"metadata": None}}, None),
+        ("replace nothing", "PATCH", "/learnings/user_profile_ann", {"json": {}}, None),
+        ("replace with null", "PATCH", "/learnings/user_profile_ann", {"json": {"content": None}}, None),
+        ("replace missing", "PATCH", "/learnings/nope", {"json": {"content": {}}}, None),
+        ("delete note", "DELETE", "/learnings/{note}", {}, None),
+        ("delete note again", "DELETE", "/learnings/{note}", {}, None),
+        ("delete ann's", "DELETE", "/learnings/users/ann", {}, None),
+        ("learnings left", "GET", "/learnings", {}, None),
+    ]
+
+
 def formatted(value, variables):
     """`value` with every string formatted with `variables` (a JSON body's placeholders)."""
     if isinstance(value, str):
@@ -960,7 +1013,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rs", required=True)
     parser.add_argument("--py", required=True)
-    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a", "agui", "components", "service_accounts", "filesystem"])
+    parser.add_argument("--suite", default="main", choices=["main", "knowledge", "schedules", "traces", "approvals", "compaction", "a2a", "agui", "components", "service_accounts", "filesystem", "learnings"])
     parser.add_argument("--jwt-secret", help="HS256 secret both servers verify; `{admin}` in a step's headers is an admin token")
     args = parser.parse_args()
     rs, py = Side("rs", args.rs), Side("py", args.py)
@@ -981,6 +1034,7 @@ def main():
         "components": component_steps,
         "service_accounts": service_account_steps,
         "filesystem": filesystem_steps,
+        "learnings": learning_steps,
     }
     if args.jwt_secret:
         import jwt

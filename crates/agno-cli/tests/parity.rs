@@ -206,7 +206,25 @@ async fn filesystem_routes_answer_as_python_agentos_does() {
     let config = python_agentos_twin_on(&dir, &provider, &notes, &rs_db);
     let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
 
-    assert_shape_parity(&python, rs_port, &py_base, "filesystem", 22);
+    assert_shape_parity(&python, rs_port, &py_base, "filesystem", 23);
+}
+
+/// Both servers keep learnings in their SQLite database: creating every kind of record (and each
+/// refusal), reading, listing, the users, replacing and deleting answer alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn learning_routes_answer_as_python_agentos_does() {
+    let Some(python) = agno_testkit::agno_python("the learnings parity check against Python AgentOS") else {
+        return;
+    };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.set_fallback(Some(Reply::Echo));
+    let dir = scratch_dir("lparity");
+    let db = format!("sqlite://{}", dir.join("python.db").display());
+    let (_python, py_base) = start_python_agentos(&python, &provider, &dir, &db, &[]).await;
+    let config = python_agentos_twin(&dir, &provider, "");
+    let (_rs, rs_port) = start_serve_logged(&config, &dir.join("agno-rs.log")).await;
+
+    assert_shape_parity(&python, rs_port, &py_base, "learnings", 31);
 }
 
 /// Python AgentOS 3.1.10 and `agno serve` (both with the security key) on one SQLite file: a

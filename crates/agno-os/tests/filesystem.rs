@@ -127,6 +127,16 @@ async fn agents_keep_files_per_user_and_the_routes_show_each_their_own() {
     let r = os.get("/filesystem/content?agent_id=notes&path=notes/plan.md&user_id=bob", Some(&ann)).await;
     assert_eq!((r.status, detail(&r.body)), (403, "Only an admin may browse another user's files".to_owned()));
 
+    // `/config` lists the store (its namespace, partitioned by user) and the agent holding it.
+    let config = os.get("/config", Some(&token("ann", &["config:read", "agents:read"]))).await.body;
+    let ns = &config["filesystem"]["namespaces"];
+    assert_eq!(ns.as_array().map(Vec::len), Some(1), "{config}");
+    assert_eq!(
+        (ns[0]["namespace"].as_str(), ns[0]["user_isolation"].as_bool(), ns[0]["table_name"].as_str()),
+        (Some("notes"), Some(true), Some("agno_fs"))
+    );
+    assert_eq!(ns[0]["agents"], json!([{"id": "notes"}]));
+
     // An admin sees every partition.
     let r = os.get("/filesystem/entries?agent_id=notes", Some(&admin)).await;
     let entries: Vec<(String, Value)> = r.body["entries"]

@@ -6,7 +6,7 @@
 mod common;
 
 use agno_os::routes::{Access, ROUTES};
-use common::{SECRET, SECRET2, TestOs, config, detail, token, token_with};
+use common::{SECRET, SECRET2, TestOs, config, detail, route_scopes, token, token_with};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
@@ -232,20 +232,6 @@ fn same_as_recorded(allowed: &[String]) {
         .collect();
     assert!(changed.is_empty(), "routes answer otherwise than recorded in {ALLOWED_STATUSES}:\n{}", changed.join("\n"));
     assert_eq!(recorded.len(), allowed.len(), "{ALLOWED_STATUSES} records routes that are gone");
-}
-
-/// The scopes a caller needs for a route: its table scope, plus run access for reading an
-/// agent's runs (Agno's `require_resource_access(agents, run)` on those routes) and read access to
-/// agents for browsing their filesystems.
-fn route_scopes<'a>(path: &str, scope: &'a str) -> Vec<&'a str> {
-    if path.starts_with("/agents/{agent_id}/runs") && scope == "agents:read" {
-        vec![scope, "agents:run"]
-    } else if path.starts_with("/filesystem/") {
-        // A store is found through the agents the caller may read (as Agno: 403 without any).
-        vec![scope, "agents:read"]
-    } else {
-        vec![scope]
-    }
 }
 
 /// Agno 3.1's default scope for `METHOD path` (its `get_default_scope_mappings`, matched the way

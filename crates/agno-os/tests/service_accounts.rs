@@ -201,16 +201,6 @@ fn concrete(path: &str) -> String {
         .join("/")
 }
 
-/// The scopes a caller needs for `path` beyond the route's own (reading an agent's runs also
-/// needs run access, as Agno's handlers check).
-fn needed(path: &str, scope: &'static str) -> Vec<&'static str> {
-    if path.starts_with("/agents/{agent_id}/runs") && scope == "agents:read" {
-        vec![scope, "agents:run"]
-    } else {
-        vec![scope]
-    }
-}
-
 /// Every route x service-account tokens: a token with exactly the route's scopes passes its
 /// authorisation (whatever the handler then answers), one with another scope gets 403, and a
 /// revoked one 401 (on every route that is not public).
@@ -253,7 +243,7 @@ async fn every_route_enforces_a_service_account_tokens_scopes() {
                 assert!(![401, 403].contains(&call(other.clone()).await), "{} {path}", route.method);
             }
             Access::Scope(scope) => {
-                let scopes = needed(route.path, scope);
+                let scopes = common::route_scopes(route.path, scope);
                 if !tokens.contains_key(&scopes) {
                     let (t, _) = mint(scopes.clone()).await;
                     tokens.insert(scopes.clone(), t);

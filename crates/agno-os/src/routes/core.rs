@@ -104,7 +104,7 @@ pub async fn config(Caller { state, principal }: Caller) -> Json<Value> {
         "memory": domain(Some(&tables.memories)),
         "learning": domain(Some("agno_learnings")),
         "company": null,
-        "filesystem": {"namespaces": []},
+        "filesystem": super::filesystem::config_namespaces(&state, &principal),
         "knowledge": knowledge,
         "evals": domain(Some(&tables.evals)),
         "traces": domain(None),

@@ -234,6 +234,45 @@ fn query_text(query: Option<&str>, required: bool) -> ApiResult<Option<String>> 
     }
 }
 
+/// `/config`'s `filesystem` (Agno's `FileSystemConfig`): each store the caller's agents hold, its
+/// backend, limits and whether it is partitioned by user, with the agents holding it (`access`
+/// only when read-only).
+pub(crate) fn config_namespaces(state: &AppState, principal: &Principal) -> Value {
+    let Some(db_id) = state.db.as_ref().map(|_| state.db_id.to_string()) else { return json!({"namespaces": []}) };
+    let on_postgres = state.db_url_redacted.as_deref().is_some_and(|u| u.starts_with("postgres"));
+    let mut namespaces: BTreeMap<String, Value> = BTreeMap::new();
+    for id in agent_ids(state, principal, None).unwrap_or_default() {
+        let Some(served) = state.any_agent(&id) else { continue };
+        let Some(settings) = served.agent.filesystem() else { continue };
+        let isolation = state.auth.user_isolation;
+        let namespace = settings
+            .partition_for(Some(&id), None, principal.subject.as_deref(), false)
+            .map_or_else(|_| settings.namespace.clone(), |p| p.namespace);
+        let user_isolation = settings.partitioned(isolation) || settings.namespace.contains("{user_id}");
+        let mut agent = json!({"id": id});
+        if !settings.can_write() {
+            agent["access"] = json!("read_only");
+        }
+        let entry = namespaces.entry(namespace.clone()).or_insert_with(|| {
+            json!({
+                "backend_type": "db",
+                "db_id": db_id,
+                "db_schema": on_postgres.then_some("fs"),
+                "table_name": "agno_fs",
+                "namespace": namespace,
+                "user_isolation": user_isolation,
+                "max_file_bytes": settings.max_file_bytes,
+                "max_namespace_bytes": settings.max_namespace_bytes,
+                "agents": [],
+            })
+        });
+        if let Some(agents) = entry["agents"].as_array_mut() {
+            agents.push(agent);
+        }
+    }
+    json!({"namespaces": namespaces.into_values().collect::<Vec<_>>()})
+}
+
 /// Query of `GET /filesystem/files`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct FilesQuery {

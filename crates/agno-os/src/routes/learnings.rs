@@ -84,9 +84,10 @@ fn order(value: Option<&str>) -> ApiResult<SortOrder> {
     match value {
         None | Some("desc") => Ok(SortOrder::Desc),
         Some("asc") => Ok(SortOrder::Asc),
-        Some(_) => {
-            Err(ApiError::unprocessable("Input should be 'asc' or 'desc'").with_type("enum").at("query", "sort_order"))
-        }
+        Some(_) => Err(ApiError::unprocessable("Input should be 'asc' or 'desc'")
+            .with_type("enum")
+            .at("query", "sort_order")
+            .with_ctx(json!({"expected": "'asc' or 'desc'"}))),
     }
 }
 

@@ -304,3 +304,17 @@ pub async fn client_json(mut command: tokio::process::Command, limit: Duration) 
     assert!(out.status.success(), "the client failed: {result}\n{stderr}");
     (result, stderr)
 }
+
+/// The scopes a caller needs for a route: its table scope, plus run access for reading an
+/// agent's runs (Agno's `require_resource_access(agents, run)` on those routes) and read access to
+/// agents for browsing their filesystems.
+pub fn route_scopes<'a>(path: &str, scope: &'a str) -> Vec<&'a str> {
+    if path.starts_with("/agents/{agent_id}/runs") && scope == "agents:read" {
+        vec![scope, "agents:run"]
+    } else if path.starts_with("/filesystem/") {
+        // A store is found through the agents the caller may read (as Agno: 403 without any).
+        vec![scope, "agents:read"]
+    } else {
+        vec![scope]
+    }
+}
