@@ -61,6 +61,18 @@ ensure_phoenix() {
   export AGNO_PHOENIX="$venv/bin/phoenix"
 }
 
+# moto, an S3-protocol server on loopback, for the remote knowledge source tests (a venv of its
+# own), with boto3 to put the objects the tests read.
+ensure_moto() {
+  local venv="$HOME/.cache/agno-moto"
+  if ! "$venv/bin/python" -c 'import moto.server, boto3' 2>/dev/null; then
+    say "creating the moto venv in $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'moto[server]==5.2.6' 'boto3==1.44.8'
+  fi
+  export AGNO_MOTO_PYTHON="$venv/bin/python"
+}
+
 # The official A2A Python SDK at 1.x (a venv of its own: Agno 3.1.10's venv pins 0.3.x), whose
 # client the A2A v1.0 tests drive the server with.
 A2A_SDK_V1=1.3.0

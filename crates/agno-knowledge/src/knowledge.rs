@@ -228,6 +228,8 @@ pub struct Knowledge {
     max_content_bytes: usize,
     max_chunks: usize,
     private_urls: bool,
+    /// The remote sources content may be read from (Agno's `content_sources`).
+    sources: Vec<Arc<crate::S3Source>>,
 }
 
 impl Knowledge {
@@ -247,6 +249,7 @@ impl Knowledge {
             max_content_bytes: DEFAULT_MAX_CONTENT_BYTES,
             max_chunks: DEFAULT_MAX_CHUNKS,
             private_urls: true,
+            sources: Vec::new(),
         }
     }
 
@@ -332,6 +335,22 @@ impl Knowledge {
         Ok(())
     }
 
+    /// The remote sources content may be read from (`s3://<source id>/<key>` contents).
+    pub fn with_sources(mut self, sources: Vec<crate::S3Source>) -> Self {
+        self.sources = sources.into_iter().map(Arc::new).collect();
+        self
+    }
+
+    /// The remote sources (Agno's `content_sources`), in configured order.
+    pub fn sources(&self) -> &[Arc<crate::S3Source>] {
+        &self.sources
+    }
+
+    /// The remote source `id`.
+    pub fn source(&self, id: &str) -> Option<&Arc<crate::S3Source>> {
+        self.sources.iter().find(|s| s.id == id)
+    }
+
     /// Whether URL contents may point at loopback, private, link-local or otherwise internal
     /// addresses (default: yes, for a library user's own code). A server taking URLs from its
     /// users turns this off, so they cannot make it read internal services.
@@ -401,7 +420,8 @@ impl Knowledge {
     /// When the row cannot be written.
     pub async fn process(&self, content: &Content, mut row: KnowledgeRow) -> Result<KnowledgeRow, KnowledgeError> {
         let hash = content.content_hash();
-        let id = content_id(&hash);
+        // The row's own id: a content ingested again (a source's object changed) keeps its row.
+        let id = row.id.clone().unwrap_or_else(|| content_id(&hash));
         match self.ingest(content, &hash, &id).await {
             Ok(chunks) => {
                 row.status = Some(status::COMPLETED.to_owned());
@@ -542,6 +562,18 @@ impl Knowledge {
 
     /// Reads, chunks, embeds and stores one content; returns the number of chunks.
     async fn ingest(&self, content: &Content, hash: &str, id: &str) -> Result<usize, KnowledgeError> {
+        if let Some((source, key)) = content.url.as_deref().and_then(Self::remote_object) {
+            let fail =
+                |why: String| KnowledgeError::Read(format!("cannot read s3 object {key} of source {source}: {why}"));
+            let s3 = self.source(source).ok_or_else(|| fail("the source is not configured".to_owned()))?;
+            let (bytes, _) = s3.read(key).await.map_err(|e| fail(e.to_string()))?;
+            let kind = match content.kind {
+                Some(k) => Some(k),
+                None => Some(ContentKind::from_name(key)?),
+            };
+            let fetched = Content { bytes, kind, url: None, ..content.clone() };
+            return Box::pin(self.ingest(&fetched, hash, id)).await;
+        }
         if let Some(url) = &content.url {
             let (bytes, kind) = self.download(url, &content.name).await?;
             let fetched = Content { bytes, kind: content.kind.or(kind), url: None, ..content.clone() };
@@ -611,6 +643,11 @@ impl Knowledge {
         let n = rows.len();
         self.vector_db.replace_content(id, &rows).await?;
         Ok(n)
+    }
+
+    /// `s3://<source id>/<key>`: an object of a remote source, read when the content is processed.
+    pub fn remote_object(url: &str) -> Option<(&str, &str)> {
+        url.strip_prefix("s3://")?.split_once('/').filter(|(s, k)| !s.is_empty() && !k.is_empty())
     }
 
     /// Downloads `url` (at most `max_content_bytes`, 30 s): its bytes, and the reader its media

@@ -26,6 +26,7 @@ mod embedder;
 mod knowledge;
 mod pgvector;
 pub mod reader;
+mod s3;
 mod sqlite;
 mod store;
 
@@ -36,5 +37,6 @@ pub use knowledge::{
 };
 pub use pgvector::{PgVectorDb, VectorIndex};
 pub use reader::ContentKind;
+pub use s3::{S3Error, S3Listing, S3Object, S3Source};
 pub use sqlite::SqliteVectorDb;
 pub use store::{VECTOR_SCORE_WEIGHT, VectorDb, VectorQuery, VectorRow, hybrid_score, query_words};

@@ -70,6 +70,25 @@ pub fn phoenix(what: &str) -> Option<String> {
     }
 }
 
+/// The Python with moto (an S3-protocol server) and boto3, for the remote knowledge source tests:
+/// `AGNO_MOTO_PYTHON`, else the venv `scripts/test --all` creates (`$HOME/.cache/agno-moto`).
+///
+/// Without one the caller's check cannot run: under `CI=true` this panics; elsewhere it prints
+/// that `what` is skipped and returns `None`.
+///
+/// # Panics
+/// When no such Python is found and `CI` is `true`.
+pub fn moto_python(what: &str) -> Option<String> {
+    let found = env_or_cache("AGNO_MOTO_PYTHON", "agno-moto/bin/python");
+    if found.is_none() {
+        crate::services::skip(
+            what,
+            "moto (AGNO_MOTO_PYTHON, or $HOME/.cache/agno-moto, which scripts/test --all creates)",
+        );
+    }
+    found
+}
+
 /// The Python with the official A2A SDK at 1.x (`a2a-sdk` 1.3.0, whose client speaks A2A v1.0)
 /// for the A2A v1.0 interop tests: `AGNO_A2A_V1_PYTHON`, else the venv `scripts/test --all`
 /// creates (`$HOME/.cache/agno-a2a-sdk-1`).

@@ -154,6 +154,12 @@ pub async fn build_knowledge(
         if let Some(db) = db {
             k = k.contents_db(Arc::clone(db));
         }
+        let sources =
+            spec.sources.iter().map(|s| s.source()).collect::<Result<Vec<_>, _>>().map_err(|e| fail(&spec.id, e))?;
+        if let Some(dup) = sources.iter().enumerate().find(|(i, s)| sources[..*i].iter().any(|o| o.id == s.id)) {
+            return Err(fail(&spec.id, format!("duplicate source id {}", dup.1.id)));
+        }
+        k = k.with_sources(sources);
         if let Some(e) = embedder {
             k = k.embedder(e);
         }

@@ -50,6 +50,108 @@ pub struct KnowledgeSpec {
     /// more is refused (422 at upload when its length alone says so, else `failed` with the
     /// reason).
     pub max_chunks_per_content: Option<usize>,
+    /// Remote content sources (Agno's `content_sources`): S3 or S3-compatible buckets whose
+    /// objects `POST /knowledge/remote-content` ingests.
+    #[serde(default)]
+    pub sources: Vec<SourceSpec>,
+}
+
+/// One remote content source (`[[knowledge.sources]]`), as Agno's `S3Config`.
+///
+/// ```toml
+/// [[knowledge.sources]]
+/// id = "handbook"
+/// name = "Company handbook"
+/// type = "s3"
+/// bucket = "docs"
+/// prefix = "handbook/"
+/// endpoint = "http://127.0.0.1:9000"    # an S3-compatible server; default AWS (or AWS_ENDPOINT_URL)
+/// region = "us-east-1"
+/// ```
+///
+/// Credentials are `aws_access_key_id` and `aws_secret_access_key` (Agno's names; write
+/// `"${VAR}"` to keep them in the environment), else the environment's `AWS_ACCESS_KEY_ID` and
+/// `AWS_SECRET_ACCESS_KEY` (or the variables `access_key_id_env` and `secret_access_key_env`
+/// name); none: unsigned requests (a public bucket).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSpec {
+    /// Its id (`config_id` of the upload, `source_id` of the routes).
+    pub id: String,
+    /// Display name (default: the id).
+    pub name: Option<String>,
+    /// `s3` (the only type for now).
+    #[serde(rename = "type", default = "s3")]
+    pub kind: String,
+    /// The bucket.
+    pub bucket: String,
+    /// The prefix listed and ingested by default.
+    pub prefix: Option<String>,
+    /// The server (default `AWS_ENDPOINT_URL`, else `https://s3.<region>.amazonaws.com`).
+    pub endpoint: Option<String>,
+    /// The region (default `AWS_REGION`, else `us-east-1`).
+    pub region: Option<String>,
+    /// The access key id (Agno's `aws_access_key_id`; use `${VAR}` to keep it out of the file).
+    pub aws_access_key_id: Option<String>,
+    /// The secret (Agno's `aws_secret_access_key`; use `${VAR}`).
+    pub aws_secret_access_key: Option<String>,
+    /// The variable holding the access key id when none is given (default `AWS_ACCESS_KEY_ID`).
+    pub access_key_id_env: Option<String>,
+    /// The variable holding the secret (default `AWS_SECRET_ACCESS_KEY`).
+    pub secret_access_key_env: Option<String>,
+    /// Free metadata shown with the source.
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+fn s3() -> String {
+    "s3".to_owned()
+}
+
+impl SourceSpec {
+    /// The source, its credentials read from the environment now.
+    ///
+    /// # Errors
+    /// A type other than `s3`, or one credential variable set without the other.
+    pub fn source(&self) -> Result<agno_knowledge::S3Source, String> {
+        if self.kind != "s3" {
+            return Err(format!("source {}: type {:?} is not supported (only \"s3\")", self.id, self.kind));
+        }
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let region = self.region.clone().or_else(|| env("AWS_REGION")).unwrap_or_else(|| "us-east-1".to_owned());
+        let endpoint = self
+            .endpoint
+            .clone()
+            .or_else(|| env("AWS_ENDPOINT_URL"))
+            .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
+        let key_var = self.access_key_id_env.as_deref().unwrap_or("AWS_ACCESS_KEY_ID");
+        let secret_var = self.secret_access_key_env.as_deref().unwrap_or("AWS_SECRET_ACCESS_KEY");
+        let given = (self.aws_access_key_id.clone(), self.aws_secret_access_key.clone());
+        let (key, secret) = match given {
+            (None, None) => (env(key_var), env(secret_var)),
+            other => other,
+        };
+        let credentials = match (key, secret) {
+            (Some(k), Some(s)) => Some((k, s)),
+            (None, None) => None,
+            _ => {
+                return Err(format!(
+                    "source {}: give both the access key id and the secret (aws_access_key_id and \
+                     aws_secret_access_key, or {key_var} and {secret_var}), or neither",
+                    self.id
+                ));
+            }
+        };
+        Ok(agno_knowledge::S3Source {
+            id: self.id.clone(),
+            name: self.name.clone().unwrap_or_else(|| self.id.clone()),
+            bucket: self.bucket.clone(),
+            prefix: self.prefix.clone(),
+            endpoint,
+            region,
+            credentials,
+            metadata: self.metadata.clone(),
+        })
+    }
 }
 
 /// A model given as `"provider:id"` or as a table.

@@ -191,8 +191,16 @@ pub(crate) async fn cancel_queued(state: &AppState, run: &agno_core::RunOutput) 
 /// Commits the ingestion job of `spec`, whose `processing` row is stored. A full queue answers
 /// 429 and a storage error its status; either way the row ends `failed` with the reason rather
 /// than `processing` for good.
-pub(crate) async fn enqueue_ingestion(state: &AppState, queue: &Queue, spec: &IngestSpec) -> ApiResult<()> {
-    let job = spec.job(queue.settings.max_attempts);
+pub(crate) async fn enqueue_ingestion(
+    state: &AppState,
+    queue: &Queue,
+    spec: &IngestSpec,
+    job_id: Option<String>,
+) -> ApiResult<()> {
+    let mut job = spec.job(queue.settings.max_attempts);
+    if let Some(id) = job_id {
+        job.id = id;
+    }
     let refused = match queue.store.enqueue_job(&job, queue.settings.max_queue_depth).await {
         Ok(agno_core::Enqueued::Accepted(job) | agno_core::Enqueued::Duplicate(job)) => {
             queue.signal(agno_core::JobSignal::Claimable(job.id));

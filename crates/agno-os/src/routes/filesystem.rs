@@ -270,7 +270,8 @@ pub(crate) fn config_namespaces(state: &AppState, principal: &Principal) -> Valu
             agents.push(agent);
         }
     }
-    json!({"namespaces": namespaces.into_values().collect::<Vec<_>>()})
+    // As Agno's: a field without a value (`db_schema` off PostgreSQL) is left out.
+    json!({"namespaces": namespaces.into_values().map(super::without_nulls).collect::<Vec<_>>()})
 }
 
 /// Query of `GET /filesystem/files`.

@@ -322,6 +322,10 @@ routes! {
     PATCH "/knowledge/content/{content_id}" as "update_content", Scope("knowledge:write"), "Knowledge", "Update a content's name, description or metadata", body: RequestBody::Form(knowledge::UPDATE_FORM), query: knowledge::KnowledgeParams => patch(knowledge::update_content);
     DELETE "/knowledge/content" as "delete_all_content", Scope("knowledge:delete"), "Knowledge", "Delete every content the caller may delete", query: knowledge::KnowledgeParams => delete(knowledge::delete_all_content);
     DELETE "/knowledge/content/{content_id}" as "delete_content_by_id", Scope("knowledge:delete"), "Knowledge", "Delete a content and its chunks", query: knowledge::KnowledgeParams => delete(knowledge::delete_content);
+    POST "/knowledge/remote-content" as "upload_remote_content", Scope("knowledge:write"), "Knowledge", "Ingest objects of a remote source (202; one content per object)", body: RequestBody::Form(knowledge::remote::REMOTE_FORM), query: knowledge::KnowledgeParams => post(knowledge::remote::upload_remote_content);
+    POST "/knowledge/content/{content_id}/refresh" as "refresh_content", Scope("knowledge:write"), "Knowledge", "Re-ingest a content whose source object changed (202), or leave it (200)", query: knowledge::KnowledgeParams => post(knowledge::remote::refresh_content);
+    GET "/knowledge/{knowledge_id}/sources" as "list_content_sources", Scope("knowledge:read"), "Knowledge", "The remote content sources of a knowledge base" => get(knowledge::remote::list_sources);
+    GET "/knowledge/{knowledge_id}/sources/{source_id}/files" as "list_source_files", Scope("knowledge:read"), "Knowledge", "A page of the files of a remote source", query: knowledge::remote::FilesQuery => get(knowledge::remote::list_files);
     POST "/knowledge/search" as "search_knowledge", Scope("knowledge:read"), "Knowledge", "Search a knowledge base", body: RequestBody::Json(|g| g.subschema_for::<knowledge::SearchRequest>()) => post(knowledge::search);
 }
 

@@ -5,6 +5,7 @@
 //! uploads as itself and sees (and deletes) its own contents plus shared ones (shared ones are
 //! deleted only by admins or without isolation).
 
+pub mod remote;
 mod upload_url;
 
 use crate::routes::guard::Caller;
@@ -31,7 +32,7 @@ use crate::state::AppState;
 use upload_url::{is_pattern_space, upload_url};
 
 /// The base named by `knowledge_id`, or the only one.
-fn pick<'a>(state: &'a AppState, knowledge_id: Option<&str>) -> ApiResult<&'a Arc<Knowledge>> {
+pub(crate) fn pick<'a>(state: &'a AppState, knowledge_id: Option<&str>) -> ApiResult<&'a Arc<Knowledge>> {
     let bases = state.knowledge.as_slice();
     match knowledge_id.filter(|id| !id.is_empty()) {
         Some(id) => bases
@@ -430,29 +431,48 @@ pub async fn upload_content(
         "created_at": Value::Null,
         "updated_at": Value::Null,
     });
-    let content_id = row.id.clone().unwrap_or_default();
-    match (&state.queue, refused_sizes) {
-        (_, Some(reason)) => {
-            if let Some(db) = k.contents() {
-                crate::queue::ingest::end_content(db.as_ref(), &content_id, &reason).await;
+    match refused_sizes {
+        Some(reason) => {
+            if let (Some(db), Some(id)) = (k.contents(), row.id.as_deref()) {
+                crate::queue::ingest::end_content(db.as_ref(), id, &reason).await;
             }
         }
-        (Some(queue), None) => {
-            let spec = IngestSpec::new(k.name(), &content_id, &content, chunking_spec);
-            super::background::enqueue_ingestion(&state, queue, &spec).await?;
+        None => start_ingestion(&state, k, content, row, chunking_spec, None).await?,
+    }
+    Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
+}
+
+/// Ingests `content`, accepted as `row` (`processing`): a job of the durable queue (its id the
+/// content's, or `job_id` for an ingestion again of a content), or, on a database without one
+/// (JSON files), in this process, not durably, at most `LOCAL_INGESTIONS` at a time (the others
+/// wait their turn).
+///
+/// # Errors
+/// The queue refuses the job (full, or the database fails); the content then ends `failed`.
+pub(crate) async fn start_ingestion(
+    state: &AppState,
+    k: Arc<Knowledge>,
+    content: Content,
+    row: agno_core::KnowledgeRow,
+    chunking: Option<ChunkingSpec>,
+    job_id: Option<String>,
+) -> ApiResult<()> {
+    let content_id = row.id.clone().unwrap_or_default();
+    match &state.queue {
+        Some(queue) => {
+            let spec = IngestSpec::new(k.name(), &content_id, &content, chunking);
+            super::background::enqueue_ingestion(state, queue, &spec, job_id).await
         }
-        // A database without a job queue (JSON files): ingested in this process, not durably,
-        // at most LOCAL_INGESTIONS at a time (the others wait their turn).
-        (None, None) => {
+        None => {
             tokio::spawn(async move {
                 let Ok(_turn) = LOCAL_INGESTIONS.acquire().await else { return };
                 if let Err(e) = k.process(&content, row).await {
                     tracing::error!(error = %e, "storing the knowledge content's status failed");
                 }
             });
+            Ok(())
         }
     }
-    Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
 }
 
 /// Ingestions run at once in this process when the database has no job queue (with one, the
@@ -573,7 +593,7 @@ pub async fn config(State(state): State<AppState>, Query(q): Query<KnowledgePara
             "description": k.description_text(),
             "search_types": search_types,
         }],
-        "remote_content_sources": Value::Null,
+        "remote_content_sources": remote::config_sources(k),
         "unavailable_readers": {},
         "unavailable_chunkers": {},
     })))
