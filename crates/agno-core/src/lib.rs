@@ -7,6 +7,7 @@
 
 pub mod agent_files;
 mod approvals;
+pub mod aws_sigv4;
 mod branch;
 mod checkpoints;
 mod clock;

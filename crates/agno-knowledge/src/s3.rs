@@ -1,11 +1,9 @@
 //! A remote content source on S3 or any S3-compatible server (MinIO, moto, R2...): its objects
 //! listed (`ListObjectsV2`, every page) and read (`GetObject`), over path-style URLs signed with
-//! AWS Signature Version 4. Credentials come from the source's settings (read from the
+//! AWS Signature Version 4 (`agno_core::aws_sigv4`). Credentials come from the source's settings (read from the
 //! environment by whoever builds it); none: unsigned requests (a public bucket).
 
-use std::fmt::Write as _;
-
-use sha2::{Digest, Sha256};
+use agno_core::aws_sigv4::{AwsCredentials, SigV4Request, canonical_query, sign, uri_encode};
 
 /// One S3 source (Agno's `S3Config`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,8 +20,8 @@ pub struct S3Source {
     pub endpoint: String,
     /// The signing region.
     pub region: String,
-    /// Access key id and secret; none: unsigned requests.
-    pub credentials: Option<(String, String)>,
+    /// Its credentials; none: unsigned requests.
+    pub credentials: Option<AwsCredentials>,
     /// Free metadata shown with the source.
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
@@ -83,49 +81,6 @@ fn client() -> Result<&'static reqwest::Client, S3Error> {
 /// Most objects one listing reads (a guard against an unbounded bucket).
 const MAX_LISTED: usize = 100_000;
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-fn sha256_hex(data: &[u8]) -> String {
-    hex(&Sha256::digest(data))
-}
-
-/// HMAC-SHA256 (RFC 2104).
-fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(block.map(|b| b ^ 0x36));
-    inner.update(data);
-    let mut outer = Sha256::new();
-    outer.update(block.map(|b| b ^ 0x5c));
-    outer.update(inner.finalize());
-    outer.finalize().into()
-}
-
-/// RFC 3986 percent-encoding as SigV4 wants it (`/` kept in paths when `keep_slash`).
-fn encode(value: &str, keep_slash: bool) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(char::from(b)),
-            b'/' if keep_slash => out.push('/'),
-            _ => {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
-    }
-    out
-}
-
 fn xml_text<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
     let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
     let mut out = Vec::new();
@@ -147,47 +102,32 @@ impl S3Source {
     /// A signed GET of `path` (already encoded, starting with `/`) with `query` pairs.
     async fn get(&self, path: &str, query: &[(&str, &str)]) -> Result<reqwest::Response, S3Error> {
         let client = client()?;
-        let mut pairs: Vec<(String, String)> =
-            query.iter().map(|(k, v)| (encode(k, false), encode(v, false))).collect();
-        pairs.sort();
-        let canonical_query = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&");
+        let pairs: Vec<(String, String)> =
+            query.iter().map(|(k, v)| (uri_encode(k, false), uri_encode(v, false))).collect();
+        let canonical = canonical_query(&pairs);
         let base = self.endpoint.trim_end_matches('/');
-        let url = if canonical_query.is_empty() {
-            format!("{base}{path}")
-        } else {
-            format!("{base}{path}?{canonical_query}")
-        };
+        let url = if canonical.is_empty() { format!("{base}{path}") } else { format!("{base}{path}?{canonical}") };
         let parsed = reqwest::Url::parse(&url).map_err(|e| S3Error::Other(format!("bad endpoint {base}: {e}")))?;
         let host = match (parsed.host_str(), parsed.port()) {
             (Some(h), Some(p)) => format!("{h}:{p}"),
             (Some(h), None) => h.to_owned(),
             (None, _) => return Err(S3Error::Other(format!("endpoint {base} has no host"))),
         };
-        let now = chrono::Utc::now();
-        let amz_date = now.format("%Y%m%dT%H%M%SZ").to_string();
-        let date = now.format("%Y%m%d").to_string();
-        let payload = sha256_hex(b"");
-        let mut request = client.get(parsed).header("x-amz-date", &amz_date).header("x-amz-content-sha256", &payload);
-        if let Some((key_id, secret)) = &self.credentials {
-            let canonical_path = parsed_path(path);
-            let canonical = format!(
-                "GET\n{canonical_path}\n{canonical_query}\nhost:{host}\nx-amz-content-sha256:{payload}\nx-amz-date:{amz_date}\n\n\
-                 host;x-amz-content-sha256;x-amz-date\n{payload}"
-            );
-            let scope = format!("{date}/{}/s3/aws4_request", self.region);
-            let to_sign = format!("AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}", sha256_hex(canonical.as_bytes()));
-            let k_date = hmac(format!("AWS4{secret}").as_bytes(), date.as_bytes());
-            let k_region = hmac(&k_date, self.region.as_bytes());
-            let k_service = hmac(&k_region, b"s3");
-            let k_signing = hmac(&k_service, b"aws4_request");
-            let signature = hex(&hmac(&k_signing, to_sign.as_bytes()));
-            request = request.header(
-                "authorization",
-                format!(
-                    "AWS4-HMAC-SHA256 Credential={key_id}/{scope}, SignedHeaders=host;x-amz-content-sha256;x-amz-date, \
-                     Signature={signature}"
-                ),
-            );
+        let mut request = client.get(parsed);
+        if let Some(creds) = &self.credentials {
+            let req = SigV4Request {
+                service: "s3",
+                region: &self.region,
+                method: "GET",
+                host: &host,
+                path,
+                query: &pairs,
+                payload: b"",
+                encode_path_again: false,
+            };
+            for (name, value) in sign(creds, &req, chrono::Utc::now()) {
+                request = request.header(name, value);
+            }
         }
         let response = request.send().await.map_err(|e| S3Error::Other(format!("{base}: {e}")))?;
         if response.status().is_success() {
@@ -215,7 +155,7 @@ impl S3Source {
     /// The bucket does not exist, the credentials are refused, the server fails.
     pub async fn list(&self, prefix: Option<&str>, delimiter: &str) -> Result<S3Listing, S3Error> {
         let prefix = prefix.or(self.prefix.as_deref()).unwrap_or("");
-        let path = format!("/{}", encode(&self.bucket, false));
+        let path = format!("/{}", uri_encode(&self.bucket, false));
         let mut listing = S3Listing::default();
         let mut token: Option<String> = None;
         loop {
@@ -254,7 +194,7 @@ impl S3Source {
     /// # Errors
     /// No such object or bucket, credentials refused, the server fails.
     pub async fn read(&self, key: &str) -> Result<(Vec<u8>, Option<String>), S3Error> {
-        let path = format!("/{}/{}", encode(&self.bucket, false), encode(key, true));
+        let path = format!("/{}/{}", uri_encode(&self.bucket, false), uri_encode(key, true));
         let response = self.get(&path, &[]).await.map_err(|e| match e {
             S3Error::NoSuchKey(_) => S3Error::NoSuchKey(key.to_owned()),
             other => other,
@@ -265,25 +205,13 @@ impl S3Source {
     }
 }
 
-/// The canonical URI of an already-encoded path (SigV4 for S3 encodes each segment once).
-fn parsed_path(path: &str) -> &str {
-    if path.is_empty() { "/" } else { path }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
-    fn hmac_and_encoding_follow_the_rfcs() {
-        // RFC 4231 test case 2.
-        assert_eq!(
-            hex(&hmac(b"Jefe", b"what do ya want for nothing?")),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-        assert_eq!(encode("a b/c~", false), "a%20b%2Fc~");
-        assert_eq!(encode("docs/é.md", true), "docs/%C3%A9.md");
+    fn xml_is_read_as_s3_writes_it() {
         assert_eq!(xml_text("<a><b>1</b><b>2</b></a>", "b"), ["1", "2"]);
         assert_eq!(unescape("a&amp;b&lt;"), "a&b<");
     }

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use agno_core::aws_sigv4::{SigV4Request, sign, uri_encode};
 use agno_core::{
     Capabilities, Message, Model, ModelChunk, ModelError, ModelErrorKind, ModelRequest, ModelResponse, ModelStream,
     ResponseAssembler, Role, Usage,
@@ -22,39 +23,11 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::http::{ClientConfig, http_client, invalid, json_body, parse_events, send};
 use crate::parts::{Part, ToolChoice, Turns, parts};
 
-/// AWS credentials for Signature Version 4.
-#[derive(Clone)]
-pub struct AwsCredentials {
-    /// `AWS_ACCESS_KEY_ID`.
-    pub access_key_id: String,
-    /// `AWS_SECRET_ACCESS_KEY`.
-    pub secret_access_key: String,
-    /// `AWS_SESSION_TOKEN`, for temporary credentials.
-    pub session_token: Option<String>,
-}
-
-impl std::fmt::Debug for AwsCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AwsCredentials").field("access_key_id", &self.access_key_id).finish_non_exhaustive()
-    }
-}
-
-impl AwsCredentials {
-    /// The credentials of the usual environment variables, if set.
-    pub fn from_env() -> Option<Self> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        Some(Self {
-            access_key_id: var("AWS_ACCESS_KEY_ID")?,
-            secret_access_key: var("AWS_SECRET_ACCESS_KEY")?,
-            session_token: var("AWS_SESSION_TOKEN"),
-        })
-    }
-}
+pub use agno_core::aws_sigv4::AwsCredentials;
 
 /// How a Bedrock request is authenticated.
 #[derive(Debug, Clone)]
@@ -186,7 +159,7 @@ impl AwsBedrock {
 
     async fn send(&self, body: &Value, stream: bool) -> Result<reqwest::Response, ModelError> {
         let action = if stream { "converse-stream" } else { "converse" };
-        let path = format!("/model/{}/{action}", encode_segment(&self.id));
+        let path = format!("/model/{}/{action}", uri_encode(&self.id, false));
         let url = format!("{}{path}", self.config.base());
         let payload = serde_json::to_vec(body).unwrap_or_default();
         let host = host_of(&self.config.base_url);
@@ -201,7 +174,17 @@ impl AwsBedrock {
                 BedrockAuth::ApiKey(key) => request = request.bearer_auth(key),
                 BedrockAuth::SigV4(creds) => {
                     let now = chrono::Utc::now();
-                    for (name, value) in sign(creds, &self.region, "bedrock", "POST", &host, &path, &payload, now) {
+                    let req = SigV4Request {
+                        service: "bedrock",
+                        region: &self.region,
+                        method: "POST",
+                        host: &host,
+                        path: &path,
+                        query: &[],
+                        payload: &payload,
+                        encode_path_again: true,
+                    };
+                    for (name, value) in sign(creds, &req, now) {
                         request = request.header(name, value);
                     }
                 }
@@ -217,88 +200,6 @@ fn host_of(base_url: &str) -> String {
     rest.split('/').next().unwrap_or_default().to_owned()
 }
 
-/// A path segment percent-encoded as AWS wants it (RFC 3986 unreserved characters kept).
-fn encode_segment(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// HMAC-SHA256 (RFC 2104).
-fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let inner: Vec<u8> = block.iter().map(|b| b ^ 0x36).collect();
-    let outer: Vec<u8> = block.iter().map(|b| b ^ 0x5c).collect();
-    let inner_hash = Sha256::new().chain_update(&inner).chain_update(data).finalize();
-    Sha256::new().chain_update(&outer).chain_update(inner_hash).finalize().into()
-}
-
-/// The headers that sign a request with SigV4: `x-amz-date`, `x-amz-content-sha256`,
-/// `x-amz-security-token` (temporary credentials) and `authorization`. `path` is the request
-/// path as sent (segments already percent-encoded); the canonical URI encodes it once more, as
-/// AWS asks of every service but S3.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn sign(
-    creds: &AwsCredentials,
-    region: &str,
-    service: &str,
-    method: &str,
-    host: &str,
-    path: &str,
-    payload: &[u8],
-    now: chrono::DateTime<chrono::Utc>,
-) -> Vec<(String, String)> {
-    let amz_date = now.format("%Y%m%dT%H%M%SZ").to_string();
-    let date = &amz_date[..8];
-    let payload_hash = hex(&Sha256::digest(payload));
-    let mut headers = vec![
-        ("host".to_owned(), host.to_owned()),
-        ("x-amz-content-sha256".to_owned(), payload_hash.clone()),
-        ("x-amz-date".to_owned(), amz_date.clone()),
-    ];
-    if let Some(token) = &creds.session_token {
-        headers.push(("x-amz-security-token".to_owned(), token.clone()));
-    }
-    headers.sort();
-    let canonical_uri: String = path.split('/').map(encode_segment).collect::<Vec<_>>().join("/");
-    let canonical_headers: String = headers.iter().map(|(k, v)| format!("{k}:{}\n", v.trim())).collect();
-    let signed_headers = headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(";");
-    let canonical = format!("{method}\n{canonical_uri}\n\n{canonical_headers}\n{signed_headers}\n{payload_hash}");
-    let scope = format!("{date}/{region}/{service}/aws4_request");
-    let to_sign = format!("AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}", hex(&Sha256::digest(canonical.as_bytes())));
-    let key = [date, region, service, "aws4_request"]
-        .iter()
-        .fold(format!("AWS4{}", creds.secret_access_key).into_bytes(), |key, part| {
-            hmac(&key, part.as_bytes()).to_vec()
-        });
-    let signature = hex(&hmac(&key, to_sign.as_bytes()));
-    let mut out: Vec<(String, String)> = headers.into_iter().filter(|(k, _)| k != "host").collect();
-    out.push((
-        "authorization".to_owned(),
-        format!(
-            "AWS4-HMAC-SHA256 Credential={}/{scope}, SignedHeaders={signed_headers}, Signature={signature}",
-            creds.access_key_id
-        ),
-    ));
-    out
-}
-
-/// The image or document format Bedrock names by extension (`png`, `pdf`, ...).
 fn format_of(mime: &str) -> String {
     mime.rsplit('/').next().unwrap_or("png").replace("jpg", "jpeg")
 }
@@ -587,28 +488,6 @@ impl Model for AwsBedrock {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    /// The example of AWS's SigV4 documentation ("Signature Version 4 test suite", get-vanilla):
-    /// `GET /` on `example.amazonaws.com`, service `service`, region `us-east-1`, 20150830T123600Z,
-    /// signed with `x-amz-content-sha256` too (as Bedrock's SDKs send it).
-    #[test]
-    fn hmac_matches_rfc_4231_and_the_signature_is_stable() {
-        // RFC 4231, test case 2.
-        assert_eq!(
-            hex(&hmac(b"Jefe", b"what do ya want for nothing?")),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-        let creds = AwsCredentials {
-            access_key_id: "AKIDEXAMPLE".into(),
-            secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
-            session_token: None,
-        };
-        let now = chrono::DateTime::parse_from_rfc3339("2015-08-30T12:36:00Z").unwrap().with_timezone(&chrono::Utc);
-        let headers = sign(&creds, "us-east-1", "service", "GET", "example.amazonaws.com", "/", b"", now);
-        let auth = &headers.iter().find(|(k, _)| k == "authorization").unwrap().1;
-        assert!(auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature="), "{auth}");
-        assert_eq!(encode_segment("anthropic.claude-v2:1"), "anthropic.claude-v2%3A1");
-    }
 
     /// A message framed as AWS does: prelude (lengths and their CRC), headers, payload, CRC.
     fn framed(headers: &[u8], payload: &[u8]) -> Vec<u8> {

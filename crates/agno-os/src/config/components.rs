@@ -131,7 +131,11 @@ impl SourceSpec {
             other => other,
         };
         let credentials = match (key, secret) {
-            (Some(k), Some(s)) => Some((k, s)),
+            (Some(k), Some(s)) => Some(agno_core::aws_sigv4::AwsCredentials {
+                access_key_id: k,
+                secret_access_key: s,
+                session_token: env("AWS_SESSION_TOKEN").filter(|_| self.aws_access_key_id.is_none()),
+            }),
             (None, None) => None,
             _ => {
                 return Err(format!(

@@ -327,6 +327,19 @@ pub const UPLOAD_FORM: &[FormField] = &[
     FormField::optional("chunk_overlap", "integer", "Chunk overlap in characters."),
 ];
 
+/// The `metadata` field of an upload form: a JSON object; as Agno, JSON null is no metadata and
+/// anything else that is not an object is kept under `"value"`.
+fn form_metadata(form: &Form) -> Map<String, Value> {
+    match form.text("metadata").map(str::trim).filter(|m| !m.is_empty()) {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            Ok(Value::Null) => Map::new(),
+            _ => Map::from_iter([("value".to_owned(), Value::String(text.to_owned()))]),
+        },
+    }
+}
+
 fn number(form: &Form, name: &str) -> ApiResult<Option<usize>> {
     match form.text(name).map(str::trim).filter(|t| !t.is_empty()) {
         None => Ok(None),
@@ -349,16 +362,7 @@ pub async fn upload_content(
     let k = Arc::clone(pick(&state, q.knowledge_id.as_deref())?);
     contents(&k)?;
     let mut form = Form::read(request, &state.limits).await?;
-    let metadata: Map<String, Value> = match form.text("metadata").map(str::trim).filter(|m| !m.is_empty()) {
-        None => Map::new(),
-        Some(text) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(m)) => m,
-            // As Agno: JSON null is no metadata; anything else that is not an object is kept
-            // under "value".
-            Ok(Value::Null) => Map::new(),
-            _ => Map::from_iter([("value".to_owned(), Value::String(text.to_owned()))]),
-        },
-    };
+    let metadata = form_metadata(&form);
     let chunking_spec = match (form.text("chunker"), number(&form, "chunk_size")?, number(&form, "chunk_overlap")?) {
         (None, None, None) => None,
         (chunker, chunk_size, chunk_overlap) => {

@@ -15,9 +15,9 @@ use axum::extract::{Path, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::{KnowledgeParams, content_json, contents, number, pick, start_ingestion};
+use super::{KnowledgeParams, content_json, contents, form_metadata, number, pick, start_ingestion};
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
 use crate::queue::ingest::ChunkingSpec;
@@ -181,14 +181,7 @@ pub async fn upload_remote_content(
             "Unknown content source: {config_id}. Check /knowledge/config for available sources."
         )));
     };
-    let metadata: Map<String, Value> = match form.text("metadata").map(str::trim).filter(|m| !m.is_empty()) {
-        None => Map::new(),
-        Some(text) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(m)) => m,
-            Ok(Value::Null) => Map::new(),
-            _ => Map::from_iter([("value".to_owned(), Value::String(text.to_owned()))]),
-        },
-    };
+    let metadata = form_metadata(&form);
     let chunking = match (form.text("chunker"), number(&form, "chunk_size")?, number(&form, "chunk_overlap")?) {
         (None, None, None) => None,
         (chunker, chunk_size, chunk_overlap) => {
