@@ -1,7 +1,7 @@
 //! Every run ends in a terminal state, whatever its client and the process do: a client that
 //! leaves a non-streaming run mid-call, SIGTERM with runs in flight, idle and half-open
-//! connections at shutdown. Every uploaded knowledge content ends `completed` or `failed`, even
-//! when its replica is killed mid-ingestion. `agno serve` runs as its own process, on SQLite and
+//! connections at shutdown. Every knowledge content (uploaded, or an S3 source's object) ends
+//! `completed` or `failed`, even when its replica is killed mid-ingestion. `agno serve` runs as its own process, on SQLite and
 //! PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -345,11 +345,36 @@ async fn embedding_started(provider: &FakeProvider, seen: usize) {
     }
 }
 
-/// The ingestion of a large upload survives `kill -9` of the replica embedding it: after a restart
-/// the new replica takes the ingestion over and the content ends `completed` and searchable,
-/// never `processing`. Deleting a content while it is ingested cancels its ingestion and leaves
-/// no chunk behind.
-async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path) {
+/// Where the large content of [`ingestion_survives_a_killed_replica`] comes from.
+enum ContentFrom<'a> {
+    /// A file uploaded to `POST /knowledge/content`.
+    Upload,
+    /// An object of an S3 source (`POST /knowledge/remote-content`), which the replica that takes
+    /// the ingestion over reads again.
+    S3(&'a agno_testkit::moto::Moto),
+}
+
+/// The content `text` as `from` gives it to the OS on `port`: its id.
+async fn add_content(port: u16, from: &ContentFrom<'_>, name: &str, text: String) -> String {
+    let ContentFrom::S3(moto) = from else { return upload_text(port, name, text).await };
+    moto.put("handbooks", name, &text);
+    let resp = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{port}/knowledge/remote-content"))
+        .form(&[("config_id", "bucket"), ("path", name)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 202);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["status"], "processing", "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+/// The ingestion of a large content (an upload, or an S3 object) survives `kill -9` of the replica
+/// embedding it: after a restart the new replica takes the ingestion over and the content ends
+/// `completed` and searchable, never `processing`. Deleting a content while it is ingested
+/// cancels its ingestion and leaves no chunk behind.
+async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path, from: ContentFrom<'_>) {
     let provider = FakeProvider::start().await.unwrap();
     // Each batch of 100 chunks takes a second to embed: the kill lands mid-ingestion.
     provider.set_embedding_latency(Duration::from_secs(1));
@@ -360,8 +385,12 @@ async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path
             "[db]\nurl = \"{db_url}\"\n[queue]\nlock_grace_seconds = 2\npoll_interval_ms = 50\n[[knowledge]]\n\
              id = \"docs\"\nvector_db = \"sqlite://{}\"\nembedder = \"openai:text-embedding-3-small\"\n\
              dimensions = 16\nchunk_size = 1000\nsearch_type = \"keyword\"\n[[agents]]\nid = \"helper\"\nmodel = \"test\"\n\
-             knowledge = \"docs\"\n",
-            dir.join("vectors.db").display()
+             knowledge = \"docs\"\n{}",
+            dir.join("vectors.db").display(),
+            match &from {
+                ContentFrom::Upload => String::new(),
+                ContentFrom::S3(moto) => moto.source_toml("bucket", "handbooks", &moto.secret),
+            }
         ),
     )
     .unwrap();
@@ -373,7 +402,7 @@ async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path
     let large: String =
         (0..3000).map(|i| format!("Paragraph {i} of the handbook describes the zebra crossing rule.\n\n")).collect();
     assert!(large.len() > 190_000);
-    let id = upload_text(port, "handbook.md", large).await;
+    let id = add_content(port, &from, "handbook.md", large).await;
     embedding_started(&provider, 0).await;
     assert_eq!(content_status(port, &id).await.unwrap()["status"], "processing");
     first.kill().unwrap(); // SIGKILL: no drain, no final write
@@ -405,7 +434,7 @@ async fn ingestion_survives_a_killed_replica(db_url: &str, dir: &std::path::Path
     // A content deleted while it is ingested: its ingestion is cancelled, no chunk stays.
     let seen = embedding_calls(&provider);
     let doomed: String = (0..3000).map(|i| format!("Line {i} about the quokka habitat.\n\n")).collect();
-    let doomed_id = upload_text(port, "doomed.md", doomed).await;
+    let doomed_id = add_content(port, &from, "doomed.md", doomed).await;
     embedding_started(&provider, seen).await;
     let resp = reqwest::Client::new()
         .delete(format!("http://127.0.0.1:{port}/knowledge/content/{doomed_id}"))
@@ -445,12 +474,33 @@ async fn search(port: u16, query: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_sqlite_an_ingestion_survives_a_killed_replica() {
     let dir = scratch_dir("ingest-kill");
-    ingestion_survives_a_killed_replica(&format!("sqlite://{}", dir.join("agno.db").display()), &dir).await;
+    ingestion_survives_a_killed_replica(
+        &format!("sqlite://{}", dir.join("agno.db").display()),
+        &dir,
+        ContentFrom::Upload,
+    )
+    .await;
+}
+
+/// The same with the content an object of an S3 source (moto): the replica that takes the
+/// ingestion over reads the object again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_sqlite_an_s3_ingestion_survives_a_killed_replica() {
+    let Some(python) = agno_testkit::moto_python("an S3 ingestion across a killed replica") else { return };
+    let moto = agno_testkit::moto::Moto::start(&python);
+    moto.create_bucket("handbooks");
+    let dir = scratch_dir("ingest-kill-s3");
+    ingestion_survives_a_killed_replica(
+        &format!("sqlite://{}", dir.join("agno.db").display()),
+        &dir,
+        ContentFrom::S3(&moto),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_an_ingestion_survives_a_killed_replica() {
     let dir = scratch_dir("ingest-kill-pg");
     let Some(schema) = postgres_schema("ingest") else { return };
-    ingestion_survives_a_killed_replica(&schema.url, &dir).await;
+    ingestion_survives_a_killed_replica(&schema.url, &dir, ContentFrom::Upload).await;
 }

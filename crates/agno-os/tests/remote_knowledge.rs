@@ -9,91 +9,26 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use agno_testkit::moto::Moto;
 use common::{TestOs, config, detail};
 use serde_json::json;
 
-/// A moto server with signatures checked, its bucket `kb-docs` seeded; stopped when dropped.
-struct Moto {
-    child: std::process::Child,
-    python: String,
-    url: String,
-    key: String,
-    secret: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Moto {
-    fn boto(&self, code: &str) -> String {
-        let script = format!(
-            "import boto3\ns3 = boto3.client('s3', endpoint_url='{}', aws_access_key_id='{}', \
-             aws_secret_access_key='{}', region_name='us-east-1')\n{code}",
-            self.url, self.key, self.secret
-        );
-        let out = std::process::Command::new(&self.python).arg("-c").arg(script).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn put(&self, key: &str, body: &str) {
-        self.boto(&format!("s3.put_object(Bucket='kb-docs', Key={key:?}, Body={body:?}.encode())"));
-    }
-}
-
+/// moto with signatures checked and bucket `kb-docs` seeded.
 fn start_moto(python: &str) -> Moto {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = std::process::Command::new(python)
-        .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
-        // The first three calls (making the IAM user below) need no signature; every later one
-        // is checked.
-        .env("INITIAL_NO_AUTH_ACTION_COUNT", "3")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto did not start on {port}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let script = format!(
-        "import boto3, json\niam = boto3.client('iam', endpoint_url='{url}', aws_access_key_id='x', \
-         aws_secret_access_key='x', region_name='us-east-1')\niam.create_user(UserName='kb')\n\
-         k = iam.create_access_key(UserName='kb')['AccessKey']\n\
-         iam.put_user_policy(UserName='kb', PolicyName='all', PolicyDocument=json.dumps({{'Version': '2012-10-17', \
-         'Statement': [{{'Effect': 'Allow', 'Action': '*', 'Resource': '*'}}]}}))\n\
-         print(json.dumps([k['AccessKeyId'], k['SecretAccessKey']]))"
-    );
-    let out = std::process::Command::new(python).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let keys: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
-    let moto = Moto { child, python: python.to_owned(), url, key: keys[0].clone(), secret: keys[1].clone() };
-    moto.boto("s3.create_bucket(Bucket='kb-docs')");
-    moto.put("docs/a.txt", "alpha apples are red");
-    moto.put("docs/sub/b.md", "# Beta\n\nbananas are yellow");
-    moto.put("other/c.txt", "cherries");
+    let moto = Moto::start(python);
+    moto.create_bucket("kb-docs");
+    moto.put("kb-docs", "docs/a.txt", "alpha apples are red");
+    moto.put("kb-docs", "docs/sub/b.md", "# Beta\n\nbananas are yellow");
+    moto.put("kb-docs", "other/c.txt", "cherries");
     moto
 }
 
 fn os_config(moto: &Moto, db_url: &str) -> String {
-    let source = |id: &str, bucket: &str, secret: &str| {
-        format!(
-            "[[knowledge.sources]]\nid = \"{id}\"\nname = \"{id} source\"\nbucket = \"{bucket}\"\nendpoint = \"{}\"\n\
-             aws_access_key_id = \"{}\"\naws_secret_access_key = \"{secret}\"\nmetadata = {{ team = \"kb\" }}\n",
-            moto.url, moto.key
-        )
-    };
     format!(
         "[db]\nurl = \"{db_url}\"\n[queue]\npoll_interval_ms = 50\n[[knowledge]]\nid = \"docs\"\n{}{}{}",
-        source("bucket", "kb-docs", &moto.secret),
-        source("badkeys", "kb-docs", "not-the-secret"),
-        source("nobucket", "missing", &moto.secret)
+        moto.source_toml("bucket", "kb-docs", &moto.secret),
+        moto.source_toml("badkeys", "kb-docs", "not-the-secret"),
+        moto.source_toml("nobucket", "missing", &moto.secret)
     )
 }
 
@@ -212,7 +147,7 @@ async fn a_bucket_is_listed_ingested_and_refreshed_object_by_object() {
         assert_eq!((r.status, r.body["status"].as_str()), (200, Some("completed")), "{}", r.body);
     }
     assert_eq!(ingest_jobs(&os).await, jobs_after_ingest, "an unchanged object is left alone");
-    moto.put("docs/a.txt", "alpha apricots are orange");
+    moto.put("kb-docs", "docs/a.txt", "alpha apricots are orange");
     let mut reingested = 0;
     for id in &ids {
         let r = os.post_form(&format!("/knowledge/content/{id}/refresh"), &[], None).await;

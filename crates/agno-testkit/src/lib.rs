@@ -29,6 +29,7 @@ mod conformance_traces;
 mod embeddings;
 mod gemini;
 pub mod legacy;
+pub mod moto;
 mod ollama;
 mod openai;
 mod python;
