@@ -208,24 +208,23 @@ impl FileSystem {
         Ok(())
     }
 
-    /// Creates or replaces the file (`overwrite = false`: only creates).
+    /// Creates or replaces the file (`overwrite = false`: only creates); a write that races
+    /// another is retried on the version it finds, as every edit is.
     ///
     /// # Errors
     /// An invalid path, a cap, [`FsError::Exists`]; a storage error.
     pub async fn write(&self, path: &str, content: &str, overwrite: bool) -> Result<FileMeta, FsError> {
         let path = normalize_path(path)?;
-        let size = byte_len(content);
-        self.file_cap(&path, size)?;
-        let existing = self.store.read_file(&self.at, &path).await.map_err(db)?;
-        if existing.is_some() && !overwrite {
-            return Err(FsError::Exists(path));
-        }
-        self.namespace_cap(size - existing.as_ref().map_or(0, |f| f.meta.size_bytes)).await?;
-        let expect = if overwrite { Expect::Any } else { Expect::Absent };
-        match self.store.write_file(&self.at, &path, content, expect, now_epoch_secs()).await {
-            Err(e) if e.kind() == DbErrorKind::Conflict => Err(FsError::Exists(path)),
-            other => other.map_err(db),
-        }
+        self.file_cap(&path, byte_len(content))?;
+        let meta = self
+            .edit(&path, |current| {
+                if current.is_some() && !overwrite {
+                    return Err(FsError::Exists(path.clone()));
+                }
+                Ok(Some(content.to_owned()))
+            })
+            .await?;
+        meta.ok_or_else(|| FsError::Exists(path.clone()))
     }
 
     /// Applies `edit` to the file's content (`None` when there is no file) and writes the result

@@ -314,17 +314,24 @@ fn knowledge_error(e: agno_core::KnowledgeError) -> ApiError {
     }
 }
 
+/// The fields every content-making form has: description, metadata and the chunker.
+const DESCRIPTION: FormField = FormField::optional("description", "string", "Description.");
+const METADATA: FormField = FormField::optional("metadata", "object", "JSON object of metadata.");
+const CHUNKER: FormField = FormField::optional("chunker", "string", "Chunker (e.g. MarkdownChunker).");
+const CHUNK_SIZE: FormField = FormField::optional("chunk_size", "integer", "Chunk size in characters.");
+const CHUNK_OVERLAP: FormField = FormField::optional("chunk_overlap", "integer", "Chunk overlap in characters.");
+
 /// The fields of `POST /knowledge/content`.
 pub const UPLOAD_FORM: &[FormField] = &[
     FormField::optional("name", "string", "Content name (default: the file's)."),
-    FormField::optional("description", "string", "Description."),
-    FormField::optional("metadata", "object", "JSON object of metadata."),
+    DESCRIPTION,
+    METADATA,
     FormField::optional("file", "string", "The file (txt, md, csv, json, pdf, docx, html)."),
     FormField::optional("text_content", "string", "Text to index instead of a file."),
     FormField::optional("url", "string", "An http(s) URL to read instead."),
-    FormField::optional("chunker", "string", "Chunker (e.g. MarkdownChunker)."),
-    FormField::optional("chunk_size", "integer", "Chunk size in characters."),
-    FormField::optional("chunk_overlap", "integer", "Chunk overlap in characters."),
+    CHUNKER,
+    CHUNK_SIZE,
+    CHUNK_OVERLAP,
 ];
 
 /// The `metadata` field of an upload form: a JSON object; as Agno, JSON null is no metadata and

@@ -30,12 +30,12 @@ pub const REMOTE_FORM: &[FormField] = &[
     FormField::required("config_id", "string", "The source (`[[knowledge.sources]] id`)."),
     FormField::required("path", "string", "An object's key, or a folder ending in `/` (every object under it)."),
     FormField::optional("name", "string", "Content name (default: the key; a folder's objects: name/relative key)."),
-    FormField::optional("description", "string", "Description."),
-    FormField::optional("metadata", "object", "JSON object of metadata."),
+    super::DESCRIPTION,
+    super::METADATA,
     FormField::optional("reader_id", "string", "Accepted for compatibility; the reader follows the key's extension."),
-    FormField::optional("chunker", "string", "Chunker (e.g. MarkdownChunker)."),
-    FormField::optional("chunk_size", "integer", "Chunk size in characters."),
-    FormField::optional("chunk_overlap", "integer", "Chunk overlap in characters."),
+    super::CHUNKER,
+    super::CHUNK_SIZE,
+    super::CHUNK_OVERLAP,
 ];
 
 /// A source's failure as these routes answer it.
