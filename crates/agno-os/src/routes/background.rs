@@ -108,26 +108,27 @@ pub(crate) async fn commit(state: &AppState, spec: &RunSpec, idempotency_key: Op
 }
 
 /// Queues the continuation of the paused background run `run` under its run id (the run is
-/// `PENDING` again until a worker picks it up); a continuation already queued is attached to.
-/// `stream` tails its events from where they stopped; otherwise 202.
+/// `PENDING` again, and stored so, until a worker picks it up); a continuation already queued is
+/// attached to. Answers the index of the run's last logged event before the continuation, where a tail of
+/// the continued run starts.
 pub(crate) async fn requeue_paused(
     state: &AppState,
     queue: &Queue,
-    mut run: RunOutput,
+    run: &mut RunOutput,
     continuation: &Value,
-    stream: bool,
-) -> ApiResult<Response> {
+) -> ApiResult<i64> {
     let run_id = run.id().to_owned();
-    // Where the tail starts, read before the continuation is queued: a worker may claim it and
-    // log (even finish) it before this request reads on.
-    let after = if stream { queue.store.last_event_index(&run_id).await?.unwrap_or(-1) } else { -1 };
-    match queue.store.continue_job(&run_id, continuation, agno_core::now_epoch_secs()).await? {
+    let run_id = run_id.as_str();
+    // Read before the continuation is queued: a worker may claim it and log (even finish) it
+    // before this request reads on.
+    let after = queue.store.last_event_index(run_id).await?.unwrap_or(-1);
+    match queue.store.continue_job(run_id, continuation, agno_core::now_epoch_secs()).await? {
         agno_core::Continued::Queued(job) => {
             run.status = RunStatus::Pending;
-            state.require_db()?.upsert_run(&run, &job.session_id, job.user_id.as_deref()).await?;
-            queue.signal(agno_core::JobSignal::Claimable(run_id.clone()));
+            state.require_db()?.upsert_run(run, &job.session_id, job.user_id.as_deref()).await?;
+            queue.signal(agno_core::JobSignal::Claimable(run_id.to_owned()));
         }
-        agno_core::Continued::Attach(_) => {}
+        agno_core::Continued::Attach(_) => run.status = RunStatus::Pending,
         agno_core::Continued::Conflict(job) => {
             let status = job.map_or("missing (the run was not started in the background)", |j| j.status.as_str());
             return Err(ApiError::conflict(format!(
@@ -135,12 +136,7 @@ pub(crate) async fn requeue_paused(
             )));
         }
     }
-    if stream {
-        return tail_response(state, queue, run_id, after);
-    }
-    let session_id = run.session_id.clone();
-    Ok((StatusCode::ACCEPTED, Json(json!({"run_id": run_id, "session_id": session_id, "status": "PENDING"})))
-        .into_response())
+    Ok(after)
 }
 
 /// The end of `POST .../runs/{run_id}/cancel` once the caller's access to the run is checked

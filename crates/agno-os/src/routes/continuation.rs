@@ -4,10 +4,12 @@
 //! durable queue under the same run id.
 
 use crate::routes::guard::Caller;
-use agno_core::{BranchError, BranchOptions, ComponentKind, RunRequirement, RunStatus};
-use agno_runtime::{CarryOn, ClientSide, Component, Durable};
+use agno_core::{BranchError, BranchOptions, ComponentKind, RunOutput, RunRequirement, RunStatus};
+use agno_runtime::{CarryOn, ClientSide, Component, Durable, EventStream};
+use axum::Json;
 use axum::extract::{Path, Request};
-use axum::response::Response;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::component::{Kind, answer, find};
@@ -15,7 +17,9 @@ use super::run_form::COMPONENT_VERSION_KEY;
 use super::run_records::stored_run;
 use crate::error::{ApiError, ApiResult};
 use crate::form::Form;
+use crate::queue::Queue;
 use crate::sse::DisconnectPolicy;
+use crate::state::AppState;
 
 /// `POST /{kind}s/{id}/runs/{run_id}/continue`: the kind's answers, `session_id` (required for a
 /// team, as Agno), `user_id`, `stream` (default true) and `background`. The answers are checked
@@ -36,7 +40,7 @@ pub async fn continue_run<K: Kind>(
         return Err(ApiError::bad_request("session_id is required for this action"));
     }
     // Ownership first: another user's run is not found, whatever the answers.
-    let mut run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
+    let run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
     // A run asked of a catalog version goes on at that version (the stamp in its metadata).
     let stamp = run.metadata.as_ref().and_then(|m| m.get(COMPONENT_VERSION_KEY)).and_then(Value::as_i64);
     let runner = found.at::<K>(&state, &principal, &id, stamp).await?;
@@ -49,25 +53,62 @@ pub async fn continue_run<K: Kind>(
         return branch_run::<K>(&state, &principal, &runner, run, &options, &form, answered).await;
     }
     // The decisions of resolved approvals answer their calls: the form need not repeat them.
-    let (from_approvals, approval) = approved_answers(&state, &principal, &run, answered).await?;
+    let (decided, approval) = approved_answers(&state, &principal, &run, answered).await?;
     if K::KIND == ComponentKind::Workflow && !answered {
         step_answers_from_approvals(&state, &run, &mut form).await?;
     }
-    // The kind reads its answers from the form with these calls already decided; the run itself
-    // keeps them pending, and the decisions go in as answers.
+    let (mut run, requirements) = take_answers::<K>(&state, &runner, run, &form, decided).await?;
+    // As Agno: the resolved approval the continue acts on is the run's `metadata["approval"]`.
+    if let Some(approval) = approval.and_then(|a| serde_json::to_value(a).ok()) {
+        run.metadata.get_or_insert_default().insert("approval".to_owned(), approval);
+    }
+
+    let stream = form.bool("stream")?.unwrap_or(true);
+    let background = form.bool("background")?.unwrap_or(false);
+    let user_id = super::run_form::form_user(&principal, &form);
+    let carried = carry_on::<K>(&state, &runner, run, requirements, user_id, ClientSide::default(), background).await?;
+    match carried {
+        Carried::Queued { queue, run, after } if stream => {
+            super::background::tail_response(&state, queue, run.id().to_owned(), after)
+        }
+        Carried::Queued { run, .. } => Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({"run_id": run.id(), "session_id": run.session_id, "status": "PENDING"})),
+        )
+            .into_response()),
+        Carried::Here(events) if stream => {
+            Ok(crate::sse::run_events(events, DisconnectPolicy::KeepRunning, state.streaming()))
+        }
+        // On its own task: the run completes and is stored even if the client goes away.
+        Carried::Here(events) => Ok(answer(events.output().await)),
+    }
+}
+
+/// The answers `form` gives the paused `run`, checked as the kind's continue checks them
+/// ([`Kind::answer`]), and the audits of what they decided. `decided` are answers that resolved
+/// approvals gave already: the kind reads the form with those calls still pending, and their
+/// decisions go in beside the form's. What each caller does first is its own: the approvals gate
+/// ([`super::approvals::gate_continue`]) and reading its protocol's answers into the form.
+pub(crate) async fn take_answers<K: Kind>(
+    state: &AppState,
+    runner: &K::Runner,
+    mut run: RunOutput,
+    form: &Form,
+    decided: Vec<RunRequirement>,
+) -> ApiResult<(RunOutput, Vec<RunRequirement>)> {
     let mut pending = Vec::new();
-    for answer in &from_approvals {
+    for answer in &decided {
         if let Some(req) = run.requirements.iter_mut().flatten().find(|r| r.id == answer.id) {
             pending.push(std::mem::replace(req, answer.clone()));
         }
     }
-    let (mut run, mut requirements) = K::answer(&runner, run, &form).await?;
+    let (mut run, mut requirements) = K::answer(runner, run, form).await?;
     for original in pending {
         if let Some(req) = run.requirements.iter_mut().flatten().find(|r| r.id == original.id) {
             *req = original;
         }
     }
-    for answer in from_approvals {
+    for answer in decided {
         if !requirements.iter().any(|r| r.id == answer.id) {
             requirements.push(answer);
         }
@@ -75,26 +116,46 @@ pub async fn continue_run<K: Kind>(
     if let Some(db) = &state.db {
         agno_runtime::approvals::record_audits(db.as_ref(), &run, &requirements).await;
     }
-    // As Agno: the resolved approval the continue acts on is the run's `metadata["approval"]`.
-    if let Some(approval) = approval.and_then(|a| serde_json::to_value(a).ok()) {
-        run.metadata.get_or_insert_default().insert("approval".to_owned(), approval);
-    }
+    Ok((run, requirements))
+}
 
-    let stream = form.bool("stream")?.unwrap_or(true);
-    let queued = super::background::queue_holding(&state, &run_id).await?.is_some();
-    if queued || form.bool("background")?.unwrap_or(false) {
-        let queue = super::background::queue_of(&state)?;
-        let continuation = json!({ "requirements": requirements });
-        return super::background::requeue_paused(&state, queue, run, &continuation, stream).await;
+/// Where an answered run goes on ([`carry_on`]).
+pub(crate) enum Carried<'a, E> {
+    /// On the durable queue, under its own id, on whichever replica claims it: `run` as stored
+    /// (`PENDING`), its events in the queue's log after index `after`.
+    Queued { queue: &'a Queue, run: Box<RunOutput>, after: i64 },
+    /// Here, on its own task: its events as they come.
+    Here(EventStream<E>),
+}
+
+/// Carries on with the answered paused `run` of every continue (REST, A2A, AG-UI): a run whose
+/// job is on the durable queue (a run started in the background), or any run when `background`,
+/// is queued again under its id with its answers and the `client`'s tools; otherwise it goes on
+/// here, for `user_id` (the run's own user when none is named).
+pub(crate) async fn carry_on<'a, K: Kind>(
+    state: &'a AppState,
+    runner: &K::Runner,
+    mut run: RunOutput,
+    requirements: Vec<RunRequirement>,
+    user_id: Option<String>,
+    client: ClientSide,
+    background: bool,
+) -> ApiResult<Carried<'a, <K::Runner as Component>::Event>> {
+    let queue = match super::background::queue_holding(state, run.id()).await? {
+        Some(queue) => Some(queue),
+        None if background => Some(super::background::queue_of(state)?),
+        None => None,
+    };
+    if let Some(queue) = queue {
+        let mut continuation = json!({ "requirements": requirements });
+        if !client.is_empty() {
+            continuation["client"] = json!(client);
+        }
+        let after = super::background::requeue_paused(state, queue, &mut run, &continuation).await?;
+        return Ok(Carried::Queued { queue, run: Box::new(run), after });
     }
-    let user_id = super::run_form::form_user(&principal, &form).or_else(|| run.user_id.clone());
-    let events =
-        runner.carry_on(CarryOn { run, requirements, user_id, client: ClientSide::default() }, Durable::default());
-    if stream {
-        return Ok(crate::sse::run_events(events, DisconnectPolicy::KeepRunning, state.streaming()));
-    }
-    // On its own task: the run completes and is stored even if the client goes away.
-    Ok(answer(events.output().await))
+    let user_id = user_id.or_else(|| run.user_id.clone());
+    Ok(Carried::Here(runner.carry_on(CarryOn { run, requirements, user_id, client }, Durable::default())))
 }
 
 /// The answers resolved approvals give the paused run's `required` calls (none without a

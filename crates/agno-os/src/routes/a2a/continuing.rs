@@ -2,7 +2,8 @@
 //! to the paused run's open requirements, checked as the REST continue checks them
 //! ([`Kind::answer`], with the form it would have been sent), and the run carries on under its
 //! own id, inline (answered or streamed as a new message would be) or, for a background run, on
-//! the durable queue.
+//! the durable queue (a stream follows it there), as every continue does
+//! ([`continuation::carry_on`]).
 //!
 //! Answers, from the message's parts: a data part `{"requirements": [{"id", "confirmed",
 //! "note", "values", "result"}]}` per requirement (by requirement id or tool call id); or one
@@ -12,7 +13,7 @@
 //! `{"choices": [...]}` for a router's routes; the calls its agent waits on, as an agent's.
 
 use agno_core::{ComponentKind, RunOutput, RunRequirement, RunStatus, StepRequirement};
-use agno_runtime::{CarryOn, ClientSide, Component, Durable};
+use agno_runtime::ClientSide;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
@@ -21,6 +22,7 @@ use super::jsonrpc::{Failure, RpcError};
 use super::reply::{Target, finished_task};
 use super::task::{self, Incoming};
 use crate::routes::component::Kind;
+use crate::routes::continuation::{self, Carried};
 
 /// What an answer says of one requirement.
 #[derive(Debug, Default)]
@@ -211,38 +213,35 @@ pub(super) async fn continue_task<K: Kind>(
     let form = if K::KIND == ComponentKind::Workflow {
         step_form(&run, incoming)?
     } else {
-        crate::routes::continuation::answers_form(&answered(&run, incoming)?)
+        continuation::answers_form(&answered(&run, incoming)?)
     };
     // The kind checks the answers as its REST continue does; what it refuses is the request's
     // fault (invalid params), nothing changed.
-    let (run, requirements) = K::answer(runner, run, &form).await.map_err(|e| match e.status {
-        StatusCode::UNPROCESSABLE_ENTITY | StatusCode::CONFLICT => Failure::from(RpcError::invalid_params(e.detail)),
-        _ => Failure::from(e),
-    })?;
-    if let Some(db) = &target.state.db {
-        agno_runtime::approvals::record_audits(db.as_ref(), &run, &requirements).await;
-    }
+    let (run, requirements) = continuation::take_answers::<K>(target.state, runner, run, &form, Vec::new())
+        .await
+        .map_err(|e| match e.status {
+            StatusCode::UNPROCESSABLE_ENTITY | StatusCode::CONFLICT => {
+                Failure::from(RpcError::invalid_params(e.detail))
+            }
+            _ => Failure::from(e),
+        })?;
     let session_id = run.session_id.clone().unwrap_or_default();
-    if let Some(queue) = crate::routes::background::queue_holding(target.state, &task_id).await? {
-        if stream {
-            return Err(RpcError::unsupported(
-                "a background task is continued with message/send or SendMessage (then tasks/get), not by a stream",
-            )
-            .into());
+    let carried =
+        continuation::carry_on::<K>(target.state, runner, run, requirements, user_id, ClientSide::default(), false)
+            .await?;
+    Ok(match carried {
+        // A background task goes on on the durable queue: a stream follows its log from where it
+        // stopped.
+        Carried::Queued { queue, run, after } if stream => {
+            let frames = crate::routes::background::tail_frames(target.state, queue, task_id, after)?;
+            target.follow(frames, request_id, task::task_of(&run))
         }
-        let continuation = json!({ "requirements": requirements });
-        crate::routes::background::requeue_paused(target.state, queue, run.clone(), &continuation, false).await?;
-        let mut queued = run;
-        queued.status = RunStatus::Pending;
-        return Ok(target.sent(&request_id, &task::task_of(&queued), StatusCode::ACCEPTED));
-    }
-    let user_id = user_id.or_else(|| run.user_id.clone());
-    let events =
-        runner.carry_on(CarryOn { run, requirements, user_id, client: ClientSide::default() }, Durable::default());
-    if stream {
-        return Ok(target.stream(events, request_id, (&task_id, &session_id), "working"));
-    }
-    Ok(target.sent(&request_id, &finished_task(events.output().await, &task_id, &session_id), StatusCode::OK))
+        Carried::Queued { run, .. } => target.sent(&request_id, &task::task_of(&run), StatusCode::ACCEPTED),
+        Carried::Here(events) if stream => target.stream(events, request_id, (&task_id, &session_id), "working"),
+        Carried::Here(events) => {
+            target.sent(&request_id, &finished_task(events.output().await, &task_id, &session_id), StatusCode::OK)
+        }
+    })
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ mod events;
 mod patch;
 
 use agno_core::{ComponentKind, RunInput, RunOutput, RunQuery, RunRequirement, RunStatus, StreamEvent};
-use agno_runtime::{CarryOn, ClientSide, Component, Durable, EventStream, RunSpec};
+use agno_runtime::{ClientSide, Component, Durable, EventStream, RunSpec};
 use axum::Json;
 use axum::body::Bytes;
 use axum::response::{IntoResponse, Response};
@@ -26,6 +26,7 @@ use serde_json::{Map, Value, json};
 use self::events::Translator;
 use super::agents::Agents;
 use super::component::{Kind, runnable};
+use super::continuation::{self, Carried};
 use super::teams::Teams;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -172,23 +173,19 @@ async fn run_kind<K: Kind>(
                 Err(problem) => return Ok(refused(state, &input, session_state.as_ref(), &problem)),
             };
         super::approvals::gate_continue(state, principal, &run).await?;
-        let (run, requirements) = K::answer(&runner, run, &super::continuation::answers_form(&requirements)).await?;
-        if let Some(db) = &state.db {
-            agno_runtime::approvals::record_audits(db.as_ref(), &run, &requirements).await;
-        }
+        let form = continuation::answers_form(&requirements);
+        let (run, requirements) = continuation::take_answers::<K>(state, &runner, run, &form, Vec::new()).await?;
         let agno_run_id = run.id().to_owned();
-        if let Some(queue) = super::background::queue_holding(state, &agno_run_id).await? {
+        let carried = continuation::carry_on::<K>(state, &runner, run, requirements, user_id, client, false).await?;
+        return Ok(match carried {
             // A background run carries on on the queue; its events are followed from where they
             // stopped.
-            let after = queue.store.last_event_index(&agno_run_id).await?.unwrap_or(-1);
-            let continuation = json!({ "requirements": requirements, "client": client });
-            super::background::requeue_paused(state, queue, run, &continuation, false).await?;
-            let frames = super::background::tail_frames(state, queue, agno_run_id.clone(), after)?;
-            return Ok(respond_logged(state, frames, &input, &agno_run_id, session_state.as_ref()));
-        }
-        let user_id = user_id.or_else(|| run.user_id.clone());
-        let events = runner.carry_on(CarryOn { run, requirements, user_id, client }, Durable::default());
-        return Ok(respond(state, events, &input, &agno_run_id, session_state.as_ref()));
+            Carried::Queued { queue, after, .. } => {
+                let frames = super::background::tail_frames(state, queue, agno_run_id.clone(), after)?;
+                respond_logged(state, frames, &input, &agno_run_id, session_state.as_ref())
+            }
+            Carried::Here(events) => respond(state, events, &input, &agno_run_id, session_state.as_ref()),
+        });
     }
     if let Some(db) = &state.db
         && let Some(existing) = db.get_run(&input.run_id, None).await?
