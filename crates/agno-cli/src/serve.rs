@@ -26,6 +26,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         .with_context(|| format!("cannot resolve the address {host}:{port}"))?
         .next()
         .with_context(|| format!("{host}:{port} resolves to no address"))?;
+    // The address served decides what is on by default (the control plane only on loopback).
+    config.os.host.clone_from(&host);
     let os = AgentOs::from_config(&config).await?;
     let listener = agno_os::serve::bind(&os, addr, args.insecure).await?;
     let local = listener.local_addr().context("cannot read the bound address")?;
@@ -39,6 +41,10 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<()> {
         os.state.agents.len(),
         os.state.agents.iter().map(|a| a.agent.id().to_owned()).collect::<Vec<_>>().join(", ")
     );
+    match &os.ui {
+        Some(path) => eprintln!("control plane at http://{local}{path}/"),
+        None => eprintln!("control plane off (on by default on loopback only; [ui] enabled = true serves it here)"),
+    }
     agno_os::serve::serve(&os, listener, agno_os::serve::shutdown_signal()).await?;
     eprintln!("AgentOS stopped");
     Ok(())

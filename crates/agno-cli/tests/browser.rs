@@ -24,25 +24,6 @@ fn repo_file(path: &str) -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
 
-/// Chromium and playwright-core, or `None` after saying why (a panic under `CI=true`).
-fn browser() -> Option<(String, String)> {
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
-    let playwright = std::env::var("AGNO_PLAYWRIGHT_CORE").ok().or_else(|| {
-        let home = std::env::var("HOME").ok()?;
-        let dir = std::path::Path::new(&home).join(".cache/agno-browser/node_modules/playwright-core");
-        dir.exists().then(|| dir.to_string_lossy().into_owned())
-    });
-    let missing = match (&playwright, std::path::Path::new(&chromium).exists()) {
-        (Some(_), true) => return playwright.map(|p| (chromium, p)),
-        (None, _) => {
-            "playwright-core (npm install playwright-core in $HOME/.cache/agno-browser; scripts/test --all does)"
-        }
-        (Some(_), false) => "chromium (apt-get install chromium)",
-    };
-    agno_testkit::services::skip("the browser test", missing);
-    None
-}
-
 /// Serves `page` at `/` (whatever the path) on a free port of its own: the browser's origin.
 async fn serve_page(page: String) -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -102,7 +83,7 @@ async fn os_for(dir: &std::path::Path, name: &str, provider: &FakeProvider, orig
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_on_another_origin_drives_the_os_in_chromium() {
-    let Some(browser) = browser() else { return };
+    let Some(browser) = agno_testkit::browser("the browser test") else { return };
     let provider = FakeProvider::start().await.unwrap();
     provider.set_fallback(Some(Reply::Echo));
     let dir = scratch_dir("browser");

@@ -25,6 +25,8 @@ pub struct AgentOs {
     pub http: crate::serve::settings::HttpSettings,
     /// Browser origins allowed to call the OS.
     pub cors: crate::cors::OriginPolicy,
+    /// Where the control plane's pages are served (`/ui`), when they are.
+    pub ui: Option<String>,
 }
 
 impl AgentOs {
@@ -79,6 +81,7 @@ impl AgentOs {
         };
         let db_id = config.db.as_ref().and_then(|d| d.id.clone()).unwrap_or_else(|| "default".to_owned());
         let cors = config.os.cors_policy().map_err(|e| StartError::Config(e.to_string()))?;
+        let ui = config.ui.served_at(&config.os.host).map_err(StartError::Config)?;
         let media_storage =
             match &config.media_storage {
                 None => None,
@@ -169,13 +172,18 @@ impl AgentOs {
             ));
         }
         let http = crate::serve::settings::HttpSettings::from_config(&config.os);
-        Ok(Self { state, max_body_bytes: config.os.max_body_bytes, http, cors })
+        Ok(Self { state, max_body_bytes: config.os.max_body_bytes, http, cors, ui })
     }
 
     /// The HTTP app: every route of [`crate::routes::ROUTES`] behind the authorisation layer,
     /// with the body limit, and CORS outside everything (preflights never reach auth).
     pub fn router(&self) -> Router {
-        crate::routes::guarded(&self.state)
+        let routes = crate::routes::guarded(&self.state);
+        let routes = match &self.ui {
+            Some(base) => routes.merge(crate::ui::router(&self.state, base)),
+            None => routes,
+        };
+        routes
             .fallback(|| async { crate::error::ApiError::not_found("Not Found") })
             // One body limit for every route and encoding: the configured one (axum's own 2 MB
             // default for extractors is lifted).

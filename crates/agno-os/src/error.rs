@@ -165,14 +165,16 @@ impl From<agno_core::DbError> for ApiError {
 pub type ApiResult<T> = Result<T, ApiError>;
 
 /// Turns any error answered in plain text (axum's extractor rejections, the body limit) into
-/// `{"detail": "..."}`, so every error a client sees has Agno's shape.
+/// `{"detail": "..."}`, so every error a client sees has Agno's shape (the control plane's HTML
+/// error pages excepted).
 pub async fn json_errors(resp: Response) -> Response {
     let status = resp.status();
+    // JSON errors stay as they are, and so do the control plane's HTML error pages.
     let is_json = resp
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/json"));
+        .is_some_and(|ct| ct.starts_with("application/json") || ct.starts_with("text/html"));
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return resp;
     }

@@ -6,7 +6,8 @@
 //! - [`routes`]: the route table (method, path, scope, handler) everything else derives from;
 //! - [`auth`]: security key or JWT (`verification_keys`), Agno's RBAC scopes, user isolation;
 //! - [`cors`]: browser origins, preflights answered before auth, as Agno's AgentOS;
-//! - [`serve`]: binding (refusing an open OS on a public address) and graceful shutdown.
+//! - [`serve`]: binding (refusing an open OS on a public address) and graceful shutdown;
+//! - `ui`: the control plane's pages at `/ui`, rendered from the routes called as the viewer.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -38,3 +39,4 @@ pub mod sse;
 pub mod state;
 pub mod tail;
 mod trace_retention;
+mod ui;

@@ -44,7 +44,7 @@ mod wait;
 mod wire;
 
 pub use embeddings::bag_of_words_embedding;
-pub use python::{a2a_v1_python, agno_python, moto_python, phoenix};
+pub use python::{a2a_v1_python, agno_python, browser, moto_python, phoenix};
 pub use script::{RecordedRequest, Reply};
 pub use server::FakeProvider;
 pub use wait::{Gate, until};

@@ -115,6 +115,30 @@ pub fn a2a_v1_python(what: &str) -> Option<String> {
     found
 }
 
+/// A real browser for the browser tests: Debian's Chromium (`CHROMIUM`, else `/usr/bin/chromium`)
+/// and the `playwright-core` that drives it (`AGNO_PLAYWRIGHT_CORE`, else
+/// `$HOME/.cache/agno-browser/node_modules/playwright-core`, where `scripts/test --all` installs
+/// it), as `(chromium, playwright_core)`.
+///
+/// Without both the caller's check cannot run: under `CI=true` this panics; elsewhere it prints
+/// that `what` is skipped and returns `None`.
+///
+/// # Panics
+/// When either is missing and `CI` is `true`.
+pub fn browser(what: &str) -> Option<(String, String)> {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
+    let playwright = env_or_cache("AGNO_PLAYWRIGHT_CORE", "agno-browser/node_modules/playwright-core");
+    let missing = match (playwright, std::path::Path::new(&chromium).exists()) {
+        (Some(playwright), true) => return Some((chromium, playwright)),
+        (None, _) => {
+            "playwright-core (npm install playwright-core in $HOME/.cache/agno-browser; scripts/test --all does)"
+        }
+        (Some(_), false) => "chromium (apt-get install chromium)",
+    };
+    crate::services::skip(what, missing);
+    None
+}
+
 /// The program `var` names, else `$HOME/.cache/<under_cache>` when it exists (the venvs
 /// `scripts/test --all` makes).
 fn env_or_cache(var: &str, under_cache: &str) -> Option<String> {

@@ -8,7 +8,7 @@ pub mod service_accounts;
 
 use std::sync::Arc;
 
-use axum::extract::Request;
+use axum::http::HeaderMap;
 
 use crate::config::{AuthMode, AuthSection};
 use crate::error::ApiError;
@@ -197,9 +197,9 @@ impl Principal {
 /// scheduler, `__oauth__:` clients).
 const RESERVED_SUBJECTS: [&str; 3] = ["sa:", "__scheduler__", "__oauth__:"];
 
-/// The bearer token of `req`, if it carries one.
-pub fn bearer(req: &Request) -> Option<&str> {
-    let value = req.headers().get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+/// The bearer token of a request's `headers`, if it carries one.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }
@@ -210,12 +210,12 @@ fn same_key(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The caller of `req`, by the `Authorization` header as `[auth]` says: everyone is admin when
+/// The caller of a request with `headers`, by the `Authorization` header as `[auth]` says: everyone is admin when
 /// auth is open; otherwise 401 without valid credentials.
 ///
 /// # Errors
 /// 401 (`ApiError`) for a missing, malformed, expired or wrongly signed credential.
-pub fn authenticate(auth: &AuthSettings, req: &Request) -> Result<Principal, ApiError> {
+pub fn authenticate(auth: &AuthSettings, req: &HeaderMap) -> Result<Principal, ApiError> {
     let admin_scope = auth.admin_scope.as_str();
     match &auth.authenticator {
         Authenticator::Open => Ok(Principal::admin(admin_scope)),

@@ -97,6 +97,9 @@ pub struct OsConfig {
     /// The AG-UI interface (`/agui`): one agent or team for AG-UI front-ends.
     #[serde(default)]
     pub agui: AguiSettings,
+    /// The control plane's pages (`/ui`).
+    #[serde(default)]
+    pub ui: UiSettings,
     /// Where run media offloaded out of the database is kept (`/sessions/{id}/media/{key}`).
     pub media_storage: Option<MediaStorageSettings>,
 }
@@ -226,6 +229,7 @@ impl OsConfig {
             mcp_server: McpServerSettings::default(),
             tracing: TracingSettings::default(),
             a2a: A2aSettings::default(),
+            ui: UiSettings::default(),
             agui: AguiSettings::default(),
             media_storage: None,
         }

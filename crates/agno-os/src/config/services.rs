@@ -212,6 +212,43 @@ pub struct A2aSettings {
     pub enabled: bool,
 }
 
+/// `[ui]` settings: the control plane's pages, served by the OS itself.
+///
+/// ```toml
+/// [ui]
+/// enabled = true   # default: on when [os] host is a loopback address
+/// path = "/ui"     # where the pages are
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UiSettings {
+    /// Serve the pages; unset, they are served when the OS listens on a loopback address only.
+    pub enabled: Option<bool>,
+    /// Where the pages are (`/ui`).
+    pub path: Option<String>,
+}
+
+impl UiSettings {
+    /// Where the pages are served on an OS listening on `host`, or `None` when they are not.
+    ///
+    /// # Errors
+    /// A `path` that is not `/` followed by letters, digits, `-` or `_` segments.
+    pub fn served_at(&self, host: &str) -> Result<Option<String>, String> {
+        let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        if !self.enabled.unwrap_or(loopback) {
+            return Ok(None);
+        }
+        let path = self.path.clone().unwrap_or_else(|| "/ui".to_owned());
+        let valid = path.len() > 1
+            && path.starts_with('/')
+            && !path.ends_with('/')
+            && path[1..]
+                .split('/')
+                .all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        if valid { Ok(Some(path)) } else { Err(format!("[ui] path {path:?} must look like /ui or /console/ui")) }
+    }
+}
+
 /// `[agui]` settings: Python AgentOS's `interfaces=[AGUI(agent=...)]`. One agent (or team) answers
 /// AG-UI clients at `POST /agui` (and `GET /status`), behind the same authentication, scopes and
 /// user isolation as the REST routes.

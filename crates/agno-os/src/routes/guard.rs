@@ -5,6 +5,7 @@
 //! [`Principal`].
 
 use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -39,20 +40,11 @@ pub async fn authorize(
     if let Err(e) = crate::input::check_origin(req.method(), req.headers(), &state.origins) {
         return e.into_response();
     }
-    // A service-account token (on an OS that requires authentication), held apart from the
-    // request so that checking it does not hold the request across the database read.
-    let peer = req.extensions().get::<crate::serve::Peer>().map(|p| p.0);
-    let pat = bearer(&req)
-        .filter(|t| auth.required() && t.starts_with(crate::auth::service_accounts::TOKEN_PREFIX))
-        .map(str::to_owned);
     let principal = match route.access {
         Access::Public => Principal::admin(&auth.admin_scope),
         Access::Authenticated | Access::Scope(_) => {
-            let found = match pat.as_deref() {
-                Some(token) => service_account(&state, token, peer).await,
-                None => authenticate(auth, &req),
-            };
-            let principal = match found {
+            let peer = req.extensions().get::<crate::serve::Peer>().map(|p| p.0);
+            let principal = match identify(&state, req.headers(), peer).await {
                 Ok(p) => p,
                 Err(e) => return e.into_response(),
             };
@@ -75,6 +67,24 @@ pub async fn authorize(
         };
     }
     next.run(req).await
+}
+
+/// Who `req` authenticates as: a service account's token (on an OS that requires
+/// authentication) by its record, any other credential as `[auth]` says ([`authenticate`]). The
+/// control plane's pages ask the same question of the token they hold.
+///
+/// # Errors
+/// 401 for a missing or refused credential (429/503 when service-account tokens cannot be checked).
+pub(crate) async fn identify(
+    state: &AppState,
+    headers: &HeaderMap,
+    peer: Option<std::net::IpAddr>,
+) -> Result<Principal, ApiError> {
+    let auth = &state.auth;
+    match bearer(headers).filter(|t| auth.required() && t.starts_with(crate::auth::service_accounts::TOKEN_PREFIX)) {
+        Some(token) => service_account(state, token, peer).await,
+        None => authenticate(auth, headers),
+    }
 }
 
 /// The caller bearing the service-account token `token` (`agno_pat_...`): its account, if the

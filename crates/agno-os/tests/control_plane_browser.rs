@@ -1,0 +1,112 @@
+//! The control plane (`/ui`) in a real browser: headless Debian Chromium driven by playwright-core
+//! (`scripts/browser/control_plane.mjs`) signs in, chats with an agent (a streamed answer with a
+//! tool call), confirms a paused call in the page, opens the run's trace and its waterfall,
+//! resolves an approval as the admin, creates and triggers a schedule and sees its run, and
+//! checks that a second user sees none of the first user's sessions, traces or approvals; on a
+//! server with JWT auth and user isolation, storing in SQLite. Screenshots of each page are
+//! written to `$CARGO_TARGET_DIR/ui-screenshots/` (or `AGNO_UI_SHOTS`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agno_testkit::{FakeProvider, Reply as Scripted};
+use common::{SECRET, TestOs, client_json, config, sqlite_url, token};
+
+fn os_config(provider: &FakeProvider) -> String {
+    let model = format!(
+        "model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{}\", api_key = \"sk\" }}\n",
+        provider.base_url()
+    );
+    format!(
+        "[auth]\nmode = \"jwt\"\nverification_keys = [{secret}]\nuser_isolation = true\n\
+         [db]\nurl = \"{db}\"\n[tracing]\nenabled = true\n\
+         [[agents]]\nid = \"helper\"\nname = \"Helper\"\n{model}\
+         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\", \"multiply\"], requires_confirmation_tools = [\"add\"] }}]\n\
+         [[agents]]\nid = \"ops\"\nname = \"Ops\"\n{model}\
+         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], approval_required_tools = [\"add\"] }}]\n",
+        secret = serde_json::to_string(SECRET).unwrap(),
+        db = sqlite_url("control-plane-browser"),
+    )
+}
+
+fn shots_dir() -> PathBuf {
+    if let Ok(dir) = std::env::var("AGNO_UI_SHOTS") {
+        return PathBuf::from(dir);
+    }
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"), PathBuf::from);
+    target.join("ui-screenshots")
+}
+
+#[tokio::test]
+async fn the_control_plane_walked_in_a_browser() {
+    let Some((chromium, playwright)) = agno_testkit::browser("the control plane browser test") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    // The model's turns, in the order the walk asks for them.
+    provider.push_all([
+        Scripted::tool_call("multiply", r#"{"a": 6, "b": 7}"#),
+        Scripted::text("6 times 7 is 42"),
+        Scripted::tool_call("add", r#"{"a": 2, "b": 3}"#),
+        Scripted::text("2 plus 3 is 5"),
+        Scripted::text("<img src=x onerror=\"window.__pwned = 1\"> onerror <b>not bold</b>"),
+        Scripted::tool_call("add", r#"{"a": 1, "b": 1}"#),
+        Scripted::text("scheduled answer"),
+    ]);
+    let os = TestOs::start(config(&os_config(&provider))).await;
+    let user = ["agents:read", "agents:run", "sessions:read", "traces:read", "approvals:read", "memories:read"];
+    let shots = shots_dir();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/browser/control_plane.mjs");
+    let mut node = tokio::process::Command::new("node");
+    node.arg(script)
+        .env("AGNO_BASE", &os.base)
+        .env("ANN", token("ann", &user))
+        .env("BOB", token("bob", &user))
+        .env("ROOT", token("root", &["agent_os:admin"]))
+        .env("SHOTS", &shots)
+        .env("CHROMIUM", chromium)
+        .env("PLAYWRIGHT_CORE", playwright);
+    let (walk, stderr) = client_json(node, Duration::from_secs(240)).await;
+    assert_eq!(walk["ok"], true, "{walk}\n{stderr}");
+    let seen = &walk["seen"];
+
+    assert_eq!(seen["homeAgents"], serde_json::json!(["Helper", "Ops"]), "{walk}");
+    assert_eq!(seen["firstTab"], "Skip to content", "the first Tab reaches the skip link: {walk}");
+    // Chat: the streamed answer and the tool call with its result.
+    assert_eq!(seen["toolCall"], "multiply", "{walk}");
+    assert!(seen["toolResult"].as_str().unwrap().contains("\"result\":42"), "{walk}");
+    assert_eq!(seen["answer"], "6 times 7 is 42", "{walk}");
+    // The paused call, confirmed in the page, ran.
+    assert_eq!(seen["pausedTool"], "add", "{walk}");
+    assert!(seen["confirmedResult"].as_str().unwrap().contains("\"result\":5"), "{walk}");
+    // Markup from the user and the model is text.
+    let escaped = &seen["escaped"];
+    assert_eq!(escaped["userText"], "<b>bold</b><script>window.__typed = 1</script>", "{walk}");
+    assert!(escaped["answerText"].as_str().unwrap().starts_with("<img src=x"), "{walk}");
+    assert_eq!((escaped["images"].as_u64(), escaped["bolds"].as_u64()), (Some(0), Some(0)), "{walk}");
+    assert_eq!(escaped["pwned"], false, "{walk}");
+    // The session lists its runs; the run's trace has a waterfall of its spans.
+    assert_eq!(seen["annSessions"], 1, "{walk}");
+    assert_eq!(seen["sessionRuns"], 3, "the three turns of the conversation (the confirmed one is one run): {walk}");
+    assert!(seen["waterfallBars"].as_u64().unwrap() >= 3, "the agent, its model calls and its tool: {walk}");
+    let spans: Vec<&str> = seen["waterfallSpans"].as_array().unwrap().iter().filter_map(|s| s.as_str()).collect();
+    assert!(spans.iter().any(|s| s.contains("multiply")), "the tool's span: {spans:?}");
+    // The admin saw the pending approval and approved it.
+    assert_eq!(seen["pendingForAdmin"], 1, "{walk}");
+    assert!(seen["approvedStatus"].as_str().unwrap().contains("approved"), "{walk}");
+    // The schedule ran once, from the page.
+    assert_eq!(seen["scheduleRun"], serde_json::json!(["success"]), "{walk}");
+    // Bob sees nothing of Ann's.
+    assert_eq!((seen["bobSessions"].as_u64(), seen["bobTraces"].as_u64()), (Some(0), Some(0)), "{walk}");
+    assert_eq!(seen["bobApprovals"], 0, "{walk}");
+    // A phone's width fits.
+    assert_eq!((seen["phoneOverflow"].as_i64(), seen["phoneTraceOverflow"].as_i64()), (Some(0), Some(0)), "{walk}");
+    assert!(seen["pageErrors"].is_null(), "no script error on any page: {walk}");
+    let written = walk["screenshots"].as_array().unwrap();
+    assert_eq!(written.len(), 13, "{walk}");
+    for name in written {
+        assert!(shots.join(name.as_str().unwrap()).exists(), "{name} was written");
+    }
+}
