@@ -73,6 +73,10 @@ impl Form {
             for part in parts {
                 let name = part.name;
                 if let Some(file_name) = part.file_name {
+                    // A file input left empty: browsers send a part without a name or bytes.
+                    if file_name.is_empty() && part.body.is_empty() {
+                        continue;
+                    }
                     form.files.push(FormFile {
                         field: name,
                         file_name,
