@@ -157,14 +157,52 @@ try {
   await page.getByRole("link", { name: "Metrics" }).click();
   await page.getByRole("heading", { name: "Metrics" }).waitFor({ timeout: WAIT });
   await shot(page, "10-metrics");
+
+  // 9. Knowledge: a text uploaded in the page, ingested in the background, then found.
+  await page.getByRole("link", { name: "Knowledge" }).click();
+  await page.fill("#k-name", "office-hours");
+  await page.fill("#k-text", "The office opens at nine and closes at five.");
+  await page.getByRole("button", { name: "Upload" }).click();
+  const ingested = Date.now() + WAIT;
+  for (;;) {
+    const statuses = await page.locator("tbody td.status").allTextContents();
+    if (statuses.some((s) => s.startsWith("completed"))) { seen.knowledgeStatus = statuses; break; }
+    if (Date.now() > ingested) throw new Error(`the upload was never ingested: ${JSON.stringify(statuses)}`);
+    await page.waitForTimeout(200);
+    await page.reload();
+  }
+  await page.fill("#kq", "office");
+  await page.getByRole("button", { name: "Search" }).click();
+  await page.getByRole("heading", { name: "Results" }).waitFor({ timeout: WAIT });
+  seen.knowledgeHits = await page.locator("ol.results li").allTextContents();
+  await shot(page, "11-knowledge");
+
+  // 10. The components registry: a draft published from the page.
+  await page.getByRole("link", { name: "Components" }).click();
+  await page.getByRole("link", { name: "Support Bot" }).click();
+  await page.getByRole("button", { name: "Publish" }).click();
+  await page.getByText("1 (serving)").waitFor({ timeout: WAIT });
+  seen.componentStages = await page.locator("table.versions td.stage").allTextContents();
+  await shot(page, "12-component");
+
+  // 11. The durable queue, for the admin: the ingestion's job.
+  await page.getByRole("link", { name: "Queue" }).click();
+  await page.getByRole("heading", { name: "Queue" }).waitFor({ timeout: WAIT });
+  seen.queueJobs = await page.locator("tbody td.status").allTextContents();
+  await shot(page, "13-queue");
+  await page.getByRole("link", { name: "Learnings" }).click();
+  await page.getByRole("heading", { name: "Learnings" }).waitFor({ timeout: WAIT });
+  await page.getByRole("link", { name: "Evals" }).click();
+  await page.getByRole("heading", { name: "Evals" }).waitFor({ timeout: WAIT });
   await signOut(page);
 
-  // 9. Bob sees none of Ann's sessions, traces or approvals.
+  // 12. Bob sees none of Ann's sessions, traces or approvals.
   await signIn(page, "bob");
   await page.getByRole("link", { name: "Sessions" }).click();
   await page.getByRole("heading", { name: "Sessions" }).waitFor({ timeout: WAIT });
   seen.bobSessions = await page.locator("tbody tr").count();
-  await shot(page, "11-bob-sessions");
+  seen.bobNav = await page.locator("header nav li a").allTextContents();
+  await shot(page, "14-bob-sessions");
   await page.getByRole("link", { name: "Traces" }).click();
   await page.getByRole("heading", { name: "Traces" }).waitFor({ timeout: WAIT });
   seen.bobTraces = await page.locator("tbody tr").count();
@@ -174,20 +212,20 @@ try {
   await page.getByRole("heading", { name: "Approvals" }).waitFor({ timeout: WAIT });
   seen.bobApprovals = await page.locator(".approval").count();
 
-  // 10. A phone's width: nothing wider than the screen.
+  // 13. A phone's width: nothing wider than the screen.
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/ui/sessions`);
   seen.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await shot(page, "12-phone");
+  await shot(page, "15-phone");
   await signOut(page);
 
-  // 11. Ann's trace at a phone's width.
+  // 14. Ann's trace at a phone's width.
   await signIn(page, "ann");
   await page.goto(`${base}/ui/traces`);
   await page.locator("tbody tr a").first().click();
   await page.getByRole("heading", { name: "Waterfall" }).waitFor({ timeout: WAIT });
   seen.phoneTraceOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await shot(page, "13-phone-trace");
+  await shot(page, "16-phone-trace");
 } catch (e) {
   failed = String(e && e.stack ? e.stack : e);
 } finally {

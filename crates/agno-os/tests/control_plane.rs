@@ -8,19 +8,22 @@
 mod common;
 
 use agno_testkit::{FakeProvider, Reply as Scripted};
-use common::{SECRET, TestOs, config, sqlite_url, token, token_with};
+use common::{PgSchema, SECRET, TestOs, config, sqlite_url, token, token_with};
 use serde_json::json;
 
 const USER: &[&str] = &["agents:read", "agents:run", "sessions:read", "traces:read", "approvals:read", "memories:read"];
 
 fn os_config(provider: &FakeProvider) -> String {
+    os_config_on(provider, &sqlite_url("control-plane"))
+}
+
+fn os_config_on(provider: &FakeProvider, db: &str) -> String {
     format!(
         "[auth]\nmode = \"jwt\"\nverification_keys = [{secret}]\nuser_isolation = true\n\
          [db]\nurl = \"{db}\"\n[tracing]\nenabled = true\n\
          [[agents]]\nid = \"helper\"\nname = \"Helper\"\ndescription = \"Answers <em>questions</em>\"\n\
          model = {{ provider = \"openai-chat\", id = \"gpt-4o-mini\", base_url = \"{url}\", api_key = \"sk\" }}\n",
         secret = serde_json::to_string(SECRET).unwrap(),
-        db = sqlite_url("control-plane"),
         url = provider.base_url()
     )
 }
@@ -151,6 +154,24 @@ async fn pages_show_only_what_the_token_may_read_and_escape_what_runs_said() {
     assert_eq!(status, 404, "{body}");
     assert!(body.contains("Not found"), "{body}");
 
+    // The session filter expression, run by the store: Ann finds hers, Bob nothing; a filter
+    // that is not JSON, or that the route refuses, is a page saying why.
+    let filter = |f: &str| {
+        format!("/ui/sessions?{}", form_urlencoded::Serializer::new(String::new()).append_pair("filter", f).finish())
+    };
+    let by_id = filter(r#"{"op": "EQ", "key": "session_id", "value": "s-ann"}"#);
+    let (status, body, _) = page(&os, &by_id, Some(&ann)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("/ui/sessions/s-ann?type=agent"), "{body}");
+    let (_, body, _) = page(&os, &by_id, Some(&bob)).await;
+    assert!(!body.contains("/ui/sessions/s-ann"), "{body}");
+    let (status, body, _) = page(&os, &filter("{not json"), Some(&ann)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("The filter is not JSON"), "{body}");
+    let (status, body, _) = page(&os, &filter(r#"{"op": "EQ", "key": "nope", "value": 1}"#), Some(&ann)).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("nope"), "the route's reason: {body}");
+
     // Missing pages and ids are 404 pages, not errors.
     for path in ["/ui/nowhere", "/ui/traces/no-such-trace", "/ui/chat/agents/nobody", "/ui/schedules/nope"] {
         let (status, body, _) = page(&os, path, Some(&ann)).await;
@@ -206,4 +227,55 @@ async fn the_pages_api_answers_only_the_ui_itself() {
         .await
         .unwrap();
     assert_eq!(resp.status().as_u16(), 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_on_one_replica_shows_a_run_made_on_the_other_on_postgres() {
+    let Some(schema) = PgSchema::new("ui_replicas") else { return };
+    let provider = FakeProvider::start().await.unwrap();
+    provider.push(Scripted::text("answered on replica B"));
+    let a = TestOs::start(config(&os_config_on(&provider, &schema.url))).await;
+    let b = TestOs::start(config(&os_config_on(&provider, &schema.url))).await;
+    let ann = token("ann", USER);
+    let r = b
+        .post_form(
+            "/agents/helper/runs",
+            &[("message", "hello B"), ("stream", "false"), ("session_id", "s-b")],
+            Some(&ann),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let run_id = r.body["run_id"].as_str().unwrap().to_owned();
+
+    let (status, body, _) = page(&a, "/ui/sessions?type=agent", Some(&ann)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("/ui/sessions/s-b?type=agent"), "replica A lists the session B ran: {body}");
+    let (status, body, _) = page(&a, &format!("/ui/sessions/s-b/runs/{run_id}?type=agent"), Some(&ann)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("answered on replica B") && body.contains("hello B"), "{body}");
+    let (_, body, _) = page(&a, "/ui/sessions?type=agent", Some(&token("bob", USER))).await;
+    assert!(!body.contains("s-b"), "another user sees none of it on either replica: {body}");
+}
+
+#[tokio::test]
+async fn the_security_key_signs_in_and_a_proxy_may_send_the_token_itself() {
+    let cfg = "[auth]\nmode = \"key\"\nsecurity_key = \"s3cret-key\"\n[db]\nurl = \"memory://\"\n\
+               [[agents]]\nid = \"echo\"\nname = \"Echo\"\nmodel = \"test\"\n";
+    let os = TestOs::start(config(cfg)).await;
+    let resp = client().post(format!("{}/ui/sign-in", os.base)).form(&[("token", "wrong-key")]).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+    assert!(resp.text().await.unwrap().contains("Invalid authentication token"));
+    let resp = client().post(format!("{}/ui/sign-in", os.base)).form(&[("token", "s3cret-key")]).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 303);
+    let (status, body, _) = page(&os, "/ui/", Some("s3cret-key")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Echo") && body.contains("/ui/queue\""), "the key is the admin: {body}");
+    // A proxy in front sends Authorization itself; no cookie needed.
+    let resp = client().get(format!("{}/ui/sessions", os.base)).bearer_auth("s3cret-key").send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    // Signing out forgets the cookie.
+    let resp =
+        client().post(format!("{}/ui/sign-out", os.base)).header("cookie", cookie("s3cret-key")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 303);
+    assert!(resp.headers()["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
 }

@@ -23,6 +23,7 @@ fn os_config(provider: &FakeProvider) -> String {
     format!(
         "[auth]\nmode = \"jwt\"\nverification_keys = [{secret}]\nuser_isolation = true\n\
          [db]\nurl = \"{db}\"\n[tracing]\nenabled = true\n\
+         [[knowledge]]\nid = \"docs\"\nembedder = \"hash:64\"\n\
          [[agents]]\nid = \"helper\"\nname = \"Helper\"\n{model}\
          tools = [{{ toolkit = \"calculator\", include_tools = [\"add\", \"multiply\"], requires_confirmation_tools = [\"add\"] }}]\n\
          [[agents]]\nid = \"ops\"\nname = \"Ops\"\n{model}\
@@ -56,6 +57,12 @@ async fn the_control_plane_walked_in_a_browser() {
         Scripted::text("scheduled answer"),
     ]);
     let os = TestOs::start(config(&os_config(&provider))).await;
+    let root = token("root", &["agent_os:admin"]);
+    let draft = serde_json::json!({"name": "Support Bot", "component_id": "support-bot", "component_type": "agent",
+        "config": {"name": "Support Bot", "instructions": "Be kind.",
+                   "model": {"provider": "openai-chat", "id": "gpt-4o-mini", "base_url": provider.base_url(), "api_key": "sk"}}});
+    let created = os.post_json("/components", &draft, Some(&root)).await;
+    assert_eq!(created.status, 201, "{}", created.body);
     let user = ["agents:read", "agents:run", "sessions:read", "traces:read", "approvals:read", "memories:read"];
     let shots = shots_dir();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/browser/control_plane.mjs");
@@ -64,7 +71,7 @@ async fn the_control_plane_walked_in_a_browser() {
         .env("AGNO_BASE", &os.base)
         .env("ANN", token("ann", &user))
         .env("BOB", token("bob", &user))
-        .env("ROOT", token("root", &["agent_os:admin"]))
+        .env("ROOT", &root)
         .env("SHOTS", &shots)
         .env("CHROMIUM", chromium)
         .env("PLAYWRIGHT_CORE", playwright);
@@ -98,14 +105,21 @@ async fn the_control_plane_walked_in_a_browser() {
     assert!(seen["approvedStatus"].as_str().unwrap().contains("approved"), "{walk}");
     // The schedule ran once, from the page.
     assert_eq!(seen["scheduleRun"], serde_json::json!(["success"]), "{walk}");
-    // Bob sees nothing of Ann's.
+    // Knowledge uploaded in the page was ingested and is found.
+    assert!(seen["knowledgeStatus"][0].as_str().unwrap().starts_with("completed"), "{walk}");
+    assert!(seen["knowledgeHits"][0].as_str().unwrap().contains("opens at nine"), "{walk}");
+    // The draft published from the page is served.
+    assert_eq!(seen["componentStages"], serde_json::json!(["published"]), "{walk}");
+    assert!(seen["queueJobs"].as_array().unwrap().iter().any(|s| s == "completed"), "the ingestion's job: {walk}");
+    // Bob sees nothing of Ann's, and no admin section.
+    assert!(!seen["bobNav"].as_array().unwrap().iter().any(|s| s == "Queue"), "{walk}");
     assert_eq!((seen["bobSessions"].as_u64(), seen["bobTraces"].as_u64()), (Some(0), Some(0)), "{walk}");
     assert_eq!(seen["bobApprovals"], 0, "{walk}");
     // A phone's width fits.
     assert_eq!((seen["phoneOverflow"].as_i64(), seen["phoneTraceOverflow"].as_i64()), (Some(0), Some(0)), "{walk}");
     assert!(seen["pageErrors"].is_null(), "no script error on any page: {walk}");
     let written = walk["screenshots"].as_array().unwrap();
-    assert_eq!(written.len(), 13, "{walk}");
+    assert_eq!(written.len(), 16, "{walk}");
     for name in written {
         assert!(shots.join(name.as_str().unwrap()).exists(), "{name} was written");
     }

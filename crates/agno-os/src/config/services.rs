@@ -346,3 +346,25 @@ impl Default for TracingSettings {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::UiSettings;
+
+    #[test]
+    fn the_control_plane_is_served_by_default_on_loopback_only() {
+        let unset = UiSettings::default();
+        assert_eq!(unset.served_at("127.0.0.1"), Ok(Some("/ui".to_owned())));
+        assert_eq!(unset.served_at("::1"), Ok(Some("/ui".to_owned())));
+        assert_eq!(unset.served_at("localhost"), Ok(Some("/ui".to_owned())));
+        assert_eq!(unset.served_at("0.0.0.0"), Ok(None));
+        let on = UiSettings { enabled: Some(true), path: Some("/console/ui".to_owned()) };
+        assert_eq!(on.served_at("0.0.0.0"), Ok(Some("/console/ui".to_owned())));
+        let off = UiSettings { enabled: Some(false), path: None };
+        assert_eq!(off.served_at("127.0.0.1"), Ok(None));
+        for bad in ["ui", "/", "/ui/", "/a b", "/x//y", "/ü"] {
+            let s = UiSettings { enabled: Some(true), path: Some(bad.to_owned()) };
+            assert!(s.served_at("127.0.0.1").is_err(), "{bad}");
+        }
+    }
+}

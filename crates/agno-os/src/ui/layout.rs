@@ -6,14 +6,19 @@ use maud::{DOCTYPE, Markup, html};
 use super::viewer::Viewer;
 
 /// The sections of the navigation: (path under the UI, label, scope the section's route needs).
-const SECTIONS: [(&str, &str, &str); 7] = [
+const SECTIONS: [(&str, &str, &str); 12] = [
     ("/", "Chat", "agents:read"),
     ("/sessions", "Sessions", "sessions:read"),
     ("/traces", "Traces", "traces:read"),
     ("/approvals", "Approvals", "approvals:read"),
     ("/schedules", "Schedules", "schedules:read"),
+    ("/knowledge", "Knowledge", "knowledge:read"),
     ("/memories", "Memories", "memories:read"),
+    ("/learnings", "Learnings", "learnings:read"),
+    ("/evals", "Evals", "evals:read"),
     ("/metrics", "Metrics", "metrics:read"),
+    ("/components", "Components", "components:read"),
+    ("/queue", "Queue", "agent_os:admin"),
 ];
 
 fn head(base: &str, title: &str) -> Markup {

@@ -1,6 +1,7 @@
 //! The control plane at `/ui`: pages to chat with the OS's agents, teams and workflows and to look
-//! at and act on what they did (sessions and runs, traces, approvals, schedules, memories,
-//! metrics), served by the binary itself, offline.
+//! at and act on what they did (sessions and runs, traces, approvals, schedules, knowledge,
+//! memories, learnings, evals, metrics, the components registry and, for admins, the durable
+//! queue), served by the binary itself, offline.
 //!
 //! Every page is rendered on the server from the OS's own routes, called in process with the
 //! signed-in viewer's credentials ([`viewer::Viewer`]): a page shows what the REST API answers
@@ -15,8 +16,10 @@
 mod assets;
 mod chat;
 mod format;
+mod knowledge;
 mod layout;
 mod pages;
+mod registry;
 mod traces;
 mod viewer;
 mod work;
@@ -61,6 +64,16 @@ pub(crate) fn router(state: &AppState, base: &str) -> Router<AppState> {
         .route(&path("/schedules/{id}/toggle"), post(work::toggle_schedule))
         .route(&path("/memories"), get(pages::memories))
         .route(&path("/metrics"), get(pages::metrics))
+        .route(&path("/learnings"), get(pages::learnings))
+        .route(&path("/evals"), get(pages::evals))
+        .route(&path("/knowledge"), get(knowledge::page))
+        .route(&path("/knowledge/upload"), post(knowledge::upload))
+        .route(&path("/queue"), get(registry::queue))
+        .route(&path("/queue/{id}/requeue"), post(registry::requeue))
+        .route(&path("/components"), get(registry::components))
+        .route(&path("/components/{id}"), get(registry::component))
+        .route(&path("/components/{id}/publish"), post(registry::publish))
+        .route(&path("/components/{id}/serve"), post(registry::serve))
         .route(&path("/api/{*path}"), any(viewer::forward))
         .route(&path("/{*rest}"), get(pages::not_found))
         .layer(axum::Extension(ui))

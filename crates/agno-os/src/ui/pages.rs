@@ -2,10 +2,10 @@
 //! run in detail, memories, daily metrics; and the UI's 404.
 
 use axum::extract::{Path, Query};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::chat::session_type;
 use super::format;
@@ -31,6 +31,9 @@ pub(crate) struct Listing {
     q: Option<String>,
     #[serde(default)]
     user_id: Option<String>,
+    /// A session filter expression (JSON, as `POST /sessions/search` takes it).
+    #[serde(default)]
+    filter: Option<String>,
 }
 
 impl Listing {
@@ -94,27 +97,55 @@ pub(crate) async fn sessions(viewer: Viewer, Query(q): Query<Listing>) -> PageRe
         return Err(UiError::new(&viewer.ui, StatusCode::BAD_REQUEST, format!("There is no session type {kind}.")));
     }
     let name = q.q.clone().unwrap_or_default();
+    let filter = q.filter.clone().filter(|f| !f.trim().is_empty());
     let page = q.page().to_string();
-    let listed = viewer
-        .get(&format!(
-            "/sessions?{}",
-            query(&[
-                ("type", &kind),
-                ("session_name", &name),
-                ("page", &page),
-                ("limit", "20"),
-                ("sort_by", "updated_at"),
-                ("sort_order", "desc")
-            ])
-        ))
-        .await?;
-    let link =
-        |p: u64| format!("{base}/sessions?{}", query(&[("type", &kind), ("q", &name), ("page", &p.to_string())]));
+    let listed = match &filter {
+        // The filter expression over session fields, run by the store (`POST /sessions/search`).
+        Some(text) => {
+            let expression: Value = serde_json::from_str(text).map_err(|e| {
+                UiError::new(&viewer.ui, StatusCode::BAD_REQUEST, format!("The filter is not JSON: {e}"))
+            })?;
+            let body = json!({"filter": expression, "page": q.page(), "limit": 20, "sort_by": "updated_at"});
+            viewer.send(Method::POST, "/sessions/search", Some(body)).await?
+        }
+        None => {
+            viewer
+                .get(&format!(
+                    "/sessions?{}",
+                    query(&[
+                        ("type", &kind),
+                        ("session_name", &name),
+                        ("page", &page),
+                        ("limit", "20"),
+                        ("sort_by", "updated_at"),
+                        ("sort_order", "desc")
+                    ])
+                ))
+                .await?
+        }
+    };
+    let filter_text = filter.clone().unwrap_or_default();
+    let link = |p: u64| {
+        format!(
+            "{base}/sessions?{}",
+            query(&[("type", &kind), ("q", &name), ("filter", &filter_text), ("page", &p.to_string())])
+        )
+    };
     let body = html! {
         h1 { "Sessions" }
         nav.tabs aria-label="Session types" {
             @for t in ["agent", "team", "workflow"] {
                 a href=(format!("{base}/sessions?type={t}")) aria-current=[(t == kind).then_some("page")] { (t) "s" }
+            }
+        }
+        details.filter open[filter.is_some()] {
+            summary { "Filter expression" }
+            form.stacked method="get" {
+                input type="hidden" name="type" value=(kind);
+                label for="filter" { "A filter over session fields, as " code { "POST /sessions/search" } " takes it" }
+                textarea #filter name="filter" rows="3"
+                    placeholder=r#"{"op": "CONTAINS", "key": "session_name", "value": "report"}"# { (filter_text) }
+                button type="submit" { "Filter" }
             }
         }
         form.search method="get" {
@@ -161,7 +192,7 @@ fn component_of(run: &Value) -> String {
         .unwrap_or_default()
 }
 
-/// `GET /ui/sessions/{session_id}?type=agent`: the session's runs, oldest first.
+/// `GET /ui/sessions/{session_id}?type=agent`: the session's runs as previews, oldest first.
 pub(crate) async fn session(viewer: Viewer, Path(session_id): Path<String>, Query(q): Query<Listing>) -> PageResult {
     let base = viewer.base().to_owned();
     let kind = q.kind.clone().unwrap_or_else(|| "agent".to_owned());
@@ -169,7 +200,8 @@ pub(crate) async fn session(viewer: Viewer, Path(session_id): Path<String>, Quer
         return Err(UiError::new(&viewer.ui, StatusCode::BAD_REQUEST, format!("There is no session type {kind}.")));
     }
     let sid = path_segment(&session_id);
-    let runs = viewer.get(&format!("/sessions/{sid}/runs?type={kind}")).await?;
+    // Previews: a session's listing never carries its runs' bodies.
+    let runs = viewer.get(&format!("/sessions/{sid}/run-previews?type={kind}")).await?;
     let runs = runs.as_array().cloned().unwrap_or_default();
     let component = runs.first().map(component_of).unwrap_or_default();
     let body = html! {
@@ -187,7 +219,7 @@ pub(crate) async fn session(viewer: Viewer, Path(session_id): Path<String>, Quer
                         td { a href=(format!("{base}/sessions/{sid}/runs/{}?type={kind}", path_segment(&rid))) { code { (rid) } } }
                         td { (format::text(&run["status"])) }
                         td { (format::short(&run["run_input"], 80)) }
-                        td { (format::short(&run["content"], 120)) }
+                        td { (format::short(&run["content_preview"], 120)) }
                         td { (format::time(&run["created_at"])) }
                     }
                 }
@@ -297,6 +329,75 @@ pub(crate) async fn memories(viewer: Viewer, Query(q): Query<Listing>) -> PageRe
         (pager(link, &listed["meta"]))
     };
     rendered(&viewer, "Memories", "/memories", &body)
+}
+
+/// `GET /ui/learnings?user_id=...&page=N`: what the learning machine keeps (profiles, memories,
+/// entities) that the viewer may read.
+pub(crate) async fn learnings(viewer: Viewer, Query(q): Query<Listing>) -> PageResult {
+    let base = viewer.base().to_owned();
+    let user = q.user_id.clone().unwrap_or_default();
+    let page = q.page().to_string();
+    let listed = viewer
+        .get_feature(&format!("/learnings?{}", query(&[("user_id", &user), ("page", &page), ("limit", "20")])))
+        .await?;
+    let link = |p: u64| format!("{base}/learnings?{}", query(&[("user_id", &user), ("page", &p.to_string())]));
+    let body = html! {
+        h1 { "Learnings" }
+        @match &listed {
+            Err(reason) => p.muted { (reason) },
+            Ok(listed) => {
+                form.search method="get" {
+                    label for="luser" { "User" }
+                    input #luser type="search" name="user_id" value=(user);
+                    button type="submit" { "Show" }
+                }
+                table {
+                    thead { tr { th { "Type" } th { "User" } th { "What was learned" } th { "Updated" } } }
+                    tbody {
+                        @for l in listed["data"].as_array().into_iter().flatten() {
+                            tr {
+                                td { (format::text(&l["learning_type"])) }
+                                td { (format::text(&l["user_id"])) }
+                                td { pre { (format::short(&l["content"], 400)) } }
+                                td { (format::time(&l["updated_at"])) }
+                            }
+                        }
+                    }
+                }
+                @if listed["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "Nothing learned yet." } }
+                (pager(link, &listed["meta"]))
+            }
+        }
+    };
+    rendered(&viewer, "Learnings", "/learnings", &body)
+}
+
+/// `GET /ui/evals?page=N`: eval runs, newest first.
+pub(crate) async fn evals(viewer: Viewer, Query(q): Query<Listing>) -> PageResult {
+    let base = viewer.base().to_owned();
+    let page = q.page().to_string();
+    let listed = viewer.get(&format!("/eval-runs?{}", query(&[("page", &page), ("limit", "20")]))).await?;
+    let link = |p: u64| format!("{base}/evals?page={p}");
+    let body = html! {
+        h1 { "Evals" }
+        table {
+            thead { tr { th { "Eval" } th { "Type" } th { "Agent" } th { "Result" } th { "Created" } } }
+            tbody {
+                @for e in listed["data"].as_array().into_iter().flatten() {
+                    tr {
+                        td { (format::text(&e["name"])) " " code { (format::text(&e["id"])) } }
+                        td { (format::text(&e["eval_type"])) }
+                        td { (component_of(e)) }
+                        td { pre { (format::short(&e["eval_data"], 300)) } }
+                        td { (format::time(&e["created_at"])) }
+                    }
+                }
+            }
+        }
+        @if listed["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "No eval runs: run one with POST /eval-runs or agno eval." } }
+        (pager(link, &listed["meta"]))
+    };
+    rendered(&viewer, "Evals", "/evals", &body)
 }
 
 /// `GET /ui/metrics`: daily runs and tokens as bar charts (SVG drawn here).

@@ -158,6 +158,11 @@ impl Viewer {
     /// `method uri` of the OS with a JSON `body` as the viewer.
     pub(crate) async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> Result<Value, UiError> {
         let request = self.request(method, uri, body)?;
+        self.answer(request).await
+    }
+
+    /// Sends `request` to the OS's routes: the answer's JSON, or the route's refusal.
+    async fn answer(&self, request: Request) -> Result<Value, UiError> {
         let (status, bytes) = self
             .ui
             .routes
@@ -169,6 +174,41 @@ impl Viewer {
             return Ok(value);
         }
         Err(UiError::new(&self.ui, status, detail_of(&value).unwrap_or_else(|| status.to_string())))
+    }
+
+    /// `GET uri` for a page whose feature this OS may not have: the route's reason as `Err` when it
+    /// answers 501 or 503 (no knowledge base, a database without that store), to show in the page.
+    pub(crate) async fn get_feature(&self, uri: &str) -> Result<Result<Value, String>, UiError> {
+        match self.get(uri).await {
+            Ok(v) => Ok(Ok(v)),
+            Err(e) if matches!(e.status, StatusCode::NOT_IMPLEMENTED | StatusCode::SERVICE_UNAVAILABLE) => {
+                Ok(Err(e.detail))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `method uri` with the body and content type of a form the page posted (an upload), as the
+    /// viewer.
+    pub(crate) async fn send_raw(&self, method: Method, uri: &str, request: Request) -> Result<Value, UiError> {
+        let (parts, body) = request.into_parts();
+        let mut builder = Request::builder().method(method).uri(uri);
+        if let Some(kind) = parts.headers.get(axum::http::header::CONTENT_TYPE) {
+            builder = builder.header(axum::http::header::CONTENT_TYPE, kind);
+        }
+        if let Some(c) = &self.credential {
+            builder = builder.header(AUTHORIZATION, format!("Bearer {c}"));
+        }
+        let request = builder.body(body).map_err(|e| UiError::new(&self.ui, StatusCode::BAD_REQUEST, e.to_string()))?;
+        self.answer(request).await
+    }
+
+    /// Refuses an action (a form post) that does not come from the UI's own pages ([`same_origin`]).
+    pub(crate) fn check_own_page(&self, headers: &HeaderMap) -> Result<(), UiError> {
+        if same_origin(headers) {
+            return Ok(());
+        }
+        Err(UiError::new(&self.ui, StatusCode::FORBIDDEN, "This action is taken from the OS's own pages only."))
     }
 
     /// Whether the viewer holds `scope` (to offer an action the route would refuse otherwise).

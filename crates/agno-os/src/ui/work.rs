@@ -3,7 +3,7 @@
 //! answered by the OS route it names, as the viewer, then a redirect back to the page.
 
 use axum::extract::{Form, Path, Query};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde_json::{Value, json};
@@ -11,15 +11,8 @@ use serde_json::{Value, json};
 use super::format;
 use super::layout::{self, pager};
 use super::pages::PageResult;
-use super::viewer::{UiError, Viewer, same_origin};
+use super::viewer::{UiError, Viewer};
 use crate::in_process::path_segment;
-
-fn refuse_cross_site(viewer: &Viewer, headers: &HeaderMap) -> Result<(), UiError> {
-    if same_origin(headers) {
-        return Ok(());
-    }
-    Err(UiError::new(&viewer.ui, StatusCode::FORBIDDEN, "This action is taken from the OS's own pages only."))
-}
 
 /// Query of the approvals page.
 #[derive(Debug, serde::Deserialize)]
@@ -89,7 +82,7 @@ pub(crate) async fn resolve_approval(
     Path(id): Path<String>,
     Form(form): Form<Resolution>,
 ) -> Result<Response, UiError> {
-    refuse_cross_site(&viewer, &headers)?;
+    viewer.check_own_page(&headers)?;
     let by = viewer.principal.subject.clone().unwrap_or_else(|| "admin".to_owned());
     let body = json!({"status": form.status, "resolved_by": by});
     viewer.send(Method::POST, &format!("/approvals/{}/resolve", path_segment(&id)), Some(body)).await?;
@@ -151,7 +144,7 @@ pub(crate) async fn create_schedule(
     headers: HeaderMap,
     Form(form): Form<NewSchedule>,
 ) -> Result<Response, UiError> {
-    refuse_cross_site(&viewer, &headers)?;
+    viewer.check_own_page(&headers)?;
     let mut body = json!({"name": form.name, "cron_expr": form.cron_expr, "endpoint": form.endpoint, "method": "POST"});
     if !form.message.is_empty() {
         body["payload"] = json!({"message": form.message});
@@ -222,7 +215,7 @@ pub(crate) async fn trigger_schedule(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, UiError> {
-    refuse_cross_site(&viewer, &headers)?;
+    viewer.check_own_page(&headers)?;
     let sid = path_segment(&id);
     viewer.send(Method::POST, &format!("/schedules/{sid}/trigger"), None).await?;
     Ok(Redirect::to(&format!("{}/schedules/{sid}", viewer.base())).into_response())
@@ -234,7 +227,7 @@ pub(crate) async fn toggle_schedule(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, UiError> {
-    refuse_cross_site(&viewer, &headers)?;
+    viewer.check_own_page(&headers)?;
     let sid = path_segment(&id);
     let s = viewer.get(&format!("/schedules/{sid}")).await?;
     let action = if s["enabled"] == true { "disable" } else { "enable" };
