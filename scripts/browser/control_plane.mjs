@@ -103,22 +103,35 @@ try {
     pwned: await page.evaluate(() => window.__pwned === 1 || window.__typed === 1),
   };
 
+  // 4b. A team (its member's answer in a box of its own) and a workflow (its steps).
+  await page.goto(`${base}/ui/chat/teams/desk`);
+  bubble = await say(page, "news", "the desk is done");
+  seen.teamAnswer = await bubble.locator(":scope > .content").last().textContent();
+  seen.teamMember = await bubble.locator(".member .content").first().textContent();
+  await shot(page, "05-team");
+  await page.goto(`${base}/ui/chat/workflows/pipeline`);
+  bubble = await say(page, "a poem", "test model");
+  seen.workflowSteps = await bubble.locator(".step").allTextContents();
+  seen.workflowAnswer = await bubble.locator(".content").last().textContent();
+  await shot(page, "06-workflow");
+  await page.goto(`${base}/ui/`);
+
   // 5. The session, the run, its trace with the waterfall.
   await page.getByRole("link", { name: "Sessions" }).click();
   await page.getByRole("heading", { name: "Sessions" }).waitFor({ timeout: WAIT });
   seen.annSessions = await page.locator("tbody tr").count();
-  await shot(page, "05-sessions");
+  await shot(page, "07-sessions");
   await page.locator("tbody tr a").first().click();
   await page.getByRole("heading", { name: /^Session/ }).waitFor({ timeout: WAIT });
   seen.sessionRuns = await page.locator("tbody tr").count();
   await page.locator("tbody tr a").first().click();
   await page.getByRole("heading", { name: /^Run/ }).waitFor({ timeout: WAIT });
-  await shot(page, "06-run");
+  await shot(page, "08-run");
   await page.getByRole("link", { name: "Open its trace" }).click();
   await page.getByRole("heading", { name: "Waterfall" }).waitFor({ timeout: WAIT });
   seen.waterfallBars = await page.locator(".wf-bar").count();
   seen.waterfallSpans = await page.locator(".wf-row:not(.wf-head) .wf-name").allTextContents();
-  await shot(page, "07-trace");
+  await shot(page, "09-trace");
 
   // 6. A run that needs an admin's approval: it pauses, and its approval waits.
   await page.goto(`${base}/ui/chat/agents/ops`);
@@ -130,7 +143,7 @@ try {
   await page.getByRole("link", { name: "Approvals" }).click();
   await page.locator(".approval").first().waitFor({ timeout: WAIT });
   seen.pendingForAdmin = await page.locator(".approval").count();
-  await shot(page, "08-approvals");
+  await shot(page, "10-approvals");
   await page.locator(".approval").first().getByRole("button", { name: "Approve" }).click();
   await page.getByText("No pending approvals.").waitFor({ timeout: WAIT });
   await page.getByRole("link", { name: "approved" }).click();
@@ -153,10 +166,10 @@ try {
     await page.waitForTimeout(200);
     await page.reload();
   }
-  await shot(page, "09-schedule");
+  await shot(page, "11-schedule");
   await page.getByRole("link", { name: "Metrics" }).click();
   await page.getByRole("heading", { name: "Metrics" }).waitFor({ timeout: WAIT });
-  await shot(page, "10-metrics");
+  await shot(page, "12-metrics");
 
   // 9. Knowledge: a text uploaded in the page, ingested in the background, then found.
   await page.getByRole("link", { name: "Knowledge" }).click();
@@ -175,7 +188,7 @@ try {
   await page.getByRole("button", { name: "Search" }).click();
   await page.getByRole("heading", { name: "Results" }).waitFor({ timeout: WAIT });
   seen.knowledgeHits = await page.locator("ol.results li").allTextContents();
-  await shot(page, "11-knowledge");
+  await shot(page, "13-knowledge");
 
   // 10. The components registry: a draft published from the page.
   await page.getByRole("link", { name: "Components" }).click();
@@ -183,13 +196,13 @@ try {
   await page.getByRole("button", { name: "Publish" }).click();
   await page.getByText("1 (serving)").waitFor({ timeout: WAIT });
   seen.componentStages = await page.locator("table.versions td.stage").allTextContents();
-  await shot(page, "12-component");
+  await shot(page, "14-component");
 
   // 11. The durable queue, for the admin: the ingestion's job.
   await page.getByRole("link", { name: "Queue" }).click();
   await page.getByRole("heading", { name: "Queue" }).waitFor({ timeout: WAIT });
   seen.queueJobs = await page.locator("tbody td.status").allTextContents();
-  await shot(page, "13-queue");
+  await shot(page, "15-queue");
   await page.getByRole("link", { name: "Learnings" }).click();
   await page.getByRole("heading", { name: "Learnings" }).waitFor({ timeout: WAIT });
   await page.getByRole("link", { name: "Evals" }).click();
@@ -202,7 +215,7 @@ try {
   await page.getByRole("heading", { name: "Sessions" }).waitFor({ timeout: WAIT });
   seen.bobSessions = await page.locator("tbody tr").count();
   seen.bobNav = await page.locator("header nav li a").allTextContents();
-  await shot(page, "14-bob-sessions");
+  await shot(page, "16-bob-sessions");
   await page.getByRole("link", { name: "Traces" }).click();
   await page.getByRole("heading", { name: "Traces" }).waitFor({ timeout: WAIT });
   seen.bobTraces = await page.locator("tbody tr").count();
@@ -216,7 +229,7 @@ try {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/ui/sessions`);
   seen.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await shot(page, "15-phone");
+  await shot(page, "17-phone");
   await signOut(page);
 
   // 14. Ann's trace at a phone's width.
@@ -225,7 +238,7 @@ try {
   await page.locator("tbody tr a").first().click();
   await page.getByRole("heading", { name: "Waterfall" }).waitFor({ timeout: WAIT });
   seen.phoneTraceOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await shot(page, "16-phone-trace");
+  await shot(page, "18-phone-trace");
 } catch (e) {
   failed = String(e && e.stack ? e.stack : e);
 } finally {

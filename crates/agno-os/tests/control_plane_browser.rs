@@ -1,6 +1,7 @@
 //! The control plane (`/ui`) in a real browser: headless Debian Chromium driven by playwright-core
 //! (`scripts/browser/control_plane.mjs`) signs in, chats with an agent (a streamed answer with a
-//! tool call), confirms a paused call in the page, opens the run's trace and its waterfall,
+//! tool call; a team, its member's answer apart; a workflow and its steps), confirms a paused call
+//! in the page, opens the run's trace and its waterfall,
 //! resolves an approval as the admin, creates and triggers a schedule and sees its run, and
 //! checks that a second user sees none of the first user's sessions, traces or approvals; on a
 //! server with JWT auth and user isolation, storing in SQLite. Screenshots of each page are
@@ -27,7 +28,11 @@ fn os_config(provider: &FakeProvider) -> String {
          [[agents]]\nid = \"helper\"\nname = \"Helper\"\n{model}\
          tools = [{{ toolkit = \"calculator\", include_tools = [\"add\", \"multiply\"], requires_confirmation_tools = [\"add\"] }}]\n\
          [[agents]]\nid = \"ops\"\nname = \"Ops\"\n{model}\
-         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], approval_required_tools = [\"add\"] }}]\n",
+         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], approval_required_tools = [\"add\"] }}]\n\
+         [[agents]]\nid = \"writer\"\nname = \"Writer\"\nmodel = \"test\"\n\
+         [[teams]]\nid = \"desk\"\nname = \"Desk\"\nmembers = [\"writer\"]\n{model}\
+         [[workflows]]\nid = \"pipeline\"\nname = \"Pipeline\"\n\
+         [[workflows.steps]]\nname = \"draft\"\nagent = \"writer\"\n",
         secret = serde_json::to_string(SECRET).unwrap(),
         db = sqlite_url("control-plane-browser"),
     )
@@ -53,6 +58,14 @@ async fn the_control_plane_walked_in_a_browser() {
         Scripted::tool_call("add", r#"{"a": 2, "b": 3}"#),
         Scripted::text("2 plus 3 is 5"),
         Scripted::text("<img src=x onerror=\"window.__pwned = 1\"> onerror <b>not bold</b>"),
+        Scripted::ToolCalls {
+            content: None,
+            calls: vec![(
+                "delegate_task_to_member".into(),
+                r#"{"member_id": "writer", "task": "draft the news"}"#.into(),
+            )],
+        },
+        Scripted::text("the desk is done"),
         Scripted::tool_call("add", r#"{"a": 1, "b": 1}"#),
         Scripted::text("scheduled answer"),
     ]);
@@ -63,7 +76,18 @@ async fn the_control_plane_walked_in_a_browser() {
                    "model": {"provider": "openai-chat", "id": "gpt-4o-mini", "base_url": provider.base_url(), "api_key": "sk"}}});
     let created = os.post_json("/components", &draft, Some(&root)).await;
     assert_eq!(created.status, 201, "{}", created.body);
-    let user = ["agents:read", "agents:run", "sessions:read", "traces:read", "approvals:read", "memories:read"];
+    let user = [
+        "agents:read",
+        "agents:run",
+        "teams:read",
+        "teams:run",
+        "workflows:read",
+        "workflows:run",
+        "sessions:read",
+        "traces:read",
+        "approvals:read",
+        "memories:read",
+    ];
     let shots = shots_dir();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/browser/control_plane.mjs");
     let mut node = tokio::process::Command::new("node");
@@ -79,7 +103,7 @@ async fn the_control_plane_walked_in_a_browser() {
     assert_eq!(walk["ok"], true, "{walk}\n{stderr}");
     let seen = &walk["seen"];
 
-    assert_eq!(seen["homeAgents"], serde_json::json!(["Helper", "Ops"]), "{walk}");
+    assert_eq!(seen["homeAgents"], serde_json::json!(["Helper", "Ops", "Writer", "Desk", "Pipeline"]), "{walk}");
     assert_eq!(seen["firstTab"], "Skip to content", "the first Tab reaches the skip link: {walk}");
     // Chat: the streamed answer and the tool call with its result.
     assert_eq!(seen["toolCall"], "multiply", "{walk}");
@@ -94,6 +118,11 @@ async fn the_control_plane_walked_in_a_browser() {
     assert!(escaped["answerText"].as_str().unwrap().starts_with("<img src=x"), "{walk}");
     assert_eq!((escaped["images"].as_u64(), escaped["bolds"].as_u64()), (Some(0), Some(0)), "{walk}");
     assert_eq!(escaped["pwned"], false, "{walk}");
+    // A team's answer, with its member's in a box of its own; a workflow's step and answer.
+    assert_eq!(seen["teamAnswer"], "the desk is done", "{walk}");
+    assert!(seen["teamMember"].as_str().unwrap().contains("draft the news"), "{walk}");
+    assert!(seen["workflowSteps"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().contains("draft")), "{walk}");
+    assert!(seen["workflowAnswer"].as_str().unwrap().contains("test model"), "{walk}");
     // The session lists its runs; the run's trace has a waterfall of its spans.
     assert_eq!(seen["annSessions"], 1, "{walk}");
     assert_eq!(seen["sessionRuns"], 3, "the three turns of the conversation (the confirmed one is one run): {walk}");
@@ -119,7 +148,7 @@ async fn the_control_plane_walked_in_a_browser() {
     assert_eq!((seen["phoneOverflow"].as_i64(), seen["phoneTraceOverflow"].as_i64()), (Some(0), Some(0)), "{walk}");
     assert!(seen["pageErrors"].is_null(), "no script error on any page: {walk}");
     let written = walk["screenshots"].as_array().unwrap();
-    assert_eq!(written.len(), 16, "{walk}");
+    assert_eq!(written.len(), 18, "{walk}");
     for name in written {
         assert!(shots.join(name.as_str().unwrap()).exists(), "{name} was written");
     }

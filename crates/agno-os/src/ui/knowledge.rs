@@ -8,7 +8,7 @@ use maud::html;
 use serde_json::json;
 
 use super::format;
-use super::layout::{self, pager};
+use super::layout;
 use super::pages::PageResult;
 use super::viewer::{UiError, Viewer};
 use crate::in_process::path_segment;
@@ -66,21 +66,14 @@ pub(crate) async fn page(viewer: Viewer, Query(q): Query<KnowledgeQuery>) -> Pag
                     }
                 }
                 h2 { "Contents" }
-                table {
-                    thead { tr { th { "Name" } th { "Type" } th { "Status" } th { "Updated" } } }
-                    tbody {
-                        @for c in listed["data"].as_array().into_iter().flatten() {
+                (layout::listing(listed, &["Name", "Type", "Status", "Updated"], |c| html! {
                             tr class=[(c["status"] == "failed").then_some("failed")] {
                                 td { (format::text(&c["name"])) }
                                 td { (format::text(&c["type"])) }
                                 td.status { (format::text(&c["status"])) @if let Some(m) = c["status_message"].as_str().filter(|m| !m.is_empty()) { " · " (m) } }
                                 td { (format::time(&c["updated_at"])) }
                             }
-                        }
-                    }
-                }
-                @if listed["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "No contents yet." } }
-                (pager(link, &listed["meta"]))
+                }, "No contents yet.", link))
                 @if viewer.may("knowledge:write") {
                     h2 { "Add content" }
                     form.stacked method="post" enctype="multipart/form-data"

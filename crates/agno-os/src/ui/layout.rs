@@ -100,3 +100,23 @@ pub(crate) fn pager(link: impl Fn(u64) -> String, meta: &serde_json::Value) -> M
         }
     }
 }
+
+/// A paged listing of a route's answer (`{data, meta}`): a table of one `row` per item under
+/// `headers`, `empty` when there is none, then the pager.
+pub(crate) fn listing(
+    answer: &serde_json::Value,
+    headers: &[&str],
+    row: impl Fn(&serde_json::Value) -> Markup,
+    empty: &str,
+    link: impl Fn(u64) -> String,
+) -> Markup {
+    let items = answer["data"].as_array().map(Vec::as_slice).unwrap_or_default();
+    html! {
+        table {
+            thead { tr { @for h in headers { th { (h) } } } }
+            tbody { @for item in items { (row(item)) } }
+        }
+        @if items.is_empty() { p.muted { (empty) } }
+        (pager(link, &answer["meta"]))
+    }
+}

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::chat::session_type;
 use super::format;
-use super::layout::{self, pager};
+use super::layout;
 use super::viewer::{UiError, Viewer};
 use crate::in_process::path_segment;
 
@@ -154,10 +154,7 @@ pub(crate) async fn sessions(viewer: Viewer, Query(q): Query<Listing>) -> PageRe
             input #q type="search" name="q" value=(name);
             button type="submit" { "Search" }
         }
-        table {
-            thead { tr { th { "Session" } th { "Component" } th { "User" } th { "Updated" } } }
-            tbody {
-                @for s in listed["data"].as_array().into_iter().flatten() {
+        (layout::listing(&listed, &["Session", "Component", "User", "Updated"], |s| html! {
                     @let sid = format::text(&s["session_id"]);
                     tr {
                         td { a href=(format!("{base}/sessions/{}?type={kind}", path_segment(&sid))) {
@@ -166,11 +163,7 @@ pub(crate) async fn sessions(viewer: Viewer, Query(q): Query<Listing>) -> PageRe
                         td { (format::text(&s["user_id"])) }
                         td { (format::time(&s["updated_at"])) }
                     }
-                }
-            }
-        }
-        @if listed["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "No sessions." } }
-        (pager(link, &listed["meta"]))
+        }, "No sessions.", link))
     };
     rendered(&viewer, "Sessions", "/sessions", &body)
 }
@@ -312,21 +305,14 @@ pub(crate) async fn memories(viewer: Viewer, Query(q): Query<Listing>) -> PageRe
             input #user type="search" name="user_id" value=(user);
             button type="submit" { "Show" }
         }
-        table {
-            thead { tr { th { "Memory" } th { "Topics" } th { "User" } th { "Updated" } } }
-            tbody {
-                @for m in listed["data"].as_array().into_iter().flatten() {
+        (layout::listing(&listed, &["Memory", "Topics", "User", "Updated"], |m| html! {
                     tr {
                         td { (format::text(&m["memory"])) }
                         td { (m["topics"].as_array().map(|t| t.iter().map(format::text).collect::<Vec<_>>().join(", ")).unwrap_or_default()) }
                         td { (format::text(&m["user_id"])) }
                         td { (format::time(&m["updated_at"])) }
                     }
-                }
-            }
-        }
-        @if listed["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "No memories." } }
-        (pager(link, &listed["meta"]))
+        }, "No memories.", link))
     };
     rendered(&viewer, "Memories", "/memories", &body)
 }
@@ -351,21 +337,14 @@ pub(crate) async fn learnings(viewer: Viewer, Query(q): Query<Listing>) -> PageR
                     input #luser type="search" name="user_id" value=(user);
                     button type="submit" { "Show" }
                 }
-                table {
-                    thead { tr { th { "Type" } th { "User" } th { "What was learned" } th { "Updated" } } }
-                    tbody {
-                        @for l in listed["data"].as_array().into_iter().flatten() {
+                (layout::listing(listed, &["Type", "User", "What was learned", "Updated"], |l| html! {
                             tr {
                                 td { (format::text(&l["learning_type"])) }
                                 td { (format::text(&l["user_id"])) }
                                 td { pre { (format::short(&l["content"], 400)) } }
                                 td { (format::time(&l["updated_at"])) }
                             }
-                        }
-                    }
-                }
-                @if listed["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "Nothing learned yet." } }
-                (pager(link, &listed["meta"]))
+                }, "Nothing learned yet.", link))
             }
         }
     };
@@ -380,10 +359,7 @@ pub(crate) async fn evals(viewer: Viewer, Query(q): Query<Listing>) -> PageResul
     let link = |p: u64| format!("{base}/evals?page={p}");
     let body = html! {
         h1 { "Evals" }
-        table {
-            thead { tr { th { "Eval" } th { "Type" } th { "Agent" } th { "Result" } th { "Created" } } }
-            tbody {
-                @for e in listed["data"].as_array().into_iter().flatten() {
+        (layout::listing(&listed, &["Eval", "Type", "Agent", "Result", "Created"], |e| html! {
                     tr {
                         td { (format::text(&e["name"])) " " code { (format::text(&e["id"])) } }
                         td { (format::text(&e["eval_type"])) }
@@ -391,11 +367,7 @@ pub(crate) async fn evals(viewer: Viewer, Query(q): Query<Listing>) -> PageResul
                         td { pre { (format::short(&e["eval_data"], 300)) } }
                         td { (format::time(&e["created_at"])) }
                     }
-                }
-            }
-        }
-        @if listed["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "No eval runs: run one with POST /eval-runs or agno eval." } }
-        (pager(link, &listed["meta"]))
+        }, "No eval runs: run one with POST /eval-runs or agno eval.", link))
     };
     rendered(&viewer, "Evals", "/evals", &body)
 }

@@ -4,12 +4,12 @@
 
 use axum::extract::{Form, Path, Query};
 use axum::http::{HeaderMap, Method};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde_json::json;
 
 use super::format;
-use super::layout::{self, pager};
+use super::layout;
 use super::pages::PageResult;
 use super::viewer::{UiError, Viewer};
 use crate::in_process::path_segment;
@@ -52,10 +52,7 @@ pub(crate) async fn queue(viewer: Viewer, Query(q): Query<ListQuery>) -> PageRes
                 }
                 p.muted { "This replica: " code { (format::text(&stats["worker_id"])) } ", at most "
                     (format::text(&stats["max_concurrency"])) " runs at once, " (format::text(&stats["max_queue_depth"])) " waiting." }
-                table {
-                    thead { tr { th { "Job" } th { "Component" } th { "State" } th { "Attempt" } th { "User" } th { "Error" } th {} } }
-                    tbody {
-                        @for j in jobs["data"].as_array().into_iter().flatten() {
+                (layout::listing(&jobs, &["Job", "Component", "State", "Attempt", "User", "Error", ""], |j| html! {
                             @let id = format::text(&j["id"]);
                             tr {
                                 td { code { (id) } }
@@ -70,11 +67,7 @@ pub(crate) async fn queue(viewer: Viewer, Query(q): Query<ListQuery>) -> PageRes
                                     }
                                 } }
                             }
-                        }
-                    }
-                }
-                @if jobs["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "No jobs." } }
-                (pager(link, &jobs["meta"]))
+                }, "No jobs.", link))
             }
         }
     };
@@ -83,9 +76,7 @@ pub(crate) async fn queue(viewer: Viewer, Query(q): Query<ListQuery>) -> PageRes
 
 /// `POST /ui/queue/{id}/requeue`.
 pub(crate) async fn requeue(viewer: Viewer, headers: HeaderMap, Path(id): Path<String>) -> Result<Response, UiError> {
-    viewer.check_own_page(&headers)?;
-    viewer.send(Method::POST, &format!("/queue/jobs/{}/requeue", path_segment(&id)), None).await?;
-    Ok(Redirect::to(&format!("{}/queue", viewer.base())).into_response())
+    viewer.act(&headers, Method::POST, &format!("/queue/jobs/{}/requeue", path_segment(&id)), None, "/queue").await
 }
 
 /// `GET /ui/components`: the catalog's components, newest first.
@@ -99,10 +90,7 @@ pub(crate) async fn components(viewer: Viewer, Query(q): Query<ListQuery>) -> Pa
         @match &listed {
             Err(reason) => p.muted { (reason) },
             Ok(listed) => {
-                table {
-                    thead { tr { th { "Component" } th { "Type" } th { "Serving" } th { "Updated" } } }
-                    tbody {
-                        @for c in listed["data"].as_array().into_iter().flatten() {
+                (layout::listing(listed, &["Component", "Type", "Serving", "Updated"], |c| html! {
                             @let id = format::text(&c["component_id"]);
                             tr {
                                 td { a href=(format!("{base}/components/{}", path_segment(&id))) { (format::text(&c["name"])) } " " code { (id) } }
@@ -110,11 +98,7 @@ pub(crate) async fn components(viewer: Viewer, Query(q): Query<ListQuery>) -> Pa
                                 td { "version " (format::text(&c["current_version"])) }
                                 td { (format::time(&c["updated_at"])) }
                             }
-                        }
-                    }
-                }
-                @if listed["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "No components in the catalog: publish one with POST /components or agno component publish." } }
-                (pager(link, &listed["meta"]))
+                }, "No components in the catalog: publish one with POST /components or agno component publish.", link))
             }
         }
     };
@@ -185,11 +169,9 @@ pub(crate) async fn publish(
     Path(id): Path<String>,
     Form(form): Form<VersionForm>,
 ) -> Result<Response, UiError> {
-    viewer.check_own_page(&headers)?;
     let cid = path_segment(&id);
-    let body = json!({"stage": "published"});
-    viewer.send(Method::PATCH, &format!("/components/{cid}/configs/{}", form.version), Some(body)).await?;
-    Ok(Redirect::to(&format!("{}/components/{cid}", viewer.base())).into_response())
+    let uri = format!("/components/{cid}/configs/{}", form.version);
+    viewer.act(&headers, Method::PATCH, &uri, Some(json!({"stage": "published"})), &format!("/components/{cid}")).await
 }
 
 /// `POST /ui/components/{id}/serve`: an earlier published version served again (a rollback).
@@ -199,8 +181,7 @@ pub(crate) async fn serve(
     Path(id): Path<String>,
     Form(form): Form<VersionForm>,
 ) -> Result<Response, UiError> {
-    viewer.check_own_page(&headers)?;
     let cid = path_segment(&id);
-    viewer.send(Method::POST, &format!("/components/{cid}/configs/{}/set-current", form.version), None).await?;
-    Ok(Redirect::to(&format!("{}/components/{cid}", viewer.base())).into_response())
+    let uri = format!("/components/{cid}/configs/{}/set-current", form.version);
+    viewer.act(&headers, Method::POST, &uri, None, &format!("/components/{cid}")).await
 }

@@ -8,7 +8,7 @@ use maud::{Markup, html};
 use serde_json::Value;
 
 use super::format;
-use super::layout::{self, pager};
+use super::layout;
 use super::pages::PageResult;
 use super::viewer::Viewer;
 use crate::in_process::path_segment;
@@ -47,40 +47,28 @@ pub(crate) async fn list(viewer: Viewer, Query(q): Query<TracesQuery>) -> PageRe
         }
         @if !session.is_empty() { p { "Traces of session " code { (session) } } }
         @if by_session {
-            table {
-                thead { tr { th { "Session" } th { "Traces" } th { "First" } th { "Last" } } }
-                tbody {
-                    @for s in listed["data"].as_array().into_iter().flatten() {
-                        @let sid = format::text(&s["session_id"]);
-                        tr {
-                            td { a href=(format!("{base}/traces?session_id={}", path_segment(&sid))) { code { (sid) } } }
-                            td { (format::text(&s["total_traces"])) }
-                            td { (format::time(&s["first_trace_at"])) }
-                            td { (format::time(&s["last_trace_at"])) }
-                        }
-                    }
+            (layout::listing(&listed, &["Session", "Traces", "First", "Last"], |s| html! {
+                @let sid = format::text(&s["session_id"]);
+                tr {
+                    td { a href=(format!("{base}/traces?session_id={}", path_segment(&sid))) { code { (sid) } } }
+                    td { (format::text(&s["total_traces"])) }
+                    td { (format::time(&s["first_trace_at"])) }
+                    td { (format::time(&s["last_trace_at"])) }
                 }
-            }
+            }, "No traces.", link))
         } @else {
-            table {
-                thead { tr { th { "Trace" } th { "Status" } th { "Duration" } th { "Spans" } th { "Errors" } th { "Started" } } }
-                tbody {
-                    @for t in listed["data"].as_array().into_iter().flatten() {
-                        @let tid = format::text(&t["trace_id"]);
-                        tr class=[(t["status"] == "ERROR").then_some("failed")] {
-                            td { a href=(format!("{base}/traces/{}", path_segment(&tid))) { (format::text(&t["name"])) } }
-                            td { (format::text(&t["status"])) }
-                            td { (format::text(&t["duration"])) }
-                            td { (format::text(&t["total_spans"])) }
-                            td { (format::text(&t["error_count"])) }
-                            td { (format::time(&t["start_time"])) }
-                        }
-                    }
+            (layout::listing(&listed, &["Trace", "Status", "Duration", "Spans", "Errors", "Started"], |t| html! {
+                @let tid = format::text(&t["trace_id"]);
+                tr class=[(t["status"] == "ERROR").then_some("failed")] {
+                    td { a href=(format!("{base}/traces/{}", path_segment(&tid))) { (format::text(&t["name"])) } }
+                    td { (format::text(&t["status"])) }
+                    td { (format::text(&t["duration"])) }
+                    td { (format::text(&t["total_spans"])) }
+                    td { (format::text(&t["error_count"])) }
+                    td { (format::time(&t["start_time"])) }
                 }
-            }
+            }, "No traces.", link))
         }
-        @if listed["data"].as_array().is_none_or(|d| d.is_empty()) { p.muted { "No traces." } }
-        (pager(link, &listed["meta"]))
     };
     Ok(layout::page(&viewer, "Traces", "/traces", &body).into_response())
 }

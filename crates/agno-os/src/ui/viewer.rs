@@ -203,6 +203,21 @@ impl Viewer {
         self.answer(request).await
     }
 
+    /// An action of a page: refused unless posted from the UI's own pages, then `method uri` with
+    /// `body` as the viewer, then a redirect to `back` (a path under the UI).
+    pub(crate) async fn act(
+        &self,
+        headers: &HeaderMap,
+        method: Method,
+        uri: &str,
+        body: Option<Value>,
+        back: &str,
+    ) -> Result<Response, UiError> {
+        self.check_own_page(headers)?;
+        self.send(method, uri, body).await?;
+        Ok(axum::response::Redirect::to(&format!("{}{back}", self.ui.base)).into_response())
+    }
+
     /// Refuses an action (a form post) that does not come from the UI's own pages ([`same_origin`]).
     pub(crate) fn check_own_page(&self, headers: &HeaderMap) -> Result<(), UiError> {
         if same_origin(headers) {

@@ -82,11 +82,11 @@ pub(crate) async fn resolve_approval(
     Path(id): Path<String>,
     Form(form): Form<Resolution>,
 ) -> Result<Response, UiError> {
-    viewer.check_own_page(&headers)?;
     let by = viewer.principal.subject.clone().unwrap_or_else(|| "admin".to_owned());
     let body = json!({"status": form.status, "resolved_by": by});
-    viewer.send(Method::POST, &format!("/approvals/{}/resolve", path_segment(&id)), Some(body)).await?;
-    Ok(Redirect::to(&format!("{}/approvals", viewer.base())).into_response())
+    viewer
+        .act(&headers, Method::POST, &format!("/approvals/{}/resolve", path_segment(&id)), Some(body), "/approvals")
+        .await
 }
 
 /// `GET /ui/schedules`: the viewer's schedules, and a form to create one.
@@ -97,10 +97,7 @@ pub(crate) async fn schedules(viewer: Viewer, Query(q): Query<ApprovalsQuery>) -
     let link = |p: u64| format!("{base}/schedules?page={p}");
     let body = html! {
         h1 { "Schedules" }
-        table {
-            thead { tr { th { "Schedule" } th { "When" } th { "Calls" } th { "Enabled" } th { "Next run" } } }
-            tbody {
-                @for s in listed["data"].as_array().into_iter().flatten() {
+        (layout::listing(&listed, &["Schedule", "When", "Calls", "Enabled", "Next run"], |s| html! {
                     @let id = format::text(&s["id"]);
                     tr {
                         td { a href=(format!("{base}/schedules/{}", path_segment(&id))) { (format::text(&s["name"])) } }
@@ -109,10 +106,7 @@ pub(crate) async fn schedules(viewer: Viewer, Query(q): Query<ApprovalsQuery>) -
                         td { (if s["enabled"] == true { "yes" } else { "no" }) }
                         td { (format::time(&s["next_run_at"])) }
                     }
-                }
-            }
-        }
-        (pager(link, &listed["meta"]))
+        }, "No schedules.", link))
         @if viewer.may("schedules:write") {
             h2 { "New schedule" }
             form.stacked method="post" action=(format!("{base}/schedules")) {
@@ -215,10 +209,8 @@ pub(crate) async fn trigger_schedule(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, UiError> {
-    viewer.check_own_page(&headers)?;
     let sid = path_segment(&id);
-    viewer.send(Method::POST, &format!("/schedules/{sid}/trigger"), None).await?;
-    Ok(Redirect::to(&format!("{}/schedules/{sid}", viewer.base())).into_response())
+    viewer.act(&headers, Method::POST, &format!("/schedules/{sid}/trigger"), None, &format!("/schedules/{sid}")).await
 }
 
 /// `POST /ui/schedules/{id}/toggle`: enables a disabled schedule, disables an enabled one.
@@ -231,6 +223,5 @@ pub(crate) async fn toggle_schedule(
     let sid = path_segment(&id);
     let s = viewer.get(&format!("/schedules/{sid}")).await?;
     let action = if s["enabled"] == true { "disable" } else { "enable" };
-    viewer.send(Method::POST, &format!("/schedules/{sid}/{action}"), None).await?;
-    Ok(Redirect::to(&format!("{}/schedules/{sid}", viewer.base())).into_response())
+    viewer.act(&headers, Method::POST, &format!("/schedules/{sid}/{action}"), None, &format!("/schedules/{sid}")).await
 }

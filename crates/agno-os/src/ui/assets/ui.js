@@ -69,7 +69,26 @@ function setupChat(form) {
     let reasoning = null;
     const tools = new Map();
     const answer = {};
+    const members = new Map();
+    // A team streams its members' events beside its own (Team...): each member's answer goes in a
+    // box of its own under the leader's.
+    function memberBox(data) {
+      const who = data.agent_id || data.agent_name || "member";
+      if (!members.has(who)) {
+        const box = el("details", "member");
+        box.appendChild(el("summary", null, "Member " + who));
+        const text = el("div", "content");
+        box.appendChild(text);
+        bubble.appendChild(box);
+        members.set(who, text);
+      }
+      return members.get(who);
+    }
     await readEvents(response, (name, data) => {
+      if (kind === "teams" && !name.startsWith("Team") && name === "RunContent") {
+        if (data.content !== undefined && data.content !== null) memberBox(data).textContent += asText(data.content);
+        return;
+      }
       const event = name.replace(/^Team/, "");
       if (data.run_id && !answer.runId && event === "RunStarted") answer.runId = data.run_id;
       if (data.session_id) form.dataset.session = data.session_id;
