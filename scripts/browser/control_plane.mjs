@@ -103,6 +103,13 @@ try {
     pwned: await page.evaluate(() => window.__pwned === 1 || window.__typed === 1),
   };
 
+  // 4a. A call the user executes elsewhere: its result typed in the page, the run carries on.
+  bubble = await say(page, "What is the square root of 81?", "The run waits for your answer:");
+  await bubble.getByLabel("Result of square_root").fill("9 (computed by hand)");
+  await bubble.getByRole("button", { name: "Send answer" }).click();
+  await page.locator("#transcript .msg.assistant").last().getByText("the root is 9").waitFor({ timeout: WAIT });
+  seen.externalAnswer = await page.locator("#transcript .msg.assistant").last().locator(".content").last().textContent();
+
   // 4b. A team (its member's answer in a box of its own) and a workflow (its steps).
   await page.goto(`${base}/ui/chat/teams/desk`);
   bubble = await say(page, "news", "the desk is done");
@@ -166,6 +173,11 @@ try {
     await page.waitForTimeout(200);
     await page.reload();
   }
+  await page.getByRole("button", { name: "Disable" }).click();
+  await page.getByRole("button", { name: "Enable" }).waitFor({ timeout: WAIT });
+  seen.scheduleDisabled = (await page.locator("dl.facts dd").nth(3).textContent()).trim();
+  await page.getByRole("button", { name: "Enable" }).click();
+  await page.getByRole("button", { name: "Disable" }).waitFor({ timeout: WAIT });
   await shot(page, "11-schedule");
   await page.getByRole("link", { name: "Metrics" }).click();
   await page.getByRole("heading", { name: "Metrics" }).waitFor({ timeout: WAIT });
@@ -190,12 +202,16 @@ try {
   seen.knowledgeHits = await page.locator("ol.results li").allTextContents();
   await shot(page, "13-knowledge");
 
-  // 10. The components registry: a draft published from the page.
+  // 10. The components registry: a draft published from the page, then the earlier version
+  // served again (a rollback).
   await page.getByRole("link", { name: "Components" }).click();
   await page.getByRole("link", { name: "Support Bot" }).click();
   await page.getByRole("button", { name: "Publish" }).click();
-  await page.getByText("1 (serving)").waitFor({ timeout: WAIT });
+  await page.getByText("2 (serving)").waitFor({ timeout: WAIT });
   seen.componentStages = await page.locator("table.versions td.stage").allTextContents();
+  await page.getByRole("button", { name: "Serve this version" }).click();
+  await page.getByText("1 (serving)").waitFor({ timeout: WAIT });
+  seen.componentServing = await page.locator("dl.facts dd").nth(2).textContent();
   await shot(page, "14-component");
 
   // 11. The durable queue, for the admin: the ingestion's job.

@@ -1,6 +1,6 @@
 //! The control plane (`/ui`) in a real browser: headless Debian Chromium driven by playwright-core
 //! (`scripts/browser/control_plane.mjs`) signs in, chats with an agent (a streamed answer with a
-//! tool call; a team, its member's answer apart; a workflow and its steps), confirms a paused call
+//! tool call; a call executed by the user, its result typed in the page; a team, its member's answer apart; a workflow and its steps), confirms a paused call
 //! in the page, opens the run's trace and its waterfall,
 //! resolves an approval as the admin, creates and triggers a schedule and sees its run, and
 //! checks that a second user sees none of the first user's sessions, traces or approvals; on a
@@ -26,7 +26,7 @@ fn os_config(provider: &FakeProvider) -> String {
          [db]\nurl = \"{db}\"\n[tracing]\nenabled = true\n\
          [[knowledge]]\nid = \"docs\"\nembedder = \"hash:64\"\n\
          [[agents]]\nid = \"helper\"\nname = \"Helper\"\n{model}\
-         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\", \"multiply\"], requires_confirmation_tools = [\"add\"] }}]\n\
+         tools = [{{ toolkit = \"calculator\", include_tools = [\"add\", \"multiply\", \"square_root\"], requires_confirmation_tools = [\"add\"], external_execution_required_tools = [\"square_root\"] }}]\n\
          [[agents]]\nid = \"ops\"\nname = \"Ops\"\n{model}\
          tools = [{{ toolkit = \"calculator\", include_tools = [\"add\"], approval_required_tools = [\"add\"] }}]\n\
          [[agents]]\nid = \"writer\"\nname = \"Writer\"\nmodel = \"test\"\n\
@@ -58,6 +58,8 @@ async fn the_control_plane_walked_in_a_browser() {
         Scripted::tool_call("add", r#"{"a": 2, "b": 3}"#),
         Scripted::text("2 plus 3 is 5"),
         Scripted::text("<img src=x onerror=\"window.__pwned = 1\"> onerror <b>not bold</b>"),
+        Scripted::tool_call("square_root", r#"{"n": 81}"#),
+        Scripted::text("the root is 9"),
         Scripted::ToolCalls {
             content: None,
             calls: vec![(
@@ -76,6 +78,15 @@ async fn the_control_plane_walked_in_a_browser() {
                    "model": {"provider": "openai-chat", "id": "gpt-4o-mini", "base_url": provider.base_url(), "api_key": "sk"}}});
     let created = os.post_json("/components", &draft, Some(&root)).await;
     assert_eq!(created.status, 201, "{}", created.body);
+    // Version 1 published and served, version 2 a draft: the walk publishes 2, then rolls back to 1.
+    let published = os
+        .patch_json("/components/support-bot/configs/1", &serde_json::json!({"stage": "published"}), Some(&root))
+        .await;
+    assert_eq!(published.status, 200, "{}", published.body);
+    let mut second = draft["config"].clone();
+    second["instructions"] = serde_json::json!("Be kinder.");
+    let v2 = os.post_json("/components/support-bot/configs", &serde_json::json!({"config": second}), Some(&root)).await;
+    assert_eq!(v2.status, 201, "{}", v2.body);
     let user = [
         "agents:read",
         "agents:run",
@@ -103,7 +114,12 @@ async fn the_control_plane_walked_in_a_browser() {
     assert_eq!(walk["ok"], true, "{walk}\n{stderr}");
     let seen = &walk["seen"];
 
-    assert_eq!(seen["homeAgents"], serde_json::json!(["Helper", "Ops", "Writer", "Desk", "Pipeline"]), "{walk}");
+    // The catalog's published agent is served beside the configuration's.
+    assert_eq!(
+        seen["homeAgents"],
+        serde_json::json!(["Helper", "Ops", "Writer", "Support Bot", "Desk", "Pipeline"]),
+        "{walk}"
+    );
     assert_eq!(seen["firstTab"], "Skip to content", "the first Tab reaches the skip link: {walk}");
     // Chat: the streamed answer and the tool call with its result.
     assert_eq!(seen["toolCall"], "multiply", "{walk}");
@@ -118,6 +134,16 @@ async fn the_control_plane_walked_in_a_browser() {
     assert!(escaped["answerText"].as_str().unwrap().starts_with("<img src=x"), "{walk}");
     assert_eq!((escaped["images"].as_u64(), escaped["bolds"].as_u64()), (Some(0), Some(0)), "{walk}");
     assert_eq!(escaped["pwned"], false, "{walk}");
+    // The result typed in the page reached the model as the call's result.
+    assert_eq!(seen["externalAnswer"], "the root is 9", "{walk}");
+    let told = provider.requests().iter().any(|r| {
+        r.body["messages"].as_array().is_some_and(|m| {
+            m.iter().any(|m| {
+                m["role"] == "tool" && m["content"].as_str().is_some_and(|c| c.contains("9 (computed by hand)"))
+            })
+        })
+    });
+    assert!(told, "the model was sent the typed result");
     // A team's answer, with its member's in a box of its own; a workflow's step and answer.
     assert_eq!(seen["teamAnswer"], "the desk is done", "{walk}");
     assert!(seen["teamMember"].as_str().unwrap().contains("draft the news"), "{walk}");
@@ -125,10 +151,11 @@ async fn the_control_plane_walked_in_a_browser() {
     assert!(seen["workflowAnswer"].as_str().unwrap().contains("test model"), "{walk}");
     // The session lists its runs; the run's trace has a waterfall of its spans.
     assert_eq!(seen["annSessions"], 1, "{walk}");
-    assert_eq!(seen["sessionRuns"], 3, "the three turns of the conversation (the confirmed one is one run): {walk}");
+    assert_eq!(seen["sessionRuns"], 4, "the four turns of the conversation (a continued one is one run): {walk}");
     assert!(seen["waterfallBars"].as_u64().unwrap() >= 3, "the agent, its model calls and its tool: {walk}");
     let spans: Vec<&str> = seen["waterfallSpans"].as_array().unwrap().iter().filter_map(|s| s.as_str()).collect();
     assert!(spans.iter().any(|s| s.contains("multiply")), "the tool's span: {spans:?}");
+    assert!(spans.iter().any(|s| s.contains("tokens in 4 · out 4")), "a model call's tokens: {spans:?}");
     // The admin saw the pending approval and approved it.
     assert_eq!(seen["pendingForAdmin"], 1, "{walk}");
     assert!(seen["approvedStatus"].as_str().unwrap().contains("approved"), "{walk}");
@@ -138,7 +165,9 @@ async fn the_control_plane_walked_in_a_browser() {
     assert!(seen["knowledgeStatus"][0].as_str().unwrap().starts_with("completed"), "{walk}");
     assert!(seen["knowledgeHits"][0].as_str().unwrap().contains("opens at nine"), "{walk}");
     // The draft published from the page is served.
-    assert_eq!(seen["componentStages"], serde_json::json!(["published"]), "{walk}");
+    assert_eq!(seen["componentStages"], serde_json::json!(["published", "published"]), "{walk}");
+    assert_eq!(seen["componentServing"], "version 1", "rolled back from the page: {walk}");
+    assert_eq!(seen["scheduleDisabled"], "no", "disabled from the page: {walk}");
     assert!(seen["queueJobs"].as_array().unwrap().iter().any(|s| s == "completed"), "the ingestion's job: {walk}");
     // Bob sees nothing of Ann's, and no admin section.
     assert!(!seen["bobNav"].as_array().unwrap().iter().any(|s| s == "Queue"), "{walk}");

@@ -67,12 +67,12 @@ pub(crate) async fn page(viewer: Viewer, Query(q): Query<KnowledgeQuery>) -> Pag
                 }
                 h2 { "Contents" }
                 (layout::listing(listed, &["Name", "Type", "Status", "Updated"], |c| html! {
-                            tr class=[(c["status"] == "failed").then_some("failed")] {
-                                td { (format::text(&c["name"])) }
-                                td { (format::text(&c["type"])) }
-                                td.status { (format::text(&c["status"])) @if let Some(m) = c["status_message"].as_str().filter(|m| !m.is_empty()) { " · " (m) } }
-                                td { (format::time(&c["updated_at"])) }
-                            }
+                    tr class=[(c["status"] == "failed").then_some("failed")] {
+                        td { (format::text(&c["name"])) }
+                        td { (format::text(&c["type"])) }
+                        td.status { (format::text(&c["status"])) @if let Some(m) = c["status_message"].as_str().filter(|m| !m.is_empty()) { " · " (m) } }
+                        td { (format::time(&c["updated_at"])) }
+                    }
                 }, "No contents yet.", link))
                 @if viewer.may("knowledge:write") {
                     h2 { "Add content" }

@@ -155,14 +155,14 @@ pub(crate) async fn sessions(viewer: Viewer, Query(q): Query<Listing>) -> PageRe
             button type="submit" { "Search" }
         }
         (layout::listing(&listed, &["Session", "Component", "User", "Updated"], |s| html! {
-                    @let sid = format::text(&s["session_id"]);
-                    tr {
-                        td { a href=(format!("{base}/sessions/{}?type={kind}", path_segment(&sid))) {
-                            (s["session_name"].as_str().filter(|n| !n.is_empty()).unwrap_or(&sid)) } }
-                        td { (component_of(s)) }
-                        td { (format::text(&s["user_id"])) }
-                        td { (format::time(&s["updated_at"])) }
-                    }
+            @let sid = format::text(&s["session_id"]);
+            tr {
+                td { a href=(format!("{base}/sessions/{}?type={kind}", path_segment(&sid))) {
+                    (s["session_name"].as_str().filter(|n| !n.is_empty()).unwrap_or(&sid)) } }
+                td { (component_of(s)) }
+                td { (format::text(&s["user_id"])) }
+                td { (format::time(&s["updated_at"])) }
+            }
         }, "No sessions.", link))
     };
     rendered(&viewer, "Sessions", "/sessions", &body)
@@ -306,12 +306,12 @@ pub(crate) async fn memories(viewer: Viewer, Query(q): Query<Listing>) -> PageRe
             button type="submit" { "Show" }
         }
         (layout::listing(&listed, &["Memory", "Topics", "User", "Updated"], |m| html! {
-                    tr {
-                        td { (format::text(&m["memory"])) }
-                        td { (m["topics"].as_array().map(|t| t.iter().map(format::text).collect::<Vec<_>>().join(", ")).unwrap_or_default()) }
-                        td { (format::text(&m["user_id"])) }
-                        td { (format::time(&m["updated_at"])) }
-                    }
+            tr {
+                td { (format::text(&m["memory"])) }
+                td { (m["topics"].as_array().map(|t| t.iter().map(format::text).collect::<Vec<_>>().join(", ")).unwrap_or_default()) }
+                td { (format::text(&m["user_id"])) }
+                td { (format::time(&m["updated_at"])) }
+            }
         }, "No memories.", link))
     };
     rendered(&viewer, "Memories", "/memories", &body)
@@ -338,12 +338,12 @@ pub(crate) async fn learnings(viewer: Viewer, Query(q): Query<Listing>) -> PageR
                     button type="submit" { "Show" }
                 }
                 (layout::listing(listed, &["Type", "User", "What was learned", "Updated"], |l| html! {
-                            tr {
-                                td { (format::text(&l["learning_type"])) }
-                                td { (format::text(&l["user_id"])) }
-                                td { pre { (format::short(&l["content"], 400)) } }
-                                td { (format::time(&l["updated_at"])) }
-                            }
+                    tr {
+                        td { (format::text(&l["learning_type"])) }
+                        td { (format::text(&l["user_id"])) }
+                        td { pre { (format::short(&l["content"], 400)) } }
+                        td { (format::time(&l["updated_at"])) }
+                    }
                 }, "Nothing learned yet.", link))
             }
         }
@@ -360,13 +360,13 @@ pub(crate) async fn evals(viewer: Viewer, Query(q): Query<Listing>) -> PageResul
     let body = html! {
         h1 { "Evals" }
         (layout::listing(&listed, &["Eval", "Type", "Agent", "Result", "Created"], |e| html! {
-                    tr {
-                        td { (format::text(&e["name"])) " " code { (format::text(&e["id"])) } }
-                        td { (format::text(&e["eval_type"])) }
-                        td { (component_of(e)) }
-                        td { pre { (format::short(&e["eval_data"], 300)) } }
-                        td { (format::time(&e["created_at"])) }
-                    }
+            tr {
+                td { (format::text(&e["name"])) " " code { (format::text(&e["id"])) } }
+                td { (format::text(&e["eval_type"])) }
+                td { (component_of(e)) }
+                td { pre { (format::short(&e["eval_data"], 300)) } }
+                td { (format::time(&e["created_at"])) }
+            }
         }, "No eval runs: run one with POST /eval-runs or agno eval.", link))
     };
     rendered(&viewer, "Evals", "/evals", &body)

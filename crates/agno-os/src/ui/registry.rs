@@ -53,20 +53,20 @@ pub(crate) async fn queue(viewer: Viewer, Query(q): Query<ListQuery>) -> PageRes
                 p.muted { "This replica: " code { (format::text(&stats["worker_id"])) } ", at most "
                     (format::text(&stats["max_concurrency"])) " runs at once, " (format::text(&stats["max_queue_depth"])) " waiting." }
                 (layout::listing(&jobs, &["Job", "Component", "State", "Attempt", "User", "Error", ""], |j| html! {
-                            @let id = format::text(&j["id"]);
-                            tr {
-                                td { code { (id) } }
-                                td { (format::text(&j["component_type"])) " " (format::text(&j["component_id"])) }
-                                td.status { (format::text(&j["status"])) }
-                                td { (format::text(&j["attempt"])) " / " (format::text(&j["max_attempts"])) }
-                                td { (format::text(&j["user_id"])) }
-                                td { (format::short(&j["error"], 160)) }
-                                td { @if matches!(j["status"].as_str(), Some("failed" | "cancelled")) {
-                                    form.inline method="post" action=(format!("{base}/queue/{}/requeue", path_segment(&id))) {
-                                        button.secondary type="submit" { "Requeue" }
-                                    }
-                                } }
+                    @let id = format::text(&j["id"]);
+                    tr {
+                        td { code { (id) } }
+                        td { (format::text(&j["component_type"])) " " (format::text(&j["component_id"])) }
+                        td.status { (format::text(&j["status"])) }
+                        td { (format::text(&j["attempt"])) " / " (format::text(&j["max_attempts"])) }
+                        td { (format::text(&j["user_id"])) }
+                        td { (format::short(&j["error"], 160)) }
+                        td { @if matches!(j["status"].as_str(), Some("failed" | "cancelled")) {
+                            form.inline method="post" action=(format!("{base}/queue/{}/requeue", path_segment(&id))) {
+                                button.secondary type="submit" { "Requeue" }
                             }
+                        } }
+                    }
                 }, "No jobs.", link))
             }
         }
@@ -91,13 +91,13 @@ pub(crate) async fn components(viewer: Viewer, Query(q): Query<ListQuery>) -> Pa
             Err(reason) => p.muted { (reason) },
             Ok(listed) => {
                 (layout::listing(listed, &["Component", "Type", "Serving", "Updated"], |c| html! {
-                            @let id = format::text(&c["component_id"]);
-                            tr {
-                                td { a href=(format!("{base}/components/{}", path_segment(&id))) { (format::text(&c["name"])) } " " code { (id) } }
-                                td { (format::text(&c["component_type"])) }
-                                td { "version " (format::text(&c["current_version"])) }
-                                td { (format::time(&c["updated_at"])) }
-                            }
+                    @let id = format::text(&c["component_id"]);
+                    tr {
+                        td { a href=(format!("{base}/components/{}", path_segment(&id))) { (format::text(&c["name"])) } " " code { (id) } }
+                        td { (format::text(&c["component_type"])) }
+                        td { "version " (format::text(&c["current_version"])) }
+                        td { (format::time(&c["updated_at"])) }
+                    }
                 }, "No components in the catalog: publish one with POST /components or agno component publish.", link))
             }
         }

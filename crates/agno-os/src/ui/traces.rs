@@ -96,16 +96,18 @@ fn flatten<'a>(nodes: &'a [Value], depth: usize, rows: &mut Vec<Row<'a>>) {
     }
 }
 
-/// The tokens a span counted (`metadata`'s `*tokens*` keys).
+/// The tokens a span counted (its metadata's numeric `*tokens*` keys): `tokens in 19 · out 7`.
 fn tokens(node: &Value) -> String {
     let Some(meta) = node["metadata"].as_object() else { return String::new() };
-    meta.iter()
-        .filter(|(k, v)| k.contains("tokens") && v.is_number())
-        .map(|(k, v)| {
-            format!("{}: {v}", k.trim_start_matches("llm.").replace("_tokens", "").replace("token_count.", ""))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let count = |side: &str| {
+        meta.iter().find(|(k, v)| k.contains("tokens") && k.contains(side) && v.is_number()).map(|(_, v)| v.to_string())
+    };
+    match (count("input"), count("output")) {
+        (Some(i), Some(o)) => format!("tokens in {i} · out {o}"),
+        (Some(i), None) => format!("tokens in {i}"),
+        (None, Some(o)) => format!("tokens out {o}"),
+        (None, None) => String::new(),
+    }
 }
 
 fn waterfall(tree: &[Value]) -> Markup {

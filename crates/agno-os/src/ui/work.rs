@@ -98,14 +98,14 @@ pub(crate) async fn schedules(viewer: Viewer, Query(q): Query<ApprovalsQuery>) -
     let body = html! {
         h1 { "Schedules" }
         (layout::listing(&listed, &["Schedule", "When", "Calls", "Enabled", "Next run"], |s| html! {
-                    @let id = format::text(&s["id"]);
-                    tr {
-                        td { a href=(format!("{base}/schedules/{}", path_segment(&id))) { (format::text(&s["name"])) } }
-                        td { code { (format::text(&s["cron_expr"])) } " " (format::text(&s["timezone"])) }
-                        td { code { (format::text(&s["method"])) " " (format::text(&s["endpoint"])) } }
-                        td { (if s["enabled"] == true { "yes" } else { "no" }) }
-                        td { (format::time(&s["next_run_at"])) }
-                    }
+            @let id = format::text(&s["id"]);
+            tr {
+                td { a href=(format!("{base}/schedules/{}", path_segment(&id))) { (format::text(&s["name"])) } }
+                td { code { (format::text(&s["cron_expr"])) } " " (format::text(&s["timezone"])) }
+                td { code { (format::text(&s["method"])) " " (format::text(&s["endpoint"])) } }
+                td { (if s["enabled"] == true { "yes" } else { "no" }) }
+                td { (format::time(&s["next_run_at"])) }
+            }
         }, "No schedules.", link))
         @if viewer.may("schedules:write") {
             h2 { "New schedule" }

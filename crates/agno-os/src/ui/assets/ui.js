@@ -130,25 +130,72 @@ function setupChat(form) {
     if (answer.paused) askToConfirm(answer.paused, bubble);
   }
 
-  // A paused run's confirmations, answered with the run's continue route.
+  // A paused run's questions, answered in the page and sent to the run's continue route:
+  // confirmations (confirm or reject), results of calls the user executes elsewhere, and values
+  // a call asks the user for.
   function askToConfirm(paused, bubble) {
     const box = el("div", "paused");
     box.setAttribute("role", "group");
     box.setAttribute("aria-label", "The run waits for you");
     box.appendChild(el("p", null, "The run waits for your answer:"));
-    const waiting = (paused.tools || []).filter((t) => t.requires_confirmation && t.confirmed == null);
-    for (const tool of waiting) {
+    const tools = paused.tools || [];
+    const confirming = tools.filter((t) => t.requires_confirmation && t.confirmed == null);
+    const external = tools.filter((t) => t.external_execution_required && t.result == null);
+    const asking = tools.filter((t) => t.requires_user_input && (t.user_input_schema || []).some((f) => f.value == null));
+    const inputs = new Map();
+    let fields = 0;
+    const field = (labelText, multiline) => {
+      fields += 1;
+      const id = `answer-${Date.now()}-${fields}`;
+      const label = el("label", null, labelText);
+      label.htmlFor = id;
+      const input = el(multiline ? "textarea" : "input");
+      input.id = id;
+      box.appendChild(label);
+      box.appendChild(input);
+      return input;
+    };
+    for (const tool of confirming.concat(external, asking)) {
       const line = el("div", "tool");
       line.appendChild(el("code", null, tool.tool_name));
       line.appendChild(el("pre", "args", asText(tool.tool_args)));
       box.appendChild(line);
+      if (external.includes(tool)) inputs.set(tool.tool_call_id, { result: field(`Result of ${tool.tool_name}`, true) });
+      if (asking.includes(tool)) {
+        const values = {};
+        for (const f of tool.user_input_schema || []) {
+          if (f.value == null) values[f.name] = field(f.description ? `${f.name} (${f.description})` : f.name, false);
+        }
+        inputs.set(tool.tool_call_id, Object.assign(inputs.get(tool.tool_call_id) || {}, { values }));
+      }
     }
+    // One call's answer: what the continue route reads for it.
+    const answerOf = (tool, confirmed) => {
+      const answer = { tool_call_id: tool.tool_call_id };
+      const given = inputs.get(tool.tool_call_id) || {};
+      if (confirming.includes(tool)) answer.confirmed = confirmed;
+      if (given.result) answer.result = given.result.value;
+      if (given.values) {
+        answer.user_input_schema = (tool.user_input_schema || []).map((f) =>
+          Object.assign({}, f, given.values[f.name] ? { value: given.values[f.name].value } : {}));
+      }
+      return answer;
+    };
     const decide = async (confirmed) => {
-      for (const b of box.querySelectorAll("button")) b.disabled = true;
-      box.appendChild(el("p", "muted", confirmed ? "Confirmed." : "Rejected."));
+      for (const b of box.querySelectorAll("button, input, textarea")) b.disabled = true;
+      if (confirming.length) box.appendChild(el("p", "muted", confirmed ? "Confirmed." : "Rejected."));
+      const answers = confirming.concat(external, asking).map((t) => answerOf(t, confirmed));
       const body = new FormData();
-      body.set("tools", JSON.stringify(waiting.map((t) => ({ tool_call_id: t.tool_call_id, confirmed }))));
-      const requirements = (paused.requirements || []).map((r) => Object.assign({}, r, { confirmation: confirmed }));
+      body.set("tools", JSON.stringify(answers));
+      const requirements = (paused.requirements || []).map((r) => {
+        const id = r.tool_execution && r.tool_execution.tool_call_id;
+        const a = answers.find((x) => x.tool_call_id === id) || {};
+        const out = Object.assign({}, r);
+        if (a.confirmed !== undefined) out.confirmation = a.confirmed;
+        if (a.result !== undefined) out.external_execution_result = a.result;
+        if (a.user_input_schema) out.user_input_schema = a.user_input_schema;
+        return out;
+      });
       body.set("requirements", JSON.stringify(requirements));
       body.set("session_id", form.dataset.session);
       body.set("stream", "true");
@@ -156,16 +203,25 @@ function setupChat(form) {
       transcript.appendChild(next);
       await send(`${base}/api/${kind}/${encodeURIComponent(id)}/runs/${encodeURIComponent(paused.run_id)}/continue`, body, next);
     };
-    const yes = el("button", null, "Confirm");
-    yes.type = "button";
-    yes.addEventListener("click", () => decide(true));
-    const no = el("button", "secondary", "Reject");
-    no.type = "button";
-    no.addEventListener("click", () => decide(false));
-    box.appendChild(yes);
-    box.appendChild(no);
+    const buttons = el("div", "actions");
+    if (confirming.length) {
+      const yes = el("button", null, "Confirm");
+      yes.type = "button";
+      yes.addEventListener("click", () => decide(true));
+      const no = el("button", "secondary", "Reject");
+      no.type = "button";
+      no.addEventListener("click", () => decide(false));
+      buttons.appendChild(yes);
+      buttons.appendChild(no);
+    } else {
+      const go = el("button", null, "Send answer");
+      go.type = "button";
+      go.addEventListener("click", () => decide(true));
+      buttons.appendChild(go);
+    }
+    box.appendChild(buttons);
     bubble.appendChild(box);
-    yes.focus();
+    (box.querySelector("input, textarea") || buttons.querySelector("button")).focus();
   }
 
   async function send(url, body, bubble) {
