@@ -121,24 +121,38 @@ try {
   seen.workflowSteps = await bubble.locator(".step").allTextContents();
   seen.workflowAnswer = await bubble.locator(".content").last().textContent();
   await shot(page, "06-workflow");
+  // A workflow whose step waits for a review, and whose router asks for the route.
+  await page.goto(`${base}/ui/chat/workflows/reviewed`);
+  bubble = await say(page, "the news", "waits for your answer");
+  seen.reviewAsked = await bubble.locator(".paused p.muted").first().textContent();
+  await bubble.getByRole("button", { name: "Confirm" }).click();
+  const routed = page.locator("#transcript .msg.assistant").last();
+  await routed.getByText("waits for your answer").waitFor({ timeout: WAIT });
+  seen.routeChoices = await routed.locator(".paused label").allTextContents();
+  await routed.getByLabel("casual").check();
+  await shot(page, "07-review");
+  await routed.getByRole("button", { name: "Continue" }).click();
+  const done = page.locator("#transcript .msg.assistant").last();
+  await done.getByText("Step done: casual").waitFor({ timeout: WAIT });
+  seen.reviewedSteps = await done.locator(".step").allTextContents();
   await page.goto(`${base}/ui/`);
 
   // 5. The session, the run, its trace with the waterfall.
   await page.getByRole("link", { name: "Sessions" }).click();
   await page.getByRole("heading", { name: "Sessions" }).waitFor({ timeout: WAIT });
   seen.annSessions = await page.locator("tbody tr").count();
-  await shot(page, "07-sessions");
+  await shot(page, "08-sessions");
   await page.locator("tbody tr a").first().click();
   await page.getByRole("heading", { name: /^Session/ }).waitFor({ timeout: WAIT });
   seen.sessionRuns = await page.locator("tbody tr").count();
   await page.locator("tbody tr a").first().click();
   await page.getByRole("heading", { name: /^Run/ }).waitFor({ timeout: WAIT });
-  await shot(page, "08-run");
+  await shot(page, "09-run");
   await page.getByRole("link", { name: "Open its trace" }).click();
   await page.getByRole("heading", { name: "Waterfall" }).waitFor({ timeout: WAIT });
   seen.waterfallBars = await page.locator(".wf-bar").count();
   seen.waterfallSpans = await page.locator(".wf-row:not(.wf-head) .wf-name").allTextContents();
-  await shot(page, "09-trace");
+  await shot(page, "10-trace");
 
   // 6. A run that needs an admin's approval: it pauses, and its approval waits.
   await page.goto(`${base}/ui/chat/agents/ops`);
@@ -150,7 +164,7 @@ try {
   await page.getByRole("link", { name: "Approvals" }).click();
   await page.locator(".approval").first().waitFor({ timeout: WAIT });
   seen.pendingForAdmin = await page.locator(".approval").count();
-  await shot(page, "10-approvals");
+  await shot(page, "11-approvals");
   await page.locator(".approval").first().getByRole("button", { name: "Approve" }).click();
   await page.getByText("No pending approvals.").waitFor({ timeout: WAIT });
   await page.getByRole("link", { name: "approved" }).click();
@@ -178,10 +192,10 @@ try {
   seen.scheduleDisabled = (await page.locator("dl.facts dd").nth(3).textContent()).trim();
   await page.getByRole("button", { name: "Enable" }).click();
   await page.getByRole("button", { name: "Disable" }).waitFor({ timeout: WAIT });
-  await shot(page, "11-schedule");
+  await shot(page, "12-schedule");
   await page.getByRole("link", { name: "Metrics" }).click();
   await page.getByRole("heading", { name: "Metrics" }).waitFor({ timeout: WAIT });
-  await shot(page, "12-metrics");
+  await shot(page, "13-metrics");
 
   // 9. Knowledge: a text uploaded in the page, ingested in the background, then found.
   await page.getByRole("link", { name: "Knowledge" }).click();
@@ -200,7 +214,7 @@ try {
   await page.getByRole("button", { name: "Search" }).click();
   await page.getByRole("heading", { name: "Results" }).waitFor({ timeout: WAIT });
   seen.knowledgeHits = await page.locator("ol.results li").allTextContents();
-  await shot(page, "13-knowledge");
+  await shot(page, "14-knowledge");
 
   // 10. The components registry: a draft published from the page, then the earlier version
   // served again (a rollback).
@@ -212,13 +226,13 @@ try {
   await page.getByRole("button", { name: "Serve this version" }).click();
   await page.getByText("1 (serving)").waitFor({ timeout: WAIT });
   seen.componentServing = await page.locator("dl.facts dd").nth(2).textContent();
-  await shot(page, "14-component");
+  await shot(page, "15-component");
 
   // 11. The durable queue, for the admin: the ingestion's job.
   await page.getByRole("link", { name: "Queue" }).click();
   await page.getByRole("heading", { name: "Queue" }).waitFor({ timeout: WAIT });
   seen.queueJobs = await page.locator("tbody td.status").allTextContents();
-  await shot(page, "15-queue");
+  await shot(page, "16-queue");
   await page.getByRole("link", { name: "Learnings" }).click();
   await page.getByRole("heading", { name: "Learnings" }).waitFor({ timeout: WAIT });
   await page.getByRole("link", { name: "Evals" }).click();
@@ -231,7 +245,7 @@ try {
   await page.getByRole("heading", { name: "Sessions" }).waitFor({ timeout: WAIT });
   seen.bobSessions = await page.locator("tbody tr").count();
   seen.bobNav = await page.locator("header nav li a").allTextContents();
-  await shot(page, "16-bob-sessions");
+  await shot(page, "17-bob-sessions");
   await page.getByRole("link", { name: "Traces" }).click();
   await page.getByRole("heading", { name: "Traces" }).waitFor({ timeout: WAIT });
   seen.bobTraces = await page.locator("tbody tr").count();
@@ -245,7 +259,7 @@ try {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${base}/ui/sessions`);
   seen.phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await shot(page, "17-phone");
+  await shot(page, "18-phone");
   await signOut(page);
 
   // 14. Ann's trace at a phone's width.
@@ -254,7 +268,7 @@ try {
   await page.locator("tbody tr a").first().click();
   await page.getByRole("heading", { name: "Waterfall" }).waitFor({ timeout: WAIT });
   seen.phoneTraceOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  await shot(page, "18-phone-trace");
+  await shot(page, "19-phone-trace");
 } catch (e) {
   failed = String(e && e.stack ? e.stack : e);
 } finally {

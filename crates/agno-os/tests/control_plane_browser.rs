@@ -32,7 +32,13 @@ fn os_config(provider: &FakeProvider) -> String {
          [[agents]]\nid = \"writer\"\nname = \"Writer\"\nmodel = \"test\"\n\
          [[teams]]\nid = \"desk\"\nname = \"Desk\"\nmembers = [\"writer\"]\n{model}\
          [[workflows]]\nid = \"pipeline\"\nname = \"Pipeline\"\n\
-         [[workflows.steps]]\nname = \"draft\"\nagent = \"writer\"\n",
+         [[workflows.steps]]\nname = \"draft\"\nagent = \"writer\"\n\
+         [[workflows]]\nid = \"reviewed\"\nname = \"Reviewed\"\n\
+         [[workflows.steps]]\nname = \"publish\"\nagent = \"writer\"\n\
+         human_review = {{ requires_confirmation = true, confirmation_message = \"Publish it?\", on_reject = \"cancel\" }}\n\
+         [[workflows.steps]]\nname = \"tone\"\ntype = \"router\"\n\
+         steps = [{{ name = \"formal\", agent = \"writer\" }}, {{ name = \"casual\", agent = \"writer\" }}]\n\
+         human_review = {{ requires_user_input = true, user_input_message = \"Which tone?\" }}\n",
         secret = serde_json::to_string(SECRET).unwrap(),
         db = sqlite_url("control-plane-browser"),
     )
@@ -117,7 +123,7 @@ async fn the_control_plane_walked_in_a_browser() {
     // The catalog's published agent is served beside the configuration's.
     assert_eq!(
         seen["homeAgents"],
-        serde_json::json!(["Helper", "Ops", "Writer", "Support Bot", "Desk", "Pipeline"]),
+        serde_json::json!(["Helper", "Ops", "Writer", "Support Bot", "Desk", "Pipeline", "Reviewed"]),
         "{walk}"
     );
     assert_eq!(seen["firstTab"], "Skip to content", "the first Tab reaches the skip link: {walk}");
@@ -149,6 +155,10 @@ async fn the_control_plane_walked_in_a_browser() {
     assert!(seen["teamMember"].as_str().unwrap().contains("draft the news"), "{walk}");
     assert!(seen["workflowSteps"].as_array().unwrap().iter().any(|s| s.as_str().unwrap().contains("draft")), "{walk}");
     assert!(seen["workflowAnswer"].as_str().unwrap().contains("test model"), "{walk}");
+    // A workflow's reviewed step confirmed in the page, then its router's route chosen there.
+    assert_eq!(seen["reviewAsked"], "Publish it?", "{walk}");
+    assert_eq!(seen["routeChoices"], serde_json::json!(["formal", "casual"]), "{walk}");
+    assert!(seen["reviewedSteps"].as_array().unwrap().iter().any(|s| s == "Step started: casual"), "{walk}");
     // The session lists its runs; the run's trace has a waterfall of its spans.
     assert_eq!(seen["annSessions"], 1, "{walk}");
     assert_eq!(seen["sessionRuns"], 4, "the four turns of the conversation (a continued one is one run): {walk}");
@@ -177,7 +187,7 @@ async fn the_control_plane_walked_in_a_browser() {
     assert_eq!((seen["phoneOverflow"].as_i64(), seen["phoneTraceOverflow"].as_i64()), (Some(0), Some(0)), "{walk}");
     assert!(seen["pageErrors"].is_null(), "no script error on any page: {walk}");
     let written = walk["screenshots"].as_array().unwrap();
-    assert_eq!(written.len(), 18, "{walk}");
+    assert_eq!(written.len(), 19, "{walk}");
     for name in written {
         assert!(shots.join(name.as_str().unwrap()).exists(), "{name} was written");
     }

@@ -116,6 +116,8 @@ function setupChat(form) {
         bubble.appendChild(el("div", "step", (event === "StepStarted" ? "Step started: " : "Step done: ") + asText(data.step_name)));
       } else if (event === "WorkflowCompleted" && !bubble.querySelector(".content")) {
         bubble.appendChild(el("div", "content", asText(data.content)));
+      } else if (event === "WorkflowPaused") {
+        answer.stepPaused = data;
       } else if (event === "RunPaused") {
         answer.paused = data;
         answer.runId = data.run_id || answer.runId;
@@ -127,7 +129,74 @@ function setupChat(form) {
         answer.done = true;
       }
     });
-    if (answer.paused) askToConfirm(answer.paused, bubble);
+    if (answer.stepPaused) askStep(answer.stepPaused, bubble);
+    else if (answer.paused) askToConfirm(answer.paused, bubble);
+  }
+
+  // A workflow paused on a reviewed step (Agno's HumanReview): the active requirement (the last)
+  // answered in the page (confirm or reject, input values, a router's routes) and sent back as
+  // the run's step_requirements.
+  function askStep(paused, bubble) {
+    const reqs = paused.step_requirements || [];
+    const req = reqs[reqs.length - 1];
+    if (!req) return;
+    const box = el("div", "paused");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "The workflow waits for you");
+    box.appendChild(el("p", null, `Step ${req.step_name || req.step_id} waits for your answer:`));
+    const message = req.confirmation_message || req.output_review_message || req.user_input_message;
+    if (message) box.appendChild(el("p", "muted", message));
+    let fields = 0;
+    const field = (labelText, type) => {
+      fields += 1;
+      const id = `step-answer-${Date.now()}-${fields}`;
+      const input = el("input");
+      input.id = id;
+      input.type = type || "text";
+      const label = el("label", null, labelText);
+      label.htmlFor = id;
+      if (input.type === "checkbox") { label.prepend(input); box.appendChild(label); } else { box.appendChild(label); box.appendChild(input); }
+      return input;
+    };
+    const values = {};
+    if (req.requires_user_input) {
+      for (const f of req.user_input_schema || []) {
+        if (f.value == null) values[f.name] = field(f.description ? `${f.name} (${f.description})` : f.name);
+      }
+    }
+    const choices = {};
+    if (req.requires_route_selection) {
+      for (const c of req.available_choices || []) choices[c] = field(c, "checkbox");
+    }
+    const confirming = req.requires_confirmation || req.requires_output_review;
+    const decide = async (confirmed) => {
+      for (const b of box.querySelectorAll("button, input")) b.disabled = true;
+      const answered = Object.assign({}, req);
+      if (confirming) answered.confirmed = confirmed;
+      if (Object.keys(values).length) {
+        answered.user_input = {};
+        for (const [name, input] of Object.entries(values)) answered.user_input[name] = input.value;
+      }
+      if (req.requires_route_selection) answered.selected_choices = Object.keys(choices).filter((c) => choices[c].checked);
+      const body = new FormData();
+      body.set("step_requirements", JSON.stringify([answered]));
+      body.set("session_id", form.dataset.session);
+      body.set("stream", "true");
+      const next = el("div", "msg assistant");
+      transcript.appendChild(next);
+      await send(`${base}/api/${kind}/${encodeURIComponent(id)}/runs/${encodeURIComponent(paused.run_id)}/continue`, body, next);
+    };
+    const buttons = el("div", "actions");
+    const button = (text, cls, confirmed) => {
+      const b = el("button", cls, text);
+      b.type = "button";
+      b.addEventListener("click", () => decide(confirmed));
+      buttons.appendChild(b);
+    };
+    if (confirming) { button("Confirm", null, true); button("Reject", "secondary", false); } else button("Continue", null, true);
+    box.appendChild(buttons);
+    bubble.appendChild(box);
+    (box.querySelector("input") || buttons.querySelector("button")).focus();
   }
 
   // A paused run's questions, answered in the page and sent to the run's continue route:
