@@ -34,7 +34,9 @@ pub(crate) enum Command {
     Chat(AgentArgs),
     /// Inspect and migrate a database (schema versions, v2 -> v3 migration, legacy cleanup).
     Db(DbArgs),
-    /// Serve agents over HTTP as an AgentOS (Agno 3.1's API; docs at /docs).
+    /// Serve agents over HTTP as an AgentOS (Agno 3.1's API; docs at /docs; the control plane,
+    /// pages to chat and to look at sessions, traces, approvals, schedules and more, at /ui/ when
+    /// it listens on a loopback address, or with [ui] enabled = true).
     ///
     /// Without --config it serves a demo agent on the offline `test` model, so you can try the
     /// API at once: curl -F message=hi -F stream=false http://127.0.0.1:7777/agents/demo/runs

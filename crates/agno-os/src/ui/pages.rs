@@ -68,10 +68,13 @@ pub(crate) async fn home(viewer: Viewer) -> PageResult {
     }
     let body = html! {
         h1 { "Chat" }
-        @for (kind, label, items) in &families {
+        @if families.iter().all(|(_, _, items)| items.is_empty()) {
+            p.muted { "Nothing here you may chat with: no agent, team or workflow is served to your token." }
+        }
+        // Only the kinds this OS serves (to this viewer).
+        @for (kind, label, items) in families.iter().filter(|(_, _, items)| !items.is_empty()) {
             section {
                 h2 { (label) }
-                @if items.is_empty() { p.muted { "None served." } }
                 ul.cards {
                     @for item in items {
                         @let id = format::text(&item["id"]);
