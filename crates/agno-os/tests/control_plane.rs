@@ -273,7 +273,16 @@ async fn the_security_key_signs_in_and_a_proxy_may_send_the_token_itself() {
     // A proxy in front sends Authorization itself; no cookie needed.
     let resp = client().get(format!("{}/ui/sessions", os.base)).bearer_auth("s3cret-key").send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
-    // Signing out forgets the cookie.
+    // Signing out forgets the cookie; another site cannot sign the viewer out.
+    let cross = client()
+        .post(format!("{}/ui/sign-out", os.base))
+        .header("cookie", cookie("s3cret-key"))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status().as_u16(), 403);
+    assert!(cross.headers().get("set-cookie").is_none());
     let resp =
         client().post(format!("{}/ui/sign-out", os.base)).header("cookie", cookie("s3cret-key")).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 303);

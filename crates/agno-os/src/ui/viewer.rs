@@ -355,8 +355,12 @@ pub(crate) async fn sign_in(
     response
 }
 
-/// `POST /ui/sign-out`: forgets the token.
-pub(crate) async fn sign_out(Extension(ui): Extension<Ui>) -> Response {
+/// `POST /ui/sign-out`: forgets the token (from the UI's own pages only, as every action).
+pub(crate) async fn sign_out(Extension(ui): Extension<Ui>, headers: HeaderMap) -> Response {
+    if !same_origin(&headers) {
+        return UiError::new(&ui, StatusCode::FORBIDDEN, "This action is taken from the OS's own pages only.")
+            .into_response();
+    }
     let cookie = format!("{COOKIE_NAME}=; Path={}; HttpOnly; SameSite=Strict; Max-Age=0", ui.base);
     let mut response = sign_in_redirect(&ui.base, "Signed out.");
     if let Ok(cookie) = HeaderValue::from_str(&cookie) {
