@@ -9,7 +9,7 @@
 
 use axum::body::Body;
 use axum::extract::{Extension, FromRequestParts, Request, State};
-use axum::http::header::{AUTHORIZATION, COOKIE, LOCATION, SET_COOKIE};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -101,11 +101,18 @@ fn credential_of(headers: &HeaderMap) -> Option<String> {
     crate::auth::bearer(headers).map(str::to_owned).or_else(|| cookie_token(headers))
 }
 
-fn bearer_headers(credential: Option<&str>) -> HeaderMap {
-    let mut headers = HeaderMap::new();
+/// Makes `headers`' `Authorization` the bearer `credential` (and nothing else: a header the page's
+/// request brought is dropped).
+fn set_bearer(headers: &mut HeaderMap, credential: Option<&str>) {
+    headers.remove(AUTHORIZATION);
     if let Some(value) = credential.and_then(|c| HeaderValue::from_str(&format!("Bearer {c}")).ok()) {
         headers.insert(AUTHORIZATION, value);
     }
+}
+
+fn bearer_headers(credential: Option<&str>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    set_bearer(&mut headers, credential);
     headers
 }
 
@@ -135,19 +142,24 @@ impl Viewer {
         &self.ui.base
     }
 
-    fn request(&self, method: Method, uri: &str, body: Option<Value>) -> Result<Request, UiError> {
-        let mut builder = Request::builder().method(method).uri(uri);
-        if let Some(c) = &self.credential {
-            builder = builder.header(AUTHORIZATION, format!("Bearer {c}"));
+    /// A request to the OS's routes as the viewer: `method uri` with `body` of `content_type`.
+    fn request(
+        &self,
+        method: Method,
+        uri: &str,
+        content_type: Option<HeaderValue>,
+        body: Body,
+    ) -> Result<Request, UiError> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(body)
+            .map_err(|e| UiError::new(&self.ui, StatusCode::BAD_REQUEST, e.to_string()))?;
+        if let Some(kind) = content_type {
+            request.headers_mut().insert(CONTENT_TYPE, kind);
         }
-        let body = match body {
-            Some(v) => {
-                builder = builder.header("content-type", "application/json");
-                Body::from(v.to_string())
-            }
-            None => Body::empty(),
-        };
-        builder.body(body).map_err(|e| UiError::new(&self.ui, StatusCode::BAD_REQUEST, e.to_string()))
+        set_bearer(request.headers_mut(), self.credential.as_deref());
+        Ok(request)
     }
 
     /// `GET uri` of the OS as the viewer: the answer's JSON, or the route's refusal as a page.
@@ -157,7 +169,12 @@ impl Viewer {
 
     /// `method uri` of the OS with a JSON `body` as the viewer.
     pub(crate) async fn send(&self, method: Method, uri: &str, body: Option<Value>) -> Result<Value, UiError> {
-        let request = self.request(method, uri, body)?;
+        let request = match body {
+            Some(v) => {
+                self.request(method, uri, Some(HeaderValue::from_static("application/json")), Body::from(v.to_string()))
+            }
+            None => self.request(method, uri, None, Body::empty()),
+        }?;
         self.answer(request).await
     }
 
@@ -192,14 +209,7 @@ impl Viewer {
     /// viewer.
     pub(crate) async fn send_raw(&self, method: Method, uri: &str, request: Request) -> Result<Value, UiError> {
         let (parts, body) = request.into_parts();
-        let mut builder = Request::builder().method(method).uri(uri);
-        if let Some(kind) = parts.headers.get(axum::http::header::CONTENT_TYPE) {
-            builder = builder.header(axum::http::header::CONTENT_TYPE, kind);
-        }
-        if let Some(c) = &self.credential {
-            builder = builder.header(AUTHORIZATION, format!("Bearer {c}"));
-        }
-        let request = builder.body(body).map_err(|e| UiError::new(&self.ui, StatusCode::BAD_REQUEST, e.to_string()))?;
+        let request = self.request(method, uri, parts.headers.get(CONTENT_TYPE).cloned(), body)?;
         self.answer(request).await
     }
 
@@ -278,10 +288,7 @@ pub(crate) async fn forward(viewer: Viewer, request: Request) -> Response {
     }
     parts.headers.remove(COOKIE);
     parts.headers.remove("x-agno-ui");
-    parts.headers.remove(AUTHORIZATION);
-    if let Some(value) = viewer.credential.as_deref().and_then(|c| HeaderValue::from_str(&format!("Bearer {c}")).ok()) {
-        parts.headers.insert(AUTHORIZATION, value);
-    }
+    set_bearer(&mut parts.headers, viewer.credential.as_deref());
     viewer.ui.routes.call(Request::from_parts(parts, body)).await
 }
 
