@@ -146,27 +146,15 @@ function setupChat(form) {
     box.appendChild(el("p", null, `Step ${req.step_name || req.step_id} waits for your answer:`));
     const message = req.confirmation_message || req.output_review_message || req.user_input_message;
     if (message) box.appendChild(el("p", "muted", message));
-    let fields = 0;
-    const field = (labelText, type) => {
-      fields += 1;
-      const id = `step-answer-${Date.now()}-${fields}`;
-      const input = el("input");
-      input.id = id;
-      input.type = type || "text";
-      const label = el("label", null, labelText);
-      label.htmlFor = id;
-      if (input.type === "checkbox") { label.prepend(input); box.appendChild(label); } else { box.appendChild(label); box.appendChild(input); }
-      return input;
-    };
     const values = {};
     if (req.requires_user_input) {
       for (const f of req.user_input_schema || []) {
-        if (f.value == null) values[f.name] = field(f.description ? `${f.name} (${f.description})` : f.name);
+        if (f.value == null) values[f.name] = answerField(box, f.description ? `${f.name} (${f.description})` : f.name, "text");
       }
     }
     const choices = {};
     if (req.requires_route_selection) {
-      for (const c of req.available_choices || []) choices[c] = field(c, "checkbox");
+      for (const c of req.available_choices || []) choices[c] = answerField(box, c, "checkbox");
     }
     const confirming = req.requires_confirmation || req.requires_output_review;
     const decide = async (confirmed) => {
@@ -178,25 +166,9 @@ function setupChat(form) {
         for (const [name, input] of Object.entries(values)) answered.user_input[name] = input.value;
       }
       if (req.requires_route_selection) answered.selected_choices = Object.keys(choices).filter((c) => choices[c].checked);
-      const body = new FormData();
-      body.set("step_requirements", JSON.stringify([answered]));
-      body.set("session_id", form.dataset.session);
-      body.set("stream", "true");
-      const next = el("div", "msg assistant");
-      transcript.appendChild(next);
-      await send(`${base}/api/${kind}/${encodeURIComponent(id)}/runs/${encodeURIComponent(paused.run_id)}/continue`, body, next);
+      await continueRun(paused.run_id, { step_requirements: JSON.stringify([answered]) });
     };
-    const buttons = el("div", "actions");
-    const button = (text, cls, confirmed) => {
-      const b = el("button", cls, text);
-      b.type = "button";
-      b.addEventListener("click", () => decide(confirmed));
-      buttons.appendChild(b);
-    };
-    if (confirming) { button("Confirm", null, true); button("Reject", "secondary", false); } else button("Continue", null, true);
-    box.appendChild(buttons);
-    bubble.appendChild(box);
-    (box.querySelector("input") || buttons.querySelector("button")).focus();
+    answerButtons(box, bubble, confirming, "Continue", decide);
   }
 
   // A paused run's questions, answered in the page and sent to the run's continue route:
@@ -212,28 +184,16 @@ function setupChat(form) {
     const external = tools.filter((t) => t.external_execution_required && t.result == null);
     const asking = tools.filter((t) => t.requires_user_input && (t.user_input_schema || []).some((f) => f.value == null));
     const inputs = new Map();
-    let fields = 0;
-    const field = (labelText, multiline) => {
-      fields += 1;
-      const id = `answer-${Date.now()}-${fields}`;
-      const label = el("label", null, labelText);
-      label.htmlFor = id;
-      const input = el(multiline ? "textarea" : "input");
-      input.id = id;
-      box.appendChild(label);
-      box.appendChild(input);
-      return input;
-    };
     for (const tool of confirming.concat(external, asking)) {
       const line = el("div", "tool");
       line.appendChild(el("code", null, tool.tool_name));
       line.appendChild(el("pre", "args", asText(tool.tool_args)));
       box.appendChild(line);
-      if (external.includes(tool)) inputs.set(tool.tool_call_id, { result: field(`Result of ${tool.tool_name}`, true) });
+      if (external.includes(tool)) inputs.set(tool.tool_call_id, { result: answerField(box, `Result of ${tool.tool_name}`, "textarea") });
       if (asking.includes(tool)) {
         const values = {};
         for (const f of tool.user_input_schema || []) {
-          if (f.value == null) values[f.name] = field(f.description ? `${f.name} (${f.description})` : f.name, false);
+          if (f.value == null) values[f.name] = answerField(box, f.description ? `${f.name} (${f.description})` : f.name, "text");
         }
         inputs.set(tool.tool_call_id, Object.assign(inputs.get(tool.tool_call_id) || {}, { values }));
       }
@@ -254,8 +214,6 @@ function setupChat(form) {
       for (const b of box.querySelectorAll("button, input, textarea")) b.disabled = true;
       if (confirming.length) box.appendChild(el("p", "muted", confirmed ? "Confirmed." : "Rejected."));
       const answers = confirming.concat(external, asking).map((t) => answerOf(t, confirmed));
-      const body = new FormData();
-      body.set("tools", JSON.stringify(answers));
       const requirements = (paused.requirements || []).map((r) => {
         const id = r.tool_execution && r.tool_execution.tool_call_id;
         const a = answers.find((x) => x.tool_call_id === id) || {};
@@ -265,32 +223,60 @@ function setupChat(form) {
         if (a.user_input_schema) out.user_input_schema = a.user_input_schema;
         return out;
       });
-      body.set("requirements", JSON.stringify(requirements));
-      body.set("session_id", form.dataset.session);
-      body.set("stream", "true");
-      const next = el("div", "msg assistant");
-      transcript.appendChild(next);
-      await send(`${base}/api/${kind}/${encodeURIComponent(id)}/runs/${encodeURIComponent(paused.run_id)}/continue`, body, next);
+      await continueRun(paused.run_id, { tools: JSON.stringify(answers), requirements: JSON.stringify(requirements) });
     };
-    const buttons = el("div", "actions");
-    if (confirming.length) {
-      const yes = el("button", null, "Confirm");
-      yes.type = "button";
-      yes.addEventListener("click", () => decide(true));
-      const no = el("button", "secondary", "Reject");
-      no.type = "button";
-      no.addEventListener("click", () => decide(false));
-      buttons.appendChild(yes);
-      buttons.appendChild(no);
+    answerButtons(box, bubble, confirming.length > 0, "Send answer", decide);
+  }
+
+  // One input of a pause's answer in `box`, labelled: a text line, a textarea or a checkbox.
+  let answerFields = 0;
+  function answerField(box, labelText, type) {
+    answerFields += 1;
+    const input = el(type === "textarea" ? "textarea" : "input");
+    input.id = `answer-${answerFields}`;
+    if (type !== "textarea") input.type = type;
+    const label = el("label", null, labelText);
+    label.htmlFor = input.id;
+    if (type === "checkbox") {
+      label.prepend(input);
+      box.appendChild(label);
     } else {
-      const go = el("button", null, "Send answer");
-      go.type = "button";
-      go.addEventListener("click", () => decide(true));
-      buttons.appendChild(go);
+      box.appendChild(label);
+      box.appendChild(input);
+    }
+    return input;
+  }
+
+  // The buttons that send a pause's answer (Confirm and Reject when it asks for a confirmation,
+  // else one saying `label`); `box` is then shown in `bubble`, its first field focused.
+  function answerButtons(box, bubble, confirming, label, decide) {
+    const buttons = el("div", "actions");
+    const button = (text, cls, confirmed) => {
+      const b = el("button", cls, text);
+      b.type = "button";
+      b.addEventListener("click", () => decide(confirmed));
+      buttons.appendChild(b);
+    };
+    if (confirming) {
+      button("Confirm", null, true);
+      button("Reject", "secondary", false);
+    } else {
+      button(label, null, true);
     }
     box.appendChild(buttons);
     bubble.appendChild(box);
     (box.querySelector("input, textarea") || buttons.querySelector("button")).focus();
+  }
+
+  // Sends a paused run's answers (`fields` of its continue form) and shows how it carries on.
+  async function continueRun(runId, fields) {
+    const body = new FormData();
+    for (const [name, value] of Object.entries(fields)) body.set(name, value);
+    body.set("session_id", form.dataset.session);
+    body.set("stream", "true");
+    const next = el("div", "msg assistant");
+    transcript.appendChild(next);
+    await send(`${base}/api/${kind}/${encodeURIComponent(id)}/runs/${encodeURIComponent(runId)}/continue`, body, next);
   }
 
   async function send(url, body, bubble) {
