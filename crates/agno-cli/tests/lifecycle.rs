@@ -324,6 +324,11 @@ async fn upload_text(port: u16, name: &str, text: String) -> String {
         .send()
         .await
         .unwrap();
+    processing_id(resp).await
+}
+
+/// The id of the content an upload answered with: 202, still `processing`.
+async fn processing_id(resp: reqwest::Response) -> String {
     assert_eq!(resp.status(), 202);
     let body: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(body["status"], "processing", "{body}");
@@ -364,10 +369,7 @@ async fn add_content(port: u16, from: &ContentFrom<'_>, name: &str, text: String
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), 202);
-    let body: serde_json::Value = resp.json().await.unwrap();
-    assert_eq!(body["status"], "processing", "{body}");
-    body["id"].as_str().unwrap().to_owned()
+    processing_id(resp).await
 }
 
 /// The ingestion of a large content (an upload, or an S3 object) survives `kill -9` of the replica
