@@ -8,39 +8,43 @@ use agno_core::{
 use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
-use sqlx::Database;
 
-use super::listing::{Listing, count_of, readable};
-use super::{Columns, Dialect, SqlDb, SqlFamily, changed, rows};
+use super::listing::{Listing, count_of};
+use super::record::{Column, SqlRecord, get_one, insert_new, readable};
+use super::{Dialect, SqlDb, SqlFamily, changed};
 
-/// The columns of the approvals table, in table order.
-pub(crate) const APPROVAL_COLUMNS: [&str; 25] = [
-    "id",
-    "run_id",
-    "session_id",
-    "status",
-    "source_type",
-    "approval_type",
-    "pause_type",
-    "tool_name",
-    "tool_args",
-    "expires_at",
-    "agent_id",
-    "team_id",
-    "workflow_id",
-    "user_id",
-    "schedule_id",
-    "schedule_run_id",
-    "source_name",
-    "requirements",
-    "context",
-    "resolution_data",
-    "resolved_by",
-    "resolved_at",
-    "created_at",
-    "updated_at",
-    "run_status",
-];
+impl SqlRecord for ApprovalRecord {
+    const NOUN: &'static str = "approval";
+    const TABLE: &'static str = "agno_approvals";
+    const KEY: &'static str = "id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("id").required(),
+        Column::text("run_id").required(),
+        Column::text("session_id").required(),
+        Column::text("status").required(),
+        Column::text("source_type").required(),
+        Column::text("approval_type"),
+        Column::text("pause_type").required(),
+        Column::text("tool_name"),
+        Column::object("tool_args"),
+        Column::int("expires_at"),
+        Column::text("agent_id"),
+        Column::text("team_id"),
+        Column::text("workflow_id"),
+        Column::text("user_id"),
+        Column::text("schedule_id"),
+        Column::text("schedule_run_id"),
+        Column::free_text("source_name"),
+        Column::list("requirements"),
+        Column::object("context"),
+        Column::object("resolution_data"),
+        Column::free_text("resolved_by"),
+        Column::int("resolved_at"),
+        Column::int("created_at").required(),
+        Column::int("updated_at"),
+        Column::text("run_status"),
+    ];
+}
 
 /// The indexed columns of the approvals table, as Agno indexes them (each alone).
 pub(crate) const APPROVAL_INDEXES: [&str; 14] = [
@@ -59,77 +63,6 @@ pub(crate) const APPROVAL_INDEXES: [&str; 14] = [
     "created_at",
     "run_status",
 ];
-
-/// An approval read back from a row of the approvals table.
-fn approval_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<ApprovalRecord> {
-    let c = Columns::<D>::of(row, "agno_approvals");
-    let list = |column: &str| -> DbResult<Option<Vec<Value>>> {
-        Ok(match c.json(column)? {
-            Some(Value::Array(items)) => Some(items),
-            _ => None,
-        })
-    };
-    Ok(ApprovalRecord {
-        id: c.text("id")?.unwrap_or_default(),
-        run_id: c.text("run_id")?.unwrap_or_default(),
-        session_id: c.text("session_id")?.unwrap_or_default(),
-        status: c.text("status")?.unwrap_or_default(),
-        source_type: c.text("source_type")?.unwrap_or_default(),
-        approval_type: c.text("approval_type")?,
-        pause_type: c.text("pause_type")?.unwrap_or_default(),
-        tool_name: c.text("tool_name")?,
-        tool_args: c.object("tool_args")?,
-        expires_at: c.int("expires_at")?,
-        agent_id: c.text("agent_id")?,
-        team_id: c.text("team_id")?,
-        workflow_id: c.text("workflow_id")?,
-        user_id: c.text("user_id")?,
-        schedule_id: c.text("schedule_id")?,
-        schedule_run_id: c.text("schedule_run_id")?,
-        source_name: c.text("source_name")?,
-        requirements: list("requirements")?,
-        context: c.object("context")?,
-        resolution_data: c.object("resolution_data")?,
-        resolved_by: c.text("resolved_by")?,
-        resolved_at: c.int("resolved_at")?,
-        created_at: c.int("created_at")?.unwrap_or_default(),
-        updated_at: c.int("updated_at")?,
-        run_status: c.text("run_status")?,
-    })
-}
-
-/// The values of [`APPROVAL_COLUMNS`] for `a`; its free texts as the database can store them.
-fn approval_cells<D: Dialect>(a: &ApprovalRecord) -> [Cell; 25] {
-    let text = |s: &str| Cell::Text(Some(s.to_owned()));
-    let object = |m: &Option<serde_json::Map<String, Value>>| Cell::Json(m.clone().map(Value::Object));
-    [
-        text(&a.id),
-        text(&a.run_id),
-        text(&a.session_id),
-        text(&a.status),
-        text(&a.source_type),
-        Cell::Text(a.approval_type.clone()),
-        text(&a.pause_type),
-        Cell::Text(a.tool_name.clone()),
-        object(&a.tool_args),
-        Cell::Int(a.expires_at),
-        Cell::Text(a.agent_id.clone()),
-        Cell::Text(a.team_id.clone()),
-        Cell::Text(a.workflow_id.clone()),
-        Cell::Text(a.user_id.clone()),
-        Cell::Text(a.schedule_id.clone()),
-        Cell::Text(a.schedule_run_id.clone()),
-        Cell::Text(D::storable(a.source_name.as_deref())),
-        Cell::Json(a.requirements.clone().map(Value::Array)),
-        object(&a.context),
-        object(&a.resolution_data),
-        Cell::Text(D::storable(a.resolved_by.as_deref())),
-        Cell::Int(a.resolved_at),
-        Cell::Int(Some(a.created_at)),
-        Cell::Int(a.updated_at),
-        Cell::Text(a.run_status.clone()),
-    ]
-}
 
 /// The approvals a listing asks for (every filter, byte for byte).
 fn query_condition<D: Dialect>(q: &ApprovalQuery) -> Condition {
@@ -150,43 +83,26 @@ fn lapsed(now: i64) -> Condition {
 #[async_trait::async_trait]
 impl<A: SqlFamily> ApprovalStore for SqlDb<A> {
     async fn create_approval(&self, approval: &ApprovalRecord) -> DbResult<()> {
-        let db = &self.0;
-        let values = super::values::<A::D>(approval_cells::<A::D>(approval))?;
-        let mut insert = Query::insert();
-        insert.into_table(db.table_ref(&db.tables().approvals)).columns(APPROVAL_COLUMNS).values(values).map_err(
-            |e| DbError::new(DbErrorKind::Other, format!("cannot build the insert of approval {}: {e}", approval.id)),
-        )?;
-        let id = &approval.id;
-        match changed(db, insert.build_sqlx(A::D::builder()), &format!("cannot write approval {id}")).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == DbErrorKind::Conflict => {
-                Err(DbError::new(DbErrorKind::Conflict, format!("approval {id} already exists")).with_source(e))
-            }
-            Err(e) => Err(e),
-        }
+        insert_new(&self.0, &self.0.tables().approvals, approval).await
     }
 
     async fn get_approval(&self, id: &str) -> DbResult<Option<ApprovalRecord>> {
-        let db = &self.0;
-        let select = Query::select()
-            .columns(APPROVAL_COLUMNS)
-            .from(db.table_ref(&db.tables().approvals))
-            .and_where(Expr::col("id").eq(id))
-            .build_sqlx(A::D::builder());
-        let found = rows(db, select, &format!("cannot read approval {id}")).await?;
-        found.first().map(approval_from_row::<A::D>).transpose()
+        get_one(&self.0, &self.0.tables().approvals, id, Condition::all()).await
     }
 
     async fn get_approvals(&self, q: &ApprovalQuery) -> DbResult<(Vec<ApprovalRecord>, u64)> {
         let db = &self.0;
-        let (found, total) =
-            Listing::<A::D>::of(db.table_ref(&db.tables().approvals), APPROVAL_COLUMNS, query_condition::<A::D>(q))
-                .by_never_null("created_at", SortOrder::Desc)
-                .then_by_bytes("id", SortOrder::Desc)
-                .page(q.limit, q.page)
-                .fetch(db, "approvals")
-                .await?;
-        Ok((readable::<A::D, _>(&found, "approval", "id", approval_from_row::<A::D>), total))
+        let (found, total) = Listing::<A::D>::of(
+            db.table_ref(&db.tables().approvals),
+            ApprovalRecord::names(),
+            query_condition::<A::D>(q),
+        )
+        .by_never_null("created_at", SortOrder::Desc)
+        .then_by_bytes("id", SortOrder::Desc)
+        .page(q.limit, q.page)
+        .fetch(db, "approvals")
+        .await?;
+        Ok((readable::<A::D, ApprovalRecord>(&found), total))
     }
 
     /// One conditional update (pending, not lapsed); when it changes nothing, the row says why

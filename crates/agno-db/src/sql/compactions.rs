@@ -1,59 +1,30 @@
 //! `agno_compactions` as every SQL adapter writes and reads it: Agno 3.1's 11 columns, a record
 //! written once (a second write of the same id changes nothing), read newest first per session.
 
-use agno_core::{Cell, CompactionRecord, CompactionStore, DbError, DbErrorKind, DbResult};
+use agno_core::{CompactionRecord, CompactionStore, DbResult};
 use sea_query::{Condition, Expr, ExprTrait, Func, LikeExpr, OnConflict, Order, Query};
 use sea_query_sqlx::SqlxBinder;
-use sqlx::Database;
 
-use super::{Columns, Dialect, SqlDb, SqlFamily, changed, rows};
+use super::record::{Column, SqlRecord, insert_of};
+use super::{Dialect, SqlDb, SqlFamily, changed, rows};
 
-/// The columns of the compactions table, in table order.
-pub(crate) const COMPACTION_COLUMNS: [&str; 11] = [
-    "compaction_id",
-    "session_id",
-    "run_id",
-    "user_id",
-    "first_kept_message_id",
-    "summary",
-    "archived_messages",
-    "messages_compacted",
-    "tokens_before",
-    "tokens_after",
-    "created_at",
-];
-
-fn compaction_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<CompactionRecord> {
-    let c = Columns::<D>::of(row, "agno_compactions");
-    Ok(CompactionRecord {
-        compaction_id: c.text("compaction_id")?.unwrap_or_default(),
-        session_id: c.text("session_id")?.unwrap_or_default(),
-        run_id: c.text("run_id")?,
-        user_id: c.text("user_id")?,
-        first_kept_message_id: c.text("first_kept_message_id")?,
-        summary: c.text("summary")?,
-        archived_messages: c.text("archived_messages")?,
-        messages_compacted: c.int("messages_compacted")?,
-        tokens_before: c.int("tokens_before")?,
-        tokens_after: c.int("tokens_after")?,
-        created_at: c.int("created_at")?.unwrap_or_default(),
-    })
-}
-
-fn compaction_cells<D: Dialect>(r: &CompactionRecord) -> [Cell; 11] {
-    [
-        Cell::Text(Some(r.compaction_id.clone())),
-        Cell::Text(Some(r.session_id.clone())),
-        Cell::Text(r.run_id.clone()),
-        Cell::Text(r.user_id.clone()),
-        Cell::Text(r.first_kept_message_id.clone()),
-        Cell::Text(D::storable(r.summary.as_deref())),
-        Cell::Text(D::storable(r.archived_messages.as_deref())),
-        Cell::Int(r.messages_compacted),
-        Cell::Int(r.tokens_before),
-        Cell::Int(r.tokens_after),
-        Cell::Int(Some(r.created_at)),
-    ]
+impl SqlRecord for CompactionRecord {
+    const NOUN: &'static str = "compaction";
+    const TABLE: &'static str = "agno_compactions";
+    const KEY: &'static str = "compaction_id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("compaction_id").required(),
+        Column::text("session_id").required(),
+        Column::text("run_id"),
+        Column::text("user_id"),
+        Column::text("first_kept_message_id"),
+        Column::free_text("summary"),
+        Column::free_text("archived_messages"),
+        Column::int("messages_compacted"),
+        Column::int("tokens_before"),
+        Column::int("tokens_after"),
+        Column::int("created_at").required(),
+    ];
 }
 
 /// The records of `session_id` matching `filter`, newest first, at most `limit`.
@@ -66,7 +37,7 @@ async fn compactions_where<A: SqlFamily>(
     let db = &this.0;
     let mut select = Query::select();
     select
-        .columns(COMPACTION_COLUMNS)
+        .columns(CompactionRecord::names())
         .from(db.table_ref(&db.tables().compactions))
         .and_where(Expr::col("session_id").eq(session_id))
         .cond_where(filter)
@@ -78,22 +49,16 @@ async fn compactions_where<A: SqlFamily>(
     let found =
         rows(db, select.build_sqlx(A::D::builder()), &format!("cannot read the compactions of session {session_id}"))
             .await?;
-    found.iter().map(compaction_from_row::<A::D>).collect()
+    found.iter().map(CompactionRecord::from_row::<A::D>).collect()
 }
 
 #[async_trait::async_trait]
 impl<A: SqlFamily> CompactionStore for SqlDb<A> {
     async fn upsert_compaction(&self, record: &CompactionRecord) -> DbResult<()> {
         let db = &self.0;
-        let values = super::values::<A::D>(compaction_cells::<A::D>(record))?;
-        let what = format!("cannot write compaction {}", record.compaction_id);
-        let mut insert = Query::insert();
-        insert
-            .into_table(db.table_ref(&db.tables().compactions))
-            .columns(COMPACTION_COLUMNS)
-            .values(values)
-            .map_err(|e| DbError::new(DbErrorKind::Other, format!("{what}: {e}")))?
-            .on_conflict(OnConflict::column("compaction_id").do_nothing_on(["compaction_id"]).to_owned());
+        let (id, mut insert) = insert_of(db, &db.tables().compactions, record)?;
+        insert.on_conflict(OnConflict::column("compaction_id").do_nothing_on(["compaction_id"]).to_owned());
+        let what = format!("cannot write compaction {id}");
         changed(db, insert.build_sqlx(A::D::builder()), &what).await?;
         Ok(())
     }

@@ -5,37 +5,71 @@
 
 use agno_core::components::catalog::{Catalog, CatalogChange, CatalogPlan, Put, Written};
 use agno_core::{
-    Cell, ComponentConfig, ComponentError, ComponentErrorKind, ComponentLink, ComponentQuery, ComponentRecord,
+    ComponentConfig, ComponentError, ComponentErrorKind, ComponentLink, ComponentQuery, ComponentRecord,
     ComponentStore, DbResult, SortOrder,
 };
 use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
-use serde_json::Value;
-use sqlx::Database;
 
-use super::listing::{Listing, readable};
-use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, Violation, rows};
+use super::listing::Listing;
+use super::record::{Column, SqlRecord, insert_of, readable};
+use super::{Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, Violation, rows};
 
-/// The columns of the components table, in table order.
-pub(crate) const COMPONENT_COLUMNS: [&str; 10] = [
-    "component_id",
-    "component_type",
-    "name",
-    "user_id",
-    "description",
-    "current_version",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "deleted_at",
-];
+impl SqlRecord for ComponentRecord {
+    const NOUN: &'static str = "component";
+    const TABLE: &'static str = "agno_components";
+    const KEY: &'static str = "component_id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("component_id").required(),
+        Column::text("component_type").required(),
+        Column::free_text("name"),
+        Column::text("user_id"),
+        Column::free_text("description"),
+        Column::int("current_version"),
+        Column::object("metadata"),
+        Column::int("created_at").required(),
+        Column::int("updated_at"),
+        Column::int("deleted_at"),
+    ];
+}
+
+/// A config version; a row read without `config` (see [`CONFIG_HEADS`]) has an empty one.
+impl SqlRecord for ComponentConfig {
+    const NOUN: &'static str = "component config";
+    const TABLE: &'static str = "agno_component_configs";
+    const KEY: &'static str = "component_id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("component_id").required(),
+        Column::int("version").required(),
+        Column::free_text("label"),
+        Column::text("stage").required(),
+        Column::object("config").required(),
+        Column::free_text("notes"),
+        Column::int("created_at").required(),
+        Column::int("updated_at"),
+    ];
+}
+
+impl SqlRecord for ComponentLink {
+    const NOUN: &'static str = "component link";
+    const TABLE: &'static str = "agno_component_links";
+    const KEY: &'static str = "parent_component_id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("parent_component_id").required(),
+        Column::int("parent_version").required(),
+        Column::text("link_kind").required(),
+        Column::text("link_key").required(),
+        Column::text("child_component_id").required(),
+        Column::int("child_version"),
+        Column::int("position").required(),
+        Column::json("meta"),
+        Column::int("created_at"),
+        Column::int("updated_at"),
+    ];
+}
 
 /// The indexed columns of the components table (each alone, as Agno indexes them).
 pub(crate) const COMPONENT_INDEXES: [&str; 5] = ["component_type", "name", "user_id", "current_version", "created_at"];
-
-/// The columns of the configs table, in table order.
-pub(crate) const CONFIG_COLUMNS: [&str; 8] =
-    ["component_id", "version", "label", "stage", "config", "notes", "created_at", "updated_at"];
 
 /// The config columns every catalog write reads of other components' versions (not `config`).
 const CONFIG_HEADS: [&str; 7] = ["component_id", "version", "label", "stage", "notes", "created_at", "updated_at"];
@@ -43,112 +77,8 @@ const CONFIG_HEADS: [&str; 7] = ["component_id", "version", "label", "stage", "n
 /// The indexed columns of the configs table.
 pub(crate) const CONFIG_INDEXES: [&str; 2] = ["stage", "created_at"];
 
-/// The columns of the links table, in table order.
-pub(crate) const LINK_COLUMNS: [&str; 10] = [
-    "parent_component_id",
-    "parent_version",
-    "link_kind",
-    "link_key",
-    "child_component_id",
-    "child_version",
-    "position",
-    "meta",
-    "created_at",
-    "updated_at",
-];
-
 /// The indexed columns of the links table.
 pub(crate) const LINK_INDEXES: [&str; 2] = ["link_kind", "created_at"];
-
-fn component_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<ComponentRecord> {
-    let c = Columns::<D>::of(row, "agno_components");
-    Ok(ComponentRecord {
-        component_id: c.text("component_id")?.unwrap_or_default(),
-        component_type: c.text("component_type")?.unwrap_or_default(),
-        name: c.text("name")?,
-        user_id: c.text("user_id")?,
-        description: c.text("description")?,
-        current_version: c.int("current_version")?,
-        metadata: c.object("metadata")?,
-        created_at: c.int("created_at")?.unwrap_or_default(),
-        updated_at: c.int("updated_at")?,
-        deleted_at: c.int("deleted_at")?,
-    })
-}
-
-fn component_cells<D: Dialect>(r: &ComponentRecord) -> [Cell; 10] {
-    [
-        Cell::Text(Some(r.component_id.clone())),
-        Cell::Text(Some(r.component_type.clone())),
-        Cell::Text(D::storable(r.name.as_deref())),
-        Cell::Text(r.user_id.clone()),
-        Cell::Text(D::storable(r.description.as_deref())),
-        Cell::Int(r.current_version),
-        Cell::Json(r.metadata.clone().map(Value::Object)),
-        Cell::Int(Some(r.created_at)),
-        Cell::Int(r.updated_at),
-        Cell::Int(r.deleted_at),
-    ]
-}
-
-/// A config version from its row (a row read without `config` has an empty one).
-fn config_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<ComponentConfig> {
-    let c = Columns::<D>::of(row, "agno_component_configs");
-    Ok(ComponentConfig {
-        component_id: c.text("component_id")?.unwrap_or_default(),
-        version: c.int("version")?.unwrap_or_default(),
-        label: c.text("label")?,
-        stage: c.text("stage")?.unwrap_or_default(),
-        config: if c.has("config") { c.object("config")?.unwrap_or_default() } else { serde_json::Map::new() },
-        notes: c.text("notes")?,
-        created_at: c.int("created_at")?.unwrap_or_default(),
-        updated_at: c.int("updated_at")?,
-    })
-}
-
-fn config_cells<D: Dialect>(r: &ComponentConfig) -> [Cell; 8] {
-    [
-        Cell::Text(Some(r.component_id.clone())),
-        Cell::Int(Some(r.version)),
-        Cell::Text(D::storable(r.label.as_deref())),
-        Cell::Text(Some(r.stage.clone())),
-        Cell::Json(Some(Value::Object(r.config.clone()))),
-        Cell::Text(D::storable(r.notes.as_deref())),
-        Cell::Int(Some(r.created_at)),
-        Cell::Int(r.updated_at),
-    ]
-}
-
-fn link_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<ComponentLink> {
-    let c = Columns::<D>::of(row, "agno_component_links");
-    Ok(ComponentLink {
-        parent_component_id: c.text("parent_component_id")?.unwrap_or_default(),
-        parent_version: c.int("parent_version")?.unwrap_or_default(),
-        link_kind: c.text("link_kind")?.unwrap_or_default(),
-        link_key: c.text("link_key")?.unwrap_or_default(),
-        child_component_id: c.text("child_component_id")?.unwrap_or_default(),
-        child_version: c.int("child_version")?,
-        position: c.int("position")?.unwrap_or_default(),
-        meta: c.json("meta")?,
-        created_at: c.int("created_at")?,
-        updated_at: c.int("updated_at")?,
-    })
-}
-
-fn link_cells(r: &ComponentLink) -> [Cell; 10] {
-    [
-        Cell::Text(Some(r.parent_component_id.clone())),
-        Cell::Int(Some(r.parent_version)),
-        Cell::Text(Some(r.link_kind.clone())),
-        Cell::Text(Some(r.link_key.clone())),
-        Cell::Text(Some(r.child_component_id.clone())),
-        Cell::Int(r.child_version),
-        Cell::Int(Some(r.position)),
-        Cell::Json(r.meta.clone()),
-        Cell::Int(r.created_at),
-        Cell::Int(r.updated_at),
-    ]
-}
 
 /// Decodes `rows` with `read`, failing on the first row that does not decode (a catalog write
 /// never plans over part of the catalog).
@@ -160,11 +90,12 @@ fn all<D: Dialect, T>(rows: &[super::Row<D>], read: impl Fn(&super::Row<D>) -> D
 async fn read_catalog<A: SqlAdapter>(db: &A, tx: &mut Tx<'_, A>, target: &str) -> DbResult<Catalog> {
     let t = db.tables();
     let b = || A::D::builder();
-    let components = Query::select().columns(COMPONENT_COLUMNS).from(db.table_ref(&t.components)).build_sqlx(b());
     let components =
-        all::<A::D, _>(&tx.rows(components, "cannot read the components").await?, component_from_row::<A::D>)?;
+        Query::select().columns(ComponentRecord::names()).from(db.table_ref(&t.components)).build_sqlx(b());
+    let components =
+        all::<A::D, _>(&tx.rows(components, "cannot read the components").await?, ComponentRecord::from_row::<A::D>)?;
     let own = Query::select()
-        .columns(CONFIG_COLUMNS)
+        .columns(ComponentConfig::names())
         .from(db.table_ref(&t.component_configs))
         .and_where(A::D::exact("component_id", target))
         .build_sqlx(b());
@@ -174,50 +105,38 @@ async fn read_catalog<A: SqlAdapter>(db: &A, tx: &mut Tx<'_, A>, target: &str) -
         .and_where(A::D::exact("component_id", target).not())
         .build_sqlx(b());
     let mut configs =
-        all::<A::D, _>(&tx.rows(own, "cannot read the component's configs").await?, config_from_row::<A::D>)?;
-    configs.extend(all::<A::D, _>(&tx.rows(others, "cannot read the configs").await?, config_from_row::<A::D>)?);
-    let links = Query::select().columns(LINK_COLUMNS).from(db.table_ref(&t.component_links)).build_sqlx(b());
-    let links = all::<A::D, _>(&tx.rows(links, "cannot read the component links").await?, link_from_row::<A::D>)?;
+        all::<A::D, _>(&tx.rows(own, "cannot read the component's configs").await?, ComponentConfig::from_row::<A::D>)?;
+    configs
+        .extend(all::<A::D, _>(&tx.rows(others, "cannot read the configs").await?, ComponentConfig::from_row::<A::D>)?);
+    let links = Query::select().columns(ComponentLink::names()).from(db.table_ref(&t.component_links)).build_sqlx(b());
+    let links =
+        all::<A::D, _>(&tx.rows(links, "cannot read the component links").await?, ComponentLink::from_row::<A::D>)?;
     Ok(Catalog::from_rows(components, configs, links))
 }
 
-/// A row of `table` to write: its cells in `columns` order, the first `keys` of them its key.
-struct RowWrite<'a, const N: usize> {
-    table: &'a str,
-    columns: [&'static str; N],
-    keys: usize,
-    cells: [Cell; N],
-}
-
-/// Writes `row`: an insert when `new`, else an update of its columns outside the key (found by
-/// `key`). A new row whose key exists is refused with `taken`.
-async fn put_row<A: SqlAdapter, const N: usize>(
+/// Writes `row` into `table`: an insert when `new`, else an update of its columns after the
+/// first `keys` (found by `key`). A new row whose key exists is refused with `taken`.
+async fn put_row<A: SqlAdapter, R: SqlRecord>(
     db: &A,
     tx: &mut Tx<'_, A>,
-    row: RowWrite<'_, N>,
+    (table, row, keys): (&str, &R, usize),
     key: Condition,
     new: bool,
     taken: impl FnOnce() -> ComponentError,
 ) -> Result<(), ComponentError> {
-    let RowWrite { table, columns, keys, cells } = row;
-    let values = super::values::<A::D>(cells)?;
     let what = format!("cannot write a row of {table}");
     if new {
-        let mut insert = Query::insert();
-        insert
-            .into_table(db.table_ref(table))
-            .columns(columns)
-            .values(values)
-            .map_err(|e| agno_core::DbError::new(agno_core::DbErrorKind::Other, format!("{what}: {e}")))?;
+        let (_, insert) = insert_of(db, table, row)?;
         return match tx.try_changed(insert.build_sqlx(A::D::builder())).await {
             Ok(_) => Ok(()),
             Err(e) if A::D::violation(&e) == Some(Violation::PrimaryKey) => Err(taken()),
             Err(e) => Err(A::D::error(&what, e).into()),
         };
     }
+    let values = super::values::<A::D>(row.cells::<A::D>()?)?;
     let mut update = Query::update();
     update.table(db.table_ref(table));
-    for (column, value) in columns.into_iter().zip(values).skip(keys) {
+    for (column, value) in R::names().zip(values).skip(keys) {
         update.value(column, value);
     }
     update.cond_where(key);
@@ -241,10 +160,8 @@ async fn apply<A: SqlAdapter>(
                 format!("Component ID {} is not available", row.component_id),
             )
         };
-        let write =
-            RowWrite { table: &t.components, columns: COMPONENT_COLUMNS, keys: 1, cells: component_cells::<A::D>(row) };
         let key = Condition::all().add(A::D::exact("component_id", &row.component_id));
-        put_row(db, tx, write, key, *new, taken).await?;
+        put_row(db, tx, (&t.components, row, 1), key, *new, taken).await?;
     }
     for Put { row, new } in &change.configs {
         let taken = || {
@@ -253,16 +170,10 @@ async fn apply<A: SqlAdapter>(
                 format!("Concurrent append on {}: version {} was taken", row.component_id, row.version),
             )
         };
-        let write = RowWrite {
-            table: &t.component_configs,
-            columns: CONFIG_COLUMNS,
-            keys: 2,
-            cells: config_cells::<A::D>(row),
-        };
         let key = Condition::all()
             .add(A::D::exact("component_id", &row.component_id))
             .add(Expr::col("version").eq(row.version));
-        put_row(db, tx, write, key, *new, taken).await?;
+        put_row(db, tx, (&t.component_configs, row, 2), key, *new, taken).await?;
     }
     for set in &change.links {
         let delete = Query::delete()
@@ -275,9 +186,9 @@ async fn apply<A: SqlAdapter>(
             continue;
         }
         let mut insert = Query::insert();
-        insert.into_table(db.table_ref(&t.component_links)).columns(LINK_COLUMNS);
+        insert.into_table(db.table_ref(&t.component_links)).columns(ComponentLink::names());
         for link in &set.links {
-            insert.values(super::values::<A::D>(link_cells(link))?).map_err(|e| {
+            insert.values(super::values::<A::D>(link.cells::<A::D>()?)?).map_err(|e| {
                 agno_core::DbError::new(agno_core::DbErrorKind::Other, format!("cannot build the links' insert: {e}"))
             })?;
         }
@@ -336,12 +247,12 @@ impl<A: SqlFamily> ComponentStore for SqlDb<A> {
     ) -> DbResult<Option<ComponentRecord>> {
         let db = &self.0;
         let select = Query::select()
-            .columns(COMPONENT_COLUMNS)
+            .columns(ComponentRecord::names())
             .from(db.table_ref(&db.tables().components))
             .and_where(A::D::exact("component_id", id))
             .build_sqlx(A::D::builder());
         let found = rows(db, select, &format!("cannot read component {id}")).await?;
-        let component = found.first().map(component_from_row::<A::D>).transpose()?;
+        let component = found.first().map(ComponentRecord::from_row::<A::D>).transpose()?;
         Ok(component.filter(|c| c.readable(viewer, include_deleted)))
     }
 
@@ -363,20 +274,21 @@ impl<A: SqlFamily> ComponentStore for SqlDb<A> {
         if let Some(name) = &q.name {
             filter = filter.add(A::D::exact("name", name));
         }
-        let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().components), COMPONENT_COLUMNS, filter)
-            .by_never_null("created_at", SortOrder::Desc)
-            .then_by_bytes("component_id", SortOrder::Asc)
-            .page(q.limit, q.page)
-            .fetch(db, "components")
-            .await?;
-        Ok((readable::<A::D, _>(&found, "component", "component_id", component_from_row::<A::D>), total))
+        let (found, total) =
+            Listing::<A::D>::of(db.table_ref(&db.tables().components), ComponentRecord::names(), filter)
+                .by_never_null("created_at", SortOrder::Desc)
+                .then_by_bytes("component_id", SortOrder::Asc)
+                .page(q.limit, q.page)
+                .fetch(db, "components")
+                .await?;
+        Ok((readable::<A::D, ComponentRecord>(&found), total))
     }
 
     async fn component_configs(&self, id: &str, include_deleted: bool) -> DbResult<Vec<ComponentConfig>> {
         let db = &self.0;
         let mut select = Query::select();
         select
-            .columns(CONFIG_COLUMNS)
+            .columns(ComponentConfig::names())
             .from(db.table_ref(&db.tables().component_configs))
             .and_where(A::D::exact("component_id", id))
             .order_by("version", sea_query::Order::Desc);
@@ -384,7 +296,7 @@ impl<A: SqlFamily> ComponentStore for SqlDb<A> {
             select.and_where(Expr::col("stage").ne(agno_core::components::STAGE_DELETED));
         }
         let found = rows(db, select.build_sqlx(A::D::builder()), &format!("cannot read the configs of {id}")).await?;
-        Ok(readable::<A::D, _>(&found, "component config", "component_id", config_from_row::<A::D>))
+        Ok(readable::<A::D, ComponentConfig>(&found))
     }
 
     async fn catalog_changes(&self) -> DbResult<Option<futures::stream::BoxStream<'static, String>>> {
@@ -394,13 +306,13 @@ impl<A: SqlFamily> ComponentStore for SqlDb<A> {
     async fn component_links(&self, id: &str, version: i64) -> DbResult<Vec<ComponentLink>> {
         let db = &self.0;
         let select = Query::select()
-            .columns(LINK_COLUMNS)
+            .columns(ComponentLink::names())
             .from(db.table_ref(&db.tables().component_links))
             .and_where(A::D::exact("parent_component_id", id))
             .and_where(Expr::col("parent_version").eq(version))
             .order_by("position", sea_query::Order::Asc)
             .build_sqlx(A::D::builder());
         let found = rows(db, select, &format!("cannot read the links of {id} v{version}")).await?;
-        Ok(readable::<A::D, _>(&found, "component link", "parent_component_id", link_from_row::<A::D>))
+        Ok(readable::<A::D, ComponentLink>(&found))
     }
 }

@@ -1,89 +1,35 @@
 //! `agno_eval_runs` as every SQL adapter reads it back.
 
-use agno_core::{
-    Cell, DbError, DbErrorKind, DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, EvalType, now_epoch_secs,
-};
+use agno_core::{DbResult, EvalFilterType, EvalQuery, EvalRunRecord, EvalStore, now_epoch_secs};
 use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
-use serde_json::Value;
-use sqlx::Database;
 
 use super::listing::Listing;
-use super::{Columns, Dialect, SqlDb, SqlFamily, changed, delete_owned, owned_by, rows};
+use super::record::{Column, SqlRecord, get_one, insert_new, readable};
+use super::{Dialect, SqlDb, SqlFamily, changed, delete_owned, owned_by};
 
-/// An eval type as stored (`accuracy`, `agent_as_judge`, ...).
-///
-/// # Errors
-/// The text names no eval type.
-pub(crate) fn parse_eval_type(text: &str, run_id: &str) -> DbResult<EvalType> {
-    serde_json::from_value(Value::String(text.to_owned())).map_err(|e| {
-        DbError::new(DbErrorKind::Other, format!("eval run {run_id} has an unknown eval_type {text:?}")).with_source(e)
-    })
-}
-
-/// An eval run read back from a row of the eval runs table.
-///
-/// # Errors
-/// A column cannot be read, the eval type is unknown, or a JSON column is not JSON.
-pub(crate) fn eval_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<EvalRunRecord> {
-    let c = Columns::<D>::of(row, "agno_eval_runs");
-    let run_id = c.text("run_id")?.unwrap_or_default();
-    Ok(EvalRunRecord {
-        eval_type: parse_eval_type(&c.text("eval_type")?.unwrap_or_default(), &run_id)?,
-        eval_data: c.object("eval_data")?.unwrap_or_default(),
-        eval_input: c.object("eval_input")?,
-        name: c.text("name")?,
-        agent_id: c.text("agent_id")?,
-        team_id: c.text("team_id")?,
-        workflow_id: c.text("workflow_id")?,
-        model_id: c.text("model_id")?,
-        model_provider: c.text("model_provider")?,
-        evaluated_component_name: c.text("evaluated_component_name")?,
-        user_id: c.text("user_id")?,
-        created_at: c.int("created_at")?,
-        updated_at: c.int("updated_at")?,
-        run_id,
-    })
-}
-
-/// The columns of the eval runs table, in table order.
-const COLUMNS: [&str; 14] = [
-    "run_id",
-    "eval_type",
-    "eval_data",
-    "eval_input",
-    "name",
-    "agent_id",
-    "team_id",
-    "workflow_id",
-    "model_id",
-    "model_provider",
-    "evaluated_component_name",
-    "user_id",
-    "created_at",
-    "updated_at",
-];
-
-/// The values of [`COLUMNS`] for `e`. A missing input is stored as JSON `null` (the column is
-/// NOT NULL), as SQLAlchemy stores it.
-fn eval_cells(e: &EvalRunRecord) -> [Cell; 14] {
-    let text = |v: &Option<String>| Cell::Text(v.clone());
-    [
-        Cell::Text(Some(e.run_id.clone())),
-        Cell::Text(Some(e.eval_type.as_str().to_owned())),
-        Cell::Json(Some(Value::Object(e.eval_data.clone()))),
-        Cell::Json(Some(e.eval_input.clone().map_or(Value::Null, Value::Object))),
-        text(&e.name),
-        text(&e.agent_id),
-        text(&e.team_id),
-        text(&e.workflow_id),
-        text(&e.model_id),
-        text(&e.model_provider),
-        text(&e.evaluated_component_name),
-        text(&e.user_id),
-        Cell::Int(e.created_at),
-        Cell::Int(e.updated_at),
-    ]
+/// An eval run: its type as stored (`accuracy`, `agent_as_judge`, ...); a missing input is
+/// stored as JSON `null` (the column is NOT NULL), as SQLAlchemy stores it.
+impl SqlRecord for EvalRunRecord {
+    const NOUN: &'static str = "eval run";
+    const TABLE: &'static str = "agno_eval_runs";
+    const KEY: &'static str = "run_id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("run_id").required(),
+        Column::text("eval_type").required(),
+        Column::object("eval_data").required(),
+        Column::object("eval_input").json_null(),
+        Column::text("name"),
+        Column::text("agent_id"),
+        Column::text("team_id"),
+        Column::text("workflow_id"),
+        Column::text("model_id"),
+        Column::text("model_provider"),
+        Column::text("evaluated_component_name"),
+        Column::text("user_id"),
+        Column::int("created_at"),
+        Column::int("updated_at"),
+    ];
 }
 
 /// The conditions of a listing.
@@ -122,46 +68,26 @@ impl<A: SqlFamily> EvalStore for SqlDb<A> {
         let mut row = record.clone();
         row.created_at = Some(row.created_at.unwrap_or(now));
         row.updated_at = Some(row.updated_at.unwrap_or(now));
-        let values = super::values::<A::D>(eval_cells(&row))?;
-        let mut insert = Query::insert();
-        insert
-            .into_table(db.table_ref(&db.tables().evals))
-            .columns(COLUMNS)
-            .values(values)
-            .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot build the insert of eval run: {e}")))?;
-        let id = &row.run_id;
-        match changed(db, insert.build_sqlx(A::D::builder()), &format!("cannot write eval run {id}")).await {
-            Ok(_) => Ok(row),
-            Err(e) if e.kind() == DbErrorKind::Conflict => {
-                Err(DbError::new(DbErrorKind::Conflict, format!("eval run {id} already exists")).with_source(e))
-            }
-            Err(e) => Err(e),
-        }
+        insert_new(db, &db.tables().evals, &row).await?;
+        Ok(row)
     }
 
     async fn get_eval_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<EvalRunRecord>> {
-        let db = &self.0;
-        let select = Query::select()
-            .columns(COLUMNS)
-            .from(db.table_ref(&db.tables().evals))
-            .and_where(Expr::col("run_id").eq(run_id))
-            .cond_where(owned_by::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
-        let found = rows(db, select, &format!("cannot read eval run {run_id}")).await?;
-        found.first().map(eval_from_row::<A::D>).transpose()
+        get_one(&self.0, &self.0.tables().evals, run_id, owned_by::<A::D>(user_id)).await
     }
 
     /// A page of the listing (by `created_at`, NULL oldest, then by the bytes of `run_id`) and the
     /// number of matching runs; a row no reader can decode is left out.
     async fn get_eval_runs(&self, q: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
         let db = &self.0;
-        let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().evals), COLUMNS, listing::<A::D>(q))
-            .by(Expr::col("created_at"), q.sort_order)
-            .then_by_bytes("run_id", q.sort_order)
-            .page(q.limit, q.page)
-            .fetch(db, "eval runs")
-            .await?;
-        let evals = super::listing::readable::<A::D, _>(&found, "eval run", "run_id", eval_from_row::<A::D>);
+        let (found, total) =
+            Listing::<A::D>::of(db.table_ref(&db.tables().evals), EvalRunRecord::names(), listing::<A::D>(q))
+                .by(Expr::col("created_at"), q.sort_order)
+                .then_by_bytes("run_id", q.sort_order)
+                .page(q.limit, q.page)
+                .fetch(db, "eval runs")
+                .await?;
+        let evals = readable::<A::D, EvalRunRecord>(&found);
         Ok((evals, total))
     }
 

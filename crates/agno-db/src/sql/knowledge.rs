@@ -1,55 +1,34 @@
 //! `agno_knowledge` (the contents of knowledge bases) as every SQL adapter reads it back.
 
-use agno_core::{Cell, DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore};
-use sea_query::{Condition, Expr, ExprTrait, Query};
-use sea_query_sqlx::SqlxBinder;
-use sqlx::Database;
+use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, KnowledgeSort, KnowledgeStore};
+use sea_query::{Condition, Expr, ExprTrait};
 
 use super::listing::Listing;
-use super::upsert::{Owned, upsert_owned};
-use super::{Columns, Dialect, SqlDb, SqlFamily, changed, delete_owned, rows};
+use super::record::{Column, SqlRecord, get_one, readable};
+use super::upsert::upsert_owned;
+use super::{Dialect, SqlDb, SqlFamily, changed, delete_owned};
 
-/// A content row read back from a row of the knowledge table.
-///
-/// # Errors
-/// A column cannot be read, or `metadata` holds text that is not JSON.
-pub(crate) fn knowledge_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<KnowledgeRow> {
-    let c = Columns::<D>::of(row, "agno_knowledge");
-    Ok(KnowledgeRow {
-        id: c.text("id")?,
-        name: c.text("name")?.unwrap_or_default(),
-        description: c.text("description")?.unwrap_or_default(),
-        metadata: c.object("metadata")?,
-        kind: c.text("type")?,
-        size: c.int("size")?,
-        linked_to: c.text("linked_to")?,
-        access_count: c.int("access_count")?,
-        status: c.text("status")?,
-        status_message: c.text("status_message")?,
-        user_id: c.text("user_id")?,
-        created_at: c.int("created_at")?,
-        updated_at: c.int("updated_at")?,
-        external_id: c.text("external_id")?,
-    })
+impl SqlRecord for KnowledgeRow {
+    const NOUN: &'static str = "knowledge content";
+    const TABLE: &'static str = "agno_knowledge";
+    const KEY: &'static str = "id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("id"),
+        Column::text("name").required(),
+        Column::text("description").required(),
+        Column::object("metadata"),
+        Column::text("type"),
+        Column::int("size"),
+        Column::text("linked_to"),
+        Column::int("access_count"),
+        Column::text("status"),
+        Column::text("status_message"),
+        Column::int("created_at"),
+        Column::int("updated_at"),
+        Column::text("external_id"),
+        Column::text("user_id"),
+    ];
 }
-
-/// The columns of the knowledge table, in table order.
-const COLUMNS: [&str; 14] = [
-    "id",
-    "name",
-    "description",
-    "metadata",
-    "type",
-    "size",
-    "linked_to",
-    "access_count",
-    "status",
-    "status_message",
-    "created_at",
-    "updated_at",
-    "external_id",
-    "user_id",
-];
 
 /// The rows `user_id` (none: unscoped) may see: its own and the shared ones.
 fn visible_to<D: Dialect>(user_id: Option<&str>) -> Condition {
@@ -76,36 +55,20 @@ impl<A: SqlFamily> KnowledgeStore for SqlDb<A> {
     /// another user's content is a conflict and is left as it is.
     async fn upsert_knowledge_content(&self, content: &KnowledgeRow) -> DbResult<KnowledgeRow> {
         let db = &self.0;
-        let row = content;
-        let id = row.id.clone().unwrap_or_else(agno_core::new_id);
+        let id = content.id.clone().unwrap_or_else(agno_core::new_id);
         let now = agno_core::now_epoch_secs();
-        let record = Owned {
-            table: &db.tables().knowledge,
-            key: ("id", &id),
-            cells: vec![
-                ("id", Cell::Text(Some(id.clone()))),
-                ("name", Cell::Text(Some(row.name.clone()))),
-                ("description", Cell::Text(Some(row.description.clone()))),
-                ("metadata", Cell::Json(row.metadata.clone().map(serde_json::Value::Object))),
-                ("type", Cell::Text(row.kind.clone())),
-                ("size", Cell::Int(row.size)),
-                ("linked_to", Cell::Text(row.linked_to.clone())),
-                ("access_count", Cell::Int(row.access_count)),
-                ("status", Cell::Text(row.status.clone())),
-                ("status_message", Cell::Text(row.status_message.clone())),
-                ("created_at", Cell::Int(Some(row.created_at.unwrap_or(now)))),
-                ("updated_at", Cell::Int(Some(now))),
-                ("external_id", Cell::Text(row.external_id.clone())),
-                ("user_id", Cell::Text(row.user_id.clone())),
-            ],
-            kept: &["id", "created_at"],
-            read_back: &COLUMNS,
+        let row = KnowledgeRow {
+            id: Some(id.clone()),
+            created_at: Some(content.created_at.unwrap_or(now)),
+            updated_at: Some(now),
+            ..content.clone()
         };
         let writer = row.user_id.clone();
         let may_replace = |owner: Option<&str>| writer.is_none() || owner == writer.as_deref();
         let what = format!("cannot write knowledge content {id}");
-        match upsert_owned(db, &record, may_replace, &what).await? {
-            Some(stored) => knowledge_from_row::<A::D>(&stored),
+        let table = &db.tables().knowledge;
+        match upsert_owned(db, (table, &row), &["id", "created_at"], may_replace, &what).await? {
+            Some(stored) => Ok(stored),
             None => Err(DbError::new(DbErrorKind::Conflict, format!("knowledge content {id} belongs to another user"))),
         }
     }
@@ -113,14 +76,7 @@ impl<A: SqlFamily> KnowledgeStore for SqlDb<A> {
     /// The row, when the caller may see it.
     async fn get_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<KnowledgeRow>> {
         let db = &self.0;
-        let select = Query::select()
-            .columns(COLUMNS)
-            .from(db.table_ref(&db.tables().knowledge))
-            .and_where(Expr::col("id").eq(id))
-            .cond_where(visible_to::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
-        let found = rows(db, select, &format!("cannot read knowledge content {id}")).await?;
-        found.first().map(knowledge_from_row::<A::D>).transpose()
+        get_one(db, &db.tables().knowledge, id, visible_to::<A::D>(user_id)).await
     }
 
     /// A page of the listing (in the query's order, NULL lowest, names and then ids by their bytes)
@@ -132,13 +88,14 @@ impl<A: SqlFamily> KnowledgeStore for SqlDb<A> {
             KnowledgeSort::UpdatedAt => Expr::col("updated_at"),
             KnowledgeSort::Name => A::D::byte_order("name"),
         };
-        let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().knowledge), COLUMNS, listing::<A::D>(q))
-            .by(by, q.sort_order)
-            .then_by_bytes("id", q.sort_order)
-            .page(q.limit, q.page)
-            .fetch(db, "knowledge contents")
-            .await?;
-        let list = super::listing::readable::<A::D, _>(&found, "knowledge content", "id", knowledge_from_row::<A::D>);
+        let (found, total) =
+            Listing::<A::D>::of(db.table_ref(&db.tables().knowledge), KnowledgeRow::names(), listing::<A::D>(q))
+                .by(by, q.sort_order)
+                .then_by_bytes("id", q.sort_order)
+                .page(q.limit, q.page)
+                .fetch(db, "knowledge contents")
+                .await?;
+        let list = readable::<A::D, KnowledgeRow>(&found);
         Ok((list, total))
     }
 

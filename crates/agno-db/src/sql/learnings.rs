@@ -9,73 +9,37 @@ use agno_core::{
 use sea_query::{Alias, Condition, Expr, ExprTrait, Func, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::{Map, Value};
-use sqlx::Database;
 
-use super::listing::{Listing, readable};
+use super::listing::Listing;
+use super::record::{Column, SqlRecord, get_one, insert_of, readable};
 use super::{Columns, Dialect, LazyTable, SqlDb, SqlFamily, changed, ensure, rows};
 
-/// The columns of the learnings table, in table order.
-const LEARNING_COLUMNS: [&str; 14] = [
-    "learning_id",
-    "learning_type",
-    "namespace",
-    "user_id",
-    "agent_id",
-    "team_id",
-    "workflow_id",
-    "session_id",
-    "entity_id",
-    "entity_type",
-    "content",
-    "metadata",
-    "created_at",
-    "updated_at",
-];
+impl SqlRecord for LearningRecord {
+    const NOUN: &'static str = "learning";
+    const TABLE: &'static str = "agno_learnings";
+    const KEY: &'static str = "learning_id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("learning_id").required(),
+        Column::text("learning_type").required(),
+        Column::text("namespace"),
+        Column::text("user_id"),
+        Column::text("agent_id"),
+        Column::text("team_id"),
+        Column::text("workflow_id"),
+        Column::text("session_id"),
+        Column::text("entity_id"),
+        Column::text("entity_type"),
+        Column::object("content").required(),
+        Column::object("metadata"),
+        Column::int("created_at").required(),
+        Column::int("updated_at"),
+    ];
+}
 
 /// The columns with an index of their own, as Agno 3.1 creates them: all but the key, the JSON
 /// columns and `updated_at`.
 pub(crate) fn indexed() -> impl Iterator<Item = &'static str> {
-    LEARNING_COLUMNS.into_iter().filter(|c| !["learning_id", "content", "metadata", "updated_at"].contains(c))
-}
-
-fn record_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<LearningRecord> {
-    let c = Columns::<D>::of(row, "agno_learnings");
-    Ok(LearningRecord {
-        learning_id: c.text("learning_id")?.unwrap_or_default(),
-        learning_type: c.text("learning_type")?.unwrap_or_default(),
-        namespace: c.text("namespace")?,
-        user_id: c.text("user_id")?,
-        agent_id: c.text("agent_id")?,
-        team_id: c.text("team_id")?,
-        workflow_id: c.text("workflow_id")?,
-        session_id: c.text("session_id")?,
-        entity_id: c.text("entity_id")?,
-        entity_type: c.text("entity_type")?,
-        content: c.object("content")?.unwrap_or_default(),
-        metadata: c.object("metadata")?,
-        created_at: c.int("created_at")?.unwrap_or_default(),
-        updated_at: c.int("updated_at")?,
-    })
-}
-
-fn record_cells(r: &LearningRecord) -> [Cell; 14] {
-    let text = |s: &Option<String>| Cell::Text(s.clone());
-    [
-        Cell::Text(Some(r.learning_id.clone())),
-        Cell::Text(Some(r.learning_type.clone())),
-        text(&r.namespace),
-        text(&r.user_id),
-        text(&r.agent_id),
-        text(&r.team_id),
-        text(&r.workflow_id),
-        text(&r.session_id),
-        text(&r.entity_id),
-        text(&r.entity_type),
-        Cell::Json(Some(Value::Object(r.content.clone()))),
-        Cell::Json(r.metadata.clone().map(Value::Object)),
-        Cell::Int(Some(r.created_at)),
-        Cell::Int(r.updated_at),
-    ]
+    LearningRecord::names().filter(|c| !["learning_id", "content", "metadata", "updated_at"].contains(c))
 }
 
 fn json_cell<D: Dialect>(v: Option<Value>) -> DbResult<Expr> {
@@ -136,19 +100,8 @@ impl<A: SqlFamily> LearningStore for SqlDb<A> {
             if rewrite(db, &r.learning_id, &r.content, r.metadata.as_ref(), now).await? > 0 {
                 return Ok(());
             }
-            let values = super::values::<A::D>(record_cells(r))?;
-            let mut insert = Query::insert();
-            insert.into_table(db.table_ref(&db.tables().learnings)).columns(LEARNING_COLUMNS).values(values).map_err(
-                |e| {
-                    DbError::new(
-                        DbErrorKind::Other,
-                        format!("cannot build the insert of learning {}: {e}", r.learning_id),
-                    )
-                },
-            )?;
-            match changed(db, insert.build_sqlx(A::D::builder()), &format!("cannot write learning {}", r.learning_id))
-                .await
-            {
+            let (id, insert) = insert_of(db, &db.tables().learnings, r)?;
+            match changed(db, insert.build_sqlx(A::D::builder()), &format!("cannot write learning {id}")).await {
                 Ok(_) => return Ok(()),
                 // Written meanwhile by another writer: update it instead.
                 Err(e) if e.kind() == DbErrorKind::Conflict => {}
@@ -164,13 +117,7 @@ impl<A: SqlFamily> LearningStore for SqlDb<A> {
     async fn get_learning_by_id(&self, id: &str) -> DbResult<Option<LearningRecord>> {
         let db = &self.0;
         ensure(db, LazyTable::Learnings).await?;
-        let select = Query::select()
-            .columns(LEARNING_COLUMNS)
-            .from(db.table_ref(&db.tables().learnings))
-            .and_where(Expr::col("learning_id").eq(id))
-            .build_sqlx(A::D::builder());
-        let found = rows(db, select, &format!("cannot read learning {id}")).await?;
-        found.first().map(record_from_row::<A::D>).transpose()
+        get_one(db, &db.tables().learnings, id, Condition::all()).await
     }
 
     async fn list_learnings(&self, q: &LearningQuery) -> DbResult<(Vec<LearningRecord>, u64)> {
@@ -181,13 +128,13 @@ impl<A: SqlFamily> LearningStore for SqlDb<A> {
             column => Expr::col(Alias::new(column)),
         };
         let table = db.table_ref(&db.tables().learnings);
-        let (found, total) = Listing::<A::D>::of(table, LEARNING_COLUMNS, filters::<A::D>(q))
+        let (found, total) = Listing::<A::D>::of(table, LearningRecord::names(), filters::<A::D>(q))
             .by(order, q.sort_order)
             .then_by_bytes("learning_id", q.sort_order)
             .page(usize::try_from(q.limit).ok(), usize::try_from(q.page).ok())
             .fetch(db, "learnings")
             .await?;
-        Ok((readable::<A::D, _>(&found, "learning", "learning_id", record_from_row::<A::D>), total))
+        Ok((readable::<A::D, LearningRecord>(&found), total))
     }
 
     async fn update_learning(

@@ -1,16 +1,16 @@
 //! `agno_memories` as every SQL adapter reads it back.
 
 use agno_core::{
-    Cell, DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemorySort, MemoryStore, UserMemory, UserMemoryStats,
+    DbError, DbErrorKind, DbResult, MemoryPage, MemoryQuery, MemorySort, MemoryStore, UserMemory, UserMemoryStats,
 };
 use sea_query::{Asterisk, Condition, Expr, ExprTrait, NullOrdering, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
-use sqlx::Database;
 
 use super::listing::{Listing, count_of, limit_to};
-use super::upsert::{Owned, upsert_owned};
-use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, changed, delete_owned, owned_by, rows};
+use super::record::{Column, SqlRecord, get_one, readable};
+use super::upsert::upsert_owned;
+use super::{Columns, Dialect, Row, SqlAdapter, SqlDb, SqlFamily, changed, delete_owned, owned_by, rows};
 
 /// What a database reads its own way in the memories table.
 #[async_trait::async_trait]
@@ -19,49 +19,50 @@ pub(crate) trait SqlMemories: SqlAdapter {
     async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>>;
 }
 
-/// A memory read back from a row of the memories table: `memory` is a JSON column holding the
-/// text (anything else reads as its JSON text), `topics` a JSON list of texts.
-///
-/// # Errors
-/// A column cannot be read, or a JSON column holds text that is not JSON.
-pub(crate) fn memory_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<UserMemory> {
-    let c = Columns::<D>::of(row, "agno_memories");
-    let memory = match c.json("memory")? {
-        Some(Value::String(s)) => s,
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
-    let topics = match c.json("topics")? {
-        Some(Value::Array(list)) => Some(list.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()),
-        _ => None,
-    };
-    Ok(UserMemory {
-        memory_id: c.text("memory_id")?,
-        memory,
-        topics,
-        user_id: c.text("user_id")?,
-        input: c.text("input")?,
-        agent_id: c.text("agent_id")?,
-        team_id: c.text("team_id")?,
-        feedback: c.text("feedback")?,
-        created_at: c.int("created_at")?,
-        updated_at: c.int("updated_at")?,
-    })
-}
+impl SqlRecord for UserMemory {
+    const NOUN: &'static str = "memory";
+    const TABLE: &'static str = "agno_memories";
+    const KEY: &'static str = "memory_id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("memory_id"),
+        Column::json("memory"),
+        Column::text("input"),
+        Column::text("agent_id"),
+        Column::text("team_id"),
+        Column::text("user_id"),
+        Column::list("topics"),
+        Column::text("feedback"),
+        Column::int("created_at"),
+        Column::int("updated_at"),
+    ];
 
-/// The columns of the memories table, in table order.
-const COLUMNS: [&str; 10] = [
-    "memory_id",
-    "memory",
-    "input",
-    "agent_id",
-    "team_id",
-    "user_id",
-    "topics",
-    "feedback",
-    "created_at",
-    "updated_at",
-];
+    /// `memory` is a JSON column holding the text (anything else reads as its JSON text),
+    /// `topics` a JSON list of texts (anything else in it is left out).
+    fn from_row<D: Dialect>(row: &Row<D>) -> DbResult<Self> {
+        let c = Columns::<D>::of(row, "agno_memories");
+        let memory = match c.json("memory")? {
+            Some(Value::String(s)) => s,
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let topics = match c.json("topics")? {
+            Some(Value::Array(list)) => Some(list.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()),
+            _ => None,
+        };
+        Ok(UserMemory {
+            memory_id: c.text("memory_id")?,
+            memory,
+            topics,
+            user_id: c.text("user_id")?,
+            input: c.text("input")?,
+            agent_id: c.text("agent_id")?,
+            team_id: c.text("team_id")?,
+            feedback: c.text("feedback")?,
+            created_at: c.int("created_at")?,
+            updated_at: c.int("updated_at")?,
+        })
+    }
+}
 
 /// The conditions of a listing.
 fn listing<D: Dialect>(q: &MemoryQuery) -> Condition {
@@ -87,46 +88,26 @@ impl<A: SqlFamily> MemoryStore for SqlDb<A> {
     /// a conflict and is left as it is.
     async fn upsert_user_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
         let db = &self.0;
-        let row = memory;
-        let id = row.memory_id.clone().unwrap_or_else(agno_core::new_id);
+        let id = memory.memory_id.clone().unwrap_or_else(agno_core::new_id);
         let now = agno_core::now_epoch_secs();
-        let topics = row.topics.as_ref().map(|list| Value::Array(list.iter().cloned().map(Value::String).collect()));
-        let record = Owned {
-            table: &db.tables().memories,
-            key: ("memory_id", &id),
-            cells: vec![
-                ("memory_id", Cell::Text(Some(id.clone()))),
-                ("memory", Cell::Json(Some(Value::String(row.memory.clone())))),
-                ("input", Cell::Text(row.input.clone())),
-                ("agent_id", Cell::Text(row.agent_id.clone())),
-                ("team_id", Cell::Text(row.team_id.clone())),
-                ("user_id", Cell::Text(row.user_id.clone())),
-                ("topics", Cell::Json(topics)),
-                ("feedback", Cell::Text(row.feedback.clone())),
-                ("created_at", Cell::Int(Some(row.created_at.unwrap_or(now)))),
-                ("updated_at", Cell::Int(Some(now))),
-            ],
-            kept: &["memory_id", "user_id", "created_at"],
-            read_back: &COLUMNS,
+        let row = UserMemory {
+            memory_id: Some(id.clone()),
+            created_at: Some(memory.created_at.unwrap_or(now)),
+            updated_at: Some(now),
+            ..memory.clone()
         };
         let writer = row.user_id.clone();
         let may_replace = |owner: Option<&str>| owner.is_none() || owner == writer.as_deref();
-        match upsert_owned(db, &record, may_replace, &format!("cannot write memory {id}")).await? {
-            Some(stored) => memory_from_row::<A::D>(&stored),
+        let (table, kept) = (&db.tables().memories, &["memory_id", "user_id", "created_at"]);
+        match upsert_owned(db, (table, &row), kept, may_replace, &format!("cannot write memory {id}")).await? {
+            Some(stored) => Ok(stored),
             None => Err(DbError::new(DbErrorKind::Conflict, format!("memory {id} belongs to another user"))),
         }
     }
 
     async fn get_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>> {
         let db = &self.0;
-        let select = Query::select()
-            .columns(COLUMNS)
-            .from(db.table_ref(&db.tables().memories))
-            .and_where(Expr::col("memory_id").eq(memory_id))
-            .cond_where(owned_by::<A::D>(user_id))
-            .build_sqlx(A::D::builder());
-        let found = rows(db, select, &format!("cannot read memory {memory_id}")).await?;
-        found.first().map(memory_from_row::<A::D>).transpose()
+        get_one(db, &db.tables().memories, memory_id, owned_by::<A::D>(user_id)).await
     }
 
     /// A page of the listing (by the query's time column, NULL oldest, then by the bytes of
@@ -137,13 +118,14 @@ impl<A: SqlFamily> MemoryStore for SqlDb<A> {
             MemorySort::UpdatedAt => "updated_at",
             MemorySort::CreatedAt => "created_at",
         };
-        let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().memories), COLUMNS, listing::<A::D>(q))
-            .by(Expr::col(by), q.sort_order)
-            .then_by_bytes("memory_id", q.sort_order)
-            .page(q.limit, q.page)
-            .fetch(db, "memories")
-            .await?;
-        let memories = super::listing::readable::<A::D, _>(&found, "memory", "memory_id", memory_from_row::<A::D>);
+        let (found, total) =
+            Listing::<A::D>::of(db.table_ref(&db.tables().memories), UserMemory::names(), listing::<A::D>(q))
+                .by(Expr::col(by), q.sort_order)
+                .then_by_bytes("memory_id", q.sort_order)
+                .page(q.limit, q.page)
+                .fetch(db, "memories")
+                .await?;
+        let memories = readable::<A::D, UserMemory>(&found);
         Ok(MemoryPage { memories, total })
     }
 

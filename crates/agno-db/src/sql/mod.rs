@@ -25,6 +25,7 @@ pub(crate) mod listing;
 pub(crate) mod memories;
 pub(crate) mod metrics;
 pub(crate) mod migrate;
+pub(crate) mod record;
 pub(crate) mod runs;
 pub(crate) mod schedules;
 mod service_accounts;

@@ -6,118 +6,52 @@
 use std::collections::HashMap;
 
 use agno_core::{
-    Cell, DbError, DbErrorKind, DbResult, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleStore,
+    DbError, DbErrorKind, DbResult, Schedule, ScheduleQuery, ScheduleRun, ScheduleRunUpdate, ScheduleStore,
     ScheduleUpdate, SortOrder, now_epoch_secs,
 };
 use sea_query::{Expr, ExprTrait, Order, Query, SelectStatement};
 use sea_query_sqlx::SqlxBinder;
-use sqlx::Database;
 
-use super::listing::{Listing, readable};
+use super::listing::Listing;
+use super::record::{Column, SqlRecord, readable};
 use super::{
     Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, Violation, delete_owned, owned_by, retrying, rows, values,
 };
 use crate::schedules::SCHEDULE_RUNS_PAGE;
 use crate::schedules::SCHEDULES_PAGE;
 
-/// The columns of the schedules table, in table order.
-const SCHEDULE: [&str; 26] = [
-    "id",
-    "name",
-    "description",
-    "method",
-    "endpoint",
-    "payload",
-    "cron_expr",
-    "timezone",
-    "timeout_seconds",
-    "max_retries",
-    "retry_delay_seconds",
-    "enabled",
-    "next_run_at",
-    "locked_by",
-    "locked_at",
-    "user_id",
-    "managed_by",
-    "target_type",
-    "target_id",
-    "created_by_run_id",
-    "created_by_session_id",
-    "updated_by_run_id",
-    "updated_by_session_id",
-    "disabled_reason",
-    "created_at",
-    "updated_at",
-];
-
-/// The values of the schedule columns for `s`.
-fn schedule_cells<D: Dialect>(s: &Schedule) -> Vec<Cell> {
-    let text = |v: &Option<String>| Cell::Text(v.clone());
-    let given = |v: &str| Cell::Text(Some(v.to_owned()));
-    vec![
-        given(&s.id),
-        Cell::Text(D::storable(Some(&s.name))),
-        Cell::Text(D::storable(s.description.as_deref())),
-        given(&s.method),
-        given(&s.endpoint),
-        Cell::Json(s.payload.clone()),
-        given(&s.cron_expr),
-        given(&s.timezone),
-        Cell::Int(Some(s.timeout_seconds)),
-        Cell::Int(Some(s.max_retries)),
-        Cell::Int(Some(s.retry_delay_seconds)),
-        Cell::Bool(s.enabled),
-        Cell::Int(s.next_run_at),
-        text(&s.locked_by),
-        Cell::Int(s.locked_at),
-        text(&s.user_id),
-        text(&s.managed_by),
-        text(&s.target_type),
-        text(&s.target_id),
-        text(&s.created_by_run_id),
-        text(&s.created_by_session_id),
-        text(&s.updated_by_run_id),
-        text(&s.updated_by_session_id),
-        Cell::Text(D::storable(s.disabled_reason.as_deref())),
-        Cell::Int(Some(s.created_at)),
-        Cell::Int(s.updated_at),
-    ]
-}
-
-/// A schedule read back from a row of the schedules table.
-///
-/// # Errors
-/// A column cannot be read, or a JSON column holds text that is not JSON.
-fn schedule_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<Schedule> {
-    let c = Columns::<D>::of(row, "agno_schedules");
-    Ok(Schedule {
-        id: c.text("id")?.unwrap_or_default(),
-        name: c.text("name")?.unwrap_or_default(),
-        description: c.text("description")?,
-        method: c.text("method")?.unwrap_or_default(),
-        endpoint: c.text("endpoint")?.unwrap_or_default(),
-        payload: c.json("payload")?,
-        cron_expr: c.text("cron_expr")?.unwrap_or_default(),
-        timezone: c.text("timezone")?.unwrap_or_default(),
-        timeout_seconds: c.int("timeout_seconds")?.unwrap_or_default(),
-        max_retries: c.int("max_retries")?.unwrap_or_default(),
-        retry_delay_seconds: c.int("retry_delay_seconds")?.unwrap_or_default(),
-        enabled: c.bool("enabled")?.unwrap_or_default(),
-        next_run_at: c.int("next_run_at")?,
-        locked_by: c.text("locked_by")?,
-        locked_at: c.int("locked_at")?,
-        user_id: c.text("user_id")?,
-        managed_by: c.text("managed_by")?,
-        target_type: c.text("target_type")?,
-        target_id: c.text("target_id")?,
-        created_by_run_id: c.text("created_by_run_id")?,
-        created_by_session_id: c.text("created_by_session_id")?,
-        updated_by_run_id: c.text("updated_by_run_id")?,
-        updated_by_session_id: c.text("updated_by_session_id")?,
-        disabled_reason: c.text("disabled_reason")?,
-        created_at: c.int("created_at")?.unwrap_or_default(),
-        updated_at: c.int("updated_at")?,
-    })
+impl SqlRecord for Schedule {
+    const NOUN: &'static str = "schedule";
+    const TABLE: &'static str = "agno_schedules";
+    const KEY: &'static str = "id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("id").required(),
+        Column::free_text("name").required(),
+        Column::free_text("description"),
+        Column::text("method").required(),
+        Column::text("endpoint").required(),
+        Column::json("payload"),
+        Column::text("cron_expr").required(),
+        Column::text("timezone").required(),
+        Column::int("timeout_seconds").required(),
+        Column::int("max_retries").required(),
+        Column::int("retry_delay_seconds").required(),
+        Column::bool("enabled").required(),
+        Column::int("next_run_at"),
+        Column::text("locked_by"),
+        Column::int("locked_at"),
+        Column::text("user_id"),
+        Column::text("managed_by"),
+        Column::text("target_type"),
+        Column::text("target_id"),
+        Column::text("created_by_run_id"),
+        Column::text("created_by_session_id"),
+        Column::text("updated_by_run_id"),
+        Column::text("updated_by_session_id"),
+        Column::free_text("disabled_reason"),
+        Column::int("created_at").required(),
+        Column::int("updated_at"),
+    ];
 }
 
 /// The error of a schedule write that broke a constraint: a conflict naming the id or the name.
@@ -136,7 +70,7 @@ fn write_error<D: Dialect>(e: sqlx::Error, what: &str, id: &str, name: Option<&s
 /// The schedule `id` (of `user_id`, when given).
 fn by_id<A: SqlAdapter>(db: &A, id: &str, user_id: Option<&str>) -> SelectStatement {
     Query::select()
-        .columns(SCHEDULE)
+        .columns(Schedule::names())
         .from(db.table_ref(&db.tables().schedules))
         .and_where(Expr::col("id").eq(id))
         .cond_where(owned_by::<A::D>(user_id))
@@ -145,7 +79,7 @@ fn by_id<A: SqlAdapter>(db: &A, id: &str, user_id: Option<&str>) -> SelectStatem
 
 /// The first schedule `select` finds.
 async fn first<A: SqlAdapter>(tx: &mut Tx<'_, A>, select: SelectStatement, what: &str) -> DbResult<Option<Schedule>> {
-    tx.rows(select.build_sqlx(A::D::builder()), what).await?.first().map(schedule_from_row::<A::D>).transpose()
+    tx.rows(select.build_sqlx(A::D::builder()), what).await?.first().map(Schedule::from_row::<A::D>).transpose()
 }
 
 /// The schedules due at `now`: enabled, `next_run_at` passed, and unclaimed or claimed before
@@ -158,54 +92,34 @@ fn due(now: i64, stale: i64) -> sea_query::Condition {
 /// Due schedules a claim tries, soonest first, before giving up until the next poll.
 const CLAIM_CANDIDATES: u64 = 32;
 
-/// The columns of the schedule runs table, in table order.
-const RUN: [&str; 15] = [
-    "id",
-    "schedule_id",
-    "attempt",
-    "triggered_at",
-    "completed_at",
-    "status",
-    "status_code",
-    "run_id",
-    "session_id",
-    "error",
-    "input",
-    "output",
-    "requirements",
-    "user_id",
-    "created_at",
-];
-
-/// A schedule run read back from a row of the schedule runs table.
-///
-/// # Errors
-/// A column cannot be read, or a JSON column holds text that is not JSON.
-fn schedule_run_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<ScheduleRun> {
-    let c = Columns::<D>::of(row, "agno_schedule_runs");
-    Ok(ScheduleRun {
-        id: c.text("id")?.unwrap_or_default(),
-        schedule_id: c.text("schedule_id")?.unwrap_or_default(),
-        attempt: c.int("attempt")?.unwrap_or(1),
-        triggered_at: c.int("triggered_at")?,
-        completed_at: c.int("completed_at")?,
-        status: c.text("status")?.unwrap_or_default(),
-        status_code: c.int("status_code")?,
-        run_id: c.text("run_id")?,
-        session_id: c.text("session_id")?,
-        error: c.text("error")?,
-        input: c.json("input")?,
-        output: c.json("output")?,
-        requirements: c.json("requirements")?,
-        user_id: c.text("user_id")?,
-        created_at: c.int("created_at")?.unwrap_or_default(),
-    })
+/// A schedule run (its attempt 1 when none is stored).
+impl SqlRecord for ScheduleRun {
+    const NOUN: &'static str = "schedule run";
+    const TABLE: &'static str = "agno_schedule_runs";
+    const KEY: &'static str = "id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("id").required(),
+        Column::text("schedule_id").required(),
+        Column::int("attempt"),
+        Column::int("triggered_at"),
+        Column::int("completed_at"),
+        Column::text("status").required(),
+        Column::int("status_code"),
+        Column::text("run_id"),
+        Column::text("session_id"),
+        Column::free_text("error"),
+        Column::json("input"),
+        Column::json("output"),
+        Column::json("requirements"),
+        Column::text("user_id"),
+        Column::int("created_at").required(),
+    ];
 }
 
 /// The schedule run `id` (of `user_id`, when given).
 fn run_by_id<A: SqlAdapter>(db: &A, id: &str, user_id: Option<&str>) -> SelectStatement {
     Query::select()
-        .columns(RUN)
+        .columns(ScheduleRun::names())
         .from(db.table_ref(&db.tables().schedule_runs))
         .and_where(Expr::col("id").eq(id))
         .cond_where(owned_by::<A::D>(user_id))
@@ -219,8 +133,8 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         let db = &self.0;
         let insert = Query::insert()
             .into_table(db.table_ref(&db.tables().schedules))
-            .columns(SCHEDULE)
-            .values(values::<A::D>(schedule_cells::<A::D>(s))?)
+            .columns(Schedule::names())
+            .values(values::<A::D>(s.cells::<A::D>()?)?)
             .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot write schedule {}: {e}", s.id)))?
             .build_sqlx(A::D::builder());
         let mut tx = Tx::begin(db).await?;
@@ -234,7 +148,7 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         let db = &self.0;
         let found =
             rows(db, by_id(db, id, user_id).build_sqlx(A::D::builder()), &format!("cannot read schedule {id}")).await?;
-        found.first().map(schedule_from_row::<A::D>).transpose()
+        found.first().map(Schedule::from_row::<A::D>).transpose()
     }
 
     /// No owner addresses the unowned schedules only.
@@ -245,14 +159,14 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
             None => Expr::col("user_id").is_null(),
         };
         let select = Query::select()
-            .columns(SCHEDULE)
+            .columns(Schedule::names())
             .from(db.table_ref(&db.tables().schedules))
             .and_where(A::D::exact("name", name))
             .and_where(owner)
             .limit(1)
             .build_sqlx(A::D::builder());
         let found = rows(db, select, &format!("cannot read schedule {name:?}")).await?;
-        found.first().map(schedule_from_row::<A::D>).transpose()
+        found.first().map(Schedule::from_row::<A::D>).transpose()
     }
 
     /// Newest first, then by the bytes of the id; a page of `SCHEDULES_PAGE` unless the query
@@ -263,13 +177,13 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         if let Some(enabled) = q.enabled {
             filter = filter.add(Expr::col("enabled").eq(enabled));
         }
-        let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().schedules), SCHEDULE, filter)
+        let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().schedules), Schedule::names(), filter)
             .by(Expr::col("created_at"), SortOrder::Desc)
             .then_by_bytes("id", SortOrder::Desc)
             .page(Some(q.limit.unwrap_or(SCHEDULES_PAGE)), q.page)
             .fetch(db, "schedules")
             .await?;
-        Ok((readable::<A::D, _>(&found, "schedule", "id", schedule_from_row::<A::D>), total))
+        Ok((readable::<A::D, Schedule>(&found), total))
     }
 
     /// The schedule as updated, `None` when `id` is not `user_id`'s (or does not exist).
@@ -412,25 +326,15 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
     async fn create_schedule_run(&self, run: &ScheduleRun) -> DbResult<ScheduleRun> {
         let db = &self.0;
         let t = db.tables();
-        let cells = [
-            Cell::Text(Some(run.id.clone())),
-            Cell::Int(Some(run.attempt)),
-            Cell::Int(run.triggered_at),
-            Cell::Int(run.completed_at),
-            Cell::Text(Some(run.status.clone())),
-            Cell::Int(run.status_code),
-            Cell::Text(run.run_id.clone()),
-            Cell::Text(run.session_id.clone()),
-            Cell::Text(A::D::storable(run.error.as_deref())),
-            Cell::Json(run.input.clone()),
-            Cell::Json(run.output.clone()),
-            Cell::Json(run.requirements.clone()),
-            Cell::Int(Some(run.created_at)),
-        ];
-        let mut exprs = values::<A::D>(cells)?;
-        // In table order: the schedule's id after the run's, its owner before `created_at`.
-        exprs.insert(1, Expr::col("id"));
-        exprs.insert(13, Expr::col("user_id"));
+        // The schedule's id and owner are read from the schedule's row.
+        let exprs = ScheduleRun::names()
+            .zip(values::<A::D>(run.cells::<A::D>()?)?)
+            .map(|(column, value)| match column {
+                "schedule_id" => Expr::col("id"),
+                "user_id" => Expr::col("user_id"),
+                _ => value,
+            })
+            .collect::<Vec<_>>();
         let from_schedule = Query::select()
             .exprs(exprs)
             .from(db.table_ref(&t.schedules))
@@ -438,7 +342,7 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
             .take();
         let insert = Query::insert()
             .into_table(db.table_ref(&t.schedule_runs))
-            .columns(RUN)
+            .columns(ScheduleRun::names())
             .select_from(from_schedule)
             .map_err(|e| DbError::new(DbErrorKind::Other, format!("cannot write schedule run {}: {e}", run.id)))?
             .build_sqlx(A::D::builder());
@@ -459,7 +363,7 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
             let stored =
                 tx.rows(run_by_id(db, &run.id, None).build_sqlx(A::D::builder()), "cannot read schedule run").await?;
             tx.commit(&format!("cannot create schedule run {}", run.id)).await?;
-            stored.first().map(schedule_run_from_row::<A::D>).transpose()?.ok_or_else(missing)
+            stored.first().map(ScheduleRun::from_row::<A::D>).transpose()?.ok_or_else(missing)
         })
         .await
     }
@@ -488,7 +392,7 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
             }
             let updated = tx.rows(run_by_id(db, id, None).build_sqlx(A::D::builder()), &what).await?;
             tx.commit(&what).await?;
-            updated.first().map(schedule_run_from_row::<A::D>).transpose()
+            updated.first().map(ScheduleRun::from_row::<A::D>).transpose()
         })
         .await
     }
@@ -497,7 +401,7 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
         let db = &self.0;
         let select = run_by_id(db, id, user_id).build_sqlx(A::D::builder());
         let found = rows(db, select, &format!("cannot read schedule run {id}")).await?;
-        found.first().map(schedule_run_from_row::<A::D>).transpose()
+        found.first().map(ScheduleRun::from_row::<A::D>).transpose()
     }
 
     /// Newest first, then by the bytes of the id; a page of `SCHEDULE_RUNS_PAGE` unless asked
@@ -511,13 +415,14 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
     ) -> DbResult<(Vec<ScheduleRun>, u64)> {
         let db = &self.0;
         let filter = owned_by::<A::D>(user_id).add(Expr::col("schedule_id").eq(schedule_id));
-        let (found, total) = Listing::<A::D>::of(db.table_ref(&db.tables().schedule_runs), RUN, filter)
-            .by(Expr::col("created_at"), SortOrder::Desc)
-            .then_by_bytes("id", SortOrder::Desc)
-            .page(Some(limit.unwrap_or(SCHEDULE_RUNS_PAGE)), page)
-            .fetch(db, "schedule runs")
-            .await?;
-        Ok((readable::<A::D, _>(&found, "schedule run", "id", schedule_run_from_row::<A::D>), total))
+        let (found, total) =
+            Listing::<A::D>::of(db.table_ref(&db.tables().schedule_runs), ScheduleRun::names(), filter)
+                .by(Expr::col("created_at"), SortOrder::Desc)
+                .then_by_bytes("id", SortOrder::Desc)
+                .page(Some(limit.unwrap_or(SCHEDULE_RUNS_PAGE)), page)
+                .fetch(db, "schedule runs")
+                .await?;
+        Ok((readable::<A::D, ScheduleRun>(&found), total))
     }
 
     /// The run of each schedule triggered last (then created last, then the greatest id).
@@ -532,18 +437,18 @@ impl<A: SqlFamily> ScheduleStore for SqlDb<A> {
             A::D::bytes_of("id")
         );
         let ranked = Query::select()
-            .columns(RUN)
+            .columns(ScheduleRun::names())
             .expr_as(Expr::cust(position), "position")
             .from(db.table_ref(&db.tables().schedule_runs))
             .and_where(Expr::col("schedule_id").is_in(schedule_ids.iter().map(String::as_str)))
             .take();
         let select = Query::select()
-            .columns(RUN)
+            .columns(ScheduleRun::names())
             .from_subquery(ranked, "ranked")
             .and_where(Expr::col("position").eq(1))
             .build_sqlx(A::D::builder());
         let found = rows(db, select, "cannot read the latest schedule runs").await?;
-        found.iter().map(|r| schedule_run_from_row::<A::D>(r).map(|r| (r.schedule_id.clone(), r))).collect()
+        found.iter().map(|r| ScheduleRun::from_row::<A::D>(r).map(|r| (r.schedule_id.clone(), r))).collect()
     }
 
     /// The runs of `schedule_id` completed before `before`.

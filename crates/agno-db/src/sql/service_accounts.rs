@@ -2,66 +2,31 @@
 //! unique among the accounts not revoked (the database's unique index decides a race), and a
 //! revoke that is one conditional update.
 
-use agno_core::{Cell, DbError, DbErrorKind, DbResult, ServiceAccount, ServiceAccountQuery, ServiceAccountStore};
+use agno_core::{DbError, DbErrorKind, DbResult, ServiceAccount, ServiceAccountQuery, ServiceAccountStore};
 use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
-use serde_json::Value;
-use sqlx::Database;
 
-use super::listing::{Listing, readable};
-use super::{Columns, Dialect, SqlDb, SqlFamily, changed, rows};
+use super::listing::Listing;
+use super::record::{Column, SqlRecord, insert_of, readable};
+use super::{Dialect, SqlDb, SqlFamily, changed, rows};
 
-/// The columns of the service accounts table, in table order.
-pub(crate) const SERVICE_ACCOUNT_COLUMNS: [&str; 11] = [
-    "id",
-    "name",
-    "user_id",
-    "token_hash",
-    "token_prefix",
-    "scopes",
-    "created_at",
-    "expires_at",
-    "last_used_at",
-    "revoked_at",
-    "created_by",
-];
-
-fn account_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<ServiceAccount> {
-    let c = Columns::<D>::of(row, "agno_service_accounts");
-    let scopes = match c.json("scopes")? {
-        Some(Value::Array(items)) => items.into_iter().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
-        _ => Vec::new(),
-    };
-    Ok(ServiceAccount {
-        id: c.text("id")?.unwrap_or_default(),
-        name: c.text("name")?.unwrap_or_default(),
-        user_id: c.text("user_id")?,
-        token_hash: c.text("token_hash")?.unwrap_or_default(),
-        token_prefix: c.text("token_prefix")?.unwrap_or_default(),
-        scopes,
-        created_at: c.int("created_at")?.unwrap_or_default(),
-        expires_at: c.int("expires_at")?,
-        last_used_at: c.int("last_used_at")?,
-        revoked_at: c.int("revoked_at")?,
-        created_by: c.text("created_by")?,
-    })
-}
-
-fn account_cells(a: &ServiceAccount) -> [Cell; 11] {
-    let text = |s: &str| Cell::Text(Some(s.to_owned()));
-    [
-        text(&a.id),
-        text(&a.name),
-        Cell::Text(a.user_id.clone()),
-        text(&a.token_hash),
-        text(&a.token_prefix),
-        Cell::Json(Some(Value::from(a.scopes.clone()))),
-        Cell::Int(Some(a.created_at)),
-        Cell::Int(a.expires_at),
-        Cell::Int(a.last_used_at),
-        Cell::Int(a.revoked_at),
-        Cell::Text(a.created_by.clone()),
-    ]
+impl SqlRecord for ServiceAccount {
+    const NOUN: &'static str = "service account";
+    const TABLE: &'static str = "agno_service_accounts";
+    const KEY: &'static str = "id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("id").required(),
+        Column::text("name").required(),
+        Column::text("user_id"),
+        Column::text("token_hash").required(),
+        Column::text("token_prefix").required(),
+        Column::list("scopes").required(),
+        Column::int("created_at").required(),
+        Column::int("expires_at"),
+        Column::int("last_used_at"),
+        Column::int("revoked_at"),
+        Column::text("created_by"),
+    ];
 }
 
 /// Owned by `user_id`, or workspace-level (no owner).
@@ -91,30 +56,19 @@ async fn set_on_live<A: SqlFamily>(
 async fn accounts_where<A: SqlFamily>(db: &SqlDb<A>, filter: Condition, what: &str) -> DbResult<Vec<ServiceAccount>> {
     let db = &db.0;
     let select = Query::select()
-        .columns(SERVICE_ACCOUNT_COLUMNS)
+        .columns(ServiceAccount::names())
         .from(db.table_ref(&db.tables().service_accounts))
         .cond_where(filter)
         .build_sqlx(A::D::builder());
     let found = rows(db, select, what).await?;
-    found.iter().map(account_from_row::<A::D>).collect()
+    found.iter().map(ServiceAccount::from_row::<A::D>).collect()
 }
 
 #[async_trait::async_trait]
 impl<A: SqlFamily> ServiceAccountStore for SqlDb<A> {
     async fn create_service_account(&self, account: &ServiceAccount) -> DbResult<()> {
         let db = &self.0;
-        let values = super::values::<A::D>(account_cells(account))?;
-        let mut insert = Query::insert();
-        insert
-            .into_table(db.table_ref(&db.tables().service_accounts))
-            .columns(SERVICE_ACCOUNT_COLUMNS)
-            .values(values)
-            .map_err(|e| {
-                DbError::new(
-                    DbErrorKind::Other,
-                    format!("cannot build the insert of service account {}: {e}", account.name),
-                )
-            })?;
+        let (_, insert) = insert_of(db, &db.tables().service_accounts, account)?;
         let name = &account.name;
         match changed(db, insert.build_sqlx(A::D::builder()), &format!("cannot write service account {name}")).await {
             Ok(_) => Ok(()),
@@ -157,13 +111,13 @@ impl<A: SqlFamily> ServiceAccountStore for SqlDb<A> {
         let table = db.table_ref(&db.tables().service_accounts);
         let limit = usize::try_from(q.limit).ok();
         let page = usize::try_from(q.page).ok();
-        let (found, total) = Listing::<A::D>::of(table, SERVICE_ACCOUNT_COLUMNS, filter)
+        let (found, total) = Listing::<A::D>::of(table, ServiceAccount::names(), filter)
             .by(Expr::col(q.sort_by), q.sort_order)
             .then_by_bytes("id", q.sort_order)
             .page(limit, page)
             .fetch(db, "service accounts")
             .await?;
-        Ok((readable::<A::D, _>(&found, "service account", "id", account_from_row::<A::D>), total))
+        Ok((readable::<A::D, ServiceAccount>(&found), total))
     }
 
     async fn touch_service_account(&self, id: &str, at: i64) -> DbResult<()> {

@@ -5,48 +5,56 @@
 use std::collections::{BTreeSet, HashMap};
 
 use agno_core::{
-    Cell, DbError, DbErrorKind, DbResult, SortOrder, SpanRecord, TraceQuery, TraceRecord, TraceSessionStats,
-    TraceStatsQuery, TraceStore, fold_trace,
+    DbError, DbErrorKind, DbResult, SortOrder, SpanRecord, TraceQuery, TraceRecord, TraceSessionStats, TraceStatsQuery,
+    TraceStore, fold_trace,
 };
 use sea_query::{Condition, Expr, ExprTrait, LockType, OnConflict, Order, Query};
 use sea_query_sqlx::SqlxBinder;
-use sqlx::Database;
 
-use super::listing::{Listing, count_of, readable};
+use super::listing::{Listing, count_of};
+use super::record::{Column, SqlRecord, readable};
 use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, rows, values};
 
-/// The columns of the traces table, in table order.
-const TRACE_COLUMNS: [&str; 13] = [
-    "trace_id",
-    "name",
-    "status",
-    "start_time",
-    "end_time",
-    "duration_ms",
-    "run_id",
-    "session_id",
-    "user_id",
-    "agent_id",
-    "team_id",
-    "workflow_id",
-    "created_at",
-];
+impl SqlRecord for TraceRecord {
+    const NOUN: &'static str = "trace";
+    const TABLE: &'static str = "agno_traces";
+    const KEY: &'static str = "trace_id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("trace_id").required(),
+        Column::free_text("name").required(),
+        Column::text("status").required(),
+        Column::text("start_time").required(),
+        Column::text("end_time").required(),
+        Column::int("duration_ms").required(),
+        Column::text("run_id"),
+        Column::text("session_id"),
+        Column::text("user_id"),
+        Column::text("agent_id"),
+        Column::text("team_id"),
+        Column::text("workflow_id"),
+        Column::text("created_at").required(),
+    ];
+}
 
-/// The columns of the spans table, in table order.
-const SPAN_COLUMNS: [&str; 12] = [
-    "span_id",
-    "trace_id",
-    "parent_span_id",
-    "name",
-    "span_kind",
-    "status_code",
-    "status_message",
-    "start_time",
-    "end_time",
-    "duration_ms",
-    "attributes",
-    "created_at",
-];
+impl SqlRecord for SpanRecord {
+    const NOUN: &'static str = "span";
+    const TABLE: &'static str = "agno_spans";
+    const KEY: &'static str = "span_id";
+    const COLUMNS: &'static [Column] = &[
+        Column::text("span_id").required(),
+        Column::text("trace_id").required(),
+        Column::text("parent_span_id"),
+        Column::free_text("name").required(),
+        Column::text("span_kind").required(),
+        Column::text("status_code").required(),
+        Column::free_text("status_message"),
+        Column::text("start_time").required(),
+        Column::text("end_time").required(),
+        Column::int("duration_ms").required(),
+        Column::object("attributes").required(),
+        Column::text("created_at").required(),
+    ];
+}
 
 /// The indexed columns of the traces table, as Agno indexes them (each alone).
 pub(crate) const TRACE_INDEXES: [&str; 9] =
@@ -63,85 +71,6 @@ const SPAN_CHUNK: usize = 400;
 
 /// Trace ids whose spans are counted per statement.
 const COUNT_CHUNK: usize = 500;
-
-/// A trace read back from a row of the traces table (span counts zero until counted).
-fn trace_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<TraceRecord> {
-    let c = Columns::<D>::of(row, "agno_traces");
-    Ok(TraceRecord {
-        trace_id: c.text("trace_id")?.unwrap_or_default(),
-        name: c.text("name")?.unwrap_or_default(),
-        status: c.text("status")?.unwrap_or_default(),
-        start_time: c.text("start_time")?.unwrap_or_default(),
-        end_time: c.text("end_time")?.unwrap_or_default(),
-        duration_ms: c.int("duration_ms")?.unwrap_or_default(),
-        run_id: c.text("run_id")?,
-        session_id: c.text("session_id")?,
-        user_id: c.text("user_id")?,
-        agent_id: c.text("agent_id")?,
-        team_id: c.text("team_id")?,
-        workflow_id: c.text("workflow_id")?,
-        created_at: c.text("created_at")?.unwrap_or_default(),
-        total_spans: 0,
-        error_count: 0,
-    })
-}
-
-/// A span read back from a row of the spans table.
-fn span_from_row<D: Dialect>(row: &<D::DB as Database>::Row) -> DbResult<SpanRecord> {
-    let c = Columns::<D>::of(row, "agno_spans");
-    Ok(SpanRecord {
-        span_id: c.text("span_id")?.unwrap_or_default(),
-        trace_id: c.text("trace_id")?.unwrap_or_default(),
-        parent_span_id: c.text("parent_span_id")?,
-        name: c.text("name")?.unwrap_or_default(),
-        span_kind: c.text("span_kind")?.unwrap_or_default(),
-        status_code: c.text("status_code")?.unwrap_or_default(),
-        status_message: c.text("status_message")?,
-        start_time: c.text("start_time")?.unwrap_or_default(),
-        end_time: c.text("end_time")?.unwrap_or_default(),
-        duration_ms: c.int("duration_ms")?.unwrap_or_default(),
-        attributes: c.object("attributes")?.unwrap_or_default(),
-        created_at: c.text("created_at")?.unwrap_or_default(),
-    })
-}
-
-fn trace_cells<D: Dialect>(t: &TraceRecord) -> [Cell; 13] {
-    let text = |s: &str| Cell::Text(Some(s.to_owned()));
-    [
-        text(&t.trace_id),
-        Cell::Text(D::storable(Some(&t.name))),
-        text(&t.status),
-        text(&t.start_time),
-        text(&t.end_time),
-        Cell::Int(Some(t.duration_ms)),
-        Cell::Text(t.run_id.clone()),
-        Cell::Text(t.session_id.clone()),
-        Cell::Text(t.user_id.clone()),
-        Cell::Text(t.agent_id.clone()),
-        Cell::Text(t.team_id.clone()),
-        Cell::Text(t.workflow_id.clone()),
-        text(&t.created_at),
-    ]
-}
-
-/// A span's cells; its free texts (a name, an error) as the database can store them.
-fn span_cells<D: Dialect>(s: &SpanRecord) -> [Cell; 12] {
-    let text = |s: &str| Cell::Text(Some(s.to_owned()));
-    [
-        text(&s.span_id),
-        text(&s.trace_id),
-        Cell::Text(s.parent_span_id.clone()),
-        Cell::Text(D::storable(Some(&s.name))),
-        text(&s.span_kind),
-        text(&s.status_code),
-        Cell::Text(D::storable(s.status_message.as_deref())),
-        text(&s.start_time),
-        text(&s.end_time),
-        Cell::Int(Some(s.duration_ms)),
-        Cell::Json(Some(serde_json::Value::Object(s.attributes.clone()))),
-        text(&s.created_at),
-    ]
-}
 
 fn build_error(what: &str, e: impl std::fmt::Display) -> DbError {
     DbError::new(DbErrorKind::Other, format!("{what}: {e}"))
@@ -224,7 +153,7 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
                 Vec::new()
             } else {
                 let lock = Query::select()
-                    .columns(TRACE_COLUMNS)
+                    .columns(TraceRecord::names())
                     .from(db.table_ref(&t.traces))
                     .and_where(Expr::col("trace_id").is_in(ids.iter().copied()))
                     .lock(LockType::Update)
@@ -233,7 +162,7 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
             };
             let mut stored: HashMap<String, TraceRecord> = stored
                 .iter()
-                .map(trace_from_row::<A::D>)
+                .map(TraceRecord::from_row::<A::D>)
                 .map(|r| r.map(|t| (t.trace_id.clone(), t)))
                 .collect::<DbResult<_>>()?;
             // Each trace once, folded over what is stored (and over its other folds in the batch).
@@ -251,21 +180,21 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
             // One statement per chunk of traces (13 binds each, under every database's bind limit).
             for chunk in order.chunks(TRACE_CHUNK) {
                 let mut upsert = Query::insert();
-                upsert.into_table(db.table_ref(&t.traces)).columns(TRACE_COLUMNS);
+                upsert.into_table(db.table_ref(&t.traces)).columns(TraceRecord::names());
                 for id in chunk {
                     let Some(trace) = stored.get(*id) else { continue };
-                    upsert.values(values::<A::D>(trace_cells::<A::D>(trace))?).map_err(|e| build_error(what, e))?;
+                    upsert.values(values::<A::D>(trace.cells::<A::D>()?)?).map_err(|e| build_error(what, e))?;
                 }
                 upsert.on_conflict(
-                    OnConflict::column("trace_id").update_columns(TRACE_COLUMNS[1..12].iter().copied()).to_owned(),
+                    OnConflict::column("trace_id").update_columns(TraceRecord::names().skip(1).take(11)).to_owned(),
                 );
                 tx.changed(upsert.build_sqlx(A::D::builder()), what).await?;
             }
             for chunk in spans.chunks(SPAN_CHUNK) {
                 let mut insert = Query::insert();
-                insert.into_table(db.table_ref(&t.spans)).columns(SPAN_COLUMNS);
+                insert.into_table(db.table_ref(&t.spans)).columns(SpanRecord::names());
                 for span in chunk {
-                    insert.values(values::<A::D>(span_cells::<A::D>(span))?).map_err(|e| build_error(what, e))?;
+                    insert.values(values::<A::D>(span.cells::<A::D>()?)?).map_err(|e| build_error(what, e))?;
                 }
                 insert.on_conflict(OnConflict::column("span_id").do_nothing_on(["span_id"]).to_owned());
                 tx.changed(insert.build_sqlx(A::D::builder()), "cannot write spans").await?;
@@ -284,7 +213,7 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
             _ => return Ok(None),
         };
         let select = Query::select()
-            .columns(TRACE_COLUMNS)
+            .columns(TraceRecord::names())
             .from(db.table_ref(&db.tables().traces))
             .and_where(by)
             .order_by("start_time", Order::Desc)
@@ -292,7 +221,7 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
             .build_sqlx(A::D::builder());
         let found = rows(db, select, "cannot read trace").await?;
         let Some(row) = found.first() else { return Ok(None) };
-        let mut trace = [trace_from_row::<A::D>(row)?];
+        let mut trace = [TraceRecord::from_row::<A::D>(row)?];
         count_spans(db, &mut trace).await?;
         let [trace] = trace;
         Ok(Some(trace))
@@ -300,14 +229,17 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
 
     async fn get_traces(&self, q: &TraceQuery) -> DbResult<(Vec<TraceRecord>, u64)> {
         let db = &self.0;
-        let (found, total) =
-            Listing::<A::D>::of(db.table_ref(&db.tables().traces), TRACE_COLUMNS, query_condition::<A::D>(q, false))
-                .by_never_null("start_time", SortOrder::Desc)
-                .then_by_bytes("trace_id", SortOrder::Desc)
-                .page(q.limit, q.page)
-                .fetch(db, "traces")
-                .await?;
-        let mut list = readable::<A::D, _>(&found, "trace", "trace_id", trace_from_row::<A::D>);
+        let (found, total) = Listing::<A::D>::of(
+            db.table_ref(&db.tables().traces),
+            TraceRecord::names(),
+            query_condition::<A::D>(q, false),
+        )
+        .by_never_null("start_time", SortOrder::Desc)
+        .then_by_bytes("trace_id", SortOrder::Desc)
+        .page(q.limit, q.page)
+        .fetch(db, "traces")
+        .await?;
+        let mut list = readable::<A::D, TraceRecord>(&found);
         count_spans(db, &mut list).await?;
         Ok((list, total))
     }
@@ -315,13 +247,13 @@ impl<A: SqlFamily> TraceStore for SqlDb<A> {
     async fn get_spans(&self, trace_id: &str) -> DbResult<Vec<SpanRecord>> {
         let db = &self.0;
         let select = Query::select()
-            .columns(SPAN_COLUMNS)
+            .columns(SpanRecord::names())
             .from(db.table_ref(&db.tables().spans))
             .and_where(Expr::col("trace_id").eq(trace_id))
             .order_by("start_time", Order::Asc)
             .build_sqlx(A::D::builder());
         let found = rows(db, select, &format!("cannot read the spans of trace {trace_id}")).await?;
-        Ok(readable::<A::D, _>(&found, "span", "span_id", span_from_row::<A::D>))
+        Ok(readable::<A::D, SpanRecord>(&found))
     }
 
     /// Spans first (their foreign key), then the traces, in one transaction.

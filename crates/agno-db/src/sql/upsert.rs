@@ -6,38 +6,32 @@ use agno_core::{Cell, DbError, DbErrorKind, DbResult};
 use sea_query::{Expr, ExprTrait, LockType, Query};
 use sea_query_sqlx::SqlxBinder;
 
-use super::{Columns, Dialect, Row, SqlAdapter, Tx, Violation, WRITE_ATTEMPTS};
+use super::record::SqlRecord;
+use super::{Columns, Dialect, SqlAdapter, Tx, Violation, WRITE_ATTEMPTS};
 
-/// A record to upsert.
-pub(crate) struct Owned<'a> {
-    /// Its table, as configured.
-    pub(crate) table: &'a str,
-    /// Its key column and value.
-    pub(crate) key: (&'static str, &'a str),
-    /// Every column of the record and its value.
-    pub(crate) cells: Vec<(&'static str, Cell)>,
-    /// The columns a replacement leaves as stored (the key and `created_at`; the owner too where
-    /// it never changes).
-    pub(crate) kept: &'static [&'static str],
-    /// The columns read back once written.
-    pub(crate) read_back: &'static [&'static str],
-}
-
-/// Upserts `record` and answers the row as stored (what the database kept of it: PostgreSQL
-/// cannot hold NUL in text), or `None` when `may_replace`, given the stored row's owner, refuses
-/// (nothing is written). A replacement keeps the stored `created_at`, or sets it when the stored
-/// row has none.
+/// Upserts `record` into `table` and answers it as stored (what the database kept of it:
+/// PostgreSQL cannot hold NUL in text), or `None` when `may_replace`, given the stored row's
+/// owner, refuses (nothing is written). A replacement leaves the `kept` columns as stored (the
+/// key and `created_at`; the owner too where it never changes), and keeps the stored
+/// `created_at`, or sets it when the stored row has none.
 ///
 /// # Errors
 /// A storage error.
-pub(crate) async fn upsert_owned<A: SqlAdapter>(
+pub(crate) async fn upsert_owned<A: SqlAdapter, R: SqlRecord>(
     db: &A,
-    record: &Owned<'_>,
+    (table, record): (&str, &R),
+    kept: &[&str],
     may_replace: impl Fn(Option<&str>) -> bool,
     what: &str,
-) -> DbResult<Option<Row<A::D>>> {
-    let table = db.table_ref(record.table);
-    let (key, id) = record.key;
+) -> DbResult<Option<R>> {
+    let table = db.table_ref(table);
+    let cells: Vec<(&'static str, Cell)> = R::names().zip(record.cells::<A::D>()?).collect();
+    let key = R::KEY;
+    let id = match cells.iter().find(|(column, _)| *column == key) {
+        Some((_, Cell::Text(Some(id)))) => id.clone(),
+        _ => return Err(DbError::new(DbErrorKind::Other, format!("{what}: the record has no {key}"))),
+    };
+    let id = id.as_str();
     let lock = Query::select()
         .columns(["user_id", "created_at"])
         .from(table.clone())
@@ -45,9 +39,9 @@ pub(crate) async fn upsert_owned<A: SqlAdapter>(
         .lock(LockType::Update)
         .build_sqlx(A::D::builder());
     let (mut columns, mut values, mut set) = (Vec::new(), Vec::new(), Vec::new());
-    for (column, cell) in &record.cells {
+    for (column, cell) in &cells {
         let value = Expr::val(A::D::value(cell.clone())?);
-        if !record.kept.contains(column) {
+        if !kept.contains(column) {
             set.push((*column, value.clone()));
         }
         columns.push(*column);
@@ -60,18 +54,15 @@ pub(crate) async fn upsert_owned<A: SqlAdapter>(
         .map_err(|e| DbError::new(DbErrorKind::Other, format!("{what}: {e}")))?
         .build_sqlx(A::D::builder());
     let update = Query::update().table(table.clone()).values(set).and_where(Expr::col(key).eq(id)).take();
-    let created = record.cells.iter().find_map(|(column, cell)| match (*column, cell) {
+    let created = cells.iter().find_map(|(column, cell)| match (*column, cell) {
         ("created_at", Cell::Int(at)) => *at,
         _ => None,
     });
     let mut undated = update.clone();
     let update = update.build_sqlx(A::D::builder());
     let undated = undated.value("created_at", created).build_sqlx(A::D::builder());
-    let read_back = Query::select()
-        .columns(record.read_back.iter().copied())
-        .from(table)
-        .and_where(Expr::col(key).eq(id))
-        .build_sqlx(A::D::builder());
+    let read_back =
+        Query::select().columns(R::names()).from(table).and_where(Expr::col(key).eq(id)).build_sqlx(A::D::builder());
     let mut attempt = 1;
     loop {
         let mut tx = Tx::begin(db).await?;
@@ -100,9 +91,9 @@ pub(crate) async fn upsert_owned<A: SqlAdapter>(
             Err(e) => Err(e),
         };
         match stored {
-            Ok(mut stored) => {
+            Ok(stored) => {
                 tx.commit(what).await?;
-                return Ok(stored.pop());
+                return stored.first().map(R::from_row::<A::D>).transpose();
             }
             Err(e) if A::D::lost_race(&e) && attempt < WRITE_ATTEMPTS => attempt += 1,
             Err(e) => return Err(e),
