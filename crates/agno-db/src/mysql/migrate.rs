@@ -10,10 +10,10 @@ use crate::sql::SqlAdapter;
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
 use sqlx::{AssertSqlSafe, Row};
 
-use super::schema::{sessions_ddl, versions_ddl};
+use super::schema::sessions_ddl;
 use super::{MySqlState, db_error};
-use crate::migration::LATEST_VERSION;
 use crate::migration::{MigrationOptions, MigrationStep, Progress, TableKind};
+use crate::sql::migrate::Table;
 
 /// MySQL refuses longer identifiers (error 1059).
 const MAX_IDENTIFIER_LENGTH: usize = 64;
@@ -227,67 +227,39 @@ impl MySqlState {
 
 #[async_trait::async_trait]
 impl crate::sql::migrate::SqlSchema for MySqlState {
-    async fn create_tables(&self) -> DbResult<()> {
-        let t = self.tables().clone();
-        self.exec(&versions_ddl(&t.versions), &format!("cannot create table {}", t.versions)).await?;
-        if !self.table_exists(&t.sessions).await? {
-            self.exec(&sessions_ddl(&t.sessions), &format!("cannot create table {}", t.sessions)).await?;
-            crate::sql::versions::stamp_version(self, &t.sessions, LATEST_VERSION).await?;
+    /// One statement per table: MySQL declares the indexes inside `CREATE TABLE`.
+    fn ddl(&self, table: Table) -> Vec<String> {
+        let t = self.tables();
+        vec![match table {
+            Table::Sessions => sessions_ddl(&t.sessions),
+            Table::Runs => super::schema::runs_ddl(&t.runs, &t.sessions),
+            Table::Memories => super::memories::memories_ddl(&t.memories),
+            Table::Evals => super::evals::evals_ddl(&t.evals),
+            Table::Knowledge => super::knowledge::knowledge_ddl(&t.knowledge),
+            Table::Metrics => super::metrics::metrics_ddl(&t.metrics),
+            Table::Schedules => super::schedules::schedules_ddl(&t.schedules),
+            Table::ScheduleRuns => super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules),
+            Table::Jobs => super::jobs::jobs_ddl(&t.jobs),
+            Table::Events => super::jobs::events_ddl(&t.events),
+            Table::Traces => super::traces::traces_ddl(&t.traces),
+            Table::Spans => super::traces::spans_ddl(&t.spans, &t.traces),
+            Table::Approvals => super::approvals::approvals_ddl(&t.approvals),
+            Table::Compactions => super::compactions::compactions_ddl(&t.compactions),
+            Table::Components => super::components::components_ddl(&t.components),
+            Table::ComponentConfigs => super::components::component_configs_ddl(&t.component_configs),
+            Table::ComponentLinks => super::components::component_links_ddl(&t.component_links),
+            Table::ServiceAccounts => super::service_accounts::service_accounts_ddl(&t.service_accounts),
+        }]
+    }
+
+    async fn create_missing(&self, name: &str, ddl: &[String]) -> DbResult<bool> {
+        if self.table_exists(name).await? {
+            return Ok(false);
         }
-        self.ensure_runs_table().await?;
-        if !self.table_exists(&t.memories).await? {
-            let ddl = super::memories::memories_ddl(&t.memories);
-            self.exec(&ddl, &format!("cannot create table {}", t.memories)).await?;
-            crate::sql::versions::stamp_version(self, &t.memories, LATEST_VERSION).await?;
+        for statement in ddl {
+            self.exec(statement, &format!("cannot create table {name}")).await?;
         }
-        if !self.table_exists(&t.evals).await? {
-            let ddl = super::evals::evals_ddl(&t.evals);
-            self.exec(&ddl, &format!("cannot create table {}", t.evals)).await?;
-            crate::sql::versions::stamp_version(self, &t.evals, LATEST_VERSION).await?;
-        }
-        if !self.table_exists(&t.knowledge).await? {
-            let ddl = super::knowledge::knowledge_ddl(&t.knowledge);
-            self.exec(&ddl, &format!("cannot create table {}", t.knowledge)).await?;
-            crate::sql::versions::stamp_version(self, &t.knowledge, LATEST_VERSION).await?;
-        }
-        if !self.table_exists(&t.metrics).await? {
-            let ddl = super::metrics::metrics_ddl(&t.metrics);
-            self.exec(&ddl, &format!("cannot create table {}", t.metrics)).await?;
-            crate::sql::versions::stamp_version(self, &t.metrics, LATEST_VERSION).await?;
-        }
-        // Schedules first: the runs table's foreign key refers to it.
-        if !self.table_exists(&t.schedules).await? {
-            let ddl = super::schedules::schedules_ddl(&t.schedules);
-            self.exec(&ddl, &format!("cannot create table {}", t.schedules)).await?;
-            crate::sql::versions::stamp_version(self, &t.schedules, LATEST_VERSION).await?;
-        }
-        if !self.table_exists(&t.schedule_runs).await? {
-            let ddl = super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules);
-            self.exec(&ddl, &format!("cannot create table {}", t.schedule_runs)).await?;
-            crate::sql::versions::stamp_version(self, &t.schedule_runs, LATEST_VERSION).await?;
-        }
-        // The background-run queue and its event log (agno-rs's; Agno's MySQLDb has no queue).
-        // The jobs table's version row is also the lock of depth-bounded enqueues.
-        // Then traces and their spans (after the traces table: the spans' foreign key points there).
-        for (name, ddl) in [
-            (&t.jobs, super::jobs::jobs_ddl(&t.jobs)),
-            (&t.events, super::jobs::events_ddl(&t.events)),
-            (&t.traces, super::traces::traces_ddl(&t.traces)),
-            (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
-            (&t.approvals, super::approvals::approvals_ddl(&t.approvals)),
-            (&t.compactions, super::compactions::compactions_ddl(&t.compactions)),
-            // The components table's version row is also the lock of catalog writes.
-            (&t.components, super::components::components_ddl(&t.components)),
-            (&t.component_configs, super::components::component_configs_ddl(&t.component_configs)),
-            (&t.component_links, super::components::component_links_ddl(&t.component_links)),
-            (&t.service_accounts, super::service_accounts::service_accounts_ddl(&t.service_accounts)),
-        ] {
-            if !self.table_exists(name).await? {
-                self.exec(&ddl, &format!("cannot create table {name}")).await?;
-                crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;
-            }
-        }
-        Ok(())
+        Ok(true)
     }
 
     async fn ensure_versions_table(&self) -> DbResult<()> {

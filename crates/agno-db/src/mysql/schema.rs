@@ -9,6 +9,7 @@ use agno_core::DbResult;
 
 use super::{MySqlDb, MySqlState};
 use crate::migration::LATEST_VERSION;
+use crate::sql::migrate::{SqlSchema, Table};
 
 pub(crate) fn sessions_ddl(t: &str) -> String {
     format!(
@@ -79,10 +80,9 @@ impl MySqlState {
     /// Creates the runs table (next to an existing sessions table) when missing, stamped at the
     /// latest version, as Agno does when it first needs it.
     pub(crate) async fn ensure_runs_table(&self) -> DbResult<()> {
-        let t = self.tables().clone();
-        if !self.table_exists(&t.runs).await? {
-            self.exec(&runs_ddl(&t.runs, &t.sessions), &format!("cannot create table {}", t.runs)).await?;
-            crate::sql::versions::stamp_version(self, &t.runs, LATEST_VERSION).await?;
+        let runs = &self.tables().runs;
+        if self.create_missing(runs, &self.ddl(Table::Runs)).await? {
+            crate::sql::versions::stamp_version(self, runs, LATEST_VERSION).await?;
         }
         Ok(())
     }
@@ -96,6 +96,6 @@ impl MySqlDb {
     /// # Errors
     /// A storage error.
     pub async fn create_tables(&self) -> DbResult<()> {
-        crate::sql::migrate::SqlSchema::create_tables(&self.0).await
+        crate::migration::Migrate::create_tables(self).await
     }
 }

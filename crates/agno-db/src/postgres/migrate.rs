@@ -14,6 +14,7 @@ use super::schedules::name_backstop_ddl;
 use super::schema::{events_ddl, index_ddl, jobs_ddl, runs_ddl, sessions_ddl, versions_ddl};
 use super::{PostgresState, db_error};
 use crate::migration::{LATEST_VERSION, MigrationOptions, MigrationStep, Progress, TableKind};
+use crate::sql::migrate::Table;
 
 impl PostgresState {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
@@ -313,64 +314,37 @@ async fn unique_indexes(
 
 #[async_trait::async_trait]
 impl crate::sql::migrate::SqlSchema for PostgresState {
-    async fn create_tables(&self) -> DbResult<()> {
-        let t = self.tables().clone();
-        self.ensure_versions_table().await?;
-        let sessions_q = self.qualified(&t.sessions);
-        let runs_q = self.qualified(&t.runs);
-        let memories_q = self.qualified(&t.memories);
-        let evals_q = self.qualified(&t.evals);
-        let knowledge_q = self.qualified(&t.knowledge);
-        let metrics_q = self.qualified(&t.metrics);
-        let schedules_q = self.qualified(&t.schedules);
-        let schedule_runs_q = self.qualified(&t.schedule_runs);
-        let jobs_q = self.qualified(&t.jobs);
-        let events_q = self.qualified(&t.events);
-        let traces_q = self.qualified(&t.traces);
-        let spans_q = self.qualified(&t.spans);
-        let components_q = self.qualified(&t.components);
-        let configs_q = self.qualified(&t.component_configs);
-        let links_q = self.qualified(&t.component_links);
-        for (name, ddl) in [
-            (&t.sessions, sessions_ddl(&sessions_q, &t.sessions)),
-            (&t.runs, runs_ddl(&runs_q, &t.runs, &sessions_q)),
-            (&t.memories, super::memories::memories_ddl(&memories_q, &t.memories)),
-            (&t.evals, super::evals::evals_ddl(&evals_q, &t.evals)),
-            (&t.knowledge, super::knowledge::knowledge_ddl(&knowledge_q, &t.knowledge)),
-            (&t.metrics, super::metrics::metrics_ddl(&metrics_q, &t.metrics)),
-            (&t.schedules, super::schedules::schedules_ddl(&schedules_q, &t.schedules)),
-            // After the schedules table: its foreign key points there.
-            (&t.schedule_runs, super::schedules::schedule_runs_ddl(&schedule_runs_q, &t.schedule_runs, &schedules_q)),
-            (&t.jobs, jobs_ddl(&jobs_q, &t.jobs)),
-            (&t.events, events_ddl(&events_q)),
-            (&t.traces, super::traces::traces_ddl(&traces_q, &t.traces)),
-            // After the traces table: its foreign key points there.
-            (&t.spans, super::traces::spans_ddl(&spans_q, &t.spans, &traces_q)),
-            (&t.approvals, super::approvals::approvals_ddl(&self.qualified(&t.approvals), &t.approvals)),
-            (&t.compactions, super::compactions::compactions_ddl(&self.qualified(&t.compactions), &t.compactions)),
-            (&t.components, super::components::components_ddl(&components_q, &t.components)),
-            // After the components table (and the configs table): their foreign keys point there.
-            (
-                &t.component_configs,
-                super::components::component_configs_ddl(&configs_q, &t.component_configs, &components_q),
-            ),
-            (
-                &t.component_links,
-                super::components::component_links_ddl(&links_q, &t.component_links, &components_q, &configs_q),
-            ),
-            (
-                &t.service_accounts,
-                super::service_accounts::service_accounts_ddl(
-                    &self.qualified(&t.service_accounts),
-                    &t.service_accounts,
-                ),
-            ),
-        ] {
-            if self.create_table_if_missing(name, &ddl).await? {
-                crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;
+    /// Each table schema-qualified; a foreign key names its parent qualified too.
+    fn ddl(&self, table: Table) -> Vec<String> {
+        let t = self.tables();
+        let q = |name: &str| self.qualified(name);
+        let name = table.name(t);
+        match table {
+            Table::Sessions => sessions_ddl(&q(name), name),
+            Table::Runs => runs_ddl(&q(name), name, &q(&t.sessions)),
+            Table::Memories => super::memories::memories_ddl(&q(name), name),
+            Table::Evals => super::evals::evals_ddl(&q(name), name),
+            Table::Knowledge => super::knowledge::knowledge_ddl(&q(name), name),
+            Table::Metrics => super::metrics::metrics_ddl(&q(name), name),
+            Table::Schedules => super::schedules::schedules_ddl(&q(name), name),
+            Table::ScheduleRuns => super::schedules::schedule_runs_ddl(&q(name), name, &q(&t.schedules)),
+            Table::Jobs => jobs_ddl(&q(name), name),
+            Table::Events => events_ddl(&q(name)),
+            Table::Traces => super::traces::traces_ddl(&q(name), name),
+            Table::Spans => super::traces::spans_ddl(&q(name), name, &q(&t.traces)),
+            Table::Approvals => super::approvals::approvals_ddl(&q(name), name),
+            Table::Compactions => super::compactions::compactions_ddl(&q(name), name),
+            Table::Components => super::components::components_ddl(&q(name), name),
+            Table::ComponentConfigs => super::components::component_configs_ddl(&q(name), name, &q(&t.components)),
+            Table::ComponentLinks => {
+                super::components::component_links_ddl(&q(name), name, &q(&t.components), &q(&t.component_configs))
             }
+            Table::ServiceAccounts => super::service_accounts::service_accounts_ddl(&q(name), name),
         }
-        self.refresh_legacy_runs().await
+    }
+
+    async fn create_missing(&self, name: &str, ddl: &[String]) -> DbResult<bool> {
+        self.create_table_if_missing(name, ddl).await
     }
 
     async fn ensure_versions_table(&self) -> DbResult<()> {

@@ -125,6 +125,6 @@ impl PostgresDb {
     /// # Errors
     /// A storage error.
     pub async fn create_tables(&self) -> DbResult<()> {
-        crate::sql::migrate::SqlSchema::create_tables(&self.0).await
+        crate::migration::Migrate::create_tables(self).await
     }
 }

@@ -15,14 +15,93 @@ use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, changed, rows};
 use crate::codec::run_type;
 use crate::migration::{CleanupReport, MigrationOptions, Progress};
 
+/// The tables a SQL database creates together, in the order they are created: a table after
+/// those its foreign keys point to (runs after sessions, schedule runs after schedules, spans after
+/// traces, configs and links after components). Agent files and learnings are created on first
+/// use instead ([`super::LazyTable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Table {
+    Sessions,
+    Runs,
+    Memories,
+    Evals,
+    Knowledge,
+    Metrics,
+    Schedules,
+    ScheduleRuns,
+    /// The background-run queue (its version row is also the lock of depth-bounded enqueues).
+    Jobs,
+    Events,
+    Traces,
+    Spans,
+    Approvals,
+    Compactions,
+    /// The components (its version row is also the lock of MySQL's catalog writes).
+    Components,
+    ComponentConfigs,
+    ComponentLinks,
+    ServiceAccounts,
+}
+
+impl Table {
+    /// Every table, in creation order.
+    pub(crate) const ALL: [Self; 18] = [
+        Self::Sessions,
+        Self::Runs,
+        Self::Memories,
+        Self::Evals,
+        Self::Knowledge,
+        Self::Metrics,
+        Self::Schedules,
+        Self::ScheduleRuns,
+        Self::Jobs,
+        Self::Events,
+        Self::Traces,
+        Self::Spans,
+        Self::Approvals,
+        Self::Compactions,
+        Self::Components,
+        Self::ComponentConfigs,
+        Self::ComponentLinks,
+        Self::ServiceAccounts,
+    ];
+
+    /// The table's configured name.
+    pub(crate) fn name(self, t: &crate::TableNames) -> &str {
+        match self {
+            Self::Sessions => &t.sessions,
+            Self::Runs => &t.runs,
+            Self::Memories => &t.memories,
+            Self::Evals => &t.evals,
+            Self::Knowledge => &t.knowledge,
+            Self::Metrics => &t.metrics,
+            Self::Schedules => &t.schedules,
+            Self::ScheduleRuns => &t.schedule_runs,
+            Self::Jobs => &t.jobs,
+            Self::Events => &t.events,
+            Self::Traces => &t.traces,
+            Self::Spans => &t.spans,
+            Self::Approvals => &t.approvals,
+            Self::Compactions => &t.compactions,
+            Self::Components => &t.components,
+            Self::ComponentConfigs => &t.component_configs,
+            Self::ComponentLinks => &t.component_links,
+            Self::ServiceAccounts => &t.service_accounts,
+        }
+    }
+}
+
 /// A database's DDL and migration steps.
 #[async_trait::async_trait]
 pub(crate) trait SqlSchema: SqlAdapter {
     /// Creates the schema versions table when missing (the database's DDL).
     async fn ensure_versions_table(&self) -> DbResult<()>;
 
-    /// `Migrate::create_tables`: the database's DDL.
-    async fn create_tables(&self) -> DbResult<()>;
+    /// The statements creating `table` (its indexes too) as Python Agno 3.1 creates it.
+    fn ddl(&self, table: Table) -> Vec<String>;
+
+    /// Runs `ddl` unless the table `name` exists; true when this call created it.
+    async fn create_missing(&self, name: &str, ddl: &[String]) -> DbResult<bool>;
 
     /// `Migrate::migrate_table`: the database's step to `step.version` on one table.
     async fn migrate_step(&self, step: crate::migration::MigrationStep<'_>) -> DbResult<bool>;
@@ -177,8 +256,23 @@ impl<A: SqlFamily> crate::migration::Migrate for SqlDb<A> {
         self.0.migrate_step(step).await
     }
 
+    /// Every missing table of [`Table::ALL`], in order, each stamped with the latest version
+    /// once created; existing tables are left as they are (the migrations change those).
     async fn create_tables(&self) -> DbResult<()> {
-        self.0.create_tables().await
+        let db = &self.0;
+        db.ensure_versions_table().await?;
+        for table in Table::ALL {
+            let name = table.name(db.tables());
+            if db.create_missing(name, &db.ddl(table)).await? {
+                super::versions::stamp_version(db, name, crate::migration::LATEST_VERSION).await?;
+            }
+        }
+        // The runs table only ever exists in its v3 shape (the 3.0.0 step may have created it).
+        let runs = &db.tables().runs;
+        if super::versions::latest_version(db, runs).await?.is_none() {
+            super::versions::stamp_version(db, runs, crate::migration::LATEST_VERSION).await?;
+        }
+        db.refresh_legacy_runs().await
     }
 
     /// The runs of the legacy blobs that the runs table lacks, the sessions read in batches (memory

@@ -6,10 +6,10 @@ use sqlx::AssertSqlSafe;
 
 use agno_core::{DbError, DbErrorKind, DbResult};
 
-use super::schema::{runs_ddl, sessions_ddl, versions_ddl};
+use super::schema::{runs_ddl, sessions_ddl};
 use super::{SqliteState, db_error};
-use crate::migration::LATEST_VERSION;
 use crate::migration::{MigrationOptions, MigrationStep, Progress, TableKind};
+use crate::sql::migrate::Table;
 
 impl SqliteState {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
@@ -69,40 +69,36 @@ impl SqliteState {
 
 #[async_trait::async_trait]
 impl crate::sql::migrate::SqlSchema for SqliteState {
-    async fn create_tables(&self) -> DbResult<()> {
-        let t = self.tables().clone();
-        self.exec_all(&versions_ddl(&t.versions)).await?;
-        for (name, ddl) in [
-            (&t.sessions, sessions_ddl(&t.sessions)),
-            (&t.runs, runs_ddl(&t.runs, &t.sessions)),
-            (&t.memories, super::memories::memories_ddl(&t.memories)),
-            (&t.evals, super::evals::evals_ddl(&t.evals)),
-            (&t.knowledge, super::knowledge::knowledge_ddl(&t.knowledge)),
-            (&t.metrics, super::metrics::metrics_ddl(&t.metrics)),
-            (&t.schedules, super::schedules::schedules_ddl(&t.schedules)),
-            (&t.schedule_runs, super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules)),
-            (&t.jobs, super::jobs::jobs_ddl(&t.jobs)),
-            (&t.events, super::jobs::events_ddl(&t.events)),
-            (&t.traces, super::traces::traces_ddl(&t.traces)),
-            // After the traces table: its foreign key points there.
-            (&t.spans, super::traces::spans_ddl(&t.spans, &t.traces)),
-            (&t.approvals, super::approvals::approvals_ddl(&t.approvals)),
-            (&t.compactions, super::compactions::compactions_ddl(&t.compactions)),
-            (&t.components, super::components::components_ddl(&t.components)),
-            (&t.component_configs, super::components::component_configs_ddl(&t.component_configs)),
-            (&t.component_links, super::components::component_links_ddl(&t.component_links)),
-            (&t.service_accounts, super::service_accounts::service_accounts_ddl(&t.service_accounts)),
-        ] {
-            if !self.table_exists(name).await? {
-                self.exec_all(&ddl).await?;
-                crate::sql::versions::stamp_version(self, name, LATEST_VERSION).await?;
-            }
+    fn ddl(&self, table: Table) -> Vec<String> {
+        let t = self.tables();
+        match table {
+            Table::Sessions => sessions_ddl(&t.sessions),
+            Table::Runs => runs_ddl(&t.runs, &t.sessions),
+            Table::Memories => super::memories::memories_ddl(&t.memories),
+            Table::Evals => super::evals::evals_ddl(&t.evals),
+            Table::Knowledge => super::knowledge::knowledge_ddl(&t.knowledge),
+            Table::Metrics => super::metrics::metrics_ddl(&t.metrics),
+            Table::Schedules => super::schedules::schedules_ddl(&t.schedules),
+            Table::ScheduleRuns => super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules),
+            Table::Jobs => super::jobs::jobs_ddl(&t.jobs),
+            Table::Events => super::jobs::events_ddl(&t.events),
+            Table::Traces => super::traces::traces_ddl(&t.traces),
+            Table::Spans => super::traces::spans_ddl(&t.spans, &t.traces),
+            Table::Approvals => super::approvals::approvals_ddl(&t.approvals),
+            Table::Compactions => super::compactions::compactions_ddl(&t.compactions),
+            Table::Components => super::components::components_ddl(&t.components),
+            Table::ComponentConfigs => super::components::component_configs_ddl(&t.component_configs),
+            Table::ComponentLinks => super::components::component_links_ddl(&t.component_links),
+            Table::ServiceAccounts => super::service_accounts::service_accounts_ddl(&t.service_accounts),
         }
-        // The runs table only ever exists in its v3 shape (the 3.0.0 step may have created it).
-        if crate::sql::versions::latest_version(self, &t.runs).await?.is_none() {
-            crate::sql::versions::stamp_version(self, &t.runs, LATEST_VERSION).await?;
+    }
+
+    async fn create_missing(&self, name: &str, ddl: &[String]) -> DbResult<bool> {
+        if self.table_exists(name).await? {
+            return Ok(false);
         }
-        self.refresh_legacy_runs().await
+        self.exec_all(ddl).await?;
+        Ok(true)
     }
 
     async fn ensure_versions_table(&self) -> DbResult<()> {

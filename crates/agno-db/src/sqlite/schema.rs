@@ -66,6 +66,6 @@ impl SqliteDb {
     /// # Errors
     /// A storage error.
     pub async fn create_tables(&self) -> DbResult<()> {
-        crate::sql::migrate::SqlSchema::create_tables(&self.0).await
+        crate::migration::Migrate::create_tables(self).await
     }
 }
