@@ -190,133 +190,56 @@ async fn python_catalog(table_types: &[&str], tables: &[&str]) -> Option<Vec<Str
     Some(want)
 }
 
-/// The sessions, runs and versions tables are created as Python Agno 3.1 creates them, live.
+/// Agno's table type and default name of every table agno-rs creates, in creation order (the
+/// `agno_events` log of the job queue is agno-rs's own: Agno 3.1 has no such table).
+const PYTHON_TABLES: [(&str, &str); 18] = [
+    ("sessions", "agno_sessions"),
+    ("runs", "agno_runs"),
+    ("versions", "agno_schema_versions"),
+    ("memories", "agno_memories"),
+    ("evals", "agno_eval_runs"),
+    ("knowledge", "agno_knowledge"),
+    ("metrics", "agno_metrics"),
+    ("schedules", "agno_schedules"),
+    ("schedule_runs", "agno_schedule_runs"),
+    ("jobs", "agno_jobs"),
+    ("traces", "agno_traces"),
+    ("spans", "agno_spans"),
+    ("approvals", "agno_approvals"),
+    ("compactions", "agno_compactions"),
+    ("components", "agno_components"),
+    ("component_configs", "agno_component_configs"),
+    ("component_links", "agno_component_links"),
+    ("service_accounts", "agno_service_accounts"),
+];
+
+/// Every table is created as Python Agno 3.1 creates it, live: columns, types (JSONB, INTEGER
+/// versions), defaults, indexes, the partial unique name keys of schedules and the idempotency
+/// keys of jobs, the foreign keys of runs, schedule runs, spans, configs and links. Creating
+/// twice changes nothing; each table is stamped 3.0.0 with Agno's naive ISO stamp.
 #[tokio::test]
-async fn tables_are_created_exactly_as_python_agno_creates_them() {
-    if !agno_testkit::services::postgres("tables_are_created_exactly_as_python_agno_creates_them") {
+async fn every_table_is_created_exactly_as_python_agno_creates_it() {
+    if !agno_testkit::services::postgres("every_table_is_created_exactly_as_python_agno_creates_it") {
         return;
     }
     let scratch = Scratch::new("ddl");
     let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
     db.create_tables().await.unwrap();
     db.create_tables().await.unwrap(); // idempotent
-    let tables = ["agno_sessions", "agno_runs", "agno_schema_versions"];
+    let (kinds, tables): (Vec<&str>, Vec<&str>) = PYTHON_TABLES.into_iter().unzip();
     let got = catalog(&scratch.name, &tables).await;
-    let Some(want) = python_catalog(&["sessions", "runs", "versions"], &tables).await else { return };
+    let Some(want) = python_catalog(&kinds, &tables).await else { return };
     assert_eq!(got, want);
-    for table in ["agno_sessions", "agno_runs"] {
+    for table in tables.iter().filter(|t| **t != "agno_schema_versions") {
         assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
     }
-    // The stamp has Agno's naive ISO shape.
     let mut c = conn().await;
     let sql = format!("SELECT created_at FROM \"{}\".agno_schema_versions LIMIT 1", scratch.name);
     let stamp: String = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&mut c).await.unwrap();
     assert_eq!(stamp.len(), "2026-01-01T00:00:00.000000".len(), "{stamp}");
     assert_eq!(&stamp[10..11], "T");
-}
-
-/// The memories, eval runs and knowledge tables are created as Python Agno 3.1 creates them, live.
-#[tokio::test]
-async fn memory_eval_and_knowledge_tables_are_created_exactly_as_python_agno_creates_them() {
-    if !agno_testkit::services::postgres(
-        "memory_eval_and_knowledge_tables_are_created_exactly_as_python_agno_creates_them",
-    ) {
-        return;
-    }
-    let scratch = Scratch::new("ddl_mek");
-    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
-    db.create_tables().await.unwrap();
-    let tables = ["agno_memories", "agno_eval_runs", "agno_knowledge"];
-    let got = catalog(&scratch.name, &tables).await;
-    let Some(want) = python_catalog(&["memories", "evals", "knowledge"], &tables).await else { return };
-    assert_eq!(got, want);
-}
-
-/// The metrics, schedules and schedule runs tables (with the partial unique name keys) are
-/// created as Python Agno 3.1 creates them, live.
-#[tokio::test]
-async fn metrics_and_schedule_tables_are_created_exactly_as_python_agno_creates_them() {
-    if !agno_testkit::services::postgres("metrics_and_schedule_tables_are_created_exactly_as_python_agno_creates_them")
-    {
-        return;
-    }
-    let scratch = Scratch::new("ddl_sched");
-    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
-    db.create_tables().await.unwrap();
-    db.create_tables().await.unwrap(); // idempotent
-    let tables = ["agno_metrics", "agno_schedules", "agno_schedule_runs"];
-    let got = catalog(&scratch.name, &tables).await;
-    let Some(want) = python_catalog(&["metrics", "schedules", "schedule_runs"], &tables).await else { return };
-    assert_eq!(got, want);
-    for table in ["agno_metrics", "agno_schedules", "agno_schedule_runs"] {
-        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
-    }
-}
-
-/// The traces and spans tables (the spans' foreign key to the traces) are created as Python Agno
-/// 3.1 creates them, live.
-#[tokio::test]
-async fn trace_tables_are_created_exactly_as_python_agno_creates_them() {
-    if !agno_testkit::services::postgres("trace_tables_are_created_exactly_as_python_agno_creates_them") {
-        return;
-    }
-    let scratch = Scratch::new("ddl_traces");
-    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
-    db.create_tables().await.unwrap();
-    db.create_tables().await.unwrap(); // idempotent
-    let tables = ["agno_traces", "agno_spans"];
-    let got = catalog(&scratch.name, &tables).await;
-    let Some(want) = python_catalog(&["traces", "spans"], &tables).await else { return };
-    assert_eq!(got, want);
-    for table in tables {
-        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
-    }
-}
-
-/// The approvals and compactions tables are created as Python Agno 3.1 creates them, live
-/// (columns, JSONB, indexes).
-#[tokio::test]
-async fn approvals_and_compactions_tables_are_created_exactly_as_python_agno_creates_them() {
-    if !agno_testkit::services::postgres(
-        "approvals_and_compactions_tables_are_created_exactly_as_python_agno_creates_them",
-    ) {
-        return;
-    }
-    for (kind, table) in [("approvals", "agno_approvals"), ("compactions", "agno_compactions")] {
-        let scratch = Scratch::new(&format!("ddl_{kind}"));
-        let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
-        db.create_tables().await.unwrap();
-        db.create_tables().await.unwrap(); // idempotent
-        let got = catalog(&scratch.name, &[table]).await;
-        let Some(want) = python_catalog(&[kind], &[table]).await else { return };
-        assert_eq!(got, want, "{table}");
-        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
-    }
-}
-
-/// The three component tables are created as Python Agno 3.1 creates them, live (INTEGER
-/// versions, the foreign keys from configs and links).
-#[tokio::test]
-async fn component_and_service_account_tables_are_created_exactly_as_python_agno_creates_them() {
-    if !agno_testkit::services::postgres(
-        "component_and_service_account_tables_are_created_exactly_as_python_agno_creates_them",
-    ) {
-        return;
-    }
-    let scratch = Scratch::new("ddl_components");
-    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
-    db.create_tables().await.unwrap();
-    db.create_tables().await.unwrap(); // idempotent
-    let tables = ["agno_components", "agno_component_configs", "agno_component_links", "agno_service_accounts"];
-    let got = catalog(&scratch.name, &tables).await;
-    let kinds = ["components", "component_configs", "component_links", "service_accounts"];
-    let Some(want) = python_catalog(&kinds, &tables).await else {
-        return;
-    };
-    assert_eq!(got, want);
-    for table in tables {
-        assert_eq!(db.get_latest_schema_version(table).await.unwrap().as_deref(), Some("3.0.0"), "{table}");
-    }
+    let shared: std::sync::Arc<dyn Migrate> = std::sync::Arc::new(db);
+    assert!(shared.job_store().is_some(), "the adapter offers its job queue");
 }
 
 /// Python Agno 3.1 and agno-rs share a PostgreSQL component catalog: each reads what the other
@@ -1081,24 +1004,6 @@ async fn python_agno_and_agno_rs_read_each_other() {
 }
 
 // ----- Job queue ------------------------------------------------------------------------------
-
-/// The jobs table is created as Python Agno 3.1 creates it, live.
-#[tokio::test]
-async fn the_jobs_table_is_created_exactly_as_python_agno_creates_it() {
-    if !agno_testkit::services::postgres("the_jobs_table_is_created_exactly_as_python_agno_creates_it") {
-        return;
-    }
-    let scratch = Scratch::new("ddl_jobs");
-    let db = PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap();
-    db.create_tables().await.unwrap();
-    db.create_tables().await.unwrap(); // idempotent
-    let got = catalog(&scratch.name, &["agno_jobs"]).await;
-    let Some(want) = python_catalog(&["jobs"], &["agno_jobs"]).await else { return };
-    assert_eq!(got, want);
-    assert_eq!(db.get_latest_schema_version("agno_jobs").await.unwrap().as_deref(), Some("3.0.0"));
-    let shared: std::sync::Arc<dyn Migrate> = std::sync::Arc::new(db);
-    assert!(shared.job_store().is_some(), "the adapter offers its job queue");
-}
 
 fn queued_job(id: &str, user: Option<&str>, key: Option<&str>) -> agno_core::Job {
     let mut job = agno_core::Job::agent_run(id, "agent-1", format!("session-{id}"), json!({"message": id}));
