@@ -284,37 +284,40 @@ fn strip_ansi(line: &str) -> String {
 /// SQL statements one non-streaming run costs on SQLite (session new, then continued): a server
 /// logging every statement (sqlx's `sqlx::query` events) runs 100 runs, 2 per session, at c=1.
 async fn statements_per_run(config: &std::path::Path, dir: &std::path::Path, client: &reqwest::Client) {
-    let log = dir.join("statements.log");
-    let (server, _) = start_logging_server(config, "error,sqlx::query=debug", Some(&log)).await;
-    let url = format!("{}/agents/bench/runs", server.base);
-    let count =
-        || std::fs::read_to_string(&log).unwrap_or_default().lines().filter(|l| l.contains("sqlx::query")).count();
-    let before = count();
-    let runs = 100;
-    for i in 0..runs {
-        let form = reqwest::multipart::Form::new()
-            .text("message", format!("question {i}"))
-            .text("stream", "false")
-            .text("session_id", format!("statements-{}", i / 2));
-        let resp = client.post(&url).multipart(form).send().await.unwrap();
-        assert!(resp.status().is_success(), "run failed: {}", resp.status());
-        let _ = resp.bytes().await.unwrap();
-    }
-    drop(server);
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().filter(|l| l.contains("sqlx::query")).skip(before).collect();
-    println!("  SQLite statements per non-streaming run (as sqlx logs them): {:.1}", lines.len() as f64 / runs as f64);
-    // Which statements: sqlx's `summary` field (the statement's first words).
-    let mut kinds: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    for line in &lines {
-        let plain = strip_ansi(line);
-        let summary = plain.split("summary=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or("?");
-        *kinds.entry(summary.chars().take(70).collect()).or_default() += 1;
-    }
-    let mut kinds: Vec<_> = kinds.into_iter().collect();
-    kinds.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-    for (summary, n) in kinds.iter().take(12) {
-        println!("    {:>5.2}/run  {summary}", *n as f64 / runs as f64);
+    for stream in [false, true] {
+        let log = dir.join(format!("statements-{stream}.log"));
+        let (server, _) = start_logging_server(config, "error,sqlx::query=debug", Some(&log)).await;
+        let url = format!("{}/agents/bench/runs", server.base);
+        let count =
+            || std::fs::read_to_string(&log).unwrap_or_default().lines().filter(|l| l.contains("sqlx::query")).count();
+        let before = count();
+        let runs = 100;
+        for i in 0..runs {
+            let form = reqwest::multipart::Form::new()
+                .text("message", format!("question {i}"))
+                .text("stream", stream.to_string())
+                .text("session_id", format!("statements-{stream}-{}", i / 2));
+            let resp = client.post(&url).multipart(form).send().await.unwrap();
+            assert!(resp.status().is_success(), "run failed: {}", resp.status());
+            let _ = resp.bytes().await.unwrap();
+        }
+        drop(server);
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains("sqlx::query")).skip(before).collect();
+        let kind = if stream { "streamed" } else { "non-streaming" };
+        println!("  SQLite statements per {kind} run (as sqlx logs them): {:.1}", lines.len() as f64 / runs as f64);
+        // Which statements: sqlx's `summary` field (the statement's first words).
+        let mut kinds: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+        for line in &lines {
+            let plain = strip_ansi(line);
+            let summary = plain.split("summary=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or("?");
+            *kinds.entry(summary.chars().take(70).collect()).or_default() += 1;
+        }
+        let mut kinds: Vec<_> = kinds.into_iter().collect();
+        kinds.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        for (summary, n) in kinds.iter().take(12) {
+            println!("    {:>5.2}/run  {summary}", *n as f64 / runs as f64);
+        }
     }
 }
 
