@@ -33,6 +33,17 @@ pub(crate) trait SqlRuns: SqlAdapter {
         stored: bool,
     ) -> DbResult<i64>;
 
+    /// Writes the session, then the run, on `conn` (the caller's transaction): the statements of
+    /// [`write_once`] after its guard; the run's `run_index`. A database may state both in fewer
+    /// calls (SQLite: one call to the connection's thread); the answer is the same either way.
+    async fn put_session_and_run(&self, conn: &mut Conn<Self::D>, write: RunWrite<'_>, stored: bool) -> DbResult<i64>
+    where
+        Self: SqlSessions + Sized,
+    {
+        self.put_session(&mut *conn, write.session, write.state).await?;
+        self.put_run(&mut *conn, write.run, &write.session.session_id, write.user_id, stored).await
+    }
+
     /// A claimed run's write (`guard` checks the claim) in the fewest statements this database
     /// can state it in, or [`Claimed::Generic`] to leave it to the transaction of
     /// [`write_once`]'s statements. Nothing may be left half written: what this writes before
@@ -273,9 +284,8 @@ pub(crate) async fn write_once<A: SqlSessions + SqlRuns>(
             return Ok(None);
         }
     }
-    db.put_session(&mut *conn, write.session, write.state).await?;
     // A guarded write is a claimed job's: its run was stored when it was accepted.
-    db.put_run(&mut *conn, write.run, &write.session.session_id, write.user_id, guard.is_some()).await.map(Some)
+    db.put_session_and_run(&mut *conn, write, guard.is_some()).await.map(Some)
 }
 
 #[async_trait::async_trait]
