@@ -221,3 +221,72 @@ async fn agno_2x_team_and_workflow_sessions_migrate_to_v3_without_loss() {
         assert!(differences.is_empty(), "Python Agno 3.1 reads differently:\n{}", differences.join("\n"));
     }
 }
+
+/// A run's write on SQLite (its session and run rows in one call) falls back to the statements
+/// one by one wherever that call writes nothing, with the same outcome: a session whose
+/// `session_data` Agno 2.x stored double-encoded (a JSON string holding the JSON) is read out of
+/// the text, merged and written back as an object, with the run; another user's write of the
+/// session is refused and writes no run.
+#[tokio::test]
+async fn run_writes_read_a_double_encoded_session_and_refuse_another_users() {
+    use agno_core::{AgentSession, DbErrorKind, RunOutput, RunStatus, RunWrite, SessionStore, StateUpdate};
+    use serde_json::json;
+
+    let dir = std::env::temp_dir().join("agno-rs-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("run-writes-{}.sqlite", agno_core::new_id()));
+    let db = SqliteDb::connect(path.to_str().unwrap()).await.unwrap();
+    db.create_tables().await.unwrap();
+    let mut session = AgentSession::new("s1");
+    session.user_id = Some("u1".to_owned());
+    db.upsert_session(&session, &StateUpdate::Replace).await.unwrap();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let text = r#"{"session_state": {"a": 1}, "session_metrics": {"input_tokens": 5}}"#;
+    sqlx::query("UPDATE agno_sessions SET session_data = json_quote(?) WHERE session_id = 's1'")
+        .bind(text)
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let mut run = RunOutput::new("r1", "s1");
+    run.status = RunStatus::Running;
+    let keep = StateUpdate::keep();
+    let index = db.save_run_write(RunWrite { session: &session, state: &keep, run: &run, user_id: Some("u1") }).await;
+    assert_eq!(index.unwrap(), 0, "the first write");
+    let kind: String = sqlx::query_scalar("SELECT json_type(session_data) FROM agno_sessions WHERE session_id = 's1'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(kind, "object", "written back as an object");
+    let stored = db.get_session("s1", Some("u1"), None).await.unwrap().expect("the session");
+    assert_eq!(stored.session_state().and_then(|s| s.get("a")), Some(&json!(1)), "the state read out of the text");
+
+    let mut mine = session.clone();
+    mine.set_session_state(serde_json::Map::from_iter([("b".to_owned(), json!(2))]));
+    run.status = RunStatus::Completed;
+    let merge = StateUpdate::Merge {
+        set: serde_json::Map::from_iter([("b".to_owned(), json!(2))]),
+        removed: Vec::new(),
+        metrics: None,
+    };
+    let index = db.save_run_write(RunWrite { session: &mine, state: &merge, run: &run, user_id: Some("u1") }).await;
+    assert_eq!(index.unwrap(), 0, "the same run keeps its index");
+    let stored = db.get_session("s1", Some("u1"), None).await.unwrap().expect("the session");
+    let state = stored.session_state().cloned().unwrap_or_default();
+    assert_eq!((state.get("a"), state.get("b")), (Some(&json!(1)), Some(&json!(2))), "{state:?}");
+    let runs = stored.runs.unwrap_or_default();
+    assert_eq!(runs.iter().map(|r| r.status).collect::<Vec<_>>(), vec![RunStatus::Completed]);
+
+    let mut theirs = session.clone();
+    theirs.user_id = Some("u2".to_owned());
+    let other = RunOutput::new("r2", "s1");
+    for state in [StateUpdate::keep(), merge] {
+        let err = db
+            .save_run_write(RunWrite { session: &theirs, state: &state, run: &other, user_id: Some("u2") })
+            .await
+            .expect_err("another user's session");
+        assert_eq!(err.kind(), DbErrorKind::Conflict, "{err}");
+        assert!(db.get_run("r2", None).await.unwrap().is_none(), "and no run of theirs written");
+    }
+    let _ = std::fs::remove_file(&path);
+}
