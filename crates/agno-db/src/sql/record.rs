@@ -197,13 +197,13 @@ pub(crate) trait SqlRecord: Serialize + DeserializeOwned {
     }
 }
 
-/// The key among a record's `cells` (empty when it has none).
-fn key_in<R: SqlRecord>(cells: &[Cell]) -> String {
+/// The key among a record's `cells` (in [`SqlRecord::COLUMNS`] order); none when it has none.
+pub(crate) fn key_in<R: SqlRecord>(cells: &[Cell]) -> Option<String> {
     let at = R::COLUMNS.iter().position(|c| c.name == R::KEY);
     match at.and_then(|at| cells.get(at)) {
-        Some(Cell::Text(Some(key))) => key.clone(),
-        Some(Cell::Int(Some(key))) => key.to_string(),
-        _ => String::new(),
+        Some(Cell::Text(Some(key))) => Some(key.clone()),
+        Some(Cell::Int(Some(key))) => Some(key.to_string()),
+        _ => None,
     }
 }
 
@@ -217,7 +217,7 @@ pub(crate) fn insert_of<A: SqlAdapter, R: SqlRecord>(
     record: &R,
 ) -> DbResult<(String, InsertStatement)> {
     let cells = record.cells::<A::D>()?;
-    let key = key_in::<R>(&cells);
+    let key = key_in::<R>(&cells).unwrap_or_default();
     let values = super::values::<A::D>(cells)?;
     let mut insert = Query::insert();
     insert

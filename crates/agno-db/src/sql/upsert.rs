@@ -6,7 +6,7 @@ use agno_core::{Cell, DbError, DbErrorKind, DbResult};
 use sea_query::{Expr, ExprTrait, LockType, Query};
 use sea_query_sqlx::SqlxBinder;
 
-use super::record::SqlRecord;
+use super::record::{SqlRecord, key_in};
 use super::{Columns, Dialect, SqlAdapter, Tx, Violation, WRITE_ATTEMPTS};
 
 /// Upserts `record` into `table` and answers it as stored (what the database kept of it:
@@ -25,13 +25,13 @@ pub(crate) async fn upsert_owned<A: SqlAdapter, R: SqlRecord>(
     what: &str,
 ) -> DbResult<Option<R>> {
     let table = db.table_ref(table);
-    let cells: Vec<(&'static str, Cell)> = R::names().zip(record.cells::<A::D>()?).collect();
+    let cells = record.cells::<A::D>()?;
     let key = R::KEY;
-    let id = match cells.iter().find(|(column, _)| *column == key) {
-        Some((_, Cell::Text(Some(id)))) => id.clone(),
-        _ => return Err(DbError::new(DbErrorKind::Other, format!("{what}: the record has no {key}"))),
+    let Some(id) = key_in::<R>(&cells) else {
+        return Err(DbError::new(DbErrorKind::Other, format!("{what}: the record has no {key}")));
     };
     let id = id.as_str();
+    let cells: Vec<(&'static str, Cell)> = R::names().zip(cells).collect();
     let lock = Query::select()
         .columns(["user_id", "created_at"])
         .from(table.clone())
