@@ -1,14 +1,18 @@
-//! Approvals of the document stores (`agno_approvals.json`: one document per approval, Agno's 25
-//! keys). The rules here (listing, the decision on a pending approval, expiry) serve Redis too.
+//! Approvals of the document stores, written once for the in-memory store, the JSON files
+//! (`agno_approvals.json`) and Redis (`{prefix}:approvals:{id}`, with index sets per `run_id`,
+//! `status` and `user_id`; Agno 3.1's `RedisDb` has no approvals, so the layout follows its other
+//! document kinds): one document per approval, Agno's 25 keys. A decision changes the stored
+//! document only while it is pending, so of two concurrent resolves one wins.
 
 use agno_core::{
-    APPROVAL_EXPIRED, ApprovalDecision, ApprovalQuery, ApprovalRecord, ApprovalStore, DbError, DbErrorKind, DbResult,
-    Resolved, SortOrder,
+    APPROVAL_EXPIRED, APPROVAL_PENDING, ApprovalDecision, ApprovalQuery, ApprovalRecord, ApprovalStore, DbError,
+    DbErrorKind, DbResult, Resolved, SortOrder,
 };
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::{DocBackend, DocDb};
+use super::DocDb;
+use super::documents::{DocKind, Documents};
 
 /// An approval from its document; `None` for one that is not an approval.
 pub(crate) fn approval_from_doc(doc: &Value) -> Option<ApprovalRecord> {
@@ -60,139 +64,120 @@ pub(crate) fn decide(a: &ApprovalRecord, d: &ApprovalDecision) -> (Option<Approv
     (Some(done.clone()), Resolved::Done(Box::new(done)))
 }
 
-/// The approvals of a table (documents that are not approvals are left out).
-fn approvals_in(docs: &[Value]) -> Vec<ApprovalRecord> {
-    docs.iter().filter_map(approval_from_doc).collect()
+/// Approval documents, with index sets per `run_id`, `status` and `user_id`, which reads go
+/// through (a listing naming none of them, the admin's full list, reads every approval).
+const APPROVALS: DocKind =
+    DocKind { name: "approvals", key: "id", table: |t| &t.approvals, index: &["run_id", "status", "user_id"] };
+
+fn approvals_in(docs: Vec<Map<String, Value>>) -> Vec<ApprovalRecord> {
+    docs.into_iter().filter_map(|d| approval_from_doc(&Value::Object(d))).collect()
 }
 
-/// Rewrites the approvals of the table that `change` changes; how many it changed.
-fn rewrite(docs: &mut [Value], mut change: impl FnMut(&ApprovalRecord) -> Option<ApprovalRecord>) -> DbResult<u64> {
-    let mut n = 0;
-    for doc in docs.iter_mut() {
-        if let Some(new) = approval_from_doc(doc).and_then(|a| change(&a)) {
-            *doc = Value::Object(approval_doc(&new)?);
-            n += 1;
-        }
-    }
-    Ok(n)
+/// The approvals a query can match: through the narrowest index it names (run, user, status),
+/// else every approval; callers still filter.
+async fn candidates(store: &impl Documents, q: &ApprovalQuery) -> DbResult<Vec<ApprovalRecord>> {
+    let (field, value) = match (&q.run_id, &q.user_id, &q.status) {
+        (Some(run), _, _) => ("run_id", run),
+        (None, Some(user), _) => ("user_id", user),
+        (None, None, Some(status)) => ("status", status),
+        (None, None, None) => return Ok(approvals_in(store.docs(&APPROVALS, None).await?)),
+    };
+    Ok(approvals_in(store.docs(&APPROVALS, Some((field, &[value.as_str()]))).await?))
+}
+
+/// Rewrites approval `id` with what `change` makes of it (none: nothing); whether it wrote.
+async fn change_approval(
+    store: &impl Documents,
+    id: &str,
+    change: impl Fn(&ApprovalRecord) -> Option<ApprovalRecord> + Send + 'static,
+) -> DbResult<bool> {
+    let written = store
+        .change(&APPROVALS, id, "approval", move |current| {
+            let Some(a) = current.and_then(|d| approval_from_doc(&Value::Object(d.clone()))) else {
+                return Ok(None);
+            };
+            change(&a).map(|new| Ok((approval_doc(&new)?, ()))).transpose()
+        })
+        .await?;
+    Ok(written.is_some())
 }
 
 #[async_trait]
-impl<B: DocBackend> ApprovalStore for DocDb<B> {
+impl<B> ApprovalStore for DocDb<B>
+where
+    DocDb<B>: Documents,
+{
     async fn create_approval(&self, approval: &ApprovalRecord) -> DbResult<()> {
-        let approval = approval.clone();
-        self.write(move |files| {
-            let t = files.tables().approvals.clone();
-            let mut docs = files.read(&t)?.into_owned();
-            if docs.iter().any(|d| super::key_of(d, "id") == Some(&approval.id)) {
-                return Err(DbError::new(DbErrorKind::Conflict, format!("approval {} already exists", approval.id)));
-            }
-            docs.push(Value::Object(approval_doc(&approval)?));
-            files.write(&t, docs)
-        })
-        .await
+        match self.insert_absent(&APPROVALS, vec![(approval.id.clone(), approval_doc(approval)?)]).await? {
+            0 => Err(DbError::new(DbErrorKind::Conflict, format!("approval {} already exists", approval.id))),
+            _ => Ok(()),
+        }
     }
 
     async fn get_approval(&self, id: &str) -> DbResult<Option<ApprovalRecord>> {
-        let id = id.to_owned();
-        self.read(move |files| {
-            let t = files.tables().approvals.clone();
-            Ok(approvals_in(&files.read(&t)?).into_iter().find(|a| a.id == id))
-        })
-        .await
+        Ok(self.doc(&APPROVALS, id, "approval").await?.and_then(|doc| approval_from_doc(&Value::Object(doc))))
     }
 
     async fn get_approvals(&self, query: &ApprovalQuery) -> DbResult<(Vec<ApprovalRecord>, u64)> {
-        let query = query.clone();
-        self.read(move |files| {
-            let t = files.tables().approvals.clone();
-            Ok(page_approvals(approvals_in(&files.read(&t)?), &query))
-        })
-        .await
+        Ok(page_approvals(candidates(self, query).await?, query))
     }
 
     async fn resolve_approval(&self, id: &str, decision: &ApprovalDecision) -> DbResult<Resolved> {
-        let (id, decision) = (id.to_owned(), decision.clone());
-        self.write(move |files| {
-            let t = files.tables().approvals.clone();
-            let mut docs = files.read(&t)?.into_owned();
-            let Some(at) = docs.iter().position(|d| super::key_of(d, "id") == Some(&id)) else {
-                return Ok(Resolved::NotFound);
-            };
-            let Some(current) = approval_from_doc(&docs[at]) else { return Ok(Resolved::NotFound) };
-            let (write, answer) = decide(&current, &decision);
-            if let Some(new) = write {
-                docs[at] = Value::Object(approval_doc(&new)?);
-                files.write(&t, docs)?;
-            }
-            Ok(answer)
-        })
-        .await
+        let decision = decision.clone();
+        let answer = self
+            .change(&APPROVALS, id, "approval", move |current| {
+                let Some(a) = current.and_then(|d| approval_from_doc(&Value::Object(d.clone()))) else {
+                    return Ok(None);
+                };
+                match decide(&a, &decision) {
+                    (Some(new), answer) => Ok(Some((approval_doc(&new)?, answer))),
+                    (None, _) => Ok(None),
+                }
+            })
+            .await?;
+        match answer {
+            Some(answer) => Ok(answer),
+            // Nothing written: missing, or no longer pending (as stored now).
+            None => Ok(match self.get_approval(id).await? {
+                None => Resolved::NotFound,
+                Some(a) => Resolved::NotPending(Box::new(a)),
+            }),
+        }
     }
 
     async fn delete_approval(&self, id: &str) -> DbResult<bool> {
-        let id = id.to_owned();
-        self.write(move |files| {
-            let t = files.tables().approvals.clone();
-            let mut docs = files.read(&t)?.into_owned();
-            let before = docs.len();
-            docs.retain(|d| super::key_of(d, "id") != Some(&id));
-            if docs.len() == before {
-                return Ok(false);
-            }
-            files.write(&t, docs)?;
-            Ok(true)
-        })
-        .await
+        Ok(self.delete(&APPROVALS, &[id.to_owned()], None).await? > 0)
     }
 
     async fn count_pending_approvals(&self, user_id: Option<&str>) -> DbResult<u64> {
-        let user_id = user_id.map(str::to_owned);
-        self.read(move |files| {
-            let t = files.tables().approvals.clone();
-            let q =
-                ApprovalQuery { status: Some(agno_core::APPROVAL_PENDING.to_owned()), user_id, ..Default::default() };
-            Ok(approvals_in(&files.read(&t)?).iter().filter(|a| q.matches(a)).count() as u64)
-        })
-        .await
+        let q = ApprovalQuery {
+            status: Some(APPROVAL_PENDING.to_owned()),
+            user_id: user_id.map(str::to_owned),
+            ..Default::default()
+        };
+        Ok(candidates(self, &q).await?.iter().filter(|a| q.matches(a)).count() as u64)
     }
 
     async fn set_approval_run_status(&self, run_id: &str, run_status: &str, now: i64) -> DbResult<u64> {
-        let (run_id, run_status) = (run_id.to_owned(), run_status.to_owned());
-        self.write(move |files| {
-            let t = files.tables().approvals.clone();
-            if !files.exists(&t) {
-                return Ok(0);
-            }
-            let mut docs = files.read(&t)?.into_owned();
-            let n = rewrite(&mut docs, |a| {
-                (a.run_id == run_id).then(|| ApprovalRecord {
-                    run_status: Some(run_status.clone()),
-                    updated_at: Some(now),
-                    ..a.clone()
-                })
-            })?;
-            if n > 0 {
-                files.write(&t, docs)?;
-            }
-            Ok(n)
-        })
-        .await
+        let q = ApprovalQuery { run_id: Some(run_id.to_owned()), ..Default::default() };
+        let mut n = 0;
+        for a in candidates(self, &q).await?.into_iter().filter(|a| a.run_id == run_id) {
+            let run_status = run_status.to_owned();
+            let changed = change_approval(self, &a.id, move |a| {
+                Some(ApprovalRecord { run_status: Some(run_status.clone()), updated_at: Some(now), ..a.clone() })
+            })
+            .await?;
+            n += u64::from(changed);
+        }
+        Ok(n)
     }
 
     async fn expire_approvals(&self, now: i64) -> DbResult<u64> {
-        self.write(move |files| {
-            let t = files.tables().approvals.clone();
-            if !files.exists(&t) {
-                return Ok(0);
-            }
-            let mut docs = files.read(&t)?.into_owned();
-            let n = rewrite(&mut docs, |a| expired(a, now))?;
-            if n > 0 {
-                files.write(&t, docs)?;
-            }
-            Ok(n)
-        })
-        .await
+        let q = ApprovalQuery { status: Some(APPROVAL_PENDING.to_owned()), ..Default::default() };
+        let mut n = 0;
+        for a in candidates(self, &q).await?.into_iter().filter(|a| a.expired_at(now)) {
+            n += u64::from(change_approval(self, &a.id, move |a| expired(a, now)).await?);
+        }
+        Ok(n)
     }
 }

@@ -1,11 +1,13 @@
-//! Compaction records of the document stores (`agno_compactions.json`: one document per fold,
-//! Agno's 11 columns as keys). The order and the search rule here serve Redis too.
+//! Compaction records of the document stores, written once for the in-memory store, the JSON
+//! files (`agno_compactions.json`) and Redis (`{prefix}:compactions:{compaction_id}`, with an
+//! index set per `session_id`): one document per fold, Agno's 11 columns as keys.
 
 use agno_core::{CompactionRecord, CompactionStore, DbResult};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{DocBackend, DocDb};
+use super::DocDb;
+use super::documents::{DocKind, Documents};
 
 /// A record from its document; `None` for one that is not a record.
 pub(crate) fn compaction_from_doc(doc: &Value) -> Option<CompactionRecord> {
@@ -32,33 +34,30 @@ pub(crate) fn archive_mentions(r: &CompactionRecord, terms: &[String]) -> bool {
     terms.iter().filter(|t| !t.is_empty()).any(|t| archive.contains(&t.to_lowercase()))
 }
 
-fn records_in(docs: &[Value]) -> Vec<CompactionRecord> {
-    docs.iter().filter_map(compaction_from_doc).collect()
+/// Compaction documents, indexed by session (Agno 3.1's `RedisDb` stores no compactions: the
+/// layout follows its other document kinds).
+const COMPACTIONS: DocKind =
+    DocKind { name: "compactions", key: "compaction_id", table: |t| &t.compactions, index: &["session_id"] };
+
+async fn compactions_of(store: &impl Documents, session_id: &str) -> DbResult<Vec<CompactionRecord>> {
+    let docs = store.docs(&COMPACTIONS, Some(("session_id", &[session_id]))).await?;
+    Ok(docs.into_iter().filter_map(|d| compaction_from_doc(&Value::Object(d))).collect())
 }
 
 #[async_trait]
-impl<B: DocBackend> CompactionStore for DocDb<B> {
+impl<B> CompactionStore for DocDb<B>
+where
+    DocDb<B>: Documents,
+{
     async fn upsert_compaction(&self, record: &CompactionRecord) -> DbResult<()> {
-        let record = record.clone();
-        self.write(move |files| {
-            let t = files.tables().compactions.clone();
-            let mut docs = files.read(&t)?.into_owned();
-            if docs.iter().any(|d| super::key_of(d, "compaction_id") == Some(&record.compaction_id)) {
-                return Ok(());
-            }
-            docs.push(Value::Object(crate::codec::to_doc(&record)?));
-            files.write(&t, docs)
-        })
-        .await
+        // Written only when absent: a record is a fact, a second write of it changes nothing.
+        let doc = crate::codec::to_doc(record)?;
+        self.insert_absent(&COMPACTIONS, vec![(record.compaction_id.clone(), doc)]).await?;
+        Ok(())
     }
 
     async fn get_compactions(&self, session_id: &str, limit: Option<usize>) -> DbResult<Vec<CompactionRecord>> {
-        let session_id = session_id.to_owned();
-        self.read(move |files| {
-            let t = files.tables().compactions.clone();
-            Ok(newest_first(records_in(&files.read(&t)?), &session_id, |_| true, limit))
-        })
-        .await
+        Ok(newest_first(compactions_of(self, session_id).await?, session_id, |_| true, limit))
     }
 
     async fn search_compactions(
@@ -67,17 +66,16 @@ impl<B: DocBackend> CompactionStore for DocDb<B> {
         terms: &[String],
         limit: usize,
     ) -> DbResult<Vec<CompactionRecord>> {
-        let (session_id, terms) = (session_id.to_owned(), terms.to_vec());
-        self.read(move |files| {
-            let t = files.tables().compactions.clone();
-            Ok(newest_first(records_in(&files.read(&t)?), &session_id, |r| archive_mentions(r, &terms), Some(limit)))
-        })
-        .await
+        let all = compactions_of(self, session_id).await?;
+        Ok(newest_first(all, session_id, |r| archive_mentions(r, terms), Some(limit)))
     }
 
     async fn delete_compactions(&self, session_ids: &[String]) -> DbResult<u64> {
-        let ids = session_ids.to_vec();
-        self.write(move |files| delete_in(files, &ids)).await
+        let mut ids = Vec::new();
+        for session_id in session_ids {
+            ids.extend(compactions_of(self, session_id).await?.into_iter().map(|r| r.compaction_id));
+        }
+        self.delete(&COMPACTIONS, &ids, None).await
     }
 }
 

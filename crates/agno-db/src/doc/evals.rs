@@ -1,20 +1,18 @@
-//! Eval runs: which a listing shows and in which order.
-//!
-//! Eval runs of the document stores (`agno_eval_runs.json`, documents shaped as Python Agno's `JsonDb`
-//! writes them: `EvalRunRecord.model_dump()` with epoch `created_at`/`updated_at`, plus the v3
-//! `user_id`). Filters, sort and paging run in process under the file lock.
-
-use std::collections::BTreeSet;
+//! Eval runs of the document stores, written once for the in-memory store, the JSON files
+//! (`agno_eval_runs.json`) and Redis (`{prefix}:evals:{run_id}`, with index sets per
+//! `agent_id`, `team_id`, `workflow_id`, `model_id` and `eval_type`), each document shaped as
+//! Python Agno writes it there: `EvalRunRecord.model_dump()` with epoch `created_at` and
+//! `updated_at`, plus the v3 `user_id`. Filters, order and paging run in process.
 
 use agno_core::{DbError, DbErrorKind, DbResult, EvalStore, EvalType, now_epoch_secs};
 use agno_core::{EvalFilterType, EvalQuery, EvalRunRecord};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+use super::DocDb;
+use super::documents::{Doc, DocKind, Documents, Layout};
 use super::memories::epoch_value;
 use super::schema::str_field;
-use super::{DocBackend, DocDb};
-use super::{delete_visible, update_visible};
 use crate::doc::visible;
 
 /// True when `e` passes the listing's filters (owner, component ids, model, component kind,
@@ -97,72 +95,69 @@ pub(crate) fn eval_fields(e: &EvalRunRecord) -> Map<String, Value> {
     doc
 }
 
-/// The document Python Agno's `JsonDb` writes for an eval run (its key order), with `user_id`.
-fn eval_doc(e: &EvalRunRecord) -> Map<String, Value> {
-    let mut doc = eval_fields(e);
-    doc.insert("user_id".to_owned(), e.user_id.clone().map_or(Value::Null, Value::String));
-    doc.insert("created_at".to_owned(), e.created_at.map_or(Value::Null, Value::from));
-    doc.insert("updated_at".to_owned(), e.updated_at.map_or(Value::Null, Value::from));
+/// Eval run documents, with the index sets Python Agno's `RedisDb` keeps for them.
+pub(crate) const EVALS: DocKind = DocKind {
+    name: "evals",
+    key: "run_id",
+    table: |t| &t.evals,
+    index: &["agent_id", "team_id", "workflow_id", "model_id", "eval_type"],
+};
+
+/// The document Python Agno writes for an eval run in `layout`: its `JsonDb` puts `user_id`
+/// and the timestamps last; its `RedisDb` the timestamps first and `user_id` last, only for an
+/// owned run (as its `update_eval_run_user_id` appends it).
+fn eval_doc(layout: Layout, e: &EvalRunRecord) -> Doc {
+    let stamp = |v: Option<i64>| v.map_or(Value::Null, Value::from);
+    let mut doc = Map::new();
+    if layout == Layout::Redis {
+        doc.insert("created_at".to_owned(), stamp(e.created_at));
+        doc.insert("updated_at".to_owned(), stamp(e.updated_at));
+    }
+    doc.extend(eval_fields(e));
+    match (layout, &e.user_id) {
+        (Layout::Json, user) => {
+            doc.insert("user_id".to_owned(), user.clone().map_or(Value::Null, Value::String));
+            doc.insert("created_at".to_owned(), stamp(e.created_at));
+            doc.insert("updated_at".to_owned(), stamp(e.updated_at));
+        }
+        (Layout::Redis, Some(user)) => {
+            doc.insert("user_id".to_owned(), Value::String(user.clone()));
+        }
+        (Layout::Redis, None) => {}
+    }
     doc
 }
 
-fn doc_id(doc: &Value) -> Option<&str> {
-    doc.get("run_id").and_then(Value::as_str)
-}
-
 #[async_trait]
-impl<B: DocBackend> EvalStore for DocDb<B> {
+impl<B> EvalStore for DocDb<B>
+where
+    DocDb<B>: Documents,
+{
     async fn create_eval_run(&self, record: &EvalRunRecord) -> DbResult<EvalRunRecord> {
+        let now = now_epoch_secs();
         let mut row = record.clone();
-        self.write(move |files| {
-            let table = &files.tables().evals.clone();
-            let mut docs = files.read(table)?.into_owned();
-            if docs.iter().any(|d| doc_id(d) == Some(row.run_id.as_str())) {
-                return Err(DbError::new(DbErrorKind::Conflict, format!("eval run {} already exists", row.run_id)));
-            }
-            let now = now_epoch_secs();
-            row.created_at = Some(row.created_at.unwrap_or(now));
-            row.updated_at = Some(row.updated_at.unwrap_or(now));
-            docs.push(Value::Object(eval_doc(&row)));
-            files.write(table, docs)?;
-            Ok(row)
+        row.created_at = Some(row.created_at.unwrap_or(now));
+        row.updated_at = Some(row.updated_at.unwrap_or(now));
+        let (id, doc) = (row.run_id.clone(), eval_doc(Self::LAYOUT, &row));
+        self.change(&EVALS, &row.run_id, "eval run", move |current| match current {
+            Some(_) => Err(DbError::new(DbErrorKind::Conflict, format!("eval run {id} already exists"))),
+            None => Ok(Some((doc.clone(), ()))),
         })
-        .await
+        .await?;
+        Ok(row)
     }
 
     async fn get_eval_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<EvalRunRecord>> {
-        let (run_id, user_id) = (run_id.to_owned(), user_id.map(str::to_owned));
-        self.read(move |files| {
-            let docs = files.read(&files.tables().evals)?;
-            Ok(docs
-                .iter()
-                .find(|d| doc_id(d) == Some(run_id.as_str()))
-                .and_then(Value::as_object)
-                .and_then(eval_from_doc)
-                .filter(|e| visible(e.user_id.as_deref(), user_id.as_deref())))
-        })
-        .await
+        let found = self.doc(&EVALS, run_id, "eval run").await?.as_ref().and_then(eval_from_doc);
+        Ok(found.filter(|e| visible(e.user_id.as_deref(), user_id)))
     }
 
     async fn get_eval_runs(&self, query: &EvalQuery) -> DbResult<(Vec<EvalRunRecord>, u64)> {
-        let query = query.clone();
-        self.read(move |files| {
-            let docs = files.read(&files.tables().evals)?;
-            Ok(page_evals(docs.iter().filter_map(Value::as_object).filter_map(eval_from_doc), &query))
-        })
-        .await
+        Ok(page_evals(self.docs(&EVALS, None).await?.iter().filter_map(eval_from_doc), query))
     }
 
     async fn delete_eval_runs(&self, run_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        if run_ids.is_empty() {
-            return Ok(0);
-        }
-        let (ids, user_id) = (run_ids.iter().cloned().collect::<BTreeSet<String>>(), user_id.map(str::to_owned));
-        self.write(move |files| {
-            let table = files.tables().evals.clone();
-            delete_visible(files, &table, "run_id", &ids, user_id.as_deref())
-        })
-        .await
+        self.delete(&EVALS, run_ids, user_id).await
     }
 
     async fn rename_eval_run(
@@ -171,15 +166,20 @@ impl<B: DocBackend> EvalStore for DocDb<B> {
         name: &str,
         user_id: Option<&str>,
     ) -> DbResult<Option<EvalRunRecord>> {
-        let (run_id, name, user_id) = (run_id.to_owned(), name.to_owned(), user_id.map(str::to_owned));
-        self.write(move |files| {
-            let table = files.tables().evals.clone();
-            update_visible(files, &table, ("run_id", &run_id), user_id.as_deref(), |doc| {
-                // Change only these keys: anything else a newer Agno stored is kept.
-                doc.insert("name".to_owned(), Value::String(name));
-                doc.insert("updated_at".to_owned(), Value::from(now_epoch_secs()));
-                Ok(eval_from_doc(doc))
-            })
+        let (name, user_id) = (name.to_owned(), user_id.map(str::to_owned));
+        self.change(&EVALS, run_id, "eval run", move |current| {
+            let Some(doc) = current else { return Ok(None) };
+            let Some(mut record) = eval_from_doc(doc) else { return Ok(None) };
+            if !visible(record.user_id.as_deref(), user_id.as_deref()) {
+                return Ok(None);
+            }
+            record.name = Some(name.clone());
+            record.updated_at = Some(now_epoch_secs());
+            // Change only `name` and `updated_at`: anything else a newer Agno stored is kept.
+            let mut new = doc.clone();
+            new.insert("name".to_owned(), Value::String(name.clone()));
+            new.insert("updated_at".to_owned(), record.updated_at.map_or(Value::Null, Value::from));
+            Ok(Some((new, record)))
         })
         .await
     }

@@ -1,21 +1,21 @@
 //! Knowledge contents: who sees a row, which a listing shows and in which order.
 //!
-//! Knowledge contents of the document stores (`agno_knowledge.json`, documents shaped as Python Agno's
-//! `JsonDb` writes them: `KnowledgeRow.model_dump()`, its keys and order). A document without
-//! `user_id` is shared. Visibility, filters, sort and paging run in process under the file lock.
-
-use std::collections::BTreeSet;
+//! Knowledge contents of the document stores, written once for the in-memory store, the JSON
+//! files (`agno_knowledge.json`) and Redis (`{prefix}:knowledge:{id}`), each document shaped as
+//! Python Agno writes it in both: `KnowledgeRow.model_dump()`, its keys and order. A document
+//! without `user_id` is shared: every user reads it, only an unscoped caller deletes it.
+//! Visibility, filters, order and paging run in process.
 
 use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeStore, new_id, now_epoch_secs};
 use agno_core::{KnowledgeQuery, KnowledgeRow, KnowledgeSort};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::delete_visible;
+use super::DocDb;
+use super::documents::{DocKind, Documents};
 use super::evals::object_of;
 use super::memories::epoch_value;
 use super::schema::str_field;
-use super::{DocBackend, DocDb};
 use crate::codec::to_doc;
 
 /// True when `user_id` (none: unscoped) may see `row`: its own rows and the shared ones.
@@ -89,62 +89,38 @@ pub(crate) fn planned_knowledge(
     Ok(row)
 }
 
-fn doc_id(doc: &Value) -> Option<&str> {
-    doc.get("id").and_then(Value::as_str)
-}
+/// Knowledge documents (Python Agno's `RedisDb` keeps no index sets for them).
+const KNOWLEDGE: DocKind = DocKind { name: "knowledge", key: "id", table: |t| &t.knowledge, index: &[] };
 
 #[async_trait]
-impl<B: DocBackend> KnowledgeStore for DocDb<B> {
+impl<B> KnowledgeStore for DocDb<B>
+where
+    DocDb<B>: Documents,
+{
     async fn upsert_knowledge_content(&self, row: &KnowledgeRow) -> DbResult<KnowledgeRow> {
         let mut row = row.clone();
-        self.write(move |files| {
-            let table = &files.tables().knowledge.clone();
-            let mut docs = files.read(table)?.into_owned();
-            let id = row.id.get_or_insert_with(new_id).clone();
-            let at = docs.iter().position(|d| doc_id(d) == Some(id.as_str()));
-            let existing = at.and_then(|i| docs[i].as_object()).and_then(knowledge_from_doc);
-            let row = planned_knowledge(&row, &id, existing.as_ref())?;
-            let doc = Value::Object(to_doc(&row)?);
-            match at {
-                Some(i) => docs[i] = doc,
-                None => docs.push(doc),
-            }
-            files.write(table, docs)?;
-            Ok(row)
-        })
-        .await
+        let id = row.id.get_or_insert_with(new_id).clone();
+        let written = self
+            .change(&KNOWLEDGE, &id.clone(), "knowledge content", move |current| {
+                let existing = current.and_then(knowledge_from_doc);
+                let write = planned_knowledge(&row, &id, existing.as_ref())?;
+                Ok(Some((to_doc(&write)?, write)))
+            })
+            .await?;
+        written.ok_or_else(|| DbError::new(DbErrorKind::Other, "knowledge content was not written"))
     }
 
     async fn get_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<Option<KnowledgeRow>> {
-        let (id, user_id) = (id.to_owned(), user_id.map(str::to_owned));
-        self.read(move |files| {
-            let docs = files.read(&files.tables().knowledge)?;
-            Ok(docs
-                .iter()
-                .find(|d| doc_id(d) == Some(id.as_str()))
-                .and_then(Value::as_object)
-                .and_then(knowledge_from_doc)
-                .filter(|k| knowledge_visible(k, user_id.as_deref())))
-        })
-        .await
+        let found = self.doc(&KNOWLEDGE, id, "knowledge content").await?.as_ref().and_then(knowledge_from_doc);
+        Ok(found.filter(|k| knowledge_visible(k, user_id)))
     }
 
     async fn get_knowledge_contents(&self, query: &KnowledgeQuery) -> DbResult<(Vec<KnowledgeRow>, u64)> {
-        let query = query.clone();
-        self.read(move |files| {
-            let docs = files.read(&files.tables().knowledge)?;
-            Ok(page_knowledge(docs.iter().filter_map(Value::as_object).filter_map(knowledge_from_doc), &query))
-        })
-        .await
+        Ok(page_knowledge(self.docs(&KNOWLEDGE, None).await?.iter().filter_map(knowledge_from_doc), query))
     }
 
     async fn delete_knowledge_content(&self, id: &str, user_id: Option<&str>) -> DbResult<bool> {
-        let (ids, user_id) = (BTreeSet::from([id.to_owned()]), user_id.map(str::to_owned));
         // With a user, only that user's own rows: never shared ones.
-        self.write(move |files| {
-            let table = files.tables().knowledge.clone();
-            Ok(delete_visible(files, &table, "id", &ids, user_id.as_deref())? > 0)
-        })
-        .await
+        Ok(self.delete(&KNOWLEDGE, &[id.to_owned()], user_id).await? > 0)
     }
 }

@@ -1,10 +1,11 @@
 //! User memories: which a listing shows and in which order, the topics and the per-user
 //! counts, over the memories an adapter read.
 //!
-//! User memories of the document stores (`agno_memories.json`, documents shaped as Python Agno's
-//! `JsonDb` writes them), and what the document stores (`JsonDb`, `RedisDb`) share for memory
-//! documents: reading a stored document (epoch or ISO timestamps) and the write rules of an
-//! upsert. Listing, topics and per-user stats are [`crate::doc::memories`].
+//! User memories of the document stores, written once for the in-memory store, the JSON files
+//! (`agno_memories.json`, `UserMemory.to_dict()` as Python Agno's `JsonDb` writes it) and Redis
+//! (`{prefix}:memories:{memory_id}` with every key in its `RedisDb`'s order, and index sets per
+//! `user_id`, `agent_id`, `team_id`): reading a stored document (epoch or ISO timestamps, Agno
+//! 2.x's shape too), the write rules of an upsert, listing, topics and per-user stats.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,9 +14,9 @@ use agno_core::{MemoryPage, MemoryQuery, MemorySort, UserMemory, UserMemoryStats
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::delete_visible;
+use super::DocDb;
+use super::documents::{Doc, DocKind, Documents, Layout};
 use super::schema::str_field;
-use super::{DocBackend, DocDb, Docs};
 use crate::doc::visible;
 use crate::memories::matches_query;
 
@@ -255,54 +256,70 @@ fn json_doc(m: &UserMemory) -> Map<String, Value> {
     doc
 }
 
-fn doc_id(doc: &Value) -> Option<&str> {
-    doc.get("memory_id").and_then(Value::as_str)
+/// Memory documents, with the index sets Python Agno's `RedisDb` keeps for them (`workflow_id`,
+/// which memories never carry, included as Agno includes it).
+const MEMORIES: DocKind = DocKind {
+    name: "memories",
+    key: "memory_id",
+    table: |t| &t.memories,
+    index: &["user_id", "agent_id", "team_id", "workflow_id"],
+};
+
+/// A memory document as Python Agno's `RedisDb.upsert_user_memory` writes it: every key, in
+/// its order, timestamps in epoch seconds.
+fn redis_doc(m: &UserMemory) -> Doc {
+    let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
+    let mut doc = Map::new();
+    doc.insert("user_id".to_owned(), text(&m.user_id));
+    doc.insert("agent_id".to_owned(), text(&m.agent_id));
+    doc.insert("team_id".to_owned(), text(&m.team_id));
+    doc.insert("memory_id".to_owned(), text(&m.memory_id));
+    doc.insert("memory".to_owned(), Value::String(m.memory.clone()));
+    doc.insert(
+        "topics".to_owned(),
+        m.topics.as_ref().map_or(Value::Null, |t| Value::Array(t.iter().cloned().map(Value::String).collect())),
+    );
+    doc.insert("input".to_owned(), text(&m.input));
+    doc.insert("feedback".to_owned(), text(&m.feedback));
+    doc.insert("created_at".to_owned(), m.created_at.map_or(Value::Null, Value::from));
+    doc.insert("updated_at".to_owned(), m.updated_at.map_or(Value::Null, Value::from));
+    doc
 }
 
-/// The memories of the memory file (entries that are not documents are skipped).
-fn read_memories(files: &dyn Docs) -> DbResult<Vec<UserMemory>> {
-    Ok(files.read(&files.tables().memories)?.iter().filter_map(Value::as_object).map(memory_from_doc).collect())
+/// Every stored memory (values that are not documents are skipped).
+async fn all_memories(store: &impl Documents) -> DbResult<Vec<UserMemory>> {
+    Ok(store.docs(&MEMORIES, None).await?.iter().map(memory_from_doc).collect())
 }
 
 #[async_trait]
-impl<B: DocBackend> MemoryStore for DocDb<B> {
+impl<B> MemoryStore for DocDb<B>
+where
+    DocDb<B>: Documents,
+{
     async fn upsert_user_memory(&self, memory: &UserMemory) -> DbResult<UserMemory> {
         let memory = memory.clone();
-        self.write(move |files| {
-            let table = &files.tables().memories.clone();
-            let mut docs = files.read(table)?.into_owned();
-            let id = memory.memory_id.clone().unwrap_or_else(new_id);
-            let at = docs.iter().position(|d| doc_id(d) == Some(id.as_str()));
-            let existing = at.and_then(|i| docs[i].as_object()).map(memory_from_doc);
-            let write = memory_write(&memory, &id, existing.as_ref(), now_epoch_secs())?;
-            let doc = Value::Object(json_doc(&write.stored));
-            match at {
-                Some(i) => docs[i] = doc,
-                None => docs.push(doc),
-            }
-            files.write(table, docs)?;
-            Ok(write.returned)
-        })
-        .await
+        let id = memory.memory_id.clone().unwrap_or_else(new_id);
+        let written = self
+            .change(&MEMORIES, &id.clone(), "memory", move |current| {
+                let existing = current.map(memory_from_doc);
+                let write = memory_write(&memory, &id, existing.as_ref(), now_epoch_secs())?;
+                let doc = match Self::LAYOUT {
+                    Layout::Json => json_doc(&write.stored),
+                    Layout::Redis => redis_doc(&write.stored),
+                };
+                Ok(Some((doc, write.returned)))
+            })
+            .await?;
+        written.ok_or_else(|| DbError::new(DbErrorKind::Other, "memory was not written"))
     }
 
     async fn get_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<Option<UserMemory>> {
-        let (memory_id, user_id) = (memory_id.to_owned(), user_id.map(str::to_owned));
-        self.read(move |files| {
-            let docs = files.read(&files.tables().memories)?;
-            Ok(docs
-                .iter()
-                .find(|d| doc_id(d) == Some(memory_id.as_str()))
-                .and_then(Value::as_object)
-                .map(memory_from_doc)
-                .filter(|m| visible(m.user_id.as_deref(), user_id.as_deref())))
-        })
-        .await
+        let found = self.doc(&MEMORIES, memory_id, "memory").await?.as_ref().map(memory_from_doc);
+        Ok(found.filter(|m| visible(m.user_id.as_deref(), user_id)))
     }
 
     async fn get_user_memories(&self, query: &MemoryQuery) -> DbResult<MemoryPage> {
-        let query = query.clone();
-        self.read(move |files| Ok(page_memories(read_memories(files)?, &query))).await
+        Ok(page_memories(all_memories(self).await?, query))
     }
 
     async fn delete_user_memory(&self, memory_id: &str, user_id: Option<&str>) -> DbResult<bool> {
@@ -310,20 +327,11 @@ impl<B: DocBackend> MemoryStore for DocDb<B> {
     }
 
     async fn delete_user_memories(&self, memory_ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
-        if memory_ids.is_empty() {
-            return Ok(0);
-        }
-        let (ids, user_id) = (memory_ids.iter().cloned().collect::<BTreeSet<String>>(), user_id.map(str::to_owned));
-        self.write(move |files| {
-            let table = files.tables().memories.clone();
-            delete_visible(files, &table, "memory_id", &ids, user_id.as_deref())
-        })
-        .await
+        self.delete(&MEMORIES, memory_ids, user_id).await
     }
 
     async fn get_all_memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
-        let user_id = user_id.map(str::to_owned);
-        self.read(move |files| Ok(memory_topics(&read_memories(files)?, user_id.as_deref()))).await
+        Ok(memory_topics(&all_memories(self).await?, user_id))
     }
 
     async fn get_user_memory_stats(
@@ -332,16 +340,11 @@ impl<B: DocBackend> MemoryStore for DocDb<B> {
         page: Option<usize>,
         user_id: Option<&str>,
     ) -> DbResult<(Vec<UserMemoryStats>, u64)> {
-        let user_id = user_id.map(str::to_owned);
-        self.read(move |files| Ok(memory_stats(&read_memories(files)?, limit, page, user_id.as_deref()))).await
+        Ok(memory_stats(&all_memories(self).await?, limit, page, user_id))
     }
 
     async fn clear_memories(&self) -> DbResult<()> {
-        self.write(|files| {
-            let table = &files.tables().memories.clone();
-            if files.exists(table) { files.write(table, Vec::new()) } else { Ok(()) }
-        })
-        .await
+        self.clear(&MEMORIES).await
     }
 }
 

@@ -154,7 +154,7 @@ impl<B: DocBackend> Migrate for DocDb<B> {
     }
 
     async fn create_tables(&self) -> DbResult<()> {
-        DocDb::create_tables(self).await
+        DocDb::<B>::create_tables(self).await
     }
 
     async fn legacy_runs_pending(&self) -> DbResult<u64> {

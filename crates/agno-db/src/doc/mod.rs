@@ -1,14 +1,21 @@
-//! The document family: one implementation of every store over tables of JSON documents shaped
-//! as Python Agno's `JsonDb` writes them, for two backends — process memory ([`InMemoryDb`]) and a
-//! directory of JSON files ([`JsonDb`]). A backend only reads and writes whole tables under its
-//! lock ([`DocBackend`], [`Docs`]); every area's documents, filters, order, paging, owner checks
-//! and job transitions are written once here. `RedisDb` shares the document shapes and listing
-//! rules (`schema`, `memories`, `metrics`, ...) and keeps its own key layout and scripts.
+//! The document family: the stores of JSON documents shaped as Python Agno writes them, for
+//! three backends — process memory ([`InMemoryDb`]), a directory of JSON files ([`JsonDb`]) and
+//! Redis (`RedisDb`). Every area's documents, filters, order, paging and owner checks are written
+//! once here.
+//!
+//! Two layers serve the areas. [`documents::Documents`] is one document at a time (read, list,
+//! change by a plan over the stored document, delete): all three backends answer it, and eval
+//! runs, knowledge, memories, approvals and compactions are written once over it. The table
+//! backends also read and write whole tables under their lock ([`DocBackend`], [`Docs`]), over
+//! which sessions, runs, schedules, metrics, traces, components and the job queue of memory and
+//! JSON are written; Redis keeps its own key layout and Lua scripts for those (`crate::redis`),
+//! sharing the document shapes and listing rules defined here.
 
 mod agent_files;
 pub(crate) mod approvals;
 pub(crate) mod compactions;
 pub(crate) mod components;
+pub(crate) mod documents;
 pub(crate) mod evals;
 mod files;
 pub(crate) mod jobs;
@@ -36,7 +43,7 @@ use crate::tables::TableNames;
 /// A database of JSON-document tables over the backend `B`: [`InMemoryDb`] or [`JsonDb`].
 /// Cloning shares the same backend.
 pub struct DocDb<B> {
-    backend: Arc<B>,
+    pub(crate) backend: Arc<B>,
 }
 
 /// A process-local store, for tests, examples and the CLI's one-shot runs: the document family
@@ -59,11 +66,13 @@ impl<B: fmt::Debug> fmt::Debug for DocDb<B> {
     }
 }
 
-impl<B: DocBackend> DocDb<B> {
-    fn with_backend(backend: B) -> Self {
+impl<B> DocDb<B> {
+    pub(crate) fn with_backend(backend: B) -> Self {
         Self { backend: Arc::new(backend) }
     }
+}
 
+impl<B: DocBackend> DocDb<B> {
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
         self.backend.tables()

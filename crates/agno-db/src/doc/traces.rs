@@ -1,6 +1,10 @@
-//! Traces and spans of the document stores (`agno_traces.json`, `agno_spans.json`: documents
-//! shaped as Python Agno's `JsonDb` writes them, without the span counts, which are counted on
-//! read). The listing, paging and stats rules here serve Redis too.
+//! Traces and spans of the document stores, written once for the in-memory store, the JSON files
+//! (`agno_traces.json`, `agno_spans.json`) and Redis (`{prefix}:traces:{trace_id}` and
+//! `{prefix}:spans:{span_id}`, with index sets per `run_id`, `session_id`, `user_id`,
+//! `agent_id`, `team_id`, `workflow_id` and `status` of a trace and per `trace_id` and
+//! `parent_span_id` of a span): the keys of Agno's `Trace.to_dict()` without the span counts,
+//! which are counted on read, and of `Span.to_dict()`. A trace is folded into the stored one, a
+//! span written only when absent.
 
 use std::collections::HashMap;
 
@@ -11,14 +15,15 @@ use agno_core::{
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{DocBackend, DocDb};
+use super::DocDb;
+use super::documents::{Doc, DocKind, Documents};
 
 /// The document of a trace: its record without the span counts.
-pub(crate) fn trace_doc(trace: &TraceRecord) -> DbResult<Value> {
+pub(crate) fn trace_doc(trace: &TraceRecord) -> DbResult<Doc> {
     let mut doc = crate::codec::to_doc(trace)?;
     doc.remove("total_spans");
     doc.remove("error_count");
-    Ok(Value::Object(doc))
+    Ok(doc)
 }
 
 /// A trace from its document; `None` for one that is not a trace.
@@ -73,105 +78,94 @@ pub(crate) fn latest_of_run(traces: impl IntoIterator<Item = TraceRecord>, run_i
     traces.into_iter().filter(|t| t.run_id.as_deref() == Some(run_id)).max_by(|a, b| a.start_time.cmp(&b.start_time))
 }
 
+/// Trace documents, with the index sets Python Agno's `RedisDb` keeps for them.
+const TRACES: DocKind = DocKind {
+    name: "traces",
+    key: "trace_id",
+    table: |t| &t.traces,
+    index: &["run_id", "session_id", "user_id", "agent_id", "team_id", "workflow_id", "status"],
+};
+
+/// Span documents, with their index sets.
+const SPANS: DocKind =
+    DocKind { name: "spans", key: "span_id", table: |t| &t.spans, index: &["trace_id", "parent_span_id"] };
+
+fn traces_in(docs: Vec<Doc>) -> Vec<TraceRecord> {
+    docs.into_iter().filter_map(|d| trace_from_doc(&Value::Object(d))).collect()
+}
+
+/// The spans of the traces `trace_ids`.
+async fn spans_of(store: &impl Documents, trace_ids: &[&str]) -> DbResult<Vec<SpanRecord>> {
+    let docs = store.docs(&SPANS, Some(("trace_id", trace_ids))).await?;
+    Ok(docs.into_iter().filter_map(|d| span_from_doc(&Value::Object(d))).collect())
+}
+
+/// `traces` with their span counts.
+async fn counted(store: &impl Documents, mut traces: Vec<TraceRecord>) -> DbResult<Vec<TraceRecord>> {
+    let ids: Vec<&str> = traces.iter().map(|t| t.trace_id.as_str()).collect();
+    let spans = spans_of(store, &ids).await?;
+    count_spans(&mut traces, &spans);
+    Ok(traces)
+}
+
 #[async_trait]
-impl<B: DocBackend> TraceStore for DocDb<B> {
+impl<B> TraceStore for DocDb<B>
+where
+    DocDb<B>: Documents,
+{
     async fn write_spans(&self, traces: &[TraceRecord], spans: &[SpanRecord]) -> DbResult<()> {
-        if traces.is_empty() && spans.is_empty() {
-            return Ok(());
+        for new in traces {
+            let new = new.clone();
+            self.change(&TRACES, &new.trace_id.clone(), "trace", move |current| {
+                let merged = match current.and_then(|d| trace_from_doc(&Value::Object(d.clone()))) {
+                    Some(old) => fold_trace(&old, &new),
+                    None => new.clone(),
+                };
+                Ok(Some((trace_doc(&merged)?, ())))
+            })
+            .await?;
         }
-        let (traces, spans) = (traces.to_vec(), spans.to_vec());
-        self.write(move |files| {
-            let t = files.tables().clone();
-            let mut stored = files.read(&t.traces)?.into_owned();
-            for new in &traces {
-                let at = stored.iter().position(|d| d.get("trace_id").and_then(Value::as_str) == Some(&new.trace_id));
-                match at.and_then(|i| trace_from_doc(&stored[i]).map(|old| (i, old))) {
-                    Some((i, old)) => stored[i] = trace_doc(&fold_trace(&old, new))?,
-                    None => stored.push(trace_doc(new)?),
-                }
-            }
-            let mut span_docs = files.read(&t.spans)?.into_owned();
-            let known: std::collections::HashSet<String> =
-                span_docs.iter().filter_map(|d| d.get("span_id").and_then(Value::as_str).map(str::to_owned)).collect();
-            for span in spans.iter().filter(|s| !known.contains(&s.span_id)) {
-                span_docs.push(Value::Object(crate::codec::to_doc(span)?));
-            }
-            files.write(&t.traces, stored)?;
-            files.write(&t.spans, span_docs)
-        })
-        .await
+        // Written once: a span exported again is left as it is.
+        let spans = spans.iter().map(|s| Ok((s.span_id.clone(), crate::codec::to_doc(s)?))).collect::<DbResult<_>>()?;
+        self.insert_absent(&SPANS, spans).await?;
+        Ok(())
     }
 
     async fn get_trace(&self, trace_id: Option<&str>, run_id: Option<&str>) -> DbResult<Option<TraceRecord>> {
-        let (trace_id, run_id) = (trace_id.map(str::to_owned), run_id.map(str::to_owned));
-        self.read(move |files| {
-            let t = files.tables().clone();
-            let traces = files.read(&t.traces)?.iter().filter_map(trace_from_doc).collect::<Vec<_>>();
-            let found = match (trace_id.filter(|id| !id.is_empty()), run_id) {
-                (Some(id), _) => traces.into_iter().find(|t| t.trace_id == id),
-                (None, Some(run)) => latest_of_run(traces, &run),
-                (None, None) => None,
-            };
-            let Some(trace) = found else { return Ok(None) };
-            let spans: Vec<SpanRecord> = files.read(&t.spans)?.iter().filter_map(span_from_doc).collect();
-            let mut one = [trace];
-            count_spans(&mut one, &spans);
-            let [trace] = one;
-            Ok(Some(trace))
-        })
-        .await
+        let found = match (trace_id.filter(|id| !id.is_empty()), run_id) {
+            (Some(id), _) => self.doc(&TRACES, id, "trace").await?.and_then(|d| trace_from_doc(&Value::Object(d))),
+            (None, Some(run)) => latest_of_run(traces_in(self.docs(&TRACES, Some(("run_id", &[run]))).await?), run),
+            (None, None) => None,
+        };
+        let Some(trace) = found else { return Ok(None) };
+        Ok(counted(self, vec![trace]).await?.pop())
     }
 
     async fn get_traces(&self, query: &TraceQuery) -> DbResult<(Vec<TraceRecord>, u64)> {
-        let query = query.clone();
-        self.read(move |files| {
-            let t = files.tables().clone();
-            let (mut page, total) = page_traces(files.read(&t.traces)?.iter().filter_map(trace_from_doc), &query);
-            let spans: Vec<SpanRecord> = files.read(&t.spans)?.iter().filter_map(span_from_doc).collect();
-            count_spans(&mut page, &spans);
-            Ok((page, total))
-        })
-        .await
+        let (page, total) = page_traces(traces_in(self.docs(&TRACES, None).await?), query);
+        Ok((counted(self, page).await?, total))
     }
 
     async fn get_spans(&self, trace_id: &str) -> DbResult<Vec<SpanRecord>> {
-        let trace_id = trace_id.to_owned();
-        self.read(move |files| {
-            let docs = files.read(&files.tables().spans)?;
-            Ok(docs.iter().filter_map(span_from_doc).filter(|s| s.trace_id == trace_id).collect())
-        })
-        .await
+        spans_of(self, &[trace_id]).await
     }
 
+    /// Each old trace's spans, then the traces.
     async fn delete_traces_created_before(&self, before: &str) -> DbResult<u64> {
-        let before = before.to_owned();
-        self.write(move |files| {
-            let t = files.tables().clone();
-            let traces = files.read(&t.traces)?.into_owned();
-            let (old, kept): (Vec<Value>, Vec<Value>) = traces
-                .into_iter()
-                .partition(|d| d.get("created_at").and_then(Value::as_str).is_some_and(|c| c < before.as_str()));
-            if old.is_empty() {
-                return Ok(0);
-            }
-            let gone: std::collections::HashSet<&str> =
-                old.iter().filter_map(|d| d.get("trace_id").and_then(Value::as_str)).collect();
-            let mut spans = files.read(&t.spans)?.into_owned();
-            spans.retain(|s| !s.get("trace_id").and_then(Value::as_str).is_some_and(|id| gone.contains(id)));
-            files.write(&t.spans, spans)?;
-            files.write(&t.traces, kept)?;
-            Ok(old.len() as u64)
-        })
-        .await
+        let old: Vec<String> = traces_in(self.docs(&TRACES, None).await?)
+            .into_iter()
+            .filter(|t| t.created_at.as_str() < before)
+            .map(|t| t.trace_id)
+            .collect();
+        for chunk in old.chunks(100) {
+            let ids: Vec<&str> = chunk.iter().map(String::as_str).collect();
+            let spans: Vec<String> = spans_of(self, &ids).await?.into_iter().map(|s| s.span_id).collect();
+            self.delete(&SPANS, &spans, None).await?;
+        }
+        self.delete(&TRACES, &old, None).await
     }
 
     async fn get_trace_session_stats(&self, query: &TraceStatsQuery) -> DbResult<(Vec<TraceSessionStats>, u64)> {
-        let query = query.clone();
-        self.read(move |files| {
-            let traces: Vec<TraceRecord> =
-                files.read(&files.tables().traces)?.iter().filter_map(trace_from_doc).collect();
-            Ok(page_session_stats(&traces, &query))
-        })
-        .await
+        Ok(page_session_stats(&traces_in(self.docs(&TRACES, None).await?), query))
     }
 }

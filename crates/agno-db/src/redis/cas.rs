@@ -126,7 +126,7 @@ impl Cas {
         for k in &self.keys {
             call.key(k);
         }
-        call.arg(&db.prefix).arg(self.checks.len());
+        call.arg(&db.backend.prefix).arg(self.checks.len());
         for c in &self.checks {
             call.arg(&c[..]);
         }

@@ -39,7 +39,7 @@ fn decoded<T: DeserializeOwned>(docs: Vec<Map<String, Value>>) -> Vec<T> {
 
 impl RedisDb {
     fn revision_key(&self) -> String {
-        format!("{}:catalog:revision", self.prefix)
+        format!("{}:catalog:revision", self.backend.prefix)
     }
 
     async fn components(&self) -> DbResult<Vec<ComponentRecord>> {

@@ -5,6 +5,7 @@
 //! one), [`RedisDb::delete_docs`] the owner-checked delete of many. Both keep the index sets in
 //! the same Lua script as the document, so a write is applied whole or not at all.
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use agno_core::{DbError, DbErrorKind, DbResult};
@@ -12,26 +13,17 @@ use redis::Script;
 use serde_json::{Map, Value};
 
 use super::sessions::user_args;
-use super::{MGET_CHUNK, RedisDb, redis_error};
+use super::{MGET_CHUNK, RedisDb, glob_escape, parse_doc, redis_error};
 use crate::codec::to_json_text;
+pub(crate) use crate::doc::documents::DocKind;
+use crate::doc::documents::{Doc, Documents, Layout, indexed};
 
 /// Attempts of a compare-and-set before giving up (each round, one contender always wins).
 pub(crate) const CAS_ATTEMPTS: usize = 10_000;
 
-/// A kind of Redis document: its key segment and the fields Agno keeps index sets for.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct DocKind {
-    /// The key segment: `{prefix}:{name}:{id}`.
-    pub(crate) name: &'static str,
-    /// The fields with a `{prefix}:{name}:index:{field}:{value}` set of ids (string values only).
-    pub(crate) index: &'static [&'static str],
-}
-
-impl DocKind {
-    /// The JSON list of indexed fields, as the scripts take it.
-    fn fields(&self) -> String {
-        Value::from(self.index.to_vec()).to_string()
-    }
+/// The JSON list of `kind`'s indexed fields, as the scripts take it.
+fn fields(kind: &DocKind) -> String {
+    Value::from(kind.index.to_vec()).to_string()
 }
 
 /// Helpers of the document scripts. `ARGV[1]` is the key prefix, `ARGV[2]` the kind, `ARGV[3]`
@@ -113,25 +105,10 @@ impl RedisDb {
     /// The ids in the index set of `kind` for `field` = `value`.
     pub(crate) async fn indexed_ids(&self, kind: DocKind, field: &str, value: &str) -> DbResult<Vec<String>> {
         redis::cmd("SMEMBERS")
-            .arg(format!("{}:{}:index:{field}:{value}", self.prefix, kind.name))
+            .arg(format!("{}:{}:index:{field}:{value}", self.backend.prefix, kind.name))
             .query_async(&mut self.conn())
             .await
             .map_err(|e| redis_error(&format!("cannot read the {} of {field} {value}", kind.name), e))
-    }
-
-    /// The documents of `kind` whose indexed `field` is `value` (the set, then the documents;
-    /// values that are not JSON documents are skipped, and callers still filter: a document may
-    /// have changed since the set was read).
-    pub(crate) async fn indexed_docs(&self, kind: DocKind, field: &str, value: &str) -> DbResult<Vec<Value>> {
-        let keys: Vec<String> =
-            self.indexed_ids(kind, field, value).await?.iter().map(|id| self.doc_key(kind.name, id)).collect();
-        Ok(self
-            .mget(&keys)
-            .await?
-            .into_iter()
-            .flatten()
-            .filter_map(|text| serde_json::from_str::<Value>(&text).ok())
-            .collect())
     }
 
     /// Writes `new` as document `id` of `kind` when the stored one is still `expected` (its
@@ -145,9 +122,9 @@ impl RedisDb {
     ) -> DbResult<bool> {
         let written: i64 = PUT_DOC
             .key(self.doc_key(kind.name, id))
-            .arg(&self.prefix)
+            .arg(&self.backend.prefix)
             .arg(kind.name)
-            .arg(kind.fields())
+            .arg(fields(&kind))
             .arg(id)
             .arg(if expected.is_some() { "1" } else { "0" })
             .arg(expected.unwrap_or(""))
@@ -200,7 +177,7 @@ impl RedisDb {
             for id in chunk {
                 call.key(self.doc_key(kind.name, id));
             }
-            call.arg(&self.prefix).arg(kind.name).arg(kind.fields()).arg(has_user).arg(user);
+            call.arg(&self.backend.prefix).arg(kind.name).arg(fields(&kind)).arg(has_user).arg(user);
             for id in chunk {
                 call.arg(id);
             }
@@ -211,5 +188,64 @@ impl RedisDb {
             deleted += n;
         }
         Ok(deleted)
+    }
+}
+
+impl Documents for RedisDb {
+    const LAYOUT: Layout = Layout::Redis;
+
+    async fn doc(&self, kind: &'static DocKind, id: &str, what: &str) -> DbResult<Option<Doc>> {
+        Ok(self.doc_at(kind.name, id, what).await?.map(|(_, doc)| doc))
+    }
+
+    async fn docs(&self, kind: &'static DocKind, index: Option<(&'static str, &[&str])>) -> DbResult<Vec<Doc>> {
+        let docs = match index {
+            Some((field, values)) if kind.index.contains(&field) => {
+                let mut keys = Vec::new();
+                for value in values {
+                    keys.extend(
+                        self.indexed_ids(*kind, field, value).await?.iter().map(|id| self.doc_key(kind.name, id)),
+                    );
+                }
+                self.mget(&keys).await?.into_iter().flatten().filter_map(|text| parse_doc(&text)).collect()
+            }
+            _ => self.docs_of(kind.name).await?,
+        };
+        // An index set may be stale by the time its documents are read: filter them again.
+        let Some((field, values)) = index else { return Ok(docs) };
+        let values: HashSet<&str> = values.iter().copied().collect();
+        Ok(docs.into_iter().filter(|d| indexed(d, field, &values)).collect())
+    }
+
+    async fn insert_absent(&self, kind: &'static DocKind, docs: Vec<(String, Doc)>) -> DbResult<u64> {
+        let mut stored = 0;
+        for (id, doc) in docs {
+            stored += u64::from(self.put_doc(*kind, &id, None, &doc).await?);
+        }
+        Ok(stored)
+    }
+
+    async fn change<T, P>(&self, kind: &'static DocKind, id: &str, what: &str, plan: P) -> DbResult<Option<T>>
+    where
+        T: Send + 'static,
+        P: FnMut(Option<&Doc>) -> DbResult<Option<(Doc, T)>> + Send + 'static,
+    {
+        self.change_doc(*kind, id, what, plan).await
+    }
+
+    async fn delete(&self, kind: &'static DocKind, ids: &[String], user_id: Option<&str>) -> DbResult<u64> {
+        self.delete_docs(*kind, ids, user_id).await
+    }
+
+    async fn clear(&self, kind: &'static DocKind) -> DbResult<()> {
+        let keys = self.scan(&format!("{}:{}:*", glob_escape(&self.backend.prefix), kind.name)).await?;
+        for chunk in keys.chunks(MGET_CHUNK) {
+            redis::cmd("DEL")
+                .arg(chunk)
+                .query_async::<()>(&mut self.conn())
+                .await
+                .map_err(|e| redis_error(&format!("cannot clear the {}", kind.name), e))?;
+        }
+        Ok(())
     }
 }

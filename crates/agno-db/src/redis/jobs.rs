@@ -44,7 +44,7 @@ const CLAIM_PAGE: isize = 64;
 
 impl RedisDb {
     fn q(&self, suffix: &str) -> String {
-        format!("{}:jobs:{suffix}", self.prefix)
+        format!("{}:jobs:{suffix}", self.backend.prefix)
     }
 
     fn job_key(&self, id: &str) -> String {
@@ -379,7 +379,7 @@ impl JobStore for RedisDb {
                 .key(self.session_key(sid))
                 .key(self.run_key(run_id))
                 .key(self.by_session_key(sid))
-                .arg(&self.prefix)
+                .arg(&self.backend.prefix)
                 .arg(&stored.text)
                 .arg(job_text)
                 .arg(score)

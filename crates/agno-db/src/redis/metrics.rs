@@ -46,14 +46,14 @@ return 1
 
 impl RedisDb {
     fn metrics_key(&self, key_id: &str) -> String {
-        format!("{}:metrics:{key_id}", self.prefix)
+        format!("{}:metrics:{key_id}", self.backend.prefix)
     }
 
     /// Every stored metrics document (not index sets, which Agno does not keep for metrics).
     async fn metrics_docs(&self) -> DbResult<Vec<Map<String, Value>>> {
-        let index = format!("{}:metrics:index:", self.prefix);
+        let index = format!("{}:metrics:index:", self.backend.prefix);
         let keys: Vec<String> = self
-            .scan(&format!("{}:metrics:*", glob_escape(&self.prefix)))
+            .scan(&format!("{}:metrics:*", glob_escape(&self.backend.prefix)))
             .await?
             .into_iter()
             .filter(|k| !k.starts_with(&index))

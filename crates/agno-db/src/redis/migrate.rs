@@ -15,8 +15,8 @@ use crate::migration::{CleanupReport, Migrate, MigrationOptions, MigrationStep, 
 impl RedisDb {
     /// True when some key `{prefix}:{table_type}:*` other than an index exists.
     pub(crate) async fn has_keys(&self, table_type: &str) -> DbResult<bool> {
-        let pattern = format!("{}:{table_type}:*", glob_escape(&self.prefix));
-        let index = format!("{}:{table_type}:index:", self.prefix);
+        let pattern = format!("{}:{table_type}:*", glob_escape(&self.backend.prefix));
+        let index = format!("{}:{table_type}:index:", self.backend.prefix);
         let mut conn = self.conn();
         let mut cursor: u64 = 0;
         loop {
@@ -28,7 +28,7 @@ impl RedisDb {
                 .arg(1000)
                 .query_async(&mut conn)
                 .await
-                .map_err(|e| redis_error(&format!("cannot scan keys of {}", self.url), e))?;
+                .map_err(|e| redis_error(&format!("cannot scan keys of {}", self.backend.url), e))?;
             if batch.iter().any(|k| !k.starts_with(&index)) {
                 return Ok(true);
             }
@@ -69,7 +69,7 @@ impl RedisDb {
                     let _: i64 = INSERT_RUN_IF_ABSENT
                         .key(self.run_key(run_id))
                         .key(self.by_session_key(session_id))
-                        .arg(&self.prefix)
+                        .arg(&self.backend.prefix)
                         .arg(run_id)
                         .arg(index)
                         .arg(serde_json::to_string(&row).map_err(|e| {
@@ -171,7 +171,7 @@ impl Migrate for RedisDb {
                 DbErrorKind::Conflict,
                 format!(
                     "{missing} legacy runs are not in the run keys of {}: run `agno db migrate` first, or force the cleanup to drop them",
-                    self.url
+                    self.backend.url
                 ),
             ));
         }

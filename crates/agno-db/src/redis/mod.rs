@@ -1,5 +1,5 @@
-//! `RedisDb`: sessions and runs in Redis, with the key layout of Python Agno's `RedisDb`, so both
-//! can share a Redis:
+//! `RedisDb`: the document family's backend in Redis, with the key layout of Python Agno's
+//! `RedisDb`, so both can share a Redis:
 //! - `{prefix}:sessions:{session_id}`: the session document (JSON string);
 //! - `{prefix}:runs:{run_id}`: one run row (JSON string: indexed fields plus `run_data`);
 //! - `{prefix}:runs:by_session:{session_id}`: sorted set of the session's run ids, scored by
@@ -7,8 +7,10 @@
 //! - `{prefix}:{sessions|runs}:index:{field}:{value}`: sets of ids per field value, kept as Agno
 //!   keeps them;
 //! - `{prefix}:agno_schema_versions:{table}`: the table's schema version (plain string);
-//! - `{prefix}:memories:*`, `{prefix}:evals:*`, `{prefix}:knowledge:*`, `{prefix}:metrics:*`: user
-//!   memories, eval runs, knowledge contents and metrics buckets (see their modules);
+//! - `{prefix}:memories:*`, `{prefix}:evals:*`, `{prefix}:knowledge:*`, `{prefix}:approvals:*`,
+//!   `{prefix}:compactions:*`: user memories, eval runs, knowledge contents, approvals and
+//!   compaction records, written by the document family over `Documents` (`crate::doc`);
+//! - `{prefix}:metrics:*`: metrics buckets (see `metrics`);
 //! - `{prefix}:schedules:*`, `{prefix}:schedule_runs:*`: schedules and their runs, which Agno's
 //!   `RedisDb` lacks, stored in the same style (see `schedules`).
 //!
@@ -16,16 +18,11 @@
 //! cascades), or as a compare-and-set script retried on contention (session documents, whose
 //! JSON is rebuilt in Rust so numbers and key order survive untouched).
 
-mod approvals;
 mod cas;
-mod compactions;
 mod components;
 mod docs;
-mod evals;
 mod job_docs;
 mod jobs;
-mod knowledge;
-mod memories;
 mod metrics;
 mod migrate;
 mod runs;
@@ -33,7 +30,6 @@ mod schedule_scripts;
 mod schedules;
 mod schema;
 mod sessions;
-mod traces;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -44,14 +40,18 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Script};
 use serde_json::{Map, Value};
 
+use crate::doc::DocDb;
 use crate::tables::TableNames;
 
 /// Keys per `MGET`.
 const MGET_CHUNK: usize = 500;
 
-/// A Redis database.
-#[derive(Clone)]
-pub struct RedisDb {
+/// A Redis database: the document family ([`DocDb`]) over Redis keys laid out as Python Agno's
+/// `RedisDb` lays them out. Cloning shares the same connection.
+pub type RedisDb = DocDb<RedisDocs>;
+
+/// Where a [`RedisDb`] keeps its documents: a connection to Redis and the key prefix.
+pub struct RedisDocs {
     conn: ConnectionManager,
     prefix: String,
     /// The URL, password redacted, for messages.
@@ -59,7 +59,7 @@ pub struct RedisDb {
     tables: TableNames,
 }
 
-impl fmt::Debug for RedisDb {
+impl fmt::Debug for RedisDocs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisDb").field("url", &self.url).field("prefix", &self.prefix).finish_non_exhaustive()
     }
@@ -159,17 +159,17 @@ impl RedisDb {
         let conn = ConnectionManager::new_with_config(client, config).await.map_err(|e| {
             DbError::new(DbErrorKind::Unavailable, format!("cannot connect to redis at {shown}: {e}")).with_source(e)
         })?;
-        Ok(Self { conn, prefix, url: shown, tables: TableNames::default() })
+        Ok(DocDb::with_backend(RedisDocs { conn, prefix, url: shown, tables: TableNames::default() }))
     }
 
     /// The key prefix.
     pub fn prefix(&self) -> &str {
-        &self.prefix
+        &self.backend.prefix
     }
 
     /// The table names used for schema-version stamps.
     pub fn tables(&self) -> &TableNames {
-        &self.tables
+        &self.backend.tables
     }
 
     /// Deletes every key under this database's prefix (sessions, runs, indexes, versions, and
@@ -178,7 +178,7 @@ impl RedisDb {
     /// # Errors
     /// A storage error.
     pub async fn delete_all_keys(&self) -> DbResult<u64> {
-        let keys = self.scan(&format!("{}:*", glob_escape(&self.prefix))).await?;
+        let keys = self.scan(&format!("{}:*", glob_escape(&self.backend.prefix))).await?;
         let mut deleted = 0u64;
         for chunk in keys.chunks(MGET_CHUNK) {
             let n: u64 = redis::cmd("DEL")
@@ -192,7 +192,7 @@ impl RedisDb {
     }
 
     pub(crate) fn conn(&self) -> ConnectionManager {
-        self.conn.clone()
+        self.backend.conn.clone()
     }
 
     pub(crate) fn session_key(&self, session_id: &str) -> String {
@@ -204,11 +204,11 @@ impl RedisDb {
     }
 
     pub(crate) fn by_session_key(&self, session_id: &str) -> String {
-        format!("{}:runs:by_session:{session_id}", self.prefix)
+        format!("{}:runs:by_session:{session_id}", self.backend.prefix)
     }
 
     pub(crate) fn version_key(&self, table: &str) -> String {
-        format!("{}:{}:{table}", self.prefix, self.tables.versions)
+        format!("{}:{}:{table}", self.backend.prefix, self.backend.tables.versions)
     }
 
     /// Every key matching a `SCAN` pattern, sorted and without duplicates.
@@ -225,7 +225,7 @@ impl RedisDb {
                 .arg(1000)
                 .query_async(&mut conn)
                 .await
-                .map_err(|e| redis_error(&format!("cannot scan keys of {}", self.url), e))?;
+                .map_err(|e| redis_error(&format!("cannot scan keys of {}", self.backend.url), e))?;
             keys.extend(batch);
             if next == 0 {
                 return Ok(keys.into_iter().collect());
@@ -236,13 +236,13 @@ impl RedisDb {
 
     /// The key of document `id` of a kind (`{prefix}:{kind}:{id}`: `sessions`, `evals`, ...).
     pub(crate) fn doc_key(&self, kind: &str, id: &str) -> String {
-        format!("{}:{kind}:{id}", self.prefix)
+        format!("{}:{kind}:{id}", self.backend.prefix)
     }
 
     /// Keys of the documents of a kind, without its index sets (`{prefix}:{kind}:index:*`).
     pub(crate) async fn doc_keys(&self, kind: &str) -> DbResult<Vec<String>> {
-        let index = format!("{}:{kind}:index:", self.prefix);
-        let keys = self.scan(&format!("{}:{kind}:*", glob_escape(&self.prefix))).await?;
+        let index = format!("{}:{kind}:index:", self.backend.prefix);
+        let keys = self.scan(&format!("{}:{kind}:*", glob_escape(&self.backend.prefix))).await?;
         Ok(keys.into_iter().filter(|k| !k.starts_with(&index)).collect())
     }
 
@@ -281,15 +281,15 @@ impl RedisDb {
         for key in keys {
             call.key(key);
         }
-        call.arg(&self.prefix).arg(id).arg(has_user).arg(user);
+        call.arg(&self.backend.prefix).arg(id).arg(has_user).arg(user);
         call.invoke_async(&mut self.conn()).await.map_err(|e| redis_error(&format!("{what} {id}"), e))
     }
 
     /// Keys of the run rows.
     pub(crate) async fn run_keys(&self) -> DbResult<Vec<String>> {
-        let index = format!("{}:runs:index:", self.prefix);
-        let by_session = format!("{}:runs:by_session:", self.prefix);
-        let keys = self.scan(&format!("{}:runs:*", glob_escape(&self.prefix))).await?;
+        let index = format!("{}:runs:index:", self.backend.prefix);
+        let by_session = format!("{}:runs:by_session:", self.backend.prefix);
+        let keys = self.scan(&format!("{}:runs:*", glob_escape(&self.backend.prefix))).await?;
         Ok(keys.into_iter().filter(|k| !k.starts_with(&index) && !k.starts_with(&by_session)).collect())
     }
 

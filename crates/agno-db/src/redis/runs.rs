@@ -94,7 +94,7 @@ impl RunStore for RedisDb {
             .key(self.run_key(run_id))
             .key(self.by_session_key(session_id))
             .key(self.session_key(session_id))
-            .arg(&self.prefix)
+            .arg(&self.backend.prefix)
             .arg(run_id)
             .arg(session_id)
             .arg(has_user)

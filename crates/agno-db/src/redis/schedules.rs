@@ -39,7 +39,8 @@ use crate::schedules::{
 };
 
 /// Schedule run documents, with the set of each schedule's run ids.
-const SCHEDULE_RUNS: DocKind = DocKind { name: "schedule_runs", index: &["schedule_id"] };
+const SCHEDULE_RUNS: DocKind =
+    DocKind { name: "schedule_runs", key: "id", table: |t| &t.schedule_runs, index: &["schedule_id"] };
 
 /// Claimable schedules offered to one claim script, soonest first.
 const CLAIM_CANDIDATES: usize = 32;
@@ -75,15 +76,15 @@ fn unexpected(what: &str, reply: &str) -> DbError {
 
 impl RedisDb {
     fn schedule_key(&self, id: &str) -> String {
-        format!("{}:schedules:{id}", self.prefix)
+        format!("{}:schedules:{id}", self.backend.prefix)
     }
 
     fn schedule_run_key(&self, id: &str) -> String {
-        format!("{}:schedule_runs:{id}", self.prefix)
+        format!("{}:schedule_runs:{id}", self.backend.prefix)
     }
 
     fn schedule_runs_set(&self, schedule_id: &str) -> String {
-        format!("{}:schedule_runs:index:schedule_id:{schedule_id}", self.prefix)
+        format!("{}:schedule_runs:index:schedule_id:{schedule_id}", self.backend.prefix)
     }
 
     /// One stored schedule with its document text.
@@ -139,7 +140,7 @@ impl RedisDb {
     async fn write_schedule(&self, expected: &str, next: &Schedule) -> DbResult<bool> {
         let reply: String = WRITE_SCHEDULE
             .key(self.schedule_key(&next.id))
-            .arg(&self.prefix)
+            .arg(&self.backend.prefix)
             .arg(&next.id)
             .arg(expected)
             .arg(to_json_text(next)?)
@@ -162,7 +163,7 @@ impl ScheduleStore for RedisDb {
         let id = &schedule.id;
         let reply: String = CREATE_SCHEDULE
             .key(self.schedule_key(id))
-            .arg(&self.prefix)
+            .arg(&self.backend.prefix)
             .arg(id)
             .arg(to_json_text(schedule)?)
             .arg(due_score(schedule))
@@ -184,7 +185,7 @@ impl ScheduleStore for RedisDb {
 
     async fn get_schedule_by_name(&self, name: &str, user_id: Option<&str>) -> DbResult<Option<Schedule>> {
         let held: Option<String> = redis::cmd("HGET")
-            .arg(format!("{}:schedules:index:owner_name", self.prefix))
+            .arg(format!("{}:schedules:index:owner_name", self.backend.prefix))
             .arg(name_field(name, user_id))
             .query_async(&mut self.conn())
             .await
@@ -195,9 +196,9 @@ impl ScheduleStore for RedisDb {
     }
 
     async fn get_schedules(&self, query: &ScheduleQuery) -> DbResult<(Vec<Schedule>, u64)> {
-        let index = format!("{}:schedules:index:", self.prefix);
+        let index = format!("{}:schedules:index:", self.backend.prefix);
         let keys: Vec<String> = self
-            .scan(&format!("{}:schedules:*", glob_escape(&self.prefix)))
+            .scan(&format!("{}:schedules:*", glob_escape(&self.backend.prefix)))
             .await?
             .into_iter()
             .filter(|k| !k.starts_with(&index))
@@ -245,7 +246,7 @@ impl ScheduleStore for RedisDb {
     ) -> DbResult<Option<Schedule>> {
         for _ in 0..CAS_ATTEMPTS {
             let ids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-                .arg(format!("{}:schedules:index:next_run_at", self.prefix))
+                .arg(format!("{}:schedules:index:next_run_at", self.backend.prefix))
                 .arg("-inf")
                 .arg(now)
                 .query_async(&mut self.conn())
@@ -268,7 +269,7 @@ impl ScheduleStore for RedisDb {
             due.sort_by(|a, b| a.2.next_run_at.cmp(&b.2.next_run_at).then_with(|| a.2.id.cmp(&b.2.id)));
             due.truncate(CLAIM_CANDIDATES);
             let mut call = CLAIM_SCHEDULE.prepare_invoke();
-            call.arg(&self.prefix);
+            call.arg(&self.backend.prefix);
             let mut claimed = Vec::with_capacity(due.len());
             for (key, text, mut s) in due {
                 s.locked_by = Some(worker_id.to_owned());
@@ -317,7 +318,7 @@ impl ScheduleStore for RedisDb {
                 .key(self.schedule_key(&run.schedule_id))
                 .key(self.schedule_run_key(&row.id))
                 .key(self.schedule_runs_set(&run.schedule_id))
-                .arg(&self.prefix)
+                .arg(&self.backend.prefix)
                 .arg(&row.id)
                 .arg(to_json_text(&row)?)
                 .arg(has_owner)
@@ -385,7 +386,7 @@ impl ScheduleStore for RedisDb {
     async fn delete_schedule_runs(&self, schedule_id: &str, before: i64) -> DbResult<u64> {
         let n: u64 = EXPIRE_RUNS
             .key(self.schedule_runs_set(schedule_id))
-            .arg(&self.prefix)
+            .arg(&self.backend.prefix)
             .arg(schedule_id)
             .arg(before)
             .invoke_async(&mut self.conn())

@@ -16,7 +16,8 @@ use crate::doc::schema::{legacy_blob, merged_session_data, page_sessions, sessio
 use crate::doc::visible;
 
 /// Session documents, with the index sets Agno keeps for them.
-pub(crate) const SESSIONS: DocKind = DocKind { name: "sessions", index: &SESSION_INDEX_FIELDS };
+pub(crate) const SESSIONS: DocKind =
+    DocKind { name: "sessions", key: "session_id", table: |t| &t.sessions, index: &SESSION_INDEX_FIELDS };
 
 /// `('1', user)` when filtering on a user, `('0', "")` otherwise: the script arguments.
 pub(crate) fn user_args(user_id: Option<&str>) -> (&'static str, &str) {
