@@ -12,12 +12,25 @@ use std::time::Duration;
 
 use crate::sse::Frame;
 use agno_core::{Db, JobStatus, JobStore, RunStatus, StoredEvent};
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 /// Events read per round trip while catching up.
 const PAGE: usize = 256;
+
+/// Events a tail takes from the shared log at a time (a tail that catches up holds this many
+/// frames, not the whole log).
+const SEND_PAGE: usize = 32;
+
+/// Events of the log a tail takes at once.
+struct Page {
+    events: Vec<Logged>,
+    /// More events are held past these.
+    more: bool,
+    /// No event will follow these: the job had settled when the log was read.
+    settled: bool,
+}
 
 /// Per-run wake-ups and the shared log reads of this replica's tails: a writer (or a
 /// notification from another replica) marks the run changed; tails waiting on it look again. A
@@ -80,22 +93,24 @@ impl Waiters {
 }
 
 impl RunLog {
-    /// The events after index `after` and whether the job had settled, from a read of the
-    /// database that started at `since` or later: the first tail to ask after a wake-up reads
-    /// (the job's state, then the log past what is held), the others reuse what it read.
+    /// The next events after index `after` (at most [`SEND_PAGE`]), from a read of the database
+    /// that started at `since` or later: the first tail to ask after a wake-up reads (the job's
+    /// state, then the log past what is held), the others reuse what it read.
     async fn since(
         log: &tokio::sync::Mutex<RunLog>,
         jobs: &dyn JobStore,
         run_id: &str,
         after: i64,
         since: tokio::time::Instant,
-    ) -> (Vec<Logged>, bool) {
+    ) -> Page {
         let mut log = log.lock().await;
         if log.read_at.is_none_or(|at| at < since) {
             log.read(jobs, run_id).await;
         }
         let first = log.events.partition_point(|e| e.index <= after);
-        (log.events[first..].to_vec(), log.settled)
+        let end = log.events.len().min(first + SEND_PAGE);
+        let more = end < log.events.len();
+        Page { events: log.events[first..end].to_vec(), more, settled: log.settled && !more }
     }
 
     async fn read(&mut self, jobs: &dyn JobStore, run_id: &str) {
@@ -226,68 +241,113 @@ async fn closing_frame(db: &dyn Db, run_id: &str) -> Option<Frame> {
 }
 
 /// Streams the events of `run_id` after index `after` (-1: from the start), then follows the
-/// log until the run's job settles. Ends early when the client goes away or the replica stops.
+/// log until the run's job settles. When the replica stops it sends what the log holds and ends;
+/// dropping the stream (the client went away) stops it. The stream is driven by the response
+/// that sends it: no task or channel of its own.
 pub fn tail(source: TailSource, run_id: String, after: i64) -> impl Stream<Item = Frame> {
-    // Few frames ahead: the response's own buffer bounds what waits for the client.
-    let (tx, rx) = mpsc::channel::<Frame>(8);
-    tokio::spawn(async move {
-        let (mut wake, log) = match source.waiters.subscribe(&run_id) {
-            Some((wake, log)) => (Some(wake), log),
-            None => (None, Arc::default()),
-        };
-        follow(&source, &run_id, after, &tx, wake.as_mut(), &log).await;
-        drop(wake);
-        source.waiters.release(&run_id);
-    });
-    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
+    let (wake, log) = match source.waiters.subscribe(&run_id) {
+        Some((wake, log)) => (Some(wake), log),
+        None => (None, Arc::default()),
+    };
+    let follower = Follower { source, run_id, after, ended: None, wake, log, paging: None, wait: false, last: false };
+    futures::stream::unfold(follower, |mut f| async move {
+        let frames = f.next_frames().await?;
+        Some((futures::stream::iter(frames), f))
+    })
+    .flatten()
 }
 
-async fn follow(
-    source: &TailSource,
-    run_id: &str,
-    mut after: i64,
-    tx: &mpsc::Sender<Frame>,
-    mut wake: Option<&mut watch::Receiver<()>>,
-    log: &tokio::sync::Mutex<RunLog>,
-) {
-    // The event at `after` tells whether the client already saw the end.
-    let mut ended = match after {
-        a if a >= 0 => source
-            .jobs
-            .read_events(run_id, a - 1, 1)
-            .await
-            .ok()
-            .and_then(|v| v.into_iter().next())
-            .is_some_and(|e| e.event_index == a && e.ends_stream()),
-        _ => false,
-    };
-    let mut last_round = false;
-    loop {
-        if let Some(w) = wake.as_deref_mut() {
-            w.borrow_and_update();
+/// One tail's place in its run's log.
+struct Follower {
+    source: TailSource,
+    run_id: String,
+    /// The index of the last event sent.
+    after: i64,
+    /// Whether the last event sent ends the stream (`None`: not known yet).
+    ended: Option<bool>,
+    wake: Option<watch::Receiver<()>>,
+    log: Arc<tokio::sync::Mutex<RunLog>>,
+    /// When the read being paged through started.
+    paging: Option<tokio::time::Instant>,
+    /// Wait for a wake-up (or the poll) before reading again.
+    wait: bool,
+    /// The replica is stopping: send what the log holds, then end.
+    last: bool,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        // The receiver goes first: the run's shared state is released when no tail holds one.
+        self.wake = None;
+        self.source.waiters.release(&self.run_id);
+    }
+}
+
+impl Follower {
+    /// Whether the event at `after` (the last one the client saw) ends the stream.
+    async fn saw_end(&self) -> bool {
+        let a = self.after;
+        if a < 0 {
+            return false;
         }
-        // What was written before this moment (the wake-up's write included) is in a read that
-        // starts now or later.
-        let woke = tokio::time::Instant::now();
-        let (events, done) = RunLog::since(log, source.jobs.as_ref(), run_id, after, woke).await;
-        for event in events {
-            after = event.index;
-            ended = event.ends_stream;
-            if tx.send(event.frame).await.is_err() {
-                return;
+        let seen = self.source.jobs.read_events(&self.run_id, a - 1, 1).await;
+        seen.ok().and_then(|v| v.into_iter().next()).is_some_and(|e| e.event_index == a && e.ends_stream())
+    }
+
+    /// The next frames to send; `None` once the stream is over.
+    async fn next_frames(&mut self) -> Option<Vec<Frame>> {
+        let ended = match self.ended {
+            Some(ended) => ended,
+            None => self.saw_end().await,
+        };
+        self.ended = Some(ended);
+        loop {
+            if std::mem::take(&mut self.wait) {
+                self.wait_for_news().await;
+            }
+            let woke = match self.paging.take() {
+                Some(started) => started,
+                None => {
+                    if let Some(w) = self.wake.as_mut() {
+                        w.borrow_and_update();
+                    }
+                    // What was written before this moment (the wake-up's write included) is in a
+                    // read that starts now or later.
+                    tokio::time::Instant::now()
+                }
+            };
+            let page = RunLog::since(&self.log, self.source.jobs.as_ref(), &self.run_id, self.after, woke).await;
+            if let Some(last) = page.events.last() {
+                self.after = last.index;
+                self.ended = Some(last.ends_stream);
+            }
+            let mut frames: Vec<Frame> = page.events.into_iter().map(|e| e.frame).collect();
+            if page.more {
+                self.paging = Some(woke);
+                return Some(frames);
+            }
+            if page.settled {
+                if self.ended != Some(true)
+                    && let Some(last) = closing_frame(self.source.db.as_ref(), &self.run_id).await
+                {
+                    frames.push(last);
+                }
+                self.last = true;
+            }
+            if self.last {
+                return (!frames.is_empty()).then_some(frames);
+            }
+            self.wait = true;
+            if !frames.is_empty() {
+                return Some(frames);
             }
         }
-        if done {
-            if !ended && let Some(last) = closing_frame(source.db.as_ref(), run_id).await {
-                let _ = tx.send(last).await;
-            }
-            return;
-        }
-        if last_round {
-            return;
-        }
+    }
+
+    /// Waits for a wake-up, the poll, or the replica stopping.
+    async fn wait_for_news(&mut self) {
         let changed = async {
-            match wake.as_deref_mut() {
+            match self.wake.as_mut() {
                 Some(w) => {
                     let _ = w.changed().await;
                 }
@@ -296,9 +356,8 @@ async fn follow(
         };
         tokio::select! {
             () = changed => {}
-            () = tokio::time::sleep(source.poll) => {}
-            () = tx.closed() => return,
-            () = source.stop.cancelled() => last_round = true,
+            () = tokio::time::sleep(self.source.poll) => {}
+            () = self.source.stop.cancelled() => self.last = true,
         }
     }
 }
