@@ -1237,6 +1237,71 @@ async fn claimed_run_writes_fall_back_where_the_short_path_cannot_write() {
     }
 }
 
+/// A claimed run's merges (read without a lock, written only if the session is unchanged) lose
+/// nothing to concurrent merges of the same session by other runs: every key either side set is
+/// in the stored state at the end, and the run's row is the claimed run's last write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claimed_merges_lose_nothing_to_concurrent_merges_of_the_session() {
+    if !agno_testkit::services::postgres("claimed_merges_lose_nothing_to_concurrent_merges_of_the_session") {
+        return;
+    }
+    use agno_core::{JobLease, JobStore, PendingRun, RunStatus, RunWrite};
+    let scratch = Scratch::new("claimed_merges");
+    let db = std::sync::Arc::new(PostgresDb::connect_with(&url(), TableNames::default(), &scratch.name).await.unwrap());
+    db.create_tables().await.unwrap();
+    let job = queued_job("merging", Some("u1"), None);
+    let mut session = AgentSession::new(&job.session_id);
+    session.user_id = Some("u1".to_owned());
+    let mut pending = RunOutput::new(&job.id, &job.session_id);
+    pending.status = RunStatus::Pending;
+    db.enqueue_run(&job, 0, PendingRun { session: &session, run: &pending }).await.unwrap();
+    let claimed = db.claim_job("w", 60, agno_core::now_epoch_secs()).await.unwrap().expect("claimed");
+    let lease = JobLease::new(&claimed.id, "w", claimed.attempt);
+    let merge = |key: String| StateUpdate::Merge {
+        set: serde_json::Map::from_iter([(key, json!(true))]),
+        removed: Vec::new(),
+        metrics: None,
+    };
+    const N: usize = 40;
+    let claimed_side = tokio::spawn({
+        let (db, session, job_id) = (db.clone(), session.clone(), job.id.clone());
+        async move {
+            for i in 0..N {
+                let mut run = RunOutput::new(&job_id, &session.session_id);
+                run.status = RunStatus::Running;
+                run.content = Some(json!(i));
+                let state = merge(format!("claimed-{i}"));
+                let write = RunWrite { session: &session, state: &state, run: &run, user_id: Some("u1") };
+                let now = agno_core::now_epoch_secs();
+                assert!(db.save_claimed_run(&lease, write, now).await.unwrap(), "claimed write {i}");
+            }
+        }
+    });
+    let other_side = tokio::spawn({
+        let (db, session) = (db.clone(), session.clone());
+        async move {
+            for i in 0..N {
+                let mut run = RunOutput::new(format!("other-{i}"), &session.session_id);
+                run.status = RunStatus::Completed;
+                let state = merge(format!("other-{i}"));
+                let write = RunWrite { session: &session, state: &state, run: &run, user_id: Some("u1") };
+                db.save_run_write(write).await.unwrap();
+            }
+        }
+    });
+    claimed_side.await.unwrap();
+    other_side.await.unwrap();
+    let stored = db.get_session(&job.session_id, Some("u1"), None).await.unwrap().expect("the session");
+    let state = stored.session_state().cloned().unwrap_or_default();
+    let missing: Vec<String> = (0..N)
+        .flat_map(|i| [format!("claimed-{i}"), format!("other-{i}")])
+        .filter(|k| state.get(k) != Some(&json!(true)))
+        .collect();
+    assert!(missing.is_empty(), "merges lost: {missing:?}");
+    let run = db.get_run(&job.id, Some("u1")).await.unwrap().expect("the claimed run");
+    assert_eq!(run.content, Some(json!(N - 1)));
+}
+
 /// Python Agno 3.1 on Postgres sharing the job queue: it enqueues, reads, claims and completes.
 const PY_JOBS_PROBE: &str = r#"
 

@@ -8,8 +8,11 @@
 //!
 //! - a run's first write (`RUNNING`: its state changes nothing, [`KEEP_STORED_STATE`] keeps the
 //!   stored one) is that one statement alone, which PostgreSQL commits as it ends: 1 statement;
-//! - a write that merges the run's state reads the stored session under its lock first (with the
-//!   lease check, in one statement) and writes in a transaction: `BEGIN`, read, write, `COMMIT`.
+//! - a write that merges the run's state reads the stored session (no lock, no transaction),
+//!   merges, and writes with the lease check in that one statement only if the stored
+//!   `session_data` is still what it read: 2 statements. A session that changed in between is
+//!   read again; after a few such rounds (or where the short path cannot write) the merge takes
+//!   the session's lock: `BEGIN`, the lease check and the locked read, the write, `COMMIT`.
 //!
 //! What neither covers (a stored `session_data` that is not a JSON object, another user's session,
 //! a run not stored yet, a session gone) is left to the generic write, which writes again
@@ -37,6 +40,11 @@ const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
 const RUN: usize = 15;
 const FACTS: usize = 27;
 const LEASE: usize = 30;
+/// Where an optimistic merge binds the `session_data` it read (after the lease check's 4).
+const SEEN: usize = 34;
+
+/// Reads and merges of an optimistic merge before it takes the session's lock instead.
+const OPTIMISTIC_ATTEMPTS: usize = 3;
 
 impl PostgresState {
     /// The lease check as a CTE named `guard` (one row while the claim holds, the lease refreshed
@@ -114,9 +122,66 @@ impl PostgresState {
         })
     }
 
+    /// A write merging the run's state, optimistically: the stored `session_data` read without a
+    /// lock or a transaction, merged, then written with the lease check and the run in one
+    /// statement only if the stored one is still what was read (2 statements). A session changed
+    /// in between is read and merged again; what this does not cover (no session, a run not
+    /// stored yet, another user's session, a stored `session_data` that is not an object, a
+    /// session changing on every attempt) takes the locked merge.
+    async fn merging_write(&self, write: RunWrite<'_>, guard: &Guard) -> DbResult<Claimed> {
+        let sid = &write.session.session_id;
+        let read = format!(
+            "SELECT session_data, user_id, EXISTS (SELECT 1 FROM {} WHERE run_id = $2) AS run_stored \
+             FROM {} WHERE session_id = $1",
+            self.qualified(&self.tables().runs),
+            self.qualified(&self.tables().sessions)
+        );
+        let unchanged = format!(" AND t.session_data::jsonb = ${SEEN}::jsonb");
+        for _ in 0..OPTIMISTIC_ATTEMPTS {
+            let row = sqlx::query(AssertSqlSafe(read.clone()))
+                .bind(sid)
+                .bind(write.run.id())
+                .fetch_optional(self.pool())
+                .await
+                .map_err(|e| db_error(&format!("cannot read session {sid}"), e))?;
+            let Some(row) = row else { break };
+            let cell = |e: sqlx::Error| db_error(&format!("cannot read session {sid}"), e);
+            let owner: Option<String> = row.try_get("user_id").map_err(cell)?;
+            let run_stored: bool = row.try_get("run_stored").map_err(cell)?;
+            let Some(Value::Object(stored)) = row.try_get::<Option<Value>, _>("session_data").map_err(cell)? else {
+                break;
+            };
+            if !run_stored || owner.is_some_and(|o| Some(o.as_str()) != write.session.user_id.as_deref()) {
+                break;
+            }
+            let base = write.session.session_data.clone().unwrap_or_default();
+            let session_data = write.state.session_data(base, Some(&stored));
+            let sql = self.write_sql(true, "excluded.session_data", &unchanged);
+            let row = self
+                .bind_write(sql, write, session_data, Some(guard))?
+                .bind(sqlx::types::Json(Value::Object(stored)))
+                .fetch_one(self.pool())
+                .await
+                .map_err(|e| write_error::<Postgres>(write.run.id(), sid, e))?;
+            match written(&row, write)? {
+                (false, ..) => return Ok(Claimed::Refused),
+                (true, true, Some(index)) => return Ok(Claimed::Written(index)),
+                (true, true, None) => {
+                    return Err(DbError::new(
+                        DbErrorKind::Conflict,
+                        format!("run {} was deleted while it was written; its session was written", write.run.id()),
+                    ));
+                }
+                // The stored session changed since it was read: read it again.
+                (true, false, _) => {}
+            }
+        }
+        self.locked_merge(write, guard).await
+    }
+
     /// A write merging the run's state: the lease check and the session's locked read, then the
     /// session and the run, in one transaction.
-    async fn merging_write(&self, write: RunWrite<'_>, guard: &Guard) -> DbResult<Claimed> {
+    async fn locked_merge(&self, write: RunWrite<'_>, guard: &Guard) -> DbResult<Claimed> {
         let sid = &write.session.session_id;
         let what = format!("cannot write run {}", write.run.id());
         let sessions = self.qualified(&self.tables().sessions);
@@ -186,8 +251,8 @@ fn written(row: &PgRow, write: RunWrite<'_>) -> DbResult<(bool, bool, Option<i64
     ))
 }
 
-/// `SqlRuns::write_claimed` on PostgreSQL: a first write in one statement, a merge in a
-/// transaction of four; a replaced state, and whatever these leave, in the generic transaction.
+/// `SqlRuns::write_claimed` on PostgreSQL: a first write in one statement, a merge in two (or a
+/// transaction of four); a replaced state, and whatever these leave, in the generic transaction.
 pub(super) async fn write_claimed(db: &PostgresState, write: RunWrite<'_>, guard: &Guard) -> DbResult<Claimed> {
     crate::sql::retrying::<Postgres, _, _, _>(|| async {
         match write.state {
