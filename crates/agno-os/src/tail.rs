@@ -249,7 +249,8 @@ pub fn tail(source: TailSource, run_id: String, after: i64) -> impl Stream<Item 
         Some((wake, log)) => (Some(wake), log),
         None => (None, Arc::default()),
     };
-    let follower = Follower { source, run_id, after, ended: None, wake, log, paging: None, wait: false, last: false };
+    let follower =
+        Follower { source, run_id, after, ended: None, wake, log, paging: None, wait: false, last: false, over: false };
     futures::stream::unfold(follower, |mut f| async move {
         let frames = f.next_frames().await?;
         Some((futures::stream::iter(frames), f))
@@ -273,6 +274,8 @@ struct Follower {
     wait: bool,
     /// The replica is stopping: send what the log holds, then end.
     last: bool,
+    /// The last frames were sent: the stream ends.
+    over: bool,
 }
 
 impl Drop for Follower {
@@ -296,11 +299,12 @@ impl Follower {
 
     /// The next frames to send; `None` once the stream is over.
     async fn next_frames(&mut self) -> Option<Vec<Frame>> {
-        let ended = match self.ended {
-            Some(ended) => ended,
-            None => self.saw_end().await,
-        };
-        self.ended = Some(ended);
+        if self.over {
+            return None;
+        }
+        if self.ended.is_none() {
+            self.ended = Some(self.saw_end().await);
+        }
         loop {
             if std::mem::take(&mut self.wait) {
                 self.wait_for_news().await;
@@ -335,6 +339,7 @@ impl Follower {
                 self.last = true;
             }
             if self.last {
+                self.over = true;
                 return (!frames.is_empty()).then_some(frames);
             }
             self.wait = true;

@@ -202,6 +202,10 @@ async fn a_queued_run_is_cancelled_before_it_starts() {
     assert!(cancelled["content"].is_null(), "it never ran");
     let job = os.os.state.queue.as_ref().unwrap().store.get_job(&second, None).await.unwrap().unwrap();
     assert_eq!(job.status, agno_core::JobStatus::Cancelled);
+    // Its log is empty: a tail sends the run's end, built from the stored run, once, and ends.
+    let log = frames(resume(&os, "slow", &second, None, None).await).await;
+    let names: Vec<&str> = log.iter().map(|f| f.event.as_str()).collect();
+    assert_eq!(names, ["RunCancelled"], "{log:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
