@@ -12,12 +12,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::DocDb;
-use super::documents::{DocKind, Documents};
-
-/// An approval from its document; `None` for one that is not an approval.
-pub(crate) fn approval_from_doc(doc: &Value) -> Option<ApprovalRecord> {
-    serde_json::from_value(doc.clone()).ok()
-}
+use super::documents::{DocKind, Documents, record, records};
 
 /// The document of an approval.
 pub(crate) fn approval_doc(approval: &ApprovalRecord) -> DbResult<Map<String, Value>> {
@@ -69,10 +64,6 @@ pub(crate) fn decide(a: &ApprovalRecord, d: &ApprovalDecision) -> (Option<Approv
 const APPROVALS: DocKind =
     DocKind { name: "approvals", key: "id", table: |t| &t.approvals, index: &["run_id", "status", "user_id"] };
 
-fn approvals_in(docs: Vec<Map<String, Value>>) -> Vec<ApprovalRecord> {
-    docs.into_iter().filter_map(|d| approval_from_doc(&Value::Object(d))).collect()
-}
-
 /// The approvals a query can match: through the narrowest index it names (run, user, status),
 /// else every approval; callers still filter.
 async fn candidates(store: &impl Documents, q: &ApprovalQuery) -> DbResult<Vec<ApprovalRecord>> {
@@ -80,9 +71,9 @@ async fn candidates(store: &impl Documents, q: &ApprovalQuery) -> DbResult<Vec<A
         (Some(run), _, _) => ("run_id", run),
         (None, Some(user), _) => ("user_id", user),
         (None, None, Some(status)) => ("status", status),
-        (None, None, None) => return Ok(approvals_in(store.docs(&APPROVALS, None).await?)),
+        (None, None, None) => return Ok(records(store.docs(&APPROVALS, None).await?)),
     };
-    Ok(approvals_in(store.docs(&APPROVALS, Some((field, &[value.as_str()]))).await?))
+    Ok(records(store.docs(&APPROVALS, Some((field, &[value.as_str()]))).await?))
 }
 
 /// Rewrites approval `id` with what `change` makes of it (none: nothing); whether it wrote.
@@ -93,7 +84,7 @@ async fn change_approval(
 ) -> DbResult<bool> {
     let written = store
         .change(&APPROVALS, id, "approval", move |current| {
-            let Some(a) = current.and_then(|d| approval_from_doc(&Value::Object(d.clone()))) else {
+            let Some(a) = current.cloned().and_then(record::<ApprovalRecord>) else {
                 return Ok(None);
             };
             change(&a).map(|new| Ok((approval_doc(&new)?, ()))).transpose()
@@ -115,7 +106,7 @@ where
     }
 
     async fn get_approval(&self, id: &str) -> DbResult<Option<ApprovalRecord>> {
-        Ok(self.doc(&APPROVALS, id, "approval").await?.and_then(|doc| approval_from_doc(&Value::Object(doc))))
+        Ok(self.doc(&APPROVALS, id, "approval").await?.and_then(record))
     }
 
     async fn get_approvals(&self, query: &ApprovalQuery) -> DbResult<(Vec<ApprovalRecord>, u64)> {
@@ -126,7 +117,7 @@ where
         let decision = decision.clone();
         let answer = self
             .change(&APPROVALS, id, "approval", move |current| {
-                let Some(a) = current.and_then(|d| approval_from_doc(&Value::Object(d.clone()))) else {
+                let Some(a) = current.cloned().and_then(record::<ApprovalRecord>) else {
                     return Ok(None);
                 };
                 match decide(&a, &decision) {

@@ -4,15 +4,9 @@
 
 use agno_core::{CompactionRecord, CompactionStore, DbResult};
 use async_trait::async_trait;
-use serde_json::Value;
 
 use super::DocDb;
-use super::documents::{DocKind, Documents};
-
-/// A record from its document; `None` for one that is not a record.
-pub(crate) fn compaction_from_doc(doc: &Value) -> Option<CompactionRecord> {
-    serde_json::from_value(doc.clone()).ok()
-}
+use super::documents::{DocKind, Documents, records};
 
 /// The records of `session_id` among `all` that `keep` keeps, newest first, at most `limit`.
 pub(crate) fn newest_first(
@@ -41,7 +35,7 @@ const COMPACTIONS: DocKind =
 
 async fn compactions_of(store: &impl Documents, session_id: &str) -> DbResult<Vec<CompactionRecord>> {
     let docs = store.docs(&COMPACTIONS, Some(("session_id", &[session_id]))).await?;
-    Ok(docs.into_iter().filter_map(|d| compaction_from_doc(&Value::Object(d))).collect())
+    Ok(records(docs))
 }
 
 #[async_trait]

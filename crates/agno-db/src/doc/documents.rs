@@ -1,6 +1,7 @@
 //! One document at a time: the operations every document store answers ([`Documents`]), over
 //! which the areas whose records are plain documents (eval runs, knowledge, memories, approvals,
-//! compactions) are written once for the in-memory store, the JSON files and Redis.
+//! compactions, traces and spans) are written once for the in-memory store, the JSON files and
+//! Redis.
 //!
 //! A store reads one document, the documents of a kind (all, or those whose indexed field has a
 //! value), changes one document by a plan over what is stored (under the table lock for the
@@ -11,6 +12,7 @@ use std::collections::HashSet;
 use std::future::Future;
 
 use agno_core::DbResult;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::{DocBackend, DocDb, delete_visible};
@@ -185,6 +187,16 @@ impl<B: DocBackend> Documents for DocDb<B> {
         })
         .await
     }
+}
+
+/// The record document `doc` holds; `None` for a document that is not one.
+pub(crate) fn record<T: DeserializeOwned>(doc: Doc) -> Option<T> {
+    serde_json::from_value(Value::Object(doc)).ok()
+}
+
+/// The records `docs` hold (documents that are not records are left out).
+pub(crate) fn records<T: DeserializeOwned>(docs: Vec<Doc>) -> Vec<T> {
+    docs.into_iter().filter_map(record).collect()
 }
 
 /// True when `doc`'s `field` is one of `values`.

@@ -138,13 +138,10 @@ where
         let mut row = record.clone();
         row.created_at = Some(row.created_at.unwrap_or(now));
         row.updated_at = Some(row.updated_at.unwrap_or(now));
-        let (id, doc) = (row.run_id.clone(), eval_doc(Self::LAYOUT, &row));
-        self.change(&EVALS, &row.run_id, "eval run", move |current| match current {
-            Some(_) => Err(DbError::new(DbErrorKind::Conflict, format!("eval run {id} already exists"))),
-            None => Ok(Some((doc.clone(), ()))),
-        })
-        .await?;
-        Ok(row)
+        match self.insert_absent(&EVALS, vec![(row.run_id.clone(), eval_doc(Self::LAYOUT, &row))]).await? {
+            0 => Err(DbError::new(DbErrorKind::Conflict, format!("eval run {} already exists", row.run_id))),
+            _ => Ok(row),
+        }
     }
 
     async fn get_eval_run(&self, run_id: &str, user_id: Option<&str>) -> DbResult<Option<EvalRunRecord>> {

@@ -5,9 +5,9 @@
 //!
 //! Two layers serve the areas. [`documents::Documents`] is one document at a time (read, list,
 //! change by a plan over the stored document, delete): all three backends answer it, and eval
-//! runs, knowledge, memories, approvals and compactions are written once over it. The table
+//! runs, knowledge, memories, approvals, compactions and traces are written once over it. The table
 //! backends also read and write whole tables under their lock ([`DocBackend`], [`Docs`]), over
-//! which sessions, runs, schedules, metrics, traces, components and the job queue of memory and
+//! which sessions, runs, schedules, metrics, components and the job queue of memory and
 //! JSON are written; Redis keeps its own key layout and Lua scripts for those (`crate::redis`),
 //! sharing the document shapes and listing rules defined here.
 

@@ -13,10 +13,9 @@ use agno_core::{
     session_stats,
 };
 use async_trait::async_trait;
-use serde_json::Value;
 
 use super::DocDb;
-use super::documents::{Doc, DocKind, Documents};
+use super::documents::{Doc, DocKind, Documents, record, records};
 
 /// The document of a trace: its record without the span counts.
 pub(crate) fn trace_doc(trace: &TraceRecord) -> DbResult<Doc> {
@@ -24,16 +23,6 @@ pub(crate) fn trace_doc(trace: &TraceRecord) -> DbResult<Doc> {
     doc.remove("total_spans");
     doc.remove("error_count");
     Ok(doc)
-}
-
-/// A trace from its document; `None` for one that is not a trace.
-pub(crate) fn trace_from_doc(doc: &Value) -> Option<TraceRecord> {
-    serde_json::from_value(doc.clone()).ok()
-}
-
-/// A span from its document; `None` for one that is not a span.
-pub(crate) fn span_from_doc(doc: &Value) -> Option<SpanRecord> {
-    serde_json::from_value(doc.clone()).ok()
 }
 
 /// Sets each trace's span counts from `spans` (of any traces).
@@ -90,14 +79,10 @@ const TRACES: DocKind = DocKind {
 const SPANS: DocKind =
     DocKind { name: "spans", key: "span_id", table: |t| &t.spans, index: &["trace_id", "parent_span_id"] };
 
-fn traces_in(docs: Vec<Doc>) -> Vec<TraceRecord> {
-    docs.into_iter().filter_map(|d| trace_from_doc(&Value::Object(d))).collect()
-}
-
 /// The spans of the traces `trace_ids`.
 async fn spans_of(store: &impl Documents, trace_ids: &[&str]) -> DbResult<Vec<SpanRecord>> {
     let docs = store.docs(&SPANS, Some(("trace_id", trace_ids))).await?;
-    Ok(docs.into_iter().filter_map(|d| span_from_doc(&Value::Object(d))).collect())
+    Ok(records(docs))
 }
 
 /// `traces` with their span counts.
@@ -117,7 +102,7 @@ where
         for new in traces {
             let new = new.clone();
             self.change(&TRACES, &new.trace_id.clone(), "trace", move |current| {
-                let merged = match current.and_then(|d| trace_from_doc(&Value::Object(d.clone()))) {
+                let merged = match current.cloned().and_then(record::<TraceRecord>) {
                     Some(old) => fold_trace(&old, &new),
                     None => new.clone(),
                 };
@@ -133,8 +118,10 @@ where
 
     async fn get_trace(&self, trace_id: Option<&str>, run_id: Option<&str>) -> DbResult<Option<TraceRecord>> {
         let found = match (trace_id.filter(|id| !id.is_empty()), run_id) {
-            (Some(id), _) => self.doc(&TRACES, id, "trace").await?.and_then(|d| trace_from_doc(&Value::Object(d))),
-            (None, Some(run)) => latest_of_run(traces_in(self.docs(&TRACES, Some(("run_id", &[run]))).await?), run),
+            (Some(id), _) => self.doc(&TRACES, id, "trace").await?.and_then(record),
+            (None, Some(run)) => {
+                latest_of_run(records::<TraceRecord>(self.docs(&TRACES, Some(("run_id", &[run]))).await?), run)
+            }
             (None, None) => None,
         };
         let Some(trace) = found else { return Ok(None) };
@@ -142,7 +129,7 @@ where
     }
 
     async fn get_traces(&self, query: &TraceQuery) -> DbResult<(Vec<TraceRecord>, u64)> {
-        let (page, total) = page_traces(traces_in(self.docs(&TRACES, None).await?), query);
+        let (page, total) = page_traces(records::<TraceRecord>(self.docs(&TRACES, None).await?), query);
         Ok((counted(self, page).await?, total))
     }
 
@@ -152,7 +139,7 @@ where
 
     /// Each old trace's spans, then the traces.
     async fn delete_traces_created_before(&self, before: &str) -> DbResult<u64> {
-        let old: Vec<String> = traces_in(self.docs(&TRACES, None).await?)
+        let old: Vec<String> = records::<TraceRecord>(self.docs(&TRACES, None).await?)
             .into_iter()
             .filter(|t| t.created_at.as_str() < before)
             .map(|t| t.trace_id)
@@ -166,6 +153,6 @@ where
     }
 
     async fn get_trace_session_stats(&self, query: &TraceStatsQuery) -> DbResult<(Vec<TraceSessionStats>, u64)> {
-        Ok(page_session_stats(&traces_in(self.docs(&TRACES, None).await?), query))
+        Ok(page_session_stats(&records::<TraceRecord>(self.docs(&TRACES, None).await?), query))
     }
 }

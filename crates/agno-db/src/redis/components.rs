@@ -11,14 +11,14 @@ use agno_core::{
     ComponentConfig, ComponentError, ComponentLink, ComponentQuery, ComponentRecord, ComponentStore, DbResult,
 };
 use async_trait::async_trait;
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::RedisDb;
 use super::cas::{Applied, Cas};
 use super::docs::{CAS_ATTEMPTS, too_busy};
 use crate::codec::to_json_text;
 use crate::doc::components::{configs_of, doc, links_of, page_components};
+use crate::doc::documents::records;
 
 const COMPONENTS: &str = "components";
 const CONFIGS: &str = "component_configs";
@@ -33,25 +33,21 @@ fn link_id(l: &ComponentLink) -> String {
     serde_json::json!([l.parent_component_id, l.parent_version, l.link_kind, l.link_key]).to_string()
 }
 
-fn decoded<T: DeserializeOwned>(docs: Vec<Map<String, Value>>) -> Vec<T> {
-    docs.into_iter().filter_map(|d| serde_json::from_value(Value::Object(d)).ok()).collect()
-}
-
 impl RedisDb {
     fn revision_key(&self) -> String {
         format!("{}:catalog:revision", self.backend.prefix)
     }
 
     async fn components(&self) -> DbResult<Vec<ComponentRecord>> {
-        Ok(decoded(self.docs_of(COMPONENTS).await?))
+        Ok(records(self.docs_of(COMPONENTS).await?))
     }
 
     async fn configs(&self) -> DbResult<Vec<ComponentConfig>> {
-        Ok(decoded(self.docs_of(CONFIGS).await?))
+        Ok(records(self.docs_of(CONFIGS).await?))
     }
 
     async fn links(&self) -> DbResult<Vec<ComponentLink>> {
-        Ok(decoded(self.docs_of(LINKS).await?))
+        Ok(records(self.docs_of(LINKS).await?))
     }
 
     /// The compare-and-set writing `change` over `catalog`'s `links` if the revision is still

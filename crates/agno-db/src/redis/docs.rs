@@ -238,14 +238,7 @@ impl Documents for RedisDb {
     }
 
     async fn clear(&self, kind: &'static DocKind) -> DbResult<()> {
-        let keys = self.scan(&format!("{}:{}:*", glob_escape(&self.backend.prefix), kind.name)).await?;
-        for chunk in keys.chunks(MGET_CHUNK) {
-            redis::cmd("DEL")
-                .arg(chunk)
-                .query_async::<()>(&mut self.conn())
-                .await
-                .map_err(|e| redis_error(&format!("cannot clear the {}", kind.name), e))?;
-        }
+        self.delete_keys(&format!("{}:{}:*", glob_escape(&self.backend.prefix), kind.name)).await?;
         Ok(())
     }
 }

@@ -178,14 +178,19 @@ impl RedisDb {
     /// # Errors
     /// A storage error.
     pub async fn delete_all_keys(&self) -> DbResult<u64> {
-        let keys = self.scan(&format!("{}:*", glob_escape(&self.backend.prefix))).await?;
+        self.delete_keys(&format!("{}:*", glob_escape(&self.backend.prefix))).await
+    }
+
+    /// Deletes every key matching a `SCAN` pattern; how many were deleted.
+    pub(crate) async fn delete_keys(&self, pattern: &str) -> DbResult<u64> {
+        let keys = self.scan(pattern).await?;
         let mut deleted = 0u64;
         for chunk in keys.chunks(MGET_CHUNK) {
             let n: u64 = redis::cmd("DEL")
                 .arg(chunk)
                 .query_async(&mut self.conn())
                 .await
-                .map_err(|e| redis_error("cannot delete keys", e))?;
+                .map_err(|e| redis_error(&format!("cannot delete the keys of {pattern}"), e))?;
             deleted += n;
         }
         Ok(deleted)
