@@ -10,40 +10,21 @@ use sea_query_sqlx::SqlxBinder;
 use serde_json::Value;
 
 use super::listing::{Listing, count_of};
-use super::record::{Column, SqlRecord, get_one, insert_new, readable};
+use super::record::{SqlRecord, get_one, insert_new, readable, sql_record};
 use super::{Dialect, SqlDb, SqlFamily, changed};
 
-impl SqlRecord for ApprovalRecord {
-    const NOUN: &'static str = "approval";
-    const TABLE: &'static str = "agno_approvals";
-    const KEY: &'static str = "id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("id").required(),
-        Column::text("run_id").required(),
-        Column::text("session_id").required(),
-        Column::text("status").required(),
-        Column::text("source_type").required(),
-        Column::text("approval_type"),
-        Column::text("pause_type").required(),
-        Column::text("tool_name"),
-        Column::object("tool_args"),
-        Column::int("expires_at"),
-        Column::text("agent_id"),
-        Column::text("team_id"),
-        Column::text("workflow_id"),
-        Column::text("user_id"),
-        Column::text("schedule_id"),
-        Column::text("schedule_run_id"),
-        Column::free_text("source_name"),
-        Column::list("requirements"),
-        Column::object("context"),
-        Column::object("resolution_data"),
-        Column::free_text("resolved_by"),
-        Column::int("resolved_at"),
-        Column::int("created_at").required(),
-        Column::int("updated_at"),
-        Column::text("run_status"),
-    ];
+sql_record! {
+    ApprovalRecord {
+        noun: "approval", table: "agno_approvals", key: "id",
+        columns: [
+            id: text required, run_id: text required, session_id: text required, status: text required,
+            source_type: text required, approval_type: text, pause_type: text required, tool_name: text,
+            tool_args: object, expires_at: int, agent_id: text, team_id: text, workflow_id: text,
+            user_id: text, schedule_id: text, schedule_run_id: text, source_name: free_text,
+            requirements: list, context: object, resolution_data: object, resolved_by: free_text,
+            resolved_at: int, created_at: int required, updated_at: int, run_status: text,
+        ],
+    }
 }
 
 /// The indexed columns of the approvals table, as Agno indexes them (each alone).

@@ -5,26 +5,18 @@ use agno_core::{CompactionRecord, CompactionStore, DbResult};
 use sea_query::{Condition, Expr, ExprTrait, Func, LikeExpr, OnConflict, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 
-use super::record::{Column, SqlRecord, insert_of};
+use super::record::{SqlRecord, insert_of, sql_record};
 use super::{Dialect, SqlDb, SqlFamily, changed, rows};
 
-impl SqlRecord for CompactionRecord {
-    const NOUN: &'static str = "compaction";
-    const TABLE: &'static str = "agno_compactions";
-    const KEY: &'static str = "compaction_id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("compaction_id").required(),
-        Column::text("session_id").required(),
-        Column::text("run_id"),
-        Column::text("user_id"),
-        Column::text("first_kept_message_id"),
-        Column::free_text("summary"),
-        Column::free_text("archived_messages"),
-        Column::int("messages_compacted"),
-        Column::int("tokens_before"),
-        Column::int("tokens_after"),
-        Column::int("created_at").required(),
-    ];
+sql_record! {
+    CompactionRecord {
+        noun: "compaction", table: "agno_compactions", key: "compaction_id",
+        columns: [
+            compaction_id: text required, session_id: text required, run_id: text, user_id: text,
+            first_kept_message_id: text, summary: free_text, archived_messages: free_text,
+            messages_compacted: int, tokens_before: int, tokens_after: int, created_at: int required,
+        ],
+    }
 }
 
 /// The records of `session_id` matching `filter`, newest first, at most `limit`.

@@ -12,60 +12,40 @@ use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
 
 use super::listing::Listing;
-use super::record::{Column, SqlRecord, insert_of, readable};
+use super::record::{SqlRecord, insert_of, readable, sql_record};
 use super::{Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, Violation, rows};
 
-impl SqlRecord for ComponentRecord {
-    const NOUN: &'static str = "component";
-    const TABLE: &'static str = "agno_components";
-    const KEY: &'static str = "component_id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("component_id").required(),
-        Column::text("component_type").required(),
-        Column::free_text("name"),
-        Column::text("user_id"),
-        Column::free_text("description"),
-        Column::int("current_version"),
-        Column::object("metadata"),
-        Column::int("created_at").required(),
-        Column::int("updated_at"),
-        Column::int("deleted_at"),
-    ];
+sql_record! {
+    ComponentRecord {
+        noun: "component", table: "agno_components", key: "component_id",
+        columns: [
+            component_id: text required, component_type: text required, name: free_text, user_id: text,
+            description: free_text, current_version: int, metadata: object, created_at: int required,
+            updated_at: int, deleted_at: int,
+        ],
+    }
 }
 
-/// A config version; a row read without `config` (see [`CONFIG_HEADS`]) has an empty one.
-impl SqlRecord for ComponentConfig {
-    const NOUN: &'static str = "component config";
-    const TABLE: &'static str = "agno_component_configs";
-    const KEY: &'static str = "component_id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("component_id").required(),
-        Column::int("version").required(),
-        Column::free_text("label"),
-        Column::text("stage").required(),
-        Column::object("config").required(),
-        Column::free_text("notes"),
-        Column::int("created_at").required(),
-        Column::int("updated_at"),
-    ];
+sql_record! {
+    /// A config version; a row read without `config` (see [`CONFIG_HEADS`]) has an empty one.
+    ComponentConfig {
+        noun: "component config", table: "agno_component_configs", key: "component_id",
+        columns: [
+            component_id: text required, version: int required, label: free_text, stage: text required,
+            config: object required, notes: free_text, created_at: int required, updated_at: int,
+        ],
+    }
 }
 
-impl SqlRecord for ComponentLink {
-    const NOUN: &'static str = "component link";
-    const TABLE: &'static str = "agno_component_links";
-    const KEY: &'static str = "parent_component_id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("parent_component_id").required(),
-        Column::int("parent_version").required(),
-        Column::text("link_kind").required(),
-        Column::text("link_key").required(),
-        Column::text("child_component_id").required(),
-        Column::int("child_version"),
-        Column::int("position").required(),
-        Column::json("meta"),
-        Column::int("created_at"),
-        Column::int("updated_at"),
-    ];
+sql_record! {
+    ComponentLink {
+        noun: "component link", table: "agno_component_links", key: "parent_component_id",
+        columns: [
+            parent_component_id: text required, parent_version: int required, link_kind: text required,
+            link_key: text required, child_component_id: text required, child_version: int,
+            position: int required, meta: json, created_at: int, updated_at: int,
+        ],
+    }
 }
 
 /// The indexed columns of the components table (each alone, as Agno indexes them).

@@ -5,31 +5,21 @@ use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
 
 use super::listing::Listing;
-use super::record::{Column, SqlRecord, get_one, insert_new, readable};
+use super::record::{SqlRecord, get_one, insert_new, readable, sql_record};
 use super::{Dialect, SqlDb, SqlFamily, changed, delete_owned, owned_by};
 
-/// An eval run: its type as stored (`accuracy`, `agent_as_judge`, ...); a missing input is
-/// stored as JSON `null` (the column is NOT NULL), as SQLAlchemy stores it.
-impl SqlRecord for EvalRunRecord {
-    const NOUN: &'static str = "eval run";
-    const TABLE: &'static str = "agno_eval_runs";
-    const KEY: &'static str = "run_id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("run_id").required(),
-        Column::text("eval_type").required(),
-        Column::object("eval_data").required(),
-        Column::object("eval_input").json_null(),
-        Column::text("name"),
-        Column::text("agent_id"),
-        Column::text("team_id"),
-        Column::text("workflow_id"),
-        Column::text("model_id"),
-        Column::text("model_provider"),
-        Column::text("evaluated_component_name"),
-        Column::text("user_id"),
-        Column::int("created_at"),
-        Column::int("updated_at"),
-    ];
+sql_record! {
+    /// An eval run: its type as stored (`accuracy`, `agent_as_judge`, ...); a missing input is
+    /// stored as JSON `null` (the column is NOT NULL), as SQLAlchemy stores it.
+    EvalRunRecord {
+        noun: "eval run", table: "agno_eval_runs", key: "run_id",
+        columns: [
+            run_id: text required, eval_type: text required, eval_data: object required,
+            eval_input: object json_null, name: text, agent_id: text, team_id: text, workflow_id: text,
+            model_id: text, model_provider: text, evaluated_component_name: text, user_id: text,
+            created_at: int, updated_at: int,
+        ],
+    }
 }
 
 /// The conditions of a listing.

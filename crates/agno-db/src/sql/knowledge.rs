@@ -4,30 +4,19 @@ use agno_core::{DbError, DbErrorKind, DbResult, KnowledgeQuery, KnowledgeRow, Kn
 use sea_query::{Condition, Expr, ExprTrait};
 
 use super::listing::Listing;
-use super::record::{Column, SqlRecord, get_one, readable};
+use super::record::{SqlRecord, get_one, readable, sql_record};
 use super::upsert::upsert_owned;
 use super::{Dialect, SqlDb, SqlFamily, changed, delete_owned};
 
-impl SqlRecord for KnowledgeRow {
-    const NOUN: &'static str = "knowledge content";
-    const TABLE: &'static str = "agno_knowledge";
-    const KEY: &'static str = "id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("id"),
-        Column::text("name").required(),
-        Column::text("description").required(),
-        Column::object("metadata"),
-        Column::text("type"),
-        Column::int("size"),
-        Column::text("linked_to"),
-        Column::int("access_count"),
-        Column::text("status"),
-        Column::text("status_message"),
-        Column::int("created_at"),
-        Column::int("updated_at"),
-        Column::text("external_id"),
-        Column::text("user_id"),
-    ];
+sql_record! {
+    KnowledgeRow {
+        noun: "knowledge content", table: "agno_knowledge", key: "id",
+        columns: [
+            id: text, name: text required, description: text required, metadata: object, type: text,
+            size: int, linked_to: text, access_count: int, status: text, status_message: text,
+            created_at: int, updated_at: int, external_id: text, user_id: text,
+        ],
+    }
 }
 
 /// The rows `user_id` (none: unscoped) may see: its own and the shared ones.

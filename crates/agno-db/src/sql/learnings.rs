@@ -11,29 +11,19 @@ use sea_query_sqlx::SqlxBinder;
 use serde_json::{Map, Value};
 
 use super::listing::Listing;
-use super::record::{Column, SqlRecord, get_one, insert_of, readable};
+use super::record::{SqlRecord, get_one, insert_of, readable, sql_record};
 use super::{Columns, Dialect, LazyTable, SqlDb, SqlFamily, changed, ensure, rows};
 
-impl SqlRecord for LearningRecord {
-    const NOUN: &'static str = "learning";
-    const TABLE: &'static str = "agno_learnings";
-    const KEY: &'static str = "learning_id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("learning_id").required(),
-        Column::text("learning_type").required(),
-        Column::text("namespace"),
-        Column::text("user_id"),
-        Column::text("agent_id"),
-        Column::text("team_id"),
-        Column::text("workflow_id"),
-        Column::text("session_id"),
-        Column::text("entity_id"),
-        Column::text("entity_type"),
-        Column::object("content").required(),
-        Column::object("metadata"),
-        Column::int("created_at").required(),
-        Column::int("updated_at"),
-    ];
+sql_record! {
+    LearningRecord {
+        noun: "learning", table: "agno_learnings", key: "learning_id",
+        columns: [
+            learning_id: text required, learning_type: text required, namespace: text, user_id: text,
+            agent_id: text, team_id: text, workflow_id: text, session_id: text, entity_id: text,
+            entity_type: text, content: object required, metadata: object, created_at: int required,
+            updated_at: int,
+        ],
+    }
 }
 
 /// The columns with an index of their own, as Agno 3.1 creates them: all but the key, the JSON

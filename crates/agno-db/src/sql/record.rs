@@ -147,6 +147,37 @@ impl Column {
     }
 }
 
+/// Describes a record stored one per row ([`SqlRecord`]): what one is called, its table's
+/// default name, its key column, and its columns in table order, each `name: kind flags` where
+/// the kind is a [`Column`] constructor (`text`, `free_text`, `int`, `bool`, `json`, `object`,
+/// `list`) and the flags its modifiers (`required`, `json_null`).
+///
+/// ```ignore
+/// sql_record! {
+///     /// Doc comments go on the `impl`.
+///     EvalRunRecord {
+///         noun: "eval run", table: "agno_eval_runs", key: "run_id",
+///         columns: [run_id: text required, eval_input: object json_null, created_at: int],
+///     }
+/// }
+/// ```
+macro_rules! sql_record {
+    ($(#[$attr:meta])* $record:ty {
+        noun: $noun:literal, table: $table:literal, key: $key:literal,
+        columns: [$($name:ident: $kind:ident $($flag:ident)*),* $(,)?] $(,)?
+    }) => {
+        $(#[$attr])*
+        impl $crate::sql::record::SqlRecord for $record {
+            const NOUN: &'static str = $noun;
+            const TABLE: &'static str = $table;
+            const KEY: &'static str = $key;
+            const COLUMNS: &'static [$crate::sql::record::Column] =
+                &[$($crate::sql::record::Column::$kind(stringify!($name))$(.$flag())*),*];
+        }
+    };
+}
+pub(crate) use sql_record;
+
 /// A record stored one per row of an SQL table, described once.
 pub(crate) trait SqlRecord: Serialize + DeserializeOwned {
     /// What one record is called in messages (`approval`, `eval run`).

@@ -13,45 +13,26 @@ use sea_query::{Expr, ExprTrait, Order, Query, SelectStatement};
 use sea_query_sqlx::SqlxBinder;
 
 use super::listing::Listing;
-use super::record::{Column, SqlRecord, readable};
+use super::record::{SqlRecord, readable, sql_record};
 use super::{
     Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, Violation, delete_owned, owned_by, retrying, rows, values,
 };
 use crate::schedules::SCHEDULE_RUNS_PAGE;
 use crate::schedules::SCHEDULES_PAGE;
 
-impl SqlRecord for Schedule {
-    const NOUN: &'static str = "schedule";
-    const TABLE: &'static str = "agno_schedules";
-    const KEY: &'static str = "id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("id").required(),
-        Column::free_text("name").required(),
-        Column::free_text("description"),
-        Column::text("method").required(),
-        Column::text("endpoint").required(),
-        Column::json("payload"),
-        Column::text("cron_expr").required(),
-        Column::text("timezone").required(),
-        Column::int("timeout_seconds").required(),
-        Column::int("max_retries").required(),
-        Column::int("retry_delay_seconds").required(),
-        Column::bool("enabled").required(),
-        Column::int("next_run_at"),
-        Column::text("locked_by"),
-        Column::int("locked_at"),
-        Column::text("user_id"),
-        Column::text("managed_by"),
-        Column::text("target_type"),
-        Column::text("target_id"),
-        Column::text("created_by_run_id"),
-        Column::text("created_by_session_id"),
-        Column::text("updated_by_run_id"),
-        Column::text("updated_by_session_id"),
-        Column::free_text("disabled_reason"),
-        Column::int("created_at").required(),
-        Column::int("updated_at"),
-    ];
+sql_record! {
+    Schedule {
+        noun: "schedule", table: "agno_schedules", key: "id",
+        columns: [
+            id: text required, name: free_text required, description: free_text, method: text required,
+            endpoint: text required, payload: json, cron_expr: text required, timezone: text required,
+            timeout_seconds: int required, max_retries: int required, retry_delay_seconds: int required,
+            enabled: bool required, next_run_at: int, locked_by: text, locked_at: int, user_id: text,
+            managed_by: text, target_type: text, target_id: text, created_by_run_id: text,
+            created_by_session_id: text, updated_by_run_id: text, updated_by_session_id: text,
+            disabled_reason: free_text, created_at: int required, updated_at: int,
+        ],
+    }
 }
 
 /// The error of a schedule write that broke a constraint: a conflict naming the id or the name.
@@ -92,28 +73,16 @@ fn due(now: i64, stale: i64) -> sea_query::Condition {
 /// Due schedules a claim tries, soonest first, before giving up until the next poll.
 const CLAIM_CANDIDATES: u64 = 32;
 
-/// A schedule run (its attempt 1 when none is stored).
-impl SqlRecord for ScheduleRun {
-    const NOUN: &'static str = "schedule run";
-    const TABLE: &'static str = "agno_schedule_runs";
-    const KEY: &'static str = "id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("id").required(),
-        Column::text("schedule_id").required(),
-        Column::int("attempt"),
-        Column::int("triggered_at"),
-        Column::int("completed_at"),
-        Column::text("status").required(),
-        Column::int("status_code"),
-        Column::text("run_id"),
-        Column::text("session_id"),
-        Column::free_text("error"),
-        Column::json("input"),
-        Column::json("output"),
-        Column::json("requirements"),
-        Column::text("user_id"),
-        Column::int("created_at").required(),
-    ];
+sql_record! {
+    /// A schedule run (its attempt 1 when none is stored).
+    ScheduleRun {
+        noun: "schedule run", table: "agno_schedule_runs", key: "id",
+        columns: [
+            id: text required, schedule_id: text required, attempt: int, triggered_at: int, completed_at: int,
+            status: text required, status_code: int, run_id: text, session_id: text, error: free_text,
+            input: json, output: json, requirements: json, user_id: text, created_at: int required,
+        ],
+    }
 }
 
 /// The schedule run `id` (of `user_id`, when given).

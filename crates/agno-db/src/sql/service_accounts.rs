@@ -7,26 +7,18 @@ use sea_query::{Condition, Expr, ExprTrait, Query};
 use sea_query_sqlx::SqlxBinder;
 
 use super::listing::Listing;
-use super::record::{Column, SqlRecord, insert_of, readable};
+use super::record::{SqlRecord, insert_of, readable, sql_record};
 use super::{Dialect, SqlDb, SqlFamily, changed, rows};
 
-impl SqlRecord for ServiceAccount {
-    const NOUN: &'static str = "service account";
-    const TABLE: &'static str = "agno_service_accounts";
-    const KEY: &'static str = "id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("id").required(),
-        Column::text("name").required(),
-        Column::text("user_id"),
-        Column::text("token_hash").required(),
-        Column::text("token_prefix").required(),
-        Column::list("scopes").required(),
-        Column::int("created_at").required(),
-        Column::int("expires_at"),
-        Column::int("last_used_at"),
-        Column::int("revoked_at"),
-        Column::text("created_by"),
-    ];
+sql_record! {
+    ServiceAccount {
+        noun: "service account", table: "agno_service_accounts", key: "id",
+        columns: [
+            id: text required, name: text required, user_id: text, token_hash: text required,
+            token_prefix: text required, scopes: list required, created_at: int required, expires_at: int,
+            last_used_at: int, revoked_at: int, created_by: text,
+        ],
+    }
 }
 
 /// Owned by `user_id`, or workspace-level (no owner).

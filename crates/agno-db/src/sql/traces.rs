@@ -12,48 +12,31 @@ use sea_query::{Condition, Expr, ExprTrait, LockType, OnConflict, Order, Query};
 use sea_query_sqlx::SqlxBinder;
 
 use super::listing::{Listing, count_of};
-use super::record::{Column, SqlRecord, readable};
+use super::record::{SqlRecord, readable, sql_record};
 use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, rows, values};
 
-impl SqlRecord for TraceRecord {
-    const NOUN: &'static str = "trace";
-    const TABLE: &'static str = "agno_traces";
-    const KEY: &'static str = "trace_id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("trace_id").required(),
-        Column::free_text("name").required(),
-        Column::text("status").required(),
-        Column::text("start_time").required(),
-        Column::text("end_time").required(),
-        Column::int("duration_ms").required(),
-        Column::text("run_id"),
-        Column::text("session_id"),
-        Column::text("user_id"),
-        Column::text("agent_id"),
-        Column::text("team_id"),
-        Column::text("workflow_id"),
-        Column::text("created_at").required(),
-    ];
+sql_record! {
+    TraceRecord {
+        noun: "trace", table: "agno_traces", key: "trace_id",
+        columns: [
+            trace_id: text required, name: free_text required, status: text required,
+            start_time: text required, end_time: text required, duration_ms: int required, run_id: text,
+            session_id: text, user_id: text, agent_id: text, team_id: text, workflow_id: text,
+            created_at: text required,
+        ],
+    }
 }
 
-impl SqlRecord for SpanRecord {
-    const NOUN: &'static str = "span";
-    const TABLE: &'static str = "agno_spans";
-    const KEY: &'static str = "span_id";
-    const COLUMNS: &'static [Column] = &[
-        Column::text("span_id").required(),
-        Column::text("trace_id").required(),
-        Column::text("parent_span_id"),
-        Column::free_text("name").required(),
-        Column::text("span_kind").required(),
-        Column::text("status_code").required(),
-        Column::free_text("status_message"),
-        Column::text("start_time").required(),
-        Column::text("end_time").required(),
-        Column::int("duration_ms").required(),
-        Column::object("attributes").required(),
-        Column::text("created_at").required(),
-    ];
+sql_record! {
+    SpanRecord {
+        noun: "span", table: "agno_spans", key: "span_id",
+        columns: [
+            span_id: text required, trace_id: text required, parent_span_id: text, name: free_text required,
+            span_kind: text required, status_code: text required, status_message: free_text,
+            start_time: text required, end_time: text required, duration_ms: int required,
+            attributes: object required, created_at: text required,
+        ],
+    }
 }
 
 /// The indexed columns of the traces table, as Agno indexes them (each alone).
