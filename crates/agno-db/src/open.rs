@@ -61,3 +61,26 @@ pub async fn open_ready(url: &str) -> DbResult<Arc<dyn Db>> {
     let db: Arc<dyn Db> = db;
     Ok(db)
 }
+
+/// Takes our own option `key` out of `url`'s query (the driver would reject it), leaving the rest
+/// of the query as it was; its last value, if present.
+pub(crate) fn take_query_option(url: &mut url::Url, key: &str) -> Option<String> {
+    let mut taken = None;
+    let rest: Vec<(String, String)> = url
+        .query_pairs()
+        .filter_map(|(k, v)| {
+            if k == key {
+                taken = Some(v.into_owned());
+                None
+            } else {
+                Some((k.into_owned(), v.into_owned()))
+            }
+        })
+        .collect();
+    if rest.is_empty() {
+        url.set_query(None);
+    } else {
+        url.query_pairs_mut().clear().extend_pairs(rest);
+    }
+    taken
+}

@@ -78,7 +78,7 @@ impl MySqlState {
     async fn try_upsert_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
         let t = &self.tables().metrics;
         let updates =
-            crate::sql::metrics::REPLACED.iter().map(|c| format!("{c} = VALUES({c})")).collect::<Vec<_>>().join(", ");
+            crate::sql::metrics::replaced().map(|c| format!("{c} = VALUES({c})")).collect::<Vec<_>>().join(", ");
         let mut conn = self.read_committed_conn().await?;
         let mut tx = conn.begin().await.map_err(|e| db_error("cannot start a transaction", e))?;
         for chunk in buckets.chunks(INSERT_CHUNK) {

@@ -10,10 +10,9 @@ use crate::sql::SqlAdapter;
 use agno_core::{DbError, DbErrorKind, DbResult, now_epoch_secs};
 use sqlx::{AssertSqlSafe, Row};
 
-use super::schema::sessions_ddl;
 use super::{MySqlState, db_error};
 use crate::migration::{MigrationOptions, MigrationStep, Progress, TableKind};
-use crate::sql::migrate::Table;
+use crate::sql::migrate::{Table, unqualified_ddl};
 
 /// MySQL refuses longer identifiers (error 1059).
 const MAX_IDENTIFIER_LENGTH: usize = 64;
@@ -230,26 +229,7 @@ impl crate::sql::migrate::SqlSchema for MySqlState {
     /// One statement per table: MySQL declares the indexes inside `CREATE TABLE`.
     fn ddl(&self, table: Table) -> Vec<String> {
         let t = self.tables();
-        vec![match table {
-            Table::Sessions => sessions_ddl(&t.sessions),
-            Table::Runs => super::schema::runs_ddl(&t.runs, &t.sessions),
-            Table::Memories => super::memories::memories_ddl(&t.memories),
-            Table::Evals => super::evals::evals_ddl(&t.evals),
-            Table::Knowledge => super::knowledge::knowledge_ddl(&t.knowledge),
-            Table::Metrics => super::metrics::metrics_ddl(&t.metrics),
-            Table::Schedules => super::schedules::schedules_ddl(&t.schedules),
-            Table::ScheduleRuns => super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules),
-            Table::Jobs => super::jobs::jobs_ddl(&t.jobs),
-            Table::Events => super::jobs::events_ddl(&t.events),
-            Table::Traces => super::traces::traces_ddl(&t.traces),
-            Table::Spans => super::traces::spans_ddl(&t.spans, &t.traces),
-            Table::Approvals => super::approvals::approvals_ddl(&t.approvals),
-            Table::Compactions => super::compactions::compactions_ddl(&t.compactions),
-            Table::Components => super::components::components_ddl(&t.components),
-            Table::ComponentConfigs => super::components::component_configs_ddl(&t.component_configs),
-            Table::ComponentLinks => super::components::component_links_ddl(&t.component_links),
-            Table::ServiceAccounts => super::service_accounts::service_accounts_ddl(&t.service_accounts),
-        }]
+        vec![unqualified_ddl!(table, t)]
     }
 
     async fn create_missing(&self, name: &str, ddl: &[String]) -> DbResult<bool> {
@@ -263,7 +243,7 @@ impl crate::sql::migrate::SqlSchema for MySqlState {
     }
 
     async fn ensure_versions_table(&self) -> DbResult<()> {
-        let t = &self.tables.versions;
+        let t = &self.core.tables.versions;
         self.exec(&super::schema::versions_ddl(t), &format!("cannot create table {t}")).await
     }
 

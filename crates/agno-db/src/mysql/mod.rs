@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use agno_core::{DbError, DbErrorKind, DbResult};
 
-use sqlx::mysql::{MySql, MySqlArguments, MySqlConnectOptions, MySqlDatabaseError, MySqlPool, MySqlPoolOptions};
+use sqlx::mysql::{MySql, MySqlArguments, MySqlConnectOptions, MySqlDatabaseError, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Row};
@@ -45,12 +45,7 @@ pub type MySqlDb = crate::sql::SqlDb<MySqlState>;
 /// What a [`MySqlDb`] holds: its pool and what it knows of the tables.
 #[derive(Debug)]
 pub struct MySqlState {
-    pool: MySqlPool,
-    tables: TableNames,
-    /// Whether the sessions table still has Agno 2.x's legacy `runs` column.
-    legacy_runs_column: std::sync::atomic::AtomicBool,
-    /// Set once each table created on first use is known to exist.
-    lazy_tables: crate::sql::LazyLatches,
+    core: crate::sql::SqlCore<sqlx::MySql>,
 }
 
 /// MySQL error numbers the adapter reacts to.
@@ -203,19 +198,14 @@ impl MySqlDb {
                 let e = db_error(&format!("cannot connect to mysql database {shown}"), e);
                 if e.kind() == DbErrorKind::Other { DbError::new(DbErrorKind::Unavailable, e.to_string()) } else { e }
             })?;
-        let db = crate::sql::SqlDb(MySqlState {
-            pool,
-            tables,
-            legacy_runs_column: std::sync::atomic::AtomicBool::new(false),
-            lazy_tables: Default::default(),
-        });
+        let db = crate::sql::SqlDb(MySqlState { core: crate::sql::SqlCore::new(pool, tables) });
         db.refresh_legacy_runs().await?;
         Ok(db)
     }
 
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
-        &self.tables
+        &self.core.tables
     }
 }
 
@@ -224,7 +214,7 @@ impl MySqlState {
     /// it see what committed before each statement, so a value read after taking a row lock is
     /// current.
     pub(crate) async fn read_committed_conn(&self) -> DbResult<PoolConnection<MySql>> {
-        let mut conn = self.pool.acquire().await.map_err(|e| db_error("cannot get a mysql connection", e))?;
+        let mut conn = self.core.pool.acquire().await.map_err(|e| db_error("cannot get a mysql connection", e))?;
         sqlx::raw_sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
             .execute(&mut *conn)
             .await
@@ -240,7 +230,7 @@ impl MySqlState {
         )
         .bind(table)
         .bind(index)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.core.pool)
         .await
         .map_err(|e| db_error(&format!("cannot read the indexes of {table}"), e))?;
         rows.iter().map(|r| r.try_get::<String, _>(0).map_err(|e| db_error("cannot read an index column", e))).collect()
@@ -249,7 +239,7 @@ impl MySqlState {
     /// Runs one statement without parameters (DDL) over the text protocol: nothing to prepare or
     /// cache.
     pub(crate) async fn exec(&self, sql: &str, what: &str) -> DbResult<()> {
-        sqlx::raw_sql(AssertSqlSafe(sql)).execute(&self.pool).await.map_err(|e| db_error(what, e))?;
+        sqlx::raw_sql(AssertSqlSafe(sql)).execute(&self.core.pool).await.map_err(|e| db_error(what, e))?;
         Ok(())
     }
 }
@@ -258,20 +248,14 @@ impl MySqlState {
 impl crate::sql::SqlAdapter for MySqlState {
     type D = sqlx::MySql;
 
-    fn pool(&self) -> &sqlx::Pool<sqlx::MySql> {
-        &self.pool
+    fn core(&self) -> &crate::sql::SqlCore<sqlx::MySql> {
+        &self.core
     }
     fn lazy_ddl(&self, table: crate::sql::LazyTable) -> Vec<String> {
         match table {
-            crate::sql::LazyTable::Files => agent_files::files_ddl(&self.tables.files),
-            crate::sql::LazyTable::Learnings => learnings::learnings_ddl(&self.tables.learnings),
+            crate::sql::LazyTable::Files => agent_files::files_ddl(&self.core.tables.files),
+            crate::sql::LazyTable::Learnings => learnings::learnings_ddl(&self.core.tables.learnings),
         }
-    }
-    fn lazy_ready(&self, table: crate::sql::LazyTable) -> &tokio::sync::OnceCell<()> {
-        &self.lazy_tables[table as usize]
-    }
-    fn tables(&self) -> &TableNames {
-        &self.tables
     }
     fn table(&self, table: &str) -> String {
         format!("`{table}`")
@@ -279,18 +263,15 @@ impl crate::sql::SqlAdapter for MySqlState {
     fn table_ref(&self, table: &str) -> sea_query::TableRef {
         sea_query::Alias::new(table).into()
     }
-    fn has_legacy_runs(&self) -> bool {
-        self.legacy_runs_column.load(std::sync::atomic::Ordering::Relaxed)
-    }
     fn catalog_lock(&self) -> Option<(String, sea_query_sqlx::SqlxValues)> {
         // The components table's row in the versions table, stamped when the table was created:
         // a row every process locks the same way (MySQL has no transaction-scoped named lock).
-        let sql = format!("SELECT version FROM `{}` WHERE table_name = ? FOR UPDATE", self.tables.versions);
-        Some((sql, crate::sql::catalog_values([self.tables.components.as_str()])))
+        let sql = format!("SELECT version FROM `{}` WHERE table_name = ? FOR UPDATE", self.core.tables.versions);
+        Some((sql, crate::sql::catalog_values([self.core.tables.components.as_str()])))
     }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
-        let has = self.column_exists(&self.tables.sessions, "runs").await?;
-        self.legacy_runs_column.store(has, std::sync::atomic::Ordering::Relaxed);
+        let has = self.column_exists(&self.core.tables.sessions, "runs").await?;
+        self.core.legacy_runs_column.store(has, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
     fn catalog(&self, table: &str, column: Option<&str>) -> (String, sea_query_sqlx::SqlxValues) {

@@ -32,7 +32,7 @@ use agno_core::{DbError, DbErrorKind, DbResult};
 
 use serde_json::Value;
 use sqlx::Connection;
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 
 use crate::tables::TableNames;
 
@@ -46,13 +46,8 @@ pub type PostgresDb = crate::sql::SqlDb<PostgresState>;
 /// knows of them.
 #[derive(Debug)]
 pub struct PostgresState {
-    pool: PgPool,
-    tables: TableNames,
+    core: crate::sql::SqlCore<sqlx::Postgres>,
     schema: String,
-    /// The sessions table still has the v2 `runs` column (a legacy blob to merge on read).
-    legacy_runs_column: AtomicBool,
-    /// Set once each table created on first use is known to exist.
-    lazy_tables: crate::sql::LazyLatches,
     /// Whether the run facts table exists (created beside the runs table).
     run_facts_table: AtomicBool,
 }
@@ -111,23 +106,7 @@ fn normalise_url(url: &str) -> DbResult<(String, Option<String>)> {
     }
     let mut parsed = url::Url::parse(&format!("postgresql://{rest}"))
         .map_err(|e| DbError::new(DbErrorKind::Other, format!("invalid postgres url: {e}")).with_source(e))?;
-    let mut schema = None;
-    let kept: Vec<(String, String)> = parsed
-        .query_pairs()
-        .filter_map(|(k, v)| {
-            if k == "schema" {
-                schema = Some(v.into_owned());
-                None
-            } else {
-                Some((k.into_owned(), v.into_owned()))
-            }
-        })
-        .collect();
-    if kept.is_empty() {
-        parsed.set_query(None);
-    } else {
-        parsed.query_pairs_mut().clear().extend_pairs(kept);
-    }
+    let schema = crate::open::take_query_option(&mut parsed, "schema");
     Ok((parsed.to_string(), schema))
 }
 
@@ -205,11 +184,8 @@ impl PostgresDb {
             .await
             .map_err(|e| db_error(&format!("cannot connect to postgres at {target}"), e))?;
         let db = crate::sql::SqlDb(PostgresState {
-            pool,
-            tables,
+            core: crate::sql::SqlCore::new(pool, tables),
             schema: schema.to_owned(),
-            legacy_runs_column: AtomicBool::new(false),
-            lazy_tables: Default::default(),
             run_facts_table: AtomicBool::new(false),
         });
         db.ensure_schema().await?;
@@ -219,7 +195,7 @@ impl PostgresDb {
 
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
-        &self.tables
+        &self.core.tables
     }
 
     /// The schema holding the tables.
@@ -229,7 +205,7 @@ impl PostgresDb {
 
     /// Closes every pooled connection.
     pub async fn close(&self) {
-        self.pool.close().await;
+        self.core.pool.close().await;
     }
 }
 
@@ -250,14 +226,14 @@ impl PostgresState {
     async fn ensure_schema(&self) -> DbResult<()> {
         let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_namespace WHERE nspname = $1")
             .bind(&self.schema)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.core.pool)
             .await
             .map_err(|e| db_error(&format!("cannot look up schema {}", self.schema), e))?;
         if exists.is_some() {
             return Ok(());
         }
         let sql = format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", self.schema);
-        match sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&self.pool).await {
+        match sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&self.core.pool).await {
             Ok(_) => Ok(()),
             // Two processes creating the schema at once: the loser sees a unique violation.
             Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Ok(()),
@@ -270,25 +246,20 @@ impl PostgresState {
 impl crate::sql::SqlAdapter for PostgresState {
     type D = sqlx::Postgres;
 
-    fn pool(&self) -> &sqlx::Pool<sqlx::Postgres> {
-        &self.pool
+    fn core(&self) -> &crate::sql::SqlCore<sqlx::Postgres> {
+        &self.core
     }
     fn files_table(&self) -> sea_query::TableRef {
-        (sea_query::Alias::new(agent_files::FILES_SCHEMA), sea_query::Alias::new(self.tables.files.as_str())).into()
+        (sea_query::Alias::new(agent_files::FILES_SCHEMA), sea_query::Alias::new(self.core.tables.files.as_str()))
+            .into()
     }
     fn lazy_ddl(&self, table: crate::sql::LazyTable) -> Vec<String> {
         match table {
-            crate::sql::LazyTable::Files => agent_files::files_ddl(&self.tables.files),
+            crate::sql::LazyTable::Files => agent_files::files_ddl(&self.core.tables.files),
             crate::sql::LazyTable::Learnings => {
-                learnings::learnings_ddl(&self.qualified(&self.tables.learnings), &self.tables.learnings)
+                learnings::learnings_ddl(&self.qualified(&self.core.tables.learnings), &self.core.tables.learnings)
             }
         }
-    }
-    fn lazy_ready(&self, table: crate::sql::LazyTable) -> &tokio::sync::OnceCell<()> {
-        &self.lazy_tables[table as usize]
-    }
-    fn tables(&self) -> &TableNames {
-        &self.tables
     }
     fn table(&self, table: &str) -> String {
         self.qualified(table)
@@ -296,14 +267,11 @@ impl crate::sql::SqlAdapter for PostgresState {
     fn table_ref(&self, table: &str) -> sea_query::TableRef {
         (sea_query::Alias::new(self.schema.as_str()), sea_query::Alias::new(table)).into()
     }
-    fn has_legacy_runs(&self) -> bool {
-        self.legacy_runs_column.load(Ordering::Relaxed)
-    }
     fn has_run_facts(&self) -> bool {
         self.run_facts_table.load(Ordering::Relaxed)
     }
     fn catalog_lock(&self) -> Option<(String, sea_query_sqlx::SqlxValues)> {
-        let key = self.qualified(&self.tables.components);
+        let key = self.qualified(&self.core.tables.components);
         Some(("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))".to_owned(), crate::sql::catalog_values([&key])))
     }
     fn catalog_notice(&self, target: &str) -> Option<(String, sea_query_sqlx::SqlxValues)> {
@@ -313,7 +281,7 @@ impl crate::sql::SqlAdapter for PostgresState {
     async fn catalog_listen(&self) -> DbResult<Option<futures::stream::BoxStream<'static, String>>> {
         use futures::StreamExt;
         let channel = self.catalog_channel();
-        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.core.pool)
             .await
             .map_err(|e| db_error("cannot listen for catalog notifications", e))?;
         listener.listen(&channel).await.map_err(|e| db_error(&format!("cannot LISTEN on {channel}"), e))?;
@@ -342,11 +310,11 @@ impl crate::sql::SqlAdapter for PostgresState {
         Ok(crate::sql::rows(self, (sql, values), what).await?.len() as u64)
     }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
-        let has = self.column_exists(&self.tables.sessions, "runs").await?;
-        self.legacy_runs_column.store(has, Ordering::Relaxed);
-        if self.table_exists(&self.tables.runs).await? {
-            let facts = self.tables.run_facts();
-            let ddl = schema::run_facts_ddl(&self.qualified(&facts), &self.qualified(&self.tables.runs));
+        let has = self.column_exists(&self.core.tables.sessions, "runs").await?;
+        self.core.legacy_runs_column.store(has, Ordering::Relaxed);
+        if self.table_exists(&self.core.tables.runs).await? {
+            let facts = self.core.tables.run_facts();
+            let ddl = schema::run_facts_ddl(&self.qualified(&facts), &self.qualified(&self.core.tables.runs));
             let created = if self.table_exists(&facts).await? {
                 Ok(())
             } else {

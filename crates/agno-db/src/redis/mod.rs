@@ -98,23 +98,7 @@ pub(crate) fn parse_doc(text: &str) -> Option<Map<String, Value>> {
 fn parse_url(url: &str) -> DbResult<(String, Option<String>, String)> {
     let mut parsed = url::Url::parse(url.trim())
         .map_err(|e| DbError::new(DbErrorKind::Other, format!("invalid redis url: {e}")).with_source(e))?;
-    let mut prefix = None;
-    let rest: Vec<(String, String)> = parsed
-        .query_pairs()
-        .filter_map(|(k, v)| {
-            if k == "prefix" {
-                prefix = Some(v.into_owned());
-                None
-            } else {
-                Some((k.into_owned(), v.into_owned()))
-            }
-        })
-        .collect();
-    if rest.is_empty() {
-        parsed.set_query(None);
-    } else {
-        parsed.query_pairs_mut().clear().extend_pairs(rest);
-    }
+    let prefix = crate::open::take_query_option(&mut parsed, "prefix");
     let driver_url = parsed.to_string();
     if parsed.password().is_some() {
         let _ = parsed.set_password(Some("***"));

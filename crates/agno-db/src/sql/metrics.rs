@@ -41,23 +41,13 @@ const COLUMNS: [&str; 15] = [
 
 /// The columns a replaced bucket takes from the new one: all but its key (`user_id`, `date`,
 /// `aggregation_period`), `id` and `created_at`, as Python Agno's `bulk_upsert_metrics`.
-pub(crate) const REPLACED: [&str; 11] = [
-    "agent_runs_count",
-    "team_runs_count",
-    "workflow_runs_count",
-    "agent_sessions_count",
-    "team_sessions_count",
-    "workflow_sessions_count",
-    "users_count",
-    "token_metrics",
-    "model_metrics",
-    "updated_at",
-    "completed",
-];
+pub(crate) fn replaced() -> impl Iterator<Item = &'static str> {
+    COLUMNS.into_iter().filter(|c| !matches!(*c, "id" | "aggregation_period" | "user_id" | "created_at"))
+}
 
-/// `REPLACED` as an upsert's `SET` list taking each column from `excluded` (SQLite, PostgreSQL).
+/// [`replaced`] as an upsert's `SET` list taking each column from `excluded` (SQLite, PostgreSQL).
 pub(crate) fn replaced_from_excluded() -> String {
-    REPLACED.iter().map(|c| format!("{c} = excluded.{c}")).collect::<Vec<_>>().join(", ")
+    replaced().map(|c| format!("{c} = excluded.{c}")).collect::<Vec<_>>().join(", ")
 }
 
 /// A bucket's day from its stored text (`YYYY-MM-DD`; a time part, as some writers add it, is

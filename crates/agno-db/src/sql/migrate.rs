@@ -91,6 +91,35 @@ impl Table {
     }
 }
 
+/// The match of [`SqlSchema::ddl`] for a dialect whose DDL functions take unqualified table names
+/// (SQLite, MySQL): expanded in `<dialect>/migrate.rs`, where each table's DDL function has the
+/// same path (`super::<area>::<table>_ddl`) in both.
+macro_rules! unqualified_ddl {
+    ($table:expr, $t:expr) => {
+        match $table {
+            Table::Sessions => super::schema::sessions_ddl(&$t.sessions),
+            Table::Runs => super::schema::runs_ddl(&$t.runs, &$t.sessions),
+            Table::Memories => super::memories::memories_ddl(&$t.memories),
+            Table::Evals => super::evals::evals_ddl(&$t.evals),
+            Table::Knowledge => super::knowledge::knowledge_ddl(&$t.knowledge),
+            Table::Metrics => super::metrics::metrics_ddl(&$t.metrics),
+            Table::Schedules => super::schedules::schedules_ddl(&$t.schedules),
+            Table::ScheduleRuns => super::schedules::schedule_runs_ddl(&$t.schedule_runs, &$t.schedules),
+            Table::Jobs => super::jobs::jobs_ddl(&$t.jobs),
+            Table::Events => super::jobs::events_ddl(&$t.events),
+            Table::Traces => super::traces::traces_ddl(&$t.traces),
+            Table::Spans => super::traces::spans_ddl(&$t.spans, &$t.traces),
+            Table::Approvals => super::approvals::approvals_ddl(&$t.approvals),
+            Table::Compactions => super::compactions::compactions_ddl(&$t.compactions),
+            Table::Components => super::components::components_ddl(&$t.components),
+            Table::ComponentConfigs => super::components::component_configs_ddl(&$t.component_configs),
+            Table::ComponentLinks => super::components::component_links_ddl(&$t.component_links),
+            Table::ServiceAccounts => super::service_accounts::service_accounts_ddl(&$t.service_accounts),
+        }
+    };
+}
+pub(crate) use unqualified_ddl;
+
 /// A database's DDL and migration steps.
 #[async_trait::async_trait]
 pub(crate) trait SqlSchema: SqlAdapter {

@@ -76,11 +76,18 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
     /// The adapter's dialect.
     type D: Dialect;
 
+    /// What every SQL adapter holds alike.
+    fn core(&self) -> &SqlCore<<Self::D as Dialect>::DB>;
+
     /// The connection pool.
-    fn pool(&self) -> &Pool<<Self::D as Dialect>::DB>;
+    fn pool(&self) -> &Pool<<Self::D as Dialect>::DB> {
+        &self.core().pool
+    }
 
     /// The configured table names.
-    fn tables(&self) -> &TableNames;
+    fn tables(&self) -> &TableNames {
+        &self.core().tables
+    }
 
     /// The agent files table as built statements name it (on PostgreSQL in the schema `fs`).
     fn files_table(&self) -> sea_query::TableRef {
@@ -92,7 +99,9 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
     fn lazy_ddl(&self, table: LazyTable) -> Vec<String>;
 
     /// Set once this process made sure the table exists.
-    fn lazy_ready(&self, table: LazyTable) -> &tokio::sync::OnceCell<()>;
+    fn lazy_ready(&self, table: LazyTable) -> &tokio::sync::OnceCell<()> {
+        &self.core().lazy_tables[table as usize]
+    }
 
     /// `table` as statements name it: schema-qualified and quoted on PostgreSQL, quoted on
     /// MySQL, bare on SQLite.
@@ -178,7 +187,9 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
     }
 
     /// Whether the sessions table is known to still have Agno 2.x's legacy `runs` column.
-    fn has_legacy_runs(&self) -> bool;
+    fn has_legacy_runs(&self) -> bool {
+        self.core().legacy_runs_column.load(std::sync::atomic::Ordering::Relaxed)
+    }
 
     /// Looks again whether the legacy `runs` column exists (another process may have dropped it).
     ///
@@ -223,8 +234,24 @@ pub(crate) enum LazyTable {
     Learnings = 1,
 }
 
-/// The latches of the [`LazyTable`]s of one database.
-pub(crate) type LazyLatches = [tokio::sync::OnceCell<()>; 2];
+/// What every SQL adapter holds alike: its pool, its table names, and what it learned of its
+/// tables.
+#[derive(Debug)]
+pub(crate) struct SqlCore<DB: Database> {
+    pub(crate) pool: Pool<DB>,
+    pub(crate) tables: TableNames,
+    /// The sessions table still has Agno 2.x's legacy `runs` column (a blob to merge on read).
+    pub(crate) legacy_runs_column: std::sync::atomic::AtomicBool,
+    /// Set once each [`LazyTable`] is known to exist.
+    lazy_tables: [tokio::sync::OnceCell<()>; 2],
+}
+
+impl<DB: Database> SqlCore<DB> {
+    /// A new adapter's core: nothing learned of its tables yet.
+    pub(crate) fn new(pool: Pool<DB>, tables: TableNames) -> Self {
+        Self { pool, tables, legacy_runs_column: Default::default(), lazy_tables: Default::default() }
+    }
+}
 
 /// Creates `table` on first use in this process (as Agno creates it lazily). `IF NOT EXISTS`
 /// checks, then creates: a process creating it at the same moment makes this one fail once, and

@@ -6,10 +6,10 @@ use sqlx::AssertSqlSafe;
 
 use agno_core::{DbError, DbErrorKind, DbResult};
 
-use super::schema::{runs_ddl, sessions_ddl};
+use super::schema::runs_ddl;
 use super::{SqliteState, db_error};
 use crate::migration::{MigrationOptions, MigrationStep, Progress, TableKind};
-use crate::sql::migrate::Table;
+use crate::sql::migrate::{Table, unqualified_ddl};
 
 impl SqliteState {
     async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
@@ -71,26 +71,7 @@ impl SqliteState {
 impl crate::sql::migrate::SqlSchema for SqliteState {
     fn ddl(&self, table: Table) -> Vec<String> {
         let t = self.tables();
-        match table {
-            Table::Sessions => sessions_ddl(&t.sessions),
-            Table::Runs => runs_ddl(&t.runs, &t.sessions),
-            Table::Memories => super::memories::memories_ddl(&t.memories),
-            Table::Evals => super::evals::evals_ddl(&t.evals),
-            Table::Knowledge => super::knowledge::knowledge_ddl(&t.knowledge),
-            Table::Metrics => super::metrics::metrics_ddl(&t.metrics),
-            Table::Schedules => super::schedules::schedules_ddl(&t.schedules),
-            Table::ScheduleRuns => super::schedules::schedule_runs_ddl(&t.schedule_runs, &t.schedules),
-            Table::Jobs => super::jobs::jobs_ddl(&t.jobs),
-            Table::Events => super::jobs::events_ddl(&t.events),
-            Table::Traces => super::traces::traces_ddl(&t.traces),
-            Table::Spans => super::traces::spans_ddl(&t.spans, &t.traces),
-            Table::Approvals => super::approvals::approvals_ddl(&t.approvals),
-            Table::Compactions => super::compactions::compactions_ddl(&t.compactions),
-            Table::Components => super::components::components_ddl(&t.components),
-            Table::ComponentConfigs => super::components::component_configs_ddl(&t.component_configs),
-            Table::ComponentLinks => super::components::component_links_ddl(&t.component_links),
-            Table::ServiceAccounts => super::service_accounts::service_accounts_ddl(&t.service_accounts),
-        }
+        unqualified_ddl!(table, t)
     }
 
     async fn create_missing(&self, name: &str, ddl: &[String]) -> DbResult<bool> {
@@ -102,7 +83,7 @@ impl crate::sql::migrate::SqlSchema for SqliteState {
     }
 
     async fn ensure_versions_table(&self) -> DbResult<()> {
-        self.exec_all(&super::schema::versions_ddl(&self.tables.versions)).await
+        self.exec_all(&super::schema::versions_ddl(&self.core.tables.versions)).await
     }
 
     async fn migrate_step(&self, step: MigrationStep<'_>) -> DbResult<bool> {

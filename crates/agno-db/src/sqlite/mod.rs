@@ -42,12 +42,7 @@ pub type SqliteDb = crate::sql::SqlDb<SqliteState>;
 /// WAL checkpointer.
 #[derive(Debug)]
 pub struct SqliteState {
-    pool: SqlitePool,
-    tables: TableNames,
-    /// The sessions table still has the v2 `runs` column (a legacy blob to merge on read).
-    legacy_runs_column: AtomicBool,
-    /// Set once each table created on first use is known to exist.
-    lazy_tables: crate::sql::LazyLatches,
+    core: crate::sql::SqlCore<sqlx::Sqlite>,
     /// The runs table exists (absent in an unmigrated v2 database, whose runs are in the blob).
     runs_table: AtomicBool,
     /// Whether the run facts table exists (created beside the runs table when the file can be
@@ -176,10 +171,7 @@ impl SqliteDb {
         let checkpointer =
             spawn_checkpointer(pool.clone(), Arc::clone(&write_lock), Arc::clone(&writes), Arc::clone(&checkpoint_due));
         let db = crate::sql::SqlDb(SqliteState {
-            pool,
-            tables,
-            legacy_runs_column: AtomicBool::new(false),
-            lazy_tables: Default::default(),
+            core: crate::sql::SqlCore::new(pool, tables),
             runs_table: AtomicBool::new(false),
             run_facts_table: AtomicBool::new(false),
             write_lock,
@@ -194,7 +186,7 @@ impl SqliteDb {
 
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
-        &self.tables
+        &self.core.tables
     }
 }
 
@@ -221,10 +213,10 @@ impl SqliteState {
     /// legacy cleanup re-reads the shapes before it returns), and the turn is not reentrant.
     /// SQLite's own lock and busy timeout order it against other writers.
     async fn ensure_run_facts(&self) -> DbResult<()> {
-        let facts = self.tables.run_facts();
+        let facts = self.core.tables.run_facts();
         if !self.table_exists(&facts).await? {
-            for sql in schema::run_facts_ddl(&facts, &self.tables.runs) {
-                if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(sql.as_str())).execute(&self.pool).await {
+            for sql in schema::run_facts_ddl(&facts, &self.core.tables.runs) {
+                if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(sql.as_str())).execute(&self.core.pool).await {
                     tracing::warn!(table = %facts, error = %e, "cannot create the run facts table; metrics read runs' JSON");
                     break;
                 }
@@ -240,20 +232,14 @@ impl SqliteState {
 impl crate::sql::SqlAdapter for SqliteState {
     type D = sqlx::Sqlite;
 
-    fn pool(&self) -> &sqlx::Pool<sqlx::Sqlite> {
-        &self.pool
+    fn core(&self) -> &crate::sql::SqlCore<sqlx::Sqlite> {
+        &self.core
     }
     fn lazy_ddl(&self, table: crate::sql::LazyTable) -> Vec<String> {
         match table {
-            crate::sql::LazyTable::Files => agent_files::files_ddl(&self.tables.files),
-            crate::sql::LazyTable::Learnings => learnings::learnings_ddl(&self.tables.learnings),
+            crate::sql::LazyTable::Files => agent_files::files_ddl(&self.core.tables.files),
+            crate::sql::LazyTable::Learnings => learnings::learnings_ddl(&self.core.tables.learnings),
         }
-    }
-    fn lazy_ready(&self, table: crate::sql::LazyTable) -> &tokio::sync::OnceCell<()> {
-        &self.lazy_tables[table as usize]
-    }
-    fn tables(&self) -> &TableNames {
-        &self.tables
     }
     fn table(&self, table: &str) -> String {
         table.to_owned()
@@ -275,16 +261,13 @@ impl crate::sql::SqlAdapter for SqliteState {
     fn has_runs_table(&self) -> bool {
         self.runs_table.load(Ordering::Relaxed)
     }
-    fn has_legacy_runs(&self) -> bool {
-        self.legacy_runs_column.load(Ordering::Relaxed)
-    }
     fn has_run_facts(&self) -> bool {
         self.run_facts_table.load(Ordering::Relaxed)
     }
     async fn refresh_legacy_runs(&self) -> DbResult<()> {
-        let has = self.column_exists(&self.tables.sessions, "runs").await?;
-        self.legacy_runs_column.store(has, Ordering::Relaxed);
-        let runs = self.table_exists(&self.tables.runs).await?;
+        let has = self.column_exists(&self.core.tables.sessions, "runs").await?;
+        self.core.legacy_runs_column.store(has, Ordering::Relaxed);
+        let runs = self.table_exists(&self.core.tables.runs).await?;
         self.runs_table.store(runs, Ordering::Relaxed);
         if runs {
             self.ensure_run_facts().await?;
