@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use agno_core::Db;
 use axum::Router;
-use axum::middleware;
 
 use crate::auth::AuthSettings;
 use crate::build::build_agent;
@@ -189,9 +188,39 @@ impl AgentOs {
             // default for extractors is lifted).
             .layer(tower_http::limit::RequestBodyLimitLayer::new(self.max_body_bytes))
             .layer(axum::extract::DefaultBodyLimit::disable())
-            .layer(middleware::map_response(crate::error::json_errors))
+            .layer(tower::layer::layer_fn(crate::error::json_errors))
             .layer(self.cors.layer())
-            .layer(middleware::from_fn_with_state(self.cors.clone(), crate::cors::preflight_and_expose))
+            .layer(tower::layer::layer_fn({
+                let policy = self.cors.clone();
+                move |inner| crate::cors::preflight_and_expose(policy.clone(), inner)
+            }))
             .with_state(self.state.clone())
     }
+}
+
+/// A service wrapping a route (or a router) as axum's `layer` and `route_layer` take it.
+pub trait Wrapped:
+    tower::Service<
+        axum::extract::Request,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> Wrapped for T where
+    T: tower::Service<
+            axum::extract::Request,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
 }

@@ -12,14 +12,15 @@
 //!   `access-control-allow-origin` only for an allowed origin, plus `allow-credentials` and
 //!   `expose-headers: *`. A wildcard origin is never sent.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tower::{Service, ServiceExt};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 /// Agno's default browser origins (`agno.os.settings`): Agent UI in development and Agno's hosted
@@ -90,19 +91,45 @@ impl OriginPolicy {
 /// without headers), and adds `access-control-expose-headers: *` to the responses of requests
 /// with an `Origin` (tower-http refuses a wildcard next to credentials; Starlette sends it, and a
 /// browser reads it as a wildcard for requests without credentials).
-pub async fn preflight_and_expose(State(policy): State<OriginPolicy>, request: Request, next: Next) -> Response {
-    let headers = request.headers();
-    let preflight = request.method() == Method::OPTIONS
-        && headers.contains_key(header::ORIGIN)
-        && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
-    if !preflight {
-        let has_origin = headers.contains_key(header::ORIGIN);
-        let mut response = next.run(request).await;
-        if has_origin {
-            response.headers_mut().insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("*"));
+pub fn preflight_and_expose<S>(policy: OriginPolicy, inner: S) -> impl crate::app::Wrapped
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
+    S::Future: Send,
+{
+    // A service of its own rather than `axum::middleware::from_fn`, whose future holds the
+    // middleware's state and copies of the request until the response: this one holds only the
+    // inner service's future and a flag while the route runs (a long SSE tail included).
+    tower::service_fn(move |request: Request| {
+        let (expose, refused) = if is_preflight(&request) {
+            (false, refusal(&policy, &request))
+        } else {
+            (request.headers().contains_key(header::ORIGIN), None)
+        };
+        let inner = inner.clone();
+        async move {
+            if let Some(refused) = refused {
+                return Ok(refused);
+            }
+            let mut response = inner.oneshot(request).await?;
+            if expose {
+                response.headers_mut().insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("*"));
+            }
+            Ok(response)
         }
-        return response;
-    }
+    })
+}
+
+/// Whether `request` is a CORS preflight.
+fn is_preflight(request: &Request) -> bool {
+    let headers = request.headers();
+    request.method() == Method::OPTIONS
+        && headers.contains_key(header::ORIGIN)
+        && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+}
+
+/// The 400 answering the preflight `request` when `policy` refuses it; none when it passes.
+fn refusal(policy: &OriginPolicy, request: &Request) -> Option<Response> {
+    let headers = request.headers();
     let origin_ok = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()).is_some_and(|o| policy.allows(o));
     let method_ok = headers
         .get(header::ACCESS_CONTROL_REQUEST_METHOD)
@@ -115,13 +142,13 @@ pub async fn preflight_and_expose(State(policy): State<OriginPolicy>, request: R
         .filter_map(|(bad, what)| bad.then_some(what))
         .collect::<Vec<_>>();
     if refused.is_empty() {
-        return next.run(request).await;
+        return None;
     }
     let mut response =
         (StatusCode::BAD_REQUEST, Body::from(format!("Disallowed CORS {}", refused.join(", ")))).into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     response.headers_mut().insert(header::VARY, HeaderValue::from_static("Origin"));
-    response
+    Some(response)
 }
 
 /// `Access-Control-Request-Headers`: comma-separated header names.

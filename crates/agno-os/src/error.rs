@@ -164,20 +164,43 @@ impl From<agno_core::DbError> for ApiError {
 /// Result of a handler.
 pub type ApiResult<T> = Result<T, ApiError>;
 
-/// Turns any error answered in plain text (axum's extractor rejections, the body limit) into
-/// `{"detail": "..."}`, so every error a client sees has Agno's shape (the control plane's HTML
-/// error pages excepted).
-pub async fn json_errors(resp: Response) -> Response {
+/// `inner` with every error answered in plain text (axum's extractor rejections, the body limit)
+/// turned into `{"detail": "..."}`, so every error a client sees has Agno's shape (the control
+/// plane's HTML error pages excepted). While the route runs it holds only the route's future (as
+/// [`crate::routes::guard::layer`]); an error's body is read in a future of its own.
+pub fn json_errors<S>(inner: S) -> impl crate::app::Wrapped
+where
+    S: tower::Service<axum::extract::Request, Response = Response, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send,
+{
+    use tower::ServiceExt as _;
+    tower::service_fn(move |request: axum::extract::Request| {
+        let inner = inner.clone();
+        async move {
+            let response = inner.oneshot(request).await?;
+            Ok(if plain_text_error(&response) { Box::pin(as_json(response)).await } else { response })
+        }
+    })
+}
+
+/// An error response that is neither JSON nor one of the control plane's HTML pages.
+fn plain_text_error(resp: &Response) -> bool {
     let status = resp.status();
-    // JSON errors stay as they are, and so do the control plane's HTML error pages.
     let is_json = resp
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("application/json") || ct.starts_with("text/html"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
-        return resp;
-    }
+    (status.is_client_error() || status.is_server_error()) && !is_json
+}
+
+/// The plain-text error `resp` as `{"detail": "<its text>"}`.
+async fn as_json(resp: Response) -> Response {
+    let status = resp.status();
     let (_, body) = resp.into_parts();
     let text = match axum::body::to_bytes(body, 64 * 1024).await {
         Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),

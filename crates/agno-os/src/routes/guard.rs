@@ -4,41 +4,55 @@
 //! checks a JSON body as the route declares it ([`crate::input`]), and hands the handler a
 //! [`Principal`].
 
-use axum::extract::{FromRequestParts, MatchedPath, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, Request};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tower::ServiceExt;
 
 use super::{Access, ROUTES, RequestBody, served_route};
 use crate::auth::{InternalCaller, Principal, authenticate, bearer, scopes};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The one authorisation layer: every routed request passes here. A route missing from the
-/// route table is refused (500) rather than served unchecked.
-pub async fn authorize(
-    State(state): State<AppState>,
-    matched: Option<MatchedPath>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let Some(path) = matched.map(|m| m.as_str().to_owned()) else {
-        return ApiError::not_found("Not Found").into_response();
+/// The authorisation layer around `route`: [`authorize`] runs in a future of its own, dropped
+/// before the route runs, so a request waiting in its handler (a long SSE tail, a model call)
+/// holds only the route's future (`axum::middleware::from_fn` kept the checks' state and copies
+/// of the request alive until the response).
+pub fn layer(state: AppState, route: axum::routing::Route) -> impl crate::app::Wrapped {
+    tower::service_fn(move |req: Request| {
+        let checked = Box::pin(authorize(state.clone(), req));
+        let route = route.clone();
+        async move {
+            let checked = checked.await;
+            match checked {
+                Ok(req) => route.oneshot(req).await,
+                Err(refused) => Ok(refused),
+            }
+        }
+    })
+}
+
+/// The checks of every routed request, before its handler: `Ok` with the request carrying the
+/// caller's [`Principal`], else the refusal. A route missing from the route table is refused
+/// (500) rather than served unchecked.
+pub async fn authorize(state: AppState, mut req: Request) -> Result<Request, Response> {
+    let Some(path) = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned()) else {
+        return Err(ApiError::not_found("Not Found").into_response());
     };
     let Some(route) = served_route(&state, req.method(), &path) else {
         if ROUTES.iter().any(|r| super::served_path(&state, r) == path) {
-            return ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed").into_response();
+            return Err(ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed").into_response());
         }
-        return ApiError::internal(format!("route {} {path} has no access rule", req.method())).into_response();
+        return Err(ApiError::internal(format!("route {} {path} has no access rule", req.method())).into_response());
     };
     let auth = &state.auth;
     if let Some(internal) = req.extensions().get::<InternalCaller>().cloned() {
         req.extensions_mut().insert(Principal::internal(internal.owner, auth));
-        return next.run(req).await;
+        return Ok(req);
     }
     if let Err(e) = crate::input::check_origin(req.method(), req.headers(), &state.origins) {
-        return e.into_response();
+        return Err(e.into_response());
     }
     let principal = match route.access {
         Access::Public => Principal::admin(&auth.admin_scope),
@@ -46,14 +60,14 @@ pub async fn authorize(
             let peer = req.extensions().get::<crate::serve::Peer>().map(|p| p.0);
             let principal = match identify(&state, req.headers(), peer).await {
                 Ok(p) => p,
-                Err(e) => return e.into_response(),
+                Err(e) => return Err(e.into_response()),
             };
             if let Access::Scope(required) = route.access {
                 let target = scopes::target_of(req.uri().path());
                 if !principal.admin && !scopes::has_required(&principal.scopes, &[required], target, &auth.admin_scope)
                 {
-                    return ApiError::forbidden(format!("Insufficient permissions: {required} is required"))
-                        .into_response();
+                    return Err(ApiError::forbidden(format!("Insufficient permissions: {required} is required"))
+                        .into_response());
                 }
             }
             principal
@@ -63,10 +77,10 @@ pub async fn authorize(
     if matches!(route.body, RequestBody::Json(_) | RequestBody::OptionalJson(_)) {
         req = match crate::input::check_json_body(req, &state.limits).await {
             Ok(req) => req,
-            Err(e) => return e.into_response(),
+            Err(e) => return Err(e.into_response()),
         };
     }
-    next.run(req).await
+    Ok(req)
 }
 
 /// Who `req` authenticates as: a service account's token (on an OS that requires

@@ -357,20 +357,21 @@ pub fn served_path(state: &AppState, spec: &RouteSpec) -> String {
     }
 }
 
-/// Every route of [`ROUTES`] behind the authorisation layer ([`guard::authorize`]), at the paths
+/// Every route of [`ROUTES`] behind the authorisation layer ([`guard::layer`]), at the paths
 /// `state` serves them at: what the served app ([`crate::app::AgentOs::router`]) and the
 /// in-process calls ([`loopback`]) share.
 pub fn guarded(state: &AppState) -> Router<AppState> {
     let router =
         ROUTES.iter().fold(Router::new(), |router, spec| router.route(&served_path(state, spec), (spec.handler)()));
-    router.route_layer(axum::middleware::from_fn_with_state(state.clone(), guard::authorize))
+    let state = state.clone();
+    router.route_layer(tower::layer::layer_fn(move |route| guard::layer(state.clone(), route)))
 }
 
 /// The OS's routes of `state`, behind the authorisation layer and with JSON errors, to call in
 /// process (the scheduler's executor, the MCP server's tools).
 pub(crate) fn loopback(state: &AppState) -> crate::in_process::Loopback {
     crate::in_process::Loopback::new(
-        guarded(state).layer(axum::middleware::map_response(crate::error::json_errors)).with_state(state.clone()),
+        guarded(state).layer(tower::layer::layer_fn(crate::error::json_errors)).with_state(state.clone()),
     )
 }
 
