@@ -136,9 +136,10 @@ impl PostgresState {
             self.qualified(&self.tables().runs),
             self.qualified(&self.tables().sessions)
         );
-        let unchanged = format!(" AND t.session_data::jsonb = ${SEEN}::jsonb");
+        let write_sql =
+            self.write_sql(true, "excluded.session_data", &format!(" AND t.session_data::jsonb = ${SEEN}::jsonb"));
         for _ in 0..OPTIMISTIC_ATTEMPTS {
-            let row = sqlx::query(AssertSqlSafe(read.clone()))
+            let row = sqlx::query(AssertSqlSafe(read.as_str()))
                 .bind(sid)
                 .bind(write.run.id())
                 .fetch_optional(self.pool())
@@ -156,9 +157,8 @@ impl PostgresState {
             }
             let base = write.session.session_data.clone().unwrap_or_default();
             let session_data = write.state.session_data(base, Some(&stored));
-            let sql = self.write_sql(true, "excluded.session_data", &unchanged);
             let row = self
-                .bind_write(sql, write, session_data, Some(guard))?
+                .bind_write(write_sql.clone(), write, session_data, Some(guard))?
                 .bind(sqlx::types::Json(Value::Object(stored)))
                 .fetch_one(self.pool())
                 .await
