@@ -12,7 +12,6 @@
 //!   `access-control-allow-origin` only for an allowed origin, plus `allow-credentials` and
 //!   `expose-headers: *`. A wildcard origin is never sent.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +19,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use tower::{Service, ServiceExt};
+use tower::ServiceExt;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 /// Agno's default browser origins (`agno.os.settings`): Agent UI in development and Agno's hosted
@@ -91,11 +90,7 @@ impl OriginPolicy {
 /// without headers), and adds `access-control-expose-headers: *` to the responses of requests
 /// with an `Origin` (tower-http refuses a wildcard next to credentials; Starlette sends it, and a
 /// browser reads it as a wildcard for requests without credentials).
-pub fn preflight_and_expose<S>(policy: OriginPolicy, inner: S) -> impl crate::app::Wrapped
-where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
-    S::Future: Send,
-{
+pub fn preflight_and_expose<S: crate::app::Wrapped>(policy: OriginPolicy, inner: S) -> impl crate::app::Wrapped {
     // A service of its own rather than `axum::middleware::from_fn`, whose future holds the
     // middleware's state and copies of the request until the response: this one holds only the
     // inner service's future and a flag while the route runs (a long SSE tail included).

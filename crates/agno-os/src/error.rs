@@ -168,15 +168,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 /// turned into `{"detail": "..."}`, so every error a client sees has Agno's shape (the control
 /// plane's HTML error pages excepted). While the route runs it holds only the route's future (as
 /// [`crate::routes::guard::layer`]); an error's body is read in a future of its own.
-pub fn json_errors<S>(inner: S) -> impl crate::app::Wrapped
-where
-    S: tower::Service<axum::extract::Request, Response = Response, Error = std::convert::Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send,
-{
+pub fn json_errors<S: crate::app::Wrapped>(inner: S) -> impl crate::app::Wrapped {
     use tower::ServiceExt as _;
     tower::service_fn(move |request: axum::extract::Request| {
         let inner = inner.clone();
