@@ -115,10 +115,26 @@ impl ClientConfig {
     }
 }
 
+/// The HTTP client of models whose calls may wait `timeout` between two reads, shared by the
+/// models built with that timeout on the same tokio runtime. A client holds a connection pool
+/// and a TLS root store, which takes a parse of the system's certificates to build: ten agents
+/// building one each spent a tenth of a server's start on it. (A pooled connection is served by
+/// a task of the runtime that opened it, hence one client per runtime: a process starting many
+/// runtimes, as a test binary does, keeps one client per runtime and timeout.)
 pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, ModelError> {
-    reqwest::Client::builder().read_timeout(timeout).connect_timeout(Duration::from_secs(10)).build().map_err(|e| {
-        ModelError::new(ModelErrorKind::Connection, format!("cannot build http client: {e}")).with_source(e)
-    })
+    type Key = (Duration, Option<tokio::runtime::Id>);
+    static CLIENTS: std::sync::Mutex<Vec<(Key, reqwest::Client)>> = std::sync::Mutex::new(Vec::new());
+    let key = (timeout, tokio::runtime::Handle::try_current().ok().map(|runtime| runtime.id()));
+    let mut clients = CLIENTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, client)) = clients.iter().find(|(k, _)| *k == key) {
+        return Ok(client.clone());
+    }
+    let client =
+        reqwest::Client::builder().read_timeout(timeout).connect_timeout(Duration::from_secs(10)).build().map_err(
+            |e| ModelError::new(ModelErrorKind::Connection, format!("cannot build http client: {e}")).with_source(e),
+        )?;
+    clients.push((key, client.clone()));
+    Ok(client)
 }
 
 /// Parses `retry-after` (seconds, possibly fractional) or `retry-after-ms`.
