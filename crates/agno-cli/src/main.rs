@@ -17,7 +17,9 @@ use clap::Parser;
 
 /// jemalloc returns freed memory to the system: after 8 concurrent 9 MB messages the server
 /// keeps ~200 MiB where glibc's malloc kept 650-880 MiB and mimalloc 470-790 MiB
-/// (`benches/large_messages.rs`, figures in the README).
+/// (`benches/large_messages.rs`, figures in the README). The `system-allocator` feature keeps
+/// the system's, for heap profilers.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
