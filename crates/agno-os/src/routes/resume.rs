@@ -6,7 +6,6 @@
 use crate::routes::guard::Caller;
 use agno_core::RunOutput;
 use axum::extract::{Path, Request};
-use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::json;
 
@@ -36,9 +35,11 @@ pub async fn resume_run<K: Kind>(
     request: Request,
 ) -> ApiResult<Response> {
     runnable::<K>(&state, &principal, &id)?;
-    let headers = request.headers().clone();
+    // Only this header is kept, as a string of its own: a copy of the header map would keep the
+    // connection's whole read buffer alive (its values share it) while the tail streams.
+    let last_event_id = request.headers().get("last-event-id").map(|v| v.to_str().map(|s| s.trim().to_owned()));
     let form = Form::read(request, &state.limits).await?;
-    let after = resume_index(&form, &headers)?;
+    let after = resume_index(&form, last_event_id)?;
     let session_id = form.text("session_id").filter(|s| !s.is_empty());
     let run = stored_run::<K>(&state, &principal, &id, &run_id, session_id).await?;
     if let Some(queue) = super::background::queue_holding(&state, &run_id).await? {
@@ -74,17 +75,13 @@ fn replay_stored(state: &AppState, run: &RunOutput, after: i64) -> Response {
 
 /// The index after which a resume starts: the form's `last_event_index`, else the standard
 /// `Last-Event-ID` header, else -1 (everything). Negative or non-numeric values are refused.
-fn resume_index(form: &Form, headers: &HeaderMap) -> ApiResult<i64> {
+fn resume_index(form: &Form, last_event_id: Option<Result<String, axum::http::header::ToStrError>>) -> ApiResult<i64> {
     let (text, what) = match form.text("last_event_index").filter(|t| !t.trim().is_empty()) {
         Some(t) => (t.trim().to_owned(), "last_event_index"),
-        None => match headers.get("last-event-id") {
-            Some(v) => (
-                v.to_str()
-                    .map_err(|_| ApiError::unprocessable("Last-Event-ID must be an event index"))?
-                    .trim()
-                    .to_owned(),
-                "Last-Event-ID",
-            ),
+        None => match last_event_id {
+            Some(v) => {
+                (v.map_err(|_| ApiError::unprocessable("Last-Event-ID must be an event index"))?, "Last-Event-ID")
+            }
             None => return Ok(-1),
         },
     };
