@@ -36,7 +36,8 @@ pub async fn resume_run<K: Kind>(
 ) -> ApiResult<Response> {
     runnable::<K>(&state, &principal, &id)?;
     // Only this header is kept, as a string of its own: a copy of the header map would keep the
-    // connection's whole read buffer alive (its values share it) while the tail streams.
+    // connection's read buffer (which its values share) alive while the request waits below,
+    // and hyper would reserve a second one to watch the connection.
     let last_event_id = request.headers().get("last-event-id").map(|v| v.to_str().map(|s| s.trim().to_owned()));
     let form = Form::read(request, &state.limits).await?;
     let after = resume_index(&form, last_event_id)?;
