@@ -737,7 +737,7 @@ async fn no_takeover_while_a_claimed_run_write_is_in_flight() {
     loop {
         let waiting: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() \
-             AND INFO LIKE 'SELECT user_id, session_data FROM%FOR UPDATE'",
+             AND INFO LIKE 'SELECT %user_id%, %session_data% FROM%FOR UPDATE'",
         )
         .fetch_one(&mut probe)
         .await

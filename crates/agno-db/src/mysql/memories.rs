@@ -6,8 +6,7 @@ use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
-use super::sessions::text_column;
-use super::{Arg, MySqlState, bind_args, db_error, where_clause};
+use super::{MySqlState, db_error, text_column};
 
 /// The memories table as Python Agno 3.1 creates it (column types and lengths, index names), in
 /// one statement. `JSON` becomes `LONGTEXT ... CHECK (json_valid(...))` on MariaDB, as for Agno.
@@ -35,23 +34,21 @@ pub(crate) fn memories_ddl(t: &str) -> String {
 #[async_trait::async_trait]
 impl crate::sql::memories::SqlMemories for MySqlState {
     async fn memory_topics(&self, user_id: Option<&str>) -> DbResult<Vec<String>> {
-        let t = &self.tables().memories;
-        let mut conditions = vec!["m.topics IS NOT NULL".to_owned(), "j.topic IS NOT NULL".to_owned()];
-        let mut args = Vec::new();
-        if let Some(u) = user_id {
-            conditions.push("(m.user_id = ? AND CAST(m.user_id AS BINARY) = CAST(? AS BINARY))".to_owned());
-            args.extend([Arg::Str(u.to_owned()), Arg::Str(u.to_owned())]);
-        }
+        // Byte for byte; the first comparison keeps the index usable.
+        let owner =
+            if user_id.is_some() { " AND m.user_id = ? AND CAST(m.user_id AS BINARY) = CAST(? AS BINARY)" } else { "" };
         // A binary collation: topics differing only in case stay apart, sorted byte for byte.
         let sql = format!(
-            "SELECT DISTINCT j.topic FROM `{t}` AS m, JSON_TABLE(m.topics, '$[*]' COLUMNS \
-             (topic TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS j{} ORDER BY j.topic",
-            where_clause(&conditions)
+            "SELECT DISTINCT j.topic FROM `{}` AS m, JSON_TABLE(m.topics, '$[*]' COLUMNS \
+             (topic TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS j \
+             WHERE m.topics IS NOT NULL AND j.topic IS NOT NULL{owner} ORDER BY j.topic",
+            self.tables().memories
         );
-        let rows = bind_args(sqlx::query(AssertSqlSafe(sql.as_str())), &args)
-            .fetch_all(self.pool())
-            .await
-            .map_err(|e| db_error("cannot read memory topics", e))?;
+        let mut query = sqlx::query(AssertSqlSafe(sql.as_str()));
+        if let Some(u) = user_id {
+            query = query.bind(u).bind(u);
+        }
+        let rows = query.fetch_all(self.pool()).await.map_err(|e| db_error("cannot read memory topics", e))?;
         rows.iter().map(|r| text_column(r, "topic").map(Option::unwrap_or_default)).collect()
     }
 }

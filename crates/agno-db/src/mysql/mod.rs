@@ -16,11 +16,9 @@ pub(crate) mod learnings;
 mod memories;
 mod metrics;
 mod migrate;
-mod runs;
 mod schedules;
 mod schema;
 pub(crate) mod service_accounts;
-mod sessions;
 pub(crate) mod traces;
 
 use crate::sql::{SqlAdapter, catalog_values};
@@ -29,9 +27,8 @@ use std::time::Duration;
 
 use agno_core::{DbError, DbErrorKind, DbResult};
 
-use sqlx::mysql::{MySql, MySqlArguments, MySqlConnectOptions, MySqlDatabaseError, MySqlPoolOptions};
+use sqlx::mysql::{MySql, MySqlConnectOptions, MySqlDatabaseError, MySqlPoolOptions};
 use sqlx::pool::PoolConnection;
-use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::tables::TableNames;
@@ -68,6 +65,16 @@ pub(crate) fn error_number(e: &sqlx::Error) -> Option<u16> {
     }
 }
 
+/// A text or JSON column as text. JSON columns are read unchecked: MySQL reports them as `JSON`,
+/// MariaDB as `LONGTEXT`, and both send the JSON text.
+pub(crate) fn text_column(row: &sqlx::mysql::MySqlRow, col: &str) -> DbResult<Option<String>> {
+    row.try_get_unchecked::<Option<String>, _>(col).map_err(|e| db_error(&format!("cannot read column {col}"), e))
+}
+
+// Sessions and runs: the stored row locked, then updated or inserted (`crate::sql::locked`).
+impl crate::sql::sessions::SqlSessions for MySqlState {}
+impl crate::sql::runs::SqlRuns for MySqlState {}
+
 pub(crate) fn db_error(what: &str, e: sqlx::Error) -> DbError {
     let kind = match (&e, error_number(&e)) {
         (_, Some(code::DUPLICATE_KEY | code::FK_PARENT_MISSING | code::FK_CHILD_EXISTS)) => DbErrorKind::Conflict,
@@ -89,50 +96,6 @@ pub(crate) fn is_transient(e: &DbError) -> bool {
         .downcast_ref::<sqlx::Error>()
         .and_then(error_number)
         .is_some_and(|n| matches!(n, code::DEADLOCK | code::DUPLICATE_KEY))
-}
-
-/// A bind value for SQL assembled at run time.
-#[derive(Debug, Clone)]
-pub(crate) enum Arg {
-    /// A string.
-    Str(String),
-    /// An integer.
-    Int(i64),
-    /// SQL `NULL`.
-    Null,
-}
-
-/// Binds one value.
-pub(crate) fn bind_arg<'q>(query: Query<'q, MySql, MySqlArguments>, arg: &Arg) -> Query<'q, MySql, MySqlArguments> {
-    match arg {
-        Arg::Str(s) => query.bind(s.clone()),
-        Arg::Int(i) => query.bind(*i),
-        Arg::Null => query.bind(None::<String>),
-    }
-}
-
-pub(crate) fn bind_args<'q>(
-    mut query: Query<'q, MySql, MySqlArguments>,
-    args: &[Arg],
-) -> Query<'q, MySql, MySqlArguments> {
-    for arg in args {
-        query = bind_arg(query, arg);
-    }
-    query
-}
-
-/// `user_id` equal to a bound value, byte for byte (the column collation is case-insensitive);
-/// the first comparison keeps the index usable. Binds the user id twice.
-pub(crate) const USER_MATCH: &str = "(user_id = ? AND CAST(user_id AS BINARY) = CAST(? AS BINARY))";
-
-/// `WHERE a AND b ...`, or nothing.
-pub(crate) fn where_clause(conditions: &[String]) -> String {
-    if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) }
-}
-
-/// `?, ?, ?` for `n` values.
-pub(crate) fn marks(n: usize) -> String {
-    vec!["?"; n].join(", ")
 }
 
 /// Rewrites Agno's SQLAlchemy-style URL (`mysql+pymysql://`, `mysql+asyncmy://`, ...) to the

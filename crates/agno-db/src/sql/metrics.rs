@@ -1,24 +1,21 @@
-//! `agno_metrics` (the daily buckets) as every SQL adapter reads it back, and the set-based
-//! reads of the sessions and runs a day's metrics are computed from. `date` is read as
-//! `YYYY-MM-DD` text (sqlx has no date codec enabled here). How a batch of buckets is written
-//! differs per database and stays with each adapter (an inherent `save_metrics`).
+//! `agno_metrics` (the daily buckets) as every SQL adapter writes and reads it back, and the
+//! set-based reads of the sessions and runs a day's metrics are computed from. `date` is read as
+//! `YYYY-MM-DD` text (sqlx has no date codec enabled here).
 
-use agno_core::{DbError, DbErrorKind, DbResult, MetricsBucket, MetricsQuery, MetricsStore, SessionFacts};
+use std::collections::HashMap;
+
+use agno_core::{Cell, DbError, DbErrorKind, DbResult, MetricsBucket, MetricsQuery, MetricsStore, SessionFacts};
 use chrono::NaiveDate;
-use sea_query::{Expr, ExprTrait, Order, Query};
+use sea_query::{Expr, ExprTrait, OnConflict, Order, Query};
 use sea_query_sqlx::{SqlxBinder, SqlxValues};
 use serde_json::Value;
 use sqlx::Database;
 
 use super::listing::readable;
-use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, owned_by, rows};
+use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, owned_by, retrying, rows};
 
-/// How a database upserts metrics buckets.
-#[async_trait::async_trait]
-pub(crate) trait SqlMetrics: SqlAdapter {
-    /// `MetricsStore::upsert_metrics`: the database's upsert of each bucket.
-    async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()>;
-}
+/// Buckets per multi-row insert (16 values each: far below every database's limit).
+const INSERT_CHUNK: usize = 500;
 
 /// The columns of the metrics table but `date`, in table order.
 const COLUMNS: [&str; 15] = [
@@ -45,9 +42,59 @@ pub(crate) fn replaced() -> impl Iterator<Item = &'static str> {
     COLUMNS.into_iter().filter(|c| !matches!(*c, "id" | "aggregation_period" | "user_id" | "created_at"))
 }
 
-/// [`replaced`] as an upsert's `SET` list taking each column from `excluded` (SQLite, PostgreSQL).
-pub(crate) fn replaced_from_excluded() -> String {
-    replaced().map(|c| format!("{c} = excluded.{c}")).collect::<Vec<_>>().join(", ")
+/// A bucket's values in [`COLUMNS`] order, then its `date`.
+fn bucket_values<D: Dialect>(b: &MetricsBucket) -> DbResult<Vec<Expr>> {
+    let counts = [
+        b.agent_runs_count,
+        b.team_runs_count,
+        b.workflow_runs_count,
+        b.agent_sessions_count,
+        b.team_sessions_count,
+        b.workflow_sessions_count,
+        b.users_count,
+    ];
+    let cells = std::iter::once(Cell::Text(Some(b.id.clone()))).chain(counts.map(|n| Cell::Int(Some(n)))).chain([
+        Cell::Json(Some(Value::Object(b.token_metrics.clone()))),
+        Cell::Json(Some(b.model_metrics.clone())),
+        Cell::Text(Some(b.aggregation_period.clone())),
+        Cell::Text(Some(b.bucket_key().to_owned())),
+        Cell::Int(Some(b.created_at)),
+        Cell::Int(b.updated_at),
+        Cell::Bool(b.completed),
+    ]);
+    let mut values = super::values::<D>(cells)?;
+    values.push(D::date_value(&b.date.format("%Y-%m-%d").to_string()));
+    Ok(values)
+}
+
+/// Upserts `buckets` in one transaction (again when it loses a race), by multi-row inserts that
+/// replace the stored bucket of the same owner, day and period; as Python Agno's
+/// `bulk_upsert_metrics`, a replaced bucket keeps its id, key and `created_at`. Of buckets
+/// sharing a key the last wins (one PostgreSQL statement may not change a row twice).
+async fn save_metrics<A: SqlAdapter>(db: &A, buckets: &[MetricsBucket]) -> DbResult<()> {
+    let key = |b: &MetricsBucket| (b.bucket_key().to_owned(), b.date, b.aggregation_period.clone());
+    let last: HashMap<_, usize> = buckets.iter().enumerate().map(|(i, b)| (key(b), i)).collect();
+    let kept: Vec<&MetricsBucket> =
+        buckets.iter().enumerate().filter(|(i, b)| last.get(&key(b)) == Some(i)).map(|(_, b)| b).collect();
+    let mut statements = Vec::new();
+    for chunk in kept.chunks(INSERT_CHUNK) {
+        let mut insert = Query::insert();
+        insert.into_table(db.table_ref(&db.tables().metrics)).columns(COLUMNS.into_iter().chain(["date"])).on_conflict(
+            OnConflict::columns(["user_id", "date", "aggregation_period"]).update_columns(replaced()).to_owned(),
+        );
+        for b in chunk {
+            insert.values(bucket_values::<A::D>(b)?).map_err(|e| DbError::new(DbErrorKind::Other, e.to_string()))?;
+        }
+        statements.push(insert.build_sqlx(A::D::builder()));
+    }
+    retrying::<A::D, _, _, _>(|| async {
+        let mut tx = Tx::begin(db).await?;
+        for statement in &statements {
+            tx.changed(statement.clone(), "cannot write metrics").await?;
+        }
+        tx.commit("cannot commit the metrics").await
+    })
+    .await
 }
 
 /// A bucket's day from its stored text (`YYYY-MM-DD`; a time part, as some writers add it, is
@@ -112,7 +159,7 @@ impl<A: SqlFamily> MetricsStore for SqlDb<A> {
         if buckets.is_empty() {
             return Ok(());
         }
-        self.0.save_metrics(buckets).await
+        save_metrics(&self.0, buckets).await
     }
 
     /// The buckets of the query's days and owner (`Some("")`: the shared bucket), by day, then

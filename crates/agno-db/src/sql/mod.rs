@@ -6,7 +6,7 @@
 //! binds, how a row reads back), and each store one `impl<A: SqlFamily> ... for SqlDb<A>` per
 //! area ([`schedules`], [`sessions`], [`runs`], [`evals`], [`metrics`], [`job_transitions`],
 //! ...). What truly differs per database is a trait of its area ([`sessions::SqlSessions`],
-//! [`runs::SqlRuns`], [`memories::SqlMemories`], [`metrics::SqlMetrics`], [`migrate::SqlSchema`],
+//! [`runs::SqlRuns`], [`memories::SqlMemories`], [`migrate::SqlSchema`],
 //! [`jobs::SqlQueue`]) implemented in the adapter's own module of that area.
 
 mod agent_files;
@@ -22,6 +22,7 @@ pub(crate) mod jobs;
 pub(crate) mod knowledge;
 pub(crate) mod learnings;
 pub(crate) mod listing;
+mod locked;
 pub(crate) mod memories;
 pub(crate) mod metrics;
 pub(crate) mod migrate;
@@ -289,22 +290,12 @@ pub(crate) async fn ensure<A: SqlAdapter>(db: &A, table: LazyTable) -> DbResult<
 /// differs in how it writes (sessions, runs, memory topics, metrics), migrates and queues. The
 /// stores of [`SqlDb`] are implemented once over any `A: SqlFamily`.
 pub(crate) trait SqlFamily:
-    sessions::SqlSessions
-    + runs::SqlRuns
-    + memories::SqlMemories
-    + metrics::SqlMetrics
-    + migrate::SqlSchema
-    + jobs::SqlQueue
+    sessions::SqlSessions + runs::SqlRuns + memories::SqlMemories + migrate::SqlSchema + jobs::SqlQueue
 {
 }
 
 impl<A> SqlFamily for A where
-    A: sessions::SqlSessions
-        + runs::SqlRuns
-        + memories::SqlMemories
-        + metrics::SqlMetrics
-        + migrate::SqlSchema
-        + jobs::SqlQueue
+    A: sessions::SqlSessions + runs::SqlRuns + memories::SqlMemories + migrate::SqlSchema + jobs::SqlQueue
 {
 }
 

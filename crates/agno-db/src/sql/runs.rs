@@ -24,14 +24,20 @@ pub(crate) trait SqlRuns: SqlAdapter {
     /// stored `PENDING` when it was accepted), which a database may use to write it more cheaply
     /// (PostgreSQL updates it by its key before taking the run-index lock); the answer is the
     /// same either way.
+    /// By default the stored row is locked, then updated or inserted ([`super::locked`]).
     async fn put_run(
         &self,
         conn: &mut Conn<Self::D>,
         run: &RunOutput,
         sid: &str,
         user: Option<&str>,
-        stored: bool,
-    ) -> DbResult<i64>;
+        _stored: bool,
+    ) -> DbResult<i64>
+    where
+        Self: Sized,
+    {
+        super::locked::put_run(self, conn, run, sid, user).await
+    }
 
     /// Writes the session, then the run, on `conn` (the caller's transaction): the statements of
     /// [`write_once`] after its guard; the run's `run_index`. A database may state both in fewer

@@ -1,6 +1,6 @@
 //! `agno_sessions` as every SQL adapter reads (with its runs, and Agno 2.x's legacy blob), lists,
 //! renames and deletes it. How a session is written (the state merge under each database's
-//! locks) stays with each adapter.
+//! locks) may differ per adapter ([`SqlSessions`]).
 
 use agno_core::{
     AgentSession, Cell, DbError, DbErrorKind, DbResult, RunOutput, SessionPage, SessionQuery, SessionSort,
@@ -17,8 +17,14 @@ use super::{Columns, Conn, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, delete_own
 /// How a database writes a session (its upsert, owner check and state merge differ).
 #[async_trait::async_trait]
 pub(crate) trait SqlSessions: SqlAdapter {
-    /// Writes a session on `conn` (the caller's transaction): the write of `upsert_session`.
-    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()>;
+    /// Writes a session on `conn` (the caller's transaction): the write of `upsert_session`. By
+    /// default the stored row is locked, then updated or inserted ([`super::locked`]).
+    async fn put_session(&self, conn: &mut Conn<Self::D>, session: &AgentSession, state: &StateUpdate) -> DbResult<()>
+    where
+        Self: Sized,
+    {
+        super::locked::put_session(self, conn, session, state).await
+    }
 
     /// `SessionStore::upsert_session`: [`put_session`](Self::put_session) in a transaction of its
     /// own, tried again when it lost a race.

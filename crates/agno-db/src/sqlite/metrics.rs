@@ -1,17 +1,6 @@
 //! Metrics buckets in SQLite (`agno_metrics`, as Python Agno 3.x shapes it): one row per
 //! `(user_id, date, aggregation_period)`, the shared bucket stored as `user_id = ''`.
 
-use crate::sql::SqlAdapter;
-use agno_core::{DbResult, MetricsBucket};
-use sqlx::AssertSqlSafe;
-
-use super::{SqliteState, db_error};
-use crate::codec::to_json_text;
-
-const COLUMNS: &str = "id, agent_runs_count, team_runs_count, workflow_runs_count, agent_sessions_count, \
-     team_sessions_count, workflow_sessions_count, users_count, token_metrics, model_metrics, date, \
-     aggregation_period, user_id, created_at, updated_at, completed";
-
 /// The metrics table as Python Agno 3.1 creates it (column order, types, unique key, indexes).
 pub(crate) fn metrics_ddl(t: &str) -> Vec<String> {
     vec![
@@ -22,41 +11,4 @@ pub(crate) fn metrics_ddl(t: &str) -> Vec<String> {
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_date ON {t} (date)"),
         format!("CREATE INDEX IF NOT EXISTS idx_{t}_user_id ON {t} (user_id)"),
     ]
-}
-
-#[async_trait::async_trait]
-impl crate::sql::metrics::SqlMetrics for SqliteState {
-    async fn save_metrics(&self, buckets: &[MetricsBucket]) -> DbResult<()> {
-        let _turn = self.write_turn().await;
-        let sql = format!(
-            "INSERT INTO {} ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (user_id, date, aggregation_period) DO UPDATE SET {}",
-            self.tables().metrics,
-            crate::sql::metrics::replaced_from_excluded()
-        );
-        let mut tx = self.pool().begin().await.map_err(|e| db_error("cannot begin a metrics write", e))?;
-        for b in buckets {
-            sqlx::query(AssertSqlSafe(sql.as_str()))
-                .bind(&b.id)
-                .bind(b.agent_runs_count)
-                .bind(b.team_runs_count)
-                .bind(b.workflow_runs_count)
-                .bind(b.agent_sessions_count)
-                .bind(b.team_sessions_count)
-                .bind(b.workflow_sessions_count)
-                .bind(b.users_count)
-                .bind(to_json_text(&b.token_metrics)?)
-                .bind(to_json_text(&b.model_metrics)?)
-                .bind(b.date.to_string())
-                .bind(&b.aggregation_period)
-                .bind(b.bucket_key())
-                .bind(b.created_at)
-                .bind(b.updated_at)
-                .bind(b.completed)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| db_error(&format!("cannot write the metrics of {}", b.date), e))?;
-        }
-        tx.commit().await.map_err(|e| db_error("cannot commit metrics", e))
-    }
 }
