@@ -18,19 +18,6 @@ use crate::sql::migrate::{Table, unqualified_ddl};
 const MAX_IDENTIFIER_LENGTH: usize = 64;
 
 impl MySqlState {
-    async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
-        if self.column_exists(table, column).await? {
-            return Ok(false);
-        }
-        let sql = format!("ALTER TABLE `{table}` ADD COLUMN `{column}` {decl}");
-        match sqlx::raw_sql(AssertSqlSafe(sql.as_str())).execute(self.pool()).await {
-            Ok(_) => Ok(true),
-            // Another process may have added it first: it is there either way.
-            Err(_) if self.column_exists(table, column).await? => Ok(false),
-            Err(e) => Err(db_error(&format!("cannot add {table}.{column}"), e)),
-        }
-    }
-
     /// Creates index `name` on `columns` unless an index of that name already covers them.
     async fn add_index_if_missing(&self, table: &str, name: &str, columns: &[&str], unique: bool) -> DbResult<bool> {
         let covers = |found: &[String]| {

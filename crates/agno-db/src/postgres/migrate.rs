@@ -17,18 +17,6 @@ use crate::migration::{LATEST_VERSION, MigrationOptions, MigrationStep, Progress
 use crate::sql::migrate::Table;
 
 impl PostgresState {
-    async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
-        if self.column_exists(table, column).await? {
-            return Ok(false);
-        }
-        let sql = format!("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {column} {decl}", self.qualified(table));
-        sqlx::query(AssertSqlSafe(sql))
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot add column {table}.{column}"), e))?;
-        Ok(true)
-    }
-
     async fn exec(&self, what: &str, sql: String) -> DbResult<()> {
         sqlx::query(AssertSqlSafe(sql)).execute(self.pool()).await.map_err(|e| db_error(what, e))?;
         Ok(())

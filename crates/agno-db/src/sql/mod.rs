@@ -226,6 +226,27 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
     {
         Ok(!rows(self, self.catalog(table, None), &format!("cannot look up table {table}")).await?.is_empty())
     }
+
+    /// Adds `column`, declared `decl`, to `table` unless it has it; whether this call added it
+    /// (one another process added meanwhile is there either way).
+    ///
+    /// # Errors
+    /// The catalog cannot be read, or the column cannot be added.
+    async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool>
+    where
+        Self: Sized,
+    {
+        let _turn = self.writer_turn().await;
+        if self.column_exists(table, column).await? {
+            return Ok(false);
+        }
+        let sql = format!("ALTER TABLE {} ADD COLUMN {column} {decl}", self.table(table));
+        match rows(self, (sql, catalog_values([])), &format!("cannot add {table}.{column}")).await {
+            Ok(_) => Ok(true),
+            Err(_) if self.column_exists(table, column).await? => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// The tables Agno creates on first use rather than with the others.

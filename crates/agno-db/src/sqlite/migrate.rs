@@ -12,19 +12,6 @@ use crate::migration::{MigrationOptions, MigrationStep, Progress, TableKind};
 use crate::sql::migrate::{Table, unqualified_ddl};
 
 impl SqliteState {
-    async fn add_column_if_missing(&self, table: &str, column: &str, decl: &str) -> DbResult<bool> {
-        let _turn = self.write_turn().await;
-        if self.column_exists(table, column).await? {
-            return Ok(false);
-        }
-        let sql = format!("ALTER TABLE {table} ADD COLUMN {column} {decl}");
-        sqlx::query(AssertSqlSafe(sql.as_str()))
-            .execute(self.pool())
-            .await
-            .map_err(|e| db_error(&format!("cannot add {table}.{column}"), e))?;
-        Ok(true)
-    }
-
     /// 3.0.0 on schedules, as Python Agno: the provenance columns (nullable), their lookup
     /// indexes, the owner composite index, and the partial unique indexes that keep names unique
     /// per owner. Duplicate names within one owner fail the step (unstamped) with the names to
