@@ -165,11 +165,6 @@ impl MySqlDb {
         db.refresh_legacy_runs().await?;
         Ok(db)
     }
-
-    /// The table names in use.
-    pub fn tables(&self) -> &TableNames {
-        &self.core.tables
-    }
 }
 
 impl MySqlState {

@@ -7,7 +7,7 @@
 use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 
-use super::{MySqlDb, MySqlState};
+use super::MySqlState;
 use crate::migration::LATEST_VERSION;
 use crate::sql::migrate::{SqlSchema, Table};
 
@@ -85,17 +85,5 @@ impl MySqlState {
             crate::sql::versions::stamp_version(self, runs, LATEST_VERSION).await?;
         }
         Ok(())
-    }
-}
-
-impl MySqlDb {
-    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics,
-    /// schedules, schedule runs, schema versions) at the latest schema and stamps it. Existing
-    /// tables are left alone: use the migrations for those.
-    ///
-    /// # Errors
-    /// A storage error.
-    pub async fn create_tables(&self) -> DbResult<()> {
-        crate::migration::Migrate::create_tables(self).await
     }
 }

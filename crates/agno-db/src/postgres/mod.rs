@@ -193,11 +193,6 @@ impl PostgresDb {
         Ok(db)
     }
 
-    /// The table names in use.
-    pub fn tables(&self) -> &TableNames {
-        &self.core.tables
-    }
-
     /// The schema holding the tables.
     pub fn schema(&self) -> &str {
         &self.schema

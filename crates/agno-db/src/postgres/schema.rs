@@ -5,7 +5,7 @@ use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
-use super::{PostgresDb, PostgresState, db_error};
+use super::{PostgresState, db_error};
 
 /// `CREATE INDEX IF NOT EXISTS "idx_{table}_{cols joined by _}" ON {qualified} (cols)`.
 pub(crate) fn index_ddl(qualified: &str, table: &str, columns: &[&str]) -> String {
@@ -115,16 +115,4 @@ pub(crate) fn events_ddl(q: &str) -> Vec<String> {
          attempt BIGINT NOT NULL, event VARCHAR NOT NULL, data TEXT NOT NULL, created_at BIGINT NOT NULL, \
          PRIMARY KEY (run_id, event_index))"
     )]
-}
-
-impl PostgresDb {
-    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics,
-    /// schedules, schedule runs, jobs, schema versions) at the latest schema and stamps it. Existing
-    /// tables are left alone: use the migrations for those.
-    ///
-    /// # Errors
-    /// A storage error.
-    pub async fn create_tables(&self) -> DbResult<()> {
-        crate::migration::Migrate::create_tables(self).await
-    }
 }

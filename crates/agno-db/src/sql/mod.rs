@@ -58,6 +58,24 @@ pub(crate) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arg
 /// `SqlAdapter` impl, which holds what truly differs (DDL, migration steps, the queue's claim).
 pub struct SqlDb<S>(pub(crate) S);
 
+// `SqlFamily` stays crate-private: callers name `SqliteDb`, `PostgresDb` or `MySqlDb`.
+#[allow(private_bounds)]
+impl<A: SqlFamily> SqlDb<A> {
+    /// The table names in use.
+    pub fn tables(&self) -> &TableNames {
+        &self.0.core().tables
+    }
+
+    /// Creates every missing table at the latest schema and stamps it. Existing tables are left
+    /// alone: use the migrations for those.
+    ///
+    /// # Errors
+    /// A storage error.
+    pub async fn create_tables(&self) -> DbResult<()> {
+        crate::migration::Migrate::create_tables(self).await
+    }
+}
+
 impl<S> std::ops::Deref for SqlDb<S> {
     type Target = S;
 

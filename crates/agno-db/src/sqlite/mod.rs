@@ -183,11 +183,6 @@ impl SqliteDb {
         db.refresh_legacy_runs().await?;
         Ok(db)
     }
-
-    /// The table names in use.
-    pub fn tables(&self) -> &TableNames {
-        &self.core.tables
-    }
 }
 
 impl SqliteState {

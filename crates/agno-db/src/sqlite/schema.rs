@@ -5,7 +5,7 @@ use crate::sql::SqlAdapter;
 use agno_core::DbResult;
 use sqlx::AssertSqlSafe;
 
-use super::{SqliteDb, SqliteState, db_error};
+use super::{SqliteState, db_error};
 
 pub(crate) fn sessions_ddl(t: &str) -> Vec<String> {
     vec![
@@ -55,17 +55,5 @@ impl SqliteState {
                 .map_err(|e| db_error("cannot create table", e))?;
         }
         Ok(())
-    }
-}
-
-impl SqliteDb {
-    /// Creates any missing table (sessions, runs, memories, eval runs, knowledge, metrics, schedules,
-    /// schedule runs, schema versions) at
-    /// the latest schema and stamps it. Existing tables are left alone: use the migrations for those.
-    ///
-    /// # Errors
-    /// A storage error.
-    pub async fn create_tables(&self) -> DbResult<()> {
-        crate::migration::Migrate::create_tables(self).await
     }
 }
