@@ -390,14 +390,23 @@ async fn fifteen_hundred_against_a_thousand(db_url: &str) {
 
     // Free the worker: cancel the blocker; every accepted run then completes.
     assert_eq!(os.post_form(&format!("/agents/slow/runs/{blocker}/cancel"), &[], None).await.status, 200);
+    // The deadline is on progress, not on the whole drain: the in-memory store rewrites its job
+    // table on every change, so its drain takes 90-140 s on a slow machine; a run that never
+    // completes still fails the test within 30 s of the last one that did.
     let store = os.os.state.queue.as_ref().unwrap().store.clone();
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let (mut seen, mut progressed) = (0, Instant::now());
     loop {
         let (_, done) = store.list_jobs(Some(agno_core::JobStatus::Completed), Some(1), Some(1)).await.unwrap();
         if done == 1000 {
             break;
         }
-        assert!(Instant::now() < deadline, "only {done} of 1000 accepted runs completed");
+        if done > seen {
+            (seen, progressed) = (done, Instant::now());
+        }
+        assert!(
+            progressed.elapsed() < Duration::from_secs(30),
+            "only {done} of 1000 accepted runs completed, none in 30 s"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for run_id in accepted.iter().step_by(97) {
