@@ -111,7 +111,7 @@ pub(crate) async fn put_run<A: SqlAdapter>(
     session_id: &str,
     user_id: Option<&str>,
 ) -> DbResult<i64> {
-    let t = db.tables().clone();
+    let t = db.tables();
     let run_id = run.id();
     let what = format!("cannot write run {run_id}");
     let now = now_epoch_secs();

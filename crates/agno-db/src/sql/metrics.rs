@@ -12,7 +12,7 @@ use serde_json::Value;
 use sqlx::Database;
 
 use super::listing::readable;
-use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, owned_by, retrying, rows};
+use super::{Columns, Dialect, SqlAdapter, SqlDb, SqlFamily, Tx, owned_by, retrying, rows, unbound};
 
 /// Buckets per multi-row insert (16 values each: far below every database's limit).
 const INSERT_CHUNK: usize = 500;
@@ -146,11 +146,6 @@ fn in_window<D: Dialect>(select: &str, also: &str, created: &str, from: i64, to:
     let (a, b) = (D::placeholder(1), D::placeholder(2));
     let sql = format!("{select} WHERE {also} {created} >= {a} AND {created} < {b}");
     (sql, SqlxValues(sea_query::Values(vec![from.into(), to.into()])))
-}
-
-/// A statement written out whole (it binds nothing).
-fn unbound(sql: String) -> (String, SqlxValues) {
-    (sql, SqlxValues(sea_query::Values(Vec::new())))
 }
 
 #[async_trait::async_trait]

@@ -63,7 +63,7 @@ pub struct SqlDb<S>(pub(crate) S);
 impl<A: SqlFamily> SqlDb<A> {
     /// The table names in use.
     pub fn tables(&self) -> &TableNames {
-        &self.0.core().tables
+        self.0.tables()
     }
 
     /// Creates every missing table at the latest schema and stamps it. Existing tables are left
@@ -259,7 +259,7 @@ pub(crate) trait SqlAdapter: Send + Sync + std::fmt::Debug + 'static {
             return Ok(false);
         }
         let sql = format!("ALTER TABLE {} ADD COLUMN {column} {decl}", self.table(table));
-        match rows(self, (sql, catalog_values([])), &format!("cannot add {table}.{column}")).await {
+        match rows(self, unbound(sql), &format!("cannot add {table}.{column}")).await {
             Ok(_) => Ok(true),
             Err(_) if self.column_exists(table, column).await? => Ok(false),
             Err(e) => Err(e),
@@ -336,6 +336,11 @@ pub(crate) trait SqlFamily:
 impl<A> SqlFamily for A where
     A: sessions::SqlSessions + runs::SqlRuns + memories::SqlMemories + migrate::SqlSchema + jobs::SqlQueue
 {
+}
+
+/// A statement written out whole (it binds nothing).
+pub(crate) fn unbound(sql: String) -> (String, sea_query_sqlx::SqlxValues) {
+    (sql, sea_query_sqlx::SqlxValues(sea_query::Values(Vec::new())))
 }
 
 /// Values bound to a catalog query (see [`SqlAdapter::catalog`]).
